@@ -1,0 +1,137 @@
+"""``assert_rubric``: grade a response inside any test, and let the result join the summary."""
+
+from __future__ import annotations
+
+import contextvars
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from ._collect import RESULTS_KEY
+from ._errors import RubricAssertionError, RubricEvaluationError, RubricLoadError
+from ._grader import CompiledRubric, Grader
+from ._loader import load_suite, problems_from_validation
+from ._result import CaseResult
+from ._schema import Rubric
+from ._scoring import score as score_results
+from ._table import criteria_table
+
+__all__ = ["CURRENT_ITEM", "SESSION_GRADER", "assert_rubric"]
+
+CURRENT_ITEM: contextvars.ContextVar[pytest.Item | None] = contextvars.ContextVar(
+    "pytest_rubric_current_item", default=None
+)
+"""The test item running now, set by the plugin so ``assert_rubric`` can report to it."""
+
+SESSION_GRADER = pytest.StashKey[Grader]()
+
+
+def _rubric_from_path(
+    spec: str | os.PathLike[str],
+) -> tuple[Rubric, Sequence[Any], float | None, str]:
+    text = os.fspath(spec)
+    path_text, _, case_id = text.partition("::")
+    path = Path(path_text)
+    loaded = load_suite(path)
+    cases = loaded.suite.cases
+    if case_id:
+        matches = [c for c in cases if c.id == case_id]
+        if not matches:
+            known = ", ".join(c.id for c in cases)
+            raise ValueError(f"{path} has no case {case_id!r}; its cases are: {known}")
+        case = matches[0]
+    elif len(cases) == 1:
+        case = cases[0]
+    else:
+        raise ValueError(
+            f"{path} has {len(cases)} cases; name one as '{path_text}::<case id>' "
+            f"(for example '{path_text}::{cases[0].id}')"
+        )
+    mark = case.min_score if case.min_score is not None else loaded.suite.min_score
+    return case, loaded.suite.global_criteria, mark, loaded.name
+
+
+def _to_rubric(rubric: Any) -> tuple[Rubric, Sequence[Any], float | None, str | None]:
+    if isinstance(rubric, Rubric):
+        return rubric, (), rubric.min_score, None
+    if isinstance(rubric, str | os.PathLike):
+        return _rubric_from_path(rubric)
+    data = {"criteria": list(rubric)} if isinstance(rubric, list | tuple) else rubric
+    try:
+        parsed = Rubric.model_validate(data)
+    except ValidationError as exc:
+        raise RubricLoadError("<assert_rubric>", problems_from_validation(exc, data)) from None
+    return parsed, (), parsed.min_score, None
+
+
+def assert_rubric(
+    response: str,
+    rubric: Rubric | Sequence[dict[str, Any]] | dict[str, Any] | str | os.PathLike[str],
+    *,
+    min_score: float | None = None,
+    query: str | None = None,
+    subject: str | None = None,
+) -> CaseResult:
+    """Grade ``response`` against ``rubric`` and fail the test if it does not pass.
+
+    :param response: the answer under test.
+    :param rubric: the criteria, as any of: a list of criterion dicts in the
+        rubric-file format (``[{"id": "npv", "type": "any_of", "any_of":
+        ["$157.63"]}]``); a mapping with ``criteria`` (and optionally
+        ``min_score``, ``question``); a :class:`~pytest_rubric.Rubric` or
+        :class:`~pytest_rubric.Case`; or the path of a rubric file, with the
+        case named as ``"evals/finance.rubric.yaml::q02_var"`` (the case may
+        be left out when the file has one). A file's ``global`` criteria and
+        ``min_score`` apply.
+    :param min_score: the pass mark. Default: the rubric's own ``min_score``,
+        else 0.8 (or the ini option ``rubric_min_score``).
+    :param query: the question the response answers (shown in reports, given
+        to the judge).
+    :param subject: who wrote the response, for the leaderboard. Default
+        ``inline``.
+    :returns: the :class:`~pytest_rubric.CaseResult`, when the response passes.
+    :raises RubricAssertionError: (an ``AssertionError``) when the score is
+        below ``min_score`` or a ``required`` criterion went the wrong way; its
+        message is the per-criterion table and ``.result`` the result.
+    :raises RubricEvaluationError: when a criterion could not be evaluated
+        (ERROR): the test fails, it never passes.
+    :raises RubricLoadError: when the rubric itself is malformed.
+
+    Inside a pytest test the result also joins the session's ``rubric
+    summary``, JSON and other outputs; the node id is the test's.
+    """
+    parsed, global_criteria, own_mark, suite = _to_rubric(rubric)
+    if query is not None:
+        parsed = parsed.model_copy(update={"question": query})
+    item = CURRENT_ITEM.get()
+    grader = item.config.stash.get(SESSION_GRADER, None) if item is not None else None
+    grader = grader or Grader()
+    compiled: CompiledRubric = grader.compile(
+        parsed,
+        global_criteria=global_criteria,
+        min_score=min_score if min_score is not None else own_mark,
+    )
+    result = grader.grade(
+        response,
+        compiled,
+        nodeid=item.nodeid if item is not None else "",
+        suite=suite or (item.path.stem if item is not None else ""),
+        subject=subject or "inline",
+    )
+    if item is not None and result.skipped and score_results(result.criteria).empty:
+        pytest.skip(f"nothing graded: {result.skipped[0].reason}")
+    if item is not None:
+        pending = item.stash.setdefault(RESULTS_KEY, [])
+        if parsed.id == "rubric":
+            count = sum(1 for r in pending if r.nodeid == item.nodeid) + 1
+            result.case = item.name if count == 1 else f"{item.name}#{count}"
+        pending.append(result)
+    if result.errors:
+        raise RubricEvaluationError(criteria_table(result), result=result)
+    if not result.passed:
+        raise RubricAssertionError(criteria_table(result), result=result)
+    return result

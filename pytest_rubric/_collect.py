@@ -1,0 +1,299 @@
+"""Rubric files as pytest collectors, (case, subject) pairs as pytest items.
+
+An item's ``setup`` obtains the response (inline, from a responses file, or
+by calling the target) and grades it; an answer that could not be evaluated
+fails there, so pytest reports it as an error, never as a pass. ``runtest``
+then asserts the grade, and ``repr_failure`` prints the per-criterion table.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ._checks import resolve_import, run_sync
+from ._errors import Problem, RubricLoadError
+from ._grader import CompiledRubric
+from ._loader import LoadedSuite, load_suite
+from ._result import CaseResult
+from ._scoring import score as score_results
+from ._table import criteria_table
+
+if TYPE_CHECKING:
+    from ._session import RubricSession, _ResponseDir
+
+__all__ = ["RubricFailure", "RubricFile", "RubricItem", "is_rubric_file"]
+
+RESULTS_KEY = pytest.StashKey[list[CaseResult]]()
+"""Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""
+
+
+def is_rubric_file(path: Path, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns)
+
+
+class RubricFailure(Exception):
+    """Raised by ``RubricItem.runtest`` when the case did not pass."""
+
+    def __init__(self, result: CaseResult) -> None:
+        super().__init__(result.case)
+        self.result = result
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """Where one subject's response to one case comes from."""
+
+    text: str | None = None
+    target: Any = None
+    target_name: str | None = None
+    unavailable: str | None = None  # why there is no response
+
+    def response(self, case: Any) -> str:
+        if self.unavailable is not None:
+            raise _NoResponse(self.unavailable)
+        if self.text is not None:
+            return self.text
+        try:
+            value = run_sync(self.target(case))
+        except Exception as exc:
+            raise _NoResponse(
+                f"target {self.target_name} raised {type(exc).__name__}: {exc}"
+            ) from exc
+        if not isinstance(value, str):
+            raise _NoResponse(
+                f"target {self.target_name} returned {type(value).__name__}, not the response text; "
+                "return a str"
+            )
+        return value
+
+
+class _NoResponse(Exception):
+    pass
+
+
+class RubricFile(pytest.File):
+    """A ``*.rubric.yaml`` / ``*.rubric.yml`` / ``*.rubric.json`` file."""
+
+    def __init__(self, *, rubric_session: RubricSession, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.rubric_session = rubric_session
+
+    def collect(self) -> Iterator[RubricItem]:
+        session = self.rubric_session
+        try:
+            loaded = load_suite(self.path)
+            items = list(self._items(loaded))
+        except RubricLoadError:
+            session.collection_errors += 1
+            raise
+        yield from items
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, RubricLoadError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def _items(self, loaded: LoadedSuite) -> Iterator[RubricItem]:
+        session = self.rubric_session
+        problems: list[Problem] = []
+        dirs: list[_ResponseDir] = []
+        if loaded.responses_dir is not None:
+            local = session.response_dir(loaded.responses_dir)
+            problems += [
+                Problem(
+                    p.message,
+                    line=p.line,
+                    case=p.case,
+                    field=p.field or "responses",
+                    hint=p.hint,
+                    path=p.path,
+                )
+                for p in local.problems
+            ]
+            dirs.append(local)
+        global_dir = session.global_responses()
+        if global_dir is not None:
+            dirs.append(global_dir)
+        targets: dict[str, tuple[str, Any]] = {}
+        suite = loaded.suite
+        for i, case in enumerate(suite.cases):
+            path = case.target or suite.target or session.settings.target
+            if path is None or path in targets:
+                continue
+            try:
+                targets[path] = (path.rpartition(":")[2], resolve_import(path))
+            except Exception as exc:
+                problems.append(
+                    Problem(
+                        f"cannot import target {path!r}: {type(exc).__name__}: {exc}",
+                        line=loaded.case_lines[i],
+                        case=case.id,
+                        field="target",
+                        hint="check the import path and that its module is importable from the rootdir",
+                    )
+                )
+        if problems:
+            raise RubricLoadError(self.path, problems)
+
+        grader = session.grader
+        for i, case in enumerate(suite.cases):
+            compiled = grader.compile(
+                case,
+                global_criteria=suite.global_criteria,
+                min_score=case.min_score if case.min_score is not None else suite.min_score,
+            )
+            sources = self._sources(case, loaded, dirs, targets)
+            line = loaded.case_lines[i]
+            if not sources:
+                yield RubricItem.from_parent(
+                    self,
+                    name=case.id,
+                    compiled=compiled,
+                    suite_name=loaded.name,
+                    subject="",
+                    source=_Source(
+                        unavailable=(
+                            f"case {case.id!r} has no response to grade: give it `response:`, "
+                            "`responses: {subject: ...}` or `target:`, set `responses:` in the file, "
+                            "or pass --rubric-responses DIR / --rubric-target"
+                        )
+                    ),
+                    line=line,
+                )
+            for subject, source in sources.items():
+                yield RubricItem.from_parent(
+                    self,
+                    name=f"{case.id}[{subject}]",
+                    compiled=compiled,
+                    suite_name=loaded.name,
+                    subject=subject,
+                    source=source,
+                    line=line,
+                )
+
+    def _sources(
+        self,
+        case: Any,
+        loaded: LoadedSuite,
+        dirs: list[_ResponseDir],
+        targets: dict[str, tuple[str, Any]],
+    ) -> dict[str, _Source]:
+        sources: dict[str, _Source] = {}
+        origins: dict[str, str] = {}
+
+        def add(subject: str, source: _Source, origin: str) -> None:
+            if subject in sources:
+                source = _Source(
+                    unavailable=(
+                        f"subject {subject!r} has two responses for case {case.id!r} "
+                        f"({origins[subject]} and {origin}); keep one"
+                    )
+                )
+            sources[subject] = source
+            origins[subject] = origin
+
+        if case.response is not None:
+            add(case.subject or "inline", _Source(text=case.response), "`response:`")
+        for subject, text in (case.responses or {}).items():
+            add(subject, _Source(text=text), "`responses:`")
+        for directory in dirs:
+            for response_file in directory.files:
+                entry = response_file.entries.get(case.id)
+                suite = response_file.suites.get(case.id)
+                if entry is not None and suite not in (None, loaded.name):
+                    entry = None
+                if entry is None:
+                    add(
+                        response_file.subject,
+                        _Source(
+                            unavailable=(
+                                f"subject {response_file.subject!r} has no response for case {case.id!r}: "
+                                f"add a line to {response_file.path}: "
+                                f'{{"id": "{case.id}", "response": "..."}}'
+                            )
+                        ),
+                        str(response_file.path),
+                    )
+                else:
+                    directory.used.add((response_file.subject, case.id))
+                    add(
+                        response_file.subject,
+                        _Source(text=entry[0]),
+                        f"{response_file.path}:{entry[1]}",
+                    )
+        target_path = case.target or loaded.suite.target or self.rubric_session.settings.target
+        if target_path is not None:
+            name, function = targets[target_path]
+            add(name, _Source(target=function, target_name=target_path), f"target {target_path}")
+        return sources
+
+
+class RubricItem(pytest.Item):
+    """One response graded against one case."""
+
+    def __init__(
+        self,
+        *,
+        compiled: CompiledRubric,
+        suite_name: str,
+        subject: str,
+        source: _Source,
+        line: int | None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.compiled = compiled
+        self.suite_name = suite_name
+        self.subject = subject
+        self.source = source
+        self.line = line
+        if compiled.judged:
+            self.add_marker("llm_judge")
+
+    @property
+    def rubric_session(self) -> RubricSession:
+        parent = self.parent
+        assert isinstance(parent, RubricFile)
+        return parent.rubric_session
+
+    def setup(self) -> None:
+        try:
+            response = self.source.response(self.compiled.rubric)
+        except _NoResponse as exc:
+            pytest.fail(str(exc), pytrace=False)
+        result = self.rubric_session.grader.grade(
+            response,
+            self.compiled,
+            nodeid=self.nodeid,
+            suite=self.suite_name,
+            subject=self.subject,
+        )
+        if result.errors:
+            self.stash.setdefault(RESULTS_KEY, []).append(result)
+            pytest.fail(criteria_table(result), pytrace=False)
+        if score_results(result.criteria).empty:
+            pytest.skip(
+                f"nothing graded: {result.skipped[0].reason}"
+                if result.skipped
+                else "nothing graded"
+            )
+        self.stash.setdefault(RESULTS_KEY, []).append(result)
+        self._result = result
+
+    def runtest(self) -> None:
+        if not self._result.passed:
+            raise RubricFailure(self._result)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, RubricFailure):
+            return criteria_table(excinfo.value.result)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, (self.line - 1 if self.line else None), f"rubric: {self.name}"

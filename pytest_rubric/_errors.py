@@ -1,0 +1,93 @@
+"""Exceptions raised by pytest-rubric.
+
+::
+
+    RubricError                      base of everything raised here
+    ├── RubricLoadError              a rubric or responses file cannot be used
+    ├── RubricEvaluationError        a grade could not be computed (a criterion ended in ERROR)
+    └── RubricAssertionError         also an AssertionError: the answer failed its rubric
+
+``RubricAssertionError`` and ``RubricEvaluationError`` carry the
+:class:`~pytest_rubric.CaseResult` as ``.result``; their message is the
+per-criterion table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._result import CaseResult
+
+__all__ = [
+    "Problem",
+    "RubricAssertionError",
+    "RubricError",
+    "RubricEvaluationError",
+    "RubricLoadError",
+]
+
+
+class RubricError(Exception):
+    """Base class of every pytest-rubric error."""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One mistake in a rubric file, located as precisely as the file allows."""
+
+    message: str
+    line: int | None = None
+    case: str | None = None
+    criterion: str | None = None
+    field: str | None = None
+    hint: str | None = None
+    path: Path | str | None = None  # when the problem is in another file than the rubric
+
+    def render(self, path: Path | str | None = None) -> str:
+        path = self.path or path
+        where = []
+        if path is not None:
+            where.append(f"{path}:{self.line}" if self.line else str(path))
+        elif self.line:
+            where.append(f"line {self.line}")
+        if self.case:
+            where.append(f"case {self.case!r}")
+        if self.criterion:
+            where.append(f"criterion {self.criterion!r}")
+        if self.field:
+            where.append(f"field {self.field!r}")
+        text = ", ".join(where) + (": " if where else "") + self.message
+        if self.hint:
+            text += f"\n    -> {self.hint}"
+        return text
+
+
+class RubricLoadError(RubricError):
+    """A rubric or responses file cannot be used; lists every problem found in it."""
+
+    def __init__(self, path: Path | str, problems: list[Problem]) -> None:
+        self.path = path
+        self.problems = problems
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        count = len(self.problems)
+        head = f"{self.path}: {count} problem{'s' if count != 1 else ''} in rubric file"
+        return "\n".join([head, *("  " + p.render(self.path) for p in self.problems)])
+
+
+class _ResultError(RubricError):
+    def __init__(self, message: str, *, result: CaseResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class RubricEvaluationError(_ResultError):
+    """At least one criterion could not be evaluated (ERROR): never a pass."""
+
+
+class RubricAssertionError(_ResultError, AssertionError):
+    """The response scored below ``min_score`` or a ``required`` criterion went wrong."""

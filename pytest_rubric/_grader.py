@@ -1,0 +1,169 @@
+"""Grading: a compiled rubric and a response in, a :class:`CaseResult` out.
+
+:meth:`Grader.compile` does everything that does not depend on the answer
+once per rubric (checks compiled, ``global`` criteria merged);
+:meth:`Grader.grade` then runs the checks, scores substance, measures style
+and sets the flags. Judged criteria are SKIPPED until a judge is configured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import _style
+from ._checks import Answer, Check, Outcome, compile_check
+from ._result import CaseResult, CriterionResult, Verdict
+from ._schema import Rubric
+from ._scoring import score as score_results
+
+__all__ = ["DEFAULT_MIN_SCORE", "NO_JUDGE_REASON", "CompiledRubric", "Grader"]
+
+DEFAULT_MIN_SCORE = 0.8
+NO_JUDGE_REASON = (
+    "no judge configured: set --rubric-judge PROVIDER:MODEL (or RUBRIC_JUDGE) to grade it"
+)
+# Scores are sums of float products: 2/3 of 0.6 must not miss a 0.4 mark by 1e-17.
+_EPSILON = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRubric:
+    """A rubric ready to grade many responses: criteria in order, checks compiled."""
+
+    rubric: Rubric
+    criteria: tuple[Any, ...]
+    checks: tuple[Check | None, ...]
+    min_score: float
+
+    @property
+    def judged(self) -> bool:
+        return any(c.is_judged for c in self.criteria)
+
+
+class Grader:
+    """Grades responses against rubrics. ``rubric_grader`` is the session's instance."""
+
+    def __init__(
+        self,
+        *,
+        thresholds: _style.StyleThresholds | None = None,
+        default_min_score: float = DEFAULT_MIN_SCORE,
+    ) -> None:
+        self.thresholds = thresholds or _style.StyleThresholds()
+        self.default_min_score = default_min_score
+
+    def compile(
+        self,
+        rubric: Rubric,
+        *,
+        global_criteria: Sequence[Any] = (),
+        min_score: float | None = None,
+    ) -> CompiledRubric:
+        """Prepare ``rubric`` for grading; ``min_score`` overrides the rubric's own."""
+        criteria = (*global_criteria, *rubric.criteria)
+        checks = tuple(None if c.is_judged else compile_check(c) for c in criteria)
+        mark = min_score if min_score is not None else rubric.min_score
+        return CompiledRubric(
+            rubric=rubric,
+            criteria=criteria,
+            checks=checks,
+            min_score=self.default_min_score if mark is None else mark,
+        )
+
+    def grade(
+        self,
+        response: str,
+        compiled: CompiledRubric,
+        *,
+        nodeid: str = "",
+        suite: str = "",
+        subject: str = "inline",
+    ) -> CaseResult:
+        """Grade one response. Never raises for a criterion's failure: that is ERROR."""
+        answer = Answer(response)
+        criteria = [
+            self._criterion(criterion, check, answer, compiled.rubric)
+            for criterion, check in zip(compiled.criteria, compiled.checks, strict=True)
+        ]
+        return self.result(
+            criteria,
+            compiled=compiled,
+            answer=answer,
+            nodeid=nodeid,
+            suite=suite,
+            subject=subject,
+        )
+
+    def result(
+        self,
+        criteria: list[CriterionResult],
+        *,
+        compiled: CompiledRubric,
+        answer: Answer,
+        nodeid: str,
+        suite: str,
+        subject: str,
+    ) -> CaseResult:
+        """Score criterion results and measure style: the shared tail of every grading path."""
+        substance = score_results(criteria)
+        wrong_claim = any(
+            c.axis == "substance" and c.weight < 0 and c.verdict is Verdict.MET for c in criteria
+        )
+        required_ok = not any(c.required and c.went_wrong for c in criteria)
+        no_errors = not any(c.verdict is Verdict.ERROR for c in criteria)
+        passed = (
+            substance.score >= compiled.min_score - _EPSILON
+            and required_ok
+            and no_errors
+            and not substance.empty
+        )
+        style_credits = [
+            c.credit
+            for c in criteria
+            if c.axis == "style" and c.verdict in (Verdict.MET, Verdict.UNMET)
+        ]
+        fluency = _style.fluency(answer.text)
+        confidence = _style.confidence(answer.folded)
+        return CaseResult(
+            nodeid=nodeid,
+            suite=suite,
+            case=compiled.rubric.id,
+            subject=subject,
+            score=substance.score,
+            raw_score=substance.raw_score,
+            min_score=compiled.min_score,
+            passed=passed,
+            criteria=criteria,
+            fluency=fluency,
+            confidence=confidence,
+            naive_score=_style.naive_score(substance.score, fluency, confidence),
+            style_score=sum(style_credits) / len(style_credits) if style_credits else None,
+            flags=_style.flags(
+                score=substance.score,
+                confidence_=confidence,
+                wrong_claim=wrong_claim,
+                thresholds=self.thresholds,
+            ),
+            question=compiled.rubric.question,
+            response=answer.text,
+        )
+
+    def _criterion(
+        self, criterion: Any, check: Check | None, answer: Answer, rubric: Rubric
+    ) -> CriterionResult:
+        if check is None:
+            outcome = Outcome(Verdict.SKIPPED, 0.0, NO_JUDGE_REASON)
+        else:
+            outcome = check(answer, rubric)
+        return CriterionResult(
+            id=criterion.id,
+            type=criterion.type,
+            axis=criterion.axis,
+            weight=criterion.effective_weight,
+            verdict=outcome.verdict,
+            credit=outcome.credit,
+            reason=outcome.reason,
+            required=criterion.required,
+        )

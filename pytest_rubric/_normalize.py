@@ -1,0 +1,121 @@
+"""Text normalization and number parsing shared by every deterministic check.
+
+Normalization is what makes ``"Café – 12 %"`` and ``"cafe - 12 %"`` the same
+answer for phrase, regex and fuzzy matching: Unicode NFKD with accents
+removed, casefolded, every dash and minus sign to ``-``, curly quotes to
+straight ones, whitespace runs to a single space.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+
+__all__ = ["normalize", "normalize_pattern", "parse_numbers"]
+
+# Every dash and minus sign Unicode has in common use, mapped to "-".
+_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2e3a\u2e3b\ufe58\ufe63\uff0d"
+_TRANSLATE = str.maketrans(
+    {
+        **{ch: "-" for ch in _DASHES},
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "\u201b": "'",
+        "\u2032": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u201f": '"',
+        "\u2033": '"',
+        "\u00ab": '"',
+        "\u00bb": '"',
+    }
+)
+_WHITESPACE = re.compile(r"\s+")
+
+
+def _fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text)
+    if decomposed.isascii():
+        return decomposed
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).translate(_TRANSLATE)
+
+
+def normalize(text: str, *, casefold: bool = True) -> str:
+    """Return ``text`` in the form every phrase, regex and fuzzy check compares.
+
+    With ``casefold=False`` the text is normalized but keeps its case (for
+    ``case_sensitive`` regex criteria).
+    """
+    folded = _fold(text)
+    if casefold:
+        folded = folded.casefold()
+    return _WHITESPACE.sub(" ", folded).strip()
+
+
+def normalize_pattern(pattern: str) -> str:
+    """Normalize the literal characters of a regex pattern like answer text.
+
+    Accents, dashes and quotes are folded so that a pattern written with
+    ``é`` or ``–`` still matches the normalized answer. Case is left alone
+    (casefolding would turn ``\\W`` into ``\\w``); case-insensitivity comes
+    from the regex flag instead.
+    """
+    return _fold(pattern)
+
+
+# A number as people write it in answers: optional accounting parentheses,
+# sign, currency symbol, thousands separators, decimals, exponent, percent
+# and a scale word.
+_NUMBER = re.compile(
+    r"""
+    (?<![\w.])(?<!\d,)             # not the tail of a word or of another number
+    (?P<open>\()?
+    (?P<sign>[-+])?                 # attached to the digits: "- 3" is a list bullet
+    (?:[$\u20ac\u00a3\u00a5]\s?(?P<sign2>-)?)?
+    (?P<int>\d{1,3}(?:,\d{3})+(?!\d)|\d+)
+    (?P<frac>\.\d+)?
+    (?P<exp>e[-+]?\d+)?
+    (?P<close>\))?
+    (?:\s?(?P<pct>%|percent\b))?
+    (?:\s?(?P<scale>thousand|million|billion|trillion|bn|k|m)\b)?
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
+_SCALES = {
+    "thousand": 1e3,
+    "k": 1e3,
+    "million": 1e6,
+    "m": 1e6,
+    "billion": 1e9,
+    "bn": 1e9,
+    "trillion": 1e12,
+}
+
+
+def parse_numbers(text: str) -> Iterator[float]:
+    """Yield every number written in ``text``, in order.
+
+    Understands ``$1,157.63``, ``12%``, ``-3.5``, ``−3.5`` (Unicode minus),
+    ``1.2e3``, ``(4.5)`` (accounting negative, offered as -4.5 and 4.5) and
+    scale words such as ``$1 million``. A percentage yields both its written value and its
+    fraction (``12%`` gives 12 and 0.12); a scaled number yields both the
+    written and the scaled value (``1 million`` gives 1 and 1000000), so a
+    rubric may state the target either way.
+    """
+    for match in _NUMBER.finditer(_fold(text)):
+        digits = match["int"].replace(",", "") + (match["frac"] or "") + (match["exp"] or "")
+        value = float(digits)
+        if match["sign"] == "-" or match["sign2"]:
+            value = -value
+        if match["open"] and match["close"]:
+            # Accounting parentheses mean a negative; "(3)" may also be a list
+            # number, so the written value is offered too.
+            yield -value
+        yield value
+        if match["pct"]:
+            yield value / 100
+        if match["scale"]:
+            yield value * _SCALES[match["scale"].lower()]

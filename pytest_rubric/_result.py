@@ -1,0 +1,144 @@
+"""What grading produces: one :class:`CriterionResult` per criterion, one
+:class:`CaseResult` per (case, subject).
+
+Results are plain dataclasses that turn into JSON-ready dicts and back, so
+the same object feeds the failure text, the test report (which travels
+through pytest-xdist), the session summary and every output file.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["CaseResult", "CriterionResult", "Verdict"]
+
+
+class Verdict(enum.StrEnum):
+    """Whether a criterion's condition holds as written."""
+
+    MET = "MET"
+    UNMET = "UNMET"
+    ERROR = "ERROR"
+    SKIPPED = "SKIPPED"
+
+
+@dataclass(slots=True)
+class CriterionResult:
+    """The verdict on one criterion.
+
+    ``weight`` is the weight that enters the score (``-penalty`` for a
+    ``forbidden`` criterion). ``ok`` is true when the criterion went the right
+    way: MET for a positive weight, UNMET for a negative one; never for ERROR
+    or SKIPPED.
+    """
+
+    id: str
+    type: str
+    axis: str
+    weight: float
+    verdict: Verdict
+    credit: float
+    reason: str
+    required: bool = False
+
+    @property
+    def ok(self) -> bool:
+        if self.verdict is Verdict.MET:
+            return self.weight >= 0
+        if self.verdict is Verdict.UNMET:
+            return self.weight < 0
+        return False
+
+    @property
+    def went_wrong(self) -> bool:
+        """Decided, and the wrong way (ERROR and SKIPPED are not decided)."""
+        return self.verdict in (Verdict.MET, Verdict.UNMET) and not self.ok
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["verdict"] = str(self.verdict)
+        data["ok"] = self.ok
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CriterionResult:
+        return cls(
+            id=data["id"],
+            type=data["type"],
+            axis=data["axis"],
+            weight=data["weight"],
+            verdict=Verdict(data["verdict"]),
+            credit=data["credit"],
+            reason=data["reason"],
+            required=data.get("required", False),
+        )
+
+
+@dataclass(slots=True)
+class CaseResult:
+    """The grade of one response against one case.
+
+    ``score`` is the substance score in [0, 1]; style never enters it.
+    ``fluency`` and ``confidence`` are the style heuristics (see
+    ``pytest_rubric._style``); ``style_score`` is the mean credit of the
+    ``axis: style`` criteria that ran, or None. ``naive_score`` is what a
+    rubric that rewards how an answer reads would have given.
+    """
+
+    nodeid: str
+    suite: str
+    case: str
+    subject: str
+    score: float
+    raw_score: float
+    min_score: float
+    passed: bool
+    criteria: list[CriterionResult]
+    fluency: float
+    confidence: float
+    naive_score: float
+    style_score: float | None = None
+    flags: list[str] = field(default_factory=list)
+    question: str | None = None
+    response: str = ""
+
+    @property
+    def errors(self) -> list[CriterionResult]:
+        return [c for c in self.criteria if c.verdict is Verdict.ERROR]
+
+    @property
+    def skipped(self) -> list[CriterionResult]:
+        return [c for c in self.criteria if c.verdict is Verdict.SKIPPED]
+
+    @property
+    def status(self) -> str:
+        """``passed``, ``failed`` or ``error`` (a criterion could not be evaluated)."""
+        if self.errors:
+            return "error"
+        return "passed" if self.passed else "failed"
+
+    def failure_reasons(self) -> list[str]:
+        """Why the case did not pass, one line each (empty when it passed)."""
+        reasons = [f"{c.id}: ERROR: {c.reason}" for c in self.errors]
+        reasons += [
+            f"required criterion {c.id!r} went the wrong way ({c.verdict})"
+            for c in self.criteria
+            if c.required and c.went_wrong
+        ]
+        if self.score < self.min_score:
+            reasons.append(f"score {self.score:.2f} is below min_score {self.min_score:.2f}")
+        return reasons
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        data["criteria"] = [c.to_dict() for c in self.criteria]
+        data["flags"] = list(self.flags)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CaseResult:
+        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        fields["criteria"] = [CriterionResult.from_dict(c) for c in data["criteria"]]
+        return cls(**fields)

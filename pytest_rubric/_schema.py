@@ -1,0 +1,395 @@
+"""The rubric file format as pydantic models.
+
+A file is a :class:`Suite` of :class:`Case` objects, each with a list of
+criteria. Every criterion type of the design is one model; they form a
+discriminated union on ``type``, where a criterion written without ``type``
+but with a ``requirement`` is a ``judge`` criterion (the weight-and-
+requirement form of rubric libraries loads unchanged).
+
+The models only describe and validate; matching lives in ``_checks``,
+scoring in ``_scoring``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
+
+__all__ = [
+    "CRITERION_TYPES",
+    "AllOf",
+    "AnyOf",
+    "Callable",
+    "Case",
+    "Criterion",
+    "Forbidden",
+    "Fuzzy",
+    "Json",
+    "Judge",
+    "Length",
+    "Metric",
+    "Number",
+    "Regex",
+    "Rubric",
+    "Suite",
+]
+
+_MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+_IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_JSON_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
+_JSON_KEYWORDS = frozenset(
+    {"type", "properties", "required", "items", "enum", "description", "title"}
+)
+
+Phrases = Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+
+
+class _Base(BaseModel):
+    model_config = _MODEL_CONFIG
+
+    id: Annotated[str, Field(min_length=1)]
+    weight: float = Field(default=1.0, validation_alias=AliasChoices("weight", "points"))
+    axis: Literal["substance", "style"] = "substance"
+    required: bool = False
+    description: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_weight(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "weight" in data and "points" in data:
+            raise ValueError("give `weight` or its alias `points`, not both")
+        return data
+
+    @field_validator("id")
+    @classmethod
+    def _clean_id(cls, value: str) -> str:
+        return _check_id(value)
+
+    @property
+    def effective_weight(self) -> float:
+        """The weight that enters the score (``-penalty`` for ``forbidden``)."""
+        return self.weight
+
+    @property
+    def is_judged(self) -> bool:
+        return False
+
+
+class AnyOf(_Base):
+    """MET when any phrase occurs in the normalized answer."""
+
+    type: Literal["any_of"] = "any_of"
+    any_of: Phrases
+
+
+class AllOf(_Base):
+    """MET when every phrase occurs in the normalized answer."""
+
+    type: Literal["all_of"] = "all_of"
+    all_of: Phrases
+
+
+class Forbidden(_Base):
+    """A known-wrong claim: MET (the error happened) when a phrase occurs.
+
+    It enters the score with weight ``-penalty``.
+    """
+
+    type: Literal["forbidden"] = "forbidden"
+    phrases: Phrases
+    penalty: Annotated[float, Field(ge=0)] = 1.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _penalty_not_weight(cls, data: Any) -> Any:
+        if isinstance(data, dict) and ("weight" in data or "points" in data):
+            raise ValueError(
+                "a forbidden criterion is weighted by `penalty` (a positive number that is "
+                "subtracted when the claim occurs); write `penalty: 2` instead of `weight`"
+            )
+        return data
+
+    @property
+    def effective_weight(self) -> float:
+        return -self.penalty
+
+
+class Regex(_Base):
+    """MET when the pattern matches the normalized answer (or, inverted, does not)."""
+
+    type: Literal["regex"] = "regex"
+    pattern: Annotated[str, Field(min_length=1)]
+    case_sensitive: bool = False
+    invert: bool = False
+
+
+class Number(_Base):
+    """MET when some number in the answer is within tolerance of ``value``."""
+
+    type: Literal["number"] = "number"
+    value: float
+    abs_tol: Annotated[float, Field(ge=0)] | None = None
+    rel_tol: Annotated[float, Field(ge=0)] | None = None
+
+
+class Fuzzy(_Base):
+    """MET when a phrase matches a span of the answer at or above ``threshold`` (0-100)."""
+
+    type: Literal["fuzzy"] = "fuzzy"
+    any_of: Phrases
+    threshold: Annotated[float, Field(ge=0, le=100)] = 90.0
+
+
+class Length(_Base):
+    """MET when the answer's word and character counts are within bounds (inclusive)."""
+
+    type: Literal["length"] = "length"
+    min_words: Annotated[int, Field(ge=0)] | None = None
+    max_words: Annotated[int, Field(ge=0)] | None = None
+    min_chars: Annotated[int, Field(ge=0)] | None = None
+    max_chars: Annotated[int, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Length:
+        if all(b is None for b in (self.min_words, self.max_words, self.min_chars, self.max_chars)):
+            raise ValueError("give at least one of min_words, max_words, min_chars, max_chars")
+        for low, high, name in (
+            (self.min_words, self.max_words, "words"),
+            (self.min_chars, self.max_chars, "chars"),
+        ):
+            if low is not None and high is not None and low > high:
+                raise ValueError(f"min_{name} ({low}) is greater than max_{name} ({high})")
+        return self
+
+
+class Json(_Base):
+    """MET when the answer (or its first fenced block) parses as JSON and fits ``schema``."""
+
+    type: Literal["json"] = "json"
+    json_schema: dict[str, Any] | None = Field(
+        default=None, validation_alias=AliasChoices("schema", "json_schema")
+    )
+
+    @field_validator("json_schema")
+    @classmethod
+    def _subset(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if schema is not None:
+            _check_schema(schema, "schema")
+        return schema
+
+
+class Metric(_Base):
+    """Fractional credit: a classification metric over the listed items found in the answer."""
+
+    type: Literal["metric"] = "metric"
+    expected: list[Annotated[str, Field(min_length=1)]] = []
+    unexpected: list[Annotated[str, Field(min_length=1)]] = []
+    metric: Literal["precision", "recall", "f1", "accuracy", "specificity"] = "f1"
+    threshold: Annotated[float, Field(ge=0, le=1)] = 0.5
+
+    @model_validator(mode="after")
+    def _items(self) -> Metric:
+        if self.metric in ("precision", "recall", "f1") and not self.expected:
+            raise ValueError(f"metric {self.metric} needs a non-empty `expected` list")
+        if self.metric == "specificity" and not self.unexpected:
+            raise ValueError("metric specificity needs a non-empty `unexpected` list")
+        if not self.expected and not self.unexpected:
+            raise ValueError("give `expected` and/or `unexpected` items")
+        return self
+
+
+class Callable(_Base):
+    """The function at ``function`` ("package.module:name") grades the response."""
+
+    type: Literal["callable"] = "callable"
+    function: str
+    threshold: Annotated[float, Field(ge=0, le=1)] = 0.5
+
+    @field_validator("function")
+    @classmethod
+    def _import_path(cls, value: str) -> str:
+        if not _IMPORT_PATH.match(value):
+            raise ValueError(
+                f"{value!r} is not an import path; write it as 'package.module:function'"
+            )
+        return value
+
+
+class Judge(_Base):
+    """A requirement graded by an LLM judge (boolean, or a score on a scale)."""
+
+    type: Literal["judge"] = "judge"
+    requirement: Annotated[str, Field(min_length=1)]
+    kind: Literal["boolean", "score"] = "boolean"
+    min_score: float = 1.0
+    max_score: float = 5.0
+
+    @model_validator(mode="after")
+    def _scale(self) -> Judge:
+        if self.max_score <= self.min_score:
+            raise ValueError(
+                f"max_score ({self.max_score:g}) must be greater than min_score ({self.min_score:g})"
+            )
+        return self
+
+    @property
+    def is_judged(self) -> bool:
+        return True
+
+
+CRITERION_TYPES: dict[str, type[_Base]] = {
+    "any_of": AnyOf,
+    "all_of": AllOf,
+    "forbidden": Forbidden,
+    "regex": Regex,
+    "number": Number,
+    "fuzzy": Fuzzy,
+    "length": Length,
+    "json": Json,
+    "metric": Metric,
+    "callable": Callable,
+    "judge": Judge,
+}
+
+
+def _criterion_tag(value: Any) -> str | None:
+    if isinstance(value, dict):
+        tag = value.get("type")
+        if tag is None and "requirement" in value:
+            return "judge"
+        return tag if isinstance(tag, str) else None
+    return getattr(value, "type", None)
+
+
+Criterion = Annotated[
+    Annotated[AnyOf, Tag("any_of")]
+    | Annotated[AllOf, Tag("all_of")]
+    | Annotated[Forbidden, Tag("forbidden")]
+    | Annotated[Regex, Tag("regex")]
+    | Annotated[Number, Tag("number")]
+    | Annotated[Fuzzy, Tag("fuzzy")]
+    | Annotated[Length, Tag("length")]
+    | Annotated[Json, Tag("json")]
+    | Annotated[Metric, Tag("metric")]
+    | Annotated[Callable, Tag("callable")]
+    | Annotated[Judge, Tag("judge")],
+    Discriminator(_criterion_tag),
+]
+
+MinScore = Annotated[float, Field(ge=0, le=1)]
+
+
+class Rubric(BaseModel):
+    """A list of criteria with a pass mark: what :func:`assert_rubric` grades against."""
+
+    model_config = _MODEL_CONFIG
+
+    id: str = "rubric"
+    question: str | None = None
+    criteria: list[Criterion] = []
+    min_score: MinScore | None = None
+    reference: str | None = None
+    metadata: dict[str, Any] = {}
+
+
+class Case(Rubric):
+    """One question of a rubric file, with where its responses come from."""
+
+    id: Annotated[str, Field(min_length=1)]
+    response: str | None = None
+    responses: dict[str, str] | None = None
+    subject: str | None = None
+    target: str | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _clean_id(cls, value: str) -> str:
+        return _check_id(value)
+
+    @field_validator("target")
+    @classmethod
+    def _target_path(cls, value: str | None) -> str | None:
+        return _check_target(value)
+
+    @model_validator(mode="after")
+    def _subject_needs_response(self) -> Case:
+        if self.subject is not None and self.response is None:
+            raise ValueError("`subject` names the author of `response`; add `response: ...`")
+        return self
+
+
+class Suite(BaseModel):
+    """A rubric file: cases plus file-level defaults and ``global`` criteria."""
+
+    model_config = _MODEL_CONFIG
+
+    suite: str | None = None
+    min_score: MinScore | None = None
+    responses: str | None = None
+    target: str | None = None
+    global_criteria: list[Criterion] = Field(
+        default=[], validation_alias=AliasChoices("global", "global_criteria")
+    )
+    cases: list[Case]
+
+    @field_validator("target")
+    @classmethod
+    def _target_path(cls, value: str | None) -> str | None:
+        return _check_target(value)
+
+
+def _check_id(value: str) -> str:
+    if "::" in value or any(ch in value for ch in "[]\n\r"):
+        raise ValueError(
+            f"id {value!r} contains '::', '[', ']' or a line break, which break test ids; "
+            "use letters, digits, '_', '-' or '.'"
+        )
+    return value
+
+
+def _check_target(value: str | None) -> str | None:
+    if value is not None and not _IMPORT_PATH.match(value):
+        raise ValueError(f"{value!r} is not an import path; write it as 'package.module:function'")
+    return value
+
+
+def _check_schema(schema: Any, where: str) -> None:
+    """Reject JSON Schema outside the supported subset, so it is never half-applied."""
+    if not isinstance(schema, dict):
+        raise ValueError(f"{where} must be a mapping, got {type(schema).__name__}")
+    unknown = sorted(set(schema) - _JSON_KEYWORDS)
+    if unknown:
+        raise ValueError(
+            f"{where} uses {', '.join(map(repr, unknown))}, outside the supported JSON Schema "
+            f"subset ({', '.join(sorted(_JSON_KEYWORDS))}); use a `callable` criterion for more"
+        )
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
+    for k in kinds:
+        if k not in _JSON_TYPES:
+            raise ValueError(
+                f"{where}.type {k!r} is not a JSON type; use one of {', '.join(sorted(_JSON_TYPES))}"
+            )
+    properties = schema.get("properties", {})
+    if not isinstance(properties, dict):
+        raise ValueError(f"{where}.properties must be a mapping of property name to schema")
+    for name, sub in properties.items():
+        _check_schema(sub, f"{where}.properties.{name}")
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        raise ValueError(f"{where}.required must be a list of property names")
+    if "items" in schema:
+        _check_schema(schema["items"], f"{where}.items")
+    if "enum" in schema and not isinstance(schema["enum"], list):
+        raise ValueError(f"{where}.enum must be a list of allowed values")

@@ -1,0 +1,56 @@
+"""The substance score, exactly as the design's scoring section states it.
+
+For the substance criteria that ran (ERROR and SKIPPED ones are left out;
+an ERROR fails the case on its own), with weight w_i and credit c_i:
+
+* earned = sum(w_i * c_i); P = sum of positive weights; N = sum of |negative weights|
+* P > 0: score = clamp(earned / P, 0, 1)
+* P == 0 and N > 0 (an all-negative, error-detection rubric):
+  score = clamp(1 + earned / N, 0, 1), so avoiding every error scores 1.0
+* raw_score = earned
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ._result import CriterionResult, Verdict
+
+__all__ = ["Score", "decided", "score"]
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    score: float
+    raw_score: float
+    positive: float
+    negative: float
+
+    @property
+    def empty(self) -> bool:
+        """Nothing weighted ran (every weighted criterion was skipped or errored)."""
+        return self.positive == 0 and self.negative == 0
+
+
+def decided(results: Iterable[CriterionResult]) -> list[CriterionResult]:
+    return [r for r in results if r.verdict in (Verdict.MET, Verdict.UNMET)]
+
+
+def _clamp(value: float) -> float:
+    return min(1.0, max(0.0, value))
+
+
+def score(results: Iterable[CriterionResult]) -> Score:
+    """Score the substance criteria among ``results`` (style ones are ignored)."""
+    ran = [r for r in decided(results) if r.axis == "substance"]
+    earned = sum(r.weight * r.credit for r in ran)
+    positive = sum(r.weight for r in ran if r.weight > 0)
+    negative = sum(-r.weight for r in ran if r.weight < 0)
+    if positive > 0:
+        value = _clamp(earned / positive)
+    elif negative > 0:
+        value = _clamp(1 + earned / negative)
+    else:
+        value = 0.0
+    return Score(score=value, raw_score=earned, positive=positive, negative=negative)

@@ -1,0 +1,170 @@
+"""Style heuristics: how an answer reads, measured so that it can be kept out of the score.
+
+Both numbers are in [0, 1] and deliberately simple, so a reader can predict
+them (the README gives the same formulas):
+
+``fluency`` = mean of four parts
+    * length: ``min(words / 40, 1)``, so a one-liner reads as thin;
+    * sentence shape: 1 when the mean sentence is 8-30 words, falling
+      linearly to 0 at 0 and at 60 words;
+    * punctuation: the share of sentences that start with a capital letter
+      or digit and end in ``.``, ``!`` or ``?`` (or a closing bracket/quote);
+    * variety: distinct words / words (type-token ratio), over the first
+      100 words.
+
+``confidence`` = ``clamp(0.5 + 0.5 * (A - H) / max(A + H, 2), 0, 1)``
+    with A the count of assertive markers ("clearly", "definitely",
+    "always", "guaranteed", ...) and H the count of hedging markers
+    ("might", "perhaps", "I think", "not sure", ..., and every ``?``).
+    No markers gives 0.5; two assertive markers and no hedge give 1.0.
+
+Flags (thresholds from :class:`StyleThresholds`, ini-configurable):
+``confidently_wrong`` when confidence >= ``confident`` and score <
+``low_score``; ``hedged_but_right`` when confidence <= ``hedged`` and score
+>= ``high_score``; ``known_wrong_claim`` when a ``forbidden`` (or any
+negative-weight) substance criterion is MET.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "ASSERTIVE",
+    "HEDGES",
+    "StyleThresholds",
+    "confidence",
+    "flags",
+    "fluency",
+    "naive_score",
+]
+
+ASSERTIVE = (
+    "absolutely",
+    "always",
+    "certainly",
+    "clearly",
+    "definitely",
+    "exactly",
+    "guaranteed",
+    "guarantees",
+    "indisputably",
+    "obviously",
+    "of course",
+    "precisely",
+    "simply",
+    "surely",
+    "undoubtedly",
+    "unquestionably",
+    "without doubt",
+    "without question",
+    "never",
+    "must",
+    "100%",
+)
+HEDGES = (
+    "apparently",
+    "approximately",
+    "arguably",
+    "as far as i know",
+    "could",
+    "i believe",
+    "i guess",
+    "i think",
+    "i'm not sure",
+    "i am not sure",
+    "i'm not certain",
+    "it depends",
+    "likely",
+    "may",
+    "maybe",
+    "might",
+    "not sure",
+    "perhaps",
+    "possibly",
+    "presumably",
+    "probably",
+    "roughly",
+    "seems",
+    "somewhat",
+    "suggests",
+    "unclear",
+    "unsure",
+    "if i recall",
+    "i suppose",
+)
+
+
+def _marker_regex(words: tuple[str, ...]) -> re.Pattern[str]:
+    alternatives = sorted((re.escape(w) for w in words), key=len, reverse=True)
+    return re.compile(r"(?<![\w'])(?:" + "|".join(alternatives) + r")(?![\w'])")
+
+
+_ASSERTIVE = _marker_regex(ASSERTIVE)
+_HEDGES = _marker_regex(HEDGES)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"[\w'’-]+")
+_ENDS_WELL = (".", "!", "?", ")", '"', "'", "”", "’", "`")
+
+
+def fluency(text: str) -> float:
+    """How well-formed an answer reads, in [0, 1] (see the module docstring)."""
+    words = _WORD.findall(text)
+    if not words:
+        return 0.0
+    length = min(len(words) / 40, 1.0)
+    sentences = [p for p in _SENTENCE_END.split(text.strip()) if p]
+    mean_len = len(words) / max(len(sentences), 1)
+    if mean_len < 8:
+        shape = mean_len / 8
+    elif mean_len <= 30:
+        shape = 1.0
+    else:
+        shape = max(0.0, (60 - mean_len) / 30)
+    well_formed = sum(
+        1
+        for p in sentences
+        if (p[0].isupper() or p[0].isdigit()) and p.rstrip().endswith(_ENDS_WELL)
+    )
+    punctuation = well_formed / len(sentences) if sentences else 0.0
+    head = [w.casefold() for w in words[:100]]
+    variety = len(set(head)) / len(head)
+    return (length + shape + punctuation + variety) / 4
+
+
+def confidence(folded: str) -> float:
+    """How assertive an answer sounds, in [0, 1]; ``folded`` is the normalized answer."""
+    assertive = len(_ASSERTIVE.findall(folded))
+    hedges = len(_HEDGES.findall(folded)) + folded.count("?")
+    value = 0.5 + 0.5 * (assertive - hedges) / max(assertive + hedges, 2)
+    return min(1.0, max(0.0, value))
+
+
+def naive_score(score: float, fluency_: float, confidence_: float) -> float:
+    """Mean of correctness, fluency and confidence: what a style-weighted rubric gives."""
+    return (score + fluency_ + confidence_) / 3
+
+
+@dataclass(frozen=True, slots=True)
+class StyleThresholds:
+    """Where the style flags switch on (ini ``rubric_confident_threshold`` etc.)."""
+
+    confident: float = 0.7
+    hedged: float = 0.35
+    low_score: float = 0.5
+    high_score: float = 0.8
+
+
+def flags(
+    *, score: float, confidence_: float, wrong_claim: bool, thresholds: StyleThresholds
+) -> list[str]:
+    """The style flags of one answer, in a fixed order."""
+    found = []
+    if confidence_ >= thresholds.confident and score < thresholds.low_score:
+        found.append("confidently_wrong")
+    if confidence_ <= thresholds.hedged and score >= thresholds.high_score:
+        found.append("hedged_but_right")
+    if wrong_claim:
+        found.append("known_wrong_claim")
+    return found

@@ -1,0 +1,200 @@
+"""The pytest plugin: hooks and fixtures only, each delegating to the module that owns the logic."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+
+from ._assert import CURRENT_ITEM, SESSION_GRADER
+from ._collect import RESULTS_KEY, RubricFile, is_rubric_file
+from ._grader import Grader
+from ._session import RubricSession
+
+SESSION_KEY = pytest.StashKey[RubricSession]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rubric", "rubric-based assertions on LLM output (pytest-rubric)")
+    group.addoption(
+        "--rubric-dir",
+        action="append",
+        dest="rubric_dirs",
+        metavar="DIR",
+        default=None,
+        help="collect rubric files under DIR (repeatable); without test paths, only these run.",
+    )
+    group.addoption(
+        "--rubric-responses",
+        dest="rubric_responses",
+        metavar="DIR",
+        default=None,
+        help='grade the responses in DIR/<subject>.jsonl, one {"id", "response"} per line.',
+    )
+    group.addoption(
+        "--rubric-target",
+        dest="rubric_target",
+        metavar="MODULE:FUNCTION",
+        default=None,
+        help="call this function with each case to get the response (the application under test).",
+    )
+    group.addoption(
+        "--rubric-json",
+        dest="rubric_json",
+        metavar="PATH",
+        default=None,
+        help="write every result and the leaderboard to PATH as JSON.",
+    )
+    parser.addini(
+        "rubric_dirs", "directories to collect rubric files from", type="paths", default=[]
+    )
+    parser.addini(
+        "rubric_file_patterns",
+        "glob patterns of rubric file names",
+        type="linelist",
+        default=["*.rubric.yaml", "*.rubric.yml", "*.rubric.json"],
+    )
+    parser.addini("rubric_min_score", "pass mark of cases that set none (default 0.8)", default="")
+    for name, what in (
+        (
+            "rubric_confident_threshold",
+            "confidence at or above which an answer counts as confident (0.7)",
+        ),
+        (
+            "rubric_hedged_threshold",
+            "confidence at or below which an answer counts as hedged (0.35)",
+        ),
+        (
+            "rubric_low_score",
+            "score below which a confident answer is flagged confidently_wrong (0.5)",
+        ),
+        (
+            "rubric_high_score",
+            "score at or above which a hedged answer is flagged hedged_but_right (0.8)",
+        ),
+    ):
+        parser.addini(name, what, default="")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "llm_judge: the test needs an LLM judge (rubric items with judge criteria)"
+    )
+    state = RubricSession(config)
+    state.global_responses()  # a broken --rubric-responses file stops the run here, clearly
+    config.stash[SESSION_KEY] = state
+    config.stash[SESSION_GRADER] = state.grader
+    config.stash[_HOOKS_KEY] = hooks = _SessionHooks(state)
+    config.pluginmanager.register(hooks, "rubric-session")
+    if state.settings.dirs and config.args_source is not pytest.Config.ArgsSource.ARGS:
+        config.args[:] = [str(d) for d in state.settings.dirs]
+    elif state.settings.dirs:
+        config.args.extend(str(d) for d in state.settings.dirs)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    hooks = config.stash.get(_HOOKS_KEY, None)
+    if hooks is not None:
+        config.pluginmanager.unregister(hooks)
+        del config.stash[_HOOKS_KEY]
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RubricFile | None:
+    state = parent.config.stash[SESSION_KEY]
+    if is_rubric_file(file_path, state.settings.patterns):
+        return RubricFile.from_parent(parent, path=file_path, rubric_session=state)
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    token = CURRENT_ITEM.set(item)
+    try:
+        return (yield)
+    finally:
+        CURRENT_ITEM.reset(token)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Results ride on the report (as plain dicts, so they travel through pytest-xdist)."""
+    report = yield
+    pending = item.stash.get(RESULTS_KEY, None)
+    if pending and (report.when != "setup" or not report.passed):
+        report.rubric_results = [r.to_dict() for r in pending]  # type: ignore[attr-defined]
+        pending.clear()
+    return report
+
+
+@pytest.fixture
+def rubric_grader(request: pytest.FixtureRequest) -> Grader:
+    """The session's configured :class:`~pytest_rubric.Grader`.
+
+    Use it to grade without asserting::
+
+        def test_answer(rubric_grader):
+            compiled = rubric_grader.compile(Rubric(criteria=[...]))
+            result = rubric_grader.grade(my_app("What is NPV?"), compiled)
+            assert result.score > 0.5
+    """
+    return request.config.stash[SESSION_GRADER]
+
+
+class _SessionHooks:
+    """Session-wide hooks, registered per config so they reach its :class:`RubricSession`."""
+
+    def __init__(self, state: RubricSession) -> None:
+        self.state = state
+
+    def pytest_report_header(self, config: pytest.Config) -> str | None:
+        """One line that says where rubrics come from."""
+        return self.state.header_line()
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.state.warn_unused_responses()
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        """A broken rubric file is a collection error, but the rest of the session still runs."""
+        hidden = self.state.collection_errors
+        session.testsfailed -= hidden
+        try:
+            return (yield)
+        finally:
+            session.testsfailed += hidden
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for data in getattr(report, "rubric_results", ()):
+            self.state.add(data)
+
+    def pytest_report_teststatus(
+        self, report: pytest.TestReport, config: pytest.Config
+    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+        """A pass that left judged criteria SKIPPED says so in verbose output."""
+        if report.when == "call" and report.passed and _has_skipped(report):
+            return "passed", ".", ("PASSED (judged criteria skipped)", {"green": True})
+        return None
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.state.results and terminalreporter.config.get_verbosity() >= -1:
+            terminalreporter.section("rubric summary")
+            for line in self.state.summary_lines():
+                terminalreporter.line(line, yellow=line.startswith("!"))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not hasattr(session.config, "workerinput"):
+            self.state.write_outputs()
+
+
+def _has_skipped(report: pytest.TestReport) -> bool:
+    return any(
+        c["verdict"] == "SKIPPED"
+        for result in getattr(report, "rubric_results", ())
+        for c in result["criteria"]
+    )
+
+
+_HOOKS_KEY = pytest.StashKey[_SessionHooks]()
