@@ -104,6 +104,7 @@ def assert_rubric(
     Inside a pytest test the result also joins the session's ``rubric
     summary``, JSON and other outputs; the node id is the test's.
     """
+    __tracebackhide__ = True  # the failure is the table, not this function's frame
     parsed, global_criteria, own_mark, suite = _to_rubric(rubric)
     if query is not None:
         parsed = parsed.model_copy(update={"question": query})

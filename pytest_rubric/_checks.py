@@ -404,7 +404,8 @@ _COMPILERS: dict[type[Any], CallableT[[Any], Check]] = {
 
 
 def compile_check(criterion: Any) -> Check:
-    """Compile a deterministic criterion; reasons are trimmed to one table cell."""
+    """Compile a deterministic criterion; verdict reasons are trimmed to one table cell
+    (an ERROR keeps its whole reason: it says what to fix)."""
     inner = _COMPILERS[type(criterion)](criterion)
 
     def check(answer: Answer, case: Any) -> Outcome:
@@ -412,7 +413,7 @@ def compile_check(criterion: Any) -> Check:
             outcome = inner(answer, case)
         except Exception as exc:  # a bug here must not turn into a verdict
             return _error(f"check failed: {type(exc).__name__}: {exc}")
-        if len(outcome.reason) > _MAX_REASON:
+        if outcome.verdict is not Verdict.ERROR and len(outcome.reason) > _MAX_REASON:
             return Outcome(outcome.verdict, outcome.credit, outcome.reason[: _MAX_REASON - 1] + "…")
         return outcome
 

@@ -94,10 +94,14 @@ class RubricFile(pytest.File):
             raise
         yield from items
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         if isinstance(excinfo.value, RubricLoadError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style=style)
+            try:
+                shown: Path | str = self.path.relative_to(self.config.invocation_params.dir)
+            except ValueError:
+                shown = self.path
+            return excinfo.value.render(shown)
+        return super().repr_failure(excinfo)
 
     def _items(self, loaded: LoadedSuite) -> Iterator[RubricItem]:
         session = self.rubric_session
@@ -266,7 +270,11 @@ class RubricItem(pytest.Item):
         try:
             response = self.source.response(self.compiled.rubric)
         except _NoResponse as exc:
-            pytest.fail(str(exc), pytrace=False)
+            problem = str(exc)
+        else:
+            problem = None
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
         result = self.rubric_session.grader.grade(
             response,
             self.compiled,

@@ -74,9 +74,13 @@ class RubricLoadError(RubricError):
         super().__init__(str(self))
 
     def __str__(self) -> str:
+        return self.render(self.path)
+
+    def render(self, shown_as: Path | str) -> str:
+        """The message with the file shown as ``shown_as`` (a path relative to the run)."""
         count = len(self.problems)
-        head = f"{self.path}: {count} problem{'s' if count != 1 else ''} in rubric file"
-        return "\n".join([head, *("  " + p.render(self.path) for p in self.problems)])
+        head = f"{shown_as}: {count} problem{'s' if count != 1 else ''} in rubric file"
+        return "\n".join([head, *("  " + p.render(shown_as) for p in self.problems)])
 
 
 class _ResultError(RubricError):
@@ -91,3 +95,8 @@ class RubricEvaluationError(_ResultError):
 
 class RubricAssertionError(_ResultError, AssertionError):
     """The response scored below ``min_score`` or a ``required`` criterion went wrong."""
+
+
+# Tracebacks and reprs show the public name, not the private module.
+for _exc in (RubricError, RubricLoadError, RubricEvaluationError, RubricAssertionError):
+    _exc.__module__ = "pytest_rubric"

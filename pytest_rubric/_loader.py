@@ -162,11 +162,14 @@ def _parse(text: str, path: Path) -> tuple[Any, yaml.Node | None]:
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        context = ""
+        if exc.context and exc.context_mark and exc.context_mark is not mark:
+            context = f" ({exc.context} that starts at line {exc.context_mark.line + 1})"
         raise RubricLoadError(
             path,
             [
                 Problem(
-                    f"invalid YAML: {exc.problem or exc.context}",
+                    f"invalid YAML: {exc.problem or exc.context}{context}",
                     line=mark.line + 1 if mark else None,
                     hint="check the indentation and quoting there; quote strings that contain ': ' or '#'",
                 )
@@ -375,6 +378,11 @@ def _explain(
         msg = str(error["msg"]).removeprefix("Value error, ")
         return msg, None
     got = error.get("input")
+    if kind == "string_type" and isinstance(got, bool):
+        return (
+            f"`{field_name}` must be text, but YAML read a bare yes/no/on/off/true/false as {got}",
+            (f'quote it: `{leaf}: "..."`'),
+        )
     shown = repr(got) if not isinstance(got, dict | list) else _kind(got)
     if len(shown) > 60:
         shown = shown[:57] + "..."

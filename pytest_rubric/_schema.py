@@ -71,6 +71,11 @@ class _Base(BaseModel):
             raise ValueError("give `weight` or its alias `points`, not both")
         return data
 
+    @field_validator("id", mode="before")
+    @classmethod
+    def _int_id(cls, value: Any) -> Any:
+        return _int_to_str(value)
+
     @field_validator("id")
     @classmethod
     def _clean_id(cls, value: str) -> str:
@@ -312,6 +317,11 @@ class Case(Rubric):
     subject: str | None = None
     target: str | None = None
 
+    @field_validator("id", mode="before")
+    @classmethod
+    def _int_id(cls, value: Any) -> Any:
+        return _int_to_str(value)
+
     @field_validator("id")
     @classmethod
     def _clean_id(cls, value: str) -> str:
@@ -347,6 +357,13 @@ class Suite(BaseModel):
     @classmethod
     def _target_path(cls, value: str | None) -> str | None:
         return _check_target(value)
+
+
+def _int_to_str(value: Any) -> Any:
+    """``id: 7`` (a plain questions.json numbers its questions) is the id "7"."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
 
 
 def _check_id(value: str) -> str:

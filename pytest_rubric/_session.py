@@ -148,13 +148,14 @@ class RubricSession:
             for response_file in loaded.files:
                 for case_id, (_, line) in response_file.entries.items():
                     if (response_file.subject, case_id) not in loaded.used:
-                        warnings.warn(
+                        warnings.warn_explicit(
                             RubricWarning(
-                                f"{response_file.path}:{line}: the response of subject "
-                                f"{response_file.subject!r} for case {case_id!r} matches no "
-                                "collected case; fix its id or remove the line"
+                                f"the response of subject {response_file.subject!r} for case "
+                                f"{case_id!r} matches no collected case; fix its id or remove the line"
                             ),
-                            stacklevel=1,
+                            category=RubricWarning,
+                            filename=str(response_file.path),
+                            lineno=line,
                         )
 
     # --- results ------------------------------------------------------------------------------

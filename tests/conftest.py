@@ -1,0 +1,56 @@
+"""Shared helpers for the end-to-end tests, which drive pytest through ``pytester``."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+# Integration tests of what a user sees run three ways: without xdist, with
+# xdist but in-process (-n 0), and with two workers (-n 2).
+RUN_MODES = {
+    "no-xdist": ["-p", "no:xdist"],
+    "xdist-n0": ["-n", "0"],
+    "xdist-n2": ["-n", "2"],
+}
+
+
+@pytest.fixture(params=list(RUN_MODES))
+def run_mode(request: pytest.FixtureRequest) -> list[str]:
+    """Extra pytest arguments for one of the three ways of running."""
+    return RUN_MODES[request.param]
+
+
+@pytest.fixture
+def write(pytester: pytest.Pytester) -> Callable[[str, str], Path]:
+    """Write a dedented file under the pytester directory (parents created).
+
+    It also gives the directory an ini file of its own, so the repository's
+    configuration is never picked up.
+    """
+    pytester.makeini("[pytest]\n")
+
+    def _write(name: str, content: str) -> Path:
+        path = pytester.path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(content).lstrip("\n"), encoding="utf-8")
+        return path
+
+    return _write
+
+
+@pytest.fixture
+def rubric_json(pytester: pytest.Pytester) -> Callable[[], dict[str, Any]]:
+    """Read the ``--rubric-json out.json`` a run wrote."""
+
+    def _read() -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((pytester.path / "out.json").read_text())
+        return data
+
+    return _read

@@ -1,0 +1,166 @@
+"""``assert_rubric`` in plain tests: the forms of rubric it takes, what it raises, and the summary."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_rubric import (
+    AnyOf,
+    CaseResult,
+    Rubric,
+    RubricAssertionError,
+    RubricEvaluationError,
+    RubricLoadError,
+    assert_rubric,
+)
+
+Write = Callable[[str, str], Path]
+
+CRITERIA = [
+    {"id": "npv", "type": "any_of", "any_of": ["net present value"]},
+    {"id": "value", "type": "number", "value": 157.63, "abs_tol": 0.01},
+]
+
+
+def test_returns_the_result_when_the_response_passes() -> None:
+    result = assert_rubric("The net present value is $157.63.", CRITERIA)
+    assert isinstance(result, CaseResult)
+    assert (result.score, result.passed, result.subject) == (1.0, True, "inline")
+
+
+def test_raises_an_assertion_error_with_the_criterion_table() -> None:
+    with pytest.raises(RubricAssertionError) as info:
+        assert_rubric("The NPV is about $150.", CRITERIA, min_score=0.5, query="NPV?")
+    assert isinstance(info.value, AssertionError)
+    assert info.value.result.score == 0.0
+    lines = str(info.value).splitlines()
+    # Inside a test, an unnamed rubric is named after the test.
+    assert lines[0] == (
+        "rubric test_raises_an_assertion_error_with_the_criterion_table[inline]: "
+        "score 0.00 (min_score 0.50, raw 0) FAILED"
+    )
+    assert lines[2].startswith(
+        "x  npv        any_of  UNMET         1  none of 'net present value' found"
+    )
+    assert lines[3].startswith(
+        "x  value      number  UNMET         1  no number within 157.63 ± 0.01; saw 150"
+    )
+    assert lines[-1] == "  - score 0.00 is below min_score 0.50"
+
+
+def test_min_score_defaults_to_0_8() -> None:
+    four_of_five = [{"id": f"c{i}", "type": "any_of", "any_of": [f"w{i}"]} for i in range(5)]
+    assert assert_rubric("w0 w1 w2 w3", four_of_five).score == pytest.approx(0.8)
+    with pytest.raises(RubricAssertionError):
+        assert_rubric("w0 w1 w2", four_of_five)
+
+
+def test_an_error_criterion_raises_evaluation_error_not_a_pass() -> None:
+    with pytest.raises(RubricEvaluationError) as info:
+        assert_rubric(
+            "x",
+            [
+                {"id": "a", "type": "any_of", "any_of": ["x"]},
+                {"id": "re", "type": "regex", "pattern": "("},
+            ],
+        )
+    assert not isinstance(info.value, AssertionError)
+    assert info.value.result.status == "error"
+
+
+def test_rubric_object_and_mapping_forms() -> None:
+    rubric = Rubric(criteria=[AnyOf(id="paris", any_of=["Paris"])], min_score=1.0)
+    assert assert_rubric("It is Paris.", rubric).passed
+    assert assert_rubric(
+        "It is Paris.", {"criteria": [{"id": "p", "type": "any_of", "any_of": ["paris"]}]}
+    ).passed
+
+
+def test_malformed_criteria_raise_a_load_error_that_says_what_to_write() -> None:
+    with pytest.raises(RubricLoadError) as info:
+        assert_rubric("x", [{"id": "a", "type": "any_off", "any_of": ["x"]}])
+    assert "criterion 'a': unknown criterion type 'any_off'" in str(info.value)
+    assert "did you mean `type: any_of`?" in str(info.value)
+
+
+def test_path_with_case_id_uses_the_file_globals_and_min_score(tmp_path: Path) -> None:
+    path = tmp_path / "fin.rubric.yaml"
+    path.write_text(
+        """
+min_score: 0.5
+global:
+  - {id: no_guarantee, type: forbidden, phrases: [guaranteed]}
+cases:
+  - id: q1
+    criteria: [{id: npv, type: any_of, any_of: [npv]}, {id: rate, type: any_of, any_of: [discount]}]
+  - id: q2
+    criteria: [{id: var, type: any_of, any_of: [var]}]
+""",
+        encoding="utf-8",
+    )
+    result = assert_rubric("NPV only", f"{path}::q1")
+    assert (result.score, result.min_score, result.case) == (0.5, 0.5, "q1")
+    assert [c.id for c in result.criteria] == ["no_guarantee", "npv", "rate"]
+    with pytest.raises(RubricAssertionError):
+        assert_rubric("NPV is guaranteed", f"{path}::q1")
+    with pytest.raises(ValueError, match=r"has 2 cases; name one as '.*::<case id>'"):
+        assert_rubric("x", path)
+    with pytest.raises(ValueError, match=r"has no case 'q3'; its cases are: q1, q2"):
+        assert_rubric("x", f"{path}::q3")
+
+
+def test_results_join_the_session_summary_and_json(
+    pytester: pytest.Pytester,
+    write: Write,
+    run_mode: list[str],
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    write(
+        "test_app.py",
+        """
+        import pytest
+        from pytest_rubric import assert_rubric
+
+        CRITERIA = [{"id": "capital", "type": "any_of", "any_of": ["paris"]}]
+
+        @pytest.mark.parametrize("model,answer", [("good-model", "Paris."), ("bad-model", "Lyon.")])
+        def test_capital(model, answer):
+            assert_rubric(answer, CRITERIA, subject=model, query="Capital of France?")
+            assert_rubric(answer.upper(), CRITERIA, subject=model)
+        """,
+    )
+    result = pytester.runpytest(*run_mode, "--rubric-json", "out.json")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        consecutive=True,
+        lines2=[
+            '>       assert_rubric(answer, CRITERIA, subject=model, query="Capital of France?")',
+            "E       pytest_rubric.RubricAssertionError: rubric test_capital[[]bad-model-Lyon.[]][[]bad-model[]]: "
+            "score 0.00 (min_score 0.80, raw 0) FAILED",
+            "E          criterion  type    verdict  weight  reason",
+            "E       x  capital    any_of  UNMET         1  none of 'paris' found",
+            "E         - score 0.00 is below min_score 0.80",
+        ],
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*= rubric summary =*",
+            "rank  subject     correctness*",
+            "   1  good-model        1.000*2/2",
+            "   2  bad-model         0.000*0/1",
+        ],
+        consecutive=True,
+    )
+    results = sorted(rubric_json()["results"], key=lambda r: (r["subject"], r["case"]))
+    assert [(r["subject"], r["case"], r["passed"]) for r in results] == [
+        ("bad-model", "test_capital[bad-model-Lyon.]", False),
+        ("good-model", "test_capital[good-model-Paris.]", True),
+        ("good-model", "test_capital[good-model-Paris.]#2", True),
+    ]
+    assert results[1]["nodeid"] == "test_app.py::test_capital[good-model-Paris.]"
+    assert results[1]["question"] == "Capital of France?"
+    assert results[1]["suite"] == "test_app"

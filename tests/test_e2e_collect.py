@@ -1,0 +1,292 @@
+"""Collection end to end: which files become items, their ids, and where responses come from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+Write = Callable[[str, str], Path]
+
+SIMPLE = """
+suite: basics
+cases:
+  - id: q1
+    question: "What is 2 + 2?"
+    responses: {alice: "It is 4.", bob: "It is 5."}
+    criteria:
+      - {id: four, type: number, value: 4}
+"""
+
+
+def test_rubric_dir_collects_items_with_case_and_subject_ids(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    write("evals/basics.rubric.yaml", SIMPLE)
+    write("test_other.py", "def test_unrelated(): pass\n")
+    result = pytester.runpytest("--rubric-dir", "evals", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(
+        ["evals/basics.rubric.yaml::q1[alice]", "evals/basics.rubric.yaml::q1[bob]"],
+        consecutive=True,
+    )
+    # Without test paths, --rubric-dir runs only the rubric directories.
+    result.stdout.no_fnmatch_line("*test_unrelated*")
+
+
+def test_rubric_dir_adds_to_explicit_test_paths(pytester: pytest.Pytester, write: Write) -> None:
+    write("evals/basics.rubric.yaml", SIMPLE)
+    write("test_other.py", "def test_unrelated(): pass\n")
+    result = pytester.runpytest("test_other.py", "--rubric-dir", "evals", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(
+        ["test_other.py::test_unrelated", "evals/basics.rubric.yaml::q1[alice]"]
+    )
+
+
+def test_rubric_dir_is_repeatable(pytester: pytest.Pytester, write: Write) -> None:
+    write("a/one.rubric.yaml", SIMPLE)
+    write("b/two.rubric.yml", SIMPLE)
+    result = pytester.runpytest("--rubric-dir", "a", "--rubric-dir", "b", "-q")
+    result.assert_outcomes(passed=2, failed=2)
+
+
+def test_ini_rubric_dirs_and_file_patterns(pytester: pytest.Pytester, write: Write) -> None:
+    write("evals/basics.evals.yaml", SIMPLE)
+    pytester.makeini("[pytest]\nrubric_dirs = evals\nrubric_file_patterns = *.evals.yaml\n")
+    result = pytester.runpytest("-q")
+    result.assert_outcomes(passed=1, failed=1)
+
+
+def test_rubric_files_on_the_normal_collection_path(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    write("sub/basics.rubric.yaml", SIMPLE)
+    write("sub/ignored.yaml", SIMPLE)
+    result = pytester.runpytest("-q")
+    result.assert_outcomes(passed=1, failed=1)
+
+
+def test_json_rubric_and_bare_list_of_cases(pytester: pytest.Pytester, write: Write) -> None:
+    write(
+        "questions.rubric.json",
+        """
+        [{"id": "q1", "response": "Paris", "subject": "geo-bot",
+          "criteria": [{"id": "city", "type": "any_of", "any_of": ["paris"]}]}]
+        """,
+    )
+    result = pytester.runpytest("-v")
+    result.stdout.fnmatch_lines(["questions.rubric.json::q1[[]geo-bot[]] PASSED*"])
+
+
+def test_inline_response_defaults_to_subject_inline(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    write(
+        "x.rubric.yaml",
+        """
+        cases:
+          - id: q1
+            response: "Paris"
+            criteria: [{id: city, type: any_of, any_of: [paris]}]
+        """,
+    )
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["x.rubric.yaml::q1[[]inline[]]"])
+
+
+def test_responses_folder_of_subject_files(pytester: pytest.Pytester, write: Write) -> None:
+    write(
+        "evals/fin.rubric.yaml",
+        """
+        responses: answers/
+        cases:
+          - id: q1
+            criteria: [{id: four, type: number, value: 4}]
+          - id: q2
+            criteria: [{id: npv, type: any_of, any_of: [npv]}]
+        """,
+    )
+    write(
+        "evals/answers/model-a.jsonl",
+        '{"id": "q1", "response": "4"}\n{"id": "q2", "answer": "NPV"}\n',
+    )
+    write(
+        "evals/answers/model-b.jsonl",
+        '{"id": "q1", "response": "5"}\n{"id": "q2", "response": "no"}\n',
+    )
+    result = pytester.runpytest("--rubric-dir", "evals", "-v")
+    result.stdout.fnmatch_lines(
+        [
+            "evals/fin.rubric.yaml::q1[[]model-a[]] PASSED*",
+            "evals/fin.rubric.yaml::q1[[]model-b[]] FAILED*",
+            "evals/fin.rubric.yaml::q2[[]model-a[]] PASSED*",
+            "evals/fin.rubric.yaml::q2[[]model-b[]] FAILED*",
+        ]
+    )
+
+
+def test_case_missing_from_a_subject_file_is_an_error_not_dropped(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    write(
+        "fin.rubric.yaml",
+        """
+        responses: answers/
+        cases:
+          - id: q1
+            criteria: [{id: four, type: number, value: 4}]
+          - id: q2
+            criteria: [{id: four, type: number, value: 4}]
+        """,
+    )
+    write("answers/model-a.jsonl", '{"id": "q1", "response": "4"}\n')
+    result = pytester.runpytest("-q")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of rubric: q2[[]model-a[]]*",
+            "subject 'model-a' has no response for case 'q2': add a line to *model-a.jsonl:"
+            ' {"id": "q2", "response": "..."}',
+        ]
+    )
+
+
+def test_response_without_a_case_is_reported_as_a_warning(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    write(
+        "fin.rubric.yaml",
+        """
+        responses: answers/
+        cases:
+          - id: q1
+            criteria: [{id: four, type: number, value: 4}]
+        """,
+    )
+    write("answers/model-a.jsonl", '{"id": "q1", "response": "4"}\n{"id": "q9", "response": "?"}\n')
+    result = pytester.runpytest("-q")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*model-a.jsonl:2: RubricWarning: the response of subject 'model-a' for case 'q9' matches no collected case*"
+        ]
+    )
+
+
+def test_rubric_responses_flag(pytester: pytest.Pytester, write: Write) -> None:
+    write(
+        "evals/fin.rubric.yaml",
+        """
+        cases:
+          - id: q1
+            criteria: [{id: four, type: number, value: 4}]
+        """,
+    )
+    write("run-7/gpt.jsonl", '{"id": "q1", "response": "four, i.e. 4"}\n')
+    result = pytester.runpytest("--rubric-dir", "evals", "--rubric-responses", "run-7", "-v")
+    result.stdout.fnmatch_lines(["evals/fin.rubric.yaml::q1[[]gpt[]] PASSED*"])
+
+
+def test_broken_rubric_responses_file_is_a_usage_error(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    write("fin.rubric.yaml", SIMPLE)
+    write("run/gpt.jsonl", '{"id": "q1", "response": "4"}\nnot json\n')
+    result = pytester.runpytest("--rubric-responses", "run")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*run/gpt.jsonl:2: invalid JSON*"])
+
+
+def test_target_sync_and_async(pytester: pytest.Pytester, write: Write) -> None:
+    write(
+        "myapp.py",
+        """
+        import asyncio
+
+        def answer(case):
+            return f"The answer to {case.id} is 4."
+
+        async def answer_async(case):
+            await asyncio.sleep(0)
+            return "It is 5."
+        """,
+    )
+    write(
+        "app.rubric.yaml",
+        """
+        target: "myapp:answer"
+        cases:
+          - id: q1
+            criteria: [{id: four, type: number, value: 4}]
+          - id: q2
+            target: "myapp:answer_async"
+            criteria: [{id: four, type: number, value: 4}]
+        """,
+    )
+    pytester.syspathinsert()
+    result = pytester.runpytest("-v")
+    result.stdout.fnmatch_lines(
+        [
+            "app.rubric.yaml::q1[[]answer[]] PASSED*",
+            "app.rubric.yaml::q2[[]answer_async[]] FAILED*",
+        ]
+    )
+
+
+def test_target_that_raises_is_an_error(pytester: pytest.Pytester, write: Write) -> None:
+    write("myapp.py", "def answer(case):\n    raise RuntimeError('model down')\n")
+    write(
+        "app.rubric.yaml",
+        """
+        cases:
+          - id: q1
+            criteria: [{id: four, type: number, value: 4}]
+        """,
+    )
+    pytester.syspathinsert()
+    result = pytester.runpytest("--rubric-target", "myapp:answer")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["target myapp:answer raised RuntimeError: model down"])
+
+
+def test_case_without_any_response_is_an_error(pytester: pytest.Pytester, write: Write) -> None:
+    write(
+        "app.rubric.yaml",
+        """
+        cases:
+          - id: q1
+            criteria: [{id: four, type: number, value: 4}]
+        """,
+    )
+    result = pytester.runpytest("-q")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["case 'q1' has no response to grade: give it `response:`*"])
+
+
+def test_judge_items_carry_the_llm_judge_marker(pytester: pytest.Pytester, write: Write) -> None:
+    write(
+        "mixed.rubric.yaml",
+        """
+        cases:
+          - id: offline
+            response: "4"
+            criteria: [{id: four, type: number, value: 4}]
+          - id: judged
+            response: "4"
+            criteria:
+              - {id: four, type: number, value: 4}
+              - {weight: 3, id: explains, requirement: "Explains the arithmetic"}
+        """,
+    )
+    result = pytester.runpytest("-m", "not llm_judge", "-v")
+    result.assert_outcomes(passed=1, deselected=1)
+    result.stdout.fnmatch_lines(["mixed.rubric.yaml::offline[[]inline[]] PASSED*"])
+    result = pytester.runpytest("-m", "llm_judge", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["mixed.rubric.yaml::judged[[]inline[]]", "1/2 tests collected*"])
+
+
+def test_item_location_is_the_case_line(pytester: pytest.Pytester, write: Write) -> None:
+    write(SIMPLE_NAME := "basics.rubric.yaml", SIMPLE)
+    items, _ = pytester.inline_genitems(SIMPLE_NAME)
+    assert [item.location[1] for item in items] == [2, 2]  # 0-based line of "- id: q1"
+    assert items[0].location[2] == "rubric: q1[alice]"
