@@ -19,7 +19,7 @@ import pytest
 from ._checks import resolve_import, run_sync
 from ._errors import Problem, RubricLoadError
 from ._grader import CompiledRubric
-from ._loader import LoadedSuite, load_suite
+from ._loader import LoadedSuite, load_suite, paused_gc
 from ._result import CaseResult
 from ._scoring import score as score_results
 from ._table import criteria_table
@@ -54,27 +54,22 @@ class _Source:
     target_name: str | None = None
     unavailable: str | None = None  # why there is no response
 
-    def response(self, case: Any) -> str:
+    def fetch(self, case: Any) -> tuple[str, None] | tuple[None, str]:
+        """The response text, or None and why there is none."""
         if self.unavailable is not None:
-            raise _NoResponse(self.unavailable)
+            return None, self.unavailable
         if self.text is not None:
-            return self.text
+            return self.text, None
         try:
             value = run_sync(self.target(case))
         except Exception as exc:
-            raise _NoResponse(
-                f"target {self.target_name} raised {type(exc).__name__}: {exc}"
-            ) from exc
+            return None, f"target {self.target_name} raised {type(exc).__name__}: {exc}"
         if not isinstance(value, str):
-            raise _NoResponse(
-                f"target {self.target_name} returned {type(value).__name__}, not the response text; "
-                "return a str"
+            return None, (
+                f"target {self.target_name} returned {type(value).__name__}, "
+                "not the response text; return a str"
             )
-        return value
-
-
-class _NoResponse(Exception):
-    pass
+        return value, None
 
 
 class RubricFile(pytest.File):
@@ -87,8 +82,9 @@ class RubricFile(pytest.File):
     def collect(self) -> Iterator[RubricItem]:
         session = self.rubric_session
         try:
-            loaded = load_suite(self.path)
-            items = list(self._items(loaded))
+            with paused_gc():
+                loaded = load_suite(self.path)
+                items = list(self._items(loaded))
         except RubricLoadError:
             session.collection_errors += 1
             raise
@@ -241,6 +237,8 @@ class RubricFile(pytest.File):
 class RubricItem(pytest.Item):
     """One response graded against one case."""
 
+    _result: CaseResult
+
     def __init__(
         self,
         *,
@@ -267,14 +265,9 @@ class RubricItem(pytest.Item):
         return parent.rubric_session
 
     def setup(self) -> None:
-        try:
-            response = self.source.response(self.compiled.rubric)
-        except _NoResponse as exc:
-            problem = str(exc)
-        else:
-            problem = None
-        if problem is not None:
-            pytest.fail(problem, pytrace=False)
+        response, problem = self.source.fetch(self.compiled.rubric)
+        if response is None:
+            pytest.fail(problem or "no response", pytrace=False)
         result = self.rubric_session.grader.grade(
             response,
             self.compiled,

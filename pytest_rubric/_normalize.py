@@ -55,15 +55,20 @@ def normalize(text: str, *, casefold: bool = True) -> str:
     return _WHITESPACE.sub(" ", folded).strip()
 
 
-def normalize_pattern(pattern: str) -> str:
+def normalize_pattern(pattern: str, *, casefold: bool = True) -> str:
     """Normalize the literal characters of a regex pattern like answer text.
 
     Accents, dashes and quotes are folded so that a pattern written with
-    ``é`` or ``–`` still matches the normalized answer. Case is left alone
-    (casefolding would turn ``\\W`` into ``\\w``); case-insensitivity comes
-    from the regex flag instead.
+    ``é`` or ``–`` still matches the normalized answer. ASCII is left alone
+    (casefolding would turn ``\\W`` into ``\\w``; case-insensitivity comes
+    from the regex flag), but with ``casefold`` a non-ASCII letter that
+    casefolds to other letters is folded too, as the answer is: ``ß`` becomes
+    ``ss``.
     """
-    return _fold(pattern)
+    folded = _fold(pattern)
+    if casefold and not folded.isascii():
+        folded = "".join(ch if ch.isascii() else ch.casefold() for ch in folded)
+    return folded
 
 
 # A number as people write it in answers: optional accounting parentheses,

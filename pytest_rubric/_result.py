@@ -9,7 +9,7 @@ through pytest-xdist), the session summary and every output file.
 from __future__ import annotations
 
 import enum
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["CaseResult", "CriterionResult", "Verdict"]
@@ -57,10 +57,17 @@ class CriterionResult:
         return self.verdict in (Verdict.MET, Verdict.UNMET) and not self.ok
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["verdict"] = str(self.verdict)
-        data["ok"] = self.ok
-        return data
+        return {
+            "id": self.id,
+            "type": self.type,
+            "axis": self.axis,
+            "weight": self.weight,
+            "verdict": str(self.verdict),
+            "ok": self.ok,
+            "credit": self.credit,
+            "reason": self.reason,
+            "required": self.required,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CriterionResult:

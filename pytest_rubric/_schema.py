@@ -16,6 +16,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
     ConfigDict,
@@ -52,14 +53,25 @@ _JSON_KEYWORDS = frozenset(
     {"type", "properties", "required", "items", "enum", "description", "title"}
 )
 
-Phrases = Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("a phrase must contain more than whitespace (it would match every answer)")
+    return value
+
+
+Phrase = Annotated[str, Field(min_length=1), AfterValidator(_not_blank)]
+Phrases = Annotated[list[Phrase], Field(min_length=1)]
+# NaN or infinity in a weight, value or tolerance would poison every score.
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class _Base(BaseModel):
     model_config = _MODEL_CONFIG
 
     id: Annotated[str, Field(min_length=1)]
-    weight: float = Field(default=1.0, validation_alias=AliasChoices("weight", "points"))
+    weight: Finite = Field(default=1.0, validation_alias=AliasChoices("weight", "points"))
     axis: Literal["substance", "style"] = "substance"
     required: bool = False
     description: str | None = None
@@ -113,7 +125,7 @@ class Forbidden(_Base):
 
     type: Literal["forbidden"] = "forbidden"
     phrases: Phrases
-    penalty: Annotated[float, Field(ge=0)] = 1.0
+    penalty: NonNegative = 1.0
 
     @model_validator(mode="before")
     @classmethod
@@ -143,9 +155,9 @@ class Number(_Base):
     """MET when some number in the answer is within tolerance of ``value``."""
 
     type: Literal["number"] = "number"
-    value: float
-    abs_tol: Annotated[float, Field(ge=0)] | None = None
-    rel_tol: Annotated[float, Field(ge=0)] | None = None
+    value: Finite
+    abs_tol: NonNegative | None = None
+    rel_tol: NonNegative | None = None
 
 
 class Fuzzy(_Base):
@@ -198,8 +210,8 @@ class Metric(_Base):
     """Fractional credit: a classification metric over the listed items found in the answer."""
 
     type: Literal["metric"] = "metric"
-    expected: list[Annotated[str, Field(min_length=1)]] = []
-    unexpected: list[Annotated[str, Field(min_length=1)]] = []
+    expected: list[Phrase] = []
+    unexpected: list[Phrase] = []
     metric: Literal["precision", "recall", "f1", "accuracy", "specificity"] = "f1"
     threshold: Annotated[float, Field(ge=0, le=1)] = 0.5
 
@@ -237,8 +249,8 @@ class Judge(_Base):
     type: Literal["judge"] = "judge"
     requirement: Annotated[str, Field(min_length=1)]
     kind: Literal["boolean", "score"] = "boolean"
-    min_score: float = 1.0
-    max_score: float = 5.0
+    min_score: Finite = 1.0
+    max_score: Finite = 5.0
 
     @model_validator(mode="after")
     def _scale(self) -> Judge:
@@ -295,10 +307,29 @@ Criterion = Annotated[
 MinScore = Annotated[float, Field(ge=0, le=1)]
 
 
+def _default_ids(value: Any, prefix: str) -> Any:
+    """Criteria without an ``id`` (the weight-and-requirement form) are named by position."""
+    if isinstance(value, list):
+        return [
+            {**c, "id": f"{prefix}{i}"} if isinstance(c, dict) and "id" not in c else c
+            for i, c in enumerate(value, start=1)
+        ]
+    return value
+
+
 class Rubric(BaseModel):
-    """A list of criteria with a pass mark: what :func:`assert_rubric` grades against."""
+    """A list of criteria with a pass mark: what :func:`assert_rubric` grades against.
+
+    A criterion without an ``id`` is named by its position: ``c1``, ``c2``, ...
+    (``g1``, ``g2``, ... in a file's ``global`` list).
+    """
 
     model_config = _MODEL_CONFIG
+
+    @field_validator("criteria", mode="before")
+    @classmethod
+    def _ids(cls, value: Any) -> Any:
+        return _default_ids(value, "c")
 
     id: str = "rubric"
     question: str | None = None
@@ -352,6 +383,11 @@ class Suite(BaseModel):
         default=[], validation_alias=AliasChoices("global", "global_criteria")
     )
     cases: list[Case]
+
+    @field_validator("global_criteria", mode="before")
+    @classmethod
+    def _ids(cls, value: Any) -> Any:
+        return _default_ids(value, "g")
 
     @field_validator("target")
     @classmethod

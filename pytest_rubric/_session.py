@@ -160,8 +160,8 @@ class RubricSession:
 
     # --- results ------------------------------------------------------------------------------
 
-    def add(self, data: dict[str, Any]) -> None:
-        self.results.append(CaseResult.from_dict(data))
+    def add(self, result: CaseResult) -> None:
+        self.results.append(result)
 
     def summary_lines(self) -> list[str]:
         return summary_lines(self.results)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ._assert import CURRENT_ITEM, SESSION_GRADER
 from ._collect import RESULTS_KEY, RubricFile, is_rubric_file
 from ._grader import Grader
+from ._result import CaseResult
 from ._session import RubricSession
 
 SESSION_KEY = pytest.StashKey[RubricSession]()
@@ -120,12 +122,33 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Results ride on the report (as plain dicts, so they travel through pytest-xdist)."""
+    """Results ride on the report; they turn into plain dicts only to travel (pytest-xdist)."""
     report = yield
     pending = item.stash.get(RESULTS_KEY, None)
     if pending and (report.when != "setup" or not report.passed):
-        report.rubric_results = [r.to_dict() for r in pending]  # type: ignore[attr-defined]
+        report.rubric_results = list(pending)  # type: ignore[attr-defined]
         pending.clear()
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(
+    config: pytest.Config, report: pytest.CollectReport | pytest.TestReport
+) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
+    data = yield
+    if data is not None and data.get("rubric_results"):
+        data["rubric_results"] = [r.to_dict() for r in data["rubric_results"]]
+    return data
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_from_serializable(
+    config: pytest.Config, data: dict[str, Any]
+) -> Generator[None, object, object]:
+    report = yield
+    results = getattr(report, "rubric_results", None)
+    if results:
+        report.rubric_results = [CaseResult.from_dict(r) for r in results]  # type: ignore[attr-defined]
     return report
 
 
@@ -167,8 +190,8 @@ class _SessionHooks:
             session.testsfailed += hidden
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        for data in getattr(report, "rubric_results", ()):
-            self.state.add(data)
+        for result in getattr(report, "rubric_results", ()):
+            self.state.add(result)
 
     def pytest_report_teststatus(
         self, report: pytest.TestReport, config: pytest.Config
@@ -190,11 +213,8 @@ class _SessionHooks:
 
 
 def _has_skipped(report: pytest.TestReport) -> bool:
-    return any(
-        c["verdict"] == "SKIPPED"
-        for result in getattr(report, "rubric_results", ())
-        for c in result["criteria"]
-    )
+    results: list[CaseResult] = getattr(report, "rubric_results", [])
+    return any(result.skipped for result in results)
 
 
 _HOOKS_KEY = pytest.StashKey[_SessionHooks]()

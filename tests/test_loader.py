@@ -1,0 +1,746 @@
+"""parse_suite: every mistake becomes a located Problem in one RubricLoadError."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_rubric import Grader, Problem, RubricLoadError, Verdict
+from pytest_rubric._loader import LoadedSuite, load_suite, parse_suite
+from pytest_rubric._schema import AnyOf, Forbidden, Judge
+
+YAML = Path("x.rubric.yaml")
+JSON = Path("x.rubric.json")
+
+
+def load(text: str, path: Path = YAML) -> LoadedSuite:
+    return parse_suite(textwrap.dedent(text), path=path)
+
+
+def problems(text: str, path: Path = YAML) -> list[Problem]:
+    with pytest.raises(RubricLoadError) as info:
+        load(text, path)
+    assert info.value.problems, "a RubricLoadError always lists its problems"
+    assert info.value.path == path
+    return info.value.problems
+
+
+def one_problem(text: str, path: Path = YAML) -> Problem:
+    found = problems(text, path)
+    assert len(found) == 1, found
+    return found[0]
+
+
+# --- valid files -------------------------------------------------------------------------------
+
+
+def test_minimal_file_loads() -> None:
+    loaded = load(
+        """\
+        suite: finance
+        min_score: 0.6
+        cases:
+          - id: q1
+            question: "What is VaR?"
+            criteria:
+              - {id: a, type: any_of, any_of: ["1%", "99%"]}
+          - id: q2
+            criteria:
+              - {id: b, type: regex, pattern: '\\bloss'}
+        """
+    )
+    assert loaded.name == "finance"
+    assert loaded.suite.min_score == 0.6
+    assert [c.id for c in loaded.suite.cases] == ["q1", "q2"]
+    assert loaded.case_lines == [4, 8]
+    assert loaded.suite.cases[0].question == "What is VaR?"
+
+
+def test_suite_name_defaults_to_file_stem() -> None:
+    loaded = parse_suite(
+        "cases: [{id: q1, criteria: [{id: a, type: any_of, any_of: [x]}]}]",
+        path=Path("evals/finance.rubric.yaml"),
+    )
+    assert loaded.name == "finance"
+
+
+def test_points_alias_sets_weight() -> None:
+    loaded = load(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - {id: a, type: any_of, any_of: [x], points: 3}
+              - {id: b, type: any_of, any_of: [x], points: -2}
+              - {id: c, type: any_of, any_of: [x]}
+        """
+    )
+    assert [c.weight for c in loaded.suite.cases[0].criteria] == [3.0, -2.0, 1.0]
+
+
+def test_forbidden_penalty_is_its_negative_weight() -> None:
+    loaded = load(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - {id: a, type: any_of, any_of: [x]}
+              - {id: f, type: forbidden, phrases: [maximum loss], penalty: 1.5}
+              - {id: g, type: forbidden, phrases: [worst case]}
+        """
+    )
+    _, f, g = loaded.suite.cases[0].criteria
+    assert isinstance(f, Forbidden) and isinstance(g, Forbidden)
+    assert f.effective_weight == -1.5
+    assert g.effective_weight == -1.0
+
+
+def test_weight_and_requirement_form_with_id_is_a_judge_criterion() -> None:
+    loaded = load(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - {id: horizon, weight: 3, requirement: "Says the horizon is one day"}
+        """
+    )
+    (criterion,) = loaded.suite.cases[0].criteria
+    assert isinstance(criterion, Judge)
+    assert criterion.type == "judge"
+    assert criterion.weight == 3.0
+    assert criterion.kind == "boolean"
+    assert criterion.requirement == "Says the horizon is one day"
+
+
+def test_weight_and_requirement_form_loads_unchanged() -> None:
+    loaded = load(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - {weight: 3, requirement: "Says the horizon is one day"}
+              - {weight: 1, requirement: "Mentions the confidence level"}
+        """
+    )
+    criteria = loaded.suite.cases[0].criteria
+    assert all(isinstance(c, Judge) for c in criteria)
+    assert [c.weight for c in criteria] == [3.0, 1.0]
+    assert len({c.id for c in criteria}) == 2
+
+
+def test_bare_list_of_cases() -> None:
+    loaded = load(
+        """\
+        - id: q1
+          criteria:
+            - {id: a, type: any_of, any_of: [x]}
+        - id: q2
+          criteria:
+            - {id: a, type: any_of, any_of: [y]}
+        """
+    )
+    assert [c.id for c in loaded.suite.cases] == ["q1", "q2"]
+    assert loaded.case_lines == [1, 4]
+    assert loaded.name == "x"
+
+
+def test_bare_list_problem_is_located() -> None:
+    problem = one_problem(
+        """\
+        - id: q1
+          criteria:
+            - {id: a, type: any_of, any_of: [x]}
+        - id: q2
+          criteria:
+            - {id: b, type: regex}
+        """
+    )
+    assert (problem.line, problem.case, problem.criterion, problem.field) == (
+        6,
+        "q2",
+        "b",
+        "pattern",
+    )
+
+
+def test_json_file_loads() -> None:
+    data = {
+        "suite": "s",
+        "cases": [{"id": "q1", "criteria": [{"id": "a", "type": "any_of", "any_of": ["x"]}]}],
+    }
+    loaded = parse_suite(json.dumps(data), path=JSON)
+    assert loaded.name == "s"
+    assert isinstance(loaded.suite.cases[0].criteria[0], AnyOf)
+
+
+def test_json_bare_list_loads() -> None:
+    data = [{"id": "q1", "criteria": [{"id": "a", "type": "any_of", "any_of": ["x"]}]}]
+    loaded = parse_suite(json.dumps(data), path=JSON)
+    assert [c.id for c in loaded.suite.cases] == ["q1"]
+
+
+def test_load_suite_reads_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "fin.rubric.yaml"
+    path.write_text(
+        "cases:\n  - id: q1\n    criteria: [{id: a, type: any_of, any_of: [café]}]\n",
+        encoding="utf-8",
+    )
+    loaded = load_suite(path)
+    assert loaded.path == path
+    assert loaded.name == "fin"
+    assert loaded.suite.cases[0].criteria[0].any_of == ["café"]
+
+
+# --- global criteria ---------------------------------------------------------------------------
+
+
+GLOBAL = """\
+    global:
+      - {id: clarity, type: any_of, any_of: [clear], axis: style}
+      - {id: no_max, type: forbidden, phrases: [maximum loss]}
+      - {id: mentions_var, type: any_of, any_of: [var]}
+    cases:
+      - id: q1
+        criteria:
+          - {id: horizon, type: any_of, any_of: [one day]}
+      - id: q2
+        criteria:
+          - {id: tone, type: any_of, any_of: [polite], axis: style}
+    """
+
+
+def test_global_criteria_are_merged_into_every_case() -> None:
+    suite = load(GLOBAL).suite
+    grader = Grader()
+    q1 = grader.compile(suite.cases[0], global_criteria=suite.global_criteria)
+    assert [c.id for c in q1.criteria] == ["clarity", "no_max", "mentions_var", "horizon"]
+    result = grader.grade("VaR over one day is not the maximum loss. Clear?", q1)
+    verdicts = {c.id: c.verdict for c in result.criteria}
+    assert verdicts == {
+        "clarity": Verdict.MET,
+        "no_max": Verdict.MET,
+        "mentions_var": Verdict.MET,
+        "horizon": Verdict.MET,
+    }
+    assert result.score == pytest.approx((1 + 1 - 1) / 2)
+    assert "known_wrong_claim" in result.flags
+
+
+def test_a_case_scored_only_by_global_criteria_loads() -> None:
+    # q2 has only a style criterion of its own; `mentions_var` from global scores it.
+    suite = load(GLOBAL).suite
+    q2 = Grader().compile(suite.cases[1], global_criteria=suite.global_criteria)
+    result = Grader().grade("VaR", q2)
+    assert result.score == 1.0
+    assert [c.id for c in q2.criteria][-1] == "tone"
+
+
+def test_criterion_id_clashing_with_global_is_an_error() -> None:
+    problem = one_problem(
+        """\
+        global:
+          - {id: a, type: any_of, any_of: [x]}
+        cases:
+          - id: q1
+            criteria:
+              - {id: a, type: any_of, any_of: [y]}
+        """
+    )
+    assert "'a'" in problem.message and "global" in problem.message
+    assert (problem.line, problem.case, problem.field) == (6, "q1", "id")
+
+
+def test_problem_in_a_global_criterion_is_located() -> None:
+    problem = one_problem(
+        """\
+        global:
+          - {id: ok, type: any_of, any_of: [x]}
+          - id: g
+            type: regex
+        cases:
+          - id: q1
+            criteria:
+              - {id: a, type: any_of, any_of: [y]}
+        """
+    )
+    assert problem.message == "missing required field `pattern`"
+    assert problem.case is None
+    assert problem.criterion == "global g"
+    assert problem.field == "pattern"
+    assert problem.line == 3
+
+
+# --- unknown types and fields --------------------------------------------------------------------
+
+
+def test_unknown_criterion_type_suggests_the_closest() -> None:
+    problem = one_problem(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - {id: a, type: any_of, any_of: [x]}
+              - {id: b, type: regx, pattern: x}
+        """
+    )
+    assert problem.message == "unknown criterion type 'regx'"
+    assert problem.hint is not None
+    assert problem.hint.startswith("did you mean `type: regex`?")
+    assert "any_of, all_of, forbidden" in problem.hint
+    assert (problem.line, problem.case, problem.criterion, problem.field) == (5, "q1", "b", None)
+
+
+def test_unknown_criterion_type_without_close_match_lists_types() -> None:
+    problem = one_problem(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - {id: a, type: zzzzzz}
+        """
+    )
+    assert problem.hint is not None
+    assert "did you mean" not in problem.hint
+    assert "judge" in problem.hint
+
+
+def test_criterion_without_type_or_requirement() -> None:
+    problem = one_problem(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - {id: a, any_of: [x]}
+        """
+    )
+    assert problem.message == "criterion has no `type`"
+    assert (problem.line, problem.case, problem.criterion) == (4, "q1", "a")
+
+
+def test_misspelled_criterion_field_suggests_the_right_one() -> None:
+    found = problems(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - id: a
+                type: regex
+                pattern: x
+                case_sensitve: true
+        """
+    )
+    (problem,) = found
+    assert problem.message == "unknown field `case_sensitve`"
+    assert problem.hint is not None
+    assert problem.hint.startswith("did you mean `case_sensitive`?")
+    assert (problem.line, problem.case, problem.criterion, problem.field) == (
+        7,
+        "q1",
+        "a",
+        "case_sensitve",
+    )
+
+
+def test_misspelled_case_and_suite_fields() -> None:
+    found = problems(
+        """\
+        suite: s
+        globl: []
+        cases:
+          - id: q1
+            critera: []
+        """
+    )
+    by_field = {p.field: p for p in found}
+    assert set(by_field) == {"globl", "critera"}
+    assert by_field["globl"].line == 2
+    assert by_field["globl"].case is None
+    assert by_field["globl"].hint is not None
+    assert by_field["globl"].hint.startswith("did you mean `global`?")
+    assert by_field["critera"].line == 5
+    assert by_field["critera"].case == "q1"
+    assert by_field["critera"].hint is not None
+    assert by_field["critera"].hint.startswith("did you mean `criteria`?")
+
+
+def test_missing_required_field() -> None:
+    problem = one_problem(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - {id: a, type: any_of, any_of: [x]}
+              - id: n
+                type: number
+                abs_tol: 0.01
+        """
+    )
+    assert problem.message == "missing required field `value`"
+    assert problem.hint == "add `value: 1157.63`"
+    # The field is absent, so the line is the criterion's.
+    assert (problem.line, problem.case, problem.criterion, problem.field) == (5, "q1", "n", "value")
+
+
+def test_missing_case_id() -> None:
+    problem = one_problem(
+        """\
+        cases:
+          - question: "no id"
+            criteria:
+              - {id: a, type: any_of, any_of: [x]}
+        """
+    )
+    assert problem.message == "missing required field `id`"
+    assert (problem.line, problem.case, problem.field) == (2, "#1", "id")
+
+
+def test_wrong_value_type_names_the_field_and_line() -> None:
+    problem = one_problem(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - id: n
+                type: number
+                value: abc
+        """
+    )
+    assert problem.field == "value"
+    assert problem.line == 6
+    assert "'abc'" in problem.message
+
+
+def test_all_problems_are_reported_together() -> None:
+    found = problems(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - {id: a, type: regx}
+          - id: q2
+            criteria:
+              - {id: b, type: number}
+        """
+    )
+    assert [(p.case, p.criterion, p.line) for p in found] == [("q1", "a", 4), ("q2", "b", 7)]
+
+
+# --- weights ---------------------------------------------------------------------------------
+
+
+def test_weight_and_points_together_is_an_error() -> None:
+    problem = one_problem(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - {id: a, type: any_of, any_of: [x], weight: 2, points: 2}
+        """
+    )
+    assert "`weight`" in problem.message and "`points`" in problem.message
+    assert (problem.line, problem.case, problem.criterion) == (4, "q1", "a")
+
+
+@pytest.mark.parametrize("key", ["weight", "points"])
+def test_forbidden_with_weight_is_an_error(key: str) -> None:
+    problem = one_problem(
+        f"""\
+        cases:
+          - id: q1
+            criteria:
+              - {{id: a, type: any_of, any_of: [x]}}
+              - {{id: f, type: forbidden, phrases: [y], {key}: 2}}
+        """
+    )
+    assert "penalty" in problem.message
+    assert (problem.line, problem.case, problem.criterion) == (5, "q1", "f")
+
+
+def test_negative_penalty_is_an_error() -> None:
+    problem = one_problem(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - {id: a, type: any_of, any_of: [x]}
+              - {id: f, type: forbidden, phrases: [y], penalty: -1}
+        """
+    )
+    assert problem.field == "penalty"
+    assert problem.criterion == "f"
+
+
+@pytest.mark.parametrize("weight", [".nan", ".inf", "-.inf"])
+def test_non_finite_weight_is_an_error(weight: str) -> None:
+    problem = one_problem(
+        f"""\
+        cases:
+          - id: q1
+            criteria:
+              - {{id: a, type: any_of, any_of: [x], weight: {weight}}}
+        """
+    )
+    assert problem.field == "weight"
+
+
+# --- duplicates and unscorable cases -------------------------------------------------------------
+
+
+def test_duplicate_case_ids() -> None:
+    problem = one_problem(
+        """\
+        cases:
+          - id: q1
+            criteria: [{id: a, type: any_of, any_of: [x]}]
+          - id: q1
+            criteria: [{id: a, type: any_of, any_of: [x]}]
+        """
+    )
+    assert problem.message == "duplicate case id 'q1' (first at line 2)"
+    assert (problem.line, problem.case, problem.field) == (4, "q1", "id")
+
+
+def test_duplicate_criterion_ids() -> None:
+    problem = one_problem(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - {id: a, type: any_of, any_of: [x]}
+              - {id: b, type: any_of, any_of: [y]}
+              - {id: a, type: any_of, any_of: [z]}
+        """
+    )
+    assert "criterion id 'a' is used twice" in problem.message
+    assert (problem.line, problem.case, problem.field) == (6, "q1", "id")
+
+
+def test_duplicate_criterion_id_problem_names_the_criterion() -> None:
+    problem = one_problem(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - {id: a, type: any_of, any_of: [x]}
+              - {id: a, type: any_of, any_of: [z]}
+        """
+    )
+    assert problem.criterion == "a"
+
+
+def test_same_criterion_id_in_different_cases_is_fine() -> None:
+    loaded = load(
+        """\
+        cases:
+          - id: q1
+            criteria: [{id: a, type: any_of, any_of: [x]}]
+          - id: q2
+            criteria: [{id: a, type: any_of, any_of: [x]}]
+        """
+    )
+    assert len(loaded.suite.cases) == 2
+
+
+@pytest.mark.parametrize(
+    "criteria",
+    [
+        "[]",
+        "[{id: s, type: any_of, any_of: [x], axis: style}]",
+        "[{id: z, type: any_of, any_of: [x], weight: 0}]",
+        "[{id: f, type: forbidden, phrases: [x], penalty: 0}]",
+        "[{id: s, type: judge, requirement: clear, axis: style, weight: 5}]",
+    ],
+)
+def test_case_without_nonzero_substance_criterion(criteria: str) -> None:
+    problem = one_problem(
+        f"""\
+        cases:
+          - id: ok
+            criteria: [{{id: a, type: any_of, any_of: [x]}}]
+          - id: q2
+            criteria: {criteria}
+        """
+    )
+    assert "no substance criterion with a non-zero weight" in problem.message
+    assert (problem.line, problem.case, problem.field) == (4, "q2", "criteria")
+
+
+def test_negative_only_substance_case_is_scorable() -> None:
+    loaded = load(
+        """\
+        cases:
+          - id: q1
+            criteria: [{id: f, type: forbidden, phrases: [x]}]
+        """
+    )
+    assert loaded.suite.cases[0].criteria[0].effective_weight == -1.0
+
+
+# --- json schema subset ----------------------------------------------------------------------
+
+
+def test_unsupported_json_schema_keyword_is_rejected() -> None:
+    problem = one_problem(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - id: j
+                type: json
+                schema:
+                  type: object
+                  properties:
+                    name: {type: string, pattern: "^a"}
+        """
+    )
+    assert "'pattern'" in problem.message
+    assert "schema.properties.name" in problem.message
+    assert (problem.case, problem.criterion, problem.field) == ("q1", "j", "schema")
+    assert problem.line == 6
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        "{additionalProperties: false}",
+        "{type: object, oneOf: [{type: string}]}",
+        "{type: array, items: {minimum: 0}}",
+        "{type: strin}",
+        "{required: name}",
+        "{enum: a}",
+    ],
+)
+def test_json_schema_outside_the_subset(schema: str) -> None:
+    problem = one_problem(
+        f"""\
+        cases:
+          - id: q1
+            criteria:
+              - {{id: j, type: json, schema: {schema}}}
+        """
+    )
+    assert problem.field == "schema"
+    assert problem.criterion == "j"
+
+
+def test_json_schema_subset_is_accepted() -> None:
+    loaded = load(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - id: j
+                type: json
+                schema:
+                  title: answer
+                  description: the answer object
+                  type: [object, "null"]
+                  required: [name]
+                  properties:
+                    name: {type: string, enum: [a, b]}
+                    tags: {type: array, items: {type: integer}}
+        """
+    )
+    (criterion,) = loaded.suite.cases[0].criteria
+    assert criterion.json_schema["required"] == ["name"]
+
+
+# --- syntax errors and empty files -------------------------------------------------------------
+
+
+def test_json_syntax_error_gives_the_line() -> None:
+    text = '{"cases": [\n  {"id": "q1",\n   "criteria": [\n     {"id": "a", "type": "any_of",}\n   ]}\n]}'
+    problem = one_problem(text, JSON)
+    assert problem.message.startswith("invalid JSON:")
+    assert problem.line == 4
+
+
+def test_json_semantic_error_is_located_through_yaml() -> None:
+    text = (
+        '{"cases": [\n'
+        '  {"id": "q1",\n'
+        '   "criteria": [\n'
+        '     {"id": "a", "type": "any_off", "any_of": ["x"]}\n'
+        "   ]}\n"
+        "]}"
+    )
+    problem = one_problem(text, JSON)
+    assert problem.message == "unknown criterion type 'any_off'"
+    assert (problem.line, problem.case, problem.criterion) == (4, "q1", "a")
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("cases:\n  - id: q1\n    question: a: b\n", 3),
+        (
+            "cases:\n  - id: q1\n    criteria:\n      - {id: a, type: any_of, any_of: [x]\n  - id: q2\n",
+            5,
+        ),
+        ("cases:\n  - id: q1\n\tquestion: x\n", 3),
+    ],
+)
+def test_yaml_syntax_error_gives_the_line(text: str, line: int) -> None:
+    problem = one_problem(text)
+    assert problem.message.startswith("invalid YAML:")
+    assert problem.line == line
+    assert problem.hint is not None
+
+
+@pytest.mark.parametrize("text", ["", "   \n", "# only a comment\n", "---\n"])
+def test_empty_file(text: str) -> None:
+    problem = one_problem(text)
+    assert problem.message == "the file is empty"
+    assert problem.hint is not None and "cases:" in problem.hint
+
+
+def test_empty_json_file() -> None:
+    problem = one_problem("", JSON)
+    assert problem.message.startswith("invalid JSON:")
+
+
+def test_top_level_scalar() -> None:
+    problem = one_problem("just a string\n")
+    assert problem.message == "the top level is a string"
+    assert problem.line == 1
+
+
+def test_mapping_without_cases() -> None:
+    problem = one_problem("suite: s\nmin_score: 0.5\n")
+    assert problem.field == "cases"
+    assert "no `cases:`" in problem.message
+
+
+# --- the error text --------------------------------------------------------------------------
+
+
+def test_error_message_names_file_line_case_criterion_and_field() -> None:
+    with pytest.raises(RubricLoadError) as info:
+        load(
+            """\
+            cases:
+              - id: q1
+                criteria:
+                  - {id: a, type: regex}
+            """
+        )
+    text = str(info.value)
+    assert text.startswith("x.rubric.yaml: 1 problem in rubric file")
+    assert "x.rubric.yaml:4, case 'q1', criterion 'a', field 'pattern': missing required" in text
+    assert "-> add `pattern:" in text
+
+
+def test_whitespace_only_phrase_is_rejected() -> None:
+    problem = one_problem(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - {id: a, type: any_of, any_of: [" "]}
+        """
+    )
+    assert problem.criterion == "a"
+    assert "more than whitespace" in problem.message
