@@ -151,7 +151,7 @@ def parse_suite(text: str, *, path: Path) -> LoadedSuite:
     try:
         suite = Suite.model_validate(data)
     except ValidationError as exc:
-        raise RubricLoadError(path, [_problem(e, data, locator) for e in exc.errors()]) from None
+        raise RubricLoadError(path, [_problem(e, data, locator) for e in _errors(exc)]) from None
     problems = list(_semantic_problems(suite, locator))
     if problems:
         raise RubricLoadError(path, problems)
@@ -163,7 +163,16 @@ def parse_suite(text: str, *, path: Path) -> LoadedSuite:
 def problems_from_validation(exc: ValidationError, data: Any) -> list[Problem]:
     """Problems for criteria given in Python (``assert_rubric``): located without lines."""
     locator = _Locator("", Path(), None, bare_list=False)
-    return [_problem(e, data if isinstance(data, dict) else {}, locator) for e in exc.errors()]
+    return [_problem(e, data if isinstance(data, dict) else {}, locator) for e in _errors(exc)]
+
+
+def _errors(exc: ValidationError) -> list[Any]:
+    """The errors worth showing: a list whose items failed is not also "too short"."""
+    errors = exc.errors()
+    failed_items = {
+        tuple(e["loc"][:-1]) for e in errors if e["loc"] and isinstance(e["loc"][-1], int)
+    }
+    return [e for e in errors if not (e["type"] == "too_short" and tuple(e["loc"]) in failed_items)]
 
 
 def _parse(text: str, path: Path) -> tuple[Any, yaml.Node | None]:

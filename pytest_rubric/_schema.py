@@ -61,7 +61,9 @@ def _not_blank(value: str) -> str:
 
 
 Phrase = Annotated[str, Field(min_length=1), AfterValidator(_not_blank)]
-Phrases = Annotated[list[Phrase], Field(min_length=1)]
+# Tuples, not lists: a suite keeps thousands alive, and the garbage collector
+# stops tracking a tuple of strings.
+Phrases = Annotated[tuple[Phrase, ...], Field(min_length=1)]
 # NaN or infinity in a weight, value or tolerance would poison every score.
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -210,8 +212,8 @@ class Metric(_Base):
     """Fractional credit: a classification metric over the listed items found in the answer."""
 
     type: Literal["metric"] = "metric"
-    expected: list[Phrase] = []
-    unexpected: list[Phrase] = []
+    expected: tuple[Phrase, ...] = ()
+    unexpected: tuple[Phrase, ...] = ()
     metric: Literal["precision", "recall", "f1", "accuracy", "specificity"] = "f1"
     threshold: Annotated[float, Field(ge=0, le=1)] = 0.5
 

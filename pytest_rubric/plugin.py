@@ -126,8 +126,8 @@ def pytest_runtest_makereport(
     report = yield
     pending = item.stash.get(RESULTS_KEY, None)
     if pending and (report.when != "setup" or not report.passed):
-        report.rubric_results = list(pending)  # type: ignore[attr-defined]
-        pending.clear()
+        report.rubric_results = pending  # type: ignore[attr-defined]
+        del item.stash[RESULTS_KEY]
     return report
 
 

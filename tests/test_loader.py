@@ -191,7 +191,7 @@ def test_load_suite_reads_the_file(tmp_path: Path) -> None:
     loaded = load_suite(path)
     assert loaded.path == path
     assert loaded.name == "fin"
-    assert loaded.suite.cases[0].criteria[0].any_of == ["café"]
+    assert loaded.suite.cases[0].criteria[0].any_of == ("café",)
 
 
 # --- global criteria ---------------------------------------------------------------------------
