@@ -290,3 +290,43 @@ def test_item_location_is_the_case_line(pytester: pytest.Pytester, write: Write)
     items, _ = pytester.inline_genitems(SIMPLE_NAME)
     assert [item.location[1] for item in items] == [2, 2]  # 0-based line of "- id: q1"
     assert items[0].location[2] == "rubric: q1[alice]"
+
+
+def test_each_case_is_compiled_once_whatever_the_number_of_subjects(
+    pytester: pytest.Pytester, write: Write, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_rubric import _checks
+    from pytest_rubric._grader import Grader
+
+    write(
+        "many.rubric.yaml",
+        """
+        cases:
+          - id: q1
+            responses: {a: "loss of 4", b: "gain of 5", c: "4 losses"}
+            criteria:
+              - {id: loss, type: regex, pattern: '\\bloss'}
+              - {id: four, type: number, value: 4}
+          - id: q2
+            responses: {a: "x", b: "y", c: "z"}
+            criteria: [{id: x, type: any_of, any_of: [x]}]
+        """,
+    )
+    compiled: list[str] = []
+    regexes: list[str] = []
+    real_compile, real_regex = Grader.compile, _checks._Regex.__init__
+
+    def counting_compile(self: Grader, rubric: object, **kwargs: object) -> object:
+        compiled.append(rubric.id)  # type: ignore[attr-defined]
+        return real_compile(self, rubric, **kwargs)  # type: ignore[arg-type]
+
+    def counting_regex(self: object, c: object) -> None:
+        regexes.append(c.pattern)  # type: ignore[attr-defined]
+        real_regex(self, c)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Grader, "compile", counting_compile)
+    monkeypatch.setattr(_checks._Regex, "__init__", counting_regex)
+    result = pytester.inline_run("-p", "no:xdist")
+    result.assertoutcome(passed=3, failed=3)
+    assert compiled == ["q1", "q2"]  # six items, two compilations
+    assert regexes == ["\\bloss"]
