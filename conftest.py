@@ -1,7 +1,15 @@
 """Root conftest: the test suite drives the plugin end to end through pytester."""
 
-# pytester's in-process runs drop the modules a run imported; importing
-# hypothesis here once keeps every inner run from re-importing it (about 1 s each).
+# pytester's in-process runs drop the modules a run imported. Importing these
+# here keeps them for every run:
+# - hypothesis, so no run re-imports it (about 1 s each);
+# - what httpx imports lazily on its first request (httpcore, h11, anyio's
+#   asyncio backend): a run that re-imported httpcore would raise its
+#   exceptions as classes httpx no longer maps to its own.
+import anyio._backends._asyncio  # noqa: F401
+import certifi  # noqa: F401
+import h11  # noqa: F401
+import httpcore  # noqa: F401
 import hypothesis  # noqa: F401
 
 pytest_plugins = ["pytester"]

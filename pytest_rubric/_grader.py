@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _style
 from ._checks import Answer, Check, Outcome, compile_check
 from ._result import CaseResult, CriterionResult, Verdict
 from ._schema import Rubric
 from ._scoring import score as score_results
+
+if TYPE_CHECKING:
+    from ._judging import Judged
 
 __all__ = ["DEFAULT_MIN_SCORE", "NO_JUDGE_REASON", "CompiledRubric", "Grader"]
 
@@ -36,10 +39,11 @@ class CompiledRubric:
     criteria: tuple[Any, ...]
     checks: tuple[Check | None, ...]
     min_score: float
+    judged_criteria: tuple[Any, ...] = ()
 
     @property
     def judged(self) -> bool:
-        return any(c.is_judged for c in self.criteria)
+        return bool(self.judged_criteria)
 
 
 class Grader:
@@ -70,6 +74,7 @@ class Grader:
             criteria=criteria,
             checks=checks,
             min_score=self.default_min_score if mark is None else mark,
+            judged_criteria=tuple(c for c in criteria if c.is_judged),
         )
 
     def grade(
@@ -80,14 +85,19 @@ class Grader:
         nodeid: str = "",
         suite: str = "",
         subject: str = "inline",
+        judged: Judged | None = None,
     ) -> CaseResult:
-        """Grade one response. Never raises for a criterion's failure: that is ERROR."""
+        """Grade one response. Never raises for a criterion's failure: that is ERROR.
+
+        ``judged`` holds the judge's outcomes for the judged criteria; without
+        it they are SKIPPED.
+        """
         answer = Answer(response)
         criteria = [
-            self._criterion(criterion, check, answer, compiled.rubric)
+            self._criterion(criterion, check, answer, compiled.rubric, judged)
             for criterion, check in zip(compiled.criteria, compiled.checks, strict=True)
         ]
-        return self.result(
+        result = self.result(
             criteria,
             compiled=compiled,
             answer=answer,
@@ -95,6 +105,9 @@ class Grader:
             suite=suite,
             subject=subject,
         )
+        if judged is not None and judged.injection_suspected:
+            result.flags.append("injection_suspected")
+        return result
 
     def result(
         self,
@@ -151,10 +164,17 @@ class Grader:
         )
 
     def _criterion(
-        self, criterion: Any, check: Check | None, answer: Answer, rubric: Rubric
+        self,
+        criterion: Any,
+        check: Check | None,
+        answer: Answer,
+        rubric: Rubric,
+        judged: Judged | None,
     ) -> CriterionResult:
         if check is None:
-            outcome = Outcome(Verdict.SKIPPED, 0.0, NO_JUDGE_REASON)
+            outcome = (
+                judged.outcomes.get(criterion.id) if judged is not None else None
+            ) or Outcome(Verdict.SKIPPED, 0.0, NO_JUDGE_REASON)
         else:
             outcome = check(answer, rubric)
         return CriterionResult(

@@ -7,7 +7,9 @@ to ``pytest_unconfigure``. Hooks in ``plugin`` only delegate to it.
 from __future__ import annotations
 
 import json
+import os
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,8 @@ import pytest
 from . import _style
 from ._errors import Problem
 from ._grader import DEFAULT_MIN_SCORE, Grader
+from ._judge import JudgeSpec, JudgeStats, RetryPolicy, make_judge
+from ._judging import JudgeSession
 from ._loader import ResponseFile, load_response_dir
 from ._result import CaseResult
 from ._summary import leaderboard, rankings_disagree, summary_lines
@@ -39,6 +43,13 @@ class Settings:
     responses_dir: Path | None = None
     target: str | None = None
     json_path: Path | None = None
+    judge: str | None = None
+    judge_url: str | None = None
+    grader: str = "per-criterion"
+    concurrency: int = 8
+    require_judge: bool = False
+    model: str | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
     min_score: float = DEFAULT_MIN_SCORE
     thresholds: _style.StyleThresholds = field(default_factory=_style.StyleThresholds)
 
@@ -56,6 +67,18 @@ class Settings:
                 raise pytest.UsageError(f"ini option {name} = {raw!r} must be between 0 and 1")
             return value
 
+        def positive(name: str, default: float) -> float:
+            raw = config.getini(name)
+            if raw in (None, ""):
+                return default
+            try:
+                value = float(raw)
+            except ValueError:
+                value = -1.0
+            if value <= 0:
+                raise pytest.UsageError(f"ini option {name} = {raw!r} must be a positive number")
+            return value
+
         defaults = _style.StyleThresholds()
         here = config.invocation_params.dir
         dirs = [here / p for p in config.getoption("rubric_dirs") or []]
@@ -70,6 +93,20 @@ class Settings:
             responses_dir=(here / responses).resolve() if responses else None,
             target=config.getoption("rubric_target"),
             json_path=here / json_path if json_path else None,
+            judge=config.getoption("rubric_judge")
+            or config.getini("rubric_judge")
+            or os.environ.get("RUBRIC_JUDGE")
+            or None,
+            judge_url=config.getoption("rubric_judge_url"),
+            grader=config.getoption("rubric_grader"),
+            concurrency=config.getoption("rubric_concurrency"),
+            require_judge=config.getoption("rubric_require_judge"),
+            model=config.getoption("rubric_model"),
+            retry=RetryPolicy(
+                timeout=config.getoption("rubric_judge_timeout"),
+                attempts=int(positive("rubric_judge_attempts", RetryPolicy().attempts)),
+                backoff=positive("rubric_judge_backoff", RetryPolicy().backoff),
+            ),
             min_score=floats("rubric_min_score", DEFAULT_MIN_SCORE),
             thresholds=_style.StyleThresholds(
                 confident=floats("rubric_confident_threshold", defaults.confident),
@@ -87,6 +124,17 @@ class _ResponseDir:
     used: set[tuple[str, str]] = field(default_factory=set)  # (subject, case id)
 
 
+_STATS_FIELDS = (
+    "calls",
+    "retries",
+    "errors",
+    "tokens_in",
+    "tokens_out",
+    "cache_hits",
+    "cache_misses",
+)
+
+
 class RubricSession:
     """Owns the grader, the response files and the results of one pytest session."""
 
@@ -99,6 +147,69 @@ class RubricSession:
         self.results: list[CaseResult] = []
         self.collection_errors = 0
         self._response_dirs: dict[Path, _ResponseDir] = {}
+        self.judging: JudgeSession | None = None
+
+    def start_judge(self, custom: object | None) -> None:
+        """Set up the judge: the hook's object, else ``--rubric-judge`` / ini / ``RUBRIC_JUDGE``."""
+        settings = self.settings
+        if custom is not None:
+            if not callable(getattr(custom, "complete", None)):
+                raise pytest.UsageError(
+                    "pytest_rubric_make_judge returned an object without `async complete(system, "
+                    "user) -> str`"
+                )
+            name = str(getattr(custom, "name", None) or type(custom).__name__)
+            judge: object = custom
+        elif settings.judge:
+            try:
+                spec = JudgeSpec.parse(settings.judge, url=settings.judge_url)
+                judge = make_judge(spec, policy=settings.retry)
+            except ValueError as exc:
+                raise pytest.UsageError(f"--rubric-judge: {exc}") from None
+            name = spec.name
+        else:
+            return
+        self.judging = JudgeSession(
+            judge, name=name, grader=settings.grader, concurrency=settings.concurrency
+        )
+
+    def schedule_judging(self, items: Sequence[pytest.Item]) -> None:
+        """Start every collected item's judge calls now, so they overlap across items.
+
+        Items whose response comes from a target or a model are judged when
+        they run. An xdist worker runs only some of the items it collects, so it
+        judges each item when it runs it.
+        """
+        judging = self.judging
+        if judging is None or hasattr(self.config, "workerinput"):
+            return
+        for item in items:
+            text = getattr(getattr(item, "source", None), "text", None)
+            compiled = getattr(item, "compiled", None)
+            if text is not None and compiled is not None and compiled.judged:
+                judging.schedule(
+                    item.nodeid,
+                    compiled.judged_criteria,
+                    question=compiled.rubric.question,
+                    response=text,
+                )
+
+    def add_worker_stats(self, data: dict[str, Any]) -> None:
+        """Fold an xdist worker's judge usage into the controller's."""
+        if self.judging is not None:
+            stats = self.judging.stats
+            for name in _STATS_FIELDS:
+                setattr(stats, name, getattr(stats, name) + int(data.get(name, 0)))
+
+    def worker_stats(self) -> dict[str, Any] | None:
+        if self.judging is None:
+            return None
+        stats: JudgeStats = self.judging.stats
+        return {name: getattr(stats, name) for name in _STATS_FIELDS}
+
+    def stop_judge(self) -> None:
+        if self.judging is not None:
+            self.judging.close()
 
     def header_line(self) -> str | None:
         settings = self.settings
@@ -107,6 +218,8 @@ class RubricSession:
             parts.append(f"--rubric-responses {settings.responses_dir}")
         if settings.target:
             parts.append(f"--rubric-target {settings.target}")
+        if self.judging is not None:
+            parts.append(f"--rubric-judge {self.judging.name} --rubric-grader {settings.grader}")
         return f"rubric: {' '.join(parts)}" if parts else None
 
     # --- inputs -------------------------------------------------------------------------------
@@ -164,7 +277,10 @@ class RubricSession:
         self.results.append(result)
 
     def summary_lines(self) -> list[str]:
-        return summary_lines(self.results)
+        lines = summary_lines(self.results)
+        if self.judging is not None:
+            lines.append(self.judging.usage_line())
+        return lines
 
     def json_document(self) -> dict[str, Any]:
         rows = leaderboard(self.results)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -9,12 +10,17 @@ from typing import Any
 import pytest
 
 from ._assert import CURRENT_ITEM, SESSION_GRADER
-from ._collect import RESULTS_KEY, RubricFile, is_rubric_file
+from ._collect import RESULTS_KEY, RubricFile, RubricItem, is_rubric_file
 from ._grader import Grader
+from ._judging import GRADERS
 from ._result import CaseResult
 from ._session import RubricSession
 
 SESSION_KEY = pytest.StashKey[RubricSession]()
+NO_JUDGE_SKIP = (
+    "needs an LLM judge: set --rubric-judge PROVIDER:MODEL (or ini rubric_judge, or the "
+    "RUBRIC_JUDGE variable) and the key in OPENAI_API_KEY or ANTHROPIC_API_KEY"
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,6 +48,59 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="call this function with each case to get the response (the application under test).",
     )
     group.addoption(
+        "--rubric-judge",
+        dest="rubric_judge",
+        metavar="PROVIDER:MODEL",
+        default=None,
+        help="grade judge criteria with this LLM: openai:MODEL (any OpenAI-compatible server) or "
+        "anthropic:MODEL; also ini rubric_judge and env RUBRIC_JUDGE. Keys come from "
+        "OPENAI_API_KEY / ANTHROPIC_API_KEY only.",
+    )
+    group.addoption(
+        "--rubric-judge-url",
+        dest="rubric_judge_url",
+        metavar="URL",
+        default=None,
+        help="the judge's base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the "
+        "provider's), e.g. http://127.0.0.1:8080/v1 for a local server.",
+    )
+    group.addoption(
+        "--rubric-grader",
+        dest="rubric_grader",
+        choices=GRADERS,
+        default="per-criterion",
+        help="one judge call per criterion (default), one call for all, or one 0-100 score.",
+    )
+    group.addoption(
+        "--rubric-concurrency",
+        dest="rubric_concurrency",
+        metavar="N",
+        type=_positive_int,
+        default=8,
+        help="judge calls in flight at most, across the session (default 8).",
+    )
+    group.addoption(
+        "--rubric-judge-timeout",
+        dest="rubric_judge_timeout",
+        metavar="SECONDS",
+        type=float,
+        default=60.0,
+        help="give up on one judge call after SECONDS (default 60); it is retried.",
+    )
+    group.addoption(
+        "--rubric-require-judge",
+        dest="rubric_require_judge",
+        action="store_true",
+        help="make judged criteria ERROR instead of SKIPPED when no judge is configured.",
+    )
+    group.addoption(
+        "--rubric-model",
+        dest="rubric_model",
+        metavar="PROVIDER:MODEL",
+        default=None,
+        help="collect responses live from this model (subject = the model).",
+    )
+    group.addoption(
         "--rubric-json",
         dest="rubric_json",
         metavar="PATH",
@@ -57,6 +116,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="linelist",
         default=["*.rubric.yaml", "*.rubric.yml", "*.rubric.json"],
     )
+    parser.addini("rubric_judge", "the LLM judge, PROVIDER:MODEL (overridden by --rubric-judge)")
+    parser.addini("rubric_judge_attempts", "attempts per judge call, the first included (4)")
+    parser.addini("rubric_judge_backoff", "first retry delay in seconds, doubled each time (0.5)")
     parser.addini("rubric_min_score", "pass mark of cases that set none (default 0.8)", default="")
     for name, what in (
         (
@@ -79,12 +141,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser.addini(name, what, default="")
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspec
+
+    pluginmanager.add_hookspecs(hookspec)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "llm_judge: the test needs an LLM judge (rubric items with judge criteria)"
     )
     state = RubricSession(config)
     state.global_responses()  # a broken --rubric-responses file stops the run here, clearly
+    state.start_judge(config.hook.pytest_rubric_make_judge(config=config))
     config.stash[SESSION_KEY] = state
     config.stash[SESSION_GRADER] = state.grader
     config.stash[_HOOKS_KEY] = hooks = _SessionHooks(state)
@@ -96,6 +175,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(SESSION_KEY, None)
+    if state is not None:
+        state.stop_judge()
     hooks = config.stash.get(_HOOKS_KEY, None)
     if hooks is not None:
         config.pluginmanager.unregister(hooks)
@@ -152,6 +234,30 @@ def pytest_report_from_serializable(
     return report
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A Python test marked ``llm_judge`` is skipped, with what to set, when there is no judge."""
+    if isinstance(item, RubricItem) or item.get_closest_marker("llm_judge") is None:
+        return
+    if item.config.stash[SESSION_KEY].judging is None:
+        pytest.skip(NO_JUDGE_SKIP)
+
+
+@pytest.fixture
+def rubric_judge(request: pytest.FixtureRequest) -> Any:
+    """The session's configured judge: an object with ``async complete(system, user) -> str``.
+
+    The test is skipped, saying what to set, when no judge is configured::
+
+        async def check(rubric_judge):
+            reply = await rubric_judge.complete("Answer with one word.", "Capital of France?")
+    """
+    judging = request.config.stash[SESSION_KEY].judging
+    if judging is None:
+        pytest.skip(NO_JUDGE_SKIP)
+    return judging.judge
+
+
 @pytest.fixture
 def rubric_grader(request: pytest.FixtureRequest) -> Grader:
     """The session's configured :class:`~pytest_rubric.Grader`.
@@ -178,6 +284,7 @@ class _SessionHooks:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.state.warn_unused_responses()
+        self.state.schedule_judging(session.items)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
@@ -208,8 +315,20 @@ class _SessionHooks:
                 terminalreporter.line(line, yellow=line.startswith("!"))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if not hasattr(session.config, "workerinput"):
-            self.state.write_outputs()
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:  # an xdist worker: the controller reports
+            stats = self.state.worker_stats()
+            if stats is not None:
+                workeroutput["rubric_judge_stats"] = stats
+            return
+        self.state.write_outputs()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """pytest-xdist: a worker finished; add its judge usage to the session's."""
+        stats = getattr(node, "workeroutput", {}).get("rubric_judge_stats")
+        if stats:
+            self.state.add_worker_stats(stats)
 
 
 def _has_skipped(report: pytest.TestReport) -> bool:

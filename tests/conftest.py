@@ -54,3 +54,7 @@ def rubric_json(pytester: pytest.Pytester) -> Callable[[], dict[str, Any]]:
         return data
 
     return _read
+
+
+# The scripted provider server, for the judge tests.
+from tests.fake_llm import fake_llm  # noqa: E402, F401

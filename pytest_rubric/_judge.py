@@ -1,0 +1,484 @@
+"""LLM judge clients on httpx: OpenAI-compatible chat completions and the Anthropic messages API.
+
+No provider SDK: one ``httpx.AsyncClient`` per judge, temperature 0, a seed
+where the API takes one, structured output where the API offers it, and a
+retry policy that fails safe:
+
+* timeouts on every call;
+* retries on 429 (honouring ``Retry-After``, capped), 5xx and connection
+  errors, with exponential backoff and full jitter;
+* a bounded number of attempts per call and a retry budget per session;
+* a call that still fails raises :class:`JudgeError`, whose message names
+  the provider, model and status and says what to try. It never contains
+  the API key.
+
+Every judge has ``async complete(system, user) -> str``; the built-in ones
+also take ``schema=`` (a JSON Schema the reply must fit) and keep usage
+counts in :class:`JudgeStats`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import httpx
+
+from ._errors import RubricError
+from ._secrets import Secret, redact
+
+__all__ = [
+    "PROVIDERS",
+    "AnthropicJudge",
+    "HTTPJudge",
+    "Judge",
+    "JudgeError",
+    "JudgeSpec",
+    "JudgeStats",
+    "OpenAIJudge",
+    "RetryPolicy",
+    "make_judge",
+]
+
+PROVIDERS = ("openai", "anthropic")
+_DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+_ANTHROPIC_VERSION = "2023-06-01"
+SEED = 1234
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """What ``pytest_rubric_make_judge`` must return."""
+
+    async def complete(self, system: str, user: str) -> str: ...
+
+
+class JudgeError(RubricError):
+    """A judge call that failed after its retries; the criterion becomes ERROR.
+
+    ``what`` is the failure alone (``HTTP 500: overloaded``); the message adds
+    the judge, the endpoint and what to try.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        what: str = "",
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.what = what or message
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+JudgeError.__module__ = "pytest_rubric"
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeSpec:
+    """``PROVIDER:MODEL`` plus where to reach it."""
+
+    provider: str
+    model: str
+    url: str
+
+    @classmethod
+    def parse(
+        cls, text: str, *, url: str | None = None, environ: Mapping[str, str] | None = None
+    ) -> JudgeSpec:
+        environ = os.environ if environ is None else environ
+        provider, sep, model = text.partition(":")
+        if not sep or not model or provider not in PROVIDERS:
+            raise ValueError(
+                f"{text!r} is not PROVIDER:MODEL; write for example openai:gpt-4o-mini or "
+                f"anthropic:claude-3-5-haiku-latest (providers: {', '.join(PROVIDERS)})"
+            )
+        base = url or environ.get(_URL_ENV[provider]) or _DEFAULT_URLS[provider]
+        return cls(provider=provider, model=model, url=base.rstrip("/"))
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+    @property
+    def key_variable(self) -> str:
+        return _KEY_ENV[self.provider]
+
+    @property
+    def is_default_url(self) -> bool:
+        return self.url == _DEFAULT_URLS[self.provider]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How hard a judge tries before a criterion becomes ERROR."""
+
+    timeout: float = 60.0
+    attempts: int = 4  # per call, the first one included
+    backoff: float = 0.5  # first delay; doubles each retry, with full jitter
+    max_backoff: float = 20.0
+    max_retry_after: float = 30.0  # a longer Retry-After is capped to this
+    budget: int = 200  # retries per session, across all calls
+
+
+@dataclass(slots=True)
+class JudgeStats:
+    """Usage of one judge over a session (updated from the judge's event loop only)."""
+
+    calls: int = 0
+    retries: int = 0
+    errors: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    fallbacks: list[str] = field(default_factory=list)
+
+    def line(self, name: str) -> str:
+        return (
+            f"judge {name}: {self.calls} calls, {self.retries} retries, {self.errors} errors, "
+            f"tokens {self.tokens_in} in / {self.tokens_out} out"
+        )
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None  # an HTTP date: fall back to our own backoff
+
+
+class HTTPJudge:
+    """The shared HTTP machinery: one client, retries, statistics, redaction."""
+
+    provider = ""
+
+    def __init__(
+        self,
+        spec: JudgeSpec,
+        *,
+        key: Secret | None,
+        policy: RetryPolicy | None = None,
+        stats: JudgeStats | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.spec = spec
+        self.key = key
+        self.policy = policy or RetryPolicy()
+        self.stats = stats or JudgeStats()
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._budget = self.policy.budget
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec.name!r}, url={self.spec.url!r})"
+
+    # --- transport --------------------------------------------------------------------------
+
+    def _http(self) -> httpx.AsyncClient:
+        # Created lazily inside the event loop that uses it.
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.policy.timeout), transport=self._transport
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def _headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _endpoint(self) -> str:
+        raise NotImplementedError
+
+    def _fail(
+        self,
+        what: str,
+        *,
+        status: int | None = None,
+        hint: str,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> JudgeError:
+        what = redact(what, self.key)
+        message = f"judge {self.spec.name} at {self._endpoint()}: {what}; {hint}"
+        return JudgeError(
+            message, what=what, status=status, retryable=retryable, retry_after=retry_after
+        )
+
+    async def post(
+        self, payload: dict[str, Any], *, failed: JudgeError | None = None
+    ) -> dict[str, Any]:
+        """POST ``payload``; retry what is worth retrying; return the reply's JSON.
+
+        ``failed`` is the error of a first attempt made elsewhere (an output-mode
+        probe): the retries continue from it, honouring its ``Retry-After``.
+        """
+        policy = self.policy
+        last: JudgeError | None = failed
+        for attempt in range(1 if failed else 0, policy.attempts):
+            if attempt:
+                if self._budget <= 0:
+                    raise self._fail(
+                        f"{last.what if last else 'failed'}; the session's retry budget "
+                        f"({policy.budget}) is spent",
+                        status=last.status if last else None,
+                        hint="the provider is failing a lot: check its status, or lower --rubric-concurrency",
+                    )
+                self._budget -= 1
+                self.stats.retries += 1
+                await asyncio.sleep(self._delay(attempt, last))
+            try:
+                return await self._post_once(payload)
+            except JudgeError as exc:
+                if not exc.retryable:
+                    raise
+                last = exc
+        assert last is not None
+        raise self._fail(
+            f"{last.what} (gave up after {policy.attempts} attempts)",
+            status=last.status,
+            hint=_HINTS.get(last.status or 0, "try again later, or raise the timeout"),
+        )
+
+    def _delay(self, attempt: int, last: JudgeError | None) -> float:
+        if last is not None and last.retry_after is not None:
+            return min(last.retry_after, self.policy.max_retry_after)
+        ceiling = min(self.policy.max_backoff, self.policy.backoff * 2 ** (attempt - 1))
+        return random.uniform(0, ceiling)
+
+    async def _post_once(self, payload: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = await self._http().post(
+                self._endpoint(), json=payload, headers=self._headers()
+            )
+        except httpx.TimeoutException:
+            raise self._fail(
+                f"no reply within {self.policy.timeout:g} s",
+                hint="the server is slow or overloaded: lower --rubric-concurrency",
+                retryable=True,
+            ) from None
+        except httpx.TransportError as exc:
+            raise self._fail(
+                f"connection failed ({type(exc).__name__}: {exc})",
+                hint="check that the server is running and --rubric-judge-url is right",
+                retryable=True,
+            ) from None
+        if response.status_code >= 400:
+            raise self._fail(
+                f"HTTP {response.status_code}: {_error_text(response)}",
+                status=response.status_code,
+                hint=_HINTS.get(response.status_code, "see the provider's error message"),
+                retryable=response.status_code == 429 or response.status_code >= 500,
+                retry_after=_retry_after(response) if response.status_code == 429 else None,
+            )
+        try:
+            data = response.json()
+        except ValueError:
+            raise self._fail(
+                f"the reply is not JSON ({response.text[:80]!r})",
+                status=response.status_code,
+                hint="is --rubric-judge-url an OpenAI-compatible or Anthropic endpoint?",
+                retryable=True,
+            ) from None
+        if not isinstance(data, dict):
+            raise self._fail(
+                "the reply is not a JSON object", hint="check the endpoint", retryable=True
+            )
+        return data
+
+
+# What a server answers when it does not support a response_format (llama.cpp: 500).
+_REJECTIONS = frozenset({400, 404, 415, 422, 500, 501})
+
+_HINTS = {
+    400: "the server rejected the request: check the model name and the server's options",
+    401: "check the API key in the environment",
+    403: "the key lacks access to this model",
+    404: "check --rubric-judge-url and the model name",
+    429: "rate limited: lower --rubric-concurrency or wait",
+    500: "the provider failed: try again later",
+    502: "the provider's gateway failed: try again later",
+    503: "the provider is overloaded: try again later or lower --rubric-concurrency",
+}
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        return response.text[:200] or response.reason_phrase
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, dict):
+            return str(error.get("message") or error)[:200]
+        return str(error)[:200]
+    return str(data)[:200]
+
+
+class OpenAIJudge(HTTPJudge):
+    """Chat completions on any OpenAI-compatible server (OpenAI, Groq, vLLM, Ollama, llama.cpp...).
+
+    Structured output goes as ``response_format`` with a JSON Schema; a server
+    that rejects that gets ``json_object``, then plain text. The first mode
+    that works is kept for the rest of the session.
+    """
+
+    provider = "openai"
+    _MODES = ("json_schema", "json_object", "text")
+
+    def __init__(self, spec: JudgeSpec, **kwargs: Any) -> None:
+        super().__init__(spec, **kwargs)
+        self._mode: str | None = None  # settled once a mode has worked
+
+    def _endpoint(self) -> str:
+        return f"{self.spec.url}/chat/completions"
+
+    def _headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.key.reveal()}"} if self.key else {}
+
+    def _payload(
+        self, system: str, user: str, schema: dict[str, Any] | None, mode: str
+    ) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self.spec.model,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            "temperature": 0,
+            "seed": SEED,
+        }
+        if schema is not None and mode == "json_schema":
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "grade", "schema": schema, "strict": False},
+            }
+        elif schema is not None and mode == "json_object":
+            payload["response_format"] = {"type": "json_object"}
+        return payload
+
+    async def complete(
+        self, system: str, user: str, *, schema: dict[str, Any] | None = None
+    ) -> str:
+        if schema is None:
+            return self._text(await self.post(self._payload(system, user, None, "text")))
+        modes = (self._mode,) if self._mode else self._MODES
+        for i, mode in enumerate(modes):
+            payload = self._payload(system, user, schema, mode)
+            settled = self._mode is not None or i + 1 == len(modes)
+            try:
+                data = await (self.post(payload) if settled else self._probe(payload))
+            except JudgeError as exc:
+                if settled or exc.status not in _REJECTIONS:
+                    raise
+                self.stats.fallbacks.append(f"{mode} -> {modes[i + 1]} (HTTP {exc.status})")
+                continue
+            self._mode = self._mode or mode
+            return self._text(data)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _probe(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Try an output mode once: a rejection must lead to the next mode, not to retries;
+        an outage or a rate limit is retried as usual."""
+        try:
+            return await self._post_once(payload)
+        except JudgeError as exc:
+            if exc.retryable and exc.status not in _REJECTIONS:
+                return await self.post(payload, failed=exc)
+            raise
+
+    def _text(self, data: dict[str, Any]) -> str:
+        usage = data.get("usage") or {}
+        self.stats.tokens_in += int(usage.get("prompt_tokens") or 0)
+        self.stats.tokens_out += int(usage.get("completion_tokens") or 0)
+        try:
+            content = data["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise self._fail(
+                "the reply has no choices[0].message.content", hint="check the endpoint"
+            ) from None
+        if not isinstance(content, str):
+            raise self._fail("the reply's message content is not text", hint="check the endpoint")
+        return content
+
+
+class AnthropicJudge(HTTPJudge):
+    """The Anthropic messages API; structured output through a forced tool call."""
+
+    provider = "anthropic"
+
+    def _endpoint(self) -> str:
+        base = self.spec.url
+        return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"anthropic-version": _ANTHROPIC_VERSION}
+        if self.key:
+            headers["x-api-key"] = self.key.reveal()
+        return headers
+
+    async def complete(
+        self, system: str, user: str, *, schema: dict[str, Any] | None = None
+    ) -> str:
+        payload: dict[str, Any] = {
+            "model": self.spec.model,
+            "max_tokens": 1024,
+            "temperature": 0,
+            "system": system,
+            "messages": [{"role": "user", "content": user}],
+        }
+        if schema is not None:
+            payload["tools"] = [
+                {"name": "grade", "description": "Record the grade.", "input_schema": schema}
+            ]
+            payload["tool_choice"] = {"type": "tool", "name": "grade"}
+        data = await self.post(payload)
+        usage = data.get("usage") or {}
+        self.stats.tokens_in += int(usage.get("input_tokens") or 0)
+        self.stats.tokens_out += int(usage.get("output_tokens") or 0)
+        blocks = data.get("content")
+        if not isinstance(blocks, list):
+            raise self._fail("the reply has no content blocks", hint="check the endpoint")
+        for block in blocks:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                return json.dumps(block.get("input"))
+        texts = [
+            b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+        ]
+        return "".join(t for t in texts if isinstance(t, str))
+
+
+def make_judge(
+    spec: JudgeSpec,
+    *,
+    environ: Mapping[str, str] | None = None,
+    policy: RetryPolicy | None = None,
+    stats: JudgeStats | None = None,
+) -> HTTPJudge:
+    """The built-in judge for ``spec``, its key read from the environment only."""
+    environ = os.environ if environ is None else environ
+    raw = environ.get(spec.key_variable, "")
+    key = Secret(raw) if raw else None
+    if key is None and spec.is_default_url:
+        raise ValueError(
+            f"--rubric-judge {spec.name} needs an API key: set {spec.key_variable} in the "
+            "environment (keys are never read from flags or files)"
+        )
+    cls: type[HTTPJudge] = OpenAIJudge if spec.provider == "openai" else AnthropicJudge
+    return cls(spec, key=key, policy=policy, stats=stats)

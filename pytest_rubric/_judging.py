@@ -1,0 +1,277 @@
+"""Grading judged criteria with an LLM, concurrently across the whole session.
+
+A :class:`JudgeSession` owns an event loop in a background thread. When
+collection ends, the judge calls of every collected rubric item whose
+response is already known are scheduled at once; at most ``concurrency``
+calls are in flight, whichever items they belong to, and each item waits
+only for its own. So K judged criteria with latency L take about
+``K / C x L``, not ``K x L``.
+
+The three graders of the design:
+
+``per-criterion``
+    one call per judged criterion (these run concurrently too);
+``one-shot``
+    one call for all judged criteria of a case, keyed by criterion id;
+``holistic``
+    one call, one 0-100 score s: the judged criteria earn s/100 of their
+    combined positive weight (each positive one gets credit s/100).
+
+A reply that does not fit the protocol is retried once with the error fed
+back; a judge call that fails, or a second bad reply, makes the criterion
+ERROR. Nothing here turns a failure into MET or UNMET.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import inspect
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _prompts
+from ._checks import Outcome
+from ._judge import HTTPJudge, JudgeError, JudgeStats
+from ._result import Verdict
+from ._secrets import redact
+from ._verdicts import Graded, ReplyError, read_holistic, read_one, read_one_shot
+
+__all__ = ["GRADERS", "JudgeSession", "Judged"]
+
+GRADERS = ("per-criterion", "one-shot", "holistic")
+_FEEDBACK = (
+    "\n\nYour previous reply could not be used: {error}. Reply again with only the JSON object "
+    "the instructions ask for."
+)
+
+
+@dataclass(slots=True)
+class Judged:
+    """The judge's outcomes for one answer, by criterion id."""
+
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    injection_suspected: bool = False
+
+
+def _outcome(graded: Graded) -> Outcome:
+    return Outcome(Verdict.MET if graded.met else Verdict.UNMET, graded.credit, graded.reason)
+
+
+class JudgeSession:
+    """The session's judge: a background event loop, a concurrency bound, usage counts."""
+
+    def __init__(
+        self,
+        judge: Any,
+        *,
+        name: str,
+        grader: str = "per-criterion",
+        concurrency: int = 8,
+        stats: JudgeStats | None = None,
+    ) -> None:
+        if grader not in GRADERS:
+            raise ValueError(f"unknown grader {grader!r}; use one of {', '.join(GRADERS)}")
+        self.judge = judge
+        self.name = name
+        self.grader = grader
+        self.concurrency = concurrency
+        self.stats = stats if stats is not None else getattr(judge, "stats", None) or JudgeStats()
+        self._takes_schema = isinstance(judge, HTTPJudge)
+        self._key = getattr(judge, "key", None)
+        self._futures: dict[str, concurrent.futures.Future[Judged]] = {}
+        self._loop = asyncio.new_event_loop()
+        self._semaphore = asyncio.Semaphore(concurrency)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="pytest-rubric-judge", daemon=True
+        )
+        self._thread.start()
+
+    # --- scheduling -------------------------------------------------------------------------
+
+    def schedule(
+        self, key: str, criteria: Sequence[Any], *, question: str | None, response: str
+    ) -> None:
+        """Start judging one answer in the background (once per key)."""
+        if key not in self._futures:
+            self._futures[key] = asyncio.run_coroutine_threadsafe(
+                self._judge_answer(criteria, question=question, response=response), self._loop
+            )
+
+    def result(
+        self, key: str, criteria: Sequence[Any], *, question: str | None, response: str
+    ) -> Judged:
+        """Wait for one answer's outcomes, scheduling them first if nobody did."""
+        self.schedule(key, criteria, question=question, response=response)
+        return self._futures.pop(key).result()
+
+    def run(self, awaitable: Awaitable[Any]) -> Any:
+        """Run a coroutine on the judge's loop and wait for it (used by ``--rubric-model``)."""
+        return asyncio.run_coroutine_threadsafe(_wrap(awaitable), self._loop).result()
+
+    def close(self) -> None:
+        """Cancel what is still pending, close the HTTP client, stop the loop."""
+        for future in self._futures.values():
+            future.cancel()
+        self._futures.clear()
+        if not self._loop.is_closed():
+            aclose = getattr(self.judge, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):  # closing must never fail a session
+                    asyncio.run_coroutine_threadsafe(aclose(), self._loop).result(timeout=5)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
+            self._loop.close()
+
+    def usage_line(self) -> str:
+        return self.stats.line(self.name)
+
+    # --- calls ------------------------------------------------------------------------------
+
+    async def call(self, prompt: _prompts.Prompt, *, feedback: str = "") -> str:
+        """One judge call under the session's concurrency bound."""
+        async with self._semaphore:
+            self.stats.calls += 1
+            user = prompt.user + feedback
+            try:
+                if self._takes_schema:
+                    reply = await self.judge.complete(prompt.system, user, schema=prompt.schema)
+                else:
+                    reply = await self.judge.complete(prompt.system, user)
+            except JudgeError:
+                self.stats.errors += 1
+                raise
+            except Exception as exc:  # a user's judge: its failure is ERROR, not a crash
+                self.stats.errors += 1
+                raise JudgeError(
+                    redact(f"judge {self.name} raised {type(exc).__name__}: {exc}", self._key)
+                ) from None
+        if not isinstance(reply, str):
+            raise JudgeError(
+                f"judge {self.name} returned {type(reply).__name__}, not the reply text"
+            )
+        return reply
+
+    async def _ask(self, prompt: _prompts.Prompt, read: Callable[[str], Any]) -> Any:
+        """Call, read; on a reply that does not fit, once more with the error fed back."""
+        reply = await self.call(prompt)
+        try:
+            return read(reply)
+        except ReplyError as exc:
+            reply = await self.call(prompt, feedback=_FEEDBACK.format(error=exc))
+            try:
+                return read(reply)
+            except ReplyError as again:
+                raise JudgeError(
+                    f"judge {self.name} replied out of protocol twice: {again}; a larger model, "
+                    "or --rubric-grader per-criterion, may follow the protocol better"
+                ) from None
+
+    async def _judge_answer(
+        self, criteria: Sequence[Any], *, question: str | None, response: str
+    ) -> Judged:
+        judged = await self._grade(criteria, question=question, response=response)
+        # A judge may echo anything, the key included: no reason leaves unredacted.
+        judged.outcomes = {
+            cid: Outcome(o.verdict, o.credit, redact(o.reason, self._key))
+            for cid, o in judged.outcomes.items()
+        }
+        return judged
+
+    async def _grade(
+        self, criteria: Sequence[Any], *, question: str | None, response: str
+    ) -> Judged:
+        judged = Judged()
+        if self.grader == "per-criterion":
+            outcomes = await asyncio.gather(
+                *(self._one(c, question, response, judged) for c in criteria)
+            )
+            judged.outcomes = dict(zip((c.id for c in criteria), outcomes, strict=True))
+        elif self.grader == "one-shot":
+            judged.outcomes = await self._one_shot(criteria, question, response, judged)
+        else:
+            judged.outcomes = await self._holistic(criteria, question, response, judged)
+        return judged
+
+    def _flag(self, prompt: _prompts.Prompt, response: str, judged: Judged) -> None:
+        if _prompts.injection_suspected(response, prompt.token):
+            judged.injection_suspected = True
+
+    async def _one(
+        self, criterion: Any, question: str | None, response: str, judged: Judged
+    ) -> Outcome:
+        prompt = _prompts.per_criterion(criterion, question=question, response=response)
+        self._flag(prompt, response, judged)
+        try:
+            graded = await self._ask(prompt, lambda text: read_one(text, criterion))
+        except JudgeError as exc:
+            return Outcome(Verdict.ERROR, 0.0, str(exc))
+        return _outcome(graded)
+
+    async def _one_shot(
+        self, criteria: Sequence[Any], question: str | None, response: str, judged: Judged
+    ) -> dict[str, Outcome]:
+        prompt = _prompts.one_shot(criteria, question=question, response=response)
+        self._flag(prompt, response, judged)
+
+        def read(text: str) -> dict[str, Graded | ReplyError]:
+            return read_one_shot(text, criteria)
+
+        try:
+            first = await self._ask(prompt, read)
+        except JudgeError as exc:
+            return {c.id: Outcome(Verdict.ERROR, 0.0, str(exc)) for c in criteria}
+        bad = {cid: err for cid, err in first.items() if isinstance(err, ReplyError)}
+        if bad:
+            # One more try for the criteria the reply left out or got wrong.
+            problems = "; ".join(str(e) for e in bad.values())
+            try:
+                second = read_one_shot(
+                    await self.call(prompt, feedback=_FEEDBACK.format(error=problems)), criteria
+                )
+            except (JudgeError, ReplyError):
+                second = {}
+            for cid in bad:
+                if isinstance(second.get(cid), Graded):
+                    first[cid] = second[cid]
+        return {
+            c.id: _outcome(first[c.id])
+            if isinstance(first[c.id], Graded)
+            else Outcome(
+                Verdict.ERROR,
+                0.0,
+                f"judge {self.name}: {first[c.id]} (after one retry); try --rubric-grader per-criterion",
+            )
+            for c in criteria
+        }
+
+    async def _holistic(
+        self, criteria: Sequence[Any], question: str | None, response: str, judged: Judged
+    ) -> dict[str, Outcome]:
+        prompt = _prompts.holistic(criteria, question=question, response=response)
+        self._flag(prompt, response, judged)
+        try:
+            score, reason = await self._ask(prompt, read_holistic)
+        except JudgeError as exc:
+            return {c.id: Outcome(Verdict.ERROR, 0.0, str(exc)) for c in criteria}
+        credit = score / 100
+        outcomes = {}
+        for c in criteria:
+            if c.effective_weight < 0:
+                # An error criterion is folded into the one score, never counted twice.
+                outcomes[c.id] = Outcome(
+                    Verdict.UNMET, 0.0, f"holistic: folded into the score {score:g}/100"
+                )
+            else:
+                verdict = Verdict.MET if credit >= 0.5 else Verdict.UNMET
+                outcomes[c.id] = Outcome(verdict, credit, f"holistic {score:g}/100: {reason}")
+        return outcomes
+
+
+async def _wrap(awaitable: Awaitable[Any]) -> Any:
+    if inspect.isawaitable(awaitable):
+        return await awaitable
+    return awaitable
