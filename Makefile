@@ -30,6 +30,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/bench_items.py
+	$(PY) bench/bench_judge.py
 
 clean:
 	rm -rf $(VENV) .demo build *.egg-info

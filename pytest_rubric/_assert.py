@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import itertools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,16 +19,17 @@ from ._loader import load_suite, problems_from_validation
 from ._result import CaseResult
 from ._schema import Rubric
 from ._scoring import score as score_results
+from ._session import SESSION_KEY
 from ._table import criteria_table
 
-__all__ = ["CURRENT_ITEM", "SESSION_GRADER", "assert_rubric"]
+__all__ = ["CURRENT_ITEM", "assert_rubric"]
+
+_CALLS = itertools.count(1)  # distinct judge keys for repeated calls in one test
 
 CURRENT_ITEM: contextvars.ContextVar[pytest.Item | None] = contextvars.ContextVar(
     "pytest_rubric_current_item", default=None
 )
 """The test item running now, set by the plugin so ``assert_rubric`` can report to it."""
-
-SESSION_GRADER = pytest.StashKey[Grader]()
 
 
 def _rubric_from_path(
@@ -109,19 +111,26 @@ def assert_rubric(
     if query is not None:
         parsed = parsed.model_copy(update={"question": query})
     item = CURRENT_ITEM.get()
-    grader = item.config.stash.get(SESSION_GRADER, None) if item is not None else None
-    grader = grader or Grader()
+    session = item.config.stash.get(SESSION_KEY, None) if item is not None else None
+    grader = session.grader if session is not None else Grader()
     compiled: CompiledRubric = grader.compile(
         parsed,
         global_criteria=global_criteria,
         min_score=min_score if min_score is not None else own_mark,
     )
+    nodeid = item.nodeid if item is not None else ""
+    judged = (
+        session.judge_rubric(f"{nodeid}#assert{next(_CALLS)}", compiled, response)
+        if session is not None
+        else None
+    )
     result = grader.grade(
         response,
         compiled,
-        nodeid=item.nodeid if item is not None else "",
+        nodeid=nodeid,
         suite=suite or (item.path.stem if item is not None else ""),
         subject=subject or "inline",
+        judged=judged,
     )
     if item is not None and result.skipped and score_results(result.criteria).empty:
         pytest.skip(f"nothing graded: {result.skipped[0].reason}")

@@ -16,12 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._checks import Outcome, resolve_import, run_sync
+from ._checks import resolve_import, run_sync
 from ._errors import Problem, RubricLoadError
 from ._grader import CompiledRubric
-from ._judging import Judged
 from ._loader import LoadedSuite, load_suite, paused_gc
-from ._result import CaseResult, Verdict
+from ._result import CaseResult
 from ._scoring import score as score_results
 from ._table import criteria_table
 
@@ -30,10 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["RubricFailure", "RubricFile", "RubricItem", "is_rubric_file"]
 
-REQUIRE_JUDGE_REASON = (
-    "--rubric-require-judge is set but no judge is configured: set --rubric-judge "
-    "PROVIDER:MODEL (or ini rubric_judge, or RUBRIC_JUDGE)"
-)
 RESULTS_KEY = pytest.StashKey[list[CaseResult]]()
 """Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""
 
@@ -236,6 +231,13 @@ class RubricFile(pytest.File):
         if target_path is not None:
             name, function = targets[target_path]
             add(name, _Source(target=function, target_name=target_path), f"target {target_path}")
+        model = self.rubric_session.model
+        if model is not None:
+            add(
+                model.subject,
+                _Source(target=model, target_name=model.spec.name),
+                f"--rubric-model {model.spec.name}",
+            )
         return sources
 
 
@@ -279,7 +281,7 @@ class RubricItem(pytest.Item):
             nodeid=self.nodeid,
             suite=self.suite_name,
             subject=self.subject,
-            judged=self._judge(response),
+            judged=self.rubric_session.judge_rubric(self.nodeid, self.compiled, response),
         )
         if result.errors:
             self.stash.setdefault(RESULTS_KEY, []).append(result)
@@ -292,27 +294,6 @@ class RubricItem(pytest.Item):
             )
         self.stash.setdefault(RESULTS_KEY, []).append(result)
         self._result = result
-
-    def _judge(self, response: str) -> Judged | None:
-        compiled = self.compiled
-        if not compiled.judged:
-            return None
-        session = self.rubric_session
-        if session.judging is not None:
-            return session.judging.result(
-                self.nodeid,
-                compiled.judged_criteria,
-                question=compiled.rubric.question,
-                response=response,
-            )
-        if session.settings.require_judge:
-            return Judged(
-                {
-                    c.id: Outcome(Verdict.ERROR, 0.0, REQUIRE_JUDGE_REASON)
-                    for c in compiled.judged_criteria
-                }
-            )
-        return None
 
     def runtest(self) -> None:
         if not self._result.passed:

@@ -40,6 +40,7 @@ __all__ = [
     "JudgeError",
     "JudgeSpec",
     "JudgeStats",
+    "LiveModel",
     "OpenAIJudge",
     "RetryPolicy",
     "make_judge",
@@ -207,6 +208,12 @@ class HTTPJudge:
         raise NotImplementedError
 
     def _endpoint(self) -> str:
+        raise NotImplementedError
+
+    async def complete(
+        self, system: str, user: str, *, schema: dict[str, Any] | None = None
+    ) -> str:
+        """Send the two messages; return the reply text (JSON text when ``schema`` is given)."""
         raise NotImplementedError
 
     def _fail(
@@ -477,8 +484,44 @@ def make_judge(
     key = Secret(raw) if raw else None
     if key is None and spec.is_default_url:
         raise ValueError(
-            f"--rubric-judge {spec.name} needs an API key: set {spec.key_variable} in the "
+            f"{spec.name} needs an API key: set {spec.key_variable} in the "
             "environment (keys are never read from flags or files)"
         )
     cls: type[HTTPJudge] = OpenAIJudge if spec.provider == "openai" else AnthropicJudge
     return cls(spec, key=key, policy=policy, stats=stats)
+
+
+class LiveModel:
+    """``--rubric-model``: the subject is a model, asked each case's question live.
+
+    Called with a case like a ``target``; each call gets its own client and
+    event loop, so it works from any thread.
+    """
+
+    SYSTEM = "Answer the question accurately and concisely."
+
+    def __init__(
+        self,
+        spec: JudgeSpec,
+        *,
+        environ: Mapping[str, str] | None = None,
+        policy: RetryPolicy | None = None,
+    ) -> None:
+        self.spec = spec
+        self._environ = environ
+        self._policy = policy
+        make_judge(spec, environ=environ, policy=policy)  # fail now on a missing key
+
+    @property
+    def subject(self) -> str:
+        return self.spec.model
+
+    def __call__(self, case: Any) -> str:
+        return asyncio.run(self._ask(case.question or ""))
+
+    async def _ask(self, question: str) -> str:
+        client = make_judge(self.spec, environ=self._environ, policy=self._policy)
+        try:
+            return await client.complete(self.SYSTEM, question)
+        finally:
+            await client.aclose()

@@ -17,17 +17,22 @@ from typing import Any
 import pytest
 
 from . import _style
+from ._checks import Outcome
 from ._errors import Problem
-from ._grader import DEFAULT_MIN_SCORE, Grader
-from ._judge import JudgeSpec, JudgeStats, RetryPolicy, make_judge
-from ._judging import JudgeSession
+from ._grader import DEFAULT_MIN_SCORE, CompiledRubric, Grader
+from ._judge import JudgeSpec, JudgeStats, LiveModel, RetryPolicy, make_judge
+from ._judging import Judged, JudgeSession
 from ._loader import ResponseFile, load_response_dir
-from ._result import CaseResult
+from ._result import CaseResult, Verdict
 from ._summary import leaderboard, rankings_disagree, summary_lines
 
-__all__ = ["RubricSession", "RubricWarning", "Settings"]
+__all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]
 
 DEFAULT_PATTERNS = ("*.rubric.yaml", "*.rubric.yml", "*.rubric.json")
+REQUIRE_JUDGE_REASON = (
+    "--rubric-require-judge is set but no judge is configured: set --rubric-judge "
+    "PROVIDER:MODEL (or ini rubric_judge, or RUBRIC_JUDGE)"
+)
 
 
 class RubricWarning(pytest.PytestWarning):
@@ -148,6 +153,14 @@ class RubricSession:
         self.collection_errors = 0
         self._response_dirs: dict[Path, _ResponseDir] = {}
         self.judging: JudgeSession | None = None
+        self.model: LiveModel | None = None
+        if self.settings.model:
+            try:
+                self.model = LiveModel(
+                    JudgeSpec.parse(self.settings.model), policy=self.settings.retry
+                )
+            except ValueError as exc:
+                raise pytest.UsageError(f"--rubric-model: {exc}") from None
 
     def start_judge(self, custom: object | None) -> None:
         """Set up the judge: the hook's object, else ``--rubric-judge`` / ini / ``RUBRIC_JUDGE``."""
@@ -210,6 +223,23 @@ class RubricSession:
     def stop_judge(self) -> None:
         if self.judging is not None:
             self.judging.close()
+
+    def judge_rubric(self, key: str, compiled: CompiledRubric, response: str) -> Judged | None:
+        """The judge's outcomes for ``compiled``'s judged criteria, or None to leave them SKIPPED."""
+        if not compiled.judged:
+            return None
+        if self.judging is not None:
+            return self.judging.result(
+                key, compiled.judged_criteria, question=compiled.rubric.question, response=response
+            )
+        if self.settings.require_judge:
+            return Judged(
+                {
+                    c.id: Outcome(Verdict.ERROR, 0.0, REQUIRE_JUDGE_REASON)
+                    for c in compiled.judged_criteria
+                }
+            )
+        return None
 
     def header_line(self) -> str | None:
         settings = self.settings
@@ -296,3 +326,7 @@ class RubricSession:
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(self.json_document(), indent=2) + "\n", encoding="utf-8")
+
+
+SESSION_KEY = pytest.StashKey[RubricSession]()
+"""Where ``pytest_configure`` keeps the session's :class:`RubricSession`."""

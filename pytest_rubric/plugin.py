@@ -9,14 +9,13 @@ from typing import Any
 
 import pytest
 
-from ._assert import CURRENT_ITEM, SESSION_GRADER
+from ._assert import CURRENT_ITEM
 from ._collect import RESULTS_KEY, RubricFile, RubricItem, is_rubric_file
 from ._grader import Grader
 from ._judging import GRADERS
 from ._result import CaseResult
-from ._session import RubricSession
+from ._session import SESSION_KEY, RubricSession
 
-SESSION_KEY = pytest.StashKey[RubricSession]()
 NO_JUDGE_SKIP = (
     "needs an LLM judge: set --rubric-judge PROVIDER:MODEL (or ini rubric_judge, or the "
     "RUBRIC_JUDGE variable) and the key in OPENAI_API_KEY or ANTHROPIC_API_KEY"
@@ -165,7 +164,6 @@ def pytest_configure(config: pytest.Config) -> None:
     state.global_responses()  # a broken --rubric-responses file stops the run here, clearly
     state.start_judge(config.hook.pytest_rubric_make_judge(config=config))
     config.stash[SESSION_KEY] = state
-    config.stash[SESSION_GRADER] = state.grader
     config.stash[_HOOKS_KEY] = hooks = _SessionHooks(state)
     config.pluginmanager.register(hooks, "rubric-session")
     if state.settings.dirs and config.args_source is not pytest.Config.ArgsSource.ARGS:
@@ -269,7 +267,7 @@ def rubric_grader(request: pytest.FixtureRequest) -> Grader:
             result = rubric_grader.grade(my_app("What is NPV?"), compiled)
             assert result.score > 0.5
     """
-    return request.config.stash[SESSION_GRADER]
+    return request.config.stash[SESSION_KEY].grader
 
 
 class _SessionHooks:

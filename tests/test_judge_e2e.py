@@ -592,3 +592,56 @@ def test_judge_calls_of_all_items_run_concurrently(pytester: pytest.Pytester, wr
 
 def _dump(data: Any) -> str:
     return json.dumps(data)
+
+
+def test_rubric_model_collects_responses_live(
+    pytester: pytest.Pytester,
+    write: Write,
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    pytester.makeini(FAST_RETRIES)
+    write(
+        "m.rubric.yaml",
+        """
+        cases:
+          - id: q1
+            question: "What is 6 times 7?"
+            criteria: [{id: value, type: number, value: 42}]
+        """,
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_url)
+    fake_llm.script(text("It is 42."))
+    result = pytester.runpytest(
+        "--rubric-model=openai:tiny-model", "--rubric-json", "out.json", "-v"
+    )
+    result.stdout.fnmatch_lines(["m.rubric.yaml::q1[[]tiny-model[]] PASSED*"])
+    (request,) = fake_llm.requests
+    assert request.body["messages"][1]["content"] == "What is 6 times 7?"
+    assert "response_format" not in request.body
+    assert rubric_json()["results"][0]["response"] == "It is 42."
+
+
+def test_assert_rubric_uses_the_session_judge(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
+) -> None:
+    pytester.makeini(FAST_RETRIES)
+    write(
+        "test_app.py",
+        """
+        from pytest_rubric import assert_rubric
+
+        def test_answer():
+            result = assert_rubric(
+                "It is one day.",
+                [{"id": "horizon", "requirement": "Says the horizon is one day"}],
+                query="What is the horizon?",
+            )
+            assert result.criteria[0].verdict == "MET"
+        """,
+    )
+    fake_llm.respond_with(by_requirement({"horizon is one day"}))
+    result = pytester.runpytest(*judge_args(fake_llm))
+    result.assert_outcomes(passed=1)
+    assert "What is the horizon?" in _user(fake_llm.requests[0])

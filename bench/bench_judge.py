@@ -1,0 +1,154 @@
+"""A judged session against the concurrency limit: time added by K judge calls of latency L.
+
+What is measured
+----------------
+One generated rubric file with K judged criteria (16 cases x 3), graded
+twice, in fresh subprocesses, alternately:
+
+* **offline**: no judge, so the judged criteria are SKIPPED;
+* **judged**: ``--rubric-judge openai:bench`` against ``tests/fake_llm.py``
+  on 127.0.0.1, which answers every call after a fixed latency L.
+
+The time the judge adds is ``median(judged) - median(offline)``. With at
+most C calls in flight across the session, the floor is ``ceil(K / C) x L``;
+the target (from the issue) is an added time of at most 1.25x that floor
+(K = 48, C = 8, L = 0.25 s: 1.5 s floor, 1.875 s allowed).
+
+Usage::
+
+    .venv/bin/python bench/bench_judge.py [--repeat 5] [--latency 0.25] [--concurrency 8] [--check]
+
+Other scripts may ``from bench_judge import run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TypedDict
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.fake_llm import FakeLLM, verdict  # noqa: E402
+
+CASES, PER_CASE = 16, 3
+TARGET = 1.25
+
+
+class Result(TypedDict):
+    benchmark: str
+    calls: int
+    concurrency: int
+    latency_s: float
+    offline_s: float
+    judged_s: float
+    added_s: float
+    floor_s: float
+    ratio: float  # added / floor
+
+
+def generate(directory: Path) -> Path:
+    lines = ["cases:"]
+    for i in range(CASES):
+        lines += [
+            f"  - id: q{i:02d}",
+            f"    question: 'Question {i}?'",
+            f"    response: 'Answer {i}: the value is {i * 7}.'",
+            "    criteria:",
+            f"      - {{id: value, type: number, value: {i * 7}}}",
+        ]
+        lines += [
+            f"      - {{id: j{k}, requirement: 'Requirement {k} of case {i}'}}"
+            for k in range(PER_CASE)
+        ]
+    path = directory / "judged.rubric.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (directory / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    return path
+
+
+def _timed(args: list[str], cwd: Path) -> float:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "RUBRIC_"))}
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        check=False,
+    )
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0 or f"{CASES} passed" not in done.stdout.splitlines()[-1]:
+        raise SystemExit(f"bench_judge: a run failed ({' '.join(args)}):\n{done.stdout[-3000:]}")
+    return elapsed
+
+
+def run(*, repeat: int = 5, latency: float = 0.25, concurrency: int = 8) -> Result:
+    directory = Path(tempfile.mkdtemp(prefix="bench_judge_"))
+    calls = CASES * PER_CASE
+    try:
+        generate(directory)
+        offline: list[float] = []
+        judged: list[float] = []
+        with FakeLLM(latency=latency) as fake:
+            fake.respond_with(lambda request: verdict("MET"))
+            judge = [
+                "--rubric-judge=openai:bench",
+                f"--rubric-judge-url={fake.openai_url}",
+                f"--rubric-concurrency={concurrency}",
+            ]
+            _timed(judge, directory)  # warm-up: file cache, and the fake server's first thread
+            for _ in range(repeat):
+                offline.append(_timed([], directory))
+                judged.append(_timed(judge, directory))
+                if len(fake.requests) % calls:
+                    raise SystemExit(f"bench_judge: expected multiples of {calls} judge calls")
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    floor = math.ceil(calls / concurrency) * latency
+    added = statistics.median(judged) - statistics.median(offline)
+    return {
+        "benchmark": "judge",
+        "calls": calls,
+        "concurrency": concurrency,
+        "latency_s": latency,
+        "offline_s": statistics.median(offline),
+        "judged_s": statistics.median(judged),
+        "added_s": added,
+        "floor_s": floor,
+        "ratio": added / floor,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--latency", type=float, default=0.25)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument(
+        "--check", action="store_true", help=f"exit 1 when the ratio exceeds {TARGET}"
+    )
+    args = parser.parse_args(argv)
+    r = run(repeat=args.repeat, latency=args.latency, concurrency=args.concurrency)
+    print(
+        f"judged session: K={r['calls']} calls, C={r['concurrency']}, L={r['latency_s']:g}s: "
+        f"offline {r['offline_s']:.2f}s, judged {r['judged_s']:.2f}s, added {r['added_s']:.2f}s "
+        f"against a floor of ceil(K/C) x L = {r['floor_s']:.2f}s: ratio {r['ratio']:.2f} "
+        f"({'within' if r['ratio'] <= TARGET else 'over'} the {TARGET}x target)"
+    )
+    return 1 if args.check and r["ratio"] > TARGET else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
