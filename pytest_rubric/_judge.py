@@ -148,10 +148,13 @@ class JudgeStats:
     fallbacks: list[str] = field(default_factory=list)
 
     def line(self, name: str) -> str:
-        return (
+        text = (
             f"judge {name}: {self.calls} calls, {self.retries} retries, {self.errors} errors, "
             f"tokens {self.tokens_in} in / {self.tokens_out} out"
         )
+        if self.fallbacks:
+            text += f"; output mode fell back: {', '.join(dict.fromkeys(self.fallbacks))}"
+        return text
 
 
 def _retry_after(response: httpx.Response) -> float | None:

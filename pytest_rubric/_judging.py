@@ -29,7 +29,7 @@ import concurrent.futures
 import contextlib
 import inspect
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,10 +108,6 @@ class JudgeSession:
         self.schedule(key, criteria, question=question, response=response)
         return self._futures.pop(key).result()
 
-    def run(self, awaitable: Awaitable[Any]) -> Any:
-        """Run a coroutine on the judge's loop and wait for it (used by ``--rubric-model``)."""
-        return asyncio.run_coroutine_threadsafe(_wrap(awaitable), self._loop).result()
-
     def close(self) -> None:
         """Cancel what is still pending, close the HTTP client, stop the loop."""
         for future in self._futures.values():
@@ -140,7 +136,9 @@ class JudgeSession:
                 if self._takes_schema:
                     reply = await self.judge.complete(prompt.system, user, schema=prompt.schema)
                 else:
-                    reply = await self.judge.complete(prompt.system, user)
+                    reply = self.judge.complete(prompt.system, user)
+                    if inspect.isawaitable(reply):  # a plain function is fine too
+                        reply = await reply
             except JudgeError:
                 self.stats.errors += 1
                 raise
@@ -269,9 +267,3 @@ class JudgeSession:
                 verdict = Verdict.MET if credit >= 0.5 else Verdict.UNMET
                 outcomes[c.id] = Outcome(verdict, credit, f"holistic {score:g}/100: {reason}")
         return outcomes
-
-
-async def _wrap(awaitable: Awaitable[Any]) -> Any:
-    if inspect.isawaitable(awaitable):
-        return await awaitable
-    return awaitable

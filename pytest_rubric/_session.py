@@ -18,6 +18,7 @@ import pytest
 
 from . import _style
 from ._checks import Outcome
+from ._collect import RubricItem
 from ._errors import Problem
 from ._grader import DEFAULT_MIN_SCORE, CompiledRubric, Grader
 from ._judge import JudgeSpec, JudgeStats, LiveModel, RetryPolicy, make_judge
@@ -197,9 +198,10 @@ class RubricSession:
         if judging is None or hasattr(self.config, "workerinput"):
             return
         for item in items:
-            text = getattr(getattr(item, "source", None), "text", None)
-            compiled = getattr(item, "compiled", None)
-            if text is not None and compiled is not None and compiled.judged:
+            if not isinstance(item, RubricItem):
+                continue
+            text, compiled = item.source.text, item.compiled
+            if text is not None and compiled.judged:
                 judging.schedule(
                     item.nodeid,
                     compiled.judged_criteria,
