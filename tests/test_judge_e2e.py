@@ -540,20 +540,31 @@ def test_env_var_and_ini_select_the_judge(
 CANARY = "sk-canary-4f1e9b2c7d"
 
 
+@pytest.mark.parametrize(
+    ("provider", "variable", "header", "sent"),
+    [
+        ("openai", "OPENAI_API_KEY", "authorization", f"Bearer {CANARY}"),
+        ("anthropic", "ANTHROPIC_API_KEY", "x-api-key", CANARY),
+    ],
+)
 def test_the_api_key_never_leaves_the_request_header(
     pytester: pytest.Pytester,
     judged_file: Path,
     fake_llm: FakeLLM,
     monkeypatch: pytest.MonkeyPatch,
     run_mode: list[str],
+    provider: str,
+    variable: str,
+    header: str,
+    sent: str,
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    monkeypatch.setenv(variable, CANARY)
     # Fail in every way that produces text: errors, retries, a reply echoing the key.
     fake_llm.script(status(401, body={"error": {"message": f"invalid key {CANARY}"}}))
     fake_llm.respond_with(lambda request: text(f"no JSON here, {CANARY}"))
     result = pytester.runpytest(
         *run_mode,
-        *judge_args(fake_llm),
+        *judge_args(fake_llm, provider),
         "--rubric-json",
         "out.json",
         "--junitxml",
@@ -561,7 +572,8 @@ def test_the_api_key_never_leaves_the_request_header(
         "-vv",
     )
     assert result.ret != 0
-    assert all(r.headers.get("authorization") == f"Bearer {CANARY}" for r in fake_llm.requests)
+    assert fake_llm.requests
+    assert all(r.headers.get(header) == sent for r in fake_llm.requests)
     artifacts = [str(result.stdout), str(result.stderr)]
     artifacts += [p.read_text(errors="replace") for p in pytester.path.rglob("*") if p.is_file()]
     leaked = [a[:200] for a in artifacts if CANARY in a]

