@@ -87,8 +87,11 @@ trap stop_server EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# --n_ctx 1024: judge prompts are ~300-500 tokens, and the judge sends no
+# max_tokens, so a reply that never closes runs to the end of the context
+# (~600 tokens, ~20 s here; ~1650 tokens, 35-52 s with 2048, near the 60 s timeout).
 say "starting llama_cpp.server on $URL (log: $LOG)"
-"$PY" -m llama_cpp.server --model "$GGUF" --model_alias smollm2 --n_ctx 2048 \
+"$PY" -m llama_cpp.server --model "$GGUF" --model_alias smollm2 --n_ctx 1024 \
     --host 127.0.0.1 --port "$PORT" >"$LOG" 2>&1 &
 SERVER_PID=$!
 
@@ -118,16 +121,27 @@ EOF
 fi
 
 # --- the judged example ---------------------------------------------------------
-# No key goes to the local server; pytest's exit 1 (cases failed) is expected.
+# The server runs one request at a time and goes on generating for a client that
+# gave up, so concurrent calls queue past the judge's timeout and their retries
+# pile up: one call in flight. No key goes to the local server. pytest's exit 1
+# (cases failed) is expected; its output is kept in $OUT/pytest.log.
 status=0
 env -u OPENAI_API_KEY "$PY" -m pytest examples/judged \
     --rubric-judge openai:smollm2 --rubric-judge-url "$URL" \
-    --rubric-json "$RESULTS" -p no:cacheprovider "$@" || status=$?
+    --rubric-json "$RESULTS" -p no:cacheprovider --rubric-concurrency 1 "$@" \
+    2>&1 | tee "$OUT/pytest.log" || status=$?
+if ! "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)' \
+    "$URL/models" 2>/dev/null; then
+    say "the server stopped answering during the run; last lines of $LOG:"
+    tail -n 40 "$LOG" >&2 || true
+    exit 1
+fi
 stop_server
 if [ "$status" -gt 1 ]; then
     say "pytest exited $status (server log: $LOG)"
     exit "$status"
 fi
+grep -h '^judge openai:smollm2:' "$OUT/pytest.log" | sed 's/^/e2e: /' >&2 || true
 
 # --- the check --------------------------------------------------------------------
 "$PY" - "$RESULTS" "$status" <<'EOF'
@@ -154,6 +168,8 @@ if not results:
     sys.exit("e2e: FAIL: no rubric results")
 if not judged:
     sys.exit("e2e: FAIL: no judged criterion ran")
+if not judged["MET"] + judged["UNMET"]:
+    sys.exit("e2e: FAIL: the judge decided no criterion (all ERROR): see .e2e/pytest.log")
 if bad:
     sys.exit("e2e: FAIL: criteria not graded:\n  " + "\n  ".join(bad))
 EOF

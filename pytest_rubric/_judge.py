@@ -52,6 +52,7 @@ _URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 _KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 _ANTHROPIC_VERSION = "2023-06-01"
 SEED = 1234
+MAX_TOKENS = 1024
 
 
 @runtime_checkable
@@ -373,6 +374,9 @@ class OpenAIJudge(HTTPJudge):
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
             "temperature": 0,
             "seed": SEED,
+            # A grade is short; a small model that never closes its JSON would
+            # otherwise generate until the context is full.
+            "max_tokens": MAX_TOKENS,
         }
         if schema is not None and mode == "json_schema":
             payload["response_format"] = {
@@ -448,7 +452,7 @@ class AnthropicJudge(HTTPJudge):
     ) -> str:
         payload: dict[str, Any] = {
             "model": self.spec.model,
-            "max_tokens": 1024,
+            "max_tokens": MAX_TOKENS,
             "temperature": 0,
             "system": system,
             "messages": [{"role": "user", "content": user}],

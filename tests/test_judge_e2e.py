@@ -99,6 +99,7 @@ def test_openai_request_body(
     body = request.body
     assert request.path == "/v1/chat/completions"
     assert (body["model"], body["temperature"], body["seed"]) == ("test-model", 0, 1234)
+    assert body["max_tokens"] == 1024
     assert body["response_format"]["type"] == "json_schema"
     schema = body["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["verdict"]["enum"] == ["MET", "UNMET"]
