@@ -6,8 +6,9 @@
 #   bash bench/e2e_local.sh [extra pytest args]     # what `make e2e-local` runs
 #
 # Exit status: 0 when pytest exited 0 or 1 (poor verdicts from a 135M model are
-# expected) and every judged criterion was graded (MET, UNMET or ERROR, never
-# SKIPPED); otherwise non-zero. Notes and timings: bench/E2E_LOCAL.md.
+# expected), every criterion in .e2e/results.json is MET, UNMET or ERROR (never
+# SKIPPED) and the judge decided at least one; otherwise non-zero.
+# Notes and timings: bench/E2E_LOCAL.md.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -87,9 +88,11 @@ trap stop_server EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# --n_ctx 1024: judge prompts are ~300-500 tokens, and the judge sends no
-# max_tokens, so a reply that never closes runs to the end of the context
-# (~600 tokens, ~20 s here; ~1650 tokens, 35-52 s with 2048, near the 60 s timeout).
+# --n_ctx 1024: judge prompts are ~300-500 tokens, and a reply that never closes
+# its JSON runs until max_tokens or the end of the context, whichever is first:
+# ~600 tokens (<= 20 s) here, against 35-52 s seen with 2048 and no max_tokens,
+# near the judge's 60 s timeout. The server trims max_tokens to what the context
+# has left; only a prompt of n_ctx tokens or more is refused (HTTP 400).
 say "starting llama_cpp.server on $URL (log: $LOG)"
 "$PY" -m llama_cpp.server --model "$GGUF" --model_alias smollm2 --n_ctx 1024 \
     --host 127.0.0.1 --port "$PORT" >"$LOG" 2>&1 &
