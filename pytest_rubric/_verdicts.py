@@ -85,7 +85,13 @@ def _reason(obj: dict[str, Any], where: str) -> str:
     reason = obj.get("reason")
     if not isinstance(reason, str) or not reason.strip():
         raise ReplyError(f'{where}missing "reason" (a non-empty string)')
-    return reason.strip()
+    reason = reason.strip()
+    if reason.startswith("<") and reason.endswith(">"):
+        # A small model copies the template's "<one or two sentences>".
+        raise ReplyError(
+            f"{where}the reason {reason!r} is the template's placeholder; give the reason"
+        )
+    return reason
 
 
 def _grade(obj: dict[str, Any], criterion: Any, where: str = "") -> Graded:

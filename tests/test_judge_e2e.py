@@ -658,3 +658,16 @@ def test_assert_rubric_uses_the_session_judge(
     result = pytester.runpytest(*judge_args(fake_llm))
     result.assert_outcomes(passed=1)
     assert "What is the horizon?" in _user(fake_llm.requests[0])
+
+
+def test_a_reason_copied_from_the_template_is_out_of_protocol(
+    pytester: pytest.Pytester,
+    judged_file: Path,
+    fake_llm: FakeLLM,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    fake_llm.respond_with(lambda request: verdict("MET", "<one or two sentences>"))
+    result = pytester.runpytest(*judge_args(fake_llm), "--rubric-json", "out.json")
+    result.assert_outcomes(errors=1)
+    reasons = [c["reason"] for c in rubric_json()["results"][0]["criteria"] if c["type"] == "judge"]
+    assert all("is the template's placeholder" in r for r in reasons)
