@@ -1,0 +1,63 @@
+"""The HTTP judge clients on their own, against the scripted server."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pytest_rubric._judge import JudgeError, JudgeSpec, OpenAIJudge, RetryPolicy, make_judge
+from pytest_rubric._secrets import Secret, redact
+from tests.fake_llm import FakeLLM, status, text
+
+
+def _judge(fake: FakeLLM, **policy: float) -> OpenAIJudge:
+    spec = JudgeSpec.parse("openai:m", url=fake.openai_url)
+    return OpenAIJudge(spec, key=Secret("sk-test-key"), policy=RetryPolicy(backoff=0.01, **policy))  # type: ignore[arg-type]
+
+
+async def _complete(judge: OpenAIJudge) -> str:
+    try:
+        return await judge.complete("system", "user")
+    finally:
+        await judge.aclose()
+
+
+def test_the_session_retry_budget_bounds_retries(fake_llm: FakeLLM) -> None:
+    fake_llm.respond_with(lambda request: status(500))
+    judge = _judge(fake_llm, budget=2, attempts=10)
+    with pytest.raises(JudgeError, match=r"HTTP 500.*retry budget \(2\) is spent"):
+        asyncio.run(_complete(judge))
+    assert len(fake_llm.requests) == 3  # the first try and two retries
+    assert judge.stats.retries == 2
+
+
+def test_a_client_error_is_not_retried(fake_llm: FakeLLM) -> None:
+    fake_llm.respond_with(lambda request: status(404))
+    with pytest.raises(JudgeError, match="HTTP 404.*check --rubric-judge-url and the model name"):
+        asyncio.run(_complete(_judge(fake_llm)))
+    assert len(fake_llm.requests) == 1
+
+
+def test_retry_after_is_capped(fake_llm: FakeLLM) -> None:
+    fake_llm.script(status(429, headers={"Retry-After": "3600"}), text("ok"))
+    judge = _judge(fake_llm, max_retry_after=0.2)
+    assert asyncio.run(_complete(judge)) == "ok"
+    assert fake_llm.requests[1].received_at - fake_llm.requests[0].received_at < 2
+
+
+def test_the_key_is_hidden_from_repr_and_messages() -> None:
+    key = Secret("sk-abcdef123456")
+    assert "sk-" not in repr(key) and "sk-" not in str(key)
+    assert redact("invalid key sk-abcdef123456 given", key) == "invalid key *** given"
+    with pytest.raises(TypeError):
+        import pickle
+
+        pickle.dumps(key)
+
+
+def test_anthropic_urls_with_and_without_v1() -> None:
+    env = {"ANTHROPIC_API_KEY": "k"}
+    for base in ("http://h:1", "http://h:1/v1"):
+        judge = make_judge(JudgeSpec.parse("anthropic:m", url=base, environ=env), environ=env)
+        assert judge._endpoint() == "http://h:1/v1/messages"

@@ -1,0 +1,90 @@
+"""The judge reply parser: tolerant about where the JSON is, strict about what it says."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_rubric._schema import Judge
+from pytest_rubric._verdicts import ReplyError, extract_json, read_holistic, read_one, read_one_shot
+
+BOOL = Judge(id="a", requirement="Says A")
+SCORE = Judge(id="s", requirement="How good?", kind="score")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"reason": "r", "verdict": "MET"}',
+        '```json\n{"reason": "r", "verdict": "MET"}\n```',
+        'Sure. Here it is: {"reason": "r", "verdict": "MET"} Hope that helps.',
+        '{"reason": "uses } and { inside", "verdict": "MET"}',
+        'First {not json}, then {"reason": "r", "verdict": "met"}',
+    ],
+)
+def test_the_object_is_found_wherever_it_is(text: str) -> None:
+    graded = read_one(text, BOOL)
+    assert (graded.met, graded.credit) == (True, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("MET", "the reply contains no JSON object"),
+        ('{"verdict": "MET"}', 'missing "reason"'),
+        ('{"reason": "r"}', '"verdict" must be "MET" or "UNMET", got None'),
+        ('{"reason": "r", "verdict": "PASS"}', "got 'PASS'"),
+        ('{"reason": "r", "verdict": true}', "got True"),
+    ],
+)
+def test_a_reply_out_of_protocol_is_an_error(text: str, message: str) -> None:
+    with pytest.raises(ReplyError, match=message):
+        read_one(text, BOOL)
+
+
+def test_score_kind_bounds_are_inclusive_and_strict() -> None:
+    assert read_one('{"reason": "r", "score": 1}', SCORE).credit == 0.0
+    assert read_one('{"reason": "r", "score": 5}', SCORE).credit == 1.0
+    assert read_one('{"reason": "r", "score": 3}', SCORE).met is True  # credit 0.5
+    for bad in ("0.99", "5.01", '"4"', "true", "NaN"):
+        with pytest.raises(ReplyError):
+            read_one('{"reason": "r", "score": ' + bad + "}", SCORE)
+
+
+def test_one_shot_keys_by_id_and_rejects_unknown_or_duplicate_ids() -> None:
+    criteria = [BOOL, SCORE]
+    got = read_one_shot(
+        '{"criteria": [{"id": "s", "reason": "r", "score": 5}, {"id": "a", "reason": "r", "verdict": "UNMET"}]}',
+        criteria,
+    )
+    assert {k: (v.met, v.credit) for k, v in got.items()} == {"a": (False, 0.0), "s": (True, 1.0)}  # type: ignore[union-attr]
+    with pytest.raises(ReplyError, match="unknown criterion id 'b'; the ids are a, s"):
+        read_one_shot('{"criteria": [{"id": "b", "reason": "r", "verdict": "MET"}]}', criteria)
+    with pytest.raises(ReplyError, match="criterion id 'a' appears twice"):
+        read_one_shot(
+            '{"criteria": [{"id": "a", "reason": "r", "verdict": "MET"}, {"id": "a", "reason": "r", "verdict": "MET"}]}',
+            criteria,
+        )
+    with pytest.raises(ReplyError, match='missing "criteria"'):
+        read_one_shot('{"reason": "r", "verdict": "MET"}', criteria)
+
+
+def test_one_shot_keeps_good_entries_and_marks_the_rest() -> None:
+    got = read_one_shot(
+        '{"criteria": [{"id": "a", "reason": "r", "verdict": "MET"}, {"id": "s", "reason": "r", "score": 9}]}',
+        [BOOL, SCORE],
+    )
+    assert not isinstance(got["a"], ReplyError)
+    assert isinstance(got["s"], ReplyError) and "out of range" in str(got["s"])
+
+
+def test_holistic_score_is_0_to_100() -> None:
+    assert read_holistic('{"reason": "r", "score": 100}') == (100.0, "r")
+    with pytest.raises(ReplyError, match="out of range 0-100"):
+        read_holistic('{"reason": "r", "score": 101}')
+
+
+def test_extract_json_needs_an_object() -> None:
+    with pytest.raises(ReplyError):
+        extract_json('["MET", "because"]')
+    # An object inside other JSON is still found, as in prose.
+    assert extract_json('[{"reason": "r"}]') == {"reason": "r"}
