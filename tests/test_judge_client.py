@@ -34,7 +34,7 @@ def test_the_session_retry_budget_bounds_retries(fake_llm: FakeLLM) -> None:
 
 def test_a_client_error_is_not_retried(fake_llm: FakeLLM) -> None:
     fake_llm.respond_with(lambda request: status(404))
-    with pytest.raises(JudgeError, match="HTTP 404.*check --rubric-judge-url and the model name"):
+    with pytest.raises(JudgeError, match=r"HTTP 404.*check --rubric-judge-url and the model name"):
         asyncio.run(_complete(_judge(fake_llm)))
     assert len(fake_llm.requests) == 1
 
