@@ -514,7 +514,7 @@ def load_response_dir(directory: Path) -> tuple[list[ResponseFile], list[Problem
 
 
 def _read_jsonl(target: ResponseFile) -> list[Problem]:
-    problems = []
+    problems: list[Problem] = []
     example = '{"id": "q01", "response": "..."}'
     try:
         lines = target.path.read_text(encoding="utf-8").splitlines()
@@ -523,62 +523,31 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
+
+        def bad(message: str, hint: str = f"write {example}", **where: str) -> None:
+            problems.append(Problem(message, hint=hint, path=target.path, line=number, **where))  # noqa: B023
+
         try:
             entry = json.loads(raw)
         except json.JSONDecodeError as exc:
-            problems.append(
-                Problem(
-                    f"invalid JSON ({exc.msg})",
-                    hint=f"write one object per line: {example}",
-                    path=target.path,
-                    line=number,
-                )
-            )
+            bad(f"invalid JSON ({exc.msg})", f"write one object per line: {example}")
             continue
         if not isinstance(entry, dict):
-            problems.append(
-                Problem(
-                    f"expected an object, got {_kind(entry)}",
-                    hint=f"write {example}",
-                    path=target.path,
-                    line=number,
-                )
-            )
+            bad(f"expected an object, got {_kind(entry)}")
             continue
         case_id, text = entry.get("id"), entry.get("response", entry.get("answer"))
         if not isinstance(case_id, str | int):
-            problems.append(
-                Problem(
-                    "missing `id`",
-                    field="id",
-                    hint=f"write {example}",
-                    path=target.path,
-                    line=number,
-                )
-            )
+            bad("missing `id`", field="id")
             continue
         if not isinstance(text, str):
-            problems.append(
-                Problem(
-                    "`response` (or `answer`) must be a string",
-                    case=str(case_id),
-                    field="response",
-                    hint=f"write {example}",
-                    path=target.path,
-                    line=number,
-                )
-            )
+            bad("`response` (or `answer`) must be a string", case=str(case_id), field="response")
             continue
         if str(case_id) in target.entries:
             first = target.entries[str(case_id)][1]
-            problems.append(
-                Problem(
-                    f"a second response for this case (the first is at line {first})",
-                    case=str(case_id),
-                    hint="keep one line per case in each subject file",
-                    path=target.path,
-                    line=number,
-                )
+            bad(
+                f"a second response for this case (the first is at line {first})",
+                "keep one line per case in each subject file",
+                case=str(case_id),
             )
             continue
         target.entries[str(case_id)] = (text, number)

@@ -19,6 +19,7 @@ from pydantic import (
     AfterValidator,
     AliasChoices,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -64,6 +65,26 @@ Phrase = Annotated[str, Field(min_length=1), AfterValidator(_not_blank)]
 # Tuples, not lists: a suite keeps thousands alive, and the garbage collector
 # stops tracking a tuple of strings.
 Phrases = Annotated[tuple[Phrase, ...], Field(min_length=1)]
+
+
+def _int_to_str(value: Any) -> Any:
+    """``id: 7`` (a plain questions.json numbers its questions) is the id "7"."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+def _check_id(value: str) -> str:
+    if "::" in value or any(ch in value for ch in "[]\n\r"):
+        raise ValueError(
+            f"id {value!r} contains '::', '[', ']' or a line break, which break test ids; "
+            "use letters, digits, '_', '-' or '.'"
+        )
+    return value
+
+
+# ``id: 7`` is the id "7"; ids must not break pytest node ids.
+Id = Annotated[str, BeforeValidator(_int_to_str), Field(min_length=1), AfterValidator(_check_id)]
 # NaN or infinity in a weight, value or tolerance would poison every score.
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -72,7 +93,7 @@ NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 class _Base(BaseModel):
     model_config = _MODEL_CONFIG
 
-    id: Annotated[str, Field(min_length=1)]
+    id: Id
     weight: Finite = Field(default=1.0, validation_alias=AliasChoices("weight", "points"))
     axis: Literal["substance", "style"] = "substance"
     required: bool = False
@@ -84,16 +105,6 @@ class _Base(BaseModel):
         if isinstance(data, dict) and "weight" in data and "points" in data:
             raise ValueError("give `weight` or its alias `points`, not both")
         return data
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _int_id(cls, value: Any) -> Any:
-        return _int_to_str(value)
-
-    @field_validator("id")
-    @classmethod
-    def _clean_id(cls, value: str) -> str:
-        return _check_id(value)
 
     @property
     def effective_weight(self) -> float:
@@ -344,21 +355,11 @@ class Rubric(BaseModel):
 class Case(Rubric):
     """One question of a rubric file, with where its responses come from."""
 
-    id: Annotated[str, Field(min_length=1)]
+    id: Id
     response: str | None = None
     responses: dict[str, str] | None = None
     subject: str | None = None
     target: str | None = None
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _int_id(cls, value: Any) -> Any:
-        return _int_to_str(value)
-
-    @field_validator("id")
-    @classmethod
-    def _clean_id(cls, value: str) -> str:
-        return _check_id(value)
 
     @field_validator("target")
     @classmethod
@@ -395,22 +396,6 @@ class Suite(BaseModel):
     @classmethod
     def _target_path(cls, value: str | None) -> str | None:
         return _check_target(value)
-
-
-def _int_to_str(value: Any) -> Any:
-    """``id: 7`` (a plain questions.json numbers its questions) is the id "7"."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return value
-
-
-def _check_id(value: str) -> str:
-    if "::" in value or any(ch in value for ch in "[]\n\r"):
-        raise ValueError(
-            f"id {value!r} contains '::', '[', ']' or a line break, which break test ids; "
-            "use letters, digits, '_', '-' or '.'"
-        )
-    return value
 
 
 def _check_target(value: str | None) -> str | None:

@@ -61,27 +61,18 @@ class Settings:
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
-        def floats(name: str, default: float) -> float:
+        def number(name: str, default: float, *, fraction: bool = True) -> float:
+            """An ini number: a fraction in [0, 1], or else any positive number."""
             raw = config.getini(name)
             if raw in (None, ""):
                 return default
             try:
                 value = float(raw)
             except ValueError:
-                raise pytest.UsageError(f"ini option {name} = {raw!r} is not a number") from None
-            if not 0 <= value <= 1:
-                raise pytest.UsageError(f"ini option {name} = {raw!r} must be between 0 and 1")
-            return value
-
-        def positive(name: str, default: float) -> float:
-            raw = config.getini(name)
-            if raw in (None, ""):
-                return default
-            try:
-                value = float(raw)
-            except ValueError:
-                value = -1.0
-            if value <= 0:
+                value = float("nan")
+            if fraction and not 0 <= value <= 1:
+                raise pytest.UsageError(f"ini option {name} = {raw!r} must be a number from 0 to 1")
+            if not fraction and not value > 0:
                 raise pytest.UsageError(f"ini option {name} = {raw!r} must be a positive number")
             return value
 
@@ -110,15 +101,17 @@ class Settings:
             model=config.getoption("rubric_model"),
             retry=RetryPolicy(
                 timeout=config.getoption("rubric_judge_timeout"),
-                attempts=int(positive("rubric_judge_attempts", RetryPolicy().attempts)),
-                backoff=positive("rubric_judge_backoff", RetryPolicy().backoff),
+                attempts=int(
+                    number("rubric_judge_attempts", RetryPolicy().attempts, fraction=False)
+                ),
+                backoff=number("rubric_judge_backoff", RetryPolicy().backoff, fraction=False),
             ),
-            min_score=floats("rubric_min_score", DEFAULT_MIN_SCORE),
+            min_score=number("rubric_min_score", DEFAULT_MIN_SCORE),
             thresholds=_style.StyleThresholds(
-                confident=floats("rubric_confident_threshold", defaults.confident),
-                hedged=floats("rubric_hedged_threshold", defaults.hedged),
-                low_score=floats("rubric_low_score", defaults.low_score),
-                high_score=floats("rubric_high_score", defaults.high_score),
+                confident=number("rubric_confident_threshold", defaults.confident),
+                hedged=number("rubric_hedged_threshold", defaults.hedged),
+                low_score=number("rubric_low_score", defaults.low_score),
+                high_score=number("rubric_high_score", defaults.high_score),
             ),
         )
 
