@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -105,17 +105,7 @@ class RubricFile(pytest.File):
         dirs: list[_ResponseDir] = []
         if loaded.responses_dir is not None:
             local = session.response_dir(loaded.responses_dir)
-            problems += [
-                Problem(
-                    p.message,
-                    line=p.line,
-                    case=p.case,
-                    field=p.field or "responses",
-                    hint=p.hint,
-                    path=p.path,
-                )
-                for p in local.problems
-            ]
+            problems += [replace(p, field=p.field or "responses") for p in local.problems]
             dirs.append(local)
         global_dir = session.global_responses()
         if global_dir is not None:
@@ -274,7 +264,18 @@ class RubricItem(pytest.Item):
     def setup(self) -> None:
         response, problem = self.source.fetch(self.compiled.rubric)
         if response is None:
-            pytest.fail(problem or "no response", pytrace=False)
+            problem = problem or "no response"
+            if self.subject:
+                self.stash.setdefault(RESULTS_KEY, []).append(
+                    self.rubric_session.grader.unavailable(
+                        self.compiled,
+                        problem,
+                        nodeid=self.nodeid,
+                        suite=self.suite_name,
+                        subject=self.subject,
+                    )
+                )
+            pytest.fail(problem, pytrace=False)
         result = self.rubric_session.grader.grade(
             response,
             self.compiled,

@@ -109,6 +109,36 @@ class Grader:
             result.flags.append("injection_suspected")
         return result
 
+    def unavailable(
+        self, compiled: CompiledRubric, reason: str, *, nodeid: str, suite: str, subject: str
+    ) -> CaseResult:
+        """The result of an answer that could not be obtained: every criterion ERROR.
+
+        It still counts for its subject (as not passed, score 0), so a missing
+        answer cannot vanish from a report or a baseline comparison.
+        """
+        criteria = [
+            CriterionResult(
+                id=c.id,
+                type=c.type,
+                axis=c.axis,
+                weight=c.effective_weight,
+                verdict=Verdict.ERROR,
+                credit=0.0,
+                reason=reason,
+                required=c.required,
+            )
+            for c in compiled.criteria
+        ]
+        return self.result(
+            criteria,
+            compiled=compiled,
+            answer=Answer(""),
+            nodeid=nodeid,
+            suite=suite,
+            subject=subject,
+        )
+
     def result(
         self,
         criteria: list[CriterionResult],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -140,8 +141,14 @@ def test_case_missing_from_a_subject_file_is_an_error_not_dropped(
         """,
     )
     write("answers/model-a.jsonl", '{"id": "q1", "response": "4"}\n')
-    result = pytester.runpytest("-q")
+    result = pytester.runpytest("-q", "--rubric-json", "out.json")
     result.assert_outcomes(passed=1, errors=1)
+    # It still counts for its subject: not passed, score 0, every criterion ERROR.
+    document = json.loads((pytester.path / "out.json").read_text())
+    missing = next(r for r in document["results"] if r["case"] == "q2")
+    assert (missing["subject"], missing["score"], missing["passed"]) == ("model-a", 0.0, False)
+    assert [c["verdict"] for c in missing["criteria"]] == ["ERROR"]
+    assert document["leaderboard"][0]["total"] == 2
     result.stdout.fnmatch_lines(
         [
             "*ERROR at setup of rubric: q2[[]model-a[]]*",
