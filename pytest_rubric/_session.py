@@ -6,6 +6,8 @@ to ``pytest_unconfigure``. Hooks in ``plugin`` only delegate to it.
 
 from __future__ import annotations
 
+import atexit
+import gc
 import json
 import os
 import warnings
@@ -123,6 +125,21 @@ class _ResponseDir:
     used: set[tuple[str, str]] = field(default_factory=set)  # (subject, case id)
 
 
+def _freeze_at_exit() -> None:
+    """At interpreter exit, after one last full collection, freeze what is still alive.
+
+    A rubric session leaves a large heap of long-lived objects (cases,
+    checks, results); the interpreter's own shutdown collections would walk
+    it several times (0.4-0.7 s for 3000 items here) only for the OS to
+    reclaim the memory anyway. The collection first runs every finalizer
+    of garbage there is; what survives it is torn down as usual, minus the
+    repeated walks. The same idea as mypy's fast exit. Opt out with the ini
+    option ``rubric_fast_exit = false``.
+    """
+    gc.collect()
+    gc.freeze()
+
+
 _STATS_FIELDS = (
     "calls",
     "retries",
@@ -179,6 +196,15 @@ class RubricSession:
         self.judging = JudgeSession(
             judge, name=name, grader=settings.grader, concurrency=settings.concurrency
         )
+
+    def collected(self, items: Sequence[pytest.Item]) -> None:
+        """Collection is over: report unused responses, start judging, arrange a quick exit."""
+        self.warn_unused_responses()
+        self.schedule_judging(items)
+        if self.config.getini("rubric_fast_exit") and any(isinstance(i, RubricItem) for i in items):
+            # Idempotent: pytester runs many sessions in one process.
+            atexit.unregister(_freeze_at_exit)
+            atexit.register(_freeze_at_exit)
 
     def schedule_judging(self, items: Sequence[pytest.Item]) -> None:
         """Start every collected item's judge calls now, so they overlap across items.

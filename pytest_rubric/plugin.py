@@ -118,6 +118,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("rubric_judge", "the LLM judge, PROVIDER:MODEL (overridden by --rubric-judge)")
     parser.addini("rubric_judge_attempts", "attempts per judge call, the first included (4)")
     parser.addini("rubric_judge_backoff", "first retry delay in seconds, doubled each time (0.5)")
+    parser.addini(
+        "rubric_fast_exit",
+        "after a session with rubric items, skip the interpreter's repeated shutdown "
+        "collections of its large heap (default true)",
+        type="bool",
+        default=True,
+    )
     parser.addini("rubric_min_score", "pass mark of cases that set none (default 0.8)", default="")
     for name, what in (
         (
@@ -281,8 +288,7 @@ class _SessionHooks:
         return self.state.header_line()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.state.warn_unused_responses()
-        self.state.schedule_judging(session.items)
+        self.state.collected(session.items)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
