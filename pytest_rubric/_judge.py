@@ -50,6 +50,7 @@ PROVIDERS = ("openai", "anthropic")
 _DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 _URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 _KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+KEY_VARIABLES = tuple(_KEY_ENV.values())
 _ANTHROPIC_VERSION = "2023-06-01"
 SEED = 1234
 MAX_TOKENS = 1024

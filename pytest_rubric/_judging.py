@@ -28,6 +28,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import inspect
+import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,9 +36,9 @@ from typing import Any
 
 from . import _prompts
 from ._checks import Outcome
-from ._judge import HTTPJudge, JudgeError, JudgeStats
+from ._judge import KEY_VARIABLES, HTTPJudge, JudgeError, JudgeStats
 from ._result import Verdict
-from ._secrets import redact
+from ._secrets import Secret, redact
 from ._verdicts import Graded, ReplyError, read_holistic, read_one, read_one_shot
 
 __all__ = ["GRADERS", "JudgeSession", "Judged"]
@@ -81,7 +82,12 @@ class JudgeSession:
         self.concurrency = concurrency
         self.stats = stats if stats is not None else getattr(judge, "stats", None) or JudgeStats()
         self._takes_schema = isinstance(judge, HTTPJudge)
-        self._key = getattr(judge, "key", None)
+        # Whatever a judge raises or replies is redacted of every key we know of:
+        # the built-in judge's own, and the providers' variables (a user's judge
+        # may read those itself).
+        key = getattr(judge, "key", None)
+        self._secrets = [key] if isinstance(key, Secret) else []
+        self._secrets += [Secret(os.environ[v]) for v in KEY_VARIABLES if os.environ.get(v)]
         self._futures: dict[str, concurrent.futures.Future[Judged]] = {}
         self._loop = asyncio.new_event_loop()
         self._semaphore = asyncio.Semaphore(concurrency)
@@ -145,7 +151,7 @@ class JudgeSession:
             except Exception as exc:  # a user's judge: its failure is ERROR, not a crash
                 self.stats.errors += 1
                 raise JudgeError(
-                    redact(f"judge {self.name} raised {type(exc).__name__}: {exc}", self._key)
+                    redact(f"judge {self.name} raised {type(exc).__name__}: {exc}", *self._secrets)
                 ) from None
         if not isinstance(reply, str):
             raise JudgeError(
@@ -174,7 +180,7 @@ class JudgeSession:
         judged = await self._grade(criteria, question=question, response=response)
         # A judge may echo anything, the key included: no reason leaves unredacted.
         judged.outcomes = {
-            cid: Outcome(o.verdict, o.credit, redact(o.reason, self._key))
+            cid: Outcome(o.verdict, o.credit, redact(o.reason, *self._secrets))
             for cid, o in judged.outcomes.items()
         }
         return judged

@@ -671,3 +671,30 @@ def test_a_reason_copied_from_the_template_is_out_of_protocol(
     result.assert_outcomes(errors=1)
     reasons = [c["reason"] for c in rubric_json()["results"][0]["criteria"] if c["type"] == "judge"]
     assert all("is the template's placeholder" in r for r in reasons)
+
+
+def test_a_custom_judge_leaking_an_env_key_is_redacted(
+    pytester: pytest.Pytester, judged_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
+    pytester.makeconftest(
+        """
+        import os
+
+        class Leaky:
+            key = "not a Secret"
+
+            async def complete(self, system, user):
+                raise RuntimeError("auth failed for " + os.environ["ANTHROPIC_API_KEY"])
+
+        def pytest_rubric_make_judge(config):
+            return Leaky()
+        """
+    )
+    result = pytester.runpytest("--rubric-json", "out.json")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["!  horizon*ERROR*judge Leaky raised RuntimeError: auth failed for ****"]
+    )
+    assert CANARY not in str(result.stdout)
+    assert CANARY not in (pytester.path / "out.json").read_text()
