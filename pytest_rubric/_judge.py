@@ -154,6 +154,8 @@ class JudgeStats:
             f"judge {name}: {self.calls} calls, {self.retries} retries, {self.errors} errors, "
             f"tokens {self.tokens_in} in / {self.tokens_out} out"
         )
+        if self.cache_hits or self.cache_misses:
+            text += f", cache {self.cache_hits} hits / {self.cache_misses} misses"
         if self.fallbacks:
             text += f"; output mode fell back: {', '.join(dict.fromkeys(self.fallbacks))}"
         return text
@@ -485,12 +487,13 @@ def make_judge(
     environ: Mapping[str, str] | None = None,
     policy: RetryPolicy | None = None,
     stats: JudgeStats | None = None,
+    require_key: bool = True,
 ) -> HTTPJudge:
     """The built-in judge for ``spec``, its key read from the environment only."""
     environ = os.environ if environ is None else environ
     raw = environ.get(spec.key_variable, "")
     key = Secret(raw) if raw else None
-    if key is None and spec.is_default_url:
+    if key is None and spec.is_default_url and require_key:
         raise ValueError(
             f"{spec.name} needs an API key: set {spec.key_variable} in the "
             "environment (keys are never read from flags or files)"

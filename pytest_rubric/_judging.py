@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _prompts
+from ._cache import JudgeCache, cache_key
 from ._checks import Outcome
-from ._judge import KEY_VARIABLES, HTTPJudge, JudgeError, JudgeStats
+from ._judge import KEY_VARIABLES, MAX_TOKENS, SEED, HTTPJudge, JudgeError, JudgeStats
 from ._result import Verdict
 from ._secrets import Secret, redact
 from ._verdicts import Graded, ReplyError, read_holistic, read_one, read_one_shot
@@ -48,6 +49,13 @@ _FEEDBACK = (
     "\n\nYour previous reply could not be used: {error}. Reply again with only the JSON object "
     "the instructions ask for."
 )
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    text: str
+    key: str | None
+    cached: bool
 
 
 @dataclass(slots=True)
@@ -73,6 +81,8 @@ class JudgeSession:
         grader: str = "per-criterion",
         concurrency: int = 8,
         stats: JudgeStats | None = None,
+        cache: JudgeCache | None = None,
+        cache_mode: str = "use",
     ) -> None:
         if grader not in GRADERS:
             raise ValueError(f"unknown grader {grader!r}; use one of {', '.join(GRADERS)}")
@@ -80,6 +90,8 @@ class JudgeSession:
         self.name = name
         self.grader = grader
         self.concurrency = concurrency
+        self.cache = None if cache_mode == "off" else cache
+        self.cache_mode = cache_mode
         self.stats = stats if stats is not None else getattr(judge, "stats", None) or JudgeStats()
         self._takes_schema = isinstance(judge, HTTPJudge)
         # Whatever a judge raises or replies is redacted of every key we know of:
@@ -133,11 +145,41 @@ class JudgeSession:
 
     # --- calls ------------------------------------------------------------------------------
 
-    async def call(self, prompt: _prompts.Prompt, *, feedback: str = "") -> str:
-        """One judge call under the session's concurrency bound."""
+    def _key(self, prompt: _prompts.Prompt, user: str) -> str:
+        """Everything that can change the verdict; the per-call fence token is masked."""
+        spec = getattr(self.judge, "spec", None)
+        return cache_key(
+            judge=spec.name if spec is not None else self.name,
+            endpoint=spec.url if spec is not None else None,
+            grader=self.grader,
+            template=_prompts.TEMPLATE_VERSION,
+            system=prompt.system.replace(prompt.token, "{TOKEN}"),
+            user=user.replace(prompt.token, "{TOKEN}"),
+            schema=prompt.schema if self._takes_schema else None,
+            sampling={"temperature": 0, "seed": SEED, "max_tokens": MAX_TOKENS},
+            sample=0,
+        )
+
+    async def call(self, prompt: _prompts.Prompt, *, feedback: str = "", label: str = "") -> _Reply:
+        """One judge call under the session's concurrency bound, through the cache."""
+        user = prompt.user + feedback
+        key = self._key(prompt, user) if self.cache is not None else None
+        if self.cache is not None and key is not None and self.cache_mode in ("use", "replay"):
+            cached = self.cache.get(key)
+            if cached is not None:
+                self.stats.cache_hits += 1
+                return _Reply(cached, key, cached=True)
+            self.stats.cache_misses += 1
+            if self.cache_mode == "replay":
+                raise JudgeError(
+                    f"--rubric-cache replay: no cached reply of judge {self.name} for {label or 'this call'}; "
+                    "run once with --rubric-cache use (and a judge) to record it, and commit the cache"
+                )
+        return _Reply(await self._complete(prompt, user), key, cached=False)
+
+    async def _complete(self, prompt: _prompts.Prompt, user: str) -> str:
         async with self._semaphore:
             self.stats.calls += 1
-            user = prompt.user + feedback
             try:
                 if self._takes_schema:
                     reply = await self.judge.complete(prompt.system, user, schema=prompt.schema)
@@ -159,15 +201,33 @@ class JudgeSession:
             )
         return reply
 
-    async def _ask(self, prompt: _prompts.Prompt, read: Callable[[str], Any]) -> Any:
+    def _remember(self, reply: _Reply, parsed: Any) -> Any:
+        """Store a reply that passed validation (never an error, never a partial one)."""
+        partial = isinstance(parsed, dict) and any(
+            isinstance(v, ReplyError) for v in parsed.values()
+        )
+        if self.cache is not None and reply.key is not None and not reply.cached and not partial:
+            spec = getattr(self.judge, "spec", None)
+            self.cache.put(
+                reply.key,
+                provider=spec.provider if spec is not None else "custom",
+                model=spec.model if spec is not None else self.name,
+                raw=reply.text,
+                parsed=parsed,
+            )
+        return parsed
+
+    async def _ask(
+        self, prompt: _prompts.Prompt, read: Callable[[str], Any], label: str = ""
+    ) -> Any:
         """Call, read; on a reply that does not fit, once more with the error fed back."""
-        reply = await self.call(prompt)
+        reply = await self.call(prompt, label=label)
         try:
-            return read(reply)
+            return self._remember(reply, read(reply.text))
         except ReplyError as exc:
-            reply = await self.call(prompt, feedback=_FEEDBACK.format(error=exc))
+            reply = await self.call(prompt, feedback=_FEEDBACK.format(error=exc), label=label)
             try:
-                return read(reply)
+                return self._remember(reply, read(reply.text))
             except ReplyError as again:
                 raise JudgeError(
                     f"judge {self.name} replied out of protocol twice: {again}; a larger model, "
@@ -210,7 +270,9 @@ class JudgeSession:
         prompt = _prompts.per_criterion(criterion, question=question, response=response)
         self._flag(prompt, response, judged)
         try:
-            graded = await self._ask(prompt, lambda text: read_one(text, criterion))
+            graded = await self._ask(
+                prompt, lambda text: read_one(text, criterion), f"criterion {criterion.id!r}"
+            )
         except JudgeError as exc:
             return Outcome(Verdict.ERROR, 0.0, str(exc))
         return _outcome(graded)
@@ -224,8 +286,9 @@ class JudgeSession:
         def read(text: str) -> dict[str, Graded | ReplyError]:
             return read_one_shot(text, criteria)
 
+        label = "criteria " + ", ".join(repr(c.id) for c in criteria)
         try:
-            first = await self._ask(prompt, read)
+            first = await self._ask(prompt, read, label)
         except JudgeError as exc:
             return {c.id: Outcome(Verdict.ERROR, 0.0, str(exc)) for c in criteria}
         bad = {cid: err for cid, err in first.items() if isinstance(err, ReplyError)}
@@ -233,9 +296,10 @@ class JudgeSession:
             # One more try for the criteria the reply left out or got wrong.
             problems = "; ".join(str(e) for e in bad.values())
             try:
-                second = read_one_shot(
-                    await self.call(prompt, feedback=_FEEDBACK.format(error=problems)), criteria
+                retry = await self.call(
+                    prompt, feedback=_FEEDBACK.format(error=problems), label=label
                 )
+                second = self._remember(retry, read_one_shot(retry.text, criteria))
             except (JudgeError, ReplyError):
                 second = {}
             for cid in bad:
@@ -258,7 +322,7 @@ class JudgeSession:
         prompt = _prompts.holistic(criteria, question=question, response=response)
         self._flag(prompt, response, judged)
         try:
-            score, reason = await self._ask(prompt, read_holistic)
+            score, reason = await self._ask(prompt, read_holistic, "the holistic score")
         except JudgeError as exc:
             return {c.id: Outcome(Verdict.ERROR, 0.0, str(exc)) for c in criteria}
         credit = score / 100

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from . import _style
+from ._cache import JudgeCache
 from ._checks import Outcome
 from ._collect import RubricItem
 from ._errors import Problem
@@ -58,6 +59,8 @@ class Settings:
     require_judge: bool = False
     model: str | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    cache_mode: str = "use"
+    cache_dir: Path = Path(".rubric_cache")
     min_score: float = DEFAULT_MIN_SCORE
     thresholds: _style.StyleThresholds = field(default_factory=_style.StyleThresholds)
 
@@ -101,6 +104,8 @@ class Settings:
             concurrency=config.getoption("rubric_concurrency"),
             require_judge=config.getoption("rubric_require_judge"),
             model=config.getoption("rubric_model"),
+            cache_mode=config.getoption("rubric_cache"),
+            cache_dir=config.rootpath / (config.getini("rubric_cache_dir") or ".rubric_cache"),
             retry=RetryPolicy(
                 timeout=config.getoption("rubric_judge_timeout"),
                 attempts=int(
@@ -187,14 +192,23 @@ class RubricSession:
         elif settings.judge:
             try:
                 spec = JudgeSpec.parse(settings.judge, url=settings.judge_url)
-                judge = make_judge(spec, policy=settings.retry)
+                # Replay makes no call at all, so it needs no key.
+                judge = make_judge(
+                    spec, policy=settings.retry, require_key=settings.cache_mode != "replay"
+                )
             except ValueError as exc:
                 raise pytest.UsageError(f"--rubric-judge: {exc}") from None
             name = spec.name
         else:
             return
+        cache = None if settings.cache_mode == "off" else JudgeCache(settings.cache_dir)
         self.judging = JudgeSession(
-            judge, name=name, grader=settings.grader, concurrency=settings.concurrency
+            judge,
+            name=name,
+            grader=settings.grader,
+            concurrency=settings.concurrency,
+            cache=cache,
+            cache_mode=settings.cache_mode,
         )
 
     def collected(self, items: Sequence[pytest.Item]) -> None:
@@ -244,6 +258,8 @@ class RubricSession:
     def stop_judge(self) -> None:
         if self.judging is not None:
             self.judging.close()
+            if self.judging.cache is not None:
+                self.judging.cache.close()
 
     def judge_rubric(self, key: str, compiled: CompiledRubric, response: str) -> Judged | None:
         """The judge's outcomes for ``compiled``'s judged criteria, or None to leave them SKIPPED."""

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ._assert import CURRENT_ITEM
+from ._cache import CACHE_MODES
 from ._collect import RESULTS_KEY, RubricFile, RubricItem, is_rubric_file
 from ._grader import Grader
 from ._judging import GRADERS
@@ -87,6 +88,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="give up on one judge call after SECONDS (default 60); it is retried.",
     )
     group.addoption(
+        "--rubric-cache",
+        dest="rubric_cache",
+        choices=CACHE_MODES,
+        default="use",
+        help="judge cache: use (default), refresh (call and overwrite), off, or replay "
+        "(no network call; a miss is an ERROR).",
+    )
+    group.addoption(
         "--rubric-require-judge",
         dest="rubric_require_judge",
         action="store_true",
@@ -124,6 +133,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "collections of its large heap (default true)",
         type="bool",
         default=True,
+    )
+    parser.addini(
+        "rubric_cache_dir",
+        "where the judge cache lives (default .rubric_cache under the rootdir)",
+        default="",
     )
     parser.addini("rubric_min_score", "pass mark of cases that set none (default 0.8)", default="")
     for name, what in (

@@ -86,7 +86,9 @@ def test_per_criterion_grades_each_judged_criterion(
     assert (criteria["max_loss"]["verdict"], criteria["max_loss"]["ok"]) == ("UNMET", True)
     assert criteria["horizon"]["reason"] == "judged"
     result.stdout.fnmatch_lines(
-        [f"judge {provider}:test-model: 2 calls, 0 retries, 0 errors, tokens 20 in / 10 out"]
+        [
+            f"judge {provider}:test-model: 2 calls, 0 retries, 0 errors, tokens 20 in / 10 out, cache 0 hits / 2 misses"
+        ]
     )
 
 

@@ -1,0 +1,193 @@
+"""The judge cache: warm runs make no calls, anything that can change a verdict misses,
+replay runs offline, errors are never stored."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_rubric import _prompts
+from tests.fake_llm import FakeLLM, score, status, verdict
+
+Write = Callable[[str, str], Path]
+
+RUBRIC = """
+cases:
+  - id: q1
+    question: "What is the horizon of a 1-day VaR?"
+    response: "{response}"
+    criteria:
+      - {{id: day, type: any_of, any_of: [day]}}
+      - {{id: horizon, requirement: "{requirement}"}}
+"""
+
+
+def _rubric(write: Write, *, response: str = "One day.", requirement: str = "Says one day") -> None:
+    write("c.rubric.yaml", RUBRIC.format(response=response, requirement=requirement))
+
+
+def _run(
+    pytester: pytest.Pytester, fake: FakeLLM | None, *extra: str, model: str = "m"
+) -> pytest.RunResult:
+    url = fake.openai_url if fake is not None else "http://127.0.0.1:9/v1"
+    return pytester.runpytest(
+        f"--rubric-judge=openai:{model}",
+        f"--rubric-judge-url={url}",
+        "--rubric-json",
+        "out.json",
+        *extra,
+    )
+
+
+def _results(pytester: pytest.Pytester) -> list[dict[str, Any]]:
+    return list(json.loads((pytester.path / "out.json").read_text())["results"])
+
+
+@pytest.fixture
+def setup(pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM) -> FakeLLM:
+    pytester.makeini("[pytest]\nrubric_judge_backoff = 0.01\n")
+    _rubric(write)
+    fake_llm.respond_with(lambda request: verdict("MET", "it says one day"))
+    return fake_llm
+
+
+def test_a_warm_run_makes_no_calls_and_gives_the_same_results(
+    pytester: pytest.Pytester, setup: FakeLLM
+) -> None:
+    _run(pytester, setup).assert_outcomes(passed=1)
+    cold = _results(pytester)
+    assert len(setup.requests) == 1
+    warm_run = _run(pytester, setup)
+    warm_run.assert_outcomes(passed=1)
+    assert len(setup.requests) == 1
+    assert _results(pytester) == cold
+    warm_run.stdout.fnmatch_lines(
+        ["judge openai:m: 0 calls, 0 retries, 0 errors, *, cache 1 hits / 0 misses"]
+    )
+
+
+@pytest.mark.parametrize("change", ["requirement", "response", "model", "grader", "template"])
+def test_what_can_change_a_verdict_misses(
+    pytester: pytest.Pytester,
+    write: Write,
+    setup: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    change: str,
+) -> None:
+    _run(pytester, setup).assert_outcomes(passed=1)
+    extra: list[str] = []
+    model = "m"
+    if change == "requirement":
+        _rubric(write, requirement="Says the horizon is one day")
+    elif change == "response":
+        _rubric(write, response="A single day.")
+    elif change == "model":
+        model = "other"
+    elif change == "grader":
+        extra = ["--rubric-grader=holistic"]
+        setup.respond_with(lambda request: score(90))
+    else:
+        monkeypatch.setattr(_prompts, "TEMPLATE_VERSION", _prompts.TEMPLATE_VERSION + 1)
+    _run(pytester, setup, *extra, model=model)
+    assert len(setup.requests) == 2
+
+
+def test_replay_serves_the_cache_with_the_server_gone_and_a_miss_is_an_error(
+    pytester: pytest.Pytester, write: Write, setup: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _run(pytester, setup).assert_outcomes(passed=1)
+    url = setup.openai_url
+    setup.stop()
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    # The same judge, as CI would name it; no server, no key.
+    result = pytester.runpytest(
+        "--rubric-judge=openai:m",
+        f"--rubric-judge-url={url}",
+        "--rubric-cache=replay",
+        "--rubric-json",
+        "out.json",
+    )
+    result.assert_outcomes(passed=1)
+    assert _results(pytester)[0]["criteria"][1]["verdict"] == "MET"
+    _rubric(write, requirement="Something never recorded")
+    result = pytester.runpytest(
+        "--rubric-judge=openai:m",
+        f"--rubric-judge-url={url}",
+        "--rubric-cache=replay",
+        "--rubric-json",
+        "out.json",
+    )
+    result.assert_outcomes(errors=1)
+    reason = _results(pytester)[0]["criteria"][1]["reason"]
+    assert (
+        "--rubric-cache replay: no cached reply of judge openai:m for criterion 'horizon'" in reason
+    )
+
+
+def test_replay_needs_no_key_even_for_the_default_url(
+    pytester: pytest.Pytester, write: Write, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _rubric(write)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    result = pytester.runpytest("--rubric-judge=openai:gpt-4o-mini", "--rubric-cache=replay")
+    result.assert_outcomes(errors=1)  # an empty cache: a miss, reported as ERROR, not a usage error
+
+
+def test_errors_are_never_cached(pytester: pytest.Pytester, setup: FakeLLM) -> None:
+    setup.respond_with(lambda request: status(503))
+    _run(pytester, setup).assert_outcomes(errors=1)
+    setup.respond_with(lambda request: verdict("MET"))
+    before = len(setup.requests)
+    _run(pytester, setup).assert_outcomes(passed=1)
+    assert len(setup.requests) == before + 1
+
+
+def test_refresh_calls_again_and_off_neither_reads_nor_writes(
+    pytester: pytest.Pytester, setup: FakeLLM
+) -> None:
+    _run(pytester, setup, "--rubric-cache=off").assert_outcomes(passed=1)
+    assert not (pytester.path / ".rubric_cache").exists()
+    _run(pytester, setup).assert_outcomes(passed=1)
+    _run(pytester, setup, "--rubric-cache=refresh").assert_outcomes(passed=1)
+    _run(pytester, setup, "--rubric-cache=off").assert_outcomes(passed=1)
+    assert len(setup.requests) == 4
+    _run(pytester, setup).assert_outcomes(passed=1)
+    assert len(setup.requests) == 4
+
+
+def test_the_cache_holds_no_key(
+    pytester: pytest.Pytester, setup: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-cache-7a1")
+    _run(pytester, setup).assert_outcomes(passed=1)
+    blob = b"".join(p.read_bytes() for p in (pytester.path / ".rubric_cache").iterdir())
+    assert b"sk-canary-cache-7a1" not in blob
+    assert b"it says one day" in blob  # the reply itself is there
+
+
+def test_four_xdist_workers_share_one_cache(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
+) -> None:
+    import sqlite3
+
+    pytester.makeini("[pytest]\nrubric_judge_backoff = 0.01\n")
+    cases = "\n".join(
+        f"  - id: q{i}\n    response: 'answer {i}'\n    criteria:\n"
+        f"      - {{id: x, type: any_of, any_of: [answer]}}\n"
+        f"      - {{id: j, requirement: 'Requirement {i}'}}"
+        for i in range(24)
+    )
+    write("many.rubric.yaml", "cases:\n" + cases + "\n")
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    _run(pytester, fake_llm, "-n", "4").assert_outcomes(passed=24)
+    assert len(fake_llm.requests) == 24
+    with sqlite3.connect(pytester.path / ".rubric_cache" / "judge.sqlite3") as db:
+        rows = db.execute("SELECT raw FROM replies").fetchall()
+    assert len(rows) == 24 and all(json.loads(raw)["verdict"] == "MET" for (raw,) in rows)
+    _run(pytester, fake_llm, "-n", "4").assert_outcomes(passed=24)
+    assert len(fake_llm.requests) == 24
