@@ -323,7 +323,13 @@ class RubricSession:
         return loaded
 
     def warn_unused_responses(self) -> None:
-        """Report responses that matched no collected case, so none is silently dropped."""
+        """Report responses that matched no collected case, so none is silently dropped.
+
+        Every xdist worker collects the same cases: only the first one warns.
+        """
+        workerinput = getattr(self.config, "workerinput", None)
+        if workerinput is not None and workerinput.get("workerid") != "gw0":
+            return
         for loaded in self._response_dirs.values():
             for response_file in loaded.files:
                 for case_id, (_, line) in response_file.entries.items():

@@ -159,7 +159,7 @@ def test_case_missing_from_a_subject_file_is_an_error_not_dropped(
 
 
 def test_response_without_a_case_is_reported_as_a_warning(
-    pytester: pytest.Pytester, write: Write
+    pytester: pytest.Pytester, write: Write, run_mode: list[str]
 ) -> None:
     write(
         "fin.rubric.yaml",
@@ -171,8 +171,8 @@ def test_response_without_a_case_is_reported_as_a_warning(
         """,
     )
     write("answers/model-a.jsonl", '{"id": "q1", "response": "4"}\n{"id": "q9", "response": "?"}\n')
-    result = pytester.runpytest("-q")
-    result.assert_outcomes(passed=1, warnings=1)
+    result = pytester.runpytest("-q", *run_mode)
+    result.assert_outcomes(passed=1, warnings=1)  # once, however many xdist workers
     result.stdout.fnmatch_lines(
         [
             "*model-a.jsonl:2: RubricWarning: the response of subject 'model-a' for case 'q9' matches no collected case*"
