@@ -117,19 +117,8 @@ class Grader:
         It still counts for its subject (as not passed, score 0), so a missing
         answer cannot vanish from a report or a baseline comparison.
         """
-        criteria = [
-            CriterionResult(
-                id=c.id,
-                type=c.type,
-                axis=c.axis,
-                weight=c.effective_weight,
-                verdict=Verdict.ERROR,
-                credit=0.0,
-                reason=reason,
-                required=c.required,
-            )
-            for c in compiled.criteria
-        ]
+        error = Outcome(Verdict.ERROR, 0.0, reason)
+        criteria = [_criterion_result(c, error) for c in compiled.criteria]
         return self.result(
             criteria,
             compiled=compiled,
@@ -207,13 +196,17 @@ class Grader:
             ) or Outcome(Verdict.SKIPPED, 0.0, NO_JUDGE_REASON)
         else:
             outcome = check(answer, rubric)
-        return CriterionResult(
-            id=criterion.id,
-            type=criterion.type,
-            axis=criterion.axis,
-            weight=criterion.effective_weight,
-            verdict=outcome.verdict,
-            credit=outcome.credit,
-            reason=outcome.reason,
-            required=criterion.required,
-        )
+        return _criterion_result(criterion, outcome)
+
+
+def _criterion_result(criterion: Any, outcome: Outcome) -> CriterionResult:
+    return CriterionResult(
+        id=criterion.id,
+        type=criterion.type,
+        axis=criterion.axis,
+        weight=criterion.effective_weight,
+        verdict=outcome.verdict,
+        credit=outcome.credit,
+        reason=outcome.reason,
+        required=criterion.required,
+    )
