@@ -38,9 +38,14 @@ _FENCED = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
+    """A verdict with its credit and reason; ``agreement`` and ``samples`` only when the
+    judge was asked more than once (``--rubric-judge-samples``)."""
+
     verdict: Verdict
     credit: float
     reason: str
+    agreement: float | None = None
+    samples: tuple[tuple[Verdict, float], ...] = ()
 
 
 def _met(reason: str) -> Outcome:

@@ -107,6 +107,8 @@ class Grader:
         )
         if judged is not None and judged.injection_suspected:
             result.flags.append("injection_suspected")
+        if any(c.unstable for c in criteria):
+            result.flags.append("unstable")
         return result
 
     def unavailable(
@@ -209,4 +211,8 @@ def _criterion_result(criterion: Any, outcome: Outcome) -> CriterionResult:
         credit=outcome.credit,
         reason=outcome.reason,
         required=criterion.required,
+        agreement=outcome.agreement,
+        samples=[{"verdict": str(v), "credit": c} for v, c in outcome.samples]
+        if outcome.samples
+        else None,
     )

@@ -1,7 +1,7 @@
 """LLM judge clients on httpx: OpenAI-compatible chat completions and the Anthropic messages API.
 
-No provider SDK: one ``httpx.AsyncClient`` per judge, temperature 0, a seed
-where the API takes one, structured output where the API offers it, and a
+No provider SDK: one ``httpx.AsyncClient`` per judge, temperature 0 and a
+seed where the API takes one (see :class:`Sampling` for repeated samples), structured output where the API offers it, and a
 retry policy that fails safe:
 
 * timeouts on every call;
@@ -13,8 +13,8 @@ retry policy that fails safe:
   the API key.
 
 Every judge has ``async complete(system, user) -> str``; the built-in ones
-also take ``schema=`` (a JSON Schema the reply must fit) and keep usage
-counts in :class:`JudgeStats`.
+also take ``schema=`` (a JSON Schema the reply must fit) and ``sampling=``,
+and keep usage counts in :class:`JudgeStats`.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ __all__ = [
     "LiveModel",
     "OpenAIJudge",
     "RetryPolicy",
+    "Sampling",
     "make_judge",
 ]
 
@@ -54,6 +55,34 @@ KEY_VARIABLES = tuple(_KEY_ENV.values())
 _ANTHROPIC_VERSION = "2023-06-01"
 SEED = 1234
 MAX_TOKENS = 1024
+SAMPLE_TEMPERATURE = 0.7
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """The sampling parameters of one judge call.
+
+    One sample per criterion (the default) is greedy: temperature 0 and a
+    fixed seed, as reproducible as the provider allows. With
+    ``--rubric-judge-samples K`` the K samples are meant to be independent
+    draws, so each one uses temperature ``SAMPLE_TEMPERATURE`` (0.7, the
+    usual self-consistency setting) and its own seed ``SEED + i``; identical
+    greedy calls would only agree with themselves.
+    """
+
+    temperature: float = 0.0
+    seed: int = SEED
+    max_tokens: int = MAX_TOKENS
+
+    @classmethod
+    def of(cls, sample: int, samples: int) -> Sampling:
+        """The parameters of sample ``sample`` (0-based) out of ``samples``."""
+        if samples <= 1:
+            return cls()
+        return cls(temperature=SAMPLE_TEMPERATURE, seed=SEED + sample)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
 
 
 @runtime_checkable
@@ -218,7 +247,12 @@ class HTTPJudge:
         raise NotImplementedError
 
     async def complete(
-        self, system: str, user: str, *, schema: dict[str, Any] | None = None
+        self,
+        system: str,
+        user: str,
+        *,
+        schema: dict[str, Any] | None = None,
+        sampling: Sampling | None = None,
     ) -> str:
         """Send the two messages; return the reply text (JSON text when ``schema`` is given)."""
         raise NotImplementedError
@@ -370,16 +404,21 @@ class OpenAIJudge(HTTPJudge):
         return {"authorization": f"Bearer {self.key.reveal()}"} if self.key else {}
 
     def _payload(
-        self, system: str, user: str, schema: dict[str, Any] | None, mode: str
+        self,
+        system: str,
+        user: str,
+        schema: dict[str, Any] | None,
+        mode: str,
+        sampling: Sampling,
     ) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.spec.model,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            "temperature": 0,
-            "seed": SEED,
+            "temperature": sampling.temperature,
+            "seed": sampling.seed,
             # A grade is short; a small model that never closes its JSON would
             # otherwise generate until the context is full.
-            "max_tokens": MAX_TOKENS,
+            "max_tokens": sampling.max_tokens,
         }
         if schema is not None and mode == "json_schema":
             payload["response_format"] = {
@@ -391,13 +430,19 @@ class OpenAIJudge(HTTPJudge):
         return payload
 
     async def complete(
-        self, system: str, user: str, *, schema: dict[str, Any] | None = None
+        self,
+        system: str,
+        user: str,
+        *,
+        schema: dict[str, Any] | None = None,
+        sampling: Sampling | None = None,
     ) -> str:
+        sampling = sampling or Sampling()
         if schema is None:
-            return self._text(await self.post(self._payload(system, user, None, "text")))
+            return self._text(await self.post(self._payload(system, user, None, "text", sampling)))
         modes = (self._mode,) if self._mode else self._MODES
         for i, mode in enumerate(modes):
-            payload = self._payload(system, user, schema, mode)
+            payload = self._payload(system, user, schema, mode, sampling)
             settled = self._mode is not None or i + 1 == len(modes)
             try:
                 data = await (self.post(payload) if settled else self._probe(payload))
@@ -451,12 +496,18 @@ class AnthropicJudge(HTTPJudge):
         return headers
 
     async def complete(
-        self, system: str, user: str, *, schema: dict[str, Any] | None = None
+        self,
+        system: str,
+        user: str,
+        *,
+        schema: dict[str, Any] | None = None,
+        sampling: Sampling | None = None,
     ) -> str:
+        sampling = sampling or Sampling()  # the messages API takes no seed
         payload: dict[str, Any] = {
             "model": self.spec.model,
-            "max_tokens": MAX_TOKENS,
-            "temperature": 0,
+            "max_tokens": sampling.max_tokens,
+            "temperature": sampling.temperature,
             "system": system,
             "messages": [{"role": "user", "content": user}],
         }

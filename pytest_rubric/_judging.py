@@ -20,6 +20,11 @@ The three graders of the design:
 A reply that does not fit the protocol is retried once with the error fed
 back; a judge call that fails, or a second bad reply, makes the criterion
 ERROR. Nothing here turns a failure into MET or UNMET.
+
+With ``samples`` K > 1 (``--rubric-judge-samples``) every answer is graded
+K times, each sample its own call and its own cache entry (see
+:class:`~pytest_rubric._judge.Sampling`), and the samples are combined per
+criterion by :func:`combine`.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import inspect
 import os
 import threading
@@ -37,12 +43,12 @@ from typing import Any
 from . import _prompts
 from ._cache import JudgeCache, cache_key
 from ._checks import Outcome
-from ._judge import KEY_VARIABLES, MAX_TOKENS, SEED, HTTPJudge, JudgeError, JudgeStats
+from ._judge import KEY_VARIABLES, HTTPJudge, JudgeError, JudgeStats, Sampling
 from ._result import Verdict
 from ._secrets import Secret, redact
 from ._verdicts import Graded, ReplyError, read_holistic, read_one, read_one_shot
 
-__all__ = ["GRADERS", "JudgeSession", "Judged"]
+__all__ = ["GRADERS", "JudgeSession", "Judged", "combine"]
 
 GRADERS = ("per-criterion", "one-shot", "holistic")
 _FEEDBACK = (
@@ -83,10 +89,14 @@ class JudgeSession:
         stats: JudgeStats | None = None,
         cache: JudgeCache | None = None,
         cache_mode: str = "use",
+        samples: int = 1,
     ) -> None:
         if grader not in GRADERS:
             raise ValueError(f"unknown grader {grader!r}; use one of {', '.join(GRADERS)}")
+        if samples < 1:
+            raise ValueError(f"samples must be at least 1, not {samples}")
         self.judge = judge
+        self.samples = samples
         self.name = name
         self.grader = grader
         self.concurrency = concurrency
@@ -145,7 +155,7 @@ class JudgeSession:
 
     # --- calls ------------------------------------------------------------------------------
 
-    def _key(self, prompt: _prompts.Prompt, user: str) -> str:
+    def _key(self, prompt: _prompts.Prompt, user: str, sample: int) -> str:
         """Everything that can change the verdict; the per-call fence token is masked."""
         spec = getattr(self.judge, "spec", None)
         return cache_key(
@@ -156,14 +166,16 @@ class JudgeSession:
             system=prompt.system.replace(prompt.token, "{TOKEN}"),
             user=user.replace(prompt.token, "{TOKEN}"),
             schema=prompt.schema if self._takes_schema else None,
-            sampling={"temperature": 0, "seed": SEED, "max_tokens": MAX_TOKENS},
-            sample=0,
+            sampling=Sampling.of(sample, self.samples).as_dict(),
+            sample=sample,
         )
 
-    async def call(self, prompt: _prompts.Prompt, *, feedback: str = "", label: str = "") -> _Reply:
+    async def call(
+        self, prompt: _prompts.Prompt, *, feedback: str = "", label: str = "", sample: int = 0
+    ) -> _Reply:
         """One judge call under the session's concurrency bound, through the cache."""
         user = prompt.user + feedback
-        key = self._key(prompt, user) if self.cache is not None else None
+        key = self._key(prompt, user, sample) if self.cache is not None else None
         if self.cache is not None and key is not None and self.cache_mode in ("use", "replay"):
             cached = self.cache.get(key)
             if cached is not None:
@@ -175,14 +187,19 @@ class JudgeSession:
                     f"--rubric-cache replay: no cached reply of judge {self.name} for {label or 'this call'}; "
                     "run once with --rubric-cache use (and a judge) to record it, and commit the cache"
                 )
-        return _Reply(await self._complete(prompt, user), key, cached=False)
+        return _Reply(await self._complete(prompt, user, sample), key, cached=False)
 
-    async def _complete(self, prompt: _prompts.Prompt, user: str) -> str:
+    async def _complete(self, prompt: _prompts.Prompt, user: str, sample: int) -> str:
         async with self._semaphore:
             self.stats.calls += 1
             try:
                 if self._takes_schema:
-                    reply = await self.judge.complete(prompt.system, user, schema=prompt.schema)
+                    reply = await self.judge.complete(
+                        prompt.system,
+                        user,
+                        schema=prompt.schema,
+                        sampling=Sampling.of(sample, self.samples),
+                    )
                 else:
                     reply = self.judge.complete(prompt.system, user)
                     if inspect.isawaitable(reply):  # a plain function is fine too
@@ -218,14 +235,16 @@ class JudgeSession:
         return parsed
 
     async def _ask(
-        self, prompt: _prompts.Prompt, read: Callable[[str], Any], label: str = ""
+        self, prompt: _prompts.Prompt, read: Callable[[str], Any], label: str, sample: int
     ) -> Any:
         """Call, read; on a reply that does not fit, once more with the error fed back."""
-        reply = await self.call(prompt, label=label)
+        reply = await self.call(prompt, label=label, sample=sample)
         try:
             return self._remember(reply, read(reply.text))
         except ReplyError as exc:
-            reply = await self.call(prompt, feedback=_FEEDBACK.format(error=exc), label=label)
+            reply = await self.call(
+                prompt, feedback=_FEEDBACK.format(error=exc), label=label, sample=sample
+            )
             try:
                 return self._remember(reply, read(reply.text))
             except ReplyError as again:
@@ -240,7 +259,7 @@ class JudgeSession:
         judged = await self._grade(criteria, question=question, response=response)
         # A judge may echo anything, the key included: no reason leaves unredacted.
         judged.outcomes = {
-            cid: Outcome(o.verdict, o.credit, redact(o.reason, *self._secrets))
+            cid: dataclasses.replace(o, reason=redact(o.reason, *self._secrets))
             for cid, o in judged.outcomes.items()
         }
         return judged
@@ -249,36 +268,70 @@ class JudgeSession:
         self, criteria: Sequence[Any], *, question: str | None, response: str
     ) -> Judged:
         judged = Judged()
+        runs = await asyncio.gather(
+            *(
+                self._grade_once(criteria, question, response, judged, i)
+                for i in range(self.samples)
+            )
+        )
+        if self.samples == 1:
+            judged.outcomes = runs[0]
+        else:
+            judged.outcomes = {
+                c.id: combine(
+                    c,
+                    [run[c.id] for run in runs],
+                    mean=self.grader == "holistic" or c.kind == "score",
+                )
+                for c in criteria
+            }
+        return judged
+
+    async def _grade_once(
+        self,
+        criteria: Sequence[Any],
+        question: str | None,
+        response: str,
+        judged: Judged,
+        sample: int,
+    ) -> dict[str, Outcome]:
+        """One sample of the grades of every judged criterion of an answer."""
         if self.grader == "per-criterion":
             outcomes = await asyncio.gather(
-                *(self._one(c, question, response, judged) for c in criteria)
+                *(self._one(c, question, response, judged, sample) for c in criteria)
             )
-            judged.outcomes = dict(zip((c.id for c in criteria), outcomes, strict=True))
-        elif self.grader == "one-shot":
-            judged.outcomes = await self._one_shot(criteria, question, response, judged)
-        else:
-            judged.outcomes = await self._holistic(criteria, question, response, judged)
-        return judged
+            return dict(zip((c.id for c in criteria), outcomes, strict=True))
+        if self.grader == "one-shot":
+            return await self._one_shot(criteria, question, response, judged, sample)
+        return await self._holistic(criteria, question, response, judged, sample)
 
     def _flag(self, prompt: _prompts.Prompt, response: str, judged: Judged) -> None:
         if _prompts.injection_suspected(response, prompt.token):
             judged.injection_suspected = True
 
     async def _one(
-        self, criterion: Any, question: str | None, response: str, judged: Judged
+        self, criterion: Any, question: str | None, response: str, judged: Judged, sample: int
     ) -> Outcome:
         prompt = _prompts.per_criterion(criterion, question=question, response=response)
         self._flag(prompt, response, judged)
         try:
             graded = await self._ask(
-                prompt, lambda text: read_one(text, criterion), f"criterion {criterion.id!r}"
+                prompt,
+                lambda text: read_one(text, criterion),
+                f"criterion {criterion.id!r}",
+                sample,
             )
         except JudgeError as exc:
             return Outcome(Verdict.ERROR, 0.0, str(exc))
         return _outcome(graded)
 
     async def _one_shot(
-        self, criteria: Sequence[Any], question: str | None, response: str, judged: Judged
+        self,
+        criteria: Sequence[Any],
+        question: str | None,
+        response: str,
+        judged: Judged,
+        sample: int,
     ) -> dict[str, Outcome]:
         prompt = _prompts.one_shot(criteria, question=question, response=response)
         self._flag(prompt, response, judged)
@@ -288,7 +341,7 @@ class JudgeSession:
 
         label = "criteria " + ", ".join(repr(c.id) for c in criteria)
         try:
-            first = await self._ask(prompt, read, label)
+            first = await self._ask(prompt, read, label, sample)
         except JudgeError as exc:
             return {c.id: Outcome(Verdict.ERROR, 0.0, str(exc)) for c in criteria}
         bad = {cid: err for cid, err in first.items() if isinstance(err, ReplyError)}
@@ -297,7 +350,7 @@ class JudgeSession:
             problems = "; ".join(str(e) for e in bad.values())
             try:
                 retry = await self.call(
-                    prompt, feedback=_FEEDBACK.format(error=problems), label=label
+                    prompt, feedback=_FEEDBACK.format(error=problems), label=label, sample=sample
                 )
                 second = self._remember(retry, read_one_shot(retry.text, criteria))
             except (JudgeError, ReplyError):
@@ -317,12 +370,17 @@ class JudgeSession:
         }
 
     async def _holistic(
-        self, criteria: Sequence[Any], question: str | None, response: str, judged: Judged
+        self,
+        criteria: Sequence[Any],
+        question: str | None,
+        response: str,
+        judged: Judged,
+        sample: int,
     ) -> dict[str, Outcome]:
         prompt = _prompts.holistic(criteria, question=question, response=response)
         self._flag(prompt, response, judged)
         try:
-            score, reason = await self._ask(prompt, read_holistic, "the holistic score")
+            score, reason = await self._ask(prompt, read_holistic, "the holistic score", sample)
         except JudgeError as exc:
             return {c.id: Outcome(Verdict.ERROR, 0.0, str(exc)) for c in criteria}
         credit = score / 100
@@ -337,3 +395,49 @@ class JudgeSession:
                 verdict = Verdict.MET if credit >= 0.5 else Verdict.UNMET
                 outcomes[c.id] = Outcome(verdict, credit, f"holistic {score:g}/100: {reason}")
         return outcomes
+
+
+def combine(criterion: Any, samples: Sequence[Outcome], *, mean: bool) -> Outcome:
+    """One outcome from K samples of one criterion.
+
+    * Any sample that is ERROR makes the criterion ERROR: a grade that could
+      not be obtained K times is not a K-sample grade.
+    * A boolean criterion takes the majority verdict. A tie (an even K) goes
+      against the answer: UNMET for a positive criterion, MET for an error
+      criterion (negative weight), so a split judge never earns credit.
+    * With ``mean`` (a score-kind criterion, and every holistic grade) the
+      criterion takes the mean credit, MET when that is at least 0.5.
+
+    ``agreement`` is the share of samples that gave the most common grade
+    (verdict, or credit for score kind): 1.0 when they all agree. Below 1 the
+    criterion is ``unstable``.
+    """
+    pairs = tuple((o.verdict, o.credit) for o in samples)
+    k = len(samples)
+    errors = [(i, o) for i, o in enumerate(samples) if o.verdict is Verdict.ERROR]
+    if errors:
+        i, first = errors[0]
+        return Outcome(
+            Verdict.ERROR,
+            0.0,
+            f"{len(errors)} of {k} judge samples failed; sample {i + 1}: {first.reason}",
+            samples=pairs,
+        )
+    if mean:
+        credits = [o.credit for o in samples]
+        credit = sum(credits) / k
+        verdict = Verdict.MET if credit >= 0.5 else Verdict.UNMET
+        agreement = max(credits.count(c) for c in credits) / k
+        reason = samples[0].reason
+        summary = f"mean credit {credit:.2f} of {k} samples"
+    else:
+        met = sum(o.verdict is Verdict.MET for o in samples)
+        if met * 2 == k:
+            verdict = Verdict.MET if criterion.effective_weight < 0 else Verdict.UNMET
+        else:
+            verdict = Verdict.MET if met * 2 > k else Verdict.UNMET
+        credit = 1.0 if verdict is Verdict.MET else 0.0
+        agreement = max(met, k - met) / k
+        reason = next(o.reason for o in samples if o.verdict is verdict)
+        summary = f"{sum(o.verdict is verdict for o in samples)} of {k} samples {verdict}"
+    return Outcome(verdict, credit, f"{reason} ({summary})", agreement=agreement, samples=pairs)

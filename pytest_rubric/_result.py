@@ -42,6 +42,13 @@ class CriterionResult:
     credit: float
     reason: str
     required: bool = False
+    agreement: float | None = None
+    samples: list[dict[str, Any]] | None = None
+
+    @property
+    def unstable(self) -> bool:
+        """Judged several times (``--rubric-judge-samples``), and the samples disagreed."""
+        return self.agreement is not None and self.agreement < 1
 
     @property
     def ok(self) -> bool:
@@ -57,7 +64,7 @@ class CriterionResult:
         return self.verdict in (Verdict.MET, Verdict.UNMET) and not self.ok
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "id": self.id,
             "type": self.type,
             "axis": self.axis,
@@ -68,6 +75,11 @@ class CriterionResult:
             "reason": self.reason,
             "required": self.required,
         }
+        if self.samples is not None:
+            data["agreement"] = self.agreement
+            data["unstable"] = self.unstable
+            data["samples"] = self.samples
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CriterionResult:
@@ -80,6 +92,8 @@ class CriterionResult:
             credit=data["credit"],
             reason=data["reason"],
             required=data.get("required", False),
+            agreement=data.get("agreement"),
+            samples=data.get("samples"),
         )
 
 

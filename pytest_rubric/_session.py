@@ -56,6 +56,7 @@ class Settings:
     judge_url: str | None = None
     grader: str = "per-criterion"
     concurrency: int = 8
+    samples: int = 1
     require_judge: bool = False
     model: str | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -102,6 +103,8 @@ class Settings:
             judge_url=config.getoption("rubric_judge_url"),
             grader=config.getoption("rubric_grader"),
             concurrency=config.getoption("rubric_concurrency"),
+            samples=config.getoption("rubric_judge_samples")
+            or _whole(number("rubric_judge_samples", 1, fraction=False), "rubric_judge_samples"),
             require_judge=config.getoption("rubric_require_judge"),
             model=config.getoption("rubric_model"),
             cache_mode=config.getoption("rubric_cache"),
@@ -121,6 +124,12 @@ class Settings:
                 high_score=number("rubric_high_score", defaults.high_score),
             ),
         )
+
+
+def _whole(value: float, name: str) -> int:
+    if value != int(value):
+        raise pytest.UsageError(f"ini option {name} = {value:g} must be a whole number")
+    return int(value)
 
 
 @dataclass(slots=True)
@@ -209,6 +218,7 @@ class RubricSession:
             concurrency=settings.concurrency,
             cache=cache,
             cache_mode=settings.cache_mode,
+            samples=settings.samples,
         )
 
     def collected(self, items: Sequence[pytest.Item]) -> None:
@@ -287,6 +297,8 @@ class RubricSession:
             parts.append(f"--rubric-target {settings.target}")
         if self.judging is not None:
             parts.append(f"--rubric-judge {self.judging.name} --rubric-grader {settings.grader}")
+            if settings.samples > 1:
+                parts.append(f"--rubric-judge-samples {settings.samples}")
         return f"rubric: {' '.join(parts)}" if parts else None
 
     # --- inputs -------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ __all__ = ["DISAGREE_LINE", "SubjectRow", "leaderboard", "rankings_disagree", "s
 
 DISAGREE_LINE = "! A style-weighted rubric would rank these subjects differently."
 _TIE = 1e-9
+_SHOWN = 10
 
 
 @dataclass(slots=True)
@@ -123,10 +124,35 @@ def summary_lines(results: Sequence[CaseResult]) -> list[str]:
         lines.append(
             f"{errored} answer(s) could not be fully evaluated (ERROR); they count as not passed."
         )
+    lines += _unstable_lines(results)
     skipped = sum(len(r.skipped) for r in results)
     if skipped:
         lines.append(
             f"{skipped} judged criteria SKIPPED (no judge configured); scores count only what ran. "
             "Set --rubric-judge PROVIDER:MODEL to grade them."
         )
+    return lines
+
+
+def _unstable_lines(results: Sequence[CaseResult]) -> list[str]:
+    """Judged criteria whose samples disagreed (``--rubric-judge-samples``), worst first."""
+    unstable = sorted(
+        (
+            (c.agreement or 0.0, r.nodeid or f"{r.case}[{r.subject}]", c.id)
+            for r in results
+            for c in r.criteria
+            if c.unstable
+        ),
+    )
+    if not unstable:
+        return []
+    lines = [
+        f"{len(unstable)} judged criteria unstable (their judge samples disagreed); "
+        "the verdicts below are majority votes or means:"
+    ]
+    lines += [
+        f"  {where} {cid}: agreement {agreement:.2f}" for agreement, where, cid in unstable[:_SHOWN]
+    ]
+    if len(unstable) > _SHOWN:
+        lines.append(f"  ... and {len(unstable) - _SHOWN} more (see --rubric-json)")
     return lines

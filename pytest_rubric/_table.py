@@ -41,7 +41,7 @@ def criteria_table(result: CaseResult) -> str:
             marks.get(str(c.verdict), " " if c.ok else "x"),
             c.id,
             c.type + (" (style)" if c.axis == "style" else ""),
-            str(c.verdict),
+            str(c.verdict) + (" unstable" if c.unstable else ""),
             _weight(c.weight),
             c.reason,
         )

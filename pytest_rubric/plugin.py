@@ -80,6 +80,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="judge calls in flight at most, across the session (default 8).",
     )
     group.addoption(
+        "--rubric-judge-samples",
+        dest="rubric_judge_samples",
+        metavar="K",
+        type=_positive_int,
+        default=None,
+        help="judge every criterion K times (default 1): majority verdict, mean score; "
+        "criteria whose samples disagree are flagged unstable.",
+    )
+    group.addoption(
         "--rubric-judge-timeout",
         dest="rubric_judge_timeout",
         metavar="SECONDS",
@@ -126,6 +135,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("rubric_judge", "the LLM judge, PROVIDER:MODEL (overridden by --rubric-judge)")
     parser.addini("rubric_judge_attempts", "attempts per judge call, the first included (4)")
+    parser.addini("rubric_judge_samples", "judge samples per criterion (1)", default="")
     parser.addini("rubric_judge_backoff", "first retry delay in seconds, doubled each time (0.5)")
     parser.addini(
         "rubric_fast_exit",
