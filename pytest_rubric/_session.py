@@ -11,7 +11,7 @@ import gc
 import json
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,6 +154,28 @@ def _freeze_at_exit() -> None:
     gc.freeze()
 
 
+def _worker_queue_lock(config: pytest.Config) -> Callable[[], Any] | None:
+    """The lock of pytest-xdist's worker queue (``WorkerInteractor.torun``), or None."""
+    for plugin in config.pluginmanager.get_plugins():
+        lock = getattr(getattr(plugin, "torun", None), "lock", None)
+        if lock is not None and hasattr(plugin, "nextitem_index"):
+            return lock  # type: ignore[no-any-return]
+    return None
+
+
+def _queued(lock: Callable[[], Any] | None, seen: Callable[[int], bool]) -> list[int]:
+    """The item indices queued on this worker, newest first, up to the first ``seen`` one."""
+    fresh: list[int] = []
+    if lock is not None:
+        with lock() as queue:
+            for index in reversed(queue):
+                if isinstance(index, int):
+                    if seen(index):
+                        break
+                    fresh.append(index)
+    return fresh
+
+
 _STATS_FIELDS = (
     "calls",
     "retries",
@@ -178,6 +200,9 @@ class RubricSession:
         self.collection_errors = 0
         self._response_dirs: dict[Path, _ResponseDir] = {}
         self.judging: JudgeSession | None = None
+        self._scheduled: set[str] = set()  # node ids whose judging was started
+        self._queue_lock: Callable[[], Any] | None = None
+        self._queue_looked_up = False
         self.model: LiveModel | None = None
         if self.settings.model:
             try:
@@ -211,11 +236,16 @@ class RubricSession:
         else:
             return
         cache = None if settings.cache_mode == "off" else JudgeCache(settings.cache_dir)
+        concurrency = settings.concurrency
+        workerinput = getattr(self.config, "workerinput", None)
+        if workerinput is not None:
+            # The bound is for the whole run: the xdist workers share it.
+            concurrency = max(1, concurrency // int(workerinput.get("workercount") or 1))
         self.judging = JudgeSession(
             judge,
             name=name,
             grader=settings.grader,
-            concurrency=settings.concurrency,
+            concurrency=concurrency,
             cache=cache,
             cache_mode=settings.cache_mode,
             samples=settings.samples,
@@ -234,23 +264,50 @@ class RubricSession:
         """Start every collected item's judge calls now, so they overlap across items.
 
         Items whose response comes from a target or a model are judged when
-        they run. An xdist worker runs only some of the items it collects, so it
-        judges each item when it runs it.
+        they run. An xdist worker runs only the items it is handed, so it
+        schedules those as they arrive (:meth:`schedule_handed`).
         """
-        judging = self.judging
-        if judging is None or hasattr(self.config, "workerinput"):
+        if self.judging is None or hasattr(self.config, "workerinput"):
             return
         for item in items:
-            if not isinstance(item, RubricItem):
-                continue
-            text, compiled = item.source.text, item.compiled
-            if text is not None and compiled.judged:
-                judging.schedule(
-                    item.nodeid,
-                    compiled.judged_criteria,
-                    question=compiled.rubric.question,
-                    response=text,
-                )
+            self._schedule(item)
+
+    def schedule_handed(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        """An xdist worker is about to run ``item``: start judging everything it holds.
+
+        That is ``item``, ``nextitem`` and the items queued behind them, which
+        are read from pytest-xdist's worker queue (``WorkerInteractor.torun``;
+        newest first, stopping at the first one already seen, so each call
+        costs only what arrived since the last). If a future xdist moves that
+        queue, the worker still judges ``item`` and ``nextitem`` ahead.
+        An item another worker steals (``--dist worksteal``) may be judged
+        twice; the cache serves the second one when the first finished.
+        """
+        if self.judging is None or not hasattr(self.config, "workerinput"):
+            return
+        self._schedule(item)
+        if nextitem is not None:
+            self._schedule(nextitem)
+        if not self._queue_looked_up:
+            self._queue_lock, self._queue_looked_up = _worker_queue_lock(self.config), True
+        items = item.session.items
+        for index in _queued(self._queue_lock, lambda i: items[i].nodeid in self._scheduled):
+            self._schedule(items[index])
+
+    def _schedule(self, item: pytest.Item) -> None:
+        if item.nodeid in self._scheduled or self.judging is None:
+            return
+        self._scheduled.add(item.nodeid)
+        if not isinstance(item, RubricItem):
+            return
+        text, compiled = item.source.text, item.compiled
+        if text is not None and compiled.judged:
+            self.judging.schedule(
+                item.nodeid,
+                compiled.judged_criteria,
+                question=compiled.rubric.question,
+                response=text,
+            )
 
     def add_worker_stats(self, data: dict[str, Any]) -> None:
         """Fold an xdist worker's judge usage into the controller's."""

@@ -77,7 +77,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         type=_positive_int,
         default=8,
-        help="judge calls in flight at most, across the session (default 8).",
+        help="judge calls in flight at most, across the session (default 8); xdist workers "
+        "share it, N // workers each.",
     )
     group.addoption(
         "--rubric-judge-samples",
@@ -221,7 +222,10 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RubricFile
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    item.config.stash[SESSION_KEY].schedule_handed(item, nextitem)
     token = CURRENT_ITEM.set(item)
     try:
         return (yield)

@@ -390,10 +390,17 @@ class _Handler(BaseHTTPRequestHandler):
         """Silent: normal requests never write to stderr."""
 
     def do_POST(self) -> None:
-        self._serve()
+        self._counted()
 
     def do_GET(self) -> None:
-        self._serve()
+        self._counted()
+
+    def _counted(self) -> None:
+        self.fake._enter()
+        try:
+            self._serve()
+        finally:
+            self.fake._leave()
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
@@ -466,11 +473,14 @@ class FakeLLM:
 
     ``latency`` is a fixed delay added before every reply. Use it as a context
     manager or through the :func:`fake_llm` fixture; :meth:`stop` is idempotent.
+    ``max_in_flight`` is the most requests that were being served at once.
     """
 
     def __init__(self, *, latency: float = 0.0) -> None:
         self.latency = latency
         self.requests: list[Recorded] = []
+        self.max_in_flight = 0
+        self._in_flight = 0
         self._lock = threading.Lock()
         self._queue: deque[Action] = deque()
         self._responder: Callable[[Recorded], Action] | None = None
@@ -571,6 +581,15 @@ class FakeLLM:
                 self._connections[conn] = threading.current_thread()
             else:
                 self._connections.pop(conn, None)
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
 
     def _record_and_pick(self, record: Recorded) -> Action | _Reply | None:
         """Record the request and take its action, atomically (so ``requests[i]`` got action i)."""
