@@ -29,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
+from ._cache import JudgeCache, cache_key
 from ._errors import RubricError
 from ._secrets import Secret, redact
 
@@ -558,6 +559,10 @@ class LiveModel:
 
     Called with a case like a ``target``; each call gets its own client and
     event loop, so it works from any thread.
+
+    Its answers go through the judge cache like verdicts do (same modes):
+    the key holds the provider, model, endpoint, both messages and the
+    sampling parameters, so a committed cache replays a model's answers too.
     """
 
     SYSTEM = "Answer the question accurately and concisely."
@@ -568,22 +573,55 @@ class LiveModel:
         *,
         environ: Mapping[str, str] | None = None,
         policy: RetryPolicy | None = None,
+        cache: JudgeCache | None = None,
+        cache_mode: str = "use",
     ) -> None:
         self.spec = spec
         self._environ = environ
         self._policy = policy
-        make_judge(spec, environ=environ, policy=policy)  # fail now on a missing key
+        self.cache = None if cache_mode == "off" else cache
+        self.cache_mode = cache_mode
+        # Fail now on a missing key; replay makes no call, so it needs none.
+        make_judge(spec, environ=environ, policy=policy, require_key=cache_mode != "replay")
 
     @property
     def subject(self) -> str:
         return self.spec.model
 
     def __call__(self, case: Any) -> str:
-        return asyncio.run(self._ask(case.question or ""))
+        question = case.question or ""
+        sampling = Sampling()
+        key = cache_key(
+            kind="response",
+            judge=self.spec.name,
+            endpoint=self.spec.url,
+            system=self.SYSTEM,
+            user=question,
+            sampling=sampling.as_dict(),
+        )
+        if self.cache is not None and self.cache_mode in ("use", "replay"):
+            cached = self.cache.get(key)
+            if cached is not None:
+                return cached
+        if self.cache_mode == "replay":
+            raise JudgeError(
+                f"--rubric-cache replay: no cached response of model {self.spec.name} for case "
+                f"{getattr(case, 'id', '?')!r}; run once with --rubric-cache use to record it"
+            )
+        text = asyncio.run(self._ask(question, sampling))
+        if self.cache is not None:
+            self.cache.put(
+                key,
+                provider=self.spec.provider,
+                model=self.spec.model,
+                raw=text,
+                parsed={"response": text},
+            )
+        return text
 
-    async def _ask(self, question: str) -> str:
+    async def _ask(self, question: str, sampling: Sampling) -> str:
         client = make_judge(self.spec, environ=self._environ, policy=self._policy)
         try:
-            return await client.complete(self.SYSTEM, question)
+            return await client.complete(self.SYSTEM, question, sampling=sampling)
         finally:
             await client.aclose()

@@ -1,13 +1,20 @@
 """The substance score, exactly as the design's scoring section states it.
 
-For the substance criteria that ran (ERROR and SKIPPED ones are left out;
-an ERROR fails the case on its own), with weight w_i and credit c_i:
+For the substance criteria, with weight w_i and credit c_i:
 
 * earned = sum(w_i * c_i); P = sum of positive weights; N = sum of |negative weights|
 * P > 0: score = clamp(earned / P, 0, 1)
 * P == 0 and N > 0 (an all-negative, error-detection rubric):
   score = clamp(1 + earned / N, 0, 1), so avoiding every error scores 1.0
 * raw_score = earned
+
+SKIPPED criteria (judged ones without a judge) are left out: the case scores
+what ran, as the design says. An ERROR never raises a score: a positive one
+stays in P earning nothing (c = 0), so an answer that could not be fully
+evaluated does not rank as if the missing part had been judged right; a
+negative one is left out of N, since counting it as an error avoided would
+be credit for something nobody checked. The case is reported as an error
+either way.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ class Score:
 
     @property
     def empty(self) -> bool:
-        """Nothing weighted ran (every weighted criterion was skipped or errored)."""
+        """Nothing weighted ran (every weighted criterion was skipped)."""
         return self.positive == 0 and self.negative == 0
 
 
@@ -43,9 +50,12 @@ def _clamp(value: float) -> float:
 
 def score(results: Iterable[CriterionResult]) -> Score:
     """Score the substance criteria among ``results`` (style ones are ignored)."""
-    ran = [r for r in decided(results) if r.axis == "substance"]
+    substance = [r for r in results if r.axis == "substance"]
+    ran = decided(substance)
     earned = sum(r.weight * r.credit for r in ran)
-    positive = sum(r.weight for r in ran if r.weight > 0)
+    positive = sum(
+        r.weight for r in substance if r.weight > 0 and (r.verdict is not Verdict.SKIPPED)
+    )
     negative = sum(-r.weight for r in ran if r.weight < 0)
     if positive > 0:
         value = _clamp(earned / positive)

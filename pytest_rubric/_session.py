@@ -204,13 +204,23 @@ class RubricSession:
         self._queue_lock: Callable[[], Any] | None = None
         self._queue_looked_up = False
         self.model: LiveModel | None = None
+        self._cache: JudgeCache | None = None
         if self.settings.model:
             try:
                 self.model = LiveModel(
-                    JudgeSpec.parse(self.settings.model), policy=self.settings.retry
+                    JudgeSpec.parse(self.settings.model),
+                    policy=self.settings.retry,
+                    cache=self.cache(),
+                    cache_mode=self.settings.cache_mode,
                 )
             except ValueError as exc:
                 raise pytest.UsageError(f"--rubric-model: {exc}") from None
+
+    def cache(self) -> JudgeCache | None:
+        """The session's judge cache (opened on first use), or None with ``--rubric-cache off``."""
+        if self._cache is None and self.settings.cache_mode != "off":
+            self._cache = JudgeCache(self.settings.cache_dir)
+        return self._cache
 
     def start_judge(self, custom: object | None) -> None:
         """Set up the judge: the hook's object, else ``--rubric-judge`` / ini / ``RUBRIC_JUDGE``."""
@@ -235,7 +245,6 @@ class RubricSession:
             name = spec.name
         else:
             return
-        cache = None if settings.cache_mode == "off" else JudgeCache(settings.cache_dir)
         concurrency = settings.concurrency
         workerinput = getattr(self.config, "workerinput", None)
         if workerinput is not None:
@@ -246,7 +255,7 @@ class RubricSession:
             name=name,
             grader=settings.grader,
             concurrency=concurrency,
-            cache=cache,
+            cache=self.cache(),
             cache_mode=settings.cache_mode,
             samples=settings.samples,
         )
@@ -325,8 +334,9 @@ class RubricSession:
     def stop_judge(self) -> None:
         if self.judging is not None:
             self.judging.close()
-            if self.judging.cache is not None:
-                self.judging.cache.close()
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
 
     def judge_rubric(self, key: str, compiled: CompiledRubric, response: str) -> Judged | None:
         """The judge's outcomes for ``compiled``'s judged criteria, or None to leave them SKIPPED."""
@@ -425,10 +435,13 @@ class RubricSession:
         return lines
 
     def json_document(self) -> dict[str, Any]:
+        """The ``--rubric-json`` document. Results are in node id order, so the document
+        is the same however the run was split (xdist workers, merged shards)."""
         rows = leaderboard(self.results)
+        ordered = sorted(self.results, key=lambda r: r.nodeid)
         return {
             "version": 1,
-            "results": [r.to_dict() for r in self.results],
+            "results": [r.to_dict() for r in ordered],
             "leaderboard": [row.to_dict() for row in rows],
             "rankings_disagree": rankings_disagree(rows),
         }

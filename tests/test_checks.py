@@ -237,8 +237,8 @@ def test_broken_regex_is_error_with_reason(pattern: str, invert: bool) -> None:
     assert "invalid regex" in bad.reason
     assert result.passed is False
     assert result.status == "error"
-    # The error leaves the score alone: it only fails the case.
-    assert result.score == 1.0
+    # The error earns nothing: P counts it, so the score is 1 of 2.
+    assert result.score == 0.5
 
 
 def test_broken_regex_is_not_a_load_error() -> None:

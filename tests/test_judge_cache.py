@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_rubric import _prompts
-from tests.fake_llm import FakeLLM, score, status, verdict
+from tests.fake_llm import FakeLLM, score, status, text, verdict
 
 Write = Callable[[str, str], Path]
 
@@ -191,3 +191,35 @@ def test_four_xdist_workers_share_one_cache(
     assert len(rows) == 24 and all(json.loads(raw)["verdict"] == "MET" for (raw,) in rows)
     _run(pytester, fake_llm, "-n", "4").assert_outcomes(passed=24)
     assert len(fake_llm.requests) == 24
+
+
+def test_responses_collected_live_are_cached_and_replayed(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeini("[pytest]\nrubric_judge_backoff = 0.01\n")
+    write(
+        "m.rubric.yaml",
+        """
+        cases:
+          - id: q1
+            question: "What is 6 times 7?"
+            criteria: [{id: value, type: number, value: 42}]
+        """,
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_url)
+    fake_llm.respond_with(lambda request: text("It is 42."))
+    for _ in range(2):
+        pytester.runpytest("--rubric-model=openai:tiny").assert_outcomes(passed=1)
+    assert len(fake_llm.requests) == 1  # the second run answered from the cache
+
+    fake_llm.stop()
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result = pytester.runpytest("--rubric-model=openai:tiny", "--rubric-cache=replay", "-v")
+    result.assert_outcomes(passed=1)
+    result = pytester.runpytest("--rubric-model=openai:other", "--rubric-cache=replay")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*--rubric-cache replay: no cached response of model openai:other for case 'q1'*"]
+    )
+    result = pytester.runpytest("--rubric-model=openai:tiny", "--rubric-cache=off")
+    result.assert_outcomes(errors=1)  # off: no cache, and the server is gone

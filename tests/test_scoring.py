@@ -135,18 +135,19 @@ def test_skipped_negative_criterion_is_excluded_from_n() -> None:
     assert result.score == 0.0  # not 1 - 1/4
 
 
-def test_error_criteria_are_excluded_from_p() -> None:
+def test_positive_error_criteria_earn_nothing() -> None:
     result = grade(hit("a", 1), broken("r", 3))
     assert result.criteria[1].verdict is ERROR
-    assert result.score == 1.0
+    assert result.score == 0.25  # P = 4: what could not be checked is not credited
     assert result.raw_score == 1
     assert result.passed is False  # an ERROR fails the case on its own
     assert result.status == "error"
 
 
-def test_error_criteria_are_excluded_from_n() -> None:
+def test_negative_error_criteria_are_not_errors_avoided() -> None:
     result = grade(hit("e1", -1), broken("r", -3))
-    assert result.score == 0.0  # N = 1, not 4
+    assert result.score == 0.0  # N = 1, not 4: an unchecked error is not one avoided
+    assert grade(broken("r", -3)).score == 0.0
 
 
 def test_only_skipped_criteria_do_not_pass() -> None:
@@ -290,13 +291,15 @@ def test_score_ignores_error_skipped_and_style() -> None:
             result(-100, MET, axis="style"),
         ]
     )
-    assert (s.score, s.raw_score, s.positive, s.negative) == (1.0, 1.0, 1.0, 0.0)
+    assert (s.score, s.raw_score, s.positive, s.negative) == (1 / 101, 1.0, 101.0, 0.0)
 
 
 def test_score_of_nothing_is_empty() -> None:
-    s = score([result(1, SKIPPED), result(1, ERROR)])
+    s = score([result(1, SKIPPED), result(-1, ERROR)])
     assert s.empty is True
     assert s.score == 0.0
+    s = score([result(1, SKIPPED), result(1, ERROR)])
+    assert (s.empty, s.score) == (False, 0.0)
 
 
 def test_score_uses_fractional_credit() -> None:
