@@ -56,12 +56,12 @@ def setup(pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM) -> FakeLLM
 
 
 def test_a_warm_run_makes_no_calls_and_gives_the_same_results(
-    pytester: pytest.Pytester, setup: FakeLLM
+    pytester: pytest.Pytester, setup: FakeLLM, run_mode: list[str]
 ) -> None:
-    _run(pytester, setup).assert_outcomes(passed=1)
+    _run(pytester, setup, *run_mode).assert_outcomes(passed=1)
     cold = _results(pytester)
     assert len(setup.requests) == 1
-    warm_run = _run(pytester, setup)
+    warm_run = _run(pytester, setup, *run_mode)
     warm_run.assert_outcomes(passed=1)
     assert len(setup.requests) == 1
     assert _results(pytester) == cold
@@ -97,9 +97,13 @@ def test_what_can_change_a_verdict_misses(
 
 
 def test_replay_serves_the_cache_with_the_server_gone_and_a_miss_is_an_error(
-    pytester: pytest.Pytester, write: Write, setup: FakeLLM, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester,
+    write: Write,
+    setup: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    run_mode: list[str],
 ) -> None:
-    _run(pytester, setup).assert_outcomes(passed=1)
+    _run(pytester, setup, *run_mode).assert_outcomes(passed=1)
     url = setup.openai_url
     setup.stop()
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -110,6 +114,7 @@ def test_replay_serves_the_cache_with_the_server_gone_and_a_miss_is_an_error(
         "--rubric-cache=replay",
         "--rubric-json",
         "out.json",
+        *run_mode,
     )
     result.assert_outcomes(passed=1)
     assert _results(pytester)[0]["criteria"][1]["verdict"] == "MET"
@@ -120,6 +125,7 @@ def test_replay_serves_the_cache_with_the_server_gone_and_a_miss_is_an_error(
         "--rubric-cache=replay",
         "--rubric-json",
         "out.json",
+        *run_mode,
     )
     result.assert_outcomes(errors=1)
     reason = _results(pytester)[0]["criteria"][1]["reason"]
