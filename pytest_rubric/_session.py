@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import atexit
 import gc
-import json
 import os
 import warnings
 from collections.abc import Callable, Sequence
@@ -27,8 +26,9 @@ from ._grader import DEFAULT_MIN_SCORE, CompiledRubric, Grader
 from ._judge import JudgeSpec, JudgeStats, LiveModel, RetryPolicy, make_judge
 from ._judging import Judged, JudgeSession
 from ._loader import ResponseFile, load_response_dir
+from ._report import write_json
 from ._result import CaseResult, Verdict
-from ._summary import leaderboard, rankings_disagree, summary_lines
+from ._summary import summary_lines
 
 __all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]
 
@@ -434,23 +434,10 @@ class RubricSession:
             lines.append(self.judging.usage_line())
         return lines
 
-    def json_document(self) -> dict[str, Any]:
-        """The ``--rubric-json`` document. Results are in node id order, so the document
-        is the same however the run was split (xdist workers, merged shards)."""
-        rows = leaderboard(self.results)
-        ordered = sorted(self.results, key=lambda r: r.nodeid)
-        return {
-            "version": 1,
-            "results": [r.to_dict() for r in ordered],
-            "leaderboard": [row.to_dict() for row in rows],
-            "rankings_disagree": rankings_disagree(rows),
-        }
-
     def write_outputs(self) -> None:
         path = self.settings.json_path
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(self.json_document(), indent=2) + "\n", encoding="utf-8")
+            write_json(path, self.results)
 
 
 SESSION_KEY = pytest.StashKey[RubricSession]()

@@ -1,0 +1,10 @@
+"""``python -m pytest_rubric merge A.json B.json ...``: see :mod:`pytest_rubric._merge`."""
+
+from __future__ import annotations
+
+import sys
+
+from ._merge import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""``python -m pytest_rubric merge``: one leaderboard, report and gate from CI shards.
+
+CI splits a large suite into shards (one pytest, with xdist, per machine),
+each writing ``--rubric-json``. Merging their documents gives exactly what
+one run over the whole suite would have: the leaderboard is recomputed from
+the results, never averaged from the shards' leaderboards.
+
+Exit status: 0 when every case passed; 1 when a case failed or could not be
+evaluated; 2 for bad input (a file that is not a ``--rubric-json`` document,
+or shards that overlap).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ._report import DocumentError, read_document, write_json
+from ._result import CaseResult
+from ._summary import summary_lines
+
+__all__ = ["main", "merge"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def merge(paths: Sequence[Path]) -> list[CaseResult]:
+    """The results of every shard; a node id found in two shards is an error.
+
+    Shards split the test items, so one item's results come from one shard
+    only. An overlap means the same items ran twice and would count twice.
+    """
+    results: list[CaseResult] = []
+    owner: dict[str, Path] = {}
+    for path in paths:
+        shard = read_document(path)
+        for nodeid in {r.nodeid for r in shard}:
+            if nodeid in owner:
+                raise DocumentError(
+                    f"{nodeid} is in both {owner[nodeid]} and {path}: shards must not overlap "
+                    "(split the suite with disjoint paths, -k expressions or a shard plugin)"
+                )
+            owner[nodeid] = path
+        results += shard
+    return results
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_rubric",
+        description="pytest-rubric tools: merge the --rubric-json files of CI shards.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    cmd = commands.add_parser(
+        "merge",
+        help="merge --rubric-json files into one leaderboard, report and gate",
+        description="Merge the --rubric-json files of shards of one suite: the leaderboard, "
+        "reports and gates are those of one run over the whole suite. Exit status 0 when every "
+        "case passed, 1 when one failed or could not be evaluated, 2 for bad input.",
+    )
+    cmd.add_argument("documents", nargs="+", type=Path, metavar="JSON", help="--rubric-json files")
+    cmd.add_argument("--json", type=Path, metavar="PATH", help="write the merged document here")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        results = merge(args.documents)
+    except DocumentError as exc:
+        print(f"pytest-rubric merge: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json is not None:
+        write_json(args.json, results)
+    print(f"rubric summary: {len(results)} results from {len(args.documents)} file(s)")
+    for line in summary_lines(results):
+        print(line)
+    return EXIT_OK if all(r.passed for r in results) else EXIT_FAILED

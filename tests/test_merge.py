@@ -1,0 +1,105 @@
+"""``python -m pytest_rubric merge``: shards of a suite merge into the whole suite's results."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_rubric._merge import main
+from tests.conftest import EXAMPLES
+
+
+def _summary(lines: list[str]) -> list[str]:
+    start = next(i for i, line in enumerate(lines) if "rubric summary" in line) + 1
+    end = next((i for i in range(start, len(lines)) if lines[i].startswith("=")), len(lines))
+    return lines[start:end]
+
+
+def _load(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+@pytest.fixture
+def shards(pytester: pytest.Pytester) -> dict[str, pytest.RunResult]:
+    """The bundled example run whole, and as two shards (one by file, with xdist)."""
+    pytester.makeini("[pytest]\n")
+    shutil.copytree(EXAMPLES, pytester.path / "examples")
+    evals = "examples/evals"
+    first = [f"{evals}/finance.rubric.yaml", f"{evals}/statistics.rubric.yaml"]
+    return {
+        "whole": pytester.runpytest(evals, "--rubric-json", "whole.json"),
+        "a": pytester.runpytest(*first, "--rubric-json", "a.json", "-n", "2"),
+        "b": pytester.runpytest(
+            evals, "--rubric-json", "b.json", *(f"--deselect={f}" for f in first)
+        ),
+    }
+
+
+def test_merging_two_halves_gives_the_leaderboard_of_the_whole(
+    pytester: pytest.Pytester,
+    shards: dict[str, pytest.RunResult],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    a, b = _load(pytester.path / "a.json"), _load(pytester.path / "b.json")
+    whole = _load(pytester.path / "whole.json")
+    assert a["results"] and b["results"]
+    assert len(a["results"]) + len(b["results"]) == len(whole["results"])
+    assert a["leaderboard"] != whole["leaderboard"]  # a half alone ranks differently
+
+    code = main(["merge", "a.json", "b.json", "--json", "merged.json"])
+    merged = _load(pytester.path / "merged.json")
+    assert merged == whole  # results, leaderboard and rankings_disagree alike
+    # What merge prints is the summary the whole run printed.
+    printed = capsys.readouterr().out.splitlines()
+    assert _summary(printed) == _summary(shards["whole"].outlines)
+    assert code == 1  # the example has failing cases, as the whole run did
+    assert shards["whole"].ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_merge_runs_as_a_module(pytester: pytest.Pytester, shards: dict[str, Any]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_rubric", "merge", "a.json", "b.json"],
+        cwd=pytester.path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "! A style-weighted rubric would rank these subjects differently." in done.stdout
+
+
+def test_overlapping_shards_and_foreign_files_are_input_errors(
+    pytester: pytest.Pytester, shards: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["merge", "a.json", "whole.json"]) == 2
+    err = capsys.readouterr().err
+    assert "is in both a.json and whole.json: shards must not overlap" in err
+
+    (pytester.path / "junk.json").write_text('{"tests": []}')
+    assert main(["merge", "a.json", "junk.json"]) == 2
+    assert 'junk.json: not a --rubric-json document (no "results" list)' in capsys.readouterr().err
+    (pytester.path / "bad.json").write_text("{")
+    assert main(["merge", "bad.json"]) == 2
+    assert "bad.json: not JSON" in capsys.readouterr().err
+    assert main(["merge", "missing.json"]) == 2
+    assert "missing.json: cannot read it" in capsys.readouterr().err
+
+
+def test_a_merge_of_passing_shards_exits_zero(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytester.makeini("[pytest]\n")
+    for name in ("x", "y"):
+        (pytester.path / f"{name}.rubric.yaml").write_text(
+            f"- id: {name}\n  response: fine\n  criteria: [{{type: any_of, any_of: [fine]}}]\n"
+        )
+        pytester.runpytest(f"{name}.rubric.yaml", "--rubric-json", f"{name}.json")
+    assert main(["merge", "x.json", "y.json"]) == 0
+    assert "2/2" in capsys.readouterr().out
