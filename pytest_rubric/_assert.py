@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from ._collect import RESULTS_KEY
+from ._collect import RESULTS_KEY, record
 from ._errors import RubricAssertionError, RubricEvaluationError, RubricLoadError
 from ._grader import CompiledRubric, Grader
 from ._loader import load_suite, problems_from_validation
@@ -135,11 +135,11 @@ def assert_rubric(
     if item is not None and result.skipped and score_results(result.criteria).empty:
         pytest.skip(f"nothing graded: {result.skipped[0].reason}")
     if item is not None:
-        pending = item.stash.setdefault(RESULTS_KEY, [])
         if parsed.id == "rubric":
+            pending = item.stash.get(RESULTS_KEY, [])
             count = sum(1 for r in pending if r.nodeid == item.nodeid) + 1
             result.case = item.name if count == 1 else f"{item.name}#{count}"
-        pending.append(result)
+        record(item, result)
     if result.errors:
         raise RubricEvaluationError(criteria_table(result), result=result)
     if not result.passed:

@@ -20,17 +20,38 @@ from ._checks import resolve_import, run_sync
 from ._errors import Problem, RubricLoadError
 from ._grader import CompiledRubric
 from ._loader import LoadedSuite, load_suite, paused_gc
-from ._result import CaseResult
+from ._result import CaseResult, Verdict
 from ._scoring import score as score_results
 from ._table import criteria_table
 
 if TYPE_CHECKING:
     from ._session import RubricSession, _ResponseDir
 
-__all__ = ["RubricFailure", "RubricFile", "RubricItem", "is_rubric_file"]
+__all__ = ["RubricFailure", "RubricFile", "RubricItem", "is_rubric_file", "record"]
 
 RESULTS_KEY = pytest.StashKey[list[CaseResult]]()
 """Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""
+
+
+def record(item: pytest.Item, result: CaseResult) -> None:
+    """Keep ``result`` for the item's report, and give JUnit its numbers as properties.
+
+    ``--junitxml`` then carries ``rubric_case``, ``rubric_subject``,
+    ``rubric_score``, ``rubric_min_score``, ``rubric_passed`` and, when some
+    went the wrong way or could not be evaluated, ``rubric_failed_criteria``
+    (their ids, comma-separated).
+    """
+    item.stash.setdefault(RESULTS_KEY, []).append(result)
+    item.user_properties += [
+        ("rubric_case", result.case),
+        ("rubric_subject", result.subject),
+        ("rubric_score", f"{result.score:.4f}"),
+        ("rubric_min_score", f"{result.min_score:.4f}"),
+        ("rubric_passed", str(result.passed).lower()),
+    ]
+    failed = [c.id for c in result.criteria if c.went_wrong or c.verdict is Verdict.ERROR]
+    if failed:
+        item.user_properties.append(("rubric_failed_criteria", ",".join(failed)))
 
 
 def is_rubric_file(path: Path, patterns: tuple[str, ...]) -> bool:
@@ -266,14 +287,15 @@ class RubricItem(pytest.Item):
         if response is None:
             problem = problem or "no response"
             if self.subject:
-                self.stash.setdefault(RESULTS_KEY, []).append(
+                record(
+                    self,
                     self.rubric_session.grader.unavailable(
                         self.compiled,
                         problem,
                         nodeid=self.nodeid,
                         suite=self.suite_name,
                         subject=self.subject,
-                    )
+                    ),
                 )
             pytest.fail(problem, pytrace=False)
         result = self.rubric_session.grader.grade(
@@ -285,7 +307,7 @@ class RubricItem(pytest.Item):
             judged=self.rubric_session.judge_rubric(self.nodeid, self.compiled, response),
         )
         if result.errors:
-            self.stash.setdefault(RESULTS_KEY, []).append(result)
+            record(self, result)
             pytest.fail(criteria_table(result), pytrace=False)
         if score_results(result.criteria).empty:
             pytest.skip(
@@ -293,7 +315,7 @@ class RubricItem(pytest.Item):
                 if result.skipped
                 else "nothing graded"
             )
-        self.stash.setdefault(RESULTS_KEY, []).append(result)
+        record(self, result)
         self._result = result
 
     def runtest(self) -> None:

@@ -22,11 +22,13 @@ from ._cache import JudgeCache
 from ._checks import Outcome
 from ._collect import RubricItem
 from ._errors import Problem
+from ._gates import GateReport, check
 from ._grader import DEFAULT_MIN_SCORE, CompiledRubric, Grader
 from ._judge import JudgeSpec, JudgeStats, LiveModel, RetryPolicy, make_judge
 from ._judging import Judged, JudgeSession
 from ._loader import ResponseFile, load_response_dir
-from ._report import write_json
+from ._outputs import write_outputs
+from ._report import DocumentError, read_document
 from ._result import CaseResult, Verdict
 from ._summary import summary_lines
 
@@ -52,6 +54,11 @@ class Settings:
     responses_dir: Path | None = None
     target: str | None = None
     json_path: Path | None = None
+    html_path: Path | None = None
+    markdown_path: Path | None = None
+    baseline_path: Path | None = None
+    max_drop: float = 0.0
+    fail_under: float | None = None
     judge: str | None = None
     judge_url: str | None = None
     grader: str = "per-criterion"
@@ -88,14 +95,23 @@ class Settings:
         if not dirs:
             dirs = [Path(p) for p in config.getini("rubric_dirs")]
         patterns = tuple(config.getini("rubric_file_patterns")) or DEFAULT_PATTERNS
-        json_path = config.getoption("rubric_json")
+
+        def path(option: str) -> Path | None:
+            value = config.getoption(option)
+            return here / value if value else None
+
         responses = config.getoption("rubric_responses")
         return cls(
             dirs=tuple(dirs),
             patterns=patterns,
             responses_dir=(here / responses).resolve() if responses else None,
             target=config.getoption("rubric_target"),
-            json_path=here / json_path if json_path else None,
+            json_path=path("rubric_json"),
+            html_path=path("rubric_html"),
+            markdown_path=path("rubric_markdown"),
+            baseline_path=path("rubric_baseline"),
+            max_drop=config.getoption("rubric_max_drop"),
+            fail_under=config.getoption("rubric_fail_under"),
             judge=config.getoption("rubric_judge")
             or config.getini("rubric_judge")
             or os.environ.get("RUBRIC_JUDGE")
@@ -197,6 +213,13 @@ class RubricSession:
             thresholds=self.settings.thresholds, default_min_score=self.settings.min_score
         )
         self.results: list[CaseResult] = []
+        self.gates = GateReport()
+        self.baseline: list[CaseResult] | None = None
+        if self.settings.baseline_path is not None:
+            try:
+                self.baseline = read_document(self.settings.baseline_path)
+            except DocumentError as exc:
+                raise pytest.UsageError(f"--rubric-baseline: {exc}") from None
         self.collection_errors = 0
         self._response_dirs: dict[Path, _ResponseDir] = {}
         self.judging: JudgeSession | None = None
@@ -429,15 +452,32 @@ class RubricSession:
         self.results.append(result)
 
     def summary_lines(self) -> list[str]:
-        lines = summary_lines(self.results)
+        lines = summary_lines(self.results) if self.results else []
         if self.judging is not None:
             lines.append(self.judging.usage_line())
-        return lines
+        return lines + self.gates.lines()
 
-    def write_outputs(self) -> None:
-        path = self.settings.json_path
-        if path is not None:
-            write_json(path, self.results)
+    def finish(self, session: pytest.Session) -> None:
+        """The controller's end of the run: apply the gates, write every output."""
+        settings = self.settings
+        self.gates = check(
+            self.results,
+            baseline=self.baseline,
+            baseline_name=self.config.getoption("rubric_baseline"),
+            max_drop=settings.max_drop,
+            fail_under=settings.fail_under,
+        )
+        if self.gates.failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        write_outputs(
+            self.results,
+            self.gates,
+            json_path=settings.json_path,
+            html_path=settings.html_path,
+            markdown_path=settings.markdown_path,
+            step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
+            thresholds=settings.thresholds,
+        )
 
 
 SESSION_KEY = pytest.StashKey[RubricSession]()

@@ -125,6 +125,45 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write every result and the leaderboard to PATH as JSON.",
     )
+    group.addoption(
+        "--rubric-html",
+        dest="rubric_html",
+        metavar="PATH",
+        default=None,
+        help="write a self-contained HTML report (scatter plot, leaderboard, every answer).",
+    )
+    group.addoption(
+        "--rubric-markdown",
+        dest="rubric_markdown",
+        metavar="PATH",
+        default=None,
+        help="write the leaderboard and failing cases as Markdown (also appended to "
+        "$GITHUB_STEP_SUMMARY when set).",
+    )
+    group.addoption(
+        "--rubric-baseline",
+        dest="rubric_baseline",
+        metavar="PATH",
+        default=None,
+        help="an earlier --rubric-json: fail when a case that passed there fails now, or a "
+        "subject's correctness drops by more than --rubric-max-drop.",
+    )
+    group.addoption(
+        "--rubric-max-drop",
+        dest="rubric_max_drop",
+        metavar="X",
+        type=_fraction,
+        default=0.0,
+        help="the correctness drop per subject that --rubric-baseline tolerates (default 0).",
+    )
+    group.addoption(
+        "--rubric-fail-under",
+        dest="rubric_fail_under",
+        metavar="X",
+        type=_fraction,
+        default=None,
+        help="fail the session when a subject's mean correctness is below X (0 to 1).",
+    )
     parser.addini(
         "rubric_dirs", "directories to collect rubric files from", type="paths", default=[]
     )
@@ -179,6 +218,16 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number from 0 to 1")
     return value
 
 
@@ -341,10 +390,15 @@ class _SessionHooks:
         return None
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if self.state.results and terminalreporter.config.get_verbosity() >= -1:
+        state = self.state
+        if (state.results or state.gates.active) and terminalreporter.config.get_verbosity() >= -1:
             terminalreporter.section("rubric summary")
-            for line in self.state.summary_lines():
-                terminalreporter.line(line, yellow=line.startswith("!"))
+            failing = False
+            for line in state.summary_lines():
+                failing = line.startswith("rubric gate FAILED") or (
+                    failing and line.startswith(" ")
+                )
+                terminalreporter.line(line, yellow=line.startswith("!"), red=failing)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         workeroutput = getattr(session.config, "workeroutput", None)
@@ -353,7 +407,7 @@ class _SessionHooks:
             if stats is not None:
                 workeroutput["rubric_judge_stats"] = stats
             return
-        self.state.write_outputs()
+        self.state.finish(session)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

@@ -1,0 +1,255 @@
+"""The HTML report: one self-contained file, inline CSS and SVG, no script, nothing fetched.
+
+It shows, in order:
+
+* the style-versus-substance scatter plot: one point per answer, x = style
+  (the mean of fluency and confidence), y = substance score, one colour per
+  subject. The low-score, high-style corner is shaded, and every answer
+  flagged ``confidently_wrong`` is ringed in red, so a confident wrong
+  answer stands out at a glance;
+* the leaderboard with both ranks and the disagreement notice;
+* the gates, when ``--rubric-baseline`` or ``--rubric-fail-under`` is set;
+* per case, every subject's answer: score, criteria with verdicts and
+  reasons, and the response text.
+
+Every text from a rubric or a response goes through :func:`html.escape`,
+and a Content-Security-Policy forbids scripts and any fetch, so a hostile
+response is shown as text and can do nothing.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import defaultdict
+from collections.abc import Sequence
+
+from ._gates import GateReport
+from ._result import CaseResult
+from ._style import StyleThresholds
+from ._summary import DISAGREE_LINE, SubjectRow, leaderboard, rankings_disagree
+
+__all__ = ["PALETTE", "html_report", "style_of"]
+
+# Okabe-Ito: distinguishable with the common colour-vision deficiencies.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+_SHAPES = ("circle", "square", "diamond")
+_W, _H = 640, 420
+_LEFT, _RIGHT, _TOP, _BOTTOM = 56, 16, 16, 48
+
+
+def style_of(result: CaseResult) -> float:
+    """The plot's x: how an answer reads, the mean of fluency and confidence."""
+    return (result.fluency + result.confidence) / 2
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _x(value: float) -> float:
+    return _LEFT + value * (_W - _LEFT - _RIGHT)
+
+
+def _y(value: float) -> float:
+    return _TOP + (1 - value) * (_H - _TOP - _BOTTOM)
+
+
+def _marker(shape: str, x: float, y: float, colour: str, title: str) -> str:
+    tip = f"<title>{_e(title)}</title>"
+    if shape == "square":
+        return (
+            f'<rect x="{x - 4.5:.1f}" y="{y - 4.5:.1f}" width="9" height="9" fill="{colour}" '
+            f'fill-opacity="0.85">{tip}</rect>'
+        )
+    if shape == "diamond":
+        points = f"{x:.1f},{y - 6:.1f} {x + 6:.1f},{y:.1f} {x:.1f},{y + 6:.1f} {x - 6:.1f},{y:.1f}"
+        return f'<polygon points="{points}" fill="{colour}" fill-opacity="0.85">{tip}</polygon>'
+    return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{colour}" fill-opacity="0.85">{tip}</circle>'
+
+
+def _scatter(
+    results: Sequence[CaseResult], subjects: Sequence[str], thresholds: StyleThresholds
+) -> str:
+    look = {
+        s: (PALETTE[i % len(PALETTE)], _SHAPES[i // len(PALETTE) % len(_SHAPES)])
+        for i, s in enumerate(subjects)
+    }
+    low = thresholds.low_score
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {_H}" width="{_W}" '
+        f'height="{_H}" role="img" aria-labelledby="plot-title">',
+        '<title id="plot-title">Substance score against style, one point per answer</title>',
+        f'<rect x="{_LEFT}" y="{_TOP}" width="{_W - _LEFT - _RIGHT}" height="{_H - _TOP - _BOTTOM}" '
+        'fill="#fff" stroke="#888"/>',
+        # The trap: reads well, scores low.
+        f'<rect class="trap" x="{_x(0.5):.1f}" y="{_y(low):.1f}" width="{_x(1) - _x(0.5):.1f}" '
+        f'height="{_y(0) - _y(low):.1f}" fill="#D55E00" fill-opacity="0.12"/>',
+        f'<text x="{_x(0.51):.1f}" y="{_y(low) + 14:.1f}" class="trap-label">'
+        "sounds right, is wrong</text>",
+    ]
+    for tick in (0, 0.25, 0.5, 0.75, 1):
+        parts.append(
+            f'<line x1="{_x(tick):.1f}" y1="{_y(0):.1f}" x2="{_x(tick):.1f}" y2="{_y(0) + 4:.1f}" stroke="#888"/>'
+            f'<text x="{_x(tick):.1f}" y="{_y(0) + 16:.1f}" text-anchor="middle">{tick:g}</text>'
+            f'<line x1="{_x(0) - 4:.1f}" y1="{_y(tick):.1f}" x2="{_x(0):.1f}" y2="{_y(tick):.1f}" stroke="#888"/>'
+            f'<text x="{_x(0) - 7:.1f}" y="{_y(tick) + 4:.1f}" text-anchor="end">{tick:g}</text>'
+        )
+    parts.append(
+        f'<text x="{(_x(0) + _x(1)) / 2:.1f}" y="{_H - 8}" text-anchor="middle" class="axis">'
+        "style: mean of fluency and confidence (never scored)</text>"
+        f'<text transform="translate(14 {(_y(0) + _y(1)) / 2:.1f}) rotate(-90)" '
+        'text-anchor="middle" class="axis">substance score</text>'
+    )
+    for r in results:
+        colour, shape = look[r.subject]
+        x, y = _x(style_of(r)), _y(r.score)
+        title = (
+            f"{r.case}[{r.subject}]: score {r.score:.2f}, fluency {r.fluency:.2f}, "
+            f"confidence {r.confidence:.2f}" + (f", {', '.join(r.flags)}" if r.flags else "")
+        )
+        if "confidently_wrong" in r.flags:
+            parts.append(
+                f'<circle class="flagged" cx="{x:.1f}" cy="{y:.1f}" r="9" fill="none" '
+                'stroke="#C00" stroke-width="2"/>'
+            )
+        parts.append(_marker(shape, x, y, colour, title))
+    parts.append("</svg>")
+    legend = "".join(
+        f'<li><svg width="14" height="14" viewBox="0 0 14 14" aria-hidden="true">'
+        f"{_marker(look[s][1], 7, 7, look[s][0], s)}</svg> {_e(s)}</li>"
+        for s in subjects
+    )
+    legend += (
+        '<li><svg width="20" height="20" viewBox="0 0 20 20" aria-hidden="true">'
+        '<circle cx="10" cy="10" r="8" fill="none" stroke="#C00" stroke-width="2"/></svg> '
+        f"flagged confidently_wrong (confidence &ge; {thresholds.confident:g}, score &lt; {low:g})</li>"
+    )
+    return f'<figure class="plot">{"".join(parts)}<ul class="legend">{legend}</ul></figure>'
+
+
+def _leaderboard(rows: Sequence[SubjectRow]) -> str:
+    body = "".join(
+        f"<tr><td>{r.rank}</td><td>{_e(r.subject)}</td><td>{r.correctness:.3f}</td>"
+        f"<td>{r.fluency:.3f}</td><td>{r.confidence:.3f}</td><td>{r.naive_score:.3f}</td>"
+        f"<td>{r.naive_rank}</td><td>{r.confidently_wrong}</td><td>{r.passed}/{r.total}</td></tr>"
+        for r in rows
+    )
+    table = (
+        '<table class="board"><thead><tr><th>rank</th><th>subject</th><th>correctness</th>'
+        "<th>fluency</th><th>confidence</th><th>naive score</th><th>naive rank</th>"
+        f"<th>confidently wrong</th><th>passed</th></tr></thead><tbody>{body}</tbody></table>"
+    )
+    if rankings_disagree(rows):
+        table += f'<p class="notice">{_e(DISAGREE_LINE.lstrip("! "))}</p>'
+    return table
+
+
+def _gates(gates: GateReport) -> str:
+    parts = ["<h2>Gates</h2>"]
+    if gates.baseline is not None:
+        rows = "".join(
+            f"<tr><td>{_e(d.subject)}</td><td>{'–' if d.before is None else f'{d.before:.3f}'}</td>"
+            f"<td>{'–' if d.after is None else f'{d.after:.3f}'}</td>"
+            f"<td>{'–' if d.delta is None else f'{d.delta:+.3f}'}</td></tr>"
+            for d in gates.deltas
+        )
+        parts.append(
+            f"<p>Baseline <code>{_e(gates.baseline)}</code>.</p><table><thead><tr><th>subject</th>"
+            f"<th>baseline</th><th>now</th><th>change</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+    if gates.failed:
+        items = "".join(f"<li>{_e(reason)}</li>" for reason in gates.regressions)
+        parts.append(f'<p class="bad">Gate failed:</p><ul>{items}</ul>')
+    else:
+        parts.append('<p class="good">Gate passed.</p>')
+    return "".join(parts)
+
+
+def _answer(r: CaseResult) -> str:
+    rows = "".join(
+        f'<tr class="{"ok" if c.ok else c.verdict.value.lower() if c.verdict.value in ("ERROR", "SKIPPED") else "wrong"}">'
+        f"<td>{_e(c.id)}</td><td>{_e(c.type)}{' (style)' if c.axis == 'style' else ''}</td>"
+        f"<td>{_e(c.verdict.value)}{' unstable' if c.unstable else ''}</td><td>{c.weight:g}</td>"
+        f"<td>{_e(c.reason)}</td></tr>"
+        for c in r.criteria
+    )
+    flags = "".join(f'<span class="flag">{_e(f)}</span>' for f in r.flags)
+    return (
+        f'<details class="{r.status}"><summary><span class="status">{r.status.upper()}</span> '
+        f"{_e(r.subject)}: score {r.score:.2f} (min {r.min_score:.2f}) {flags}</summary>"
+        f'<table class="criteria"><thead><tr><th>criterion</th><th>type</th><th>verdict</th>'
+        f"<th>weight</th><th>reason</th></tr></thead><tbody>{rows}</tbody></table>"
+        f"<pre>{_e(r.response)}</pre></details>"
+    )
+
+
+def _cases(results: Sequence[CaseResult]) -> str:
+    by_case: dict[tuple[str, str], list[CaseResult]] = defaultdict(list)
+    for r in results:
+        by_case[(r.suite, r.case)].append(r)
+    parts = []
+    for (suite, case), answers in by_case.items():
+        question = answers[0].question
+        parts.append(
+            f'<section class="case"><h3>{_e(case)} <small>{_e(suite)}</small></h3>'
+            + (f'<p class="question">{_e(question)}</p>' if question else "")
+            + "".join(_answer(a) for a in answers)
+            + "</section>"
+        )
+    return "".join(parts)
+
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:980px;color:#222;padding:0 16px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px}h3{font-size:15px;margin:18px 0 4px}
+small{color:#777;font-weight:normal}table{border-collapse:collapse;margin:6px 0}
+th,td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+.board td:not(:nth-child(2)){text-align:right}
+.notice{background:#fff3e0;border-left:4px solid #D55E00;padding:6px 10px;font-weight:600}
+.plot svg{font-size:11px;font-family:inherit}.axis{font-size:12px;fill:#333}.trap-label{fill:#D55E00;font-size:12px}
+.legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:14px}.legend li{display:flex;align-items:center;gap:4px}
+details{border:1px solid #ddd;border-radius:4px;margin:4px 0;padding:2px 8px}summary{cursor:pointer}
+details.failed .status{color:#b00}details.error .status{color:#fff;background:#b00;padding:0 4px}details.passed .status{color:#070}
+tr.wrong td{background:#fdecea}tr.error td{background:#f9d6d5}tr.skipped td{color:#888}
+.flag{background:#eee;border-radius:3px;padding:0 4px;margin-left:4px;font-size:12px}
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:8px;max-height:300px;overflow:auto}
+.bad{color:#b00;font-weight:600}.good{color:#070;font-weight:600}.question{color:#444}
+"""
+
+
+def html_report(
+    results: Sequence[CaseResult],
+    *,
+    gates: GateReport | None = None,
+    thresholds: StyleThresholds | None = None,
+    title: str = "pytest-rubric report",
+) -> str:
+    """The whole report as one HTML document."""
+    thresholds = thresholds or StyleThresholds()
+    rows = leaderboard(results)
+    subjects = sorted({r.subject for r in results})
+    passed = sum(r.passed for r in results)
+    body = [f"<h1>{_e(title)}</h1>", f"<p>{passed} of {len(results)} answers passed.</p>"]
+    if results:
+        body += [
+            "<h2>Substance against style</h2>",
+            "<p>Each point is one answer. Up is more correct; right reads more fluent and "
+            "confident. Style never enters the score: a point in the shaded corner reads well "
+            "and is wrong.</p>",
+            _scatter(results, subjects, thresholds),
+            "<h2>Leaderboard</h2>",
+            _leaderboard(rows),
+        ]
+    if gates is not None and gates.active:
+        body.append(_gates(gates))
+    if results:
+        body += ["<h2>Cases</h2>", _cases(results)]
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; img-src data:\">"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
+        + "".join(body)
+        + "</body></html>\n"
+    )

@@ -1,0 +1,180 @@
+"""CI gates: ``--rubric-baseline`` with ``--rubric-max-drop``, and ``--rubric-fail-under``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+Write = Callable[[str, str], Path]
+
+
+def _suite(write: Write, *, q2: str = "Ten and ten is twenty.") -> None:
+    """Two cases answered by one subject; q2 has two criteria, so it can lose half."""
+    write(
+        "s.rubric.yaml",
+        f"""
+        min_score: 0.5
+        cases:
+          - id: q1
+            responses: {{a: "Two and two is four."}}
+            criteria: [{{id: four, type: any_of, any_of: [four]}}]
+          - id: q2
+            responses: {{a: "{q2}"}}
+            criteria:
+              - {{id: twenty, type: any_of, any_of: [twenty]}}
+              - {{id: ten, type: any_of, any_of: [ten]}}
+        """,
+    )
+
+
+@pytest.fixture
+def baseline(pytester: pytest.Pytester, write: Write) -> Path:
+    _suite(write)
+    pytester.runpytest("--rubric-json", "base.json").assert_outcomes(passed=2)
+    return pytester.path / "base.json"
+
+
+def test_an_unchanged_run_passes_against_its_own_baseline(
+    pytester: pytest.Pytester, baseline: Path, run_mode: list[str]
+) -> None:
+    result = pytester.runpytest("--rubric-baseline", "base.json", *run_mode)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "baseline base.json: correctness per subject",
+            "  a: 1.000 -> 1.000 (+0.000)",
+            "rubric gate passed: no case regressed, no subject dropped more than 0 "
+            "(--rubric-max-drop)",
+        ]
+    )
+
+
+def test_a_case_that_passed_and_fails_now_fails_the_session_and_is_named(
+    pytester: pytest.Pytester, write: Write, baseline: Path, run_mode: list[str]
+) -> None:
+    _suite(write, q2="No idea.")
+    result = pytester.runpytest("--rubric-baseline", "base.json", *run_mode)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "  a: 1.000 -> 0.500 (-0.500)",
+            "rubric gate FAILED (2):",
+            "  - s.rubric.yaml::q2[[]a[]] passed in the baseline and fails now (score 0.00, "
+            "min_score 0.50)",
+            "  - subject a: correctness 1.000 -> 0.500, a drop of 0.500 (more than "
+            "--rubric-max-drop 0)",
+        ]
+    )
+
+
+def test_a_drop_within_max_drop_passes_and_beyond_it_fails(
+    pytester: pytest.Pytester, write: Write, baseline: Path
+) -> None:
+    _suite(write, q2="Twenty, I think.")  # q2 still passes at 0.5; a's mean is 0.75
+    result = pytester.runpytest("--rubric-baseline", "base.json", "--rubric-max-drop", "0.25")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(["  a: 1.000 -> 0.750 (-0.250)", "rubric gate passed: *"])
+
+    result = pytester.runpytest("--rubric-baseline", "base.json", "--rubric-max-drop", "0.2")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "  - subject a: correctness 1.000 -> 0.750, a drop of 0.250 (more than "
+            "--rubric-max-drop 0.2)"
+        ]
+    )
+    result = pytester.runpytest("--rubric-baseline", "base.json")  # default 0: any drop fails
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_fail_under_fails_a_session_whose_cases_all_passed(
+    pytester: pytest.Pytester, write: Write, run_mode: list[str]
+) -> None:
+    _suite(write, q2="Twenty, I think.")
+    result = pytester.runpytest("--rubric-fail-under", "0.8", *run_mode)
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "rubric gate FAILED (1):",
+            "  - subject a: correctness 0.750 is below --rubric-fail-under 0.8",
+        ]
+    )
+    assert pytester.runpytest("--rubric-fail-under", "0.75").ret == pytest.ExitCode.OK
+
+
+def test_an_error_now_is_a_regression(
+    pytester: pytest.Pytester, write: Write, baseline: Path
+) -> None:
+    write(
+        "s.rubric.yaml",
+        """
+        min_score: 0.5
+        cases:
+          - id: q1
+            responses: {a: "Two and two is four."}
+            criteria: [{id: four, type: regex, pattern: "(four"}]
+          - id: q2
+            responses: {a: "Ten and ten is twenty."}
+            criteria:
+              - {id: twenty, type: any_of, any_of: [twenty]}
+              - {id: ten, type: any_of, any_of: [ten]}
+        """,
+    )
+    result = pytester.runpytest("--rubric-baseline", "base.json", "--rubric-max-drop", "1")
+    result.stdout.fnmatch_lines(
+        ["  - s.rubric.yaml::q1[[]a[]] passed in the baseline and is an ERROR now"]
+    )
+
+
+def test_cases_missing_from_this_run_are_noted_not_failed(
+    pytester: pytest.Pytester, baseline: Path
+) -> None:
+    result = pytester.runpytest("--rubric-baseline", "base.json", "-k", "q1")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        ["  note: 1 baseline case(s) did not run this time, e.g. s.rubric.yaml::q2[[]a[]]"]
+    )
+
+
+def test_the_gate_is_in_the_markdown_and_html(
+    pytester: pytest.Pytester, write: Write, baseline: Path
+) -> None:
+    _suite(write, q2="No idea.")
+    pytester.runpytest(
+        "--rubric-baseline", "base.json", "--rubric-markdown", "m.md", "--rubric-html", "r.html"
+    )
+    markdown = (pytester.path / "m.md").read_text()
+    assert "| a | 1.000 | 0.500 | -0.500 |" in markdown
+    assert "**Gate failed** (2):" in markdown
+    page = (pytester.path / "r.html").read_text()
+    assert "Gate failed:" in page and "<td>-0.500</td>" in page
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "--rubric-baseline: *missing.json: cannot read it*"),
+        ("{", "--rubric-baseline: *missing.json: not JSON*"),
+        ('{"results": 3}', "--rubric-baseline: *missing.json: not a --rubric-json document*"),
+        ('{"version": 9, "results": []}', "--rubric-baseline: *version 9 is not 1*"),
+    ],
+)
+def test_a_bad_baseline_is_a_usage_error(
+    pytester: pytest.Pytester, write: Write, content: str | None, message: str
+) -> None:
+    _suite(write)
+    if content is not None:
+        (pytester.path / "missing.json").write_text(content)
+    result = pytester.runpytest("--rubric-baseline", "missing.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}"])
+
+
+def test_gate_values_are_checked(pytester: pytest.Pytester, write: Write) -> None:
+    _suite(write)
+    result = pytester.runpytest("--rubric-fail-under", "80")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--rubric-fail-under: '80' is not a number from 0 to 1*"])

@@ -1,0 +1,232 @@
+"""What a reviewer and CI see: the HTML report (rendered in a real browser), Markdown and the
+GitHub step summary, JUnit properties."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from pytest_rubric._html import PALETTE
+from pytest_rubric._markdown import escape
+from tests.png import colours
+
+Write = Callable[[str, str], Path]
+
+HOSTILE = (
+    "</pre></details><script>document.title='PWNED';document.body.innerHTML='PWNED'</script>"
+    "<img src=x onerror=\"document.title='PWNED'\"> | ** [link](http://evil.example) "
+    "<!-- & \"quotes\" 'single' -->"
+)
+
+SUITE = f"""
+cases:
+  - id: var
+    question: "What is the horizon of a 1-day VaR?"
+    responses:
+      careful: "One day, at the stated confidence level, as a rule."
+      bold: "Definitely ten days. This is always the case, without any doubt."
+      hostile: {json.dumps(HOSTILE)}
+    criteria:
+      - {{id: day, type: any_of, any_of: [one day]}}
+      - {{id: wrong, type: forbidden, phrases: [ten days], penalty: 1}}
+  - id: sharpe
+    question: "What does the Sharpe ratio divide by? <b>bold?</b>"
+    responses:
+      careful: "The standard deviation of excess returns, usually."
+      bold: "Clearly the mean return. Certainly."
+      hostile: {json.dumps(HOSTILE)}
+    criteria:
+      - {{id: sd, type: any_of, any_of: [standard deviation]}}
+"""
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, write: Write) -> Path:
+    return write("s.rubric.yaml", SUITE)
+
+
+# --- HTML ------------------------------------------------------------------------------------
+
+
+def test_the_html_report_is_self_contained_and_escapes_everything(
+    pytester: pytest.Pytester, suite: Path, run_mode: list[str]
+) -> None:
+    pytester.runpytest("--rubric-html", "report/r.html", *run_mode)
+    page = (pytester.path / "report" / "r.html").read_text()
+    # Nothing to run, nothing to fetch: no script, no reference to anything outside.
+    tags = _tags(page)
+    assert "script" not in {tag for tag, _ in tags}
+    attributes = {name for _, attrs in tags for name, _ in attrs}
+    assert not attributes & {"src", "href", "srcset", "action", "style"}
+    assert not [name for name in attributes if name.startswith("on")]
+    assert re.findall(r"https?://[^\s\"'<]+", page.split("</style>")[0]) == []
+    assert "default-src 'none'" in page
+    # The hostile response is there, as text.
+    assert "&lt;/pre&gt;&lt;/details&gt;&lt;script&gt;document.title=&#x27;PWNED&#x27;" in page
+    assert "&lt;b&gt;bold?&lt;/b&gt;" in page
+    # The plot: one point per answer, with a ring around each confidently wrong one.
+    svg = page[page.index("<svg") : page.index("</svg>")]
+    assert svg.count("<circle") - svg.count('class="flagged"') == 6
+    assert svg.count('class="flagged"') == 2
+    assert 'class="trap"' in svg
+    # Leaderboard with both ranks, the disagreement notice, every answer's criteria.
+    assert "<th>naive rank</th>" in page
+    assert "A style-weighted rubric would rank these subjects differently." in page
+    assert "states known-wrong claim &#x27;ten days&#x27;" in page
+    assert page.count("<details") == 6
+
+
+def _tags(page: str) -> list[tuple[str, list[tuple[str, str | None]]]]:
+    """Every start tag of ``page`` with its attributes, as a browser's parser sees them."""
+    found: list[tuple[str, list[tuple[str, str | None]]]] = []
+
+    class Parser(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            found.append((tag, attrs))
+
+    Parser().feed(page)
+    return found
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        if os.environ.get("RUBRIC_NO_BROWSER") == "1":
+            pytest.skip("RUBRIC_NO_BROWSER=1: the browser test was switched off")
+        pytest.fail(
+            "Debian's chromium is not installed: `make test` installs it (apt-get install "
+            "chromium); set RUBRIC_NO_BROWSER=1 to skip this test on purpose"
+        )
+    return found
+
+
+def _render(page: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Headless Chromium with networking off: its own empty network namespace where the
+    machine allows one, and in any case no proxy, no DNS and no background traffic."""
+    command = [
+        _chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--proxy-server=127.0.0.1:9",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        f"--user-data-dir={page.parent / 'chromium-profile'}",
+        *args,
+        page.as_uri(),
+    ]
+    unshare = shutil.which("unshare")
+    if unshare and subprocess.run([unshare, "-n", "true"], capture_output=True).returncode == 0:
+        command = [unshare, "-n", *command]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_the_html_report_renders_in_a_real_browser(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.runpytest("--rubric-html", "r.html")
+    page = pytester.path / "r.html"
+    shot = pytester.path / "shot.png"
+    done = _render(page, "--window-size=900,1000", f"--screenshot={shot}")
+    assert shot.exists(), done.stderr[-2000:]
+    seen = colours(shot, step=2)
+    total = sum(seen.values())
+    white = seen[(255, 255, 255)]
+    assert white / total < 0.97, "the page rendered blank"
+    assert len(seen) > 50  # text, the plot's colours, table rules
+    # The subjects' colours are on screen: the points, drawn at 85 % opacity on white.
+    for hex_colour in PALETTE[:3]:
+        rgb = tuple(round(int(hex_colour[i : i + 2], 16) * 0.85 + 255 * 0.15) for i in (1, 3, 5))
+        assert any(_near(c, rgb) for c in seen), hex_colour
+
+    dom = _render(page, "--dump-dom").stdout
+    assert "<title>pytest-rubric report</title>" in dom  # no script retitled the page
+    assert "PWNED</body>" not in dom and "<script" not in dom.lower()
+    assert "&lt;script&gt;document.title=" in dom  # the hostile text is shown as text
+
+
+def _near(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    return all(abs(x - y) <= 12 for x, y in zip(a, b, strict=True))
+
+
+# --- Markdown and the GitHub step summary ----------------------------------------------------
+
+
+def test_markdown_file_and_step_summary(
+    pytester: pytest.Pytester, suite: Path, monkeypatch: pytest.MonkeyPatch, run_mode: list[str]
+) -> None:
+    step = pytester.path / "step.md"
+    step.write_text("earlier step output\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    pytester.runpytest("--rubric-markdown", "comment.md", *run_mode)
+    comment = (pytester.path / "comment.md").read_text()
+    assert step.read_text() == "earlier step output\n" + comment + "\n"  # appended
+    assert comment.startswith("## pytest-rubric\n")
+    assert "| rank | subject | correctness |" in comment
+    assert "A style\\-weighted rubric would rank these subjects differently\\." in comment
+    assert "### Failing cases (4)" in comment
+    assert "s\\.rubric\\.yaml\\:\\:var\\[bold\\]" in comment
+    # Nothing from a response can open a tag, a link or a table cell.
+    assert "<script" not in comment and "<img" not in comment and "](http" not in comment
+    hostile_rows = [line for line in comment.splitlines() if "[hostile\\]" in line]
+    assert hostile_rows and all(line.count(" | ") == 5 for line in hostile_rows)
+
+
+def test_no_step_summary_without_results(
+    pytester: pytest.Pytester, write: Write, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write("test_plain.py", "def test_ok():\n    pass\n")
+    step = pytester.path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert not step.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<b>x</b>", "&lt;b&gt;x&lt;/b&gt;"),
+        ("a | b", "a \\| b"),
+        ("[x](http://e)", "\\[x\\]\\(http\\://e\\)"),
+        ("line\nbreak", "line break"),
+        ('it\'s & "so"', "it&#39;s &amp; &quot;so&quot;"),
+    ],
+)
+def test_markdown_escape(text: str, expected: str) -> None:
+    assert escape(text) == expected
+
+
+# --- JUnit -----------------------------------------------------------------------------------
+
+
+def test_junit_carries_the_rubric_properties(
+    pytester: pytest.Pytester, suite: Path, run_mode: list[str]
+) -> None:
+    pytester.runpytest("--junitxml", "junit.xml", *run_mode)
+    tree = ET.parse(pytester.path / "junit.xml")
+    cases = {tc.get("name"): tc for tc in tree.iter("testcase")}
+    props = {
+        name: {p.get("name"): p.get("value") for p in tc.iter("property")}
+        for name, tc in cases.items()
+    }
+    assert props["var[careful]"] == {
+        "rubric_case": "var",
+        "rubric_subject": "careful",
+        "rubric_score": "1.0000",
+        "rubric_min_score": "0.8000",
+        "rubric_passed": "true",
+    }
+    assert props["var[bold]"]["rubric_score"] == "0.0000"
+    assert props["var[bold]"]["rubric_failed_criteria"] == "day,wrong"
+    assert props["var[bold]"]["rubric_passed"] == "false"
