@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench e2e-local clean
+.PHONY: demo test lint bench e2e-local browser docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,8 +20,22 @@ demo: $(STAMP)
 		--rubric-json .demo/results.json; status=$$?; [ $$status -le 1 ]
 	@echo "JSON results: .demo/results.json"
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(PY) -m pytest -p no:cacheprovider
+
+# The HTML report's test renders it in Debian's Chromium. Installed here when
+# missing (root, or sudo without a password); RUBRIC_NO_BROWSER=1 skips both.
+browser:
+	@if [ "$$RUBRIC_NO_BROWSER" = 1 ] || command -v chromium >/dev/null; then :; \
+	else \
+		echo "installing Debian's chromium for the HTML report's browser test"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo -n ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+# docs/report.png: the bundled example's HTML report, as the README shows it.
+docs: $(STAMP) browser
+	bash docs/screenshot.sh
 
 lint: $(STAMP)
 	$(PY) -m ruff check pytest_rubric tests bench

@@ -11,6 +11,7 @@ case or subject that is only on one side is reported, never a failure
 
 from __future__ import annotations
 
+import argparse
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,10 +19,21 @@ from dataclasses import dataclass, field
 from ._result import CaseResult
 from ._summary import leaderboard
 
-__all__ = ["GateReport", "SubjectDelta", "check"]
+__all__ = ["GateReport", "SubjectDelta", "check", "fraction"]
 
 # Means are float sums: an unchanged run must not "drop" by 1e-17.
 _EPSILON = 1e-9
+
+
+def fraction(text: str) -> float:
+    """An argparse type for the gate values: a number from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number from 0 to 1")
+    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,6 +113,18 @@ def _scatter(
                 'stroke="#C00" stroke-width="2"/>'
             )
         parts.append(_marker(shape, x, y, colour, title))
+    # Three or more answers on one spot (a 2.5 % cell) would hide each other: count them.
+    stacks: dict[tuple[int, int], list[CaseResult]] = defaultdict(list)
+    for r in results:
+        stacks[(round(style_of(r) * 40), round(r.score * 40))].append(r)
+    for stack in stacks.values():
+        if len(stack) >= 3:
+            sx = sum(style_of(r) for r in stack) / len(stack)
+            sy = sum(r.score for r in stack) / len(stack)
+            parts.append(
+                f'<text class="stack" x="{_x(sx) - 10:.1f}" y="{_y(sy) - 8:.1f}" '
+                f'text-anchor="end">&#215;{len(stack)}</text>'
+            )
     parts.append("</svg>")
     legend = "".join(
         f'<li><svg width="14" height="14" viewBox="0 0 14 14" aria-hidden="true">'
@@ -206,7 +218,7 @@ small{color:#777;font-weight:normal}table{border-collapse:collapse;margin:6px 0}
 th,td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 .board td:not(:nth-child(2)){text-align:right}
 .notice{background:#fff3e0;border-left:4px solid #D55E00;padding:6px 10px;font-weight:600}
-.plot svg{font-size:11px;font-family:inherit}.axis{font-size:12px;fill:#333}.trap-label{fill:#D55E00;font-size:12px}
+.plot svg{font-size:11px;font-family:inherit}.axis{font-size:12px;fill:#333}.trap-label{fill:#D55E00;font-size:12px}.stack{font-size:11px;fill:#333;font-weight:600}
 .legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:14px}.legend li{display:flex;align-items:center;gap:4px}
 details{border:1px solid #ddd;border-radius:4px;margin:4px 0;padding:2px 8px}summary{cursor:pointer}
 details.failed .status{color:#b00}details.error .status{color:#fff;background:#b00;padding:0 4px}details.passed .status{color:#070}

@@ -5,19 +5,26 @@ each writing ``--rubric-json``. Merging their documents gives exactly what
 one run over the whole suite would have: the leaderboard is recomputed from
 the results, never averaged from the shards' leaderboards.
 
-Exit status: 0 when every case passed; 1 when a case failed or could not be
-evaluated; 2 for bad input (a file that is not a ``--rubric-json`` document,
-or shards that overlap).
+The same reports and gates as a run: ``--html``, ``--markdown`` (and
+``$GITHUB_STEP_SUMMARY``), ``--baseline`` with ``--max-drop``, and
+``--fail-under``.
+
+Exit status: 0 when every case passed and the gates passed; 1 when a case
+failed or could not be evaluated, or a gate failed; 2 for bad input (a file
+that is not a ``--rubric-json`` document, shards that overlap).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._report import DocumentError, read_document, write_json
+from ._gates import check, fraction
+from ._outputs import write_outputs
+from ._report import DocumentError, read_document
 from ._result import CaseResult
 from ._summary import summary_lines
 
@@ -62,6 +69,29 @@ def _parser() -> argparse.ArgumentParser:
     )
     cmd.add_argument("documents", nargs="+", type=Path, metavar="JSON", help="--rubric-json files")
     cmd.add_argument("--json", type=Path, metavar="PATH", help="write the merged document here")
+    cmd.add_argument("--html", type=Path, metavar="PATH", help="write the HTML report here")
+    cmd.add_argument(
+        "--markdown",
+        type=Path,
+        metavar="PATH",
+        help="write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)",
+    )
+    cmd.add_argument(
+        "--baseline", type=Path, metavar="PATH", help="an earlier --rubric-json to gate against"
+    )
+    cmd.add_argument(
+        "--max-drop",
+        type=fraction,
+        default=0.0,
+        metavar="X",
+        help="correctness drop per subject the baseline gate tolerates (default 0)",
+    )
+    cmd.add_argument(
+        "--fail-under",
+        type=fraction,
+        metavar="X",
+        help="fail when a subject's mean correctness is below X",
+    )
     return parser
 
 
@@ -69,12 +99,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         results = merge(args.documents)
+        baseline = read_document(args.baseline) if args.baseline is not None else None
     except DocumentError as exc:
         print(f"pytest-rubric merge: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if args.json is not None:
-        write_json(args.json, results)
+    gates = check(
+        results,
+        baseline=baseline,
+        baseline_name=str(args.baseline) if args.baseline is not None else None,
+        max_drop=args.max_drop,
+        fail_under=args.fail_under,
+    )
+    write_outputs(
+        results,
+        gates,
+        json_path=args.json,
+        html_path=args.html,
+        markdown_path=args.markdown,
+        step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
+    )
     print(f"rubric summary: {len(results)} results from {len(args.documents)} file(s)")
-    for line in summary_lines(results):
+    for line in [*summary_lines(results), *gates.lines()]:
         print(line)
-    return EXIT_OK if all(r.passed for r in results) else EXIT_FAILED
+    passed = all(r.passed for r in results) and not gates.failed
+    return EXIT_OK if passed else EXIT_FAILED

@@ -31,7 +31,11 @@ def write_outputs(
     thresholds: StyleThresholds | None = None,
 ) -> None:
     """Write the requested files. ``step_summary`` (``$GITHUB_STEP_SUMMARY``) is appended
-    to, and only when there is something to show."""
+    to, and only when there is something to show.
+
+    Results go out in node id order, as in the JSON: every output is then the
+    same however the run was split (xdist workers, merged shards)."""
+    results = sorted(results, key=lambda r: r.nodeid)
     if json_path is not None:
         write_json(json_path, results)
     if html_path is not None:

@@ -12,6 +12,7 @@ import pytest
 from ._assert import CURRENT_ITEM
 from ._cache import CACHE_MODES
 from ._collect import RESULTS_KEY, RubricFile, RubricItem, is_rubric_file
+from ._gates import fraction
 from ._grader import Grader
 from ._judging import GRADERS
 from ._result import CaseResult
@@ -152,7 +153,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--rubric-max-drop",
         dest="rubric_max_drop",
         metavar="X",
-        type=_fraction,
+        type=fraction,
         default=0.0,
         help="the correctness drop per subject that --rubric-baseline tolerates (default 0).",
     )
@@ -160,7 +161,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--rubric-fail-under",
         dest="rubric_fail_under",
         metavar="X",
-        type=_fraction,
+        type=fraction,
         default=None,
         help="fail the session when a subject's mean correctness is below X (0 to 1).",
     )
@@ -218,16 +219,6 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number from 0 to 1")
     return value
 
 

@@ -180,6 +180,26 @@ def test_response_without_a_case_is_reported_as_a_warning(
     )
 
 
+@pytest.mark.parametrize(
+    "narrowing", [["fin.rubric.yaml"], ["fin.rubric.yaml::q1"], ["-k", "q1"], ["--deselect=x"]]
+)
+def test_a_narrowed_run_does_not_warn_about_cases_it_did_not_collect(
+    pytester: pytest.Pytester, write: Write, narrowing: list[str]
+) -> None:
+    """A CI shard or a file run by hand leaves the other files' cases out on purpose."""
+    write(
+        "fin.rubric.yaml",
+        """
+        responses: answers/
+        cases:
+          - id: q1
+            criteria: [{id: four, type: number, value: 4}]
+        """,
+    )
+    write("answers/model-a.jsonl", '{"id": "q1", "response": "4"}\n{"id": "q9", "response": "?"}\n')
+    pytester.runpytest("-q", *narrowing).assert_outcomes(passed=1, warnings=0)
+
+
 def test_rubric_responses_flag(pytester: pytest.Pytester, write: Write) -> None:
     write(
         "evals/fin.rubric.yaml",

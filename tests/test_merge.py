@@ -103,3 +103,29 @@ def test_a_merge_of_passing_shards_exits_zero(
         pytester.runpytest(f"{name}.rubric.yaml", "--rubric-json", f"{name}.json")
     assert main(["merge", "x.json", "y.json"]) == 0
     assert "2/2" in capsys.readouterr().out
+
+
+def test_merge_writes_the_reports_and_applies_the_gates_of_the_whole(
+    pytester: pytest.Pytester,
+    shards: dict[str, pytest.RunResult],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    whole = shards["whole"]
+    pytester.runpytest("examples/evals", "--rubric-html", "whole.html", "--rubric-markdown", "w.md")
+    step = pytester.path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    code = main(["merge", "a.json", "b.json", "--html", "m.html", "--markdown", "m.md"])
+    assert code == 1 and whole.ret == 1
+    assert (pytester.path / "m.html").read_text() == (pytester.path / "whole.html").read_text()
+    assert (pytester.path / "m.md").read_text() == (pytester.path / "w.md").read_text()
+    assert step.read_text() == (pytester.path / "w.md").read_text() + "\n"
+    capsys.readouterr()
+
+    # Against the whole run as baseline nothing regressed; a drop is named.
+    assert main(["merge", "a.json", "b.json", "--baseline", "whole.json"]) == 1  # cases fail
+    assert "rubric gate passed" in capsys.readouterr().out
+    assert main(["merge", "b.json", "--baseline", "whole.json", "--fail-under", "0.9"]) == 1
+    out = capsys.readouterr().out
+    assert "note: " in out and "is below --rubric-fail-under 0.9" in out
+    assert main(["merge", "a.json", "--baseline", "junk.json"]) == 2
