@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml
 # anything else (usage or internal errors) still fails the target.
 demo: $(STAMP)
 	$(PY) -m pytest --rubric-dir examples/evals -p no:cacheprovider -q --tb=no -rN \
-		--rubric-json .demo/results.json; status=$$?; [ $$status -le 1 ]
-	@echo "JSON results: .demo/results.json"
+		--rubric-json .demo/results.json --rubric-html .demo/report.html; status=$$?; [ $$status -le 1 ]
+	@echo "JSON results: .demo/results.json; HTML report: .demo/report.html"
 
 test: $(STAMP) browser
 	$(PY) -m pytest -p no:cacheprovider
