@@ -13,6 +13,7 @@ with a reason when the criterion cannot be evaluated.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import inspect
 import json
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+import re2
 from rapidfuzz import fuzz
 
 from . import _schema as s
@@ -33,6 +35,7 @@ from ._result import Verdict
 __all__ = ["Answer", "Check", "Outcome", "compile_check", "resolve_import", "run_sync"]
 
 _MAX_REASON = 120
+PYTHON_REGEX_MAX_CHARS = 10_000
 _FENCED = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 
 
@@ -242,19 +245,82 @@ class _Forbidden(_Check):
         return _unmet("no known-wrong claim")
 
 
+class RegexError(ValueError):
+    """A pattern that does not compile. ``unsupported``: it is valid for Python's engine
+    but uses what RE2 lacks (backreferences, lookaround), which is a collection error."""
+
+    def __init__(self, message: str, *, unsupported: bool) -> None:
+        super().__init__(message)
+        self.unsupported = unsupported
+
+
+def _re2_options(case_sensitive: bool) -> Any:
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print every rejected pattern to stderr
+    options.case_sensitive = case_sensitive
+    return options
+
+
+@functools.lru_cache(maxsize=4096)
+def compile_regex(pattern: str, *, case_sensitive: bool, engine: str) -> Any:
+    """A compiled pattern with ``search``; RE2 unless ``engine == "python"``.
+
+    The pattern's literal characters are normalized like answers are (see
+    :func:`normalize_pattern`). Cached: a pattern is checked at collection
+    and compiled again by the grader.
+    """
+    normalized = normalize_pattern(pattern, casefold=not case_sensitive)
+    if engine == "python":
+        try:
+            return re.compile(normalized, 0 if case_sensitive else re.IGNORECASE)
+        except re.error as exc:
+            raise RegexError(str(exc), unsupported=False) from None
+    try:
+        return re2.compile(normalized, _re2_options(case_sensitive))
+    except re2.error as exc:
+        why = (
+            exc.args[0].decode(errors="replace")
+            if exc.args and isinstance(exc.args[0], bytes)
+            else str(exc)
+        )
+        try:
+            re.compile(normalized)
+        except re.error as python_exc:
+            raise RegexError(str(python_exc), unsupported=False) from None
+        raise RegexError(why, unsupported=True) from None
+
+
+def regex_problem(c: s.Regex) -> str | None:
+    """Why ``c`` cannot run on RE2 although it is a valid Python pattern, or None."""
+    try:
+        compile_regex(c.pattern, case_sensitive=c.case_sensitive, engine=c.engine)
+    except RegexError as exc:
+        if exc.unsupported:
+            return str(exc)
+    return None
+
+
 class _Regex(_Check):
     __slots__ = ("pattern",)
 
     def __init__(self, c: s.Regex) -> None:
         super().__init__(c)
-        self.pattern = re.compile(
-            normalize_pattern(c.pattern, casefold=not c.case_sensitive),
-            0 if c.case_sensitive else re.IGNORECASE,
-        )
+        self.pattern = compile_regex(c.pattern, case_sensitive=c.case_sensitive, engine=c.engine)
 
     def run(self, answer: Answer, case: Any) -> Outcome:
         c = self.c
-        match = self.pattern.search(answer.cased if c.case_sensitive else answer.folded)
+        text = answer.cased if c.case_sensitive else answer.folded
+        capped = c.engine == "python" and len(text) > PYTHON_REGEX_MAX_CHARS
+        if capped:
+            # A backtracking engine's cost grows with the text: bound what it sees.
+            text = text[:PYTHON_REGEX_MAX_CHARS]
+        match = self.pattern.search(text)
+        if capped and not match:
+            return _error(
+                f"engine: python searches only the first {PYTHON_REGEX_MAX_CHARS} characters "
+                f"and the answer has {len(answer.text)}; with no match there, the rest is "
+                "unchecked. Use the default engine (RE2), which has no cap"
+            )
         if c.invert:
             if match:
                 return _unmet(f"found {_short(match.group(0))}, which must not occur")
@@ -267,7 +333,7 @@ class _Regex(_Check):
 def _regex(c: s.Regex) -> _Check:
     try:
         return _Regex(c)
-    except re.error as exc:
+    except RegexError as exc:
         return _Broken(
             c,
             f"invalid regex {c.pattern!r}: {exc}; fix the pattern (in YAML, write it in "

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from ._checks import PYTHON_REGEX_MAX_CHARS, regex_problem
 from ._errors import Problem, RubricLoadError
 from ._schema import CRITERION_TYPES, Case, Suite
 
@@ -460,7 +461,31 @@ def _explain(
     return f"{subject}: {error['msg']}{got_text}", None
 
 
+def _regex_problems(
+    criteria: Sequence[Any], where: Sequence[str | int], locator: _Locator, case: str | None
+) -> Iterator[Problem]:
+    """Regex criteria whose pattern needs what RE2 lacks: rejected at collection."""
+    for j, criterion in enumerate(criteria):
+        if criterion.type != "regex":
+            continue
+        why = regex_problem(criterion)
+        if why is not None:
+            yield Problem(
+                f"the pattern {criterion.pattern!r} needs what the RE2 engine does not have "
+                f"({why}): RE2 has no backreferences and no lookaround",
+                line=locator.line((*where, j, "pattern")),
+                case=case,
+                criterion=criterion.id,
+                field="pattern",
+                hint="rewrite it without them (an `invert: true` criterion often replaces a "
+                "negative lookahead), or add `engine: python` to this criterion to use Python's "
+                f"backtracking engine, which searches only the first {PYTHON_REGEX_MAX_CHARS} "
+                "characters of an answer",
+            )
+
+
 def _semantic_problems(suite: Suite, locator: _Locator) -> Iterator[Problem]:
+    yield from _regex_problems(suite.global_criteria, ("global",), locator, None)
     global_ids = {c.id for c in suite.global_criteria}
     seen_cases: dict[str, int] = {}
     for i, case in enumerate(suite.cases):
@@ -489,6 +514,7 @@ def _semantic_problems(suite: Suite, locator: _Locator) -> Iterator[Problem]:
                     hint="give every criterion of a case a unique id",
                 )
             seen.add(criterion.id)
+        yield from _regex_problems(case.criteria, ("cases", i, "criteria"), locator, case.id)
         everything = [*suite.global_criteria, *case.criteria]
         if not any(c.axis == "substance" and c.effective_weight != 0 for c in everything):
             yield Problem(

@@ -156,12 +156,18 @@ class Forbidden(_Base):
 
 
 class Regex(_Base):
-    """MET when the pattern matches the normalized answer (or, inverted, does not)."""
+    """MET when the pattern matches the normalized answer (or, inverted, does not).
+
+    ``engine: re2`` (the default) matches in linear time, so no pattern can
+    hang a run; ``engine: python`` allows backreferences and lookaround, with
+    answers capped in length.
+    """
 
     type: Literal["regex"] = "regex"
     pattern: Annotated[str, Field(min_length=1)]
     case_sensitive: bool = False
     invert: bool = False
+    engine: Literal["re2", "python"] = "re2"
 
 
 class Number(_Base):

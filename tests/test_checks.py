@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import re
 from pathlib import Path
@@ -14,7 +15,8 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from pytest_rubric import CaseResult, CriterionResult, Grader, Rubric, Verdict
-from pytest_rubric._checks import Answer, Outcome, compile_check
+from pytest_rubric._checks import PYTHON_REGEX_MAX_CHARS, Answer, Outcome, compile_check
+from pytest_rubric._errors import RubricLoadError
 from pytest_rubric._grader import NO_JUDGE_REASON
 from pytest_rubric._loader import parse_suite
 from pytest_rubric._normalize import normalize
@@ -217,9 +219,18 @@ def test_regex_with_sharp_s_matches_like_a_phrase() -> None:
     assert verdict({"type": "regex", "pattern": "straße"}, "Straße") is MET
 
 
-@pytest.mark.parametrize("pattern", ["(unclosed", "[a-", "*x", r"(?P<n>a)(?P<n>b)"])
+@pytest.mark.parametrize(
+    ("pattern", "engine"),
+    [
+        ("(unclosed", "re2"),
+        ("[a-", "re2"),
+        ("*x", "re2"),
+        ("(unclosed", "python"),
+        (r"(?P<n>a)(?P<n>b)", "python"),  # RE2 accepts a repeated group name; Python does not
+    ],
+)
 @pytest.mark.parametrize("invert", [False, True])
-def test_broken_regex_is_error_with_reason(pattern: str, invert: bool) -> None:
+def test_broken_regex_is_error_with_reason(pattern: str, engine: str, invert: bool) -> None:
     result = grade(
         "any text",
         {"id": "a", "type": "any_of", "any_of": ["any"]},
@@ -228,6 +239,7 @@ def test_broken_regex_is_error_with_reason(pattern: str, invert: bool) -> None:
             "type": "regex",
             "pattern": pattern,
             "invert": invert,
+            "engine": engine,
         },
     )
     bad = result.criteria[1]
@@ -239,6 +251,52 @@ def test_broken_regex_is_error_with_reason(pattern: str, invert: bool) -> None:
     assert result.status == "error"
     # The error earns nothing: P counts it, so the score is 1 of 2.
     assert result.score == 0.5
+
+
+def test_a_catastrophic_pattern_runs_in_linear_time_on_re2() -> None:
+    """``(a|a)+$`` backtracks 2^n ways in Python's engine; RE2 answers at once. Counted, not
+    timed: a 10,000-character answer could not finish on a backtracking engine at all."""
+    for pattern in ("(a|a)+$", "(a+)+$", "(x+x+)+y", "^(a|aa)+$"):
+        assert verdict({"type": "regex", "pattern": pattern}, "a" * 10_000 + "!") is UNMET
+
+
+@pytest.mark.parametrize(
+    "pattern", [r"(\w)\1", r"(?=x)x", r"(?!no)\w+", r"(?<=a)b", r"(?<!not )sure"]
+)
+def test_what_re2_lacks_is_a_load_error_unless_the_criterion_opts_into_python(
+    pattern: str,
+) -> None:
+    rubric = (
+        "cases:\n  - id: q1\n    criteria:\n"
+        f"      - {{id: ok, type: any_of, any_of: [x]}}\n"
+        f"      - {{id: rx, type: regex, pattern: {json.dumps(pattern)}}}\n"
+    )
+    with pytest.raises(RubricLoadError) as info:
+        parse_suite(rubric, path=Path("x.rubric.yaml"))
+    (problem,) = info.value.problems
+    assert (problem.line, problem.case, problem.criterion, problem.field) == (
+        5,
+        "q1",
+        "rx",
+        "pattern",
+    )
+    assert "RE2 has no backreferences and no lookaround" in problem.message
+    assert "add `engine: python` to this criterion" in (problem.hint or "")
+    loaded = parse_suite(
+        rubric.replace("pattern:", "engine: python, pattern:"), path=Path("x.rubric.yaml")
+    )
+    assert loaded.suite.cases[0].criteria[1].engine == "python"
+
+
+def test_the_python_engine_caps_what_it_searches_and_never_guesses_past_the_cap() -> None:
+    head = "x" * PYTHON_REGEX_MAX_CHARS
+    assert verdict({"type": "regex", "pattern": r"(x)\1", "engine": "python"}, head + "tail") is MET
+    late = {"type": "regex", "pattern": r"(t)a\1?il", "engine": "python"}
+    outcome = check(late, head + "tail")
+    assert outcome.verdict is ERROR  # a match may lie past the cap: not UNMET, not MET
+    assert f"only the first {PYTHON_REGEX_MAX_CHARS} characters" in outcome.reason
+    assert check({**late, "invert": True}, head + "tail").verdict is ERROR
+    assert verdict(late, "tail") is MET
 
 
 def test_broken_regex_is_not_a_load_error() -> None:
