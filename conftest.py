@@ -5,11 +5,22 @@
 # - hypothesis, so no run re-imports it (about 1 s each);
 # - what httpx imports lazily on its first request (httpcore, h11, anyio's
 #   asyncio backend): a run that re-imported httpcore would raise its
-#   exceptions as classes httpx no longer maps to its own.
+#   exceptions as classes httpx no longer maps to its own;
+# - every module of the plugin, which imports its heavy parts only on first use:
+#   a run that re-imported them would rebuild the pydantic models each time.
+import importlib
+import pkgutil
+
 import anyio._backends._asyncio  # noqa: F401
 import certifi  # noqa: F401
 import h11  # noqa: F401
 import httpcore  # noqa: F401
 import hypothesis  # noqa: F401
+
+import pytest_rubric
+
+for _module in pkgutil.iter_modules(pytest_rubric.__path__):
+    if _module.name != "__main__":
+        importlib.import_module(f"pytest_rubric.{_module.name}")
 
 pytest_plugins = ["pytester"]

@@ -2,38 +2,95 @@
 
 from __future__ import annotations
 
-from ._assert import assert_rubric
-from ._checks import Answer
-from ._errors import (
-    Problem,
-    RubricAssertionError,
-    RubricError,
-    RubricEvaluationError,
-    RubricLoadError,
-)
-from ._grader import CompiledRubric, Grader
-from ._loader import load_suite
-from ._normalize import normalize, parse_numbers
-from ._result import CaseResult, CriterionResult, Verdict
-from ._schema import (
-    AllOf,
-    AnyOf,
-    Callable,
-    Case,
-    Criterion,
-    Forbidden,
-    Fuzzy,
-    Json,
-    Judge,
-    Length,
-    Metric,
-    Number,
-    Regex,
-    Rubric,
-    Suite,
-)
-from ._session import RubricWarning
-from ._style import StyleThresholds, confidence, fluency
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._assert import assert_rubric
+    from ._checks import Answer
+    from ._errors import (
+        Problem,
+        RubricAssertionError,
+        RubricError,
+        RubricEvaluationError,
+        RubricLoadError,
+    )
+    from ._grader import CompiledRubric, Grader
+    from ._loader import load_suite
+    from ._normalize import normalize, parse_numbers
+    from ._result import CaseResult, CriterionResult, Verdict
+    from ._schema import (
+        AllOf,
+        AnyOf,
+        Callable,
+        Case,
+        Criterion,
+        Forbidden,
+        Fuzzy,
+        Json,
+        Judge,
+        Length,
+        Metric,
+        Number,
+        Regex,
+        Rubric,
+        Suite,
+    )
+    from ._session import RubricWarning
+    from ._style import StyleThresholds, confidence, fluency
+
+# Where each public name lives. They are imported on first use (PEP 562), so the
+# pytest plugin, which imports this package, costs little where no rubric is used.
+_LAZY = {
+    "AllOf": "._schema",
+    "Answer": "._checks",
+    "AnyOf": "._schema",
+    "Callable": "._schema",
+    "Case": "._schema",
+    "CaseResult": "._result",
+    "CompiledRubric": "._grader",
+    "Criterion": "._schema",
+    "CriterionResult": "._result",
+    "Forbidden": "._schema",
+    "Fuzzy": "._schema",
+    "Grader": "._grader",
+    "Json": "._schema",
+    "Judge": "._schema",
+    "Length": "._schema",
+    "Metric": "._schema",
+    "Number": "._schema",
+    "Problem": "._errors",
+    "Regex": "._schema",
+    "Rubric": "._schema",
+    "RubricAssertionError": "._errors",
+    "RubricError": "._errors",
+    "RubricEvaluationError": "._errors",
+    "RubricLoadError": "._errors",
+    "RubricWarning": "._session",
+    "StyleThresholds": "._style",
+    "Suite": "._schema",
+    "Verdict": "._result",
+    "assert_rubric": "._assert",
+    "confidence": "._style",
+    "fluency": "._style",
+    "load_suite": "._loader",
+    "normalize": "._normalize",
+    "parse_numbers": "._normalize",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_rubric' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
 
 __all__ = [
     "AllOf",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import itertools
 import os
 from collections.abc import Sequence
@@ -12,7 +11,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from ._collect import RESULTS_KEY, record
+from ._base import CURRENT_ITEM, RESULTS_KEY
+from ._collect import record
 from ._errors import RubricAssertionError, RubricEvaluationError, RubricLoadError
 from ._grader import CompiledRubric, Grader
 from ._loader import load_suite, problems_from_validation
@@ -25,11 +25,6 @@ from ._table import criteria_table
 __all__ = ["CURRENT_ITEM", "assert_rubric"]
 
 _CALLS = itertools.count(1)  # distinct judge keys for repeated calls in one test
-
-CURRENT_ITEM: contextvars.ContextVar[pytest.Item | None] = contextvars.ContextVar(
-    "pytest_rubric_current_item", default=None
-)
-"""The test item running now, set by the plugin so ``assert_rubric`` can report to it."""
 
 
 def _rubric_from_path(

@@ -24,9 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ._base import CACHE_MODES
+
 __all__ = ["CACHE_MODES", "JudgeCache", "cache_key"]
 
-CACHE_MODES = ("use", "refresh", "off", "replay")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS replies (
     key TEXT PRIMARY KEY,

@@ -8,7 +8,6 @@ then asserts the grade, and ``repr_failure`` prints the per-criterion table.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ._base import RESULTS_KEY
 from ._checks import resolve_import, run_sync
 from ._errors import Problem, RubricLoadError
 from ._grader import CompiledRubric
@@ -27,10 +27,7 @@ from ._table import criteria_table
 if TYPE_CHECKING:
     from ._session import RubricSession, _ResponseDir
 
-__all__ = ["RubricFailure", "RubricFile", "RubricItem", "is_rubric_file", "record"]
-
-RESULTS_KEY = pytest.StashKey[list[CaseResult]]()
-"""Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""
+__all__ = ["RubricFailure", "RubricFile", "RubricItem", "record"]
 
 
 def record(item: pytest.Item, result: CaseResult) -> None:
@@ -52,10 +49,6 @@ def record(item: pytest.Item, result: CaseResult) -> None:
     failed = [c.id for c in result.criteria if c.went_wrong or c.verdict is Verdict.ERROR]
     if failed:
         item.user_properties.append(("rubric_failed_criteria", ",".join(failed)))
-
-
-def is_rubric_file(path: Path, patterns: tuple[str, ...]) -> bool:
-    return any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns)
 
 
 class RubricFailure(Exception):

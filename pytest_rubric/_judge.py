@@ -29,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
+from ._base import RetryPolicy
 from ._cache import JudgeCache, cache_key
 from ._errors import RubricError
 from ._secrets import Secret, redact
@@ -152,18 +153,6 @@ class JudgeSpec:
     @property
     def is_default_url(self) -> bool:
         return self.url == _DEFAULT_URLS[self.provider]
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How hard a judge tries before a criterion becomes ERROR."""
-
-    timeout: float = 60.0
-    attempts: int = 4  # per call, the first one included
-    backoff: float = 0.5  # first delay; doubles each retry, with full jitter
-    max_backoff: float = 20.0
-    max_retry_after: float = 30.0  # a longer Retry-After is capped to this
-    budget: int = 200  # retries per session, across all calls
 
 
 @dataclass(slots=True)

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _prompts
+from ._base import GRADERS
 from ._cache import JudgeCache, cache_key
 from ._checks import Outcome
 from ._judge import KEY_VARIABLES, HTTPJudge, JudgeError, JudgeStats, Sampling
@@ -50,7 +51,6 @@ from ._verdicts import Graded, ReplyError, read_holistic, read_one, read_one_sho
 
 __all__ = ["GRADERS", "JudgeSession", "Judged", "combine"]
 
-GRADERS = ("per-criterion", "one-shot", "holistic")
 _FEEDBACK = (
     "\n\nYour previous reply could not be used: {error}. Reply again with only the JSON object "
     "the instructions ask for."

@@ -13,26 +13,31 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from . import _style
-from ._cache import JudgeCache
-from ._checks import Outcome
-from ._collect import RubricItem
+from ._base import RetryPolicy, is_rubric_item
 from ._errors import Problem
 from ._gates import GateReport, check
-from ._grader import DEFAULT_MIN_SCORE, CompiledRubric, Grader
-from ._judge import JudgeSpec, JudgeStats, LiveModel, RetryPolicy, make_judge
-from ._judging import Judged, JudgeSession
-from ._loader import ResponseFile, load_response_dir
 from ._outputs import write_outputs
 from ._report import DocumentError, read_document
 from ._result import CaseResult, Verdict
 from ._summary import summary_lines
 
+if TYPE_CHECKING:
+    from ._cache import JudgeCache
+
+    # Imported where used: a session without rubric files or judge never loads them.
+    from ._grader import CompiledRubric, Grader
+    from ._judge import LiveModel
+    from ._judging import Judged, JudgeSession
+    from ._loader import ResponseFile
+
 __all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]
+
+DEFAULT_MIN_SCORE = 0.8  # the grader's default too (``_grader.DEFAULT_MIN_SCORE``)
 
 DEFAULT_PATTERNS = ("*.rubric.yaml", "*.rubric.yml", "*.rubric.json")
 REQUIRE_JUDGE_REASON = (
@@ -209,9 +214,7 @@ class RubricSession:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.settings = Settings.from_config(config)
-        self.grader = Grader(
-            thresholds=self.settings.thresholds, default_min_score=self.settings.min_score
-        )
+        self._grader: Grader | None = None
         self.results: list[CaseResult] = []
         self.gates = GateReport()
         self.baseline: list[CaseResult] | None = None
@@ -230,6 +233,8 @@ class RubricSession:
         self._cache: JudgeCache | None = None
         if self.settings.model:
             try:
+                from ._judge import JudgeSpec, LiveModel
+
                 self.model = LiveModel(
                     JudgeSpec.parse(self.settings.model),
                     policy=self.settings.retry,
@@ -239,9 +244,22 @@ class RubricSession:
             except ValueError as exc:
                 raise pytest.UsageError(f"--rubric-model: {exc}") from None
 
+    @property
+    def grader(self) -> Grader:
+        """The session's grader, built on first use."""
+        if self._grader is None:
+            from ._grader import Grader
+
+            self._grader = Grader(
+                thresholds=self.settings.thresholds, default_min_score=self.settings.min_score
+            )
+        return self._grader
+
     def cache(self) -> JudgeCache | None:
         """The session's judge cache (opened on first use), or None with ``--rubric-cache off``."""
         if self._cache is None and self.settings.cache_mode != "off":
+            from ._cache import JudgeCache
+
             self._cache = JudgeCache(self.settings.cache_dir)
         return self._cache
 
@@ -258,6 +276,8 @@ class RubricSession:
             judge: object = custom
         elif settings.judge:
             try:
+                from ._judge import JudgeSpec, make_judge
+
                 spec = JudgeSpec.parse(settings.judge, url=settings.judge_url)
                 # Replay makes no call at all, so it needs no key.
                 judge = make_judge(
@@ -273,6 +293,8 @@ class RubricSession:
         if workerinput is not None:
             # The bound is for the whole run: the xdist workers share it.
             concurrency = max(1, concurrency // int(workerinput.get("workercount") or 1))
+        from ._judging import JudgeSession
+
         self.judging = JudgeSession(
             judge,
             name=name,
@@ -287,7 +309,7 @@ class RubricSession:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
         self.warn_unused_responses()
         self.schedule_judging(items)
-        if self.config.getini("rubric_fast_exit") and any(isinstance(i, RubricItem) for i in items):
+        if self.config.getini("rubric_fast_exit") and any(is_rubric_item(i) for i in items):
             # Idempotent: pytester runs many sessions in one process.
             atexit.unregister(_freeze_at_exit)
             atexit.register(_freeze_at_exit)
@@ -330,8 +352,11 @@ class RubricSession:
         if item.nodeid in self._scheduled or self.judging is None:
             return
         self._scheduled.add(item.nodeid)
-        if not isinstance(item, RubricItem):
+        if not is_rubric_item(item):
             return
+        from ._collect import RubricItem  # loaded already: the item is one
+
+        assert isinstance(item, RubricItem)
         text, compiled = item.source.text, item.compiled
         if text is not None and compiled.judged:
             self.judging.schedule(
@@ -351,7 +376,7 @@ class RubricSession:
     def worker_stats(self) -> dict[str, Any] | None:
         if self.judging is None:
             return None
-        stats: JudgeStats = self.judging.stats
+        stats = self.judging.stats
         return {name: getattr(stats, name) for name in _STATS_FIELDS}
 
     def stop_judge(self) -> None:
@@ -370,6 +395,9 @@ class RubricSession:
                 key, compiled.judged_criteria, question=compiled.rubric.question, response=response
             )
         if self.settings.require_judge:
+            from ._checks import Outcome
+            from ._judging import Judged
+
             return Judged(
                 {
                     c.id: Outcome(Verdict.ERROR, 0.0, REQUIRE_JUDGE_REASON)
@@ -398,6 +426,8 @@ class RubricSession:
         cached = self._response_dirs.get(directory)
         if cached is None:
             if directory.is_dir():
+                from ._loader import load_response_dir
+
                 files, problems = load_response_dir(directory)
             else:
                 files, problems = (

@@ -5,18 +5,20 @@ from __future__ import annotations
 import argparse
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._assert import CURRENT_ITEM
-from ._cache import CACHE_MODES
-from ._collect import RESULTS_KEY, RubricFile, RubricItem, is_rubric_file
+# Only light modules here (see ``_base``): the collector, the grader and the judge
+# are imported when a rubric file, a judge or a fixture asks for them.
+from ._base import CACHE_MODES, CURRENT_ITEM, GRADERS, RESULTS_KEY, is_rubric_file, is_rubric_item
 from ._gates import fraction
-from ._grader import Grader
-from ._judging import GRADERS
 from ._result import CaseResult
 from ._session import SESSION_KEY, RubricSession
+
+if TYPE_CHECKING:
+    from ._collect import RubricFile
+    from ._grader import Grader
 
 NO_JUDGE_SKIP = (
     "needs an LLM judge: set --rubric-judge PROVIDER:MODEL (or ini rubric_judge, or the "
@@ -257,6 +259,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RubricFile | None:
     state = parent.config.stash[SESSION_KEY]
     if is_rubric_file(file_path, state.settings.patterns):
+        from ._collect import RubricFile
+
         return RubricFile.from_parent(parent, path=file_path, rubric_session=state)
     return None
 
@@ -310,7 +314,7 @@ def pytest_report_from_serializable(
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A Python test marked ``llm_judge`` is skipped, with what to set, when there is no judge."""
-    if isinstance(item, RubricItem) or item.get_closest_marker("llm_judge") is None:
+    if is_rubric_item(item) or item.get_closest_marker("llm_judge") is None:
         return
     if item.config.stash[SESSION_KEY].judging is None:
         pytest.skip(NO_JUDGE_SKIP)

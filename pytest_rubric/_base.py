@@ -1,0 +1,67 @@
+"""What the plugin needs before any rubric is seen, kept free of heavy imports.
+
+``pytest --help``, ``pytest -VV`` and every session without rubric files
+load the plugin; this module and the ones it names (``_session``,
+``_gates``, ``_result``) import only the standard library and pytest, so
+the plugin costs little where it is not used. Pydantic, httpx, PyYAML,
+RE2 and rapidfuzz are imported when a rubric file is collected, a judge is
+configured or ``assert_rubric`` is called.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import fnmatch
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from ._result import CaseResult
+
+__all__ = [
+    "CACHE_MODES",
+    "CURRENT_ITEM",
+    "GRADERS",
+    "RESULTS_KEY",
+    "RetryPolicy",
+    "is_rubric_file",
+    "is_rubric_item",
+]
+
+GRADERS = ("per-criterion", "one-shot", "holistic")
+CACHE_MODES = ("use", "refresh", "off", "replay")
+
+RESULTS_KEY = pytest.StashKey[list["CaseResult"]]()
+"""Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""
+
+CURRENT_ITEM: contextvars.ContextVar[pytest.Item | None] = contextvars.ContextVar(
+    "pytest_rubric_current_item", default=None
+)
+"""The test item running now, so ``assert_rubric`` can join the session's outputs."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How hard a judge tries before a criterion becomes ERROR."""
+
+    timeout: float = 60.0
+    attempts: int = 4  # per call, the first one included
+    backoff: float = 0.5  # first delay; doubles each retry, with full jitter
+    max_backoff: float = 20.0
+    max_retry_after: float = 30.0  # a longer Retry-After is capped to this
+    budget: int = 200  # retries per session, across all calls
+
+
+def is_rubric_file(path: Path, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns)
+
+
+def is_rubric_item(item: pytest.Item) -> bool:
+    """Whether ``item`` is a rubric item, without importing the collector for the asking:
+    until a rubric file was collected there is none."""
+    collect = sys.modules.get("pytest_rubric._collect")
+    return collect is not None and isinstance(item, collect.RubricItem)
