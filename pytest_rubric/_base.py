@@ -15,16 +15,18 @@ import fnmatch
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 import pytest
 
 if TYPE_CHECKING:
+    from ._collect import RubricItem
     from ._result import CaseResult
 
 __all__ = [
     "CACHE_MODES",
     "CURRENT_ITEM",
+    "DEFAULT_MIN_SCORE",
     "GRADERS",
     "RESULTS_KEY",
     "RetryPolicy",
@@ -34,6 +36,7 @@ __all__ = [
 
 GRADERS = ("per-criterion", "one-shot", "holistic")
 CACHE_MODES = ("use", "refresh", "off", "replay")
+DEFAULT_MIN_SCORE = 0.8  # the pass mark of cases that set none (ini rubric_min_score)
 
 RESULTS_KEY = pytest.StashKey[list["CaseResult"]]()
 """Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""
@@ -60,7 +63,7 @@ def is_rubric_file(path: Path, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns)
 
 
-def is_rubric_item(item: pytest.Item) -> bool:
+def is_rubric_item(item: pytest.Item) -> TypeGuard[RubricItem]:
     """Whether ``item`` is a rubric item, without importing the collector for the asking:
     until a rubric file was collected there is none."""
     collect = sys.modules.get("pytest_rubric._collect")

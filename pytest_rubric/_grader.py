@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import _style
+from ._base import DEFAULT_MIN_SCORE
 from ._checks import Answer, Check, Outcome, compile_check
 from ._result import CaseResult, CriterionResult, Verdict
 from ._schema import Rubric
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MIN_SCORE", "NO_JUDGE_REASON", "CompiledRubric", "Grader"]
 
-DEFAULT_MIN_SCORE = 0.8
 NO_JUDGE_REASON = (
     "no judge configured: set --rubric-judge PROVIDER:MODEL (or RUBRIC_JUDGE) to grade it"
 )

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import _style
-from ._base import RetryPolicy, is_rubric_item
+from ._base import DEFAULT_MIN_SCORE, RetryPolicy, is_rubric_item
 from ._errors import Problem
 from ._gates import GateReport, check
 from ._outputs import write_outputs
@@ -36,8 +36,6 @@ if TYPE_CHECKING:
     from ._loader import ResponseFile
 
 __all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]
-
-DEFAULT_MIN_SCORE = 0.8  # the grader's default too (``_grader.DEFAULT_MIN_SCORE``)
 
 DEFAULT_PATTERNS = ("*.rubric.yaml", "*.rubric.yml", "*.rubric.json")
 REQUIRE_JUDGE_REASON = (
@@ -354,9 +352,6 @@ class RubricSession:
         self._scheduled.add(item.nodeid)
         if not is_rubric_item(item):
             return
-        from ._collect import RubricItem  # loaded already: the item is one
-
-        assert isinstance(item, RubricItem)
         text, compiled = item.source.text, item.compiled
         if text is not None and compiled.judged:
             self.judging.schedule(
