@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from ._checks import PYTHON_REGEX_MAX_CHARS, regex_problem
 from ._errors import Problem, RubricLoadError
-from ._schema import CRITERION_TYPES, Case, Suite
+from ._schema import CRITERION_TYPES, Case, FieldError, Suite
 
 __all__ = [
     "LoadedSuite",
@@ -385,6 +385,13 @@ def _allowed_fields(where: _Where) -> list[str]:
     return names
 
 
+def _label(given_id: Any, index: int) -> str:
+    """How a problem names a case or criterion: its id, or its position when the id is unusable."""
+    if isinstance(given_id, bool) or not isinstance(given_id, str | int) or given_id == "":
+        return f"#{index + 1}"
+    return str(given_id)
+
+
 def _problem(error: Any, data: dict[str, Any], locator: _Locator) -> Problem:
     loc: tuple[str | int, ...] = tuple(error["loc"])
     where = _where(loc)
@@ -392,17 +399,21 @@ def _problem(error: Any, data: dict[str, Any], locator: _Locator) -> Problem:
     case_id = None
     if where.case_index is not None:
         case_id = _get(data, "cases", where.case_index, "id")
-        case_id = str(case_id) if isinstance(case_id, str | int) else f"#{where.case_index + 1}"
+        case_id = _label(case_id, where.case_index)
     criterion_id = None
     if where.container is not None:
         criterion_id = _get(
             data, *where.data_path()[: (2 if where.case_index is None else 4)], "id"
         )
-        if not isinstance(criterion_id, str):
-            criterion_id = f"#{(where.criterion_index or 0) + 1}"
+        criterion_id = _label(criterion_id, where.criterion_index or 0)
         if where.container in ("global", "global_criteria"):
             criterion_id = f"global {criterion_id}"
-    field_name = ".".join(str(f) for f in where.field) or None
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        where.field = ("type",)  # the criterion's `type` is what is wrong, or missing
+    cause = error.get("ctx", {}).get("error")
+    if isinstance(cause, FieldError) and not where.field:
+        where.field = (cause.field,)  # a model validator's finding, about one of its fields
+    field_name = ".".join(str(f) for f in where.field) if where.field else None
     if field_name is not None:
         field_name = _FIELD_ALIASES.get(field_name, field_name)
     line = locator.line(where.data_path())
@@ -427,7 +438,8 @@ def _explain(
         close = difflib.get_close_matches(str(leaf), allowed, n=1)
         hint = f"did you mean `{close[0]}`?" if close else None
         listing = f"Allowed here: {', '.join(allowed)}." if allowed else None
-        return f"unknown field `{leaf}`", " ".join(h for h in (hint, listing) if h) or None
+        shown = f"`{leaf}`" if leaf and leaf.strip() == leaf else repr(leaf)  # "" or " x"
+        return f"unknown field {shown}", " ".join(h for h in (hint, listing) if h) or None
     if kind == "union_tag_invalid":
         tag = str(error.get("ctx", {}).get("tag", error.get("input")))
         close = difflib.get_close_matches(tag, list(CRITERION_TYPES), n=1)
@@ -438,7 +450,16 @@ def _explain(
             f"add `type:` (one of {_TYPE_LIST}), or a `requirement:` for a judged criterion"
         )
     if kind in ("model_type", "model_attributes_type", "dict_type"):
-        what = "a criterion" if where.container and not where.field else f"`{field_name or 'this'}`"
+        if where.field:
+            what = f"`{field_name}`"
+        else:
+            what = (
+                "a criterion"
+                if where.container
+                else "a case"
+                if where.case_index is not None
+                else "the file"
+            )
         return f"{what} must be a mapping, got {_kind(error.get('input'))}", (
             "write it as `{id: ..., type: ..., ...}` or as a nested block"
             if where.container
@@ -448,6 +469,8 @@ def _explain(
         msg = str(error["msg"]).removeprefix("Value error, ")
         return msg, None
     got = error.get("input")
+    if kind in ("too_short", "string_too_short") and got == "":
+        return f"`{field_name}` is empty", f"write `{leaf}: ...` with some text, or leave it out"
     if kind == "string_type" and isinstance(got, bool):
         return (
             f"`{field_name}` must be text, but YAML read a bare yes/no/on/off/true/false as {got}",
@@ -543,7 +566,10 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
     problems: list[Problem] = []
     example = '{"id": "q01", "response": "..."}'
     try:
-        lines = target.path.read_text(encoding="utf-8").splitlines()
+        # Only newlines end a JSON line: str.splitlines() would also split on
+        # \x1c-\x1e, \x85 and \u2028, which JSON allows inside a string, and
+        # every line number after such a character would be wrong.
+        lines = target.path.read_text(encoding="utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as exc:
         return [Problem(f"cannot read: {exc}", path=target.path)]
     for number, raw in enumerate(lines, start=1):

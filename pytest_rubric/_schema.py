@@ -35,6 +35,7 @@ __all__ = [
     "Callable",
     "Case",
     "Criterion",
+    "FieldError",
     "Forbidden",
     "Fuzzy",
     "Json",
@@ -46,6 +47,19 @@ __all__ = [
     "Rubric",
     "Suite",
 ]
+
+
+class FieldError(ValueError):
+    """A mistake a model validator finds, with the field it is about (``_loader`` locates it).
+
+    Field validators are located by pydantic; a model validator sees several
+    fields at once, so it says which one to point at.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
 
 _MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
@@ -103,7 +117,7 @@ class _Base(BaseModel):
     @classmethod
     def _one_weight(cls, data: Any) -> Any:
         if isinstance(data, dict) and "weight" in data and "points" in data:
-            raise ValueError("give `weight` or its alias `points`, not both")
+            raise FieldError("points", "give `weight` or its alias `points`, not both")
         return data
 
     @property
@@ -144,9 +158,10 @@ class Forbidden(_Base):
     @classmethod
     def _penalty_not_weight(cls, data: Any) -> Any:
         if isinstance(data, dict) and ("weight" in data or "points" in data):
-            raise ValueError(
+            raise FieldError(
+                "weight" if "weight" in data else "points",
                 "a forbidden criterion is weighted by `penalty` (a positive number that is "
-                "subtracted when the claim occurs); write `penalty: 2` instead of `weight`"
+                "subtracted when the claim occurs); write `penalty: 2` instead of `weight`",
             )
         return data
 
@@ -199,13 +214,17 @@ class Length(_Base):
     @model_validator(mode="after")
     def _bounds(self) -> Length:
         if all(b is None for b in (self.min_words, self.max_words, self.min_chars, self.max_chars)):
-            raise ValueError("give at least one of min_words, max_words, min_chars, max_chars")
+            raise FieldError(
+                "min_words", "give at least one of min_words, max_words, min_chars, max_chars"
+            )
         for low, high, name in (
             (self.min_words, self.max_words, "words"),
             (self.min_chars, self.max_chars, "chars"),
         ):
             if low is not None and high is not None and low > high:
-                raise ValueError(f"min_{name} ({low}) is greater than max_{name} ({high})")
+                raise FieldError(
+                    f"max_{name}", f"min_{name} ({low}) is greater than max_{name} ({high})"
+                )
         return self
 
 
@@ -237,11 +256,11 @@ class Metric(_Base):
     @model_validator(mode="after")
     def _items(self) -> Metric:
         if self.metric in ("precision", "recall", "f1") and not self.expected:
-            raise ValueError(f"metric {self.metric} needs a non-empty `expected` list")
+            raise FieldError("expected", f"metric {self.metric} needs a non-empty `expected` list")
         if self.metric == "specificity" and not self.unexpected:
-            raise ValueError("metric specificity needs a non-empty `unexpected` list")
+            raise FieldError("unexpected", "metric specificity needs a non-empty `unexpected` list")
         if not self.expected and not self.unexpected:
-            raise ValueError("give `expected` and/or `unexpected` items")
+            raise FieldError("expected", "give `expected` and/or `unexpected` items")
         return self
 
 
@@ -274,8 +293,9 @@ class Judge(_Base):
     @model_validator(mode="after")
     def _scale(self) -> Judge:
         if self.max_score <= self.min_score:
-            raise ValueError(
-                f"max_score ({self.max_score:g}) must be greater than min_score ({self.min_score:g})"
+            raise FieldError(
+                "max_score",
+                f"max_score ({self.max_score:g}) must be greater than min_score ({self.min_score:g})",
             )
         return self
 
@@ -375,7 +395,9 @@ class Case(Rubric):
     @model_validator(mode="after")
     def _subject_needs_response(self) -> Case:
         if self.subject is not None and self.response is None:
-            raise ValueError("`subject` names the author of `response`; add `response: ...`")
+            raise FieldError(
+                "response", "`subject` names the author of `response`; add `response: ...`"
+            )
         return self
 
 
@@ -423,7 +445,7 @@ def _check_schema(schema: Any, where: str) -> None:
     kind = schema.get("type")
     kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
     for k in kinds:
-        if k not in _JSON_TYPES:
+        if not isinstance(k, str) or k not in _JSON_TYPES:
             raise ValueError(
                 f"{where}.type {k!r} is not a JSON type; use one of {', '.join(sorted(_JSON_TYPES))}"
             )

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+# Property tests run a bounded number of examples so `make test` stays quick;
+# HYPOTHESIS_PROFILE=fuzz runs a hundred times as many, to hunt for new bugs.
+settings.register_profile("fuzz", max_examples=10_000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -83,7 +83,7 @@ def test_rubric_object_and_mapping_forms() -> None:
 def test_malformed_criteria_raise_a_load_error_that_says_what_to_write() -> None:
     with pytest.raises(RubricLoadError) as info:
         assert_rubric("x", [{"id": "a", "type": "any_off", "any_of": ["x"]}])
-    assert "criterion 'a': unknown criterion type 'any_off'" in str(info.value)
+    assert "criterion 'a', field 'type': unknown criterion type 'any_off'" in str(info.value)
     assert "did you mean `type: any_of`?" in str(info.value)
 
 

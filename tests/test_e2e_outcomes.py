@@ -173,7 +173,7 @@ def test_broken_file_is_one_collection_error_and_the_rest_still_runs(
         [
             "*_ ERROR collecting broken.rubric.yaml _*",
             "*broken.rubric.yaml: 3 problems in rubric file",
-            "  *broken.rubric.yaml:5, case 'q1', criterion 'a': unknown criterion type 'anyof'",
+            "  *broken.rubric.yaml:5, case 'q1', criterion 'a', field 'type': unknown criterion type 'anyof'",
             "    -> did you mean `type: any_of`? use one of any_of, all_of, *",
             "  *broken.rubric.yaml:6, case 'q1', criterion 'b', field 'pattrn': unknown field `pattrn`",
             "    -> did you mean `pattern`? Allowed here: *",

@@ -290,7 +290,7 @@ def test_unknown_criterion_type_suggests_the_closest() -> None:
     assert problem.hint is not None
     assert problem.hint.startswith("did you mean `type: regex`?")
     assert "any_of, all_of, forbidden" in problem.hint
-    assert (problem.line, problem.case, problem.criterion, problem.field) == (5, "q1", "b", None)
+    assert (problem.line, problem.case, problem.criterion, problem.field) == (5, "q1", "b", "type")
 
 
 def test_unknown_criterion_type_without_close_match_lists_types() -> None:
