@@ -7,7 +7,8 @@ runs), the reply schema, the sampling parameters and the sample index.
 Never the API key or any header.
 
 Only replies that passed validation are stored, with the parsed verdict,
-token usage and a timestamp: an error is never cached.
+token usage and a timestamp: an error is never cached. A reply is stored
+redacted of the API keys the cache was given (a judge may echo anything).
 
 Modes (``--rubric-cache``): ``use`` reads and writes; ``refresh`` calls the
 judge and overwrites; ``off`` ignores the cache; ``replay`` makes no network
@@ -21,10 +22,12 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ._base import CACHE_MODES
+from ._secrets import Secret, redact
 
 __all__ = ["CACHE_MODES", "JudgeCache", "cache_key"]
 
@@ -51,8 +54,9 @@ def cache_key(**parts: Any) -> str:
 class JudgeCache:
     """One SQLite file shared by every process of a run (xdist workers included)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, secrets: Sequence[Secret] = ()) -> None:
         directory.mkdir(parents=True, exist_ok=True)
+        self._secrets = tuple(secrets)
         self.path = directory / "judge.sqlite3"
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
@@ -84,8 +88,8 @@ class JudgeCache:
                     key,
                     provider,
                     model,
-                    raw,
-                    json.dumps(parsed, default=str),
+                    redact(raw, *self._secrets),
+                    redact(json.dumps(parsed, default=str), *self._secrets),
                     tokens[0],
                     tokens[1],
                     time.time(),

@@ -46,6 +46,7 @@ __all__ = [
     "OpenAIJudge",
     "RetryPolicy",
     "Sampling",
+    "known_keys",
     "make_judge",
 ]
 
@@ -54,6 +55,13 @@ _DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://ap
 _URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 _KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 KEY_VARIABLES = tuple(_KEY_ENV.values())
+
+
+def known_keys(environ: Mapping[str, str] | None = None) -> list[Secret]:
+    """The providers' API keys set in the environment: what every output is redacted of."""
+    environ = os.environ if environ is None else environ
+    return [Secret(environ[v]) for v in KEY_VARIABLES if environ.get(v)]
+
 _ANTHROPIC_VERSION = "2023-06-01"
 SEED = 1234
 MAX_TOKENS = 1024
@@ -597,7 +605,8 @@ class LiveModel:
                 f"--rubric-cache replay: no cached response of model {self.spec.name} for case "
                 f"{getattr(case, 'id', '?')!r}; run once with --rubric-cache use to record it"
             )
-        text = asyncio.run(self._ask(question, sampling))
+        # What the model under test says is kept and reported: never with a key in it.
+        text = redact(asyncio.run(self._ask(question, sampling)), *known_keys(self._environ))
         if self.cache is not None:
             self.cache.put(
                 key,

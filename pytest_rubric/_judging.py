@@ -34,7 +34,6 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import inspect
-import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +43,7 @@ from . import _prompts
 from ._base import GRADERS
 from ._cache import JudgeCache, cache_key
 from ._checks import Outcome
-from ._judge import KEY_VARIABLES, HTTPJudge, JudgeError, JudgeStats, Sampling
+from ._judge import HTTPJudge, JudgeError, JudgeStats, Sampling, known_keys
 from ._result import Verdict
 from ._secrets import Secret, redact
 from ._verdicts import Graded, ReplyError, read_holistic, read_one, read_one_shot
@@ -109,7 +108,7 @@ class JudgeSession:
         # may read those itself).
         key = getattr(judge, "key", None)
         self._secrets = [key] if isinstance(key, Secret) else []
-        self._secrets += [Secret(os.environ[v]) for v in KEY_VARIABLES if os.environ.get(v)]
+        self._secrets += known_keys()
         self._futures: dict[str, concurrent.futures.Future[Judged]] = {}
         self._loop = asyncio.new_event_loop()
         self._semaphore = asyncio.Semaphore(concurrency)

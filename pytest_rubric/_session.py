@@ -257,8 +257,9 @@ class RubricSession:
         """The session's judge cache (opened on first use), or None with ``--rubric-cache off``."""
         if self._cache is None and self.settings.cache_mode != "off":
             from ._cache import JudgeCache
+            from ._judge import known_keys
 
-            self._cache = JudgeCache(self.settings.cache_dir)
+            self._cache = JudgeCache(self.settings.cache_dir, secrets=known_keys())
         return self._cache
 
     def start_judge(self, custom: object | None) -> None:

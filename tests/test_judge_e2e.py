@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -561,25 +562,47 @@ def test_the_api_key_never_leaves_the_request_header(
     header: str,
     sent: str,
 ) -> None:
+    """Two full judged sessions with a canary key, then every artifact is grepped.
+
+    The first fails in every way that produces text (a 401 quoting the key,
+    replies that echo it and are not JSON); the second succeeds with verdicts
+    whose reasons quote the key, so they are cached and reported. Then stdout,
+    stderr, JSON, HTML, Markdown, the GitHub step summary, JUnit XML and every
+    row of the judge cache must be free of it.
+    """
     monkeypatch.setenv(variable, CANARY)
-    # Fail in every way that produces text: errors, retries, a reply echoing the key.
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "step-summary.md"))
+    reports = [
+        *("--rubric-json", "out.json", "--rubric-html", "out.html"),
+        *("--rubric-markdown", "out.md", "--junitxml", "junit.xml", "-vv", "-rA"),
+    ]
+    outputs: list[str] = []
+
     fake_llm.script(status(401, body={"error": {"message": f"invalid key {CANARY}"}}))
     fake_llm.respond_with(lambda request: text(f"no JSON here, {CANARY}"))
-    result = pytester.runpytest(
-        *run_mode,
-        *judge_args(fake_llm, provider),
-        "--rubric-json",
-        "out.json",
-        "--junitxml",
-        "junit.xml",
-        "-vv",
-    )
-    assert result.ret != 0
+    failed = pytester.runpytest(*run_mode, *judge_args(fake_llm, provider), *reports)
+    assert failed.ret != 0
+    outputs += [str(failed.stdout), str(failed.stderr)]
+
+    fake_llm.respond_with(lambda request: verdict("MET", f"the key is {CANARY}"))
+    judged = pytester.runpytest(*run_mode, *judge_args(fake_llm, provider), *reports)
+    outputs += [str(judged.stdout), str(judged.stderr)]
+    judged.assert_outcomes(failed=1)  # judged: max_loss is MET, so the score is below 0.5
+
     assert fake_llm.requests
     assert all(r.headers.get(header) == sent for r in fake_llm.requests)
-    artifacts = [str(result.stdout), str(result.stderr)]
-    artifacts += [p.read_text(errors="replace") for p in pytester.path.rglob("*") if p.is_file()]
-    leaked = [a[:200] for a in artifacts if CANARY in a]
+    written = {p.name: p for p in pytester.path.rglob("*") if p.is_file()}
+    expected = {"out.json", "out.html", "out.md", "step-summary.md", "junit.xml", "judge.sqlite3"}
+    assert expected <= written.keys()
+    with sqlite3.connect(written["judge.sqlite3"]) as db:
+        rows = "\n".join(db.iterdump())
+    assert "the key is ***" in rows  # the verdict was cached, redacted
+    artifacts = {"stdout/stderr": "\n".join(outputs), "cache rows": rows}
+    artifacts |= {name: p.read_bytes().decode(errors="replace") for name, p in written.items()}
+    assert "the key is ***" in artifacts["out.json"]
+    leaked = {
+        name: a[max(0, a.find(CANARY) - 80) :][:200] for name, a in artifacts.items() if CANARY in a
+    }
     assert not leaked
 
 
@@ -656,6 +679,29 @@ def test_rubric_model_collects_responses_live(
     assert request.body["messages"][1]["content"] == "What is 6 times 7?"
     assert "response_format" not in request.body
     assert rubric_json()["results"][0]["response"] == "It is 42."
+
+
+def test_a_live_models_answer_is_kept_without_the_key(
+    pytester: pytest.Pytester,
+    write: Write,
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    pytester.makeini(FAST_RETRIES)
+    write(
+        "m.rubric.yaml",
+        "cases: [{id: q1, question: 'Key?', criteria: [{id: k, type: any_of, any_of: [key]}]}]",
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_url)
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    fake_llm.script(text(f"The key is {CANARY}."))
+    result = pytester.runpytest("--rubric-model=openai:tiny-model", "--rubric-json", "out.json")
+    result.assert_outcomes(passed=1)
+    assert rubric_json()["results"][0]["response"] == "The key is ***."
+    (cache,) = pytester.path.rglob("judge.sqlite3")
+    with sqlite3.connect(cache) as db:
+        assert CANARY not in "\n".join(db.iterdump())
 
 
 def test_assert_rubric_uses_the_session_judge(
