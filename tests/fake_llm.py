@@ -46,6 +46,7 @@ import pytest
 
 __all__ = [
     "Action",
+    "Cut",
     "Delay",
     "Drop",
     "FakeLLM",
@@ -54,6 +55,7 @@ __all__ = [
     "Recorded",
     "Status",
     "Text",
+    "cut",
     "delay",
     "drop",
     "fake_llm",
@@ -138,6 +140,14 @@ class Drop(Action):
 
 
 @dataclass(frozen=True)
+class Cut(Action):
+    """Perform ``then``, but close the connection after part of its body is sent."""
+
+    then: Action
+    keep: float = 0.5
+
+
+@dataclass(frozen=True)
 class Raw(Action):
     """Send exactly ``body`` (e.g. malformed or truncated JSON)."""
 
@@ -206,6 +216,12 @@ def delay(seconds: float, then: Action) -> Action:
 def drop() -> Action:
     """Close the connection without any HTTP response (a client connection error)."""
     return Drop()
+
+
+def cut(then: Action, *, keep: float = 0.5) -> Action:
+    """Reply as ``then`` would, with its full Content-Length, but close the connection
+    after the first ``keep`` fraction of the body (a reply truncated in transit)."""
+    return Cut(then, keep)
 
 
 def raw(body: str, *, status: int = 200, content_type: str = "application/json") -> Action:
@@ -370,6 +386,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # The headers and the body go out in two writes; without TCP_NODELAY the
+        # second waits for the client's delayed ACK (about 40 ms on Linux) on every
+        # reused connection, a latency no real provider adds.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.fake._track(self.connection, add=True)
 
     def finish(self) -> None:
@@ -447,13 +467,21 @@ class _Handler(BaseHTTPRequestHandler):
             if isinstance(action, Drop):
                 self.close_connection = True
                 return
+            keep = None
+            if isinstance(action, Cut):
+                keep = action.keep
+                action = action.then
             try:
                 reply = _render(action, wire, record)
             except Exception as exc:
                 reply = _error(500, f"FakeLLM: could not render {action!r}: {exc!r}")
+            if keep is not None:
+                self._send(reply, sent=int(len(reply.body) * keep))
+                self.close_connection = True
+                return
         self._send(reply)
 
-    def _send(self, reply: _Reply) -> None:
+    def _send(self, reply: _Reply, *, sent: int | None = None) -> None:
         try:
             self.send_response(reply.status)
             headers = {"Content-Type": "application/json", **reply.headers}
@@ -462,7 +490,7 @@ class _Handler(BaseHTTPRequestHandler):
                     self.send_header(name, value)
             self.send_header("Content-Length", str(len(reply.body)))
             self.end_headers()
-            self.wfile.write(reply.body)
+            self.wfile.write(reply.body if sent is None else reply.body[:sent])
             self.wfile.flush()
         except OSError:  # the client has gone (timed out, closed)
             self.close_connection = True

@@ -14,6 +14,7 @@ import tests.fake_llm as fake_llm_module
 from tests.fake_llm import (
     FakeLLM,
     Recorded,
+    cut,
     delay,
     drop,
     json_reply,
@@ -215,6 +216,16 @@ def test_drop_is_a_connection_error(fake_llm: FakeLLM, path: str) -> None:
             client.post(path, json={})
         assert client.post(path, json={}).status_code == 200
     assert len(fake_llm.requests) == 3
+
+
+@pytest.mark.parametrize("path", [OPENAI, ANTHROPIC])
+def test_cut_sends_part_of_the_body_and_closes(fake_llm: FakeLLM, path: str) -> None:
+    fake_llm.script(cut(text("truncated in transit")), text("after"))
+    with httpx.Client(base_url=fake_llm.url) as client:
+        with pytest.raises(httpx.RemoteProtocolError, match=r"incomplete|closed"):
+            client.post(path, json={})
+        assert client.post(path, json={}).status_code == 200
+    assert len(fake_llm.requests) == 2
 
 
 def test_delay_then_reply(fake_llm: FakeLLM) -> None:

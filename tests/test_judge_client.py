@@ -8,7 +8,8 @@ import pytest
 
 from pytest_rubric._judge import JudgeError, JudgeSpec, OpenAIJudge, RetryPolicy, make_judge
 from pytest_rubric._secrets import Secret, redact
-from tests.fake_llm import FakeLLM, status, text
+from tests.fake_llm import Action, FakeLLM, cut, drop, raw, status, text
+from tests.fake_llm import delay as slow
 
 
 def _judge(fake: FakeLLM, **policy: float) -> OpenAIJudge:
@@ -44,6 +45,29 @@ def test_retry_after_is_capped(fake_llm: FakeLLM) -> None:
     judge = _judge(fake_llm, max_retry_after=0.2)
     assert asyncio.run(_complete(judge)) == "ok"
     assert fake_llm.requests[1].received_at - fake_llm.requests[0].received_at < 2
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        status(429, headers={"Retry-After": "0"}),
+        status(500),
+        status(503, body="<html>upstream down</html>"),
+        drop(),
+        cut(text("truncated in transit")),
+        slow(0.6, text("too late")),
+        raw('{"choices": [{"message": {"content": "cut'),
+    ],
+    ids=["429", "500", "503-html", "dropped", "cut-in-transit", "timeout", "truncated-json"],
+)
+def test_a_transient_fault_is_retried_and_the_next_reply_kept(
+    fake_llm: FakeLLM, fault: Action
+) -> None:
+    fake_llm.script(fault, text("ok"))
+    judge = _judge(fake_llm, timeout=0.3)
+    assert asyncio.run(_complete(judge)) == "ok"
+    assert len(fake_llm.requests) == 2
+    assert judge.stats.retries == 1
 
 
 def test_the_key_is_hidden_from_repr_and_messages() -> None:
