@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import httpx
@@ -33,6 +32,7 @@ from ._base import RetryPolicy
 from ._cache import JudgeCache, cache_key
 from ._errors import RubricError
 from ._secrets import Secret, redact
+from ._spec import PROVIDERS, JudgeSpec, JudgeStats, known_keys, read_key
 
 __all__ = [
     "PROVIDERS",
@@ -49,18 +49,6 @@ __all__ = [
     "known_keys",
     "make_judge",
 ]
-
-PROVIDERS = ("openai", "anthropic")
-_DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
-_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
-_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-KEY_VARIABLES = tuple(_KEY_ENV.values())
-
-
-def known_keys(environ: Mapping[str, str] | None = None) -> list[Secret]:
-    """The providers' API keys set in the environment: what every output is redacted of."""
-    environ = os.environ if environ is None else environ
-    return [Secret(environ[v]) for v in KEY_VARIABLES if environ.get(v)]
 
 _ANTHROPIC_VERSION = "2023-06-01"
 SEED = 1234
@@ -126,66 +114,6 @@ class JudgeError(RubricError):
 
 
 JudgeError.__module__ = "pytest_rubric"
-
-
-@dataclass(frozen=True, slots=True)
-class JudgeSpec:
-    """``PROVIDER:MODEL`` plus where to reach it."""
-
-    provider: str
-    model: str
-    url: str
-
-    @classmethod
-    def parse(
-        cls, text: str, *, url: str | None = None, environ: Mapping[str, str] | None = None
-    ) -> JudgeSpec:
-        environ = os.environ if environ is None else environ
-        provider, sep, model = text.partition(":")
-        if not sep or not model or provider not in PROVIDERS:
-            raise ValueError(
-                f"{text!r} is not PROVIDER:MODEL; write for example openai:gpt-4o-mini or "
-                f"anthropic:claude-3-5-haiku-latest (providers: {', '.join(PROVIDERS)})"
-            )
-        base = url or environ.get(_URL_ENV[provider]) or _DEFAULT_URLS[provider]
-        return cls(provider=provider, model=model, url=base.rstrip("/"))
-
-    @property
-    def name(self) -> str:
-        return f"{self.provider}:{self.model}"
-
-    @property
-    def key_variable(self) -> str:
-        return _KEY_ENV[self.provider]
-
-    @property
-    def is_default_url(self) -> bool:
-        return self.url == _DEFAULT_URLS[self.provider]
-
-
-@dataclass(slots=True)
-class JudgeStats:
-    """Usage of one judge over a session (updated from the judge's event loop only)."""
-
-    calls: int = 0
-    retries: int = 0
-    errors: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cache_hits: int = 0
-    cache_misses: int = 0
-    fallbacks: list[str] = field(default_factory=list)
-
-    def line(self, name: str) -> str:
-        text = (
-            f"judge {name}: {self.calls} calls, {self.retries} retries, {self.errors} errors, "
-            f"tokens {self.tokens_in} in / {self.tokens_out} out"
-        )
-        if self.cache_hits or self.cache_misses:
-            text += f", cache {self.cache_hits} hits / {self.cache_misses} misses"
-        if self.fallbacks:
-            text += f"; output mode fell back: {', '.join(dict.fromkeys(self.fallbacks))}"
-        return text
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -539,14 +467,7 @@ def make_judge(
     require_key: bool = True,
 ) -> HTTPJudge:
     """The built-in judge for ``spec``, its key read from the environment only."""
-    environ = os.environ if environ is None else environ
-    raw = environ.get(spec.key_variable, "")
-    key = Secret(raw) if raw else None
-    if key is None and spec.is_default_url and require_key:
-        raise ValueError(
-            f"{spec.name} needs an API key: set {spec.key_variable} in the "
-            "environment (keys are never read from flags or files)"
-        )
+    key = read_key(spec, environ, require_key=require_key)
     cls: type[HTTPJudge] = OpenAIJudge if spec.provider == "openai" else AnthropicJudge
     return cls(spec, key=key, policy=policy, stats=stats)
 

@@ -21,7 +21,6 @@ from . import _style
 from ._base import DEFAULT_MIN_SCORE, RetryPolicy, is_rubric_item
 from ._errors import Problem
 from ._gates import GateReport, check
-from ._outputs import write_outputs
 from ._report import DocumentError, read_document
 from ._result import CaseResult, Verdict
 from ._summary import summary_lines
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
     from ._judge import LiveModel
     from ._judging import Judged, JudgeSession
     from ._loader import ResponseFile
+    from ._spec import JudgeStats
 
 __all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]
 
@@ -134,6 +134,9 @@ class Settings:
                     number("rubric_judge_attempts", RetryPolicy().attempts, fraction=False)
                 ),
                 backoff=number("rubric_judge_backoff", RetryPolicy().backoff, fraction=False),
+                budget=int(
+                    number("rubric_judge_retry_budget", RetryPolicy().budget, fraction=False)
+                ),
             ),
             min_score=number("rubric_min_score", DEFAULT_MIN_SCORE),
             thresholds=_style.StyleThresholds(
@@ -223,7 +226,9 @@ class RubricSession:
                 raise pytest.UsageError(f"--rubric-baseline: {exc}") from None
         self.collection_errors = 0
         self._response_dirs: dict[Path, _ResponseDir] = {}
-        self.judging: JudgeSession | None = None
+        self.judging: JudgeSession | None = None  # None on an xdist controller: workers judge
+        self.judge_name: str | None = None  # set whenever a judge is configured
+        self.judge_stats: JudgeStats | None = None
         self._scheduled: set[str] = set()  # node ids whose judging was started
         self._queue_lock: Callable[[], Any] | None = None
         self._queue_looked_up = False
@@ -264,6 +269,8 @@ class RubricSession:
 
     def start_judge(self, custom: object | None) -> None:
         """Set up the judge: the hook's object, else ``--rubric-judge`` / ini / ``RUBRIC_JUDGE``."""
+        from ._spec import JudgeSpec, JudgeStats, read_key
+
         settings = self.settings
         if custom is not None:
             if not callable(getattr(custom, "complete", None)):
@@ -275,18 +282,24 @@ class RubricSession:
             judge: object = custom
         elif settings.judge:
             try:
-                from ._judge import JudgeSpec, make_judge
-
                 spec = JudgeSpec.parse(settings.judge, url=settings.judge_url)
                 # Replay makes no call at all, so it needs no key.
-                judge = make_judge(
-                    spec, policy=settings.retry, require_key=settings.cache_mode != "replay"
-                )
+                read_key(spec, require_key=settings.cache_mode != "replay")
             except ValueError as exc:
                 raise pytest.UsageError(f"--rubric-judge: {exc}") from None
-            name = spec.name
+            name, judge = spec.name, spec
         else:
             return
+        self.judge_name = name
+        if _is_xdist_controller(self.config):
+            # The workers judge; the controller adds up their usage. It skips the
+            # client, its event loop and the httpx import (workers start sooner).
+            self.judge_stats = JudgeStats()
+            return
+        if isinstance(judge, JudgeSpec):
+            from ._judge import make_judge
+
+            judge = make_judge(judge, policy=settings.retry, require_key=False)
         concurrency = settings.concurrency
         workerinput = getattr(self.config, "workerinput", None)
         if workerinput is not None:
@@ -303,6 +316,7 @@ class RubricSession:
             cache_mode=settings.cache_mode,
             samples=settings.samples,
         )
+        self.judge_stats = self.judging.stats
 
     def collected(self, items: Sequence[pytest.Item]) -> None:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
@@ -364,8 +378,8 @@ class RubricSession:
 
     def add_worker_stats(self, data: dict[str, Any]) -> None:
         """Fold an xdist worker's judge usage into the controller's."""
-        if self.judging is not None:
-            stats = self.judging.stats
+        if self.judge_stats is not None:
+            stats = self.judge_stats
             for name in _STATS_FIELDS:
                 setattr(stats, name, getattr(stats, name) + int(data.get(name, 0)))
 
@@ -409,8 +423,8 @@ class RubricSession:
             parts.append(f"--rubric-responses {settings.responses_dir}")
         if settings.target:
             parts.append(f"--rubric-target {settings.target}")
-        if self.judging is not None:
-            parts.append(f"--rubric-judge {self.judging.name} --rubric-grader {settings.grader}")
+        if self.judge_name is not None:
+            parts.append(f"--rubric-judge {self.judge_name} --rubric-grader {settings.grader}")
             if settings.samples > 1:
                 parts.append(f"--rubric-judge-samples {settings.samples}")
         return f"rubric: {' '.join(parts)}" if parts else None
@@ -495,8 +509,8 @@ class RubricSession:
 
     def summary_lines(self) -> list[str]:
         lines = summary_lines(self.results) if self.results else []
-        if self.judging is not None:
-            lines.append(self.judging.usage_line())
+        if self.judge_name is not None and self.judge_stats is not None:
+            lines.append(self.judge_stats.line(self.judge_name))
         return lines + self.gates.lines()
 
     def finish(self, session: pytest.Session) -> None:
@@ -511,6 +525,8 @@ class RubricSession:
         )
         if self.gates.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        from ._outputs import write_outputs  # the HTML and Markdown renderers: only at the end
+
         write_outputs(
             self.results,
             self.gates,
@@ -524,3 +540,12 @@ class RubricSession:
 
 SESSION_KEY = pytest.StashKey[RubricSession]()
 """Where ``pytest_configure`` keeps the session's :class:`RubricSession`."""
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    """Whether this process hands the items to xdist workers and runs none itself."""
+    return (
+        not hasattr(config, "workerinput")
+        and bool(getattr(config.option, "numprocesses", None))
+        and getattr(config.option, "dist", "no") != "no"
+    )
