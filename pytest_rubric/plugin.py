@@ -181,6 +181,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("rubric_judge_samples", "judge samples per criterion (1)", default="")
     parser.addini("rubric_judge_backoff", "first retry delay in seconds, doubled each time (0.5)")
     parser.addini(
+        "rubric_judge_retry_budget",
+        "retries per session (per xdist worker) across all judge calls (200)",
+    )
+    parser.addini(
         "rubric_fast_exit",
         "after a session with rubric items, skip the interpreter's repeated shutdown "
         "collections of its large heap (default true)",
