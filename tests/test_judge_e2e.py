@@ -766,3 +766,18 @@ def test_a_custom_judge_leaking_an_env_key_is_redacted(
     )
     assert CANARY not in str(result.stdout)
     assert CANARY not in (pytester.path / "out.json").read_text()
+
+
+def test_the_retry_budget_is_an_ini_option(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
+) -> None:
+    write(
+        "b.rubric.yaml",
+        "cases: [{id: q1, response: 'x', criteria: [{id: j, requirement: 'Says x'}]}]",
+    )
+    pytester.makeini(FAST_RETRIES + "rubric_judge_attempts = 10\nrubric_judge_retry_budget = 2\n")
+    fake_llm.respond_with(lambda request: status(503))  # not an output-mode rejection
+    result = pytester.runpytest(*judge_args(fake_llm), "-p", "no:xdist", "-rA")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*the session's retry budget (2) is spent*"])
+    assert len(fake_llm.requests) == 3  # the first try and the two retries the budget allows
