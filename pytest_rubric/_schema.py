@@ -99,9 +99,22 @@ def _check_id(value: str) -> str:
 
 # ``id: 7`` is the id "7"; ids must not break pytest node ids.
 Id = Annotated[str, BeforeValidator(_int_to_str), Field(min_length=1), AfterValidator(_check_id)]
+
+
+def _not_bool(value: Any) -> Any:
+    """pydantic would read ``weight: yes`` as 1.0; a YAML yes/no is never a number here."""
+    if isinstance(value, bool):
+        raise ValueError(
+            f"must be a number, but YAML read a bare yes/no/on/off/true/false as {value}; "
+            "write a number such as 1 or 0.5"
+        )
+    return value
+
+
+NotBool = BeforeValidator(_not_bool)
 # NaN or infinity in a weight, value or tolerance would poison every score.
-Finite = Annotated[float, Field(allow_inf_nan=False)]
-NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Finite = Annotated[float, NotBool, Field(allow_inf_nan=False)]
+NonNegative = Annotated[float, NotBool, Field(ge=0, allow_inf_nan=False)]
 
 
 class _Base(BaseModel):
@@ -199,17 +212,17 @@ class Fuzzy(_Base):
 
     type: Literal["fuzzy"] = "fuzzy"
     any_of: Phrases
-    threshold: Annotated[float, Field(ge=0, le=100)] = 90.0
+    threshold: Annotated[float, NotBool, Field(ge=0, le=100)] = 90.0
 
 
 class Length(_Base):
     """MET when the answer's word and character counts are within bounds (inclusive)."""
 
     type: Literal["length"] = "length"
-    min_words: Annotated[int, Field(ge=0)] | None = None
-    max_words: Annotated[int, Field(ge=0)] | None = None
-    min_chars: Annotated[int, Field(ge=0)] | None = None
-    max_chars: Annotated[int, Field(ge=0)] | None = None
+    min_words: Annotated[int, NotBool, Field(ge=0)] | None = None
+    max_words: Annotated[int, NotBool, Field(ge=0)] | None = None
+    min_chars: Annotated[int, NotBool, Field(ge=0)] | None = None
+    max_chars: Annotated[int, NotBool, Field(ge=0)] | None = None
 
     @model_validator(mode="after")
     def _bounds(self) -> Length:
@@ -251,7 +264,7 @@ class Metric(_Base):
     expected: tuple[Phrase, ...] = ()
     unexpected: tuple[Phrase, ...] = ()
     metric: Literal["precision", "recall", "f1", "accuracy", "specificity"] = "f1"
-    threshold: Annotated[float, Field(ge=0, le=1)] = 0.5
+    threshold: Annotated[float, NotBool, Field(ge=0, le=1)] = 0.5
 
     @model_validator(mode="after")
     def _items(self) -> Metric:
@@ -269,7 +282,7 @@ class Callable(_Base):
 
     type: Literal["callable"] = "callable"
     function: str
-    threshold: Annotated[float, Field(ge=0, le=1)] = 0.5
+    threshold: Annotated[float, NotBool, Field(ge=0, le=1)] = 0.5
 
     @field_validator("function")
     @classmethod
@@ -343,7 +356,7 @@ Criterion = Annotated[
     Discriminator(_criterion_tag),
 ]
 
-MinScore = Annotated[float, Field(ge=0, le=1)]
+MinScore = Annotated[float, NotBool, Field(ge=0, le=1)]
 
 
 def _default_ids(value: Any, prefix: str) -> Any:

@@ -744,3 +744,18 @@ def test_whitespace_only_phrase_is_rejected() -> None:
     )
     assert problem.criterion == "a"
     assert "more than whitespace" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("criterion", "field"),
+    [
+        ("{id: a, type: any_of, any_of: [x], weight: yes}", "weight"),
+        ("{id: a, type: number, value: on}", "value"),
+        ("{id: a, type: length, max_words: true}", "max_words"),
+        ("{id: a, type: fuzzy, any_of: [x], threshold: no}", "threshold"),
+    ],
+)
+def test_a_yaml_yes_or_no_is_never_read_as_a_number(criterion: str, field: str) -> None:
+    problem = one_problem(f"cases:\n  - id: q1\n    criteria:\n      - {criterion}\n")
+    assert (problem.line, problem.case, problem.criterion, problem.field) == (4, "q1", "a", field)
+    assert problem.message.startswith("must be a number, but YAML read a bare yes/no")
