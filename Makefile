@@ -38,13 +38,12 @@ docs: $(STAMP) browser
 	bash docs/screenshot.sh
 
 lint: $(STAMP)
-	$(PY) -m ruff check pytest_rubric tests bench
-	$(PY) -m ruff format --check pytest_rubric tests bench
+	$(PY) -m ruff check pytest_rubric tests bench conftest.py
+	$(PY) -m ruff format --check pytest_rubric tests bench conftest.py
 	$(PY) -m mypy
 
 bench: $(STAMP)
-	$(PY) bench/bench_items.py
-	$(PY) bench/bench_judge.py
+	$(PY) bench/run_all.py --json bench/last.json
 
 # Not part of `make test`: a judged example against a real OpenAI-compatible
 # server (llama-cpp-python with the SmolLM2-135M model shipped in the

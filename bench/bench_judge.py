@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import shutil
 import statistics
 import subprocess
@@ -45,6 +44,8 @@ from typing import TypedDict
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from _child import child_env  # noqa: E402
 
 from tests.fake_llm import FakeLLM, verdict  # noqa: E402
 
@@ -91,7 +92,7 @@ def generate(directory: Path) -> Path:
 
 
 def _timed(args: list[str], cwd: Path, *, workers: int = 0) -> float:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "RUBRIC_"))}
+    env = child_env()
     xdist = ["-n", str(workers)] if workers else ["-p", "no:xdist"]
     start = time.perf_counter()
     done = subprocess.run(

@@ -1,0 +1,169 @@
+"""Every benchmark in one run, and one table of ratios measured side by side (``make bench``).
+
+Each row comes from a script in this directory, which times its two sides
+alternately in the same run, so a noisy neighbour slows both:
+
+* ``bench_items``: per rubric item against a parametrized pytest item;
+* ``bench_judge``: a judged session against the concurrency floor
+  ``ceil(K / C) x L`` (without and with xdist), and a warm judge cache
+  against the offline run;
+* ``bench_import``: pytest start-up with the plugin against without it;
+* ``bench_soak``: 2,000 judged criteria with 20 % injected faults.
+
+Exit status 1 when any row misses its target (the table says which), so a
+regression cannot pass unnoticed. ``--quick`` runs fewer repeats and a
+smaller soak, for a look rather than a measurement; ``--json PATH`` keeps
+every script's full result.
+
+Usage::
+
+    .venv/bin/python bench/run_all.py [--quick] [--json bench.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_import
+import bench_items
+import bench_judge
+import bench_soak
+
+Row = tuple[str, str, str, str, str, bool]  # measure, measured, against, ratio, target, ok
+
+
+def rows(items: Any, judge: Any, imports: Any, soak: Any) -> list[Row]:
+    within = bench_judge.TARGET
+    warm = bench_judge.WARM_TARGET
+    floor = f"floor {judge['floor_s']:.2f}s"
+    faults = sum(soak["faults"].values())
+    return [
+        (
+            f"per rubric item, N={items['n']}",
+            f"{items['rubric']['median_s']:.2f}s",
+            f"parametrized {items['parametrized']['median_s']:.2f}s",
+            f"{items['ratio']:.2f}",
+            f"<= {bench_items.DEFAULT_TARGET:g}",
+            items["ratio"] <= bench_items.DEFAULT_TARGET,
+        ),
+        (
+            f"judged, K={judge['calls']} C={judge['concurrency']} L={judge['latency_s']:g}s",
+            f"+{judge['added_s']:.2f}s",
+            floor,
+            f"{judge['ratio']:.2f}",
+            f"<= {within:g}",
+            judge["ratio"] <= within,
+        ),
+        (
+            "judged, -n 2",
+            f"+{judge['xdist_judged_s'] - judge['xdist_offline_s']:.2f}s",
+            floor,
+            f"{judge['xdist_ratio']:.2f}",
+            f"<= {within:g}",
+            judge["xdist_ratio"] <= within,
+        ),
+        (
+            "warm judge cache",
+            f"{judge['warm_s']:.2f}s",
+            f"offline {judge['offline_s']:.2f}s",
+            f"{judge['warm_ratio']:.2f}",
+            f"<= {warm:g}",
+            judge["warm_ratio"] <= warm,
+        ),
+        (
+            "plugin import, pytest --version",
+            f"{imports['version_added_ms']:+.0f} ms",
+            f"bare {imports['version_without_ms']:.0f} ms",
+            f"{imports['version_with_ms'] / imports['version_without_ms']:.2f}",
+            f"<= +{bench_import.TARGET_MS:g} ms",
+            imports["version_added_ms"] <= bench_import.TARGET_MS,
+        ),
+        (
+            "plugin import, pytest -VV",
+            f"{imports['vv_added_ms']:+.0f} ms",
+            f"bare {imports['vv_without_ms']:.0f} ms",
+            f"{imports['vv_with_ms'] / imports['vv_without_ms']:.2f}",
+            f"<= +{bench_import.TARGET_MS:g} ms",
+            imports["vv_added_ms"] <= bench_import.TARGET_MS,
+        ),
+        (
+            f"judge soak, {soak['criteria']} criteria",
+            f"{soak['calls']} calls, {faults} faults",
+            f"{soak['scripted']} scripted, {soak['errors']} ERROR",
+            f"{soak['wrong']} wrong",
+            "0 wrong",
+            soak["wrong"] == 0 and soak["scripted"] + soak["errors"] == soak["criteria"],
+        ),
+        (
+            "judge soak, outcomes",
+            f"{soak['error_cases']} cases with ERROR",
+            f"{soak['cases']} cases",
+            f"{soak['error_passed'] + soak['wrong_outcomes']} passed wrongly",
+            "0",
+            soak["error_passed"] == 0 and soak["wrong_outcomes"] == 0,
+        ),
+        (
+            "judge soak, time",
+            f"{soak['seconds']:.1f}s",
+            f"bound {soak['max_seconds']:g}s",
+            f"{soak['seconds'] / soak['max_seconds']:.2f}",
+            "<= 1",
+            soak["seconds"] <= soak["max_seconds"],
+        ),
+    ]
+
+
+def table(found: list[Row]) -> str:
+    header = ("measure", "measured", "against", "ratio", "target", "")
+    cells = [header] + [(*row[:5], "ok" if row[5] else "OVER") for row in found]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(cell, widths, strict=True)).rstrip() for cell in cells
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, a smaller soak")
+    parser.add_argument("--json", type=Path, help="write every script's full result here")
+    args = parser.parse_args(argv)
+    repeat = 2 if args.quick else 5
+    started = time.perf_counter()
+    print(
+        f"pytest-rubric benchmarks: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+        f"{repeat} repeats per side{' (quick: a look, not a measurement)' if args.quick else ''}",
+        flush=True,
+    )
+    print("  items ...", flush=True)
+    items = bench_items.run(1000 if args.quick else bench_items.DEFAULT_N, repeat)
+    print("  judge ...", flush=True)
+    judge = bench_judge.run(repeat=repeat)
+    print("  import ...", flush=True)
+    imports = bench_import.run(repeat=7 if args.quick else 21)
+    print("  soak ...", flush=True)
+    soak = bench_soak.run(criteria=500 if args.quick else 2000)
+    found = rows(items, judge, imports, soak)
+    print()
+    print(table(found))
+    print(f"\n{time.perf_counter() - started:.0f}s in all")
+    if args.json:
+        results = {"items": items, "judge": judge, "import": imports, "soak": soak}
+        args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    missed = [row[0] for row in found if not row[5]]
+    if missed:
+        print(f"over target: {', '.join(missed)}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
