@@ -279,10 +279,8 @@ def _tally(
             if got == "ERROR":
                 counts["errors"] += 1
                 errored = True
-            elif got == expected and _token_of(criterion["reason"]) in (
-                None,
-                _token(case, criterion["id"], expected),
-            ):
+            elif got == expected and _token(case, criterion["id"], expected) in criterion["reason"]:
+                # the verdict and the reason are this criterion's, not another call's
                 counts["scripted"] += 1
             else:
                 counts["wrong"] += 1
@@ -302,11 +300,6 @@ def _tally(
 def _token(case: str, criterion: str, expected: str) -> str:
     index = int(case[1:]) * PER_CASE + int(criterion[1:])
     return f"S{index:05d}{expected[0]}"
-
-
-def _token_of(reason: str) -> str | None:
-    match = TOKEN.search(reason or "")
-    return match.group(0) if match else None
 
 
 def main(argv: list[str] | None = None) -> int:
