@@ -272,6 +272,7 @@ class RubricSession:
         from ._spec import JudgeSpec, JudgeStats, read_key
 
         settings = self.settings
+        spec: JudgeSpec | None = None
         if custom is not None:
             if not callable(getattr(custom, "complete", None)):
                 raise pytest.UsageError(
@@ -279,7 +280,6 @@ class RubricSession:
                     "user) -> str`"
                 )
             name = str(getattr(custom, "name", None) or type(custom).__name__)
-            judge: object = custom
         elif settings.judge:
             try:
                 spec = JudgeSpec.parse(settings.judge, url=settings.judge_url)
@@ -287,7 +287,7 @@ class RubricSession:
                 read_key(spec, require_key=settings.cache_mode != "replay")
             except ValueError as exc:
                 raise pytest.UsageError(f"--rubric-judge: {exc}") from None
-            name, judge = spec.name, spec
+            name = spec.name
         else:
             return
         self.judge_name = name
@@ -296,10 +296,11 @@ class RubricSession:
             # client, its event loop and the httpx import (workers start sooner).
             self.judge_stats = JudgeStats()
             return
-        if isinstance(judge, JudgeSpec):
+        judge: object = custom
+        if spec is not None:
             from ._judge import make_judge
 
-            judge = make_judge(judge, policy=settings.retry, require_key=False)
+            judge = make_judge(spec, policy=settings.retry, require_key=False)  # key checked above
         concurrency = settings.concurrency
         workerinput = getattr(self.config, "workerinput", None)
         if workerinput is not None:
