@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CACHE_MODES",
     "CURRENT_ITEM",
+    "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_MIN_SCORE",
     "GRADERS",
     "RESULTS_KEY",
@@ -37,6 +38,7 @@ __all__ = [
 GRADERS = ("per-criterion", "one-shot", "holistic")
 CACHE_MODES = ("use", "refresh", "off", "replay")
 DEFAULT_MIN_SCORE = 0.8  # the pass mark of cases that set none (ini rubric_min_score)
+DEFAULT_CALL_TIMEOUT = 60.0  # seconds a callable or target may run (ini rubric_call_timeout)
 
 RESULTS_KEY = pytest.StashKey[list["CaseResult"]]()
 """Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""

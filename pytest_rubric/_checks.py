@@ -19,6 +19,7 @@ import inspect
 import json
 import math
 import re
+import threading
 from collections.abc import Callable as CallableT
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,13 +30,24 @@ import re2
 from rapidfuzz import fuzz
 
 from . import _schema as s
+from ._base import DEFAULT_CALL_TIMEOUT
 from ._normalize import normalize, normalize_pattern, parse_numbers
 from ._result import Verdict
 
-__all__ = ["Answer", "Check", "Outcome", "compile_check", "resolve_import", "run_sync"]
+__all__ = [
+    "Answer",
+    "CallTimeout",
+    "Check",
+    "Outcome",
+    "call_bounded",
+    "compile_check",
+    "resolve_import",
+    "run_sync",
+]
 
 _MAX_REASON = 120
-PYTHON_REGEX_MAX_CHARS = 10_000
+# How long one engine: python search may backtrack before the criterion is ERROR.
+PYTHON_REGEX_TIMEOUT = 1.0
 _FENCED = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 
 
@@ -265,16 +277,18 @@ def _re2_options(case_sensitive: bool) -> Any:
 def compile_regex(pattern: str, *, case_sensitive: bool, engine: str) -> Any:
     """A compiled pattern with ``search``; RE2 unless ``engine == "python"``.
 
+    ``engine: python`` is the ``regex`` package (a superset of ``re`` with the
+    same syntax), because its searches take a ``timeout``: Python's own ``re``
+    holds the GIL while it backtracks, so no thread could stop it, and a
+    subprocess per search would cost milliseconds on every answer.
+
     The pattern's literal characters are normalized like answers are (see
     :func:`normalize_pattern`). Cached: a pattern is checked at collection
     and compiled again by the grader.
     """
     normalized = normalize_pattern(pattern, casefold=not case_sensitive)
     if engine == "python":
-        try:
-            return re.compile(normalized, 0 if case_sensitive else re.IGNORECASE)
-        except re.error as exc:
-            raise RegexError(str(exc), unsupported=False) from None
+        return _compile_backtracking(normalized, case_sensitive=case_sensitive)
     try:
         return re2.compile(normalized, _re2_options(case_sensitive))
     except re2.error as exc:
@@ -283,11 +297,17 @@ def compile_regex(pattern: str, *, case_sensitive: bool, engine: str) -> Any:
             if exc.args and isinstance(exc.args[0], bytes)
             else str(exc)
         )
-        try:
-            re.compile(normalized)
-        except re.error as python_exc:
-            raise RegexError(str(python_exc), unsupported=False) from None
+        _compile_backtracking(normalized, case_sensitive=case_sensitive)  # invalid anywhere?
         raise RegexError(why, unsupported=True) from None
+
+
+def _compile_backtracking(pattern: str, *, case_sensitive: bool) -> Any:
+    import regex  # only rubrics that ask for engine: python pay for the import
+
+    try:
+        return regex.compile(pattern, 0 if case_sensitive else regex.IGNORECASE)
+    except (regex.error, ValueError, OverflowError, RecursionError) as exc:
+        raise RegexError(str(exc), unsupported=False) from None
 
 
 def regex_problem(c: s.Regex) -> str | None:
@@ -310,17 +330,20 @@ class _Regex(_Check):
     def run(self, answer: Answer, case: Any) -> Outcome:
         c = self.c
         text = answer.cased if c.case_sensitive else answer.folded
-        capped = c.engine == "python" and len(text) > PYTHON_REGEX_MAX_CHARS
-        if capped:
-            # A backtracking engine's cost grows with the text: bound what it sees.
-            text = text[:PYTHON_REGEX_MAX_CHARS]
-        match = self.pattern.search(text)
-        if capped and not match:
-            return _error(
-                f"engine: python searches only the first {PYTHON_REGEX_MAX_CHARS} characters "
-                f"and the answer has {len(answer.text)}; with no match there, the rest is "
-                "unchecked. Use the default engine (RE2), which has no cap"
-            )
+        if c.engine == "python":
+            # A backtracking engine can take exponential time on a short answer
+            # ((a+)+$ on 51 characters): every search is bounded in time.
+            try:
+                match = self.pattern.search(text, timeout=PYTHON_REGEX_TIMEOUT)
+            except TimeoutError:
+                return _error(
+                    f"engine: python gave up on {_short(c.pattern)} after "
+                    f"{PYTHON_REGEX_TIMEOUT:g} s of backtracking on an answer of {len(text)} "
+                    "characters; rewrite the pattern without nested repetition, or use the "
+                    "default engine (RE2), which runs in linear time"
+                )
+        else:
+            match = self.pattern.search(text)
         if c.invert:
             if match:
                 return _unmet(f"found {_short(match.group(0))}, which must not occur")
@@ -352,6 +375,10 @@ class _Number(_Check):
     def run(self, answer: Answer, case: Any) -> Outcome:
         value, target = self.c.value, self.target
         for x in answer.numbers:
+            if not math.isfinite(x):
+                # "1e309" or a 400-digit literal reads as inf, and inf - v is inf:
+                # without this, `inf <= tol + eps * inf` would pass any target.
+                continue
             # Inclusive bounds: a value written exactly at the tolerance passes
             # despite binary floating point (1157.64 - 1157.63 > 0.01 in floats);
             # the slack is a few ulps of the numbers compared, never more.
@@ -525,20 +552,60 @@ def run_sync(value: Any) -> Any:
     return value
 
 
+class CallTimeout(Exception):
+    """A user's callable or target did not return within its time bound."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(
+            f"did not return within {timeout:g} s (set `timeout:` on the criterion or case, "
+            "or ini rubric_call_timeout, if it needs longer)"
+        )
+
+
+def call_bounded(function: Any, *args: Any, timeout: float) -> Any:
+    """``function(*args)``, awaited if async, or :class:`CallTimeout` after ``timeout`` s.
+
+    The call runs in a daemon thread of its own: Python cannot stop a thread,
+    so one that hangs is abandoned (it never holds up the session or its
+    exit), and its evaluation is ERROR. What the function raises is raised
+    here.
+    """
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, run_sync(function(*args))))
+        except BaseException as exc:  # handed to the caller, which decides
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, name="pytest-rubric-call", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not outcome:
+        raise CallTimeout(timeout)
+    returned, value = outcome[0]
+    if not returned:
+        raise value
+    return value
+
+
 _CALLABLE_CONTRACT = "return a bool, a float in [0, 1] or (value, reason)"
 
 
 class _Callable(_Check):
-    __slots__ = ("function",)
+    __slots__ = ("function", "timeout")
 
-    def __init__(self, c: s.Callable, function: Any) -> None:
+    def __init__(self, c: s.Callable, function: Any, timeout: float) -> None:
         super().__init__(c)
         self.function = function
+        self.timeout = c.timeout or timeout
 
     def run(self, answer: Answer, case: Any) -> Outcome:
         path = self.c.function
         try:
-            value = run_sync(self.function(answer.text, case))
+            value = call_bounded(self.function, answer.text, case, timeout=self.timeout)
+        except CallTimeout as exc:
+            return _error(f"{path} {exc}")
         except Exception as exc:
             return _error(f"{path} raised {type(exc).__name__}: {exc}")
         reason = f"{path} returned {value!r}"
@@ -551,9 +618,9 @@ class _Callable(_Check):
         return _error(f"{path} returned {value!r}; {_CALLABLE_CONTRACT}")
 
 
-def _callable(c: s.Callable) -> _Check:
+def _callable(c: s.Callable, call_timeout: float) -> _Check:
     try:
-        return _Callable(c, resolve_import(c.function))
+        return _Callable(c, resolve_import(c.function), call_timeout)
     except Exception as exc:
         return _Broken(
             c,
@@ -572,10 +639,14 @@ _COMPILERS: dict[type[Any], CallableT[[Any], _Check]] = {
     s.Length: _Length,
     s.Json: _Json,
     s.Metric: _Metric,
-    s.Callable: _callable,
 }
 
 
-def compile_check(criterion: Any) -> Check:
-    """Compile a deterministic criterion into a check that never raises."""
+def compile_check(criterion: Any, *, call_timeout: float = DEFAULT_CALL_TIMEOUT) -> Check:
+    """Compile a deterministic criterion into a check that never raises.
+
+    ``call_timeout`` bounds a ``callable`` criterion that sets no ``timeout``.
+    """
+    if isinstance(criterion, s.Callable):
+        return _callable(criterion, call_timeout)
     return _COMPILERS[type(criterion)](criterion)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ._base import RESULTS_KEY
-from ._checks import resolve_import, run_sync
+from ._checks import CallTimeout, call_bounded, resolve_import, run_sync
 from ._errors import Problem, RubricLoadError
 from ._grader import CompiledRubric
 from ._loader import LoadedSuite, load_suite, paused_gc
@@ -67,6 +67,7 @@ class _Source:
     target: Any = None
     target_name: str | None = None
     unavailable: str | None = None  # why there is no response
+    timeout: float | None = None  # a user's target is bounded; a live model has its own
 
     def fetch(self, case: Any) -> tuple[str, None] | tuple[None, str]:
         """The response text, or None and why there is none."""
@@ -75,7 +76,12 @@ class _Source:
         if self.text is not None:
             return self.text, None
         try:
-            value = run_sync(self.target(case))
+            if self.timeout is None:
+                value = run_sync(self.target(case))
+            else:
+                value = call_bounded(self.target, case, timeout=self.timeout)
+        except CallTimeout as exc:
+            return None, f"target {self.target_name} {exc}"
         except Exception as exc:
             return None, f"target {self.target_name} raised {type(exc).__name__}: {exc}"
         if not isinstance(value, str):
@@ -234,7 +240,12 @@ class RubricFile(pytest.File):
         target_path = case.target or loaded.suite.target or self.rubric_session.settings.target
         if target_path is not None:
             name, function = targets[target_path]
-            add(name, _Source(target=function, target_name=target_path), f"target {target_path}")
+            source = _Source(
+                target=function,
+                target_name=target_path,
+                timeout=case.timeout or self.rubric_session.settings.call_timeout,
+            )
+            add(name, source, f"target {target_path}")
         model = self.rubric_session.model
         if model is not None:
             add(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import _style
-from ._base import DEFAULT_MIN_SCORE
+from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_MIN_SCORE
 from ._checks import Answer, Check, Outcome, compile_check
 from ._result import CaseResult, CriterionResult, Verdict
 from ._schema import Rubric
@@ -54,9 +54,11 @@ class Grader:
         *,
         thresholds: _style.StyleThresholds | None = None,
         default_min_score: float = DEFAULT_MIN_SCORE,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
     ) -> None:
         self.thresholds = thresholds or _style.StyleThresholds()
         self.default_min_score = default_min_score
+        self.call_timeout = call_timeout
 
     def compile(
         self,
@@ -67,7 +69,10 @@ class Grader:
     ) -> CompiledRubric:
         """Prepare ``rubric`` for grading; ``min_score`` overrides the rubric's own."""
         criteria = (*global_criteria, *rubric.criteria)
-        checks = tuple(None if c.is_judged else compile_check(c) for c in criteria)
+        checks = tuple(
+            None if c.is_judged else compile_check(c, call_timeout=self.call_timeout)
+            for c in criteria
+        )
         mark = min_score if min_score is not None else rubric.min_score
         return CompiledRubric(
             rubric=rubric,

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ._checks import PYTHON_REGEX_MAX_CHARS, regex_problem
+from ._checks import PYTHON_REGEX_TIMEOUT, regex_problem
 from ._errors import Problem, RubricLoadError
 from ._schema import CRITERION_TYPES, Case, FieldError, Suite
 
@@ -502,8 +502,8 @@ def _regex_problems(
                 field="pattern",
                 hint="rewrite it without them (an `invert: true` criterion often replaces a "
                 "negative lookahead), or add `engine: python` to this criterion to use Python's "
-                f"backtracking engine, which searches only the first {PYTHON_REGEX_MAX_CHARS} "
-                "characters of an answer",
+                f"backtracking engine, whose every search is cut off after {PYTHON_REGEX_TIMEOUT:g} s "
+                "(ERROR)",
             )
 
 

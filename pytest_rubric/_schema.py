@@ -115,6 +115,8 @@ NotBool = BeforeValidator(_not_bool)
 # NaN or infinity in a weight, value or tolerance would poison every score.
 Finite = Annotated[float, NotBool, Field(allow_inf_nan=False)]
 NonNegative = Annotated[float, NotBool, Field(ge=0, allow_inf_nan=False)]
+# Seconds a user's `callable` or `target` may run before its evaluation is ERROR.
+Timeout = Annotated[float, NotBool, Field(gt=0, allow_inf_nan=False)]
 
 
 class _Base(BaseModel):
@@ -187,8 +189,8 @@ class Regex(_Base):
     """MET when the pattern matches the normalized answer (or, inverted, does not).
 
     ``engine: re2`` (the default) matches in linear time, so no pattern can
-    hang a run; ``engine: python`` allows backreferences and lookaround, with
-    answers capped in length.
+    hang a run; ``engine: python`` allows backreferences and lookaround, and
+    each of its searches is cut off after a time bound (ERROR).
     """
 
     type: Literal["regex"] = "regex"
@@ -283,6 +285,7 @@ class Callable(_Base):
     type: Literal["callable"] = "callable"
     function: str
     threshold: Annotated[float, NotBool, Field(ge=0, le=1)] = 0.5
+    timeout: Timeout | None = None  # default: ini rubric_call_timeout (60 s)
 
     @field_validator("function")
     @classmethod
@@ -399,6 +402,7 @@ class Case(Rubric):
     responses: dict[str, str] | None = None
     subject: str | None = None
     target: str | None = None
+    timeout: Timeout | None = None  # for the target; default: ini rubric_call_timeout (60 s)
 
     @field_validator("target")
     @classmethod

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import _style
-from ._base import DEFAULT_MIN_SCORE, RetryPolicy, is_rubric_item
+from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_MIN_SCORE, RetryPolicy, is_rubric_item
 from ._errors import Problem
 from ._gates import GateReport, check
 from ._report import DocumentError, read_document
@@ -73,6 +73,7 @@ class Settings:
     cache_mode: str = "use"
     cache_dir: Path = Path(".rubric_cache")
     min_score: float = DEFAULT_MIN_SCORE
+    call_timeout: float = DEFAULT_CALL_TIMEOUT
     thresholds: _style.StyleThresholds = field(default_factory=_style.StyleThresholds)
 
     @classmethod
@@ -139,6 +140,7 @@ class Settings:
                 ),
             ),
             min_score=number("rubric_min_score", DEFAULT_MIN_SCORE),
+            call_timeout=number("rubric_call_timeout", DEFAULT_CALL_TIMEOUT, fraction=False),
             thresholds=_style.StyleThresholds(
                 confident=number("rubric_confident_threshold", defaults.confident),
                 hedged=number("rubric_hedged_threshold", defaults.hedged),
@@ -254,7 +256,9 @@ class RubricSession:
             from ._grader import Grader
 
             self._grader = Grader(
-                thresholds=self.settings.thresholds, default_min_score=self.settings.min_score
+                thresholds=self.settings.thresholds,
+                default_min_score=self.settings.min_score,
+                call_timeout=self.settings.call_timeout,
             )
         return self._grader
 

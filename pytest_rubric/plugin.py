@@ -197,6 +197,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="",
     )
     parser.addini("rubric_min_score", "pass mark of cases that set none (default 0.8)", default="")
+    parser.addini(
+        "rubric_call_timeout",
+        "seconds a `callable` criterion or a `target` may run before it is ERROR, unless it "
+        "sets `timeout:` (default 60)",
+        default="",
+    )
     for name, what in (
         (
             "rubric_confident_threshold",

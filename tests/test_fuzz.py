@@ -381,10 +381,9 @@ def test_every_check_returns_a_verdict_or_error_for_any_string(
         assert 0.0 <= outcome.credit <= 1.0 and not math.isnan(outcome.credit)
         assert outcome.reason, criterion.id
         assert not outcome.reason.startswith("check failed"), (criterion.id, outcome.reason)
-        if outcome.verdict is Verdict.ERROR:
-            # The only ERROR a valid deterministic criterion gives: Python's engine
-            # cannot say that a capped answer does not match.
-            assert criterion.id == "py" and len(text) > 10_000, (criterion.id, outcome.reason)
+        # A valid deterministic criterion is ERROR only when Python's engine runs out
+        # of time, which no pattern of these can on a short answer.
+        assert outcome.verdict is not Verdict.ERROR, (criterion.id, outcome.reason)
 
 
 @pytest.fixture(scope="module")

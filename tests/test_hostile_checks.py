@@ -1,0 +1,234 @@
+"""Hostile answers and hostile user code against the deterministic checks.
+
+Each test here failed before the fix it names: an answer saying ``1e309``
+passed any ``number`` criterion, a backtracking ``engine: python`` pattern
+or a callable or target that never returns hung the session.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_rubric._checks import Answer, CallTimeout, call_bounded, compile_check
+from pytest_rubric._normalize import parse_numbers
+from pytest_rubric._result import Verdict
+from pytest_rubric._schema import Number
+
+Write = Callable[[str, str], Path]
+
+HUGE = "1" * 400  # a 400-digit literal: a float reads it as inf
+
+
+# --- non-finite numbers ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I am not sure, maybe 1e309?",
+        f"It is {HUGE}.",
+        f"It is -{HUGE}.",
+        "Somewhere between 1e999 and -1e999",
+        "inf",
+        "$1e400 million",
+        "1.7e308 trillion",  # finite as written, infinite once scaled
+    ],
+)
+def test_a_number_that_is_not_finite_is_never_within_tolerance(answer: str) -> None:
+    criterion = Number(id="total", value=1157.63, abs_tol=0.01)
+    assert compile_check(criterion)(Answer(answer), None).verdict is Verdict.UNMET
+    relative = Number(id="total", value=1157.63, rel_tol=0.5)
+    assert compile_check(relative)(Answer(answer), None).verdict is Verdict.UNMET
+
+
+def test_an_infinite_answer_does_not_pass_a_required_number_end_to_end(
+    pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
+) -> None:
+    write(
+        "evals/total.rubric.yaml",
+        f"""
+        cases:
+          - id: invoice_total
+            responses:
+              unsure: "I am not sure, maybe 1e309?"
+              long: "The total is {HUGE}."
+              right: "The total is $1,157.63."
+            criteria:
+              - {{id: total, type: number, value: 1157.63, abs_tol: 0.01, required: true}}
+        """,
+    )
+    result = pytester.runpytest("--rubric-dir", "evals", "--rubric-json", "out.json")
+    result.assert_outcomes(passed=1, failed=2)
+    verdicts = {r["subject"]: (r["passed"], r["score"]) for r in rubric_json()["results"]}
+    assert verdicts == {"unsure": (False, 0.0), "long": (False, 0.0), "right": (True, 1.0)}
+
+
+# Literals a float cannot hold, mixed into ordinary text.
+_NON_FINITE = st.sampled_from(
+    ["1e309", "-1e309", "9" * 330, "1e99999", "1.5e308 trillion", "(1e400)", "inf", "nan"]
+)
+_WORDS = st.text(alphabet="abc $%,.-()e0123456789 ", max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(st.one_of(_NON_FINITE, _WORDS), max_size=6),
+    value=st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300),
+    tol=st.floats(min_value=0, max_value=1e6, allow_nan=False),
+    relative=st.booleans(),
+)
+def test_met_always_means_a_finite_number_within_tolerance(
+    parts: list[str], value: float, tol: float, relative: bool
+) -> None:
+    text = " ".join(parts)
+    criterion = Number(id="n", value=value, **{"rel_tol" if relative else "abs_tol": tol})
+    outcome = compile_check(criterion)(Answer(text), None)
+    assert outcome.verdict in (Verdict.MET, Verdict.UNMET)
+    if outcome.verdict is Verdict.MET:
+        bound = tol * abs(value) if relative else tol
+        assert any(
+            math.isfinite(x) and abs(x - value) <= bound + 1e-9 * max(abs(x), abs(value), 1)
+            for x in parse_numbers(text)
+        ), (text, value, tol)
+
+
+# --- engine: python regexes -----------------------------------------------------------------
+
+
+def test_a_backtracking_pattern_cannot_hang_the_session(
+    pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
+) -> None:
+    answer = "a" * 60 + "!"
+    write(
+        "evals/rx.rubric.yaml",
+        f"""
+        cases:
+          - id: q1
+            response: "{answer}"
+            criteria:
+              - {{id: some_a, type: any_of, any_of: ["a"]}}
+              - {{id: nested, type: regex, engine: python, pattern: '(a+)+$'}}
+              - {{id: alternation, type: regex, engine: python, pattern: '(a|aa)+$'}}
+        """,
+    )
+    started = time.monotonic()
+    result = pytester.runpytest("--rubric-dir", "evals", "--rubric-json", "out.json")
+    assert time.monotonic() - started < 30
+    result.assert_outcomes(errors=1)
+    (case,) = rubric_json()["results"]
+    verdicts = {c["id"]: c["verdict"] for c in case["criteria"]}
+    assert verdicts == {"some_a": "MET", "nested": "UNMET", "alternation": "ERROR"}
+    result.stdout.fnmatch_lines(["*alternation*ERROR*engine: python gave up on*"])
+
+
+# --- callables and targets that never return ------------------------------------------------
+
+
+def test_call_bounded_returns_raises_or_times_out() -> None:
+    async def double(x: int) -> int:
+        return 2 * x
+
+    assert call_bounded(lambda x: x + 1, 1, timeout=5) == 2
+    assert call_bounded(double, 4, timeout=5) == 8
+    with pytest.raises(ZeroDivisionError):
+        call_bounded(lambda: 1 / 0, timeout=5)
+    started = time.monotonic()
+    with pytest.raises(CallTimeout, match=r"did not return within 0\.2 s"):
+        call_bounded(time.sleep, 30, timeout=0.2)
+    assert time.monotonic() - started < 10
+
+
+SLOW = """
+import asyncio
+import time
+
+def hangs(response, case):
+    time.sleep(600)
+    return True
+
+async def hangs_async(response, case):
+    await asyncio.sleep(600)
+    return True
+
+def quick(response, case):
+    return True
+
+def slow_target(case):
+    time.sleep(600)
+    return "never"
+
+def target(case):
+    return "an answer"
+"""
+
+
+def test_a_callable_that_never_returns_is_an_error_not_a_hang(
+    pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
+) -> None:
+    write("slowchecks.py", SLOW)
+    write(
+        "evals/c.rubric.yaml",
+        """
+        cases:
+          - id: q1
+            response: "anything"
+            criteria:
+              - {id: fine, type: callable, function: "slowchecks:quick"}
+              - {id: sync, type: callable, function: "slowchecks:hangs", timeout: 0.3}
+          - id: q2
+            response: "anything"
+            criteria:
+              - {id: fine, type: callable, function: "slowchecks:quick"}
+              - {id: by_ini, type: callable, function: "slowchecks:hangs_async"}
+        """,
+    )
+    pytester.makeini("[pytest]\nrubric_call_timeout = 0.3\n")
+    pytester.syspathinsert()
+    started = time.monotonic()
+    result = pytester.runpytest("--rubric-dir", "evals", "--rubric-json", "out.json")
+    assert time.monotonic() - started < 30
+    result.assert_outcomes(errors=2)
+    criteria = {c["id"]: c for r in rubric_json()["results"] for c in r["criteria"]}
+    assert criteria["sync"]["verdict"] == criteria["by_ini"]["verdict"] == "ERROR"
+    assert criteria["sync"]["reason"].startswith("slowchecks:hangs did not return within 0.3 s")
+    assert criteria["by_ini"]["reason"].startswith(
+        "slowchecks:hangs_async did not return within 0.3 s"
+    )
+    assert criteria["fine"]["verdict"] == "MET"
+
+
+def test_a_target_that_never_returns_is_an_error_not_a_hang(
+    pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
+) -> None:
+    write("app.py", SLOW)
+    write(
+        "evals/t.rubric.yaml",
+        """
+        cases:
+          - id: slow
+            target: "app:slow_target"
+            timeout: 0.3
+            criteria:
+              - {id: says, type: any_of, any_of: ["answer"]}
+          - id: fast
+            target: "app:target"
+            criteria:
+              - {id: says, type: any_of, any_of: ["answer"]}
+        """,
+    )
+    pytester.syspathinsert()
+    started = time.monotonic()
+    result = pytester.runpytest("--rubric-dir", "evals", "--rubric-json", "out.json")
+    assert time.monotonic() - started < 30
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*target app:slow_target did not return within 0.3 s*"])
+    statuses = {r["case"]: r["passed"] for r in rubric_json()["results"]}
+    assert statuses == {"slow": False, "fast": True}
