@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_rubric._schema import Judge
+from pytest_rubric._secrets import Secret, redact
 from pytest_rubric._verdicts import ReplyError, extract_json, read_holistic, read_one, read_one_shot
 
 BOOL = Judge(id="a", requirement="Says A")
@@ -88,3 +89,9 @@ def test_extract_json_needs_an_object() -> None:
         extract_json('["MET", "because"]')
     # An object inside other JSON is still found, as in prose.
     assert extract_json('[{"reason": "r"}]') == {"reason": "r"}
+
+
+def test_redaction_leaves_short_pieces_and_short_keys_alone() -> None:
+    key = "sk-test-9QvX2mLp7RtW4yZb8NcK3hJd"
+    assert redact(f"<{key[:11]}>", Secret(key)) == f"<{key[:11]}>"
+    assert redact("abc-123-xyz and abc-123", Secret("abc-123-xyz")) == "*** and abc-123"
