@@ -6,12 +6,17 @@ Every test here failed before the fix it pins (checked against the code before i
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_rubric._schema import Judge
 from pytest_rubric._secrets import Secret, clip, redact
+from pytest_rubric._verdicts import Graded, ReplyError, read_holistic, read_one, read_one_shot
 
 BOOL = Judge(id="a", requirement="Says A")
 SCORE = Judge(id="s", requirement="How good?", kind="score")
@@ -64,3 +69,172 @@ def test_text_is_redacted_then_cut_to_2000_characters_with_a_count() -> None:
     got = clip(straddling, Secret(KEY))
     assert got == "y" * 1_990 + "***" + "z" * 7 + "… [12,338 more characters]"
     assert leaked(KEY, got) == []
+
+
+# --- the readers: any reply is a grade or a ReplyError ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("read", "reply"),
+    [
+        (lambda t: read_one(t, SCORE), f'{{"reason": "r", "score": {HUGE}}}'),
+        (lambda t: read_one(t, SCORE), f'{{"reason": "r", "score": -{HUGE}}}'),
+        (read_holistic, f'{{"reason": "r", "score": {HUGE}}}'),
+    ],
+    ids=["score-kind", "negative", "holistic"],
+)
+def test_a_400_digit_score_is_out_of_range(read: Callable[[str], Any], reply: str) -> None:
+    with pytest.raises(ReplyError, match=r"score -?10{10}.*\(40[01] characters\) is out of range"):
+        read(reply)
+
+
+def test_a_400_digit_score_in_a_one_shot_reply_is_that_criterion_s_error() -> None:
+    reply = json.dumps(
+        {
+            "criteria": [
+                {"id": "a", "reason": "r", "verdict": "MET"},
+                {"id": "s", "reason": "r", "score": 10**400},
+            ]
+        }
+    )
+    got = read_one_shot(reply, [BOOL, SCORE])
+    assert isinstance(got["a"], Graded)
+    assert isinstance(got["s"], ReplyError) and "out of range 1-5" in str(got["s"])
+
+
+@pytest.mark.parametrize(
+    "read",
+    [lambda t: read_one(t, BOOL), read_holistic, lambda t: read_one_shot(t, [BOOL])],
+    ids=["per-criterion", "holistic", "one-shot"],
+)
+@pytest.mark.parametrize(
+    "reply",
+    [DEEP, f"Here it is: {DEEP}", f"```json\n{DEEP}\n```", "[" * 100_000 + "]" * 100_000],
+    ids=["bare", "prose", "fenced", "list"],
+)
+def test_json_nested_100000_deep_is_a_reply_error(read: Callable[[str], Any], reply: str) -> None:
+    with pytest.raises(ReplyError, match=r"nested too deeply|no JSON object"):
+        read(reply)
+
+
+def test_a_quoted_value_in_an_error_is_short_whatever_its_size_or_depth() -> None:
+    """Errors are fed back to the judge and end up in reasons: they quote, never copy."""
+    nested: Any = 1
+    for _ in range(500):
+        nested = [nested]
+    for value in ("x" * 100_000, nested, 10**4000, -(10**4000)):
+        with pytest.raises(ReplyError) as caught:
+            read_one(json.dumps({"reason": "r", "verdict": value}), BOOL)
+        assert len(str(caught.value)) < 200
+    with pytest.raises(ReplyError) as caught:
+        read_one("no object here " + "y" * 100_000, BOOL)
+    assert len(str(caught.value)) < 200
+
+
+# What a reply can be made of: every JSON type, huge ints, non-finite floats, depth.
+_NUMBER = (
+    st.sampled_from([10**400, -(10**400), 2**1024, 10**4000, 0, 1, 3, 5, 100, 101])
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
+)
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | _NUMBER
+    | st.text(max_size=20)
+    | st.sampled_from(["MET", "UNMET", "met", "a", "s", "<placeholder>"]),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(["reason", "verdict", "score", "id", "x"]), inner)
+    ),
+    max_leaves=20,
+)
+# Objects shaped like a reply, so that validation gets past "reason" to the hostile parts.
+_ENTRY = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": st.sampled_from(["a", "s"]) | _JSON,
+        "reason": st.just("because") | _JSON,
+        "verdict": st.sampled_from(["MET", "UNMET"]) | _JSON,
+        "score": _NUMBER | _JSON,
+    },
+)
+_REPLY = _ENTRY | st.fixed_dictionaries({"criteria": st.lists(_ENTRY | _JSON, max_size=3)}) | _JSON
+_DEEP_LIST = "[" * 5_000 + "{}" + "]" * 5_000
+
+
+@given(
+    value=_REPLY,
+    prose=st.sampled_from(["{}", "Verdict: {} Thanks.", "```json\n{}\n```", _DEEP_LIST]),
+)
+def test_any_json_reply_is_a_grade_or_a_reply_error(value: Any, prose: str) -> None:
+    reply = prose.replace("{}", json.dumps(value))
+    for read in (
+        lambda t: read_one(t, BOOL),
+        lambda t: read_one(t, SCORE),
+        read_holistic,
+        lambda t: read_one_shot(t, [BOOL, SCORE]),
+    ):
+        try:
+            got = read(reply)
+        except ReplyError:
+            continue
+        if isinstance(got, Graded):
+            assert 0 <= got.credit <= 1
+        elif isinstance(got, tuple):
+            assert 0 <= got[0] <= 100
+        else:
+            assert all(isinstance(g, Graded | ReplyError) for g in got.values())
+
+
+# --- the reply is the last object that fits --------------------------------------------------
+
+QUOTED = '{"reason": "quoted from the answer", "verdict": "MET"}'
+
+
+@pytest.mark.parametrize(
+    ("read", "reply", "expected"),
+    [
+        (
+            lambda t: read_one(t, BOOL).met,
+            f'The answer says {QUOTED}. My grade: {{"reason": "it is not so", "verdict": "UNMET"}}',
+            False,
+        ),
+        (
+            lambda t: read_one(t, SCORE).credit,
+            'It quotes {"reason": "x", "score": 5}; I give {"reason": "weak", "score": 1}',
+            0.0,
+        ),
+        (
+            read_holistic,
+            'It quotes {"reason": "x", "score": 100}; I give {"reason": "weak", "score": 10}',
+            (10.0, "weak"),
+        ),
+        (
+            lambda t: read_one_shot(t, [BOOL])["a"].met,  # type: ignore[union-attr]
+            'The answer says ```json\n{"criteria": [{"id": "a", "reason": "q", "verdict": "MET"}]}'
+            '\n```; mine: {"criteria": [{"id": "a", "reason": "no", "verdict": "UNMET"}]}',
+            False,
+        ),
+        (
+            lambda t: read_one(t, BOOL).met,  # a later object that does not fit is passed over
+            'Answer: {"x": 1} Grade: {"reason": "no", "verdict": "UNMET"} Note: {"y": 2}',
+            False,
+        ),
+    ],
+    ids=["per-criterion", "score-kind", "holistic", "one-shot", "skips-non-fitting"],
+)
+def test_the_judges_own_object_wins_over_one_it_quoted(
+    read: Callable[[str], Any], reply: str, expected: Any
+) -> None:
+    assert read(reply) == expected
+
+
+def test_when_no_object_fits_the_last_ones_error_is_raised() -> None:
+    with pytest.raises(ReplyError, match='missing "reason"'):
+        read_one('First {"reason": "r", "verdict": "PASS"}, then {"verdict": "MET"}', BOOL)
+
+
+def test_a_stray_brace_in_prose_does_not_hide_the_reply() -> None:
+    reply = 'I would say {maybe, but: {"reason": "r", "verdict": "UNMET"}'
+    assert read_one(reply, BOOL).met is False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pytest_rubric._schema import Judge
@@ -95,3 +97,16 @@ def test_redaction_leaves_short_pieces_and_short_keys_alone() -> None:
     key = "sk-test-9QvX2mLp7RtW4yZb8NcK3hJd"
     assert redact(f"<{key[:11]}>", Secret(key)) == f"<{key[:11]}>"
     assert redact("abc-123-xyz and abc-123", Secret("abc-123-xyz")) == "*** and abc-123"
+
+
+def test_an_object_quoted_inside_the_reason_stays_quoted() -> None:
+    quoted = '{"reason": "quoted from the answer", "verdict": "MET"}'
+    reply = json.dumps({"reason": f"the answer claims {quoted}", "verdict": "UNMET"})
+    assert read_one(reply, BOOL).met is False
+
+
+def test_a_reply_error_quotes_no_key() -> None:
+    key = Secret("sk-test-9QvX2mLp7RtW4yZb8NcK3hJd")
+    with pytest.raises(ReplyError) as caught:
+        read_one(f"no JSON, but {key.reveal()[:-1]}", BOOL, secrets=[key])
+    assert "no JSON, but ***" in str(caught.value)
