@@ -7,16 +7,21 @@ Every test here failed before the fix it pins (checked against the code before i
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_rubric import Verdict
+from pytest_rubric._checks import Outcome
+from pytest_rubric._judging import JudgeSession
 from pytest_rubric._schema import Judge
 from pytest_rubric._secrets import Secret, clip, redact
 from pytest_rubric._verdicts import Graded, ReplyError, read_holistic, read_one, read_one_shot
+from tests.fake_llm import FakeLLM, text
 
 BOOL = Judge(id="a", requirement="Says A")
 SCORE = Judge(id="s", requirement="How good?", kind="score")
@@ -238,3 +243,131 @@ def test_when_no_object_fits_the_last_ones_error_is_raised() -> None:
 def test_a_stray_brace_in_prose_does_not_hide_the_reply() -> None:
     reply = 'I would say {maybe, but: {"reason": "r", "verdict": "UNMET"}'
     assert read_one(reply, BOOL).met is False
+
+
+# --- the judge session: a reader that raises is a bad reply, never a crash -----------------
+
+
+class _Scripted:
+    """A user's judge (the hook's kind): replies from a list, in turn."""
+
+    def __init__(self, *replies: str) -> None:
+        self.replies = list(replies)
+
+    async def complete(self, system: str, user: str) -> str:
+        return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+
+
+@pytest.fixture
+def session() -> Iterator[Callable[..., JudgeSession]]:
+    made: list[JudgeSession] = []
+
+    def make(*replies: str, grader: str = "per-criterion") -> JudgeSession:
+        made.append(JudgeSession(_Scripted(*replies), name="scripted", grader=grader))
+        return made[-1]
+
+    yield make
+    for s in made:
+        s.close()
+
+
+@pytest.mark.parametrize(
+    ("grader", "criteria", "reply"),
+    [
+        ("holistic", [BOOL], f'{{"reason": "r", "score": {HUGE}}}'),
+        ("per-criterion", [SCORE], f'{{"reason": "r", "score": {HUGE}}}'),
+        ("per-criterion", [BOOL], DEEP),
+        ("one-shot", [BOOL], DEEP),
+    ],
+    ids=["holistic-huge", "score-huge", "per-criterion-deep", "one-shot-deep"],
+)
+def test_a_hostile_reply_twice_is_an_error_not_a_crash(
+    session: Callable[..., JudgeSession], grader: str, criteria: list[Judge], reply: str
+) -> None:
+    judge = session(reply, grader=grader)
+    judged = judge.result("k", criteria, question=None, response="an answer")
+    assert {o.verdict for o in judged.outcomes.values()} == {Verdict.ERROR}
+    assert all("replied out of protocol twice" in o.reason for o in judged.outcomes.values())
+
+
+def test_anything_a_reader_raises_is_a_bad_reply(
+    session: Callable[..., JudgeSession], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(text: str, criterion: Any, **_: Any) -> Graded:
+        raise ZeroDivisionError("a bug in reading")
+
+    monkeypatch.setattr("pytest_rubric._judging.read_one", broken)
+    judged = session('{"reason": "r", "verdict": "MET"}').result(
+        "k", [BOOL], question=None, response="an answer"
+    )
+    (outcome,) = judged.outcomes.values()
+    assert outcome.verdict is Verdict.ERROR
+    assert "could not be read (ZeroDivisionError: a bug in reading)" in outcome.reason
+
+
+def test_anything_judging_raises_is_an_error_for_each_criterion(
+    session: Callable[..., JudgeSession], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(*args: Any) -> dict[str, Outcome]:
+        raise KeyError("a bug in grading")
+
+    judge = session('{"reason": "r", "verdict": "MET"}')
+    monkeypatch.setattr(judge, "_grade_once", broken)
+    judged = judge.result("k", [BOOL, SCORE], question=None, response="an answer")
+    assert {cid: o.verdict for cid, o in judged.outcomes.items()} == {
+        "a": Verdict.ERROR,
+        "s": Verdict.ERROR,
+    }
+    assert "judge scripted failed: KeyError: 'a bug in grading'" in judged.outcomes["a"].reason
+
+
+# --- end to end: what a user sees ------------------------------------------------------------
+
+Write = Callable[[str, str], Path]
+FAST_RETRIES = "[pytest]\nrubric_judge_backoff = 0.01\n"
+ONE_JUDGED = """
+cases:
+  - id: q1
+    response: "An answer."
+    criteria:
+      - {id: local, type: any_of, any_of: [answer]}
+      - {id: judged, type: judge, kind: score, requirement: "How complete is it?"}
+"""
+
+
+def judge_args(fake: FakeLLM, *extra: str) -> list[str]:
+    return ["--rubric-judge=openai:test-model", f"--rubric-judge-url={fake.openai_url}", *extra]
+
+
+@pytest.mark.parametrize(
+    ("reply", "grader", "why"),
+    [
+        (f'{{"reason": "r", "score": {HUGE}}}', "per-criterion", "is out of range 1-5"),
+        (f'{{"reason": "r", "score": {HUGE}}}', "holistic", "is out of range 0-100"),
+        (DEEP, "per-criterion", "nested too deeply"),
+    ],
+    ids=["huge-score", "huge-holistic", "deep"],
+)
+def test_a_hostile_judge_reply_ends_as_error_and_is_still_reported(
+    pytester: pytest.Pytester,
+    write: Write,
+    fake_llm: FakeLLM,
+    rubric_json: Callable[[], dict[str, Any]],
+    reply: str,
+    grader: str,
+    why: str,
+) -> None:
+    pytester.makeini(FAST_RETRIES)
+    write("h.rubric.yaml", ONE_JUDGED)
+    fake_llm.respond_with(lambda request: text(reply))
+    result = pytester.runpytest(
+        *judge_args(fake_llm, f"--rubric-grader={grader}"), "--rubric-json", "out.json"
+    )
+    result.assert_outcomes(errors=1)
+    assert "Traceback" not in str(result.stdout) and "RecursionError" not in str(result.stdout)
+    (only,) = rubric_json()["results"]
+    judged = {c["id"]: c for c in only["criteria"]}["judged"]
+    assert judged["verdict"] == "ERROR"
+    assert why in judged["reason"]
+    assert [row["subject"] for row in rubric_json()["leaderboard"]] == ["inline"]
+    assert len(fake_llm.requests) == 2  # the first reply, and the retry with the error fed back
