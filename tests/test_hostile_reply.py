@@ -7,6 +7,7 @@ Every test here failed before the fix it pins (checked against the code before i
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,13 +16,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_rubric import Verdict
+from pytest_rubric import Grader, Rubric, Verdict
 from pytest_rubric._checks import Outcome
-from pytest_rubric._judging import JudgeSession
+from pytest_rubric._judging import Judged, JudgeSession
 from pytest_rubric._schema import Judge
 from pytest_rubric._secrets import Secret, clip, redact
 from pytest_rubric._verdicts import Graded, ReplyError, read_holistic, read_one, read_one_shot
-from tests.fake_llm import FakeLLM, text
+from tests.fake_llm import FakeLLM, text, verdict
 
 BOOL = Judge(id="a", requirement="Says A")
 SCORE = Judge(id="s", requirement="How good?", kind="score")
@@ -371,3 +372,89 @@ def test_a_hostile_judge_reply_ends_as_error_and_is_still_reported(
     assert why in judged["reason"]
     assert [row["subject"] for row in rubric_json()["leaderboard"]] == ["inline"]
     assert len(fake_llm.requests) == 2  # the first reply, and the retry with the error fed back
+
+
+# --- results keep clipped copies; the whole response is still graded ------------------------
+
+
+def leaky_callable(answer: str, case: Any) -> tuple[bool, str]:
+    """A user's callable that quotes most of the key."""
+    return True, "found " + KEY[:-1]
+
+
+def failing_callable(answer: str, case: Any) -> bool:
+    """A user's callable whose error message is a novel."""
+    raise ValueError("no: " + "e" * 10_000)
+
+
+def test_results_keep_a_clipped_redacted_copy_of_the_response_and_reasons(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    grader = Grader()
+    compiled = grader.compile(
+        Rubric(
+            criteria=[
+                {"id": "end", "type": "any_of", "any_of": ["the very end"]},
+                {"id": "leak", "type": "callable", "function": f"{__name__}:leaky_callable"},
+                {"id": "long", "type": "callable", "function": f"{__name__}:failing_callable"},
+                {"id": "j", "requirement": "Is right"},
+            ]
+        )
+    )
+    response = KEY[:-1] + " " + "w" * 100_000 + " the very end"
+    judged = Judged({"j": Outcome(Verdict.MET, 1.0, "r" * 1_995 + KEY)})
+    result = grader.grade(response, compiled, judged=judged)
+    by_id = {c.id: c for c in result.criteria}
+    assert by_id["end"].verdict is Verdict.MET  # graded on the whole response
+    assert result.response.startswith("*** www")
+    assert result.response.endswith("… [98,017 more characters]")
+    assert by_id["leak"].reason == "found ***"
+    assert by_id["long"].verdict is Verdict.ERROR
+    assert re.fullmatch(
+        r".*failing_callable raised ValueError: no: e+… \[8,\d{3} more characters\]",
+        by_id["long"].reason,
+    )
+    assert by_id["j"].reason == "r" * 1_995 + "***"
+    assert leaked(KEY, json.dumps(result.to_dict())) == []
+
+
+# --- end to end: no piece of a key reaches an output ----------------------------------------
+
+
+JUDGED = """
+suite: judged
+cases:
+  - id: q1
+    response: "There is a 1% chance of losing more than $1 million in one day."
+    criteria:
+      - {id: horizon, weight: 1, requirement: "Says the horizon is one day"}
+"""
+
+
+def test_a_piece_of_the_key_in_a_judge_reason_reaches_no_output(
+    pytester: pytest.Pytester,
+    write: Write,
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    run_mode: list[str],
+) -> None:
+    """The judge quotes the key minus its last character, and pieces cut from long text."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "step-summary.md"))
+    pytester.makeini(FAST_RETRIES)
+    write("judged.rubric.yaml", JUDGED)
+    reason = f"the key is {KEY[:-1]}; " + "z" * 1_980 + KEY  # a cut at 2,000 would halve it
+    fake_llm.respond_with(lambda request: verdict("MET", reason))
+    result = pytester.runpytest(
+        *run_mode,
+        *judge_args(fake_llm),
+        *("--rubric-json", "out.json", "--rubric-html", "out.html"),
+        *("--rubric-markdown", "out.md", "--junitxml", "junit.xml", "-vv", "-rA"),
+    )
+    result.assert_outcomes(passed=1)
+    outputs = {"terminal": str(result.stdout) + str(result.stderr)}
+    for name in ("out.json", "out.html", "out.md", "junit.xml", "step-summary.md"):
+        outputs[name] = (pytester.path / name).read_text(encoding="utf-8")
+    assert "the key is ***" in outputs["out.json"]
+    assert {name: out for name, out in outputs.items() if leaked(KEY, out)} == {}
