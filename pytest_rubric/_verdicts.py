@@ -5,7 +5,7 @@ block, or with prose around it) and the reply is the *last* one that fits the
 protocol: a judge that quotes an object from the answer under test before
 giving its own verdict is read for its own verdict. Validation is strict: a
 missing field, an unknown criterion id, a duplicate, a score out of range or
-a verdict other than MET/UNMET raises
+a verdict other than exactly ``"MET"`` or ``"UNMET"`` raises
 :class:`ReplyError`, whose message is fed back to the judge for one more
 try; after that the criterion is ERROR, never a verdict.
 
@@ -225,11 +225,12 @@ def _grade(obj: dict[str, Any], criterion: Any, where: str, secrets: Secrets) ->
             met=credit >= 0.5, credit=credit, reason=f"score {score:g}/{high:g}: {reason}"
         )
     verdict = obj.get("verdict")
-    if not isinstance(verdict, str) or verdict.strip().upper() not in _VERDICTS:
+    # Exactly as the prompt and the schema spell it: "met" or " MET" is out of protocol.
+    if not isinstance(verdict, str) or verdict not in _VERDICTS:
         raise ReplyError(
-            f'{where}"verdict" must be "MET" or "UNMET", got {_quote(verdict, secrets)}'
+            f'{where}"verdict" must be exactly "MET" or "UNMET", got {_quote(verdict, secrets)}'
         )
-    met = verdict.strip().upper() == "MET"
+    met = verdict == "MET"
     return Graded(met=met, credit=1.0 if met else 0.0, reason=reason)
 
 

@@ -21,7 +21,7 @@ SCORE = Judge(id="s", requirement="How good?", kind="score")
         '```json\n{"reason": "r", "verdict": "MET"}\n```',
         'Sure. Here it is: {"reason": "r", "verdict": "MET"} Hope that helps.',
         '{"reason": "uses } and { inside", "verdict": "MET"}',
-        'First {not json}, then {"reason": "r", "verdict": "met"}',
+        'First {not json}, then {"reason": "r", "verdict": "MET"}',
     ],
 )
 def test_the_object_is_found_wherever_it_is(text: str) -> None:
@@ -34,8 +34,11 @@ def test_the_object_is_found_wherever_it_is(text: str) -> None:
     [
         ("MET", "the reply contains no JSON object"),
         ('{"verdict": "MET"}', 'missing "reason"'),
-        ('{"reason": "r"}', '"verdict" must be "MET" or "UNMET", got None'),
+        ('{"reason": "r"}', '"verdict" must be exactly "MET" or "UNMET", got None'),
         ('{"reason": "r", "verdict": "PASS"}', "got 'PASS'"),
+        ('{"reason": "r", "verdict": "met"}', "got 'met'"),
+        ('{"reason": "r", "verdict": "Met"}', "got 'Met'"),
+        ('{"reason": "r", "verdict": " MET"}', "got ' MET'"),
         ('{"reason": "r", "verdict": true}', "got True"),
     ],
 )
