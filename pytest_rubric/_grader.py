@@ -4,6 +4,11 @@
 once per rubric (checks compiled, ``global`` criteria merged);
 :meth:`Grader.grade` then runs the checks, scores substance, measures style
 and sets the flags. Judged criteria are SKIPPED until a judge is configured.
+
+Every text a result keeps (a reason, the response) passes through
+:func:`~pytest_rubric._secrets.clip` here, the one place results are built:
+redacted of the API keys, then cut to 2,000 characters. Grading itself sees
+the whole response.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from ._checks import Answer, Check, Outcome, compile_check
 from ._result import CaseResult, CriterionResult, Verdict
 from ._schema import Rubric
 from ._scoring import score as score_results
+from ._secrets import Secret, clip
+from ._spec import known_keys
 
 if TYPE_CHECKING:
     from ._judging import Judged
@@ -55,10 +62,14 @@ class Grader:
         thresholds: _style.StyleThresholds | None = None,
         default_min_score: float = DEFAULT_MIN_SCORE,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        secrets: Sequence[Secret] | None = None,
     ) -> None:
         self.thresholds = thresholds or _style.StyleThresholds()
         self.default_min_score = default_min_score
         self.call_timeout = call_timeout
+        # What results are redacted of: by default the providers' keys in the
+        # environment, the only place keys come from.
+        self.secrets = tuple(known_keys() if secrets is None else secrets)
 
     def compile(
         self,
@@ -125,7 +136,7 @@ class Grader:
         answer cannot vanish from a report or a baseline comparison.
         """
         error = Outcome(Verdict.ERROR, 0.0, reason)
-        criteria = [_criterion_result(c, error) for c in compiled.criteria]
+        criteria = [self._criterion_result(c, error) for c in compiled.criteria]
         return self.result(
             criteria,
             compiled=compiled,
@@ -186,7 +197,8 @@ class Grader:
                 thresholds=self.thresholds,
             ),
             question=compiled.rubric.question,
-            response=answer.text,
+            # A copy for reports: a 20 MB answer is graded whole but not copied whole.
+            response=clip(answer.text, *self.secrets),
         )
 
     def _criterion(
@@ -203,21 +215,22 @@ class Grader:
             ) or Outcome(Verdict.SKIPPED, 0.0, NO_JUDGE_REASON)
         else:
             outcome = check(answer, rubric)
-        return _criterion_result(criterion, outcome)
+        return self._criterion_result(criterion, outcome)
 
-
-def _criterion_result(criterion: Any, outcome: Outcome) -> CriterionResult:
-    return CriterionResult(
-        id=criterion.id,
-        type=criterion.type,
-        axis=criterion.axis,
-        weight=criterion.effective_weight,
-        verdict=outcome.verdict,
-        credit=outcome.credit,
-        reason=outcome.reason,
-        required=criterion.required,
-        agreement=outcome.agreement,
-        samples=[{"verdict": str(v), "credit": c} for v, c in outcome.samples]
-        if outcome.samples
-        else None,
-    )
+    def _criterion_result(self, criterion: Any, outcome: Outcome) -> CriterionResult:
+        """The one place a criterion's result is built, so its reason is always clipped: a
+        judge's reason, a callable's reason or repr, an error message."""
+        return CriterionResult(
+            id=criterion.id,
+            type=criterion.type,
+            axis=criterion.axis,
+            weight=criterion.effective_weight,
+            verdict=outcome.verdict,
+            credit=outcome.credit,
+            reason=clip(outcome.reason, *self.secrets),
+            required=criterion.required,
+            agreement=outcome.agreement,
+            samples=[{"verdict": str(v), "credit": c} for v, c in outcome.samples]
+            if outcome.samples
+            else None,
+        )

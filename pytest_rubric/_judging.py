@@ -45,7 +45,7 @@ from ._cache import JudgeCache, cache_key
 from ._checks import Outcome
 from ._judge import HTTPJudge, JudgeError, JudgeStats, Sampling, known_keys
 from ._result import Verdict
-from ._secrets import Secret, redact
+from ._secrets import Secret, clip, redact
 from ._verdicts import Graded, ReplyError, read_holistic, read_one, read_one_shot
 
 __all__ = ["GRADERS", "JudgeSession", "Judged", "combine"]
@@ -239,24 +239,45 @@ class JudgeSession:
         """Call, read; on a reply that does not fit, once more with the error fed back."""
         reply = await self.call(prompt, label=label, sample=sample)
         try:
-            return self._remember(reply, read(reply.text))
+            parsed = self._read(read, reply.text)
         except ReplyError as exc:
             reply = await self.call(
                 prompt, feedback=_FEEDBACK.format(error=exc), label=label, sample=sample
             )
             try:
-                return self._remember(reply, read(reply.text))
+                parsed = self._read(read, reply.text)
             except ReplyError as again:
                 raise JudgeError(
                     f"judge {self.name} replied out of protocol twice: {again}; a larger model, "
                     "or --rubric-grader per-criterion, may follow the protocol better"
                 ) from None
+        return self._remember(reply, parsed)
+
+    def _read(self, read: Callable[[str], Any], text: str) -> Any:
+        """``read(text)``, where anything it raises is a reply that does not fit, never a crash.
+
+        The readers turn hostile replies into ReplyError themselves; this is the
+        backstop for whatever they did not foresee.
+        """
+        try:
+            return read(text)
+        except ReplyError:
+            raise
+        except Exception as exc:
+            # Short: the message is fed back to the judge, and may end up in a reason.
+            message = f"the reply could not be read ({type(exc).__name__}: {exc})"
+            raise ReplyError(clip(message, *self._secrets, limit=200)) from None
 
     async def _judge_answer(
         self, criteria: Sequence[Any], *, question: str | None, response: str
     ) -> Judged:
-        judged = await self._grade(criteria, question=question, response=response)
+        try:
+            judged = await self._grade(criteria, question=question, response=response)
+        except Exception as exc:  # a grade that could not be obtained is ERROR, never a crash
+            reason = f"judge {self.name} failed: {type(exc).__name__}: {exc}"
+            judged = Judged({c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in criteria})
         # A judge may echo anything, the key included: no reason leaves unredacted.
+        # (The grader cuts reasons to length, once, when it builds the result.)
         judged.outcomes = {
             cid: dataclasses.replace(o, reason=redact(o.reason, *self._secrets))
             for cid, o in judged.outcomes.items()
@@ -316,7 +337,7 @@ class JudgeSession:
         try:
             graded = await self._ask(
                 prompt,
-                lambda text: read_one(text, criterion),
+                lambda text: read_one(text, criterion, secrets=self._secrets),
                 f"criterion {criterion.id!r}",
                 sample,
             )
@@ -336,7 +357,7 @@ class JudgeSession:
         self._flag(prompt, response, judged)
 
         def read(text: str) -> dict[str, Graded | ReplyError]:
-            return read_one_shot(text, criteria)
+            return read_one_shot(text, criteria, secrets=self._secrets)
 
         label = "criteria " + ", ".join(repr(c.id) for c in criteria)
         try:
@@ -351,7 +372,7 @@ class JudgeSession:
                 retry = await self.call(
                     prompt, feedback=_FEEDBACK.format(error=problems), label=label, sample=sample
                 )
-                second = self._remember(retry, read_one_shot(retry.text, criteria))
+                second = self._remember(retry, self._read(read, retry.text))
             except (JudgeError, ReplyError):
                 second = {}
             for cid in bad:
@@ -379,7 +400,12 @@ class JudgeSession:
         prompt = _prompts.holistic(criteria, question=question, response=response)
         self._flag(prompt, response, judged)
         try:
-            score, reason = await self._ask(prompt, read_holistic, "the holistic score", sample)
+            score, reason = await self._ask(
+                prompt,
+                lambda text: read_holistic(text, secrets=self._secrets),
+                "the holistic score",
+                sample,
+            )
         except JudgeError as exc:
             return {c.id: Outcome(Verdict.ERROR, 0.0, str(exc)) for c in criteria}
         credit = score / 100

@@ -1,10 +1,28 @@
-"""API keys held so that they cannot leak into output, reports, caches or exception text."""
+"""API keys held so that they cannot leak into output, reports, caches or exception text.
+
+Two rules hold everywhere text leaves the plugin:
+
+* :func:`redact` masks a key, and any run of 12 or more characters of it: a
+  key cut in half by someone's ``[:200]`` is still a key worth hiding.
+* :func:`clip` redacts *then* cuts, so no cut can leave a piece of a key
+  behind that redaction would no longer recognise.
+"""
 
 from __future__ import annotations
 
-__all__ = ["Secret", "redact"]
+__all__ = ["FRAGMENT", "MAX_TEXT", "Secret", "clip", "redact"]
 
 _MASK = "***"
+# A run of a key this long is treated as the key: shorter runs are common
+# substrings ("sk-proj-", "-api03-") that say nothing about the key.
+FRAGMENT = 12
+# Every run of FRAGMENT characters of a key contains, aligned with the key, one
+# of the key's pieces key[0:6], key[6:12], ...: those are what the text is searched for.
+_ANCHOR = FRAGMENT // 2
+# Text copied into a result (a reason, a repr, a reply) keeps this many characters.
+MAX_TEXT = 2_000
+# Keys shorter than this are not masked at all: "***" for "ab" would mask prose.
+_MIN_KEY = 4
 
 
 class Secret:
@@ -32,8 +50,85 @@ class Secret:
 
 
 def redact(text: str, *secrets: Secret | None) -> str:
-    """``text`` with every secret's value replaced by ``***``."""
-    for secret in secrets:
-        if secret is not None and len(secret.reveal()) >= 4:
-            text = text.replace(secret.reveal(), _MASK)
-    return text
+    """``text`` with every secret's value replaced by ``***``.
+
+    For a key of 12 characters or more, every run of 12 or more characters
+    that also occurs in the key is replaced too (one ``***`` per run), so the
+    key minus its last character is hidden as well as the key. Shorter keys
+    (4 to 11 characters) are replaced only whole.
+    """
+    keys = [s.reveal() for s in secrets if s is not None and len(s.reveal()) >= _MIN_KEY]
+    if not keys:
+        return text
+    long_keys = [k for k in keys if len(k) >= FRAGMENT]
+    short_keys = [k for k in keys if len(k) < FRAGMENT]
+    # A key that contains "*" could re-form around a mask; only then is a second
+    # pass needed, and each pass shortens the text, so the loop ends.
+    again = any("*" in k for k in keys)
+    while True:
+        before = text
+        spans = [span for key in long_keys for span in _runs(text, key)]
+        if spans:
+            text = _masked(text, spans)
+        for key in short_keys:
+            text = text.replace(key, _MASK)
+        if not again or text == before:
+            return text
+
+
+def clip(text: str, *secrets: Secret | None, limit: int = MAX_TEXT) -> str:
+    """``text`` redacted of ``secrets``, then cut to ``limit`` characters with a count of the rest.
+
+    Redaction comes first: cutting first could leave a piece of a key too
+    short to be recognised as the key, but long enough to matter.
+    """
+    text = redact(text, *secrets)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit:,} more characters]"
+
+
+def _runs(text: str, key: str) -> list[tuple[int, int]]:
+    """The spans of ``text`` that are runs of ``FRAGMENT`` or more characters of ``key``.
+
+    Only ``len(key) / 6`` substring searches run at C speed over the text; a
+    hit is then extended character by character along the key, at most
+    ``len(key)`` steps, and a hit inside a run already found at the same
+    alignment is skipped, so a text made of copies of the key stays linear.
+    """
+    spans: list[tuple[int, int]] = []
+    reached: dict[int, int] = {}  # alignment (text index - key index) -> end of its last run
+    n, k = len(text), len(key)
+    for j in range(0, k - _ANCHOR + 1, _ANCHOR):
+        anchor = key[j : j + _ANCHOR]
+        t = text.find(anchor)
+        while t >= 0:
+            shift = t - j
+            if reached.get(shift, -1) < t + _ANCHOR:
+                start, end = t, t + _ANCHOR
+                while start > 0 and start - shift > 0 and text[start - 1] == key[start - 1 - shift]:
+                    start -= 1
+                while end < n and end - shift < k and text[end] == key[end - shift]:
+                    end += 1
+                reached[shift] = end
+                if end - start >= FRAGMENT:
+                    spans.append((start, end))
+            t = text.find(anchor, t + 1)
+    return spans
+
+
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each union of overlapping or touching ``spans`` replaced by one mask."""
+    spans.sort()
+    parts: list[str] = []
+    done = 0  # end of the last mask written
+    start, end = spans[0]
+    for s, e in spans[1:]:
+        if s <= end:
+            end = max(end, e)
+            continue
+        parts += [text[done:start], _MASK]
+        done = end
+        start, end = s, e
+    parts += [text[done:start], _MASK, text[end:]]
+    return "".join(parts)

@@ -1,10 +1,17 @@
 """Reading the judge's reply: a tolerant parser, then strict validation.
 
-The parser finds the JSON object in a plain-text reply (bare, in a fenced
-block, or with prose around it). Validation is strict: a missing field, an
-unknown criterion id, a duplicate, a score out of range or a verdict other
-than MET/UNMET raises :class:`ReplyError`, whose message is fed back to the
-judge for one more try; after that the criterion is ERROR, never a verdict.
+The parser finds the JSON objects in a plain-text reply (bare, in a fenced
+block, or with prose around it) and the reply is the *last* one that fits the
+protocol: a judge that quotes an object from the answer under test before
+giving its own verdict is read for its own verdict. Validation is strict: a
+missing field, an unknown criterion id, a duplicate, a score out of range or
+a verdict other than exactly ``"MET"`` or ``"UNMET"`` raises
+:class:`ReplyError`, whose message is fed back to the judge for one more
+try; after that the criterion is ERROR, never a verdict.
+
+Reading never raises anything but :class:`ReplyError`: a reply is hostile
+input (a 400-digit score, JSON nested 100,000 deep, a list where a string
+belongs), and each of those is a reply that does not fit.
 """
 
 from __future__ import annotations
@@ -12,13 +19,23 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from ._secrets import Secret, redact
 
 __all__ = ["Graded", "ReplyError", "extract_json", "read_holistic", "read_one", "read_one_shot"]
 
 _FENCED = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
+# What the brace scanner stops at; an escape pair is one token so that "\"" never ends a string.
+_TOKENS = re.compile(r'\\.|[{}"]', re.DOTALL)
+# How much of a value a ReplyError quotes: enough to recognise it, never a whole reply.
+_QUOTED = 60
+_VERDICTS = ("MET", "UNMET")
+
+T = TypeVar("T")
+Secrets = Sequence[Secret | None]
 
 
 class ReplyError(ValueError):
@@ -34,54 +51,136 @@ class Graded:
     reason: str
 
 
-def extract_json(text: str) -> Any:
-    """The JSON object in ``text``: the whole text, a fenced block, or the first balanced ``{...}``."""
-    stripped = text.strip()
-    candidates = [stripped]
-    candidates += [m.group(1).strip() for m in _FENCED.finditer(text)]
-    start = stripped.find("{")
-    while start >= 0:
-        end = _balanced_end(stripped, start)
-        if end is None:
-            break
-        candidates.append(stripped[start : end + 1])
-        start = stripped.find("{", end + 1)
-    for candidate in candidates:
+def extract_json(text: str, *, secrets: Secrets = ()) -> dict[str, Any]:
+    """The last JSON object in ``text``: the whole text, a fenced block, or a balanced ``{...}``."""
+    return _read(text, lambda obj: obj, secrets)
+
+
+def read_one(text: str, criterion: Any, *, secrets: Secrets = ()) -> Graded:
+    """A per-criterion reply: ``{"reason", "verdict"}`` (score kind: ``{"reason", "score"}``)."""
+    return _read(text, lambda obj: _grade(obj, criterion, "", secrets), secrets)
+
+
+def read_one_shot(
+    text: str, criteria: Sequence[Any], *, secrets: Secrets = ()
+) -> dict[str, Graded | ReplyError]:
+    """A one-shot reply, keyed by criterion id.
+
+    The reply as a whole must be ``{"criteria": [...]}`` with known ids; a
+    criterion that is missing or malformed gets its own :class:`ReplyError`
+    while the well-formed ones keep their grades.
+    """
+    return _read(text, lambda obj: _one_shot(obj, criteria, secrets), secrets)
+
+
+def read_holistic(text: str, *, secrets: Secrets = ()) -> tuple[float, str]:
+    """A holistic reply: ``{"reason", "score"}`` with a score from 0 to 100."""
+    return _read(text, lambda obj: _holistic(obj, secrets), secrets)
+
+
+# --- finding the objects -------------------------------------------------------------------
+
+
+def _read(text: str, validate: Callable[[dict[str, Any]], T], secrets: Secrets) -> T:
+    """The last object in ``text`` that ``validate`` accepts.
+
+    If none does, the error of the last object is raised: it is the one the
+    judge most likely meant as its reply.
+    """
+    objects, too_deep = _objects(text)
+    last_error: ReplyError | None = None
+    for obj in reversed(objects):
         try:
-            value = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
+            return validate(obj)
+        except ReplyError as exc:
+            last_error = last_error or exc
+        except (ArithmeticError, RecursionError, TypeError, ValueError) as exc:
+            # A shape validation did not foresee is still a reply that does not fit.
+            last_error = last_error or ReplyError(
+                f"the reply could not be read ({type(exc).__name__})"
+            )
+    if last_error is not None:
+        raise last_error
+    if too_deep:
+        raise ReplyError("the reply's JSON is nested too deeply; reply with only the JSON object")
     raise ReplyError(
-        f"the reply contains no JSON object (it starts {stripped[:60]!r}); reply with only the "
-        "JSON object"
+        f"the reply contains no JSON object (it starts {_quote(text.strip(), secrets)}); "
+        "reply with only the JSON object"
     )
 
 
-def _balanced_end(text: str, start: int) -> int | None:
-    depth, in_string, escaped = 0, False, False
-    for i in range(start, len(text)):
-        ch = text[i]
+def _objects(text: str) -> tuple[list[dict[str, Any]], bool]:
+    """The JSON objects that may be the reply, in the order they appear in ``text``, and
+    whether a candidate was nested too deeply to read.
+
+    The whole text, when it is one JSON object, is the reply and nothing in it
+    is a candidate of its own (an object quoted inside its reason stays
+    quoted). Otherwise: fenced blocks and the outermost balanced ``{...}``,
+    each tried once (they do not overlap, so this is linear in the reply).
+    """
+    stripped = text.strip()
+    at: dict[str, int] = {stripped: -1}  # a bare list of objects is still tried, first
+    for start, end in _outermost_braces(text):
+        at[text[start:end]] = start  # a text that appears twice counts where it appears last
+    for match in _FENCED.finditer(text):
+        block = match.group(1).strip()
+        at[block] = max(at.get(block, -1), match.start(1))
+    objects: list[dict[str, Any]] = []
+    too_deep = False
+    for candidate in sorted(at, key=at.__getitem__):
+        try:
+            value = json.loads(candidate)
+        except RecursionError:
+            too_deep = True
+            continue
+        except ValueError:  # not JSON; also an int past Python's 4,300-digit limit
+            continue
+        if isinstance(value, dict):
+            if candidate == stripped:
+                return [value], False
+            objects.append(value)
+    return objects, too_deep
+
+
+def _outermost_braces(text: str) -> list[tuple[int, int]]:
+    """The spans ``[start, end)`` of the outermost balanced ``{...}`` in ``text``.
+
+    One pass over the braces, quotes and escapes, so a hostile reply (100,000
+    ``{``) costs linear time. Quotes count only inside braces: prose may use
+    them freely. A ``{`` that is never closed (prose such as "{maybe") does not
+    hide the objects after it: those count as outermost, and a stray ``}`` is
+    ignored.
+    """
+    opened: list[int] = []  # positions of the "{" still open
+    closed: list[tuple[int, int]] = []  # outermost spans so far, by start
+    in_string = False
+    for match in _TOKENS.finditer(text):
+        token = match.group()
+        if len(token) == 2:  # an escape pair: only inside a string is it one character
+            if in_string or not opened:
+                continue
+            token = token[1]
+            if token not in '{}"':
+                continue
         if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return None
+            in_string = token != '"'
+        elif token == '"':
+            in_string = bool(opened)
+        elif token == "{":
+            opened.append(match.end() - 1)
+        elif opened:  # "}"
+            start = opened.pop()
+            # Spans inside this one are no longer outermost.
+            while closed and closed[-1][0] > start:
+                closed.pop()
+            closed.append((start, match.end()))
+    return closed
 
 
-def _reason(obj: dict[str, Any], where: str) -> str:
+# --- validating one object -----------------------------------------------------------------
+
+
+def _reason(obj: dict[str, Any], where: str, secrets: Secrets) -> str:
     reason = obj.get("reason")
     if not isinstance(reason, str) or not reason.strip():
         raise ReplyError(f'{where}missing "reason" (a non-empty string)')
@@ -89,48 +188,55 @@ def _reason(obj: dict[str, Any], where: str) -> str:
     if reason.startswith("<") and reason.endswith(">"):
         # A small model copies the template's "<one or two sentences>".
         raise ReplyError(
-            f"{where}the reason {reason!r} is the template's placeholder; give the reason"
+            f"{where}the reason {_quote(reason, secrets)} is the template's placeholder; "
+            "give the reason"
         )
     return reason
 
 
-def _grade(obj: dict[str, Any], criterion: Any, where: str = "") -> Graded:
-    reason = _reason(obj, where)
+def _number(value: Any) -> float | None:
+    """A JSON number as a float (an int too large for one is infinite); None if not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # a 400-digit score: a number, and out of every range
+        return math.inf if value > 0 else -math.inf
+    return None if math.isnan(number) else number
+
+
+def _score(obj: dict[str, Any], low: float, high: float, where: str, secrets: Secrets) -> float:
+    raw = obj.get("score")
+    score = _number(raw)
+    if score is None:
+        raise ReplyError(f'{where}missing "score" (a number from {low:g} to {high:g})')
+    if not low <= score <= high:
+        raise ReplyError(f"{where}score {_quote(raw, secrets)} is out of range {low:g}-{high:g}")
+    return score
+
+
+def _grade(obj: dict[str, Any], criterion: Any, where: str, secrets: Secrets) -> Graded:
+    reason = _reason(obj, where, secrets)
     if criterion.kind == "score":
         low, high = criterion.min_score, criterion.max_score
-        score = obj.get("score")
-        if (
-            isinstance(score, bool)
-            or not isinstance(score, int | float)
-            or not math.isfinite(score)
-        ):
-            raise ReplyError(f'{where}missing "score" (a number from {low:g} to {high:g})')
-        if not low <= score <= high:
-            raise ReplyError(f"{where}score {score:g} is out of range {low:g}-{high:g}")
+        score = _score(obj, low, high, where, secrets)
         credit = (score - low) / (high - low)
         return Graded(
             met=credit >= 0.5, credit=credit, reason=f"score {score:g}/{high:g}: {reason}"
         )
     verdict = obj.get("verdict")
-    if not isinstance(verdict, str) or verdict.strip().upper() not in ("MET", "UNMET"):
-        raise ReplyError(f'{where}"verdict" must be "MET" or "UNMET", got {verdict!r}')
-    met = verdict.strip().upper() == "MET"
+    # Exactly as the prompt and the schema spell it: "met" or " MET" is out of protocol.
+    if not isinstance(verdict, str) or verdict not in _VERDICTS:
+        raise ReplyError(
+            f'{where}"verdict" must be exactly "MET" or "UNMET", got {_quote(verdict, secrets)}'
+        )
+    met = verdict == "MET"
     return Graded(met=met, credit=1.0 if met else 0.0, reason=reason)
 
 
-def read_one(text: str, criterion: Any) -> Graded:
-    """A per-criterion reply: ``{"reason", "verdict"}`` (score kind: ``{"reason", "score"}``)."""
-    return _grade(extract_json(text), criterion)
-
-
-def read_one_shot(text: str, criteria: Sequence[Any]) -> dict[str, Graded | ReplyError]:
-    """A one-shot reply, keyed by criterion id.
-
-    The reply as a whole must be ``{"criteria": [...]}`` with known ids; a
-    criterion that is missing or malformed gets its own :class:`ReplyError`
-    while the well-formed ones keep their grades.
-    """
-    obj = extract_json(text)
+def _one_shot(
+    obj: dict[str, Any], criteria: Sequence[Any], secrets: Secrets
+) -> dict[str, Graded | ReplyError]:
     entries = obj.get("criteria")
     if not isinstance(entries, list):
         raise ReplyError('missing "criteria" (a list with one object per requirement id)')
@@ -141,11 +247,13 @@ def read_one_shot(text: str, criteria: Sequence[Any]) -> dict[str, Graded | Repl
             raise ReplyError('every entry of "criteria" needs an "id"')
         cid = entry["id"]
         if cid not in by_id:
-            raise ReplyError(f"unknown criterion id {cid!r}; the ids are {', '.join(by_id)}")
+            raise ReplyError(
+                f"unknown criterion id {_quote(cid, secrets)}; the ids are {', '.join(by_id)}"
+            )
         if cid in found:
             raise ReplyError(f"criterion id {cid!r} appears twice")
         try:
-            found[cid] = _grade(entry, by_id[cid], f"criterion {cid!r}: ")
+            found[cid] = _grade(entry, by_id[cid], f"criterion {cid!r}: ", secrets)
         except ReplyError as exc:
             found[cid] = exc
     for cid in by_id:
@@ -154,13 +262,24 @@ def read_one_shot(text: str, criteria: Sequence[Any]) -> dict[str, Graded | Repl
     return found
 
 
-def read_holistic(text: str) -> tuple[float, str]:
-    """A holistic reply: ``{"reason", "score"}`` with a score from 0 to 100."""
-    obj = extract_json(text)
-    reason = _reason(obj, "")
-    score = obj.get("score")
-    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
-        raise ReplyError('missing "score" (a number from 0 to 100)')
-    if not 0 <= score <= 100:
-        raise ReplyError(f"score {score:g} is out of range 0-100")
-    return float(score), reason
+def _holistic(obj: dict[str, Any], secrets: Secrets) -> tuple[float, str]:
+    reason = _reason(obj, "", secrets)
+    return _score(obj, 0, 100, "", secrets), reason
+
+
+def _quote(value: Any, secrets: Secrets) -> str:
+    """``value`` as a ReplyError shows it: redacted, then cut to a few dozen characters.
+
+    Messages are fed back to the judge and may end up in a reason, so no key
+    may be in them, and a cut must not leave a piece of one behind.
+    """
+    if isinstance(value, str):
+        shown = repr(redact(value, *secrets))
+    elif value is None or isinstance(value, bool | int | float):
+        # An int of up to 4,300 digits (json's limit) has a repr; the cut below shortens it.
+        shown = redact(repr(value), *secrets)
+    else:  # a list or an object: its kind, not its (maybe deeply nested) contents
+        shown = f"a JSON {'list' if isinstance(value, list) else 'object'}"
+    if len(shown) > _QUOTED:
+        shown = f"{shown[: _QUOTED - 1]}… ({len(shown):,} characters)"
+    return shown

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pytest_rubric._schema import Judge
+from pytest_rubric._secrets import Secret, redact
 from pytest_rubric._verdicts import ReplyError, extract_json, read_holistic, read_one, read_one_shot
 
 BOOL = Judge(id="a", requirement="Says A")
@@ -18,7 +21,7 @@ SCORE = Judge(id="s", requirement="How good?", kind="score")
         '```json\n{"reason": "r", "verdict": "MET"}\n```',
         'Sure. Here it is: {"reason": "r", "verdict": "MET"} Hope that helps.',
         '{"reason": "uses } and { inside", "verdict": "MET"}',
-        'First {not json}, then {"reason": "r", "verdict": "met"}',
+        'First {not json}, then {"reason": "r", "verdict": "MET"}',
     ],
 )
 def test_the_object_is_found_wherever_it_is(text: str) -> None:
@@ -31,8 +34,11 @@ def test_the_object_is_found_wherever_it_is(text: str) -> None:
     [
         ("MET", "the reply contains no JSON object"),
         ('{"verdict": "MET"}', 'missing "reason"'),
-        ('{"reason": "r"}', '"verdict" must be "MET" or "UNMET", got None'),
+        ('{"reason": "r"}', '"verdict" must be exactly "MET" or "UNMET", got None'),
         ('{"reason": "r", "verdict": "PASS"}', "got 'PASS'"),
+        ('{"reason": "r", "verdict": "met"}', "got 'met'"),
+        ('{"reason": "r", "verdict": "Met"}', "got 'Met'"),
+        ('{"reason": "r", "verdict": " MET"}', "got ' MET'"),
         ('{"reason": "r", "verdict": true}', "got True"),
     ],
 )
@@ -88,3 +94,22 @@ def test_extract_json_needs_an_object() -> None:
         extract_json('["MET", "because"]')
     # An object inside other JSON is still found, as in prose.
     assert extract_json('[{"reason": "r"}]') == {"reason": "r"}
+
+
+def test_redaction_leaves_short_pieces_and_short_keys_alone() -> None:
+    key = "sk-test-9QvX2mLp7RtW4yZb8NcK3hJd"
+    assert redact(f"<{key[:11]}>", Secret(key)) == f"<{key[:11]}>"
+    assert redact("abc-123-xyz and abc-123", Secret("abc-123-xyz")) == "*** and abc-123"
+
+
+def test_an_object_quoted_inside_the_reason_stays_quoted() -> None:
+    quoted = '{"reason": "quoted from the answer", "verdict": "MET"}'
+    reply = json.dumps({"reason": f"the answer claims {quoted}", "verdict": "UNMET"})
+    assert read_one(reply, BOOL).met is False
+
+
+def test_a_reply_error_quotes_no_key() -> None:
+    key = Secret("sk-test-9QvX2mLp7RtW4yZb8NcK3hJd")
+    with pytest.raises(ReplyError) as caught:
+        read_one(f"no JSON, but {key.reveal()[:-1]}", BOOL, secrets=[key])
+    assert "no JSON, but ***" in str(caught.value)
