@@ -19,6 +19,7 @@ import inspect
 import json
 import math
 import re
+import reprlib
 import threading
 from collections.abc import Callable as CallableT
 from collections.abc import Sequence
@@ -590,6 +591,10 @@ def call_bounded(function: Any, *args: Any, timeout: float) -> Any:
 
 
 _CALLABLE_CONTRACT = "return a bool, a float in [0, 1] or (value, reason)"
+# A callable may return 20 MB: its repr in a reason is built from a bounded slice
+# (the grader cuts every reason to 2,000 characters anyway).
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 2_000
 
 
 class _Callable(_Check):
@@ -608,14 +613,14 @@ class _Callable(_Check):
             return _error(f"{path} {exc}")
         except Exception as exc:
             return _error(f"{path} raised {type(exc).__name__}: {exc}")
-        reason = f"{path} returned {value!r}"
+        reason = f"{path} returned {_REPR.repr(value)}"
         if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
             value, reason = value
         if isinstance(value, bool):
             return _met(reason) if value else _unmet(reason)
         if isinstance(value, int | float) and math.isfinite(value) and 0 <= value <= 1:
             return _fraction(float(value), self.c.threshold, reason)
-        return _error(f"{path} returned {value!r}; {_CALLABLE_CONTRACT}")
+        return _error(f"{path} returned {_REPR.repr(value)}; {_CALLABLE_CONTRACT}")
 
 
 def _callable(c: s.Callable, call_timeout: float) -> _Check:
