@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ._report import VERSION, DocumentError
 from ._result import CaseResult, CriterionResult, Verdict
 from ._scoring import passes
 from ._secrets import redact
@@ -44,18 +45,12 @@ __all__ = [
     "parse_document",
 ]
 
-VERSION = 1
-
 # How many bad fields one error lists: enough to fix a hand-edited file in one go,
 # few enough that a file of garbage does not flood the terminal.
 _SHOWN_ERRORS = 5
 # A wrong value is quoted so the user can find it, never at full length: it may be
 # a megabyte of anything.
 _QUOTED = 40
-
-
-class DocumentError(Exception):
-    """A file that is not a readable ``--rubric-json`` document; the message names it."""
 
 
 # Strict, finite, open to additions: see the module docstring.
@@ -161,7 +156,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for key, value in pairs:
         if key in data:
-            raise DocumentError(f'the key "{key}" appears twice in one object')
+            raise DocumentError(f"the key {_got(key)} appears twice in one object")
         data[key] = value
     return data
 
@@ -299,10 +294,8 @@ def parse_document(text: str, *, name: str) -> Document:
         )
     version = data.get("version")
     if type(version) is not int or version != VERSION:  # true == 1 in Python, not here
-        raise DocumentError(
-            f"{name}: version {_got(version)} is not {VERSION}; write it again with this "
-            "pytest-rubric"
-        )
+        what = f"version {_got(version)} is not {VERSION}" if "version" in data else "no version"
+        raise DocumentError(f"{name}: {what}; write it again with this pytest-rubric")
     try:
         document = DocumentModel.model_validate(data)
     except ValidationError as exc:

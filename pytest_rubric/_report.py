@@ -10,21 +10,30 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._document import VERSION, Document, DocumentError, parse_document
 from ._result import CaseResult
 from ._summary import leaderboard, rankings_disagree
 
+if TYPE_CHECKING:
+    # Imported where used: building its pydantic models costs every pytest start
+    # about 12 ms, and only a run with --rubric-baseline, or merge, reads a document.
+    from ._document import Document
+
 __all__ = [
     "VERSION",
-    "Document",
     "DocumentError",
     "json_document",
     "load_document",
     "read_document",
     "write_json",
 ]
+
+VERSION = 1
+
+
+class DocumentError(Exception):
+    """A file that is not a readable ``--rubric-json`` document; the message names it."""
 
 
 def json_document(results: Iterable[CaseResult]) -> dict[str, Any]:
@@ -60,6 +69,8 @@ def load_document(path: Path) -> Document:
             f"{path}: not JSON (not UTF-8 text: {exc.reason} at byte {exc.start}); pass a file "
             "written by --rubric-json"
         ) from None
+    from ._document import parse_document
+
     return parse_document(text, name=str(path))
 
 
