@@ -22,6 +22,7 @@ from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_MIN_SCORE
 from ._checks import Answer, Check, Outcome, compile_check
 from ._result import CaseResult, CriterionResult, Verdict
 from ._schema import Rubric
+from ._scoring import passes
 from ._scoring import score as score_results
 from ._secrets import Secret, clip
 from ._spec import known_keys
@@ -34,8 +35,6 @@ __all__ = ["DEFAULT_MIN_SCORE", "NO_JUDGE_REASON", "CompiledRubric", "Grader"]
 NO_JUDGE_REASON = (
     "no judge configured: set --rubric-judge PROVIDER:MODEL (or RUBRIC_JUDGE) to grade it"
 )
-# Scores are sums of float products: 2/3 of 0.6 must not miss a 0.4 mark by 1e-17.
-_EPSILON = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,14 +160,7 @@ class Grader:
         wrong_claim = any(
             c.axis == "substance" and c.weight < 0 and c.verdict is Verdict.MET for c in criteria
         )
-        required_ok = not any(c.required and c.went_wrong for c in criteria)
-        no_errors = not any(c.verdict is Verdict.ERROR for c in criteria)
-        passed = (
-            substance.score >= compiled.min_score - _EPSILON
-            and required_ok
-            and no_errors
-            and not substance.empty
-        )
+        passed = passes(criteria, case_score=substance.score, min_score=compiled.min_score)
         style_credits = [
             c.credit
             for c in criteria

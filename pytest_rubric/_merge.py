@@ -11,7 +11,9 @@ The same reports and gates as a run: ``--html``, ``--markdown`` (and
 
 Exit status: 0 when every case passed and the gates passed; 1 when a case
 failed or could not be evaluated, or a gate failed; 2 for bad input (a file
-that is not a ``--rubric-json`` document, shards that overlap).
+that is not a ``--rubric-json`` document, a field of the wrong type, NaN or
+missing, shards that overlap). Whether a case passed is recomputed from its
+criteria, never taken from the shard.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from ._gates import check, fraction
 from ._outputs import write_outputs
-from ._report import DocumentError, read_document
+from ._report import DocumentError, load_document, read_document
 from ._result import CaseResult
 from ._summary import summary_lines
 
@@ -33,16 +35,21 @@ __all__ = ["main", "merge"]
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def merge(paths: Sequence[Path]) -> list[CaseResult]:
+def merge(paths: Sequence[Path], *, notes: list[str] | None = None) -> list[CaseResult]:
     """The results of every shard; a node id found in two shards is an error.
 
     Shards split the test items, so one item's results come from one shard
     only. An overlap means the same items ran twice and would count twice.
+    Each result's ``passed`` is recomputed from its criteria; where that
+    overrules the shard, a line is added to ``notes``.
     """
     results: list[CaseResult] = []
     owner: dict[str, Path] = {}
     for path in paths:
-        shard = read_document(path)
+        document = load_document(path)
+        if notes is not None:
+            notes += document.recomputed
+        shard = document.results
         for nodeid in {r.nodeid for r in shard}:
             if nodeid in owner:
                 raise DocumentError(
@@ -97,12 +104,15 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    notes: list[str] = []
     try:
-        results = merge(args.documents)
+        results = merge(args.documents, notes=notes)
         baseline = read_document(args.baseline) if args.baseline is not None else None
     except DocumentError as exc:
         print(f"pytest-rubric merge: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    for note in notes:
+        print(f"pytest-rubric merge: note: {note}", file=sys.stderr)
     gates = check(
         results,
         baseline=baseline,

@@ -10,12 +10,24 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._result import CaseResult
 from ._summary import leaderboard, rankings_disagree
 
-__all__ = ["VERSION", "DocumentError", "json_document", "read_document", "write_json"]
+if TYPE_CHECKING:
+    # Imported where used: building its pydantic models costs every pytest start
+    # about 12 ms, and only a run with --rubric-baseline, or merge, reads a document.
+    from ._document import Document
+
+__all__ = [
+    "VERSION",
+    "DocumentError",
+    "json_document",
+    "load_document",
+    "read_document",
+    "write_json",
+]
 
 VERSION = 1
 
@@ -42,32 +54,26 @@ def write_json(path: Path, results: Sequence[CaseResult]) -> None:
     path.write_text(json.dumps(json_document(results), indent=2) + "\n", encoding="utf-8")
 
 
-def read_document(path: Path) -> list[CaseResult]:
-    """The results of a ``--rubric-json`` file (its leaderboard is recomputed, not trusted)."""
+def load_document(path: Path) -> Document:
+    """A ``--rubric-json`` file, validated field by field (see ``_document``); its leaderboard
+    is recomputed and its ``passed`` verdicts too, neither is trusted."""
+    if path.exists() and not path.is_file():
+        # A directory, a FIFO or a device: reading it would fail, or never end.
+        raise DocumentError(f"{path}: not a regular file; pass a file written by --rubric-json")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise DocumentError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    except ValueError as exc:
+    except UnicodeDecodeError as exc:
         raise DocumentError(
-            f"{path}: not JSON ({exc}); pass a file written by --rubric-json"
+            f"{path}: not JSON (not UTF-8 text: {exc.reason} at byte {exc.start}); pass a file "
+            "written by --rubric-json"
         ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise DocumentError(
-            f'{path}: not a --rubric-json document (no "results" list); pass a file written by '
-            "--rubric-json"
-        )
-    if data.get("version") != VERSION:
-        raise DocumentError(
-            f"{path}: version {data.get('version')!r} is not {VERSION}; write it again with this "
-            "pytest-rubric"
-        )
-    results = []
-    for index, entry in enumerate(data["results"]):
-        try:
-            results.append(CaseResult.from_dict(entry))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise DocumentError(
-                f"{path}: results[{index}] is not a result ({type(exc).__name__}: {exc})"
-            ) from None
-    return results
+    from ._document import parse_document
+
+    return parse_document(text, name=str(path))
+
+
+def read_document(path: Path) -> list[CaseResult]:
+    """The results of a ``--rubric-json`` file (see :func:`load_document`)."""
+    return load_document(path).results

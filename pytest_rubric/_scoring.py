@@ -19,12 +19,12 @@ either way.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ._result import CriterionResult, Verdict
 
-__all__ = ["Score", "decided", "score"]
+__all__ = ["Score", "decided", "passes", "score"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +38,10 @@ class Score:
     def empty(self) -> bool:
         """Nothing weighted ran (every weighted criterion was skipped)."""
         return self.positive == 0 and self.negative == 0
+
+
+# Scores are sums of float products: 2/3 of 0.6 must not miss a 0.4 mark by 1e-17.
+_EPSILON = 1e-9
 
 
 def decided(results: Iterable[CriterionResult]) -> list[CriterionResult]:
@@ -64,3 +68,18 @@ def score(results: Iterable[CriterionResult]) -> Score:
     else:
         value = 0.0
     return Score(score=value, raw_score=earned, positive=positive, negative=negative)
+
+
+def passes(criteria: Sequence[CriterionResult], *, case_score: float, min_score: float) -> bool:
+    """The pass rule of a case: ``case_score >= min_score``, no ``required`` criterion went the
+    wrong way, no criterion is ERROR, and something weighted was graded.
+
+    A run grades with it, and ``merge`` and ``--rubric-baseline`` recompute ``passed`` with it
+    from a document's criteria rather than trust the ``passed`` written there.
+    """
+    return (
+        case_score >= min_score - _EPSILON
+        and not any(c.required and c.went_wrong for c in criteria)
+        and not any(c.verdict is Verdict.ERROR for c in criteria)
+        and not score(criteria).empty
+    )

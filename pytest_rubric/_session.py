@@ -266,10 +266,21 @@ class RubricSession:
         """The session's judge cache (opened on first use), or None with ``--rubric-cache off``."""
         if self._cache is None and self.settings.cache_mode != "off":
             from ._cache import JudgeCache
-            from ._judge import known_keys
+            from ._spec import known_keys  # not _judge: an xdist controller skips httpx
 
             self._cache = JudgeCache(self.settings.cache_dir, secrets=known_keys())
+            warning = self._cache.take_warning()
+            # One warning per run: under xdist the controller opens the cache too
+            # (start_judge) and reports; the workers, which find the same file, do not.
+            if warning is not None and not hasattr(self.config, "workerinput"):
+                self.config.issue_config_time_warning(RubricWarning(warning), stacklevel=2)
         return self._cache
+
+    def _warn_cache_trouble(self) -> None:
+        """A lookup or a write of the cache failed (in the judge's thread): warn, in the item."""
+        warning = self._cache.take_warning() if self._cache is not None else None
+        if warning is not None:
+            warnings.warn(RubricWarning(warning), stacklevel=3)
 
     def start_judge(self, custom: object | None) -> None:
         """Set up the judge: the hook's object, else ``--rubric-judge`` / ini / ``RUBRIC_JUDGE``."""
@@ -299,6 +310,7 @@ class RubricSession:
             # The workers judge; the controller adds up their usage. It skips the
             # client, its event loop and the httpx import (workers start sooner).
             self.judge_stats = JudgeStats()
+            self.cache()  # only to check it: a broken cache is reported once, from here
             return
         judge: object = custom
         if spec is not None:
@@ -403,12 +415,15 @@ class RubricSession:
 
     def judge_rubric(self, key: str, compiled: CompiledRubric, response: str) -> Judged | None:
         """The judge's outcomes for ``compiled``'s judged criteria, or None to leave them SKIPPED."""
+        self._warn_cache_trouble()  # a live model's answer was just fetched through the cache
         if not compiled.judged:
             return None
         if self.judging is not None:
-            return self.judging.result(
+            judged = self.judging.result(
                 key, compiled.judged_criteria, question=compiled.rubric.question, response=response
             )
+            self._warn_cache_trouble()
+            return judged
         if self.settings.require_judge:
             from ._checks import Outcome
             from ._judging import Judged

@@ -1,0 +1,314 @@
+"""The ``--rubric-json`` document, described once as pydantic models, and read back with them.
+
+A run writes the document (``_report.json_document``); ``--rubric-baseline`` and
+``merge`` read one back. A document read back is input like any other: it may
+have been edited by hand, cut short, or written by something else. So it is
+validated field by field before anything uses it:
+
+* strict types: ``"0.8"`` is not a number and ``true`` is not 1;
+* finite numbers: a NaN score would compare false with everything and silently
+  turn a gate off;
+* every field a run writes is present;
+* fields this version does not know are allowed and ignored, so a document from
+  a newer version (``samples``, ``pass_rate``, ``possible``, ...) still reads.
+
+A failure is a :class:`DocumentError` that names the file and each bad field,
+e.g. ``base.json: results[3].score: expected a number, got 'high'``.
+
+``passed`` is never taken from the document: it is recomputed from the
+criteria with the rule a run uses (:func:`pytest_rubric._scoring.passes`), so
+a shard cannot claim a pass its criteria do not show.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ._report import VERSION, DocumentError
+from ._result import CaseResult, CriterionResult, Verdict
+from ._scoring import passes
+from ._secrets import redact
+from ._spec import known_keys
+
+__all__ = [
+    "VERSION",
+    "CriterionModel",
+    "Document",
+    "DocumentError",
+    "DocumentModel",
+    "LeaderboardRowModel",
+    "ResultModel",
+    "parse_document",
+]
+
+# How many bad fields one error lists: enough to fix a hand-edited file in one go,
+# few enough that a file of garbage does not flood the terminal.
+_SHOWN_ERRORS = 5
+# A wrong value is quoted so the user can find it, never at full length: it may be
+# a megabyte of anything.
+_QUOTED = 40
+
+
+# Strict, finite, open to additions: see the module docstring.
+_CONFIG = ConfigDict(strict=True, allow_inf_nan=False, extra="allow")
+
+Fraction = Annotated[float, Field(ge=0, le=1)]
+"""A number from 0 to 1: scores, credits and the style heuristics are clamped there."""
+Count = Annotated[int, Field(ge=0)]
+# A Literal, not the Verdict enum: strict validation of Python data (what json.loads
+# gives) accepts only enum members for an enum field, never the string written.
+VerdictName = Literal["MET", "UNMET", "ERROR", "SKIPPED"]
+
+
+class CriterionSampleModel(BaseModel):
+    """One judge sample of a criterion (``--rubric-judge-samples``)."""
+
+    model_config = _CONFIG
+
+    verdict: VerdictName
+    credit: Fraction
+
+
+class CriterionModel(BaseModel):
+    """One entry of a result's ``criteria``."""
+
+    model_config = _CONFIG
+
+    id: str
+    type: str
+    axis: Literal["substance", "style"]
+    weight: float
+    verdict: VerdictName
+    ok: bool  # derived from verdict and weight; recomputed, but a run always writes it
+    credit: Fraction
+    reason: str
+    required: bool = False
+    agreement: Fraction | None = None
+    unstable: bool = False
+    samples: list[CriterionSampleModel] | None = None
+
+
+class ResultModel(BaseModel):
+    """One entry of ``results``: the grade of one response against one case."""
+
+    model_config = _CONFIG
+
+    nodeid: str
+    suite: str
+    case: str
+    subject: str
+    score: Fraction
+    raw_score: float
+    min_score: float  # assert_rubric takes any pass mark, so it is not bounded
+    passed: bool
+    criteria: list[CriterionModel]
+    fluency: Fraction
+    confidence: Fraction
+    naive_score: Fraction
+    style_score: Fraction | None = None
+    flags: list[str]
+    question: str | None = None
+    response: str = ""
+
+
+class LeaderboardRowModel(BaseModel):
+    """One entry of ``leaderboard``. Read back it is only checked: it is recomputed."""
+
+    model_config = _CONFIG
+
+    subject: str
+    rank: Annotated[int, Field(ge=1)]
+    correctness: Fraction
+    fluency: Fraction
+    confidence: Fraction
+    naive_score: Fraction
+    naive_rank: Annotated[int, Field(ge=1)]
+    confidently_wrong: Count
+    passed: Count
+    total: Count
+
+
+class DocumentModel(BaseModel):
+    """The whole ``--rubric-json`` document."""
+
+    model_config = _CONFIG
+
+    version: Literal[1]
+    results: list[ResultModel]
+    leaderboard: list[LeaderboardRowModel]
+    rankings_disagree: bool
+
+
+@dataclass(slots=True)
+class Document:
+    """A document read back: its results, and what was recomputed rather than trusted."""
+
+    results: list[CaseResult]
+    recomputed: list[str] = field(default_factory=list)  # one line per ``passed`` overruled
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object hook for json.loads: two values for one key is an ambiguity, not the last one."""
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise DocumentError(f"the key {_got(key)} appears twice in one object")
+        data[key] = value
+    return data
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    """``("results", 3, "score")`` as ``results[3].score``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "the document"
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _QUOTED * 3 else text[: _QUOTED * 3 - 1] + "…"
+
+
+def _got(value: Any) -> str:
+    """A wrong value as the user wrote it in JSON, cut short and redacted."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = repr(value)
+    if len(text) > _QUOTED:
+        text = text[: _QUOTED - 1] + "…"
+    return redact(text, *known_keys())
+
+
+_EXPECTED = {
+    "float_type": "a number",
+    "finite_number": "a finite number",
+    "int_type": "a whole number",
+    "bool_type": "true or false",
+    "string_type": "a string",
+    "list_type": "a list",
+    "model_type": "an object",
+    "dict_type": "an object",
+}
+
+
+def _problem(error: Any) -> str:
+    """One pydantic error as ``where: expected what, got what``."""
+    where, kind, ctx = _where(tuple(error["loc"])), error["type"], error.get("ctx") or {}
+    if kind == "missing":
+        return f"{where}: missing"
+    if kind in _EXPECTED:
+        expected = _EXPECTED[kind]
+    elif kind == "literal_error":
+        expected = f"one of {ctx.get('expected')}"
+    elif kind == "greater_than_equal":
+        expected = f"at least {ctx.get('ge')}"
+    elif kind == "less_than_equal":
+        expected = f"at most {ctx.get('le')}"
+    else:  # a kind this version does not phrase itself: pydantic's own words
+        message = str(error["msg"])
+        expected = message[:1].lower() + message[1:]
+        return f"{where}: {expected}, got {_got(error.get('input'))}"
+    return f"{where}: expected {expected}, got {_got(error.get('input'))}"
+
+
+def _invalid(name: str, exc: ValidationError) -> DocumentError:
+    errors = exc.errors(include_url=False)
+    lines = [f"{name}: {_problem(e)}" for e in errors[:_SHOWN_ERRORS]]
+    if len(errors) > _SHOWN_ERRORS:
+        lines.append(f"{name}: ... and {len(errors) - _SHOWN_ERRORS} more")
+    lines.append(
+        f"{name} is not a valid --rubric-json document; write it again with --rubric-json "
+        "(or fix the fields above)"
+    )
+    return DocumentError("\n".join(lines))
+
+
+def _case_result(model: ResultModel) -> CaseResult:
+    criteria = [
+        CriterionResult(
+            id=c.id,
+            type=c.type,
+            axis=c.axis,
+            weight=c.weight,
+            verdict=Verdict(c.verdict),
+            credit=c.credit,
+            reason=c.reason,
+            required=c.required,
+            agreement=c.agreement,
+            samples=[{"verdict": s.verdict, "credit": s.credit} for s in c.samples]
+            if c.samples is not None
+            else None,
+        )
+        for c in model.criteria
+    ]
+    return CaseResult(
+        nodeid=model.nodeid,
+        suite=model.suite,
+        case=model.case,
+        subject=model.subject,
+        score=model.score,
+        raw_score=model.raw_score,
+        min_score=model.min_score,
+        passed=passes(criteria, case_score=model.score, min_score=model.min_score),
+        criteria=criteria,
+        fluency=model.fluency,
+        confidence=model.confidence,
+        naive_score=model.naive_score,
+        style_score=model.style_score,
+        flags=list(model.flags),
+        question=model.question,
+        response=model.response,
+    )
+
+
+def parse_document(text: str, *, name: str) -> Document:
+    """The results of a ``--rubric-json`` document's ``text``; ``name`` (the file) is in
+    every error. Raises :class:`DocumentError`, and nothing else, for any text."""
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicates)
+    except DocumentError as exc:
+        raise DocumentError(f"{name}: {exc}; pass a file written by --rubric-json") from None
+    except RecursionError:
+        raise DocumentError(
+            f"{name}: nested too deeply to be a --rubric-json document; pass a file written by "
+            "--rubric-json"
+        ) from None
+    except ValueError as exc:
+        raise DocumentError(
+            f"{name}: not JSON ({exc}); pass a file written by --rubric-json"
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise DocumentError(
+            f'{name}: not a --rubric-json document (no "results" list); pass a file written by '
+            "--rubric-json"
+        )
+    version = data.get("version")
+    if type(version) is not int or version != VERSION:  # true == 1 in Python, not here
+        what = f"version {_got(version)} is not {VERSION}" if "version" in data else "no version"
+        raise DocumentError(f"{name}: {what}; write it again with this pytest-rubric")
+    try:
+        document = DocumentModel.model_validate(data)
+    except ValidationError as exc:
+        raise _invalid(name, exc) from None
+    results, recomputed = [], []
+    for index, model in enumerate(document.results):
+        result = _case_result(model)
+        if model.passed and not result.passed:
+            reasons = result.failure_reasons()
+            why = _cut(reasons[0]) if reasons else "nothing weighted was graded"
+            recomputed.append(
+                f"{name}: results[{index}] ({model.nodeid}) says passed, but its criteria do "
+                f"not: {why}; counted as not passed"
+            )
+        results.append(result)
+    return Document(results, recomputed)
