@@ -11,6 +11,8 @@ retry policy that fails safe:
   errors, timeouts and replies that cannot be read, with exponential backoff
   and full jitter; a redirect is an error naming its target, never a reply;
 * a bounded number of attempts per call and a retry budget per session;
+  given the session's ``limiter``, a judge holds a concurrency slot for one
+  attempt at a time, never while it waits to retry;
 * a call that still fails raises :class:`JudgeError`, whose message names
   the provider, model and status and says what to try. It never contains
   the API key, whole or cut: text is redacted before it is cut short.
@@ -23,6 +25,7 @@ and keep usage counts in :class:`JudgeStats`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 from collections.abc import Mapping
@@ -199,11 +202,16 @@ class HTTPJudge:
         policy: RetryPolicy | None = None,
         stats: JudgeStats | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        limiter: asyncio.Semaphore | None = None,
     ) -> None:
         self.spec = spec
         self.key = key
         self.policy = policy or RetryPolicy()
         self.stats = stats or JudgeStats()
+        # The session's concurrency bound (``JudgeSession`` sets it), taken for
+        # each HTTP attempt rather than for a whole call: a call waiting out a
+        # Retry-After or a backoff leaves its slot to the others.
+        self.limiter = limiter
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._budget = self.policy.budget
@@ -242,6 +250,10 @@ class HTTPJudge:
     ) -> str:
         """Send the two messages; return the reply text (JSON text when ``schema`` is given)."""
         raise NotImplementedError
+
+    def _slot(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """A place in the concurrency bound, for one HTTP attempt."""
+        return self.limiter if self.limiter is not None else contextlib.nullcontext()
 
     def _quote(self, text: str, limit: int) -> str:
         """A provider's text fit to quote: the key redacted from the whole text first,
@@ -287,7 +299,9 @@ class HTTPJudge:
                 self.stats.retries += 1
                 await asyncio.sleep(self._delay(attempt, last))
             try:
-                return await self._post_once(payload)
+                # The slot is held for this attempt only, not for the sleep above.
+                async with self._slot():
+                    return await self._post_once(payload)
             except JudgeError as exc:
                 if not exc.retryable:
                     raise
@@ -306,7 +320,7 @@ class HTTPJudge:
         return random.uniform(0, ceiling)
 
     async def _post_once(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """One HTTP attempt; return the reply's JSON object."""
+        """One HTTP attempt (no slot taken here); return the reply's JSON object."""
         timeout = self.policy.timeout
         try:
             # httpx's timeout is per socket operation: a byte a second would keep
@@ -492,30 +506,63 @@ class OpenAIJudge(HTTPJudge):
         sampling = sampling or Sampling()
         if schema is None:
             return self._text(await self.post(self._payload(system, user, None, "text", sampling)))
-        modes = (self._mode,) if self._mode else self._MODES
-        for i, mode in enumerate(modes):
-            payload = self._payload(system, user, schema, mode, sampling)
-            settled = self._mode is not None or i + 1 == len(modes)
+        if self._mode is None:
+            data = await self._settle(system, user, schema, sampling)
+            if data is not None:
+                return self._text(data)
+        assert self._mode is not None
+        return self._text(
+            await self.post(self._payload(system, user, schema, self._mode, sampling))
+        )
+
+    async def _settle(
+        self, system: str, user: str, schema: dict[str, Any], sampling: Sampling
+    ) -> dict[str, Any] | None:
+        """Find the first output mode the server takes; None if another call settled it first.
+
+        The modes are tried back to back in one concurrency slot: a rejection is
+        answered at once, nothing is waited out in it, and calls queued behind
+        find the mode settled instead of probing it again. A rate limit or an
+        outage is retried as usual, outside the slot; if the retries end in a
+        rejection the next mode is tried.
+        """
+        i = 0
+        while True:
+            failed: JudgeError | None = None
+            async with self._slot():
+                while failed is None:
+                    if self._mode is not None:
+                        return None
+                    mode = self._MODES[i]
+                    payload = self._payload(system, user, schema, mode, sampling)
+                    try:
+                        data = await self._post_once(payload)
+                    except JudgeError as exc:
+                        if self._falls_back(exc, i):
+                            i += 1
+                        elif exc.retryable:
+                            failed = exc
+                        else:
+                            raise
+                    else:
+                        self._mode = self._mode or mode
+                        return data
             try:
-                data = await (self.post(payload) if settled else self._probe(payload))
+                data = await self.post(payload, failed=failed)
             except JudgeError as exc:
-                if settled or exc.status not in _REJECTIONS:
+                if not self._falls_back(exc, i):
                     raise
-                self.stats.fallbacks.append(f"{mode} -> {modes[i + 1]} (HTTP {exc.status})")
+                i += 1
                 continue
             self._mode = self._mode or mode
-            return self._text(data)
-        raise AssertionError("unreachable")  # pragma: no cover
+            return data
 
-    async def _probe(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Try an output mode once: a rejection must lead to the next mode, not to retries;
-        an outage or a rate limit is retried as usual."""
-        try:
-            return await self._post_once(payload)
-        except JudgeError as exc:
-            if exc.retryable and exc.status not in _REJECTIONS:
-                return await self.post(payload, failed=exc)
-            raise
+    def _falls_back(self, exc: JudgeError, i: int) -> bool:
+        """Whether mode ``i`` was rejected and a next one is left (recorded if so)."""
+        if exc.status not in _REJECTIONS or i + 1 == len(self._MODES):
+            return False
+        self.stats.fallbacks.append(f"{self._MODES[i]} -> {self._MODES[i + 1]} (HTTP {exc.status})")
+        return True
 
     def _text(self, data: dict[str, Any]) -> str:
         usage = data.get("usage")

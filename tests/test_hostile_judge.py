@@ -4,8 +4,8 @@ Each test scripts one kind of hostility on the fake provider (``tests/fake_llm.p
 and checks what a user would see: end to end through pytester where the
 outcome is a test result, on the client alone where it is the client's own
 contract. Each of them failed before the transport bounded whole calls,
-capped replies, refused redirects, redacted before cutting and read
-replies defensively (all but
+capped replies, refused redirects, redacted before cutting, took a
+concurrency slot per attempt and read replies defensively (all but
 ``test_a_reply_of_exactly_1_mib_is_read``, which pins the cap's edge).
 """
 
@@ -39,7 +39,7 @@ from tests.fake_llm import (
     trickle,
     verdict,
 )
-from tests.test_judge_e2e import JUDGED, judge_args
+from tests.test_judge_e2e import JUDGED, by_requirement, judge_args
 
 Write = Callable[[str, str], Path]
 
@@ -204,6 +204,28 @@ def test_a_key_cut_short_in_a_body_that_is_not_json_does_not_leak(fake_llm: Fake
         _complete(_client(fake_llm, attempts=1))
     assert KEY[:10] not in str(raised.value)
     assert "y" * 70 + "***" in str(raised.value)
+
+
+# --------------------------------------------------------------------------- slots
+
+
+def test_waiting_out_a_retry_after_leaves_the_slot_to_other_calls(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
+) -> None:
+    """Concurrency 1, two judged criteria: the first call is told to come back in
+    1 s, and the second is answered meanwhile instead of waiting behind it."""
+    _judged(pytester, write, FAST_RETRIES)
+    fake_llm.script(status(429, headers={"Retry-After": "1"}))
+    fake_llm.respond_with(by_requirement({"horizon is one day"}))
+    result = pytester.runpytest(
+        *judge_args(fake_llm, "openai", "--rubric-concurrency=1"), "-p", "no:xdist"
+    )
+    result.assert_outcomes(passed=1)
+    first, other, retried = fake_llm.requests
+    assert other.body != first.body and retried.body == first.body
+    assert other.received_at - first.received_at < 0.5
+    assert retried.received_at - first.received_at >= 1
+    result.stdout.fnmatch_lines(["judge openai:test-model: 2 calls, 1 retries, 0 errors, *"])
 
 
 # --------------------------------------------------------------------------- reading replies
