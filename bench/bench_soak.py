@@ -16,6 +16,11 @@ calls, chosen at random, fail instead, in one of these ways (equal shares):
 * 429 with ``Retry-After: 1``;
 * 500;
 * a timeout: the reply comes after the client's ``--rubric-judge-timeout``;
+* a slow trickle: the headers at once, then the verdict one byte every
+  0.1 s, so each socket read is in time and the whole reply (about 30 s)
+  never is;
+* an oversize reply: the verdict padded to 2 MiB, sent chunked (no
+  Content-Length), above the client's 1 MiB cap;
 * a dropped connection (no HTTP response at all);
 * a malformed reply: HTTP 200 whose message is not a verdict;
 * a malformed body: HTTP 200 whose body is not JSON;
@@ -73,17 +78,33 @@ from tests.fake_llm import (  # noqa: E402
     cut,
     delay,
     drop,
+    oversize,
     raw,
     status,
     text,
+    trickle,
     verdict,
 )
 
 PER_CASE = 5
 MIN_SCORE = 0.6
 TIMEOUT = 1.0  # --rubric-judge-timeout in the soak
+# Seconds per byte of a trickled reply: well inside TIMEOUT, so that no single read
+# times out and only the bound on the whole call ends it.
+TRICKLE = 0.1
+OVERSIZE = 2 * 1024 * 1024  # bytes of an oversize reply, twice the client's cap
 TOKEN = re.compile(r"\bS(\d{5})([MU])\b")
-FAULTS = ("429", "500", "timeout", "dropped", "malformed reply", "malformed body", "truncated")
+FAULTS = (
+    "429",
+    "500",
+    "timeout",
+    "slow trickle",
+    "oversize",
+    "dropped",
+    "malformed reply",
+    "malformed body",
+    "truncated",
+)
 
 
 class Result(TypedDict):
@@ -131,6 +152,10 @@ class Faulty:
             return status(500)
         if kind == "timeout":
             return delay(TIMEOUT + 0.5, good)
+        if kind == "slow trickle":
+            return trickle(good, interval=TRICKLE)
+        if kind == "oversize":
+            return oversize(good, size=OVERSIZE, chunked=True)
         if kind == "dropped":
             return drop()
         if kind == "malformed reply":

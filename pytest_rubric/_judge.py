@@ -4,13 +4,18 @@ No provider SDK: one ``httpx.AsyncClient`` per judge, temperature 0 and a
 seed where the API takes one (see :class:`Sampling` for repeated samples), structured output where the API offers it, and a
 retry policy that fails safe:
 
-* timeouts on every call;
-* retries on 429 (honouring ``Retry-After``, capped), 5xx and connection
-  errors, with exponential backoff and full jitter;
+* every HTTP attempt is bounded as a whole, body included, by the timeout
+  (a server that trickles bytes times out), and a reply is read only up to
+  :data:`MAX_REPLY_BYTES`;
+* retries on 429 (honouring ``Retry-After``, capped), 5xx, connection
+  errors, timeouts and replies that cannot be read, with exponential backoff
+  and full jitter; a redirect is an error naming its target, never a reply;
 * a bounded number of attempts per call and a retry budget per session;
+  given the session's ``limiter``, a judge holds a concurrency slot for one
+  attempt at a time, never while it waits to retry;
 * a call that still fails raises :class:`JudgeError`, whose message names
   the provider, model and status and says what to try. It never contains
-  the API key.
+  the API key, whole or cut: text is redacted before it is cut short.
 
 Every judge has ``async complete(system, user) -> str``; the built-in ones
 also take ``schema=`` (a JSON Schema the reply must fit) and ``sampling=``,
@@ -20,6 +25,7 @@ and keep usage counts in :class:`JudgeStats`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 from collections.abc import Mapping
@@ -35,6 +41,7 @@ from ._secrets import Secret, redact
 from ._spec import PROVIDERS, JudgeSpec, JudgeStats, known_keys, read_key
 
 __all__ = [
+    "MAX_REPLY_BYTES",
     "PROVIDERS",
     "AnthropicJudge",
     "HTTPJudge",
@@ -54,6 +61,18 @@ _ANTHROPIC_VERSION = "2023-06-01"
 SEED = 1234
 MAX_TOKENS = 1024
 SAMPLE_TEMPERATURE = 0.7
+
+MAX_REPLY_BYTES = 1024 * 1024
+"""The largest reply body read (1 MiB): a grade is a few hundred bytes, so a
+bigger body is refused as soon as it passes this, never buffered whole."""
+
+# How much of a provider's text a JudgeError quotes: enough to see what went
+# wrong, not a page of HTML. Cut only after the key is redacted.
+_QUOTE_ERROR = 200
+_QUOTE_BODY = 80
+_QUOTE_LOCATION = 200
+# A token count above this is not a count (no call reads a billion tokens).
+_MAX_TOKENS = 10**9
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +145,50 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None  # an HTTP date: fall back to our own backoff
 
 
+def _clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how many were cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def _tokens(usage: object, name: str) -> int:
+    """A token count from a reply's ``usage``, or 0 when it is not a plausible one.
+
+    The count is the provider's to report and ours to add up: a string, a
+    float (``1e400`` is infinite), a dict or a 300-digit number is not
+    trusted, never converted.
+    """
+    if not isinstance(usage, dict):
+        return 0
+    value = usage.get(name)
+    if type(value) is not int or not 0 <= value <= _MAX_TOKENS:
+        return 0
+    return value
+
+
+def _declared_length(response: httpx.Response) -> int | None:
+    value = response.headers.get("content-length", "")
+    # Bounded before int(): a 5,000-digit length would raise instead of being refused.
+    return int(value) if value.isdigit() and len(value) <= 18 else None
+
+
+async def _read_capped(response: httpx.Response) -> bytes | None:
+    """The body, or None once it passes :data:`MAX_REPLY_BYTES` (nothing more is read)."""
+    declared = _declared_length(response)
+    if declared is not None and declared > MAX_REPLY_BYTES:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    # Decoded bytes are counted, so a compressed body is held to the cap too.
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_REPLY_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 class HTTPJudge:
     """The shared HTTP machinery: one client, retries, statistics, redaction."""
 
@@ -139,11 +202,16 @@ class HTTPJudge:
         policy: RetryPolicy | None = None,
         stats: JudgeStats | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        limiter: asyncio.Semaphore | None = None,
     ) -> None:
         self.spec = spec
         self.key = key
         self.policy = policy or RetryPolicy()
         self.stats = stats or JudgeStats()
+        # The session's concurrency bound (``JudgeSession`` sets it), taken for
+        # each HTTP attempt rather than for a whole call: a call waiting out a
+        # Retry-After or a backoff leaves its slot to the others.
+        self.limiter = limiter
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._budget = self.policy.budget
@@ -183,6 +251,15 @@ class HTTPJudge:
         """Send the two messages; return the reply text (JSON text when ``schema`` is given)."""
         raise NotImplementedError
 
+    def _slot(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """A place in the concurrency bound, for one HTTP attempt."""
+        return self.limiter if self.limiter is not None else contextlib.nullcontext()
+
+    def _quote(self, text: str, limit: int) -> str:
+        """A provider's text fit to quote: the key redacted from the whole text first,
+        then cut, so a key the cut falls inside cannot survive as a fragment."""
+        return _clip(redact(text, self.key), limit)
+
     def _fail(
         self,
         what: str,
@@ -192,6 +269,7 @@ class HTTPJudge:
         retryable: bool = False,
         retry_after: float | None = None,
     ) -> JudgeError:
+        # Whatever ``what`` quotes went through _quote; this catches the rest.
         what = redact(what, self.key)
         message = f"judge {self.spec.name} at {self._endpoint()}: {what}; {hint}"
         return JudgeError(
@@ -221,7 +299,9 @@ class HTTPJudge:
                 self.stats.retries += 1
                 await asyncio.sleep(self._delay(attempt, last))
             try:
-                return await self._post_once(payload)
+                # The slot is held for this attempt only, not for the sleep above.
+                async with self._slot():
+                    return await self._post_once(payload)
             except JudgeError as exc:
                 if not exc.retryable:
                     raise
@@ -240,36 +320,73 @@ class HTTPJudge:
         return random.uniform(0, ceiling)
 
     async def _post_once(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """One HTTP attempt (no slot taken here); return the reply's JSON object."""
+        timeout = self.policy.timeout
         try:
-            response = await self._http().post(
-                self._endpoint(), json=payload, headers=self._headers()
-            )
-        except httpx.TimeoutException:
+            # httpx's timeout is per socket operation: a byte a second would keep
+            # it from ever firing. This deadline bounds the attempt as a whole.
+            async with asyncio.timeout(timeout):
+                response, body = await self._exchange(payload)
+        except (TimeoutError, httpx.TimeoutException):
             raise self._fail(
-                f"no reply within {self.policy.timeout:g} s",
-                hint="the server is slow or overloaded: lower --rubric-concurrency",
+                f"no complete reply within {timeout:g} s",
+                hint="the server is slow or overloaded: lower --rubric-concurrency, "
+                "or raise --rubric-judge-timeout",
                 retryable=True,
             ) from None
         except httpx.TransportError as exc:
             raise self._fail(
-                f"connection failed ({type(exc).__name__}: {exc})",
+                f"connection failed ({type(exc).__name__}: {self._quote(str(exc), _QUOTE_ERROR)})",
                 hint="check that the server is running and --rubric-judge-url is right",
                 retryable=True,
             ) from None
-        if response.status_code >= 400:
+        except httpx.RequestError as exc:  # e.g. a body that does not decode as its encoding says
             raise self._fail(
-                f"HTTP {response.status_code}: {_error_text(response)}",
-                status=response.status_code,
-                hint=_HINTS.get(response.status_code, "see the provider's error message"),
-                retryable=response.status_code == 429 or response.status_code >= 500,
-                retry_after=_retry_after(response) if response.status_code == 429 else None,
+                f"the reply could not be read ({type(exc).__name__}: "
+                f"{self._quote(str(exc), _QUOTE_ERROR)})",
+                hint="is --rubric-judge-url an OpenAI-compatible or Anthropic endpoint?",
+                retryable=True,
+            ) from None
+        status = response.status_code
+        if 300 <= status < 400:
+            # httpx follows no redirect, and a 3xx body is not the judge's reply,
+            # however much it looks like one: say where it pointed, do not go there.
+            location = response.headers.get("location")
+            target = (
+                f"redirected to {self._quote(location, _QUOTE_LOCATION)!r}"
+                if location
+                else "a redirect without a Location"
+            )
+            raise self._fail(
+                f"HTTP {status}: {target}",
+                status=status,
+                hint="redirects are not followed: set --rubric-judge-url to the address "
+                "that answers, if you trust it",
+            )
+        if status >= 400:
+            raise self._fail(
+                f"HTTP {status}: {self._quote(_error_text(body, response.reason_phrase), _QUOTE_ERROR)}",
+                status=status,
+                hint=_HINTS.get(status, "see the provider's error message"),
+                retryable=status == 429 or status >= 500,
+                retry_after=_retry_after(response) if status == 429 else None,
+            )
+        if body is None:
+            raise self._fail(
+                f"the reply is larger than {MAX_REPLY_BYTES:,} bytes (1 MiB) and was refused",
+                status=status,
+                hint="a grade is a few hundred bytes: is --rubric-judge-url a chat endpoint?",
+                retryable=True,
             )
         try:
-            data = response.json()
-        except ValueError:
+            data = json.loads(body)
+        except (ValueError, RecursionError):
+            # Not JSON, or JSON nested past the recursion limit, or a number with
+            # thousands of digits: a body no judge sends, read as not JSON.
+            text = body.decode("utf-8", errors="replace")
             raise self._fail(
-                f"the reply is not JSON ({response.text[:80]!r})",
-                status=response.status_code,
+                f"the reply is not JSON ({self._quote(text, _QUOTE_BODY)!r})",
+                status=status,
                 hint="is --rubric-judge-url an OpenAI-compatible or Anthropic endpoint?",
                 retryable=True,
             ) from None
@@ -278,6 +395,25 @@ class HTTPJudge:
                 "the reply is not a JSON object", hint="check the endpoint", retryable=True
             )
         return data
+
+    async def _exchange(self, payload: dict[str, Any]) -> tuple[httpx.Response, bytes | None]:
+        """Send ``payload``; return the response and its body (None: above the cap).
+
+        The body is streamed so that the cap stops reading, and a redirect's
+        body is not read at all.
+        """
+        client = self._http()
+        request = client.build_request(
+            "POST", self._endpoint(), json=payload, headers=self._headers()
+        )
+        response = await client.send(request, stream=True)
+        try:
+            if 300 <= response.status_code < 400:
+                return response, b""
+            return response, await _read_capped(response)
+        finally:
+            # Closing a body not read to its end drops the connection, as it should.
+            await response.aclose()
 
 
 # What a server answers when it does not support a response_format (llama.cpp: 500).
@@ -295,17 +431,21 @@ _HINTS = {
 }
 
 
-def _error_text(response: httpx.Response) -> str:
+def _error_text(body: bytes | None, reason: str) -> str:
+    """The provider's error message, whole: the caller redacts it, then cuts it."""
+    if body is None:
+        return f"{reason} (an error body above {MAX_REPLY_BYTES:,} bytes, not read)"
+    text = body.decode("utf-8", errors="replace")
     try:
-        data = response.json()
-    except ValueError:
-        return response.text[:200] or response.reason_phrase
-    if isinstance(data, dict):
-        error = data.get("error", data)
-        if isinstance(error, dict):
-            return str(error.get("message") or error)[:200]
-        return str(error)[:200]
-    return str(data)[:200]
+        data = json.loads(text)
+        if isinstance(data, dict):
+            error = data.get("error", data)
+            if isinstance(error, dict):
+                error = error.get("message") or error
+            return str(error)
+        return str(data)
+    except (ValueError, RecursionError):  # str() of a deep structure recurses too
+        return text or reason
 
 
 class OpenAIJudge(HTTPJudge):
@@ -366,35 +506,68 @@ class OpenAIJudge(HTTPJudge):
         sampling = sampling or Sampling()
         if schema is None:
             return self._text(await self.post(self._payload(system, user, None, "text", sampling)))
-        modes = (self._mode,) if self._mode else self._MODES
-        for i, mode in enumerate(modes):
-            payload = self._payload(system, user, schema, mode, sampling)
-            settled = self._mode is not None or i + 1 == len(modes)
+        if self._mode is None:
+            data = await self._settle(system, user, schema, sampling)
+            if data is not None:
+                return self._text(data)
+        assert self._mode is not None
+        return self._text(
+            await self.post(self._payload(system, user, schema, self._mode, sampling))
+        )
+
+    async def _settle(
+        self, system: str, user: str, schema: dict[str, Any], sampling: Sampling
+    ) -> dict[str, Any] | None:
+        """Find the first output mode the server takes; None if another call settled it first.
+
+        The modes are tried back to back in one concurrency slot: a rejection is
+        answered at once, nothing is waited out in it, and calls queued behind
+        find the mode settled instead of probing it again. A rate limit or an
+        outage is retried as usual, outside the slot; if the retries end in a
+        rejection the next mode is tried.
+        """
+        i = 0
+        while True:
+            failed: JudgeError | None = None
+            async with self._slot():
+                while failed is None:
+                    if self._mode is not None:
+                        return None
+                    mode = self._MODES[i]
+                    payload = self._payload(system, user, schema, mode, sampling)
+                    try:
+                        data = await self._post_once(payload)
+                    except JudgeError as exc:
+                        if self._falls_back(exc, i):
+                            i += 1
+                        elif exc.retryable:
+                            failed = exc
+                        else:
+                            raise
+                    else:
+                        self._mode = self._mode or mode
+                        return data
             try:
-                data = await (self.post(payload) if settled else self._probe(payload))
+                data = await self.post(payload, failed=failed)
             except JudgeError as exc:
-                if settled or exc.status not in _REJECTIONS:
+                if not self._falls_back(exc, i):
                     raise
-                self.stats.fallbacks.append(f"{mode} -> {modes[i + 1]} (HTTP {exc.status})")
+                i += 1
                 continue
             self._mode = self._mode or mode
-            return self._text(data)
-        raise AssertionError("unreachable")  # pragma: no cover
+            return data
 
-    async def _probe(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Try an output mode once: a rejection must lead to the next mode, not to retries;
-        an outage or a rate limit is retried as usual."""
-        try:
-            return await self._post_once(payload)
-        except JudgeError as exc:
-            if exc.retryable and exc.status not in _REJECTIONS:
-                return await self.post(payload, failed=exc)
-            raise
+    def _falls_back(self, exc: JudgeError, i: int) -> bool:
+        """Whether mode ``i`` was rejected and a next one is left (recorded if so)."""
+        if exc.status not in _REJECTIONS or i + 1 == len(self._MODES):
+            return False
+        self.stats.fallbacks.append(f"{self._MODES[i]} -> {self._MODES[i + 1]} (HTTP {exc.status})")
+        return True
 
     def _text(self, data: dict[str, Any]) -> str:
-        usage = data.get("usage") or {}
-        self.stats.tokens_in += int(usage.get("prompt_tokens") or 0)
-        self.stats.tokens_out += int(usage.get("completion_tokens") or 0)
+        usage = data.get("usage")
+        self.stats.tokens_in += _tokens(usage, "prompt_tokens")
+        self.stats.tokens_out += _tokens(usage, "completion_tokens")
         try:
             content = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
@@ -443,15 +616,21 @@ class AnthropicJudge(HTTPJudge):
             ]
             payload["tool_choice"] = {"type": "tool", "name": "grade"}
         data = await self.post(payload)
-        usage = data.get("usage") or {}
-        self.stats.tokens_in += int(usage.get("input_tokens") or 0)
-        self.stats.tokens_out += int(usage.get("output_tokens") or 0)
+        usage = data.get("usage")
+        self.stats.tokens_in += _tokens(usage, "input_tokens")
+        self.stats.tokens_out += _tokens(usage, "output_tokens")
         blocks = data.get("content")
         if not isinstance(blocks, list):
             raise self._fail("the reply has no content blocks", hint="check the endpoint")
         for block in blocks:
             if isinstance(block, dict) and block.get("type") == "tool_use":
-                return json.dumps(block.get("input"))
+                try:
+                    return json.dumps(block.get("input"))
+                except (ValueError, RecursionError):  # nested too deep to write back
+                    raise self._fail(
+                        "the tool call's input cannot be read back as JSON",
+                        hint="check the endpoint",
+                    ) from None
         texts = [
             b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
         ]

@@ -112,6 +112,10 @@ class JudgeSession:
         self._futures: dict[str, concurrent.futures.Future[Judged]] = {}
         self._loop = asyncio.new_event_loop()
         self._semaphore = asyncio.Semaphore(concurrency)
+        if isinstance(judge, HTTPJudge):
+            # The built-in judge takes a slot per HTTP attempt, so that a call
+            # waiting out a Retry-After or a backoff does not hold one.
+            judge.limiter = self._semaphore
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="pytest-rubric-judge", daemon=True
         )
@@ -189,28 +193,30 @@ class JudgeSession:
         return _Reply(await self._complete(prompt, user, sample), key, cached=False)
 
     async def _complete(self, prompt: _prompts.Prompt, user: str, sample: int) -> str:
-        async with self._semaphore:
-            self.stats.calls += 1
-            try:
-                if self._takes_schema:
-                    reply = await self.judge.complete(
-                        prompt.system,
-                        user,
-                        schema=prompt.schema,
-                        sampling=Sampling.of(sample, self.samples),
-                    )
-                else:
+        self.stats.calls += 1  # one per judge call, whatever its retries
+        try:
+            if self._takes_schema:
+                # No slot here: the judge takes one per attempt (see __init__).
+                reply = await self.judge.complete(
+                    prompt.system,
+                    user,
+                    schema=prompt.schema,
+                    sampling=Sampling.of(sample, self.samples),
+                )
+            else:
+                # A user's judge retries as it likes: its whole call holds the slot.
+                async with self._semaphore:
                     reply = self.judge.complete(prompt.system, user)
                     if inspect.isawaitable(reply):  # a plain function is fine too
                         reply = await reply
-            except JudgeError:
-                self.stats.errors += 1
-                raise
-            except Exception as exc:  # a user's judge: its failure is ERROR, not a crash
-                self.stats.errors += 1
-                raise JudgeError(
-                    redact(f"judge {self.name} raised {type(exc).__name__}: {exc}", *self._secrets)
-                ) from None
+        except JudgeError:
+            self.stats.errors += 1
+            raise
+        except Exception as exc:  # a user's judge: its failure is ERROR, not a crash
+            self.stats.errors += 1
+            raise JudgeError(
+                redact(f"judge {self.name} raised {type(exc).__name__}: {exc}", *self._secrets)
+            ) from None
         if not isinstance(reply, str):
             raise JudgeError(
                 f"judge {self.name} returned {type(reply).__name__}, not the reply text"

@@ -12,7 +12,10 @@ by the responder function when the queue is empty, or else by an HTTP 500
 saying the request was unscripted. Actions are built with the plain functions
 :func:`text`, :func:`json_reply`, :func:`verdict`, :func:`score`,
 :func:`status`, :func:`delay`, :func:`drop` and :func:`raw`, and are rendered
-in the wire format of the endpoint that was called.
+in the wire format of the endpoint that was called. Hostile servers are
+scripted with :func:`trickle` (a body one byte at a time), :func:`oversize`
+(a body above the client's cap, streamed), :func:`redirect` (a 3xx whose body
+looks like a reply) and :func:`deep` (JSON nested N levels).
 
 Only the standard library is used: ``http.server.ThreadingHTTPServer`` with
 daemon threads, so requests in flight are served concurrently.
@@ -47,23 +50,31 @@ import pytest
 __all__ = [
     "Action",
     "Cut",
+    "Deep",
     "Delay",
     "Drop",
     "FakeLLM",
     "JsonReply",
+    "Oversize",
     "Raw",
     "Recorded",
+    "Redirect",
     "Status",
     "Text",
+    "Trickle",
     "cut",
+    "deep",
     "delay",
     "drop",
     "fake_llm",
     "json_reply",
+    "oversize",
     "raw",
+    "redirect",
     "score",
     "status",
     "text",
+    "trickle",
     "verdict",
 ]
 
@@ -156,6 +167,40 @@ class Raw(Action):
     content_type: str = "application/json"
 
 
+@dataclass(frozen=True)
+class Trickle(Action):
+    """Send the headers of ``then`` at once, then its body one byte per ``interval``."""
+
+    then: Action
+    interval: float = 0.1
+
+
+@dataclass(frozen=True)
+class Oversize(Action):
+    """``then`` padded to ``size`` body bytes, written in chunks as it goes."""
+
+    then: Action
+    size: int = 2 * 1024 * 1024
+    chunked: bool = False
+
+
+@dataclass(frozen=True)
+class Redirect(Action):
+    """A 3xx to ``location`` whose body is what ``then`` would send."""
+
+    location: str
+    then: Action
+    code: int = 307
+
+
+@dataclass(frozen=True)
+class Deep(Action):
+    """``then`` with one more field holding ``depth`` nested JSON arrays."""
+
+    depth: int
+    then: Action
+
+
 def text(content: str, *, input_tokens: int = 10, output_tokens: int = 5) -> Action:
     """A normal assistant reply whose message text is ``content``."""
     return Text(content, input_tokens, output_tokens)
@@ -227,6 +272,41 @@ def cut(then: Action, *, keep: float = 0.5) -> Action:
 def raw(body: str, *, status: int = 200, content_type: str = "application/json") -> Action:
     """Send exactly ``body`` (UTF-8) with a correct Content-Length."""
     return Raw(body, status, content_type)
+
+
+def trickle(then: Action, *, interval: float = 0.1) -> Action:
+    """Reply as ``then`` would, headers at once and then the body one byte every
+    ``interval`` seconds: each read gets data in time, the whole reply never does.
+
+    Stops when the client goes away or the server stops.
+    """
+    return Trickle(then, interval)
+
+
+def oversize(then: Action, *, size: int = 2 * 1024 * 1024, chunked: bool = False) -> Action:
+    """Reply as ``then`` would, its JSON object padded at the front with a
+    ``"padding"`` string so that the body is ``size`` bytes; still valid JSON,
+    still the same reply.
+
+    The padding is written in 64 KiB chunks, never built whole, so ``size`` may
+    be hundreds of megabytes. With ``chunked`` the body goes out with
+    ``Transfer-Encoding: chunked`` and no Content-Length, so only counting
+    what arrives can tell its size. :attr:`FakeLLM.streamed` counts what was
+    written before the client stopped reading.
+    """
+    return Oversize(then, size, chunked)
+
+
+def redirect(location: str, then: Action | None = None, *, code: int = 307) -> Action:
+    """A ``code`` redirect to ``location`` whose body is ``then`` (default: a MET verdict),
+    so a client that reads a 3xx body as the reply gets a believable grade."""
+    return Redirect(location, then if then is not None else verdict("MET"), code)
+
+
+def deep(depth: int, then: Action | None = None) -> Action:
+    """Reply as ``then`` would (default: ``text("deep")``), with a ``"deep"`` field
+    first in its JSON object holding ``depth`` nested arrays (``[[[...]]]``)."""
+    return Deep(depth, then if then is not None else text("deep"))
 
 
 # --------------------------------------------------------------------------- rendering
@@ -316,8 +396,24 @@ def _anthropic_message(
     )
 
 
+def _with_field(body: bytes, name: str, value: bytes) -> bytes:
+    """``body``, a JSON object, with ``name: value`` put first."""
+    if not body.startswith(b"{"):
+        raise ValueError("the reply is not a JSON object")
+    rest = body[1:].lstrip()
+    sep = b"" if rest.startswith(b"}") else b", "
+    return b"{" + _json_bytes(name) + b": " + value + sep + rest
+
+
 def _render(action: Action, wire: Wire, record: Recorded) -> _Reply:
-    """The HTTP reply for a non-control action (not Delay or Drop)."""
+    """The HTTP reply for a non-control action (not Delay, Drop, Trickle or Oversize)."""
+    if isinstance(action, Redirect):
+        inner = _render(action.then, wire, record)
+        return _Reply(action.code, {**inner.headers, "Location": action.location}, inner.body)
+    if isinstance(action, Deep):
+        inner = _render(action.then, wire, record)
+        nested = b"[" * action.depth + b"]" * action.depth
+        return _Reply(inner.status, inner.headers, _with_field(inner.body, "deep", nested))
     if isinstance(action, Raw):
         return _Reply(action.status, {"Content-Type": action.content_type}, action.body.encode())
     if isinstance(action, Status):
@@ -471,6 +567,9 @@ class _Handler(BaseHTTPRequestHandler):
             if isinstance(action, Cut):
                 keep = action.keep
                 action = action.then
+            streamed = action if isinstance(action, Trickle | Oversize) else None
+            if streamed is not None:
+                action = streamed.then
             try:
                 reply = _render(action, wire, record)
             except Exception as exc:
@@ -479,20 +578,78 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(reply, sent=int(len(reply.body) * keep))
                 self.close_connection = True
                 return
+            if isinstance(streamed, Trickle):
+                self._trickle(reply, streamed.interval)
+                return
+            if isinstance(streamed, Oversize):
+                self._oversize(reply, streamed.size, chunked=streamed.chunked)
+                return
         self._send(reply)
+
+    def _head(self, reply: _Reply, length: int | None) -> None:
+        """Status line and headers; ``length`` None sends the body chunked."""
+        self.send_response(reply.status)
+        headers = {"Content-Type": "application/json", **reply.headers}
+        for name, value in headers.items():
+            if name.lower() not in ("content-length", "transfer-encoding"):
+                self.send_header(name, value)
+        if length is None:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(length))
+        self.end_headers()
 
     def _send(self, reply: _Reply, *, sent: int | None = None) -> None:
         try:
-            self.send_response(reply.status)
-            headers = {"Content-Type": "application/json", **reply.headers}
-            for name, value in headers.items():
-                if name.lower() != "content-length":
-                    self.send_header(name, value)
-            self.send_header("Content-Length", str(len(reply.body)))
-            self.end_headers()
+            self._head(reply, len(reply.body))
             self.wfile.write(reply.body if sent is None else reply.body[:sent])
             self.wfile.flush()
         except OSError:  # the client has gone (timed out, closed)
+            self.close_connection = True
+
+    def _trickle(self, reply: _Reply, interval: float) -> None:
+        fake = self.fake
+        try:
+            self._head(reply, len(reply.body))
+            for i in range(len(reply.body)):
+                if fake._stopping.wait(interval):
+                    self.close_connection = True
+                    return
+                # TCP_NODELAY is set: every byte leaves as its own segment.
+                self.wfile.write(reply.body[i : i + 1])
+                fake._count_streamed(1)
+        except OSError:  # the client gave up on it, as it should
+            self.close_connection = True
+
+    def _oversize(self, reply: _Reply, size: int, *, chunked: bool) -> None:
+        fake = self.fake
+        try:
+            template = _with_field(reply.body, "padding", b'""')
+        except ValueError as exc:
+            self._send(_error(500, f"FakeLLM: cannot pad {reply.body[:40]!r}: {exc}"))
+            return
+        split = len(b'{"padding": "')  # the padding goes between these quotes
+        prefix, suffix = template[:split], template[split:]
+        pad = max(0, size - len(template))
+        block = b"x" * 65536
+
+        def write(data: bytes) -> None:
+            self.wfile.write(b"%x\r\n%b\r\n" % (len(data), data) if chunked else data)
+            fake._count_streamed(len(data))
+
+        try:
+            self._head(reply, None if chunked else len(template) + pad)
+            write(prefix)
+            while pad > 0:
+                if fake._stopping.is_set():
+                    self.close_connection = True
+                    return
+                write(block[: min(pad, len(block))])
+                pad -= min(pad, len(block))
+            write(suffix)
+            if chunked:
+                self.wfile.write(b"0\r\n\r\n")
+        except OSError:  # the client stopped reading, as it should
             self.close_connection = True
 
 
@@ -501,13 +658,16 @@ class FakeLLM:
 
     ``latency`` is a fixed delay added before every reply. Use it as a context
     manager or through the :func:`fake_llm` fixture; :meth:`stop` is idempotent.
-    ``max_in_flight`` is the most requests that were being served at once.
+    ``max_in_flight`` is the most requests that were being served at once;
+    ``streamed`` the body bytes written by :func:`trickle` and :func:`oversize`
+    replies, so a test can see where a client stopped reading.
     """
 
     def __init__(self, *, latency: float = 0.0) -> None:
         self.latency = latency
         self.requests: list[Recorded] = []
         self.max_in_flight = 0
+        self.streamed = 0
         self._in_flight = 0
         self._lock = threading.Lock()
         self._queue: deque[Action] = deque()
@@ -614,6 +774,10 @@ class FakeLLM:
         with self._lock:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
+
+    def _count_streamed(self, n: int) -> None:
+        with self._lock:
+            self.streamed += n
 
     def _leave(self) -> None:
         with self._lock:

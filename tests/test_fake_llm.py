@@ -15,13 +15,17 @@ from tests.fake_llm import (
     FakeLLM,
     Recorded,
     cut,
+    deep,
     delay,
     drop,
     json_reply,
+    oversize,
     raw,
+    redirect,
     score,
     status,
     text,
+    trickle,
     verdict,
 )
 
@@ -261,6 +265,108 @@ def test_stop_cuts_delays_short() -> None:
         assert time.monotonic() - started < 2
         with pytest.raises(httpx.TransportError):
             future.result(timeout=5)
+
+
+# --------------------------------------------------------------------------- hostile replies
+
+
+def test_trickle_sends_the_body_a_byte_at_a_time(fake_llm: FakeLLM) -> None:
+    fake_llm.script(trickle(raw('{"a": 12345}'), interval=0.03))
+    arrivals: list[float] = []
+    body = b""
+    # A per-read timeout longer than the interval never fires, however long the body takes.
+    with httpx.Client(timeout=0.2) as client:
+        started = time.monotonic()
+        with client.stream("POST", fake_llm.url + OPENAI, json=OPENAI_BODY) as response:
+            assert response.headers["content-length"] == "12"
+            for chunk in response.iter_raw():
+                arrivals.append(time.monotonic())
+                body += chunk
+    assert body == b'{"a": 12345}'
+    assert len(arrivals) >= 6  # not one burst
+    assert arrivals[-1] - started >= 11 * 0.03 > 0.2
+    assert fake_llm.streamed == 12
+
+
+def test_trickle_stops_when_the_client_goes(fake_llm: FakeLLM) -> None:
+    fake_llm.script(trickle(text("a reply far too slow to wait for"), interval=0.02), text("next"))
+    with httpx.Client() as client:
+        with client.stream("POST", fake_llm.url + OPENAI, json=OPENAI_BODY) as response:
+            total = int(response.headers["content-length"])
+            next(response.iter_raw())
+        time.sleep(0.3)
+        sent = fake_llm.streamed
+        time.sleep(0.3)
+        assert fake_llm.streamed == sent < total  # the server stopped writing
+        assert client.post(fake_llm.url + OPENAI, json=OPENAI_BODY).status_code == 200
+
+
+@pytest.mark.parametrize("path", [OPENAI, ANTHROPIC])
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_oversize_pads_a_valid_reply(fake_llm: FakeLLM, path: str, chunked: bool) -> None:
+    size = 2 * 1024 * 1024
+    fake_llm.script(oversize(verdict("MET", "padded"), size=size, chunked=chunked))
+    body = ANTHROPIC_TOOL_BODY if path == ANTHROPIC else OPENAI_BODY
+    response = post(fake_llm, path, body)
+    assert response.status_code == 200
+    assert len(response.content) == size
+    if chunked:
+        assert "content-length" not in response.headers
+        assert response.headers["transfer-encoding"] == "chunked"
+    else:
+        assert response.headers["content-length"] == str(size)
+    data = response.json()
+    assert set(data.pop("padding")) == {"x"}
+    if path == OPENAI:
+        reply = json.loads(data["choices"][0]["message"]["content"])
+    else:
+        reply = data["content"][0]["input"]
+    assert reply == {"reason": "padded", "verdict": "MET"}
+
+
+def test_oversize_is_streamed_not_built(fake_llm: FakeLLM) -> None:
+    fake_llm.script(oversize(text("x"), size=1024**3))  # a gigabyte: never held in memory
+    with (
+        httpx.Client() as client,
+        client.stream("POST", fake_llm.url + OPENAI, json=OPENAI_BODY) as response,
+    ):
+        assert response.headers["content-length"] == str(1024**3)
+        read = 0
+        for chunk in response.iter_raw():
+            read += len(chunk)
+            if read > 1024 * 1024:
+                break
+    time.sleep(0.2)
+    assert fake_llm.streamed < 64 * 1024 * 1024  # it stopped when the client did
+
+
+@pytest.mark.parametrize("path", [OPENAI, ANTHROPIC])
+def test_redirect_has_a_location_and_a_verdict_body(fake_llm: FakeLLM, path: str) -> None:
+    fake_llm.script(redirect("http://127.0.0.1:9/elsewhere"), redirect("/x", text("y"), code=302))
+    body = ANTHROPIC_TOOL_BODY if path == ANTHROPIC else OPENAI_BODY
+    response = post(fake_llm, path, body)
+    assert (response.status_code, response.headers["location"]) == (
+        307,
+        "http://127.0.0.1:9/elsewhere",
+    )
+    if path == OPENAI:
+        reply = json.loads(response.json()["choices"][0]["message"]["content"])
+    else:
+        reply = response.json()["content"][0]["input"]
+    assert reply == {"reason": "because", "verdict": "MET"}
+    response = post(fake_llm, path, body)
+    assert (response.status_code, response.headers["location"]) == (302, "/x")
+
+
+def test_deep_nests_a_field_in_the_reply(fake_llm: FakeLLM) -> None:
+    fake_llm.script(deep(3, text("shallow")), deep(100_000))
+    data = post(fake_llm, OPENAI, OPENAI_BODY).json()
+    assert data["deep"] == [[[]]]
+    assert data["choices"][0]["message"]["content"] == "shallow"
+    response = post(fake_llm, ANTHROPIC, ANTHROPIC_BODY)
+    assert response.content.startswith(b'{"deep": ' + b"[" * 100_000 + b"]" * 100_000 + b", ")
+    with pytest.raises(RecursionError):
+        json.loads(response.content)
 
 
 # --------------------------------------------------------------------------- concurrency

@@ -8,7 +8,7 @@ import pytest
 
 from pytest_rubric._judge import JudgeError, JudgeSpec, OpenAIJudge, RetryPolicy, make_judge
 from pytest_rubric._secrets import Secret, redact
-from tests.fake_llm import Action, FakeLLM, cut, drop, raw, status, text
+from tests.fake_llm import Action, FakeLLM, Recorded, cut, drop, raw, status, text
 from tests.fake_llm import delay as slow
 
 
@@ -57,8 +57,18 @@ def test_retry_after_is_capped(fake_llm: FakeLLM) -> None:
         cut(text("truncated in transit")),
         slow(0.6, text("too late")),
         raw('{"choices": [{"message": {"content": "cut'),
+        raw('{"choices": [], "n": 1' + "0" * 5000 + "}"),
     ],
-    ids=["429", "500", "503-html", "dropped", "cut-in-transit", "timeout", "truncated-json"],
+    ids=[
+        "429",
+        "500",
+        "503-html",
+        "dropped",
+        "cut-in-transit",
+        "timeout",
+        "truncated-json",
+        "5000-digit-number",
+    ],
 )
 def test_a_transient_fault_is_retried_and_the_next_reply_kept(
     fake_llm: FakeLLM, fault: Action
@@ -68,6 +78,39 @@ def test_a_transient_fault_is_retried_and_the_next_reply_kept(
     assert asyncio.run(_complete(judge)) == "ok"
     assert len(fake_llm.requests) == 2
     assert judge.stats.retries == 1
+
+
+def test_attempts_share_the_limiter_and_mode_probes_keep_their_slot() -> None:
+    """Six calls, two slots, a server that rejects json_schema: the two calls that
+    get a slot probe, fall back within it and settle json_object; the four queued
+    behind find the mode settled and never probe. Never more than two in flight."""
+
+    def respond(request: Recorded) -> Action:
+        if request.body.get("response_format", {}).get("type") == "json_schema":
+            return status(400, body={"error": {"message": "json_schema not supported"}})
+        return text('{"verdict": "MET"}')
+
+    async def run(judge: OpenAIJudge) -> list[str]:
+        judge.limiter = asyncio.Semaphore(2)
+        try:
+            return await asyncio.gather(
+                *(
+                    judge.complete("system", f"user {i}", schema={"type": "object"})
+                    for i in range(6)
+                )
+            )
+        finally:
+            await judge.aclose()
+
+    with FakeLLM(latency=0.05) as fake:
+        fake.respond_with(respond)
+        judge = _judge(fake)
+        assert asyncio.run(run(judge)) == ['{"verdict": "MET"}'] * 6
+    kinds = [r.body.get("response_format", {}).get("type") for r in fake.requests]
+    assert kinds.count("json_schema") == 2
+    assert kinds.count("json_object") == 6
+    assert fake.max_in_flight == 2
+    assert judge.stats.fallbacks == ["json_schema -> json_object (HTTP 400)"] * 2
 
 
 def test_the_key_is_hidden_from_repr_and_messages() -> None:
