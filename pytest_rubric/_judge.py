@@ -37,7 +37,7 @@ import httpx
 from ._base import RetryPolicy
 from ._cache import JudgeCache, cache_key
 from ._errors import RubricError
-from ._secrets import Secret, redact
+from ._secrets import Secret, clip, redact
 from ._spec import PROVIDERS, JudgeSpec, JudgeStats, known_keys, read_key
 
 __all__ = [
@@ -145,13 +145,6 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None  # an HTTP date: fall back to our own backoff
 
 
-def _clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, saying how many were cut."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... ({len(text) - limit} more characters)"
-
-
 def _tokens(usage: object, name: str) -> int:
     """A token count from a reply's ``usage``, or 0 when it is not a plausible one.
 
@@ -225,7 +218,12 @@ class HTTPJudge:
         # Created lazily inside the event loop that uses it.
         if self._client is None:
             self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.policy.timeout), transport=self._transport
+                timeout=httpx.Timeout(self.policy.timeout),
+                transport=self._transport,
+                # The 1 MiB cap counts decoded bytes, and httpx decodes a whole
+                # network chunk at once: a compressed reply could swell past the
+                # cap inside one chunk. Replies are small; ask for them plain.
+                headers={"accept-encoding": "identity"},
             )
         return self._client
 
@@ -258,7 +256,7 @@ class HTTPJudge:
     def _quote(self, text: str, limit: int) -> str:
         """A provider's text fit to quote: the key redacted from the whole text first,
         then cut, so a key the cut falls inside cannot survive as a fragment."""
-        return _clip(redact(text, self.key), limit)
+        return clip(text, self.key, limit=limit)
 
     def _fail(
         self,

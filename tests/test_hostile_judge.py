@@ -194,7 +194,7 @@ def test_a_key_cut_short_by_an_error_quote_does_not_leak(
     outputs = [str(result.stdout), str(result.stderr), (pytester.path / "out.json").read_text()]
     assert not [o for o in outputs if KEY[:10] in o]
     reason = _criteria(rubric_json)["horizon"]["reason"]
-    assert "HTTP 401: " + "x" * 185 + "*** is not a va... (7 more characters)" in reason
+    assert "HTTP 401: " + "x" * 185 + "*** is not a va… [7 more characters]" in reason
 
 
 def test_a_key_cut_short_in_a_body_that_is_not_json_does_not_leak(fake_llm: FakeLLM) -> None:
