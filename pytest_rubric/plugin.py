@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -96,9 +97,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--rubric-judge-timeout",
         dest="rubric_judge_timeout",
         metavar="SECONDS",
-        type=float,
+        type=_positive_seconds,
         default=60.0,
-        help="give up on one judge call after SECONDS (default 60); it is retried.",
+        help="give up on one judge call after SECONDS (default 60), however slowly the "
+        "server sends its reply; it is retried.",
     )
     group.addoption(
         "--rubric-cache",
@@ -222,6 +224,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         ),
     ):
         parser.addini(name, what, default="")
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
 
 
 def _positive_int(text: str) -> int:
