@@ -467,8 +467,13 @@ def _explain(
         )
     if kind == "value_error":
         msg = str(error["msg"]).removeprefix("Value error, ")
-        return msg, None
+        cause = error.get("ctx", {}).get("error")
+        return msg, cause.hint if isinstance(cause, FieldError) else None
     got = error.get("input")
+    if kind == "finite_number":  # .inf, .nan, or 1.0e+309 that YAML reads as infinity
+        return f"`{field_name}` must be a finite number, got {got!r}", (
+            f"write an ordinary number, such as `{leaf}: 1`"
+        )
     if kind in ("too_short", "string_too_short") and got == "":
         return f"`{field_name}` is empty", f"write `{leaf}: ...` with some text, or leave it out"
     if kind == "string_type" and isinstance(got, bool):
