@@ -567,10 +567,12 @@ def _construct(loader: yaml.SafeLoader, root: yaml.Node) -> tuple[Any, list[_Dup
             return [build(item, depth + 1) for item in node.value]
         result: dict[Any, Any] = {}
         merged: list[dict[Any, Any]] | None = None
+        firsts: dict[Any, yaml.Node] | None = None  # key -> its first node, once one repeats
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE_TAG:
                 if merged is not None:
-                    repeated(node, key_node, "<<")
+                    firsts = firsts or first_keys(node)
+                    repeated(node, firsts[_MERGE_TAG], key_node, "<<")
                 merged = merge(node, value_node, depth)
                 continue
             if not isinstance(key_node, yaml.ScalarNode):
@@ -591,7 +593,8 @@ def _construct(loader: yaml.SafeLoader, root: yaml.Node) -> tuple[Any, list[_Dup
                     key_node.start_mark,
                 ) from None
             if again:
-                repeated(node, key_node, key)
+                firsts = firsts or first_keys(node)
+                repeated(node, firsts[key], key_node, key)
             result[key] = build(value_node, depth + 1)
         if merged:
             combined: dict[Any, Any] = {}
@@ -614,16 +617,19 @@ def _construct(loader: yaml.SafeLoader, root: yaml.Node) -> tuple[Any, list[_Dup
                 )
         return [build(source, depth + 1) for source in sources]
 
-    def repeated(node: yaml.Node, key_node: yaml.Node, key: Any) -> None:
-        if key_node.tag == _MERGE_TAG:
-            first = next(k for k, _ in node.value if k.tag == _MERGE_TAG)
-        else:  # the first key the dict saw as equal (1, 1.0 and true are one key)
-            first = next(
-                k
-                for k, _ in node.value
-                if k.tag != _MERGE_TAG and isinstance(k, yaml.ScalarNode) and build(k, 0) == key
-            )
-        found.append((node, key, first.start_mark.line + 1, key_node.start_mark.line + 1))
+    def first_keys(node: yaml.Node) -> dict[Any, yaml.Node]:
+        """Each key of a mapping with the node where it first appears (merge keys under
+        the merge tag), as the dict sees keys: 1, 1.0 and true are one key."""
+        firsts: dict[Any, yaml.Node] = {}
+        for k, _ in node.value:
+            if k.tag == _MERGE_TAG:
+                firsts.setdefault(_MERGE_TAG, k)
+            elif isinstance(k, yaml.ScalarNode):
+                firsts.setdefault(build(k, 0), k)
+        return firsts
+
+    def repeated(node: yaml.Node, first: yaml.Node, again: yaml.Node, key: Any) -> None:
+        found.append((node, key, first.start_mark.line + 1, again.start_mark.line + 1))
 
     data = build(root, 1)
     paths = _node_paths(root, {id(node) for node, *_ in found}) if found else {}
@@ -686,6 +692,9 @@ class _Locator:
     def __init__(self, text: str, path: Path, node: yaml.Node | None, *, bare_list: bool) -> None:
         self._text, self._path, self._node, self._bare = text, path, node, bare_list
         self._parsed = node is not None
+        # Per mapping node, where each key is first: a file with thousands of
+        # problems in one mapping (unknown keys, say) is located in linear time.
+        self._keys: dict[int, dict[str, int]] = {}
 
     def _root(self) -> yaml.Node | None:
         if (
@@ -709,13 +718,18 @@ class _Locator:
         for step in steps:
             if isinstance(node, yaml.MappingNode):
                 wanted = _FIELD_ALIASES.get(str(step), str(step)) if isinstance(step, str) else step
-                for k, v in node.value:
-                    if k.value in (step, wanted):
-                        line = (k if key else v).start_mark.line
-                        node = v
-                        break
-                else:
+                keys = self._keys.get(id(node))
+                if keys is None:
+                    keys = self._keys[id(node)] = {}
+                    for position, (k, _) in enumerate(node.value):
+                        if isinstance(k, yaml.ScalarNode):
+                            keys.setdefault(k.value, position)
+                found = [keys[s] for s in (step, wanted) if isinstance(s, str) and s in keys]
+                if not found:
                     break
+                k, v = node.value[min(found)]
+                line = (k if key else v).start_mark.line
+                node = v
             elif (
                 isinstance(node, yaml.SequenceNode)
                 and isinstance(step, int)

@@ -462,6 +462,25 @@ def test_duplicate_top_level_key_in_a_bare_list_file() -> None:
     )
 
 
+def test_each_repeated_key_names_its_own_first_line() -> None:
+    found = problems(
+        """\
+        cases: []
+        a: 1
+        b: 2
+        b: 3
+        a: 4
+        a: 5
+        """
+    )
+    assert [(p.field, p.line) for p in found[:3]] == [("b", 4), ("a", 5), ("a", 6)]
+    assert [p.message[42:57] for p in found[:3]] == [
+        "(lines 3 and 4)",
+        "(lines 2 and 5)",
+        "(lines 2 and 6)",
+    ]
+
+
 def test_two_merge_keys_in_one_mapping_are_a_duplicate() -> None:
     problem = one_problem(
         """\
