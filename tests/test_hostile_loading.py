@@ -726,7 +726,16 @@ def test_a_directory_named_like_a_responses_file_is_a_problem(tmp_path: Path) ->
 
 # --- properties ---------------------------------------------------------------------------------
 
-PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+def _settings(examples: int) -> settings:
+    """``examples`` under the default profile, a hundred times more under ``fuzz``."""
+    scaled = max(1, examples * settings.default.max_examples // 100)
+    return settings(
+        max_examples=scaled, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+
+
+PROPERTY = _settings(60)
 
 
 def _outcome(text: str, path: Path) -> list[Problem]:
@@ -821,13 +830,13 @@ YAML_TOKENS = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@_settings(200)
 @given(YAML_TOKENS)
 def test_yaml_with_anchors_merges_and_junk_loads_or_is_a_load_error(lines: list[str]) -> None:
     _outcome("\n".join(lines), YAML)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@_settings(200)
 @given(YAML_TOKENS)
 def test_anchors_and_merges_build_what_pyyaml_builds(lines: list[str]) -> None:
     text = "\n".join(lines)
