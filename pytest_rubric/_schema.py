@@ -12,6 +12,7 @@ scoring in ``_scoring``.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -56,9 +57,10 @@ class FieldError(ValueError):
     fields at once, so it says which one to point at.
     """
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+        self.hint = hint  # what to write instead, shown under the problem
 
 
 _MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -207,6 +209,21 @@ class Number(_Base):
     value: Finite
     abs_tol: NonNegative | None = None
     rel_tol: NonNegative | None = None
+
+    @model_validator(mode="after")
+    def _finite_tolerance(self) -> Number:
+        # Each field is finite, but rel_tol * |value| can still overflow to inf,
+        # and a check with an infinite tolerance would accept any number at all.
+        # The same formula as the check's (``_checks._Number``).
+        tolerance = max(self.abs_tol or 0.0, (self.rel_tol or 0.0) * abs(self.value))
+        if not math.isfinite(tolerance):
+            raise FieldError(
+                "rel_tol",
+                f"the tolerance rel_tol * |value| = {self.rel_tol:g} * {abs(self.value):g} "
+                "overflows to infinity, so any number would match",
+                hint="write a smaller `rel_tol` (such as 0.01), or an `abs_tol`",
+            )
+        return self
 
 
 class Fuzzy(_Base):

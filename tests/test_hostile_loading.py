@@ -1,0 +1,860 @@
+"""Hostile rubric and responses files: each is one located collection error, never a crash,
+a hang or a machine out of memory, and the good files beside it still run.
+
+The limits are DESIGN.md's "Limits that hold under hostile input": aliases may
+add at most 100,000 nodes, lists and mappings nest at most 100 levels, a key
+given twice is an error, a UTF-8 BOM is fine, only regular files are read,
+and all of one file's problems are reported together.
+
+Tests that would eat memory or block on the code these limits replaced run
+pytest in a subprocess with a memory limit and a timeout, or read in a thread
+that is released when it blocks, so a regression fails instead of hanging.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_rubric import Problem, RubricLoadError
+from pytest_rubric._loader import (
+    MAX_ALIAS_NODES,
+    MAX_NESTING,
+    LoadedSuite,
+    _construct,
+    load_response_dir,
+    load_suite,
+    parse_suite,
+)
+
+Write = Callable[[str, str], Path]
+
+YAML = Path("x.rubric.yaml")
+JSON = Path("x.rubric.json")
+
+GOOD = """
+cases:
+  - id: q1
+    response: "Paris"
+    criteria: [{id: city, type: any_of, any_of: [paris]}]
+"""
+
+# 546 bytes in the issue: nine levels of nine aliases, 9**9 = 387 million nodes once built.
+BOMB = (
+    "cases:\n"
+    "  - id: q1\n"
+    '    response: "Paris"\n'
+    "    criteria: [{id: city, type: any_of, any_of: [paris]}]\n"
+    "    metadata:\n"
+    "      a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+    + "".join(
+        f"      {name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n"
+        for prev, name in zip("abcdefgh", "bcdefghi", strict=True)
+    )
+)
+
+needs_posix = pytest.mark.skipif(
+    sys.platform == "win32", reason="FIFOs, /dev/zero and rlimits are POSIX"
+)
+
+
+def load(text: str, path: Path = YAML) -> LoadedSuite:
+    return parse_suite(textwrap.dedent(text), path=path)
+
+
+def problems(text: str, path: Path = YAML) -> list[Problem]:
+    with pytest.raises(RubricLoadError) as info:
+        load(text, path)
+    assert info.value.problems
+    return info.value.problems
+
+
+def one_problem(text: str, path: Path = YAML) -> Problem:
+    found = problems(text, path)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def bomb(levels: int, width: int = 9) -> str:
+    """A rubric whose metadata holds ``levels`` levels of ``width`` aliases: width**levels nodes."""
+    lines = [
+        "cases:",
+        "  - id: q1",
+        "    response: x",
+        "    criteria: [{id: a, type: any_of, any_of: [x]}]",
+        "    metadata:",
+        f"      l0: &l0 [{', '.join(['x'] * width)}]",
+    ]
+    lines += [f"      l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * width)}]" for n in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def exact(text: str) -> str:
+    """``text`` as an fnmatch pattern that matches only itself."""
+    return "".join({"[": "[[]", "]": "[]]", "*": "[*]", "?": "[?]"}.get(c, c) for c in text)
+
+
+def limit_memory(write: Write) -> None:
+    """A conftest.py that caps the subprocess's address space at 2 GiB.
+
+    The loader this replaced would take 12 GB on the alias bomb, or read
+    /dev/zero until memory ran out: capped, a regression is a MemoryError.
+    """
+    write(
+        "conftest.py",
+        """
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+        """,
+    )
+
+
+# --- end to end: one collection error, the good file still runs ---------------------------------
+
+
+@needs_posix
+def test_alias_bomb_is_one_collection_error(pytester: pytest.Pytester, write: Write) -> None:
+    assert len(BOMB.encode()) < 600
+    write("good.rubric.yaml", GOOD)
+    write("bomb.rubric.yaml", BOMB)
+    limit_memory(write)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=120)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "bomb.rubric.yaml: 1 problem in rubric file",
+            exact(
+                "  bomb.rubric.yaml:11: aliases would expand this file by more than 100,000 "
+                "nodes; the alias *e here takes it past that"
+            ),
+            "    -> use anchors and aliases to reuse a criterion or a short list;"
+            " write larger structures out, without aliases of aliases",
+        ],
+        consecutive=True,
+    )
+
+
+def test_json_nested_100000_deep_is_one_collection_error(
+    pytester: pytest.Pytester, write: Write, run_mode: list[str]
+) -> None:
+    write("good.rubric.yaml", GOOD)
+    write("deep.rubric.json", '{"cases": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    result = pytester.runpytest(*run_mode)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "deep.rubric.json: 1 problem in rubric file",
+            "  deep.rubric.json:1: lists and mappings are nested more than 100 levels deep",
+            "    -> a rubric file needs a few levels; flatten this structure or remove it",
+        ],
+        consecutive=True,
+    )
+
+
+def test_duplicate_key_names_the_key_and_both_lines(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    write("good.rubric.yaml", GOOD)
+    write(
+        "dup.rubric.yaml",
+        """
+        cases:
+          - id: q1
+            response: "4"
+            criteria:
+              - id: four
+                type: number
+                value: 4
+                value: 5
+        """,
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "dup.rubric.yaml: 1 problem in rubric file",
+            "  dup.rubric.yaml:8, case 'q1', criterion 'four', field 'value': the key `value`"
+            " is given twice in one mapping (lines 7 and 8); only the last one would count",
+            "    -> keep one of them, or rename the other",
+        ],
+        consecutive=True,
+    )
+
+
+def test_a_bad_weight_and_a_duplicate_id_are_reported_together(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    write("good.rubric.yaml", GOOD)
+    write(
+        "two.rubric.yaml",
+        """
+        cases:
+          - id: q1
+            response: "4"
+            criteria:
+              - {id: four, type: number, value: 4, weight: heavy}
+              - {id: four, type: any_of, any_of: ["4"]}
+        """,
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "two.rubric.yaml: 2 problems in rubric file",
+            "  two.rubric.yaml:5, case 'q1', criterion 'four', field 'weight': `weight`:"
+            " Input should be a valid number, *, got 'heavy'",
+            "  two.rubric.yaml:6, case 'q1', criterion 'four', field 'id': criterion id 'four'"
+            " is used twice (also earlier in this case)",
+            "    -> give every criterion of a case a unique id",
+        ],
+        consecutive=True,
+    )
+
+
+def test_utf8_bom_is_accepted_in_json_yaml_and_jsonl(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    bom = b"\xef\xbb\xbf"
+    case = {"id": "q1", "criteria": [{"id": "city", "type": "any_of", "any_of": ["paris"]}]}
+    (pytester.path / "a.rubric.json").write_bytes(
+        bom + json.dumps({"cases": [{**case, "response": "Paris"}]}).encode()
+    )
+    (pytester.path / "b.rubric.yaml").write_bytes(bom + textwrap.dedent(GOOD).encode())
+    (pytester.path / "c.rubric.json").write_bytes(
+        json.dumps({"responses": "answers", "cases": [case]}).encode()
+    )
+    (pytester.path / "answers").mkdir()
+    (pytester.path / "answers" / "bot.jsonl").write_bytes(
+        bom + b'{"id": "q1", "response": "Paris"}\n'
+    )
+    result = pytester.runpytest("-v")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["c.rubric.json::q1[[]bot[]] PASSED*"])
+
+
+@needs_posix
+def test_fifo_and_dev_zero_in_a_responses_folder_are_errors_not_hangs(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    write("good.rubric.yaml", GOOD)
+    write(
+        "fin.rubric.yaml",
+        """
+        responses: answers/
+        cases:
+          - id: q1
+            criteria: [{id: four, type: number, value: 4}]
+        """,
+    )
+    write("answers/ok.jsonl", '{"id": "q1", "response": "4"}\n')
+    os.mkfifo(pytester.path / "answers" / "pipe.jsonl")
+    (pytester.path / "answers" / "zero.jsonl").symlink_to("/dev/zero")
+    limit_memory(write)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=120)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "fin.rubric.yaml: 2 problems in rubric file",
+            "  */answers/pipe.jsonl, field 'responses': this is a named pipe (FIFO), not a"
+            " regular file; responses are read only from regular files",
+            "    -> replace it with a regular file, or remove it from the folder",
+            "  */answers/zero.jsonl, field 'responses': this is a character device, not a"
+            " regular file; responses are read only from regular files",
+            "    -> replace it with a regular file, or remove it from the folder",
+        ],
+        consecutive=True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "shown", "why", "renamed"),
+    [
+        ("x::y", "x::y", "'::', '[' and ']' break test ids", "x_y"),
+        (
+            "two\nlines",
+            "two\\nlines",
+            "a line break or another control character breaks test ids and the summary table",
+            "two_lines",
+        ),
+    ],
+)
+def test_subject_file_name_that_breaks_ids_is_a_collection_error(
+    pytester: pytest.Pytester, write: Write, name: str, shown: str, why: str, renamed: str
+) -> None:
+    write("good.rubric.yaml", GOOD)
+    write(
+        "fin.rubric.yaml",
+        """
+        responses: answers/
+        cases:
+          - id: q1
+            criteria: [{id: four, type: number, value: 4}]
+        """,
+    )
+    write("answers/ok.jsonl", '{"id": "q1", "response": "4"}\n')
+    write(f"answers/{name}.jsonl", '{"id": "q1", "response": "4"}\n')
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "fin.rubric.yaml: 1 problem in rubric file",
+            "  */answers, field 'responses': "
+            + exact(
+                f"the file name '{shown}.jsonl' gives the subject name '{shown}', which cannot "
+                f"be used: {why}"
+            ),
+            f"    -> rename the file to '{renamed}.jsonl'",
+        ],
+        consecutive=True,
+    )
+
+
+# --- aliases ------------------------------------------------------------------------------------
+
+
+def test_aliases_past_the_limit_are_an_error_before_anything_is_built() -> None:
+    # 9**6 = 531,441 nodes: past the limit, yet small enough not to hurt if it were built.
+    problem = one_problem(bomb(6))
+    assert problem.message.startswith("aliases would expand this file by more than 100,000 nodes")
+    assert problem.line == 11  # l5, whose aliases take it past
+    assert problem.hint
+
+
+def test_aliases_within_the_limit_load() -> None:
+    loaded = load(bomb(5))  # 9**5 = 59,049 nodes
+    assert len(loaded.suite.cases[0].metadata["l4"]) == 9
+    assert MAX_ALIAS_NODES == 100_000
+
+
+def test_an_alias_inside_its_own_anchor_is_an_error() -> None:
+    problem = one_problem(
+        """\
+        cases:
+          - id: q1
+            response: x
+            criteria: [{id: a, type: any_of, any_of: [x]}]
+            metadata: &loop {again: *loop}
+        """
+    )
+    assert problem.message == (
+        "the alias *loop is inside the anchor &loop it refers to, so it would repeat without end"
+    )
+    assert problem.line == 5
+
+
+def test_anchors_and_merge_keys_build_as_yaml_merges_say() -> None:
+    text = textwrap.dedent(
+        """\
+        base: &base {type: any_of, weight: 2}
+        other: &other {weight: 3, axis: style}
+        one: {<<: *base, id: a, any_of: [x]}
+        two: {<<: [*other, *base], id: b, weight: 5}
+        three: {<<: [*base, *other]}
+        list: [*base, *base]
+        """
+    )
+    loader = yaml.CSafeLoader(text)
+    data, duplicates = _construct(loader, loader.get_single_node())
+    assert duplicates == []
+    assert data["one"] == {"type": "any_of", "weight": 2, "id": "a", "any_of": ["x"]}
+    # The mapping's own keys win over merged ones...
+    assert data["two"] == {"type": "any_of", "weight": 5, "axis": "style", "id": "b"}
+    # ...and of the mappings merged, the earlier wins (the YAML merge key spec; PyYAML 6.0.4
+    # lets the later win when the two key strings are distinct objects).
+    assert data["three"] == {"type": "any_of", "weight": 2, "axis": "style"}
+    assert data["list"] == [data["base"], data["base"]]
+    assert data["list"][0] is not data["list"][1]  # a copy per alias, as PyYAML's are not
+
+
+# --- nesting ------------------------------------------------------------------------------------
+
+
+def _nested_metadata(depth: int, path: Path) -> str:
+    """A valid rubric whose case metadata nests lists so that the file is ``depth`` deep."""
+    inner = "[" * (depth - 4) + "]" * (depth - 4)  # root, cases, case, metadata: 4 levels
+    if path.suffix == ".json":
+        return (
+            '{"cases": [{"id": "q1", "response": "x", "metadata": {"m": ' + inner + "},"
+            ' "criteria": [{"id": "a", "type": "any_of", "any_of": ["x"]}]}]}'
+        )
+    return (
+        "cases:\n  - id: q1\n    response: x\n    criteria: [{id: a, type: any_of, any_of: [x]}]\n"
+        f"    metadata: {{m: {inner}}}\n"
+    )
+
+
+@pytest.mark.parametrize("path", [YAML, JSON])
+def test_nesting_101_levels_is_an_error_and_100_loads(path: Path) -> None:
+    assert MAX_NESTING == 100
+    load(_nested_metadata(100, path), path)
+    problem = one_problem(_nested_metadata(101, path), path)
+    assert problem.message == "lists and mappings are nested more than 100 levels deep"
+    assert problem.line == (1 if path.suffix == ".json" else 5)
+
+
+def test_yaml_nested_past_libyaml_limit_is_the_same_error() -> None:
+    problem = one_problem("cases: " + "[" * 5000 + "]" * 5000)
+    assert problem.message == "lists and mappings are nested more than 100 levels deep"
+
+
+def test_aliases_count_towards_nesting() -> None:
+    # metadata is 4 levels deep: 4 + 60 is fine where the anchor is, but the
+    # alias brings those 60 levels 50 levels further down.
+    deep, opening, closing = "[" * 60 + "]" * 60, "[" * 50, "]" * 50
+    problem = one_problem(
+        f"""\
+        cases:
+          - id: q1
+            response: x
+            criteria: [{{id: a, type: any_of, any_of: [x]}}]
+            metadata: {{a: &deep {deep}, b: {opening}*deep{closing}}}
+        """
+    )
+    assert "nested more than 100 levels" in problem.message
+
+
+# --- duplicate keys -----------------------------------------------------------------------------
+
+
+def test_duplicate_key_in_a_json_object_names_both_lines() -> None:
+    problem = one_problem(
+        """\
+        {"cases": [
+          {"id": "q1",
+           "response": "x",
+           "criteria": [{"id": "a", "type": "any_of", "any_of": ["x"]}],
+           "response": "y"}
+        ]}
+        """,
+        JSON,
+    )
+    assert problem.message == (
+        "the key `response` is given twice in one JSON object (lines 3 and 5); "
+        "only the last one would count"
+    )
+    assert (problem.line, problem.case, problem.field) == (5, "q1", "response")
+
+
+def test_duplicate_top_level_key_in_a_bare_list_file() -> None:
+    problem = one_problem(
+        """\
+        - id: q1
+          response: x
+          criteria: [{id: a, type: any_of, any_of: [x], any_of: [y]}]
+        """
+    )
+    assert (problem.line, problem.case, problem.criterion, problem.field) == (
+        3,
+        "q1",
+        "a",
+        "any_of",
+    )
+
+
+def test_each_repeated_key_names_its_own_first_line() -> None:
+    found = problems(
+        """\
+        cases: []
+        a: 1
+        b: 2
+        b: 3
+        a: 4
+        a: 5
+        """
+    )
+    assert [(p.field, p.line) for p in found[:3]] == [("b", 4), ("a", 5), ("a", 6)]
+    assert [p.message[42:57] for p in found[:3]] == [
+        "(lines 3 and 4)",
+        "(lines 2 and 5)",
+        "(lines 2 and 6)",
+    ]
+
+
+def test_two_merge_keys_in_one_mapping_are_a_duplicate() -> None:
+    problem = one_problem(
+        """\
+        cases:
+          - &q {id: q1, response: x, criteria: [{id: a, type: any_of, any_of: [x]}]}
+          - {<<: *q, <<: *q, id: q2}
+        """
+    )
+    assert "the key `<<` is given twice" in problem.message
+
+
+def test_keys_equal_once_read_are_duplicates() -> None:
+    # `1` and `1.0` are one dict key: the data would silently keep the last.
+    (problem, _not_text) = problems(
+        """\
+        cases:
+          - id: q1
+            response: x
+            criteria: [{id: a, type: any_of, any_of: [x]}]
+            metadata: {1: one, 1.0: also one}
+        """
+    )
+    assert problem.message.startswith("the key 1.0 is given twice in one mapping (lines 5 and 5)")
+
+
+def test_duplicate_key_in_a_jsonl_line_is_a_problem(tmp_path: Path) -> None:
+    (tmp_path / "bot.jsonl").write_text(
+        '{"id": "q1", "response": "a"}\n{"id": "q2", "response": "b", "response": "c"}\n'
+    )
+    files, found = load_response_dir(tmp_path)
+    assert [(p.line, p.field) for p in found] == [(2, "response")]
+    assert "the key `response` is given twice" in found[0].message
+    assert list(files[0].entries) == ["q1"]
+
+
+# --- one file, every problem --------------------------------------------------------------------
+
+
+def test_validation_and_semantic_problems_are_reported_together() -> None:
+    found = problems(
+        """\
+        cases:
+          - id: q1
+            response: x
+            criteria:
+              - {id: a, type: any_of, any_of: [x], weight: heavy}
+              - {id: a, type: any_of, any_of: [y]}
+          - id: q1
+            response: x
+            criteria:
+              - {id: r, type: regex, pattern: '(?<=x)y'}
+        """
+    )
+    assert [(p.line, p.case, p.criterion, p.field) for p in found] == [
+        (5, "q1", "a", "weight"),
+        (6, "q1", "a", "id"),
+        (7, "q1", None, "id"),
+        (10, "q1", "r", "pattern"),
+    ]
+    assert all(p.hint for p in found[1:])
+
+
+def test_a_duplicate_key_does_not_hide_validation_problems() -> None:
+    found = problems(
+        """\
+        cases:
+          - id: q1
+            id: q2
+            response: x
+            criteria:
+              - {id: n, type: number, value: many}
+        """
+    )
+    assert [(p.line, p.field) for p in found] == [(3, "id"), (6, "value")]
+
+
+def test_duplicate_ids_in_global_are_an_error() -> None:
+    problem = one_problem(
+        """\
+        global:
+          - {id: g, type: any_of, any_of: [x]}
+          - {id: g, type: any_of, any_of: [y]}
+        cases:
+          - {id: q1, response: x, criteria: [{id: a, type: any_of, any_of: [x]}]}
+        """
+    )
+    assert (problem.line, problem.criterion, problem.field) == (3, "global g", "id")
+
+
+# --- numbers and tolerances ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fields",
+    ["value: 1.0e+308, rel_tol: 1.0e+308", "value: -1.0e+300, rel_tol: 1.0e+10"],
+)
+def test_a_tolerance_that_overflows_is_an_error(fields: str) -> None:
+    problem = one_problem(
+        f"""\
+        cases:
+          - id: q1
+            response: x
+            criteria:
+              - {{id: n, type: number, {fields}}}
+        """
+    )
+    assert (problem.line, problem.case, problem.criterion, problem.field) == (
+        5,
+        "q1",
+        "n",
+        "rel_tol",
+    )
+    assert "overflows to infinity" in problem.message
+    assert problem.hint == "write a smaller `rel_tol` (such as 0.01), or an `abs_tol`"
+
+
+def test_a_large_but_finite_tolerance_loads() -> None:
+    load(
+        """\
+        cases:
+          - id: q1
+            response: x
+            criteria:
+              - {id: n, type: number, value: 1.0e+300, rel_tol: 1.0e+7, abs_tol: 1.0e+308}
+        """
+    )
+
+
+@pytest.mark.parametrize("value", ["1e309", "1.0e+309", ".inf"])
+def test_an_infinite_value_is_an_error_with_a_hint(value: str) -> None:
+    problem = one_problem(
+        f"""\
+        cases:
+          - id: q1
+            response: x
+            criteria:
+              - {{id: n, type: number, value: {value}}}
+        """
+    )
+    assert (problem.line, problem.case, problem.criterion, problem.field) == (5, "q1", "n", "value")
+    assert problem.message.startswith("`value` must be a finite number, got ")
+    assert problem.hint == "write an ordinary number, such as `value: 1`"
+
+
+@pytest.mark.parametrize("path", [YAML, JSON])
+def test_a_number_with_5000_digits_is_an_error(path: Path) -> None:
+    text = (
+        '{"cases": [], "n": ' + "7" * 5000 + "}"
+        if path.suffix == ".json"
+        else "cases: []\nn: " + "7" * 5000
+    )
+    problem = one_problem(text, path)
+    assert "4300" in problem.message.replace(",", "")
+    assert problem.line == (1 if path.suffix == ".json" else 2)
+
+
+def test_an_impossible_date_is_an_error() -> None:
+    problem = one_problem("cases: []\nwhen: 2001-02-30\n")
+    assert problem.message == "cannot read the value 2001-02-30: day is out of range for month"
+    assert problem.line == 2
+
+
+# --- subjects -----------------------------------------------------------------------------------
+
+
+def test_inline_subject_names_that_break_ids_are_errors() -> None:
+    found = problems(
+        """\
+        cases:
+          - id: q1
+            responses: {"a::b": x, "": y, "fine": z}
+            criteria: [{id: a, type: any_of, any_of: [x]}]
+          - id: q2
+            response: x
+            subject: "bad]"
+            criteria: [{id: a, type: any_of, any_of: [x]}]
+        """
+    )
+    assert [(p.line, p.case, p.field, p.hint) for p in found] == [
+        (3, "q1", "responses", "rename it, for example to 'a_b'"),
+        (3, "q1", "responses", "rename it, for example to 'subject'"),
+        (7, "q2", "subject", "rename it, for example to 'bad_'"),
+    ]
+
+
+# --- only regular files -------------------------------------------------------------------------
+
+
+def _read_in_thread(fifo: Path, read: Callable[[], Any]) -> tuple[bool, list[BaseException]]:
+    """Run ``read``; if it blocks on ``fifo``, release it by opening the writing end."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            read()
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(10)
+    blocked = thread.is_alive()
+    if blocked:
+        with open(fifo, "w"):
+            pass
+        thread.join(10)
+    return blocked, raised
+
+
+@needs_posix
+def test_a_rubric_file_that_is_a_fifo_is_an_error_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.rubric.yaml"
+    os.mkfifo(fifo)
+    blocked, raised = _read_in_thread(fifo, lambda: load_suite(fifo))
+    assert not blocked, "reading the FIFO blocked"
+    (error,) = raised
+    assert isinstance(error, RubricLoadError)
+    (problem,) = error.problems
+    assert problem.message == (
+        "this is a named pipe (FIFO), not a regular file; rubric files are read only from "
+        "regular files"
+    )
+
+
+@needs_posix
+def test_a_responses_file_that_is_a_fifo_is_a_problem_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "bot.jsonl"
+    os.mkfifo(fifo)
+    result: list[Any] = []
+    blocked, raised = _read_in_thread(fifo, lambda: result.append(load_response_dir(tmp_path)))
+    assert not blocked and not raised, "reading the FIFO blocked"
+    _, found = result[0]
+    assert [p.path for p in found] == [fifo]
+
+
+def test_a_directory_named_like_a_responses_file_is_a_problem(tmp_path: Path) -> None:
+    (tmp_path / "odd.jsonl").mkdir()
+    _, found = load_response_dir(tmp_path)
+    assert [p.message for p in found] == [
+        "this is a directory, not a regular file; responses are read only from regular files"
+    ]
+
+
+# --- properties ---------------------------------------------------------------------------------
+
+
+def _settings(examples: int) -> settings:
+    """``examples`` under the default profile, a hundred times more under ``fuzz``."""
+    scaled = max(1, examples * settings.default.max_examples // 100)
+    return settings(
+        max_examples=scaled, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+
+
+PROPERTY = _settings(60)
+
+
+def _outcome(text: str, path: Path) -> list[Problem]:
+    """The problems of loading ``text``, [] when it loads; any other exception fails the test."""
+    try:
+        parse_suite(text, path=path)
+    except RubricLoadError as exc:
+        assert exc.problems
+        return exc.problems
+    return []
+
+
+@PROPERTY
+@given(
+    depth=st.integers(1, 400),
+    style=st.sampled_from(["flow", "block", "json", "mapping"]),
+)
+def test_any_nesting_is_data_or_the_nesting_error(depth: int, style: str) -> None:
+    # `depth` lists under the top-level mapping, or `depth` mappings in all.
+    nesting = depth + 1
+    if style == "flow":
+        text, path = "cases: " + "[" * depth + "]" * depth, YAML
+    elif style == "block":
+        text, path = "cases:\n" + "".join("  " * i + "-\n" for i in range(depth)), YAML
+    elif style == "json":
+        text, path = '{"cases": ' + "[" * depth + "]" * depth + "}", JSON
+    else:
+        text = "cases: []\nm:" + "".join("\n" + "  " * i + "k:" for i in range(1, depth))
+        path, nesting = YAML, max(2, depth)  # `cases: []` is 2 levels
+    found = _outcome(text, path)
+    too_deep = [p for p in found if "nested more than" in p.message]
+    assert bool(too_deep) == (nesting > MAX_NESTING), (depth, style, found)
+
+
+@st.composite
+def alias_chains(draw: st.DrawFn) -> tuple[str, int]:
+    """YAML with levels of anchors, each aliasing the one before some times; and its size.
+
+    Sizes stay below 9**6, so even a loader that built them all would not hurt.
+    """
+    levels = draw(st.integers(1, 6))
+    widths = [draw(st.integers(1, 9)) for _ in range(levels)]
+    lines = [f"l0: &l0 [{', '.join(['x'] * widths[0])}]"]
+    size = 1 + widths[0]
+    added = 0
+    for n in range(1, levels):
+        lines.append(f"l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * widths[n])}]")
+        added += widths[n] * size
+        size = 1 + widths[n] * size
+    return "cases: []\n" + "\n".join(lines) + "\n", added
+
+
+@PROPERTY
+@given(alias_chains())
+def test_aliases_are_an_error_exactly_past_the_limit(chain: tuple[str, int]) -> None:
+    text, added = chain
+    found = _outcome(text, YAML)
+    too_many = [p for p in found if p.message.startswith("aliases would expand")]
+    assert bool(too_many) == (added > MAX_ALIAS_NODES), (added, found)
+
+
+YAML_TOKENS = st.lists(
+    st.sampled_from(
+        [
+            "cases:",
+            "  - id: q1",
+            "    response: x",
+            "    criteria:",
+            "      - &c {id: a, type: any_of, any_of: [x]}",
+            "      - *c",
+            "      - {<<: *c, id: b}",
+            "      - {<<: [*c, *m], id: d}",
+            "      - <<: *c",
+            "        <<: *c",
+            "    metadata: &m {k: &v [1, 2], j: *v}",
+            "    metadata: &m [*m]",
+            "    metadata: {k: v, k: w}",
+            "    metadata: " + "[" * 120 + "]" * 120,
+            "  - &q {id: q2, response: y, criteria: [*c]}",
+            "  - *q",
+            "  - {<<: *q, id: q3}",
+            "m: &x [*x, *x]",
+            "? [a, b]",
+            ": c",
+            "when: 2001-02-30",
+            "n: " + "9" * 5000,
+            "---",
+            "'",
+        ]
+    ),
+    max_size=14,
+)
+
+
+@_settings(200)
+@given(YAML_TOKENS)
+def test_yaml_with_anchors_merges_and_junk_loads_or_is_a_load_error(lines: list[str]) -> None:
+    _outcome("\n".join(lines), YAML)
+
+
+@_settings(200)
+@given(YAML_TOKENS)
+def test_anchors_and_merges_build_what_pyyaml_builds(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    try:
+        expected = yaml.load(text, Loader=yaml.CSafeLoader)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return  # PyYAML refuses it too (or recurses): nothing to compare
+    loader = yaml.CSafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return
+        try:
+            data, duplicates = _construct(loader, node)
+        except Exception as exc:  # only the limits may refuse what PyYAML builds
+            assert "nested more than" in str(exc), exc
+            return
+    finally:
+        loader.dispose()
+    if not duplicates:  # with duplicates, both keep the last, but in another order
+        assert data == expected
