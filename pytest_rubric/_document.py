@@ -23,6 +23,7 @@ a shard cannot claim a pass its criteria do not show.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -30,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._report import VERSION, DocumentError
 from ._result import CaseResult, CriterionResult, Verdict
-from ._scoring import passes
+from ._scoring import passes, score
 from ._secrets import redact
 from ._spec import known_keys
 
@@ -251,15 +252,18 @@ def _case_result(model: ResultModel) -> CaseResult:
         )
         for c in model.criteria
     ]
+    # The score is recomputed from the criteria, like `passed`: a shard's figures are
+    # what it claims, the criteria are what was graded.
+    graded = score(criteria)
     return CaseResult(
         nodeid=model.nodeid,
         suite=model.suite,
         case=model.case,
         subject=model.subject,
-        score=model.score,
-        raw_score=model.raw_score,
+        score=graded.score,
+        raw_score=graded.raw_score,
         min_score=model.min_score,
-        passed=passes(criteria, case_score=model.score, min_score=model.min_score),
+        passed=passes(criteria, case_score=graded.score, min_score=model.min_score),
         criteria=criteria,
         fluency=model.fluency,
         confidence=model.confidence,
@@ -303,6 +307,11 @@ def parse_document(text: str, *, name: str) -> Document:
     results, recomputed = [], []
     for index, model in enumerate(document.results):
         result = _case_result(model)
+        if not math.isclose(model.score, result.score, abs_tol=1e-9):
+            recomputed.append(
+                f"{name}: results[{index}] ({model.nodeid}) says score {model.score:.4g}, but "
+                f"its criteria give {result.score:.4g}; counted as {result.score:.4g}"
+            )
         if model.passed and not result.passed:
             reasons = result.failure_reasons()
             why = _cut(reasons[0]) if reasons else "nothing weighted was graded"

@@ -386,6 +386,25 @@ def test_merge_recomputes_passed_from_the_criteria(
     assert merged["leaderboard"][0]["passed"] == 0
 
 
+def test_merge_recomputes_the_score_from_the_criteria(
+    pytester: pytest.Pytester, shard: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A shard that claims score 1.0 and passed, over a criterion graded UNMET with no credit,
+    counts what was graded: score 0, not passed."""
+    _edit(shard, _set("results", 0, "criteria", 0, "verdict", value="UNMET"))
+    _edit(shard, _set("results", 0, "criteria", 0, "credit", value=0.0))
+    claimed = json.loads(shard.read_text())["results"][0]
+    assert (claimed["score"], claimed["passed"]) == (1.0, True)
+
+    assert main(["merge", "a.json", "--json", "merged.json"]) == 1
+    out, err = capsys.readouterr()
+    assert "a.json: results[0] (s.rubric.yaml::q1[a]) says score 1, but its criteria give 0" in err
+    merged = json.loads((pytester.path / "merged.json").read_text())
+    assert (merged["results"][0]["score"], merged["results"][0]["passed"]) == (0.0, False)
+    assert merged["leaderboard"][0]["correctness"] == 0.0
+    assert "0/1" in out
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
