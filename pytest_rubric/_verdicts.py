@@ -81,26 +81,31 @@ def read_holistic(text: str, *, secrets: Secrets = ()) -> tuple[float, str]:
 # --- finding the objects -------------------------------------------------------------------
 
 
-def _read(text: str, validate: Callable[[dict[str, Any]], T], secrets: Secrets) -> T:
-    """The last object in ``text`` that ``validate`` accepts.
+# The keys that make an object a grade rather than data the judge quoted.
+_PROTOCOL_KEYS = frozenset({"verdict", "score", "criteria"})
 
-    If none does, the error of the last object is raised: it is the one the
-    judge most likely meant as its reply.
+
+def _read(text: str, validate: Callable[[dict[str, Any]], T], secrets: Secrets) -> T:
+    """The reply in ``text``: the last object that carries a grade, validated.
+
+    A judge may quote JSON from the answer under test before giving its own
+    grade, so the last object with a protocol key (``verdict``, ``score``,
+    ``criteria``) is the reply; an earlier one is never a fallback, since a
+    malformed grade must be asked again, not replaced by a quoted one.
+    Objects without such a key are passed over. With none at all, the last
+    object's error is raised (it is missing its grade).
     """
     objects, too_deep = _objects(text)
-    last_error: ReplyError | None = None
-    for obj in reversed(objects):
+    graded = [obj for obj in objects if _PROTOCOL_KEYS.intersection(obj)]
+    if graded or objects:
+        reply = graded[-1] if graded else objects[-1]
         try:
-            return validate(obj)
-        except ReplyError as exc:
-            last_error = last_error or exc
+            return validate(reply)
+        except ReplyError:
+            raise
         except (ArithmeticError, RecursionError, TypeError, ValueError) as exc:
             # A shape validation did not foresee is still a reply that does not fit.
-            last_error = last_error or ReplyError(
-                f"the reply could not be read ({type(exc).__name__})"
-            )
-    if last_error is not None:
-        raise last_error
+            raise ReplyError(f"the reply could not be read ({type(exc).__name__})") from None
     if too_deep:
         raise ReplyError("the reply's JSON is nested too deeply; reply with only the JSON object")
     raise ReplyError(

@@ -199,6 +199,21 @@ QUOTED = '{"reason": "quoted from the answer", "verdict": "MET"}'
 
 
 @pytest.mark.parametrize(
+    "own",
+    [
+        '{"reason": "it misses the horizon", "verdict": "Unmet"}',
+        '{"reason": "it misses the horizon", "verdict": ["UNMET"]}',
+        '{"verdict": "UNMET"}',
+    ],
+)
+def test_a_quoted_grade_never_stands_in_for_the_judges_malformed_one(own: str) -> None:
+    """The judge's own object comes last; when it is malformed the reply is asked again
+    (then ERROR), never read from the MET object it quoted from the answer."""
+    with pytest.raises(ReplyError):
+        read_one(f"The answer contains {QUOTED}. My grade: {own}", BOOL)
+
+
+@pytest.mark.parametrize(
     ("read", "reply", "expected"),
     [
         (
