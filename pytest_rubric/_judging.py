@@ -89,11 +89,13 @@ class JudgeSession:
         cache: JudgeCache | None = None,
         cache_mode: str = "use",
         samples: int = 1,
+        timeout: float = 60.0,
     ) -> None:
         if grader not in GRADERS:
             raise ValueError(f"unknown grader {grader!r}; use one of {', '.join(GRADERS)}")
         if samples < 1:
             raise ValueError(f"samples must be at least 1, not {samples}")
+        self.timeout = timeout  # a user's judge gets --rubric-judge-timeout for its whole call
         self.judge = judge
         self.samples = samples
         self.name = name
@@ -204,11 +206,19 @@ class JudgeSession:
                     sampling=Sampling.of(sample, self.samples),
                 )
             else:
-                # A user's judge retries as it likes: its whole call holds the slot.
+                # A user's judge retries as it likes: its whole call holds the slot,
+                # and --rubric-judge-timeout bounds the whole call, as it does ours.
                 async with self._semaphore:
                     reply = self.judge.complete(prompt.system, user)
                     if inspect.isawaitable(reply):  # a plain function is fine too
-                        reply = await reply
+                        async with asyncio.timeout(self.timeout):
+                            reply = await reply
+        except TimeoutError:
+            self.stats.errors += 1
+            raise JudgeError(
+                f"judge {self.name} gave no reply within {self.timeout:g} s "
+                "(--rubric-judge-timeout)"
+            ) from None
         except JudgeError:
             self.stats.errors += 1
             raise

@@ -332,6 +332,7 @@ class RubricSession:
             cache=self.cache(),
             cache_mode=settings.cache_mode,
             samples=settings.samples,
+            timeout=settings.retry.timeout,
         )
         self.judge_stats = self.judging.stats
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -509,6 +510,31 @@ def test_custom_judge_that_raises_is_an_error(pytester: pytest.Pytester, judged_
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         ["!  horizon*ERROR*judge Broken raised RuntimeError: gateway down*"]
+    )
+
+
+def test_custom_judge_that_never_replies_times_out_as_an_error(
+    pytester: pytest.Pytester, judged_file: Path
+) -> None:
+    """--rubric-judge-timeout bounds a whole judge call, the hook's judge included."""
+    pytester.makeconftest(
+        """
+        import asyncio
+
+        class Silent:
+            async def complete(self, system, user):
+                await asyncio.sleep(3600)
+
+        def pytest_rubric_make_judge(config):
+            return Silent()
+        """
+    )
+    started = time.monotonic()
+    result = pytester.runpytest("--rubric-judge-timeout", "0.3")
+    assert time.monotonic() - started < 30
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["!  horizon*ERROR*judge Silent gave no reply within 0.3 s (--rubric-judge-timeout)*"]
     )
 
 
