@@ -13,11 +13,13 @@ with a reason when the criterion cannot be evaluated.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import importlib
 import inspect
 import json
 import math
+import queue
 import re
 import reprlib
 import threading
@@ -34,13 +36,15 @@ from . import _schema as s
 from ._base import DEFAULT_CALL_TIMEOUT
 from ._normalize import normalize, normalize_pattern, parse_numbers
 from ._result import Verdict
+from ._secrets import redact
+from ._spec import known_keys
 
 __all__ = [
     "Answer",
+    "CallRunner",
     "CallTimeout",
     "Check",
     "Outcome",
-    "call_bounded",
     "compile_check",
     "resolve_import",
     "run_sync",
@@ -199,7 +203,11 @@ class _Check:
         except Exception as exc:  # a bug here must not turn into a verdict
             return _error(f"check failed: {type(exc).__name__}: {exc}")
         if outcome.verdict is not Verdict.ERROR and len(outcome.reason) > _MAX_REASON:
-            return Outcome(outcome.verdict, outcome.credit, outcome.reason[: _MAX_REASON - 1] + "…")
+            # A callable's reason may hold anything: keys go before the cut can split one.
+            reason = redact(outcome.reason, *known_keys())
+            if len(reason) > _MAX_REASON:
+                reason = reason[: _MAX_REASON - 1] + "…"
+            return Outcome(outcome.verdict, outcome.credit, reason)
         return outcome
 
 
@@ -478,11 +486,15 @@ def _json_type(value: Any) -> str:
 
 
 def _parse_json(text: str) -> tuple[Any, str | None]:
-    """The answer as JSON, or its first fenced block; (value, None) or (None, why not)."""
+    """The answer as JSON, or its first fenced block; (value, None) or (None, why not).
+
+    An answer nested too deeply for the parser does not parse, like any other
+    malformed answer: UNMET, not ERROR.
+    """
     try:
         return json.loads(text), None
-    except ValueError as exc:
-        first_error = str(exc)
+    except (ValueError, RecursionError) as exc:
+        first_error = str(exc) if isinstance(exc, ValueError) else "nested too deeply"
     block = _FENCED.search(text)
     if block is None:
         return None, f"not JSON ({first_error}) and no fenced block"
@@ -490,6 +502,8 @@ def _parse_json(text: str) -> tuple[Any, str | None]:
         return json.loads(block.group(1)), None
     except ValueError as exc:
         return None, f"fenced block is not JSON ({exc})"
+    except RecursionError:
+        return None, "fenced block is not JSON (nested too deeply)"
 
 
 class _Json(_Check):
@@ -563,31 +577,61 @@ class CallTimeout(Exception):
         )
 
 
-def call_bounded(function: Any, *args: Any, timeout: float) -> Any:
-    """``function(*args)``, awaited if async, or :class:`CallTimeout` after ``timeout`` s.
+class _Worker:
+    """A daemon thread that runs the jobs it is given, one at a time."""
 
-    The call runs in a daemon thread of its own: Python cannot stop a thread,
-    so one that hangs is abandoned (it never holds up the session or its
-    exit), and its evaluation is ERROR. What the function raises is raised
-    here.
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[CallableT[[], None]] = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="pytest-rubric-call", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            self.jobs.get()()
+
+
+class CallRunner:
+    """Runs a user's callables and targets, each bounded in time.
+
+    A call runs on a daemon thread, in a copy of the caller's context (so
+    context variables read the same). Python cannot stop a thread, so a call
+    that overruns is abandoned with its thread, which never holds up the
+    session or its exit; a thread whose call returned in time is reused, so
+    bounding a call costs a queue hand-off, not a new thread. One runner per
+    grader.
     """
-    outcome: list[Any] = []
 
-    def run() -> None:
-        try:
-            outcome.append((True, run_sync(function(*args))))
-        except BaseException as exc:  # handed to the caller, which decides
-            outcome.append((False, exc))
+    def __init__(self) -> None:
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
 
-    thread = threading.Thread(target=run, name="pytest-rubric-call", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if not outcome:
-        raise CallTimeout(timeout)
-    returned, value = outcome[0]
-    if not returned:
-        raise value
-    return value
+    def call(self, function: Any, *args: Any, timeout: float) -> Any:
+        """``function(*args)``, awaited if async, or :class:`CallTimeout` after ``timeout`` s.
+
+        What the function raises is raised here.
+        """
+        with self._lock:
+            worker = self._idle.pop() if self._idle else _Worker()
+        context = contextvars.copy_context()
+        done = threading.Event()
+        outcome: list[tuple[bool, Any]] = []
+
+        def job() -> None:
+            try:
+                outcome.append((True, context.run(lambda: run_sync(function(*args)))))
+            except BaseException as exc:  # handed to the caller, which decides
+                outcome.append((False, exc))
+            finally:
+                done.set()
+
+        worker.jobs.put(job)
+        if not done.wait(timeout):
+            raise CallTimeout(timeout)  # the worker stays with its call, never reused
+        with self._lock:
+            self._idle.append(worker)
+        returned, value = outcome[0]
+        if not returned:
+            raise value
+        return value
 
 
 _CALLABLE_CONTRACT = "return a bool, a float in [0, 1] or (value, reason)"
@@ -597,35 +641,41 @@ _REPR = reprlib.Repr()
 _REPR.maxstring = _REPR.maxother = _REPR.maxlong = 2_000
 
 
-class _Callable(_Check):
-    __slots__ = ("function", "timeout")
+def _shown(value: Any) -> str:
+    """A returned value for a reason: keys redacted before reprlib cuts a long string."""
+    return _REPR.repr(redact(value, *known_keys()) if isinstance(value, str) else value)
 
-    def __init__(self, c: s.Callable, function: Any, timeout: float) -> None:
+
+class _Callable(_Check):
+    __slots__ = ("function", "runner", "timeout")
+
+    def __init__(self, c: s.Callable, function: Any, timeout: float, runner: CallRunner) -> None:
         super().__init__(c)
         self.function = function
         self.timeout = c.timeout or timeout
+        self.runner = runner
 
     def run(self, answer: Answer, case: Any) -> Outcome:
         path = self.c.function
         try:
-            value = call_bounded(self.function, answer.text, case, timeout=self.timeout)
+            value = self.runner.call(self.function, answer.text, case, timeout=self.timeout)
         except CallTimeout as exc:
             return _error(f"{path} {exc}")
         except Exception as exc:
             return _error(f"{path} raised {type(exc).__name__}: {exc}")
-        reason = f"{path} returned {_REPR.repr(value)}"
+        reason = f"{path} returned {_shown(value)}"
         if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
             value, reason = value
         if isinstance(value, bool):
             return _met(reason) if value else _unmet(reason)
         if isinstance(value, int | float) and math.isfinite(value) and 0 <= value <= 1:
             return _fraction(float(value), self.c.threshold, reason)
-        return _error(f"{path} returned {_REPR.repr(value)}; {_CALLABLE_CONTRACT}")
+        return _error(f"{path} returned {_shown(value)}; {_CALLABLE_CONTRACT}")
 
 
-def _callable(c: s.Callable, call_timeout: float) -> _Check:
+def _callable(c: s.Callable, call_timeout: float, runner: CallRunner) -> _Check:
     try:
-        return _Callable(c, resolve_import(c.function), call_timeout)
+        return _Callable(c, resolve_import(c.function), call_timeout, runner)
     except Exception as exc:
         return _Broken(
             c,
@@ -647,11 +697,17 @@ _COMPILERS: dict[type[Any], CallableT[[Any], _Check]] = {
 }
 
 
-def compile_check(criterion: Any, *, call_timeout: float = DEFAULT_CALL_TIMEOUT) -> Check:
+def compile_check(
+    criterion: Any,
+    *,
+    call_timeout: float = DEFAULT_CALL_TIMEOUT,
+    runner: CallRunner | None = None,
+) -> Check:
     """Compile a deterministic criterion into a check that never raises.
 
-    ``call_timeout`` bounds a ``callable`` criterion that sets no ``timeout``.
+    A ``callable`` criterion that sets no ``timeout`` gets ``call_timeout``,
+    and runs on ``runner`` (a new one when not given).
     """
     if isinstance(criterion, s.Callable):
-        return _callable(criterion, call_timeout)
+        return _callable(criterion, call_timeout, runner or CallRunner())
     return _COMPILERS[type(criterion)](criterion)

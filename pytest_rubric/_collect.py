@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ._base import RESULTS_KEY
-from ._checks import CallTimeout, call_bounded, resolve_import, run_sync
+from ._checks import CallRunner, CallTimeout, resolve_import, run_sync
 from ._errors import Problem, RubricLoadError
 from ._grader import CompiledRubric
 from ._loader import LoadedSuite, load_suite, paused_gc
@@ -68,6 +68,7 @@ class _Source:
     target_name: str | None = None
     unavailable: str | None = None  # why there is no response
     timeout: float | None = None  # a user's target is bounded; a live model has its own
+    runner: CallRunner | None = None  # what runs a bounded target
 
     def fetch(self, case: Any) -> tuple[str, None] | tuple[None, str]:
         """The response text, or None and why there is none."""
@@ -76,10 +77,10 @@ class _Source:
         if self.text is not None:
             return self.text, None
         try:
-            if self.timeout is None:
+            if self.runner is None or self.timeout is None:
                 value = run_sync(self.target(case))
             else:
-                value = call_bounded(self.target, case, timeout=self.timeout)
+                value = self.runner.call(self.target, case, timeout=self.timeout)
         except CallTimeout as exc:
             return None, f"target {self.target_name} {exc}"
         except Exception as exc:
@@ -244,6 +245,7 @@ class RubricFile(pytest.File):
                 target=function,
                 target_name=target_path,
                 timeout=case.timeout or self.rubric_session.settings.call_timeout,
+                runner=self.rubric_session.grader.calls,
             )
             add(name, source, f"target {target_path}")
         model = self.rubric_session.model

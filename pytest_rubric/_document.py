@@ -184,10 +184,10 @@ def _got(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    text = repr(value)
+    text = redact(repr(value), *known_keys())  # before the cut, which could split a key
     if len(text) > _QUOTED:
         text = text[: _QUOTED - 1] + "…"
-    return redact(text, *known_keys())
+    return text
 
 
 _EXPECTED = {

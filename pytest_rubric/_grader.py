@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _style
 from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_MIN_SCORE
-from ._checks import Answer, Check, Outcome, compile_check
+from ._checks import Answer, CallRunner, Check, Outcome, compile_check
 from ._result import CaseResult, CriterionResult, Verdict
 from ._schema import Rubric
 from ._scoring import passes
@@ -66,6 +66,7 @@ class Grader:
         self.thresholds = thresholds or _style.StyleThresholds()
         self.default_min_score = default_min_score
         self.call_timeout = call_timeout
+        self.calls = CallRunner()  # callables and targets, each bounded by a timeout
         # What results are redacted of: by default the providers' keys in the
         # environment, the only place keys come from.
         self.secrets = tuple(known_keys() if secrets is None else secrets)
@@ -80,7 +81,9 @@ class Grader:
         """Prepare ``rubric`` for grading; ``min_score`` overrides the rubric's own."""
         criteria = (*global_criteria, *rubric.criteria)
         checks = tuple(
-            None if c.is_judged else compile_check(c, call_timeout=self.call_timeout)
+            None
+            if c.is_judged
+            else compile_check(c, call_timeout=self.call_timeout, runner=self.calls)
             for c in criteria
         )
         mark = min_score if min_score is not None else rubric.min_score

@@ -140,7 +140,9 @@ class Settings:
                 ),
             ),
             min_score=number("rubric_min_score", DEFAULT_MIN_SCORE),
-            call_timeout=number("rubric_call_timeout", DEFAULT_CALL_TIMEOUT, fraction=False),
+            call_timeout=_call_timeout(
+                number("rubric_call_timeout", DEFAULT_CALL_TIMEOUT, fraction=False)
+            ),
             thresholds=_style.StyleThresholds(
                 confident=number("rubric_confident_threshold", defaults.confident),
                 hedged=number("rubric_hedged_threshold", defaults.hedged),
@@ -148,6 +150,14 @@ class Settings:
                 high_score=number("rubric_high_score", defaults.high_score),
             ),
         )
+
+
+def _call_timeout(value: float) -> float:
+    if not value <= 86_400:  # the schema's MAX_CALL_TIMEOUT, without importing pydantic here
+        raise pytest.UsageError(
+            f"ini option rubric_call_timeout = {value:g} must be at most 86400 (a day)"
+        )
+    return value
 
 
 def _whole(value: float, name: str) -> int:

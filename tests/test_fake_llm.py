@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -286,7 +287,7 @@ def test_trickle_sends_the_body_a_byte_at_a_time(fake_llm: FakeLLM) -> None:
     assert body == b'{"a": 12345}'
     assert len(arrivals) >= 6  # not one burst
     assert arrivals[-1] - started >= 11 * 0.05 > 0.5
-    assert fake_llm.streamed == 12
+    _until(lambda: fake_llm.streamed == 12, within=2)  # counted just after the last send
 
 
 def test_trickle_stops_when_the_client_goes(fake_llm: FakeLLM) -> None:
@@ -425,13 +426,22 @@ def test_requests_are_recorded(fake_llm: FakeLLM) -> None:
     assert time.monotonic() >= third.received_at
 
 
+def _until(condition: Callable[[], bool], *, within: float) -> None:
+    """Wait for ``condition``, polling; fail if it does not hold ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)
+
+
 def test_recorded_before_replying() -> None:
-    with FakeLLM(latency=0.3) as server:
+    # A long latency and a poll, not a fixed sleep: a loaded machine may start the
+    # request late, but the reply cannot come before the request is recorded.
+    with FakeLLM(latency=3.0) as server:
         server.script(text("x"))
         with ThreadPoolExecutor(1) as pool:
             future = pool.submit(post, server, OPENAI, OPENAI_BODY)
-            time.sleep(0.15)
-            assert len(server.requests) == 1
+            _until(lambda: len(server.requests) == 1, within=2.5)
             assert not future.done()
             assert future.result().status_code == 200
 

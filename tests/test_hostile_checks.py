@@ -7,7 +7,9 @@ or a callable or target that never returns hung the session.
 
 from __future__ import annotations
 
+import contextvars
 import math
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,14 +19,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_rubric._checks import Answer, CallTimeout, call_bounded, compile_check
+from pytest_rubric._checks import Answer, CallRunner, CallTimeout, compile_check
 from pytest_rubric._normalize import parse_numbers
 from pytest_rubric._result import Verdict
-from pytest_rubric._schema import Number
+from pytest_rubric._schema import Json, Number
 
 Write = Callable[[str, str], Path]
 
-HUGE = "1" * 400  # a 400-digit literal: a float reads it as inf
+HUGE = "1" * 400
+_REQUEST: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "request"
+)  # a 400-digit literal: a float reads it as inf
 
 
 # --- non-finite numbers ---------------------------------------------------------------------
@@ -100,6 +105,13 @@ def test_met_always_means_a_finite_number_within_tolerance(
         ), (text, value, tol)
 
 
+@pytest.mark.parametrize("answer", ["[" * 100_000, "```json\n" + "[" * 100_000 + "\n```"])
+def test_a_json_answer_nested_too_deeply_does_not_parse(answer: str) -> None:
+    outcome = compile_check(Json(id="j"))(Answer(answer), None)
+    assert outcome.verdict is Verdict.UNMET
+    assert "nested too deeply" in outcome.reason
+
+
 # --- engine: python regexes -----------------------------------------------------------------
 
 
@@ -132,18 +144,30 @@ def test_a_backtracking_pattern_cannot_hang_the_session(
 # --- callables and targets that never return ------------------------------------------------
 
 
-def test_call_bounded_returns_raises_or_times_out() -> None:
+def test_a_call_runner_returns_raises_or_times_out_and_reuses_its_thread() -> None:
     async def double(x: int) -> int:
         return 2 * x
 
-    assert call_bounded(lambda x: x + 1, 1, timeout=5) == 2
-    assert call_bounded(double, 4, timeout=5) == 8
+    runner = CallRunner()
+    assert runner.call(lambda x: x + 1, 1, timeout=5) == 2
+    assert runner.call(double, 4, timeout=5) == 8
     with pytest.raises(ZeroDivisionError):
-        call_bounded(lambda: 1 / 0, timeout=5)
+        runner.call(lambda: 1 / 0, timeout=5)
+    # A thread whose call returned in time runs the next call.
+    threads = {runner.call(threading.get_ident, timeout=5) for _ in range(5)}
+    assert len(threads) == 1 and threading.get_ident() not in threads
+    # The caller's context variables read the same inside the call.
+    token = _REQUEST.set("q1")
+    try:
+        assert runner.call(_REQUEST.get, timeout=5) == "q1"
+    finally:
+        _REQUEST.reset(token)
     started = time.monotonic()
     with pytest.raises(CallTimeout, match=r"did not return within 0\.2 s"):
-        call_bounded(time.sleep, 30, timeout=0.2)
+        runner.call(time.sleep, 30, timeout=0.2)
     assert time.monotonic() - started < 10
+    # The overrunning call keeps its thread; the next call gets another.
+    assert runner.call(threading.get_ident, timeout=5) not in threads
 
 
 SLOW = """
