@@ -1,9 +1,9 @@
 """Rubric files as pytest collectors, (case, subject) pairs as pytest items.
 
-An item's ``setup`` obtains the response (inline, from a responses file, or
-by calling the target) and grades it; an answer that could not be evaluated
-fails there, so pytest reports it as an error, never as a pass. ``runtest``
-then asserts the grade, and ``repr_failure`` prints the per-criterion table.
+An item's ``runtest`` obtains the response (inline, from a responses file,
+or by calling the target), grades it and asserts the grade; an answer that
+could not be evaluated is reported as an error, never as a pass, and
+``repr_failure`` prints the per-criterion table.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ._table import criteria_table
 if TYPE_CHECKING:
     from ._session import RubricSession, _ResponseDir
 
-__all__ = ["RubricFailure", "RubricFile", "RubricItem", "record"]
+__all__ = ["RubricFailure", "RubricFile", "RubricItem", "RubricItemError", "record"]
 
 
 def record(item: pytest.Item, result: CaseResult) -> None:
@@ -57,6 +57,11 @@ class RubricFailure(Exception):
     def __init__(self, result: CaseResult) -> None:
         super().__init__(result.case)
         self.result = result
+
+
+class RubricItemError(Exception):
+    """Raised by ``RubricItem.runtest`` when the answer could not be evaluated (or obtained):
+    the item is reported as an error, whatever phase it happened in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,8 +266,6 @@ class RubricFile(pytest.File):
 class RubricItem(pytest.Item):
     """One response graded against one case."""
 
-    _result: CaseResult
-
     def __init__(
         self,
         *,
@@ -288,7 +291,14 @@ class RubricItem(pytest.Item):
         assert isinstance(parent, RubricFile)
         return parent.rubric_session
 
-    def setup(self) -> None:
+    def runtest(self) -> None:
+        """Obtain the response, grade it, assert the grade.
+
+        Grading belongs to the call phase, so ``--setup-plan``, ``--setup-only``
+        and ``--collect-only`` stay dry runs: no target, no judge, no result.
+        An answer that could not be evaluated raises :class:`RubricItemError`,
+        which the plugin reports as an error, never a failure or a pass.
+        """
         response, problem = self.source.fetch(self.compiled.rubric)
         if response is None:
             problem = problem or "no response"
@@ -303,7 +313,7 @@ class RubricItem(pytest.Item):
                         subject=self.subject,
                     ),
                 )
-            pytest.fail(problem, pytrace=False)
+            raise RubricItemError(problem)
         result = self.rubric_session.grader.grade(
             response,
             self.compiled,
@@ -314,7 +324,7 @@ class RubricItem(pytest.Item):
         )
         if result.errors:
             record(self, result)
-            pytest.fail(criteria_table(result), pytrace=False)
+            raise RubricItemError(criteria_table(result))
         if score_results(result.criteria).empty:
             pytest.skip(
                 f"nothing graded: {result.skipped[0].reason}"
@@ -322,15 +332,14 @@ class RubricItem(pytest.Item):
                 else "nothing graded"
             )
         record(self, result)
-        self._result = result
-
-    def runtest(self) -> None:
-        if not self._result.passed:
-            raise RubricFailure(self._result)
+        if not result.passed:
+            raise RubricFailure(result)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, RubricFailure):
             return criteria_table(excinfo.value.result)
+        if isinstance(excinfo.value, RubricItemError):
+            return str(excinfo.value)
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

@@ -346,6 +346,17 @@ class RubricSession:
         )
         self.judge_stats = self.judging.stats
 
+    @property
+    def dry_run(self) -> bool:
+        """``--collect-only``, ``--setup-only`` or ``--setup-plan``: nothing is graded, so no
+        judge call is made and no result is written."""
+        option = self.config.option
+        return bool(
+            getattr(option, "collectonly", False)
+            or getattr(option, "setuponly", False)
+            or getattr(option, "setupplan", False)
+        )
+
     def collected(self, items: Sequence[pytest.Item]) -> None:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
         self.warn_unused_responses()
@@ -390,7 +401,7 @@ class RubricSession:
             self._schedule(items[index])
 
     def _schedule(self, item: pytest.Item) -> None:
-        if item.nodeid in self._scheduled or self.judging is None:
+        if item.nodeid in self._scheduled or self.judging is None or self.dry_run:
             return
         self._scheduled.add(item.nodeid)
         if not is_rubric_item(item):
@@ -546,6 +557,8 @@ class RubricSession:
 
     def finish(self, session: pytest.Session) -> None:
         """The controller's end of the run: apply the gates, write every output."""
+        if self.dry_run:
+            return
         settings = self.settings
         self.gates = check(
             self.results,

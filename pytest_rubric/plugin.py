@@ -303,8 +303,17 @@ def pytest_runtest_protocol(
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Results ride on the report; they turn into plain dicts only to travel (pytest-xdist)."""
+    """Results ride on the report; they turn into plain dicts only to travel (pytest-xdist).
+
+    A rubric item that could not evaluate its answer fails in its call; the
+    report is marked so that it counts as an error (see ``pytest_report_teststatus``).
+    """
     report = yield
+    if call.excinfo is not None and is_rubric_item(item):
+        from ._collect import RubricItemError  # imported already: a rubric item exists
+
+        if call.excinfo.errisinstance(RubricItemError):
+            report.rubric_error = True  # type: ignore[attr-defined]
     pending = item.stash.get(RESULTS_KEY, None)
     if pending and (report.when != "setup" or not report.passed):
         report.rubric_results = pending  # type: ignore[attr-defined]
@@ -401,7 +410,10 @@ class _SessionHooks:
     def pytest_report_teststatus(
         self, report: pytest.TestReport, config: pytest.Config
     ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
-        """A pass that left judged criteria SKIPPED says so in verbose output."""
+        """An answer that could not be evaluated is an error, whatever its phase; a pass that
+        left judged criteria SKIPPED says so in verbose output."""
+        if report.failed and getattr(report, "rubric_error", False):
+            return "error", "E", ("ERROR", {"red": True})
         if report.when == "call" and report.passed and _has_skipped(report):
             return "passed", ".", ("PASSED (judged criteria skipped)", {"green": True})
         return None

@@ -151,7 +151,7 @@ def test_case_missing_from_a_subject_file_is_an_error_not_dropped(
     assert document["leaderboard"][0]["total"] == 2
     result.stdout.fnmatch_lines(
         [
-            "*ERROR at setup of rubric: q2[[]model-a[]]*",
+            "*ERROR at call of rubric: q2[[]model-a[]]*",
             "subject 'model-a' has no response for case 'q2': add a line to *model-a.jsonl:"
             ' {"id": "q2", "response": "..."}',
         ]

@@ -101,7 +101,7 @@ def test_a_criterion_that_cannot_be_evaluated_is_an_error_never_a_pass(
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(
         [
-            "*ERROR at setup of rubric: broken_regex[[]inline[]]*",
+            "*ERROR at call of rubric: broken_regex[[]inline[]]*",
             "rubric broken_regex[[]inline[]]: score 0.50 (min_score 0.10, raw 1) ERROR",
             "*",
             "   ok*MET*",
