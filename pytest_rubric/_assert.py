@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import itertools
 import os
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,8 +23,6 @@ from ._session import SESSION_KEY
 from ._table import criteria_table
 
 __all__ = ["CURRENT_ITEM", "assert_rubric"]
-
-_CALLS = itertools.count(1)  # distinct judge keys for repeated calls in one test
 
 
 def _rubric_from_path(
@@ -115,7 +113,8 @@ def assert_rubric(
     )
     nodeid = item.nodeid if item is not None else ""
     judged = (
-        session.judge_rubric(f"{nodeid}#assert{next(_CALLS)}", compiled, response)
+        # A key of its own per call: several calls in one test must not share a verdict.
+        session.judge_rubric(f"{nodeid}#assert-{uuid.uuid4().hex}", compiled, response)
         if session is not None
         else None
     )
@@ -132,9 +131,9 @@ def assert_rubric(
     if item is not None:
         if parsed.id == "rubric":
             pending = item.stash.get(RESULTS_KEY, [])
-            count = sum(1 for r in pending if r.nodeid == item.nodeid) + 1
+            count = sum(1 for r in pending if r.result.nodeid == item.nodeid) + 1
             result.case = item.name if count == 1 else f"{item.name}#{count}"
-        record(item, result)
+        record(item, result, raised=bool(result.errors) or not result.passed)
     if result.errors:
         raise RubricEvaluationError(criteria_table(result), result=result)
     if not result.passed:

@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, TypeGuard
 import pytest
 
 if TYPE_CHECKING:
-    from ._collect import RubricItem
-    from ._result import CaseResult
+    from ._collect import Recorded, RubricItem
 
 __all__ = [
     "CACHE_MODES",
@@ -40,7 +39,7 @@ CACHE_MODES = ("use", "refresh", "off", "replay")
 DEFAULT_MIN_SCORE = 0.8  # the pass mark of cases that set none (ini rubric_min_score)
 DEFAULT_CALL_TIMEOUT = 60.0  # seconds a callable or target may run (ini rubric_call_timeout)
 
-RESULTS_KEY = pytest.StashKey[list["CaseResult"]]()
+RESULTS_KEY = pytest.StashKey[list["Recorded"]]()
 """Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""
 
 CURRENT_ITEM: contextvars.ContextVar[pytest.Item | None] = contextvars.ContextVar(

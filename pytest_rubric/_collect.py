@@ -27,19 +27,48 @@ from ._table import criteria_table
 if TYPE_CHECKING:
     from ._session import RubricSession, _ResponseDir
 
-__all__ = ["RubricFailure", "RubricFile", "RubricItem", "RubricItemError", "record"]
+__all__ = [
+    "Recorded",
+    "RubricFailure",
+    "RubricFile",
+    "RubricItem",
+    "RubricItemError",
+    "junit_properties",
+    "record",
+    "settle",
+]
 
 
-def record(item: pytest.Item, result: CaseResult) -> None:
-    """Keep ``result`` for the item's report, and give JUnit its numbers as properties.
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A result kept for the item's report; ``raised``: ``assert_rubric`` raised it next."""
 
-    ``--junitxml`` then carries ``rubric_case``, ``rubric_subject``,
-    ``rubric_score``, ``rubric_min_score``, ``rubric_passed`` and, when some
-    went the wrong way or could not be evaluated, ``rubric_failed_criteria``
-    (their ids, comma-separated).
+    result: CaseResult
+    raised: bool = False
+
+
+def record(item: pytest.Item, result: CaseResult, *, raised: bool = False) -> None:
+    """Keep ``result`` for the item's report (see :func:`settle`)."""
+    item.stash.setdefault(RESULTS_KEY, []).append(Recorded(result, raised))
+
+
+def settle(recorded: list[Recorded], escaped: BaseException | None) -> list[CaseResult]:
+    """The results of a test phase that count in the session's outputs and gates.
+
+    A result ``assert_rubric`` raised counts only when its exception escaped
+    the test: a test that catches ``RubricAssertionError`` (``pytest.raises``)
+    expected the answer to fail, and that failure is not the subject's.
     """
-    item.stash.setdefault(RESULTS_KEY, []).append(result)
-    item.user_properties += [
+    return [
+        r.result for r in recorded if not r.raised or getattr(escaped, "result", None) is r.result
+    ]
+
+
+def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
+    """What ``--junitxml`` carries of a result: ``rubric_case``, ``rubric_subject``,
+    ``rubric_score``, ``rubric_min_score``, ``rubric_passed`` and, when some went the
+    wrong way or could not be evaluated, ``rubric_failed_criteria`` (comma-separated ids)."""
+    properties = [
         ("rubric_case", result.case),
         ("rubric_subject", result.subject),
         ("rubric_score", f"{result.score:.4f}"),
@@ -48,7 +77,8 @@ def record(item: pytest.Item, result: CaseResult) -> None:
     ]
     failed = [c.id for c in result.criteria if c.went_wrong or c.verdict is Verdict.ERROR]
     if failed:
-        item.user_properties.append(("rubric_failed_criteria", ",".join(failed)))
+        properties.append(("rubric_failed_criteria", ",".join(failed)))
+    return properties
 
 
 class RubricFailure(Exception):

@@ -316,8 +316,14 @@ def pytest_runtest_makereport(
             report.rubric_error = True  # type: ignore[attr-defined]
     pending = item.stash.get(RESULTS_KEY, None)
     if pending and (report.when != "setup" or not report.passed):
-        report.rubric_results = pending  # type: ignore[attr-defined]
+        from ._collect import junit_properties, settle  # imported by whoever recorded
+
         del item.stash[RESULTS_KEY]
+        results = settle(pending, call.excinfo.value if call.excinfo is not None else None)
+        if results:
+            report.rubric_results = results  # type: ignore[attr-defined]
+            # JUnit reads the properties off the teardown report, built from the item's.
+            item.user_properties += [p for r in results for p in junit_properties(r)]
     return report
 
 

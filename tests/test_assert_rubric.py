@@ -164,3 +164,37 @@ def test_results_join_the_session_summary_and_json(
     assert results[1]["nodeid"] == "test_app.py::test_capital[good-model-Paris.]"
     assert results[1]["question"] == "Capital of France?"
     assert results[1]["suite"] == "test_app"
+
+
+def test_a_failure_the_test_catches_does_not_count(
+    pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
+) -> None:
+    """A test that expects an answer to fail (``pytest.raises``) decided that failure is
+    fine: it joins neither the leaderboard, the JSON nor the gates. One that escapes does."""
+    write(
+        "test_app.py",
+        """
+        import pytest
+        from pytest_rubric import RubricAssertionError, RubricEvaluationError, assert_rubric
+
+        CRITERIA = [{"id": "capital", "type": "any_of", "any_of": ["paris"]}]
+        BROKEN = CRITERIA + [{"id": "rx", "type": "regex", "pattern": "(unclosed"}]
+
+        def test_expected_failures():
+            with pytest.raises(RubricAssertionError):
+                assert_rubric("Lyon.", CRITERIA, subject="caught")
+            with pytest.raises(RubricEvaluationError):
+                assert_rubric("Paris.", BROKEN, subject="caught")
+            assert_rubric("Paris.", CRITERIA, subject="kept")
+
+        def test_escaping_failure():
+            assert_rubric("Lyon.", CRITERIA, subject="escaped")
+        """,
+    )
+    result = pytester.runpytest(
+        "-p", "no:xdist", "--rubric-json", "out.json", "--junitxml", "j.xml"
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    results = sorted((r["subject"], r["passed"]) for r in rubric_json()["results"])
+    assert results == [("escaped", False), ("kept", True)]
+    assert "caught" not in (pytester.path / "j.xml").read_text()
