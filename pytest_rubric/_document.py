@@ -1,6 +1,6 @@
 """The ``--rubric-json`` document, described once as pydantic models, and read back with them.
 
-A run writes the document (``_report.json_document``); ``--rubric-baseline`` and
+A run writes the document (``_report.render_json``); ``--rubric-baseline`` and
 ``merge`` read one back. A document read back is input like any other: it may
 have been edited by hand, cut short, or written by something else. So it is
 validated field by field before anything uses it:
@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ._report import VERSION, DocumentError
+from ._document_format import VERSION, DocumentError
 from ._result import CaseResult, CriterionResult, Verdict
 from ._scoring import passes, score
 from ._secrets import redact

@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from ._leaderboard import SubjectRow, leaderboard
 from ._result import CaseResult
-from ._summary import leaderboard
 
-__all__ = ["GateReport", "SubjectDelta", "check", "fraction"]
+__all__ = ["DELTA_HEADER", "GateReport", "SubjectDelta", "check", "fraction"]
 
 # Means are float sums: an unchanged run must not "drop" by 1e-17.
 _EPSILON = 1e-9
@@ -48,17 +48,27 @@ class SubjectDelta:
             return None
         return self.after - self.before
 
+    def cells(self, *, missing: str) -> tuple[str, str, str, str]:
+        """The row of the delta table (see :data:`DELTA_HEADER`); ``missing`` marks an absent side."""
+        before = missing if self.before is None else f"{self.before:.3f}"
+        after = missing if self.after is None else f"{self.after:.3f}"
+        change = missing if self.delta is None else f"{self.delta:+.3f}"
+        return self.subject, before, after, change
 
-@dataclass(slots=True)
+
+DELTA_HEADER = ("subject", "baseline", "now", "change")
+
+
+@dataclass(frozen=True, slots=True)
 class GateReport:
     """What the gates found: per-subject deltas, and the reasons the session fails."""
 
     baseline: str | None = None  # the baseline's path, as given
     max_drop: float = 0.0
     fail_under: float | None = None
-    deltas: list[SubjectDelta] = field(default_factory=list)
-    regressions: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    deltas: tuple[SubjectDelta, ...] = ()
+    regressions: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def active(self) -> bool:
@@ -67,37 +77,6 @@ class GateReport:
     @property
     def failed(self) -> bool:
         return bool(self.regressions)
-
-    def lines(self) -> list[str]:
-        """The gate's part of the terminal summary."""
-        if not self.active:
-            return []
-        lines: list[str] = []
-        if self.baseline is not None:
-            lines.append(f"baseline {self.baseline}: correctness per subject")
-            for d in self.deltas:
-                before = "-" if d.before is None else f"{d.before:.3f}"
-                after = "-" if d.after is None else f"{d.after:.3f}"
-                change = "" if d.delta is None else f" ({d.delta:+.3f})"
-                lines.append(f"  {d.subject}: {before} -> {after}{change}")
-        lines += [f"  note: {note}" for note in self.notes]
-        if self.regressions:
-            lines.append(f"rubric gate FAILED ({len(self.regressions)}):")
-            lines += [f"  - {reason}" for reason in self.regressions]
-        else:
-            lines.append(f"rubric gate passed: {self._what()}")
-        return lines
-
-    def _what(self) -> str:
-        parts = []
-        if self.baseline is not None:
-            parts.append(
-                f"no case regressed, no subject dropped more than {self.max_drop:g} "
-                "(--rubric-max-drop)"
-            )
-        if self.fail_under is not None:
-            parts.append(f"every subject at or above {self.fail_under:g} (--rubric-fail-under)")
-        return "; ".join(parts)
 
 
 def _keyed(results: Sequence[CaseResult]) -> dict[tuple[str, str, str, int], CaseResult]:
@@ -124,14 +103,13 @@ def check(
     baseline_name: str | None = None,
     max_drop: float = 0.0,
     fail_under: float | None = None,
+    rows: Sequence[SubjectRow] | None = None,
 ) -> GateReport:
-    """Apply the gates to this run's ``results``."""
-    report = GateReport(
-        baseline=(baseline_name or "baseline") if baseline is not None else None,
-        max_drop=max_drop,
-        fail_under=fail_under,
-    )
-    now = {row.subject: row.correctness for row in leaderboard(results)}
+    """Apply the gates to this run's ``results``; ``rows``, their leaderboard if already made."""
+    now = {row.subject: row.correctness for row in rows or leaderboard(results)}
+    regressions: list[str] = []
+    notes: list[str] = []
+    deltas: list[SubjectDelta] = []
     if baseline is not None:
         before = {row.subject: row.correctness for row in leaderboard(baseline)}
         old, new = _keyed(baseline), _keyed(results)
@@ -144,25 +122,32 @@ def check(
                 if current.errors
                 else f"fails now (score {current.score:.2f}, min_score {current.min_score:.2f})"
             )
-            report.regressions.append(f"{_name(key)} passed in the baseline and {why}")
+            regressions.append(f"{_name(key)} passed in the baseline and {why}")
         missing = [k for k in old if k not in new]
         if missing:
-            report.notes.append(
+            notes.append(
                 f"{len(missing)} baseline case(s) did not run this time, e.g. {_name(missing[0])}"
             )
         for subject in sorted(before.keys() | now.keys()):
             delta = SubjectDelta(subject, before.get(subject), now.get(subject))
-            report.deltas.append(delta)
+            deltas.append(delta)
             if delta.delta is not None and -delta.delta > max_drop + _EPSILON:
-                report.regressions.append(
+                regressions.append(
                     f"subject {subject}: correctness {delta.before:.3f} -> {delta.after:.3f}, "
                     f"a drop of {-delta.delta:.3f} (more than --rubric-max-drop {max_drop:g})"
                 )
     if fail_under is not None:
         for subject, value in sorted(now.items()):
             if value < fail_under - _EPSILON:
-                report.regressions.append(
+                regressions.append(
                     f"subject {subject}: correctness {value:.3f} is below "
                     f"--rubric-fail-under {fail_under:g}"
                 )
-    return report
+    return GateReport(
+        baseline=(baseline_name or "baseline") if baseline is not None else None,
+        max_drop=max_drop,
+        fail_under=fail_under,
+        deltas=tuple(deltas),
+        regressions=tuple(regressions),
+        notes=tuple(notes),
+    )

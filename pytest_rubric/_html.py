@@ -23,12 +23,13 @@ import html
 from collections import defaultdict
 from collections.abc import Sequence
 
-from ._gates import GateReport
+from ._gates import DELTA_HEADER, GateReport
+from ._leaderboard import COLUMNS
 from ._result import CaseResult
+from ._session_report import SessionReport, Severity
 from ._style import StyleThresholds
-from ._summary import DISAGREE_LINE, SubjectRow, leaderboard, rankings_disagree
 
-__all__ = ["PALETTE", "html_report", "style_of"]
+__all__ = ["PALETTE", "render_html", "style_of"]
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -139,35 +140,28 @@ def _scatter(
     return f'<figure class="plot">{"".join(parts)}<ul class="legend">{legend}</ul></figure>'
 
 
-def _leaderboard(rows: Sequence[SubjectRow]) -> str:
-    body = "".join(
-        f"<tr><td>{r.rank}</td><td>{_e(r.subject)}</td><td>{r.correctness:.3f}</td>"
-        f"<td>{r.fluency:.3f}</td><td>{r.confidence:.3f}</td><td>{r.naive_score:.3f}</td>"
-        f"<td>{r.naive_rank}</td><td>{r.confidently_wrong}</td><td>{r.passed}/{r.total}</td></tr>"
-        for r in rows
-    )
-    table = (
-        '<table class="board"><thead><tr><th>rank</th><th>subject</th><th>correctness</th>'
-        "<th>fluency</th><th>confidence</th><th>naive score</th><th>naive rank</th>"
-        f"<th>confidently wrong</th><th>passed</th></tr></thead><tbody>{body}</tbody></table>"
-    )
-    if rankings_disagree(rows):
-        table += f'<p class="notice">{_e(DISAGREE_LINE.lstrip("! "))}</p>'
+def _row(cells: Sequence[str], tag: str = "td") -> str:
+    return "<tr>" + "".join(f"<{tag}>{_e(cell)}</{tag}>" for cell in cells) + "</tr>"
+
+
+def _leaderboard(report: SessionReport) -> str:
+    header = _row([column.wide for column in COLUMNS], "th")
+    body = "".join(_row([c.cell(row) for c in COLUMNS]) for row in report.leaderboard)
+    table = f'<table class="board"><thead>{header}</thead><tbody>{body}</tbody></table>'
+    for note in report.notes:
+        # INFO notes are the terminal's: this page shows what a reader must act on.
+        if note.severity is not Severity.INFO:
+            table += f'<p class="notice">{_e(note.text)}</p>'
     return table
 
 
 def _gates(gates: GateReport) -> str:
     parts = ["<h2>Gates</h2>"]
     if gates.baseline is not None:
-        rows = "".join(
-            f"<tr><td>{_e(d.subject)}</td><td>{'–' if d.before is None else f'{d.before:.3f}'}</td>"
-            f"<td>{'–' if d.after is None else f'{d.after:.3f}'}</td>"
-            f"<td>{'–' if d.delta is None else f'{d.delta:+.3f}'}</td></tr>"
-            for d in gates.deltas
-        )
+        rows = "".join(_row(d.cells(missing="–")) for d in gates.deltas)
         parts.append(
-            f"<p>Baseline <code>{_e(gates.baseline)}</code>.</p><table><thead><tr><th>subject</th>"
-            f"<th>baseline</th><th>now</th><th>change</th></tr></thead><tbody>{rows}</tbody></table>"
+            f"<p>Baseline <code>{_e(gates.baseline)}</code>.</p><table><thead>"
+            f"{_row(DELTA_HEADER, 'th')}</thead><tbody>{rows}</tbody></table>"
         )
     if gates.failed:
         items = "".join(f"<li>{_e(reason)}</li>" for reason in gates.regressions)
@@ -229,31 +223,23 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:8px;ma
 """
 
 
-def html_report(
-    results: Sequence[CaseResult],
-    *,
-    gates: GateReport | None = None,
-    thresholds: StyleThresholds | None = None,
-    title: str = "pytest-rubric report",
-) -> str:
+def render_html(report: SessionReport, *, title: str = "pytest-rubric report") -> str:
     """The whole report as one HTML document."""
-    thresholds = thresholds or StyleThresholds()
-    rows = leaderboard(results)
+    results = report.results
     subjects = sorted({r.subject for r in results})
-    passed = sum(r.passed for r in results)
-    body = [f"<h1>{_e(title)}</h1>", f"<p>{passed} of {len(results)} answers passed.</p>"]
+    body = [f"<h1>{_e(title)}</h1>", f"<p>{report.passed} of {len(results)} answers passed.</p>"]
     if results:
         body += [
             "<h2>Substance against style</h2>",
             "<p>Each point is one answer. Up is more correct; right reads more fluent and "
             "confident. Style never enters the score: a point in the shaded corner reads well "
             "and is wrong.</p>",
-            _scatter(results, subjects, thresholds),
+            _scatter(results, subjects, report.thresholds),
             "<h2>Leaderboard</h2>",
-            _leaderboard(rows),
+            _leaderboard(report),
         ]
-    if gates is not None and gates.active:
-        body.append(_gates(gates))
+    if report.gates.active:
+        body.append(_gates(report.gates))
     if results:
         body += ["<h2>Cases</h2>", _cases(results)]
     return (

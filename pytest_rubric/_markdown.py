@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ._gates import GateReport
+from ._gates import DELTA_HEADER, GateReport
+from ._leaderboard import COLUMNS
 from ._result import CaseResult
-from ._summary import DISAGREE_LINE, leaderboard, rankings_disagree
+from ._session_report import SessionReport, Severity
 
-__all__ = ["escape", "markdown_report"]
+__all__ = ["escape", "render_markdown"]
 
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
 _PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:])")
@@ -41,66 +42,25 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return lines
 
 
-def markdown_report(
-    results: Sequence[CaseResult], *, gates: GateReport | None = None, title: str = "pytest-rubric"
-) -> str:
-    rows = leaderboard(results)
+def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> str:
     lines = [f"## {title}", ""]
-    if not results:
+    if not report.results:
         return "\n".join([*lines, "No rubric results.", ""])
-    passed = sum(r.passed for r in results)
-    lines += [f"{passed} of {len(results)} answers passed.", ""]
+    lines += [f"{report.passed} of {len(report.results)} answers passed.", ""]
     lines += _table(
-        (
-            "rank",
-            "subject",
-            "correctness",
-            "fluency",
-            "confidence",
-            "naive",
-            "naive rank",
-            "confidently wrong",
-            "passed",
-        ),
+        [column.header for column in COLUMNS],
         [
-            (
-                str(r.rank),
-                escape(r.subject),
-                f"{r.correctness:.3f}",
-                f"{r.fluency:.3f}",
-                f"{r.confidence:.3f}",
-                f"{r.naive_score:.3f}",
-                str(r.naive_rank),
-                str(r.confidently_wrong),
-                f"{r.passed}/{r.total}",
-            )
-            for r in rows
+            [escape(c.cell(row)) if c.text else c.cell(row) for c in COLUMNS]
+            for row in report.leaderboard
         ],
     )
-    if rankings_disagree(rows):
-        lines += ["", f"> **{escape(DISAGREE_LINE.lstrip('! '), limit=200)}**"]
-    if gates is not None and gates.active:
-        lines += ["", "### Gates", ""]
-        if gates.baseline is not None:
-            lines += _table(
-                ("subject", "baseline", "now", "change"),
-                [
-                    (
-                        escape(d.subject),
-                        "–" if d.before is None else f"{d.before:.3f}",
-                        "–" if d.after is None else f"{d.after:.3f}",
-                        "–" if d.delta is None else f"{d.delta:+.3f}",
-                    )
-                    for d in gates.deltas
-                ],
-            )
-            lines.append("")
-        if gates.failed:
-            lines.append(f"**Gate failed** ({len(gates.regressions)}):")
-            lines += [f"- {escape(reason, limit=300)}" for reason in gates.regressions]
-        else:
-            lines.append("Gate passed.")
-    failing = [r for r in results if not r.passed]
+    for note in report.notes:
+        # INFO notes are the terminal's: this page shows what a reader must act on.
+        if note.severity is not Severity.INFO:
+            lines += ["", f"> **{escape(note.text, limit=200)}**"]
+    if report.gates.active:
+        lines += _gates(report.gates)
+    failing = report.failing
     if failing:
         lines += ["", f"### Failing cases ({len(failing)})", ""]
         lines += _table(
@@ -120,6 +80,20 @@ def markdown_report(
         if len(failing) > _MAX_FAILURES:
             lines.append(f"\n… and {len(failing) - _MAX_FAILURES} more (see the JSON report).")
     return "\n".join(lines) + "\n"
+
+
+def _gates(gates: GateReport) -> list[str]:
+    lines = ["", "### Gates", ""]
+    if gates.baseline is not None:
+        rows = [d.cells(missing="–") for d in gates.deltas]
+        lines += _table(DELTA_HEADER, [(escape(subject), *rest) for subject, *rest in rows])
+        lines.append("")
+    if gates.failed:
+        lines.append(f"**Gate failed** ({len(gates.regressions)}):")
+        lines += [f"- {escape(reason, limit=300)}" for reason in gates.regressions]
+    else:
+        lines.append("Gate passed.")
+    return lines
 
 
 def _why(result: CaseResult) -> list[str]:

@@ -19,16 +19,16 @@ criteria, never taken from the shard.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._gates import check, fraction
-from ._outputs import write_outputs
+from ._gates import fraction
+from ._outputs import OUTPUTS, write_outputs
 from ._report import DocumentError, load_document, read_document
 from ._result import CaseResult
-from ._summary import summary_lines
+from ._session_report import build_report
+from ._summary import terminal_lines
 
 __all__ = ["main", "merge"]
 
@@ -75,14 +75,8 @@ def _parser() -> argparse.ArgumentParser:
         "case passed, 1 when one failed or could not be evaluated, 2 for bad input.",
     )
     cmd.add_argument("documents", nargs="+", type=Path, metavar="JSON", help="--rubric-json files")
-    cmd.add_argument("--json", type=Path, metavar="PATH", help="write the merged document here")
-    cmd.add_argument("--html", type=Path, metavar="PATH", help="write the HTML report here")
-    cmd.add_argument(
-        "--markdown",
-        type=Path,
-        metavar="PATH",
-        help="write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)",
-    )
+    for output in OUTPUTS:
+        cmd.add_argument(f"--{output.name}", type=Path, metavar="PATH", help=output.merge_help)
     cmd.add_argument(
         "--baseline", type=Path, metavar="PATH", help="an earlier --rubric-json to gate against"
     )
@@ -113,23 +107,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     for note in notes:
         print(f"pytest-rubric merge: note: {note}", file=sys.stderr)
-    gates = check(
+    report = build_report(
         results,
         baseline=baseline,
         baseline_name=str(args.baseline) if args.baseline is not None else None,
         max_drop=args.max_drop,
         fail_under=args.fail_under,
     )
-    write_outputs(
-        results,
-        gates,
-        json_path=args.json,
-        html_path=args.html,
-        markdown_path=args.markdown,
-        step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
-    )
+    write_outputs(report, {output.name: getattr(args, output.name) for output in OUTPUTS})
     print(f"rubric summary: {len(results)} results from {len(args.documents)} file(s)")
-    for line in [*summary_lines(results), *gates.lines()]:
-        print(line)
-    passed = all(r.passed for r in results) and not gates.failed
-    return EXIT_OK if passed else EXIT_FAILED
+    for line in terminal_lines(report, board_when_empty=True):
+        print(line.text)
+    return EXIT_OK if report.ok else EXIT_FAILED

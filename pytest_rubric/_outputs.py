@@ -1,18 +1,43 @@
-"""Every output file of a run (or of ``merge``), written from the results and the gates."""
+"""Every output file of a run (or of ``merge``): one registry, each entry a renderer of the report.
+
+A new format is a renderer of :class:`SessionReport` and one :class:`Output`
+entry here; ``merge`` takes its flag from the entry, a run its path from the
+option of the same name (``--rubric-<name>``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from ._gates import GateReport
-from ._html import html_report
-from ._markdown import markdown_report
-from ._report import write_json
-from ._result import CaseResult
-from ._style import StyleThresholds
+from ._html import render_html
+from ._markdown import render_markdown
+from ._report import render_json
+from ._session_report import SessionReport
 
-__all__ = ["write_outputs"]
+__all__ = ["OUTPUTS", "Output", "write_outputs"]
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    name: str  # run: --rubric-<name> PATH; merge: --<name> PATH
+    render: Callable[[SessionReport], str]
+    merge_help: str
+    append_to: str | None = None  # an environment variable naming a file to append it to
+
+
+OUTPUTS: tuple[Output, ...] = (
+    Output("json", render_json, "write the merged document here"),
+    Output("html", render_html, "write the HTML report here"),
+    Output(
+        "markdown",
+        render_markdown,
+        "write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)",
+        append_to="GITHUB_STEP_SUMMARY",
+    ),
+)
 
 
 def _write(path: Path, text: str) -> None:
@@ -21,29 +46,23 @@ def _write(path: Path, text: str) -> None:
 
 
 def write_outputs(
-    results: Sequence[CaseResult],
-    gates: GateReport,
+    report: SessionReport,
+    paths: Mapping[str, Path | None],
     *,
-    json_path: Path | None = None,
-    html_path: Path | None = None,
-    markdown_path: Path | None = None,
-    step_summary: str | None = None,
-    thresholds: StyleThresholds | None = None,
+    environ: Mapping[str, str] = os.environ,
 ) -> None:
-    """Write the requested files. ``step_summary`` (``$GITHUB_STEP_SUMMARY``) is appended
-    to, and only when there is something to show.
-
-    Results go out in node id order, as in the JSON: every output is then the
-    same however the run was split (xdist workers, merged shards)."""
-    results = sorted(results, key=lambda r: r.nodeid)
-    if json_path is not None:
-        write_json(json_path, results)
-    if html_path is not None:
-        _write(html_path, html_report(results, gates=gates, thresholds=thresholds))
-    if markdown_path is not None or (step_summary and (results or gates.active)):
-        markdown = markdown_report(results, gates=gates)
-        if markdown_path is not None:
-            _write(markdown_path, markdown)
-        if step_summary and (results or gates.active):
-            with open(step_summary, "a", encoding="utf-8") as summary:
-                summary.write(markdown + "\n")
+    """Write each output whose name has a path in ``paths``; an output with ``append_to`` set
+    in ``environ`` is appended there too, and only when the report has something to show."""
+    for output in OUTPUTS:
+        path = paths.get(output.name)
+        append = (environ.get(output.append_to) or None) if output.append_to else None
+        if not report.shown:
+            append = None
+        if path is None and append is None:
+            continue
+        text = output.render(report)
+        if path is not None:
+            _write(path, text)
+        if append is not None:
+            with open(append, "a", encoding="utf-8") as summary:
+                summary.write(text + "\n")

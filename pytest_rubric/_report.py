@@ -8,12 +8,13 @@ and the same verdicts as the run that wrote it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._document_format import VERSION, DocumentError
 from ._result import CaseResult
-from ._summary import leaderboard, rankings_disagree
+from ._session_report import SessionReport, build_report
 
 if TYPE_CHECKING:
     # Imported where used: building its pydantic models costs every pytest start
@@ -23,35 +24,31 @@ if TYPE_CHECKING:
 __all__ = [
     "VERSION",
     "DocumentError",
+    "document",
     "json_document",
     "load_document",
     "read_document",
-    "write_json",
+    "render_json",
 ]
 
-VERSION = 1
 
-
-class DocumentError(Exception):
-    """A file that is not a readable ``--rubric-json`` document; the message names it."""
-
-
-def json_document(results: Iterable[CaseResult]) -> dict[str, Any]:
-    """The document of ``results``. Results are in node id order, so the document is the
-    same however the run was split (xdist workers, merged shards)."""
-    ordered = sorted(results, key=lambda r: r.nodeid)
-    rows = leaderboard(ordered)
+def document(report: SessionReport) -> dict[str, Any]:
+    """The document of ``report``: its results, its leaderboard and whether the ranks disagree."""
     return {
         "version": VERSION,
-        "results": [r.to_dict() for r in ordered],
-        "leaderboard": [row.to_dict() for row in rows],
-        "rankings_disagree": rankings_disagree(rows),
+        "results": [r.to_dict() for r in report.results],
+        "leaderboard": [row.to_dict() for row in report.leaderboard],
+        "rankings_disagree": report.rankings_disagree,
     }
 
 
-def write_json(path: Path, results: Sequence[CaseResult]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(json_document(results), indent=2) + "\n", encoding="utf-8")
+def render_json(report: SessionReport) -> str:
+    return json.dumps(document(report), indent=2) + "\n"
+
+
+def json_document(results: Iterable[CaseResult]) -> dict[str, Any]:
+    """The document of ``results`` alone."""
+    return document(build_report(results))
 
 
 def load_document(path: Path) -> Document:

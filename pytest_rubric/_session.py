@@ -20,10 +20,9 @@ import pytest
 from . import _style
 from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_MIN_SCORE, RetryPolicy, is_rubric_item
 from ._errors import Problem
-from ._gates import GateReport, check
 from ._report import DocumentError, read_document
 from ._result import CaseResult, Verdict
-from ._summary import summary_lines
+from ._session_report import SessionReport, build_report
 
 if TYPE_CHECKING:
     from ._cache import JudgeCache
@@ -229,7 +228,7 @@ class RubricSession:
         self.settings = Settings.from_config(config)
         self._grader: Grader | None = None
         self.results: list[CaseResult] = []
-        self.gates = GateReport()
+        self.report: SessionReport | None = None  # set by finish(), once every result is in
         self.baseline: list[CaseResult] | None = None
         if self.settings.baseline_path is not None:
             try:
@@ -549,36 +548,45 @@ class RubricSession:
     def add(self, result: CaseResult) -> None:
         self.results.append(result)
 
-    def summary_lines(self) -> list[str]:
-        lines = summary_lines(self.results) if self.results else []
+    def session_report(self) -> SessionReport:
+        """The report :meth:`finish` built, or, before it ran (an xdist worker), one of the
+        results so far."""
+        if self.report is not None:
+            return self.report
+        return self._build_report(gates=False)
+
+    def _build_report(self, *, gates: bool) -> SessionReport:
+        settings = self.settings
+        judge_usage = []
         if self.judge_name is not None and self.judge_stats is not None:
-            lines.append(self.judge_stats.line(self.judge_name))
-        return lines + self.gates.lines()
+            judge_usage.append(self.judge_stats.line(self.judge_name))
+        return build_report(
+            self.results,
+            baseline=self.baseline if gates else None,
+            baseline_name=self.config.getoption("rubric_baseline"),
+            max_drop=settings.max_drop,
+            fail_under=settings.fail_under if gates else None,
+            judge_usage=judge_usage,
+            thresholds=settings.thresholds,
+        )
 
     def finish(self, session: pytest.Session) -> None:
         """The controller's end of the run: apply the gates, write every output."""
         if self.dry_run:
             return
-        settings = self.settings
-        self.gates = check(
-            self.results,
-            baseline=self.baseline,
-            baseline_name=self.config.getoption("rubric_baseline"),
-            max_drop=settings.max_drop,
-            fail_under=settings.fail_under,
-        )
-        if self.gates.failed and session.exitstatus == pytest.ExitCode.OK:
+        self.report = self._build_report(gates=True)
+        if self.report.gates.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         from ._outputs import write_outputs  # the HTML and Markdown renderers: only at the end
 
+        settings = self.settings
         write_outputs(
-            self.results,
-            self.gates,
-            json_path=settings.json_path,
-            html_path=settings.html_path,
-            markdown_path=settings.markdown_path,
-            step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
-            thresholds=settings.thresholds,
+            self.report,
+            {
+                "json": settings.json_path,
+                "html": settings.html_path,
+                "markdown": settings.markdown_path,
+            },
         )
 
 

@@ -425,15 +425,13 @@ class _SessionHooks:
         return None
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        state = self.state
-        if (state.results or state.gates.active) and terminalreporter.config.get_verbosity() >= -1:
+        report = self.state.session_report()
+        if report.shown and terminalreporter.config.get_verbosity() >= -1:
+            from ._summary import terminal_lines
+
             terminalreporter.section("rubric summary")
-            failing = False
-            for line in state.summary_lines():
-                failing = line.startswith("rubric gate FAILED") or (
-                    failing and line.startswith(" ")
-                )
-                terminalreporter.line(line, yellow=line.startswith("!"), red=failing)
+            for line in terminal_lines(report):
+                terminalreporter.line(line.text, **line.markup)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         workeroutput = getattr(session.config, "workeroutput", None)

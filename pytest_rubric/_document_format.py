@@ -1,0 +1,15 @@
+"""What the ``--rubric-json`` writer (``_report``) and its reader (``_document``) share.
+
+A leaf module, so neither has to import the other to know the format's
+version or the error a bad document raises.
+"""
+
+from __future__ import annotations
+
+__all__ = ["VERSION", "DocumentError"]
+
+VERSION = 1
+
+
+class DocumentError(Exception):
+    """A file that is not a readable ``--rubric-json`` document; the message names it."""

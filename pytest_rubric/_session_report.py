@@ -1,0 +1,160 @@
+"""One value holds everything a session reports; every output renders it, none recomputes it.
+
+:func:`build_report` is the only place that turns results into a report: a
+run calls it at the end of the session, ``merge`` on the shards' results.
+The terminal summary (``_summary``), the JSON document (``_report``), the
+Markdown (``_markdown``) and the HTML (``_html``) are renderers of the
+:class:`SessionReport` it returns, reached through ``_outputs.OUTPUTS``.
+
+What a reader must be told travels as :class:`Note` values with a
+:class:`Severity`; a renderer picks its marks and colours from the severity,
+never from the text.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ._gates import GateReport, check
+from ._leaderboard import SubjectRow, leaderboard, rankings_disagree
+from ._result import CaseResult
+from ._style import StyleThresholds
+
+__all__ = ["Note", "SessionReport", "Severity", "build_report"]
+
+# Unstable criteria listed by name; the rest are counted.
+_SHOWN = 10
+
+
+class Severity(enum.Enum):
+    INFO = "info"
+    WARNING = "warning"  # a reader should act on it: the terminal marks it "!" in yellow
+    ERROR = "error"  # the session fails because of it
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """One thing a reader must know, with lines that detail it (each one item)."""
+
+    severity: Severity
+    text: str
+    details: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SessionReport:
+    """What a session (or a merge of shards) reports, computed once."""
+
+    results: tuple[CaseResult, ...]  # in node id order, however the run was split
+    leaderboard: tuple[SubjectRow, ...]  # in rank order
+    rankings_disagree: bool
+    gates: GateReport = field(default_factory=GateReport)
+    notes: tuple[Note, ...] = ()  # in the order the summary prints them
+    judge_usage: tuple[str, ...] = ()  # one line per judge: calls, retries, tokens, cache
+    thresholds: StyleThresholds = field(default_factory=StyleThresholds)
+
+    @property
+    def shown(self) -> bool:
+        """Whether there is anything to show: results, or gates that ran."""
+        return bool(self.results) or self.gates.active
+
+    @property
+    def passed(self) -> int:
+        return sum(r.passed for r in self.results)
+
+    @property
+    def failing(self) -> list[CaseResult]:
+        return [r for r in self.results if not r.passed]
+
+    @property
+    def ok(self) -> bool:
+        """Every case passed and no gate failed."""
+        return all(r.passed for r in self.results) and not self.gates.failed
+
+
+def build_report(
+    results: Iterable[CaseResult],
+    *,
+    baseline: Sequence[CaseResult] | None = None,
+    baseline_name: str | None = None,
+    max_drop: float = 0.0,
+    fail_under: float | None = None,
+    judge_usage: Sequence[str] = (),
+    thresholds: StyleThresholds | None = None,
+) -> SessionReport:
+    """The report of ``results``, with the gates (see ``_gates.check``) applied to them."""
+    # Node id order: every output is then the same however the run was split
+    # (xdist workers, merged shards), down to the last bit of each mean.
+    ordered = tuple(sorted(results, key=lambda r: r.nodeid))
+    rows = tuple(leaderboard(ordered))
+    disagree = rankings_disagree(rows)
+    gates = check(
+        ordered,
+        rows=rows,
+        baseline=baseline,
+        baseline_name=baseline_name,
+        max_drop=max_drop,
+        fail_under=fail_under,
+    )
+    return SessionReport(
+        results=ordered,
+        leaderboard=rows,
+        rankings_disagree=disagree,
+        gates=gates,
+        notes=_notes(ordered, disagree=disagree),
+        judge_usage=tuple(judge_usage),
+        thresholds=thresholds or StyleThresholds(),
+    )
+
+
+def _notes(results: Sequence[CaseResult], *, disagree: bool) -> tuple[Note, ...]:
+    notes = []
+    if disagree:
+        notes.append(
+            Note(Severity.WARNING, "A style-weighted rubric would rank these subjects differently.")
+        )
+    errored = sum(1 for r in results if r.errors)
+    if errored:
+        notes.append(
+            Note(
+                Severity.INFO,
+                f"{errored} answer(s) could not be fully evaluated (ERROR); they count as not "
+                "passed.",
+            )
+        )
+    unstable = _unstable(results)
+    if unstable is not None:
+        notes.append(unstable)
+    skipped = sum(len(r.skipped) for r in results)
+    if skipped:
+        notes.append(
+            Note(
+                Severity.INFO,
+                f"{skipped} judged criteria SKIPPED (no judge configured); scores count only "
+                "what ran. Set --rubric-judge PROVIDER:MODEL to grade them.",
+            )
+        )
+    return tuple(notes)
+
+
+def _unstable(results: Sequence[CaseResult]) -> Note | None:
+    """Judged criteria whose samples disagreed (``--rubric-judge-samples``), worst first."""
+    unstable = sorted(
+        (c.agreement or 0.0, r.nodeid or f"{r.case}[{r.subject}]", c.id)
+        for r in results
+        for c in r.criteria
+        if c.unstable
+    )
+    if not unstable:
+        return None
+    details = [f"{where} {cid}: agreement {agreement:.2f}" for agreement, where, cid in unstable]
+    if len(details) > _SHOWN:
+        details[_SHOWN:] = [f"... and {len(details) - _SHOWN} more (see --rubric-json)"]
+    return Note(
+        Severity.INFO,
+        f"{len(unstable)} judged criteria unstable (their judge samples disagreed); "
+        "the verdicts below are majority votes or means:",
+        tuple(details),
+    )
