@@ -26,14 +26,13 @@ from ._result import CaseResult, Verdict
 from ._summary import summary_lines
 
 if TYPE_CHECKING:
-    from ._cache import JudgeCache
-
     # Imported where used: a session without rubric files or judge never loads them.
     from ._grader import CompiledRubric, Grader
-    from ._judge import LiveModel
-    from ._judging import Judged, JudgeSession
     from ._loader import ResponseFile
-    from ._spec import JudgeStats
+    from .judge.cache import JudgeCache
+    from .judge.clients import LiveModel
+    from .judge.providers import JudgeStats
+    from .judge.runner import Judged, JudgeSession
 
 __all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]
 
@@ -248,7 +247,7 @@ class RubricSession:
         self._cache: JudgeCache | None = None
         if self.settings.model:
             try:
-                from ._judge import JudgeSpec, LiveModel
+                from .judge.clients import JudgeSpec, LiveModel
 
                 self.model = LiveModel(
                     JudgeSpec.parse(self.settings.model),
@@ -275,8 +274,8 @@ class RubricSession:
     def cache(self) -> JudgeCache | None:
         """The session's judge cache (opened on first use), or None with ``--rubric-cache off``."""
         if self._cache is None and self.settings.cache_mode != "off":
-            from ._cache import JudgeCache
-            from ._spec import known_keys  # not _judge: an xdist controller skips httpx
+            from .judge.cache import JudgeCache
+            from .judge.providers import known_keys  # not _judge: an xdist controller skips httpx
 
             self._cache = JudgeCache(self.settings.cache_dir, secrets=known_keys())
             warning = self._cache.take_warning()
@@ -294,7 +293,7 @@ class RubricSession:
 
     def start_judge(self, custom: object | None) -> None:
         """Set up the judge: the hook's object, else ``--rubric-judge`` / ini / ``RUBRIC_JUDGE``."""
-        from ._spec import JudgeSpec, JudgeStats, read_key
+        from .judge.providers import JudgeSpec, JudgeStats, read_key
 
         settings = self.settings
         spec: JudgeSpec | None = None
@@ -324,7 +323,7 @@ class RubricSession:
             return
         judge: object = custom
         if spec is not None:
-            from ._judge import make_judge
+            from .judge.clients import make_judge
 
             judge = make_judge(spec, policy=settings.retry, require_key=False)  # key checked above
         concurrency = settings.concurrency
@@ -332,7 +331,7 @@ class RubricSession:
         if workerinput is not None:
             # The bound is for the whole run: the xdist workers share it.
             concurrency = max(1, concurrency // int(workerinput.get("workercount") or 1))
-        from ._judging import JudgeSession
+        from .judge.runner import JudgeSession
 
         self.judging = JudgeSession(
             judge,
@@ -437,7 +436,7 @@ class RubricSession:
             return judged
         if self.settings.require_judge:
             from ._checks import Outcome
-            from ._judging import Judged
+            from .judge.runner import Judged
 
             return Judged(
                 {

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pytest_rubric._judge import (
+from pytest_rubric.judge.clients import (
     MAX_REPLY_BYTES,
     HTTPJudge,
     JudgeError,

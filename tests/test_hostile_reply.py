@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 from pytest_rubric import Grader, Rubric, Verdict
 from pytest_rubric._checks import Outcome
-from pytest_rubric._judging import Judged, JudgeSession
 from pytest_rubric._schema import Judge
 from pytest_rubric._secrets import Secret, clip, redact
-from pytest_rubric._verdicts import Graded, ReplyError, read_holistic, read_one, read_one_shot
+from pytest_rubric.judge.replies import Graded, ReplyError, read_holistic, read_one, read_one_shot
+from pytest_rubric.judge.runner import Judged, JudgeSession
 from tests.fake_llm import FakeLLM, text, verdict
 
 BOOL = Judge(id="a", requirement="Says A")
@@ -312,7 +312,7 @@ def test_anything_a_reader_raises_is_a_bad_reply(
     def broken(text: str, criterion: Any, **_: Any) -> Graded:
         raise ZeroDivisionError("a bug in reading")
 
-    monkeypatch.setattr("pytest_rubric._judging.read_one", broken)
+    monkeypatch.setattr("pytest_rubric.judge.runner.read_one", broken)
     judged = session('{"reason": "r", "verdict": "MET"}').result(
         "k", [BOOL], question=None, response="an answer"
     )

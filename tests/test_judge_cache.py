@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_rubric import _prompts
+from pytest_rubric.judge import prompts as _prompts
 from tests.fake_llm import FakeLLM, score, status, text, verdict
 
 Write = Callable[[str, str], Path]

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from pytest_rubric._judge import JudgeError, JudgeSpec, OpenAIJudge, RetryPolicy, make_judge
 from pytest_rubric._secrets import Secret, redact
+from pytest_rubric.judge.clients import JudgeError, JudgeSpec, OpenAIJudge, RetryPolicy, make_judge
 from tests.fake_llm import Action, FakeLLM, Recorded, cut, drop, raw, status, text
 from tests.fake_llm import delay as slow
 

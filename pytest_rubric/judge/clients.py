@@ -34,11 +34,11 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
-from ._base import RetryPolicy
-from ._cache import JudgeCache, cache_key
-from ._errors import RubricError
-from ._secrets import Secret, clip, redact
-from ._spec import PROVIDERS, JudgeSpec, JudgeStats, known_keys, read_key
+from .._base import RetryPolicy
+from .._errors import RubricError
+from .._secrets import Secret, clip, redact
+from .cache import JudgeCache, cache_key
+from .providers import PROVIDERS, JudgeSpec, JudgeStats, known_keys, read_key
 
 __all__ = [
     "MAX_REPLY_BYTES",

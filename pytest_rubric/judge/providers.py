@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ._secrets import Secret
+from .._secrets import Secret
 
 __all__ = ["KEY_VARIABLES", "PROVIDERS", "JudgeSpec", "JudgeStats", "known_keys", "read_key"]
 

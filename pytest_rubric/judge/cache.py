@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._base import CACHE_MODES
-from ._secrets import Secret, redact
+from .._base import CACHE_MODES
+from .._secrets import Secret, redact
 
 __all__ = ["CACHE_MODES", "JudgeCache", "cache_key"]
 

@@ -39,14 +39,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _prompts
-from ._base import GRADERS
-from ._cache import JudgeCache, cache_key
-from ._checks import Outcome
-from ._judge import HTTPJudge, JudgeError, JudgeStats, Sampling, known_keys
-from ._result import Verdict
-from ._secrets import Secret, clip, redact
-from ._verdicts import Graded, ReplyError, read_holistic, read_one, read_one_shot
+from .._base import GRADERS
+from .._checks import Outcome
+from .._result import Verdict
+from .._secrets import Secret, clip, redact
+from . import prompts as _prompts
+from .cache import JudgeCache, cache_key
+from .clients import HTTPJudge, JudgeError, JudgeStats, Sampling, known_keys
+from .replies import Graded, ReplyError, read_holistic, read_one, read_one_shot
 
 __all__ = ["GRADERS", "JudgeSession", "Judged", "combine"]
 

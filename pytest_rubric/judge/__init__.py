@@ -1,0 +1,1 @@
+"""The LLM judge: providers, clients, prompts, reply readers, the cache and the runner."""
