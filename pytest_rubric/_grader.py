@@ -28,7 +28,7 @@ from ._secrets import Secret, clip
 from .judge.providers import known_keys
 
 if TYPE_CHECKING:
-    from .judge.runner import Judged
+    from .judge.base import Judged
 
 __all__ = ["DEFAULT_MIN_SCORE", "NO_JUDGE_REASON", "CompiledRubric", "Grader"]
 

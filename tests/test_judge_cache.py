@@ -176,6 +176,17 @@ def test_the_cache_holds_no_key(
     assert b"it says one day" in blob  # the reply itself is there
 
 
+def test_the_cache_keeps_the_tokens_each_reply_cost(
+    pytester: pytest.Pytester, setup: FakeLLM
+) -> None:
+    import sqlite3
+
+    _run(pytester, setup).assert_outcomes(passed=1)
+    with sqlite3.connect(pytester.path / ".rubric_cache" / "judge.sqlite3") as db:
+        rows = db.execute("SELECT tokens_in, tokens_out FROM replies").fetchall()
+    assert rows == [(10, 5)]  # what the fake provider's usage reports for a verdict
+
+
 def test_four_xdist_workers_share_one_cache(
     pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
 ) -> None:

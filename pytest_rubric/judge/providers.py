@@ -1,25 +1,54 @@
-"""What names a judge and counts its use, without the HTTP machinery (no httpx import).
+"""The providers a judge can be reached at, and the keys they take (no httpx import).
+
+:data:`PROVIDERS` is the registry: one :class:`Provider` per name usable in
+``--rubric-judge PROVIDER:MODEL``, with its default endpoint, the variable
+that holds its key, the variable that moves its endpoint, and the wire it
+speaks (a client class in :data:`~pytest_rubric.judge.clients.WIRES`). A
+provider that speaks an existing wire is one entry here; a new wire is one
+entry here plus one class there.
 
 An xdist controller never calls the judge, its workers do; it only checks
-``--rubric-judge`` and the key up front, and adds up the workers' usage. This
-module is all it needs, so it starts without importing httpx.
+``--rubric-judge`` and the key up front. This module is all it needs, so it
+starts without importing httpx.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .._secrets import Secret
 
-__all__ = ["KEY_VARIABLES", "PROVIDERS", "JudgeSpec", "JudgeStats", "known_keys", "read_key"]
+__all__ = ["KEY_VARIABLES", "PROVIDERS", "JudgeSpec", "Provider", "known_keys", "read_key"]
 
-PROVIDERS = ("openai", "anthropic")
-_DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
-_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
-_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-KEY_VARIABLES = tuple(_KEY_ENV.values())
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    """Where one provider answers and how it is called."""
+
+    url: str  # the provider's own endpoint, where a key is required
+    key_variable: str  # the environment variable that holds the key
+    url_variable: str  # the environment variable that moves the endpoint
+    wire: str  # the protocol it speaks: a key of clients.WIRES
+
+
+PROVIDERS: dict[str, Provider] = {
+    "openai": Provider(
+        url="https://api.openai.com/v1",
+        key_variable="OPENAI_API_KEY",
+        url_variable="OPENAI_BASE_URL",
+        wire="openai",
+    ),
+    "anthropic": Provider(
+        url="https://api.anthropic.com",
+        key_variable="ANTHROPIC_API_KEY",
+        url_variable="ANTHROPIC_BASE_URL",
+        wire="anthropic",
+    ),
+}
+
+KEY_VARIABLES = tuple(p.key_variable for p in PROVIDERS.values())
 
 
 def known_keys(environ: Mapping[str, str] | None = None) -> list[Secret]:
@@ -41,51 +70,32 @@ class JudgeSpec:
         cls, text: str, *, url: str | None = None, environ: Mapping[str, str] | None = None
     ) -> JudgeSpec:
         environ = os.environ if environ is None else environ
-        provider, sep, model = text.partition(":")
-        if not sep or not model or provider not in PROVIDERS:
+        name, sep, model = text.partition(":")
+        entry = PROVIDERS.get(name)
+        if not sep or not model or entry is None:
             raise ValueError(
                 f"{text!r} is not PROVIDER:MODEL; write for example openai:gpt-4o-mini or "
                 f"anthropic:claude-3-5-haiku-latest (providers: {', '.join(PROVIDERS)})"
             )
-        base = url or environ.get(_URL_ENV[provider]) or _DEFAULT_URLS[provider]
-        return cls(provider=provider, model=model, url=base.rstrip("/"))
+        base = url or environ.get(entry.url_variable) or entry.url
+        return cls(provider=name, model=model, url=base.rstrip("/"))
 
     @property
     def name(self) -> str:
         return f"{self.provider}:{self.model}"
 
     @property
+    def entry(self) -> Provider:
+        """The provider's registry entry."""
+        return PROVIDERS[self.provider]
+
+    @property
     def key_variable(self) -> str:
-        return _KEY_ENV[self.provider]
+        return self.entry.key_variable
 
     @property
     def is_default_url(self) -> bool:
-        return self.url == _DEFAULT_URLS[self.provider]
-
-
-@dataclass(slots=True)
-class JudgeStats:
-    """Usage of one judge over a session (updated from the judge's event loop only)."""
-
-    calls: int = 0
-    retries: int = 0
-    errors: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cache_hits: int = 0
-    cache_misses: int = 0
-    fallbacks: list[str] = field(default_factory=list)
-
-    def line(self, name: str) -> str:
-        text = (
-            f"judge {name}: {self.calls} calls, {self.retries} retries, {self.errors} errors, "
-            f"tokens {self.tokens_in} in / {self.tokens_out} out"
-        )
-        if self.cache_hits or self.cache_misses:
-            text += f", cache {self.cache_hits} hits / {self.cache_misses} misses"
-        if self.fallbacks:
-            text += f"; output mode fell back: {', '.join(dict.fromkeys(self.fallbacks))}"
-        return text
+        return self.url == self.entry.url
 
 
 def read_key(
