@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     )
     from ._session import RubricWarning
     from ._style import StyleThresholds, confidence, fluency
+    from .judge.base import JudgeError
 
 # Where each public name lives. They are imported on first use (PEP 562), so the
 # pytest plugin, which imports this package, costs little where no rubric is used.
@@ -56,6 +57,7 @@ _LAZY = {
     "Grader": "._grader",
     "Json": "._schema",
     "Judge": "._schema",
+    "JudgeError": ".judge.base",
     "Length": "._schema",
     "Metric": "._schema",
     "Number": "._schema",
@@ -107,6 +109,7 @@ __all__ = [
     "Grader",
     "Json",
     "Judge",
+    "JudgeError",
     "Length",
     "Metric",
     "Number",

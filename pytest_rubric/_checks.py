@@ -37,7 +37,7 @@ from ._base import DEFAULT_CALL_TIMEOUT
 from ._normalize import normalize, normalize_pattern, parse_numbers
 from ._result import Verdict
 from ._secrets import redact
-from ._spec import known_keys
+from .judge.providers import known_keys
 
 __all__ = [
     "Answer",

@@ -33,7 +33,7 @@ from ._document_format import VERSION, DocumentError
 from ._result import CaseResult, CriterionResult, Verdict
 from ._scoring import passes, score
 from ._secrets import redact
-from ._spec import known_keys
+from .judge.providers import known_keys
 
 __all__ = [
     "VERSION",

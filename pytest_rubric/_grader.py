@@ -25,10 +25,10 @@ from ._schema import Rubric
 from ._scoring import passes
 from ._scoring import score as score_results
 from ._secrets import Secret, clip
-from ._spec import known_keys
+from .judge.providers import known_keys
 
 if TYPE_CHECKING:
-    from ._judging import Judged
+    from .judge.base import Judged
 
 __all__ = ["DEFAULT_MIN_SCORE", "NO_JUDGE_REASON", "CompiledRubric", "Grader"]
 

@@ -25,14 +25,13 @@ from ._result import CaseResult, Verdict
 from ._session_report import SessionReport, build_report
 
 if TYPE_CHECKING:
-    from ._cache import JudgeCache
-
     # Imported where used: a session without rubric files or judge never loads them.
     from ._grader import CompiledRubric, Grader
-    from ._judge import LiveModel
-    from ._judging import Judged, JudgeSession
     from ._loader import ResponseFile
-    from ._spec import JudgeStats
+    from ._sources import LiveModel
+    from .judge.base import Judged, JudgeStats
+    from .judge.cache import JudgeCache
+    from .judge.runner import JudgeRunner
 
 __all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]
 
@@ -237,7 +236,7 @@ class RubricSession:
                 raise pytest.UsageError(f"--rubric-baseline: {exc}") from None
         self.collection_errors = 0
         self._response_dirs: dict[Path, _ResponseDir] = {}
-        self.judging: JudgeSession | None = None  # None on an xdist controller: workers judge
+        self.judging: JudgeRunner | None = None  # None on an xdist controller: workers judge
         self.judge_name: str | None = None  # set whenever a judge is configured
         self.judge_stats: JudgeStats | None = None
         self._scheduled: set[str] = set()  # node ids whose judging was started
@@ -247,7 +246,8 @@ class RubricSession:
         self._cache: JudgeCache | None = None
         if self.settings.model:
             try:
-                from ._judge import JudgeSpec, LiveModel
+                from ._sources import LiveModel
+                from .judge.providers import JudgeSpec
 
                 self.model = LiveModel(
                     JudgeSpec.parse(self.settings.model),
@@ -274,8 +274,8 @@ class RubricSession:
     def cache(self) -> JudgeCache | None:
         """The session's judge cache (opened on first use), or None with ``--rubric-cache off``."""
         if self._cache is None and self.settings.cache_mode != "off":
-            from ._cache import JudgeCache
-            from ._spec import known_keys  # not _judge: an xdist controller skips httpx
+            from .judge.cache import JudgeCache
+            from .judge.providers import known_keys  # no httpx: an xdist controller skips it
 
             self._cache = JudgeCache(self.settings.cache_dir, secrets=known_keys())
             warning = self._cache.take_warning()
@@ -293,7 +293,8 @@ class RubricSession:
 
     def start_judge(self, custom: object | None) -> None:
         """Set up the judge: the hook's object, else ``--rubric-judge`` / ini / ``RUBRIC_JUDGE``."""
-        from ._spec import JudgeSpec, JudgeStats, read_key
+        from .judge.base import JudgeStats
+        from .judge.providers import JudgeSpec, read_key
 
         settings = self.settings
         spec: JudgeSpec | None = None
@@ -321,22 +322,24 @@ class RubricSession:
             self.judge_stats = JudgeStats()
             self.cache()  # only to check it: a broken cache is reported once, from here
             return
-        judge: object = custom
+        client: object = custom
         if spec is not None:
-            from ._judge import make_judge
+            from .judge.clients import make_client
 
-            judge = make_judge(spec, policy=settings.retry, require_key=False)  # key checked above
+            client = make_client(
+                spec, policy=settings.retry, require_key=False
+            )  # key checked above
         concurrency = settings.concurrency
         workerinput = getattr(self.config, "workerinput", None)
         if workerinput is not None:
             # The bound is for the whole run: the xdist workers share it.
             concurrency = max(1, concurrency // int(workerinput.get("workercount") or 1))
-        from ._judging import JudgeSession
+        from .judge.runner import JudgeRunner
 
-        self.judging = JudgeSession(
-            judge,
+        self.judging = JudgeRunner(
+            client,
             name=name,
-            grader=settings.grader,
+            strategy=settings.grader,
             concurrency=concurrency,
             cache=self.cache(),
             cache_mode=settings.cache_mode,
@@ -447,7 +450,7 @@ class RubricSession:
             return judged
         if self.settings.require_judge:
             from ._checks import Outcome
-            from ._judging import Judged
+            from .judge.base import Judged
 
             return Judged(
                 {

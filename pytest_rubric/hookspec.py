@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
+if TYPE_CHECKING:
+    from .judge.base import JudgeClient
+
 
 @pytest.hookspec(firstresult=True)
-def pytest_rubric_make_judge(config: pytest.Config) -> Any:
+def pytest_rubric_make_judge(config: pytest.Config) -> JudgeClient | None:
     """Return the LLM judge to use instead of the built-in clients, or None.
 
     The object needs one method, ``async complete(system: str, user: str) -> str``,

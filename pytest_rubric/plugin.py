@@ -369,7 +369,7 @@ def rubric_judge(request: pytest.FixtureRequest) -> Any:
     judging = request.config.stash[SESSION_KEY].judging
     if judging is None:
         pytest.skip(NO_JUDGE_SKIP)
-    return judging.judge
+    return judging.client
 
 
 @pytest.fixture

@@ -20,14 +20,11 @@ from typing import Any
 
 import pytest
 
-from pytest_rubric._judge import (
-    MAX_REPLY_BYTES,
-    HTTPJudge,
-    JudgeError,
-    JudgeSpec,
-    RetryPolicy,
-    make_judge,
-)
+from pytest_rubric._base import RetryPolicy
+from pytest_rubric.judge.base import JudgeError
+from pytest_rubric.judge.clients import make_client
+from pytest_rubric.judge.http import MAX_REPLY_BYTES, HTTPClient
+from pytest_rubric.judge.providers import JudgeSpec
 from tests.fake_llm import (
     FakeLLM,
     deep,
@@ -57,14 +54,14 @@ def _criteria(rubric_json: Callable[[], dict[str, Any]]) -> dict[str, dict[str, 
     return {c["id"]: c for c in rubric_json()["results"][0]["criteria"]}
 
 
-def _client(fake: FakeLLM, provider: str = "openai", **policy: Any) -> HTTPJudge:
+def _client(fake: FakeLLM, provider: str = "openai", **policy: Any) -> HTTPClient:
     url = fake.openai_url if provider == "openai" else fake.url
     env = {"OPENAI_API_KEY": KEY, "ANTHROPIC_API_KEY": KEY}
     spec = JudgeSpec.parse(f"{provider}:m", url=url, environ=env)
-    return make_judge(spec, environ=env, policy=RetryPolicy(backoff=0.01, **policy))
+    return make_client(spec, environ=env, policy=RetryPolicy(backoff=0.01, **policy))
 
 
-def _complete(judge: HTTPJudge) -> str:
+def _complete(judge: HTTPClient) -> str:
     async def run() -> str:
         try:
             return await judge.complete("system", "user")

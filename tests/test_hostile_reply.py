@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 
 from pytest_rubric import Grader, Rubric, Verdict
 from pytest_rubric._checks import Outcome
-from pytest_rubric._judging import Judged, JudgeSession
 from pytest_rubric._schema import Judge
 from pytest_rubric._secrets import Secret, clip, redact
-from pytest_rubric._verdicts import Graded, ReplyError, read_holistic, read_one, read_one_shot
+from pytest_rubric.judge.base import Judged
+from pytest_rubric.judge.replies import Graded, ReplyError, read_holistic, read_one, read_one_shot
+from pytest_rubric.judge.runner import JudgeRunner
 from tests.fake_llm import FakeLLM, text, verdict
 
 BOOL = Judge(id="a", requirement="Says A")
@@ -275,11 +276,11 @@ class _Scripted:
 
 
 @pytest.fixture
-def session() -> Iterator[Callable[..., JudgeSession]]:
-    made: list[JudgeSession] = []
+def session() -> Iterator[Callable[..., JudgeRunner]]:
+    made: list[JudgeRunner] = []
 
-    def make(*replies: str, grader: str = "per-criterion") -> JudgeSession:
-        made.append(JudgeSession(_Scripted(*replies), name="scripted", grader=grader))
+    def make(*replies: str, grader: str = "per-criterion") -> JudgeRunner:
+        made.append(JudgeRunner(_Scripted(*replies), name="scripted", strategy=grader))
         return made[-1]
 
     yield make
@@ -298,7 +299,7 @@ def session() -> Iterator[Callable[..., JudgeSession]]:
     ids=["holistic-huge", "score-huge", "per-criterion-deep", "one-shot-deep"],
 )
 def test_a_hostile_reply_twice_is_an_error_not_a_crash(
-    session: Callable[..., JudgeSession], grader: str, criteria: list[Judge], reply: str
+    session: Callable[..., JudgeRunner], grader: str, criteria: list[Judge], reply: str
 ) -> None:
     judge = session(reply, grader=grader)
     judged = judge.result("k", criteria, question=None, response="an answer")
@@ -307,12 +308,12 @@ def test_a_hostile_reply_twice_is_an_error_not_a_crash(
 
 
 def test_anything_a_reader_raises_is_a_bad_reply(
-    session: Callable[..., JudgeSession], monkeypatch: pytest.MonkeyPatch
+    session: Callable[..., JudgeRunner], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(text: str, criterion: Any, **_: Any) -> Graded:
         raise ZeroDivisionError("a bug in reading")
 
-    monkeypatch.setattr("pytest_rubric._judging.read_one", broken)
+    monkeypatch.setattr("pytest_rubric.judge.strategies.read_one", broken)
     judged = session('{"reason": "r", "verdict": "MET"}').result(
         "k", [BOOL], question=None, response="an answer"
     )
@@ -322,13 +323,13 @@ def test_anything_a_reader_raises_is_a_bad_reply(
 
 
 def test_anything_judging_raises_is_an_error_for_each_criterion(
-    session: Callable[..., JudgeSession], monkeypatch: pytest.MonkeyPatch
+    session: Callable[..., JudgeRunner], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def broken(*args: Any) -> dict[str, Outcome]:
+    async def broken(*args: Any) -> Judged:
         raise KeyError("a bug in grading")
 
     judge = session('{"reason": "r", "verdict": "MET"}')
-    monkeypatch.setattr(judge, "_grade_once", broken)
+    monkeypatch.setattr(judge, "_sample", broken)
     judged = judge.result("k", [BOOL, SCORE], question=None, response="an answer")
     assert {cid: o.verdict for cid, o in judged.outcomes.items()} == {
         "a": Verdict.ERROR,

@@ -21,14 +21,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_rubric import _cache
-from pytest_rubric._cache import JudgeCache
 from pytest_rubric._document import DocumentError, DocumentModel, VerdictName, parse_document
 from pytest_rubric._gates import check
 from pytest_rubric._merge import main
 from pytest_rubric._report import json_document
 from pytest_rubric._result import CaseResult, CriterionResult, Verdict
 from pytest_rubric._summary import summary_lines
+from pytest_rubric.judge import cache as _cache
+from pytest_rubric.judge.cache import JudgeCache
 from tests.fake_llm import FakeLLM, verdict
 
 Write = Callable[[str, str], Path]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_rubric import _prompts
+from pytest_rubric.judge import prompts as _prompts
 from tests.fake_llm import FakeLLM, score, status, text, verdict
 
 Write = Callable[[str, str], Path]
@@ -174,6 +174,17 @@ def test_the_cache_holds_no_key(
     blob = b"".join(p.read_bytes() for p in (pytester.path / ".rubric_cache").iterdir())
     assert b"sk-canary-cache-7a1" not in blob
     assert b"it says one day" in blob  # the reply itself is there
+
+
+def test_the_cache_keeps_the_tokens_each_reply_cost(
+    pytester: pytest.Pytester, setup: FakeLLM
+) -> None:
+    import sqlite3
+
+    _run(pytester, setup).assert_outcomes(passed=1)
+    with sqlite3.connect(pytester.path / ".rubric_cache" / "judge.sqlite3") as db:
+        rows = db.execute("SELECT tokens_in, tokens_out FROM replies").fetchall()
+    assert rows == [(10, 5)]  # what the fake provider's usage reports for a verdict
 
 
 def test_four_xdist_workers_share_one_cache(

@@ -6,18 +6,21 @@ import asyncio
 
 import pytest
 
-from pytest_rubric._judge import JudgeError, JudgeSpec, OpenAIJudge, RetryPolicy, make_judge
+from pytest_rubric._base import RetryPolicy
 from pytest_rubric._secrets import Secret, redact
+from pytest_rubric.judge.base import JudgeError
+from pytest_rubric.judge.clients import OpenAIClient, make_client
+from pytest_rubric.judge.providers import JudgeSpec
 from tests.fake_llm import Action, FakeLLM, Recorded, cut, drop, raw, status, text
 from tests.fake_llm import delay as slow
 
 
-def _judge(fake: FakeLLM, **policy: float) -> OpenAIJudge:
+def _judge(fake: FakeLLM, **policy: float) -> OpenAIClient:
     spec = JudgeSpec.parse("openai:m", url=fake.openai_url)
-    return OpenAIJudge(spec, key=Secret("sk-test-key"), policy=RetryPolicy(backoff=0.01, **policy))  # type: ignore[arg-type]
+    return OpenAIClient(spec, key=Secret("sk-test-key"), policy=RetryPolicy(backoff=0.01, **policy))  # type: ignore[arg-type]
 
 
-async def _complete(judge: OpenAIJudge) -> str:
+async def _complete(judge: OpenAIClient) -> str:
     try:
         return await judge.complete("system", "user")
     finally:
@@ -92,15 +95,13 @@ def test_attempts_share_the_limiter_and_mode_probes_keep_their_slot() -> None:
             return status(400, body={"error": {"message": "json_schema not supported"}})
         return text('{"verdict": "MET"}')
 
-    async def run(judge: OpenAIJudge) -> list[str]:
+    async def run(judge: OpenAIClient) -> list[str]:
         judge.limiter = asyncio.Semaphore(2)
         try:
-            return await asyncio.gather(
-                *(
-                    judge.complete("system", f"user {i}", schema={"type": "object"})
-                    for i in range(6)
-                )
+            replies = await asyncio.gather(
+                *(judge.send("system", f"user {i}", schema={"type": "object"}) for i in range(6))
             )
+            return [reply.text for reply in replies]
         finally:
             await judge.aclose()
 
@@ -128,5 +129,5 @@ def test_the_key_is_hidden_from_repr_and_messages() -> None:
 def test_anthropic_urls_with_and_without_v1() -> None:
     env = {"ANTHROPIC_API_KEY": "k"}
     for base in ("http://h:1", "http://h:1/v1"):
-        judge = make_judge(JudgeSpec.parse("anthropic:m", url=base, environ=env), environ=env)
+        judge = make_client(JudgeSpec.parse("anthropic:m", url=base, environ=env), environ=env)
         assert judge._endpoint() == "http://h:1/v1/messages"

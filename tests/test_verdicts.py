@@ -8,7 +8,13 @@ import pytest
 
 from pytest_rubric._schema import Judge
 from pytest_rubric._secrets import Secret, redact
-from pytest_rubric._verdicts import ReplyError, extract_json, read_holistic, read_one, read_one_shot
+from pytest_rubric.judge.replies import (
+    ReplyError,
+    extract_json,
+    read_holistic,
+    read_one,
+    read_one_shot,
+)
 
 BOOL = Judge(id="a", requirement="Says A")
 SCORE = Judge(id="s", requirement="How good?", kind="score")

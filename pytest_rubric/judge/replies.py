@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ._secrets import Secret, redact
+from .._secrets import Secret, redact
 
 __all__ = ["Graded", "ReplyError", "extract_json", "read_holistic", "read_one", "read_one_shot"]
 

@@ -1,7 +1,7 @@
 """A content-addressed cache of judge replies, in SQLite (WAL mode).
 
 The key is a hash of everything that can change a verdict: provider, model,
-endpoint, grader mode, prompt template version, the full messages (with the
+endpoint, strategy (``--rubric-grader``), prompt template version, the full messages (with the
 per-call fence token replaced by a placeholder, so the key is stable across
 runs), the reply schema, the sampling parameters and the sample index.
 Never the API key or any header.
@@ -12,7 +12,9 @@ redacted of the API keys the cache was given (a judge may echo anything).
 
 Modes (``--rubric-cache``): ``use`` reads and writes; ``refresh`` calls the
 judge and overwrites; ``off`` ignores the cache; ``replay`` makes no network
-call at all, and a miss is an ERROR naming the criterion.
+call at all, and a miss is an ERROR naming the criterion. :class:`CachedCalls`
+applies them, once for every kind of call: a judge's reply and a live
+model's answer (``--rubric-model``) go through the same lookup and store.
 """
 
 from __future__ import annotations
@@ -23,14 +25,15 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._base import CACHE_MODES
-from ._secrets import Secret, redact
+from .._base import CACHE_MODES
+from .._secrets import Secret, redact
+from .base import JudgeError, JudgeStats, Reply
 
-__all__ = ["CACHE_MODES", "JudgeCache", "cache_key"]
+__all__ = ["CACHE_MODES", "CachedCalls", "JudgeCache", "cache_key"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS replies (
@@ -152,7 +155,10 @@ class JudgeCache:
         parsed: Any,
         tokens: tuple[int, int] = (0, 0),
     ) -> None:
-        """Store a reply. A failure is reported once and never raised: the verdict stands."""
+        """Store a reply with the tokens it cost (in, out; 0 where the provider did not say).
+
+        A failure is reported once and never raised: the verdict stands.
+        """
         with self._lock:
             if self._db is None:
                 return
@@ -197,6 +203,53 @@ class JudgeCache:
                 with contextlib.suppress(sqlite3.Error):
                     self._db.close()
                 self._db = None
+
+
+class CachedCalls:
+    """A :class:`JudgeCache` read and written as ``--rubric-cache`` says, for any kind of call.
+
+    :meth:`lookup` before a call, :meth:`store` after it: the caller makes
+    the call in between (in whatever event loop it has) and decides when a
+    reply is fit to keep. ``stats``, when given, counts hits and misses.
+    """
+
+    def __init__(
+        self, cache: JudgeCache | None, mode: str = "use", *, stats: JudgeStats | None = None
+    ) -> None:
+        self.cache = None if mode == "off" else cache
+        self.mode = mode
+        self.stats = stats
+
+    def lookup(self, parts: Mapping[str, Any], *, missing: str) -> Reply:
+        """The stored reply for the call ``parts`` describe (``cached`` set), or an empty one
+        that carries the key to store under; with ``replay``, a miss raises
+        :class:`JudgeError` with the message ``missing``."""
+        if self.cache is None:
+            return Reply("")
+        key = cache_key(**parts)
+        if self.mode in ("use", "replay"):
+            text = self.cache.get(key)
+            if text is not None:
+                if self.stats is not None:
+                    self.stats.cache_hits += 1
+                return Reply(text, key=key, cached=True)
+            if self.stats is not None:
+                self.stats.cache_misses += 1
+            if self.mode == "replay":
+                raise JudgeError(missing)
+        return Reply("", key=key)
+
+    def store(self, reply: Reply, *, provider: str, model: str, parsed: Any) -> None:
+        """Keep ``reply`` (one :meth:`lookup` gave a key for, and not itself from the cache)."""
+        if self.cache is not None and reply.key is not None and not reply.cached:
+            self.cache.put(
+                reply.key,
+                provider=provider,
+                model=model,
+                raw=reply.text,
+                parsed=parsed,
+                tokens=(reply.tokens_in, reply.tokens_out),
+            )
 
 
 # What a cache written by this version holds: its one table (and SQLite's own

@@ -1,0 +1,90 @@
+"""Where a response under test comes from, when it is not in the rubric file.
+
+:class:`LiveModel` (``--rubric-model``) asks a model each case's question.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from ._base import RetryPolicy
+from ._secrets import redact
+from .judge.base import Reply, Sampling
+from .judge.cache import CachedCalls, JudgeCache
+from .judge.providers import JudgeSpec, known_keys, read_key
+
+__all__ = ["LiveModel"]
+
+
+class LiveModel:
+    """``--rubric-model``: the subject is a model, asked each case's question live.
+
+    Called with a case like a ``target``; each call gets its own client and
+    event loop, so it works from any thread.
+
+    Its answers go through the judge cache like verdicts do (same modes, the
+    same :class:`~pytest_rubric.judge.cache.CachedCalls`): the key holds the
+    provider, model, endpoint, both messages and the sampling parameters, so
+    a committed cache replays a model's answers too.
+    """
+
+    SYSTEM = "Answer the question accurately and concisely."
+
+    def __init__(
+        self,
+        spec: JudgeSpec,
+        *,
+        environ: Mapping[str, str] | None = None,
+        policy: RetryPolicy | None = None,
+        cache: JudgeCache | None = None,
+        cache_mode: str = "use",
+    ) -> None:
+        self.spec = spec
+        self._environ = environ
+        self._policy = policy
+        self._cache = CachedCalls(cache, cache_mode)
+        # Fail now on a missing key; replay makes no call, so it needs none.
+        read_key(spec, environ, require_key=cache_mode != "replay")
+
+    @property
+    def subject(self) -> str:
+        return self.spec.model
+
+    def __call__(self, case: Any) -> str:
+        question = case.question or ""
+        sampling = Sampling()
+        looked = self._cache.lookup(
+            {
+                "kind": "response",
+                "judge": self.spec.name,
+                "endpoint": self.spec.url,
+                "system": self.SYSTEM,
+                "user": question,
+                "sampling": sampling.as_dict(),
+            },
+            missing=f"--rubric-cache replay: no cached response of model {self.spec.name} for "
+            f"case {getattr(case, 'id', '?')!r}; run once with --rubric-cache use to record it",
+        )
+        if looked.cached:
+            return looked.text
+        reply = asyncio.run(self._ask(question, sampling))
+        # What the model under test says is kept and reported: never with a key in it.
+        text = redact(reply.text, *known_keys(self._environ))
+        self._cache.store(
+            Reply(text, reply.tokens_in, reply.tokens_out, key=looked.key),
+            provider=self.spec.provider,
+            model=self.spec.model,
+            parsed={"response": text},
+        )
+        return text
+
+    async def _ask(self, question: str, sampling: Sampling) -> Reply:
+        from .judge.clients import make_client  # httpx: only when a model is asked
+
+        client = make_client(self.spec, environ=self._environ, policy=self._policy)
+        try:
+            return await client.send(self.SYSTEM, question, sampling=sampling)
+        finally:
+            await client.aclose()

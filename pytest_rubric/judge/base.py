@@ -1,0 +1,155 @@
+"""What every part of the judge shares, without the HTTP machinery (no httpx import).
+
+The words, used with one meaning each across the package:
+
+* the **judge** is the model that grades judged criteria;
+* a **client** is what a judge is reached through: the built-in
+  :class:`~pytest_rubric.judge.clients.HTTPClient` subclasses, or the object
+  the ``pytest_rubric_make_judge`` hook returns (:class:`JudgeClient`);
+* the **runner** (:class:`~pytest_rubric.judge.runner.JudgeRunner`) grades
+  answers through one client for the whole run;
+* a **strategy** is how the judged criteria of one answer are put to the
+  judge: ``--rubric-grader per-criterion|one-shot|holistic``.
+
+An xdist controller never calls the judge, but it adds up the workers'
+:class:`JudgeStats`; this module is all it needs of that.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .._errors import RubricError
+
+if TYPE_CHECKING:
+    from .._checks import Outcome
+
+__all__ = [
+    "MAX_TOKENS",
+    "SAMPLE_TEMPERATURE",
+    "SEED",
+    "JudgeClient",
+    "JudgeError",
+    "JudgeStats",
+    "Judged",
+    "Reply",
+    "Sampling",
+]
+
+SEED = 1234
+MAX_TOKENS = 1024
+SAMPLE_TEMPERATURE = 0.7
+
+
+class JudgeClient(Protocol):
+    """What ``pytest_rubric_make_judge`` returns: the one method a judge is called through.
+
+    ``complete`` may also be a plain function returning the text; a ``name``
+    attribute, if any, names the judge in the summary.
+    """
+
+    async def complete(self, system: str, user: str) -> str: ...
+
+
+class JudgeError(RubricError):
+    """A judge call that failed after its retries; the criterion becomes ERROR.
+
+    ``what`` is the failure alone (``HTTP 500: overloaded``); the message adds
+    the judge, the endpoint and what to try.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        what: str = "",
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.what = what or message
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+JudgeError.__module__ = "pytest_rubric"
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """The sampling parameters of one judge call.
+
+    One sample per criterion (the default) is greedy: temperature 0 and a
+    fixed seed, as reproducible as the provider allows. With
+    ``--rubric-judge-samples K`` the K samples are meant to be independent
+    draws, so each one uses temperature ``SAMPLE_TEMPERATURE`` (0.7, the
+    usual self-consistency setting) and its own seed ``SEED + i``; identical
+    greedy calls would only agree with themselves.
+    """
+
+    temperature: float = 0.0
+    seed: int = SEED
+    max_tokens: int = MAX_TOKENS
+
+    @classmethod
+    def of(cls, sample: int, samples: int) -> Sampling:
+        """The parameters of sample ``sample`` (0-based) out of ``samples``."""
+        if samples <= 1:
+            return cls()
+        return cls(temperature=SAMPLE_TEMPERATURE, seed=SEED + sample)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What one call returned: the text, the tokens the provider counted (0 when it did
+    not say), and, once it went through the cache, its key and whether it came from it."""
+
+    text: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    key: str | None = None
+    cached: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """The judge's outcomes for one answer, by criterion id; built once, never changed."""
+
+    outcomes: Mapping[str, Outcome] = field(default_factory=dict)
+    injection_suspected: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcomes", types.MappingProxyType(dict(self.outcomes)))
+
+
+@dataclass(slots=True)
+class JudgeStats:
+    """Usage of one judge over a run (updated from the runner's event loop only)."""
+
+    calls: int = 0
+    retries: int = 0
+    errors: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    fallbacks: list[str] = field(default_factory=list)
+
+    def line(self, name: str) -> str:
+        text = (
+            f"judge {name}: {self.calls} calls, {self.retries} retries, {self.errors} errors, "
+            f"tokens {self.tokens_in} in / {self.tokens_out} out"
+        )
+        if self.cache_hits or self.cache_misses:
+            text += f", cache {self.cache_hits} hits / {self.cache_misses} misses"
+        if self.fallbacks:
+            text += f"; output mode fell back: {', '.join(dict.fromkeys(self.fallbacks))}"
+        return text

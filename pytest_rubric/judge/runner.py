@@ -1,0 +1,194 @@
+"""Grading judged criteria with an LLM, concurrently across the whole run.
+
+A :class:`JudgeRunner` grades answers through one client. When collection
+ends, the judge calls of every collected rubric item whose response is
+already known are scheduled at once (:meth:`JudgeRunner.schedule`); the
+:class:`~pytest_rubric.judge.transport.Transport` keeps at most
+``concurrency`` calls in flight, whichever items they belong to, and each
+item waits only for its own (:meth:`JudgeRunner.result`). So K judged
+criteria with latency L take about ``K / C x L``, not ``K x L``.
+
+How an answer's criteria are put to the judge is the strategy's
+(``--rubric-grader``, :data:`~pytest_rubric.judge.strategies.STRATEGIES`).
+With ``samples`` K > 1 (``--rubric-judge-samples``) every answer is graded
+K times, each sample its own call and its own cache entry (see
+:class:`~pytest_rubric.judge.base.Sampling`), and the samples are combined
+per criterion by :func:`combine`.
+
+What an answer gets back is a :class:`~pytest_rubric.judge.base.Judged`: its
+outcomes by criterion id, returned once every sample is in, never shared
+while they are being graded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from .._checks import Outcome
+from .._result import Verdict
+from .._secrets import redact
+from .base import Judged, JudgeStats
+from .cache import JudgeCache
+from .strategies import STRATEGIES
+from .transport import Transport
+
+__all__ = ["JudgeRunner", "combine"]
+
+
+class JudgeRunner:
+    """The run's judge: answers scheduled by key, graded in the background, waited for."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        name: str,
+        strategy: str = "per-criterion",
+        concurrency: int = 8,
+        cache: JudgeCache | None = None,
+        cache_mode: str = "use",
+        samples: int = 1,
+        timeout: float = 60.0,
+    ) -> None:
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown grader {strategy!r}; use one of {', '.join(STRATEGIES)}")
+        if samples < 1:
+            raise ValueError(f"samples must be at least 1, not {samples}")
+        self.client = client
+        self.name = name
+        self.strategy = STRATEGIES[strategy]
+        self.samples = samples
+        self.transport = Transport(
+            client,
+            name=name,
+            strategy=strategy,
+            concurrency=concurrency,
+            cache=cache,
+            cache_mode=cache_mode,
+            samples=samples,
+            timeout=timeout,
+        )
+        self._futures: dict[str, concurrent.futures.Future[Judged]] = {}
+
+    @property
+    def stats(self) -> JudgeStats:
+        return self.transport.stats
+
+    def schedule(
+        self, key: str, criteria: Sequence[Any], *, question: str | None, response: str
+    ) -> None:
+        """Start judging one answer in the background (once per key)."""
+        if key not in self._futures:
+            self._futures[key] = self.transport.submit(
+                self._judge_answer(criteria, question=question, response=response)
+            )
+
+    def result(
+        self, key: str, criteria: Sequence[Any], *, question: str | None, response: str
+    ) -> Judged:
+        """Wait for one answer's outcomes, scheduling them first if nobody did."""
+        self.schedule(key, criteria, question=question, response=response)
+        return self._futures.pop(key).result()
+
+    def close(self) -> None:
+        """Cancel what is still pending, close the client, stop the loop."""
+        for future in self._futures.values():
+            future.cancel()
+        self._futures.clear()
+        self.transport.close()
+
+    async def _judge_answer(
+        self, criteria: Sequence[Any], *, question: str | None, response: str
+    ) -> Judged:
+        try:
+            judged = await self._grade(criteria, question=question, response=response)
+        except Exception as exc:  # a grade that could not be obtained is ERROR, never a crash
+            reason = f"judge {self.name} failed: {type(exc).__name__}: {exc}"
+            judged = Judged({c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in criteria})
+        # A judge may echo anything, the key included: no reason leaves unredacted.
+        # (The grader cuts reasons to length, once, when it builds the result.)
+        secrets = self.transport.secrets
+        return Judged(
+            {
+                cid: dataclasses.replace(o, reason=redact(o.reason, *secrets))
+                for cid, o in judged.outcomes.items()
+            },
+            injection_suspected=judged.injection_suspected,
+        )
+
+    async def _grade(
+        self, criteria: Sequence[Any], *, question: str | None, response: str
+    ) -> Judged:
+        runs = await asyncio.gather(
+            *(self._sample(criteria, question, response, i) for i in range(self.samples))
+        )
+        suspected = any(run.injection_suspected for run in runs)
+        if self.samples == 1:
+            return Judged(runs[0].outcomes, injection_suspected=suspected)
+        return Judged(
+            {
+                c.id: combine(
+                    c,
+                    [run.outcomes[c.id] for run in runs],
+                    mean=self.strategy.mean or c.kind == "score",
+                )
+                for c in criteria
+            },
+            injection_suspected=suspected,
+        )
+
+    async def _sample(
+        self, criteria: Sequence[Any], question: str | None, response: str, sample: int
+    ) -> Judged:
+        """One sample of the grades of every judged criterion of an answer."""
+        return await self.strategy.grade(self.transport, criteria, question, response, sample)
+
+
+def combine(criterion: Any, samples: Sequence[Outcome], *, mean: bool) -> Outcome:
+    """One outcome from K samples of one criterion.
+
+    * Any sample that is ERROR makes the criterion ERROR: a grade that could
+      not be obtained K times is not a K-sample grade.
+    * A boolean criterion takes the majority verdict. A tie (an even K) goes
+      against the answer: UNMET for a positive criterion, MET for an error
+      criterion (negative weight), so a split judge never earns credit.
+    * With ``mean`` (a score-kind criterion, and every holistic grade) the
+      criterion takes the mean credit, MET when that is at least 0.5.
+
+    ``agreement`` is the share of samples that gave the most common grade
+    (verdict, or credit for score kind): 1.0 when they all agree. Below 1 the
+    criterion is ``unstable``.
+    """
+    pairs = tuple((o.verdict, o.credit) for o in samples)
+    k = len(samples)
+    errors = [(i, o) for i, o in enumerate(samples) if o.verdict is Verdict.ERROR]
+    if errors:
+        i, first = errors[0]
+        return Outcome(
+            Verdict.ERROR,
+            0.0,
+            f"{len(errors)} of {k} judge samples failed; sample {i + 1}: {first.reason}",
+            samples=pairs,
+        )
+    if mean:
+        credits = [o.credit for o in samples]
+        credit = sum(credits) / k
+        verdict = Verdict.MET if credit >= 0.5 else Verdict.UNMET
+        agreement = max(credits.count(c) for c in credits) / k
+        reason = samples[0].reason
+        summary = f"mean credit {credit:.2f} of {k} samples"
+    else:
+        met = sum(o.verdict is Verdict.MET for o in samples)
+        if met * 2 == k:
+            verdict = Verdict.MET if criterion.effective_weight < 0 else Verdict.UNMET
+        else:
+            verdict = Verdict.MET if met * 2 > k else Verdict.UNMET
+        credit = 1.0 if verdict is Verdict.MET else 0.0
+        agreement = max(met, k - met) / k
+        reason = next(o.reason for o in samples if o.verdict is verdict)
+        summary = f"{sum(o.verdict is verdict for o in samples)} of {k} samples {verdict}"
+    return Outcome(verdict, credit, f"{reason} ({summary})", agreement=agreement, samples=pairs)

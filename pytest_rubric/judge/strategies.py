@@ -1,0 +1,232 @@
+"""How the judged criteria of one answer are put to the judge: the ``--rubric-grader`` strategies.
+
+:data:`STRATEGIES` is the registry, keyed by the ``--rubric-grader`` name;
+each strategy pairs its prompt (:mod:`~pytest_rubric.judge.prompts`) with
+its reply reader (:mod:`~pytest_rubric.judge.replies`):
+
+``per-criterion``
+    one call per judged criterion (these run concurrently too);
+``one-shot``
+    one call for all judged criteria of a case, keyed by criterion id;
+``holistic``
+    one call, one 0-100 score s: the judged criteria earn s/100 of their
+    combined positive weight (each positive one gets credit s/100).
+
+A reply that does not fit the protocol is asked again once with the error
+fed back (:func:`ask`); a judge call that fails, or a second bad reply, makes
+the criterion ERROR. Nothing here turns a failure into MET or UNMET. Each
+strategy returns the :class:`~pytest_rubric.judge.base.Judged` of one sample.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._base import GRADERS
+from .._checks import Outcome
+from .._result import Verdict
+from .._secrets import clip
+from .base import Judged, JudgeError
+from .prompts import Prompt, holistic, injection_suspected, one_shot, per_criterion
+from .replies import Graded, ReplyError, read_holistic, read_one, read_one_shot
+from .transport import Transport
+
+__all__ = ["STRATEGIES", "Strategy", "ask"]
+
+_FEEDBACK = (
+    "\n\nYour previous reply could not be used: {error}. Reply again with only the JSON object "
+    "the instructions ask for."
+)
+
+Grade = Callable[[Transport, Sequence[Any], "str | None", str, int], Awaitable[Judged]]
+
+
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    """One ``--rubric-grader``: how one sample is graded, and how samples are combined."""
+
+    grade: Grade
+    """``grade(transport, criteria, question, response, sample)``: one sample's outcomes."""
+    mean: bool = False
+    """Combine samples by their mean credit for every criterion (not only score kind)."""
+
+
+async def ask(
+    transport: Transport,
+    prompt: Prompt,
+    read: Callable[[str], Any],
+    *,
+    label: str,
+    sample: int,
+    feedback: str = "",
+    again: bool = True,
+) -> Any:
+    """Call, read, store; on a reply that does not fit, once more with the error fed back
+    (unless ``again`` is false: then the :class:`ReplyError` is raised)."""
+    reply = await transport.call(prompt, feedback=feedback, label=label, sample=sample)
+    try:
+        parsed = _read(transport, read, reply.text)
+    except ReplyError as exc:
+        if not again:
+            raise
+        reply = await transport.call(
+            prompt, feedback=_FEEDBACK.format(error=exc), label=label, sample=sample
+        )
+        try:
+            parsed = _read(transport, read, reply.text)
+        except ReplyError as second:
+            raise JudgeError(
+                f"judge {transport.name} replied out of protocol twice: {second}; a larger "
+                "model, or --rubric-grader per-criterion, may follow the protocol better"
+            ) from None
+    partial = isinstance(parsed, dict) and any(isinstance(v, ReplyError) for v in parsed.values())
+    if not partial:
+        transport.store(reply, parsed)
+    return parsed
+
+
+def _read(transport: Transport, read: Callable[[str], Any], text: str) -> Any:
+    """``read(text)``, where anything it raises is a reply that does not fit, never a crash.
+
+    The readers turn hostile replies into ReplyError themselves; this is the
+    backstop for whatever they did not foresee.
+    """
+    try:
+        return read(text)
+    except ReplyError:
+        raise
+    except Exception as exc:
+        # Short: the message is fed back to the judge, and may end up in a reason.
+        message = f"the reply could not be read ({type(exc).__name__}: {exc})"
+        raise ReplyError(clip(message, *transport.secrets, limit=200)) from None
+
+
+def _outcome(graded: Graded) -> Outcome:
+    return Outcome(Verdict.MET if graded.met else Verdict.UNMET, graded.credit, graded.reason)
+
+
+def _errors(criteria: Sequence[Any], reason: str) -> dict[str, Outcome]:
+    return {c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in criteria}
+
+
+# --- per-criterion: prompts.per_criterion, replies.read_one ---------------------------------
+
+
+async def _per_criterion(
+    transport: Transport, criteria: Sequence[Any], question: str | None, response: str, sample: int
+) -> Judged:
+    prompts = [per_criterion(c, question=question, response=response) for c in criteria]
+
+    async def one(criterion: Any, prompt: Prompt) -> Outcome:
+        try:
+            graded = await ask(
+                transport,
+                prompt,
+                lambda text: read_one(text, criterion, secrets=transport.secrets),
+                label=f"criterion {criterion.id!r}",
+                sample=sample,
+            )
+        except JudgeError as exc:
+            return Outcome(Verdict.ERROR, 0.0, str(exc))
+        return _outcome(graded)
+
+    outcomes = await asyncio.gather(*(one(c, p) for c, p in zip(criteria, prompts, strict=True)))
+    return Judged(
+        dict(zip((c.id for c in criteria), outcomes, strict=True)),
+        injection_suspected=any(injection_suspected(response, p.token) for p in prompts),
+    )
+
+
+# --- one-shot: prompts.one_shot, replies.read_one_shot --------------------------------------
+
+
+async def _one_shot(
+    transport: Transport, criteria: Sequence[Any], question: str | None, response: str, sample: int
+) -> Judged:
+    prompt = one_shot(criteria, question=question, response=response)
+    suspected = injection_suspected(response, prompt.token)
+
+    def read(text: str) -> dict[str, Graded | ReplyError]:
+        return read_one_shot(text, criteria, secrets=transport.secrets)
+
+    label = "criteria " + ", ".join(repr(c.id) for c in criteria)
+    try:
+        first = await ask(transport, prompt, read, label=label, sample=sample)
+    except JudgeError as exc:
+        return Judged(_errors(criteria, str(exc)), injection_suspected=suspected)
+    bad = {cid: err for cid, err in first.items() if isinstance(err, ReplyError)}
+    if bad:
+        # One more try for the criteria the reply left out or got wrong.
+        problems = "; ".join(str(e) for e in bad.values())
+        try:
+            second = await ask(
+                transport,
+                prompt,
+                read,
+                label=label,
+                sample=sample,
+                feedback=_FEEDBACK.format(error=problems),
+                again=False,
+            )
+        except (JudgeError, ReplyError):
+            second = {}
+        for cid in bad:
+            if isinstance(second.get(cid), Graded):
+                first[cid] = second[cid]
+    outcomes = {
+        c.id: _outcome(first[c.id])
+        if isinstance(first[c.id], Graded)
+        else Outcome(
+            Verdict.ERROR,
+            0.0,
+            f"judge {transport.name}: {first[c.id]} (after one retry); try --rubric-grader "
+            "per-criterion",
+        )
+        for c in criteria
+    }
+    return Judged(outcomes, injection_suspected=suspected)
+
+
+# --- holistic: prompts.holistic, replies.read_holistic --------------------------------------
+
+
+async def _holistic(
+    transport: Transport, criteria: Sequence[Any], question: str | None, response: str, sample: int
+) -> Judged:
+    prompt = holistic(criteria, question=question, response=response)
+    suspected = injection_suspected(response, prompt.token)
+    try:
+        score, reason = await ask(
+            transport,
+            prompt,
+            lambda text: read_holistic(text, secrets=transport.secrets),
+            label="the holistic score",
+            sample=sample,
+        )
+    except JudgeError as exc:
+        return Judged(_errors(criteria, str(exc)), injection_suspected=suspected)
+    credit = score / 100
+    outcomes = {}
+    for c in criteria:
+        if c.effective_weight < 0:
+            # An error criterion is folded into the one score, never counted twice.
+            outcomes[c.id] = Outcome(
+                Verdict.UNMET, 0.0, f"holistic: folded into the score {score:g}/100"
+            )
+        else:
+            verdict = Verdict.MET if credit >= 0.5 else Verdict.UNMET
+            outcomes[c.id] = Outcome(verdict, credit, f"holistic {score:g}/100: {reason}")
+    return Judged(outcomes, injection_suspected=suspected)
+
+
+STRATEGIES: dict[str, Strategy] = {
+    "per-criterion": Strategy(_per_criterion),
+    "one-shot": Strategy(_one_shot),
+    "holistic": Strategy(_holistic, mean=True),
+}
+"""The ``--rubric-grader`` strategies, by name (the flag's choices, ``GRADERS``, list them too)."""
+
+assert tuple(STRATEGIES) == GRADERS, "a strategy is added here and named in _base.GRADERS"

@@ -1,0 +1,173 @@
+"""How judge calls are made for a whole run: one event loop, one concurrency bound, one cache.
+
+A :class:`Transport` owns an event loop in a background thread and the
+client it calls. At most ``concurrency`` calls are in flight, whichever
+answers they belong to. A built-in client takes a slot per HTTP attempt
+(and retries within its own budget, see :mod:`~pytest_rubric.judge.http`),
+so that a call waiting out a ``Retry-After`` does not hold one; a user's
+client (the hook's) holds its slot for its whole call, which
+``--rubric-judge-timeout`` bounds.
+
+:meth:`Transport.call` is the one way a prompt reaches the judge: through
+the cache (:class:`~pytest_rubric.judge.cache.CachedCalls`), counted in
+:class:`~pytest_rubric.judge.base.JudgeStats`, and with whatever a client
+raises turned into :class:`~pytest_rubric.judge.base.JudgeError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import inspect
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from .._secrets import Secret, redact
+from . import prompts
+from .base import JudgeError, JudgeStats, Reply, Sampling
+from .cache import CachedCalls, JudgeCache
+from .http import HTTPClient
+from .prompts import Prompt
+from .providers import known_keys
+
+__all__ = ["Transport"]
+
+T = TypeVar("T")
+
+
+class Transport:
+    """A background event loop, a concurrency bound, a client, usage counts and the cache."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        name: str,
+        strategy: str,
+        concurrency: int = 8,
+        cache: JudgeCache | None = None,
+        cache_mode: str = "use",
+        samples: int = 1,
+        timeout: float = 60.0,
+    ) -> None:
+        self.client = client
+        self.name = name
+        self.strategy = strategy  # part of every cache key: the same prompt under another strategy
+        self.samples = samples
+        self.timeout = timeout  # a user's client gets --rubric-judge-timeout for its whole call
+        self._builtin = isinstance(client, HTTPClient)
+        self.stats = client.stats if isinstance(client, HTTPClient) else JudgeStats()
+        self.cache = CachedCalls(cache, cache_mode, stats=self.stats)
+        # Whatever a judge raises or replies is redacted of every key we know of:
+        # the built-in client's own, and the providers' variables (a user's client
+        # may read those itself).
+        key = getattr(client, "key", None)
+        self.secrets: list[Secret] = [key] if isinstance(key, Secret) else []
+        self.secrets += known_keys()
+        self._loop = asyncio.new_event_loop()
+        self._semaphore = asyncio.Semaphore(concurrency)
+        if isinstance(client, HTTPClient):
+            client.limiter = self._semaphore
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="pytest-rubric-judge", daemon=True
+        )
+        self._thread.start()
+
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run ``coroutine`` in the background loop."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+
+    def close(self) -> None:
+        """Close the client and stop the loop."""
+        if not self._loop.is_closed():
+            aclose = getattr(self.client, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):  # closing must never fail a run
+                    self.submit(aclose()).result(timeout=5)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
+            self._loop.close()
+
+    # --- one call ---------------------------------------------------------------------------
+
+    async def call(
+        self, prompt: Prompt, *, feedback: str = "", label: str = "", sample: int = 0
+    ) -> Reply:
+        """One judge call under the concurrency bound, through the cache."""
+        user = prompt.user + feedback
+        looked = self.cache.lookup(
+            self._key(prompt, user, sample),
+            missing=f"--rubric-cache replay: no cached reply of judge {self.name} for "
+            f"{label or 'this call'}; run once with --rubric-cache use (and a judge) to record "
+            "it, and commit the cache",
+        )
+        if looked.cached:
+            return looked
+        reply = await self._complete(prompt, user, sample)
+        return Reply(reply.text, reply.tokens_in, reply.tokens_out, key=looked.key)
+
+    def store(self, reply: Reply, parsed: Any) -> None:
+        """Keep a reply that passed validation (never an error, never a partial one)."""
+        spec = getattr(self.client, "spec", None)
+        self.cache.store(
+            reply,
+            provider=spec.provider if spec is not None else "custom",
+            model=spec.model if spec is not None else self.name,
+            parsed=parsed,
+        )
+
+    def _key(self, prompt: Prompt, user: str, sample: int) -> dict[str, Any]:
+        """Everything that can change the verdict; the per-call fence token is masked."""
+        spec = getattr(self.client, "spec", None)
+        return {
+            "judge": spec.name if spec is not None else self.name,
+            "endpoint": spec.url if spec is not None else None,
+            "grader": self.strategy,
+            "template": prompts.TEMPLATE_VERSION,
+            "system": prompt.system.replace(prompt.token, "{TOKEN}"),
+            "user": user.replace(prompt.token, "{TOKEN}"),
+            "schema": prompt.schema if self._builtin else None,
+            "sampling": Sampling.of(sample, self.samples).as_dict(),
+            "sample": sample,
+        }
+
+    async def _complete(self, prompt: Prompt, user: str, sample: int) -> Reply:
+        self.stats.calls += 1  # one per judge call, whatever its retries
+        try:
+            if isinstance(self.client, HTTPClient):
+                # No slot here: the client takes one per attempt.
+                reply = await self.client.send(
+                    prompt.system,
+                    user,
+                    schema=prompt.schema,
+                    sampling=Sampling.of(sample, self.samples),
+                )
+                return reply
+            # A user's client retries as it likes: its whole call holds the slot,
+            # and --rubric-judge-timeout bounds the whole call, as it does ours.
+            async with self._semaphore:
+                text = self.client.complete(prompt.system, user)
+                if inspect.isawaitable(text):  # a plain function is fine too
+                    async with asyncio.timeout(self.timeout):
+                        text = await text
+        except TimeoutError:
+            self.stats.errors += 1
+            raise JudgeError(
+                f"judge {self.name} gave no reply within {self.timeout:g} s "
+                "(--rubric-judge-timeout)"
+            ) from None
+        except JudgeError:
+            self.stats.errors += 1
+            raise
+        except Exception as exc:  # a user's client: its failure is ERROR, not a crash
+            self.stats.errors += 1
+            raise JudgeError(
+                redact(f"judge {self.name} raised {type(exc).__name__}: {exc}", *self.secrets)
+            ) from None
+        if not isinstance(text, str):
+            raise JudgeError(
+                f"judge {self.name} returned {type(text).__name__}, not the reply text"
+            )
+        return Reply(text)
