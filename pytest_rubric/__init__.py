@@ -9,6 +9,8 @@ if TYPE_CHECKING:
     from ._assert import assert_rubric
     from ._checks import Answer
     from ._errors import (
+        DocumentError,
+        JudgeError,
         Problem,
         RubricAssertionError,
         RubricError,
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from ._schema import (
         AllOf,
         AnyOf,
-        Callable,
+        CallableCriterion,
         Case,
         Criterion,
         Forbidden,
@@ -38,7 +40,6 @@ if TYPE_CHECKING:
     )
     from ._session import RubricWarning
     from ._style import StyleThresholds, confidence, fluency
-    from .judge.base import JudgeError
 
 # Where each public name lives. They are imported on first use (PEP 562), so the
 # pytest plugin, which imports this package, costs little where no rubric is used.
@@ -46,7 +47,7 @@ _LAZY = {
     "AllOf": "._schema",
     "Answer": "._checks",
     "AnyOf": "._schema",
-    "Callable": "._schema",
+    "CallableCriterion": "._schema",
     "Case": "._schema",
     "CaseResult": "._result",
     "CompiledRubric": "._grader",
@@ -57,7 +58,8 @@ _LAZY = {
     "Grader": "._grader",
     "Json": "._schema",
     "Judge": "._schema",
-    "JudgeError": ".judge.base",
+    "DocumentError": "._errors",
+    "JudgeError": "._errors",
     "Length": "._schema",
     "Metric": "._schema",
     "Number": "._schema",
@@ -98,12 +100,13 @@ __all__ = [
     "AllOf",
     "Answer",
     "AnyOf",
-    "Callable",
+    "CallableCriterion",
     "Case",
     "CaseResult",
     "CompiledRubric",
     "Criterion",
     "CriterionResult",
+    "DocumentError",
     "Forbidden",
     "Fuzzy",
     "Grader",

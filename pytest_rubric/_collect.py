@@ -17,7 +17,7 @@ import pytest
 
 from ._base import RESULTS_KEY
 from ._checks import CallRunner, CallTimeout, resolve_import, run_sync
-from ._errors import Problem, RubricLoadError
+from ._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from ._grader import CompiledRubric
 from ._loader import LoadedSuite, load_suite, paused_gc
 from ._result import CaseResult, Verdict
@@ -29,10 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Recorded",
-    "RubricFailure",
     "RubricFile",
     "RubricItem",
-    "RubricItemError",
     "junit_properties",
     "record",
     "settle",
@@ -79,19 +77,6 @@ def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
     if failed:
         properties.append(("rubric_failed_criteria", ",".join(failed)))
     return properties
-
-
-class RubricFailure(Exception):
-    """Raised by ``RubricItem.runtest`` when the case did not pass."""
-
-    def __init__(self, result: CaseResult) -> None:
-        super().__init__(result.case)
-        self.result = result
-
-
-class RubricItemError(Exception):
-    """Raised by ``RubricItem.runtest`` when the answer could not be evaluated (or obtained):
-    the item is reported as an error, whatever phase it happened in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,7 +311,7 @@ class RubricItem(pytest.Item):
 
         Grading belongs to the call phase, so ``--setup-plan``, ``--setup-only``
         and ``--collect-only`` stay dry runs: no target, no judge, no result.
-        An answer that could not be evaluated raises :class:`RubricItemError`,
+        An answer that could not be evaluated raises :class:`RubricEvaluationError`,
         which the plugin reports as an error, never a failure or a pass.
         """
         response, problem = self.source.fetch(self.compiled.rubric)
@@ -343,7 +328,7 @@ class RubricItem(pytest.Item):
                         subject=self.subject,
                     ),
                 )
-            raise RubricItemError(problem)
+            raise RubricEvaluationError(problem, result=None)
         result = self.rubric_session.grader.grade(
             response,
             self.compiled,
@@ -354,7 +339,7 @@ class RubricItem(pytest.Item):
         )
         if result.errors:
             record(self, result)
-            raise RubricItemError(criteria_table(result))
+            raise RubricEvaluationError(criteria_table(result), result=result)
         if score_results(result.criteria).empty:
             pytest.skip(
                 f"nothing graded: {result.skipped[0].reason}"
@@ -363,13 +348,11 @@ class RubricItem(pytest.Item):
             )
         record(self, result)
         if not result.passed:
-            raise RubricFailure(result)
+            raise RubricAssertionError(criteria_table(result), result=result)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        if isinstance(excinfo.value, RubricFailure):
-            return criteria_table(excinfo.value.result)
-        if isinstance(excinfo.value, RubricItemError):
-            return str(excinfo.value)
+        if isinstance(excinfo.value, RubricAssertionError | RubricEvaluationError):
+            return str(excinfo.value)  # the criterion table, or why there is no answer
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

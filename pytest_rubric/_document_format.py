@@ -6,10 +6,8 @@ version or the error a bad document raises.
 
 from __future__ import annotations
 
+from ._errors import DocumentError
+
 __all__ = ["VERSION", "DocumentError"]
 
 VERSION = 1
-
-
-class DocumentError(Exception):
-    """A file that is not a readable ``--rubric-json`` document; the message names it."""

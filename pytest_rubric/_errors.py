@@ -1,15 +1,19 @@
-"""Exceptions raised by pytest-rubric.
+"""Exceptions raised by pytest-rubric: every one of them is defined here.
 
 ::
 
     RubricError                      base of everything raised here
     ├── RubricLoadError              a rubric or responses file cannot be used
-    ├── RubricEvaluationError        a grade could not be computed (a criterion ended in ERROR)
-    └── RubricAssertionError         also an AssertionError: the answer failed its rubric
+    ├── RubricEvaluationError        a grade could not be computed (a criterion ended in ERROR,
+    │                                or no answer could be obtained)
+    ├── RubricAssertionError         also an AssertionError: the answer failed its rubric
+    ├── JudgeError                   a judge call failed after its retries (that criterion is ERROR)
+    └── DocumentError                a file is not a readable --rubric-json document
+                                     (--rubric-baseline, merge)
 
 ``RubricAssertionError`` and ``RubricEvaluationError`` carry the
-:class:`~pytest_rubric.CaseResult` as ``.result``; their message is the
-per-criterion table.
+:class:`~pytest_rubric.CaseResult` as ``.result`` (None when no answer
+could be obtained); their message is the per-criterion table.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ if TYPE_CHECKING:
     from ._result import CaseResult
 
 __all__ = [
+    "DocumentError",
+    "JudgeError",
     "Problem",
     "RubricAssertionError",
     "RubricError",
@@ -84,19 +90,54 @@ class RubricLoadError(RubricError):
 
 
 class _ResultError(RubricError):
-    def __init__(self, message: str, *, result: CaseResult) -> None:
+    def __init__(self, message: str, *, result: CaseResult | None) -> None:
         super().__init__(message)
         self.result = result
 
 
 class RubricEvaluationError(_ResultError):
-    """At least one criterion could not be evaluated (ERROR): never a pass."""
+    """At least one criterion could not be evaluated (ERROR), or no answer could be
+    obtained: never a pass."""
 
 
 class RubricAssertionError(_ResultError, AssertionError):
     """The response scored below ``min_score`` or a ``required`` criterion went wrong."""
 
 
+class JudgeError(RubricError):
+    """A judge call that failed after its retries; the criterion becomes ERROR.
+
+    ``what`` is the failure alone (``HTTP 500: overloaded``); the message adds
+    the judge, the endpoint and what to try.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        what: str = "",
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.what = what or message
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class DocumentError(RubricError):
+    """A file that is not a readable ``--rubric-json`` document; the message names it."""
+
+
 # Tracebacks and reprs show the public name, not the private module.
-for _exc in (RubricError, RubricLoadError, RubricEvaluationError, RubricAssertionError):
+for _exc in (
+    RubricError,
+    RubricLoadError,
+    RubricEvaluationError,
+    RubricAssertionError,
+    JudgeError,
+    DocumentError,
+):
     _exc.__module__ = "pytest_rubric"

@@ -34,6 +34,7 @@ __all__ = [
     "AllOf",
     "AnyOf",
     "Callable",
+    "CallableCriterion",
     "Case",
     "Criterion",
     "FieldError",
@@ -314,6 +315,10 @@ class Callable(_Base):
                 f"{value!r} is not an import path; write it as 'package.module:function'"
             )
         return value
+
+
+# The public name: `Callable` alone would shadow typing's in a star import.
+CallableCriterion = Callable
 
 
 class Judge(_Base):

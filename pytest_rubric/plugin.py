@@ -310,9 +310,9 @@ def pytest_runtest_makereport(
     """
     report = yield
     if call.excinfo is not None and is_rubric_item(item):
-        from ._collect import RubricItemError  # imported already: a rubric item exists
+        from ._errors import RubricEvaluationError
 
-        if call.excinfo.errisinstance(RubricItemError):
+        if call.excinfo.errisinstance(RubricEvaluationError):
             report.rubric_error = True  # type: ignore[attr-defined]
     pending = item.stash.get(RESULTS_KEY, None)
     if pending and (report.when != "setup" or not report.passed):

@@ -39,3 +39,24 @@ def test_every_public_name_resolves() -> None:
     for name in pytest_rubric.__all__:
         assert getattr(pytest_rubric, name) is not None
     assert set(pytest_rubric.__all__) <= set(dir(pytest_rubric))
+
+
+def test_every_public_name_resolves_and_every_error_is_a_rubric_error() -> None:
+    import pytest_rubric
+
+    for name in pytest_rubric.__all__:
+        assert getattr(pytest_rubric, name) is not None, name
+    errors = [getattr(pytest_rubric, n) for n in pytest_rubric.__all__ if n.endswith("Error")]
+    assert {e.__name__ for e in errors} == {
+        "DocumentError",
+        "JudgeError",
+        "RubricAssertionError",
+        "RubricError",
+        "RubricEvaluationError",
+        "RubricLoadError",
+    }
+    for error in errors:
+        assert issubclass(error, pytest_rubric.RubricError), error
+        assert error.__module__ == "pytest_rubric", error
+    assert issubclass(pytest_rubric.RubricAssertionError, AssertionError)
+    assert "Callable" not in pytest_rubric.__all__  # would shadow typing's in a star import

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._errors import RubricError
+from .._errors import JudgeError
 
 if TYPE_CHECKING:
     from .._checks import Outcome
@@ -52,32 +52,6 @@ class JudgeClient(Protocol):
     """
 
     async def complete(self, system: str, user: str) -> str: ...
-
-
-class JudgeError(RubricError):
-    """A judge call that failed after its retries; the criterion becomes ERROR.
-
-    ``what`` is the failure alone (``HTTP 500: overloaded``); the message adds
-    the judge, the endpoint and what to try.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        what: str = "",
-        status: int | None = None,
-        retryable: bool = False,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.what = what or message
-        self.status = status
-        self.retryable = retryable
-        self.retry_after = retry_after
-
-
-JudgeError.__module__ = "pytest_rubric"
 
 
 @dataclass(frozen=True, slots=True)
