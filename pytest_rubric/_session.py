@@ -6,9 +6,6 @@ to ``pytest_unconfigure``. Hooks in ``plugin`` only delegate to it.
 
 from __future__ import annotations
 
-import atexit
-import gc
-import os
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import _style
-from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_MIN_SCORE, RetryPolicy, is_rubric_item
+from ._base import is_rubric_item
 from ._errors import Problem
+from ._fast_exit import arrange_fast_exit
 from ._report import DocumentError, read_document
 from ._result import CaseResult, Verdict
 from ._session_report import SessionReport, build_report
+from ._settings import Settings
+from ._xdist import is_xdist_controller, queued, worker_queue_lock
 
 if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
@@ -33,9 +32,8 @@ if TYPE_CHECKING:
     from .judge.cache import JudgeCache
     from .judge.runner import JudgeRunner
 
-__all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]
+__all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]  # Settings: re-exported
 
-DEFAULT_PATTERNS = ("*.rubric.yaml", "*.rubric.yml", "*.rubric.json")
 REQUIRE_JUDGE_REASON = (
     "--rubric-require-judge is set but no judge is configured: set --rubric-judge "
     "PROVIDER:MODEL (or ini rubric_judge, or RUBRIC_JUDGE)"
@@ -46,166 +44,11 @@ class RubricWarning(pytest.PytestWarning):
     """Something in the inputs was ignored (a response that matches no case)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """Every option of the plugin, resolved from flags and ini once."""
-
-    dirs: tuple[Path, ...] = ()
-    patterns: tuple[str, ...] = DEFAULT_PATTERNS
-    responses_dir: Path | None = None
-    target: str | None = None
-    json_path: Path | None = None
-    html_path: Path | None = None
-    markdown_path: Path | None = None
-    baseline_path: Path | None = None
-    max_drop: float = 0.0
-    fail_under: float | None = None
-    judge: str | None = None
-    judge_url: str | None = None
-    grader: str = "per-criterion"
-    concurrency: int = 8
-    samples: int = 1
-    require_judge: bool = False
-    model: str | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    cache_mode: str = "use"
-    cache_dir: Path = Path(".rubric_cache")
-    min_score: float = DEFAULT_MIN_SCORE
-    call_timeout: float = DEFAULT_CALL_TIMEOUT
-    thresholds: _style.StyleThresholds = field(default_factory=_style.StyleThresholds)
-
-    @classmethod
-    def from_config(cls, config: pytest.Config) -> Settings:
-        def number(name: str, default: float, *, fraction: bool = True) -> float:
-            """An ini number: a fraction in [0, 1], or else any positive number."""
-            raw = config.getini(name)
-            if raw in (None, ""):
-                return default
-            try:
-                value = float(raw)
-            except ValueError:
-                value = float("nan")
-            if fraction and not 0 <= value <= 1:
-                raise pytest.UsageError(f"ini option {name} = {raw!r} must be a number from 0 to 1")
-            if not fraction and not value > 0:
-                raise pytest.UsageError(f"ini option {name} = {raw!r} must be a positive number")
-            return value
-
-        defaults = _style.StyleThresholds()
-        here = config.invocation_params.dir
-        dirs = [here / p for p in config.getoption("rubric_dirs") or []]
-        if not dirs:
-            dirs = [Path(p) for p in config.getini("rubric_dirs")]
-        patterns = tuple(config.getini("rubric_file_patterns")) or DEFAULT_PATTERNS
-
-        def path(option: str) -> Path | None:
-            value = config.getoption(option)
-            return here / value if value else None
-
-        responses = config.getoption("rubric_responses")
-        return cls(
-            dirs=tuple(dirs),
-            patterns=patterns,
-            responses_dir=(here / responses).resolve() if responses else None,
-            target=config.getoption("rubric_target"),
-            json_path=path("rubric_json"),
-            html_path=path("rubric_html"),
-            markdown_path=path("rubric_markdown"),
-            baseline_path=path("rubric_baseline"),
-            max_drop=config.getoption("rubric_max_drop"),
-            fail_under=config.getoption("rubric_fail_under"),
-            judge=config.getoption("rubric_judge")
-            or config.getini("rubric_judge")
-            or os.environ.get("RUBRIC_JUDGE")
-            or None,
-            judge_url=config.getoption("rubric_judge_url"),
-            grader=config.getoption("rubric_grader"),
-            concurrency=config.getoption("rubric_concurrency"),
-            samples=config.getoption("rubric_judge_samples")
-            or _whole(number("rubric_judge_samples", 1, fraction=False), "rubric_judge_samples"),
-            require_judge=config.getoption("rubric_require_judge"),
-            model=config.getoption("rubric_model"),
-            cache_mode=config.getoption("rubric_cache"),
-            cache_dir=config.rootpath / (config.getini("rubric_cache_dir") or ".rubric_cache"),
-            retry=RetryPolicy(
-                timeout=config.getoption("rubric_judge_timeout"),
-                attempts=int(
-                    number("rubric_judge_attempts", RetryPolicy().attempts, fraction=False)
-                ),
-                backoff=number("rubric_judge_backoff", RetryPolicy().backoff, fraction=False),
-                budget=int(
-                    number("rubric_judge_retry_budget", RetryPolicy().budget, fraction=False)
-                ),
-            ),
-            min_score=number("rubric_min_score", DEFAULT_MIN_SCORE),
-            call_timeout=_call_timeout(
-                number("rubric_call_timeout", DEFAULT_CALL_TIMEOUT, fraction=False)
-            ),
-            thresholds=_style.StyleThresholds(
-                confident=number("rubric_confident_threshold", defaults.confident),
-                hedged=number("rubric_hedged_threshold", defaults.hedged),
-                low_score=number("rubric_low_score", defaults.low_score),
-                high_score=number("rubric_high_score", defaults.high_score),
-            ),
-        )
-
-
-def _call_timeout(value: float) -> float:
-    if not value <= 86_400:  # the schema's MAX_CALL_TIMEOUT, without importing pydantic here
-        raise pytest.UsageError(
-            f"ini option rubric_call_timeout = {value:g} must be at most 86400 (a day)"
-        )
-    return value
-
-
-def _whole(value: float, name: str) -> int:
-    if value != int(value):
-        raise pytest.UsageError(f"ini option {name} = {value:g} must be a whole number")
-    return int(value)
-
-
 @dataclass(slots=True)
 class _ResponseDir:
     files: list[ResponseFile]
     problems: list[Problem]
     used: set[tuple[str, str]] = field(default_factory=set)  # (subject, case id)
-
-
-def _freeze_at_exit() -> None:
-    """At interpreter exit, after one last full collection, freeze what is still alive.
-
-    A rubric session leaves a large heap of long-lived objects (cases,
-    checks, results); the interpreter's own shutdown collections would walk
-    it several times (0.4-0.7 s for 3000 items here) only for the OS to
-    reclaim the memory anyway. The collection first runs every finalizer
-    of garbage there is; what survives it is torn down as usual, minus the
-    repeated walks. The same idea as mypy's fast exit. Opt out with the ini
-    option ``rubric_fast_exit = false``.
-    """
-    gc.collect()
-    gc.freeze()
-
-
-def _worker_queue_lock(config: pytest.Config) -> Callable[[], Any] | None:
-    """The lock of pytest-xdist's worker queue (``WorkerInteractor.torun``), or None."""
-    for plugin in config.pluginmanager.get_plugins():
-        lock = getattr(getattr(plugin, "torun", None), "lock", None)
-        if lock is not None and hasattr(plugin, "nextitem_index"):
-            return lock  # type: ignore[no-any-return]
-    return None
-
-
-def _queued(lock: Callable[[], Any] | None, seen: Callable[[int], bool]) -> list[int]:
-    """The item indices queued on this worker, newest first, up to the first ``seen`` one."""
-    fresh: list[int] = []
-    if lock is not None:
-        with lock() as queue:
-            for index in reversed(queue):
-                if isinstance(index, int):
-                    if seen(index):
-                        break
-                    fresh.append(index)
-    return fresh
 
 
 _STATS_FIELDS = (
@@ -316,7 +159,7 @@ class RubricSession:
         else:
             return
         self.judge_name = name
-        if _is_xdist_controller(self.config):
+        if is_xdist_controller(self.config):
             # The workers judge; the controller adds up their usage. It skips the
             # client, its event loop and the httpx import (workers start sooner).
             self.judge_stats = JudgeStats()
@@ -365,8 +208,7 @@ class RubricSession:
         self.schedule_judging(items)
         if self.config.getini("rubric_fast_exit") and any(is_rubric_item(i) for i in items):
             # Idempotent: pytester runs many sessions in one process.
-            atexit.unregister(_freeze_at_exit)
-            atexit.register(_freeze_at_exit)
+            arrange_fast_exit()
 
     def schedule_judging(self, items: Sequence[pytest.Item]) -> None:
         """Start every collected item's judge calls now, so they overlap across items.
@@ -397,9 +239,9 @@ class RubricSession:
         if nextitem is not None:
             self._schedule(nextitem)
         if not self._queue_looked_up:
-            self._queue_lock, self._queue_looked_up = _worker_queue_lock(self.config), True
+            self._queue_lock, self._queue_looked_up = worker_queue_lock(self.config), True
         items = item.session.items
-        for index in _queued(self._queue_lock, lambda i: items[i].nodeid in self._scheduled):
+        for index in queued(self._queue_lock, lambda i: items[i].nodeid in self._scheduled):
             self._schedule(items[index])
 
     def _schedule(self, item: pytest.Item) -> None:
@@ -595,12 +437,3 @@ class RubricSession:
 
 SESSION_KEY = pytest.StashKey[RubricSession]()
 """Where ``pytest_configure`` keeps the session's :class:`RubricSession`."""
-
-
-def _is_xdist_controller(config: pytest.Config) -> bool:
-    """Whether this process hands the items to xdist workers and runs none itself."""
-    return (
-        not hasattr(config, "workerinput")
-        and bool(getattr(config.option, "numprocesses", None))
-        and getattr(config.option, "dist", "no") != "no"
-    )

@@ -1,0 +1,134 @@
+"""Every option of the plugin, resolved from flags and ini once, into one frozen value."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from . import _style
+from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_MIN_SCORE, RetryPolicy
+
+__all__ = ["DEFAULT_PATTERNS", "Settings"]
+
+DEFAULT_PATTERNS = ("*.rubric.yaml", "*.rubric.yml", "*.rubric.json")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Every option of the plugin, resolved from flags and ini once."""
+
+    dirs: tuple[Path, ...] = ()
+    patterns: tuple[str, ...] = DEFAULT_PATTERNS
+    responses_dir: Path | None = None
+    target: str | None = None
+    json_path: Path | None = None
+    html_path: Path | None = None
+    markdown_path: Path | None = None
+    baseline_path: Path | None = None
+    max_drop: float = 0.0
+    fail_under: float | None = None
+    judge: str | None = None
+    judge_url: str | None = None
+    grader: str = "per-criterion"
+    concurrency: int = 8
+    samples: int = 1
+    require_judge: bool = False
+    model: str | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    cache_mode: str = "use"
+    cache_dir: Path = Path(".rubric_cache")
+    min_score: float = DEFAULT_MIN_SCORE
+    call_timeout: float = DEFAULT_CALL_TIMEOUT
+    thresholds: _style.StyleThresholds = field(default_factory=_style.StyleThresholds)
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Settings:
+        def number(name: str, default: float, *, fraction: bool = True) -> float:
+            """An ini number: a fraction in [0, 1], or else any positive number."""
+            raw = config.getini(name)
+            if raw in (None, ""):
+                return default
+            try:
+                value = float(raw)
+            except ValueError:
+                value = float("nan")
+            if fraction and not 0 <= value <= 1:
+                raise pytest.UsageError(f"ini option {name} = {raw!r} must be a number from 0 to 1")
+            if not fraction and not value > 0:
+                raise pytest.UsageError(f"ini option {name} = {raw!r} must be a positive number")
+            return value
+
+        defaults = _style.StyleThresholds()
+        here = config.invocation_params.dir
+        dirs = [here / p for p in config.getoption("rubric_dirs") or []]
+        if not dirs:
+            dirs = [Path(p) for p in config.getini("rubric_dirs")]
+        patterns = tuple(config.getini("rubric_file_patterns")) or DEFAULT_PATTERNS
+
+        def path(option: str) -> Path | None:
+            value = config.getoption(option)
+            return here / value if value else None
+
+        responses = config.getoption("rubric_responses")
+        return cls(
+            dirs=tuple(dirs),
+            patterns=patterns,
+            responses_dir=(here / responses).resolve() if responses else None,
+            target=config.getoption("rubric_target"),
+            json_path=path("rubric_json"),
+            html_path=path("rubric_html"),
+            markdown_path=path("rubric_markdown"),
+            baseline_path=path("rubric_baseline"),
+            max_drop=config.getoption("rubric_max_drop"),
+            fail_under=config.getoption("rubric_fail_under"),
+            judge=config.getoption("rubric_judge")
+            or config.getini("rubric_judge")
+            or os.environ.get("RUBRIC_JUDGE")
+            or None,
+            judge_url=config.getoption("rubric_judge_url"),
+            grader=config.getoption("rubric_grader"),
+            concurrency=config.getoption("rubric_concurrency"),
+            samples=config.getoption("rubric_judge_samples")
+            or _whole(number("rubric_judge_samples", 1, fraction=False), "rubric_judge_samples"),
+            require_judge=config.getoption("rubric_require_judge"),
+            model=config.getoption("rubric_model"),
+            cache_mode=config.getoption("rubric_cache"),
+            cache_dir=config.rootpath / (config.getini("rubric_cache_dir") or ".rubric_cache"),
+            retry=RetryPolicy(
+                timeout=config.getoption("rubric_judge_timeout"),
+                attempts=int(
+                    number("rubric_judge_attempts", RetryPolicy().attempts, fraction=False)
+                ),
+                backoff=number("rubric_judge_backoff", RetryPolicy().backoff, fraction=False),
+                budget=int(
+                    number("rubric_judge_retry_budget", RetryPolicy().budget, fraction=False)
+                ),
+            ),
+            min_score=number("rubric_min_score", DEFAULT_MIN_SCORE),
+            call_timeout=_call_timeout(
+                number("rubric_call_timeout", DEFAULT_CALL_TIMEOUT, fraction=False)
+            ),
+            thresholds=_style.StyleThresholds(
+                confident=number("rubric_confident_threshold", defaults.confident),
+                hedged=number("rubric_hedged_threshold", defaults.hedged),
+                low_score=number("rubric_low_score", defaults.low_score),
+                high_score=number("rubric_high_score", defaults.high_score),
+            ),
+        )
+
+
+def _call_timeout(value: float) -> float:
+    if not value <= 86_400:  # the schema's MAX_CALL_TIMEOUT, without importing pydantic here
+        raise pytest.UsageError(
+            f"ini option rubric_call_timeout = {value:g} must be at most 86400 (a day)"
+        )
+    return value
+
+
+def _whole(value: float, name: str) -> int:
+    if value != int(value):
+        raise pytest.UsageError(f"ini option {name} = {value:g} must be a whole number")
+    return int(value)
