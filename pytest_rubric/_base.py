@@ -15,12 +15,12 @@ import fnmatch
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 import pytest
 
 if TYPE_CHECKING:
-    from ._collect import Recorded, RubricItem
+    from ._result import Recorded
 
 __all__ = [
     "CACHE_MODES",
@@ -30,6 +30,7 @@ __all__ = [
     "GRADERS",
     "RESULTS_KEY",
     "RetryPolicy",
+    "RubricItemView",
     "is_rubric_file",
     "is_rubric_item",
 ]
@@ -64,7 +65,16 @@ def is_rubric_file(path: Path, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns)
 
 
-def is_rubric_item(item: pytest.Item) -> TypeGuard[RubricItem]:
+class RubricItemView(Protocol):
+    """What the session reads of a rubric item (``_collect.RubricItem``), named here so that
+    nothing before collection imports the collector."""
+
+    nodeid: str
+    source: Any  # _collect._Source: where the answer comes from
+    compiled: Any  # _grader.CompiledRubric
+
+
+def is_rubric_item(item: pytest.Item) -> TypeGuard[RubricItemView]:
     """Whether ``item`` is a rubric item, without importing the collector for the asking:
     until a rubric file was collected there is none."""
     collect = sys.modules.get("pytest_rubric._collect")

@@ -20,7 +20,7 @@ from ._checks import CallRunner, CallTimeout, resolve_import, run_sync
 from ._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from ._grader import CompiledRubric
 from ._loader import LoadedSuite, load_suite, paused_gc
-from ._result import CaseResult, Verdict
+from ._result import CaseResult, Recorded, Verdict
 from ._scoring import score as score_results
 from ._table import criteria_table
 
@@ -28,21 +28,12 @@ if TYPE_CHECKING:
     from ._session import RubricSession, _ResponseDir
 
 __all__ = [
-    "Recorded",
     "RubricFile",
     "RubricItem",
     "junit_properties",
     "record",
     "settle",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Recorded:
-    """A result kept for the item's report; ``raised``: ``assert_rubric`` raised it next."""
-
-    result: CaseResult
-    raised: bool = False
 
 
 def record(item: pytest.Item, result: CaseResult, *, raised: bool = False) -> None:

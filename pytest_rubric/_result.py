@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CaseResult", "CriterionResult", "Verdict"]
+__all__ = ["CaseResult", "CriterionResult", "Recorded", "Verdict"]
 
 
 class Verdict(enum.StrEnum):
@@ -163,3 +163,12 @@ class CaseResult:
         fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         fields["criteria"] = [CriterionResult.from_dict(c) for c in data["criteria"]]
         return cls(**fields)
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A result kept for an item's report; ``raised``: ``assert_rubric`` raised it next
+    (it counts only if that exception escapes the test)."""
+
+    result: CaseResult
+    raised: bool = False

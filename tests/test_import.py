@@ -3,8 +3,10 @@ rubric is used, and its public names must all resolve."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest_rubric
 
@@ -60,3 +62,54 @@ def test_every_public_name_resolves_and_every_error_is_a_rubric_error() -> None:
         assert error.__module__ == "pytest_rubric", error
     assert issubclass(pytest_rubric.RubricAssertionError, AssertionError)
     assert "Callable" not in pytest_rubric.__all__  # would shadow typing's in a star import
+
+
+def _imports(root: Path) -> dict[str, set[str]]:
+    """Each module of the package and the package modules it imports, anywhere in its
+    text: at the top, inside functions and under ``TYPE_CHECKING`` alike."""
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = path.with_suffix("").relative_to(root.parent).parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+                if not node.level:
+                    target = node.module or ""
+                subs = {f"{target}.{a.name}" for a in node.names} & modules.keys()
+                graph[name] |= subs
+                if len(subs) < len(node.names) and target in modules:
+                    graph[name].add(target)
+            elif isinstance(node, ast.Import):
+                graph[name] |= {a.name for a in node.names} & modules.keys()
+        graph[name].discard(name)
+    return graph
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    graph = _imports(Path(pytest_rubric_path()).parent)
+    # The package's __init__ names every public module lazily; it is nobody's dependency.
+    graph = {k: v - {"pytest_rubric"} for k, v in graph.items()}
+    done: set[str] = set()
+
+    def visit(name: str, path: list[str]) -> None:
+        if name in path:
+            raise AssertionError("import cycle: " + " -> ".join([*path[path.index(name) :], name]))
+        if name in done:
+            return
+        for target in sorted(graph[name]):
+            visit(target, [*path, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])
+
+
+def pytest_rubric_path() -> str:
+    import pytest_rubric
+
+    return str(pytest_rubric.__file__)
