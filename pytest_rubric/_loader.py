@@ -184,67 +184,61 @@ def _quoted(name: Any) -> str:
     return f"`{shown}`" if shown == str(name) and isinstance(name, str) else shown
 
 
-def _check_aliases(text: str) -> None:
-    """Refuse YAML whose aliases would expand past MAX_ALIAS_NODES nodes, or into themselves.
+_ALIAS_HINT = (
+    "use anchors and aliases to reuse a criterion or a short list; write larger structures "
+    "out, without aliases of aliases"
+)
 
-    The composer shares one node between an anchor and its aliases, but the
-    data built from it holds a copy per alias: the cost is only visible once
-    expanded. It is counted here over the event stream, where an alias adds
-    the size of its anchor, so nothing is built and memory stays flat.
+
+class _AliasLimit(_Limit):
+    """Aliases that expand past MAX_ALIAS_NODES nodes, or into themselves (``loop``).
+
+    The node tree keeps neither the name nor the line of an alias, only the
+    node it refers to: ``alias`` counts the aliases to lists and mappings
+    before this one in the text, for :meth:`located` to find it there. Where
+    the text is not at hand, a loop is said as what it would do: nest forever.
     """
-    sizes: dict[str | None, int] = {}  # anchor -> nodes under it, itself included
-    open_nodes: list[tuple[str | None, int]] = []  # (anchor, count before it), not yet ended
-    count = added = 0
-    try:
+
+    def __init__(self, alias: int, *, loop: bool, line: int | None) -> None:
+        super().__init__(
+            _nesting_problem(line)
+            if loop
+            else Problem(
+                f"aliases would expand this file by more than {MAX_ALIAS_NODES:,} nodes",
+                line=line,
+                hint=_ALIAS_HINT,
+            )
+        )
+        self.alias, self.loop = alias, loop
+
+    def located(self, text: str) -> Problem:
+        """The problem with the alias's name and line, from the text (error path only)."""
+        # Anchors of lists and mappings; a name is defined once (the composer refuses more).
+        collections: set[str] = set()
+        count = self.alias
         for event in yaml.parse(text, Loader=_YamlLoader):
-            if isinstance(event, yaml.AliasEvent):
-                size = sizes.get(event.anchor)
-                if size is None:
-                    if any(anchor == event.anchor for anchor, _ in open_nodes):
-                        raise _Limit(
-                            Problem(
-                                f"the alias *{_shown(event.anchor)} is inside the anchor "
-                                f"&{_shown(event.anchor)} it refers to, so it would repeat "
-                                "without end",
-                                line=_line(event.start_mark),
-                                hint="move the alias out of the anchored block, or write the "
-                                "nested part out",
-                            )
+            anchor = getattr(event, "anchor", None)
+            if isinstance(event, yaml.CollectionStartEvent) and anchor is not None:
+                collections.add(anchor)
+            elif isinstance(event, yaml.AliasEvent) and anchor in collections:
+                if count == 0:
+                    name, line = _shown(anchor), _line(event.start_mark)
+                    if self.loop:
+                        return Problem(
+                            f"the alias *{name} is inside the anchor &{name} it refers to, so "
+                            "it would repeat without end",
+                            line=line,
+                            hint="move the alias out of the anchored block, or write the "
+                            "nested part out",
                         )
-                    continue  # an undefined alias: composing says so, with its line
-                count += size
-                added += size
-                if added > MAX_ALIAS_NODES:
-                    raise _Limit(
-                        Problem(
-                            f"aliases would expand this file by more than {MAX_ALIAS_NODES:,} "
-                            f"nodes; the alias *{_shown(event.anchor)} here takes it past that",
-                            line=_line(event.start_mark),
-                            hint="use anchors and aliases to reuse a criterion or a short "
-                            "list; write larger structures out, without aliases of aliases",
-                        )
+                    return Problem(
+                        f"aliases would expand this file by more than {MAX_ALIAS_NODES:,} "
+                        f"nodes; the alias *{name} here takes it past that",
+                        line=line,
+                        hint=_ALIAS_HINT,
                     )
-            elif isinstance(event, yaml.ScalarEvent):
-                count += 1
-                if event.anchor is not None:
-                    sizes[event.anchor] = 1
-            elif isinstance(event, yaml.CollectionStartEvent):
-                open_nodes.append((event.anchor, count))
-                count += 1
-            elif isinstance(event, yaml.CollectionEndEvent):
-                anchor, before = open_nodes.pop()
-                if anchor is not None:
-                    sizes[anchor] = count - before
-            elif isinstance(event, yaml.DocumentStartEvent):
-                sizes.clear()
-    except yaml.YAMLError:
-        return  # a syntax error: composing the file reports it, with its line
-
-
-# An anchor (`&name`) follows a space, an indicator or the start of the text,
-# never a letter or digit: "R&D" or "AT&T" in a string do not cost the scan.
-# The '&' comes first so that the search skips to each one at C speed.
-_MAYBE_ANCHOR = re.compile(r"&(?<!\w&)")
+                count -= 1
+        return self.problem  # not reached: the text composed, so it has that alias
 
 
 def _nested_deeper(data: Any) -> bool:
@@ -492,12 +486,14 @@ def _parse_json(text: str, path: Path) -> _Parsed:
 
 
 def _parse_yaml(text: str, path: Path) -> _Parsed:
-    if _MAYBE_ANCHOR.search(text):  # no anchor, no alias: nothing to expand
-        _check_aliases(text)
     loader = _YamlLoader(text)
     try:
         node = loader.get_single_node()
-        data, duplicates = _construct(loader, node) if node is not None else (None, [])
+        data, duplicates = (
+            _construct(loader, node, anchors="&" in text) if node is not None else (None, [])
+        )
+    except _AliasLimit as exc:
+        raise RubricLoadError(path, [exc.located(text)]) from None
     except RecursionError:  # the pure-Python composer recurses once per level
         raise RubricLoadError(path, [_nesting_problem(None)]) from None
     except yaml.MarkedYAMLError as exc:
@@ -533,80 +529,127 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-def _construct(loader: yaml.SafeLoader, root: yaml.Node) -> tuple[Any, list[_Duplicate]]:
+def _construct(
+    loader: yaml.SafeLoader, root: yaml.Node, *, anchors: bool = True
+) -> tuple[Any, list[_Duplicate]]:
     """Build the data of a node tree, and find the keys given twice in a mapping.
 
     Rubric files are plain mappings, lists and strings (and merge keys,
     ``<<: *base``): built here directly, several times quicker than the
     generic constructor on large files, which builds only the other scalars.
     Mappings and lists nested deeper than MAX_NESTING stop it, aliases
-    included (an alias inside its own anchor nests forever). Merge keys follow
-    the YAML merge key spec: the mapping's own keys win, then the mappings
-    merged in the order listed.
+    included. Merge keys follow the YAML merge key spec: the mapping's own
+    keys win, then the mappings merged in the order listed.
+
+    The composer shares one node between an anchor and its aliases, but the
+    data holds a copy per alias: nine levels of nine aliases are 546 bytes of
+    text and 387 million nodes once built. A list or mapping met a second
+    time is an alias; from there until the end of that copy every node built
+    is counted, and the build stops as soon as the count passes
+    MAX_ALIAS_NODES, so that memory stays bounded. An alias to a scalar costs
+    what writing the scalar out would, and is not counted where it is written.
+    ``anchors=False`` says the text holds no '&', hence no anchor: no node can
+    be met twice, and recording them would cost a fifth of the build.
     """
     found: list[tuple[yaml.Node, Any, int, int]] = []  # (mapping, key, first line, second line)
+    finished: dict[int, bool] = {}  # id of each list and mapping met -> whether it is built
+    aliases = 0  # aliases to lists and mappings met in the text so far (not within copies)
+    copying = False  # within the copy of an alias
+    copied = 0  # nodes built within copies
+
+    def count() -> None:
+        nonlocal copied
+        copied += 1
+        if copied > MAX_ALIAS_NODES:
+            raise _AliasLimit(aliases, loop=False, line=None)
 
     def build(node: yaml.Node, depth: int) -> Any:
+        nonlocal aliases, copying
         if isinstance(node, yaml.ScalarNode):
-            if node.tag == _STR_TAG:
-                return node.value
-            try:
-                return loader.construct_object(node)
-            except (ValueError, OverflowError) as exc:  # 30 February, a 5000-digit number
-                why = str(exc).split(";")[0]  # not "use sys.set_int_max_str_digits()"
-                raise _Limit(
-                    Problem(
-                        f"cannot read the value {_shown(node.value)}: {why}",
-                        line=node.start_mark.line + 1,
-                        hint="quote it if it is text, or correct the value",
-                    )
-                ) from None
+            if copying:
+                count()
+            return node.value if node.tag == _STR_TAG else scalar(node)
         if depth > MAX_NESTING:
             raise _Limit(_nesting_problem(node.start_mark.line + 1))
+        alias = False  # an alias written in the text, whose copy this is
+        if anchors:
+            done = finished.get(id(node))
+            if done is None:
+                finished[id(node)] = False
+            elif not copying:
+                if not done:  # the node is being built: the alias is inside its own anchor
+                    raise _AliasLimit(aliases, loop=True, line=node.start_mark.line + 1)
+                copying = alias = True
+        if copying:
+            count()
+        result: Any
         if isinstance(node, yaml.SequenceNode):
-            return [build(item, depth + 1) for item in node.value]
-        result: dict[Any, Any] = {}
-        merged: list[dict[Any, Any]] | None = None
-        firsts: dict[Any, yaml.Node] | None = None  # key -> its first node, once one repeats
-        for key_node, value_node in node.value:
-            if key_node.tag == _MERGE_TAG:
-                if merged is not None:
+            result = [build(item, depth + 1) for item in node.value]
+        else:
+            result = {}
+            merged: list[dict[Any, Any]] | None = None
+            firsts: dict[Any, yaml.Node] | None = None  # key -> its first node, once one repeats
+            for key_node, value_node in node.value:
+                if key_node.tag == _MERGE_TAG:
+                    if copying:
+                        count()  # the `<<` itself, as any other key
+                    if merged is not None:
+                        firsts = firsts or first_keys(node)
+                        repeated(node, firsts[_MERGE_TAG], key_node, "<<")
+                    merged = merge(node, value_node, depth)
+                    continue
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"found a {key_node.id} as a key; a key is plain text",
+                        key_node.start_mark,
+                    )
+                key = build(key_node, depth + 1)
+                try:
+                    again = key in result
+                except TypeError:  # an unhashable scalar, from some tag
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        "found an unhashable key",
+                        key_node.start_mark,
+                    ) from None
+                if again:
                     firsts = firsts or first_keys(node)
-                    repeated(node, firsts[_MERGE_TAG], key_node, "<<")
-                merged = merge(node, value_node, depth)
-                continue
-            if not isinstance(key_node, yaml.ScalarNode):
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping",
-                    node.start_mark,
-                    f"found a {key_node.id} as a key; a key is plain text",
-                    key_node.start_mark,
-                )
-            key = build(key_node, depth + 1)
-            try:
-                again = key in result
-            except TypeError:  # an unhashable scalar, from some tag
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping",
-                    node.start_mark,
-                    "found an unhashable key",
-                    key_node.start_mark,
-                ) from None
-            if again:
-                firsts = firsts or first_keys(node)
-                repeated(node, firsts[key], key_node, key)
-            result[key] = build(value_node, depth + 1)
-        if merged:
-            combined: dict[Any, Any] = {}
-            for source in reversed(merged):
-                combined.update(source)
-            combined.update(result)
-            result = combined
+                    repeated(node, firsts[key], key_node, key)
+                result[key] = build(value_node, depth + 1)
+            if merged:
+                combined: dict[Any, Any] = {}
+                for source in reversed(merged):
+                    combined.update(source)
+                combined.update(result)
+                result = combined
+        if alias:
+            copying = False
+            aliases += 1
+        elif anchors:
+            finished[id(node)] = True
         return result
 
+    def scalar(node: yaml.Node) -> Any:
+        if node.tag == _STR_TAG:
+            return node.value
+        try:
+            return loader.construct_object(node)
+        except (ValueError, OverflowError) as exc:  # 30 February, a 5000-digit number
+            why = str(exc).split(";")[0]  # not "use sys.set_int_max_str_digits()"
+            raise _Limit(
+                Problem(
+                    f"cannot read the value {_shown(node.value)}: {why}",
+                    line=node.start_mark.line + 1,
+                    hint="quote it if it is text, or correct the value",
+                )
+            ) from None
+
     def merge(node: yaml.Node, value_node: yaml.Node, depth: int) -> list[dict[Any, Any]]:
-        sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
-        for source in sources:
+        listed = isinstance(value_node, yaml.SequenceNode)
+        for source in value_node.value if listed else [value_node]:
             if not isinstance(source, yaml.MappingNode):
                 raise yaml.constructor.ConstructorError(
                     "while constructing a mapping",
@@ -615,7 +658,9 @@ def _construct(loader: yaml.SafeLoader, root: yaml.Node) -> tuple[Any, list[_Dup
                     f"{getattr(source, 'id', 'node')}",
                     source.start_mark,
                 )
-        return [build(source, depth + 1) for source in sources]
+        # Through build, which counts the list and its aliases; the list is no
+        # level of its own: each mapping merged is one level down, listed or not.
+        return build(value_node, depth) if listed else [build(value_node, depth + 1)]
 
     def first_keys(node: yaml.Node) -> dict[Any, yaml.Node]:
         """Each key of a mapping with the node where it first appears (merge keys under
@@ -625,7 +670,7 @@ def _construct(loader: yaml.SafeLoader, root: yaml.Node) -> tuple[Any, list[_Dup
             if k.tag == _MERGE_TAG:
                 firsts.setdefault(_MERGE_TAG, k)
             elif isinstance(k, yaml.ScalarNode):
-                firsts.setdefault(build(k, 0), k)
+                firsts.setdefault(scalar(k), k)
         return firsts
 
     def repeated(node: yaml.Node, first: yaml.Node, again: yaml.Node, key: Any) -> None:

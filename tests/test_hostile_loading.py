@@ -18,6 +18,7 @@ import os
 import sys
 import textwrap
 import threading
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -375,6 +376,52 @@ def test_anchors_and_merge_keys_build_as_yaml_merges_say() -> None:
     assert data["three"] == {"type": "any_of", "weight": 2, "axis": "style"}
     assert data["list"] == [data["base"], data["base"]]
     assert data["list"][0] is not data["list"][1]  # a copy per alias, as PyYAML's are not
+
+
+def test_aliases_within_the_limit_build_what_pyyaml_builds() -> None:
+    text = bomb(5)  # 59,049 nodes built through aliases
+    loaded = load(text)
+    assert (
+        loaded.suite.cases[0].metadata
+        == yaml.load(text, Loader=yaml.CSafeLoader)["cases"][0]["metadata"]
+    )
+
+
+def test_an_alias_bomb_stops_building_at_the_limit() -> None:
+    # Built out, BOMB is 387 million nodes and gigabytes; refused after 100,000 it is a few MB.
+    tracemalloc.start()
+    try:
+        with pytest.raises(RubricLoadError) as info:
+            parse_suite(BOMB, path=YAML)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [p.line for p in info.value.problems] == [11]
+    assert peak < 64 << 20, f"{peak / 2**20:.0f} MiB"
+
+
+def test_aliases_are_counted_as_built_whatever_the_text_around_them() -> None:
+    # Scalar aliases, merges of aliases and of an aliased list come before the alias that
+    # takes the count past the limit: they must not shift which alias is named.
+    lines = [
+        "cases: []",
+        "s: &s text",
+        "m: &m {a: 1, b: [x, y]}",
+        "bases: &bases [{c: 2}, {d: 3}]",
+        "uses: [*s, {<<: *m, e: 4}, {<<: [*m, {f: 5}]}, {<<: *bases}, *s]",
+        "l0: &l0 [" + ", ".join(["x"] * 9) + "]",
+    ]
+    for n in range(1, 6):
+        lines.append(f"l{n}: &l{n}")
+        lines += ["  - *s", f"  - *l{n - 1}"] * 9
+    found = one_problem("\n".join(lines) + "\n")
+    assert found.message == (
+        "aliases would expand this file by more than 100,000 nodes; the alias *l4 here takes "
+        "it past that"
+    )
+    # l1..l4 hold 990 + 8,190 + 73,800 nodes through aliases (with their *s); l5 starts at
+    # line 83 with "*s", then its first *l4 (73,810 nodes) takes the count past 100,000.
+    assert found.line == 85
 
 
 # --- nesting ------------------------------------------------------------------------------------
@@ -795,6 +842,87 @@ def test_aliases_are_an_error_exactly_past_the_limit(chain: tuple[str, int]) -> 
     found = _outcome(text, YAML)
     too_many = [p for p in found if p.message.startswith("aliases would expand")]
     assert bool(too_many) == (added > MAX_ALIAS_NODES), (added, found)
+
+
+def _alias_past_the_limit(text: str) -> tuple[str, int] | None:
+    """The alias that takes the nodes built through aliases past the limit, counted over
+    the event stream (an oracle: the loader counts while building) -> its name and line.
+
+    An alias adds the nodes under its anchor; one written in the text to a scalar adds
+    nothing, since writing the scalar out would cost the same.
+    """
+    sizes: dict[str, tuple[int, bool]] = {}  # anchor -> (nodes under it, whether a collection)
+    open_nodes: list[tuple[str | None, int]] = []
+    count = added = 0
+    for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            size, collection = sizes[event.anchor]
+            count += size
+            added += size if collection else 0
+            if added > MAX_ALIAS_NODES:
+                return event.anchor, event.start_mark.line + 1
+        elif isinstance(event, yaml.ScalarEvent):
+            count += 1
+            if event.anchor is not None:
+                sizes[event.anchor] = (1, False)
+        elif isinstance(event, yaml.CollectionStartEvent):
+            open_nodes.append((event.anchor, count))
+            count += 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, before = open_nodes.pop()
+            if anchor is not None:
+                sizes[anchor] = (count - before, True)
+    return None
+
+
+_ALIAS_NOISE = [
+    "*s",
+    "*m",
+    "x",
+    "{<<: *m, z: 1}",
+    "{<<: [*m, *n]}",
+    "{<<: *bases, <<: *n}",
+    "[*s, *m]",
+    "*t",
+]
+
+
+@st.composite
+def aliased_files(draw: st.DrawFn) -> str:
+    """Block-style YAML, one alias a line: levels of anchors that alias the one before, with
+    scalar aliases, merges of aliases and of an aliased list in between."""
+    lines = [
+        "cases: []",
+        "s: &s text",
+        "t: &t text",
+        "m: &m {a: 1, b: [x, y]}",
+        "n: &n {c: 2}",
+        "bases: &bases [{d: 3}, {e: 4}]",
+    ]
+    for n in range(draw(st.integers(1, 7))):
+        lines.append(f"l{n}: &l{n}")
+        for _ in range(draw(st.integers(1, 9))):
+            lines += [f"  - {item}" for item in draw(st.lists(st.sampled_from(_ALIAS_NOISE)))]
+            lines.append(f"  - *l{n - 1}" if n else "  - x")
+    return "\n".join(lines) + "\n"
+
+
+@PROPERTY
+@given(aliased_files())
+def test_the_alias_named_is_the_one_that_passes_the_limit(text: str) -> None:
+    expected = _alias_past_the_limit(text)
+    found = [p for p in _outcome(text, YAML) if p.message.startswith("aliases would expand")]
+    if expected is None:
+        assert found == []
+    else:
+        name, line = expected
+        assert [(p.message, p.line) for p in found] == [
+            (
+                f"aliases would expand this file by more than 100,000 nodes; the alias *{name} "
+                "here takes it past that",
+                line,
+            )
+        ]
 
 
 YAML_TOKENS = st.lists(
