@@ -34,6 +34,7 @@ from pytest_rubric._loader import (
     MAX_NESTING,
     LoadedSuite,
     _construct,
+    _json_loads,
     load_response_dir,
     load_suite,
     parse_suite,
@@ -563,6 +564,20 @@ def test_duplicate_key_in_a_jsonl_line_is_a_problem(tmp_path: Path) -> None:
     assert list(files[0].entries) == ["q1"]
 
 
+def test_a_json_key_given_twice_with_spaces_before_its_colon_is_found() -> None:
+    problem = one_problem(
+        '{"cases": [{"id" : "q1", "response" : "a: b",\n'
+        '  "criteria": [{"id": "a", "type": "any_of", "any_of": ["x"]}],\n'
+        '  "response"  : "c"}]}\n',
+        JSON,
+    )
+    assert problem.message == (
+        "the key `response` is given twice in one JSON object (lines 1 and 3); "
+        "only the last one would count"
+    )
+    assert problem.line == 3
+
+
 # --- one file, every problem --------------------------------------------------------------------
 
 
@@ -923,6 +938,48 @@ def test_the_alias_named_is_the_one_that_passes_the_limit(text: str) -> None:
                 line,
             )
         ]
+
+
+_JSON_SPACE = st.sampled_from(["", " ", "\n", " \t", "\r\n  "])
+_JSON_TEXT = st.sampled_from(["x", "a: b", 'say \\": no', "\\u003a", "\\\\", "[{", ""])
+
+
+@st.composite
+def json_texts(draw: st.DrawFn, depth: int = 0) -> str:
+    """A JSON value written with any spacing, whose objects may give a key twice and whose
+    strings may hold colons, escaped quotes before a colon or an escaped colon."""
+    kind = draw(st.sampled_from(["object", "list", "text", "number"] if depth < 3 else ["text"]))
+    if kind == "text":
+        return f'"{draw(_JSON_TEXT)}"'
+    if kind == "number":
+        return "1"
+    if kind == "list":
+        items = draw(st.lists(json_texts(depth + 1), max_size=3))
+        return "[" + ",".join(draw(_JSON_SPACE) + item for item in items) + "]"
+    keys = draw(st.lists(st.sampled_from(["a", "b", "c:d", 'e\\"', "a b"]), max_size=5))
+    members = [
+        f'{draw(_JSON_SPACE)}"{key}"{draw(_JSON_SPACE)}:{draw(_JSON_SPACE)}'
+        + draw(json_texts(depth + 1))
+        for key in keys
+    ]
+    return "{" + ",".join(members) + draw(_JSON_SPACE) + "}"
+
+
+@PROPERTY
+@given(json_texts())
+def test_json_keys_given_twice_are_found_however_the_text_is_written(text: str) -> None:
+    expected: list[str] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                expected.append(key)
+            seen.add(key)
+        return dict(pairs)
+
+    data = json.loads(text, object_pairs_hook=pairs_hook)
+    assert _json_loads(text) == (data, expected)
 
 
 YAML_TOKENS = st.lists(
