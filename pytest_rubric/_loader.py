@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from ._checks import PYTHON_REGEX_TIMEOUT, regex_problem
 from ._errors import Problem, RubricLoadError
-from ._schema import CRITERION_TYPES, Case, FieldError, Suite
+from ._schema import CRITERION_TYPES, Case, FieldError, Suite, default_ids
 
 __all__ = [
     "MAX_ALIAS_NODES",
@@ -1032,17 +1032,13 @@ def _plain_id(value: Any) -> str | None:
 
 
 def _criterion_ids(criteria: Any, prefix: str) -> list[tuple[int, str]]:
-    """The usable ids of raw criteria, named by position where absent (``_schema._default_ids``)."""
+    """The usable ids of raw criteria, those absent named by position as validation names them."""
     if type(criteria) is not list:
         return []
     return [
         (j, criterion_id)
-        for j, criterion in enumerate(criteria)
-        if type(criterion) is dict
-        and (
-            criterion_id := _plain_id(criterion["id"] if "id" in criterion else f"{prefix}{j + 1}")
-        )
-        is not None
+        for j, criterion in enumerate(default_ids(criteria, prefix))
+        if type(criterion) is dict and (criterion_id := _plain_id(criterion["id"])) is not None
     ]
 
 
