@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ._grader import CompiledRubric, Grader
     from ._judge import LiveModel
     from ._judging import Judged, JudgeSession
-    from ._loader import ResponseFile
+    from ._responses import ResponseFile
     from ._spec import JudgeStats
 
 __all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]
@@ -456,7 +456,7 @@ class RubricSession:
         cached = self._response_dirs.get(directory)
         if cached is None:
             if directory.is_dir():
-                from ._loader import load_response_dir
+                from ._responses import load_response_dir
 
                 files, problems = load_response_dir(directory)
             else:

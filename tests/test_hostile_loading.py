@@ -34,11 +34,11 @@ from pytest_rubric._loader import (
     MAX_NESTING,
     LoadedSuite,
     _construct,
-    _json_loads,
     load_response_dir,
     load_suite,
     parse_suite,
 )
+from pytest_rubric._safe_read import json_loads
 
 Write = Callable[[str, str], Path]
 
@@ -979,7 +979,7 @@ def test_json_keys_given_twice_are_found_however_the_text_is_written(text: str) 
         return dict(pairs)
 
     data = json.loads(text, object_pairs_hook=pairs_hook)
-    assert _json_loads(text) == (data, expected)
+    assert json_loads(text) == (data, expected)
 
 
 YAML_TOKENS = st.lists(
