@@ -15,7 +15,8 @@ from ._base import CURRENT_ITEM, RESULTS_KEY
 from ._collect import record
 from ._errors import RubricAssertionError, RubricEvaluationError, RubricLoadError
 from ._grader import CompiledRubric, Grader
-from ._loader import load_suite, problems_from_validation
+from ._loader import load_suite
+from ._locate import problems_from_validation
 from ._result import CaseResult
 from ._schema import Rubric
 from ._scoring import score as score_results

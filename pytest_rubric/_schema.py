@@ -48,6 +48,7 @@ __all__ = [
     "Regex",
     "Rubric",
     "Suite",
+    "default_ids",
 ]
 
 
@@ -386,7 +387,7 @@ Criterion = Annotated[
 MinScore = Annotated[float, NotBool, Field(ge=0, le=1)]
 
 
-def _default_ids(value: Any, prefix: str) -> Any:
+def default_ids(value: Any, prefix: str) -> Any:
     """Criteria without an ``id`` (the weight-and-requirement form) are named by position."""
     if isinstance(value, list):
         return [
@@ -408,7 +409,7 @@ class Rubric(BaseModel):
     @field_validator("criteria", mode="before")
     @classmethod
     def _ids(cls, value: Any) -> Any:
-        return _default_ids(value, "c")
+        return default_ids(value, "c")
 
     id: str = "rubric"
     question: str | None = None
@@ -459,7 +460,7 @@ class Suite(BaseModel):
     @field_validator("global_criteria", mode="before")
     @classmethod
     def _ids(cls, value: Any) -> Any:
-        return _default_ids(value, "g")
+        return default_ids(value, "g")
 
     @field_validator("target")
     @classmethod

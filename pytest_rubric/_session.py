@@ -26,7 +26,7 @@ from ._xdist import is_xdist_controller, queued, worker_queue_lock
 if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
     from ._grader import CompiledRubric, Grader
-    from ._loader import ResponseFile
+    from ._responses import ResponseFile
     from ._sources import LiveModel
     from .judge.base import Judged, JudgeStats
     from .judge.cache import JudgeCache
@@ -322,7 +322,7 @@ class RubricSession:
         cached = self._response_dirs.get(directory)
         if cached is None:
             if directory.is_dir():
-                from ._loader import load_response_dir
+                from ._responses import load_response_dir
 
                 files, problems = load_response_dir(directory)
             else:

@@ -18,6 +18,7 @@ import os
 import sys
 import textwrap
 import threading
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from pytest_rubric._loader import (
     load_suite,
     parse_suite,
 )
+from pytest_rubric._safe_read import json_loads
 
 Write = Callable[[str, str], Path]
 
@@ -377,6 +379,52 @@ def test_anchors_and_merge_keys_build_as_yaml_merges_say() -> None:
     assert data["list"][0] is not data["list"][1]  # a copy per alias, as PyYAML's are not
 
 
+def test_aliases_within_the_limit_build_what_pyyaml_builds() -> None:
+    text = bomb(5)  # 59,049 nodes built through aliases
+    loaded = load(text)
+    assert (
+        loaded.suite.cases[0].metadata
+        == yaml.load(text, Loader=yaml.CSafeLoader)["cases"][0]["metadata"]
+    )
+
+
+def test_an_alias_bomb_stops_building_at_the_limit() -> None:
+    # Built out, BOMB is 387 million nodes and gigabytes; refused after 100,000 it is a few MB.
+    tracemalloc.start()
+    try:
+        with pytest.raises(RubricLoadError) as info:
+            parse_suite(BOMB, path=YAML)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [p.line for p in info.value.problems] == [11]
+    assert peak < 64 << 20, f"{peak / 2**20:.0f} MiB"
+
+
+def test_aliases_are_counted_as_built_whatever_the_text_around_them() -> None:
+    # Scalar aliases, merges of aliases and of an aliased list come before the alias that
+    # takes the count past the limit: they must not shift which alias is named.
+    lines = [
+        "cases: []",
+        "s: &s text",
+        "m: &m {a: 1, b: [x, y]}",
+        "bases: &bases [{c: 2}, {d: 3}]",
+        "uses: [*s, {<<: *m, e: 4}, {<<: [*m, {f: 5}]}, {<<: *bases}, *s]",
+        "l0: &l0 [" + ", ".join(["x"] * 9) + "]",
+    ]
+    for n in range(1, 6):
+        lines.append(f"l{n}: &l{n}")
+        lines += ["  - *s", f"  - *l{n - 1}"] * 9
+    found = one_problem("\n".join(lines) + "\n")
+    assert found.message == (
+        "aliases would expand this file by more than 100,000 nodes; the alias *l4 here takes "
+        "it past that"
+    )
+    # l1..l4 hold 990 + 8,190 + 73,800 nodes through aliases (with their *s); l5 starts at
+    # line 83 with "*s", then its first *l4 (73,810 nodes) takes the count past 100,000.
+    assert found.line == 85
+
+
 # --- nesting ------------------------------------------------------------------------------------
 
 
@@ -514,6 +562,20 @@ def test_duplicate_key_in_a_jsonl_line_is_a_problem(tmp_path: Path) -> None:
     assert [(p.line, p.field) for p in found] == [(2, "response")]
     assert "the key `response` is given twice" in found[0].message
     assert list(files[0].entries) == ["q1"]
+
+
+def test_a_json_key_given_twice_with_spaces_before_its_colon_is_found() -> None:
+    problem = one_problem(
+        '{"cases": [{"id" : "q1", "response" : "a: b",\n'
+        '  "criteria": [{"id": "a", "type": "any_of", "any_of": ["x"]}],\n'
+        '  "response"  : "c"}]}\n',
+        JSON,
+    )
+    assert problem.message == (
+        "the key `response` is given twice in one JSON object (lines 1 and 3); "
+        "only the last one would count"
+    )
+    assert problem.line == 3
 
 
 # --- one file, every problem --------------------------------------------------------------------
@@ -795,6 +857,129 @@ def test_aliases_are_an_error_exactly_past_the_limit(chain: tuple[str, int]) -> 
     found = _outcome(text, YAML)
     too_many = [p for p in found if p.message.startswith("aliases would expand")]
     assert bool(too_many) == (added > MAX_ALIAS_NODES), (added, found)
+
+
+def _alias_past_the_limit(text: str) -> tuple[str, int] | None:
+    """The alias that takes the nodes built through aliases past the limit, counted over
+    the event stream (an oracle: the loader counts while building) -> its name and line.
+
+    An alias adds the nodes under its anchor; one written in the text to a scalar adds
+    nothing, since writing the scalar out would cost the same.
+    """
+    sizes: dict[str, tuple[int, bool]] = {}  # anchor -> (nodes under it, whether a collection)
+    open_nodes: list[tuple[str | None, int]] = []
+    count = added = 0
+    for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            size, collection = sizes[event.anchor]
+            count += size
+            added += size if collection else 0
+            if added > MAX_ALIAS_NODES:
+                return event.anchor, event.start_mark.line + 1
+        elif isinstance(event, yaml.ScalarEvent):
+            count += 1
+            if event.anchor is not None:
+                sizes[event.anchor] = (1, False)
+        elif isinstance(event, yaml.CollectionStartEvent):
+            open_nodes.append((event.anchor, count))
+            count += 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, before = open_nodes.pop()
+            if anchor is not None:
+                sizes[anchor] = (count - before, True)
+    return None
+
+
+_ALIAS_NOISE = [
+    "*s",
+    "*m",
+    "x",
+    "{<<: *m, z: 1}",
+    "{<<: [*m, *n]}",
+    "{<<: *bases, <<: *n}",
+    "[*s, *m]",
+    "*t",
+]
+
+
+@st.composite
+def aliased_files(draw: st.DrawFn) -> str:
+    """Block-style YAML, one alias a line: levels of anchors that alias the one before, with
+    scalar aliases, merges of aliases and of an aliased list in between."""
+    lines = [
+        "cases: []",
+        "s: &s text",
+        "t: &t text",
+        "m: &m {a: 1, b: [x, y]}",
+        "n: &n {c: 2}",
+        "bases: &bases [{d: 3}, {e: 4}]",
+    ]
+    for n in range(draw(st.integers(1, 7))):
+        lines.append(f"l{n}: &l{n}")
+        for _ in range(draw(st.integers(1, 9))):
+            lines += [f"  - {item}" for item in draw(st.lists(st.sampled_from(_ALIAS_NOISE)))]
+            lines.append(f"  - *l{n - 1}" if n else "  - x")
+    return "\n".join(lines) + "\n"
+
+
+@PROPERTY
+@given(aliased_files())
+def test_the_alias_named_is_the_one_that_passes_the_limit(text: str) -> None:
+    expected = _alias_past_the_limit(text)
+    found = [p for p in _outcome(text, YAML) if p.message.startswith("aliases would expand")]
+    if expected is None:
+        assert found == []
+    else:
+        name, line = expected
+        assert [(p.message, p.line) for p in found] == [
+            (
+                f"aliases would expand this file by more than 100,000 nodes; the alias *{name} "
+                "here takes it past that",
+                line,
+            )
+        ]
+
+
+_JSON_SPACE = st.sampled_from(["", " ", "\n", " \t", "\r\n  "])
+_JSON_TEXT = st.sampled_from(["x", "a: b", 'say \\": no', "\\u003a", "\\\\", "[{", ""])
+
+
+@st.composite
+def json_texts(draw: st.DrawFn, depth: int = 0) -> str:
+    """A JSON value written with any spacing, whose objects may give a key twice and whose
+    strings may hold colons, escaped quotes before a colon or an escaped colon."""
+    kind = draw(st.sampled_from(["object", "list", "text", "number"] if depth < 3 else ["text"]))
+    if kind == "text":
+        return f'"{draw(_JSON_TEXT)}"'
+    if kind == "number":
+        return "1"
+    if kind == "list":
+        items = draw(st.lists(json_texts(depth + 1), max_size=3))
+        return "[" + ",".join(draw(_JSON_SPACE) + item for item in items) + "]"
+    keys = draw(st.lists(st.sampled_from(["a", "b", "c:d", 'e\\"', "a b"]), max_size=5))
+    members = [
+        f'{draw(_JSON_SPACE)}"{key}"{draw(_JSON_SPACE)}:{draw(_JSON_SPACE)}'
+        + draw(json_texts(depth + 1))
+        for key in keys
+    ]
+    return "{" + ",".join(members) + draw(_JSON_SPACE) + "}"
+
+
+@PROPERTY
+@given(json_texts())
+def test_json_keys_given_twice_are_found_however_the_text_is_written(text: str) -> None:
+    expected: list[str] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                expected.append(key)
+            seen.add(key)
+        return dict(pairs)
+
+    data = json.loads(text, object_pairs_hook=pairs_hook)
+    assert json_loads(text) == (data, expected)
 
 
 YAML_TOKENS = st.lists(

@@ -1,0 +1,143 @@
+"""Responses files: ``<subject>.jsonl`` in a folder, a ``{"id", "response"}`` per line,
+and the subject names they give, which go into test ids and the summary table."""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._errors import Problem
+from ._locate import kind_of
+from ._safe_read import Limit, NotRegular, json_loads, quoted, read_text
+
+__all__ = ["ResponseFile", "load_response_dir", "safe_subject", "subject_problem"]
+
+
+@dataclass(slots=True)
+class ResponseFile:
+    """One subject's responses: ``DIR/<subject>.jsonl``, a ``{"id", "response"}`` per line."""
+
+    path: Path
+    subject: str
+    entries: dict[str, tuple[str, int]] = field(default_factory=dict)
+    suites: dict[str, str | None] = field(default_factory=dict)
+
+
+# --- subjects -----------------------------------------------------------------------------------
+
+# Characters that would break a test id (`path::case[subject]`), or a line of
+# the summary table: "::" and brackets, line breaks and other control or
+# format characters (a right-to-left override would reorder the table).
+_BREAKS_IDS = re.compile(r"::|[\[\]]")
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def subject_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a subject, which goes into test ids and tables; None if it can."""
+    if not name.strip():
+        return "it is empty"
+    if _BREAKS_IDS.search(name):
+        return "'::', '[' and ']' break test ids"
+    if any(unicodedata.category(ch) in _INVISIBLE for ch in name):
+        return "a line break or another control character breaks test ids and the summary table"
+    return None
+
+
+def safe_subject(name: str) -> str:
+    """``name`` with what :func:`subject_problem` refuses replaced by '_'."""
+    name = _BREAKS_IDS.sub("_", name)
+    name = "".join("_" if unicodedata.category(ch) in _INVISIBLE else ch for ch in name)
+    return name.strip() or "subject"
+
+
+# --- responses files ----------------------------------------------------------------------------
+
+
+def load_response_dir(directory: Path) -> tuple[list[ResponseFile], list[Problem]]:
+    """Read every ``<subject>.jsonl`` in ``directory``; bad lines and names become problems."""
+    files, problems = [], []
+    for path in sorted(directory.glob("*.jsonl")):
+        why = subject_problem(path.stem)
+        if why is not None:
+            # Located on the folder: a file name with a line break would break the message too.
+            problems.append(
+                Problem(
+                    f"the file name {path.name!r} gives the subject name {path.stem!r}, which "
+                    f"cannot be used: {why}",
+                    path=directory,
+                    hint=f"rename the file to {safe_subject(path.stem) + '.jsonl'!r}",
+                )
+            )
+            continue
+        response_file = ResponseFile(path=path, subject=path.stem)
+        problems += _read_jsonl(response_file)
+        files.append(response_file)
+    return files, problems
+
+
+def _read_jsonl(target: ResponseFile) -> list[Problem]:
+    problems: list[Problem] = []
+    example = '{"id": "q01", "response": "..."}'
+    try:
+        # Only newlines end a JSON line: str.splitlines() would also split on
+        # \x1c-\x1e, \x85 and \u2028, which JSON allows inside a string, and
+        # every line number after such a character would be wrong.
+        lines = read_text(target.path).split("\n")
+    except NotRegular as exc:
+        return [
+            Problem(
+                f"this is {exc}, not a regular file; responses are read only from regular files",
+                path=target.path,
+                hint="replace it with a regular file, or remove it from the folder",
+            )
+        ]
+    except (OSError, UnicodeDecodeError) as exc:
+        return [Problem(f"cannot read: {exc}", path=target.path)]
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+
+        def bad(message: str, hint: str = f"write {example}", **where: str) -> None:
+            problems.append(Problem(message, hint=hint, path=target.path, line=number, **where))  # noqa: B023
+
+        try:
+            entry, repeated = json_loads(raw)
+        except json.JSONDecodeError as exc:
+            bad(f"invalid JSON ({exc.msg})", f"write one object per line: {example}")
+            continue
+        except Limit as exc:
+            bad(exc.problem.message, exc.problem.hint or f"write {example}")
+            continue
+        if repeated:
+            bad(
+                f"the key {quoted(repeated[0])} is given twice in this object; only the last "
+                "one would count",
+                "keep one of them",
+                field=str(repeated[0]),
+            )
+            continue
+        if not isinstance(entry, dict):
+            bad(f"expected an object, got {kind_of(entry)}")
+            continue
+        case_id, text = entry.get("id"), entry.get("response", entry.get("answer"))
+        if not isinstance(case_id, str | int):
+            bad("missing `id`", field="id")
+            continue
+        if not isinstance(text, str):
+            bad("`response` (or `answer`) must be a string", case=str(case_id), field="response")
+            continue
+        if str(case_id) in target.entries:
+            first = target.entries[str(case_id)][1]
+            bad(
+                f"a second response for this case (the first is at line {first})",
+                "keep one line per case in each subject file",
+                case=str(case_id),
+            )
+            continue
+        target.entries[str(case_id)] = (text, number)
+        suite = entry.get("suite")
+        target.suites[str(case_id)] = suite if isinstance(suite, str) else None
+    return problems

@@ -1,0 +1,191 @@
+"""Problems validation cannot see: ids used twice, subject names that would break
+test ids, regex patterns RE2 cannot run, cases that cannot be scored.
+
+They are looked for in the whole file even when validation failed: ids and
+subject names in the raw data, the rest in the cases that validate alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from ._checks import PYTHON_REGEX_TIMEOUT, regex_problem
+from ._errors import Problem
+from ._locate import Locator, item_label, value_at
+from ._responses import safe_subject, subject_problem
+from ._schema import Case, Suite, default_ids
+
+__all__ = ["semantic_problems"]
+
+
+def _regex_problems(
+    criteria: Sequence[Any], where: Sequence[str | int], locator: Locator, case: str | None
+) -> Iterator[Problem]:
+    """Regex criteria whose pattern needs what RE2 lacks: rejected at collection."""
+    for j, criterion in enumerate(criteria):
+        if criterion.type != "regex":
+            continue
+        why = regex_problem(criterion)
+        if why is not None:
+            yield Problem(
+                f"the pattern {criterion.pattern!r} needs what the RE2 engine does not have "
+                f"({why}): RE2 has no backreferences and no lookaround",
+                line=locator.line((*where, j, "pattern")),
+                case=case,
+                criterion=criterion.id,
+                field="pattern",
+                hint="rewrite it without them (an `invert: true` criterion often replaces a "
+                "negative lookahead), or add `engine: python` to this criterion to use Python's "
+                f"backtracking engine, whose every search is cut off after {PYTHON_REGEX_TIMEOUT:g} s "
+                "(ERROR)",
+            )
+
+
+def _plain_id(value: Any) -> str | None:
+    """An id as the schema reads it (``7`` is "7"), or None when it is not usable as one."""
+    if type(value) is str:
+        return value
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    return str(value)
+
+
+def _criterion_ids(criteria: Any, prefix: str) -> list[tuple[int, str]]:
+    """The usable ids of raw criteria, those absent named by position as validation names them."""
+    if type(criteria) is not list:
+        return []
+    return [
+        (j, criterion_id)
+        for j, criterion in enumerate(default_ids(criteria, prefix))
+        if type(criterion) is dict and (criterion_id := _plain_id(criterion["id"])) is not None
+    ]
+
+
+def _raw_problems(data: dict[str, Any], locator: Locator) -> Iterator[Problem]:
+    """What is wrong across items, read from the raw data so it is found even when
+    validation failed: duplicate ids and subject names that would break test ids."""
+    global_key = "global" if "global" in data else "global_criteria"
+    global_ids: set[str] = set()
+    for j, criterion_id in _criterion_ids(data.get(global_key), "g"):
+        if criterion_id in global_ids:
+            yield Problem(
+                f"criterion id {criterion_id!r} is used twice in `global`",
+                line=locator.line((global_key, j, "id")),
+                criterion=f"global {criterion_id}",
+                field="id",
+                hint="give every criterion a unique id",
+            )
+        global_ids.add(criterion_id)
+    cases = data.get("cases")
+    if type(cases) is not list:
+        return
+    seen_cases: dict[str, int] = {}
+    for i, case in enumerate(cases):
+        if type(case) is not dict:
+            continue
+        case_id = _plain_id(case.get("id"))
+        if case_id is not None and case_id in seen_cases:
+            yield Problem(
+                f"duplicate case id {case_id!r} (first at line {locator.case_line(seen_cases[case_id])})",
+                line=locator.line(("cases", i, "id")),
+                case=item_label(case.get("id"), i),
+                field="id",
+                hint="give every case a unique id",
+            )
+        elif case_id is not None:
+            seen_cases[case_id] = i
+        ids = _criterion_ids(case.get("criteria"), "c")
+        unique = {criterion_id for _, criterion_id in ids}
+        if len(unique) != len(ids) or not global_ids.isdisjoint(unique):  # rare: say which
+            seen: set[str] = set()
+            for j, criterion_id in ids:
+                if criterion_id in seen or criterion_id in global_ids:
+                    origin = "in `global`" if criterion_id in global_ids else "earlier in this case"
+                    yield Problem(
+                        f"criterion id {criterion_id!r} is used twice (also {origin})",
+                        line=locator.line(("cases", i, "criteria", j, "id")),
+                        case=item_label(case.get("id"), i),
+                        criterion=criterion_id,
+                        field="id",
+                        hint="give every criterion of a case a unique id",
+                    )
+                seen.add(criterion_id)
+        if "responses" in case or "subject" in case:
+            yield from _subject_problems(case, i, locator)
+
+
+def _subject_problems(case: dict[str, Any], index: int, locator: Locator) -> Iterator[Problem]:
+    """Subject names given in a case (``responses:`` keys, ``subject:``) that would break ids."""
+    responses = case.get("responses")
+    subjects: list[tuple[str, tuple[str, ...]]] = [
+        (name, ("responses", name))
+        for name in (responses if isinstance(responses, dict) else ())
+        if isinstance(name, str)
+    ]
+    if isinstance(case.get("subject"), str):
+        subjects.append((case["subject"], ("subject",)))
+    for name, where in subjects:
+        why = subject_problem(name)
+        if why is not None:
+            yield Problem(
+                f"the subject name {name!r} cannot be used: {why}",
+                line=locator.line(("cases", index, *where)),
+                case=item_label(case.get("id"), index),
+                field=where[0],
+                hint=f"rename it, for example to {safe_subject(name)!r}",
+            )
+
+
+def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locator) -> list[Problem]:
+    """Problems validation cannot see, in the whole file even when validation failed.
+
+    Ids and subject names come from the raw data. The checks that need models
+    (regex patterns, a scorable case) run on the cases that validate on their
+    own, so that a wrong type in one criterion does not hide them.
+    """
+    problems = list(_raw_problems(data, locator))
+    global_criteria: Sequence[Any] | None
+    if suite is not None:
+        global_criteria, cases = suite.global_criteria, list(enumerate(suite.cases))
+    else:
+        global_criteria, cases = _valid_parts(data)
+    if global_criteria is not None:
+        problems += _regex_problems(global_criteria, ("global",), locator, None)
+    for i, case in cases:
+        label = item_label(value_at(data, "cases", i, "id"), i)
+        problems += _regex_problems(case.criteria, ("cases", i, "criteria"), locator, label)
+        if global_criteria is None:
+            continue  # the global criteria did not validate: a case's weights are unknown
+        everything = [*global_criteria, *case.criteria]
+        if not any(c.axis == "substance" and c.effective_weight != 0 for c in everything):
+            problems.append(
+                Problem(
+                    "the case has no substance criterion with a non-zero weight, so it cannot "
+                    "be scored",
+                    line=locator.case_line(i),
+                    case=label,
+                    field="criteria",
+                    hint="add a criterion with `axis: substance` (the default) and a non-zero weight",
+                )
+            )
+    return problems
+
+
+def _valid_parts(data: dict[str, Any]) -> tuple[Sequence[Any] | None, list[tuple[int, Case]]]:
+    """The global criteria (None if they do not validate) and the cases that validate alone."""
+    global_criteria: Sequence[Any] | None
+    try:
+        only_global = {k: v for k, v in data.items() if k in ("global", "global_criteria")}
+        global_criteria = Suite.model_validate({**only_global, "cases": []}).global_criteria
+    except ValidationError:
+        global_criteria = None
+    cases: list[tuple[int, Case]] = []
+    raw_cases = data.get("cases")
+    for i, raw in enumerate(raw_cases if isinstance(raw_cases, list) else ()):
+        with contextlib.suppress(ValidationError):
+            cases.append((i, Case.model_validate(raw)))
+    return global_criteria, cases
