@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_rubric._merge import main
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, INNER_ADDOPTS
 
 
 def _summary(lines: list[str]) -> list[str]:
@@ -40,10 +40,9 @@ def shard_runs(
     directory = tmp_path_factory.mktemp("shards")
     (directory / "pytest.ini").write_text("[pytest]\n")
     shutil.copytree(EXAMPLES, directory / "examples")
-    # The environment of pytester's sessions: no options from outside, no step summary.
-    env = {**os.environ, "PY_COLORS": "0"}
-    for name in ("PYTEST_ADDOPTS", "GITHUB_STEP_SUMMARY"):
-        env.pop(name, None)
+    # The environment conftest's pytester gives its sessions; and no step summary to append to.
+    env = {**os.environ, "PY_COLORS": "0", "PYTEST_ADDOPTS": INNER_ADDOPTS}
+    env.pop("GITHUB_STEP_SUMMARY", None)
 
     def run(*args: str) -> pytest.RunResult:
         started = time.monotonic()
