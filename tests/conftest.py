@@ -28,6 +28,21 @@ RUN_MODES = {
 }
 
 
+# Hypothesis's pytest plugin imports all of Hypothesis (0.6 s of CPU) at the end of every
+# session it is loaded in. In-process runs find it imported (the root conftest), but every
+# fresh process the tests start (an xdist worker of a ``-n 2`` run, a ``python -m pytest``)
+# would pay again, for nothing: no session a test starts holds a Hypothesis test. They leave
+# the plugin out.
+INNER_ADDOPTS = "-p no:hypothesispytest"
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's ``pytester``; the sessions it starts, and their workers, get ``INNER_ADDOPTS``."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", INNER_ADDOPTS)  # after pytester cleared it
+    return pytester
+
+
 @pytest.fixture(params=list(RUN_MODES))
 def run_mode(request: pytest.FixtureRequest) -> list[str]:
     """Extra pytest arguments for one of the three ways of running."""

@@ -1,4 +1,7 @@
-"""``assert_rubric`` in plain tests: the forms of rubric it takes, what it raises, and the summary."""
+"""``assert_rubric`` in plain tests: the forms of rubric it takes, what it raises, and the summary.
+
+The session test runs in one mode: test_run_modes proves ``assert_rubric`` results reach the
+summary, the JSON and JUnit the same without xdist, with ``-n 0`` and with ``-n 2``."""
 
 from __future__ import annotations
 
@@ -116,7 +119,6 @@ cases:
 def test_results_join_the_session_summary_and_json(
     pytester: pytest.Pytester,
     write: Write,
-    run_mode: list[str],
     rubric_json: Callable[[], dict[str, Any]],
 ) -> None:
     write(
@@ -133,7 +135,7 @@ def test_results_join_the_session_summary_and_json(
             assert_rubric(answer.upper(), CRITERIA, subject=model)
         """,
     )
-    result = pytester.runpytest(*run_mode, "--rubric-json", "out.json")
+    result = pytester.runpytest("--rubric-json", "out.json")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         consecutive=True,

@@ -1,4 +1,7 @@
-"""The ``rubric summary`` section and ``--rubric-json``, each run three ways (no xdist, -n 0, -n 2)."""
+"""The ``rubric summary`` section and ``--rubric-json``.
+
+Each runs in one mode: test_run_modes proves the summary and the JSON the same without xdist,
+with ``-n 0`` and with ``-n 2``."""
 
 from __future__ import annotations
 
@@ -37,11 +40,9 @@ cases:
 """
 
 
-def test_summary_table_and_disagreement_line(
-    pytester: pytest.Pytester, write: Write, run_mode: list[str]
-) -> None:
+def test_summary_table_and_disagreement_line(pytester: pytest.Pytester, write: Write) -> None:
     write("a.rubric.yaml", TWO_SUBJECTS)
-    result = pytester.runpytest(*run_mode)
+    result = pytester.runpytest()
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(
         [
@@ -68,11 +69,10 @@ def _strip_volatile(document: dict[str, Any]) -> dict[str, Any]:
 def test_json_report_fields(
     pytester: pytest.Pytester,
     write: Write,
-    run_mode: list[str],
     rubric_json: Callable[[], dict[str, Any]],
 ) -> None:
     write("a.rubric.yaml", TWO_SUBJECTS)
-    pytester.runpytest(*run_mode, "--rubric-json", "out.json")
+    pytester.runpytest("--rubric-json", "out.json")
     document = rubric_json()
     assert document["version"] == 1
     assert set(document) >= {"version", "results", "leaderboard", "rankings_disagree"}
@@ -196,13 +196,11 @@ def test_json_is_written_even_when_no_rubric_ran(
 
 
 def test_bundled_example_shows_the_style_trap(
-    pytester: pytest.Pytester, run_mode: list[str], rubric_json: Callable[[], dict[str, Any]]
+    pytester: pytest.Pytester, rubric_json: Callable[[], dict[str, Any]]
 ) -> None:
     pytester.makeini("[pytest]\n")
     shutil.copytree(EXAMPLES, pytester.path / "examples")
-    result = pytester.runpytest(
-        "--rubric-dir", "examples/evals", "--rubric-json", "out.json", *run_mode
-    )
+    result = pytester.runpytest("--rubric-dir", "examples/evals", "--rubric-json", "out.json")
     result.stdout.fnmatch_lines(
         ["*= rubric summary =*", "! A style-weighted rubric would rank these subjects differently."]
     )

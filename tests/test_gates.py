@@ -1,4 +1,9 @@
-"""CI gates: ``--rubric-baseline`` with ``--rubric-max-drop``, and ``--rubric-fail-under``."""
+"""CI gates: ``--rubric-baseline`` with ``--rubric-max-drop``, and ``--rubric-fail-under``.
+
+The baseline tests run in one mode: test_run_modes proves a baseline gate's lines and exit
+status the same without xdist, with ``-n 0`` and with ``-n 2``. The fail-under test runs all
+three, as the gate alone turns a session whose tests all passed into a failed one, and under
+xdist that exit status is the controller's to set."""
 
 from __future__ import annotations
 
@@ -37,9 +42,9 @@ def baseline(pytester: pytest.Pytester, write: Write) -> Path:
 
 
 def test_an_unchanged_run_passes_against_its_own_baseline(
-    pytester: pytest.Pytester, baseline: Path, run_mode: list[str]
+    pytester: pytest.Pytester, baseline: Path
 ) -> None:
-    result = pytester.runpytest("--rubric-baseline", "base.json", *run_mode)
+    result = pytester.runpytest("--rubric-baseline", "base.json")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
         [
@@ -52,10 +57,10 @@ def test_an_unchanged_run_passes_against_its_own_baseline(
 
 
 def test_a_case_that_passed_and_fails_now_fails_the_session_and_is_named(
-    pytester: pytest.Pytester, write: Write, baseline: Path, run_mode: list[str]
+    pytester: pytest.Pytester, write: Write, baseline: Path
 ) -> None:
     _suite(write, q2="No idea.")
-    result = pytester.runpytest("--rubric-baseline", "base.json", *run_mode)
+    result = pytester.runpytest("--rubric-baseline", "base.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [

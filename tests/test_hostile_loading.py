@@ -149,11 +149,12 @@ def test_alias_bomb_is_one_collection_error(pytester: pytest.Pytester, write: Wr
 
 
 def test_json_nested_100000_deep_is_one_collection_error(
-    pytester: pytest.Pytester, write: Write, run_mode: list[str]
+    pytester: pytest.Pytester, write: Write
 ) -> None:
+    """test_run_modes has this file in its suite: the same error without xdist and with it."""
     write("good.rubric.yaml", GOOD)
     write("deep.rubric.json", '{"cases": ' + "[" * 100_000 + "]" * 100_000 + "}")
-    result = pytester.runpytest(*run_mode)
+    result = pytester.runpytest()
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
         [

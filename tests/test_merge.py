@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_rubric._merge import main
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, INNER_ADDOPTS
 
 
 def _summary(lines: list[str]) -> list[str]:
@@ -26,20 +28,59 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-@pytest.fixture
-def shards(pytester: pytest.Pytester) -> dict[str, pytest.RunResult]:
-    """The bundled example run whole, and as two shards (one by file, with xdist)."""
-    pytester.makeini("[pytest]\n")
-    shutil.copytree(EXAMPLES, pytester.path / "examples")
+SHARD_FILES = ("whole.json", "a.json", "b.json")
+
+
+@pytest.fixture(scope="module")
+def shard_runs(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, dict[str, pytest.RunResult]]:
+    """The bundled example run whole, and as two shards (one by file, with xdist): once for
+    the module, as no test changes them; each test gets copies (``shards``)."""
+    directory = tmp_path_factory.mktemp("shards")
+    (directory / "pytest.ini").write_text("[pytest]\n")
+    shutil.copytree(EXAMPLES, directory / "examples")
+    # The environment conftest's pytester gives its sessions; and no step summary to append to.
+    env = {**os.environ, "PY_COLORS": "0", "PYTEST_ADDOPTS": INNER_ADDOPTS}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+
+    def run(*args: str) -> pytest.RunResult:
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+            cwd=directory,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        lines = done.stdout.splitlines(), done.stderr.splitlines()
+        return pytest.RunResult(done.returncode, *lines, time.monotonic() - started)
+
     evals = "examples/evals"
     first = [f"{evals}/finance.rubric.yaml", f"{evals}/statistics.rubric.yaml"]
-    return {
-        "whole": pytester.runpytest(evals, "--rubric-json", "whole.json"),
-        "a": pytester.runpytest(*first, "--rubric-json", "a.json", "-n", "2"),
-        "b": pytester.runpytest(
-            evals, "--rubric-json", "b.json", *(f"--deselect={f}" for f in first)
-        ),
+    runs = {
+        "whole": run(evals, "--rubric-json", "whole.json"),
+        "a": run(*first, "--rubric-json", "a.json", "-n", "2"),
+        "b": run(evals, "--rubric-json", "b.json", *(f"--deselect={f}" for f in first)),
     }
+    for name in SHARD_FILES:
+        assert (directory / name).is_file(), runs[name.removesuffix(".json")].stdout.str()
+    return directory, runs
+
+
+@pytest.fixture
+def shards(
+    pytester: pytest.Pytester, shard_runs: tuple[Path, dict[str, pytest.RunResult]]
+) -> dict[str, pytest.RunResult]:
+    """The example and the three runs' JSON in this test's directory, and how they ended."""
+    directory, runs = shard_runs
+    pytester.makeini("[pytest]\n")
+    shutil.copytree(EXAMPLES, pytester.path / "examples")
+    for name in SHARD_FILES:
+        shutil.copy(directory / name, pytester.path / name)
+    return runs
 
 
 def test_merging_two_halves_gives_the_leaderboard_of_the_whole(

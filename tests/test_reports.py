@@ -1,5 +1,8 @@
 """What a reviewer and CI see: the HTML report (rendered in a real browser), Markdown and the
-GitHub step summary, JUnit properties."""
+GitHub step summary, JUnit properties.
+
+Each runs in one mode: test_run_modes proves the HTML, the Markdown, the step summary and the
+JUnit properties the same without xdist, with ``-n 0`` and with ``-n 2``."""
 
 from __future__ import annotations
 
@@ -58,9 +61,9 @@ def suite(pytester: pytest.Pytester, write: Write) -> Path:
 
 
 def test_the_html_report_is_self_contained_and_escapes_everything(
-    pytester: pytest.Pytester, suite: Path, run_mode: list[str]
+    pytester: pytest.Pytester, suite: Path
 ) -> None:
-    pytester.runpytest("--rubric-html", "report/r.html", *run_mode)
+    pytester.runpytest("--rubric-html", "report/r.html")
     page = (pytester.path / "report" / "r.html").read_text()
     # Nothing to run, nothing to fetch: no script, no reference to anything outside.
     tags = _tags(page)
@@ -164,12 +167,12 @@ def _near(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
 
 
 def test_markdown_file_and_step_summary(
-    pytester: pytest.Pytester, suite: Path, monkeypatch: pytest.MonkeyPatch, run_mode: list[str]
+    pytester: pytest.Pytester, suite: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     step = pytester.path / "step.md"
     step.write_text("earlier step output\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
-    pytester.runpytest("--rubric-markdown", "comment.md", *run_mode)
+    pytester.runpytest("--rubric-markdown", "comment.md")
     comment = (pytester.path / "comment.md").read_text()
     assert step.read_text() == "earlier step output\n" + comment + "\n"  # appended
     assert comment.startswith("## pytest-rubric\n")
@@ -210,10 +213,8 @@ def test_markdown_escape(text: str, expected: str) -> None:
 # --- JUnit -----------------------------------------------------------------------------------
 
 
-def test_junit_carries_the_rubric_properties(
-    pytester: pytest.Pytester, suite: Path, run_mode: list[str]
-) -> None:
-    pytester.runpytest("--junitxml", "junit.xml", *run_mode)
+def test_junit_carries_the_rubric_properties(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.runpytest("--junitxml", "junit.xml")
     tree = ET.parse(pytester.path / "junit.xml")
     cases = {tc.get("name"): tc for tc in tree.iter("testcase")}
     props = {

@@ -1,10 +1,18 @@
 """What a user sees is the same without xdist, with ``-n 0`` and with ``-n 2``: the summary
-(judge usage included, summed over workers) and the JSON, byte for byte."""
+(judge usage and the baseline gate included), the exit status, the JSON, the HTML report, the
+Markdown and the GitHub step summary byte for byte, and the JUnit properties of every test case.
+
+This is why the tests of each output format (test_reports, test_e2e_summary, test_gates,
+test_assert_rubric, test_hostile_loading) run in one mode only: the suite here holds what they
+exercise (judged and deterministic criteria, an ERROR, ``assert_rubric`` results from a plain
+test, a rubric file that is a collection error, a case that regressed against the baseline)."""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,6 +44,41 @@ cases:
       - {id: names, requirement: "Names the volatility of excess returns"}
 """
 
+# The baseline was taken when bold still answered sharpe right: that case regressed.
+BASELINE_SUITE = SUITE.replace("The mean return, obviously.", "The standard deviation, sure.")
+
+# assert_rubric in a plain test: its results ride on the test's report, like a rubric item's,
+# and so does the failure it raises.
+APP = """
+import pytest
+from pytest_rubric import RubricAssertionError, assert_rubric
+
+CRITERIA = [{"id": "capital", "type": "any_of", "any_of": ["paris"]}]
+
+def test_capital():
+    assert_rubric("Paris.", CRITERIA, subject="careful", query="Capital of France?")
+    assert_rubric("PARIS!", CRITERIA, subject="careful")
+    assert_rubric("Lyon.", CRITERIA, subject="bold")
+
+def test_a_failure_it_expects():  # caught, so it counts nowhere
+    with pytest.raises(RubricAssertionError):
+        assert_rubric("Lyon.", CRITERIA, subject="caught")
+"""
+APP_FAILURE = [
+    "E       pytest_rubric.RubricAssertionError: rubric test_capital#3[[]bold[]]: "
+    "score 0.00 (min_score 0.80, raw 0) FAILED",
+    "E          criterion  type    verdict  weight  reason",
+    "E       x  capital    any_of  UNMET         1  none of 'paris' found",
+]
+
+# A rubric file too deep to load: one collection error, and the rest of the session runs.
+DEEP = '{"cases": ' + "[" * 100_000 + "]" * 100_000 + "}"
+DEEP_PROBLEM = [
+    "deep.rubric.json: 1 problem in rubric file",
+    "  deep.rubric.json:1: lists and mappings are nested more than 100 levels deep",
+    "    -> a rubric file needs a few levels; flatten this structure or remove it",
+]
+
 
 def _responder(request: Recorded) -> Action:
     """Deterministic in the request alone (never its arrival order)."""
@@ -55,29 +98,98 @@ def _summary(output: list[str]) -> list[str]:
     return output[start:end]
 
 
-def test_summary_and_json_are_the_same_in_every_run_mode(
-    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
+def _junit(path: Path) -> dict[str, tuple[list[str], list[tuple[str, str]]]]:
+    """Per test case: its outcome elements and its properties, in order (a plain test that
+    calls ``assert_rubric`` twice has each name twice); times differ from run to run."""
+    cases = ET.parse(path).iter("testcase")
+    return {
+        f"{case.get('classname')}::{case.get('name')}": (
+            sorted(child.tag for child in case if child.tag not in {"properties", "system-out"}),
+            [(p.get("name", ""), p.get("value", "")) for p in case.iter("property")],
+        )
+        for case in cases
+    }
+
+
+def test_what_a_user_sees_is_the_same_in_every_run_mode(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write("s.rubric.yaml", SUITE)
     pytester.makeini("[pytest]\nrubric_judge_backoff = 0.01\nrubric_judge_attempts = 2\n")
     fake_llm.respond_with(_responder)
-    seen: dict[str, tuple[list[str], str]] = {}
+    judge = [
+        "--rubric-judge=openai:m",
+        f"--rubric-judge-url={fake_llm.openai_url}",
+        "--rubric-judge-samples=3",
+        "--rubric-cache=off",  # every mode calls the judge itself
+    ]
+    write("s.rubric.yaml", BASELINE_SUITE)
+    pytester.runpytest(*judge, "--rubric-json=base.json").assert_outcomes(
+        passed=4, failed=1, errors=1
+    )
+    write("s.rubric.yaml", SUITE)
+    write("test_app.py", APP)
+    write("deep.rubric.json", DEEP)
+
+    seen: dict[str, dict[str, Any]] = {}
     for mode, args in RUN_MODES.items():
-        json_path = f"{mode}.json"
+        step = pytester.path / f"{mode}.step.md"
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
         result = pytester.runpytest(
-            "--rubric-judge=openai:m",
-            f"--rubric-judge-url={fake_llm.openai_url}",
-            "--rubric-judge-samples=3",
-            "--rubric-cache=off",  # every mode calls the judge itself
-            "--rubric-json",
-            json_path,
+            *judge,
+            "--rubric-baseline=base.json",
+            f"--rubric-json={mode}.json",
+            f"--rubric-html={mode}.html",
+            f"--rubric-markdown={mode}.md",
+            f"--junitxml={mode}.xml",
             *args,
         )
-        result.assert_outcomes(passed=3, failed=2, errors=1)
-        seen[mode] = (_summary(result.outlines), (pytester.path / json_path).read_text())
-    (summary, document), *others = seen.values()
+        result.assert_outcomes(passed=4, failed=3, errors=2)
+        result.stdout.fnmatch_lines(DEEP_PROBLEM, consecutive=True)
+        result.stdout.fnmatch_lines(APP_FAILURE, consecutive=True)
+        markdown = (pytester.path / f"{mode}.md").read_text()
+        assert step.read_text() == markdown + "\n", mode  # appended once, by the controller
+        seen[mode] = {
+            "exit status": result.ret,
+            "summary": _summary(result.outlines),
+            "JSON": (pytester.path / f"{mode}.json").read_text(),
+            "HTML": (pytester.path / f"{mode}.html").read_text(),
+            "Markdown": markdown,
+            "JUnit": _junit(pytester.path / f"{mode}.xml"),
+        }
+
+    reference, *others = seen.values()
+    # What is compared is there to compare.
+    assert reference["exit status"] == pytest.ExitCode.TESTS_FAILED
+    summary = reference["summary"]
     assert any("unstable" in line for line in summary)
     assert any(line.startswith("judge openai:m: ") for line in summary)
-    for mode, (other_summary, other_document) in zip(list(seen)[1:], others, strict=True):
-        assert other_summary == summary, mode
-        assert other_document == document, mode
+    assert "rubric gate FAILED (2):" in summary
+    assert "  - s.rubric.yaml::sharpe[bold] passed in the baseline and fails now" in "\n".join(
+        summary
+    )
+    assert '"case": "test_capital#2"' in reference["JSON"]
+    assert "caught" not in reference["JSON"] + str(reference["JUnit"])
+    assert "Gate failed:" in reference["HTML"]
+    assert "**Gate failed** (2):" in reference["Markdown"]
+    junit = reference["JUnit"]
+    assert junit["s.rubric.yaml::var[careful]"] == (
+        [],
+        [
+            ("rubric_case", "var"),
+            ("rubric_subject", "careful"),
+            ("rubric_score", "1.0000"),
+            ("rubric_min_score", "0.8000"),
+            ("rubric_passed", "true"),
+        ],
+    )
+    assert junit["s.rubric.yaml::var[bold]"][0] == ["failure"]
+    app = junit["test_app::test_capital"][1]
+    assert [value for name, value in app if name == "rubric_case"] == [
+        "test_capital",
+        "test_capital#2",
+        "test_capital#3",
+    ]
+    assert junit["test_app::test_capital"][0] == ["failure"]
+    for mode, other in zip(list(seen)[1:], others, strict=True):
+        for what, value in reference.items():
+            assert other[what] == value, f"{what} differs between no-xdist and {mode}"
