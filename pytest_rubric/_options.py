@@ -1,0 +1,233 @@
+"""The plugin's command-line flags and ini options, registered by ``pytest_addoption``."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import pytest
+
+from ._base import CACHE_MODES, GRADERS
+from ._gates import fraction
+
+__all__ = ["add_options"]
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Every ``--rubric-*`` flag (one group) and ini option of the plugin."""
+    group = parser.getgroup("rubric", "rubric-based assertions on LLM output (pytest-rubric)")
+    group.addoption(
+        "--rubric-dir",
+        action="append",
+        dest="rubric_dirs",
+        metavar="DIR",
+        default=None,
+        help="collect rubric files under DIR (repeatable); without test paths, only these run.",
+    )
+    group.addoption(
+        "--rubric-responses",
+        dest="rubric_responses",
+        metavar="DIR",
+        default=None,
+        help='grade the responses in DIR/<subject>.jsonl, one {"id", "response"} per line.',
+    )
+    group.addoption(
+        "--rubric-target",
+        dest="rubric_target",
+        metavar="MODULE:FUNCTION",
+        default=None,
+        help="call this function with each case to get the response (the application under test).",
+    )
+    group.addoption(
+        "--rubric-judge",
+        dest="rubric_judge",
+        metavar="PROVIDER:MODEL",
+        default=None,
+        help="grade judge criteria with this LLM: openai:MODEL (any OpenAI-compatible server) or "
+        "anthropic:MODEL; also ini rubric_judge and env RUBRIC_JUDGE. Keys come from "
+        "OPENAI_API_KEY / ANTHROPIC_API_KEY only.",
+    )
+    group.addoption(
+        "--rubric-judge-url",
+        dest="rubric_judge_url",
+        metavar="URL",
+        default=None,
+        help="the judge's base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the "
+        "provider's), e.g. http://127.0.0.1:8080/v1 for a local server.",
+    )
+    group.addoption(
+        "--rubric-grader",
+        dest="rubric_grader",
+        choices=GRADERS,
+        default="per-criterion",
+        help="one judge call per criterion (default), one call for all, or one 0-100 score.",
+    )
+    group.addoption(
+        "--rubric-concurrency",
+        dest="rubric_concurrency",
+        metavar="N",
+        type=_positive_int,
+        default=8,
+        help="judge calls in flight at most, across the session (default 8); xdist workers "
+        "share it, N // workers each.",
+    )
+    group.addoption(
+        "--rubric-judge-samples",
+        dest="rubric_judge_samples",
+        metavar="K",
+        type=_positive_int,
+        default=None,
+        help="judge every criterion K times (default 1): majority verdict, mean score; "
+        "criteria whose samples disagree are flagged unstable.",
+    )
+    group.addoption(
+        "--rubric-judge-timeout",
+        dest="rubric_judge_timeout",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        default=60.0,
+        help="give up on one judge call after SECONDS (default 60), however slowly the "
+        "server sends its reply; it is retried.",
+    )
+    group.addoption(
+        "--rubric-cache",
+        dest="rubric_cache",
+        choices=CACHE_MODES,
+        default="use",
+        help="judge cache: use (default), refresh (call and overwrite), off, or replay "
+        "(no network call; a miss is an ERROR).",
+    )
+    group.addoption(
+        "--rubric-require-judge",
+        dest="rubric_require_judge",
+        action="store_true",
+        help="make judged criteria ERROR instead of SKIPPED when no judge is configured.",
+    )
+    group.addoption(
+        "--rubric-model",
+        dest="rubric_model",
+        metavar="PROVIDER:MODEL",
+        default=None,
+        help="collect responses live from this model (subject = the model).",
+    )
+    group.addoption(
+        "--rubric-json",
+        dest="rubric_json",
+        metavar="PATH",
+        default=None,
+        help="write every result and the leaderboard to PATH as JSON.",
+    )
+    group.addoption(
+        "--rubric-html",
+        dest="rubric_html",
+        metavar="PATH",
+        default=None,
+        help="write a self-contained HTML report (scatter plot, leaderboard, every answer).",
+    )
+    group.addoption(
+        "--rubric-markdown",
+        dest="rubric_markdown",
+        metavar="PATH",
+        default=None,
+        help="write the leaderboard and failing cases as Markdown (also appended to "
+        "$GITHUB_STEP_SUMMARY when set).",
+    )
+    group.addoption(
+        "--rubric-baseline",
+        dest="rubric_baseline",
+        metavar="PATH",
+        default=None,
+        help="an earlier --rubric-json: fail when a case that passed there fails now, or a "
+        "subject's correctness drops by more than --rubric-max-drop.",
+    )
+    group.addoption(
+        "--rubric-max-drop",
+        dest="rubric_max_drop",
+        metavar="X",
+        type=fraction,
+        default=0.0,
+        help="the correctness drop per subject that --rubric-baseline tolerates (default 0).",
+    )
+    group.addoption(
+        "--rubric-fail-under",
+        dest="rubric_fail_under",
+        metavar="X",
+        type=fraction,
+        default=None,
+        help="fail the session when a subject's mean correctness is below X (0 to 1).",
+    )
+    parser.addini(
+        "rubric_dirs", "directories to collect rubric files from", type="paths", default=[]
+    )
+    parser.addini(
+        "rubric_file_patterns",
+        "glob patterns of rubric file names",
+        type="linelist",
+        default=["*.rubric.yaml", "*.rubric.yml", "*.rubric.json"],
+    )
+    parser.addini("rubric_judge", "the LLM judge, PROVIDER:MODEL (overridden by --rubric-judge)")
+    parser.addini("rubric_judge_attempts", "attempts per judge call, the first included (4)")
+    parser.addini("rubric_judge_samples", "judge samples per criterion (1)", default="")
+    parser.addini("rubric_judge_backoff", "first retry delay in seconds, doubled each time (0.5)")
+    parser.addini(
+        "rubric_judge_retry_budget",
+        "retries per session (per xdist worker) across all judge calls (200)",
+    )
+    parser.addini(
+        "rubric_fast_exit",
+        "after a session with rubric items, skip the interpreter's repeated shutdown "
+        "collections of its large heap (default true)",
+        type="bool",
+        default=True,
+    )
+    parser.addini(
+        "rubric_cache_dir",
+        "where the judge cache lives (default .rubric_cache under the rootdir)",
+        default="",
+    )
+    parser.addini("rubric_min_score", "pass mark of cases that set none (default 0.8)", default="")
+    parser.addini(
+        "rubric_call_timeout",
+        "seconds a `callable` criterion or a `target` may run before it is ERROR, unless it "
+        "sets `timeout:` (default 60)",
+        default="",
+    )
+    for name, what in (
+        (
+            "rubric_confident_threshold",
+            "confidence at or above which an answer counts as confident (0.7)",
+        ),
+        (
+            "rubric_hedged_threshold",
+            "confidence at or below which an answer counts as hedged (0.35)",
+        ),
+        (
+            "rubric_low_score",
+            "score below which a confident answer is flagged confidently_wrong (0.5)",
+        ),
+        (
+            "rubric_high_score",
+            "score at or above which a hedged answer is flagged hedged_but_right (0.8)",
+        ),
+    ):
+        parser.addini(name, what, default="")
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
