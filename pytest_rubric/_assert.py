@@ -23,7 +23,7 @@ from ._scoring import score as score_results
 from ._session import SESSION_KEY
 from ._table import criteria_table
 
-__all__ = ["CURRENT_ITEM", "assert_rubric"]
+__all__ = ["CURRENT_ITEM", "RubricFixture", "assert_rubric", "check_rubric"]
 
 
 def _rubric_from_path(
@@ -101,10 +101,30 @@ def assert_rubric(
     summary``, JSON and other outputs; the node id is the test's.
     """
     __tracebackhide__ = True  # the failure is the table, not this function's frame
+    return check_rubric(
+        CURRENT_ITEM.get(),
+        response,
+        rubric,
+        min_score=min_score,
+        query=query,
+        subject=subject,
+    )
+
+
+def check_rubric(
+    item: pytest.Item | None,
+    response: str,
+    rubric: Rubric | Sequence[dict[str, Any]] | dict[str, Any] | str | os.PathLike[str],
+    *,
+    min_score: float | None = None,
+    query: str | None = None,
+    subject: str | None = None,
+) -> CaseResult:
+    """:func:`assert_rubric` for ``item`` (None: outside a test, nothing is recorded)."""
+    __tracebackhide__ = True
     parsed, global_criteria, own_mark, suite = _to_rubric(rubric)
     if query is not None:
         parsed = parsed.model_copy(update={"question": query})
-    item = CURRENT_ITEM.get()
     session = item.config.stash.get(SESSION_KEY, None) if item is not None else None
     grader = session.grader if session is not None else Grader()
     compiled: CompiledRubric = grader.compile(
@@ -140,3 +160,33 @@ def assert_rubric(
     if not result.passed:
         raise RubricAssertionError(criteria_table(result), result=result)
     return result
+
+
+class RubricFixture:
+    """What the ``rubric`` fixture gives a test: :func:`assert_rubric` bound to that test.
+
+    Call it like ``assert_rubric``; its results join the session's outputs
+    under the test's node id, and it holds the node itself, so it needs no
+    context from the running test.
+    """
+
+    def __init__(self, item: pytest.Item) -> None:
+        self.item = item
+
+    def __repr__(self) -> str:
+        return f"RubricFixture({self.item.nodeid!r})"
+
+    def __call__(
+        self,
+        response: str,
+        rubric: Rubric | Sequence[dict[str, Any]] | dict[str, Any] | str | os.PathLike[str],
+        *,
+        min_score: float | None = None,
+        query: str | None = None,
+        subject: str | None = None,
+    ) -> CaseResult:
+        """Grade ``response`` against ``rubric``; see :func:`assert_rubric`."""
+        __tracebackhide__ = True
+        return check_rubric(
+            self.item, response, rubric, min_score=min_score, query=query, subject=subject
+        )

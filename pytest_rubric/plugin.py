@@ -16,6 +16,7 @@ from ._result import CaseResult
 from ._session import SESSION_KEY, RubricSession
 
 if TYPE_CHECKING:
+    from ._assert import RubricFixture
     from ._collect import RubricFile
     from ._grader import Grader
 
@@ -153,6 +154,22 @@ def rubric_judge(request: pytest.FixtureRequest) -> Any:
     if judging is None:
         pytest.skip(NO_JUDGE_SKIP)
     return judging.client
+
+
+@pytest.fixture
+def rubric(request: pytest.FixtureRequest) -> RubricFixture:
+    """``assert_rubric`` bound to this test: ``rubric(response, criteria, min_score=0.8)``.
+
+    It grades with the session's grader and judge, fails the test as
+    ``assert_rubric`` does, and its results join the session's summary and
+    outputs under the test's node id::
+
+        def test_answer(rubric):
+            rubric(my_app("What is NPV?"), [{"id": "npv", "type": "any_of", "any_of": ["net present value"]}])
+    """
+    from ._assert import RubricFixture
+
+    return RubricFixture(request.node)
 
 
 @pytest.fixture

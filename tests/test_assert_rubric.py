@@ -200,3 +200,34 @@ def test_a_failure_the_test_catches_does_not_count(
     results = sorted((r["subject"], r["passed"]) for r in rubric_json()["results"])
     assert results == [("escaped", False), ("kept", True)]
     assert "caught" not in (pytester.path / "j.xml").read_text()
+
+
+def test_the_rubric_fixture_is_assert_rubric_bound_to_its_test(
+    pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
+) -> None:
+    write(
+        "test_fixture.py",
+        """
+        import pytest
+
+        CRITERIA = [{"id": "capital", "type": "any_of", "any_of": ["paris"]}]
+
+        @pytest.mark.parametrize("answer", ["Paris.", "Lyon."])
+        def test_capital(rubric, answer):
+            result = rubric(answer, CRITERIA, subject="app", query="Capital of France?")
+            assert result.passed
+
+        def test_repr(rubric, request):
+            assert repr(rubric) == f"RubricFixture({request.node.nodeid!r})"
+        """,
+    )
+    result = pytester.runpytest("-p", "no:xdist", "--rubric-json", "out.json")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        ["E       pytest_rubric.RubricAssertionError: rubric test_capital[[]Lyon.[]]*FAILED"]
+    )
+    results = sorted((r["nodeid"], r["passed"]) for r in rubric_json()["results"])
+    assert results == [
+        ("test_fixture.py::test_capital[Lyon.]", False),
+        ("test_fixture.py::test_capital[Paris.]", True),
+    ]
