@@ -26,6 +26,10 @@ from ._table import criteria_table
 __all__ = ["CURRENT_ITEM", "RubricFixture", "assert_rubric", "check_rubric"]
 
 
+# What ``assert_rubric``, ``check_rubric`` and the ``rubric`` fixture accept as a rubric.
+RubricSpec = Rubric | Sequence[dict[str, Any]] | dict[str, Any] | str | os.PathLike[str]
+
+
 def _rubric_from_path(
     spec: str | os.PathLike[str],
 ) -> tuple[Rubric, Sequence[Any], float | None, str]:
@@ -66,7 +70,7 @@ def _to_rubric(rubric: Any) -> tuple[Rubric, Sequence[Any], float | None, str | 
 
 def assert_rubric(
     response: str,
-    rubric: Rubric | Sequence[dict[str, Any]] | dict[str, Any] | str | os.PathLike[str],
+    rubric: RubricSpec,
     *,
     min_score: float | None = None,
     query: str | None = None,
@@ -114,7 +118,7 @@ def assert_rubric(
 def check_rubric(
     item: pytest.Item | None,
     response: str,
-    rubric: Rubric | Sequence[dict[str, Any]] | dict[str, Any] | str | os.PathLike[str],
+    rubric: RubricSpec,
     *,
     min_score: float | None = None,
     query: str | None = None,
@@ -179,7 +183,7 @@ class RubricFixture:
     def __call__(
         self,
         response: str,
-        rubric: Rubric | Sequence[dict[str, Any]] | dict[str, Any] | str | os.PathLike[str],
+        rubric: RubricSpec,
         *,
         min_score: float | None = None,
         query: str | None = None,

@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_MIN_SCORE",
     "GRADERS",
+    "MAX_CALL_TIMEOUT",
     "RESULTS_KEY",
     "RetryPolicy",
     "RubricItemView",
@@ -39,6 +40,8 @@ GRADERS = ("per-criterion", "one-shot", "holistic")
 CACHE_MODES = ("use", "refresh", "off", "replay")
 DEFAULT_MIN_SCORE = 0.8  # the pass mark of cases that set none (ini rubric_min_score)
 DEFAULT_CALL_TIMEOUT = 60.0  # seconds a callable or target may run (ini rubric_call_timeout)
+# At most a day: a thread's wait past threading.TIMEOUT_MAX would overflow.
+MAX_CALL_TIMEOUT = 86_400.0
 
 RESULTS_KEY = pytest.StashKey[list["Recorded"]]()
 """Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""

@@ -29,6 +29,8 @@ from pydantic import (
     model_validator,
 )
 
+from ._base import MAX_CALL_TIMEOUT
+
 __all__ = [
     "CRITERION_TYPES",
     "AllOf",
@@ -119,9 +121,7 @@ NotBool = BeforeValidator(_not_bool)
 # NaN or infinity in a weight, value or tolerance would poison every score.
 Finite = Annotated[float, NotBool, Field(allow_inf_nan=False)]
 NonNegative = Annotated[float, NotBool, Field(ge=0, allow_inf_nan=False)]
-# Seconds a user's `callable` or `target` may run before its evaluation is ERROR
-# (at most a day: a thread's wait past threading.TIMEOUT_MAX would overflow).
-MAX_CALL_TIMEOUT = 86_400.0
+# Seconds a user's `callable` or `target` may run before its evaluation is ERROR.
 Timeout = Annotated[float, NotBool, Field(gt=0, le=MAX_CALL_TIMEOUT, allow_inf_nan=False)]
 
 
