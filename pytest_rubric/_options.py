@@ -10,7 +10,17 @@ import pytest
 from ._base import CACHE_MODES, GRADERS
 from ._gates import fraction
 
-__all__ = ["add_options"]
+__all__ = ["OUTPUT_OPTIONS", "add_options"]
+
+
+# The run's output files, one flag each (``--rubric-<name> PATH``); each name has its
+# renderer in ``_outputs.OUTPUTS``.
+OUTPUT_OPTIONS = {
+    "json": "write every result and the leaderboard to PATH as JSON.",
+    "html": "write a self-contained HTML report (scatter plot, leaderboard, every answer).",
+    "markdown": "write the leaderboard and failing cases as Markdown (also appended to "
+    "$GITHUB_STEP_SUMMARY when set).",
+}
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -110,28 +120,10 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="collect responses live from this model (subject = the model).",
     )
-    group.addoption(
-        "--rubric-json",
-        dest="rubric_json",
-        metavar="PATH",
-        default=None,
-        help="write every result and the leaderboard to PATH as JSON.",
-    )
-    group.addoption(
-        "--rubric-html",
-        dest="rubric_html",
-        metavar="PATH",
-        default=None,
-        help="write a self-contained HTML report (scatter plot, leaderboard, every answer).",
-    )
-    group.addoption(
-        "--rubric-markdown",
-        dest="rubric_markdown",
-        metavar="PATH",
-        default=None,
-        help="write the leaderboard and failing cases as Markdown (also appended to "
-        "$GITHUB_STEP_SUMMARY when set).",
-    )
+    for name, help_text in OUTPUT_OPTIONS.items():
+        group.addoption(
+            f"--rubric-{name}", dest=f"rubric_{name}", metavar="PATH", default=None, help=help_text
+        )
     group.addoption(
         "--rubric-baseline",
         dest="rubric_baseline",

@@ -1,8 +1,8 @@
 """Every output file of a run (or of ``merge``): one registry, each entry a renderer of the report.
 
-A new format is a renderer of :class:`SessionReport` and one :class:`Output`
-entry here; ``merge`` takes its flag from the entry, a run its path from the
-option of the same name (``--rubric-<name>``).
+A new format is a renderer of :class:`SessionReport`, one :class:`Output`
+entry here and one flag in ``_options.OUTPUT_OPTIONS`` (same name): a run
+writes it to ``--rubric-<name> PATH``, ``merge`` to ``--<name> PATH``.
 """
 
 from __future__ import annotations

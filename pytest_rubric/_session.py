@@ -7,7 +7,7 @@ to ``pytest_unconfigure``. Hooks in ``plugin`` only delegate to it.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +21,7 @@ from ._report import DocumentError, read_document
 from ._result import CaseResult, Verdict
 from ._session_report import SessionReport, build_report
 from ._settings import Settings
-from ._xdist import is_xdist_controller, queued, worker_queue_lock
+from ._xdist import is_xdist_controller, worker_count
 
 if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
@@ -83,8 +83,6 @@ class RubricSession:
         self.judge_name: str | None = None  # set whenever a judge is configured
         self.judge_stats: JudgeStats | None = None
         self._scheduled: set[str] = set()  # node ids whose judging was started
-        self._queue_lock: Callable[[], Any] | None = None
-        self._queue_looked_up = False
         self.model: LiveModel | None = None
         self._cache: JudgeCache | None = None
         if self.settings.model:
@@ -172,11 +170,8 @@ class RubricSession:
             client = make_client(
                 spec, policy=settings.retry, require_key=False
             )  # key checked above
-        concurrency = settings.concurrency
-        workerinput = getattr(self.config, "workerinput", None)
-        if workerinput is not None:
-            # The bound is for the whole run: the xdist workers share it.
-            concurrency = max(1, concurrency // int(workerinput.get("workercount") or 1))
+        # The bound is for the whole run: xdist workers share it.
+        concurrency = max(1, settings.concurrency // worker_count(self.config))
         from .judge.runner import JudgeRunner
 
         self.judging = JudgeRunner(
@@ -215,34 +210,18 @@ class RubricSession:
 
         Items whose response comes from a target or a model are judged when
         they run. An xdist worker runs only the items it is handed, so it
-        schedules those as they arrive (:meth:`schedule_handed`).
+        schedules those as it learns of them (:meth:`schedule_items`).
         """
         if self.judging is None or hasattr(self.config, "workerinput"):
             return
         for item in items:
             self._schedule(item)
 
-    def schedule_handed(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
-        """An xdist worker is about to run ``item``: start judging everything it holds.
-
-        That is ``item``, ``nextitem`` and the items queued behind them, which
-        are read from pytest-xdist's worker queue (``WorkerInteractor.torun``;
-        newest first, stopping at the first one already seen, so each call
-        costs only what arrived since the last). If a future xdist moves that
-        queue, the worker still judges ``item`` and ``nextitem`` ahead.
-        An item another worker steals (``--dist worksteal``) may be judged
-        twice; the cache serves the second one when the first finished.
-        """
-        if self.judging is None or not hasattr(self.config, "workerinput"):
-            return
-        self._schedule(item)
-        if nextitem is not None:
-            self._schedule(nextitem)
-        if not self._queue_looked_up:
-            self._queue_lock, self._queue_looked_up = worker_queue_lock(self.config), True
-        items = item.session.items
-        for index in queued(self._queue_lock, lambda i: items[i].nodeid in self._scheduled):
-            self._schedule(items[index])
+    def schedule_items(self, items: Iterable[pytest.Item]) -> None:
+        """Start judging ``items`` (an xdist worker, about to run them; see ``_xdist``)."""
+        if self.judging is not None:
+            for item in items:
+                self._schedule(item)
 
     def _schedule(self, item: pytest.Item) -> None:
         if item.nodeid in self._scheduled or self.judging is None or self.dry_run:
@@ -424,15 +403,7 @@ class RubricSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         from ._outputs import write_outputs  # the HTML and Markdown renderers: only at the end
 
-        settings = self.settings
-        write_outputs(
-            self.report,
-            {
-                "json": settings.json_path,
-                "html": settings.html_path,
-                "markdown": settings.markdown_path,
-            },
-        )
+        write_outputs(self.report, self.settings.output_paths)
 
 
 SESSION_KEY = pytest.StashKey[RubricSession]()

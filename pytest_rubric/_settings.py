@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from . import _style
 from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_MIN_SCORE, MAX_CALL_TIMEOUT, RetryPolicy
+from ._options import OUTPUT_OPTIONS
 
 __all__ = ["DEFAULT_PATTERNS", "Settings"]
 
@@ -24,9 +26,7 @@ class Settings:
     patterns: tuple[str, ...] = DEFAULT_PATTERNS
     responses_dir: Path | None = None
     target: str | None = None
-    json_path: Path | None = None
-    html_path: Path | None = None
-    markdown_path: Path | None = None
+    output_paths: Mapping[str, Path | None] = field(default_factory=dict)  # OUTPUT_OPTIONS
     baseline_path: Path | None = None
     max_drop: float = 0.0
     fail_under: float | None = None
@@ -78,9 +78,7 @@ class Settings:
             patterns=patterns,
             responses_dir=(here / responses).resolve() if responses else None,
             target=config.getoption("rubric_target"),
-            json_path=path("rubric_json"),
-            html_path=path("rubric_html"),
-            markdown_path=path("rubric_markdown"),
+            output_paths={name: path(f"rubric_{name}") for name in OUTPUT_OPTIONS},
             baseline_path=path("rubric_baseline"),
             max_drop=config.getoption("rubric_max_drop"),
             fail_under=config.getoption("rubric_fail_under"),

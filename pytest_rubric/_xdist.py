@@ -1,14 +1,53 @@
-"""What the plugin knows of pytest-xdist: whether this process is the controller, and what a
-worker holds queued, so it can judge those items ahead of running them."""
+"""Everything the plugin does for pytest-xdist, on its public interfaces only.
+
+:func:`register` adds these hooks when pytest-xdist is present, and only
+the ones the process needs, the way pytest's junitxml registers its writer
+only where ``config.workerinput`` is absent:
+
+- on a worker, :class:`WorkerHooks` starts judging the items the worker
+  will run before it runs them, and hands its judge usage to the
+  controller through ``workeroutput``;
+- on the controller, :class:`ControllerHooks` adds each worker's usage up
+  when the worker goes down (``pytest_testnodedown``).
+
+What a worker will run is known from public facts only: pytest's
+``nextitem``, and xdist's documented guarantee that ``--dist loadfile`` and
+``--dist loadscope`` hand every item of a file to one worker (a rubric
+item's node id is ``file::case[subject]``, so both group by file). Under
+``--dist load`` a worker is told of one item ahead; guessing beyond it
+could judge an item another worker runs, and pay for it twice.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 import pytest
 
-__all__ = ["is_xdist_controller", "queued", "worker_queue_lock"]
+__all__ = [
+    "ControllerHooks",
+    "WorkerHooks",
+    "is_xdist_controller",
+    "register",
+    "unregister",
+    "worker_count",
+]
+
+
+class RubricSession(Protocol):
+    """What these hooks need of ``_session.RubricSession``."""
+
+    def schedule_items(self, items: Iterable[pytest.Item]) -> None: ...
+    def worker_stats(self) -> dict[str, Any] | None: ...
+    def add_worker_stats(self, data: dict[str, Any]) -> None: ...
+
+
+STATS_KEY = "rubric_judge_stats"  # in workeroutput: one worker's judge usage
+# In workerinput: the controller's --dist hands each worker whole files (a worker's own
+# --dist is always "no").
+WHOLE_FILES_KEY = "rubric_whole_files"
+_WHOLE_FILE_MODES = frozenset({"loadfile", "loadscope"})
 
 
 def is_xdist_controller(config: pytest.Config) -> bool:
@@ -20,23 +59,87 @@ def is_xdist_controller(config: pytest.Config) -> bool:
     )
 
 
-def worker_queue_lock(config: pytest.Config) -> Callable[[], Any] | None:
-    """The lock of pytest-xdist's worker queue (``WorkerInteractor.torun``), or None."""
-    for plugin in config.pluginmanager.get_plugins():
-        lock = getattr(getattr(plugin, "torun", None), "lock", None)
-        if lock is not None and hasattr(plugin, "nextitem_index"):
-            return lock  # type: ignore[no-any-return]
-    return None
+def worker_count(config: pytest.Config) -> int:
+    """How many processes share the run's judge bound (1 outside xdist)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None:
+        return 1
+    return max(1, int(workerinput.get("workercount") or 1))
 
 
-def queued(lock: Callable[[], Any] | None, seen: Callable[[int], bool]) -> list[int]:
-    """The item indices queued on this worker, newest first, up to the first ``seen`` one."""
-    fresh: list[int] = []
-    if lock is not None:
-        with lock() as queue:
-            for index in reversed(queue):
-                if isinstance(index, int):
-                    if seen(index):
-                        break
-                    fresh.append(index)
-    return fresh
+def register(config: pytest.Config, state: RubricSession) -> None:
+    """Register the hooks this process needs; none when pytest-xdist is not installed."""
+    if hasattr(config, "workerinput"):
+        config.pluginmanager.register(WorkerHooks(state), "rubric-xdist-worker")
+    elif config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(ControllerHooks(state), "rubric-xdist-controller")
+
+
+def unregister(config: pytest.Config) -> None:
+    for name in ("rubric-xdist-worker", "rubric-xdist-controller"):
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin)
+
+
+class WorkerHooks:
+    """An xdist worker's part: judge ahead what it will run, report its usage."""
+
+    def __init__(self, state: RubricSession) -> None:
+        self.state = state
+        self._by_file: dict[str, list[pytest.Item]] | None = None  # loadfile, loadscope
+        self._files_started: set[str] = set()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        self.state.schedule_items(self.items_ahead(item, nextitem))
+
+    def items_ahead(self, item: pytest.Item, nextitem: pytest.Item | None) -> list[pytest.Item]:
+        """The items this worker is known to run from ``item`` on, ``item`` first."""
+        ahead = [item] if nextitem is None else [item, nextitem]
+        if self._by_file is None:
+            whole_files = getattr(item.config, "workerinput", {}).get(WHOLE_FILES_KEY)
+            self._by_file = _by_file(item.session.items) if whole_files else {}
+        if self._by_file:
+            for known in list(ahead):
+                name = _file_of(known)
+                if name not in self._files_started:
+                    self._files_started.add(name)
+                    ahead += self._by_file.get(name, ())
+        return ahead
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        stats = self.state.worker_stats()
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if stats is not None and workeroutput is not None:
+            workeroutput[STATS_KEY] = stats
+
+
+def _file_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def _by_file(items: list[pytest.Item]) -> dict[str, list[pytest.Item]]:
+    grouped: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        grouped.setdefault(_file_of(item), []).append(item)
+    return grouped
+
+
+class ControllerHooks:
+    """The xdist controller's part: tell workers how items are handed out, add up their
+    judge usage."""
+
+    def __init__(self, state: RubricSession) -> None:
+        self.state = state
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        dist = getattr(node.config.option, "dist", "no")
+        node.workerinput[WHOLE_FILES_KEY] = dist in _WHOLE_FILE_MODES
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        stats = getattr(node, "workeroutput", {}).get(STATS_KEY)
+        if stats:
+            self.state.add_worker_stats(stats)

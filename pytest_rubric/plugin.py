@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from . import _xdist
+
 # Only light modules here (see ``_base``): the collector, the grader and the judge
 # are imported when a rubric file, a judge or a fixture asks for them.
 from ._base import CURRENT_ITEM, RESULTS_KEY, is_rubric_file, is_rubric_item
@@ -44,8 +46,10 @@ def pytest_configure(config: pytest.Config) -> None:
     state.global_responses()  # a broken --rubric-responses file stops the run here, clearly
     state.start_judge(config.hook.pytest_rubric_make_judge(config=config))
     config.stash[SESSION_KEY] = state
-    config.stash[_HOOKS_KEY] = hooks = _SessionHooks(state)
-    config.pluginmanager.register(hooks, "rubric-session")
+    config.pluginmanager.register(_SessionHooks(state), "rubric-session")
+    if not hasattr(config, "workerinput"):  # an xdist worker leaves reporting to the controller
+        config.pluginmanager.register(_ReportHooks(state), "rubric-report")
+    _xdist.register(config, state)
     if state.settings.dirs and config.args_source is not pytest.Config.ArgsSource.ARGS:
         config.args[:] = [str(d) for d in state.settings.dirs]
     elif state.settings.dirs:
@@ -56,10 +60,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(SESSION_KEY, None)
     if state is not None:
         state.stop_judge()
-    hooks = config.stash.get(_HOOKS_KEY, None)
-    if hooks is not None:
-        config.pluginmanager.unregister(hooks)
-        del config.stash[_HOOKS_KEY]
+    for name in ("rubric-session", "rubric-report"):
+        hooks = config.pluginmanager.get_plugin(name)
+        if hooks is not None:
+            config.pluginmanager.unregister(hooks)
+    _xdist.unregister(config)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RubricFile | None:
@@ -75,7 +80,6 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RubricFile
 def pytest_runtest_protocol(
     item: pytest.Item, nextitem: pytest.Item | None
 ) -> Generator[None, object, object]:
-    item.config.stash[SESSION_KEY].schedule_handed(item, nextitem)
     token = CURRENT_ITEM.set(item)
     try:
         return (yield)
@@ -224,6 +228,13 @@ class _SessionHooks:
             return "passed", ".", ("PASSED (judged criteria skipped)", {"green": True})
         return None
 
+
+class _ReportHooks:
+    """What only the reporting process does (not an xdist worker): summary, gates, outputs."""
+
+    def __init__(self, state: RubricSession) -> None:
+        self.state = state
+
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         report = self.state.session_report()
         if report.shown and terminalreporter.config.get_verbosity() >= -1:
@@ -234,25 +245,9 @@ class _SessionHooks:
                 terminalreporter.line(line.text, **line.markup)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        workeroutput = getattr(session.config, "workeroutput", None)
-        if workeroutput is not None:  # an xdist worker: the controller reports
-            stats = self.state.worker_stats()
-            if stats is not None:
-                workeroutput["rubric_judge_stats"] = stats
-            return
         self.state.finish(session)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """pytest-xdist: a worker finished; add its judge usage to the session's."""
-        stats = getattr(node, "workeroutput", {}).get("rubric_judge_stats")
-        if stats:
-            self.state.add_worker_stats(stats)
 
 
 def _has_skipped(report: pytest.TestReport) -> bool:
     results: list[CaseResult] = getattr(report, "rubric_results", [])
     return any(result.skipped for result in results)
-
-
-_HOOKS_KEY = pytest.StashKey[_SessionHooks]()

@@ -654,26 +654,41 @@ def test_judge_calls_of_all_items_run_concurrently(pytester: pytest.Pytester, wr
     assert len({_user(r) for r in fake.requests}) == 8
 
 
-def test_each_xdist_worker_judges_the_items_it_holds_ahead_within_a_shared_bound(
-    pytester: pytest.Pytester, write: Write
-) -> None:
-    """Without scheduling ahead, two workers judging one item at a time keep at most
-    two calls in flight; ahead, each worker fills its share of the bound (8 // 2)."""
+def _judged_under_xdist(pytester: pytest.Pytester, write: Write, n: int, *dist: str) -> FakeLLM:
+    """``n`` items of one judged criterion each, run with ``-n 2``; the judge that served them."""
     cases = "\n".join(
         f"  - id: q{i}\n    response: 'answer {i}'\n    criteria:\n"
         f"      - {{id: j, requirement: 'Requirement {i}'}}"
-        for i in range(40)
+        for i in range(n)
     )
     pytester.makeini(FAST_RETRIES)
     write("many.rubric.yaml", "cases:\n" + cases + "\n")
     with FakeLLM(latency=0.3) as fake:
         fake.respond_with(lambda request: verdict("MET"))
         result = pytester.runpytest(
-            *judge_args(fake, "openai", "--rubric-concurrency=8"), "-n", "2"
+            *judge_args(fake, "openai", "--rubric-concurrency=8"), "-n", "2", *dist
         )
-        result.assert_outcomes(passed=40)
-    assert len(fake.requests) == 40  # every item judged once
+        result.assert_outcomes(passed=n)
+    assert len(fake.requests) == n  # every item judged once
+    return fake
+
+
+def test_each_xdist_worker_judges_the_items_it_holds_ahead_within_a_shared_bound(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """Without scheduling ahead, two workers judging one item at a time keep at most
+    two calls in flight; judging the next item too, each worker has two in flight."""
+    fake = _judged_under_xdist(pytester, write, 40)
     assert 2 < fake.max_in_flight <= 8
+
+
+def test_under_dist_loadfile_a_worker_judges_its_whole_file_ahead(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """xdist hands a whole file to one worker: judging it ahead fills that worker's share
+    of the bound (8 // 2 = 4), where the item and the next one alone would keep two."""
+    fake = _judged_under_xdist(pytester, write, 12, "--dist", "loadfile")
+    assert fake.max_in_flight == 4
 
 
 def _dump(data: Any) -> str:

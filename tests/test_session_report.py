@@ -94,3 +94,10 @@ def test_the_step_summary_is_appended_only_when_there_is_something_to_show(
     report = build_report(RESULTS if shown else [])
     write_outputs(report, {}, environ={"GITHUB_STEP_SUMMARY": str(summary)})
     assert summary.exists() is shown
+
+
+def test_every_output_has_a_run_flag_and_every_flag_an_output() -> None:
+    """A format is one renderer, one ``OUTPUTS`` entry and one ``OUTPUT_OPTIONS`` flag."""
+    from pytest_rubric._options import OUTPUT_OPTIONS
+
+    assert [o.name for o in OUTPUTS] == list(OUTPUT_OPTIONS)
