@@ -166,6 +166,13 @@ def add_options(parser: pytest.Parser) -> None:
         "retries per session (per xdist worker) across all judge calls (200)",
     )
     parser.addini(
+        "rubric_gc_freeze",
+        "after collecting rubric items, keep the garbage collector's full collections off the "
+        "objects alive then, until the session ends (default true)",
+        type="bool",
+        default=True,
+    )
+    parser.addini(
         "rubric_fast_exit",
         "after a session with rubric items, skip the interpreter's repeated shutdown "
         "collections of its large heap (default true)",

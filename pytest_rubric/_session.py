@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from . import _heap
 from ._base import is_rubric_item
 from ._errors import Problem
-from ._fast_exit import arrange_fast_exit
 from ._report import DocumentError, read_document
 from ._result import CaseResult, Verdict
 from ._session_report import SessionReport, build_report
@@ -83,6 +83,7 @@ class RubricSession:
         self.judge_name: str | None = None  # set whenever a judge is configured
         self.judge_stats: JudgeStats | None = None
         self._scheduled: set[str] = set()  # node ids whose judging was started
+        self._frozen = False  # whether collected() froze the heap (see _heap)
         self.model: LiveModel | None = None
         self._cache: JudgeCache | None = None
         if self.settings.model:
@@ -201,9 +202,12 @@ class RubricSession:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
         self.warn_unused_responses()
         self.schedule_judging(items)
-        if self.config.getini("rubric_fast_exit") and any(is_rubric_item(i) for i in items):
-            # Idempotent: pytester runs many sessions in one process.
-            arrange_fast_exit()
+        if not self.dry_run and any(is_rubric_item(i) for i in items):
+            if self.config.getini("rubric_fast_exit"):
+                _heap.arrange_fast_exit()  # idempotent: pytester runs many sessions in a process
+            if self.config.getini("rubric_gc_freeze") and not self._frozen:
+                _heap.freeze_collected()
+                self._frozen = True
 
     def schedule_judging(self, items: Sequence[pytest.Item]) -> None:
         """Start every collected item's judge calls now, so they overlap across items.
@@ -250,6 +254,13 @@ class RubricSession:
             return None
         stats = self.judging.stats
         return {name: getattr(stats, name) for name in _STATS_FIELDS}
+
+    def close(self) -> None:
+        """The session is over: stop the judge, close the cache, thaw the heap."""
+        self.stop_judge()
+        if self._frozen:
+            _heap.thaw()
+            self._frozen = False
 
     def stop_judge(self) -> None:
         if self.judging is not None:

@@ -59,7 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(SESSION_KEY, None)
     if state is not None:
-        state.stop_judge()
+        state.close()
     for name in ("rubric-session", "rubric-report"):
         hooks = config.pluginmanager.get_plugin(name)
         if hooks is not None:
