@@ -30,6 +30,7 @@ __all__ = [
     "GRADERS",
     "MAX_CALL_TIMEOUT",
     "RESULTS_KEY",
+    "SET_A_JUDGE",
     "RetryPolicy",
     "RubricItemView",
     "is_rubric_file",
@@ -42,6 +43,11 @@ DEFAULT_MIN_SCORE = 0.8  # the pass mark of cases that set none (ini rubric_min_
 DEFAULT_CALL_TIMEOUT = 60.0  # seconds a callable or target may run (ini rubric_call_timeout)
 # At most a day: a thread's wait past threading.TIMEOUT_MAX would overflow.
 MAX_CALL_TIMEOUT = 86_400.0
+
+SET_A_JUDGE = (
+    "set --rubric-judge PROVIDER:MODEL (or ini rubric_judge, or the RUBRIC_JUDGE variable)"
+)
+"""How to configure a judge: the end of every message about a missing one."""
 
 RESULTS_KEY = pytest.StashKey[list["Recorded"]]()
 """Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import _style
-from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_MIN_SCORE
+from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_MIN_SCORE, SET_A_JUDGE
 from ._checks import Answer, CallRunner, Check, Outcome, compile_check
 from ._result import CaseResult, CriterionResult, Verdict
 from ._schema import Rubric
@@ -32,9 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MIN_SCORE", "NO_JUDGE_REASON", "CompiledRubric", "Grader"]
 
-NO_JUDGE_REASON = (
-    "no judge configured: set --rubric-judge PROVIDER:MODEL (or RUBRIC_JUDGE) to grade it"
-)
+NO_JUDGE_REASON = f"no judge configured: {SET_A_JUDGE} to grade it"
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import _heap
-from ._base import is_rubric_item
+from ._base import SET_A_JUDGE, is_rubric_item
 from ._errors import Problem
 from ._report import DocumentError, read_document
 from ._result import CaseResult, Verdict
@@ -34,10 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]  # Settings: re-exported
 
-REQUIRE_JUDGE_REASON = (
-    "--rubric-require-judge is set but no judge is configured: set --rubric-judge "
-    "PROVIDER:MODEL (or ini rubric_judge, or RUBRIC_JUDGE)"
-)
+REQUIRE_JUDGE_REASON = f"--rubric-require-judge is set but no judge is configured: {SET_A_JUDGE}"
 
 
 class RubricWarning(pytest.PytestWarning):

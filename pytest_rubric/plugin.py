@@ -12,7 +12,7 @@ from . import _xdist
 
 # Only light modules here (see ``_base``): the collector, the grader and the judge
 # are imported when a rubric file, a judge or a fixture asks for them.
-from ._base import CURRENT_ITEM, RESULTS_KEY, is_rubric_file, is_rubric_item
+from ._base import CURRENT_ITEM, RESULTS_KEY, SET_A_JUDGE, is_rubric_file, is_rubric_item
 from ._options import add_options
 from ._result import CaseResult
 from ._session import SESSION_KEY, RubricSession
@@ -23,8 +23,7 @@ if TYPE_CHECKING:
     from ._grader import Grader
 
 NO_JUDGE_SKIP = (
-    "needs an LLM judge: set --rubric-judge PROVIDER:MODEL (or ini rubric_judge, or the "
-    "RUBRIC_JUDGE variable) and the key in OPENAI_API_KEY or ANTHROPIC_API_KEY"
+    f"needs an LLM judge: {SET_A_JUDGE} and the key in OPENAI_API_KEY or ANTHROPIC_API_KEY"
 )
 
 
