@@ -55,7 +55,14 @@ RESULTS_KEY = pytest.StashKey[list["Recorded"]]()
 CURRENT_ITEM: contextvars.ContextVar[pytest.Item | None] = contextvars.ContextVar(
     "pytest_rubric_current_item", default=None
 )
-"""The test item running now, so ``assert_rubric`` can join the session's outputs."""
+"""The test item running now, so a bare ``assert_rubric`` call can join the session's outputs.
+
+The one piece of state outside the session, kept because a plain function
+has no public way to find the test that called it. A context variable, not
+a global: set and reset around each test by the plugin's
+``pytest_runtest_protocol`` wrapper, so each thread, task and nested
+(pytester) session sees only its own. The ``rubric`` fixture does not use
+it: it is bound to its node, as syrupy's ``snapshot`` is."""
 
 
 @dataclass(frozen=True, slots=True)
