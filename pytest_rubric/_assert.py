@@ -55,7 +55,7 @@ def _rubric_from_path(
     return case, loaded.suite.global_criteria, mark, loaded.name
 
 
-def _to_rubric(rubric: Any) -> tuple[Rubric, Sequence[Any], float | None, str | None]:
+def _to_rubric(rubric: RubricSpec) -> tuple[Rubric, Sequence[Any], float | None, str | None]:
     if isinstance(rubric, Rubric):
         return rubric, (), rubric.min_score, None
     if isinstance(rubric, str | os.PathLike):

@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ._grader import CompiledRubric, Grader
     from ._responses import ResponseFile
     from ._sources import LiveModel
-    from .judge.base import Judged, JudgeStats
+    from .judge.base import JudgeClient, Judged, JudgeStats
     from .judge.cache import JudgeCache
     from .judge.runner import JudgeRunner
 
@@ -161,7 +161,7 @@ class RubricSession:
             self.judge_stats = JudgeStats()
             self.cache()  # only to check it: a broken cache is reported once, from here
             return
-        client: object = custom
+        client = cast("JudgeClient", custom)  # its `complete` was checked above
         if spec is not None:
             from .judge.clients import make_client
 

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ._base import RetryPolicy
 from ._secrets import redact
 from .judge.base import Reply, Sampling
 from .judge.cache import CachedCalls, JudgeCache
 from .judge.providers import JudgeSpec, known_keys, read_key
+
+if TYPE_CHECKING:
+    from ._schema import Case
 
 __all__ = ["LiveModel"]
 
@@ -52,7 +55,7 @@ class LiveModel:
     def subject(self) -> str:
         return self.spec.model
 
-    def __call__(self, case: Any) -> str:
+    def __call__(self, case: Case) -> str:
         question = case.question or ""
         sampling = Sampling()
         looked = self._cache.lookup(

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ._assert import RubricFixture
     from ._collect import RubricFile
     from ._grader import Grader
+    from .judge.base import JudgeClient
 
 NO_JUDGE_SKIP = (
     f"needs an LLM judge: {SET_A_JUDGE} and the key in OPENAI_API_KEY or ANTHROPIC_API_KEY"
@@ -145,7 +146,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.fixture
-def rubric_judge(request: pytest.FixtureRequest) -> Any:
+def rubric_judge(request: pytest.FixtureRequest) -> JudgeClient:
     """The session's configured judge: an object with ``async complete(system, user) -> str``.
 
     The test is skipped, saying what to set, when no judge is configured::

@@ -31,7 +31,7 @@ from typing import Any
 from .._checks import Outcome
 from .._result import Verdict
 from .._secrets import redact
-from .base import Judged, JudgeStats
+from .base import JudgeClient, Judged, JudgeStats
 from .cache import JudgeCache
 from .strategies import STRATEGIES
 from .transport import Transport
@@ -44,7 +44,7 @@ class JudgeRunner:
 
     def __init__(
         self,
-        client: Any,
+        client: JudgeClient,
         *,
         name: str,
         strategy: str = "per-criterion",
