@@ -23,6 +23,7 @@ class Settings:
     """Every option of the plugin, resolved from flags and ini once."""
 
     dirs: tuple[Path, ...] = ()
+    dirs_from_flag: bool = False  # --rubric-dir (only these run) rather than ini rubric_dirs
     patterns: tuple[str, ...] = DEFAULT_PATTERNS
     responses_dir: Path | None = None
     target: str | None = None
@@ -75,6 +76,7 @@ class Settings:
         responses = config.getoption("rubric_responses")
         return cls(
             dirs=tuple(dirs),
+            dirs_from_flag=bool(config.getoption("rubric_dirs")),
             patterns=patterns,
             responses_dir=(here / responses).resolve() if responses else None,
             target=config.getoption("rubric_target"),

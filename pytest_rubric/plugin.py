@@ -16,6 +16,7 @@ from ._base import CURRENT_ITEM, RESULTS_KEY, SET_A_JUDGE, is_rubric_file, is_ru
 from ._options import add_options
 from ._result import CaseResult
 from ._session import SESSION_KEY, RubricSession
+from ._settings import Settings
 
 if TYPE_CHECKING:
     from ._assert import RubricFixture
@@ -50,10 +51,24 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # an xdist worker leaves reporting to the controller
         config.pluginmanager.register(_ReportHooks(state), "rubric-report")
     _xdist.register(config, state)
-    if state.settings.dirs and config.args_source is not pytest.Config.ArgsSource.ARGS:
-        config.args[:] = [str(d) for d in state.settings.dirs]
-    elif state.settings.dirs:
-        config.args.extend(str(d) for d in state.settings.dirs)
+    _add_rubric_dirs(config, state.settings)
+
+
+def _add_rubric_dirs(config: pytest.Config, settings: Settings) -> None:
+    """``--rubric-dir`` without test paths: only those run. Otherwise, and always for the ini
+    option ``rubric_dirs``, they are added to what pytest collects anyway, so a project's
+    unit tests never silently stop running."""
+    if settings.dirs_from_flag and config.args_source is not pytest.Config.ArgsSource.ARGS:
+        config.args[:] = [str(d) for d in settings.dirs]
+        return
+    here = config.invocation_params.dir
+    searched = [
+        (here / arg).resolve() for arg in config.args if "::" not in arg and (here / arg).is_dir()
+    ]
+    for directory in settings.dirs:
+        resolved = directory.resolve()
+        if not any(resolved.is_relative_to(root) for root in searched):
+            config.args.append(str(directory))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -58,6 +58,24 @@ def test_ini_rubric_dirs_and_file_patterns(pytester: pytest.Pytester, write: Wri
     result.assert_outcomes(passed=1, failed=1)
 
 
+@pytest.mark.parametrize(
+    ("ini", "args"),
+    [("", ()), ("testpaths = tests\n", ()), ("", ("tests/test_unit.py",))],
+    ids=["no-testpaths", "testpaths", "named-test-file"],
+)
+def test_ini_rubric_dirs_never_hide_the_projects_tests(
+    pytester: pytest.Pytester, write: Write, ini: str, args: tuple[str, ...]
+) -> None:
+    """A project adds ``rubric_dirs`` to its own pytest.ini: its unit tests still run, and
+    a rubric file is collected once even where the normal collection reaches it too."""
+    pytester.makeini("[pytest]\nrubric_dirs = evals\n" + ini)
+    write("tests/test_unit.py", "def test_unit(): pass\n")
+    write("evals/basics.rubric.yaml", SIMPLE)
+    result = pytester.runpytest("-v", *args)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*tests/test_unit.py::test_unit PASSED*"])
+
+
 def test_rubric_files_on_the_normal_collection_path(
     pytester: pytest.Pytester, write: Write
 ) -> None:
