@@ -166,6 +166,12 @@ def add_options(parser: pytest.Parser) -> None:
         "retries per session (per xdist worker) across all judge calls (200)",
     )
     parser.addini(
+        "rubric_summary",
+        "the rubric summary at the end of the run: auto (when rubric items ran, or "
+        "assert_rubric graded two or more subjects), on, off (default auto)",
+        default="auto",
+    )
+    parser.addini(
         "rubric_gc_freeze",
         "after collecting rubric items, keep the garbage collector's full collections off the "
         "objects alive then, until the session ends (default true)",

@@ -81,6 +81,8 @@ class RubricSession:
         self.judge_stats: JudgeStats | None = None
         self._scheduled: set[str] = set()  # node ids whose judging was started
         self._frozen = False  # whether collected() froze the heap (see _heap)
+        self._rubric_items_ran = False
+        self._inline_subjects: set[str] = set()  # subjects graded by assert_rubric
         self.model: LiveModel | None = None
         self._cache: JudgeCache | None = None
         if self.settings.model:
@@ -377,8 +379,23 @@ class RubricSession:
 
     # --- results ------------------------------------------------------------------------------
 
-    def add(self, result: CaseResult) -> None:
+    def add(self, result: CaseResult, *, from_rubric_item: bool) -> None:
         self.results.append(result)
+        if from_rubric_item:
+            self._rubric_items_ran = True
+        else:
+            self._inline_subjects.add(result.subject)
+
+    def summary_wanted(self, report: SessionReport) -> bool:
+        """Whether the terminal shows the rubric summary (ini ``rubric_summary``).
+
+        ``auto``: when rubric items ran, when ``assert_rubric`` graded two or
+        more subjects (one subject ranks against nobody), or when a gate ran.
+        """
+        mode = self.settings.summary
+        if mode != "auto":
+            return mode == "on" and report.shown
+        return self._rubric_items_ran or len(self._inline_subjects) >= 2 or report.gates.active
 
     def session_report(self) -> SessionReport:
         """The report :meth:`finish` built, or, before it ran (an xdist worker), one of the

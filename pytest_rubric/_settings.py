@@ -23,6 +23,7 @@ class Settings:
     """Every option of the plugin, resolved from flags and ini once."""
 
     dirs: tuple[Path, ...] = ()
+    summary: str = "auto"  # ini rubric_summary: auto, on, off
     dirs_from_flag: bool = False  # --rubric-dir (only these run) rather than ini rubric_dirs
     patterns: tuple[str, ...] = DEFAULT_PATTERNS
     responses_dir: Path | None = None
@@ -77,6 +78,7 @@ class Settings:
         return cls(
             dirs=tuple(dirs),
             dirs_from_flag=bool(config.getoption("rubric_dirs")),
+            summary=_summary_mode(config.getini("rubric_summary")),
             patterns=patterns,
             responses_dir=(here / responses).resolve() if responses else None,
             target=config.getoption("rubric_target"),
@@ -118,6 +120,18 @@ class Settings:
                 high_score=number("rubric_high_score", defaults.high_score),
             ),
         )
+
+
+SUMMARY_MODES = ("auto", "on", "off")
+
+
+def _summary_mode(raw: str) -> str:
+    value = (raw or "auto").strip().lower()
+    if value not in SUMMARY_MODES:
+        raise pytest.UsageError(
+            f"ini option rubric_summary = {raw!r} must be one of {', '.join(SUMMARY_MODES)}"
+        )
+    return value
 
 
 def _call_timeout(value: float) -> float:

@@ -125,6 +125,8 @@ def pytest_runtest_makereport(
         results = settle(pending, call.excinfo.value if call.excinfo is not None else None)
         if results:
             report.rubric_results = results  # type: ignore[attr-defined]
+            if is_rubric_item(item):
+                report.rubric_item = True  # type: ignore[attr-defined]
             # JUnit reads the properties off the teardown report, built from the item's.
             item.user_properties += [p for r in results for p in junit_properties(r)]
     return report
@@ -229,8 +231,9 @@ class _SessionHooks:
             session.testsfailed += hidden
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        from_rubric_item = getattr(report, "rubric_item", False)
         for result in getattr(report, "rubric_results", ()):
-            self.state.add(result)
+            self.state.add(result, from_rubric_item=from_rubric_item)
 
     def pytest_report_teststatus(
         self, report: pytest.TestReport, config: pytest.Config
@@ -252,7 +255,7 @@ class _ReportHooks:
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         report = self.state.session_report()
-        if report.shown and terminalreporter.config.get_verbosity() >= -1:
+        if self.state.summary_wanted(report) and terminalreporter.config.get_verbosity() >= -1:
             from ._summary import terminal_lines
 
             terminalreporter.section("rubric summary")

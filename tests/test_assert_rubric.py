@@ -231,3 +231,48 @@ def test_the_rubric_fixture_is_assert_rubric_bound_to_its_test(
         ("test_fixture.py::test_capital[Lyon.]", False),
         ("test_fixture.py::test_capital[Paris.]", True),
     ]
+
+
+SUMMARY_TESTS = """
+from pytest_rubric import assert_rubric
+
+CRITERIA = [{"id": "city", "type": "any_of", "any_of": ["paris"]}]
+
+def test_one():
+    assert_rubric("Paris", CRITERIA)
+
+def test_two():
+    assert_rubric("Paris.", CRITERIA, subject=SECOND)
+"""
+
+
+@pytest.mark.parametrize(
+    ("ini", "second", "rubric_file", "shown"),
+    [
+        ("", "inline", False, False),  # one subject ranks against nobody
+        ("", "other", False, True),  # assert_rubric graded two subjects
+        ("", "inline", True, True),  # rubric items ran
+        ("rubric_summary = on", "inline", False, True),
+        ("rubric_summary = off", "other", True, False),
+    ],
+)
+def test_ini_rubric_summary_decides_when_the_summary_is_printed(
+    pytester: pytest.Pytester, ini: str, second: str, rubric_file: bool, shown: bool
+) -> None:
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    pytester.makepyfile(test_answers=SUMMARY_TESTS.replace("SECOND", repr(second)))
+    if rubric_file:
+        pytester.makefile(
+            ".rubric.yaml",
+            evals="cases:\n  - id: q1\n    response: 'yes'\n"
+            "    criteria: [{id: c, type: any_of, any_of: ['yes']}]\n",
+        )
+    result = pytester.runpytest("-p", "no:xdist")
+    result.assert_outcomes(passed=3 if rubric_file else 2)
+    assert ("rubric summary" in result.stdout.str()) is shown
+
+
+def test_a_wrong_rubric_summary_value_says_what_to_write(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nrubric_summary = sometimes\n")
+    result = pytester.runpytest()
+    result.stderr.fnmatch_lines(["*rubric_summary = 'sometimes' must be one of auto, on, off*"])
