@@ -255,6 +255,11 @@ class _ReportHooks:
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         report = self.state.session_report()
+        failed_gates = len(report.gates.regressions)
+        if failed_gates:
+            # pytest's last line counts every key of ``stats``: "3 passed, 1 rubric gate failed".
+            key = "rubric gate failed" if failed_gates == 1 else "rubric gates failed"
+            terminalreporter.stats.setdefault(key, []).extend(report.gates.regressions)
         if self.state.summary_wanted(report) and terminalreporter.config.get_verbosity() >= -1:
             from ._summary import terminal_lines
 

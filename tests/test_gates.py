@@ -7,6 +7,7 @@ xdist that exit status is the controller's to set."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -107,7 +108,11 @@ def test_fail_under_fails_a_session_whose_cases_all_passed(
             "  - subject a: correctness 0.750 is below --rubric-fail-under 0.8",
         ]
     )
-    assert pytester.runpytest("--rubric-fail-under", "0.75").ret == pytest.ExitCode.OK
+    # The reason for exit 1 is in pytest's last line too, not only in the summary above.
+    assert re.search(r"=+ 2 passed, 1 rubric gate failed in [\d.]+s", result.outlines[-1])
+    passing = pytester.runpytest("--rubric-fail-under", "0.75")
+    assert passing.ret == pytest.ExitCode.OK
+    assert "rubric gate" not in passing.outlines[-1]
 
 
 def test_an_error_now_is_a_regression(
