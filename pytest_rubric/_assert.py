@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from ._base import CURRENT_ITEM, RESULTS_KEY
 from ._collect import record
-from ._errors import RubricAssertionError, RubricEvaluationError, RubricLoadError
+from ._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from ._grader import CompiledRubric, Grader
 from ._loader import load_suite
 from ._locate import problems_from_validation
@@ -30,12 +30,35 @@ __all__ = ["CURRENT_ITEM", "RubricFixture", "assert_rubric", "check_rubric"]
 RubricSpec = Rubric | Sequence[dict[str, Any]] | dict[str, Any] | str | os.PathLike[str]
 
 
+def _find(path_text: str, item: pytest.Item | None) -> Path:
+    """A relative path is looked for under the rootdir, then in the calling test's folder
+    (outside a test: the current directory), so it does not depend on where pytest runs."""
+    path = Path(path_text)
+    if path.is_absolute():
+        return path
+    bases = [item.config.rootpath, item.path.parent] if item is not None else [Path.cwd()]
+    for base in dict.fromkeys(bases):
+        if (base / path).is_file():
+            return base / path
+    raise RubricLoadError(
+        path_text,
+        [
+            Problem(
+                "no such rubric file under "
+                + " or ".join(f"{str(b)!r}" for b in dict.fromkeys(bases)),
+                hint="give the path relative to the rootdir (the folder of pytest.ini), for "
+                "example 'evals/finance.rubric.yaml::q1', or relative to the test's folder",
+            )
+        ],
+    )
+
+
 def _rubric_from_path(
-    spec: str | os.PathLike[str],
+    spec: str | os.PathLike[str], item: pytest.Item | None
 ) -> tuple[Rubric, Sequence[Any], float | None, str]:
     text = os.fspath(spec)
     path_text, _, case_id = text.partition("::")
-    path = Path(path_text)
+    path = _find(path_text, item)
     loaded = load_suite(path)
     cases = loaded.suite.cases
     if case_id:
@@ -55,11 +78,13 @@ def _rubric_from_path(
     return case, loaded.suite.global_criteria, mark, loaded.name
 
 
-def _to_rubric(rubric: RubricSpec) -> tuple[Rubric, Sequence[Any], float | None, str | None]:
+def _to_rubric(
+    rubric: RubricSpec, item: pytest.Item | None
+) -> tuple[Rubric, Sequence[Any], float | None, str | None]:
     if isinstance(rubric, Rubric):
         return rubric, (), rubric.min_score, None
     if isinstance(rubric, str | os.PathLike):
-        return _rubric_from_path(rubric)
+        return _rubric_from_path(rubric, item)
     data = {"criteria": list(rubric)} if isinstance(rubric, list | tuple) else rubric
     try:
         parsed = Rubric.model_validate(data)
@@ -126,7 +151,7 @@ def check_rubric(
 ) -> CaseResult:
     """:func:`assert_rubric` for ``item`` (None: outside a test, nothing is recorded)."""
     __tracebackhide__ = True
-    parsed, global_criteria, own_mark, suite = _to_rubric(rubric)
+    parsed, global_criteria, own_mark, suite = _to_rubric(rubric, item)
     if query is not None:
         parsed = parsed.model_copy(update={"question": query})
     session = item.config.stash.get(SESSION_KEY, None) if item is not None else None

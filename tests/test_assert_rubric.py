@@ -276,3 +276,55 @@ def test_a_wrong_rubric_summary_value_says_what_to_write(pytester: pytest.Pytest
     pytester.makeini("[pytest]\nrubric_summary = sometimes\n")
     result = pytester.runpytest()
     result.stderr.fnmatch_lines(["*rubric_summary = 'sometimes' must be one of auto, on, off*"])
+
+
+PROJECT_TEST = """
+from pytest_rubric import assert_rubric
+
+def test_from_the_rootdir():
+    assert_rubric("Paris", "evals/geo.rubric.yaml::q1")
+
+def test_from_the_tests_folder():
+    assert_rubric("Paris", "geo_cases.yaml")  # not a *.rubric.yaml: not collected
+"""
+GEO = "cases:\n  - id: q1\n    criteria: [{id: city, type: any_of, any_of: ['paris']}]\n"
+
+
+@pytest.mark.parametrize("where", [".", "tests", ".."])
+def test_a_rubric_path_resolves_against_the_rootdir_then_the_tests_folder(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """pytest run from the project, from its tests/ folder or from the folder above it."""
+    project = pytester.mkdir("project")
+    (project / "pytest.ini").write_text("[pytest]\n")
+    (project / "evals").mkdir()
+    (project / "evals" / "geo.rubric.yaml").write_text(GEO)
+    (project / "tests").mkdir()
+    (project / "tests" / "geo_cases.yaml").write_text(GEO)
+    (project / "tests" / "test_app.py").write_text(PROJECT_TEST)
+    monkeypatch.chdir(project / where if where != ".." else pytester.path)
+    target = "project/tests" if where == ".." else ("." if where == "tests" else "tests")
+    result = pytester.runpytest_inprocess(target, "-p", "no:xdist")
+    result.assert_outcomes(passed=2)
+
+
+def test_a_rubric_path_that_is_nowhere_says_where_it_looked(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(
+        test_app="""
+        from pytest_rubric import assert_rubric
+
+        def test_missing():
+            assert_rubric("Paris", "evals/nope.rubric.yaml::q1")
+        """
+    )
+    result = pytester.runpytest("-p", "no:xdist")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*evals/nope.rubric.yaml: 1 problem in rubric file*",
+            "*no such rubric file under*",
+            "*give the path relative to the rootdir*",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*FileNotFoundError*")
