@@ -16,12 +16,15 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from pytest_rubric import CaseResult, CriterionResult, Grader, Rubric, Verdict
-from pytest_rubric._checks import PYTHON_REGEX_TIMEOUT, Answer, Outcome, compile_check
 from pytest_rubric._errors import RubricLoadError
 from pytest_rubric._grader import NO_JUDGE_REASON
 from pytest_rubric._loader import parse_suite
 from pytest_rubric._normalize import normalize
+from pytest_rubric._result import Outcome
 from pytest_rubric._schema import Criterion
+from pytest_rubric.criteria.check import Answer
+from pytest_rubric.criteria.regex import PYTHON_REGEX_TIMEOUT
+from pytest_rubric.criteria.registry import compile_check
 
 ROOT = Path(__file__).resolve().parents[1]
 _CRITERION = TypeAdapter(Criterion)
