@@ -39,6 +39,7 @@ __all__ = [
     "CallableCriterion",
     "Case",
     "Criterion",
+    "CriterionModel",
     "FieldError",
     "Forbidden",
     "Fuzzy",

@@ -17,6 +17,7 @@ from ._errors import Problem
 from ._locate import Locator, item_label, value_at
 from ._responses import safe_subject, subject_problem
 from ._schema import Case, Criterion, Suite, default_ids
+from .criteria.json import Json
 from .criteria.regex import PYTHON_REGEX_TIMEOUT, Regex, regex_problem
 
 __all__ = ["semantic_problems"]
@@ -25,19 +26,26 @@ __all__ = ["semantic_problems"]
 def _regex_problems(
     criteria: Sequence[Criterion], where: Sequence[str | int], locator: Locator, case: str | None
 ) -> Iterator[Problem]:
-    """Regex criteria whose pattern needs what RE2 lacks: rejected at collection."""
+    """Regex criteria, and regexes checking a json criterion's fields, whose pattern needs
+    what RE2 lacks: rejected at collection."""
     for j, criterion in enumerate(criteria):
-        if not isinstance(criterion, Regex):
-            continue
-        why = regex_problem(criterion)
-        if why is not None:
+        regexes: list[tuple[Regex, tuple[str, ...]]] = []
+        if isinstance(criterion, Regex):
+            regexes.append((criterion, ()))
+        elif isinstance(criterion, Json):
+            fields = (criterion.fields or {}).items()
+            regexes += [(body, ("fields", p)) for p, body in fields if isinstance(body, Regex)]
+        for regex, inside in regexes:
+            why = regex_problem(regex)
+            if why is None:
+                continue
             yield Problem(
-                f"the pattern {criterion.pattern!r} needs what the RE2 engine does not have "
+                f"the pattern {regex.pattern!r} needs what the RE2 engine does not have "
                 f"({why}): RE2 has no backreferences and no lookaround",
-                line=locator.line((*where, j, "pattern")),
+                line=locator.line((*where, j, *inside, "pattern")),
                 case=case,
                 criterion=criterion.id,
-                field="pattern",
+                field=".".join((*inside, "pattern")),
                 hint="rewrite it without them (an `invert: true` criterion often replaces a "
                 "negative lookahead), or add `engine: python` to this criterion to use Python's "
                 f"backtracking engine, whose every search is cut off after {PYTHON_REGEX_TIMEOUT:g} s "

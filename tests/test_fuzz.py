@@ -66,6 +66,7 @@ BASE: dict[str, Any] = {
                     "id": "js",
                     "type": "json",
                     "schema": {"type": "object", "required": ["answer"]},
+                    "fields": {"/answer": {"type": "number", "value": 42, "abs_tol": 0.5}},
                 },
                 {"id": "m", "type": "metric", "expected": ["42"], "metric": "recall"},
                 {"id": "cl", "type": "callable", "function": "tests.test_checks:returns_half"},

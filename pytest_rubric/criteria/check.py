@@ -11,6 +11,7 @@ when the criterion cannot be evaluated.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -114,6 +115,7 @@ class Check(Generic[C]):
     """
 
     __slots__ = ("c",)
+    max_reason = _MAX_REASON  # a verdict's reason is cut to this many characters
 
     def __init__(self, c: C) -> None:
         self.c = c
@@ -126,11 +128,18 @@ class Check(Generic[C]):
             outcome = self.run(answer, case)
         except Exception as exc:  # a bug here must not turn into a verdict
             return error(f"check failed: {type(exc).__name__}: {exc}")
-        if outcome.verdict is not Verdict.ERROR and len(outcome.reason) > _MAX_REASON:
+        if outcome.verdict is not Verdict.ERROR and len(outcome.reason) > self.max_reason:
             # A callable's reason may hold anything: keys go before the cut can split one.
-            reason = shorten(outcome.reason, _MAX_REASON, *known_keys())
+            reason = shorten(outcome.reason, self.max_reason, *known_keys())
             return Outcome(outcome.verdict, outcome.credit, reason)
         return outcome
+
+    def on_json(self, value: object, case: object) -> Outcome:
+        """This check on one value of a JSON answer (a field of a ``json`` criterion): a
+        string is read as an answer would be, any other value as its compact JSON text."""
+        if not isinstance(value, str):
+            value = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return self(Answer(value), case)
 
 
 class Broken(Check[C]):

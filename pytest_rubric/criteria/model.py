@@ -49,13 +49,17 @@ class FieldError(ValueError):
     """A mistake a model validator finds, with the field it is about (``_locate`` locates it).
 
     Field validators are located by pydantic; a model validator sees several
-    fields at once, so it says which one to point at.
+    fields at once, so it says which one to point at. ``path`` leads further,
+    into the field's value (a key of a mapping, the place in a JSON Schema).
     """
 
-    def __init__(self, field: str, message: str, *, hint: str | None = None) -> None:
+    def __init__(
+        self, field: str, message: str, *, hint: str | None = None, path: tuple[Any, ...] = ()
+    ) -> None:
         super().__init__(message)
         self.field = field
         self.hint = hint  # what to write instead, shown under the problem
+        self.path = path
 
 
 MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
