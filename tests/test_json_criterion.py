@@ -226,6 +226,12 @@ def test_a_schema_failure_names_the_instance_path_and_the_keyword(answer: str, r
     assert outcome.reason.startswith(reason)
 
 
+def test_a_boolean_schema_is_a_schema() -> None:
+    assert check({"schema": True}, "[1]").verdict is MET
+    refused = check({"schema": False}, "[1]")
+    assert refused.reason.startswith("does not fit the schema at the top level: false (")
+
+
 def test_a_schema_failure_earns_nothing_whatever_the_fields() -> None:
     fields = {"/total": {"type": "number", "value": -1}}
     outcome = check({"schema": SCHEMA, "fields": fields}, '{"total": -1}')

@@ -8,9 +8,10 @@
 ``phrases``        phrase matching at word and number bounds (any_of, all_of,
                    forbidden, metric)
 ``any_of`` ...     one deterministic type per module: its model and its check
-``registry``       the deterministic types, one line each, and the union a
-                   body without id or weight is read as (``json`` fields)
-``json``           ``json``: parses, validates against a schema, checks fields
+``registry``       the deterministic types, one line each, and the tagged
+                   union pydantic reads a criterion (or a json field's body) by
+``json``           ``json``: parses, fits any JSON Schema, checks fields at
+                   JSON Pointers with deterministic bodies (above the registry)
 ``judge``          ``judge``: a requirement the LLM judge grades (model only)
 =================  ===========================================================
 

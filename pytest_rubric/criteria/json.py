@@ -235,10 +235,11 @@ class _JsonCheck(Check[Json]):
         if not errors:
             return None
         first = errors[0]
+        keyword = "false" if first.validator is None else first.validator  # `false` allows nothing
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
         return unmet(
             f"does not fit the schema at {_pointer(first.absolute_path)}: "
-            f"{first.validator} ({shorten(first.message, 60)}){more}"
+            f"{keyword} ({shorten(first.message, 60)}){more}"
         )
 
     def _fields(self, value: Any, case: object) -> Outcome:
