@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._assert import assert_rubric
-    from ._checks import Answer
     from ._errors import (
         DocumentError,
         JudgeError,
@@ -40,12 +39,13 @@ if TYPE_CHECKING:
     )
     from ._session import RubricWarning
     from ._style import StyleThresholds, confidence, fluency
+    from .criteria.check import Answer
 
 # Where each public name lives. They are imported on first use (PEP 562), so the
 # pytest plugin, which imports this package, costs little where no rubric is used.
 _LAZY = {
     "AllOf": "._schema",
-    "Answer": "._checks",
+    "Answer": ".criteria.check",
     "AnyOf": "._schema",
     "CallableCriterion": "._schema",
     "Case": "._schema",

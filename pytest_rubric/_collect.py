@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ._base import RESULTS_KEY
-from ._checks import CallRunner, CallTimeout, resolve_import, run_sync
+from ._calls import CallRunner, CallTimeout, resolve_import, run_sync
 from ._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from ._grader import CompiledRubric
 from ._loader import LoadedSuite, load_suite, paused_gc

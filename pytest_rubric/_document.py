@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ._document_format import VERSION, DocumentError
 from ._result import CaseResult, CriterionResult, Verdict
 from ._scoring import passes, score
-from ._secrets import redact
+from ._secrets import shorten
 from .judge.providers import known_keys
 
 __all__ = [
@@ -170,10 +170,6 @@ def _where(loc: tuple[int | str, ...]) -> str:
     return text or "the document"
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= _QUOTED * 3 else text[: _QUOTED * 3 - 1] + "…"
-
-
 def _got(value: Any) -> str:
     """A wrong value as the user wrote it in JSON, cut short and redacted."""
     if isinstance(value, dict):
@@ -184,10 +180,7 @@ def _got(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    text = redact(repr(value), *known_keys())  # before the cut, which could split a key
-    if len(text) > _QUOTED:
-        text = text[: _QUOTED - 1] + "…"
-    return text
+    return shorten(repr(value), _QUOTED, *known_keys())  # redacted before the cut
 
 
 _EXPECTED = {
@@ -314,7 +307,7 @@ def parse_document(text: str, *, name: str) -> Document:
             )
         if model.passed and not result.passed:
             reasons = result.failure_reasons()
-            why = _cut(reasons[0]) if reasons else "nothing weighted was graded"
+            why = shorten(reasons[0], _QUOTED * 3) if reasons else "nothing weighted was graded"
             recomputed.append(
                 f"{name}: results[{index}] ({model.nodeid}) says passed, but its criteria do "
                 f"not: {why}; counted as not passed"

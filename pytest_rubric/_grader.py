@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from . import _style
 from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_MIN_SCORE, SET_A_JUDGE
-from ._checks import Answer, CallRunner, Check, Outcome, compile_check
-from ._result import CaseResult, CriterionResult, Verdict
-from ._schema import Rubric
+from ._calls import CallRunner
+from ._result import CaseResult, CriterionResult, Outcome, Verdict
+from ._schema import Criterion, Rubric
 from ._scoring import passes
 from ._scoring import score as score_results
 from ._secrets import Secret, clip
+from .criteria.check import Answer, Check, CheckContext
+from .criteria.judge import Judge
 from .judge.providers import known_keys
 
 if TYPE_CHECKING:
@@ -40,10 +42,10 @@ class CompiledRubric:
     """A rubric ready to grade many responses: criteria in order, checks compiled."""
 
     rubric: Rubric
-    criteria: tuple[Any, ...]
-    checks: tuple[Check | None, ...]
+    criteria: tuple[Criterion, ...]
+    checks: tuple[Check[Any] | None, ...]
     min_score: float
-    judged_criteria: tuple[Any, ...] = ()
+    judged_criteria: tuple[Judge, ...] = ()
 
     @property
     def judged(self) -> bool:
@@ -65,6 +67,7 @@ class Grader:
         self.default_min_score = default_min_score
         self.call_timeout = call_timeout
         self.calls = CallRunner()  # callables and targets, each bounded by a timeout
+        self.context = CheckContext(call_timeout, self.calls)
         # What results are redacted of: by default the providers' keys in the
         # environment, the only place keys come from.
         self.secrets = tuple(known_keys() if secrets is None else secrets)
@@ -73,24 +76,19 @@ class Grader:
         self,
         rubric: Rubric,
         *,
-        global_criteria: Sequence[Any] = (),
+        global_criteria: Sequence[Criterion] = (),
         min_score: float | None = None,
     ) -> CompiledRubric:
         """Prepare ``rubric`` for grading; ``min_score`` overrides the rubric's own."""
         criteria = (*global_criteria, *rubric.criteria)
-        checks = tuple(
-            None
-            if c.is_judged
-            else compile_check(c, call_timeout=self.call_timeout, runner=self.calls)
-            for c in criteria
-        )
+        checks = tuple(None if c.is_judged else c.compile(self.context) for c in criteria)
         mark = min_score if min_score is not None else rubric.min_score
         return CompiledRubric(
             rubric=rubric,
             criteria=criteria,
             checks=checks,
             min_score=self.default_min_score if mark is None else mark,
-            judged_criteria=tuple(c for c in criteria if c.is_judged),
+            judged_criteria=tuple(c for c in criteria if isinstance(c, Judge)),
         )
 
     def grade(
@@ -196,8 +194,8 @@ class Grader:
 
     def _criterion(
         self,
-        criterion: Any,
-        check: Check | None,
+        criterion: Criterion,
+        check: Check[Any] | None,
         answer: Answer,
         rubric: Rubric,
         judged: Judged | None,
@@ -210,12 +208,12 @@ class Grader:
             outcome = check(answer, rubric)
         return self._criterion_result(criterion, outcome)
 
-    def _criterion_result(self, criterion: Any, outcome: Outcome) -> CriterionResult:
+    def _criterion_result(self, criterion: Criterion, outcome: Outcome) -> CriterionResult:
         """The one place a criterion's result is built, so its reason is always clipped: a
         judge's reason, a callable's reason or repr, an error message."""
         return CriterionResult(
             id=criterion.id,
-            type=criterion.type,
+            type=criterion.tag,
             axis=criterion.axis,
             weight=criterion.effective_weight,
             verdict=outcome.verdict,

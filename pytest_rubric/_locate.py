@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from ._errors import Problem
 from ._safe_read import quoted, shown
 from ._safe_yaml import Duplicate, YamlLoader
-from ._schema import CRITERION_TYPES, Case, FieldError, Suite
+from ._schema import CRITERION_TYPES, Case, CriterionModel, FieldError, Suite
 
 __all__ = [
     "EXAMPLES",
@@ -171,6 +171,7 @@ class _Where:
     criterion_index: int | None = None
     tag: str | None = None
     field: tuple[str | int, ...] = ()
+    body: bool = False  # in the body of a `json` criterion's field: `tag` is the body's type
 
     def data_path(self) -> tuple[str | int, ...]:
         head: tuple[str | int, ...] = ()
@@ -198,6 +199,11 @@ def _where(loc: tuple[str | int, ...], *, tagged: bool = True) -> _Where:
         where.container, where.criterion_index, rest = str(rest[0]), rest[1], rest[2:]
         if tagged and rest and isinstance(rest[0], str) and rest[0] in CRITERION_TYPES:
             where.tag, rest = rest[0], rest[1:]
+        if rest[:1] == ["fields"] and len(rest) > 2 and str(rest[2]) in CRITERION_TYPES:
+            # fields -> pointer -> the body's type (pydantic's tag, not in the data)
+            where.tag, where.body, rest = str(rest[2]), True, [*rest[:2], *rest[3:]]
+    if rest[-1:] == ["[key]"]:  # pydantic's mark for a mapping's key, not in the data
+        rest = rest[:-1]
     where.field = tuple(rest)
     return where
 
@@ -229,6 +235,8 @@ def _allowed_fields(where: _Where) -> list[str]:
         model = Suite
     names = []
     for name, info in model.model_fields.items():
+        if where.body and name in CriterionModel.model_fields:
+            continue  # a field's body has no id, weight, axis... of its own
         alias = info.validation_alias
         choices = getattr(alias, "choices", None)
         names += [str(c) for c in choices] if choices else [name]
@@ -264,14 +272,18 @@ def _problem(error: Any, data: dict[str, Any], locator: Locator) -> Problem:
     kind: str = error["type"]
     case_id, criterion_id = _labels(data, where)
     if kind in ("union_tag_invalid", "union_tag_not_found"):
-        where.field = ("type",)  # the criterion's `type` is what is wrong, or missing
+        # The criterion's (or a json field's body's) `type` is what is wrong, or missing.
+        where.field = (*where.field, "type")
     cause = error.get("ctx", {}).get("error")
-    if isinstance(cause, FieldError) and not where.field:
-        where.field = (cause.field,)  # a model validator's finding, about one of its fields
+    inside: tuple[str | int, ...] = ()
+    if isinstance(cause, FieldError):
+        if not where.field:
+            where.field = (cause.field,)  # a model validator's finding, about one of its fields
+        inside = cause.path  # further into the field's value, for the line
     field_name = ".".join(str(f) for f in where.field) if where.field else None
     if field_name is not None:
         field_name = _FIELD_ALIASES.get(field_name, field_name)
-    line = locator.line(where.data_path())
+    line = locator.line((*where.data_path(), *inside))
     message, hint = _explain(kind, error, where, field_name)
     return Problem(
         message, line=line, case=case_id, criterion=criterion_id, field=field_name, hint=hint

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from ._gates import DELTA_HEADER, GateReport
 from ._leaderboard import COLUMNS
 from ._result import CaseResult
+from ._secrets import shorten
 from ._session_report import SessionReport, Severity
 
 __all__ = ["escape", "render_markdown"]
@@ -28,9 +29,7 @@ _MAX_FAILURES = 50
 
 def escape(text: str, limit: int = _MAX_TEXT) -> str:
     """``text`` as inert Markdown table-cell text: one line, at most ``limit`` characters."""
-    text = _SPACE.sub(" ", text).strip()
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
+    text = shorten(_SPACE.sub(" ", text).strip(), limit)
     # Punctuation first: the entities below carry "#" and ";" of their own.
     text = _PUNCTUATION.sub(r"\\\1", text)
     return "".join(_HTML.get(ch, ch) for ch in text)

@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CaseResult", "CriterionResult", "Recorded", "Verdict"]
+__all__ = ["CaseResult", "CriterionResult", "Outcome", "Recorded", "Verdict"]
 
 
 class Verdict(enum.StrEnum):
@@ -22,6 +22,18 @@ class Verdict(enum.StrEnum):
     UNMET = "UNMET"
     ERROR = "ERROR"
     SKIPPED = "SKIPPED"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A verdict with its credit and reason, as a check or the judge gives it; ``agreement``
+    and ``samples`` only when the judge was asked more than once (``--rubric-judge-samples``)."""
+
+    verdict: Verdict
+    credit: float
+    reason: str
+    agreement: float | None = None
+    samples: tuple[tuple[Verdict, float], ...] = ()
 
 
 @dataclass(slots=True)

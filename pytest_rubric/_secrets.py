@@ -10,7 +10,7 @@ Two rules hold everywhere text leaves the plugin:
 
 from __future__ import annotations
 
-__all__ = ["FRAGMENT", "MAX_TEXT", "Secret", "clip", "redact"]
+__all__ = ["FRAGMENT", "MAX_TEXT", "Secret", "clip", "redact", "shorten"]
 
 _MASK = "***"
 # A run of a key this long is treated as the key: shorter runs are common
@@ -86,6 +86,14 @@ def clip(text: str, *secrets: Secret | None, limit: int = MAX_TEXT) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… [{len(text) - limit:,} more characters]"
+
+
+def shorten(text: str, limit: int, *secrets: Secret | None) -> str:
+    """``text`` redacted of ``secrets``, then cut to at most ``limit`` characters, the last
+    one "…" when it was cut: a value quoted in a one-line message or a table cell."""
+    if secrets:
+        text = redact(text, *secrets)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _runs(text: str, key: str) -> list[tuple[int, int]]:

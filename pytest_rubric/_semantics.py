@@ -13,31 +13,39 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ._checks import PYTHON_REGEX_TIMEOUT, regex_problem
 from ._errors import Problem
 from ._locate import Locator, item_label, value_at
 from ._responses import safe_subject, subject_problem
-from ._schema import Case, Suite, default_ids
+from ._schema import Case, Criterion, Suite, default_ids
+from .criteria.json import Json
+from .criteria.regex import PYTHON_REGEX_TIMEOUT, Regex, regex_problem
 
 __all__ = ["semantic_problems"]
 
 
 def _regex_problems(
-    criteria: Sequence[Any], where: Sequence[str | int], locator: Locator, case: str | None
+    criteria: Sequence[Criterion], where: Sequence[str | int], locator: Locator, case: str | None
 ) -> Iterator[Problem]:
-    """Regex criteria whose pattern needs what RE2 lacks: rejected at collection."""
+    """Regex criteria, and regexes checking a json criterion's fields, whose pattern needs
+    what RE2 lacks: rejected at collection."""
     for j, criterion in enumerate(criteria):
-        if criterion.type != "regex":
-            continue
-        why = regex_problem(criterion)
-        if why is not None:
+        regexes: list[tuple[Regex, tuple[str, ...]]] = []
+        if isinstance(criterion, Regex):
+            regexes.append((criterion, ()))
+        elif isinstance(criterion, Json):
+            fields = (criterion.fields or {}).items()
+            regexes += [(body, ("fields", p)) for p, body in fields if isinstance(body, Regex)]
+        for regex, inside in regexes:
+            why = regex_problem(regex)
+            if why is None:
+                continue
             yield Problem(
-                f"the pattern {criterion.pattern!r} needs what the RE2 engine does not have "
+                f"the pattern {regex.pattern!r} needs what the RE2 engine does not have "
                 f"({why}): RE2 has no backreferences and no lookaround",
-                line=locator.line((*where, j, "pattern")),
+                line=locator.line((*where, j, *inside, "pattern")),
                 case=case,
                 criterion=criterion.id,
-                field="pattern",
+                field=".".join((*inside, "pattern")),
                 hint="rewrite it without them (an `invert: true` criterion often replaces a "
                 "negative lookahead), or add `engine: python` to this criterion to use Python's "
                 f"backtracking engine, whose every search is cut off after {PYTHON_REGEX_TIMEOUT:g} s "
@@ -148,7 +156,7 @@ def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locato
     own, so that a wrong type in one criterion does not hide them.
     """
     problems = list(_raw_problems(data, locator))
-    global_criteria: Sequence[Any] | None
+    global_criteria: Sequence[Criterion] | None
     if suite is not None:
         global_criteria, cases = suite.global_criteria, list(enumerate(suite.cases))
     else:
@@ -175,9 +183,11 @@ def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locato
     return problems
 
 
-def _valid_parts(data: dict[str, Any]) -> tuple[Sequence[Any] | None, list[tuple[int, Case]]]:
+def _valid_parts(
+    data: dict[str, Any],
+) -> tuple[Sequence[Criterion] | None, list[tuple[int, Case]]]:
     """The global criteria (None if they do not validate) and the cases that validate alone."""
-    global_criteria: Sequence[Any] | None
+    global_criteria: Sequence[Criterion] | None
     try:
         only_global = {k: v for k, v in data.items() if k in ("global", "global_criteria")}
         global_criteria = Suite.model_validate({**only_global, "cases": []}).global_criteria

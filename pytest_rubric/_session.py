@@ -280,7 +280,7 @@ class RubricSession:
             self._warn_cache_trouble()
             return judged
         if self.settings.require_judge:
-            from ._checks import Outcome
+            from ._result import Outcome
             from .judge.base import Judged
 
             return Judged(

@@ -16,12 +16,15 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from pytest_rubric import CaseResult, CriterionResult, Grader, Rubric, Verdict
-from pytest_rubric._checks import PYTHON_REGEX_TIMEOUT, Answer, Outcome, compile_check
 from pytest_rubric._errors import RubricLoadError
 from pytest_rubric._grader import NO_JUDGE_REASON
 from pytest_rubric._loader import parse_suite
 from pytest_rubric._normalize import normalize
+from pytest_rubric._result import Outcome
 from pytest_rubric._schema import Criterion
+from pytest_rubric.criteria.check import Answer
+from pytest_rubric.criteria.regex import PYTHON_REGEX_TIMEOUT
+from pytest_rubric.criteria.registry import compile_check
 
 ROOT = Path(__file__).resolve().parents[1]
 _CRITERION = TypeAdapter(Criterion)
@@ -502,7 +505,7 @@ def test_json_without_schema(text: str, expected: Verdict) -> None:
         ('{"name": "x"}', MET),
         ('```json\n{"name": "x", "count": 3}\n```', MET),
         ('{"name": "x", "count": 3.0}', MET),  # 3.0 is an integer in JSON Schema
-        ('{"name": "x", "extra": [1]}', MET),  # no additionalProperties in the subset
+        ('{"name": "x", "extra": [1]}', MET),  # additionalProperties not given
         ('{"name": "x", "tags": ["a", "b"], "level": "low"}', MET),
         ('{"count": 3}', UNMET),  # required
         ('{"name": 1}', UNMET),  # properties.type
@@ -519,10 +522,10 @@ def test_json_with_schema(text: str, expected: Verdict) -> None:
     assert verdict({"type": "json", "schema": SCHEMA}, text) is expected
 
 
-def test_json_schema_reason_gives_the_path() -> None:
+def test_json_schema_reason_gives_the_path_and_the_keyword() -> None:
     outcome = check({"type": "json", "schema": SCHEMA}, '{"name": "x", "tags": ["a", "c"]}')
     assert outcome.verdict is UNMET
-    assert "$.tags[1]" in outcome.reason
+    assert outcome.reason.startswith("does not fit the schema at /tags/1: enum (")
     assert "'c'" in outcome.reason
 
 
@@ -843,13 +846,23 @@ def test_points_alias_sets_the_weight() -> None:
 # --- reasons and robustness ----------------------------------------------------------------------
 
 
+def long_reason(response: str, case: object) -> tuple[bool, str]:
+    return False, "missing " + "k" * 300
+
+
 def test_verdict_reasons_are_trimmed_to_one_cell() -> None:
-    key = "k" * 300
-    outcome = check({"type": "json", "schema": {"required": [key]}}, "{}")
+    outcome = check({"type": "callable", "function": "tests.test_checks:long_reason"}, "{}")
     assert outcome.verdict is UNMET
     assert len(outcome.reason) == 120
-    assert outcome.reason.startswith("$: missing 'kkk")
+    assert outcome.reason.startswith("missing kkk")
     assert outcome.reason.endswith("…")
+
+
+def test_a_json_reason_has_room_for_every_failed_field() -> None:
+    fields = {f"/{name}": {"type": "any_of", "any_of": ["yes"]} for name in "abcdefghij"}
+    outcome = check({"type": "json", "fields": fields}, "{}")
+    assert outcome.reason.startswith("0 of 10 fields MET; failed /a: missing; /b: missing;")
+    assert outcome.reason.endswith("/j: missing")
 
 
 def test_error_reasons_are_kept_whole() -> None:

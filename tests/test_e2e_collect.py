@@ -340,8 +340,8 @@ def test_item_location_is_the_case_line(pytester: pytest.Pytester, write: Write)
 def test_each_case_is_compiled_once_whatever_the_number_of_subjects(
     pytester: pytest.Pytester, write: Write, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_rubric import _checks
     from pytest_rubric._grader import Grader
+    from pytest_rubric.criteria.regex import RegexCheck
 
     write(
         "many.rubric.yaml",
@@ -359,7 +359,7 @@ def test_each_case_is_compiled_once_whatever_the_number_of_subjects(
     )
     compiled: list[str] = []
     regexes: list[str] = []
-    real_compile, real_regex = Grader.compile, _checks._Regex.__init__
+    real_compile, real_regex = Grader.compile, RegexCheck.__init__
 
     def counting_compile(self: Grader, rubric: object, **kwargs: object) -> object:
         compiled.append(rubric.id)  # type: ignore[attr-defined]
@@ -370,7 +370,7 @@ def test_each_case_is_compiled_once_whatever_the_number_of_subjects(
         real_regex(self, c)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Grader, "compile", counting_compile)
-    monkeypatch.setattr(_checks._Regex, "__init__", counting_regex)
+    monkeypatch.setattr(RegexCheck, "__init__", counting_regex)
     result = pytester.inline_run("-p", "no:xdist")
     result.assertoutcome(passed=3, failed=3)
     assert compiled == ["q1", "q2"]  # six items, two compilations

@@ -28,9 +28,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_rubric import Grader, RubricLoadError, Verdict
-from pytest_rubric._checks import Answer, compile_check
 from pytest_rubric._loader import load_response_dir, load_suite, parse_suite
 from pytest_rubric._schema import Suite
+from pytest_rubric.criteria.check import Answer
+from pytest_rubric.criteria.registry import compile_check
 
 ROOT = Path(__file__).resolve().parent.parent
 YAML = Path("fuzz.rubric.yaml")
@@ -65,6 +66,7 @@ BASE: dict[str, Any] = {
                     "id": "js",
                     "type": "json",
                     "schema": {"type": "object", "required": ["answer"]},
+                    "fields": {"/answer": {"type": "number", "value": 42, "abs_tol": 0.5}},
                 },
                 {"id": "m", "type": "metric", "expected": ["42"], "metric": "recall"},
                 {"id": "cl", "type": "callable", "function": "tests.test_checks:returns_half"},

@@ -19,10 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_rubric._checks import Answer, CallRunner, CallTimeout, compile_check
+from pytest_rubric._calls import CallRunner, CallTimeout
 from pytest_rubric._normalize import parse_numbers
 from pytest_rubric._result import Verdict
 from pytest_rubric._schema import Json, Number
+from pytest_rubric.criteria.check import Answer
+from pytest_rubric.criteria.registry import compile_check
 
 Write = Callable[[str, str], Path]
 

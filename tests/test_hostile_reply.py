@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_rubric import Grader, Rubric, Verdict
-from pytest_rubric._checks import Outcome
+from pytest_rubric._result import Outcome
 from pytest_rubric._schema import Judge
 from pytest_rubric._secrets import Secret, clip, redact
 from pytest_rubric.judge.base import Judged

@@ -14,8 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_rubric._checks import Outcome
-from pytest_rubric._result import Verdict
+from pytest_rubric._result import Outcome, Verdict
 from pytest_rubric.judge.base import SAMPLE_TEMPERATURE, SEED
 from pytest_rubric.judge.runner import combine
 from tests.fake_llm import Action, FakeLLM, Recorded, score, status, verdict

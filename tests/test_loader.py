@@ -579,10 +579,10 @@ def test_negative_only_substance_case_is_scorable() -> None:
     assert loaded.suite.cases[0].criteria[0].effective_weight == -1.0
 
 
-# --- json schema subset ----------------------------------------------------------------------
+# --- json schema ---------------------------------------------------------------------------
 
 
-def test_unsupported_json_schema_keyword_is_rejected() -> None:
+def test_an_invalid_json_schema_is_one_problem_at_its_path() -> None:
     problem = one_problem(
         """\
         cases:
@@ -593,27 +593,28 @@ def test_unsupported_json_schema_keyword_is_rejected() -> None:
                 schema:
                   type: object
                   properties:
-                    name: {type: string, pattern: "^a"}
+                    name: {type: string, minLength: -1}
         """
     )
-    assert "'pattern'" in problem.message
-    assert "schema.properties.name" in problem.message
+    assert problem.message.startswith(
+        "`schema` is not a valid JSON Schema: at /properties/name/minLength, -1 is less than"
+    )
     assert (problem.case, problem.criterion, problem.field) == ("q1", "j", "schema")
-    assert problem.line == 6
+    assert problem.line == 9  # the line of the bad keyword, inside the schema
+    assert problem.hint is not None and "2020-12" in problem.hint
 
 
 @pytest.mark.parametrize(
-    "schema",
+    ("schema", "path"),
     [
-        "{additionalProperties: false}",
-        "{type: object, oneOf: [{type: string}]}",
-        "{type: array, items: {minimum: 0}}",
-        "{type: strin}",
-        "{required: name}",
-        "{enum: a}",
+        ("{type: strin}", "/type"),
+        ("{required: name}", "/required"),
+        ("{enum: a}", "/enum"),
+        ("{type: array, items: {minimum: x}}", "/items/minimum"),
+        ("{$defs: {a: {pattern: 3}}}", "/$defs/a/pattern"),
     ],
 )
-def test_json_schema_outside_the_subset(schema: str) -> None:
+def test_an_invalid_json_schema_names_the_path(schema: str, path: str) -> None:
     problem = one_problem(
         f"""\
         cases:
@@ -622,11 +623,11 @@ def test_json_schema_outside_the_subset(schema: str) -> None:
               - {{id: j, type: json, schema: {schema}}}
         """
     )
-    assert problem.field == "schema"
-    assert problem.criterion == "j"
+    assert (problem.criterion, problem.field) == ("j", "schema")
+    assert f"at {path}," in problem.message
 
 
-def test_json_schema_subset_is_accepted() -> None:
+def test_any_json_schema_is_accepted() -> None:
     loaded = load(
         """\
         cases:
@@ -635,13 +636,17 @@ def test_json_schema_subset_is_accepted() -> None:
               - id: j
                 type: json
                 schema:
-                  title: answer
-                  description: the answer object
-                  type: [object, "null"]
+                  $schema: https://json-schema.org/draft/2020-12/schema
+                  type: object
+                  additionalProperties: false
                   required: [name]
                   properties:
-                    name: {type: string, enum: [a, b]}
-                    tags: {type: array, items: {type: integer}}
+                    name: {type: string, pattern: "^a", minLength: 1}
+                    tags: {type: array, prefixItems: [{const: a}], items: {$ref: "#/$defs/tag"}}
+                    total: {type: number, minimum: 0, exclusiveMaximum: 1000000}
+                  $defs:
+                    tag: {type: string, enum: [a, b]}
+                  oneOf: [{required: [name]}, {required: [id]}]
         """
     )
     (criterion,) = loaded.suite.cases[0].criteria

@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_rubric import CaseResult, CriterionResult, Grader, Rubric, Verdict
-from pytest_rubric._checks import Answer, compile_check
 from pytest_rubric._schema import (
     AllOf,
     AnyOf,
@@ -22,6 +21,8 @@ from pytest_rubric._schema import (
     Regex,
 )
 from pytest_rubric._scoring import score
+from pytest_rubric.criteria.check import Answer
+from pytest_rubric.criteria.registry import compile_check
 
 MET, UNMET, ERROR, SKIPPED = Verdict.MET, Verdict.UNMET, Verdict.ERROR, Verdict.SKIPPED
 

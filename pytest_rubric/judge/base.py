@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._errors import JudgeError
 
 if TYPE_CHECKING:
-    from .._checks import Outcome
+    from .._result import Outcome
 
 __all__ = [
     "MAX_TOKENS",

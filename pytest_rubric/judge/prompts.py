@@ -23,7 +23,10 @@ import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..criteria.judge import Judge
 
 __all__ = [
     "TEMPLATE_VERSION",
@@ -84,7 +87,7 @@ def injection_suspected(response: str, token: str) -> bool:
     return token in response or _FENCE.search(response) is not None
 
 
-def _describe(criterion: Any) -> str:
+def _describe(criterion: Judge) -> str:
     text: str = criterion.requirement
     if criterion.kind == "score":
         text += (
@@ -94,7 +97,7 @@ def _describe(criterion: Any) -> str:
     return text
 
 
-def _verdict_schema(criterion: Any) -> dict[str, Any]:
+def _verdict_schema(criterion: Judge) -> dict[str, Any]:
     if criterion.kind == "score":
         field: dict[str, Any] = {
             "type": "number",
@@ -116,7 +119,7 @@ def _verdict_schema(criterion: Any) -> dict[str, Any]:
     }
 
 
-def per_criterion(criterion: Any, *, question: str | None, response: str) -> Prompt:
+def per_criterion(criterion: Judge, *, question: str | None, response: str) -> Prompt:
     """One call for one judged criterion."""
     token = _token()
     if criterion.kind == "score":
@@ -146,7 +149,7 @@ def per_criterion(criterion: Any, *, question: str | None, response: str) -> Pro
     )
 
 
-def one_shot(criteria: Sequence[Any], *, question: str | None, response: str) -> Prompt:
+def one_shot(criteria: Sequence[Judge], *, question: str | None, response: str) -> Prompt:
     """One call for all judged criteria of a case, keyed by criterion id."""
     token = _token()
     lines = []
@@ -190,7 +193,7 @@ def one_shot(criteria: Sequence[Any], *, question: str | None, response: str) ->
     return Prompt("\n\n".join(parts), _user(question, response, token), schema, token)
 
 
-def holistic(criteria: Sequence[Any], *, question: str | None, response: str) -> Prompt:
+def holistic(criteria: Sequence[Judge], *, question: str | None, response: str) -> Prompt:
     """One call, one 0-100 score for how well the response meets the judged criteria together."""
     token = _token()
     lines = []

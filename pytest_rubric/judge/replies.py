@@ -21,9 +21,12 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._secrets import Secret, redact
+
+if TYPE_CHECKING:
+    from ..criteria.judge import Judge
 
 __all__ = ["Graded", "ReplyError", "extract_json", "read_holistic", "read_one", "read_one_shot"]
 
@@ -56,13 +59,13 @@ def extract_json(text: str, *, secrets: Secrets = ()) -> dict[str, Any]:
     return _read(text, lambda obj: obj, secrets)
 
 
-def read_one(text: str, criterion: Any, *, secrets: Secrets = ()) -> Graded:
+def read_one(text: str, criterion: Judge, *, secrets: Secrets = ()) -> Graded:
     """A per-criterion reply: ``{"reason", "verdict"}`` (score kind: ``{"reason", "score"}``)."""
     return _read(text, lambda obj: _grade(obj, criterion, "", secrets), secrets)
 
 
 def read_one_shot(
-    text: str, criteria: Sequence[Any], *, secrets: Secrets = ()
+    text: str, criteria: Sequence[Judge], *, secrets: Secrets = ()
 ) -> dict[str, Graded | ReplyError]:
     """A one-shot reply, keyed by criterion id.
 
@@ -220,7 +223,7 @@ def _score(obj: dict[str, Any], low: float, high: float, where: str, secrets: Se
     return score
 
 
-def _grade(obj: dict[str, Any], criterion: Any, where: str, secrets: Secrets) -> Graded:
+def _grade(obj: dict[str, Any], criterion: Judge, where: str, secrets: Secrets) -> Graded:
     reason = _reason(obj, where, secrets)
     if criterion.kind == "score":
         low, high = criterion.min_score, criterion.max_score
@@ -240,7 +243,7 @@ def _grade(obj: dict[str, Any], criterion: Any, where: str, secrets: Secrets) ->
 
 
 def _one_shot(
-    obj: dict[str, Any], criteria: Sequence[Any], secrets: Secrets
+    obj: dict[str, Any], criteria: Sequence[Judge], secrets: Secrets
 ) -> dict[str, Graded | ReplyError]:
     entries = obj.get("criteria")
     if not isinstance(entries, list):

@@ -26,15 +26,17 @@ import asyncio
 import concurrent.futures
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._checks import Outcome
-from .._result import Verdict
+from .._result import Outcome, Verdict
 from .._secrets import redact
 from .base import JudgeClient, Judged, JudgeStats
 from .cache import JudgeCache
 from .strategies import STRATEGIES
 from .transport import Transport
+
+if TYPE_CHECKING:
+    from ..criteria.judge import Judge
 
 __all__ = ["JudgeRunner", "combine"]
 
@@ -79,7 +81,7 @@ class JudgeRunner:
         return self.transport.stats
 
     def schedule(
-        self, key: str, criteria: Sequence[Any], *, question: str | None, response: str
+        self, key: str, criteria: Sequence[Judge], *, question: str | None, response: str
     ) -> None:
         """Start judging one answer in the background (once per key)."""
         if key not in self._futures:
@@ -88,7 +90,7 @@ class JudgeRunner:
             )
 
     def result(
-        self, key: str, criteria: Sequence[Any], *, question: str | None, response: str
+        self, key: str, criteria: Sequence[Judge], *, question: str | None, response: str
     ) -> Judged:
         """Wait for one answer's outcomes, scheduling them first if nobody did."""
         self.schedule(key, criteria, question=question, response=response)
@@ -102,7 +104,7 @@ class JudgeRunner:
         self.transport.close()
 
     async def _judge_answer(
-        self, criteria: Sequence[Any], *, question: str | None, response: str
+        self, criteria: Sequence[Judge], *, question: str | None, response: str
     ) -> Judged:
         try:
             judged = await self._grade(criteria, question=question, response=response)
@@ -121,7 +123,7 @@ class JudgeRunner:
         )
 
     async def _grade(
-        self, criteria: Sequence[Any], *, question: str | None, response: str
+        self, criteria: Sequence[Judge], *, question: str | None, response: str
     ) -> Judged:
         runs = await asyncio.gather(
             *(self._sample(criteria, question, response, i) for i in range(self.samples))
@@ -142,13 +144,13 @@ class JudgeRunner:
         )
 
     async def _sample(
-        self, criteria: Sequence[Any], question: str | None, response: str, sample: int
+        self, criteria: Sequence[Judge], question: str | None, response: str, sample: int
     ) -> Judged:
         """One sample of the grades of every judged criterion of an answer."""
         return await self.strategy.grade(self.transport, criteria, question, response, sample)
 
 
-def combine(criterion: Any, samples: Sequence[Outcome], *, mean: bool) -> Outcome:
+def combine(criterion: Judge, samples: Sequence[Outcome], *, mean: bool) -> Outcome:
     """One outcome from K samples of one criterion.
 
     * Any sample that is ERROR makes the criterion ERROR: a grade that could

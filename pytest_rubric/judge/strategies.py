@@ -23,16 +23,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._base import GRADERS
-from .._checks import Outcome
-from .._result import Verdict
+from .._result import Outcome, Verdict
 from .._secrets import clip
 from .base import Judged, JudgeError
 from .prompts import Prompt, holistic, injection_suspected, one_shot, per_criterion
 from .replies import Graded, ReplyError, read_holistic, read_one, read_one_shot
 from .transport import Transport
+
+if TYPE_CHECKING:
+    from ..criteria.judge import Judge
 
 __all__ = ["STRATEGIES", "Strategy", "ask"]
 
@@ -108,7 +110,7 @@ def _outcome(graded: Graded) -> Outcome:
     return Outcome(Verdict.MET if graded.met else Verdict.UNMET, graded.credit, graded.reason)
 
 
-def _errors(criteria: Sequence[Any], reason: str) -> dict[str, Outcome]:
+def _errors(criteria: Sequence[Judge], reason: str) -> dict[str, Outcome]:
     return {c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in criteria}
 
 
@@ -116,11 +118,15 @@ def _errors(criteria: Sequence[Any], reason: str) -> dict[str, Outcome]:
 
 
 async def _per_criterion(
-    transport: Transport, criteria: Sequence[Any], question: str | None, response: str, sample: int
+    transport: Transport,
+    criteria: Sequence[Judge],
+    question: str | None,
+    response: str,
+    sample: int,
 ) -> Judged:
     prompts = [per_criterion(c, question=question, response=response) for c in criteria]
 
-    async def one(criterion: Any, prompt: Prompt) -> Outcome:
+    async def one(criterion: Judge, prompt: Prompt) -> Outcome:
         try:
             graded = await ask(
                 transport,
@@ -144,7 +150,11 @@ async def _per_criterion(
 
 
 async def _one_shot(
-    transport: Transport, criteria: Sequence[Any], question: str | None, response: str, sample: int
+    transport: Transport,
+    criteria: Sequence[Judge],
+    question: str | None,
+    response: str,
+    sample: int,
 ) -> Judged:
     prompt = one_shot(criteria, question=question, response=response)
     suspected = injection_suspected(response, prompt.token)
@@ -194,7 +204,11 @@ async def _one_shot(
 
 
 async def _holistic(
-    transport: Transport, criteria: Sequence[Any], question: str | None, response: str, sample: int
+    transport: Transport,
+    criteria: Sequence[Judge],
+    question: str | None,
+    response: str,
+    sample: int,
 ) -> Judged:
     prompt = holistic(criteria, question=question, response=response)
     suspected = injection_suspected(response, prompt.token)

@@ -1,0 +1,105 @@
+"""Running a user's code: ``callable`` criteria and ``target`` functions.
+
+:func:`resolve_import` finds ``"package.module:name"``; :class:`CallRunner`
+runs it on a worker thread, bounded in time, awaiting it when it is async.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import importlib
+import inspect
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["CallRunner", "CallTimeout", "resolve_import", "run_sync"]
+
+
+def resolve_import(path: str) -> Any:
+    """Import ``"package.module:name"`` (``name`` may be dotted) and return the object."""
+    module_name, _, attr = path.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def run_sync(value: Any) -> Any:
+    """Await ``value`` if it is awaitable (an async target or callable), else return it."""
+    if inspect.isawaitable(value):
+
+        async def wait() -> Any:
+            return await value
+
+        return asyncio.run(wait())
+    return value
+
+
+class CallTimeout(Exception):
+    """A user's callable or target did not return within its time bound."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(
+            f"did not return within {timeout:g} s (set `timeout:` on the criterion or case, "
+            "or ini rubric_call_timeout, if it needs longer)"
+        )
+
+
+class _Worker:
+    """A daemon thread that runs the jobs it is given, one at a time."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="pytest-rubric-call", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            self.jobs.get()()
+
+
+class CallRunner:
+    """Runs a user's callables and targets, each bounded in time.
+
+    A call runs on a daemon thread, in a copy of the caller's context (so
+    context variables read the same). Python cannot stop a thread, so a call
+    that overruns is abandoned with its thread, which never holds up the
+    session or its exit; a thread whose call returned in time is reused, so
+    bounding a call costs a queue hand-off, not a new thread. One runner per
+    grader.
+    """
+
+    def __init__(self) -> None:
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+
+    def call(self, function: Any, *args: Any, timeout: float) -> Any:
+        """``function(*args)``, awaited if async, or :class:`CallTimeout` after ``timeout`` s.
+
+        What the function raises is raised here.
+        """
+        with self._lock:
+            worker = self._idle.pop() if self._idle else _Worker()
+        context = contextvars.copy_context()
+        done = threading.Event()
+        outcome: list[tuple[bool, Any]] = []
+
+        def job() -> None:
+            try:
+                outcome.append((True, context.run(lambda: run_sync(function(*args)))))
+            except BaseException as exc:  # handed to the caller, which decides
+                outcome.append((False, exc))
+            finally:
+                done.set()
+
+        worker.jobs.put(job)
+        if not done.wait(timeout):
+            raise CallTimeout(timeout)  # the worker stays with its call, never reused
+        with self._lock:
+            self._idle.append(worker)
+        returned, value = outcome[0]
+        if not returned:
+            raise value
+        return value

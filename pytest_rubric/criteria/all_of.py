@@ -1,0 +1,36 @@
+"""``all_of``: MET when every phrase occurs in the normalized answer."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .._result import Outcome
+from .check import Answer, Check, CheckContext, met, quote_list, unmet
+from .model import CriterionModel, Phrases
+from .phrases import compile_phrases, found
+
+__all__ = ["AllOf"]
+
+
+class AllOf(CriterionModel):
+    """MET when every phrase occurs in the normalized answer."""
+
+    type: Literal["all_of"] = "all_of"
+    all_of: Phrases
+
+    def compile(self, context: CheckContext) -> Check[AllOf]:
+        return _AllOfCheck(self)
+
+
+class _AllOfCheck(Check[AllOf]):
+    __slots__ = ("phrases",)
+
+    def __init__(self, c: AllOf) -> None:
+        super().__init__(c)
+        self.phrases = compile_phrases(c.all_of)
+
+    def run(self, answer: Answer, case: object) -> Outcome:
+        missing = [p[1] for p in self.phrases if not found(p, answer.folded)]
+        if missing:
+            return unmet(f"missing {quote_list(missing)}")
+        return met(f"all {len(self.phrases)} phrases found")

@@ -1,0 +1,36 @@
+"""``any_of``: MET when any phrase occurs in the normalized answer."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .._result import Outcome
+from .check import Answer, Check, CheckContext, met, quote_list, short, unmet
+from .model import CriterionModel, Phrases
+from .phrases import compile_phrases, found
+
+__all__ = ["AnyOf"]
+
+
+class AnyOf(CriterionModel):
+    """MET when any phrase occurs in the normalized answer."""
+
+    type: Literal["any_of"] = "any_of"
+    any_of: Phrases
+
+    def compile(self, context: CheckContext) -> Check[AnyOf]:
+        return _AnyOfCheck(self)
+
+
+class _AnyOfCheck(Check[AnyOf]):
+    __slots__ = ("phrases",)
+
+    def __init__(self, c: AnyOf) -> None:
+        super().__init__(c)
+        self.phrases = compile_phrases(c.any_of)
+
+    def run(self, answer: Answer, case: object) -> Outcome:
+        for p in self.phrases:
+            if found(p, answer.folded):
+                return met(f"found {short(p[1])}")
+        return unmet(f"none of {quote_list(self.c.any_of)} found")

@@ -1,0 +1,84 @@
+"""``callable``: the function at ``function`` ("package.module:name") grades the response."""
+
+from __future__ import annotations
+
+import math
+import reprlib
+from typing import Any, Literal
+
+from pydantic import field_validator
+
+from .._calls import CallRunner, CallTimeout, resolve_import
+from .._result import Outcome
+from .._secrets import redact
+from ..judge.providers import known_keys
+from .check import Answer, Broken, Check, CheckContext, error, fraction, met, unmet
+from .model import CriterionModel, Share, Timeout, check_import_path
+
+__all__ = ["CallableCriterion"]
+
+
+class CallableCriterion(CriterionModel):
+    """The function at ``function`` ("package.module:name") grades the response."""
+
+    type: Literal["callable"] = "callable"
+    function: str
+    threshold: Share = 0.5
+    timeout: Timeout | None = None  # default: ini rubric_call_timeout (60 s)
+
+    @field_validator("function")
+    @classmethod
+    def _import_path(cls, value: str) -> str:
+        return check_import_path(value)
+
+    def compile(self, context: CheckContext) -> Check[CallableCriterion]:
+        try:
+            function = resolve_import(self.function)
+        except Exception as exc:
+            return Broken(
+                self,
+                f"cannot import {self.function!r}: {type(exc).__name__}: {exc}; check the path "
+                "and that the module is importable from the rootdir",
+            )
+        return _CallableCheck(self, function, context.call_timeout, context.runner)
+
+
+_CALLABLE_CONTRACT = "return a bool, a float in [0, 1] or (value, reason)"
+# A callable may return 20 MB: its repr in a reason is built from a bounded slice
+# (the grader cuts every reason to 2,000 characters anyway).
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 2_000
+
+
+def _shown(value: Any) -> str:
+    """A returned value for a reason: keys redacted before reprlib cuts a long string."""
+    return _REPR.repr(redact(value, *known_keys()) if isinstance(value, str) else value)
+
+
+class _CallableCheck(Check[CallableCriterion]):
+    __slots__ = ("function", "runner", "timeout")
+
+    def __init__(
+        self, c: CallableCriterion, function: Any, timeout: float, runner: CallRunner
+    ) -> None:
+        super().__init__(c)
+        self.function = function
+        self.timeout = c.timeout or timeout
+        self.runner = runner
+
+    def run(self, answer: Answer, case: object) -> Outcome:
+        path = self.c.function
+        try:
+            value = self.runner.call(self.function, answer.text, case, timeout=self.timeout)
+        except CallTimeout as exc:
+            return error(f"{path} {exc}")
+        except Exception as exc:
+            return error(f"{path} raised {type(exc).__name__}: {exc}")
+        reason = f"{path} returned {_shown(value)}"
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
+            value, reason = value
+        if isinstance(value, bool):
+            return met(reason) if value else unmet(reason)
+        if isinstance(value, int | float) and math.isfinite(value) and 0 <= value <= 1:
+            return fraction(float(value), self.c.threshold, reason)
+        return error(f"{path} returned {_shown(value)}; {_CALLABLE_CONTRACT}")

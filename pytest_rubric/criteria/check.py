@@ -1,0 +1,155 @@
+"""The answer side of a criterion: the :class:`Answer` a check reads, the :class:`Check`
+it is compiled into, and the outcomes it returns.
+
+A check does all the work that does not depend on the answer (normalizing
+phrases, compiling patterns, importing callables) in its constructor, once
+per rubric; an :class:`Answer`'s normalized forms and numbers are computed
+once per response and shared by every check of the case. A check never
+raises: whatever the answer, it returns a verdict, or ERROR with a reason
+when the criterion cannot be evaluated.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Generic, TypeVar
+
+from .._base import DEFAULT_CALL_TIMEOUT
+from .._calls import CallRunner
+from .._normalize import normalize, parse_numbers
+from .._result import Outcome, Verdict
+from .._secrets import shorten
+from ..judge.providers import known_keys
+
+__all__ = [
+    "Answer",
+    "Broken",
+    "Check",
+    "CheckContext",
+    "error",
+    "fraction",
+    "met",
+    "quote_list",
+    "short",
+    "unmet",
+]
+
+_MAX_REASON = 120
+
+
+def met(reason: str) -> Outcome:
+    return Outcome(Verdict.MET, 1.0, reason)
+
+
+def unmet(reason: str) -> Outcome:
+    return Outcome(Verdict.UNMET, 0.0, reason)
+
+
+def error(reason: str) -> Outcome:
+    return Outcome(Verdict.ERROR, 0.0, reason)
+
+
+def fraction(credit: float, threshold: float, reason: str) -> Outcome:
+    """Partial credit: MET at or above ``threshold``."""
+    return Outcome(Verdict.MET if credit >= threshold else Verdict.UNMET, credit, reason)
+
+
+def short(text: str, limit: int = 40) -> str:
+    """A phrase, pattern or match as a reason quotes it: cut short, in quotes."""
+    return repr(shorten(text, limit))
+
+
+def quote_list(items: Sequence[str], limit: int = 3) -> str:
+    shown = ", ".join(short(i) for i in items[:limit])
+    return shown + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
+
+
+class Answer:
+    """A response under test, with its derived forms computed on first use."""
+
+    __slots__ = ("__dict__", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    @cached_property
+    def folded(self) -> str:
+        """Normalized and casefolded: what phrases and regexes are matched against."""
+        return normalize(self.text)
+
+    @cached_property
+    def cased(self) -> str:
+        """Normalized, case kept (``case_sensitive`` regexes)."""
+        return normalize(self.text, casefold=False)
+
+    @cached_property
+    def numbers(self) -> tuple[float, ...]:
+        return tuple(parse_numbers(self.text))
+
+
+@dataclass(frozen=True, slots=True)
+class CheckContext:
+    """What compiling a check may need besides its criterion: a ``callable`` criterion that
+    sets no ``timeout`` gets ``call_timeout``, and runs on ``runner``."""
+
+    call_timeout: float = DEFAULT_CALL_TIMEOUT
+    runner: CallRunner = field(default_factory=CallRunner)
+
+
+C = TypeVar("C")
+
+
+class Check(Generic[C]):
+    """A compiled criterion ``c``: ``check(answer, case) -> Outcome``.
+
+    Calling it never raises, and trims a verdict's reason to one table cell
+    (an ERROR keeps its whole reason: it says what to fix). ``case`` is the
+    rubric or case the answer is graded against; only a ``callable`` reads it.
+
+    Checks are small slotted objects rather than closures: a suite of thousands
+    of cases keeps one per criterion alive, and closures cost the garbage
+    collector several objects each.
+    """
+
+    __slots__ = ("c",)
+    max_reason = _MAX_REASON  # a verdict's reason is cut to this many characters
+
+    def __init__(self, c: C) -> None:
+        self.c = c
+
+    def run(self, answer: Answer, case: object) -> Outcome:
+        raise NotImplementedError
+
+    def __call__(self, answer: Answer, case: object) -> Outcome:
+        try:
+            outcome = self.run(answer, case)
+        except Exception as exc:  # a bug here must not turn into a verdict
+            return error(f"check failed: {type(exc).__name__}: {exc}")
+        if outcome.verdict is not Verdict.ERROR and len(outcome.reason) > self.max_reason:
+            # A callable's reason may hold anything: keys go before the cut can split one.
+            reason = shorten(outcome.reason, self.max_reason, *known_keys())
+            return Outcome(outcome.verdict, outcome.credit, reason)
+        return outcome
+
+    def on_json(self, value: object, case: object) -> Outcome:
+        """This check on one value of a JSON answer (a field of a ``json`` criterion): a
+        string is read as an answer would be, any other value as its compact JSON text."""
+        if not isinstance(value, str):
+            value = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return self(Answer(value), case)
+
+
+class Broken(Check[C]):
+    """A criterion that cannot be evaluated at all (a regex that does not compile...)."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, c: C, message: str) -> None:
+        super().__init__(c)
+        self.message = message
+
+    def run(self, answer: Answer, case: object) -> Outcome:
+        return error(self.message)

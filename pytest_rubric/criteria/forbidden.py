@@ -1,0 +1,57 @@
+"""``forbidden``: a known-wrong claim, MET (the error happened) when a phrase occurs."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import model_validator
+
+from .._result import Outcome
+from .check import Answer, Check, CheckContext, met, short, unmet
+from .model import CriterionModel, FieldError, NonNegative, Phrases
+from .phrases import compile_phrases, found
+
+__all__ = ["Forbidden"]
+
+
+class Forbidden(CriterionModel):
+    """A known-wrong claim: MET (the error happened) when a phrase occurs.
+
+    It enters the score with weight ``-penalty``.
+    """
+
+    type: Literal["forbidden"] = "forbidden"
+    phrases: Phrases
+    penalty: NonNegative = 1.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _penalty_not_weight(cls, data: Any) -> Any:
+        if isinstance(data, dict) and ("weight" in data or "points" in data):
+            raise FieldError(
+                "weight" if "weight" in data else "points",
+                "a forbidden criterion is weighted by `penalty` (a positive number that is "
+                "subtracted when the claim occurs); write `penalty: 2` instead of `weight`",
+            )
+        return data
+
+    @property
+    def effective_weight(self) -> float:
+        return -self.penalty
+
+    def compile(self, context: CheckContext) -> Check[Forbidden]:
+        return _ForbiddenCheck(self)
+
+
+class _ForbiddenCheck(Check[Forbidden]):
+    __slots__ = ("phrases",)
+
+    def __init__(self, c: Forbidden) -> None:
+        super().__init__(c)
+        self.phrases = compile_phrases(c.phrases)
+
+    def run(self, answer: Answer, case: object) -> Outcome:
+        for p in self.phrases:
+            if found(p, answer.folded):
+                return met(f"states known-wrong claim {short(p[1])}")
+        return unmet("no known-wrong claim")

@@ -1,0 +1,46 @@
+"""``fuzzy``: MET when a phrase matches a span of the answer at or above ``threshold``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .._normalize import normalize
+from .._result import Outcome
+from .check import Answer, Check, CheckContext, met, short, unmet
+from .model import CriterionModel, Percent, Phrases
+
+__all__ = ["Fuzzy"]
+
+
+class Fuzzy(CriterionModel):
+    """MET when a phrase matches a span of the answer at or above ``threshold`` (0-100)."""
+
+    type: Literal["fuzzy"] = "fuzzy"
+    any_of: Phrases
+    threshold: Percent = 90.0
+
+    def compile(self, context: CheckContext) -> Check[Fuzzy]:
+        return _FuzzyCheck(self)
+
+
+class _FuzzyCheck(Check[Fuzzy]):
+    __slots__ = ("needles", "partial_ratio")
+
+    def __init__(self, c: Fuzzy) -> None:
+        from rapidfuzz import fuzz  # imported by the first fuzzy criterion
+
+        super().__init__(c)
+        self.needles = tuple((p, normalize(p)) for p in c.any_of)
+        self.partial_ratio = fuzz.partial_ratio
+
+    def run(self, answer: Answer, case: object) -> Outcome:
+        threshold = self.c.threshold
+        best, best_phrase = 0.0, self.c.any_of[0]
+        for phrase, needle in self.needles:
+            score = self.partial_ratio(needle, answer.folded) if answer.folded else 0.0
+            if score > best:
+                best, best_phrase = score, phrase
+            if best >= threshold:
+                break
+        reason = f"best match {best:.0f} for {short(best_phrase)} (threshold {threshold:g})"
+        return met(reason) if best >= threshold else unmet(reason)

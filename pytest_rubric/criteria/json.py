@@ -1,0 +1,268 @@
+"""``json``: the answer (or its first fenced block) parses as JSON, fits ``schema`` and its
+``fields`` check out.
+
+``schema`` is any JSON Schema, validated by the ``jsonschema`` package
+(draft 2020-12 unless the schema's ``$schema`` names another draft); it is
+checked against its draft's metaschema at collection and compiled once per
+criterion. ``fields`` maps JSON Pointers (RFC 6901) to deterministic
+criterion bodies without id or weight; the credit is the share of them
+that are MET. Nothing is fetched: a ``$ref`` outside the schema is ERROR.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import AfterValidator, AliasChoices, BeforeValidator, Field, field_validator
+
+from .._result import Outcome, Verdict
+from .._secrets import shorten
+from .check import Answer, Check, CheckContext, error, met, unmet
+from .model import CriterionModel, FieldError
+from .registry import DETERMINISTIC, tagged_union
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
+__all__ = ["MISSING", "Json", "parse_json", "resolve_pointer"]
+
+_FENCED = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
+_INDEX = re.compile(r"0|[1-9][0-9]*")
+# What a field's body may not say: it is one part of its criterion, weighted as a whole.
+_NOT_IN_A_BODY = ("id", "weight", "points", "axis", "required", "description")
+MISSING: Any = object()
+"""What :func:`resolve_pointer` returns for a pointer that names nothing in the document."""
+
+
+def _field_body(value: Any) -> Any:
+    """A body as the union reads it: given the id no body has, after what it may not say."""
+    if not isinstance(value, dict):
+        return value
+    given = [key for key in _NOT_IN_A_BODY if key in value]
+    if given:
+        raise ValueError(
+            f"a field's check takes no {', '.join(f'`{k}`' for k in given)}: it is part of its "
+            "`json` criterion, which has the id and the weight"
+        )
+    if value.get("type") == "forbidden":
+        raise ValueError(
+            "a field cannot be checked with `forbidden` (MET would mean the error happened, "
+            "yet MET fields earn the credit); write {type: regex, pattern: ..., invert: true}"
+        )
+    return {**value, "id": "field"}
+
+
+def _check_pointer(pointer: str) -> str:
+    if not _is_pointer(pointer):
+        raise ValueError(
+            f"{pointer!r} is not a JSON Pointer; write it as in RFC 6901: '/total', "
+            "'/items/0/price' ('' is the whole answer; in a key, '~1' stands for '/', '~0' for '~')"
+        )
+    return pointer
+
+
+Pointer = Annotated[str, AfterValidator(_check_pointer)]
+# Every deterministic type but `forbidden`, whose MET is an error, and `json` itself.
+_BODY_TYPES = tuple(model for model in DETERMINISTIC if model.tag != "forbidden")
+if TYPE_CHECKING:
+    FieldCheck = CriterionModel
+else:
+    FieldCheck = Annotated[tagged_union(_BODY_TYPES), BeforeValidator(_field_body)]
+
+
+class Json(CriterionModel):
+    """MET when the answer (or its first fenced block) parses as JSON, fits ``schema`` and
+    every check in ``fields`` is MET; the credit is the share of ``fields`` MET."""
+
+    type: Literal["json"] = "json"
+    json_schema: dict[str, Any] | bool | None = Field(
+        default=None, validation_alias=AliasChoices("schema", "json_schema")
+    )
+    fields: dict[Pointer, FieldCheck] | None = Field(default=None, min_length=1)
+
+    @field_validator("json_schema")
+    @classmethod
+    def _valid_schema(cls, schema: dict[str, Any] | bool | None) -> dict[str, Any] | bool | None:
+        if schema is not None:
+            problem = _schema_problem(json.dumps(schema, sort_keys=True))
+            if problem is not None:
+                path, message = problem
+                raise FieldError(
+                    "schema",
+                    f"`schema` is not a valid JSON Schema: at {_pointer(path)}, {message}",
+                    hint="fix the schema at that path (https://json-schema.org/draft/2020-12 "
+                    "lists the keywords)",
+                    path=path,
+                )
+        return schema
+
+    def compile(self, context: CheckContext) -> Check[Json]:
+        return _JsonCheck(self, context)
+
+
+def _shown(pointer: str) -> str:
+    return pointer if pointer else "'' (the whole answer)"
+
+
+def _is_pointer(pointer: str) -> bool:
+    return (pointer == "" or pointer.startswith("/")) and re.search("~[^01]|~$", pointer) is None
+
+
+def _pointer(path: Any) -> str:
+    """A path of keys and indices as a JSON Pointer; the root named in words."""
+    parts = [str(p).replace("~", "~0").replace("/", "~1") for p in path]
+    return "/" + "/".join(parts) if parts else "the top level"
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_problem(text: str) -> tuple[tuple[str | int, ...], str] | None:
+    """Where a schema (as canonical JSON text) breaks its draft's metaschema, and how; None
+    when it is valid. Cached: checking a schema takes milliseconds, and cases share one."""
+    from jsonschema.exceptions import best_match
+
+    schema = json.loads(text)
+    validator = _validator_class(schema)
+    found = best_match(validator(validator.META_SCHEMA).iter_errors(schema))
+    if found is None:
+        return None
+    return tuple(found.absolute_path), shorten(found.message, 160)
+
+
+def _validator_class(schema: Any) -> type[Validator]:
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import validator_for
+
+    return validator_for(schema, default=Draft202012Validator)
+
+
+def resolve_pointer(document: Any, pointer: str) -> Any:
+    """The value ``pointer`` (RFC 6901) names in ``document``, or :data:`MISSING`.
+
+    Never raises: a pointer that is not one, a key that is absent, an index
+    out of range or not written as RFC 6901 writes one (``01``, ``-``) all
+    name nothing.
+    """
+    if pointer == "":
+        return document
+    if not _is_pointer(pointer):
+        return MISSING
+    value = document
+    for token in pointer[1:].split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(value, dict) and token in value:
+            value = value[token]
+        elif isinstance(value, list) and _INDEX.fullmatch(token) and int(token) < len(value):
+            value = value[int(token)]
+        else:
+            return MISSING
+    return value
+
+
+def _not_a_number(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+def _loads(text: str) -> Any:
+    # NaN and Infinity are Python's extensions, not JSON: NaN would pass every `minimum`.
+    return json.loads(text, parse_constant=_not_a_number)
+
+
+def parse_json(text: str) -> tuple[Any, str | None]:
+    """The answer as JSON, or its first fenced block; (value, None) or (None, why not).
+
+    An answer nested too deeply for the parser does not parse, like any other
+    malformed answer: UNMET, not ERROR.
+    """
+    try:
+        return _loads(text), None
+    except (ValueError, RecursionError) as exc:
+        first_error = str(exc) if isinstance(exc, ValueError) else "nested too deeply"
+    block = _FENCED.search(text)
+    if block is None:
+        return None, f"not JSON ({first_error}) and no fenced block"
+    try:
+        return _loads(block.group(1)), None
+    except ValueError as exc:
+        return None, f"fenced block is not JSON ({exc})"
+    except RecursionError:
+        return None, "fenced block is not JSON (nested too deeply)"
+
+
+class _JsonCheck(Check[Json]):
+    __slots__ = ("fields", "validator")
+    max_reason = 400  # room to list every field that failed, by pointer
+
+    def __init__(self, c: Json, context: CheckContext) -> None:
+        super().__init__(c)
+        schema = c.json_schema
+        # Compiled once per criterion; the schema was checked when the rubric loaded.
+        self.validator = None if schema is None else _validator_class(schema)(schema)
+        self.fields = {pointer: body.compile(context) for pointer, body in (c.fields or {}).items()}
+
+    def run(self, answer: Answer, case: object) -> Outcome:
+        value, problem = parse_json(answer.text.strip())
+        if problem is not None:
+            return unmet(problem)
+        if self.validator is not None:
+            outcome = self._validate(value)
+            if outcome is not None:
+                return outcome
+        if not self.fields:
+            return met("valid JSON" if self.validator is None else "valid JSON matching the schema")
+        return self._fields(value, case)
+
+    def _validate(self, value: Any) -> Outcome | None:
+        """UNMET naming where and which keyword failed, ERROR for a ``$ref`` that cannot be
+        followed, None when ``value`` fits."""
+        from referencing.exceptions import Unresolvable
+
+        assert self.validator is not None
+        try:
+            errors = sorted(
+                self.validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path]
+            )
+        except Unresolvable as exc:
+            return error(
+                f"the schema's $ref cannot be followed ({shorten(str(exc), 200)}); nothing is "
+                "fetched: put what it names under the schema's $defs and refer to '#/$defs/...'"
+            )
+        except (OverflowError, RecursionError) as exc:  # 1e309 against multipleOf, say
+            return unmet(f"does not fit the schema: {type(exc).__name__} while checking it")
+        if not errors:
+            return None
+        first = errors[0]
+        keyword = "false" if first.validator is None else first.validator  # `false` allows nothing
+        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        return unmet(
+            f"does not fit the schema at {_pointer(first.absolute_path)}: "
+            f"{keyword} ({shorten(first.message, 60)}){more}"
+        )
+
+    def _fields(self, value: Any, case: object) -> Outcome:
+        failed: list[tuple[str, str]] = []
+        for pointer, outcome in self._field_outcomes(value, case):
+            if outcome.verdict is Verdict.ERROR:
+                return error(f"field {_shown(pointer)}: {outcome.reason}")
+            if outcome.verdict is not Verdict.MET:
+                failed.append((pointer, outcome.reason))
+        total = len(self.fields)
+        if not failed:
+            return met(f"all {total} fields check out")
+        listed = "; ".join(f"{_shown(pointer)}: {reason}" for pointer, reason in failed)
+        return Outcome(
+            Verdict.UNMET,
+            (total - len(failed)) / total,
+            f"{total - len(failed)} of {total} fields MET; failed {listed}",
+        )
+
+    def _field_outcomes(self, value: Any, case: object) -> Iterator[tuple[str, Outcome]]:
+        for pointer, check in self.fields.items():
+            found = resolve_pointer(value, pointer)
+            if found is MISSING:
+                yield pointer, unmet("missing")
+            else:
+                yield pointer, check.on_json(found, case)

@@ -1,0 +1,168 @@
+"""What every criterion has, and the field annotations the types share.
+
+A criterion type is a :class:`CriterionModel` subclass with a ``type``
+literal and its own fields; its :meth:`~CriterionModel.compile` returns the
+check that grades answers against it. The annotations below carry the
+messages a user sees for a wrong number or an empty phrase, so every type
+words them alike.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
+
+from .._base import MAX_CALL_TIMEOUT
+
+if TYPE_CHECKING:
+    from .check import Check, CheckContext
+
+__all__ = [
+    "MODEL_CONFIG",
+    "Count",
+    "CriterionModel",
+    "FieldError",
+    "Finite",
+    "Id",
+    "NonNegative",
+    "NotBool",
+    "Percent",
+    "Phrase",
+    "Phrases",
+    "Share",
+    "Timeout",
+    "check_import_path",
+]
+
+
+class FieldError(ValueError):
+    """A mistake a model validator finds, with the field it is about (``_locate`` locates it).
+
+    Field validators are located by pydantic; a model validator sees several
+    fields at once, so it says which one to point at. ``path`` leads further,
+    into the field's value (a key of a mapping, the place in a JSON Schema).
+    """
+
+    def __init__(
+        self, field: str, message: str, *, hint: str | None = None, path: tuple[Any, ...] = ()
+    ) -> None:
+        super().__init__(message)
+        self.field = field
+        self.hint = hint  # what to write instead, shown under the problem
+        self.path = path
+
+
+MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+_IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def check_import_path(value: str) -> str:
+    """``value`` if it reads as ``package.module:function`` (a ``callable`` or a ``target``)."""
+    if not _IMPORT_PATH.match(value):
+        raise ValueError(f"{value!r} is not an import path; write it as 'package.module:function'")
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("a phrase must contain more than whitespace (it would match every answer)")
+    return value
+
+
+Phrase = Annotated[str, Field(min_length=1), AfterValidator(_not_blank)]
+# Tuples, not lists: a suite keeps thousands alive, and the garbage collector
+# stops tracking a tuple of strings.
+Phrases = Annotated[tuple[Phrase, ...], Field(min_length=1)]
+
+
+def _int_to_str(value: Any) -> Any:
+    """``id: 7`` (a plain questions.json numbers its questions) is the id "7"."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+def _check_id(value: str) -> str:
+    if "::" in value or any(ch in value for ch in "[]\n\r"):
+        raise ValueError(
+            f"id {value!r} contains '::', '[', ']' or a line break, which break test ids; "
+            "use letters, digits, '_', '-' or '.'"
+        )
+    return value
+
+
+# ``id: 7`` is the id "7"; ids must not break pytest node ids.
+Id = Annotated[str, BeforeValidator(_int_to_str), Field(min_length=1), AfterValidator(_check_id)]
+
+
+def _not_bool(value: Any) -> Any:
+    """pydantic would read ``weight: yes`` as 1.0; a YAML yes/no is never a number here."""
+    if isinstance(value, bool):
+        raise ValueError(
+            f"must be a number, but YAML read a bare yes/no/on/off/true/false as {value}; "
+            "write a number such as 1 or 0.5"
+        )
+    return value
+
+
+# Every number a file gives goes through NotBool; NaN or infinity in a weight,
+# value or tolerance would poison every score.
+NotBool = BeforeValidator(_not_bool)
+Finite = Annotated[float, NotBool, Field(allow_inf_nan=False)]
+NonNegative = Annotated[float, NotBool, Field(ge=0, allow_inf_nan=False)]
+Share = Annotated[float, NotBool, Field(ge=0, le=1)]  # a pass mark or threshold in [0, 1]
+Percent = Annotated[float, NotBool, Field(ge=0, le=100)]
+Count = Annotated[int, NotBool, Field(ge=0)]
+# Seconds a user's `callable` or `target` may run before its evaluation is ERROR.
+Timeout = Annotated[float, NotBool, Field(gt=0, le=MAX_CALL_TIMEOUT, allow_inf_nan=False)]
+
+
+class CriterionModel(BaseModel):
+    """The fields every criterion has; a type adds ``type: Literal[...]`` and its own."""
+
+    model_config = MODEL_CONFIG
+    # What a type's `type:` reads, set from its literal by __pydantic_init_subclass__.
+    tag: ClassVar[str] = ""
+
+    id: Id
+    weight: Finite = Field(default=1.0, validation_alias=AliasChoices("weight", "points"))
+    axis: Literal["substance", "style"] = "substance"
+    required: bool = False
+    description: str | None = None
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        field = cls.model_fields.get("type")
+        if field is not None and isinstance(field.default, str):
+            cls.tag = field.default
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_weight(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "weight" in data and "points" in data:
+            raise FieldError("points", "give `weight` or its alias `points`, not both")
+        return data
+
+    @property
+    def effective_weight(self) -> float:
+        """The weight that enters the score (``-penalty`` for ``forbidden``)."""
+        return self.weight
+
+    @property
+    def is_judged(self) -> bool:
+        return False
+
+    def compile(self, context: CheckContext) -> Check[Any]:
+        """The check that grades answers against this criterion, built once per rubric."""
+        raise NotImplementedError(f"{type(self).__name__} is not checked deterministically")

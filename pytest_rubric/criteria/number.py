@@ -1,0 +1,85 @@
+"""``number``: MET when some number in the answer is within tolerance of ``value``."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import model_validator
+
+from .._result import Outcome
+from .check import Answer, Check, CheckContext, met, unmet
+from .model import CriterionModel, FieldError, Finite, NonNegative
+
+__all__ = ["Number"]
+
+
+class Number(CriterionModel):
+    """MET when some number in the answer is within tolerance of ``value``."""
+
+    type: Literal["number"] = "number"
+    value: Finite
+    abs_tol: NonNegative | None = None
+    rel_tol: NonNegative | None = None
+
+    @property
+    def tolerance(self) -> float:
+        """How far a number may be from ``value``: the larger of the two tolerances."""
+        return max(self.abs_tol or 0.0, (self.rel_tol or 0.0) * abs(self.value))
+
+    @model_validator(mode="after")
+    def _finite_tolerance(self) -> Number:
+        # Each field is finite, but rel_tol * |value| can still overflow to inf,
+        # and a check with an infinite tolerance would accept any number at all.
+        if not math.isfinite(self.tolerance):
+            raise FieldError(
+                "rel_tol",
+                f"the tolerance rel_tol * |value| = {self.rel_tol:g} * {abs(self.value):g} "
+                "overflows to infinity, so any number would match",
+                hint="write a smaller `rel_tol` (such as 0.01), or an `abs_tol`",
+            )
+        return self
+
+    def compile(self, context: CheckContext) -> Check[Number]:
+        return NumberCheck(self)
+
+
+class NumberCheck(Check[Number]):
+    __slots__ = ("target", "tol")
+
+    def __init__(self, c: Number) -> None:
+        super().__init__(c)
+        self.tol = c.tolerance
+        self.target = f"{c.value:g}" + (f" ± {self.tol:g}" if self.tol else "")
+
+    def within(self, x: float) -> bool:
+        """Whether ``x`` is within the tolerance; a number that is not finite never is."""
+        # "1e309" or a 400-digit literal reads as inf, and inf - v is inf:
+        # without the isfinite, `inf <= tol + eps * inf` would pass any target.
+        # Inclusive bounds: a value written exactly at the tolerance passes
+        # despite binary floating point (1157.64 - 1157.63 > 0.01 in floats);
+        # the slack is a few ulps of the numbers compared, never more.
+        value = self.c.value
+        return math.isfinite(x) and abs(x - value) <= self.tol + 1e-12 * max(abs(x), abs(value))
+
+    def on_json(self, value: object, case: object) -> Outcome:
+        """A JSON number is compared itself; any other value is read as text."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return super().on_json(value, case)
+        try:
+            x = float(value)
+        except OverflowError:  # an integer of 400 digits: a number, beyond every tolerance
+            x = math.inf if value > 0 else -math.inf
+        if self.within(x):
+            return met(f"{x:g} (target {self.target})")
+        return unmet(f"{x:g} is not within {self.target}")
+
+    def run(self, answer: Answer, case: object) -> Outcome:
+        target = self.target
+        for x in answer.numbers:
+            if self.within(x):
+                return met(f"found {x:g} (target {target})")
+        if not answer.numbers:
+            return unmet(f"no number in the answer (target {target})")
+        seen = ", ".join(f"{x:g}" for x in answer.numbers[:4])
+        return unmet(f"no number within {target}; saw {seen}")

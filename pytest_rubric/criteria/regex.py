@@ -1,0 +1,142 @@
+"""``regex``: MET when the pattern matches the normalized answer (or, inverted, does not).
+
+``engine: re2`` (the default) matches in linear time, so no pattern can hang
+a run; ``engine: python`` allows backreferences and lookaround, and each of
+its searches is cut off after :data:`PYTHON_REGEX_TIMEOUT` (ERROR).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from .._normalize import normalize_pattern
+from .._result import Outcome
+from .check import Answer, Broken, Check, CheckContext, error, met, short, unmet
+from .model import CriterionModel
+
+__all__ = ["PYTHON_REGEX_TIMEOUT", "Regex", "RegexError", "compile_regex", "regex_problem"]
+
+# How long one engine: python search may backtrack before the criterion is ERROR.
+PYTHON_REGEX_TIMEOUT = 1.0
+
+
+class Regex(CriterionModel):
+    """MET when the pattern matches the normalized answer (or, inverted, does not).
+
+    ``engine: re2`` (the default) matches in linear time, so no pattern can
+    hang a run; ``engine: python`` allows backreferences and lookaround, and
+    each of its searches is cut off after a time bound (ERROR).
+    """
+
+    type: Literal["regex"] = "regex"
+    pattern: Annotated[str, Field(min_length=1)]
+    case_sensitive: bool = False
+    invert: bool = False
+    engine: Literal["re2", "python"] = "re2"
+
+    def compile(self, context: CheckContext) -> Check[Regex]:
+        try:
+            return RegexCheck(self)
+        except RegexError as exc:
+            return Broken(
+                self,
+                f"invalid regex {self.pattern!r}: {exc}; fix the pattern (in YAML, write it in "
+                "single quotes or double every backslash)",
+            )
+
+
+class RegexError(ValueError):
+    """A pattern that does not compile. ``unsupported``: it is valid for Python's engine
+    but uses what RE2 lacks (backreferences, lookaround), which is a collection error."""
+
+    def __init__(self, message: str, *, unsupported: bool) -> None:
+        super().__init__(message)
+        self.unsupported = unsupported
+
+
+@functools.lru_cache(maxsize=4096)
+def compile_regex(pattern: str, *, case_sensitive: bool, engine: str) -> Any:
+    """A compiled pattern with ``search``; RE2 unless ``engine == "python"``.
+
+    ``engine: python`` is the ``regex`` package (a superset of ``re`` with the
+    same syntax), because its searches take a ``timeout``: Python's own ``re``
+    holds the GIL while it backtracks, so no thread could stop it, and a
+    subprocess per search would cost milliseconds on every answer.
+
+    The pattern's literal characters are normalized like answers are (see
+    :func:`normalize_pattern`). Cached: a pattern is checked at collection
+    and compiled again by the grader.
+    """
+    normalized = normalize_pattern(pattern, casefold=not case_sensitive)
+    if engine == "python":
+        return _compile_backtracking(normalized, case_sensitive=case_sensitive)
+    import re2  # imported by the first regex criterion, not by loading the plugin
+
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print every rejected pattern to stderr
+    options.case_sensitive = case_sensitive
+    try:
+        return re2.compile(normalized, options)
+    except re2.error as exc:
+        why = (
+            exc.args[0].decode(errors="replace")
+            if exc.args and isinstance(exc.args[0], bytes)
+            else str(exc)
+        )
+        _compile_backtracking(normalized, case_sensitive=case_sensitive)  # invalid anywhere?
+        raise RegexError(why, unsupported=True) from None
+
+
+def _compile_backtracking(pattern: str, *, case_sensitive: bool) -> Any:
+    import regex  # only rubrics that ask for engine: python pay for the import
+
+    try:
+        return regex.compile(pattern, 0 if case_sensitive else regex.IGNORECASE)
+    except (regex.error, ValueError, OverflowError, RecursionError) as exc:
+        raise RegexError(str(exc), unsupported=False) from None
+
+
+def regex_problem(c: Regex) -> str | None:
+    """Why ``c`` cannot run on RE2 although it is a valid Python pattern, or None."""
+    try:
+        compile_regex(c.pattern, case_sensitive=c.case_sensitive, engine=c.engine)
+    except RegexError as exc:
+        if exc.unsupported:
+            return str(exc)
+    return None
+
+
+class RegexCheck(Check[Regex]):
+    __slots__ = ("pattern",)
+
+    def __init__(self, c: Regex) -> None:
+        super().__init__(c)
+        self.pattern = compile_regex(c.pattern, case_sensitive=c.case_sensitive, engine=c.engine)
+
+    def run(self, answer: Answer, case: object) -> Outcome:
+        c = self.c
+        text = answer.cased if c.case_sensitive else answer.folded
+        if c.engine == "python":
+            # A backtracking engine can take exponential time on a short answer
+            # ((a+)+$ on 51 characters): every search is bounded in time.
+            try:
+                match = self.pattern.search(text, timeout=PYTHON_REGEX_TIMEOUT)
+            except TimeoutError:
+                return error(
+                    f"engine: python gave up on {short(c.pattern)} after "
+                    f"{PYTHON_REGEX_TIMEOUT:g} s of backtracking on an answer of {len(text)} "
+                    "characters; rewrite the pattern without nested repetition, or use the "
+                    "default engine (RE2), which runs in linear time"
+                )
+        else:
+            match = self.pattern.search(text)
+        if c.invert:
+            if match:
+                return unmet(f"found {short(match.group(0))}, which must not occur")
+            return met(f"{short(c.pattern)} does not occur")
+        if match:
+            return met(f"matched {short(match.group(0))}")
+        return unmet(f"no match for {short(c.pattern)}")
