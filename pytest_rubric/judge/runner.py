@@ -26,7 +26,7 @@ import asyncio
 import concurrent.futures
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._result import Outcome, Verdict
 from .._secrets import redact
