@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from ._base import CURRENT_ITEM, RESULTS_KEY
+from ._calls import make_importable
 from ._collect import record
 from ._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from ._grader import CompiledRubric, Grader
@@ -59,6 +60,7 @@ def _rubric_from_path(
     text = os.fspath(spec)
     path_text, _, case_id = text.partition("::")
     path = _find(path_text, item)
+    make_importable(path.parent)
     loaded = load_suite(path)
     cases = loaded.suite.cases
     if case_id:
@@ -151,6 +153,8 @@ def check_rubric(
 ) -> CaseResult:
     """:func:`assert_rubric` for ``item`` (None: outside a test, nothing is recorded)."""
     __tracebackhide__ = True
+    if item is not None:
+        make_importable(item.config.rootpath)  # for `callable:` criteria, as in rubric files
     parsed, global_criteria, own_mark, suite = _to_rubric(rubric, item)
     if query is not None:
         parsed = parsed.model_copy(update={"question": query})

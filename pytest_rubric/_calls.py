@@ -11,11 +11,28 @@ import contextvars
 import importlib
 import inspect
 import queue
+import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-__all__ = ["CallRunner", "CallTimeout", "resolve_import", "run_sync"]
+__all__ = ["CallRunner", "CallTimeout", "make_importable", "resolve_import", "run_sync"]
+
+
+def make_importable(*folders: Path) -> None:
+    """Put ``folders`` on the import path, after everything already there.
+
+    ``callable:`` and ``target:`` modules are imported with the rootdir and
+    the rubric file's folder on the path, so a ``checks.py`` next to
+    ``pytest.ini`` works under a plain ``pytest`` (whose rootdir is not on
+    the path by itself). Appended, never prepended, so they cannot shadow
+    an installed package or the standard library.
+    """
+    for folder in folders:
+        entry = str(folder)
+        if entry not in sys.path:
+            sys.path.append(entry)
 
 
 def resolve_import(path: str) -> Any:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ._base import RESULTS_KEY
-from ._calls import CallRunner, CallTimeout, resolve_import, run_sync
+from ._calls import CallRunner, CallTimeout, make_importable, resolve_import, run_sync
 from ._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from ._grader import CompiledRubric
 from ._loader import LoadedSuite, load_suite, paused_gc
@@ -144,6 +144,7 @@ class RubricFile(pytest.File):
             dirs.append(global_dir)
         targets: dict[str, tuple[str, Any]] = {}
         suite = loaded.suite
+        make_importable(self.config.rootpath, self.path.parent)  # for callables and targets
         for i, case in enumerate(suite.cases):
             path = case.target or suite.target or session.settings.target
             if path is None or path in targets:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -375,3 +376,26 @@ def test_each_case_is_compiled_once_whatever_the_number_of_subjects(
     result.assertoutcome(passed=3, failed=3)
     assert compiled == ["q1", "q2"]  # six items, two compilations
     assert regexes == ["\\bloss"]
+
+
+def test_callables_and_targets_import_from_the_rootdir_and_the_rubric_folder_under_plain_pytest(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """``pytest`` (the console script, not ``python -m pytest``) does not put the rootdir on
+    the import path; a ``checks.py`` next to pytest.ini must import all the same."""
+    pytester.makeini("[pytest]\nrubric_dirs = evals\n")
+    write("checks.py", "def says_paris(answer, case):\n    return 'Paris' in answer\n")
+    write("evals/bot.py", "def answer(case):\n    return 'Paris'\n")
+    write(
+        "evals/geo.rubric.yaml",
+        """
+        target: bot:answer
+        cases:
+          - id: q1
+            question: Capital of France?
+            criteria: [{id: city, type: callable, function: 'checks:says_paris'}]
+        """,
+    )
+    script = Path(sys.executable).with_name("pytest")
+    result = pytester.run(str(script), "-p", "no:cacheprovider", "-p", "no:xdist", timeout=120)
+    result.assert_outcomes(passed=1)
