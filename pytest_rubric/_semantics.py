@@ -36,6 +36,20 @@ def _regex_problems(
             fields = (criterion.fields or {}).items()
             regexes += [(body, ("fields", p)) for p, body in fields if isinstance(body, Regex)]
         for regex, inside in regexes:
+            escaped = _escaped_by_the_file(regex.pattern)
+            if escaped is not None:
+                yield Problem(
+                    f"the pattern {regex.pattern!r} holds a {escaped[1]} character: the file's "
+                    f"double quotes read \\{escaped[0]} as one, so it never matches what "
+                    f"\\{escaped[0]} means in a regex",
+                    line=locator.line((*where, j, *inside, "pattern")),
+                    case=case,
+                    criterion=criterion.id,
+                    field=".".join((*inside, "pattern")),
+                    hint=f"in YAML write the pattern in single quotes ('\\{escaped[0]}loss'); in "
+                    f'JSON or double-quoted YAML double the backslash ("\\\\{escaped[0]}loss")',
+                )
+                continue
             why = regex_problem(regex)
             if why is None:
                 continue
@@ -51,6 +65,16 @@ def _regex_problems(
                 f"backtracking engine, whose every search is cut off after {PYTHON_REGEX_TIMEOUT:g} s "
                 "(ERROR)",
             )
+
+
+# Control characters a double-quoted YAML or JSON string makes of a regex escape.
+_FILE_ESCAPES = {"\b": ("b", "backspace"), "\f": ("f", "form feed"), "\v": ("v", "vertical tab"),
+                 "\a": ("a", "bell"), "\x1b": ("e", "escape"), "\x00": ("0", "NUL")}  # fmt: skip
+
+
+def _escaped_by_the_file(pattern: str) -> tuple[str, str] | None:
+    """(the escape letter, the character's name) of the first such character, or None."""
+    return next((_FILE_ESCAPES[c] for c in pattern if c in _FILE_ESCAPES), None)
 
 
 def _plain_id(value: Any) -> str | None:

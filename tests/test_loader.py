@@ -764,3 +764,34 @@ def test_a_yaml_yes_or_no_is_never_read_as_a_number(criterion: str, field: str) 
     problem = one_problem(f"cases:\n  - id: q1\n    criteria:\n      - {criterion}\n")
     assert (problem.line, problem.case, problem.criterion, problem.field) == (4, "q1", "a", field)
     assert problem.message.startswith("must be a number, but YAML read a bare yes/no")
+
+
+@pytest.mark.parametrize(
+    ("path", "pattern", "name"),
+    [
+        (YAML, '"\\bloss"', "backspace"),  # YAML double quotes: \b is a backspace
+        (YAML, '"\\floss"', "form feed"),
+        (Path("x.rubric.json"), None, "backspace"),  # JSON: the same escape
+    ],
+)
+def test_a_regex_escape_the_file_turned_into_a_control_character_is_a_load_error(
+    path: Path, pattern: str | None, name: str
+) -> None:
+    if path.suffix == ".json":
+        text = json.dumps(
+            {
+                "cases": [
+                    {"id": "q1", "criteria": [{"id": "l", "type": "regex", "pattern": "\bloss"}]}
+                ]
+            }
+        )
+    else:
+        text = f"cases:\n  - id: q1\n    criteria:\n      - {{id: l, type: regex, pattern: {pattern}}}\n"
+    problem = one_problem(text, path)
+    assert problem.criterion == "l" and problem.field == "pattern"
+    assert f"holds a {name} character" in problem.message
+    assert "single quotes" in (problem.hint or "") and "double the backslash" in (
+        problem.hint or ""
+    )
+    # Written as meant, the same pattern loads.
+    load("cases:\n  - id: q1\n    criteria:\n      - {id: l, type: regex, pattern: '\\bloss'}\n")
