@@ -3,8 +3,11 @@
 Written to ``--rubric-markdown PATH`` (for a pull-request comment) and
 appended to ``$GITHUB_STEP_SUMMARY`` when that is set. GitHub renders
 Markdown with inline HTML, so every text from a rubric or a response is
-escaped for both: HTML special characters become entities, Markdown
-punctuation is backslash-escaped, and line breaks become spaces.
+made inert for both, and no more than that, so that it still reads as
+written: ``&``, ``<`` and ``>`` become entities; the characters that
+start emphasis, code, links, strikethrough or a new cell (``\\ ` * _ [ ]
+~ |``) are backslash-escaped, and so is the ``:`` of ``://`` (no
+autolink); line breaks become spaces. Node ids are code spans.
 """
 
 from __future__ import annotations
@@ -18,10 +21,10 @@ from ._result import CaseResult
 from ._secrets import shorten
 from ._session_report import SessionReport, Severity
 
-__all__ = ["escape", "render_markdown"]
+__all__ = ["code", "escape", "render_markdown"]
 
-_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
-_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:])")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_PUNCTUATION = re.compile(r"([\\`*_\[\]|~]|:(?=//)|(?<=www)\.)")
 _SPACE = re.compile(r"\s+")
 _MAX_TEXT = 160
 _MAX_FAILURES = 50
@@ -33,6 +36,15 @@ def escape(text: str, limit: int = _MAX_TEXT) -> str:
     # Punctuation first: the entities below carry "#" and ";" of their own.
     text = _PUNCTUATION.sub(r"\\\1", text)
     return "".join(_HTML.get(ch, ch) for ch in text)
+
+
+def code(text: str, limit: int = _MAX_TEXT) -> str:
+    """``text`` as a code span in a table cell: shown as is, but for ``|``, which GitHub
+    reads as a new cell even there."""
+    text = shorten(_SPACE.sub(" ", text).strip(), limit).replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    padding = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{padding}{text}{padding}{fence}"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -66,7 +78,7 @@ def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> s
             ("case", "subject", "status", "score", "min_score", "why"),
             [
                 (
-                    escape(r.nodeid or r.case),
+                    code(r.nodeid or r.case),
                     escape(r.subject),
                     r.status.upper(),
                     f"{r.score:.2f}",

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from pytest_rubric._html import PALETTE
-from pytest_rubric._markdown import escape
+from pytest_rubric._markdown import code, escape
 from tests.png import colours
 
 Write = Callable[[str, str], Path]
@@ -177,12 +177,13 @@ def test_markdown_file_and_step_summary(
     assert step.read_text() == "earlier step output\n" + comment + "\n"  # appended
     assert comment.startswith("## pytest-rubric\n")
     assert "| rank | subject | correctness |" in comment
-    assert "A style\\-weighted rubric would rank these subjects differently\\." in comment
+    assert "A style-weighted rubric would rank these subjects differently." in comment
     assert "### Failing cases (4)" in comment
-    assert "s\\.rubric\\.yaml\\:\\:var\\[bold\\]" in comment
+    assert "| `s.rubric.yaml::var[bold]` |" in comment  # a node id reads as it is
     # Nothing from a response can open a tag, a link or a table cell.
-    assert "<script" not in comment and "<img" not in comment and "](http" not in comment
-    hostile_rows = [line for line in comment.splitlines() if "[hostile\\]" in line]
+    assert "<script" not in comment and "<img" not in comment
+    assert not re.search(r"(?<!\\)\]\(", comment)  # no "](" whose "]" is not escaped
+    hostile_rows = [line for line in comment.splitlines() if "[hostile]`" in line]
     assert hostile_rows and all(line.count(" | ") == 5 for line in hostile_rows)
 
 
@@ -201,13 +202,32 @@ def test_no_step_summary_without_results(
     [
         ("<b>x</b>", "&lt;b&gt;x&lt;/b&gt;"),
         ("a | b", "a \\| b"),
-        ("[x](http://e)", "\\[x\\]\\(http\\://e\\)"),
+        ("[x](http://e)", "\\[x\\](http\\://e)"),
+        ("see www.e.com", "see www\\.e.com"),  # no autolink
         ("line\nbreak", "line break"),
-        ('it\'s & "so"', "it&#39;s &amp; &quot;so&quot;"),
+        # Only what would change the rendering is escaped: the text still reads as written.
+        ('it\'s & "so": 1.5 - (x)', 'it\'s &amp; "so": 1.5 - (x)'),
+        ("_a_ *b* `c` ~d~", "\\_a\\_ \\*b\\* \\`c\\` \\~d\\~"),
     ],
 )
 def test_markdown_escape(text: str, expected: str) -> None:
     assert escape(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "evals/support.rubric.yaml::q1_refund[botB]",
+            "`evals/support.rubric.yaml::q1_refund[botB]`",
+        ),
+        ("a|b", "`a\\|b`"),  # a pipe ends a table cell even in a code span
+        ("x`y", "``x`y``"),
+        ("`x", "`` `x ``"),
+    ],
+)
+def test_markdown_node_ids_are_code_spans(text: str, expected: str) -> None:
+    assert code(text) == expected
 
 
 # --- JUnit -----------------------------------------------------------------------------------

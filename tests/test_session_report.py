@@ -69,7 +69,7 @@ def test_terminal_lines_carry_the_severity_that_picks_their_colour() -> None:
 
 def test_markdown_shows_the_warning_once_without_its_terminal_mark() -> None:
     markdown = render_markdown(build_report(RESULTS))
-    assert "> **A style\\-weighted rubric would rank these subjects differently\\.**" in markdown
+    assert "> **A style-weighted rubric would rank these subjects differently.**" in markdown
     assert "!" not in markdown.split("### Failing")[0]
 
 
