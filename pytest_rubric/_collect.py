@@ -8,7 +8,7 @@ could not be evaluated is reported as an error, never as a pass, and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -104,6 +104,29 @@ class _Source:
         return value, None
 
 
+def _no_response(case_id: str, dirs: Sequence[_ResponseDir]) -> str:
+    """Why a case has nothing to grade, and what to write, knowing which folders were read."""
+    if not dirs:
+        return (
+            f"case {case_id!r} has no response to grade: give it `response:`, "
+            "`responses: {subject: ...}` or `target:`, set `responses:` in the file, "
+            "or pass --rubric-responses DIR / --rubric-target"
+        )
+    subjects = sorted({f.subject for d in dirs for f in d.files})
+    held = (
+        f"it holds {len(subjects)} subject file(s) ({', '.join(subjects[:5])}"
+        + (", ..." if len(subjects) > 5 else "")
+        + ")"
+        if subjects
+        else "it holds no <subject>.jsonl file"
+    )
+    return (
+        f"case {case_id!r} has no response to grade: no subject in the responses folder answers "
+        f'it ({held}); add a line {{"id": "{case_id}", "response": "..."}} to '
+        "a <subject>.jsonl file there"
+    )
+
+
 class RubricFile(pytest.File):
     """A ``*.rubric.yaml`` / ``*.rubric.yml`` / ``*.rubric.json`` file."""
 
@@ -180,13 +203,7 @@ class RubricFile(pytest.File):
                     compiled=compiled,
                     suite_name=loaded.name,
                     subject="",
-                    source=_Source(
-                        unavailable=(
-                            f"case {case.id!r} has no response to grade: give it `response:`, "
-                            "`responses: {subject: ...}` or `target:`, set `responses:` in the file, "
-                            "or pass --rubric-responses DIR / --rubric-target"
-                        )
-                    ),
+                    source=_Source(unavailable=_no_response(case.id, dirs)),
                     line=line,
                 )
             for subject, source in sources.items():

@@ -238,6 +238,19 @@ def _parse_yaml(text: str, path: Path) -> _Parsed:
         line = mark.line + 1 if mark else None
         if "maximum nesting depth" in str(exc.problem):  # libyaml stops at 1000 levels
             raise RubricLoadError(path, [nesting_problem(line)]) from None
+        if "tab character" in str(exc.problem):
+            raise RubricLoadError(
+                path,
+                [
+                    Problem(
+                        f"invalid YAML: a tab character where YAML expects indentation "
+                        f"({exc.problem})",
+                        line=line,
+                        hint=f"YAML indents with spaces only: replace the tab on line {line} "
+                        "with spaces",
+                    )
+                ],
+            ) from None
         context = ""
         if exc.context and exc.context_mark and exc.context_mark is not mark:
             context = f" ({exc.context} that starts at line {exc.context_mark.line + 1})"

@@ -239,7 +239,7 @@ def _allowed_fields(where: _Where) -> list[str]:
             continue  # a field's body has no id, weight, axis... of its own
         alias = info.validation_alias
         choices = getattr(alias, "choices", None)
-        names += [str(c) for c in choices] if choices else [name]
+        names += [str(choices[0])] if choices else [name]  # the documented spelling only
     return names
 
 
@@ -304,6 +304,11 @@ def _explain(
         allowed = _allowed_fields(where)
         close = difflib.get_close_matches(str(leaf), allowed, n=1)
         hint = f"did you mean `{close[0]}`?" if close else None
+        if leaf == "criteria" and where.case_index is None and where.tag is None:
+            hint = (
+                "`criteria` belongs to a case: indent it under the case's `- id:` line, level "
+                "with `question:`; criteria for every case go under `global:`."
+            )
         listing = f"Allowed here: {', '.join(allowed)}." if allowed else None
         shown = f"`{leaf}`" if leaf and leaf.strip() == leaf else repr(leaf)  # "" or " x"
         return f"unknown field {shown}", " ".join(h for h in (hint, listing) if h) or None

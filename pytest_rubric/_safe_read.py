@@ -21,8 +21,10 @@ from ._errors import Problem
 
 __all__ = [
     "MAX_NESTING",
+    "PLAIN_NUMBER",
     "Limit",
     "NotRegular",
+    "PlainNumber",
     "json_loads",
     "nesting_problem",
     "quoted",
@@ -95,6 +97,18 @@ def nesting_problem(line: int | None) -> Problem:
         line=line,
         hint="a rubric file needs a few levels; flatten this structure or remove it",
     )
+
+
+class PlainNumber(str):
+    """An unquoted YAML scalar that YAML 1.1 reads as text but is written as a number
+    (``1e-6``, ``1e309``: PyYAML wants a dot). A number field takes it; any other text in a
+    number field was quoted (``weight: "2"``) or came from JSON as a string, and is refused."""
+
+    __slots__ = ()
+
+
+# YAML 1.2's float and int forms, which YAML 1.1 (PyYAML) leaves partly as text.
+PLAIN_NUMBER = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
 
 
 def shown(name: Any) -> str:

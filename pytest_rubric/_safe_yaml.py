@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from ._errors import Problem
-from ._safe_read import MAX_NESTING, Limit, nesting_problem, shown
+from ._safe_read import MAX_NESTING, PLAIN_NUMBER, Limit, PlainNumber, nesting_problem, shown
 
 __all__ = ["MAX_ALIAS_NODES", "AliasLimit", "Duplicate", "YamlLoader", "construct"]
 
@@ -96,6 +96,7 @@ class Duplicate:
 
 
 _STR_TAG = "tag:yaml.org,2002:str"
+_NUMBER_START = frozenset("0123456789+-.")
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
@@ -138,7 +139,12 @@ def construct(
         if isinstance(node, yaml.ScalarNode):
             if copying:
                 count()
-            return node.value if node.tag == _STR_TAG else scalar(node)
+            if node.tag != _STR_TAG:
+                return scalar(node)
+            text = node.value
+            if not node.style and text[:1] in _NUMBER_START and PLAIN_NUMBER.fullmatch(text):
+                return PlainNumber(text)
+            return text
         if depth > MAX_NESTING:
             raise Limit(nesting_problem(node.start_mark.line + 1))
         alias = False  # an alias written in the text, whose copy this is

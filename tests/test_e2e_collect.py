@@ -399,3 +399,19 @@ def test_callables_and_targets_import_from_the_rootdir_and_the_rubric_folder_und
     script = Path(sys.executable).with_name("pytest")
     result = pytester.run(str(script), "-p", "no:cacheprovider", "-p", "no:xdist", timeout=120)
     result.assert_outcomes(passed=1)
+
+
+def test_an_empty_responses_folder_says_what_is_missing_not_to_set_it(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    (pytester.path / "answers").mkdir()
+    write(
+        "a.rubric.yaml",
+        "responses: answers/\ncases:\n  - id: q1\n    criteria: [{id: c, type: any_of, any_of: [x]}]\n",
+    )
+    result = pytester.runpytest("-p", "no:xdist")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*no subject in the responses folder answers it (it holds no <subject>.jsonl file)*"]
+    )
+    result.stdout.no_fnmatch_line("*set `responses:` in the file*")

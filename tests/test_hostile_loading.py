@@ -216,8 +216,8 @@ def test_a_bad_weight_and_a_duplicate_id_are_reported_together(
     result.stdout.fnmatch_lines(
         [
             "two.rubric.yaml: 2 problems in rubric file",
-            "  two.rubric.yaml:5, case 'q1', criterion 'four', field 'weight': `weight`:"
-            " Input should be a valid number, *, got 'heavy'",
+            "  two.rubric.yaml:5, case 'q1', criterion 'four', field 'weight': must be a number,"
+            " got the text 'heavy'; write the number without quotes, such as 2 or 0.5",
             "  two.rubric.yaml:6, case 'q1', criterion 'four', field 'id': criterion id 'four'"
             " is used twice (also earlier in this case)",
             "    -> give every criterion of a case a unique id",

@@ -795,3 +795,39 @@ def test_a_regex_escape_the_file_turned_into_a_control_character_is_a_load_error
     )
     # Written as meant, the same pattern loads.
     load("cases:\n  - id: q1\n    criteria:\n      - {id: l, type: regex, pattern: '\\bloss'}\n")
+
+
+@pytest.mark.parametrize("weight", ['"2"', '"two"'])
+def test_a_quoted_number_is_refused_with_what_to_write(weight: str) -> None:
+    problem = one_problem(
+        f"cases:\n  - id: q1\n    criteria:\n      - {{id: c, type: any_of, any_of: [x], weight: {weight}}}\n"
+    )
+    assert (problem.criterion, problem.field, problem.line) == ("c", "weight", 4)
+    assert "must be a number, got the text" in problem.message
+    assert "write the number without quotes" in problem.message
+    assert "Input should be" not in problem.message  # no raw pydantic text
+
+
+def test_criteria_at_the_files_level_say_where_they_belong() -> None:
+    found = problems(
+        "cases:\n  - id: q1\n    response: x\ncriteria:\n  - {id: c, type: any_of, any_of: [x]}\n"
+    )
+    (unknown,) = [p for p in found if p.field == "criteria" and p.case is None]
+    assert "belongs to a case" in (unknown.hint or "") and "global:" in (unknown.hint or "")
+    assert "global_criteria" not in (unknown.hint or "")  # an old alias, not advertised
+
+
+def test_a_tab_in_the_indentation_is_named_as_one() -> None:
+    problem = one_problem("cases:\n  - id: q1\n\tresponse: x\n")
+    assert "tab character" in problem.message
+    assert problem.hint is not None and "spaces only" in problem.hint and "line 3" in problem.hint
+
+
+@pytest.mark.parametrize("written", ["1e-2", "+5", ".5", "1E3"])
+def test_an_unquoted_number_yaml_1_1_reads_as_text_is_still_a_number(written: str) -> None:
+    """PyYAML wants a dot in a float (``1e-2`` is text to it): written unquoted, it is a number."""
+    loaded = load(
+        f"cases:\n  - id: q1\n    criteria:\n      - {{id: n, type: number, value: 1, abs_tol: {written}}}\n"
+    )
+    (criterion,) = loaded.suite.cases[0].criteria
+    assert criterion.abs_tol == float(written)

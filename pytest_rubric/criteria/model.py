@@ -23,6 +23,8 @@ from pydantic import (
 )
 
 from .._base import MAX_CALL_TIMEOUT
+from .._safe_read import PlainNumber
+from .._secrets import shorten
 
 if TYPE_CHECKING:
     from .check import Check, CheckContext
@@ -106,11 +108,17 @@ Id = Annotated[str, BeforeValidator(_int_to_str), Field(min_length=1), AfterVali
 
 
 def _not_bool(value: Any) -> Any:
-    """pydantic would read ``weight: yes`` as 1.0; a YAML yes/no is never a number here."""
+    """A number in a file is written as one: pydantic would read ``weight: yes`` as 1.0
+    and ``weight: "2"`` as 2.0, but a YAML yes/no or a quoted string is never a number here."""
     if isinstance(value, bool):
         raise ValueError(
             f"must be a number, but YAML read a bare yes/no/on/off/true/false as {value}; "
             "write a number such as 1 or 0.5"
+        )
+    if isinstance(value, str) and not isinstance(value, PlainNumber):
+        raise ValueError(
+            f"must be a number, got the text {shorten(repr(value), 40)}; write the number "
+            "without quotes, such as 2 or 0.5"
         )
     return value
 
