@@ -249,6 +249,34 @@ def status(code: int, *, headers: dict[str, str] | None = None, body: Any = None
     return Status(code, dict(headers or {}), body)
 
 
+def schema_in_json_object_only(
+    then: Callable[[Recorded], Action],
+) -> Callable[[Recorded], Action]:
+    """A responder for ``respond_with`` that behaves like llama-cpp-python's server with a
+    small model: ``json_schema`` is refused with a 500 naming ``response_format``; a bare
+    ``json_object`` gets JSON of the wrong shape (the model writes what it likes); only
+    ``json_object`` with a ``schema`` (decoding constrained to it) gets ``then``'s reply.
+    Plain text gets the wrong shape too."""
+
+    def respond(request: Recorded) -> Action:
+        form = request.body.get("response_format") or {}
+        if form.get("type") == "json_schema":
+            return status(
+                500,
+                body={
+                    "error": {
+                        "message": "1 validation error for CreateChatCompletionRequest\n"
+                        "response_format.type: Input should be 'text' or 'json_object'"
+                    }
+                },
+            )
+        if form.get("type") == "json_object" and "schema" in form:
+            return then(request)
+        return text('{"answer": "The capital of France is Paris."}')
+
+    return respond
+
+
 def delay(seconds: float, then: Action) -> Action:
     """Sleep ``seconds``, then perform ``then`` (for client timeouts).
 

@@ -113,7 +113,7 @@ def test_attempts_share_the_limiter_and_mode_probes_keep_their_slot() -> None:
     assert kinds.count("json_schema") == 2
     assert kinds.count("json_object") == 6
     assert fake.max_in_flight == 2
-    assert judge.stats.fallbacks == ["json_schema -> json_object (HTTP 400)"] * 2
+    assert judge.stats.fallbacks == ["json_schema -> json_object with schema (HTTP 400)"] * 2
 
 
 def test_the_key_is_hidden_from_repr_and_messages() -> None:

@@ -12,7 +12,19 @@ from typing import Any
 
 import pytest
 
-from tests.fake_llm import FakeLLM, Recorded, drop, json_reply, raw, score, status, text, verdict
+from tests.fake_llm import (
+    Action,
+    FakeLLM,
+    Recorded,
+    drop,
+    json_reply,
+    raw,
+    schema_in_json_object_only,
+    score,
+    status,
+    text,
+    verdict,
+)
 from tests.fake_llm import delay as slow
 
 Write = Callable[[str, str], Path]
@@ -230,7 +242,7 @@ def test_holistic_scores_the_judged_criteria_together(
     assert only["score"] == pytest.approx(0.7)
     assert only["raw_score"] == pytest.approx(0.7 * 4)
     assert len(fake_llm.requests) == 1
-    assert '"score": <an integer from 0 to 100>' in _system(fake_llm.requests[0])
+    assert '"score", an integer from 0 to 100' in _system(fake_llm.requests[0])
 
 
 def test_score_kind_earns_fractional_credit(
@@ -405,6 +417,66 @@ def test_json_schema_rejected_falls_back_to_json_object(
         "json_object",
         "json_object",
     ]  # settled after the first fallback
+
+
+def _schema_shaped(request: Recorded) -> Action:
+    """A correct reply in whatever shape the request's schema asks for (every verdict MET)."""
+    properties = request.body["response_format"]["schema"]["properties"]
+    if "criteria" in properties:
+        ids = properties["criteria"]["items"]["properties"]["id"]["enum"]
+        return json_reply(
+            {"criteria": [{"id": i, "reason": "judged", "verdict": "MET"} for i in ids]}
+        )
+    if "verdict" in properties:
+        return verdict("MET", "judged")
+    return score(properties["score"].get("maximum", 100), "judged")
+
+
+@pytest.mark.parametrize("grader", ["per-criterion", "one-shot", "holistic"])
+def test_a_server_that_only_constrains_json_object_with_a_schema_gets_it_for_every_grader(
+    pytester: pytest.Pytester,
+    judged_file: Path,
+    fake_llm: FakeLLM,
+    grader: str,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    """llama-cpp-python's server: json_schema is a 500 naming response_format, bare
+    json_object gets JSON of any shape; json_object with a schema is the form that works."""
+    fake_llm.respond_with(schema_in_json_object_only(_schema_shaped))
+    result = pytester.runpytest(
+        *judge_args(fake_llm, "openai", f"--rubric-grader={grader}", "--rubric-concurrency=1"),
+        "--rubric-json",
+        "out.json",
+        "-p",
+        "no:xdist",
+    )
+    # Every judged verdict is MET, max_loss included: a fail, except as a holistic score.
+    result.assert_outcomes(**({"passed": 1} if grader == "holistic" else {"failed": 1}))
+    forms = [
+        (r.body["response_format"]["type"], "schema" in r.body["response_format"])
+        for r in fake_llm.requests
+    ]
+    assert forms[0] == ("json_schema", False)
+    assert set(forms[1:]) == {("json_object", True)}  # settled after one move, no retry spent
+    criteria = rubric_json()["results"][0]["criteria"]
+    assert "ERROR" not in {c["verdict"] for c in criteria}
+    result.stdout.fnmatch_lines(
+        ["*output mode fell back: json_schema -> json_object with schema (HTTP 500)*"]
+    )
+
+
+def test_a_server_error_that_does_not_name_the_form_is_retried_not_a_fallback(
+    pytester: pytest.Pytester, judged_file: Path, fake_llm: FakeLLM
+) -> None:
+    judged = by_requirement({"horizon is one day"})
+    fake_llm.respond_with(lambda r: status(500) if len(fake_llm.requests) == 1 else judged(r))
+    result = pytester.runpytest(
+        *judge_args(fake_llm, "openai", "--rubric-concurrency=1"), "-p", "no:xdist"
+    )
+    result.assert_outcomes(passed=1)
+    forms = [r.body["response_format"]["type"] for r in fake_llm.requests]
+    assert forms == ["json_schema"] * 3  # an outage is not a reason to give up the schema
+    result.stdout.no_fnmatch_line("*fell back*")
 
 
 def test_an_answer_that_tries_to_close_the_fence_is_flagged(
@@ -771,13 +843,23 @@ def test_assert_rubric_uses_the_session_judge(
     assert "What is the horizon?" in _user(fake_llm.requests[0])
 
 
+@pytest.mark.parametrize(
+    "copied",
+    [
+        "<one or two sentences>",
+        "In one or two sentences of your own, why the response does or does not meet the "
+        "requirement.",
+        "why the response does or does not meet",
+    ],
+)
 def test_a_reason_copied_from_the_template_is_out_of_protocol(
     pytester: pytest.Pytester,
     judged_file: Path,
     fake_llm: FakeLLM,
     rubric_json: Callable[[], dict[str, Any]],
+    copied: str,
 ) -> None:
-    fake_llm.respond_with(lambda request: verdict("MET", "<one or two sentences>"))
+    fake_llm.respond_with(lambda request: verdict("MET", copied))
     result = pytester.runpytest(*judge_args(fake_llm), "--rubric-json", "out.json")
     result.assert_outcomes(errors=1)
     reasons = [c["reason"] for c in rubric_json()["results"][0]["criteria"] if c["type"] == "judge"]

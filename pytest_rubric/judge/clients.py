@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,19 +31,32 @@ __all__ = ["WIRES", "AnthropicClient", "OpenAIClient", "make_client"]
 
 _ANTHROPIC_VERSION = "2023-06-01"
 
-# What a server answers when it does not support a response_format (llama.cpp: 500).
-_REJECTIONS = frozenset({400, 404, 415, 422, 500, 501})
+# A server that does not take a structured-output form answers 4xx or 5xx with a
+# message that names it (llama-cpp-python: 500 naming response_format). Another
+# 4xx/5xx is an ordinary failure: retried if it may pass, never a reason to give up
+# the structured form for the rest of the run.
+_NAMES_THE_FORM = re.compile(r"response_format|json_schema|json_object|structured output", re.I)
 
 
 class OpenAIClient(HTTPClient):
     """Chat completions on any OpenAI-compatible server (OpenAI, Groq, vLLM, Ollama, llama.cpp...).
 
-    Structured output goes as ``response_format`` with a JSON Schema; a server
-    that rejects that gets ``json_object``, then plain text. The first mode
-    that works is kept for the rest of the run.
+    Structured output goes as ``response_format``, in the first of the forms
+    real servers accept that this one takes:
+
+    - ``json_schema`` with the schema (OpenAI, vLLM, llama.cpp's
+      ``llama-server``, Ollama's OpenAI-compatible API);
+    - ``json_object`` with a ``schema`` beside it (llama-cpp-python's server
+      and ``llama-server`` constrain decoding to it);
+    - bare ``json_object`` (any JSON: the prompt describes the shape);
+    - plain text.
+
+    A 4xx or 5xx whose message names the form moves to the next one at once,
+    spending no retry; the form that works is kept for the rest of the run
+    and each move is shown in the usage line.
     """
 
-    _MODES = ("json_schema", "json_object", "text")
+    _MODES = ("json_schema", "json_object with schema", "json_object", "text")
 
     def __init__(self, spec: JudgeSpec, **kwargs: Any) -> None:
         super().__init__(spec, **kwargs)
@@ -76,6 +90,8 @@ class OpenAIClient(HTTPClient):
                 "type": "json_schema",
                 "json_schema": {"name": "grade", "schema": schema, "strict": False},
             }
+        elif schema is not None and mode == "json_object with schema":
+            payload["response_format"] = {"type": "json_object", "schema": schema}
         elif schema is not None and mode == "json_object":
             payload["response_format"] = {"type": "json_object"}
         return payload
@@ -144,7 +160,9 @@ class OpenAIClient(HTTPClient):
 
     def _falls_back(self, exc: JudgeError, i: int) -> bool:
         """Whether mode ``i`` was rejected and a next one is left (recorded if so)."""
-        if exc.status not in _REJECTIONS or i + 1 == len(self._MODES):
+        if exc.status is None or exc.status < 400 or i + 1 == len(self._MODES):
+            return False
+        if not _NAMES_THE_FORM.search(exc.what):
             return False
         self.stats.fallbacks.append(f"{self._MODES[i]} -> {self._MODES[i + 1]} (HTTP {exc.status})")
         return True

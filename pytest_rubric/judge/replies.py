@@ -193,13 +193,30 @@ def _reason(obj: dict[str, Any], where: str, secrets: Secrets) -> str:
     if not isinstance(reason, str) or not reason.strip():
         raise ReplyError(f'{where}missing "reason" (a non-empty string)')
     reason = reason.strip()
-    if reason.startswith("<") and reason.endswith(">"):
-        # A small model copies the template's "<one or two sentences>".
+    if (reason.startswith("<") and reason.endswith(">")) or _copied(reason):
+        # A small model copies a placeholder ("<one or two sentences>") or the words that
+        # describe the field ("in one or two sentences of your own, why ...").
         raise ReplyError(
             f"{where}the reason {_quote(reason, secrets)} is the template's placeholder; "
             "give the reason"
         )
     return reason
+
+
+# How the prompts describe the reason field (judge/prompts.py builds its text from these):
+# a reason that is only words taken from here was copied, not given.
+REASON_DESCRIPTIONS = (
+    "in one or two sentences of your own, why the response does or does not meet the requirement",
+    "in two or three sentences of your own, how well the response meets the rubric",
+)
+_WORDS = re.compile(r"[a-z0-9]+")
+
+
+def _copied(reason: str) -> bool:
+    words = " ".join(_WORDS.findall(reason.lower()))
+    return len(words.split()) >= 3 and any(
+        words in " ".join(_WORDS.findall(d)) for d in REASON_DESCRIPTIONS
+    )
 
 
 def _number(value: Any) -> float | None:
