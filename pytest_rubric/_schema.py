@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from ._base import MAX_CALL_TIMEOUT
+from ._repeat import parse_pass_when
 
 __all__ = [
     "CRITERION_TYPES",
@@ -121,6 +122,11 @@ NotBool = BeforeValidator(_not_bool)
 # NaN or infinity in a weight, value or tolerance would poison every score.
 Finite = Annotated[float, NotBool, Field(allow_inf_nan=False)]
 NonNegative = Annotated[float, NotBool, Field(ge=0, allow_inf_nan=False)]
+# `tags: [axis:accuracy, theme:hedging]` on a criterion or a case: per-tag breakdowns.
+Tags = tuple[Annotated[str, Field(min_length=1)], ...]
+# How many answers each (case, subject) item gets (`repeat`), and how they make a pass.
+Repeat = Annotated[int, NotBool, Field(ge=1, le=1000)]
+PassWhenField = Annotated[str | float, BeforeValidator(parse_pass_when)]
 # Seconds a user's `callable` or `target` may run before its evaluation is ERROR.
 Timeout = Annotated[float, NotBool, Field(gt=0, le=MAX_CALL_TIMEOUT, allow_inf_nan=False)]
 
@@ -133,6 +139,7 @@ class _Base(BaseModel):
     axis: Literal["substance", "style"] = "substance"
     required: bool = False
     description: str | None = None
+    tags: Tags = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -428,6 +435,9 @@ class Case(Rubric):
     subject: str | None = None
     target: str | None = None
     timeout: Timeout | None = None  # for the target; default: ini rubric_call_timeout (60 s)
+    repeat: Repeat | None = None  # default: the file's, else --rubric-repeat (1)
+    pass_when: PassWhenField | None = None  # default: the file's, else --rubric-pass-when (mean)
+    tags: Tags = ()
 
     @field_validator("target")
     @classmethod
@@ -452,6 +462,8 @@ class Suite(BaseModel):
     min_score: MinScore | None = None
     responses: str | None = None
     target: str | None = None
+    repeat: Repeat | None = None
+    pass_when: PassWhenField | None = None
     global_criteria: list[Criterion] = Field(
         default=[], validation_alias=AliasChoices("global", "global_criteria")
     )

@@ -250,14 +250,15 @@ class RubricSession:
         self._scheduled.add(item.nodeid)
         if not is_rubric_item(item):
             return
-        text, compiled = item.source.text, item.compiled
-        if text is not None and compiled.judged:
-            self.judging.schedule(
-                item.nodeid,
-                compiled.judged_criteria,
-                question=compiled.rubric.question,
-                response=text,
-            )
+        source, compiled = item.source, item.compiled
+        if compiled.judged:
+            for index, text in enumerate(source.texts):
+                self.judging.schedule(
+                    sample_key(item.nodeid, index),
+                    compiled.judged_criteria,
+                    question=compiled.rubric.question,
+                    response=text,
+                )
 
     def add_worker_stats(self, data: dict[str, Any]) -> None:
         """Fold an xdist worker's judge usage into the controller's."""
@@ -278,6 +279,23 @@ class RubricSession:
         if self._cache is not None:
             self._cache.close()
             self._cache = None
+
+    def judge_samples(
+        self, key: str, compiled: CompiledRubric, responses: Sequence[str]
+    ) -> list[Judged | None]:
+        """The judge's outcomes for each sample's answer, every sample's calls started at once."""
+        if self.judging is not None and compiled.judged:
+            for index, response in enumerate(responses):
+                self.judging.schedule(
+                    sample_key(key, index),
+                    compiled.judged_criteria,
+                    question=compiled.rubric.question,
+                    response=response,
+                )
+        return [
+            self.judge_rubric(sample_key(key, index), compiled, response)
+            for index, response in enumerate(responses)
+        ]
 
     def judge_rubric(self, key: str, compiled: CompiledRubric, response: str) -> Judged | None:
         """The judge's outcomes for ``compiled``'s judged criteria, or None to leave them SKIPPED."""
@@ -433,6 +451,11 @@ class RubricSession:
                 "markdown": settings.markdown_path,
             },
         )
+
+
+def sample_key(nodeid: str, index: int) -> str:
+    """The judge's key for sample ``index`` of an item: its node id for the first."""
+    return nodeid if index == 0 else f"{nodeid}#{index}"
 
 
 SESSION_KEY = pytest.StashKey[RubricSession]()
