@@ -102,7 +102,7 @@ class _Source:
             return list(self.texts), None
         if repeat == 1:
             text, problem = self.fetch(case)
-            return (None, problem) if text is None else ([text], None)
+            return (None, problem or "no response") if text is None else ([text], None)
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=max(1, min(repeat, concurrency))) as pool:
@@ -254,7 +254,7 @@ class RubricFile(pytest.File):
     def pass_when_of(self, case: Any, loaded: LoadedSuite) -> str | float:
         for value in (case.pass_when, loaded.suite.pass_when):
             if value is not None:
-                return value  # type: ignore[no-any-return]
+                return value
         return self.rubric_session.settings.pass_when
 
     def _sources(

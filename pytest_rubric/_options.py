@@ -223,9 +223,7 @@ def add_options(parser: pytest.Parser) -> None:
         default="",
     )
     parser.addini("rubric_repeat", "answers per item where the file sets no repeat (1)", default="")
-    parser.addini(
-        "rubric_confidence", "confidence level of intervals and tiers (0.95)", default=""
-    )
+    parser.addini("rubric_confidence", "confidence level of intervals and tiers (0.95)", default="")
     parser.addini("rubric_min_score", "pass mark of cases that set none (default 0.8)", default="")
     parser.addini(
         "rubric_call_timeout",

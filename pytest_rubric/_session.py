@@ -431,6 +431,8 @@ class RubricSession:
             fail_under=settings.fail_under if gates else None,
             judge_usage=judge_usage,
             thresholds=settings.thresholds,
+            level=settings.confidence,
+            gate_confidence=settings.gate_confidence,
         )
 
     def finish(self, session: pytest.Session) -> None:

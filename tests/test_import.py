@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest_rubric
 
-HEAVY = ("pydantic", "httpx", "yaml", "re2", "rapidfuzz", "sqlite3")
+HEAVY = ("pydantic", "httpx", "yaml", "re2", "rapidfuzz", "sqlite3", "numpy")
 
 
 def test_loading_the_plugin_imports_none_of_the_heavy_dependencies() -> None:
