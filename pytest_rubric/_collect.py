@@ -82,6 +82,8 @@ class _Source:
     timeout: float | None = None  # a user's target is bounded; a live model has its own
     runner: CallRunner | None = None  # what runs a bounded target
     live: bool = False  # the target is a live model (--rubric-model): it takes the sample index
+    cache: Any = None  # a target's CachedCalls: its answers kept per sample index
+    code: str = ""  # a fingerprint of the target's module: an edit there misses the cache
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -124,13 +126,24 @@ class _Source:
             return None, self.unavailable
         if self.text is not None:
             return self.text, None
+        looked = None
         try:
             if self.live:
                 value = self.target(case, sample=sample, samples=samples)
-            elif self.runner is None or self.timeout is None:
-                value = run_sync(self.target(case))
             else:
-                value = self.runner.call(self.target, case, timeout=self.timeout)
+                if self.cache is not None:
+                    looked = self.cache.lookup(
+                        self._key(case, sample, samples),
+                        missing=f"--rubric-cache replay: no cached answer of target "
+                        f"{self.target_name} for case {getattr(case, 'id', '?')!r} (sample "
+                        f"{sample + 1} of {samples}); run once with --rubric-cache use to record it",
+                    )
+                    if looked.cached:
+                        return looked.text, None
+                if self.runner is None or self.timeout is None:
+                    value = run_sync(self.target(case))
+                else:
+                    value = self.runner.call(self.target, case, timeout=self.timeout)
         except CallTimeout as exc:
             return None, f"target {self.target_name} {exc}"
         except Exception as exc:
@@ -140,7 +153,41 @@ class _Source:
                 f"target {self.target_name} returned {type(value).__name__}, "
                 "not the response text; return a str"
             )
+        if looked is not None:
+            from .judge.base import Reply
+
+            self.cache.store(
+                Reply(value, key=looked.key),
+                provider="target",
+                model=self.target_name or "",
+                parsed={"response": value},
+            )
         return value, None
+
+    def _key(self, case: Any, sample: int, samples: int) -> dict[str, Any]:
+        """What a target's answer may depend on: its code, the whole case, the sample."""
+        return {
+            "kind": "target",
+            "target": self.target_name,
+            "code": self.code,
+            "case": case.model_dump(mode="json"),
+            "sample": sample,
+            "samples": samples,
+        }
+
+
+def _fingerprint(function: Any) -> str:
+    """A hash of the source file that defines ``function`` ("" when there is none to read)."""
+    import hashlib
+    import inspect
+
+    try:
+        path = inspect.getsourcefile(function)
+        data = Path(path).read_bytes() if path else b""
+    except (OSError, TypeError):
+        data = b""
+    name = f"{getattr(function, '__module__', '')}:{getattr(function, '__qualname__', '')}"
+    return hashlib.sha256(name.encode() + b"\0" + data).hexdigest()[:16]
 
 
 class RubricFile(pytest.File):
@@ -181,14 +228,15 @@ class RubricFile(pytest.File):
         global_dir = session.global_responses()
         if global_dir is not None:
             dirs.append(global_dir)
-        targets: dict[str, tuple[str, Any]] = {}
+        targets: dict[str, tuple[str, Any, str]] = {}
         suite = loaded.suite
         for i, case in enumerate(suite.cases):
             path = case.target or suite.target or session.settings.target
             if path is None or path in targets:
                 continue
             try:
-                targets[path] = (path.rpartition(":")[2], resolve_import(path))
+                function = resolve_import(path)
+                targets[path] = (path.rpartition(":")[2], function, _fingerprint(function))
             except Exception as exc:
                 problems.append(
                     Problem(
@@ -262,7 +310,7 @@ class RubricFile(pytest.File):
         case: Any,
         loaded: LoadedSuite,
         dirs: list[_ResponseDir],
-        targets: dict[str, tuple[str, Any]],
+        targets: dict[str, tuple[str, Any, str]],
         *,
         repeat: int = 1,
         problems: list[Problem] | None = None,
@@ -330,12 +378,15 @@ class RubricFile(pytest.File):
                     )
         target_path = case.target or loaded.suite.target or self.rubric_session.settings.target
         if target_path is not None:
-            name, function = targets[target_path]
+            name, function, code = targets[target_path]
+            session = self.rubric_session
             source = _Source(
                 target=function,
                 target_name=target_path,
-                timeout=case.timeout or self.rubric_session.settings.call_timeout,
-                runner=self.rubric_session.grader.calls,
+                timeout=case.timeout or session.settings.call_timeout,
+                runner=session.grader.calls,
+                cache=session.target_cache(),
+                code=code,
             )
             add(name, source, f"target {target_path}")
         model = self.rubric_session.model

@@ -111,7 +111,9 @@ COLUMNS: tuple[Column, ...] = (
 
 
 def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values)
+    # fsum: exactly rounded, so a mean (and the interval that must contain it) does not
+    # depend on the order of the results.
+    return math.fsum(values) / len(values)
 
 
 def _ranks(values: dict[str, float]) -> dict[str, int]:

@@ -43,7 +43,8 @@ def parse_pass_when(value: Any) -> PassWhen:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{value!r} is not a pass rule; {_HINT}")
     if not 0 < value <= 1:
-        raise ValueError(f"{value:g} is outside (0, 1]; {_HINT}")
+        shown = repr(value) if len(repr(value)) <= 20 else repr(value)[:19] + "…"
+        raise ValueError(f"{shown} is outside (0, 1]; {_HINT}")
     return float(value)
 
 

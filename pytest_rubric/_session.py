@@ -87,6 +87,7 @@ class RubricSession:
         self._queue_looked_up = False
         self.model: LiveModel | None = None
         self._cache: JudgeCache | None = None
+        self._target_cache: Any = None
         if self.settings.model:
             try:
                 from ._sources import LiveModel
@@ -127,6 +128,15 @@ class RubricSession:
             if warning is not None and not hasattr(self.config, "workerinput"):
                 self.config.issue_config_time_warning(RubricWarning(warning), stacklevel=2)
         return self._cache
+
+    def target_cache(self) -> Any:
+        """The ``CachedCalls`` a target's answers go through (one entry per sample index), or
+        None with ``--rubric-cache off``."""
+        if self._target_cache is None and self.settings.cache_mode != "off":
+            from .judge.cache import CachedCalls
+
+            self._target_cache = CachedCalls(self.cache(), self.settings.cache_mode)
+        return self._target_cache
 
     def _warn_cache_trouble(self) -> None:
         """A lookup or a write of the cache failed (in the judge's thread): warn, in the item."""

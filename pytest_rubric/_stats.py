@@ -125,9 +125,9 @@ def bootstrap_mean(
     case); None when there is no value. The interval always contains the mean."""
     if not values:
         return None
+    mean = math.fsum(values) / len(values)  # exact, so the same in any order
     if min(values) == max(values):
-        return (values[0], values[0])
-    mean = math.fsum(values) / len(values)
+        return (mean, mean)
     lo, hi = _percentile_interval(_resampled_means(values, resamples, seed), level)
     # A percentile interval of a very skewed few cases can miss the mean by a
     # rounding step; the reported interval never excludes its own estimate.
