@@ -16,12 +16,16 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ._breakdowns import Breakdown, breakdowns
 from ._gates import GateReport, check
 from ._leaderboard import SubjectRow, leaderboard, rank_noise
 from ._result import CaseResult
 from ._style import StyleThresholds
+
+if TYPE_CHECKING:
+    # Imported when a report is built: pytest -VV, which imports this module, skips it.
+    from ._breakdowns import Breakdown
 
 __all__ = ["Note", "SessionReport", "Severity", "build_report"]
 
@@ -95,6 +99,8 @@ def build_report(
     every interval, tier and paired test at confidence ``level``."""
     # Node id order: every output is then the same however the run was split
     # (xdist workers, merged shards), down to the last bit of each mean.
+    from ._breakdowns import breakdowns
+
     ordered = tuple(sorted(results, key=lambda r: r.nodeid))
     rows = tuple(leaderboard(ordered, level=level))
     noise = rank_noise(rows, ordered, level=level)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from statistics import NormalDist
 from typing import Any
 
 __all__ = [
@@ -53,6 +52,8 @@ def z_of(level: float) -> float:
     """The two-sided standard normal quantile of ``level`` (1.96 at 0.95)."""
     if not 0 < level < 1:
         raise ValueError(f"a confidence level is a number between 0 and 1, not {level!r}")
+    from statistics import NormalDist  # on first use: pytest -VV imports this module
+
     return NormalDist().inv_cdf(1 - (1 - level) / 2)
 
 

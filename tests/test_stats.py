@@ -46,7 +46,8 @@ def test_bootstrap_degenerate_inputs() -> None:
 
 
 def test_bootstrap_is_reproducible_byte_for_byte() -> None:
-    values = [random.Random(3).random() for _ in range(50)]
+    draw = random.Random(3)
+    values = [draw.random() for _ in range(50)]
     first = _stats.bootstrap_mean(values)
     assert repr(_stats.bootstrap_mean(list(values))) == repr(first)
 
