@@ -341,6 +341,12 @@ class RubricSession:
             parts.append(f"--rubric-judge {self.judge_name} --rubric-grader {settings.grader}")
             if settings.samples > 1:
                 parts.append(f"--rubric-judge-samples {settings.samples}")
+        if settings.repeat > 1:
+            parts.append(f"--rubric-repeat {settings.repeat}")
+        if settings.pass_when != "mean":
+            parts.append(f"--rubric-pass-when {settings.pass_when}")
+        if settings.confidence != 0.95:
+            parts.append(f"--rubric-confidence {settings.confidence:g}")
         return f"rubric: {' '.join(parts)}" if parts else None
 
     # --- inputs -------------------------------------------------------------------------------
