@@ -22,7 +22,9 @@ from typing import Any
 
 from ._result import Verdict
 
-__all__ = ["PASS_RULES", "PassWhen", "item_passes", "parse_pass_when"]
+__all__ = ["MAX_REPEAT", "PASS_RULES", "PassWhen", "item_passes", "parse_pass_when", "parse_repeat"]
+
+MAX_REPEAT = 1000
 
 PassWhen = str | float
 PASS_RULES = ("mean", "all", "any")
@@ -46,6 +48,17 @@ def parse_pass_when(value: Any) -> PassWhen:
         shown = repr(value) if len(repr(value)) <= 20 else repr(value)[:19] + "…"
         raise ValueError(f"{shown} is outside (0, 1]; {_HINT}")
     return float(value)
+
+
+def parse_repeat(value: Any) -> int:
+    """``value`` as a number of responses per item; ValueError, saying what to write, if not."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPEAT:
+        shown = repr(value) if len(repr(value)) <= 20 else repr(value)[:19] + "…"
+        raise ValueError(
+            f"{shown} is not a number of responses per item; write a whole number from 1 to "
+            f"{MAX_REPEAT}, e.g. `repeat: 5`"
+        )
+    return value
 
 
 def item_passes(

@@ -30,7 +30,7 @@ from pydantic import (
 )
 
 from ._base import MAX_CALL_TIMEOUT
-from ._repeat import parse_pass_when
+from ._repeat import parse_pass_when, parse_repeat
 
 __all__ = [
     "CRITERION_TYPES",
@@ -125,7 +125,7 @@ NonNegative = Annotated[float, NotBool, Field(ge=0, allow_inf_nan=False)]
 # `tags: [axis:accuracy, theme:hedging]` on a criterion or a case: per-tag breakdowns.
 Tags = tuple[Annotated[str, Field(min_length=1)], ...]
 # How many answers each (case, subject) item gets (`repeat`), and how they make a pass.
-Repeat = Annotated[int, NotBool, Field(ge=1, le=1000)]
+Repeat = Annotated[int, BeforeValidator(parse_repeat)]
 PassWhenField = Annotated[str | float, BeforeValidator(parse_pass_when)]
 # Seconds a user's `callable` or `target` may run before its evaluation is ERROR.
 Timeout = Annotated[float, NotBool, Field(gt=0, le=MAX_CALL_TIMEOUT, allow_inf_nan=False)]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ._gates import GateReport, check
@@ -101,7 +101,12 @@ def build_report(
     # (xdist workers, merged shards), down to the last bit of each mean.
     from ._breakdowns import breakdowns
 
-    ordered = tuple(sorted(results, key=lambda r: r.nodeid))
+    # The report's level is every result's too: pass_rate_ci follows --rubric-confidence
+    # (merge's --confidence), whatever level a result was graded or written with.
+    ordered = tuple(
+        r if r.level == level else replace(r, level=level)
+        for r in sorted(results, key=lambda r: r.nodeid)
+    )
     rows = tuple(leaderboard(ordered, level=level))
     noise = rank_noise(rows, ordered, level=level)
     gates = check(
