@@ -265,7 +265,7 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px au
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px}h3{font-size:15px;margin:18px 0 4px}
 small{color:#777;font-weight:normal}table{border-collapse:collapse;margin:6px 0}
 th,td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
-.board td:not(:nth-child(2)){text-align:right}
+.board td:not(:nth-child(2)){text-align:right;white-space:nowrap}
 .notice{background:#fff3e0;border-left:4px solid #D55E00;padding:6px 10px;font-weight:600}
 .plot svg{font-size:11px;font-family:inherit}.axis{font-size:12px;fill:#333}.trap-label{fill:#D55E00;font-size:12px}.stack{font-size:11px;fill:#333;font-weight:600}
 .legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:14px}.legend li{display:flex;align-items:center;gap:4px}
