@@ -8,7 +8,9 @@ alternately in the same run, so a noisy neighbour slows both:
   ``ceil(K / C) x L`` (without and with xdist), and a warm judge cache
   against the offline run;
 * ``bench_import``: pytest start-up with the plugin against without it;
-* ``bench_soak``: 2,000 judged criteria with 20 % injected faults.
+* ``bench_soak``: 2,000 judged criteria with 20 % injected faults;
+* ``bench_stats``: the clustered bootstrap (2,000 resamples over 10,000
+  results), numpy against pure Python.
 
 Exit status 1 when any row misses its target (the table says which), so a
 regression cannot pass unnoticed. ``--quick`` runs fewer repeats and a
@@ -36,11 +38,12 @@ import bench_import
 import bench_items
 import bench_judge
 import bench_soak
+import bench_stats
 
 Row = tuple[str, str, str, str, str, bool]  # measure, measured, against, ratio, target, ok
 
 
-def rows(items: Any, judge: Any, imports: Any, soak: Any) -> list[Row]:
+def rows(items: Any, judge: Any, imports: Any, soak: Any, stats: Any) -> list[Row]:
     within = bench_judge.TARGET
     warm = bench_judge.WARM_TARGET
     floor = f"floor {judge['floor_s']:.2f}s"
@@ -118,6 +121,14 @@ def rows(items: Any, judge: Any, imports: Any, soak: Any) -> list[Row]:
             "<= 1",
             soak["seconds"] <= soak["max_seconds"],
         ),
+        (
+            f"bootstrap, {stats['resamples']} x {stats['cases']} results",
+            f"{stats['numpy_s']:.3f}s",
+            f"pure Python {stats['python_s']:.1f}s",
+            f"{stats['numpy_s'] / stats['python_s']:.3f}",
+            f"< {bench_stats.TARGET_S:g}s",
+            stats["numpy_s"] < bench_stats.TARGET_S,
+        ),
     ]
 
 
@@ -152,12 +163,20 @@ def main(argv: list[str] | None = None) -> int:
     imports = bench_import.run(repeat=7 if args.quick else 21)
     print("  soak ...", flush=True)
     soak = bench_soak.run(criteria=500 if args.quick else 2000)
-    found = rows(items, judge, imports, soak)
+    print("  bootstrap ...", flush=True)
+    stats = bench_stats.run(repeat=repeat)
+    found = rows(items, judge, imports, soak, stats)
     print()
     print(table(found))
     print(f"\n{time.perf_counter() - started:.0f}s in all")
     if args.json:
-        results = {"items": items, "judge": judge, "import": imports, "soak": soak}
+        results = {
+            "items": items,
+            "judge": judge,
+            "import": imports,
+            "soak": soak,
+            "stats": stats,
+        }
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     missed = [row[0] for row in found if not row[5]]
     if missed:

@@ -75,23 +75,75 @@ class _Source:
     """Where one subject's response to one case comes from."""
 
     text: str | None = None
+    more: tuple[str, ...] = ()  # further samples of a responses file (`repeat`)
     target: Any = None
     target_name: str | None = None
     unavailable: str | None = None  # why there is no response
     timeout: float | None = None  # a user's target is bounded; a live model has its own
     runner: CallRunner | None = None  # what runs a bounded target
+    live: bool = False  # the target is a live model (--rubric-model): it takes the sample index
+    cache: Any = None  # a target's CachedCalls: its answers kept per sample index
+    code: str = ""  # a fingerprint of the target's module: an edit there misses the cache
 
-    def fetch(self, case: Any) -> tuple[str, None] | tuple[None, str]:
-        """The response text, or None and why there is none."""
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The responses written down (inline or in a responses file), one per sample."""
+        return () if self.text is None else (self.text, *self.more)
+
+    def fetch_samples(
+        self, case: Any, *, repeat: int, concurrency: int
+    ) -> tuple[list[str], None] | tuple[None, str]:
+        """The response of each sample, or None and why one is missing.
+
+        Written responses are the samples there are. A target or a live model
+        is asked ``repeat`` times, at most ``concurrency`` calls at once.
+        """
+        if self.unavailable is not None:
+            return None, self.unavailable
+        if self.text is not None:
+            return list(self.texts), None
+        if repeat == 1:
+            text, problem = self.fetch(case)
+            return (None, problem or "no response") if text is None else ([text], None)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=max(1, min(repeat, concurrency))) as pool:
+            fetched = list(
+                pool.map(lambda i: self.fetch(case, sample=i, samples=repeat), range(repeat))
+            )
+        texts = []
+        for index, (text, problem) in enumerate(fetched):
+            if text is None:
+                return None, f"sample {index + 1} of {repeat}: {problem}"
+            texts.append(text)
+        return texts, None
+
+    def fetch(
+        self, case: Any, *, sample: int = 0, samples: int = 1
+    ) -> tuple[str, None] | tuple[None, str]:
+        """The response text (of sample ``sample`` of ``samples``), or None and why there is none."""
         if self.unavailable is not None:
             return None, self.unavailable
         if self.text is not None:
             return self.text, None
+        looked = None
         try:
-            if self.runner is None or self.timeout is None:
-                value = run_sync(self.target(case))
+            if self.live:
+                value = self.target(case, sample=sample, samples=samples)
             else:
-                value = self.runner.call(self.target, case, timeout=self.timeout)
+                if self.cache is not None:
+                    looked = self.cache.lookup(
+                        self._key(case, sample, samples),
+                        missing=f"--rubric-cache replay: no cached answer of target "
+                        f"{self.target_name} for case {getattr(case, 'id', '?')!r} (sample "
+                        f"{sample + 1} of {samples}); run once with --rubric-cache use to record it",
+                    )
+                    if looked.cached:
+                        return looked.text, None
+                if self.runner is None or self.timeout is None:
+                    value = run_sync(self.target(case))
+                else:
+                    value = self.runner.call(self.target, case, timeout=self.timeout)
         except CallTimeout as exc:
             return None, f"target {self.target_name} {exc}"
         except Exception as exc:
@@ -101,7 +153,41 @@ class _Source:
                 f"target {self.target_name} returned {type(value).__name__}, "
                 "not the response text; return a str"
             )
+        if looked is not None:
+            from .judge.base import Reply
+
+            self.cache.store(
+                Reply(value, key=looked.key),
+                provider="target",
+                model=self.target_name or "",
+                parsed={"response": value},
+            )
         return value, None
+
+    def _key(self, case: Any, sample: int, samples: int) -> dict[str, Any]:
+        """What a target's answer may depend on: its code, the whole case, the sample."""
+        return {
+            "kind": "target",
+            "target": self.target_name,
+            "code": self.code,
+            "case": case.model_dump(mode="json"),
+            "sample": sample,
+            "samples": samples,
+        }
+
+
+def _fingerprint(function: Any) -> str:
+    """A hash of the source file that defines ``function`` ("" when there is none to read)."""
+    import hashlib
+    import inspect
+
+    try:
+        path = inspect.getsourcefile(function)
+        data = Path(path).read_bytes() if path else b""
+    except (OSError, TypeError):
+        data = b""
+    name = f"{getattr(function, '__module__', '')}:{getattr(function, '__qualname__', '')}"
+    return hashlib.sha256(name.encode() + b"\0" + data).hexdigest()[:16]
 
 
 def _no_response(case_id: str, dirs: Sequence[_ResponseDir]) -> str:
@@ -165,7 +251,7 @@ class RubricFile(pytest.File):
         global_dir = session.global_responses()
         if global_dir is not None:
             dirs.append(global_dir)
-        targets: dict[str, tuple[str, Any]] = {}
+        targets: dict[str, tuple[str, Any, str]] = {}
         suite = loaded.suite
         make_importable(self.config.rootpath, self.path.parent)  # for callables and targets
         for i, case in enumerate(suite.cases):
@@ -173,7 +259,8 @@ class RubricFile(pytest.File):
             if path is None or path in targets:
                 continue
             try:
-                targets[path] = (path.rpartition(":")[2], resolve_import(path))
+                function = resolve_import(path)
+                targets[path] = (path.rpartition(":")[2], function, _fingerprint(function))
             except Exception as exc:
                 problems.append(
                     Problem(
@@ -188,13 +275,15 @@ class RubricFile(pytest.File):
             raise RubricLoadError(self.path, problems)
 
         grader = session.grader
+        too_many: list[Problem] = []
         for i, case in enumerate(suite.cases):
             compiled = grader.compile(
                 case,
                 global_criteria=suite.global_criteria,
                 min_score=case.min_score if case.min_score is not None else suite.min_score,
             )
-            sources = self._sources(case, loaded, dirs, targets)
+            repeat = self.repeat_of(case, loaded)
+            sources = self._sources(case, loaded, dirs, targets, repeat=repeat, problems=too_many)
             line = loaded.case_lines[i]
             if not sources:
                 yield RubricItem.from_parent(
@@ -215,14 +304,34 @@ class RubricFile(pytest.File):
                     subject=subject,
                     source=source,
                     line=line,
+                    repeat=repeat,
+                    pass_when=self.pass_when_of(case, loaded),
                 )
+        if too_many:
+            raise RubricLoadError(self.path, too_many)
+
+    def repeat_of(self, case: Any, loaded: LoadedSuite) -> int:
+        """How many answers the case's items get: the case's, the file's, or the run's."""
+        for value in (case.repeat, loaded.suite.repeat):
+            if value is not None:
+                return int(value)
+        return self.rubric_session.settings.repeat
+
+    def pass_when_of(self, case: Any, loaded: LoadedSuite) -> str | float:
+        for value in (case.pass_when, loaded.suite.pass_when):
+            if value is not None:
+                return value
+        return self.rubric_session.settings.pass_when
 
     def _sources(
         self,
         case: Any,
         loaded: LoadedSuite,
         dirs: list[_ResponseDir],
-        targets: dict[str, tuple[str, Any]],
+        targets: dict[str, tuple[str, Any, str]],
+        *,
+        repeat: int = 1,
+        problems: list[Problem] | None = None,
     ) -> dict[str, _Source]:
         sources: dict[str, _Source] = {}
         origins: dict[str, str] = {}
@@ -262,26 +371,47 @@ class RubricFile(pytest.File):
                     )
                 else:
                     directory.used.add((response_file.subject, case.id))
+                    more = response_file.more.get(case.id, [])
+                    if len(more) >= repeat and problems is not None:
+                        extra = more[repeat - 1]
+                        problems.append(
+                            Problem(
+                                f"{1 + len(more)} responses for case {case.id!r} "
+                                f"(lines {entry[1]}, {', '.join(str(m[1]) for m in more)}), but "
+                                f"the case has repeat: {repeat}; each line with its id is one "
+                                "sample",
+                                path=response_file.path,
+                                line=extra[1],
+                                case=case.id,
+                                field="id",
+                                hint=f"keep at most {repeat} line(s) with this id, or set "
+                                f"`repeat: {1 + len(more)}` on the case or the file "
+                                "(or --rubric-repeat)",
+                            )
+                        )
                     add(
                         response_file.subject,
-                        _Source(text=entry[0]),
+                        _Source(text=entry[0], more=tuple(m[0] for m in more[: repeat - 1])),
                         f"{response_file.path}:{entry[1]}",
                     )
         target_path = case.target or loaded.suite.target or self.rubric_session.settings.target
         if target_path is not None:
-            name, function = targets[target_path]
+            name, function, code = targets[target_path]
+            session = self.rubric_session
             source = _Source(
                 target=function,
                 target_name=target_path,
-                timeout=case.timeout or self.rubric_session.settings.call_timeout,
-                runner=self.rubric_session.grader.calls,
+                timeout=case.timeout or session.settings.call_timeout,
+                runner=session.grader.calls,
+                cache=session.target_cache(),
+                code=code,
             )
             add(name, source, f"target {target_path}")
         model = self.rubric_session.model
         if model is not None:
             add(
                 model.subject,
-                _Source(target=model, target_name=model.spec.name),
+                _Source(target=model, target_name=model.spec.name, live=True),
                 f"--rubric-model {model.spec.name}",
             )
         return sources
@@ -298,9 +428,13 @@ class RubricItem(pytest.Item):
         subject: str,
         source: _Source,
         line: int | None,
+        repeat: int = 1,
+        pass_when: str | float = "mean",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.repeat = repeat
+        self.pass_when = pass_when
         self.compiled = compiled
         self.suite_name = suite_name
         self.subject = subject
@@ -323,8 +457,11 @@ class RubricItem(pytest.Item):
         An answer that could not be evaluated raises :class:`RubricEvaluationError`,
         which the plugin reports as an error, never a failure or a pass.
         """
-        response, problem = self.source.fetch(self.compiled.rubric)
-        if response is None:
+        session = self.rubric_session
+        responses, problem = self.source.fetch_samples(
+            self.compiled.rubric, repeat=self.repeat, concurrency=session.settings.concurrency
+        )
+        if responses is None:
             problem = problem or "no response"
             if self.subject:
                 record(
@@ -338,13 +475,22 @@ class RubricItem(pytest.Item):
                     ),
                 )
             raise RubricEvaluationError(problem, result=None)
-        result = self.rubric_session.grader.grade(
-            response,
-            self.compiled,
-            nodeid=self.nodeid,
-            suite=self.suite_name,
-            subject=self.subject,
-            judged=self.rubric_session.judge_rubric(self.nodeid, self.compiled, response),
+        grader = session.grader
+        judged = session.judge_samples(self.nodeid, self.compiled, responses)
+        result = grader.combine(
+            [
+                grader.grade(
+                    response,
+                    self.compiled,
+                    nodeid=self.nodeid,
+                    suite=self.suite_name,
+                    subject=self.subject,
+                    judged=verdicts,
+                )
+                for response, verdicts in zip(responses, judged, strict=True)
+            ],
+            pass_when=self.pass_when,
+            level=session.settings.confidence,
         )
         if result.errors:
             record(self, result)

@@ -27,10 +27,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from ._document_format import VERSION, DocumentError
-from ._result import CaseResult, CriterionResult, Verdict
+from ._repeat import item_passes, parse_pass_when
+from ._result import CaseResult, CriterionResult, Sample, Verdict
 from ._scoring import passes, score
 from ._secrets import shorten
 from .judge.providers import known_keys
@@ -91,6 +92,20 @@ class CriterionModel(BaseModel):
     agreement: Fraction | None = None
     unstable: bool = False
     samples: list[CriterionSampleModel] | None = None
+    tags: list[str] = []
+
+
+class SampleModel(BaseModel):
+    """One entry of a result's ``samples`` (``repeat``): read back, its score and ``passed``
+    are recomputed from its criteria."""
+
+    model_config = _CONFIG
+
+    score: Fraction
+    raw_score: float
+    passed: bool
+    criteria: list[CriterionModel]
+    response: str = ""
 
 
 class ResultModel(BaseModel):
@@ -114,6 +129,15 @@ class ResultModel(BaseModel):
     flags: list[str]
     question: str | None = None
     response: str = ""
+    possible: float = 0.0
+    tags: list[str] = []
+    pass_when: Annotated[str | float, BeforeValidator(parse_pass_when)] = "mean"
+    level: Annotated[float, Field(gt=0, lt=1)] = 0.95
+    samples: list[SampleModel] | None = None  # the item is recomputed from these
+    # Checked, then recomputed from the samples:
+    n_samples: Annotated[int, Field(ge=1)] | None = None
+    pass_rate: Fraction | None = None
+    pass_rate_ci: list[Fraction] | None = None
 
 
 class LeaderboardRowModel(BaseModel):
@@ -131,6 +155,23 @@ class LeaderboardRowModel(BaseModel):
     confidently_wrong: Count
     passed: Count
     total: Count
+    correctness_ci: list[Fraction] | None = None
+    n_cases: Count = 0
+    tier: Annotated[int, Field(ge=1)] = 1
+    detectable_drop: Annotated[float, Field(ge=0)] | None = None
+
+
+class BreakdownModel(BaseModel):
+    """One entry of ``breakdowns``. Read back it is only checked: it is recomputed."""
+
+    model_config = _CONFIG
+
+    subject: str
+    group: Literal["suite", "tag"]
+    key: str
+    score: Fraction
+    ci: list[Fraction] | None = None
+    n: Count
 
 
 class DocumentModel(BaseModel):
@@ -142,6 +183,9 @@ class DocumentModel(BaseModel):
     results: list[ResultModel]
     leaderboard: list[LeaderboardRowModel]
     rankings_disagree: bool
+    rankings_differ_within_noise: bool = False
+    confidence: Annotated[float, Field(gt=0, lt=1)] = 0.95
+    breakdowns: list[BreakdownModel] = []
 
 
 @dataclass(slots=True)
@@ -227,8 +271,8 @@ def _invalid(name: str, exc: ValidationError) -> DocumentError:
     return DocumentError("\n".join(lines))
 
 
-def _case_result(model: ResultModel) -> CaseResult:
-    criteria = [
+def _criteria(models: list[CriterionModel]) -> list[CriterionResult]:
+    return [
         CriterionResult(
             id=c.id,
             type=c.type,
@@ -242,21 +286,63 @@ def _case_result(model: ResultModel) -> CaseResult:
             samples=[{"verdict": s.verdict, "credit": s.credit} for s in c.samples]
             if c.samples is not None
             else None,
+            tags=tuple(c.tags),
         )
-        for c in model.criteria
+        for c in models
     ]
-    # The score is recomputed from the criteria, like `passed`: a shard's figures are
-    # what it claims, the criteria are what was graded.
+
+
+def _sample(model: SampleModel, min_score: float) -> Sample:
+    criteria = _criteria(model.criteria)
     graded = score(criteria)
+    return Sample(
+        score=graded.score,
+        raw_score=graded.raw_score,
+        passed=passes(criteria, case_score=graded.score, min_score=min_score),
+        criteria=criteria,
+        response=model.response,
+    )
+
+
+def _case_result(model: ResultModel) -> CaseResult:
+    criteria = _criteria(model.criteria)
+    # The score is recomputed from the criteria, like `passed`: a shard's figures are
+    # what it claims, the criteria are what was graded. With several samples, from
+    # each sample's criteria, and the item's verdict from its pass_when rule.
+    graded = score(criteria)
+    samples = [_sample(s, model.min_score) for s in model.samples or ()]
+    if len(samples) > 1:
+        item_score = math.fsum(s.score for s in samples) / len(samples)
+        raw_score = math.fsum(s.raw_score for s in samples) / len(samples)
+        passed = item_passes(
+            samples, pass_when=model.pass_when, min_score=model.min_score, score=item_score
+        )
+        criteria = samples[0].criteria
+    else:
+        samples = []
+        item_score, raw_score = graded.score, graded.raw_score
+        passed = item_passes(
+            [
+                Sample(
+                    graded.score,
+                    graded.raw_score,
+                    _passes_one(criteria, graded.score, model),
+                    criteria,
+                )
+            ],
+            pass_when=model.pass_when,
+            min_score=model.min_score,
+            score=graded.score,
+        )
     return CaseResult(
         nodeid=model.nodeid,
         suite=model.suite,
         case=model.case,
         subject=model.subject,
-        score=graded.score,
-        raw_score=graded.raw_score,
+        score=item_score,
+        raw_score=raw_score,
         min_score=model.min_score,
-        passed=passes(criteria, case_score=graded.score, min_score=model.min_score),
+        passed=passed,
         criteria=criteria,
         fluency=model.fluency,
         confidence=model.confidence,
@@ -265,7 +351,16 @@ def _case_result(model: ResultModel) -> CaseResult:
         flags=list(model.flags),
         question=model.question,
         response=model.response,
+        possible=graded.positive,
+        tags=list(model.tags),
+        pass_when=model.pass_when,
+        level=model.level,
+        samples=samples,
     )
+
+
+def _passes_one(criteria: list[CriterionResult], case_score: float, model: ResultModel) -> bool:
+    return passes(criteria, case_score=case_score, min_score=model.min_score)
 
 
 def parse_document(text: str, *, name: str) -> Document:

@@ -16,7 +16,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._leaderboard import SubjectRow, leaderboard
+from . import _stats
+from ._leaderboard import SubjectRow, leaderboard, paired
 from ._result import CaseResult
 
 __all__ = ["DELTA_HEADER", "GateReport", "SubjectDelta", "check", "fraction"]
@@ -41,6 +42,8 @@ class SubjectDelta:
     subject: str
     before: float | None  # None: not in the baseline
     after: float | None  # None: not in this run
+    interval: tuple[float, float] | None = None  # paired interval of (now - baseline)
+    shared: int = 0  # the cases both runs graded
 
     @property
     def delta(self) -> float | None:
@@ -53,6 +56,8 @@ class SubjectDelta:
         before = missing if self.before is None else f"{self.before:.3f}"
         after = missing if self.after is None else f"{self.after:.3f}"
         change = missing if self.delta is None else f"{self.delta:+.3f}"
+        if self.delta is not None and self.interval is not None:
+            change += f" [{self.interval[0]:+.3f}, {self.interval[1]:+.3f}]"
         return self.subject, before, after, change
 
 
@@ -66,6 +71,8 @@ class GateReport:
     baseline: str | None = None  # the baseline's path, as given
     max_drop: float = 0.0
     fail_under: float | None = None
+    gate_confidence: float | None = None
+    level: float = 0.95  # the level of each delta's interval
     deltas: tuple[SubjectDelta, ...] = ()
     regressions: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
@@ -104,8 +111,16 @@ def check(
     max_drop: float = 0.0,
     fail_under: float | None = None,
     rows: Sequence[SubjectRow] | None = None,
+    level: float = 0.95,
+    gate_confidence: float | None = None,
 ) -> GateReport:
-    """Apply the gates to this run's ``results``; ``rows``, their leaderboard if already made."""
+    """Apply the gates to this run's ``results``; ``rows``, their leaderboard if already made.
+
+    Each subject's delta carries the paired bootstrap interval of (now - baseline) over the
+    cases both runs graded, at ``gate_confidence`` if given, else ``level``. With
+    ``gate_confidence`` a drop fails only when that interval lies wholly below ``-max_drop``.
+    """
+    delta_level = gate_confidence if gate_confidence is not None else level
     now = {row.subject: row.correctness for row in rows or leaderboard(results)}
     regressions: list[str] = []
     notes: list[str] = []
@@ -129,12 +144,37 @@ def check(
                 f"{len(missing)} baseline case(s) did not run this time, e.g. {_name(missing[0])}"
             )
         for subject in sorted(before.keys() | now.keys()):
-            delta = SubjectDelta(subject, before.get(subject), now.get(subject))
+            pairs = paired(
+                [r for r in results if r.subject == subject],
+                [r for r in baseline if r.subject == subject],
+            )
+            delta = SubjectDelta(
+                subject,
+                before.get(subject),
+                now.get(subject),
+                interval=_stats.paired_difference(pairs, delta_level),
+                shared=len(pairs),
+            )
             deltas.append(delta)
-            if delta.delta is not None and -delta.delta > max_drop + _EPSILON:
+            if delta.delta is None or not -delta.delta > max_drop + _EPSILON:
+                continue
+            if gate_confidence is None:
                 regressions.append(
                     f"subject {subject}: correctness {delta.before:.3f} -> {delta.after:.3f}, "
                     f"a drop of {-delta.delta:.3f} (more than --rubric-max-drop {max_drop:g})"
+                )
+            elif delta.interval is not None and delta.interval[1] < -max_drop - _EPSILON:
+                regressions.append(
+                    f"subject {subject}: correctness {delta.before:.3f} -> {delta.after:.3f}, "
+                    f"a drop of {-delta.delta:.3f}; its {gate_confidence:g} interval over "
+                    f"{delta.shared} shared cases, [{delta.interval[0]:+.3f}, "
+                    f"{delta.interval[1]:+.3f}], lies below "
+                    f"-{max_drop:g} (--rubric-max-drop, --rubric-gate-confidence)"
+                )
+            else:
+                notes.append(
+                    f"subject {subject}: the drop of {-delta.delta:.3f} is within noise at "
+                    f"--rubric-gate-confidence {gate_confidence:g} (not a failure)"
                 )
     if fail_under is not None:
         for subject, value in sorted(now.items()):
@@ -147,6 +187,8 @@ def check(
         baseline=(baseline_name or "baseline") if baseline is not None else None,
         max_drop=max_drop,
         fail_under=fail_under,
+        gate_confidence=gate_confidence,
+        level=delta_level,
         deltas=tuple(deltas),
         regressions=tuple(regressions),
         notes=tuple(notes),

@@ -13,14 +13,16 @@ the whole response.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from . import _style
 from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_MIN_SCORE, SET_A_JUDGE
 from ._calls import CallRunner
-from ._result import CaseResult, CriterionResult, Outcome, Verdict
+from ._repeat import PassWhen, item_passes
+from ._result import CaseResult, CriterionResult, Outcome, Sample, Verdict
 from ._schema import Criterion, Rubric
 from ._scoring import passes
 from ._scoring import score as score_results
@@ -125,6 +127,36 @@ class Grader:
             result.flags.append("unstable")
         return result
 
+    def combine(
+        self, samples: Sequence[CaseResult], *, pass_when: PassWhen = "mean", level: float = 0.95
+    ) -> CaseResult:
+        """One item's result from its graded samples (``repeat``): means, the first sample's
+        criteria and response, and the verdict of ``pass_when`` (see ``_repeat``)."""
+        first = samples[0]
+        kept = [Sample(s.score, s.raw_score, s.passed, s.criteria, s.response) for s in samples]
+        n = len(samples)
+
+        def mean(values: Sequence[float]) -> float:
+            return math.fsum(values) / len(values)
+
+        score = mean([s.score for s in samples])
+        styles = [s.style_score for s in samples if s.style_score is not None]
+        flags = list(dict.fromkeys(f for s in samples for f in s.flags))
+        return replace(
+            first,
+            score=score,
+            raw_score=mean([s.raw_score for s in samples]),
+            passed=item_passes(kept, pass_when=pass_when, min_score=first.min_score, score=score),
+            fluency=mean([s.fluency for s in samples]),
+            confidence=mean([s.confidence for s in samples]),
+            naive_score=mean([s.naive_score for s in samples]),
+            style_score=mean(styles) if styles else None,
+            flags=flags,
+            pass_when=pass_when,
+            level=level,
+            samples=kept if n > 1 else [],
+        )
+
     def unavailable(
         self, compiled: CompiledRubric, reason: str, *, nodeid: str, suite: str, subject: str
     ) -> CaseResult:
@@ -134,7 +166,8 @@ class Grader:
         answer cannot vanish from a report or a baseline comparison.
         """
         error = Outcome(Verdict.ERROR, 0.0, reason)
-        criteria = [self._criterion_result(c, error) for c in compiled.criteria]
+        tags = getattr(compiled.rubric, "tags", ())
+        criteria = [self._criterion_result(c, error, case_tags=tags) for c in compiled.criteria]
         return self.result(
             criteria,
             compiled=compiled,
@@ -188,6 +221,8 @@ class Grader:
                 thresholds=self.thresholds,
             ),
             question=compiled.rubric.question,
+            possible=substance.positive,
+            tags=list(getattr(compiled.rubric, "tags", ())),
             # A copy for reports: a 20 MB answer is graded whole but not copied whole.
             response=clip(answer.text, *self.secrets),
         )
@@ -206,9 +241,11 @@ class Grader:
             ) or Outcome(Verdict.SKIPPED, 0.0, NO_JUDGE_REASON)
         else:
             outcome = check(answer, rubric)
-        return self._criterion_result(criterion, outcome)
+        return self._criterion_result(criterion, outcome, case_tags=getattr(rubric, "tags", ()))
 
-    def _criterion_result(self, criterion: Criterion, outcome: Outcome) -> CriterionResult:
+    def _criterion_result(
+        self, criterion: Criterion, outcome: Outcome, *, case_tags: Sequence[str] = ()
+    ) -> CriterionResult:
         """The one place a criterion's result is built, so its reason is always clipped: a
         judge's reason, a callable's reason or repr, an error message."""
         return CriterionResult(
@@ -224,4 +261,5 @@ class Grader:
             samples=[{"verdict": str(v), "credit": c} for v, c in outcome.samples]
             if outcome.samples
             else None,
+            tags=tuple(dict.fromkeys((*getattr(criterion, "tags", ()), *case_tags))),
         )

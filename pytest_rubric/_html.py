@@ -7,7 +7,11 @@ It shows, in order:
   subject. The low-score, high-style corner is shaded, and every answer
   flagged ``confidently_wrong`` is ringed in red, so a confident wrong
   answer stands out at a glance;
-* the leaderboard with both ranks and the disagreement notice;
+* each subject's correctness interval on the same plot: a bar in its colour
+  at its mean style, from the interval's low to its high end, marked at its
+  correctness;
+* the leaderboard with both ranks, tiers and the disagreement notice, and
+  the per-suite and per-tag breakdown when there is one;
 * the gates, when ``--rubric-baseline`` or ``--rubric-fail-under`` is set;
 * per case, every subject's answer: score, criteria with verdicts and
   reasons, and the response text.
@@ -24,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from ._gates import DELTA_HEADER, GateReport
-from ._leaderboard import COLUMNS
+from ._leaderboard import COLUMNS, SubjectRow, interval_text
 from ._result import CaseResult
 from ._session_report import SessionReport, Severity
 from ._style import StyleThresholds
@@ -68,8 +72,30 @@ def _marker(shape: str, x: float, y: float, colour: str, title: str) -> str:
     return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{colour}" fill-opacity="0.85">{tip}</circle>'
 
 
+def _interval_bar(row: SubjectRow, colour: str, level: float) -> str:
+    """A subject's correctness interval: a vertical bar with caps at its mean style."""
+    if row.correctness_ci is None:
+        return ""
+    lo, hi = row.correctness_ci
+    x = _x((row.fluency + row.confidence) / 2)
+    title = f"{row.subject}: correctness {interval_text(row.correctness, row.correctness_ci)}"
+    title += f" ({level:g} interval over {row.n_cases} cases)"
+    return (
+        f'<g class="interval" stroke="{colour}" stroke-width="2.5"><title>{_e(title)}</title>'
+        f'<line x1="{x:.1f}" y1="{_y(lo):.1f}" x2="{x:.1f}" y2="{_y(hi):.1f}"/>'
+        f'<line x1="{x - 6:.1f}" y1="{_y(lo):.1f}" x2="{x + 6:.1f}" y2="{_y(lo):.1f}"/>'
+        f'<line x1="{x - 6:.1f}" y1="{_y(hi):.1f}" x2="{x + 6:.1f}" y2="{_y(hi):.1f}"/>'
+        f'<line x1="{x - 10:.1f}" y1="{_y(row.correctness):.1f}" x2="{x + 10:.1f}" '
+        f'y2="{_y(row.correctness):.1f}" stroke-width="4"/></g>'
+    )
+
+
 def _scatter(
-    results: Sequence[CaseResult], subjects: Sequence[str], thresholds: StyleThresholds
+    results: Sequence[CaseResult],
+    subjects: Sequence[str],
+    thresholds: StyleThresholds,
+    rows: Sequence[SubjectRow] = (),
+    level: float = 0.95,
 ) -> str:
     look = {
         s: (PALETTE[i % len(PALETTE)], _SHAPES[i // len(PALETTE) % len(_SHAPES)])
@@ -114,6 +140,7 @@ def _scatter(
                 'stroke="#C00" stroke-width="2"/>'
             )
         parts.append(_marker(shape, x, y, colour, title))
+    parts += [_interval_bar(row, look[row.subject][0], level) for row in rows]
     # Three or more answers on one spot (a 2.5 % cell) would hide each other: count them.
     stacks: dict[tuple[int, int], list[CaseResult]] = defaultdict(list)
     for r in results:
@@ -137,6 +164,13 @@ def _scatter(
         '<circle cx="10" cy="10" r="8" fill="none" stroke="#C00" stroke-width="2"/></svg> '
         f"flagged confidently_wrong (confidence &ge; {thresholds.confident:g}, score &lt; {low:g})</li>"
     )
+    if rows:
+        legend += (
+            '<li><svg width="14" height="20" viewBox="0 0 14 20" aria-hidden="true">'
+            '<g stroke="#333" stroke-width="2"><line x1="7" y1="2" x2="7" y2="18"/>'
+            '<line x1="2" y1="10" x2="12" y2="10" stroke-width="3"/></g></svg> '
+            f"a subject's correctness with its {level:g} interval</li>"
+        )
     return f'<figure class="plot">{"".join(parts)}<ul class="legend">{legend}</ul></figure>'
 
 
@@ -153,6 +187,21 @@ def _leaderboard(report: SessionReport) -> str:
         if note.severity is not Severity.INFO:
             table += f'<p class="notice">{_e(note.text)}</p>'
     return table
+
+
+def _breakdowns(report: SessionReport) -> str:
+    parts = []
+    for group in ("suite", "tag"):
+        entries = [b for b in report.breakdowns if b.group == group]
+        if entries:
+            body = "".join(
+                _row([b.key, b.subject, interval_text(b.score, b.ci), str(b.n)]) for b in entries
+            )
+            parts.append(
+                f"<h3>By {group}</h3><table><thead>{_row([group, 'subject', 'score', 'n'], 'th')}"
+                f"</thead><tbody>{body}</tbody></table>"
+            )
+    return "".join(parts)
 
 
 def _gates(gates: GateReport) -> str:
@@ -180,9 +229,15 @@ def _answer(r: CaseResult) -> str:
         for c in r.criteria
     )
     flags = "".join(f'<span class="flag">{_e(f)}</span>' for f in r.flags)
+    rate = ""
+    if r.n_samples > 1:
+        rate = (
+            f", pass rate {interval_text(r.pass_rate, r.pass_rate_ci)} over {r.n_samples} "
+            f"samples (pass_when {_e(r.pass_when)})"
+        )
     return (
         f'<details class="{r.status}"><summary><span class="status">{r.status.upper()}</span> '
-        f"{_e(r.subject)}: score {r.score:.2f} (min {r.min_score:.2f}) {flags}</summary>"
+        f"{_e(r.subject)}: score {r.score:.2f} (min {r.min_score:.2f}){rate} {flags}</summary>"
         f'<table class="criteria"><thead><tr><th>criterion</th><th>type</th><th>verdict</th>'
         f"<th>weight</th><th>reason</th></tr></thead><tbody>{rows}</tbody></table>"
         f"<pre>{_e(r.response)}</pre></details>"
@@ -210,7 +265,7 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px au
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px}h3{font-size:15px;margin:18px 0 4px}
 small{color:#777;font-weight:normal}table{border-collapse:collapse;margin:6px 0}
 th,td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
-.board td:not(:nth-child(2)){text-align:right}
+.board td:not(:nth-child(2)){text-align:right;white-space:nowrap}
 .notice{background:#fff3e0;border-left:4px solid #D55E00;padding:6px 10px;font-weight:600}
 .plot svg{font-size:11px;font-family:inherit}.axis{font-size:12px;fill:#333}.trap-label{fill:#D55E00;font-size:12px}.stack{font-size:11px;fill:#333;font-weight:600}
 .legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:14px}.legend li{display:flex;align-items:center;gap:4px}
@@ -234,9 +289,10 @@ def render_html(report: SessionReport, *, title: str = "pytest-rubric report") -
             "<p>Each point is one answer. Up is more correct; right reads more fluent and "
             "confident. Style never enters the score: a point in the shaded corner reads well "
             "and is wrong.</p>",
-            _scatter(results, subjects, report.thresholds),
+            _scatter(results, subjects, report.thresholds, report.leaderboard, report.level),
             "<h2>Leaderboard</h2>",
             _leaderboard(report),
+            _breakdowns(report),
         ]
     if report.gates.active:
         body.append(_gates(report.gates))

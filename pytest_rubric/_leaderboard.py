@@ -4,18 +4,39 @@ Subjects are ranked by correctness (the mean substance score of their
 answers) and, separately, by the naive score a style-weighted rubric would
 have given (the mean of correctness, fluency and confidence). Equal values
 share a rank (1, 2, 2, 4); ties are listed by subject name.
+
+Each row also carries the noise around its correctness (see ``_stats``):
+``correctness_ci``, the clustered bootstrap interval over its cases;
+``detectable_drop``, the smallest drop the suite would detect with 80 %
+power; and ``tier``: a subject whose paired per-case difference from the
+subject ranked above it has an interval containing 0 shares that subject's
+tier. :func:`rank_noise` says whether the two orders disagree beyond noise.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import itertools
+import math
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from . import _stats
 from ._result import CaseResult
 
-__all__ = ["COLUMNS", "Column", "SubjectRow", "leaderboard", "rankings_disagree"]
+__all__ = [
+    "COLUMNS",
+    "Column",
+    "RankNoise",
+    "SubjectRow",
+    "case_key",
+    "interval_text",
+    "leaderboard",
+    "paired",
+    "rank_noise",
+    "rankings_disagree",
+]
 
 _TIE = 1e-9
 
@@ -34,9 +55,15 @@ class SubjectRow:
     confidently_wrong: int
     passed: int
     total: int
+    correctness_ci: tuple[float, float] | None = None
+    n_cases: int = 0
+    tier: int = 1
+    detectable_drop: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["correctness_ci"] = list(self.correctness_ci) if self.correctness_ci else None
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,21 +84,36 @@ def _fixed(value: float) -> str:
     return f"{value:.3f}"
 
 
+def interval_text(value: float, interval: Sequence[float] | None) -> str:
+    """``0.827 [0.710, 0.930]``: a value with its interval, as every output prints it."""
+    if interval is None:
+        return _fixed(value)
+    return f"{_fixed(value)} [{_fixed(interval[0])}, {_fixed(interval[1])}]"
+
+
+def _drop(value: float | None) -> str:
+    return "-" if value is None else _fixed(value)
+
+
 COLUMNS: tuple[Column, ...] = (
     Column("rank", lambda r: str(r.rank)),
     Column("subject", lambda r: r.subject, text=True),
-    Column("correctness", lambda r: _fixed(r.correctness)),
+    Column("correctness", lambda r: interval_text(r.correctness, r.correctness_ci)),
     Column("fluency", lambda r: _fixed(r.fluency)),
     Column("confidence", lambda r: _fixed(r.confidence)),
     Column("naive", lambda r: _fixed(r.naive_score), wide_header="naive score"),
     Column("naive rank", lambda r: str(r.naive_rank)),
     Column("confidently wrong", lambda r: str(r.confidently_wrong)),
     Column("passed", lambda r: f"{r.passed}/{r.total}"),
+    Column("tier", lambda r: str(r.tier)),
+    Column("detectable drop", lambda r: _drop(r.detectable_drop)),
 )
 
 
 def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values)
+    # fsum: exactly rounded, so a mean (and the interval that must contain it) does not
+    # depend on the order of the results.
+    return math.fsum(values) / len(values)
 
 
 def _ranks(values: dict[str, float]) -> dict[str, int]:
@@ -87,8 +129,33 @@ def _ranks(values: dict[str, float]) -> dict[str, int]:
     return ranks
 
 
-def leaderboard(results: Iterable[CaseResult]) -> list[SubjectRow]:
-    """One row per subject, in rank order."""
+def case_key(result: CaseResult, occurrence: int = 0) -> tuple[str, str, int]:
+    """What pairs two subjects' results (and a baseline's): the same case of the same file."""
+    nodeid = result.nodeid
+    suffix = f"[{result.subject}]"
+    if nodeid.endswith(suffix):
+        nodeid = nodeid[: -len(suffix)]
+    return (nodeid, result.case, occurrence)
+
+
+def _by_case(results: Iterable[CaseResult]) -> dict[tuple[str, str, int], float]:
+    seen: Counter[tuple[str, str, int]] = Counter()
+    scores = {}
+    for result in results:
+        base = case_key(result)
+        scores[(base[0], base[1], seen[base])] = result.score
+        seen[base] += 1
+    return scores
+
+
+def paired(first: Iterable[CaseResult], second: Iterable[CaseResult]) -> list[tuple[float, float]]:
+    """(first, second) scores over the cases both sides have, in case order."""
+    a, b = _by_case(first), _by_case(second)
+    return [(a[key], b[key]) for key in sorted(a.keys() & b.keys())]
+
+
+def leaderboard(results: Iterable[CaseResult], *, level: float = 0.95) -> list[SubjectRow]:
+    """One row per subject, in rank order, with its intervals and tiers at ``level``."""
     by_subject: dict[str, list[CaseResult]] = defaultdict(list)
     for result in results:
         by_subject[result.subject].append(result)
@@ -107,12 +174,70 @@ def leaderboard(results: Iterable[CaseResult]) -> list[SubjectRow]:
             confidently_wrong=sum("confidently_wrong" in r.flags for r in rs),
             passed=sum(r.passed for r in rs),
             total=len(rs),
+            correctness_ci=_stats.bootstrap_mean([r.score for r in rs], level),
+            n_cases=len(rs),
+            detectable_drop=_stats.detectable_drop([r.score for r in rs], level),
         )
         for subject, rs in by_subject.items()
     ]
-    return sorted(rows, key=lambda row: (row.rank, row.subject))
+    rows.sort(key=lambda row: (row.rank, row.subject))
+    for above, row in itertools.pairwise(rows):
+        interval = _stats.paired_difference(
+            paired(by_subject[above.subject], by_subject[row.subject]), level
+        )
+        row.tier = above.tier if _stats.contains_zero(interval) else above.tier + 1
+    return rows
 
 
-def rankings_disagree(rows: Iterable[SubjectRow]) -> bool:
-    """True when some subject's naive rank differs from its correctness rank."""
-    return any(row.rank != row.naive_rank for row in rows)
+@dataclass(frozen=True, slots=True)
+class RankNoise:
+    """Whether the correctness order and the naive order disagree, and how surely."""
+
+    disagree: bool  # some pair is ordered oppositely and its correctness difference is resolved
+    within_noise: bool  # the orders differ, but only where the difference is not resolved
+
+
+def rank_noise(
+    rows: Sequence[SubjectRow],
+    results: Iterable[CaseResult],
+    *,
+    level: float = 0.95,
+) -> RankNoise:
+    """Compare the two orders pair by pair.
+
+    A pair counts when it is strictly ordered one way by correctness and
+    strictly the other way by naive score (ties are never an order); the
+    disagreement is real when the paired interval of their correctness
+    difference excludes 0.
+    """
+    by_subject: dict[str, list[CaseResult]] = defaultdict(list)
+    for result in results:
+        by_subject[result.subject].append(result)
+    opposite = significant = False
+    for i, a in enumerate(rows):
+        for b in rows[i + 1 :]:
+            by_correctness = _order(a.correctness, b.correctness)
+            by_naive = _order(a.naive_score, b.naive_score)
+            if by_correctness == 0 or by_naive == 0 or by_correctness == by_naive:
+                continue
+            opposite = True
+            interval = _stats.paired_difference(
+                paired(by_subject[a.subject], by_subject[b.subject]), level
+            )
+            if not _stats.contains_zero(interval):
+                significant = True
+    return RankNoise(disagree=significant, within_noise=opposite and not significant)
+
+
+def _order(a: float, b: float) -> int:
+    if math.isclose(a, b, rel_tol=0, abs_tol=_TIE):
+        return 0
+    return 1 if a > b else -1
+
+
+def rankings_disagree(
+    rows: Sequence[SubjectRow], results: Iterable[CaseResult] = (), *, level: float = 0.95
+) -> bool:
+    """True when some pair of subjects is ordered oppositely by correctness and by naive
+    score, and their correctness difference is resolved at ``level`` (see :func:`rank_noise`)."""
+    return rank_noise(rows, results, level=level).disagree

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 
 from ._gates import DELTA_HEADER, GateReport
-from ._leaderboard import COLUMNS
+from ._leaderboard import COLUMNS, interval_text
 from ._result import CaseResult
 from ._secrets import shorten
 from ._session_report import SessionReport, Severity
@@ -69,6 +69,17 @@ def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> s
         # INFO notes are the terminal's: this page shows what a reader must act on.
         if note.severity is not Severity.INFO:
             lines += ["", f"> **{escape(note.text, limit=200)}**"]
+    for group in ("suite", "tag"):
+        entries = [b for b in report.breakdowns if b.group == group]
+        if entries:
+            lines += ["", f"### By {group}", ""]
+            lines += _table(
+                (group, "subject", "score", "n"),
+                [
+                    (escape(b.key), escape(b.subject), interval_text(b.score, b.ci), str(b.n))
+                    for b in entries
+                ],
+            )
     if report.gates.active:
         lines += _gates(report.gates)
     failing = report.failing

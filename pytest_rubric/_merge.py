@@ -88,6 +88,20 @@ def _parser() -> argparse.ArgumentParser:
         help="correctness drop per subject the baseline gate tolerates (default 0)",
     )
     cmd.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        metavar="LEVEL",
+        help="confidence level of every interval and tier (default 0.95, as --rubric-confidence)",
+    )
+    cmd.add_argument(
+        "--gate-confidence",
+        type=float,
+        metavar="C",
+        help="a subject's drop fails the baseline gate only when the paired C-interval of "
+        "(now - baseline) lies wholly below -max-drop (as --rubric-gate-confidence)",
+    )
+    cmd.add_argument(
         "--fail-under",
         type=fraction,
         metavar="X",
@@ -97,7 +111,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    for name in ("confidence", "gate_confidence"):
+        value = getattr(args, name)
+        if value is not None and not 0 < value < 1:
+            parser.error(f"--{name.replace('_', '-')} {value:g}: write a number between 0 and 1")
     notes: list[str] = []
     try:
         results = merge(args.documents, notes=notes)
@@ -113,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         baseline_name=str(args.baseline) if args.baseline is not None else None,
         max_drop=args.max_drop,
         fail_under=args.fail_under,
+        level=args.confidence,
+        gate_confidence=args.gate_confidence,
     )
     write_outputs(report, {output.name: getattr(args, output.name) for output in OUTPUTS})
     print(f"rubric summary: {len(results)} results from {len(args.documents)} file(s)")

@@ -9,6 +9,7 @@ import pytest
 
 from ._base import CACHE_MODES, GRADERS
 from ._gates import fraction
+from ._repeat import parse_pass_when
 
 __all__ = ["OUTPUT_OPTIONS", "add_options"]
 
@@ -148,6 +149,42 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="fail the session when a subject's mean correctness is below X (0 to 1).",
     )
+    group.addoption(
+        "--rubric-repeat",
+        dest="rubric_repeat",
+        metavar="N",
+        type=_positive_int,
+        default=None,
+        help="answers per (case, subject) item where the file sets no `repeat` (default 1): "
+        "a target or --rubric-model is asked N times; also ini rubric_repeat.",
+    )
+    group.addoption(
+        "--rubric-pass-when",
+        dest="rubric_pass_when",
+        metavar="RULE",
+        type=_pass_rule,
+        default=None,
+        help="how an item's samples pass where the file sets no `pass_when`: mean (default), "
+        "all, any, or a pass rate X in (0, 1].",
+    )
+    group.addoption(
+        "--rubric-confidence",
+        dest="rubric_confidence",
+        metavar="LEVEL",
+        type=_level,
+        default=None,
+        help="confidence level of every interval, tier and paired test (default 0.95); also "
+        "ini rubric_confidence.",
+    )
+    group.addoption(
+        "--rubric-gate-confidence",
+        dest="rubric_gate_confidence",
+        metavar="C",
+        type=_level,
+        default=None,
+        help="with --rubric-baseline: a subject's drop fails the gate only when the paired "
+        "C-interval of (now - baseline) lies wholly below -max_drop.",
+    )
     parser.addini(
         "rubric_dirs", "directories to collect rubric files from", type="paths", default=[]
     )
@@ -190,6 +227,8 @@ def add_options(parser: pytest.Parser) -> None:
         "where the judge cache lives (default .rubric_cache under the rootdir)",
         default="",
     )
+    parser.addini("rubric_repeat", "answers per item where the file sets no repeat (1)", default="")
+    parser.addini("rubric_confidence", "confidence level of intervals and tiers (0.95)", default="")
     parser.addini("rubric_min_score", "pass mark of cases that set none (default 0.8)", default="")
     parser.addini(
         "rubric_call_timeout",
@@ -225,6 +264,25 @@ def _positive_seconds(text: str) -> float:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def _pass_rule(text: str) -> str | float:
+    try:
+        return parse_pass_when(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _level(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a confidence level; write a number between 0 and 1, such as 0.95"
+        )
     return value
 
 

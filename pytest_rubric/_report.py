@@ -39,6 +39,9 @@ def document(report: SessionReport) -> dict[str, Any]:
         "results": [r.to_dict() for r in report.results],
         "leaderboard": [row.to_dict() for row in report.leaderboard],
         "rankings_disagree": report.rankings_disagree,
+        "rankings_differ_within_noise": report.rankings_differ_within_noise,
+        "confidence": report.level,
+        "breakdowns": [b.to_dict() for b in report.breakdowns],
     }
 
 

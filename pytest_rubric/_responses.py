@@ -24,6 +24,9 @@ class ResponseFile:
     subject: str
     entries: dict[str, tuple[str, int]] = field(default_factory=dict)
     suites: dict[str, str | None] = field(default_factory=dict)
+    # Further lines with the same id: more samples of that case (`repeat`), in file order.
+    # How many a case may have is the case's `repeat`, checked when it is collected.
+    more: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
 
 # --- subjects -----------------------------------------------------------------------------------
@@ -130,12 +133,7 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
             bad("`response` (or `answer`) must be a string", case=str(case_id), field="response")
             continue
         if str(case_id) in target.entries:
-            first = target.entries[str(case_id)][1]
-            bad(
-                f"a second response for this case (the first is at line {first})",
-                "keep one line per case in each subject file",
-                case=str(case_id),
-            )
+            target.more.setdefault(str(case_id), []).append((text, number))
             continue
         target.entries[str(case_id)] = (text, number)
         suite = entry.get("suite")

@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CaseResult", "CriterionResult", "Outcome", "Recorded", "Verdict"]
+__all__ = ["CaseResult", "CriterionResult", "Outcome", "Recorded", "Sample", "Verdict"]
 
 
 class Verdict(enum.StrEnum):
@@ -56,6 +56,7 @@ class CriterionResult:
     required: bool = False
     agreement: float | None = None
     samples: list[dict[str, Any]] | None = None
+    tags: tuple[str, ...] = ()  # its own and its case's
 
     @property
     def unstable(self) -> bool:
@@ -87,6 +88,8 @@ class CriterionResult:
             "reason": self.reason,
             "required": self.required,
         }
+        if self.tags:
+            data["tags"] = list(self.tags)
         if self.samples is not None:
             data["agreement"] = self.agreement
             data["unstable"] = self.unstable
@@ -106,6 +109,37 @@ class CriterionResult:
             required=data.get("required", False),
             agreement=data.get("agreement"),
             samples=data.get("samples"),
+            tags=tuple(data.get("tags", ())),
+        )
+
+
+@dataclass(slots=True)
+class Sample:
+    """One of an item's answers (``repeat``), graded on its own."""
+
+    score: float
+    raw_score: float
+    passed: bool
+    criteria: list[CriterionResult]
+    response: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "score": self.score,
+            "raw_score": self.raw_score,
+            "passed": self.passed,
+            "criteria": [c.to_dict() for c in self.criteria],
+            "response": self.response,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Sample:
+        return cls(
+            score=data["score"],
+            raw_score=data["raw_score"],
+            passed=data["passed"],
+            criteria=[CriterionResult.from_dict(c) for c in data["criteria"]],
+            response=data.get("response", ""),
         )
 
 
@@ -118,6 +152,13 @@ class CaseResult:
     ``pytest_rubric._style``); ``style_score`` is the mean credit of the
     ``axis: style`` criteria that ran, or None. ``naive_score`` is what a
     rubric that rewards how an answer reads would have given.
+
+    With ``repeat`` N > 1, ``samples`` holds each answer's grade: ``score``,
+    ``raw_score`` and the style figures are then means over the samples,
+    ``criteria`` and ``response`` those of the first sample, and ``passed``
+    the verdict of the ``pass_when`` rule (see ``_repeat``). Without samples
+    the result is its own single sample. ``level`` is the confidence level of
+    ``pass_rate_ci``.
     """
 
     nodeid: str
@@ -136,10 +177,41 @@ class CaseResult:
     flags: list[str] = field(default_factory=list)
     question: str | None = None
     response: str = ""
+    possible: float = 0.0  # P: the sum of the positive substance weights that were graded
+    tags: list[str] = field(default_factory=list)
+    pass_when: str | float = "mean"
+    level: float = 0.95  # the confidence level of pass_rate_ci
+    samples: list[Sample] = field(default_factory=list)
+
+    @property
+    def sample_list(self) -> list[Sample]:
+        """Every sample; a result graded once is its own one sample."""
+        if self.samples:
+            return self.samples
+        return [Sample(self.score, self.raw_score, self.passed, self.criteria, self.response)]
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.samples) or 1
+
+    @property
+    def pass_rate(self) -> float:
+        """The share of samples that pass alone."""
+        samples = self.sample_list
+        return sum(s.passed for s in samples) / len(samples)
+
+    @property
+    def pass_rate_ci(self) -> tuple[float, float]:
+        """The Wilson interval of :attr:`pass_rate` at :attr:`level`."""
+        from ._stats import wilson
+
+        samples = self.sample_list
+        return wilson(sum(s.passed for s in samples), len(samples), self.level)
 
     @property
     def errors(self) -> list[CriterionResult]:
-        return [c for c in self.criteria if c.verdict is Verdict.ERROR]
+        """The criteria that ended in ERROR, in every sample: one makes the item an ERROR."""
+        return [c for s in self.sample_list for c in s.criteria if c.verdict is Verdict.ERROR]
 
     @property
     def skipped(self) -> list[CriterionResult]:
@@ -160,20 +232,34 @@ class CaseResult:
             for c in self.criteria
             if c.required and c.went_wrong
         ]
-        if self.score < self.min_score:
+        if self.score < self.min_score and (self.pass_when == "mean" or self.n_samples == 1):
             reasons.append(f"score {self.score:.2f} is below min_score {self.min_score:.2f}")
+        if self.n_samples > 1 and not self.passed:
+            passed = sum(s.passed for s in self.samples)
+            reasons.append(
+                f"{passed} of {self.n_samples} samples passed (pass_rate {self.pass_rate:.2f}); "
+                f"pass_when {self.pass_when}"
+            )
         return reasons
 
     def to_dict(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["criteria"] = [c.to_dict() for c in self.criteria]
         data["flags"] = list(self.flags)
+        data["tags"] = list(self.tags)
+        data["samples"] = [s.to_dict() for s in self.sample_list]
+        data["n_samples"] = self.n_samples
+        data["pass_rate"] = self.pass_rate
+        data["pass_rate_ci"] = list(self.pass_rate_ci)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CaseResult:
         fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         fields["criteria"] = [CriterionResult.from_dict(c) for c in data["criteria"]]
+        samples = [Sample.from_dict(s) for s in data.get("samples", ())]
+        # One sample is the result itself: kept as no samples, the way it was graded.
+        fields["samples"] = samples if len(samples) > 1 else []
         return cls(**fields)
 
 

@@ -13,10 +13,18 @@ checks, scoring in ``_scoring``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import AliasChoices, BaseModel, Field, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    Field,
+    field_validator,
+    model_validator,
+)
 
+from ._repeat import parse_pass_when, parse_repeat
 from .criteria.all_of import AllOf
 from .criteria.any_of import AnyOf
 from .criteria.callable import CallableCriterion
@@ -26,7 +34,7 @@ from .criteria.json import Json
 from .criteria.judge import Judge
 from .criteria.length import Length
 from .criteria.metric import Metric
-from .criteria.model import MODEL_CONFIG, CriterionModel, FieldError, Id, Share, Timeout
+from .criteria.model import MODEL_CONFIG, CriterionModel, FieldError, Id, Share, Tags, Timeout
 from .criteria.model import check_import_path as _check_import_path
 from .criteria.number import Number
 from .criteria.regex import Regex
@@ -75,6 +83,11 @@ def default_ids(value: Any, prefix: str) -> Any:
     return value
 
 
+# How many answers each (case, subject) item gets (`repeat`), and how they make a pass.
+Repeat = Annotated[int, BeforeValidator(parse_repeat)]
+PassWhenField = Annotated[str | float, BeforeValidator(parse_pass_when)]
+
+
 class Rubric(BaseModel):
     """A list of criteria with a pass mark: what :func:`assert_rubric` grades against.
 
@@ -106,6 +119,9 @@ class Case(Rubric):
     subject: str | None = None
     target: str | None = None
     timeout: Timeout | None = None  # for the target; default: ini rubric_call_timeout (60 s)
+    repeat: Repeat | None = None  # default: the file's, else --rubric-repeat (1)
+    pass_when: PassWhenField | None = None  # default: the file's, else --rubric-pass-when (mean)
+    tags: Tags = ()
 
     @field_validator("target")
     @classmethod
@@ -130,6 +146,8 @@ class Suite(BaseModel):
     min_score: Share | None = None
     responses: str | None = None
     target: str | None = None
+    repeat: Repeat | None = None
+    pass_when: PassWhenField | None = None
     global_criteria: list[Criterion] = Field(
         default=[], validation_alias=AliasChoices("global", "global_criteria")
     )

@@ -85,6 +85,7 @@ class RubricSession:
         self._inline_subjects: set[str] = set()  # subjects graded by assert_rubric
         self.model: LiveModel | None = None
         self._cache: JudgeCache | None = None
+        self._target_cache: Any = None
         if self.settings.model:
             try:
                 from ._sources import LiveModel
@@ -125,6 +126,15 @@ class RubricSession:
             if warning is not None and not hasattr(self.config, "workerinput"):
                 self.config.issue_config_time_warning(RubricWarning(warning), stacklevel=2)
         return self._cache
+
+    def target_cache(self) -> Any:
+        """The ``CachedCalls`` a target's answers go through (one entry per sample index), or
+        None with ``--rubric-cache off``."""
+        if self._target_cache is None and self.settings.cache_mode != "off":
+            from .judge.cache import CachedCalls
+
+            self._target_cache = CachedCalls(self.cache(), self.settings.cache_mode)
+        return self._target_cache
 
     def _warn_cache_trouble(self) -> None:
         """A lookup or a write of the cache failed (in the judge's thread): warn, in the item."""
@@ -232,14 +242,15 @@ class RubricSession:
         self._scheduled.add(item.nodeid)
         if not is_rubric_item(item):
             return
-        text, compiled = item.source.text, item.compiled
-        if text is not None and compiled.judged:
-            self.judging.schedule(
-                item.nodeid,
-                compiled.judged_criteria,
-                question=compiled.rubric.question,
-                response=text,
-            )
+        source, compiled = item.source, item.compiled
+        if compiled.judged:
+            for index, text in enumerate(source.texts):
+                self.judging.schedule(
+                    sample_key(item.nodeid, index),
+                    compiled.judged_criteria,
+                    question=compiled.rubric.question,
+                    response=text,
+                )
 
     def add_worker_stats(self, data: dict[str, Any]) -> None:
         """Fold an xdist worker's judge usage into the controller's."""
@@ -267,6 +278,23 @@ class RubricSession:
         if self._cache is not None:
             self._cache.close()
             self._cache = None
+
+    def judge_samples(
+        self, key: str, compiled: CompiledRubric, responses: Sequence[str]
+    ) -> list[Judged | None]:
+        """The judge's outcomes for each sample's answer, every sample's calls started at once."""
+        if self.judging is not None and compiled.judged:
+            for index, response in enumerate(responses):
+                self.judging.schedule(
+                    sample_key(key, index),
+                    compiled.judged_criteria,
+                    question=compiled.rubric.question,
+                    response=response,
+                )
+        return [
+            self.judge_rubric(sample_key(key, index), compiled, response)
+            for index, response in enumerate(responses)
+        ]
 
     def judge_rubric(self, key: str, compiled: CompiledRubric, response: str) -> Judged | None:
         """The judge's outcomes for ``compiled``'s judged criteria, or None to leave them SKIPPED."""
@@ -302,6 +330,12 @@ class RubricSession:
             parts.append(f"--rubric-judge {self.judge_name} --rubric-grader {settings.grader}")
             if settings.samples > 1:
                 parts.append(f"--rubric-judge-samples {settings.samples}")
+        if settings.repeat > 1:
+            parts.append(f"--rubric-repeat {settings.repeat}")
+        if settings.pass_when != "mean":
+            parts.append(f"--rubric-pass-when {settings.pass_when}")
+        if settings.confidence != 0.95:
+            parts.append(f"--rubric-confidence {settings.confidence:g}")
         return f"rubric: {' '.join(parts)}" if parts else None
 
     # --- inputs -------------------------------------------------------------------------------
@@ -417,6 +451,8 @@ class RubricSession:
             fail_under=settings.fail_under if gates else None,
             judge_usage=judge_usage,
             thresholds=settings.thresholds,
+            level=settings.confidence,
+            gate_confidence=settings.gate_confidence,
         )
 
     def finish(self, session: pytest.Session) -> None:
@@ -429,6 +465,11 @@ class RubricSession:
         from ._outputs import write_outputs  # the HTML and Markdown renderers: only at the end
 
         write_outputs(self.report, self.settings.output_paths)
+
+
+def sample_key(nodeid: str, index: int) -> str:
+    """The judge's key for sample ``index`` of an item: its node id for the first."""
+    return nodeid if index == 0 else f"{nodeid}#{index}"
 
 
 SESSION_KEY = pytest.StashKey[RubricSession]()

@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from ._gates import GateReport, check
-from ._leaderboard import SubjectRow, leaderboard, rankings_disagree
+from ._leaderboard import SubjectRow, leaderboard, rank_noise
 from ._result import CaseResult
 from ._style import StyleThresholds
+
+if TYPE_CHECKING:
+    # Imported when a report is built: pytest -VV, which imports this module, skips it.
+    from ._breakdowns import Breakdown
 
 __all__ = ["Note", "SessionReport", "Severity", "build_report"]
 
@@ -30,6 +35,7 @@ _SHOWN = 10
 
 class Severity(enum.Enum):
     INFO = "info"
+    CAUTION = "caution"  # a difference the noise does not resolve: the terminal marks it "~"
     WARNING = "warning"  # a reader should act on it: the terminal marks it "!" in yellow
     ERROR = "error"  # the session fails because of it
 
@@ -54,6 +60,9 @@ class SessionReport:
     notes: tuple[Note, ...] = ()  # in the order the summary prints them
     judge_usage: tuple[str, ...] = ()  # one line per judge: calls, retries, tokens, cache
     thresholds: StyleThresholds = field(default_factory=StyleThresholds)
+    rankings_differ_within_noise: bool = False
+    breakdowns: tuple[Breakdown, ...] = ()
+    level: float = 0.95  # the confidence level of every interval and tier
 
     @property
     def shown(self) -> bool:
@@ -83,13 +92,23 @@ def build_report(
     fail_under: float | None = None,
     judge_usage: Sequence[str] = (),
     thresholds: StyleThresholds | None = None,
+    level: float = 0.95,
+    gate_confidence: float | None = None,
 ) -> SessionReport:
-    """The report of ``results``, with the gates (see ``_gates.check``) applied to them."""
+    """The report of ``results``, with the gates (see ``_gates.check``) applied to them;
+    every interval, tier and paired test at confidence ``level``."""
     # Node id order: every output is then the same however the run was split
     # (xdist workers, merged shards), down to the last bit of each mean.
-    ordered = tuple(sorted(results, key=lambda r: r.nodeid))
-    rows = tuple(leaderboard(ordered))
-    disagree = rankings_disagree(rows)
+    from ._breakdowns import breakdowns
+
+    # The report's level is every result's too: pass_rate_ci follows --rubric-confidence
+    # (merge's --confidence), whatever level a result was graded or written with.
+    ordered = tuple(
+        r if r.level == level else replace(r, level=level)
+        for r in sorted(results, key=lambda r: r.nodeid)
+    )
+    rows = tuple(leaderboard(ordered, level=level))
+    noise = rank_noise(rows, ordered, level=level)
     gates = check(
         ordered,
         rows=rows,
@@ -97,23 +116,37 @@ def build_report(
         baseline_name=baseline_name,
         max_drop=max_drop,
         fail_under=fail_under,
+        level=level,
+        gate_confidence=gate_confidence,
     )
     return SessionReport(
         results=ordered,
         leaderboard=rows,
-        rankings_disagree=disagree,
+        rankings_disagree=noise.disagree,
         gates=gates,
-        notes=_notes(ordered, disagree=disagree),
+        notes=_notes(ordered, disagree=noise.disagree, within_noise=noise.within_noise),
         judge_usage=tuple(judge_usage),
         thresholds=thresholds or StyleThresholds(),
+        rankings_differ_within_noise=noise.within_noise,
+        breakdowns=breakdowns(ordered, subjects=[row.subject for row in rows], level=level),
+        level=level,
     )
 
 
-def _notes(results: Sequence[CaseResult], *, disagree: bool) -> tuple[Note, ...]:
+def _notes(
+    results: Sequence[CaseResult], *, disagree: bool, within_noise: bool = False
+) -> tuple[Note, ...]:
     notes = []
     if disagree:
         notes.append(
             Note(Severity.WARNING, "A style-weighted rubric would rank these subjects differently.")
+        )
+    if within_noise:
+        notes.append(
+            Note(
+                Severity.CAUTION,
+                "Style-weighted ranks differ from correctness ranks only within noise.",
+            )
         )
     errored = sum(1 for r in results if r.errors)
     if errored:

@@ -45,6 +45,10 @@ class Settings:
     min_score: float = DEFAULT_MIN_SCORE
     call_timeout: float = DEFAULT_CALL_TIMEOUT
     thresholds: _style.StyleThresholds = field(default_factory=_style.StyleThresholds)
+    repeat: int = 1
+    pass_when: str | float = "mean"
+    confidence: float = 0.95
+    gate_confidence: float | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -113,6 +117,12 @@ class Settings:
             call_timeout=_call_timeout(
                 number("rubric_call_timeout", DEFAULT_CALL_TIMEOUT, fraction=False)
             ),
+            repeat=config.getoption("rubric_repeat")
+            or _whole(number("rubric_repeat", 1, fraction=False), "rubric_repeat"),
+            pass_when=config.getoption("rubric_pass_when") or "mean",
+            confidence=config.getoption("rubric_confidence")
+            or _level(number("rubric_confidence", 0.95)),
+            gate_confidence=config.getoption("rubric_gate_confidence"),
             thresholds=_style.StyleThresholds(
                 confident=number("rubric_confident_threshold", defaults.confident),
                 hedged=number("rubric_hedged_threshold", defaults.hedged),
@@ -139,6 +149,14 @@ def _call_timeout(value: float) -> float:
         raise pytest.UsageError(
             f"ini option rubric_call_timeout = {value:g} must be at most "
             f"{MAX_CALL_TIMEOUT:g} (a day)"
+        )
+    return value
+
+
+def _level(value: float) -> float:
+    if not 0 < value < 1:
+        raise pytest.UsageError(
+            f"ini option rubric_confidence = {value:g} must be between 0 and 1, such as 0.95"
         )
     return value
 

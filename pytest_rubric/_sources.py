@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._base import RetryPolicy
 from ._secrets import redact
@@ -55,20 +55,31 @@ class LiveModel:
     def subject(self) -> str:
         return self.spec.model
 
-    def __call__(self, case: Case) -> str:
+    def __call__(self, case: Case, *, sample: int = 0, samples: int = 1) -> str:
+        """The model's answer to ``case``: sample ``sample`` (0-based) of ``samples``.
+
+        With ``repeat`` N > 1 each sample is its own call and its own cache entry:
+        sampled (``Sampling.of``: temperature 0.7, its own seed) so the N answers are
+        independent draws, and keyed by its index, so a warm rerun replays each one.
+        """
         question = case.question or ""
-        sampling = Sampling()
+        sampling = Sampling.of(sample, samples)
+        parts: dict[str, Any] = {
+            "kind": "response",
+            "judge": self.spec.name,
+            "endpoint": self.spec.url,
+            "system": self.SYSTEM,
+            "user": question,
+            "sampling": sampling.as_dict(),
+        }
+        if samples > 1:
+            parts["sample"] = sample
         looked = self._cache.lookup(
-            {
-                "kind": "response",
-                "judge": self.spec.name,
-                "endpoint": self.spec.url,
-                "system": self.SYSTEM,
-                "user": question,
-                "sampling": sampling.as_dict(),
-            },
+            parts,
             missing=f"--rubric-cache replay: no cached response of model {self.spec.name} for "
-            f"case {getattr(case, 'id', '?')!r}; run once with --rubric-cache use to record it",
+            f"case {getattr(case, 'id', '?')!r}"
+            + (f" (sample {sample + 1} of {samples})" if samples > 1 else "")
+            + "; run once with --rubric-cache use to record it",
         )
         if looked.cached:
             return looked.text

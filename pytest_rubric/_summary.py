@@ -9,17 +9,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ._breakdowns import Breakdown
 from ._gates import GateReport
-from ._leaderboard import COLUMNS
+from ._leaderboard import COLUMNS, interval_text
 from ._result import CaseResult
 from ._session_report import SessionReport, Severity, build_report
 from ._table import render_table
 
 __all__ = ["Line", "summary_lines", "terminal_lines"]
 
-_MARK = {Severity.WARNING: "! "}
+_MARK = {Severity.WARNING: "! ", Severity.CAUTION: "~ "}
 _MARKUP: dict[Severity, dict[str, bool]] = {
     Severity.INFO: {},
+    Severity.CAUTION: {"cyan": True},
     Severity.WARNING: {"yellow": True},
     Severity.ERROR: {"red": True},
 }
@@ -48,6 +50,14 @@ def terminal_lines(report: SessionReport, *, board_when_empty: bool = False) -> 
         right = {i for i, column in enumerate(COLUMNS) if not column.text}
         table = render_table([column.header for column in COLUMNS], cells, right=right)
         lines += [Line(text) for text in table]
+        if report.leaderboard:
+            lines.append(
+                Line(
+                    f"correctness [{report.level:g} interval over cases]; subjects in one tier "
+                    "are not told apart by this suite"
+                )
+            )
+    lines += _breakdown_lines(report.breakdowns)
     for note in report.notes:
         lines.append(Line(_MARK.get(note.severity, "") + note.text, note.severity))
         lines += [Line(f"  {detail}", note.severity) for detail in note.details]
@@ -55,12 +65,33 @@ def terminal_lines(report: SessionReport, *, board_when_empty: bool = False) -> 
     return lines + _gate_lines(report.gates)
 
 
+def _breakdown_lines(entries: Iterable[Breakdown]) -> list[Line]:
+    """One table per group: key, subject, score with its interval, n."""
+    lines: list[Line] = []
+    for group in ("suite", "tag"):
+        rows = [
+            [b.key, b.subject, interval_text(b.score, b.ci), str(b.n)]
+            for b in entries
+            if b.group == group
+        ]
+        if rows:
+            lines.append(Line(f"by {group}:"))
+            table = render_table([group, "subject", "score", "n"], rows, right={2, 3})
+            lines += [Line(f"  {text}") for text in table]
+    return lines
+
+
 def _gate_lines(gates: GateReport) -> list[Line]:
     if not gates.active:
         return []
     lines: list[Line] = []
     if gates.baseline is not None:
-        lines.append(Line(f"baseline {gates.baseline}: correctness per subject"))
+        lines.append(
+            Line(
+                f"baseline {gates.baseline}: correctness per subject (change [{gates.level:g} "
+                "paired interval over shared cases])"
+            )
+        )
         for d in gates.deltas:
             subject, before, after, change = d.cells(missing="-")
             change = "" if d.delta is None else f" ({change})"

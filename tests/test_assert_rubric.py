@@ -151,9 +151,9 @@ def test_results_join_the_session_summary_and_json(
     result.stdout.fnmatch_lines(
         [
             "*= rubric summary =*",
-            "rank  subject     correctness*",
-            "   1  good-model        1.000*2/2",
-            "   2  bad-model         0.000*0/1",
+            "rank  subject  *correctness*",
+            "   1  good-model  1.000 *2/2*",
+            "   2  bad-model   0.000 *0/1*",
         ],
         consecutive=True,
     )

@@ -47,9 +47,12 @@ def test_summary_table_and_disagreement_line(pytester: pytest.Pytester, write: W
     result.stdout.fnmatch_lines(
         [
             "*= rubric summary =*",
-            "rank  subject  correctness  fluency  confidence  naive  naive rank  confidently wrong  passed",
-            "   1  plain          1.000    *       0.500  *           *                  0     2/2",
-            "   2  bold           0.000    *       1.000  *           *                  2     0/2",
+            "rank  subject           correctness  fluency  confidence  naive  naive rank  "
+            "confidently wrong  passed  tier  detectable drop",
+            "   1  plain    1.000 [[]1.000, 1.000[]]    *       0.500  *           *                  0"
+            "     2/2     1            0.000",
+            "   2  bold     0.000 [[]0.000, 0.000[]]    *       1.000  *           *                  2"
+            "     0/2     2            0.000",
         ],
         consecutive=True,
     )
@@ -154,6 +157,10 @@ def test_json_report_fields(
         "confidently_wrong",
         "passed",
         "total",
+        "correctness_ci",
+        "n_cases",
+        "tier",
+        "detectable_drop",
     }
     assert (
         rows["plain"]["rank"],
@@ -192,6 +199,9 @@ def test_json_is_written_even_when_no_rubric_ran(
         "results": [],
         "leaderboard": [],
         "rankings_disagree": False,
+        "rankings_differ_within_noise": False,
+        "confidence": 0.95,
+        "breakdowns": [],
     }
 
 

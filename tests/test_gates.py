@@ -49,8 +49,9 @@ def test_an_unchanged_run_passes_against_its_own_baseline(
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
         [
-            "baseline base.json: correctness per subject",
-            "  a: 1.000 -> 1.000 (+0.000)",
+            "baseline base.json: correctness per subject (change [[]0.95 paired interval over "
+            "shared cases[]])",
+            "  a: 1.000 -> 1.000 (+0.000 [[]+0.000, +0.000[]])",
             "rubric gate passed: no case regressed, no subject dropped more than 0 "
             "(--rubric-max-drop)",
         ]
@@ -65,7 +66,7 @@ def test_a_case_that_passed_and_fails_now_fails_the_session_and_is_named(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "  a: 1.000 -> 0.500 (-0.500)",
+            "  a: 1.000 -> 0.500 (-0.500 [[]-1.000, +0.000[]])",
             "rubric gate FAILED (2):",
             "  - s.rubric.yaml::q2[[]a[]] passed in the baseline and fails now (score 0.00, "
             "min_score 0.50)",
@@ -81,7 +82,9 @@ def test_a_drop_within_max_drop_passes_and_beyond_it_fails(
     _suite(write, q2="Twenty, I think.")  # q2 still passes at 0.5; a's mean is 0.75
     result = pytester.runpytest("--rubric-baseline", "base.json", "--rubric-max-drop", "0.25")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    result.stdout.fnmatch_lines(["  a: 1.000 -> 0.750 (-0.250)", "rubric gate passed: *"])
+    result.stdout.fnmatch_lines(
+        ["  a: 1.000 -> 0.750 (-0.250 [[]-0.500, +0.000[]])", "rubric gate passed: *"]
+    )
 
     result = pytester.runpytest("--rubric-baseline", "base.json", "--rubric-max-drop", "0.2")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -157,10 +160,10 @@ def test_the_gate_is_in_the_markdown_and_html(
         "--rubric-baseline", "base.json", "--rubric-markdown", "m.md", "--rubric-html", "r.html"
     )
     markdown = (pytester.path / "m.md").read_text()
-    assert "| a | 1.000 | 0.500 | -0.500 |" in markdown
+    assert "| a | 1.000 | 0.500 | -0.500 [-1.000, +0.000] |" in markdown
     assert "**Gate failed** (2):" in markdown
     page = (pytester.path / "r.html").read_text()
-    assert "Gate failed:" in page and "<td>-0.500</td>" in page
+    assert "Gate failed:" in page and "<td>-0.500 [-1.000, +0.000]</td>" in page
 
 
 @pytest.mark.parametrize(

@@ -81,9 +81,13 @@ def test_the_html_report_is_self_contained_and_escapes_everything(
     assert svg.count("<circle") - svg.count('class="flagged"') == 6
     assert svg.count('class="flagged"') == 2
     assert 'class="trap"' in svg
-    # Leaderboard with both ranks, the disagreement notice, every answer's criteria.
+    # Each subject's correctness interval, drawn on the plot.
+    assert svg.count('<g class="interval"') == 3
+    # Leaderboard with both ranks and every answer's criteria. bold and hostile tie at
+    # 0.000, and a tie is never an order: no disagreement notice.
     assert "<th>naive rank</th>" in page
-    assert "A style-weighted rubric would rank these subjects differently." in page
+    assert "1.000 [1.000, 1.000]" in page
+    assert "rank these subjects differently" not in page
     assert "states known-wrong claim &#x27;ten days&#x27;" in page
     assert page.count("<details") == 6
 
@@ -177,7 +181,7 @@ def test_markdown_file_and_step_summary(
     assert step.read_text() == "earlier step output\n" + comment + "\n"  # appended
     assert comment.startswith("## pytest-rubric\n")
     assert "| rank | subject | correctness |" in comment
-    assert "A style-weighted rubric would rank these subjects differently." in comment
+    assert "rank these subjects differently" not in comment  # a tie at 0.000 is no order
     assert "### Failing cases (4)" in comment
     assert "| `s.rubric.yaml::var[bold]` |" in comment  # a node id reads as it is
     # Nothing from a response can open a tag, a link or a table cell.

@@ -71,6 +71,32 @@ APP_FAILURE = [
     "E       x  capital    any_of  UNMET         1  none of 'paris' found",
 ]
 
+# Repeated answers from a responses file, with tags: samples, pass rates, intervals and the
+# suite and tag breakdowns are all gathered on the controller, so they match byte for byte.
+REPEATED = """
+suite: repeated
+repeat: 3
+pass_when: 0.6
+responses: answers/
+cases:
+  - id: r1
+    tags: [theme:risk]
+    criteria:
+      - {id: pct, type: any_of, any_of: ["1%"], tags: ["axis:accuracy"]}
+      - {id: loss, type: any_of, any_of: [loss]}
+  - id: r2
+    criteria: [{id: sd, type: any_of, any_of: [deviation], tags: ["axis:accuracy"]}]
+"""
+REPEATED_ANSWERS = "\n".join(
+    [
+        '{"id": "r1", "response": "A 1% loss."}',
+        '{"id": "r1", "response": "A 1% chance."}',
+        '{"id": "r1", "response": "A 1% loss or more."}',
+        '{"id": "r2", "response": "The standard deviation."}',
+        '{"id": "r2", "response": "The mean."}',
+    ]
+)
+
 # A rubric file too deep to load: one collection error, and the rest of the session runs.
 DEEP = '{"cases": ' + "[" * 100_000 + "]" * 100_000 + "}"
 DEEP_PROBLEM = [
@@ -127,6 +153,8 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
         passed=4, failed=1, errors=1
     )
     write("s.rubric.yaml", SUITE)
+    write("r.rubric.yaml", REPEATED)
+    write("answers/steady.jsonl", REPEATED_ANSWERS)
     write("test_app.py", APP)
     write("deep.rubric.json", DEEP)
 
@@ -143,7 +171,7 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
             f"--junitxml={mode}.xml",
             *args,
         )
-        result.assert_outcomes(passed=4, failed=3, errors=2)
+        result.assert_outcomes(passed=5, failed=4, errors=2)
         result.stdout.fnmatch_lines(DEEP_PROBLEM, consecutive=True)
         result.stdout.fnmatch_lines(APP_FAILURE, consecutive=True)
         markdown = (pytester.path / f"{mode}.md").read_text()
@@ -168,6 +196,8 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
         summary
     )
     assert '"case": "test_capital#2"' in reference["JSON"]
+    assert '"n_samples": 3' in reference["JSON"] and '"group": "tag"' in reference["JSON"]
+    assert any(line.startswith("by suite:") for line in summary)
     assert "caught" not in reference["JSON"] + str(reference["JUnit"])
     assert "Gate failed:" in reference["HTML"]
     assert "**Gate failed** (2):" in reference["Markdown"]

@@ -44,8 +44,8 @@ def test_the_report_orders_results_by_node_id_and_gates_them_once() -> None:
     assert report.rankings_disagree
     assert report.gates.failed and not report.ok
     assert [d.cells(missing="-") for d in report.gates.deltas] == [
-        ("bold", "0.200", "0.200", "+0.000"),
-        ("careful", "0.900", "0.900", "+0.000"),
+        ("bold", "0.200", "0.200", "+0.000 [+0.000, +0.000]"),
+        ("careful", "0.900", "0.900", "+0.000 [+0.000, +0.000]"),
     ]
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "Phrase",
     "Phrases",
     "Share",
+    "Tags",
     "Timeout",
     "check_import_path",
 ]
@@ -131,6 +132,8 @@ NonNegative = Annotated[float, NotBool, Field(ge=0, allow_inf_nan=False)]
 Share = Annotated[float, NotBool, Field(ge=0, le=1)]  # a pass mark or threshold in [0, 1]
 Percent = Annotated[float, NotBool, Field(ge=0, le=100)]
 Count = Annotated[int, NotBool, Field(ge=0)]
+# `tags: [axis:accuracy, theme:hedging]` on a criterion or a case: per-tag breakdowns.
+Tags = tuple[Annotated[str, Field(min_length=1)], ...]
 # Seconds a user's `callable` or `target` may run before its evaluation is ERROR.
 Timeout = Annotated[float, NotBool, Field(gt=0, le=MAX_CALL_TIMEOUT, allow_inf_nan=False)]
 
@@ -147,6 +150,7 @@ class CriterionModel(BaseModel):
     axis: Literal["substance", "style"] = "substance"
     required: bool = False
     description: str | None = None
+    tags: Tags = ()
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:

@@ -1,0 +1,157 @@
+"""Repeats, pass rules, tiers, noise-aware rank disagreement and breakdowns, as pure functions."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_rubric._breakdowns import breakdowns
+from pytest_rubric._grader import Grader
+from pytest_rubric._leaderboard import leaderboard, rank_noise
+from pytest_rubric._repeat import item_passes, parse_pass_when
+from pytest_rubric._result import CaseResult, CriterionResult, Sample, Verdict
+from pytest_rubric._session_report import Severity, build_report
+from pytest_rubric._summary import terminal_lines
+
+
+def _criterion(
+    cid: str, met: bool, *, tags: tuple[str, ...] = (), required: bool = False
+) -> CriterionResult:
+    return CriterionResult(
+        cid, "any_of", "substance", 1.0, Verdict.MET if met else Verdict.UNMET,
+        1.0 if met else 0.0, "why", required=required, tags=tags,
+    )  # fmt: skip
+
+
+def _result(
+    case: str, subject: str, score: float, *, naive: float | None = None, suite: str = "s"
+) -> CaseResult:
+    criteria = [_criterion("c", score >= 0.5)]
+    return CaseResult(
+        f"{suite}.rubric.yaml::{case}[{subject}]", suite, case, subject, score, score, 0.5,
+        score >= 0.5, criteria, 0.5, 0.5, score if naive is None else naive,
+    )  # fmt: skip
+
+
+def _sample(passed: bool, score: float, *, error: bool = False, required: bool = False) -> Sample:
+    verdict = Verdict.ERROR if error else (Verdict.MET if passed else Verdict.UNMET)
+    criterion = CriterionResult(
+        "c", "any_of", "substance", 1.0, verdict, float(passed), "", required=required
+    )
+    return Sample(score, score, passed, [criterion])
+
+
+@pytest.mark.parametrize(
+    ("rule", "expected"),
+    [("mean", True), ("all", False), ("any", True), (0.75, True), (0.8, False)],
+)
+def test_pass_rules_over_samples(rule: str | float, expected: bool) -> None:
+    samples = [_sample(True, 1.0), _sample(True, 0.9), _sample(False, 0.6), _sample(True, 0.8)]
+    mean = sum(s.score for s in samples) / 4  # 0.825
+    assert item_passes(samples, pass_when=rule, min_score=0.8, score=mean) is expected
+
+
+def test_an_error_in_any_sample_is_never_a_pass() -> None:
+    samples = [_sample(True, 1.0), _sample(False, 0.0, error=True)]
+    for rule in ("mean", "all", "any", 0.5):
+        assert not item_passes(samples, pass_when=rule, min_score=0.0, score=0.5)
+
+
+def test_a_required_criterion_the_wrong_way_fails_the_mean_rule() -> None:
+    samples = [_sample(True, 1.0), _sample(False, 0.9, required=True)]
+    assert not item_passes(samples, pass_when="mean", min_score=0.5, score=0.95)
+
+
+def test_pass_when_values() -> None:
+    assert parse_pass_when("all") == "all"
+    assert parse_pass_when(1) == 1.0
+    assert parse_pass_when("0.8") == 0.8
+    for bad in (0, 1.5, True, "most"):
+        with pytest.raises(ValueError, match=r"write mean, all, any, or a number X in \(0, 1\]"):
+            parse_pass_when(bad)
+
+
+def test_combined_samples_keep_the_first_criteria_and_mean_scores() -> None:
+    grader = Grader()
+    first, second = _result("q", "a", 1.0), _result("q", "a", 0.0)
+    combined = grader.combine([first, second], pass_when="any", level=0.95)
+    assert combined.score == 0.5 and combined.n_samples == 2 and combined.passed
+    assert combined.criteria is first.criteria
+    assert combined.pass_rate == 0.5
+    lo, hi = combined.pass_rate_ci
+    assert lo < 0.5 < hi
+    again = CaseResult.from_dict(combined.to_dict())
+    assert again.to_dict() == combined.to_dict()
+
+
+def test_tiers_follow_the_paired_interval() -> None:
+    results = [_result(f"q{i}", "a", 1.0) for i in range(10)]
+    results += [_result(f"q{i}", "b", 1.0 if i < 9 else 0.0) for i in range(10)]
+    results += [_result(f"q{i}", "c", 0.0) for i in range(10)]
+    rows = {row.subject: row for row in leaderboard(results)}
+    # a and b differ on one case of ten: not resolved; c is below both on every case.
+    assert (rows["a"].tier, rows["b"].tier, rows["c"].tier) == (1, 1, 2)
+    assert rows["a"].correctness_ci == (1.0, 1.0) and rows["a"].n_cases == 10
+    # Nine 1s and a 0: sample variance 0.1, SE sqrt(0.1 / 10) = 0.1.
+    assert rows["b"].detectable_drop == pytest.approx((1.959964 + 0.8416) * 0.1, abs=1e-6)
+
+
+def test_a_tie_is_never_a_disagreement() -> None:
+    # Both at 1.000, naive scores apart: no order to disagree with.
+    results = [_result("q1", "a", 1.0, naive=0.9), _result("q1", "b", 1.0, naive=0.5)]
+    report = build_report(results)
+    assert not report.rankings_disagree and not report.rankings_differ_within_noise
+    assert not any("differ" in line.text for line in terminal_lines(report))
+
+
+def test_opposite_orders_within_noise_print_the_tilde_line() -> None:
+    # a is ahead on one case of four, b reads better: opposite orders, unresolved.
+    results = [_result(f"q{i}", "a", 1.0 if i == 0 else 0.5, naive=0.5) for i in range(4)]
+    results += [_result(f"q{i}", "b", 0.5, naive=0.9) for i in range(4)]
+    rows = leaderboard(results)
+    noise = rank_noise(rows, results)
+    assert (noise.disagree, noise.within_noise) == (False, True)
+    report = build_report(results)
+    lines = {line.text: line.severity for line in terminal_lines(report)}
+    assert lines["~ Style-weighted ranks differ from correctness ranks only within noise."] is (
+        Severity.CAUTION
+    )
+
+
+def test_a_resolved_opposite_order_prints_the_warning() -> None:
+    results = [_result(f"q{i}", "a", 1.0, naive=0.5) for i in range(6)]
+    results += [_result(f"q{i}", "b", 0.0, naive=0.9) for i in range(6)]
+    report = build_report(results)
+    assert report.rankings_disagree and not report.rankings_differ_within_noise
+
+
+def test_breakdowns_by_suite_and_by_tag() -> None:
+    tagged = CaseResult(
+        "t.rubric.yaml::q[a]", "t", "q", "a", 0.5, 1.0, 0.5, True,
+        [_criterion("x", True, tags=("axis:accuracy",)),
+         _criterion("y", False, tags=("axis:accuracy", "theme:hedging"))],
+        0.5, 0.5, 0.5,
+    )  # fmt: skip
+    results = [tagged, _result("q2", "a", 1.0, suite="u")]
+    entries = {(b.group, b.key, b.subject): b for b in breakdowns(results, subjects=["a"])}
+    assert entries[("suite", "t", "a")].score == 0.5 and entries[("suite", "u", "a")].n == 1
+    assert entries[("tag", "axis:accuracy", "a")].score == 0.5
+    assert entries[("tag", "theme:hedging", "a")].score == 0.0
+    assert entries[("tag", "theme:hedging", "a")].ci == (0.0, 0.0)
+    # One suite alone: no suite entries.
+    assert all(b.group == "tag" for b in breakdowns([tagged], subjects=["a"]))
+
+
+def test_the_baseline_gate_with_confidence_fails_only_a_resolved_drop() -> None:
+    before = [_result(f"q{i}", "a", 1.0) for i in range(8)]
+    one_flip = [_result(f"q{i}", "a", 1.0 if i else 0.0) for i in range(8)]
+    report = build_report(one_flip, baseline=before, gate_confidence=0.95, max_drop=0.0)
+    # The case that flipped still fails the gate; the subject's drop is within noise.
+    assert not any("subject a" in r for r in report.gates.regressions)
+    assert any("within noise" in n for n in report.gates.notes)
+    all_down = [_result(f"q{i}", "a", 0.0) for i in range(8)]
+    report = build_report(all_down, baseline=before, gate_confidence=0.95)
+    assert any(
+        r.startswith("subject a: correctness 1.000 -> 0.000") for r in report.gates.regressions
+    )
+    delta = report.gates.deltas[0]
+    assert delta.interval == (-1.0, -1.0) and delta.shared == 8

@@ -1,0 +1,161 @@
+"""repeat end to end: samples from a responses file, a target and a live model; their cache."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_rubric._merge import main as merge_main
+from tests.fake_llm import FakeLLM, delay, text
+
+Write = Callable[[str, str], Path]
+
+SUITE = """
+suite: fin
+repeat: 3
+pass_when: 0.6
+cases:
+  - id: q1
+    tags: [theme:risk]
+    criteria:
+      - {id: var, type: any_of, any_of: ["1%"], tags: ["axis:accuracy"]}
+      - {id: loss, type: any_of, any_of: [loss]}
+  - id: q2
+    criteria:
+      - {id: sd, type: any_of, any_of: [deviation], tags: ["axis:accuracy"]}
+"""
+
+
+def _answers(write: Write, *q1: str) -> None:
+    lines = [json.dumps({"id": "q1", "response": r}) for r in q1]
+    lines.append(json.dumps({"id": "q2", "response": "The standard deviation."}))
+    write("answers/m.jsonl", "\n".join(lines) + "\n")
+
+
+def test_samples_from_a_responses_file(
+    pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
+) -> None:
+    write("s.rubric.yaml", SUITE)
+    _answers(write, "A 1% loss.", "A 1% chance.", "A 1% loss or more.")
+    result = pytester.runpytest("--rubric-responses", "answers", "--rubric-json", "out.json")
+    result.assert_outcomes(passed=2)
+    document = rubric_json()
+    q1, q2 = document["results"]
+    assert (q1["n_samples"], q2["n_samples"]) == (3, 1)
+    assert [s["passed"] for s in q1["samples"]] == [True, False, True]
+    assert q1["pass_rate"] == pytest.approx(2 / 3) and q1["passed"]  # 2/3 >= 0.6
+    assert q1["score"] == pytest.approx((1 + 0.5 + 1) / 3)
+    assert q1["pass_rate_ci"][0] < 2 / 3 < q1["pass_rate_ci"][1]
+    assert q1["possible"] == 2.0 and q1["tags"] == ["theme:risk"]
+    assert q1["criteria"][0]["tags"] == ["axis:accuracy", "theme:risk"]
+    row = document["leaderboard"][0]
+    assert set(row) >= {"correctness_ci", "n_cases", "tier", "detectable_drop"}
+    keys = [(b["group"], b["key"]) for b in document["breakdowns"]]
+    assert keys == [("tag", "axis:accuracy"), ("tag", "theme:risk")]
+    accuracy = document["breakdowns"][0]
+    assert (accuracy["score"], accuracy["n"]) == (pytest.approx((1 + 1 + 1) / 3 / 2 + 0.5), 2)
+    # merge recomputes the item from its samples: the same document back.
+    out, merged = pytester.path / "out.json", pytester.path / "merged.json"
+    assert merge_main(["merge", str(out), "--json", str(merged)]) == 0
+    assert json.loads(merged.read_text()) == document
+
+
+def test_more_lines_than_repeat_is_an_error_that_says_where(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    write("s.rubric.yaml", SUITE)
+    _answers(write, "a", "b", "c", "d")
+    result = pytester.runpytest("--rubric-responses", "answers")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*m.jsonl:4, case 'q1', field 'id': 4 responses for case 'q1' (lines 1, 2, 3, 4), "
+            "but the case has repeat: 3*",
+            "*keep at most 3 line(s) with this id, or set `repeat: 4`*",
+        ]
+    )
+
+
+TARGET = """
+import threading, time
+from pathlib import Path
+
+lock = threading.Lock()
+active = [0]
+
+def answer(case):
+    with lock:
+        active[0] += 1
+        peak = Path("peak.txt")
+        peak.write_text(str(max(active[0], int(peak.read_text() or 0) if peak.exists() else 0)))
+    time.sleep(0.2)
+    with lock:
+        active[0] -= 1
+        with open("calls.txt", "a") as calls:
+            calls.write(case.id + "\\n")
+    return "A 1% loss."
+"""
+
+
+def test_a_target_is_asked_n_times_concurrently_and_a_warm_rerun_asks_nothing(
+    pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
+) -> None:
+    write("app.py", TARGET)
+    write(
+        "t.rubric.yaml",
+        """
+        target: app:answer
+        cases:
+          - id: q1
+            repeat: 4
+            criteria: [{id: var, type: any_of, any_of: ["1%"]}]
+        """,
+    )
+    pytester.syspathinsert()
+    pytester.runpytest("--rubric-json", "out.json").assert_outcomes(passed=1)
+    first = rubric_json()
+    assert (pytester.path / "calls.txt").read_text().split() == ["q1"] * 4
+    assert int((pytester.path / "peak.txt").read_text()) > 1  # the samples overlapped
+    assert first["results"][0]["n_samples"] == 4
+
+    pytester.runpytest("--rubric-json", "out.json").assert_outcomes(passed=1)
+    assert (pytester.path / "calls.txt").read_text().split() == ["q1"] * 4  # no new call
+    assert rubric_json() == first  # identical intervals, byte for byte
+
+
+def test_a_live_model_is_asked_n_times_each_sample_cached(
+    pytester: pytest.Pytester,
+    write: Write,
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    write(
+        "m.rubric.yaml",
+        """
+        repeat: 3
+        cases:
+          - id: q1
+            question: "What is 6 times 7?"
+            criteria: [{id: value, type: number, value: 42}]
+        """,
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_url)
+    fake_llm.respond_with(lambda request: delay(0.2, text("It is 42.")))
+    pytester.runpytest("--rubric-model=openai:tiny", "--rubric-json", "out.json").assert_outcomes(
+        passed=1
+    )
+    first = rubric_json()
+    assert len(fake_llm.requests) == 3
+    assert fake_llm.max_in_flight > 1
+    seeds = {r.body["seed"] for r in fake_llm.requests}
+    assert len(seeds) == 3  # three independent draws
+    pytester.runpytest("--rubric-model=openai:tiny", "--rubric-json", "out.json").assert_outcomes(
+        passed=1
+    )
+    assert len(fake_llm.requests) == 3  # the warm rerun asked nothing
+    assert rubric_json() == first
