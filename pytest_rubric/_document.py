@@ -104,7 +104,7 @@ class ResultModel(BaseModel):
     subject: str
     score: Fraction
     raw_score: float
-    min_score: float  # assert_rubric takes any pass mark, so it is not bounded
+    min_score: float | None  # any pass mark (assert_rubric's is not bounded); null: report-only
     passed: bool
     criteria: list[CriterionModel]
     fluency: Fraction

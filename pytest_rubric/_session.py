@@ -237,7 +237,7 @@ class RubricSession:
             self.judging.schedule(
                 item.nodeid,
                 compiled.judged_criteria,
-                question=compiled.rubric.question,
+                question=compiled.rubric.asked,
                 response=text,
             )
 
@@ -275,7 +275,7 @@ class RubricSession:
             return None
         if self.judging is not None:
             judged = self.judging.result(
-                key, compiled.judged_criteria, question=compiled.rubric.question, response=response
+                key, compiled.judged_criteria, question=compiled.rubric.asked, response=response
             )
             self._warn_cache_trouble()
             return judged

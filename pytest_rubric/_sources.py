@@ -1,13 +1,14 @@
 """Where a response under test comes from, when it is not in the rubric file.
 
-:class:`LiveModel` (``--rubric-model``) asks a model each case's question.
+:class:`LiveModel` (``--rubric-model``) asks a model each case's question, or sends its
+conversation (``messages:``) as it is.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._base import RetryPolicy
 from ._secrets import redact
@@ -56,15 +57,22 @@ class LiveModel:
         return self.spec.model
 
     def __call__(self, case: Case) -> str:
+        turns = case.conversation
         question = case.question or ""
         sampling = Sampling()
+        # A conversation is sent as it is, with no system turn of ours; a plain question keeps
+        # its key of old, so a committed cache still replays it.
+        asked: dict[str, Any] = (
+            {"messages": [list(turn) for turn in turns]}
+            if turns is not None
+            else {"system": self.SYSTEM, "user": question}
+        )
         looked = self._cache.lookup(
             {
                 "kind": "response",
                 "judge": self.spec.name,
                 "endpoint": self.spec.url,
-                "system": self.SYSTEM,
-                "user": question,
+                **asked,
                 "sampling": sampling.as_dict(),
             },
             missing=f"--rubric-cache replay: no cached response of model {self.spec.name} for "
@@ -72,7 +80,9 @@ class LiveModel:
         )
         if looked.cached:
             return looked.text
-        reply = asyncio.run(self._ask(question, sampling))
+        reply = asyncio.run(
+            self._ask(turns or (("system", self.SYSTEM), ("user", question)), sampling)
+        )
         # What the model under test says is kept and reported: never with a key in it.
         text = redact(reply.text, *known_keys(self._environ))
         self._cache.store(
@@ -83,11 +93,11 @@ class LiveModel:
         )
         return text
 
-    async def _ask(self, question: str, sampling: Sampling) -> Reply:
+    async def _ask(self, turns: tuple[tuple[str, str], ...], sampling: Sampling) -> Reply:
         from .judge.clients import make_client  # httpx: only when a model is asked
 
         client = make_client(self.spec, environ=self._environ, policy=self._policy)
         try:
-            return await client.send(self.SYSTEM, question, sampling=sampling)
+            return await client.chat(turns, sampling=sampling)
         finally:
             await client.aclose()
