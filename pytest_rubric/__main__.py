@@ -1,4 +1,5 @@
-"""``python -m pytest_rubric merge A.json B.json ...``: see :mod:`pytest_rubric._merge`."""
+"""``python -m pytest_rubric merge A.json B.json ...`` (see :mod:`pytest_rubric._merge`) and
+``python -m pytest_rubric import FORMAT ...`` (see :mod:`pytest_rubric.importers`)."""
 
 from __future__ import annotations
 

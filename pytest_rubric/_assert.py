@@ -19,7 +19,7 @@ from ._grader import CompiledRubric, Grader
 from ._loader import load_suite
 from ._locate import problems_from_validation
 from ._result import CaseResult
-from ._schema import Rubric
+from ._schema import Mark, Rubric, own_mark
 from ._scoring import score as score_results
 from ._session import SESSION_KEY
 from ._table import criteria_table
@@ -56,7 +56,7 @@ def _find(path_text: str, item: pytest.Item | None) -> Path:
 
 def _rubric_from_path(
     spec: str | os.PathLike[str], item: pytest.Item | None
-) -> tuple[Rubric, Sequence[Any], float | None, str]:
+) -> tuple[Rubric, Sequence[Any], Mark, str]:
     text = os.fspath(spec)
     path_text, _, case_id = text.partition("::")
     path = _find(path_text, item)
@@ -76,15 +76,14 @@ def _rubric_from_path(
             f"{path} has {len(cases)} cases; name one as '{path_text}::<case id>' "
             f"(for example '{path_text}::{cases[0].id}')"
         )
-    mark = case.min_score if case.min_score is not None else loaded.suite.min_score
-    return case, loaded.suite.global_criteria, mark, loaded.name
+    return case, loaded.suite.global_criteria, own_mark(case, loaded.suite), loaded.name
 
 
 def _to_rubric(
     rubric: RubricSpec, item: pytest.Item | None
-) -> tuple[Rubric, Sequence[Any], float | None, str | None]:
+) -> tuple[Rubric, Sequence[Any], Mark, str | None]:
     if isinstance(rubric, Rubric):
-        return rubric, (), rubric.min_score, None
+        return rubric, (), own_mark(rubric), None
     if isinstance(rubric, str | os.PathLike):
         return _rubric_from_path(rubric, item)
     data = {"criteria": list(rubric)} if isinstance(rubric, list | tuple) else rubric
@@ -92,7 +91,7 @@ def _to_rubric(
         parsed = Rubric.model_validate(data)
     except ValidationError as exc:
         raise RubricLoadError("<assert_rubric>", problems_from_validation(exc, data)) from None
-    return parsed, (), parsed.min_score, None
+    return parsed, (), own_mark(parsed), None
 
 
 def assert_rubric(

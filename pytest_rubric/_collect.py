@@ -21,6 +21,7 @@ from ._errors import Problem, RubricAssertionError, RubricEvaluationError, Rubri
 from ._grader import CompiledRubric
 from ._loader import LoadedSuite, load_suite, paused_gc
 from ._result import CaseResult, Recorded, Verdict
+from ._schema import own_mark
 from ._scoring import score as score_results
 from ._table import criteria_table
 
@@ -61,7 +62,8 @@ def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
         ("rubric_case", result.case),
         ("rubric_subject", result.subject),
         ("rubric_score", f"{result.score:.4f}"),
-        ("rubric_min_score", f"{result.min_score:.4f}"),
+        # "none": a report-only case, which has no pass mark
+        ("rubric_min_score", "none" if result.min_score is None else f"{result.min_score:.4f}"),
         ("rubric_passed", str(result.passed).lower()),
     ]
     failed = [c.id for c in result.criteria if c.went_wrong or c.verdict is Verdict.ERROR]
@@ -280,7 +282,7 @@ class RubricFile(pytest.File):
             compiled = grader.compile(
                 case,
                 global_criteria=suite.global_criteria,
-                min_score=case.min_score if case.min_score is not None else suite.min_score,
+                min_score=own_mark(case, suite),
             )
             repeat = self.repeat_of(case, loaded)
             sources = self._sources(case, loaded, dirs, targets, repeat=repeat, problems=too_many)

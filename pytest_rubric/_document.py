@@ -119,7 +119,7 @@ class ResultModel(BaseModel):
     subject: str
     score: Fraction
     raw_score: float
-    min_score: float  # assert_rubric takes any pass mark, so it is not bounded
+    min_score: float | None  # any pass mark (assert_rubric's is not bounded); null: report-only
     passed: bool
     criteria: list[CriterionModel]
     fluency: Fraction
@@ -292,7 +292,7 @@ def _criteria(models: list[CriterionModel]) -> list[CriterionResult]:
     ]
 
 
-def _sample(model: SampleModel, min_score: float) -> Sample:
+def _sample(model: SampleModel, min_score: float | None) -> Sample:
     criteria = _criteria(model.criteria)
     graded = score(criteria)
     return Sample(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from . import _stats
 from ._leaderboard import SubjectRow, leaderboard, paired
-from ._result import CaseResult
+from ._result import CaseResult, mark_text
 
 __all__ = ["DELTA_HEADER", "GateReport", "SubjectDelta", "check", "fraction"]
 
@@ -135,7 +135,7 @@ def check(
             why = (
                 "is an ERROR now"
                 if current.errors
-                else f"fails now (score {current.score:.2f}, min_score {current.min_score:.2f})"
+                else f"fails now (score {current.score:.2f}, {mark_text(current.min_score)})"
             )
             regressions.append(f"{_name(key)} passed in the baseline and {why}")
         missing = [k for k in old if k not in new]

@@ -23,7 +23,7 @@ from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_MIN_SCORE, SET_A_JUDGE
 from ._calls import CallRunner
 from ._repeat import PassWhen, item_passes
 from ._result import CaseResult, CriterionResult, Outcome, Sample, Verdict
-from ._schema import Criterion, Rubric
+from ._schema import REPORT_ONLY, Criterion, Mark, Rubric, own_mark
 from ._scoring import passes
 from ._scoring import score as score_results
 from ._secrets import Secret, clip
@@ -46,12 +46,19 @@ class CompiledRubric:
     rubric: Rubric
     criteria: tuple[Criterion, ...]
     checks: tuple[Check[Any] | None, ...]
-    min_score: float
+    min_score: float | None  # None: report-only (``min_score: null``)
     judged_criteria: tuple[Judge, ...] = ()
 
     @property
     def judged(self) -> bool:
         return bool(self.judged_criteria)
+
+
+def _resolved(mark: Mark, default: float) -> float | None:
+    """The pass mark a compiled rubric keeps: a number, or None for a report-only one."""
+    if mark is None:
+        return default
+    return None if mark == REPORT_ONLY else float(mark)
 
 
 class Grader:
@@ -79,17 +86,18 @@ class Grader:
         rubric: Rubric,
         *,
         global_criteria: Sequence[Criterion] = (),
-        min_score: float | None = None,
+        min_score: Mark = None,
     ) -> CompiledRubric:
-        """Prepare ``rubric`` for grading; ``min_score`` overrides the rubric's own."""
+        """Prepare ``rubric`` for grading; ``min_score`` overrides the rubric's own (None: the
+        rubric's own, else the session's default; ``"report-only"``: no pass mark)."""
         criteria = (*global_criteria, *rubric.criteria)
         checks = tuple(None if c.is_judged else c.compile(self.context) for c in criteria)
-        mark = min_score if min_score is not None else rubric.min_score
+        mark = own_mark(rubric) if min_score is None else min_score
         return CompiledRubric(
             rubric=rubric,
             criteria=criteria,
             checks=checks,
-            min_score=self.default_min_score if mark is None else mark,
+            min_score=_resolved(mark, self.default_min_score),
             judged_criteria=tuple(c for c in criteria if isinstance(c, Judge)),
         )
 
@@ -220,7 +228,7 @@ class Grader:
                 wrong_claim=wrong_claim,
                 thresholds=self.thresholds,
             ),
-            question=compiled.rubric.question,
+            question=compiled.rubric.shown_question,
             possible=substance.positive,
             tags=list(getattr(compiled.rubric, "tags", ())),
             # A copy for reports: a 20 MB answer is graded whole but not copied whole.

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 from ._gates import DELTA_HEADER, GateReport
 from ._leaderboard import COLUMNS, SubjectRow, interval_text
-from ._result import CaseResult
+from ._result import CaseResult, mark_text
 from ._session_report import SessionReport, Severity
 from ._style import StyleThresholds
 
@@ -237,7 +237,7 @@ def _answer(r: CaseResult) -> str:
         )
     return (
         f'<details class="{r.status}"><summary><span class="status">{r.status.upper()}</span> '
-        f"{_e(r.subject)}: score {r.score:.2f} (min {r.min_score:.2f}){rate} {flags}</summary>"
+        f"{_e(r.subject)}: score {r.score:.2f} ({_e(mark_text(r.min_score))}){rate} {flags}</summary>"
         f'<table class="criteria"><thead><tr><th>criterion</th><th>type</th><th>verdict</th>'
         f"<th>weight</th><th>reason</th></tr></thead><tbody>{rows}</tbody></table>"
         f"<pre>{_e(r.response)}</pre></details>"

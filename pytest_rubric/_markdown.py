@@ -93,7 +93,7 @@ def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> s
                     escape(r.subject),
                     r.status.upper(),
                     f"{r.score:.2f}",
-                    f"{r.min_score:.2f}",
+                    "report-only" if r.min_score is None else f"{r.min_score:.2f}",
                     escape("; ".join(_why(r)), limit=300),
                 )
                 for r in failing[:_MAX_FAILURES]

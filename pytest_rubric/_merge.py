@@ -1,5 +1,8 @@
 """``python -m pytest_rubric merge``: one leaderboard, report and gate from CI shards.
 
+(``python -m pytest_rubric import``, which shares this command line, lives in
+:mod:`pytest_rubric.importers`.)
+
 CI splits a large suite into shards (one pytest, with xdist, per machine),
 each writing ``--rubric-json``. Merging their documents gives exactly what
 one run over the whole suite would have: the leaderboard is recomputed from
@@ -29,6 +32,8 @@ from ._report import DocumentError, load_document, read_document
 from ._result import CaseResult
 from ._session_report import build_report
 from ._summary import terminal_lines
+from .importers import add_commands as add_import_commands
+from .importers import run as run_import
 
 __all__ = ["main", "merge"]
 
@@ -64,7 +69,8 @@ def merge(paths: Sequence[Path], *, notes: list[str] | None = None) -> list[Case
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pytest_rubric",
-        description="pytest-rubric tools: merge the --rubric-json files of CI shards.",
+        description="pytest-rubric tools: merge the --rubric-json files of CI shards; import "
+        "another tool's dataset as rubric files.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     cmd = commands.add_parser(
@@ -107,12 +113,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="X",
         help="fail when a subject's mean correctness is below X",
     )
+    add_import_commands(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "import":
+        return run_import(args)
     for name in ("confidence", "gate_confidence"):
         value = getattr(args, name)
         if value is not None and not 0 < value < 1:

@@ -62,10 +62,11 @@ def parse_repeat(value: Any) -> int:
 
 
 def item_passes(
-    samples: Sequence[Any], *, pass_when: PassWhen, min_score: float, score: float
+    samples: Sequence[Any], *, pass_when: PassWhen, min_score: float | None, score: float
 ) -> bool:
     """Whether an item with these graded ``samples`` (each with ``passed`` and ``criteria``)
-    and mean ``score`` passes by ``pass_when``."""
+    and mean ``score`` passes by ``pass_when`` (``min_score`` None: a report-only case, whose
+    mean has no mark to reach)."""
     if not samples:
         return False
     if any(c.verdict is Verdict.ERROR for s in samples for c in s.criteria):
@@ -79,7 +80,7 @@ def item_passes(
         from ._scoring import score as score_of
 
         return (
-            score >= min_score - _EPSILON
+            (min_score is None or score >= min_score - _EPSILON)
             and not any(c.required and c.went_wrong for s in samples for c in s.criteria)
             and not all(score_of(s.criteria).empty for s in samples)
         )

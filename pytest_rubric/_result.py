@@ -12,7 +12,12 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CaseResult", "CriterionResult", "Outcome", "Recorded", "Sample", "Verdict"]
+__all__ = ["CaseResult", "CriterionResult", "Outcome", "Recorded", "Sample", "Verdict", "mark_text"]
+
+
+def mark_text(min_score: float | None) -> str:
+    """How a result's pass mark reads: ``min_score 0.80``, or ``report-only``."""
+    return "report-only" if min_score is None else f"min_score {min_score:.2f}"
 
 
 class Verdict(enum.StrEnum):
@@ -167,7 +172,7 @@ class CaseResult:
     subject: str
     score: float
     raw_score: float
-    min_score: float
+    min_score: float | None  # None: report-only, no pass mark
     passed: bool
     criteria: list[CriterionResult]
     fluency: float
@@ -232,7 +237,11 @@ class CaseResult:
             for c in self.criteria
             if c.required and c.went_wrong
         ]
-        if self.score < self.min_score and (self.pass_when == "mean" or self.n_samples == 1):
+        if (
+            self.min_score is not None
+            and self.score < self.min_score
+            and (self.pass_when == "mean" or self.n_samples == 1)
+        ):
             reasons.append(f"score {self.score:.2f} is below min_score {self.min_score:.2f}")
         if self.n_samples > 1 and not self.passed:
             passed = sum(s.passed for s in self.samples)

@@ -13,7 +13,7 @@ checks, scoring in ``_scoring``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AliasChoices,
@@ -42,6 +42,7 @@ from .criteria.registry import DETERMINISTIC, tagged_union
 
 __all__ = [
     "CRITERION_TYPES",
+    "REPORT_ONLY",
     "AllOf",
     "AnyOf",
     "CallableCriterion",
@@ -54,12 +55,15 @@ __all__ = [
     "Json",
     "Judge",
     "Length",
+    "Mark",
+    "Message",
     "Metric",
     "Number",
     "Regex",
     "Rubric",
     "Suite",
     "default_ids",
+    "own_mark",
 ]
 
 # Every criterion type by the `type:` it is written with: the deterministic ones,
@@ -88,6 +92,94 @@ Repeat = Annotated[int, BeforeValidator(parse_repeat)]
 PassWhenField = Annotated[str | float, BeforeValidator(parse_pass_when)]
 
 
+_ROLES = ("system", "user", "assistant")
+_TURN_EXAMPLE = 'messages:\n      - {role: user, content: "..."}'
+
+
+class Message(BaseModel):
+    """One turn of a conversation (``messages:``): who speaks and what they say."""
+
+    model_config = MODEL_CONFIG
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+def _check_turns(value: Any) -> Any:
+    """Each turn of ``messages:`` is ``{role, content}``, located by its index when it is not."""
+    if not isinstance(value, list | tuple):
+        raise FieldError(
+            "messages",
+            f"`messages` must be a list of turns, got {_kind(value)}",
+            hint="write\n    " + _TURN_EXAMPLE,
+        )
+    if not value:
+        raise FieldError("messages", "`messages` is empty", hint="write\n    " + _TURN_EXAMPLE)
+    for i, turn in enumerate(value):
+        where = f"turn {i + 1} of `messages`"
+        if isinstance(turn, Message):
+            continue
+        if not isinstance(turn, dict):
+            raise FieldError(
+                "messages",
+                f"{where} must be a mapping, got {_kind(turn)}",
+                hint='write it as `{role: user, content: "..."}`',
+                path=(i,),
+            )
+        unknown = [str(k) for k in turn if k not in ("role", "content")]
+        if unknown:
+            raise FieldError(
+                "messages",
+                f"{where} has unknown field `{unknown[0]}`",
+                hint="a turn has only `role` and `content`",
+                path=(i, unknown[0]),
+            )
+        for name in ("role", "content"):
+            if name not in turn:
+                raise FieldError(
+                    "messages",
+                    f"{where} has no `{name}`",
+                    hint='write it as `{role: user, content: "..."}`',
+                    path=(i,),
+                )
+        role, content = turn["role"], turn["content"]
+        if role not in _ROLES:
+            raise FieldError(
+                "messages",
+                f"{where} has role {role!r}",
+                hint="use one of system, user, assistant",
+                path=(i, "role"),
+            )
+        if not isinstance(content, str):
+            raise FieldError(
+                "messages",
+                f"{where}: `content` must be text, got {_kind(content)}",
+                hint='quote it: `content: "..."` (parts lists and images are not supported)',
+                path=(i, "content"),
+            )
+    return value
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", type(None): "null"}.get(
+        type(value), f"a {type(value).__name__}"
+    )
+
+
+REPORT_ONLY: Literal["report-only"] = "report-only"
+Mark = float | Literal["report-only"] | None
+"""A pass mark as written: a number, ``"report-only"`` for an explicit ``min_score: null``,
+or None where nothing was said (then the file's, else the ini's, else 0.8)."""
+
+
+def own_mark(*levels: Rubric | Suite) -> Mark:
+    """The pass mark the first of ``levels`` (a case, then its file) that sets one sets."""
+    for model in levels:
+        if "min_score" in model.model_fields_set:
+            return REPORT_ONLY if model.min_score is None else model.min_score
+    return None
+
+
 class Rubric(BaseModel):
     """A list of criteria with a pass mark: what :func:`assert_rubric` grades against.
 
@@ -102,12 +194,63 @@ class Rubric(BaseModel):
     def _ids(cls, value: Any) -> Any:
         return default_ids(value, "c")
 
+    @field_validator("messages", mode="before")
+    @classmethod
+    def _turns(cls, value: Any) -> Any:
+        return None if value is None else _check_turns(value)
+
     id: str = "rubric"
     question: str | None = None
+    messages: tuple[Message, ...] | None = None
     criteria: list[Criterion] = []
-    min_score: Share | None = None
+    min_score: Share | None = None  # null (given explicitly): report-only, see `own_mark`
     reference: str | None = None
     metadata: dict[str, Any] = {}
+
+    @model_validator(mode="after")
+    def _conversation_shape(self) -> Rubric:
+        turns = self.messages or ()
+        roles = [m.role for m in turns]
+        first_other = next((i for i, r in enumerate(roles) if r != "system"), len(roles))
+        late = next((i for i, r in enumerate(roles) if r == "system" and i > first_other), None)
+        if late is not None:
+            raise FieldError(
+                "messages",
+                f"turn {late + 1} of `messages` is a system turn after the conversation started",
+                hint="put system turns first; model APIs take them only at the start",
+                path=(late, "role"),
+            )
+        if turns and self.question is None and roles[-1] != "user":
+            raise FieldError(
+                "messages",
+                f"the conversation ends with a {roles[-1]} turn; the response under test answers "
+                "the last user turn",
+                hint='end `messages` with `{role: user, content: "..."}`, or add `question:` '
+                "(it becomes the last user turn)",
+                path=(len(turns) - 1, "role"),
+            )
+        return self
+
+    @property
+    def conversation(self) -> tuple[tuple[str, str], ...] | None:
+        """The turns asked, as ``(role, content)``: ``messages``, then ``question`` as the last
+        user turn when both are given; None for a plain question."""
+        if self.messages is None:
+            return None
+        turns = tuple((m.role, m.content) for m in self.messages)
+        return turns if self.question is None else (*turns, ("user", self.question))
+
+    @property
+    def asked(self) -> str | tuple[tuple[str, str], ...] | None:
+        """What the judge is shown the response answers: the conversation, else the question."""
+        return self.conversation or self.question
+
+    @property
+    def shown_question(self) -> str | None:
+        """The question reports show: ``question``, else the conversation's last user turn."""
+        if self.question is not None or not self.messages:
+            return self.question
+        return next(m.content for m in reversed(self.messages) if m.role == "user")
 
 
 class Case(Rubric):

@@ -70,15 +70,18 @@ def score(results: Iterable[CriterionResult]) -> Score:
     return Score(score=value, raw_score=earned, positive=positive, negative=negative)
 
 
-def passes(criteria: Sequence[CriterionResult], *, case_score: float, min_score: float) -> bool:
+def passes(
+    criteria: Sequence[CriterionResult], *, case_score: float, min_score: float | None
+) -> bool:
     """The pass rule of a case: ``case_score >= min_score``, no ``required`` criterion went the
-    wrong way, no criterion is ERROR, and something weighted was graded.
+    wrong way, no criterion is ERROR, and something weighted was graded. A report-only case
+    (``min_score`` None) has no score to reach; the rest still holds.
 
     A run grades with it, and ``merge`` and ``--rubric-baseline`` recompute ``passed`` with it
     from a document's criteria rather than trust the ``passed`` written there.
     """
     return (
-        case_score >= min_score - _EPSILON
+        (min_score is None or case_score >= min_score - _EPSILON)
         and not any(c.required and c.went_wrong for c in criteria)
         and not any(c.verdict is Verdict.ERROR for c in criteria)
         and not score(criteria).empty

@@ -248,7 +248,7 @@ class RubricSession:
                 self.judging.schedule(
                     sample_key(item.nodeid, index),
                     compiled.judged_criteria,
-                    question=compiled.rubric.question,
+                    question=compiled.rubric.asked,
                     response=text,
                 )
 
@@ -288,7 +288,7 @@ class RubricSession:
                 self.judging.schedule(
                     sample_key(key, index),
                     compiled.judged_criteria,
-                    question=compiled.rubric.question,
+                    question=compiled.rubric.asked,
                     response=response,
                 )
         return [
@@ -303,7 +303,7 @@ class RubricSession:
             return None
         if self.judging is not None:
             judged = self.judging.result(
-                key, compiled.judged_criteria, question=compiled.rubric.question, response=response
+                key, compiled.judged_criteria, question=compiled.rubric.asked, response=response
             )
             self._warn_cache_trouble()
             return judged

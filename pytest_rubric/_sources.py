@@ -1,6 +1,7 @@
 """Where a response under test comes from, when it is not in the rubric file.
 
-:class:`LiveModel` (``--rubric-model``) asks a model each case's question.
+:class:`LiveModel` (``--rubric-model``) asks a model each case's question, or sends its
+conversation (``messages:``) as it is.
 """
 
 from __future__ import annotations
@@ -61,15 +62,22 @@ class LiveModel:
         With ``repeat`` N > 1 each sample is its own call and its own cache entry:
         sampled (``Sampling.of``: temperature 0.7, its own seed) so the N answers are
         independent draws, and keyed by its index, so a warm rerun replays each one.
+        A conversation is sent as it is, with no system turn of ours; a plain question
+        keeps its key of old, so a committed cache still replays it.
         """
+        turns = case.conversation
         question = case.question or ""
         sampling = Sampling.of(sample, samples)
+        asked: dict[str, Any] = (
+            {"messages": [list(turn) for turn in turns]}
+            if turns is not None
+            else {"system": self.SYSTEM, "user": question}
+        )
         parts: dict[str, Any] = {
             "kind": "response",
             "judge": self.spec.name,
             "endpoint": self.spec.url,
-            "system": self.SYSTEM,
-            "user": question,
+            **asked,
             "sampling": sampling.as_dict(),
         }
         if samples > 1:
@@ -83,7 +91,9 @@ class LiveModel:
         )
         if looked.cached:
             return looked.text
-        reply = asyncio.run(self._ask(question, sampling))
+        reply = asyncio.run(
+            self._ask(turns or (("system", self.SYSTEM), ("user", question)), sampling)
+        )
         # What the model under test says is kept and reported: never with a key in it.
         text = redact(reply.text, *known_keys(self._environ))
         self._cache.store(
@@ -94,11 +104,11 @@ class LiveModel:
         )
         return text
 
-    async def _ask(self, question: str, sampling: Sampling) -> Reply:
+    async def _ask(self, turns: tuple[tuple[str, str], ...], sampling: Sampling) -> Reply:
         from .judge.clients import make_client  # httpx: only when a model is asked
 
         client = make_client(self.spec, environ=self._environ, policy=self._policy)
         try:
-            return await client.send(self.SYSTEM, question, sampling=sampling)
+            return await client.chat(turns, sampling=sampling)
         finally:
             await client.aclose()

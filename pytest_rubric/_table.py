@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._result import CaseResult
+from ._result import CaseResult, mark_text
 
 __all__ = ["criteria_table", "render_table"]
 
@@ -49,7 +49,7 @@ def criteria_table(result: CaseResult) -> str:
     ]
     headline = (
         f"rubric {result.case}[{result.subject}]: score {result.score:.2f} "
-        f"(min_score {result.min_score:.2f}, raw {result.raw_score:g}) "
+        f"({mark_text(result.min_score)}, raw {result.raw_score:g}) "
         f"{result.status.upper()}"
     )
     lines = [

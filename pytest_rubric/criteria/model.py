@@ -88,6 +88,12 @@ Phrase = Annotated[str, Field(min_length=1), AfterValidator(_not_blank)]
 Phrases = Annotated[tuple[Phrase, ...], Field(min_length=1)]
 
 
+def _not_blank_tag(value: str) -> str:
+    if not value.strip():
+        raise ValueError("a tag must contain more than whitespace; write e.g. `theme:hedging`")
+    return value
+
+
 def _int_to_str(value: Any) -> Any:
     """``id: 7`` (a plain questions.json numbers its questions) is the id "7"."""
     if isinstance(value, int) and not isinstance(value, bool):
@@ -132,8 +138,8 @@ NonNegative = Annotated[float, NotBool, Field(ge=0, allow_inf_nan=False)]
 Share = Annotated[float, NotBool, Field(ge=0, le=1)]  # a pass mark or threshold in [0, 1]
 Percent = Annotated[float, NotBool, Field(ge=0, le=100)]
 Count = Annotated[int, NotBool, Field(ge=0)]
-# `tags: [axis:accuracy, theme:hedging]` on a criterion or a case: per-tag breakdowns.
-Tags = tuple[Annotated[str, Field(min_length=1)], ...]
+# `tags: [..]` on a criterion or a case: strings (`key:value` welcome), none blank.
+Tags = tuple[Annotated[str, Field(min_length=1), AfterValidator(_not_blank_tag)], ...]
 # Seconds a user's `callable` or `target` may run before its evaluation is ERROR.
 Timeout = Annotated[float, NotBool, Field(gt=0, le=MAX_CALL_TIMEOUT, allow_inf_nan=False)]
 

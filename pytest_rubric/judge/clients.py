@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._base import RetryPolicy
@@ -76,9 +76,31 @@ class OpenAIClient(HTTPClient):
         mode: str,
         sampling: Sampling,
     ) -> dict[str, Any]:
+        return self._messages_payload(
+            [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            schema,
+            mode,
+            sampling,
+        )
+
+    async def chat(
+        self, turns: Sequence[tuple[str, str]], *, sampling: Sampling | None = None
+    ) -> Reply:
+        messages = [{"role": role, "content": content} for role, content in turns]
+        return self._text(
+            await self.post(self._messages_payload(messages, None, "text", sampling or Sampling()))
+        )
+
+    def _messages_payload(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any] | None,
+        mode: str,
+        sampling: Sampling,
+    ) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.spec.model,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            "messages": messages,
             "temperature": sampling.temperature,
             "seed": sampling.seed,
             # A grade is short; a small model that never closes its JSON would
@@ -202,20 +224,37 @@ class AnthropicClient(HTTPClient):
         schema: dict[str, Any] | None = None,
         sampling: Sampling | None = None,
     ) -> Reply:
-        sampling = sampling or Sampling()  # the messages API takes no seed
-        payload: dict[str, Any] = {
-            "model": self.spec.model,
-            "max_tokens": sampling.max_tokens,
-            "temperature": sampling.temperature,
-            "system": system,
-            "messages": [{"role": "user", "content": user}],
-        }
+        payload = self._payload(system, [{"role": "user", "content": user}], sampling)
         if schema is not None:
             payload["tools"] = [
                 {"name": "grade", "description": "Record the grade.", "input_schema": schema}
             ]
             payload["tool_choice"] = {"type": "tool", "name": "grade"}
-        data = await self.post(payload)
+        return self._read(await self.post(payload))
+
+    async def chat(
+        self, turns: Sequence[tuple[str, str]], *, sampling: Sampling | None = None
+    ) -> Reply:
+        # The messages API takes system turns (only ever first, see `Rubric`) as `system`.
+        system = "\n\n".join(content for role, content in turns if role == "system")
+        messages = [{"role": r, "content": c} for r, c in turns if r != "system"]
+        return self._read(await self.post(self._payload(system or None, messages, sampling)))
+
+    def _payload(
+        self, system: str | None, messages: list[dict[str, str]], sampling: Sampling | None
+    ) -> dict[str, Any]:
+        sampling = sampling or Sampling()  # the messages API takes no seed
+        payload: dict[str, Any] = {
+            "model": self.spec.model,
+            "max_tokens": sampling.max_tokens,
+            "temperature": sampling.temperature,
+            "messages": messages,
+        }
+        if system is not None:
+            payload["system"] = system
+        return payload
+
+    def _read(self, data: dict[str, Any]) -> Reply:
         # Counted first: the tokens were spent even when the reply is unusable.
         usage = self._reply("", data, ("input_tokens", "output_tokens"))
         blocks = data.get("content")

@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import json
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -163,6 +164,12 @@ class HTTPClient:
         sampling: Sampling | None = None,
     ) -> Reply:
         """Send the two messages; return the reply (JSON text when ``schema`` is given)."""
+        raise NotImplementedError
+
+    async def chat(
+        self, turns: Sequence[tuple[str, str]], *, sampling: Sampling | None = None
+    ) -> Reply:
+        """Send a conversation of ``(role, content)`` turns as it is; return the reply."""
         raise NotImplementedError
 
     def _reply(self, text: str, data: dict[str, Any], names: tuple[str, str]) -> Reply:

@@ -37,6 +37,7 @@ from .transport import Transport
 
 if TYPE_CHECKING:
     from ..criteria.judge import Judge
+    from .prompts import Question
 
 __all__ = ["JudgeRunner", "combine"]
 
@@ -81,7 +82,7 @@ class JudgeRunner:
         return self.transport.stats
 
     def schedule(
-        self, key: str, criteria: Sequence[Judge], *, question: str | None, response: str
+        self, key: str, criteria: Sequence[Judge], *, question: Question, response: str
     ) -> None:
         """Start judging one answer in the background (once per key)."""
         if key not in self._futures:
@@ -90,7 +91,7 @@ class JudgeRunner:
             )
 
     def result(
-        self, key: str, criteria: Sequence[Judge], *, question: str | None, response: str
+        self, key: str, criteria: Sequence[Judge], *, question: Question, response: str
     ) -> Judged:
         """Wait for one answer's outcomes, scheduling them first if nobody did."""
         self.schedule(key, criteria, question=question, response=response)
@@ -104,7 +105,7 @@ class JudgeRunner:
         self.transport.close()
 
     async def _judge_answer(
-        self, criteria: Sequence[Judge], *, question: str | None, response: str
+        self, criteria: Sequence[Judge], *, question: Question, response: str
     ) -> Judged:
         try:
             judged = await self._grade(criteria, question=question, response=response)
@@ -123,7 +124,7 @@ class JudgeRunner:
         )
 
     async def _grade(
-        self, criteria: Sequence[Judge], *, question: str | None, response: str
+        self, criteria: Sequence[Judge], *, question: Question, response: str
     ) -> Judged:
         runs = await asyncio.gather(
             *(self._sample(criteria, question, response, i) for i in range(self.samples))
@@ -144,7 +145,7 @@ class JudgeRunner:
         )
 
     async def _sample(
-        self, criteria: Sequence[Judge], question: str | None, response: str, sample: int
+        self, criteria: Sequence[Judge], question: Question, response: str, sample: int
     ) -> Judged:
         """One sample of the grades of every judged criterion of an answer."""
         return await self.strategy.grade(self.transport, criteria, question, response, sample)

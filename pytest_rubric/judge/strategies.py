@@ -35,6 +35,7 @@ from .transport import Transport
 
 if TYPE_CHECKING:
     from ..criteria.judge import Judge
+    from .prompts import Question
 
 __all__ = ["STRATEGIES", "Strategy", "ask"]
 
@@ -43,7 +44,7 @@ _FEEDBACK = (
     "the instructions ask for."
 )
 
-Grade = Callable[[Transport, Sequence[Any], "str | None", str, int], Awaitable[Judged]]
+Grade = Callable[[Transport, Sequence[Any], "Question", str, int], Awaitable[Judged]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +121,7 @@ def _errors(criteria: Sequence[Judge], reason: str) -> dict[str, Outcome]:
 async def _per_criterion(
     transport: Transport,
     criteria: Sequence[Judge],
-    question: str | None,
+    question: Question,
     response: str,
     sample: int,
 ) -> Judged:
@@ -152,7 +153,7 @@ async def _per_criterion(
 async def _one_shot(
     transport: Transport,
     criteria: Sequence[Judge],
-    question: str | None,
+    question: Question,
     response: str,
     sample: int,
 ) -> Judged:
@@ -206,7 +207,7 @@ async def _one_shot(
 async def _holistic(
     transport: Transport,
     criteria: Sequence[Judge],
-    question: str | None,
+    question: Question,
     response: str,
     sample: int,
 ) -> Judged:

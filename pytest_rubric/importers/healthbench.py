@@ -1,0 +1,318 @@
+"""``python -m pytest_rubric import healthbench DATA.jsonl``: HealthBench's own JSONL as a suite.
+
+HealthBench (``openai/simple-evals``, ``healthbench_eval.py``) has one example
+per line: ``prompt_id``, ``prompt`` (a conversation of ``{role, content}``),
+``rubrics`` (each ``criterion``, ``points``, which may be negative, and
+``tags``) and ``example_tags``. Its grader asks, per rubric item, whether the
+conversation's next turn meets the criterion, and scores an example as the
+points of the items met over the sum of the positive points.
+
+Each example becomes a case: the prompt as ``messages``, one ``judge``
+criterion per rubric item (``weight`` = ``points``, ``requirement`` =
+``criterion``, its ``tags`` kept), the example's tags as the case's. A
+negative item is this plugin's error criterion: MET means the error happened
+and costs its points, as in HealthBench. So a case's ``score`` is
+HealthBench's example score clipped to [0, 1], and ``raw_score`` over the
+positive points is the unclipped score HealthBench averages before clipping.
+
+HealthBench has no pass mark, so the suite is report-only (``min_score:
+null``): a case passes unless a criterion could not be graded; its score is
+still reported and ranks the subjects.
+
+``--responses SUBJECT=FILE.jsonl`` reads completions keyed by ``prompt_id``
+(``completion`` as text or as simple-evals' list of one assistant message;
+``response`` or ``answer`` also read) into ``responses/SUBJECT.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .._errors import Problem
+from ._common import ImportFailed, Output, is_number, validated
+
+__all__ = ["convert", "read_completions"]
+
+RUBRIC_FILE = "healthbench.rubric.yaml"
+_ROLES = ("system", "user", "assistant")
+_ID_BREAKERS = ("::", "[", "]", "\n", "\r")
+_TURN = 'write it as {"role": "user", "content": "..."}'
+
+
+def convert(data: Path, *, responses: dict[str, Path] | None = None) -> Output:
+    """The suite (and responses) for a HealthBench JSONL file; raise :class:`ImportFailed`."""
+    problems: list[Problem] = []
+    cases: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for number, row in _lines(data, problems):
+        case = _case(row, data, number, problems)
+        if case is None:
+            continue
+        if case["id"] in seen:
+            problems.append(
+                Problem(
+                    f"prompt_id {case['id']!r} is also on line {seen[case['id']]}",
+                    line=number,
+                    path=data,
+                    case=case["id"],
+                    field="prompt_id",
+                    hint="each example needs its own prompt_id",
+                )
+            )
+            continue
+        seen[case["id"]] = number
+        cases.append(case)
+    if not cases and not problems:
+        problems.append(
+            Problem("no examples in the file", path=data, hint="one JSON object a line")
+        )
+    suite: dict[str, Any] = {
+        "suite": "healthbench",
+        # HealthBench has no pass mark: the cases are report-only, their scores still reported.
+        "min_score": None,
+    }
+    output = Output()
+    if responses:
+        suite["responses"] = "responses/"
+        for subject, path in responses.items():
+            rows = read_completions(path, problems)
+            known = [case["id"] for case in cases if case["id"] in rows]
+            output.responses[f"responses/{subject}.jsonl"] = [
+                {"id": pid, "response": rows[pid]} for pid in known
+            ]
+            missing = len(cases) - len(known)
+            if missing:
+                output.notes.append(
+                    f"{subject}: {missing} of {len(cases)} example(s) have no completion in "
+                    f"{path}; those items will be ERRORs (no response)"
+                )
+            extra = [pid for pid in rows if pid not in seen]
+            if extra:
+                output.notes.append(
+                    f"{subject}: {len(extra)} completion(s) in {path} match no example "
+                    f"(e.g. prompt_id {extra[0]!r}); not written"
+                )
+    suite["cases"] = cases
+    if not problems:
+        problems += validated(str(data), suite)
+    if problems:
+        raise ImportFailed(problems)
+    output.rubrics[RUBRIC_FILE] = suite
+    return output
+
+
+def _lines(path: Path, problems: list[Problem]) -> list[tuple[int, dict[str, Any]]]:
+    rows: list[tuple[int, dict[str, Any]]] = []
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(Problem(f"cannot read the file: {exc}", path=path))
+        return rows
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            problems.append(
+                Problem(
+                    f"not JSON: {getattr(exc, 'msg', exc)}",
+                    line=number,
+                    path=path,
+                    hint="one JSON object a line (JSONL)",
+                )
+            )
+            continue
+        if not isinstance(row, dict):
+            problems.append(
+                Problem(
+                    f"a line must be a JSON object, got {type(row).__name__}",
+                    line=number,
+                    path=path,
+                )
+            )
+            continue
+        rows.append((number, row))
+    return rows
+
+
+def _case(
+    row: dict[str, Any], path: Path, number: int, problems: list[Problem]
+) -> dict[str, Any] | None:
+    def problem(field: str, message: str, hint: str | None = None) -> None:
+        problems.append(
+            Problem(message, line=number, path=path, case=_label(row), field=field, hint=hint)
+        )
+
+    before = len(problems)
+    prompt_id = row.get("prompt_id")
+    if not isinstance(prompt_id, str) or not prompt_id.strip():
+        problem("prompt_id", "missing or not a non-empty string", 'add "prompt_id": "..."')
+    elif any(b in prompt_id for b in _ID_BREAKERS):
+        problem(
+            "prompt_id",
+            f"prompt_id {prompt_id!r} contains '::', '[', ']' or a line break, which break test ids",
+            "rename it in the data",
+        )
+    messages = _messages(row.get("prompt"), problem)
+    criteria: list[dict[str, Any]] = []
+    rubrics = row.get("rubrics")
+    if not isinstance(rubrics, list) or not rubrics:
+        problem(
+            "rubrics",
+            "missing or not a non-empty list",
+            'add "rubrics": [{"criterion": ..., "points": ...}]',
+        )
+        rubrics = []
+    for i, item in enumerate(rubrics):
+        where = f"rubrics[{i}]"
+        if not isinstance(item, dict):
+            problem(where, "a rubric item must be an object with criterion, points and tags")
+            continue
+        criterion, points = item.get("criterion"), item.get("points")
+        if not isinstance(criterion, str) or not criterion.strip():
+            problem(f"{where}.criterion", "missing or not a non-empty string")
+        if not is_number(points):
+            problem(
+                f"{where}.points",
+                f"must be a number, got {_shown(points)}",
+                "HealthBench points are whole numbers such as 5 or -3",
+            )
+        tags = _strings(item.get("tags", []), f"{where}.tags", problem)
+        criteria.append(
+            {
+                "id": f"r{i + 1}",
+                "type": "judge",
+                "weight": points,
+                "requirement": criterion,
+                **({"tags": tags} if tags else {}),
+            }
+        )
+    if len(problems) == before and not any(float(c["weight"]) > 0 for c in criteria):
+        problem(
+            "rubrics",
+            "no rubric item has positive points, so HealthBench cannot score this example",
+            "HealthBench divides by the sum of positive points; add one or drop the example",
+        )
+    tags = _strings(row.get("example_tags", []), "example_tags", problem)
+    if len(problems) > before:
+        return None
+    case: dict[str, Any] = {"id": prompt_id, "messages": messages}
+    if tags:
+        case["tags"] = tags
+    case["criteria"] = criteria
+    return case
+
+
+def _messages(prompt: Any, problem: Any) -> list[dict[str, str]]:
+    if not isinstance(prompt, list) or not prompt:
+        problem(
+            "prompt",
+            "missing or not a non-empty list of messages",
+            'write "prompt": [{"role": "user", "content": "..."}]',
+        )
+        return []
+    turns = []
+    for i, turn in enumerate(prompt):
+        where = f"prompt[{i}]"
+        if not isinstance(turn, dict):
+            problem(where, f"a message must be an object, got {_shown(turn)}", _TURN)
+            continue
+        if turn.get("role") not in _ROLES:
+            problem(
+                f"{where}.role",
+                f"role must be one of {', '.join(_ROLES)}, got {_shown(turn.get('role'))}",
+            )
+            continue
+        if not isinstance(turn.get("content"), str):
+            problem(
+                f"{where}.content",
+                f"content must be text, got {_shown(turn.get('content'))}",
+                _TURN,
+            )
+            continue
+        turns.append({"role": turn["role"], "content": turn["content"]})
+    if turns and turns[-1]["role"] != "user":
+        problem(
+            f"prompt[{len(prompt) - 1}]",
+            "the prompt must end with a user message (the completion answers it)",
+        )
+    return turns
+
+
+def _strings(value: Any, field: str, problem: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        problem(field, f"must be a list of non-empty strings, got {_shown(value)}")
+        return []
+    return list(dict.fromkeys(value))  # HealthBench forbids repeats; one copy is what it means
+
+
+def _label(row: dict[str, Any]) -> str | None:
+    pid = row.get("prompt_id")
+    return pid if isinstance(pid, str) and pid else None
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def read_completions(path: Path, problems: list[Problem]) -> dict[str, str]:
+    """The completion of each ``prompt_id`` in a completions JSONL file."""
+    found: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    for number, row in _lines(path, problems):
+        pid = row.get("prompt_id")
+        text = _completion(row)
+        if not isinstance(pid, str) or not pid:
+            problems.append(
+                Problem(
+                    "no prompt_id",
+                    line=number,
+                    path=path,
+                    field="prompt_id",
+                    hint='add "prompt_id": "..." (the example it answers)',
+                )
+            )
+        elif text is None:
+            problems.append(
+                Problem(
+                    "no completion text",
+                    line=number,
+                    path=path,
+                    case=pid,
+                    field="completion",
+                    hint='write "completion": "..." (or simple-evals\' [{"role": "assistant", "content": "..."}])',
+                )
+            )
+        elif pid in found:
+            problems.append(
+                Problem(
+                    f"a second completion for prompt_id {pid!r} (first on line {lines[pid]})",
+                    line=number,
+                    path=path,
+                    case=pid,
+                    hint="keep one completion per example and subject",
+                )
+            )
+        else:
+            found[pid], lines[pid] = text, number
+    return found
+
+
+def _completion(row: dict[str, Any]) -> str | None:
+    for name in ("completion", "response", "answer"):
+        value = row.get(name)
+        if isinstance(value, str):
+            return value
+        if (
+            isinstance(value, list)
+            and len(value) == 1
+            and isinstance(value[0], dict)
+            and value[0].get("role") == "assistant"
+            and isinstance(value[0].get("content"), str)
+        ):
+            return str(value[0]["content"])
+    return None
