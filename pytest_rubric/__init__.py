@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         Rubric,
         Suite,
     )
-    from ._session import RubricWarning
+    from ._response_dirs import RubricWarning
     from ._style import StyleThresholds, confidence, fluency
     from .criteria.check import Answer
 
@@ -70,7 +70,7 @@ _LAZY = {
     "RubricError": "._errors",
     "RubricEvaluationError": "._errors",
     "RubricLoadError": "._errors",
-    "RubricWarning": "._session",
+    "RubricWarning": "._response_dirs",
     "StyleThresholds": "._style",
     "Suite": "._schema",
     "Verdict": "._result",

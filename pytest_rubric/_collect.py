@@ -9,24 +9,26 @@ could not be evaluated is reported as an error, never as a pass, and
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ._base import RESULTS_KEY
-from ._calls import CallRunner, CallTimeout, make_importable, resolve_import, run_sync
+from ._calls import make_importable, resolve_import
 from ._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from ._grader import CompiledRubric
 from ._loader import LoadedSuite, load_suite, paused_gc
 from ._result import CaseResult, Recorded, Verdict
 from ._schema import own_mark
 from ._scoring import score as score_results
+from ._sources import Source, fingerprint
 from ._table import criteria_table
 
 if TYPE_CHECKING:
-    from ._session import RubricSession, _ResponseDir
+    from ._response_dirs import ResponseDir
+    from ._session import RubricSession
 
 __all__ = [
     "RubricFile",
@@ -72,127 +74,7 @@ def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
     return properties
 
 
-@dataclass(frozen=True, slots=True)
-class _Source:
-    """Where one subject's response to one case comes from."""
-
-    text: str | None = None
-    more: tuple[str, ...] = ()  # further samples of a responses file (`repeat`)
-    target: Any = None
-    target_name: str | None = None
-    unavailable: str | None = None  # why there is no response
-    timeout: float | None = None  # a user's target is bounded; a live model has its own
-    runner: CallRunner | None = None  # what runs a bounded target
-    live: bool = False  # the target is a live model (--rubric-model): it takes the sample index
-    cache: Any = None  # a target's CachedCalls: its answers kept per sample index
-    code: str = ""  # a fingerprint of the target's module: an edit there misses the cache
-
-    @property
-    def texts(self) -> tuple[str, ...]:
-        """The responses written down (inline or in a responses file), one per sample."""
-        return () if self.text is None else (self.text, *self.more)
-
-    def fetch_samples(
-        self, case: Any, *, repeat: int, concurrency: int
-    ) -> tuple[list[str], None] | tuple[None, str]:
-        """The response of each sample, or None and why one is missing.
-
-        Written responses are the samples there are. A target or a live model
-        is asked ``repeat`` times, at most ``concurrency`` calls at once.
-        """
-        if self.unavailable is not None:
-            return None, self.unavailable
-        if self.text is not None:
-            return list(self.texts), None
-        if repeat == 1:
-            text, problem = self.fetch(case)
-            return (None, problem or "no response") if text is None else ([text], None)
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=max(1, min(repeat, concurrency))) as pool:
-            fetched = list(
-                pool.map(lambda i: self.fetch(case, sample=i, samples=repeat), range(repeat))
-            )
-        texts = []
-        for index, (text, problem) in enumerate(fetched):
-            if text is None:
-                return None, f"sample {index + 1} of {repeat}: {problem}"
-            texts.append(text)
-        return texts, None
-
-    def fetch(
-        self, case: Any, *, sample: int = 0, samples: int = 1
-    ) -> tuple[str, None] | tuple[None, str]:
-        """The response text (of sample ``sample`` of ``samples``), or None and why there is none."""
-        if self.unavailable is not None:
-            return None, self.unavailable
-        if self.text is not None:
-            return self.text, None
-        looked = None
-        try:
-            if self.live:
-                value = self.target(case, sample=sample, samples=samples)
-            else:
-                if self.cache is not None:
-                    looked = self.cache.lookup(
-                        self._key(case, sample, samples),
-                        missing=f"--rubric-cache replay: no cached answer of target "
-                        f"{self.target_name} for case {getattr(case, 'id', '?')!r} (sample "
-                        f"{sample + 1} of {samples}); run once with --rubric-cache use to record it",
-                    )
-                    if looked.cached:
-                        return looked.text, None
-                if self.runner is None or self.timeout is None:
-                    value = run_sync(self.target(case))
-                else:
-                    value = self.runner.call(self.target, case, timeout=self.timeout)
-        except CallTimeout as exc:
-            return None, f"target {self.target_name} {exc}"
-        except Exception as exc:
-            return None, f"target {self.target_name} raised {type(exc).__name__}: {exc}"
-        if not isinstance(value, str):
-            return None, (
-                f"target {self.target_name} returned {type(value).__name__}, "
-                "not the response text; return a str"
-            )
-        if looked is not None:
-            from .judge.base import Reply
-
-            self.cache.store(
-                Reply(value, key=looked.key),
-                provider="target",
-                model=self.target_name or "",
-                parsed={"response": value},
-            )
-        return value, None
-
-    def _key(self, case: Any, sample: int, samples: int) -> dict[str, Any]:
-        """What a target's answer may depend on: its code, the whole case, the sample."""
-        return {
-            "kind": "target",
-            "target": self.target_name,
-            "code": self.code,
-            "case": case.model_dump(mode="json"),
-            "sample": sample,
-            "samples": samples,
-        }
-
-
-def _fingerprint(function: Any) -> str:
-    """A hash of the source file that defines ``function`` ("" when there is none to read)."""
-    import hashlib
-    import inspect
-
-    try:
-        path = inspect.getsourcefile(function)
-        data = Path(path).read_bytes() if path else b""
-    except (OSError, TypeError):
-        data = b""
-    name = f"{getattr(function, '__module__', '')}:{getattr(function, '__qualname__', '')}"
-    return hashlib.sha256(name.encode() + b"\0" + data).hexdigest()[:16]
-
-
-def _no_response(case_id: str, dirs: Sequence[_ResponseDir]) -> str:
+def _no_response(case_id: str, dirs: Sequence[ResponseDir]) -> str:
     """Why a case has nothing to grade, and what to write, knowing which folders were read."""
     if not dirs:
         return (
@@ -245,7 +127,7 @@ class RubricFile(pytest.File):
     def _items(self, loaded: LoadedSuite) -> Iterator[RubricItem]:
         session = self.rubric_session
         problems: list[Problem] = []
-        dirs: list[_ResponseDir] = []
+        dirs: list[ResponseDir] = []
         if loaded.responses_dir is not None:
             local = session.response_dir(loaded.responses_dir)
             problems += [replace(p, field=p.field or "responses") for p in local.problems]
@@ -262,7 +144,7 @@ class RubricFile(pytest.File):
                 continue
             try:
                 function = resolve_import(path)
-                targets[path] = (path.rpartition(":")[2], function, _fingerprint(function))
+                targets[path] = (path.rpartition(":")[2], function, fingerprint(function))
             except Exception as exc:
                 problems.append(
                     Problem(
@@ -294,7 +176,7 @@ class RubricFile(pytest.File):
                     compiled=compiled,
                     suite_name=loaded.name,
                     subject="",
-                    source=_Source(unavailable=_no_response(case.id, dirs)),
+                    source=Source(unavailable=_no_response(case.id, dirs)),
                     line=line,
                 )
             for subject, source in sources.items():
@@ -329,18 +211,18 @@ class RubricFile(pytest.File):
         self,
         case: Any,
         loaded: LoadedSuite,
-        dirs: list[_ResponseDir],
+        dirs: list[ResponseDir],
         targets: dict[str, tuple[str, Any, str]],
         *,
         repeat: int = 1,
         problems: list[Problem] | None = None,
-    ) -> dict[str, _Source]:
-        sources: dict[str, _Source] = {}
+    ) -> dict[str, Source]:
+        sources: dict[str, Source] = {}
         origins: dict[str, str] = {}
 
-        def add(subject: str, source: _Source, origin: str) -> None:
+        def add(subject: str, source: Source, origin: str) -> None:
             if subject in sources:
-                source = _Source(
+                source = Source(
                     unavailable=(
                         f"subject {subject!r} has two responses for case {case.id!r} "
                         f"({origins[subject]} and {origin}); keep one"
@@ -350,9 +232,9 @@ class RubricFile(pytest.File):
             origins[subject] = origin
 
         if case.response is not None:
-            add(case.subject or "inline", _Source(text=case.response), "`response:`")
+            add(case.subject or "inline", Source(text=case.response), "`response:`")
         for subject, text in (case.responses or {}).items():
-            add(subject, _Source(text=text), "`responses:`")
+            add(subject, Source(text=text), "`responses:`")
         for directory in dirs:
             for response_file in directory.files:
                 entry = response_file.entries.get(case.id)
@@ -362,7 +244,7 @@ class RubricFile(pytest.File):
                 if entry is None:
                     add(
                         response_file.subject,
-                        _Source(
+                        Source(
                             unavailable=(
                                 f"subject {response_file.subject!r} has no response for case {case.id!r}: "
                                 f"add a line to {response_file.path}: "
@@ -393,14 +275,14 @@ class RubricFile(pytest.File):
                         )
                     add(
                         response_file.subject,
-                        _Source(text=entry[0], more=tuple(m[0] for m in more[: repeat - 1])),
+                        Source(text=entry[0], more=tuple(m[0] for m in more[: repeat - 1])),
                         f"{response_file.path}:{entry[1]}",
                     )
         target_path = case.target or loaded.suite.target or self.rubric_session.settings.target
         if target_path is not None:
             name, function, code = targets[target_path]
             session = self.rubric_session
-            source = _Source(
+            source = Source(
                 target=function,
                 target_name=target_path,
                 timeout=case.timeout or session.settings.call_timeout,
@@ -413,7 +295,7 @@ class RubricFile(pytest.File):
         if model is not None:
             add(
                 model.subject,
-                _Source(target=model, target_name=model.spec.name, live=True),
+                Source(target=model, target_name=model.spec.name, live=True),
                 f"--rubric-model {model.spec.name}",
             )
         return sources
@@ -428,7 +310,7 @@ class RubricItem(pytest.Item):
         compiled: CompiledRubric,
         suite_name: str,
         subject: str,
-        source: _Source,
+        source: Source,
         line: int | None,
         repeat: int = 1,
         pass_when: str | float = "mean",

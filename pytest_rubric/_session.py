@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -16,8 +15,8 @@ import pytest
 
 from . import _heap
 from ._base import SET_A_JUDGE, is_rubric_item
-from ._errors import Problem
 from ._report import DocumentError, read_document
+from ._response_dirs import ResponseDir, ResponseDirs, RubricWarning
 from ._result import CaseResult, Verdict
 from ._session_report import SessionReport, build_report
 from ._settings import Settings
@@ -26,7 +25,6 @@ from ._xdist import is_xdist_controller, worker_count
 if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
     from ._grader import CompiledRubric, Grader
-    from ._responses import ResponseFile
     from ._sources import LiveModel
     from .judge.base import JudgeClient, Judged, JudgeStats
     from .judge.cache import JudgeCache
@@ -35,17 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]  # Settings: re-exported
 
 REQUIRE_JUDGE_REASON = f"--rubric-require-judge is set but no judge is configured: {SET_A_JUDGE}"
-
-
-class RubricWarning(pytest.PytestWarning):
-    """Something in the inputs was ignored (a response that matches no case)."""
-
-
-@dataclass(slots=True)
-class _ResponseDir:
-    files: list[ResponseFile]
-    problems: list[Problem]
-    used: set[tuple[str, str]] = field(default_factory=set)  # (subject, case id)
 
 
 _STATS_FIELDS = (
@@ -75,7 +62,7 @@ class RubricSession:
             except DocumentError as exc:
                 raise pytest.UsageError(f"--rubric-baseline: {exc}") from None
         self.collection_errors = 0
-        self._response_dirs: dict[Path, _ResponseDir] = {}
+        self.responses = ResponseDirs(config)  # the response folders, read once
         self.judging: JudgeRunner | None = None  # None on an xdist controller: workers judge
         self.judge_name: str | None = None  # set whenever a judge is configured
         self.judge_stats: JudgeStats | None = None
@@ -209,7 +196,7 @@ class RubricSession:
 
     def collected(self, items: Sequence[pytest.Item]) -> None:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
-        self.warn_unused_responses()
+        self.responses.warn_unused()
         self.schedule_judging(items)
         if not self.dry_run and any(is_rubric_item(i) for i in items):
             if self.config.getini("rubric_fast_exit"):
@@ -340,76 +327,11 @@ class RubricSession:
 
     # --- inputs -------------------------------------------------------------------------------
 
-    def response_dir(self, directory: Path) -> _ResponseDir:
-        """The subject files of ``directory``, read on first use and shared by every rubric file."""
-        cached = self._response_dirs.get(directory)
-        if cached is None:
-            if directory.is_dir():
-                from ._responses import load_response_dir
+    def response_dir(self, directory: Path) -> ResponseDir:
+        return self.responses.get(directory)
 
-                files, problems = load_response_dir(directory)
-            else:
-                files, problems = (
-                    [],
-                    [
-                        Problem(
-                            f"responses folder {str(directory)!r} does not exist",
-                            hint="create it with one <subject>.jsonl per subject, or fix the path",
-                        )
-                    ],
-                )
-            cached = self._response_dirs[directory] = _ResponseDir(files, problems)
-        return cached
-
-    def global_responses(self) -> _ResponseDir | None:
-        """``--rubric-responses DIR``; its problems stop the run before collection."""
-        if self.settings.responses_dir is None:
-            return None
-        loaded = self.response_dir(self.settings.responses_dir)
-        if loaded.problems:
-            raise pytest.UsageError(
-                "--rubric-responses: cannot use the responses:\n"
-                + "\n".join("  " + p.render() for p in loaded.problems)
-            )
-        return loaded
-
-    def warn_unused_responses(self) -> None:
-        """Report responses that matched no collected case, so none is silently dropped.
-
-        Every xdist worker collects the same cases: only the first one warns.
-        """
-        workerinput = getattr(self.config, "workerinput", None)
-        if workerinput is not None and workerinput.get("workerid") != "gw0":
-            return
-        if self._narrowed():
-            return  # the other cases exist; this run just did not ask for them
-        for loaded in self._response_dirs.values():
-            for response_file in loaded.files:
-                for case_id, (_, line) in response_file.entries.items():
-                    if (response_file.subject, case_id) not in loaded.used:
-                        warnings.warn_explicit(
-                            RubricWarning(
-                                f"the response of subject {response_file.subject!r} for case "
-                                f"{case_id!r} matches no collected case; fix its id or remove the line"
-                            ),
-                            category=RubricWarning,
-                            filename=str(response_file.path),
-                            lineno=line,
-                        )
-
-    def _narrowed(self) -> bool:
-        """The run collects only part of the suite: files or node ids named, -k, -m, --deselect.
-
-        Then a response whose case was not collected is expected (a CI shard,
-        a single file run by hand) and is not worth a warning.
-        """
-        option = self.config.option
-        if getattr(option, "keyword", "") or getattr(option, "markexpr", ""):
-            return True
-        if getattr(option, "deselect", None):
-            return True
-        here = self.config.invocation_params.dir
-        return any("::" in arg or (here / arg).is_file() for arg in self.config.args)
+    def global_responses(self) -> ResponseDir | None:
+        return self.responses.global_dir(self.settings.responses_dir)
 
     # --- results ------------------------------------------------------------------------------
 
