@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ._grader import CompiledRubric, Grader
     from ._loader import load_suite
     from ._normalize import normalize, parse_numbers
+    from ._response_dirs import RubricWarning
     from ._result import CaseResult, CriterionResult, Verdict
     from ._schema import (
         AllOf,
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
         Rubric,
         Suite,
     )
-    from ._response_dirs import RubricWarning
     from ._style import StyleThresholds, confidence, fluency
     from .criteria.check import Answer
 
