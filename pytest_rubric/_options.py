@@ -9,19 +9,10 @@ import pytest
 
 from ._base import CACHE_MODES, GRADERS
 from ._gates import fraction
+from ._outputs import OUTPUTS
 from ._repeat import parse_pass_when
 
-__all__ = ["OUTPUT_OPTIONS", "add_options"]
-
-
-# The run's output files, one flag each (``--rubric-<name> PATH``); each name has its
-# renderer in ``_outputs.OUTPUTS``.
-OUTPUT_OPTIONS = {
-    "json": "write every result and the leaderboard to PATH as JSON.",
-    "html": "write a self-contained HTML report (scatter plot, leaderboard, every answer).",
-    "markdown": "write the leaderboard and failing cases as Markdown (also appended to "
-    "$GITHUB_STEP_SUMMARY when set).",
-}
+__all__ = ["add_options"]
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -121,9 +112,13 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="collect responses live from this model (subject = the model).",
     )
-    for name, help_text in OUTPUT_OPTIONS.items():
+    for output in OUTPUTS:  # --rubric-json, --rubric-html, --rubric-markdown
         group.addoption(
-            f"--rubric-{name}", dest=f"rubric_{name}", metavar="PATH", default=None, help=help_text
+            f"--rubric-{output.name}",
+            dest=f"rubric_{output.name}",
+            metavar="PATH",
+            default=None,
+            help=output.run_help,
         )
     group.addoption(
         "--rubric-baseline",

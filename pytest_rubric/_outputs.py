@@ -1,21 +1,23 @@
 """Every output file of a run (or of ``merge``): one registry, each entry a renderer of the report.
 
-A new format is a renderer of :class:`SessionReport`, one :class:`Output`
-entry here and one flag in ``_options.OUTPUT_OPTIONS`` (same name): a run
-writes it to ``--rubric-<name> PATH``, ``merge`` to ``--<name> PATH``.
+A new format is a renderer of :class:`SessionReport` and one :class:`Output`
+entry here: a run writes it to ``--rubric-<name> PATH`` (``_options`` makes
+the flag from the entry), ``merge`` to ``--<name> PATH``. Renderers are named
+by import path and imported when a file is written, so this module stays
+light enough for ``pytest --help``.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ._html import render_html
-from ._markdown import render_markdown
-from ._report import render_json
-from ._session_report import SessionReport
+if TYPE_CHECKING:
+    from ._session_report import SessionReport
 
 __all__ = ["OUTPUTS", "Output", "write_outputs"]
 
@@ -23,17 +25,38 @@ __all__ = ["OUTPUTS", "Output", "write_outputs"]
 @dataclass(frozen=True, slots=True)
 class Output:
     name: str  # run: --rubric-<name> PATH; merge: --<name> PATH
-    render: Callable[[SessionReport], str]
+    renderer: str  # "module:function", a function of a SessionReport returning the text
+    run_help: str
     merge_help: str
     append_to: str | None = None  # an environment variable naming a file to append it to
 
+    @property
+    def render(self) -> Callable[[SessionReport], str]:
+        module, _, function = self.renderer.partition(":")
+        renderer: Callable[[SessionReport], str] = getattr(
+            importlib.import_module(module, __package__), function
+        )
+        return renderer
+
 
 OUTPUTS: tuple[Output, ...] = (
-    Output("json", render_json, "write the merged document here"),
-    Output("html", render_html, "write the HTML report here"),
+    Output(
+        "json",
+        "._report:render_json",
+        "write every result and the leaderboard to PATH as JSON.",
+        "write the merged document here",
+    ),
+    Output(
+        "html",
+        "._html:render_html",
+        "write a self-contained HTML report (scatter plot, leaderboard, every answer).",
+        "write the HTML report here",
+    ),
     Output(
         "markdown",
-        render_markdown,
+        "._markdown:render_markdown",
+        "write the leaderboard and failing cases as Markdown (also appended to "
+        "$GITHUB_STEP_SUMMARY when set).",
         "write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)",
         append_to="GITHUB_STEP_SUMMARY",
     ),

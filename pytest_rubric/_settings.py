@@ -11,7 +11,7 @@ import pytest
 
 from . import _style
 from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_MIN_SCORE, MAX_CALL_TIMEOUT, RetryPolicy
-from ._options import OUTPUT_OPTIONS
+from ._outputs import OUTPUTS
 
 __all__ = ["DEFAULT_PATTERNS", "Settings"]
 
@@ -28,7 +28,7 @@ class Settings:
     patterns: tuple[str, ...] = DEFAULT_PATTERNS
     responses_dir: Path | None = None
     target: str | None = None
-    output_paths: Mapping[str, Path | None] = field(default_factory=dict)  # OUTPUT_OPTIONS
+    output_paths: Mapping[str, Path | None] = field(default_factory=dict)  # by OUTPUTS name
     baseline_path: Path | None = None
     max_drop: float = 0.0
     fail_under: float | None = None
@@ -86,7 +86,7 @@ class Settings:
             patterns=patterns,
             responses_dir=(here / responses).resolve() if responses else None,
             target=config.getoption("rubric_target"),
-            output_paths={name: path(f"rubric_{name}") for name in OUTPUT_OPTIONS},
+            output_paths={o.name: path(f"rubric_{o.name}") for o in OUTPUTS},
             baseline_path=path("rubric_baseline"),
             max_drop=config.getoption("rubric_max_drop"),
             fail_under=config.getoption("rubric_fail_under"),

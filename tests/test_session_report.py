@@ -96,8 +96,11 @@ def test_the_step_summary_is_appended_only_when_there_is_something_to_show(
     assert summary.exists() is shown
 
 
-def test_every_output_has_a_run_flag_and_every_flag_an_output() -> None:
-    """A format is one renderer, one ``OUTPUTS`` entry and one ``OUTPUT_OPTIONS`` flag."""
-    from pytest_rubric._options import OUTPUT_OPTIONS
-
-    assert [o.name for o in OUTPUTS] == list(OUTPUT_OPTIONS)
+def test_every_output_is_a_run_flag_and_a_merge_flag(pytester: pytest.Pytester) -> None:
+    """A format is one renderer and one ``OUTPUTS`` entry: both flags come from it."""
+    help_text = pytester.runpytest("--help").stdout.str()
+    merge_args = _parser().parse_args(["merge", "a.json"])
+    for output in OUTPUTS:
+        assert f"--rubric-{output.name}=PATH" in help_text
+        assert hasattr(merge_args, output.name)
+        assert callable(output.render)
