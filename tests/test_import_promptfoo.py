@@ -95,6 +95,11 @@ def test_icontains_refuses_non_ascii() -> None:
         icontains_pattern("Straße")
 
 
+def run_import(config: str, out: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "pytest_rubric", "import", "promptfoo", config, "--out", out]
+    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, check=False)
+
+
 def write_config(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "promptfooconfig.yaml"
     path.write_text(text, encoding="utf-8")
@@ -119,21 +124,7 @@ def test_bad_input_is_located_and_nothing_is_written(
         convert([path])
     rendered = info.value.render()
     assert expected in rendered and "promptfooconfig.yaml" in rendered
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest_rubric",
-            "import",
-            "promptfoo",
-            str(path),
-            "--out",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_import(str(path), str(tmp_path / "out"))
     assert result.returncode == 2, result.stderr
     assert not (tmp_path / "out").exists()
 
@@ -171,22 +162,7 @@ E2E_ANSWERS = {
 
 def test_end_to_end_import_then_run(pytester: pytest.Pytester) -> None:
     shutil.copy(CONFIG, pytester.path / "promptfooconfig.yaml")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest_rubric",
-            "import",
-            "promptfoo",
-            "promptfooconfig.yaml",
-            "--out",
-            "evals",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=pytester.path,
-        check=False,
-    )
+    result = run_import("promptfooconfig.yaml", "evals", cwd=pytester.path)
     assert result.returncode == 0, result.stderr
     assert "not mapped: promptfooconfig.yaml:32: test 2" in result.stdout
     answers = pytester.path / "answers"
