@@ -877,3 +877,34 @@ def test_answer_forms_are_normalized() -> None:
     assert answer.folded == 'cafe - "quoted" text (4.5)'
     assert answer.cased == 'Cafe - "Quoted" text (4.5)'
     assert answer.numbers == (-4.5, 4.5)
+
+
+# --- regex with normalize: false (exact matching, as imported promptfoo checks need) ------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "expected"),
+    [
+        ("cafe", "café", Verdict.UNMET),  # normalized, "café" would be "cafe"
+        ("café", "café", Verdict.MET),
+        ("a  b", "a  b", Verdict.MET),  # whitespace runs are kept
+        ("a b", "a\tb", Verdict.UNMET),
+        ("Paris", "paris", Verdict.UNMET),
+        ("-", "\u2013", Verdict.UNMET),  # dashes are not folded
+        ("^x$", " x", Verdict.UNMET),  # nor is the answer trimmed
+    ],
+)
+def test_regex_normalize_false_matches_the_answer_as_written(
+    pattern: str, text: str, expected: Verdict
+) -> None:
+    criterion = {
+        "id": "r",
+        "type": "regex",
+        "pattern": pattern,
+        "case_sensitive": True,
+        "normalize": False,
+    }
+    assert verdict(criterion, text) is expected
+    assert verdict({**criterion, "invert": True}, text) is (
+        Verdict.UNMET if expected is Verdict.MET else Verdict.MET
+    )

@@ -425,3 +425,23 @@ def test_an_order_extraction_suite_end_to_end(
         "invalid": False,
         "prose": False,
     }
+
+
+# --- fenced: false (the whole answer only, as JSON.parse reads it) -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "fenced", "expected"),
+    [
+        ('```json\n{"a": 1}\n```', True, MET),
+        ('```json\n{"a": 1}\n```', False, UNMET),
+        (' \n{"a": 1}\t', False, MET),  # JSON's own whitespace is allowed around it
+        ('\u00a0{"a": 1}', False, UNMET),  # other whitespace is not (JSON.parse refuses it)
+        ("NaN", False, UNMET),
+        ("[" * 100_000, False, UNMET),
+    ],
+)
+def test_fenced_false_reads_only_the_whole_answer(
+    text: str, fenced: bool, expected: Verdict
+) -> None:
+    assert check({"fenced": fenced}, text).verdict is expected

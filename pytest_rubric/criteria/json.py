@@ -28,7 +28,7 @@ from .registry import DETERMINISTIC, tagged_union
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-__all__ = ["MISSING", "Json", "parse_json", "resolve_pointer"]
+__all__ = ["MISSING", "Json", "parse_json", "parse_whole", "resolve_pointer"]
 
 _FENCED = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 _INDEX = re.compile(r"0|[1-9][0-9]*")
@@ -83,6 +83,9 @@ class Json(CriterionModel):
         default=None, validation_alias=AliasChoices("schema", "json_schema")
     )
     fields: dict[Pointer, FieldCheck] | None = Field(default=None, min_length=1)
+    # False: only the whole answer, as written, counts (no first-fenced-block fallback, and only
+    # JSON's own whitespace around it), as in tools that call JSON.parse on the output.
+    fenced: bool = True
 
     @field_validator("json_schema")
     @classmethod
@@ -192,6 +195,16 @@ def parse_json(text: str) -> tuple[Any, str | None]:
         return None, "fenced block is not JSON (nested too deeply)"
 
 
+def parse_whole(text: str) -> tuple[Any, str | None]:
+    """The whole text as JSON (JSON whitespace around it allowed); (value, None) or (None, why)."""
+    try:
+        return _loads(text), None
+    except ValueError as exc:
+        return None, f"not JSON ({exc})"
+    except RecursionError:
+        return None, "not JSON (nested too deeply)"
+
+
 class _JsonCheck(Check[Json]):
     __slots__ = ("fields", "validator")
     max_reason = 400  # room to list every field that failed, by pointer
@@ -204,7 +217,10 @@ class _JsonCheck(Check[Json]):
         self.fields = {pointer: body.compile(context) for pointer, body in (c.fields or {}).items()}
 
     def run(self, answer: Answer, case: object) -> Outcome:
-        value, problem = parse_json(answer.text.strip())
+        if self.c.fenced:
+            value, problem = parse_json(answer.text.strip())
+        else:
+            value, problem = parse_whole(answer.text)
         if problem is not None:
             return unmet(problem)
         if self.validator is not None:

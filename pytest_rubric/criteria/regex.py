@@ -1,5 +1,9 @@
 """``regex``: MET when the pattern matches the normalized answer (or, inverted, does not).
 
+``normalize: false`` matches the answer exactly as written (no Unicode folding,
+no whitespace collapsing, pattern taken literally): what an importer needs to
+reproduce another tool's exact substring and equality checks.
+
 ``engine: re2`` (the default) matches in linear time, so no pattern can hang
 a run; ``engine: python`` allows backreferences and lookaround, and each of
 its searches is cut off after :data:`PYTHON_REGEX_TIMEOUT` (ERROR).
@@ -36,6 +40,8 @@ class Regex(CriterionModel):
     case_sensitive: bool = False
     invert: bool = False
     engine: Literal["re2", "python"] = "re2"
+    # False: match the answer as written, and the pattern as written (no normalization).
+    normalize: bool = True
 
     def compile(self, context: CheckContext) -> Check[Regex]:
         try:
@@ -58,7 +64,9 @@ class RegexError(ValueError):
 
 
 @functools.lru_cache(maxsize=4096)
-def compile_regex(pattern: str, *, case_sensitive: bool, engine: str) -> Any:
+def compile_regex(
+    pattern: str, *, case_sensitive: bool, engine: str, normalize: bool = True
+) -> Any:
     """A compiled pattern with ``search``; RE2 unless ``engine == "python"``.
 
     ``engine: python`` is the ``regex`` package (a superset of ``re`` with the
@@ -67,10 +75,10 @@ def compile_regex(pattern: str, *, case_sensitive: bool, engine: str) -> Any:
     subprocess per search would cost milliseconds on every answer.
 
     The pattern's literal characters are normalized like answers are (see
-    :func:`normalize_pattern`). Cached: a pattern is checked at collection
+    :func:`normalize_pattern`), unless ``normalize`` is false. Cached: a pattern is checked at collection
     and compiled again by the grader.
     """
-    normalized = normalize_pattern(pattern, casefold=not case_sensitive)
+    normalized = normalize_pattern(pattern, casefold=not case_sensitive) if normalize else pattern
     if engine == "python":
         return _compile_backtracking(normalized, case_sensitive=case_sensitive)
     import re2  # imported by the first regex criterion, not by loading the plugin
@@ -102,7 +110,9 @@ def _compile_backtracking(pattern: str, *, case_sensitive: bool) -> Any:
 def regex_problem(c: Regex) -> str | None:
     """Why ``c`` cannot run on RE2 although it is a valid Python pattern, or None."""
     try:
-        compile_regex(c.pattern, case_sensitive=c.case_sensitive, engine=c.engine)
+        compile_regex(
+            c.pattern, case_sensitive=c.case_sensitive, engine=c.engine, normalize=c.normalize
+        )
     except RegexError as exc:
         if exc.unsupported:
             return str(exc)
@@ -114,11 +124,16 @@ class RegexCheck(Check[Regex]):
 
     def __init__(self, c: Regex) -> None:
         super().__init__(c)
-        self.pattern = compile_regex(c.pattern, case_sensitive=c.case_sensitive, engine=c.engine)
+        self.pattern = compile_regex(
+            c.pattern, case_sensitive=c.case_sensitive, engine=c.engine, normalize=c.normalize
+        )
 
     def run(self, answer: Answer, case: object) -> Outcome:
         c = self.c
-        text = answer.cased if c.case_sensitive else answer.folded
+        if not c.normalize:
+            text = answer.text
+        else:
+            text = answer.cased if c.case_sensitive else answer.folded
         if c.engine == "python":
             # A backtracking engine can take exponential time on a short answer
             # ((a+)+$ on 51 characters): every search is bounded in time.

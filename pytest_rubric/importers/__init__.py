@@ -60,12 +60,34 @@ def _healthbench(args: argparse.Namespace) -> Output:
     return convert(args.data, responses=responses)
 
 
+def _promptfoo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "configs",
+        type=Path,
+        nargs="+",
+        metavar="promptfooconfig.yaml",
+        help="promptfoo configs; each becomes one rubric file named after it",
+    )
+
+
+def _promptfoo(args: argparse.Namespace) -> Output:
+    from .promptfoo import convert
+
+    return convert(args.configs)
+
+
 IMPORTERS: tuple[Importer, ...] = (
     Importer(
         "healthbench",
         "HealthBench JSONL (openai/simple-evals) as a report-only suite of judged criteria",
         _healthbench_arguments,
         _healthbench,
+    ),
+    Importer(
+        "promptfoo",
+        "promptfoo configs: tests as cases, assertions as criteria; lists what it cannot map",
+        _promptfoo_arguments,
+        _promptfoo,
     ),
 )
 
@@ -101,5 +123,5 @@ def run(args: argparse.Namespace) -> int:
     for path in write(output, args.out):
         print(f"wrote {path}")
     for note in output.notes:
-        print(f"note: {note}")
+        print(note if note.startswith("not mapped: ") else f"note: {note}")
     return EXIT_OK
