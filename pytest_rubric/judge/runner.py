@@ -32,6 +32,7 @@ from .._result import Outcome, Verdict
 from .._secrets import redact
 from .base import JudgeClient, Judged, JudgeStats
 from .cache import JudgeCache
+from .cost import Budget, Price
 from .strategies import STRATEGIES
 from .transport import Transport
 
@@ -56,6 +57,8 @@ class JudgeRunner:
         cache_mode: str = "use",
         samples: int = 1,
         timeout: float = 60.0,
+        price: Price | None = None,
+        budget: Budget | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown grader {strategy!r}; use one of {', '.join(STRATEGIES)}")
@@ -74,6 +77,8 @@ class JudgeRunner:
             cache_mode=cache_mode,
             samples=samples,
             timeout=timeout,
+            price=price,
+            budget=budget,
         )
         self._futures: dict[str, concurrent.futures.Future[Judged]] = {}
 
@@ -112,6 +117,14 @@ class JudgeRunner:
         except Exception as exc:  # a grade that could not be obtained is ERROR, never a crash
             reason = f"judge {self.name} failed: {type(exc).__name__}: {exc}"
             judged = Judged({c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in criteria})
+        budget = self.transport.budget
+        if budget is not None:
+            # The summary counts the criteria the spent budget left ERROR (a sample's
+            # refusal is in the combined reason too).
+            self.stats.over_budget += sum(
+                o.verdict is Verdict.ERROR and budget.message in o.reason
+                for o in judged.outcomes.values()
+            )
         # A judge may echo anything, the key included: no reason leaves unredacted.
         # (The grader cuts reasons to length, once, when it builds the result.)
         secrets = self.transport.secrets
