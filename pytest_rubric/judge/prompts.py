@@ -20,6 +20,7 @@ Rules every prompt follows:
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from collections.abc import Sequence
@@ -114,17 +115,37 @@ def injection_suspected(response: str, token: str) -> bool:
     return token in response or _FENCE.search(response) is not None
 
 
-def _describe(criterion: Judge) -> str:
+def _describe(criterion: Judge, *, pass_labels: bool = False) -> str:
     text: str = criterion.requirement
     if criterion.kind == "score":
         text += (
             f" (score it from {criterion.min_score:g}, not at all, to {criterion.max_score:g}, "
             "fully)"
         )
+        if criterion.scale:  # issue 17: anchors, shown as the rubric's author wrote them
+            text += "; the scale: " + "; ".join(f"{k:g} = {v}" for k, v in criterion.scale)
+    elif criterion.kind == "label":  # issue 17
+        text += " (label it with exactly one of: " + ", ".join(map(_quoted, criterion.labels or ()))
+        if pass_labels:  # the holistic grader scores, so it must know what passes
+            text += "; it passes as " + " or ".join(map(_quoted, criterion.pass_labels or ()))
+        text += ")"
     return text
 
 
+def _quoted(label: str) -> str:
+    return json.dumps(label, ensure_ascii=False)
+
+
 def _verdict_schema(criterion: Judge) -> dict[str, Any]:
+    if criterion.kind == "label":  # issue 17
+        return {
+            "type": "object",
+            "properties": {
+                "reason": {"type": "string"},
+                "label": {"type": "string", "enum": list(criterion.labels or ())},
+            },
+            "required": ["reason", "label"],
+        }
     if criterion.kind == "score":
         field: dict[str, Any] = {
             "type": "number",
@@ -149,8 +170,12 @@ def _verdict_schema(criterion: Judge) -> dict[str, Any]:
 def per_criterion(criterion: Judge, *, question: Question, response: str) -> Prompt:
     """One call for one judged criterion."""
     token = _token()
+    reason = REASON_DESCRIPTIONS[0]
     if criterion.kind == "score":
         last = f'"score", a number from {criterion.min_score:g} to {criterion.max_score:g}'
+    elif criterion.kind == "label":  # issue 17
+        reason = REASON_DESCRIPTIONS[2]
+        last = '"label", exactly one of the labels listed with the requirement'
     else:
         last = '"verdict", the string "MET" or the string "UNMET"'
     parts = [
@@ -163,7 +188,7 @@ def per_criterion(criterion: Judge, *, question: Question, response: str) -> Pro
         parts.append(_ERROR_RULE)
     parts.append(
         "Reply with one JSON object and nothing else, with two fields in this order: "
-        f'"reason", a string: {REASON_DESCRIPTIONS[0]}; then {last}.'
+        f'"reason", a string: {reason}; then {last}.'
     )
     return Prompt(
         system="\n\n".join(parts),
@@ -181,6 +206,8 @@ def one_shot(criteria: Sequence[Judge], *, question: Question, response: str) ->
         kind = (
             f"score {c.min_score:g}-{c.max_score:g}" if c.kind == "score" else "verdict MET/UNMET"
         )
+        if c.kind == "label":  # issue 17
+            kind = "label"
         error = (
             " [describes an ERROR: MET only if the response makes it]"
             if c.effective_weight < 0
@@ -200,16 +227,19 @@ def one_shot(criteria: Sequence[Judge], *, question: Question, response: str) ->
         f'{REASON_DESCRIPTIONS[0]}; then "verdict", the string "MET" or the string "UNMET" '
         '(for a score requirement, "score" instead: a number in its range).',
     ]
-    item = {
-        "type": "object",
-        "properties": {
-            "id": {"type": "string", "enum": [c.id for c in criteria]},
-            "reason": {"type": "string"},
-            "verdict": {"type": "string", "enum": ["MET", "UNMET"]},
-            "score": {"type": "number"},
-        },
-        "required": ["id", "reason"],
+    if any(c.kind == "label" for c in criteria):  # issue 17; other prompts keep their wording
+        parts[-1] += (
+            ' For a label requirement, "label" instead of "verdict": exactly one of its labels.'
+        )
+    fields: dict[str, Any] = {
+        "id": {"type": "string", "enum": [c.id for c in criteria]},
+        "reason": {"type": "string"},
+        "verdict": {"type": "string", "enum": ["MET", "UNMET"]},
+        "score": {"type": "number"},
     }
+    if any(c.kind == "label" for c in criteria):  # issue 17
+        fields["label"] = {"type": "string"}
+    item = {"type": "object", "properties": fields, "required": ["id", "reason"]}
     schema = {
         "type": "object",
         "properties": {"criteria": {"type": "array", "items": item}},
@@ -224,7 +254,9 @@ def holistic(criteria: Sequence[Judge], *, question: Question, response: str) ->
     lines = []
     for c in criteria:
         role = "an ERROR the response must not make" if c.effective_weight < 0 else "a requirement"
-        lines.append(f"- ({role}, weight {abs(c.effective_weight):g}) {_describe(c)}")
+        lines.append(
+            f"- ({role}, weight {abs(c.effective_weight):g}) {_describe(c, pass_labels=True)}"
+        )
     parts = [
         "You are a strict grader. Score how well a response meets a rubric, as a whole.",
         _SUBSTANCE_RULE,

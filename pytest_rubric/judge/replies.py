@@ -60,7 +60,8 @@ def extract_json(text: str, *, secrets: Secrets = ()) -> dict[str, Any]:
 
 
 def read_one(text: str, criterion: Judge, *, secrets: Secrets = ()) -> Graded:
-    """A per-criterion reply: ``{"reason", "verdict"}`` (score kind: ``{"reason", "score"}``)."""
+    """A per-criterion reply: ``{"reason", "verdict"}`` (score kind: ``{"reason", "score"}``;
+    label kind: ``{"reason", "label"}``)."""
     return _read(text, lambda obj: _grade(obj, criterion, "", secrets), secrets)
 
 
@@ -85,7 +86,7 @@ def read_holistic(text: str, *, secrets: Secrets = ()) -> tuple[float, str]:
 
 
 # The keys that make an object a grade rather than data the judge quoted.
-_PROTOCOL_KEYS = frozenset({"verdict", "score", "criteria"})
+_PROTOCOL_KEYS = frozenset({"verdict", "score", "criteria", "label", "value"})
 
 
 def _read(text: str, validate: Callable[[dict[str, Any]], T], secrets: Secrets) -> T:
@@ -93,7 +94,7 @@ def _read(text: str, validate: Callable[[dict[str, Any]], T], secrets: Secrets) 
 
     A judge may quote JSON from the answer under test before giving its own
     grade, so the last object with a protocol key (``verdict``, ``score``,
-    ``criteria``) is the reply; an earlier one is never a fallback, since a
+    ``criteria``, ``label``, ``value``) is the reply; an earlier one is never a fallback, since a
     malformed grade must be asked again, not replaced by a quoted one.
     Objects without such a key are passed over. With none at all, the last
     object's error is raised (it is missing its grade).
@@ -208,6 +209,9 @@ def _reason(obj: dict[str, Any], where: str, secrets: Secrets) -> str:
 REASON_DESCRIPTIONS = (
     "in one or two sentences of your own, why the response does or does not meet the requirement",
     "in two or three sentences of your own, how well the response meets the rubric",
+    # issue 17: label and extract kinds
+    "in one or two sentences of your own, why that label fits the response",
+    "in one or two sentences of your own, where the response gives it and how you read it",
 )
 _WORDS = re.compile(r"[a-z0-9]+")
 
@@ -249,6 +253,8 @@ def _grade(obj: dict[str, Any], criterion: Judge, where: str, secrets: Secrets) 
         return Graded(
             met=credit >= 0.5, credit=credit, reason=f"score {score:g}/{high:g}: {reason}"
         )
+    if criterion.kind == "label":  # issue 17
+        return _label(obj, criterion, reason, where, secrets)
     verdict = obj.get("verdict")
     # Exactly as the prompt and the schema spell it: "met" or " MET" is out of protocol.
     if not isinstance(verdict, str) or verdict not in _VERDICTS:
@@ -257,6 +263,21 @@ def _grade(obj: dict[str, Any], criterion: Judge, where: str, secrets: Secrets) 
         )
     met = verdict == "MET"
     return Graded(met=met, credit=1.0 if met else 0.0, reason=reason)
+
+
+def _label(
+    obj: dict[str, Any], criterion: Judge, reason: str, where: str, secrets: Secrets
+) -> Graded:
+    """A label-kind grade: exactly one of the criterion's labels; a pass label earns credit."""
+    labels = criterion.labels or ()
+    label = obj.get("label")
+    if not isinstance(label, str) or label not in labels:
+        raise ReplyError(
+            f'{where}"label" must be exactly one of {", ".join(map(repr, labels))}, got '
+            f"{_quote(label, secrets)}"
+        )
+    met = label in (criterion.pass_labels or ())
+    return Graded(met=met, credit=1.0 if met else 0.0, reason=f"label {label!r}: {reason}")
 
 
 def _one_shot(
