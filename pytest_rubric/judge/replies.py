@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._secrets import Secret, redact
 
 if TYPE_CHECKING:
+    from ..criteria.extract import Extract, JudgedCriterion
     from ..criteria.judge import Judge
 
 __all__ = ["Graded", "ReplyError", "extract_json", "read_holistic", "read_one", "read_one_shot"]
@@ -52,6 +53,7 @@ class Graded:
     met: bool
     credit: float
     reason: str
+    error: bool = False  # an extract criterion whose check could not be evaluated (issue 17)
 
 
 def extract_json(text: str, *, secrets: Secrets = ()) -> dict[str, Any]:
@@ -59,14 +61,14 @@ def extract_json(text: str, *, secrets: Secrets = ()) -> dict[str, Any]:
     return _read(text, lambda obj: obj, secrets)
 
 
-def read_one(text: str, criterion: Judge, *, secrets: Secrets = ()) -> Graded:
+def read_one(text: str, criterion: JudgedCriterion, *, secrets: Secrets = ()) -> Graded:
     """A per-criterion reply: ``{"reason", "verdict"}`` (score kind: ``{"reason", "score"}``;
     label kind: ``{"reason", "label"}``)."""
     return _read(text, lambda obj: _grade(obj, criterion, "", secrets), secrets)
 
 
 def read_one_shot(
-    text: str, criteria: Sequence[Judge], *, secrets: Secrets = ()
+    text: str, criteria: Sequence[JudgedCriterion], *, secrets: Secrets = ()
 ) -> dict[str, Graded | ReplyError]:
     """A one-shot reply, keyed by criterion id.
 
@@ -244,8 +246,10 @@ def _score(obj: dict[str, Any], low: float, high: float, where: str, secrets: Se
     return score
 
 
-def _grade(obj: dict[str, Any], criterion: Judge, where: str, secrets: Secrets) -> Graded:
+def _grade(obj: dict[str, Any], criterion: JudgedCriterion, where: str, secrets: Secrets) -> Graded:
     reason = _reason(obj, where, secrets)
+    if criterion.kind == "extract":  # issue 17
+        return _extracted(obj, criterion, reason, where, secrets)
     if criterion.kind == "score":
         low, high = criterion.min_score, criterion.max_score
         score = _score(obj, low, high, where, secrets)
@@ -280,8 +284,42 @@ def _label(
     return Graded(met=met, credit=1.0 if met else 0.0, reason=f"label {label!r}: {reason}")
 
 
+_RETURNED: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "number": (lambda v: _number(v) is not None and math.isfinite(_number(v) or 0.0), "a number"),
+    "string": (lambda v: isinstance(v, str), "a string"),
+    "boolean": (lambda v: isinstance(v, bool), "true or false"),
+    "list": (lambda v: isinstance(v, list), "a list"),
+}
+
+
+def _extracted(
+    obj: dict[str, Any], criterion: Extract, reason: str, where: str, secrets: Secrets
+) -> Graded:
+    """An extraction: ``{"reason", "value", "evidence"}``; the criterion's check decides.
+
+    A verdict, score or label the judge volunteers is ignored: it reads, it never grades.
+    """
+    fits, what = _RETURNED[criterion.returns]
+    if "value" not in obj:
+        raise ReplyError(f'{where}missing "value" ({what}, or null when the response gives none)')
+    value = obj["value"]
+    if value is not None and not fits(value):
+        raise ReplyError(f'{where}"value" must be {what} or null, got {_quote(value, secrets)}')
+    evidence = obj.get("evidence")
+    if not isinstance(evidence, list) or not all(isinstance(q, str) for q in evidence):
+        raise ReplyError(f'{where}missing "evidence" (a list of exact quotes from the response)')
+    outcome = criterion.decide(value)
+    shown = "no value" if value is None else f"value {_quote(value, secrets)}"
+    return Graded(
+        met=outcome.verdict.name == "MET",
+        credit=outcome.credit,
+        reason=f"{shown}: {outcome.reason} (read: {reason})",
+        error=outcome.verdict.name == "ERROR",
+    )
+
+
 def _one_shot(
-    obj: dict[str, Any], criteria: Sequence[Judge], secrets: Secrets
+    obj: dict[str, Any], criteria: Sequence[JudgedCriterion], secrets: Secrets
 ) -> dict[str, Graded | ReplyError]:
     entries = obj.get("criteria")
     if not isinstance(entries, list):

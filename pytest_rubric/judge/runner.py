@@ -37,7 +37,7 @@ from .strategies import STRATEGIES
 from .transport import Transport
 
 if TYPE_CHECKING:
-    from ..criteria.judge import Judge
+    from ..criteria.extract import JudgedCriterion
     from .prompts import Question
 
 __all__ = ["JudgeRunner", "combine"]
@@ -87,7 +87,7 @@ class JudgeRunner:
         return self.transport.stats
 
     def schedule(
-        self, key: str, criteria: Sequence[Judge], *, question: Question, response: str
+        self, key: str, criteria: Sequence[JudgedCriterion], *, question: Question, response: str
     ) -> None:
         """Start judging one answer in the background (once per key)."""
         if key not in self._futures:
@@ -96,7 +96,7 @@ class JudgeRunner:
             )
 
     def result(
-        self, key: str, criteria: Sequence[Judge], *, question: Question, response: str
+        self, key: str, criteria: Sequence[JudgedCriterion], *, question: Question, response: str
     ) -> Judged:
         """Wait for one answer's outcomes, scheduling them first if nobody did."""
         self.schedule(key, criteria, question=question, response=response)
@@ -110,7 +110,7 @@ class JudgeRunner:
         self.transport.close()
 
     async def _judge_answer(
-        self, criteria: Sequence[Judge], *, question: Question, response: str
+        self, criteria: Sequence[JudgedCriterion], *, question: Question, response: str
     ) -> Judged:
         try:
             judged = await self._grade(criteria, question=question, response=response)
@@ -137,7 +137,7 @@ class JudgeRunner:
         )
 
     async def _grade(
-        self, criteria: Sequence[Judge], *, question: Question, response: str
+        self, criteria: Sequence[JudgedCriterion], *, question: Question, response: str
     ) -> Judged:
         runs = await asyncio.gather(
             *(self._sample(criteria, question, response, i) for i in range(self.samples))
@@ -150,7 +150,9 @@ class JudgeRunner:
                 c.id: combine(
                     c,
                     [run.outcomes[c.id] for run in runs],
-                    mean=self.strategy.mean or c.kind == "score",
+                    # an extraction is decided by its check: the majority of the checked
+                    # outcomes, whatever the grader (issue 17)
+                    mean=c.kind == "score" or (self.strategy.mean and c.kind != "extract"),
                 )
                 for c in criteria
             },
@@ -158,13 +160,13 @@ class JudgeRunner:
         )
 
     async def _sample(
-        self, criteria: Sequence[Judge], question: Question, response: str, sample: int
+        self, criteria: Sequence[JudgedCriterion], question: Question, response: str, sample: int
     ) -> Judged:
         """One sample of the grades of every judged criterion of an answer."""
         return await self.strategy.grade(self.transport, criteria, question, response, sample)
 
 
-def combine(criterion: Judge, samples: Sequence[Outcome], *, mean: bool) -> Outcome:
+def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: bool) -> Outcome:
     """One outcome from K samples of one criterion.
 
     * Any sample that is ERROR makes the criterion ERROR: a grade that could
