@@ -43,6 +43,10 @@ def test_a_verdict_the_judge_volunteers_is_ignored() -> None:
     assert read_one(_reply(0.05, verdict="UNMET"), RATE).met
 
 
+def test_a_reply_without_evidence_is_read_for_its_value() -> None:
+    assert read_one(json.dumps({"reason": "it says 5%", "value": 0.05}), RATE).met
+
+
 def test_no_value_is_unmet_never_an_invented_one() -> None:
     graded = read_one(_reply(None), RATE)
     assert (graded.met, graded.error) == (False, False)
@@ -58,8 +62,8 @@ def test_no_value_is_unmet_never_an_invented_one() -> None:
             "\"value\" must be a number or null, got '5%'",
         ),
         ({"reason": "r", "value": True, "evidence": []}, '"value" must be a number or null'),
-        ({"reason": "r", "value": 1e308 * 10 if False else 0.05}, 'missing "evidence"'),
-        ({"reason": "r", "value": 0.05, "evidence": [1]}, 'missing "evidence"'),
+        ({"reason": "r", "value": 0.05, "evidence": "5%"}, '"evidence" must be a list of exact'),
+        ({"reason": "r", "value": 0.05, "evidence": [1]}, '"evidence" must be a list of exact'),
         ({"value": 0.05, "evidence": []}, 'missing "reason"'),
         ({"reason": "r", "verdict": "MET"}, 'missing "value"'),
     ],
@@ -193,6 +197,15 @@ def test_the_check_catches_a_fluent_answer_with_the_wrong_rate(
     assert by_subject["fluent"]["verdict"] == "UNMET"
     assert by_subject["fluent"]["reason"].startswith("value 0.06: 0.06 is not within")
     assert by_subject["fluent"]["type"] == "extract"
+    body = fake_llm.requests[0].body
+    schema = (
+        body["tools"][0]["input_schema"]
+        if provider == "anthropic"
+        else body["response_format"]["json_schema"]["schema"]
+    )
+    if grader == "one-shot":
+        schema = schema["properties"]["criteria"]["items"]
+    assert {"value", "evidence"} <= set(schema["properties"])
 
 
 MIXED = """

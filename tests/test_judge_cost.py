@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.fake_llm import FakeLLM, verdict
+from tests.fake_llm import FakeLLM, text, verdict
 from tests.test_judge_e2e import judge_args
 
 Write = Callable[[str, str], Path]
@@ -165,3 +165,31 @@ def test_cached_replies_are_served_after_the_budget_is_spent(
     # Two replies from the cache, free; one call ($0.02) spends the budget; one refused.
     result.assert_outcomes(passed=3, errors=1)
     assert len(fake_llm.requests) == 3
+
+
+def test_model_calls_share_the_budget(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeini(
+        "[pytest]\nrubric_judge_backoff = 0.01\nrubric_judge_prices = tiny 1000 2000\n"
+    )
+    write(
+        "m.rubric.yaml",
+        "cases:\n"
+        + "\n".join(
+            f"  - id: q{i}\n    question: 'What is 6 times 7? ({i})'\n"
+            "    criteria: [{id: value, type: number, value: 42}]"
+            for i in range(3)
+        ),
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_url)
+    fake_llm.respond_with(lambda request: text("It is 42.", input_tokens=10, output_tokens=5))
+    result = pytester.runpytest(
+        "--rubric-model=openai:tiny", "--rubric-max-cost=0.01", "-p", "no:xdist"
+    )
+    result.assert_outcomes(passed=1, errors=2)  # $0.02 for the first answer
+    assert len(fake_llm.requests) == 1
+    result.stdout.fnmatch_lines(["*cost budget of $0.01 spent*"])
+    # A model without a price cannot be budgeted.
+    result = pytester.runpytest("--rubric-model=openai:other", "--rubric-max-cost=1")
+    result.stderr.fnmatch_lines(["*--rubric-max-cost needs the price of model other*"])

@@ -305,9 +305,11 @@ def _extracted(
     value = obj["value"]
     if value is not None and not fits(value):
         raise ReplyError(f'{where}"value" must be {what} or null, got {_quote(value, secrets)}')
-    evidence = obj.get("evidence")
+    # Quotes are evidence, not the grade: a reply that gives none has none (as a verdict
+    # without evidence is only flagged), but a field that is not a list of quotes is no reply.
+    evidence = obj.get("evidence", [])
     if not isinstance(evidence, list) or not all(isinstance(q, str) for q in evidence):
-        raise ReplyError(f'{where}missing "evidence" (a list of exact quotes from the response)')
+        raise ReplyError(f'{where}"evidence" must be a list of exact quotes from the response')
     outcome = criterion.decide(value)
     shown = "no value" if value is None else f"value {_quote(value, secrets)}"
     return Graded(
