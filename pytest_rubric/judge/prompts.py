@@ -218,7 +218,7 @@ def one_shot(criteria: Sequence[JudgedCriterion], *, question: Question, respons
             kind = f"extract a value: {_RETURNS[c.returns]}"
         error = (
             " [describes an ERROR: MET only if the response makes it]"
-            if c.effective_weight < 0
+            if c.effective_weight < 0 and c.kind != "extract"  # a reading has no ERROR side
             else ""
         )
         lines.append(f"- id {c.id!r} ({kind}): {_describe(c)}{error}")
