@@ -8,6 +8,7 @@
     │                                or no answer could be obtained)
     ├── RubricAssertionError         also an AssertionError: the answer failed its rubric
     ├── JudgeError                   a judge call failed after its retries (that criterion is ERROR)
+    │   └── BudgetSpent              --rubric-max-cost was spent: the call did not start
     └── DocumentError                a file is not a readable --rubric-json document
                                      (--rubric-baseline, merge)
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from ._result import CaseResult
 
 __all__ = [
+    "BudgetSpent",
     "DocumentError",
     "JudgeError",
     "Problem",
@@ -127,6 +129,11 @@ class JudgeError(RubricError):
         self.retry_after = retry_after
 
 
+class BudgetSpent(JudgeError):
+    """``--rubric-max-cost`` is spent: a judge or model call did not start (the criteria it
+    would have graded are ERROR with ``cost budget of $X spent``)."""
+
+
 class DocumentError(RubricError):
     """A file that is not a readable ``--rubric-json`` document; the message names it."""
 
@@ -135,6 +142,7 @@ class DocumentError(RubricError):
 for _exc in (
     RubricError,
     RubricLoadError,
+    BudgetSpent,
     RubricEvaluationError,
     RubricAssertionError,
     JudgeError,

@@ -28,6 +28,7 @@ from ._scoring import passes
 from ._scoring import score as score_results
 from ._secrets import Secret, clip
 from .criteria.check import Answer, Check, CheckContext
+from .criteria.extract import Extract, JudgedCriterion
 from .criteria.judge import Judge
 from .judge.providers import known_keys
 
@@ -47,7 +48,7 @@ class CompiledRubric:
     criteria: tuple[Criterion, ...]
     checks: tuple[Check[Any] | None, ...]
     min_score: float | None  # None: report-only (``min_score: null``)
-    judged_criteria: tuple[Judge, ...] = ()
+    judged_criteria: tuple[JudgedCriterion, ...] = ()
 
     @property
     def judged(self) -> bool:
@@ -98,7 +99,7 @@ class Grader:
             criteria=criteria,
             checks=checks,
             min_score=_resolved(mark, self.default_min_score),
-            judged_criteria=tuple(c for c in criteria if isinstance(c, Judge)),
+            judged_criteria=tuple(c for c in criteria if isinstance(c, Judge | Extract)),
         )
 
     def grade(

@@ -99,6 +99,7 @@ def add_options(parser: pytest.Parser) -> None:
         help="judge cache: use (default), refresh (call and overwrite), off, or replay "
         "(no network call; a miss is an ERROR).",
     )
+    _add_cost_options(group, parser)
     group.addoption(
         "--rubric-require-judge",
         dest="rubric_require_judge",
@@ -250,6 +251,55 @@ def add_options(parser: pytest.Parser) -> None:
         ),
     ):
         parser.addini(name, what, default="")
+
+
+def _add_cost_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
+    """What judging costs (``judge/cost.py``): prices and the budget."""
+    group.addoption(
+        "--rubric-judge-price",
+        dest="rubric_judge_price",
+        metavar="IN,OUT",
+        type=_price,
+        default=None,
+        help="the judge's price in dollars per million input and output tokens, e.g. "
+        "0.15,0.60: the usage line shows the cost and what the cache saved (overrides ini "
+        "rubric_judge_prices for the judge).",
+    )
+    group.addoption(
+        "--rubric-max-cost",
+        dest="rubric_max_cost",
+        metavar="USD",
+        type=_budget,
+        default=None,
+        help="start no judge or model call once this many dollars are spent (xdist workers "
+        "each get an equal share); the criteria left are ERROR. Needs prices.",
+    )
+    parser.addini(
+        "rubric_judge_prices",
+        "one line per model: MODEL IN OUT, dollars per million input and output tokens",
+        type="linelist",
+        default=[],
+    )
+
+
+def _price(text: str) -> str:
+    from .judge.cost import parse_price
+
+    try:
+        parse_price(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _budget(text: str) -> str:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of dollars")
+    return text
 
 
 def _positive_seconds(text: str) -> float:

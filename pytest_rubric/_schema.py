@@ -28,6 +28,7 @@ from ._repeat import parse_pass_when, parse_repeat
 from .criteria.all_of import AllOf
 from .criteria.any_of import AnyOf
 from .criteria.callable import CallableCriterion
+from .criteria.extract import Extract
 from .criteria.forbidden import Forbidden
 from .criteria.fuzzy import Fuzzy
 from .criteria.json import Json
@@ -49,6 +50,7 @@ __all__ = [
     "Case",
     "Criterion",
     "CriterionModel",
+    "Extract",
     "FieldError",
     "Forbidden",
     "Fuzzy",
@@ -67,8 +69,8 @@ __all__ = [
 ]
 
 # Every criterion type by the `type:` it is written with: the deterministic ones,
-# then `json` (whose fields hold deterministic bodies) and `judge`.
-_ALL: tuple[type[CriterionModel], ...] = (*DETERMINISTIC, Json, Judge)
+# then `json` (whose fields hold deterministic bodies), `judge` and `extract` (whose check is one).
+_ALL: tuple[type[CriterionModel], ...] = (*DETERMINISTIC, Json, Judge, Extract)
 CRITERION_TYPES: dict[str, type[CriterionModel]] = {model.tag: model for model in _ALL}
 
 if TYPE_CHECKING:

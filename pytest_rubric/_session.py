@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ._sources import LiveModel
     from .judge.base import JudgeClient, Judged, JudgeStats
     from .judge.cache import JudgeCache
+    from .judge.cost import Budget, Price
     from .judge.runner import JudgeRunner
 
 __all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]  # Settings: re-exported
@@ -43,6 +44,9 @@ _STATS_FIELDS = (
     "tokens_out",
     "cache_hits",
     "cache_misses",
+    "saved_in",
+    "saved_out",
+    "over_budget",
 )
 
 
@@ -66,6 +70,8 @@ class RubricSession:
         self.judging: JudgeRunner | None = None  # None on an xdist controller: workers judge
         self.judge_name: str | None = None  # set whenever a judge is configured
         self.judge_stats: JudgeStats | None = None
+        self.judge_price: Price | None = None
+        self._budget: Budget | None = None
         self._scheduled: set[str] = set()  # node ids whose judging was started
         self._frozen = False  # whether collected() froze the heap (see _heap)
         self._rubric_items_ran = False
@@ -78,11 +84,21 @@ class RubricSession:
                 from ._sources import LiveModel
                 from .judge.providers import JudgeSpec
 
+                spec = JudgeSpec.parse(self.settings.model)
+                price = self.settings.cost.of(spec.name, spec.model)
+                if self.settings.cost.max_cost is not None and price is None:
+                    raise ValueError(
+                        f"--rubric-max-cost needs the price of model {spec.model}: add a line "
+                        f"`{spec.model} IN OUT` (dollars per million tokens) to ini "
+                        "rubric_judge_prices"
+                    )
                 self.model = LiveModel(
-                    JudgeSpec.parse(self.settings.model),
+                    spec,
                     policy=self.settings.retry,
                     cache=self.cache(),
                     cache_mode=self.settings.cache_mode,
+                    price=price,
+                    budget=self.budget(),
                 )
             except ValueError as exc:
                 raise pytest.UsageError(f"--rubric-model: {exc}") from None
@@ -129,6 +145,13 @@ class RubricSession:
         if warning is not None:
             warnings.warn(RubricWarning(warning), stacklevel=3)
 
+    def budget(self) -> Budget | None:
+        """This process's share of ``--rubric-max-cost`` (one for the judge and the model), or
+        None without one."""
+        if self._budget is None:
+            self._budget = self.settings.cost.budget(share=worker_count(self.config))
+        return self._budget
+
     def start_judge(self, custom: object | None) -> None:
         """Set up the judge: the hook's object, else ``--rubric-judge`` / ini / ``RUBRIC_JUDGE``."""
         from .judge.base import JudgeStats
@@ -154,6 +177,15 @@ class RubricSession:
         else:
             return
         self.judge_name = name
+        self.judge_price = settings.cost.of(
+            *((spec.name, spec.model) if spec is not None else (name,)), judge=True
+        )
+        if settings.cost.max_cost is not None and self.judge_price is None:
+            raise pytest.UsageError(
+                f"--rubric-max-cost needs the price of judge {name}: pass --rubric-judge-price "
+                f"IN,OUT, or add a line `{spec.model if spec else name} IN OUT` (dollars per "
+                "million tokens) to ini rubric_judge_prices"
+            )
         if is_xdist_controller(self.config):
             # The workers judge; the controller adds up their usage. It skips the
             # client, its event loop and the httpx import (workers start sooner).
@@ -169,6 +201,7 @@ class RubricSession:
             )  # key checked above
         # The bound is for the whole run: xdist workers share it.
         concurrency = max(1, settings.concurrency // worker_count(self.config))
+        budget = self.budget()
         from .judge.runner import JudgeRunner
 
         self.judging = JudgeRunner(
@@ -180,6 +213,8 @@ class RubricSession:
             cache_mode=settings.cache_mode,
             samples=settings.samples,
             timeout=settings.retry.timeout,
+            price=self.judge_price,
+            budget=budget,
         )
         self.judge_stats = self.judging.stats
 
@@ -364,7 +399,13 @@ class RubricSession:
         settings = self.settings
         judge_usage = []
         if self.judge_name is not None and self.judge_stats is not None:
-            judge_usage.append(self.judge_stats.line(self.judge_name))
+            stats = self.judge_stats
+            judge_usage.append(stats.line(self.judge_name, price=self.judge_price))
+            if stats.over_budget:
+                judge_usage.append(
+                    f"{self.settings.cost.budget_message}: {stats.over_budget} judged "
+                    f"{'criterion' if stats.over_budget == 1 else 'criteria'} left ERROR"
+                )
         return build_report(
             self.results,
             baseline=self.baseline if gates else None,

@@ -12,6 +12,7 @@ import pytest
 from . import _style
 from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_MIN_SCORE, MAX_CALL_TIMEOUT, RetryPolicy
 from ._outputs import OUTPUTS
+from .judge.cost import CostSettings, parse_price, parse_prices
 
 __all__ = ["DEFAULT_PATTERNS", "Settings"]
 
@@ -42,6 +43,7 @@ class Settings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     cache_mode: str = "use"
     cache_dir: Path = Path(".rubric_cache")
+    cost: CostSettings = field(default_factory=CostSettings)  # prices, --rubric-max-cost
     min_score: float = DEFAULT_MIN_SCORE
     call_timeout: float = DEFAULT_CALL_TIMEOUT
     thresholds: _style.StyleThresholds = field(default_factory=_style.StyleThresholds)
@@ -103,6 +105,7 @@ class Settings:
             model=config.getoption("rubric_model"),
             cache_mode=config.getoption("rubric_cache"),
             cache_dir=config.rootpath / (config.getini("rubric_cache_dir") or ".rubric_cache"),
+            cost=_cost(config),
             retry=RetryPolicy(
                 timeout=config.getoption("rubric_judge_timeout"),
                 attempts=int(
@@ -130,6 +133,22 @@ class Settings:
                 high_score=number("rubric_high_score", defaults.high_score),
             ),
         )
+
+
+def _cost(config: pytest.Config) -> CostSettings:
+    """Ini ``rubric_judge_prices``, ``--rubric-judge-price`` and ``--rubric-max-cost``."""
+    try:
+        prices = parse_prices(config.getini("rubric_judge_prices"))
+    except ValueError as exc:
+        raise pytest.UsageError(f"ini option rubric_judge_prices: {exc}") from None
+    price = config.getoption("rubric_judge_price")
+    max_cost = config.getoption("rubric_max_cost")
+    return CostSettings(
+        prices=prices,
+        price=parse_price(price) if price else None,  # checked by the option's type
+        max_cost=float(max_cost) if max_cost is not None else None,
+        max_cost_shown=max_cost.strip() if max_cost is not None else "",
+    )
 
 
 SUMMARY_MODES = ("auto", "on", "off")

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from ._base import RetryPolicy
 from ._calls import CallRunner, CallTimeout, run_sync
 from ._secrets import redact
-from .judge.base import Reply, Sampling
+from .judge.base import JudgeStats, Reply, Sampling
+from .judge.cost import Budget, Price
 from .judge.providers import JudgeSpec, known_keys, read_key
 
 if TYPE_CHECKING:
@@ -169,13 +170,20 @@ class LiveModel:
         policy: RetryPolicy | None = None,
         cache: JudgeCache | None = None,
         cache_mode: str = "use",
+        price: Price | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.spec = spec
         self._environ = environ
         self._policy = policy
         from .judge.cache import CachedCalls  # sqlite3: only when a model answers
 
+        self.stats = JudgeStats()  # only the tokens: what the model's answers cost
         self._cache = CachedCalls(cache, cache_mode)
+        self._budget = budget
+        if budget is not None and price is not None:
+            stats = self.stats
+            budget.add_source(lambda: stats.cost(price))
         # Fail now on a missing key; replay makes no call, so it needs none.
         read_key(spec, environ, require_key=cache_mode != "replay")
 
@@ -218,9 +226,13 @@ class LiveModel:
         )
         if looked.cached:
             return looked.text
+        if self._budget is not None:
+            self._budget.admit()
         reply = asyncio.run(
             self._ask(turns or (("system", self.SYSTEM), ("user", question)), sampling)
         )
+        self.stats.tokens_in += reply.tokens_in
+        self.stats.tokens_out += reply.tokens_out
         # What the model under test says is kept and reported: never with a key in it.
         text = redact(reply.text, *known_keys(self._environ))
         self._cache.store(

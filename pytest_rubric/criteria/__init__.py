@@ -13,6 +13,8 @@
 ``json``           ``json``: parses, fits any JSON Schema, checks fields at
                    JSON Pointers with deterministic bodies (above the registry)
 ``judge``          ``judge``: a requirement the LLM judge grades (model only)
+``extract``        ``extract``: the judge reads a value, a deterministic body
+                   decides (above the registry, like ``json``)
 =================  ===========================================================
 
 Nothing is imported here: a session without rubrics imports none of this, and

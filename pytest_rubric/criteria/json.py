@@ -28,7 +28,15 @@ from .registry import DETERMINISTIC, tagged_union
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-__all__ = ["MISSING", "Json", "parse_json", "parse_whole", "resolve_pointer"]
+__all__ = [
+    "BODY_TYPES",
+    "MISSING",
+    "Json",
+    "body_of",
+    "parse_json",
+    "parse_whole",
+    "resolve_pointer",
+]
 
 _FENCED = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 _INDEX = re.compile(r"0|[1-9][0-9]*")
@@ -38,22 +46,31 @@ MISSING: Any = object()
 """What :func:`resolve_pointer` returns for a pointer that names nothing in the document."""
 
 
-def _field_body(value: Any) -> Any:
-    """A body as the union reads it: given the id no body has, after what it may not say."""
+def body_of(value: Any, *, owner: str, subject: str, forbidden: str, name: str) -> Any:
+    """A deterministic body (a ``json`` field's check, an ``extract`` criterion's ``check``) as
+    the union reads it: given the id ``name`` no body has, after what it may not say."""
     if not isinstance(value, dict):
         return value
     given = [key for key in _NOT_IN_A_BODY if key in value]
     if given:
         raise ValueError(
-            f"a field's check takes no {', '.join(f'`{k}`' for k in given)}: it is part of its "
-            "`json` criterion, which has the id and the weight"
+            f"{subject} takes no {', '.join(f'`{k}`' for k in given)}: it is part of its "
+            f"`{owner}` criterion, which has the id and the weight"
         )
     if value.get("type") == "forbidden":
-        raise ValueError(
-            "a field cannot be checked with `forbidden` (MET would mean the error happened, "
-            "yet MET fields earn the credit); write {type: regex, pattern: ..., invert: true}"
-        )
-    return {**value, "id": "field"}
+        raise ValueError(f"{forbidden}; write {{type: regex, pattern: ..., invert: true}}")
+    return {**value, "id": name}
+
+
+def _field_body(value: Any) -> Any:
+    return body_of(
+        value,
+        owner="json",
+        subject="a field's check",
+        forbidden="a field cannot be checked with `forbidden` (MET would mean the error "
+        "happened, yet MET fields earn the credit)",
+        name="field",
+    )
 
 
 def _check_pointer(pointer: str) -> str:
@@ -67,11 +84,11 @@ def _check_pointer(pointer: str) -> str:
 
 Pointer = Annotated[str, AfterValidator(_check_pointer)]
 # Every deterministic type but `forbidden`, whose MET is an error, and `json` itself.
-_BODY_TYPES = tuple(model for model in DETERMINISTIC if model.tag != "forbidden")
+BODY_TYPES = tuple(model for model in DETERMINISTIC if model.tag != "forbidden")
 if TYPE_CHECKING:
     FieldCheck = CriterionModel
 else:
-    FieldCheck = Annotated[tagged_union(_BODY_TYPES), BeforeValidator(_field_body)]
+    FieldCheck = Annotated[tagged_union(BODY_TYPES), BeforeValidator(_field_body)]
 
 
 class Json(CriterionModel):

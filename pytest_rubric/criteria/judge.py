@@ -2,23 +2,50 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
-from .model import CriterionModel, FieldError, Finite
+from .model import CriterionModel, FieldError, Finite, Phrases
 
 __all__ = ["Judge"]
 
+# An anchor's description: what a score means (`scale: {1: "wrong", 5: "fully right"}`).
+Anchor = Annotated[str, Field(min_length=1)]
+
+
+def _anchors(value: Any) -> Any:
+    """``scale:`` as a mapping of score to description, kept as sorted pairs (a criterion is
+    frozen and hashable); a JSON file's keys are text, so a key that reads as a number is one."""
+    if not isinstance(value, dict):
+        return value
+    pairs = []
+    for key, text in value.items():
+        if isinstance(key, str):
+            try:
+                key = float(key)
+            except ValueError:
+                raise ValueError(
+                    f"the anchor {key!r} is not a score; write e.g. {{1: wrong, 5: fully right}}"
+                ) from None
+        pairs.append((key, text))
+    return tuple(sorted(pairs, key=lambda pair: pair[0] if isinstance(pair[0], float | int) else 0))
+
+
+Scale = Annotated[tuple[tuple[Finite, Anchor], ...], BeforeValidator(_anchors)]
+
 
 class Judge(CriterionModel):
-    """A requirement graded by an LLM judge (boolean, or a score on a scale)."""
+    """A requirement graded by an LLM judge: boolean, a score on a scale, or a label."""
 
     type: Literal["judge"] = "judge"
     requirement: Annotated[str, Field(min_length=1)]
-    kind: Literal["boolean", "score"] = "boolean"
+    kind: Literal["boolean", "score", "label"] = "boolean"
     min_score: Finite = 1.0
     max_score: Finite = 5.0
+    scale: Scale | None = None  # score kind: what some scores mean, by score
+    labels: Phrases | None = None  # label kind: the labels the judge picks one of
+    pass_labels: Phrases | None = None  # label kind: the labels that earn credit
 
     @model_validator(mode="after")
     def _scale(self) -> Judge:
@@ -27,7 +54,54 @@ class Judge(CriterionModel):
                 "max_score",
                 f"max_score ({self.max_score:g}) must be greater than min_score ({self.min_score:g})",
             )
+        if self.scale is not None:
+            if self.kind != "score":
+                raise FieldError(
+                    "scale",
+                    "`scale` describes the scores of a score-kind criterion",
+                    hint="add `kind: score`, or remove `scale`",
+                )
+            outside = [k for k, _ in self.scale if not self.min_score <= k <= self.max_score]
+            if outside:
+                raise FieldError(
+                    "scale",
+                    f"the anchor {outside[0]:g} is outside the scale {self.min_score:g} to "
+                    f"{self.max_score:g}",
+                    hint="anchor scores from min_score to max_score",
+                )
+        if self.kind == "label":
+            self._check_labels()
+        elif self.labels is not None or self.pass_labels is not None:
+            field = "labels" if self.labels is not None else "pass_labels"
+            raise FieldError(
+                field,
+                f"`{field}` belongs to a label-kind criterion",
+                hint="add `kind: label`, or remove it",
+            )
         return self
+
+    def _check_labels(self) -> None:
+        if self.labels is None:
+            raise FieldError(
+                "labels",
+                "a label-kind criterion needs `labels`, the labels the judge picks one of",
+                hint='write e.g. labels: ["correct", "partly correct", "wrong"]',
+            )
+        if self.pass_labels is None:
+            raise FieldError(
+                "pass_labels",
+                "a label-kind criterion needs `pass_labels`, the labels that earn credit",
+                hint='write e.g. pass_labels: ["correct"]',
+            )
+        if len(set(self.labels)) != len(self.labels):
+            raise FieldError("labels", "a label is listed twice")
+        unknown = [label for label in self.pass_labels if label not in self.labels]
+        if unknown:
+            raise FieldError(
+                "pass_labels",
+                f"{unknown[0]!r} is not one of the labels ({', '.join(map(repr, self.labels))})",
+                hint="list pass labels from `labels`",
+            )
 
     @property
     def is_judged(self) -> bool:

@@ -12,6 +12,7 @@ and the :class:`JudgeCache`. Behind them:
 ``http``           the HTTP machinery: deadline, size cap, redirects, retries
 ``clients``        the wires (OpenAI-compatible, Anthropic), one class each
 ``cache``          the SQLite reply cache and the one cached call
+``cost``           prices, money, the ``--rubric-max-cost`` budget
 ``transport``      the background event loop, the concurrency bound, calls
 ``prompts``        the prompts of the three strategies
 ``replies``        the readers of the judge's replies

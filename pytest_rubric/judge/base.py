@@ -26,6 +26,7 @@ from .._errors import JudgeError
 
 if TYPE_CHECKING:
     from .._result import Outcome
+    from .cost import Price
 
 __all__ = [
     "MAX_TOKENS",
@@ -115,15 +116,29 @@ class JudgeStats:
     tokens_out: int = 0
     cache_hits: int = 0
     cache_misses: int = 0
+    saved_in: int = 0  # the tokens the cache hits cost when they were first judged
+    saved_out: int = 0
+    over_budget: int = 0  # criteria left ERROR once --rubric-max-cost was spent
     fallbacks: list[str] = field(default_factory=list)
 
-    def line(self, name: str) -> str:
+    def cost(self, price: Price) -> float:
+        """Dollars spent on this judge's calls so far."""
+        return price.cost(self.tokens_in, self.tokens_out)
+
+    def line(self, name: str, *, price: Price | None = None) -> str:
+        """The usage line; with a price, what the calls cost and what the cache saved."""
+        from .cost import money
+
         text = (
             f"judge {name}: {self.calls} calls, {self.retries} retries, {self.errors} errors, "
             f"tokens {self.tokens_in} in / {self.tokens_out} out"
         )
+        if price is not None:
+            text += f", cost {money(self.cost(price))}"
         if self.cache_hits or self.cache_misses:
             text += f", cache {self.cache_hits} hits / {self.cache_misses} misses"
+            if price is not None:
+                text += f" (saved {money(price.cost(self.saved_in, self.saved_out))})"
         if self.fallbacks:
             text += f"; output mode fell back: {', '.join(dict.fromkeys(self.fallbacks))}"
         return text

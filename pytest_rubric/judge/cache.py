@@ -134,16 +134,25 @@ class JudgeCache:
 
     def get(self, key: str) -> str | None:
         """The stored reply for ``key``, or None: not stored, or not readable (a miss)."""
+        found = self.fetch(key)
+        return found.text if found is not None else None
+
+    def fetch(self, key: str) -> Reply | None:
+        """The stored reply for ``key`` with the tokens it cost when it was judged, or None."""
         with self._lock:
             if self._db is None:
                 return None
             try:
-                row = self._db.execute("SELECT raw FROM replies WHERE key = ?", (key,)).fetchone()
+                row = self._db.execute(
+                    "SELECT raw, tokens_in, tokens_out FROM replies WHERE key = ?", (key,)
+                ).fetchone()
             except sqlite3.Error as exc:  # a corrupt page, text that is not UTF-8, a lock
                 self._trouble("could not read a stored reply", exc)
                 return None
         # Only text is a reply: anything else in the column was not written by us.
-        return row[0] if row is not None and isinstance(row[0], str) else None
+        if row is None or not isinstance(row[0], str):
+            return None
+        return Reply(row[0], _count(row[1]), _count(row[2]), key=key, cached=True)
 
     def put(
         self,
@@ -228,11 +237,13 @@ class CachedCalls:
             return Reply("")
         key = cache_key(**parts)
         if self.mode in ("use", "replay"):
-            text = self.cache.get(key)
-            if text is not None:
+            found = self.cache.fetch(key)
+            if found is not None:
                 if self.stats is not None:
                     self.stats.cache_hits += 1
-                return Reply(text, key=key, cached=True)
+                    self.stats.saved_in += found.tokens_in
+                    self.stats.saved_out += found.tokens_out
+                return found
             if self.stats is not None:
                 self.stats.cache_misses += 1
             if self.mode == "replay":
@@ -290,6 +301,11 @@ def _check_schema(db: sqlite3.Connection) -> None:
         if columns != _COLUMNS:
             names = ", ".join(str(c[0]) for c in columns[:8])
             raise _Unusable(f"its replies table has other columns ({names}): not ours")
+
+
+def _count(value: object) -> int:
+    """A stored token count, or 0 for anything that is not a plausible one."""
+    return value if type(value) is int and 0 <= value <= 10**9 else 0
 
 
 def _error_text(exc: BaseException) -> str:

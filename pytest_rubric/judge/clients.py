@@ -150,9 +150,14 @@ class OpenAIClient(HTTPClient):
         rejection the next mode is tried.
         """
         i = 0
+        admitted = self.admit is None
         while True:
             failed: JudgeError | None = None
             async with self._slot():
+                if not admitted and self._mode is None:
+                    assert self.admit is not None
+                    self.admit()
+                    admitted = True
                 while failed is None:
                     if self._mode is not None:
                         return None

@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
@@ -121,6 +121,10 @@ class HTTPClient:
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._budget = self.policy.budget
+        # Called in the slot before a call's first attempt (--rubric-max-cost: raises
+        # BudgetSpent once spent), so calls queued for a slot check the spend when they
+        # would start, not when they were queued.
+        self.admit: Callable[[], None] | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.spec.name!r}, url={self.spec.url!r})"
@@ -230,6 +234,8 @@ class HTTPClient:
             try:
                 # The slot is held for this attempt only, not for the sleep above.
                 async with self._slot():
+                    if attempt == 0 and self.admit is not None:
+                        self.admit()
                     return await self._post_once(payload)
             except JudgeError as exc:
                 if not exc.retryable:

@@ -20,6 +20,7 @@ Rules every prompt follows:
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from collections.abc import Sequence
@@ -29,12 +30,14 @@ from typing import TYPE_CHECKING, Any
 from .replies import REASON_DESCRIPTIONS
 
 if TYPE_CHECKING:
+    from ..criteria.extract import Extract, JudgedCriterion
     from ..criteria.judge import Judge
 
 __all__ = [
     "TEMPLATE_VERSION",
     "Prompt",
     "Question",
+    "extraction",
     "holistic",
     "injection_suspected",
     "one_shot",
@@ -114,17 +117,39 @@ def injection_suspected(response: str, token: str) -> bool:
     return token in response or _FENCE.search(response) is not None
 
 
-def _describe(criterion: Judge) -> str:
+def _describe(criterion: JudgedCriterion, *, pass_labels: bool = False) -> str:
     text: str = criterion.requirement
     if criterion.kind == "score":
         text += (
             f" (score it from {criterion.min_score:g}, not at all, to {criterion.max_score:g}, "
             "fully)"
         )
+        if criterion.scale:  # issue 17: anchors, shown as the rubric's author wrote them
+            text += "; the scale: " + "; ".join(f"{k:g} = {v}" for k, v in criterion.scale)
+    elif criterion.kind == "label":  # issue 17
+        text += " (label it with exactly one of: " + ", ".join(map(_quoted, criterion.labels or ()))
+        if pass_labels:  # the holistic grader scores, so it must know what passes
+            text += "; it passes as " + " or ".join(map(_quoted, criterion.pass_labels or ()))
+        text += ")"
     return text
 
 
-def _verdict_schema(criterion: Judge) -> dict[str, Any]:
+def _quoted(label: str) -> str:
+    return json.dumps(label, ensure_ascii=False)
+
+
+def _verdict_schema(criterion: JudgedCriterion) -> dict[str, Any]:
+    if criterion.kind == "extract":  # issue 17
+        return _extract_schema(criterion)
+    if criterion.kind == "label":  # issue 17
+        return {
+            "type": "object",
+            "properties": {
+                "reason": {"type": "string"},
+                "label": {"type": "string", "enum": list(criterion.labels or ())},
+            },
+            "required": ["reason", "label"],
+        }
     if criterion.kind == "score":
         field: dict[str, Any] = {
             "type": "number",
@@ -146,11 +171,17 @@ def _verdict_schema(criterion: Judge) -> dict[str, Any]:
     }
 
 
-def per_criterion(criterion: Judge, *, question: Question, response: str) -> Prompt:
+def per_criterion(criterion: JudgedCriterion, *, question: Question, response: str) -> Prompt:
     """One call for one judged criterion."""
+    if criterion.kind == "extract":  # issue 17: the judge reads, it does not grade
+        return extraction(criterion, question=question, response=response)
     token = _token()
+    reason = REASON_DESCRIPTIONS[0]
     if criterion.kind == "score":
         last = f'"score", a number from {criterion.min_score:g} to {criterion.max_score:g}'
+    elif criterion.kind == "label":  # issue 17
+        reason = REASON_DESCRIPTIONS[2]
+        last = '"label", exactly one of the labels listed with the requirement'
     else:
         last = '"verdict", the string "MET" or the string "UNMET"'
     parts = [
@@ -163,7 +194,7 @@ def per_criterion(criterion: Judge, *, question: Question, response: str) -> Pro
         parts.append(_ERROR_RULE)
     parts.append(
         "Reply with one JSON object and nothing else, with two fields in this order: "
-        f'"reason", a string: {REASON_DESCRIPTIONS[0]}; then {last}.'
+        f'"reason", a string: {reason}; then {last}.'
     )
     return Prompt(
         system="\n\n".join(parts),
@@ -173,7 +204,7 @@ def per_criterion(criterion: Judge, *, question: Question, response: str) -> Pro
     )
 
 
-def one_shot(criteria: Sequence[Judge], *, question: Question, response: str) -> Prompt:
+def one_shot(criteria: Sequence[JudgedCriterion], *, question: Question, response: str) -> Prompt:
     """One call for all judged criteria of a case, keyed by criterion id."""
     token = _token()
     lines = []
@@ -181,9 +212,13 @@ def one_shot(criteria: Sequence[Judge], *, question: Question, response: str) ->
         kind = (
             f"score {c.min_score:g}-{c.max_score:g}" if c.kind == "score" else "verdict MET/UNMET"
         )
+        if c.kind == "label":  # issue 17
+            kind = "label"
+        elif c.kind == "extract":
+            kind = f"extract a value: {_RETURNS[c.returns]}"
         error = (
             " [describes an ERROR: MET only if the response makes it]"
-            if c.effective_weight < 0
+            if c.effective_weight < 0 and c.kind != "extract"  # a reading has no ERROR side
             else ""
         )
         lines.append(f"- id {c.id!r} ({kind}): {_describe(c)}{error}")
@@ -200,16 +235,29 @@ def one_shot(criteria: Sequence[Judge], *, question: Question, response: str) ->
         f'{REASON_DESCRIPTIONS[0]}; then "verdict", the string "MET" or the string "UNMET" '
         '(for a score requirement, "score" instead: a number in its range).',
     ]
-    item = {
-        "type": "object",
-        "properties": {
-            "id": {"type": "string", "enum": [c.id for c in criteria]},
-            "reason": {"type": "string"},
-            "verdict": {"type": "string", "enum": ["MET", "UNMET"]},
-            "score": {"type": "number"},
-        },
-        "required": ["id", "reason"],
+    if any(c.kind == "label" for c in criteria):  # issue 17; other prompts keep their wording
+        parts[-1] += (
+            ' For a label requirement, "label" instead of "verdict": exactly one of its labels.'
+        )
+    if any(c.kind == "extract" for c in criteria):  # issue 17
+        parts[-1] += (
+            ' For an "extract a value" requirement you do not grade: give "value" instead of '
+            '"verdict", the value as the response itself states it (even if you think it wrong), '
+            'or null when the response does not give it; then "evidence", a list of exact quotes '
+            "from the response that give it."
+        )
+    fields: dict[str, Any] = {
+        "id": {"type": "string", "enum": [c.id for c in criteria]},
+        "reason": {"type": "string"},
+        "verdict": {"type": "string", "enum": ["MET", "UNMET"]},
+        "score": {"type": "number"},
     }
+    if any(c.kind == "label" for c in criteria):  # issue 17
+        fields["label"] = {"type": "string"}
+    if any(c.kind == "extract" for c in criteria):  # issue 17: any JSON value, read per criterion
+        fields["value"] = {}
+        fields["evidence"] = _EVIDENCE
+    item = {"type": "object", "properties": fields, "required": ["id", "reason"]}
     schema = {
         "type": "object",
         "properties": {"criteria": {"type": "array", "items": item}},
@@ -219,12 +267,16 @@ def one_shot(criteria: Sequence[Judge], *, question: Question, response: str) ->
 
 
 def holistic(criteria: Sequence[Judge], *, question: Question, response: str) -> Prompt:
+    # (issue 17) `extract` criteria never reach here: the holistic grader extracts them
+    # one call each, beside its score (see strategies).
     """One call, one 0-100 score for how well the response meets the judged criteria together."""
     token = _token()
     lines = []
     for c in criteria:
         role = "an ERROR the response must not make" if c.effective_weight < 0 else "a requirement"
-        lines.append(f"- ({role}, weight {abs(c.effective_weight):g}) {_describe(c)}")
+        lines.append(
+            f"- ({role}, weight {abs(c.effective_weight):g}) {_describe(c, pass_labels=True)}"
+        )
     parts = [
         "You are a strict grader. Score how well a response meets a rubric, as a whole.",
         _SUBSTANCE_RULE,
@@ -245,3 +297,49 @@ def holistic(criteria: Sequence[Judge], *, question: Question, response: str) ->
         "required": ["reason", "score"],
     }
     return Prompt("\n\n".join(parts), _user(question, response, token), schema, token)
+
+
+# --- extraction (issue 17): the judge reads a value; a deterministic check decides ------------
+
+_RETURNS = {
+    "number": "a JSON number",
+    "string": "a JSON string",
+    "boolean": "true or false",
+    "list": "a JSON list",
+}
+_RETURNS_TYPE = {"number": "number", "string": "string", "boolean": "boolean", "list": "array"}
+_EVIDENCE = {"type": "array", "items": {"type": "string"}}
+
+
+def _extract_schema(criterion: Extract) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "reason": {"type": "string"},
+            "value": {"type": [_RETURNS_TYPE[criterion.returns], "null"]},
+            "evidence": _EVIDENCE,
+        },
+        "required": ["reason", "value", "evidence"],
+    }
+
+
+def extraction(criterion: Extract, *, question: Question, response: str) -> Prompt:
+    """One call that reads one value out of the response: no verdict is asked for."""
+    token = _token()
+    parts = [
+        "You are a careful reader. Read one value out of a response. You do not grade the "
+        "response: report what it says, even where you believe it is wrong.",
+        _data_rule(question, token),
+        f"What to extract: {criterion.extract}",
+        "Reply with one JSON object and nothing else, with three fields in this order: "
+        f'"reason", a string: {REASON_DESCRIPTIONS[3]}; then "value", '
+        f"{_RETURNS[criterion.returns]}, as the response states it, or null when the response "
+        'does not give it; then "evidence", a list of exact quotes from the response that give '
+        "it (an empty list when it does not).",
+    ]
+    return Prompt(
+        system="\n\n".join(parts),
+        user=_user(question, response, token),
+        schema=_extract_schema(criterion),
+        token=token,
+    )

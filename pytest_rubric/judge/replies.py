@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._secrets import Secret, redact
 
 if TYPE_CHECKING:
+    from ..criteria.extract import Extract, JudgedCriterion
     from ..criteria.judge import Judge
 
 __all__ = ["Graded", "ReplyError", "extract_json", "read_holistic", "read_one", "read_one_shot"]
@@ -52,6 +53,7 @@ class Graded:
     met: bool
     credit: float
     reason: str
+    error: bool = False  # an extract criterion whose check could not be evaluated (issue 17)
 
 
 def extract_json(text: str, *, secrets: Secrets = ()) -> dict[str, Any]:
@@ -59,13 +61,14 @@ def extract_json(text: str, *, secrets: Secrets = ()) -> dict[str, Any]:
     return _read(text, lambda obj: obj, secrets)
 
 
-def read_one(text: str, criterion: Judge, *, secrets: Secrets = ()) -> Graded:
-    """A per-criterion reply: ``{"reason", "verdict"}`` (score kind: ``{"reason", "score"}``)."""
+def read_one(text: str, criterion: JudgedCriterion, *, secrets: Secrets = ()) -> Graded:
+    """A per-criterion reply: ``{"reason", "verdict"}`` (score kind: ``{"reason", "score"}``;
+    label kind: ``{"reason", "label"}``)."""
     return _read(text, lambda obj: _grade(obj, criterion, "", secrets), secrets)
 
 
 def read_one_shot(
-    text: str, criteria: Sequence[Judge], *, secrets: Secrets = ()
+    text: str, criteria: Sequence[JudgedCriterion], *, secrets: Secrets = ()
 ) -> dict[str, Graded | ReplyError]:
     """A one-shot reply, keyed by criterion id.
 
@@ -85,7 +88,7 @@ def read_holistic(text: str, *, secrets: Secrets = ()) -> tuple[float, str]:
 
 
 # The keys that make an object a grade rather than data the judge quoted.
-_PROTOCOL_KEYS = frozenset({"verdict", "score", "criteria"})
+_PROTOCOL_KEYS = frozenset({"verdict", "score", "criteria", "label", "value"})
 
 
 def _read(text: str, validate: Callable[[dict[str, Any]], T], secrets: Secrets) -> T:
@@ -93,7 +96,7 @@ def _read(text: str, validate: Callable[[dict[str, Any]], T], secrets: Secrets) 
 
     A judge may quote JSON from the answer under test before giving its own
     grade, so the last object with a protocol key (``verdict``, ``score``,
-    ``criteria``) is the reply; an earlier one is never a fallback, since a
+    ``criteria``, ``label``, ``value``) is the reply; an earlier one is never a fallback, since a
     malformed grade must be asked again, not replaced by a quoted one.
     Objects without such a key are passed over. With none at all, the last
     object's error is raised (it is missing its grade).
@@ -208,6 +211,9 @@ def _reason(obj: dict[str, Any], where: str, secrets: Secrets) -> str:
 REASON_DESCRIPTIONS = (
     "in one or two sentences of your own, why the response does or does not meet the requirement",
     "in two or three sentences of your own, how well the response meets the rubric",
+    # issue 17: label and extract kinds
+    "in one or two sentences of your own, why that label fits the response",
+    "in one or two sentences of your own, where the response gives it and how you read it",
 )
 _WORDS = re.compile(r"[a-z0-9]+")
 
@@ -240,8 +246,10 @@ def _score(obj: dict[str, Any], low: float, high: float, where: str, secrets: Se
     return score
 
 
-def _grade(obj: dict[str, Any], criterion: Judge, where: str, secrets: Secrets) -> Graded:
+def _grade(obj: dict[str, Any], criterion: JudgedCriterion, where: str, secrets: Secrets) -> Graded:
     reason = _reason(obj, where, secrets)
+    if criterion.kind == "extract":  # issue 17
+        return _extracted(obj, criterion, reason, where, secrets)
     if criterion.kind == "score":
         low, high = criterion.min_score, criterion.max_score
         score = _score(obj, low, high, where, secrets)
@@ -249,6 +257,8 @@ def _grade(obj: dict[str, Any], criterion: Judge, where: str, secrets: Secrets) 
         return Graded(
             met=credit >= 0.5, credit=credit, reason=f"score {score:g}/{high:g}: {reason}"
         )
+    if criterion.kind == "label":  # issue 17
+        return _label(obj, criterion, reason, where, secrets)
     verdict = obj.get("verdict")
     # Exactly as the prompt and the schema spell it: "met" or " MET" is out of protocol.
     if not isinstance(verdict, str) or verdict not in _VERDICTS:
@@ -259,8 +269,59 @@ def _grade(obj: dict[str, Any], criterion: Judge, where: str, secrets: Secrets) 
     return Graded(met=met, credit=1.0 if met else 0.0, reason=reason)
 
 
+def _label(
+    obj: dict[str, Any], criterion: Judge, reason: str, where: str, secrets: Secrets
+) -> Graded:
+    """A label-kind grade: exactly one of the criterion's labels; a pass label earns credit."""
+    labels = criterion.labels or ()
+    label = obj.get("label")
+    if not isinstance(label, str) or label not in labels:
+        raise ReplyError(
+            f'{where}"label" must be exactly one of {", ".join(map(repr, labels))}, got '
+            f"{_quote(label, secrets)}"
+        )
+    met = label in (criterion.pass_labels or ())
+    return Graded(met=met, credit=1.0 if met else 0.0, reason=f"label {label!r}: {reason}")
+
+
+_RETURNED: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "number": (lambda v: _number(v) is not None and math.isfinite(_number(v) or 0.0), "a number"),
+    "string": (lambda v: isinstance(v, str), "a string"),
+    "boolean": (lambda v: isinstance(v, bool), "true or false"),
+    "list": (lambda v: isinstance(v, list), "a list"),
+}
+
+
+def _extracted(
+    obj: dict[str, Any], criterion: Extract, reason: str, where: str, secrets: Secrets
+) -> Graded:
+    """An extraction: ``{"reason", "value", "evidence"}``; the criterion's check decides.
+
+    A verdict, score or label the judge volunteers is ignored: it reads, it never grades.
+    """
+    fits, what = _RETURNED[criterion.returns]
+    if "value" not in obj:
+        raise ReplyError(f'{where}missing "value" ({what}, or null when the response gives none)')
+    value = obj["value"]
+    if value is not None and not fits(value):
+        raise ReplyError(f'{where}"value" must be {what} or null, got {_quote(value, secrets)}')
+    # Quotes are evidence, not the grade: a reply that gives none has none (as a verdict
+    # without evidence is only flagged), but a field that is not a list of quotes is no reply.
+    evidence = obj.get("evidence", [])
+    if not isinstance(evidence, list) or not all(isinstance(q, str) for q in evidence):
+        raise ReplyError(f'{where}"evidence" must be a list of exact quotes from the response')
+    outcome = criterion.decide(value)
+    shown = "no value" if value is None else f"value {_quote(value, secrets)}"
+    return Graded(
+        met=outcome.verdict.name == "MET",
+        credit=outcome.credit,
+        reason=f"{shown}: {outcome.reason} (read: {reason})",
+        error=outcome.verdict.name == "ERROR",
+    )
+
+
 def _one_shot(
-    obj: dict[str, Any], criteria: Sequence[Judge], secrets: Secrets
+    obj: dict[str, Any], criteria: Sequence[JudgedCriterion], secrets: Secrets
 ) -> dict[str, Graded | ReplyError]:
     entries = obj.get("criteria")
     if not isinstance(entries, list):

@@ -32,11 +32,12 @@ from .._result import Outcome, Verdict
 from .._secrets import redact
 from .base import JudgeClient, Judged, JudgeStats
 from .cache import JudgeCache
+from .cost import Budget, Price
 from .strategies import STRATEGIES
 from .transport import Transport
 
 if TYPE_CHECKING:
-    from ..criteria.judge import Judge
+    from ..criteria.extract import JudgedCriterion
     from .prompts import Question
 
 __all__ = ["JudgeRunner", "combine"]
@@ -56,6 +57,8 @@ class JudgeRunner:
         cache_mode: str = "use",
         samples: int = 1,
         timeout: float = 60.0,
+        price: Price | None = None,
+        budget: Budget | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown grader {strategy!r}; use one of {', '.join(STRATEGIES)}")
@@ -74,6 +77,8 @@ class JudgeRunner:
             cache_mode=cache_mode,
             samples=samples,
             timeout=timeout,
+            price=price,
+            budget=budget,
         )
         self._futures: dict[str, concurrent.futures.Future[Judged]] = {}
 
@@ -82,7 +87,7 @@ class JudgeRunner:
         return self.transport.stats
 
     def schedule(
-        self, key: str, criteria: Sequence[Judge], *, question: Question, response: str
+        self, key: str, criteria: Sequence[JudgedCriterion], *, question: Question, response: str
     ) -> None:
         """Start judging one answer in the background (once per key)."""
         if key not in self._futures:
@@ -91,7 +96,7 @@ class JudgeRunner:
             )
 
     def result(
-        self, key: str, criteria: Sequence[Judge], *, question: Question, response: str
+        self, key: str, criteria: Sequence[JudgedCriterion], *, question: Question, response: str
     ) -> Judged:
         """Wait for one answer's outcomes, scheduling them first if nobody did."""
         self.schedule(key, criteria, question=question, response=response)
@@ -105,13 +110,21 @@ class JudgeRunner:
         self.transport.close()
 
     async def _judge_answer(
-        self, criteria: Sequence[Judge], *, question: Question, response: str
+        self, criteria: Sequence[JudgedCriterion], *, question: Question, response: str
     ) -> Judged:
         try:
             judged = await self._grade(criteria, question=question, response=response)
         except Exception as exc:  # a grade that could not be obtained is ERROR, never a crash
             reason = f"judge {self.name} failed: {type(exc).__name__}: {exc}"
             judged = Judged({c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in criteria})
+        budget = self.transport.budget
+        if budget is not None:
+            # The summary counts the criteria the spent budget left ERROR (a sample's
+            # refusal is in the combined reason too).
+            self.stats.over_budget += sum(
+                o.verdict is Verdict.ERROR and budget.message in o.reason
+                for o in judged.outcomes.values()
+            )
         # A judge may echo anything, the key included: no reason leaves unredacted.
         # (The grader cuts reasons to length, once, when it builds the result.)
         secrets = self.transport.secrets
@@ -124,7 +137,7 @@ class JudgeRunner:
         )
 
     async def _grade(
-        self, criteria: Sequence[Judge], *, question: Question, response: str
+        self, criteria: Sequence[JudgedCriterion], *, question: Question, response: str
     ) -> Judged:
         runs = await asyncio.gather(
             *(self._sample(criteria, question, response, i) for i in range(self.samples))
@@ -137,7 +150,9 @@ class JudgeRunner:
                 c.id: combine(
                     c,
                     [run.outcomes[c.id] for run in runs],
-                    mean=self.strategy.mean or c.kind == "score",
+                    # an extraction is decided by its check: the majority of the checked
+                    # outcomes, whatever the grader (issue 17)
+                    mean=c.kind == "score" or (self.strategy.mean and c.kind != "extract"),
                 )
                 for c in criteria
             },
@@ -145,13 +160,13 @@ class JudgeRunner:
         )
 
     async def _sample(
-        self, criteria: Sequence[Judge], question: Question, response: str, sample: int
+        self, criteria: Sequence[JudgedCriterion], question: Question, response: str, sample: int
     ) -> Judged:
         """One sample of the grades of every judged criterion of an answer."""
         return await self.strategy.grade(self.transport, criteria, question, response, sample)
 
 
-def combine(criterion: Judge, samples: Sequence[Outcome], *, mean: bool) -> Outcome:
+def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: bool) -> Outcome:
     """One outcome from K samples of one criterion.
 
     * Any sample that is ERROR makes the criterion ERROR: a grade that could

@@ -34,6 +34,7 @@ from .replies import Graded, ReplyError, read_holistic, read_one, read_one_shot
 from .transport import Transport
 
 if TYPE_CHECKING:
+    from ..criteria.extract import JudgedCriterion
     from ..criteria.judge import Judge
     from .prompts import Question
 
@@ -108,10 +109,12 @@ def _read(transport: Transport, read: Callable[[str], Any], text: str) -> Any:
 
 
 def _outcome(graded: Graded) -> Outcome:
+    if graded.error:  # an extract criterion's check could not be evaluated
+        return Outcome(Verdict.ERROR, 0.0, graded.reason)
     return Outcome(Verdict.MET if graded.met else Verdict.UNMET, graded.credit, graded.reason)
 
 
-def _errors(criteria: Sequence[Judge], reason: str) -> dict[str, Outcome]:
+def _errors(criteria: Sequence[JudgedCriterion], reason: str) -> dict[str, Outcome]:
     return {c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in criteria}
 
 
@@ -120,14 +123,14 @@ def _errors(criteria: Sequence[Judge], reason: str) -> dict[str, Outcome]:
 
 async def _per_criterion(
     transport: Transport,
-    criteria: Sequence[Judge],
+    criteria: Sequence[JudgedCriterion],
     question: Question,
     response: str,
     sample: int,
 ) -> Judged:
     prompts = [per_criterion(c, question=question, response=response) for c in criteria]
 
-    async def one(criterion: Judge, prompt: Prompt) -> Outcome:
+    async def one(criterion: JudgedCriterion, prompt: Prompt) -> Outcome:
         try:
             graded = await ask(
                 transport,
@@ -152,7 +155,7 @@ async def _per_criterion(
 
 async def _one_shot(
     transport: Transport,
-    criteria: Sequence[Judge],
+    criteria: Sequence[JudgedCriterion],
     question: Question,
     response: str,
     sample: int,
@@ -237,10 +240,33 @@ async def _holistic(
     return Judged(outcomes, injection_suspected=suspected)
 
 
+async def _holistic_and_extract(
+    transport: Transport,
+    criteria: Sequence[JudgedCriterion],
+    question: Question,
+    response: str,
+    sample: int,
+) -> Judged:
+    """(issue 17) One holistic score for the judged criteria; an ``extract`` criterion is not
+    graded, so it is read on its own call (as per-criterion reads it) and its check decides."""
+    reads = [c for c in criteria if c.kind == "extract"]
+    graded = [c for c in criteria if c.kind != "extract"]
+    if not reads:
+        return await _holistic(transport, graded, question, response, sample)
+    parts = [_per_criterion(transport, reads, question, response, sample)]
+    if graded:
+        parts.append(_holistic(transport, graded, question, response, sample))
+    done = await asyncio.gather(*parts)
+    return Judged(
+        {cid: o for part in done for cid, o in part.outcomes.items()},
+        injection_suspected=any(part.injection_suspected for part in done),
+    )
+
+
 STRATEGIES: dict[str, Strategy] = {
     "per-criterion": Strategy(_per_criterion),
     "one-shot": Strategy(_one_shot),
-    "holistic": Strategy(_holistic, mean=True),
+    "holistic": Strategy(_holistic_and_extract, mean=True),
 }
 """The ``--rubric-grader`` strategies, by name (the flag's choices, ``GRADERS``, list them too)."""
 

@@ -28,6 +28,7 @@ from .._secrets import Secret, redact
 from . import prompts
 from .base import JudgeError, JudgeStats, Reply, Sampling
 from .cache import CachedCalls, JudgeCache
+from .cost import Budget, BudgetSpent, Price
 from .http import HTTPClient
 from .prompts import Prompt
 from .providers import known_keys
@@ -51,6 +52,8 @@ class Transport:
         cache_mode: str = "use",
         samples: int = 1,
         timeout: float = 60.0,
+        price: Price | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.client = client
         self.name = name
@@ -60,6 +63,12 @@ class Transport:
         self._builtin = isinstance(client, HTTPClient)
         self.stats = client.stats if isinstance(client, HTTPClient) else JudgeStats()
         self.cache = CachedCalls(cache, cache_mode, stats=self.stats)
+        self.budget = budget
+        if budget is not None and price is not None:
+            stats = self.stats
+            budget.add_source(lambda: stats.cost(price))
+        if isinstance(client, HTTPClient) and budget is not None:
+            client.admit = budget.admit  # checked when a call gets its slot
         # Whatever a judge raises or replies is redacted of every key we know of:
         # the built-in client's own, and the providers' variables (a user's client
         # may read those itself).
@@ -95,7 +104,8 @@ class Transport:
     async def call(
         self, prompt: Prompt, *, feedback: str = "", label: str = "", sample: int = 0
     ) -> Reply:
-        """One judge call under the concurrency bound, through the cache."""
+        """One judge call under the concurrency bound, through the cache; a call that is not
+        cached starts only while ``--rubric-max-cost`` is not spent."""
         user = prompt.user + feedback
         looked = self.cache.lookup(
             self._key(prompt, user, sample),
@@ -104,7 +114,9 @@ class Transport:
             "it, and commit the cache",
         )
         if looked.cached:
-            return looked
+            return looked  # free: a cached reply is served whatever the budget
+        if self.budget is not None:
+            self.budget.admit()  # no wait for a slot once the budget is spent
         reply = await self._complete(prompt, user, sample)
         return Reply(reply.text, reply.tokens_in, reply.tokens_out, key=looked.key)
 
@@ -148,10 +160,15 @@ class Transport:
             # A user's client retries as it likes: its whole call holds the slot,
             # and --rubric-judge-timeout bounds the whole call, as it does ours.
             async with self._semaphore:
+                if self.budget is not None:
+                    self.budget.admit()
                 text = self.client.complete(prompt.system, user)
                 if inspect.isawaitable(text):  # a plain function is fine too
                     async with asyncio.timeout(self.timeout):
                         text = await text
+        except BudgetSpent:
+            self.stats.calls -= 1  # it never started
+            raise
         except TimeoutError:
             self.stats.errors += 1
             raise JudgeError(

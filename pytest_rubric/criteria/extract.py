@@ -1,0 +1,84 @@
+"""``extract``: the judge reads a value out of the answer; a deterministic check decides.
+
+The surest way to keep style out of a judged verdict is not to let the judge
+grade at all. An ``extract`` criterion asks the judge only to pull a value
+out of a free-form answer (``{"reason", "value", "evidence"}``, see
+:mod:`pytest_rubric.judge.replies`); ``check:`` holds one deterministic
+criterion body, which decides MET or UNMET on that value exactly as it
+would on a field of a ``json`` criterion: a number check compares a number
+itself, a string is read as an answer would be, any other value as its
+compact JSON text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, PrivateAttr
+
+from .._result import Outcome, Verdict
+from .check import Check, CheckContext, unmet
+from .json import BODY_TYPES, body_of
+from .judge import Judge
+from .model import CriterionModel
+from .registry import tagged_union
+
+__all__ = ["RETURNS", "Extract", "JudgedCriterion"]
+
+RETURNS = ("number", "string", "boolean", "list")
+
+
+def _check_body(value: Any) -> Any:
+    return body_of(
+        value,
+        owner="extract",
+        subject="`check`",
+        forbidden="`check` cannot be `forbidden` (MET would mean the error happened)",
+        name="check",
+    )
+
+
+if TYPE_CHECKING:
+    CheckBody = CriterionModel
+else:
+    CheckBody = Annotated[tagged_union(BODY_TYPES), BeforeValidator(_check_body)]
+
+
+class Extract(CriterionModel):
+    """The judge extracts ``extract`` (of type ``returns``); ``check`` decides."""
+
+    type: Literal["extract"] = "extract"
+    extract: Annotated[str, Field(min_length=1)]
+    returns: Literal["number", "string", "boolean", "list"]
+    check: CheckBody
+    _compiled: Check[Any] | None = PrivateAttr(default=None)
+
+    @property
+    def is_judged(self) -> bool:
+        return True
+
+    @property
+    def kind(self) -> Literal["extract"]:
+        """What the judge is asked for (the judge's strategies read it, as a judge's ``kind``)."""
+        return "extract"
+
+    @property
+    def requirement(self) -> str:
+        return f"extract {self.extract} ({self.returns})"
+
+    def decide(self, value: Any) -> Outcome:
+        """The check's outcome on the value the judge extracted (None: the answer gives none)."""
+        if value is None:
+            return unmet("the judge found no value in the response")
+        if self._compiled is None:
+            # Built once, on first use, in the judge's thread; a check never raises.
+            self._compiled = self.check.compile(CheckContext())
+        outcome = self._compiled.on_json(value, None)
+        if outcome.verdict is Verdict.ERROR:
+            return Outcome(Verdict.ERROR, 0.0, f"the check failed: {outcome.reason}")
+        return outcome
+
+
+JudgedCriterion = Judge | Extract
+"""What the judge is asked about: a ``judge`` criterion (it grades), or an ``extract`` one
+(it reads)."""

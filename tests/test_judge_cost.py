@@ -1,0 +1,195 @@
+"""What judging costs, end to end: prices in the usage line, the cache's savings, the budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fake_llm import FakeLLM, text, verdict
+from tests.test_judge_e2e import judge_args
+
+Write = Callable[[str, str], Path]
+
+PRICED = """
+[pytest]
+rubric_judge_backoff = 0.01
+rubric_judge_prices =
+    test-model 1000 2000
+    other-model 1 1
+"""
+
+
+def _cases(n: int) -> str:
+    """``n`` cases with one judged criterion each (one judge call each)."""
+    return "cases:\n" + "\n".join(
+        f"  - id: q{i}\n    response: 'answer {i}'\n    criteria:\n"
+        f"      - {{id: said, requirement: 'Says answer {i}'}}"
+        for i in range(n)
+    )
+
+
+def test_the_usage_line_shows_the_cost_and_a_warm_run_what_the_cache_saved(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
+) -> None:
+    pytester.makeini(PRICED)
+    write("cost.rubric.yaml", _cases(2))
+    fake_llm.respond_with(lambda request: verdict("MET", input_tokens=100, output_tokens=50))
+    cold = pytester.runpytest(*judge_args(fake_llm), "-p", "no:xdist")
+    cold.assert_outcomes(passed=2)
+    # 200 tokens in at $1000/M and 100 out at $2000/M
+    cold.stdout.fnmatch_lines(
+        [
+            "judge openai:test-model: 2 calls, 0 retries, 0 errors, tokens 200 in / 100 out, "
+            "cost $0.40, cache 0 hits / 2 misses (saved $0.00)"
+        ]
+    )
+    warm = pytester.runpytest(*judge_args(fake_llm), "-p", "no:xdist")
+    warm.assert_outcomes(passed=2)
+    assert len(fake_llm.requests) == 2
+    warm.stdout.fnmatch_lines(
+        [
+            "judge openai:test-model: 0 calls, 0 retries, 0 errors, tokens 0 in / 0 out, "
+            "cost $0.00, cache 2 hits / 0 misses (saved $0.40)"
+        ]
+    )
+
+
+def test_the_price_flag_prices_the_judge_whatever_the_ini_says(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
+) -> None:
+    pytester.makeini(PRICED)
+    write("cost.rubric.yaml", _cases(1))
+    fake_llm.respond_with(lambda request: verdict("MET", input_tokens=1000, output_tokens=0))
+    result = pytester.runpytest(
+        *judge_args(fake_llm), "--rubric-judge-price", "0.15,0.60", "-p", "no:xdist"
+    )
+    result.stdout.fnmatch_lines(["judge openai:test-model: 1 calls, *, cost $0.00015, cache *"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--rubric-judge-price", "0.15"], "*--rubric-judge-price: *'0.15' is not IN,OUT*"),
+        (["--rubric-max-cost", "-1"], "*--rubric-max-cost: *'-1' is not a positive number*"),
+        (["--rubric-max-cost", "1"], "*--rubric-max-cost needs the price of judge openai:*"),
+    ],
+)
+def test_a_price_or_a_budget_that_cannot_be_used_is_a_usage_error(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM, args: list[str], message: str
+) -> None:
+    write("cost.rubric.yaml", _cases(1))
+    result = pytester.runpytest(*judge_args(fake_llm), *args, "-p", "no:xdist")
+    assert result.ret in (pytest.ExitCode.USAGE_ERROR, 2)
+    result.stderr.fnmatch_lines([message])
+    assert not fake_llm.requests
+
+
+def test_the_budget_stops_new_calls_and_leaves_the_rest_error(
+    pytester: pytest.Pytester,
+    write: Write,
+    fake_llm: FakeLLM,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    pytester.makeini(PRICED)
+    write("cost.rubric.yaml", _cases(5))
+    # $0.02 a call (10 in at $1000/M, 5 out at $2000/M): the second call reaches $0.03.
+    fake_llm.respond_with(lambda request: verdict("MET", input_tokens=10, output_tokens=5))
+    result = pytester.runpytest(
+        *judge_args(fake_llm),
+        "--rubric-max-cost",
+        "0.03",
+        "--rubric-concurrency",
+        "1",
+        "--rubric-json",
+        "out.json",
+        "-p",
+        "no:xdist",
+    )
+    result.assert_outcomes(passed=2, errors=3)
+    assert len(fake_llm.requests) == 2
+    refused = [
+        c for r in rubric_json()["results"] for c in r["criteria"] if c["verdict"] == "ERROR"
+    ]
+    assert len(refused) == 3
+    assert all(c["reason"].startswith("cost budget of $0.03 spent") for c in refused)
+    result.stdout.fnmatch_lines(
+        [
+            "judge openai:test-model: 2 calls, 0 retries, 0 errors, tokens 20 in / 10 out, "
+            "cost $0.04, cache 0 hits / 5 misses (saved $0.00)",
+            "cost budget of $0.03 spent: 3 judged criteria left ERROR",
+        ],
+        consecutive=True,
+    )
+
+
+def test_xdist_workers_share_the_budget_out(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
+) -> None:
+    pytester.makeini(PRICED)
+    write("cost.rubric.yaml", _cases(8))
+    fake_llm.respond_with(lambda request: verdict("MET", input_tokens=10, output_tokens=5))
+    # $0.02 a call; a share of $0.02 each: one call per worker, then the share is spent.
+    result = pytester.runpytest(
+        *judge_args(fake_llm), "--rubric-max-cost", "0.04", "--rubric-concurrency", "2", "-n", "2"
+    )
+    result.assert_outcomes(passed=2, errors=6)
+    assert len(fake_llm.requests) == 2
+    result.stdout.fnmatch_lines(
+        [
+            "judge openai:test-model: 2 calls, *cost $0.04, *",
+            "cost budget of $0.04 spent: 6 judged criteria left ERROR",
+        ]
+    )
+
+
+def test_cached_replies_are_served_after_the_budget_is_spent(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
+) -> None:
+    pytester.makeini(PRICED)
+    write("cost.rubric.yaml", _cases(2))
+    fake_llm.respond_with(lambda request: verdict("MET", input_tokens=10, output_tokens=5))
+    pytester.runpytest(*judge_args(fake_llm), "-p", "no:xdist").assert_outcomes(passed=2)
+    write("cost.rubric.yaml", _cases(4))
+    result = pytester.runpytest(
+        *judge_args(fake_llm),
+        "--rubric-max-cost",
+        "0.01",
+        "--rubric-concurrency",
+        "1",
+        "-p",
+        "no:xdist",
+    )
+    # Two replies from the cache, free; one call ($0.02) spends the budget; one refused.
+    result.assert_outcomes(passed=3, errors=1)
+    assert len(fake_llm.requests) == 3
+
+
+def test_model_calls_share_the_budget(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeini(
+        "[pytest]\nrubric_judge_backoff = 0.01\nrubric_judge_prices = tiny 1000 2000\n"
+    )
+    write(
+        "m.rubric.yaml",
+        "cases:\n"
+        + "\n".join(
+            f"  - id: q{i}\n    question: 'What is 6 times 7? ({i})'\n"
+            "    criteria: [{id: value, type: number, value: 42}]"
+            for i in range(3)
+        ),
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_url)
+    fake_llm.respond_with(lambda request: text("It is 42.", input_tokens=10, output_tokens=5))
+    result = pytester.runpytest(
+        "--rubric-model=openai:tiny", "--rubric-max-cost=0.01", "-p", "no:xdist"
+    )
+    result.assert_outcomes(passed=1, errors=2)  # $0.02 for the first answer
+    assert len(fake_llm.requests) == 1
+    result.stdout.fnmatch_lines(["*cost budget of $0.01 spent*"])
+    # A model without a price cannot be budgeted.
+    result = pytester.runpytest("--rubric-model=openai:other", "--rubric-max-cost=1")
+    result.stderr.fnmatch_lines(["*--rubric-max-cost needs the price of model other*"])
