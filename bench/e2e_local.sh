@@ -5,9 +5,11 @@
 #
 #   bash bench/e2e_local.sh [extra pytest args]     # what `make e2e-local` runs
 #
-# Exit status: 0 when pytest exited 0 or 1 (poor verdicts from a 135M model are
-# expected), every criterion in .e2e/results.json is MET, UNMET or ERROR (never
-# SKIPPED) and the judge decided at least one; otherwise non-zero.
+# The judged example runs three times, once per grader (per-criterion, one-shot,
+# holistic). Exit status: 0 when each pytest exited 0 or 1 (poor verdicts from a
+# 135M model are expected), every criterion in .e2e/results-*.json is MET, UNMET or
+# ERROR (never SKIPPED), the judge decided at least one, and at most
+# $MAX_JUDGED_ERRORS judged verdicts across the three runs are ERROR; otherwise non-zero.
 # Notes and timings: bench/E2E_LOCAL.md.
 set -euo pipefail
 
@@ -18,7 +20,8 @@ VENV=.venv-e2e
 PY="$VENV/bin/python"
 OUT=.e2e
 LOG="$OUT/server.log"
-RESULTS="$OUT/results.json"
+GRADERS="per-criterion one-shot holistic"
+MAX_JUDGED_ERRORS=1  # across the three graders (issue: a small local judge gives verdicts)
 READY_TIMEOUT=120
 # The native build (-march=native) crashes on some of our CPUs: pin the ISA.
 LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
@@ -72,7 +75,7 @@ EOF
 PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
 URL="http://127.0.0.1:$PORT/v1"
 mkdir -p "$OUT"
-rm -f "$RESULTS"
+rm -f "$OUT"/results-*.json
 
 SERVER_PID=""
 stop_server() {
@@ -123,16 +126,25 @@ EOF
     exit 1
 fi
 
-# --- the judged example ---------------------------------------------------------
+# --- the judged example, once per grader ------------------------------------------
 # The server runs one request at a time and goes on generating for a client that
 # gave up, so concurrent calls queue past the judge's timeout and their retries
 # pile up: one call in flight. No key goes to the local server. pytest's exit 1
-# (cases failed) is expected; its output is kept in $OUT/pytest.log.
+# (cases failed) is expected; each run's output is kept in $OUT/pytest-GRADER.log.
 status=0
-env -u OPENAI_API_KEY "$PY" -m pytest examples/judged \
-    --rubric-judge openai:smollm2 --rubric-judge-url "$URL" \
-    --rubric-json "$RESULTS" -p no:cacheprovider --rubric-concurrency 1 "$@" \
-    2>&1 | tee "$OUT/pytest.log" || status=$?
+for grader in $GRADERS; do
+    run_status=0
+    env -u OPENAI_API_KEY "$PY" -m pytest examples/judged \
+        --rubric-judge openai:smollm2 --rubric-judge-url "$URL" --rubric-grader "$grader" \
+        --rubric-json "$OUT/results-$grader.json" -p no:cacheprovider --rubric-cache off \
+        --rubric-concurrency 1 "$@" 2>&1 | tee "$OUT/pytest-$grader.log" || run_status=$?
+    if [ "$run_status" -gt 1 ]; then
+        say "pytest ($grader) exited $run_status (server log: $LOG)"
+        exit "$run_status"
+    fi
+    [ "$run_status" -gt "$status" ] && status=$run_status
+    grep -h '^judge openai:smollm2:' "$OUT/pytest-$grader.log" | sed "s/^/e2e: $grader: /" >&2 || true
+done
 if ! "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)' \
     "$URL/models" 2>/dev/null; then
     say "the server stopped answering during the run; last lines of $LOG:"
@@ -140,39 +152,40 @@ if ! "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], t
     exit 1
 fi
 stop_server
-if [ "$status" -gt 1 ]; then
-    say "pytest exited $status (server log: $LOG)"
-    exit "$status"
-fi
-grep -h '^judge openai:smollm2:' "$OUT/pytest.log" | sed 's/^/e2e: /' >&2 || true
 
 # --- the check --------------------------------------------------------------------
-"$PY" - "$RESULTS" "$status" <<'EOF'
+"$PY" - "$OUT" "$status" "$MAX_JUDGED_ERRORS" $GRADERS <<'EOF'
 import collections, json, sys
-path, status = sys.argv[1], sys.argv[2]
-try:
-    with open(path, encoding="utf-8") as f:
-        results = json.load(f)["results"]
-except (OSError, ValueError, KeyError) as exc:
-    sys.exit(f"e2e: FAIL: cannot read results from {path}: {exc}")
-counts, judged, bad = collections.Counter(), collections.Counter(), []
-for r in results:
-    for c in r["criteria"]:
-        counts[c["verdict"]] += 1
-        if c["type"] == "judge":
-            judged[c["verdict"]] += 1
-        if c["verdict"] not in ("MET", "UNMET", "ERROR"):
-            bad.append(f"{r['nodeid']} {c['id']}: {c['verdict']}")
+out, status, most, graders = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 def fmt(counter):
     return ", ".join(f"{v} {counter[v]}" for v in ("MET", "UNMET", "ERROR", "SKIPPED") if counter[v]) or "none"
-print(f"e2e: {len(results)} results, pytest exit {status}; verdicts: {fmt(counts)}; "
-      f"judged: {fmt(judged)}")
-if not results:
-    sys.exit("e2e: FAIL: no rubric results")
-if not judged:
-    sys.exit("e2e: FAIL: no judged criterion ran")
-if not judged["MET"] + judged["UNMET"]:
-    sys.exit("e2e: FAIL: the judge decided no criterion (all ERROR): see .e2e/pytest.log")
+total, bad = collections.Counter(), []
+for grader in graders:
+    path = f"{out}/results-{grader}.json"
+    try:
+        with open(path, encoding="utf-8") as f:
+            results = json.load(f)["results"]
+    except (OSError, ValueError, KeyError) as exc:
+        sys.exit(f"e2e: FAIL: cannot read results from {path}: {exc}")
+    counts, judged = collections.Counter(), collections.Counter()
+    for r in results:
+        for c in r["criteria"]:
+            counts[c["verdict"]] += 1
+            if c["type"] == "judge":
+                judged[c["verdict"]] += 1
+            if c["verdict"] not in ("MET", "UNMET", "ERROR"):
+                bad.append(f"{grader}: {r['nodeid']} {c['id']}: {c['verdict']}")
+    print(f"e2e: {grader}: {len(results)} results; verdicts: {fmt(counts)}; judged: {fmt(judged)}")
+    if not results or not judged:
+        sys.exit(f"e2e: FAIL: {grader}: no rubric result or no judged criterion ran")
+    total += judged
+print(f"e2e: judged verdicts across {len(graders)} graders: {fmt(total)}; "
+      f"ERROR {total['ERROR']} (at most {most} allowed); pytest exit {status}")
+if not total["MET"] + total["UNMET"]:
+    sys.exit("e2e: FAIL: the judge decided no criterion (all ERROR): see .e2e/pytest-*.log")
 if bad:
     sys.exit("e2e: FAIL: criteria not graded:\n  " + "\n  ".join(bad))
+if total["ERROR"] > most:
+    sys.exit(f"e2e: FAIL: {total['ERROR']} judged verdicts ended ERROR (at most {most}): "
+             "see .e2e/pytest-*.log")
 EOF

@@ -105,7 +105,7 @@ def test_the_prompt_asks_for_a_reading_and_the_schema_types_the_value() -> None:
     shot = one_shot([RATE], question="q", response="r")
     assert "extract a value: a JSON number" in shot.system
     assert {"value", "evidence"} <= set(
-        shot.schema["properties"]["criteria"]["items"]["properties"]
+        shot.schema["properties"]["criteria"]["prefixItems"][0]["properties"]
     )
     found = read_one_shot(
         json.dumps({"criteria": [{"id": "rate", "reason": "r", "value": 0.05, "evidence": []}]}),
@@ -204,7 +204,7 @@ def test_the_check_catches_a_fluent_answer_with_the_wrong_rate(
         else body["response_format"]["json_schema"]["schema"]
     )
     if grader == "one-shot":
-        schema = schema["properties"]["criteria"]["items"]
+        schema = schema["properties"]["criteria"]["prefixItems"][0]
     assert {"value", "evidence"} <= set(schema["properties"])
 
 

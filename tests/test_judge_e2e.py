@@ -423,7 +423,7 @@ def _schema_shaped(request: Recorded) -> Action:
     """A correct reply in whatever shape the request's schema asks for (every verdict MET)."""
     properties = request.body["response_format"]["schema"]["properties"]
     if "criteria" in properties:
-        ids = properties["criteria"]["items"]["properties"]["id"]["enum"]
+        ids = [e["properties"]["id"]["const"] for e in properties["criteria"]["prefixItems"]]
         return json_reply(
             {"criteria": [{"id": i, "reason": "judged", "verdict": "MET"} for i in ids]}
         )

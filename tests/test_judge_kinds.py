@@ -68,7 +68,8 @@ def test_the_prompts_list_the_labels_and_the_schemas_enumerate_them() -> None:
     assert prompt.schema["required"] == ["reason", "label"]
     shot = one_shot([LABEL], question="q", response="r")
     assert '"label" instead of "verdict"' in shot.system
-    assert "label" in shot.schema["properties"]["criteria"]["items"]["properties"]
+    (entry,) = shot.schema["properties"]["criteria"]["prefixItems"]
+    assert entry["properties"]["label"]["enum"] == ["correct", "partly correct", "wrong"]
     assert 'it passes as "correct"' in holistic([LABEL], question="q", response="r").system
 
 
@@ -76,7 +77,8 @@ def test_prompts_without_labels_keep_their_wording() -> None:
     plain = Judge(id="plain", requirement="Says one day")
     shot = one_shot([plain], question="q", response="r")
     assert "label" not in shot.system
-    assert "label" not in shot.schema["properties"]["criteria"]["items"]["properties"]
+    (entry,) = shot.schema["properties"]["criteria"]["prefixItems"]
+    assert "label" not in entry["properties"]
 
 
 def test_score_anchors_are_shown_to_the_judge() -> None:

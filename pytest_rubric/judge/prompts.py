@@ -246,21 +246,28 @@ def one_shot(criteria: Sequence[JudgedCriterion], *, question: Question, respons
             'or null when the response does not give it; then "evidence", a list of exact quotes '
             "from the response that give it."
         )
-    fields: dict[str, Any] = {
-        "id": {"type": "string", "enum": [c.id for c in criteria]},
-        "reason": {"type": "string"},
-        "verdict": {"type": "string", "enum": ["MET", "UNMET"]},
-        "score": {"type": "number"},
-    }
-    if any(c.kind == "label" for c in criteria):  # issue 17
-        fields["label"] = {"type": "string"}
-    if any(c.kind == "extract" for c in criteria):  # issue 17: any JSON value, read per criterion
-        fields["value"] = {}
-        fields["evidence"] = _EVIDENCE
-    item = {"type": "object", "properties": fields, "required": ["id", "reason"]}
+    # One entry per criterion, in order, each with its own id and reply shape: a server
+    # that constrains decoding to the schema (llama.cpp) then cannot leave one out.
+    entries = []
+    for c in criteria:
+        own = _verdict_schema(c)
+        entries.append(
+            {
+                **own,
+                "properties": {"id": {"const": c.id}, **own["properties"]},
+                "required": ["id", *own["required"]],
+            }
+        )
     schema = {
         "type": "object",
-        "properties": {"criteria": {"type": "array", "items": item}},
+        "properties": {
+            "criteria": {
+                "type": "array",
+                "prefixItems": entries,
+                "minItems": len(entries),
+                "maxItems": len(entries),
+            }
+        },
         "required": ["criteria"],
     }
     return Prompt("\n\n".join(parts), _user(question, response, token), schema, token)
