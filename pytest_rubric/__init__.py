@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ._grader import CompiledRubric, Grader
     from ._loader import load_suite
     from ._normalize import normalize, parse_numbers
+    from ._restyle import restyle
     from ._result import CaseResult, CriterionResult, Verdict
     from ._schema import (
         AllOf,
@@ -80,6 +81,7 @@ _LAZY = {
     "load_suite": "._loader",
     "normalize": "._normalize",
     "parse_numbers": "._normalize",
+    "restyle": "._restyle",
 }
 
 
@@ -133,4 +135,5 @@ __all__ = [
     "load_suite",
     "normalize",
     "parse_numbers",
+    "restyle",
 ]

@@ -494,6 +494,7 @@ class RubricItem(pytest.Item):
             pass_when=self.pass_when,
             level=session.settings.confidence,
         )
+        result.probe = session.probe(self.nodeid, self.compiled, responses[0], judged[0])
         if result.errors:
             record(self, result)
             raise RubricEvaluationError(criteria_table(result), result=result)

@@ -93,6 +93,7 @@ class CriterionModel(BaseModel):
     unstable: bool = False
     samples: list[CriterionSampleModel] | None = None
     tags: list[str] = []
+    evidence_ok: bool | None = None
 
 
 class SampleModel(BaseModel):
@@ -138,6 +139,7 @@ class ResultModel(BaseModel):
     n_samples: Annotated[int, Field(ge=1)] | None = None
     pass_rate: Fraction | None = None
     pass_rate_ci: list[Fraction] | None = None
+    probe: list[dict[str, str]] = []  # the style probe's records (see _audit)
 
 
 class LeaderboardRowModel(BaseModel):
@@ -174,6 +176,37 @@ class BreakdownModel(BaseModel):
     n: Count
 
 
+class StyleProbeModel(BaseModel):
+    """One judge's entry of ``judge_audit.style_probe``: checked, then recomputed from the
+    results' ``probe`` records."""
+
+    model_config = _CONFIG
+
+    judge: str
+    probed: Count
+    flips_confident: Count
+    flips_hedged: Count
+    style_sensitivity: Fraction
+
+
+class EvidenceAuditModel(BaseModel):
+    model_config = _CONFIG
+
+    checked: Count
+    unsupported: Count
+
+
+class JudgeAuditModel(BaseModel):
+    """``judge_audit``. Read back it is only checked: it is recomputed from the results."""
+
+    model_config = _CONFIG
+
+    calibration: list[dict[str, Any]] = []
+    style_probe: list[StyleProbeModel] = []
+    panel: dict[str, Any] = {}
+    evidence: EvidenceAuditModel = EvidenceAuditModel(checked=0, unsupported=0)
+
+
 class DocumentModel(BaseModel):
     """The whole ``--rubric-json`` document."""
 
@@ -186,6 +219,7 @@ class DocumentModel(BaseModel):
     rankings_differ_within_noise: bool = False
     confidence: Annotated[float, Field(gt=0, lt=1)] = 0.95
     breakdowns: list[BreakdownModel] = []
+    judge_audit: JudgeAuditModel | None = None
 
 
 @dataclass(slots=True)
@@ -287,6 +321,7 @@ def _criteria(models: list[CriterionModel]) -> list[CriterionResult]:
             if c.samples is not None
             else None,
             tags=tuple(c.tags),
+            evidence_ok=c.evidence_ok,
         )
         for c in models
     ]
@@ -356,6 +391,7 @@ def _case_result(model: ResultModel) -> CaseResult:
         pass_when=model.pass_when,
         level=model.level,
         samples=samples,
+        probe=[dict(record) for record in model.probe],
     )
 
 

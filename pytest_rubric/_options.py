@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from ._base import CACHE_MODES, GRADERS
+from ._base import CACHE_MODES, EVIDENCE_MODES, GRADERS
 from ._gates import fraction
 from ._repeat import parse_pass_when
 
@@ -255,6 +255,41 @@ def add_options(parser: pytest.Parser) -> None:
         ),
     ):
         parser.addini(name, what, default="")
+    _add_audit_options(group)
+    parser.addini("rubric_judge_probe", "criteria the style probe judges again (0)", default="")
+
+
+# --- auditing the judge (issue 16) ---------------------------------------------------------
+
+
+def _add_audit_options(group: pytest.OptionGroup) -> None:
+    """The flags that audit the judge (``_audit`` reports what they find)."""
+    group.addoption(
+        "--rubric-judge-evidence",
+        dest="rubric_judge_evidence",
+        choices=EVIDENCE_MODES,
+        default="check",
+        help="the quotes a judge's MET must give: check (default: flag a MET none of whose "
+        "quotes is in the response), require (such a MET on a positive criterion counts as "
+        "UNMET), off.",
+    )
+    group.addoption(
+        "--rubric-judge-probe",
+        dest="rubric_judge_probe",
+        metavar="N",
+        type=_positive_int,
+        default=None,
+        help="style probe: judge up to N judged substance criteria again on the answer "
+        "rewritten confident and hedged, and report the verdicts that changed with tone alone.",
+    )
+    group.addoption(
+        "--rubric-judge-max-style-flips",
+        dest="rubric_judge_max_style_flips",
+        metavar="X",
+        type=fraction,
+        default=None,
+        help="fail the session when the style probe's share of flipped verdicts is above X.",
+    )
 
 
 def _positive_seconds(text: str) -> float:

@@ -39,6 +39,8 @@ class Outcome:
     reason: str
     agreement: float | None = None
     samples: tuple[tuple[Verdict, float], ...] = ()
+    evidence: tuple[str, ...] | None = None  # the judge's quotes (a MET reply's "evidence")
+    evidence_ok: bool | None = None  # a judged MET whose quotes were checked: found or not
 
 
 @dataclass(slots=True)
@@ -62,6 +64,7 @@ class CriterionResult:
     agreement: float | None = None
     samples: list[dict[str, Any]] | None = None
     tags: tuple[str, ...] = ()  # its own and its case's
+    evidence_ok: bool | None = None  # judged MET, quotes checked (--rubric-judge-evidence)
 
     @property
     def unstable(self) -> bool:
@@ -99,6 +102,8 @@ class CriterionResult:
             data["agreement"] = self.agreement
             data["unstable"] = self.unstable
             data["samples"] = self.samples
+        if self.evidence_ok is not None:
+            data["evidence_ok"] = self.evidence_ok
         return data
 
     @classmethod
@@ -115,6 +120,7 @@ class CriterionResult:
             agreement=data.get("agreement"),
             samples=data.get("samples"),
             tags=tuple(data.get("tags", ())),
+            evidence_ok=data.get("evidence_ok"),
         )
 
 
@@ -187,6 +193,7 @@ class CaseResult:
     pass_when: str | float = "mean"
     level: float = 0.95  # the confidence level of pass_rate_ci
     samples: list[Sample] = field(default_factory=list)
+    probe: list[dict[str, str]] = field(default_factory=list)  # the style probe's, see _audit
 
     @property
     def sample_list(self) -> list[Sample]:
@@ -260,6 +267,8 @@ class CaseResult:
         data["n_samples"] = self.n_samples
         data["pass_rate"] = self.pass_rate
         data["pass_rate_ci"] = list(self.pass_rate_ci)
+        if not self.probe:
+            del data["probe"]
         return data
 
     @classmethod

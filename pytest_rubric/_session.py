@@ -80,6 +80,7 @@ class RubricSession:
         self.judge_name: str | None = None  # set whenever a judge is configured
         self.judge_stats: JudgeStats | None = None
         self._scheduled: set[str] = set()  # node ids whose judging was started
+        self.probe_plan: dict[str, tuple[str, ...]] = {}  # node id -> criteria the probe judges
         self._frozen = False  # whether collected() froze the heap (see _heap)
         self._rubric_items_ran = False
         self._inline_subjects: set[str] = set()  # subjects graded by assert_rubric
@@ -193,6 +194,7 @@ class RubricSession:
             cache_mode=settings.cache_mode,
             samples=settings.samples,
             timeout=settings.retry.timeout,
+            evidence=settings.judge_evidence,
         )
         self.judge_stats = self.judging.stats
 
@@ -210,6 +212,7 @@ class RubricSession:
     def collected(self, items: Sequence[pytest.Item]) -> None:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
         self.warn_unused_responses()
+        self.plan_probe(items)
         self.schedule_judging(items)
         if not self.dry_run and any(is_rubric_item(i) for i in items):
             if self.config.getini("rubric_fast_exit"):
@@ -217,6 +220,81 @@ class RubricSession:
             if self.config.getini("rubric_gc_freeze") and not self._frozen:
                 _heap.freeze_collected()
                 self._frozen = True
+
+    def plan_probe(self, items: Sequence[pytest.Item]) -> None:
+        """Choose the criteria the style probe judges again (``--rubric-judge-probe N``).
+
+        Every process collects every item, so each xdist worker makes the same choice.
+        """
+        n = self.settings.judge_probe
+        if not n or self.judge_name is None or self.dry_run:
+            return
+        from ._audit import probe_plan
+
+        candidates = [
+            (
+                item.nodeid,
+                str(getattr(item, "subject", "") or ""),
+                [c.id for c in item.compiled.judged_criteria if c.axis == "substance"],
+            )
+            for item in items
+            if is_rubric_item(item)
+        ]
+        self.probe_plan = probe_plan(sorted(candidates), n)
+
+    def _probed(self, key: str, compiled: CompiledRubric) -> list[Any]:
+        ids = self.probe_plan.get(key, ())
+        return [c for c in compiled.judged_criteria if c.id in ids]
+
+    def _schedule_probe(self, key: str, compiled: CompiledRubric, response: str) -> None:
+        from ._restyle import restyle
+
+        criteria = self._probed(key, compiled)
+        if self.judging is None or not criteria:
+            return
+        for tone in ("confident", "hedged"):
+            self.judging.schedule(
+                f"{key}#probe-{tone}",
+                criteria,
+                question=compiled.rubric.asked,
+                response=restyle(response, to=tone),
+                reference=compiled.rubric.reference,
+            )
+
+    def probe(
+        self, key: str, compiled: CompiledRubric, response: str, judged: Judged | None
+    ) -> list[dict[str, str]]:
+        """The style probe's records for the item ``key`` (none when it is not probed):
+        the verdicts on its first answer (``judged``) and on that answer's two rewrites."""
+        from ._audit import probe_record
+        from ._restyle import restyle
+
+        criteria = self._probed(key, compiled)
+        if self.judging is None or judged is None or not criteria:
+            return []
+        self._schedule_probe(key, compiled, response)
+        rewrites = {
+            tone: self.judging.result(
+                f"{key}#probe-{tone}",
+                criteria,
+                question=compiled.rubric.asked,
+                response=restyle(response, to=tone),
+                reference=compiled.rubric.reference,
+            )
+            for tone in ("confident", "hedged")
+        }
+        self._warn_cache_trouble()
+        return [
+            probe_record(
+                criterion=c.id,
+                judge=self.judging.name,
+                original=str(judged.outcomes[c.id].verdict),
+                confident=str(rewrites["confident"].outcomes[c.id].verdict),
+                hedged=str(rewrites["hedged"].outcomes[c.id].verdict),
+            )
+            for c in criteria
+            if c.id in judged.outcomes
+        ]
 
     def schedule_judging(self, items: Sequence[pytest.Item]) -> None:
         """Start every collected item's judge calls now, so they overlap across items.
@@ -250,6 +328,7 @@ class RubricSession:
                     compiled.judged_criteria,
                     question=compiled.rubric.asked,
                     response=text,
+                    reference=compiled.rubric.reference,
                 )
 
     def add_worker_stats(self, data: dict[str, Any]) -> None:
@@ -290,7 +369,10 @@ class RubricSession:
                     compiled.judged_criteria,
                     question=compiled.rubric.asked,
                     response=response,
+                    reference=compiled.rubric.reference,
                 )
+            if responses:
+                self._schedule_probe(key, compiled, responses[0])
         return [
             self.judge_rubric(sample_key(key, index), compiled, response)
             for index, response in enumerate(responses)
@@ -303,7 +385,11 @@ class RubricSession:
             return None
         if self.judging is not None:
             judged = self.judging.result(
-                key, compiled.judged_criteria, question=compiled.rubric.asked, response=response
+                key,
+                compiled.judged_criteria,
+                question=compiled.rubric.asked,
+                response=response,
+                reference=compiled.rubric.reference,
             )
             self._warn_cache_trouble()
             return judged
@@ -453,6 +539,7 @@ class RubricSession:
             thresholds=settings.thresholds,
             level=settings.confidence,
             gate_confidence=settings.gate_confidence,
+            max_style_flips=settings.max_style_flips if gates else None,
         )
 
     def finish(self, session: pytest.Session) -> None:

@@ -49,6 +49,9 @@ class Settings:
     pass_when: str | float = "mean"
     confidence: float = 0.95
     gate_confidence: float | None = None
+    judge_evidence: str = "check"  # --rubric-judge-evidence
+    judge_probe: int = 0  # --rubric-judge-probe N
+    max_style_flips: float | None = None  # --rubric-judge-max-style-flips X
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -123,6 +126,14 @@ class Settings:
             confidence=config.getoption("rubric_confidence")
             or _level(number("rubric_confidence", 0.95)),
             gate_confidence=config.getoption("rubric_gate_confidence"),
+            judge_evidence=config.getoption("rubric_judge_evidence"),
+            judge_probe=config.getoption("rubric_judge_probe")
+            or (
+                _whole(number("rubric_judge_probe", 1, fraction=False), "rubric_judge_probe")
+                if config.getini("rubric_judge_probe")
+                else 0
+            ),
+            max_style_flips=config.getoption("rubric_judge_max_style_flips"),
             thresholds=_style.StyleThresholds(
                 confident=number("rubric_confident_threshold", defaults.confident),
                 hedged=number("rubric_hedged_threshold", defaults.hedged),

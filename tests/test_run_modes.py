@@ -147,6 +147,7 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
         f"--rubric-judge-url={fake_llm.openai_url}",
         "--rubric-judge-samples=3",
         "--rubric-cache=off",  # every mode calls the judge itself
+        "--rubric-judge-probe=4",  # chosen alike by every worker, counted on the controller
     ]
     write("s.rubric.yaml", BASELINE_SUITE)
     pytester.runpytest(*judge, "--rubric-json=base.json").assert_outcomes(
@@ -191,6 +192,8 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
     summary = reference["summary"]
     assert any("unstable" in line for line in summary)
     assert any(line.startswith("judge openai:m: ") for line in summary)
+    assert any(line.startswith("judge style probe: ") for line in summary)
+    assert '"style_probe": [\n      {' in reference["JSON"]
     assert "rubric gate FAILED (2):" in summary
     assert "  - s.rubric.yaml::sharpe[bold] passed in the baseline and fails now" in "\n".join(
         summary

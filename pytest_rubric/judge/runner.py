@@ -32,6 +32,7 @@ from .._result import Outcome, Verdict
 from .._secrets import redact
 from .base import JudgeClient, Judged, JudgeStats
 from .cache import JudgeCache
+from .evidence import check_evidence
 from .strategies import STRATEGIES
 from .transport import Transport
 
@@ -56,6 +57,7 @@ class JudgeRunner:
         cache_mode: str = "use",
         samples: int = 1,
         timeout: float = 60.0,
+        evidence: str = "check",
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown grader {strategy!r}; use one of {', '.join(STRATEGIES)}")
@@ -65,6 +67,7 @@ class JudgeRunner:
         self.name = name
         self.strategy = STRATEGIES[strategy]
         self.samples = samples
+        self.evidence = evidence  # --rubric-judge-evidence, see judge.evidence
         self.transport = Transport(
             client,
             name=name,
@@ -82,19 +85,32 @@ class JudgeRunner:
         return self.transport.stats
 
     def schedule(
-        self, key: str, criteria: Sequence[Judge], *, question: Question, response: str
+        self,
+        key: str,
+        criteria: Sequence[Judge],
+        *,
+        question: Question,
+        response: str,
+        reference: str | None = None,
     ) -> None:
-        """Start judging one answer in the background (once per key)."""
+        """Start judging one answer in the background (once per key); ``reference`` is the
+        case's known-correct answer, shown to the judge when there is one."""
         if key not in self._futures:
             self._futures[key] = self.transport.submit(
-                self._judge_answer(criteria, question=question, response=response)
+                self._judge_answer(criteria, question=question, response=response, ref=reference)
             )
 
     def result(
-        self, key: str, criteria: Sequence[Judge], *, question: Question, response: str
+        self,
+        key: str,
+        criteria: Sequence[Judge],
+        *,
+        question: Question,
+        response: str,
+        reference: str | None = None,
     ) -> Judged:
         """Wait for one answer's outcomes, scheduling them first if nobody did."""
-        self.schedule(key, criteria, question=question, response=response)
+        self.schedule(key, criteria, question=question, response=response, reference=reference)
         return self._futures.pop(key).result()
 
     def close(self) -> None:
@@ -105,10 +121,10 @@ class JudgeRunner:
         self.transport.close()
 
     async def _judge_answer(
-        self, criteria: Sequence[Judge], *, question: Question, response: str
+        self, criteria: Sequence[Judge], *, question: Question, response: str, ref: str | None
     ) -> Judged:
         try:
-            judged = await self._grade(criteria, question=question, response=response)
+            judged = await self._grade(criteria, question=question, response=response, ref=ref)
         except Exception as exc:  # a grade that could not be obtained is ERROR, never a crash
             reason = f"judge {self.name} failed: {type(exc).__name__}: {exc}"
             judged = Judged({c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in criteria})
@@ -124,10 +140,10 @@ class JudgeRunner:
         )
 
     async def _grade(
-        self, criteria: Sequence[Judge], *, question: Question, response: str
+        self, criteria: Sequence[Judge], *, question: Question, response: str, ref: str | None
     ) -> Judged:
         runs = await asyncio.gather(
-            *(self._sample(criteria, question, response, i) for i in range(self.samples))
+            *(self._sample(criteria, question, response, i, ref) for i in range(self.samples))
         )
         suspected = any(run.injection_suspected for run in runs)
         if self.samples == 1:
@@ -145,10 +161,28 @@ class JudgeRunner:
         )
 
     async def _sample(
-        self, criteria: Sequence[Judge], question: Question, response: str, sample: int
+        self,
+        criteria: Sequence[Judge],
+        question: Question,
+        response: str,
+        sample: int,
+        ref: str | None,
     ) -> Judged:
-        """One sample of the grades of every judged criterion of an answer."""
-        return await self.strategy.grade(self.transport, criteria, question, response, sample)
+        """One sample of the grades of every judged criterion of an answer, MET verdicts'
+        evidence checked against the response."""
+        judged = await self.strategy.grade(
+            self.transport, criteria, question, response, sample, reference=ref
+        )
+        by_id = {c.id: c for c in criteria}
+        return Judged(
+            {
+                cid: check_evidence(
+                    o, by_id[cid], response, mode=self.evidence, quotes=o.evidence or ()
+                )
+                for cid, o in judged.outcomes.items()
+            },
+            injection_suspected=judged.injection_suspected,
+        )
 
 
 def combine(criterion: Judge, samples: Sequence[Outcome], *, mean: bool) -> Outcome:
@@ -194,4 +228,13 @@ def combine(criterion: Judge, samples: Sequence[Outcome], *, mean: bool) -> Outc
         agreement = max(met, k - met) / k
         reason = next(o.reason for o in samples if o.verdict is verdict)
         summary = f"{sum(o.verdict is verdict for o in samples)} of {k} samples {verdict}"
-    return Outcome(verdict, credit, f"{reason} ({summary})", agreement=agreement, samples=pairs)
+    checked = [o.evidence_ok for o in samples if o.evidence_ok is not None]
+    return Outcome(
+        verdict,
+        credit,
+        f"{reason} ({summary})",
+        agreement=agreement,
+        samples=pairs,
+        # A MET sample whose quotes were not found leaves the criterion unsupported.
+        evidence_ok=all(checked) if checked and verdict is Verdict.MET else None,
+    )
