@@ -98,7 +98,10 @@ class JudgeAudit:
 
     def lines(self) -> list[str]:
         """The ``judge audit`` block's lines, after its title."""
-        lines = [probe.line for probe in self.style_probe]
+        from ._calibration import Calibration
+
+        lines = [Calibration.from_dict(dict(c)).line for c in self.calibration]
+        lines += [probe.line for probe in self.style_probe]
         if self.evidence.checked:
             lines.append(
                 f"judge evidence: {self.evidence.unsupported} of {self.evidence.checked} MET "
@@ -128,8 +131,11 @@ def probe_record(
     }
 
 
-def audit(results: Iterable[CaseResult]) -> JudgeAudit:
-    """The judge audit of ``results`` (a probe record with an ERROR in it is not counted)."""
+def audit(
+    results: Iterable[CaseResult], *, calibration: Sequence[Mapping[str, Any]] = ()
+) -> JudgeAudit:
+    """The judge audit of ``results`` (a probe record with an ERROR in it is not counted),
+    with the calibration figures measured at the start of the session (or read back)."""
     probes: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     checked = unsupported = 0
     for result in results:
@@ -149,6 +155,7 @@ def audit(results: Iterable[CaseResult]) -> JudgeAudit:
     return JudgeAudit(
         style_probe=tuple(StyleProbe(judge, *counts) for judge, counts in sorted(probes.items())),
         evidence=EvidenceAudit(checked, unsupported),
+        calibration=tuple(dict(c) for c in calibration),
     )
 
 

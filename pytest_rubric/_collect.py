@@ -228,6 +228,7 @@ class RubricFile(pytest.File):
             with paused_gc():
                 loaded = load_suite(self.path)
                 items = list(self._items(loaded))
+            session.add_calibration(self.nodeid, loaded.name, loaded.calibration)
         except RubricLoadError:
             session.collection_errors += 1
             raise

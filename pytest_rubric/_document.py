@@ -189,6 +189,21 @@ class StyleProbeModel(BaseModel):
     style_sensitivity: Fraction
 
 
+class CalibrationModel(BaseModel):
+    """One suite's entry of ``judge_audit.calibration``: measured by the run, kept by merge."""
+
+    model_config = _CONFIG
+
+    suite: str
+    judge: str
+    n: Count
+    accuracy: Fraction | None = None
+    kappa: Annotated[float, Field(ge=-1, le=1)] | None = None
+    tpr: Fraction | None = None
+    tnr: Fraction | None = None
+    errors: Count = 0
+
+
 class EvidenceAuditModel(BaseModel):
     model_config = _CONFIG
 
@@ -201,7 +216,7 @@ class JudgeAuditModel(BaseModel):
 
     model_config = _CONFIG
 
-    calibration: list[dict[str, Any]] = []
+    calibration: list[CalibrationModel] = []
     style_probe: list[StyleProbeModel] = []
     panel: dict[str, Any] = {}
     evidence: EvidenceAuditModel = EvidenceAuditModel(checked=0, unsupported=0)
@@ -228,6 +243,7 @@ class Document:
 
     results: list[CaseResult]
     recomputed: list[str] = field(default_factory=list)  # one line per ``passed`` overruled
+    calibration: list[dict[str, Any]] = field(default_factory=list)  # judge_audit's, as read
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -444,4 +460,6 @@ def parse_document(text: str, *, name: str) -> Document:
                 f"not: {why}; counted as not passed"
             )
         results.append(result)
-    return Document(results, recomputed)
+    audit = document.judge_audit
+    calibration = [c.model_dump() for c in audit.calibration] if audit is not None else []
+    return Document(results, recomputed, calibration)

@@ -257,6 +257,11 @@ def add_options(parser: pytest.Parser) -> None:
         parser.addini(name, what, default="")
     _add_audit_options(group)
     parser.addini("rubric_judge_probe", "criteria the style probe judges again (0)", default="")
+    parser.addini(
+        "rubric_judge_min_kappa",
+        "judged criteria of a suite whose calibration kappa is below this are ERROR",
+        default="",
+    )
 
 
 # --- auditing the judge (issue 16) ---------------------------------------------------------
@@ -272,6 +277,15 @@ def _add_audit_options(group: pytest.OptionGroup) -> None:
         help="the quotes a judge's MET must give: check (default: flag a MET none of whose "
         "quotes is in the response), require (such a MET on a positive criterion counts as "
         "UNMET), off.",
+    )
+    group.addoption(
+        "--rubric-judge-min-kappa",
+        dest="rubric_judge_min_kappa",
+        metavar="K",
+        type=_kappa,
+        default=None,
+        help="every judged criterion of a suite whose calibration kappa (Cohen's, the judge "
+        "against the file's `calibration:` labels) is below K is ERROR.",
     )
     group.addoption(
         "--rubric-judge-probe",
@@ -328,4 +342,14 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
+
+
+def _kappa(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not -1 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a kappa; write a number from -1 to 1")
     return value

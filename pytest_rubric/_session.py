@@ -25,6 +25,7 @@ from ._xdist import is_xdist_controller, worker_count
 
 if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
+    from ._calibration import Calibration
     from ._grader import CompiledRubric, Grader
     from ._responses import ResponseFile
     from ._sources import LiveModel
@@ -81,6 +82,11 @@ class RubricSession:
         self.judge_stats: JudgeStats | None = None
         self._scheduled: set[str] = set()  # node ids whose judging was started
         self.probe_plan: dict[str, tuple[str, ...]] = {}  # node id -> criteria the probe judges
+        # Calibration (see _calibration), by rubric file node id: the suite's name and its
+        # examples as collected; what the judge made of them, once measured; and on an xdist
+        # controller, what the workers measured (the first worker's, per file).
+        self._calibration_examples: dict[str, tuple[str, list[Any]]] = {}
+        self._calibrated: dict[str, Calibration] = {}
         self._frozen = False  # whether collected() froze the heap (see _heap)
         self._rubric_items_ran = False
         self._inline_subjects: set[str] = set()  # subjects graded by assert_rubric
@@ -213,6 +219,7 @@ class RubricSession:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
         self.warn_unused_responses()
         self.plan_probe(items)
+        self.start_calibration()
         self.schedule_judging(items)
         if not self.dry_run and any(is_rubric_item(i) for i in items):
             if self.config.getini("rubric_fast_exit"):
@@ -220,6 +227,91 @@ class RubricSession:
             if self.config.getini("rubric_gc_freeze") and not self._frozen:
                 _heap.freeze_collected()
                 self._frozen = True
+
+    def add_calibration(self, file_id: str, suite: str, examples: list[Any]) -> None:
+        """A collected rubric file's calibration examples (``(example, criterion, case)``)."""
+        if examples:
+            self._calibration_examples[file_id] = (suite, examples)
+
+    def start_calibration(self) -> None:
+        """Start grading every calibration example, before any judged item runs.
+
+        Under xdist one worker (``gw0``) grades them, so the session pays for them
+        once; with ``--rubric-judge-min-kappa`` every worker needs the figures for
+        its own items, so each grades them (the cache serves what another already
+        stored), and the controller keeps the first figures it receives.
+        """
+        if self.judging is None or self.dry_run or not self._grades_calibration:
+            return
+        for file_id, (_, examples) in self._calibration_examples.items():
+            for index, (example, criterion, case) in enumerate(examples):
+                self.judging.schedule(
+                    f"{file_id}::calibration#{index}",
+                    [criterion],
+                    question=case.asked,
+                    response=example.response,
+                    reference=case.reference,
+                )
+
+    @property
+    def _grades_calibration(self) -> bool:
+        workerinput = getattr(self.config, "workerinput", None)
+        if workerinput is None or self.settings.min_kappa is not None:
+            return True
+        return bool(workerinput.get("workerid") == "gw0")
+
+    def calibration_of(self, file_id: str) -> Calibration | None:
+        """The judge's agreement with a rubric file's labels (waiting for its grades)."""
+        if file_id in self._calibrated or self.judging is None:
+            return self._calibrated.get(file_id)
+        if file_id not in self._calibration_examples or not self._grades_calibration:
+            return None
+        from ._calibration import label_met, measure
+        from ._result import Verdict
+
+        suite, examples = self._calibration_examples[file_id]
+        pairs: list[tuple[bool, bool | None]] = []
+        for index, (example, criterion, case) in enumerate(examples):
+            outcome = self.judging.result(
+                f"{file_id}::calibration#{index}",
+                [criterion],
+                question=case.asked,
+                response=example.response,
+                reference=case.reference,
+            ).outcomes[criterion.id]
+            decided = outcome.verdict in (Verdict.MET, Verdict.UNMET)
+            judged = outcome.verdict is Verdict.MET if decided else None
+            pairs.append((label_met(example, criterion), judged))
+        self._calibrated[file_id] = measure(suite, self.judging.name, pairs)
+        return self._calibrated[file_id]
+
+    def calibrations(self) -> list[Calibration]:
+        """Every rubric file's calibration, in node id order."""
+        for file_id in self._calibration_examples:
+            self.calibration_of(file_id)
+        return [self._calibrated[f] for f in sorted(self._calibrated)]
+
+    def _below_min_kappa(self, key: str) -> str | None:
+        """Why the judged criteria of item ``key`` are ERROR: its suite's calibration kappa is
+        below ``--rubric-judge-min-kappa``; None when it is not."""
+        floor = self.settings.min_kappa
+        if floor is None:
+            return None
+        calibration = self.calibration_of(key.split("::", 1)[0])
+        if calibration is None:
+            return None
+        if calibration.kappa is None:
+            return (
+                f"judge calibration of suite {calibration.suite!r}: kappa cannot be computed "
+                f"(n {calibration.n}; the labels or the verdicts are all one way), so it is not "
+                f"at least --rubric-judge-min-kappa {floor:g}"
+            )
+        if calibration.kappa < floor:
+            return (
+                f"judge calibration of suite {calibration.suite!r}: kappa {calibration.kappa:.3f} "
+                f"is below --rubric-judge-min-kappa {floor:g}"
+            )
+        return None
 
     def plan_probe(self, items: Sequence[pytest.Item]) -> None:
         """Choose the criteria the style probe judges again (``--rubric-judge-probe N``).
@@ -332,17 +424,25 @@ class RubricSession:
                 )
 
     def add_worker_stats(self, data: dict[str, Any]) -> None:
-        """Fold an xdist worker's judge usage into the controller's."""
+        """Fold an xdist worker's judge usage into the controller's, and keep the first
+        calibration figures of each rubric file (every worker measures the same ones)."""
         if self.judge_stats is not None:
             stats = self.judge_stats
             for name in _STATS_FIELDS:
                 setattr(stats, name, getattr(stats, name) + int(data.get(name, 0)))
+        if data.get("calibration"):
+            from ._calibration import Calibration
+
+            for file_id, entry in data["calibration"].items():
+                self._calibrated.setdefault(file_id, Calibration.from_dict(entry))
 
     def worker_stats(self) -> dict[str, Any] | None:
         if self.judging is None:
             return None
+        self.calibrations()
+        calibration = {f: c.to_dict() for f, c in self._calibrated.items()}
         stats = self.judging.stats
-        return {name: getattr(stats, name) for name in _STATS_FIELDS}
+        return {name: getattr(stats, name) for name in _STATS_FIELDS} | {"calibration": calibration}
 
     def close(self) -> None:
         """The session is over: stop the judge, close the cache, thaw the heap."""
@@ -392,6 +492,17 @@ class RubricSession:
                 reference=compiled.rubric.reference,
             )
             self._warn_cache_trouble()
+            uncalibrated = self._below_min_kappa(key)
+            if uncalibrated is not None:
+                from ._result import Outcome
+                from .judge.base import Judged
+
+                return Judged(
+                    {
+                        c.id: Outcome(Verdict.ERROR, 0.0, uncalibrated)
+                        for c in compiled.judged_criteria
+                    }
+                )
             return judged
         if self.settings.require_judge:
             from ._result import Outcome
@@ -540,6 +651,7 @@ class RubricSession:
             level=settings.confidence,
             gate_confidence=settings.gate_confidence,
             max_style_flips=settings.max_style_flips if gates else None,
+            calibration=[c.to_dict() for c in self.calibrations()],
         )
 
     def finish(self, session: pytest.Session) -> None:

@@ -14,9 +14,9 @@ never from the text.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._audit import JudgeAudit, audit
 from ._gates import GateReport, check
@@ -97,6 +97,7 @@ def build_report(
     level: float = 0.95,
     gate_confidence: float | None = None,
     max_style_flips: float | None = None,
+    calibration: Sequence[Mapping[str, Any]] = (),
 ) -> SessionReport:
     """The report of ``results``, with the gates (see ``_gates.check``) applied to them;
     every interval, tier and paired test at confidence ``level``."""
@@ -122,7 +123,7 @@ def build_report(
         level=level,
         gate_confidence=gate_confidence,
     )
-    judge_audit = audit(ordered)
+    judge_audit = audit(ordered, calibration=calibration)
     if max_style_flips is not None:
         gates = replace(
             gates,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ class Settings:
     judge_evidence: str = "check"  # --rubric-judge-evidence
     judge_probe: int = 0  # --rubric-judge-probe N
     max_style_flips: float | None = None  # --rubric-judge-max-style-flips X
+    min_kappa: float | None = None  # --rubric-judge-min-kappa K
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -134,6 +136,7 @@ class Settings:
                 else 0
             ),
             max_style_flips=config.getoption("rubric_judge_max_style_flips"),
+            min_kappa=_min_kappa(config),
             thresholds=_style.StyleThresholds(
                 confident=number("rubric_confident_threshold", defaults.confident),
                 hedged=number("rubric_hedged_threshold", defaults.hedged),
@@ -176,3 +179,19 @@ def _whole(value: float, name: str) -> int:
     if value != int(value):
         raise pytest.UsageError(f"ini option {name} = {value:g} must be a whole number")
     return int(value)
+
+
+def _min_kappa(config: pytest.Config) -> float | None:
+    """``--rubric-judge-min-kappa``, else the ini's, else None."""
+    value: float | None = config.getoption("rubric_judge_min_kappa")
+    raw = config.getini("rubric_judge_min_kappa")
+    if value is None and raw not in (None, ""):
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+        if not -1 <= value <= 1:
+            raise pytest.UsageError(
+                f"ini option rubric_judge_min_kappa = {raw!r} must be a number from -1 to 1"
+            )
+    return value

@@ -16,6 +16,9 @@ from hypothesis import strategies as st
 import pytest_rubric
 from pytest_rubric import confidence, normalize, restyle
 from pytest_rubric._audit import audit, probe_plan, probe_record
+from pytest_rubric._errors import RubricLoadError
+from pytest_rubric._loader import parse_suite
+from pytest_rubric._merge import main as merge_main
 from pytest_rubric._result import CaseResult, Outcome, Verdict
 from pytest_rubric._style import ASSERTIVE, HEDGES
 from pytest_rubric.criteria.judge import Judge
@@ -418,6 +421,7 @@ def test_the_probe_catches_a_biased_judge_and_clears_a_fair_one(
         "sharpe[plain]",
     ]
     assert "judge style probe: 3 of 6" in (pytester.path / "out.md").read_text()
+    _merged_audit_is_the_runs(pytester)  # recomputed from the results' probe records
     # The original answers, plus two rewrites of each probed criterion.
     assert len(fake_llm.requests) == 4 + 6
 
@@ -433,3 +437,92 @@ def test_the_probe_catches_a_biased_judge_and_clears_a_fair_one(
         ]
     )
     assert rubric_json()["judge_audit"]["evidence"] == {"checked": 4, "unsupported": 0}
+
+
+# --- calibration -----------------------------------------------------------------------------
+
+CALIBRATED = """
+suite: cal
+min_score: 0.5
+calibration: {calibration}
+cases:
+  - id: horizon
+    question: "What is the horizon of a 1-day VaR?"
+    response: "One day."
+    criteria:
+      - {{id: day, requirement: "Says the horizon is one day"}}
+      - {{id: any, type: any_of, any_of: [day]}}
+"""
+LABELS = [
+    {"case": "horizon", "criterion": "day", "response": "It is one day.", "verdict": "MET"},
+    {"case": "horizon", "criterion": "day", "response": "24 hours.", "verdict": "MET"},
+    {"case": "horizon", "criterion": "day", "response": "Ten days.", "verdict": "UNMET"},
+    {"case": "horizon", "criterion": "day", "response": "A year.", "verdict": "UNMET"},
+]
+
+
+def _literal(request: Recorded) -> Action:
+    """MET only for the words "one day": right on three of the four labels."""
+    met = "one day" in normalize(_answer(request))
+    return json_reply({"reason": "literal", "verdict": "MET" if met else "UNMET", "evidence": ["one day"]})  # fmt: skip
+
+
+def test_calibration_is_measured_once_cached_and_gates_a_suite(
+    pytester: pytest.Pytester,
+    write: Write,
+    fake_llm: FakeLLM,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    pytester.makeini("[pytest]\nrubric_judge_backoff = 0.01\n")
+    write("evals/cal.rubric.yaml", CALIBRATED.format(calibration="labels.jsonl"))
+    write("evals/labels.jsonl", "\n".join(json.dumps(label) for label in LABELS) + "\n")
+    fake_llm.respond_with(_literal)
+    judge = ["--rubric-judge=openai:m", f"--rubric-judge-url={fake_llm.openai_url}", "-p", "no:xdist"]  # fmt: skip
+    result = pytester.runpytest(*judge, "--rubric-json=out.json", "--rubric-judge-min-kappa=0.6")
+    result.assert_outcomes(errors=1)
+    # labels M M U U, verdicts M U U U: accuracy 3/4; p_e = 1/2 x 1/4 + 1/2 x 3/4 = 1/2, so
+    # kappa = (3/4 - 1/2) / (1/2) = 1/2; MET recall 1/2, UNMET recall 1.
+    result.stdout.fnmatch_lines(
+        [
+            "*day*ERROR*judge calibration of suite 'cal': kappa 0.500 is below "
+            "--rubric-judge-min-kappa 0.6*",
+            "judge openai:m: 5 calls*",
+            "judge audit",
+            "judge calibration cal: n 4, accuracy 0.750, kappa 0.500, tpr 0.500, tnr 1.000",
+        ]
+    )
+    assert rubric_json()["judge_audit"]["calibration"] == [
+        {"suite": "cal", "judge": "openai:m", "n": 4, "accuracy": 0.75, "kappa": 0.5,
+         "tpr": 0.5, "tnr": 1.0, "errors": 0}
+    ]  # fmt: skip
+    assert len(fake_llm.requests) == 5
+    # merge keeps the figures (every shard measures the same calibration).
+    _merged_audit_is_the_runs(pytester)
+    # Again, from the cache, with a floor the judge clears: the case is graded.
+    result = pytester.runpytest(*judge, "--rubric-judge-min-kappa=0.5")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["judge openai:m: 0 calls*cache 5 hits / 0 misses"])
+    assert len(fake_llm.requests) == 5
+
+
+def test_calibration_mistakes_are_located() -> None:
+    bad = [
+        {"case": "nope", "criterion": "day", "response": "r", "verdict": "MET"},
+        {"case": "horizon", "criterion": "any", "response": "r", "verdict": "MET"},
+        {"case": "horizon", "criterion": "day", "response": "r", "score": 3},
+    ]
+    with pytest.raises(RubricLoadError) as caught:
+        parse_suite(CALIBRATED.format(calibration=json.dumps(bad)), path=Path("c.rubric.yaml"))
+    text = caught.value.render("c.rubric.yaml")
+    assert "calibration example 1: no case 'nope' in this file" in text
+    assert "use one of horizon" in text
+    assert "calibration example 2: case 'horizon' has no judged criterion 'any'" in text
+    assert "calibration example 3: criterion 'day' needs a verdict label" in text
+
+
+def _merged_audit_is_the_runs(pytester: pytest.Pytester) -> None:
+    assert merge_main(["merge", "out.json", "out.json", "--json", "merged.json"]) == 2  # overlap
+    merge_main(["merge", "out.json", "--json", "merged.json", "--html", "merged.html"])
+    run = json.loads((pytester.path / "out.json").read_text())["judge_audit"]
+    assert json.loads((pytester.path / "merged.json").read_text())["judge_audit"] == run
+    assert "<h2>Judge audit</h2>" in (pytester.path / "merged.html").read_text()
