@@ -10,6 +10,10 @@
   flips / (2 x probed).
 * **Evidence** (``--rubric-judge-evidence``): how many judged MET verdicts had
   their quotes checked, and how many quoted nothing found in the response.
+* **Panel** (``--rubric-judge`` repeated): from each judged criterion's
+  ``judges`` map, Cohen's kappa for each pair of judges (over the criteria
+  both decided) and Fleiss' kappa over the criteria every judge decided;
+  score-kind criteria, whose judges give scores, are not in the kappas.
 
 Everything here is a function of the results, so a serial run, an xdist run
 (results gathered on the controller) and ``merge`` report the same audit.
@@ -18,7 +22,7 @@ Everything here is a function of the results, so a serial run, an xdist run
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,7 +105,23 @@ class JudgeAudit:
         from ._calibration import Calibration
 
         lines = [Calibration.from_dict(dict(c)).line for c in self.calibration]
-        lines += [probe.line for probe in self.style_probe]
+        several = len(self.style_probe) > 1  # a panel: each line names its judge
+        lines += [
+            f"{probe.line}, judge {probe.judge}" if several else probe.line
+            for probe in self.style_probe
+        ]
+        if self.panel:
+            panel = self.panel
+            lines.append(
+                f"judge panel: {len(panel['judges'])} judges, {panel['n']} criteria every judge "
+                f"decided, Fleiss' kappa {_num(panel['fleiss_kappa'])}, {panel['unstable']} "
+                "unstable"
+            )
+            lines += [
+                f"judge panel: {pair['judges'][0]} vs {pair['judges'][1]}: kappa "
+                f"{_num(pair['kappa'])} (n {pair['n']})"
+                for pair in panel["pairs"]
+            ]
         if self.evidence.checked:
             lines.append(
                 f"judge evidence: {self.evidence.unsupported} of {self.evidence.checked} MET "
@@ -132,7 +152,7 @@ def probe_record(
 
 
 def audit(
-    results: Iterable[CaseResult], *, calibration: Sequence[Mapping[str, Any]] = ()
+    results: Sequence[CaseResult], *, calibration: Sequence[Mapping[str, Any]] = ()
 ) -> JudgeAudit:
     """The judge audit of ``results`` (a probe record with an ERROR in it is not counted),
     with the calibration figures measured at the start of the session (or read back)."""
@@ -156,7 +176,51 @@ def audit(
         style_probe=tuple(StyleProbe(judge, *counts) for judge, counts in sorted(probes.items())),
         evidence=EvidenceAudit(checked, unsupported),
         calibration=tuple(dict(c) for c in calibration),
+        panel=_panel(results),
     )
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _panel(results: Sequence[CaseResult]) -> dict[str, Any]:
+    """The panel's agreement, from every sample's judged criteria (empty without a panel)."""
+    from itertools import combinations
+
+    from ._stats import cohen_kappa, fleiss_kappa
+
+    names: set[str] = set()
+    votes: list[dict[str, str]] = []
+    unstable = 0
+    for result in results:
+        for sample in result.sample_list:
+            for c in sample.criteria:
+                if not c.judges:
+                    continue
+                names.update(c.judges)
+                unstable += c.unstable
+                decided = {
+                    n: v for n, v in c.judges.items() if isinstance(v, str) and v in _DECIDED
+                }
+                if decided:
+                    votes.append(decided)
+    if not names:
+        return {}
+    judges = sorted(names)
+    pairs = []
+    for a, b in combinations(judges, 2):
+        both = [(v[a], v[b]) for v in votes if a in v and b in v]
+        kappa = cohen_kappa([x for x, _ in both], [y for _, y in both])
+        pairs.append({"judges": [a, b], "n": len(both), "kappa": kappa})
+    everyone = [[v[n] for n in judges] for v in votes if len(v) == len(judges)]
+    return {
+        "judges": judges,
+        "n": len(everyone),
+        "fleiss_kappa": fleiss_kappa(everyone),
+        "pairs": pairs,
+        "unstable": unstable,
+    }
 
 
 def probe_plan(

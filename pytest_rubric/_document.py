@@ -94,6 +94,7 @@ class CriterionModel(BaseModel):
     samples: list[CriterionSampleModel] | None = None
     tags: list[str] = []
     evidence_ok: bool | None = None
+    judges: dict[str, VerdictName | Annotated[float, Field(allow_inf_nan=False)]] | None = None
 
 
 class SampleModel(BaseModel):
@@ -338,6 +339,7 @@ def _criteria(models: list[CriterionModel]) -> list[CriterionResult]:
             else None,
             tags=tuple(c.tags),
             evidence_ok=c.evidence_ok,
+            judges=dict(c.judges) if c.judges is not None else None,
         )
         for c in models
     ]

@@ -273,4 +273,5 @@ class Grader:
             else None,
             tags=tuple(dict.fromkeys((*getattr(criterion, "tags", ()), *case_tags))),
             evidence_ok=outcome.evidence_ok,
+            judges=dict(outcome.judges) if outcome.judges else None,
         )

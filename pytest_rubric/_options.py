@@ -52,11 +52,13 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--rubric-judge",
         dest="rubric_judge",
+        action="append",
         metavar="PROVIDER:MODEL",
         default=None,
         help="grade judge criteria with this LLM: openai:MODEL (any OpenAI-compatible server) or "
         "anthropic:MODEL; also ini rubric_judge and env RUBRIC_JUDGE. Keys come from "
-        "OPENAI_API_KEY / ANTHROPIC_API_KEY only.",
+        "OPENAI_API_KEY / ANTHROPIC_API_KEY only. Repeated (ini: one per line): a panel, "
+        "majority verdict and mean score.",
     )
     group.addoption(
         "--rubric-judge-url",

@@ -41,6 +41,7 @@ class Outcome:
     samples: tuple[tuple[Verdict, float], ...] = ()
     evidence: tuple[str, ...] | None = None  # the judge's quotes (a MET reply's "evidence")
     evidence_ok: bool | None = None  # a judged MET whose quotes were checked: found or not
+    judges: tuple[tuple[str, str | float], ...] = ()  # a panel's: each judge's verdict or score
 
 
 @dataclass(slots=True)
@@ -65,6 +66,7 @@ class CriterionResult:
     samples: list[dict[str, Any]] | None = None
     tags: tuple[str, ...] = ()  # its own and its case's
     evidence_ok: bool | None = None  # judged MET, quotes checked (--rubric-judge-evidence)
+    judges: dict[str, str | float] | None = None  # a panel's: each judge's verdict or score
 
     @property
     def unstable(self) -> bool:
@@ -98,10 +100,13 @@ class CriterionResult:
         }
         if self.tags:
             data["tags"] = list(self.tags)
-        if self.samples is not None:
+        if self.samples is not None or self.judges is not None:
             data["agreement"] = self.agreement
             data["unstable"] = self.unstable
+        if self.samples is not None:
             data["samples"] = self.samples
+        if self.judges is not None:
+            data["judges"] = dict(self.judges)
         if self.evidence_ok is not None:
             data["evidence_ok"] = self.evidence_ok
         return data
@@ -121,6 +126,7 @@ class CriterionResult:
             samples=data.get("samples"),
             tags=tuple(data.get("tags", ())),
             evidence_ok=data.get("evidence_ok"),
+            judges=data.get("judges"),
         )
 
 

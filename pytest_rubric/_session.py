@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -29,8 +29,9 @@ if TYPE_CHECKING:
     from ._grader import CompiledRubric, Grader
     from ._responses import ResponseFile
     from ._sources import LiveModel
-    from .judge.base import JudgeClient, Judged, JudgeStats
+    from .judge.base import Judged, JudgeStats
     from .judge.cache import JudgeCache
+    from .judge.panel import Panel
     from .judge.runner import JudgeRunner
 
 __all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]  # Settings: re-exported
@@ -77,9 +78,12 @@ class RubricSession:
                 raise pytest.UsageError(f"--rubric-baseline: {exc}") from None
         self.collection_errors = 0
         self._response_dirs: dict[Path, _ResponseDir] = {}
-        self.judging: JudgeRunner | None = None  # None on an xdist controller: workers judge
+        self.judging: JudgeRunner | Panel | None = (
+            None  # None on an xdist controller: workers judge
+        )
         self.judge_name: str | None = None  # set whenever a judge is configured
-        self.judge_stats: JudgeStats | None = None
+        self.judge_stats: JudgeStats | None = None  # the first judge's
+        self.judge_usage: dict[str, JudgeStats] = {}  # every judge's, by name
         self._scheduled: set[str] = set()  # node ids whose judging was started
         self.probe_plan: dict[str, tuple[str, ...]] = {}  # node id -> criteria the probe judges
         # Calibration (see _calibration), by rubric file node id: the suite's name and its
@@ -150,59 +154,74 @@ class RubricSession:
             warnings.warn(RubricWarning(warning), stacklevel=3)
 
     def start_judge(self, custom: object | None) -> None:
-        """Set up the judge: the hook's object, else ``--rubric-judge`` / ini / ``RUBRIC_JUDGE``."""
+        """Set up the judge: the hook's object, else ``--rubric-judge`` / ini / ``RUBRIC_JUDGE``
+        (given more than once: a panel, see ``judge.panel``)."""
         from .judge.base import JudgeStats
         from .judge.providers import JudgeSpec, read_key
 
         settings = self.settings
-        spec: JudgeSpec | None = None
+        specs: list[JudgeSpec] = []
         if custom is not None:
             if not callable(getattr(custom, "complete", None)):
                 raise pytest.UsageError(
                     "pytest_rubric_make_judge returned an object without `async complete(system, "
                     "user) -> str`"
                 )
-            name = str(getattr(custom, "name", None) or type(custom).__name__)
-        elif settings.judge:
+            names = [str(getattr(custom, "name", None) or type(custom).__name__)]
+        elif settings.judges:
             try:
-                spec = JudgeSpec.parse(settings.judge, url=settings.judge_url)
-                # Replay makes no call at all, so it needs no key.
-                read_key(spec, require_key=settings.cache_mode != "replay")
+                for judge in settings.judges:
+                    spec = JudgeSpec.parse(judge, url=settings.judge_url)
+                    # Replay makes no call at all, so it needs no key.
+                    read_key(spec, require_key=settings.cache_mode != "replay")
+                    specs.append(spec)
             except ValueError as exc:
                 raise pytest.UsageError(f"--rubric-judge: {exc}") from None
-            name = spec.name
+            names = [spec.name for spec in specs]
         else:
             return
-        self.judge_name = name
+        self.judge_name = " + ".join(names)
         if is_xdist_controller(self.config):
             # The workers judge; the controller adds up their usage. It skips the
             # client, its event loop and the httpx import (workers start sooner).
-            self.judge_stats = JudgeStats()
+            self.judge_usage = {name: JudgeStats() for name in names}
+            self.judge_stats = self.judge_usage[names[0]]
             self.cache()  # only to check it: a broken cache is reported once, from here
             return
-        client = cast("JudgeClient", custom)  # its `complete` was checked above
-        if spec is not None:
+        clients: list[Any] = [custom]  # its `complete` was checked above
+        if specs:
             from .judge.clients import make_client
 
-            client = make_client(
-                spec, policy=settings.retry, require_key=False
-            )  # key checked above
-        # The bound is for the whole run: xdist workers share it.
-        concurrency = max(1, settings.concurrency // worker_count(self.config))
+            clients = [
+                make_client(spec, policy=settings.retry, require_key=False)  # key checked above
+                for spec in specs
+            ]
+        # The bound is for the whole run: xdist workers share it (and a panel's judges).
+        concurrency = max(1, settings.concurrency // (worker_count(self.config) * len(clients)))
         from .judge.runner import JudgeRunner
 
-        self.judging = JudgeRunner(
-            client,
-            name=name,
-            strategy=settings.grader,
-            concurrency=concurrency,
-            cache=self.cache(),
-            cache_mode=settings.cache_mode,
-            samples=settings.samples,
-            timeout=settings.retry.timeout,
-            evidence=settings.judge_evidence,
-        )
-        self.judge_stats = self.judging.stats
+        runners = [
+            JudgeRunner(
+                client,
+                name=name,
+                strategy=settings.grader,
+                concurrency=concurrency,
+                cache=self.cache(),
+                cache_mode=settings.cache_mode,
+                samples=settings.samples,
+                timeout=settings.retry.timeout,
+                evidence=settings.judge_evidence,
+            )
+            for client, name in zip(clients, names, strict=True)
+        ]
+        self.judge_usage = {runner.name: runner.stats for runner in runners}
+        if len(runners) == 1:
+            self.judging = runners[0]
+        else:
+            from .judge.panel import Panel
+
+            self.judging = Panel(runners)
+        self.judge_stats = runners[0].stats
 
     @property
     def dry_run(self) -> bool:
@@ -356,8 +375,8 @@ class RubricSession:
     def probe(
         self, key: str, compiled: CompiledRubric, response: str, judged: Judged | None
     ) -> list[dict[str, str]]:
-        """The style probe's records for the item ``key`` (none when it is not probed):
-        the verdicts on its first answer (``judged``) and on that answer's two rewrites."""
+        """The style probe's records for the item ``key`` (none when it is not probed): each
+        judge's verdicts on its first answer (``judged``) and on that answer's two rewrites."""
         from ._audit import probe_record
         from ._restyle import restyle
 
@@ -365,28 +384,38 @@ class RubricSession:
         if self.judging is None or judged is None or not criteria:
             return []
         self._schedule_probe(key, compiled, response)
-        rewrites = {
-            tone: self.judging.result(
-                f"{key}#probe-{tone}",
-                criteria,
-                question=compiled.rubric.asked,
-                response=restyle(response, to=tone),
-                reference=compiled.rubric.reference,
-            )
-            for tone in ("confident", "hedged")
-        }
+        records = []
+        # A panel's judges are probed one by one: the audit is per judge.
+        for runner in getattr(self.judging, "runners", (self.judging,)):
+            rewrites = {
+                tone: runner.result(
+                    f"{key}#probe-{tone}",
+                    criteria,
+                    question=compiled.rubric.asked,
+                    response=restyle(response, to=tone),
+                    reference=compiled.rubric.reference,
+                )
+                for tone in ("confident", "hedged")
+            }
+            for c in criteria:
+                outcome = judged.outcomes.get(c.id)
+                if outcome is None:
+                    continue
+                original = dict(outcome.judges).get(runner.name, str(outcome.verdict))
+                if not isinstance(original, str):  # a panel judge's score: MET in the upper half
+                    share = (original - c.min_score) / (c.max_score - c.min_score)
+                    original = "MET" if share >= 0.5 else "UNMET"
+                records.append(
+                    probe_record(
+                        criterion=c.id,
+                        judge=runner.name,
+                        original=str(original),
+                        confident=str(rewrites["confident"].outcomes[c.id].verdict),
+                        hedged=str(rewrites["hedged"].outcomes[c.id].verdict),
+                    )
+                )
         self._warn_cache_trouble()
-        return [
-            probe_record(
-                criterion=c.id,
-                judge=self.judging.name,
-                original=str(judged.outcomes[c.id].verdict),
-                confident=str(rewrites["confident"].outcomes[c.id].verdict),
-                hedged=str(rewrites["hedged"].outcomes[c.id].verdict),
-            )
-            for c in criteria
-            if c.id in judged.outcomes
-        ]
+        return records
 
     def schedule_judging(self, items: Sequence[pytest.Item]) -> None:
         """Start every collected item's judge calls now, so they overlap across items.
@@ -426,10 +455,12 @@ class RubricSession:
     def add_worker_stats(self, data: dict[str, Any]) -> None:
         """Fold an xdist worker's judge usage into the controller's, and keep the first
         calibration figures of each rubric file (every worker measures the same ones)."""
-        if self.judge_stats is not None:
-            stats = self.judge_stats
-            for name in _STATS_FIELDS:
-                setattr(stats, name, getattr(stats, name) + int(data.get(name, 0)))
+        for name, counts in data.get("judges", {}).items():
+            stats = self.judge_usage.get(name)
+            if stats is not None:
+                for field_name in _STATS_FIELDS:
+                    value = getattr(stats, field_name) + int(counts.get(field_name, 0))
+                    setattr(stats, field_name, value)
         if data.get("calibration"):
             from ._calibration import Calibration
 
@@ -440,9 +471,13 @@ class RubricSession:
         if self.judging is None:
             return None
         self.calibrations()
-        calibration = {f: c.to_dict() for f, c in self._calibrated.items()}
-        stats = self.judging.stats
-        return {name: getattr(stats, name) for name in _STATS_FIELDS} | {"calibration": calibration}
+        return {
+            "judges": {
+                name: {field_name: getattr(stats, field_name) for field_name in _STATS_FIELDS}
+                for name, stats in self.judge_usage.items()
+            },
+            "calibration": {f: c.to_dict() for f, c in self._calibrated.items()},
+        }
 
     def close(self) -> None:
         """The session is over: stop the judge, close the cache, thaw the heap."""
@@ -524,7 +559,8 @@ class RubricSession:
         if settings.target:
             parts.append(f"--rubric-target {settings.target}")
         if self.judge_name is not None:
-            parts.append(f"--rubric-judge {self.judge_name} --rubric-grader {settings.grader}")
+            judges = " ".join(f"--rubric-judge {name}" for name in self.judge_name.split(" + "))
+            parts.append(f"{judges} --rubric-grader {settings.grader}")
             if settings.samples > 1:
                 parts.append(f"--rubric-judge-samples {settings.samples}")
         if settings.repeat > 1:
@@ -637,9 +673,7 @@ class RubricSession:
 
     def _build_report(self, *, gates: bool) -> SessionReport:
         settings = self.settings
-        judge_usage = []
-        if self.judge_name is not None and self.judge_stats is not None:
-            judge_usage.append(self.judge_stats.line(self.judge_name))
+        judge_usage = [stats.line(name) for name, stats in self.judge_usage.items()]
         return build_report(
             self.results,
             baseline=self.baseline if gates else None,

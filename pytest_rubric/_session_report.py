@@ -208,7 +208,8 @@ def _unstable(results: Sequence[CaseResult]) -> Note | None:
         details[_SHOWN:] = [f"... and {len(details) - _SHOWN} more (see --rubric-json)"]
     return Note(
         Severity.INFO,
-        f"{len(unstable)} judged criteria unstable (their judge samples disagreed); "
+        f"{len(unstable)} judged criteria unstable (their judge samples, or a panel's judges, "
+        "disagreed); "
         "the verdicts below are majority votes or means:",
         tuple(details),
     )

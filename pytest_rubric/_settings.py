@@ -33,7 +33,7 @@ class Settings:
     baseline_path: Path | None = None
     max_drop: float = 0.0
     fail_under: float | None = None
-    judge: str | None = None
+    judges: tuple[str, ...] = ()  # --rubric-judge, repeated for a panel (ini: one per line)
     judge_url: str | None = None
     grader: str = "per-criterion"
     concurrency: int = 8
@@ -54,6 +54,11 @@ class Settings:
     judge_probe: int = 0  # --rubric-judge-probe N
     max_style_flips: float | None = None  # --rubric-judge-max-style-flips X
     min_kappa: float | None = None  # --rubric-judge-min-kappa K
+
+    @property
+    def judge(self) -> str | None:
+        """The first judge, or None."""
+        return self.judges[0] if self.judges else None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -95,10 +100,7 @@ class Settings:
             baseline_path=path("rubric_baseline"),
             max_drop=config.getoption("rubric_max_drop"),
             fail_under=config.getoption("rubric_fail_under"),
-            judge=config.getoption("rubric_judge")
-            or config.getini("rubric_judge")
-            or os.environ.get("RUBRIC_JUDGE")
-            or None,
+            judges=_judges(config),
             judge_url=config.getoption("rubric_judge_url"),
             grader=config.getoption("rubric_grader"),
             concurrency=config.getoption("rubric_concurrency"),
@@ -195,3 +197,14 @@ def _min_kappa(config: pytest.Config) -> float | None:
                 f"ini option rubric_judge_min_kappa = {raw!r} must be a number from -1 to 1"
             )
     return value
+
+
+def _judges(config: pytest.Config) -> tuple[str, ...]:
+    """``--rubric-judge`` (repeatable), else the ini's lines, else ``RUBRIC_JUDGE``."""
+    given = (
+        config.getoption("rubric_judge") or str(config.getini("rubric_judge") or "").splitlines()
+    )
+    judges = [j.strip() for j in given if j and j.strip()]
+    if not judges and os.environ.get("RUBRIC_JUDGE"):
+        judges = [os.environ["RUBRIC_JUDGE"]]
+    return tuple(dict.fromkeys(judges))

@@ -23,6 +23,7 @@ from pytest_rubric._result import CaseResult, Outcome, Verdict
 from pytest_rubric._style import ASSERTIVE, HEDGES
 from pytest_rubric.criteria.judge import Judge
 from pytest_rubric.judge.evidence import check_evidence, quote_found
+from pytest_rubric.judge.panel import combine_panel
 from pytest_rubric.judge.prompts import holistic, injection_suspected, one_shot, per_criterion
 from pytest_rubric.judge.replies import read_one, read_one_shot
 from tests.fake_llm import Action, FakeLLM, Recorded, json_reply
@@ -526,3 +527,133 @@ def _merged_audit_is_the_runs(pytester: pytest.Pytester) -> None:
     run = json.loads((pytester.path / "out.json").read_text())["judge_audit"]
     assert json.loads((pytester.path / "merged.json").read_text())["judge_audit"] == run
     assert "<h2>Judge audit</h2>" in (pytester.path / "merged.html").read_text()
+
+
+# --- judge panels ----------------------------------------------------------------------------
+
+
+def _judged_by(*verdicts: str, weight: float = 1.0) -> Outcome:
+    outcomes = {f"j{i}": Outcome(Verdict(v), 1.0 if v == "MET" else 0.0, f"r{i}") for i, v in enumerate(verdicts)}  # fmt: skip
+    return combine_panel(Judge(id="c", requirement="r", weight=weight), outcomes)
+
+
+def test_a_panel_takes_the_majority_ties_go_against_the_answer_scores_average() -> None:
+    two_to_one = _judged_by("MET", "MET", "UNMET")
+    assert (two_to_one.verdict, two_to_one.credit, two_to_one.agreement) == (MET, 1.0, 2 / 3)
+    assert dict(two_to_one.judges) == {"j0": "MET", "j1": "MET", "j2": "UNMET"}
+    assert "(panel: 2 of 3 judges MET)" in two_to_one.reason
+    assert _judged_by("MET", "UNMET").verdict is UNMET  # no credit on a split panel
+    assert _judged_by("MET", "UNMET", weight=-2).verdict is MET  # nor a penalty lifted
+    assert _judged_by("MET", "MET").agreement == 1.0
+    failed = combine_panel(
+        Judge(id="c", requirement="r"),
+        {"a": Outcome(MET, 1.0, "ok"), "b": Outcome(Verdict.ERROR, 0.0, "timed out")},
+    )
+    assert (
+        failed.verdict is Verdict.ERROR and "1 of 2 judges of the panel failed; b" in failed.reason
+    )
+    scored = combine_panel(
+        Judge(id="s", requirement="r", kind="score", min_score=0, max_score=10),
+        {"a": Outcome(MET, 0.8, "ok"), "b": Outcome(UNMET, 0.3, "meh")},
+    )
+    assert scored.credit == pytest.approx(0.55) and scored.verdict is MET
+    assert dict(scored.judges) == {"a": pytest.approx(8.0), "b": pytest.approx(3.0)}
+
+
+BLUFFS = """
+suite: panel
+min_score: 0
+cases:
+  - id: horizon
+    question: "What is the horizon of a 1-day VaR?"
+    responses:
+      plain: "One day."
+      sure: "Clearly one day."
+      wrong: "Ten days."
+      bluff: "Clearly ten days."
+    criteria:
+      - {id: day, requirement: "Says the horizon is one day"}
+  - id: sharpe
+    question: "What does the Sharpe ratio divide by?"
+    responses:
+      plain: "The standard deviation of excess returns."
+      sure: "Obviously the standard deviation of excess returns."
+      wrong: "The mean return."
+      bluff: "Obviously the mean return."
+    criteria:
+      - {id: sd, requirement: "Names the standard deviation of excess returns"}
+"""
+
+
+def _panel_judge(request: Recorded) -> Action:
+    """Judges a and b are fair; c says MET whenever the answer sounds sure."""
+    return (_biased if request.body["model"] == "c" else _fair)(request)
+
+
+def test_a_panel_grades_every_criterion_with_every_judge_and_measures_their_agreement(
+    pytester: pytest.Pytester,
+    write: Write,
+    fake_llm: FakeLLM,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    pytester.makeini("[pytest]\nrubric_judge_backoff = 0.01\nrubric_judge = openai:a\n  openai:b\n")
+    write("evals/panel.rubric.yaml", BLUFFS)
+    fake_llm.respond_with(_panel_judge)
+    result = pytester.runpytest(
+        "--rubric-judge=openai:a",
+        "--rubric-judge=openai:b",
+        "--rubric-judge=openai:c",
+        f"--rubric-judge-url={fake_llm.openai_url}",
+        "--rubric-judge-samples=2",
+        "--rubric-judge-probe=2",
+        "--rubric-json=out.json",
+        "-p",
+        "no:xdist",
+    )
+    result.assert_outcomes(passed=8)
+    # Every criterion, every judge, every sample; and 2 probed criteria, rewritten twice.
+    assert len(fake_llm.requests) == 8 * 3 * 2 + 2 * 2 * 3 * 2
+    by_item = {r["nodeid"].split("::")[1]: r["criteria"][0] for r in rubric_json()["results"]}
+    plain = by_item["horizon[plain]"]
+    assert plain["judges"] == {"openai:a": "MET", "openai:b": "MET", "openai:c": "UNMET"}
+    assert (plain["verdict"], plain["unstable"]) == ("MET", True)
+    bluff = by_item["horizon[bluff]"]
+    assert (bluff["verdict"], bluff["unstable"]) == ("UNMET", True)
+    assert by_item["horizon[sure]"]["unstable"] is False
+    # Votes (a, b, c): plain MMU, sure MMM, wrong UUU, bluff UUM, twice each.
+    # a-b agree always: kappa 1. a-c agree on half, each says MET half the time: kappa 0.
+    # Fleiss: P_i 1/3, 1, 1, 1/3 (twice each), P_bar 2/3; 12 of 24 votes MET, P_e 1/2;
+    # kappa (2/3 - 1/2) / (1/2) = 1/3.
+    panel = rubric_json()["judge_audit"]["panel"]
+    assert panel["judges"] == ["openai:a", "openai:b", "openai:c"]
+    assert (panel["n"], panel["unstable"]) == (8, 4)
+    assert panel["fleiss_kappa"] == pytest.approx(1 / 3)
+    kappas = {tuple(p["judges"]): p["kappa"] for p in panel["pairs"]}
+    assert kappas == {
+        ("openai:a", "openai:b"): 1.0,
+        ("openai:a", "openai:c"): 0.0,
+        ("openai:b", "openai:c"): 0.0,
+    }
+    result.stdout.fnmatch_lines(
+        [
+            "judge openai:a: 24 calls*",
+            "judge openai:b: 24 calls*",
+            "judge openai:c: 24 calls*",
+            "judge audit",
+            # The probe is per judge: bluff[horizon] and plain[horizon] flip for c alone.
+            "judge style probe: 0 of 4 verdicts changed with tone alone (0.0 %), judge openai:a",
+            "judge style probe: 0 of 4 verdicts changed with tone alone (0.0 %), judge openai:b",
+            "judge style probe: 2 of 4 verdicts changed with tone alone (50.0 %), judge openai:c",
+            "judge panel: 3 judges, 8 criteria every judge decided, Fleiss' kappa 0.333, 4 unstable",
+            "judge panel: openai:a vs openai:b: kappa 1.000 (n 8)",
+        ]
+    )
+    result.stdout.fnmatch_lines(["rubric: --rubric-judge openai:a --rubric-judge openai:b *"])
+    # The ini's panel (one judge per line), used when no flag is given.
+    result = pytester.runpytest(f"--rubric-judge-url={fake_llm.openai_url}", "-p", "no:xdist")
+    result.stdout.fnmatch_lines(
+        [
+            "rubric: --rubric-judge openai:a --rubric-judge openai:b --rubric-grader per-criterion",
+            "judge openai:b: 8 calls*",  # greedy now: not the two samples' cache entries
+        ]
+    )

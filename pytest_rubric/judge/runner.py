@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..criteria.judge import Judge
     from .prompts import Question
 
-__all__ = ["JudgeRunner", "combine"]
+__all__ = ["JudgeRunner", "combine", "majority"]
 
 
 class JudgeRunner:
@@ -185,6 +185,14 @@ class JudgeRunner:
         )
 
 
+def majority(criterion: Judge, met: int, k: int) -> Verdict:
+    """The majority of ``met`` MET verdicts out of ``k``; a tie goes against the answer
+    (UNMET for a positive criterion, MET for an error criterion)."""
+    if met * 2 == k:
+        return Verdict.MET if criterion.effective_weight < 0 else Verdict.UNMET
+    return Verdict.MET if met * 2 > k else Verdict.UNMET
+
+
 def combine(criterion: Judge, samples: Sequence[Outcome], *, mean: bool) -> Outcome:
     """One outcome from K samples of one criterion.
 
@@ -220,10 +228,7 @@ def combine(criterion: Judge, samples: Sequence[Outcome], *, mean: bool) -> Outc
         summary = f"mean credit {credit:.2f} of {k} samples"
     else:
         met = sum(o.verdict is Verdict.MET for o in samples)
-        if met * 2 == k:
-            verdict = Verdict.MET if criterion.effective_weight < 0 else Verdict.UNMET
-        else:
-            verdict = Verdict.MET if met * 2 > k else Verdict.UNMET
+        verdict = majority(criterion, met, k)
         credit = 1.0 if verdict is Verdict.MET else 0.0
         agreement = max(met, k - met) / k
         reason = next(o.reason for o in samples if o.verdict is verdict)
