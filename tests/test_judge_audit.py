@@ -16,10 +16,12 @@ from hypothesis import strategies as st
 import pytest_rubric
 from pytest_rubric import confidence, normalize, restyle
 from pytest_rubric._audit import audit, probe_plan, probe_record
+from pytest_rubric._calibration import label_met, measure
 from pytest_rubric._errors import RubricLoadError
 from pytest_rubric._loader import parse_suite
 from pytest_rubric._merge import main as merge_main
 from pytest_rubric._result import CaseResult, Outcome, Verdict
+from pytest_rubric._schema import CalibrationExample
 from pytest_rubric._style import ASSERTIVE, HEDGES
 from pytest_rubric.criteria.judge import Judge
 from pytest_rubric.judge.evidence import check_evidence, quote_found
@@ -377,12 +379,11 @@ def test_the_probe_catches_a_biased_judge_and_clears_a_fair_one(
     fake_llm: FakeLLM,
     rubric_json: Callable[[], dict[str, Any]],
 ) -> None:
-    pytester.makeini("[pytest]\nrubric_judge_backoff = 0.01\n")
+    pytester.makeini("[pytest]\nrubric_judge_backoff = 0.01\nrubric_judge_probe = 3\n")
     write("evals/probed.rubric.yaml", PROBED)
     args = [
         "--rubric-judge=openai:m",
         f"--rubric-judge-url={fake_llm.openai_url}",
-        "--rubric-judge-probe=3",
         "--rubric-judge-max-style-flips=0.2",
         "--rubric-json=out.json",
         "--rubric-markdown=out.md",
@@ -499,8 +500,8 @@ def test_calibration_is_measured_once_cached_and_gates_a_suite(
     assert len(fake_llm.requests) == 5
     # merge keeps the figures (every shard measures the same calibration).
     _merged_audit_is_the_runs(pytester)
-    # Again, from the cache, with a floor the judge clears: the case is graded.
-    result = pytester.runpytest(*judge, "--rubric-judge-min-kappa=0.5")
+    # Again, offline from the cache, with a floor the judge clears: the case is graded.
+    result = pytester.runpytest(*judge, "--rubric-judge-min-kappa=0.5", "--rubric-cache=replay")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["judge openai:m: 0 calls*cache 5 hits / 0 misses"])
     assert len(fake_llm.requests) == 5
@@ -657,3 +658,23 @@ def test_a_panel_grades_every_criterion_with_every_judge_and_measures_their_agre
             "judge openai:b: 8 calls*",  # greedy now: not the two samples' cache entries
         ]
     )
+
+
+def test_calibration_figures_and_score_labels() -> None:
+    scored = Judge(id="s", requirement="r", kind="score", min_score=1, max_score=5)
+    assert label_met(CalibrationExample(case="c", criterion="s", response="r", score=3), scored)
+    assert not label_met(
+        CalibrationExample(case="c", criterion="s", response="r", score=2.9), scored
+    )
+    # labels M M U U U, verdicts M ERROR M U U: the ERROR is counted apart, not as a miss.
+    found = measure(
+        "s", "j", [(True, True), (True, None), (False, True), (False, False), (False, False)]
+    )
+    assert (found.n, found.errors, found.accuracy, found.tpr, found.tnr) == (4, 1, 0.75, 1.0, 2 / 3)
+    # p_o 3/4; the labels say MET 1/4, the judge 2/4: p_e = 1/4 x 2/4 + 3/4 x 2/4 = 1/2.
+    assert found.kappa == pytest.approx(0.5)
+    assert found.line == (
+        "judge calibration s: n 4, accuracy 0.750, kappa 0.500, tpr 1.000, tnr 0.667 "
+        "(1 not graded: ERROR)"
+    )
+    assert measure("s", "j", [(True, True)]).kappa is None  # one class: kappa says nothing
