@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ._loader import load_suite
     from ._normalize import normalize, parse_numbers
     from ._response_dirs import RubricWarning
+    from ._restyle import restyle
     from ._result import CaseResult, CriterionResult, Verdict
     from ._schema import (
         AllOf,
@@ -82,6 +83,7 @@ _LAZY = {
     "load_suite": "._loader",
     "normalize": "._normalize",
     "parse_numbers": "._normalize",
+    "restyle": "._restyle",
 }
 
 
@@ -136,4 +138,5 @@ __all__ = [
     "load_suite",
     "normalize",
     "parse_numbers",
+    "restyle",
 ]

@@ -27,6 +27,7 @@ __all__ = [
     "CURRENT_ITEM",
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_MIN_SCORE",
+    "EVIDENCE_MODES",
     "GRADERS",
     "MAX_CALL_TIMEOUT",
     "RESULTS_KEY",
@@ -39,6 +40,7 @@ __all__ = [
 
 GRADERS = ("per-criterion", "one-shot", "holistic")
 CACHE_MODES = ("use", "refresh", "off", "replay")
+EVIDENCE_MODES = ("check", "require", "off")  # --rubric-judge-evidence, see judge.evidence
 DEFAULT_MIN_SCORE = 0.8  # the pass mark of cases that set none (ini rubric_min_score)
 DEFAULT_CALL_TIMEOUT = 60.0  # seconds a callable or target may run (ini rubric_call_timeout)
 # At most a day: a thread's wait past threading.TIMEOUT_MAX would overflow.

@@ -110,6 +110,7 @@ class RubricFile(pytest.File):
             with paused_gc():
                 loaded = load_suite(self.path)
                 items = list(self._items(loaded))
+            session.add_calibration(self.nodeid, loaded.name, loaded.calibration)
         except RubricLoadError:
             session.collection_errors += 1
             raise
@@ -376,6 +377,7 @@ class RubricItem(pytest.Item):
             pass_when=self.pass_when,
             level=session.settings.confidence,
         )
+        result.probe = session.probe(self.nodeid, self.compiled, responses[0], judged[0])
         if result.errors:
             record(self, result)
             raise RubricEvaluationError(criteria_table(result), result=result)

@@ -93,6 +93,8 @@ class CriterionModel(BaseModel):
     unstable: bool = False
     samples: list[CriterionSampleModel] | None = None
     tags: list[str] = []
+    evidence_ok: bool | None = None
+    judges: dict[str, VerdictName | Annotated[float, Field(allow_inf_nan=False)]] | None = None
 
 
 class SampleModel(BaseModel):
@@ -138,6 +140,7 @@ class ResultModel(BaseModel):
     n_samples: Annotated[int, Field(ge=1)] | None = None
     pass_rate: Fraction | None = None
     pass_rate_ci: list[Fraction] | None = None
+    probe: list[dict[str, str]] = []  # the style probe's records (see _audit)
 
 
 class LeaderboardRowModel(BaseModel):
@@ -174,6 +177,52 @@ class BreakdownModel(BaseModel):
     n: Count
 
 
+class StyleProbeModel(BaseModel):
+    """One judge's entry of ``judge_audit.style_probe``: checked, then recomputed from the
+    results' ``probe`` records."""
+
+    model_config = _CONFIG
+
+    judge: str
+    probed: Count
+    flips_confident: Count
+    flips_hedged: Count
+    style_sensitivity: Fraction
+
+
+class CalibrationModel(BaseModel):
+    """One suite's entry of ``judge_audit.calibration``: measured by the run, kept by merge."""
+
+    model_config = _CONFIG
+
+    suite: str
+    judge: str
+    n: Count
+    accuracy: Fraction | None = None
+    kappa: Annotated[float, Field(ge=-1, le=1)] | None = None
+    tpr: Fraction | None = None
+    tnr: Fraction | None = None
+    errors: Count = 0
+
+
+class EvidenceAuditModel(BaseModel):
+    model_config = _CONFIG
+
+    checked: Count
+    unsupported: Count
+
+
+class JudgeAuditModel(BaseModel):
+    """``judge_audit``. Read back it is only checked: it is recomputed from the results."""
+
+    model_config = _CONFIG
+
+    calibration: list[CalibrationModel] = []
+    style_probe: list[StyleProbeModel] = []
+    panel: dict[str, Any] = {}
+    evidence: EvidenceAuditModel = EvidenceAuditModel(checked=0, unsupported=0)
+
+
 class DocumentModel(BaseModel):
     """The whole ``--rubric-json`` document."""
 
@@ -186,6 +235,7 @@ class DocumentModel(BaseModel):
     rankings_differ_within_noise: bool = False
     confidence: Annotated[float, Field(gt=0, lt=1)] = 0.95
     breakdowns: list[BreakdownModel] = []
+    judge_audit: JudgeAuditModel | None = None
 
 
 @dataclass(slots=True)
@@ -194,6 +244,7 @@ class Document:
 
     results: list[CaseResult]
     recomputed: list[str] = field(default_factory=list)  # one line per ``passed`` overruled
+    calibration: list[dict[str, Any]] = field(default_factory=list)  # judge_audit's, as read
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -287,6 +338,8 @@ def _criteria(models: list[CriterionModel]) -> list[CriterionResult]:
             if c.samples is not None
             else None,
             tags=tuple(c.tags),
+            evidence_ok=c.evidence_ok,
+            judges=dict(c.judges) if c.judges is not None else None,
         )
         for c in models
     ]
@@ -356,6 +409,7 @@ def _case_result(model: ResultModel) -> CaseResult:
         pass_when=model.pass_when,
         level=model.level,
         samples=samples,
+        probe=[dict(record) for record in model.probe],
     )
 
 
@@ -408,4 +462,6 @@ def parse_document(text: str, *, name: str) -> Document:
                 f"not: {why}; counted as not passed"
             )
         results.append(result)
-    return Document(results, recomputed)
+    audit = document.judge_audit
+    calibration = [c.model_dump() for c in audit.calibration] if audit is not None else []
+    return Document(results, recomputed, calibration)

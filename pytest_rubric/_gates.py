@@ -76,10 +76,15 @@ class GateReport:
     deltas: tuple[SubjectDelta, ...] = ()
     regressions: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    max_style_flips: float | None = None  # --rubric-judge-max-style-flips (see _audit)
 
     @property
     def active(self) -> bool:
-        return self.baseline is not None or self.fail_under is not None
+        return (
+            self.baseline is not None
+            or self.fail_under is not None
+            or self.max_style_flips is not None
+        )
 
     @property
     def failed(self) -> bool:

@@ -134,6 +134,8 @@ class Grader:
             result.flags.append("injection_suspected")
         if any(c.unstable for c in criteria):
             result.flags.append("unstable")
+        if any(c.evidence_ok is False for c in criteria):
+            result.flags.append("unsupported_evidence")
         return result
 
     def combine(
@@ -271,4 +273,6 @@ class Grader:
             if outcome.samples
             else None,
             tags=tuple(dict.fromkeys((*getattr(criterion, "tags", ()), *case_tags))),
+            evidence_ok=outcome.evidence_ok,
+            judges=dict(outcome.judges) if outcome.judges else None,
         )

@@ -294,6 +294,9 @@ def render_html(report: SessionReport, *, title: str = "pytest-rubric report") -
             _leaderboard(report),
             _breakdowns(report),
         ]
+    if report.judge_audit.shown:
+        items = "".join(f"<li>{_e(text)}</li>" for text in report.judge_audit.lines())
+        body.append(f"<h2>Judge audit</h2><ul>{items}</ul>")
     if report.gates.active:
         body.append(_gates(report.gates))
     if results:

@@ -24,7 +24,7 @@ import contextlib
 import gc
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,7 @@ class LoadedSuite:
     path: Path
     suite: Suite
     case_lines: list[int | None]
+    calibration: list[tuple[Any, Any, Any]] = field(default_factory=list)  # _calibration
 
     @property
     def name(self) -> str:
@@ -168,10 +169,19 @@ def parse_suite(text: str, *, path: Path) -> LoadedSuite:
     except ValidationError as exc:
         problems += validation_problems(exc, data, locator)
     problems += semantic_problems(data, suite, locator)
+    calibration: list[tuple[Any, Any, Any]] = []
+    if suite is not None and suite.calibration is not None:
+        from ._calibration import examples_of
+
+        calibration, calibration_problems = examples_of(suite, path)
+        problems += calibration_problems
     if problems or suite is None:
         raise RubricLoadError(path, problems)
     return LoadedSuite(
-        path=path, suite=suite, case_lines=[locator.case_line(i) for i in range(len(suite.cases))]
+        path=path,
+        suite=suite,
+        case_lines=[locator.case_line(i) for i in range(len(suite.cases))],
+        calibration=calibration,
     )
 
 

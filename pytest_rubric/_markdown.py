@@ -80,6 +80,9 @@ def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> s
                     for b in entries
                 ],
             )
+    if report.judge_audit.shown:
+        lines += ["", "### Judge audit", ""]
+        lines += [f"- {escape(text, limit=300)}" for text in report.judge_audit.lines()]
     if report.gates.active:
         lines += _gates(report.gates)
     failing = report.failing

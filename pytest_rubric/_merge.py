@@ -25,6 +25,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ._gates import fraction
 from ._outputs import OUTPUTS, write_outputs
@@ -40,13 +41,20 @@ __all__ = ["main", "merge"]
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def merge(paths: Sequence[Path], *, notes: list[str] | None = None) -> list[CaseResult]:
+def merge(
+    paths: Sequence[Path],
+    *,
+    notes: list[str] | None = None,
+    calibration: list[dict[str, Any]] | None = None,
+) -> list[CaseResult]:
     """The results of every shard; a node id found in two shards is an error.
 
     Shards split the test items, so one item's results come from one shard
     only. An overlap means the same items ran twice and would count twice.
     Each result's ``passed`` is recomputed from its criteria; where that
-    overrules the shard, a line is added to ``notes``.
+    overrules the shard, a line is added to ``notes``. Every shard measures the same
+    calibration (each one ran the whole session's calibration examples): the first shard's
+    figures of each suite and judge are added to ``calibration``.
     """
     results: list[CaseResult] = []
     owner: dict[str, Path] = {}
@@ -54,6 +62,9 @@ def merge(paths: Sequence[Path], *, notes: list[str] | None = None) -> list[Case
         document = load_document(path)
         if notes is not None:
             notes += document.recomputed
+        if calibration is not None:
+            seen = {(c["suite"], c["judge"]) for c in calibration}
+            calibration += [c for c in document.calibration if (c["suite"], c["judge"]) not in seen]
         shard = document.results
         for nodeid in {r.nodeid for r in shard}:
             if nodeid in owner:
@@ -127,8 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if value is not None and not 0 < value < 1:
             parser.error(f"--{name.replace('_', '-')} {value:g}: write a number between 0 and 1")
     notes: list[str] = []
+    calibration: list[dict[str, Any]] = []
     try:
-        results = merge(args.documents, notes=notes)
+        results = merge(args.documents, notes=notes, calibration=calibration)
         baseline = read_document(args.baseline) if args.baseline is not None else None
     except DocumentError as exc:
         print(f"pytest-rubric merge: error: {exc}", file=sys.stderr)
@@ -143,6 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fail_under=args.fail_under,
         level=args.confidence,
         gate_confidence=args.gate_confidence,
+        calibration=calibration,
     )
     write_outputs(report, {output.name: getattr(args, output.name) for output in OUTPUTS})
     print(f"rubric summary: {len(results)} results from {len(args.documents)} file(s)")

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from ._base import CACHE_MODES, GRADERS
+from ._base import CACHE_MODES, EVIDENCE_MODES, GRADERS
 from ._gates import fraction
 from ._outputs import OUTPUTS
 from ._repeat import parse_pass_when
@@ -43,11 +43,13 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--rubric-judge",
         dest="rubric_judge",
+        action="append",
         metavar="PROVIDER:MODEL",
         default=None,
         help="grade judge criteria with this LLM: openai:MODEL (any OpenAI-compatible server) or "
         "anthropic:MODEL; also ini rubric_judge and env RUBRIC_JUDGE. Keys come from "
-        "OPENAI_API_KEY / ANTHROPIC_API_KEY only.",
+        "OPENAI_API_KEY / ANTHROPIC_API_KEY only. Repeated (ini: one per line): a panel, "
+        "majority verdict and mean score.",
     )
     group.addoption(
         "--rubric-judge-url",
@@ -251,6 +253,55 @@ def add_options(parser: pytest.Parser) -> None:
         ),
     ):
         parser.addini(name, what, default="")
+    _add_audit_options(group)
+    parser.addini("rubric_judge_probe", "criteria the style probe judges again (0)", default="")
+    parser.addini(
+        "rubric_judge_min_kappa",
+        "judged criteria of a suite whose calibration kappa is below this are ERROR",
+        default="",
+    )
+
+
+# --- auditing the judge (issue 16) ---------------------------------------------------------
+
+
+def _add_audit_options(group: pytest.OptionGroup) -> None:
+    """The flags that audit the judge (``_audit`` reports what they find)."""
+    group.addoption(
+        "--rubric-judge-evidence",
+        dest="rubric_judge_evidence",
+        choices=EVIDENCE_MODES,
+        default="check",
+        help="the quotes a judge's MET must give: check (default: flag a MET none of whose "
+        "quotes is in the response), require (such a MET on a positive criterion counts as "
+        "UNMET), off.",
+    )
+    group.addoption(
+        "--rubric-judge-min-kappa",
+        dest="rubric_judge_min_kappa",
+        metavar="K",
+        type=_kappa,
+        default=None,
+        help="every judged criterion of a suite whose calibration kappa (Cohen's, the judge "
+        "against the file's `calibration:` labels) is below K is ERROR.",
+    )
+    group.addoption(
+        "--rubric-judge-probe",
+        dest="rubric_judge_probe",
+        metavar="N",
+        type=_positive_int,
+        default=None,
+        help="style probe: judge up to N judged substance criteria again on the answer "
+        "rewritten confident and hedged, and report the verdicts that changed with tone alone.",
+    )
+    group.addoption(
+        "--rubric-judge-max-style-flips",
+        dest="rubric_judge_max_style_flips",
+        metavar="X",
+        type=fraction,
+        default=None,
+        help="fail the session when the style probe's share of flipped verdicts is above X.",
+    )
 
 
 def _add_cost_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
@@ -338,4 +389,14 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
+
+
+def _kappa(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not -1 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a kappa; write a number from -1 to 1")
     return value

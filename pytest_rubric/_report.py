@@ -42,6 +42,7 @@ def document(report: SessionReport) -> dict[str, Any]:
         "rankings_differ_within_noise": report.rankings_differ_within_noise,
         "confidence": report.level,
         "breakdowns": [b.to_dict() for b in report.breakdowns],
+        "judge_audit": report.judge_audit.to_dict(),
     }
 
 

@@ -39,6 +39,9 @@ class Outcome:
     reason: str
     agreement: float | None = None
     samples: tuple[tuple[Verdict, float], ...] = ()
+    evidence: tuple[str, ...] | None = None  # the judge's quotes (a MET reply's "evidence")
+    evidence_ok: bool | None = None  # a judged MET whose quotes were checked: found or not
+    judges: tuple[tuple[str, str | float], ...] = ()  # a panel's: each judge's verdict or score
 
 
 @dataclass(slots=True)
@@ -62,6 +65,8 @@ class CriterionResult:
     agreement: float | None = None
     samples: list[dict[str, Any]] | None = None
     tags: tuple[str, ...] = ()  # its own and its case's
+    evidence_ok: bool | None = None  # judged MET, quotes checked (--rubric-judge-evidence)
+    judges: dict[str, str | float] | None = None  # a panel's: each judge's verdict or score
 
     @property
     def unstable(self) -> bool:
@@ -95,10 +100,15 @@ class CriterionResult:
         }
         if self.tags:
             data["tags"] = list(self.tags)
-        if self.samples is not None:
+        if self.samples is not None or self.judges is not None:
             data["agreement"] = self.agreement
             data["unstable"] = self.unstable
+        if self.samples is not None:
             data["samples"] = self.samples
+        if self.judges is not None:
+            data["judges"] = dict(self.judges)
+        if self.evidence_ok is not None:
+            data["evidence_ok"] = self.evidence_ok
         return data
 
     @classmethod
@@ -115,6 +125,8 @@ class CriterionResult:
             agreement=data.get("agreement"),
             samples=data.get("samples"),
             tags=tuple(data.get("tags", ())),
+            evidence_ok=data.get("evidence_ok"),
+            judges=data.get("judges"),
         )
 
 
@@ -187,6 +199,7 @@ class CaseResult:
     pass_when: str | float = "mean"
     level: float = 0.95  # the confidence level of pass_rate_ci
     samples: list[Sample] = field(default_factory=list)
+    probe: list[dict[str, str]] = field(default_factory=list)  # the style probe's, see _audit
 
     @property
     def sample_list(self) -> list[Sample]:
@@ -260,6 +273,8 @@ class CaseResult:
         data["n_samples"] = self.n_samples
         data["pass_rate"] = self.pass_rate
         data["pass_rate_ci"] = list(self.pass_rate_ci)
+        if not self.probe:
+            del data["probe"]
         return data
 
     @classmethod

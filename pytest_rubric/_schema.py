@@ -282,6 +282,19 @@ class Case(Rubric):
         return self
 
 
+class CalibrationExample(BaseModel):
+    """One labelled example of a file's ``calibration:`` (see ``_calibration``): the verdict,
+    or for a score-kind criterion the score, a person gave ``response``."""
+
+    model_config = MODEL_CONFIG
+
+    case: str
+    criterion: str
+    response: str
+    verdict: Literal["MET", "UNMET"] | None = None
+    score: float | None = None
+
+
 class Suite(BaseModel):
     """A rubric file: cases plus file-level defaults and ``global`` criteria."""
 
@@ -293,6 +306,7 @@ class Suite(BaseModel):
     target: str | None = None
     repeat: Repeat | None = None
     pass_when: PassWhenField | None = None
+    calibration: list[CalibrationExample] | str | None = None  # see _calibration
     global_criteria: list[Criterion] = Field(
         default=[], validation_alias=AliasChoices("global", "global_criteria")
     )

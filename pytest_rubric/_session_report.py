@@ -14,10 +14,11 @@ never from the text.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ._audit import JudgeAudit, audit
 from ._gates import GateReport, check
 from ._leaderboard import SubjectRow, leaderboard, rank_noise
 from ._result import CaseResult
@@ -63,6 +64,7 @@ class SessionReport:
     rankings_differ_within_noise: bool = False
     breakdowns: tuple[Breakdown, ...] = ()
     level: float = 0.95  # the confidence level of every interval and tier
+    judge_audit: JudgeAudit = field(default_factory=JudgeAudit)
 
     @property
     def shown(self) -> bool:
@@ -94,6 +96,8 @@ def build_report(
     thresholds: StyleThresholds | None = None,
     level: float = 0.95,
     gate_confidence: float | None = None,
+    max_style_flips: float | None = None,
+    calibration: Sequence[Mapping[str, Any]] = (),
 ) -> SessionReport:
     """The report of ``results``, with the gates (see ``_gates.check``) applied to them;
     every interval, tier and paired test at confidence ``level``."""
@@ -119,6 +123,22 @@ def build_report(
         level=level,
         gate_confidence=gate_confidence,
     )
+    judge_audit = audit(ordered, calibration=calibration)
+    if max_style_flips is not None:
+        gates = replace(
+            gates,
+            max_style_flips=max_style_flips,
+            regressions=(
+                *gates.regressions,
+                *(
+                    f"judge {p.judge}: {p.flips} of {2 * p.probed} probed verdicts changed with "
+                    f"tone alone ({p.style_sensitivity:.3f}), above {max_style_flips:g} "
+                    "(--rubric-judge-max-style-flips)"
+                    for p in judge_audit.style_probe
+                    if p.style_sensitivity > max_style_flips
+                ),
+            ),
+        )
     return SessionReport(
         results=ordered,
         leaderboard=rows,
@@ -130,6 +150,7 @@ def build_report(
         rankings_differ_within_noise=noise.within_noise,
         breakdowns=breakdowns(ordered, subjects=[row.subject for row in rows], level=level),
         level=level,
+        judge_audit=judge_audit,
     )
 
 
@@ -187,7 +208,8 @@ def _unstable(results: Sequence[CaseResult]) -> Note | None:
         details[_SHOWN:] = [f"... and {len(details) - _SHOWN} more (see --rubric-json)"]
     return Note(
         Severity.INFO,
-        f"{len(unstable)} judged criteria unstable (their judge samples disagreed); "
+        f"{len(unstable)} judged criteria unstable (their judge samples, or a panel's judges, "
+        "disagreed); "
         "the verdicts below are majority votes or means:",
         tuple(details),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ class Settings:
     baseline_path: Path | None = None
     max_drop: float = 0.0
     fail_under: float | None = None
-    judge: str | None = None
+    judges: tuple[str, ...] = ()  # --rubric-judge, repeated for a panel (ini: one per line)
     judge_url: str | None = None
     grader: str = "per-criterion"
     concurrency: int = 8
@@ -51,6 +52,15 @@ class Settings:
     pass_when: str | float = "mean"
     confidence: float = 0.95
     gate_confidence: float | None = None
+    judge_evidence: str = "check"  # --rubric-judge-evidence
+    judge_probe: int = 0  # --rubric-judge-probe N
+    max_style_flips: float | None = None  # --rubric-judge-max-style-flips X
+    min_kappa: float | None = None  # --rubric-judge-min-kappa K
+
+    @property
+    def judge(self) -> str | None:
+        """The first judge, or None."""
+        return self.judges[0] if self.judges else None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -92,10 +102,7 @@ class Settings:
             baseline_path=path("rubric_baseline"),
             max_drop=config.getoption("rubric_max_drop"),
             fail_under=config.getoption("rubric_fail_under"),
-            judge=config.getoption("rubric_judge")
-            or config.getini("rubric_judge")
-            or os.environ.get("RUBRIC_JUDGE")
-            or None,
+            judges=_judges(config),
             judge_url=config.getoption("rubric_judge_url"),
             grader=config.getoption("rubric_grader"),
             concurrency=config.getoption("rubric_concurrency"),
@@ -126,6 +133,15 @@ class Settings:
             confidence=config.getoption("rubric_confidence")
             or _level(number("rubric_confidence", 0.95)),
             gate_confidence=config.getoption("rubric_gate_confidence"),
+            judge_evidence=config.getoption("rubric_judge_evidence"),
+            judge_probe=config.getoption("rubric_judge_probe")
+            or (
+                _whole(number("rubric_judge_probe", 1, fraction=False), "rubric_judge_probe")
+                if config.getini("rubric_judge_probe")
+                else 0
+            ),
+            max_style_flips=config.getoption("rubric_judge_max_style_flips"),
+            min_kappa=_min_kappa(config),
             thresholds=_style.StyleThresholds(
                 confident=number("rubric_confident_threshold", defaults.confident),
                 hedged=number("rubric_hedged_threshold", defaults.hedged),
@@ -184,3 +200,30 @@ def _whole(value: float, name: str) -> int:
     if value != int(value):
         raise pytest.UsageError(f"ini option {name} = {value:g} must be a whole number")
     return int(value)
+
+
+def _min_kappa(config: pytest.Config) -> float | None:
+    """``--rubric-judge-min-kappa``, else the ini's, else None."""
+    value: float | None = config.getoption("rubric_judge_min_kappa")
+    raw = config.getini("rubric_judge_min_kappa")
+    if value is None and raw not in (None, ""):
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+        if not -1 <= value <= 1:
+            raise pytest.UsageError(
+                f"ini option rubric_judge_min_kappa = {raw!r} must be a number from -1 to 1"
+            )
+    return value
+
+
+def _judges(config: pytest.Config) -> tuple[str, ...]:
+    """``--rubric-judge`` (repeatable), else the ini's lines, else ``RUBRIC_JUDGE``."""
+    given = (
+        config.getoption("rubric_judge") or str(config.getini("rubric_judge") or "").splitlines()
+    )
+    judges = [j.strip() for j in given if j and j.strip()]
+    if not judges and os.environ.get("RUBRIC_JUDGE"):
+        judges = [os.environ["RUBRIC_JUDGE"]]
+    return tuple(dict.fromkeys(judges))

@@ -8,6 +8,10 @@
   difference between two sides graded on the same cases.
 * :func:`detectable_drop`: the smallest drop the suite would detect with
   80 % power: ``(z + 0.8416) x SE``, SE the standard error of the mean.
+* :func:`cohen_kappa`: agreement of two raters beyond chance,
+  ``(p_o - p_e) / (1 - p_e)``; :func:`fleiss_kappa`: the same for several
+  raters rating every item. Both are None where chance explains everything
+  (``p_e = 1``: a single category), since nothing can be said there.
 
 Every bootstrap draws ``RESAMPLES`` (2,000) resamples from
 ``numpy.random.default_rng(SEED)`` (seed 0), after sorting its input, so the
@@ -28,8 +32,10 @@ __all__ = [
     "RESAMPLES",
     "SEED",
     "bootstrap_mean",
+    "cohen_kappa",
     "contains_zero",
     "detectable_drop",
+    "fleiss_kappa",
     "paired_difference",
     "standard_error",
     "wilson",
@@ -149,3 +155,53 @@ def paired_difference(
 def contains_zero(interval: Interval | None) -> bool:
     """Whether ``interval`` fails to resolve a difference (no interval resolves nothing)."""
     return interval is None or interval[0] <= 0 <= interval[1]
+
+
+def cohen_kappa(a: Sequence[object], b: Sequence[object]) -> float | None:
+    """Cohen's kappa of two raters' labels of the same items (any hashable categories).
+
+    ``p_o`` is the share of items they label alike, ``p_e`` the share expected
+    by chance from each rater's own frequencies: the sum over categories of
+    ``p_a(k) x p_b(k)``. None with no items, or when ``p_e`` is 1.
+    """
+    if len(a) != len(b):
+        raise ValueError(f"cohen_kappa: {len(a)} labels against {len(b)}")
+    n = len(a)
+    if n == 0:
+        return None
+    observed = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    categories = set(a) | set(b)
+    expected = math.fsum((list(a).count(k) / n) * (list(b).count(k) / n) for k in categories)
+    if expected >= 1:
+        return None
+    return (observed - expected) / (1 - expected)
+
+
+def fleiss_kappa(ratings: Sequence[Sequence[object]]) -> float | None:
+    """Fleiss' kappa of ``ratings``: one row per item, each row the labels its raters gave
+    (every row the same number of raters, at least two).
+
+    ``P_i`` = (sum over categories of n_ik (n_ik - 1)) / (m (m - 1)) for an item
+    rated by m raters, ``P_bar`` their mean, ``p_k`` the share of all labels in
+    category k, ``P_e`` = sum of ``p_k^2``; kappa = (P_bar - P_e) / (1 - P_e).
+    None with no items, or when ``P_e`` is 1.
+    """
+    if not ratings:
+        return None
+    m = len(ratings[0])
+    if m < 2 or any(len(row) != m for row in ratings):
+        raise ValueError("fleiss_kappa: every item needs the same number (>= 2) of ratings")
+    n = len(ratings)
+    totals: dict[object, int] = {}
+    agreement = []
+    for row in ratings:
+        counts: dict[object, int] = {}
+        for label in row:
+            counts[label] = counts.get(label, 0) + 1
+            totals[label] = totals.get(label, 0) + 1
+        agreement.append(sum(c * (c - 1) for c in counts.values()) / (m * (m - 1)))
+    p_bar = math.fsum(agreement) / n
+    p_e = math.fsum((t / (n * m)) ** 2 for t in totals.values())
+    if p_e >= 1:
+        return None
+    return (p_bar - p_e) / (1 - p_e)

@@ -62,6 +62,8 @@ def terminal_lines(report: SessionReport, *, board_when_empty: bool = False) -> 
         lines.append(Line(_MARK.get(note.severity, "") + note.text, note.severity))
         lines += [Line(f"  {detail}", note.severity) for detail in note.details]
     lines += [Line(usage) for usage in report.judge_usage]
+    if report.judge_audit.shown:
+        lines += [Line("judge audit"), *(Line(text) for text in report.judge_audit.lines())]
     return lines + _gate_lines(report.gates)
 
 
@@ -115,6 +117,11 @@ def _passed(gates: GateReport) -> str:
         )
     if gates.fail_under is not None:
         parts.append(f"every subject at or above {gates.fail_under:g} (--rubric-fail-under)")
+    if gates.max_style_flips is not None:
+        parts.append(
+            f"judge style sensitivity at most {gates.max_style_flips:g} "
+            "(--rubric-judge-max-style-flips)"
+        )
     return "; ".join(parts)
 
 

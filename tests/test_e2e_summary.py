@@ -202,6 +202,12 @@ def test_json_is_written_even_when_no_rubric_ran(
         "rankings_differ_within_noise": False,
         "confidence": 0.95,
         "breakdowns": [],
+        "judge_audit": {
+            "calibration": [],
+            "style_probe": [],
+            "panel": {},
+            "evidence": {"checked": 0, "unsupported": 0},
+        },
     }
 
 

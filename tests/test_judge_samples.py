@@ -155,7 +155,8 @@ def test_disagreeing_samples_are_flagged_unstable_the_same_way_in_every_run_mode
         [
             "*--rubric-judge-samples 3*",
             "*rubric summary*",
-            "1 judged criteria unstable (their judge samples disagreed); the verdicts below are "
+            "1 judged criteria unstable (their judge samples, or a panel's judges, disagreed); the "
+            "verdicts below are "
             "majority votes or means:",
             "  c.rubric.yaml::q1[a] horizon: agreement 0.67",
             "judge openai:m: 6 calls*",

@@ -22,6 +22,10 @@ from tests.fake_llm import Action, FakeLLM, Recorded, status, verdict
 Write = Callable[[str, str], Path]
 
 SUITE = """
+calibration:  # graded once per session, whichever way the run is split
+  - {case: var, criterion: horizon, response: "One day, at the 99% level.", verdict: MET}
+  - {case: var, criterion: horizon, response: "Ten days.", verdict: UNMET}
+  - {case: var, criterion: horizon, response: "A day.", verdict: MET}
 cases:
   - id: var
     question: "What is the horizon of a 1-day VaR?"
@@ -147,6 +151,7 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
         f"--rubric-judge-url={fake_llm.openai_url}",
         "--rubric-judge-samples=3",
         "--rubric-cache=off",  # every mode calls the judge itself
+        "--rubric-judge-probe=4",  # chosen alike by every worker, counted on the controller
     ]
     write("s.rubric.yaml", BASELINE_SUITE)
     pytester.runpytest(*judge, "--rubric-json=base.json").assert_outcomes(
@@ -191,6 +196,9 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
     summary = reference["summary"]
     assert any("unstable" in line for line in summary)
     assert any(line.startswith("judge openai:m: ") for line in summary)
+    assert any(line.startswith("judge style probe: ") for line in summary)
+    assert any(line.startswith("judge calibration s: n 3, accuracy 0.667") for line in summary)
+    assert '"style_probe": [\n      {' in reference["JSON"]
     assert "rubric gate FAILED (2):" in summary
     assert "  - s.rubric.yaml::sharpe[bold] passed in the baseline and fails now" in "\n".join(
         summary

@@ -112,3 +112,47 @@ def test_wilson_contains_the_rate(k: int, n: int) -> None:
     assert 0 <= lo <= k / n <= hi <= 1
     lo4, hi4 = _stats.wilson(4 * k, 4 * n)
     assert hi4 - lo4 < hi - lo
+
+
+# --- agreement: Cohen's and Fleiss' kappa, against values worked by hand ---------------------
+
+
+def test_cohen_kappa_of_a_two_by_two_table() -> None:
+    # 20 both yes, 5 yes/no, 10 no/yes, 15 both no: p_o = 35/50 = 0.7; the first rater says
+    # yes 25/50, the second 30/50, so p_e = 0.5 x 0.6 + 0.5 x 0.4 = 0.5; kappa = 0.2 / 0.5.
+    a = ["yes"] * 25 + ["no"] * 25
+    b = ["yes"] * 20 + ["no"] * 5 + ["yes"] * 10 + ["no"] * 15
+    assert _stats.cohen_kappa(a, b) == pytest.approx(0.4)
+    assert _stats.cohen_kappa(b, a) == pytest.approx(0.4)
+    assert _stats.cohen_kappa(a, a) == 1.0
+    # Always the opposite of a balanced rater: p_o = 0, p_e = 0.5, kappa = -1.
+    assert _stats.cohen_kappa(["y", "n"], ["n", "y"]) == pytest.approx(-1.0)
+    # One category only: chance explains everything, kappa says nothing.
+    assert _stats.cohen_kappa(["y", "y"], ["y", "y"]) is None
+    assert _stats.cohen_kappa([], []) is None
+    with pytest.raises(ValueError, match="2 labels against 1"):
+        _stats.cohen_kappa(["y", "n"], ["y"])
+
+
+def test_fleiss_kappa_worked_by_hand() -> None:
+    # Three raters, three items: P_i = 1, 1/3, 1, so P_bar = 7/9; 5 of 9 labels are M, so
+    # P_e = (5/9)^2 + (4/9)^2 = 41/81; kappa = (63/81 - 41/81) / (40/81) = 22/40.
+    ratings = [["M", "M", "M"], ["M", "M", "U"], ["U", "U", "U"]]
+    assert _stats.fleiss_kappa(ratings) == pytest.approx(0.55)
+    # Two raters: Fleiss' kappa is Scott's pi. 1 agreement of 2, labels M 1/4, U 3/4:
+    # P_bar = 1/2, P_e = 1/16 + 9/16 = 5/8, kappa = (1/2 - 5/8) / (3/8) = -1/3.
+    assert _stats.fleiss_kappa([["M", "U"], ["U", "U"]]) == pytest.approx(-1 / 3)
+    assert _stats.fleiss_kappa([["M", "M"], ["M", "M"]]) is None
+    assert _stats.fleiss_kappa([]) is None
+    with pytest.raises(ValueError, match="same number"):
+        _stats.fleiss_kappa([["M", "M"], ["M"]])
+
+
+def test_fleiss_kappa_of_the_textbook_table() -> None:
+    # Fleiss (1971) as tabulated on Wikipedia: 10 items, 14 raters, 5 categories; kappa 0.210.
+    counts = [
+        [0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
+        [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7],
+    ]  # fmt: skip
+    ratings = [[k for k, c in enumerate(row) for _ in range(c)] for row in counts]
+    assert _stats.fleiss_kappa(ratings) == pytest.approx(0.20993, abs=1e-5)

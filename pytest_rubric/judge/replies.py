@@ -48,12 +48,14 @@ class ReplyError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Graded:
-    """One judged criterion: credit in [0, 1] and the judge's reason."""
+    """One judged criterion: credit in [0, 1], the judge's reason, and the quotes it gave as
+    evidence (None when it gave none; see :mod:`~pytest_rubric.judge.evidence`)."""
 
     met: bool
     credit: float
     reason: str
     error: bool = False  # an extract criterion whose check could not be evaluated (issue 17)
+    evidence: tuple[str, ...] | None = None
 
 
 def extract_json(text: str, *, secrets: Secrets = ()) -> dict[str, Any]:
@@ -266,7 +268,22 @@ def _grade(obj: dict[str, Any], criterion: JudgedCriterion, where: str, secrets:
             f'{where}"verdict" must be exactly "MET" or "UNMET", got {_quote(verdict, secrets)}'
         )
     met = verdict == "MET"
-    return Graded(met=met, credit=1.0 if met else 0.0, reason=reason)
+    return Graded(met=met, credit=1.0 if met else 0.0, reason=reason, evidence=_evidence(obj))
+
+
+# At most this many quotes are kept: evidence is checked, and a reply is hostile input.
+_MAX_QUOTES = 20
+
+
+def _evidence(obj: dict[str, Any]) -> tuple[str, ...] | None:
+    """The reply's ``evidence`` quotes; a lone string is one quote. Anything else is no
+    evidence at all (never a reply error: an unsupported MET is flagged, not asked again)."""
+    value = obj.get("evidence")
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return None
+    return tuple(q for q in value if isinstance(q, str) and q.strip())[:_MAX_QUOTES]
 
 
 def _label(

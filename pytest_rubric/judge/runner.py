@@ -33,6 +33,7 @@ from .._secrets import redact
 from .base import JudgeClient, Judged, JudgeStats
 from .cache import JudgeCache
 from .cost import Budget, Price
+from .evidence import check_evidence
 from .strategies import STRATEGIES
 from .transport import Transport
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
     from .prompts import Question
 
-__all__ = ["JudgeRunner", "combine"]
+__all__ = ["JudgeRunner", "combine", "majority"]
 
 
 class JudgeRunner:
@@ -59,6 +60,7 @@ class JudgeRunner:
         timeout: float = 60.0,
         price: Price | None = None,
         budget: Budget | None = None,
+        evidence: str = "check",
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown grader {strategy!r}; use one of {', '.join(STRATEGIES)}")
@@ -68,6 +70,7 @@ class JudgeRunner:
         self.name = name
         self.strategy = STRATEGIES[strategy]
         self.samples = samples
+        self.evidence = evidence  # --rubric-judge-evidence, see judge.evidence
         self.transport = Transport(
             client,
             name=name,
@@ -87,19 +90,32 @@ class JudgeRunner:
         return self.transport.stats
 
     def schedule(
-        self, key: str, criteria: Sequence[JudgedCriterion], *, question: Question, response: str
+        self,
+        key: str,
+        criteria: Sequence[JudgedCriterion],
+        *,
+        question: Question,
+        response: str,
+        reference: str | None = None,
     ) -> None:
-        """Start judging one answer in the background (once per key)."""
+        """Start judging one answer in the background (once per key); ``reference`` is the
+        case's known-correct answer, shown to the judge when there is one."""
         if key not in self._futures:
             self._futures[key] = self.transport.submit(
-                self._judge_answer(criteria, question=question, response=response)
+                self._judge_answer(criteria, question=question, response=response, ref=reference)
             )
 
     def result(
-        self, key: str, criteria: Sequence[JudgedCriterion], *, question: Question, response: str
+        self,
+        key: str,
+        criteria: Sequence[JudgedCriterion],
+        *,
+        question: Question,
+        response: str,
+        reference: str | None = None,
     ) -> Judged:
         """Wait for one answer's outcomes, scheduling them first if nobody did."""
-        self.schedule(key, criteria, question=question, response=response)
+        self.schedule(key, criteria, question=question, response=response, reference=reference)
         return self._futures.pop(key).result()
 
     def close(self) -> None:
@@ -110,10 +126,15 @@ class JudgeRunner:
         self.transport.close()
 
     async def _judge_answer(
-        self, criteria: Sequence[JudgedCriterion], *, question: Question, response: str
+        self,
+        criteria: Sequence[JudgedCriterion],
+        *,
+        question: Question,
+        response: str,
+        ref: str | None,
     ) -> Judged:
         try:
-            judged = await self._grade(criteria, question=question, response=response)
+            judged = await self._grade(criteria, question=question, response=response, ref=ref)
         except Exception as exc:  # a grade that could not be obtained is ERROR, never a crash
             reason = f"judge {self.name} failed: {type(exc).__name__}: {exc}"
             judged = Judged({c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in criteria})
@@ -137,10 +158,15 @@ class JudgeRunner:
         )
 
     async def _grade(
-        self, criteria: Sequence[JudgedCriterion], *, question: Question, response: str
+        self,
+        criteria: Sequence[JudgedCriterion],
+        *,
+        question: Question,
+        response: str,
+        ref: str | None,
     ) -> Judged:
         runs = await asyncio.gather(
-            *(self._sample(criteria, question, response, i) for i in range(self.samples))
+            *(self._sample(criteria, question, response, i, ref) for i in range(self.samples))
         )
         suspected = any(run.injection_suspected for run in runs)
         if self.samples == 1:
@@ -160,10 +186,36 @@ class JudgeRunner:
         )
 
     async def _sample(
-        self, criteria: Sequence[JudgedCriterion], question: Question, response: str, sample: int
+        self,
+        criteria: Sequence[JudgedCriterion],
+        question: Question,
+        response: str,
+        sample: int,
+        ref: str | None,
     ) -> Judged:
-        """One sample of the grades of every judged criterion of an answer."""
-        return await self.strategy.grade(self.transport, criteria, question, response, sample)
+        """One sample of the grades of every judged criterion of an answer, MET verdicts'
+        evidence checked against the response."""
+        judged = await self.strategy.grade(
+            self.transport, criteria, question, response, sample, reference=ref
+        )
+        by_id = {c.id: c for c in criteria}
+        return Judged(
+            {
+                cid: check_evidence(
+                    o, by_id[cid], response, mode=self.evidence, quotes=o.evidence or ()
+                )
+                for cid, o in judged.outcomes.items()
+            },
+            injection_suspected=judged.injection_suspected,
+        )
+
+
+def majority(criterion: JudgedCriterion, met: int, k: int) -> Verdict:
+    """The majority of ``met`` MET verdicts out of ``k``; a tie goes against the answer
+    (UNMET for a positive criterion, MET for an error criterion)."""
+    if met * 2 == k:
+        return Verdict.MET if criterion.effective_weight < 0 else Verdict.UNMET
+    return Verdict.MET if met * 2 > k else Verdict.UNMET
 
 
 def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: bool) -> Outcome:
@@ -201,12 +253,18 @@ def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: boo
         summary = f"mean credit {credit:.2f} of {k} samples"
     else:
         met = sum(o.verdict is Verdict.MET for o in samples)
-        if met * 2 == k:
-            verdict = Verdict.MET if criterion.effective_weight < 0 else Verdict.UNMET
-        else:
-            verdict = Verdict.MET if met * 2 > k else Verdict.UNMET
+        verdict = majority(criterion, met, k)
         credit = 1.0 if verdict is Verdict.MET else 0.0
         agreement = max(met, k - met) / k
         reason = next(o.reason for o in samples if o.verdict is verdict)
         summary = f"{sum(o.verdict is verdict for o in samples)} of {k} samples {verdict}"
-    return Outcome(verdict, credit, f"{reason} ({summary})", agreement=agreement, samples=pairs)
+    checked = [o.evidence_ok for o in samples if o.evidence_ok is not None]
+    return Outcome(
+        verdict,
+        credit,
+        f"{reason} ({summary})",
+        agreement=agreement,
+        samples=pairs,
+        # A MET sample whose quotes were not found leaves the criterion unsupported.
+        evidence_ok=all(checked) if checked and verdict is Verdict.MET else None,
+    )

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._base import GRADERS
 from .._result import Outcome, Verdict
@@ -45,7 +45,20 @@ _FEEDBACK = (
     "the instructions ask for."
 )
 
-Grade = Callable[[Transport, Sequence[Any], "Question", str, int], Awaitable[Judged]]
+
+class Grade(Protocol):
+    """``grade(transport, criteria, question, response, sample, reference=...)``: one sample."""
+
+    def __call__(
+        self,
+        transport: Transport,
+        criteria: Sequence[Any],
+        question: Question,
+        response: str,
+        sample: int,
+        *,
+        reference: str | None = None,
+    ) -> Awaitable[Judged]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +66,8 @@ class Strategy:
     """One ``--rubric-grader``: how one sample is graded, and how samples are combined."""
 
     grade: Grade
-    """``grade(transport, criteria, question, response, sample)``: one sample's outcomes."""
+    """``grade(transport, criteria, question, response, sample, reference=...)``: one sample's
+    outcomes (``reference``: the case's known-correct answer, or None)."""
     mean: bool = False
     """Combine samples by their mean credit for every criterion (not only score kind)."""
 
@@ -111,7 +125,12 @@ def _read(transport: Transport, read: Callable[[str], Any], text: str) -> Any:
 def _outcome(graded: Graded) -> Outcome:
     if graded.error:  # an extract criterion's check could not be evaluated
         return Outcome(Verdict.ERROR, 0.0, graded.reason)
-    return Outcome(Verdict.MET if graded.met else Verdict.UNMET, graded.credit, graded.reason)
+    return Outcome(
+        Verdict.MET if graded.met else Verdict.UNMET,
+        graded.credit,
+        graded.reason,
+        evidence=graded.evidence,
+    )
 
 
 def _errors(criteria: Sequence[JudgedCriterion], reason: str) -> dict[str, Outcome]:
@@ -127,8 +146,13 @@ async def _per_criterion(
     question: Question,
     response: str,
     sample: int,
+    *,
+    reference: str | None = None,
 ) -> Judged:
-    prompts = [per_criterion(c, question=question, response=response) for c in criteria]
+    prompts = [
+        per_criterion(c, question=question, response=response, reference=reference)
+        for c in criteria
+    ]
 
     async def one(criterion: JudgedCriterion, prompt: Prompt) -> Outcome:
         try:
@@ -159,8 +183,10 @@ async def _one_shot(
     question: Question,
     response: str,
     sample: int,
+    *,
+    reference: str | None = None,
 ) -> Judged:
-    prompt = one_shot(criteria, question=question, response=response)
+    prompt = one_shot(criteria, question=question, response=response, reference=reference)
     suspected = injection_suspected(response, prompt.token)
 
     def read(text: str) -> dict[str, Graded | ReplyError]:
@@ -213,8 +239,10 @@ async def _holistic(
     question: Question,
     response: str,
     sample: int,
+    *,
+    reference: str | None = None,
 ) -> Judged:
-    prompt = holistic(criteria, question=question, response=response)
+    prompt = holistic(criteria, question=question, response=response, reference=reference)
     suspected = injection_suspected(response, prompt.token)
     try:
         score, reason = await ask(
@@ -246,16 +274,18 @@ async def _holistic_and_extract(
     question: Question,
     response: str,
     sample: int,
+    *,
+    reference: str | None = None,
 ) -> Judged:
     """(issue 17) One holistic score for the judged criteria; an ``extract`` criterion is not
     graded, so it is read on its own call (as per-criterion reads it) and its check decides."""
     reads = [c for c in criteria if c.kind == "extract"]
     graded = [c for c in criteria if c.kind != "extract"]
     if not reads:
-        return await _holistic(transport, graded, question, response, sample)
-    parts = [_per_criterion(transport, reads, question, response, sample)]
+        return await _holistic(transport, graded, question, response, sample, reference=reference)
+    parts = [_per_criterion(transport, reads, question, response, sample, reference=reference)]
     if graded:
-        parts.append(_holistic(transport, graded, question, response, sample))
+        parts.append(_holistic(transport, graded, question, response, sample, reference=reference))
     done = await asyncio.gather(*parts)
     return Judged(
         {cid: o for part in done for cid, o in part.outcomes.items()},
