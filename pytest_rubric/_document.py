@@ -25,12 +25,19 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from ._document_format import VERSION, DocumentError
-from ._repeat import item_passes, parse_pass_when
+from ._document_models import (
+    CriterionModel,
+    DocumentModel,
+    LeaderboardRowModel,
+    ResultModel,
+    SampleModel,
+)
+from ._repeat import item_passes
 from ._result import CaseResult, CriterionResult, Sample, Verdict
 from ._scoring import passes, score
 from ._secrets import shorten
@@ -53,189 +60,6 @@ _SHOWN_ERRORS = 5
 # A wrong value is quoted so the user can find it, never at full length: it may be
 # a megabyte of anything.
 _QUOTED = 40
-
-
-# Strict, finite, open to additions: see the module docstring.
-_CONFIG = ConfigDict(strict=True, allow_inf_nan=False, extra="allow")
-
-Fraction = Annotated[float, Field(ge=0, le=1)]
-"""A number from 0 to 1: scores, credits and the style heuristics are clamped there."""
-Count = Annotated[int, Field(ge=0)]
-# A Literal, not the Verdict enum: strict validation of Python data (what json.loads
-# gives) accepts only enum members for an enum field, never the string written.
-VerdictName = Literal["MET", "UNMET", "ERROR", "SKIPPED"]
-
-
-class CriterionSampleModel(BaseModel):
-    """One judge sample of a criterion (``--rubric-judge-samples``)."""
-
-    model_config = _CONFIG
-
-    verdict: VerdictName
-    credit: Fraction
-
-
-class CriterionModel(BaseModel):
-    """One entry of a result's ``criteria``."""
-
-    model_config = _CONFIG
-
-    id: str
-    type: str
-    axis: Literal["substance", "style"]
-    weight: float
-    verdict: VerdictName
-    ok: bool  # derived from verdict and weight; recomputed, but a run always writes it
-    credit: Fraction
-    reason: str
-    required: bool = False
-    agreement: Fraction | None = None
-    unstable: bool = False
-    samples: list[CriterionSampleModel] | None = None
-    tags: list[str] = []
-    evidence_ok: bool | None = None
-    judges: dict[str, VerdictName | Annotated[float, Field(allow_inf_nan=False)]] | None = None
-
-
-class SampleModel(BaseModel):
-    """One entry of a result's ``samples`` (``repeat``): read back, its score and ``passed``
-    are recomputed from its criteria."""
-
-    model_config = _CONFIG
-
-    score: Fraction
-    raw_score: float
-    passed: bool
-    criteria: list[CriterionModel]
-    response: str = ""
-
-
-class ResultModel(BaseModel):
-    """One entry of ``results``: the grade of one response against one case."""
-
-    model_config = _CONFIG
-
-    nodeid: str
-    suite: str
-    case: str
-    subject: str
-    score: Fraction
-    raw_score: float
-    min_score: float | None  # any pass mark (assert_rubric's is not bounded); null: report-only
-    passed: bool
-    criteria: list[CriterionModel]
-    fluency: Fraction
-    confidence: Fraction
-    naive_score: Fraction
-    style_score: Fraction | None = None
-    flags: list[str]
-    question: str | None = None
-    response: str = ""
-    possible: float = 0.0
-    tags: list[str] = []
-    pass_when: Annotated[str | float, BeforeValidator(parse_pass_when)] = "mean"
-    level: Annotated[float, Field(gt=0, lt=1)] = 0.95
-    samples: list[SampleModel] | None = None  # the item is recomputed from these
-    # Checked, then recomputed from the samples:
-    n_samples: Annotated[int, Field(ge=1)] | None = None
-    pass_rate: Fraction | None = None
-    pass_rate_ci: list[Fraction] | None = None
-    probe: list[dict[str, str]] = []  # the style probe's records (see _audit)
-
-
-class LeaderboardRowModel(BaseModel):
-    """One entry of ``leaderboard``. Read back it is only checked: it is recomputed."""
-
-    model_config = _CONFIG
-
-    subject: str
-    rank: Annotated[int, Field(ge=1)]
-    correctness: Fraction
-    fluency: Fraction
-    confidence: Fraction
-    naive_score: Fraction
-    naive_rank: Annotated[int, Field(ge=1)]
-    confidently_wrong: Count
-    passed: Count
-    total: Count
-    correctness_ci: list[Fraction] | None = None
-    n_cases: Count = 0
-    tier: Annotated[int, Field(ge=1)] = 1
-    detectable_drop: Annotated[float, Field(ge=0)] | None = None
-
-
-class BreakdownModel(BaseModel):
-    """One entry of ``breakdowns``. Read back it is only checked: it is recomputed."""
-
-    model_config = _CONFIG
-
-    subject: str
-    group: Literal["suite", "tag"]
-    key: str
-    score: Fraction
-    ci: list[Fraction] | None = None
-    n: Count
-
-
-class StyleProbeModel(BaseModel):
-    """One judge's entry of ``judge_audit.style_probe``: checked, then recomputed from the
-    results' ``probe`` records."""
-
-    model_config = _CONFIG
-
-    judge: str
-    probed: Count
-    flips_confident: Count
-    flips_hedged: Count
-    style_sensitivity: Fraction
-
-
-class CalibrationModel(BaseModel):
-    """One suite's entry of ``judge_audit.calibration``: measured by the run, kept by merge."""
-
-    model_config = _CONFIG
-
-    suite: str
-    judge: str
-    n: Count
-    accuracy: Fraction | None = None
-    kappa: Annotated[float, Field(ge=-1, le=1)] | None = None
-    tpr: Fraction | None = None
-    tnr: Fraction | None = None
-    errors: Count = 0
-
-
-class EvidenceAuditModel(BaseModel):
-    model_config = _CONFIG
-
-    checked: Count
-    unsupported: Count
-
-
-class JudgeAuditModel(BaseModel):
-    """``judge_audit``. Read back it is only checked: it is recomputed from the results."""
-
-    model_config = _CONFIG
-
-    calibration: list[CalibrationModel] = []
-    style_probe: list[StyleProbeModel] = []
-    panel: dict[str, Any] = {}
-    evidence: EvidenceAuditModel = EvidenceAuditModel(checked=0, unsupported=0)
-
-
-class DocumentModel(BaseModel):
-    """The whole ``--rubric-json`` document."""
-
-    model_config = _CONFIG
-
-    version: Literal[1]
-    results: list[ResultModel]
-    leaderboard: list[LeaderboardRowModel]
-    rankings_disagree: bool
-    rankings_differ_within_noise: bool = False
-    confidence: Annotated[float, Field(gt=0, lt=1)] = 0.95
-    breakdowns: list[BreakdownModel] = []
-    judge_audit: JudgeAuditModel | None = None
 
 
 @dataclass(slots=True)

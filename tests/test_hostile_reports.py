@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_rubric._document import DocumentError, DocumentModel, VerdictName, parse_document
+from pytest_rubric._document import DocumentError, DocumentModel, parse_document
+from pytest_rubric._document_models import VerdictName
 from pytest_rubric._gates import check
 from pytest_rubric._merge import main
 from pytest_rubric._report import json_document

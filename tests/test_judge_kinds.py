@@ -194,3 +194,32 @@ def test_a_label_or_scale_that_cannot_be_used_is_a_located_collection_error(
         ],
         consecutive=True,
     )
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "listed"),
+    [
+        (1, 5, [1, 2, 3, 4, 5]),
+        (0, 10, list(range(11))),
+        (0, 100, None),
+        (0, 1, [0, 1]),
+        (0.5, 2, None),
+    ],
+)
+def test_a_small_whole_number_scale_is_listed_in_the_schema(
+    low: float, high: float, listed: list[int] | None
+) -> None:
+    """llama.cpp decodes to an enum but ignores minimum/maximum: a 1-5 score is listed, so a
+    small local judge cannot answer 10 (seen with SmolLM2-135M before)."""
+    scored = Judge(id="s", kind="score", min_score=low, max_score=high, requirement="How clear?")
+    for schema in (
+        per_criterion(scored, question="q", response="r").schema,
+        one_shot([scored], question="q", response="r").schema["properties"]["criteria"][
+            "prefixItems"
+        ][0],
+    ):
+        assert schema is not None
+        assert schema["properties"]["score"].get("enum") == listed
+        assert schema["properties"]["reason"]["maxLength"] == 600  # no reply runs off the end
+    wording = "a whole number" if listed else "a number"
+    assert f'"score", {wording} from' in per_criterion(scored, question="q", response="r").system

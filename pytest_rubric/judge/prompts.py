@@ -48,7 +48,7 @@ __all__ = [
     "per_criterion",
 ]
 
-TEMPLATE_VERSION = 3  # 2: reply fields described, no placeholder to copy; 3: reference, evidence
+TEMPLATE_VERSION = 4  # 2: no placeholder to copy; 3: reference, evidence; 4: whole-number scales
 
 Question = str | tuple[tuple[str, str], ...] | None
 """What the response answers: a question, a conversation of ``(role, content)`` turns
@@ -87,6 +87,22 @@ _EVIDENCE_RULE = (
     "nothing in the response supports is UNMET."
 )
 _EVIDENCE_SCHEMA: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+# A bound on the reason: a small model that never closes the string would otherwise run
+# out of context mid-reply, and a server that decodes to the schema enforces it.
+_REASON_SCHEMA: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 600}
+# A score range with whole-number ends and at most this many steps is answered with a
+# whole number, listed in the schema: llama.cpp enforces an enum, not minimum/maximum.
+_LISTED_STEPS = 10
+
+
+def _whole_scale(criterion: JudgedCriterion) -> list[int] | None:
+    """The whole numbers a score criterion is answered with, or None for any number."""
+    low, high = getattr(criterion, "min_score", 0.0), getattr(criterion, "max_score", 1.0)
+    if low.is_integer() and high.is_integer() and 0 < high - low <= _LISTED_STEPS:
+        return list(range(int(low), int(high) + 1))
+    return None
+
+
 _ERROR_RULE = (
     "This requirement describes an ERROR. It is MET only if the response itself makes that "
     "error (states it as true or relies on it). Mentioning the error to warn against it, to "
@@ -165,7 +181,7 @@ def _verdict_schema(criterion: JudgedCriterion) -> dict[str, Any]:
         return {
             "type": "object",
             "properties": {
-                "reason": {"type": "string"},
+                "reason": _REASON_SCHEMA,
                 "label": {"type": "string", "enum": list(criterion.labels or ())},
             },
             "required": ["reason", "label"],
@@ -176,15 +192,18 @@ def _verdict_schema(criterion: JudgedCriterion) -> dict[str, Any]:
             "minimum": criterion.min_score,
             "maximum": criterion.max_score,
         }
+        whole = _whole_scale(criterion)
+        if whole is not None:
+            field = {**field, "type": "integer", "enum": whole}
         return {
             "type": "object",
-            "properties": {"reason": {"type": "string"}, "score": field},
+            "properties": {"reason": _REASON_SCHEMA, "score": field},
             "required": ["reason", "score"],
         }
     return {
         "type": "object",
         "properties": {
-            "reason": {"type": "string"},
+            "reason": _REASON_SCHEMA,
             "verdict": {"type": "string", "enum": ["MET", "UNMET"]},
             "evidence": _EVIDENCE_SCHEMA,
         },
@@ -205,7 +224,8 @@ def per_criterion(
     token = _token()
     reason = REASON_DESCRIPTIONS[0]
     if criterion.kind == "score":
-        last = f'"score", a number from {criterion.min_score:g} to {criterion.max_score:g}'
+        number = "a whole number" if _whole_scale(criterion) else "a number"
+        last = f'"score", {number} from {criterion.min_score:g} to {criterion.max_score:g}'
     elif criterion.kind == "label":  # issue 17
         reason = REASON_DESCRIPTIONS[2]
         last = '"label", exactly one of the labels listed with the requirement'
@@ -340,7 +360,7 @@ def holistic(
     schema = {
         "type": "object",
         "properties": {
-            "reason": {"type": "string"},
+            "reason": _REASON_SCHEMA,
             "score": {"type": "number", "minimum": 0, "maximum": 100},
         },
         "required": ["reason", "score"],
@@ -363,7 +383,7 @@ def _extract_schema(criterion: Extract) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "reason": {"type": "string"},
+            "reason": _REASON_SCHEMA,
             "value": {"type": [_RETURNS_TYPE[criterion.returns], "null"]},
             "evidence": _EVIDENCE_SCHEMA,
         },
