@@ -144,6 +144,8 @@ class Grader:
         """One item's result from its graded samples (``repeat``): means, the first sample's
         criteria and response, and the verdict of ``pass_when`` (see ``_repeat``)."""
         first = samples[0]
+        if len(samples) == 1:  # every pass rule agrees with the one sample's own verdict
+            return replace(first, pass_when=pass_when, level=level)
         kept = [Sample(s.score, s.raw_score, s.passed, s.criteria, s.response) for s in samples]
         n = len(samples)
 
