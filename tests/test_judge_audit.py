@@ -561,6 +561,27 @@ def test_a_panel_takes_the_majority_ties_go_against_the_answer_scores_average() 
     assert dict(scored.judges) == {"a": pytest.approx(8.0), "b": pytest.approx(3.0)}
 
 
+def test_a_panel_combines_extractions_by_the_majority_of_their_checked_outcomes() -> None:
+    """Each judge's extracted value went through the criterion's check; the panel takes the
+    majority of those checked outcomes, as samples do."""
+    from pytest_rubric import Extract
+
+    rate = Extract.model_validate(
+        {"id": "rate", "extract": "the rate", "returns": "number",
+         "check": {"type": "number", "value": 0.05, "abs_tol": 0.001}}
+    )  # fmt: skip
+    checked = {
+        "a": Outcome(MET, 1.0, "0.05 is within 0.001"),
+        "b": Outcome(MET, 1.0, "0.05 is within 0.001"),
+        "c": Outcome(UNMET, 0.0, "0.5 is not"),
+    }
+    combined = combine_panel(rate, checked)
+    assert (combined.verdict, combined.credit) == (MET, 1.0)
+    assert dict(combined.judges) == {"a": "MET", "b": "MET", "c": "UNMET"}
+    split = combine_panel(rate, {"a": checked["a"], "c": checked["c"]})
+    assert split.verdict is UNMET  # a tie goes against the answer
+
+
 BLUFFS = """
 suite: panel
 min_score: 0
