@@ -465,11 +465,18 @@ def test_a_server_that_only_constrains_json_object_with_a_schema_gets_it_for_eve
     )
 
 
+@pytest.mark.parametrize(
+    "first",
+    [status(500), status(503, body={"error": {"message": "response_format queue overloaded"}})],
+    ids=["500-not-naming-the-form", "503-naming-it"],
+)
 def test_a_server_error_that_does_not_name_the_form_is_retried_not_a_fallback(
-    pytester: pytest.Pytester, judged_file: Path, fake_llm: FakeLLM
+    pytester: pytest.Pytester, judged_file: Path, fake_llm: FakeLLM, first: Action
 ) -> None:
+    """An outage, or a rate limit or overload whatever its text, is no reason to give up
+    the schema for the rest of the run."""
     judged = by_requirement({"horizon is one day"})
-    fake_llm.respond_with(lambda r: status(500) if len(fake_llm.requests) == 1 else judged(r))
+    fake_llm.respond_with(lambda r: first if len(fake_llm.requests) == 1 else judged(r))
     result = pytester.runpytest(
         *judge_args(fake_llm, "openai", "--rubric-concurrency=1"), "-p", "no:xdist"
     )

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import AfterValidator, AliasChoices, BeforeValidator, Field, field_validator
 
 from .._result import Outcome, Verdict
+from .._safe_read import PlainNumber
 from .._secrets import shorten
 from .check import Answer, Check, CheckContext, error, met, unmet
 from .model import CriterionModel, FieldError
@@ -104,6 +105,13 @@ class Json(CriterionModel):
     # JSON's own whitespace around it), as in tools that call JSON.parse on the output.
     fenced: bool = True
 
+    @field_validator("json_schema", mode="before")
+    @classmethod
+    def _numbers_as_written(cls, schema: Any) -> Any:
+        """An unquoted ``1e3`` in the schema is the number YAML 1.2 reads (PyYAML, on YAML
+        1.1, reads it as text; see ``PlainNumber``); a quoted one stays text."""
+        return _plain_numbers(schema)
+
     @field_validator("json_schema")
     @classmethod
     def _valid_schema(cls, schema: dict[str, Any] | bool | None) -> dict[str, Any] | bool | None:
@@ -150,6 +158,16 @@ def _schema_problem(text: str) -> tuple[tuple[str | int, ...], str] | None:
     if found is None:
         return None
     return tuple(found.absolute_path), shorten(found.message, 160)
+
+
+def _plain_numbers(value: Any) -> Any:
+    if isinstance(value, PlainNumber):
+        return float(value)
+    if isinstance(value, dict):
+        return {key: _plain_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain_numbers(item) for item in value]
+    return value
 
 
 def _validator_class(schema: Any) -> type[Validator]:

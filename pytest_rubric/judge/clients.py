@@ -35,6 +35,7 @@ _ANTHROPIC_VERSION = "2023-06-01"
 # message that names it (llama-cpp-python: 500 naming response_format). Another
 # 4xx/5xx is an ordinary failure: retried if it may pass, never a reason to give up
 # the structured form for the rest of the run.
+_TRANSIENT = frozenset({408, 429, 502, 503, 504})
 _NAMES_THE_FORM = re.compile(r"response_format|json_schema|json_object|structured output", re.I)
 
 
@@ -189,8 +190,8 @@ class OpenAIClient(HTTPClient):
         """Whether mode ``i`` was rejected and a next one is left (recorded if so)."""
         if exc.status is None or exc.status < 400 or i + 1 == len(self._MODES):
             return False
-        if not _NAMES_THE_FORM.search(exc.what):
-            return False
+        if exc.status in _TRANSIENT or not _NAMES_THE_FORM.search(exc.what):
+            return False  # a rate limit or an outage is retried, whatever its text says
         self.stats.fallbacks.append(f"{self._MODES[i]} -> {self._MODES[i + 1]} (HTTP {exc.status})")
         return True
 
