@@ -699,3 +699,25 @@ def test_calibration_figures_and_score_labels() -> None:
         "(1 not graded: ERROR)"
     )
     assert measure("s", "j", [(True, True)]).kappa is None  # one class: kappa says nothing
+
+
+def test_evidence_is_checked_only_where_a_quote_means_something() -> None:
+    """A one-letter 'quote' supports nothing; a short one must be in the answer as written;
+    a holistic score, a score kind and an extraction are never demoted for want of quotes;
+    a label's quotes are read and checked like a verdict's."""
+    from pytest_rubric.judge.evidence import check_evidence, quote_found
+    from pytest_rubric.judge.replies import read_one
+
+    answer = "The capital of France is Paris."
+    assert not quote_found("a", answer) and not quote_found("is", answer)
+    assert quote_found("Paris", answer) and not quote_found("Lyon", answer)
+    assert quote_found("the capital of france is paris", answer)
+    met = Outcome(MET, 1.0, "holistic 80/100: fine")
+    score_kind = Judge(id="s", requirement="r", kind="score")
+    assert check_evidence(met, score_kind, answer, mode="require").verdict is MET
+    label = Judge.model_validate(
+        {"id": "l", "type": "judge", "kind": "label", "requirement": "r",
+         "labels": ["correct", "wrong"], "pass_labels": ["correct"]}
+    )  # fmt: skip
+    graded = read_one('{"reason": "says Paris", "label": "correct", "evidence": ["Paris"]}', label)
+    assert graded.evidence == ("Paris",)

@@ -913,3 +913,30 @@ def test_the_retry_budget_is_an_ini_option(
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*the session's retry budget (2) is spent*"])
     assert len(fake_llm.requests) == 3  # the first try and the two retries the budget allows
+
+
+def test_a_holistic_grade_is_not_demoted_for_want_of_quotes(
+    pytester: pytest.Pytester,
+    write: Write,
+    fake_llm: FakeLLM,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    """Evidence is for per-criterion and one-shot verdicts; one holistic score quotes nothing,
+    so `require` must not turn its MET to UNMET, nor `check` flag it unsupported."""
+    pytester.makeini(FAST_RETRIES)
+    write(
+        "h.rubric.yaml",
+        "cases:\n  - id: q1\n    response: 'An answer.'\n"
+        "    criteria: [{id: a, requirement: 'Explains A'}]\n",
+    )
+    fake_llm.script(score(90, "good"))
+    result = pytester.runpytest(
+        *judge_args(fake_llm, "openai", "--rubric-grader=holistic"),
+        "--rubric-judge-evidence=require",
+        "--rubric-json",
+        "out.json",
+    )
+    result.assert_outcomes(passed=1)
+    (only,) = rubric_json()["results"]
+    assert only["criteria"][0]["verdict"] == "MET"
+    assert "unsupported_evidence" not in only["flags"]

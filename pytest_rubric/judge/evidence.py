@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 __all__ = ["MODES", "THRESHOLD", "check_evidence", "quote_found"]
 
 THRESHOLD = 90.0
+# A score is not a claim a quote supports; an extraction's outcome is its check's, not the
+# judge's (the judge reads, the check decides).
+_UNQUOTED = frozenset({"score", "extract"})
+MIN_QUOTE = 4  # normalized characters: a shorter "quote" supports nothing
+EXACT_BELOW = 12  # a quote shorter than this must be in the response as written (normalized)
 
 
 def quote_found(quote: str, response: str) -> bool:
@@ -41,8 +46,10 @@ def quote_found(quote: str, response: str) -> bool:
     from rapidfuzz import fuzz  # imported by the first quote checked
 
     needle, haystack = normalize(quote), normalize(response)
-    if not needle or not haystack:
-        return False
+    if len(needle) < MIN_QUOTE or not haystack:
+        return False  # "a" or "is" is in every answer: it shows nothing
+    if len(needle) < EXACT_BELOW:
+        return needle in haystack  # partial_ratio scores any short needle near 100
     if len(needle) > len(haystack):
         # partial_ratio slides the shorter string: a "quote" that wraps the whole answer in
         # invented text would match it whole. A quote longer than the answer must be the answer.
@@ -59,7 +66,7 @@ def check_evidence(
     quotes: Sequence[str] = (),
 ) -> Outcome:
     """``outcome`` with its ``evidence_ok`` set (a boolean MET only), under ``mode``."""
-    if mode == "off" or outcome.verdict is not Verdict.MET or criterion.kind == "score":
+    if mode == "off" or outcome.verdict is not Verdict.MET or criterion.kind in _UNQUOTED:
         return outcome
     if any(quote_found(q, response) for q in quotes):
         return dataclasses.replace(outcome, evidence_ok=True)

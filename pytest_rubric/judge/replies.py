@@ -298,7 +298,12 @@ def _label(
             f"{_quote(label, secrets)}"
         )
     met = label in (criterion.pass_labels or ())
-    return Graded(met=met, credit=1.0 if met else 0.0, reason=f"label {label!r}: {reason}")
+    return Graded(
+        met=met,
+        credit=1.0 if met else 0.0,
+        reason=f"label {label!r}: {reason}",
+        evidence=_evidence(obj),
+    )
 
 
 _RETURNED: dict[str, tuple[Callable[[Any], bool], str]] = {

@@ -198,6 +198,8 @@ class JudgeRunner:
         judged = await self.strategy.grade(
             self.transport, criteria, question, response, sample, reference=ref
         )
+        if self.strategy.mean:
+            return judged  # a holistic grade is one score for the whole rubric: nothing to quote
         by_id = {c.id: c for c in criteria}
         return Judged(
             {
@@ -258,7 +260,9 @@ def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: boo
         agreement = max(met, k - met) / k
         reason = next(o.reason for o in samples if o.verdict is verdict)
         summary = f"{sum(o.verdict is verdict for o in samples)} of {k} samples {verdict}"
-    checked = [o.evidence_ok for o in samples if o.evidence_ok is not None]
+    # The samples that make the verdict: one that `require` turned to UNMET does not count
+    # against a MET the others support with their quotes.
+    checked = [o.evidence_ok for o in samples if o.evidence_ok is not None and o.verdict is verdict]
     return Outcome(
         verdict,
         credit,
