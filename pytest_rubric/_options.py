@@ -202,8 +202,8 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini(
         "rubric_summary",
-        "the rubric summary at the end of the run: auto (when rubric items ran, or "
-        "assert_rubric graded two or more subjects), on, off (default auto)",
+        "the rubric summary at the end of the run: auto (when rubric items ran, assert_rubric "
+        "graded two or more subjects, or a gate ran), on, off (default auto)",
         default="auto",
     )
     parser.addini(

@@ -56,10 +56,8 @@ class RubricSession(SessionAudit):
             None  # None on an xdist controller: workers judge
         )
         self.judge_name: str | None = None  # set whenever a judge is configured
-        self.judge_stats: JudgeStats | None = None  # the first judge's
         self.judge_usage: dict[str, JudgeStats] = {}  # every judge's, by name
         self.judge_prices: dict[str, Price | None] = {}  # every judge's, by name
-        self.judge_price: Price | None = None  # the first judge's
         self._budget: Budget | None = None
         self._scheduled: set[str] = set()  # node ids whose judging was started
         self.probe_plan: dict[str, tuple[str, ...]] = {}  # node id -> criteria the probe judges

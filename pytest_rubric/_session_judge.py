@@ -62,10 +62,8 @@ class SessionJudge:
     settings: Settings
     judging: JudgeRunner | Panel | None
     judge_name: str | None
-    judge_stats: JudgeStats | None
     judge_usage: dict[str, JudgeStats]
     judge_prices: dict[str, Price | None]
-    judge_price: Price | None
     results: list[CaseResult]
     probe_plan: dict[str, tuple[str, ...]]
     _budget: Budget | None
@@ -166,7 +164,6 @@ class SessionJudge:
             name: settings.cost.of(*((name, models[name]) if specs else (name,)), judge=True)
             for name in names
         }
-        self.judge_price = self.judge_prices[names[0]]
         unpriced = [name for name, price in self.judge_prices.items() if price is None]
         if settings.cost.max_cost is not None and unpriced:
             raise pytest.UsageError(
@@ -178,7 +175,6 @@ class SessionJudge:
             # The workers judge; the controller adds up their usage. It skips the
             # client, its event loop and the httpx import (workers start sooner).
             self.judge_usage = {name: JudgeStats() for name in names}
-            self.judge_stats = self.judge_usage[names[0]]
             self.cache()  # only to check it: a broken cache is reported once, from here
             return
         clients: list[Any] = [custom]  # its `complete` was checked above
@@ -217,7 +213,6 @@ class SessionJudge:
             from .judge.panel import Panel
 
             self.judging = Panel(runners)
-        self.judge_stats = runners[0].stats
 
     def schedule_judging(self, items: Sequence[pytest.Item]) -> None:
         """Start every collected item's judge calls now, so they overlap across items.
