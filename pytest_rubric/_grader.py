@@ -49,10 +49,22 @@ class CompiledRubric:
     checks: tuple[Check[Any] | None, ...]
     min_score: float | None  # None: report-only (``min_score: null``)
     judged_criteria: tuple[JudgedCriterion, ...] = ()
+    tags: tuple[tuple[str, ...], ...] = ()  # per criterion: its own tags, then the case's
+
+    def __post_init__(self) -> None:
+        if len(self.tags) != len(self.criteria):
+            case_tags = getattr(self.rubric, "tags", ())
+            tags = tuple(tags_of(c, case_tags) for c in self.criteria)
+            object.__setattr__(self, "tags", tags)
 
     @property
     def judged(self) -> bool:
         return bool(self.judged_criteria)
+
+
+def tags_of(criterion: Criterion, case_tags: Sequence[str]) -> tuple[str, ...]:
+    """A criterion's tags in its results: its own, then its case's, each once."""
+    return tuple(dict.fromkeys((*getattr(criterion, "tags", ()), *case_tags)))
 
 
 def _resolved(mark: Mark, default: float) -> float | None:
@@ -119,8 +131,10 @@ class Grader:
         """
         answer = Answer(response)
         criteria = [
-            self._criterion(criterion, check, answer, compiled.rubric, judged)
-            for criterion, check in zip(compiled.criteria, compiled.checks, strict=True)
+            self._criterion(criterion, check, tags, answer, compiled.rubric, judged)
+            for criterion, check, tags in zip(
+                compiled.criteria, compiled.checks, compiled.tags, strict=True
+            )
         ]
         result = self.result(
             criteria,
@@ -142,10 +156,15 @@ class Grader:
         self, samples: Sequence[CaseResult], *, pass_when: PassWhen = "mean", level: float = 0.95
     ) -> CaseResult:
         """One item's result from its graded samples (``repeat``): means, the first sample's
-        criteria and response, and the verdict of ``pass_when`` (see ``_repeat``)."""
+        criteria and response, and the verdict of ``pass_when`` (see ``_repeat``).
+
+        The samples are :meth:`grade`'s fresh results, which the item's result
+        replaces: a single sample is updated in place and returned.
+        """
         first = samples[0]
         if len(samples) == 1:  # every pass rule agrees with the one sample's own verdict
-            return replace(first, pass_when=pass_when, level=level)
+            first.pass_when, first.level = pass_when, level  # a result grade just built
+            return first
         kept = [Sample(s.score, s.raw_score, s.passed, s.criteria, s.response) for s in samples]
         n = len(samples)
 
@@ -179,8 +198,10 @@ class Grader:
         answer cannot vanish from a report or a baseline comparison.
         """
         error = Outcome(Verdict.ERROR, 0.0, reason)
-        tags = getattr(compiled.rubric, "tags", ())
-        criteria = [self._criterion_result(c, error, case_tags=tags) for c in compiled.criteria]
+        criteria = [
+            self._criterion_result(c, error, tags)
+            for c, tags in zip(compiled.criteria, compiled.tags, strict=True)
+        ]
         return self.result(
             criteria,
             compiled=compiled,
@@ -205,7 +226,9 @@ class Grader:
         wrong_claim = any(
             c.axis == "substance" and c.weight < 0 and c.verdict is Verdict.MET for c in criteria
         )
-        passed = passes(criteria, case_score=substance.score, min_score=compiled.min_score)
+        passed = passes(
+            criteria, case_score=substance.score, min_score=compiled.min_score, scored=substance
+        )
         style_credits = [
             c.credit
             for c in criteria
@@ -244,6 +267,7 @@ class Grader:
         self,
         criterion: Criterion,
         check: Check[Any] | None,
+        tags: tuple[str, ...],
         answer: Answer,
         rubric: Rubric,
         judged: Judged | None,
@@ -254,10 +278,10 @@ class Grader:
             ) or Outcome(Verdict.SKIPPED, 0.0, NO_JUDGE_REASON)
         else:
             outcome = check(answer, rubric)
-        return self._criterion_result(criterion, outcome, case_tags=getattr(rubric, "tags", ()))
+        return self._criterion_result(criterion, outcome, tags)
 
     def _criterion_result(
-        self, criterion: Criterion, outcome: Outcome, *, case_tags: Sequence[str] = ()
+        self, criterion: Criterion, outcome: Outcome, tags: tuple[str, ...]
     ) -> CriterionResult:
         """The one place a criterion's result is built, so its reason is always clipped: a
         judge's reason, a callable's reason or repr, an error message."""
@@ -274,7 +298,7 @@ class Grader:
             samples=[{"verdict": str(v), "credit": c} for v, c in outcome.samples]
             if outcome.samples
             else None,
-            tags=tuple(dict.fromkeys((*getattr(criterion, "tags", ()), *case_tags))),
+            tags=tags,
             evidence_ok=outcome.evidence_ok,
             judges=dict(outcome.judges) if outcome.judges else None,
         )

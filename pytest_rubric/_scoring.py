@@ -71,18 +71,23 @@ def score(results: Iterable[CriterionResult]) -> Score:
 
 
 def passes(
-    criteria: Sequence[CriterionResult], *, case_score: float, min_score: float | None
+    criteria: Sequence[CriterionResult],
+    *,
+    case_score: float,
+    min_score: float | None,
+    scored: Score | None = None,
 ) -> bool:
     """The pass rule of a case: ``case_score >= min_score``, no ``required`` criterion went the
     wrong way, no criterion is ERROR, and something weighted was graded. A report-only case
     (``min_score`` None) has no score to reach; the rest still holds.
 
     A run grades with it, and ``merge`` and ``--rubric-baseline`` recompute ``passed`` with it
-    from a document's criteria rather than trust the ``passed`` written there.
+    from a document's criteria rather than trust the ``passed`` written there. ``scored`` is
+    ``score(criteria)`` when the caller has it already.
     """
     return (
         (min_score is None or case_score >= min_score - _EPSILON)
         and not any(c.required and c.went_wrong for c in criteria)
         and not any(c.verdict is Verdict.ERROR for c in criteria)
-        and not score(criteria).empty
+        and not (score(criteria) if scored is None else scored).empty
     )

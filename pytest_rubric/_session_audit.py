@@ -158,12 +158,14 @@ class SessionAudit(SessionJudge):
     ) -> list[dict[str, str]]:
         """The style probe's records for the item ``key`` (none when it is not probed): each
         judge's verdicts on its first answer (``judged``) and on that answer's two rewrites."""
+        if self.judging is None or judged is None:  # first: every unjudged item asks
+            return []
+        criteria = self._probed(key, compiled)
+        if not criteria:
+            return []
         from ._audit import probe_record
         from ._restyle import restyle
 
-        criteria = self._probed(key, compiled)
-        if self.judging is None or judged is None or not criteria:
-            return []
         self._schedule_probe(key, compiled, response)
         records = []
         # A panel's judges are probed one by one: the audit is per judge.

@@ -39,6 +39,7 @@ from pytest_rubric._loader import (
     parse_suite,
 )
 from pytest_rubric._safe_read import json_loads
+from pytest_rubric._safe_yaml import YamlLoader
 
 Write = Callable[[str, str], Path]
 
@@ -1044,3 +1045,84 @@ def test_anchors_and_merges_build_what_pyyaml_builds(lines: list[str]) -> None:
         loader.dispose()
     if not duplicates:  # with duplicates, both keep the last, but in another order
         assert data == expected
+
+
+# Plain scalars of every implicit type the safe loader knows, near misses and words.
+_SCALAR_TEXT = st.one_of(
+    st.sampled_from(
+        [
+            "1",
+            "-2",
+            "+3",
+            "0x1F",
+            "0o17",
+            "1_000",
+            "1.5",
+            ".5",
+            "-.inf",
+            ".NaN",
+            "1e3",
+            "1:20",
+            "true",
+            "True",
+            "TRUE",
+            "yes",
+            "No",
+            "on",
+            "Off",
+            "y",
+            "n",
+            "null",
+            "Null",
+            "~",
+            "",
+            "2001-02-03",
+            "2001-02-03T04:05:06Z",
+            "2001-02-30",
+            "<<",
+            "=",
+            "type",
+            "total",
+            "offset",
+            "nothing",
+            "false positive",
+            "1 2",
+            "- a",
+            "0.1.2",
+            "tru",
+        ]
+    ),
+    st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=8),
+)
+
+
+@_settings(300)
+@given(st.lists(_SCALAR_TEXT, min_size=1, max_size=12), st.booleans())
+def test_the_quick_tag_resolver_gives_the_safe_loaders_tags(words: list[str], quoted: bool) -> None:
+    """YamlLoader memoizes tags per text and skips words no implicit type starts with; every
+    scalar still gets the tag the safe loader gives it, plain or quoted, as key or value."""
+    body = [f"- {json.dumps(w) if quoted else w}" for w in words]
+    body += [f"- {{{w}: {w}}}" for w in words]
+    text = "\n".join(body)
+
+    def tags(loader_class: type[yaml.SafeLoader]) -> list[tuple[str, str]] | None:
+        loader = loader_class(text)
+        try:
+            node = loader.get_single_node()
+        except yaml.YAMLError:
+            return None
+        finally:
+            loader.dispose()
+        found: list[tuple[str, str]] = []
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, yaml.ScalarNode):
+                found.append((n.tag, n.value))
+            elif isinstance(n, yaml.SequenceNode):
+                stack += n.value
+            elif isinstance(n, yaml.MappingNode):
+                stack += [x for pair in n.value for x in pair]
+        return found
+
+    assert tags(YamlLoader) == tags(yaml.CSafeLoader)
