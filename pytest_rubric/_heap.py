@@ -11,7 +11,14 @@ none of it can be garbage before the session ends.
   (``gc.freeze()``), so the full collections during the run skip them;
   when the session is unconfigured they are moved back (``gc.unfreeze()``),
   so nothing stays out of the collector's reach after the session, which
-  matters where many sessions share one process (pytester).
+  matters where many sessions share one process (pytester). The thaw is the
+  config's last cleanup, after the two full collections pytest runs at
+  unconfigure to catch exceptions raised in finalizers: those skip the frozen
+  heap too. The price: an object alive when collection ended that became
+  cyclic garbage during the run (pytest's and the plugin's own objects live
+  to the end) is finalized only after pytest has stopped listening, so an
+  exception its finalizer raises is printed by Python rather than reported as
+  a pytest warning.
 - ``rubric_fast_exit`` (ini, default true): at interpreter exit, after one
   last full collection, what is still alive is frozen, so the interpreter's
   own shutdown collections do not walk it only for the OS to reclaim the

@@ -141,6 +141,7 @@ class Duplicate:
 
 
 _NUMBER_START = frozenset("0123456789+-.")
+_INT_TAG = "tag:yaml.org,2002:int"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
@@ -255,7 +256,10 @@ def construct(
     def scalar(node: yaml.Node) -> Any:
         if node.tag == _STR_TAG:
             return node.value
+        text = node.value
         try:
+            if node.tag == _INT_TAG and text.isdigit() and (text[0] != "0" or text == "0"):
+                return int(text)  # plain decimal digits: what the int constructor makes, sooner
             return loader.construct_object(node)
         except (ValueError, OverflowError) as exc:  # 30 February, a 5000-digit number
             why = str(exc).split(";")[0]  # not "use sys.set_int_max_str_digits()"

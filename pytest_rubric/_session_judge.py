@@ -277,8 +277,12 @@ class SessionJudge:
         }
 
     def close(self) -> None:
-        """The session is over: stop the judge, close the cache, thaw the heap."""
+        """The session is over: stop the judge, close the cache."""
         self.stop_judge()
+
+    def thaw(self) -> None:
+        """Undo the freeze of the collected heap, if there was one (a cleanup of the config
+        registered at configure, so that it runs after pytest's own cleanups: see ``_heap``)."""
         if self._frozen:
             _heap.thaw()
             self._frozen = False

@@ -13,6 +13,7 @@ Write = Callable[[str, str], Path]
 # Seen from inside the run: how many objects the collector has frozen while a test runs.
 CONFTEST = """
 import gc
+import pytest
 SEEN = []
 
 def pytest_runtest_call(item):
@@ -20,6 +21,12 @@ def pytest_runtest_call(item):
 
 def pytest_sessionfinish(session):
     (session.config.rootpath / "frozen.txt").write_text(str(min(SEEN)))
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    # After every other unconfigure hook, pytest's full collection among them: with the
+    # freeze on, the heap is still frozen here, so that collection skipped it.
+    (config.rootpath / "frozen_at_unconfigure.txt").write_text(str(gc.get_freeze_count()))
 """
 
 
@@ -38,4 +45,5 @@ def test_the_collected_heap_is_frozen_during_the_run_and_thawed_after(
     result = pytester.runpytest_inprocess("-p", "no:xdist")
     result.assert_outcomes(passed=1)
     assert (int((pytester.path / "frozen.txt").read_text()) > 0) is frozen
+    assert (int((pytester.path / "frozen_at_unconfigure.txt").read_text()) > 0) is frozen
     assert gc.get_freeze_count() == before  # nothing stays frozen after the session
