@@ -207,7 +207,7 @@ class Rubric(BaseModel):
     criteria: list[Criterion] = []
     min_score: Share | None = None  # null (given explicitly): report-only, see `own_mark`
     reference: str | None = None
-    metadata: dict[str, Any] = {}
+    metadata: dict[str, Any] = Field(default_factory=dict)  # no copy of a default per case
 
     @model_validator(mode="after")
     def _conversation_shape(self) -> Rubric:
