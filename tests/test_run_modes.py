@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import RUN_MODES
 from tests.fake_llm import Action, FakeLLM, Recorded, status, verdict
+from tests.test_e2e_summary import TWO_SUBJECTS
 
 Write = Callable[[str, str], Path]
 
@@ -162,6 +163,9 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
     write("answers/steady.jsonl", REPEATED_ANSWERS)
     write("test_app.py", APP)
     write("deep.rubric.json", DEEP)
+    # test_e2e_summary's two subjects, plain and bold: their JSON (leaderboard with style
+    # scores, rankings) is compared with the rest; the baseline has none of their cases.
+    write("arith.rubric.yaml", TWO_SUBJECTS.replace("bold:", "brash:"))
 
     seen: dict[str, dict[str, Any]] = {}
     for mode, args in RUN_MODES.items():
@@ -176,7 +180,7 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
             f"--junitxml={mode}.xml",
             *args,
         )
-        result.assert_outcomes(passed=5, failed=4, errors=2)
+        result.assert_outcomes(passed=7, failed=6, errors=2)
         result.stdout.fnmatch_lines(DEEP_PROBLEM, consecutive=True)
         result.stdout.fnmatch_lines(APP_FAILURE, consecutive=True)
         markdown = (pytester.path / f"{mode}.md").read_text()
