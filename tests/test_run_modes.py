@@ -3,9 +3,11 @@
 Markdown and the GitHub step summary byte for byte, and the JUnit properties of every test case.
 
 This is why the tests of each output format (test_reports, test_e2e_summary, test_gates,
-test_assert_rubric, test_hostile_loading) run in one mode only: the suite here holds what they
-exercise (judged and deterministic criteria, an ERROR, ``assert_rubric`` results from a plain
-test, a rubric file that is a collection error, a case that regressed against the baseline)."""
+test_assert_rubric, test_hostile_loading) run in one mode only, and test_e2e_collect's stray
+response in process only: the suite here holds what they exercise (judged and deterministic
+criteria, an ERROR, ``assert_rubric`` results from a plain test, a rubric file that is a
+collection error, a case that regressed against the baseline, a response that matches no case
+and is one warning however many workers there are)."""
 
 from __future__ import annotations
 
@@ -99,7 +101,13 @@ REPEATED_ANSWERS = "\n".join(
         '{"id": "r1", "response": "A 1% loss or more."}',
         '{"id": "r2", "response": "The standard deviation."}',
         '{"id": "r2", "response": "The mean."}',
+        # No case r9: one warning (test_e2e_collect), once however many workers there are.
+        '{"id": "r9", "response": "Stray."}',
     ]
+)
+STRAY_WARNING = (
+    "*steady.jsonl:6: RubricWarning: the response of subject 'steady' for case 'r9' "
+    "matches no collected case*"
 )
 
 # A rubric file too deep to load: one collection error, and the rest of the session runs.
@@ -180,7 +188,8 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
             f"--junitxml={mode}.xml",
             *args,
         )
-        result.assert_outcomes(passed=7, failed=6, errors=2)
+        result.assert_outcomes(passed=7, failed=6, errors=2, warnings=1)
+        result.stdout.fnmatch_lines([STRAY_WARNING])
         result.stdout.fnmatch_lines(DEEP_PROBLEM, consecutive=True)
         result.stdout.fnmatch_lines(APP_FAILURE, consecutive=True)
         markdown = (pytester.path / f"{mode}.md").read_text()
