@@ -4,10 +4,11 @@ Markdown and the GitHub step summary byte for byte, and the JUnit properties of 
 
 This is why the tests of each output format (test_reports, test_e2e_summary, test_gates,
 test_assert_rubric, test_hostile_loading) run in one mode only, and test_e2e_collect's stray
-response in process only: the suite here holds what they exercise (judged and deterministic
-criteria, an ERROR, ``assert_rubric`` results from a plain test, a rubric file that is a
-collection error, a case that regressed against the baseline, a response that matches no case
-and is one warning however many workers there are)."""
+response and test_hostile_reply's quoted key in process only: the suite here holds what they
+exercise (judged and deterministic criteria, an ERROR, ``assert_rubric`` results from a plain
+test, a rubric file that is a collection error, a case that regressed against the baseline, a
+response that matches no case and is one warning however many workers there are, judge
+reasons that quote pieces of the API key, which no output may show)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import pytest
 from tests.conftest import RUN_MODES
 from tests.fake_llm import Action, FakeLLM, Recorded, status, verdict
 from tests.test_e2e_summary import TWO_SUBJECTS
+from tests.test_hostile_reply import KEY, leaked
 
 Write = Callable[[str, str], Path]
 
@@ -119,6 +121,11 @@ DEEP_PROBLEM = [
 ]
 
 
+# test_hostile_reply's reason: the key minus its last character, and the key whole where a
+# cut at 2,000 characters would halve it.
+KEY_REASON = f"the key is {KEY[:-1]}; " + "z" * 1_980 + KEY
+
+
 def _responder(request: Recorded) -> Action:
     """Deterministic in the request alone (never its arrival order)."""
     user = request.body["messages"][1]["content"]
@@ -128,6 +135,8 @@ def _responder(request: Recorded) -> Action:
     if "One day, I think." in user:
         return verdict("UNMET" if seed % 3 == 1 else "MET", "says one day, hedged")
     met = "One day, at" in user or "standard deviation" in user
+    if "Sharpe" in user:  # quotes pieces of the key (test_hostile_reply): none may show
+        return verdict("MET" if met else "UNMET", KEY_REASON)
     return verdict("MET" if met else "UNMET", "judged on content")
 
 
@@ -154,6 +163,7 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
     pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytester.makeini("[pytest]\nrubric_judge_backoff = 0.01\nrubric_judge_attempts = 2\n")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
     fake_llm.respond_with(_responder)
     judge = [
         "--rubric-judge=openai:m",
@@ -194,6 +204,11 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
         result.stdout.fnmatch_lines(APP_FAILURE, consecutive=True)
         markdown = (pytester.path / f"{mode}.md").read_text()
         assert step.read_text() == markdown + "\n", mode  # appended once, by the controller
+        outputs = {"terminal": str(result.stdout) + str(result.stderr), "step": step.read_text()}
+        for suffix in ("json", "html", "md", "xml"):
+            outputs[suffix] = (pytester.path / f"{mode}.{suffix}").read_text(encoding="utf-8")
+        assert "the key is ***" in outputs["json"], mode
+        assert {name: out for name, out in outputs.items() if leaked(KEY, out)} == {}, mode
         seen[mode] = {
             "exit status": result.ret,
             "summary": _summary(result.outlines),
