@@ -10,7 +10,10 @@
 # - every module of the plugin, which imports its heavy parts only on first use:
 #   a run that re-imported them would rebuild the pydantic models each time.
 import importlib
+import os
 import pkgutil
+import sys
+import tempfile
 
 import anyio._backends._asyncio  # noqa: F401
 import certifi  # noqa: F401
@@ -26,3 +29,16 @@ for _module in pkgutil.iter_modules(pytest_rubric.__path__):
         importlib.import_module(f"pytest_rubric.{_module.name}")
 
 pytest_plugins = ["pytester"]
+
+# The suite starts dozens of fresh interpreters (xdist workers, its own included, and
+# `python -m` runs), each of which imports pytest and the plugin. Where the environment
+# says PYTHONDONTWRITEBYTECODE (as this project's machines do), each would compile them
+# from source again: about 0.3 s of CPU apiece, a sixth of the suite's. The processes
+# started from here keep their bytecode in one folder under the temporary directory instead
+# (never beside the sources), and reuse it. A prefix set by the caller is left alone.
+if sys.flags.dont_write_bytecode and not os.environ.get("PYTHONPYCACHEPREFIX"):
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    _user = os.getuid() if hasattr(os, "getuid") else "user"
+    os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(
+        tempfile.gettempdir(), f"pytest-rubric-pycache-{_user}"
+    )

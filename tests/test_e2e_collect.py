@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import RUN_MODES
+
 Write = Callable[[str, str], Path]
 
 SIMPLE = """
@@ -177,9 +179,12 @@ def test_case_missing_from_a_subject_file_is_an_error_not_dropped(
     )
 
 
+# In process; with two workers, test_run_modes's suite holds such a response.
+@pytest.mark.parametrize("mode", ["no-xdist", "xdist-n0"])
 def test_response_without_a_case_is_reported_as_a_warning(
-    pytester: pytest.Pytester, write: Write, run_mode: list[str]
+    pytester: pytest.Pytester, write: Write, mode: str
 ) -> None:
+    run_mode = RUN_MODES[mode]
     write(
         "fin.rubric.yaml",
         """

@@ -65,10 +65,6 @@ def test_no_summary_without_rubric_results(pytester: pytest.Pytester, write: Wri
     result.stdout.no_fnmatch_line("*rubric summary*")
 
 
-def _strip_volatile(document: dict[str, Any]) -> dict[str, Any]:
-    return {**document, "results": sorted(document["results"], key=lambda r: r["nodeid"])}
-
-
 def test_json_report_fields(
     pytester: pytest.Pytester,
     write: Write,
@@ -178,15 +174,8 @@ def test_json_report_fields(
     assert document["rankings_disagree"] is (rows["bold"]["naive_rank"] != rows["bold"]["rank"])
 
 
-def test_json_is_the_same_with_and_without_xdist(
-    pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
-) -> None:
-    write("a.rubric.yaml", TWO_SUBJECTS)
-    documents = []
-    for mode in (["-p", "no:xdist"], ["-n", "2"]):
-        pytester.runpytest(*mode, "--rubric-json", "out.json")
-        documents.append(_strip_volatile(rubric_json()))
-    assert documents[0] == documents[1]
+# That these two subjects' JSON is the same with and without xdist is proved in
+# test_run_modes, whose suite holds them: byte for byte, without xdist, -n 0 and -n 2.
 
 
 def test_json_is_written_even_when_no_rubric_ran(

@@ -23,6 +23,7 @@ from pytest_rubric._secrets import Secret, clip, redact
 from pytest_rubric.judge.base import Judged
 from pytest_rubric.judge.replies import Graded, ReplyError, read_holistic, read_one, read_one_shot
 from pytest_rubric.judge.runner import JudgeRunner
+from tests.conftest import RUN_MODES
 from tests.fake_llm import FakeLLM, text, verdict
 
 BOOL = Judge(id="a", requirement="Says A")
@@ -448,14 +449,17 @@ cases:
 """
 
 
+# In process; test_run_modes's judge quotes the same reason, checked in every mode.
+@pytest.mark.parametrize("mode", ["no-xdist", "xdist-n0"])
 def test_a_piece_of_the_key_in_a_judge_reason_reaches_no_output(
     pytester: pytest.Pytester,
     write: Write,
     fake_llm: FakeLLM,
     monkeypatch: pytest.MonkeyPatch,
-    run_mode: list[str],
+    mode: str,
 ) -> None:
     """The judge quotes the key minus its last character, and pieces cut from long text."""
+    run_mode = RUN_MODES[mode]
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "step-summary.md"))
     pytester.makeini(FAST_RETRIES)

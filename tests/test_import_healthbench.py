@@ -7,6 +7,8 @@ simple-evals' ``calculate_score`` does (points met over positive points).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import shutil
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_rubric._loader import load_suite
+from pytest_rubric._merge import main
 from tests.fake_llm import FakeLLM, Recorded, verdict
 
 DATA = Path(__file__).parent / "data"
@@ -33,14 +36,28 @@ def _import(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _import_in_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """What ``_import`` does, without a fresh interpreter: the command's ``main`` in this
+    process (pytester's directory is the working directory). The tests that need the real
+    command (its exit status and messages, ``--help``) run it with ``_import``."""
+    argv = ["import", "healthbench", *args]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse's usage errors
+            code = exc.code if isinstance(exc.code, int) else 1
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+
 def _import_sample(project: Path) -> subprocess.CompletedProcess[str]:
-    return _import(
+    assert Path.cwd() == project
+    return _import_in_process(
         "healthbench_sample.jsonl",
         "--responses",
         "model-a=healthbench_completions.jsonl",
         "--out",
         "evals",
-        cwd=project,
     )
 
 
@@ -166,13 +183,9 @@ def test_bad_input_is_located_and_nothing_is_written(project: Path) -> None:
 
 
 def test_responses_argument_must_name_a_subject(project: Path) -> None:
-    done = _import(
-        "healthbench_sample.jsonl",
-        "--responses",
-        "healthbench_completions.jsonl",
-        "--out",
-        "x",
-        cwd=project,
+    assert Path.cwd() == project
+    done = _import_in_process(
+        "healthbench_sample.jsonl", "--responses", "healthbench_completions.jsonl", "--out", "x"
     )
     assert done.returncode == 2
     assert "write it as SUBJECT=FILE.jsonl" in done.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import shutil
@@ -14,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_rubric._loader import load_suite
+from pytest_rubric._merge import main
 from pytest_rubric.criteria.check import Answer
 from pytest_rubric.criteria.regex import Regex
 from pytest_rubric.criteria.registry import compile_check
@@ -124,8 +127,21 @@ def test_bad_input_is_located_and_nothing_is_written(
         convert([path])
     rendered = info.value.render()
     assert expected in rendered and "promptfooconfig.yaml" in rendered
+    # The command's main, in this process: test_bad_input_exits_2_from_the_command_line
+    # runs the real command once.
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["import", "promptfoo", str(path), "--out", str(tmp_path / "out")])
+    assert code == 2, err.getvalue()
+    assert expected in err.getvalue()
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_input_exits_2_from_the_command_line(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "prompts: [hi\n")
     result = run_import(str(path), str(tmp_path / "out"))
     assert result.returncode == 2, result.stderr
+    assert "invalid YAML" in result.stderr and "promptfooconfig.yaml" in result.stderr
     assert not (tmp_path / "out").exists()
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_rubric.judge import prompts as _prompts
+from tests.conftest import RUN_MODES
 from tests.fake_llm import FakeLLM, score, status, text, verdict
 
 Write = Callable[[str, str], Path]
@@ -55,9 +56,12 @@ def setup(pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM) -> FakeLLM
     return fake_llm
 
 
+# In process; test_four_xdist_workers_share_one_cache makes the same checks with workers.
+@pytest.mark.parametrize("mode", ["no-xdist", "xdist-n0"])
 def test_a_warm_run_makes_no_calls_and_gives_the_same_results(
-    pytester: pytest.Pytester, setup: FakeLLM, run_mode: list[str]
+    pytester: pytest.Pytester, setup: FakeLLM, mode: str
 ) -> None:
+    run_mode = RUN_MODES[mode]
     _run(pytester, setup, *run_mode).assert_outcomes(passed=1)
     cold = _results(pytester)
     assert len(setup.requests) == 1
@@ -103,7 +107,8 @@ def test_replay_serves_the_cache_with_the_server_gone_and_a_miss_is_an_error(
     monkeypatch: pytest.MonkeyPatch,
     run_mode: list[str],
 ) -> None:
-    _run(pytester, setup, *run_mode).assert_outcomes(passed=1)
+    # Recorded in process: test_four_xdist_workers_share_one_cache records with workers.
+    _run(pytester, setup).assert_outcomes(passed=1)
     url = setup.openai_url
     setup.stop()
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -203,11 +208,19 @@ def test_four_xdist_workers_share_one_cache(
     fake_llm.respond_with(lambda request: verdict("MET"))
     _run(pytester, fake_llm, "-n", "4").assert_outcomes(passed=24)
     assert len(fake_llm.requests) == 24
+    cold = _results(pytester)
     with sqlite3.connect(pytester.path / ".rubric_cache" / "judge.sqlite3") as db:
         rows = db.execute("SELECT raw FROM replies").fetchall()
     assert len(rows) == 24 and all(json.loads(raw)["verdict"] == "MET" for (raw,) in rows)
-    _run(pytester, fake_llm, "-n", "4").assert_outcomes(passed=24)
+    # A warm run with workers, as test_a_warm_run_makes_no_calls_and_gives_the_same_results
+    # checks in process: no call, the same results, the hits counted on the controller.
+    warm_run = _run(pytester, fake_llm, "-n", "4")
+    warm_run.assert_outcomes(passed=24)
     assert len(fake_llm.requests) == 24
+    assert _results(pytester) == cold
+    warm_run.stdout.fnmatch_lines(
+        ["judge openai:m: 0 calls, 0 retries, 0 errors, *, cache 24 hits / 0 misses"]
+    )
 
 
 def test_responses_collected_live_are_cached_and_replayed(

@@ -28,7 +28,7 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-SHARD_FILES = ("whole.json", "a.json", "b.json")
+SHARD_FILES = ("whole.json", "a.json", "b.json", "whole.html", "w.md")
 
 
 @pytest.fixture(scope="module")
@@ -61,12 +61,17 @@ def shard_runs(
     evals = "examples/evals"
     first = [f"{evals}/finance.rubric.yaml", f"{evals}/statistics.rubric.yaml"]
     runs = {
-        "whole": run(evals, "--rubric-json", "whole.json"),
+        "whole": run(
+            evals,
+            *("--rubric-json", "whole.json", "--rubric-html", "whole.html"),
+            *("--rubric-markdown", "w.md"),
+        ),
         "a": run(*first, "--rubric-json", "a.json", "-n", "2"),
         "b": run(evals, "--rubric-json", "b.json", *(f"--deselect={f}" for f in first)),
     }
     for name in SHARD_FILES:
-        assert (directory / name).is_file(), runs[name.removesuffix(".json")].stdout.str()
+        run_name = name.removesuffix(".json") if name.endswith(".json") else "whole"
+        assert (directory / name).is_file(), runs[run_name].stdout.str()
     return directory, runs
 
 
@@ -74,7 +79,8 @@ def shard_runs(
 def shards(
     pytester: pytest.Pytester, shard_runs: tuple[Path, dict[str, pytest.RunResult]]
 ) -> dict[str, pytest.RunResult]:
-    """The example and the three runs' JSON in this test's directory, and how they ended."""
+    """The example and the three runs' JSON (and the whole run's HTML and Markdown) in this
+    test's directory, and how they ended."""
     directory, runs = shard_runs
     pytester.makeini("[pytest]\n")
     shutil.copytree(EXAMPLES, pytester.path / "examples")
@@ -152,8 +158,7 @@ def test_merge_writes_the_reports_and_applies_the_gates_of_the_whole(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    whole = shards["whole"]
-    pytester.runpytest("examples/evals", "--rubric-html", "whole.html", "--rubric-markdown", "w.md")
+    whole = shards["whole"]  # it wrote whole.html and w.md too
     step = pytester.path / "step.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
     code = main(["merge", "a.json", "b.json", "--html", "m.html", "--markdown", "m.md"])

@@ -3,9 +3,12 @@
 Markdown and the GitHub step summary byte for byte, and the JUnit properties of every test case.
 
 This is why the tests of each output format (test_reports, test_e2e_summary, test_gates,
-test_assert_rubric, test_hostile_loading) run in one mode only: the suite here holds what they
+test_assert_rubric, test_hostile_loading) run in one mode only, and test_e2e_collect's stray
+response and test_hostile_reply's quoted key in process only: the suite here holds what they
 exercise (judged and deterministic criteria, an ERROR, ``assert_rubric`` results from a plain
-test, a rubric file that is a collection error, a case that regressed against the baseline)."""
+test, a rubric file that is a collection error, a case that regressed against the baseline, a
+response that matches no case and is one warning however many workers there are, judge
+reasons that quote pieces of the API key, which no output may show)."""
 
 from __future__ import annotations
 
@@ -18,6 +21,8 @@ import pytest
 
 from tests.conftest import RUN_MODES
 from tests.fake_llm import Action, FakeLLM, Recorded, status, verdict
+from tests.test_e2e_summary import TWO_SUBJECTS
+from tests.test_hostile_reply import KEY, leaked
 
 Write = Callable[[str, str], Path]
 
@@ -98,7 +103,13 @@ REPEATED_ANSWERS = "\n".join(
         '{"id": "r1", "response": "A 1% loss or more."}',
         '{"id": "r2", "response": "The standard deviation."}',
         '{"id": "r2", "response": "The mean."}',
+        # No case r9: one warning (test_e2e_collect), once however many workers there are.
+        '{"id": "r9", "response": "Stray."}',
     ]
+)
+STRAY_WARNING = (
+    "*steady.jsonl:6: RubricWarning: the response of subject 'steady' for case 'r9' "
+    "matches no collected case*"
 )
 
 # A rubric file too deep to load: one collection error, and the rest of the session runs.
@@ -110,6 +121,11 @@ DEEP_PROBLEM = [
 ]
 
 
+# test_hostile_reply's reason: the key minus its last character, and the key whole where a
+# cut at 2,000 characters would halve it.
+KEY_REASON = f"the key is {KEY[:-1]}; " + "z" * 1_980 + KEY
+
+
 def _responder(request: Recorded) -> Action:
     """Deterministic in the request alone (never its arrival order)."""
     user = request.body["messages"][1]["content"]
@@ -119,6 +135,8 @@ def _responder(request: Recorded) -> Action:
     if "One day, I think." in user:
         return verdict("UNMET" if seed % 3 == 1 else "MET", "says one day, hedged")
     met = "One day, at" in user or "standard deviation" in user
+    if "Sharpe" in user:  # quotes pieces of the key (test_hostile_reply): none may show
+        return verdict("MET" if met else "UNMET", KEY_REASON)
     return verdict("MET" if met else "UNMET", "judged on content")
 
 
@@ -145,6 +163,7 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
     pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytester.makeini("[pytest]\nrubric_judge_backoff = 0.01\nrubric_judge_attempts = 2\n")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
     fake_llm.respond_with(_responder)
     judge = [
         "--rubric-judge=openai:m",
@@ -162,6 +181,9 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
     write("answers/steady.jsonl", REPEATED_ANSWERS)
     write("test_app.py", APP)
     write("deep.rubric.json", DEEP)
+    # test_e2e_summary's two subjects, plain and bold: their JSON (leaderboard with style
+    # scores, rankings) is compared with the rest; the baseline has none of their cases.
+    write("arith.rubric.yaml", TWO_SUBJECTS.replace("bold:", "brash:"))
 
     seen: dict[str, dict[str, Any]] = {}
     for mode, args in RUN_MODES.items():
@@ -176,11 +198,17 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
             f"--junitxml={mode}.xml",
             *args,
         )
-        result.assert_outcomes(passed=5, failed=4, errors=2)
+        result.assert_outcomes(passed=7, failed=6, errors=2, warnings=1)
+        result.stdout.fnmatch_lines([STRAY_WARNING])
         result.stdout.fnmatch_lines(DEEP_PROBLEM, consecutive=True)
         result.stdout.fnmatch_lines(APP_FAILURE, consecutive=True)
         markdown = (pytester.path / f"{mode}.md").read_text()
         assert step.read_text() == markdown + "\n", mode  # appended once, by the controller
+        outputs = {"terminal": str(result.stdout) + str(result.stderr), "step": step.read_text()}
+        for suffix in ("json", "html", "md", "xml"):
+            outputs[suffix] = (pytester.path / f"{mode}.{suffix}").read_text(encoding="utf-8")
+        assert "the key is ***" in outputs["json"], mode
+        assert {name: out for name, out in outputs.items() if leaked(KEY, out)} == {}, mode
         seen[mode] = {
             "exit status": result.ret,
             "summary": _summary(result.outlines),
