@@ -11,7 +11,6 @@ case or subject that is only on one side is reported, never a failure
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,21 +19,10 @@ from . import _stats
 from ._leaderboard import SubjectRow, leaderboard, paired
 from ._result import CaseResult, mark_text
 
-__all__ = ["DELTA_HEADER", "GateReport", "SubjectDelta", "check", "fraction"]
+__all__ = ["DELTA_HEADER", "GateReport", "SubjectDelta", "check"]
 
 # Means are float sums: an unchanged run must not "drop" by 1e-17.
 _EPSILON = 1e-9
-
-
-def fraction(text: str) -> float:
-    """An argparse type for the gate values: a number from 0 to 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number from 0 to 1")
-    return value
 
 
 @dataclass(frozen=True, slots=True)

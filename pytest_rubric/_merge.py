@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._gates import fraction
+from ._options import fraction
 from ._outputs import OUTPUTS, write_outputs
 from ._report import DocumentError, load_document, read_document
 from ._result import CaseResult

@@ -8,11 +8,21 @@ import math
 import pytest
 
 from ._base import CACHE_MODES, EVIDENCE_MODES, GRADERS
-from ._gates import fraction
 from ._outputs import OUTPUTS
 from ._repeat import parse_pass_when
 
 __all__ = ["add_options"]
+
+
+def fraction(text: str) -> float:
+    """An argparse type for the gate values: a number from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number from 0 to 1")
+    return value
 
 
 def add_options(parser: pytest.Parser) -> None:

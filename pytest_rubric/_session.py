@@ -14,17 +14,17 @@ import pytest
 
 from . import _heap
 from ._base import is_rubric_item
-from ._report import DocumentError, read_document
 from ._response_dirs import ResponseDir, ResponseDirs, RubricWarning
 from ._result import CaseResult
 from ._session_audit import SessionAudit
-from ._session_report import SessionReport, build_report
 from ._settings import Settings
 
 if TYPE_CHECKING:
-    # Imported where used: a session without rubric files or judge never loads them.
+    # Imported where used: a session without rubric files or judge never loads them, and
+    # plain pytest runs load no report code until a summary is built.
     from ._calibration import Calibration
     from ._grader import Grader
+    from ._session_report import SessionReport
     from ._sources import LiveModel
     from .judge.base import JudgeStats
     from .judge.cache import JudgeCache
@@ -46,6 +46,8 @@ class RubricSession(SessionAudit):
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         self.baseline: list[CaseResult] | None = None
         if self.settings.baseline_path is not None:
+            from ._report import DocumentError, read_document
+
             try:
                 self.baseline = read_document(self.settings.baseline_path)
             except DocumentError as exc:
@@ -178,6 +180,8 @@ class RubricSession(SessionAudit):
         return self._build_report(gates=False)
 
     def _build_report(self, *, gates: bool) -> SessionReport:
+        from ._session_report import build_report
+
         settings = self.settings
         judge_usage = [
             stats.line(name, price=self.judge_prices.get(name))
