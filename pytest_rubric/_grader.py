@@ -144,7 +144,9 @@ class Grader:
             suite=suite,
             subject=subject,
         )
-        if judged is not None and judged.injection_suspected:
+        if judged is None:  # the flags below come from judged outcomes only
+            return result
+        if judged.injection_suspected:
             result.flags.append("injection_suspected")
         if any(c.unstable for c in criteria):
             result.flags.append("unstable")
