@@ -44,8 +44,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "llm_judge: the test needs an LLM judge (rubric items with judge criteria)"
     )
     state = RubricSession(config)
-    # Registered first among the cleanups, so run last: after pytest's own collections at
-    # unconfigure, which then skip the frozen heap (see _heap).
+    # Registered before pytest's own plugins register theirs (their configure hooks run after
+    # this one), so run after them: both of pytest's collections at unconfigure, the hook's
+    # and the cleanup's, then skip the frozen heap (see _heap).
     config.add_cleanup(state.thaw)
     state.global_responses()  # a broken --rubric-responses file stops the run here, clearly
     state.start_judge(config.hook.pytest_rubric_make_judge(config=config))
