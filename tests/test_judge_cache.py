@@ -74,6 +74,24 @@ def test_a_warm_run_makes_no_calls_and_gives_the_same_results(
     )
 
 
+def test_a_warm_run_never_loads_the_http_client(pytester: pytest.Pytester, setup: FakeLLM) -> None:
+    """httpx is imported on the first request: a fresh interpreter whose every reply comes
+    from the cache never loads it (nor opens a connection)."""
+    _run(pytester, setup).assert_outcomes(passed=1)
+    pytester.makeconftest(
+        "import sys\n"
+        "def pytest_unconfigure(config):\n"
+        "    (config.rootpath / 'httpx.txt').write_text(str('httpx' in sys.modules))\n"
+    )
+    url = setup.openai_url
+    warm = pytester.runpytest_subprocess(
+        "-p", "no:xdist", "--rubric-judge=openai:m", f"--rubric-judge-url={url}"
+    )
+    warm.assert_outcomes(passed=1)
+    assert len(setup.requests) == 1
+    assert (pytester.path / "httpx.txt").read_text() == "False"
+
+
 @pytest.mark.parametrize("change", ["requirement", "response", "model", "grader", "template"])
 def test_what_can_change_a_verdict_misses(
     pytester: pytest.Pytester,

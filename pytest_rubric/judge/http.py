@@ -27,14 +27,17 @@ import contextlib
 import json
 import random
 from collections.abc import Callable, Sequence
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from .._base import RetryPolicy
 from .._secrets import Secret, clip, redact
 from .base import JudgeError, JudgeStats, Reply, Sampling
 from .providers import JudgeSpec
+
+if TYPE_CHECKING:
+    # Imported on the first request, in the judge's thread: a session whose every reply
+    # comes from the cache never loads httpx.
+    import httpx
 
 __all__ = ["MAX_REPLY_BYTES", "HTTPClient"]
 
@@ -134,6 +137,8 @@ class HTTPClient:
     def _http(self) -> httpx.AsyncClient:
         # Created lazily inside the event loop that uses it.
         if self._client is None:
+            import httpx
+
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.policy.timeout),
                 transport=self._transport,
@@ -256,6 +261,8 @@ class HTTPClient:
 
     async def _post_once(self, payload: dict[str, Any]) -> dict[str, Any]:
         """One HTTP attempt (no slot taken here); return the reply's JSON object."""
+        import httpx  # loaded by _http() before any request; named here for the handlers
+
         timeout = self.policy.timeout
         try:
             # httpx's timeout is per socket operation: a byte a second would keep
