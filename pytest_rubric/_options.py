@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 
 import pytest
 
@@ -11,18 +12,45 @@ from ._base import CACHE_MODES, EVIDENCE_MODES, GRADERS
 from ._outputs import OUTPUTS
 from ._repeat import parse_pass_when
 
-__all__ = ["add_options"]
+__all__ = ["add_options", "fraction"]
+
+
+def _number(text: str, within: Callable[[float], bool], wrong: str) -> float:
+    """An argparse type's number: ``text`` read as a float that ``within`` accepts (a word
+    reads as nan, which no range accepts), or the error "'text' is not WRONG"."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not within(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not {wrong}")
+    return value
 
 
 def fraction(text: str) -> float:
     """An argparse type for the gate values: a number from 0 to 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number from 0 to 1")
-    return value
+    return _number(text, lambda v: 0 <= v <= 1, "a number from 0 to 1")
+
+
+def _budget(text: str) -> str:
+    _number(text, lambda v: math.isfinite(v) and v > 0, "a positive number of dollars")
+    return text
+
+
+def _positive_seconds(text: str) -> float:
+    return _number(text, lambda v: math.isfinite(v) and v > 0, "a positive number of seconds")
+
+
+def _level(text: str) -> float:
+    return _number(
+        text,
+        lambda v: 0 < v < 1,
+        "a confidence level; write a number between 0 and 1, such as 0.95",
+    )
+
+
+def _kappa(text: str) -> float:
+    return _number(text, lambda v: -1 <= v <= 1, "a kappa; write a number from -1 to 1")
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -353,43 +381,11 @@ def _price(text: str) -> str:
     return text
 
 
-def _budget(text: str) -> str:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of dollars")
-    return text
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
-    return value
-
-
 def _pass_rule(text: str) -> str | float:
     try:
         return parse_pass_when(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _level(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a confidence level; write a number between 0 and 1, such as 0.95"
-        )
-    return value
 
 
 def _positive_int(text: str) -> int:
@@ -399,14 +395,4 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
-    return value
-
-
-def _kappa(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not -1 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a kappa; write a number from -1 to 1")
     return value
