@@ -2,10 +2,10 @@
 
 ``pytest --help``, ``pytest -VV`` and every session without rubric files
 load the plugin; this module and the ones it names (``_session``,
-``_gates``, ``_result``) import only the standard library and pytest, so
-the plugin costs little where it is not used. Pydantic, httpx, PyYAML,
-RE2 and rapidfuzz are imported when a rubric file is collected, a judge is
-configured or ``assert_rubric`` is called.
+``_options``, ``_result``) import only the standard library and pytest, and
+no report code, so the plugin costs little where it is not used. Pydantic,
+PyYAML, RE2 and rapidfuzz are imported when a rubric file is collected or
+``assert_rubric`` is called; httpx when a judge sends its first request.
 """
 
 from __future__ import annotations

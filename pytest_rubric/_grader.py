@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from . import _style
@@ -49,13 +49,12 @@ class CompiledRubric:
     checks: tuple[Check[Any] | None, ...]
     min_score: float | None  # None: report-only (``min_score: null``)
     judged_criteria: tuple[JudgedCriterion, ...] = ()
-    tags: tuple[tuple[str, ...], ...] = ()  # per criterion: its own tags, then the case's
+    # Per criterion, derived here once: its own tags, then the case's.
+    tags: tuple[tuple[str, ...], ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        if len(self.tags) != len(self.criteria):
-            case_tags = getattr(self.rubric, "tags", ())
-            tags = tuple(tags_of(c, case_tags) for c in self.criteria)
-            object.__setattr__(self, "tags", tags)
+        case_tags = getattr(self.rubric, "tags", ())
+        object.__setattr__(self, "tags", tuple(tags_of(c, case_tags) for c in self.criteria))
 
     @property
     def judged(self) -> bool:

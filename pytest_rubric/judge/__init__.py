@@ -21,7 +21,8 @@ and the :class:`JudgeCache`. Behind them:
 =================  ===========================================================
 
 The names below are imported on first use: ``providers`` and ``base`` need
-no httpx, so an xdist controller or a run without a judge never loads it.
+no httpx, and ``http`` imports it only for its first request, so an xdist
+controller, a run without a judge or one served from the cache never loads it.
 """
 
 from __future__ import annotations
