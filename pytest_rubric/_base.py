@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextvars
 import fnmatch
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
@@ -30,8 +31,10 @@ __all__ = [
     "EVIDENCE_MODES",
     "GRADERS",
     "MAX_CALL_TIMEOUT",
+    "RESPONSE_CACHE_MODES",
     "RESULTS_KEY",
     "SET_A_JUDGE",
+    "ResponseTally",
     "RetryPolicy",
     "RubricItemView",
     "is_rubric_file",
@@ -40,6 +43,8 @@ __all__ = [
 
 GRADERS = ("per-criterion", "one-shot", "holistic")
 CACHE_MODES = ("use", "refresh", "off", "replay")
+# --rubric-response-cache: the application under test is called unless a run asks otherwise.
+RESPONSE_CACHE_MODES = ("off", "use", "replay")
 EVIDENCE_MODES = ("check", "require", "off")  # --rubric-judge-evidence, see judge.evidence
 DEFAULT_MIN_SCORE = 0.8  # the pass mark of cases that set none (ini rubric_min_score)
 DEFAULT_CALL_TIMEOUT = 60.0  # seconds a callable or target may run (ini rubric_call_timeout)
@@ -97,3 +102,25 @@ def is_rubric_item(item: pytest.Item) -> TypeGuard[RubricItemView]:
     until a rubric file was collected there is none."""
     collect = sys.modules.get("pytest_rubric._collect")
     return collect is not None and isinstance(item, collect.RubricItem)
+
+
+class ResponseTally:
+    """How many answers the application gave this process, and how many of them came from
+    the response cache instead (``--rubric-response-cache``): the summary's ``responses: N of
+    M replayed`` line. Counted from any thread (``repeat`` asks concurrently)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.asked = 0
+        self.replayed = 0
+
+    def count(self, *, replayed: bool) -> None:
+        with self._lock:
+            self.asked += 1
+            self.replayed += replayed
+
+    def add(self, asked: int, replayed: int) -> None:
+        """Fold in another process's counts (an xdist worker's)."""
+        with self._lock:
+            self.asked += asked
+            self.replayed += replayed

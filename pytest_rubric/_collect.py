@@ -23,7 +23,7 @@ from ._loader import LoadedSuite, load_suite, paused_gc
 from ._result import CaseResult, Recorded, Verdict
 from ._schema import own_mark
 from ._scoring import score as score_results
-from ._sources import Source, fingerprint
+from ._sources import Source, Target, named
 from ._table import criteria_table
 
 if TYPE_CHECKING:
@@ -136,26 +136,43 @@ class RubricFile(pytest.File):
         global_dir = session.global_responses()
         if global_dir is not None:
             dirs.append(global_dir)
-        targets: dict[str, tuple[str, Any, str]] = {}
+        targets: dict[str, Target] = {}  # by import path, resolved once per file
         suite = loaded.suite
         make_importable(self.config.rootpath, self.path.parent)  # for callables and targets
         for i, case in enumerate(suite.cases):
-            path = case.target or suite.target or session.settings.target
-            if path is None or path in targets:
-                continue
-            try:
-                function = resolve_import(path)
-                targets[path] = (path.rpartition(":")[2], function, fingerprint(function))
-            except Exception as exc:
-                problems.append(
-                    Problem(
-                        f"cannot import target {path!r}: {type(exc).__name__}: {exc}",
-                        line=loaded.case_lines[i],
-                        case=case.id,
-                        field="target",
-                        hint="check the import path and that its module is importable from the rootdir",
+            subjects: dict[str, str] = {}
+            for subject, path, field in self.targets_of(case, loaded):
+                where = Problem("", line=loaded.case_lines[i], case=case.id, field=field)
+                if subject in subjects:
+                    problems.append(
+                        replace(
+                            where,
+                            message=f"targets {subjects[subject]!r} and {path!r} are both "
+                            f"subject {subject!r}",
+                            hint="name them apart: `targets: {NAME: module:function, ..}`",
+                        )
                     )
-                )
+                subjects[subject] = path
+                if path in targets:
+                    continue
+                try:
+                    function = resolve_import(path)
+                except Exception as exc:
+                    problems.append(
+                        replace(
+                            where,
+                            message=f"cannot import target {path!r}: {type(exc).__name__}: {exc}",
+                            hint="check the import path and that its module is importable from "
+                            "the rootdir",
+                        )
+                    )
+                    continue
+                try:
+                    targets[path] = Target.of(function)
+                except TypeError as exc:
+                    problems.append(
+                        replace(where, message=f"target {path!r} cannot be called: {exc}")
+                    )
         if problems:
             raise RubricLoadError(self.path, problems)
 
@@ -202,6 +219,22 @@ class RubricFile(pytest.File):
                 return int(value)
         return self.rubric_session.settings.repeat
 
+    def targets_of(self, case: Any, loaded: LoadedSuite) -> list[tuple[str, str, str]]:
+        """``(subject, import path, field)`` of each target that answers ``case``: the case's
+        own (``target``, ``targets``), else the file's, else the run's (``--rubric-target``).
+        A plain ``target`` is named after its function."""
+        for owner in (case, loaded.suite):
+            given = (
+                [(owner.target.rpartition(":")[2], owner.target, "target")] if owner.target else []
+            )
+            given += [(name, path, "targets") for name, path in (owner.targets or {}).items()]
+            if given:
+                return given
+        return [
+            (name or value.rpartition(":")[2], value, "--rubric-target")
+            for name, value in map(named, self.rubric_session.settings.targets)
+        ]
+
     def pass_when_of(self, case: Any, loaded: LoadedSuite) -> str | float:
         for value in (case.pass_when, loaded.suite.pass_when):
             if value is not None:
@@ -213,7 +246,7 @@ class RubricFile(pytest.File):
         case: Any,
         loaded: LoadedSuite,
         dirs: list[ResponseDir],
-        targets: dict[str, tuple[str, Any, str]],
+        targets: dict[str, Target],
         *,
         repeat: int = 1,
         problems: list[Problem] | None = None,
@@ -279,24 +312,28 @@ class RubricFile(pytest.File):
                         Source(text=entry[0], more=tuple(m[0] for m in more[: repeat - 1])),
                         f"{response_file.path}:{entry[1]}",
                     )
-        target_path = case.target or loaded.suite.target or self.rubric_session.settings.target
-        if target_path is not None:
-            name, function, code = targets[target_path]
-            session = self.rubric_session
+        session = self.rubric_session
+        for subject, path, _ in self.targets_of(case, loaded):
             source = Source(
-                target=function,
-                target_name=target_path,
+                target=targets[path],
+                target_name=path,
+                subject=subject,
                 timeout=case.timeout or session.settings.call_timeout,
                 runner=session.grader.calls,
-                cache=session.target_cache(),
-                code=code,
+                cache=session.response_cache(),
+                tally=session.responses_tally,
             )
-            add(name, source, f"target {target_path}")
-        model = self.rubric_session.model
-        if model is not None:
+            add(subject, source, f"target {path}")
+        for subject, model in session.models.items():
             add(
-                model.subject,
-                Source(target=model, target_name=model.spec.name, live=True),
+                subject,
+                Source(
+                    target=model,
+                    target_name=model.spec.name,
+                    subject=subject,
+                    cache=session.response_cache(),
+                    tally=session.responses_tally,
+                ),
                 f"--rubric-model {model.spec.name}",
             )
         return sources

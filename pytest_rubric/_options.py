@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from ._base import CACHE_MODES, EVIDENCE_MODES, GRADERS
+from ._base import CACHE_MODES, EVIDENCE_MODES, GRADERS, RESPONSE_CACHE_MODES
 from ._outputs import OUTPUTS
 from ._repeat import parse_pass_when
 
@@ -74,9 +74,11 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--rubric-target",
         dest="rubric_target",
-        metavar="MODULE:FUNCTION",
+        action="append",
+        metavar="[NAME=]MODULE:FUNCTION",
         default=None,
-        help="call this function with each case to get the response (the application under test).",
+        help="call this function for each case's response (the application under test; "
+        "subject NAME, default the function's name). Repeatable: one subject each.",
     )
     group.addoption(
         "--rubric-judge",
@@ -137,7 +139,16 @@ def add_options(parser: pytest.Parser) -> None:
         choices=CACHE_MODES,
         default="use",
         help="judge cache: use (default), refresh (call and overwrite), off, or replay "
-        "(no network call; a miss is an ERROR).",
+        "(no network call; a miss is an ERROR). Judge calls only: see --rubric-response-cache.",
+    )
+    group.addoption(
+        "--rubric-response-cache",
+        dest="rubric_response_cache",
+        choices=RESPONSE_CACHE_MODES,
+        default=None,
+        help="answers of targets and --rubric-model: off (default: called on every run), use "
+        "(record and replay), replay (call nothing; a miss is an ERROR); also ini "
+        "rubric_response_cache.",
     )
     _add_cost_options(group, parser)
     group.addoption(
@@ -149,9 +160,11 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--rubric-model",
         dest="rubric_model",
-        metavar="PROVIDER:MODEL",
+        action="append",
+        metavar="[NAME=]PROVIDER:MODEL",
         default=None,
-        help="collect responses live from this model (subject = the model).",
+        help="ask this model each case's question (subject NAME, default the model's name). "
+        "Repeatable: one subject each.",
     )
     for output in OUTPUTS:  # --rubric-json, --rubric-html, --rubric-markdown
         group.addoption(
@@ -257,6 +270,11 @@ def add_options(parser: pytest.Parser) -> None:
         "collections of its large heap (default true)",
         type="bool",
         default=True,
+    )
+    parser.addini(
+        "rubric_response_cache",
+        "answers of targets and models: off (default, called every run), use, replay",
+        default="",
     )
     parser.addini(
         "rubric_cache_dir",

@@ -182,6 +182,25 @@ def own_mark(*levels: Rubric | Suite) -> Mark:
     return None
 
 
+def _check_targets(value: dict[str, str] | None) -> dict[str, str] | None:
+    """``targets: {NAME: "module:function"}``: each a valid path, none given twice."""
+    if value is None:
+        return None
+    seen: dict[str, str] = {}
+    for name, path in value.items():
+        _check_import_path(path)
+        if not name.strip():
+            raise FieldError("targets", "a subject name in `targets` is empty; name each target")
+        if path in seen:
+            raise FieldError(
+                "targets",
+                f"target {path!r} is given twice, as {seen[path]!r} and {name!r}; "
+                "give each target once",
+            )
+        seen[path] = name
+    return value
+
+
 class Rubric(BaseModel):
     """A list of criteria with a pass mark: what :func:`assert_rubric` grades against.
 
@@ -263,6 +282,7 @@ class Case(Rubric):
     responses: dict[str, str] | None = None
     subject: str | None = None
     target: str | None = None
+    targets: dict[str, str] | None = None  # subject name -> "module:function"
     timeout: Timeout | None = None  # for the target; default: ini rubric_call_timeout (60 s)
     repeat: Repeat | None = None  # default: the file's, else --rubric-repeat (1)
     pass_when: PassWhenField | None = None  # default: the file's, else --rubric-pass-when (mean)
@@ -272,6 +292,11 @@ class Case(Rubric):
     @classmethod
     def _target_path(cls, value: str | None) -> str | None:
         return None if value is None else _check_import_path(value)
+
+    @field_validator("targets")
+    @classmethod
+    def _target_paths(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        return _check_targets(value)
 
     @model_validator(mode="after")
     def _subject_needs_response(self) -> Case:
@@ -304,6 +329,7 @@ class Suite(BaseModel):
     min_score: Share | None = None
     responses: str | None = None
     target: str | None = None
+    targets: dict[str, str] | None = None  # subject name -> "module:function"
     repeat: Repeat | None = None
     pass_when: PassWhenField | None = None
     calibration: list[CalibrationExample] | str | None = None  # see _calibration
@@ -321,3 +347,8 @@ class Suite(BaseModel):
     @classmethod
     def _target_path(cls, value: str | None) -> str | None:
         return None if value is None else _check_import_path(value)
+
+    @field_validator("targets")
+    @classmethod
+    def _target_paths(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        return _check_targets(value)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import _heap
-from ._base import is_rubric_item
+from ._base import ResponseTally, is_rubric_item
 from ._response_dirs import ResponseDir, ResponseDirs, RubricWarning
 from ._result import CaseResult
 from ._session_audit import SessionAudit
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ._session_report import SessionReport
     from ._sources import LiveModel
     from .judge.base import JudgeStats
-    from .judge.cache import JudgeCache
+    from .judge.cache import CachedCalls, JudgeCache
     from .judge.cost import Budget, Price
     from .judge.panel import Panel
     from .judge.runner import JudgeRunner
@@ -71,15 +71,42 @@ class RubricSession(SessionAudit):
         self._frozen = False  # whether collected() froze the heap (see _heap)
         self._rubric_items_ran = False
         self._inline_subjects: set[str] = set()  # subjects graded by assert_rubric
-        self.model: LiveModel | None = None
         self._cache: JudgeCache | None = None
-        self._target_cache: Any = None
-        if self.settings.model:
-            try:
-                from ._sources import LiveModel
-                from .judge.providers import JudgeSpec
+        self._cache_file: JudgeCache | None = None
+        self._response_cache: CachedCalls | None = None
+        self.responses_tally = ResponseTally()  # the application's answers: asked, replayed
+        self.models: dict[str, LiveModel] = self._live_models()
 
-                spec = JudgeSpec.parse(self.settings.model)
+    @property
+    def responses_replayed(self) -> int:
+        """How many of the application's answers this run took from the response cache
+        (summed over xdist workers on the controller)."""
+        return self.responses_tally.replayed
+
+    def _live_models(self) -> dict[str, LiveModel]:
+        """``--rubric-model``, each a subject; its name clashing with a ``--rubric-target``'s
+        is a usage error, as the same model or name given twice is."""
+        models: dict[str, LiveModel] = {}
+        if not self.settings.models:
+            return models
+        from ._sources import LiveModel, named
+        from .judge.providers import JudgeSpec
+
+        targets = {
+            name or value.rpartition(":")[2]: given
+            for given in self.settings.targets
+            for name, value in [named(given)]
+        }
+        for given in self.settings.models:
+            name, value = named(given)
+            try:
+                spec = JudgeSpec.parse(value)
+                subject = name or spec.model
+                if subject in targets:
+                    raise ValueError(
+                        f"{given} and --rubric-target {targets[subject]} are both subject "
+                        f"{subject!r}; name one of them (NAME=...)"
+                    )
                 price = self.settings.cost.of(spec.name, spec.model)
                 if self.settings.cost.max_cost is not None and price is None:
                     raise ValueError(
@@ -87,16 +114,17 @@ class RubricSession(SessionAudit):
                         f"`{spec.model} IN OUT` (dollars per million tokens) to ini "
                         "rubric_judge_prices"
                     )
-                self.model = LiveModel(
+                models[subject] = LiveModel(
                     spec,
+                    subject=subject,
                     policy=self.settings.retry,
-                    cache=self.cache(),
-                    cache_mode=self.settings.cache_mode,
                     price=price,
                     budget=self.budget(),
+                    require_key=self.settings.response_cache_mode != "replay",
                 )
             except ValueError as exc:
                 raise pytest.UsageError(f"--rubric-model: {exc}") from None
+        return models
 
     @property
     def grader(self) -> Grader:
@@ -129,8 +157,10 @@ class RubricSession(SessionAudit):
         parts = [f"--rubric-dir {d}" for d in settings.dirs]
         if settings.responses_dir:
             parts.append(f"--rubric-responses {settings.responses_dir}")
-        if settings.target:
-            parts.append(f"--rubric-target {settings.target}")
+        parts += [f"--rubric-target {target}" for target in settings.targets]
+        parts += [f"--rubric-model {model}" for model in settings.models]
+        if settings.response_cache_mode != "off":
+            parts.append(f"--rubric-response-cache {settings.response_cache_mode}")
         if self.judge_name is not None:
             judges = " ".join(f"--rubric-judge {name}" for name in self.judge_name.split(" + "))
             parts.append(f"{judges} --rubric-grader {settings.grader}")
@@ -205,6 +235,7 @@ class RubricSession(SessionAudit):
             gate_confidence=settings.gate_confidence,
             max_style_flips=settings.max_style_flips if gates else None,
             calibration=[c.to_dict() for c in self.calibrations()],
+            responses_replayed=(self.responses_tally.replayed, self.responses_tally.asked),
         )
 
     def finish(self, session: pytest.Session) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import _heap
-from ._base import SET_A_JUDGE, is_rubric_item
+from ._base import SET_A_JUDGE, ResponseTally, is_rubric_item
 from ._response_dirs import RubricWarning
 from ._result import CaseResult, Verdict
 from ._settings import Settings
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ._calibration import Calibration
     from ._grader import CompiledRubric
     from .judge.base import Judged, JudgeStats
-    from .judge.cache import JudgeCache
+    from .judge.cache import CachedCalls, JudgeCache
     from .judge.cost import Budget, Price
     from .judge.panel import Panel
     from .judge.runner import JudgeRunner
@@ -68,7 +68,9 @@ class SessionJudge:
     probe_plan: dict[str, tuple[str, ...]]
     _budget: Budget | None
     _cache: JudgeCache | None
-    _target_cache: Any
+    _cache_file: JudgeCache | None
+    _response_cache: CachedCalls | None
+    responses_tally: ResponseTally
     _scheduled: set[str]
     _calibration_examples: dict[str, tuple[str, list[Any]]]
     _calibrated: dict[str, Calibration]
@@ -98,29 +100,37 @@ class SessionJudge:
     def cache(self) -> JudgeCache | None:
         """The session's judge cache (opened on first use), or None with ``--rubric-cache off``."""
         if self._cache is None and self.settings.cache_mode != "off":
+            self._cache = self._open_cache()
+        return self._cache
+
+    def response_cache(self) -> CachedCalls | None:
+        """What the application's answers go through with ``--rubric-response-cache use`` or
+        ``replay`` (the same file as the judge's, whatever ``--rubric-cache`` says); None
+        without it: targets and models are then called on every run."""
+        mode = self.settings.response_cache_mode
+        if self._response_cache is None and mode != "off":
+            from .judge.cache import CachedCalls
+
+            self._response_cache = CachedCalls(self._open_cache(), mode)
+        return self._response_cache
+
+    def _open_cache(self) -> JudgeCache:
+        """The cache file, opened once for the judge and the response cache alike."""
+        if self._cache_file is None:
             from .judge.cache import JudgeCache
             from .judge.providers import known_keys  # no httpx: an xdist controller skips it
 
-            self._cache = JudgeCache(self.settings.cache_dir, secrets=known_keys())
-            warning = self._cache.take_warning()
+            self._cache_file = JudgeCache(self.settings.cache_dir, secrets=known_keys())
+            warning = self._cache_file.take_warning()
             # One warning per run: under xdist the controller opens the cache too
             # (start_judge) and reports; the workers, which find the same file, do not.
             if warning is not None and not hasattr(self.config, "workerinput"):
                 self.config.issue_config_time_warning(RubricWarning(warning), stacklevel=2)
-        return self._cache
-
-    def target_cache(self) -> Any:
-        """The ``CachedCalls`` a target's answers go through (one entry per sample index), or
-        None with ``--rubric-cache off``."""
-        if self._target_cache is None and self.settings.cache_mode != "off":
-            from .judge.cache import CachedCalls
-
-            self._target_cache = CachedCalls(self.cache(), self.settings.cache_mode)
-        return self._target_cache
+        return self._cache_file
 
     def _warn_cache_trouble(self) -> None:
         """A lookup or a write of the cache failed (in the judge's thread): warn, in the item."""
-        warning = self._cache.take_warning() if self._cache is not None else None
+        warning = self._cache_file.take_warning() if self._cache_file is not None else None
         if warning is not None:
             warnings.warn(RubricWarning(warning), stacklevel=3)
 
@@ -250,8 +260,11 @@ class SessionJudge:
                 )
 
     def add_worker_stats(self, data: dict[str, Any]) -> None:
-        """Fold an xdist worker's judge usage into the controller's, and keep the first
-        calibration figures of each rubric file (every worker measures the same ones)."""
+        """Fold an xdist worker's judge usage and application answers into the controller's,
+        and keep the first calibration figures of each rubric file (every worker measures the
+        same ones)."""
+        responses = data.get("responses") or {}
+        self.responses_tally.add(int(responses.get("asked", 0)), int(responses.get("replayed", 0)))
         for name, counts in data.get("judges", {}).items():
             stats = self.judge_usage.get(name)
             if stats is not None:
@@ -265,16 +278,16 @@ class SessionJudge:
                 self._calibrated.setdefault(file_id, Calibration.from_dict(entry))
 
     def worker_stats(self) -> dict[str, Any] | None:
-        if self.judging is None:
-            return None
-        self.calibrations()
-        return {
-            "judges": {
+        tally = self.responses_tally
+        data: dict[str, Any] = {"responses": {"asked": tally.asked, "replayed": tally.replayed}}
+        if self.judging is not None:
+            self.calibrations()
+            data["judges"] = {
                 name: {field_name: getattr(stats, field_name) for field_name in _STATS_FIELDS}
                 for name, stats in self.judge_usage.items()
-            },
-            "calibration": {f: c.to_dict() for f, c in self._calibrated.items()},
-        }
+            }
+            data["calibration"] = {f: c.to_dict() for f, c in self._calibrated.items()}
+        return data
 
     def close(self) -> None:
         """The session is over: stop the judge, close the cache."""
@@ -290,9 +303,10 @@ class SessionJudge:
     def stop_judge(self) -> None:
         if self.judging is not None:
             self.judging.close()
-        if self._cache is not None:
-            self._cache.close()
-            self._cache = None
+        if self._cache_file is not None:
+            self._cache_file.close()
+            self._cache_file = self._cache = None
+            self._response_cache = None
 
     def judge_samples(
         self, key: str, compiled: CompiledRubric, responses: Sequence[str]

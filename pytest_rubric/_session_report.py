@@ -98,9 +98,14 @@ def build_report(
     gate_confidence: float | None = None,
     max_style_flips: float | None = None,
     calibration: Sequence[Mapping[str, Any]] = (),
+    responses_replayed: tuple[int, int] = (0, 0),
 ) -> SessionReport:
     """The report of ``results``, with the gates (see ``_gates.check``) applied to them;
-    every interval, tier and paired test at confidence ``level``."""
+    every interval, tier and paired test at confidence ``level``.
+
+    ``responses_replayed`` is ``(N, M)``: N of the application's M answers (targets,
+    ``--rubric-model``) came from the response cache, so the run did not test them live.
+    """
     # Node id order: every output is then the same however the run was split
     # (xdist workers, merged shards), down to the last bit of each mean.
     from ._breakdowns import breakdowns
@@ -144,13 +149,29 @@ def build_report(
         leaderboard=rows,
         rankings_disagree=noise.disagree,
         gates=gates,
-        notes=_notes(ordered, disagree=noise.disagree, within_noise=noise.within_noise),
+        notes=(
+            *_replayed(*responses_replayed),
+            *_notes(ordered, disagree=noise.disagree, within_noise=noise.within_noise),
+        ),
         judge_usage=tuple(judge_usage),
         thresholds=thresholds or StyleThresholds(),
         rankings_differ_within_noise=noise.within_noise,
         breakdowns=breakdowns(ordered, subjects=[row.subject for row in rows], level=level),
         level=level,
         judge_audit=judge_audit,
+    )
+
+
+def _replayed(replayed: int, asked: int) -> tuple[Note, ...]:
+    """The one line that says a run did not ask the application (all of it, or some)."""
+    if not replayed:
+        return ()
+    return (
+        Note(
+            Severity.WARNING,
+            f"responses: {replayed} of {asked} replayed from the cache; the application was "
+            "not called for them",
+        ),
     )
 
 

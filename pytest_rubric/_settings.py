@@ -29,7 +29,7 @@ class Settings:
     dirs_from_flag: bool = False  # --rubric-dir (only these run) rather than ini rubric_dirs
     patterns: tuple[str, ...] = DEFAULT_PATTERNS
     responses_dir: Path | None = None
-    target: str | None = None
+    targets: tuple[str, ...] = ()  # --rubric-target, each [NAME=]module:function
     output_paths: Mapping[str, Path | None] = field(default_factory=dict)  # by OUTPUTS name
     baseline_path: Path | None = None
     max_drop: float = 0.0
@@ -40,9 +40,10 @@ class Settings:
     concurrency: int = 8
     samples: int = 1
     require_judge: bool = False
-    model: str | None = None
+    models: tuple[str, ...] = ()  # --rubric-model, each [NAME=]provider:model
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    cache_mode: str = "use"
+    cache_mode: str = "use"  # the judge's (--rubric-cache)
+    response_cache_mode: str = "off"  # the application's (--rubric-response-cache)
     cache_dir: Path = Path(".rubric_cache")
     cost: CostSettings = field(default_factory=CostSettings)  # prices, --rubric-max-cost
     min_score: float = DEFAULT_MIN_SCORE
@@ -97,7 +98,7 @@ class Settings:
             summary=_summary_mode(config.getini("rubric_summary")),
             patterns=patterns,
             responses_dir=(here / responses).resolve() if responses else None,
-            target=config.getoption("rubric_target"),
+            targets=_repeatable(config, "rubric_target", "--rubric-target"),
             output_paths={o.name: path(f"rubric_{o.name}") for o in OUTPUTS},
             baseline_path=path("rubric_baseline"),
             max_drop=config.getoption("rubric_max_drop"),
@@ -109,8 +110,9 @@ class Settings:
             samples=config.getoption("rubric_judge_samples")
             or _whole(number("rubric_judge_samples", 1, fraction=False), "rubric_judge_samples"),
             require_judge=config.getoption("rubric_require_judge"),
-            model=config.getoption("rubric_model"),
+            models=_repeatable(config, "rubric_model", "--rubric-model"),
             cache_mode=config.getoption("rubric_cache"),
+            response_cache_mode=_response_cache_mode(config),
             cache_dir=config.rootpath / (config.getini("rubric_cache_dir") or ".rubric_cache"),
             cost=_cost(config),
             retry=RetryPolicy(
@@ -216,6 +218,45 @@ def _min_kappa(config: pytest.Config) -> float | None:
                 f"ini option rubric_judge_min_kappa = {raw!r} must be a number from -1 to 1"
             )
     return value
+
+
+def _repeatable(config: pytest.Config, dest: str, flag: str) -> tuple[str, ...]:
+    """A repeatable ``[NAME=]VALUE`` flag's values; the same value or name twice is a usage
+    error (nothing given is ever dropped in silence)."""
+    from ._sources import named
+
+    values = tuple(v.strip() for v in config.getoption(dest) or ())
+    seen_values: set[str] = set()
+    seen_names: dict[str, str] = {}
+    for given in values:
+        name, value = named(given)
+        default = value.rpartition(":")[2]
+        if value in seen_values:
+            raise pytest.UsageError(f"{flag} {value} is given twice; give each subject once")
+        if (name or default) in seen_names:
+            raise pytest.UsageError(
+                f"{flag}: {seen_names[name or default]} and {given} are both subject "
+                f"{name or default!r}; name one of them, {flag} OTHER={value}"
+            )
+        seen_values.add(value)
+        seen_names[name or default] = given
+    return values
+
+
+def _response_cache_mode(config: pytest.Config) -> str:
+    """``--rubric-response-cache``, else ini ``rubric_response_cache``, else off."""
+    from ._base import RESPONSE_CACHE_MODES
+
+    given = config.getoption("rubric_response_cache")
+    if given:
+        return str(given)
+    raw = str(config.getini("rubric_response_cache") or "off").strip().lower()
+    if raw not in RESPONSE_CACHE_MODES:
+        raise pytest.UsageError(
+            f"ini option rubric_response_cache = {raw!r} must be one of "
+            f"{', '.join(RESPONSE_CACHE_MODES)}"
+        )
+    return raw
 
 
 def _judges(config: pytest.Config) -> tuple[str, ...]:

@@ -256,18 +256,27 @@ def test_responses_collected_live_are_cached_and_replayed(
     )
     monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_url)
     fake_llm.respond_with(lambda request: text("It is 42."))
-    for _ in range(2):
-        pytester.runpytest("--rubric-model=openai:tiny").assert_outcomes(passed=1)
-    assert len(fake_llm.requests) == 1  # the second run answered from the cache
+    for _ in range(2):  # live by default: the model under test is asked on every run
+        result = pytester.runpytest("--rubric-model=openai:tiny")
+        result.assert_outcomes(passed=1)
+        result.stdout.no_fnmatch_line("*replayed from the cache*")
+    assert len(fake_llm.requests) == 2
+    for _ in range(2):  # asked for: recorded once, then replayed
+        pytester.runpytest("--rubric-model=openai:tiny", "--rubric-response-cache=use")
+    assert len(fake_llm.requests) == 3
 
     fake_llm.stop()
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    result = pytester.runpytest("--rubric-model=openai:tiny", "--rubric-cache=replay", "-v")
+    result = pytester.runpytest("--rubric-model=openai:tiny", "--rubric-response-cache=replay")
     result.assert_outcomes(passed=1)
-    result = pytester.runpytest("--rubric-model=openai:other", "--rubric-cache=replay")
+    result.stdout.fnmatch_lines(
+        ["*responses: 1 of 1 replayed from the cache; the application was not called for them*"]
+    )
+    result = pytester.runpytest("--rubric-model=openai:other", "--rubric-response-cache=replay")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        ["*--rubric-cache replay: no cached response of model openai:other for case 'q1'*"]
+        ["*--rubric-response-cache replay: no recorded answer of model openai:other for case 'q1'*"]
     )
-    result = pytester.runpytest("--rubric-model=openai:tiny", "--rubric-cache=off")
-    result.assert_outcomes(errors=1)  # off: no cache, and the server is gone
+    # --rubric-cache is the judge's: replaying it never replays the application.
+    result = pytester.runpytest("--rubric-model=openai:tiny", "--rubric-cache=replay")
+    result.assert_outcomes(errors=1)  # called live, and the server is gone

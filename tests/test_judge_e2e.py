@@ -818,7 +818,12 @@ def test_a_live_models_answer_is_kept_without_the_key(
     monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_url)
     monkeypatch.setenv("OPENAI_API_KEY", CANARY)
     fake_llm.script(text(f"The key is {CANARY}."))
-    result = pytester.runpytest("--rubric-model=openai:tiny-model", "--rubric-json", "out.json")
+    result = pytester.runpytest(
+        "--rubric-model=openai:tiny-model",
+        "--rubric-response-cache=use",
+        "--rubric-json",
+        "out.json",
+    )
     result.assert_outcomes(passed=1)
     assert rubric_json()["results"][0]["response"] == "The key is ***."
     (cache,) = pytester.path.rglob("judge.sqlite3")

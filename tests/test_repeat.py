@@ -116,15 +116,19 @@ def test_a_target_is_asked_n_times_concurrently_and_a_warm_rerun_asks_nothing(
         """,
     )
     pytester.syspathinsert()
-    pytester.runpytest("--rubric-json", "out.json").assert_outcomes(passed=1)
+    recorded = ("--rubric-response-cache=use", "--rubric-json", "out.json")
+    pytester.runpytest(*recorded).assert_outcomes(passed=1)
     first = rubric_json()
     assert (pytester.path / "calls.txt").read_text().split() == ["q1"] * 4
     assert int((pytester.path / "peak.txt").read_text()) > 1  # the samples overlapped
     assert first["results"][0]["n_samples"] == 4
 
-    pytester.runpytest("--rubric-json", "out.json").assert_outcomes(passed=1)
+    pytester.runpytest(*recorded).assert_outcomes(passed=1)
     assert (pytester.path / "calls.txt").read_text().split() == ["q1"] * 4  # no new call
     assert rubric_json() == first  # identical intervals, byte for byte
+    result = pytester.runpytest()  # live by default: asked again, four times
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "calls.txt").read_text().split() == ["q1"] * 8
 
 
 def test_a_live_model_is_asked_n_times_each_sample_cached(
@@ -146,16 +150,15 @@ def test_a_live_model_is_asked_n_times_each_sample_cached(
     )
     monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_url)
     fake_llm.respond_with(lambda request: delay(0.2, text("It is 42.")))
-    pytester.runpytest("--rubric-model=openai:tiny", "--rubric-json", "out.json").assert_outcomes(
-        passed=1
-    )
+    recorded = ("--rubric-model=openai:tiny", "--rubric-response-cache=use")
+    pytester.runpytest(*recorded, "--rubric-json", "out.json").assert_outcomes(passed=1)
     first = rubric_json()
     assert len(fake_llm.requests) == 3
     assert fake_llm.max_in_flight > 1
     seeds = {r.body["seed"] for r in fake_llm.requests}
     assert len(seeds) == 3  # three independent draws
-    pytester.runpytest("--rubric-model=openai:tiny", "--rubric-json", "out.json").assert_outcomes(
-        passed=1
-    )
+    result = pytester.runpytest(*recorded, "--rubric-json", "out.json")
+    result.assert_outcomes(passed=1)
     assert len(fake_llm.requests) == 3  # the warm rerun asked nothing
     assert rubric_json() == first
+    result.stdout.fnmatch_lines(["*responses: 3 of 3 replayed from the cache*"])
