@@ -1,7 +1,7 @@
 """``python -m pytest_rubric merge``: one leaderboard, report and gate from CI shards.
 
-(``python -m pytest_rubric import``, which shares this command line, lives in
-:mod:`pytest_rubric.importers`.)
+(``python -m pytest_rubric import`` and ``collect``, which share this command line, live in
+:mod:`pytest_rubric.importers` and :mod:`pytest_rubric._freeze`.)
 
 CI splits a large suite into shards (one pytest, with xdist, per machine),
 each writing ``--rubric-json``. Merging their documents gives exactly what
@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ._freeze import add_collect_command, run_collect
 from ._options import fraction
 from ._outputs import OUTPUTS, write_outputs
 from ._report import DocumentError, load_document, read_document
@@ -125,6 +126,7 @@ def _parser() -> argparse.ArgumentParser:
         help="fail when a subject's mean correctness is below X",
     )
     add_import_commands(commands)
+    add_collect_command(commands)
     return parser
 
 
@@ -133,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "import":
         return run_import(args)
+    if args.command == "collect":
+        return run_collect(args)
     for name in ("confidence", "gate_confidence"):
         value = getattr(args, name)
         if value is not None and not 0 < value < 1:
