@@ -2,22 +2,40 @@
 
 :func:`resolve_import` finds ``"package.module:name"``; :class:`CallRunner`
 runs it on a worker thread, bounded in time, awaiting it when it is async.
+
+This is the boundary for user code: whatever a user's function raises
+reaches the plugin as an :class:`Exception`, so the item or criterion is an
+ERROR like any other. ``SystemExit``, ``GeneratorExit`` and
+``asyncio.CancelledError`` come out as :class:`UserCodeError`; only
+``KeyboardInterrupt`` (the person at the keyboard) passes as it is.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import importlib
 import inspect
 import queue
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CallRunner", "CallTimeout", "make_importable", "resolve_import", "run_sync"]
+__all__ = [
+    "CallRunner",
+    "CallTimeout",
+    "UserCodeError",
+    "call_user",
+    "contained",
+    "containing",
+    "described",
+    "make_importable",
+    "resolve_import",
+    "run_sync",
+]
 
 
 def make_importable(*folders: Path) -> None:
@@ -36,9 +54,13 @@ def make_importable(*folders: Path) -> None:
 
 
 def resolve_import(path: str) -> Any:
-    """Import ``"package.module:name"`` (``name`` may be dotted) and return the object."""
+    """Import ``"package.module:name"`` (``name`` may be dotted) and return the object.
+
+    Importing runs the module's code: what it raises is :func:`contained`.
+    """
     module_name, _, attr = path.partition(":")
-    obj: Any = importlib.import_module(module_name)
+    with containing():
+        obj: Any = importlib.import_module(module_name)
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj
@@ -53,6 +75,47 @@ def run_sync(value: Any) -> Any:
 
         return asyncio.run(wait())
     return value
+
+
+class UserCodeError(Exception):
+    """User code ended in a ``BaseException`` that is not an ``Exception`` (``SystemExit``,
+    ``GeneratorExit``, ``asyncio.CancelledError``): an ERROR, never the end of the session."""
+
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__(str(raised))
+        self.kind = type(raised).__name__
+
+
+def contained(raised: BaseException) -> BaseException:
+    """What a user's code raised, as the plugin handles it: an :class:`Exception`, or a
+    ``KeyboardInterrupt``, which stops the run as the person asked."""
+    if isinstance(raised, Exception | KeyboardInterrupt):
+        return raised
+    return UserCodeError(raised)
+
+
+def described(raised: BaseException) -> str:
+    """``"ValueError: bad"``, ``"SystemExit: 3"``: what user code raised, for a reason."""
+    kind = raised.kind if isinstance(raised, UserCodeError) else type(raised).__name__
+    return f"{kind}: {raised}"
+
+
+@contextlib.contextmanager
+def containing() -> Iterator[None]:
+    """Run user code in the block: what it raises leaves :func:`contained`."""
+    try:
+        yield
+    except BaseException as raised:
+        kept = contained(raised)
+        if kept is raised:
+            raise
+        raise kept from raised
+
+
+def call_user(function: Any, *args: Any) -> Any:
+    """``function(*args)``, awaited if async; what it raises is :func:`contained`."""
+    with containing():
+        return run_sync(function(*args))
 
 
 class CallTimeout(Exception):
@@ -105,8 +168,8 @@ class CallRunner:
 
         def job() -> None:
             try:
-                outcome.append((True, context.run(lambda: run_sync(function(*args)))))
-            except BaseException as exc:  # handed to the caller, which decides
+                outcome.append((True, context.run(call_user, function, *args)))
+            except BaseException as exc:  # handed to the caller (contained by call_user)
                 outcome.append((False, exc))
             finally:
                 done.set()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ._base import RESULTS_KEY
-from ._calls import make_importable, resolve_import
+from ._calls import described, make_importable, resolve_import
 from ._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from ._grader import CompiledRubric
 from ._loader import LoadedSuite, load_suite, paused_gc
@@ -161,7 +161,7 @@ class RubricFile(pytest.File):
                     problems.append(
                         replace(
                             where,
-                            message=f"cannot import target {path!r}: {type(exc).__name__}: {exc}",
+                            message=f"cannot import target {path!r}: {described(exc)}",
                             hint="check the import path and that its module is importable from "
                             "the rootdir",
                         )

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._base import ResponseTally, RetryPolicy
-from ._calls import CallRunner, CallTimeout, run_sync
+from ._calls import CallRunner, CallTimeout, call_user, described
 from ._secrets import redact
 from .judge.base import JudgeStats, Reply, Sampling
 from .judge.cost import Budget, Price
@@ -125,13 +125,13 @@ class Source:
             if self.live:
                 value = self.target(case, sample=sample, samples=samples)
             elif self.runner is None or self.timeout is None:
-                value = run_sync(self.target(case))
+                value = call_user(self.target, case)
             else:
                 value = self.runner.call(self.target, case, timeout=self.timeout)
         except CallTimeout as exc:
             return None, f"{what} {exc}"
-        except Exception as exc:
-            return None, f"{what} raised {type(exc).__name__}: {exc}"
+        except Exception as exc:  # user code's BaseExceptions arrive contained (_calls)
+            return None, f"{what} raised {described(exc)}"
         if not isinstance(value, str):
             return None, (
                 f"{what} returned {type(value).__name__}, not the response text; return a str"

@@ -39,6 +39,18 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspec)
 
 
+def _own_judge(config: pytest.Config) -> object | None:
+    """What ``pytest_rubric_make_judge`` returns; a hook that raises (``SystemExit``
+    included) is a usage error that names it, not a traceback or an exit."""
+    from ._calls import containing, described
+
+    try:
+        with containing():
+            return config.hook.pytest_rubric_make_judge(config=config)
+    except Exception as exc:
+        raise pytest.UsageError(f"pytest_rubric_make_judge raised {described(exc)}") from None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "llm_judge: the test needs an LLM judge (rubric items with judge criteria)"
@@ -49,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # and the cleanup's, then skip the frozen heap (see _heap).
     config.add_cleanup(state.thaw)
     state.global_responses()  # a broken --rubric-responses file stops the run here, clearly
-    state.start_judge(config.hook.pytest_rubric_make_judge(config=config))
+    state.start_judge(_own_judge(config))
     config.stash[SESSION_KEY] = state
     config.pluginmanager.register(_SessionHooks(state), "rubric-session")
     if not hasattr(config, "workerinput"):  # an xdist worker leaves reporting to the controller

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import field_validator
 
-from .._calls import CallRunner, CallTimeout, resolve_import
+from .._calls import CallRunner, CallTimeout, described, resolve_import
 from .._result import Outcome
 from .._secrets import redact
 from ..judge.providers import known_keys
@@ -37,7 +37,7 @@ class CallableCriterion(CriterionModel):
         except Exception as exc:
             return Broken(
                 self,
-                f"cannot import {self.function!r}: {type(exc).__name__}: {exc}; check the path "
+                f"cannot import {self.function!r}: {described(exc)}; check the path "
                 "and that the module is importable from the rootdir",
             )
         return _CallableCheck(self, function, context.call_timeout, context.runner)
@@ -72,8 +72,8 @@ class _CallableCheck(Check[CallableCriterion]):
             value = self.runner.call(self.function, answer.text, case, timeout=self.timeout)
         except CallTimeout as exc:
             return error(f"{path} {exc}")
-        except Exception as exc:
-            return error(f"{path} raised {type(exc).__name__}: {exc}")
+        except Exception as exc:  # BaseExceptions arrive contained (see _calls)
+            return error(f"{path} raised {described(exc)}")
         reason = f"{path} returned {_shown(value)}"
         if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
             value, reason = value

@@ -24,6 +24,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from .._calls import contained, described
 from .._secrets import Secret, redact
 from . import prompts
 from .base import JudgeError, JudgeStats, Reply, Sampling
@@ -162,10 +163,7 @@ class Transport:
             async with self._semaphore:
                 if self.budget is not None:
                     self.budget.admit()
-                text = self.client.complete(prompt.system, user)
-                if inspect.isawaitable(text):  # a plain function is fine too
-                    async with asyncio.timeout(self.timeout):
-                        text = await text
+                text = await self._user_complete(prompt.system, user)
         except BudgetSpent:
             self.stats.calls -= 1  # it never started
             raise
@@ -181,10 +179,32 @@ class Transport:
         except Exception as exc:  # a user's client: its failure is ERROR, not a crash
             self.stats.errors += 1
             raise JudgeError(
-                redact(f"judge {self.name} raised {type(exc).__name__}: {exc}", *self.secrets)
+                redact(f"judge {self.name} raised {described(exc)}", *self.secrets)
             ) from None
         if not isinstance(text, str):
             raise JudgeError(
                 f"judge {self.name} returned {type(text).__name__}, not the reply text"
             )
         return Reply(text)
+
+    async def _user_complete(self, system: str, user: str) -> Any:
+        """A user's ``complete(system, user)``, bounded by ``--rubric-judge-timeout``: what it
+        raises, ``SystemExit`` and a ``CancelledError`` of its own included, is an
+        :class:`Exception` here (see ``_calls.contained``), so the criterion is ERROR and the
+        loop goes on. A cancellation of this call itself (the session closing) still cancels."""
+        try:
+            text = self.client.complete(system, user)
+            if not inspect.isawaitable(text):  # a plain function is fine too
+                return text
+            async with asyncio.timeout(self.timeout):
+                return await text
+        except asyncio.CancelledError as raised:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # ours: the call is being cancelled
+            raise contained(raised) from raised
+        except BaseException as raised:
+            kept = contained(raised)
+            if kept is raised:
+                raise
+            raise kept from raised
