@@ -67,7 +67,14 @@ def merge(
             seen = {(c["suite"], c["judge"]) for c in calibration}
             calibration += [c for c in document.calibration if (c["suite"], c["judge"]) not in seen]
         shard = document.results
-        for nodeid in {r.nodeid for r in shard}:
+        seen_here: set[str] = set()
+        for nodeid in (r.nodeid for r in shard):
+            if nodeid in seen_here:
+                raise DocumentError(
+                    f"{path} holds {nodeid} twice: one run records an item once, so this "
+                    "document was edited or concatenated; write each item's result once"
+                )
+            seen_here.add(nodeid)
             if nodeid in owner:
                 raise DocumentError(
                     f"{nodeid} is in both {owner[nodeid]} and {path}: shards must not overlap "

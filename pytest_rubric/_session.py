@@ -217,6 +217,13 @@ class RubricSession(SessionAudit):
             stats.line(name, price=self.judge_prices.get(name))
             for name, stats in self.judge_usage.items()
         ]
+        priced = settings.cost.max_cost is not None or any(self.judge_prices.values())
+        judge_usage += [
+            f"warning: judge {name} sent {stats.estimated} replies without `usage`; with prices "
+            "or a budget set, their tokens are estimated at 4 characters per token"
+            for name, stats in self.judge_usage.items()
+            if stats.estimated and priced
+        ]
         over_budget = sum(stats.over_budget for stats in self.judge_usage.values())
         if over_budget:
             judge_usage.append(

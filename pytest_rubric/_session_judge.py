@@ -46,6 +46,7 @@ _STATS_FIELDS = (
     "saved_in",
     "saved_out",
     "over_budget",
+    "estimated",
 )
 
 

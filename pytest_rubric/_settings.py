@@ -267,4 +267,10 @@ def _judges(config: pytest.Config) -> tuple[str, ...]:
     judges = [j.strip() for j in given if j and j.strip()]
     if not judges and os.environ.get("RUBRIC_JUDGE"):
         judges = [os.environ["RUBRIC_JUDGE"]]
-    return tuple(dict.fromkeys(judges))
+    twice = next((j for i, j in enumerate(judges) if j in judges[:i]), None)
+    if twice is not None:  # a panel of a, a, b would give a two votes: never in silence
+        raise pytest.UsageError(
+            f"--rubric-judge {twice} is given twice (a panel names each judge once); to "
+            "sample one judge several times, use --rubric-judge-samples K"
+        )
+    return tuple(judges)

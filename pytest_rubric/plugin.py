@@ -46,7 +46,8 @@ def _own_judge(config: pytest.Config) -> object | None:
 
     try:
         with containing():
-            return config.hook.pytest_rubric_make_judge(config=config)
+            judge: object | None = config.hook.pytest_rubric_make_judge(config=config)
+            return judge
     except Exception as exc:
         raise pytest.UsageError(f"pytest_rubric_make_judge raised {described(exc)}") from None
 

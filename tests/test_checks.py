@@ -855,15 +855,17 @@ def test_points_alias_sets_the_weight() -> None:
 
 
 def long_reason(response: str, case: object) -> tuple[bool, str]:
-    return False, "missing " + "k" * 300
+    return False, "missing " + "k" * 3_000
 
 
-def test_verdict_reasons_are_trimmed_to_one_cell() -> None:
+def test_verdict_reasons_are_cut_to_2000_characters_with_a_count() -> None:
+    """DESIGN: text copied into a result is cut to 2,000 characters with a count of what was
+    cut (it was 120 characters and no count)."""
     outcome = check({"type": "callable", "function": "tests.test_checks:long_reason"}, "{}")
     assert outcome.verdict is UNMET
-    assert len(outcome.reason) == 120
     assert outcome.reason.startswith("missing kkk")
-    assert outcome.reason.endswith("…")
+    assert outcome.reason.endswith("k… [1,008 more characters]")
+    assert len(outcome.reason) == 2_000 + len("… [1,008 more characters]")
 
 
 def test_a_json_reason_has_room_for_every_failed_field() -> None:

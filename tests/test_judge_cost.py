@@ -193,3 +193,34 @@ def test_model_calls_share_the_budget(
     # A model without a price cannot be budgeted.
     result = pytester.runpytest("--rubric-model=openai:other", "--rubric-max-cost=1")
     result.stderr.fnmatch_lines(["*--rubric-max-cost needs the price of model other*"])
+
+
+def test_replies_without_usage_are_estimated_so_a_budget_still_binds(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
+) -> None:
+    """A server that reports no `usage` would cost $0 and never bind a budget (issue 27):
+    its tokens count at 4 characters each, and the summary says so once."""
+    from tests.fake_llm import raw
+
+    pytester.makeini(PRICED)
+    write("cost.rubric.yaml", _cases(6))
+    body = '{"choices": [{"message": {"content": "{\\"reason\\": \\"said\\", \\"verdict\\": \\"MET\\"}"}}]}'
+    fake_llm.respond_with(lambda request: raw(body))
+    result = pytester.runpytest(
+        *judge_args(fake_llm),
+        "--rubric-max-cost",
+        "0.5",
+        "--rubric-concurrency",
+        "1",
+        "-p",
+        "no:xdist",
+    )
+    assert 1 <= len(fake_llm.requests) < 6  # the budget bound, on estimated tokens
+    result.stdout.fnmatch_lines(
+        [
+            f"*warning: judge openai:test-model sent {len(fake_llm.requests)} replies without "
+            "`usage`; with prices or a budget set, their tokens are estimated at 4 characters "
+            "per token*"
+        ]
+    )
+    assert result.stdout.str().count("replies without `usage`") == 1

@@ -945,3 +945,16 @@ def test_a_holistic_grade_is_not_demoted_for_want_of_quotes(
     (only,) = rubric_json()["results"]
     assert only["criteria"][0]["verdict"] == "MET"
     assert "unsupported_evidence" not in only["flags"]
+
+
+def test_a_panel_naming_one_judge_twice_is_a_usage_error(
+    pytester: pytest.Pytester, judged_file: Path
+) -> None:
+    """a, a, b would give judge a two votes of three: never in silence."""
+    result = pytester.runpytest(
+        "--rubric-judge=openai:a", "--rubric-judge=openai:a", "--rubric-judge=openai:b"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--rubric-judge openai:a is given twice (a panel names each judge once)*"]
+    )

@@ -138,6 +138,13 @@ def test_overlapping_shards_and_foreign_files_are_input_errors(
     assert main(["merge", "missing.json"]) == 2
     assert "missing.json: cannot read it" in capsys.readouterr().err
 
+    # One shard holding one item six times would count it six times.
+    document = json.loads((pytester.path / "a.json").read_text())
+    document["results"] = document["results"][:1] * 6
+    (pytester.path / "six.json").write_text(json.dumps(document))
+    assert main(["merge", "six.json"]) == 2
+    assert f"six.json holds {document['results'][0]['nodeid']} twice" in capsys.readouterr().err
+
 
 def test_a_merge_of_passing_shards_exits_zero(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]

@@ -21,7 +21,7 @@ from .._base import DEFAULT_CALL_TIMEOUT
 from .._calls import CallRunner
 from .._normalize import normalize, parse_numbers
 from .._result import Outcome, Verdict
-from .._secrets import shorten
+from .._secrets import MAX_TEXT, clip, shorten
 from ..judge.providers import known_keys
 
 __all__ = [
@@ -37,7 +37,8 @@ __all__ = [
     "unmet",
 ]
 
-_MAX_REASON = 120
+# A reason is text copied into a result: cut to MAX_TEXT characters with a count of the rest.
+_MAX_REASON = MAX_TEXT
 
 
 def met(reason: str) -> Outcome:
@@ -130,7 +131,7 @@ class Check(Generic[C]):
             return error(f"check failed: {type(exc).__name__}: {exc}")
         if outcome.verdict is not Verdict.ERROR and len(outcome.reason) > self.max_reason:
             # A callable's reason may hold anything: keys go before the cut can split one.
-            reason = shorten(outcome.reason, self.max_reason, *known_keys())
+            reason = clip(outcome.reason, *known_keys(), limit=self.max_reason)
             return Outcome(outcome.verdict, outcome.credit, reason)
         return outcome
 

@@ -242,7 +242,6 @@ def parse_whole(text: str) -> tuple[Any, str | None]:
 
 class _JsonCheck(Check[Json]):
     __slots__ = ("fields", "validator")
-    max_reason = 400  # room to list every field that failed, by pointer
 
     def __init__(self, c: Json, context: CheckContext) -> None:
         super().__init__(c)

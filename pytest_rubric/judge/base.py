@@ -119,6 +119,7 @@ class JudgeStats:
     saved_in: int = 0  # the tokens the cache hits cost when they were first judged
     saved_out: int = 0
     over_budget: int = 0  # criteria left ERROR once --rubric-max-cost was spent
+    estimated: int = 0  # replies without `usage`: their tokens estimated (4 characters each)
     fallbacks: list[str] = field(default_factory=list)
 
     def cost(self, price: Price) -> float:
@@ -141,4 +142,6 @@ class JudgeStats:
                 text += f" (saved {money(price.cost(self.saved_in, self.saved_out))})"
         if self.fallbacks:
             text += f"; output mode fell back: {', '.join(dict.fromkeys(self.fallbacks))}"
+        if self.estimated:
+            text += f"; {self.estimated} replies without usage, estimated"
         return text

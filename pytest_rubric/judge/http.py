@@ -64,6 +64,10 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None  # an HTTP date: fall back to our own backoff
 
 
+# Where post() leaves the size of a request whose reply carried no usage, for _reply.
+_ASKED = "\0rubric-request-characters"
+
+
 def _tokens(usage: object, name: str) -> int:
     """A token count from a reply's ``usage``, or 0 when it is not a plausible one.
 
@@ -182,8 +186,17 @@ class HTTPClient:
         raise NotImplementedError
 
     def _reply(self, text: str, data: dict[str, Any], names: tuple[str, str]) -> Reply:
-        """``text`` with the tokens ``data``'s usage reports under ``names`` (also counted)."""
+        """``text`` with the tokens ``data``'s usage reports under ``names`` (also counted).
+
+        A reply without ``usage`` (some servers send none) would cost nothing and never
+        bind a budget: its tokens are estimated at 4 characters each, the request's and
+        the reply's, and counted in ``stats.estimated`` (the summary says so once).
+        """
         usage = data.get("usage")
+        if not isinstance(usage, dict):
+            self.stats.estimated += 1
+            replied = len(json.dumps({k: v for k, v in data.items() if k != _ASKED}, default=str))
+            usage = {names[0]: int(data.get(_ASKED, 0)) // 4, names[1]: replied // 4}
         tokens_in, tokens_out = (_tokens(usage, name) for name in names)
         self.stats.tokens_in += tokens_in
         self.stats.tokens_out += tokens_out
@@ -241,7 +254,10 @@ class HTTPClient:
                 async with self._slot():
                     if attempt == 0 and self.admit is not None:
                         self.admit()
-                    return await self._post_once(payload)
+                    data = await self._post_once(payload)
+                    if not isinstance(data.get("usage"), dict):  # see _reply
+                        data[_ASKED] = len(json.dumps(payload, ensure_ascii=False))
+                    return data
             except JudgeError as exc:
                 if not exc.retryable:
                     raise
