@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench wheel e2e-local browser docs clean
+.PHONY: demo test lint bench wheel e2e-local browser docs screenshot clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,13 +35,19 @@ browser:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	fi
 
+# The documentation site (mkdocs-material), built strictly: a broken link or a page left out
+# of the navigation fails the build. The options and JSON reference pages are generated
+# from the code (docs/hooks.py). Output in .site/.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
+
 # docs/report.png: the bundled example's HTML report, as the README shows it.
-docs: $(STAMP) browser
+screenshot: $(STAMP) browser
 	bash docs/screenshot.sh
 
 lint: $(STAMP)
-	$(PY) -m ruff check pytest_rubric tests bench conftest.py
-	$(PY) -m ruff format --check pytest_rubric tests bench conftest.py
+	$(PY) -m ruff check pytest_rubric tests bench conftest.py docs/hooks.py
+	$(PY) -m ruff format --check pytest_rubric tests bench conftest.py docs/hooks.py
 	$(PY) -m mypy
 
 bench: $(STAMP)
@@ -61,4 +67,4 @@ e2e-local:
 	bash bench/e2e_local.sh
 
 clean:
-	rm -rf $(VENV) .venv-e2e .e2e .demo build dist *.egg-info
+	rm -rf $(VENV) .venv-e2e .e2e .demo .site build dist *.egg-info

@@ -1,0 +1,173 @@
+"""mkdocs hooks: the reference pages the code knows, generated at build time.
+
+A page holding ``<!-- generated: options -->`` gets the table of every ``--rubric-*``
+flag and ``rubric_*`` ini key, read from the plugin's own registration
+(``pytest_rubric._options.add_options``), defaults included; one holding
+``<!-- generated: json -->`` gets the ``--rubric-json`` document's fields, read from
+its pydantic models (``pytest_rubric._document_models``). So neither page can drift
+from the code: a flag added there is documented here on the next build.
+"""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+_MARKERS = {
+    "<!-- generated: options -->": lambda: options_table(),
+    "<!-- generated: json -->": lambda: json_reference(),
+}
+
+
+def on_page_markdown(markdown: str, **_: Any) -> str:
+    for marker, build in _MARKERS.items():
+        if marker in markdown:
+            markdown = markdown.replace(marker, build())
+    return markdown
+
+
+# --- options ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Flag:
+    names: tuple[str, ...]
+    dest: str
+    help: str
+    default: Any
+    metavar: str | None
+    choices: Any
+    action: str | None
+
+
+@dataclass
+class _Ini:
+    name: str
+    help: str
+    default: Any
+
+
+@dataclass
+class _Recorder:
+    """Stands in for pytest's parser and option group: records what the plugin registers."""
+
+    flags: list[_Flag] = field(default_factory=list)
+    inis: list[_Ini] = field(default_factory=list)
+
+    def getgroup(self, *args: Any, **kwargs: Any) -> _Recorder:
+        return self
+
+    def addoption(self, *names: str, **kw: Any) -> None:
+        self.flags.append(
+            _Flag(
+                names=names,
+                dest=kw.get("dest", names[0].lstrip("-").replace("-", "_")),
+                help=kw.get("help", ""),
+                default=kw.get("default"),
+                metavar=kw.get("metavar"),
+                choices=kw.get("choices"),
+                action=kw.get("action"),
+            )
+        )
+
+    def addini(self, name: str, help: str, type: Any = None, default: Any = None) -> None:
+        self.inis.append(_Ini(name, help, default))
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _default(value: Any, action: str | None = None) -> str:
+    if action == "store_true":
+        return "off"
+    if value in (None, "", [], ()):
+        return ""
+    if isinstance(value, list | tuple):
+        return " ".join(f"`{v}`" for v in value)
+    return f"`{value}`"
+
+
+def options_table() -> str:
+    from pytest_rubric._options import add_options
+
+    recorder = _Recorder()
+    add_options(recorder)  # type: ignore[arg-type]
+    inis = {ini.name: ini for ini in recorder.inis}
+    rows = ["| flag | ini | default | what it does |", "|---|---|---|---|"]
+    for flag in recorder.flags:
+        shown = " / ".join(f"`{n}{' ' + flag.metavar if flag.metavar else ''}`" for n in flag.names)
+        if flag.choices:
+            shown += " (" + ", ".join(f"`{c}`" for c in flag.choices) + ")"
+        if flag.action == "append":
+            shown += " (repeatable)"
+        ini = inis.pop(flag.dest, None)
+        default = _default(flag.default, flag.action) or (_default(ini.default) if ini else "")
+        rows.append(
+            f"| {shown} | {f'`{ini.name}`' if ini else ''} | {default} | {_cell(flag.help)} |"
+        )
+    for ini in inis.values():
+        rows.append(f"| | `{ini.name}` | {_default(ini.default)} | {_cell(ini.help)} |")
+    return "\n".join(rows)
+
+
+# --- the JSON document -----------------------------------------------------------------------
+
+
+def _type_name(annotation: Any) -> str:
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _type_name(args[0])
+    if origin is typing.Literal:
+        return " \\| ".join(f'`"{a}"`' if isinstance(a, str) else f"`{a}`" for a in args)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        return " or ".join(_type_name(a) for a in args)
+    if origin in (list, tuple):
+        return f"list of {_type_name(args[0])}" if args else "list"
+    if origin is dict:
+        return "object"
+    if annotation is type(None):
+        return "null"
+    name = getattr(annotation, "__name__", str(annotation))
+    return {"str": "string", "float": "number", "int": "integer", "bool": "boolean"}.get(
+        name, f"[{name}](#{name.lower()})" if name.endswith("Model") else name
+    )
+
+
+def json_reference() -> str:
+    from pydantic import BaseModel
+
+    from pytest_rubric import _document_models as models
+
+    out: list[str] = []
+    seen: set[str] = set()
+    order = [models.DocumentModel]
+    while order:
+        model = order.pop(0)
+        if model.__name__ in seen:
+            continue
+        seen.add(model.__name__)
+        out += [f"### {model.__name__}", "", (model.__doc__ or "").strip(), ""]
+        out += ["| field | type | required |", "|---|---|---|"]
+        for name, info in model.model_fields.items():
+            shown = info.alias or name
+            out.append(
+                f"| `{shown}` | {_type_name(info.annotation)} | "
+                f"{'yes' if info.is_required() else 'no'} |"
+            )
+            for inner in _models_in(info.annotation):
+                if issubclass(inner, BaseModel):
+                    order.append(inner)
+        out.append("")
+    return "\n".join(out)
+
+
+def _models_in(annotation: Any) -> list[type]:
+    found: list[type] = []
+    if isinstance(annotation, type):
+        found.append(annotation)
+    for arg in typing.get_args(annotation):
+        found += _models_in(arg)
+    return found
