@@ -32,6 +32,8 @@ __all__ = [
     "MAX_CALL_TIMEOUT",
     "RESULTS_KEY",
     "SET_A_JUDGE",
+    "SHOW_QUESTION",
+    "SHOW_RESPONSE",
     "RetryPolicy",
     "RubricItemView",
     "is_rubric_file",
@@ -45,6 +47,9 @@ DEFAULT_MIN_SCORE = 0.8  # the pass mark of cases that set none (ini rubric_min_
 DEFAULT_CALL_TIMEOUT = 60.0  # seconds a callable or target may run (ini rubric_call_timeout)
 # At most a day: a thread's wait past threading.TIMEOUT_MAX would overflow.
 MAX_CALL_TIMEOUT = 86_400.0
+# What a failing item shows of the question and the response (ini rubric_show_response).
+SHOW_QUESTION = 300
+SHOW_RESPONSE = 1_000
 
 SET_A_JUDGE = (
     "set --rubric-judge PROVIDER:MODEL (or ini rubric_judge, or the RUBRIC_JUDGE variable)"

@@ -24,13 +24,14 @@ from ._result import CaseResult, Recorded, Verdict
 from ._schema import own_mark
 from ._scoring import score as score_results
 from ._sources import Source, fingerprint
-from ._table import criteria_table
+from ._table import answer_lines, criteria_table
 
 if TYPE_CHECKING:
     from ._response_dirs import ResponseDir
     from ._session import RubricSession
 
 __all__ = [
+    "JUNIT_PROPERTIES",
     "RubricFile",
     "RubricItem",
     "junit_properties",
@@ -54,6 +55,19 @@ def settle(recorded: list[Recorded], escaped: BaseException | None) -> list[Case
     return [
         r.result for r in recorded if not r.raised or getattr(escaped, "result", None) is r.result
     ]
+
+
+JUNIT_PROPERTIES = frozenset(
+    {
+        "rubric_case",
+        "rubric_subject",
+        "rubric_score",
+        "rubric_min_score",
+        "rubric_passed",
+        "rubric_failed_criteria",
+    }
+)
+"""The names of the properties :func:`junit_properties` gives."""
 
 
 def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
@@ -317,6 +331,11 @@ class RubricItem(pytest.Item):
         pass_when: str | float = "mean",
         **kwargs: Any,
     ) -> None:
+        # The node id as a string, which pytest parses as it parses a node id read back from
+        # its cache or a command line ("case[subject]": name "case", parameters "subject"), so
+        # --lf, --ff, --sw and ``path::case`` find the item as they find a parametrized test.
+        parent = kwargs["parent"]
+        kwargs.setdefault("nodeid", f"{parent.nodeid}::{kwargs['name']}")
         super().__init__(**kwargs)
         self.repeat = repeat
         self.pass_when = pass_when
@@ -393,7 +412,13 @@ class RubricItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, RubricAssertionError | RubricEvaluationError):
-            return str(excinfo.value)  # the criterion table, or why there is no answer
+            # The criterion table (or why there is no answer), then what the application was
+            # asked and said.
+            result = excinfo.value.result
+            if result is None:
+                return str(excinfo.value)
+            show = self.rubric_session.settings.show_response
+            return "\n".join([str(excinfo.value), *answer_lines(result, show_response=show)])
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

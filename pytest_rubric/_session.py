@@ -42,7 +42,10 @@ class RubricSession(SessionAudit):
         self.config = config
         self.settings = Settings.from_config(config)
         self._grader: Grader | None = None
-        self.results: list[CaseResult] = []
+        # By node id, the results of the item's last attempt only: an item run again
+        # (pytest-rerunfailures) counts once, as its last attempt went.
+        self._results: dict[str, list[CaseResult]] = {}
+        self._rerun: set[str] = set()  # node ids whose attempt now is one that runs again
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         self.baseline: list[CaseResult] | None = None
         if self.settings.baseline_path is not None:
@@ -58,6 +61,9 @@ class RubricSession(SessionAudit):
             None  # None on an xdist controller: workers judge
         )
         self.judge_name: str | None = None  # set whenever a judge is configured
+        # Why the configured judge cannot run (set in the ini or the environment, no key);
+        # judged items are then skipped, or errors with --rubric-require-judge.
+        self.judge_unavailable: str | None = None
         self.judge_usage: dict[str, JudgeStats] = {}  # every judge's, by name
         self.judge_prices: dict[str, Price | None] = {}  # every judge's, by name
         self._budget: Budget | None = None
@@ -70,7 +76,7 @@ class RubricSession(SessionAudit):
         self._calibrated: dict[str, Calibration] = {}
         self._frozen = False  # whether collected() froze the heap (see _heap)
         self._rubric_items_ran = False
-        self._inline_subjects: set[str] = set()  # subjects graded by assert_rubric
+        self._assert_subjects = False  # assert_rubric graded with subject=
         self.model: LiveModel | None = None
         self._cache: JudgeCache | None = None
         self._target_cache: Any = None
@@ -114,6 +120,12 @@ class RubricSession(SessionAudit):
     def collected(self, items: Sequence[pytest.Item]) -> None:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
         self.responses.warn_unused()
+        if self.judge_unavailable is not None and not self.settings.require_judge:
+            # A skip mark, so -rs shows each item's own file and line beside the reason.
+            skip = pytest.mark.skip(reason=self.judge_unavailable)
+            for item in items:
+                if item.get_closest_marker("llm_judge") is not None:
+                    item.add_marker(skip)
         self.plan_probe(items)
         self.start_calibration()
         self.schedule_judging(items)
@@ -126,7 +138,9 @@ class RubricSession(SessionAudit):
 
     def header_line(self) -> str | None:
         settings = self.settings
-        parts = [f"--rubric-dir {d}" for d in settings.dirs]
+        # The ini's rubric_dirs are not added to a command line that names paths.
+        named = self.config.args_source is pytest.Config.ArgsSource.ARGS
+        parts = [f"--rubric-dir {d}" for d in settings.dirs if settings.dirs_from_flag or not named]
         if settings.responses_dir:
             parts.append(f"--rubric-responses {settings.responses_dir}")
         if settings.target:
@@ -154,23 +168,70 @@ class RubricSession(SessionAudit):
 
     # --- results ------------------------------------------------------------------------------
 
-    def add(self, result: CaseResult, *, from_rubric_item: bool) -> None:
-        self.results.append(result)
+    @property
+    def results(self) -> list[CaseResult]:
+        """Every result of the run, each item's from its last attempt."""
+        return [result for results in self._results.values() for result in results]
+
+    def log_attempt(self, report: pytest.TestReport) -> None:
+        """Keep the results ``report`` carries, as its item's last attempt so far.
+
+        Every attempt of an item starts with its setup: what an earlier one recorded no
+        longer counts. pytest-rerunfailures reports an attempt it runs again with the
+        outcome ``rerun``: its results are not kept, and its teardown report loses the
+        JUnit properties, so JUnit carries the last attempt's alone.
+        """
+        nodeid = report.nodeid
+        if report.when == "setup":
+            self._results.pop(nodeid, None)
+            self._rerun.discard(nodeid)
+        if str(report.outcome) == "rerun":  # not one of pytest's own outcomes
+            self._rerun.add(nodeid)
+        if nodeid in self._rerun:
+            if report.when == "teardown":
+                from ._collect import JUNIT_PROPERTIES
+
+                report.user_properties = [
+                    p for p in report.user_properties if p[0] not in JUNIT_PROPERTIES
+                ]
+            return
+        from_rubric_item = getattr(report, "rubric_item", False)
+        for result in getattr(report, "rubric_results", ()):
+            self.add(nodeid, result, from_rubric_item=from_rubric_item)
+
+    def add(self, nodeid: str, result: CaseResult, *, from_rubric_item: bool) -> None:
+        self._results.setdefault(nodeid, []).append(result)
         if from_rubric_item:
             self._rubric_items_ran = True
-        else:
-            self._inline_subjects.add(result.subject)
+        elif result.ranked:
+            self._assert_subjects = True
+
+    def junit_answers(self, report: pytest.TestReport) -> None:
+        """Write the question and the response of a failed rubric item to its JUnit
+        ``system-out`` (when ``--junitxml`` is on)."""
+        from ._junit import write_system_out
+        from ._table import answer_lines
+
+        show = self.settings.show_response
+        text = "\n".join(
+            line
+            for result in getattr(report, "rubric_results", ())
+            for line in answer_lines(result, show_response=show)
+        )
+        if text:
+            write_system_out(self.config, report, text)
 
     def summary_wanted(self, report: SessionReport) -> bool:
         """Whether the terminal shows the rubric summary (ini ``rubric_summary``).
 
-        ``auto``: when rubric items ran, when ``assert_rubric`` graded two or
-        more subjects (one subject ranks against nobody), or when a gate ran.
+        ``auto``: when rubric items ran, when ``assert_rubric`` graded a subject
+        named with ``subject=``, or when a gate ran; plain assertions in unit
+        tests alone print nothing.
         """
         mode = self.settings.summary
         if mode != "auto":
             return mode == "on" and report.shown
-        return self._rubric_items_ran or len(self._inline_subjects) >= 2 or report.gates.active
+        return self._rubric_items_ran or self._assert_subjects or report.gates.active
 
     def session_report(self) -> SessionReport:
         """The report :meth:`finish` built, or, before it ran (an xdist worker), one of the
@@ -205,6 +266,7 @@ class RubricSession(SessionAudit):
             gate_confidence=settings.gate_confidence,
             max_style_flips=settings.max_style_flips if gates else None,
             calibration=[c.to_dict() for c in self.calibrations()],
+            show_response=settings.show_response,
         )
 
     def finish(self, session: pytest.Session) -> None:
