@@ -6,6 +6,7 @@ to ``pytest_unconfigure``. Hooks in ``plugin`` only delegate to it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import _heap
-from ._base import is_rubric_item
+from ._base import is_rubric_file, is_rubric_item
 from ._response_dirs import ResponseDir, ResponseDirs, RubricWarning
 from ._result import CaseResult
 from ._session_audit import SessionAudit
@@ -135,6 +136,29 @@ class RubricSession(SessionAudit):
             if self.config.getini("rubric_gc_freeze") and not self._frozen:
                 _heap.freeze_collected()
                 self._frozen = True
+
+    def check_dirs(self) -> None:
+        """Warn about a rubric directory that holds no rubric file but YAML or JSON files:
+        most likely rubric files named without the pattern, which collect nothing."""
+        if hasattr(self.config, "workerinput"):  # the controller warns, once
+            return
+        settings = self.settings
+        for directory in settings.dirs:
+            found = _first_data_file(directory, settings.patterns)
+            if found is None:
+                continue
+            option = "--rubric-dir" if settings.dirs_from_flag else "ini rubric_dirs"
+            here = self.config.invocation_params.dir
+            shown = os.path.relpath(found, here)
+            self.config.issue_config_time_warning(
+                RubricWarning(
+                    f"{option} {os.path.relpath(directory, here)} holds no rubric file ({', '.join(settings.patterns)}) "
+                    f"but YAML or JSON files, such as {shown}: rename it to match, as "
+                    f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini "
+                    "rubric_file_patterns"
+                ),
+                stacklevel=2,
+            )
 
     def header_line(self) -> str | None:
         settings = self.settings
@@ -279,6 +303,23 @@ class RubricSession(SessionAudit):
         from ._outputs import write_outputs  # the HTML and Markdown renderers: only at the end
 
         write_outputs(self.report, self.settings.output_paths)
+
+
+_DATA_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _first_data_file(directory: Path, patterns: Sequence[str]) -> Path | None:
+    """The first YAML or JSON file under ``directory`` (in name order) when no file there
+    matches ``patterns``; None when one does, or there is none."""
+    first: Path | None = None
+    for root, folders, files in os.walk(directory):
+        folders[:] = sorted(f for f in folders if not f.startswith("."))
+        for name in sorted(files):
+            if is_rubric_file(Path(name), tuple(patterns)):
+                return None
+            if first is None and name.endswith(_DATA_SUFFIXES):
+                first = Path(root) / name
+    return first
 
 
 SESSION_KEY = pytest.StashKey[RubricSession]()

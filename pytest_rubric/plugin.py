@@ -59,6 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_ReportHooks(state), "rubric-report")
     _xdist.register(config, state)
     _add_rubric_dirs(config, state.settings)
+    state.check_dirs()
 
 
 def _add_rubric_dirs(config: pytest.Config, settings: Settings) -> None:

@@ -351,3 +351,26 @@ def test_two_subjects_are_ranked(team: pytest.Pytester) -> None:
         ["rank  subject *naive rank*tier*", "assertions: 2 passed, 0 failed"]
     )
     result.stdout.no_fnmatch_line("*inline*")
+
+
+# --- Found, or told why not -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("option", [["--rubric-dir", "evals"], []], ids=["flag", "ini"])
+def test_a_rubric_dir_of_misnamed_files_says_which_names_are_collected(
+    team: pytest.Pytester, option: list[str]
+) -> None:
+    (team.path / "evals/support.rubric.yaml").rename(team.path / "evals/support.yaml")
+    result = team.runpytest(*option)
+    shown = "--rubric-dir evals" if option else "ini rubric_dirs evals"
+    result.stdout.fnmatch_lines(
+        [
+            f"*RubricWarning: {shown} holds no rubric file (*.rubric.yaml, *.rubric.yml, "
+            "*.rubric.json) but YAML or JSON files, such as evals/support.yaml: rename it to "
+            "match, as support.rubric.yaml, or set ini rubric_file_patterns"
+        ]
+    )
+    # A folder that holds a rubric file beside other YAML says nothing.
+    (team.path / "evals/support.yaml").rename(team.path / "evals/support.rubric.yaml")
+    (team.path / "evals/notes.yaml").write_text("a: 1\n")
+    team.runpytest(*option).stdout.no_fnmatch_line("*RubricWarning*")
