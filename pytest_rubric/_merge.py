@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ._init import add_command as add_init_command
+from ._init import run as run_init
 from ._options import fraction
 from ._outputs import OUTPUTS, write_outputs
 from ._report import DocumentError, load_document, read_document
@@ -81,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pytest_rubric",
         description="pytest-rubric tools: merge the --rubric-json files of CI shards; import "
-        "another tool's dataset as rubric files.",
+        "another tool's dataset as rubric files; init a starter evals/ folder.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     cmd = commands.add_parser(
@@ -125,6 +127,7 @@ def _parser() -> argparse.ArgumentParser:
         help="fail when a subject's mean correctness is below X",
     )
     add_import_commands(commands)
+    add_init_command(commands)
     return parser
 
 
@@ -133,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "import":
         return run_import(args)
+    if args.command == "init":
+        return run_init(args)
     for name in ("confidence", "gate_confidence"):
         value = getattr(args, name)
         if value is not None and not 0 < value < 1:

@@ -374,3 +374,33 @@ def test_a_rubric_dir_of_misnamed_files_says_which_names_are_collected(
     (team.path / "evals/support.yaml").rename(team.path / "evals/support.rubric.yaml")
     (team.path / "evals/notes.yaml").write_text("a: 1\n")
     team.runpytest(*option).stdout.no_fnmatch_line("*RubricWarning*")
+
+
+# --- A start ----------------------------------------------------------------------------------
+
+
+def test_init_writes_a_starter_that_runs_offline_and_never_overwrites(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_rubric._merge import main
+
+    project = pytester.path
+    (project / "evals").mkdir()
+    (project / "evals/targets.py").write_text("MINE = True\n")
+    assert main(["init", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {project / 'evals/example.rubric.yaml'}" in out
+    assert f"kept {project / 'evals/targets.py'}" in out
+    assert "[pytest]\nrubric_dirs = evals\n" in out
+    assert (project / "evals/targets.py").read_text() == "MINE = True\n"
+    (project / "evals/targets.py").unlink()
+    assert main(["init", str(project)]) == 0
+    assert f"wrote {project / 'evals/targets.py'}" in capsys.readouterr().out
+    assert "def answer(question: str) -> str:" in (project / "evals/targets.py").read_text()
+    # With the ini lines it printed, the example's items run offline, and pass.
+    (project / "pytest.ini").write_text("[pytest]\nrubric_dirs = evals\n")
+    result = pytester.runpytest("-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["*::capital_of_france[[]answer[]] PASSED (judged criteria skipped)*"]
+    )
