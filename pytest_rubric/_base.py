@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_MIN_SCORE",
     "EVIDENCE_MODES",
     "GRADERS",
+    "JUNIT_PROPERTIES",
     "MAX_CALL_TIMEOUT",
     "RESULTS_KEY",
     "SET_A_JUDGE",
@@ -55,6 +56,18 @@ SET_A_JUDGE = (
     "set --rubric-judge PROVIDER:MODEL (or ini rubric_judge, or the RUBRIC_JUDGE variable)"
 )
 """How to configure a judge: the end of every message about a missing one."""
+
+JUNIT_PROPERTIES = frozenset(
+    {
+        "rubric_case",
+        "rubric_subject",
+        "rubric_score",
+        "rubric_min_score",
+        "rubric_passed",
+        "rubric_failed_criteria",
+    }
+)
+"""The names of the JUnit properties a result gives (``_collect.junit_properties``)."""
 
 RESULTS_KEY = pytest.StashKey[list["Recorded"]]()
 """Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""

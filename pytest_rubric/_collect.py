@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from ._session import RubricSession
 
 __all__ = [
-    "JUNIT_PROPERTIES",
     "RubricFile",
     "RubricItem",
     "junit_properties",
@@ -57,24 +56,11 @@ def settle(recorded: list[Recorded], escaped: BaseException | None) -> list[Case
     ]
 
 
-JUNIT_PROPERTIES = frozenset(
-    {
-        "rubric_case",
-        "rubric_subject",
-        "rubric_score",
-        "rubric_min_score",
-        "rubric_passed",
-        "rubric_failed_criteria",
-    }
-)
-"""The names of the properties :func:`junit_properties` gives."""
-
-
 def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
     """What ``--junitxml`` carries of a result: ``rubric_case``, ``rubric_subject``,
     ``rubric_score``, ``rubric_min_score``, ``rubric_passed`` and, when some went the
     wrong way or could not be evaluated, ``rubric_failed_criteria`` (comma-separated ids)."""
-    properties = [
+    properties = [  # each name one of _base.JUNIT_PROPERTIES
         ("rubric_case", result.case),
         ("rubric_subject", result.subject),
         ("rubric_score", f"{result.score:.4f}"),

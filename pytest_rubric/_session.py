@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import _heap
-from ._base import is_rubric_file, is_rubric_item
+from ._base import JUNIT_PROPERTIES, is_rubric_file, is_rubric_item
 from ._response_dirs import ResponseDir, ResponseDirs, RubricWarning
 from ._result import CaseResult
 from ._session_audit import SessionAudit
@@ -213,8 +213,6 @@ class RubricSession(SessionAudit):
             self._rerun.add(nodeid)
         if nodeid in self._rerun:
             if report.when == "teardown":
-                from ._collect import JUNIT_PROPERTIES
-
                 report.user_properties = [
                     p for p in report.user_properties if p[0] not in JUNIT_PROPERTIES
                 ]

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import lines_in_any_order
+
 BOT = """
 ANSWERS = {
     "refund": "You can ask for a refund within 30 days of purchase.",
@@ -404,3 +406,68 @@ def test_init_writes_a_starter_that_runs_offline_and_never_overwrites(
     result.stdout.fnmatch_lines(
         ["*::capital_of_france[[]answer[]] PASSED (judged criteria skipped)*"]
     )
+
+
+# --- One round of errors ----------------------------------------------------------------------
+
+BROKEN = """
+cases:
+  - id: refund_window
+    question: "How long do I have to ask for a refund?"
+    refnd: 30
+    criteria:
+      - {id: days, type: contains, any_of: ["30 days"]}
+      - {id: window, type: regex, pattern: '(30 days'}
+  - id: warranty
+    question: "How long is the warranty?"
+    criteria:
+      - {id: years, type: regx, pattern: 'years?'}
+      - {id: shape, type: json, schema: {type: objekt}}
+"""
+
+
+def test_a_files_schema_and_pattern_problems_come_in_one_round_with_did_you_mean(
+    team: pytest.Pytester,
+) -> None:
+    (team.path / "evals/support.rubric.yaml").write_text(BROKEN.lstrip("\n"))
+    result = team.runpytest("evals/")
+    result.assert_outcomes(errors=1)
+    lines_in_any_order(
+        result,
+        [
+            "evals/support.rubric.yaml: 5 problems in rubric file",
+            "*:6, case 'refund_window', criterion 'days', field 'type': unknown criterion type "
+            "'contains'",
+            "    -> did you mean `type: any_of`? use one of *",
+            "*:4, case 'refund_window', field 'refnd': unknown field `refnd`",
+            "    -> did you mean `reference`? Allowed here: *",
+            "*:7, case 'refund_window', criterion 'window', field 'pattern': invalid regex "
+            "'(30 days': missing )*",
+            "*:11, case 'warranty', criterion 'years', field 'type': unknown criterion type 'regx'",
+            "    -> did you mean `type: regex`? *",
+            "*:12, case 'warranty', criterion 'shape', field 'schema': `schema` is not a valid "
+            "JSON Schema*",
+        ],
+    )
+
+
+def test_an_unknown_target_or_function_name_says_which_one_was_meant(
+    team: pytest.Pytester,
+) -> None:
+    rubric = team.path / "evals/support.rubric.yaml"
+    rubric.write_text(SUPPORT.replace("targets:support_bot", "targets:support_bt"))
+    result = team.runpytest("evals/")
+    result.stdout.fnmatch_lines(
+        [
+            "*field 'target': cannot import target 'targets:support_bt': AttributeError: "
+            "'targets' has no 'support_bt'; did you mean 'support_bot'?"
+        ]
+    )
+    rubric.write_text(
+        SUPPORT.replace(
+            '{id: two_years, type: any_of, any_of: ["two years", "2 years"]}',
+            '{id: two_years, type: callable, function: "targets:supportbot"}',
+        )
+    )
+    result = team.runpytest("evals/support.rubric.yaml::warranty")
+    result.stdout.fnmatch_lines(["*'targets' has no 'supportbot'; did you mean 'support_bot'?*"])
