@@ -471,3 +471,75 @@ def test_an_unknown_target_or_function_name_says_which_one_was_meant(
     )
     result = team.runpytest("evals/support.rubric.yaml::warranty")
     result.stdout.fnmatch_lines(["*'targets' has no 'supportbot'; did you mean 'support_bot'?*"])
+
+
+# --- A good neighbour, all plugins at once ----------------------------------------------------
+
+NEIGHBOURS = {
+    "tests/test_async.py": """
+        import asyncio
+
+        import pytest
+
+
+        @pytest.mark.asyncio
+        async def test_async_bot():
+            await asyncio.sleep(0)
+    """,
+    "tests/test_properties.py": """
+        from hypothesis import given, strategies as st
+
+        from app.bot import answer
+
+
+        @given(st.text(max_size=20))
+        def test_answers_anything(question):
+            assert isinstance(answer(question), str)
+    """,
+    "evals/broken.rubric.yaml": """
+        cases:
+          - id: broken_pattern
+            response: "Refunds within 30 days."
+            criteria:
+              - {id: days, type: any_of, any_of: ["30 days"]}
+              - {id: bad, type: regex, pattern: '(unclosed'}
+    """,
+}
+
+
+def test_with_every_neighbour_plugin_active_runs_end_cleanly_and_agree_in_any_order(
+    team: pytest.Pytester,
+) -> None:
+    """hypothesis, pytest-cov, -randomly, -rerunfailures, -timeout, -asyncio, -xdist and -html
+    together: a failing gate, a holding one, an ERROR item, -n 2, three orders."""
+    for name, text in NEIGHBOURS.items():
+        (team.path / name).write_text(textwrap.dedent(text).lstrip("\n"))
+    common = ["--reruns=1", "--timeout=120", "--cov=app", "--cov-report=", "-p", "randomly"]
+    runs = [
+        ("1", ["-n", "2", "--rubric-fail-under=0.9"]),
+        ("2", ["--rubric-fail-under=0.1"]),
+        ("3", ["--rubric-fail-under=0.9"]),
+    ]
+    documents = []
+    for seed, extra in runs:
+        result = team.runpytest_subprocess(
+            *common,
+            f"--randomly-seed={seed}",
+            f"--html=report{seed}.html",
+            f"--rubric-json=out{seed}.json",
+            *extra,
+            timeout=300,
+        )
+        output = result.stdout.str() + result.stderr.str()
+        assert "Traceback" not in output and "INTERNALERROR" not in output, output
+        last = result.outlines[-1]  # pytest's own last line
+        assert last.startswith("=") and " in " in last and last.endswith("="), last
+        assert "2 failed, 6 passed, 1 error, 3 rerun" in last, last
+        gate_fails = extra[-1].endswith("0.9")
+        assert ("2 rubric gates failed" in last) is gate_fails, last
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        assert (team.path / f"report{seed}.html").exists()
+        data = _json(team, f"out{seed}.json")
+        documents.append({key: data[key] for key in ("results", "leaderboard")})
+    assert documents[0] == documents[1] == documents[2]
+    assert len(documents[0]["results"]) == 5  # each item once, reruns and all
