@@ -122,7 +122,7 @@ class RubricSession(SessionAudit):
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
         self.responses.warn_unused()
         if self.judge_unavailable is not None and not self.settings.require_judge:
-            # A skip mark, so -rs shows each item's own file and line beside the reason.
+            # A skip mark: -rs reports the skip at the item's file, not inside the plugin.
             skip = pytest.mark.skip(reason=self.judge_unavailable)
             for item in items:
                 if item.get_closest_marker("llm_judge") is not None:
@@ -149,10 +149,11 @@ class RubricSession(SessionAudit):
                 continue
             option = "--rubric-dir" if settings.dirs_from_flag else "ini rubric_dirs"
             here = self.config.invocation_params.dir
-            shown = os.path.relpath(found, here)
+            folder, shown = os.path.relpath(directory, here), os.path.relpath(found, here)
+            patterns = ", ".join(settings.patterns)
             self.config.issue_config_time_warning(
                 RubricWarning(
-                    f"{option} {os.path.relpath(directory, here)} holds no rubric file ({', '.join(settings.patterns)}) "
+                    f"{option} {folder} holds no rubric file ({patterns}) "
                     f"but YAML or JSON files, such as {shown}: rename it to match, as "
                     f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini "
                     "rubric_file_patterns"
