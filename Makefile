@@ -18,6 +18,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m pytest --rubric-dir examples/evals -p no:cacheprovider -q --tb=no -rN \
 		--rubric-json .demo/results.json --rubric-html .demo/report.html; status=$$?; [ $$status -le 1 ]
+	@echo "The failures above are the point: confidently wrong answers fail their rubrics, whatever their style."
 	@echo "JSON results: .demo/results.json; HTML report: .demo/report.html"
 
 # Two workers: the suite (about 1,150 tests) takes about 65 s this way on a quiet 2-core machine.

@@ -1,6 +1,7 @@
 """``python -m pytest_rubric merge A.json B.json ...`` (see :mod:`pytest_rubric._merge`),
 ``python -m pytest_rubric import FORMAT ...`` (see :mod:`pytest_rubric.importers`) and
-``python -m pytest_rubric collect ...`` (see :mod:`pytest_rubric._freeze`)."""
+``python -m pytest_rubric collect ...`` (see :mod:`pytest_rubric._freeze`) and
+``python -m pytest_rubric init [DIR]`` (see :mod:`pytest_rubric._init`)."""
 
 from __future__ import annotations
 

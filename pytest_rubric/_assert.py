@@ -117,8 +117,10 @@ def assert_rubric(
         else 0.8 (or the ini option ``rubric_min_score``).
     :param query: the question the response answers (shown in reports, given
         to the judge).
-    :param subject: who wrote the response, for the leaderboard. Default
-        ``inline``.
+    :param subject: who wrote the response: the result joins the leaderboard
+        under that name. Without it the result is a plain assertion (subject
+        ``inline`` in the outputs), counted in the summary's ``assertions: P
+        passed, F failed`` line and never ranked.
     :returns: the :class:`~pytest_rubric.CaseResult`, when the response passes.
     :raises RubricAssertionError: (an ``AssertionError``) when the score is
         below ``min_score`` or a ``required`` criterion went the wrong way; its
@@ -179,6 +181,7 @@ def check_rubric(
         subject=subject or "inline",
         judged=judged,
     )
+    result.ranked = subject is not None
     if item is not None and result.skipped and score_results(result.criteria).empty:
         pytest.skip(f"nothing graded: {result.skipped[0].reason}")
     if item is not None:

@@ -30,10 +30,13 @@ __all__ = [
     "DEFAULT_MIN_SCORE",
     "EVIDENCE_MODES",
     "GRADERS",
+    "JUNIT_PROPERTIES",
     "MAX_CALL_TIMEOUT",
     "RESPONSE_CACHE_MODES",
     "RESULTS_KEY",
     "SET_A_JUDGE",
+    "SHOW_QUESTION",
+    "SHOW_RESPONSE",
     "ResponseTally",
     "RetryPolicy",
     "RubricItemView",
@@ -50,11 +53,26 @@ DEFAULT_MIN_SCORE = 0.8  # the pass mark of cases that set none (ini rubric_min_
 DEFAULT_CALL_TIMEOUT = 60.0  # seconds a callable or target may run (ini rubric_call_timeout)
 # At most a day: a thread's wait past threading.TIMEOUT_MAX would overflow.
 MAX_CALL_TIMEOUT = 86_400.0
+# What a failing item shows of the question and the response (ini rubric_show_response).
+SHOW_QUESTION = 300
+SHOW_RESPONSE = 1_000
 
 SET_A_JUDGE = (
     "set --rubric-judge PROVIDER:MODEL (or ini rubric_judge, or the RUBRIC_JUDGE variable)"
 )
 """How to configure a judge: the end of every message about a missing one."""
+
+JUNIT_PROPERTIES = frozenset(
+    {
+        "rubric_case",
+        "rubric_subject",
+        "rubric_score",
+        "rubric_min_score",
+        "rubric_passed",
+        "rubric_failed_criteria",
+    }
+)
+"""The names of the JUnit properties a result gives (``_collect.junit_properties``)."""
 
 RESULTS_KEY = pytest.StashKey[list["Recorded"]]()
 """Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""

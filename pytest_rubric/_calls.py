@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import difflib
 import importlib
 import inspect
 import queue
@@ -56,13 +57,21 @@ def make_importable(*folders: Path) -> None:
 def resolve_import(path: str) -> Any:
     """Import ``"package.module:name"`` (``name`` may be dotted) and return the object.
 
-    Importing runs the module's code: what it raises is :func:`contained`.
+    Importing runs the module's code: what it raises is :func:`contained`. A name the
+    module lacks raises :class:`AttributeError` naming the closest names it has.
     """
     module_name, _, attr = path.partition(":")
     with containing():
         obj: Any = importlib.import_module(module_name)
+    owner = module_name
     for part in attr.split("."):
+        if not hasattr(obj, part):
+            known = [name for name in dir(obj) if not name.startswith("_")]
+            close = difflib.get_close_matches(part, known, n=3, cutoff=0.5)
+            hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            raise AttributeError(f"{owner!r} has no {part!r}{hint}")
         obj = getattr(obj, part)
+        owner = f"{owner}.{part}"
     return obj
 
 

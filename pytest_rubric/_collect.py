@@ -24,7 +24,7 @@ from ._result import CaseResult, Recorded, Verdict
 from ._schema import own_mark
 from ._scoring import score as score_results
 from ._sources import Source, Target, named
-from ._table import criteria_table
+from ._table import answer_lines, criteria_table
 
 if TYPE_CHECKING:
     from ._response_dirs import ResponseDir
@@ -60,7 +60,7 @@ def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
     """What ``--junitxml`` carries of a result: ``rubric_case``, ``rubric_subject``,
     ``rubric_score``, ``rubric_min_score``, ``rubric_passed`` and, when some went the
     wrong way or could not be evaluated, ``rubric_failed_criteria`` (comma-separated ids)."""
-    properties = [
+    properties = [  # each name one of _base.JUNIT_PROPERTIES
         ("rubric_case", result.case),
         ("rubric_subject", result.subject),
         ("rubric_score", f"{result.score:.4f}"),
@@ -354,6 +354,11 @@ class RubricItem(pytest.Item):
         pass_when: str | float = "mean",
         **kwargs: Any,
     ) -> None:
+        # The node id as a string, which pytest parses as it parses a node id read back from
+        # its cache or a command line ("case[subject]": name "case", parameters "subject"), so
+        # --lf, --ff, --sw and ``path::case`` find the item as they find a parametrized test.
+        parent = kwargs["parent"]
+        kwargs.setdefault("nodeid", f"{parent.nodeid}::{kwargs['name']}")
         super().__init__(**kwargs)
         self.repeat = repeat
         self.pass_when = pass_when
@@ -430,7 +435,13 @@ class RubricItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, RubricAssertionError | RubricEvaluationError):
-            return str(excinfo.value)  # the criterion table, or why there is no answer
+            # The criterion table (or why there is no answer), then what the application was
+            # asked and said.
+            result = excinfo.value.result
+            if result is None:
+                return str(excinfo.value)
+            show = self.rubric_session.settings.show_response
+            return "\n".join([str(excinfo.value), *answer_lines(result, show_response=show)])
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

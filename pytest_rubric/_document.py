@@ -234,6 +234,7 @@ def _case_result(model: ResultModel) -> CaseResult:
         level=model.level,
         samples=samples,
         probe=[dict(record) for record in model.probe],
+        ranked=model.ranked,
     )
 
 

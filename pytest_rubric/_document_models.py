@@ -107,6 +107,7 @@ class ResultModel(BaseModel):
     pass_rate: Fraction | None = None
     pass_rate_ci: list[Fraction] | None = None
     probe: list[dict[str, str]] = []  # the style probe's records (see _audit)
+    ranked: bool = True  # false: an assert_rubric call without subject= (not on the leaderboard)
 
 
 class LeaderboardRowModel(BaseModel):

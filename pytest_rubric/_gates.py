@@ -138,8 +138,8 @@ def check(
             )
         for subject in sorted(before.keys() | now.keys()):
             pairs = paired(
-                [r for r in results if r.subject == subject],
-                [r for r in baseline if r.subject == subject],
+                [r for r in results if r.ranked and r.subject == subject],
+                [r for r in baseline if r.ranked and r.subject == subject],
             )
             delta = SubjectDelta(
                 subject,

@@ -73,6 +73,7 @@ class Column:
     header: str
     cell: Callable[[SubjectRow], str]
     text: bool = False  # a user's text: escaped by Markdown and HTML, left-aligned in the terminal
+    ranking: bool = False  # says where a subject stands among others: nothing with one subject
     wide_header: str | None = None  # the header where there is room for it (HTML)
 
     @property
@@ -96,16 +97,16 @@ def _drop(value: float | None) -> str:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("rank", lambda r: str(r.rank)),
+    Column("rank", lambda r: str(r.rank), ranking=True),
     Column("subject", lambda r: r.subject, text=True),
     Column("correctness", lambda r: interval_text(r.correctness, r.correctness_ci)),
     Column("fluency", lambda r: _fixed(r.fluency)),
     Column("confidence", lambda r: _fixed(r.confidence)),
     Column("naive", lambda r: _fixed(r.naive_score), wide_header="naive score"),
-    Column("naive rank", lambda r: str(r.naive_rank)),
+    Column("naive rank", lambda r: str(r.naive_rank), ranking=True),
     Column("confidently wrong", lambda r: str(r.confidently_wrong)),
     Column("passed", lambda r: f"{r.passed}/{r.total}"),
-    Column("tier", lambda r: str(r.tier)),
+    Column("tier", lambda r: str(r.tier), ranking=True),
     Column("detectable drop", lambda r: _drop(r.detectable_drop)),
 )
 
@@ -155,10 +156,14 @@ def paired(first: Iterable[CaseResult], second: Iterable[CaseResult]) -> list[tu
 
 
 def leaderboard(results: Iterable[CaseResult], *, level: float = 0.95) -> list[SubjectRow]:
-    """One row per subject, in rank order, with its intervals and tiers at ``level``."""
+    """One row per subject, in rank order, with its intervals and tiers at ``level``.
+
+    ``assert_rubric`` results without ``subject=`` (``ranked`` false) are no subject's.
+    """
     by_subject: dict[str, list[CaseResult]] = defaultdict(list)
     for result in results:
-        by_subject[result.subject].append(result)
+        if result.ranked:
+            by_subject[result.subject].append(result)
     correctness = {s: _mean([r.score for r in rs]) for s, rs in by_subject.items()}
     naive = {s: _mean([r.naive_score for r in rs]) for s, rs in by_subject.items()}
     rank, naive_rank = _ranks(correctness), _ranks(naive)

@@ -45,7 +45,7 @@ from ._safe_read import MAX_NESTING, Limit, NotRegular, json_loads, nesting_prob
 from ._safe_yaml import MAX_ALIAS_NODES, AliasLimit, Duplicate, YamlLoader
 from ._safe_yaml import construct as _construct  # tests import it from here, by this name
 from ._schema import Suite
-from ._semantics import semantic_problems
+from ._semantics import broken_patterns, semantic_problems
 
 __all__ = [
     "MAX_ALIAS_NODES",
@@ -169,6 +169,8 @@ def parse_suite(text: str, *, path: Path) -> LoadedSuite:
     except ValidationError as exc:
         problems += validation_problems(exc, data, locator)
     problems += semantic_problems(data, suite, locator)
+    if problems:  # a collection error: its patterns' problems too, in the same round
+        problems += broken_patterns(data, suite, locator)
     calibration: list[tuple[Any, Any, Any]] = []
     if suite is not None and suite.calibration is not None:
         from ._calibration import examples_of

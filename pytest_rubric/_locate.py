@@ -290,6 +290,29 @@ def _problem(error: Any, data: dict[str, Any], locator: Locator) -> Problem:
     )
 
 
+# What other evaluation tools call our criterion types (promptfoo's assertions, mostly):
+# "did you mean" answers these where spelling alone would not.
+_OTHER_TOOLS: dict[str, list[str]] = {
+    "contains": ["any_of"],
+    "icontains": ["any_of"],
+    "contains-any": ["any_of"],
+    "icontains-any": ["any_of"],
+    "contains-all": ["all_of"],
+    "icontains-all": ["all_of"],
+    "not-contains": ["forbidden"],
+    "not-icontains": ["forbidden"],
+    "regexp": ["regex"],
+    "matches": ["regex"],
+    "is-json": ["json"],
+    "contains-json": ["json"],
+    "llm-rubric": ["judge"],
+    "g-eval": ["judge"],
+    "levenshtein": ["fuzzy"],
+    "similar": ["fuzzy"],
+    "python": ["callable"],
+}
+
+
 def _explain(
     kind: str, error: Any, where: _Where, field_name: str | None
 ) -> tuple[str, str | None]:
@@ -302,7 +325,7 @@ def _explain(
         )
     if kind == "extra_forbidden":
         allowed = _allowed_fields(where)
-        close = difflib.get_close_matches(str(leaf), allowed, n=1)
+        close = difflib.get_close_matches(str(leaf), allowed, n=1, cutoff=0.5)
         hint = f"did you mean `{close[0]}`?" if close else None
         if leaf == "criteria" and where.case_index is None and where.tag is None:
             hint = (
@@ -314,7 +337,9 @@ def _explain(
         return f"unknown field {shown}", " ".join(h for h in (hint, listing) if h) or None
     if kind == "union_tag_invalid":
         tag = str(error.get("ctx", {}).get("tag", error.get("input")))
-        close = difflib.get_close_matches(tag, list(CRITERION_TYPES), n=1)
+        close = _OTHER_TOOLS.get(tag.lower()) or difflib.get_close_matches(
+            tag, list(CRITERION_TYPES), n=1, cutoff=0.5
+        )
         hint = (f"did you mean `type: {close[0]}`? " if close else "") + f"use one of {_TYPE_LIST}"
         return f"unknown criterion type {tag!r}", hint
     if kind == "union_tag_not_found":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ._base import SHOW_QUESTION
 from ._gates import DELTA_HEADER, GateReport
 from ._leaderboard import COLUMNS, interval_text
 from ._result import CaseResult
@@ -104,7 +105,21 @@ def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> s
         )
         if len(failing) > _MAX_FAILURES:
             lines.append(f"\n… and {len(failing) - _MAX_FAILURES} more (see the JSON report).")
+        for r in failing[:_MAX_FAILURES]:
+            lines += _answer(r, report.show_response)
     return "\n".join(lines) + "\n"
+
+
+def _answer(result: CaseResult, show_response: int) -> list[str]:
+    """What the application was asked and said, under the failing case's node id."""
+    shown = []
+    if result.question:
+        shown.append(f"- question: {escape(result.question, limit=SHOW_QUESTION)}")
+    if show_response > 0:
+        shown.append(f"- response: {escape(result.response, limit=show_response)}")
+    if not shown:
+        return []
+    return ["", f"#### {code(result.nodeid or result.case)}", "", *shown]
 
 
 def _gates(gates: GateReport) -> list[str]:

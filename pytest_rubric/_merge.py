@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ._freeze import add_collect_command, run_collect
+from ._init import add_command as add_init_command
+from ._init import run as run_init
 from ._options import fraction
 from ._outputs import OUTPUTS, write_outputs
 from ._report import DocumentError, load_document, read_document
@@ -89,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pytest_rubric",
         description="pytest-rubric tools: merge the --rubric-json files of CI shards; import "
-        "another tool's dataset as rubric files.",
+        "another tool's dataset as rubric files; init a starter evals/ folder.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     cmd = commands.add_parser(
@@ -134,6 +136,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_import_commands(commands)
     add_collect_command(commands)
+    add_init_command(commands)
     return parser
 
 
@@ -144,6 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_import(args)
     if args.command == "collect":
         return run_collect(args)
+    if args.command == "init":
+        return run_init(args)
     for name in ("confidence", "gate_confidence"):
         value = getattr(args, name)
         if value is not None and not 0 < value < 1:

@@ -254,8 +254,14 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini(
         "rubric_summary",
         "the rubric summary at the end of the run: auto (when rubric items ran, assert_rubric "
-        "graded two or more subjects, or a gate ran), on, off (default auto)",
+        "graded a subject named with subject=, or a gate ran), on, off (default auto)",
         default="auto",
+    )
+    parser.addini(
+        "rubric_show_response",
+        "characters of the response a failing rubric item shows beside its criteria (terminal, "
+        "JUnit system-out, Markdown); 0 hides it (default 1000)",
+        default="1000",
     )
     parser.addini(
         "rubric_gc_freeze",

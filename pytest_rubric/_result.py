@@ -200,6 +200,9 @@ class CaseResult:
     level: float = 0.95  # the confidence level of pass_rate_ci
     samples: list[Sample] = field(default_factory=list)
     probe: list[dict[str, str]] = field(default_factory=list)  # the style probe's, see _audit
+    # False for an assert_rubric call without ``subject=``: a check inside a unit test, counted
+    # in the summary's "assertions" line, never ranked on the leaderboard as a subject.
+    ranked: bool = True
 
     @property
     def sample_list(self) -> list[Sample]:
@@ -275,6 +278,8 @@ class CaseResult:
         data["pass_rate_ci"] = list(self.pass_rate_ci)
         if not self.probe:
             del data["probe"]
+        if self.ranked:  # written only where it says something
+            del data["ranked"]
         return data
 
     @classmethod

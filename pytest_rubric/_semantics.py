@@ -2,13 +2,15 @@
 test ids, regex patterns RE2 cannot run, cases that cannot be scored.
 
 They are looked for in the whole file even when validation failed: ids and
-subject names in the raw data, the rest in the cases that validate alone.
+subject names in the raw data, the rest in the cases and criteria that validate
+alone, so that one round of errors lists a file's schema and pattern problems
+together (:func:`broken_patterns` adds the patterns no engine compiles).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -20,22 +22,30 @@ from ._schema import Case, Criterion, Suite, default_ids
 from .criteria.json import Json
 from .criteria.regex import PYTHON_REGEX_TIMEOUT, Regex, regex_problem
 
-__all__ = ["semantic_problems"]
+__all__ = ["broken_patterns", "semantic_problems"]
+
+
+def _regexes(criterion: Criterion) -> list[tuple[Regex, tuple[str, ...]]]:
+    """A regex criterion, or the regexes checking a json criterion's fields, with where each
+    pattern sits inside the criterion."""
+    if isinstance(criterion, Regex):
+        return [(criterion, ())]
+    if isinstance(criterion, Json):
+        fields = (criterion.fields or {}).items()
+        return [(body, ("fields", p)) for p, body in fields if isinstance(body, Regex)]
+    return []
 
 
 def _regex_problems(
-    criteria: Sequence[Criterion], where: Sequence[str | int], locator: Locator, case: str | None
+    criteria: Iterable[tuple[int, Criterion]],
+    where: Sequence[str | int],
+    locator: Locator,
+    case: str | None,
 ) -> Iterator[Problem]:
     """Regex criteria, and regexes checking a json criterion's fields, whose pattern needs
     what RE2 lacks: rejected at collection."""
-    for j, criterion in enumerate(criteria):
-        regexes: list[tuple[Regex, tuple[str, ...]]] = []
-        if isinstance(criterion, Regex):
-            regexes.append((criterion, ()))
-        elif isinstance(criterion, Json):
-            fields = (criterion.fields or {}).items()
-            regexes += [(body, ("fields", p)) for p, body in fields if isinstance(body, Regex)]
-        for regex, inside in regexes:
+    for j, criterion in criteria:
+        for regex, inside in _regexes(criterion):
             escaped = _escaped_by_the_file(regex.pattern)
             if escaped is not None:
                 yield Problem(
@@ -180,16 +190,15 @@ def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locato
     own, so that a wrong type in one criterion does not hide them.
     """
     problems = list(_raw_problems(data, locator))
+    for where, label, criteria in _criteria(data, suite):
+        problems += _regex_problems(criteria, where, locator, label)
     global_criteria: Sequence[Criterion] | None
     if suite is not None:
         global_criteria, cases = suite.global_criteria, list(enumerate(suite.cases))
     else:
         global_criteria, cases = _valid_parts(data)
-    if global_criteria is not None:
-        problems += _regex_problems(global_criteria, ("global",), locator, None)
     for i, case in cases:
         label = item_label(value_at(data, "cases", i, "id"), i)
-        problems += _regex_problems(case.criteria, ("cases", i, "criteria"), locator, label)
         if global_criteria is None:
             continue  # the global criteria did not validate: a case's weights are unknown
         everything = [*global_criteria, *case.criteria]
@@ -205,6 +214,75 @@ def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locato
                 )
             )
     return problems
+
+
+def broken_patterns(data: dict[str, Any], suite: Suite | None, locator: Locator) -> list[Problem]:
+    """Patterns no engine compiles. Grading reports such a criterion as ERROR; a file that is
+    a collection error anyway lists them with its other problems, so that one round of
+    fixes is enough."""
+    from .criteria.regex import RegexError, compile_regex
+
+    problems = []
+    for where, label, criteria in _criteria(data, suite):
+        for j, criterion in criteria:
+            for regex, inside in _regexes(criterion):
+                try:
+                    compile_regex(
+                        regex.pattern,
+                        case_sensitive=regex.case_sensitive,
+                        engine=regex.engine,
+                        normalize=regex.normalize,
+                    )
+                except RegexError as exc:
+                    if exc.unsupported:
+                        continue  # _regex_problems says what RE2 lacks
+                    problems.append(
+                        Problem(
+                            f"invalid regex {regex.pattern!r}: {exc}",
+                            line=locator.line((*where, j, *inside, "pattern")),
+                            case=label,
+                            criterion=criterion.id,
+                            field=".".join((*inside, "pattern")),
+                            hint="fix the pattern (in YAML, write it in single quotes or "
+                            "double every backslash)",
+                        )
+                    )
+    return problems
+
+
+def _criteria(
+    data: dict[str, Any], suite: Suite | None
+) -> Iterator[tuple[tuple[str | int, ...], str | None, list[tuple[int, Criterion]]]]:
+    """(where in the data, the case's label, the criteria with their indexes) of the global
+    criteria and of each case: all of them from a valid suite, else those that validate
+    alone, so a mistake in one criterion hides nothing in the others."""
+    if suite is not None:
+        yield ("global",), None, list(enumerate(suite.global_criteria))
+        for i, case in enumerate(suite.cases):
+            label = item_label(value_at(data, "cases", i, "id"), i)
+            yield ("cases", i, "criteria"), label, list(enumerate(case.criteria))
+        return
+    raw_global = data.get("global", data.get("global_criteria"))
+    yield ("global",), None, _valid_criteria(raw_global)
+    raw_cases = data.get("cases")
+    for i, raw in enumerate(raw_cases if isinstance(raw_cases, list) else ()):
+        raw_criteria = raw.get("criteria") if isinstance(raw, dict) else None
+        label = item_label(value_at(data, "cases", i, "id"), i)
+        yield ("cases", i, "criteria"), label, _valid_criteria(raw_criteria)
+
+
+def _valid_criteria(raw: Any) -> list[tuple[int, Criterion]]:
+    """The criteria of a raw list that validate alone, with their indexes."""
+    from pydantic import TypeAdapter
+
+    adapter: TypeAdapter[Criterion] = TypeAdapter(Criterion)
+    valid = []
+    for j, entry in enumerate(raw if isinstance(raw, list) else ()):
+        if not isinstance(entry, dict):
+            continue
+        with contextlib.suppress(ValidationError):
+            valid.append((j, adapter.validate_python({"id": f"criterion {j + 1}", **entry})))
+    return valid
 
 
 def _valid_parts(

@@ -6,6 +6,7 @@ to ``pytest_unconfigure``. Hooks in ``plugin`` only delegate to it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import _heap
-from ._base import ResponseTally, is_rubric_item
+from ._base import JUNIT_PROPERTIES, ResponseTally, is_rubric_file, is_rubric_item
 from ._response_dirs import ResponseDir, ResponseDirs, RubricWarning
 from ._result import CaseResult
 from ._session_audit import SessionAudit
@@ -42,7 +43,10 @@ class RubricSession(SessionAudit):
         self.config = config
         self.settings = Settings.from_config(config)
         self._grader: Grader | None = None
-        self.results: list[CaseResult] = []
+        # By node id, the results of the item's last attempt only: an item run again
+        # (pytest-rerunfailures) counts once, as its last attempt went.
+        self._results: dict[str, list[CaseResult]] = {}
+        self._rerun: set[str] = set()  # node ids whose attempt now is one that runs again
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         self.baseline: list[CaseResult] | None = None
         if self.settings.baseline_path is not None:
@@ -58,6 +62,9 @@ class RubricSession(SessionAudit):
             None  # None on an xdist controller: workers judge
         )
         self.judge_name: str | None = None  # set whenever a judge is configured
+        # Why the configured judge cannot run (set in the ini or the environment, no key);
+        # judged items are then skipped, or errors with --rubric-require-judge.
+        self.judge_unavailable: str | None = None
         self.judge_usage: dict[str, JudgeStats] = {}  # every judge's, by name
         self.judge_prices: dict[str, Price | None] = {}  # every judge's, by name
         self._budget: Budget | None = None
@@ -70,7 +77,7 @@ class RubricSession(SessionAudit):
         self._calibrated: dict[str, Calibration] = {}
         self._frozen = False  # whether collected() froze the heap (see _heap)
         self._rubric_items_ran = False
-        self._inline_subjects: set[str] = set()  # subjects graded by assert_rubric
+        self._assert_subjects = False  # assert_rubric graded with subject=
         self._cache: JudgeCache | None = None
         self._cache_file: JudgeCache | None = None
         self._response_cache: CachedCalls | None = None
@@ -142,6 +149,12 @@ class RubricSession(SessionAudit):
     def collected(self, items: Sequence[pytest.Item]) -> None:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
         self.responses.warn_unused()
+        if self.judge_unavailable is not None and not self.settings.require_judge:
+            # A skip mark: -rs reports the skip at the item's file, not inside the plugin.
+            skip = pytest.mark.skip(reason=self.judge_unavailable)
+            for item in items:
+                if item.get_closest_marker("llm_judge") is not None:
+                    item.add_marker(skip)
         self.plan_probe(items)
         self.start_calibration()
         self.schedule_judging(items)
@@ -152,9 +165,35 @@ class RubricSession(SessionAudit):
                 _heap.freeze_collected()
                 self._frozen = True
 
+    def check_dirs(self) -> None:
+        """Warn about a rubric directory that holds no rubric file but YAML or JSON files:
+        most likely rubric files named without the pattern, which collect nothing."""
+        if hasattr(self.config, "workerinput"):  # the controller warns, once
+            return
+        settings = self.settings
+        for directory in settings.dirs:
+            found = _first_data_file(directory, settings.patterns)
+            if found is None:
+                continue
+            option = "--rubric-dir" if settings.dirs_from_flag else "ini rubric_dirs"
+            here = self.config.invocation_params.dir
+            folder, shown = os.path.relpath(directory, here), os.path.relpath(found, here)
+            patterns = ", ".join(settings.patterns)
+            self.config.issue_config_time_warning(
+                RubricWarning(
+                    f"{option} {folder} holds no rubric file ({patterns}) "
+                    f"but YAML or JSON files, such as {shown}: rename it to match, as "
+                    f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini "
+                    "rubric_file_patterns"
+                ),
+                stacklevel=2,
+            )
+
     def header_line(self) -> str | None:
         settings = self.settings
-        parts = [f"--rubric-dir {d}" for d in settings.dirs]
+        # The ini's rubric_dirs are not added to a command line that names paths.
+        named = self.config.args_source is pytest.Config.ArgsSource.ARGS
+        parts = [f"--rubric-dir {d}" for d in settings.dirs if settings.dirs_from_flag or not named]
         if settings.responses_dir:
             parts.append(f"--rubric-responses {settings.responses_dir}")
         parts += [f"--rubric-target {target}" for target in settings.targets]
@@ -184,23 +223,68 @@ class RubricSession(SessionAudit):
 
     # --- results ------------------------------------------------------------------------------
 
-    def add(self, result: CaseResult, *, from_rubric_item: bool) -> None:
-        self.results.append(result)
+    @property
+    def results(self) -> list[CaseResult]:
+        """Every result of the run, each item's from its last attempt."""
+        return [result for results in self._results.values() for result in results]
+
+    def log_attempt(self, report: pytest.TestReport) -> None:
+        """Keep the results ``report`` carries, as its item's last attempt so far.
+
+        Every attempt of an item starts with its setup: what an earlier one recorded no
+        longer counts. pytest-rerunfailures reports an attempt it runs again with the
+        outcome ``rerun``: its results are not kept, and its teardown report loses the
+        JUnit properties, so JUnit carries the last attempt's alone.
+        """
+        nodeid = report.nodeid
+        if report.when == "setup":
+            self._results.pop(nodeid, None)
+            self._rerun.discard(nodeid)
+        if str(report.outcome) == "rerun":  # not one of pytest's own outcomes
+            self._rerun.add(nodeid)
+        if nodeid in self._rerun:
+            if report.when == "teardown":
+                report.user_properties = [
+                    p for p in report.user_properties if p[0] not in JUNIT_PROPERTIES
+                ]
+            return
+        from_rubric_item = getattr(report, "rubric_item", False)
+        for result in getattr(report, "rubric_results", ()):
+            self.add(nodeid, result, from_rubric_item=from_rubric_item)
+
+    def add(self, nodeid: str, result: CaseResult, *, from_rubric_item: bool) -> None:
+        self._results.setdefault(nodeid, []).append(result)
         if from_rubric_item:
             self._rubric_items_ran = True
-        else:
-            self._inline_subjects.add(result.subject)
+        elif result.ranked:
+            self._assert_subjects = True
+
+    def junit_answers(self, report: pytest.TestReport) -> None:
+        """Write the question and the response of a failed rubric item to its JUnit
+        ``system-out`` (when ``--junitxml`` is on)."""
+        from ._junit import write_system_out
+        from ._table import answer_lines
+
+        show = self.settings.show_response
+        text = "\n".join(
+            line
+            for result in getattr(report, "rubric_results", ())
+            for line in answer_lines(result, show_response=show)
+        )
+        if text:
+            write_system_out(self.config, report, text)
 
     def summary_wanted(self, report: SessionReport) -> bool:
         """Whether the terminal shows the rubric summary (ini ``rubric_summary``).
 
-        ``auto``: when rubric items ran, when ``assert_rubric`` graded two or
-        more subjects (one subject ranks against nobody), or when a gate ran.
+        ``auto``: when rubric items ran, when ``assert_rubric`` graded a subject
+        named with ``subject=``, or when a gate ran; plain assertions in unit
+        tests alone print nothing.
         """
         mode = self.settings.summary
         if mode != "auto":
             return mode == "on" and report.shown
-        return self._rubric_items_ran or len(self._inline_subjects) >= 2 or report.gates.active
+        return self._rubric_items_ran or self._assert_subjects or report.gates.active
 
     def session_report(self) -> SessionReport:
         """The report :meth:`finish` built, or, before it ran (an xdist worker), one of the
@@ -243,6 +327,7 @@ class RubricSession(SessionAudit):
             max_style_flips=settings.max_style_flips if gates else None,
             calibration=[c.to_dict() for c in self.calibrations()],
             responses_replayed=(self.responses_tally.replayed, self.responses_tally.asked),
+            show_response=settings.show_response,
         )
 
     def finish(self, session: pytest.Session) -> None:
@@ -255,6 +340,23 @@ class RubricSession(SessionAudit):
         from ._outputs import write_outputs  # the HTML and Markdown renderers: only at the end
 
         write_outputs(self.report, self.settings.output_paths)
+
+
+_DATA_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _first_data_file(directory: Path, patterns: Sequence[str]) -> Path | None:
+    """The first YAML or JSON file under ``directory`` (in name order) when no file there
+    matches ``patterns``; None when one does, or there is none."""
+    first: Path | None = None
+    for root, folders, files in os.walk(directory):
+        folders[:] = sorted(f for f in folders if not f.startswith("."))
+        for name in sorted(files):
+            if is_rubric_file(Path(name), tuple(patterns)):
+                return None
+            if first is None and name.endswith(_DATA_SUFFIXES):
+                first = Path(root) / name
+    return first
 
 
 SESSION_KEY = pytest.StashKey[RubricSession]()

@@ -15,7 +15,7 @@ import pytest
 from . import _heap
 from ._base import SET_A_JUDGE, ResponseTally, is_rubric_item
 from ._response_dirs import RubricWarning
-from ._result import CaseResult, Verdict
+from ._result import Verdict
 from ._settings import Settings
 from ._xdist import is_xdist_controller, worker_count
 
@@ -63,9 +63,9 @@ class SessionJudge:
     settings: Settings
     judging: JudgeRunner | Panel | None
     judge_name: str | None
+    judge_unavailable: str | None
     judge_usage: dict[str, JudgeStats]
     judge_prices: dict[str, Price | None]
-    results: list[CaseResult]
     probe_plan: dict[str, tuple[str, ...]]
     _budget: Budget | None
     _cache: JudgeCache | None
@@ -158,14 +158,27 @@ class SessionJudge:
                 )
             names = [str(getattr(custom, "name", None) or type(custom).__name__)]
         elif settings.judges:
+            flag = settings.judge_source == "--rubric-judge"
             try:
                 for judge in settings.judges:
                     spec = JudgeSpec.parse(judge, url=settings.judge_url)
-                    # Replay makes no call at all, so it needs no key.
-                    read_key(spec, require_key=settings.cache_mode != "replay")
                     specs.append(spec)
             except ValueError as exc:
-                raise pytest.UsageError(f"--rubric-judge: {exc}") from None
+                raise pytest.UsageError(f"{settings.judge_source}: {exc}") from None
+            for spec in specs:
+                try:
+                    # Replay makes no call at all, so it needs no key.
+                    read_key(spec, require_key=settings.cache_mode != "replay")
+                except ValueError as exc:
+                    if flag:  # asked for on this command line: a usage error
+                        raise pytest.UsageError(f"--rubric-judge: {exc}") from None
+                    # Set in the ini or the environment (a colleague's checkout, a fork's
+                    # CI): the session runs, and what needs the judge says why it did not.
+                    self.judge_unavailable = (
+                        f"no key for judge {spec.name} ({settings.judge_source}): "
+                        f"set {spec.key_variable} in the environment"
+                    )
+                    return
             names = [spec.name for spec in specs]
         else:
             return
@@ -355,14 +368,11 @@ class SessionJudge:
                     }
                 )
             return judged
-        if self.settings.require_judge:
+        if self.settings.require_judge or self.judge_unavailable is not None:
             from ._result import Outcome
             from .judge.base import Judged
 
-            return Judged(
-                {
-                    c.id: Outcome(Verdict.ERROR, 0.0, REQUIRE_JUDGE_REASON)
-                    for c in compiled.judged_criteria
-                }
-            )
+            verdict = Verdict.ERROR if self.settings.require_judge else Verdict.SKIPPED
+            reason = self.judge_unavailable or REQUIRE_JUDGE_REASON
+            return Judged({c.id: Outcome(verdict, 0.0, reason) for c in compiled.judged_criteria})
         return None

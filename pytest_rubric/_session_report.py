@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ._audit import JudgeAudit, audit
+from ._base import SHOW_RESPONSE
 from ._gates import GateReport, check
 from ._leaderboard import SubjectRow, leaderboard, rank_noise
 from ._result import CaseResult
@@ -65,6 +66,7 @@ class SessionReport:
     breakdowns: tuple[Breakdown, ...] = ()
     level: float = 0.95  # the confidence level of every interval and tier
     judge_audit: JudgeAudit = field(default_factory=JudgeAudit)
+    show_response: int = SHOW_RESPONSE  # characters of a failing case's response shown
 
     @property
     def shown(self) -> bool:
@@ -74,6 +76,12 @@ class SessionReport:
     @property
     def passed(self) -> int:
         return sum(r.passed for r in self.results)
+
+    @property
+    def assertions(self) -> tuple[int, int]:
+        """``assert_rubric`` calls without ``subject=``: how many passed, how many did not."""
+        checks = [r.passed for r in self.results if not r.ranked]
+        return sum(checks), len(checks) - sum(checks)
 
     @property
     def failing(self) -> list[CaseResult]:
@@ -99,6 +107,7 @@ def build_report(
     max_style_flips: float | None = None,
     calibration: Sequence[Mapping[str, Any]] = (),
     responses_replayed: tuple[int, int] = (0, 0),
+    show_response: int = SHOW_RESPONSE,
 ) -> SessionReport:
     """The report of ``results``, with the gates (see ``_gates.check``) applied to them;
     every interval, tier and paired test at confidence ``level``.
@@ -156,9 +165,12 @@ def build_report(
         judge_usage=tuple(judge_usage),
         thresholds=thresholds or StyleThresholds(),
         rankings_differ_within_noise=noise.within_noise,
-        breakdowns=breakdowns(ordered, subjects=[row.subject for row in rows], level=level),
+        breakdowns=breakdowns(
+            [r for r in ordered if r.ranked], subjects=[row.subject for row in rows], level=level
+        ),
         level=level,
         judge_audit=judge_audit,
+        show_response=show_response,
     )
 
 

@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from . import _style
-from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_MIN_SCORE, MAX_CALL_TIMEOUT, RetryPolicy
+from ._base import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_MIN_SCORE,
+    MAX_CALL_TIMEOUT,
+    SHOW_RESPONSE,
+    RetryPolicy,
+)
 from ._outputs import OUTPUTS
 from .judge.cost import CostSettings, parse_price, parse_prices
 
@@ -26,6 +32,7 @@ class Settings:
 
     dirs: tuple[Path, ...] = ()
     summary: str = "auto"  # ini rubric_summary: auto, on, off
+    show_response: int = SHOW_RESPONSE  # ini rubric_show_response: characters, 0 hides it
     dirs_from_flag: bool = False  # --rubric-dir (only these run) rather than ini rubric_dirs
     patterns: tuple[str, ...] = DEFAULT_PATTERNS
     responses_dir: Path | None = None
@@ -35,6 +42,9 @@ class Settings:
     max_drop: float = 0.0
     fail_under: float | None = None
     judges: tuple[str, ...] = ()  # --rubric-judge, repeated for a panel (ini: one per line)
+    # Where the judges were set, as a user would look for it: "--rubric-judge", "ini
+    # rubric_judge in pytest.ini" or "env RUBRIC_JUDGE".
+    judge_source: str = "--rubric-judge"
     judge_url: str | None = None
     grader: str = "per-criterion"
     concurrency: int = 8
@@ -96,6 +106,7 @@ class Settings:
             dirs=tuple(dirs),
             dirs_from_flag=bool(config.getoption("rubric_dirs")),
             summary=_summary_mode(config.getini("rubric_summary")),
+            show_response=_show_response(config.getini("rubric_show_response")),
             patterns=patterns,
             responses_dir=(here / responses).resolve() if responses else None,
             targets=_repeatable(config, "rubric_target", "--rubric-target"),
@@ -104,6 +115,7 @@ class Settings:
             max_drop=config.getoption("rubric_max_drop"),
             fail_under=config.getoption("rubric_fail_under"),
             judges=_judges(config),
+            judge_source=_judge_source(config),
             judge_url=config.getoption("rubric_judge_url"),
             grader=config.getoption("rubric_grader"),
             concurrency=config.getoption("rubric_concurrency"),
@@ -179,6 +191,18 @@ def _summary_mode(raw: str) -> str:
             f"ini option rubric_summary = {raw!r} must be one of {', '.join(SUMMARY_MODES)}"
         )
     return value
+
+
+def _show_response(raw: str) -> int:
+    text = str(raw or "").strip()
+    if not text:
+        return SHOW_RESPONSE
+    if not text.isdigit():
+        raise pytest.UsageError(
+            f"ini option rubric_show_response = {raw!r} must be a whole number of characters "
+            f"(0 hides the response; default {SHOW_RESPONSE})"
+        )
+    return int(text)
 
 
 def _call_timeout(value: float) -> float:
@@ -257,6 +281,16 @@ def _response_cache_mode(config: pytest.Config) -> str:
             f"{', '.join(RESPONSE_CACHE_MODES)}"
         )
     return raw
+
+
+def _judge_source(config: pytest.Config) -> str:
+    """Where :func:`_judges` found the judges, named as the user set them."""
+    if config.getoption("rubric_judge"):
+        return "--rubric-judge"
+    if str(config.getini("rubric_judge") or "").strip():
+        name = config.inipath.name if config.inipath is not None else "the ini file"
+        return f"ini rubric_judge in {name}"
+    return "env RUBRIC_JUDGE"
 
 
 def _judges(config: pytest.Config) -> tuple[str, ...]:

@@ -45,18 +45,25 @@ def terminal_lines(report: SessionReport, *, board_when_empty: bool = False) -> 
     (``board_when_empty``), so a merge of empty documents still says what it merged.
     """
     lines: list[Line] = []
-    if report.results or board_when_empty:
-        cells = [[column.cell(row) for column in COLUMNS] for row in report.leaderboard]
-        right = {i for i, column in enumerate(COLUMNS) if not column.text}
-        table = render_table([column.header for column in COLUMNS], cells, right=right)
+    if report.leaderboard or board_when_empty:
+        # One subject stands among no others: no rank, naive rank or tier to show.
+        columns = [c for c in COLUMNS if not (c.ranking and len(report.leaderboard) == 1)]
+        cells = [[column.cell(row) for column in columns] for row in report.leaderboard]
+        right = {i for i, column in enumerate(columns) if not column.text}
+        table = render_table([column.header for column in columns], cells, right=right)
         lines += [Line(text) for text in table]
-        if report.leaderboard:
+        if len(report.leaderboard) == 1:
+            lines.append(Line(f"correctness [{report.level:g} interval over cases]"))
+        elif report.leaderboard:
             lines.append(
                 Line(
                     f"correctness [{report.level:g} interval over cases]; subjects in one tier "
                     "are not told apart by this suite"
                 )
             )
+    passed, failed = report.assertions
+    if passed or failed:
+        lines.append(Line(f"assertions: {passed} passed, {failed} failed"))
     lines += _breakdown_lines(report.breakdowns)
     for note in report.notes:
         lines.append(Line(_MARK.get(note.severity, "") + note.text, note.severity))

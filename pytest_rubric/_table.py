@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ._base import SHOW_QUESTION, SHOW_RESPONSE
 from ._result import CaseResult, mark_text
+from ._secrets import clip
 
-__all__ = ["criteria_table", "render_table"]
+__all__ = ["answer_lines", "criteria_table", "render_table"]
 
 
 def render_table(
@@ -61,3 +63,26 @@ def criteria_table(result: CaseResult) -> str:
     if skipped:
         lines.append(f"  ({len(skipped)} judged criteria SKIPPED: {skipped[0].reason})")
     return "\n".join(lines)
+
+
+def answer_lines(result: CaseResult, *, show_response: int = SHOW_RESPONSE) -> list[str]:
+    """What the application was asked and said: the question cut to 300 characters, the
+    response to ``show_response`` (0: not shown), each line of it indented under its label.
+
+    The texts were redacted when the result was built; :func:`clip` redacts again (of the
+    keys known now) before it cuts, so no cut can leave a piece of a key behind.
+    """
+    from .judge.providers import known_keys
+
+    keys = known_keys()
+    shown = []
+    if result.question:
+        shown.append(("question", clip(result.question, *keys, limit=SHOW_QUESTION)))
+    if show_response > 0:
+        shown.append(("response", clip(result.response, *keys, limit=show_response)))
+    lines = []
+    for label, text in shown:
+        first, *rest = text.splitlines() or [""]
+        lines.append(f"{label}: {first}")
+        lines += [f"  {line}" for line in rest]
+    return lines

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from ._grader import Grader
     from .judge.base import JudgeClient
 
+PROPERTIES_KEY = pytest.StashKey[list[tuple[str, object]]]()
+"""The JUnit properties this attempt of an item added (``rubric_score``, ...)."""
+
 NO_JUDGE_SKIP = (
     f"needs an LLM judge: {SET_A_JUDGE} and the key in OPENAI_API_KEY or ANTHROPIC_API_KEY"
 )
@@ -69,14 +72,20 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_ReportHooks(state), "rubric-report")
     _xdist.register(config, state)
     _add_rubric_dirs(config, state.settings)
+    state.check_dirs()
 
 
 def _add_rubric_dirs(config: pytest.Config, settings: Settings) -> None:
-    """``--rubric-dir`` without test paths: only those run. Otherwise, and always for the ini
-    option ``rubric_dirs``, they are added to what pytest collects anyway, so a project's
-    unit tests never silently stop running."""
-    if settings.dirs_from_flag and config.args_source is not pytest.Config.ArgsSource.ARGS:
+    """``--rubric-dir`` without test paths: only those run; with test paths, they are added.
+    The ini option ``rubric_dirs`` works as ``testpaths`` does: its directories join what
+    pytest collects anyway (``testpaths`` or the current directory) only when the command
+    line names no path or node id, so naming one test runs just that test and adding the
+    option never hides a unit test."""
+    named = config.args_source is pytest.Config.ArgsSource.ARGS
+    if settings.dirs_from_flag and not named:
         config.args[:] = [str(d) for d in settings.dirs]
+        return
+    if named and not settings.dirs_from_flag:
         return
     here = config.invocation_params.dir
     searched = [
@@ -129,6 +138,13 @@ def pytest_runtest_makereport(
     report is marked so that it counts as an error (see ``pytest_report_teststatus``).
     """
     report = yield
+    if call.when == "setup":
+        # A new attempt (pytest-rerunfailures): the properties an earlier one left go, so
+        # JUnit carries the last attempt's alone.
+        earlier = item.stash.get(PROPERTIES_KEY, [])
+        if earlier:
+            item.user_properties[:] = [p for p in item.user_properties if p not in earlier]
+            del item.stash[PROPERTIES_KEY]
     if call.excinfo is not None and is_rubric_item(item):
         from ._errors import RubricEvaluationError
 
@@ -145,7 +161,9 @@ def pytest_runtest_makereport(
             if is_rubric_item(item):
                 report.rubric_item = True  # type: ignore[attr-defined]
             # JUnit reads the properties off the teardown report, built from the item's.
-            item.user_properties += [p for r in results for p in junit_properties(r)]
+            properties = [p for r in results for p in junit_properties(r)]
+            item.user_properties += properties
+            item.stash.setdefault(PROPERTIES_KEY, []).extend(properties)
     return report
 
 
@@ -172,11 +190,16 @@ def pytest_report_from_serializable(
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A Python test marked ``llm_judge`` is skipped, with what to set, when there is no judge."""
+    """A Python test marked ``llm_judge`` is skipped, with what to set, when there is no judge
+    (an error with ``--rubric-require-judge`` when the configured judge has no key)."""
     if is_rubric_item(item) or item.get_closest_marker("llm_judge") is None:
         return
-    if item.config.stash[SESSION_KEY].judging is None:
-        pytest.skip(NO_JUDGE_SKIP)
+    state = item.config.stash[SESSION_KEY]
+    if state.judging is not None:
+        return
+    if state.judge_unavailable is not None and state.settings.require_judge:
+        pytest.fail(state.judge_unavailable, pytrace=False)
+    pytest.skip(state.judge_unavailable or NO_JUDGE_SKIP)
 
 
 @pytest.fixture
@@ -188,10 +211,10 @@ def rubric_judge(request: pytest.FixtureRequest) -> JudgeClient:
         async def check(rubric_judge):
             reply = await rubric_judge.complete("Answer with one word.", "Capital of France?")
     """
-    judging = request.config.stash[SESSION_KEY].judging
-    if judging is None:
-        pytest.skip(NO_JUDGE_SKIP)
-    return judging.client
+    state = request.config.stash[SESSION_KEY]
+    if state.judging is None:
+        pytest.skip(state.judge_unavailable or NO_JUDGE_SKIP)
+    return state.judging.client
 
 
 @pytest.fixture
@@ -247,10 +270,11 @@ class _SessionHooks:
         finally:
             session.testsfailed += hidden
 
+    @pytest.hookimpl(tryfirst=True)  # before JUnit reads the report, or xdist sends it
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        from_rubric_item = getattr(report, "rubric_item", False)
-        for result in getattr(report, "rubric_results", ()):
-            self.state.add(result, from_rubric_item=from_rubric_item)
+        """Results join the session's; an attempt that is run again (pytest-rerunfailures'
+        outcome ``rerun``) counts nowhere, not even in JUnit's properties."""
+        self.state.log_attempt(report)
 
     def pytest_report_teststatus(
         self, report: pytest.TestReport, config: pytest.Config
@@ -270,13 +294,23 @@ class _ReportHooks:
     def __init__(self, state: RubricSession) -> None:
         self.state = state
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """A failing or erroring rubric item's JUnit test case shows what the application was
+        asked and said, in its ``system-out``."""
+        if report.failed and getattr(report, "rubric_item", False):
+            self.state.junit_answers(report)
+
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         report = self.state.session_report()
         failed_gates = len(report.gates.regressions)
         if failed_gates:
-            # pytest's last line counts every key of ``stats``: "3 passed, 1 rubric gate failed".
+            # pytest's last line counts the reports under every key of ``stats``: "3 passed,
+            # 1 rubric gate failed". Other plugins read those reports as reports (hypothesis
+            # reads each one's ``__dict__``), so each failed gate is a report too.
             key = "rubric gate failed" if failed_gates == 1 else "rubric gates failed"
-            terminalreporter.stats.setdefault(key, []).extend(report.gates.regressions)
+            terminalreporter.stats.setdefault(key, []).extend(
+                _gate_report(reason) for reason in report.gates.regressions
+            )
         if self.state.summary_wanted(report) and terminalreporter.config.get_verbosity() >= -1:
             from ._summary import terminal_lines
 
@@ -286,6 +320,19 @@ class _ReportHooks:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.state.finish(session)
+
+
+def _gate_report(reason: str) -> pytest.TestReport:
+    """A failed gate as a report of no test, for ``terminalreporter.stats``."""
+    return pytest.TestReport(
+        nodeid="",
+        location=("", None, "rubric gate"),
+        keywords={},
+        outcome="failed",
+        longrepr=reason,
+        when="call",
+        rubric_gate=reason,
+    )
 
 
 def _has_skipped(report: pytest.TestReport) -> bool:

@@ -28,12 +28,11 @@ RUN_MODES = {
 }
 
 
-# Hypothesis's pytest plugin imports all of Hypothesis (0.6 s of CPU) at the end of every
-# session it is loaded in. In-process runs find it imported (the root conftest), but every
-# fresh process the tests start (an xdist worker of a ``-n 2`` run, a ``python -m pytest``)
-# would pay again, for nothing: no session a test starts holds a Hypothesis test. They leave
-# the plugin out.
-INNER_ADDOPTS = "-p no:hypothesispytest"
+# The sessions the tests start run with every plugin of the dev extra installed and active
+# (hypothesis, pytest-randomly, pytest-asyncio, ...), as a user's would: none is turned off.
+# pytest-asyncio warns in every session whose ini leaves its loop scope unset; a project
+# that has it sets it, and so do these sessions.
+INNER_ADDOPTS = "-o asyncio_default_fixture_loop_scope=function"
 
 
 @pytest.fixture
@@ -41,6 +40,13 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     """pytest's ``pytester``; the sessions it starts, and their workers, get ``INNER_ADDOPTS``."""
     monkeypatch.setenv("PYTEST_ADDOPTS", INNER_ADDOPTS)  # after pytester cleared it
     return pytester
+
+
+def lines_in_any_order(result: pytest.RunResult, patterns: list[str]) -> None:
+    """Each pattern matches a line of the run's output, in whatever order the run took
+    (pytest-randomly shuffles the items of every session the tests start)."""
+    for pattern in patterns:
+        result.stdout.fnmatch_lines([pattern])
 
 
 @pytest.fixture(params=list(RUN_MODES))

@@ -249,15 +249,15 @@ def test_two():
 @pytest.mark.parametrize(
     ("ini", "second", "rubric_file", "shown"),
     [
-        ("", "inline", False, False),  # one subject ranks against nobody
-        ("", "other", False, True),  # assert_rubric graded two subjects
-        ("", "inline", True, True),  # rubric items ran
-        ("rubric_summary = on", "inline", False, True),
+        ("", None, False, False),  # plain assertions in unit tests print nothing
+        ("", "other", False, True),  # assert_rubric graded a subject named with subject=
+        ("", None, True, True),  # rubric items ran
+        ("rubric_summary = on", None, False, True),
         ("rubric_summary = off", "other", True, False),
     ],
 )
 def test_ini_rubric_summary_decides_when_the_summary_is_printed(
-    pytester: pytest.Pytester, ini: str, second: str, rubric_file: bool, shown: bool
+    pytester: pytest.Pytester, ini: str, second: str | None, rubric_file: bool, shown: bool
 ) -> None:
     pytester.makeini(f"[pytest]\n{ini}\n")
     pytester.makepyfile(test_answers=SUMMARY_TESTS.replace("SECOND", repr(second)))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import RUN_MODES
+from tests.conftest import RUN_MODES, lines_in_any_order
 
 Write = Callable[[str, str], Path]
 
@@ -30,9 +30,8 @@ def test_rubric_dir_collects_items_with_case_and_subject_ids(
     write("evals/basics.rubric.yaml", SIMPLE)
     write("test_other.py", "def test_unrelated(): pass\n")
     result = pytester.runpytest("--rubric-dir", "evals", "--collect-only", "-q")
-    result.stdout.fnmatch_lines(
-        ["evals/basics.rubric.yaml::q1[alice]", "evals/basics.rubric.yaml::q1[bob]"],
-        consecutive=True,
+    lines_in_any_order(
+        result, ["evals/basics.rubric.yaml::q1[[]alice[]]", "evals/basics.rubric.yaml::q1[[]bob[]]"]
     )
     # Without test paths, --rubric-dir runs only the rubric directories.
     result.stdout.no_fnmatch_line("*test_unrelated*")
@@ -42,8 +41,8 @@ def test_rubric_dir_adds_to_explicit_test_paths(pytester: pytest.Pytester, write
     write("evals/basics.rubric.yaml", SIMPLE)
     write("test_other.py", "def test_unrelated(): pass\n")
     result = pytester.runpytest("test_other.py", "--rubric-dir", "evals", "--collect-only", "-q")
-    result.stdout.fnmatch_lines(
-        ["test_other.py::test_unrelated", "evals/basics.rubric.yaml::q1[alice]"]
+    lines_in_any_order(
+        result, ["test_other.py::test_unrelated", "evals/basics.rubric.yaml::q1[[]alice[]]"]
     )
 
 
@@ -62,12 +61,21 @@ def test_ini_rubric_dirs_and_file_patterns(pytester: pytest.Pytester, write: Wri
 
 
 @pytest.mark.parametrize(
-    ("ini", "args"),
-    [("", ()), ("testpaths = tests\n", ()), ("", ("tests/test_unit.py",))],
+    ("ini", "args", "outcomes"),
+    [
+        ("", (), {"passed": 2, "failed": 1}),
+        ("testpaths = tests\n", (), {"passed": 2, "failed": 1}),
+        # Like testpaths, rubric_dirs is not added to a command line that names a path.
+        ("", ("tests/test_unit.py",), {"passed": 1}),
+    ],
     ids=["no-testpaths", "testpaths", "named-test-file"],
 )
 def test_ini_rubric_dirs_never_hide_the_projects_tests(
-    pytester: pytest.Pytester, write: Write, ini: str, args: tuple[str, ...]
+    pytester: pytest.Pytester,
+    write: Write,
+    ini: str,
+    args: tuple[str, ...],
+    outcomes: dict[str, int],
 ) -> None:
     """A project adds ``rubric_dirs`` to its own pytest.ini: its unit tests still run, and
     a rubric file is collected once even where the normal collection reaches it too."""
@@ -75,7 +83,7 @@ def test_ini_rubric_dirs_never_hide_the_projects_tests(
     write("tests/test_unit.py", "def test_unit(): pass\n")
     write("evals/basics.rubric.yaml", SIMPLE)
     result = pytester.runpytest("-v", *args)
-    result.assert_outcomes(passed=2, failed=1)
+    result.assert_outcomes(**outcomes)
     result.stdout.fnmatch_lines(["*tests/test_unit.py::test_unit PASSED*"])
 
 
@@ -137,13 +145,14 @@ def test_responses_folder_of_subject_files(pytester: pytest.Pytester, write: Wri
         '{"id": "q1", "response": "5"}\n{"id": "q2", "response": "no"}\n',
     )
     result = pytester.runpytest("--rubric-dir", "evals", "-v")
-    result.stdout.fnmatch_lines(
+    lines_in_any_order(
+        result,
         [
             "evals/fin.rubric.yaml::q1[[]model-a[]] PASSED*",
             "evals/fin.rubric.yaml::q1[[]model-b[]] FAILED*",
             "evals/fin.rubric.yaml::q2[[]model-a[]] PASSED*",
             "evals/fin.rubric.yaml::q2[[]model-b[]] FAILED*",
-        ]
+        ],
     )
 
 
@@ -276,11 +285,12 @@ def test_target_sync_and_async(pytester: pytest.Pytester, write: Write) -> None:
     )
     pytester.syspathinsert()
     result = pytester.runpytest("-v")
-    result.stdout.fnmatch_lines(
+    lines_in_any_order(
+        result,
         [
             "app.rubric.yaml::q1[[]answer[]] PASSED*",
             "app.rubric.yaml::q2[[]answer_async[]] FAILED*",
-        ]
+        ],
     )
 
 

@@ -633,8 +633,18 @@ def test_a_panel_grades_every_criterion_with_every_judge_and_measures_their_agre
         "no:xdist",
     )
     result.assert_outcomes(passed=8)
-    # Every criterion, every judge, every sample; and 2 probed criteria, rewritten twice.
-    assert len(fake_llm.requests) == 8 * 3 * 2 + 2 * 2 * 3 * 2
+    # Every criterion, every judge, every sample; and 2 probed criteria, rewritten twice. A
+    # rewrite can be an answer already judged ("One day." hedged is itself): a cache hit when
+    # that answer's call ended first, which depends on the order the items ran in.
+    usage = re.findall(
+        r"judge openai:(\w): (\d+) calls.*?(?:cache (\d+) hits|$)", result.stdout.str(), re.M
+    )
+    assert {judge: int(calls) + int(hits or 0) for judge, calls, hits in usage} == {
+        "a": 16 + 8,
+        "b": 16 + 8,
+        "c": 16 + 8,
+    }
+    assert len(fake_llm.requests) == sum(int(calls) for _, calls, _ in usage)
     by_item = {r["nodeid"].split("::")[1]: r["criteria"][0] for r in rubric_json()["results"]}
     plain = by_item["horizon[plain]"]
     assert plain["judges"] == {"openai:a": "MET", "openai:b": "MET", "openai:c": "UNMET"}
@@ -658,9 +668,6 @@ def test_a_panel_grades_every_criterion_with_every_judge_and_measures_their_agre
     }
     result.stdout.fnmatch_lines(
         [
-            "judge openai:a: 24 calls*",
-            "judge openai:b: 24 calls*",
-            "judge openai:c: 24 calls*",
             "judge audit",
             # The probe is per judge: bluff[horizon] and plain[horizon] flip for c alone.
             "judge style probe: 0 of 4 verdicts changed with tone alone (0.0 %), judge openai:a",

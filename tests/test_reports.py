@@ -187,8 +187,11 @@ def test_markdown_file_and_step_summary(
     # Nothing from a response can open a tag, a link or a table cell.
     assert "<script" not in comment and "<img" not in comment
     assert not re.search(r"(?<!\\)\]\(", comment)  # no "](" whose "]" is not escaped
-    hostile_rows = [line for line in comment.splitlines() if "[hostile]`" in line]
+    hostile_rows = [line for line in comment.splitlines() if line.startswith("| `s.rubric.yaml")]
     assert hostile_rows and all(line.count(" | ") == 5 for line in hostile_rows)
+    # Under each failing case, what the application was asked and said, as inert text.
+    answers = comment.split("#### `s.rubric.yaml::var[hostile]`\n\n", 1)[1].split("\n\n", 1)[0]
+    assert answers.startswith("- question: ") and "\n- response: " in answers
 
 
 def test_no_step_summary_without_results(

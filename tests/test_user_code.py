@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import lines_in_any_order
+
 Write = Callable[[str, str], Path]
 
 TARGETS = """
@@ -70,14 +72,14 @@ def test_base_exceptions_of_targets_and_callables_are_errors_in_every_output(
             *mode, "--rubric-dir=evals", "--rubric-json=out.json", "--junitxml=j.xml"
         )
     result.assert_outcomes(passed=1, errors=7)
-    result.stdout.fnmatch_lines(
+    lines_in_any_order(
+        result,
         [
             "*target targets:exits raised SystemExit: 3*",
             "*target targets:generator_exit raised GeneratorExit: closed*",
             "*target targets:cancelled raised CancelledError: gone*",
             "*targets:check_exits raised SystemExit: no*",
         ],
-        consecutive=False,
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     document: dict[str, Any] = json.loads((pytester.path / "out.json").read_text())

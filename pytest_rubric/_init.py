@@ -1,0 +1,119 @@
+"""``python -m pytest_rubric init [DIR]``: a starter ``evals/`` folder beside a project's tests.
+
+It writes ``evals/example.rubric.yaml`` (one commented example of each family of
+criteria, graded offline) and ``evals/targets.py`` (the adapter the rubric file calls:
+a function with the ``question: str`` signature), prints the ini lines to add, and never
+overwrites a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["EXAMPLE", "TARGETS", "add_command", "run"]
+
+EXAMPLE = """\
+# A starter rubric file. Each case is one test item per subject: run `pytest evals/`.
+# Substance scores, style never does: a case's score comes from the criteria below.
+suite: example
+min_score: 0.8   # a case passes at this score (0 to 1) when no `required` criterion went wrong
+
+cases:
+  - id: capital_of_france
+    question: "What is the capital of France, and how many people live there?"
+    # The application under test: evals/targets.py, function `answer`, called with the
+    # question. Its answer is graded; the subject is the function's name.
+    target: targets:answer
+    criteria:
+      # Phrases, found in the normalized answer (case, accents, dashes and quotes folded):
+      - {id: names_paris, type: any_of, any_of: ["Paris"], required: true}
+      - {id: says_capital, type: all_of, all_of: ["capital", "France"]}
+      # A known-wrong claim: MET means the mistake was made, and it costs `penalty`.
+      - {id: not_lyon, type: forbidden, phrases: ["Lyon is the capital"], penalty: 1}
+      # Near spellings (a 0-100 similarity, rapidfuzz):
+      - {id: paris_spelled, type: fuzzy, any_of: ["Pariss"], threshold: 80}
+      # Numbers: some number in the answer within the tolerance ("2.1 million" reads 2.1).
+      - {id: population, type: number, value: 2.1, rel_tol: 0.1}
+      # Patterns: a regex on the normalized answer (in YAML, single quotes keep backslashes).
+      - {id: gives_a_figure, type: regex, pattern: '\\d+(\\.\\d+)? million'}
+      # Shape: bounds on words or characters.
+      - {id: concise, type: length, max_words: 60}
+      # Style is measured on its own axis and never scored:
+      - {id: plain_words, type: length, max_chars: 300, axis: style}
+      # LLM-judged: SKIPPED until a judge is set (--rubric-judge openai:gpt-4o-mini, or ini
+      # rubric_judge, with OPENAI_API_KEY in the environment).
+      - {id: direct, type: judge, requirement: "Answers the question directly"}
+
+  - id: order_as_json
+    question: "Give the order in this email as JSON: two widgets, SKU W-1."
+    # A written answer, graded as it stands (subject `written`); no target is called.
+    response: '{"sku": "W-1", "quantity": 2, "note": "widgets"}'
+    subject: written
+    criteria:
+      # Structured answers: the answer parses as JSON and fits a JSON Schema.
+      - id: order
+        type: json
+        schema:
+          type: object
+          required: [sku, quantity]
+          properties:
+            sku: {type: string}
+            quantity: {type: integer, minimum: 1}
+      # Fractional credit: a metric over the items found (precision, recall, f1, ...).
+      - {id: fields, type: metric, expected: ["sku", "quantity"], metric: recall}
+      # Your own check: a function that takes (response, case) and returns a bool, a float in
+      # [0, 1], or (value, reason):
+      # - {id: my_check, type: callable, function: "checks:my_check"}
+"""
+
+TARGETS = '''\
+"""The application under test, as the rubric files call it (`target: targets:answer`).
+
+A target receives what its signature names: a parameter `question: str` gets the case's
+question. Replace the body with a call to your application.
+"""
+
+
+def answer(question: str) -> str:
+    """Answer one case's question."""
+    # from app.bot import reply  # your application
+    # return reply(question)
+    return "Paris is the capital of France; about 2.1 million people live there."
+'''
+
+INI_LINES = "[pytest]\nrubric_dirs = evals\n"
+
+
+def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``init`` command."""
+    cmd = commands.add_parser(
+        "init",
+        help="write a starter evals/ folder: an example rubric file and a target",
+        description="Write evals/example.rubric.yaml (an example of each family of criteria) "
+        "and evals/targets.py (the application under test) under DIR, and print the ini "
+        "lines to add. A file that exists is kept, never overwritten.",
+    )
+    cmd.add_argument(
+        "dir", nargs="?", type=Path, default=Path("."), metavar="DIR", help="the project (.)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write what is missing; the exit status (0)."""
+    evals = args.dir / "evals"
+    evals.mkdir(parents=True, exist_ok=True)
+    for name, text in (("example.rubric.yaml", EXAMPLE), ("targets.py", TARGETS)):
+        path = evals / name
+        try:
+            with path.open("x", encoding="utf-8") as file:  # "x": never over an existing file
+                file.write(text)
+        except FileExistsError:
+            print(f"kept {path} (it exists; nothing was written over it)")
+        else:
+            print(f"wrote {path}")
+    print(
+        "\nAdd to pytest.ini (or [tool.pytest.ini_options] in pyproject.toml, as "
+        'rubric_dirs = ["evals"]):\n\n' + INI_LINES + "\nthen run: pytest evals/"
+    )
+    return 0

@@ -1,0 +1,29 @@
+"""What a failing rubric item adds to pytest's ``--junitxml`` report beyond its properties.
+
+The question and the response go into the item's ``system-out``, where CI tools that read
+JUnit show a test's output next to its failure. pytest writes ``system-out`` only from
+captured output, and only when ini ``junit_logging`` asks for it; it has no public way
+for a plugin to add its own. pytest's ``record_property`` reaches the same writer through
+``config.stash[xml_key]``, and so does this module, the one place that does.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+__all__ = ["write_system_out"]
+
+
+def write_system_out(config: pytest.Config, report: pytest.TestReport, text: str) -> None:
+    """Add ``text`` to the ``system-out`` of ``report``'s test case (nothing without
+    ``--junitxml``)."""
+    from _pytest.junitxml import bin_xml_escape, xml_key
+
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    element = ET.Element("system-out")
+    element.text = bin_xml_escape(text)
+    xml.node_reporter(report).append(element)
