@@ -187,6 +187,11 @@ class RubricSession(SessionAudit):
             stats.line(name, price=self.judge_prices.get(name))
             for name, stats in self.judge_usage.items()
         ]
+        from .judge.base import elsewhere_line
+
+        elsewhere = elsewhere_line(self.judge_usage.values())
+        if elsewhere is not None:
+            judge_usage.append(elsewhere)
         over_budget = sum(stats.over_budget for stats in self.judge_usage.values())
         if over_budget:
             judge_usage.append(

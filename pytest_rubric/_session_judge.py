@@ -258,6 +258,8 @@ class SessionJudge:
                 for field_name in _STATS_FIELDS:
                     value = getattr(stats, field_name) + int(counts.get(field_name, 0))
                     setattr(stats, field_name, value)
+                for endpoint, n in counts.get("elsewhere", {}).items():
+                    stats.elsewhere[endpoint] = stats.elsewhere.get(endpoint, 0) + int(n)
         if data.get("calibration"):
             from ._calibration import Calibration
 
@@ -270,7 +272,10 @@ class SessionJudge:
         self.calibrations()
         return {
             "judges": {
-                name: {field_name: getattr(stats, field_name) for field_name in _STATS_FIELDS}
+                name: {
+                    **{field_name: getattr(stats, field_name) for field_name in _STATS_FIELDS},
+                    "elsewhere": dict(stats.elsewhere),
+                }
                 for name, stats in self.judge_usage.items()
             },
             "calibration": {f: c.to_dict() for f, c in self._calibrated.items()},

@@ -67,6 +67,32 @@ def write(pytester: pytest.Pytester) -> Callable[[str, str], Path]:
     return _write
 
 
+TEAM_INI = """
+[pytest]
+rubric_dirs = evals
+rubric_judge_backoff = 0.01
+"""
+
+
+@pytest.fixture
+def team(pytester: pytest.Pytester, write: Callable[[str, str], Path]) -> Callable[..., None]:
+    """Lay the pytester directory out as a team's project: the application in ``app/``
+    (``app.bot:answer``, answering each case from ``answers`` by its id), the rubric files in
+    ``evals/`` (ini ``rubric_dirs``), and the ini, with ``ini`` added to it."""
+
+    def _team(*, answers: dict[str, str], ini: str = "", **rubrics: str) -> None:
+        pytester.makeini(TEAM_INI + ini)
+        write("app/__init__.py", "")
+        write(
+            "app/bot.py",
+            f"ANSWERS = {answers!r}\n\n\ndef answer(case):\n    return ANSWERS[case.id]\n",
+        )
+        for name, text in rubrics.items():
+            write(f"evals/{name}.rubric.yaml", text)
+
+    return _team
+
+
 @pytest.fixture
 def rubric_json(pytester: pytest.Pytester) -> Callable[[], dict[str, Any]]:
     """Read the ``--rubric-json out.json`` a run wrote."""
