@@ -940,3 +940,82 @@ def test_a_holistic_grade_is_not_demoted_for_want_of_quotes(
     (only,) = rubric_json()["results"]
     assert only["criteria"][0]["verdict"] == "MET"
     assert "unsupported_evidence" not in only["flags"]
+
+
+# ------------------------------------------------------------------ style never fails a case
+
+STYLED = """
+suite: support
+target: app.bot:answer
+global:
+  - {id: tone, type: judge, kind: score, axis: style, requirement: "How friendly is the tone?"}
+cases:
+  - id: refund
+    question: "Can I get a refund after 30 days?"
+    criteria:
+      - {id: window, type: any_of, any_of: ["30 days"]}
+      - {id: policy, requirement: "Says whether a refund is possible after 30 days"}
+  - id: late
+    question: "Can I still cancel my order?"
+    criteria:
+      - {id: hours, type: any_of, any_of: ["24 hours"]}
+"""
+STYLED_ANSWERS = {
+    "refund": "No: refunds are possible within 30 days of purchase only.",
+    "late": "Sure, whenever you like!",
+}
+# assert_rubric in the team's unit tests, with the same style criterion.
+STYLED_TEST = """
+from pytest_rubric import assert_rubric
+
+def test_refund_answer():
+    assert_rubric(
+        "Refunds are possible within 30 days.",
+        [
+            {"id": "window", "type": "any_of", "any_of": ["30 days"]},
+            {"id": "tone", "type": "judge", "kind": "score", "axis": "style",
+             "requirement": "How friendly is the tone?"},
+        ],
+        subject="bot",
+    )
+"""
+
+
+def test_a_style_criterion_that_errors_leaves_the_outcome_to_substance(
+    pytester: pytest.Pytester,
+    team: Callable[..., None],
+    write: Write,
+    fake_llm: FakeLLM,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pytest_rubric._merge import main
+
+    team(answers=STYLED_ANSWERS, ini="testpaths = tests\n", support=STYLED)
+    write("tests/test_bot.py", STYLED_TEST)
+    # The judge grades content, and cannot give the tone a score in range.
+    fake_llm.respond_with(
+        lambda request: (
+            score(11)
+            if "friendly" in json.dumps(request.body)
+            else verdict("MET", "says no refund after 30 days")
+        )
+    )
+    result = pytester.runpytest(
+        "--rubric-judge=openai:m",
+        f"--rubric-judge-url={fake_llm.openai_url}",
+        "--rubric-json=out.json",
+    )
+    result.assert_outcomes(passed=2, failed=1)  # by substance; no error
+    results = {
+        r["case"]: r for r in json.loads((pytester.path / "out.json").read_text())["results"]
+    }
+    for case, passed in [("refund", True), ("late", False), ("test_refund_answer", True)]:
+        graded = results[case]
+        assert graded["passed"] is passed, case
+        assert "style_error" in graded["flags"], case
+        assert graded["style_score"] is None, case  # its one judged style criterion left out
+        tone = next(c for c in graded["criteria"] if c["id"] == "tone")
+        assert tone["verdict"] == "ERROR" and "out of range" in tone["reason"], case
+    # merge recomputes `passed` by the same rule: nothing overruled.
+    assert main(["merge", "out.json"]) == 1  # `late` failed, as in the run
+    assert "note" not in capsys.readouterr().err
