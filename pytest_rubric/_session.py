@@ -6,6 +6,7 @@ to ``pytest_unconfigure``. Hooks in ``plugin`` only delegate to it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     # plain pytest runs load no report code until a summary is built.
     from ._calibration import Calibration
     from ._grader import Grader
+    from ._run import RunInfo, RunJudge
     from ._session_report import SessionReport
     from ._sources import LiveModel
     from .judge.base import JudgeStats
@@ -40,6 +42,8 @@ class RubricSession(SessionAudit):
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        self._started = time.time()  # for the JSON's run: when, and how long (monotonic)
+        self._clock = time.monotonic()
         self.settings = Settings.from_config(config)
         self._grader: Grader | None = None
         self.results: list[CaseResult] = []
@@ -58,6 +62,7 @@ class RubricSession(SessionAudit):
             None  # None on an xdist controller: workers judge
         )
         self.judge_name: str | None = None  # set whenever a judge is configured
+        self.run_judges: tuple[RunJudge, ...] = ()  # the same judges, for the JSON's run
         self.judge_usage: dict[str, JudgeStats] = {}  # every judge's, by name
         self.judge_prices: dict[str, Price | None] = {}  # every judge's, by name
         self._budget: Budget | None = None
@@ -210,6 +215,32 @@ class RubricSession(SessionAudit):
             gate_confidence=settings.gate_confidence,
             max_style_flips=settings.max_style_flips if gates else None,
             calibration=[c.to_dict() for c in self.calibrations()],
+            run=self.run_info() if gates else None,
+        )
+
+    def run_info(self) -> RunInfo:
+        """Which run this is (the JSON's ``run``): on an xdist controller, the judge cache's
+        hits and misses are the workers' summed (see ``add_worker_stats``)."""
+        import platform
+
+        from ._run import RunInfo, git_commit, iso_time, plugin_version
+
+        usage = self.judge_usage.values()
+        return RunInfo(
+            plugin_version=plugin_version(),
+            pytest_version=pytest.__version__,
+            python_version=platform.python_version(),
+            started_at=iso_time(self._started),
+            duration_s=round(time.monotonic() - self._clock, 3),
+            git_commit=git_commit(self.config.rootpath),
+            judges=self.run_judges,
+            grader=self.settings.grader,
+            cache_mode=self.settings.cache_mode,
+            cache_hits=sum(stats.cache_hits for stats in usage),
+            cache_misses=sum(stats.cache_misses for stats in usage),
+            # The one place the application's replayed answers are read: the response cache
+            # (--rubric-response-cache) sets the session's count, summed over xdist workers.
+            responses_replayed=int(getattr(self, "responses_replayed", 0)),
         )
 
     def finish(self, session: pytest.Session) -> None:

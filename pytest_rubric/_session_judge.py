@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
     from ._calibration import Calibration
     from ._grader import CompiledRubric
+    from ._run import RunJudge
     from .judge.base import Judged, JudgeStats
     from .judge.cache import JudgeCache
     from .judge.cost import Budget, Price
@@ -63,6 +64,7 @@ class SessionJudge:
     judging: JudgeRunner | Panel | None
     judge_name: str | None
     judge_usage: dict[str, JudgeStats]
+    run_judges: tuple[RunJudge, ...]
     judge_prices: dict[str, Price | None]
     results: list[CaseResult]
     probe_plan: dict[str, tuple[str, ...]]
@@ -159,6 +161,11 @@ class SessionJudge:
         else:
             return
         self.judge_name = " + ".join(names)
+        from ._run import RunJudge
+
+        self.run_judges = tuple(
+            RunJudge(spec.name, spec.provider, spec.model, spec.public_url) for spec in specs
+        ) or tuple(RunJudge(name) for name in names)
         models = {spec.name: spec.model for spec in specs} or {names[0]: names[0]}
         self.judge_prices = {
             name: settings.cost.of(*((name, models[name]) if specs else (name,)), judge=True)

@@ -27,6 +27,7 @@ from ._style import StyleThresholds
 if TYPE_CHECKING:
     # Imported when a report is built: pytest -VV, which imports this module, skips it.
     from ._breakdowns import Breakdown
+    from ._run import RunInfo
 
 __all__ = ["Note", "SessionReport", "Severity", "build_report"]
 
@@ -65,6 +66,7 @@ class SessionReport:
     breakdowns: tuple[Breakdown, ...] = ()
     level: float = 0.95  # the confidence level of every interval and tier
     judge_audit: JudgeAudit = field(default_factory=JudgeAudit)
+    run: RunInfo | None = None  # which run (or merge of runs) this is; None when unknown
 
     @property
     def shown(self) -> bool:
@@ -98,9 +100,11 @@ def build_report(
     gate_confidence: float | None = None,
     max_style_flips: float | None = None,
     calibration: Sequence[Mapping[str, Any]] = (),
+    run: RunInfo | None = None,
 ) -> SessionReport:
     """The report of ``results``, with the gates (see ``_gates.check``) applied to them;
-    every interval, tier and paired test at confidence ``level``."""
+    every interval, tier and paired test at confidence ``level``; ``run`` says which run
+    it is (see ``_run``)."""
     # Node id order: every output is then the same however the run was split
     # (xdist workers, merged shards), down to the last bit of each mean.
     from ._breakdowns import breakdowns
@@ -151,6 +155,7 @@ def build_report(
         breakdowns=breakdowns(ordered, subjects=[row.subject for row in rows], level=level),
         level=level,
         judge_audit=judge_audit,
+        run=run,
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import ANSWERS, SUPPORT
 from tests.fake_llm import (
     Action,
     FakeLLM,
@@ -569,9 +570,13 @@ def test_custom_judge_from_the_hook(pytester: pytest.Pytester, judged_file: Path
             return EchoJudge()
         """
     )
-    result = pytester.runpytest("-p", "no:xdist")
+    result = pytester.runpytest("-p", "no:xdist", "--rubric-json=out.json")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["judge echo: 2 calls, 0 retries, 0 errors, *"])
+    run = json.loads((pytester.path / "out.json").read_text())["run"]
+    # A judge of the user's own: its name, and no provider, model or endpoint of ours.
+    assert run["judges"] == [{"name": "echo", "provider": None, "model": None, "url": None}]
+    assert run["cache"] == {"mode": "use", "hits": 0, "misses": 2}
 
 
 def test_custom_judge_that_raises_is_an_error(pytester: pytest.Pytester, judged_file: Path) -> None:
@@ -944,26 +949,13 @@ def test_a_holistic_grade_is_not_demoted_for_want_of_quotes(
 
 # ------------------------------------------------------------------ style never fails a case
 
-STYLED = """
-suite: support
-target: app.bot:answer
-global:
-  - {id: tone, type: judge, kind: score, axis: style, requirement: "How friendly is the tone?"}
-cases:
-  - id: refund
-    question: "Can I get a refund after 30 days?"
-    criteria:
-      - {id: window, type: any_of, any_of: ["30 days"]}
-      - {id: policy, requirement: "Says whether a refund is possible after 30 days"}
-  - id: late
-    question: "Can I still cancel my order?"
-    criteria:
-      - {id: hours, type: any_of, any_of: ["24 hours"]}
-"""
-STYLED_ANSWERS = {
-    "refund": "No: refunds are possible within 30 days of purchase only.",
-    "late": "Sure, whenever you like!",
-}
+# The team's evals with a judged style criterion for every case; the bot's answer to `cancel`
+# fails it on substance.
+STYLED = (
+    "global:\n  - {id: tone, type: judge, kind: score, axis: style, requirement: "
+    '"How friendly is the tone?"}\n' + SUPPORT
+)
+STYLED_ANSWERS = {**ANSWERS, "cancel": "Sure, whenever you like!"}
 # assert_rubric in the team's unit tests, with the same style criterion.
 STYLED_TEST = """
 from pytest_rubric import assert_rubric
@@ -1009,7 +1001,7 @@ def test_a_style_criterion_that_errors_leaves_the_outcome_to_substance(
     results = {
         r["case"]: r for r in json.loads((pytester.path / "out.json").read_text())["results"]
     }
-    for case, passed in [("refund", True), ("late", False), ("test_refund_answer", True)]:
+    for case, passed in [("refund", True), ("cancel", False), ("test_refund_answer", True)]:
         graded = results[case]
         assert graded["passed"] is passed, case
         assert "style_error" in graded["flags"], case
@@ -1017,5 +1009,5 @@ def test_a_style_criterion_that_errors_leaves_the_outcome_to_substance(
         tone = next(c for c in graded["criteria"] if c["id"] == "tone")
         assert tone["verdict"] == "ERROR" and "out of range" in tone["reason"], case
     # merge recomputes `passed` by the same rule: nothing overruled.
-    assert main(["merge", "out.json"]) == 1  # `late` failed, as in the run
+    assert main(["merge", "out.json"]) == 1  # `cancel` failed, as in the run
     assert "note" not in capsys.readouterr().err
