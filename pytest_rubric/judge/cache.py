@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from .._base import CACHE_MODES
-from .._secrets import MAX_TEXT, Secret, clip, redact
+from .._secrets import MAX_TEXT, Secret, clip, public_url, redact
 from .base import JudgeError, JudgeStats, Reply
 
 __all__ = ["CACHE_MODES", "CachedCalls", "JudgeCache", "cache_key"]
@@ -182,7 +182,8 @@ class JudgeCache:
         # Only text is a reply: anything else in the column was not written by us.
         if row is None or not isinstance(row[0], str):
             return None
-        endpoint = row[3] if isinstance(row[3], str) else None
+        # As it was stored (sanitized); again, for a file edited by hand: it is shown.
+        endpoint = public_url(row[3]) if isinstance(row[3], str) else None
         return Reply(
             row[0], _count(row[1]), _count(row[2]), key=key, cached=True, endpoint=endpoint
         )
