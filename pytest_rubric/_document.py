@@ -39,6 +39,7 @@ from ._document_models import (
 )
 from ._repeat import item_passes
 from ._result import CaseResult, CriterionResult, Sample, Verdict
+from ._run import RunInfo
 from ._scoring import passes, score
 from ._secrets import shorten
 from .judge.providers import known_keys
@@ -69,6 +70,7 @@ class Document:
     results: list[CaseResult]
     recomputed: list[str] = field(default_factory=list)  # one line per ``passed`` overruled
     calibration: list[dict[str, Any]] = field(default_factory=list)  # judge_audit's, as read
+    run: RunInfo | None = None  # None: a document of an older version, which had no ``run``
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -289,4 +291,5 @@ def parse_document(text: str, *, name: str) -> Document:
         results.append(result)
     audit = document.judge_audit
     calibration = [c.model_dump() for c in audit.calibration] if audit is not None else []
-    return Document(results, recomputed, calibration)
+    run = RunInfo.from_dict(document.run.model_dump()) if document.run is not None else None
+    return Document(results, recomputed, calibration, run)

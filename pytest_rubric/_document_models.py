@@ -6,9 +6,10 @@ results (see its docstring for why a document read back is validated field by fi
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from ._repeat import parse_pass_when
 
@@ -17,6 +18,7 @@ __all__ = [
     "DocumentModel",
     "LeaderboardRowModel",
     "ResultModel",
+    "RunModel",
     "SampleModel",
 ]
 
@@ -190,12 +192,60 @@ class JudgeAuditModel(BaseModel):
     evidence: EvidenceAuditModel = EvidenceAuditModel(checked=0, unsupported=0)
 
 
+def _iso_time(text: str) -> str:
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError("expected an ISO 8601 time, e.g. 2026-12-04T09:30:00Z") from None
+    return text
+
+
+class RunJudgeModel(BaseModel):
+    """One entry of ``run.judges``: a user's own judge has its name only (the rest null)."""
+
+    model_config = _CONFIG
+
+    name: str
+    provider: str | None
+    model: str | None
+    url: str | None  # read back without userinfo or query string, whatever it holds
+
+
+class RunCacheModel(BaseModel):
+    """``run.cache``: the judge cache's mode, and its hits and misses over the run."""
+
+    model_config = _CONFIG
+
+    mode: str
+    hits: Count
+    misses: Count
+
+
+class RunModel(BaseModel):
+    """``run``: which run wrote the document. Older documents have none (null or absent);
+    ``merge`` combines the shards' (see ``_run.merged``)."""
+
+    model_config = _CONFIG
+
+    plugin_version: str
+    pytest_version: str
+    python_version: str
+    started_at: Annotated[str, AfterValidator(_iso_time)]  # ISO 8601, UTC
+    duration_s: Annotated[float, Field(ge=0)]
+    git_commit: str | None
+    judges: list[RunJudgeModel]
+    grader: str
+    cache: RunCacheModel
+    responses_replayed: Count
+
+
 class DocumentModel(BaseModel):
     """The whole ``--rubric-json`` document."""
 
     model_config = _CONFIG
 
     version: Literal[1]
+    run: RunModel | None = None
     results: list[ResultModel]
     leaderboard: list[LeaderboardRowModel]
     rankings_disagree: bool

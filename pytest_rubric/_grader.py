@@ -230,11 +230,14 @@ class Grader:
         passed = passes(
             criteria, case_score=substance.score, min_score=compiled.min_score, scored=substance
         )
+        # Style is the mean of the style criteria that were decided: one that could not be
+        # evaluated is left out of it, and flags the result, but never fails it.
         style_credits = [
             c.credit
             for c in criteria
             if c.axis == "style" and c.verdict in (Verdict.MET, Verdict.UNMET)
         ]
+        style_error = any(c.axis == "style" and c.verdict is Verdict.ERROR for c in criteria)
         fluency = _style.fluency(answer.text)
         confidence = _style.confidence(answer.folded)
         return CaseResult(
@@ -256,7 +259,8 @@ class Grader:
                 confidence_=confidence,
                 wrong_claim=wrong_claim,
                 thresholds=self.thresholds,
-            ),
+            )
+            + (["style_error"] if style_error else []),
             question=compiled.rubric.shown_question,
             possible=substance.positive,
             tags=list(getattr(compiled.rubric, "tags", ())),

@@ -2,6 +2,8 @@
 
 It shows, in order:
 
+* the run's header line: the plugin's version, the judges with their
+  endpoints, the commit, when it started and how long it took;
 * the style-versus-substance scatter plot: one point per answer, x = style
   (the mean of fluency and confidence), y = substance score, one colour per
   subject. The low-score, high-style corner is shaded, and every answer
@@ -275,6 +277,7 @@ tr.wrong td{background:#fdecea}tr.error td{background:#f9d6d5}tr.skipped td{colo
 .flag{background:#eee;border-radius:3px;padding:0 4px;margin-left:4px;font-size:12px}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:8px;max-height:300px;overflow:auto}
 .bad{color:#b00;font-weight:600}.good{color:#070;font-weight:600}.question{color:#444}
+.run{color:#555;font-size:13px;margin:0 0 12px}.run code{font-size:12px}
 """
 
 
@@ -282,7 +285,11 @@ def render_html(report: SessionReport, *, title: str = "pytest-rubric report") -
     """The whole report as one HTML document."""
     results = report.results
     subjects = sorted({r.subject for r in results})
-    body = [f"<h1>{_e(title)}</h1>", f"<p>{report.passed} of {len(results)} answers passed.</p>"]
+    body = [f"<h1>{_e(title)}</h1>"]
+    if report.run is not None:
+        header = (f"{_e(label)} <code>{_e(value)}</code>" for label, value in report.run.header())
+        body.append(f'<p class="run">{" · ".join(header)}</p>')
+    body.append(f"<p>{report.passed} of {len(results)} answers passed.</p>")
     if results:
         body += [
             "<h2>Substance against style</h2>",

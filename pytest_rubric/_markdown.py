@@ -1,4 +1,4 @@
-"""The Markdown report: the leaderboard, the gates and the failing cases.
+"""The Markdown report: the run's header line, the leaderboard, the gates and the failing cases.
 
 Written to ``--rubric-markdown PATH`` (for a pull-request comment) and
 appended to ``$GITHUB_STEP_SUMMARY`` when that is set. GitHub renders
@@ -56,6 +56,9 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> str:
     lines = [f"## {title}", ""]
+    if report.run is not None:
+        header = (f"{escape(label)} {code(value)}" for label, value in report.run.header())
+        lines += [" · ".join(header), ""]
     if not report.results:
         return "\n".join([*lines, "No rubric results.", ""])
     lines += [f"{report.passed} of {len(report.results)} answers passed.", ""]

@@ -17,6 +17,12 @@ failed or could not be evaluated, or a gate failed; 2 for bad input (a file
 that is not a ``--rubric-json`` document, a field of the wrong type, NaN or
 missing, shards that overlap). Whether a case passed is recomputed from its
 criteria, never taken from the shard.
+
+The merged document's ``run`` is that of the shards together (``_run.merged``):
+the first shard's versions, commit, grader and cache mode, the earliest start
+and the time until the last shard ended, every judge once, the cache's hits and
+misses and the replayed responses summed. Shards of an older version, which
+wrote no ``run``, still merge; when none has one, ``run`` is null.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from ._options import fraction
 from ._outputs import OUTPUTS, write_outputs
 from ._report import DocumentError, load_document, read_document
 from ._result import CaseResult
+from ._run import RunInfo, merged
 from ._session_report import build_report
 from ._summary import terminal_lines
 from .importers import add_commands as add_import_commands
@@ -49,6 +56,7 @@ def merge(
     *,
     notes: list[str] | None = None,
     calibration: list[dict[str, Any]] | None = None,
+    runs: list[RunInfo] | None = None,
 ) -> list[CaseResult]:
     """The results of every shard; a node id found in two shards is an error.
 
@@ -57,7 +65,9 @@ def merge(
     Each result's ``passed`` is recomputed from its criteria; where that
     overrules the shard, a line is added to ``notes``. Every shard measures the same
     calibration (each one ran the whole session's calibration examples): the first shard's
-    figures of each suite and judge are added to ``calibration``.
+    figures of each suite and judge are added to ``calibration``. Each shard's ``run`` (none
+    in a document of an older version) is added to ``runs``, in the order given, for
+    :func:`~pytest_rubric._run.merged`.
     """
     results: list[CaseResult] = []
     owner: dict[str, Path] = {}
@@ -65,6 +75,8 @@ def merge(
         document = load_document(path)
         if notes is not None:
             notes += document.recomputed
+        if runs is not None and document.run is not None:
+            runs.append(document.run)
         if calibration is not None:
             seen = {(c["suite"], c["judge"]) for c in calibration}
             calibration += [c for c in document.calibration if (c["suite"], c["judge"]) not in seen]
@@ -155,8 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--{name.replace('_', '-')} {value:g}: write a number between 0 and 1")
     notes: list[str] = []
     calibration: list[dict[str, Any]] = []
+    runs: list[RunInfo] = []
     try:
-        results = merge(args.documents, notes=notes, calibration=calibration)
+        results = merge(args.documents, notes=notes, calibration=calibration, runs=runs)
         baseline = read_document(args.baseline) if args.baseline is not None else None
     except DocumentError as exc:
         print(f"pytest-rubric merge: error: {exc}", file=sys.stderr)
@@ -172,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=args.confidence,
         gate_confidence=args.gate_confidence,
         calibration=calibration,
+        run=merged(runs),
     )
     write_outputs(report, {output.name: getattr(args, output.name) for output in OUTPUTS})
     print(f"rubric summary: {len(results)} results from {len(args.documents)} file(s)")

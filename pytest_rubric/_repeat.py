@@ -10,7 +10,8 @@ The item then passes by its ``pass_when`` rule:
 * ``any``: some sample passes (pass@k);
 * a number X in (0, 1]: the share of samples that pass is at least X.
 
-A sample with an ERROR makes the item an ERROR, never a pass, whatever the rule.
+A sample with an ERROR on a substance criterion makes the item an ERROR, never a pass,
+whatever the rule (a style criterion's ERROR never decides an item).
 A run grades with :func:`item_passes`; ``merge`` recomputes with it from the
 samples a document holds.
 """
@@ -19,8 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-
-from ._result import Verdict
 
 __all__ = ["MAX_REPEAT", "PASS_RULES", "PassWhen", "item_passes", "parse_pass_when", "parse_repeat"]
 
@@ -69,7 +68,7 @@ def item_passes(
     mean has no mark to reach)."""
     if not samples:
         return False
-    if any(c.verdict is Verdict.ERROR for s in samples for c in s.criteria):
+    if any(c.item_error for s in samples for c in s.criteria):
         return False
     passed = sum(bool(s.passed) for s in samples)
     if pass_when == "all":

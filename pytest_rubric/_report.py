@@ -33,9 +33,11 @@ __all__ = [
 
 
 def document(report: SessionReport) -> dict[str, Any]:
-    """The document of ``report``: its results, its leaderboard and whether the ranks disagree."""
+    """The document of ``report``: which run it is, its results, its leaderboard and whether
+    the ranks disagree."""
     return {
         "version": VERSION,
+        "run": report.run.to_dict() if report.run is not None else None,
         "results": [r.to_dict() for r in report.results],
         "leaderboard": [row.to_dict() for row in report.leaderboard],
         "rankings_disagree": report.rankings_disagree,

@@ -86,6 +86,14 @@ class CriterionResult:
         """Decided, and the wrong way (ERROR and SKIPPED are not decided)."""
         return self.verdict in (Verdict.MET, Verdict.UNMET) and not self.ok
 
+    @property
+    def item_error(self) -> bool:
+        """ERROR on a substance criterion: the answer could not be graded, so its item is an
+        ERROR, never a pass. A style criterion's ERROR never is (style never fails a case):
+        the item is decided by its substance, and flagged ``style_error``. The one rule every
+        verdict (a run's, ``assert_rubric``'s, ``merge``'s recomputation) goes by."""
+        return self.verdict is Verdict.ERROR and self.axis != "style"
+
     def to_dict(self) -> dict[str, Any]:
         data = {
             "id": self.id,
@@ -231,8 +239,9 @@ class CaseResult:
 
     @property
     def errors(self) -> list[CriterionResult]:
-        """The criteria that ended in ERROR, in every sample: one makes the item an ERROR."""
-        return [c for s in self.sample_list for c in s.criteria if c.verdict is Verdict.ERROR]
+        """The substance criteria that ended in ERROR, in every sample: one makes the item an
+        ERROR (see :attr:`CriterionResult.item_error`)."""
+        return [c for s in self.sample_list for c in s.criteria if c.item_error]
 
     @property
     def skipped(self) -> list[CriterionResult]:

@@ -78,8 +78,9 @@ def passes(
     scored: Score | None = None,
 ) -> bool:
     """The pass rule of a case: ``case_score >= min_score``, no ``required`` criterion went the
-    wrong way, no criterion is ERROR, and something weighted was graded. A report-only case
-    (``min_score`` None) has no score to reach; the rest still holds.
+    wrong way, no substance criterion is ERROR (a style one never fails a case), and something
+    weighted was graded. A report-only case (``min_score`` None) has no score to reach; the
+    rest still holds.
 
     A run grades with it, and ``merge`` and ``--rubric-baseline`` recompute ``passed`` with it
     from a document's criteria rather than trust the ``passed`` written there. ``scored`` is
@@ -88,6 +89,6 @@ def passes(
     return (
         (min_score is None or case_score >= min_score - _EPSILON)
         and not any(c.required and c.went_wrong for c in criteria)
-        and not any(c.verdict is Verdict.ERROR for c in criteria)
+        and not any(c.item_error for c in criteria)
         and not (score(criteria) if scored is None else scored).empty
     )

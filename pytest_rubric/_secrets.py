@@ -6,11 +6,17 @@ Two rules hold everywhere text leaves the plugin:
   key cut in half by someone's ``[:200]`` is still a key worth hiding.
 * :func:`clip` redacts *then* cuts, so no cut can leave a piece of a key
   behind that redaction would no longer recognise.
+
+And a URL that leaves the plugin goes through :func:`public_url` first: a
+gateway's address may carry a token as userinfo (``user:token@``) or in its
+query string (``?api-key=``).
 """
 
 from __future__ import annotations
 
-__all__ = ["FRAGMENT", "MAX_TEXT", "Secret", "clip", "redact", "shorten"]
+import re
+
+__all__ = ["FRAGMENT", "MAX_TEXT", "Secret", "clip", "public_url", "redact", "shorten"]
 
 _MASK = "***"
 # A run of a key this long is treated as the key: shorter runs are common
@@ -94,6 +100,25 @@ def shorten(text: str, limit: int, *secrets: Secret | None) -> str:
     if secrets:
         text = redact(text, *secrets)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# RFC 3986's split (as urllib's and httpx's): scheme, then "//" and the authority up to the
+# first "/", "?" or "#", then the path up to the query or fragment. Every part may be
+# missing, so it matches any text, from its start.
+_URL = re.compile(
+    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*:)?(?://(?P<authority>[^/?#]*))?(?P<path>[^?#]*)"
+)
+
+
+def public_url(url: str) -> str:
+    """``url`` as it may be shown or stored: without userinfo (``user:token@``), query string
+    (``?api-key=...``) or fragment, which may hold a credential; scheme, host, port and path
+    kept. The one place a judge's or a model's endpoint is made fit to leave the process."""
+    match = _URL.match(url)
+    assert match is not None  # every part is optional
+    authority = match["authority"]
+    host = "" if authority is None else "//" + authority.rpartition("@")[2]
+    return f"{match['scheme'] or ''}{host}{match['path']}"
 
 
 def _runs(text: str, key: str) -> list[tuple[int, int]]:

@@ -7,6 +7,7 @@ to ``pytest_unconfigure``. Hooks in ``plugin`` only delegate to it.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     # plain pytest runs load no report code until a summary is built.
     from ._calibration import Calibration
     from ._grader import Grader
+    from ._run import RunInfo, RunJudge
     from ._session_report import SessionReport
     from ._sources import LiveModel
     from .judge.base import JudgeStats
@@ -41,6 +43,8 @@ class RubricSession(SessionAudit):
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        self._started = time.time()  # for the JSON's run: when, and how long (monotonic)
+        self._clock = time.monotonic()
         self.settings = Settings.from_config(config)
         self._grader: Grader | None = None
         # By node id, the results of the item's last attempt only: an item run again
@@ -65,6 +69,7 @@ class RubricSession(SessionAudit):
         # Why the configured judge cannot run (set in the ini or the environment, no key);
         # judged items are then skipped, or errors with --rubric-require-judge.
         self.judge_unavailable: str | None = None
+        self.run_judges: tuple[RunJudge, ...] = ()  # the same judges, for the JSON's run
         self.judge_usage: dict[str, JudgeStats] = {}  # every judge's, by name
         self.judge_prices: dict[str, Price | None] = {}  # every judge's, by name
         self._budget: Budget | None = None
@@ -308,6 +313,11 @@ class RubricSession(SessionAudit):
             for name, stats in self.judge_usage.items()
             if stats.estimated and priced
         ]
+        from .judge.base import elsewhere_line
+
+        elsewhere = elsewhere_line(self.judge_usage.values())
+        if elsewhere is not None:
+            judge_usage.append(elsewhere)
         over_budget = sum(stats.over_budget for stats in self.judge_usage.values())
         if over_budget:
             judge_usage.append(
@@ -328,6 +338,31 @@ class RubricSession(SessionAudit):
             calibration=[c.to_dict() for c in self.calibrations()],
             responses_replayed=(self.responses_tally.replayed, self.responses_tally.asked),
             show_response=settings.show_response,
+            run=self.run_info() if gates else None,
+        )
+
+    def run_info(self) -> RunInfo:
+        """Which run this is (the JSON's ``run``): on an xdist controller, the judge cache's
+        hits and misses are the workers' summed (see ``add_worker_stats``)."""
+        import platform
+
+        from ._run import RunInfo, git_commit, iso_time, plugin_version
+
+        usage = self.judge_usage.values()
+        return RunInfo(
+            plugin_version=plugin_version(),
+            pytest_version=pytest.__version__,
+            python_version=platform.python_version(),
+            started_at=iso_time(self._started),
+            duration_s=round(time.monotonic() - self._clock, 3),
+            git_commit=git_commit(self.config.rootpath),
+            judges=self.run_judges,
+            grader=self.settings.grader,
+            cache_mode=self.settings.cache_mode,
+            cache_hits=sum(stats.cache_hits for stats in usage),
+            cache_misses=sum(stats.cache_misses for stats in usage),
+            # The response cache's replays (--rubric-response-cache), summed over xdist workers.
+            responses_replayed=self.responses_tally.replayed,
         )
 
     def finish(self, session: pytest.Session) -> None:

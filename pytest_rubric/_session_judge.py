@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
     from ._calibration import Calibration
     from ._grader import CompiledRubric
+    from ._run import RunJudge
     from .judge.base import Judged, JudgeStats
     from .judge.cache import CachedCalls, JudgeCache
     from .judge.cost import Budget, Price
@@ -65,6 +66,7 @@ class SessionJudge:
     judge_name: str | None
     judge_unavailable: str | None
     judge_usage: dict[str, JudgeStats]
+    run_judges: tuple[RunJudge, ...]
     judge_prices: dict[str, Price | None]
     probe_plan: dict[str, tuple[str, ...]]
     _budget: Budget | None
@@ -183,6 +185,11 @@ class SessionJudge:
         else:
             return
         self.judge_name = " + ".join(names)
+        from ._run import RunJudge
+
+        self.run_judges = tuple(
+            RunJudge(spec.name, spec.provider, spec.model, spec.public_url) for spec in specs
+        ) or tuple(RunJudge(name) for name in names)
         models = {spec.name: spec.model for spec in specs} or {names[0]: names[0]}
         self.judge_prices = {
             name: settings.cost.of(*((name, models[name]) if specs else (name,)), judge=True)
@@ -285,6 +292,8 @@ class SessionJudge:
                 for field_name in _STATS_FIELDS:
                     value = getattr(stats, field_name) + int(counts.get(field_name, 0))
                     setattr(stats, field_name, value)
+                for endpoint, n in counts.get("elsewhere", {}).items():
+                    stats.elsewhere[endpoint] = stats.elsewhere.get(endpoint, 0) + int(n)
         if data.get("calibration"):
             from ._calibration import Calibration
 
@@ -297,7 +306,10 @@ class SessionJudge:
         if self.judging is not None:
             self.calibrations()
             data["judges"] = {
-                name: {field_name: getattr(stats, field_name) for field_name in _STATS_FIELDS}
+                name: {
+                    **{field_name: getattr(stats, field_name) for field_name in _STATS_FIELDS},
+                    "elsewhere": dict(stats.elsewhere),
+                }
                 for name, stats in self.judge_usage.items()
             }
             data["calibration"] = {f: c.to_dict() for f, c in self._calibrated.items()}

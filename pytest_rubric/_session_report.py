@@ -28,6 +28,7 @@ from ._style import StyleThresholds
 if TYPE_CHECKING:
     # Imported when a report is built: pytest -VV, which imports this module, skips it.
     from ._breakdowns import Breakdown
+    from ._run import RunInfo
 
 __all__ = ["Note", "SessionReport", "Severity", "build_report"]
 
@@ -67,6 +68,7 @@ class SessionReport:
     level: float = 0.95  # the confidence level of every interval and tier
     judge_audit: JudgeAudit = field(default_factory=JudgeAudit)
     show_response: int = SHOW_RESPONSE  # characters of a failing case's response shown
+    run: RunInfo | None = None  # which run (or merge of runs) this is; None when unknown
 
     @property
     def shown(self) -> bool:
@@ -108,9 +110,11 @@ def build_report(
     calibration: Sequence[Mapping[str, Any]] = (),
     responses_replayed: tuple[int, int] = (0, 0),
     show_response: int = SHOW_RESPONSE,
+    run: RunInfo | None = None,
 ) -> SessionReport:
     """The report of ``results``, with the gates (see ``_gates.check``) applied to them;
-    every interval, tier and paired test at confidence ``level``.
+    every interval, tier and paired test at confidence ``level``; ``run`` says which run
+    it is (see ``_run``).
 
     ``responses_replayed`` is ``(N, M)``: N of the application's M answers (targets,
     ``--rubric-model``) came from the response cache, so the run did not test them live.
@@ -170,6 +174,7 @@ def build_report(
         ),
         level=level,
         judge_audit=judge_audit,
+        run=run,
         show_response=show_response,
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -71,6 +72,74 @@ def write(pytester: pytest.Pytester) -> Callable[[str, str], Path]:
         return path
 
     return _write
+
+
+TEAM_INI = """
+[pytest]
+rubric_dirs = evals
+rubric_judge_backoff = 0.01
+"""
+# The team's evals of its support bot, and what the bot answers: each case has a
+# deterministic criterion and a judged one.
+SUPPORT = """
+suite: support
+target: app.bot:answer
+cases:
+  - id: refund
+    question: "Can I get a refund after 30 days?"
+    criteria:
+      - {id: window, type: any_of, any_of: ["30 days"]}
+      - {id: policy, requirement: "Says whether a refund is possible after 30 days"}
+  - id: cancel
+    question: "Can I cancel my order?"
+    criteria:
+      - {id: hours, type: any_of, any_of: ["24 hours"]}
+      - {id: how, requirement: "Says how to cancel"}
+"""
+ANSWERS = {
+    "refund": "No: refunds are possible within 30 days of purchase only.",
+    "cancel": "Yes, within 24 hours, from the Orders page.",
+}
+
+
+@pytest.fixture
+def team(pytester: pytest.Pytester, write: Callable[[str, str], Path]) -> Callable[..., None]:
+    """Lay the pytester directory out as a team's project: the application in ``app/``
+    (``app.bot:answer``, answering each case from ``answers`` by its id), the rubric files in
+    ``evals/`` (ini ``rubric_dirs``; by default ``support.rubric.yaml``, :data:`SUPPORT`),
+    and the ini, with ``ini`` added to it."""
+
+    def _team(*, answers: dict[str, str] = ANSWERS, ini: str = "", **rubrics: str) -> None:
+        rubrics = rubrics or {"support": SUPPORT}
+        pytester.makeini(TEAM_INI + ini)
+        write("app/__init__.py", "")
+        write(
+            "app/bot.py",
+            f"ANSWERS = {answers!r}\n\n\ndef answer(case):\n    return ANSWERS[case.id]\n",
+        )
+        for name, text in rubrics.items():
+            write(f"evals/{name}.rubric.yaml", text)
+
+    return _team
+
+
+def graded(document: dict[str, Any]) -> dict[str, Any]:
+    """A ``--rubric-json`` document without its ``run``: what was graded, for comparing two
+    runs (``run`` tells them apart: when each started, how long it took, what a cache served)."""
+    return {key: value for key, value in document.items() if key != "run"}
+
+
+# When a run started and how long it took, as the JSON (`"started_at": "...Z"`,
+# `"duration_s": 1.234`) and the HTML and Markdown header (`...Z (1.2 s)`) write them.
+_WHEN = re.compile(
+    r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ( \(\d+\.\d s\))?|(?<=\"duration_s\": )[\d.e+-]+"
+)
+
+
+def timeless(text: str) -> str:
+    """An output's text with when the run started and how long it took masked: the same for
+    two runs that graded the same."""
+    return _WHEN.sub("<when>", text)
 
 
 @pytest.fixture

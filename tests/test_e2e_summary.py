@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, graded
 
 Write = Callable[[str, str], Path]
 
@@ -183,7 +183,12 @@ def test_json_is_written_even_when_no_rubric_ran(
 ) -> None:
     write("test_plain.py", "def test_ok(): pass\n")
     pytester.runpytest("--rubric-json", "out.json")
-    assert rubric_json() == {
+    document = rubric_json()
+    assert (document["run"]["judges"], document["run"]["cache"]) == (
+        [],
+        {"mode": "use", "hits": 0, "misses": 0},
+    )
+    assert graded(document) == {
         "version": 1,
         "results": [],
         "leaderboard": [],

@@ -27,6 +27,7 @@ from pytest_rubric._gates import check
 from pytest_rubric._merge import main
 from pytest_rubric._report import json_document
 from pytest_rubric._result import CaseResult, CriterionResult, Verdict
+from pytest_rubric._run import RunInfo, RunJudge
 from pytest_rubric._summary import summary_lines
 from pytest_rubric.judge import cache as _cache
 from pytest_rubric.judge.cache import JudgeCache
@@ -369,6 +370,20 @@ def shard(pytester: pytest.Pytester, write: Write) -> Path:
     return pytester.path / "a.json"
 
 
+def test_a_document_of_an_older_version_without_run_still_merges(
+    pytester: pytest.Pytester, write: Write, shard: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytester.runpytest("s.rubric.yaml::q1[b]", "--rubric-json", "b.json")
+    _edit(shard, _delete("run"))  # as the previous version wrote it
+    assert parse_document(shard.read_text(), name="a.json").run is None
+    run = json.loads((pytester.path / "b.json").read_text())["run"]
+    main(["merge", "a.json", "b.json", "--json", "merged.json"])
+    assert "error" not in capsys.readouterr().err
+    assert json.loads((pytester.path / "merged.json").read_text())["run"] == run
+    main(["merge", "a.json", "--json", "merged.json"])
+    assert json.loads((pytester.path / "merged.json").read_text())["run"] is None
+
+
 def test_merge_recomputes_passed_from_the_criteria(
     pytester: pytest.Pytester, shard: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -417,8 +432,11 @@ def test_merge_recomputes_the_score_from_the_criteria(
         (_delete("results", 0, "criteria", 0, "credit"), "results[0].criteria[0].credit: missing"),
         (_set("leaderboard", 0, "total", value=math.nan), "leaderboard[0].total: expected a whole number, got nan"),
         (_set("rankings_disagree", value=0), "rankings_disagree: expected true or false, got 0"),
+        (_set("run", "started_at", value="yesterday"), "run.started_at: value error, expected an ISO 8601 time, e.g. 2026-12-04T09:30:00Z, got 'yesterday'"),
+        (_set("run", "cache", "hits", value=-1), "run.cache.hits: expected at least 0, got -1"),
+        (_delete("run", "judges"), "run.judges: missing"),
     ],
-    ids=["string-weight", "string-passed", "unknown-verdict", "int-subject", "null-fluency", "missing-credit", "nan-total", "int-bool"],
+    ids=["string-weight", "string-passed", "unknown-verdict", "int-subject", "null-fluency", "missing-credit", "nan-total", "int-bool", "run-time", "run-hits", "run-judges"],
 )  # fmt: skip
 def test_merge_of_a_mistyped_shard_is_exit_2_naming_the_field(
     pytester: pytest.Pytester,
@@ -498,6 +516,10 @@ def _results() -> list[CaseResult]:
 
 
 VALID = json.loads(json.dumps(json_document(_results())))
+VALID["run"] = RunInfo(
+    "0.1.0", "9.2.0", "3.11.7", "2026-12-04T09:30:00Z", 1.5, "a" * 40,
+    (RunJudge("openai:m", "openai", "m", "http://127.0.0.1:8080/v1"), RunJudge("mine")),
+).to_dict()  # fmt: skip
 
 
 def _paths(node: Any, where: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_rubric.judge import prompts as _prompts
 from tests.conftest import RUN_MODES
-from tests.fake_llm import FakeLLM, score, status, text, verdict
+from tests.fake_llm import Action, FakeLLM, Recorded, score, status, text, verdict
 
 Write = Callable[[str, str], Path]
 
@@ -46,6 +46,11 @@ def _run(
 
 def _results(pytester: pytest.Pytester) -> list[dict[str, Any]]:
     return list(json.loads((pytester.path / "out.json").read_text())["results"])
+
+
+def _run_of(pytester: pytest.Pytester) -> dict[str, Any]:
+    run: dict[str, Any] = json.loads((pytester.path / "out.json").read_text())["run"]
+    return run
 
 
 @pytest.fixture
@@ -227,18 +232,34 @@ def test_four_xdist_workers_share_one_cache(
     _run(pytester, fake_llm, "-n", "4").assert_outcomes(passed=24)
     assert len(fake_llm.requests) == 24
     cold = _results(pytester)
+    assert _run_of(pytester)["cache"] == {"mode": "use", "hits": 0, "misses": 24}
     with sqlite3.connect(pytester.path / ".rubric_cache" / "judge.sqlite3") as db:
         rows = db.execute("SELECT raw FROM replies").fetchall()
     assert len(rows) == 24 and all(json.loads(raw)["verdict"] == "MET" for (raw,) in rows)
     # A warm run with workers, as test_a_warm_run_makes_no_calls_and_gives_the_same_results
-    # checks in process: no call, the same results, the hits counted on the controller.
-    warm_run = _run(pytester, fake_llm, "-n", "4")
+    # checks in process: no call, the same results, the hits counted on the controller; and
+    # through another gateway, as test_a_cache_recorded_through_one_gateway_replays_through_
+    # another checks in process, with the hits recorded elsewhere counted there too.
+    warm_run = pytester.runpytest(
+        "--rubric-judge=openai:m",
+        f"--rubric-judge-url={fake_llm.url}/gateway/v1",
+        "--rubric-json=out.json",
+        "-n",
+        "4",
+    )
     warm_run.assert_outcomes(passed=24)
     assert len(fake_llm.requests) == 24
     assert _results(pytester) == cold
     warm_run.stdout.fnmatch_lines(
-        ["judge openai:m: 0 calls, 0 retries, 0 errors, *, cache 24 hits / 0 misses"]
+        [
+            "judge openai:m: 0 calls, 0 retries, 0 errors, *, cache 24 hits / 0 misses",
+            f"judge cache: 24 of 24 hits were recorded against another endpoint ({fake_llm.url}/v1)",
+        ]
     )
+    # The JSON's run, written by the controller: the workers' hits summed.
+    run = _run_of(pytester)
+    assert run["cache"] == {"mode": "use", "hits": 24, "misses": 0}
+    assert run["judges"][0]["url"] == f"{fake_llm.url}/gateway/v1"
 
 
 def test_responses_collected_live_are_cached_and_replayed(
@@ -280,3 +301,163 @@ def test_responses_collected_live_are_cached_and_replayed(
     # --rubric-cache is the judge's: replaying it never replays the application.
     result = pytester.runpytest("--rubric-model=openai:tiny", "--rubric-cache=replay")
     result.assert_outcomes(errors=1)  # called live, and the server is gone
+
+
+# ------------------------------------------------------------- endpoints, unusable replies
+
+
+def _judged(pytester: pytest.Pytester, url: str, *extra: str) -> pytest.RunResult:
+    return pytester.runpytest(
+        "--rubric-judge=openai:m", f"--rubric-judge-url={url}", "--rubric-json=out.json", *extra
+    )
+
+
+def _db_text(pytester: pytest.Pytester) -> str:
+    return b"".join(p.read_bytes() for p in (pytester.path / ".rubric_cache").iterdir()).decode(
+        "utf-8", "replace"
+    )
+
+
+def test_a_cache_recorded_through_one_gateway_replays_through_another(
+    pytester: pytest.Pytester, team: Callable[..., None], fake_llm: FakeLLM
+) -> None:
+    team()
+    fake_llm.respond_with(lambda request: verdict("MET", "says no after 30 days"))
+    port = fake_llm.openai_url.split(":")[2].split("/")[0]
+    # A gateway URL holding a token twice: as userinfo and in its query string.
+    gateway = f"http://team:tok-userinfo-42@127.0.0.1:{port}/v1?api-key=tok-query-42"
+    _judged(pytester, gateway, "--rubric-cache=use").assert_outcomes(passed=2)
+    assert len(fake_llm.requests) == 2
+    assert fake_llm.requests[0].path == "/v1/chat/completions?api-key=tok-query-42"
+    cold = _results(pytester)
+
+    # Replayed through another gateway: the same key, every hit, no call.
+    other = f"http://127.0.0.1:{port}/gateway/v1"
+    result = _judged(pytester, other, "--rubric-cache=replay")
+    result.assert_outcomes(passed=2)
+    assert len(fake_llm.requests) == 2
+    assert _results(pytester) == cold
+    recorded = f"http://127.0.0.1:{port}/v1"  # the gateway, without its token
+    result.stdout.fnmatch_lines(
+        [f"judge cache: 2 of 2 hits were recorded against another endpoint ({recorded})"]
+    )
+    assert str(result.stdout).count("recorded against another endpoint") == 1
+    assert _run_of(pytester)["cache"] == {"mode": "replay", "hits": 2, "misses": 0}
+    # Through the URL it was recorded against, nothing to say.
+    result = _judged(pytester, gateway, "--rubric-cache=replay")
+    result.assert_outcomes(passed=2)
+    result.stdout.no_fnmatch_line("*another endpoint*")
+    everything = _db_text(pytester) + str(result.stdout) + (pytester.path / "out.json").read_text()
+    assert "tok-userinfo-42" not in everything and "tok-query-42" not in everything
+
+
+def test_a_replay_miss_says_whether_the_last_reply_was_unusable(
+    pytester: pytest.Pytester,
+    team: Callable[..., None],
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sqlite3
+
+    team()
+    key = "sk-canary-unusable-0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    # Out of protocol, twice, and echoing the key.
+    fake_llm.respond_with(lambda request: text(f"I would rather not grade this ({key})."))
+    _judged(pytester, fake_llm.openai_url, "--rubric-cache=use").assert_outcomes(errors=2)
+    assert len(fake_llm.requests) == 4
+    with sqlite3.connect(pytester.path / ".rubric_cache" / "judge.sqlite3") as db:
+        stored = db.execute("SELECT COUNT(*) FROM replies WHERE provider = 'openai'").fetchone()
+        reasons = [reason for (reason,) in db.execute("SELECT reason FROM unusable")]
+    db.close()
+    assert stored == (0,)  # an unusable reply is never stored
+    assert len(reasons) == 4 and all("no JSON object" in r for r in reasons)
+    assert key not in _db_text(pytester)
+
+    result = _judged(pytester, fake_llm.openai_url, "--rubric-cache=replay")
+    result.assert_outcomes(errors=2)
+    assert len(fake_llm.requests) == 4
+    reason = _results(pytester)[1]["criteria"][1]["reason"]  # refund's policy
+    assert reason.startswith(
+        "--rubric-cache replay: the last reply of judge openai:m to criterion 'policy' was "
+        "unusable (the reply contains no JSON object (it starts 'I would rather not grade "
+    )
+    assert reason.endswith(
+        "); it is never stored: fix the judge or the prompt, then record again with "
+        "--rubric-cache use"
+    )
+    assert "***" in reason and key[:12] not in reason
+
+    # Once the judge follows the protocol, a recording run stores its reply: replay serves it.
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    _judged(pytester, fake_llm.openai_url, "--rubric-cache=use").assert_outcomes(passed=2)
+    _judged(pytester, fake_llm.openai_url, "--rubric-cache=replay").assert_outcomes(passed=2)
+
+
+def test_a_reply_that_fit_only_when_asked_again_replays_as_it_was_graded(
+    pytester: pytest.Pytester, team: Callable[..., None], fake_llm: FakeLLM
+) -> None:
+    team()
+
+    def judge(request: Recorded) -> Action:
+        told = "could not be used" in request.body["messages"][1]["content"]
+        return verdict("MET", "after the reminder") if told else text("Looks fine to me!")
+
+    fake_llm.respond_with(judge)
+    _judged(pytester, fake_llm.openai_url, "--rubric-cache=use").assert_outcomes(passed=2)
+    assert len(fake_llm.requests) == 4
+    recorded = _results(pytester)
+    url = fake_llm.openai_url
+    fake_llm.stop()
+    # The first reply's error replays, fed back as it was; the retry's reply is served.
+    _judged(pytester, url, "--rubric-cache=replay").assert_outcomes(passed=2)
+    assert _results(pytester) == recorded
+
+
+def test_a_cache_of_the_previous_version_opens_and_still_replays(
+    pytester: pytest.Pytester,
+    team: Callable[..., None],
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sqlite3
+
+    from pytest_rubric.judge.transport import Transport
+
+    team()
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    # Recorded as the previous version keyed a judge call: with the endpoint's URL.
+    key = Transport._key
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            Transport,
+            "_key",
+            lambda self, *args: {**key(self, *args), "endpoint": self.client.spec.url},
+        )
+        _judged(pytester, fake_llm.openai_url).assert_outcomes(passed=2)
+    path = pytester.path / ".rubric_cache" / "judge.sqlite3"
+    with sqlite3.connect(path) as db:  # ... and its schema: no endpoint, no unusable table
+        db.execute("ALTER TABLE replies DROP COLUMN endpoint")
+        db.execute("DROP TABLE unusable")
+    db.close()
+
+    result = _judged(pytester, fake_llm.openai_url, "--rubric-cache=replay")
+    result.assert_outcomes(passed=2)  # no warning: the file is ours, brought up to date
+    assert len(fake_llm.requests) == 2
+    with sqlite3.connect(path) as db:
+        columns = [row[1] for row in db.execute("PRAGMA table_info(replies)")]
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
+    db.close()
+    assert columns[-1] == "endpoint" and "unusable" in tables
+
+
+def test_the_endpoint_line_names_the_endpoints_most_hits_came_from() -> None:
+    from pytest_rubric.judge.base import JudgeStats, elsewhere_line
+
+    assert elsewhere_line([JudgeStats(cache_hits=3)]) is None
+    a = JudgeStats(cache_hits=10, elsewhere={"http://a/v1": 1, "http://b/v1": 4})
+    b = JudgeStats(cache_hits=6, elsewhere={"http://c/v1": 2, "http://d/v1": 2, "http://a/v1": 1})
+    assert elsewhere_line([a, b]) == (
+        "judge cache: 10 of 16 hits were recorded against another endpoint "
+        "(http://b/v1, http://a/v1, http://c/v1 and 1 more)"
+    )

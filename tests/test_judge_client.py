@@ -7,11 +7,11 @@ import asyncio
 import pytest
 
 from pytest_rubric._base import RetryPolicy
-from pytest_rubric._secrets import Secret, redact
+from pytest_rubric._secrets import Secret, public_url, redact
 from pytest_rubric.judge.base import JudgeError
 from pytest_rubric.judge.clients import OpenAIClient, make_client
 from pytest_rubric.judge.providers import JudgeSpec
-from tests.fake_llm import Action, FakeLLM, Recorded, cut, drop, raw, status, text
+from tests.fake_llm import Action, FakeLLM, Recorded, cut, drop, raw, redirect, status, text
 from tests.fake_llm import delay as slow
 
 
@@ -41,6 +41,23 @@ def test_a_client_error_is_not_retried(fake_llm: FakeLLM) -> None:
     with pytest.raises(JudgeError, match=r"HTTP 404.*check --rubric-judge-url and the model name"):
         asyncio.run(_complete(_judge(fake_llm)))
     assert len(fake_llm.requests) == 1
+
+
+def test_an_error_names_the_endpoint_without_its_userinfo_or_query(fake_llm: FakeLLM) -> None:
+    fake_llm.respond_with(
+        lambda request: redirect("http://who:tok-location@elsewhere.example/v1?sig=tok-sig")
+    )
+    host = fake_llm.url.removeprefix("http://")
+    spec = JudgeSpec.parse("openai:m", url=f"http://who:tok-user@{host}/v1?api-key=tok-query")
+    judge = OpenAIClient(spec, key=None, policy=RetryPolicy(backoff=0.01))
+    with pytest.raises(JudgeError) as caught:
+        asyncio.run(_complete(judge))
+    assert fake_llm.requests[0].path == "/v1/chat/completions?api-key=tok-query"
+    assert str(caught.value).startswith(
+        f"judge openai:m at http://{host}/v1/chat/completions: HTTP 307: redirected to "
+        "'http://elsewhere.example/v1'"
+    )
+    assert "tok-" not in str(caught.value)
 
 
 def test_retry_after_is_capped(fake_llm: FakeLLM) -> None:
@@ -124,6 +141,38 @@ def test_the_key_is_hidden_from_repr_and_messages() -> None:
         import pickle
 
         pickle.dumps(key)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://api.openai.com/v1", "https://api.openai.com/v1"),
+        ("http://team:tok@gw.example:8080/v1?api-key=tok#x", "http://gw.example:8080/v1"),
+        ("http://a@b@gw.example/v1/?q=a@b", "http://gw.example/v1/"),
+        ("http://[::1]:8000/v1?api-version=2024", "http://[::1]:8000/v1"),
+        ("http://tok@gw.example", "http://gw.example"),
+        ("gw.example/v1?k=tok", "gw.example/v1"),
+        ("", ""),
+    ],
+)
+def test_a_url_is_shown_without_userinfo_or_query_string(url: str, shown: str) -> None:
+    assert public_url(url) == shown
+
+
+def test_a_query_string_stays_after_the_path_the_client_adds() -> None:
+    env = {"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
+    for name, url, endpoint in [
+        (
+            "openai:m",
+            "http://h:1/v1/?api-version=2",
+            "http://h:1/v1/chat/completions?api-version=2",
+        ),
+        ("anthropic:m", "http://h:1/v1?k=a", "http://h:1/v1/messages?k=a"),
+        ("anthropic:m", "http://h:1?k=a", "http://h:1/v1/messages?k=a"),
+    ]:
+        judge = make_client(JudgeSpec.parse(name, url=url, environ=env), environ=env)
+        assert judge._endpoint() == endpoint
+        assert repr(judge) == f"{type(judge).__name__}({name!r}, url={public_url(url)!r})"
 
 
 def test_anthropic_urls_with_and_without_v1() -> None:

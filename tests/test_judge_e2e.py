@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import ANSWERS, SUPPORT
 from tests.fake_llm import (
     Action,
     FakeLLM,
@@ -569,9 +570,13 @@ def test_custom_judge_from_the_hook(pytester: pytest.Pytester, judged_file: Path
             return EchoJudge()
         """
     )
-    result = pytester.runpytest("-p", "no:xdist")
+    result = pytester.runpytest("-p", "no:xdist", "--rubric-json=out.json")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["judge echo: 2 calls, 0 retries, 0 errors, *"])
+    run = json.loads((pytester.path / "out.json").read_text())["run"]
+    # A judge of the user's own: its name, and no provider, model or endpoint of ours.
+    assert run["judges"] == [{"name": "echo", "provider": None, "model": None, "url": None}]
+    assert run["cache"] == {"mode": "use", "hits": 0, "misses": 2}
 
 
 def test_custom_judge_that_raises_is_an_error(pytester: pytest.Pytester, judged_file: Path) -> None:
@@ -958,3 +963,69 @@ def test_a_panel_naming_one_judge_twice_is_a_usage_error(
     result.stderr.fnmatch_lines(
         ["*--rubric-judge openai:a is given twice (a panel names each judge once)*"]
     )
+
+
+# ------------------------------------------------------------------ style never fails a case
+
+# The team's evals with a judged style criterion for every case; the bot's answer to `cancel`
+# fails it on substance.
+STYLED = (
+    "global:\n  - {id: tone, type: judge, kind: score, axis: style, requirement: "
+    '"How friendly is the tone?"}\n' + SUPPORT
+)
+STYLED_ANSWERS = {**ANSWERS, "cancel": "Sure, whenever you like!"}
+# assert_rubric in the team's unit tests, with the same style criterion.
+STYLED_TEST = """
+from pytest_rubric import assert_rubric
+
+def test_refund_answer():
+    assert_rubric(
+        "Refunds are possible within 30 days.",
+        [
+            {"id": "window", "type": "any_of", "any_of": ["30 days"]},
+            {"id": "tone", "type": "judge", "kind": "score", "axis": "style",
+             "requirement": "How friendly is the tone?"},
+        ],
+        subject="bot",
+    )
+"""
+
+
+def test_a_style_criterion_that_errors_leaves_the_outcome_to_substance(
+    pytester: pytest.Pytester,
+    team: Callable[..., None],
+    write: Write,
+    fake_llm: FakeLLM,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pytest_rubric._merge import main
+
+    team(answers=STYLED_ANSWERS, ini="testpaths = tests\n", support=STYLED)
+    write("tests/test_bot.py", STYLED_TEST)
+    # The judge grades content, and cannot give the tone a score in range.
+    fake_llm.respond_with(
+        lambda request: (
+            score(11)
+            if "friendly" in json.dumps(request.body)
+            else verdict("MET", "says no refund after 30 days")
+        )
+    )
+    result = pytester.runpytest(
+        "--rubric-judge=openai:m",
+        f"--rubric-judge-url={fake_llm.openai_url}",
+        "--rubric-json=out.json",
+    )
+    result.assert_outcomes(passed=2, failed=1)  # by substance; no error
+    results = {
+        r["case"]: r for r in json.loads((pytester.path / "out.json").read_text())["results"]
+    }
+    for case, passed in [("refund", True), ("cancel", False), ("test_refund_answer", True)]:
+        graded = results[case]
+        assert graded["passed"] is passed, case
+        assert "style_error" in graded["flags"], case
+        assert graded["style_score"] is None, case  # its one judged style criterion left out
+        tone = next(c for c in graded["criteria"] if c["id"] == "tone")
+        assert tone["verdict"] == "ERROR" and "out of range" in tone["reason"], case
+    # merge recomputes `passed` by the same rule: nothing overruled.
+    assert main(["merge", "out.json"]) == 1  # `cancel` failed, as in the run
+    assert "note" not in capsys.readouterr().err

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_rubric._merge import main
-from tests.conftest import EXAMPLES, INNER_ADDOPTS
+from tests.conftest import EXAMPLES, INNER_ADDOPTS, graded, timeless
 
 
 def _summary(lines: list[str]) -> list[str]:
@@ -102,7 +102,14 @@ def test_merging_two_halves_gives_the_leaderboard_of_the_whole(
 
     code = main(["merge", "a.json", "b.json", "--json", "merged.json"])
     merged = _load(pytester.path / "merged.json")
-    assert merged == whole  # results, leaderboard and rankings_disagree alike
+    assert graded(merged) == graded(whole)  # results, leaderboard and rankings_disagree alike
+    # The run of both shards: the first's versions, from the first start to the last end.
+    run, runs = merged["run"], (a["run"], b["run"])
+    assert run["started_at"] == min(r["started_at"] for r in runs)
+    assert run["duration_s"] >= max(r["duration_s"] for r in runs)
+    assert {k: v for k, v in run.items() if k not in ("started_at", "duration_s")} == {
+        k: v for k, v in a["run"].items() if k not in ("started_at", "duration_s")
+    }
     # What merge prints is the summary the whole run printed.
     printed = capsys.readouterr().out.splitlines()
     assert _summary(printed) == _summary(shards["whole"].outlines)
@@ -170,9 +177,13 @@ def test_merge_writes_the_reports_and_applies_the_gates_of_the_whole(
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
     code = main(["merge", "a.json", "b.json", "--html", "m.html", "--markdown", "m.md"])
     assert code == 1 and whole.ret == 1
-    assert (pytester.path / "m.html").read_text() == (pytester.path / "whole.html").read_text()
-    assert (pytester.path / "m.md").read_text() == (pytester.path / "w.md").read_text()
-    assert step.read_text() == (pytester.path / "w.md").read_text() + "\n"
+    # The same but for when each run started and how long it took.
+    text = {name: timeless((pytester.path / name).read_text()) for name in ("m.html", "whole.html")}
+    assert text["m.html"] == text["whole.html"]
+    assert timeless((pytester.path / "m.md").read_text()) == timeless(
+        (pytester.path / "w.md").read_text()
+    )
+    assert step.read_text() == (pytester.path / "m.md").read_text() + "\n"
     capsys.readouterr()
 
     # Against the whole run as baseline nothing regressed; a drop is named.

@@ -15,11 +15,13 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_rubric._html import PALETTE
 from pytest_rubric._markdown import code, escape
+from tests.fake_llm import FakeLLM, score
 from tests.png import colours
 
 Write = Callable[[str, str], Path]
@@ -258,3 +260,145 @@ def test_junit_carries_the_rubric_properties(pytester: pytest.Pytester, suite: P
     assert props["var[bold]"]["rubric_score"] == "0.0000"
     assert props["var[bold]"]["rubric_failed_criteria"] == "day,wrong"
     assert props["var[bold]"]["rubric_passed"] == "false"
+
+
+# --- which run: the JSON's run, the HTML and Markdown header -----------------------------------
+
+COMMIT = "4f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39"
+
+
+def _git_checkout(root: Path, commit: str) -> None:
+    """The files git keeps for a checkout of ``commit`` on branch main, its refs packed."""
+    (root / ".git" / "refs" / "heads").mkdir(parents=True)
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / ".git" / "packed-refs").write_text(
+        f"# pack-refs with: peeled fully-peeled sorted\n{commit} refs/heads/main\n"
+    )
+
+
+def test_the_run_is_in_the_json_and_a_header_line_with_no_token_in_any_url(
+    pytester: pytest.Pytester,
+    team: Callable[..., None],
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import platform
+    import sqlite3
+    import time
+    from datetime import datetime
+    from importlib.metadata import version
+
+    team()
+    _git_checkout(pytester.path, COMMIT)
+    step = pytester.path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    fake_llm.respond_with(lambda request: score(90))
+    host = fake_llm.url.removeprefix("http://")
+    endpoint = f"http://{host}/v1"  # as every output may show it
+    # A gateway URL with a token as userinfo and another in its query string.
+    url = f"http://bot:tok-userinfo-7@{host}/v1?api-key=tok-query-7"
+    outputs = ("--rubric-json=out.json", "--rubric-html=out.html", "--rubric-markdown=out.md")
+
+    def run() -> tuple[pytest.RunResult, dict[str, Any], float, float]:
+        before = time.time()
+        result = pytester.runpytest(
+            "--rubric-judge=openai:m",
+            f"--rubric-judge-url={url}",
+            "--rubric-grader=holistic",
+            "--junitxml=out.xml",
+            *outputs,
+        )
+        result.assert_outcomes(passed=2)
+        document = json.loads((pytester.path / "out.json").read_text())
+        return result, document["run"], before, time.time()
+
+    result, first, before, after = run()
+    assert len(fake_llm.requests) == 2  # one call per case
+    started = datetime.fromisoformat(first.pop("started_at")).timestamp()
+    assert before - 1 <= started <= after
+    assert 0 <= first.pop("duration_s") <= after - before
+    assert first == {
+        "plugin_version": version("pytest-rubric"),
+        "pytest_version": pytest.__version__,
+        "python_version": platform.python_version(),
+        "git_commit": COMMIT,
+        "judges": [{"name": "openai:m", "provider": "openai", "model": "m", "url": endpoint}],
+        "grader": "holistic",
+        "cache": {"mode": "use", "hits": 0, "misses": 2},
+        "responses_replayed": 0,
+    }
+    # A warm run: the same run but for the cache's counts.
+    result, second, _, _ = run()
+    assert second["cache"] == {"mode": "use", "hits": 2, "misses": 0}
+
+    html = (pytester.path / "out.html").read_text()
+    markdown = (pytester.path / "out.md").read_text()
+    version_cell = f"pytest-rubric <code>{version('pytest-rubric')}</code>"
+    assert (
+        f'<p class="run">{version_cell} · judge <code>openai:m at {endpoint} (holistic)</code> '
+        f"· commit <code>{COMMIT[:12]}</code> · started <code>{second['started_at']} ("
+    ) in html
+    assert markdown.splitlines()[2] == (
+        f"pytest-rubric `{version('pytest-rubric')}` · judge `openai:m at {endpoint} "
+        f"(holistic)` · commit `{COMMIT[:12]}` · started `{second['started_at']} "
+        f"({second['duration_s']:.1f} s)`"
+    )
+    # Neither token anywhere: terminal, JSON, HTML, Markdown, step summary, JUnit, the cache.
+    with sqlite3.connect(pytester.path / ".rubric_cache" / "judge.sqlite3") as db:
+        rows = repr(db.execute("SELECT * FROM replies").fetchall())
+    db.close()
+    assert endpoint in rows  # the endpoint each reply was recorded against
+    texts = [str(result.stdout), rows, html, markdown, step.read_text()]
+    texts += [(pytester.path / name).read_text() for name in ("out.json", "out.xml")]
+    assert not [t for t in texts if "tok-userinfo-7" in t or "tok-query-7" in t]
+
+
+def test_the_commit_is_read_from_what_git_keeps(tmp_path: Path) -> None:
+    from pytest_rubric._run import git_commit
+
+    repo = tmp_path / "repo"
+    assert git_commit(repo) is None  # no checkout anywhere above
+    _git_checkout(repo, COMMIT)
+    nested = repo / "app" / "evals"
+    nested.mkdir(parents=True)
+    assert git_commit(nested) == COMMIT  # from the rootdir upward; packed
+    loose = "0123456789abcdef0123456789abcdef01234567"
+    (repo / ".git" / "refs" / "heads" / "main").write_text(loose + "\n")
+    assert git_commit(repo) == loose  # a loose ref wins over a packed one, as in git
+    # A linked worktree: its .git is a file; HEAD in its own folder, refs in the common one.
+    own = repo / ".git" / "worktrees" / "feature"
+    own.mkdir(parents=True)
+    (own / "commondir").write_text("../..\n")
+    (own / "HEAD").write_text("ref: refs/heads/feature\n")
+    (repo / ".git" / "refs" / "heads" / "feature").write_text("f" * 40 + "\n")
+    worktree = tmp_path / "feature"
+    worktree.mkdir()
+    (worktree / ".git").write_text(f"gitdir: {own}\n")
+    assert git_commit(worktree) == "f" * 40
+    (own / "HEAD").write_text("e" * 64 + "\n")  # detached, in a SHA-256 repository
+    assert git_commit(worktree) == "e" * 64
+    for head in ("ref: refs/heads/none", "ref: ../../../etc/passwd", "not a commit", ""):
+        (own / "HEAD").write_text(head)
+        assert git_commit(worktree) is None, head
+
+
+def test_merge_writes_the_run_of_the_shards_together() -> None:
+    from pytest_rubric._run import RunInfo, RunJudge, merged
+
+    judge = RunJudge("openai:m", "openai", "m", "http://u:tok@gw.example/v1?k=tok")
+    assert judge.url == "http://gw.example/v1"  # whatever a document held
+    a = RunInfo("1", "9", "3.11", "2026-12-04T09:00:10Z", 5.0, "c" * 40, (judge,), "one-shot",
+                "replay", cache_hits=3, cache_misses=1, responses_replayed=2)  # fmt: skip
+    b = RunInfo("2", "9", "3.12", "2026-12-04T09:00:00Z", 30.0, None, (judge, RunJudge("x")),
+                "holistic", "use", cache_hits=4, responses_replayed=1)  # fmt: skip
+    assert merged([]) is None and merged([a]) is a
+    both = merged([a, b])
+    assert both is not None
+    assert both.to_dict() == {
+        **a.to_dict(),
+        "started_at": "2026-12-04T09:00:00Z",  # the first start, to the last end
+        "duration_s": 30.0,
+        "judges": [judge.to_dict(), {"name": "x", "provider": None, "model": None, "url": None}],
+        "cache": {"mode": "replay", "hits": 7, "misses": 1},
+        "responses_replayed": 3,
+    }

@@ -12,6 +12,7 @@ reasons that quote pieces of the API key, which no output may show)."""
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import RUN_MODES
+from tests.conftest import RUN_MODES, timeless
 from tests.fake_llm import Action, FakeLLM, Recorded, status, verdict
 from tests.test_e2e_summary import TWO_SUBJECTS
 from tests.test_hostile_reply import KEY, leaked
@@ -209,12 +210,13 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
             outputs[suffix] = (pytester.path / f"{mode}.{suffix}").read_text(encoding="utf-8")
         assert "the key is ***" in outputs["json"], mode
         assert {name: out for name, out in outputs.items() if leaked(KEY, out)} == {}, mode
+        # Byte for byte, but for when each run started and how long it took.
         seen[mode] = {
             "exit status": result.ret,
             "summary": _summary(result.outlines),
-            "JSON": (pytester.path / f"{mode}.json").read_text(),
-            "HTML": (pytester.path / f"{mode}.html").read_text(),
-            "Markdown": markdown,
+            "JSON": timeless((pytester.path / f"{mode}.json").read_text()),
+            "HTML": timeless((pytester.path / f"{mode}.html").read_text()),
+            "Markdown": timeless(markdown),
             "JUnit": _junit(pytester.path / f"{mode}.xml"),
         }
 
@@ -236,6 +238,18 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
     assert any(line.startswith("by suite:") for line in summary)
     assert "caught" not in reference["JSON"] + str(reference["JUnit"])
     assert "Gate failed:" in reference["HTML"]
+    # The run, the same whichever way it was split: the controller writes it.
+    run = json.loads(reference["JSON"].replace('"duration_s": <when>', '"duration_s": 0'))["run"]
+    assert run["judges"] == [
+        {"name": "openai:m", "provider": "openai", "model": "m", "url": fake_llm.openai_url}
+    ]
+    assert (run["grader"], run["cache"]) == (
+        "per-criterion",
+        {"mode": "off", "hits": 0, "misses": 0},
+    )
+    header = f"judge <code>openai:m at {fake_llm.openai_url} (per-criterion)</code>"
+    assert header in reference["HTML"]
+    assert f"judge `openai:m at {fake_llm.openai_url} (per-criterion)`" in reference["Markdown"]
     assert "**Gate failed** (2):" in reference["Markdown"]
     junit = reference["JUnit"]
     assert junit["s.rubric.yaml::var[careful]"] == (

@@ -176,6 +176,32 @@ def test_style_axis_criteria_feed_style_score() -> None:
     assert grade(hit("a")).style_score is None
 
 
+def broken_style(cid: str) -> dict[str, Any]:
+    return {**broken(cid), "axis": "style"}
+
+
+@pytest.mark.parametrize(
+    ("substance", "passed"), [((hit("a"),), True), ((hit("a"), miss("b")), False)]
+)
+def test_a_style_error_leaves_the_outcome_to_substance(
+    substance: tuple[dict[str, Any], ...], passed: bool
+) -> None:
+    result = grade(*substance, broken_style("s"), hit("t", axis="style"))
+    assert result.criteria[-2].verdict is ERROR
+    assert result.errors == [] and result.status == ("passed" if passed else "failed")
+    assert result.passed is passed
+    assert "style_error" in result.flags
+    assert result.style_score == 1.0  # the mean of the style criteria that were decided
+    assert grade(hit("a"), broken_style("s")).style_score is None
+    assert "style_error" not in grade(hit("a"), hit("t", axis="style")).flags
+
+
+def test_a_substance_error_beside_a_style_error_is_still_an_error() -> None:
+    result = grade(hit("a"), broken("r"), broken_style("s"))
+    assert [c.id for c in result.errors] == ["r"]
+    assert result.status == "error" and result.passed is False
+
+
 def test_style_negative_hit_is_not_a_known_wrong_claim() -> None:
     assert "known_wrong_claim" not in grade(hit("a"), hit("s", -1, axis="style")).flags
     assert "known_wrong_claim" in grade(hit("a"), hit("e", -1)).flags

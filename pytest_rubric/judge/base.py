@@ -18,7 +18,7 @@ An xdist controller never calls the judge, but it adds up the workers'
 from __future__ import annotations
 
 import types
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -38,6 +38,7 @@ __all__ = [
     "Judged",
     "Reply",
     "Sampling",
+    "elsewhere_line",
 ]
 
 SEED = 1234
@@ -85,13 +86,20 @@ class Sampling:
 @dataclass(frozen=True, slots=True)
 class Reply:
     """What one call returned: the text, the tokens the provider counted (0 when it did
-    not say), and, once it went through the cache, its key and whether it came from it."""
+    not say), and, once it went through the cache, its key and whether it came from it.
+
+    From the cache, also the endpoint it was recorded against (None: not known), and, with
+    ``--rubric-cache replay`` only, ``unusable``: no reply is stored, because the last one
+    did not fit the protocol, and this says why (see ``judge.cache``).
+    """
 
     text: str
     tokens_in: int = 0
     tokens_out: int = 0
     key: str | None = None
     cached: bool = False
+    endpoint: str | None = None
+    unusable: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +129,9 @@ class JudgeStats:
     over_budget: int = 0  # criteria left ERROR once --rubric-max-cost was spent
     estimated: int = 0  # replies without `usage`: their tokens estimated (4 characters each)
     fallbacks: list[str] = field(default_factory=list)
+    # Cache hits recorded against an endpoint other than this judge's, by that endpoint
+    # (a cache recorded through one gateway, replayed through another).
+    elsewhere: dict[str, int] = field(default_factory=dict)
 
     def cost(self, price: Price) -> float:
         """Dollars spent on this judge's calls so far."""
@@ -145,3 +156,29 @@ class JudgeStats:
         if self.estimated:
             text += f"; {self.estimated} replies without usage, estimated"
         return text
+
+
+# Endpoints a summary line names; the rest are counted.
+_SHOWN_ENDPOINTS = 3
+
+
+def elsewhere_line(usage: Iterable[JudgeStats]) -> str | None:
+    """The one line that says how many judge cache hits were recorded against another
+    endpoint than the one the run names (and which), or None when none were."""
+    usage = list(usage)
+    counts: dict[str, int] = {}
+    for stats in usage:
+        for endpoint, n in stats.elsewhere.items():
+            counts[endpoint] = counts.get(endpoint, 0) + n
+    if not counts:
+        return None
+    hits = sum(stats.cache_hits for stats in usage)
+    n = sum(counts.values())
+    shown = sorted(counts, key=lambda endpoint: (-counts[endpoint], endpoint))
+    where = ", ".join(shown[:_SHOWN_ENDPOINTS])
+    if len(shown) > _SHOWN_ENDPOINTS:
+        where += f" and {len(shown) - _SHOWN_ENDPOINTS} more"
+    return (
+        f"judge cache: {n} of {hits} hits {'was' if n == 1 else 'were'} recorded against "
+        f"another endpoint ({where})"
+    )

@@ -1,20 +1,36 @@
 """A content-addressed cache of judge replies, in SQLite (WAL mode).
 
 The key is a hash of everything that can change a verdict: provider, model,
-endpoint, strategy (``--rubric-grader``), prompt template version, the full messages (with the
+strategy (``--rubric-grader``), prompt template version, the full messages (with the
 per-call fence token replaced by a placeholder, so the key is stable across
 runs), the reply schema, the sampling parameters and the sample index.
-Never the API key or any header.
+Never the API key or any header, and never the endpoint's URL: the same
+request to the same model through another gateway is the same call, so a
+cache recorded through one replays through another. Each row keeps the
+endpoint it was recorded against (without userinfo or query string), and a
+hit recorded elsewhere is counted (:attr:`JudgeStats.elsewhere`). Rows an
+earlier version wrote had the endpoint in their key and none in the row:
+:meth:`CachedCalls.lookup` finds them under that key too (``legacy``), so a
+committed cache still replays through the URL it was recorded against.
 
 Only replies that passed validation are stored, with the parsed verdict,
 token usage and a timestamp: an error is never cached. A reply is stored
 redacted of the API keys the cache was given (a judge may echo anything).
+A reply that did not fit the protocol is never stored either, but the fact
+is, with the reason (table ``unusable``): ``replay`` then says that the
+judge's last reply to the call was unusable, rather than that it was never
+recorded, and replays the retry that followed it (see
+:func:`~pytest_rubric.judge.strategies.ask`).
 
 Modes (``--rubric-cache``): ``use`` reads and writes; ``refresh`` calls the
 judge and overwrites; ``off`` ignores the cache; ``replay`` makes no network
 call at all, and a miss is an ERROR naming the criterion. :class:`CachedCalls`
 applies them, once for every kind of call: a judge's reply and a live
 model's answer (``--rubric-model``) go through the same lookup and store.
+
+A file written by the previous version (the ``replies`` table without its
+``endpoint`` column, no ``unusable`` table) is brought up to date when it is
+opened; its rows are kept, their endpoint unknown.
 """
 
 from __future__ import annotations
@@ -25,17 +41,19 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .._base import CACHE_MODES
-from .._secrets import Secret, redact
+from .._secrets import MAX_TEXT, Secret, clip, public_url, redact
 from .base import JudgeError, JudgeStats, Reply
 
 __all__ = ["CACHE_MODES", "CachedCalls", "JudgeCache", "cache_key"]
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS replies (
     key TEXT PRIMARY KEY,
     provider TEXT NOT NULL,
@@ -44,9 +62,24 @@ CREATE TABLE IF NOT EXISTS replies (
     parsed TEXT NOT NULL,
     tokens_in INTEGER NOT NULL DEFAULT 0,
     tokens_out INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL,
+    endpoint TEXT
+)
+""",
+    """
+CREATE TABLE IF NOT EXISTS unusable (
+    key TEXT PRIMARY KEY,
+    reason TEXT NOT NULL,
     created REAL NOT NULL
 )
-"""
+""",
+)
+# The endpoint is added last, as ALTER TABLE adds it to a file of the previous version,
+# so both have the same columns in the same order.
+_ADD_ENDPOINT = "ALTER TABLE replies ADD COLUMN endpoint TEXT"
+# An unusable reply's reason is kept whole (it is fed back to the judge when a replay
+# retries, so it must read as it did), up to the length every copied text is cut to.
+_REASON = MAX_TEXT
 
 
 def cache_key(**parts: Any) -> str:
@@ -100,10 +133,13 @@ class JudgeCache:
         try:
             # Read before writing anything: a foreign file is never converted to WAL
             # or given a table of ours.
-            _check_schema(db)
+            previous = _check_schema(db)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(_SCHEMA)
+            if previous:
+                _migrate(db)
+            for statement in _SCHEMA:
+                db.execute(statement)
             db.commit()
         except BaseException:
             db.close()
@@ -138,21 +174,37 @@ class JudgeCache:
         return found.text if found is not None else None
 
     def fetch(self, key: str) -> Reply | None:
-        """The stored reply for ``key`` with the tokens it cost when it was judged, or None."""
+        """The stored reply for ``key`` with the tokens it cost when it was judged and the
+        endpoint it was recorded against, or None."""
+        row = self._row(
+            "SELECT raw, tokens_in, tokens_out, endpoint FROM replies WHERE key = ?", key
+        )
+        # Only text is a reply: anything else in the column was not written by us.
+        if row is None or not isinstance(row[0], str):
+            return None
+        # As it was stored (sanitized); again, for a file edited by hand: it is shown.
+        endpoint = public_url(row[3]) if isinstance(row[3], str) else None
+        return Reply(
+            row[0], _count(row[1]), _count(row[2]), key=key, cached=True, endpoint=endpoint
+        )
+
+    def unusable(self, key: str) -> str | None:
+        """Why the last reply to ``key`` was not stored (it did not fit the protocol), or None:
+        never recorded, or a usable reply is stored."""
+        row = self._row("SELECT reason FROM unusable WHERE key = ?", key)
+        return row[0] if row is not None and isinstance(row[0], str) else None
+
+    def _row(self, query: str, key: str) -> tuple[Any, ...] | None:
+        """The one row ``query`` finds for ``key``, or None: none, or not readable (a miss)."""
         with self._lock:
             if self._db is None:
                 return None
             try:
-                row = self._db.execute(
-                    "SELECT raw, tokens_in, tokens_out FROM replies WHERE key = ?", (key,)
-                ).fetchone()
+                row: tuple[Any, ...] | None = self._db.execute(query, (key,)).fetchone()
             except sqlite3.Error as exc:  # a corrupt page, text that is not UTF-8, a lock
                 self._trouble("could not read a stored reply", exc)
                 return None
-        # Only text is a reply: anything else in the column was not written by us.
-        if row is None or not isinstance(row[0], str):
-            return None
-        return Reply(row[0], _count(row[1]), _count(row[2]), key=key, cached=True)
+        return row
 
     def put(
         self,
@@ -163,30 +215,53 @@ class JudgeCache:
         raw: str,
         parsed: Any,
         tokens: tuple[int, int] = (0, 0),
+        endpoint: str | None = None,
     ) -> None:
-        """Store a reply with the tokens it cost (in, out; 0 where the provider did not say).
+        """Store a reply with the tokens it cost (in, out; 0 where the provider did not say)
+        and the endpoint it came from (shown without userinfo or query string; None: not a
+        URL, e.g. a user's own judge). It is now the last reply to ``key``: no longer unusable.
 
         A failure is reported once and never raised: the verdict stands.
         """
+        self._write(
+            (
+                "INSERT OR REPLACE INTO replies (key, provider, model, raw, parsed, tokens_in, "
+                "tokens_out, created, endpoint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                lambda: (
+                    key,
+                    provider,
+                    model,
+                    redact(raw, *self._secrets),
+                    redact(json.dumps(parsed, default=str), *self._secrets),
+                    tokens[0],
+                    tokens[1],
+                    time.time(),
+                    endpoint,
+                ),
+            ),
+            ("DELETE FROM unusable WHERE key = ?", lambda: (key,)),
+        )
+
+    def mark_unusable(self, key: str, reason: str) -> None:
+        """Record that the last reply to ``key`` did not fit the protocol, and why (redacted,
+        cut to 2,000 characters); the reply itself is never stored. A reply stored earlier
+        under ``key`` (``--rubric-cache refresh``) is kept: it is still a good one."""
+        self._write(
+            (
+                "INSERT OR REPLACE INTO unusable (key, reason, created) VALUES (?, ?, ?)",
+                lambda: (key, clip(reason, *self._secrets, limit=_REASON), time.time()),
+            ),
+        )
+
+    def _write(self, *statements: tuple[str, Callable[[], tuple[Any, ...]]]) -> None:
+        """Run ``statements`` (SQL and a function giving its parameters) in one transaction.
+        A failure is reported once and never raised."""
         with self._lock:
             if self._db is None:
                 return
             try:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO replies "
-                    "(key, provider, model, raw, parsed, tokens_in, tokens_out, created) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        key,
-                        provider,
-                        model,
-                        redact(raw, *self._secrets),
-                        redact(json.dumps(parsed, default=str), *self._secrets),
-                        tokens[0],
-                        tokens[1],
-                        time.time(),
-                    ),
-                )
+                for sql, parameters in statements:
+                    self._db.execute(sql, parameters())
                 self._db.commit()
             except (
                 sqlite3.Error,
@@ -217,9 +292,11 @@ class JudgeCache:
 class CachedCalls:
     """A :class:`JudgeCache` read and written as ``--rubric-cache`` says, for any kind of call.
 
-    :meth:`lookup` before a call, :meth:`store` after it: the caller makes
-    the call in between (in whatever event loop it has) and decides when a
-    reply is fit to keep. ``stats``, when given, counts hits and misses.
+    :meth:`lookup` before a call, :meth:`store` after it (or :meth:`unusable`,
+    for a reply that did not fit): the caller makes the call in between (in
+    whatever event loop it has) and decides when a reply is fit to keep.
+    ``stats``, when given, counts hits and misses, and the hits recorded
+    against another endpoint.
     """
 
     def __init__(
@@ -229,30 +306,64 @@ class CachedCalls:
         self.mode = mode
         self.stats = stats
 
-    def lookup(self, parts: Mapping[str, Any], *, missing: str) -> Reply:
+    def lookup(
+        self,
+        parts: Mapping[str, Any],
+        *,
+        missing: str,
+        endpoint: str | None = None,
+        legacy: Mapping[str, Any] | None = None,
+    ) -> Reply:
         """The stored reply for the call ``parts`` describe (``cached`` set), or an empty one
         that carries the key to store under; with ``replay``, a miss raises
-        :class:`JudgeError` with the message ``missing``."""
+        :class:`JudgeError` with the message ``missing``, unless the last reply was unusable:
+        then the empty reply says why (``unusable``), for the caller to replay that.
+
+        ``endpoint`` is where the call would go (without userinfo or query string): a hit
+        recorded against another one is counted. ``legacy`` is the call as an earlier
+        version keyed it (with its endpoint URL): looked up when ``parts`` miss.
+        """
         if self.cache is None:
             return Reply("")
         key = cache_key(**parts)
         if self.mode in ("use", "replay"):
             found = self.cache.fetch(key)
+            if found is None and legacy is not None:
+                # Keyed by the URL the call goes to now: recorded against this endpoint.
+                found = self.cache.fetch(cache_key(**legacy))
+                found = replace(found, endpoint=endpoint) if found is not None else None
             if found is not None:
                 if self.stats is not None:
                     self.stats.cache_hits += 1
                     self.stats.saved_in += found.tokens_in
                     self.stats.saved_out += found.tokens_out
+                    recorded = found.endpoint
+                    if recorded is not None and endpoint is not None and recorded != endpoint:
+                        elsewhere = self.stats.elsewhere
+                        elsewhere[recorded] = elsewhere.get(recorded, 0) + 1
                 return found
             if self.stats is not None:
                 self.stats.cache_misses += 1
             if self.mode == "replay":
-                raise JudgeError(missing)
+                reason = self.cache.unusable(key)
+                if reason is None:
+                    raise JudgeError(missing)
+                return Reply("", key=key, cached=True, unusable=reason)
         return Reply("", key=key)
 
-    def store(self, reply: Reply, *, provider: str, model: str, parsed: Any) -> None:
-        """Keep ``reply`` (one :meth:`lookup` gave a key for, and not itself from the cache)."""
-        if self.cache is not None and reply.key is not None and not reply.cached:
+    def store(
+        self,
+        reply: Reply,
+        *,
+        provider: str,
+        model: str,
+        parsed: Any,
+        endpoint: str | None = None,
+    ) -> None:
+        """Keep ``reply`` (one :meth:`lookup` gave a key for, and not itself from the cache),
+        recorded against ``endpoint`` (without userinfo or query string)."""
+        if self._recordable(reply):
+            assert self.cache is not None and reply.key is not None
             self.cache.put(
                 reply.key,
                 provider=provider,
@@ -260,26 +371,51 @@ class CachedCalls:
                 raw=reply.text,
                 parsed=parsed,
                 tokens=(reply.tokens_in, reply.tokens_out),
+                endpoint=endpoint,
             )
 
+    def unusable(self, reply: Reply, reason: str) -> None:
+        """Record that ``reply`` (one :meth:`lookup` gave a key for) did not fit, and why: it
+        is not stored, but ``replay`` can then say so."""
+        if self._recordable(reply):
+            assert self.cache is not None and reply.key is not None
+            self.cache.mark_unusable(reply.key, reason)
 
-# What a cache written by this version holds: its one table (and SQLite's own
-# objects, named sqlite_*). Anything else means the file belongs to something else.
-_COLUMNS = (
-    ("key", "TEXT", 1),
-    ("provider", "TEXT", 0),
-    ("model", "TEXT", 0),
-    ("raw", "TEXT", 0),
-    ("parsed", "TEXT", 0),
-    ("tokens_in", "INTEGER", 0),
-    ("tokens_out", "INTEGER", 0),
-    ("created", "REAL", 0),
-)
-_OURS = {("table", "replies")}
+    def _recordable(self, reply: Reply) -> bool:
+        return self.cache is not None and reply.key is not None and not reply.cached
 
 
-def _check_schema(db: sqlite3.Connection) -> None:
-    """Raise :class:`_Unusable` unless ``db`` is empty or holds this cache's table alone.
+# What a cache written by this version holds: its two tables (and SQLite's own objects,
+# named sqlite_*). Anything else means the file belongs to something else. A file of the
+# previous version has the replies table without its last column, and no unusable table.
+_COLUMNS = {
+    "replies": (
+        ("key", "TEXT", 1),
+        ("provider", "TEXT", 0),
+        ("model", "TEXT", 0),
+        ("raw", "TEXT", 0),
+        ("parsed", "TEXT", 0),
+        ("tokens_in", "INTEGER", 0),
+        ("tokens_out", "INTEGER", 0),
+        ("created", "REAL", 0),
+        ("endpoint", "TEXT", 0),
+    ),
+    "unusable": (("key", "TEXT", 1), ("reason", "TEXT", 0), ("created", "REAL", 0)),
+}
+_PREVIOUS_REPLIES = _COLUMNS["replies"][:-1]
+_OURS = {("table", name) for name in _COLUMNS}
+
+
+def _columns(db: sqlite3.Connection, table: str) -> tuple[tuple[str, str, int], ...]:
+    return tuple(
+        (name, str(kind).upper(), int(pk))
+        for _, name, kind, _, _, pk in db.execute(f"PRAGMA table_info({table})").fetchall()
+    )
+
+
+def _check_schema(db: sqlite3.Connection) -> bool:
+    """Raise :class:`_Unusable` unless ``db`` is empty or holds this cache's tables alone;
+    return whether it is a cache of the previous version (to bring up to date).
 
     Reading the schema also reads the file's header and first page, so a file
     that is not a database fails here (as ``sqlite3.DatabaseError``).
@@ -293,14 +429,30 @@ def _check_schema(db: sqlite3.Connection) -> None:
     if foreign:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
         raise _Unusable(f"it holds {shown}, which a pytest-rubric cache does not: not ours")
-    if ("table", "replies") in {(k, n) for k, n in objects}:
-        columns = tuple(
-            (name, str(kind).upper(), int(pk))
-            for _, name, kind, _, _, pk in db.execute("PRAGMA table_info(replies)").fetchall()
-        )
-        if columns != _COLUMNS:
+    present = {name for kind, name in objects if kind == "table"}
+    previous = False
+    for table in sorted(present & set(_COLUMNS)):
+        columns = _columns(db, table)
+        if table == "replies" and columns == _PREVIOUS_REPLIES and "unusable" not in present:
+            previous = True
+        elif columns != _COLUMNS[table]:
             names = ", ".join(str(c[0]) for c in columns[:8])
-            raise _Unusable(f"its replies table has other columns ({names}): not ours")
+            raise _Unusable(f"its {table} table has other columns ({names}): not ours")
+    return previous
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a cache of the previous version up to date: its replies gain the ``endpoint``
+    column (unknown, NULL, for the rows it holds). Several xdist workers may open the file at
+    once: the first one to take the write lock adds the column, the others find it there."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if _columns(db, "replies") == _PREVIOUS_REPLIES:
+            db.execute(_ADD_ENDPOINT)
+        db.commit()
+    except BaseException:
+        db.rollback()
+        raise
 
 
 def _count(value: object) -> int:

@@ -64,7 +64,7 @@ class OpenAIClient(HTTPClient):
         self._mode: str | None = None  # settled once a mode has worked
 
     def _endpoint(self) -> str:
-        return f"{self.spec.url}/chat/completions"
+        return self.spec.endpoint("/chat/completions")
 
     def _headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self.key.reveal()}"} if self.key else {}
@@ -213,8 +213,8 @@ class AnthropicClient(HTTPClient):
     """The Anthropic messages API; structured output through a forced tool call."""
 
     def _endpoint(self) -> str:
-        base = self.spec.url
-        return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+        path = self.spec.url.partition("?")[0].rstrip("/")
+        return self.spec.endpoint("/messages" if path.endswith("/v1") else "/v1/messages")
 
     def _headers(self) -> dict[str, str]:
         headers = {"anthropic-version": _ANTHROPIC_VERSION}

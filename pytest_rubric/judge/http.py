@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._base import RetryPolicy
-from .._secrets import Secret, clip, redact
+from .._secrets import Secret, clip, public_url, redact
 from .base import JudgeError, JudgeStats, Reply, Sampling
 from .providers import JudgeSpec
 
@@ -134,7 +134,7 @@ class HTTPClient:
         self.admit: Callable[[], None] | None = None
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.spec.name!r}, url={self.spec.url!r})"
+        return f"{type(self).__name__}({self.spec.name!r}, url={self.spec.public_url!r})"
 
     # --- transport --------------------------------------------------------------------------
 
@@ -222,7 +222,7 @@ class HTTPClient:
     ) -> JudgeError:
         # Whatever ``what`` quotes went through _quote; this catches the rest.
         what = redact(what, self.key)
-        message = f"judge {self.spec.name} at {self._endpoint()}: {what}; {hint}"
+        message = f"judge {self.spec.name} at {public_url(self._endpoint())}: {what}; {hint}"
         return JudgeError(
             message, what=what, status=status, retryable=retryable, retry_after=retry_after
         )
@@ -311,7 +311,7 @@ class HTTPClient:
             # however much it looks like one: say where it pointed, do not go there.
             location = response.headers.get("location")
             target = (
-                f"redirected to {self._quote(location, _QUOTE_LOCATION)!r}"
+                f"redirected to {self._quote(public_url(location), _QUOTE_LOCATION)!r}"
                 if location
                 else "a redirect without a Location"
             )

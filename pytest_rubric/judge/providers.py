@@ -18,7 +18,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .._secrets import Secret
+from .._secrets import Secret, public_url
 
 __all__ = ["KEY_VARIABLES", "PROVIDERS", "JudgeSpec", "Provider", "known_keys", "read_key"]
 
@@ -83,6 +83,18 @@ class JudgeSpec:
     @property
     def name(self) -> str:
         return f"{self.provider}:{self.model}"
+
+    @property
+    def public_url(self) -> str:
+        """:attr:`url` as every output shows it and the cache stores it: no userinfo, no query
+        string (either may hold a gateway's token)."""
+        return public_url(self.url)
+
+    def endpoint(self, path: str) -> str:
+        """:attr:`url` with ``path`` added to its path, before any query string (a gateway's
+        ``?api-version=``), which is sent as given."""
+        base, mark, query = self.url.partition("?")
+        return f"{base.rstrip('/')}{path}{mark}{query}"
 
     @property
     def entry(self) -> Provider:

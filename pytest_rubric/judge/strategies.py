@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._base import GRADERS
 from .._result import Outcome, Verdict
 from .._secrets import clip
-from .base import Judged, JudgeError
+from .base import Judged, JudgeError, Reply
 from .prompts import Prompt, holistic, injection_suspected, one_shot, per_criterion
 from .replies import Graded, ReplyError, read_holistic, read_one, read_one_shot
-from .transport import Transport
+from .transport import Transport, UnusableReplay
 
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
@@ -83,27 +83,64 @@ async def ask(
     again: bool = True,
 ) -> Any:
     """Call, read, store; on a reply that does not fit, once more with the error fed back
-    (unless ``again`` is false: then the :class:`ReplyError` is raised)."""
-    reply = await transport.call(prompt, feedback=feedback, label=label, sample=sample)
+    (unless ``again`` is false: then the :class:`ReplyError` is raised).
+
+    A reply that does not fit is never stored, but the cache records why (and a
+    one-shot reply that left criteria out, with the problems its retry is told
+    of). ``--rubric-cache replay`` replays that as it happened: the same error,
+    fed back the same way, and the retry's recorded reply; a replay the retry
+    cannot complete says the first reply was unusable.
+    """
     try:
-        parsed = _read(transport, read, reply.text)
+        reply, parsed = await _attempt(transport, prompt, read, feedback, label, sample)
     except ReplyError as exc:
         if not again:
             raise
-        reply = await transport.call(
-            prompt, feedback=_FEEDBACK.format(error=exc), label=label, sample=sample
-        )
+        retry = _FEEDBACK.format(error=exc)
         try:
-            parsed = _read(transport, read, reply.text)
-        except ReplyError as second:
+            reply, parsed = await _attempt(transport, prompt, read, retry, label, sample)
+        except (ReplyError, JudgeError) as second:
+            if isinstance(exc, UnusableReplay):
+                raise JudgeError(exc.message) from None
+            if isinstance(second, JudgeError):
+                raise
             raise JudgeError(
                 f"judge {transport.name} replied out of protocol twice: {second}; a larger "
                 "model, or --rubric-grader per-criterion, may follow the protocol better"
             ) from None
-    partial = isinstance(parsed, dict) and any(isinstance(v, ReplyError) for v in parsed.values())
-    if not partial:
+    problems = _problems(parsed)
+    if problems is None:
         transport.store(reply, parsed)
+    else:
+        transport.unusable(reply, problems)
     return parsed
+
+
+async def _attempt(
+    transport: Transport,
+    prompt: Prompt,
+    read: Callable[[str], Any],
+    feedback: str,
+    label: str,
+    sample: int,
+) -> tuple[Reply, Any]:
+    """One call and its reading; a reply that does not fit is recorded as unusable (with
+    ``--rubric-cache replay``, one recorded so is raised again) and raised as ReplyError."""
+    reply = await transport.call(prompt, feedback=feedback, label=label, sample=sample)
+    try:
+        return reply, _read(transport, read, reply.text)
+    except ReplyError as exc:
+        transport.unusable(reply, str(exc))
+        raise
+
+
+def _problems(parsed: Any) -> str | None:
+    """What a one-shot reply got wrong for the criteria it left out or malformed, as its
+    retry is told; None for a reply that is whole."""
+    if not isinstance(parsed, dict):
+        return None
+    errors = [str(v) for v in parsed.values() if isinstance(v, ReplyError)]
+    return "; ".join(errors) if errors else None
 
 
 def _read(transport: Transport, read: Callable[[str], Any], text: str) -> Any:
@@ -198,9 +235,9 @@ async def _one_shot(
     except JudgeError as exc:
         return Judged(_errors(criteria, str(exc)), injection_suspected=suspected)
     bad = {cid: err for cid, err in first.items() if isinstance(err, ReplyError)}
-    if bad:
+    problems = _problems(first)
+    if problems is not None:
         # One more try for the criteria the reply left out or got wrong.
-        problems = "; ".join(str(e) for e in bad.values())
         try:
             second = await ask(
                 transport,

@@ -25,7 +25,7 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from .._calls import contained, described
-from .._secrets import Secret, redact
+from .._secrets import Secret, redact, shorten
 from . import prompts
 from .base import JudgeError, JudgeStats, Reply, Sampling
 from .cache import CachedCalls, JudgeCache
@@ -33,10 +33,25 @@ from .cost import Budget, BudgetSpent, Price
 from .http import HTTPClient
 from .prompts import Prompt
 from .providers import known_keys
+from .replies import ReplyError
 
-__all__ = ["Transport"]
+__all__ = ["Transport", "UnusableReplay"]
 
 T = TypeVar("T")
+
+# How much of a recorded unusable reply's reason a replay's ERROR quotes.
+_SHOWN = 300
+
+
+class UnusableReplay(ReplyError):
+    """``--rubric-cache replay``: the judge's last reply to this call did not fit the protocol,
+    so none is stored. Its text is the reason recorded, as the reply's reader worded it, so a
+    retry feeds back the same words and finds the reply that was recorded for it;
+    ``message`` is what a criterion left ERROR by it says."""
+
+    def __init__(self, reason: str, *, message: str) -> None:
+        super().__init__(reason)
+        self.message = message
 
 
 class Transport:
@@ -106,20 +121,44 @@ class Transport:
         self, prompt: Prompt, *, feedback: str = "", label: str = "", sample: int = 0
     ) -> Reply:
         """One judge call under the concurrency bound, through the cache; a call that is not
-        cached starts only while ``--rubric-max-cost`` is not spent."""
+        cached starts only while ``--rubric-max-cost`` is not spent.
+
+        With ``--rubric-cache replay``, a call whose last reply was unusable raises
+        :class:`UnusableReplay`: the reply did not fit then, and does not now.
+        """
         user = prompt.user + feedback
+        key = self._key(prompt, user, sample)
+        spec = getattr(self.client, "spec", None)
         looked = self.cache.lookup(
-            self._key(prompt, user, sample),
+            key,
             missing=f"--rubric-cache replay: no cached reply of judge {self.name} for "
-            f"{label or 'this call'}; run once with --rubric-cache use (and a judge) to record "
-            "it, and commit the cache",
+            f"{label or 'this call'}: it was never recorded; run once with --rubric-cache use "
+            "(and a judge) to record it, and commit the cache",
+            endpoint=self.endpoint,
+            # An earlier version's key: the same, with the endpoint's URL in it.
+            legacy={**key, "endpoint": spec.url if spec is not None else None},
         )
+        if looked.unusable is not None:
+            why = shorten(looked.unusable, _SHOWN, *self.secrets)
+            raise UnusableReplay(
+                looked.unusable,
+                message=f"--rubric-cache replay: the last reply of judge {self.name} to "
+                f"{label or 'this call'} was unusable ({why}); it is never stored: fix the "
+                "judge or the prompt, then record again with --rubric-cache use",
+            )
         if looked.cached:
             return looked  # free: a cached reply is served whatever the budget
         if self.budget is not None:
             self.budget.admit()  # no wait for a slot once the budget is spent
         reply = await self._complete(prompt, user, sample)
         return Reply(reply.text, reply.tokens_in, reply.tokens_out, key=looked.key)
+
+    @property
+    def endpoint(self) -> str | None:
+        """Where the calls go, as the cache records it (no userinfo, no query string); None
+        for a user's own judge."""
+        spec = getattr(self.client, "spec", None)
+        return spec.public_url if spec is not None else None
 
     def store(self, reply: Reply, parsed: Any) -> None:
         """Keep a reply that passed validation (never an error, never a partial one)."""
@@ -129,14 +168,19 @@ class Transport:
             provider=spec.provider if spec is not None else "custom",
             model=spec.model if spec is not None else self.name,
             parsed=parsed,
+            endpoint=self.endpoint,
         )
 
+    def unusable(self, reply: Reply, reason: str) -> None:
+        """Record that a reply did not fit the protocol, and why (the reply is never kept)."""
+        self.cache.unusable(reply, reason)
+
     def _key(self, prompt: Prompt, user: str, sample: int) -> dict[str, Any]:
-        """Everything that can change the verdict; the per-call fence token is masked."""
+        """Everything that can change the verdict, and nothing of where the call goes (the
+        provider and model are in ``judge``); the per-call fence token is masked."""
         spec = getattr(self.client, "spec", None)
         return {
             "judge": spec.name if spec is not None else self.name,
-            "endpoint": spec.url if spec is not None else None,
             "grader": self.strategy,
             "template": prompts.TEMPLATE_VERSION,
             "system": prompt.system.replace(prompt.token, "{TOKEN}"),
