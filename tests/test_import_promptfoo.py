@@ -780,3 +780,19 @@ def test_the_worked_example_runs_end_to_end(pytester: pytest.Pytester) -> None:
         consecutive=False,
     )
 
+
+def test_the_readme_shows_what_the_command_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Importing promptfoo") :]
+    shown = section.split("\nprints\n\n```\n", 1)[1].split("```", 1)[0]
+    shutil.copy(CONFIG, tmp_path / "promptfooconfig.yaml")
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["import", "promptfoo", "promptfooconfig.yaml", "--out", "evals"]) == 0
+    assert out.getvalue() == shown
+    written = (tmp_path / "evals" / "promptfooconfig.rubric.yaml").read_text(encoding="utf-8")
+    case = section.split("whose second case is\n\n```yaml\n", 1)[1].split("```", 1)[0]
+    assert case in written
