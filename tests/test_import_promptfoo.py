@@ -796,3 +796,31 @@ def test_the_readme_shows_what_the_command_prints(
     written = (tmp_path / "evals" / "promptfooconfig.rubric.yaml").read_text(encoding="utf-8")
     case = section.split("whose second case is\n\n```yaml\n", 1)[1].split("```", 1)[0]
     assert case in written
+
+
+def test_prompts_that_cannot_be_asked_are_listed_with_their_line(tmp_path: Path) -> None:
+    """src/prompts: a .py prompt is a function (code); Nunjucks filters need Nunjucks."""
+    path = write_config(
+        tmp_path,
+        """\
+prompts:
+  - file://prompt.py
+  - 'Hi {{ name | upper }}'
+  - 'Hi {{ name }}'
+tests:
+  - vars: {name: Ada}
+    assert:
+      - {type: contains, value: ''}
+      - {type: icontains, value: ada}
+""",
+    )
+    output = convert([path])
+    (suite,) = output.rubrics.values()
+    # p2: the second prompt that could be read; the label says which
+    assert [(c["id"], c["question"], c["metadata"]["prompt"]) for c in suite["cases"]] == [
+        ("t1-p2", "Hi Ada", "Hi {{ name }}")
+    ]
+    notes = "\n".join(output.notes)
+    assert f"not mapped: {path}:2: prompt 'file://prompt.py': " in notes
+    assert f"not mapped: {path}:3: prompt 'Hi {{{{ name | upper }}}}': the template uses " in notes
+    assert f"not mapped: {path}:8: test 1, assert[0] (contains): promptfoo refuses it" in notes

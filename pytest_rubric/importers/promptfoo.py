@@ -88,7 +88,7 @@ _CONFIG_KEYS = {
 class _Assertion:
     label: str  # e.g. "assert[1]", "defaultTest.assert[0] ($ref polite)"
     where: str  # file:line
-    item: Any
+    item: Any  # the assertion; an Unmappable to list; None after a problem
     default: bool = False  # from defaultTest: the same in every test
 
 
@@ -271,10 +271,12 @@ class _Config:
             return []
         prompts: list[Prompt] = []
         for entry in read_prompts(value, self.tree):
+            where = ("prompts", entry.index) if isinstance(value, list) else ("prompts",)
             if entry.why_not is None:
+                for prompt in entry.prompts:
+                    prompt.where = self.at(where)
                 prompts += entry.prompts
                 continue
-            where = ("prompts", entry.index) if isinstance(value, list) else ("prompts",)
             self.unmapped(
                 self.at(where), f"prompt {_shown(entry.raw)}", f"{entry.why_not}; no case asks it"
             )
@@ -358,6 +360,13 @@ class _Config:
             description = None
         for key in sorted(set(test) - _TEST_KEYS):
             self.note(f"{where}: {label}: `{key}` on a test is not imported")
+        if test.get("provider") is not None:
+            self.note(f"{where}: {label}: promptfoo asks its own provider; here each subject does")
+        if test.get("providerOutput") is not None:
+            self.note(
+                f"{where}: {label}: promptfoo grades its fixed providerOutput; here each "
+                "subject's answer is graded"
+            )
         vars_ = self._vars(default.get("vars"), where, label, self.tree.root)
         own = self._vars(test.get("vars"), where, label, raw.base)
         if vars_ is None or own is None:
@@ -455,6 +464,13 @@ class _Config:
                 else target
             )
             tag += f" ($ref {found.group(1)})"
+        if isinstance(item, dict) and "weight" in item and not is_number(item["weight"]):
+            self.problem(
+                f"{label}, {tag}: `weight` must be a number, got {item['weight']!r}",
+                key or (),
+                field="weight",
+            )
+            return _Assertion(tag, where, None)
         if not isinstance(item, dict) or not isinstance(item.get("type"), str):
             if key is not None:
                 self.problem(
@@ -491,11 +507,9 @@ class _Config:
                 continue
             criteria, lost = self._criteria(test, vars_)
             if criteria is None:
-                why = (
-                    "no assertion could be mapped (see above)"
-                    if lost
-                    else ("no assertion has a positive weight")
-                )
+                why = "no assertion has a positive weight"
+                if lost:
+                    why = "no assertion could be mapped (see above)"
                 continue
             for j, prompt in enumerate(prompts):
                 case = self._case(test, prompt, vars_, criteria, lost, len(prompts) > 1)
@@ -523,7 +537,10 @@ class _Config:
         if threshold is not None and not is_number(threshold):
             return f"threshold {threshold!r} is not a number"
         if is_number(threshold) and threshold and not 0 < threshold <= 1:
-            return f"threshold {threshold:g} is outside (0, 1]: promptfoo decides the test whatever the answer"
+            return (
+                f"threshold {threshold:g} is outside (0, 1]: promptfoo decides the test "
+                "whatever the answer"
+            )
         for key in sorted(set(test.options) - set(_OPTIONS_NOT_KEPT) - _OPTIONS_QUIET):
             if key == "provider":
                 self.note(
@@ -563,11 +580,9 @@ class _Config:
             except Unmappable as exc:
                 lost.append((a.where, what, str(exc)))
                 continue
-            except ValueError as exc:
-                self.problems.append(
-                    Problem(f"{test.label}, {a.label} ({kind}): {exc}", path=a.where)
-                )
-                return None, 0
+            except ValueError as exc:  # promptfoo fails the test on it (an invariant)
+                lost.append((a.where, what, f"promptfoo refuses it: {exc}"))
+                continue
             for text in mapped.notes:
                 self.note(f"{a.where}: {what}: {text}")
             criteria.append(mapped.criterion)
@@ -597,7 +612,10 @@ class _Config:
                 for v in value
             ]
         if missing:
-            raise Unmappable(f"its value uses {_names(missing)}, which no var sets")
+            self.note(
+                f"{self.path}: an assertion's value uses {_names(missing)}, which no var sets; "
+                "promptfoo renders it as empty text, and so does this import"
+            )
         return {**item, "value": value} if "value" in item else item
 
     def _file_value(self, ref: str) -> Any:
@@ -629,9 +647,7 @@ class _Config:
         try:
             rendered = render_prompt(template, vars_)
         except Unmappable as exc:
-            self.unmapped(
-                str(self.path), f"prompt {_shown(prompt.label)}", f"{exc}; no case asks it"
-            )
+            self.unmapped(prompt.where, f"prompt {_shown(prompt.label)}", f"{exc}; no case asks it")
             return None
         if rendered.missing:
             self.note(

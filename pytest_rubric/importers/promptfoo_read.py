@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from .._errors import Problem, RubricLoadError
-from .._safe_read import PlainNumber, read_text
+from .._safe_read import NotRegular, PlainNumber, read_text
 from .promptfoo_match import Unmappable
 
 __all__ = [
@@ -195,8 +195,6 @@ class Tree:
         return resolved
 
     def text(self, path: Path, ref: str) -> str:
-        from .._safe_read import NotRegular
-
         try:
             return read_text(path)
         except FileNotFoundError:
@@ -300,6 +298,7 @@ class Prompt:
 
     label: str
     template: str
+    where: str = ""  # file:line of its entry in the config
 
 
 @dataclass
@@ -338,13 +337,19 @@ def read_prompts(value: Any, tree: Tree) -> list[PromptEntry]:
             entry.why_not = "a prompt is text, a file:// path, or {raw: ..., label: ...}"
             continue
         if not _looks_like_file(raw):
-            entry.prompts = [Prompt(entry.label or f"prompt {i + 1}", raw)]
+            # promptfoo labels an inline prompt with its own text
+            entry.prompts = [Prompt(entry.label or _short(raw), raw)]
             continue
         try:
             entry.prompts = _prompt_files(raw, entry.label, tree)
         except Unmappable as exc:
             entry.why_not = str(exc)
     return entries
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _looks_like_file(raw: str) -> bool:
