@@ -824,3 +824,39 @@ tests:
     assert f"not mapped: {path}:2: prompt 'file://prompt.py': " in notes
     assert f"not mapped: {path}:3: prompt 'Hi {{{{ name | upper }}}}': the template uses " in notes
     assert f"not mapped: {path}:8: test 1, assert[0] (contains): promptfoo refuses it" in notes
+
+
+def test_default_test_vars_and_scenarios_from_files(tmp_path: Path) -> None:
+    """evaluator.ts: a scenario's config entries merge under each of its tests; a ``file://``
+    defaultTest and YAML ``vars`` files are read (testCaseReader.ts readTestFiles); a
+    ``file://`` var holds its file's text (evaluatorHelpers.ts renderPrompt)."""
+    (tmp_path / "default.yaml").write_text(
+        "vars: {tone: kind}\nassert: [{type: not-icontains, value: sorry}]\n"
+    )
+    (tmp_path / "vars.yaml").write_text("city: Paris\n")
+    (tmp_path / "context.txt").write_text("Paris is in France.\n\n")
+    path = write_config(
+        tmp_path,
+        """\
+prompts: ['Be {{tone}}. {{context}} Where is {{city}}? ({{lang}})']
+defaultTest: file://default.yaml
+tests:
+  - vars: file://vars.yaml
+    assert: [{type: icontains, value: France}]
+scenarios:
+  - config:
+      - vars: {lang: en, city: Rome, context: file://context.txt}
+      - vars: {lang: fr, city: Rome, context: file://context.txt}
+    tests:
+      - assert: [{type: contains, value: '{{city}}'}]
+""",
+    )
+    output = convert([path])
+    (suite,) = output.rubrics.values()
+    cases = {c["id"]: c for c in suite["cases"]}
+    assert cases["t1"]["question"] == "Be kind.  Where is Paris? ()"
+    assert [c["pattern"] for c in cases["t1"]["criteria"]] == ["sorry", "France"]
+    assert cases["t2"]["question"] == "Be kind. Paris is in France. Where is Rome? (en)"
+    assert cases["t3"]["question"].endswith("Where is Rome? (fr)")
+    assert [c["pattern"] for c in cases["t3"]["criteria"]] == ["sorry", "Rome"]
+    assert any("uses {{ context }}, {{ lang }}, which no var sets" in n for n in output.notes)
