@@ -81,10 +81,27 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+class _Dumper(yaml.SafeDumper):
+    """Text of several lines as a literal block (``|``), as a person writes a prompt."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value.strip("\n") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _text)
+
+
 def _yaml(data: dict[str, Any]) -> str:
     # Wide lines, keys in the order built, non-ASCII kept: a file a person can read and edit.
-    text: str = yaml.safe_dump(
-        data, sort_keys=False, allow_unicode=True, width=100, default_flow_style=False
+    text: str = yaml.dump(
+        data,
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=100,
+        default_flow_style=False,
     )
     return text
 

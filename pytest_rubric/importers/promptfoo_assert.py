@@ -1,62 +1,83 @@
-"""How one promptfoo assertion becomes one criterion, and how ``{{ var }}`` is rendered.
+"""How one promptfoo assertion becomes one criterion, written as a person would write it.
 
 Split from :mod:`.promptfoo` (which reads configs and builds cases): everything here
-works on one assertion or one template string. What cannot be kept exactly raises
-:class:`~.promptfoo_match.Unmappable` with the reason.
+works on one assertion whose values are already rendered and read from their files
+(see :mod:`.promptfoo_read`). What cannot be graded here raises
+:class:`~.promptfoo_match.Unmappable` with the reason; an assertion promptfoo itself
+would refuse raises ``ValueError``.
+
+Semantics follow promptfoo's handlers (``src/assertions/*.ts``): ``contains.ts``
+(``String.includes``, ``toLowerCase`` for the ``i`` forms, comma-split strings),
+``equals.ts`` (``===``, or deep equality of parsed JSON for an object value),
+``startsWith.ts``, ``endsWith.ts``, ``regex.ts`` (``new RegExp(value)``, no flags),
+``levenshtein.ts`` (distance at most ``threshold || 5``), ``json.ts`` (``JSON.parse``
+of the whole output, then ajv), ``llmRubric.ts``; ``not-`` inverts the verdict.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
+from .._normalize import normalize
 from ._common import is_number
 from .promptfoo_match import (
     Unmappable,
     all_pattern,
     any_pattern,
-    equals_pattern,
-    icontains_pattern,
     js_regex,
+    levenshtein_pattern,
     literal,
-    starts_pattern,
 )
 
-__all__ = ["TEMPLATE", "criterion", "render"]
+__all__ = ["MAPPED", "MODEL_GRADED", "Mapped", "check_type", "criterion", "js_string"]
 
-_VAR = re.compile(r"\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}")
-TEMPLATE = re.compile(r"\{\{|\{%|\{#")
 _DRAFT7 = "http://json-schema.org/draft-07/schema#"
-# Assertion keys that change nothing this importer writes.
-_QUIET_KEYS = {"type", "value", "weight", "metric", "$ref"}
-_STRING_TYPES = {
-    "contains",
-    "icontains",
-    "contains-any",
-    "icontains-any",
-    "contains-all",
-    "icontains-all",
-    "equals",
-    "starts-with",
-    "regex",
-}
+# Assertion keys that change nothing this importer writes (`metric` becomes a tag).
+_QUIET_KEYS = {"type", "value", "weight", "metric"}
+# Keys promptfoo reads only for other types: CSV rows give every `starts-with` a threshold.
+_IGNORED = {"threshold", "provider", "config"}
+MODEL_GRADED = {"llm-rubric", "model-graded-closedqa"}
 _WHY_NOT = {
-    "levenshtein": "promptfoo bounds an edit distance; this plugin's `fuzzy` is a 0-100 "
-    "similarity ratio over spans, which passes and fails different answers",
     "javascript": "runs JavaScript code, which this plugin cannot run",
     "python": "runs promptfoo's Python hook (output, context); rewrite it as a `callable` "
     "criterion (function(response, case))",
+    "ruby": "runs Ruby code, which this plugin cannot run",
+    "webhook": "asks a web service for the verdict; an import calls no service",
     "similar": "needs an embedding model; no criterion here compares embeddings",
-    "cost": "checks the provider's cost, which a rubric file does not see",
-    "latency": "checks the provider's latency, which a rubric file does not see",
-    "assert-set": "nested assertion sets with their own threshold are not mapped",
-    "contains-json": "extracts JSON objects from anywhere in the text; `json` reads the whole "
-    "answer or its first fenced block",
+    "cost": "checks what the provider charged, which a rubric file does not see",
+    "latency": "checks how long the provider took, which a rubric file does not see",
+    "perplexity": "needs the provider's token log-probabilities",
+    "perplexity-score": "needs the provider's token log-probabilities",
+    "assert-set": "a nested set with its own threshold has no counterpart in a flat rubric",
+    "contains-json": "extracts JSON from anywhere in the text; `json` reads the whole answer "
+    "or its first fenced block",
+    "select-best": "compares the outputs of several prompts or providers with each other",
+    "max-score": "compares the outputs of several prompts or providers with each other",
+    "factuality": "grades against a reference answer with promptfoo's factuality prompt",
+    "answer-relevance": "scores relevance with embeddings of generated questions",
+    "context-faithfulness": "a RAG metric over a retrieved context, with its own prompt",
+    "context-recall": "a RAG metric over a retrieved context, with its own prompt",
+    "context-relevance": "a RAG metric over a retrieved context, with its own prompt",
+    "moderation": "asks a moderation model",
+    "classifier": "asks a classifier model",
+    "is-valid-openai-function-call": "checks a tool call, which a text answer does not carry",
+    "is-valid-openai-tools-call": "checks a tool call, which a text answer does not carry",
 }
+_STRING_KINDS = {"contains", "icontains", "starts-with", "ends-with", "equals"}
 
 
-def _js_string(value: Any) -> str | None:
+@dataclass
+class Mapped:
+    """One criterion, and what the reader should know about it (printed as notes)."""
+
+    criterion: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def js_string(value: Any) -> str | None:
     """``String(value)`` as JavaScript writes it, or None where it would be unsure."""
     if isinstance(value, str):
         return value
@@ -72,46 +93,11 @@ def _js_string(value: Any) -> str | None:
     return None
 
 
-def render(text: str, vars_: dict[str, Any]) -> str:
-    """``{{ name }}`` replaced by the var; anything else of Nunjucks is Unmappable."""
-
-    def var(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in vars_:
-            raise KeyError(name)
-        value = _js_string(vars_[name])
-        if value is None or (
-            isinstance(vars_[name], str)
-            and (vars_[name].startswith("file://") or TEMPLATE.search(vars_[name]))
-        ):
-            raise Unmappable(
-                f"var {name!r} is {vars_[name]!r}: lists expand into several tests in promptfoo, "
-                "and files, objects and unusual numbers render differently"
-            )
-        return value
-
-    rendered = _VAR.sub(var, text)
-    left = _VAR.sub("", text)
-    if TEMPLATE.search(left):
-        raise Unmappable(
-            "the template uses Nunjucks beyond {{ var }} (filters, tags or expressions)"
-        )
-    return rendered
-
-
-def _render_value(value: Any, vars_: dict[str, Any]) -> Any:
-    if isinstance(value, str):
-        return render(value, vars_)
-    if isinstance(value, list):
-        return [_render_value(v, vars_) for v in value]
-    return value
-
-
-def criterion(item: dict[str, Any], vars_: dict[str, Any], number: int) -> dict[str, Any]:
+def criterion(item: dict[str, Any]) -> Mapped:
+    """The criterion for one assertion (``type``, rendered ``value``, ``weight``, ...)."""
     kind: str = item["type"]
     inverse = kind.startswith("not-")
     base = kind[4:] if inverse else kind
-    extra = sorted(set(item) - _QUIET_KEYS - ({"threshold"} if base == "levenshtein" else set()))
     if base in _WHY_NOT:
         raise Unmappable(_WHY_NOT[base])
     weight = item.get("weight", 1)
@@ -121,51 +107,108 @@ def criterion(item: dict[str, Any], vars_: dict[str, Any], number: int) -> dict[
         raise Unmappable(
             "a negative weight lowers promptfoo's total weight; no rubric weight does that"
         )
+    extra = sorted(set(item) - _QUIET_KEYS - _IGNORED)
     if extra:
         raise Unmappable(
-            f"{', '.join(extra)} on the assertion changes how it is graded and is not mapped"
+            f"{', '.join(f'`{k}`' for k in extra)} on the assertion changes how it is graded "
+            "and is not mapped"
         )
-    value = _render_value(item.get("value"), vars_)
-    criterion: dict[str, Any] = {"id": f"a{number}-{kind}", "type": None, "weight": weight}
-    if base in _STRING_TYPES:
-        pattern, engine = _string_pattern(base, value)
-        criterion.update(
-            type="regex", pattern=pattern, case_sensitive=True, normalize=False, invert=inverse
-        )
-        if engine != "re2":
-            criterion["engine"] = engine
+    value = item.get("value")
+    notes: list[str] = []
+    body: dict[str, Any]
+    if base in _STRING_KINDS or base in ("contains-any", "icontains-any", "regex", "levenshtein"):
+        body = _string(base, value, item)
+    elif base in ("contains-all", "icontains-all"):
+        body = _regex(all_pattern(_strings(value, base)), base, "python")
     elif base == "is-json":
         if inverse:
-            raise Unmappable("not-is-json has no `json` counterpart (json cannot be inverted)")
-        criterion.update(type="json", fenced=False)
+            raise Unmappable("not-is-json has no counterpart (a `json` criterion cannot invert)")
+        body = {"type": "json", "fenced": False}
         if value not in (None, ""):
-            criterion["schema"] = _schema(value)
-    elif base == "llm-rubric":
+            body["schema"] = _schema(value)
+    elif base in MODEL_GRADED:
         if inverse:
-            raise Unmappable(
-                "not-llm-rubric inverts the grader's verdict; a judge criterion cannot"
-            )
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError("llm-rubric needs the rubric text as `value`")
-        criterion.update(type="judge", requirement=value)
+            raise Unmappable(f"not-{base} inverts the grader's verdict; a judge criterion cannot")
+        body, notes = _judged(base, value, item)
     else:
-        raise Unmappable(f"assertion type {kind!r} has no mapping here")
-    return criterion
+        raise Unmappable(f"promptfoo's {base!r} assertion has no counterpart here")
+    if inverse:
+        if base == "levenshtein":
+            raise Unmappable(
+                "promptfoo's levenshtein check ignores `not-` (levenshtein.ts reads no inverse)"
+            )
+        body["invert"] = True
+    metric = item.get("metric")
+    metric = metric.strip() if isinstance(metric, str) else ""
+    # A named metric is what the author called the check; else the check and its value.
+    name = _slug("", metric).strip("-") if metric else ""
+    out: dict[str, Any] = {"id": name or _slug(kind, value), **body}
+    if weight != 1:
+        out["weight"] = weight
+    if metric:
+        out["tags"] = [f"metric:{metric}"]
+    return Mapped(out, notes)
+
+
+def _regex(pattern: str, base: str, engine: str = "re2") -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "type": "regex",
+        "pattern": pattern,
+        "case_sensitive": not base.startswith("i"),  # the `i` forms lowercase both sides
+    }
+    if engine != "re2":
+        body["engine"] = engine
+    return body
+
+
+def _string(base: str, value: Any, item: dict[str, Any]) -> dict[str, Any]:
+    if base in ("contains-any", "icontains-any"):
+        return _regex(any_pattern(_strings(value, base)), base)
+    if base == "regex":
+        if not isinstance(value, str):
+            raise ValueError("regex needs the pattern as a string `value`")
+        pattern, engine = js_regex(value)
+        return _regex(pattern, base, engine)
+    if base == "equals" and (isinstance(value, dict | list) or value is None):
+        # equals.ts: an object value is compared with the parsed output, deeply; `const` is
+        # JSON Schema's deep equality.
+        return {"type": "json", "fenced": False, "schema": {"const": value}}
+    text = js_string(value)
+    if base in ("contains", "icontains") and isinstance(value, bool):
+        text = None  # contains.ts accepts a string or a number only
+    if base != "equals" and not text:
+        raise ValueError(f"{base} needs a non-empty string as `value`, got {value!r}")
+    if text is None:
+        raise Unmappable(f"{value!r} as text differs between JavaScript and here")
+    if base == "levenshtein":
+        threshold = item.get("threshold")
+        # levenshtein.ts: `distance <= (threshold || 5)`
+        bound = threshold if is_number(threshold) and threshold else 5
+        return _regex(levenshtein_pattern(text, math.floor(bound)), base, "python")
+    pattern = literal(text)
+    if base == "equals":
+        pattern = f"^{pattern.strip()}$"
+    elif base == "starts-with":
+        pattern = f"^{pattern.lstrip()}"
+    elif base == "ends-with":
+        pattern = f"{pattern.rstrip()}$"
+    return _regex(pattern, base)
 
 
 def _strings(value: Any, kind: str) -> list[str]:
     if isinstance(value, str):
-        if '"' in value or not value.isascii() or not value.isprintable():
-            raise Unmappable(
-                "a comma-separated string with quotes or non-ASCII text is split by promptfoo's "
-                "own rules; write the value as a YAML list"
-            )
-        items = [v.strip(" \t") for v in value.split(",")]
-        items = [v for v in items if v]
+        if kind == "contains-any":
+            # contains.ts: quoted items keep their commas
+            items = [
+                m.strip().removeprefix('"').removesuffix('"')
+                for m in re.findall(r'(".*?"|[^,]+)(?=\s*,|\s*$)', value)
+            ]
+        else:
+            items = [v.strip() for v in value.split(",")]
     elif isinstance(value, list):
         items = []
         for v in value:
-            text = _js_string(v)
+            text = js_string(v)
             if text is None or isinstance(v, bool | float):
                 raise Unmappable(f"list item {v!r} renders differently in JavaScript")
             items.append(text)
@@ -173,49 +216,30 @@ def _strings(value: Any, kind: str) -> list[str]:
         raise ValueError(f"{kind} needs a list of strings as `value`")
     if not items:
         raise ValueError(f"{kind} needs at least one string in `value`")
-    if "" in items:
+    if any(not v.strip() for v in items):
         raise Unmappable("an empty string in the list (promptfoo finds it in every answer)")
     return items
 
 
-def _string_pattern(kind: str, value: Any) -> tuple[str, str]:
-    if kind in ("contains-any", "icontains-any", "contains-all", "icontains-all"):
-        items = _strings(value, kind)
-        if kind == "contains-any":
-            return any_pattern(items), "re2"
-        if kind == "contains-all":
-            return all_pattern(items), "python"
-        patterns = [icontains_pattern(v) for v in items]
-        if kind == "icontains-any":
-            return "|".join(f"(?:{p})" for p in patterns), "re2"
+def _judged(base: str, value: Any, item: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    if not isinstance(value, str) or not value.strip():
         raise Unmappable(
-            "icontains-all would need lookaheads over case classes; list the values as "
-            "separate icontains assertions"
+            f"{base} without a rubric text (promptfoo then grades with the test's rubricPrompt)"
         )
-    if kind == "regex":
-        if not isinstance(value, str):
-            raise ValueError("regex needs the pattern as a string `value`")
-        return js_regex(value), "re2"
-    if kind in ("contains", "icontains"):
-        text = _js_string(value) if not isinstance(value, bool) else None
-        if text is None or text == "":
-            raise ValueError(f"{kind} needs a non-empty string or number as `value`")
-        return (literal(text) if kind == "contains" else icontains_pattern(text)), "re2"
-    if kind == "equals":
-        if isinstance(value, dict | list):
-            raise Unmappable("equals with an object compares parsed JSON deeply; not mapped")
-        if not isinstance(value, str) or value == "":
-            raise Unmappable("equals with a non-string or empty value is not mapped")
-        return equals_pattern(value), "re2"
-    if not isinstance(value, str) or value == "":  # starts-with
-        raise ValueError("starts-with needs a non-empty string `value`")
-    return starts_pattern(value), "re2"
+    notes = []
+    threshold = item.get("threshold")
+    if is_number(threshold):
+        notes.append(
+            f"threshold {threshold:g} on the grader's 0-1 score is not kept: the judge's MET "
+            "stands for promptfoo's pass"
+        )
+    if item.get("provider") is not None:
+        notes.append("the grader named by `provider` is not kept: --rubric-judge grades it")
+    return {"type": "judge", "requirement": value.strip()}, notes
 
 
 def _schema(value: Any) -> Any:
     if isinstance(value, str):
-        if value.startswith("file://"):
-            raise Unmappable("a JSON schema read from a file is not mapped; inline it")
         import yaml
 
         try:
@@ -226,12 +250,25 @@ def _schema(value: Any) -> Any:
         raise ValueError("is-json's value must be a JSON schema (a mapping)")
     if _has_key(value, "format"):
         raise Unmappable(
-            "the schema uses `format`, which promptfoo's validator (ajv) checks and this "
-            "plugin's does not"
+            "the schema uses `format`, which promptfoo's validator (ajv-formats) checks and "
+            "this plugin's does not"
         )
-    if isinstance(value, dict) and "$schema" not in value:
-        value = {"$schema": _DRAFT7, **value}  # ajv's default draft
+    if isinstance(value, dict) and "$schema" not in value and _draft7_only(value):
+        value = {"$schema": _DRAFT7, **value}  # ajv's default draft, where it differs
     return value
+
+
+def _draft7_only(schema: Any) -> bool:
+    """Whether ``schema`` uses a keyword that draft 2020-12 reads differently from draft 7."""
+    if isinstance(schema, dict):
+        if isinstance(schema.get("items"), list) or {"additionalItems", "dependencies"} & set(
+            schema
+        ):
+            return True
+        return any(_draft7_only(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_draft7_only(v) for v in schema)
+    return False
 
 
 def _has_key(value: Any, key: str) -> bool:
@@ -240,3 +277,49 @@ def _has_key(value: Any, key: str) -> bool:
     if isinstance(value, list):
         return any(_has_key(v, key) for v in value)
     return False
+
+
+def _slug(kind: str, value: Any) -> str:
+    text = (
+        value
+        if isinstance(value, str)
+        else " ".join(map(str, value))
+        if isinstance(value, list)
+        else ""
+    )
+    words = re.findall(r"[a-z0-9]+", normalize(text))
+    slug = ""
+    for word in words:
+        if len(slug) + len(word) + 1 > 32:
+            break
+        slug += "-" + word
+    return kind + slug
+
+
+MAPPED = frozenset(
+    {
+        "contains",
+        "icontains",
+        "contains-any",
+        "icontains-any",
+        "contains-all",
+        "icontains-all",
+        "equals",
+        "starts-with",
+        "ends-with",
+        "regex",
+        "levenshtein",
+        "is-json",
+        *MODEL_GRADED,
+    }
+)
+
+
+def check_type(kind: str) -> None:
+    """Raise :class:`Unmappable` for an assertion type with no counterpart, before anything
+    its value names (a script, a file) is read."""
+    base = kind.removeprefix("not-")
+    if base in _WHY_NOT:
+        raise Unmappable(_WHY_NOT[base])
+    if base not in MAPPED:
+        raise Unmappable(f"promptfoo's {base!r} assertion has no counterpart here")
