@@ -69,6 +69,7 @@ class Document:
     results: list[CaseResult]
     recomputed: list[str] = field(default_factory=list)  # one line per ``passed`` overruled
     calibration: list[dict[str, Any]] = field(default_factory=list)  # judge_audit's, as read
+    gates: list[dict[str, Any]] = field(default_factory=list)  # the gates' outcomes, as read
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -288,4 +289,6 @@ def parse_document(text: str, *, name: str) -> Document:
         results.append(result)
     audit = document.judge_audit
     calibration = [c.model_dump() for c in audit.calibration] if audit is not None else []
-    return Document(results, recomputed, calibration)
+    fields = {"gate", "subject", "nodeid", "failed", "message"}
+    gates = [g.model_dump(include=fields) for g in document.gates]
+    return Document(results, recomputed, calibration, gates)

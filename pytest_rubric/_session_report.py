@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ._audit import JudgeAudit, audit
-from ._gates import GateReport, check
+from ._gates import GateEntry, GateReport, check
 from ._leaderboard import SubjectRow, leaderboard, rank_noise
 from ._result import CaseResult
 from ._style import StyleThresholds
@@ -97,10 +97,13 @@ def build_report(
     level: float = 0.95,
     gate_confidence: float | None = None,
     max_style_flips: float | None = None,
+    min_kappa: float | None = None,
     calibration: Sequence[Mapping[str, Any]] = (),
+    carried_gates: Sequence[GateEntry] = (),
 ) -> SessionReport:
     """The report of ``results``, with the gates (see ``_gates.check``) applied to them;
-    every interval, tier and paired test at confidence ``level``."""
+    every interval, tier and paired test at confidence ``level``. ``carried_gates``: the
+    gate entries of merged shards (kept for the gates not applied here)."""
     # Node id order: every output is then the same however the run was split
     # (xdist workers, merged shards), down to the last bit of each mean.
     from ._breakdowns import breakdowns
@@ -111,8 +114,11 @@ def build_report(
         r if r.level == level else replace(r, level=level)
         for r in sorted(results, key=lambda r: r.nodeid)
     )
-    rows = tuple(leaderboard(ordered, level=level))
+    rows = tuple(
+        leaderboard(ordered, level=level, gate_confidence=gate_confidence, max_drop=max_drop)
+    )
     noise = rank_noise(rows, ordered, level=level)
+    judge_audit = audit(ordered, calibration=calibration)
     gates = check(
         ordered,
         rows=rows,
@@ -122,23 +128,12 @@ def build_report(
         fail_under=fail_under,
         level=level,
         gate_confidence=gate_confidence,
+        style_probe=judge_audit.style_probe,
+        max_style_flips=max_style_flips,
+        calibration=calibration,
+        min_kappa=min_kappa,
+        carried=carried_gates,
     )
-    judge_audit = audit(ordered, calibration=calibration)
-    if max_style_flips is not None:
-        gates = replace(
-            gates,
-            max_style_flips=max_style_flips,
-            regressions=(
-                *gates.regressions,
-                *(
-                    f"judge {p.judge}: {p.flips} of {2 * p.probed} probed verdicts changed with "
-                    f"tone alone ({p.style_sensitivity:.3f}), above {max_style_flips:g} "
-                    "(--rubric-judge-max-style-flips)"
-                    for p in judge_audit.style_probe
-                    if p.style_sensitivity > max_style_flips
-                ),
-            ),
-        )
     return SessionReport(
         results=ordered,
         leaderboard=rows,
