@@ -49,6 +49,7 @@ _EPSILON = 1e-9
 
 GATES = ("baseline-case", "baseline-subject", "fail-under", "style-flips", "min-kappa")
 """Every gate's name, as an entry's ``gate`` says it."""
+_ORDER = {gate: i for i, gate in enumerate(GATES)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +168,13 @@ def _keyed(results: Sequence[CaseResult]) -> dict[tuple[str, str, str, int], Cas
         keyed[(*base, seen[base])] = r
         seen[base] += 1
     return keyed
+
+
+def _by_subject(results: Iterable[CaseResult]) -> dict[str, list[CaseResult]]:
+    grouped: dict[str, list[CaseResult]] = defaultdict(list)
+    for r in results:
+        grouped[r.subject].append(r)
+    return grouped
 
 
 def _name(key: tuple[str, str, str, int]) -> str:
@@ -387,11 +395,9 @@ def check(
             notes.append(
                 f"{len(missing)} baseline case(s) did not run this time, e.g. {_name(missing[0])}"
             )
+        mine, theirs = _by_subject(results), _by_subject(baseline)
         for subject in sorted(before.keys() | now.keys()):
-            pairs = paired(
-                [r for r in results if r.subject == subject],
-                [r for r in baseline if r.subject == subject],
-            )
+            pairs = paired(mine.get(subject, ()), theirs.get(subject, ()))
             delta = SubjectDelta(
                 subject,
                 before.get(subject),
@@ -424,6 +430,7 @@ def check(
         if entry.gate not in applied and _identity(entry) not in seen:
             seen.add(_identity(entry))
             entries.append(entry)
+    entries.sort(key=lambda e: _ORDER.get(e.gate, len(_ORDER)))  # stable: gate by gate
     return GateReport(
         baseline=(baseline_name or "baseline") if baseline is not None else None,
         max_drop=max_drop,
