@@ -12,6 +12,9 @@ alternately in the same run, so a noisy neighbour slows both:
 * ``bench_stats``: the leaderboard's intervals and detectable drop over
   10,000 results, against a 2,000-resample bootstrap of the same.
 
+The statistics' promises are not timings: ``bench_promises.py`` simulates
+them (``make bench-stats``), apart from this table.
+
 Exit status 1 when any row misses its target (the table says which), so a
 regression cannot pass unnoticed. ``--quick`` runs fewer repeats and a
 smaller soak, for a look rather than a measurement; ``--json PATH`` keeps

@@ -90,6 +90,23 @@ def test_exact_binomial_coverage_near_one_at_ten_cases() -> None:
         assert covered >= least
 
 
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+def test_pass_rate_ci_is_wilson_with_its_known_oscillation(k: int) -> None:
+    # pass_rate_ci over k samples: 0.95 on average, but down to 0.82-0.83 for rates near 0
+    # or 1 (what the docs say; the correctness interval promises more).
+    intervals = [_stats.wilson(x, k) for x in range(k + 1)]
+    coverage = [
+        math.fsum(
+            math.comb(k, x) * p**x * (1 - p) ** (k - x)
+            for x, (lo, hi) in enumerate(intervals)
+            if lo <= p <= hi
+        )
+        for p in (i / 400 for i in range(1, 400))
+    ]
+    assert math.fsum(coverage) / len(coverage) >= 0.95
+    assert 0.82 <= min(coverage) < 0.85
+
+
 def _paired_coverage(n: int, level: float, a: float, b: float) -> float:
     """The exact chance the paired interval of two independent pass/fail subjects of true
     rates ``a`` and ``b`` holds ``a - b``, over n shared cases."""
