@@ -209,41 +209,42 @@ def _case_entries(
         current = new.get(key)
         if current is None or not was.passed or current.passed:
             continue
-        name, subject = _name(key), key[2]
-        if current.errors:  # not an answer graded worse: nothing was measured
-            entries.append(
-                GateEntry("baseline-case", subject, current.nodeid, True,
-                          f"{name} passed in the baseline and is an ERROR now")
-            )  # fmt: skip
-            continue
-        message = (
-            f"{name} passed in the baseline and fails now "
-            f"(score {current.score:.2f}, {mark_text(current.min_score)})"
+        subject = key[2]
+        failed, message = _flip(
+            _name(key), was, current, gate_confidence, thresholds.get(subject, 0.0)
         )
-        if gate_confidence is None:
-            entries.append(GateEntry("baseline-case", subject, current.nodeid, True, message))
-            continue
-        (a, k1), (b, k2) = _passes(was), _passes(current)
-        p = _stats.fisher_decline((a, k1), (b, k2))
-        threshold = thresholds[subject]
-        failed = p <= threshold
-        verdict = (
-            "beyond noise"
-            if failed
-            else f"within noise at --rubric-gate-confidence {gate_confidence:g} (not a failure)"
-        )
-        entries.append(
-            GateEntry(
-                "baseline-case",
-                subject,
-                current.nodeid,
-                failed,
-                f"{message}: {b} of {k2} sample(s) pass now, {a} of {k1} in the baseline, "
-                f"{verdict}; one-sided Fisher p = {p:.3g}, "
-                f"{'at or below' if failed else 'above'} {threshold:.3g}",
-            )
-        )
+        entries.append(GateEntry("baseline-case", subject, current.nodeid, failed, message))
     return entries
+
+
+def _flip(
+    name: str,
+    was: CaseResult,
+    current: CaseResult,
+    gate_confidence: float | None,
+    threshold: float,
+) -> tuple[bool, str]:
+    """Whether a case that passed in the baseline and fails now fails the gate, and why."""
+    if current.errors:  # not an answer graded worse: nothing was measured
+        return True, f"{name} passed in the baseline and is an ERROR now"
+    message = (
+        f"{name} passed in the baseline and fails now "
+        f"(score {current.score:.2f}, {mark_text(current.min_score)})"
+    )
+    if gate_confidence is None:
+        return True, message
+    (a, k1), (b, k2) = _passes(was), _passes(current)
+    p = _stats.fisher_decline((a, k1), (b, k2))
+    failed = p <= threshold
+    verdict = (
+        "beyond noise"
+        if failed
+        else f"within noise at --rubric-gate-confidence {gate_confidence:g} (not a failure)"
+    )
+    return failed, (
+        f"{message}: {b} of {k2} sample(s) pass now, {a} of {k1} in the baseline, {verdict}; "
+        f"one-sided Fisher p = {p:.3g}, {'at or below' if failed else 'above'} {threshold:.3g}"
+    )
 
 
 def _subject_entry(
@@ -256,50 +257,39 @@ def _subject_entry(
 ) -> GateEntry:
     """``baseline-subject``: the verdict on one subject found in both runs."""
     subject, drop = delta.subject, before - after
-    change = f"correctness {before:.3f} -> {after:.3f}"
-    if not drop > max_drop + _EPSILON:
-        return GateEntry(
-            "baseline-subject", subject, None, False,
-            f"subject {subject}: {change}, no drop beyond --rubric-max-drop {max_drop:g}",
-            quiet=True,
-        )  # fmt: skip
-    if gate_confidence is None:
-        return GateEntry(
-            "baseline-subject", subject, None, True,
-            f"subject {subject}: {change}, a drop of {drop:.3f} (more than --rubric-max-drop "
-            f"{max_drop:g})",
-        )  # fmt: skip
+    head = f"subject {subject}: correctness {before:.3f} -> {after:.3f}"
     interval = delta.interval
-    if interval is not None and interval[1] < -max_drop - _EPSILON:
-        return GateEntry(
-            "baseline-subject", subject, None, True,
-            f"subject {subject}: {change}, a drop of {drop:.3f}; its {gate_confidence:g} "
-            f"interval over {delta.shared} shared cases, [{interval[0]:+.3f}, "
-            f"{interval[1]:+.3f}], lies below -{max_drop:g} (--rubric-max-drop, "
-            "--rubric-gate-confidence)",
-        )  # fmt: skip
-    return GateEntry(
-        "baseline-subject", subject, None, False,
-        f"subject {subject}: the drop of {drop:.3f} is within noise at "
-        f"--rubric-gate-confidence {gate_confidence:g} (not a failure)",
-    )  # fmt: skip
+    if not drop > max_drop + _EPSILON:
+        failed, quiet = False, True
+        message = f"{head}, no drop beyond --rubric-max-drop {max_drop:g}"
+    elif gate_confidence is None:
+        failed, quiet = True, False
+        message = f"{head}, a drop of {drop:.3f} (more than --rubric-max-drop {max_drop:g})"
+    elif interval is not None and interval[1] < -max_drop - _EPSILON:
+        failed, quiet = True, False
+        message = (
+            f"{head}, a drop of {drop:.3f}; its {gate_confidence:g} interval over "
+            f"{delta.shared} shared cases, [{interval[0]:+.3f}, {interval[1]:+.3f}], lies "
+            f"below -{max_drop:g} (--rubric-max-drop, --rubric-gate-confidence)"
+        )
+    else:
+        failed, quiet = False, False
+        message = (
+            f"subject {subject}: the drop of {drop:.3f} is within noise at "
+            f"--rubric-gate-confidence {gate_confidence:g} (not a failure)"
+        )
+    return GateEntry("baseline-subject", subject, None, failed, message, quiet=quiet)
 
 
 def _fail_under_entries(now: Mapping[str, float], fail_under: float) -> list[GateEntry]:
     entries = []
     for subject, value in sorted(now.items()):
-        if value < fail_under - _EPSILON:
-            entries.append(
-                GateEntry("fail-under", subject, None, True,
-                          f"subject {subject}: correctness {value:.3f} is below "
-                          f"--rubric-fail-under {fail_under:g}")
-            )  # fmt: skip
-        else:
-            entries.append(
-                GateEntry("fail-under", subject, None, False,
-                          f"subject {subject}: correctness {value:.3f} is at or above "
-                          f"--rubric-fail-under {fail_under:g}", quiet=True)
-            )  # fmt: skip
+        below = value < fail_under - _EPSILON
+        message = (
+            f"subject {subject}: correctness {value:.3f} is "
+            f"{'below' if below else 'at or above'} --rubric-fail-under {fail_under:g}"
+        )
+        entries.append(GateEntry("fail-under", subject, None, below, message, quiet=not below))
     return entries
 
 
@@ -307,18 +297,12 @@ def _style_flip_entries(probes: Iterable[StyleProbe], max_flips: float) -> list[
     entries = []
     for p in probes:
         over = p.style_sensitivity > max_flips
-        entries.append(
-            GateEntry(
-                "style-flips",
-                None,
-                None,
-                over,
-                f"judge {p.judge}: {p.flips} of {2 * p.probed} probed verdicts changed with "
-                f"tone alone ({p.style_sensitivity:.3f}), {'above' if over else 'at most'} "
-                f"{max_flips:g} (--rubric-judge-max-style-flips)",
-                quiet=not over,
-            )
+        message = (
+            f"judge {p.judge}: {p.flips} of {2 * p.probed} probed verdicts changed with tone "
+            f"alone ({p.style_sensitivity:.3f}), {'above' if over else 'at most'} "
+            f"{max_flips:g} (--rubric-judge-max-style-flips)"
         )
+        entries.append(GateEntry("style-flips", None, None, over, message, quiet=not over))
     return entries
 
 
@@ -327,27 +311,19 @@ def _min_kappa_entries(
 ) -> list[GateEntry]:
     entries = []
     for c in calibration:
-        where = f"judge calibration of suite {c['suite']!r} (judge {c['judge']})"
         kappa = c.get("kappa")
         if kappa is None:
-            entries.append(
-                GateEntry("min-kappa", None, None, True,
-                          f"{where}: kappa cannot be computed (n {c.get('n')}), so it is not at "
-                          f"least --rubric-judge-min-kappa {min_kappa:g}; its judged criteria "
-                          "are ERROR")
-            )  # fmt: skip
-        elif kappa < min_kappa:
-            entries.append(
-                GateEntry("min-kappa", None, None, True,
-                          f"{where}: kappa {kappa:.3f} is below --rubric-judge-min-kappa "
-                          f"{min_kappa:g}; its judged criteria are ERROR")
-            )  # fmt: skip
+            below = True
+            verdict = f"kappa cannot be computed (n {c.get('n')}), so it is not at least"
         else:
-            entries.append(
-                GateEntry("min-kappa", None, None, False,
-                          f"{where}: kappa {kappa:.3f} is at least --rubric-judge-min-kappa "
-                          f"{min_kappa:g}", quiet=True)
-            )  # fmt: skip
+            below = kappa < min_kappa
+            verdict = f"kappa {kappa:.3f} is {'below' if below else 'at least'}"
+        message = (
+            f"judge calibration of suite {c['suite']!r} (judge {c['judge']}): {verdict} "
+            f"--rubric-judge-min-kappa {min_kappa:g}"
+            + ("; its judged criteria are ERROR" if below else "")
+        )
+        entries.append(GateEntry("min-kappa", None, None, below, message, quiet=not below))
     return entries
 
 
