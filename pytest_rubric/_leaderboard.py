@@ -115,7 +115,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("naive", lambda r: _fixed(r.naive_score), wide_header="naive score"),
     Column("naive rank", lambda r: str(r.naive_rank)),
     Column("confidently wrong", lambda r: str(r.confidently_wrong)),
-    Column("passed", lambda r: _passed(r)),
+    Column("passed", _passed),
     Column("tier", lambda r: str(r.tier)),
     Column("detectable drop", lambda r: _drop(r.detectable_drop)),
 )

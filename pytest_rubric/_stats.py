@@ -173,8 +173,9 @@ def detectable_drop(
 
     def margin(delta: float) -> float:
         """How far below ``-max_drop`` the 80th percentile of the gate's upper end lies."""
-        b2, b3, b4 = _binomial_moments(m, flips)
-        a2, a3, a4 = _binomial_moments(max(m - delta, 0.0), flips)
+        # A case's difference d = now - baseline: its central moments from both runs'.
+        b2, b3, b4 = _binomial_moments(m, flips)  # the baseline's
+        a2, a3, a4 = _binomial_moments(max(m - delta, 0.0), flips)  # the new run's
         v, mu3, mu4 = a2 + b2, a3 - b3, a4 + b4 + 6 * a2 * b2
         mu = -delta
         square = v + mu * mu  # E[d^2]
