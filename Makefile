@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench wheel e2e-local browser docs screenshot clean
+.PHONY: demo test lint bench bench-stats wheel e2e-local browser docs screenshot clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py --json bench/last.json
+
+# The statistics' promises (coverage, power, false alarms, tiers), simulated through the
+# plugin's own code: about 2 minutes on 2 cores, so not part of `make bench`.
+bench-stats: $(STAMP)
+	$(PY) bench/bench_promises.py --json bench/promises.json
 
 # A wheel to install elsewhere (the package is not on PyPI yet): dist/pytest_rubric-*.whl.
 wheel: $(STAMP)

@@ -8,8 +8,8 @@
   criterion with a positive weight. With repeats, a result's tag score is
   the mean over its samples.
 
-Each entry's ``ci`` is the clustered bootstrap interval over those results
-(``_stats.bootstrap_mean``) and ``n`` their number.
+Each entry's ``ci`` is the interval of the mean over those results
+(``_stats.mean_interval``) and ``n`` their number.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def _entry(subject: str, group: str, key: str, values: Sequence[float], level: f
         group=group,
         key=key,
         score=math.fsum(values) / len(values),
-        ci=_stats.bootstrap_mean(values, level),
+        ci=_stats.mean_interval(values, level),
         n=len(values),
     )
 

@@ -71,6 +71,7 @@ class Document:
     recomputed: list[str] = field(default_factory=list)  # one line per ``passed`` overruled
     calibration: list[dict[str, Any]] = field(default_factory=list)  # judge_audit's, as read
     run: RunInfo | None = None  # None: a document of an older version, which had no ``run``
+    gates: list[dict[str, Any]] = field(default_factory=list)  # the gates' outcomes, as read
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -292,4 +293,6 @@ def parse_document(text: str, *, name: str) -> Document:
     audit = document.judge_audit
     calibration = [c.model_dump() for c in audit.calibration] if audit is not None else []
     run = RunInfo.from_dict(document.run.model_dump()) if document.run is not None else None
-    return Document(results, recomputed, calibration, run)
+    fields = {"gate", "subject", "nodeid", "failed", "message"}
+    gates = [g.model_dump(include=fields) for g in document.gates]
+    return Document(results, recomputed, calibration, run=run, gates=gates)

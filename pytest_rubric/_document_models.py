@@ -16,6 +16,7 @@ from ._repeat import parse_pass_when
 __all__ = [
     "CriterionModel",
     "DocumentModel",
+    "GateModel",
     "LeaderboardRowModel",
     "ResultModel",
     "RunModel",
@@ -131,6 +132,7 @@ class LeaderboardRowModel(BaseModel):
     n_cases: Count = 0
     tier: Annotated[int, Field(ge=1)] = 1
     detectable_drop: Annotated[float, Field(ge=0)] | None = None
+    passed_ci: list[Fraction] | None = None
 
 
 class BreakdownModel(BaseModel):
@@ -239,6 +241,19 @@ class RunModel(BaseModel):
     responses_replayed: Count
 
 
+class GateModel(BaseModel):
+    """One entry of ``gates``: a gate's verdict on a subject, a case, a judge or a suite.
+    Kept by ``merge`` for the gates it does not apply itself."""
+
+    model_config = _CONFIG
+
+    gate: str
+    subject: str | None
+    nodeid: str | None
+    failed: bool
+    message: str
+
+
 class DocumentModel(BaseModel):
     """The whole ``--rubric-json`` document."""
 
@@ -253,3 +268,4 @@ class DocumentModel(BaseModel):
     confidence: Annotated[float, Field(gt=0, lt=1)] = 0.95
     breakdowns: list[BreakdownModel] = []
     judge_audit: JudgeAuditModel | None = None
+    gates: list[GateModel] = []

@@ -219,6 +219,10 @@ def _gates(gates: GateReport) -> str:
         parts.append(f'<p class="bad">Gate failed:</p><ul>{items}</ul>')
     else:
         parts.append('<p class="good">Gate passed.</p>')
+    notes = gates.noted
+    if notes:
+        items = "".join(f"<li>{_e(note)}</li>" for note in notes)
+        parts.append(f"<p>Notes:</p><ul>{items}</ul>")
     return "".join(parts)
 
 

@@ -5,17 +5,18 @@ answers) and, separately, by the naive score a style-weighted rubric would
 have given (the mean of correctness, fluency and confidence). Equal values
 share a rank (1, 2, 2, 4); ties are listed by subject name.
 
-Each row also carries the noise around its correctness (see ``_stats``):
-``correctness_ci``, the clustered bootstrap interval over its cases;
-``detectable_drop``, the smallest drop the suite would detect with 80 %
-power; and ``tier``: a subject whose paired per-case difference from the
-subject ranked above it has an interval containing 0 shares that subject's
-tier. :func:`rank_noise` says whether the two orders disagree beyond noise.
+Each row also carries the noise around its figures (see ``_stats``):
+``correctness_ci``, the interval of its mean over cases; ``passed_ci``, the Wilson
+interval of ``passed / total``; ``detectable_drop``, the drop in correctness the
+baseline gate as configured catches with 80 % power; and ``tier``: subjects are
+walked in rank order, and one joins the current tier when the paired interval of
+its per-case differences from the tier's *top* subject contains 0 (not merely from
+its neighbour: a chain of small steps would otherwise join subjects that are told
+apart). :func:`rank_noise` says whether the two orders disagree beyond noise.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -59,10 +60,12 @@ class SubjectRow:
     n_cases: int = 0
     tier: int = 1
     detectable_drop: float | None = None
+    passed_ci: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["correctness_ci"] = list(self.correctness_ci) if self.correctness_ci else None
+        data["passed_ci"] = list(self.passed_ci) if self.passed_ci else None
         return data
 
 
@@ -96,6 +99,14 @@ def _drop(value: float | None) -> str:
     return "-" if value is None else _fixed(value)
 
 
+def _passed(row: SubjectRow) -> str:
+    """``3/4 [0.301, 0.954]``: the count, and the interval of the rate it estimates."""
+    interval = row.passed_ci
+    if interval is None:
+        return f"{row.passed}/{row.total}"
+    return f"{row.passed}/{row.total} [{_fixed(interval[0])}, {_fixed(interval[1])}]"
+
+
 COLUMNS: tuple[Column, ...] = (
     Column("rank", lambda r: str(r.rank), ranking=True),
     Column("subject", lambda r: r.subject, text=True),
@@ -105,7 +116,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("naive", lambda r: _fixed(r.naive_score), wide_header="naive score"),
     Column("naive rank", lambda r: str(r.naive_rank), ranking=True),
     Column("confidently wrong", lambda r: str(r.confidently_wrong)),
-    Column("passed", lambda r: f"{r.passed}/{r.total}"),
+    Column("passed", _passed),
     Column("tier", lambda r: str(r.tier), ranking=True),
     Column("detectable drop", lambda r: _drop(r.detectable_drop)),
 )
@@ -155,8 +166,18 @@ def paired(first: Iterable[CaseResult], second: Iterable[CaseResult]) -> list[tu
     return [(a[key], b[key]) for key in sorted(a.keys() & b.keys())]
 
 
-def leaderboard(results: Iterable[CaseResult], *, level: float = 0.95) -> list[SubjectRow]:
+def leaderboard(
+    results: Iterable[CaseResult],
+    *,
+    level: float = 0.95,
+    gate_confidence: float | None = None,
+    max_drop: float = 0.0,
+) -> list[SubjectRow]:
     """One row per subject, in rank order, with its intervals and tiers at ``level``.
+
+    ``detectable_drop`` is the drop the baseline gate catches with 80 % power: the gate's
+    paired test at ``gate_confidence`` (``--rubric-gate-confidence``; ``level`` when not
+    set) beyond ``max_drop`` (``--rubric-max-drop``).
 
     ``assert_rubric`` results without ``subject=`` (``ranked`` false) are no subject's.
     """
@@ -167,30 +188,43 @@ def leaderboard(results: Iterable[CaseResult], *, level: float = 0.95) -> list[S
     correctness = {s: _mean([r.score for r in rs]) for s, rs in by_subject.items()}
     naive = {s: _mean([r.naive_score for r in rs]) for s, rs in by_subject.items()}
     rank, naive_rank = _ranks(correctness), _ranks(naive)
-    rows = [
-        SubjectRow(
-            subject=subject,
-            rank=rank[subject],
-            correctness=correctness[subject],
-            fluency=_mean([r.fluency for r in rs]),
-            confidence=_mean([r.confidence for r in rs]),
-            naive_score=naive[subject],
-            naive_rank=naive_rank[subject],
-            confidently_wrong=sum("confidently_wrong" in r.flags for r in rs),
-            passed=sum(r.passed for r in rs),
-            total=len(rs),
-            correctness_ci=_stats.bootstrap_mean([r.score for r in rs], level),
-            n_cases=len(rs),
-            detectable_drop=_stats.detectable_drop([r.score for r in rs], level),
+    gate_level = level if gate_confidence is None else gate_confidence
+    rows = []
+    for subject, rs in by_subject.items():
+        passed = sum(r.passed for r in rs)
+        rows.append(
+            SubjectRow(
+                subject=subject,
+                rank=rank[subject],
+                correctness=correctness[subject],
+                fluency=_mean([r.fluency for r in rs]),
+                confidence=_mean([r.confidence for r in rs]),
+                naive_score=naive[subject],
+                naive_rank=naive_rank[subject],
+                confidently_wrong=sum("confidently_wrong" in r.flags for r in rs),
+                passed=passed,
+                total=len(rs),
+                correctness_ci=_stats.mean_interval([r.score for r in rs], level),
+                n_cases=len(rs),
+                detectable_drop=_stats.detectable_drop(
+                    [[s.score for s in r.sample_list] for r in rs], gate_level, max_drop=max_drop
+                ),
+                passed_ci=_stats.wilson(passed, len(rs), level),
+            )
         )
-        for subject, rs in by_subject.items()
-    ]
     rows.sort(key=lambda row: (row.rank, row.subject))
-    for above, row in itertools.pairwise(rows):
+    top: SubjectRow | None = None  # the first subject of the current tier
+    for row in rows:
+        if top is None:
+            top = row
+            continue
         interval = _stats.paired_difference(
-            paired(by_subject[above.subject], by_subject[row.subject]), level
+            paired(by_subject[top.subject], by_subject[row.subject]), level
         )
-        row.tier = above.tier if _stats.contains_zero(interval) else above.tier + 1
+        if _stats.contains_zero(interval):
+            row.tier = top.tier
+        else:
+            row.tier, top = top.tier + 1, row
     return rows
 
 

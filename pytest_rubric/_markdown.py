@@ -136,6 +136,10 @@ def _gates(gates: GateReport) -> list[str]:
         lines += [f"- {escape(reason, limit=300)}" for reason in gates.regressions]
     else:
         lines.append("Gate passed.")
+    notes = gates.noted
+    if notes:
+        lines += ["", "Notes:"]
+        lines += [f"- {escape(note, limit=300)}" for note in notes]
     return lines
 
 

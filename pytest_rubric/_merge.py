@@ -9,8 +9,10 @@ one run over the whole suite would have: the leaderboard is recomputed from
 the results, never averaged from the shards' leaderboards.
 
 The same reports and gates as a run: ``--html``, ``--markdown`` (and
-``$GITHUB_STEP_SUMMARY``), ``--baseline`` with ``--max-drop``, and
-``--fail-under``.
+``$GITHUB_STEP_SUMMARY``), ``--baseline`` with ``--max-drop`` and
+``--gate-confidence``, and ``--fail-under``. The outcomes of the gates a merge
+does not apply itself (the judge's gates, or a baseline given to the shards
+only) are kept from the shards' ``gates``, and count in the exit status.
 
 Exit status: 0 when every case passed and the gates passed; 1 when a case
 failed or could not be evaluated, or a gate failed; 2 for bad input (a file
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ._freeze import add_collect_command, run_collect
+from ._gates import GateEntry
 from ._init import add_command as add_init_command
 from ._init import run as run_init
 from ._options import fraction
@@ -57,6 +60,7 @@ def merge(
     notes: list[str] | None = None,
     calibration: list[dict[str, Any]] | None = None,
     runs: list[RunInfo] | None = None,
+    gates: list[dict[str, Any]] | None = None,
 ) -> list[CaseResult]:
     """The results of every shard; a node id found in two shards is an error.
 
@@ -67,7 +71,8 @@ def merge(
     calibration (each one ran the whole session's calibration examples): the first shard's
     figures of each suite and judge are added to ``calibration``. Each shard's ``run`` (none
     in a document of an older version) is added to ``runs``, in the order given, for
-    :func:`~pytest_rubric._run.merged`.
+    :func:`~pytest_rubric._run.merged`. Every shard's gate
+    outcomes are added to ``gates``, in shard order.
     """
     results: list[CaseResult] = []
     owner: dict[str, Path] = {}
@@ -80,6 +85,8 @@ def merge(
         if calibration is not None:
             seen = {(c["suite"], c["judge"]) for c in calibration}
             calibration += [c for c in document.calibration if (c["suite"], c["judge"]) not in seen]
+        if gates is not None:
+            gates += document.gates
         shard = document.results
         seen_here: set[str] = set()
         for nodeid in (r.nodeid for r in shard):
@@ -137,8 +144,9 @@ def _parser() -> argparse.ArgumentParser:
         "--gate-confidence",
         type=float,
         metavar="C",
-        help="a subject's drop fails the baseline gate only when the paired C-interval of "
-        "(now - baseline) lies wholly below -max-drop (as --rubric-gate-confidence)",
+        help="the baseline gate fails only on changes beyond noise: a subject's drop when the "
+        "paired C-interval of (now - baseline) lies wholly below -max-drop, a case's flip when "
+        "its passing samples fell significantly (as --rubric-gate-confidence)",
     )
     cmd.add_argument(
         "--fail-under",
@@ -168,8 +176,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     notes: list[str] = []
     calibration: list[dict[str, Any]] = []
     runs: list[RunInfo] = []
+    gates: list[dict[str, Any]] = []
     try:
-        results = merge(args.documents, notes=notes, calibration=calibration, runs=runs)
+        results = merge(
+            args.documents, notes=notes, calibration=calibration, runs=runs, gates=gates
+        )
         baseline = read_document(args.baseline) if args.baseline is not None else None
     except DocumentError as exc:
         print(f"pytest-rubric merge: error: {exc}", file=sys.stderr)
@@ -186,6 +197,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         gate_confidence=args.gate_confidence,
         calibration=calibration,
         run=merged(runs),
+        # The shards' verdicts of gates this merge does not apply itself (the judge's, or a
+        # baseline given to the shards and not to the merge) are kept, never dropped.
+        carried_gates=[GateEntry.from_dict(g) for g in gates],
     )
     write_outputs(report, {output.name: getattr(args, output.name) for output in OUTPUTS})
     print(f"rubric summary: {len(results)} results from {len(args.documents)} file(s)")

@@ -231,8 +231,10 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="C",
         type=_level,
         default=None,
-        help="with --rubric-baseline: a subject's drop fails the gate only when the paired "
-        "C-interval of (now - baseline) lies wholly below -max_drop.",
+        help="with --rubric-baseline: fail only on changes beyond noise (an unchanged subject "
+        "fails at most 1 - C of the time): a subject's drop when the paired C-interval of "
+        "(now - baseline) lies wholly below -max_drop, a case's flip when its passing samples "
+        "fell significantly (one-sided Fisher); a flip within noise is a note.",
     )
     parser.addini(
         "rubric_dirs", "directories to collect rubric files from", type="paths", default=[]

@@ -33,8 +33,8 @@ __all__ = [
 
 
 def document(report: SessionReport) -> dict[str, Any]:
-    """The document of ``report``: which run it is, its results, its leaderboard and whether
-    the ranks disagree."""
+    """The document of ``report``: which run it is, its results, its leaderboard, whether
+    the ranks disagree, and every gate's outcome."""
     return {
         "version": VERSION,
         "run": report.run.to_dict() if report.run is not None else None,
@@ -45,6 +45,7 @@ def document(report: SessionReport) -> dict[str, Any]:
         "confidence": report.level,
         "breakdowns": [b.to_dict() for b in report.breakdowns],
         "judge_audit": report.judge_audit.to_dict(),
+        "gates": [entry.to_dict() for entry in report.gates.entries],
     }
 
 

@@ -335,6 +335,7 @@ class RubricSession(SessionAudit):
             level=settings.confidence,
             gate_confidence=settings.gate_confidence,
             max_style_flips=settings.max_style_flips if gates else None,
+            min_kappa=settings.min_kappa if gates else None,
             calibration=[c.to_dict() for c in self.calibrations()],
             responses_replayed=(self.responses_tally.replayed, self.responses_tally.asked),
             show_response=settings.show_response,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._audit import JudgeAudit, audit
 from ._base import SHOW_RESPONSE
-from ._gates import GateReport, check
+from ._gates import GateEntry, GateReport, check
 from ._leaderboard import SubjectRow, leaderboard, rank_noise
 from ._result import CaseResult
 from ._style import StyleThresholds
@@ -107,14 +107,17 @@ def build_report(
     level: float = 0.95,
     gate_confidence: float | None = None,
     max_style_flips: float | None = None,
+    min_kappa: float | None = None,
     calibration: Sequence[Mapping[str, Any]] = (),
     responses_replayed: tuple[int, int] = (0, 0),
     show_response: int = SHOW_RESPONSE,
     run: RunInfo | None = None,
+    carried_gates: Sequence[GateEntry] = (),
 ) -> SessionReport:
     """The report of ``results``, with the gates (see ``_gates.check``) applied to them;
     every interval, tier and paired test at confidence ``level``; ``run`` says which run
-    it is (see ``_run``).
+    it is (see ``_run``). ``carried_gates``: the gate entries of merged shards (kept for
+    the gates not applied here).
 
     ``responses_replayed`` is ``(N, M)``: N of the application's M answers (targets,
     ``--rubric-model``) came from the response cache, so the run did not test them live.
@@ -129,8 +132,11 @@ def build_report(
         r if r.level == level else replace(r, level=level)
         for r in sorted(results, key=lambda r: r.nodeid)
     )
-    rows = tuple(leaderboard(ordered, level=level))
+    rows = tuple(
+        leaderboard(ordered, level=level, gate_confidence=gate_confidence, max_drop=max_drop)
+    )
     noise = rank_noise(rows, ordered, level=level)
+    judge_audit = audit(ordered, calibration=calibration)
     gates = check(
         ordered,
         rows=rows,
@@ -140,23 +146,12 @@ def build_report(
         fail_under=fail_under,
         level=level,
         gate_confidence=gate_confidence,
+        style_probe=judge_audit.style_probe,
+        max_style_flips=max_style_flips,
+        calibration=calibration,
+        min_kappa=min_kappa,
+        carried=carried_gates,
     )
-    judge_audit = audit(ordered, calibration=calibration)
-    if max_style_flips is not None:
-        gates = replace(
-            gates,
-            max_style_flips=max_style_flips,
-            regressions=(
-                *gates.regressions,
-                *(
-                    f"judge {p.judge}: {p.flips} of {2 * p.probed} probed verdicts changed with "
-                    f"tone alone ({p.style_sensitivity:.3f}), above {max_style_flips:g} "
-                    "(--rubric-judge-max-style-flips)"
-                    for p in judge_audit.style_probe
-                    if p.style_sensitivity > max_style_flips
-                ),
-            ),
-        )
     return SessionReport(
         results=ordered,
         leaderboard=rows,

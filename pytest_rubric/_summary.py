@@ -105,7 +105,7 @@ def _gate_lines(gates: GateReport) -> list[Line]:
             subject, before, after, change = d.cells(missing="-")
             change = "" if d.delta is None else f" ({change})"
             lines.append(Line(f"  {subject}: {before} -> {after}{change}"))
-    lines += [Line(f"  note: {note}") for note in gates.notes]
+    lines += [Line(f"  note: {note}") for note in gates.noted]
     if gates.failed:
         lines.append(Line(f"rubric gate FAILED ({len(gates.regressions)}):", Severity.ERROR))
         lines += [Line(f"  - {reason}", Severity.ERROR) for reason in gates.regressions]
@@ -117,10 +117,15 @@ def _gate_lines(gates: GateReport) -> list[Line]:
 def _passed(gates: GateReport) -> str:
     """What passing the gates that ran means."""
     parts = []
-    if gates.baseline is not None:
+    if gates.baseline is not None and gates.gate_confidence is None:
         parts.append(
             f"no case regressed, no subject dropped more than {gates.max_drop:g} "
             "(--rubric-max-drop)"
+        )
+    elif gates.baseline is not None:
+        parts.append(
+            f"no case fell and no subject dropped more than {gates.max_drop:g} beyond noise "
+            f"(--rubric-max-drop, --rubric-gate-confidence {gates.gate_confidence:g})"
         )
     if gates.fail_under is not None:
         parts.append(f"every subject at or above {gates.fail_under:g} (--rubric-fail-under)")
@@ -129,7 +134,13 @@ def _passed(gates: GateReport) -> str:
             f"judge style sensitivity at most {gates.max_style_flips:g} "
             "(--rubric-judge-max-style-flips)"
         )
-    return "; ".join(parts)
+    if gates.min_kappa is not None:
+        parts.append(
+            f"every calibrated suite's kappa at least {gates.min_kappa:g} "
+            "(--rubric-judge-min-kappa)"
+        )
+    # A merge given no gate of its own still reports the shards' (see _merge).
+    return "; ".join(parts) or "every gate of the merged documents"
 
 
 def summary_lines(results: Iterable[CaseResult]) -> list[str]:

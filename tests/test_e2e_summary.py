@@ -48,11 +48,13 @@ def test_summary_table_and_disagreement_line(pytester: pytest.Pytester, write: W
         [
             "*= rubric summary =*",
             "rank  subject           correctness  fluency  confidence  naive  naive rank  "
-            "confidently wrong  passed  tier  detectable drop",
-            "   1  plain    1.000 [[]1.000, 1.000[]]    *       0.500  *           *                  0"
-            "     2/2     1            0.000",
-            "   2  bold     0.000 [[]0.000, 0.000[]]    *       1.000  *           *                  2"
-            "     0/2     2            0.000",
+            "confidently wrong              passed  tier  detectable drop",
+            # Two cases: neither subject is certain, nor told apart from the other; no drop
+            # down to 0 would be caught four times in five.
+            "   1  plain    1.000 [[]0.290, 1.000[]]    *       0.500  *           *                  0"
+            "  2/2 [[]0.342, 1.000[]]     1                -",
+            "   2  bold     0.000 [[]0.000, 0.710[]]    *       1.000  *           *                  2"
+            "  0/2 [[]0.000, 0.658[]]     1                -",
         ],
         consecutive=True,
     )
@@ -157,6 +159,7 @@ def test_json_report_fields(
         "n_cases",
         "tier",
         "detectable_drop",
+        "passed_ci",
     }
     assert (
         rows["plain"]["rank"],
@@ -164,6 +167,8 @@ def test_json_report_fields(
         rows["plain"]["passed"],
         rows["plain"]["total"],
     ) == (1, 1.0, 2, 2)
+    # Two of two passed: the Wilson interval of the pass rate, not certainty.
+    assert rows["plain"]["passed_ci"] == [pytest.approx(0.342380, abs=1e-6), 1.0]
     assert (
         rows["bold"]["rank"],
         rows["bold"]["correctness"],
@@ -202,6 +207,7 @@ def test_json_is_written_even_when_no_rubric_ran(
             "panel": {},
             "evidence": {"checked": 0, "unsupported": 0},
         },
+        "gates": [],
     }
 
 

@@ -7,11 +7,15 @@ xdist that exit status is the controller's to set."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from pytest_rubric._merge import main as merge_main
 
 Write = Callable[[str, str], Path]
 
@@ -51,7 +55,8 @@ def test_an_unchanged_run_passes_against_its_own_baseline(
         [
             "baseline base.json: correctness per subject (change [[]0.95 paired interval over "
             "shared cases[]])",
-            "  a: 1.000 -> 1.000 (+0.000 [[]+0.000, +0.000[]])",
+            # Two cases say little: an unchanged run's change is 0, give or take 0.69.
+            "  a: 1.000 -> 1.000 (+0.000 [[]-0.693, +0.693[]])",
             "rubric gate passed: no case regressed, no subject dropped more than 0 "
             "(--rubric-max-drop)",
         ]
@@ -66,7 +71,7 @@ def test_a_case_that_passed_and_fails_now_fails_the_session_and_is_named(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "  a: 1.000 -> 0.500 (-0.500 [[]-1.000, +0.000[]])",
+            "  a: 1.000 -> 0.500 (-0.500 [[]-1.000, +0.561[]])",
             "rubric gate FAILED (2):",
             "  - s.rubric.yaml::q2[[]a[]] passed in the baseline and fails now (score 0.00, "
             "min_score 0.50)",
@@ -83,7 +88,7 @@ def test_a_drop_within_max_drop_passes_and_beyond_it_fails(
     result = pytester.runpytest("--rubric-baseline", "base.json", "--rubric-max-drop", "0.25")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.stdout.fnmatch_lines(
-        ["  a: 1.000 -> 0.750 (-0.250 [[]-0.500, +0.000[]])", "rubric gate passed: *"]
+        ["  a: 1.000 -> 0.750 (-0.250 [[]-0.853, +0.598[]])", "rubric gate passed: *"]
     )
 
     result = pytester.runpytest("--rubric-baseline", "base.json", "--rubric-max-drop", "0.2")
@@ -160,10 +165,10 @@ def test_the_gate_is_in_the_markdown_and_html(
         "--rubric-baseline", "base.json", "--rubric-markdown", "m.md", "--rubric-html", "r.html"
     )
     markdown = (pytester.path / "m.md").read_text()
-    assert "| a | 1.000 | 0.500 | -0.500 [-1.000, +0.000] |" in markdown
+    assert "| a | 1.000 | 0.500 | -0.500 [-1.000, +0.561] |" in markdown
     assert "**Gate failed** (2):" in markdown
     page = (pytester.path / "r.html").read_text()
-    assert "Gate failed:" in page and "<td>-0.500 [-1.000, +0.000]</td>" in page
+    assert "Gate failed:" in page and "<td>-0.500 [-1.000, +0.561]</td>" in page
 
 
 @pytest.mark.parametrize(
@@ -191,3 +196,111 @@ def test_gate_values_are_checked(pytester: pytest.Pytester, write: Write) -> Non
     result = pytester.runpytest("--rubric-fail-under", "80")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--rubric-fail-under: '80' is not a number from 0 to 1*"])
+
+
+# --- gates under noise (--rubric-gate-confidence) and as data (the JSON's "gates") ----------
+
+NOISY = """
+repeat: 3
+min_score: 0.5
+responses: answers
+cases:
+"""
+
+
+def _noisy(write: Write, answers: dict[str, list[str]]) -> None:
+    """Six cases, one criterion ("right"), three answers each from subject a's file."""
+    write(
+        "n.rubric.yaml",
+        NOISY + "".join(
+            f"  - id: {case}\n    criteria: [{{id: right, type: any_of, any_of: [right]}}]\n"
+            for case in answers
+        ),
+    )  # fmt: skip
+    lines = [
+        json.dumps({"id": case, "response": text}) for case, texts in answers.items() for text in texts
+    ]  # fmt: skip
+    write("answers/a.jsonl", "\n".join(lines) + "\n")
+
+
+def test_a_noisy_flip_is_a_note_and_a_real_regression_still_fails(
+    pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
+) -> None:
+    steady = ["right", "right", "right"]
+    before = {"q1": ["right", "right", "wrong"], **{f"q{i}": steady for i in range(2, 7)}}
+    _noisy(write, before)
+    pytester.runpytest("--rubric-json", "base.json").assert_outcomes(passed=6)
+    # The same stochastic subject again: q1 answered right once in three this time (it
+    # fails now), q2 twice. Two of three, then one of three: Fisher p = 0.5.
+    again = {**before, "q1": ["wrong", "right", "wrong"], "q2": ["right", "wrong", "right"]}
+    _noisy(write, again)
+    gate = ["--rubric-baseline", "base.json", "--rubric-gate-confidence", "0.95"]
+    result = pytester.runpytest(*gate, "--rubric-json", "out.json")
+    result.assert_outcomes(passed=5, failed=1)  # q1's own verdict is pytest's to give
+    result.stdout.fnmatch_lines(
+        [
+            "  note: n.rubric.yaml::q1[[]a[]] passed in the baseline and fails now (score 0.33, "
+            "min_score 0.50): 1 of 3 sample(s) pass now, 2 of 3 in the baseline, within noise "
+            "at --rubric-gate-confidence 0.95 (not a failure); one-sided Fisher p = 0.5, above "
+            "0.025",
+            "  note: subject a: the drop of 0.111 is within noise at --rubric-gate-confidence "
+            "0.95 (not a failure)",
+            "rubric gate passed: no case fell and no subject dropped more than 0 beyond noise "
+            "(--rubric-max-drop, --rubric-gate-confidence 0.95)",
+        ],
+        consecutive=True,
+    )
+    assert "rubric gate" not in result.outlines[-1]
+    gates = rubric_json()["gates"]
+    assert [(g["gate"], g["subject"], g["nodeid"], g["failed"]) for g in gates] == [
+        ("baseline-case", "a", "n.rubric.yaml::q1[a]", False),
+        ("baseline-subject", "a", None, False),
+    ]
+    # Without a gate confidence the same flip fails the gate, as it always did.
+    strict = pytester.runpytest("--rubric-baseline", "base.json")
+    strict.stdout.fnmatch_lines(["rubric gate FAILED (2):"])
+    # A real regression: every answer wrong now. Each case alone (three of three, then
+    # none: p = 0.05) is within the case budget, but the subject's drop is not.
+    _noisy(write, {case: ["wrong", "wrong", "wrong"] for case in before})
+    result = pytester.runpytest(*gate)
+    result.stdout.fnmatch_lines(
+        [
+            "rubric gate FAILED (1):",
+            "  - subject a: correctness 0.944 -> 0.000, a drop of 0.944; its 0.95 interval over "
+            "6 shared cases, *, lies below -0 (--rubric-max-drop, --rubric-gate-confidence)",
+        ]
+    )
+    assert re.search(r"6 failed, 1 rubric gate failed", result.outlines[-1])
+
+
+def test_every_gate_outcome_is_in_the_json_and_kept_through_merge(
+    pytester: pytest.Pytester, write: Write, baseline: Path
+) -> None:
+    _suite(write, q2="No idea.")
+    args = ["--rubric-baseline", "base.json", "--rubric-fail-under", "0.9"]
+    pytester.runpytest(*args, "--rubric-json", "out.json", "--rubric-markdown", "m.md")
+    gates = json.loads((pytester.path / "out.json").read_text())["gates"]
+    assert gates == [
+        {"gate": "baseline-case", "subject": "a", "nodeid": "s.rubric.yaml::q2[a]",
+         "failed": True, "message": "s.rubric.yaml::q2[a] passed in the baseline and fails "
+         "now (score 0.00, min_score 0.50)"},
+        {"gate": "baseline-subject", "subject": "a", "nodeid": None, "failed": True,
+         "message": "subject a: correctness 1.000 -> 0.500, a drop of 0.500 (more than "
+         "--rubric-max-drop 0)"},
+        {"gate": "fail-under", "subject": "a", "nodeid": None, "failed": True,
+         "message": "subject a: correctness 0.500 is below --rubric-fail-under 0.9"},
+    ]  # fmt: skip
+    assert "- subject a: correctness 0.500 is below --rubric-fail-under 0.9" in (
+        (pytester.path / "m.md").read_text()
+    )
+    # A merge given no gate keeps every outcome, and fails as the run did.
+    assert merge_main(["merge", "out.json", "--json", "merged.json"]) == 1
+    assert json.loads((pytester.path / "merged.json").read_text())["gates"] == gates
+    # A merge applying a gate itself judges it again; the others are kept.
+    assert merge_main(["merge", "out.json", "--fail-under", "0.4", "--json", "merged.json"]) == 1
+    merged = json.loads((pytester.path / "merged.json").read_text())["gates"]
+    assert merged[:2] == gates[:2]
+    assert merged[2] == {
+        "gate": "fail-under", "subject": "a", "nodeid": None, "failed": False,
+        "message": "subject a: correctness 0.500 is at or above --rubric-fail-under 0.4",
+    }  # fmt: skip

@@ -328,7 +328,7 @@ def test_assertions_without_a_subject_are_counted_not_ranked(team: pytest.Pytest
     # One subject: its row, with nothing to rank it against.
     result.stdout.fnmatch_lines(
         [
-            "subject * correctness  fluency  confidence  naive  confidently wrong  passed  *",
+            "subject * correctness  fluency  confidence  naive  confidently wrong *passed  *",
             "bot-v1  *1/1*",
             "correctness [[]0.95 interval over cases[]]",
             "assertions: 2 passed, 0 failed",

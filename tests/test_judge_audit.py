@@ -416,6 +416,11 @@ def test_the_probe_catches_a_biased_judge_and_clears_a_fair_one(
         }
     ]
     assert audit_["calibration"] == [] and audit_["panel"] == {}
+    assert rubric_json()["gates"] == [
+        {"gate": "style-flips", "subject": None, "nodeid": None, "failed": True,
+         "message": "judge openai:m: 3 of 6 probed verdicts changed with tone alone (0.500), "
+         "above 0.2 (--rubric-judge-max-style-flips)"}
+    ]  # fmt: skip
     probed = [r for r in rubric_json()["results"] if r.get("probe")]
     assert sorted(r["nodeid"].split("::")[1] for r in probed) == [
         "horizon[plain]",
@@ -496,6 +501,11 @@ def test_calibration_is_measured_once_cached_and_gates_a_suite(
     assert rubric_json()["judge_audit"]["calibration"] == [
         {"suite": "cal", "judge": "openai:m", "n": 4, "accuracy": 0.75, "kappa": 0.5,
          "tpr": 0.5, "tnr": 1.0, "errors": 0}
+    ]  # fmt: skip
+    assert rubric_json()["gates"] == [
+        {"gate": "min-kappa", "subject": None, "nodeid": None, "failed": True,
+         "message": "judge calibration of suite 'cal' (judge openai:m): kappa 0.500 is below "
+         "--rubric-judge-min-kappa 0.6; its judged criteria are ERROR"}
     ]  # fmt: skip
     assert len(fake_llm.requests) == 5
     # merge keeps the figures (every shard measures the same calibration).

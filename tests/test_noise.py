@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_rubric import _stats
 from pytest_rubric._breakdowns import breakdowns
 from pytest_rubric._grader import Grader
 from pytest_rubric._leaderboard import leaderboard, rank_noise
@@ -90,9 +91,40 @@ def test_tiers_follow_the_paired_interval() -> None:
     rows = {row.subject: row for row in leaderboard(results)}
     # a and b differ on one case of ten: not resolved; c is below both on every case.
     assert (rows["a"].tier, rows["b"].tier, rows["c"].tier) == (1, 1, 2)
-    assert rows["a"].correctness_ci == (1.0, 1.0) and rows["a"].n_cases == 10
-    # Nine 1s and a 0: sample variance 0.1, SE sqrt(0.1 / 10) = 0.1.
-    assert rows["b"].detectable_drop == pytest.approx((1.959964 + 0.8416) * 0.1, abs=1e-6)
+    # Ten cases all at 1 are not certainty: the Agresti-Coull lower end, 0.679.
+    assert rows["a"].correctness_ci == (pytest.approx(0.679113, abs=1e-6), 1.0)
+    assert rows["a"].n_cases == 10
+    assert rows["b"].detectable_drop == _stats.detectable_drop([[1.0]] * 9 + [[0.0]])
+
+
+def test_a_tier_is_held_against_its_top_subject_not_a_chain_of_neighbours() -> None:
+    # Five subjects, each failing three more of twenty cases than the one above: every
+    # neighbour is within noise, but the first and the third are told apart.
+    results = [
+        _result(f"q{i:02}", f"s{j}", 1.0 if i >= 3 * j else 0.0)
+        for j in range(5)
+        for i in range(20)
+    ]
+    tiers = [row.tier for row in leaderboard(results)]
+    assert tiers == [1, 1, 2, 2, 3]
+
+
+def test_passed_ci_is_the_wilson_interval_of_passed_over_total() -> None:
+    results = [_result(f"q{i}", "a", 1.0 if i < 3 else 0.0) for i in range(4)]
+    (row,) = leaderboard(results, level=0.9)
+    assert (row.passed, row.total) == (3, 4)
+    assert row.passed_ci == _stats.wilson(3, 4, 0.9)
+    assert row.to_dict()["passed_ci"] == list(_stats.wilson(3, 4, 0.9))
+
+
+def test_detectable_drop_is_the_gates_as_configured() -> None:
+    results = [_result(f"q{i}", "a", 1.0 if i % 4 else 0.0) for i in range(40)]
+    (plain,) = leaderboard(results)
+    (strict,) = leaderboard(results, gate_confidence=0.99)
+    (loose,) = leaderboard(results, max_drop=0.05)
+    assert plain.detectable_drop is not None
+    assert strict.detectable_drop > plain.detectable_drop  # type: ignore[operator]
+    assert loose.detectable_drop > plain.detectable_drop  # type: ignore[operator]
 
 
 def test_a_tie_is_never_a_disagreement() -> None:
@@ -136,7 +168,8 @@ def test_breakdowns_by_suite_and_by_tag() -> None:
     assert entries[("suite", "t", "a")].score == 0.5 and entries[("suite", "u", "a")].n == 1
     assert entries[("tag", "axis:accuracy", "a")].score == 0.5
     assert entries[("tag", "theme:hedging", "a")].score == 0.0
-    assert entries[("tag", "theme:hedging", "a")].ci == (0.0, 0.0)
+    lo, hi = entries[("tag", "theme:hedging", "a")].ci  # type: ignore[misc]
+    assert lo == 0.0 < hi  # one result at 0: not certainty either
     # One suite alone: no suite entries.
     assert all(b.group == "tag" for b in breakdowns([tagged], subjects=["a"]))
 
@@ -145,13 +178,80 @@ def test_the_baseline_gate_with_confidence_fails_only_a_resolved_drop() -> None:
     before = [_result(f"q{i}", "a", 1.0) for i in range(8)]
     one_flip = [_result(f"q{i}", "a", 1.0 if i else 0.0) for i in range(8)]
     report = build_report(one_flip, baseline=before, gate_confidence=0.95, max_drop=0.0)
-    # The case that flipped still fails the gate; the subject's drop is within noise.
-    assert not any("subject a" in r for r in report.gates.regressions)
-    assert any("within noise" in n for n in report.gates.notes)
+    # One sample a side: the flip is within noise, and so is the subject's drop.
+    assert not report.gates.failed
+    assert [(e.gate, e.failed) for e in report.gates.entries] == [
+        ("baseline-case", False),
+        ("baseline-subject", False),
+    ]
+    assert any("within noise" in note for note in report.gates.noted)
     all_down = [_result(f"q{i}", "a", 0.0) for i in range(8)]
     report = build_report(all_down, baseline=before, gate_confidence=0.95)
     assert any(
         r.startswith("subject a: correctness 1.000 -> 0.000") for r in report.gates.regressions
     )
     delta = report.gates.deltas[0]
-    assert delta.interval == (-1.0, -1.0) and delta.shared == 8
+    assert delta.interval is not None and delta.interval[0] == -1.0 and delta.interval[1] < 0
+    assert delta.shared == 8
+
+
+def test_without_gate_confidence_every_flip_fails() -> None:
+    before = [_result(f"q{i}", "a", 1.0) for i in range(8)]
+    one_flip = [_result(f"q{i}", "a", 1.0 if i else 0.0) for i in range(8)]
+    report = build_report(one_flip, baseline=before)
+    assert [(e.gate, e.nodeid, e.failed) for e in report.gates.entries] == [
+        ("baseline-case", "s.rubric.yaml::q0[a]", True),
+        ("baseline-subject", None, True),
+    ]
+
+
+def _repeated(case: str, passes: int, k: int = 5) -> CaseResult:
+    """A case answered ``k`` times, ``passes`` of them right; passes by the mean rule."""
+    samples = [_sample(i < passes, 1.0 if i < passes else 0.0) for i in range(k)]
+    score = passes / k
+    return CaseResult(
+        f"s.rubric.yaml::{case}[a]", "s", case, "a", score, score, 0.5, score >= 0.5,
+        samples[0].criteria, 0.5, 0.5, score, samples=samples,
+    )  # fmt: skip
+
+
+def test_a_case_whose_samples_collapse_fails_beyond_noise() -> None:
+    # Five of five, then none of five: one-sided Fisher p = 1/252 = 0.004, below the
+    # case budget (1 - 0.95) / 2 = 0.025 (nine cases that passed every sample in both runs
+    # cannot fail, so they do not dilute it).
+    before = [_repeated("q0", 5)] + [_repeated(f"q{i}", 5) for i in range(1, 10)]
+    after = [_repeated("q0", 0)] + [_repeated(f"q{i}", 5) for i in range(1, 10)]
+    report = build_report(after, baseline=before, gate_confidence=0.95)
+    (case,) = [e for e in report.gates.entries if e.gate == "baseline-case"]
+    assert case.failed and case.nodeid == "s.rubric.yaml::q0[a]"
+    assert "0 of 5 sample(s) pass now, 5 of 5 in the baseline, beyond noise" in case.message
+    # Three of five, then two of five: a flip of the verdict, well within noise.
+    before = [_repeated("q0", 3)] + [_repeated(f"q{i}", 5) for i in range(1, 10)]
+    after = [_repeated("q0", 2)] + [_repeated(f"q{i}", 5) for i in range(1, 10)]
+    report = build_report(after, baseline=before, gate_confidence=0.95)
+    (case,) = [e for e in report.gates.entries if e.gate == "baseline-case"]
+    assert not case.failed and case.note and "within noise" in case.message
+
+
+def test_every_gate_outcome_is_an_entry() -> None:
+    before = [_result(f"q{i}", s, 1.0) for s in ("a", "b") for i in range(4)]
+    after = [_result(f"q{i}", "a", 1.0) for i in range(4)]
+    after += [_result(f"q{i}", "b", 0.0 if i == 0 else 1.0) for i in range(4)]
+    report = build_report(after, baseline=before, fail_under=0.9)
+    entries = [e.to_dict() for e in report.gates.entries]
+    assert entries == [
+        {"gate": "baseline-case", "subject": "b", "nodeid": "s.rubric.yaml::q0[b]",
+         "failed": True, "message": "s.rubric.yaml::q0[b] passed in the baseline and fails "
+         "now (score 0.00, min_score 0.50)"},
+        {"gate": "baseline-subject", "subject": "a", "nodeid": None, "failed": False,
+         "message": "subject a: correctness 1.000 -> 1.000, no drop beyond --rubric-max-drop 0"},
+        {"gate": "baseline-subject", "subject": "b", "nodeid": None, "failed": True,
+         "message": "subject b: correctness 1.000 -> 0.750, a drop of 0.250 (more than "
+         "--rubric-max-drop 0)"},
+        {"gate": "fail-under", "subject": "a", "nodeid": None, "failed": False,
+         "message": "subject a: correctness 1.000 is at or above --rubric-fail-under 0.9"},
+        {"gate": "fail-under", "subject": "b", "nodeid": None, "failed": True,
+         "message": "subject b: correctness 0.750 is below --rubric-fail-under 0.9"},
+    ]  # fmt: skip
+    # Quiet passes are data, not notes: the summary prints only what says something.
+    assert report.gates.noted == ()

@@ -88,7 +88,7 @@ def test_the_html_report_is_self_contained_and_escapes_everything(
     # Leaderboard with both ranks and every answer's criteria. bold and hostile tie at
     # 0.000, and a tie is never an order: no disagreement notice.
     assert "<th>naive rank</th>" in page
-    assert "1.000 [1.000, 1.000]" in page
+    assert "1.000 [0.290, 1.000]" in page  # two cases, both right: not certainty
     assert "rank these subjects differently" not in page
     assert "states known-wrong claim &#x27;ten days&#x27;" in page
     assert page.count("<details") == 6

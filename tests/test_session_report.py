@@ -28,12 +28,15 @@ def _result(case: str, subject: str, score: float, confidence: float) -> CaseRes
     )  # fmt: skip
 
 
-# "bold" is wrong but confident: a style-weighted rubric ranks it first.
+# "bold" is wrong but confident: a style-weighted rubric ranks it first. Eight cases, so
+# that the difference is resolved (two cases would resolve nothing).
 RESULTS = [
-    _result("q1", "careful", 1.0, 0.0),
-    _result("q1", "bold", 0.4, 1.0),
-    _result("q2", "careful", 0.8, 0.0),
-    _result("q2", "bold", 0.0, 1.0),
+    result
+    for i in range(8)
+    for result in (
+        _result(f"q{i}", "careful", 1.0 if i % 2 else 0.8, 0.0),
+        _result(f"q{i}", "bold", 0.4 if i % 2 else 0.0, 1.0),
+    )
 ]
 
 
@@ -44,8 +47,8 @@ def test_the_report_orders_results_by_node_id_and_gates_them_once() -> None:
     assert report.rankings_disagree
     assert report.gates.failed and not report.ok
     assert [d.cells(missing="-") for d in report.gates.deltas] == [
-        ("bold", "0.200", "0.200", "+0.000 [+0.000, +0.000]"),
-        ("careful", "0.900", "0.900", "+0.000 [+0.000, +0.000]"),
+        ("bold", "0.200", "0.200", "+0.000 [-0.274, +0.274]"),
+        ("careful", "0.900", "0.900", "+0.000 [-0.274, +0.274]"),
     ]
 
 

@@ -30,26 +30,106 @@ def test_wilson_known_values() -> None:
     assert _stats.wilson(0, 0) == (0.0, 1.0)
 
 
-def test_bootstrap_hand_checked() -> None:
-    # Two cases, 0 and 1: a resample's mean is 0, 0.5 or 1 with probability 1/4, 1/2,
-    # 1/4, so the 2.5th and 97.5th percentiles are 0 and 1.
-    assert _stats.bootstrap_mean([0.0, 1.0]) == (0.0, 1.0)
-    # Four cases, one of them 1: the resampled mean is k/4, k ~ Binomial(4, 1/4);
-    # P(k = 0) = 0.32 > 0.025, P(k <= 2) = 0.949 < 0.975 <= P(k <= 3) = 0.996.
-    assert _stats.bootstrap_mean([0.0, 0.0, 0.0, 1.0]) == (0.0, 0.75)
+def _agresti_coull(k: int, n: int, level: float) -> tuple[float, float]:
+    """The textbook Agresti-Coull interval, clipped to [0, 1]."""
+    z = _stats.z_of(level)
+    total = n + z * z
+    centre = (k + z * z / 2) / total
+    half = z * math.sqrt(centre * (1 - centre) / total)
+    return (max(0.0, min(centre - half, k / n)), min(1.0, max(centre + half, k / n)))
 
 
-def test_bootstrap_degenerate_inputs() -> None:
-    assert _stats.bootstrap_mean([]) is None
-    assert _stats.bootstrap_mean([0.4]) == (0.4, 0.4)
-    assert _stats.bootstrap_mean([0.5, 0.5, 0.5]) == (0.5, 0.5)
+def test_the_mean_interval_of_pass_fail_cases_is_agresti_coull() -> None:
+    for n in (1, 2, 10, 37):
+        for k in range(n + 1):
+            got = _stats.mean_interval([1.0] * k + [0.0] * (n - k), 0.95)
+            assert got == pytest.approx(_agresti_coull(k, n, 0.95), abs=1e-12)
+    # Ten cases, all passed: not "certain". The lower end is 0.679, far below 1.
+    lo, hi = _stats.mean_interval([1.0] * 10)  # type: ignore[misc]
+    assert (lo, hi) == (pytest.approx(0.679113, abs=1e-6), 1.0)
+    assert _stats.mean_interval([]) is None
 
 
-def test_bootstrap_is_reproducible_byte_for_byte() -> None:
-    draw = random.Random(3)
-    values = [draw.random() for _ in range(50)]
-    first = _stats.bootstrap_mean(values)
-    assert repr(_stats.bootstrap_mean(list(values))) == repr(first)
+def _binomial_coverage(n: int, level: float, grid: int = 400) -> list[float]:
+    """The exact chance that the interval of n pass/fail cases holds p, for p on a grid of
+    (0, 1): computed from the binomial, not sampled."""
+    intervals = [_stats.mean_interval([1.0] * k + [0.0] * (n - k), level) for k in range(n + 1)]
+    coverage = []
+    for i in range(1, grid):
+        p = i / grid
+        coverage.append(
+            math.fsum(
+                math.comb(n, k) * p**k * (1 - p) ** (n - k)
+                for k, (lo, hi) in enumerate(intervals)  # type: ignore[misc]
+                if lo <= p <= hi
+            )
+        )
+    return coverage
+
+
+@pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
+@pytest.mark.parametrize("n", [10, 11, 20, 30])
+def test_exact_binomial_coverage_keeps_the_promise(n: int, level: float) -> None:
+    # DESIGN "Statistics that keep their promises": at least level - 0.05 at every true
+    # mean, level - 0.02 on average over true means, from n = 10 cases.
+    coverage = _binomial_coverage(n, level)
+    assert min(coverage) >= level - 0.05
+    assert math.fsum(coverage) / len(coverage) >= level - 0.02
+
+
+def test_exact_binomial_coverage_near_one_at_ten_cases() -> None:
+    # The percentile bootstrap this replaced covered 0.95 about 40 % of the time at n = 10
+    # (all ten passing gives [1, 1] with probability 0.60); here p = 0.95 and 0.99 are held.
+    intervals = [_stats.mean_interval([1.0] * k + [0.0] * (10 - k)) for k in range(11)]
+    for p, least in ((0.95, 0.98), (0.99, 0.99)):
+        covered = math.fsum(
+            math.comb(10, k) * p**k * (1 - p) ** (10 - k)
+            for k, (lo, hi) in enumerate(intervals)  # type: ignore[misc]
+            if lo <= p <= hi
+        )
+        assert covered >= least
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+def test_pass_rate_ci_is_wilson_with_its_known_oscillation(k: int) -> None:
+    # pass_rate_ci over k samples: 0.95 on average, but down to 0.82-0.83 for rates near 0
+    # or 1 (what the docs say; the correctness interval promises more).
+    intervals = [_stats.wilson(x, k) for x in range(k + 1)]
+    coverage = [
+        math.fsum(
+            math.comb(k, x) * p**x * (1 - p) ** (k - x)
+            for x, (lo, hi) in enumerate(intervals)
+            if lo <= p <= hi
+        )
+        for p in (i / 400 for i in range(1, 400))
+    ]
+    assert math.fsum(coverage) / len(coverage) >= 0.95
+    assert 0.82 <= min(coverage) < 0.85
+
+
+def _paired_coverage(n: int, level: float, a: float, b: float) -> float:
+    """The exact chance the paired interval of two independent pass/fail subjects of true
+    rates ``a`` and ``b`` holds ``a - b``, over n shared cases."""
+    up, down = a * (1 - b), (1 - a) * b  # d = +1, d = -1
+    covered = 0.0
+    for ups in range(n + 1):
+        for downs in range(n - ups + 1):
+            pairs = [(1.0, 0.0)] * ups + [(0.0, 1.0)] * downs + [(0.0, 0.0)] * (n - ups - downs)
+            lo, hi = _stats.paired_difference(pairs, level)  # type: ignore[misc]
+            if lo <= a - b <= hi:
+                zeros = n - ups - downs
+                covered += (
+                    math.comb(n, ups) * math.comb(n - ups, downs)
+                    * up**ups * down**downs * (1 - up - down) ** zeros
+                )  # fmt: skip
+    return covered
+
+
+def test_exact_paired_coverage_keeps_the_promise() -> None:
+    rates = (0.02, 0.2, 0.5, 0.8, 0.95, 0.99)
+    coverage = [_paired_coverage(10, 0.95, a, b) for a in rates for b in rates]
+    assert min(coverage) >= 0.90
+    assert math.fsum(coverage) / len(coverage) >= 0.93
 
 
 def test_paired_difference_and_zero() -> None:
@@ -57,39 +137,120 @@ def test_paired_difference_and_zero() -> None:
     interval = _stats.paired_difference(better)
     assert interval is not None and interval[0] > 0
     assert not _stats.contains_zero(interval)
-    assert _stats.contains_zero(_stats.paired_difference([(1.0, 1.0), (0.5, 0.5)]))
+    # Two identical runs: centred on 0, but not zero-width (ten cases are not infinite).
+    lo, hi = _stats.paired_difference([(1.0, 1.0), (0.5, 0.5)] * 5)  # type: ignore[misc]
+    assert lo == -hi and lo < 0 < hi
+    assert _stats.paired_difference([]) is None
     assert _stats.contains_zero(None)
 
 
-def test_detectable_drop_formula() -> None:
-    # Five 0s and five 1s: SE = sqrt((10 x 0.25 / 9) / 10) = 1/6.
-    values = [0.0, 1.0] * 5
-    assert _stats.standard_error(values) == pytest.approx(1 / 6)
-    expected = (1.959964 + 0.8416) / 6
-    assert _stats.detectable_drop(values) == pytest.approx(expected, abs=1e-6)
-    assert _stats.detectable_drop([0.5]) is None
-    # A wider level needs a larger drop.
-    assert _stats.detectable_drop(values, 0.99) > _stats.detectable_drop(values, 0.95)  # type: ignore[operator]
+def test_detectable_drop_grows_with_level_and_max_drop_and_shrinks_with_cases() -> None:
+    cases = [[0.0], [1.0], [1.0], [1.0], [1.0]] * 6  # 30 cases at 0.8
+    drop = _stats.detectable_drop(cases)
+    assert drop is not None and 0 < drop < 0.8
+    assert _stats.detectable_drop(cases, 0.99) > drop  # type: ignore[operator]
+    assert _stats.detectable_drop(cases, max_drop=0.05) > drop  # type: ignore[operator]
+    assert _stats.detectable_drop(cases * 4) < drop  # type: ignore[operator]
+    # Repeats that agree within each case leave less noise between two runs.
+    steady = [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0] * 3] * 6
+    assert _stats.detectable_drop(steady) < drop  # type: ignore[operator]
+    assert _stats.detectable_drop([[0.5]]) is None
+
+
+def _gate_power(n: int, m: float, drop: float, level: float) -> float:
+    """The exact chance the paired gate fails a subject whose pass/fail cases, each at rate
+    ``m`` in the baseline, are each at ``m - drop`` now (independent runs)."""
+    up, down = (m - drop) * (1 - m), m * (1 - m + drop)  # d = now - baseline = +1 / -1
+    power = 0.0
+    for ups in range(n + 1):
+        for downs in range(n - ups + 1):
+            zeros = n - ups - downs
+            pairs = [(1.0, 0.0)] * ups + [(0.0, 1.0)] * downs + [(0.0, 0.0)] * zeros
+            interval = _stats.paired_difference(pairs, level)
+            if interval is not None and interval[1] < 0:
+                power += (
+                    math.comb(n, ups) * math.comb(n - ups, downs)
+                    * up**ups * down**downs * (1 - up - down) ** zeros
+                )  # fmt: skip
+    return power
+
+
+@pytest.mark.parametrize(("n", "m"), [(30, 0.5), (30, 0.8), (40, 0.95)])
+def test_a_detectable_drop_is_detected_four_times_in_five(n: int, m: float) -> None:
+    # Cases at rate m, pass/fail: the drop computed from the figures such a run shows,
+    # then the gate's power against a drop of exactly that size, computed exactly.
+    passes = round(n * m)
+    drop = _stats.detectable_drop([[1.0]] * passes + [[0.0]] * (n - passes))
+    assert drop is not None
+    assert 0.75 <= _gate_power(n, passes / n, drop, 0.95) <= 0.85
+
+
+def test_fisher_decline_hand_checked() -> None:
+    # Five of five, then none of five: the baseline holds all five passes, 1 / C(10, 5).
+    assert _stats.fisher_decline((5, 5), (0, 5)) == 1 / 252
+    # One sample a side: a flip is as likely as not, never significant.
+    assert _stats.fisher_decline((1, 1), (0, 1)) == 0.5
+    # Three of three, then none: 1 / C(6, 3).
+    assert _stats.fisher_decline((3, 3), (0, 3)) == 1 / 20
+    # No fall, two of five each time: P(X >= 2), X hypergeometric (10, 4, 5) = 155 / 210.
+    assert _stats.fisher_decline((2, 5), (2, 5)) == 155 / 210
+    assert _stats.fisher_floor((5, 5), (0, 5)) == 1 / 252
+    assert _stats.fisher_floor((5, 5), (5, 5)) == 1.0  # every sample passed: nothing to find
+
+
+def test_tarone_threshold_counts_only_cases_that_could_be_significant() -> None:
+    # Ten cases that passed every sample in both runs cannot fail: the one case that could
+    # gets the whole budget.
+    assert _stats.tarone_threshold([1.0] * 10 + [1 / 252], 0.025) == 0.025
+    # Three cases that could: the budget split three ways.
+    assert _stats.tarone_threshold([1 / 252] * 3 + [1.0] * 7, 0.025) == pytest.approx(0.025 / 3)
+    assert _stats.tarone_threshold([], 0.025) == 0.025
 
 
 scores = st.lists(st.floats(min_value=0, max_value=1, allow_nan=False), min_size=1, max_size=40)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(scores)
-def test_interval_contains_the_estimate(values: list[float]) -> None:
-    lo, hi = _stats.bootstrap_mean(values)  # type: ignore[misc]
+def test_interval_holds_the_mean_is_never_zero_width_and_stays_in_bounds(
+    values: list[float],
+) -> None:
+    lo, hi = _stats.mean_interval(values)  # type: ignore[misc]
     mean = math.fsum(values) / len(values)
-    assert lo <= mean <= hi
-    assert 0 <= lo <= hi <= 1
+    assert 0 <= lo <= mean <= hi <= 1
+    assert lo < hi
+    if all(v == 1.0 for v in values):
+        assert lo < 1 and hi == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=1, max_size=30))
+def test_paired_interval_holds_the_mean_difference_and_stays_in_bounds(
+    pairs: list[tuple[float, float]],
+) -> None:
+    lo, hi = _stats.paired_difference(pairs)  # type: ignore[misc]
+    mean = math.fsum(a - b for a, b in pairs) / len(pairs)
+    assert -1 <= lo <= mean <= hi <= 1
+    assert lo < hi
 
 
 @settings(max_examples=40, deadline=None)
 @given(scores, st.randoms(use_true_random=False))
-def test_interval_is_invariant_to_result_order(values: list[float], rnd: random.Random) -> None:
+def test_intervals_are_invariant_to_result_order_byte_for_byte(
+    values: list[float], rnd: random.Random
+) -> None:
     shuffled = list(values)
     rnd.shuffle(shuffled)
-    assert _stats.bootstrap_mean(shuffled) == _stats.bootstrap_mean(values)
+    assert repr(_stats.mean_interval(shuffled)) == repr(_stats.mean_interval(values))
+    pairs = list(zip(values, reversed(values), strict=True))
+    moved = list(pairs)
+    rnd.shuffle(moved)
+    assert repr(_stats.paired_difference(moved)) == repr(_stats.paired_difference(pairs))
+    cases = [[v, 1 - v] for v in values]
+    rnd.shuffle(cases)
+    assert repr(_stats.detectable_drop(cases)) == repr(
+        _stats.detectable_drop([[v, 1 - v] for v in values])
+    )
 
 
 @settings(max_examples=25, deadline=None)
@@ -99,8 +260,8 @@ def test_interval_is_invariant_to_result_order(values: list[float], rnd: random.
     )
 )
 def test_interval_narrows_as_cases_grow(values: list[float]) -> None:
-    lo, hi = _stats.bootstrap_mean(values)  # type: ignore[misc]
-    big_lo, big_hi = _stats.bootstrap_mean(values * 16)  # type: ignore[misc]
+    lo, hi = _stats.mean_interval(values)  # type: ignore[misc]
+    big_lo, big_hi = _stats.mean_interval(values * 16)  # type: ignore[misc]
     assert big_hi - big_lo < hi - lo
 
 
