@@ -30,6 +30,7 @@ something (a flip or a drop within noise), and a quiet pass otherwise.
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -256,10 +257,14 @@ def _subject_entry(
     *,
     max_drop: float,
     gate_confidence: float | None,
+    partial: bool = False,
 ) -> GateEntry:
-    """``baseline-subject``: the verdict on one subject found in both runs."""
+    """``baseline-subject``: the verdict on one subject found in both runs, ``before`` and
+    ``after`` its correctness over the cases both graded (``partial``: not all of them)."""
     subject, drop = delta.subject, before - after
     head = f"subject {subject}: correctness {before:.3f} -> {after:.3f}"
+    if partial:
+        head += f" over the {delta.shared} cases both runs graded"
     interval = delta.interval
     if not drop > max_drop + _EPSILON:
         failed, quiet = False, True
@@ -384,25 +389,76 @@ def check(
                 shared=len(pairs),
             )
             deltas.append(delta)
-            if delta.before is not None and delta.after is not None:
+            if delta.before is None or delta.after is None:
+                continue
+            if not pairs:  # a gate that compared nothing must not pass
                 entries.append(
-                    _subject_entry(
-                        delta,
-                        delta.before,
-                        delta.after,
-                        max_drop=max_drop,
-                        gate_confidence=gate_confidence,
+                    GateEntry(
+                        "baseline-subject",
+                        subject,
+                        None,
+                        True,
+                        f"subject {subject}: no case of it was graded in both runs, so nothing "
+                        "was compared with the baseline",
                     )
                 )
+                continue
+            # Over the cases both runs graded: added or removed cases cannot hide a drop.
+            entries.append(
+                _subject_entry(
+                    delta,
+                    math.fsum(b for _, b in pairs) / len(pairs),
+                    math.fsum(a for a, _ in pairs) / len(pairs),
+                    max_drop=max_drop,
+                    gate_confidence=gate_confidence,
+                    partial=len(pairs) < max(len(mine[subject]), len(theirs[subject])),
+                )
+            )
+        if old and not any(key in new for key in old):
+            entries.append(
+                GateEntry(
+                    "baseline-case",
+                    None,
+                    None,
+                    True,
+                    f"the baseline ({baseline_name or 'baseline'}) shares no case with this run: "
+                    "nothing was compared; give the baseline of this suite",
+                )
+            )
     if fail_under is not None:
         applied.add("fail-under")
         entries += _fail_under_entries(now, fail_under)
     if max_style_flips is not None:
         applied.add("style-flips")
-        entries += _style_flip_entries(style_probe, max_style_flips)
+        probes = list(style_probe)
+        entries += _style_flip_entries(probes, max_style_flips)
+        if not any(p.probed for p in probes):
+            entries.append(
+                GateEntry(
+                    "style-flips",
+                    None,
+                    None,
+                    True,
+                    "the style probe judged no verdict again (every probe call failed, or no "
+                    "judged substance criterion ran), so --rubric-judge-max-style-flips "
+                    "measured nothing",
+                )
+            )
     if min_kappa is not None:
         applied.add("min-kappa")
-        entries += _min_kappa_entries(calibration, min_kappa)
+        labels = list(calibration)
+        entries += _min_kappa_entries(labels, min_kappa)
+        if not any(c.get("n") for c in labels):
+            entries.append(
+                GateEntry(
+                    "min-kappa",
+                    None,
+                    None,
+                    True,
+                    "no calibration label was graded, so --rubric-judge-min-kappa measured "
+                    "nothing; add `calibration:` examples to the rubric files",
+                )
+            )
     seen = {_identity(e) for e in entries}
     for entry in carried:
         if entry.gate not in applied and _identity(entry) not in seen:
