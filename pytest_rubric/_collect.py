@@ -20,6 +20,7 @@ from ._calls import described, make_importable, resolve_import
 from ._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from ._grader import CompiledRubric
 from ._loader import LoadedSuite, load_suite, paused_gc
+from ._outgoing import outgoing
 from ._result import CaseResult, Recorded, Verdict
 from ._schema import own_mark
 from ._scoring import score as score_results
@@ -71,7 +72,7 @@ def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
     failed = [c.id for c in result.criteria if c.went_wrong or c.verdict is Verdict.ERROR]
     if failed:
         properties.append(("rubric_failed_criteria", ",".join(failed)))
-    return properties
+    return [(name, outgoing(value)) for name, value in properties]
 
 
 def _no_response(case_id: str, dirs: Sequence[ResponseDir]) -> str:
@@ -122,7 +123,7 @@ class RubricFile(pytest.File):
                 shown: Path | str = self.path.relative_to(self.config.invocation_params.dir)
             except ValueError:
                 shown = self.path
-            return excinfo.value.render(shown)
+            return outgoing(excinfo.value.render(shown))
         return super().repr_failure(excinfo)
 
     def _items(self, loaded: LoadedSuite) -> Iterator[RubricItem]:
@@ -439,9 +440,10 @@ class RubricItem(pytest.Item):
             # asked and said.
             result = excinfo.value.result
             if result is None:
-                return str(excinfo.value)
+                return outgoing(str(excinfo.value))
             show = self.rubric_session.settings.show_response
-            return "\n".join([str(excinfo.value), *answer_lines(result, show_response=show)])
+            lines = [str(excinfo.value), *answer_lines(result, show_response=show)]
+            return outgoing("\n".join(lines))
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

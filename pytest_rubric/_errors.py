@@ -93,7 +93,9 @@ class RubricLoadError(RubricError):
 
 class _ResultError(RubricError):
     def __init__(self, message: str, *, result: CaseResult | None) -> None:
-        super().__init__(message)
+        from ._outgoing import outgoing  # the text of every item's error leaves the process
+
+        super().__init__(outgoing(message))
         self.result = result
 
 

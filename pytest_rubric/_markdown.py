@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from ._base import SHOW_QUESTION
 from ._gates import DELTA_HEADER, GateReport
 from ._leaderboard import COLUMNS, interval_text
+from ._outgoing import inert_mentions, outgoing
 from ._result import CaseResult
 from ._secrets import shorten
 from ._session_report import SessionReport, Severity
@@ -32,8 +33,10 @@ _MAX_FAILURES = 50
 
 
 def escape(text: str, limit: int = _MAX_TEXT) -> str:
-    """``text`` as inert Markdown table-cell text: one line, at most ``limit`` characters."""
-    text = shorten(_SPACE.sub(" ", text).strip(), limit)
+    """``text`` as inert Markdown table-cell text: one line, at most ``limit`` characters,
+    no mention, issue link or e-mail address live (a PR comment notifies nobody)."""
+    # The boundary before the escapes, which would hide a URL's "://" from it.
+    text = inert_mentions(outgoing(shorten(_SPACE.sub(" ", text).strip(), limit)))
     # Punctuation first: the entities below carry "#" and ";" of their own.
     text = _PUNCTUATION.sub(r"\\\1", text)
     return "".join(_HTML.get(ch, ch) for ch in text)
@@ -42,7 +45,7 @@ def escape(text: str, limit: int = _MAX_TEXT) -> str:
 def code(text: str, limit: int = _MAX_TEXT) -> str:
     """``text`` as a code span in a table cell: shown as is, but for ``|``, which GitHub
     reads as a new cell even there."""
-    text = shorten(_SPACE.sub(" ", text).strip(), limit).replace("|", "\\|")
+    text = outgoing(shorten(_SPACE.sub(" ", text).strip(), limit)).replace("|", "\\|")
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
     padding = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{padding}{text}{padding}{fence}"

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._outgoing import outgoing
+
 if TYPE_CHECKING:
     from ._session_report import SessionReport
 
@@ -83,7 +85,7 @@ def write_outputs(
             append = None
         if path is None and append is None:
             continue
-        text = output.render(report)
+        text = outgoing(output.render(report))  # the boundary, whatever the renderer wrote
         if path is not None:
             _write(path, text)
         if append is not None:

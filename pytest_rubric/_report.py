@@ -50,7 +50,9 @@ def document(report: SessionReport) -> dict[str, Any]:
 
 
 def render_json(report: SessionReport) -> str:
-    return json.dumps(document(report), indent=2) + "\n"
+    from ._outgoing import outgoing_data  # the boundary every output passes
+
+    return json.dumps(outgoing_data(document(report)), indent=2) + "\n"
 
 
 def json_document(results: Iterable[CaseResult]) -> dict[str, Any]:

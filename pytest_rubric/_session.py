@@ -16,6 +16,7 @@ import pytest
 
 from . import _heap
 from ._base import JUNIT_PROPERTIES, ResponseTally, is_rubric_file, is_rubric_item
+from ._outgoing import outgoing
 from ._response_dirs import ResponseDir, ResponseDirs, RubricWarning
 from ._result import CaseResult
 from ._session_audit import SessionAudit
@@ -277,7 +278,7 @@ class RubricSession(SessionAudit):
             for line in answer_lines(result, show_response=show)
         )
         if text:
-            write_system_out(self.config, report, text)
+            write_system_out(self.config, report, outgoing(text))
 
     def summary_wanted(self, report: SessionReport) -> bool:
         """Whether the terminal shows the rubric summary (ini ``rubric_summary``).

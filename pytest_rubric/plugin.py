@@ -14,6 +14,7 @@ from . import _xdist
 # are imported when a rubric file, a judge or a fixture asks for them.
 from ._base import CURRENT_ITEM, RESULTS_KEY, SET_A_JUDGE, is_rubric_file, is_rubric_item
 from ._options import add_options
+from ._outgoing import outgoing
 from ._result import CaseResult
 from ._session import SESSION_KEY, RubricSession
 from ._settings import Settings
@@ -316,7 +317,7 @@ class _ReportHooks:
 
             terminalreporter.section("rubric summary")
             for line in terminal_lines(report):
-                terminalreporter.line(line.text, **line.markup)
+                terminalreporter.line(outgoing(line.text), **line.markup)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.state.finish(session)
@@ -329,9 +330,9 @@ def _gate_report(reason: str) -> pytest.TestReport:
         location=("", None, "rubric gate"),
         keywords={},
         outcome="failed",
-        longrepr=reason,
+        longrepr=outgoing(reason),
         when="call",
-        rubric_gate=reason,
+        rubric_gate=outgoing(reason),
     )
 
 

@@ -47,7 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from .._base import CACHE_MODES
-from .._secrets import MAX_TEXT, Secret, clip, public_url, redact
+from .._outgoing import outgoing
+from .._secrets import MAX_TEXT, Secret, clip, public_url
 from .base import JudgeError, JudgeStats, Reply
 
 __all__ = ["CACHE_MODES", "CachedCalls", "JudgeCache", "cache_key"]
@@ -231,8 +232,8 @@ class JudgeCache:
                     key,
                     provider,
                     model,
-                    redact(raw, *self._secrets),
-                    redact(json.dumps(parsed, default=str), *self._secrets),
+                    outgoing(raw, *self._secrets),  # the boundary text leaves the process by
+                    outgoing(json.dumps(parsed, default=str), *self._secrets),
                     tokens[0],
                     tokens[1],
                     time.time(),
@@ -249,7 +250,7 @@ class JudgeCache:
         self._write(
             (
                 "INSERT OR REPLACE INTO unusable (key, reason, created) VALUES (?, ?, ?)",
-                lambda: (key, clip(reason, *self._secrets, limit=_REASON), time.time()),
+                lambda: (key, outgoing(clip(reason, *self._secrets, limit=_REASON)), time.time()),
             ),
         )
 

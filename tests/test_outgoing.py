@@ -1,0 +1,163 @@
+"""Text that leaves the process passes one boundary (``_outgoing``): keys and their fragments
+redacted, URLs without userinfo or query string, terminal control characters escaped, lone
+surrogates replaced, and in Markdown no live mention (DESIGN, "Limits that hold under hostile
+input"). A property pushes generated hostile text through every output writer; a session
+pushes it through a real run."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_rubric._outgoing import inert_mentions, outgoing, outgoing_data
+from pytest_rubric._outputs import write_outputs
+from pytest_rubric._result import CaseResult, CriterionResult, Verdict
+from pytest_rubric._session_report import build_report
+from pytest_rubric._summary import terminal_lines
+from pytest_rubric._table import answer_lines, criteria_table
+from tests.fake_llm import FakeLLM, Recorded, verdict
+
+Write = Callable[[str, str], Path]
+
+KEY = "sk-test-0123456789abcdefghijklmnop"
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+SURROGATE = re.compile("[\ud800-\udfff]")
+HOSTILE_PIECES = [
+    "\x1b[2K\r\x1b[32m1 passed",  # rewrites pytest's last line
+    "\x1b]8;;https://evil.example/\x07click\x1b]8;;\x07",  # an OSC 8 link and BEL
+    "\x9b31m",  # a C1 control sequence introducer
+    "\ud83d",  # half an emoji
+    "https://team:tok-userinfo-42@gateway.example/v1?api-key=tok-query-42",
+    "@octocat @acme/security-team #1 ops@example.com",
+    KEY,
+    KEY[3:20],  # a fragment of the key, 17 characters
+    "{" * 50,
+    "x" * 3_000,
+]
+
+
+def _has_no_key(text: str) -> bool:
+    return not any(KEY[i : i + 12] in text for i in range(len(KEY) - 11))
+
+
+def _check(text: str) -> None:
+    assert not RAW_CONTROL.search(text), RAW_CONTROL.search(text)
+    assert not SURROGATE.search(text)
+    assert _has_no_key(text)
+    assert "tok-userinfo-42" not in text and "tok-query-42" not in text
+
+
+def _result(text: str) -> CaseResult:
+    criterion = CriterionResult(text or "c", "judge", "substance", 1.0, Verdict.UNMET, 0.0, text)
+    return CaseResult(
+        f"e.rubric.yaml::{text[:40]}[{text[:20]}]", text[:30], text[:40], text[:20] or "s",
+        0.0, 0.0, 0.8, False, [criterion], 0.5, 0.5, 0.3, question=text, response=text,
+    )  # fmt: skip
+
+
+hostile_text = st.lists(
+    st.one_of(st.sampled_from(HOSTILE_PIECES), st.text(max_size=30)), min_size=1, max_size=6
+).map("".join)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=hostile_text)
+def test_hostile_text_leaves_through_every_writer_defused(
+    text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    report = build_report([_result(text)])
+    paths = {name: tmp_path / f"out.{name}" for name in ("json", "html", "markdown")}
+    write_outputs(report, paths, environ={})
+    for path in paths.values():
+        written = path.read_text(encoding="utf-8")
+        _check(written)
+    json.loads(paths["json"].read_text(encoding="utf-8"))  # still a document
+    # Outside code spans (where GitHub links and notifies nothing), no mention is live.
+    markdown = re.sub(r"(`+).*?\1", "", paths["markdown"].read_text(encoding="utf-8"))
+    assert not re.search(r"(?<![\w])@[A-Za-z0-9]", markdown)
+    assert not re.search(r"(?<![\w&])#[0-9]", markdown)
+    # The terminal: the summary's lines and an item's failure text, as the plugin prints them.
+    for line in terminal_lines(report):
+        _check(outgoing(line.text))
+    _check(
+        outgoing("\n".join([criteria_table(report.results[0]), *answer_lines(report.results[0])]))
+    )
+
+
+def test_the_boundary_keeps_what_it_may_keep() -> None:
+    assert outgoing("tab\tand\nnewline, é, 😀, https://example.com/a/b") == (
+        "tab\tand\nnewline, é, 😀, https://example.com/a/b"
+    )
+    assert outgoing("\x1b[31mred\x07") == "\\x1b[31mred\\x07"
+    assert outgoing("half \ud83d emoji") == "half \ufffd emoji"
+    assert outgoing("see http://u:p@h:8080/v1?key=1#frag now") == "see http://h:8080/v1 now"
+    assert outgoing_data({"a\x07": ["\x1b", 1, None, True]}) == {"a\\x07": ["\\x1b", 1, None, True]}
+    assert inert_mentions("@octocat, @acme/team, #12, a@b.com; C#, x#1, `@code`") == (
+        "@\u200boctocat, @\u200bacme/team, #\u200b12, a@\u200bb.com; C#, x#1, `@code`"
+    )
+
+
+def _hostile_judge(request: Recorded) -> object:
+    return verdict(
+        "UNMET",
+        "\x1b[2K\r\x1b[32m1 passed\x07 \ud83d see @octocat #1 ops@example.com "
+        f"https://u:tok-userinfo-42@gw.example/v1?api-key=tok-query-42 {KEY}",
+    )
+
+
+def test_a_session_with_hostile_text_ends_with_pytests_last_line_and_defused_outputs(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    summary = pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    write(
+        "app.py",
+        f"def answer(question: str) -> str:\n    raise RuntimeError('auth failed for {KEY}')\n",
+    )
+    write(
+        "h.rubric.yaml",
+        """
+        cases:
+          - id: judged
+            question: "Q?"
+            response: "An answer \\U0001F600 with \\x1b[31m colour"
+            criteria: [{id: says, requirement: "Says it"}]
+          - id: broken
+            target: app:answer
+            question: "Q?"
+            criteria: [{id: any, type: any_of, any_of: ["x"]}]
+        """,
+    )
+    pytester.syspathinsert()
+    fake_llm.respond_with(_hostile_judge)
+    result = pytester.runpytest(
+        "--rubric-judge=openai:m",
+        f"--rubric-judge-url={fake_llm.openai_url}",
+        "--rubric-json=out.json",
+        "--rubric-html=out.html",
+        "--junitxml=junit.xml",
+        "-p",
+        "no:randomly",
+    )
+    result.assert_outcomes(failed=1, errors=1)
+    output = result.stdout.str()
+    _check(output)
+    assert re.search(r"=+ 1 failed, 1 error in [\d.]+s", result.stdout.lines[-1])
+    for name in ("out.json", "out.html", "junit.xml", "summary.md"):
+        written = (pytester.path / name).read_text(encoding="utf-8")
+        assert written.strip(), name
+        _check(written)
+    assert "@octocat" not in summary.read_text(encoding="utf-8")
+    document = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))
+    reasons = [c["reason"] for r in document["results"] for c in r["criteria"]]
+    assert any("\\x1b[2K" in reason for reason in reasons)  # shown, escaped
