@@ -26,6 +26,14 @@ calls, chosen at random, fail instead, in one of these ways (equal shares):
 * a malformed body: HTTP 200 whose body is not JSON;
 * a truncated reply: a verdict cut off in transit (Content-Length not met).
 
+A third session runs the same kind of file against a judge of the user's own
+(``pytest_rubric_make_judge`` in a ``conftest.py``, with ``-n 2``) that ends
+badly in its own ways: of its calls, 10 % raise ``SystemExit``, 10 %
+``asyncio.CancelledError`` and 10 % ``GeneratorExit``; every other reply is
+the scripted verdict with a lone surrogate (half an emoji) and a terminal
+escape sequence in its reason. The session must end in time, write its
+reports, and count each of those criteria ERROR, never a verdict.
+
 What is checked
 ---------------
 From each session's ``--rubric-json`` and ``--junitxml``:
@@ -110,7 +118,8 @@ FAULTS = (
 class Result(TypedDict):
     benchmark: str
     criteria: int
-    calls: int  # requests the server answered or failed, retries included
+    calls: int  # requests the server answered or failed, retries included, and own-judge calls
+    own_calls: int  # calls to the judge of one's own (30 % of them exit, cancel or close)
     faults: dict[str, int]
     fault_rate: float  # faults / calls
     scripted: int  # criteria that ended with their scripted verdict
@@ -204,16 +213,61 @@ def generate(directory: Path, cases: int, rng: random.Random) -> dict[str, dict[
     return scripted
 
 
+# The user's own judge of the third session: it exits, cancels and closes in its own ways,
+# and its good replies carry half an emoji and an escape sequence.
+OWN_JUDGE = """
+import asyncio
+import json
+import random
+import re
+import sys
+import threading
+
+TOKEN = re.compile(r"\\bS(\\d{5})([MU])\\b")
+_lock = threading.Lock()
+_rng = random.Random(SEED)
+
+
+class Hostile:
+    name = "hostile"
+
+    async def complete(self, system, user):
+        with _lock:
+            roll = _rng.random()
+            with open("calls.txt", "a") as calls:
+                calls.write("1\\n")
+        if roll < 0.1:
+            sys.exit("the judge exits")
+        if roll < 0.2:
+            raise asyncio.CancelledError()
+        if roll < 0.3:
+            raise GeneratorExit("the judge closed")
+        match = TOKEN.search(system)
+        verdict = "MET" if match.group(2) == "M" else "UNMET"
+        reason = f"scripted for {match.group(0)} \\ud83d \\x1b[2K\\r1 passed"
+        return json.dumps({"reason": reason, "verdict": verdict}, ensure_ascii=False)
+
+
+def pytest_rubric_make_judge(config):
+    return Hostile()
+"""
+
+
 def _session(
     directory: Path, fake: FakeLLM, provider: str, workers: int, max_seconds: float
 ) -> tuple[dict[str, Any], dict[str, str]]:
     url = fake.openai_url if provider == "openai" else fake.url
     env = child_env(**{f"{provider.upper()}_API_KEY": "sk-soak-not-a-real-key"})
+    if provider == "own":
+        (directory / "conftest.py").write_text(OWN_JUDGE.replace("SEED", "20261204"))
     args = [
         *("-q", "-p", "no:cacheprovider"),
         *(["-n", str(workers)] if workers else ["-p", "no:xdist"]),
-        f"--rubric-judge={provider}:soak",
-        f"--rubric-judge-url={url}",
+        *(
+            []
+            if provider == "own"
+            else [f"--rubric-judge={provider}:soak", f"--rubric-judge-url={url}"]
+        ),
         f"--rubric-judge-timeout={TIMEOUT}",
         *("--rubric-concurrency=16", "--rubric-cache=off"),
         *("--rubric-json=out.json", "--junitxml=junit.xml"),
@@ -251,26 +305,30 @@ def run(
     counts: collections.Counter[str] = collections.Counter()
     faulty = Faulty(fault_rate, seed)
     start = time.perf_counter()
+    own_calls = 0
     with FakeLLM(latency=0.02) as fake:
         fake.respond_with(faulty)
-        halves = [("openai", 2), ("anthropic", 0)]
-        for provider, workers in halves:
-            cases = criteria // PER_CASE // len(halves)
+        parts = [("openai", 2), ("anthropic", 0), ("own", 2)]
+        for provider, workers in parts:
+            cases = criteria // PER_CASE // len(parts)
             directory = Path(tempfile.mkdtemp(prefix=f"bench_soak_{provider}_"))
             try:
                 scripted = generate(directory, cases, rng)
                 left = max_seconds - (time.perf_counter() - start)
                 report, outcomes = _session(directory, fake, provider, workers, left)
+                if provider == "own":
+                    own_calls = len((directory / "calls.txt").read_text().split())
             finally:
                 shutil.rmtree(directory, ignore_errors=True)
             _tally(report, outcomes, scripted, counts)
-        calls = len(fake.requests)
+        calls = len(fake.requests) + own_calls
     seconds = time.perf_counter() - start
     faults = {kind: faulty.faults[kind] for kind in FAULTS}
     return {
         "benchmark": "soak",
         "criteria": counts["criteria"],
         "calls": calls,
+        "own_calls": own_calls,
         "faults": faults,
         "fault_rate": sum(faults.values()) / calls if calls else 0.0,
         "scripted": counts["scripted"],
@@ -338,7 +396,9 @@ def main(argv: list[str] | None = None) -> int:
     faults = ", ".join(f"{kind} {n}" for kind, n in r["faults"].items())
     print(
         f"judge soak: {r['criteria']} judged criteria, {r['calls']} judge calls, "
-        f"{sum(r['faults'].values())} faults injected ({r['fault_rate']:.0%}: {faults})"
+        f"{sum(r['faults'].values())} faults injected ({r['fault_rate']:.0%}: {faults}); "
+        f"{r['own_calls']} of the calls to a judge of one's own (SystemExit, CancelledError, "
+        "GeneratorExit, half an emoji)"
     )
     print(
         f"  criteria: {r['scripted']} scripted verdict, {r['errors']} ERROR, {r['wrong']} wrong; "

@@ -26,7 +26,7 @@ from ._result import CaseResult, CriterionResult, Outcome, Sample, Verdict
 from ._schema import REPORT_ONLY, Criterion, Mark, Rubric, own_mark
 from ._scoring import passes
 from ._scoring import score as score_results
-from ._secrets import Secret, clip
+from ._secrets import Secret, clip, whole_characters
 from .criteria.check import Answer, Check, CheckContext
 from .criteria.extract import Extract, JudgedCriterion
 from .criteria.judge import Judge
@@ -261,7 +261,11 @@ class Grader:
                 thresholds=self.thresholds,
             )
             + (["style_error"] if style_error else []),
-            question=compiled.rubric.shown_question,
+            question=(
+                None
+                if compiled.rubric.shown_question is None
+                else whole_characters(compiled.rubric.shown_question)
+            ),
             possible=substance.positive,
             tags=list(getattr(compiled.rubric, "tags", ())),
             # A copy for reports: a 20 MB answer is graded whole but not copied whole.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ._secrets import Secret, public_url, redact
+from ._secrets import Secret, public_url, redact, whole_characters
 from .judge.providers import known_keys
 
 __all__ = ["inert_mentions", "outgoing", "outgoing_data"]
@@ -24,7 +24,6 @@ __all__ = ["inert_mentions", "outgoing", "outgoing_data"]
 # Terminal control: C0 but tab and newline, DEL, C1 (an escape sequence starts with one of
 # these, so escaping its first character disarms all of it).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 # A URL with userinfo, a query string or a fragment: the only ones that need changing.
 _URL_IN_TEXT = re.compile(
     # Up to a space, a quote, a control character or the next "http://" (and the like): a
@@ -65,9 +64,7 @@ def _environment_keys() -> list[Secret]:
 
 
 def _outgoing(text: str, keys: tuple[Secret | None, ...]) -> str:
-    if _SURROGATE.search(text):
-        text = _SURROGATE.sub("\ufffd", text)
-    text = redact(text, *keys)
+    text = redact(whole_characters(text), *keys)
     if "://" in text:
         text = _URL_IN_TEXT.sub(_public_match, text)
     if _CONTROL.search(text):

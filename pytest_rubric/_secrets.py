@@ -16,7 +16,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["FRAGMENT", "MAX_TEXT", "Secret", "clip", "public_url", "redact", "shorten"]
+__all__ = [
+    "FRAGMENT",
+    "MAX_TEXT",
+    "Secret",
+    "clip",
+    "public_url",
+    "redact",
+    "shorten",
+    "whole_characters",
+]
 
 _MASK = "***"
 # A run of a key this long is treated as the key: shorter runs are common
@@ -86,12 +95,23 @@ def clip(text: str, *secrets: Secret | None, limit: int = MAX_TEXT) -> str:
     """``text`` redacted of ``secrets``, then cut to ``limit`` characters with a count of the rest.
 
     Redaction comes first: cutting first could leave a piece of a key too
-    short to be recognised as the key, but long enough to matter.
+    short to be recognised as the key, but long enough to matter. A lone surrogate (half
+    an emoji) becomes U+FFFD: a result carries only text UTF-8 can write, so it can travel
+    between xdist processes and into every output.
     """
-    text = redact(text, *secrets)
+    text = whole_characters(redact(text, *secrets))
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… [{len(text) - limit:,} more characters]"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def whole_characters(text: str) -> str:
+    """``text`` with every lone surrogate (half an emoji, which UTF-8 cannot write) replaced
+    by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
 def shorten(text: str, limit: int, *secrets: Secret | None) -> str:

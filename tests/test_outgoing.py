@@ -161,3 +161,37 @@ def test_a_session_with_hostile_text_ends_with_pytests_last_line_and_defused_out
     document = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))
     reasons = [c["reason"] for r in document["results"] for c in r["criteria"]]
     assert any("\\x1b[2K" in reason for reason in reasons)  # shown, escaped
+
+
+SURROGATE_JUDGE = """
+import json
+
+
+class HalfEmoji:
+    async def complete(self, system, user):
+        return json.dumps({"reason": "fine \\ud83d", "verdict": "MET"}, ensure_ascii=False)
+
+
+def pytest_rubric_make_judge(config):
+    return HalfEmoji()
+"""
+
+
+def test_half_an_emoji_from_the_judge_travels_between_xdist_processes(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """A lone surrogate in a result broke execnet ("strings must be utf-8 encodable"): the
+    workers died and the run ended in INTERNALERROR (found by the soak's own judge)."""
+    pytester.makeconftest(SURROGATE_JUDGE)
+    write(
+        "j.rubric.yaml",
+        "cases:\n"
+        + "".join(
+            f"  - {{id: c{i}, response: 'ok', criteria: [{{id: says, requirement: 'Says'}}]}}\n"
+            for i in range(4)
+        ),
+    )
+    result = pytester.runpytest_subprocess("-n", "2", "--rubric-json=out.json", timeout=120)
+    result.assert_outcomes(passed=4)
+    document = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))
+    assert {c["reason"] for r in document["results"] for c in r["criteria"]} == {"fine \ufffd"}
