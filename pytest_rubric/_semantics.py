@@ -8,6 +8,7 @@ subject names in the raw data, the rest in the cases that validate alone.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -193,6 +194,18 @@ def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locato
         if global_criteria is None:
             continue  # the global criteria did not validate: a case's weights are unknown
         everything = [*global_criteria, *case.criteria]
+        overflow = _overflowing_weights(everything)
+        if overflow is not None:
+            problems.append(
+                Problem(
+                    f"the case's {overflow} add up to more than a number can hold, so its "
+                    "score cannot be computed",
+                    line=locator.case_line(i),
+                    case=label,
+                    field="criteria",
+                    hint="use smaller weights and penalties: only their ratios matter",
+                )
+            )
         if not any(c.axis == "substance" and c.effective_weight != 0 for c in everything):
             problems.append(
                 Problem(
@@ -205,6 +218,17 @@ def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locato
                 )
             )
     return problems
+
+
+def _overflowing_weights(criteria: Sequence[Criterion]) -> str | None:
+    """Which of a case's sums overflows, "weights" or "penalties", or None: an infinite sum
+    makes every score NaN or 1.0 (two penalties of 1e308, one MET, scored 1.0)."""
+    weights = [c.effective_weight for c in criteria]
+    if not math.isfinite(sum(w for w in weights if w > 0)):
+        return "weights"
+    if not math.isfinite(sum(-w for w in weights if w < 0)):
+        return "penalties"
+    return None
 
 
 def _valid_parts(
