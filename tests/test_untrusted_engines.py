@@ -14,6 +14,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -27,7 +28,8 @@ from pytest_rubric._result import Outcome, Verdict
 from pytest_rubric._schema import Json
 from pytest_rubric.criteria.check import Answer
 from pytest_rubric.criteria.registry import compile_check
-from tests.fake_llm import FakeLLM, raw
+from pytest_rubric.judge.evidence import check_evidence, quote_found
+from tests.fake_llm import FakeLLM, json_reply, raw
 
 Write = Callable[[str, str], Path]
 MET, UNMET, ERROR = Verdict.MET, Verdict.UNMET, Verdict.ERROR
@@ -446,3 +448,132 @@ def test_non_finite_numbers_in_a_schema_and_overflowing_weights_are_collection_e
     assert "at /maximum, holds a number that is not finite" in found[(5, "q1", "huge")]
     assert "penalties add up to more than a number can hold" in found[(6, "q2", None)]
     assert len(found) == 3
+
+
+# --- evidence: linear in the response, bounded in time ---------------------------------------
+
+_VOCABULARY = [
+    "the",
+    "refund",
+    "policy",
+    "is",
+    "thirty",
+    "days",
+    "and",
+    "you",
+    "can",
+    "return",
+    "any",
+    "item",
+    "that",
+    "is",
+    "unused",
+    "in",
+    "its",
+    "original",
+    "box",
+    "with",
+    "the",
+    "receipt",
+    "we",
+    "pay",
+    "for",
+    "shipping",
+    "when",
+    "the",
+    "item",
+    "arrived",
+    "damaged",
+]
+
+
+def _prose(characters: int, seed: int) -> str:
+    import random
+
+    pick = random.Random(seed).choice
+    words: list[str] = []
+    while sum(len(w) + 1 for w in words) < characters:
+        words.append(pick(_VOCABULARY))
+    return " ".join(words)
+
+
+def test_long_invented_quotes_are_not_found_quickly() -> None:
+    """Five 10 KB invented quotes against a 20 KB answer kept one criterion past 45 s."""
+    response = _prose(20_000, seed=1)
+    started = time.perf_counter()
+    found = [quote_found(_prose(10_000, seed=n), response) for n in range(2, 7)]
+    assert found == [False] * 5
+    assert time.perf_counter() - started < 5
+
+
+def test_a_long_true_quote_is_found_with_its_slips_and_not_with_an_invented_passage() -> None:
+    response = _prose(20_000, seed=1)
+    quote = response[5_003:15_007]
+    slipped = quote[:3_000] + "x" + quote[3_000:7_000] + quote[7_001:]
+    assert quote_found(quote, response)
+    assert quote_found(slipped, response)
+    invented = quote[:5_000] + " and we never charge a fee for any of it, ever. " + quote[5_000:]
+    assert not quote_found(invented, response)
+    assert not quote_found(quote + " and more that it never said", quote)
+
+
+def test_a_quote_longer_than_the_response_is_not_searched(monkeypatch: pytest.MonkeyPatch) -> None:
+    import rapidfuzz.fuzz
+
+    def searched(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("searched")
+
+    for name in ("partial_ratio_alignment", "partial_ratio", "ratio"):
+        monkeypatch.setattr(rapidfuzz.fuzz, name, searched)
+    response = "The refund policy is thirty days."
+    assert not quote_found(f"As it says: {response} And it is always right.", response)
+
+
+def test_an_evidence_search_past_its_time_bound_is_an_error() -> None:
+    """A response that repeats one letter makes every place a start: the bound stops it."""
+    response = "a" * 20_000
+    quote = "a" * 9_000 + "b" * 1_000
+    met = Outcome(MET, 1.0, "judged")
+    criterion = SimpleNamespace(id="c", kind="boolean", effective_weight=-1.0)
+    started = time.perf_counter()
+    outcome = check_evidence(met, criterion, response, mode="check", quotes=[quote], timeout=0.3)
+    assert time.perf_counter() - started < 3
+    assert (outcome.verdict, outcome.credit) == (ERROR, 0.0)
+    assert "its evidence could not be checked" in outcome.reason
+    assert "gave up after 0.3 s" in outcome.reason
+
+
+def test_invented_long_quotes_end_to_end(
+    pytester: pytest.Pytester,
+    write: Write,
+    fake_llm: FakeLLM,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    response = _prose(20_000, seed=1)
+    quotes = [_prose(10_000, seed=n) for n in range(2, 7)]
+    fake_llm.respond_with(
+        lambda request: json_reply({"reason": "judged", "verdict": "MET", "evidence": quotes})
+    )
+    write(
+        "evals/long.rubric.yaml",
+        f"""
+        cases:
+          - id: q1
+            response: "{response}"
+            criteria:
+              - {{id: refund, requirement: "Says the refund window is thirty days"}}
+        """,
+    )
+    started = time.monotonic()
+    result = pytester.runpytest(
+        "--rubric-judge=openai:m",
+        f"--rubric-judge-url={fake_llm.openai_url}",
+        "--rubric-judge-timeout=2",
+        "--rubric-json=out.json",
+        "-p",
+        "no:xdist",
+    )
+    assert time.monotonic() - started < 30
+    result.assert_outcomes(passed=1)
+    (criterion,) = rubric_json()["results"][0]["criteria"]
+    assert (criterion["verdict"], criterion["evidence_ok"]) == ("MET", False)
