@@ -3,15 +3,13 @@ and the subject names they give, which go into test ids and the summary table.""
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._errors import Problem
-from ._locate import kind_of
-from ._safe_read import Limit, NotRegular, json_loads, quoted, read_text
+from ._safe_read import NotRegular, read_jsonl
 
 __all__ = ["ResponseFile", "load_response_dir", "safe_subject", "subject_problem"]
 
@@ -82,13 +80,9 @@ def load_response_dir(directory: Path) -> tuple[list[ResponseFile], list[Problem
 
 
 def _read_jsonl(target: ResponseFile) -> list[Problem]:
-    problems: list[Problem] = []
     example = '{"id": "q01", "response": "..."}'
     try:
-        # Only newlines end a JSON line: str.splitlines() would also split on
-        # \x1c-\x1e, \x85 and \u2028, which JSON allows inside a string, and
-        # every line number after such a character would be wrong.
-        lines = read_text(target.path).split("\n")
+        rows, problems = read_jsonl(target.path, example=example)
     except NotRegular as exc:
         return [
             Problem(
@@ -99,32 +93,11 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
         ]
     except (OSError, UnicodeDecodeError) as exc:
         return [Problem(f"cannot read: {exc}", path=target.path)]
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
+    for number, entry in rows:
 
         def bad(message: str, hint: str = f"write {example}", **where: str) -> None:
             problems.append(Problem(message, hint=hint, path=target.path, line=number, **where))  # noqa: B023
 
-        try:
-            entry, repeated = json_loads(raw)
-        except json.JSONDecodeError as exc:
-            bad(f"invalid JSON ({exc.msg})", f"write one object per line: {example}")
-            continue
-        except Limit as exc:
-            bad(exc.problem.message, exc.problem.hint or f"write {example}")
-            continue
-        if repeated:
-            bad(
-                f"the key {quoted(repeated[0])} is given twice in this object; only the last "
-                "one would count",
-                "keep one of them",
-                field=str(repeated[0]),
-            )
-            continue
-        if not isinstance(entry, dict):
-            bad(f"expected an object, got {kind_of(entry)}")
-            continue
         case_id, text = entry.get("id"), entry.get("response", entry.get("answer"))
         if not isinstance(case_id, str | int):
             bad("missing `id`", field="id")
@@ -138,4 +111,5 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
         target.entries[str(case_id)] = (text, number)
         suite = entry.get("suite")
         target.suites[str(case_id)] = suite if isinstance(suite, str) else None
+    problems.sort(key=lambda p: p.line or 0)
     return problems

@@ -176,7 +176,7 @@ def test_bad_input_is_located_and_nothing_is_written(project: Path) -> None:
     assert (
         "bad.jsonl:2, case 'other', field 'rubrics[1].points': must be a number, got 'five'" in err
     )
-    assert "bad.jsonl:3: not JSON" in err
+    assert "bad.jsonl:3: invalid JSON" in err
     assert "bad.jsonl:4, case 'hb-0001-emergency', field 'prompt_id'" in err
     assert "is also on line 1" in err
     assert not (project / "evals").exists()
