@@ -11,7 +11,13 @@ from pathlib import Path
 from ._errors import Problem
 from ._safe_read import NotRegular, read_jsonl
 
-__all__ = ["ResponseFile", "load_response_dir", "safe_subject", "subject_problem"]
+__all__ = [
+    "ResponseFile",
+    "file_subject_problem",
+    "load_response_dir",
+    "safe_subject",
+    "subject_problem",
+]
 
 
 @dataclass(slots=True)
@@ -45,6 +51,16 @@ def subject_problem(name: str) -> str | None:
     if any(unicodedata.category(ch) in _INVISIBLE for ch in name):
         return "a line break or another control character breaks test ids and the summary table"
     return None
+
+
+def file_subject_problem(name: str) -> str | None:
+    """Why ``name`` cannot name the file ``<name>.jsonl`` that ``collect`` or an importer
+    writes into its output folder, or None: what :func:`subject_problem` refuses, and a path
+    separator or ``..``, which would write outside the folder or where no run reads."""
+    why = subject_problem(name)
+    if why is None and ("/" in name or "\\" in name or ".." in name or name.strip() == "."):
+        why = "a path separator or '..' would write outside the output folder"
+    return why
 
 
 def safe_subject(name: str) -> str:

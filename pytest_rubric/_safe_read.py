@@ -239,7 +239,9 @@ def json_loads(text: str) -> tuple[Any, list[str]]:
 _KINDS = {list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
 
 
-def read_jsonl(path: Path, *, example: str) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem]]:
+def read_jsonl(
+    path: Path, *, example: str
+) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem]]:
     """The objects of a JSONL file, each with its line number, and a problem for each line
     that is not one (named by the file, the line and, for a key given twice, the key).
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import Problem
+from .._responses import file_subject_problem
 from .._safe_read import NotRegular, read_jsonl
 from ._common import ImportFailed, Output, is_number, validated
 
@@ -78,6 +79,16 @@ def convert(data: Path, *, responses: dict[str, Path] | None = None) -> Output:
     if responses:
         suite["responses"] = "responses/"
         for subject, path in responses.items():
+            why = file_subject_problem(subject)
+            if why is not None:
+                problems.append(
+                    Problem(
+                        f"--responses {subject}={path}: the subject {subject!r} cannot name its "
+                        f"responses file: {why}",
+                        hint="name it without '/', '\\' or '..', such as org-model=FILE.jsonl",
+                    )
+                )
+                continue
             rows = read_completions(path, problems)
             known = [case["id"] for case in cases if case["id"] in rows]
             output.responses[f"responses/{subject}.jsonl"] = [
