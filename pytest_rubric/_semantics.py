@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ._errors import Problem
-from ._locate import Locator, item_label, value_at
+from ._locate import Locator, dotted, item_label, value_at
 from ._responses import safe_subject, subject_problem
 from ._schema import Case, Criterion, Suite, default_ids
 from .criteria.json import Json
@@ -46,7 +46,7 @@ def _regex_problems(
                     line=locator.line((*where, j, *inside, "pattern")),
                     case=case,
                     criterion=criterion.id,
-                    field=".".join((*inside, "pattern")),
+                    field=dotted((*inside, "pattern")),
                     hint=f"in YAML write the pattern in single quotes ('\\{escaped[0]}loss'); in "
                     f'JSON or double-quoted YAML double the backslash ("\\\\{escaped[0]}loss")',
                 )
@@ -60,7 +60,7 @@ def _regex_problems(
                 line=locator.line((*where, j, *inside, "pattern")),
                 case=case,
                 criterion=criterion.id,
-                field=".".join((*inside, "pattern")),
+                field=dotted((*inside, "pattern")),
                 hint="rewrite it without them (an `invert: true` criterion often replaces a "
                 "negative lookahead), or add `engine: python` to this criterion to use Python's "
                 f"backtracking engine, whose every search is cut off after {PYTHON_REGEX_TIMEOUT:g} s "

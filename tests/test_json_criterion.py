@@ -320,6 +320,35 @@ def test_field_mistakes_are_all_reported_at_their_lines(tmp_path: Path) -> None:
     assert "RE2" in problem.message
 
 
+def test_a_field_at_the_empty_pointer_is_named_as_written(tmp_path: Path) -> None:
+    """The pointer '' (the whole answer, RFC 6901) was named `fields..value`."""
+    problems = load_problems(
+        tmp_path,
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - id: whole
+                type: json
+                fields:
+                  '': {type: number, valu: 3}
+          - id: q2
+            criteria:
+              - id: rx
+                type: json
+                fields:
+                  '': {type: regex, pattern: '(?<=a)b'}
+        """,
+    )
+    assert sorted((p.line, p.field) for p in problems) == [
+        (7, "fields.''.valu"),
+        (7, "fields.''.value"),
+        (13, "fields.''.pattern"),
+    ]
+    rendered = problems[0].render("orders.rubric.yaml")
+    assert "field \"fields.''.val" in rendered and "fields..val" not in rendered
+
+
 # --- end to end ----------------------------------------------------------------------------------
 
 ORDER_SCHEMA = """\
