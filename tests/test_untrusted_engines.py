@@ -399,6 +399,20 @@ def test_a_penalty_is_not_lifted_by_nesting_the_call_deeper(
     }
 
 
+@pytest.mark.parametrize("fenced", [True, False])
+def test_an_answer_too_deep_to_parse_is_an_error_unless_it_is_malformed(fenced: bool) -> None:
+    """Past the parser's stack a well-nested answer may still be valid JSON holding the call
+    a penalty is about: ERROR. Brackets that never close are simply not JSON: UNMET."""
+    deep = '{"step": ' * 5_000 + '{"tool": "delete_all"}' + "}" * 5_000
+    wrapped = f"```json\n{deep}\n```" if fenced else deep
+    criterion = Json(id="j", weight=-1, schema=DELETE_ALL, fenced=fenced)
+    outcome = compile_check(criterion)(Answer(wrapped), None)
+    assert outcome.verdict is ERROR
+    assert "nests deeper than the JSON parser can follow" in outcome.reason
+    for malformed in ("[" * 100_000, '{"a": ' * 5_000 + "1" + "}" * 4_999 + "]"):
+        assert compile_check(criterion)(Answer(malformed), None).verdict is UNMET
+
+
 def test_a_number_too_large_to_check_is_an_error() -> None:
     outcome = check({"multipleOf": 0.1}, "1" + "0" * 400)
     assert outcome.verdict in (UNMET, ERROR)  # exact arithmetic or a could-not-finish

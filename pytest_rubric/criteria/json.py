@@ -51,6 +51,7 @@ __all__ = [
     "BODY_TYPES",
     "MISSING",
     "Json",
+    "NestedTooDeeply",
     "body_of",
     "parse_json",
     "parse_whole",
@@ -263,16 +264,42 @@ def _not_a_number(constant: str) -> Any:
     raise ValueError(f"{constant} is not a JSON value")
 
 
+class NestedTooDeeply(Exception):
+    """Well-nested JSON text deeper than the parser can follow: it may be valid JSON, so
+    whether it fits is unknown (ERROR), where malformed text is simply not JSON (UNMET)."""
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_CLOSES = {"]": "[", "}": "{"}
+
+
+def _well_nested(text: str) -> bool:
+    """Whether the brackets of ``text``, outside its strings, open and close in order."""
+    opened: list[str] = []
+    for bracket in re.findall(r"[\[\]{}]", _JSON_STRING.sub("", text)):
+        if bracket in "[{":
+            opened.append(bracket)
+        elif not opened or opened.pop() != _CLOSES[bracket]:
+            return False
+    return not opened
+
+
 def _loads(text: str) -> Any:
     # NaN and Infinity are Python's extensions, not JSON: NaN would pass every `minimum`.
-    return json.loads(text, parse_constant=_not_a_number)
+    try:
+        return json.loads(text, parse_constant=_not_a_number)
+    except RecursionError:
+        if _well_nested(text):
+            raise NestedTooDeeply from None
+        raise
 
 
 def parse_json(text: str) -> tuple[Any, str | None]:
     """The answer as JSON, or its first fenced block; (value, None) or (None, why not).
 
-    An answer nested too deeply for the parser does not parse, like any other
-    malformed answer: UNMET, not ERROR.
+    Malformed text nested too deeply for the parser does not parse, like any
+    other malformed answer (UNMET); well-nested text that deep raises
+    :class:`NestedTooDeeply`.
     """
     try:
         return _loads(text), None
@@ -290,7 +317,8 @@ def parse_json(text: str) -> tuple[Any, str | None]:
 
 
 def parse_whole(text: str) -> tuple[Any, str | None]:
-    """The whole text as JSON (JSON whitespace around it allowed); (value, None) or (None, why)."""
+    """The whole text as JSON (JSON whitespace around it allowed); (value, None) or (None, why).
+    Raises :class:`NestedTooDeeply` as :func:`parse_json` does."""
     try:
         return _loads(text), None
     except ValueError as exc:
@@ -312,10 +340,16 @@ class _JsonCheck(Check[Json]):
         self.fields = {pointer: body.compile(context) for pointer, body in (c.fields or {}).items()}
 
     def run(self, answer: Answer, case: object) -> Outcome:
-        if self.c.fenced:
-            value, problem = parse_json(answer.text.strip())
-        else:
-            value, problem = parse_whole(answer.text)
+        try:
+            if self.c.fenced:
+                value, problem = parse_json(answer.text.strip())
+            else:
+                value, problem = parse_whole(answer.text)
+        except NestedTooDeeply:
+            return error(
+                "the answer nests deeper than the JSON parser can follow, so whether it fits "
+                "could not be checked"
+            )
         if problem is not None:
             return unmet(problem)
         if self.validator is not None:
