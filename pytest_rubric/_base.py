@@ -27,6 +27,7 @@ __all__ = [
     "CACHE_MODES",
     "CURRENT_ITEM",
     "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_CHECK_TIMEOUT",
     "DEFAULT_MIN_SCORE",
     "EVIDENCE_MODES",
     "GRADERS",
@@ -51,6 +52,9 @@ RESPONSE_CACHE_MODES = ("off", "use", "replay")
 EVIDENCE_MODES = ("check", "require", "off")  # --rubric-judge-evidence, see judge.evidence
 DEFAULT_MIN_SCORE = 0.8  # the pass mark of cases that set none (ini rubric_min_score)
 DEFAULT_CALL_TIMEOUT = 60.0  # seconds a callable or target may run (ini rubric_call_timeout)
+# Seconds a check whose cost can grow faster than the answer (a JSON validation, evidence
+# matching) may run before its criterion is ERROR (ini rubric_check_timeout).
+DEFAULT_CHECK_TIMEOUT = 5.0
 # At most a day: a thread's wait past threading.TIMEOUT_MAX would overflow.
 MAX_CALL_TIMEOUT = 86_400.0
 # What a failing item shows of the question and the response (ini rubric_show_response).

@@ -14,7 +14,6 @@ labels, UNMET).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -197,12 +196,12 @@ def _problem(message: str, where: Path | None, field: str, hint: str) -> Problem
 def _read_jsonl(path: Path) -> tuple[list[Example], list[Problem]]:
     from pydantic import ValidationError
 
-    from ._safe_read import read_text
+    from ._safe_read import NotRegular, read_jsonl
 
-    hint = '{"case": "...", "criterion": "...", "response": "...", "verdict": "MET"}'
+    example = '{"case": "...", "criterion": "...", "response": "...", "verdict": "MET"}'
     try:
-        text = read_text(path)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        rows, problems = read_jsonl(path, example=example)
+    except (OSError, UnicodeDecodeError, NotRegular) as exc:
         return [], [
             Problem(
                 f"calibration: cannot read {path.name} ({exc})",
@@ -211,10 +210,7 @@ def _read_jsonl(path: Path) -> tuple[list[Example], list[Problem]]:
             )
         ]
     examples: list[Example] = []
-    problems: list[Problem] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for number, row in rows:
         if len(examples) >= _MAX_EXAMPLES:
             problems.append(
                 Problem(
@@ -226,15 +222,16 @@ def _read_jsonl(path: Path) -> tuple[list[Example], list[Problem]]:
             )
             break
         try:
-            examples.append(Example.model_validate(json.loads(line)))
-        except (ValueError, ValidationError) as exc:
+            examples.append(Example.model_validate(row))
+        except ValidationError as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             problems.append(
                 Problem(
                     f"not a calibration example: {first}",
                     line=number,
                     path=path,
-                    hint=f"write one object a line: {hint}",
+                    hint=f"write one object a line: {example}",
                 )
             )
+    problems.sort(key=lambda p: p.line or 0)
     return examples, problems

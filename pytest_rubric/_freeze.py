@@ -148,7 +148,7 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
     """Every subject given, each once; a clash of names or values is an error."""
     from ._base import RetryPolicy
     from ._calls import CallRunner, make_importable, resolve_import
-    from ._responses import subject_problem
+    from ._responses import file_subject_problem
     from ._sources import LiveModel, Source, Target, named
     from .judge.providers import JudgeSpec
 
@@ -165,9 +165,7 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
     ]:
         name, value = named(given)
         subject = name or value.rpartition(":")[2]
-        why = subject_problem(subject)
-        if why is None and ("/" in subject or "\\" in subject or subject in (".", "..")):
-            why = "a path separator or '..' would write outside --out"
+        why = file_subject_problem(subject)
         if why is not None:
             raise ValueError(f"{flag} {given}: subject {subject!r} cannot name a file: {why}")
         if subject in seen:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from . import _style
-from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_MIN_SCORE, SET_A_JUDGE
+from ._base import DEFAULT_CALL_TIMEOUT, DEFAULT_CHECK_TIMEOUT, DEFAULT_MIN_SCORE, SET_A_JUDGE
 from ._calls import CallRunner
 from ._repeat import PassWhen, item_passes
 from ._result import CaseResult, CriterionResult, Outcome, Sample, Verdict
@@ -82,13 +82,14 @@ class Grader:
         thresholds: _style.StyleThresholds | None = None,
         default_min_score: float = DEFAULT_MIN_SCORE,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        check_timeout: float = DEFAULT_CHECK_TIMEOUT,
         secrets: Sequence[Secret] | None = None,
     ) -> None:
         self.thresholds = thresholds or _style.StyleThresholds()
         self.default_min_score = default_min_score
         self.call_timeout = call_timeout
         self.calls = CallRunner()  # callables and targets, each bounded by a timeout
-        self.context = CheckContext(call_timeout, self.calls)
+        self.context = CheckContext(call_timeout, self.calls, check_timeout)
         # What results are redacted of: by default the providers' keys in the
         # environment, the only place keys come from.
         self.secrets = tuple(known_keys() if secrets is None else secrets)

@@ -25,6 +25,7 @@ from ._schema import CRITERION_TYPES, Case, CriterionModel, FieldError, Suite
 __all__ = [
     "EXAMPLES",
     "Locator",
+    "dotted",
     "duplicate_problem",
     "item_label",
     "kind_of",
@@ -59,7 +60,7 @@ def duplicate_problem(
         path = ("cases", *duplicate.path) if bare_list else duplicate.path
         where = _where((*path, str(duplicate.key)), tagged=False)
     case, criterion = _labels(data, where)
-    field_name = ".".join(str(f) for f in where.field) if where.field else shown(duplicate.key)
+    field_name = dotted(where.field) if where.field else shown(duplicate.key)
     lines = duplicate.lines
     return Problem(
         f"the key {quoted(duplicate.key)} is given twice in one {what}"
@@ -71,6 +72,12 @@ def duplicate_problem(
         field=field_name,
         hint="keep one of them, or rename the other",
     )
+
+
+def dotted(path: Sequence[str | int]) -> str:
+    """A path in the data as a problem names its field: ``fields./total.value``. An empty
+    key (the JSON Pointer ``''``, the whole answer) is shown as ``''``, not as nothing."""
+    return ".".join("''" if step == "" else str(step) for step in path)
 
 
 def kind_of(value: Any) -> str:
@@ -280,7 +287,7 @@ def _problem(error: Any, data: dict[str, Any], locator: Locator) -> Problem:
         if not where.field:
             where.field = (cause.field,)  # a model validator's finding, about one of its fields
         inside = cause.path  # further into the field's value, for the line
-    field_name = ".".join(str(f) for f in where.field) if where.field else None
+    field_name = dotted(where.field) if where.field else None
     if field_name is not None:
         field_name = _FIELD_ALIASES.get(field_name, field_name)
     line = locator.line((*where.data_path(), *inside))

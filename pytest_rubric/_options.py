@@ -298,6 +298,12 @@ def add_options(parser: pytest.Parser) -> None:
         "sets `timeout:` (default 60)",
         default="",
     )
+    parser.addini(
+        "rubric_check_timeout",
+        "seconds a check whose cost can grow faster than the answer (a JSON validation, "
+        "evidence matching) may run before its criterion is ERROR (default 5)",
+        default="",
+    )
     for name, what in (
         (
             "rubric_confident_threshold",

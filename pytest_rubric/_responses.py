@@ -3,17 +3,21 @@ and the subject names they give, which go into test ids and the summary table.""
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._errors import Problem
-from ._locate import kind_of
-from ._safe_read import Limit, NotRegular, json_loads, quoted, read_text
+from ._safe_read import NotRegular, read_jsonl
 
-__all__ = ["ResponseFile", "load_response_dir", "safe_subject", "subject_problem"]
+__all__ = [
+    "ResponseFile",
+    "file_subject_problem",
+    "load_response_dir",
+    "safe_subject",
+    "subject_problem",
+]
 
 
 @dataclass(slots=True)
@@ -49,6 +53,16 @@ def subject_problem(name: str) -> str | None:
     return None
 
 
+def file_subject_problem(name: str) -> str | None:
+    """Why ``name`` cannot name the file ``<name>.jsonl`` that ``collect`` or an importer
+    writes into its output folder, or None: what :func:`subject_problem` refuses, and a path
+    separator or ``..``, which would write outside the folder or where no run reads."""
+    why = subject_problem(name)
+    if why is None and ("/" in name or "\\" in name or ".." in name or name.strip() == "."):
+        why = "a path separator or '..' would write outside the output folder"
+    return why
+
+
 def safe_subject(name: str) -> str:
     """``name`` with what :func:`subject_problem` refuses replaced by '_'."""
     name = _BREAKS_IDS.sub("_", name)
@@ -82,13 +96,9 @@ def load_response_dir(directory: Path) -> tuple[list[ResponseFile], list[Problem
 
 
 def _read_jsonl(target: ResponseFile) -> list[Problem]:
-    problems: list[Problem] = []
     example = '{"id": "q01", "response": "..."}'
     try:
-        # Only newlines end a JSON line: str.splitlines() would also split on
-        # \x1c-\x1e, \x85 and \u2028, which JSON allows inside a string, and
-        # every line number after such a character would be wrong.
-        lines = read_text(target.path).split("\n")
+        rows, problems = read_jsonl(target.path, example=example)
     except NotRegular as exc:
         return [
             Problem(
@@ -99,32 +109,11 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
         ]
     except (OSError, UnicodeDecodeError) as exc:
         return [Problem(f"cannot read: {exc}", path=target.path)]
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
+    for number, entry in rows:
 
         def bad(message: str, hint: str = f"write {example}", **where: str) -> None:
             problems.append(Problem(message, hint=hint, path=target.path, line=number, **where))  # noqa: B023
 
-        try:
-            entry, repeated = json_loads(raw)
-        except json.JSONDecodeError as exc:
-            bad(f"invalid JSON ({exc.msg})", f"write one object per line: {example}")
-            continue
-        except Limit as exc:
-            bad(exc.problem.message, exc.problem.hint or f"write {example}")
-            continue
-        if repeated:
-            bad(
-                f"the key {quoted(repeated[0])} is given twice in this object; only the last "
-                "one would count",
-                "keep one of them",
-                field=str(repeated[0]),
-            )
-            continue
-        if not isinstance(entry, dict):
-            bad(f"expected an object, got {kind_of(entry)}")
-            continue
         case_id, text = entry.get("id"), entry.get("response", entry.get("answer"))
         if not isinstance(case_id, str | int):
             bad("missing `id`", field="id")
@@ -138,4 +127,5 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
         target.entries[str(case_id)] = (text, number)
         suite = entry.get("suite")
         target.suites[str(case_id)] = suite if isinstance(suite, str) else None
+    problems.sort(key=lambda p: p.line or 0)
     return problems

@@ -5,6 +5,11 @@ memory), as UTF-8 with a leading BOM dropped; JSON nests at most
 :data:`MAX_NESTING` levels deep, a number Python cannot read is a problem,
 and the keys an object gives twice are reported rather than silently
 overridden. The YAML side of these limits is :mod:`._safe_yaml`.
+
+JSONL files (responses, calibration examples, HealthBench data) are read by
+one reader, :func:`read_jsonl`: lines end at ``\n`` only (U+2028, U+0085 and
+the like are data inside a string), and every line is held to the JSON
+limits above.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ __all__ = [
     "json_loads",
     "nesting_problem",
     "quoted",
+    "read_jsonl",
     "read_text",
     "shown",
 ]
@@ -226,3 +232,57 @@ def json_loads(text: str) -> tuple[Any, list[str]]:
     if too_deep:
         raise Limit(nesting_problem(_json_nesting_line(text)))
     return data, _repeated_keys(text) if _may_repeat_keys(text, keys) else []
+
+
+# --- JSONL --------------------------------------------------------------------------------------
+
+_KINDS = {list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+
+
+def read_jsonl(
+    path: Path, *, example: str
+) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem]]:
+    """The objects of a JSONL file, each with its line number, and a problem for each line
+    that is not one (named by the file, the line and, for a key given twice, the key).
+
+    Only ``\n`` ends a line: ``str.splitlines()`` would also split on U+2028,
+    U+0085 and \x1c-\x1e, which JSON allows raw inside a string, refusing a
+    valid file at lines that do not exist. ``example`` is one line written
+    right, for the hints. Raises what :func:`read_text` raises for a file that
+    cannot be read (the caller names its own kind of file).
+    """
+    rows: list[tuple[int, dict[str, Any]]] = []
+    problems: list[Problem] = []
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        hint = f"write one JSON object a line: {example}"
+        try:
+            value, repeated = json_loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(Problem(f"invalid JSON ({exc.msg})", line=number, path=path, hint=hint))
+            continue
+        except Limit as exc:
+            found = exc.problem
+            problems.append(Problem(found.message, line=number, path=path, hint=found.hint or hint))
+            continue
+        if repeated:
+            problems.append(
+                Problem(
+                    f"the key {quoted(repeated[0])} is given twice in this object; only the last "
+                    "one would count",
+                    line=number,
+                    path=path,
+                    field=str(repeated[0]),
+                    hint="keep one of them",
+                )
+            )
+            continue
+        if not isinstance(value, dict):
+            kind = "null" if value is None else _KINDS.get(type(value), type(value).__name__)
+            problems.append(
+                Problem(f"expected an object, got {kind}", line=number, path=path, hint=hint)
+            )
+            continue
+        rows.append((number, value))
+    return rows, problems

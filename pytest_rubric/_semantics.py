@@ -10,13 +10,14 @@ together (:func:`broken_patterns` adds the patterns no engine compiles).
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
 from ._errors import Problem
-from ._locate import Locator, item_label, value_at
+from ._locate import Locator, dotted, item_label, value_at
 from ._responses import safe_subject, subject_problem
 from ._schema import Case, Criterion, Suite, default_ids
 from .criteria.json import Json
@@ -55,7 +56,7 @@ def _regex_problems(
                     line=locator.line((*where, j, *inside, "pattern")),
                     case=case,
                     criterion=criterion.id,
-                    field=".".join((*inside, "pattern")),
+                    field=dotted((*inside, "pattern")),
                     hint=f"in YAML write the pattern in single quotes ('\\{escaped[0]}loss'); in "
                     f'JSON or double-quoted YAML double the backslash ("\\\\{escaped[0]}loss")',
                 )
@@ -69,7 +70,7 @@ def _regex_problems(
                 line=locator.line((*where, j, *inside, "pattern")),
                 case=case,
                 criterion=criterion.id,
-                field=".".join((*inside, "pattern")),
+                field=dotted((*inside, "pattern")),
                 hint="rewrite it without them (an `invert: true` criterion often replaces a "
                 "negative lookahead), or add `engine: python` to this criterion to use Python's "
                 f"backtracking engine, whose every search is cut off after {PYTHON_REGEX_TIMEOUT:g} s "
@@ -202,6 +203,18 @@ def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locato
         if global_criteria is None:
             continue  # the global criteria did not validate: a case's weights are unknown
         everything = [*global_criteria, *case.criteria]
+        overflow = _overflowing_weights(everything)
+        if overflow is not None:
+            problems.append(
+                Problem(
+                    f"the case's {overflow} add up to more than a number can hold, so its "
+                    "score cannot be computed",
+                    line=locator.case_line(i),
+                    case=label,
+                    field="criteria",
+                    hint="use smaller weights and penalties: only their ratios matter",
+                )
+            )
         if not any(c.axis == "substance" and c.effective_weight != 0 for c in everything):
             problems.append(
                 Problem(
@@ -283,6 +296,17 @@ def _valid_criteria(raw: Any) -> list[tuple[int, Criterion]]:
         with contextlib.suppress(ValidationError):
             valid.append((j, adapter.validate_python({"id": f"criterion {j + 1}", **entry})))
     return valid
+
+
+def _overflowing_weights(criteria: Sequence[Criterion]) -> str | None:
+    """Which of a case's sums overflows, "weights" or "penalties", or None: an infinite sum
+    makes every score NaN or 1.0 (two penalties of 1e308, one MET, scored 1.0)."""
+    weights = [c.effective_weight for c in criteria]
+    if not math.isfinite(sum(w for w in weights if w > 0)):
+        return "weights"
+    if not math.isfinite(sum(-w for w in weights if w < 0)):
+        return "penalties"
+    return None
 
 
 def _valid_parts(

@@ -149,6 +149,7 @@ class RubricSession(SessionAudit):
                 thresholds=self.settings.thresholds,
                 default_min_score=self.settings.min_score,
                 call_timeout=self.settings.call_timeout,
+                check_timeout=self.settings.check_timeout,
             )
         return self._grader
 

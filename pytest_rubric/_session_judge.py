@@ -234,6 +234,7 @@ class SessionJudge:
                 price=self.judge_prices[name],
                 budget=budget,
                 evidence=settings.judge_evidence,
+                check_timeout=settings.check_timeout,
             )
             for client, name in zip(clients, names, strict=True)
         ]

@@ -13,6 +13,7 @@ import pytest
 from . import _style
 from ._base import (
     DEFAULT_CALL_TIMEOUT,
+    DEFAULT_CHECK_TIMEOUT,
     DEFAULT_MIN_SCORE,
     MAX_CALL_TIMEOUT,
     SHOW_RESPONSE,
@@ -58,6 +59,7 @@ class Settings:
     cost: CostSettings = field(default_factory=CostSettings)  # prices, --rubric-max-cost
     min_score: float = DEFAULT_MIN_SCORE
     call_timeout: float = DEFAULT_CALL_TIMEOUT
+    check_timeout: float = DEFAULT_CHECK_TIMEOUT  # ini rubric_check_timeout
     thresholds: _style.StyleThresholds = field(default_factory=_style.StyleThresholds)
     repeat: int = 1
     pass_when: str | float = "mean"
@@ -138,8 +140,13 @@ class Settings:
                 ),
             ),
             min_score=number("rubric_min_score", DEFAULT_MIN_SCORE),
-            call_timeout=_call_timeout(
-                number("rubric_call_timeout", DEFAULT_CALL_TIMEOUT, fraction=False)
+            call_timeout=_at_most_a_day(
+                "rubric_call_timeout",
+                number("rubric_call_timeout", DEFAULT_CALL_TIMEOUT, fraction=False),
+            ),
+            check_timeout=_at_most_a_day(
+                "rubric_check_timeout",
+                number("rubric_check_timeout", DEFAULT_CHECK_TIMEOUT, fraction=False),
             ),
             repeat=config.getoption("rubric_repeat")
             or _whole(number("rubric_repeat", 1, fraction=False), "rubric_repeat"),
@@ -205,11 +212,10 @@ def _show_response(raw: str) -> int:
     return int(text)
 
 
-def _call_timeout(value: float) -> float:
+def _at_most_a_day(name: str, value: float) -> float:
     if not value <= MAX_CALL_TIMEOUT:
         raise pytest.UsageError(
-            f"ini option rubric_call_timeout = {value:g} must be at most "
-            f"{MAX_CALL_TIMEOUT:g} (a day)"
+            f"ini option {name} = {value:g} must be at most {MAX_CALL_TIMEOUT:g} (a day)"
         )
     return value
 

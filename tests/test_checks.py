@@ -15,14 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from pytest_rubric import CaseResult, CriterionResult, Grader, Rubric, Verdict
+from pytest_rubric import CaseResult, CriterionResult, Grader, Rubric, Verdict, _engines
 from pytest_rubric._errors import RubricLoadError
 from pytest_rubric._grader import NO_JUDGE_REASON
 from pytest_rubric._loader import parse_suite
 from pytest_rubric._normalize import normalize
 from pytest_rubric._result import Outcome
 from pytest_rubric._schema import Criterion
-from pytest_rubric.criteria import regex as regex_criterion
 from pytest_rubric.criteria.check import Answer
 from pytest_rubric.criteria.regex import PYTHON_REGEX_TIMEOUT
 from pytest_rubric.criteria.registry import compile_check
@@ -309,7 +308,7 @@ def test_a_catastrophic_python_engine_pattern_is_an_error_after_its_time_bound(
     The bound is shortened here, as each search spends all of it backtracking;
     test_hostile_checks runs such a pattern in a session against the real one."""
     bound = PYTHON_REGEX_TIMEOUT / 4
-    monkeypatch.setattr(regex_criterion, "PYTHON_REGEX_TIMEOUT", bound)
+    monkeypatch.setattr(_engines, "PATTERN_TIMEOUT", bound)
     rubric = {"type": "regex", "pattern": r"(a|aa)+$", "engine": "python"}
     started = time.perf_counter()
     outcome = check(rubric, "a" * 60 + "!")

@@ -580,6 +580,108 @@ def test_a_json_key_given_twice_with_spaces_before_its_colon_is_found() -> None:
     assert problem.line == 3
 
 
+# --- JSONL: one reader for responses, calibration and HealthBench ------------------------------
+
+# Raw in a JSON string, each of these is data; str.splitlines() would end a line at it.
+LINE_SEPARATORS = ["\u2028", "\u2029", "\x85", "\x1c", "\x1d", "\x1e", "\x0b", "\x0c"]
+
+
+def _jsonl(*rows: dict[str, Any]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def _calibration_rows(tmp_path: Path, text: str) -> tuple[list[Any], list[Problem]]:
+    from pytest_rubric._calibration import _read_jsonl
+
+    (tmp_path / "labels.jsonl").write_text(text, encoding="utf-8")
+    return _read_jsonl(tmp_path / "labels.jsonl")
+
+
+def _healthbench_rows(tmp_path: Path, text: str) -> tuple[list[Any], list[Problem]]:
+    from pytest_rubric.importers.healthbench import read_completions
+
+    (tmp_path / "done.jsonl").write_text(text, encoding="utf-8")
+    problems: list[Problem] = []
+    return list(read_completions(tmp_path / "done.jsonl", problems).values()), problems
+
+
+def _responses_rows(tmp_path: Path, text: str) -> tuple[list[Any], list[Problem]]:
+    (tmp_path / "bot.jsonl").write_text(text, encoding="utf-8")
+    files, problems = load_response_dir(tmp_path)
+    return [text for text, _ in files[0].entries.values()], problems
+
+
+READERS = {
+    "responses": (_responses_rows, lambda n, text: {"id": f"q{n}", "response": text}),
+    "calibration": (
+        _calibration_rows,
+        lambda n, text: {"case": "c", "criterion": "j", "response": text, "verdict": "MET"},
+    ),
+    "healthbench": (_healthbench_rows, lambda n, text: {"prompt_id": f"p{n}", "completion": text}),
+}
+
+
+@pytest.mark.parametrize("reader", list(READERS))
+def test_jsonl_lines_end_at_newlines_only_and_a_repeated_key_is_named(
+    tmp_path: Path, reader: str
+) -> None:
+    read, row = READERS[reader]
+    texts = [f"one{sep}two" for sep in LINE_SEPARATORS]
+    key = list(row(99, "x"))[-1]
+    repeated = json.dumps(row(99, "x"))[:-1] + f', "{key}": "y"}}'
+    body = _jsonl(*(row(n, text) for n, text in enumerate(texts)))
+    rows, problems = read(tmp_path, body + repeated + "\n" + _jsonl(row(100, "last")))
+    got = [getattr(r, "response", r) for r in rows]
+    assert got == [*texts, "last"]
+    (problem,) = problems
+    assert (problem.line, problem.field) == (len(texts) + 1, key)
+    assert f"the key `{key}` is given twice in this object" in problem.message
+    assert Path(str(problem.path)).parent == tmp_path  # the file is named too
+
+
+def test_jsonl_duplicate_keys_in_healthbench_data_stop_the_import(tmp_path: Path) -> None:
+    from pytest_rubric.importers._common import ImportFailed
+    from pytest_rubric.importers.healthbench import convert
+
+    good = {
+        "prompt_id": "p1",
+        "prompt": [{"role": "user", "content": "Is it safe?\u2028Really?"}],
+        "rubrics": [{"criterion": "Says see a doctor", "points": 5, "tags": []}],
+    }
+    data = tmp_path / "data.jsonl"
+    data.write_text(_jsonl(good) + json.dumps(good)[:-1] + ', "prompt_id": "p2"}\n')
+    with pytest.raises(ImportFailed) as failed:
+        convert(data)
+    (problem,) = failed.value.problems
+    assert (problem.path, problem.line, problem.field) == (data, 2, "prompt_id")
+    data.write_text(_jsonl(good))
+    (case,) = convert(data).rubrics["healthbench.rubric.yaml"]["cases"]
+    assert case["messages"][0]["content"] == "Is it safe?\u2028Really?"
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    texts=st.lists(
+        st.text(
+            alphabet=st.sampled_from(["a", " ", "\n", '"', "\\", *LINE_SEPARATORS]), max_size=8
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_any_strings_survive_a_jsonl_round_trip(texts: list[str]) -> None:
+    import tempfile
+
+    from pytest_rubric._safe_read import read_jsonl
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "rows.jsonl"
+        path.write_text(_jsonl(*({"t": t} for t in texts)), encoding="utf-8")
+        rows, problems = read_jsonl(path, example="{}")
+    assert problems == []
+    assert rows == [(n, {"t": t}) for n, t in enumerate(texts, start=1)]
+
+
 # --- one file, every problem --------------------------------------------------------------------
 
 

@@ -176,10 +176,74 @@ def test_bad_input_is_located_and_nothing_is_written(project: Path) -> None:
     assert (
         "bad.jsonl:2, case 'other', field 'rubrics[1].points': must be a number, got 'five'" in err
     )
-    assert "bad.jsonl:3: not JSON" in err
+    assert "bad.jsonl:3: invalid JSON" in err
     assert "bad.jsonl:4, case 'hb-0001-emergency', field 'prompt_id'" in err
     assert "is also on line 1" in err
     assert not (project / "evals").exists()
+
+
+@pytest.mark.parametrize("subject", ["../../x", "org/model", "org\\model", "..", "a..b"])
+def test_a_subject_that_is_not_a_file_name_is_refused_and_nothing_written(
+    project: Path, subject: str
+) -> None:
+    """``--responses ../../x=...`` wrote outside --out; ``org/model=...`` wrote a file the
+    plugin never reads."""
+    done = _import_in_process(
+        "healthbench_sample.jsonl",
+        "--responses",
+        f"{subject}=healthbench_completions.jsonl",
+        "--out",
+        "evals/deep/er",
+    )
+    assert done.returncode == 2
+    assert f"the subject {subject!r} cannot name its responses file: a path separator or '..'" in (
+        done.stderr
+    )
+    assert "nothing was written" in done.stderr
+    assert not (project / "evals").exists() and not (project / "x.jsonl").exists()
+
+
+def test_an_existing_file_is_kept_unless_force(project: Path) -> None:
+    assert _import_sample(project).returncode == 0
+    rubric = project / "evals" / "healthbench.rubric.yaml"
+    rubric.write_text("# my edits\n")
+    done = _import_sample(project)
+    assert done.returncode == 2
+    assert "2 problems in the output; nothing was written" in done.stderr
+    assert "evals/healthbench.rubric.yaml: already exists" in done.stderr
+    assert "-> pass --force to overwrite it, or choose another --out" in done.stderr
+    assert rubric.read_text() == "# my edits\n"
+    forced = _import_in_process(
+        "healthbench_sample.jsonl",
+        "--responses",
+        "model-a=healthbench_completions.jsonl",
+        "--out",
+        "evals",
+        "--force",
+    )
+    assert forced.returncode == 0, forced.stderr
+    assert load_suite(rubric).suite.suite == "healthbench"
+
+
+def test_an_importer_writes_only_inside_its_output_folder(tmp_path: Path) -> None:
+    from pytest_rubric.importers._common import ImportFailed, Output, write
+
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (out / "responses").mkdir(parents=True)
+    (out / "responses" / "link.jsonl").symlink_to(elsewhere / "target.jsonl")
+    output = Output(
+        rubrics={"../escape.rubric.yaml": {"cases": []}},
+        responses={"responses/link.jsonl": [{"id": "q1", "response": "x"}]},
+    )
+    with pytest.raises(ImportFailed) as failed:
+        write(output, out, force=True)
+    assert [p.message for p in failed.value.problems] == [
+        f"would be written outside --out {out}",
+        f"would be written outside --out {out}",
+    ]
+    assert not (tmp_path / "escape.rubric.yaml").exists()
+    assert not (elsewhere / "target.jsonl").exists()
 
 
 def test_responses_argument_must_name_a_subject(project: Path) -> None:

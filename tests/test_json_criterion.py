@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from pytest_rubric import RubricLoadError, load_suite
 from pytest_rubric._result import Outcome, Verdict
@@ -248,22 +249,21 @@ def test_a_number_out_of_range_for_a_keyword_is_unmet_not_a_crash() -> None:
     assert outcome.verdict is UNMET
 
 
-def test_a_ref_outside_the_schema_is_error_and_nothing_is_fetched() -> None:
-    outcome = check({"schema": {"$ref": "https://example.invalid/order.json"}}, "{}")
-    assert outcome.verdict is ERROR
-    assert "nothing is fetched" in outcome.reason
+def test_a_ref_outside_the_schema_does_not_load() -> None:
+    with pytest.raises(ValidationError, match="reaches outside the schema; nothing is fetched"):
+        Json(id="j", schema={"$ref": "https://example.invalid/order.json"})
 
 
 def test_the_schema_is_compiled_once_per_criterion(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[object] = []
-    real = json_criterion._validator_class
+    real = json_criterion.schema_validator
 
     def counting(schema: Any) -> Any:
         built.append(schema)
         return real(schema)
 
     criterion = Json(id="j", schema=SCHEMA)
-    monkeypatch.setattr(json_criterion, "_validator_class", counting)
+    monkeypatch.setattr(json_criterion, "schema_validator", counting)
     compiled = compile_check(criterion)
     for answer in ('{"total": 1}', '{"total": -1}', "[]"):
         compiled(Answer(answer), None)
@@ -318,6 +318,35 @@ def test_field_mistakes_are_all_reported_at_their_lines(tmp_path: Path) -> None:
     (problem,) = raised.value.problems
     assert (problem.line, problem.field) == (7, "fields./d.pattern")
     assert "RE2" in problem.message
+
+
+def test_a_field_at_the_empty_pointer_is_named_as_written(tmp_path: Path) -> None:
+    """The pointer '' (the whole answer, RFC 6901) was named `fields..value`."""
+    problems = load_problems(
+        tmp_path,
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - id: whole
+                type: json
+                fields:
+                  '': {type: number, valu: 3}
+          - id: q2
+            criteria:
+              - id: rx
+                type: json
+                fields:
+                  '': {type: regex, pattern: '(?<=a)b'}
+        """,
+    )
+    assert sorted((p.line, p.field) for p in problems) == [
+        (7, "fields.''.valu"),
+        (7, "fields.''.value"),
+        (13, "fields.''.pattern"),
+    ]
+    rendered = problems[0].render("orders.rubric.yaml")
+    assert "field \"fields.''.val" in rendered and "fields..val" not in rendered
 
 
 # --- end to end ----------------------------------------------------------------------------------

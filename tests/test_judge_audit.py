@@ -24,7 +24,7 @@ from pytest_rubric._result import CaseResult, Outcome, Verdict
 from pytest_rubric._schema import CalibrationExample
 from pytest_rubric._style import ASSERTIVE, HEDGES
 from pytest_rubric.criteria.judge import Judge
-from pytest_rubric.judge.evidence import check_evidence, quote_found
+from pytest_rubric.judge.evidence import NEGATIONS, check_evidence, quote_found
 from pytest_rubric.judge.panel import combine_panel
 from pytest_rubric.judge.prompts import holistic, injection_suspected, one_shot, per_criterion
 from pytest_rubric.judge.replies import read_one, read_one_shot
@@ -110,6 +110,70 @@ def test_met_replies_carry_evidence_in_every_schema() -> None:
 )
 def test_a_quote_is_found_at_a_partial_ratio_of_90(quote: str, found: bool) -> None:
     assert quote_found(quote, RESPONSE) is found
+
+
+CLAIM = "Our model says the daily loss will not exceed the limit on most days of the year."
+
+
+@pytest.mark.parametrize(
+    ("quote", "response", "found"),
+    [
+        ("the daily loss will not exceed the limit on most days", CLAIM, True),
+        ("the daily loss will exceed the limit on most days", CLAIM, False),  # drops "not"
+        ("exceed the limit on most days of the year", CLAIM, False),  # starts after "not"
+        ("the daily loss won't exceed the limit on most days", CLAIM, True),  # still negated
+        ("the loss will never exceed the limit", "The loss will exceed the limit.", False),
+        ("you can return it without a receipt", "You can return it with a receipt.", False),
+        ("returns are accepted", "No, returns are accepted.", True),  # another clause
+        ("you cannot return it after a month", "You cannot return it after a month.", True),
+        ("you can return it after a month", "You cannot return it after a month.", False),
+        ("we don't ship abroad", "We do ship abroad, anywhere.", False),
+        ("exceed", "It will not exceed.", False),  # short quotes too
+        ("the loss will exceed the limit", "No. The loss will exceed the limit.", True),
+    ],
+)
+def test_a_quote_and_the_span_it_matched_agree_on_negations(
+    quote: str, response: str, found: bool
+) -> None:
+    """ "...will not exceed..." is no evidence for "...will exceed...", and the reverse."""
+    assert quote_found(quote, response) is found
+
+
+_SENTENCE = st.lists(
+    st.sampled_from(
+        [
+            "the",
+            "loss",
+            "will",
+            "exceed",
+            "our",
+            "limit",
+            "on",
+            "most",
+            "days",
+            "of",
+            "this",
+            "year",
+        ]
+    ),
+    min_size=6,
+    max_size=12,
+).map(" ".join)
+
+
+@given(
+    sentence=_SENTENCE,
+    where=st.integers(min_value=1, max_value=11),
+    word=st.sampled_from(sorted(NEGATIONS | {"isn't"})),
+)
+def test_adding_or_dropping_a_negation_makes_a_quote_not_found(
+    sentence: str, where: int, word: str
+) -> None:
+    words = sentence.split()
+    negated = " ".join([*words[: where % len(words)], word, *words[where % len(words) :]])
+    assert quote_found(sentence, sentence)
+    assert not quote_found(negated, sentence)  # the quote adds one
+    assert not quote_found(sentence, negated)  # the quote drops one
 
 
 def _c(weight: float = 1.0, kind: str = "boolean") -> Any:

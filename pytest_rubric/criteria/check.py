@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Generic, TypeVar
 
-from .._base import DEFAULT_CALL_TIMEOUT
+from .._base import DEFAULT_CALL_TIMEOUT, DEFAULT_CHECK_TIMEOUT
 from .._calls import CallRunner
 from .._normalize import normalize, parse_numbers
 from .._result import Outcome, Verdict
@@ -94,10 +94,12 @@ class Answer:
 @dataclass(frozen=True, slots=True)
 class CheckContext:
     """What compiling a check may need besides its criterion: a ``callable`` criterion that
-    sets no ``timeout`` gets ``call_timeout``, and runs on ``runner``."""
+    sets no ``timeout`` gets ``call_timeout``, and runs on ``runner``; a check whose cost can
+    grow faster than the answer (a JSON validation) gives up after ``check_timeout``."""
 
     call_timeout: float = DEFAULT_CALL_TIMEOUT
     runner: CallRunner = field(default_factory=CallRunner)
+    check_timeout: float = DEFAULT_CHECK_TIMEOUT
 
 
 C = TypeVar("C")

@@ -6,19 +6,37 @@
 checked against its draft's metaschema at collection and compiled once per
 criterion. ``fields`` maps JSON Pointers (RFC 6901) to deterministic
 criterion bodies without id or weight; the credit is the share of them
-that are MET. Nothing is fetched: a ``$ref`` outside the schema is ERROR.
+that are MET.
+
+The schema runs on :mod:`~pytest_rubric._engines`' bounded validator: a
+reference outside the schema document, a number that is not finite or a
+pattern that compiles nowhere is a collection error (nothing is ever fetched
+or read); patterns run on RE2 or under the regex time bound; the whole check
+runs under ini ``rubric_check_timeout``. A validation that could not finish
+(that bound, recursion, overflow) is ERROR, never UNMET, so it never lifts a
+penalty; a number in the answer that is not finite (``1e400``) fits no
+schema.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, AliasChoices, BeforeValidator, Field, field_validator
 
+from .._engines import (
+    CheckTimeout,
+    Deadline,
+    SchemaProblem,
+    running,
+    schema_problems,
+    schema_validator,
+)
 from .._result import Outcome, Verdict
 from .._safe_read import PlainNumber
 from .._secrets import shorten
@@ -33,6 +51,7 @@ __all__ = [
     "BODY_TYPES",
     "MISSING",
     "Json",
+    "NestedTooDeeply",
     "body_of",
     "parse_json",
     "parse_whole",
@@ -116,7 +135,8 @@ class Json(CriterionModel):
     @classmethod
     def _valid_schema(cls, schema: dict[str, Any] | bool | None) -> dict[str, Any] | bool | None:
         if schema is not None:
-            problem = _schema_problem(json.dumps(schema, sort_keys=True))
+            text = json.dumps(schema, sort_keys=True)
+            problem = _schema_problem(text)
             if problem is not None:
                 path, message = problem
                 raise FieldError(
@@ -125,6 +145,17 @@ class Json(CriterionModel):
                     hint="fix the schema at that path (https://json-schema.org/draft/2020-12 "
                     "lists the keywords)",
                     path=path,
+                )
+            unsafe = _unsafe(text)
+            if unsafe:
+                first = unsafe[0]
+                listed = "; ".join(f"at {_pointer(p.path)}, {p.message}" for p in unsafe[:3])
+                more = f" (+{len(unsafe) - 3} more)" if len(unsafe) > 3 else ""
+                raise FieldError(
+                    "schema",
+                    f"`schema` cannot be used: {listed}{more}",
+                    hint=first.hint,
+                    path=first.path,
                 )
         return schema
 
@@ -158,6 +189,13 @@ def _schema_problem(text: str) -> tuple[tuple[str | int, ...], str] | None:
     if found is None:
         return None
     return tuple(found.absolute_path), shorten(found.message, 160)
+
+
+@functools.lru_cache(maxsize=256)
+def _unsafe(text: str) -> list[SchemaProblem]:
+    """What keeps a valid schema (as canonical JSON text) from running safely (see
+    :func:`~pytest_rubric._engines.schema_problems`); cached like :func:`_schema_problem`."""
+    return schema_problems(json.loads(text))
 
 
 def _plain_numbers(value: Any) -> Any:
@@ -200,20 +238,68 @@ def resolve_pointer(document: Any, pointer: str) -> Any:
     return value
 
 
+def _first_non_finite(value: Any) -> tuple[str | int, ...] | None:
+    """The path of the first number in parsed JSON that is not finite, or None. Iterative and
+    linear: an answer may nest deeper than the interpreter's stack."""
+    # (value, the index of its parent here, its key there); a path is built only when found.
+    nodes: list[tuple[Any, int, str | int]] = [(value, -1, "")]
+    index = 0
+    while index < len(nodes):
+        node = nodes[index][0]
+        if type(node) is float and not math.isfinite(node):
+            path: list[str | int] = []
+            while index > 0:
+                _, index, key = nodes[index]
+                path.append(key)
+            return tuple(reversed(path))
+        if type(node) is dict:
+            nodes += [(item, index, key) for key, item in node.items()]
+        elif type(node) is list:
+            nodes += [(item, index, i) for i, item in enumerate(node)]
+        index += 1
+    return None
+
+
 def _not_a_number(constant: str) -> Any:
     raise ValueError(f"{constant} is not a JSON value")
 
 
+class NestedTooDeeply(Exception):
+    """Well-nested JSON text deeper than the parser can follow: it may be valid JSON, so
+    whether it fits is unknown (ERROR), where malformed text is simply not JSON (UNMET)."""
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_CLOSES = {"]": "[", "}": "{"}
+
+
+def _well_nested(text: str) -> bool:
+    """Whether the brackets of ``text``, outside its strings, open and close in order."""
+    opened: list[str] = []
+    for bracket in re.findall(r"[\[\]{}]", _JSON_STRING.sub("", text)):
+        if bracket in "[{":
+            opened.append(bracket)
+        elif not opened or opened.pop() != _CLOSES[bracket]:
+            return False
+    return not opened
+
+
 def _loads(text: str) -> Any:
     # NaN and Infinity are Python's extensions, not JSON: NaN would pass every `minimum`.
-    return json.loads(text, parse_constant=_not_a_number)
+    try:
+        return json.loads(text, parse_constant=_not_a_number)
+    except RecursionError:
+        if _well_nested(text):
+            raise NestedTooDeeply from None
+        raise
 
 
 def parse_json(text: str) -> tuple[Any, str | None]:
     """The answer as JSON, or its first fenced block; (value, None) or (None, why not).
 
-    An answer nested too deeply for the parser does not parse, like any other
-    malformed answer: UNMET, not ERROR.
+    Malformed text nested too deeply for the parser does not parse, like any
+    other malformed answer (UNMET); well-nested text that deep raises
+    :class:`NestedTooDeeply`.
     """
     try:
         return _loads(text), None
@@ -231,7 +317,8 @@ def parse_json(text: str) -> tuple[Any, str | None]:
 
 
 def parse_whole(text: str) -> tuple[Any, str | None]:
-    """The whole text as JSON (JSON whitespace around it allowed); (value, None) or (None, why)."""
+    """The whole text as JSON (JSON whitespace around it allowed); (value, None) or (None, why).
+    Raises :class:`NestedTooDeeply` as :func:`parse_json` does."""
     try:
         return _loads(text), None
     except ValueError as exc:
@@ -241,20 +328,27 @@ def parse_whole(text: str) -> tuple[Any, str | None]:
 
 
 class _JsonCheck(Check[Json]):
-    __slots__ = ("fields", "validator")
+    __slots__ = ("fields", "timeout", "validator")
 
     def __init__(self, c: Json, context: CheckContext) -> None:
         super().__init__(c)
         schema = c.json_schema
         # Compiled once per criterion; the schema was checked when the rubric loaded.
-        self.validator = None if schema is None else _validator_class(schema)(schema)
+        self.validator = None if schema is None else schema_validator(schema)
+        self.timeout = context.check_timeout
         self.fields = {pointer: body.compile(context) for pointer, body in (c.fields or {}).items()}
 
     def run(self, answer: Answer, case: object) -> Outcome:
-        if self.c.fenced:
-            value, problem = parse_json(answer.text.strip())
-        else:
-            value, problem = parse_whole(answer.text)
+        try:
+            if self.c.fenced:
+                value, problem = parse_json(answer.text.strip())
+            else:
+                value, problem = parse_whole(answer.text)
+        except NestedTooDeeply:
+            return error(
+                "the answer nests deeper than the JSON parser can follow, so whether it fits "
+                "could not be checked"
+            )
         if problem is not None:
             return unmet(problem)
         if self.validator is not None:
@@ -266,22 +360,36 @@ class _JsonCheck(Check[Json]):
         return self._fields(value, case)
 
     def _validate(self, value: Any) -> Outcome | None:
-        """UNMET naming where and which keyword failed, ERROR for a ``$ref`` that cannot be
-        followed, None when ``value`` fits."""
+        """UNMET naming where and which keyword failed, None when ``value`` fits; ERROR when
+        the validation could not finish (its time bound, recursion, overflow, a ``$ref`` that
+        cannot be followed): what it did not check may be what a penalty is about."""
         from referencing.exceptions import Unresolvable
 
         assert self.validator is not None
-        try:
-            errors = sorted(
-                self.validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path]
+        where = _first_non_finite(value)
+        if where is not None:
+            return unmet(
+                f"does not fit the schema at {_pointer(where)}: a number that is not finite "
+                "(it overflowed) fits no schema"
             )
+        try:
+            with running(Deadline(self.timeout)):
+                errors = sorted(
+                    self.validator.iter_errors(value),
+                    key=lambda e: [str(p) for p in e.absolute_path],
+                )
         except Unresolvable as exc:
             return error(
                 f"the schema's $ref cannot be followed ({shorten(str(exc), 200)}); nothing is "
                 "fetched: put what it names under the schema's $defs and refer to '#/$defs/...'"
             )
-        except (OverflowError, RecursionError) as exc:  # 1e309 against multipleOf, say
-            return unmet(f"does not fit the schema: {type(exc).__name__} while checking it")
+        except CheckTimeout as exc:
+            return error(f"the schema check could not finish: {exc}")
+        except (OverflowError, RecursionError) as exc:  # 1e308 * 10 against multipleOf, say
+            return error(
+                f"the schema check could not finish ({type(exc).__name__}: the answer is too "
+                "deep or its numbers too large to check), so whether it fits is unknown"
+            )
         if not errors:
             return None
         first = errors[0]

@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from .. import _engines
+from .._engines import CheckTimeout, PatternError, compile_pattern, search
 from .._normalize import normalize_pattern
 from .._result import Outcome
 from .check import Answer, Broken, Check, CheckContext, error, met, short, unmet
@@ -24,7 +26,7 @@ from .model import CriterionModel
 __all__ = ["PYTHON_REGEX_TIMEOUT", "Regex", "RegexError", "compile_regex", "regex_problem"]
 
 # How long one engine: python search may backtrack before the criterion is ERROR.
-PYTHON_REGEX_TIMEOUT = 1.0
+PYTHON_REGEX_TIMEOUT = _engines.PATTERN_TIMEOUT
 
 
 class Regex(CriterionModel):
@@ -67,7 +69,8 @@ class RegexError(ValueError):
 def compile_regex(
     pattern: str, *, case_sensitive: bool, engine: str, normalize: bool = True
 ) -> Any:
-    """A compiled pattern with ``search``; RE2 unless ``engine == "python"``.
+    """A compiled pattern for :func:`~pytest_rubric._engines.search`; RE2 unless
+    ``engine == "python"``.
 
     ``engine: python`` is the ``regex`` package (a superset of ``re`` with the
     same syntax), because its searches take a ``timeout``: Python's own ``re``
@@ -75,36 +78,17 @@ def compile_regex(
     subprocess per search would cost milliseconds on every answer.
 
     The pattern's literal characters are normalized like answers are (see
-    :func:`normalize_pattern`), unless ``normalize`` is false. Cached: a pattern is checked at collection
-    and compiled again by the grader.
+    :func:`normalize_pattern`), unless ``normalize`` is false. Raises
+    :class:`RegexError`. Cached: a pattern is checked at collection and compiled
+    again by the grader.
     """
     normalized = normalize_pattern(pattern, casefold=not case_sensitive) if normalize else pattern
-    if engine == "python":
-        return _compile_backtracking(normalized, case_sensitive=case_sensitive)
-    import re2  # imported by the first regex criterion, not by loading the plugin
-
-    options = re2.Options()
-    options.log_errors = False  # RE2 would print every rejected pattern to stderr
-    options.case_sensitive = case_sensitive
     try:
-        return re2.compile(normalized, options)
-    except re2.error as exc:
-        why = (
-            exc.args[0].decode(errors="replace")
-            if exc.args and isinstance(exc.args[0], bytes)
-            else str(exc)
+        return compile_pattern(
+            normalized, case_sensitive=case_sensitive, backtracking=engine == "python"
         )
-        _compile_backtracking(normalized, case_sensitive=case_sensitive)  # invalid anywhere?
-        raise RegexError(why, unsupported=True) from None
-
-
-def _compile_backtracking(pattern: str, *, case_sensitive: bool) -> Any:
-    import regex  # only rubrics that ask for engine: python pay for the import
-
-    try:
-        return regex.compile(pattern, 0 if case_sensitive else regex.IGNORECASE)
-    except (regex.error, ValueError, OverflowError, RecursionError) as exc:
-        raise RegexError(str(exc), unsupported=False) from None
+    except PatternError as exc:
+        raise RegexError(str(exc), unsupported=exc.unsupported) from None
 
 
 def regex_problem(c: Regex) -> str | None:
@@ -134,20 +118,17 @@ class RegexCheck(Check[Regex]):
             text = answer.text
         else:
             text = answer.cased if c.case_sensitive else answer.folded
-        if c.engine == "python":
-            # A backtracking engine can take exponential time on a short answer
-            # ((a+)+$ on 51 characters): every search is bounded in time.
-            try:
-                match = self.pattern.search(text, timeout=PYTHON_REGEX_TIMEOUT)
-            except TimeoutError:
-                return error(
-                    f"engine: python gave up on {short(c.pattern)} after "
-                    f"{PYTHON_REGEX_TIMEOUT:g} s of backtracking on an answer of {len(text)} "
-                    "characters; rewrite the pattern without nested repetition, or use the "
-                    "default engine (RE2), which runs in linear time"
-                )
-        else:
-            match = self.pattern.search(text)
+        # engine: python can take exponential time on a short answer ((a+)+$ on 51
+        # characters): its every search is bounded in time.
+        try:
+            match = search(self.pattern, text)
+        except CheckTimeout:
+            return error(
+                f"engine: python gave up on {short(c.pattern)} after "
+                f"{_engines.PATTERN_TIMEOUT:g} s of backtracking on an answer of {len(text)} "
+                "characters; rewrite the pattern without nested repetition, or use the "
+                "default engine (RE2), which runs in linear time"
+            )
         if c.invert:
             if match:
                 return unmet(f"found {short(match.group(0))}, which must not occur")

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Union
 
 from pydantic import Discriminator, Tag
 
-from .._base import DEFAULT_CALL_TIMEOUT
+from .._base import DEFAULT_CALL_TIMEOUT, DEFAULT_CHECK_TIMEOUT
 from .._calls import CallRunner
 from .all_of import AllOf
 from .any_of import AnyOf
@@ -65,11 +65,13 @@ def compile_check(
     *,
     call_timeout: float = DEFAULT_CALL_TIMEOUT,
     runner: CallRunner | None = None,
+    check_timeout: float = DEFAULT_CHECK_TIMEOUT,
 ) -> Check[Any]:
     """Compile a deterministic criterion into a check that never raises.
 
     A ``callable`` criterion that sets no ``timeout`` gets ``call_timeout``,
-    and runs on ``runner`` (a new one when not given).
+    and runs on ``runner`` (a new one when not given); a check whose cost can
+    grow faster than the answer gives up after ``check_timeout`` (ERROR).
     """
-    context = CheckContext(call_timeout, runner or CallRunner())
+    context = CheckContext(call_timeout, runner or CallRunner(), check_timeout)
     return criterion.compile(context)

@@ -99,13 +99,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="convert another tool's dataset into rubric files",
         description="Convert another tool's dataset into rubric files and responses under --out. "
         "Every problem in the input is listed with its file and line, and then nothing is "
-        "written (exit status 2).",
+        "written (exit status 2). A file that exists is not overwritten without --force.",
     )
     formats = cmd.add_subparsers(dest="format", required=True, metavar="FORMAT")
     for importer in IMPORTERS:
         sub = formats.add_parser(importer.name, help=importer.help, description=importer.help)
         importer.arguments(sub)
         sub.add_argument("--out", type=Path, required=True, metavar="DIR", help="where to write")
+        sub.add_argument("--force", action="store_true", help="overwrite files that exist")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,13 +115,14 @@ def run(args: argparse.Namespace) -> int:
     prog = f"pytest-rubric import {importer.name}"
     try:
         output = importer.convert(args)
+        written = write(output, args.out, force=args.force)
     except argparse.ArgumentTypeError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ImportFailed as exc:
         print(f"{prog}: error: {exc.render()}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    for path in write(output, args.out):
+    for path in written:
         print(f"wrote {path}")
     for note in output.notes:
         print(note if note.startswith("not mapped: ") else f"note: {note}")

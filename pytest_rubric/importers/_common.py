@@ -2,7 +2,9 @@
 
 An importer either writes everything or nothing: it collects every problem in
 its input first, and a single one stops it before any file is written, so a
-half-converted suite never sits next to a complete one.
+half-converted suite never sits next to a complete one. :func:`write` holds
+every importer to its output folder: a path that would leave it is refused,
+and a file that exists is kept unless ``force``.
 """
 
 from __future__ import annotations
@@ -25,13 +27,14 @@ __all__ = ["ImportFailed", "Output", "is_number", "validated", "write"]
 class ImportFailed(Exception):
     """The input cannot be imported; every problem found in it, each located."""
 
-    def __init__(self, problems: Sequence[Problem]) -> None:
+    def __init__(self, problems: Sequence[Problem], *, where: str = "in the input") -> None:
         self.problems = list(problems)
+        self.where = where
         super().__init__(self.render())
 
     def render(self) -> str:
         count = len(self.problems)
-        head = f"{count} problem{'s' if count != 1 else ''} in the input; nothing was written"
+        head = f"{count} problem{'s' if count != 1 else ''} {self.where}; nothing was written"
         return "\n".join([head, *("  " + p.render() for p in self.problems)])
 
 
@@ -65,14 +68,34 @@ def validated(name: str, data: dict[str, Any]) -> list[Problem]:
     return []
 
 
-def write(output: Output, directory: Path) -> list[Path]:
-    """Write ``output`` under ``directory``; the paths written."""
-    written: list[Path] = []
-    for relative, data in output.rubrics.items():
-        written.append(_write(directory / relative, _yaml(data)))
-    for relative, rows in output.responses.items():
-        written.append(_write(directory / relative, _jsonl(rows)))
-    return written
+def write(output: Output, directory: Path, *, force: bool = False) -> list[Path]:
+    """Write ``output`` under ``directory``; the paths written. Raise :class:`ImportFailed`,
+    writing nothing, when a path would leave ``directory`` or, without ``force``, names a
+    file that exists."""
+    files = [(directory / name, _yaml(data)) for name, data in output.rubrics.items()]
+    files += [(directory / name, _jsonl(rows)) for name, rows in output.responses.items()]
+    root = directory.resolve()
+    problems = []
+    for path, _ in files:
+        if not path.resolve().is_relative_to(root):
+            problems.append(
+                Problem(
+                    f"would be written outside --out {directory}",
+                    path=path,
+                    hint="name it without a path separator or '..'",
+                )
+            )
+        elif (path.exists() or path.is_symlink()) and not force:
+            problems.append(
+                Problem(
+                    "already exists",
+                    path=path,
+                    hint="pass --force to overwrite it, or choose another --out",
+                )
+            )
+    if problems:
+        raise ImportFailed(problems, where="in the output")
+    return [_write(path, text) for path, text in files]
 
 
 def _write(path: Path, text: str) -> Path:

@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import Problem
+from .._responses import file_subject_problem
+from .._safe_read import NotRegular, read_jsonl
 from ._common import ImportFailed, Output, is_number, validated
 
 __all__ = ["convert", "read_completions"]
@@ -77,6 +79,16 @@ def convert(data: Path, *, responses: dict[str, Path] | None = None) -> Output:
     if responses:
         suite["responses"] = "responses/"
         for subject, path in responses.items():
+            why = file_subject_problem(subject)
+            if why is not None:
+                problems.append(
+                    Problem(
+                        f"--responses {subject}={path}: the subject {subject!r} cannot name its "
+                        f"responses file: {why}",
+                        hint="name it without '/', '\\' or '..', such as org-model=FILE.jsonl",
+                    )
+                )
+                continue
             rows = read_completions(path, problems)
             known = [case["id"] for case in cases if case["id"] in rows]
             output.responses[f"responses/{subject}.jsonl"] = [
@@ -104,37 +116,12 @@ def convert(data: Path, *, responses: dict[str, Path] | None = None) -> Output:
 
 
 def _lines(path: Path, problems: list[Problem]) -> list[tuple[int, dict[str, Any]]]:
-    rows: list[tuple[int, dict[str, Any]]] = []
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
+        rows, found = read_jsonl(path, example='{"prompt_id": "...", "prompt": [...], ...}')
+    except (OSError, UnicodeDecodeError, NotRegular) as exc:
         problems.append(Problem(f"cannot read the file: {exc}", path=path))
-        return rows
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            problems.append(
-                Problem(
-                    f"not JSON: {getattr(exc, 'msg', exc)}",
-                    line=number,
-                    path=path,
-                    hint="one JSON object a line (JSONL)",
-                )
-            )
-            continue
-        if not isinstance(row, dict):
-            problems.append(
-                Problem(
-                    f"a line must be a JSON object, got {type(row).__name__}",
-                    line=number,
-                    path=path,
-                )
-            )
-            continue
-        rows.append((number, row))
+        return []
+    problems += found
     return rows
 
 

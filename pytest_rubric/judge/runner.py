@@ -28,6 +28,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .._base import DEFAULT_CHECK_TIMEOUT
 from .._result import Outcome, Verdict
 from .._secrets import redact
 from .base import JudgeClient, Judged, JudgeStats
@@ -61,6 +62,7 @@ class JudgeRunner:
         price: Price | None = None,
         budget: Budget | None = None,
         evidence: str = "check",
+        check_timeout: float = DEFAULT_CHECK_TIMEOUT,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown grader {strategy!r}; use one of {', '.join(STRATEGIES)}")
@@ -71,6 +73,7 @@ class JudgeRunner:
         self.strategy = STRATEGIES[strategy]
         self.samples = samples
         self.evidence = evidence  # --rubric-judge-evidence, see judge.evidence
+        self.check_timeout = check_timeout  # bounds the evidence search (ini rubric_check_timeout)
         self.transport = Transport(
             client,
             name=name,
@@ -204,7 +207,12 @@ class JudgeRunner:
         return Judged(
             {
                 cid: check_evidence(
-                    o, by_id[cid], response, mode=self.evidence, quotes=o.evidence or ()
+                    o,
+                    by_id[cid],
+                    response,
+                    mode=self.evidence,
+                    quotes=o.evidence or (),
+                    timeout=self.check_timeout,
                 )
                 for cid, o in judged.outcomes.items()
             },
