@@ -265,6 +265,47 @@ def test_a_schema_pattern_re2_cannot_run_is_bounded_in_time(
     assert check(schema, json.dumps("baa")).verdict is UNMET
 
 
+_ATOMS = st.sampled_from(["a", "aa", "a?", "[a-z]", ".", "\\w", "(?=a)", "(?!b)", "(a)\\1", "b"])
+_PATTERNS = st.recursive(
+    _ATOMS,
+    lambda inner: st.one_of(
+        st.builds("({})+".format, inner),
+        st.builds("({})*".format, inner),
+        st.builds("({}|{})".format, inner, inner),
+        st.builds("{}{}".format, inner, inner),
+        st.builds("({}){{1,20}}".format, inner),
+    ),
+    max_leaves=6,
+).map(lambda body: f"^{body}$")
+
+
+@settings(max_examples=60, deadline=None)
+@given(pattern=_PATTERNS, length=st.integers(min_value=0, max_value=60))
+def test_any_schema_pattern_on_any_answer_ends_within_its_bounds(pattern: str, length: int) -> None:
+    """Nested repetition, alternation, lookaround and backreferences: RE2 runs what it can in
+    linear time, the rest stops at the regex time bound, the whole check at its own."""
+    text = "a" * length + "!"
+    schemas = [
+        {"type": "string", "pattern": pattern},
+        {"patternProperties": {pattern: {"type": "integer"}}, "additionalProperties": False},
+    ]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_engines, "PATTERN_TIMEOUT", 0.05)
+        for schema, answer in zip(
+            schemas, (json.dumps(text), json.dumps({text: 1, "a": 2})), strict=True
+        ):
+            try:
+                criterion = Json(id="j", schema=schema)
+            except ValidationError:
+                continue  # a pattern that compiles nowhere: a collection error
+            started = time.perf_counter()
+            outcome = compile_check(criterion, check_timeout=0.3)(Answer(answer), None)
+            assert time.perf_counter() - started < 2
+            assert outcome.verdict in (MET, UNMET, ERROR)
+            if outcome.verdict is ERROR:
+                assert "gave up after" in outcome.reason
+
+
 def test_schema_patterns_read_the_text_as_json_schema_means_it() -> None:
     """RE2 like ECMA-262: ``$`` is the end of the text, ``\\d`` an ASCII digit."""
     assert check({"pattern": "^[0-9]+$"}, json.dumps("123\n")).verdict is UNMET
