@@ -483,8 +483,8 @@ def _resource_problems(schema: dict[str, Any], nodes: dict[SchemaPath, Any]) -> 
                             where,
                             f"{keyword} {reference!r} reaches outside the schema; nothing is "
                             "fetched or read",
-                            "copy what it names under this schema's $defs and refer to it as "
-                            "'#/$defs/NAME'",
+                            "copy what it names under this schema's $defs (definitions "
+                            "before draft 2019-09) and refer to it as '#/$defs/NAME'",
                         )
                     )
                     continue

@@ -90,7 +90,8 @@ def test_a_ref_to_a_server_is_a_collection_error_and_nothing_is_fetched(
             "*refs.rubric.yaml:7, case 'q1', criterion 'remote', field 'schema': `schema` cannot "
             f"be used: at /$ref, $ref '{fake_llm.url}/s.json' reaches outside the schema; "
             "nothing is fetched or read",
-            "    -> copy what it names under this schema's $defs and refer to it as '#/$defs/NAME'",
+            "    -> copy what it names under this schema's $defs (definitions before draft "
+            "2019-09) and refer to it as '#/$defs/NAME'",
             "*refs.rubric.yaml:15, case 'q2', criterion 'local_file', field 'schema': * at "
             f"/properties/a/$ref, $ref 'file://{secret}' reaches outside the schema*",
             "*refs.rubric.yaml:21, case 'q3', criterion 'relative', field 'schema': * at "
