@@ -165,6 +165,8 @@ def search(compiled: Any, text: str, deadline: Deadline | None = None) -> Any:
     if _is_re2(compiled):
         return compiled.search(text)  # linear in the text
     deadline = deadline or _running.deadline
+    if deadline is not None:
+        deadline.check()
     bound = PATTERN_TIMEOUT if deadline is None else min(PATTERN_TIMEOUT, deadline.remaining())
     try:
         return compiled.search(text, timeout=max(bound, 0.001))
@@ -184,8 +186,10 @@ def _shown(pattern: str) -> str:
     return repr(pattern if len(pattern) <= 40 else pattern[:39] + "…")
 
 
+@functools.lru_cache(maxsize=4096)
 def _schema_pattern(pattern: str) -> Any:
-    """A JSON Schema pattern as :func:`search` runs it: RE2 when it can, else bounded."""
+    """A JSON Schema pattern as :func:`search` runs it: RE2 when it can, else bounded.
+    Cached apart from :func:`compile_pattern`, which caches no refusal."""
     try:
         return compile_pattern(pattern)
     except PatternError as exc:
@@ -479,8 +483,8 @@ def _resource_problems(schema: dict[str, Any], nodes: dict[SchemaPath, Any]) -> 
                             where,
                             f"{keyword} {reference!r} reaches outside the schema; nothing is "
                             "fetched or read",
-                            "copy what it names under this schema's $defs and refer to it as "
-                            "'#/$defs/NAME'",
+                            "copy what it names under this schema's $defs (definitions "
+                            "before draft 2019-09) and refer to it as '#/$defs/NAME'",
                         )
                     )
                     continue

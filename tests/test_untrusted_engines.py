@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -89,7 +90,8 @@ def test_a_ref_to_a_server_is_a_collection_error_and_nothing_is_fetched(
             "*refs.rubric.yaml:7, case 'q1', criterion 'remote', field 'schema': `schema` cannot "
             f"be used: at /$ref, $ref '{fake_llm.url}/s.json' reaches outside the schema; "
             "nothing is fetched or read",
-            "    -> copy what it names under this schema's $defs and refer to it as '#/$defs/NAME'",
+            "    -> copy what it names under this schema's $defs (definitions before draft "
+            "2019-09) and refer to it as '#/$defs/NAME'",
             "*refs.rubric.yaml:15, case 'q2', criterion 'local_file', field 'schema': * at "
             f"/properties/a/$ref, $ref 'file://{secret}' reaches outside the schema*",
             "*refs.rubric.yaml:21, case 'q3', criterion 'relative', field 'schema': * at "
@@ -217,6 +219,7 @@ def test_a_schema_that_loads_never_retrieves_anything(schema: Any, instances: li
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_engines, "_refuse", spy)
+        patch.setattr(urllib.request, "urlopen", spy)  # jsonschema's own retrieval
         try:
             criterion = Json(id="j", schema=schema)
         except ValidationError:
@@ -261,6 +264,47 @@ def test_a_schema_pattern_re2_cannot_run_is_bounded_in_time(
     assert elapsed < 5
     assert check(schema, json.dumps("aaa")).verdict is MET
     assert check(schema, json.dumps("baa")).verdict is UNMET
+
+
+_ATOMS = st.sampled_from(["a", "aa", "a?", "[a-z]", ".", "\\w", "(?=a)", "(?!b)", "(a)\\1", "b"])
+_PATTERNS = st.recursive(
+    _ATOMS,
+    lambda inner: st.one_of(
+        st.builds("({})+".format, inner),
+        st.builds("({})*".format, inner),
+        st.builds("({}|{})".format, inner, inner),
+        st.builds("{}{}".format, inner, inner),
+        st.builds("({}){{1,20}}".format, inner),
+    ),
+    max_leaves=6,
+).map(lambda body: f"^{body}$")
+
+
+@settings(max_examples=60, deadline=None)
+@given(pattern=_PATTERNS, length=st.integers(min_value=0, max_value=60))
+def test_any_schema_pattern_on_any_answer_ends_within_its_bounds(pattern: str, length: int) -> None:
+    """Nested repetition, alternation, lookaround and backreferences: RE2 runs what it can in
+    linear time, the rest stops at the regex time bound, the whole check at its own."""
+    text = "a" * length + "!"
+    schemas = [
+        {"type": "string", "pattern": pattern},
+        {"patternProperties": {pattern: {"type": "integer"}}, "additionalProperties": False},
+    ]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_engines, "PATTERN_TIMEOUT", 0.05)
+        for schema, answer in zip(
+            schemas, (json.dumps(text), json.dumps({text: 1, "a": 2})), strict=True
+        ):
+            try:
+                criterion = Json(id="j", schema=schema)
+            except ValidationError:
+                continue  # a pattern that compiles nowhere: a collection error
+            started = time.perf_counter()
+            outcome = compile_check(criterion, check_timeout=0.3)(Answer(answer), None)
+            assert time.perf_counter() - started < 2
+            assert outcome.verdict in (MET, UNMET, ERROR)
+            if outcome.verdict is ERROR:
+                assert "gave up after" in outcome.reason
 
 
 def test_schema_patterns_read_the_text_as_json_schema_means_it() -> None:

@@ -385,7 +385,7 @@ class _JsonCheck(Check[Json]):
             )
         except CheckTimeout as exc:
             return error(f"the schema check could not finish: {exc}")
-        except (OverflowError, RecursionError) as exc:  # 1e308 * 10 against multipleOf, say
+        except (OverflowError, RecursionError) as exc:  # a deep answer, a huge integer
             return error(
                 f"the schema check could not finish ({type(exc).__name__}: the answer is too "
                 "deep or its numbers too large to check), so whether it fits is unknown"
