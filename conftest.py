@@ -3,7 +3,6 @@
 # pytester's in-process runs drop the modules a run imported. Importing these
 # here keeps them for every run:
 # - hypothesis, so no run re-imports it (about 1 s each);
-# - numpy (the bootstrap's), whose C core cannot be loaded twice in one process;
 # - what httpx imports lazily on its first request (httpcore, h11, anyio's
 #   asyncio backend): a run that re-imported httpcore would raise its
 #   exceptions as classes httpx no longer maps to its own;
@@ -20,7 +19,6 @@ import certifi  # noqa: F401
 import h11  # noqa: F401
 import httpcore  # noqa: F401
 import hypothesis  # noqa: F401
-import numpy  # noqa: F401
 
 import pytest_rubric
 

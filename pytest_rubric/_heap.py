@@ -1,6 +1,6 @@
 """The two process-wide tricks, both about Python's garbage collector and both switchable.
 
-Isolated here and measured in the README's Speed section (``make bench``).
+Isolated here and measured in docs/development/speed.md (``make bench``).
 A rubric session holds a large heap of long-lived objects: per case a
 pydantic model, its compiled checks, its item; per answer a result. The
 collector's full collections walk all of it, again and again, although

@@ -27,7 +27,7 @@
 Why pseudo-cases rather than a bootstrap: a percentile bootstrap of ten cases that
 all passed is ``[1, 1]``, and near 0.95 it covered the true mean 44 % of the time at
 n = 10. Pseudo-cases at both ends keep every interval wider than zero and hold the
-coverage at every true mean (README, "Reading the intervals", has the figures and
+coverage at every true mean (docs/explanation/statistics.md has the figures and
 ``bench/bench_promises.py`` measures them). Everything is a closed form over exactly
 rounded sums (``math.fsum``), so the same values give the same interval byte for
 byte, in any order, in any process; no random draw, no numpy.

@@ -1,7 +1,7 @@
 """Style heuristics: how an answer reads, measured so that it can be kept out of the score.
 
 Both numbers are in [0, 1] and deliberately simple, so a reader can predict
-them (the README gives the same formulas):
+them (docs/explanation/style.md gives the same formulas):
 
 ``fluency`` = mean of four parts
     * length: ``min(words / 40, 1)``, so a one-liner reads as thin;

@@ -1,13 +1,14 @@
-"""The README's GitHub Actions recipe, run the way GitHub runs it, on a team's project.
+"""The documented GitHub Actions recipe, run the way GitHub runs it, on a team's project.
 
-The recipe is the ```yaml block of the README's "In GitHub Actions" section, parsed as a
-user copies it. Its ``run:`` steps run in order under bash, with the environment a runner
-gives them and GitHub's rules for which steps run after a failure. Its ``uses:`` steps are
-stood in for by what each action does: the checkout is a fresh clone (a committed
-``.rubric_cache`` comes along, nothing else does), and the artifact actions share a list of
-the workflow's past runs, searched as dawidd6/action-download-artifact's ``main.js`` searches
-them. The project is laid out as a team's: an ``app`` package, unit tests, ``evals/`` with a
-target adapter, a ``pytest.ini`` and the judge cache a run with a key recorded.
+The recipe is the ```yaml block of the "In GitHub Actions" section of docs/guides/ci.md
+(the README links there), parsed as a user copies it. Its ``run:`` steps run in order under
+bash, with the environment a runner gives them and GitHub's rules for which steps run after
+a failure. Its ``uses:`` steps are stood in for by what each action does: the checkout is a
+fresh clone (a committed ``.rubric_cache`` comes along, nothing else does), and the artifact
+actions share a list of the workflow's past runs, searched as
+dawidd6/action-download-artifact's ``main.js`` searches them. The project is laid out as a
+team's: an ``app`` package, unit tests, ``evals/`` with a target adapter, a ``pytest.ini``
+and the judge cache a run with a key recorded.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import yaml
 
 from tests.conftest import INNER_ADDOPTS
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+CI_GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guides" / "ci.md"
 
 
 def declared(inputs: str) -> frozenset[str]:
@@ -71,9 +72,9 @@ REFUND_CASE = "evals/support.rubric.yaml::refund_window[support_bot]"
 
 
 def recipe_text() -> str:
-    """The ```yaml block of the README's "In GitHub Actions" section, as users copy it."""
-    text = README.read_text(encoding="utf-8")
-    section = text.index("\n### In GitHub Actions\n")
+    """The ```yaml block of the CI guide's "In GitHub Actions" section, as users copy it."""
+    text = CI_GUIDE.read_text(encoding="utf-8")
+    section = text.index("\n## In GitHub Actions\n")
     start = text.index("```yaml\n", section) + len("```yaml\n")
     next_heading = text.find("\n#", section + 1)
     assert next_heading == -1 or start < next_heading, "the section has no ```yaml block"

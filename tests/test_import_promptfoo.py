@@ -189,7 +189,8 @@ def test_not_forms_invert_the_verdict(tmp_path: Path) -> None:
 def test_starts_with_does_not_trim_in_promptfoo_but_normalization_does(tmp_path: Path) -> None:
     """startsWith.ts handleStartsWith: ``outputString.startsWith(value)``, no trimming, so
     promptfoo fails ``starts-with: Sure`` on "  Sure". This plugin matches the normalized
-    answer, whose leading whitespace is gone: the one place the two part (README says so)."""
+    answer, whose leading whitespace is gone: the one place the two part (the promptfoo guide,
+    docs/guides/import-promptfoo.md, says so)."""
     criterion = one_criterion(tmp_path, "{type: starts-with, value: Sure}")
     check = compile_check(Regex.model_validate(criterion))
     assert check(Answer("Sure, here it is"), None).verdict.name == "MET"
@@ -782,11 +783,12 @@ def test_the_worked_example_runs_end_to_end(pytester: pytest.Pytester) -> None:
     )
 
 
-def test_the_readme_shows_what_the_command_prints(
+def test_the_guide_shows_what_the_command_prints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Importing promptfoo") :]
+    guide = Path(__file__).parent.parent / "docs" / "guides" / "import-promptfoo.md"
+    section = guide.read_text(encoding="utf-8")
+    assert section.startswith("# Importing promptfoo\n")
     shown = section.split("\nprints\n\n```\n", 1)[1].split("```", 1)[0]
     shutil.copy(CONFIG, tmp_path / "promptfooconfig.yaml")
     monkeypatch.chdir(tmp_path)
