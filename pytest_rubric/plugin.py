@@ -263,13 +263,19 @@ class _SessionHooks:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        """A broken rubric file is a collection error, but the rest of the session still runs."""
-        hidden = self.state.collection_errors
-        session.testsfailed -= hidden
+        """A broken rubric file is a collection error, but the rest of the session still runs:
+        when every collection error is a rubric file's, the run goes on as with pytest's own
+        ``--continue-on-collection-errors`` (a Python module that fails to import still stops
+        it, as it would without the plugin). pytest's counters are never edited."""
+        option = session.config.option
+        before = getattr(option, "continue_on_collection_errors", False)
+        errors = self.state.collection_errors
+        if errors and session.testsfailed == errors:
+            option.continue_on_collection_errors = True
         try:
             return (yield)
         finally:
-            session.testsfailed += hidden
+            option.continue_on_collection_errors = before
 
     @pytest.hookimpl(tryfirst=True)  # before JUnit reads the report, or xdist sends it
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
