@@ -99,42 +99,15 @@ def guidance_of(
 
 
 def _read_jsonl(path: Path) -> tuple[list[tuple[int | None, JudgeExample]], list[Problem]]:
-    from pydantic import ValidationError
+    from ._calibration import read_labelled
 
-    from ._safe_read import NotRegular, read_jsonl
-
-    try:
-        rows, problems = read_jsonl(path, example=_EXAMPLE)
-    except (OSError, UnicodeDecodeError, NotRegular) as exc:
-        return [], [
-            Problem(
-                f"judge_examples: cannot read {path.name} ({exc})",
-                field="judge_examples",
-                hint="give a JSONL file's path relative to this rubric file",
-            )
-        ]
-    examples: list[tuple[int | None, JudgeExample]] = []
-    for number, row in rows:
-        if len(examples) >= _MAX_EXAMPLES:
-            problems.append(
-                Problem(
-                    f"more than {_MAX_EXAMPLES:,} judge examples",
-                    line=number,
-                    path=path,
-                    hint="show the judge a few examples per criterion",
-                )
-            )
-            break
-        try:
-            examples.append((number, JudgeExample.model_validate(row)))
-        except ValidationError as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            problems.append(
-                Problem(
-                    f"not a judge example: {first}",
-                    line=number,
-                    path=path,
-                    hint=f"write one object a line: {_EXAMPLE}",
-                )
-            )
-    return examples, problems
+    rows, problems = read_labelled(
+        path,
+        JudgeExample,
+        what="judge example",
+        field="judge_examples",
+        example=_EXAMPLE,
+        limit=_MAX_EXAMPLES,
+        too_many="show the judge a few examples per criterion",
+    )
+    return list(rows), problems
