@@ -8,6 +8,18 @@
   between the answer and its confident rewrite, ``flips_hedged`` those
   between the answer and its hedged rewrite, and ``style_sensitivity`` =
   flips / (2 x probed).
+* **Probe kinds** (``--rubric-judge-probe-kinds tone,length,position``): the
+  same probed criteria are judged again for each kind. ``tone`` is the style
+  probe above. ``length``: on the answer with neutral padding appended
+  (:func:`pytest_rubric._padding.pad`, about twice as long); a flip is a change
+  in the answer's favour (UNMET to MET on a positive criterion, MET to UNMET on
+  a negative one). ``position`` (one-shot grader): the case's judged criteria
+  in reverse order; a flip is any changed verdict. Each kind's records carry
+  ``kind``; tone records have none (they are as they always were).
+  :class:`ProbeFigures` holds ``probed``, ``flips`` and ``sensitivity`` per
+  judge and kind (``judge_audit.probes``): flips over the verdicts that could
+  flip, two per probed criterion for tone (so it equals ``style_sensitivity``),
+  one for the other kinds. ``judge_audit.style_probe`` stays as it was.
 * **Evidence** (``--rubric-judge-evidence``): how many judged MET verdicts had
   their quotes checked, and how many quoted nothing found in the response.
 * **Panel** (``--rubric-judge`` repeated): from each judged criterion's
@@ -31,13 +43,16 @@ from ._result import CaseResult
 __all__ = [
     "EvidenceAudit",
     "JudgeAudit",
+    "ProbeFigures",
     "StyleProbe",
     "audit",
+    "kind_record",
     "probe_plan",
     "probe_record",
 ]
 
 _DECIDED = ("MET", "UNMET")
+_KIND_ORDER = {"tone": 0, "length": 1, "position": 2}
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +90,50 @@ class StyleProbe:
         }
 
 
+# What each kind's flip is, as the audit's lines say it.
+_CHANGED = {
+    "tone": "changed with tone alone",
+    "length": "changed in the answer's favour with neutral padding alone",
+    "position": "changed with the order of the criteria alone",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeFigures:
+    """One judge's figures for one probe kind (an entry of ``judge_audit.probes``)."""
+
+    judge: str
+    kind: str
+    probed: int = 0
+    flips: int = 0
+
+    @property
+    def verdicts(self) -> int:
+        """The verdicts that could flip: two rewrites per probed criterion for tone, one
+        judging again for the other kinds."""
+        return (2 if self.kind == "tone" else 1) * self.probed
+
+    @property
+    def sensitivity(self) -> float:
+        return self.flips / self.verdicts if self.verdicts else 0.0
+
+    @property
+    def line(self) -> str:
+        return (
+            f"judge {self.kind} probe: {self.flips} of {self.verdicts} verdicts "
+            f"{_CHANGED.get(self.kind, 'changed')} ({100 * self.sensitivity:.1f} %)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "judge": self.judge,
+            "kind": self.kind,
+            "probed": self.probed,
+            "flips": self.flips,
+            "sensitivity": self.sensitivity,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class EvidenceAudit:
     """Judged MET verdicts whose quotes were checked, and those none of whose quotes was found."""
@@ -94,11 +153,18 @@ class JudgeAudit:
     evidence: EvidenceAudit = field(default_factory=EvidenceAudit)
     calibration: tuple[Mapping[str, Any], ...] = ()
     panel: Mapping[str, Any] = field(default_factory=dict)
+    probes: tuple[ProbeFigures, ...] = ()  # per judge and kind, tone included
 
     @property
     def shown(self) -> bool:
         """Whether there is anything to say (the summary prints no empty block)."""
-        return bool(self.style_probe or self.evidence.checked or self.calibration or self.panel)
+        return bool(
+            self.style_probe
+            or self.probes
+            or self.evidence.checked
+            or self.calibration
+            or self.panel
+        )
 
     def lines(self) -> list[str]:
         """The ``judge audit`` block's lines, after its title."""
@@ -110,6 +176,9 @@ class JudgeAudit:
             f"{probe.line}, judge {probe.judge}" if several else probe.line
             for probe in self.style_probe
         ]
+        others = [p for p in self.probes if p.kind != "tone"]  # tone: the lines above
+        several = len({p.judge for p in self.probes}) > 1
+        lines += [f"{p.line}, judge {p.judge}" if several else p.line for p in others]
         if self.panel:
             panel = self.panel
             lines.append(
@@ -133,6 +202,7 @@ class JudgeAudit:
         return {
             "calibration": [dict(c) for c in self.calibration],
             "style_probe": [p.to_dict() for p in self.style_probe],
+            "probes": [p.to_dict() for p in self.probes],
             "panel": dict(self.panel),
             "evidence": self.evidence.to_dict(),
         }
@@ -151,15 +221,47 @@ def probe_record(
     }
 
 
+def kind_record(
+    *, kind: str, criterion: str, judge: str, original: str, probed: str, negative: bool
+) -> dict[str, str]:
+    """One criterion's record for a probe kind other than tone: its verdict on the answer,
+    and judged again (``negative``: the criterion's weight is below zero, so a change in the
+    answer's favour is MET to UNMET)."""
+    return {
+        "kind": kind,
+        "criterion": criterion,
+        "judge": judge,
+        "original": original,
+        "probed": probed,
+        "weight": "negative" if negative else "positive",
+    }
+
+
+def _flipped(record: Mapping[str, str]) -> bool:
+    """Whether a decided record of a kind other than tone is a flip."""
+    original, probed = record["original"], record["probed"]
+    if record["kind"] != "length":
+        return original != probed
+    favoured = ("MET", "UNMET") if record.get("weight") == "negative" else ("UNMET", "MET")
+    return (original, probed) == favoured
+
+
 def audit(
     results: Sequence[CaseResult], *, calibration: Sequence[Mapping[str, Any]] = ()
 ) -> JudgeAudit:
     """The judge audit of ``results`` (a probe record with an ERROR in it is not counted),
     with the calibration figures measured at the start of the session (or read back)."""
     probes: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    kinds: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     checked = unsupported = 0
     for result in results:
         for record in getattr(result, "probe", ()):
+            if record.get("kind", "tone") != "tone":
+                if record["original"] in _DECIDED and record["probed"] in _DECIDED:
+                    counts = kinds[(record["judge"], record["kind"])]
+                    counts[0] += 1
+                    counts[1] += _flipped(record)
+                continue
             verdicts = (record["original"], record["confident"], record["hedged"])
             if not all(v in _DECIDED for v in verdicts):
                 continue
@@ -172,8 +274,12 @@ def audit(
                 if c.evidence_ok is not None:
                     checked += 1
                     unsupported += not c.evidence_ok
+    style = tuple(StyleProbe(judge, *counts) for judge, counts in sorted(probes.items()))
+    figures = [ProbeFigures(p.judge, "tone", p.probed, p.flips) for p in style]
+    figures += [ProbeFigures(judge, kind, *counts) for (judge, kind), counts in kinds.items()]
     return JudgeAudit(
-        style_probe=tuple(StyleProbe(judge, *counts) for judge, counts in sorted(probes.items())),
+        style_probe=style,
+        probes=tuple(sorted(figures, key=lambda p: (p.judge, _KIND_ORDER.get(p.kind, 9)))),
         evidence=EvidenceAudit(checked, unsupported),
         calibration=tuple(dict(c) for c in calibration),
         panel=_panel(results),

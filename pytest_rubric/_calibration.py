@@ -18,16 +18,20 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._errors import Problem
 from ._schema import CalibrationExample as Example
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from ._schema import Suite
     from .criteria.judge import Judge
 
-__all__ = ["Calibration", "Example", "examples_of", "measure"]
+__all__ = ["Calibration", "Example", "examples_of", "measure", "read_labelled"]
+
+M = TypeVar("M", bound="BaseModel")
 
 # A calibration file is read whole, like a rubric file; past this it is a mistake.
 _MAX_EXAMPLES = 10_000
@@ -194,44 +198,64 @@ def _problem(message: str, where: Path | None, field: str, hint: str) -> Problem
 
 
 def _read_jsonl(path: Path) -> tuple[list[Example], list[Problem]]:
+    example = '{"case": "...", "criterion": "...", "response": "...", "verdict": "MET"}'
+    rows, problems = read_labelled(
+        path,
+        Example,
+        what="calibration example",
+        field="calibration",
+        example=example,
+        limit=_MAX_EXAMPLES,
+        too_many="calibrate on a sample",
+    )
+    return [row for _, row in rows], problems
+
+
+def read_labelled(
+    path: Path,
+    model: type[M],
+    *,
+    what: str,
+    field: str,
+    example: str,
+    limit: int,
+    too_many: str,
+) -> tuple[list[tuple[int, M]], list[Problem]]:
+    """A JSONL file of labelled examples (``calibration:``, ``judge_examples:``), each
+    validated as ``model`` with its line number, and a problem for each line that is not
+    one (read by the one JSONL reader, ``_safe_read.read_jsonl``)."""
     from pydantic import ValidationError
 
     from ._safe_read import NotRegular, read_jsonl
 
-    example = '{"case": "...", "criterion": "...", "response": "...", "verdict": "MET"}'
     try:
         rows, problems = read_jsonl(path, example=example)
     except (OSError, UnicodeDecodeError, NotRegular) as exc:
         return [], [
             Problem(
-                f"calibration: cannot read {path.name} ({exc})",
-                field="calibration",
+                f"{field}: cannot read {path.name} ({exc})",
+                field=field,
                 hint="give a JSONL file's path relative to this rubric file",
             )
         ]
-    examples: list[Example] = []
+    found: list[tuple[int, M]] = []
     for number, row in rows:
-        if len(examples) >= _MAX_EXAMPLES:
+        if len(found) >= limit:
             problems.append(
-                Problem(
-                    f"more than {_MAX_EXAMPLES:,} examples",
-                    line=number,
-                    path=path,
-                    hint="calibrate on a sample",
-                )
+                Problem(f"more than {limit:,} examples", line=number, path=path, hint=too_many)
             )
             break
         try:
-            examples.append(Example.model_validate(row))
+            found.append((number, model.model_validate(row)))
         except ValidationError as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             problems.append(
                 Problem(
-                    f"not a calibration example: {first}",
+                    f"not a {what}: {first}",
                     line=number,
                     path=path,
                     hint=f"write one object a line: {example}",
                 )
             )
     problems.sort(key=lambda p: p.line or 0)
-    return examples, problems
+    return found, problems

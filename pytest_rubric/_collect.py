@@ -112,6 +112,7 @@ class RubricFile(pytest.File):
                 loaded = load_suite(self.path)
                 items = list(self._items(loaded))
             session.add_calibration(self.nodeid, loaded.name, loaded.calibration)
+            session.add_guidance(self.nodeid, loaded.guidance)
         except RubricLoadError:
             session.collection_errors += 1
             raise

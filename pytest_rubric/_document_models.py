@@ -161,6 +161,19 @@ class StyleProbeModel(BaseModel):
     style_sensitivity: Fraction
 
 
+class ProbeFiguresModel(BaseModel):
+    """One judge's and kind's entry of ``judge_audit.probes``: checked, then recomputed from
+    the results' ``probe`` records."""
+
+    model_config = _CONFIG
+
+    judge: str
+    kind: Literal["tone", "length", "position"]
+    probed: Count
+    flips: Count
+    sensitivity: Fraction
+
+
 class CalibrationModel(BaseModel):
     """One suite's entry of ``judge_audit.calibration``: measured by the run, kept by merge."""
 
@@ -190,6 +203,7 @@ class JudgeAuditModel(BaseModel):
 
     calibration: list[CalibrationModel] = []
     style_probe: list[StyleProbeModel] = []
+    probes: list[ProbeFiguresModel] = []  # per judge and kind (tone too); older documents: none
     panel: dict[str, Any] = {}
     evidence: EvidenceAuditModel = EvidenceAuditModel(checked=0, unsupported=0)
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import _stats
@@ -41,14 +41,22 @@ from ._leaderboard import SubjectRow, leaderboard, paired
 from ._result import CaseResult, mark_text
 
 if TYPE_CHECKING:
-    from ._audit import StyleProbe
+    from ._audit import ProbeFigures, StyleProbe
 
 __all__ = ["DELTA_HEADER", "GATES", "GateEntry", "GateReport", "SubjectDelta", "check"]
 
 # Means are float sums: an unchanged run must not "drop" by 1e-17.
 _EPSILON = 1e-9
 
-GATES = ("baseline-case", "baseline-subject", "fail-under", "style-flips", "min-kappa")
+GATES = (
+    "baseline-case",
+    "baseline-subject",
+    "fail-under",
+    "style-flips",
+    "length-flips",
+    "position-flips",
+    "min-kappa",
+)
 """Every gate's name, as an entry's ``gate`` says it."""
 _ORDER = {gate: i for i, gate in enumerate(GATES)}
 
@@ -136,12 +144,19 @@ class GateReport:
     notes: tuple[str, ...] = ()  # about the comparison, not an outcome (cases that did not run)
     max_style_flips: float | None = None  # --rubric-judge-max-style-flips (see _audit)
     min_kappa: float | None = None  # --rubric-judge-min-kappa (see _calibration)
+    # The limits of the probe kinds other than tone (--rubric-judge-max-flips KIND=X, else
+    # --rubric-judge-max-style-flips), by kind.
+    max_flips: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def active(self) -> bool:
-        return bool(self.entries) or any(
-            value is not None
-            for value in (self.baseline, self.fail_under, self.max_style_flips, self.min_kappa)
+        return (
+            bool(self.entries)
+            or bool(self.max_flips)
+            or any(
+                value is not None
+                for value in (self.baseline, self.fail_under, self.max_style_flips, self.min_kappa)
+            )
         )
 
     @property
@@ -313,6 +328,36 @@ def _style_flip_entries(probes: Iterable[StyleProbe], max_flips: float) -> list[
     return entries
 
 
+def _kind_flip_entries(
+    kind: str, probes: Sequence[ProbeFigures], max_flips: float
+) -> list[GateEntry]:
+    """The ``length-flips`` or ``position-flips`` gate: one entry per judge; one that failed
+    when the probe judged nothing again (a gate that measured nothing must not pass)."""
+    gate = f"{kind}-flips"
+    flag = f"--rubric-judge-max-flips {kind}, else --rubric-judge-max-style-flips"
+    entries = []
+    for p in probes:
+        over = p.sensitivity > max_flips
+        message = (
+            f"judge {p.judge}: {p.flips} of {p.verdicts} probed verdicts changed with the "
+            f"{kind} probe ({p.sensitivity:.3f}), {'above' if over else 'at most'} "
+            f"{max_flips:g} ({flag})"
+        )
+        entries.append(GateEntry(gate, None, None, over, message, quiet=not over))
+    if not any(p.probed for p in probes):
+        entries.append(
+            GateEntry(
+                gate,
+                None,
+                None,
+                True,
+                f"the {kind} probe judged no verdict again (every probe call failed, or no "
+                f"judged substance criterion ran), so its limit ({flag}) measured nothing",
+            )
+        )
+    return entries
+
+
 def _min_kappa_entries(
     calibration: Iterable[Mapping[str, Any]], min_kappa: float
 ) -> list[GateEntry]:
@@ -354,13 +399,17 @@ def check(
     calibration: Sequence[Mapping[str, Any]] = (),
     min_kappa: float | None = None,
     carried: Sequence[GateEntry] = (),
+    probes: Sequence[ProbeFigures] = (),
+    max_flips: Mapping[str, float] | None = None,
 ) -> GateReport:
     """Apply the gates to this run's ``results``; ``rows``, their leaderboard if already made.
 
     Each subject's delta carries the paired interval of (now - baseline) over the cases
     both runs graded, at ``gate_confidence`` if given, else ``level``. ``carried``: entries
     an earlier run wrote (``merge`` reads them from the shards); those of a gate applied
-    here are replaced by this run's verdicts, the others kept.
+    here are replaced by this run's verdicts, the others kept. ``max_flips``: the limit of
+    each probe kind other than tone (tone's is ``max_style_flips``), checked against that
+    kind's ``probes`` figures.
     """
     delta_level = gate_confidence if gate_confidence is not None else level
     now = {row.subject: row.correctness for row in rows or leaderboard(results)}
@@ -430,9 +479,9 @@ def check(
         entries += _fail_under_entries(now, fail_under)
     if max_style_flips is not None:
         applied.add("style-flips")
-        probes = list(style_probe)
-        entries += _style_flip_entries(probes, max_style_flips)
-        if not any(p.probed for p in probes):
+        style = list(style_probe)
+        entries += _style_flip_entries(style, max_style_flips)
+        if not any(p.probed for p in style):
             entries.append(
                 GateEntry(
                     "style-flips",
@@ -444,6 +493,9 @@ def check(
                     "measured nothing",
                 )
             )
+    for kind, limit in sorted((max_flips or {}).items()):
+        applied.add(f"{kind}-flips")
+        entries += _kind_flip_entries(kind, [p for p in probes if p.kind == kind], limit)
     if min_kappa is not None:
         applied.add("min-kappa")
         labels = list(calibration)
@@ -476,4 +528,5 @@ def check(
         notes=tuple(notes),
         max_style_flips=max_style_flips,
         min_kappa=min_kappa,
+        max_flips=dict(max_flips or {}),
     )

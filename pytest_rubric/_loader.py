@@ -69,6 +69,7 @@ class LoadedSuite:
     suite: Suite
     case_lines: list[int | None]
     calibration: list[tuple[Any, Any, Any]] = field(default_factory=list)  # _calibration
+    guidance: Any = None  # judge_instructions, judge_examples: a judge.prompts.Guidance (_guidance)
 
     @property
     def name(self) -> str:
@@ -177,6 +178,12 @@ def parse_suite(text: str, *, path: Path) -> LoadedSuite:
 
         calibration, calibration_problems = examples_of(suite, path)
         problems += calibration_problems
+    guidance = None
+    if suite is not None and (suite.judge_instructions or suite.judge_examples is not None):
+        from ._guidance import guidance_of
+
+        guidance, guidance_problems = guidance_of(suite, path, locator, calibration)
+        problems += guidance_problems
     if problems or suite is None:
         raise RubricLoadError(path, problems)
     return LoadedSuite(
@@ -184,6 +191,7 @@ def parse_suite(text: str, *, path: Path) -> LoadedSuite:
         suite=suite,
         case_lines=[locator.case_line(i) for i in range(len(suite.cases))],
         calibration=calibration,
+        guidance=guidance,
     )
 
 

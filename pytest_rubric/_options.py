@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from ._base import CACHE_MODES, EVIDENCE_MODES, GRADERS, RESPONSE_CACHE_MODES
+from ._base import CACHE_MODES, EVIDENCE_MODES, GRADERS, PROBE_KINDS, RESPONSE_CACHE_MODES
 from ._outputs import OUTPUTS
 from ._repeat import parse_pass_when
 
@@ -326,6 +326,12 @@ def add_options(parser: pytest.Parser) -> None:
     _add_audit_options(group)
     parser.addini("rubric_judge_probe", "criteria the style probe judges again (0)", default="")
     parser.addini(
+        "rubric_judge_probe_kinds",
+        "what the probed criteria are judged again on: tone, length, position, comma-separated "
+        "(tone)",
+        default="",
+    )
+    parser.addini(
         "rubric_judge_min_kappa",
         "judged criteria of a suite whose calibration kappa is below this are ERROR",
         default="",
@@ -370,7 +376,28 @@ def _add_audit_options(group: pytest.OptionGroup) -> None:
         metavar="X",
         type=fraction,
         default=None,
-        help="fail the session when the style probe's share of flipped verdicts is above X.",
+        help="fail the session when the style probe's share of flipped verdicts is above X "
+        "(every probe kind's: see --rubric-judge-probe-kinds).",
+    )
+    group.addoption(
+        "--rubric-judge-probe-kinds",
+        dest="rubric_judge_probe_kinds",
+        metavar="KINDS",
+        type=probe_kinds,
+        default=None,
+        help="what the probed criteria are judged again on, comma-separated: tone (rewritten "
+        "confident and hedged), length (neutral padding appended), position (one-shot grader: "
+        "the criteria in reverse order). Default: tone.",
+    )
+    group.addoption(
+        "--rubric-judge-max-flips",
+        dest="rubric_judge_max_flips",
+        metavar="KIND=X",
+        action="append",
+        type=kind_limit,
+        default=None,
+        help="fail the session when probe KIND's share of flipped verdicts is above X "
+        "(repeatable; overrides --rubric-judge-max-style-flips for that kind).",
     )
 
 
@@ -418,6 +445,28 @@ def _pass_rule(text: str) -> str | float:
         return parse_pass_when(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def probe_kinds(text: str) -> tuple[str, ...]:
+    """An argparse type (and the ini's reader): probe kinds, comma-separated, each once."""
+    kinds = tuple(k.strip().lower() for k in text.split(",") if k.strip())
+    unknown = [k for k in kinds if k not in PROBE_KINDS]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: the probe kinds are {', '.join(PROBE_KINDS)} (comma-separated)"
+        )
+    return tuple(dict.fromkeys(kinds))
+
+
+def kind_limit(text: str) -> tuple[str, float]:
+    """An argparse type: ``KIND=X``, a probe kind and its largest share of flips."""
+    kind, sep, value = text.partition("=")
+    kind = kind.strip().lower()
+    if not sep or kind not in PROBE_KINDS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not KIND=X with KIND one of {', '.join(PROBE_KINDS)}"
+        )
+    return kind, fraction(value.strip())
 
 
 def _positive_int(text: str) -> int:

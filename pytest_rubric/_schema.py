@@ -320,6 +320,18 @@ class CalibrationExample(BaseModel):
     score: float | None = None
 
 
+class JudgeExample(BaseModel):
+    """One labelled example of a file's ``judge_examples:`` (see ``_guidance``), shown to the
+    judge: how the rubric's author grades ``response`` on ``criterion``, and why."""
+
+    model_config = MODEL_CONFIG
+
+    criterion: str
+    response: str
+    verdict: Literal["MET", "UNMET"]
+    reason: str
+
+
 class Suite(BaseModel):
     """A rubric file: cases plus file-level defaults and ``global`` criteria."""
 
@@ -333,6 +345,8 @@ class Suite(BaseModel):
     repeat: Repeat | None = None
     pass_when: PassWhenField | None = None
     calibration: list[CalibrationExample] | str | None = None  # see _calibration
+    judge_instructions: str | None = None  # see _guidance
+    judge_examples: list[JudgeExample] | str | None = None  # see _guidance
     global_criteria: list[Criterion] = Field(
         default=[], validation_alias=AliasChoices("global", "global_criteria")
     )

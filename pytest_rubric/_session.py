@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .judge.cache import CachedCalls, JudgeCache
     from .judge.cost import Budget, Price
     from .judge.panel import Panel
+    from .judge.prompts import Guidance
     from .judge.runner import JudgeRunner
 
 __all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]  # Settings: re-exported
@@ -81,6 +82,7 @@ class RubricSession(SessionAudit):
         # controller, what the workers measured (the first worker's, per file).
         self._calibration_examples: dict[str, tuple[str, list[Any]]] = {}
         self._calibrated: dict[str, Calibration] = {}
+        self._guidance: dict[str, Guidance] = {}  # file id -> judge_instructions, judge_examples
         self._frozen = False  # whether collected() froze the heap (see _heap)
         self._rubric_items_ran = False
         self._assert_subjects = False  # assert_rubric graded with subject=
@@ -336,7 +338,10 @@ class RubricSession(SessionAudit):
             thresholds=settings.thresholds,
             level=settings.confidence,
             gate_confidence=settings.gate_confidence,
-            max_style_flips=settings.max_style_flips if gates else None,
+            max_style_flips=settings.flip_limits.get("tone") if gates else None,
+            max_flips=(
+                {k: v for k, v in settings.flip_limits.items() if k != "tone"} if gates else None
+            ),
             min_kappa=settings.min_kappa if gates else None,
             calibration=[c.to_dict() for c in self.calibrations()],
             responses_replayed=(self.responses_tally.replayed, self.responses_tally.asked),

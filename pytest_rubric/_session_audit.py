@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ._calibration import Calibration
     from ._grader import CompiledRubric
     from .judge.base import Judged
+    from .judge.prompts import Guidance
 
 
 from ._session_judge import SessionJudge
@@ -33,6 +34,15 @@ class SessionAudit(SessionJudge):
         """A collected rubric file's calibration examples (``(example, criterion, case)``)."""
         if examples:
             self._calibration_examples[file_id] = (suite, examples)
+
+    def add_guidance(self, file_id: str, guidance: Guidance | None) -> None:
+        """A collected rubric file's ``judge_instructions:`` and ``judge_examples:``."""
+        if guidance is not None:
+            self._guidance[file_id] = guidance
+
+    def guidance_of(self, key: str) -> Guidance | None:
+        """The guidance of the rubric file of item (or calibration) ``key``, or None."""
+        return self._guidance.get(key.split("::", 1)[0])
 
     def start_calibration(self) -> None:
         """Start grading every calibration example, before any judged item runs.
@@ -52,6 +62,7 @@ class SessionAudit(SessionJudge):
                     question=case.asked,
                     response=example.response,
                     reference=case.reference,
+                    guidance=self.guidance_of(file_id),
                 )
 
     @property
@@ -78,6 +89,7 @@ class SessionAudit(SessionJudge):
                 question=case.asked,
                 response=example.response,
                 reference=case.reference,
+                guidance=self.guidance_of(file_id),
             ).outcomes[criterion.id]
             decided = outcome.verdict in (Verdict.MET, Verdict.UNMET)
             judged = outcome.verdict is Verdict.MET if decided else None
@@ -138,47 +150,73 @@ class SessionAudit(SessionJudge):
         ids = self.probe_plan.get(key, ())
         return [c for c in compiled.judged_criteria if c.id in ids]
 
-    def _schedule_probe(self, key: str, compiled: CompiledRubric, response: str) -> None:
+    def _probe_calls(
+        self, key: str, compiled: CompiledRubric, response: str
+    ) -> list[tuple[str, str, list[Any], str]]:
+        """Each probe call of item ``key``: ``(kind, call key, criteria, response)``, for the
+        kinds of ``--rubric-judge-probe-kinds`` (none when the item is not probed)."""
+        criteria = self._probed(key, compiled)
+        if not criteria:
+            return []
+        from ._padding import pad, paddable
         from ._restyle import restyle
 
-        criteria = self._probed(key, compiled)
-        if self.judging is None or not criteria:
+        kinds = self.settings.probe_kinds
+        calls: list[tuple[str, str, list[Any], str]] = []
+        if "tone" in kinds:
+            calls += [
+                (tone, f"{key}#probe-{tone}", criteria, restyle(response, to=tone))
+                for tone in ("confident", "hedged")
+            ]
+        if "length" in kinds and paddable(response):  # prose after JSON would break it
+            calls.append(("length", f"{key}#probe-length", criteria, pad(response)))
+        if "position" in kinds and len(compiled.judged_criteria) > 1:
+            # The whole case again, its criteria in reverse order (a one-shot call grades
+            # them together, so every criterion moves but a middle one).
+            reverse = list(reversed(compiled.judged_criteria))
+            calls.append(("position", f"{key}#probe-position", reverse, response))
+        return calls
+
+    def _schedule_probe(self, key: str, compiled: CompiledRubric, response: str) -> None:
+        if self.judging is None:
             return
-        for tone in ("confident", "hedged"):
+        for _, call, criteria, text in self._probe_calls(key, compiled, response):
             self.judging.schedule(
-                f"{key}#probe-{tone}",
+                call,
                 criteria,
                 question=compiled.rubric.asked,
-                response=restyle(response, to=tone),
+                response=text,
                 reference=compiled.rubric.reference,
+                guidance=self.guidance_of(key),
             )
 
     def probe(
         self, key: str, compiled: CompiledRubric, response: str, judged: Judged | None
     ) -> list[dict[str, str]]:
-        """The style probe's records for the item ``key`` (none when it is not probed): each
-        judge's verdicts on its first answer (``judged``) and on that answer's two rewrites."""
+        """The probes' records for the item ``key`` (none when it is not probed): each
+        judge's verdicts on its first answer (``judged``) and judged again for each kind."""
         if self.judging is None or judged is None:  # first: every unjudged item asks
             return []
         criteria = self._probed(key, compiled)
-        if not criteria:
+        calls = self._probe_calls(key, compiled, response)
+        if not criteria or not calls:
             return []
-        from ._audit import probe_record
-        from ._restyle import restyle
+        from ._audit import kind_record, probe_record
 
         self._schedule_probe(key, compiled, response)
         records = []
         # A panel's judges are probed one by one: the audit is per judge.
         for runner in getattr(self.judging, "runners", (self.judging,)):
-            rewrites = {
-                tone: runner.result(
-                    f"{key}#probe-{tone}",
-                    criteria,
+            again = {
+                kind: runner.result(
+                    call,
+                    probed,
                     question=compiled.rubric.asked,
-                    response=restyle(response, to=tone),
+                    response=text,
                     reference=compiled.rubric.reference,
+                    guidance=self.guidance_of(key),
                 )
-                for tone in ("confident", "hedged")
+                for kind, call, probed, text in calls
             }
             for c in criteria:
                 outcome = judged.outcomes.get(c.id)
@@ -188,14 +226,27 @@ class SessionAudit(SessionJudge):
                 if not isinstance(original, str):  # a panel judge's score: MET in the upper half
                     share = (original - c.min_score) / (c.max_score - c.min_score)
                     original = "MET" if share >= 0.5 else "UNMET"
-                records.append(
-                    probe_record(
+                if "confident" in again:
+                    records.append(
+                        probe_record(
+                            criterion=c.id,
+                            judge=runner.name,
+                            original=str(original),
+                            confident=str(again["confident"].outcomes[c.id].verdict),
+                            hedged=str(again["hedged"].outcomes[c.id].verdict),
+                        )
+                    )
+                records += [
+                    kind_record(
+                        kind=kind,
                         criterion=c.id,
                         judge=runner.name,
                         original=str(original),
-                        confident=str(rewrites["confident"].outcomes[c.id].verdict),
-                        hedged=str(rewrites["hedged"].outcomes[c.id].verdict),
+                        probed=str(again[kind].outcomes[c.id].verdict),
+                        negative=c.effective_weight < 0,
                     )
-                )
+                    for kind in ("length", "position")
+                    if kind in again
+                ]
         self._warn_cache_trouble()
         return records

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .judge.cache import CachedCalls, JudgeCache
     from .judge.cost import Budget, Price
     from .judge.panel import Panel
+    from .judge.prompts import Guidance
     from .judge.runner import JudgeRunner
 
 
@@ -77,6 +78,7 @@ class SessionJudge:
     _scheduled: set[str]
     _calibration_examples: dict[str, tuple[str, list[Any]]]
     _calibrated: dict[str, Calibration]
+    _guidance: dict[str, Guidance]
     _frozen: bool
 
     @property
@@ -98,6 +100,9 @@ class SessionJudge:
         raise NotImplementedError
 
     def _schedule_probe(self, key: str, compiled: CompiledRubric, response: str) -> None:
+        raise NotImplementedError
+
+    def guidance_of(self, key: str) -> Guidance | None:
         raise NotImplementedError
 
     def cache(self) -> JudgeCache | None:
@@ -279,6 +284,7 @@ class SessionJudge:
                     question=compiled.rubric.asked,
                     response=text,
                     reference=compiled.rubric.reference,
+                    guidance=self.guidance_of(item.nodeid),
                 )
 
     def add_worker_stats(self, data: dict[str, Any]) -> None:
@@ -347,6 +353,7 @@ class SessionJudge:
                     question=compiled.rubric.asked,
                     response=response,
                     reference=compiled.rubric.reference,
+                    guidance=self.guidance_of(key),
                 )
             if responses:
                 self._schedule_probe(key, compiled, responses[0])
@@ -367,6 +374,7 @@ class SessionJudge:
                 question=compiled.rubric.asked,
                 response=response,
                 reference=compiled.rubric.reference,
+                guidance=self.guidance_of(key),
             )
             self._warn_cache_trouble()
             uncalibrated = self._below_min_kappa(key)

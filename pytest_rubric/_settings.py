@@ -68,7 +68,20 @@ class Settings:
     judge_evidence: str = "check"  # --rubric-judge-evidence
     judge_probe: int = 0  # --rubric-judge-probe N
     max_style_flips: float | None = None  # --rubric-judge-max-style-flips X
+    probe_kinds: tuple[str, ...] = ("tone",)  # --rubric-judge-probe-kinds
+    max_flips: Mapping[str, float] = field(default_factory=dict)  # --rubric-judge-max-flips K=X
     min_kappa: float | None = None  # --rubric-judge-min-kappa K
+
+    @property
+    def flip_limits(self) -> dict[str, float]:
+        """Each probed kind's limit on its share of flips: ``--rubric-judge-max-flips
+        KIND=X``, else ``--rubric-judge-max-style-flips`` (kinds with neither: no gate)."""
+        limits = {}
+        for kind in self.probe_kinds:
+            limit = self.max_flips.get(kind, self.max_style_flips)
+            if limit is not None:
+                limits[kind] = limit
+        return limits
 
     @property
     def judge(self) -> str | None:
@@ -162,6 +175,8 @@ class Settings:
                 else 0
             ),
             max_style_flips=config.getoption("rubric_judge_max_style_flips"),
+            probe_kinds=_probe_kinds(config),
+            max_flips=_max_flips(config),
             min_kappa=_min_kappa(config),
             thresholds=_style.StyleThresholds(
                 confident=number("rubric_confident_threshold", defaults.confident),
@@ -232,6 +247,48 @@ def _whole(value: float, name: str) -> int:
     if value != int(value):
         raise pytest.UsageError(f"ini option {name} = {value:g} must be a whole number")
     return int(value)
+
+
+def _probe_kinds(config: pytest.Config) -> tuple[str, ...]:
+    """``--rubric-judge-probe-kinds``, else the ini's, else tone; position needs the one-shot
+    grader (the order of the criteria is a seat only when one call grades them all)."""
+    import argparse
+
+    from ._options import probe_kinds
+
+    kinds: tuple[str, ...] | None = config.getoption("rubric_judge_probe_kinds")
+    raw = str(config.getini("rubric_judge_probe_kinds") or "").strip()
+    if kinds is None and raw:
+        try:
+            kinds = probe_kinds(raw)
+        except argparse.ArgumentTypeError as exc:
+            raise pytest.UsageError(f"ini option rubric_judge_probe_kinds = {exc}") from None
+    kinds = kinds or ("tone",)
+    if "position" in kinds and config.getoption("rubric_grader") != "one-shot":
+        raise pytest.UsageError(
+            "--rubric-judge-probe-kinds position judges a case again with its criteria in "
+            "reverse order, which only the one-shot grader sees; add --rubric-grader one-shot "
+            "or leave position out"
+        )
+    return kinds
+
+
+def _max_flips(config: pytest.Config) -> dict[str, float]:
+    """``--rubric-judge-max-flips KIND=X``, each kind at most once and each one probed."""
+    limits: dict[str, float] = {}
+    kinds = _probe_kinds(config)
+    for kind, limit in config.getoption("rubric_judge_max_flips") or ():
+        if kind not in kinds:
+            raise pytest.UsageError(
+                f"--rubric-judge-max-flips {kind}={limit:g}: the {kind} probe does not run "
+                f"(--rubric-judge-probe-kinds is {','.join(kinds)}); add {kind} to it"
+            )
+        if kind in limits:
+            raise pytest.UsageError(
+                f"--rubric-judge-max-flips {kind}= is given twice; give each kind once"
+            )
+        limits[kind] = limit
+    return limits
 
 
 def _min_kappa(config: pytest.Config) -> float | None:

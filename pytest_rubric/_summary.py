@@ -134,6 +134,8 @@ def _passed(gates: GateReport) -> str:
             f"judge style sensitivity at most {gates.max_style_flips:g} "
             "(--rubric-judge-max-style-flips)"
         )
+    for kind, limit in sorted(gates.max_flips.items()):
+        parts.append(f"judge {kind} sensitivity at most {limit:g} (the {kind} probe's limit)")
     if gates.min_kappa is not None:
         parts.append(
             f"every calibrated suite's kappa at least {gates.min_kappa:g} "

@@ -204,6 +204,7 @@ def test_json_is_written_even_when_no_rubric_ran(
         "judge_audit": {
             "calibration": [],
             "style_probe": [],
+            "probes": [],
             "panel": {},
             "evidence": {"checked": 0, "unsupported": 0},
         },

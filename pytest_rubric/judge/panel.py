@@ -29,7 +29,7 @@ from .runner import JudgeRunner, majority
 
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
-    from .prompts import Question
+    from .prompts import Guidance, Question
 
 __all__ = ["Panel", "combine_panel"]
 
@@ -56,10 +56,16 @@ class Panel:
         question: Question,
         response: str,
         reference: str | None = None,
+        guidance: Guidance | None = None,
     ) -> None:
         for runner in self.runners:
             runner.schedule(
-                key, criteria, question=question, response=response, reference=reference
+                key,
+                criteria,
+                question=question,
+                response=response,
+                reference=reference,
+                guidance=guidance,
             )
 
     def result(
@@ -70,11 +76,24 @@ class Panel:
         question: Question,
         response: str,
         reference: str | None = None,
+        guidance: Guidance | None = None,
     ) -> Judged:
-        self.schedule(key, criteria, question=question, response=response, reference=reference)
+        self.schedule(
+            key,
+            criteria,
+            question=question,
+            response=response,
+            reference=reference,
+            guidance=guidance,
+        )
         by_judge = {
             runner.name: runner.result(
-                key, criteria, question=question, response=response, reference=reference
+                key,
+                criteria,
+                question=question,
+                response=response,
+                reference=reference,
+                guidance=guidance,
             )
             for runner in self.runners
         }

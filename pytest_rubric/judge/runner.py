@@ -40,7 +40,7 @@ from .transport import Transport
 
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
-    from .prompts import Question
+    from .prompts import Guidance, Question
 
 __all__ = ["JudgeRunner", "combine", "majority"]
 
@@ -100,12 +100,15 @@ class JudgeRunner:
         question: Question,
         response: str,
         reference: str | None = None,
+        guidance: Guidance | None = None,
     ) -> None:
         """Start judging one answer in the background (once per key); ``reference`` is the
         case's known-correct answer, shown to the judge when there is one."""
         if key not in self._futures:
             self._futures[key] = self.transport.submit(
-                self._judge_answer(criteria, question=question, response=response, ref=reference)
+                self._judge_answer(
+                    criteria, question=question, response=response, ref=reference, guidance=guidance
+                )
             )
 
     def result(
@@ -116,9 +119,17 @@ class JudgeRunner:
         question: Question,
         response: str,
         reference: str | None = None,
+        guidance: Guidance | None = None,
     ) -> Judged:
         """Wait for one answer's outcomes, scheduling them first if nobody did."""
-        self.schedule(key, criteria, question=question, response=response, reference=reference)
+        self.schedule(
+            key,
+            criteria,
+            question=question,
+            response=response,
+            reference=reference,
+            guidance=guidance,
+        )
         return self._futures.pop(key).result()
 
     def close(self) -> None:
@@ -135,9 +146,12 @@ class JudgeRunner:
         question: Question,
         response: str,
         ref: str | None,
+        guidance: Guidance | None = None,
     ) -> Judged:
         try:
-            judged = await self._grade(criteria, question=question, response=response, ref=ref)
+            judged = await self._grade(
+                criteria, question=question, response=response, ref=ref, guidance=guidance
+            )
         except Exception as exc:  # a grade that could not be obtained is ERROR, never a crash
             reason = f"judge {self.name} failed: {type(exc).__name__}: {exc}"
             judged = Judged({c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in criteria})
@@ -167,9 +181,13 @@ class JudgeRunner:
         question: Question,
         response: str,
         ref: str | None,
+        guidance: Guidance | None = None,
     ) -> Judged:
         runs = await asyncio.gather(
-            *(self._sample(criteria, question, response, i, ref) for i in range(self.samples))
+            *(
+                self._sample(criteria, question, response, i, ref, guidance)
+                for i in range(self.samples)
+            )
         )
         suspected = any(run.injection_suspected for run in runs)
         if self.samples == 1:
@@ -195,11 +213,12 @@ class JudgeRunner:
         response: str,
         sample: int,
         ref: str | None,
+        guidance: Guidance | None = None,
     ) -> Judged:
         """One sample of the grades of every judged criterion of an answer, MET verdicts'
         evidence checked against the response."""
         judged = await self.strategy.grade(
-            self.transport, criteria, question, response, sample, reference=ref
+            self.transport, criteria, question, response, sample, reference=ref, guidance=guidance
         )
         if self.strategy.mean:
             return judged  # a holistic grade is one score for the whole rubric: nothing to quote

@@ -36,7 +36,7 @@ from .transport import Transport, UnusableReplay
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
     from ..criteria.judge import Judge
-    from .prompts import Question
+    from .prompts import Guidance, Question
 
 __all__ = ["STRATEGIES", "Strategy", "ask"]
 
@@ -58,6 +58,7 @@ class Grade(Protocol):
         sample: int,
         *,
         reference: str | None = None,
+        guidance: Guidance | None = None,
     ) -> Awaitable[Judged]: ...
 
 
@@ -185,9 +186,12 @@ async def _per_criterion(
     sample: int,
     *,
     reference: str | None = None,
+    guidance: Guidance | None = None,
 ) -> Judged:
     prompts = [
-        per_criterion(c, question=question, response=response, reference=reference)
+        per_criterion(
+            c, question=question, response=response, reference=reference, guidance=guidance
+        )
         for c in criteria
     ]
 
@@ -222,8 +226,11 @@ async def _one_shot(
     sample: int,
     *,
     reference: str | None = None,
+    guidance: Guidance | None = None,
 ) -> Judged:
-    prompt = one_shot(criteria, question=question, response=response, reference=reference)
+    prompt = one_shot(
+        criteria, question=question, response=response, reference=reference, guidance=guidance
+    )
     suspected = injection_suspected(response, prompt.token)
 
     def read(text: str) -> dict[str, Graded | ReplyError]:
@@ -278,8 +285,11 @@ async def _holistic(
     sample: int,
     *,
     reference: str | None = None,
+    guidance: Guidance | None = None,
 ) -> Judged:
-    prompt = holistic(criteria, question=question, response=response, reference=reference)
+    prompt = holistic(
+        criteria, question=question, response=response, reference=reference, guidance=guidance
+    )
     suspected = injection_suspected(response, prompt.token)
     try:
         score, reason = await ask(
@@ -313,16 +323,33 @@ async def _holistic_and_extract(
     sample: int,
     *,
     reference: str | None = None,
+    guidance: Guidance | None = None,
 ) -> Judged:
     """(issue 17) One holistic score for the judged criteria; an ``extract`` criterion is not
     graded, so it is read on its own call (as per-criterion reads it) and its check decides."""
     reads = [c for c in criteria if c.kind == "extract"]
     graded = [c for c in criteria if c.kind != "extract"]
     if not reads:
-        return await _holistic(transport, graded, question, response, sample, reference=reference)
-    parts = [_per_criterion(transport, reads, question, response, sample, reference=reference)]
+        return await _holistic(
+            transport, graded, question, response, sample, reference=reference, guidance=guidance
+        )
+    parts = [
+        _per_criterion(
+            transport, reads, question, response, sample, reference=reference, guidance=guidance
+        )
+    ]
     if graded:
-        parts.append(_holistic(transport, graded, question, response, sample, reference=reference))
+        parts.append(
+            _holistic(
+                transport,
+                graded,
+                question,
+                response,
+                sample,
+                reference=reference,
+                guidance=guidance,
+            )
+        )
     done = await asyncio.gather(*parts)
     return Judged(
         {cid: o for part in done for cid, o in part.outcomes.items()},
