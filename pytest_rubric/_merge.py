@@ -37,6 +37,7 @@ from typing import Any
 
 from ._freeze import add_collect_command, run_collect
 from ._gates import GateEntry
+from ._history import HistoryError, add_history_command, append, run_history
 from ._init import add_command as add_init_command
 from ._init import run as run_init
 from ._options import fraction
@@ -127,6 +128,12 @@ def _parser() -> argparse.ArgumentParser:
         "--baseline", type=Path, metavar="PATH", help="an earlier --rubric-json to gate against"
     )
     cmd.add_argument(
+        "--history",
+        type=Path,
+        metavar="PATH",
+        help="append the merged run to this --rubric-history file (once for all the shards)",
+    )
+    cmd.add_argument(
         "--max-drop",
         type=fraction,
         default=0.0,
@@ -156,6 +163,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_import_commands(commands)
     add_collect_command(commands)
+    add_history_command(commands)
     add_init_command(commands)
     return parser
 
@@ -169,6 +177,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_collect(args)
     if args.command == "init":
         return run_init(args)
+    if args.command == "history":
+        return run_history(args)
     for name in ("confidence", "gate_confidence"):
         value = getattr(args, name)
         if value is not None and not 0 < value < 1:
@@ -202,6 +212,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         carried_gates=[GateEntry.from_dict(g) for g in gates],
     )
     write_outputs(report, {output.name: getattr(args, output.name) for output in OUTPUTS})
+    if args.history is not None:
+        try:
+            append(args.history, report)
+        except HistoryError as exc:  # the merged reports are written whatever the history says
+            print(f"pytest-rubric merge: warning: {exc}", file=sys.stderr)
     print(f"rubric summary: {len(results)} results from {len(args.documents)} file(s)")
     for line in terminal_lines(report, board_when_empty=True):
         print(line.text)

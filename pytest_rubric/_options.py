@@ -183,6 +183,14 @@ def add_options(parser: pytest.Parser) -> None:
         "subject's correctness drops by more than --rubric-max-drop.",
     )
     group.addoption(
+        "--rubric-history",
+        dest="rubric_history",
+        metavar="PATH",
+        default=None,
+        help="append this run (its run metadata, leaderboard and items) to the SQLite history "
+        "at PATH; also ini rubric_history. Read it with python -m pytest_rubric history PATH.",
+    )
+    group.addoption(
         "--rubric-max-drop",
         dest="rubric_max_drop",
         metavar="X",
@@ -278,6 +286,11 @@ def add_options(parser: pytest.Parser) -> None:
         "collections of its large heap (default true)",
         type="bool",
         default=True,
+    )
+    parser.addini(
+        "rubric_history",
+        "a SQLite file each run is appended to (see --rubric-history)",
+        default="",
     )
     parser.addini(
         "rubric_response_cache",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -383,6 +384,13 @@ class RubricSession(SessionAudit):
         from ._outputs import write_outputs  # the HTML and Markdown renderers: only at the end
 
         write_outputs(self.report, self.settings.output_paths)
+        if self.settings.history_path is not None and self.report.shown:
+            from ._history import HistoryError, append
+
+            try:
+                append(self.settings.history_path, self.report)
+            except HistoryError as exc:  # never a lost run: its outputs are written already
+                warnings.warn(RubricWarning(str(exc)), stacklevel=1)
 
 
 _DATA_SUFFIXES = (".yaml", ".yml", ".json")

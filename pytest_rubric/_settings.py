@@ -40,6 +40,7 @@ class Settings:
     targets: tuple[str, ...] = ()  # --rubric-target, each [NAME=]module:function
     output_paths: Mapping[str, Path | None] = field(default_factory=dict)  # by OUTPUTS name
     baseline_path: Path | None = None
+    history_path: Path | None = None  # --rubric-history, else ini rubric_history
     max_drop: float = 0.0
     fail_under: float | None = None
     judges: tuple[str, ...] = ()  # --rubric-judge, repeated for a panel (ini: one per line)
@@ -127,6 +128,12 @@ class Settings:
             targets=_repeatable(config, "rubric_target", "--rubric-target"),
             output_paths={o.name: path(f"rubric_{o.name}") for o in OUTPUTS},
             baseline_path=path("rubric_baseline"),
+            history_path=path("rubric_history")
+            or (
+                config.rootpath / str(config.getini("rubric_history")).strip()
+                if str(config.getini("rubric_history") or "").strip()
+                else None
+            ),
             max_drop=config.getoption("rubric_max_drop"),
             fail_under=config.getoption("rubric_fail_under"),
             judges=_judges(config),

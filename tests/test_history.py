@@ -1,0 +1,116 @@
+"""``--rubric-history``: each run appended to a SQLite file, read back by ``python -m
+pytest_rubric history`` (DESIGN, "Comparing runs and subjects")."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pytest_rubric._history import SCHEMA_VERSION, read_runs
+from pytest_rubric._merge import main
+
+Write = Callable[[str, str], Path]
+
+SUITE = """
+cases:
+  - id: q1
+    responses: {good: "It is 42.", bad: "It is 41."}
+    criteria: [{id: value, type: number, value: 42}]
+  - id: q2
+    responses: {good: "Paris.", bad: "Paris."}
+    criteria: [{id: city, type: any_of, any_of: [paris]}]
+"""
+
+
+def _rows(capsys: pytest.CaptureFixture[str], *args: str) -> list[str]:
+    assert main(["history", *args]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def test_each_run_is_appended_and_history_prints_one_row_per_run(
+    pytester: pytest.Pytester, write: Write, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write("s.rubric.yaml", SUITE)
+    for _ in range(2):
+        pytester.runpytest("--rubric-history=h.sqlite3").assert_outcomes(passed=3, failed=1)
+    runs = read_runs(pytester.path / "h.sqlite3")
+    assert len(runs) == 2
+    assert [s[0] for s in runs[-1].subjects] == ["good", "bad"]  # in rank order
+    good = runs[-1].subjects[0]
+    assert good[1] == 1.0 and good[2] is not None and good[2] < 1.0  # its interval
+    with sqlite3.connect(pytester.path / "h.sqlite3") as db:
+        assert db.execute("SELECT COUNT(*) FROM items").fetchone() == (8,)
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    db.close()
+
+    capsys.readouterr()
+    lines = _rows(capsys, "h.sqlite3")
+    assert len(lines) == 2
+    assert "good 1.000 [" in lines[0] and "bad 0.500 [" in lines[0]
+    assert len(_rows(capsys, "h.sqlite3", "--last", "1")) == 1
+    only = _rows(capsys, "h.sqlite3", "--subject", "bad")
+    assert all("good" not in line and "bad 0.500" in line for line in only)
+
+
+def test_the_ini_names_the_history_and_xdist_workers_never_write_it(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    write("s.rubric.yaml", SUITE)
+    pytester.makeini("[pytest]\nrubric_history = runs/h.sqlite3\n")
+    result = pytester.runpytest_subprocess("-n", "2", timeout=120)
+    result.assert_outcomes(passed=3, failed=1)
+    runs = read_runs(pytester.path / "runs" / "h.sqlite3")
+    assert len(runs) == 1  # the controller's one row, not one per worker
+    with sqlite3.connect(pytester.path / "runs" / "h.sqlite3") as db:
+        assert db.execute("SELECT COUNT(*) FROM items").fetchone() == (4,)
+    db.close()
+
+
+def test_merged_shards_append_once(
+    pytester: pytest.Pytester, write: Write, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write("a.rubric.yaml", SUITE)
+    write("b.rubric.yaml", SUITE.replace("q1", "q3").replace("q2", "q4"))
+    for name in ("a", "b"):
+        pytester.runpytest(f"{name}.rubric.yaml", f"--rubric-json={name}.json")
+    assert main(["merge", "a.json", "b.json", "--history", "h.sqlite3"]) == 1  # one case fails
+    (run,) = read_runs(pytester.path / "h.sqlite3")
+    assert dict((s[0], s[1]) for s in run.subjects) == {"good": 1.0, "bad": 0.5}
+
+
+def test_a_newer_or_broken_history_is_one_warning_and_never_a_lost_run(
+    pytester: pytest.Pytester, write: Write, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write("s.rubric.yaml", SUITE)
+    newer = pytester.path / "newer.sqlite3"
+    with sqlite3.connect(newer) as db:
+        db.execute("PRAGMA user_version = 99")
+    db.close()
+    result = pytester.runpytest("--rubric-history=newer.sqlite3", "--rubric-json=out.json")
+    result.assert_outcomes(passed=3, failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["*RubricWarning: --rubric-history */newer.sqlite3: written by a newer pytest-rubric "
+         "(history schema 99; this one reads up to 1)*"]
+    )  # fmt: skip
+    assert (pytester.path / "out.json").exists()
+    capsys.readouterr()
+    assert main(["history", "newer.sqlite3"]) == 2
+    assert "written by a newer pytest-rubric" in capsys.readouterr().err
+
+    (pytester.path / "junk.sqlite3").write_bytes(b"this is not a database" * 100)
+    result = pytester.runpytest("--rubric-history=junk.sqlite3")
+    result.assert_outcomes(passed=3, failed=1)
+    assert result.stdout.str().count("junk.sqlite3: not a readable SQLite database") == 1
+
+
+def test_an_older_history_is_migrated(pytester: pytest.Pytester, write: Write) -> None:
+    write("s.rubric.yaml", SUITE)
+    older = pytester.path / "old.sqlite3"
+    sqlite3.connect(older).close()  # schema 0: the file of a version before histories
+    pytester.runpytest("--rubric-history=old.sqlite3").assert_outcomes(passed=3, failed=1)
+    assert len(read_runs(older)) == 1
