@@ -19,7 +19,8 @@ from ._base import RESULTS_KEY
 from ._calls import described, make_importable, resolve_import
 from ._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from ._grader import CompiledRubric
-from ._loader import LoadedSuite, load_suite, paused_gc
+from ._heap import paused
+from ._loader import LoadedSuite, load_suite
 from ._outgoing import outgoing
 from ._result import CaseResult, Recorded, Verdict
 from ._schema import own_mark
@@ -108,7 +109,7 @@ class RubricFile(pytest.File):
     def collect(self) -> Iterator[RubricItem]:
         session = self.rubric_session
         try:
-            with paused_gc():
+            with paused(enabled=self.config.getini("rubric_gc_pause")):
                 loaded = load_suite(self.path)
                 items = list(self._items(loaded))
             session.add_calibration(self.nodeid, loaded.name, loaded.calibration)

@@ -20,10 +20,7 @@ reads responses files. The names other code imports from here still are.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +52,6 @@ __all__ = [
     "load_response_dir",
     "load_suite",
     "parse_suite",
-    "paused_gc",
     "problems_from_validation",
     "subject_problem",
 ]
@@ -82,27 +78,11 @@ class LoadedSuite:
         return (self.path.parent / self.suite.responses).resolve()
 
 
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building large acyclic structures.
-
-    A rubric file's node tree, models and items are many small objects that
-    all stay alive; the collector would walk them again and again while they
-    grow (on a 20k-line file, 4-5x the parse time). Nested pauses are fine.
-    """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
-
-
 def load_suite(path: Path) -> LoadedSuite:
-    """Read and validate a rubric file; raise :class:`RubricLoadError` listing every problem."""
-    with paused_gc():
-        return _load_suite(path)
+    """Read and validate a rubric file; raise :class:`RubricLoadError` listing every problem.
+
+    A session loads it with the garbage collector paused (``_heap.paused``)."""
+    return _load_suite(path)
 
 
 def _load_suite(path: Path) -> LoadedSuite:

@@ -281,6 +281,13 @@ def add_options(parser: pytest.Parser) -> None:
         default=True,
     )
     parser.addini(
+        "rubric_gc_pause",
+        "pause the garbage collector while a rubric file loads and its items are built "
+        "(default true)",
+        type="bool",
+        default=True,
+    )
+    parser.addini(
         "rubric_fast_exit",
         "after a session with rubric items, skip the interpreter's repeated shutdown "
         "collections of its large heap (default true)",
