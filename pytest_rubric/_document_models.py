@@ -30,6 +30,8 @@ _CONFIG = ConfigDict(strict=True, allow_inf_nan=False, extra="allow")
 Fraction = Annotated[float, Field(ge=0, le=1)]
 """A number from 0 to 1: scores, credits and the style heuristics are clamped there."""
 Count = Annotated[int, Field(ge=0)]
+RawScore = Annotated[float, Field(ge=0, le=100)]
+"""The holistic judge's reply, from 0 to 100."""
 # A Literal, not the Verdict enum: strict validation of Python data (what json.loads
 # gives) accepts only enum members for an enum field, never the string written.
 VerdictName = Literal["MET", "UNMET", "ERROR", "SKIPPED"]
@@ -77,6 +79,7 @@ class SampleModel(BaseModel):
     passed: bool
     criteria: list[CriterionModel]
     response: str = ""
+    llm_raw_score: RawScore | None = None
 
 
 class ResultModel(BaseModel):
@@ -111,6 +114,8 @@ class ResultModel(BaseModel):
     pass_rate_ci: list[Fraction] | None = None
     probe: list[dict[str, str]] = []  # the style probe's records (see _audit)
     ranked: bool = True  # false: an assert_rubric call without subject= (not on the leaderboard)
+    # The holistic grader's 0-100 reply; null for other graders. With samples, their mean.
+    llm_raw_score: RawScore | None = None
 
 
 class LeaderboardRowModel(BaseModel):

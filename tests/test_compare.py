@@ -1,0 +1,83 @@
+"""Comparing subjects: the CSV of every criterion result, the pairwise comparison of every pair
+of subjects, and the holistic judge's 0-100 reply kept as ``llm_raw_score``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_rubric._merge import main as merge_main
+from pytest_rubric.judge.base import mean_raw_score
+from tests.fake_llm import Action, FakeLLM, Recorded, score, verdict
+
+Write = Callable[[str, str], Path]
+
+
+# --- holistic: llm_raw_score ----------------------------------------------------------------
+
+HOLISTIC = """
+suite: h
+responses: answers/
+repeat: 2
+cases:
+  - id: q1
+    criteria:
+      - {id: a, weight: 3, requirement: "Explains A"}
+      - {id: b, weight: 1, requirement: "Explains B"}
+      - {id: word, type: any_of, any_of: [answer]}
+"""
+
+
+def _by_answer(request: Recorded) -> Action:
+    """Deterministic in the answer judged, never in the order the calls arrive."""
+    user = str(request.body["messages"][-1]["content"])
+    if "an integer from 0 to 100" not in str(request.body["messages"][0]["content"]):
+        return verdict("MET", "judged")  # a per-criterion call (the second run)
+    return score(60 if "first answer" in user else 80, "fair")
+
+
+def test_holistic_results_keep_the_judges_reply_and_other_graders_leave_it_null(
+    pytester: pytest.Pytester,
+    write: Write,
+    fake_llm: FakeLLM,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    pytester.makeini("[pytest]\nrubric_judge_backoff = 0.01\n")
+    write("h.rubric.yaml", HOLISTIC)
+    write(
+        "answers/m.jsonl",
+        '{"id": "q1", "response": "The first answer."}\n'
+        '{"id": "q1", "response": "The second answer."}\n',
+    )
+    fake_llm.respond_with(_by_answer)
+    judge = [
+        "--rubric-judge=openai:test-model",
+        f"--rubric-judge-url={fake_llm.openai_url}",
+        "--rubric-cache=off",
+    ]
+    pytester.runpytest(*judge, "--rubric-grader=holistic", "--rubric-json=out.json")
+    (only,) = rubric_json()["results"]
+    # Each sample keeps its own reply; the item keeps their mean, as its score is theirs.
+    assert [s["llm_raw_score"] for s in only["samples"]] == [60.0, 80.0]
+    assert only["llm_raw_score"] == 70.0
+    # Through merge and the JSON read back, unchanged.
+    merged = pytester.path / "merged.json"
+    merge_main(["merge", str(pytester.path / "out.json"), "--json", str(merged)])
+    (again,) = json.loads(merged.read_text())["results"]
+    assert again["llm_raw_score"] == 70.0
+    assert [s["llm_raw_score"] for s in again["samples"]] == [60.0, 80.0]
+    # Another grader: null, in the item and in every sample.
+    pytester.runpytest(*judge, "--rubric-json=out.json").assert_outcomes(passed=1)
+    (judged,) = rubric_json()["results"]
+    assert judged["llm_raw_score"] is None
+    assert [s["llm_raw_score"] for s in judged["samples"]] == [None, None]
+
+
+def test_a_mean_of_replies_needs_every_reply() -> None:
+    assert mean_raw_score([60.0, 80.0]) == 70.0
+    assert mean_raw_score([60.0, None]) is None
+    assert mean_raw_score([]) is None
