@@ -18,6 +18,7 @@ __all__ = [
     "DocumentModel",
     "GateModel",
     "LeaderboardRowModel",
+    "PairModel",
     "ResultModel",
     "RunModel",
     "SampleModel",
@@ -153,6 +154,22 @@ class BreakdownModel(BaseModel):
     n: Count
 
 
+class PairModel(BaseModel):
+    """One entry of ``pairwise``: two subjects over the cases they share (``a`` ranked above
+    ``b``). Read back it is only checked: it is recomputed."""
+
+    model_config = _CONFIG
+
+    a: str
+    b: str
+    shared: Count
+    wins: Count
+    losses: Count
+    ties: Count
+    diff: Annotated[float, Field(ge=-1, le=1)] | None  # the mean of a - b; null: none shared
+    ci: list[Annotated[float, Field(ge=-1, le=1)]] | None  # its paired interval
+
+
 class StyleProbeModel(BaseModel):
     """One judge's entry of ``judge_audit.style_probe``: checked, then recomputed from the
     results' ``probe`` records."""
@@ -272,5 +289,6 @@ class DocumentModel(BaseModel):
     rankings_differ_within_noise: bool = False
     confidence: Annotated[float, Field(gt=0, lt=1)] = 0.95
     breakdowns: list[BreakdownModel] = []
+    pairwise: list[PairModel] = []
     judge_audit: JudgeAuditModel | None = None
     gates: list[GateModel] = []

@@ -10,11 +10,87 @@ from typing import Any
 
 import pytest
 
+from pytest_rubric import _stats
 from pytest_rubric._merge import main as merge_main
+from pytest_rubric._pairwise import compare, pairwise
+from pytest_rubric._result import CaseResult, CriterionResult, Verdict
+from pytest_rubric._session_report import build_report
 from pytest_rubric.judge.base import mean_raw_score
 from tests.fake_llm import Action, FakeLLM, Recorded, score, verdict
 
 Write = Callable[[str, str], Path]
+
+
+def _result(
+    case: str, subject: str, value: float, *, reason: str = "why", weight: float = 1.0
+) -> CaseResult:
+    criterion = CriterionResult(
+        id="c",
+        type="contains",
+        axis="substance",
+        weight=weight,
+        verdict=Verdict.MET if value else Verdict.UNMET,
+        credit=value,
+        reason=reason,
+    )
+    return CaseResult(
+        nodeid=f"s.rubric.yaml::{case}[{subject}]",
+        suite="s",
+        case=case,
+        subject=subject,
+        score=value,
+        raw_score=value,
+        min_score=0.5,
+        passed=value >= 0.5,
+        criteria=[criterion],
+        fluency=0.5,
+        confidence=0.5,
+        naive_score=value,
+    )
+
+
+# --- pairwise -------------------------------------------------------------------------------
+
+
+def test_a_pair_counts_wins_losses_ties_and_the_mean_difference_with_its_interval() -> None:
+    pairs = [(1.0, 0.0), (0.5, 0.5), (0.0, 1.0), (1.0, 0.5)]
+    pair = compare("x", "y", pairs, 0.9)
+    assert (pair.shared, pair.wins, pair.losses, pair.ties) == (4, 2, 1, 1)
+    assert pair.diff == pytest.approx((1 + 0 - 1 + 0.5) / 4)
+    assert pair.ci == _stats.paired_difference(pairs, 0.9)
+    assert pair.to_dict() == {
+        "a": "x",
+        "b": "y",
+        "shared": 4,
+        "wins": 2,
+        "losses": 1,
+        "ties": 1,
+        "diff": 0.125,
+        "ci": list(_stats.paired_difference(pairs, 0.9) or ()),
+    }
+
+
+def test_pairs_follow_the_leaderboard_and_subjects_without_shared_cases_have_no_difference() -> (
+    None
+):
+    results = [
+        _result("q1", "low", 0.0),
+        _result("q1", "high", 1.0),
+        _result("q1", "mid", 0.5),
+        _result("q2", "high", 1.0),
+        _result("q9", "alone", 1.0),  # no case shared with anyone
+    ]
+    report = build_report(results)
+    ranked = [row.subject for row in report.leaderboard]
+    assert ranked == ["alone", "high", "mid", "low"]
+    assert [(p.a, p.b) for p in report.pairwise] == [
+        (a, b) for i, a in enumerate(ranked) for b in ranked[i + 1 :]
+    ]
+    alone = report.pairwise[0]
+    assert (alone.shared, alone.wins, alone.diff, alone.ci) == (0, 0, None, None)
+    high_low = next(p for p in report.pairwise if (p.a, p.b) == ("high", "low"))
+    assert (high_low.shared, high_low.wins, high_low.diff) == (1, 1, 1.0)
+    assert pairwise(report.leaderboard, results) == report.pairwise
 
 
 # --- holistic: llm_raw_score ----------------------------------------------------------------
