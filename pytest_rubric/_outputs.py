@@ -31,6 +31,15 @@ class Output:
     run_help: str
     merge_help: str
     append_to: str | None = None  # an environment variable naming a file to append it to
+    # The record separator the boundary must keep (CSV's CRLF): the text then passes the
+    # boundary record by record, the separators left as they are.
+    records: str | None = None
+
+    def boundary(self, text: str) -> str:
+        """``text`` through the outgoing boundary, its record separators kept."""
+        if self.records is None:
+            return outgoing(text)
+        return self.records.join(outgoing(part) for part in text.split(self.records))
 
     @property
     def render(self) -> Callable[[SessionReport], str]:
@@ -62,6 +71,13 @@ OUTPUTS: tuple[Output, ...] = (
         "write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)",
         append_to="GITHUB_STEP_SUMMARY",
     ),
+    Output(
+        "csv",
+        "._csv:render_csv",
+        "write one row per criterion result (each sample's when repeated) to PATH as CSV.",
+        "write the CSV (one row per criterion result) here",
+        records="\r\n",
+    ),
 )
 
 
@@ -85,7 +101,7 @@ def write_outputs(
             append = None
         if path is None and append is None:
             continue
-        text = outgoing(output.render(report))  # the boundary, whatever the renderer wrote
+        text = output.boundary(output.render(report))  # whatever the renderer wrote
         if path is not None:
             _write(path, text)
         if append is not None:

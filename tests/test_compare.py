@@ -3,6 +3,8 @@ of subjects, and the holistic judge's 0-100 reply kept as ``llm_raw_score``."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +13,9 @@ from typing import Any
 import pytest
 
 from pytest_rubric import _stats
+from pytest_rubric._csv import HEADER, cell, render_csv
 from pytest_rubric._merge import main as merge_main
+from pytest_rubric._outputs import OUTPUTS, write_outputs
 from pytest_rubric._pairwise import compare, pairwise
 from pytest_rubric._result import CaseResult, CriterionResult, Verdict
 from pytest_rubric._session_report import build_report
@@ -47,6 +51,10 @@ def _result(
         confidence=0.5,
         naive_score=value,
     )
+
+
+def _csv_rows(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text, newline="")))
 
 
 # --- pairwise -------------------------------------------------------------------------------
@@ -91,6 +99,139 @@ def test_pairs_follow_the_leaderboard_and_subjects_without_shared_cases_have_no_
     high_low = next(p for p in report.pairwise if (p.a, p.b) == ("high", "low"))
     assert (high_low.shared, high_low.wins, high_low.diff) == (1, 1, 1.0)
     assert pairwise(report.leaderboard, results) == report.pairwise
+
+
+# --- CSV ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("start", ["=", "+", "-", "@", "\t"])
+def test_a_text_cell_that_starts_a_formula_is_prefixed(start: str) -> None:
+    assert cell(f"{start}HYPERLINK(1)") == f"'{start}HYPERLINK(1)"
+    assert cell(f"a {start}b") == f"a {start}b"
+
+
+def test_a_carriage_return_is_escaped_so_no_cell_starts_one_and_no_record_is_cut() -> None:
+    assert cell("\r=1+1") == "\\x0d=1+1"
+
+
+def test_the_csv_round_trips_commas_quotes_newlines_and_keeps_numbers_numbers(
+    tmp_path: Path,
+) -> None:
+    hostile = 'say "hi", then\nnew line\r\nand =1+1'
+    report = build_report(
+        [
+            _result("q1", "=cmd|' /C calc'!A0", 1.0, reason=hostile, weight=-2.0),
+            _result("q1", "plain", 0.0, reason="-2 is wrong"),
+        ]
+    )
+    text = render_csv(report)
+    assert text.startswith(",".join(HEADER) + "\r\n")
+    write_outputs(report, {"csv": tmp_path / "out.csv"}, environ={})
+    written = (tmp_path / "out.csv").read_bytes().decode("utf-8")
+    assert written == text  # the boundary kept every record end
+    rows = _csv_rows(written)
+    assert list(rows[0]) == list(HEADER)
+    first, second = sorted(rows, key=lambda row: row["subject"])
+    assert first["subject"] == "'=cmd|' /C calc'!A0"
+    assert first["reason"] == 'say "hi", then\nnew line\\x0d\nand =1+1'
+    assert (first["weight"], first["credit"], first["score"]) == ("-2.0", "1.0", "1.0")
+    assert (first["verdict"], first["ok"], first["passed"], first["sample"]) == (
+        "MET",
+        "false",
+        "true",
+        "1",
+    )
+    assert second["reason"] == "'-2 is wrong"
+
+
+def test_csv_is_an_output_like_the_others() -> None:
+    (output,) = [o for o in OUTPUTS if o.name == "csv"]
+    assert output.render is render_csv
+
+
+# --- end to end: three subjects from responses files ----------------------------------------
+
+SUITE = """
+suite: "=compare"
+min_score: 0.5
+responses: answers/
+cases:
+  - id: q1
+    criteria:
+      - {id: alpha, type: any_of, any_of: [alpha]}
+      - {id: beta, type: any_of, any_of: [beta]}
+  - id: q2
+    criteria:
+      - {id: alpha, type: any_of, any_of: [alpha]}
+      - {id: beta, type: any_of, any_of: [beta]}
+  - id: q3
+    criteria:
+      - {id: alpha, type: any_of, any_of: [alpha]}
+      - {id: beta, type: any_of, any_of: [beta]}
+"""
+# Scores: a 1, 0.5, 1; b 0.5, 0.5, 0; c 0.5, 1, 0.5. Ranks: a, c, b.
+ANSWERS = {
+    "a": ["alpha beta", "alpha", "alpha beta"],
+    "b": ["alpha", "alpha", "none"],
+    "c": ["beta", "alpha beta", "alpha"],
+}
+
+
+def _answers(write: Write) -> None:
+    for subject, responses in ANSWERS.items():
+        lines = [
+            json.dumps({"id": f"q{i}", "response": r}) for i, r in enumerate(responses, start=1)
+        ]
+        write(f"answers/{subject}.jsonl", "\n".join(lines) + "\n")
+
+
+def test_three_subjects_compared_pair_by_pair_and_row_by_row(
+    pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
+) -> None:
+    write("s.rubric.yaml", SUITE)
+    _answers(write)
+    pytester.runpytest(
+        "--rubric-json=out.json", "--rubric-csv=out.csv", "--rubric-html=out.html"
+    ).assert_outcomes(passed=8, failed=1)
+    document = rubric_json()
+    assert [row["subject"] for row in document["leaderboard"]] == ["a", "c", "b"]
+    by_hand = {  # (a, b): (wins, losses, ties, the per-case differences)
+        ("a", "c"): (2, 1, 0, [0.5, -0.5, 0.5]),
+        ("a", "b"): (2, 0, 1, [0.5, 0.0, 1.0]),
+        ("c", "b"): (2, 0, 1, [0.0, 0.5, 0.5]),
+    }
+    assert [(p["a"], p["b"]) for p in document["pairwise"]] == list(by_hand)
+    for entry in document["pairwise"]:
+        wins, losses, ties, diffs = by_hand[(entry["a"], entry["b"])]
+        assert (entry["shared"], entry["wins"], entry["losses"], entry["ties"]) == (
+            3,
+            wins,
+            losses,
+            ties,
+        )
+        assert entry["diff"] == pytest.approx(sum(diffs) / 3)
+        interval = _stats.paired_difference([(d, 0.0) for d in diffs], 0.95)
+        assert entry["ci"] == pytest.approx(list(interval or ()))
+    # The CSV: 3 subjects x 3 cases x 2 criteria, the suite's name prefixed.
+    csv_text = (pytester.path / "out.csv").read_bytes().decode("utf-8")
+    rows = _csv_rows(csv_text)
+    assert len(rows) == 18 and {row["suite"] for row in rows} == {"'=compare"}
+    b_q3 = [row for row in rows if row["subject"] == "b" and row["case"] == "q3"]
+    assert [(r["criterion"], r["verdict"], r["ok"], r["score"]) for r in b_q3] == [
+        ("alpha", "UNMET", "false", "0.0"),
+        ("beta", "UNMET", "false", "0.0"),
+    ]
+    # The HTML: a matrix, the row's subject against the column's, and still no script.
+    page = (pytester.path / "out.html").read_text(encoding="utf-8")
+    assert '<table class="pairwise">' in page and "<script" not in page
+    assert '<td class="even">2–1–0<br>+0.167' in page  # a against c
+    assert "1–2–0<br>-0.167" in page  # c against a: the same pair seen from c
+    # merge recomputes the pairwise and writes the same CSV.
+    merged = pytester.path / "merged.json"
+    argv = ["merge", str(pytester.path / "out.json"), "--json", str(merged)]
+    assert merge_main([*argv, "--csv", str(pytester.path / "merged.csv")]) == 1  # q3[b] fails
+    assert json.loads(merged.read_text())["pairwise"] == document["pairwise"]
+    assert (pytester.path / "merged.csv").read_bytes().decode("utf-8") == csv_text
 
 
 # --- holistic: llm_raw_score ----------------------------------------------------------------
