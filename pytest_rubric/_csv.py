@@ -8,6 +8,9 @@ One row per criterion of every answer, and with ``repeat`` per criterion of ever
 The file is RFC 4180 (the :mod:`csv` module's quoting, CRLF between records) and UTF-8
 without a byte order mark; a cell holding a comma, a quote or a line break is quoted.
 
+Every cell passes the outgoing boundary (``_outgoing``) like every output's text: keys
+redacted, URLs public, control characters shown escaped.
+
 Formula injection: a *text* cell (node id, suite, case, subject, criterion, type, axis,
 verdict, reason) that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return
 is written with a ``'`` in front, so a spreadsheet shows it and never runs it. A *number*
@@ -24,7 +27,6 @@ import io
 import math
 from collections.abc import Iterator
 
-from ._outgoing import outgoing
 from ._session_report import SessionReport
 
 __all__ = ["HEADER", "RECORD_END", "cell", "render_csv"]
@@ -51,10 +53,17 @@ _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
 def cell(text: str) -> str:
-    """A text cell fit for a spreadsheet: through the outgoing boundary (a carriage return
-    in it is shown escaped, so no record is cut), then ``'`` in front of a formula's start."""
-    text = outgoing(text)
-    return "'" + text if text.startswith(_FORMULA) else text
+    """A text cell fit for a spreadsheet: ``'`` in front of a formula's start, and a carriage
+    return shown escaped as the outgoing boundary shows it (``\\x0d``), so the only ones left
+    in the file end its records.
+
+    The rest of the boundary (keys, URLs, other control characters) is applied to the
+    whole file, record by record (``_outputs.Output.records``): once, not once a cell, which
+    took most of the time of a large file. Nothing it changes can start a formula (a key
+    becomes ``***``, a control character ``\\x..``), so the prefix decided here holds."""
+    if text.startswith(_FORMULA):
+        text = "'" + text
+    return text.replace("\r", "\\x0d") if "\r" in text else text
 
 
 def _number(value: float) -> str:

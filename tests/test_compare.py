@@ -14,6 +14,7 @@ import pytest
 
 from pytest_rubric import _stats
 from pytest_rubric._csv import HEADER, cell, render_csv
+from pytest_rubric._leaderboard import paired
 from pytest_rubric._merge import main as merge_main
 from pytest_rubric._outputs import OUTPUTS, write_outputs
 from pytest_rubric._pairwise import compare, pairwise
@@ -99,6 +100,11 @@ def test_pairs_follow_the_leaderboard_and_subjects_without_shared_cases_have_no_
     high_low = next(p for p in report.pairwise if (p.a, p.b) == ("high", "low"))
     assert (high_low.shared, high_low.wins, high_low.diff) == (1, 1, 1.0)
     assert pairwise(report.leaderboard, results) == report.pairwise
+    # The pairs are paired() pairs, the tiers' and the gate's, in the same order.
+    by_subject = {s: [r for r in results if r.subject == s] for s in ranked}
+    assert report.pairwise == tuple(
+        compare(p.a, p.b, paired(by_subject[p.a], by_subject[p.b]), 0.95) for p in report.pairwise
+    )
 
 
 # --- CSV ------------------------------------------------------------------------------------
@@ -110,8 +116,9 @@ def test_a_text_cell_that_starts_a_formula_is_prefixed(start: str) -> None:
     assert cell(f"a {start}b") == f"a {start}b"
 
 
-def test_a_carriage_return_is_escaped_so_no_cell_starts_one_and_no_record_is_cut() -> None:
-    assert cell("\r=1+1") == "\\x0d=1+1"
+def test_a_carriage_return_is_prefixed_at_the_start_and_escaped_so_no_record_is_cut() -> None:
+    assert cell("\r=1+1") == "'\\x0d=1+1"
+    assert cell("a\rb") == "a\\x0db"
 
 
 def test_the_csv_round_trips_commas_quotes_newlines_and_keeps_numbers_numbers(
