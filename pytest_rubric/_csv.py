@@ -9,7 +9,8 @@ The file is RFC 4180 (the :mod:`csv` module's quoting, CRLF between records) and
 without a byte order mark; a cell holding a comma, a quote or a line break is quoted.
 
 Every cell passes the outgoing boundary (``_outgoing``) like every output's text: keys
-redacted, URLs public, control characters shown escaped.
+redacted, URLs public, control characters shown escaped (:func:`boundary`, which
+``_outputs`` applies in place of the whole-text one).
 
 Formula injection: a *text* cell (node id, suite, case, subject, criterion, type, axis,
 verdict, reason) that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return
@@ -24,12 +25,13 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 from collections.abc import Iterator
 
 from ._session_report import SessionReport
 
-__all__ = ["HEADER", "RECORD_END", "cell", "render_csv"]
+__all__ = ["HEADER", "RECORD_END", "boundary", "cell", "render_csv"]
 
 HEADER = (
     "nodeid",
@@ -48,22 +50,36 @@ HEADER = (
     "passed",
     "reason",
 )
-RECORD_END = "\r\n"  # RFC 4180's; the only carriage returns in the file (see cell)
+RECORD_END = "\r\n"  # RFC 4180's; the only carriage returns in the file (see boundary)
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
 def cell(text: str) -> str:
-    """A text cell fit for a spreadsheet: ``'`` in front of a formula's start, and a carriage
-    return shown escaped as the outgoing boundary shows it (``\\x0d``), so the only ones left
-    in the file end its records.
+    """A text cell fit for a spreadsheet: ``'`` in front of a formula's start.
 
-    The rest of the boundary (keys, URLs, other control characters) is applied to the
-    whole file, record by record (``_outputs.Output.records``): once, not once a cell, which
-    took most of the time of a large file. Nothing it changes can start a formula (a key
-    becomes ``***``, a control character ``\\x..``), so the prefix decided here holds."""
-    if text.startswith(_FORMULA):
-        text = "'" + text
-    return text.replace("\r", "\\x0d") if "\r" in text else text
+    The outgoing boundary is applied after, cell by cell (:func:`boundary`). Nothing it
+    changes can start a formula (a key becomes ``***``, a carriage return or another
+    control character ``\\x..``, a URL keeps its scheme), so the prefix decided here holds."""
+    return "'" + text if text.startswith(_FORMULA) else text
+
+
+_BATCH = 1000  # rows through the boundary at a time: the keys looked up once a batch
+
+
+def boundary(text: str) -> str:
+    """The outgoing boundary (``_outgoing``) applied to every cell of the CSV ``text``, and
+    the CSV written again: applied to the whole text, a URL in one cell would run on into
+    the next cells (the URL pattern stops at a space or a quote, not a comma) and lose them
+    with its query string, and its carriage returns would be escaped. A carriage return in
+    a cell is escaped (``\\x0d``), so the only ones left in the file end its records."""
+    from ._outgoing import outgoing_data
+
+    source = csv.reader(io.StringIO(text, newline=""))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator=RECORD_END)
+    while batch := list(itertools.islice(source, _BATCH)):
+        writer.writerows(outgoing_data(batch))
+    return buffer.getvalue()
 
 
 def _number(value: float) -> str:

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from pytest_rubric import _stats
-from pytest_rubric._csv import HEADER, cell, render_csv
+from pytest_rubric._csv import HEADER, boundary, cell, render_csv
 from pytest_rubric._leaderboard import paired
 from pytest_rubric._merge import main as merge_main
+from pytest_rubric._outgoing import outgoing
 from pytest_rubric._outputs import OUTPUTS, write_outputs
 from pytest_rubric._pairwise import compare, pairwise
 from pytest_rubric._result import CaseResult, CriterionResult, Verdict
@@ -117,8 +118,9 @@ def test_a_text_cell_that_starts_a_formula_is_prefixed(start: str) -> None:
 
 
 def test_a_carriage_return_is_prefixed_at_the_start_and_escaped_so_no_record_is_cut() -> None:
-    assert cell("\r=1+1") == "'\\x0d=1+1"
-    assert cell("a\rb") == "a\\x0db"
+    assert cell("\r=1+1") == "'\r=1+1"
+    text = "a,b\r\n" + '"' + cell("\r=1+1") + '","x\ry"\r\n'
+    assert boundary(text) == "a,b\r\n'\\x0d=1+1,x\\x0dy\r\n"
 
 
 def test_the_csv_round_trips_commas_quotes_newlines_and_keeps_numbers_numbers(
@@ -129,16 +131,22 @@ def test_the_csv_round_trips_commas_quotes_newlines_and_keeps_numbers_numbers(
         [
             _result("q1", "=cmd|' /C calc'!A0", 1.0, reason=hostile, weight=-2.0),
             _result("q1", "plain", 0.0, reason="-2 is wrong"),
+            # A URL with a query string and no space after it: made public in its own cell,
+            # never running on into the next ones.
+            _result("q1", "http://h.example/p?token=abc", 1.0, reason="ok"),
         ]
     )
     text = render_csv(report)
     assert text.startswith(",".join(HEADER) + "\r\n")
     write_outputs(report, {"csv": tmp_path / "out.csv"}, environ={})
     written = (tmp_path / "out.csv").read_bytes().decode("utf-8")
-    assert written == text  # the boundary kept every record end
+    assert written == boundary(text) and written.count("\r\n") == 4  # every record end kept
     rows = _csv_rows(written)
     assert list(rows[0]) == list(HEADER)
-    first, second = sorted(rows, key=lambda row: row["subject"])
+    first, url, second = sorted(rows, key=lambda row: row["subject"])
+    assert url["subject"] == "http://h.example/p" and url["reason"] == "ok"
+    assert url["nodeid"] == outgoing("s.rubric.yaml::q1[http://h.example/p?token=abc]")
+    assert (url["criterion"], url["weight"], url["verdict"]) == ("c", "1.0", "MET")
     assert first["subject"] == "'=cmd|' /C calc'!A0"
     assert first["reason"] == 'say "hi", then\nnew line\\x0d\nand =1+1'
     assert (first["weight"], first["credit"], first["score"]) == ("-2.0", "1.0", "1.0")
