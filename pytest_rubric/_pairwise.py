@@ -86,18 +86,16 @@ def pairwise(
             by_subject[result.subject].append(result)
     # What ``paired`` gives each pair (the same pairs, in case key order), with each
     # subject's cases keyed once and every case key numbered once: ``paired`` per pair
-    # rehashes every key of both sides, 30 s for 20 subjects of 5,000 cases.
+    # rehashes every key of both sides (10.7 s for 20 subjects of 5,000 cases; 0.6 s so).
     keyed = {row.subject: by_case(by_subject[row.subject]) for row in rows}
     number = {key: i for i, key in enumerate(sorted(set().union(*keyed.values())))}
-    aligned: dict[str, list[float | None]] = {}
-    answered: dict[str, list[tuple[int, float]]] = {}  # (case number, score), in order
-    for subject, scores in keyed.items():
-        answered[subject] = sorted((number[key], score) for key, score in scores.items())
-        aligned[subject] = [None] * len(number)
-        for i, score in answered[subject]:
-            aligned[subject][i] = score
+    answered = {  # each subject's (case number, score), in case order
+        subject: sorted((number[key], score) for key, score in scores.items())
+        for subject, scores in keyed.items()
+    }
+    by_number = {subject: dict(scores) for subject, scores in answered.items()}
     return tuple(
-        compare(a.subject, b.subject, _shared(a.subject, b.subject, aligned, answered), level)
+        compare(a.subject, b.subject, _shared(a.subject, b.subject, answered, by_number), level)
         for i, a in enumerate(rows)
         for b in rows[i + 1 :]
     )
@@ -106,12 +104,13 @@ def pairwise(
 def _shared(
     a: str,
     b: str,
-    aligned: dict[str, list[float | None]],
     answered: dict[str, list[tuple[int, float]]],
+    by_number: dict[str, dict[int, float]],
 ) -> list[tuple[float, float]]:
-    """(a's, b's) scores over the cases both answered, walking the side with fewer."""
+    """(a's, b's) scores over the cases both answered, in case order, walking the side that
+    answered fewer."""
     if len(answered[a]) <= len(answered[b]):
-        theirs = aligned[b]
-        return [(x, y) for i, x in answered[a] if (y := theirs[i]) is not None]
-    mine = aligned[a]
-    return [(x, y) for i, y in answered[b] if (x := mine[i]) is not None]
+        theirs = by_number[b]
+        return [(x, theirs[i]) for i, x in answered[a] if i in theirs]
+    mine = by_number[a]
+    return [(mine[i], y) for i, y in answered[b] if i in mine]
