@@ -3,11 +3,13 @@
 # pytester's in-process runs drop the modules a run imported. Importing these
 # here keeps them for every run:
 # - hypothesis, so no run re-imports it (about 1 s each);
+# - numpy where installed, whose C core cannot be loaded twice in one process;
 # - what httpx imports lazily on its first request (httpcore, h11, anyio's
 #   asyncio backend): a run that re-imported httpcore would raise its
 #   exceptions as classes httpx no longer maps to its own;
 # - every module of the plugin, which imports its heavy parts only on first use:
 #   a run that re-imported them would rebuild the pydantic models each time.
+import contextlib
 import importlib
 import os
 import pkgutil
@@ -19,6 +21,10 @@ import certifi  # noqa: F401
 import h11  # noqa: F401
 import httpcore  # noqa: F401
 import hypothesis  # noqa: F401
+
+# numpy is not a dependency (the statistics are closed forms now): kept only where installed.
+with contextlib.suppress(ImportError):
+    import numpy  # noqa: F401
 
 import pytest_rubric
 

@@ -42,6 +42,7 @@ from ._result import CaseResult, CriterionResult, Sample, Verdict
 from ._run import RunInfo
 from ._scoring import passes, score
 from ._secrets import shorten
+from .judge.base import mean_raw_score
 from .judge.providers import known_keys
 
 __all__ = [
@@ -181,6 +182,7 @@ def _sample(model: SampleModel, min_score: float | None) -> Sample:
         passed=passes(criteria, case_score=graded.score, min_score=min_score),
         criteria=criteria,
         response=model.response,
+        llm_raw_score=model.llm_raw_score,
     )
 
 
@@ -238,6 +240,9 @@ def _case_result(model: ResultModel) -> CaseResult:
         samples=samples,
         probe=[dict(record) for record in model.probe],
         ranked=model.ranked,
+        llm_raw_score=mean_raw_score(s.llm_raw_score for s in samples)
+        if samples
+        else model.llm_raw_score,
     )
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "DocumentModel",
     "GateModel",
     "LeaderboardRowModel",
+    "PairModel",
     "ResultModel",
     "RunModel",
     "SampleModel",
@@ -30,6 +31,8 @@ _CONFIG = ConfigDict(strict=True, allow_inf_nan=False, extra="allow")
 Fraction = Annotated[float, Field(ge=0, le=1)]
 """A number from 0 to 1: scores, credits and the style heuristics are clamped there."""
 Count = Annotated[int, Field(ge=0)]
+RawScore = Annotated[float, Field(ge=0, le=100)]
+"""The holistic judge's reply, from 0 to 100."""
 # A Literal, not the Verdict enum: strict validation of Python data (what json.loads
 # gives) accepts only enum members for an enum field, never the string written.
 VerdictName = Literal["MET", "UNMET", "ERROR", "SKIPPED"]
@@ -77,6 +80,7 @@ class SampleModel(BaseModel):
     passed: bool
     criteria: list[CriterionModel]
     response: str = ""
+    llm_raw_score: RawScore | None = None
 
 
 class ResultModel(BaseModel):
@@ -111,6 +115,8 @@ class ResultModel(BaseModel):
     pass_rate_ci: list[Fraction] | None = None
     probe: list[dict[str, str]] = []  # the style probe's records (see _audit)
     ranked: bool = True  # false: an assert_rubric call without subject= (not on the leaderboard)
+    # The holistic grader's 0-100 reply; null for other graders. With samples, their mean.
+    llm_raw_score: RawScore | None = None
 
 
 class LeaderboardRowModel(BaseModel):
@@ -146,6 +152,22 @@ class BreakdownModel(BaseModel):
     score: Fraction
     ci: list[Fraction] | None = None
     n: Count
+
+
+class PairModel(BaseModel):
+    """One entry of ``pairwise``: two subjects over the cases they share (``a`` ranked above
+    ``b``). Read back it is only checked: it is recomputed."""
+
+    model_config = _CONFIG
+
+    a: str
+    b: str
+    shared: Count
+    wins: Count
+    losses: Count
+    ties: Count
+    diff: Annotated[float, Field(ge=-1, le=1)] | None  # the mean of a - b; null: none shared
+    ci: list[Annotated[float, Field(ge=-1, le=1)]] | None  # its paired interval
 
 
 class StyleProbeModel(BaseModel):
@@ -281,5 +303,6 @@ class DocumentModel(BaseModel):
     rankings_differ_within_noise: bool = False
     confidence: Annotated[float, Field(gt=0, lt=1)] = 0.95
     breakdowns: list[BreakdownModel] = []
+    pairwise: list[PairModel] = []
     judge_audit: JudgeAuditModel | None = None
     gates: list[GateModel] = []

@@ -30,6 +30,7 @@ from ._secrets import Secret, clip, whole_characters
 from .criteria.check import Answer, Check, CheckContext
 from .criteria.extract import Extract, JudgedCriterion
 from .criteria.judge import Judge
+from .judge.base import mean_raw_score
 from .judge.providers import known_keys
 
 if TYPE_CHECKING:
@@ -146,6 +147,7 @@ class Grader:
         )
         if judged is None:  # the flags below come from judged outcomes only
             return result
+        result.llm_raw_score = judged.llm_raw_score
         if judged.injection_suspected:
             result.flags.append("injection_suspected")
         if any(c.unstable for c in criteria):
@@ -167,7 +169,10 @@ class Grader:
         if len(samples) == 1:  # every pass rule agrees with the one sample's own verdict
             first.pass_when, first.level = pass_when, level  # a result grade just built
             return first
-        kept = [Sample(s.score, s.raw_score, s.passed, s.criteria, s.response) for s in samples]
+        kept = [
+            Sample(s.score, s.raw_score, s.passed, s.criteria, s.response, s.llm_raw_score)
+            for s in samples
+        ]
         n = len(samples)
 
         def mean(values: Sequence[float]) -> float:
@@ -189,6 +194,7 @@ class Grader:
             pass_when=pass_when,
             level=level,
             samples=kept if n > 1 else [],
+            llm_raw_score=mean_raw_score(s.llm_raw_score for s in samples),
         )
 
     def unavailable(

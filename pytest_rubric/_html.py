@@ -14,6 +14,9 @@ It shows, in order:
   correctness;
 * the leaderboard with both ranks, tiers and the disagreement notice, and
   the per-suite and per-tag breakdown when there is one;
+* with two subjects or more, the pairwise matrix: the row's subject against the
+  column's over the cases they share, wins-losses-ties and the mean difference with
+  its paired interval, shaded where the interval excludes 0 (``_pairwise``);
 * the gates, when ``--rubric-baseline`` or ``--rubric-fail-under`` is set;
 * per case, every subject's answer: score, criteria with verdicts and
   reasons, and the response text.
@@ -31,6 +34,7 @@ from collections.abc import Sequence
 
 from ._gates import DELTA_HEADER, GateReport
 from ._leaderboard import COLUMNS, SubjectRow, interval_text
+from ._pairwise import Pair
 from ._result import CaseResult, mark_text
 from ._session_report import SessionReport, Severity
 from ._style import StyleThresholds
@@ -206,6 +210,49 @@ def _breakdowns(report: SessionReport) -> str:
     return "".join(parts)
 
 
+def _pair_cell(pair: Pair | None, mirrored: bool) -> str:
+    """One cell of the matrix: the row's subject against the column's."""
+    if pair is None:
+        return '<td class="self">–</td>'
+    if pair.diff is None or pair.ci is None:
+        return '<td class="none">no shared case</td>'
+    wins, losses, diff, (lo, hi) = pair.wins, pair.losses, pair.diff, pair.ci
+    if mirrored:  # the pair is (column, row): seen from the row's side
+        wins, losses, diff, (lo, hi) = losses, wins, -diff, (-hi, -lo)
+    shade = "better" if lo > 0 else "worse" if hi < 0 else "even"
+    return (
+        f'<td class="{shade}">{wins}–{losses}–{pair.ties}<br>'
+        f"{diff:+.3f} [{lo:+.3f}, {hi:+.3f}]</td>"
+    )
+
+
+def _pairwise(report: SessionReport) -> str:
+    """The pairwise matrix, subjects in leaderboard order (see the module docstring)."""
+    if not report.pairwise:
+        return ""
+    subjects = [row.subject for row in report.leaderboard]
+    by_pair = {(p.a, p.b): p for p in report.pairwise}
+    header = "<tr><th></th>" + "".join(f"<th>{_e(s)}</th>" for s in subjects) + "</tr>"
+    body = ""
+    for row in subjects:
+        cells = "".join(
+            _pair_cell(None, False)
+            if row == column
+            else _pair_cell(by_pair[(row, column)], False)
+            if (row, column) in by_pair
+            else _pair_cell(by_pair[(column, row)], True)
+            for column in subjects
+        )
+        body += f"<tr><th>{_e(row)}</th>{cells}</tr>"
+    return (
+        "<h2>Pairwise</h2><p>Each cell: the row's subject against the column's over the cases "
+        "both answered, as wins–losses–ties, then the mean score difference (row minus "
+        f"column) with its paired {report.level:g} interval. Shaded where the interval "
+        'excludes 0.</p><table class="pairwise">'
+        f"<thead>{header}</thead><tbody>{body}</tbody></table>"
+    )
+
+
 def _gates(gates: GateReport) -> str:
     parts = ["<h2>Gates</h2>"]
     if gates.baseline is not None:
@@ -282,6 +329,8 @@ tr.wrong td{background:#fdecea}tr.error td{background:#f9d6d5}tr.skipped td{colo
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:8px;max-height:300px;overflow:auto}
 .bad{color:#b00;font-weight:600}.good{color:#070;font-weight:600}.question{color:#444}
 .run{color:#555;font-size:13px;margin:0 0 12px}.run code{font-size:12px}
+.pairwise td{text-align:center;white-space:nowrap;font-size:13px}.pairwise td.better{background:#e3f2e1}
+.pairwise td.worse{background:#fdecea}.pairwise td.self,.pairwise td.none{color:#888}
 """
 
 
@@ -304,6 +353,7 @@ def render_html(report: SessionReport, *, title: str = "pytest-rubric report") -
             "<h2>Leaderboard</h2>",
             _leaderboard(report),
             _breakdowns(report),
+            _pairwise(report),
         ]
     if report.judge_audit.shown:
         items = "".join(f"<li>{_e(text)}</li>" for text in report.judge_audit.lines())

@@ -31,6 +31,7 @@ __all__ = [
     "Column",
     "RankNoise",
     "SubjectRow",
+    "by_case",
     "case_key",
     "interval_text",
     "leaderboard",
@@ -150,7 +151,8 @@ def case_key(result: CaseResult, occurrence: int = 0) -> tuple[str, str, int]:
     return (nodeid, result.case, occurrence)
 
 
-def _by_case(results: Iterable[CaseResult]) -> dict[tuple[str, str, int], float]:
+def by_case(results: Iterable[CaseResult]) -> dict[tuple[str, str, int], float]:
+    """Each result's score by its :func:`case_key` (a case answered twice: occurrences 0, 1)."""
     seen: Counter[tuple[str, str, int]] = Counter()
     scores = {}
     for result in results:
@@ -162,7 +164,7 @@ def _by_case(results: Iterable[CaseResult]) -> dict[tuple[str, str, int], float]
 
 def paired(first: Iterable[CaseResult], second: Iterable[CaseResult]) -> list[tuple[float, float]]:
     """(first, second) scores over the cases both sides have, in case order."""
-    a, b = _by_case(first), _by_case(second)
+    a, b = by_case(first), by_case(second)
     return [(a[key], b[key]) for key in sorted(a.keys() & b.keys())]
 
 

@@ -166,7 +166,7 @@ def add_options(parser: pytest.Parser) -> None:
         help="ask this model each case's question (subject NAME, default the model's name). "
         "Repeatable: one subject each.",
     )
-    for output in OUTPUTS:  # --rubric-json, --rubric-html, --rubric-markdown
+    for output in OUTPUTS:  # --rubric-json, --rubric-html, --rubric-markdown, --rubric-csv
         group.addoption(
             f"--rubric-{output.name}",
             dest=f"rubric_{output.name}",

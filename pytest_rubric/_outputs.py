@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._outgoing import outgoing
 
@@ -31,14 +31,27 @@ class Output:
     run_help: str
     merge_help: str
     append_to: str | None = None  # an environment variable naming a file to append it to
+    # "module:function": a boundary of the format's own, for a text whose structure the
+    # whole-text one would break (CSV: cell by cell). None: ``outgoing`` on the whole text.
+    own_boundary: str | None = None
+
+    def boundary(self, text: str) -> str:
+        """``text`` through the outgoing boundary (the format's own, when it has one)."""
+        if self.own_boundary is None:
+            return outgoing(text)
+        own: Callable[[str], str] = _function(self.own_boundary)
+        return own(text)
 
     @property
     def render(self) -> Callable[[SessionReport], str]:
-        module, _, function = self.renderer.partition(":")
-        renderer: Callable[[SessionReport], str] = getattr(
-            importlib.import_module(module, __package__), function
-        )
+        renderer: Callable[[SessionReport], str] = _function(self.renderer)
         return renderer
+
+
+def _function(name: str) -> Any:
+    """The function named ``module:function`` (relative to this package), imported now."""
+    module, _, function = name.partition(":")
+    return getattr(importlib.import_module(module, __package__), function)
 
 
 OUTPUTS: tuple[Output, ...] = (
@@ -61,6 +74,13 @@ OUTPUTS: tuple[Output, ...] = (
         "$GITHUB_STEP_SUMMARY when set).",
         "write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY when set)",
         append_to="GITHUB_STEP_SUMMARY",
+    ),
+    Output(
+        "csv",
+        "._csv:render_csv",
+        "write one row per criterion result (each sample's when repeated) to PATH as CSV.",
+        "write the CSV (one row per criterion result) here",
+        own_boundary="._csv:boundary",
     ),
 )
 
@@ -85,7 +105,7 @@ def write_outputs(
             append = None
         if path is None and append is None:
             continue
-        text = outgoing(output.render(report))  # the boundary, whatever the renderer wrote
+        text = output.boundary(output.render(report))  # whatever the renderer wrote
         if path is not None:
             _write(path, text)
         if append is not None:

@@ -44,6 +44,7 @@ def document(report: SessionReport) -> dict[str, Any]:
         "rankings_differ_within_noise": report.rankings_differ_within_noise,
         "confidence": report.level,
         "breakdowns": [b.to_dict() for b in report.breakdowns],
+        "pairwise": [p.to_dict() for p in report.pairwise],
         "judge_audit": report.judge_audit.to_dict(),
         "gates": [entry.to_dict() for entry in report.gates.entries],
     }

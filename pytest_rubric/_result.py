@@ -147,6 +147,7 @@ class Sample:
     passed: bool
     criteria: list[CriterionResult]
     response: str = ""
+    llm_raw_score: float | None = None  # the holistic judge's 0-100 reply for this answer
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -155,6 +156,7 @@ class Sample:
             "passed": self.passed,
             "criteria": [c.to_dict() for c in self.criteria],
             "response": self.response,
+            "llm_raw_score": self.llm_raw_score,
         }
 
     @classmethod
@@ -165,6 +167,7 @@ class Sample:
             passed=data["passed"],
             criteria=[CriterionResult.from_dict(c) for c in data["criteria"]],
             response=data.get("response", ""),
+            llm_raw_score=data.get("llm_raw_score"),
         )
 
 
@@ -184,6 +187,10 @@ class CaseResult:
     the verdict of the ``pass_when`` rule (see ``_repeat``). Without samples
     the result is its own single sample. ``level`` is the confidence level of
     ``pass_rate_ci``.
+
+    ``llm_raw_score`` is the holistic grader's 0-100 reply (the rubric library's field),
+    None for every other grader; with ``repeat`` it is the mean of the samples' own, None
+    when one of them has none (see ``judge.base.mean_raw_score``).
     """
 
     nodeid: str
@@ -211,13 +218,23 @@ class CaseResult:
     # False for an assert_rubric call without ``subject=``: a check inside a unit test, counted
     # in the summary's "assertions" line, never ranked on the leaderboard as a subject.
     ranked: bool = True
+    llm_raw_score: float | None = None
 
     @property
     def sample_list(self) -> list[Sample]:
         """Every sample; a result graded once is its own one sample."""
         if self.samples:
             return self.samples
-        return [Sample(self.score, self.raw_score, self.passed, self.criteria, self.response)]
+        return [
+            Sample(
+                self.score,
+                self.raw_score,
+                self.passed,
+                self.criteria,
+                self.response,
+                self.llm_raw_score,
+            )
+        ]
 
     @property
     def n_samples(self) -> int:

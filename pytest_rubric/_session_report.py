@@ -28,6 +28,7 @@ from ._style import StyleThresholds
 if TYPE_CHECKING:
     # Imported when a report is built: pytest -VV, which imports this module, skips it.
     from ._breakdowns import Breakdown
+    from ._pairwise import Pair
     from ._run import RunInfo
 
 __all__ = ["Note", "SessionReport", "Severity", "build_report"]
@@ -69,6 +70,7 @@ class SessionReport:
     judge_audit: JudgeAudit = field(default_factory=JudgeAudit)
     show_response: int = SHOW_RESPONSE  # characters of a failing case's response shown
     run: RunInfo | None = None  # which run (or merge of runs) this is; None when unknown
+    pairwise: tuple[Pair, ...] = ()  # every pair of subjects, in leaderboard order
 
     @property
     def shown(self) -> bool:
@@ -126,6 +128,7 @@ def build_report(
     # Node id order: every output is then the same however the run was split
     # (xdist workers, merged shards), down to the last bit of each mean.
     from ._breakdowns import breakdowns
+    from ._pairwise import pairwise
 
     # The report's level is every result's too: pass_rate_ci follows --rubric-confidence
     # (merge's --confidence), whatever level a result was graded or written with.
@@ -174,6 +177,7 @@ def build_report(
         judge_audit=judge_audit,
         run=run,
         show_response=show_response,
+        pairwise=pairwise(rows, ordered, level=level),
     )
 
 

@@ -201,6 +201,7 @@ def test_json_is_written_even_when_no_rubric_ran(
         "rankings_differ_within_noise": False,
         "confidence": 0.95,
         "breakdowns": [],
+        "pairwise": [],
         "judge_audit": {
             "calibration": [],
             "style_probe": [],

@@ -1,6 +1,7 @@
 """What a user sees is the same without xdist, with ``-n 0`` and with ``-n 2``: the summary
-(judge usage and the baseline gate included), the exit status, the JSON, the HTML report, the
-Markdown and the GitHub step summary byte for byte, and the JUnit properties of every test case.
+(judge usage and the baseline gate included), the exit status, the JSON (its pairwise included),
+the HTML report, the Markdown, the CSV and the GitHub step summary byte for byte, and the JUnit
+properties of every test case.
 
 This is why the tests of each output format (test_reports, test_e2e_summary, test_gates,
 test_assert_rubric, test_hostile_loading) run in one mode only, and test_e2e_collect's stray
@@ -196,6 +197,7 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
             f"--rubric-json={mode}.json",
             f"--rubric-html={mode}.html",
             f"--rubric-markdown={mode}.md",
+            f"--rubric-csv={mode}.csv",
             f"--junitxml={mode}.xml",
             *args,
         )
@@ -218,6 +220,7 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
             "HTML": timeless((pytester.path / f"{mode}.html").read_text()),
             "Markdown": timeless(markdown),
             "JUnit": _junit(pytester.path / f"{mode}.xml"),
+            "CSV": (pytester.path / f"{mode}.csv").read_bytes(),  # its CRLFs included
         }
 
     reference, *others = seen.values()
@@ -238,6 +241,12 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
     assert any(line.startswith("by suite:") for line in summary)
     assert "caught" not in reference["JSON"] + str(reference["JUnit"])
     assert "Gate failed:" in reference["HTML"]
+    # Every pair of the six subjects, and one CSV row per criterion of every sample.
+    assert len(json.loads(reference["JSON"].replace("<when>", "0"))["pairwise"]) == 15
+    assert 'class="pairwise"' in reference["HTML"]
+    assert reference["CSV"].startswith(b"nodeid,suite,case,subject,sample,") and (
+        b"\r\nr.rubric.yaml::r1[steady],repeated,r1,steady,3,pct,any_of," in reference["CSV"]
+    )
     # The run, the same whichever way it was split: the controller writes it.
     run = json.loads(reference["JSON"].replace('"duration_s": <when>', '"duration_s": 0'))["run"]
     assert run["judges"] == [

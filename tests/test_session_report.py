@@ -85,7 +85,9 @@ def test_every_output_has_a_merge_flag_and_writes_what_its_renderer_renders(
     report = build_report(RESULTS)
     write_outputs(report, {o.name: getattr(args, o.name) for o in OUTPUTS}, environ={})
     for output in OUTPUTS:
-        assert (tmp_path / output.name).read_text(encoding="utf-8") == output.render(report)
+        # Bytes: CSV's CRLF record ends are the file's, not a newline translation's.
+        written = (tmp_path / output.name).read_bytes().decode("utf-8")
+        assert written == output.render(report)
     assert json.loads(render_json(report))["rankings_disagree"] is True
 
 

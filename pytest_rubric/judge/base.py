@@ -17,6 +17,7 @@ An xdist controller never calls the judge, but it adds up the workers'
 
 from __future__ import annotations
 
+import math
 import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ __all__ = [
     "Reply",
     "Sampling",
     "elsewhere_line",
+    "mean_raw_score",
 ]
 
 SEED = 1234
@@ -108,9 +110,22 @@ class Judged:
 
     outcomes: Mapping[str, Outcome] = field(default_factory=dict)
     injection_suspected: bool = False
+    # The holistic grader's 0-100 reply (the mean of its judge samples, or of a panel's
+    # judges); None for every other grader, and when a sample or a judge failed.
+    llm_raw_score: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcomes", types.MappingProxyType(dict(self.outcomes)))
+
+
+def mean_raw_score(scores: Iterable[float | None]) -> float | None:
+    """The mean of several holistic 0-100 replies (judge samples, a panel's judges, an
+    item's repeated answers); None when there is none, or when one of them is missing (a
+    failed call has no score, and a mean without it would not be the same mean)."""
+    values = list(scores)
+    if not values or any(v is None for v in values):
+        return None
+    return math.fsum(v for v in values if v is not None) / len(values)
 
 
 @dataclass(slots=True)

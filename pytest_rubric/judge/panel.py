@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .._result import Outcome, Verdict
-from .base import Judged, JudgeStats
+from .base import Judged, JudgeStats, mean_raw_score
 from .runner import JudgeRunner, majority
 
 if TYPE_CHECKING:
@@ -103,6 +103,7 @@ class Panel:
                 for c in criteria
             },
             injection_suspected=any(j.injection_suspected for j in by_judge.values()),
+            llm_raw_score=mean_raw_score(j.llm_raw_score for j in by_judge.values()),
         )
 
     def close(self) -> None:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from .._base import DEFAULT_CHECK_TIMEOUT
 from .._result import Outcome, Verdict
 from .._secrets import redact
-from .base import JudgeClient, Judged, JudgeStats
+from .base import JudgeClient, Judged, JudgeStats, mean_raw_score
 from .cache import JudgeCache
 from .cost import Budget, Price
 from .evidence import check_evidence
@@ -172,6 +172,7 @@ class JudgeRunner:
                 for cid, o in judged.outcomes.items()
             },
             injection_suspected=judged.injection_suspected,
+            llm_raw_score=judged.llm_raw_score,
         )
 
     async def _grade(
@@ -191,7 +192,9 @@ class JudgeRunner:
         )
         suspected = any(run.injection_suspected for run in runs)
         if self.samples == 1:
-            return Judged(runs[0].outcomes, injection_suspected=suspected)
+            return Judged(
+                runs[0].outcomes, injection_suspected=suspected, llm_raw_score=runs[0].llm_raw_score
+            )
         return Judged(
             {
                 c.id: combine(
@@ -204,6 +207,7 @@ class JudgeRunner:
                 for c in criteria
             },
             injection_suspected=suspected,
+            llm_raw_score=mean_raw_score(run.llm_raw_score for run in runs),
         )
 
     async def _sample(

@@ -312,7 +312,7 @@ async def _holistic(
         else:
             verdict = Verdict.MET if credit >= 0.5 else Verdict.UNMET
             outcomes[c.id] = Outcome(verdict, credit, f"holistic {score:g}/100: {reason}")
-    return Judged(outcomes, injection_suspected=suspected)
+    return Judged(outcomes, injection_suspected=suspected, llm_raw_score=score)
 
 
 async def _holistic_and_extract(
@@ -354,6 +354,7 @@ async def _holistic_and_extract(
     return Judged(
         {cid: o for part in done for cid, o in part.outcomes.items()},
         injection_suspected=any(part.injection_suspected for part in done),
+        llm_raw_score=done[-1].llm_raw_score if graded else None,
     )
 
 
