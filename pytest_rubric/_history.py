@@ -30,7 +30,15 @@ from ._outgoing import outgoing
 if TYPE_CHECKING:
     from ._session_report import SessionReport
 
-__all__ = ["HistoryError", "add_history_command", "append", "read_runs", "run_history"]
+__all__ = [
+    "HistoryError",
+    "HistoryRun",
+    "add_history_command",
+    "append",
+    "read_runs",
+    "run_history",
+    "with_trend",
+]
 
 SCHEMA_VERSION = 1
 _TIMEOUT = 10.0  # seconds to wait for another writer's lock
@@ -218,6 +226,33 @@ def read_runs(
         HistoryRun(started_at, commit, tuple(subjects.get(run_id, ())))
         for run_id, started_at, commit in rows
     ]
+
+
+TREND_RUNS = 20  # the runs the HTML's trend draws, this one included
+
+
+def with_trend(report: SessionReport, path: Path) -> SessionReport:
+    """``report`` with its ``trend``: the last runs of the history at ``path`` and this one,
+    oldest first (at most :data:`TREND_RUNS`). A history that cannot be read adds nothing
+    here; appending to it says why, once."""
+    from dataclasses import replace
+
+    past: list[HistoryRun] = []
+    if path.is_file():
+        try:
+            past = read_runs(path, last=TREND_RUNS - 1)
+        except HistoryError:
+            past = []
+    run = report.run
+    now = HistoryRun(
+        run.started_at if run is not None else "",
+        run.git_commit if run is not None else None,
+        tuple(
+            (row.subject, row.correctness, *(row.correctness_ci or (None, None)))
+            for row in report.leaderboard
+        ),
+    )
+    return replace(report, trend=(*past, now))
 
 
 # --- python -m pytest_rubric history ----------------------------------------------------------

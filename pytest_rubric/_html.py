@@ -253,6 +253,68 @@ def _pairwise(report: SessionReport) -> str:
     )
 
 
+def _trend(report: SessionReport, subjects: Sequence[str]) -> str:
+    """Each subject's correctness over the last runs of ``--rubric-history`` (this one
+    last): one line per subject, each run's interval a vertical bar; inline SVG, no script."""
+    runs = report.trend
+    if len(runs) < 2:
+        return ""
+    colour = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(subjects)}
+    named = list(dict.fromkeys([*subjects, *(s[0] for run in runs for s in run.subjects)]))
+    step = (_W - _LEFT - _RIGHT) / (len(runs) - 1)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {_H}" width="{_W}" '
+        f'height="{_H}" role="img" aria-labelledby="trend-title">',
+        f'<title id="trend-title">Correctness of each subject over the last {len(runs)} runs'
+        "</title>",
+        f'<rect x="{_LEFT}" y="{_TOP}" width="{_W - _LEFT - _RIGHT}" height="{_H - _TOP - _BOTTOM}" '
+        'fill="#fff" stroke="#888"/>',
+    ]
+    for tick in (0, 0.25, 0.5, 0.75, 1):
+        parts.append(
+            f'<text x="{_x(0) - 7:.1f}" y="{_y(tick) + 4:.1f}" text-anchor="end">{tick:g}</text>'
+        )
+    for i, name in enumerate(named):
+        hue = colour.get(name, PALETTE[i % len(PALETTE)])
+        points = [
+            (_LEFT + k * step, value, low, high, run)
+            for k, run in enumerate(runs)
+            for subject, value, low, high in run.subjects
+            if subject == name
+        ]
+        if not points:
+            continue
+        line = " ".join(f"{x:.1f},{_y(value):.1f}" for x, value, *_ in points)
+        parts.append(
+            f'<g class="trend" stroke="{hue}" fill="{hue}"><title>{_e(name)}</title>'
+            f'<polyline points="{line}" fill="none" stroke-width="2"/>'
+        )
+        for x, value, low, high, run in points:
+            when = f"{run.started_at} {(run.git_commit or '')[:12]}".strip()
+            ci = (low, high) if low is not None and high is not None else None
+            tip = f"{name}: {interval_text(value, ci)}"
+            if low is not None and high is not None:
+                parts.append(
+                    f'<line x1="{x:.1f}" y1="{_y(low):.1f}" x2="{x:.1f}" y2="{_y(high):.1f}" '
+                    'stroke-width="1.5" stroke-opacity="0.6"/>'
+                )
+            parts.append(
+                f'<circle cx="{x:.1f}" cy="{_y(value):.1f}" r="3.5">'
+                f"<title>{_e(f'{tip} ({when})')}</title></circle>"
+            )
+        parts.append("</g>")
+    parts.append("</svg>")
+    legend = " ".join(
+        f'<span style="color:{colour.get(name, PALETTE[i % len(PALETTE)])}">&#9632;</span> '
+        f"{_e(name)}"
+        for i, name in enumerate(named)
+    )
+    return (
+        f'<h2 id="trend">Correctness over the last {len(runs)} runs</h2>'
+        f"<p>From the history; this run is the last point. {legend}</p>" + "".join(parts)
+    )
+
+
 def _gates(gates: GateReport) -> str:
     parts = ["<h2>Gates</h2>"]
     if gates.baseline is not None:
@@ -354,6 +416,7 @@ def render_html(report: SessionReport, *, title: str = "pytest-rubric report") -
             _leaderboard(report),
             _breakdowns(report),
             _pairwise(report),
+            _trend(report, subjects),
         ]
     if report.judge_audit.shown:
         items = "".join(f"<li>{_e(text)}</li>" for text in report.judge_audit.lines())

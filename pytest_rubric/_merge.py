@@ -37,7 +37,7 @@ from typing import Any
 
 from ._freeze import add_collect_command, run_collect
 from ._gates import GateEntry
-from ._history import HistoryError, add_history_command, append, run_history
+from ._history import HistoryError, add_history_command, append, run_history, with_trend
 from ._init import add_command as add_init_command
 from ._init import run as run_init
 from ._options import fraction
@@ -211,6 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # baseline given to the shards and not to the merge) are kept, never dropped.
         carried_gates=[GateEntry.from_dict(g) for g in gates],
     )
+    if args.history is not None:
+        report = with_trend(report, args.history)
     write_outputs(report, {output.name: getattr(args, output.name) for output in OUTPUTS})
     if args.history is not None:
         try:

@@ -383,6 +383,10 @@ class RubricSession(SessionAudit):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         from ._outputs import write_outputs  # the HTML and Markdown renderers: only at the end
 
+        if self.settings.history_path is not None and self.report.shown:
+            from ._history import with_trend
+
+            self.report = with_trend(self.report, self.settings.history_path)
         write_outputs(self.report, self.settings.output_paths)
         if self.settings.history_path is not None and self.report.shown:
             from ._history import HistoryError, append

@@ -28,6 +28,7 @@ from ._style import StyleThresholds
 if TYPE_CHECKING:
     # Imported when a report is built: pytest -VV, which imports this module, skips it.
     from ._breakdowns import Breakdown
+    from ._history import HistoryRun
     from ._pairwise import Pair
     from ._run import RunInfo
 
@@ -71,6 +72,9 @@ class SessionReport:
     show_response: int = SHOW_RESPONSE  # characters of a failing case's response shown
     run: RunInfo | None = None  # which run (or merge of runs) this is; None when unknown
     pairwise: tuple[Pair, ...] = ()  # every pair of subjects, in leaderboard order
+    # With --rubric-history: the last runs of the history and this one, oldest first (the
+    # HTML draws each subject's correctness over them); see _history.with_trend.
+    trend: tuple[HistoryRun, ...] = ()
 
     @property
     def shown(self) -> bool:

@@ -114,3 +114,20 @@ def test_an_older_history_is_migrated(pytester: pytest.Pytester, write: Write) -
     sqlite3.connect(older).close()  # schema 0: the file of a version before histories
     pytester.runpytest("--rubric-history=old.sqlite3").assert_outcomes(passed=3, failed=1)
     assert len(read_runs(older)) == 1
+
+
+def test_the_html_draws_each_subjects_correctness_over_the_history(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    write("s.rubric.yaml", SUITE)
+    for _ in range(3):
+        pytester.runpytest("--rubric-history=h.sqlite3", "--rubric-html=r.html")
+    page = (pytester.path / "r.html").read_text(encoding="utf-8")
+    assert '<h2 id="trend">Correctness over the last 3 runs</h2>' in page
+    trend = page[page.index('<h2 id="trend">') :]
+    assert trend.count("<polyline") == 2  # good and bad, one line each
+    assert trend.count("<circle") == 6  # three runs each
+    assert "<script" not in page.lower()
+    # Without a history there is no trend to draw.
+    pytester.runpytest("--rubric-html=plain.html")
+    assert 'id="trend"' not in (pytester.path / "plain.html").read_text(encoding="utf-8")
