@@ -21,11 +21,11 @@ import json
 import sqlite3
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._outgoing import outgoing
+from ._run import HistoryRun
 
 if TYPE_CHECKING:
     from ._session_report import SessionReport
@@ -184,15 +184,6 @@ def append(path: Path, report: SessionReport) -> None:
         ) from None
     finally:
         db.close()
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryRun:
-    """One run as the history keeps it: when, which commit, each subject's correctness."""
-
-    started_at: str
-    git_commit: str | None
-    subjects: tuple[tuple[str, float, float | None, float | None], ...]
 
 
 def read_runs(

@@ -20,7 +20,15 @@ from typing import Any
 
 from ._secrets import public_url
 
-__all__ = ["RunInfo", "RunJudge", "git_commit", "iso_time", "merged", "plugin_version"]
+__all__ = [
+    "HistoryRun",
+    "RunInfo",
+    "RunJudge",
+    "git_commit",
+    "iso_time",
+    "merged",
+    "plugin_version",
+]
 
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1, or a SHA-256 repository's
 _SHORT_SHA = 12  # as the header shows a commit
@@ -233,3 +241,12 @@ def _ref(gitdir: Path, common: Path, ref: str) -> str | None:
                 if name == ref and not sha.startswith(("#", "^")):
                     return sha
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRun:
+    """One run as the history keeps it: when, which commit, each subject's correctness."""
+
+    started_at: str
+    git_commit: str | None
+    subjects: tuple[tuple[str, float, float | None, float | None], ...]

@@ -28,9 +28,8 @@ from ._style import StyleThresholds
 if TYPE_CHECKING:
     # Imported when a report is built: pytest -VV, which imports this module, skips it.
     from ._breakdowns import Breakdown
-    from ._history import HistoryRun
     from ._pairwise import Pair
-    from ._run import RunInfo
+    from ._run import HistoryRun, RunInfo
 
 __all__ = ["Note", "SessionReport", "Severity", "build_report"]
 
