@@ -131,6 +131,42 @@ DELTA_HEADER = ("subject", "baseline", "now", "change")
 
 
 @dataclass(frozen=True, slots=True)
+class CaseChange:
+    """One item that changed since the baseline: ``regressed`` (passed there, not now),
+    ``improved`` (the other way), ``appeared`` (new) or ``disappeared`` (gone)."""
+
+    kind: str
+    nodeid: str
+    subject: str
+    before: float | None = None  # the score there; None: not in the baseline
+    after: float | None = None  # the score now; None: not in this run
+
+
+CHANGE_KINDS = ("regressed", "improved", "appeared", "disappeared")
+
+
+def case_changes(
+    old: Mapping[tuple[str, str, str, int], CaseResult],
+    new: Mapping[tuple[str, str, str, int], CaseResult],
+) -> tuple[CaseChange, ...]:
+    """Every item whose outcome changed, appeared or disappeared, kind by kind."""
+    changes = []
+    for key, now in new.items():
+        was = old.get(key)
+        if was is None:
+            changes.append(CaseChange("appeared", now.nodeid, now.subject, None, now.score))
+        elif was.passed != now.passed:
+            kind = "improved" if now.passed else "regressed"
+            changes.append(CaseChange(kind, now.nodeid, now.subject, was.score, now.score))
+    changes += [
+        CaseChange("disappeared", was.nodeid, was.subject, was.score, None)
+        for key, was in old.items()
+        if key not in new
+    ]
+    return tuple(sorted(changes, key=lambda c: (CHANGE_KINDS.index(c.kind), c.nodeid)))
+
+
+@dataclass(frozen=True, slots=True)
 class GateReport:
     """What the gates found: per-subject deltas, and every gate's outcome."""
 
@@ -147,6 +183,7 @@ class GateReport:
     # The limits of the probe kinds other than tone (--rubric-judge-max-flips KIND=X, else
     # --rubric-judge-max-style-flips), by kind.
     max_flips: Mapping[str, float] = field(default_factory=dict)
+    changes: tuple[CaseChange, ...] = ()  # with a baseline: the items that changed
 
     @property
     def active(self) -> bool:
@@ -417,10 +454,12 @@ def check(
     notes: list[str] = []
     deltas: list[SubjectDelta] = []
     applied: set[str] = set()
+    changes: tuple[CaseChange, ...] = ()
     if baseline is not None:
         applied |= {"baseline-case", "baseline-subject"}
         before = {row.subject: row.correctness for row in leaderboard(baseline)}
         old, new = _keyed(baseline), _keyed(results)
+        changes = case_changes(old, new)
         entries += _case_entries(old, new, gate_confidence)
         missing = [k for k in old if k not in new]
         if missing:
@@ -529,4 +568,5 @@ def check(
         max_style_flips=max_style_flips,
         min_kappa=min_kappa,
         max_flips=dict(max_flips or {}),
+        changes=changes,
     )

@@ -32,7 +32,7 @@ import html
 from collections import defaultdict
 from collections.abc import Sequence
 
-from ._gates import DELTA_HEADER, GateReport
+from ._gates import CHANGE_KINDS, DELTA_HEADER, GateReport
 from ._leaderboard import COLUMNS, SubjectRow, interval_text
 from ._pairwise import Pair
 from ._result import CaseResult, mark_text
@@ -335,6 +335,45 @@ def _gates(gates: GateReport) -> str:
     return "".join(parts)
 
 
+def _anchor(nodeid: str) -> str:
+    """The page id of an answer (a node id holds characters an id cannot)."""
+    import hashlib
+
+    return "answer-" + hashlib.sha1(nodeid.encode("utf-8", "replace")).hexdigest()[:12]
+
+
+def _changes(report: SessionReport) -> str:
+    """With a baseline, first: each subject's delta with its paired interval, then the items
+    that regressed, improved, appeared or disappeared, each linked to its answer below."""
+    gates = report.gates
+    if gates.baseline is None:
+        return ""
+    parts = [
+        '<h2 id="changes">Changes since the baseline</h2>',
+        f"<p>Against <code>{_e(gates.baseline)}</code>; each change of correctness with its "
+        f"paired {gates.level:g} interval over the cases both runs graded.</p>",
+        '<table class="board">',
+        _row(DELTA_HEADER, "th"),
+        *(_row(d.cells(missing="\u2013")) for d in gates.deltas),
+        "</table>",
+    ]
+    shown = {r.nodeid for r in report.results}
+    for kind in CHANGE_KINDS:
+        changes = [c for c in gates.changes if c.kind == kind]
+        if not changes:
+            continue
+        items = []
+        for c in changes:
+            name = f"<code>{_e(c.nodeid)}</code>"
+            link = f'<a href="#{_anchor(c.nodeid)}">{name}</a>' if c.nodeid in shown else name
+            scores = " &#8594; ".join(
+                "&#8211;" if v is None else f"{v:.2f}" for v in (c.before, c.after)
+            )
+            items.append(f"<li>{link} <small>{scores}</small></li>")
+        parts.append(f'<h3 class="{kind}">{len(changes)} {kind}</h3><ul>{"".join(items)}</ul>')
+    return "".join(parts)
+
+
 def _answer(r: CaseResult) -> str:
     rows = "".join(
         f'<tr class="{"ok" if c.ok else c.verdict.value.lower() if c.verdict.value in ("ERROR", "SKIPPED") else "wrong"}">'
@@ -351,7 +390,7 @@ def _answer(r: CaseResult) -> str:
             f"samples (pass_when {_e(r.pass_when)})"
         )
     return (
-        f'<details class="{r.status}"><summary><span class="status">{r.status.upper()}</span> '
+        f'<details class="{r.status}" id="{_anchor(r.nodeid)}"><summary><span class="status">{r.status.upper()}</span> '
         f"{_e(r.subject)}: score {r.score:.2f} ({_e(mark_text(r.min_score))}){rate} {flags}</summary>"
         f'<table class="criteria"><thead><tr><th>criterion</th><th>type</th><th>verdict</th>'
         f"<th>weight</th><th>reason</th></tr></thead><tbody>{rows}</tbody></table>"
@@ -405,6 +444,7 @@ def render_html(report: SessionReport, *, title: str = "pytest-rubric report") -
         header = (f"{_e(label)} <code>{_e(value)}</code>" for label, value in report.run.header())
         body.append(f'<p class="run">{" · ".join(header)}</p>')
     body.append(f"<p>{report.passed} of {len(results)} answers passed.</p>")
+    body.append(_changes(report))
     if results:
         body += [
             "<h2>Substance against style</h2>",

@@ -3,6 +3,7 @@ pytest_rubric history`` (DESIGN, "Comparing runs and subjects")."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -131,3 +132,27 @@ def test_the_html_draws_each_subjects_correctness_over_the_history(
     # Without a history there is no trend to draw.
     pytester.runpytest("--rubric-html=plain.html")
     assert 'id="trend"' not in (pytester.path / "plain.html").read_text(encoding="utf-8")
+
+
+def test_the_html_opens_with_the_changes_since_the_baseline(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    write("s.rubric.yaml", SUITE)
+    pytester.runpytest("--rubric-json=base.json")
+    changed = SUITE.replace('bad: "It is 41."', 'bad: "It is 42."').replace(
+        'good: "Paris."', 'good: "Rome."'
+    )
+    write("s.rubric.yaml", changed + '  - id: q3\n    responses: {good: "x", bad: "x"}\n'
+          "    criteria: [{id: x, type: any_of, any_of: [x]}]\n")  # fmt: skip
+    pytester.runpytest("--rubric-baseline=base.json", "--rubric-html=r.html")
+    page = (pytester.path / "r.html").read_text(encoding="utf-8")
+    changes = page[
+        page.index('<h2 id="changes">') : page.index("<h2", page.index('id="changes"') + 5)
+    ]
+    assert "1 regressed" in changes and "s.rubric.yaml::q2[good]" in changes
+    assert "1 improved" in changes and "s.rubric.yaml::q1[bad]" in changes
+    assert "2 appeared" in changes
+    ids = set(re.findall(r'id="([^"]+)"', page))
+    links = re.findall(r'href="#([^"]+)"', changes)
+    assert links and all(link in ids for link in links)  # each change links to its answer
+    assert page.index('id="changes"') < page.index("Substance against style")
