@@ -239,7 +239,8 @@ def test_a_catastrophic_schema_pattern_runs_in_linear_time() -> None:
     """``^(a+)+$`` on 41 characters ran past 30 s on Python's ``re``."""
     answer = json.dumps("a" * 41 + "!")
     outcome, elapsed = timed({"type": "string", "pattern": "^(a+)+$"}, answer)
-    assert (outcome.verdict, elapsed < 1) == (UNMET, True)
+    # A bound, not a timing (the machine may be loaded): re ran past 30 s; RE2 takes < 1 ms.
+    assert (outcome.verdict, elapsed < 10) == (UNMET, True)
     assert "pattern" in outcome.reason
     keyed = json.dumps({"a" * 41 + "!": 1, "a" * 30: "x"})
     for schema in (
@@ -248,7 +249,7 @@ def test_a_catastrophic_schema_pattern_runs_in_linear_time() -> None:
         {"propertyNames": {"pattern": "^(a+)+$"}},
     ):
         outcome, elapsed = timed(schema, keyed)
-        assert (outcome.verdict, elapsed < 1) == (UNMET, True), schema
+        assert (outcome.verdict, elapsed < 10) == (UNMET, True), schema
 
 
 def test_a_schema_pattern_re2_cannot_run_is_bounded_in_time(
@@ -261,7 +262,7 @@ def test_a_schema_pattern_re2_cannot_run_is_bounded_in_time(
     outcome, elapsed = timed(schema, json.dumps("a" * 60 + "!"))
     assert outcome.verdict is ERROR
     assert "gave up after 0.2 s of backtracking" in outcome.reason
-    assert elapsed < 5
+    assert elapsed < 15
     assert check(schema, json.dumps("aaa")).verdict is MET
     assert check(schema, json.dumps("baa")).verdict is UNMET
 
@@ -321,7 +322,9 @@ def test_unique_items_on_thousands_of_objects_is_linear_and_exact() -> None:
     """jsonschema compares every pair of objects: 8,000 ran past 25 s."""
     many = json.dumps([{"k": i, "v": [i, str(i)]} for i in range(8000)])
     outcome, elapsed = timed({"type": "array", "uniqueItems": True}, many)
-    assert (outcome.verdict, elapsed < 2) == (MET, True)
+    # MET, not ERROR: a quadratic check would run past rubric_check_timeout (5 s) on these;
+    # a bound, not a timing (26 ms measured; the machine may be loaded).
+    assert (outcome.verdict, elapsed < 15) == (MET, True)
     unique = {"uniqueItems": True}
     assert check(unique, '[{"a": 1, "b": [2]}, {"b": [2], "a": 1}]').verdict is UNMET
     assert check(unique, "[1, 1.0]").verdict is UNMET  # one number, as JSON Schema says
@@ -344,7 +347,7 @@ def test_a_validation_past_its_time_bound_is_an_error() -> None:
     outcome, elapsed = timed(_exponential(40), '"x"', timeout=0.3)
     assert outcome.verdict is ERROR
     assert "could not finish" in outcome.reason and "rubric_check_timeout" in outcome.reason
-    assert elapsed < 3
+    assert elapsed < 15  # cut off near its 0.3 s bound, not run to its 2**40 steps
 
 
 def test_the_time_bound_is_the_ini_option_end_to_end(
