@@ -250,6 +250,8 @@ def with_trend(report: SessionReport, path: Path) -> SessionReport:
 
 
 def add_history_command(commands: Any) -> None:
+    from ._options import positive_int
+
     cmd = commands.add_parser(
         "history",
         help="print the runs a --rubric-history file holds, one row per run",
@@ -259,17 +261,7 @@ def add_history_command(commands: Any) -> None:
     )
     cmd.add_argument("path", type=Path, metavar="PATH", help="the --rubric-history file")
     cmd.add_argument("--subject", metavar="S", help="only this subject")
-    cmd.add_argument("--last", type=_positive, metavar="N", help="only the last N runs")
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
-    return value
+    cmd.add_argument("--last", type=positive_int, metavar="N", help="only the last N runs")
 
 
 def run_history(args: argparse.Namespace) -> int:

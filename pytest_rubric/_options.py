@@ -12,7 +12,7 @@ from ._base import CACHE_MODES, EVIDENCE_MODES, GRADERS, PROBE_KINDS, RESPONSE_C
 from ._outputs import OUTPUTS
 from ._repeat import parse_pass_when
 
-__all__ = ["add_options", "fraction"]
+__all__ = ["add_options", "fraction", "positive_int"]
 
 
 def _number(text: str, within: Callable[[float], bool], wrong: str) -> float:
@@ -110,7 +110,7 @@ def add_options(parser: pytest.Parser) -> None:
         "--rubric-concurrency",
         dest="rubric_concurrency",
         metavar="N",
-        type=_positive_int,
+        type=positive_int,
         default=8,
         help="judge calls in flight at most, across the session (default 8); xdist workers "
         "share it, N // workers each.",
@@ -119,7 +119,7 @@ def add_options(parser: pytest.Parser) -> None:
         "--rubric-judge-samples",
         dest="rubric_judge_samples",
         metavar="K",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="judge every criterion K times (default 1): majority verdict, mean score; "
         "criteria whose samples disagree are flagged unstable.",
@@ -210,7 +210,7 @@ def add_options(parser: pytest.Parser) -> None:
         "--rubric-repeat",
         dest="rubric_repeat",
         metavar="N",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="answers per (case, subject) item where the file sets no `repeat` (default 1): "
         "a target or --rubric-model is asked N times; also ini rubric_repeat.",
@@ -385,7 +385,7 @@ def _add_audit_options(group: pytest.OptionGroup) -> None:
         "--rubric-judge-probe",
         dest="rubric_judge_probe",
         metavar="N",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="style probe: judge up to N judged substance criteria again on the answer "
         "rewritten confident and hedged, and report the verdicts that changed with tone alone.",
@@ -489,7 +489,7 @@ def kind_limit(text: str) -> tuple[str, float]:
     return kind, fraction(value.strip())
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
