@@ -43,6 +43,7 @@ __all__ = [
     "RubricItemView",
     "is_rubric_file",
     "is_rubric_item",
+    "named",
 ]
 
 GRADERS = ("per-criterion", "one-shot", "holistic")
@@ -148,3 +149,15 @@ class ResponseTally:
         with self._lock:
             self.asked += asked
             self.replayed += replayed
+
+
+def named(text: str) -> tuple[str | None, str]:
+    """``NAME=VALUE`` as ``(NAME, VALUE)``; a plain ``VALUE`` as ``(None, VALUE)``.
+
+    A name holds no ``:`` (a value's ``provider:model`` or ``module:function``
+    does), so ``openai:m=1`` is a value, not a name.
+    """
+    name, sep, value = text.partition("=")
+    if sep and name.strip() and ":" not in name:
+        return name.strip(), value.strip()
+    return None, text.strip()

@@ -63,8 +63,8 @@ def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
     ``rubric_score``, ``rubric_min_score``, ``rubric_passed`` and, when some went the
     wrong way or could not be evaluated, ``rubric_failed_criteria`` (comma-separated ids)."""
     properties = [  # each name one of _base.JUNIT_PROPERTIES
-        ("rubric_case", result.case),
-        ("rubric_subject", result.subject),
+        ("rubric_case", outgoing(result.case)),  # the texts a rubric or a user wrote
+        ("rubric_subject", outgoing(result.subject)),
         ("rubric_score", f"{result.score:.4f}"),
         # "none": a report-only case, which has no pass mark
         ("rubric_min_score", "none" if result.min_score is None else f"{result.min_score:.4f}"),
@@ -72,8 +72,8 @@ def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
     ]
     failed = [c.id for c in result.criteria if c.went_wrong or c.verdict is Verdict.ERROR]
     if failed:
-        properties.append(("rubric_failed_criteria", ",".join(failed)))
-    return [(name, outgoing(value)) for name, value in properties]
+        properties.append(("rubric_failed_criteria", outgoing(",".join(failed))))
+    return properties
 
 
 def _no_response(case_id: str, dirs: Sequence[ResponseDir]) -> str:

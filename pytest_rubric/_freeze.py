@@ -146,10 +146,10 @@ def run_collect(args: argparse.Namespace) -> int:
 
 def _subjects(args: argparse.Namespace) -> list[_Subject]:
     """Every subject given, each once; a clash of names or values is an error."""
-    from ._base import RetryPolicy
+    from ._base import RetryPolicy, named
     from ._calls import CallRunner, make_importable, resolve_import
     from ._responses import file_subject_problem
-    from ._sources import LiveModel, Source, Target, named
+    from ._sources import LiveModel, Source, Target
     from .judge.providers import JudgeSpec
 
     if not args.models and not args.targets:

@@ -105,7 +105,8 @@ class RubricSession(SessionAudit):
         models: dict[str, LiveModel] = {}
         if not self.settings.models:
             return models
-        from ._sources import LiveModel, named
+        from ._base import named
+        from ._sources import LiveModel
         from .judge.providers import JudgeSpec
 
         targets = {

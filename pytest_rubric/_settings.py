@@ -317,7 +317,7 @@ def _min_kappa(config: pytest.Config) -> float | None:
 def _repeatable(config: pytest.Config, dest: str, flag: str) -> tuple[str, ...]:
     """A repeatable ``[NAME=]VALUE`` flag's values; the same value or name twice is a usage
     error (nothing given is ever dropped in silence)."""
-    from ._sources import named
+    from ._base import named
 
     values = tuple(v.strip() for v in config.getoption(dest) or ())
     seen_values: set[str] = set()

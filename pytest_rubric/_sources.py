@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._base import ResponseTally, RetryPolicy
+from ._base import ResponseTally, RetryPolicy, named
 from ._calls import CallRunner, CallTimeout, call_user, described
 from ._secrets import redact
 from .judge.base import JudgeStats, Reply, Sampling
@@ -339,15 +339,3 @@ class LiveModel:
             return await client.chat(turns, sampling=sampling)
         finally:
             await client.aclose()
-
-
-def named(text: str) -> tuple[str | None, str]:
-    """``NAME=VALUE`` as ``(NAME, VALUE)``; a plain ``VALUE`` as ``(None, VALUE)``.
-
-    A name holds no ``:`` (a value's ``provider:model`` or ``module:function``
-    does), so ``openai:m=1`` is a value, not a name.
-    """
-    name, sep, value = text.partition("=")
-    if sep and name.strip() and ":" not in name:
-        return name.strip(), value.strip()
-    return None, text.strip()

@@ -146,8 +146,6 @@ def test_a_session_with_hostile_text_ends_with_pytests_last_line_and_defused_out
         "--rubric-json=out.json",
         "--rubric-html=out.html",
         "--junitxml=junit.xml",
-        "-p",
-        "no:randomly",
     )
     result.assert_outcomes(failed=1, errors=1)
     output = result.stdout.str()
