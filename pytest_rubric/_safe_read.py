@@ -231,7 +231,42 @@ def json_loads(text: str) -> tuple[Any, list[str]]:
     too_deep, keys = _shape(data)
     if too_deep:
         raise Limit(nesting_problem(_json_nesting_line(text)))
+    if _HALF_ESCAPE.search(text) and _has_surrogate(data):
+        # As the YAML loader does: half a character cannot be written as UTF-8, so it would
+        # break every output and the test ids that carry it between xdist processes.
+        escape = next((m for m in _HALF_ESCAPE.finditer(text) if _lone(text, m)), None)
+        raise Limit(
+            Problem(
+                f"the escape {escape.group() if escape else ''} is half a character (a lone "
+                "surrogate), which no output can write",
+                line=text.count("\n", 0, escape.start()) + 1 if escape else None,
+                hint="write the whole character, or both halves of its surrogate pair",
+            )
+        )
     return data, _repeated_keys(text) if _may_repeat_keys(text, keys) else []
+
+
+_HALF_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _lone(text: str, match: re.Match[str]) -> bool:
+    """Whether the surrogate escape ``match`` is not one half of a valid pair."""
+    high = match.group()[2].lower() in "89ab"
+    if high:
+        after = text[match.end() : match.end() + 6]
+        return not re.fullmatch(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}", after)
+    before = text[max(0, match.start() - 6) : match.start()]
+    return not re.fullmatch(r"\\u[dD][89abAB][0-9a-fA-F]{2}", before)
+
+
+def _has_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= ch <= "\udfff" for ch in value)
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    return False
 
 
 # --- JSONL --------------------------------------------------------------------------------------

@@ -1239,3 +1239,21 @@ def test_the_quick_tag_resolver_gives_the_safe_loaders_tags(words: list[str], qu
     finally:
         loader.dispose()
     assert built == expected  # PyYAML builds one nan object, so even .nan compares equal
+
+
+def test_half_a_character_in_a_json_rubric_is_a_collection_error(
+    pytester: pytest.Pytester,
+) -> None:
+    """The YAML loader refuses a lone surrogate escape; JSON took it, and a case id holding
+    one ended an `-n 2` run in INTERNALERROR (execnet cannot send it)."""
+    pytester.makeini("[pytest]\n")
+    (pytester.path / "s.rubric.json").write_text(
+        '{"cases": [\n {"id": "q\\ud83d", "response": "ok",'
+        ' "criteria": [{"type": "any_of", "any_of": ["ok"]}]}]}',
+        encoding="utf-8",
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*s.rubric.json:2: the escape \\ud83d is half a character (a lone surrogate)*"]
+    )
