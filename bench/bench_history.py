@@ -26,9 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pytest_rubric._history import append, history_lines, read_runs  # noqa: E402
-from pytest_rubric._result import CaseResult, CriterionResult, Verdict  # noqa: E402
-from pytest_rubric._session_report import build_report  # noqa: E402
+from pytest_rubric._report.history import append, history_lines, read_runs  # noqa: E402
+from pytest_rubric._report.report import build_report  # noqa: E402
+from pytest_rubric._results import CaseResult, CriterionResult, Verdict  # noqa: E402
 
 APPEND_TARGET_S = 0.2
 READ_TARGET_S = 0.5

@@ -54,9 +54,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_rubric import _stats
-from pytest_rubric._gates import check
-from pytest_rubric._leaderboard import leaderboard, paired
-from pytest_rubric._result import CaseResult, CriterionResult, Sample, Verdict
+from pytest_rubric._report.gates import check
+from pytest_rubric._report.leaderboard import leaderboard, paired
+from pytest_rubric._results import CaseResult, CriterionResult, Sample, Verdict
 
 MEANS = (0.02, 0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.95, 0.98, 0.99)
 MIN_SCORE = 0.5

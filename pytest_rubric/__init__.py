@@ -6,7 +6,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._assert import assert_rubric
     from ._errors import (
         DocumentError,
         JudgeError,
@@ -16,12 +15,13 @@ if TYPE_CHECKING:
         RubricEvaluationError,
         RubricLoadError,
     )
-    from ._grader import CompiledRubric, Grader
-    from ._loader import load_suite
-    from ._normalize import normalize, parse_numbers
-    from ._response_dirs import RubricWarning
-    from ._restyle import restyle
-    from ._result import CaseResult, CriterionResult, Verdict
+    from ._grade.grader import CompiledRubric, Grader
+    from ._grade.restyle import restyle
+    from ._grade.style import StyleThresholds, confidence, fluency
+    from ._load.loader import load_suite
+    from ._load.response_dirs import RubricWarning
+    from ._pytest.assertion import assert_rubric
+    from ._results import CaseResult, CriterionResult, Verdict
     from ._schema import (
         AllOf,
         AnyOf,
@@ -40,8 +40,8 @@ if TYPE_CHECKING:
         Rubric,
         Suite,
     )
-    from ._style import StyleThresholds, confidence, fluency
     from .criteria.check import Answer
+    from .criteria.normalize import normalize, parse_numbers
 
 # Where each public name lives. They are imported on first use (PEP 562), so the
 # pytest plugin, which imports this package, costs little where no rubric is used.
@@ -51,14 +51,14 @@ _LAZY = {
     "AnyOf": "._schema",
     "CallableCriterion": "._schema",
     "Case": "._schema",
-    "CaseResult": "._result",
-    "CompiledRubric": "._grader",
+    "CaseResult": "._results",
+    "CompiledRubric": "._grade.grader",
     "Criterion": "._schema",
-    "CriterionResult": "._result",
+    "CriterionResult": "._results",
     "Extract": "._schema",
     "Forbidden": "._schema",
     "Fuzzy": "._schema",
-    "Grader": "._grader",
+    "Grader": "._grade.grader",
     "Json": "._schema",
     "Judge": "._schema",
     "DocumentError": "._errors",
@@ -73,17 +73,17 @@ _LAZY = {
     "RubricError": "._errors",
     "RubricEvaluationError": "._errors",
     "RubricLoadError": "._errors",
-    "RubricWarning": "._response_dirs",
-    "StyleThresholds": "._style",
+    "RubricWarning": "._load.response_dirs",
+    "StyleThresholds": "._grade.style",
     "Suite": "._schema",
-    "Verdict": "._result",
-    "assert_rubric": "._assert",
-    "confidence": "._style",
-    "fluency": "._style",
-    "load_suite": "._loader",
-    "normalize": "._normalize",
-    "parse_numbers": "._normalize",
-    "restyle": "._restyle",
+    "Verdict": "._results",
+    "assert_rubric": "._pytest.assertion",
+    "confidence": "._grade.style",
+    "fluency": "._grade.style",
+    "load_suite": "._load.loader",
+    "normalize": ".criteria.normalize",
+    "parse_numbers": ".criteria.normalize",
+    "restyle": "._grade.restyle",
 }
 
 

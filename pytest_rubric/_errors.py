@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._result import CaseResult
+    from ._results import CaseResult
 
 __all__ = [
     "BudgetSpent",
@@ -93,7 +93,7 @@ class RubricLoadError(RubricError):
 
 class _ResultError(RubricError):
     def __init__(self, message: str, *, result: CaseResult | None) -> None:
-        from ._outgoing import outgoing  # the text of every item's error leaves the process
+        from ._guards.outgoing import outgoing  # the text of every item's error leaves the process
 
         super().__init__(outgoing(message))
         self.result = result

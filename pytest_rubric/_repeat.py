@@ -76,7 +76,7 @@ def item_passes(
     if pass_when == "any":
         return passed > 0
     if pass_when == "mean":
-        from ._scoring import score as score_of
+        from ._grade.scoring import score as score_of
 
         return (
             (min_score is None or score >= min_score - _EPSILON)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from .judge.base import JudgeClient
+    from ._llm.base import JudgeClient
 
 
 @pytest.hookspec(firstresult=True)

@@ -8,22 +8,22 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import _xdist
+from ._config.options import add_options
+from ._config.settings import Settings
 
 # Only light modules here (see ``_base``): the collector, the grader and the judge
 # are imported when a rubric file, a judge or a fixture asks for them.
-from ._base import CURRENT_ITEM, RESULTS_KEY, SET_A_JUDGE, is_rubric_file, is_rubric_item
-from ._options import add_options
-from ._outgoing import outgoing
-from ._result import CaseResult
-from ._session import SESSION_KEY, RubricSession
-from ._settings import Settings
+from ._defaults import CURRENT_ITEM, RESULTS_KEY, SET_A_JUDGE, is_rubric_file, is_rubric_item
+from ._guards.outgoing import outgoing
+from ._pytest import xdist
+from ._pytest.session import SESSION_KEY, RubricSession
+from ._results import CaseResult
 
 if TYPE_CHECKING:
-    from ._assert import RubricFixture
-    from ._collect import RubricFile
-    from ._grader import Grader
-    from .judge.base import JudgeClient
+    from ._grade.grader import Grader
+    from ._llm.base import JudgeClient
+    from ._pytest.assertion import RubricFixture
+    from ._pytest.collect import RubricFile
 
 PROPERTIES_KEY = pytest.StashKey[list[tuple[str, object]]]()
 """The JUnit properties this attempt of an item added (``rubric_score``, ...)."""
@@ -46,7 +46,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def _own_judge(config: pytest.Config) -> object | None:
     """What ``pytest_rubric_make_judge`` returns; a hook that raises (``SystemExit``
     included) is a usage error that names it, not a traceback or an exit."""
-    from ._calls import containing, described
+    from ._guards.calls import containing, described
 
     try:
         with containing():
@@ -71,7 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_SessionHooks(state), "rubric-session")
     if not hasattr(config, "workerinput"):  # an xdist worker leaves reporting to the controller
         config.pluginmanager.register(_ReportHooks(state), "rubric-report")
-    _xdist.register(config, state)
+    xdist.register(config, state)
     _add_rubric_dirs(config, state.settings)
     state.check_dirs()
 
@@ -106,13 +106,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         hooks = config.pluginmanager.get_plugin(name)
         if hooks is not None:
             config.pluginmanager.unregister(hooks)
-    _xdist.unregister(config)
+    xdist.unregister(config)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RubricFile | None:
     state = parent.config.stash[SESSION_KEY]
     if is_rubric_file(file_path, state.settings.patterns):
-        from ._collect import RubricFile
+        from ._pytest.collect import RubricFile
 
         return RubricFile.from_parent(parent, path=file_path, rubric_session=state)
     return None
@@ -153,7 +153,7 @@ def pytest_runtest_makereport(
             report.rubric_error = True  # type: ignore[attr-defined]
     pending = item.stash.get(RESULTS_KEY, None)
     if pending and (report.when != "setup" or not report.passed):
-        from ._collect import junit_properties, settle  # imported by whoever recorded
+        from ._pytest.collect import junit_properties, settle  # imported by whoever recorded
 
         del item.stash[RESULTS_KEY]
         results = settle(pending, call.excinfo.value if call.excinfo is not None else None)
@@ -229,7 +229,7 @@ def rubric(request: pytest.FixtureRequest) -> RubricFixture:
         def test_answer(rubric):
             rubric(my_app("What is NPV?"), [{"id": "npv", "type": "any_of", "any_of": ["net present value"]}])
     """
-    from ._assert import RubricFixture
+    from ._pytest.assertion import RubricFixture
 
     return RubricFixture(request.node)
 
@@ -319,7 +319,7 @@ class _ReportHooks:
                 _gate_report(reason) for reason in report.gates.regressions
             )
         if self.state.summary_wanted(report) and terminalreporter.config.get_verbosity() >= -1:
-            from ._summary import terminal_lines
+            from ._render.summary import terminal_lines
 
             terminalreporter.section("rubric summary")
             for line in terminal_lines(report):

@@ -15,14 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from pytest_rubric import CaseResult, CriterionResult, Grader, Rubric, Verdict, _engines
+from pytest_rubric import CaseResult, CriterionResult, Grader, Rubric, Verdict
 from pytest_rubric._errors import RubricLoadError
-from pytest_rubric._grader import NO_JUDGE_REASON
-from pytest_rubric._loader import parse_suite
-from pytest_rubric._normalize import normalize
-from pytest_rubric._result import Outcome
+from pytest_rubric._grade.grader import NO_JUDGE_REASON
+from pytest_rubric._guards import engines as _engines
+from pytest_rubric._load.loader import parse_suite
+from pytest_rubric._results import Outcome
 from pytest_rubric._schema import Criterion
 from pytest_rubric.criteria.check import Answer
+from pytest_rubric.criteria.normalize import normalize
 from pytest_rubric.criteria.regex import PYTHON_REGEX_TIMEOUT
 from pytest_rubric.criteria.registry import compile_check
 

@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 
 from pytest_rubric import _stats
-from pytest_rubric._csv import HEADER, boundary, cell, render_csv
-from pytest_rubric._leaderboard import paired
-from pytest_rubric._merge import main as merge_main
-from pytest_rubric._outgoing import outgoing
-from pytest_rubric._outputs import OUTPUTS, write_outputs
-from pytest_rubric._pairwise import compare, pairwise
-from pytest_rubric._result import CaseResult, CriterionResult, Verdict
-from pytest_rubric._session_report import build_report
-from pytest_rubric.judge.base import mean_raw_score
+from pytest_rubric._cli.merge import main as merge_main
+from pytest_rubric._config.outputs import OUTPUTS, write_outputs
+from pytest_rubric._guards.outgoing import outgoing
+from pytest_rubric._llm.base import mean_raw_score
+from pytest_rubric._render.csv import HEADER, boundary, cell, render_csv
+from pytest_rubric._report.leaderboard import paired
+from pytest_rubric._report.pairwise import compare, pairwise
+from pytest_rubric._report.report import build_report
+from pytest_rubric._results import CaseResult, CriterionResult, Verdict
 from tests.fake_llm import Action, FakeLLM, Recorded, score, verdict
 
 Write = Callable[[str, str], Path]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_rubric._errors import RubricLoadError
-from pytest_rubric._loader import parse_suite
+from pytest_rubric._load.loader import parse_suite
 from pytest_rubric._schema import Judge
 from pytest_rubric.judge.prompts import injection_suspected, per_criterion
 from tests.conftest import lines_in_any_order
@@ -243,7 +243,7 @@ def test_a_missing_min_score_is_not_report_only() -> None:
         "cases: [{id: q, response: x, criteria: [{id: a, type: any_of, any_of: [y]}]}]",
         path=YAML,
     )
-    from pytest_rubric._grader import Grader
+    from pytest_rubric._grade.grader import Grader
 
     grader = Grader()
     case = loaded.suite.cases[0]

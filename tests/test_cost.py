@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_rubric._errors import BudgetSpent, JudgeError
-from pytest_rubric.judge.base import JudgeStats
-from pytest_rubric.judge.cost import (
+from pytest_rubric._llm.base import JudgeStats
+from pytest_rubric._llm.cost import (
     Budget,
     CostSettings,
     Price,

@@ -356,7 +356,7 @@ def test_item_location_is_the_case_line(pytester: pytest.Pytester, write: Write)
 def test_each_case_is_compiled_once_whatever_the_number_of_subjects(
     pytester: pytest.Pytester, write: Write, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_rubric._grader import Grader
+    from pytest_rubric._grade.grader import Grader
     from pytest_rubric.criteria.regex import RegexCheck
 
     write(

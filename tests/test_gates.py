@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_rubric._merge import main as merge_main
+from pytest_rubric._cli.merge import main as merge_main
 
 Write = Callable[[str, str], Path]
 

@@ -384,7 +384,7 @@ def test_a_rubric_dir_of_misnamed_files_says_which_names_are_collected(
 def test_init_writes_a_starter_that_runs_offline_and_never_overwrites(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pytest_rubric._merge import main
+    from pytest_rubric._cli.merge import main
 
     project = pytester.path
     (project / "evals").mkdir()

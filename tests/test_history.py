@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_rubric._history import SCHEMA_VERSION, read_runs
-from pytest_rubric._merge import main
+from pytest_rubric._cli.merge import main
+from pytest_rubric._report.history import SCHEMA_VERSION, read_runs
 
 Write = Callable[[str, str], Path]
 

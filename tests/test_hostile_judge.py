@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from pytest_rubric._base import RetryPolicy
-from pytest_rubric.judge.base import JudgeError
-from pytest_rubric.judge.clients import make_client
-from pytest_rubric.judge.http import MAX_REPLY_BYTES, HTTPClient
-from pytest_rubric.judge.providers import JudgeSpec
+from pytest_rubric._defaults import RetryPolicy
+from pytest_rubric._llm.base import JudgeError
+from pytest_rubric._llm.clients import make_client
+from pytest_rubric._llm.http import MAX_REPLY_BYTES, HTTPClient
+from pytest_rubric._llm.providers import JudgeSpec
 from tests.fake_llm import (
     FakeLLM,
     deep,

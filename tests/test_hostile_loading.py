@@ -29,7 +29,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_rubric import Problem, RubricLoadError
-from pytest_rubric._loader import (
+from pytest_rubric._guards.limits import json_loads
+from pytest_rubric._guards.yaml import YamlLoader
+from pytest_rubric._load.loader import (
     MAX_ALIAS_NODES,
     MAX_NESTING,
     LoadedSuite,
@@ -38,8 +40,6 @@ from pytest_rubric._loader import (
     load_suite,
     parse_suite,
 )
-from pytest_rubric._safe_read import json_loads
-from pytest_rubric._safe_yaml import YamlLoader
 
 Write = Callable[[str, str], Path]
 
@@ -591,7 +591,7 @@ def _jsonl(*rows: dict[str, Any]) -> str:
 
 
 def _calibration_rows(tmp_path: Path, text: str) -> tuple[list[Any], list[Problem]]:
-    from pytest_rubric._calibration import _read_jsonl
+    from pytest_rubric._load.calibration import _read_jsonl
 
     (tmp_path / "labels.jsonl").write_text(text, encoding="utf-8")
     return _read_jsonl(tmp_path / "labels.jsonl")
@@ -672,7 +672,7 @@ def test_jsonl_duplicate_keys_in_healthbench_data_stop_the_import(tmp_path: Path
 def test_any_strings_survive_a_jsonl_round_trip(texts: list[str]) -> None:
     import tempfile
 
-    from pytest_rubric._safe_read import read_jsonl
+    from pytest_rubric._guards.limits import read_jsonl
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "rows.jsonl"

@@ -17,10 +17,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_rubric import Grader, Rubric, Verdict
-from pytest_rubric._result import Outcome
+from pytest_rubric._guards.secrets import Secret, clip, redact
+from pytest_rubric._llm.base import Judged
+from pytest_rubric._results import Outcome
 from pytest_rubric._schema import Judge
-from pytest_rubric._secrets import Secret, clip, redact
-from pytest_rubric.judge.base import Judged
 from pytest_rubric.judge.replies import Graded, ReplyError, read_holistic, read_one, read_one_shot
 from pytest_rubric.judge.runner import JudgeRunner
 from tests.conftest import RUN_MODES

@@ -21,16 +21,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_rubric._document import DocumentError, DocumentModel, parse_document
-from pytest_rubric._document_models import VerdictName
-from pytest_rubric._gates import check
-from pytest_rubric._merge import main
-from pytest_rubric._report import json_document
-from pytest_rubric._result import CaseResult, CriterionResult, Verdict
-from pytest_rubric._run import RunInfo, RunJudge
-from pytest_rubric._summary import summary_lines
-from pytest_rubric.judge import cache as _cache
-from pytest_rubric.judge.cache import JudgeCache
+from pytest_rubric._cli.merge import main
+from pytest_rubric._llm import cache as _cache
+from pytest_rubric._llm.cache import JudgeCache
+from pytest_rubric._render.json import json_document
+from pytest_rubric._render.summary import summary_lines
+from pytest_rubric._report.document import DocumentError, DocumentModel, parse_document
+from pytest_rubric._report.document_models import VerdictName
+from pytest_rubric._report.gates import check
+from pytest_rubric._report.run import RunInfo, RunJudge
+from pytest_rubric._results import CaseResult, CriterionResult, Verdict
 from tests.fake_llm import FakeLLM, verdict
 
 Write = Callable[[str, str], Path]

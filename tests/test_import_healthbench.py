@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from pytest_rubric._loader import load_suite
-from pytest_rubric._merge import main
+from pytest_rubric._cli.merge import main
+from pytest_rubric._load.loader import load_suite
 from tests.fake_llm import FakeLLM, Recorded, verdict
 
 DATA = Path(__file__).parent / "data"

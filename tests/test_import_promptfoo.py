@@ -21,8 +21,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_rubric._loader import load_suite
-from pytest_rubric._merge import main
+from pytest_rubric._cli.merge import main
+from pytest_rubric._load.loader import load_suite
 from pytest_rubric.criteria.check import Answer
 from pytest_rubric.criteria.regex import Regex
 from pytest_rubric.criteria.registry import compile_check

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from pytest_rubric import RubricLoadError, load_suite
-from pytest_rubric._result import Outcome, Verdict
+from pytest_rubric._results import Outcome, Verdict
 from pytest_rubric._schema import Json
 from pytest_rubric.criteria import json as json_criterion
 from pytest_rubric.criteria.check import Answer
@@ -478,7 +478,7 @@ def test_fenced_false_reads_only_the_whole_answer(
 
 def test_an_unquoted_exponent_in_a_schema_is_a_number_a_quoted_one_text() -> None:
     """PyYAML (YAML 1.1) reads an unquoted ``1e3`` as text; in a schema it is the number."""
-    from pytest_rubric._loader import parse_suite
+    from pytest_rubric._load.loader import parse_suite
 
     loaded = parse_suite(
         "cases:\n  - id: q1\n    criteria:\n"

@@ -452,7 +452,7 @@ def test_a_cache_of_the_previous_version_opens_and_still_replays(
 
 
 def test_the_endpoint_line_names_the_endpoints_most_hits_came_from() -> None:
-    from pytest_rubric.judge.base import JudgeStats, elsewhere_line
+    from pytest_rubric._llm.base import JudgeStats, elsewhere_line
 
     assert elsewhere_line([JudgeStats(cache_hits=3)]) is None
     a = JudgeStats(cache_hits=10, elsewhere={"http://a/v1": 1, "http://b/v1": 4})

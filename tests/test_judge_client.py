@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from pytest_rubric._base import RetryPolicy
-from pytest_rubric._secrets import Secret, public_url, redact
-from pytest_rubric.judge.base import JudgeError
-from pytest_rubric.judge.clients import OpenAIClient, make_client
-from pytest_rubric.judge.providers import JudgeSpec
+from pytest_rubric._defaults import RetryPolicy
+from pytest_rubric._guards.secrets import Secret, public_url, redact
+from pytest_rubric._llm.base import JudgeError
+from pytest_rubric._llm.clients import OpenAIClient, make_client
+from pytest_rubric._llm.providers import JudgeSpec
 from tests.fake_llm import Action, FakeLLM, Recorded, cut, drop, raw, redirect, status, text
 from tests.fake_llm import delay as slow
 

@@ -998,7 +998,7 @@ def test_a_style_criterion_that_errors_leaves_the_outcome_to_substance(
     fake_llm: FakeLLM,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from pytest_rubric._merge import main
+    from pytest_rubric._cli.merge import main
 
     team(answers=STYLED_ANSWERS, ini="testpaths = tests\n", support=STYLED)
     write("tests/test_bot.py", STYLED_TEST)

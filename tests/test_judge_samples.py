@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_rubric._result import Outcome, Verdict
-from pytest_rubric.judge.base import SAMPLE_TEMPERATURE, SEED
+from pytest_rubric._llm.base import SAMPLE_TEMPERATURE, SEED
+from pytest_rubric._results import Outcome, Verdict
 from pytest_rubric.judge.runner import combine
 from tests.fake_llm import Action, FakeLLM, Recorded, score, status, verdict
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_rubric import Grader, Problem, RubricLoadError, Verdict
-from pytest_rubric._loader import LoadedSuite, load_suite, parse_suite
+from pytest_rubric._load.loader import LoadedSuite, load_suite, parse_suite
 from pytest_rubric._schema import AnyOf, Forbidden, Judge
 
 YAML = Path("x.rubric.yaml")

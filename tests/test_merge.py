@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_rubric._merge import main
+from pytest_rubric._cli.merge import main
 from tests.conftest import EXAMPLES, INNER_ADDOPTS, graded, timeless
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from pytest_rubric import _stats
-from pytest_rubric._breakdowns import breakdowns
-from pytest_rubric._grader import Grader
-from pytest_rubric._leaderboard import leaderboard, rank_noise
+from pytest_rubric._grade.grader import Grader
+from pytest_rubric._render.summary import terminal_lines
 from pytest_rubric._repeat import item_passes, parse_pass_when
-from pytest_rubric._result import CaseResult, CriterionResult, Sample, Verdict
-from pytest_rubric._session_report import Severity, build_report
-from pytest_rubric._summary import terminal_lines
+from pytest_rubric._report.breakdowns import breakdowns
+from pytest_rubric._report.leaderboard import leaderboard, rank_noise
+from pytest_rubric._report.report import Severity, build_report
+from pytest_rubric._results import CaseResult, CriterionResult, Sample, Verdict
 
 
 def _criterion(
@@ -263,7 +263,7 @@ def test_every_gate_outcome_is_an_entry() -> None:
 def test_a_drop_on_shared_cases_is_not_hidden_by_added_easy_cases() -> None:
     """1.00 -> 0.60 on the shared cases while two easy cases join: the whole means read
     0.750 -> 0.775, but the gate compares the cases both runs graded."""
-    from pytest_rubric._gates import check
+    from pytest_rubric._report.gates import check
 
     baseline = [_result("a", "s", 1.0), _result("b", "s", 0.5)]
     now = [_result("a", "s", 0.6), _result("b", "s", 0.5)]
@@ -277,7 +277,7 @@ def test_a_drop_on_shared_cases_is_not_hidden_by_added_easy_cases() -> None:
 
 
 def test_a_baseline_that_shares_nothing_fails_the_gate() -> None:
-    from pytest_rubric._gates import check
+    from pytest_rubric._report.gates import check
 
     gates = check([_result("new", "s2", 1.0)], baseline=[_result("old", "s1", 1.0)])
     assert gates.failed
@@ -288,8 +288,8 @@ def test_a_baseline_that_shares_nothing_fails_the_gate() -> None:
 
 
 def test_a_style_probe_or_kappa_gate_that_measured_nothing_fails() -> None:
-    from pytest_rubric._audit import StyleProbe
-    from pytest_rubric._gates import check
+    from pytest_rubric._report.audit import StyleProbe
+    from pytest_rubric._report.gates import check
 
     results = [_result("a", "s", 1.0)]
     nothing_probed = [StyleProbe(judge="j", probed=0, flips_confident=0, flips_hedged=0)]

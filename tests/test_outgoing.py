@@ -15,12 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_rubric._outgoing import inert_mentions, outgoing, outgoing_data
-from pytest_rubric._outputs import write_outputs
-from pytest_rubric._result import CaseResult, CriterionResult, Verdict
-from pytest_rubric._session_report import build_report
-from pytest_rubric._summary import terminal_lines
-from pytest_rubric._table import answer_lines, criteria_table
+from pytest_rubric._config.outputs import write_outputs
+from pytest_rubric._guards.outgoing import inert_mentions, outgoing, outgoing_data
+from pytest_rubric._render.summary import terminal_lines
+from pytest_rubric._render.table import answer_lines, criteria_table
+from pytest_rubric._report.report import build_report
+from pytest_rubric._results import CaseResult, CriterionResult, Verdict
 from tests.fake_llm import FakeLLM, Recorded, verdict
 
 Write = Callable[[str, str], Path]

@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from pytest_rubric._audit import ProbeFigures, audit, kind_record, probe_record
+from pytest_rubric._cli.merge import main as merge_main
 from pytest_rubric._errors import RubricLoadError
-from pytest_rubric._gates import check
-from pytest_rubric._grader import Grader
-from pytest_rubric._loader import load_suite, parse_suite
-from pytest_rubric._merge import main as merge_main
-from pytest_rubric._padding import PADDING, pad, paddable
-from pytest_rubric._result import CaseResult, Verdict
-from pytest_rubric._style import ASSERTIVE, HEDGES
+from pytest_rubric._grade.grader import Grader
+from pytest_rubric._grade.padding import PADDING, pad, paddable
+from pytest_rubric._grade.style import ASSERTIVE, HEDGES
+from pytest_rubric._load.loader import load_suite, parse_suite
+from pytest_rubric._report.audit import ProbeFigures, audit, kind_record, probe_record
+from pytest_rubric._report.gates import check
+from pytest_rubric._results import CaseResult, Verdict
 from pytest_rubric.criteria.judge import Judge
 from pytest_rubric.judge.prompts import Guidance, GuidanceExample, one_shot, per_criterion
 from tests.conftest import EXAMPLES

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_rubric._merge import main as merge_main
+from pytest_rubric._cli.merge import main as merge_main
 from tests.conftest import graded
 from tests.fake_llm import FakeLLM, delay, text
 

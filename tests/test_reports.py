@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from pytest_rubric._html import PALETTE
-from pytest_rubric._markdown import code, escape
+from pytest_rubric._render.html import PALETTE
+from pytest_rubric._render.markdown import code, escape
 from tests.fake_llm import FakeLLM, score
 from tests.png import colours
 
@@ -354,7 +354,7 @@ def test_the_run_is_in_the_json_and_a_header_line_with_no_token_in_any_url(
 
 
 def test_the_commit_is_read_from_what_git_keeps(tmp_path: Path) -> None:
-    from pytest_rubric._run import git_commit
+    from pytest_rubric._report.run import git_commit
 
     repo = tmp_path / "repo"
     assert git_commit(repo) is None  # no checkout anywhere above
@@ -383,7 +383,7 @@ def test_the_commit_is_read_from_what_git_keeps(tmp_path: Path) -> None:
 
 
 def test_merge_writes_the_run_of_the_shards_together() -> None:
-    from pytest_rubric._run import RunInfo, RunJudge, merged
+    from pytest_rubric._report.run import RunInfo, RunJudge, merged
 
     judge = RunJudge("openai:m", "openai", "m", "http://u:tok@gw.example/v1?k=tok")
     assert judge.url == "http://gw.example/v1"  # whatever a document held

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_rubric import CaseResult, CriterionResult, Grader, Rubric, Verdict
+from pytest_rubric._grade.scoring import score
 from pytest_rubric._schema import (
     AllOf,
     AnyOf,
@@ -20,7 +21,6 @@ from pytest_rubric._schema import (
     Number,
     Regex,
 )
-from pytest_rubric._scoring import score
 from pytest_rubric.criteria.check import Answer
 from pytest_rubric.criteria.registry import compile_check
 

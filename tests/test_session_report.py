@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_rubric._leaderboard import COLUMNS
-from pytest_rubric._markdown import render_markdown
-from pytest_rubric._merge import _parser
-from pytest_rubric._outputs import OUTPUTS, write_outputs
-from pytest_rubric._report import render_json
-from pytest_rubric._result import CaseResult, CriterionResult, Verdict
-from pytest_rubric._session_report import Severity, build_report
-from pytest_rubric._summary import terminal_lines
+from pytest_rubric._cli.merge import _parser
+from pytest_rubric._config.outputs import OUTPUTS, write_outputs
+from pytest_rubric._render.json import render_json
+from pytest_rubric._render.markdown import render_markdown
+from pytest_rubric._render.summary import terminal_lines
+from pytest_rubric._report.leaderboard import COLUMNS
+from pytest_rubric._report.report import Severity, build_report
+from pytest_rubric._results import CaseResult, CriterionResult, Verdict
 
 
 def _result(case: str, subject: str, score: float, confidence: float) -> CaseResult:

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_rubric import Grader, Rubric, StyleThresholds, normalize
-from pytest_rubric._style import ASSERTIVE, HEDGES, confidence, flags, fluency, naive_score
+from pytest_rubric._grade.style import ASSERTIVE, HEDGES, confidence, flags, fluency, naive_score
 
 
 def conf(text: str) -> float:

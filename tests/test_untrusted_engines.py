@@ -1,4 +1,4 @@
-"""Untrusted engines (``pytest_rubric._engines``): no retrieval ever, RE2 or a time bound for
+"""Untrusted engines (``pytest_rubric._guards.engines``): no retrieval ever, RE2 or a time bound for
 every pattern, a time bound for every check that can grow faster than the answer.
 
 Each test here failed before the guard it names: a schema's ``$ref`` was
@@ -23,9 +23,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from pytest_rubric import RubricLoadError, _engines, load_suite
-from pytest_rubric._engines import CheckTimeout, Deadline, schema_problems, schema_validator
-from pytest_rubric._result import Outcome, Verdict
+from pytest_rubric import RubricLoadError, load_suite
+from pytest_rubric._guards import engines as _engines
+from pytest_rubric._guards.engines import CheckTimeout, Deadline, schema_problems, schema_validator
+from pytest_rubric._results import Outcome, Verdict
 from pytest_rubric._schema import Json
 from pytest_rubric.criteria.check import Answer
 from pytest_rubric.criteria.registry import compile_check

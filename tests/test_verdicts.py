@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from pytest_rubric._guards.secrets import Secret, redact
 from pytest_rubric._schema import Judge
-from pytest_rubric._secrets import Secret, redact
 from pytest_rubric.judge.replies import (
     ReplyError,
     extract_json,

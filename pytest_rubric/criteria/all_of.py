@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .._result import Outcome
+from .._results import Outcome
 from .check import Answer, Check, CheckContext, met, quote_list, unmet
 from .model import CriterionModel, Phrases
 from .phrases import compile_phrases, found

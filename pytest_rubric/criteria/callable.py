@@ -8,10 +8,10 @@ from typing import Any, Literal
 
 from pydantic import field_validator
 
-from .._calls import CallRunner, CallTimeout, described, resolve_import
-from .._result import Outcome
-from .._secrets import redact
-from ..judge.providers import known_keys
+from .._guards.calls import CallRunner, CallTimeout, described, resolve_import
+from .._guards.secrets import redact
+from .._llm.providers import known_keys
+from .._results import Outcome
 from .check import Answer, Broken, Check, CheckContext, error, fraction, met, unmet
 from .model import CriterionModel, Share, Timeout, check_import_path
 

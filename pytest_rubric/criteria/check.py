@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Generic, TypeVar
 
-from .._base import DEFAULT_CALL_TIMEOUT, DEFAULT_CHECK_TIMEOUT
-from .._calls import CallRunner
-from .._normalize import normalize, parse_numbers
-from .._result import Outcome, Verdict
-from .._secrets import MAX_TEXT, clip, shorten
-from ..judge.providers import known_keys
+from .._defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_CHECK_TIMEOUT
+from .._guards.calls import CallRunner
+from .._guards.secrets import MAX_TEXT, clip, shorten
+from .._llm.providers import known_keys
+from .._results import Outcome, Verdict
+from .normalize import normalize, parse_numbers
 
 __all__ = [
     "Answer",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, PrivateAttr
 
-from .._result import Outcome, Verdict
+from .._results import Outcome, Verdict
 from .check import Check, CheckContext, unmet
 from .json import BODY_TYPES, body_of
 from .judge import Judge

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import model_validator
 
-from .._result import Outcome
+from .._results import Outcome
 from .check import Answer, Check, CheckContext, met, short, unmet
 from .model import CriterionModel, FieldError, NonNegative, Phrases
 from .phrases import compile_phrases, found

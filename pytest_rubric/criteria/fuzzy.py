@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .._normalize import normalize
-from .._result import Outcome
+from .._results import Outcome
 from .check import Answer, Check, CheckContext, met, short, unmet
 from .model import CriterionModel, Percent, Phrases
+from .normalize import normalize
 
 __all__ = ["Fuzzy"]
 

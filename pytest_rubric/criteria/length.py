@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import model_validator
 
-from .._result import Outcome
+from .._results import Outcome
 from .check import Answer, Check, CheckContext, met, unmet
 from .model import Count, CriterionModel, FieldError
 

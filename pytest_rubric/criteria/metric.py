@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import model_validator
 
-from .._result import Outcome
+from .._results import Outcome
 from .check import Answer, Check, CheckContext, fraction
 from .model import CriterionModel, FieldError, Phrase, Share
 from .phrases import compile_phrases, found

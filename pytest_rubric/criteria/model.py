@@ -22,9 +22,9 @@ from pydantic import (
     model_validator,
 )
 
-from .._base import MAX_CALL_TIMEOUT
-from .._safe_read import PlainNumber
-from .._secrets import shorten
+from .._defaults import MAX_CALL_TIMEOUT
+from .._guards.limits import PlainNumber
+from .._guards.secrets import shorten
 
 if TYPE_CHECKING:
     from .check import Check, CheckContext

@@ -6,7 +6,7 @@ Shared by the types that look for phrases: ``any_of``, ``all_of``,
 
 from __future__ import annotations
 
-from .._normalize import normalize
+from .normalize import normalize
 
 __all__ = ["CompiledPhrase", "compile_phrase", "compile_phrases", "found"]
 

@@ -16,17 +16,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from .. import _engines
-from .._engines import CheckTimeout, PatternError, compile_pattern, search
-from .._normalize import normalize_pattern
-from .._result import Outcome
+from .._guards import engines
+from .._guards.engines import CheckTimeout, PatternError, compile_pattern, search
+from .._results import Outcome
 from .check import Answer, Broken, Check, CheckContext, error, met, short, unmet
 from .model import CriterionModel
+from .normalize import normalize_pattern
 
 __all__ = ["PYTHON_REGEX_TIMEOUT", "Regex", "RegexError", "compile_regex", "regex_problem"]
 
 # How long one engine: python search may backtrack before the criterion is ERROR.
-PYTHON_REGEX_TIMEOUT = _engines.PATTERN_TIMEOUT
+PYTHON_REGEX_TIMEOUT = engines.PATTERN_TIMEOUT
 
 
 class Regex(CriterionModel):
@@ -69,7 +69,7 @@ class RegexError(ValueError):
 def compile_regex(
     pattern: str, *, case_sensitive: bool, engine: str, normalize: bool = True
 ) -> Any:
-    """A compiled pattern for :func:`~pytest_rubric._engines.search`; RE2 unless
+    """A compiled pattern for :func:`~pytest_rubric._guards.engines.search`; RE2 unless
     ``engine == "python"``.
 
     ``engine: python`` is the ``regex`` package (a superset of ``re`` with the
@@ -125,7 +125,7 @@ class RegexCheck(Check[Regex]):
         except CheckTimeout:
             return error(
                 f"engine: python gave up on {short(c.pattern)} after "
-                f"{_engines.PATTERN_TIMEOUT:g} s of backtracking on an answer of {len(text)} "
+                f"{engines.PATTERN_TIMEOUT:g} s of backtracking on an answer of {len(text)} "
                 "characters; rewrite the pattern without nested repetition, or use the "
                 "default engine (RE2), which runs in linear time"
             )

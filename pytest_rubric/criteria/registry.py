@@ -13,8 +13,8 @@ from typing import Annotated, Any, Union
 
 from pydantic import Discriminator, Tag
 
-from .._base import DEFAULT_CALL_TIMEOUT, DEFAULT_CHECK_TIMEOUT
-from .._calls import CallRunner
+from .._defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_CHECK_TIMEOUT
+from .._guards.calls import CallRunner
 from .all_of import AllOf
 from .any_of import AnyOf
 from .callable import CallableCriterion

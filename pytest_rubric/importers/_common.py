@@ -56,7 +56,7 @@ def validated(name: str, data: dict[str, Any]) -> list[Problem]:
     """Problems the plugin itself would find loading ``data``: an importer's own check."""
     from pydantic import ValidationError
 
-    from .._locate import problems_from_validation
+    from .._load.locate import problems_from_validation
 
     try:
         Suite.model_validate(data)

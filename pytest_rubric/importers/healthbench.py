@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import Problem
-from .._responses import file_subject_problem
-from .._safe_read import NotRegular, read_jsonl
+from .._guards.limits import NotRegular, read_jsonl
+from .._load.responses import file_subject_problem
 from ._common import ImportFailed, Output, is_number, validated
 
 __all__ = ["convert", "read_completions"]

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._normalize import normalize
+from ..criteria.normalize import normalize
 from ._common import is_number
 from .promptfoo_match import (
     Unmappable,

@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from .._errors import Problem, RubricLoadError
-from .._safe_read import NotRegular, PlainNumber, read_text
+from .._guards.limits import NotRegular, PlainNumber, read_text
 from .promptfoo_match import Unmappable
 
 __all__ = [
@@ -217,7 +217,7 @@ class Tree:
 def parse_yaml(text: str, path: Path) -> Parsed:
     """YAML (or JSON) as js-yaml reads it: YAML 1.2 booleans and numbers, with the limits of
     the plugin's own loader (nesting, aliases, keys given twice); raise ``RubricLoadError``."""
-    from .._loader import _parse_yaml
+    from .._load.loader import _parse_yaml
 
     parsed = _parse_yaml(text, path)
     if parsed.duplicates:

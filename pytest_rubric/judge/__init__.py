@@ -31,36 +31,36 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .base import JudgeClient, Judged, JudgeError, JudgeStats, Reply, Sampling
-    from .cache import CachedCalls, JudgeCache
-    from .clients import WIRES, AnthropicClient, OpenAIClient, make_client
-    from .http import HTTPClient
-    from .providers import PROVIDERS, JudgeSpec, Provider, known_keys, read_key
+    from .._llm.base import JudgeClient, Judged, JudgeError, JudgeStats, Reply, Sampling
+    from .._llm.cache import CachedCalls, JudgeCache
+    from .._llm.clients import WIRES, AnthropicClient, OpenAIClient, make_client
+    from .._llm.http import HTTPClient
+    from .._llm.providers import PROVIDERS, JudgeSpec, Provider, known_keys, read_key
     from .runner import JudgeRunner
     from .strategies import STRATEGIES, Strategy
 
 _LAZY = {
-    "AnthropicClient": ".clients",
-    "CachedCalls": ".cache",
-    "HTTPClient": ".http",
-    "JudgeCache": ".cache",
-    "JudgeClient": ".base",
-    "JudgeError": ".base",
+    "AnthropicClient": ".._llm.clients",
+    "CachedCalls": ".._llm.cache",
+    "HTTPClient": ".._llm.http",
+    "JudgeCache": ".._llm.cache",
+    "JudgeClient": ".._llm.base",
+    "JudgeError": ".._llm.base",
     "JudgeRunner": ".runner",
-    "JudgeSpec": ".providers",
-    "JudgeStats": ".base",
-    "Judged": ".base",
-    "OpenAIClient": ".clients",
-    "PROVIDERS": ".providers",
-    "Provider": ".providers",
-    "Reply": ".base",
+    "JudgeSpec": ".._llm.providers",
+    "JudgeStats": ".._llm.base",
+    "Judged": ".._llm.base",
+    "OpenAIClient": ".._llm.clients",
+    "PROVIDERS": ".._llm.providers",
+    "Provider": ".._llm.providers",
+    "Reply": ".._llm.base",
     "STRATEGIES": ".strategies",
-    "Sampling": ".base",
+    "Sampling": ".._llm.base",
     "Strategy": ".strategies",
-    "WIRES": ".clients",
-    "known_keys": ".providers",
-    "make_client": ".clients",
-    "read_key": ".providers",
+    "WIRES": ".._llm.clients",
+    "known_keys": ".._llm.providers",
+    "make_client": ".._llm.clients",
+    "read_key": ".._llm.providers",
 }
 
 __all__ = [

@@ -17,7 +17,7 @@ invent a sentence, or turn what the response says around:
 * a quote longer than the response is not found, and not searched.
 
 The search runs under ini ``rubric_check_timeout``; past it the criterion is
-ERROR (:class:`~pytest_rubric._engines.CheckTimeout`).
+ERROR (:class:`~pytest_rubric._guards.engines.CheckTimeout`).
 
 Modes:
 
@@ -39,11 +39,11 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from .._base import DEFAULT_CHECK_TIMEOUT
-from .._base import EVIDENCE_MODES as MODES
-from .._engines import CheckTimeout, Deadline
-from .._normalize import normalize
-from .._result import Outcome, Verdict
+from .._defaults import DEFAULT_CHECK_TIMEOUT
+from .._defaults import EVIDENCE_MODES as MODES
+from .._guards.engines import CheckTimeout, Deadline
+from .._results import Outcome, Verdict
+from ..criteria.normalize import normalize
 
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
@@ -69,7 +69,7 @@ _CLAUSE_END = re.compile(r"[.!?;:,]")
 
 def quote_found(quote: str, response: str, *, deadline: Deadline | None = None) -> bool:
     """Whether ``quote`` is in ``response``, up to normalization and small slips, with the same
-    negations. Raises :class:`~pytest_rubric._engines.CheckTimeout` past ``deadline``."""
+    negations. Raises :class:`~pytest_rubric._guards.engines.CheckTimeout` past ``deadline``."""
     needle, haystack = normalize(quote), normalize(response)
     if len(needle) < MIN_QUOTE or not haystack:
         return False  # "a" or "is" is in every answer: it shows nothing

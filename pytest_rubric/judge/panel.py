@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from .._result import Outcome, Verdict
-from .base import Judged, JudgeStats, mean_raw_score
+from .._llm.base import Judged, JudgeStats, mean_raw_score
+from .._results import Outcome, Verdict
 from .runner import JudgeRunner, majority
 
 if TYPE_CHECKING:

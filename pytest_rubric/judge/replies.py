@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._secrets import Secret, redact
+from .._guards.secrets import Secret, redact
 
 if TYPE_CHECKING:
     from ..criteria.extract import Extract, JudgedCriterion

@@ -12,10 +12,10 @@ How an answer's criteria are put to the judge is the strategy's
 (``--rubric-grader``, :data:`~pytest_rubric.judge.strategies.STRATEGIES`).
 With ``samples`` K > 1 (``--rubric-judge-samples``) every answer is graded
 K times, each sample its own call and its own cache entry (see
-:class:`~pytest_rubric.judge.base.Sampling`), and the samples are combined
+:class:`~pytest_rubric._llm.base.Sampling`), and the samples are combined
 per criterion by :func:`combine`.
 
-What an answer gets back is a :class:`~pytest_rubric.judge.base.Judged`: its
+What an answer gets back is a :class:`~pytest_rubric._llm.base.Judged`: its
 outcomes by criterion id, returned once every sample is in, never shared
 while they are being graded.
 """
@@ -28,12 +28,12 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .._base import DEFAULT_CHECK_TIMEOUT
-from .._result import Outcome, Verdict
-from .._secrets import redact
-from .base import JudgeClient, Judged, JudgeStats, mean_raw_score
-from .cache import JudgeCache
-from .cost import Budget, Price
+from .._defaults import DEFAULT_CHECK_TIMEOUT
+from .._guards.secrets import redact
+from .._llm.base import JudgeClient, Judged, JudgeStats, mean_raw_score
+from .._llm.cache import JudgeCache
+from .._llm.cost import Budget, Price
+from .._results import Outcome, Verdict
 from .evidence import check_evidence
 from .strategies import STRATEGIES
 from .transport import Transport

@@ -15,7 +15,7 @@ its reply reader (:mod:`~pytest_rubric.judge.replies`):
 A reply that does not fit the protocol is asked again once with the error
 fed back (:func:`ask`); a judge call that fails, or a second bad reply, makes
 the criterion ERROR. Nothing here turns a failure into MET or UNMET. Each
-strategy returns the :class:`~pytest_rubric.judge.base.Judged` of one sample.
+strategy returns the :class:`~pytest_rubric._llm.base.Judged` of one sample.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._base import GRADERS
-from .._result import Outcome, Verdict
-from .._secrets import clip
-from .base import Judged, JudgeError, Reply
+from .._defaults import GRADERS
+from .._guards.secrets import clip
+from .._llm.base import Judged, JudgeError, Reply
+from .._results import Outcome, Verdict
 from .prompts import Prompt, holistic, injection_suspected, one_shot, per_criterion
 from .replies import Graded, ReplyError, read_holistic, read_one, read_one_shot
 from .transport import Transport, UnusableReplay

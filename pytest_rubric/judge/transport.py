@@ -3,15 +3,15 @@
 A :class:`Transport` owns an event loop in a background thread and the
 client it calls. At most ``concurrency`` calls are in flight, whichever
 answers they belong to. A built-in client takes a slot per HTTP attempt
-(and retries within its own budget, see :mod:`~pytest_rubric.judge.http`),
+(and retries within its own budget, see :mod:`~pytest_rubric._llm.http`),
 so that a call waiting out a ``Retry-After`` does not hold one; a user's
 client (the hook's) holds its slot for its whole call, which
 ``--rubric-judge-timeout`` bounds.
 
 :meth:`Transport.call` is the one way a prompt reaches the judge: through
-the cache (:class:`~pytest_rubric.judge.cache.CachedCalls`), counted in
-:class:`~pytest_rubric.judge.base.JudgeStats`, and with whatever a client
-raises turned into :class:`~pytest_rubric.judge.base.JudgeError`.
+the cache (:class:`~pytest_rubric._llm.cache.CachedCalls`), counted in
+:class:`~pytest_rubric._llm.base.JudgeStats`, and with whatever a client
+raises turned into :class:`~pytest_rubric._llm.base.JudgeError`.
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from .._calls import contained, described
-from .._secrets import Secret, redact, shorten
+from .._guards.calls import contained, described
+from .._guards.secrets import Secret, redact, shorten
+from .._llm.base import JudgeError, JudgeStats, Reply, Sampling
+from .._llm.cache import CachedCalls, JudgeCache
+from .._llm.cost import Budget, BudgetSpent, Price
+from .._llm.http import HTTPClient
+from .._llm.providers import known_keys
 from . import prompts
-from .base import JudgeError, JudgeStats, Reply, Sampling
-from .cache import CachedCalls, JudgeCache
-from .cost import Budget, BudgetSpent, Price
-from .http import HTTPClient
 from .prompts import Prompt
-from .providers import known_keys
 from .replies import ReplyError
 
 __all__ = ["Transport", "UnusableReplay"]

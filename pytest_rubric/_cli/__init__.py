@@ -1,0 +1,1 @@
+"""``python -m pytest_rubric``: merge, import, history, init and collect."""

@@ -1,0 +1,223 @@
+"""``python -m pytest_rubric collect``: freeze the application's answers into responses files.
+
+The collect-then-score workflow of llm-rubric-eval: each subject (``--model``,
+``--target``) is asked every case of the rubric files under ``--rubric-dir``
+(``repeat`` times where a case or file sets it) and its answers are written to
+``OUT/<subject>.jsonl``, one ``{"id", "suite", "response"}`` per line, which
+``responses: OUT/`` (or ``--rubric-responses OUT``) then grades, as often as
+wanted, without asking again. A subject is called exactly as a run would call
+it (:class:`~pytest_rubric._grade.sources.Source`): a target with what its signature
+names, a model with the same request. A case whose call failed is listed, not
+written; no file is overwritten without ``--force``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._config.settings import DEFAULT_PATTERNS
+
+__all__ = ["add_collect_command", "run_collect"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def add_collect_command(commands: Any) -> None:
+    """The ``collect`` sub-command of ``python -m pytest_rubric``."""
+    cmd = commands.add_parser(
+        "collect",
+        help="ask models or targets every case and write their answers as responses files",
+        description="Ask each subject (--model, --target; repeatable) every case of the rubric "
+        "files under --rubric-dir, `repeat` times where a case or file sets it, and write "
+        "OUT/<subject>.jsonl in the responses format, for `responses: OUT/` to grade later. "
+        "Modules of targets are imported from the current directory and each rubric file's "
+        "folder. Exit status 0 when every answer was written, 1 when some call failed (those "
+        "cases are listed, not written), 2 for bad input.",
+    )
+    cmd.add_argument(
+        "--rubric-dir",
+        dest="dirs",
+        action="append",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="collect the cases of the rubric files under DIR (repeatable)",
+    )
+    cmd.add_argument(
+        "--model",
+        dest="models",
+        action="append",
+        default=[],
+        metavar="[NAME=]PROVIDER:MODEL",
+        help="a model to ask (subject NAME, default the model's name; key from the environment)",
+    )
+    cmd.add_argument(
+        "--target",
+        dest="targets",
+        action="append",
+        default=[],
+        metavar="[NAME=]MODULE:FUNCTION",
+        help="a target function to call (subject NAME, default the function's name)",
+    )
+    cmd.add_argument(
+        "--out", required=True, type=Path, metavar="DIR", help="where <subject>.jsonl goes"
+    )
+    cmd.add_argument("--force", action="store_true", help="overwrite existing answer files")
+    cmd.add_argument(
+        "--concurrency",
+        type=int,
+        default=8,
+        metavar="N",
+        help="samples of one case asked at once (default 8)",
+    )
+    cmd.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="bound on one target call (default 60, as ini rubric_call_timeout)",
+    )
+
+
+@dataclass
+class _Subject:
+    name: str
+    given: str
+    source: Any  # a Source that asks the subject
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+
+def run_collect(args: argparse.Namespace) -> int:
+    """Ask, then write; what went wrong is printed to stderr."""
+    try:
+        subjects = _subjects(args)
+        suites = _suites(args.dirs)
+    except ValueError as exc:
+        print(f"pytest-rubric collect: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    paths = {s.name: args.out / f"{s.name}.jsonl" for s in subjects}
+    existing = [str(p) for p in paths.values() if p.exists()]
+    if existing and not args.force:
+        print(
+            f"pytest-rubric collect: error: {', '.join(existing)} already exist(s); pass --force "
+            "to overwrite, or choose another --out",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    suite_of: dict[str, str] = {}  # a responses file holds one case per id
+    for loaded in suites:
+        for case in loaded.suite.cases:
+            where = f"{loaded.path}: suite {loaded.name!r}, case {case.id!r}"
+            if suite_of.setdefault(case.id, loaded.name) != loaded.name:
+                for subject in subjects:
+                    subject.failed.append(
+                        f"{where}: suite {suite_of[case.id]!r} has a case of this id too, and a "
+                        "responses file holds one case per id; collect each suite into its own "
+                        "--out folder"
+                    )
+                continue
+            repeat = int(case.repeat or loaded.suite.repeat or 1)
+            for subject in subjects:
+                answers, problem = subject.source.fetch_samples(
+                    case, repeat=repeat, concurrency=max(1, args.concurrency)
+                )
+                if answers is None:
+                    subject.failed.append(f"{where}: {problem}")
+                    continue
+                subject.rows += [
+                    {"id": case.id, "suite": loaded.name, "response": answer} for answer in answers
+                ]
+    args.out.mkdir(parents=True, exist_ok=True)
+    for subject in subjects:
+        text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in subject.rows)
+        paths[subject.name].write_text(text, encoding="utf-8")
+        print(f"{paths[subject.name]}: {len(subject.rows)} answer(s) of {subject.given}")
+        for failure in subject.failed:
+            print(f"pytest-rubric collect: not written: {failure}", file=sys.stderr)
+    return EXIT_FAILED if any(s.failed for s in subjects) else EXIT_OK
+
+
+def _subjects(args: argparse.Namespace) -> list[_Subject]:
+    """Every subject given, each once; a clash of names or values is an error."""
+    from .._defaults import RetryPolicy, named
+    from .._grade.sources import LiveModel, Source, Target
+    from .._guards.calls import CallRunner, make_importable, resolve_import
+    from .._llm.providers import JudgeSpec
+    from .._load.responses import file_subject_problem
+
+    if not args.models and not args.targets:
+        raise ValueError(
+            "give at least one subject: --model PROVIDER:MODEL or --target MODULE:FUNCTION"
+        )
+    make_importable(Path.cwd(), *(d.resolve() for d in args.dirs))
+    runner = CallRunner()
+    subjects: list[_Subject] = []
+    seen: dict[str, str] = {}
+    for flag, given in [("--model", m) for m in args.models] + [
+        ("--target", t) for t in args.targets
+    ]:
+        name, value = named(given)
+        subject = name or value.rpartition(":")[2]
+        why = file_subject_problem(subject)
+        if why is not None:
+            raise ValueError(f"{flag} {given}: subject {subject!r} cannot name a file: {why}")
+        if subject in seen:
+            raise ValueError(
+                f"{seen[subject]} and {flag} {given} are both subject {subject!r}; name one "
+                f"of them, {flag} OTHER={value}"
+            )
+        seen[subject] = f"{flag} {given}"
+        if flag == "--model":
+            spec = JudgeSpec.parse(value)
+            model = LiveModel(spec, subject=subject, policy=RetryPolicy())
+            source = Source(target=model, target_name=spec.name, subject=subject)
+        else:
+            try:
+                target = Target.of(resolve_import(value))
+            except TypeError as exc:
+                raise ValueError(f"--target {value} cannot be called: {exc}") from None
+            except Exception as exc:
+                raise ValueError(
+                    f"--target {value}: cannot import it: {type(exc).__name__}: {exc}"
+                ) from None
+            source = Source(
+                target=target,
+                target_name=value,
+                subject=subject,
+                timeout=args.timeout,
+                runner=runner,
+            )
+        subjects.append(_Subject(subject, f"{flag} {given}", source))
+    return subjects
+
+
+def _suites(dirs: Sequence[Path]) -> list[Any]:
+    """Every rubric file under ``dirs``, loaded; a file that does not load is an error."""
+    from .._errors import RubricLoadError
+    from .._load.loader import load_suite
+
+    files = sorted(
+        {p for d in dirs for pattern in DEFAULT_PATTERNS for p in d.rglob(pattern) if p.is_file()}
+    )
+    missing = [str(d) for d in dirs if not d.is_dir()]
+    if missing:
+        raise ValueError(f"--rubric-dir {missing[0]} is not a directory")
+    if not files:
+        raise ValueError(
+            f"no rubric file under {', '.join(map(str, dirs))} (names like "
+            f"{', '.join(DEFAULT_PATTERNS)})"
+        )
+    loaded = []
+    for path in files:
+        try:
+            loaded.append(load_suite(path))
+        except RubricLoadError as exc:
+            raise ValueError(exc.render(path)) from None
+    return loaded

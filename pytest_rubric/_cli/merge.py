@@ -1,0 +1,225 @@
+"""``python -m pytest_rubric merge``: one leaderboard, report and gate from CI shards.
+
+(``python -m pytest_rubric import`` and ``collect``, which share this command line, live in
+:mod:`pytest_rubric.importers` and :mod:`pytest_rubric._cli.freeze`.)
+
+CI splits a large suite into shards (one pytest, with xdist, per machine),
+each writing ``--rubric-json``. Merging their documents gives exactly what
+one run over the whole suite would have: the leaderboard is recomputed from
+the results, never averaged from the shards' leaderboards.
+
+The same reports and gates as a run: ``--html``, ``--markdown`` (and
+``$GITHUB_STEP_SUMMARY``), ``--baseline`` with ``--max-drop`` and
+``--gate-confidence``, and ``--fail-under``. The outcomes of the gates a merge
+does not apply itself (the judge's gates, or a baseline given to the shards
+only) are kept from the shards' ``gates``, and count in the exit status.
+
+Exit status: 0 when every case passed and the gates passed; 1 when a case
+failed or could not be evaluated, or a gate failed; 2 for bad input (a file
+that is not a ``--rubric-json`` document, a field of the wrong type, NaN or
+missing, shards that overlap). Whether a case passed is recomputed from its
+criteria, never taken from the shard.
+
+The merged document's ``run`` is that of the shards together (``_run.merged``):
+the first shard's versions, commit, grader and cache mode, the earliest start
+and the time until the last shard ended, every judge once, the cache's hits and
+misses and the replayed responses summed. Shards of an older version, which
+wrote no ``run``, still merge; when none has one, ``run`` is null.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .._config.options import fraction
+from .._config.outputs import OUTPUTS, write_outputs
+from .._render.json import DocumentError, load_document, read_document
+from .._render.summary import terminal_lines
+from .._report.gates import GateEntry
+from .._report.history import HistoryError, add_history_command, append, run_history, with_trend
+from .._report.report import build_report
+from .._report.run import RunInfo, merged
+from .._results import CaseResult
+from ..importers import add_commands as add_import_commands
+from ..importers import run as run_import
+from .freeze import add_collect_command, run_collect
+from .init import add_command as add_init_command
+from .init import run as run_init
+
+__all__ = ["main", "merge"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def merge(
+    paths: Sequence[Path],
+    *,
+    notes: list[str] | None = None,
+    calibration: list[dict[str, Any]] | None = None,
+    runs: list[RunInfo] | None = None,
+    gates: list[dict[str, Any]] | None = None,
+) -> list[CaseResult]:
+    """The results of every shard; a node id found in two shards is an error.
+
+    Shards split the test items, so one item's results come from one shard
+    only. An overlap means the same items ran twice and would count twice.
+    Each result's ``passed`` is recomputed from its criteria; where that
+    overrules the shard, a line is added to ``notes``. Every shard measures the same
+    calibration (each one ran the whole session's calibration examples): the first shard's
+    figures of each suite and judge are added to ``calibration``. Each shard's ``run`` (none
+    in a document of an older version) is added to ``runs``, in the order given, for
+    :func:`~pytest_rubric._report.run.merged`. Every shard's gate
+    outcomes are added to ``gates``, in shard order.
+    """
+    results: list[CaseResult] = []
+    owner: dict[str, Path] = {}
+    for path in paths:
+        document = load_document(path)
+        if notes is not None:
+            notes += document.recomputed
+        if runs is not None and document.run is not None:
+            runs.append(document.run)
+        if calibration is not None:
+            seen = {(c["suite"], c["judge"]) for c in calibration}
+            calibration += [c for c in document.calibration if (c["suite"], c["judge"]) not in seen]
+        if gates is not None:
+            gates += document.gates
+        shard = document.results
+        seen_here: set[str] = set()
+        for nodeid in (r.nodeid for r in shard):
+            if nodeid in seen_here:
+                raise DocumentError(
+                    f"{path} holds {nodeid} twice: one run records an item once, so this "
+                    "document was edited or concatenated; write each item's result once"
+                )
+            seen_here.add(nodeid)
+            if nodeid in owner:
+                raise DocumentError(
+                    f"{nodeid} is in both {owner[nodeid]} and {path}: shards must not overlap "
+                    "(split the suite with disjoint paths, -k expressions or a shard plugin)"
+                )
+            owner[nodeid] = path
+        results += shard
+    return results
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_rubric",
+        description="pytest-rubric tools: merge the --rubric-json files of CI shards; import "
+        "another tool's dataset as rubric files; init a starter evals/ folder.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    cmd = commands.add_parser(
+        "merge",
+        help="merge --rubric-json files into one leaderboard, report and gate",
+        description="Merge the --rubric-json files of shards of one suite: the leaderboard, "
+        "reports and gates are those of one run over the whole suite. Exit status 0 when every "
+        "case passed, 1 when one failed or could not be evaluated, 2 for bad input.",
+    )
+    cmd.add_argument("documents", nargs="+", type=Path, metavar="JSON", help="--rubric-json files")
+    for output in OUTPUTS:
+        cmd.add_argument(f"--{output.name}", type=Path, metavar="PATH", help=output.merge_help)
+    cmd.add_argument(
+        "--baseline", type=Path, metavar="PATH", help="an earlier --rubric-json to gate against"
+    )
+    cmd.add_argument(
+        "--history",
+        type=Path,
+        metavar="PATH",
+        help="append the merged run to this --rubric-history file (once for all the shards)",
+    )
+    cmd.add_argument(
+        "--max-drop",
+        type=fraction,
+        default=0.0,
+        metavar="X",
+        help="correctness drop per subject the baseline gate tolerates (default 0)",
+    )
+    cmd.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        metavar="LEVEL",
+        help="confidence level of every interval and tier (default 0.95, as --rubric-confidence)",
+    )
+    cmd.add_argument(
+        "--gate-confidence",
+        type=float,
+        metavar="C",
+        help="the baseline gate fails only on changes beyond noise: a subject's drop when the "
+        "paired C-interval of (now - baseline) lies wholly below -max-drop, a case's flip when "
+        "its passing samples fell significantly (as --rubric-gate-confidence)",
+    )
+    cmd.add_argument(
+        "--fail-under",
+        type=fraction,
+        metavar="X",
+        help="fail when a subject's mean correctness is below X",
+    )
+    add_import_commands(commands)
+    add_collect_command(commands)
+    add_history_command(commands)
+    add_init_command(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "import":
+        return run_import(args)
+    if args.command == "collect":
+        return run_collect(args)
+    if args.command == "init":
+        return run_init(args)
+    if args.command == "history":
+        return run_history(args)
+    for name in ("confidence", "gate_confidence"):
+        value = getattr(args, name)
+        if value is not None and not 0 < value < 1:
+            parser.error(f"--{name.replace('_', '-')} {value:g}: write a number between 0 and 1")
+    notes: list[str] = []
+    calibration: list[dict[str, Any]] = []
+    runs: list[RunInfo] = []
+    gates: list[dict[str, Any]] = []
+    try:
+        results = merge(
+            args.documents, notes=notes, calibration=calibration, runs=runs, gates=gates
+        )
+        baseline = read_document(args.baseline) if args.baseline is not None else None
+    except DocumentError as exc:
+        print(f"pytest-rubric merge: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for note in notes:
+        print(f"pytest-rubric merge: note: {note}", file=sys.stderr)
+    report = build_report(
+        results,
+        baseline=baseline,
+        baseline_name=str(args.baseline) if args.baseline is not None else None,
+        max_drop=args.max_drop,
+        fail_under=args.fail_under,
+        level=args.confidence,
+        gate_confidence=args.gate_confidence,
+        calibration=calibration,
+        run=merged(runs),
+        # The shards' verdicts of gates this merge does not apply itself (the judge's, or a
+        # baseline given to the shards and not to the merge) are kept, never dropped.
+        carried_gates=[GateEntry.from_dict(g) for g in gates],
+    )
+    if args.history is not None:
+        report = with_trend(report, args.history)
+    write_outputs(report, {output.name: getattr(args, output.name) for output in OUTPUTS})
+    if args.history is not None:
+        try:
+            append(args.history, report)
+        except HistoryError as exc:  # the merged reports are written whatever the history says
+            print(f"pytest-rubric merge: warning: {exc}", file=sys.stderr)
+    print(f"rubric summary: {len(results)} results from {len(args.documents)} file(s)")
+    for line in terminal_lines(report, board_when_empty=True):
+        print(line.text)
+    return EXIT_OK if report.ok else EXIT_FAILED

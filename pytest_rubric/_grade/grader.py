@@ -1,0 +1,320 @@
+"""Grading: a compiled rubric and a response in, a :class:`CaseResult` out.
+
+:meth:`Grader.compile` does everything that does not depend on the answer
+once per rubric (checks compiled, ``global`` criteria merged);
+:meth:`Grader.grade` then runs the checks, scores substance, measures style
+and sets the flags. Judged criteria are SKIPPED until a judge is configured.
+
+Every text a result keeps (a reason, the response) passes through
+:func:`~pytest_rubric._guards.secrets.clip` here, the one place results are built:
+redacted of the API keys, then cut to 2,000 characters. Grading itself sees
+the whole response.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from .._defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_CHECK_TIMEOUT, DEFAULT_MIN_SCORE, SET_A_JUDGE
+from .._guards.calls import CallRunner
+from .._guards.secrets import Secret, clip, whole_characters
+from .._llm.base import mean_raw_score
+from .._llm.providers import known_keys
+from .._repeat import PassWhen, item_passes
+from .._results import CaseResult, CriterionResult, Outcome, Sample, Verdict
+from .._schema import REPORT_ONLY, Criterion, Mark, Rubric, own_mark
+from ..criteria.check import Answer, Check, CheckContext
+from ..criteria.extract import Extract, JudgedCriterion
+from ..criteria.judge import Judge
+from . import style
+from .scoring import passes
+from .scoring import score as score_results
+
+if TYPE_CHECKING:
+    from .._llm.base import Judged
+
+__all__ = ["DEFAULT_MIN_SCORE", "NO_JUDGE_REASON", "CompiledRubric", "Grader"]
+
+NO_JUDGE_REASON = f"no judge configured: {SET_A_JUDGE} to grade it"
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRubric:
+    """A rubric ready to grade many responses: criteria in order, checks compiled."""
+
+    rubric: Rubric
+    criteria: tuple[Criterion, ...]
+    checks: tuple[Check[Any] | None, ...]
+    min_score: float | None  # None: report-only (``min_score: null``)
+    judged_criteria: tuple[JudgedCriterion, ...] = ()
+    # Per criterion, derived here once: its own tags, then the case's.
+    tags: tuple[tuple[str, ...], ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        case_tags = getattr(self.rubric, "tags", ())
+        object.__setattr__(self, "tags", tuple(tags_of(c, case_tags) for c in self.criteria))
+
+    @property
+    def judged(self) -> bool:
+        return bool(self.judged_criteria)
+
+
+def tags_of(criterion: Criterion, case_tags: Sequence[str]) -> tuple[str, ...]:
+    """A criterion's tags in its results: its own, then its case's, each once."""
+    return tuple(dict.fromkeys((*getattr(criterion, "tags", ()), *case_tags)))
+
+
+def _resolved(mark: Mark, default: float) -> float | None:
+    """The pass mark a compiled rubric keeps: a number, or None for a report-only one."""
+    if mark is None:
+        return default
+    return None if mark == REPORT_ONLY else float(mark)
+
+
+class Grader:
+    """Grades responses against rubrics. ``rubric_grader`` is the session's instance."""
+
+    def __init__(
+        self,
+        *,
+        thresholds: style.StyleThresholds | None = None,
+        default_min_score: float = DEFAULT_MIN_SCORE,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        check_timeout: float = DEFAULT_CHECK_TIMEOUT,
+        secrets: Sequence[Secret] | None = None,
+    ) -> None:
+        self.thresholds = thresholds or style.StyleThresholds()
+        self.default_min_score = default_min_score
+        self.call_timeout = call_timeout
+        self.calls = CallRunner()  # callables and targets, each bounded by a timeout
+        self.context = CheckContext(call_timeout, self.calls, check_timeout)
+        # What results are redacted of: by default the providers' keys in the
+        # environment, the only place keys come from.
+        self.secrets = tuple(known_keys() if secrets is None else secrets)
+
+    def compile(
+        self,
+        rubric: Rubric,
+        *,
+        global_criteria: Sequence[Criterion] = (),
+        min_score: Mark = None,
+    ) -> CompiledRubric:
+        """Prepare ``rubric`` for grading; ``min_score`` overrides the rubric's own (None: the
+        rubric's own, else the session's default; ``"report-only"``: no pass mark)."""
+        criteria = (*global_criteria, *rubric.criteria)
+        checks = tuple(None if c.is_judged else c.compile(self.context) for c in criteria)
+        mark = own_mark(rubric) if min_score is None else min_score
+        return CompiledRubric(
+            rubric=rubric,
+            criteria=criteria,
+            checks=checks,
+            min_score=_resolved(mark, self.default_min_score),
+            judged_criteria=tuple(c for c in criteria if isinstance(c, Judge | Extract)),
+        )
+
+    def grade(
+        self,
+        response: str,
+        compiled: CompiledRubric,
+        *,
+        nodeid: str = "",
+        suite: str = "",
+        subject: str = "inline",
+        judged: Judged | None = None,
+    ) -> CaseResult:
+        """Grade one response. Never raises for a criterion's failure: that is ERROR.
+
+        ``judged`` holds the judge's outcomes for the judged criteria; without
+        it they are SKIPPED.
+        """
+        answer = Answer(response)
+        criteria = [
+            self._criterion(criterion, check, tags, answer, compiled.rubric, judged)
+            for criterion, check, tags in zip(
+                compiled.criteria, compiled.checks, compiled.tags, strict=True
+            )
+        ]
+        result = self.result(
+            criteria,
+            compiled=compiled,
+            answer=answer,
+            nodeid=nodeid,
+            suite=suite,
+            subject=subject,
+        )
+        if judged is None:  # the flags below come from judged outcomes only
+            return result
+        result.llm_raw_score = judged.llm_raw_score
+        if judged.injection_suspected:
+            result.flags.append("injection_suspected")
+        if any(c.unstable for c in criteria):
+            result.flags.append("unstable")
+        if any(c.evidence_ok is False for c in criteria):
+            result.flags.append("unsupported_evidence")
+        return result
+
+    def combine(
+        self, samples: Sequence[CaseResult], *, pass_when: PassWhen = "mean", level: float = 0.95
+    ) -> CaseResult:
+        """One item's result from its graded samples (``repeat``): means, the first sample's
+        criteria and response, and the verdict of ``pass_when`` (see ``_repeat``).
+
+        The samples are :meth:`grade`'s fresh results, which the item's result
+        replaces: a single sample is updated in place and returned.
+        """
+        first = samples[0]
+        if len(samples) == 1:  # every pass rule agrees with the one sample's own verdict
+            first.pass_when, first.level = pass_when, level  # a result grade just built
+            return first
+        kept = [
+            Sample(s.score, s.raw_score, s.passed, s.criteria, s.response, s.llm_raw_score)
+            for s in samples
+        ]
+        n = len(samples)
+
+        def mean(values: Sequence[float]) -> float:
+            return math.fsum(values) / len(values)
+
+        score = mean([s.score for s in samples])
+        styles = [s.style_score for s in samples if s.style_score is not None]
+        flags = list(dict.fromkeys(f for s in samples for f in s.flags))
+        return replace(
+            first,
+            score=score,
+            raw_score=mean([s.raw_score for s in samples]),
+            passed=item_passes(kept, pass_when=pass_when, min_score=first.min_score, score=score),
+            fluency=mean([s.fluency for s in samples]),
+            confidence=mean([s.confidence for s in samples]),
+            naive_score=mean([s.naive_score for s in samples]),
+            style_score=mean(styles) if styles else None,
+            flags=flags,
+            pass_when=pass_when,
+            level=level,
+            samples=kept if n > 1 else [],
+            llm_raw_score=mean_raw_score(s.llm_raw_score for s in samples),
+        )
+
+    def unavailable(
+        self, compiled: CompiledRubric, reason: str, *, nodeid: str, suite: str, subject: str
+    ) -> CaseResult:
+        """The result of an answer that could not be obtained: every criterion ERROR.
+
+        It still counts for its subject (as not passed, score 0), so a missing
+        answer cannot vanish from a report or a baseline comparison.
+        """
+        error = Outcome(Verdict.ERROR, 0.0, reason)
+        criteria = [
+            self._criterion_result(c, error, tags)
+            for c, tags in zip(compiled.criteria, compiled.tags, strict=True)
+        ]
+        return self.result(
+            criteria,
+            compiled=compiled,
+            answer=Answer(""),
+            nodeid=nodeid,
+            suite=suite,
+            subject=subject,
+        )
+
+    def result(
+        self,
+        criteria: list[CriterionResult],
+        *,
+        compiled: CompiledRubric,
+        answer: Answer,
+        nodeid: str,
+        suite: str,
+        subject: str,
+    ) -> CaseResult:
+        """Score criterion results and measure style: the shared tail of every grading path."""
+        substance = score_results(criteria)
+        wrong_claim = any(
+            c.axis == "substance" and c.weight < 0 and c.verdict is Verdict.MET for c in criteria
+        )
+        passed = passes(
+            criteria, case_score=substance.score, min_score=compiled.min_score, scored=substance
+        )
+        # Style is the mean of the style criteria that were decided: one that could not be
+        # evaluated is left out of it, and flags the result, but never fails it.
+        style_credits = [
+            c.credit
+            for c in criteria
+            if c.axis == "style" and c.verdict in (Verdict.MET, Verdict.UNMET)
+        ]
+        style_error = any(c.axis == "style" and c.verdict is Verdict.ERROR for c in criteria)
+        fluency = style.fluency(answer.text)
+        confidence = style.confidence(answer.folded)
+        return CaseResult(
+            nodeid=nodeid,
+            suite=suite,
+            case=compiled.rubric.id,
+            subject=subject,
+            score=substance.score,
+            raw_score=substance.raw_score,
+            min_score=compiled.min_score,
+            passed=passed,
+            criteria=criteria,
+            fluency=fluency,
+            confidence=confidence,
+            naive_score=style.naive_score(substance.score, fluency, confidence),
+            style_score=sum(style_credits) / len(style_credits) if style_credits else None,
+            flags=style.flags(
+                score=substance.score,
+                confidence_=confidence,
+                wrong_claim=wrong_claim,
+                thresholds=self.thresholds,
+            )
+            + (["style_error"] if style_error else []),
+            question=(
+                None
+                if compiled.rubric.shown_question is None
+                else whole_characters(compiled.rubric.shown_question)
+            ),
+            possible=substance.positive,
+            tags=list(getattr(compiled.rubric, "tags", ())),
+            # A copy for reports: a 20 MB answer is graded whole but not copied whole.
+            response=clip(answer.text, *self.secrets),
+        )
+
+    def _criterion(
+        self,
+        criterion: Criterion,
+        check: Check[Any] | None,
+        tags: tuple[str, ...],
+        answer: Answer,
+        rubric: Rubric,
+        judged: Judged | None,
+    ) -> CriterionResult:
+        if check is None:
+            outcome = (
+                judged.outcomes.get(criterion.id) if judged is not None else None
+            ) or Outcome(Verdict.SKIPPED, 0.0, NO_JUDGE_REASON)
+        else:
+            outcome = check(answer, rubric)
+        return self._criterion_result(criterion, outcome, tags)
+
+    def _criterion_result(
+        self, criterion: Criterion, outcome: Outcome, tags: tuple[str, ...]
+    ) -> CriterionResult:
+        """The one place a criterion's result is built, so its reason is always clipped: a
+        judge's reason, a callable's reason or repr, an error message."""
+        return CriterionResult(
+            id=criterion.id,
+            type=criterion.tag,
+            axis=criterion.axis,
+            weight=criterion.effective_weight,
+            verdict=outcome.verdict,
+            credit=outcome.credit,
+            reason=clip(outcome.reason, *self.secrets),
+            required=criterion.required,
+            agreement=outcome.agreement,
+            samples=[{"verdict": str(v), "credit": c} for v, c in outcome.samples]
+            if outcome.samples
+            else None,
+            tags=tags,
+            evidence_ok=outcome.evidence_ok,
+            judges=dict(outcome.judges) if outcome.judges else None,
+        )

@@ -1,0 +1,169 @@
+"""``restyle``: the same answer in another tone, for the judge's style probe.
+
+Built on the word lists of the style heuristics (:mod:`pytest_rubric._grade.style`),
+so what the probe changes is exactly what ``confidence`` measures:
+
+``to="confident"``
+    every hedging marker is removed (a modal hedge becomes its plain form:
+    "might" -> "will", "could" -> "can", "seems" -> "is"), and an assertive
+    opening, ``Without question:``, is added;
+``to="hedged"``
+    every assertive marker becomes a hedge ("clearly" -> "perhaps",
+    "always" -> "usually", "must" -> "should probably", ...).
+
+Every other word is left as it is (a word that starts a sentence after a
+removed marker gains a capital). ``restyle`` is a pure function of its
+input: the same text gives the same rewrite, and rewriting a rewrite in the
+same tone changes nothing. Markers that may carry substance are kept in both
+tones: ``100%`` (a quantity), ``never`` (a negation) and ``it depends`` (a
+condition).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Literal
+
+from .style import ASSERTIVE, HEDGES
+
+__all__ = ["OPENING", "TONES", "restyle"]
+
+TONES = ("confident", "hedged")
+OPENING = "Without question: "
+
+# What each hedging marker becomes in a confident rewrite ("" removes it).
+_TO_CONFIDENT: Mapping[str, str] = {
+    "apparently": "",
+    "approximately": "",
+    "arguably": "",
+    "as far as i know": "",
+    "could": "can",
+    "i believe": "",
+    "i guess": "",
+    "i think": "",
+    "i'm not sure": "",
+    "i am not sure": "",
+    "i'm not certain": "",
+    "likely": "",
+    "may": "will",
+    "maybe": "",
+    "might": "will",
+    "not sure": "",
+    "perhaps": "",
+    "possibly": "",
+    "presumably": "",
+    "probably": "",
+    "roughly": "",
+    "seems": "is",
+    "somewhat": "",
+    "suggests": "shows",
+    "unclear": "clear",
+    "unsure": "",
+    "if i recall": "",
+    "i suppose": "",
+}
+# What each assertive marker becomes in a hedged rewrite.
+_TO_HEDGED: Mapping[str, str] = {
+    "absolutely": "perhaps",
+    "always": "usually",
+    "certainly": "probably",
+    "clearly": "perhaps",
+    "definitely": "probably",
+    "exactly": "roughly",
+    "guaranteed": "likely",
+    "guarantees": "suggests",
+    "indisputably": "arguably",
+    "obviously": "apparently",
+    "of course": "perhaps",
+    "precisely": "approximately",
+    "simply": "perhaps",
+    "surely": "probably",
+    "undoubtedly": "probably",
+    "unquestionably": "arguably",
+    "without doubt": "perhaps",
+    "without question": "perhaps",
+    "must": "should probably",
+}
+_KEPT = frozenset({"100%", "never", "it depends"})  # may carry substance: never rewritten
+
+assert set(_TO_CONFIDENT) | _KEPT >= set(HEDGES), "every hedge has a confident form"
+assert set(_TO_HEDGED) | _KEPT >= set(ASSERTIVE), "every assertive marker has a hedged form"
+
+
+def _pattern(markers: Mapping[str, str]) -> re.Pattern[str]:
+    # The style heuristics' boundaries, on the raw text: any case, either apostrophe. A
+    # removed marker takes the spaces before it, and one comma after it, along.
+    alternatives = sorted(markers, key=len, reverse=True)
+    body = "|".join(re.escape(m).replace("'", "['’]") for m in alternatives)
+    return re.compile(
+        r"(?P<pre>[ \t]*)(?<![\w'’])(?P<m>" + body + r")(?![\w'’])(?P<comma>,?)", re.IGNORECASE
+    )
+
+
+_CONFIDENT = _pattern(_TO_CONFIDENT)
+_HEDGED = _pattern(_TO_HEDGED)
+_APOSTROPHE = re.compile(r"['’]")
+_SENTENCE_ENDS = (".", "!", "?", ":", "\n")
+
+
+def _rewrite(text: str, pattern: re.Pattern[str], table: Mapping[str, str]) -> str:
+    out: list[str] = []
+    last = 0
+    capitalize = False  # a marker that opened a sentence was removed: its next word opens it
+    for match in pattern.finditer(text):
+        out.append(_opened(text[last : match.start()], capitalize))
+        last = match.end()
+        found = match["m"]
+        before = "".join(out)
+        opens = not before.strip() or before.rstrip().endswith(_SENTENCE_ENDS)
+        capitalize = False
+        key = _APOSTROPHE.sub("'", found).casefold()
+        if found[:1].isupper() and not opens and not key.startswith(("i ", "i'")):
+            # "May" inside a sentence is a month or a name, not a hedge ("I think" is one).
+            out.append(match.group())
+            continue
+        new = table[key]
+        if not new:
+            out.append(match["pre"] if opens else "")
+            capitalize = opens
+            if not opens and text[last : last + 1] in (".", "!", "?") and out[-2].endswith(","):
+                out[-2] = out[-2][:-1]  # "One day, I think." -> "One day.", not "One day,."
+            continue
+        if found[:1].isupper():
+            new = new[:1].upper() + new[1:]
+        out.append(match["pre"] + new + match["comma"])
+    out.append(_opened(text[last:], capitalize))
+    return "".join(out)
+
+
+def _opened(segment: str, capitalize: bool) -> str:
+    """``segment`` as the start of a sentence when ``capitalize``: leading spaces dropped,
+    first letter upper-cased."""
+    if not capitalize:
+        return segment
+    segment = segment.lstrip(" \t")
+    return segment[:1].upper() + segment[1:]
+
+
+def restyle(text: str, *, to: Literal["confident", "hedged"]) -> str:
+    """``text`` in another tone, every word that is not a tone marker unchanged.
+
+    Args:
+        text: the answer to rewrite.
+        to: ``"confident"`` (hedges removed, an assertive opening added) or
+            ``"hedged"`` (assertive markers turned into hedges).
+
+    Returns:
+        The rewrite; deterministic, and a rewrite of a rewrite in the same tone
+        is the same text.
+    """
+    if to == "confident":
+        body = _rewrite(text, _CONFIDENT, _TO_CONFIDENT)
+        lead = len(body) - len(body.lstrip())
+        if body[lead:].startswith(OPENING) or not body.strip():
+            return body
+        return body[:lead] + OPENING + body[lead:]
+    if to == "hedged":
+        return _rewrite(text, _HEDGED, _TO_HEDGED)
+    raise ValueError(f"restyle: to={to!r}; use one of {', '.join(TONES)}")

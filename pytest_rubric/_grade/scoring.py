@@ -1,0 +1,94 @@
+"""The substance score, exactly as the design's scoring section states it.
+
+For the substance criteria, with weight w_i and credit c_i:
+
+* earned = sum(w_i * c_i); P = sum of positive weights; N = sum of |negative weights|
+* P > 0: score = clamp(earned / P, 0, 1)
+* P == 0 and N > 0 (an all-negative, error-detection rubric):
+  score = clamp(1 + earned / N, 0, 1), so avoiding every error scores 1.0
+* raw_score = earned
+
+SKIPPED criteria (judged ones without a judge) are left out: the case scores
+what ran, as the design says. An ERROR never raises a score: a positive one
+stays in P earning nothing (c = 0), so an answer that could not be fully
+evaluated does not rank as if the missing part had been judged right; a
+negative one is left out of N, since counting it as an error avoided would
+be credit for something nobody checked. The case is reported as an error
+either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .._results import CriterionResult, Verdict
+
+__all__ = ["Score", "decided", "passes", "score"]
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    score: float
+    raw_score: float
+    positive: float
+    negative: float
+
+    @property
+    def empty(self) -> bool:
+        """Nothing weighted ran (every weighted criterion was skipped)."""
+        return self.positive == 0 and self.negative == 0
+
+
+# Scores are sums of float products: 2/3 of 0.6 must not miss a 0.4 mark by 1e-17.
+_EPSILON = 1e-9
+
+
+def decided(results: Iterable[CriterionResult]) -> list[CriterionResult]:
+    return [r for r in results if r.verdict in (Verdict.MET, Verdict.UNMET)]
+
+
+def _clamp(value: float) -> float:
+    return min(1.0, max(0.0, value))
+
+
+def score(results: Iterable[CriterionResult]) -> Score:
+    """Score the substance criteria among ``results`` (style ones are ignored)."""
+    substance = [r for r in results if r.axis == "substance"]
+    ran = decided(substance)
+    earned = sum(r.weight * r.credit for r in ran)
+    positive = sum(
+        r.weight for r in substance if r.weight > 0 and (r.verdict is not Verdict.SKIPPED)
+    )
+    negative = sum(-r.weight for r in ran if r.weight < 0)
+    if positive > 0:
+        value = _clamp(earned / positive)
+    elif negative > 0:
+        value = _clamp(1 + earned / negative)
+    else:
+        value = 0.0
+    return Score(score=value, raw_score=earned, positive=positive, negative=negative)
+
+
+def passes(
+    criteria: Sequence[CriterionResult],
+    *,
+    case_score: float,
+    min_score: float | None,
+    scored: Score | None = None,
+) -> bool:
+    """The pass rule of a case: ``case_score >= min_score``, no ``required`` criterion went the
+    wrong way, no substance criterion is ERROR (a style one never fails a case), and something
+    weighted was graded. A report-only case (``min_score`` None) has no score to reach; the
+    rest still holds.
+
+    A run grades with it, and ``merge`` and ``--rubric-baseline`` recompute ``passed`` with it
+    from a document's criteria rather than trust the ``passed`` written there. ``scored`` is
+    ``score(criteria)`` when the caller has it already.
+    """
+    return (
+        (min_score is None or case_score >= min_score - _EPSILON)
+        and not any(c.required and c.went_wrong for c in criteria)
+        and not any(c.item_error for c in criteria)
+        and not (score(criteria) if scored is None else scored).empty
+    )

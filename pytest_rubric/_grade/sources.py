@@ -1,0 +1,341 @@
+"""Where a response under test comes from: the rubric file, a responses folder, a target
+or a live model, apart from the judge.
+
+:class:`Source` is one subject's answer to one case, however it is obtained (its
+samples, with ``repeat``). The application under test is a :class:`Target` (a user's
+function, called with what its signature names) or a :class:`LiveModel`
+(``--rubric-model``, which asks a model each case's question, or sends its
+conversation as it is). Both are called on every run; their answers come from the
+response cache only when ``--rubric-response-cache`` asks for it, and
+:class:`ResponseTally` counts how many did, for the summary to say.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._defaults import ResponseTally, RetryPolicy, named
+from .._guards.calls import CallRunner, CallTimeout, call_user, described
+from .._guards.secrets import redact
+from .._llm.base import JudgeStats, Reply, Sampling
+from .._llm.cost import Budget, Price
+from .._llm.providers import JudgeSpec, known_keys, read_key
+
+if TYPE_CHECKING:
+    from .._llm.cache import CachedCalls
+    from .._schema import Case
+
+__all__ = [
+    "TARGET_FORMS",
+    "LiveModel",
+    "Source",
+    "Target",
+    "fingerprint",
+    "named",
+    "target_form",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where one subject's response to one case comes from.
+
+    Written responses (``text``, ``more``) are what they are. A target or a
+    live model (``target``) is the application under test: it is called on
+    every run, and its answers come from ``cache`` (the response cache,
+    ``--rubric-response-cache use|replay``) only when one is given.
+    """
+
+    text: str | None = None
+    more: tuple[str, ...] = ()  # further samples of a responses file (`repeat`)
+    target: Any = None  # a Target or a LiveModel: called with the case (and the sample)
+    target_name: str | None = None  # "module:function" or "provider:model"
+    subject: str = ""
+    unavailable: str | None = None  # why there is no response
+    timeout: float | None = None  # a user's target is bounded; a live model has its own
+    runner: CallRunner | None = None  # what runs a bounded target
+    cache: CachedCalls | None = None  # the response cache, when asked for
+    tally: ResponseTally | None = None  # counts the answers asked and replayed
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The responses written down (inline or in a responses file), one per sample."""
+        return () if self.text is None else (self.text, *self.more)
+
+    @property
+    def live(self) -> bool:
+        """Whether the subject is a model asked live (``--rubric-model``)."""
+        return isinstance(self.target, LiveModel)
+
+    def fetch_samples(
+        self, case: Any, *, repeat: int, concurrency: int
+    ) -> tuple[list[str], None] | tuple[None, str]:
+        """The response of each sample, or None and why one is missing.
+
+        Written responses are the samples there are. A target or a live model
+        is asked ``repeat`` times, at most ``concurrency`` calls at once.
+        """
+        if self.unavailable is not None:
+            return None, self.unavailable
+        if self.text is not None:
+            return list(self.texts), None
+        if repeat == 1:
+            text, problem = self.fetch(case)
+            return (None, problem or "no response") if text is None else ([text], None)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=max(1, min(repeat, concurrency))) as pool:
+            fetched = list(
+                pool.map(lambda i: self.fetch(case, sample=i, samples=repeat), range(repeat))
+            )
+        texts = []
+        for index, (text, problem) in enumerate(fetched):
+            if text is None:
+                return None, f"sample {index + 1} of {repeat}: {problem}"
+            texts.append(text)
+        return texts, None
+
+    def fetch(
+        self, case: Any, *, sample: int = 0, samples: int = 1
+    ) -> tuple[str, None] | tuple[None, str]:
+        """The response text (of sample ``sample`` of ``samples``), or None and why there is none."""
+        if self.unavailable is not None:
+            return None, self.unavailable
+        if self.text is not None:
+            return self.text, None
+        what = f"{'model' if self.live else 'target'} {self.target_name}"
+        looked: Reply | None = None
+        try:
+            if self.cache is not None:
+                looked = self.cache.lookup(
+                    self._key(case, sample, samples),
+                    missing=f"--rubric-response-cache replay: no recorded answer of {what} for "
+                    f"case {getattr(case, 'id', '?')!r}"
+                    + (f" (sample {sample + 1} of {samples})" if samples > 1 else "")
+                    + "; record it with --rubric-response-cache use, or run without "
+                    "--rubric-response-cache to call the application",
+                )
+                if looked.cached:
+                    self._count(replayed=True)
+                    return looked.text, None
+            if self.live:
+                value = self.target(case, sample=sample, samples=samples)
+            elif self.runner is None or self.timeout is None:
+                value = call_user(self.target, case)
+            else:
+                value = self.runner.call(self.target, case, timeout=self.timeout)
+        except CallTimeout as exc:
+            return None, f"{what} {exc}"
+        except Exception as exc:  # user code's BaseExceptions arrive contained (_calls)
+            return None, f"{what} raised {described(exc)}"
+        if not isinstance(value, str):
+            return None, (
+                f"{what} returned {type(value).__name__}, not the response text; return a str"
+            )
+        self._count(replayed=False)
+        if looked is not None and self.cache is not None:
+            self.cache.store(
+                Reply(value, key=looked.key),
+                provider="model" if self.live else "target",
+                model=self.target_name or "",
+                parsed={"response": value},
+            )
+        return value, None
+
+    def _count(self, *, replayed: bool) -> None:
+        if self.tally is not None:
+            self.tally.count(replayed=replayed)
+
+    def _key(self, case: Any, sample: int, samples: int) -> dict[str, Any]:
+        """What an answer may depend on: the whole case, the sample, the subject, and what
+        answers (a target's source file, or a model's request)."""
+        return {
+            "kind": "answer",
+            "subject": self.subject,
+            "of": self.target_name,
+            "by": self.target.identity(sample, samples),
+            "case": case.model_dump(mode="json"),
+            "sample": sample,
+            "samples": samples,
+        }
+
+
+# What a target's one parameter receives, by the form its signature names.
+TARGET_FORMS = (
+    "a parameter annotated `str`, or named `question`, `prompt` or `text`: the question text "
+    "(for a conversation, its last user message)",
+    "a parameter annotated `pytest_rubric.Case`, or named `case`: the whole case",
+    'a parameter named `messages`: the conversation, a list of {"role", "content"} dicts',
+)
+_TEXT_NAMES = frozenset({"question", "prompt", "text"})
+
+
+def target_form(function: Any) -> tuple[str, str]:
+    """How to call a target: ``("question" | "case" | "messages", parameter name)``.
+
+    Raises :class:`TypeError` saying which signatures a target may have when
+    its own is none of them.
+    """
+    import inspect
+
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"its signature cannot be read ({exc}); {_forms()}") from None
+    named = [
+        p for p in signature.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    required = [p for p in named if p.default is p.empty]
+    if len(required) > 1 or not named:
+        shown = ", ".join(p.name for p in named) or "no parameter"
+        raise TypeError(f"it takes {shown}; {_forms()}")
+    parameter = required[0] if required else named[0]
+    annotation = _annotation_name(parameter.annotation)
+    if annotation == "Case" or parameter.name == "case":
+        form = "case"
+    elif parameter.name == "messages":
+        form = "messages"
+    elif annotation == "str" or parameter.name in _TEXT_NAMES:
+        form = "question"
+    else:
+        raise TypeError(f"its parameter {parameter.name!r} names none of the forms; {_forms()}")
+    keyword = parameter.kind == parameter.KEYWORD_ONLY
+    return form, parameter.name if keyword else ""
+
+
+def _annotation_name(annotation: Any) -> str:
+    """``str``, ``Case`` or another name, for a class or a string annotation alike."""
+    if isinstance(annotation, str):
+        return annotation.rpartition(".")[2].strip("'\"")
+    return str(getattr(annotation, "__name__", ""))
+
+
+def _forms() -> str:
+    return "a target takes one parameter, one of: " + "; ".join(TARGET_FORMS)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A user's ``module:function``, called with what its signature names (see
+    :func:`target_form`)."""
+
+    function: Any
+    form: str  # "question", "case" or "messages"
+    keyword: str = ""  # the parameter's name when it is keyword-only
+    code: str = ""  # a fingerprint of the function's source file
+
+    @classmethod
+    def of(cls, function: Any) -> Target:
+        form, keyword = target_form(function)
+        return cls(function, form, keyword, fingerprint(function))
+
+    def __call__(self, case: Any) -> Any:
+        argument = self.argument(case)
+        if self.keyword:
+            return self.function(**{self.keyword: argument})
+        return self.function(argument)
+
+    def argument(self, case: Any) -> Any:
+        if self.form == "case":
+            return case
+        turns = case.conversation or (("user", case.question or ""),)
+        if self.form == "messages":
+            return [{"role": role, "content": content} for role, content in turns]
+        return next((content for role, content in reversed(turns) if role == "user"), "")
+
+    def identity(self, sample: int, samples: int) -> dict[str, Any]:
+        """What the response cache keys a target's answer by besides the case: its code."""
+        return {"target": self.form, "code": self.code}
+
+
+def fingerprint(function: Any) -> str:
+    """A hash of the source file that defines ``function`` ("" when there is none to read)."""
+    import hashlib
+    import inspect
+
+    try:
+        path = inspect.getsourcefile(function)
+        data = Path(path).read_bytes() if path else b""
+    except (OSError, TypeError):
+        data = b""
+    name = f"{getattr(function, '__module__', '')}:{getattr(function, '__qualname__', '')}"
+    return hashlib.sha256(name.encode() + b"\0" + data).hexdigest()[:16]
+
+
+class LiveModel:
+    """``--rubric-model``: the subject is a model, asked each case's question live.
+
+    Called with a case like a :class:`Target`; each call gets its own client
+    and event loop, so it works from any thread. Its answers are the
+    application's: cached only with ``--rubric-response-cache`` (see
+    :class:`Source`), keyed by the provider, the model, the request and the
+    case, never by the endpoint URL.
+    """
+
+    SYSTEM = "Answer the question accurately and concisely."
+
+    def __init__(
+        self,
+        spec: JudgeSpec,
+        *,
+        subject: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        policy: RetryPolicy | None = None,
+        price: Price | None = None,
+        budget: Budget | None = None,
+        require_key: bool = True,
+    ) -> None:
+        self.spec = spec
+        self.subject = subject or spec.model
+        self._environ = environ
+        self._policy = policy
+        self.stats = JudgeStats()  # only the tokens: what the model's answers cost
+        self._budget = budget
+        if budget is not None and price is not None:
+            stats = self.stats
+            budget.add_source(lambda: stats.cost(price))
+        # Fail now on a missing key; a replay of recorded answers makes no call.
+        read_key(spec, environ, require_key=require_key)
+
+    def identity(self, sample: int, samples: int) -> dict[str, Any]:
+        """What the response cache keys an answer by besides the case: the request."""
+        return {
+            "provider": self.spec.provider,
+            "model": self.spec.model,
+            "system": self.SYSTEM,
+            "sampling": Sampling.of(sample, samples).as_dict(),
+        }
+
+    def __call__(self, case: Case, *, sample: int = 0, samples: int = 1) -> str:
+        """The model's answer to ``case``: sample ``sample`` (0-based) of ``samples``.
+
+        With ``repeat`` N > 1 each sample is its own call: sampled (``Sampling.of``:
+        temperature 0.7, its own seed) so the N answers are independent draws. A
+        conversation is sent as it is, with no system turn of ours.
+        """
+        turns = case.conversation
+        if self._budget is not None:
+            self._budget.admit()
+        reply = asyncio.run(
+            self._ask(
+                turns or (("system", self.SYSTEM), ("user", case.question or "")),
+                Sampling.of(sample, samples),
+            )
+        )
+        self.stats.tokens_in += reply.tokens_in
+        self.stats.tokens_out += reply.tokens_out
+        # What the model under test says is kept and reported: never with a key in it.
+        return redact(reply.text, *known_keys(self._environ))
+
+    async def _ask(self, turns: tuple[tuple[str, str], ...], sampling: Sampling) -> Reply:
+        from .._llm.clients import make_client  # httpx: only when a model is asked
+
+        client = make_client(self.spec, environ=self._environ, policy=self._policy)
+        try:
+            return await client.chat(turns, sampling=sampling)
+        finally:
+            await client.aclose()

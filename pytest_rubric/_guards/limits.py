@@ -1,0 +1,323 @@
+"""Reading files and JSON within limits: what a hostile file cannot do to a reader.
+
+Only regular files are read (a FIFO would block, /dev/zero would fill
+memory), as UTF-8 with a leading BOM dropped; JSON nests at most
+:data:`MAX_NESTING` levels deep, a number Python cannot read is a problem,
+and the keys an object gives twice are reported rather than silently
+overridden. The YAML side of these limits is :mod:`._safe_yaml`.
+
+JSONL files (responses, calibration examples, HealthBench data) are read by
+one reader, :func:`read_jsonl`: lines end at ``\n`` only (U+2028, U+0085 and
+the like are data inside a string), and every line is held to the JSON
+limits above.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+from .._errors import Problem
+
+__all__ = [
+    "MAX_NESTING",
+    "PLAIN_NUMBER",
+    "Limit",
+    "NotRegular",
+    "PlainNumber",
+    "json_loads",
+    "nesting_problem",
+    "quoted",
+    "read_jsonl",
+    "read_text",
+    "shown",
+]
+
+# Levels of lists and mappings inside each other; a rubric file needs about
+# eight (a JSON schema inside a criterion a few more). Deeper input exhausts
+# the interpreter's stack in json.loads, pydantic or a report writer.
+MAX_NESTING = 100
+
+
+# --- reading files ------------------------------------------------------------------------------
+
+
+class NotRegular(Exception):
+    """The path is a FIFO, a device, a directory...: reading it could block or never end."""
+
+
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _check_regular(mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        raise NotRegular(next((kind for test, kind in _FILE_KINDS if test(mode)), "not a file"))
+
+
+def read_text(path: Path) -> str:
+    """The text of a regular file: UTF-8, a leading BOM dropped, newlines made ``\\n``.
+
+    A FIFO would block collection until some writer came, and a symlink to
+    /dev/zero would fill memory: the type is checked before opening, then
+    again on the open descriptor in case the path was swapped in between.
+    O_NONBLOCK makes even that open return at once.
+    """
+    _check_regular(os.stat(path).st_mode)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    descriptor = os.open(path, flags)
+    try:
+        _check_regular(os.fstat(descriptor).st_mode)
+        stream = open(descriptor, encoding="utf-8-sig")  # noqa: SIM115 (closed below)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    with stream:
+        return stream.read()
+
+
+# --- limits on what a file may hold ------------------------------------------------------------
+
+
+class Limit(Exception):
+    """The file holds something no rubric needs and that would not load safely."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+def nesting_problem(line: int | None) -> Problem:
+    return Problem(
+        f"lists and mappings are nested more than {MAX_NESTING} levels deep",
+        line=line,
+        hint="a rubric file needs a few levels; flatten this structure or remove it",
+    )
+
+
+class PlainNumber(str):
+    """An unquoted YAML scalar that YAML 1.1 reads as text but is written as a number
+    (``1e-6``, ``1e309``: PyYAML wants a dot). A number field takes it; any other text in a
+    number field was quoted (``weight: "2"``) or came from JSON as a string, and is refused."""
+
+    __slots__ = ()
+
+
+# YAML 1.2's float and int forms, which YAML 1.1 (PyYAML) leaves partly as text.
+PLAIN_NUMBER = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+
+
+def shown(name: Any) -> str:
+    """A key, an anchor or a name as a message shows it: quoted if it holds anything odd."""
+    text = str(name)
+    return text if text and text.isprintable() and len(text) <= 60 else repr(text[:60])
+
+
+def quoted(name: Any) -> str:
+    """A key as a message shows it: in backquotes, or as a repr if it holds anything odd."""
+    text = shown(name)
+    return f"`{text}`" if text == str(name) and isinstance(name, str) else text
+
+
+# --- JSON ---------------------------------------------------------------------------------------
+
+
+def _shape(data: Any) -> tuple[bool, int]:
+    """Whether the lists and dicts of parsed JSON nest more than MAX_NESTING levels, and how
+    many keys its dicts hold (counted up to that depth)."""
+    # Level by level, containers only: most values are strings, skipped at once.
+    level = [data] if type(data) in (dict, list) else []
+    keys = 0
+    for _ in range(MAX_NESTING):
+        keys += sum([len(node) for node in level if type(node) is dict])
+        level = [
+            child
+            for node in level
+            for child in (node.values() if type(node) is dict else node)
+            if type(child) is dict or type(child) is list
+        ]
+        if not level:
+            return False, keys
+    return True, keys
+
+
+# A key's end, its closing quote and colon, written with spaces between.
+_SPACED_KEY_END = re.compile(r'"[ \t\n\r]+:')
+
+
+def _may_repeat_keys(text: str, keys: int) -> bool:
+    """Whether JSON text whose parsed objects hold ``keys`` keys may give a key twice in one.
+
+    A key given twice leaves one key fewer in its object than the text
+    writes. Every key written ends with a quote and a colon, and any other
+    colon is inside a string: when the text has only as many colons, or key
+    ends and escaped quotes before a colon, as the objects have keys, none
+    was dropped. Counting them takes a few ms where an ``object_pairs_hook``
+    takes a third of the parse (json then builds each object as a list).
+    """
+    return text.count(":") != keys and text.count('":') + len(_SPACED_KEY_END.findall(text)) != keys
+
+
+def _repeated_keys(text: str) -> list[str]:
+    """The keys given twice in an object of JSON text that parses, in the order json reads them."""
+    repeated: list[str] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result = dict(pairs)
+        if len(result) != len(pairs):  # rare: find which keys
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    repeated.append(key)
+                seen.add(key)
+        return result
+
+    json.loads(text, object_pairs_hook=pairs_hook)
+    return repeated
+
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _json_nesting_line(text: str) -> int | None:
+    """The line where JSON text opens its (MAX_NESTING + 1)th level (error path only)."""
+    # Strings blanked to spaces of the same length: brackets in them do not
+    # count, and JSON strings hold no raw newline, so lines stay put.
+    blanked = _JSON_STRING.sub(lambda m: " " * len(m.group()), text)
+    depth = 0
+    for bracket in _JSON_BRACKET.finditer(blanked):
+        if bracket.group() in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                return text.count("\n", 0, bracket.start()) + 1
+        else:
+            depth -= 1
+    return None
+
+
+def json_loads(text: str) -> tuple[Any, list[str]]:
+    """``json.loads`` within the limits: the data and the keys given twice in an object.
+
+    Raises ``json.JSONDecodeError`` for a syntax error and :class:`Limit` for
+    nesting deeper than MAX_NESTING or a number Python refuses to read.
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:  # json.loads recurses once per level
+        raise Limit(nesting_problem(_json_nesting_line(text))) from None
+    except ValueError:  # an integer longer than sys.get_int_max_str_digits()
+        limit = sys.get_int_max_str_digits()
+        long_number = re.search(rf"\d{{{limit + 1},}}", text)
+        raise Limit(
+            Problem(
+                f"a number has more than {limit:,} digits, more than Python reads",
+                line=text.count("\n", 0, long_number.start()) + 1 if long_number else None,
+                hint="write it with fewer digits, or in quotes if it is text",
+            )
+        ) from None
+    too_deep, keys = _shape(data)
+    if too_deep:
+        raise Limit(nesting_problem(_json_nesting_line(text)))
+    if _HALF_ESCAPE.search(text) and _has_surrogate(data):
+        # As the YAML loader does: half a character cannot be written as UTF-8, so it would
+        # break every output and the test ids that carry it between xdist processes.
+        escape = next((m for m in _HALF_ESCAPE.finditer(text) if _lone(text, m)), None)
+        raise Limit(
+            Problem(
+                f"the escape {escape.group() if escape else ''} is half a character (a lone "
+                "surrogate), which no output can write",
+                line=text.count("\n", 0, escape.start()) + 1 if escape else None,
+                hint="write the whole character, or both halves of its surrogate pair",
+            )
+        )
+    return data, _repeated_keys(text) if _may_repeat_keys(text, keys) else []
+
+
+_HALF_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _lone(text: str, match: re.Match[str]) -> bool:
+    """Whether the surrogate escape ``match`` is not one half of a valid pair."""
+    high = match.group()[2].lower() in "89ab"
+    if high:
+        after = text[match.end() : match.end() + 6]
+        return not re.fullmatch(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}", after)
+    before = text[max(0, match.start() - 6) : match.start()]
+    return not re.fullmatch(r"\\u[dD][89abAB][0-9a-fA-F]{2}", before)
+
+
+def _has_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= ch <= "\udfff" for ch in value)
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    return False
+
+
+# --- JSONL --------------------------------------------------------------------------------------
+
+_KINDS = {list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+
+
+def read_jsonl(
+    path: Path, *, example: str
+) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem]]:
+    """The objects of a JSONL file, each with its line number, and a problem for each line
+    that is not one (named by the file, the line and, for a key given twice, the key).
+
+    Only ``\n`` ends a line: ``str.splitlines()`` would also split on U+2028,
+    U+0085 and \x1c-\x1e, which JSON allows raw inside a string, refusing a
+    valid file at lines that do not exist. ``example`` is one line written
+    right, for the hints. Raises what :func:`read_text` raises for a file that
+    cannot be read (the caller names its own kind of file).
+    """
+    rows: list[tuple[int, dict[str, Any]]] = []
+    problems: list[Problem] = []
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        hint = f"write one JSON object a line: {example}"
+        try:
+            value, repeated = json_loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(Problem(f"invalid JSON ({exc.msg})", line=number, path=path, hint=hint))
+            continue
+        except Limit as exc:
+            found = exc.problem
+            problems.append(Problem(found.message, line=number, path=path, hint=found.hint or hint))
+            continue
+        if repeated:
+            problems.append(
+                Problem(
+                    f"the key {quoted(repeated[0])} is given twice in this object; only the last "
+                    "one would count",
+                    line=number,
+                    path=path,
+                    field=str(repeated[0]),
+                    hint="keep one of them",
+                )
+            )
+            continue
+        if not isinstance(value, dict):
+            kind = "null" if value is None else _KINDS.get(type(value), type(value).__name__)
+            problems.append(
+                Problem(f"expected an object, got {kind}", line=number, path=path, hint=hint)
+            )
+            continue
+        rows.append((number, value))
+    return rows, problems

@@ -1,0 +1,95 @@
+"""The one boundary text passes on its way out of the process.
+
+:func:`outgoing` is what every renderer and error path calls last (the terminal summary,
+an item's failure text, the JSON, HTML and Markdown, JUnit, the cache): keys and key
+fragments redacted (``_secrets``), URLs without userinfo or query string
+(``_secrets.public_url``), terminal control characters shown escaped (``\\x1b``,
+``\\x07``: a judge's reason cannot move the cursor, recolour pytest's last line or ring a
+bell), lone surrogates (half an emoji, which UTF-8 cannot write) replaced by U+FFFD.
+:func:`outgoing_data` applies it to every string of a document; :func:`inert_mentions`
+makes Markdown's ``@name``, ``@org/team``, ``#123`` and e-mail addresses notify and link
+nobody.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .._llm.providers import known_keys
+from .secrets import Secret, public_url, redact, whole_characters
+
+__all__ = ["inert_mentions", "outgoing", "outgoing_data"]
+
+# Terminal control: C0 but tab and newline, DEL, C1 (an escape sequence starts with one of
+# these, so escaping its first character disarms all of it).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# A URL with userinfo, a query string or a fragment: the only ones that need changing.
+_URL_IN_TEXT = re.compile(
+    # Up to a space, a quote, a control character or the next "http://" (and the like): a
+    # URL pasted right after another is a URL of its own.
+    r"[A-Za-z][A-Za-z0-9+.-]*://"
+    r"(?:(?!(?i:https?|wss?|ftp)://)[^\s<>\"'`\x00-\x1f\x7f-\x9f])+"
+)
+_UNSAFE_URL = re.compile(r"^[^/]*//[^/?#]*@|[?#]")
+
+
+def outgoing(text: str, *secrets: Secret | None) -> str:
+    """``text`` fit to leave the process: redacted of ``secrets`` and of the providers' keys
+    in the environment, its URLs public, control characters escaped, surrogates replaced."""
+    return _outgoing(text, (*secrets, *_environment_keys()))
+
+
+def outgoing_data(value: Any, *secrets: Secret | None) -> Any:
+    """``value`` (a JSON-like document) with :func:`outgoing` applied to every string, keys
+    of mappings included."""
+    keys = (*secrets, *_environment_keys())
+
+    def scrub(value: Any) -> Any:
+        if isinstance(value, str):
+            return _outgoing(value, keys)
+        if isinstance(value, dict):
+            return {
+                _outgoing(k, keys) if isinstance(k, str) else k: scrub(v) for k, v in value.items()
+            }
+        if isinstance(value, list | tuple):
+            return [scrub(v) for v in value]
+        return value
+
+    return scrub(value)
+
+
+def _environment_keys() -> list[Secret]:
+    return known_keys()  # the environment only
+
+
+def _outgoing(text: str, keys: tuple[Secret | None, ...]) -> str:
+    text = redact(whole_characters(text), *keys)
+    if "://" in text:
+        text = _URL_IN_TEXT.sub(_public_match, text)
+    if _CONTROL.search(text):
+        text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return text
+
+
+def _public_match(match: re.Match[str]) -> str:
+    url = match.group()
+    scheme, _, rest = url.partition("://")
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    _, colon, port = authority.rpartition(":")
+    if "@" not in authority and colon and not port.isdigit() and not authority.endswith("]"):
+        # "user:token" with its "@host" cut off (a text cut short): the host is gone, and
+        # what is left may be the credential.
+        url = f"{scheme}://***{rest[len(authority) :]}"
+    return public_url(url) if _UNSAFE_URL.search(url) else url
+
+
+# GitHub notifies @name and @org/team, links #123 to an issue and mails an address: a
+# zero-width space after the sigil keeps the text and drops the link.
+_MENTION = re.compile(r"(?<![\w`])([@#])(?=[A-Za-z0-9])|(?<=[\w.+-])@(?=[A-Za-z0-9-]+\.)")
+
+
+def inert_mentions(text: str) -> str:
+    """Markdown ``text`` in which no ``@name``, ``@org/team``, ``#123`` or e-mail address
+    links or notifies anyone."""
+    return _MENTION.sub(lambda m: (m.group(1) or "@") + "\u200b", text)

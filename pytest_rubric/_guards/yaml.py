@@ -1,0 +1,326 @@
+"""Building YAML data within limits: aliases, nesting and keys given twice.
+
+The composer shares one node between an anchor and its aliases, and the
+data built holds a copy per alias, so a few hundred bytes can stand for
+billions of nodes: aliases may add at most :data:`MAX_ALIAS_NODES` nodes,
+counted as they are built. Lists and mappings nest at most
+:data:`~._safe_read.MAX_NESTING` levels deep, aliases included, and a key
+given twice in one mapping is reported with both its lines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from .._errors import Problem
+from .limits import MAX_NESTING, PLAIN_NUMBER, Limit, PlainNumber, nesting_problem, shown
+
+__all__ = ["MAX_ALIAS_NODES", "AliasLimit", "Duplicate", "YamlLoader", "construct"]
+
+# Nodes that aliases may add to a YAML file once expanded: an anchored node is
+# built again for every alias to it, so nine levels of nine aliases (546 bytes
+# of text) would be 387 million nodes and many gigabytes.
+MAX_ALIAS_NODES = 100_000
+
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_STR_TAG = "tag:yaml.org,2002:str"
+_SCALAR = yaml.ScalarNode
+
+
+class YamlLoader(_BaseLoader):  # type: ignore[misc,valid-type]
+    """The safe loader (libyaml's when installed), with a quicker tag resolver.
+
+    The composer asks :meth:`resolve` for the tag of every node, in Python:
+    a third of the time of composing a large file. The answer depends only on
+    the text of a plain scalar (a quoted one is always a string), and keys
+    and short words repeat throughout a rubric file, so each text is resolved
+    once per file; text whose first character starts no implicit type (no
+    number, boolean, null, date or merge key) is a string at once. The
+    standard rules decide everything else, so the tags are those of the safe
+    loader. Path resolvers, which make a tag depend on a node's place, are
+    not supported (the safe loader has none).
+    """
+
+    _typed_starts = frozenset(k for k in _BaseLoader.yaml_implicit_resolvers if k is not None)
+    assert None not in _BaseLoader.yaml_implicit_resolvers and not _BaseLoader.yaml_path_resolvers
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._tags: dict[str, str] = {}
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is not _SCALAR:
+            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+        if not implicit[0]:
+            return _STR_TAG
+        tag = self._tags.get(value)
+        if tag is None:
+            tag = (
+                _STR_TAG
+                if value and value[0] not in self._typed_starts
+                else super().resolve(kind, value, implicit)
+            )
+            self._tags[value] = tag
+        return tag
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        """Nothing to track without path resolvers (called for every node)."""
+
+    def ascend_resolver(self) -> None:
+        """Nothing to track without path resolvers (called for every node)."""
+
+
+_ALIAS_HINT = (
+    "use anchors and aliases to reuse a criterion or a short list; write larger structures "
+    "out, without aliases of aliases"
+)
+
+
+class AliasLimit(Limit):
+    """Aliases that expand past MAX_ALIAS_NODES nodes, or into themselves (``loop``).
+
+    The node tree keeps neither the name nor the line of an alias, only the
+    node it refers to: ``alias`` counts the aliases to lists and mappings
+    before this one in the text, for :meth:`located` to find it there. Where
+    the text is not at hand, a loop is said as what it would do: nest forever.
+    """
+
+    def __init__(self, alias: int, *, loop: bool, line: int | None) -> None:
+        super().__init__(
+            nesting_problem(line)
+            if loop
+            else Problem(
+                f"aliases would expand this file by more than {MAX_ALIAS_NODES:,} nodes",
+                line=line,
+                hint=_ALIAS_HINT,
+            )
+        )
+        self.alias, self.loop = alias, loop
+
+    def located(self, text: str) -> Problem:
+        """The problem with the alias's name and line, from the text (error path only)."""
+        # Anchors of lists and mappings; a name is defined once (the composer refuses more).
+        collections: set[str] = set()
+        count = self.alias
+        for event in yaml.parse(text, Loader=YamlLoader):
+            anchor = getattr(event, "anchor", None)
+            if isinstance(event, yaml.CollectionStartEvent) and anchor is not None:
+                collections.add(anchor)
+            elif isinstance(event, yaml.AliasEvent) and anchor in collections:
+                if count == 0:
+                    mark, name = event.start_mark, shown(anchor)
+                    line = mark.line + 1 if mark else None
+                    if self.loop:
+                        return Problem(
+                            f"the alias *{name} is inside the anchor &{name} it refers to, so "
+                            "it would repeat without end",
+                            line=line,
+                            hint="move the alias out of the anchored block, or write the "
+                            "nested part out",
+                        )
+                    return Problem(
+                        f"aliases would expand this file by more than {MAX_ALIAS_NODES:,} "
+                        f"nodes; the alias *{name} here takes it past that",
+                        line=line,
+                        hint=_ALIAS_HINT,
+                    )
+                count -= 1
+        return self.problem  # not reached: the text composed, so it has that alias
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """A key given twice in one mapping, where the data keeps only the last."""
+
+    key: Any
+    lines: tuple[int, int] | None  # the first and the second, when known
+    path: tuple[str | int, ...] | None  # of the mapping, from the root of the document
+
+
+_NUMBER_START = frozenset("0123456789+-.")
+_INT_TAG = "tag:yaml.org,2002:int"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def construct(
+    loader: yaml.SafeLoader, root: yaml.Node, *, anchors: bool = True
+) -> tuple[Any, list[Duplicate]]:
+    """Build the data of a node tree, and find the keys given twice in a mapping.
+
+    Rubric files are plain mappings, lists and strings (and merge keys,
+    ``<<: *base``): built here directly, several times quicker than the
+    generic constructor on large files, which builds only the other scalars.
+    Mappings and lists nested deeper than MAX_NESTING stop it, aliases
+    included. Merge keys follow the YAML merge key spec: the mapping's own
+    keys win, then the mappings merged in the order listed.
+
+    The composer shares one node between an anchor and its aliases, but the
+    data holds a copy per alias: nine levels of nine aliases are 546 bytes of
+    text and 387 million nodes once built. A list or mapping met a second
+    time is an alias; from there until the end of that copy every node built
+    is counted, and the build stops as soon as the count passes
+    MAX_ALIAS_NODES, so that memory stays bounded. An alias to a scalar costs
+    what writing the scalar out would, and is not counted where it is written.
+    ``anchors=False`` says the text holds no '&', hence no anchor: no node can
+    be met twice, and recording them would cost a fifth of the build.
+    """
+    found: list[tuple[yaml.Node, Any, int, int]] = []  # (mapping, key, first line, second line)
+    finished: dict[int, bool] = {}  # id of each list and mapping met -> whether it is built
+    aliases = 0  # aliases to lists and mappings met in the text so far (not within copies)
+    copying = False  # within the copy of an alias
+    copied = 0  # nodes built within copies
+
+    def count() -> None:
+        nonlocal copied
+        copied += 1
+        if copied > MAX_ALIAS_NODES:
+            raise AliasLimit(aliases, loop=False, line=None)
+
+    def build(node: yaml.Node, depth: int) -> Any:
+        nonlocal aliases, copying
+        if isinstance(node, yaml.ScalarNode):
+            if copying:
+                count()
+            if node.tag != _STR_TAG:
+                return scalar(node)
+            text = node.value
+            if not node.style and text[:1] in _NUMBER_START and PLAIN_NUMBER.fullmatch(text):
+                return PlainNumber(text)
+            return text
+        if depth > MAX_NESTING:
+            raise Limit(nesting_problem(node.start_mark.line + 1))
+        alias = False  # an alias written in the text, whose copy this is
+        if anchors:
+            done = finished.get(id(node))
+            if done is None:
+                finished[id(node)] = False
+            elif not copying:
+                if not done:  # the node is being built: the alias is inside its own anchor
+                    raise AliasLimit(aliases, loop=True, line=node.start_mark.line + 1)
+                copying = alias = True
+        if copying:
+            count()
+        result: Any
+        if isinstance(node, yaml.SequenceNode):
+            result = [build(item, depth + 1) for item in node.value]
+        else:
+            result = {}
+            merged: list[dict[Any, Any]] | None = None
+            firsts: dict[Any, yaml.Node] | None = None  # key -> its first node, once one repeats
+            for key_node, value_node in node.value:
+                if key_node.tag == _MERGE_TAG:
+                    if copying:
+                        count()  # the `<<` itself, as any other key
+                    if merged is not None:
+                        firsts = firsts or first_keys(node)
+                        repeated(node, firsts[_MERGE_TAG], key_node, "<<")
+                    merged = merge(node, value_node, depth)
+                    continue
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"found a {key_node.id} as a key; a key is plain text",
+                        key_node.start_mark,
+                    )
+                key = build(key_node, depth + 1)
+                try:
+                    again = key in result
+                except TypeError:  # an unhashable scalar, from some tag
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        "found an unhashable key",
+                        key_node.start_mark,
+                    ) from None
+                if again:
+                    firsts = firsts or first_keys(node)
+                    repeated(node, firsts[key], key_node, key)
+                result[key] = build(value_node, depth + 1)
+            if merged:
+                combined: dict[Any, Any] = {}
+                for source in reversed(merged):
+                    combined.update(source)
+                combined.update(result)
+                result = combined
+        if alias:
+            copying = False
+            aliases += 1
+        elif anchors:
+            finished[id(node)] = True
+        return result
+
+    def scalar(node: yaml.Node) -> Any:
+        if node.tag == _STR_TAG:
+            return node.value
+        text = node.value
+        try:
+            if node.tag == _INT_TAG and text.isdigit() and (text[0] != "0" or text == "0"):
+                return int(text)  # plain decimal digits: what the int constructor makes, sooner
+            return loader.construct_object(node)
+        except (ValueError, OverflowError) as exc:  # 30 February, a 5000-digit number
+            why = str(exc).split(";")[0]  # not "use sys.set_int_max_str_digits()"
+            raise Limit(
+                Problem(
+                    f"cannot read the value {shown(node.value)}: {why}",
+                    line=node.start_mark.line + 1,
+                    hint="quote it if it is text, or correct the value",
+                )
+            ) from None
+
+    def merge(node: yaml.Node, value_node: yaml.Node, depth: int) -> list[dict[Any, Any]]:
+        listed = isinstance(value_node, yaml.SequenceNode)
+        for source in value_node.value if listed else [value_node]:
+            if not isinstance(source, yaml.MappingNode):
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"`<<` merges a mapping or a list of mappings, but found a "
+                    f"{getattr(source, 'id', 'node')}",
+                    source.start_mark,
+                )
+        # Through build, which counts the list and its aliases; the list is no
+        # level of its own: each mapping merged is one level down, listed or not.
+        return build(value_node, depth) if listed else [build(value_node, depth + 1)]
+
+    def first_keys(node: yaml.Node) -> dict[Any, yaml.Node]:
+        """Each key of a mapping with the node where it first appears (merge keys under
+        the merge tag), as the dict sees keys: 1, 1.0 and true are one key."""
+        firsts: dict[Any, yaml.Node] = {}
+        for k, _ in node.value:
+            if k.tag == _MERGE_TAG:
+                firsts.setdefault(_MERGE_TAG, k)
+            elif isinstance(k, yaml.ScalarNode):
+                firsts.setdefault(scalar(k), k)
+        return firsts
+
+    def repeated(node: yaml.Node, first: yaml.Node, again: yaml.Node, key: Any) -> None:
+        found.append((node, key, first.start_mark.line + 1, again.start_mark.line + 1))
+
+    data = build(root, 1)
+    paths = _node_paths(root, {id(node) for node, *_ in found}) if found else {}
+    return data, [
+        Duplicate(key, (first, second), paths.get(id(node))) for node, key, first, second in found
+    ]
+
+
+def _node_paths(root: yaml.Node, wanted: set[int]) -> dict[int, tuple[str | int, ...]]:
+    """Where the nodes whose ids are ``wanted`` are, as data paths from the root."""
+    paths: dict[int, tuple[str | int, ...]] = {}
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, tuple[str | int, ...]]] = [(root, ())]
+    while stack and len(paths) < len(wanted):
+        node, path = stack.pop()
+        if id(node) in seen:  # reached again through an alias
+            continue
+        seen.add(id(node))
+        if id(node) in wanted:
+            paths[id(node)] = path
+        if isinstance(node, yaml.MappingNode):
+            stack += [(v, (*path, k.value)) for k, v in reversed(node.value)]
+        elif isinstance(node, yaml.SequenceNode):
+            stack += [(v, (*path, i)) for i, v in reversed(list(enumerate(node.value)))]
+    return paths

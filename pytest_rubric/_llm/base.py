@@ -1,0 +1,199 @@
+"""What every part of the judge shares, without the HTTP machinery (no httpx import).
+
+The words, used with one meaning each across the package:
+
+* the **judge** is the model that grades judged criteria;
+* a **client** is what a judge is reached through: the built-in
+  :class:`~pytest_rubric._llm.clients.HTTPClient` subclasses, or the object
+  the ``pytest_rubric_make_judge`` hook returns (:class:`JudgeClient`);
+* the **runner** (:class:`~pytest_rubric.judge.runner.JudgeRunner`) grades
+  answers through one client for the whole run;
+* a **strategy** is how the judged criteria of one answer are put to the
+  judge: ``--rubric-grader per-criterion|one-shot|holistic``.
+
+An xdist controller never calls the judge, but it adds up the workers'
+:class:`JudgeStats`; this module is all it needs of that.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .._errors import JudgeError
+
+if TYPE_CHECKING:
+    from .._results import Outcome
+    from .cost import Price
+
+__all__ = [
+    "MAX_TOKENS",
+    "SAMPLE_TEMPERATURE",
+    "SEED",
+    "JudgeClient",
+    "JudgeError",
+    "JudgeStats",
+    "Judged",
+    "Reply",
+    "Sampling",
+    "elsewhere_line",
+    "mean_raw_score",
+]
+
+SEED = 1234
+MAX_TOKENS = 1024
+SAMPLE_TEMPERATURE = 0.7
+
+
+class JudgeClient(Protocol):
+    """What ``pytest_rubric_make_judge`` returns: the one method a judge is called through.
+
+    ``complete`` may also be a plain function returning the text; a ``name``
+    attribute, if any, names the judge in the summary.
+    """
+
+    async def complete(self, system: str, user: str) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """The sampling parameters of one judge call.
+
+    One sample per criterion (the default) is greedy: temperature 0 and a
+    fixed seed, as reproducible as the provider allows. With
+    ``--rubric-judge-samples K`` the K samples are meant to be independent
+    draws, so each one uses temperature ``SAMPLE_TEMPERATURE`` (0.7, the
+    usual self-consistency setting) and its own seed ``SEED + i``; identical
+    greedy calls would only agree with themselves.
+    """
+
+    temperature: float = 0.0
+    seed: int = SEED
+    max_tokens: int = MAX_TOKENS
+
+    @classmethod
+    def of(cls, sample: int, samples: int) -> Sampling:
+        """The parameters of sample ``sample`` (0-based) out of ``samples``."""
+        if samples <= 1:
+            return cls()
+        return cls(temperature=SAMPLE_TEMPERATURE, seed=SEED + sample)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What one call returned: the text, the tokens the provider counted (0 when it did
+    not say), and, once it went through the cache, its key and whether it came from it.
+
+    From the cache, also the endpoint it was recorded against (None: not known), and, with
+    ``--rubric-cache replay`` only, ``unusable``: no reply is stored, because the last one
+    did not fit the protocol, and this says why (see ``judge.cache``).
+    """
+
+    text: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    key: str | None = None
+    cached: bool = False
+    endpoint: str | None = None
+    unusable: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """The judge's outcomes for one answer, by criterion id; built once, never changed."""
+
+    outcomes: Mapping[str, Outcome] = field(default_factory=dict)
+    injection_suspected: bool = False
+    # The holistic grader's 0-100 reply (the mean of its judge samples, or of a panel's
+    # judges); None for every other grader, and when a sample or a judge failed.
+    llm_raw_score: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcomes", types.MappingProxyType(dict(self.outcomes)))
+
+
+def mean_raw_score(scores: Iterable[float | None]) -> float | None:
+    """The mean of several holistic 0-100 replies (judge samples, a panel's judges, an
+    item's repeated answers); None when there is none, or when one of them is missing (a
+    failed call has no score, and a mean without it would not be the same mean)."""
+    values = list(scores)
+    if not values or any(v is None for v in values):
+        return None
+    return math.fsum(v for v in values if v is not None) / len(values)
+
+
+@dataclass(slots=True)
+class JudgeStats:
+    """Usage of one judge over a run (updated from the runner's event loop only)."""
+
+    calls: int = 0
+    retries: int = 0
+    errors: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    saved_in: int = 0  # the tokens the cache hits cost when they were first judged
+    saved_out: int = 0
+    over_budget: int = 0  # criteria left ERROR once --rubric-max-cost was spent
+    estimated: int = 0  # replies without `usage`: their tokens estimated (4 characters each)
+    fallbacks: list[str] = field(default_factory=list)
+    # Cache hits recorded against an endpoint other than this judge's, by that endpoint
+    # (a cache recorded through one gateway, replayed through another).
+    elsewhere: dict[str, int] = field(default_factory=dict)
+
+    def cost(self, price: Price) -> float:
+        """Dollars spent on this judge's calls so far."""
+        return price.cost(self.tokens_in, self.tokens_out)
+
+    def line(self, name: str, *, price: Price | None = None) -> str:
+        """The usage line; with a price, what the calls cost and what the cache saved."""
+        from .cost import money
+
+        text = (
+            f"judge {name}: {self.calls} calls, {self.retries} retries, {self.errors} errors, "
+            f"tokens {self.tokens_in} in / {self.tokens_out} out"
+        )
+        if price is not None:
+            text += f", cost {money(self.cost(price))}"
+        if self.cache_hits or self.cache_misses:
+            text += f", cache {self.cache_hits} hits / {self.cache_misses} misses"
+            if price is not None:
+                text += f" (saved {money(price.cost(self.saved_in, self.saved_out))})"
+        if self.fallbacks:
+            text += f"; output mode fell back: {', '.join(dict.fromkeys(self.fallbacks))}"
+        if self.estimated:
+            text += f"; {self.estimated} replies without usage, estimated"
+        return text
+
+
+# Endpoints a summary line names; the rest are counted.
+_SHOWN_ENDPOINTS = 3
+
+
+def elsewhere_line(usage: Iterable[JudgeStats]) -> str | None:
+    """The one line that says how many judge cache hits were recorded against another
+    endpoint than the one the run names (and which), or None when none were."""
+    usage = list(usage)
+    counts: dict[str, int] = {}
+    for stats in usage:
+        for endpoint, n in stats.elsewhere.items():
+            counts[endpoint] = counts.get(endpoint, 0) + n
+    if not counts:
+        return None
+    hits = sum(stats.cache_hits for stats in usage)
+    n = sum(counts.values())
+    shown = sorted(counts, key=lambda endpoint: (-counts[endpoint], endpoint))
+    where = ", ".join(shown[:_SHOWN_ENDPOINTS])
+    if len(shown) > _SHOWN_ENDPOINTS:
+        where += f" and {len(shown) - _SHOWN_ENDPOINTS} more"
+    return (
+        f"judge cache: {n} of {hits} hits {'was' if n == 1 else 'were'} recorded against "
+        f"another endpoint ({where})"
+    )

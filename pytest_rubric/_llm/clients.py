@@ -1,0 +1,298 @@
+"""The built-in clients: OpenAI-compatible chat completions and the Anthropic messages API.
+
+Each is one wire on :class:`~pytest_rubric._llm.http.HTTPClient`: what it
+posts (temperature 0 and a seed where the API takes one, see
+:class:`~pytest_rubric._llm.base.Sampling` for repeated samples; structured
+output where the API offers it) and how it reads the reply. Every client has
+``async complete(system, user) -> str`` (the hook's contract,
+:class:`~pytest_rubric._llm.base.JudgeClient`); the built-in ones also have
+``send``, which takes ``schema=`` (a JSON Schema the reply must fit) and
+``sampling=`` and returns the :class:`~pytest_rubric._llm.base.Reply` with
+the tokens the provider counted.
+
+:data:`WIRES` maps a provider's wire (see
+:data:`~pytest_rubric._llm.providers.PROVIDERS`) to its class.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._defaults import RetryPolicy
+from .base import JudgeError, Reply, Sampling
+from .http import HTTPClient
+from .providers import JudgeSpec, read_key
+
+__all__ = ["WIRES", "AnthropicClient", "OpenAIClient", "make_client"]
+
+_ANTHROPIC_VERSION = "2023-06-01"
+
+# A server that does not take a structured-output form answers 4xx or 5xx with a
+# message that names it (llama-cpp-python: 500 naming response_format). Another
+# 4xx/5xx is an ordinary failure: retried if it may pass, never a reason to give up
+# the structured form for the rest of the run.
+_TRANSIENT = frozenset({408, 429, 502, 503, 504})
+_NAMES_THE_FORM = re.compile(r"response_format|json_schema|json_object|structured output", re.I)
+
+
+class OpenAIClient(HTTPClient):
+    """Chat completions on any OpenAI-compatible server (OpenAI, Groq, vLLM, Ollama, llama.cpp...).
+
+    Structured output goes as ``response_format``, in the first of the forms
+    real servers accept that this one takes:
+
+    - ``json_schema`` with the schema (OpenAI, vLLM, llama.cpp's
+      ``llama-server``, Ollama's OpenAI-compatible API);
+    - ``json_object`` with a ``schema`` beside it (llama-cpp-python's server
+      and ``llama-server`` constrain decoding to it);
+    - bare ``json_object`` (any JSON: the prompt describes the shape);
+    - plain text.
+
+    A 4xx or 5xx whose message names the form moves to the next one at once,
+    spending no retry; the form that works is kept for the rest of the run
+    and each move is shown in the usage line.
+    """
+
+    _MODES = ("json_schema", "json_object with schema", "json_object", "text")
+
+    def __init__(self, spec: JudgeSpec, **kwargs: Any) -> None:
+        super().__init__(spec, **kwargs)
+        self._mode: str | None = None  # settled once a mode has worked
+
+    def _endpoint(self) -> str:
+        return self.spec.endpoint("/chat/completions")
+
+    def _headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.key.reveal()}"} if self.key else {}
+
+    def _payload(
+        self,
+        system: str,
+        user: str,
+        schema: dict[str, Any] | None,
+        mode: str,
+        sampling: Sampling,
+    ) -> dict[str, Any]:
+        return self._messages_payload(
+            [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            schema,
+            mode,
+            sampling,
+        )
+
+    async def chat(
+        self, turns: Sequence[tuple[str, str]], *, sampling: Sampling | None = None
+    ) -> Reply:
+        messages = [{"role": role, "content": content} for role, content in turns]
+        return self._text(
+            await self.post(self._messages_payload(messages, None, "text", sampling or Sampling()))
+        )
+
+    def _messages_payload(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any] | None,
+        mode: str,
+        sampling: Sampling,
+    ) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self.spec.model,
+            "messages": messages,
+            "temperature": sampling.temperature,
+            "seed": sampling.seed,
+            # A grade is short; a small model that never closes its JSON would
+            # otherwise generate until the context is full.
+            "max_tokens": sampling.max_tokens,
+        }
+        if schema is not None and mode == "json_schema":
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "grade", "schema": schema, "strict": False},
+            }
+        elif schema is not None and mode == "json_object with schema":
+            payload["response_format"] = {"type": "json_object", "schema": schema}
+        elif schema is not None and mode == "json_object":
+            payload["response_format"] = {"type": "json_object"}
+        return payload
+
+    async def send(
+        self,
+        system: str,
+        user: str,
+        *,
+        schema: dict[str, Any] | None = None,
+        sampling: Sampling | None = None,
+    ) -> Reply:
+        sampling = sampling or Sampling()
+        if schema is None:
+            return self._text(await self.post(self._payload(system, user, None, "text", sampling)))
+        if self._mode is None:
+            data = await self._settle(system, user, schema, sampling)
+            if data is not None:
+                return self._text(data)
+        assert self._mode is not None
+        return self._text(
+            await self.post(self._payload(system, user, schema, self._mode, sampling))
+        )
+
+    async def _settle(
+        self, system: str, user: str, schema: dict[str, Any], sampling: Sampling
+    ) -> dict[str, Any] | None:
+        """Find the first output mode the server takes; None if another call settled it first.
+
+        The modes are tried back to back in one concurrency slot: a rejection is
+        answered at once, nothing is waited out in it, and calls queued behind
+        find the mode settled instead of probing it again. A rate limit or an
+        outage is retried as usual, outside the slot; if the retries end in a
+        rejection the next mode is tried.
+        """
+        i = 0
+        admitted = self.admit is None
+        while True:
+            failed: JudgeError | None = None
+            async with self._slot():
+                if not admitted and self._mode is None:
+                    assert self.admit is not None
+                    self.admit()
+                    admitted = True
+                while failed is None:
+                    if self._mode is not None:
+                        return None
+                    mode = self._MODES[i]
+                    payload = self._payload(system, user, schema, mode, sampling)
+                    try:
+                        data = await self._post_once(payload)
+                    except JudgeError as exc:
+                        if self._falls_back(exc, i):
+                            i += 1
+                        elif exc.retryable:
+                            failed = exc
+                        else:
+                            raise
+                    else:
+                        self._mode = self._mode or mode
+                        return data
+            try:
+                data = await self.post(payload, failed=failed)
+            except JudgeError as exc:
+                if not self._falls_back(exc, i):
+                    raise
+                i += 1
+                continue
+            self._mode = self._mode or mode
+            return data
+
+    def _falls_back(self, exc: JudgeError, i: int) -> bool:
+        """Whether mode ``i`` was rejected and a next one is left (recorded if so)."""
+        if exc.status is None or exc.status < 400 or i + 1 == len(self._MODES):
+            return False
+        if exc.status in _TRANSIENT or not _NAMES_THE_FORM.search(exc.what):
+            return False  # a rate limit or an outage is retried, whatever its text says
+        self.stats.fallbacks.append(f"{self._MODES[i]} -> {self._MODES[i + 1]} (HTTP {exc.status})")
+        return True
+
+    def _text(self, data: dict[str, Any]) -> Reply:
+        # Counted first: the tokens were spent even when the reply is unusable.
+        usage = self._reply("", data, ("prompt_tokens", "completion_tokens"))
+        try:
+            content = data["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise self._fail(
+                "the reply has no choices[0].message.content", hint="check the endpoint"
+            ) from None
+        if not isinstance(content, str):
+            raise self._fail("the reply's message content is not text", hint="check the endpoint")
+        return dataclasses.replace(usage, text=content)
+
+
+class AnthropicClient(HTTPClient):
+    """The Anthropic messages API; structured output through a forced tool call."""
+
+    def _endpoint(self) -> str:
+        path = self.spec.url.partition("?")[0].rstrip("/")
+        return self.spec.endpoint("/messages" if path.endswith("/v1") else "/v1/messages")
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"anthropic-version": _ANTHROPIC_VERSION}
+        if self.key:
+            headers["x-api-key"] = self.key.reveal()
+        return headers
+
+    async def send(
+        self,
+        system: str,
+        user: str,
+        *,
+        schema: dict[str, Any] | None = None,
+        sampling: Sampling | None = None,
+    ) -> Reply:
+        payload = self._payload(system, [{"role": "user", "content": user}], sampling)
+        if schema is not None:
+            payload["tools"] = [
+                {"name": "grade", "description": "Record the grade.", "input_schema": schema}
+            ]
+            payload["tool_choice"] = {"type": "tool", "name": "grade"}
+        return self._read(await self.post(payload))
+
+    async def chat(
+        self, turns: Sequence[tuple[str, str]], *, sampling: Sampling | None = None
+    ) -> Reply:
+        # The messages API takes system turns (only ever first, see `Rubric`) as `system`.
+        system = "\n\n".join(content for role, content in turns if role == "system")
+        messages = [{"role": r, "content": c} for r, c in turns if r != "system"]
+        return self._read(await self.post(self._payload(system or None, messages, sampling)))
+
+    def _payload(
+        self, system: str | None, messages: list[dict[str, str]], sampling: Sampling | None
+    ) -> dict[str, Any]:
+        sampling = sampling or Sampling()  # the messages API takes no seed
+        payload: dict[str, Any] = {
+            "model": self.spec.model,
+            "max_tokens": sampling.max_tokens,
+            "temperature": sampling.temperature,
+            "messages": messages,
+        }
+        if system is not None:
+            payload["system"] = system
+        return payload
+
+    def _read(self, data: dict[str, Any]) -> Reply:
+        # Counted first: the tokens were spent even when the reply is unusable.
+        usage = self._reply("", data, ("input_tokens", "output_tokens"))
+        blocks = data.get("content")
+        if not isinstance(blocks, list):
+            raise self._fail("the reply has no content blocks", hint="check the endpoint")
+        for block in blocks:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                try:
+                    text = json.dumps(block.get("input"))
+                except (ValueError, RecursionError):  # nested too deep to write back
+                    raise self._fail(
+                        "the tool call's input cannot be read back as JSON",
+                        hint="check the endpoint",
+                    ) from None
+                return dataclasses.replace(usage, text=text)
+        texts = [
+            b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+        ]
+        return dataclasses.replace(usage, text="".join(t for t in texts if isinstance(t, str)))
+
+
+WIRES: dict[str, type[HTTPClient]] = {"openai": OpenAIClient, "anthropic": AnthropicClient}
+"""The client class of each wire a provider may speak (``Provider.wire``)."""
+
+
+def make_client(
+    spec: JudgeSpec,
+    *,
+    environ: Mapping[str, str] | None = None,
+    policy: RetryPolicy | None = None,
+    require_key: bool = True,
+) -> HTTPClient:
+    """The built-in client for ``spec``, its key read from the environment only."""
+    key = read_key(spec, environ, require_key=require_key)
+    return WIRES[spec.entry.wire](spec, key=key, policy=policy)

@@ -1,0 +1,170 @@
+"""What judging costs in dollars, and the budget that stops new calls once it is spent.
+
+Prices are dollars per million tokens, input and output apart: ini
+``rubric_judge_prices`` (one ``MODEL IN OUT`` per line) or
+``--rubric-judge-price IN,OUT`` for a single judge. The cost of a run is
+computed from the token counts :class:`~pytest_rubric._llm.base.JudgeStats`
+keeps, so an xdist controller, which adds up its workers' counts, prices the
+whole run the same way a single process does.
+
+``--rubric-max-cost USD`` is a :class:`Budget`: a call starts only while the
+spend recorded so far is below it (xdist workers each get an equal share), so
+at most the calls already in flight overshoot it. Pure logic, no httpx.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from .._errors import BudgetSpent
+
+__all__ = [
+    "BUDGET_SPENT",
+    "Budget",
+    "BudgetSpent",
+    "CostSettings",
+    "Price",
+    "money",
+    "parse_price",
+    "parse_prices",
+]
+
+BUDGET_SPENT = "cost budget of ${budget} spent"
+"""The reason of every criterion left unjudged once the budget is spent (``{budget}`` as
+the user wrote it)."""
+
+_PER = 1_000_000  # prices are per million tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """Dollars per million input tokens and per million output tokens."""
+
+    input: float
+    output: float
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float:
+        """Dollars for this many tokens."""
+        return (tokens_in * self.input + tokens_out * self.output) / _PER
+
+
+def _dollars(text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{what} {text!r} is not a number of dollars") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what} {text!r} must be a finite number, 0 or more")
+    return value
+
+
+def parse_price(text: str) -> Price:
+    """``IN,OUT`` (``--rubric-judge-price``), dollars per million tokens."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2:
+        raise ValueError(
+            f"{text!r} is not IN,OUT: write the input and output prices in dollars per million "
+            "tokens, e.g. 0.15,0.60"
+        )
+    return Price(_dollars(parts[0], "input price"), _dollars(parts[1], "output price"))
+
+
+def parse_prices(lines: Iterable[str]) -> dict[str, Price]:
+    """Ini ``rubric_judge_prices``: one ``MODEL IN OUT`` per line, blank lines ignored."""
+    prices: dict[str, Price] = {}
+    for line in lines:
+        words = line.split()
+        if not words:
+            continue
+        if len(words) != 3:
+            raise ValueError(
+                f"the line {line.strip()!r} is not MODEL IN OUT: write a model and its input and "
+                "output prices in dollars per million tokens, e.g. gpt-4o-mini 0.15 0.60"
+            )
+        model, low, high = words
+        if model in prices:
+            raise ValueError(f"model {model!r} is priced twice")
+        prices[model] = Price(
+            _dollars(low, f"{model}'s input price"), _dollars(high, f"{model}'s output price")
+        )
+    return prices
+
+
+@dataclass(frozen=True, slots=True)
+class CostSettings:
+    """The prices and the budget of a run, as the flags and the ini give them."""
+
+    prices: Mapping[str, Price] = field(default_factory=dict)  # ini rubric_judge_prices
+    price: Price | None = None  # --rubric-judge-price: the judge's, whatever its name
+    max_cost: float | None = None  # --rubric-max-cost, the whole run's
+    max_cost_shown: str = ""  # as the user wrote it, for `cost budget of $X spent`
+
+    def of(self, *names: str, judge: bool = False) -> Price | None:
+        """The price of a judge (``judge``: ``--rubric-judge-price`` first) or a model: the
+        ini line of the first of ``names`` listed (``PROVIDER:MODEL``, then ``MODEL``)."""
+        if judge and self.price is not None:
+            return self.price
+        for name in names:
+            if name in self.prices:
+                return self.prices[name]
+        return None
+
+    @property
+    def budget_message(self) -> str:
+        return BUDGET_SPENT.format(budget=self.max_cost_shown)
+
+    def budget(self, *, share: int = 1) -> Budget | None:
+        """This process's budget: an equal share of ``--rubric-max-cost`` per xdist worker."""
+        if self.max_cost is None:
+            return None
+        return Budget(self.max_cost / max(1, share), shown=self.max_cost_shown)
+
+
+def money(dollars: float) -> str:
+    """Dollars as the usage line shows them: cents at least, and the digits a small cost needs
+    (``$1.50``, ``$0.0123``, ``$0.000015``)."""
+    text = f"{dollars:.6f}".rstrip("0")
+    whole, _, cents = text.partition(".")
+    return f"${whole}.{cents.ljust(2, '0')}"
+
+
+class Budget:
+    """``--rubric-max-cost``: the dollars one process may spend, and what it has spent.
+
+    What is spent is read from its sources (each returns the dollars of one
+    judge's or model's tokens so far), so every token counted, a failed call's
+    included, counts against it.
+    """
+
+    def __init__(self, limit: float, *, shown: str) -> None:
+        self.limit = limit
+        self.shown = shown  # the budget as the user wrote it (the whole run's, not a share)
+        self._sources: list[Callable[[], float]] = []
+        self._lock = threading.Lock()
+
+    def add_source(self, spent: Callable[[], float]) -> None:
+        with self._lock:
+            self._sources.append(spent)
+
+    @property
+    def spent(self) -> float:
+        with self._lock:
+            sources = list(self._sources)
+        return sum(source() for source in sources)
+
+    def allows(self) -> bool:
+        """Whether a new call may start: the spend so far is below the limit."""
+        return self.spent < self.limit
+
+    def admit(self) -> None:
+        """Let a call start, or raise :class:`BudgetSpent` once the limit is reached."""
+        if not self.allows():
+            raise BudgetSpent(self.message)
+
+    @property
+    def message(self) -> str:
+        """Why a call did not start (every criterion it left is ERROR with this reason)."""
+        return BUDGET_SPENT.format(budget=self.shown) + " (--rubric-max-cost)"

@@ -1,0 +1,403 @@
+"""The HTTP machinery every built-in client shares, on httpx, with a retry policy that fails safe.
+
+No provider SDK: one ``httpx.AsyncClient`` per client.
+
+* every HTTP attempt is bounded as a whole, body included, by the timeout
+  (a server that trickles bytes times out), and a reply is read only up to
+  :data:`MAX_REPLY_BYTES`;
+* retries on 429 (honouring ``Retry-After``, capped), 5xx, connection
+  errors, timeouts and replies that cannot be read, with exponential backoff
+  and full jitter; a redirect is an error naming its target, never a reply;
+* a bounded number of attempts per call and a retry budget per client;
+  given the runner's ``limiter``, a client holds a concurrency slot for one
+  attempt at a time, never while it waits to retry;
+* a call that still fails raises :class:`~pytest_rubric._llm.base.JudgeError`,
+  whose message names the provider, model and status and says what to try.
+  It never contains the API key, whole or cut: text is redacted before it is
+  cut short.
+
+The wires (what is posted, how the reply is read) are in
+:mod:`~pytest_rubric._llm.clients`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .._defaults import RetryPolicy
+from .._guards.secrets import Secret, clip, public_url, redact
+from .base import JudgeError, JudgeStats, Reply, Sampling
+from .providers import JudgeSpec
+
+if TYPE_CHECKING:
+    # Imported on the first request, in the judge's thread: a session whose every reply
+    # comes from the cache never loads httpx.
+    import httpx
+
+__all__ = ["MAX_REPLY_BYTES", "HTTPClient"]
+
+MAX_REPLY_BYTES = 1024 * 1024
+"""The largest reply body read (1 MiB): a grade is a few hundred bytes, so a
+bigger body is refused as soon as it passes this, never buffered whole."""
+
+# How much of a provider's text a JudgeError quotes: enough to see what went
+# wrong, not a page of HTML. Cut only after the key is redacted.
+_QUOTE_ERROR = 200
+_QUOTE_BODY = 80
+_QUOTE_LOCATION = 200
+# A token count above this is not a count (no call reads a billion tokens).
+_MAX_TOKENS = 10**9
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None  # an HTTP date: fall back to our own backoff
+
+
+# Where post() leaves the size of a request whose reply carried no usage, for _reply.
+_ASKED = "\0rubric-request-characters"
+
+
+def _tokens(usage: object, name: str) -> int:
+    """A token count from a reply's ``usage``, or 0 when it is not a plausible one.
+
+    The count is the provider's to report and ours to add up: a string, a
+    float (``1e400`` is infinite), a dict or a 300-digit number is not
+    trusted, never converted.
+    """
+    if not isinstance(usage, dict):
+        return 0
+    value = usage.get(name)
+    if type(value) is not int or not 0 <= value <= _MAX_TOKENS:
+        return 0
+    return value
+
+
+def _declared_length(response: httpx.Response) -> int | None:
+    value = response.headers.get("content-length", "")
+    # Bounded before int(): a 5,000-digit length would raise instead of being refused.
+    return int(value) if value.isdigit() and len(value) <= 18 else None
+
+
+async def _read_capped(response: httpx.Response) -> bytes | None:
+    """The body, or None once it passes :data:`MAX_REPLY_BYTES` (nothing more is read)."""
+    declared = _declared_length(response)
+    if declared is not None and declared > MAX_REPLY_BYTES:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    # Decoded bytes are counted, so a compressed body is held to the cap too.
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_REPLY_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class HTTPClient:
+    """The shared HTTP machinery: one client, retries, statistics, redaction."""
+
+    def __init__(
+        self,
+        spec: JudgeSpec,
+        *,
+        key: Secret | None,
+        policy: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        limiter: asyncio.Semaphore | None = None,
+    ) -> None:
+        self.spec = spec
+        self.key = key
+        self.policy = policy or RetryPolicy()
+        self.stats = JudgeStats()
+        # The run's concurrency bound (the runner's transport sets it), taken for
+        # each HTTP attempt rather than for a whole call: a call waiting out a
+        # Retry-After or a backoff leaves its slot to the others.
+        self.limiter = limiter
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._budget = self.policy.budget
+        # Called in the slot before a call's first attempt (--rubric-max-cost: raises
+        # BudgetSpent once spent), so calls queued for a slot check the spend when they
+        # would start, not when they were queued.
+        self.admit: Callable[[], None] | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec.name!r}, url={self.spec.public_url!r})"
+
+    # --- transport --------------------------------------------------------------------------
+
+    def _http(self) -> httpx.AsyncClient:
+        # Created lazily inside the event loop that uses it.
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.policy.timeout),
+                transport=self._transport,
+                # The 1 MiB cap counts decoded bytes, and httpx decodes a whole
+                # network chunk at once: a compressed reply could swell past the
+                # cap inside one chunk. Replies are small; ask for them plain.
+                headers={"accept-encoding": "identity"},
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def _headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _endpoint(self) -> str:
+        raise NotImplementedError
+
+    async def complete(self, system: str, user: str) -> str:
+        """Send the two messages; return the reply text (the hook's contract)."""
+        return (await self.send(system, user)).text
+
+    async def send(
+        self,
+        system: str,
+        user: str,
+        *,
+        schema: dict[str, Any] | None = None,
+        sampling: Sampling | None = None,
+    ) -> Reply:
+        """Send the two messages; return the reply (JSON text when ``schema`` is given)."""
+        raise NotImplementedError
+
+    async def chat(
+        self, turns: Sequence[tuple[str, str]], *, sampling: Sampling | None = None
+    ) -> Reply:
+        """Send a conversation of ``(role, content)`` turns as it is; return the reply."""
+        raise NotImplementedError
+
+    def _reply(self, text: str, data: dict[str, Any], names: tuple[str, str]) -> Reply:
+        """``text`` with the tokens ``data``'s usage reports under ``names`` (also counted).
+
+        A reply without ``usage`` (some servers send none) would cost nothing and never
+        bind a budget: its tokens are estimated at 4 characters each, the request's and
+        the reply's, and counted in ``stats.estimated`` (the summary says so once).
+        """
+        usage = data.get("usage")
+        if not isinstance(usage, dict):
+            self.stats.estimated += 1
+            replied = len(json.dumps({k: v for k, v in data.items() if k != _ASKED}, default=str))
+            usage = {names[0]: int(data.get(_ASKED, 0)) // 4, names[1]: replied // 4}
+        tokens_in, tokens_out = (_tokens(usage, name) for name in names)
+        self.stats.tokens_in += tokens_in
+        self.stats.tokens_out += tokens_out
+        return Reply(text, tokens_in=tokens_in, tokens_out=tokens_out)
+
+    def _slot(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """A place in the concurrency bound, for one HTTP attempt."""
+        return self.limiter if self.limiter is not None else contextlib.nullcontext()
+
+    def _quote(self, text: str, limit: int) -> str:
+        """A provider's text fit to quote: the key redacted from the whole text first,
+        then cut, so a key the cut falls inside cannot survive as a fragment."""
+        return clip(text, self.key, limit=limit)
+
+    def _fail(
+        self,
+        what: str,
+        *,
+        status: int | None = None,
+        hint: str,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> JudgeError:
+        # Whatever ``what`` quotes went through _quote; this catches the rest.
+        what = redact(what, self.key)
+        message = f"judge {self.spec.name} at {public_url(self._endpoint())}: {what}; {hint}"
+        return JudgeError(
+            message, what=what, status=status, retryable=retryable, retry_after=retry_after
+        )
+
+    async def post(
+        self, payload: dict[str, Any], *, failed: JudgeError | None = None
+    ) -> dict[str, Any]:
+        """POST ``payload``; retry what is worth retrying; return the reply's JSON.
+
+        ``failed`` is the error of a first attempt made elsewhere (an output-mode
+        probe): the retries continue from it, honouring its ``Retry-After``.
+        """
+        policy = self.policy
+        last: JudgeError | None = failed
+        for attempt in range(1 if failed else 0, policy.attempts):
+            if attempt:
+                if self._budget <= 0:
+                    raise self._fail(
+                        f"{last.what if last else 'failed'}; the session's retry budget "
+                        f"({policy.budget}) is spent",
+                        status=last.status if last else None,
+                        hint="the provider is failing a lot: check its status, or lower --rubric-concurrency",
+                    )
+                self._budget -= 1
+                self.stats.retries += 1
+                await asyncio.sleep(self._delay(attempt, last))
+            try:
+                # The slot is held for this attempt only, not for the sleep above.
+                async with self._slot():
+                    if attempt == 0 and self.admit is not None:
+                        self.admit()
+                    data = await self._post_once(payload)
+                    if not isinstance(data.get("usage"), dict):  # see _reply
+                        data[_ASKED] = len(json.dumps(payload, ensure_ascii=False))
+                    return data
+            except JudgeError as exc:
+                if not exc.retryable:
+                    raise
+                last = exc
+        assert last is not None
+        raise self._fail(
+            f"{last.what} (gave up after {policy.attempts} attempts)",
+            status=last.status,
+            hint=_HINTS.get(last.status or 0, "try again later, or raise the timeout"),
+        )
+
+    def _delay(self, attempt: int, last: JudgeError | None) -> float:
+        if last is not None and last.retry_after is not None:
+            return min(last.retry_after, self.policy.max_retry_after)
+        ceiling = min(self.policy.max_backoff, self.policy.backoff * 2 ** (attempt - 1))
+        return random.uniform(0, ceiling)
+
+    async def _post_once(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """One HTTP attempt (no slot taken here); return the reply's JSON object."""
+        import httpx  # loaded by _http() before any request; named here for the handlers
+
+        timeout = self.policy.timeout
+        try:
+            # httpx's timeout is per socket operation: a byte a second would keep
+            # it from ever firing. This deadline bounds the attempt as a whole.
+            async with asyncio.timeout(timeout):
+                response, body = await self._exchange(payload)
+        except (TimeoutError, httpx.TimeoutException):
+            raise self._fail(
+                f"no complete reply within {timeout:g} s",
+                hint="the server is slow or overloaded: lower --rubric-concurrency, "
+                "or raise --rubric-judge-timeout",
+                retryable=True,
+            ) from None
+        except httpx.TransportError as exc:
+            raise self._fail(
+                f"connection failed ({type(exc).__name__}: {self._quote(str(exc), _QUOTE_ERROR)})",
+                hint="check that the server is running and --rubric-judge-url is right",
+                retryable=True,
+            ) from None
+        except httpx.RequestError as exc:  # e.g. a body that does not decode as its encoding says
+            raise self._fail(
+                f"the reply could not be read ({type(exc).__name__}: "
+                f"{self._quote(str(exc), _QUOTE_ERROR)})",
+                hint="is --rubric-judge-url an OpenAI-compatible or Anthropic endpoint?",
+                retryable=True,
+            ) from None
+        status = response.status_code
+        if 300 <= status < 400:
+            # httpx follows no redirect, and a 3xx body is not the judge's reply,
+            # however much it looks like one: say where it pointed, do not go there.
+            location = response.headers.get("location")
+            target = (
+                f"redirected to {self._quote(public_url(location), _QUOTE_LOCATION)!r}"
+                if location
+                else "a redirect without a Location"
+            )
+            raise self._fail(
+                f"HTTP {status}: {target}",
+                status=status,
+                hint="redirects are not followed: set --rubric-judge-url to the address "
+                "that answers, if you trust it",
+            )
+        if status >= 400:
+            raise self._fail(
+                f"HTTP {status}: {self._quote(_error_text(body, response.reason_phrase), _QUOTE_ERROR)}",
+                status=status,
+                hint=_HINTS.get(status, "see the provider's error message"),
+                retryable=status == 429 or status >= 500,
+                retry_after=_retry_after(response) if status == 429 else None,
+            )
+        if body is None:
+            raise self._fail(
+                f"the reply is larger than {MAX_REPLY_BYTES:,} bytes (1 MiB) and was refused",
+                status=status,
+                hint="a grade is a few hundred bytes: is --rubric-judge-url a chat endpoint?",
+                retryable=True,
+            )
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError):
+            # Not JSON, or JSON nested past the recursion limit, or a number with
+            # thousands of digits: a body no judge sends, read as not JSON.
+            text = body.decode("utf-8", errors="replace")
+            raise self._fail(
+                f"the reply is not JSON ({self._quote(text, _QUOTE_BODY)!r})",
+                status=status,
+                hint="is --rubric-judge-url an OpenAI-compatible or Anthropic endpoint?",
+                retryable=True,
+            ) from None
+        if not isinstance(data, dict):
+            raise self._fail(
+                "the reply is not a JSON object", hint="check the endpoint", retryable=True
+            )
+        return data
+
+    async def _exchange(self, payload: dict[str, Any]) -> tuple[httpx.Response, bytes | None]:
+        """Send ``payload``; return the response and its body (None: above the cap).
+
+        The body is streamed so that the cap stops reading, and a redirect's
+        body is not read at all.
+        """
+        client = self._http()
+        request = client.build_request(
+            "POST", self._endpoint(), json=payload, headers=self._headers()
+        )
+        response = await client.send(request, stream=True)
+        try:
+            if 300 <= response.status_code < 400:
+                return response, b""
+            return response, await _read_capped(response)
+        finally:
+            # Closing a body not read to its end drops the connection, as it should.
+            await response.aclose()
+
+
+_HINTS = {
+    400: "the server rejected the request: check the model name and the server's options",
+    401: "check the API key in the environment",
+    403: "the key lacks access to this model",
+    404: "check --rubric-judge-url and the model name",
+    429: "rate limited: lower --rubric-concurrency or wait",
+    500: "the provider failed: try again later",
+    502: "the provider's gateway failed: try again later",
+    503: "the provider is overloaded: try again later or lower --rubric-concurrency",
+}
+
+
+def _error_text(body: bytes | None, reason: str) -> str:
+    """The provider's error message, whole: the caller redacts it, then cuts it."""
+    if body is None:
+        return f"{reason} (an error body above {MAX_REPLY_BYTES:,} bytes, not read)"
+    text = body.decode("utf-8", errors="replace")
+    try:
+        data = json.loads(text)
+        if isinstance(data, dict):
+            error = data.get("error", data)
+            if isinstance(error, dict):
+                error = error.get("message") or error
+            return str(error)
+        return str(data)
+    except (ValueError, RecursionError):  # str() of a deep structure recurses too
+        return text or reason

@@ -1,0 +1,129 @@
+"""The providers a judge can be reached at, and the keys they take (no httpx import).
+
+:data:`PROVIDERS` is the registry: one :class:`Provider` per name usable in
+``--rubric-judge PROVIDER:MODEL``, with its default endpoint, the variable
+that holds its key, the variable that moves its endpoint, and the wire it
+speaks (a client class in :data:`~pytest_rubric._llm.clients.WIRES`). A
+provider that speaks an existing wire is one entry here; a new wire is one
+entry here plus one class there.
+
+An xdist controller never calls the judge, its workers do; it only checks
+``--rubric-judge`` and the key up front. This module is all it needs, so it
+starts without importing httpx.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .._guards.secrets import Secret, public_url
+
+__all__ = ["KEY_VARIABLES", "PROVIDERS", "JudgeSpec", "Provider", "known_keys", "read_key"]
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    """Where one provider answers and how it is called."""
+
+    url: str  # the provider's own endpoint, where a key is required
+    key_variable: str  # the environment variable that holds the key
+    url_variable: str  # the environment variable that moves the endpoint
+    wire: str  # the protocol it speaks: a key of clients.WIRES
+
+
+PROVIDERS: dict[str, Provider] = {
+    "openai": Provider(
+        url="https://api.openai.com/v1",
+        key_variable="OPENAI_API_KEY",
+        url_variable="OPENAI_BASE_URL",
+        wire="openai",
+    ),
+    "anthropic": Provider(
+        url="https://api.anthropic.com",
+        key_variable="ANTHROPIC_API_KEY",
+        url_variable="ANTHROPIC_BASE_URL",
+        wire="anthropic",
+    ),
+}
+
+KEY_VARIABLES = tuple(p.key_variable for p in PROVIDERS.values())
+
+
+def known_keys(environ: Mapping[str, str] | None = None) -> list[Secret]:
+    """The providers' API keys set in the environment: what every output is redacted of."""
+    environ = os.environ if environ is None else environ
+    return [Secret(environ[v]) for v in KEY_VARIABLES if environ.get(v)]
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeSpec:
+    """``PROVIDER:MODEL`` plus where to reach it."""
+
+    provider: str
+    model: str
+    url: str
+
+    @classmethod
+    def parse(
+        cls, text: str, *, url: str | None = None, environ: Mapping[str, str] | None = None
+    ) -> JudgeSpec:
+        environ = os.environ if environ is None else environ
+        name, sep, model = text.partition(":")
+        entry = PROVIDERS.get(name)
+        if not sep or not model or entry is None:
+            raise ValueError(
+                f"{text!r} is not PROVIDER:MODEL; write for example openai:gpt-4o-mini or "
+                f"anthropic:claude-3-5-haiku-latest (providers: {', '.join(PROVIDERS)})"
+            )
+        base = url or environ.get(entry.url_variable) or entry.url
+        return cls(provider=name, model=model, url=base.rstrip("/"))
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+    @property
+    def public_url(self) -> str:
+        """:attr:`url` as every output shows it and the cache stores it: no userinfo, no query
+        string (either may hold a gateway's token)."""
+        return public_url(self.url)
+
+    def endpoint(self, path: str) -> str:
+        """:attr:`url` with ``path`` added to its path, before any query string (a gateway's
+        ``?api-version=``), which is sent as given."""
+        base, mark, query = self.url.partition("?")
+        return f"{base.rstrip('/')}{path}{mark}{query}"
+
+    @property
+    def entry(self) -> Provider:
+        """The provider's registry entry."""
+        return PROVIDERS[self.provider]
+
+    @property
+    def key_variable(self) -> str:
+        return self.entry.key_variable
+
+    @property
+    def is_default_url(self) -> bool:
+        return self.url == self.entry.url
+
+
+def read_key(
+    spec: JudgeSpec, environ: Mapping[str, str] | None = None, *, require_key: bool = True
+) -> Secret | None:
+    """``spec``'s API key, from the environment only.
+
+    Raises :class:`ValueError` when the provider's own endpoint would be
+    called without one (a local endpoint may need none).
+    """
+    environ = os.environ if environ is None else environ
+    raw = environ.get(spec.key_variable, "")
+    key = Secret(raw) if raw else None
+    if key is None and spec.is_default_url and require_key:
+        raise ValueError(
+            f"{spec.name} needs an API key: set {spec.key_variable} in the "
+            "environment (keys are never read from flags or files)"
+        )
+    return key

@@ -1,0 +1,275 @@
+"""Loading rubric files (YAML or JSON): a validated suite, or every problem at once.
+
+Every mistake a user can make in a file becomes a :class:`Problem` that
+names the file, the line, the case, the criterion and the field, and says
+what to write instead; all problems of one file are raised together as one
+:class:`RubricLoadError`.
+
+A hostile file is one more collection error, never a crash, a hang or a
+machine out of memory: only regular files are read, aliases may add at most
+:data:`MAX_ALIAS_NODES` nodes, lists and mappings nest at most
+:data:`MAX_NESTING` levels deep, and a key given twice in one mapping is an
+error rather than silently overridden.
+
+This module runs the steps; each has its own: :mod:`._safe_read` reads
+files and JSON within those limits, :mod:`._safe_yaml` builds YAML data
+within them, :mod:`._locate` turns validation errors into located problems,
+:mod:`._semantics` finds what validation cannot see, and :mod:`._responses`
+reads responses files. The names other code imports from here still are.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from .._errors import Problem, RubricLoadError
+from .._guards.limits import MAX_NESTING, Limit, NotRegular, json_loads, nesting_problem, read_text
+from .._guards.yaml import MAX_ALIAS_NODES, AliasLimit, Duplicate, YamlLoader
+from .._guards.yaml import construct as _construct  # tests import it from here, by this name
+from .._schema import Suite
+from .locate import (
+    EXAMPLES,
+    Locator,
+    duplicate_problem,
+    kind_of,
+    problems_from_validation,
+    validation_problems,
+)
+from .responses import ResponseFile, load_response_dir, subject_problem
+from .semantics import broken_patterns, semantic_problems
+
+__all__ = [
+    "MAX_ALIAS_NODES",
+    "MAX_NESTING",
+    "LoadedSuite",
+    "ResponseFile",
+    "load_response_dir",
+    "load_suite",
+    "parse_suite",
+    "problems_from_validation",
+    "subject_problem",
+]
+
+
+@dataclass(slots=True)
+class LoadedSuite:
+    """A validated rubric file with the lines of its cases (1-based, None if unknown)."""
+
+    path: Path
+    suite: Suite
+    case_lines: list[int | None]
+    calibration: list[tuple[Any, Any, Any]] = field(default_factory=list)  # _calibration
+    guidance: Any = None  # judge_instructions, judge_examples: a judge.prompts.Guidance (_guidance)
+
+    @property
+    def name(self) -> str:
+        return self.suite.suite or self.path.name.split(".")[0]
+
+    @property
+    def responses_dir(self) -> Path | None:
+        if self.suite.responses is None:
+            return None
+        return (self.path.parent / self.suite.responses).resolve()
+
+
+def load_suite(path: Path) -> LoadedSuite:
+    """Read and validate a rubric file; raise :class:`RubricLoadError` listing every problem.
+
+    A session loads it with the garbage collector paused (``_heap.paused``)."""
+    return _load_suite(path)
+
+
+def _load_suite(path: Path) -> LoadedSuite:
+    try:
+        text = read_text(path)
+    except NotRegular as exc:
+        raise RubricLoadError(
+            path,
+            [
+                Problem(
+                    f"this is {exc}, not a regular file; rubric files are read only from "
+                    "regular files",
+                    hint="replace it with a regular file, or move it out of the rubric folders",
+                )
+            ],
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise RubricLoadError(
+            path, [Problem(f"not UTF-8 text ({exc.reason})", hint="save the file as UTF-8")]
+        ) from None
+    except OSError as exc:
+        raise RubricLoadError(
+            path,
+            [Problem(f"cannot read the file: {exc.strerror or exc}", hint="check its permissions")],
+        ) from None
+    return parse_suite(text, path=path)
+
+
+def parse_suite(text: str, *, path: Path) -> LoadedSuite:
+    """Validate rubric text; ``path`` names the file in errors and anchors relative paths."""
+    # Editors on Windows start UTF-8 files with a BOM, which json.loads rejects.
+    text = text.removeprefix("\ufeff")
+    parsed = _parse(text, path)
+    data = parsed.data
+    bare_list = isinstance(data, list)
+    if bare_list:
+        data = {"cases": data}
+    locator = Locator(text, path, parsed.node, bare_list=bare_list)
+    problems = [
+        duplicate_problem(d, data, bare_list=bare_list, json_file=path.suffix == ".json")
+        for d in parsed.duplicates
+    ]
+    if not isinstance(data, dict):
+        problems.append(
+            Problem(
+                f"the top level is a {kind_of(data)}",
+                line=1,
+                hint="write a mapping with `cases:` or a list of cases",
+            )
+        )
+        raise RubricLoadError(path, problems)
+    if "cases" not in data:
+        problems.append(
+            Problem(
+                "no `cases:` in the file",
+                line=1,
+                field="cases",
+                hint="add\n    " + EXAMPLES["cases"],
+            )
+        )
+        raise RubricLoadError(path, problems)
+    suite: Suite | None = None
+    try:
+        suite = Suite.model_validate(data)
+    except ValidationError as exc:
+        problems += validation_problems(exc, data, locator)
+    problems += semantic_problems(data, suite, locator)
+    if problems:  # a collection error: its patterns' problems too, in the same round
+        problems += broken_patterns(data, suite, locator)
+    calibration: list[tuple[Any, Any, Any]] = []
+    if suite is not None and suite.calibration is not None:
+        from .calibration import examples_of
+
+        calibration, calibration_problems = examples_of(suite, path)
+        problems += calibration_problems
+    guidance = None
+    if suite is not None and (suite.judge_instructions or suite.judge_examples is not None):
+        from .guidance import guidance_of
+
+        guidance, guidance_problems = guidance_of(suite, path, locator, calibration)
+        problems += guidance_problems
+    if problems or suite is None:
+        raise RubricLoadError(path, problems)
+    return LoadedSuite(
+        path=path,
+        suite=suite,
+        case_lines=[locator.case_line(i) for i in range(len(suite.cases))],
+        calibration=calibration,
+        guidance=guidance,
+    )
+
+
+@dataclass(slots=True)
+class _Parsed:
+    data: Any
+    node: yaml.Node | None  # None for a JSON file, unless it had to be located
+    duplicates: list[Duplicate]
+
+
+def _parse(text: str, path: Path) -> _Parsed:
+    try:
+        if path.suffix == ".json":
+            return _parse_json(text, path)
+        return _parse_yaml(text, path)
+    except Limit as exc:
+        raise RubricLoadError(path, [exc.problem]) from None
+
+
+def _parse_json(text: str, path: Path) -> _Parsed:
+    try:
+        data, repeated = json_loads(text)
+    except json.JSONDecodeError as exc:
+        raise RubricLoadError(
+            path,
+            [
+                Problem(
+                    f"invalid JSON: {exc.msg} (column {exc.colno})",
+                    line=exc.lineno,
+                    hint="fix the JSON syntax; a trailing comma or a missing quote is the usual cause",
+                )
+            ],
+        ) from None
+    if not repeated:
+        return _Parsed(data, None, [])
+    # json reports no positions: the lines of both keys come from the YAML
+    # parser, which reads almost all JSON.
+    loader = YamlLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise yaml.YAMLError("no document")
+        _, duplicates = _construct(loader, node)
+    except (yaml.YAMLError, Limit, RecursionError):
+        node, duplicates = None, [Duplicate(key, None, None) for key in dict.fromkeys(repeated)]
+    finally:
+        loader.dispose()
+    return _Parsed(data, node, duplicates)
+
+
+def _parse_yaml(text: str, path: Path) -> _Parsed:
+    loader = YamlLoader(text)
+    try:
+        node = loader.get_single_node()
+        data, duplicates = (
+            _construct(loader, node, anchors="&" in text) if node is not None else (None, [])
+        )
+    except AliasLimit as exc:
+        raise RubricLoadError(path, [exc.located(text)]) from None
+    except RecursionError:  # the pure-Python composer recurses once per level
+        raise RubricLoadError(path, [nesting_problem(None)]) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        if "maximum nesting depth" in str(exc.problem):  # libyaml stops at 1000 levels
+            raise RubricLoadError(path, [nesting_problem(line)]) from None
+        if "tab character" in str(exc.problem):
+            raise RubricLoadError(
+                path,
+                [
+                    Problem(
+                        f"invalid YAML: a tab character where YAML expects indentation "
+                        f"({exc.problem})",
+                        line=line,
+                        hint=f"YAML indents with spaces only: replace the tab on line {line} "
+                        "with spaces",
+                    )
+                ],
+            ) from None
+        context = ""
+        if exc.context and exc.context_mark and exc.context_mark is not mark:
+            context = f" ({exc.context} that starts at line {exc.context_mark.line + 1})"
+        raise RubricLoadError(
+            path,
+            [
+                Problem(
+                    f"invalid YAML: {exc.problem or exc.context}{context}",
+                    line=line,
+                    hint="check the indentation and quoting there; quote strings that contain ': ' or '#'",
+                )
+            ],
+        ) from None
+    except yaml.YAMLError as exc:
+        raise RubricLoadError(path, [Problem(f"invalid YAML: {exc}")]) from None
+    finally:
+        loader.dispose()
+    if data is None:
+        raise RubricLoadError(
+            path, [Problem("the file is empty", hint="add\n    " + EXAMPLES["cases"])]
+        )
+    return _Parsed(data, node, duplicates)

@@ -1,0 +1,393 @@
+"""Problems located in a rubric file: pydantic's errors and repeated keys, by line.
+
+Every mistake becomes a :class:`Problem` that names the line, the case, the
+criterion and the field, and says what to write instead. Lines come from the
+YAML node tree, which the C parser builds at little cost; a JSON file is
+composed through the YAML parser only when something is wrong.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from .._errors import Problem
+from .._guards.limits import quoted, shown
+from .._guards.yaml import Duplicate, YamlLoader
+from .._schema import CRITERION_TYPES, Case, CriterionModel, FieldError, Suite
+
+__all__ = [
+    "EXAMPLES",
+    "Locator",
+    "dotted",
+    "duplicate_problem",
+    "item_label",
+    "kind_of",
+    "problems_from_validation",
+    "validation_problems",
+    "value_at",
+]
+
+_FIELD_ALIASES = {"global_criteria": "global", "json_schema": "schema"}
+EXAMPLES = {
+    "cases": 'cases:\n      - id: q01\n        question: "..."\n        criteria: [...]',
+    "id": "id: q01",
+    "criteria": 'criteria:\n      - {id: mentions_npv, type: any_of, any_of: ["net present value"]}',
+    "any_of": 'any_of: ["99%", "1%"]',
+    "all_of": 'all_of: ["precision", "recall"]',
+    "phrases": 'phrases: ["maximum loss"]',
+    "pattern": "pattern: '\\bloss'",
+    "value": "value: 1157.63",
+    "requirement": 'requirement: "Says the horizon is one day"',
+    "function": 'function: "mypackage.checks:is_polite"',
+}
+_TYPE_LIST = ", ".join(CRITERION_TYPES)
+
+
+def duplicate_problem(
+    duplicate: Duplicate, data: Any, *, bare_list: bool, json_file: bool
+) -> Problem:
+    """The problem of a key given twice, named by case, criterion and field where known."""
+    what = "JSON object" if json_file else "mapping"
+    where = _Where()
+    if duplicate.path is not None:
+        path = ("cases", *duplicate.path) if bare_list else duplicate.path
+        where = _where((*path, str(duplicate.key)), tagged=False)
+    case, criterion = _labels(data, where)
+    field_name = dotted(where.field) if where.field else shown(duplicate.key)
+    lines = duplicate.lines
+    return Problem(
+        f"the key {quoted(duplicate.key)} is given twice in one {what}"
+        + (f" (lines {lines[0]} and {lines[1]})" if lines else "")
+        + "; only the last one would count",
+        line=lines[1] if lines else None,
+        case=case,
+        criterion=criterion,
+        field=field_name,
+        hint="keep one of them, or rename the other",
+    )
+
+
+def dotted(path: Sequence[str | int]) -> str:
+    """A path in the data as a problem names its field: ``fields./total.value``. An empty
+    key (the JSON Pointer ``''``, the whole answer) is shown as ``''``, not as nothing."""
+    return ".".join("''" if step == "" else str(step) for step in path)
+
+
+def kind_of(value: Any) -> str:
+    """What a message calls the type of a value read from a file."""
+    return {dict: "mapping", list: "list", str: "string", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )
+
+
+class Locator:
+    """Finds the line of a field from its path in the data, through the YAML node tree."""
+
+    def __init__(self, text: str, path: Path, node: yaml.Node | None, *, bare_list: bool) -> None:
+        self._text, self._path, self._node, self._bare = text, path, node, bare_list
+        self._parsed = node is not None
+        # Per mapping node, where each key is first: a file with thousands of
+        # problems in one mapping (unknown keys, say) is located in linear time.
+        self._keys: dict[int, dict[str, int]] = {}
+
+    def _root(self) -> yaml.Node | None:
+        if (
+            not self._parsed and self._text
+        ):  # a JSON file: located through YAML on the error path only
+            self._parsed = True
+            try:
+                self._node = yaml.compose(self._text, Loader=YamlLoader)
+            except yaml.YAMLError:
+                self._node = None
+        return self._node
+
+    def line(self, data_path: Sequence[str | int], *, key: bool = True) -> int | None:
+        node = self._root()
+        if node is None:
+            return None
+        steps = list(data_path)
+        if self._bare and steps and steps[0] == "cases":
+            steps = steps[1:]
+        line = node.start_mark.line
+        for step in steps:
+            if isinstance(node, yaml.MappingNode):
+                wanted = _FIELD_ALIASES.get(str(step), str(step)) if isinstance(step, str) else step
+                keys = self._keys.get(id(node))
+                if keys is None:
+                    keys = self._keys[id(node)] = {}
+                    for position, (k, _) in enumerate(node.value):
+                        if isinstance(k, yaml.ScalarNode):
+                            keys.setdefault(k.value, position)
+                found = [keys[s] for s in (step, wanted) if isinstance(s, str) and s in keys]
+                if not found:
+                    break
+                k, v = node.value[min(found)]
+                line = (k if key else v).start_mark.line
+                node = v
+            elif (
+                isinstance(node, yaml.SequenceNode)
+                and isinstance(step, int)
+                and step < len(node.value)
+            ):
+                node = node.value[step]
+                line = node.start_mark.line
+            else:
+                break
+        return line + 1
+
+    def case_line(self, index: int) -> int | None:
+        return self.line(("cases", index)) if self._node is not None else None
+
+
+# --- turning pydantic errors into problems ------------------------------------------------------
+
+
+def validation_problems(
+    exc: ValidationError, data: dict[str, Any], locator: Locator
+) -> list[Problem]:
+    """A problem for each of pydantic's errors worth showing, located through ``locator``."""
+    return [_problem(e, data, locator) for e in _errors(exc)]
+
+
+def problems_from_validation(exc: ValidationError, data: Any) -> list[Problem]:
+    """Problems for criteria given in Python (``assert_rubric``): located without lines."""
+    locator = Locator("", Path(), None, bare_list=False)
+    return validation_problems(exc, data if isinstance(data, dict) else {}, locator)
+
+
+def _errors(exc: ValidationError) -> list[Any]:
+    """The errors worth showing: a list whose items failed is not also "too short"."""
+    errors = exc.errors()
+    failed_items = {
+        tuple(e["loc"][:-1]) for e in errors if e["loc"] and isinstance(e["loc"][-1], int)
+    }
+    return [e for e in errors if not (e["type"] == "too_short" and tuple(e["loc"]) in failed_items)]
+
+
+@dataclass(slots=True)
+class _Where:
+    case_index: int | None = None
+    container: str | None = None  # "criteria" or "global_criteria"
+    criterion_index: int | None = None
+    tag: str | None = None
+    field: tuple[str | int, ...] = ()
+    body: bool = False  # in the body of a `json` criterion's field: `tag` is the body's type
+
+    def data_path(self) -> tuple[str | int, ...]:
+        head: tuple[str | int, ...] = ()
+        if self.case_index is not None:
+            head = ("cases", self.case_index)
+        if self.container is not None:
+            head += (
+                self.container,
+                self.criterion_index if self.criterion_index is not None else 0,
+            )
+        return head + self.field
+
+
+def _where(loc: tuple[str | int, ...], *, tagged: bool = True) -> _Where:
+    """Where a path in the data points; ``tagged``: pydantic's, which names a criterion's type."""
+    where = _Where()
+    rest = list(loc)
+    if rest[:1] == ["cases"] and len(rest) > 1 and isinstance(rest[1], int):
+        where.case_index, rest = rest[1], rest[2:]
+    if (
+        rest[:1] in (["criteria"], ["global_criteria"], ["global"])
+        and len(rest) > 1
+        and isinstance(rest[1], int)
+    ):
+        where.container, where.criterion_index, rest = str(rest[0]), rest[1], rest[2:]
+        if tagged and rest and isinstance(rest[0], str) and rest[0] in CRITERION_TYPES:
+            where.tag, rest = rest[0], rest[1:]
+        if rest[:1] == ["fields"] and len(rest) > 2 and str(rest[2]) in CRITERION_TYPES:
+            # fields -> pointer -> the body's type (pydantic's tag, not in the data)
+            where.tag, where.body, rest = str(rest[2]), True, [*rest[:2], *rest[3:]]
+    if rest[-1:] == ["[key]"]:  # pydantic's mark for a mapping's key, not in the data
+        rest = rest[:-1]
+    where.field = tuple(rest)
+    return where
+
+
+def value_at(data: Any, *steps: str | int) -> Any:
+    """The raw value at a path in the data, by a field's name or alias; None if there is none."""
+    for step in steps:
+        if isinstance(step, str):
+            step = (
+                _FIELD_ALIASES.get(step, step)
+                if isinstance(data, dict) and step not in data
+                else step
+            )
+        try:
+            data = data[step]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
+
+
+def _allowed_fields(where: _Where) -> list[str]:
+    if where.tag is not None:
+        model: Any = CRITERION_TYPES[where.tag]
+    elif where.container is not None:
+        return []
+    elif where.case_index is not None:
+        model = Case
+    else:
+        model = Suite
+    names = []
+    for name, info in model.model_fields.items():
+        if where.body and name in CriterionModel.model_fields:
+            continue  # a field's body has no id, weight, axis... of its own
+        alias = info.validation_alias
+        choices = getattr(alias, "choices", None)
+        names += [str(choices[0])] if choices else [name]  # the documented spelling only
+    return names
+
+
+def item_label(given_id: Any, index: int) -> str:
+    """How a problem names a case or criterion: its id, or its position when the id is unusable."""
+    if isinstance(given_id, bool) or not isinstance(given_id, str | int) or given_id == "":
+        return f"#{index + 1}"
+    return str(given_id)
+
+
+def _labels(data: Any, where: _Where) -> tuple[str | None, str | None]:
+    """How a problem names the case and the criterion it is in."""
+    case_id = None
+    if where.case_index is not None:
+        case_id = item_label(value_at(data, "cases", where.case_index, "id"), where.case_index)
+    criterion_id = None
+    if where.container is not None:
+        criterion_id = value_at(
+            data, *where.data_path()[: (2 if where.case_index is None else 4)], "id"
+        )
+        criterion_id = item_label(criterion_id, where.criterion_index or 0)
+        if where.container in ("global", "global_criteria"):
+            criterion_id = f"global {criterion_id}"
+    return case_id, criterion_id
+
+
+def _problem(error: Any, data: dict[str, Any], locator: Locator) -> Problem:
+    loc: tuple[str | int, ...] = tuple(error["loc"])
+    where = _where(loc)
+    kind: str = error["type"]
+    case_id, criterion_id = _labels(data, where)
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        # The criterion's (or a json field's body's) `type` is what is wrong, or missing.
+        where.field = (*where.field, "type")
+    cause = error.get("ctx", {}).get("error")
+    inside: tuple[str | int, ...] = ()
+    if isinstance(cause, FieldError):
+        if not where.field:
+            where.field = (cause.field,)  # a model validator's finding, about one of its fields
+        inside = cause.path  # further into the field's value, for the line
+    field_name = dotted(where.field) if where.field else None
+    if field_name is not None:
+        field_name = _FIELD_ALIASES.get(field_name, field_name)
+    line = locator.line((*where.data_path(), *inside))
+    message, hint = _explain(kind, error, where, field_name)
+    return Problem(
+        message, line=line, case=case_id, criterion=criterion_id, field=field_name, hint=hint
+    )
+
+
+# What other evaluation tools call our criterion types (promptfoo's assertions, mostly):
+# "did you mean" answers these where spelling alone would not.
+_OTHER_TOOLS: dict[str, list[str]] = {
+    "contains": ["any_of"],
+    "icontains": ["any_of"],
+    "contains-any": ["any_of"],
+    "icontains-any": ["any_of"],
+    "contains-all": ["all_of"],
+    "icontains-all": ["all_of"],
+    "not-contains": ["forbidden"],
+    "not-icontains": ["forbidden"],
+    "regexp": ["regex"],
+    "matches": ["regex"],
+    "is-json": ["json"],
+    "contains-json": ["json"],
+    "llm-rubric": ["judge"],
+    "g-eval": ["judge"],
+    "levenshtein": ["fuzzy"],
+    "similar": ["fuzzy"],
+    "python": ["callable"],
+}
+
+
+def _explain(
+    kind: str, error: Any, where: _Where, field_name: str | None
+) -> tuple[str, str | None]:
+    leaf = str(where.field[-1]) if where.field else None
+    if kind == "missing":
+        return f"missing required field `{leaf}`", (
+            f"add `{EXAMPLES[leaf]}`"
+            if leaf in EXAMPLES and "\n" not in EXAMPLES[leaf]
+            else ("add\n    " + EXAMPLES[leaf] if leaf in EXAMPLES else f"add `{leaf}: ...`")
+        )
+    if kind == "extra_forbidden":
+        allowed = _allowed_fields(where)
+        close = difflib.get_close_matches(str(leaf), allowed, n=1, cutoff=0.5)
+        hint = f"did you mean `{close[0]}`?" if close else None
+        if leaf == "criteria" and where.case_index is None and where.tag is None:
+            hint = (
+                "`criteria` belongs to a case: indent it under the case's `- id:` line, level "
+                "with `question:`; criteria for every case go under `global:`."
+            )
+        listing = f"Allowed here: {', '.join(allowed)}." if allowed else None
+        shown = f"`{leaf}`" if leaf and leaf.strip() == leaf else repr(leaf)  # "" or " x"
+        return f"unknown field {shown}", " ".join(h for h in (hint, listing) if h) or None
+    if kind == "union_tag_invalid":
+        tag = str(error.get("ctx", {}).get("tag", error.get("input")))
+        close = _OTHER_TOOLS.get(tag.lower()) or difflib.get_close_matches(
+            tag, list(CRITERION_TYPES), n=1, cutoff=0.5
+        )
+        hint = (f"did you mean `type: {close[0]}`? " if close else "") + f"use one of {_TYPE_LIST}"
+        return f"unknown criterion type {tag!r}", hint
+    if kind == "union_tag_not_found":
+        return "criterion has no `type`", (
+            f"add `type:` (one of {_TYPE_LIST}), or a `requirement:` for a judged criterion"
+        )
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        if where.field:
+            what = f"`{field_name}`"
+        else:
+            what = (
+                "a criterion"
+                if where.container
+                else "a case"
+                if where.case_index is not None
+                else "the file"
+            )
+        return f"{what} must be a mapping, got {kind_of(error.get('input'))}", (
+            "write it as `{id: ..., type: ..., ...}` or as a nested block"
+            if where.container
+            else None
+        )
+    if kind == "value_error":
+        msg = str(error["msg"]).removeprefix("Value error, ")
+        cause = error.get("ctx", {}).get("error")
+        return msg, cause.hint if isinstance(cause, FieldError) else None
+    got = error.get("input")
+    if kind == "finite_number":  # .inf, .nan, or 1.0e+309 that YAML reads as infinity
+        return f"`{field_name}` must be a finite number, got {got!r}", (
+            f"write an ordinary number, such as `{leaf}: 1`"
+        )
+    if kind in ("too_short", "string_too_short") and got == "":
+        return f"`{field_name}` is empty", f"write `{leaf}: ...` with some text, or leave it out"
+    if kind == "string_type" and isinstance(got, bool):
+        return (
+            f"`{field_name}` must be text, but YAML read a bare yes/no/on/off/true/false as {got}",
+            (f'quote it: `{leaf}: "..."`'),
+        )
+    shown = repr(got) if not isinstance(got, dict | list) else kind_of(got)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    subject = f"`{field_name}`" if field_name else "value"
+    got_text = f", got {shown}" if str(error["msg"]).startswith("Input should be") else ""
+    return f"{subject}: {error['msg']}{got_text}", None

@@ -1,0 +1,108 @@
+"""The response folders of a session (``responses:`` in a file, ``--rubric-responses``): each
+read once and shared by every rubric file, and what none of the collected cases used."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from .._errors import Problem
+
+if TYPE_CHECKING:
+    from .responses import ResponseFile
+
+__all__ = ["ResponseDir", "ResponseDirs", "RubricWarning"]
+
+
+class RubricWarning(pytest.PytestWarning):
+    """Something in the inputs was ignored (a response that matches no case)."""
+
+
+@dataclass(slots=True)
+class ResponseDir:
+    files: list[ResponseFile]
+    problems: list[Problem]
+    used: set[tuple[str, str]] = field(default_factory=set)  # (subject, case id)
+
+
+class ResponseDirs:
+    """Every response folder the session has read, by path."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self._dirs: dict[Path, ResponseDir] = {}
+
+    def get(self, directory: Path) -> ResponseDir:
+        """The subject files of ``directory``, read on first use and shared by every rubric file."""
+        cached = self._dirs.get(directory)
+        if cached is None:
+            if directory.is_dir():
+                from .responses import load_response_dir
+
+                files, problems = load_response_dir(directory)
+            else:
+                files, problems = (
+                    [],
+                    [
+                        Problem(
+                            f"responses folder {str(directory)!r} does not exist",
+                            hint="create it with one <subject>.jsonl per subject, or fix the path",
+                        )
+                    ],
+                )
+            cached = self._dirs[directory] = ResponseDir(files, problems)
+        return cached
+
+    def global_dir(self, directory: Path | None) -> ResponseDir | None:
+        """``--rubric-responses DIR``; its problems stop the run before collection."""
+        if directory is None:
+            return None
+        loaded = self.get(directory)
+        if loaded.problems:
+            raise pytest.UsageError(
+                "--rubric-responses: cannot use the responses:\n"
+                + "\n".join("  " + p.render() for p in loaded.problems)
+            )
+        return loaded
+
+    def warn_unused(self) -> None:
+        """Report responses that matched no collected case, so none is silently dropped.
+
+        Every xdist worker collects the same cases: only the first one warns.
+        """
+        workerinput = getattr(self.config, "workerinput", None)
+        if workerinput is not None and workerinput.get("workerid") != "gw0":
+            return
+        if self._narrowed():
+            return  # the other cases exist; this run just did not ask for them
+        for loaded in self._dirs.values():
+            for response_file in loaded.files:
+                for case_id, (_, line) in response_file.entries.items():
+                    if (response_file.subject, case_id) not in loaded.used:
+                        warnings.warn_explicit(
+                            RubricWarning(
+                                f"the response of subject {response_file.subject!r} for case "
+                                f"{case_id!r} matches no collected case; fix its id or remove the line"
+                            ),
+                            category=RubricWarning,
+                            filename=str(response_file.path),
+                            lineno=line,
+                        )
+
+    def _narrowed(self) -> bool:
+        """The run collects only part of the suite: files or node ids named, -k, -m, --deselect.
+
+        Then a response whose case was not collected is expected (a CI shard,
+        a single file run by hand) and is not worth a warning.
+        """
+        option = self.config.option
+        if getattr(option, "keyword", "") or getattr(option, "markexpr", ""):
+            return True
+        if getattr(option, "deselect", None):
+            return True
+        here = self.config.invocation_params.dir
+        return any("::" in arg or (here / arg).is_file() for arg in self.config.args)

@@ -1,0 +1,131 @@
+"""Responses files: ``<subject>.jsonl`` in a folder, a ``{"id", "response"}`` per line,
+and the subject names they give, which go into test ids and the summary table."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .._errors import Problem
+from .._guards.limits import NotRegular, read_jsonl
+
+__all__ = [
+    "ResponseFile",
+    "file_subject_problem",
+    "load_response_dir",
+    "safe_subject",
+    "subject_problem",
+]
+
+
+@dataclass(slots=True)
+class ResponseFile:
+    """One subject's responses: ``DIR/<subject>.jsonl``, a ``{"id", "response"}`` per line."""
+
+    path: Path
+    subject: str
+    entries: dict[str, tuple[str, int]] = field(default_factory=dict)
+    suites: dict[str, str | None] = field(default_factory=dict)
+    # Further lines with the same id: more samples of that case (`repeat`), in file order.
+    # How many a case may have is the case's `repeat`, checked when it is collected.
+    more: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+
+
+# --- subjects -----------------------------------------------------------------------------------
+
+# Characters that would break a test id (`path::case[subject]`), or a line of
+# the summary table: "::" and brackets, line breaks and other control or
+# format characters (a right-to-left override would reorder the table).
+_BREAKS_IDS = re.compile(r"::|[\[\]]")
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def subject_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a subject, which goes into test ids and tables; None if it can."""
+    if not name.strip():
+        return "it is empty"
+    if _BREAKS_IDS.search(name):
+        return "'::', '[' and ']' break test ids"
+    if any(unicodedata.category(ch) in _INVISIBLE for ch in name):
+        return "a line break or another control character breaks test ids and the summary table"
+    return None
+
+
+def file_subject_problem(name: str) -> str | None:
+    """Why ``name`` cannot name the file ``<name>.jsonl`` that ``collect`` or an importer
+    writes into its output folder, or None: what :func:`subject_problem` refuses, and a path
+    separator or ``..``, which would write outside the folder or where no run reads."""
+    why = subject_problem(name)
+    if why is None and ("/" in name or "\\" in name or ".." in name or name.strip() == "."):
+        why = "a path separator or '..' would write outside the output folder"
+    return why
+
+
+def safe_subject(name: str) -> str:
+    """``name`` with what :func:`subject_problem` refuses replaced by '_'."""
+    name = _BREAKS_IDS.sub("_", name)
+    name = "".join("_" if unicodedata.category(ch) in _INVISIBLE else ch for ch in name)
+    return name.strip() or "subject"
+
+
+# --- responses files ----------------------------------------------------------------------------
+
+
+def load_response_dir(directory: Path) -> tuple[list[ResponseFile], list[Problem]]:
+    """Read every ``<subject>.jsonl`` in ``directory``; bad lines and names become problems."""
+    files, problems = [], []
+    for path in sorted(directory.glob("*.jsonl")):
+        why = subject_problem(path.stem)
+        if why is not None:
+            # Located on the folder: a file name with a line break would break the message too.
+            problems.append(
+                Problem(
+                    f"the file name {path.name!r} gives the subject name {path.stem!r}, which "
+                    f"cannot be used: {why}",
+                    path=directory,
+                    hint=f"rename the file to {safe_subject(path.stem) + '.jsonl'!r}",
+                )
+            )
+            continue
+        response_file = ResponseFile(path=path, subject=path.stem)
+        problems += _read_jsonl(response_file)
+        files.append(response_file)
+    return files, problems
+
+
+def _read_jsonl(target: ResponseFile) -> list[Problem]:
+    example = '{"id": "q01", "response": "..."}'
+    try:
+        rows, problems = read_jsonl(target.path, example=example)
+    except NotRegular as exc:
+        return [
+            Problem(
+                f"this is {exc}, not a regular file; responses are read only from regular files",
+                path=target.path,
+                hint="replace it with a regular file, or remove it from the folder",
+            )
+        ]
+    except (OSError, UnicodeDecodeError) as exc:
+        return [Problem(f"cannot read: {exc}", path=target.path)]
+    for number, entry in rows:
+
+        def bad(message: str, hint: str = f"write {example}", **where: str) -> None:
+            problems.append(Problem(message, hint=hint, path=target.path, line=number, **where))  # noqa: B023
+
+        case_id, text = entry.get("id"), entry.get("response", entry.get("answer"))
+        if not isinstance(case_id, str | int):
+            bad("missing `id`", field="id")
+            continue
+        if not isinstance(text, str):
+            bad("`response` (or `answer`) must be a string", case=str(case_id), field="response")
+            continue
+        if str(case_id) in target.entries:
+            target.more.setdefault(str(case_id), []).append((text, number))
+            continue
+        target.entries[str(case_id)] = (text, number)
+        suite = entry.get("suite")
+        target.suites[str(case_id)] = suite if isinstance(suite, str) else None
+    problems.sort(key=lambda p: p.line or 0)
+    return problems

@@ -1,0 +1,327 @@
+"""Problems validation cannot see: ids used twice, subject names that would break
+test ids, regex patterns RE2 cannot run, cases that cannot be scored.
+
+They are looked for in the whole file even when validation failed: ids and
+subject names in the raw data, the rest in the cases and criteria that validate
+alone, so that one round of errors lists a file's schema and pattern problems
+together (:func:`broken_patterns` adds the patterns no engine compiles).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from .._errors import Problem
+from .._schema import Case, Criterion, Suite, default_ids
+from ..criteria.json import Json
+from ..criteria.regex import PYTHON_REGEX_TIMEOUT, Regex, regex_problem
+from .locate import Locator, dotted, item_label, value_at
+from .responses import safe_subject, subject_problem
+
+__all__ = ["broken_patterns", "semantic_problems"]
+
+
+def _regexes(criterion: Criterion) -> list[tuple[Regex, tuple[str, ...]]]:
+    """A regex criterion, or the regexes checking a json criterion's fields, with where each
+    pattern sits inside the criterion."""
+    if isinstance(criterion, Regex):
+        return [(criterion, ())]
+    if isinstance(criterion, Json):
+        fields = (criterion.fields or {}).items()
+        return [(body, ("fields", p)) for p, body in fields if isinstance(body, Regex)]
+    return []
+
+
+def _regex_problems(
+    criteria: Iterable[tuple[int, Criterion]],
+    where: Sequence[str | int],
+    locator: Locator,
+    case: str | None,
+) -> Iterator[Problem]:
+    """Regex criteria, and regexes checking a json criterion's fields, whose pattern needs
+    what RE2 lacks: rejected at collection."""
+    for j, criterion in criteria:
+        for regex, inside in _regexes(criterion):
+            escaped = _escaped_by_the_file(regex.pattern)
+            if escaped is not None:
+                yield Problem(
+                    f"the pattern {regex.pattern!r} holds a {escaped[1]} character: the file's "
+                    f"double quotes read \\{escaped[0]} as one, so it never matches what "
+                    f"\\{escaped[0]} means in a regex",
+                    line=locator.line((*where, j, *inside, "pattern")),
+                    case=case,
+                    criterion=criterion.id,
+                    field=dotted((*inside, "pattern")),
+                    hint=f"in YAML write the pattern in single quotes ('\\{escaped[0]}loss'); in "
+                    f'JSON or double-quoted YAML double the backslash ("\\\\{escaped[0]}loss")',
+                )
+                continue
+            why = regex_problem(regex)
+            if why is None:
+                continue
+            yield Problem(
+                f"the pattern {regex.pattern!r} needs what the RE2 engine does not have "
+                f"({why}): RE2 has no backreferences and no lookaround",
+                line=locator.line((*where, j, *inside, "pattern")),
+                case=case,
+                criterion=criterion.id,
+                field=dotted((*inside, "pattern")),
+                hint="rewrite it without them (an `invert: true` criterion often replaces a "
+                "negative lookahead), or add `engine: python` to this criterion to use Python's "
+                f"backtracking engine, whose every search is cut off after {PYTHON_REGEX_TIMEOUT:g} s "
+                "(ERROR)",
+            )
+
+
+# Control characters a double-quoted YAML or JSON string makes of a regex escape.
+_FILE_ESCAPES = {"\b": ("b", "backspace"), "\f": ("f", "form feed"), "\v": ("v", "vertical tab"),
+                 "\a": ("a", "bell"), "\x1b": ("e", "escape"), "\x00": ("0", "NUL")}  # fmt: skip
+
+
+def _escaped_by_the_file(pattern: str) -> tuple[str, str] | None:
+    """(the escape letter, the character's name) of the first such character, or None."""
+    return next((_FILE_ESCAPES[c] for c in pattern if c in _FILE_ESCAPES), None)
+
+
+def _plain_id(value: Any) -> str | None:
+    """An id as the schema reads it (``7`` is "7"), or None when it is not usable as one."""
+    if type(value) is str:
+        return value
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    return str(value)
+
+
+def _criterion_ids(criteria: Any, prefix: str) -> list[tuple[int, str]]:
+    """The usable ids of raw criteria, those absent named by position as validation names them."""
+    if type(criteria) is not list:
+        return []
+    return [
+        (j, criterion_id)
+        for j, criterion in enumerate(default_ids(criteria, prefix))
+        if type(criterion) is dict and (criterion_id := _plain_id(criterion["id"])) is not None
+    ]
+
+
+def _raw_problems(data: dict[str, Any], locator: Locator) -> Iterator[Problem]:
+    """What is wrong across items, read from the raw data so it is found even when
+    validation failed: duplicate ids and subject names that would break test ids."""
+    global_key = "global" if "global" in data else "global_criteria"
+    global_ids: set[str] = set()
+    for j, criterion_id in _criterion_ids(data.get(global_key), "g"):
+        if criterion_id in global_ids:
+            yield Problem(
+                f"criterion id {criterion_id!r} is used twice in `global`",
+                line=locator.line((global_key, j, "id")),
+                criterion=f"global {criterion_id}",
+                field="id",
+                hint="give every criterion a unique id",
+            )
+        global_ids.add(criterion_id)
+    cases = data.get("cases")
+    if type(cases) is not list:
+        return
+    seen_cases: dict[str, int] = {}
+    for i, case in enumerate(cases):
+        if type(case) is not dict:
+            continue
+        case_id = _plain_id(case.get("id"))
+        if case_id is not None and case_id in seen_cases:
+            yield Problem(
+                f"duplicate case id {case_id!r} (first at line {locator.case_line(seen_cases[case_id])})",
+                line=locator.line(("cases", i, "id")),
+                case=item_label(case.get("id"), i),
+                field="id",
+                hint="give every case a unique id",
+            )
+        elif case_id is not None:
+            seen_cases[case_id] = i
+        ids = _criterion_ids(case.get("criteria"), "c")
+        unique = {criterion_id for _, criterion_id in ids}
+        if len(unique) != len(ids) or not global_ids.isdisjoint(unique):  # rare: say which
+            seen: set[str] = set()
+            for j, criterion_id in ids:
+                if criterion_id in seen or criterion_id in global_ids:
+                    origin = "in `global`" if criterion_id in global_ids else "earlier in this case"
+                    yield Problem(
+                        f"criterion id {criterion_id!r} is used twice (also {origin})",
+                        line=locator.line(("cases", i, "criteria", j, "id")),
+                        case=item_label(case.get("id"), i),
+                        criterion=criterion_id,
+                        field="id",
+                        hint="give every criterion of a case a unique id",
+                    )
+                seen.add(criterion_id)
+        if "responses" in case or "subject" in case:
+            yield from _subject_problems(case, i, locator)
+
+
+def _subject_problems(case: dict[str, Any], index: int, locator: Locator) -> Iterator[Problem]:
+    """Subject names given in a case (``responses:`` keys, ``subject:``) that would break ids."""
+    responses = case.get("responses")
+    subjects: list[tuple[str, tuple[str, ...]]] = [
+        (name, ("responses", name))
+        for name in (responses if isinstance(responses, dict) else ())
+        if isinstance(name, str)
+    ]
+    if isinstance(case.get("subject"), str):
+        subjects.append((case["subject"], ("subject",)))
+    for name, where in subjects:
+        why = subject_problem(name)
+        if why is not None:
+            yield Problem(
+                f"the subject name {name!r} cannot be used: {why}",
+                line=locator.line(("cases", index, *where)),
+                case=item_label(case.get("id"), index),
+                field=where[0],
+                hint=f"rename it, for example to {safe_subject(name)!r}",
+            )
+
+
+def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locator) -> list[Problem]:
+    """Problems validation cannot see, in the whole file even when validation failed.
+
+    Ids and subject names come from the raw data. The checks that need models
+    (regex patterns, a scorable case) run on the cases that validate on their
+    own, so that a wrong type in one criterion does not hide them.
+    """
+    problems = list(_raw_problems(data, locator))
+    for where, label, criteria in _criteria(data, suite):
+        problems += _regex_problems(criteria, where, locator, label)
+    global_criteria: Sequence[Criterion] | None
+    if suite is not None:
+        global_criteria, cases = suite.global_criteria, list(enumerate(suite.cases))
+    else:
+        global_criteria, cases = _valid_parts(data)
+    for i, case in cases:
+        label = item_label(value_at(data, "cases", i, "id"), i)
+        if global_criteria is None:
+            continue  # the global criteria did not validate: a case's weights are unknown
+        everything = [*global_criteria, *case.criteria]
+        overflow = _overflowing_weights(everything)
+        if overflow is not None:
+            problems.append(
+                Problem(
+                    f"the case's {overflow} add up to more than a number can hold, so its "
+                    "score cannot be computed",
+                    line=locator.case_line(i),
+                    case=label,
+                    field="criteria",
+                    hint="use smaller weights and penalties: only their ratios matter",
+                )
+            )
+        if not any(c.axis == "substance" and c.effective_weight != 0 for c in everything):
+            problems.append(
+                Problem(
+                    "the case has no substance criterion with a non-zero weight, so it cannot "
+                    "be scored",
+                    line=locator.case_line(i),
+                    case=label,
+                    field="criteria",
+                    hint="add a criterion with `axis: substance` (the default) and a non-zero weight",
+                )
+            )
+    return problems
+
+
+def broken_patterns(data: dict[str, Any], suite: Suite | None, locator: Locator) -> list[Problem]:
+    """Patterns no engine compiles. Grading reports such a criterion as ERROR; a file that is
+    a collection error anyway lists them with its other problems, so that one round of
+    fixes is enough."""
+    from ..criteria.regex import RegexError, compile_regex
+
+    problems = []
+    for where, label, criteria in _criteria(data, suite):
+        for j, criterion in criteria:
+            for regex, inside in _regexes(criterion):
+                try:
+                    compile_regex(
+                        regex.pattern,
+                        case_sensitive=regex.case_sensitive,
+                        engine=regex.engine,
+                        normalize=regex.normalize,
+                    )
+                except RegexError as exc:
+                    if exc.unsupported:
+                        continue  # _regex_problems says what RE2 lacks
+                    problems.append(
+                        Problem(
+                            f"invalid regex {regex.pattern!r}: {exc}",
+                            line=locator.line((*where, j, *inside, "pattern")),
+                            case=label,
+                            criterion=criterion.id,
+                            field=".".join((*inside, "pattern")),
+                            hint="fix the pattern (in YAML, write it in single quotes or "
+                            "double every backslash)",
+                        )
+                    )
+    return problems
+
+
+def _criteria(
+    data: dict[str, Any], suite: Suite | None
+) -> Iterator[tuple[tuple[str | int, ...], str | None, list[tuple[int, Criterion]]]]:
+    """(where in the data, the case's label, the criteria with their indexes) of the global
+    criteria and of each case: all of them from a valid suite, else those that validate
+    alone, so a mistake in one criterion hides nothing in the others."""
+    if suite is not None:
+        yield ("global",), None, list(enumerate(suite.global_criteria))
+        for i, case in enumerate(suite.cases):
+            label = item_label(value_at(data, "cases", i, "id"), i)
+            yield ("cases", i, "criteria"), label, list(enumerate(case.criteria))
+        return
+    raw_global = data.get("global", data.get("global_criteria"))
+    yield ("global",), None, _valid_criteria(raw_global)
+    raw_cases = data.get("cases")
+    for i, raw in enumerate(raw_cases if isinstance(raw_cases, list) else ()):
+        raw_criteria = raw.get("criteria") if isinstance(raw, dict) else None
+        label = item_label(value_at(data, "cases", i, "id"), i)
+        yield ("cases", i, "criteria"), label, _valid_criteria(raw_criteria)
+
+
+def _valid_criteria(raw: Any) -> list[tuple[int, Criterion]]:
+    """The criteria of a raw list that validate alone, with their indexes."""
+    from pydantic import TypeAdapter
+
+    adapter: TypeAdapter[Criterion] = TypeAdapter(Criterion)
+    valid = []
+    for j, entry in enumerate(raw if isinstance(raw, list) else ()):
+        if not isinstance(entry, dict):
+            continue
+        with contextlib.suppress(ValidationError):
+            valid.append((j, adapter.validate_python({"id": f"criterion {j + 1}", **entry})))
+    return valid
+
+
+def _overflowing_weights(criteria: Sequence[Criterion]) -> str | None:
+    """Which of a case's sums overflows, "weights" or "penalties", or None: an infinite sum
+    makes every score NaN or 1.0 (two penalties of 1e308, one MET, scored 1.0)."""
+    weights = [c.effective_weight for c in criteria]
+    if not math.isfinite(sum(w for w in weights if w > 0)):
+        return "weights"
+    if not math.isfinite(sum(-w for w in weights if w < 0)):
+        return "penalties"
+    return None
+
+
+def _valid_parts(
+    data: dict[str, Any],
+) -> tuple[Sequence[Criterion] | None, list[tuple[int, Case]]]:
+    """The global criteria (None if they do not validate) and the cases that validate alone."""
+    global_criteria: Sequence[Criterion] | None
+    try:
+        only_global = {k: v for k, v in data.items() if k in ("global", "global_criteria")}
+        global_criteria = Suite.model_validate({**only_global, "cases": []}).global_criteria
+    except ValidationError:
+        global_criteria = None
+    cases: list[tuple[int, Case]] = []
+    raw_cases = data.get("cases")
+    for i, raw in enumerate(raw_cases if isinstance(raw_cases, list) else ()):
+        with contextlib.suppress(ValidationError):
+            cases.append((i, Case.model_validate(raw)))
+    return global_criteria, cases

@@ -1,0 +1,227 @@
+"""``assert_rubric``: grade a response inside any test, and let the result join the summary."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from .._defaults import CURRENT_ITEM, RESULTS_KEY
+from .._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
+from .._grade.grader import CompiledRubric, Grader
+from .._grade.scoring import score as score_results
+from .._guards.calls import make_importable
+from .._load.loader import load_suite
+from .._load.locate import problems_from_validation
+from .._render.table import criteria_table
+from .._results import CaseResult
+from .._schema import Mark, Rubric, own_mark
+from .collect import record
+from .session import SESSION_KEY
+
+__all__ = ["CURRENT_ITEM", "RubricFixture", "assert_rubric", "check_rubric"]
+
+
+# What ``assert_rubric``, ``check_rubric`` and the ``rubric`` fixture accept as a rubric.
+RubricSpec = Rubric | Sequence[dict[str, Any]] | dict[str, Any] | str | os.PathLike[str]
+
+
+def _find(path_text: str, item: pytest.Item | None) -> Path:
+    """A relative path is looked for under the rootdir, then in the calling test's folder
+    (outside a test: the current directory), so it does not depend on where pytest runs."""
+    path = Path(path_text)
+    if path.is_absolute():
+        return path
+    bases = [item.config.rootpath, item.path.parent] if item is not None else [Path.cwd()]
+    for base in dict.fromkeys(bases):
+        if (base / path).is_file():
+            return base / path
+    raise RubricLoadError(
+        path_text,
+        [
+            Problem(
+                "no such rubric file under "
+                + " or ".join(f"{str(b)!r}" for b in dict.fromkeys(bases)),
+                hint="give the path relative to the rootdir (the folder of pytest.ini), for "
+                "example 'evals/finance.rubric.yaml::q1', or relative to the test's folder",
+            )
+        ],
+    )
+
+
+def _rubric_from_path(
+    spec: str | os.PathLike[str], item: pytest.Item | None
+) -> tuple[Rubric, Sequence[Any], Mark, str]:
+    text = os.fspath(spec)
+    path_text, _, case_id = text.partition("::")
+    path = _find(path_text, item)
+    make_importable(path.parent)
+    loaded = load_suite(path)
+    cases = loaded.suite.cases
+    if case_id:
+        matches = [c for c in cases if c.id == case_id]
+        if not matches:
+            known = ", ".join(c.id for c in cases)
+            raise ValueError(f"{path} has no case {case_id!r}; its cases are: {known}")
+        case = matches[0]
+    elif len(cases) == 1:
+        case = cases[0]
+    else:
+        raise ValueError(
+            f"{path} has {len(cases)} cases; name one as '{path_text}::<case id>' "
+            f"(for example '{path_text}::{cases[0].id}')"
+        )
+    return case, loaded.suite.global_criteria, own_mark(case, loaded.suite), loaded.name
+
+
+def _to_rubric(
+    rubric: RubricSpec, item: pytest.Item | None
+) -> tuple[Rubric, Sequence[Any], Mark, str | None]:
+    if isinstance(rubric, Rubric):
+        return rubric, (), own_mark(rubric), None
+    if isinstance(rubric, str | os.PathLike):
+        return _rubric_from_path(rubric, item)
+    data = {"criteria": list(rubric)} if isinstance(rubric, list | tuple) else rubric
+    try:
+        parsed = Rubric.model_validate(data)
+    except ValidationError as exc:
+        raise RubricLoadError("<assert_rubric>", problems_from_validation(exc, data)) from None
+    return parsed, (), own_mark(parsed), None
+
+
+def assert_rubric(
+    response: str,
+    rubric: RubricSpec,
+    *,
+    min_score: float | None = None,
+    query: str | None = None,
+    subject: str | None = None,
+) -> CaseResult:
+    """Grade ``response`` against ``rubric`` and fail the test if it does not pass.
+
+    :param response: the answer under test.
+    :param rubric: the criteria, as any of: a list of criterion dicts in the
+        rubric-file format (``[{"id": "npv", "type": "any_of", "any_of":
+        ["$157.63"]}]``); a mapping with ``criteria`` (and optionally
+        ``min_score``, ``question``); a :class:`~pytest_rubric.Rubric` or
+        :class:`~pytest_rubric.Case`; or the path of a rubric file, with the
+        case named as ``"evals/finance.rubric.yaml::q02_var"`` (the case may
+        be left out when the file has one). A file's ``global`` criteria and
+        ``min_score`` apply.
+    :param min_score: the pass mark. Default: the rubric's own ``min_score``,
+        else 0.8 (or the ini option ``rubric_min_score``).
+    :param query: the question the response answers (shown in reports, given
+        to the judge).
+    :param subject: who wrote the response: the result joins the leaderboard
+        under that name. Without it the result is a plain assertion (subject
+        ``inline`` in the outputs), counted in the summary's ``assertions: P
+        passed, F failed`` line and never ranked.
+    :returns: the :class:`~pytest_rubric.CaseResult`, when the response passes.
+    :raises RubricAssertionError: (an ``AssertionError``) when the score is
+        below ``min_score`` or a ``required`` criterion went the wrong way; its
+        message is the per-criterion table and ``.result`` the result.
+    :raises RubricEvaluationError: when a criterion could not be evaluated
+        (ERROR): the test fails, it never passes.
+    :raises RubricLoadError: when the rubric itself is malformed.
+
+    Inside a pytest test the result also joins the session's ``rubric
+    summary``, JSON and other outputs; the node id is the test's.
+    """
+    __tracebackhide__ = True  # the failure is the table, not this function's frame
+    return check_rubric(
+        CURRENT_ITEM.get(),
+        response,
+        rubric,
+        min_score=min_score,
+        query=query,
+        subject=subject,
+    )
+
+
+def check_rubric(
+    item: pytest.Item | None,
+    response: str,
+    rubric: RubricSpec,
+    *,
+    min_score: float | None = None,
+    query: str | None = None,
+    subject: str | None = None,
+) -> CaseResult:
+    """:func:`assert_rubric` for ``item`` (None: outside a test, nothing is recorded)."""
+    __tracebackhide__ = True
+    if item is not None:
+        make_importable(item.config.rootpath)  # for `callable:` criteria, as in rubric files
+    parsed, global_criteria, own_mark, suite = _to_rubric(rubric, item)
+    if query is not None:
+        parsed = parsed.model_copy(update={"question": query})
+    session = item.config.stash.get(SESSION_KEY, None) if item is not None else None
+    grader = session.grader if session is not None else Grader()
+    compiled: CompiledRubric = grader.compile(
+        parsed,
+        global_criteria=global_criteria,
+        min_score=min_score if min_score is not None else own_mark,
+    )
+    nodeid = item.nodeid if item is not None else ""
+    judged = (
+        # A key of its own per call: several calls in one test must not share a verdict.
+        session.judge_rubric(f"{nodeid}#assert-{uuid.uuid4().hex}", compiled, response)
+        if session is not None
+        else None
+    )
+    result = grader.grade(
+        response,
+        compiled,
+        nodeid=nodeid,
+        suite=suite or (item.path.stem if item is not None else ""),
+        subject=subject or "inline",
+        judged=judged,
+    )
+    result.ranked = subject is not None
+    if item is not None and result.skipped and score_results(result.criteria).empty:
+        pytest.skip(f"nothing graded: {result.skipped[0].reason}")
+    if item is not None:
+        if parsed.id == "rubric":
+            pending = item.stash.get(RESULTS_KEY, [])
+            count = sum(1 for r in pending if r.result.nodeid == item.nodeid) + 1
+            result.case = item.name if count == 1 else f"{item.name}#{count}"
+        record(item, result, raised=bool(result.errors) or not result.passed)
+    if result.errors:
+        raise RubricEvaluationError(criteria_table(result), result=result)
+    if not result.passed:
+        raise RubricAssertionError(criteria_table(result), result=result)
+    return result
+
+
+class RubricFixture:
+    """What the ``rubric`` fixture gives a test: :func:`assert_rubric` bound to that test.
+
+    Call it like ``assert_rubric``; its results join the session's outputs
+    under the test's node id, and it holds the node itself, so it needs no
+    context from the running test.
+    """
+
+    def __init__(self, item: pytest.Item) -> None:
+        self.item = item
+
+    def __repr__(self) -> str:
+        return f"RubricFixture({self.item.nodeid!r})"
+
+    def __call__(
+        self,
+        response: str,
+        rubric: RubricSpec,
+        *,
+        min_score: float | None = None,
+        query: str | None = None,
+        subject: str | None = None,
+    ) -> CaseResult:
+        """Grade ``response`` against ``rubric``; see :func:`assert_rubric`."""
+        __tracebackhide__ = True
+        return check_rubric(
+            self.item, response, rubric, min_score=min_score, query=query, subject=subject
+        )

@@ -1,0 +1,452 @@
+"""Rubric files as pytest collectors, (case, subject) pairs as pytest items.
+
+An item's ``runtest`` obtains the response (inline, from a responses file,
+or by calling the target), grades it and asserts the grade; an answer that
+could not be evaluated is reported as an error, never as a pass, and
+``repr_failure`` prints the per-criterion table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .._defaults import RESULTS_KEY
+from .._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
+from .._grade.grader import CompiledRubric
+from .._grade.scoring import score as score_results
+from .._grade.sources import Source, Target, named
+from .._guards.calls import described, make_importable, resolve_import
+from .._guards.outgoing import outgoing
+from .._load.loader import LoadedSuite, load_suite
+from .._render.table import answer_lines, criteria_table
+from .._results import CaseResult, Recorded, Verdict
+from .._schema import own_mark
+from .heap import paused
+
+if TYPE_CHECKING:
+    from .._load.response_dirs import ResponseDir
+    from .session import RubricSession
+
+__all__ = [
+    "RubricFile",
+    "RubricItem",
+    "junit_properties",
+    "record",
+    "settle",
+]
+
+
+def record(item: pytest.Item, result: CaseResult, *, raised: bool = False) -> None:
+    """Keep ``result`` for the item's report (see :func:`settle`)."""
+    item.stash.setdefault(RESULTS_KEY, []).append(Recorded(result, raised))
+
+
+def settle(recorded: list[Recorded], escaped: BaseException | None) -> list[CaseResult]:
+    """The results of a test phase that count in the session's outputs and gates.
+
+    A result ``assert_rubric`` raised counts only when its exception escaped
+    the test: a test that catches ``RubricAssertionError`` (``pytest.raises``)
+    expected the answer to fail, and that failure is not the subject's.
+    """
+    return [
+        r.result for r in recorded if not r.raised or getattr(escaped, "result", None) is r.result
+    ]
+
+
+def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
+    """What ``--junitxml`` carries of a result: ``rubric_case``, ``rubric_subject``,
+    ``rubric_score``, ``rubric_min_score``, ``rubric_passed`` and, when some went the
+    wrong way or could not be evaluated, ``rubric_failed_criteria`` (comma-separated ids)."""
+    properties = [  # each name one of _base.JUNIT_PROPERTIES
+        ("rubric_case", outgoing(result.case)),  # the texts a rubric or a user wrote
+        ("rubric_subject", outgoing(result.subject)),
+        ("rubric_score", f"{result.score:.4f}"),
+        # "none": a report-only case, which has no pass mark
+        ("rubric_min_score", "none" if result.min_score is None else f"{result.min_score:.4f}"),
+        ("rubric_passed", str(result.passed).lower()),
+    ]
+    failed = [c.id for c in result.criteria if c.went_wrong or c.verdict is Verdict.ERROR]
+    if failed:
+        properties.append(("rubric_failed_criteria", outgoing(",".join(failed))))
+    return properties
+
+
+def _no_response(case_id: str, dirs: Sequence[ResponseDir]) -> str:
+    """Why a case has nothing to grade, and what to write, knowing which folders were read."""
+    if not dirs:
+        return (
+            f"case {case_id!r} has no response to grade: give it `response:`, "
+            "`responses: {subject: ...}` or `target:`, set `responses:` in the file, "
+            "or pass --rubric-responses DIR / --rubric-target"
+        )
+    subjects = sorted({f.subject for d in dirs for f in d.files})
+    held = (
+        f"it holds {len(subjects)} subject file(s) ({', '.join(subjects[:5])}"
+        + (", ..." if len(subjects) > 5 else "")
+        + ")"
+        if subjects
+        else "it holds no <subject>.jsonl file"
+    )
+    return (
+        f"case {case_id!r} has no response to grade: no subject in the responses folder answers "
+        f'it ({held}); add a line {{"id": "{case_id}", "response": "..."}} to '
+        "a <subject>.jsonl file there"
+    )
+
+
+class RubricFile(pytest.File):
+    """A ``*.rubric.yaml`` / ``*.rubric.yml`` / ``*.rubric.json`` file."""
+
+    def __init__(self, *, rubric_session: RubricSession, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.rubric_session = rubric_session
+
+    def collect(self) -> Iterator[RubricItem]:
+        session = self.rubric_session
+        try:
+            with paused(enabled=self.config.getini("rubric_gc_pause")):
+                loaded = load_suite(self.path)
+                items = list(self._items(loaded))
+            session.add_calibration(self.nodeid, loaded.name, loaded.calibration)
+            session.add_guidance(self.nodeid, loaded.guidance)
+        except RubricLoadError:
+            session.collection_errors += 1
+            raise
+        yield from items
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        if isinstance(excinfo.value, RubricLoadError):
+            try:
+                shown: Path | str = self.path.relative_to(self.config.invocation_params.dir)
+            except ValueError:
+                shown = self.path
+            return outgoing(excinfo.value.render(shown))
+        return super().repr_failure(excinfo)
+
+    def _items(self, loaded: LoadedSuite) -> Iterator[RubricItem]:
+        session = self.rubric_session
+        problems: list[Problem] = []
+        dirs: list[ResponseDir] = []
+        if loaded.responses_dir is not None:
+            local = session.response_dir(loaded.responses_dir)
+            problems += [replace(p, field=p.field or "responses") for p in local.problems]
+            dirs.append(local)
+        global_dir = session.global_responses()
+        if global_dir is not None:
+            dirs.append(global_dir)
+        targets: dict[str, Target] = {}  # by import path, resolved once per file
+        suite = loaded.suite
+        make_importable(self.config.rootpath, self.path.parent)  # for callables and targets
+        for i, case in enumerate(suite.cases):
+            subjects: dict[str, str] = {}
+            for subject, path, field in self.targets_of(case, loaded):
+                where = Problem("", line=loaded.case_lines[i], case=case.id, field=field)
+                if subject in subjects:
+                    problems.append(
+                        replace(
+                            where,
+                            message=f"targets {subjects[subject]!r} and {path!r} are both "
+                            f"subject {subject!r}",
+                            hint="name them apart: `targets: {NAME: module:function, ..}`",
+                        )
+                    )
+                subjects[subject] = path
+                if path in targets:
+                    continue
+                try:
+                    function = resolve_import(path)
+                except Exception as exc:
+                    problems.append(
+                        replace(
+                            where,
+                            message=f"cannot import target {path!r}: {described(exc)}",
+                            hint="check the import path and that its module is importable from "
+                            "the rootdir",
+                        )
+                    )
+                    continue
+                try:
+                    targets[path] = Target.of(function)
+                except TypeError as exc:
+                    problems.append(
+                        replace(where, message=f"target {path!r} cannot be called: {exc}")
+                    )
+        if problems:
+            raise RubricLoadError(self.path, problems)
+
+        grader = session.grader
+        too_many: list[Problem] = []
+        for i, case in enumerate(suite.cases):
+            compiled = grader.compile(
+                case,
+                global_criteria=suite.global_criteria,
+                min_score=own_mark(case, suite),
+            )
+            repeat = self.repeat_of(case, loaded)
+            sources = self._sources(case, loaded, dirs, targets, repeat=repeat, problems=too_many)
+            line = loaded.case_lines[i]
+            if not sources:
+                yield RubricItem.from_parent(
+                    self,
+                    name=case.id,
+                    compiled=compiled,
+                    suite_name=loaded.name,
+                    subject="",
+                    source=Source(unavailable=_no_response(case.id, dirs)),
+                    line=line,
+                )
+            for subject, source in sources.items():
+                yield RubricItem.from_parent(
+                    self,
+                    name=f"{case.id}[{subject}]",
+                    compiled=compiled,
+                    suite_name=loaded.name,
+                    subject=subject,
+                    source=source,
+                    line=line,
+                    repeat=repeat,
+                    pass_when=self.pass_when_of(case, loaded),
+                )
+        if too_many:
+            raise RubricLoadError(self.path, too_many)
+
+    def repeat_of(self, case: Any, loaded: LoadedSuite) -> int:
+        """How many answers the case's items get: the case's, the file's, or the run's."""
+        for value in (case.repeat, loaded.suite.repeat):
+            if value is not None:
+                return int(value)
+        return self.rubric_session.settings.repeat
+
+    def targets_of(self, case: Any, loaded: LoadedSuite) -> list[tuple[str, str, str]]:
+        """``(subject, import path, field)`` of each target that answers ``case``: the case's
+        own (``target``, ``targets``), else the file's, else the run's (``--rubric-target``).
+        A plain ``target`` is named after its function."""
+        for owner in (case, loaded.suite):
+            given = (
+                [(owner.target.rpartition(":")[2], owner.target, "target")] if owner.target else []
+            )
+            given += [(name, path, "targets") for name, path in (owner.targets or {}).items()]
+            if given:
+                return given
+        return [
+            (name or value.rpartition(":")[2], value, "--rubric-target")
+            for name, value in map(named, self.rubric_session.settings.targets)
+        ]
+
+    def pass_when_of(self, case: Any, loaded: LoadedSuite) -> str | float:
+        for value in (case.pass_when, loaded.suite.pass_when):
+            if value is not None:
+                return value
+        return self.rubric_session.settings.pass_when
+
+    def _sources(
+        self,
+        case: Any,
+        loaded: LoadedSuite,
+        dirs: list[ResponseDir],
+        targets: dict[str, Target],
+        *,
+        repeat: int = 1,
+        problems: list[Problem] | None = None,
+    ) -> dict[str, Source]:
+        sources: dict[str, Source] = {}
+        origins: dict[str, str] = {}
+
+        def add(subject: str, source: Source, origin: str) -> None:
+            if subject in sources:
+                source = Source(
+                    unavailable=(
+                        f"subject {subject!r} has two responses for case {case.id!r} "
+                        f"({origins[subject]} and {origin}); keep one"
+                    )
+                )
+            sources[subject] = source
+            origins[subject] = origin
+
+        if case.response is not None:
+            add(case.subject or "inline", Source(text=case.response), "`response:`")
+        for subject, text in (case.responses or {}).items():
+            add(subject, Source(text=text), "`responses:`")
+        for directory in dirs:
+            for response_file in directory.files:
+                entry = response_file.entries.get(case.id)
+                suite = response_file.suites.get(case.id)
+                if entry is not None and suite not in (None, loaded.name):
+                    entry = None
+                if entry is None:
+                    add(
+                        response_file.subject,
+                        Source(
+                            unavailable=(
+                                f"subject {response_file.subject!r} has no response for case {case.id!r}: "
+                                f"add a line to {response_file.path}: "
+                                f'{{"id": "{case.id}", "response": "..."}}'
+                            )
+                        ),
+                        str(response_file.path),
+                    )
+                else:
+                    directory.used.add((response_file.subject, case.id))
+                    more = response_file.more.get(case.id, [])
+                    if len(more) >= repeat and problems is not None:
+                        extra = more[repeat - 1]
+                        problems.append(
+                            Problem(
+                                f"{1 + len(more)} responses for case {case.id!r} "
+                                f"(lines {entry[1]}, {', '.join(str(m[1]) for m in more)}), but "
+                                f"the case has repeat: {repeat}; each line with its id is one "
+                                "sample",
+                                path=response_file.path,
+                                line=extra[1],
+                                case=case.id,
+                                field="id",
+                                hint=f"keep at most {repeat} line(s) with this id, or set "
+                                f"`repeat: {1 + len(more)}` on the case or the file "
+                                "(or --rubric-repeat)",
+                            )
+                        )
+                    add(
+                        response_file.subject,
+                        Source(text=entry[0], more=tuple(m[0] for m in more[: repeat - 1])),
+                        f"{response_file.path}:{entry[1]}",
+                    )
+        session = self.rubric_session
+        for subject, path, _ in self.targets_of(case, loaded):
+            source = Source(
+                target=targets[path],
+                target_name=path,
+                subject=subject,
+                timeout=case.timeout or session.settings.call_timeout,
+                runner=session.grader.calls,
+                cache=session.response_cache(),
+                tally=session.responses_tally,
+            )
+            add(subject, source, f"target {path}")
+        for subject, model in session.models.items():
+            add(
+                subject,
+                Source(
+                    target=model,
+                    target_name=model.spec.name,
+                    subject=subject,
+                    cache=session.response_cache(),
+                    tally=session.responses_tally,
+                ),
+                f"--rubric-model {model.spec.name}",
+            )
+        return sources
+
+
+class RubricItem(pytest.Item):
+    """One response graded against one case."""
+
+    def __init__(
+        self,
+        *,
+        compiled: CompiledRubric,
+        suite_name: str,
+        subject: str,
+        source: Source,
+        line: int | None,
+        repeat: int = 1,
+        pass_when: str | float = "mean",
+        **kwargs: Any,
+    ) -> None:
+        # The node id as a string, which pytest parses as it parses a node id read back from
+        # its cache or a command line ("case[subject]": name "case", parameters "subject"), so
+        # --lf, --ff, --sw and ``path::case`` find the item as they find a parametrized test.
+        parent = kwargs["parent"]
+        kwargs.setdefault("nodeid", f"{parent.nodeid}::{kwargs['name']}")
+        super().__init__(**kwargs)
+        self.repeat = repeat
+        self.pass_when = pass_when
+        self.compiled = compiled
+        self.suite_name = suite_name
+        self.subject = subject
+        self.source = source
+        self.line = line
+        if compiled.judged:
+            self.add_marker("llm_judge")
+
+    @property
+    def rubric_session(self) -> RubricSession:
+        parent = self.parent
+        assert isinstance(parent, RubricFile)
+        return parent.rubric_session
+
+    def runtest(self) -> None:
+        """Obtain the response, grade it, assert the grade.
+
+        Grading belongs to the call phase, so ``--setup-plan``, ``--setup-only``
+        and ``--collect-only`` stay dry runs: no target, no judge, no result.
+        An answer that could not be evaluated raises :class:`RubricEvaluationError`,
+        which the plugin reports as an error, never a failure or a pass.
+        """
+        session = self.rubric_session
+        responses, problem = self.source.fetch_samples(
+            self.compiled.rubric, repeat=self.repeat, concurrency=session.settings.concurrency
+        )
+        if responses is None:
+            problem = problem or "no response"
+            if self.subject:
+                record(
+                    self,
+                    self.rubric_session.grader.unavailable(
+                        self.compiled,
+                        problem,
+                        nodeid=self.nodeid,
+                        suite=self.suite_name,
+                        subject=self.subject,
+                    ),
+                )
+            raise RubricEvaluationError(problem, result=None)
+        grader = session.grader
+        judged = session.judge_samples(self.nodeid, self.compiled, responses)
+        result = grader.combine(
+            [
+                grader.grade(
+                    response,
+                    self.compiled,
+                    nodeid=self.nodeid,
+                    suite=self.suite_name,
+                    subject=self.subject,
+                    judged=verdicts,
+                )
+                for response, verdicts in zip(responses, judged, strict=True)
+            ],
+            pass_when=self.pass_when,
+            level=session.settings.confidence,
+        )
+        result.probe = session.probe(self.nodeid, self.compiled, responses[0], judged[0])
+        if result.errors:
+            record(self, result)
+            raise RubricEvaluationError(criteria_table(result), result=result)
+        if score_results(result.criteria).empty:
+            pytest.skip(
+                f"nothing graded: {result.skipped[0].reason}"
+                if result.skipped
+                else "nothing graded"
+            )
+        record(self, result)
+        if not result.passed:
+            raise RubricAssertionError(criteria_table(result), result=result)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, RubricAssertionError | RubricEvaluationError):
+            # The criterion table (or why there is no answer), then what the application was
+            # asked and said.
+            result = excinfo.value.result
+            if result is None:
+                return outgoing(str(excinfo.value))
+            show = self.rubric_session.settings.show_response
+            lines = [str(excinfo.value), *answer_lines(result, show_response=show)]
+            return outgoing("\n".join(lines))
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, (self.line - 1 if self.line else None), f"rubric: {self.name}"

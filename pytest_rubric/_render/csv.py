@@ -1,0 +1,124 @@
+"""The ``--rubric-csv`` file: one row per criterion result, for a spreadsheet.
+
+One row per criterion of every answer, and with ``repeat`` per criterion of every sample
+(``sample`` counts from 1; a result graded once is its own sample 1). The header is
+:data:`HEADER`; ``score`` and ``passed`` are the *sample's* (an item's verdict by its
+``pass_when`` rule is in the JSON); ``ok`` and ``passed`` are ``true`` or ``false``.
+
+The file is RFC 4180 (the :mod:`csv` module's quoting, CRLF between records) and UTF-8
+without a byte order mark; a cell holding a comma, a quote or a line break is quoted.
+
+Every cell passes the outgoing boundary (``_outgoing``) like every output's text: keys
+redacted, URLs public, control characters shown escaped (:func:`boundary`, which
+``_outputs`` applies in place of the whole-text one).
+
+Formula injection: a *text* cell (node id, suite, case, subject, criterion, type, axis,
+verdict, reason) that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return
+is written with a ``'`` in front, so a spreadsheet shows it and never runs it. A *number*
+cell (``sample``, ``weight``, ``credit``, ``score``) is written by the plugin from a
+finite number (``-2.0``, a forbidden criterion's weight): it is not prefixed, so it
+stays a number in the spreadsheet and in ``float()``; it can hold nothing but a number,
+so it can run nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import math
+from collections.abc import Iterator
+
+from .._report.report import SessionReport
+
+__all__ = ["HEADER", "RECORD_END", "boundary", "cell", "render_csv"]
+
+HEADER = (
+    "nodeid",
+    "suite",
+    "case",
+    "subject",
+    "sample",
+    "criterion",
+    "type",
+    "axis",
+    "weight",
+    "verdict",
+    "ok",
+    "credit",
+    "score",
+    "passed",
+    "reason",
+)
+RECORD_END = "\r\n"  # RFC 4180's; the only carriage returns in the file (see boundary)
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def cell(text: str) -> str:
+    """A text cell fit for a spreadsheet: ``'`` in front of a formula's start.
+
+    The outgoing boundary is applied after, cell by cell (:func:`boundary`). Nothing it
+    changes can start a formula (a key becomes ``***``, a carriage return or another
+    control character ``\\x..``, a URL keeps its scheme), so the prefix decided here holds."""
+    return "'" + text if text.startswith(_FORMULA) else text
+
+
+_BATCH = 1000  # rows through the boundary at a time: the keys looked up once a batch
+
+
+def boundary(text: str) -> str:
+    """The outgoing boundary (``_outgoing``) applied to every cell of the CSV ``text``, and
+    the CSV written again: applied to the whole text, a URL in one cell would run on into
+    the next cells (the URL pattern stops at a space or a quote, not a comma) and lose them
+    with its query string, and its carriage returns would be escaped. A carriage return in
+    a cell is escaped (``\\x0d``), so the only ones left in the file end its records."""
+    from .._guards.outgoing import outgoing_data
+
+    source = csv.reader(io.StringIO(text, newline=""))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator=RECORD_END)
+    while batch := list(itertools.islice(source, _BATCH)):
+        writer.writerows(outgoing_data(batch))
+    return buffer.getvalue()
+
+
+def _number(value: float) -> str:
+    if not math.isfinite(value):  # a result never holds one; a cell never runs one
+        return cell(repr(value))
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _rows(report: SessionReport) -> Iterator[list[str]]:
+    for r in report.results:
+        for index, sample in enumerate(r.sample_list, start=1):
+            for c in sample.criteria:
+                yield [
+                    cell(r.nodeid),
+                    cell(r.suite),
+                    cell(r.case),
+                    cell(r.subject),
+                    str(index),
+                    cell(c.id),
+                    cell(c.type),
+                    cell(c.axis),
+                    _number(c.weight),
+                    cell(str(c.verdict)),
+                    _flag(c.ok),
+                    _number(c.credit),
+                    _number(sample.score),
+                    _flag(sample.passed),
+                    cell(c.reason),
+                ]
+
+
+def render_csv(report: SessionReport) -> str:
+    """Every criterion result of ``report`` as CSV text (see the module docstring)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator=RECORD_END)
+    writer.writerow(HEADER)
+    writer.writerows(_rows(report))
+    return buffer.getvalue()

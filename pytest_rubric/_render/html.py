@@ -1,0 +1,476 @@
+"""The HTML report: one self-contained file, inline CSS and SVG, no script, nothing fetched.
+
+It shows, in order:
+
+* the run's header line: the plugin's version, the judges with their
+  endpoints, the commit, when it started and how long it took;
+* the style-versus-substance scatter plot: one point per answer, x = style
+  (the mean of fluency and confidence), y = substance score, one colour per
+  subject. The low-score, high-style corner is shaded, and every answer
+  flagged ``confidently_wrong`` is ringed in red, so a confident wrong
+  answer stands out at a glance;
+* each subject's correctness interval on the same plot: a bar in its colour
+  at its mean style, from the interval's low to its high end, marked at its
+  correctness;
+* the leaderboard with both ranks, tiers and the disagreement notice, and
+  the per-suite and per-tag breakdown when there is one;
+* with two subjects or more, the pairwise matrix: the row's subject against the
+  column's over the cases they share, wins-losses-ties and the mean difference with
+  its paired interval, shaded where the interval excludes 0 (``_pairwise``);
+* the gates, when ``--rubric-baseline`` or ``--rubric-fail-under`` is set;
+* per case, every subject's answer: score, criteria with verdicts and
+  reasons, and the response text.
+
+Every text from a rubric or a response goes through :func:`html.escape`,
+and a Content-Security-Policy forbids scripts and any fetch, so a hostile
+response is shown as text and can do nothing.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import defaultdict
+from collections.abc import Sequence
+
+from .._grade.style import StyleThresholds
+from .._report.gates import CHANGE_KINDS, DELTA_HEADER, GateReport
+from .._report.leaderboard import COLUMNS, SubjectRow, interval_text
+from .._report.pairwise import Pair
+from .._report.report import SessionReport, Severity
+from .._results import CaseResult, mark_text
+
+__all__ = ["PALETTE", "render_html", "style_of"]
+
+# Okabe-Ito: distinguishable with the common colour-vision deficiencies.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+_SHAPES = ("circle", "square", "diamond")
+_W, _H = 640, 420
+_LEFT, _RIGHT, _TOP, _BOTTOM = 56, 16, 16, 48
+
+
+def style_of(result: CaseResult) -> float:
+    """The plot's x: how an answer reads, the mean of fluency and confidence."""
+    return (result.fluency + result.confidence) / 2
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _x(value: float) -> float:
+    return _LEFT + value * (_W - _LEFT - _RIGHT)
+
+
+def _y(value: float) -> float:
+    return _TOP + (1 - value) * (_H - _TOP - _BOTTOM)
+
+
+def _marker(shape: str, x: float, y: float, colour: str, title: str) -> str:
+    tip = f"<title>{_e(title)}</title>"
+    if shape == "square":
+        return (
+            f'<rect x="{x - 4.5:.1f}" y="{y - 4.5:.1f}" width="9" height="9" fill="{colour}" '
+            f'fill-opacity="0.85">{tip}</rect>'
+        )
+    if shape == "diamond":
+        points = f"{x:.1f},{y - 6:.1f} {x + 6:.1f},{y:.1f} {x:.1f},{y + 6:.1f} {x - 6:.1f},{y:.1f}"
+        return f'<polygon points="{points}" fill="{colour}" fill-opacity="0.85">{tip}</polygon>'
+    return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{colour}" fill-opacity="0.85">{tip}</circle>'
+
+
+def _interval_bar(row: SubjectRow, colour: str, level: float) -> str:
+    """A subject's correctness interval: a vertical bar with caps at its mean style."""
+    if row.correctness_ci is None:
+        return ""
+    lo, hi = row.correctness_ci
+    x = _x((row.fluency + row.confidence) / 2)
+    title = f"{row.subject}: correctness {interval_text(row.correctness, row.correctness_ci)}"
+    title += f" ({level:g} interval over {row.n_cases} cases)"
+    return (
+        f'<g class="interval" stroke="{colour}" stroke-width="2.5"><title>{_e(title)}</title>'
+        f'<line x1="{x:.1f}" y1="{_y(lo):.1f}" x2="{x:.1f}" y2="{_y(hi):.1f}"/>'
+        f'<line x1="{x - 6:.1f}" y1="{_y(lo):.1f}" x2="{x + 6:.1f}" y2="{_y(lo):.1f}"/>'
+        f'<line x1="{x - 6:.1f}" y1="{_y(hi):.1f}" x2="{x + 6:.1f}" y2="{_y(hi):.1f}"/>'
+        f'<line x1="{x - 10:.1f}" y1="{_y(row.correctness):.1f}" x2="{x + 10:.1f}" '
+        f'y2="{_y(row.correctness):.1f}" stroke-width="4"/></g>'
+    )
+
+
+def _scatter(
+    results: Sequence[CaseResult],
+    subjects: Sequence[str],
+    thresholds: StyleThresholds,
+    rows: Sequence[SubjectRow] = (),
+    level: float = 0.95,
+) -> str:
+    look = {
+        s: (PALETTE[i % len(PALETTE)], _SHAPES[i // len(PALETTE) % len(_SHAPES)])
+        for i, s in enumerate(subjects)
+    }
+    low = thresholds.low_score
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {_H}" width="{_W}" '
+        f'height="{_H}" role="img" aria-labelledby="plot-title">',
+        '<title id="plot-title">Substance score against style, one point per answer</title>',
+        f'<rect x="{_LEFT}" y="{_TOP}" width="{_W - _LEFT - _RIGHT}" height="{_H - _TOP - _BOTTOM}" '
+        'fill="#fff" stroke="#888"/>',
+        # The trap: reads well, scores low.
+        f'<rect class="trap" x="{_x(0.5):.1f}" y="{_y(low):.1f}" width="{_x(1) - _x(0.5):.1f}" '
+        f'height="{_y(0) - _y(low):.1f}" fill="#D55E00" fill-opacity="0.12"/>',
+        f'<text x="{_x(0.51):.1f}" y="{_y(low) + 14:.1f}" class="trap-label">'
+        "sounds right, is wrong</text>",
+    ]
+    for tick in (0, 0.25, 0.5, 0.75, 1):
+        parts.append(
+            f'<line x1="{_x(tick):.1f}" y1="{_y(0):.1f}" x2="{_x(tick):.1f}" y2="{_y(0) + 4:.1f}" stroke="#888"/>'
+            f'<text x="{_x(tick):.1f}" y="{_y(0) + 16:.1f}" text-anchor="middle">{tick:g}</text>'
+            f'<line x1="{_x(0) - 4:.1f}" y1="{_y(tick):.1f}" x2="{_x(0):.1f}" y2="{_y(tick):.1f}" stroke="#888"/>'
+            f'<text x="{_x(0) - 7:.1f}" y="{_y(tick) + 4:.1f}" text-anchor="end">{tick:g}</text>'
+        )
+    parts.append(
+        f'<text x="{(_x(0) + _x(1)) / 2:.1f}" y="{_H - 8}" text-anchor="middle" class="axis">'
+        "style: mean of fluency and confidence (never scored)</text>"
+        f'<text transform="translate(14 {(_y(0) + _y(1)) / 2:.1f}) rotate(-90)" '
+        'text-anchor="middle" class="axis">substance score</text>'
+    )
+    for r in results:
+        colour, shape = look[r.subject]
+        x, y = _x(style_of(r)), _y(r.score)
+        title = (
+            f"{r.case}[{r.subject}]: score {r.score:.2f}, fluency {r.fluency:.2f}, "
+            f"confidence {r.confidence:.2f}" + (f", {', '.join(r.flags)}" if r.flags else "")
+        )
+        if "confidently_wrong" in r.flags:
+            parts.append(
+                f'<circle class="flagged" cx="{x:.1f}" cy="{y:.1f}" r="9" fill="none" '
+                'stroke="#C00" stroke-width="2"/>'
+            )
+        parts.append(_marker(shape, x, y, colour, title))
+    parts += [_interval_bar(row, look[row.subject][0], level) for row in rows]
+    # Three or more answers on one spot (a 2.5 % cell) would hide each other: count them.
+    stacks: dict[tuple[int, int], list[CaseResult]] = defaultdict(list)
+    for r in results:
+        stacks[(round(style_of(r) * 40), round(r.score * 40))].append(r)
+    for stack in stacks.values():
+        if len(stack) >= 3:
+            sx = sum(style_of(r) for r in stack) / len(stack)
+            sy = sum(r.score for r in stack) / len(stack)
+            parts.append(
+                f'<text class="stack" x="{_x(sx) - 10:.1f}" y="{_y(sy) - 8:.1f}" '
+                f'text-anchor="end">&#215;{len(stack)}</text>'
+            )
+    parts.append("</svg>")
+    legend = "".join(
+        f'<li><svg width="14" height="14" viewBox="0 0 14 14" aria-hidden="true">'
+        f"{_marker(look[s][1], 7, 7, look[s][0], s)}</svg> {_e(s)}</li>"
+        for s in subjects
+    )
+    legend += (
+        '<li><svg width="20" height="20" viewBox="0 0 20 20" aria-hidden="true">'
+        '<circle cx="10" cy="10" r="8" fill="none" stroke="#C00" stroke-width="2"/></svg> '
+        f"flagged confidently_wrong (confidence &ge; {thresholds.confident:g}, score &lt; {low:g})</li>"
+    )
+    if rows:
+        legend += (
+            '<li><svg width="14" height="20" viewBox="0 0 14 20" aria-hidden="true">'
+            '<g stroke="#333" stroke-width="2"><line x1="7" y1="2" x2="7" y2="18"/>'
+            '<line x1="2" y1="10" x2="12" y2="10" stroke-width="3"/></g></svg> '
+            f"a subject's correctness with its {level:g} interval</li>"
+        )
+    return f'<figure class="plot">{"".join(parts)}<ul class="legend">{legend}</ul></figure>'
+
+
+def _row(cells: Sequence[str], tag: str = "td") -> str:
+    return "<tr>" + "".join(f"<{tag}>{_e(cell)}</{tag}>" for cell in cells) + "</tr>"
+
+
+def _leaderboard(report: SessionReport) -> str:
+    header = _row([column.wide for column in COLUMNS], "th")
+    body = "".join(_row([c.cell(row) for c in COLUMNS]) for row in report.leaderboard)
+    table = f'<table class="board"><thead>{header}</thead><tbody>{body}</tbody></table>'
+    for note in report.notes:
+        # INFO notes are the terminal's: this page shows what a reader must act on.
+        if note.severity is not Severity.INFO:
+            table += f'<p class="notice">{_e(note.text)}</p>'
+    return table
+
+
+def _breakdowns(report: SessionReport) -> str:
+    parts = []
+    for group in ("suite", "tag"):
+        entries = [b for b in report.breakdowns if b.group == group]
+        if entries:
+            body = "".join(
+                _row([b.key, b.subject, interval_text(b.score, b.ci), str(b.n)]) for b in entries
+            )
+            parts.append(
+                f"<h3>By {group}</h3><table><thead>{_row([group, 'subject', 'score', 'n'], 'th')}"
+                f"</thead><tbody>{body}</tbody></table>"
+            )
+    return "".join(parts)
+
+
+def _pair_cell(pair: Pair | None, mirrored: bool) -> str:
+    """One cell of the matrix: the row's subject against the column's."""
+    if pair is None:
+        return '<td class="self">–</td>'
+    if pair.diff is None or pair.ci is None:
+        return '<td class="none">no shared case</td>'
+    wins, losses, diff, (lo, hi) = pair.wins, pair.losses, pair.diff, pair.ci
+    if mirrored:  # the pair is (column, row): seen from the row's side
+        wins, losses, diff, (lo, hi) = losses, wins, -diff, (-hi, -lo)
+    shade = "better" if lo > 0 else "worse" if hi < 0 else "even"
+    return (
+        f'<td class="{shade}">{wins}–{losses}–{pair.ties}<br>'
+        f"{diff:+.3f} [{lo:+.3f}, {hi:+.3f}]</td>"
+    )
+
+
+def _pairwise(report: SessionReport) -> str:
+    """The pairwise matrix, subjects in leaderboard order (see the module docstring)."""
+    if not report.pairwise:
+        return ""
+    subjects = [row.subject for row in report.leaderboard]
+    by_pair = {(p.a, p.b): p for p in report.pairwise}
+    header = "<tr><th></th>" + "".join(f"<th>{_e(s)}</th>" for s in subjects) + "</tr>"
+    body = ""
+    for row in subjects:
+        cells = "".join(
+            _pair_cell(None, False)
+            if row == column
+            else _pair_cell(by_pair[(row, column)], False)
+            if (row, column) in by_pair
+            else _pair_cell(by_pair[(column, row)], True)
+            for column in subjects
+        )
+        body += f"<tr><th>{_e(row)}</th>{cells}</tr>"
+    return (
+        "<h2>Pairwise</h2><p>Each cell: the row's subject against the column's over the cases "
+        "both answered, as wins–losses–ties, then the mean score difference (row minus "
+        f"column) with its paired {report.level:g} interval. Shaded where the interval "
+        'excludes 0.</p><table class="pairwise">'
+        f"<thead>{header}</thead><tbody>{body}</tbody></table>"
+    )
+
+
+def _trend(report: SessionReport, subjects: Sequence[str]) -> str:
+    """Each subject's correctness over the last runs of ``--rubric-history`` (this one
+    last): one line per subject, each run's interval a vertical bar; inline SVG, no script."""
+    runs = report.trend
+    if len(runs) < 2:
+        return ""
+    colour = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(subjects)}
+    named = list(dict.fromkeys([*subjects, *(s[0] for run in runs for s in run.subjects)]))
+    step = (_W - _LEFT - _RIGHT) / (len(runs) - 1)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {_H}" width="{_W}" '
+        f'height="{_H}" role="img" aria-labelledby="trend-title">',
+        f'<title id="trend-title">Correctness of each subject over the last {len(runs)} runs'
+        "</title>",
+        f'<rect x="{_LEFT}" y="{_TOP}" width="{_W - _LEFT - _RIGHT}" height="{_H - _TOP - _BOTTOM}" '
+        'fill="#fff" stroke="#888"/>',
+    ]
+    for tick in (0, 0.25, 0.5, 0.75, 1):
+        parts.append(
+            f'<text x="{_x(0) - 7:.1f}" y="{_y(tick) + 4:.1f}" text-anchor="end">{tick:g}</text>'
+        )
+    for i, name in enumerate(named):
+        hue = colour.get(name, PALETTE[i % len(PALETTE)])
+        points = [
+            (_LEFT + k * step, value, low, high, run)
+            for k, run in enumerate(runs)
+            for subject, value, low, high in run.subjects
+            if subject == name
+        ]
+        if not points:
+            continue
+        line = " ".join(f"{x:.1f},{_y(value):.1f}" for x, value, *_ in points)
+        parts.append(
+            f'<g class="trend" stroke="{hue}" fill="{hue}"><title>{_e(name)}</title>'
+            f'<polyline points="{line}" fill="none" stroke-width="2"/>'
+        )
+        for x, value, low, high, run in points:
+            when = f"{run.started_at} {(run.git_commit or '')[:12]}".strip()
+            ci = (low, high) if low is not None and high is not None else None
+            tip = f"{name}: {interval_text(value, ci)}"
+            if low is not None and high is not None:
+                parts.append(
+                    f'<line x1="{x:.1f}" y1="{_y(low):.1f}" x2="{x:.1f}" y2="{_y(high):.1f}" '
+                    'stroke-width="1.5" stroke-opacity="0.6"/>'
+                )
+            parts.append(
+                f'<circle cx="{x:.1f}" cy="{_y(value):.1f}" r="3.5">'
+                f"<title>{_e(f'{tip} ({when})')}</title></circle>"
+            )
+        parts.append("</g>")
+    parts.append("</svg>")
+    legend = " ".join(
+        f'<span style="color:{colour.get(name, PALETTE[i % len(PALETTE)])}">&#9632;</span> '
+        f"{_e(name)}"
+        for i, name in enumerate(named)
+    )
+    return (
+        f'<h2 id="trend">Correctness over the last {len(runs)} runs</h2>'
+        f"<p>From the history; this run is the last point. {legend}</p>" + "".join(parts)
+    )
+
+
+def _gates(gates: GateReport) -> str:
+    parts = ["<h2>Gates</h2>"]
+    if gates.baseline is not None:
+        rows = "".join(_row(d.cells(missing="–")) for d in gates.deltas)
+        parts.append(
+            f"<p>Baseline <code>{_e(gates.baseline)}</code>.</p><table><thead>"
+            f"{_row(DELTA_HEADER, 'th')}</thead><tbody>{rows}</tbody></table>"
+        )
+    if gates.failed:
+        items = "".join(f"<li>{_e(reason)}</li>" for reason in gates.regressions)
+        parts.append(f'<p class="bad">Gate failed:</p><ul>{items}</ul>')
+    else:
+        parts.append('<p class="good">Gate passed.</p>')
+    notes = gates.noted
+    if notes:
+        items = "".join(f"<li>{_e(note)}</li>" for note in notes)
+        parts.append(f"<p>Notes:</p><ul>{items}</ul>")
+    return "".join(parts)
+
+
+def _anchor(nodeid: str) -> str:
+    """The page id of an answer (a node id holds characters an id cannot)."""
+    import hashlib
+
+    return "answer-" + hashlib.sha1(nodeid.encode("utf-8", "replace")).hexdigest()[:12]
+
+
+def _changes(report: SessionReport) -> str:
+    """With a baseline, first: each subject's delta with its paired interval, then the items
+    that regressed, improved, appeared or disappeared, each linked to its answer below."""
+    gates = report.gates
+    if gates.baseline is None:
+        return ""
+    parts = [
+        '<h2 id="changes">Changes since the baseline</h2>',
+        f"<p>Against <code>{_e(gates.baseline)}</code>; each change of correctness with its "
+        f"paired {gates.level:g} interval over the cases both runs graded.</p>",
+        '<table class="board">',
+        _row(DELTA_HEADER, "th"),
+        *(_row(d.cells(missing="\u2013")) for d in gates.deltas),
+        "</table>",
+    ]
+    shown = {r.nodeid for r in report.results}
+    for kind in CHANGE_KINDS:
+        changes = [c for c in gates.changes if c.kind == kind]
+        if not changes:
+            continue
+        items = []
+        for c in changes:
+            name = f"<code>{_e(c.nodeid)}</code>"
+            link = f'<a href="#{_anchor(c.nodeid)}">{name}</a>' if c.nodeid in shown else name
+            scores = " &#8594; ".join(
+                "&#8211;" if v is None else f"{v:.2f}" for v in (c.before, c.after)
+            )
+            items.append(f"<li>{link} <small>{scores}</small></li>")
+        parts.append(f'<h3 class="{kind}">{len(changes)} {kind}</h3><ul>{"".join(items)}</ul>')
+    return "".join(parts)
+
+
+def _answer(r: CaseResult) -> str:
+    rows = "".join(
+        f'<tr class="{"ok" if c.ok else c.verdict.value.lower() if c.verdict.value in ("ERROR", "SKIPPED") else "wrong"}">'
+        f"<td>{_e(c.id)}</td><td>{_e(c.type)}{' (style)' if c.axis == 'style' else ''}</td>"
+        f"<td>{_e(c.verdict.value)}{' unstable' if c.unstable else ''}</td><td>{c.weight:g}</td>"
+        f"<td>{_e(c.reason)}</td></tr>"
+        for c in r.criteria
+    )
+    flags = "".join(f'<span class="flag">{_e(f)}</span>' for f in r.flags)
+    rate = ""
+    if r.n_samples > 1:
+        rate = (
+            f", pass rate {interval_text(r.pass_rate, r.pass_rate_ci)} over {r.n_samples} "
+            f"samples (pass_when {_e(r.pass_when)})"
+        )
+    return (
+        f'<details class="{r.status}" id="{_anchor(r.nodeid)}"><summary><span class="status">{r.status.upper()}</span> '
+        f"{_e(r.subject)}: score {r.score:.2f} ({_e(mark_text(r.min_score))}){rate} {flags}</summary>"
+        f'<table class="criteria"><thead><tr><th>criterion</th><th>type</th><th>verdict</th>'
+        f"<th>weight</th><th>reason</th></tr></thead><tbody>{rows}</tbody></table>"
+        f"<pre>{_e(r.response)}</pre></details>"
+    )
+
+
+def _cases(results: Sequence[CaseResult]) -> str:
+    by_case: dict[tuple[str, str], list[CaseResult]] = defaultdict(list)
+    for r in results:
+        by_case[(r.suite, r.case)].append(r)
+    parts = []
+    for (suite, case), answers in by_case.items():
+        question = answers[0].question
+        parts.append(
+            f'<section class="case"><h3>{_e(case)} <small>{_e(suite)}</small></h3>'
+            + (f'<p class="question">{_e(question)}</p>' if question else "")
+            + "".join(_answer(a) for a in answers)
+            + "</section>"
+        )
+    return "".join(parts)
+
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:980px;color:#222;padding:0 16px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px}h3{font-size:15px;margin:18px 0 4px}
+small{color:#777;font-weight:normal}table{border-collapse:collapse;margin:6px 0}
+th,td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+.board td:not(:nth-child(2)){text-align:right;white-space:nowrap}
+.notice{background:#fff3e0;border-left:4px solid #D55E00;padding:6px 10px;font-weight:600}
+.plot svg{font-size:11px;font-family:inherit}.axis{font-size:12px;fill:#333}.trap-label{fill:#D55E00;font-size:12px}.stack{font-size:11px;fill:#333;font-weight:600}
+.legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:14px}.legend li{display:flex;align-items:center;gap:4px}
+details{border:1px solid #ddd;border-radius:4px;margin:4px 0;padding:2px 8px}summary{cursor:pointer}
+details.failed .status{color:#b00}details.error .status{color:#fff;background:#b00;padding:0 4px}details.passed .status{color:#070}
+tr.wrong td{background:#fdecea}tr.error td{background:#f9d6d5}tr.skipped td{color:#888}
+.flag{background:#eee;border-radius:3px;padding:0 4px;margin-left:4px;font-size:12px}
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:8px;max-height:300px;overflow:auto}
+.bad{color:#b00;font-weight:600}.good{color:#070;font-weight:600}.question{color:#444}
+.run{color:#555;font-size:13px;margin:0 0 12px}.run code{font-size:12px}
+.pairwise td{text-align:center;white-space:nowrap;font-size:13px}.pairwise td.better{background:#e3f2e1}
+.pairwise td.worse{background:#fdecea}.pairwise td.self,.pairwise td.none{color:#888}
+"""
+
+
+def render_html(report: SessionReport, *, title: str = "pytest-rubric report") -> str:
+    """The whole report as one HTML document."""
+    results = report.results
+    subjects = sorted({r.subject for r in results})
+    body = [f"<h1>{_e(title)}</h1>"]
+    if report.run is not None:
+        header = (f"{_e(label)} <code>{_e(value)}</code>" for label, value in report.run.header())
+        body.append(f'<p class="run">{" · ".join(header)}</p>')
+    body.append(f"<p>{report.passed} of {len(results)} answers passed.</p>")
+    body.append(_changes(report))
+    if results:
+        body += [
+            "<h2>Substance against style</h2>",
+            "<p>Each point is one answer. Up is more correct; right reads more fluent and "
+            "confident. Style never enters the score: a point in the shaded corner reads well "
+            "and is wrong.</p>",
+            _scatter(results, subjects, report.thresholds, report.leaderboard, report.level),
+            "<h2>Leaderboard</h2>",
+            _leaderboard(report),
+            _breakdowns(report),
+            _pairwise(report),
+            _trend(report, subjects),
+        ]
+    if report.judge_audit.shown:
+        items = "".join(f"<li>{_e(text)}</li>" for text in report.judge_audit.lines())
+        body.append(f"<h2>Judge audit</h2><ul>{items}</ul>")
+    if report.gates.active:
+        body.append(_gates(report.gates))
+    if results:
+        body += ["<h2>Cases</h2>", _cases(results)]
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; img-src data:\">"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
+        + "".join(body)
+        + "</body></html>\n"
+    )

@@ -1,0 +1,155 @@
+"""The Markdown report: the run's header line, the leaderboard, the gates and the failing cases.
+
+Written to ``--rubric-markdown PATH`` (for a pull-request comment) and
+appended to ``$GITHUB_STEP_SUMMARY`` when that is set. GitHub renders
+Markdown with inline HTML, so every text from a rubric or a response is
+made inert for both, and no more than that, so that it still reads as
+written: ``&``, ``<`` and ``>`` become entities; the characters that
+start emphasis, code, links, strikethrough or a new cell (``\\ ` * _ [ ]
+~ |``) are backslash-escaped, and so is the ``:`` of ``://`` (no
+autolink); line breaks become spaces. Node ids are code spans.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .._defaults import SHOW_QUESTION
+from .._guards.outgoing import inert_mentions, outgoing
+from .._guards.secrets import shorten
+from .._report.gates import DELTA_HEADER, GateReport
+from .._report.leaderboard import COLUMNS, interval_text
+from .._report.report import SessionReport, Severity
+from .._results import CaseResult
+
+__all__ = ["code", "escape", "render_markdown"]
+
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_PUNCTUATION = re.compile(r"([\\`*_\[\]|~]|:(?=//)|(?<=www)\.)")
+_SPACE = re.compile(r"\s+")
+_MAX_TEXT = 160
+_MAX_FAILURES = 50
+
+
+def escape(text: str, limit: int = _MAX_TEXT) -> str:
+    """``text`` as inert Markdown table-cell text: one line, at most ``limit`` characters,
+    no mention, issue link or e-mail address live (a PR comment notifies nobody)."""
+    # The boundary before the escapes, which would hide a URL's "://" from it.
+    text = inert_mentions(outgoing(shorten(_SPACE.sub(" ", text).strip(), limit)))
+    # Punctuation first: the entities below carry "#" and ";" of their own.
+    text = _PUNCTUATION.sub(r"\\\1", text)
+    return "".join(_HTML.get(ch, ch) for ch in text)
+
+
+def code(text: str, limit: int = _MAX_TEXT) -> str:
+    """``text`` as a code span in a table cell: shown as is, but for ``|``, which GitHub
+    reads as a new cell even there."""
+    text = outgoing(shorten(_SPACE.sub(" ", text).strip(), limit)).replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    padding = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{padding}{text}{padding}{fence}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> str:
+    lines = [f"## {title}", ""]
+    if report.run is not None:
+        header = (f"{escape(label)} {code(value)}" for label, value in report.run.header())
+        lines += [" · ".join(header), ""]
+    if not report.results:
+        return "\n".join([*lines, "No rubric results.", ""])
+    lines += [f"{report.passed} of {len(report.results)} answers passed.", ""]
+    lines += _table(
+        [column.header for column in COLUMNS],
+        [
+            [escape(c.cell(row)) if c.text else c.cell(row) for c in COLUMNS]
+            for row in report.leaderboard
+        ],
+    )
+    for note in report.notes:
+        # INFO notes are the terminal's: this page shows what a reader must act on.
+        if note.severity is not Severity.INFO:
+            lines += ["", f"> **{escape(note.text, limit=200)}**"]
+    for group in ("suite", "tag"):
+        entries = [b for b in report.breakdowns if b.group == group]
+        if entries:
+            lines += ["", f"### By {group}", ""]
+            lines += _table(
+                (group, "subject", "score", "n"),
+                [
+                    (escape(b.key), escape(b.subject), interval_text(b.score, b.ci), str(b.n))
+                    for b in entries
+                ],
+            )
+    if report.judge_audit.shown:
+        lines += ["", "### Judge audit", ""]
+        lines += [f"- {escape(text, limit=300)}" for text in report.judge_audit.lines()]
+    if report.gates.active:
+        lines += _gates(report.gates)
+    failing = report.failing
+    if failing:
+        lines += ["", f"### Failing cases ({len(failing)})", ""]
+        lines += _table(
+            ("case", "subject", "status", "score", "min_score", "why"),
+            [
+                (
+                    code(r.nodeid or r.case),
+                    escape(r.subject),
+                    r.status.upper(),
+                    f"{r.score:.2f}",
+                    "report-only" if r.min_score is None else f"{r.min_score:.2f}",
+                    escape("; ".join(_why(r)), limit=300),
+                )
+                for r in failing[:_MAX_FAILURES]
+            ],
+        )
+        if len(failing) > _MAX_FAILURES:
+            lines.append(f"\n… and {len(failing) - _MAX_FAILURES} more (see the JSON report).")
+        for r in failing[:_MAX_FAILURES]:
+            lines += _answer(r, report.show_response)
+    return "\n".join(lines) + "\n"
+
+
+def _answer(result: CaseResult, show_response: int) -> list[str]:
+    """What the application was asked and said, under the failing case's node id."""
+    shown = []
+    if result.question:
+        shown.append(f"- question: {escape(result.question, limit=SHOW_QUESTION)}")
+    if show_response > 0:
+        shown.append(f"- response: {escape(result.response, limit=show_response)}")
+    if not shown:
+        return []
+    return ["", f"#### {code(result.nodeid or result.case)}", "", *shown]
+
+
+def _gates(gates: GateReport) -> list[str]:
+    lines = ["", "### Gates", ""]
+    if gates.baseline is not None:
+        rows = [d.cells(missing="–") for d in gates.deltas]
+        lines += _table(DELTA_HEADER, [(escape(subject), *rest) for subject, *rest in rows])
+        lines.append("")
+    if gates.failed:
+        lines.append(f"**Gate failed** ({len(gates.regressions)}):")
+        lines += [f"- {escape(reason, limit=300)}" for reason in gates.regressions]
+    else:
+        lines.append("Gate passed.")
+    notes = gates.noted
+    if notes:
+        lines += ["", "Notes:"]
+        lines += [f"- {escape(note, limit=300)}" for note in notes]
+    return lines
+
+
+def _why(result: CaseResult) -> list[str]:
+    """The criteria that went the wrong way or could not be evaluated, with reasons."""
+    return [
+        f"{c.id} {c.verdict}: {c.reason}"
+        for c in result.criteria
+        if c.went_wrong or c.verdict.value == "ERROR"
+    ] or result.failure_reasons()

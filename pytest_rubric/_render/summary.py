@@ -1,0 +1,150 @@
+"""The ``rubric summary`` section: a :class:`SessionReport` rendered as terminal lines.
+
+Each line carries the severity of what it says; the terminal picks its colour
+from that (:attr:`Line.markup`), and ``merge`` prints the text alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .._report.breakdowns import Breakdown
+from .._report.gates import GateReport
+from .._report.leaderboard import COLUMNS, interval_text
+from .._report.report import SessionReport, Severity, build_report
+from .._results import CaseResult
+from .table import render_table
+
+__all__ = ["Line", "summary_lines", "terminal_lines"]
+
+_MARK = {Severity.WARNING: "! ", Severity.CAUTION: "~ "}
+_MARKUP: dict[Severity, dict[str, bool]] = {
+    Severity.INFO: {},
+    Severity.CAUTION: {"cyan": True},
+    Severity.WARNING: {"yellow": True},
+    Severity.ERROR: {"red": True},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    text: str
+    severity: Severity = Severity.INFO
+
+    @property
+    def markup(self) -> dict[str, bool]:
+        """Keyword arguments for ``TerminalReporter.line``."""
+        return _MARKUP[self.severity]
+
+
+def terminal_lines(report: SessionReport, *, board_when_empty: bool = False) -> list[Line]:
+    """The leaderboard, the notes, the judge's usage and the gates.
+
+    A run without results shows no leaderboard; ``merge`` shows its header
+    (``board_when_empty``), so a merge of empty documents still says what it merged.
+    """
+    lines: list[Line] = []
+    if report.leaderboard or board_when_empty:
+        # One subject stands among no others: no rank, naive rank or tier to show.
+        columns = [c for c in COLUMNS if not (c.ranking and len(report.leaderboard) == 1)]
+        cells = [[column.cell(row) for column in columns] for row in report.leaderboard]
+        right = {i for i, column in enumerate(columns) if not column.text}
+        table = render_table([column.header for column in columns], cells, right=right)
+        lines += [Line(text) for text in table]
+        if len(report.leaderboard) == 1:
+            lines.append(Line(f"correctness [{report.level:g} interval over cases]"))
+        elif report.leaderboard:
+            lines.append(
+                Line(
+                    f"correctness [{report.level:g} interval over cases]; subjects in one tier "
+                    "are not told apart by this suite"
+                )
+            )
+    passed, failed = report.assertions
+    if passed or failed:
+        lines.append(Line(f"assertions: {passed} passed, {failed} failed"))
+    lines += _breakdown_lines(report.breakdowns)
+    for note in report.notes:
+        lines.append(Line(_MARK.get(note.severity, "") + note.text, note.severity))
+        lines += [Line(f"  {detail}", note.severity) for detail in note.details]
+    lines += [Line(usage) for usage in report.judge_usage]
+    if report.judge_audit.shown:
+        lines += [Line("judge audit"), *(Line(text) for text in report.judge_audit.lines())]
+    return lines + _gate_lines(report.gates)
+
+
+def _breakdown_lines(entries: Iterable[Breakdown]) -> list[Line]:
+    """One table per group: key, subject, score with its interval, n."""
+    lines: list[Line] = []
+    for group in ("suite", "tag"):
+        rows = [
+            [b.key, b.subject, interval_text(b.score, b.ci), str(b.n)]
+            for b in entries
+            if b.group == group
+        ]
+        if rows:
+            lines.append(Line(f"by {group}:"))
+            table = render_table([group, "subject", "score", "n"], rows, right={2, 3})
+            lines += [Line(f"  {text}") for text in table]
+    return lines
+
+
+def _gate_lines(gates: GateReport) -> list[Line]:
+    if not gates.active:
+        return []
+    lines: list[Line] = []
+    if gates.baseline is not None:
+        lines.append(
+            Line(
+                f"baseline {gates.baseline}: correctness per subject (change [{gates.level:g} "
+                "paired interval over shared cases])"
+            )
+        )
+        for d in gates.deltas:
+            subject, before, after, change = d.cells(missing="-")
+            change = "" if d.delta is None else f" ({change})"
+            lines.append(Line(f"  {subject}: {before} -> {after}{change}"))
+    lines += [Line(f"  note: {note}") for note in gates.noted]
+    if gates.failed:
+        lines.append(Line(f"rubric gate FAILED ({len(gates.regressions)}):", Severity.ERROR))
+        lines += [Line(f"  - {reason}", Severity.ERROR) for reason in gates.regressions]
+    else:
+        lines.append(Line(f"rubric gate passed: {_passed(gates)}"))
+    return lines
+
+
+def _passed(gates: GateReport) -> str:
+    """What passing the gates that ran means."""
+    parts = []
+    if gates.baseline is not None and gates.gate_confidence is None:
+        parts.append(
+            f"no case regressed, no subject dropped more than {gates.max_drop:g} "
+            "(--rubric-max-drop)"
+        )
+    elif gates.baseline is not None:
+        parts.append(
+            f"no case fell and no subject dropped more than {gates.max_drop:g} beyond noise "
+            f"(--rubric-max-drop, --rubric-gate-confidence {gates.gate_confidence:g})"
+        )
+    if gates.fail_under is not None:
+        parts.append(f"every subject at or above {gates.fail_under:g} (--rubric-fail-under)")
+    if gates.max_style_flips is not None:
+        parts.append(
+            f"judge style sensitivity at most {gates.max_style_flips:g} "
+            "(--rubric-judge-max-style-flips)"
+        )
+    for kind, limit in sorted(gates.max_flips.items()):
+        parts.append(f"judge {kind} sensitivity at most {limit:g} (the {kind} probe's limit)")
+    if gates.min_kappa is not None:
+        parts.append(
+            f"every calibrated suite's kappa at least {gates.min_kappa:g} "
+            "(--rubric-judge-min-kappa)"
+        )
+    # A merge given no gate of its own still reports the shards' (see _merge).
+    return "; ".join(parts) or "every gate of the merged documents"
+
+
+def summary_lines(results: Iterable[CaseResult]) -> list[str]:
+    """The text of the summary of ``results`` alone (no gates, no judge)."""
+    return [line.text for line in terminal_lines(build_report(results), board_when_empty=True)]

@@ -1,0 +1,88 @@
+"""Plain-text tables: the per-criterion failure table and the leaderboard share one renderer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._defaults import SHOW_QUESTION, SHOW_RESPONSE
+from .._guards.secrets import clip
+from .._results import CaseResult, mark_text
+
+__all__ = ["answer_lines", "criteria_table", "render_table"]
+
+
+def render_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], *, right: set[int]
+) -> list[str]:
+    """Columns padded to their widest cell; indexes in ``right`` are right-aligned."""
+    widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [
+            str(c).rjust(w) if i in right else str(c).ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  ".join(out).rstrip()
+
+    return [line(header), *(line(r) for r in rows)]
+
+
+def _weight(value: float) -> str:
+    return f"{value:g}"
+
+
+def criteria_table(result: CaseResult) -> str:
+    """The failure text: a headline with score against min_score, then one row per criterion.
+
+    A row that went the wrong way is marked ``x``; ERROR and SKIPPED rows
+    are marked ``!`` and ``-``.
+    """
+    marks = {"ERROR": "!", "SKIPPED": "-"}
+    rows = [
+        (
+            marks.get(str(c.verdict), " " if c.ok else "x"),
+            c.id,
+            c.type + (" (style)" if c.axis == "style" else ""),
+            str(c.verdict) + (" unstable" if c.unstable else ""),
+            _weight(c.weight),
+            c.reason,
+        )
+        for c in result.criteria
+    ]
+    headline = (
+        f"rubric {result.case}[{result.subject}]: score {result.score:.2f} "
+        f"({mark_text(result.min_score)}, raw {result.raw_score:g}) "
+        f"{result.status.upper()}"
+    )
+    lines = [
+        headline,
+        *render_table(("", "criterion", "type", "verdict", "weight", "reason"), rows, right={4}),
+    ]
+    lines += [f"  - {reason}" for reason in result.failure_reasons()]
+    skipped = result.skipped
+    if skipped:
+        lines.append(f"  ({len(skipped)} judged criteria SKIPPED: {skipped[0].reason})")
+    return "\n".join(lines)
+
+
+def answer_lines(result: CaseResult, *, show_response: int = SHOW_RESPONSE) -> list[str]:
+    """What the application was asked and said: the question cut to 300 characters, the
+    response to ``show_response`` (0: not shown), each line of it indented under its label.
+
+    The texts were redacted when the result was built; :func:`clip` redacts again (of the
+    keys known now) before it cuts, so no cut can leave a piece of a key behind.
+    """
+    from .._llm.providers import known_keys
+
+    keys = known_keys()
+    shown = []
+    if result.question:
+        shown.append(("question", clip(result.question, *keys, limit=SHOW_QUESTION)))
+    if show_response > 0:
+        shown.append(("response", clip(result.response, *keys, limit=show_response)))
+    lines = []
+    for label, text in shown:
+        first, *rest = text.splitlines() or [""]
+        lines.append(f"{label}: {first}")
+        lines += [f"  {line}" for line in rest]
+    return lines

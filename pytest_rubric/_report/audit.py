@@ -1,0 +1,356 @@
+"""The judge audit: what a session learned about its judge, computed from the results.
+
+* **Style probe** (``--rubric-judge-probe N``): up to N judged substance
+  criteria, chosen by :func:`probe_plan`, are judged again on the answer
+  rewritten confident and hedged (:func:`pytest_rubric.restyle`). Each probed
+  criterion leaves one record in its result's ``probe`` list; a *flip* is a
+  verdict that changed with tone alone: ``flips_confident`` counts those
+  between the answer and its confident rewrite, ``flips_hedged`` those
+  between the answer and its hedged rewrite, and ``style_sensitivity`` =
+  flips / (2 x probed).
+* **Probe kinds** (``--rubric-judge-probe-kinds tone,length,position``): the
+  same probed criteria are judged again for each kind. ``tone`` is the style
+  probe above. ``length``: on the answer with neutral padding appended
+  (:func:`pytest_rubric._grade.padding.pad`, about twice as long); a flip is a change
+  in the answer's favour (UNMET to MET on a positive criterion, MET to UNMET on
+  a negative one). ``position`` (one-shot grader): the case's judged criteria
+  in reverse order; a flip is any changed verdict. Each kind's records carry
+  ``kind``; tone records have none (they are as they always were).
+  :class:`ProbeFigures` holds ``probed``, ``flips`` and ``sensitivity`` per
+  judge and kind (``judge_audit.probes``): flips over the verdicts that could
+  flip, two per probed criterion for tone (so it equals ``style_sensitivity``),
+  one for the other kinds. ``judge_audit.style_probe`` stays as it was.
+* **Evidence** (``--rubric-judge-evidence``): how many judged MET verdicts had
+  their quotes checked, and how many quoted nothing found in the response.
+* **Panel** (``--rubric-judge`` repeated): from each judged criterion's
+  ``judges`` map, Cohen's kappa for each pair of judges (over the criteria
+  both decided) and Fleiss' kappa over the criteria every judge decided;
+  score-kind criteria, whose judges give scores, are not in the kappas.
+
+Everything here is a function of the results, so a serial run, an xdist run
+(results gathered on the controller) and ``merge`` report the same audit.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._results import CaseResult
+
+__all__ = [
+    "EvidenceAudit",
+    "JudgeAudit",
+    "ProbeFigures",
+    "StyleProbe",
+    "audit",
+    "kind_record",
+    "probe_plan",
+    "probe_record",
+]
+
+_DECIDED = ("MET", "UNMET")
+_KIND_ORDER = {"tone": 0, "length": 1, "position": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class StyleProbe:
+    """One judge's style probe."""
+
+    judge: str
+    probed: int = 0
+    flips_confident: int = 0
+    flips_hedged: int = 0
+
+    @property
+    def flips(self) -> int:
+        return self.flips_confident + self.flips_hedged
+
+    @property
+    def style_sensitivity(self) -> float:
+        """Flips over the verdicts that could flip: two rewrites per probed criterion."""
+        return self.flips / (2 * self.probed) if self.probed else 0.0
+
+    @property
+    def line(self) -> str:
+        return (
+            f"judge style probe: {self.flips} of {2 * self.probed} verdicts changed with tone "
+            f"alone ({100 * self.style_sensitivity:.1f} %)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "judge": self.judge,
+            "probed": self.probed,
+            "flips_confident": self.flips_confident,
+            "flips_hedged": self.flips_hedged,
+            "style_sensitivity": self.style_sensitivity,
+        }
+
+
+# What each kind's flip is, as the audit's lines say it.
+_CHANGED = {
+    "tone": "changed with tone alone",
+    "length": "changed in the answer's favour with neutral padding alone",
+    "position": "changed with the order of the criteria alone",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeFigures:
+    """One judge's figures for one probe kind (an entry of ``judge_audit.probes``)."""
+
+    judge: str
+    kind: str
+    probed: int = 0
+    flips: int = 0
+
+    @property
+    def verdicts(self) -> int:
+        """The verdicts that could flip: two rewrites per probed criterion for tone, one
+        judging again for the other kinds."""
+        return (2 if self.kind == "tone" else 1) * self.probed
+
+    @property
+    def sensitivity(self) -> float:
+        return self.flips / self.verdicts if self.verdicts else 0.0
+
+    @property
+    def line(self) -> str:
+        return (
+            f"judge {self.kind} probe: {self.flips} of {self.verdicts} verdicts "
+            f"{_CHANGED.get(self.kind, 'changed')} ({100 * self.sensitivity:.1f} %)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "judge": self.judge,
+            "kind": self.kind,
+            "probed": self.probed,
+            "flips": self.flips,
+            "sensitivity": self.sensitivity,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceAudit:
+    """Judged MET verdicts whose quotes were checked, and those none of whose quotes was found."""
+
+    checked: int = 0
+    unsupported: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"checked": self.checked, "unsupported": self.unsupported}
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeAudit:
+    """The ``judge_audit`` of a report."""
+
+    style_probe: tuple[StyleProbe, ...] = ()
+    evidence: EvidenceAudit = field(default_factory=EvidenceAudit)
+    calibration: tuple[Mapping[str, Any], ...] = ()
+    panel: Mapping[str, Any] = field(default_factory=dict)
+    probes: tuple[ProbeFigures, ...] = ()  # per judge and kind, tone included
+
+    @property
+    def shown(self) -> bool:
+        """Whether there is anything to say (the summary prints no empty block)."""
+        return bool(
+            self.style_probe
+            or self.probes
+            or self.evidence.checked
+            or self.calibration
+            or self.panel
+        )
+
+    def lines(self) -> list[str]:
+        """The ``judge audit`` block's lines, after its title."""
+        from .._load.calibration import Calibration
+
+        lines = [Calibration.from_dict(dict(c)).line for c in self.calibration]
+        several = len(self.style_probe) > 1  # a panel: each line names its judge
+        lines += [
+            f"{probe.line}, judge {probe.judge}" if several else probe.line
+            for probe in self.style_probe
+        ]
+        others = [p for p in self.probes if p.kind != "tone"]  # tone: the lines above
+        several = len({p.judge for p in self.probes}) > 1
+        lines += [f"{p.line}, judge {p.judge}" if several else p.line for p in others]
+        if self.panel:
+            panel = self.panel
+            lines.append(
+                f"judge panel: {len(panel['judges'])} judges, {panel['n']} criteria every judge "
+                f"decided, Fleiss' kappa {_num(panel['fleiss_kappa'])}, {panel['unstable']} "
+                "unstable"
+            )
+            lines += [
+                f"judge panel: {pair['judges'][0]} vs {pair['judges'][1]}: kappa "
+                f"{_num(pair['kappa'])} (n {pair['n']})"
+                for pair in panel["pairs"]
+            ]
+        if self.evidence.checked:
+            lines.append(
+                f"judge evidence: {self.evidence.unsupported} of {self.evidence.checked} MET "
+                "verdicts quoted nothing found in the response"
+            )
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "calibration": [dict(c) for c in self.calibration],
+            "style_probe": [p.to_dict() for p in self.style_probe],
+            "probes": [p.to_dict() for p in self.probes],
+            "panel": dict(self.panel),
+            "evidence": self.evidence.to_dict(),
+        }
+
+
+def probe_record(
+    *, criterion: str, judge: str, original: str, confident: str, hedged: str
+) -> dict[str, str]:
+    """One probed criterion of one result: its verdict on the answer and on each rewrite."""
+    return {
+        "criterion": criterion,
+        "judge": judge,
+        "original": original,
+        "confident": confident,
+        "hedged": hedged,
+    }
+
+
+def kind_record(
+    *, kind: str, criterion: str, judge: str, original: str, probed: str, negative: bool
+) -> dict[str, str]:
+    """One criterion's record for a probe kind other than tone: its verdict on the answer,
+    and judged again (``negative``: the criterion's weight is below zero, so a change in the
+    answer's favour is MET to UNMET)."""
+    return {
+        "kind": kind,
+        "criterion": criterion,
+        "judge": judge,
+        "original": original,
+        "probed": probed,
+        "weight": "negative" if negative else "positive",
+    }
+
+
+def _flipped(record: Mapping[str, str]) -> bool:
+    """Whether a decided record of a kind other than tone is a flip."""
+    original, probed = record["original"], record["probed"]
+    if record["kind"] != "length":
+        return original != probed
+    favoured = ("MET", "UNMET") if record.get("weight") == "negative" else ("UNMET", "MET")
+    return (original, probed) == favoured
+
+
+def audit(
+    results: Sequence[CaseResult], *, calibration: Sequence[Mapping[str, Any]] = ()
+) -> JudgeAudit:
+    """The judge audit of ``results`` (a probe record with an ERROR in it is not counted),
+    with the calibration figures measured at the start of the session (or read back)."""
+    probes: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    kinds: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    checked = unsupported = 0
+    for result in results:
+        for record in getattr(result, "probe", ()):
+            if record.get("kind", "tone") != "tone":
+                if record["original"] in _DECIDED and record["probed"] in _DECIDED:
+                    counts = kinds[(record["judge"], record["kind"])]
+                    counts[0] += 1
+                    counts[1] += _flipped(record)
+                continue
+            verdicts = (record["original"], record["confident"], record["hedged"])
+            if not all(v in _DECIDED for v in verdicts):
+                continue
+            counts = probes[record["judge"]]
+            counts[0] += 1
+            counts[1] += verdicts[1] != verdicts[0]
+            counts[2] += verdicts[2] != verdicts[0]
+        for sample in result.sample_list:
+            for c in sample.criteria:
+                if c.evidence_ok is not None:
+                    checked += 1
+                    unsupported += not c.evidence_ok
+    style = tuple(StyleProbe(judge, *counts) for judge, counts in sorted(probes.items()))
+    figures = [ProbeFigures(p.judge, "tone", p.probed, p.flips) for p in style]
+    figures += [ProbeFigures(judge, kind, *counts) for (judge, kind), counts in kinds.items()]
+    return JudgeAudit(
+        style_probe=style,
+        probes=tuple(sorted(figures, key=lambda p: (p.judge, _KIND_ORDER.get(p.kind, 9)))),
+        evidence=EvidenceAudit(checked, unsupported),
+        calibration=tuple(dict(c) for c in calibration),
+        panel=_panel(results),
+    )
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _panel(results: Sequence[CaseResult]) -> dict[str, Any]:
+    """The panel's agreement, from every sample's judged criteria (empty without a panel)."""
+    from itertools import combinations
+
+    from .._stats import cohen_kappa, fleiss_kappa
+
+    names: set[str] = set()
+    votes: list[dict[str, str]] = []
+    unstable = 0
+    for result in results:
+        for sample in result.sample_list:
+            for c in sample.criteria:
+                if not c.judges:
+                    continue
+                names.update(c.judges)
+                unstable += c.unstable
+                decided = {
+                    n: v for n, v in c.judges.items() if isinstance(v, str) and v in _DECIDED
+                }
+                if decided:
+                    votes.append(decided)
+    if not names:
+        return {}
+    judges = sorted(names)
+    pairs = []
+    for a, b in combinations(judges, 2):
+        both = [(v[a], v[b]) for v in votes if a in v and b in v]
+        kappa = cohen_kappa([x for x, _ in both], [y for _, y in both])
+        pairs.append({"judges": [a, b], "n": len(both), "kappa": kappa})
+    everyone = [[v[n] for n in judges] for v in votes if len(v) == len(judges)]
+    return {
+        "judges": judges,
+        "n": len(everyone),
+        "fleiss_kappa": fleiss_kappa(everyone),
+        "pairs": pairs,
+        "unstable": unstable,
+    }
+
+
+def probe_plan(
+    candidates: Sequence[tuple[str, str, Sequence[str]]], n: int
+) -> dict[str, tuple[str, ...]]:
+    """Which judged criteria the style probe judges again: up to ``n`` of them.
+
+    ``candidates`` are ``(node id, subject, judged substance criterion ids)``.
+    The choice depends on nothing but them: subjects take turns (in name
+    order), and within a subject the first criterion of every item comes
+    before any second one (items in node id order), so a small ``n`` is spread
+    over subjects and cases alike.
+    """
+    queues: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
+    for nodeid, subject, ids in candidates:
+        queues[subject] += [(i, nodeid, cid) for i, cid in enumerate(ids)]
+    for queue in queues.values():
+        queue.sort(reverse=True)  # popped from the end: smallest first
+    chosen: dict[str, list[str]] = defaultdict(list)
+    picked = 0
+    while picked < n and any(queues.values()):
+        for subject in sorted(queues):
+            if queues[subject] and picked < n:
+                _, nodeid, cid = queues[subject].pop()
+                chosen[nodeid].append(cid)
+                picked += 1
+    return {nodeid: tuple(ids) for nodeid, ids in chosen.items()}

@@ -1,0 +1,291 @@
+"""Results kept over time: ``--rubric-history PATH`` and ``python -m pytest_rubric history``.
+
+One SQLite file (standard library, WAL mode) holds every run appended to it: the run's
+``run`` metadata, its leaderboard (each subject's correctness with its interval) and its
+per-item results. A team can then see whether a model drifted over the last twenty runs,
+or which commit moved a subject.
+
+- Appended once per run, by the process that writes the reports: the xdist controller,
+  never a worker; merged shards append once, through ``merge --history PATH``.
+- Schema-versioned (``PRAGMA user_version``): a file written by a newer version is refused
+  with a message saying so; an older one is migrated in place.
+- A history that cannot be opened or written (not a database, corrupt, a directory, locked
+  past the timeout) is one warning naming the file and what to do; the run, its exit status
+  and its other outputs are never lost to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._guards.outgoing import outgoing
+from .run import HistoryRun
+
+if TYPE_CHECKING:
+    from .report import SessionReport
+
+__all__ = [
+    "HistoryError",
+    "HistoryRun",
+    "add_history_command",
+    "append",
+    "read_runs",
+    "run_history",
+    "with_trend",
+]
+
+SCHEMA_VERSION = 1
+_TIMEOUT = 10.0  # seconds to wait for another writer's lock
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS runs (
+        id INTEGER PRIMARY KEY,
+        started_at TEXT NOT NULL,
+        git_commit TEXT,
+        run TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS subjects (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        subject TEXT NOT NULL,
+        rank INTEGER NOT NULL,
+        correctness REAL NOT NULL,
+        ci_low REAL,
+        ci_high REAL,
+        passed INTEGER NOT NULL,
+        total INTEGER NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS items (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        nodeid TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        score REAL NOT NULL,
+        passed INTEGER NOT NULL,
+        errors INTEGER NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS subjects_by_run ON subjects (run_id)",
+    "CREATE INDEX IF NOT EXISTS items_by_run ON items (run_id)",
+)
+_OURS = {"runs", "subjects", "items", "subjects_by_run", "items_by_run"}
+
+
+class HistoryError(Exception):
+    """The history file cannot be used; the message names it and says what to do."""
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """The history at ``path``, created or migrated to this version's schema."""
+    what = f"--rubric-history {path}"
+    if path.exists() and not path.is_file():
+        raise HistoryError(f"{what}: not a regular file; give the path of a .sqlite3 file")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        db = sqlite3.connect(path, timeout=_TIMEOUT, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise HistoryError(f"{what}: cannot open it ({exc})") from None
+    try:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        names = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        if version > SCHEMA_VERSION:
+            raise HistoryError(
+                f"{what}: written by a newer pytest-rubric (history schema {version}; this one "
+                f"reads up to {SCHEMA_VERSION}); upgrade pytest-rubric, or give another file"
+            )
+        foreign = sorted(n for n in names - _OURS if not n.startswith("sqlite_"))
+        if foreign:
+            raise HistoryError(
+                f"{what}: it holds {', '.join(foreign[:3])}, which a pytest-rubric history does "
+                "not: not ours; give another file"
+            )
+        db.execute("PRAGMA journal_mode=WAL")
+        if version < SCHEMA_VERSION:
+            _migrate(db, version)
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        raise HistoryError(
+            f"{what}: not a readable SQLite database ({exc}); move it aside and a new history "
+            "starts"
+        ) from None
+    except HistoryError:
+        db.close()
+        raise
+    return db
+
+
+def _migrate(db: sqlite3.Connection, version: int) -> None:
+    """Bring a history of schema ``version`` up to this one (0: new, or before versions)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _SCHEMA:  # version 0 -> 1: the tables as they are now
+            db.execute(statement)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def append(path: Path, report: SessionReport) -> None:
+    """Append the run ``report`` describes: its metadata, leaderboard and items, in one
+    transaction. Raises :class:`HistoryError` when the file cannot be used."""
+    run = report.run.to_dict() if report.run is not None else {}
+    db = _open(path)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        cursor = db.execute(
+            "INSERT INTO runs (started_at, git_commit, run) VALUES (?, ?, ?)",
+            (
+                str(run.get("started_at") or ""),
+                run.get("git_commit"),
+                outgoing(json.dumps(run, sort_keys=True)),
+            ),
+        )
+        run_id = cursor.lastrowid
+        db.executemany(
+            "INSERT INTO subjects VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    run_id,
+                    outgoing(row.subject),
+                    row.rank,
+                    row.correctness,
+                    *(row.correctness_ci or (None, None)),
+                    row.passed,
+                    row.total,
+                )
+                for row in report.leaderboard
+            ],
+        )
+        db.executemany(
+            "INSERT INTO items VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    run_id,
+                    outgoing(r.nodeid or r.case),
+                    outgoing(r.subject),
+                    r.score,
+                    int(r.passed),
+                    len(r.errors),
+                )
+                for r in report.results
+            ],
+        )
+        db.execute("COMMIT")
+    except sqlite3.Error as exc:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise HistoryError(
+            f"--rubric-history {path}: cannot append this run ({exc}); it is not in the history"
+        ) from None
+    finally:
+        db.close()
+
+
+def read_runs(
+    path: Path, *, subject: str | None = None, last: int | None = None
+) -> list[HistoryRun]:
+    """The runs in ``path``, oldest first: the last ``last`` of them (all when None), each
+    with its subjects (only ``subject`` when given)."""
+    if not path.is_file():
+        raise HistoryError(f"{path}: no such history file")
+    db = _open(path)
+    try:
+        query = "SELECT id, started_at, git_commit FROM runs ORDER BY id DESC"
+        rows = db.execute(query + (" LIMIT ?" if last else ""), (last,) if last else ()).fetchall()
+        rows.reverse()
+        if not rows:
+            return []
+        first = rows[0][0]
+        wanted = "" if subject is None else " AND subject = ?"
+        subjects: dict[int, list[tuple[str, float, float | None, float | None]]] = {}
+        for run_id, name, value, low, high in db.execute(
+            "SELECT run_id, subject, correctness, ci_low, ci_high FROM subjects "
+            f"WHERE run_id >= ?{wanted} ORDER BY run_id, rank, subject",
+            (first,) if subject is None else (first, subject),
+        ):
+            subjects.setdefault(run_id, []).append((name, value, low, high))
+    except sqlite3.Error as exc:
+        raise HistoryError(f"{path}: cannot read it ({exc})") from None
+    finally:
+        db.close()
+    return [
+        HistoryRun(started_at, commit, tuple(subjects.get(run_id, ())))
+        for run_id, started_at, commit in rows
+    ]
+
+
+TREND_RUNS = 20  # the runs the HTML's trend draws, this one included
+
+
+def with_trend(report: SessionReport, path: Path) -> SessionReport:
+    """``report`` with its ``trend``: the last runs of the history at ``path`` and this one,
+    oldest first (at most :data:`TREND_RUNS`). A history that cannot be read adds nothing
+    here; appending to it says why, once."""
+    from dataclasses import replace
+
+    past: list[HistoryRun] = []
+    if path.is_file():
+        try:
+            past = read_runs(path, last=TREND_RUNS - 1)
+        except HistoryError:
+            past = []
+    run = report.run
+    now = HistoryRun(
+        run.started_at if run is not None else "",
+        run.git_commit if run is not None else None,
+        tuple(
+            (row.subject, row.correctness, *(row.correctness_ci or (None, None)))
+            for row in report.leaderboard
+        ),
+    )
+    return replace(report, trend=(*past, now))
+
+
+# --- python -m pytest_rubric history ----------------------------------------------------------
+
+
+def add_history_command(commands: Any) -> None:
+    from .._config.options import positive_int
+
+    cmd = commands.add_parser(
+        "history",
+        help="print the runs a --rubric-history file holds, one row per run",
+        description="Print one row per run of a --rubric-history file, oldest first: its "
+        "time, its commit and each subject's correctness with its interval. Exit status 0, "
+        "or 2 when the file cannot be read.",
+    )
+    cmd.add_argument("path", type=Path, metavar="PATH", help="the --rubric-history file")
+    cmd.add_argument("--subject", metavar="S", help="only this subject")
+    cmd.add_argument("--last", type=positive_int, metavar="N", help="only the last N runs")
+
+
+def run_history(args: argparse.Namespace) -> int:
+    try:
+        runs = read_runs(args.path, subject=args.subject, last=args.last)
+    except HistoryError as exc:
+        print(f"pytest-rubric history: error: {exc}", file=sys.stderr)
+        return 2
+    for line in history_lines(runs):
+        print(outgoing(line))
+    return 0
+
+
+def history_lines(runs: Sequence[HistoryRun]) -> list[str]:
+    """The rows ``history`` prints: time, commit (12 characters), then each subject."""
+    if not runs:
+        return ["no run in this history"]
+    lines = []
+    for run in runs:
+        cells = [
+            f"{name} {value:.3f}"
+            + (f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else "")
+            for name, value, low, high in run.subjects
+        ]
+        commit = (run.git_commit or "-")[:12]
+        lines.append(f"{run.started_at or '-':<20}  {commit:<12}  " + "   ".join(cells))
+    return lines

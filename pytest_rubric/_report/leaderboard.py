@@ -1,0 +1,284 @@
+"""The style-versus-substance leaderboard: its rows, and its columns defined once for every renderer.
+
+Subjects are ranked by correctness (the mean substance score of their
+answers) and, separately, by the naive score a style-weighted rubric would
+have given (the mean of correctness, fluency and confidence). Equal values
+share a rank (1, 2, 2, 4); ties are listed by subject name.
+
+Each row also carries the noise around its figures (see ``_stats``):
+``correctness_ci``, the interval of its mean over cases; ``passed_ci``, the Wilson
+interval of ``passed / total``; ``detectable_drop``, the drop in correctness the
+baseline gate as configured catches with 80 % power; and ``tier``: subjects are
+walked in rank order, and one joins the current tier when the paired interval of
+its per-case differences from the tier's *top* subject contains 0 (not merely from
+its neighbour: a chain of small steps would otherwise join subjects that are told
+apart). :func:`rank_noise` says whether the two orders disagree beyond noise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .. import _stats
+from .._results import CaseResult
+
+__all__ = [
+    "COLUMNS",
+    "Column",
+    "RankNoise",
+    "SubjectRow",
+    "by_case",
+    "case_key",
+    "interval_text",
+    "leaderboard",
+    "paired",
+    "rank_noise",
+    "rankings_disagree",
+]
+
+_TIE = 1e-9
+
+
+@dataclass(slots=True)
+class SubjectRow:
+    """One subject's line; its fields, in this order, are a ``leaderboard`` entry of the JSON."""
+
+    subject: str
+    rank: int
+    correctness: float
+    fluency: float
+    confidence: float
+    naive_score: float
+    naive_rank: int
+    confidently_wrong: int
+    passed: int
+    total: int
+    correctness_ci: tuple[float, float] | None = None
+    n_cases: int = 0
+    tier: int = 1
+    detectable_drop: float | None = None
+    passed_ci: tuple[float, float] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["correctness_ci"] = list(self.correctness_ci) if self.correctness_ci else None
+        data["passed_ci"] = list(self.passed_ci) if self.passed_ci else None
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A leaderboard column as the terminal, Markdown and HTML tables show it."""
+
+    header: str
+    cell: Callable[[SubjectRow], str]
+    text: bool = False  # a user's text: escaped by Markdown and HTML, left-aligned in the terminal
+    ranking: bool = False  # says where a subject stands among others: nothing with one subject
+    wide_header: str | None = None  # the header where there is room for it (HTML)
+
+    @property
+    def wide(self) -> str:
+        return self.wide_header or self.header
+
+
+def _fixed(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def interval_text(value: float, interval: Sequence[float] | None) -> str:
+    """``0.827 [0.710, 0.930]``: a value with its interval, as every output prints it."""
+    if interval is None:
+        return _fixed(value)
+    return f"{_fixed(value)} [{_fixed(interval[0])}, {_fixed(interval[1])}]"
+
+
+def _drop(value: float | None) -> str:
+    return "-" if value is None else _fixed(value)
+
+
+def _passed(row: SubjectRow) -> str:
+    """``3/4 [0.301, 0.954]``: the count, and the interval of the rate it estimates."""
+    interval = row.passed_ci
+    if interval is None:
+        return f"{row.passed}/{row.total}"
+    return f"{row.passed}/{row.total} [{_fixed(interval[0])}, {_fixed(interval[1])}]"
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("rank", lambda r: str(r.rank), ranking=True),
+    Column("subject", lambda r: r.subject, text=True),
+    Column("correctness", lambda r: interval_text(r.correctness, r.correctness_ci)),
+    Column("fluency", lambda r: _fixed(r.fluency)),
+    Column("confidence", lambda r: _fixed(r.confidence)),
+    Column("naive", lambda r: _fixed(r.naive_score), wide_header="naive score"),
+    Column("naive rank", lambda r: str(r.naive_rank), ranking=True),
+    Column("confidently wrong", lambda r: str(r.confidently_wrong)),
+    Column("passed", _passed),
+    Column("tier", lambda r: str(r.tier), ranking=True),
+    Column("detectable drop", lambda r: _drop(r.detectable_drop)),
+)
+
+
+def _mean(values: Sequence[float]) -> float:
+    # fsum: exactly rounded, so a mean (and the interval that must contain it) does not
+    # depend on the order of the results.
+    return math.fsum(values) / len(values)
+
+
+def _ranks(values: dict[str, float]) -> dict[str, int]:
+    """Competition ranks, highest value first."""
+    ordered = sorted(values.items(), key=lambda kv: (-kv[1], kv[0]))
+    ranks: dict[str, int] = {}
+    for position, (subject, value) in enumerate(ordered, start=1):
+        previous = ordered[position - 2] if position > 1 else None
+        if previous is not None and abs(previous[1] - value) <= _TIE:
+            ranks[subject] = ranks[previous[0]]
+        else:
+            ranks[subject] = position
+    return ranks
+
+
+def case_key(result: CaseResult, occurrence: int = 0) -> tuple[str, str, int]:
+    """What pairs two subjects' results (and a baseline's): the same case of the same file."""
+    nodeid = result.nodeid
+    suffix = f"[{result.subject}]"
+    if nodeid.endswith(suffix):
+        nodeid = nodeid[: -len(suffix)]
+    return (nodeid, result.case, occurrence)
+
+
+def by_case(results: Iterable[CaseResult]) -> dict[tuple[str, str, int], float]:
+    """Each result's score by its :func:`case_key` (a case answered twice: occurrences 0, 1)."""
+    seen: Counter[tuple[str, str, int]] = Counter()
+    scores = {}
+    for result in results:
+        base = case_key(result)
+        scores[(base[0], base[1], seen[base])] = result.score
+        seen[base] += 1
+    return scores
+
+
+def paired(first: Iterable[CaseResult], second: Iterable[CaseResult]) -> list[tuple[float, float]]:
+    """(first, second) scores over the cases both sides have, in case order."""
+    a, b = by_case(first), by_case(second)
+    return [(a[key], b[key]) for key in sorted(a.keys() & b.keys())]
+
+
+def leaderboard(
+    results: Iterable[CaseResult],
+    *,
+    level: float = 0.95,
+    gate_confidence: float | None = None,
+    max_drop: float = 0.0,
+) -> list[SubjectRow]:
+    """One row per subject, in rank order, with its intervals and tiers at ``level``.
+
+    ``detectable_drop`` is the drop the baseline gate catches with 80 % power: the gate's
+    paired test at ``gate_confidence`` (``--rubric-gate-confidence``; ``level`` when not
+    set) beyond ``max_drop`` (``--rubric-max-drop``).
+
+    ``assert_rubric`` results without ``subject=`` (``ranked`` false) are no subject's.
+    """
+    by_subject: dict[str, list[CaseResult]] = defaultdict(list)
+    for result in results:
+        if result.ranked:
+            by_subject[result.subject].append(result)
+    correctness = {s: _mean([r.score for r in rs]) for s, rs in by_subject.items()}
+    naive = {s: _mean([r.naive_score for r in rs]) for s, rs in by_subject.items()}
+    rank, naive_rank = _ranks(correctness), _ranks(naive)
+    gate_level = level if gate_confidence is None else gate_confidence
+    rows = []
+    for subject, rs in by_subject.items():
+        passed = sum(r.passed for r in rs)
+        rows.append(
+            SubjectRow(
+                subject=subject,
+                rank=rank[subject],
+                correctness=correctness[subject],
+                fluency=_mean([r.fluency for r in rs]),
+                confidence=_mean([r.confidence for r in rs]),
+                naive_score=naive[subject],
+                naive_rank=naive_rank[subject],
+                confidently_wrong=sum("confidently_wrong" in r.flags for r in rs),
+                passed=passed,
+                total=len(rs),
+                correctness_ci=_stats.mean_interval([r.score for r in rs], level),
+                n_cases=len(rs),
+                detectable_drop=_stats.detectable_drop(
+                    [[s.score for s in r.sample_list] for r in rs], gate_level, max_drop=max_drop
+                ),
+                passed_ci=_stats.wilson(passed, len(rs), level),
+            )
+        )
+    rows.sort(key=lambda row: (row.rank, row.subject))
+    top: SubjectRow | None = None  # the first subject of the current tier
+    for row in rows:
+        if top is None:
+            top = row
+            continue
+        interval = _stats.paired_difference(
+            paired(by_subject[top.subject], by_subject[row.subject]), level
+        )
+        if _stats.contains_zero(interval):
+            row.tier = top.tier
+        else:
+            row.tier, top = top.tier + 1, row
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class RankNoise:
+    """Whether the correctness order and the naive order disagree, and how surely."""
+
+    disagree: bool  # some pair is ordered oppositely and its correctness difference is resolved
+    within_noise: bool  # the orders differ, but only where the difference is not resolved
+
+
+def rank_noise(
+    rows: Sequence[SubjectRow],
+    results: Iterable[CaseResult],
+    *,
+    level: float = 0.95,
+) -> RankNoise:
+    """Compare the two orders pair by pair.
+
+    A pair counts when it is strictly ordered one way by correctness and
+    strictly the other way by naive score (ties are never an order); the
+    disagreement is real when the paired interval of their correctness
+    difference excludes 0.
+    """
+    by_subject: dict[str, list[CaseResult]] = defaultdict(list)
+    for result in results:
+        by_subject[result.subject].append(result)
+    opposite = significant = False
+    for i, a in enumerate(rows):
+        for b in rows[i + 1 :]:
+            by_correctness = _order(a.correctness, b.correctness)
+            by_naive = _order(a.naive_score, b.naive_score)
+            if by_correctness == 0 or by_naive == 0 or by_correctness == by_naive:
+                continue
+            opposite = True
+            interval = _stats.paired_difference(
+                paired(by_subject[a.subject], by_subject[b.subject]), level
+            )
+            if not _stats.contains_zero(interval):
+                significant = True
+    return RankNoise(disagree=significant, within_noise=opposite and not significant)
+
+
+def _order(a: float, b: float) -> int:
+    if math.isclose(a, b, rel_tol=0, abs_tol=_TIE):
+        return 0
+    return 1 if a > b else -1
+
+
+def rankings_disagree(
+    rows: Sequence[SubjectRow], results: Iterable[CaseResult] = (), *, level: float = 0.95
+) -> bool:
+    """True when some pair of subjects is ordered oppositely by correctness and by naive
+    score, and their correctness difference is resolved at ``level`` (see :func:`rank_noise`)."""
+    return rank_noise(rows, results, level=level).disagree

@@ -1,0 +1,258 @@
+"""One value holds everything a session reports; every output renders it, none recomputes it.
+
+:func:`build_report` is the only place that turns results into a report: a
+run calls it at the end of the session, ``merge`` on the shards' results.
+The terminal summary (``_summary``), the JSON document (``_report``), the
+Markdown (``_markdown``) and the HTML (``_html``) are renderers of the
+:class:`SessionReport` it returns, reached through ``_outputs.OUTPUTS``.
+
+What a reader must be told travels as :class:`Note` values with a
+:class:`Severity`; a renderer picks its marks and colours from the severity,
+never from the text.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from .._defaults import SHOW_RESPONSE
+from .._grade.style import StyleThresholds
+from .._results import CaseResult
+from .audit import JudgeAudit, audit
+from .gates import GateEntry, GateReport, check
+from .leaderboard import SubjectRow, leaderboard, rank_noise
+
+if TYPE_CHECKING:
+    # Imported when a report is built: pytest -VV, which imports this module, skips it.
+    from .breakdowns import Breakdown
+    from .pairwise import Pair
+    from .run import HistoryRun, RunInfo
+
+__all__ = ["Note", "SessionReport", "Severity", "build_report"]
+
+# Unstable criteria listed by name; the rest are counted.
+_SHOWN = 10
+
+
+class Severity(enum.Enum):
+    INFO = "info"
+    CAUTION = "caution"  # a difference the noise does not resolve: the terminal marks it "~"
+    WARNING = "warning"  # a reader should act on it: the terminal marks it "!" in yellow
+    ERROR = "error"  # the session fails because of it
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """One thing a reader must know, with lines that detail it (each one item)."""
+
+    severity: Severity
+    text: str
+    details: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SessionReport:
+    """What a session (or a merge of shards) reports, computed once."""
+
+    results: tuple[CaseResult, ...]  # in node id order, however the run was split
+    leaderboard: tuple[SubjectRow, ...]  # in rank order
+    rankings_disagree: bool
+    gates: GateReport = field(default_factory=GateReport)
+    notes: tuple[Note, ...] = ()  # in the order the summary prints them
+    judge_usage: tuple[str, ...] = ()  # one line per judge: calls, retries, tokens, cache
+    thresholds: StyleThresholds = field(default_factory=StyleThresholds)
+    rankings_differ_within_noise: bool = False
+    breakdowns: tuple[Breakdown, ...] = ()
+    level: float = 0.95  # the confidence level of every interval and tier
+    judge_audit: JudgeAudit = field(default_factory=JudgeAudit)
+    show_response: int = SHOW_RESPONSE  # characters of a failing case's response shown
+    run: RunInfo | None = None  # which run (or merge of runs) this is; None when unknown
+    pairwise: tuple[Pair, ...] = ()  # every pair of subjects, in leaderboard order
+    # With --rubric-history: the last runs of the history and this one, oldest first (the
+    # HTML draws each subject's correctness over them); see _history.with_trend.
+    trend: tuple[HistoryRun, ...] = ()
+
+    @property
+    def shown(self) -> bool:
+        """Whether there is anything to show: results, or gates that ran."""
+        return bool(self.results) or self.gates.active
+
+    @property
+    def passed(self) -> int:
+        return sum(r.passed for r in self.results)
+
+    @property
+    def assertions(self) -> tuple[int, int]:
+        """``assert_rubric`` calls without ``subject=``: how many passed, how many did not."""
+        checks = [r.passed for r in self.results if not r.ranked]
+        return sum(checks), len(checks) - sum(checks)
+
+    @property
+    def failing(self) -> list[CaseResult]:
+        return [r for r in self.results if not r.passed]
+
+    @property
+    def ok(self) -> bool:
+        """Every case passed and no gate failed."""
+        return all(r.passed for r in self.results) and not self.gates.failed
+
+
+def build_report(
+    results: Iterable[CaseResult],
+    *,
+    baseline: Sequence[CaseResult] | None = None,
+    baseline_name: str | None = None,
+    max_drop: float = 0.0,
+    fail_under: float | None = None,
+    judge_usage: Sequence[str] = (),
+    thresholds: StyleThresholds | None = None,
+    level: float = 0.95,
+    gate_confidence: float | None = None,
+    max_style_flips: float | None = None,
+    max_flips: Mapping[str, float] | None = None,
+    min_kappa: float | None = None,
+    calibration: Sequence[Mapping[str, Any]] = (),
+    responses_replayed: tuple[int, int] = (0, 0),
+    show_response: int = SHOW_RESPONSE,
+    run: RunInfo | None = None,
+    carried_gates: Sequence[GateEntry] = (),
+) -> SessionReport:
+    """The report of ``results``, with the gates (see ``_gates.check``) applied to them;
+    every interval, tier and paired test at confidence ``level``; ``run`` says which run
+    it is (see ``_run``). ``carried_gates``: the gate entries of merged shards (kept for
+    the gates not applied here).
+
+    ``responses_replayed`` is ``(N, M)``: N of the application's M answers (targets,
+    ``--rubric-model``) came from the response cache, so the run did not test them live.
+    """
+    # Node id order: every output is then the same however the run was split
+    # (xdist workers, merged shards), down to the last bit of each mean.
+    from .breakdowns import breakdowns
+    from .pairwise import pairwise
+
+    # The report's level is every result's too: pass_rate_ci follows --rubric-confidence
+    # (merge's --confidence), whatever level a result was graded or written with.
+    ordered = tuple(
+        r if r.level == level else replace(r, level=level)
+        for r in sorted(results, key=lambda r: r.nodeid)
+    )
+    rows = tuple(
+        leaderboard(ordered, level=level, gate_confidence=gate_confidence, max_drop=max_drop)
+    )
+    noise = rank_noise(rows, ordered, level=level)
+    judge_audit = audit(ordered, calibration=calibration)
+    gates = check(
+        ordered,
+        rows=rows,
+        baseline=baseline,
+        baseline_name=baseline_name,
+        max_drop=max_drop,
+        fail_under=fail_under,
+        level=level,
+        gate_confidence=gate_confidence,
+        style_probe=judge_audit.style_probe,
+        max_style_flips=max_style_flips,
+        probes=judge_audit.probes,
+        max_flips=max_flips,
+        calibration=calibration,
+        min_kappa=min_kappa,
+        carried=carried_gates,
+    )
+    return SessionReport(
+        results=ordered,
+        leaderboard=rows,
+        rankings_disagree=noise.disagree,
+        gates=gates,
+        notes=(
+            *_replayed(*responses_replayed),
+            *_notes(ordered, disagree=noise.disagree, within_noise=noise.within_noise),
+        ),
+        judge_usage=tuple(judge_usage),
+        thresholds=thresholds or StyleThresholds(),
+        rankings_differ_within_noise=noise.within_noise,
+        breakdowns=breakdowns(
+            [r for r in ordered if r.ranked], subjects=[row.subject for row in rows], level=level
+        ),
+        level=level,
+        judge_audit=judge_audit,
+        run=run,
+        show_response=show_response,
+        pairwise=pairwise(rows, ordered, level=level),
+    )
+
+
+def _replayed(replayed: int, asked: int) -> tuple[Note, ...]:
+    """The one line that says a run did not ask the application (all of it, or some)."""
+    if not replayed:
+        return ()
+    return (
+        Note(
+            Severity.WARNING,
+            f"responses: {replayed} of {asked} replayed from the cache; the application was "
+            "not called for them",
+        ),
+    )
+
+
+def _notes(
+    results: Sequence[CaseResult], *, disagree: bool, within_noise: bool = False
+) -> tuple[Note, ...]:
+    notes = []
+    if disagree:
+        notes.append(
+            Note(Severity.WARNING, "A style-weighted rubric would rank these subjects differently.")
+        )
+    if within_noise:
+        notes.append(
+            Note(
+                Severity.CAUTION,
+                "Style-weighted ranks differ from correctness ranks only within noise.",
+            )
+        )
+    errored = sum(1 for r in results if r.errors)
+    if errored:
+        notes.append(
+            Note(
+                Severity.INFO,
+                f"{errored} answer(s) could not be fully evaluated (ERROR); they count as not "
+                "passed.",
+            )
+        )
+    unstable = _unstable(results)
+    if unstable is not None:
+        notes.append(unstable)
+    skipped = sum(len(r.skipped) for r in results)
+    if skipped:
+        notes.append(
+            Note(
+                Severity.INFO,
+                f"{skipped} judged criteria SKIPPED (no judge configured); scores count only "
+                "what ran. Set --rubric-judge PROVIDER:MODEL to grade them.",
+            )
+        )
+    return tuple(notes)
+
+
+def _unstable(results: Sequence[CaseResult]) -> Note | None:
+    """Judged criteria whose samples disagreed (``--rubric-judge-samples``), worst first."""
+    unstable = sorted(
+        (c.agreement or 0.0, r.nodeid or f"{r.case}[{r.subject}]", c.id)
+        for r in results
+        for c in r.criteria
+        if c.unstable
+    )
+    if not unstable:
+        return None
+    details = [f"{where} {cid}: agreement {agreement:.2f}" for agreement, where, cid in unstable]
+    if len(details) > _SHOWN:
+        details[_SHOWN:] = [f"... and {len(details) - _SHOWN} more (see --rubric-json)"]
+    return Note(
+        Severity.INFO,
+        f"{len(unstable)} judged criteria unstable (their judge samples, or a panel's judges, "
+        "disagreed); "
+        "the verdicts below are majority votes or means:",
+        tuple(details),
+    )

@@ -1,0 +1,327 @@
+"""What grading produces: one :class:`CriterionResult` per criterion, one
+:class:`CaseResult` per (case, subject).
+
+Results are plain dataclasses that turn into JSON-ready dicts and back, so
+the same object feeds the failure text, the test report (which travels
+through pytest-xdist), the session summary and every output file.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CaseResult", "CriterionResult", "Outcome", "Recorded", "Sample", "Verdict", "mark_text"]
+
+
+def mark_text(min_score: float | None) -> str:
+    """How a result's pass mark reads: ``min_score 0.80``, or ``report-only``."""
+    return "report-only" if min_score is None else f"min_score {min_score:.2f}"
+
+
+class Verdict(enum.StrEnum):
+    """Whether a criterion's condition holds as written."""
+
+    MET = "MET"
+    UNMET = "UNMET"
+    ERROR = "ERROR"
+    SKIPPED = "SKIPPED"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A verdict with its credit and reason, as a check or the judge gives it; ``agreement``
+    and ``samples`` only when the judge was asked more than once (``--rubric-judge-samples``)."""
+
+    verdict: Verdict
+    credit: float
+    reason: str
+    agreement: float | None = None
+    samples: tuple[tuple[Verdict, float], ...] = ()
+    evidence: tuple[str, ...] | None = None  # the judge's quotes (a MET reply's "evidence")
+    evidence_ok: bool | None = None  # a judged MET whose quotes were checked: found or not
+    judges: tuple[tuple[str, str | float], ...] = ()  # a panel's: each judge's verdict or score
+
+
+@dataclass(slots=True)
+class CriterionResult:
+    """The verdict on one criterion.
+
+    ``weight`` is the weight that enters the score (``-penalty`` for a
+    ``forbidden`` criterion). ``ok`` is true when the criterion went the right
+    way: MET for a positive weight, UNMET for a negative one; never for ERROR
+    or SKIPPED.
+    """
+
+    id: str
+    type: str
+    axis: str
+    weight: float
+    verdict: Verdict
+    credit: float
+    reason: str
+    required: bool = False
+    agreement: float | None = None
+    samples: list[dict[str, Any]] | None = None
+    tags: tuple[str, ...] = ()  # its own and its case's
+    evidence_ok: bool | None = None  # judged MET, quotes checked (--rubric-judge-evidence)
+    judges: dict[str, str | float] | None = None  # a panel's: each judge's verdict or score
+
+    @property
+    def unstable(self) -> bool:
+        """Judged several times (``--rubric-judge-samples``), and the samples disagreed."""
+        return self.agreement is not None and self.agreement < 1
+
+    @property
+    def ok(self) -> bool:
+        if self.verdict is Verdict.MET:
+            return self.weight >= 0
+        if self.verdict is Verdict.UNMET:
+            return self.weight < 0
+        return False
+
+    @property
+    def went_wrong(self) -> bool:
+        """Decided, and the wrong way (ERROR and SKIPPED are not decided)."""
+        return self.verdict in (Verdict.MET, Verdict.UNMET) and not self.ok
+
+    @property
+    def item_error(self) -> bool:
+        """ERROR on a substance criterion: the answer could not be graded, so its item is an
+        ERROR, never a pass. A style criterion's ERROR never is (style never fails a case):
+        the item is decided by its substance, and flagged ``style_error``. The one rule every
+        verdict (a run's, ``assert_rubric``'s, ``merge``'s recomputation) goes by."""
+        return self.verdict is Verdict.ERROR and self.axis != "style"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {
+            "id": self.id,
+            "type": self.type,
+            "axis": self.axis,
+            "weight": self.weight,
+            "verdict": str(self.verdict),
+            "ok": self.ok,
+            "credit": self.credit,
+            "reason": self.reason,
+            "required": self.required,
+        }
+        if self.tags:
+            data["tags"] = list(self.tags)
+        if self.samples is not None or self.judges is not None:
+            data["agreement"] = self.agreement
+            data["unstable"] = self.unstable
+        if self.samples is not None:
+            data["samples"] = self.samples
+        if self.judges is not None:
+            data["judges"] = dict(self.judges)
+        if self.evidence_ok is not None:
+            data["evidence_ok"] = self.evidence_ok
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CriterionResult:
+        return cls(
+            id=data["id"],
+            type=data["type"],
+            axis=data["axis"],
+            weight=data["weight"],
+            verdict=Verdict(data["verdict"]),
+            credit=data["credit"],
+            reason=data["reason"],
+            required=data.get("required", False),
+            agreement=data.get("agreement"),
+            samples=data.get("samples"),
+            tags=tuple(data.get("tags", ())),
+            evidence_ok=data.get("evidence_ok"),
+            judges=data.get("judges"),
+        )
+
+
+@dataclass(slots=True)
+class Sample:
+    """One of an item's answers (``repeat``), graded on its own."""
+
+    score: float
+    raw_score: float
+    passed: bool
+    criteria: list[CriterionResult]
+    response: str = ""
+    llm_raw_score: float | None = None  # the holistic judge's 0-100 reply for this answer
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "score": self.score,
+            "raw_score": self.raw_score,
+            "passed": self.passed,
+            "criteria": [c.to_dict() for c in self.criteria],
+            "response": self.response,
+            "llm_raw_score": self.llm_raw_score,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Sample:
+        return cls(
+            score=data["score"],
+            raw_score=data["raw_score"],
+            passed=data["passed"],
+            criteria=[CriterionResult.from_dict(c) for c in data["criteria"]],
+            response=data.get("response", ""),
+            llm_raw_score=data.get("llm_raw_score"),
+        )
+
+
+@dataclass(slots=True)
+class CaseResult:
+    """The grade of one response against one case.
+
+    ``score`` is the substance score in [0, 1]; style never enters it.
+    ``fluency`` and ``confidence`` are the style heuristics (see
+    ``pytest_rubric._grade.style``); ``style_score`` is the mean credit of the
+    ``axis: style`` criteria that ran, or None. ``naive_score`` is what a
+    rubric that rewards how an answer reads would have given.
+
+    With ``repeat`` N > 1, ``samples`` holds each answer's grade: ``score``,
+    ``raw_score`` and the style figures are then means over the samples,
+    ``criteria`` and ``response`` those of the first sample, and ``passed``
+    the verdict of the ``pass_when`` rule (see ``_repeat``). Without samples
+    the result is its own single sample. ``level`` is the confidence level of
+    ``pass_rate_ci``.
+
+    ``llm_raw_score`` is the holistic grader's 0-100 reply (the rubric library's field),
+    None for every other grader; with ``repeat`` it is the mean of the samples' own, None
+    when one of them has none (see ``judge.base.mean_raw_score``).
+    """
+
+    nodeid: str
+    suite: str
+    case: str
+    subject: str
+    score: float
+    raw_score: float
+    min_score: float | None  # None: report-only, no pass mark
+    passed: bool
+    criteria: list[CriterionResult]
+    fluency: float
+    confidence: float
+    naive_score: float
+    style_score: float | None = None
+    flags: list[str] = field(default_factory=list)
+    question: str | None = None
+    response: str = ""
+    possible: float = 0.0  # P: the sum of the positive substance weights that were graded
+    tags: list[str] = field(default_factory=list)
+    pass_when: str | float = "mean"
+    level: float = 0.95  # the confidence level of pass_rate_ci
+    samples: list[Sample] = field(default_factory=list)
+    probe: list[dict[str, str]] = field(default_factory=list)  # the style probe's, see _audit
+    # False for an assert_rubric call without ``subject=``: a check inside a unit test, counted
+    # in the summary's "assertions" line, never ranked on the leaderboard as a subject.
+    ranked: bool = True
+    llm_raw_score: float | None = None
+
+    @property
+    def sample_list(self) -> list[Sample]:
+        """Every sample; a result graded once is its own one sample."""
+        if self.samples:
+            return self.samples
+        return [
+            Sample(
+                self.score,
+                self.raw_score,
+                self.passed,
+                self.criteria,
+                self.response,
+                self.llm_raw_score,
+            )
+        ]
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.samples) or 1
+
+    @property
+    def pass_rate(self) -> float:
+        """The share of samples that pass alone."""
+        samples = self.sample_list
+        return sum(s.passed for s in samples) / len(samples)
+
+    @property
+    def pass_rate_ci(self) -> tuple[float, float]:
+        """The Wilson interval of :attr:`pass_rate` at :attr:`level`."""
+        from ._stats import wilson
+
+        samples = self.sample_list
+        return wilson(sum(s.passed for s in samples), len(samples), self.level)
+
+    @property
+    def errors(self) -> list[CriterionResult]:
+        """The substance criteria that ended in ERROR, in every sample: one makes the item an
+        ERROR (see :attr:`CriterionResult.item_error`)."""
+        return [c for s in self.sample_list for c in s.criteria if c.item_error]
+
+    @property
+    def skipped(self) -> list[CriterionResult]:
+        return [c for c in self.criteria if c.verdict is Verdict.SKIPPED]
+
+    @property
+    def status(self) -> str:
+        """``passed``, ``failed`` or ``error`` (a criterion could not be evaluated)."""
+        if self.errors:
+            return "error"
+        return "passed" if self.passed else "failed"
+
+    def failure_reasons(self) -> list[str]:
+        """Why the case did not pass, one line each (empty when it passed)."""
+        reasons = [f"{c.id}: ERROR: {c.reason}" for c in self.errors]
+        reasons += [
+            f"required criterion {c.id!r} went the wrong way ({c.verdict})"
+            for c in self.criteria
+            if c.required and c.went_wrong
+        ]
+        if (
+            self.min_score is not None
+            and self.score < self.min_score
+            and (self.pass_when == "mean" or self.n_samples == 1)
+        ):
+            reasons.append(f"score {self.score:.2f} is below min_score {self.min_score:.2f}")
+        if self.n_samples > 1 and not self.passed:
+            passed = sum(s.passed for s in self.samples)
+            reasons.append(
+                f"{passed} of {self.n_samples} samples passed (pass_rate {self.pass_rate:.2f}); "
+                f"pass_when {self.pass_when}"
+            )
+        return reasons
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        data["criteria"] = [c.to_dict() for c in self.criteria]
+        data["flags"] = list(self.flags)
+        data["tags"] = list(self.tags)
+        data["samples"] = [s.to_dict() for s in self.sample_list]
+        data["n_samples"] = self.n_samples
+        data["pass_rate"] = self.pass_rate
+        data["pass_rate_ci"] = list(self.pass_rate_ci)
+        if not self.probe:
+            del data["probe"]
+        if self.ranked:  # written only where it says something
+            del data["ranked"]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CaseResult:
+        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        fields["criteria"] = [CriterionResult.from_dict(c) for c in data["criteria"]]
+        samples = [Sample.from_dict(s) for s in data.get("samples", ())]
+        # One sample is the result itself: kept as no samples, the way it was graded.
+        fields["samples"] = samples if len(samples) > 1 else []
+        return cls(**fields)
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A result kept for an item's report; ``raised``: ``assert_rubric`` raised it next
+    (it counts only if that exception escapes the test)."""
+
+    result: CaseResult
+    raised: bool = False
