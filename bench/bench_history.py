@@ -26,7 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pytest_rubric._report.history import append, history_lines, read_runs  # noqa: E402
+from pytest_rubric._cli.history import history_lines  # noqa: E402
+from pytest_rubric._report.history import append, read_runs  # noqa: E402
 from pytest_rubric._report.report import build_report  # noqa: E402
 from pytest_rubric._results import CaseResult, CriterionResult, Verdict  # noqa: E402
 

@@ -53,7 +53,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_rubric import _stats
+from pytest_rubric._report import stats as _stats
 from pytest_rubric._report.gates import check
 from pytest_rubric._report.leaderboard import leaderboard, paired
 from pytest_rubric._results import CaseResult, CriterionResult, Sample, Verdict

@@ -31,7 +31,7 @@ from typing import TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_rubric import _stats
+from pytest_rubric._report import stats as _stats
 
 TARGET_S = 0.5
 CASES = 10_000

@@ -1,48 +1,30 @@
-"""What the plugin needs before any rubric is seen, kept free of heavy imports.
+"""The plugin's words and defaults: modes, default limits, the retry policy, ``NAME=VALUE``.
 
-``pytest --help``, ``pytest -VV`` and every session without rubric files
-load the plugin; this module and the ones it names (``_session``,
-``_options``, ``_result``) import only the standard library and pytest, and
-no report code, so the plugin costs little where it is not used. Pydantic,
-PyYAML, RE2 and rapidfuzz are imported when a rubric file is collected or
-``assert_rubric`` is called; httpx when a judge sends its first request.
+Standard library only, and no other module of the package: everything may import it.
 """
 
 from __future__ import annotations
 
-import contextvars
 import fnmatch
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
-
-import pytest
-
-if TYPE_CHECKING:
-    from ._results import Recorded
 
 __all__ = [
     "CACHE_MODES",
-    "CURRENT_ITEM",
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_CHECK_TIMEOUT",
     "DEFAULT_MIN_SCORE",
     "EVIDENCE_MODES",
     "GRADERS",
-    "JUNIT_PROPERTIES",
     "MAX_CALL_TIMEOUT",
     "RESPONSE_CACHE_MODES",
-    "RESULTS_KEY",
     "SET_A_JUDGE",
     "SHOW_QUESTION",
     "SHOW_RESPONSE",
     "ResponseTally",
     "RetryPolicy",
-    "RubricItemView",
     "is_rubric_file",
-    "is_rubric_item",
     "named",
 ]
 
@@ -69,33 +51,6 @@ SET_A_JUDGE = (
 )
 """How to configure a judge: the end of every message about a missing one."""
 
-JUNIT_PROPERTIES = frozenset(
-    {
-        "rubric_case",
-        "rubric_subject",
-        "rubric_score",
-        "rubric_min_score",
-        "rubric_passed",
-        "rubric_failed_criteria",
-    }
-)
-"""The names of the JUnit properties a result gives (``_collect.junit_properties``)."""
-
-RESULTS_KEY = pytest.StashKey[list["Recorded"]]()
-"""Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""
-
-CURRENT_ITEM: contextvars.ContextVar[pytest.Item | None] = contextvars.ContextVar(
-    "pytest_rubric_current_item", default=None
-)
-"""The test item running now, so a bare ``assert_rubric`` call can join the session's outputs.
-
-The one piece of state outside the session, kept because a plain function
-has no public way to find the test that called it. A context variable, not
-a global: set and reset around each test by the plugin's
-``pytest_runtest_protocol`` wrapper, so each thread, task and nested
-(pytester) session sees only its own. The ``rubric`` fixture does not use
-it: it is bound to its node, as syrupy's ``snapshot`` is."""
-
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
@@ -113,20 +68,16 @@ def is_rubric_file(path: Path, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns)
 
 
-class RubricItemView(Protocol):
-    """What the session reads of a rubric item (``_collect.RubricItem``), named here so that
-    nothing before collection imports the collector."""
+def named(text: str) -> tuple[str | None, str]:
+    """``NAME=VALUE`` as ``(NAME, VALUE)``; a plain ``VALUE`` as ``(None, VALUE)``.
 
-    nodeid: str
-    source: Any  # _collect._Source: where the answer comes from
-    compiled: Any  # _grader.CompiledRubric
-
-
-def is_rubric_item(item: pytest.Item) -> TypeGuard[RubricItemView]:
-    """Whether ``item`` is a rubric item, without importing the collector for the asking:
-    until a rubric file was collected there is none."""
-    collect = sys.modules.get("pytest_rubric._pytest.collect")
-    return collect is not None and isinstance(item, collect.RubricItem)
+    A name holds no ``:`` (a value's ``provider:model`` or ``module:function``
+    does), so ``openai:m=1`` is a value, not a name.
+    """
+    name, sep, value = text.partition("=")
+    if sep and name.strip() and ":" not in name:
+        return name.strip(), value.strip()
+    return None, text.strip()
 
 
 class ResponseTally:
@@ -149,15 +100,3 @@ class ResponseTally:
         with self._lock:
             self.asked += asked
             self.replayed += replayed
-
-
-def named(text: str) -> tuple[str | None, str]:
-    """``NAME=VALUE`` as ``(NAME, VALUE)``; a plain ``VALUE`` as ``(None, VALUE)``.
-
-    A name holds no ``:`` (a value's ``provider:model`` or ``module:function``
-    does), so ``openai:m=1`` is a value, not a name.
-    """
-    name, sep, value = text.partition("=")
-    if sep and name.strip() and ":" not in name:
-        return name.strip(), value.strip()
-    return None, text.strip()

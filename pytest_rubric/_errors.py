@@ -92,10 +92,10 @@ class RubricLoadError(RubricError):
 
 
 class _ResultError(RubricError):
+    # The message is the text of an item's failure, which leaves the process: whoever raises
+    # one passes it through ``_guards.outgoing`` first (``_pytest.evaluate`` does).
     def __init__(self, message: str, *, result: CaseResult | None) -> None:
-        from ._guards.outgoing import outgoing  # the text of every item's error leaves the process
-
-        super().__init__(outgoing(message))
+        super().__init__(message)
         self.result = result
 
 

@@ -18,10 +18,9 @@ samples a document holds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["MAX_REPEAT", "PASS_RULES", "PassWhen", "item_passes", "parse_pass_when", "parse_repeat"]
+__all__ = ["MAX_REPEAT", "PASS_RULES", "PassWhen", "parse_pass_when", "parse_repeat"]
 
 MAX_REPEAT = 1000
 
@@ -58,29 +57,3 @@ def parse_repeat(value: Any) -> int:
             f"{MAX_REPEAT}, e.g. `repeat: 5`"
         )
     return value
-
-
-def item_passes(
-    samples: Sequence[Any], *, pass_when: PassWhen, min_score: float | None, score: float
-) -> bool:
-    """Whether an item with these graded ``samples`` (each with ``passed`` and ``criteria``)
-    and mean ``score`` passes by ``pass_when`` (``min_score`` None: a report-only case, whose
-    mean has no mark to reach)."""
-    if not samples:
-        return False
-    if any(c.item_error for s in samples for c in s.criteria):
-        return False
-    passed = sum(bool(s.passed) for s in samples)
-    if pass_when == "all":
-        return passed == len(samples)
-    if pass_when == "any":
-        return passed > 0
-    if pass_when == "mean":
-        from ._grade.scoring import score as score_of
-
-        return (
-            (min_score is None or score >= min_score - _EPSILON)
-            and not any(c.required and c.went_wrong for s in samples for c in s.criteria)
-            and not all(score_of(s.criteria).empty for s in samples)
-        )
-    return passed / len(samples) >= float(pass_when) - _EPSILON

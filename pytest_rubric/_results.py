@@ -9,10 +9,21 @@ through pytest-xdist), the session summary and every output file.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CaseResult", "CriterionResult", "Outcome", "Recorded", "Sample", "Verdict", "mark_text"]
+__all__ = [
+    "CaseResult",
+    "CriterionResult",
+    "Outcome",
+    "Recorded",
+    "Sample",
+    "Verdict",
+    "mark_text",
+    "wilson",
+    "z_of",
+]
 
 
 def mark_text(min_score: float | None) -> str:
@@ -249,8 +260,6 @@ class CaseResult:
     @property
     def pass_rate_ci(self) -> tuple[float, float]:
         """The Wilson interval of :attr:`pass_rate` at :attr:`level`."""
-        from ._stats import wilson
-
         samples = self.sample_list
         return wilson(sum(s.passed for s in samples), len(samples), self.level)
 
@@ -325,3 +334,28 @@ class Recorded:
 
     result: CaseResult
     raised: bool = False
+
+
+# The one statistic a result computes of itself; ``_report.stats`` holds the others.
+def z_of(level: float) -> float:
+    """The two-sided standard normal quantile of ``level`` (1.96 at 0.95)."""
+    if not 0 < level < 1:
+        raise ValueError(f"a confidence level is a number between 0 and 1, not {level!r}")
+    from statistics import NormalDist  # on first use: pytest -VV imports this module
+
+    return NormalDist().inv_cdf(1 - (1 - level) / 2)
+
+
+def wilson(passes: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of ``passes`` out of ``n`` at ``level``; (0, 1) when n is 0."""
+    if n <= 0:
+        return (0.0, 1.0)
+    z = z_of(level)
+    p = passes / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    # At p = 0 or 1 the bound is exactly 0 or 1; rounding must not move it off.
+    lo = 0.0 if passes == 0 else min(p, centre - half)
+    hi = 1.0 if passes == n else max(p, centre + half)
+    return (lo, hi)

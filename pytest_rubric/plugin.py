@@ -13,9 +13,10 @@ from ._config.settings import Settings
 
 # Only light modules here (see ``_base``): the collector, the grader and the judge
 # are imported when a rubric file, a judge or a fixture asks for them.
-from ._defaults import CURRENT_ITEM, RESULTS_KEY, SET_A_JUDGE, is_rubric_file, is_rubric_item
+from ._defaults import SET_A_JUDGE, is_rubric_file
 from ._guards.outgoing import outgoing
 from ._pytest import xdist
+from ._pytest.items import CURRENT_ITEM, RESULTS_KEY, is_rubric_item
 from ._pytest.session import SESSION_KEY, RubricSession
 from ._results import CaseResult
 

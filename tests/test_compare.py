@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from pytest_rubric import _stats
 from pytest_rubric._cli.merge import main as merge_main
 from pytest_rubric._config.outputs import OUTPUTS, write_outputs
 from pytest_rubric._guards.outgoing import outgoing
 from pytest_rubric._llm.base import mean_raw_score
 from pytest_rubric._render.csv import HEADER, boundary, cell, render_csv
+from pytest_rubric._report import stats as _stats
 from pytest_rubric._report.leaderboard import paired
 from pytest_rubric._report.pairwise import compare, pairwise
 from pytest_rubric._report.report import build_report

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_rubric import _stats
 from pytest_rubric._grade.grader import Grader
+from pytest_rubric._grade.scoring import item_passes
 from pytest_rubric._render.summary import terminal_lines
-from pytest_rubric._repeat import item_passes, parse_pass_when
+from pytest_rubric._repeat import parse_pass_when
+from pytest_rubric._report import stats as _stats
 from pytest_rubric._report.breakdowns import breakdowns
 from pytest_rubric._report.leaderboard import leaderboard, rank_noise
 from pytest_rubric._report.report import Severity, build_report

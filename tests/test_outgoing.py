@@ -193,3 +193,10 @@ def test_half_an_emoji_from_the_judge_travels_between_xdist_processes(
     result.assert_outcomes(passed=4)
     document = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))
     assert {c["reason"] for r in document["results"] for c in r["criteria"]} == {"fine \ufffd"}
+
+
+def test_every_providers_key_variable_is_redacted_from_outputs() -> None:
+    from pytest_rubric._guards.secrets import KEY_VARIABLES
+    from pytest_rubric._llm.providers import PROVIDERS
+
+    assert {p.key_variable for p in PROVIDERS.values()} <= set(KEY_VARIABLES)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_rubric import _stats
+from pytest_rubric._report import stats as _stats
 
 
 def test_z_of_the_usual_levels() -> None:

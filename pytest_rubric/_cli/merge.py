@@ -40,13 +40,14 @@ from .._config.outputs import OUTPUTS, write_outputs
 from .._render.json import DocumentError, load_document, read_document
 from .._render.summary import terminal_lines
 from .._report.gates import GateEntry
-from .._report.history import HistoryError, add_history_command, append, run_history, with_trend
+from .._report.history import HistoryError, append, with_trend
 from .._report.report import build_report
 from .._report.run import RunInfo, merged
 from .._results import CaseResult
 from ..importers import add_commands as add_import_commands
 from ..importers import run as run_import
 from .freeze import add_collect_command, run_collect
+from .history import add_history_command, run_history
 from .init import add_command as add_init_command
 from .init import run as run_init
 

@@ -20,17 +20,16 @@ from typing import TYPE_CHECKING, Any
 
 from .._defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_CHECK_TIMEOUT, DEFAULT_MIN_SCORE, SET_A_JUDGE
 from .._guards.calls import CallRunner
-from .._guards.secrets import Secret, clip, whole_characters
+from .._guards.secrets import Secret, clip, known_keys, whole_characters
 from .._llm.base import mean_raw_score
-from .._llm.providers import known_keys
-from .._repeat import PassWhen, item_passes
+from .._repeat import PassWhen
 from .._results import CaseResult, CriterionResult, Outcome, Sample, Verdict
 from .._schema import REPORT_ONLY, Criterion, Mark, Rubric, own_mark
 from ..criteria.check import Answer, Check, CheckContext
 from ..criteria.extract import Extract, JudgedCriterion
 from ..criteria.judge import Judge
 from . import style
-from .scoring import passes
+from .scoring import item_passes, passes
 from .scoring import score as score_results
 
 if TYPE_CHECKING:

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from .._repeat import PassWhen
 from .._results import CriterionResult, Verdict
 
-__all__ = ["Score", "decided", "passes", "score"]
+__all__ = ["Score", "decided", "item_passes", "passes", "score"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,3 +94,30 @@ def passes(
         and not any(c.item_error for c in criteria)
         and not (score(criteria) if scored is None else scored).empty
     )
+
+
+_score_of = score  # item_passes takes a number named score
+
+
+def item_passes(
+    samples: Sequence[Any], *, pass_when: PassWhen, min_score: float | None, score: float
+) -> bool:
+    """Whether an item with these graded ``samples`` (each with ``passed`` and ``criteria``)
+    and mean ``score`` passes by ``pass_when`` (``min_score`` None: a report-only case, whose
+    mean has no mark to reach)."""
+    if not samples:
+        return False
+    if any(c.item_error for s in samples for c in s.criteria):
+        return False
+    passed = sum(bool(s.passed) for s in samples)
+    if pass_when == "all":
+        return passed == len(samples)
+    if pass_when == "any":
+        return passed > 0
+    if pass_when == "mean":
+        return (
+            (min_score is None or score >= min_score - _EPSILON)
+            and not any(c.required and c.went_wrong for s in samples for c in s.criteria)
+            and not all(_score_of(s.criteria).empty for s in samples)
+        )
+    return passed / len(samples) >= float(pass_when) - _EPSILON

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from .._defaults import ResponseTally, RetryPolicy, named
 from .._guards.calls import CallRunner, CallTimeout, call_user, described
-from .._guards.secrets import redact
+from .._guards.secrets import known_keys, redact
 from .._llm.base import JudgeStats, Reply, Sampling
 from .._llm.cost import Budget, Price
-from .._llm.providers import JudgeSpec, known_keys, read_key
+from .._llm.providers import JudgeSpec, read_key
 
 if TYPE_CHECKING:
     from .._llm.cache import CachedCalls

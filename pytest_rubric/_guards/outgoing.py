@@ -16,8 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .._llm.providers import known_keys
-from .secrets import Secret, public_url, redact, whole_characters
+from .secrets import Secret, known_keys, public_url, redact, whole_characters
 
 __all__ = ["inert_mentions", "outgoing", "outgoing_data"]
 

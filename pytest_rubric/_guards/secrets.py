@@ -14,13 +14,17 @@ query string (``?api-key=``).
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 
 __all__ = [
     "FRAGMENT",
+    "KEY_VARIABLES",
     "MAX_TEXT",
     "Secret",
     "clip",
+    "known_keys",
     "public_url",
     "redact",
     "shorten",
@@ -185,3 +189,14 @@ def _masked(text: str, spans: list[tuple[int, int]]) -> str:
         start, end = s, e
     parts += [text[done:start], _MASK, text[end:]]
     return "".join(parts)
+
+
+# The variables a provider's key is read from (``_llm.providers`` names one per provider;
+# a new provider's variable is added here too): every output is redacted of their values.
+KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+
+
+def known_keys(environ: Mapping[str, str] | None = None) -> list[Secret]:
+    """The providers' API keys set in the environment: what every output is redacted of."""
+    environ = os.environ if environ is None else environ
+    return [Secret(environ[v]) for v in KEY_VARIABLES if environ.get(v)]

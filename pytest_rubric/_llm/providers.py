@@ -18,7 +18,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .._guards.secrets import Secret, public_url
+from .._guards.secrets import KEY_VARIABLES, Secret, known_keys, public_url
 
 __all__ = ["KEY_VARIABLES", "PROVIDERS", "JudgeSpec", "Provider", "known_keys", "read_key"]
 
@@ -47,14 +47,6 @@ PROVIDERS: dict[str, Provider] = {
         wire="anthropic",
     ),
 }
-
-KEY_VARIABLES = tuple(p.key_variable for p in PROVIDERS.values())
-
-
-def known_keys(environ: Mapping[str, str] | None = None) -> list[Secret]:
-    """The providers' API keys set in the environment: what every output is redacted of."""
-    environ = os.environ if environ is None else environ
-    return [Secret(environ[v]) for v in KEY_VARIABLES if environ.get(v)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""Calibration: how well the judge agrees with your own labels, per rubric file.
+"""Calibration labels: reading a rubric file's ``calibration:`` examples (the measure of
+agreement is ``_report.calibration``).
 
 A rubric file's ``calibration:`` is a list, or a JSONL path relative to the
 file, of labelled examples ``{case, criterion, response, verdict}`` (``score``
@@ -15,8 +16,6 @@ labels, UNMET).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,96 +28,12 @@ if TYPE_CHECKING:
     from .._schema import Suite
     from ..criteria.judge import Judge
 
-__all__ = ["Calibration", "Example", "examples_of", "measure", "read_labelled"]
+__all__ = ["Example", "examples_of", "read_labelled"]
 
 M = TypeVar("M", bound="BaseModel")
 
 # A calibration file is read whole, like a rubric file; past this it is a mistake.
 _MAX_EXAMPLES = 10_000
-
-
-@dataclass(frozen=True, slots=True)
-class Calibration:
-    """The judge's agreement with one suite's labels."""
-
-    suite: str
-    judge: str
-    n: int
-    accuracy: float | None
-    kappa: float | None
-    tpr: float | None
-    tnr: float | None
-    errors: int = 0  # examples the judge could not grade (ERROR): not in n
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "suite": self.suite,
-            "judge": self.judge,
-            "n": self.n,
-            "accuracy": self.accuracy,
-            "kappa": self.kappa,
-            "tpr": self.tpr,
-            "tnr": self.tnr,
-            "errors": self.errors,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Calibration:
-        def number(name: str) -> float | None:
-            value = data.get(name)
-            return None if value is None else float(value)
-
-        return cls(
-            suite=str(data["suite"]),
-            judge=str(data["judge"]),
-            n=int(data["n"]),
-            accuracy=number("accuracy"),
-            kappa=number("kappa"),
-            tpr=number("tpr"),
-            tnr=number("tnr"),
-            errors=int(data.get("errors") or 0),
-        )
-
-    @property
-    def line(self) -> str:
-        def num(value: float | None) -> str:
-            return "-" if value is None else f"{value:.3f}"
-
-        text = (
-            f"judge calibration {self.suite}: n {self.n}, accuracy {num(self.accuracy)}, "
-            f"kappa {num(self.kappa)}, tpr {num(self.tpr)}, tnr {num(self.tnr)}"
-        )
-        return text + (f" ({self.errors} not graded: ERROR)" if self.errors else "")
-
-
-def label_met(example: Example, criterion: Judge) -> bool:
-    """The label as MET or not: a score counts as MET in the upper half of the range."""
-    if example.score is not None:
-        low, high = criterion.min_score, criterion.max_score
-        return (example.score - low) / (high - low) >= 0.5
-    return example.verdict == "MET"
-
-
-def measure(suite: str, judge: str, pairs: Sequence[tuple[bool, bool | None]]) -> Calibration:
-    """Agreement from ``(label MET, judge MET or None for ERROR)`` pairs."""
-    from .._stats import cohen_kappa
-
-    graded = [(label, judged) for label, judged in pairs if judged is not None]
-    n = len(graded)
-    labels = [label for label, _ in graded]
-    verdicts = [bool(judged) for _, judged in graded]
-    positives = [v for label, v in zip(labels, verdicts, strict=True) if label]
-    negatives = [not v for label, v in zip(labels, verdicts, strict=True) if not label]
-    return Calibration(
-        suite=suite,
-        judge=judge,
-        n=n,
-        accuracy=sum(a == b for a, b in zip(labels, verdicts, strict=True)) / n if n else None,
-        kappa=cohen_kappa(labels, verdicts),
-        tpr=sum(positives) / len(positives) if positives else None,
-        tnr=sum(negatives) / len(negatives) if negatives else None,
-        errors=len(pairs) - n,
-    )
 
 
 def examples_of(suite: Suite, path: Path) -> tuple[list[tuple[Example, Judge, Any]], list[Problem]]:

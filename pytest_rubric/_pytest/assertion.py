@@ -11,17 +11,18 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from .._defaults import CURRENT_ITEM, RESULTS_KEY
 from .._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from .._grade.grader import CompiledRubric, Grader
 from .._grade.scoring import score as score_results
 from .._guards.calls import make_importable
+from .._guards.outgoing import outgoing
 from .._load.loader import load_suite
 from .._load.locate import problems_from_validation
 from .._render.table import criteria_table
 from .._results import CaseResult
 from .._schema import Mark, Rubric, own_mark
 from .collect import record
+from .items import CURRENT_ITEM, RESULTS_KEY
 from .session import SESSION_KEY
 
 __all__ = ["CURRENT_ITEM", "RubricFixture", "assert_rubric", "check_rubric"]
@@ -191,9 +192,9 @@ def check_rubric(
             result.case = item.name if count == 1 else f"{item.name}#{count}"
         record(item, result, raised=bool(result.errors) or not result.passed)
     if result.errors:
-        raise RubricEvaluationError(criteria_table(result), result=result)
+        raise RubricEvaluationError(outgoing(criteria_table(result)), result=result)
     if not result.passed:
-        raise RubricAssertionError(criteria_table(result), result=result)
+        raise RubricAssertionError(outgoing(criteria_table(result)), result=result)
     return result
 
 

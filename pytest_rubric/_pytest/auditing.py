@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .._defaults import is_rubric_item
 from .._results import Verdict
+from .items import is_rubric_item
 
 if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
     from .._grade.grader import CompiledRubric
     from .._llm.base import Judged
-    from .._load.calibration import Calibration
+    from .._report.calibration import Calibration
     from ..judge.prompts import Guidance
 
 
@@ -78,7 +78,7 @@ class SessionAudit(SessionJudge):
             return self._calibrated.get(file_id)
         if file_id not in self._calibration_examples or not self._grades_calibration:
             return None
-        from .._load.calibration import label_met, measure
+        from .._report.calibration import label_met, measure
 
         suite, examples = self._calibration_examples[file_id]
         pairs: list[tuple[bool, bool | None]] = []

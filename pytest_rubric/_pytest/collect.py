@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .._defaults import RESULTS_KEY
 from .._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from .._grade.grader import CompiledRubric
 from .._grade.scoring import score as score_results
@@ -27,6 +26,7 @@ from .._render.table import answer_lines, criteria_table
 from .._results import CaseResult, Recorded, Verdict
 from .._schema import own_mark
 from .heap import paused
+from .items import RESULTS_KEY
 
 if TYPE_CHECKING:
     from .._load.response_dirs import ResponseDir
@@ -404,7 +404,7 @@ class RubricItem(pytest.Item):
                         subject=self.subject,
                     ),
                 )
-            raise RubricEvaluationError(problem, result=None)
+            raise RubricEvaluationError(outgoing(problem), result=None)
         grader = session.grader
         judged = session.judge_samples(self.nodeid, self.compiled, responses)
         result = grader.combine(
@@ -425,7 +425,7 @@ class RubricItem(pytest.Item):
         result.probe = session.probe(self.nodeid, self.compiled, responses[0], judged[0])
         if result.errors:
             record(self, result)
-            raise RubricEvaluationError(criteria_table(result), result=result)
+            raise RubricEvaluationError(outgoing(criteria_table(result)), result=result)
         if score_results(result.criteria).empty:
             pytest.skip(
                 f"nothing graded: {result.skipped[0].reason}"
@@ -434,7 +434,7 @@ class RubricItem(pytest.Item):
             )
         record(self, result)
         if not result.passed:
-            raise RubricAssertionError(criteria_table(result), result=result)
+            raise RubricAssertionError(outgoing(criteria_table(result)), result=result)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, RubricAssertionError | RubricEvaluationError):

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .._config.settings import Settings
-from .._defaults import SET_A_JUDGE, ResponseTally, is_rubric_item
+from .._defaults import SET_A_JUDGE, ResponseTally
 from .._load.response_dirs import RubricWarning
 from .._results import Verdict
 from . import heap
+from .items import is_rubric_item
 from .xdist import is_xdist_controller, worker_count
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from .._llm.base import Judged, JudgeStats
     from .._llm.cache import CachedCalls, JudgeCache
     from .._llm.cost import Budget, Price
-    from .._load.calibration import Calibration
+    from .._report.calibration import Calibration
     from .._report.run import RunJudge
     from ..judge.panel import Panel
     from ..judge.prompts import Guidance
@@ -125,8 +126,8 @@ class SessionJudge:
     def _open_cache(self) -> JudgeCache:
         """The cache file, opened once for the judge and the response cache alike."""
         if self._cache_file is None:
+            from .._guards.secrets import known_keys  # no httpx: an xdist controller skips it
             from .._llm.cache import JudgeCache
-            from .._llm.providers import known_keys  # no httpx: an xdist controller skips it
 
             self._cache_file = JudgeCache(self.settings.cache_dir, secrets=known_keys())
             warning = self._cache_file.take_warning()
@@ -302,7 +303,7 @@ class SessionJudge:
                 for endpoint, n in counts.get("elsewhere", {}).items():
                     stats.elsewhere[endpoint] = stats.elsewhere.get(endpoint, 0) + int(n)
         if data.get("calibration"):
-            from .._load.calibration import Calibration
+            from .._report.calibration import Calibration
 
             for file_id, entry in data["calibration"].items():
                 self._calibrated.setdefault(file_id, Calibration.from_dict(entry))

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .._config.settings import Settings
-from .._defaults import JUNIT_PROPERTIES, ResponseTally, is_rubric_file, is_rubric_item
+from .._defaults import ResponseTally, is_rubric_file
 from .._guards.outgoing import outgoing
 from .._load.response_dirs import ResponseDir, ResponseDirs, RubricWarning
 from .._results import CaseResult
 from . import heap
 from .auditing import SessionAudit
+from .items import JUNIT_PROPERTIES, is_rubric_item
 
 if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them, and
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from .._llm.base import JudgeStats
     from .._llm.cache import CachedCalls, JudgeCache
     from .._llm.cost import Budget, Price
-    from .._load.calibration import Calibration
+    from .._report.calibration import Calibration
     from .._report.report import SessionReport
     from .._report.run import RunInfo, RunJudge
     from ..judge.panel import Panel

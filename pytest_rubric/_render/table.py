@@ -72,7 +72,7 @@ def answer_lines(result: CaseResult, *, show_response: int = SHOW_RESPONSE) -> l
     The texts were redacted when the result was built; :func:`clip` redacts again (of the
     keys known now) before it cuts, so no cut can leave a piece of a key behind.
     """
-    from .._llm.providers import known_keys
+    from .._guards.secrets import known_keys
 
     keys = known_keys()
     shown = []

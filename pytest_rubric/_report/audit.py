@@ -168,7 +168,7 @@ class JudgeAudit:
 
     def lines(self) -> list[str]:
         """The ``judge audit`` block's lines, after its title."""
-        from .._load.calibration import Calibration
+        from .calibration import Calibration
 
         lines = [Calibration.from_dict(dict(c)).line for c in self.calibration]
         several = len(self.style_probe) > 1  # a panel: each line names its judge
@@ -294,7 +294,7 @@ def _panel(results: Sequence[CaseResult]) -> dict[str, Any]:
     """The panel's agreement, from every sample's judged criteria (empty without a panel)."""
     from itertools import combinations
 
-    from .._stats import cohen_kappa, fleiss_kappa
+    from .stats import cohen_kappa, fleiss_kappa
 
     names: set[str] = set()
     votes: list[dict[str, str]] = []

@@ -9,7 +9,7 @@
   the mean over its samples.
 
 Each entry's ``ci`` is the interval of the mean over those results
-(``_stats.mean_interval``) and ``n`` their number.
+(``stats.mean_interval``) and ``n`` their number.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import _stats
 from .._grade.scoring import score
 from .._results import CaseResult
+from . import stats as _stats
 
 __all__ = ["Breakdown", "breakdowns"]
 

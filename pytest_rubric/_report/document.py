@@ -29,11 +29,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .._grade.scoring import passes, score
-from .._guards.secrets import shorten
+from .._grade.scoring import item_passes, passes, score
+from .._guards.secrets import known_keys, shorten
 from .._llm.base import mean_raw_score
-from .._llm.providers import known_keys
-from .._repeat import item_passes
 from .._results import CaseResult, CriterionResult, Sample, Verdict
 from .document_format import VERSION, DocumentError
 from .document_models import (

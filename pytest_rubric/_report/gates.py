@@ -36,8 +36,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .. import _stats
 from .._results import CaseResult, mark_text
+from . import stats as _stats
 from .leaderboard import SubjectRow, leaderboard, paired
 
 if TYPE_CHECKING:

@@ -16,13 +16,10 @@ or which commit moved a subject.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sqlite3
-import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._guards.outgoing import outgoing
 from .run import HistoryRun
@@ -33,10 +30,8 @@ if TYPE_CHECKING:
 __all__ = [
     "HistoryError",
     "HistoryRun",
-    "add_history_command",
     "append",
     "read_runs",
-    "run_history",
     "with_trend",
 ]
 
@@ -244,48 +239,3 @@ def with_trend(report: SessionReport, path: Path) -> SessionReport:
         ),
     )
     return replace(report, trend=(*past, now))
-
-
-# --- python -m pytest_rubric history ----------------------------------------------------------
-
-
-def add_history_command(commands: Any) -> None:
-    from .._config.options import positive_int
-
-    cmd = commands.add_parser(
-        "history",
-        help="print the runs a --rubric-history file holds, one row per run",
-        description="Print one row per run of a --rubric-history file, oldest first: its "
-        "time, its commit and each subject's correctness with its interval. Exit status 0, "
-        "or 2 when the file cannot be read.",
-    )
-    cmd.add_argument("path", type=Path, metavar="PATH", help="the --rubric-history file")
-    cmd.add_argument("--subject", metavar="S", help="only this subject")
-    cmd.add_argument("--last", type=positive_int, metavar="N", help="only the last N runs")
-
-
-def run_history(args: argparse.Namespace) -> int:
-    try:
-        runs = read_runs(args.path, subject=args.subject, last=args.last)
-    except HistoryError as exc:
-        print(f"pytest-rubric history: error: {exc}", file=sys.stderr)
-        return 2
-    for line in history_lines(runs):
-        print(outgoing(line))
-    return 0
-
-
-def history_lines(runs: Sequence[HistoryRun]) -> list[str]:
-    """The rows ``history`` prints: time, commit (12 characters), then each subject."""
-    if not runs:
-        return ["no run in this history"]
-    lines = []
-    for run in runs:
-        cells = [
-            f"{name} {value:.3f}"
-            + (f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else "")
-            for name, value, low, high in run.subjects
-        ]
-        commit = (run.git_commit or "-")[:12]
-        lines.append(f"{run.started_at or '-':<20}  {commit:<12}  " + "   ".join(cells))
-    return lines

@@ -5,7 +5,7 @@ answers) and, separately, by the naive score a style-weighted rubric would
 have given (the mean of correctness, fluency and confidence). Equal values
 share a rank (1, 2, 2, 4); ties are listed by subject name.
 
-Each row also carries the noise around its figures (see ``_stats``):
+Each row also carries the noise around its figures (see ``stats``):
 ``correctness_ci``, the interval of its mean over cases; ``passed_ci``, the Wilson
 interval of ``passed / total``; ``detectable_drop``, the drop in correctness the
 baseline gate as configured catches with 80 % power; and ``tier``: subjects are
@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .. import _stats
 from .._results import CaseResult
+from . import stats as _stats
 
 __all__ = [
     "COLUMNS",

@@ -7,7 +7,7 @@ them (:func:`~pytest_rubric._report.leaderboard.by_case`: the same case of the s
 case is a *win* when ``a`` scored higher, a *loss* when lower, a *tie* when the two
 scores are equal (within ``1e-9``, the leaderboard's tie); ``diff`` is the mean of
 ``a - b`` and ``ci`` its interval at the report's confidence level
-(:func:`~pytest_rubric._stats.paired_difference`, the interval of the tiers and the
+(:func:`~pytest_rubric._report.stats.paired_difference`, the interval of the tiers and the
 baseline gate). Two subjects that share no case have ``shared`` 0 and ``diff`` and ``ci``
 null.
 
@@ -23,8 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import _stats
 from .._results import CaseResult
+from . import stats as _stats
 from .leaderboard import SubjectRow, by_case
 
 __all__ = ["Pair", "pairwise"]

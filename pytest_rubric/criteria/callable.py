@@ -9,8 +9,7 @@ from typing import Any, Literal
 from pydantic import field_validator
 
 from .._guards.calls import CallRunner, CallTimeout, described, resolve_import
-from .._guards.secrets import redact
-from .._llm.providers import known_keys
+from .._guards.secrets import known_keys, redact
 from .._results import Outcome
 from .check import Answer, Broken, Check, CheckContext, error, fraction, met, unmet
 from .model import CriterionModel, Share, Timeout, check_import_path

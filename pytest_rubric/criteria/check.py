@@ -19,8 +19,7 @@ from typing import Generic, TypeVar
 
 from .._defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_CHECK_TIMEOUT
 from .._guards.calls import CallRunner
-from .._guards.secrets import MAX_TEXT, clip, shorten
-from .._llm.providers import known_keys
+from .._guards.secrets import MAX_TEXT, clip, known_keys, shorten
 from .._results import Outcome, Verdict
 from .normalize import normalize, parse_numbers
 

@@ -31,11 +31,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .._guards.secrets import known_keys
     from .._llm.base import JudgeClient, Judged, JudgeError, JudgeStats, Reply, Sampling
     from .._llm.cache import CachedCalls, JudgeCache
     from .._llm.clients import WIRES, AnthropicClient, OpenAIClient, make_client
     from .._llm.http import HTTPClient
-    from .._llm.providers import PROVIDERS, JudgeSpec, Provider, known_keys, read_key
+    from .._llm.providers import PROVIDERS, JudgeSpec, Provider, read_key
     from .runner import JudgeRunner
     from .strategies import STRATEGIES, Strategy
 
@@ -58,7 +59,7 @@ _LAZY = {
     "Sampling": ".._llm.base",
     "Strategy": ".strategies",
     "WIRES": ".._llm.clients",
-    "known_keys": ".._llm.providers",
+    "known_keys": ".._guards.secrets",
     "make_client": ".._llm.clients",
     "read_key": ".._llm.providers",
 }

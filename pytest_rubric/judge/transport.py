@@ -25,12 +25,11 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from .._guards.calls import contained, described
-from .._guards.secrets import Secret, redact, shorten
+from .._guards.secrets import Secret, known_keys, redact, shorten
 from .._llm.base import JudgeError, JudgeStats, Reply, Sampling
 from .._llm.cache import CachedCalls, JudgeCache
 from .._llm.cost import Budget, BudgetSpent, Price
 from .._llm.http import HTTPClient
-from .._llm.providers import known_keys
 from . import prompts
 from .prompts import Prompt
 from .replies import ReplyError

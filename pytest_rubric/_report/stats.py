@@ -39,6 +39,8 @@ import bisect
 import math
 from collections.abc import Sequence
 
+from .._results import wilson, z_of
+
 __all__ = [
     "POWER_Z",
     "cohen_kappa",
@@ -57,30 +59,6 @@ __all__ = [
 POWER_Z = 0.8416  # the standard normal quantile of 0.80: 80 % power
 
 Interval = tuple[float, float]
-
-
-def z_of(level: float) -> float:
-    """The two-sided standard normal quantile of ``level`` (1.96 at 0.95)."""
-    if not 0 < level < 1:
-        raise ValueError(f"a confidence level is a number between 0 and 1, not {level!r}")
-    from statistics import NormalDist  # on first use: pytest -VV imports this module
-
-    return NormalDist().inv_cdf(1 - (1 - level) / 2)
-
-
-def wilson(passes: int, n: int, level: float = 0.95) -> Interval:
-    """The Wilson score interval of ``passes`` out of ``n`` at ``level``; (0, 1) when n is 0."""
-    if n <= 0:
-        return (0.0, 1.0)
-    z = z_of(level)
-    p = passes / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    # At p = 0 or 1 the bound is exactly 0 or 1; rounding must not move it off.
-    lo = 0.0 if passes == 0 else min(p, centre - half)
-    hi = 1.0 if passes == n else max(p, centre + half)
-    return (lo, hi)
 
 
 def _augmented(

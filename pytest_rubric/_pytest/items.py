@@ -1,0 +1,58 @@
+"""What the plugin keeps on pytest's objects: the results an item produced, the item running
+now, and how to tell a rubric item without importing the collector."""
+
+from __future__ import annotations
+
+import contextvars
+import sys
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
+
+import pytest
+
+if TYPE_CHECKING:
+    from .._results import Recorded
+
+__all__ = ["CURRENT_ITEM", "JUNIT_PROPERTIES", "RESULTS_KEY", "RubricItemView", "is_rubric_item"]
+
+JUNIT_PROPERTIES = frozenset(
+    {
+        "rubric_case",
+        "rubric_subject",
+        "rubric_score",
+        "rubric_min_score",
+        "rubric_passed",
+        "rubric_failed_criteria",
+    }
+)
+"""The names of the JUnit properties a result gives (``_collect.junit_properties``)."""
+
+RESULTS_KEY = pytest.StashKey[list["Recorded"]]()
+"""Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""
+
+CURRENT_ITEM: contextvars.ContextVar[pytest.Item | None] = contextvars.ContextVar(
+    "pytest_rubric_current_item", default=None
+)
+"""The test item running now, so a bare ``assert_rubric`` call can join the session's outputs.
+
+The one piece of state outside the session, kept because a plain function
+has no public way to find the test that called it. A context variable, not
+a global: set and reset around each test by the plugin's
+``pytest_runtest_protocol`` wrapper, so each thread, task and nested
+(pytester) session sees only its own. The ``rubric`` fixture does not use
+it: it is bound to its node, as syrupy's ``snapshot`` is."""
+
+
+class RubricItemView(Protocol):
+    """What the session reads of a rubric item (``_collect.RubricItem``), named here so that
+    nothing before collection imports the collector."""
+
+    nodeid: str
+    source: Any  # _collect._Source: where the answer comes from
+    compiled: Any  # _grader.CompiledRubric
+
+
+def is_rubric_item(item: pytest.Item) -> TypeGuard[RubricItemView]:
+    """Whether ``item`` is a rubric item, without importing the collector for the asking:
+    until a rubric file was collected there is none."""
+    collect = sys.modules.get("pytest_rubric._pytest.collect")
+    return collect is not None and isinstance(item, collect.RubricItem)
