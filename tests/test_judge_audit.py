@@ -18,9 +18,9 @@ from pytest_rubric import confidence, normalize, restyle
 from pytest_rubric._cli.merge import main as merge_main
 from pytest_rubric._errors import RubricLoadError
 from pytest_rubric._grade.style import ASSERTIVE, HEDGES
-from pytest_rubric._report.calibration import label_met, measure
 from pytest_rubric._load.loader import parse_suite
 from pytest_rubric._report.audit import audit, probe_plan, probe_record
+from pytest_rubric._report.calibration import label_met, measure
 from pytest_rubric._results import CaseResult, Outcome, Verdict
 from pytest_rubric._schema import CalibrationExample
 from pytest_rubric.criteria.judge import Judge
