@@ -55,7 +55,7 @@ class Outcome:
     judges: tuple[tuple[str, str | float], ...] = ()  # a panel's: each judge's verdict or score
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class CriterionResult:
     """The verdict on one criterion.
 
@@ -149,7 +149,7 @@ class CriterionResult:
         )
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Sample:
     """One of an item's answers (``repeat``), graded on its own."""
 
@@ -182,7 +182,7 @@ class Sample:
         )
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class CaseResult:
     """The grade of one response against one case.
 

@@ -66,15 +66,15 @@ def pytest_configure(config: pytest.Config) -> None:
     # this one), so run after them: both of pytest's collections at unconfigure, the hook's
     # and the cleanup's, then skip the frozen heap (see _heap).
     config.add_cleanup(state.thaw)
-    state.global_responses()  # a broken --rubric-responses file stops the run here, clearly
-    state.start_judge(_own_judge(config))
+    state.inputs.global_responses()  # a broken --rubric-responses file stops the run here, clearly
+    state.judging.start(_own_judge(config))
     config.stash[SESSION_KEY] = state
     config.pluginmanager.register(_SessionHooks(state), "rubric-session")
     if not hasattr(config, "workerinput"):  # an xdist worker leaves reporting to the controller
         config.pluginmanager.register(_ReportHooks(state), "rubric-report")
     xdist.register(config, state)
     _add_rubric_dirs(config, state.settings)
-    state.check_dirs()
+    state.inputs.check_dirs()
 
 
 def _add_rubric_dirs(config: pytest.Config, settings: Settings) -> None:
@@ -197,11 +197,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if is_rubric_item(item) or item.get_closest_marker("llm_judge") is None:
         return
     state = item.config.stash[SESSION_KEY]
-    if state.judging is not None:
+    judging = state.judging
+    if judging.runner is not None:
         return
-    if state.judge_unavailable is not None and state.settings.require_judge:
-        pytest.fail(state.judge_unavailable, pytrace=False)
-    pytest.skip(state.judge_unavailable or NO_JUDGE_SKIP)
+    if judging.unavailable is not None and state.settings.require_judge:
+        pytest.fail(judging.unavailable, pytrace=False)
+    pytest.skip(judging.unavailable or NO_JUDGE_SKIP)
 
 
 @pytest.fixture
@@ -213,10 +214,11 @@ def rubric_judge(request: pytest.FixtureRequest) -> JudgeClient:
         async def check(rubric_judge):
             reply = await rubric_judge.complete("Answer with one word.", "Capital of France?")
     """
-    state = request.config.stash[SESSION_KEY]
-    if state.judging is None:
-        pytest.skip(state.judge_unavailable or NO_JUDGE_SKIP)
-    return state.judging.client
+    judging = request.config.stash[SESSION_KEY].judging
+    if judging.runner is None:
+        pytest.skip(judging.unavailable or NO_JUDGE_SKIP)
+    client: JudgeClient = judging.runner.client
+    return client
 
 
 @pytest.fixture
@@ -246,7 +248,7 @@ def rubric_grader(request: pytest.FixtureRequest) -> Grader:
             result = rubric_grader.grade(my_app("What is NPV?"), compiled)
             assert result.score > 0.5
     """
-    return request.config.stash[SESSION_KEY].grader
+    return request.config.stash[SESSION_KEY].inputs.grader
 
 
 class _SessionHooks:
@@ -270,7 +272,7 @@ class _SessionHooks:
         it, as it would without the plugin). pytest's counters are never edited."""
         option = session.config.option
         before = getattr(option, "continue_on_collection_errors", False)
-        errors = self.state.collection_errors
+        errors = self.state.inputs.collection_errors
         if errors and session.testsfailed == errors:
             option.continue_on_collection_errors = True
         try:
@@ -282,7 +284,7 @@ class _SessionHooks:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Results join the session's; an attempt that is run again (pytest-rerunfailures'
         outcome ``rerun``) counts nowhere, not even in JUnit's properties."""
-        self.state.log_attempt(report)
+        self.state.results.log_attempt(report)
 
     def pytest_report_teststatus(
         self, report: pytest.TestReport, config: pytest.Config
@@ -306,7 +308,7 @@ class _ReportHooks:
         """A failing or erroring rubric item's JUnit test case shows what the application was
         asked and said, in its ``system-out``."""
         if report.failed and getattr(report, "rubric_item", False):
-            self.state.junit_answers(report)
+            self.state.results.junit_answers(report)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         report = self.state.session_report()

@@ -22,6 +22,7 @@ from pytest_rubric._llm.base import Judged
 from pytest_rubric._results import Outcome
 from pytest_rubric._schema import Judge
 from pytest_rubric.judge.replies import Graded, ReplyError, read_holistic, read_one, read_one_shot
+from pytest_rubric.judge.requests import JudgeKey, JudgeRequest
 from pytest_rubric.judge.runner import JudgeRunner
 from tests.conftest import RUN_MODES
 from tests.fake_llm import FakeLLM, text, verdict
@@ -303,7 +304,9 @@ def test_a_hostile_reply_twice_is_an_error_not_a_crash(
     session: Callable[..., JudgeRunner], grader: str, criteria: list[Judge], reply: str
 ) -> None:
     judge = session(reply, grader=grader)
-    judged = judge.result("k", criteria, question=None, response="an answer")
+    judged = judge.result(
+        JudgeRequest(JudgeKey("k"), criteria, question=None, response="an answer")
+    )
     assert {o.verdict for o in judged.outcomes.values()} == {Verdict.ERROR}
     assert all("replied out of protocol twice" in o.reason for o in judged.outcomes.values())
 
@@ -316,7 +319,7 @@ def test_anything_a_reader_raises_is_a_bad_reply(
 
     monkeypatch.setattr("pytest_rubric.judge.strategies.read_one", broken)
     judged = session('{"reason": "r", "verdict": "MET"}').result(
-        "k", [BOOL], question=None, response="an answer"
+        JudgeRequest(JudgeKey("k"), [BOOL], question=None, response="an answer")
     )
     (outcome,) = judged.outcomes.values()
     assert outcome.verdict is Verdict.ERROR
@@ -331,7 +334,9 @@ def test_anything_judging_raises_is_an_error_for_each_criterion(
 
     judge = session('{"reason": "r", "verdict": "MET"}')
     monkeypatch.setattr(judge, "_sample", broken)
-    judged = judge.result("k", [BOOL, SCORE], question=None, response="an answer")
+    judged = judge.result(
+        JudgeRequest(JudgeKey("k"), [BOOL, SCORE], question=None, response="an answer")
+    )
     assert {cid: o.verdict for cid, o in judged.outcomes.items()} == {
         "a": Verdict.ERROR,
         "s": Verdict.ERROR,

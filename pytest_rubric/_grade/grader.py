@@ -123,11 +123,14 @@ class Grader:
         suite: str = "",
         subject: str = "inline",
         judged: Judged | None = None,
+        case: str | None = None,
+        ranked: bool = True,
     ) -> CaseResult:
         """Grade one response. Never raises for a criterion's failure: that is ERROR.
 
         ``judged`` holds the judge's outcomes for the judged criteria; without
-        it they are SKIPPED.
+        it they are SKIPPED. ``case`` names the result (default: the rubric's id);
+        ``ranked``: the result counts for its subject in the leaderboard.
         """
         answer = Answer(response)
         criteria = [
@@ -136,38 +139,43 @@ class Grader:
                 compiled.criteria, compiled.checks, compiled.tags, strict=True
             )
         ]
-        result = self.result(
+        flags: list[str] = []  # from judged outcomes only
+        if judged is not None:
+            if judged.injection_suspected:
+                flags.append("injection_suspected")
+            if any(c.unstable for c in criteria):
+                flags.append("unstable")
+            if any(c.evidence_ok is False for c in criteria):
+                flags.append("unsupported_evidence")
+        return self.result(
             criteria,
             compiled=compiled,
             answer=answer,
             nodeid=nodeid,
             suite=suite,
             subject=subject,
+            case=case,
+            ranked=ranked,
+            judged_flags=flags,
+            llm_raw_score=judged.llm_raw_score if judged is not None else None,
         )
-        if judged is None:  # the flags below come from judged outcomes only
-            return result
-        result.llm_raw_score = judged.llm_raw_score
-        if judged.injection_suspected:
-            result.flags.append("injection_suspected")
-        if any(c.unstable for c in criteria):
-            result.flags.append("unstable")
-        if any(c.evidence_ok is False for c in criteria):
-            result.flags.append("unsupported_evidence")
-        return result
 
     def combine(
-        self, samples: Sequence[CaseResult], *, pass_when: PassWhen = "mean", level: float = 0.95
+        self,
+        samples: Sequence[CaseResult],
+        *,
+        pass_when: PassWhen = "mean",
+        level: float = 0.95,
+        probe: Sequence[dict[str, str]] = (),
     ) -> CaseResult:
         """One item's result from its graded samples (``repeat``): means, the first sample's
         criteria and response, and the verdict of ``pass_when`` (see ``_repeat``).
 
-        The samples are :meth:`grade`'s fresh results, which the item's result
-        replaces: a single sample is updated in place and returned.
+        ``probe`` holds the judge audit's records of the first answer (see ``_report.audit``).
         """
         first = samples[0]
         if len(samples) == 1:  # every pass rule agrees with the one sample's own verdict
-            first.pass_when, first.level = pass_when, level  # a result grade just built
-            return first
+            return replace(first, pass_when=pass_when, level=level, probe=list(probe))
         kept = [
             Sample(s.score, s.raw_score, s.passed, s.criteria, s.response, s.llm_raw_score)
             for s in samples
@@ -194,6 +202,7 @@ class Grader:
             level=level,
             samples=kept if n > 1 else [],
             llm_raw_score=mean_raw_score(s.llm_raw_score for s in samples),
+            probe=list(probe),
         )
 
     def unavailable(
@@ -227,6 +236,10 @@ class Grader:
         nodeid: str,
         suite: str,
         subject: str,
+        case: str | None = None,
+        ranked: bool = True,
+        judged_flags: Sequence[str] = (),
+        llm_raw_score: float | None = None,
     ) -> CaseResult:
         """Score criterion results and measure style: the shared tail of every grading path."""
         substance = score_results(criteria)
@@ -249,7 +262,7 @@ class Grader:
         return CaseResult(
             nodeid=nodeid,
             suite=suite,
-            case=compiled.rubric.id,
+            case=compiled.rubric.id if case is None else case,
             subject=subject,
             score=substance.score,
             raw_score=substance.raw_score,
@@ -266,7 +279,8 @@ class Grader:
                 wrong_claim=wrong_claim,
                 thresholds=self.thresholds,
             )
-            + (["style_error"] if style_error else []),
+            + (["style_error"] if style_error else [])
+            + list(judged_flags),
             question=(
                 None
                 if compiled.rubric.shown_question is None
@@ -276,6 +290,8 @@ class Grader:
             tags=list(getattr(compiled.rubric, "tags", ())),
             # A copy for reports: a 20 MB answer is graded whole but not copied whole.
             response=clip(answer.text, *self.secrets),
+            ranked=ranked,
+            llm_raw_score=llm_raw_score,
         )
 
     def _criterion(

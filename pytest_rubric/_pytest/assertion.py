@@ -11,17 +11,17 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from .._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
+from .._errors import Problem, RubricLoadError
 from .._grade.grader import CompiledRubric, Grader
 from .._grade.scoring import score as score_results
 from .._guards.calls import make_importable
-from .._guards.outgoing import outgoing
 from .._load.loader import load_suite
 from .._load.locate import problems_from_validation
-from .._render.table import criteria_table
 from .._results import CaseResult
 from .._schema import Mark, Rubric, own_mark
+from ..judge.requests import JudgeKey
 from .collect import record
+from .evaluation import evaluate, raise_for
 from .items import CURRENT_ITEM, RESULTS_KEY
 from .session import SESSION_KEY
 
@@ -161,40 +161,36 @@ def check_rubric(
     if query is not None:
         parsed = parsed.model_copy(update={"question": query})
     session = item.config.stash.get(SESSION_KEY, None) if item is not None else None
-    grader = session.grader if session is not None else Grader()
+    grader = session.inputs.grader if session is not None else Grader()
     compiled: CompiledRubric = grader.compile(
         parsed,
         global_criteria=global_criteria,
         min_score=min_score if min_score is not None else own_mark,
     )
     nodeid = item.nodeid if item is not None else ""
-    judged = (
-        # A key of its own per call: several calls in one test must not share a verdict.
-        session.judge_rubric(f"{nodeid}#assert-{uuid.uuid4().hex}", compiled, response)
-        if session is not None
-        else None
-    )
-    result = grader.grade(
-        response,
+    case = None
+    if item is not None and parsed.id == "rubric":
+        pending = item.stash.get(RESULTS_KEY, [])
+        count = sum(1 for r in pending if r.result.nodeid == item.nodeid) + 1
+        case = item.name if count == 1 else f"{item.name}#{count}"
+    result = evaluate(
+        session,
+        grader,
         compiled,
+        [response],
+        # A key of its own per call: several calls in one test must not share a verdict.
+        key=JudgeKey.assertion(nodeid, uuid.uuid4().hex),
         nodeid=nodeid,
         suite=suite or (item.path.stem if item is not None else ""),
         subject=subject or "inline",
-        judged=judged,
+        case=case,
+        ranked=subject is not None,
     )
-    result.ranked = subject is not None
     if item is not None and result.skipped and score_results(result.criteria).empty:
         pytest.skip(f"nothing graded: {result.skipped[0].reason}")
     if item is not None:
-        if parsed.id == "rubric":
-            pending = item.stash.get(RESULTS_KEY, [])
-            count = sum(1 for r in pending if r.result.nodeid == item.nodeid) + 1
-            result.case = item.name if count == 1 else f"{item.name}#{count}"
         record(item, result, raised=bool(result.errors) or not result.passed)
-    if result.errors:
-        raise RubricEvaluationError(outgoing(criteria_table(result)), result=result)
-    if not result.passed:
-        raise RubricAssertionError(outgoing(criteria_table(result)), result=result)
+    raise_for(result)
     return result
 
 

@@ -1,7 +1,9 @@
 """The session's part in auditing the judge: calibration examples graded at session start,
-the style probe planned over the collected items (see ``_calibration`` and ``_audit``).
+the probes planned over the collected items (the measures are ``_report.calibration`` and
+``_report.audit``).
 
-A part of :class:`~pytest_rubric._pytest.session.RubricSession` (which inherits it).
+:class:`Audit` asks the judge through :class:`~pytest_rubric._pytest.judging.Judging`;
+the judge knows nothing of it.
 """
 
 from __future__ import annotations
@@ -11,38 +13,58 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .._config.settings import Settings
 from .._results import Verdict
+from ..judge.requests import JudgeKey, JudgeRequest
 from .items import is_rubric_item
+from .judging import Judging
 
 if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
     from .._grade.grader import CompiledRubric
     from .._llm.base import Judged
     from .._report.calibration import Calibration
-    from ..judge.prompts import Guidance
+
+__all__ = ["Audit"]
 
 
-from .judging import SessionJudge
+class Audit:
+    """Calibration against the suite's labels, and the probes of the judge's biases."""
 
-__all__ = ["SessionAudit"]
+    def __init__(
+        self, config: pytest.Config, settings: Settings, *, judging: Judging, dry_run: bool
+    ) -> None:
+        self._config = config
+        self._settings = settings
+        self._judging = judging
+        self._dry_run = dry_run
+        self.probe_plan: dict[str, tuple[str, ...]] = {}  # node id -> criteria the probe judges
+        # Calibration, by rubric file node id: the suite's name and its examples as
+        # collected; what the judge made of them, once measured; and on an xdist
+        # controller, what the workers measured (the first worker's, per file).
+        self._examples: dict[str, tuple[str, list[Any]]] = {}
+        self._calibrated: dict[str, Calibration] = {}
 
-
-class SessionAudit(SessionJudge):
-    """The judge audit's part of the session."""
+    # --- calibration ------------------------------------------------------------------------------
 
     def add_calibration(self, file_id: str, suite: str, examples: list[Any]) -> None:
         """A collected rubric file's calibration examples (``(example, criterion, case)``)."""
         if examples:
-            self._calibration_examples[file_id] = (suite, examples)
+            self._examples[file_id] = (suite, examples)
 
-    def add_guidance(self, file_id: str, guidance: Guidance | None) -> None:
-        """A collected rubric file's ``judge_instructions:`` and ``judge_examples:``."""
-        if guidance is not None:
-            self._guidance[file_id] = guidance
-
-    def guidance_of(self, key: str) -> Guidance | None:
-        """The guidance of the rubric file of item (or calibration) ``key``, or None."""
-        return self._guidance.get(key.split("::", 1)[0])
+    def _calibration_requests(self, file_id: str) -> list[JudgeRequest]:
+        _, examples = self._examples[file_id]
+        return [
+            JudgeRequest(
+                JudgeKey.calibration(file_id, index),
+                [criterion],
+                question=case.asked,
+                response=example.response,
+                reference=case.reference,
+                guidance=self._judging.guidance_of(file_id),
+            )
+            for index, (example, criterion, case) in enumerate(examples)
+        ]
 
     def start_calibration(self) -> None:
         """Start grading every calibration example, before any judged item runs.
@@ -52,64 +74,63 @@ class SessionAudit(SessionJudge):
         its own items, so each grades them (the cache serves what another already
         stored), and the controller keeps the first figures it receives.
         """
-        if self.judging is None or self.dry_run or not self._grades_calibration:
+        if self._judging.runner is None or self._dry_run or not self._grades_calibration:
             return
-        for file_id, (_, examples) in self._calibration_examples.items():
-            for index, (example, criterion, case) in enumerate(examples):
-                self.judging.schedule(
-                    f"{file_id}::calibration#{index}",
-                    [criterion],
-                    question=case.asked,
-                    response=example.response,
-                    reference=case.reference,
-                    guidance=self.guidance_of(file_id),
-                )
+        for file_id in self._examples:
+            for request in self._calibration_requests(file_id):
+                self._judging.schedule(request)
 
     @property
     def _grades_calibration(self) -> bool:
-        workerinput = getattr(self.config, "workerinput", None)
-        if workerinput is None or self.settings.min_kappa is not None:
+        workerinput = getattr(self._config, "workerinput", None)
+        if workerinput is None or self._settings.min_kappa is not None:
             return True
         return bool(workerinput.get("workerid") == "gw0")
 
     def calibration_of(self, file_id: str) -> Calibration | None:
         """The judge's agreement with a rubric file's labels (waiting for its grades)."""
-        if file_id in self._calibrated or self.judging is None:
+        runner = self._judging.runner
+        if file_id in self._calibrated or runner is None:
             return self._calibrated.get(file_id)
-        if file_id not in self._calibration_examples or not self._grades_calibration:
+        if file_id not in self._examples or not self._grades_calibration:
             return None
         from .._report.calibration import label_met, measure
 
-        suite, examples = self._calibration_examples[file_id]
+        suite, examples = self._examples[file_id]
         pairs: list[tuple[bool, bool | None]] = []
-        for index, (example, criterion, case) in enumerate(examples):
-            outcome = self.judging.result(
-                f"{file_id}::calibration#{index}",
-                [criterion],
-                question=case.asked,
-                response=example.response,
-                reference=case.reference,
-                guidance=self.guidance_of(file_id),
-            ).outcomes[criterion.id]
+        requests = self._calibration_requests(file_id)
+        for request, (example, criterion, _) in zip(requests, examples, strict=True):
+            outcome = runner.result(request).outcomes[criterion.id]
             decided = outcome.verdict in (Verdict.MET, Verdict.UNMET)
             judged = outcome.verdict is Verdict.MET if decided else None
             pairs.append((label_met(example, criterion), judged))
-        self._calibrated[file_id] = measure(suite, self.judging.name, pairs)
+        self._calibrated[file_id] = measure(suite, runner.name, pairs)
         return self._calibrated[file_id]
 
     def calibrations(self) -> list[Calibration]:
         """Every rubric file's calibration, in node id order."""
-        for file_id in self._calibration_examples:
+        for file_id in self._examples:
             self.calibration_of(file_id)
         return [self._calibrated[f] for f in sorted(self._calibrated)]
 
-    def _below_min_kappa(self, key: str) -> str | None:
-        """Why the judged criteria of item ``key`` are ERROR: its suite's calibration kappa is
+    def worker_calibrations(self) -> dict[str, Any]:
+        return {f: c.to_dict() for f, c in self._calibrated.items()}
+
+    def add_calibrations(self, measured: dict[str, Any]) -> None:
+        """Keep the first calibration figures of each rubric file an xdist worker sends
+        (every worker measures the same ones)."""
+        from .._report.calibration import Calibration
+
+        for file_id, entry in measured.items():
+            self._calibrated.setdefault(file_id, Calibration.from_dict(entry))
+
+    def below_min_kappa(self, key: JudgeKey) -> str | None:
+        """Why the judged criteria of ``key`` are ERROR: its suite's calibration kappa is
         below ``--rubric-judge-min-kappa``; None when it is not."""
-        floor = self.settings.min_kappa
+        floor = self._settings.min_kappa
         if floor is None:
             return None
-        calibration = self.calibration_of(key.split("::", 1)[0])
+        calibration = self.calibration_of(key.file)
         if calibration is None:
             return None
         if calibration.kappa is None:
@@ -125,13 +146,15 @@ class SessionAudit(SessionJudge):
             )
         return None
 
+    # --- probes -----------------------------------------------------------------------------------
+
     def plan_probe(self, items: Sequence[pytest.Item]) -> None:
-        """Choose the criteria the style probe judges again (``--rubric-judge-probe N``).
+        """Choose the criteria the probes judge again (``--rubric-judge-probe N``).
 
         Every process collects every item, so each xdist worker makes the same choice.
         """
-        n = self.settings.judge_probe
-        if not n or self.judge_name is None or self.dry_run:
+        n = self._settings.judge_probe
+        if not n or self._judging.name is None or self._dry_run:
             return
         from .._report.audit import probe_plan
 
@@ -146,83 +169,65 @@ class SessionAudit(SessionJudge):
         ]
         self.probe_plan = probe_plan(sorted(candidates), n)
 
-    def _probed(self, key: str, compiled: CompiledRubric) -> list[Any]:
-        ids = self.probe_plan.get(key, ())
-        return [c for c in compiled.judged_criteria if c.id in ids]
-
-    def _probe_calls(
-        self, key: str, compiled: CompiledRubric, response: str
-    ) -> list[tuple[str, str, list[Any], str]]:
-        """Each probe call of item ``key``: ``(kind, call key, criteria, response)``, for the
+    def _probe_requests(
+        self, request: JudgeRequest, compiled: CompiledRubric
+    ) -> list[tuple[str, JudgeRequest]]:
+        """Each probe of an item's first answer (``request``): ``(kind, request)``, for the
         kinds of ``--rubric-judge-probe-kinds`` (none when the item is not probed)."""
-        criteria = self._probed(key, compiled)
+        ids = self.probe_plan.get(request.key.node, ())
+        criteria = [c for c in compiled.judged_criteria if c.id in ids]
         if not criteria:
             return []
         from .._grade.padding import pad, paddable
         from .._grade.restyle import restyle
 
-        kinds = self.settings.probe_kinds
-        calls: list[tuple[str, str, list[Any], str]] = []
+        key, response = request.key, request.response
+        kinds = self._settings.probe_kinds
+        probes: list[tuple[str, JudgeRequest]] = []
         if "tone" in kinds:
-            calls += [
-                (tone, f"{key}#probe-{tone}", criteria, restyle(response, to=tone))
+            probes += [
+                (tone, request.again(key.probed(tone), criteria, restyle(response, to=tone)))
                 for tone in ("confident", "hedged")
             ]
         if "length" in kinds and paddable(response):  # prose after JSON would break it
-            calls.append(("length", f"{key}#probe-length", criteria, pad(response)))
+            probes.append(("length", request.again(key.probed("length"), criteria, pad(response))))
         if "position" in kinds and len(compiled.judged_criteria) > 1:
             # The whole case again, its criteria in reverse order (a one-shot call grades
             # them together, so every criterion moves but a middle one).
             reverse = list(reversed(compiled.judged_criteria))
-            calls.append(("position", f"{key}#probe-position", reverse, response))
-        return calls
+            probes.append(("position", request.again(key.probed("position"), reverse, response)))
+        return probes
 
-    def _schedule_probe(self, key: str, compiled: CompiledRubric, response: str) -> None:
-        if self.judging is None:
-            return
-        for _, call, criteria, text in self._probe_calls(key, compiled, response):
-            self.judging.schedule(
-                call,
-                criteria,
-                question=compiled.rubric.asked,
-                response=text,
-                reference=compiled.rubric.reference,
-                guidance=self.guidance_of(key),
-            )
+    def schedule_probe(self, request: JudgeRequest, compiled: CompiledRubric) -> None:
+        for _, probe in self._probe_requests(request, compiled):
+            self._judging.schedule(probe)
 
     def probe(
-        self, key: str, compiled: CompiledRubric, response: str, judged: Judged | None
+        self, request: JudgeRequest, compiled: CompiledRubric, judged: Judged | None
     ) -> list[dict[str, str]]:
-        """The probes' records for the item ``key`` (none when it is not probed): each
-        judge's verdicts on its first answer (``judged``) and judged again for each kind."""
-        if self.judging is None or judged is None:  # first: every unjudged item asks
+        """The probes' records for an item's first answer (none when it is not probed): each
+        judge's verdicts on it (``judged``) and judged again for each kind."""
+        runner = self._judging.runner
+        if runner is None or judged is None:  # first: every unjudged item asks
             return []
-        criteria = self._probed(key, compiled)
-        calls = self._probe_calls(key, compiled, response)
-        if not criteria or not calls:
+        probes = self._probe_requests(request, compiled)
+        if not probes:
             return []
         from .._report.audit import kind_record, probe_record
 
-        self._schedule_probe(key, compiled, response)
+        ids = set(self.probe_plan.get(request.key.node, ()))
+        criteria: list[Any] = [c for c in compiled.judged_criteria if c.id in ids]
+        for _, probe in probes:
+            self._judging.schedule(probe)
         records = []
         # A panel's judges are probed one by one: the audit is per judge.
-        for runner in getattr(self.judging, "runners", (self.judging,)):
-            again = {
-                kind: runner.result(
-                    call,
-                    probed,
-                    question=compiled.rubric.asked,
-                    response=text,
-                    reference=compiled.rubric.reference,
-                    guidance=self.guidance_of(key),
-                )
-                for kind, call, probed, text in calls
-            }
+        for one in getattr(runner, "runners", (runner,)):
+            again = {kind: one.result(probe) for kind, probe in probes}
             for c in criteria:
                 outcome = judged.outcomes.get(c.id)
                 if outcome is None:
                     continue
-                original = dict(outcome.judges).get(runner.name, str(outcome.verdict))
+                original = dict(outcome.judges).get(one.name, str(outcome.verdict))
                 if not isinstance(original, str):  # a panel judge's score: MET in the upper half
                     share = (original - c.min_score) / (c.max_score - c.min_score)
                     original = "MET" if share >= 0.5 else "UNMET"
@@ -230,7 +235,7 @@ class SessionAudit(SessionJudge):
                     records.append(
                         probe_record(
                             criterion=c.id,
-                            judge=runner.name,
+                            judge=one.name,
                             original=str(original),
                             confident=str(again["confident"].outcomes[c.id].verdict),
                             hedged=str(again["hedged"].outcomes[c.id].verdict),
@@ -240,7 +245,7 @@ class SessionAudit(SessionJudge):
                     kind_record(
                         kind=kind,
                         criterion=c.id,
-                        judge=runner.name,
+                        judge=one.name,
                         original=str(original),
                         probed=str(again[kind].outcomes[c.id].verdict),
                         negative=c.effective_weight < 0,
@@ -248,5 +253,4 @@ class SessionAudit(SessionJudge):
                     for kind in ("length", "position")
                     if kind in again
                 ]
-        self._warn_cache_trouble()
         return records

@@ -22,11 +22,13 @@ from .._grade.sources import Source, Target, named
 from .._guards.calls import described, make_importable, resolve_import
 from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite
-from .._render.table import answer_lines, criteria_table
+from .._render.table import answer_lines
 from .._results import CaseResult, Recorded, Verdict
 from .._schema import own_mark
+from .evaluation import evaluate, raise_for
 from .heap import paused
 from .items import RESULTS_KEY
+from .judging import answer_key
 
 if TYPE_CHECKING:
     from .._load.response_dirs import ResponseDir
@@ -112,10 +114,10 @@ class RubricFile(pytest.File):
             with paused(enabled=self.config.getini("rubric_gc_pause")):
                 loaded = load_suite(self.path)
                 items = list(self._items(loaded))
-            session.add_calibration(self.nodeid, loaded.name, loaded.calibration)
-            session.add_guidance(self.nodeid, loaded.guidance)
+            session.audit.add_calibration(self.nodeid, loaded.name, loaded.calibration)
+            session.judging.add_guidance(self.nodeid, loaded.guidance)
         except RubricLoadError:
-            session.collection_errors += 1
+            session.inputs.collection_errors += 1
             raise
         yield from items
 
@@ -133,10 +135,10 @@ class RubricFile(pytest.File):
         problems: list[Problem] = []
         dirs: list[ResponseDir] = []
         if loaded.responses_dir is not None:
-            local = session.response_dir(loaded.responses_dir)
+            local = session.inputs.response_dir(loaded.responses_dir)
             problems += [replace(p, field=p.field or "responses") for p in local.problems]
             dirs.append(local)
-        global_dir = session.global_responses()
+        global_dir = session.inputs.global_responses()
         if global_dir is not None:
             dirs.append(global_dir)
         targets: dict[str, Target] = {}  # by import path, resolved once per file
@@ -179,7 +181,7 @@ class RubricFile(pytest.File):
         if problems:
             raise RubricLoadError(self.path, problems)
 
-        grader = session.grader
+        grader = session.inputs.grader
         too_many: list[Problem] = []
         for i, case in enumerate(suite.cases):
             compiled = grader.compile(
@@ -322,20 +324,20 @@ class RubricFile(pytest.File):
                 target_name=path,
                 subject=subject,
                 timeout=case.timeout or session.settings.call_timeout,
-                runner=session.grader.calls,
-                cache=session.response_cache(),
-                tally=session.responses_tally,
+                runner=session.inputs.grader.calls,
+                cache=session.caches.responses(),
+                tally=session.inputs.tally,
             )
             add(subject, source, f"target {path}")
-        for subject, model in session.models.items():
+        for subject, model in session.inputs.models.items():
             add(
                 subject,
                 Source(
                     target=model,
                     target_name=model.spec.name,
                     subject=subject,
-                    cache=session.response_cache(),
-                    tally=session.responses_tally,
+                    cache=session.caches.responses(),
+                    tally=session.inputs.tally,
                 ),
                 f"--rubric-model {model.spec.name}",
             )
@@ -388,6 +390,7 @@ class RubricItem(pytest.Item):
         which the plugin reports as an error, never a failure or a pass.
         """
         session = self.rubric_session
+        grader = session.inputs.grader
         responses, problem = self.source.fetch_samples(
             self.compiled.rubric, repeat=self.repeat, concurrency=session.settings.concurrency
         )
@@ -396,7 +399,7 @@ class RubricItem(pytest.Item):
             if self.subject:
                 record(
                     self,
-                    self.rubric_session.grader.unavailable(
+                    grader.unavailable(
                         self.compiled,
                         problem,
                         nodeid=self.nodeid,
@@ -405,27 +408,21 @@ class RubricItem(pytest.Item):
                     ),
                 )
             raise RubricEvaluationError(outgoing(problem), result=None)
-        grader = session.grader
-        judged = session.judge_samples(self.nodeid, self.compiled, responses)
-        result = grader.combine(
-            [
-                grader.grade(
-                    response,
-                    self.compiled,
-                    nodeid=self.nodeid,
-                    suite=self.suite_name,
-                    subject=self.subject,
-                    judged=verdicts,
-                )
-                for response, verdicts in zip(responses, judged, strict=True)
-            ],
+        result = evaluate(
+            session,
+            grader,
+            self.compiled,
+            responses,
+            key=answer_key(self),
+            nodeid=self.nodeid,
+            suite=self.suite_name,
+            subject=self.subject,
             pass_when=self.pass_when,
             level=session.settings.confidence,
         )
-        result.probe = session.probe(self.nodeid, self.compiled, responses[0], judged[0])
         if result.errors:
             record(self, result)
-            raise RubricEvaluationError(outgoing(criteria_table(result)), result=result)
+            raise_for(result)
         if score_results(result.criteria).empty:
             pytest.skip(
                 f"nothing graded: {result.skipped[0].reason}"
@@ -433,8 +430,7 @@ class RubricItem(pytest.Item):
                 else "nothing graded"
             )
         record(self, result)
-        if not result.passed:
-            raise RubricAssertionError(outgoing(criteria_table(result)), result=result)
+        raise_for(result)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, RubricAssertionError | RubricEvaluationError):

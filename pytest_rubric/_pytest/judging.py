@@ -1,22 +1,23 @@
 """The session's judge: set up once, asked ahead for what will run, its usage summed.
 
-A part of :class:`~pytest_rubric._pytest.session.RubricSession` (which inherits it), kept apart so
-that the session reads as inputs, results and outputs.
+:class:`Judging` is the part of the session (see ``session``) that owns the
+judge's runners (or panel), the guidance of each rubric file, what was
+scheduled, and every judge's usage, summed over xdist workers on the
+controller. It knows nothing of the audit: the session composes the two.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .._config.settings import Settings
-from .._defaults import SET_A_JUDGE, ResponseTally
-from .._load.response_dirs import RubricWarning
-from .._results import Verdict
-from . import heap
+from .._defaults import SET_A_JUDGE
+from .._results import Outcome, Verdict
+from ..judge.requests import JudgeKey, JudgeRequest
+from .caches import Caches
 from .items import is_rubric_item
 from .xdist import is_xdist_controller, worker_count
 
@@ -24,16 +25,14 @@ if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
     from .._grade.grader import CompiledRubric
     from .._llm.base import Judged, JudgeStats
-    from .._llm.cache import CachedCalls, JudgeCache
     from .._llm.cost import Budget, Price
-    from .._report.calibration import Calibration
     from .._report.run import RunJudge
     from ..judge.panel import Panel
     from ..judge.prompts import Guidance
     from ..judge.runner import JudgeRunner
 
 
-__all__ = ["REQUIRE_JUDGE_REASON", "SessionJudge", "sample_key"]
+__all__ = ["REQUIRE_JUDGE_REASON", "Judging", "answer_key"]
 
 REQUIRE_JUDGE_REASON = f"--rubric-require-judge is set but no judge is configured: {SET_A_JUDGE}"
 
@@ -53,110 +52,48 @@ _STATS_FIELDS = (
 )
 
 
-def sample_key(nodeid: str, index: int) -> str:
-    """The judge's key for sample ``index`` of an item: its node id for the first."""
-    return nodeid if index == 0 else f"{nodeid}#{index}"
+def answer_key(item: pytest.Item) -> JudgeKey:
+    """The judge's key for a rubric item's first answer (``of_sample(i)`` for the others)."""
+    parent = item.parent
+    return JudgeKey.answer(parent.nodeid if parent is not None else "", item.nodeid)
 
 
-class SessionJudge:
-    """The judge's part of the session."""
+class Judging:
+    """The judge's part of the session: ``start`` it, ``schedule`` work, wait for ``results``."""
 
-    # Set by RubricSession.__init__; declared here for the type checker.
-    config: pytest.Config
-    settings: Settings
-    judging: JudgeRunner | Panel | None
-    judge_name: str | None
-    judge_unavailable: str | None
-    judge_usage: dict[str, JudgeStats]
-    run_judges: tuple[RunJudge, ...]
-    judge_prices: dict[str, Price | None]
-    probe_plan: dict[str, tuple[str, ...]]
-    _budget: Budget | None
-    _cache: JudgeCache | None
-    _cache_file: JudgeCache | None
-    _response_cache: CachedCalls | None
-    responses_tally: ResponseTally
-    _scheduled: set[str]
-    _calibration_examples: dict[str, tuple[str, list[Any]]]
-    _calibrated: dict[str, Calibration]
-    _guidance: dict[str, Guidance]
-    _frozen: bool
+    def __init__(
+        self,
+        config: pytest.Config,
+        settings: Settings,
+        *,
+        caches: Caches,
+        budget: Budget | None,
+        dry_run: bool,
+    ) -> None:
+        self._config = config
+        self._settings = settings
+        self._caches = caches
+        self._budget = budget
+        self._dry_run = dry_run
+        self.runner: JudgeRunner | Panel | None = None  # None on an xdist controller
+        self.name: str | None = None  # set whenever a judge is configured
+        # Why the configured judge cannot run (set in the ini or the environment, no key);
+        # judged items are then skipped, or errors with --rubric-require-judge.
+        self.unavailable: str | None = None
+        self.run_judges: tuple[RunJudge, ...] = ()  # the same judges, for the JSON's run
+        self.usage: dict[str, JudgeStats] = {}  # every judge's, by name
+        self.prices: dict[str, Price | None] = {}  # every judge's, by name
+        self._scheduled: set[str] = set()  # node ids whose judging was started
+        self._guidance: dict[str, Guidance] = {}  # file id -> judge_instructions, judge_examples
 
-    @property
-    def dry_run(self) -> bool:
-        """``--collect-only``, ``--setup-only`` or ``--setup-plan``: nothing is graded, so no
-        judge call is made and no result is written."""
-        option = self.config.option
-        return bool(
-            getattr(option, "collectonly", False)
-            or getattr(option, "setuponly", False)
-            or getattr(option, "setupplan", False)
-        )
+    # --- set up ---------------------------------------------------------------------------------
 
-    # The audit's part (SessionAudit, which RubricSession is) answers these.
-    def calibrations(self) -> list[Calibration]:
-        raise NotImplementedError
-
-    def _below_min_kappa(self, key: str) -> str | None:
-        raise NotImplementedError
-
-    def _schedule_probe(self, key: str, compiled: CompiledRubric, response: str) -> None:
-        raise NotImplementedError
-
-    def guidance_of(self, key: str) -> Guidance | None:
-        raise NotImplementedError
-
-    def cache(self) -> JudgeCache | None:
-        """The session's judge cache (opened on first use), or None with ``--rubric-cache off``."""
-        if self._cache is None and self.settings.cache_mode != "off":
-            self._cache = self._open_cache()
-        return self._cache
-
-    def response_cache(self) -> CachedCalls | None:
-        """What the application's answers go through with ``--rubric-response-cache use`` or
-        ``replay`` (the same file as the judge's, whatever ``--rubric-cache`` says); None
-        without it: targets and models are then called on every run."""
-        mode = self.settings.response_cache_mode
-        if self._response_cache is None and mode != "off":
-            from .._llm.cache import CachedCalls
-
-            self._response_cache = CachedCalls(self._open_cache(), mode)
-        return self._response_cache
-
-    def _open_cache(self) -> JudgeCache:
-        """The cache file, opened once for the judge and the response cache alike."""
-        if self._cache_file is None:
-            from .._guards.secrets import known_keys  # no httpx: an xdist controller skips it
-            from .._llm.cache import JudgeCache
-
-            self._cache_file = JudgeCache(self.settings.cache_dir, secrets=known_keys())
-            warning = self._cache_file.take_warning()
-            # One warning per run: under xdist the controller opens the cache too
-            # (start_judge) and reports; the workers, which find the same file, do not.
-            if warning is not None and not hasattr(self.config, "workerinput"):
-                self.config.issue_config_time_warning(RubricWarning(warning), stacklevel=2)
-        return self._cache_file
-
-    def _warn_cache_trouble(self) -> None:
-        """A lookup or a write of the cache failed (in the judge's thread): warn, in the item."""
-        warning = self._cache_file.take_warning() if self._cache_file is not None else None
-        if warning is not None:
-            warnings.warn(RubricWarning(warning), stacklevel=3)
-
-    def budget(self) -> Budget | None:
-        """This process's share of ``--rubric-max-cost`` (one for the judge and the model), or
-        None without one."""
-        if self._budget is None:
-            self._budget = self.settings.cost.budget(share=worker_count(self.config))
-        return self._budget
-
-    def start_judge(self, custom: object | None) -> None:
+    def start(self, custom: object | None) -> None:
         """Set up the judge: the hook's object, else ``--rubric-judge`` / ini / ``RUBRIC_JUDGE``
         (given more than once: a panel, see ``judge.panel``)."""
-        from .._llm.base import JudgeStats
         from .._llm.providers import JudgeSpec, read_key
 
-        settings = self.settings
+        settings = self._settings
         specs: list[JudgeSpec] = []
         if custom is not None:
             if not callable(getattr(custom, "complete", None)):
@@ -168,9 +105,9 @@ class SessionJudge:
         elif settings.judges:
             flag = settings.judge_source == "--rubric-judge"
             try:
-                for judge in settings.judges:
-                    spec = JudgeSpec.parse(judge, url=settings.judge_url)
-                    specs.append(spec)
+                specs = [
+                    JudgeSpec.parse(judge, url=settings.judge_url) for judge in settings.judges
+                ]
             except ValueError as exc:
                 raise pytest.UsageError(f"{settings.judge_source}: {exc}") from None
             for spec in specs:
@@ -182,7 +119,7 @@ class SessionJudge:
                         raise pytest.UsageError(f"--rubric-judge: {exc}") from None
                     # Set in the ini or the environment (a colleague's checkout, a fork's
                     # CI): the session runs, and what needs the judge says why it did not.
-                    self.judge_unavailable = (
+                    self.unavailable = (
                         f"no key for judge {spec.name} ({settings.judge_source}): "
                         f"set {spec.key_variable} in the environment"
                     )
@@ -190,29 +127,15 @@ class SessionJudge:
             names = [spec.name for spec in specs]
         else:
             return
-        self.judge_name = " + ".join(names)
-        from .._report.run import RunJudge
-
-        self.run_judges = tuple(
-            RunJudge(spec.name, spec.provider, spec.model, spec.public_url) for spec in specs
-        ) or tuple(RunJudge(name) for name in names)
-        models = {spec.name: spec.model for spec in specs} or {names[0]: names[0]}
-        self.judge_prices = {
-            name: settings.cost.of(*((name, models[name]) if specs else (name,)), judge=True)
-            for name in names
-        }
-        unpriced = [name for name, price in self.judge_prices.items() if price is None]
-        if settings.cost.max_cost is not None and unpriced:
-            raise pytest.UsageError(
-                f"--rubric-max-cost needs the price of judge {unpriced[0]}: pass "
-                f"--rubric-judge-price IN,OUT, or add a line `{models[unpriced[0]]} IN OUT` "
-                "(dollars per million tokens) to ini rubric_judge_prices"
-            )
-        if is_xdist_controller(self.config):
+        self.name = " + ".join(names)
+        self._price(specs, names)
+        if is_xdist_controller(self._config):
             # The workers judge; the controller adds up their usage. It skips the
             # client, its event loop and the httpx import (workers start sooner).
-            self.judge_usage = {name: JudgeStats() for name in names}
-            self.cache()  # only to check it: a broken cache is reported once, from here
+            from .._llm.base import JudgeStats
+
+            self.usage = {name: JudgeStats() for name in names}
+            self._caches.judge()  # only to check it: a broken cache is reported once, from here
             return
         clients: list[Any] = [custom]  # its `complete` was checked above
         if specs:
@@ -222,179 +145,173 @@ class SessionJudge:
                 make_client(spec, policy=settings.retry, require_key=False)  # key checked above
                 for spec in specs
             ]
-        # The bound is for the whole run: xdist workers share it (and a panel's judges).
-        concurrency = max(1, settings.concurrency // (worker_count(self.config) * len(clients)))
-        budget = self.budget()  # one budget for every judge of a panel
+        self._run(clients, names)
+
+    def _price(self, specs: Sequence[Any], names: Sequence[str]) -> None:
+        from .._report.run import RunJudge
+
+        settings = self._settings
+        self.run_judges = tuple(
+            RunJudge(spec.name, spec.provider, spec.model, spec.public_url) for spec in specs
+        ) or tuple(RunJudge(name) for name in names)
+        models = {spec.name: spec.model for spec in specs} or {names[0]: names[0]}
+        self.prices = {
+            name: settings.cost.of(*((name, models[name]) if specs else (name,)), judge=True)
+            for name in names
+        }
+        unpriced = [name for name, price in self.prices.items() if price is None]
+        if settings.cost.max_cost is not None and unpriced:
+            raise pytest.UsageError(
+                f"--rubric-max-cost needs the price of judge {unpriced[0]}: pass "
+                f"--rubric-judge-price IN,OUT, or add a line `{models[unpriced[0]]} IN OUT` "
+                "(dollars per million tokens) to ini rubric_judge_prices"
+            )
+
+    def _run(self, clients: Sequence[Any], names: Sequence[str]) -> None:
         from ..judge.runner import JudgeRunner
 
+        settings = self._settings
+        # The bound is for the whole run: xdist workers share it (and a panel's judges).
+        concurrency = max(1, settings.concurrency // (worker_count(self._config) * len(clients)))
         runners = [
             JudgeRunner(
                 client,
                 name=name,
                 strategy=settings.grader,
                 concurrency=concurrency,
-                cache=self.cache(),
+                cache=self._caches.judge(),
                 cache_mode=settings.cache_mode,
                 samples=settings.samples,
                 timeout=settings.retry.timeout,
-                price=self.judge_prices[name],
-                budget=budget,
+                price=self.prices[name],
+                budget=self._budget,  # one budget for every judge of a panel, and the model
                 evidence=settings.judge_evidence,
                 check_timeout=settings.check_timeout,
             )
             for client, name in zip(clients, names, strict=True)
         ]
-        self.judge_usage = {runner.name: runner.stats for runner in runners}
+        self.usage = {runner.name: runner.stats for runner in runners}
         if len(runners) == 1:
-            self.judging = runners[0]
+            self.runner = runners[0]
         else:
             from ..judge.panel import Panel
 
-            self.judging = Panel(runners)
+            self.runner = Panel(runners)
 
-    def schedule_judging(self, items: Sequence[pytest.Item]) -> None:
-        """Start every collected item's judge calls now, so they overlap across items.
+    # --- what the judge is asked ------------------------------------------------------------------
 
-        Items whose response comes from a target or a model are judged when
-        they run. An xdist worker runs only the items it is handed, so it
-        schedules those as it learns of them (:meth:`schedule_items`).
-        """
-        if self.judging is None or hasattr(self.config, "workerinput"):
-            return
-        for item in items:
-            self._schedule(item)
+    def add_guidance(self, file_id: str, guidance: Guidance | None) -> None:
+        """A collected rubric file's ``judge_instructions:`` and ``judge_examples:``."""
+        if guidance is not None:
+            self._guidance[file_id] = guidance
+
+    def request(self, key: JudgeKey, compiled: CompiledRubric, response: str) -> JudgeRequest:
+        """The request that judges ``response`` on ``compiled``'s judged criteria."""
+        return JudgeRequest(
+            key,
+            compiled.judged_criteria,
+            question=compiled.rubric.asked,
+            response=response,
+            reference=compiled.rubric.reference,
+            guidance=self._guidance.get(key.file),
+        )
+
+    def guidance_of(self, file_id: str) -> Guidance | None:
+        return self._guidance.get(file_id)
 
     def schedule_items(self, items: Iterable[pytest.Item]) -> None:
-        """Start judging ``items`` (an xdist worker, about to run them; see ``_xdist``)."""
-        if self.judging is not None:
-            for item in items:
-                self._schedule(item)
+        """Start every given item's judge calls now, so they overlap across items.
 
-    def _schedule(self, item: pytest.Item) -> None:
-        if item.nodeid in self._scheduled or self.judging is None or self.dry_run:
+        Items whose response comes from a target or a model are judged when
+        they run. The controller schedules every collected item; an xdist worker
+        only those it is handed, as it learns of them (see ``xdist``).
+        """
+        if self.runner is None or self._dry_run:
             return
-        self._scheduled.add(item.nodeid)
-        if not is_rubric_item(item):
-            return
-        source, compiled = item.source, item.compiled
-        if compiled.judged:
-            for index, text in enumerate(source.texts):
-                self.judging.schedule(
-                    sample_key(item.nodeid, index),
-                    compiled.judged_criteria,
-                    question=compiled.rubric.asked,
-                    response=text,
-                    reference=compiled.rubric.reference,
-                    guidance=self.guidance_of(item.nodeid),
-                )
+        for item in items:
+            if item.nodeid in self._scheduled:
+                continue
+            self._scheduled.add(item.nodeid)
+            key = answer_key(item)
+            if is_rubric_item(item) and item.compiled.judged:
+                for index, text in enumerate(item.source.texts):
+                    self.runner.schedule(self.request(key.of_sample(index), item.compiled, text))
 
-    def add_worker_stats(self, data: dict[str, Any]) -> None:
-        """Fold an xdist worker's judge usage and application answers into the controller's,
-        and keep the first calibration figures of each rubric file (every worker measures the
-        same ones)."""
-        responses = data.get("responses") or {}
-        self.responses_tally.add(int(responses.get("asked", 0)), int(responses.get("replayed", 0)))
-        for name, counts in data.get("judges", {}).items():
-            stats = self.judge_usage.get(name)
+    def schedule(self, request: JudgeRequest) -> None:
+        if self.runner is not None:
+            self.runner.schedule(request)
+
+    def result(self, request: JudgeRequest) -> Judged | None:
+        """The judge's outcomes for ``request``, or None to leave its criteria SKIPPED (or, with
+        a configured judge that cannot run, each SKIPPED or ERROR saying why)."""
+        self._caches.warn_trouble()  # a live model's answer was just fetched through the cache
+        if not request.criteria:
+            return None
+        if self.runner is not None:
+            judged = self.runner.result(request)
+            self._caches.warn_trouble()
+            return judged
+        if self._settings.require_judge or self.unavailable is not None:
+            verdict = Verdict.ERROR if self._settings.require_judge else Verdict.SKIPPED
+            return every(request, Outcome(verdict, 0.0, self.unavailable or REQUIRE_JUDGE_REASON))
+        return None
+
+    # --- usage ----------------------------------------------------------------------------------
+
+    def usage_lines(self) -> list[str]:
+        """What the summary says of each judge's calls, tokens and cost."""
+        from .._llm.base import elsewhere_line
+
+        settings = self._settings
+        lines = [
+            stats.line(name, price=self.prices.get(name)) for name, stats in self.usage.items()
+        ]
+        priced = settings.cost.max_cost is not None or any(self.prices.values())
+        lines += [
+            f"warning: judge {name} sent {stats.estimated} replies without `usage`; with prices "
+            "or a budget set, their tokens are estimated at 4 characters per token"
+            for name, stats in self.usage.items()
+            if stats.estimated and priced
+        ]
+        elsewhere = elsewhere_line(self.usage.values())
+        if elsewhere is not None:
+            lines.append(elsewhere)
+        over_budget = sum(stats.over_budget for stats in self.usage.values())
+        if over_budget:
+            lines.append(
+                f"{settings.cost.budget_message}: {over_budget} judged "
+                f"{'criterion' if over_budget == 1 else 'criteria'} left ERROR"
+            )
+        return lines
+
+    def worker_usage(self) -> dict[str, Any]:
+        """This worker's usage of each judge, for the controller (:meth:`add_usage`)."""
+        return {
+            name: {
+                **{field_name: getattr(stats, field_name) for field_name in _STATS_FIELDS},
+                "elsewhere": dict(stats.elsewhere),
+            }
+            for name, stats in self.usage.items()
+        }
+
+    def add_usage(self, judges: dict[str, Any]) -> None:
+        """Fold an xdist worker's judge usage into the controller's."""
+        for name, counts in judges.items():
+            stats = self.usage.get(name)
             if stats is not None:
                 for field_name in _STATS_FIELDS:
                     value = getattr(stats, field_name) + int(counts.get(field_name, 0))
                     setattr(stats, field_name, value)
                 for endpoint, n in counts.get("elsewhere", {}).items():
                     stats.elsewhere[endpoint] = stats.elsewhere.get(endpoint, 0) + int(n)
-        if data.get("calibration"):
-            from .._report.calibration import Calibration
-
-            for file_id, entry in data["calibration"].items():
-                self._calibrated.setdefault(file_id, Calibration.from_dict(entry))
-
-    def worker_stats(self) -> dict[str, Any] | None:
-        tally = self.responses_tally
-        data: dict[str, Any] = {"responses": {"asked": tally.asked, "replayed": tally.replayed}}
-        if self.judging is not None:
-            self.calibrations()
-            data["judges"] = {
-                name: {
-                    **{field_name: getattr(stats, field_name) for field_name in _STATS_FIELDS},
-                    "elsewhere": dict(stats.elsewhere),
-                }
-                for name, stats in self.judge_usage.items()
-            }
-            data["calibration"] = {f: c.to_dict() for f, c in self._calibrated.items()}
-        return data
 
     def close(self) -> None:
-        """The session is over: stop the judge, close the cache."""
-        self.stop_judge()
+        if self.runner is not None:
+            self.runner.close()
 
-    def thaw(self) -> None:
-        """Undo the freeze of the collected heap, if there was one (a cleanup of the config
-        registered at configure, so that it runs after pytest's own cleanups: see ``_heap``)."""
-        if self._frozen:
-            heap.thaw()
-            self._frozen = False
 
-    def stop_judge(self) -> None:
-        if self.judging is not None:
-            self.judging.close()
-        if self._cache_file is not None:
-            self._cache_file.close()
-            self._cache_file = self._cache = None
-            self._response_cache = None
+def every(request: JudgeRequest, outcome: Outcome) -> Judged:
+    """The same ``outcome`` for every criterion of ``request``."""
+    from .._llm.base import Judged
 
-    def judge_samples(
-        self, key: str, compiled: CompiledRubric, responses: Sequence[str]
-    ) -> list[Judged | None]:
-        """The judge's outcomes for each sample's answer, every sample's calls started at once."""
-        if self.judging is not None and compiled.judged:
-            for index, response in enumerate(responses):
-                self.judging.schedule(
-                    sample_key(key, index),
-                    compiled.judged_criteria,
-                    question=compiled.rubric.asked,
-                    response=response,
-                    reference=compiled.rubric.reference,
-                    guidance=self.guidance_of(key),
-                )
-            if responses:
-                self._schedule_probe(key, compiled, responses[0])
-        return [
-            self.judge_rubric(sample_key(key, index), compiled, response)
-            for index, response in enumerate(responses)
-        ]
-
-    def judge_rubric(self, key: str, compiled: CompiledRubric, response: str) -> Judged | None:
-        """The judge's outcomes for ``compiled``'s judged criteria, or None to leave them SKIPPED."""
-        self._warn_cache_trouble()  # a live model's answer was just fetched through the cache
-        if not compiled.judged:
-            return None
-        if self.judging is not None:
-            judged = self.judging.result(
-                key,
-                compiled.judged_criteria,
-                question=compiled.rubric.asked,
-                response=response,
-                reference=compiled.rubric.reference,
-                guidance=self.guidance_of(key),
-            )
-            self._warn_cache_trouble()
-            uncalibrated = self._below_min_kappa(key)
-            if uncalibrated is not None:
-                from .._llm.base import Judged
-                from .._results import Outcome
-
-                return Judged(
-                    {
-                        c.id: Outcome(Verdict.ERROR, 0.0, uncalibrated)
-                        for c in compiled.judged_criteria
-                    }
-                )
-            return judged
-        if self.settings.require_judge or self.judge_unavailable is not None:
-            from .._llm.base import Judged
-            from .._results import Outcome
-
-            verdict = Verdict.ERROR if self.settings.require_judge else Verdict.SKIPPED
-            reason = self.judge_unavailable or REQUIRE_JUDGE_REASON
-            return Judged({c.id: Outcome(verdict, 0.0, reason) for c in compiled.judged_criteria})
-        return None
+    return Judged({c.id: outcome for c in request.criteria})

@@ -1,175 +1,103 @@
-"""Session state: settings read once from the config, response files read once, results gathered.
+"""The session's composition root: its parts, built once, and what only the whole can do.
 
 One :class:`RubricSession` lives in ``config.stash`` from ``pytest_configure``
-to ``pytest_unconfigure``. Hooks in ``plugin`` only delegate to it.
+to ``pytest_unconfigure``; the hooks in ``plugin`` delegate to it or to one of
+its parts, each with an explicit constructor:
+
+==============  ==================================================================
+``caches``      the cache file of the judge's replies and the application's answers
+``inputs``      response folders, ``--rubric-model`` subjects, the grader
+``judging``     the judge: set up, scheduled, waited for, its usage summed
+``audit``       calibration against the suite's labels and the bias probes
+``results``     each item's last attempt, the baseline
+==============  ==================================================================
+
+The parts depend one way (``audit`` asks ``judging``; ``inputs`` and
+``judging`` share ``caches`` and the budget); what joins several of them, a
+sample's judgement with its calibration gate and its probes, the report and
+the outputs, is here.
 """
 
 from __future__ import annotations
 
-import os
 import time
 import warnings
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .._config.settings import Settings
-from .._defaults import ResponseTally, is_rubric_file
-from .._guards.outgoing import outgoing
-from .._load.response_dirs import ResponseDir, ResponseDirs, RubricWarning
-from .._results import CaseResult
+from .._load.response_dirs import RubricWarning
+from .._results import Outcome, Verdict
 from . import heap
-from .auditing import SessionAudit
-from .items import JUNIT_PROPERTIES, is_rubric_item
+from .auditing import Audit
+from .caches import Caches
+from .inputs import Inputs
+from .items import is_rubric_item
+from .judging import Judging, every
+from .results import Results
+from .xdist import worker_count
 
 if TYPE_CHECKING:
-    # Imported where used: a session without rubric files or judge never loads them, and
-    # plain pytest runs load no report code until a summary is built.
-    from .._grade.grader import Grader
-    from .._grade.sources import LiveModel
-    from .._llm.base import JudgeStats
-    from .._llm.cache import CachedCalls, JudgeCache
-    from .._llm.cost import Budget, Price
-    from .._report.calibration import Calibration
+    # Imported where used: plain pytest runs load no grading or report code.
+    from .._grade.grader import CompiledRubric
+    from .._llm.base import Judged
     from .._report.report import SessionReport
-    from .._report.run import RunInfo, RunJudge
-    from ..judge.panel import Panel
-    from ..judge.prompts import Guidance
-    from ..judge.runner import JudgeRunner
+    from .._report.run import RunInfo
+    from ..judge.requests import JudgeKey
 
 __all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]  # Settings: re-exported
 
 
-class RubricSession(SessionAudit):
-    """Owns the grader, the response files and the results of one pytest session."""
+def _dry_run(config: pytest.Config) -> bool:
+    """``--collect-only``, ``--setup-only`` or ``--setup-plan``: nothing is graded, so no
+    judge call is made and no result is written."""
+    option = config.option
+    return bool(
+        getattr(option, "collectonly", False)
+        or getattr(option, "setuponly", False)
+        or getattr(option, "setupplan", False)
+    )
+
+
+class RubricSession:
+    """The parts of one pytest session's rubric work, and what joins them."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self._started = time.time()  # for the JSON's run: when, and how long (monotonic)
         self._clock = time.monotonic()
-        self.settings = Settings.from_config(config)
-        self._grader: Grader | None = None
-        # By node id, the results of the item's last attempt only: an item run again
-        # (pytest-rerunfailures) counts once, as its last attempt went.
-        self._results: dict[str, list[CaseResult]] = {}
-        self._rerun: set[str] = set()  # node ids whose attempt now is one that runs again
-        self.report: SessionReport | None = None  # set by finish(), once every result is in
-        self.baseline: list[CaseResult] | None = None
-        if self.settings.baseline_path is not None:
-            from .._render.json import DocumentError, read_document
-
-            try:
-                self.baseline = read_document(self.settings.baseline_path)
-            except DocumentError as exc:
-                raise pytest.UsageError(f"--rubric-baseline: {exc}") from None
-        self.collection_errors = 0
-        self.responses = ResponseDirs(config)  # the response folders, read once
-        self.judging: JudgeRunner | Panel | None = (
-            None  # None on an xdist controller: workers judge
+        self.settings = settings = Settings.from_config(config)
+        self.dry_run = _dry_run(config)
+        # This process's share of --rubric-max-cost: one for the judge and the model.
+        budget = settings.cost.budget(share=worker_count(config))
+        self.caches = Caches(config, settings)
+        self.results = Results(config, settings)
+        self.inputs = Inputs(config, settings, caches=self.caches, budget=budget)
+        self.judging = Judging(
+            config, settings, caches=self.caches, budget=budget, dry_run=self.dry_run
         )
-        self.judge_name: str | None = None  # set whenever a judge is configured
-        # Why the configured judge cannot run (set in the ini or the environment, no key);
-        # judged items are then skipped, or errors with --rubric-require-judge.
-        self.judge_unavailable: str | None = None
-        self.run_judges: tuple[RunJudge, ...] = ()  # the same judges, for the JSON's run
-        self.judge_usage: dict[str, JudgeStats] = {}  # every judge's, by name
-        self.judge_prices: dict[str, Price | None] = {}  # every judge's, by name
-        self._budget: Budget | None = None
-        self._scheduled: set[str] = set()  # node ids whose judging was started
-        self.probe_plan: dict[str, tuple[str, ...]] = {}  # node id -> criteria the probe judges
-        # Calibration (see _calibration), by rubric file node id: the suite's name and its
-        # examples as collected; what the judge made of them, once measured; and on an xdist
-        # controller, what the workers measured (the first worker's, per file).
-        self._calibration_examples: dict[str, tuple[str, list[Any]]] = {}
-        self._calibrated: dict[str, Calibration] = {}
-        self._guidance: dict[str, Guidance] = {}  # file id -> judge_instructions, judge_examples
-        self._frozen = False  # whether collected() froze the heap (see _heap)
-        self._rubric_items_ran = False
-        self._assert_subjects = False  # assert_rubric graded with subject=
-        self._cache: JudgeCache | None = None
-        self._cache_file: JudgeCache | None = None
-        self._response_cache: CachedCalls | None = None
-        self.responses_tally = ResponseTally()  # the application's answers: asked, replayed
-        self.models: dict[str, LiveModel] = self._live_models()
+        self.audit = Audit(config, settings, judging=self.judging, dry_run=self.dry_run)
+        self.report: SessionReport | None = None  # set by finish(), once every result is in
+        self._frozen = False  # whether collected() froze the heap (see heap)
 
-    @property
-    def responses_replayed(self) -> int:
-        """How many of the application's answers this run took from the response cache
-        (summed over xdist workers on the controller)."""
-        return self.responses_tally.replayed
-
-    def _live_models(self) -> dict[str, LiveModel]:
-        """``--rubric-model``, each a subject; its name clashing with a ``--rubric-target``'s
-        is a usage error, as the same model or name given twice is."""
-        models: dict[str, LiveModel] = {}
-        if not self.settings.models:
-            return models
-        from .._defaults import named
-        from .._grade.sources import LiveModel
-        from .._llm.providers import JudgeSpec
-
-        targets = {
-            name or value.rpartition(":")[2]: given
-            for given in self.settings.targets
-            for name, value in [named(given)]
-        }
-        for given in self.settings.models:
-            name, value = named(given)
-            try:
-                spec = JudgeSpec.parse(value)
-                subject = name or spec.model
-                if subject in targets:
-                    raise ValueError(
-                        f"{given} and --rubric-target {targets[subject]} are both subject "
-                        f"{subject!r}; name one of them (NAME=...)"
-                    )
-                price = self.settings.cost.of(spec.name, spec.model)
-                if self.settings.cost.max_cost is not None and price is None:
-                    raise ValueError(
-                        f"--rubric-max-cost needs the price of model {spec.model}: add a line "
-                        f"`{spec.model} IN OUT` (dollars per million tokens) to ini "
-                        "rubric_judge_prices"
-                    )
-                models[subject] = LiveModel(
-                    spec,
-                    subject=subject,
-                    policy=self.settings.retry,
-                    price=price,
-                    budget=self.budget(),
-                    require_key=self.settings.response_cache_mode != "replay",
-                )
-            except ValueError as exc:
-                raise pytest.UsageError(f"--rubric-model: {exc}") from None
-        return models
-
-    @property
-    def grader(self) -> Grader:
-        """The session's grader, built on first use."""
-        if self._grader is None:
-            from .._grade.grader import Grader
-
-            self._grader = Grader(
-                thresholds=self.settings.thresholds,
-                default_min_score=self.settings.min_score,
-                call_timeout=self.settings.call_timeout,
-                check_timeout=self.settings.check_timeout,
-            )
-        return self._grader
+    # --- collection ---------------------------------------------------------------------------
 
     def collected(self, items: Sequence[pytest.Item]) -> None:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
-        self.responses.warn_unused()
-        if self.judge_unavailable is not None and not self.settings.require_judge:
+        self.inputs.responses.warn_unused()
+        unavailable = self.judging.unavailable
+        if unavailable is not None and not self.settings.require_judge:
             # A skip mark: -rs reports the skip at the item's file, not inside the plugin.
-            skip = pytest.mark.skip(reason=self.judge_unavailable)
+            skip = pytest.mark.skip(reason=unavailable)
             for item in items:
                 if item.get_closest_marker("llm_judge") is not None:
                     item.add_marker(skip)
-        self.plan_probe(items)
-        self.start_calibration()
-        self.schedule_judging(items)
+        self.audit.plan_probe(items)
+        self.audit.start_calibration()
+        if not hasattr(self.config, "workerinput"):  # a worker schedules what it is handed
+            self.judging.schedule_items(items)
         if not self.dry_run and any(is_rubric_item(i) for i in items):
             if self.config.getini("rubric_fast_exit"):
                 heap.arrange_fast_exit()  # idempotent: pytester runs many sessions in a process
@@ -177,29 +105,69 @@ class RubricSession(SessionAudit):
                 heap.freeze_collected()
                 self._frozen = True
 
-    def check_dirs(self) -> None:
-        """Warn about a rubric directory that holds no rubric file but YAML or JSON files:
-        most likely rubric files named without the pattern, which collect nothing."""
-        if hasattr(self.config, "workerinput"):  # the controller warns, once
-            return
-        settings = self.settings
-        for directory in settings.dirs:
-            found = _first_data_file(directory, settings.patterns)
-            if found is None:
-                continue
-            option = "--rubric-dir" if settings.dirs_from_flag else "ini rubric_dirs"
-            here = self.config.invocation_params.dir
-            folder, shown = os.path.relpath(directory, here), os.path.relpath(found, here)
-            patterns = ", ".join(settings.patterns)
-            self.config.issue_config_time_warning(
-                RubricWarning(
-                    f"{option} {folder} holds no rubric file ({patterns}) "
-                    f"but YAML or JSON files, such as {shown}: rename it to match, as "
-                    f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini "
-                    "rubric_file_patterns"
-                ),
-                stacklevel=2,
+    # --- judging an answer: the judge, its calibration gate, its probes --------------------------
+
+    def judge_samples(
+        self, keys: Sequence[JudgeKey], compiled: CompiledRubric, responses: Sequence[str]
+    ) -> list[Judged | None]:
+        """The judge's outcomes for each sample's answer, every sample's calls (and the first
+        one's probes) started at once."""
+        requests = [
+            self.judging.request(key, compiled, response)
+            for key, response in zip(keys, responses, strict=True)
+        ]
+        if compiled.judged and self.judging.runner is not None:
+            for request in requests:
+                self.judging.schedule(request)
+            if requests:
+                self.audit.schedule_probe(requests[0], compiled)
+        judged: list[Judged | None] = []
+        for request in requests:
+            outcomes = self.judging.result(request)
+            uncalibrated = (
+                self.audit.below_min_kappa(request.key)
+                if outcomes is not None and self.judging.runner is not None
+                else None
             )
+            if uncalibrated is not None:
+                outcomes = every(request, Outcome(Verdict.ERROR, 0.0, uncalibrated))
+            judged.append(outcomes)
+        return judged
+
+    def probe(
+        self, key: JudgeKey, compiled: CompiledRubric, response: str, judged: Judged | None
+    ) -> list[dict[str, str]]:
+        """The probes' records for an item's first answer (see ``auditing``)."""
+        records = self.audit.probe(self.judging.request(key, compiled, response), compiled, judged)
+        if records:
+            self.caches.warn_trouble()
+        return records
+
+    # --- xdist ----------------------------------------------------------------------------------
+
+    def worker_stats(self) -> dict[str, Any] | None:
+        """What an xdist worker sends the controller: answers, judge usage, calibration."""
+        tally = self.inputs.tally
+        data: dict[str, Any] = {"responses": {"asked": tally.asked, "replayed": tally.replayed}}
+        if self.judging.runner is not None:
+            self.audit.calibrations()
+            data["judges"] = self.judging.worker_usage()
+            data["calibration"] = self.audit.worker_calibrations()
+        return data
+
+    def add_worker_stats(self, data: dict[str, Any]) -> None:
+        """Fold an xdist worker's counts into the controller's."""
+        responses = data.get("responses") or {}
+        self.inputs.tally.add(int(responses.get("asked", 0)), int(responses.get("replayed", 0)))
+        self.judging.add_usage(data.get("judges", {}))
+        if data.get("calibration"):
+            self.audit.add_calibrations(data["calibration"])
+
+    def schedule_items(self, items: Iterable[pytest.Item]) -> None:
+        """Start judging ``items`` (an xdist worker, about to run them; see ``xdist``)."""
+        self.judging.schedule_items(items)
+
+    # --- the report -----------------------------------------------------------------------------
 
     def header_line(self) -> str | None:
         settings = self.settings
@@ -212,8 +180,8 @@ class RubricSession(SessionAudit):
         parts += [f"--rubric-model {model}" for model in settings.models]
         if settings.response_cache_mode != "off":
             parts.append(f"--rubric-response-cache {settings.response_cache_mode}")
-        if self.judge_name is not None:
-            judges = " ".join(f"--rubric-judge {name}" for name in self.judge_name.split(" + "))
+        if self.judging.name is not None:
+            judges = " ".join(f"--rubric-judge {name}" for name in self.judging.name.split(" + "))
             parts.append(f"{judges} --rubric-grader {settings.grader}")
             if settings.samples > 1:
                 parts.append(f"--rubric-judge-samples {settings.samples}")
@@ -225,67 +193,6 @@ class RubricSession(SessionAudit):
             parts.append(f"--rubric-confidence {settings.confidence:g}")
         return f"rubric: {' '.join(parts)}" if parts else None
 
-    # --- inputs -------------------------------------------------------------------------------
-
-    def response_dir(self, directory: Path) -> ResponseDir:
-        return self.responses.get(directory)
-
-    def global_responses(self) -> ResponseDir | None:
-        return self.responses.global_dir(self.settings.responses_dir)
-
-    # --- results ------------------------------------------------------------------------------
-
-    @property
-    def results(self) -> list[CaseResult]:
-        """Every result of the run, each item's from its last attempt."""
-        return [result for results in self._results.values() for result in results]
-
-    def log_attempt(self, report: pytest.TestReport) -> None:
-        """Keep the results ``report`` carries, as its item's last attempt so far.
-
-        Every attempt of an item starts with its setup: what an earlier one recorded no
-        longer counts. pytest-rerunfailures reports an attempt it runs again with the
-        outcome ``rerun``: its results are not kept, and its teardown report loses the
-        JUnit properties, so JUnit carries the last attempt's alone.
-        """
-        nodeid = report.nodeid
-        if report.when == "setup":
-            self._results.pop(nodeid, None)
-            self._rerun.discard(nodeid)
-        if str(report.outcome) == "rerun":  # not one of pytest's own outcomes
-            self._rerun.add(nodeid)
-        if nodeid in self._rerun:
-            if report.when == "teardown":
-                report.user_properties = [
-                    p for p in report.user_properties if p[0] not in JUNIT_PROPERTIES
-                ]
-            return
-        from_rubric_item = getattr(report, "rubric_item", False)
-        for result in getattr(report, "rubric_results", ()):
-            self.add(nodeid, result, from_rubric_item=from_rubric_item)
-
-    def add(self, nodeid: str, result: CaseResult, *, from_rubric_item: bool) -> None:
-        self._results.setdefault(nodeid, []).append(result)
-        if from_rubric_item:
-            self._rubric_items_ran = True
-        elif result.ranked:
-            self._assert_subjects = True
-
-    def junit_answers(self, report: pytest.TestReport) -> None:
-        """Write the question and the response of a failed rubric item to its JUnit
-        ``system-out`` (when ``--junitxml`` is on)."""
-        from .._render.junit import write_system_out
-        from .._render.table import answer_lines
-
-        show = self.settings.show_response
-        text = "\n".join(
-            line
-            for result in getattr(report, "rubric_results", ())
-            for line in answer_lines(result, show_response=show)
-        )
-        if text:
-            write_system_out(self.config, report, outgoing(text))
-
     def summary_wanted(self, report: SessionReport) -> bool:
         """Whether the terminal shows the rubric summary (ini ``rubric_summary``).
 
@@ -296,7 +203,8 @@ class RubricSession(SessionAudit):
         mode = self.settings.summary
         if mode != "auto":
             return mode == "on" and report.shown
-        return self._rubric_items_ran or self._assert_subjects or report.gates.active
+        results = self.results
+        return results.rubric_items_ran or results.assert_subjects or report.gates.active
 
     def session_report(self) -> SessionReport:
         """The report :meth:`finish` built, or, before it ran (an xdist worker), one of the
@@ -309,35 +217,14 @@ class RubricSession(SessionAudit):
         from .._report.report import build_report
 
         settings = self.settings
-        judge_usage = [
-            stats.line(name, price=self.judge_prices.get(name))
-            for name, stats in self.judge_usage.items()
-        ]
-        priced = settings.cost.max_cost is not None or any(self.judge_prices.values())
-        judge_usage += [
-            f"warning: judge {name} sent {stats.estimated} replies without `usage`; with prices "
-            "or a budget set, their tokens are estimated at 4 characters per token"
-            for name, stats in self.judge_usage.items()
-            if stats.estimated and priced
-        ]
-        from .._llm.base import elsewhere_line
-
-        elsewhere = elsewhere_line(self.judge_usage.values())
-        if elsewhere is not None:
-            judge_usage.append(elsewhere)
-        over_budget = sum(stats.over_budget for stats in self.judge_usage.values())
-        if over_budget:
-            judge_usage.append(
-                f"{self.settings.cost.budget_message}: {over_budget} judged "
-                f"{'criterion' if over_budget == 1 else 'criteria'} left ERROR"
-            )
+        tally = self.inputs.tally
         return build_report(
-            self.results,
-            baseline=self.baseline if gates else None,
+            self.results.all,
+            baseline=self.results.baseline if gates else None,
             baseline_name=self.config.getoption("rubric_baseline"),
             max_drop=settings.max_drop,
             fail_under=settings.fail_under if gates else None,
-            judge_usage=judge_usage,
+            judge_usage=self.judging.usage_lines(),
             thresholds=settings.thresholds,
             level=settings.confidence,
             gate_confidence=settings.gate_confidence,
@@ -346,8 +233,8 @@ class RubricSession(SessionAudit):
                 {k: v for k, v in settings.flip_limits.items() if k != "tone"} if gates else None
             ),
             min_kappa=settings.min_kappa if gates else None,
-            calibration=[c.to_dict() for c in self.calibrations()],
-            responses_replayed=(self.responses_tally.replayed, self.responses_tally.asked),
+            calibration=[c.to_dict() for c in self.audit.calibrations()],
+            responses_replayed=(tally.replayed, tally.asked),
             show_response=settings.show_response,
             run=self.run_info() if gates else None,
         )
@@ -359,7 +246,7 @@ class RubricSession(SessionAudit):
 
         from .._report.run import RunInfo, git_commit, iso_time, plugin_version
 
-        usage = self.judge_usage.values()
+        usage = self.judging.usage.values()
         return RunInfo(
             plugin_version=plugin_version(),
             pytest_version=pytest.__version__,
@@ -367,13 +254,13 @@ class RubricSession(SessionAudit):
             started_at=iso_time(self._started),
             duration_s=round(time.monotonic() - self._clock, 3),
             git_commit=git_commit(self.config.rootpath),
-            judges=self.run_judges,
+            judges=self.judging.run_judges,
             grader=self.settings.grader,
             cache_mode=self.settings.cache_mode,
             cache_hits=sum(stats.cache_hits for stats in usage),
             cache_misses=sum(stats.cache_misses for stats in usage),
             # The response cache's replays (--rubric-response-cache), summed over xdist workers.
-            responses_replayed=self.responses_tally.replayed,
+            responses_replayed=self.inputs.tally.replayed,
         )
 
     def finish(self, session: pytest.Session) -> None:
@@ -383,39 +270,35 @@ class RubricSession(SessionAudit):
         self.report = self._build_report(gates=True)
         if self.report.gates.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        from .._config.outputs import (
-            write_outputs,  # the HTML and Markdown renderers: only at the end
-        )
+        from .._config.outputs import write_outputs  # the renderers: only at the end
 
-        if self.settings.history_path is not None and self.report.shown:
+        history = self.settings.history_path
+        if history is not None and self.report.shown:
             from .._report.history import with_trend
 
-            self.report = with_trend(self.report, self.settings.history_path)
+            self.report = with_trend(self.report, history)
         write_outputs(self.report, self.settings.output_paths)
-        if self.settings.history_path is not None and self.report.shown:
+        if history is not None and self.report.shown:
             from .._report.history import HistoryError, append
 
             try:
-                append(self.settings.history_path, self.report)
+                append(history, self.report)
             except HistoryError as exc:  # never a lost run: its outputs are written already
                 warnings.warn(RubricWarning(str(exc)), stacklevel=1)
 
+    # --- the end --------------------------------------------------------------------------------
 
-_DATA_SUFFIXES = (".yaml", ".yml", ".json")
+    def close(self) -> None:
+        """The session is over: stop the judge, close the cache."""
+        self.judging.close()
+        self.caches.close()
 
-
-def _first_data_file(directory: Path, patterns: Sequence[str]) -> Path | None:
-    """The first YAML or JSON file under ``directory`` (in name order) when no file there
-    matches ``patterns``; None when one does, or there is none."""
-    first: Path | None = None
-    for root, folders, files in os.walk(directory):
-        folders[:] = sorted(f for f in folders if not f.startswith("."))
-        for name in sorted(files):
-            if is_rubric_file(Path(name), tuple(patterns)):
-                return None
-            if first is None and name.endswith(_DATA_SUFFIXES):
-                first = Path(root) / name
-    return first
+    def thaw(self) -> None:
+        """Undo the freeze of the collected heap, if there was one (a cleanup of the config
+        registered at configure, so that it runs after pytest's own cleanups: see ``heap``)."""
+        if self._frozen:
+            heap.thaw()
+            self._frozen = False
 
 
 SESSION_KEY = pytest.StashKey[RubricSession]()

@@ -29,7 +29,7 @@ from .runner import JudgeRunner, majority
 
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
-    from .prompts import Guidance, Question
+    from .requests import JudgeRequest
 
 __all__ = ["Panel", "combine_panel"]
 
@@ -48,59 +48,17 @@ class Panel:
     def stats(self) -> JudgeStats:
         return self.runners[0].stats
 
-    def schedule(
-        self,
-        key: str,
-        criteria: Sequence[JudgedCriterion],
-        *,
-        question: Question,
-        response: str,
-        reference: str | None = None,
-        guidance: Guidance | None = None,
-    ) -> None:
+    def schedule(self, request: JudgeRequest) -> None:
         for runner in self.runners:
-            runner.schedule(
-                key,
-                criteria,
-                question=question,
-                response=response,
-                reference=reference,
-                guidance=guidance,
-            )
+            runner.schedule(request)
 
-    def result(
-        self,
-        key: str,
-        criteria: Sequence[JudgedCriterion],
-        *,
-        question: Question,
-        response: str,
-        reference: str | None = None,
-        guidance: Guidance | None = None,
-    ) -> Judged:
-        self.schedule(
-            key,
-            criteria,
-            question=question,
-            response=response,
-            reference=reference,
-            guidance=guidance,
-        )
-        by_judge = {
-            runner.name: runner.result(
-                key,
-                criteria,
-                question=question,
-                response=response,
-                reference=reference,
-                guidance=guidance,
-            )
-            for runner in self.runners
-        }
+    def result(self, request: JudgeRequest) -> Judged:
+        self.schedule(request)
+        by_judge = {runner.name: runner.result(request) for runner in self.runners}
         return Judged(
             {
                 c.id: combine_panel(c, {name: j.outcomes[c.id] for name, j in by_judge.items()})
-                for c in criteria
+                for c in request.criteria
             },
             injection_suspected=any(j.injection_suspected for j in by_judge.values()),
             llm_raw_score=mean_raw_score(j.llm_raw_score for j in by_judge.values()),

@@ -41,6 +41,7 @@ from .transport import Transport
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
     from .prompts import Guidance, Question
+    from .requests import JudgeKey, JudgeRequest
 
 __all__ = ["JudgeRunner", "combine", "majority"]
 
@@ -86,51 +87,29 @@ class JudgeRunner:
             price=price,
             budget=budget,
         )
-        self._futures: dict[str, concurrent.futures.Future[Judged]] = {}
+        self._futures: dict[JudgeKey, concurrent.futures.Future[Judged]] = {}
 
     @property
     def stats(self) -> JudgeStats:
         return self.transport.stats
 
-    def schedule(
-        self,
-        key: str,
-        criteria: Sequence[JudgedCriterion],
-        *,
-        question: Question,
-        response: str,
-        reference: str | None = None,
-        guidance: Guidance | None = None,
-    ) -> None:
-        """Start judging one answer in the background (once per key); ``reference`` is the
-        case's known-correct answer, shown to the judge when there is one."""
-        if key not in self._futures:
-            self._futures[key] = self.transport.submit(
+    def schedule(self, request: JudgeRequest) -> None:
+        """Start judging one answer in the background (once per key)."""
+        if request.key not in self._futures:
+            self._futures[request.key] = self.transport.submit(
                 self._judge_answer(
-                    criteria, question=question, response=response, ref=reference, guidance=guidance
+                    request.criteria,
+                    question=request.question,
+                    response=request.response,
+                    ref=request.reference,
+                    guidance=request.guidance,
                 )
             )
 
-    def result(
-        self,
-        key: str,
-        criteria: Sequence[JudgedCriterion],
-        *,
-        question: Question,
-        response: str,
-        reference: str | None = None,
-        guidance: Guidance | None = None,
-    ) -> Judged:
+    def result(self, request: JudgeRequest) -> Judged:
         """Wait for one answer's outcomes, scheduling them first if nobody did."""
-        self.schedule(
-            key,
-            criteria,
-            question=question,
-            response=response,
-            reference=reference,
-            guidance=guidance,
-        )
-        return self._futures.pop(key).result()
+        self.schedule(request)
+        return self._futures.pop(request.key).result()
 
     def close(self) -> None:
         """Cancel what is still pending, close the client, stop the loop."""

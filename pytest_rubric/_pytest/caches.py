@@ -1,0 +1,71 @@
+"""The session's cache file: one SQLite file for the judge's replies and, when asked, the
+application's answers (``--rubric-cache``, ``--rubric-response-cache``)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING
+
+import pytest
+
+from .._config.settings import Settings
+from .._load.response_dirs import RubricWarning
+
+if TYPE_CHECKING:
+    # Imported where used: a session without a judge or a cache never loads them.
+    from .._llm.cache import CachedCalls, JudgeCache
+
+__all__ = ["Caches"]
+
+
+class Caches:
+    """Opens the cache file on first use, once for the judge and the response cache alike."""
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self._config = config
+        self._settings = settings
+        self._file: JudgeCache | None = None
+        self._judge: JudgeCache | None = None
+        self._responses: CachedCalls | None = None
+
+    def judge(self) -> JudgeCache | None:
+        """The judge's cache (opened on first use), or None with ``--rubric-cache off``."""
+        if self._judge is None and self._settings.cache_mode != "off":
+            self._judge = self._open()
+        return self._judge
+
+    def responses(self) -> CachedCalls | None:
+        """What the application's answers go through with ``--rubric-response-cache use`` or
+        ``replay`` (the same file as the judge's, whatever ``--rubric-cache`` says); None
+        without it: targets and models are then called on every run."""
+        mode = self._settings.response_cache_mode
+        if self._responses is None and mode != "off":
+            from .._llm.cache import CachedCalls
+
+            self._responses = CachedCalls(self._open(), mode)
+        return self._responses
+
+    def _open(self) -> JudgeCache:
+        if self._file is None:
+            from .._guards.secrets import known_keys  # no httpx: an xdist controller skips it
+            from .._llm.cache import JudgeCache
+
+            self._file = JudgeCache(self._settings.cache_dir, secrets=known_keys())
+            warning = self._file.take_warning()
+            # One warning per run: under xdist the controller opens the cache too
+            # (Judging.start) and reports; the workers, which find the same file, do not.
+            if warning is not None and not hasattr(self._config, "workerinput"):
+                self._config.issue_config_time_warning(RubricWarning(warning), stacklevel=2)
+        return self._file
+
+    def warn_trouble(self) -> None:
+        """A lookup or a write of the cache failed (in the judge's thread): warn, in the item."""
+        warning = self._file.take_warning() if self._file is not None else None
+        if warning is not None:
+            warnings.warn(RubricWarning(warning), stacklevel=3)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = self._judge = None
+            self._responses = None

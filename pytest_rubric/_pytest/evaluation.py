@@ -1,0 +1,80 @@
+"""One evaluation, shared by rubric items and ``assert_rubric``: judge the answers, grade
+each, combine the samples, and raise what the result calls for.
+
+What differs between the two callers stays with them: where the answers come
+from, the key of their judge work, and when a result counts for the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .._errors import RubricAssertionError, RubricEvaluationError
+from .._guards.outgoing import outgoing
+from .._repeat import PassWhen
+from .._results import CaseResult
+from ..judge.requests import JudgeKey
+
+if TYPE_CHECKING:
+    from .._grade.grader import CompiledRubric, Grader
+    from .session import RubricSession
+
+__all__ = ["evaluate", "raise_for"]
+
+
+def evaluate(
+    session: RubricSession | None,
+    grader: Grader,
+    compiled: CompiledRubric,
+    responses: Sequence[str],
+    *,
+    key: JudgeKey,
+    nodeid: str,
+    suite: str,
+    subject: str,
+    case: str | None = None,
+    ranked: bool = True,
+    pass_when: PassWhen = "mean",
+    level: float = 0.95,
+) -> CaseResult:
+    """The result of ``responses`` (one per sample, at least one) to ``compiled``.
+
+    ``key`` is the judge's key of the first sample (the others are its
+    ``of_sample(i)``); without a session the judged criteria are SKIPPED.
+    """
+    judged = (
+        session.judge_samples(
+            [key.of_sample(i) for i in range(len(responses))], compiled, responses
+        )
+        if session is not None
+        else [None] * len(responses)
+    )
+    samples = [
+        grader.grade(
+            response,
+            compiled,
+            nodeid=nodeid,
+            suite=suite,
+            subject=subject,
+            case=case,
+            ranked=ranked,
+            judged=verdicts,
+        )
+        for response, verdicts in zip(responses, judged, strict=True)
+    ]
+    probe = session.probe(key, compiled, responses[0], judged[0]) if session is not None else []
+    return grader.combine(samples, pass_when=pass_when, level=level, probe=probe)
+
+
+def raise_for(result: CaseResult) -> None:
+    """Raise :class:`RubricEvaluationError` when a criterion could not be evaluated,
+    :class:`RubricAssertionError` when the result did not pass; the criterion table is the
+    message, through the outgoing boundary."""
+    __tracebackhide__ = True
+    from .._render.table import criteria_table
+
+    if result.errors:
+        raise RubricEvaluationError(outgoing(criteria_table(result)), result=result)
+    if not result.passed:
+        raise RubricAssertionError(outgoing(criteria_table(result)), result=result)

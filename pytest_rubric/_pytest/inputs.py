@@ -1,0 +1,150 @@
+"""The session's inputs: where answers come from (response folders, live models, the
+application's tally) and the grader that compiles rubrics."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from .._config.settings import Settings
+from .._defaults import ResponseTally, is_rubric_file, named
+from .._load.response_dirs import ResponseDir, ResponseDirs, RubricWarning
+from .caches import Caches
+
+if TYPE_CHECKING:
+    from .._grade.grader import Grader
+    from .._grade.sources import LiveModel
+    from .._llm.cost import Budget
+
+__all__ = ["Inputs"]
+
+
+class Inputs:
+    """Response folders read once, ``--rubric-model`` subjects, the session's grader."""
+
+    def __init__(
+        self,
+        config: pytest.Config,
+        settings: Settings,
+        *,
+        caches: Caches,
+        budget: Budget | None,
+    ) -> None:
+        self._config = config
+        self._settings = settings
+        self.caches = caches
+        self.responses = ResponseDirs(config)  # the response folders, read once
+        self.tally = ResponseTally()  # the application's answers: asked, replayed
+        self.collection_errors = 0  # rubric files that failed to load
+        self._grader: Grader | None = None
+        self.models: dict[str, LiveModel] = _live_models(settings, budget)
+
+    @property
+    def grader(self) -> Grader:
+        """The session's grader, built on first use."""
+        if self._grader is None:
+            from .._grade.grader import Grader
+
+            settings = self._settings
+            self._grader = Grader(
+                thresholds=settings.thresholds,
+                default_min_score=settings.min_score,
+                call_timeout=settings.call_timeout,
+                check_timeout=settings.check_timeout,
+            )
+        return self._grader
+
+    def response_dir(self, directory: Path) -> ResponseDir:
+        return self.responses.get(directory)
+
+    def global_responses(self) -> ResponseDir | None:
+        return self.responses.global_dir(self._settings.responses_dir)
+
+    def check_dirs(self) -> None:
+        """Warn about a rubric directory that holds no rubric file but YAML or JSON files:
+        most likely rubric files named without the pattern, which collect nothing."""
+        if hasattr(self._config, "workerinput"):  # the controller warns, once
+            return
+        settings = self._settings
+        for directory in settings.dirs:
+            found = _first_data_file(directory, settings.patterns)
+            if found is None:
+                continue
+            option = "--rubric-dir" if settings.dirs_from_flag else "ini rubric_dirs"
+            here = self._config.invocation_params.dir
+            folder, shown = os.path.relpath(directory, here), os.path.relpath(found, here)
+            patterns = ", ".join(settings.patterns)
+            self._config.issue_config_time_warning(
+                RubricWarning(
+                    f"{option} {folder} holds no rubric file ({patterns}) "
+                    f"but YAML or JSON files, such as {shown}: rename it to match, as "
+                    f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini "
+                    "rubric_file_patterns"
+                ),
+                stacklevel=2,
+            )
+
+
+def _live_models(settings: Settings, budget: Budget | None) -> dict[str, LiveModel]:
+    """``--rubric-model``, each a subject; its name clashing with a ``--rubric-target``'s
+    is a usage error, as the same model or name given twice is."""
+    models: dict[str, LiveModel] = {}
+    if not settings.models:
+        return models
+    from .._grade.sources import LiveModel
+    from .._llm.providers import JudgeSpec
+
+    targets = {
+        name or value.rpartition(":")[2]: given
+        for given in settings.targets
+        for name, value in [named(given)]
+    }
+    for given in settings.models:
+        name, value = named(given)
+        try:
+            spec = JudgeSpec.parse(value)
+            subject = name or spec.model
+            if subject in targets:
+                raise ValueError(
+                    f"{given} and --rubric-target {targets[subject]} are both subject "
+                    f"{subject!r}; name one of them (NAME=...)"
+                )
+            price = settings.cost.of(spec.name, spec.model)
+            if settings.cost.max_cost is not None and price is None:
+                raise ValueError(
+                    f"--rubric-max-cost needs the price of model {spec.model}: add a line "
+                    f"`{spec.model} IN OUT` (dollars per million tokens) to ini "
+                    "rubric_judge_prices"
+                )
+            models[subject] = LiveModel(
+                spec,
+                subject=subject,
+                policy=settings.retry,
+                price=price,
+                budget=budget,
+                require_key=settings.response_cache_mode != "replay",
+            )
+        except ValueError as exc:
+            raise pytest.UsageError(f"--rubric-model: {exc}") from None
+    return models
+
+
+_DATA_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _first_data_file(directory: Path, patterns: Sequence[str]) -> Path | None:
+    """The first YAML or JSON file under ``directory`` (in name order) when no file there
+    matches ``patterns``; None when one does, or there is none."""
+    first: Path | None = None
+    for root, folders, files in os.walk(directory):
+        folders[:] = sorted(f for f in folders if not f.startswith("."))
+        for name in sorted(files):
+            if is_rubric_file(Path(name), tuple(patterns)):
+                return None
+            if first is None and name.endswith(_DATA_SUFFIXES):
+                first = Path(root) / name
+    return first

@@ -1,0 +1,82 @@
+"""The session's results: each item's last attempt, the baseline they are held against, and
+what the terminal shows of them."""
+
+from __future__ import annotations
+
+import pytest
+
+from .._config.settings import Settings
+from .._guards.outgoing import outgoing
+from .._results import CaseResult
+from .items import JUNIT_PROPERTIES
+
+__all__ = ["Results"]
+
+
+class Results:
+    """Every result of the run, by node id, each item's from its last attempt."""
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self._config = config
+        self._settings = settings
+        # By node id, the results of the item's last attempt only: an item run again
+        # (pytest-rerunfailures) counts once, as its last attempt went.
+        self._by_node: dict[str, list[CaseResult]] = {}
+        self._rerun: set[str] = set()  # node ids whose attempt now is one that runs again
+        self.rubric_items_ran = False
+        self.assert_subjects = False  # assert_rubric graded with subject=
+        self.baseline: list[CaseResult] | None = None
+        if settings.baseline_path is not None:
+            from .._render.json import DocumentError, read_document
+
+            try:
+                self.baseline = read_document(settings.baseline_path)
+            except DocumentError as exc:
+                raise pytest.UsageError(f"--rubric-baseline: {exc}") from None
+
+    @property
+    def all(self) -> list[CaseResult]:
+        return [result for results in self._by_node.values() for result in results]
+
+    def log_attempt(self, report: pytest.TestReport) -> None:
+        """Keep the results ``report`` carries, as its item's last attempt so far.
+
+        Every attempt of an item starts with its setup: what an earlier one recorded no
+        longer counts. pytest-rerunfailures reports an attempt it runs again with the
+        outcome ``rerun``: its results are not kept, and its teardown report loses the
+        JUnit properties, so JUnit carries the last attempt's alone.
+        """
+        nodeid = report.nodeid
+        if report.when == "setup":
+            self._by_node.pop(nodeid, None)
+            self._rerun.discard(nodeid)
+        if str(report.outcome) == "rerun":  # not one of pytest's own outcomes
+            self._rerun.add(nodeid)
+        if nodeid in self._rerun:
+            if report.when == "teardown":
+                report.user_properties = [
+                    p for p in report.user_properties if p[0] not in JUNIT_PROPERTIES
+                ]
+            return
+        from_rubric_item = getattr(report, "rubric_item", False)
+        for result in getattr(report, "rubric_results", ()):
+            self._by_node.setdefault(nodeid, []).append(result)
+            if from_rubric_item:
+                self.rubric_items_ran = True
+            elif result.ranked:
+                self.assert_subjects = True
+
+    def junit_answers(self, report: pytest.TestReport) -> None:
+        """Write the question and the response of a failed rubric item to its JUnit
+        ``system-out`` (when ``--junitxml`` is on)."""
+        from .._render.junit import write_system_out
+        from .._render.table import answer_lines
+
+        show = self._settings.show_response
+        text = "\n".join(
+            line
+            for result in getattr(report, "rubric_results", ())
+            for line in answer_lines(result, show_response=show)
+        )
+        if text:
+            write_system_out(self._config, report, outgoing(text))

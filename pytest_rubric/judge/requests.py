@@ -1,0 +1,68 @@
+"""One piece of judge work: what is judged (:class:`JudgeRequest`) and the key the runner
+keeps it by (:class:`JudgeKey`).
+
+A key is data, never a string parsed back: the rubric file whose
+``judge_instructions:`` and calibration apply, the item, and which of its
+calls this is (a sample, a probe, a calibration example, an ``assert_rubric``
+call).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..criteria.extract import JudgedCriterion
+    from .prompts import Guidance, Question
+
+__all__ = ["JudgeKey", "JudgeRequest"]
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeKey:
+    """One judge call's identity; equal keys share one call."""
+
+    file: str  # the rubric file's node id ("" for assert_rubric: no file guides it)
+    node: str = ""  # the item's node id ("" for a calibration example)
+    sample: int = 0  # which of the item's answers (--rubric-repeat)
+    probe: str = ""  # the probe kind asked again: confident, hedged, length, position
+    example: int = -1  # the index of a calibration example of ``file``
+    call: str = ""  # an assert_rubric call's own id: calls in one test never share a verdict
+
+    @classmethod
+    def answer(cls, file: str, node: str, sample: int = 0) -> JudgeKey:
+        return cls(file=file, node=node, sample=sample)
+
+    @classmethod
+    def calibration(cls, file: str, example: int) -> JudgeKey:
+        return cls(file=file, example=example)
+
+    @classmethod
+    def assertion(cls, node: str, call: str) -> JudgeKey:
+        return cls(file="", node=node, call=call)
+
+    def of_sample(self, sample: int) -> JudgeKey:
+        return replace(self, sample=sample)
+
+    def probed(self, kind: str) -> JudgeKey:
+        return replace(self, probe=kind)
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeRequest:
+    """An answer to judge on some criteria, and what the judge is shown beside it."""
+
+    key: JudgeKey
+    criteria: Sequence[JudgedCriterion]
+    question: Question
+    response: str
+    reference: str | None = None  # the case's known-correct answer, shown when there is one
+    guidance: Guidance | None = None  # the rubric file's judge_instructions and judge_examples
+
+    def again(
+        self, key: JudgeKey, criteria: Sequence[JudgedCriterion], response: str
+    ) -> JudgeRequest:
+        """The same question asked again under ``key``: a probe's variant of the answer."""
+        return replace(self, key=key, criteria=criteria, response=response)
