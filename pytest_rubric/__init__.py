@@ -14,12 +14,12 @@ if TYPE_CHECKING:
         RubricError,
         RubricEvaluationError,
         RubricLoadError,
+        RubricWarning,
     )
     from ._grade.grader import CompiledRubric, Grader
     from ._grade.restyle import restyle
     from ._grade.style import StyleThresholds, confidence, fluency
     from ._load.loader import load_suite
-    from ._load.response_dirs import RubricWarning
     from ._pytest.assertion import assert_rubric
     from ._results import CaseResult, CriterionResult, Verdict
     from ._schema import (
@@ -73,7 +73,7 @@ _LAZY = {
     "RubricError": "._errors",
     "RubricEvaluationError": "._errors",
     "RubricLoadError": "._errors",
-    "RubricWarning": "._load.response_dirs",
+    "RubricWarning": "._errors",
     "StyleThresholds": "._grade.style",
     "Suite": "._schema",
     "Verdict": "._results",

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
+
 if TYPE_CHECKING:
     from ._results import CaseResult
 
@@ -35,6 +37,7 @@ __all__ = [
     "RubricError",
     "RubricEvaluationError",
     "RubricLoadError",
+    "RubricWarning",
 ]
 
 
@@ -140,6 +143,11 @@ class DocumentError(RubricError):
     """A file that is not a readable ``--rubric-json`` document; the message names it."""
 
 
+class RubricWarning(pytest.PytestWarning):
+    """Something in the inputs was ignored (a response that matches no case), or a cache or
+    history file could not be used; the run goes on."""
+
+
 # Tracebacks and reprs show the public name, not the private module.
 for _exc in (
     RubricError,
@@ -149,5 +157,6 @@ for _exc in (
     RubricAssertionError,
     JudgeError,
     DocumentError,
+    RubricWarning,
 ):
     _exc.__module__ = "pytest_rubric"

@@ -154,7 +154,7 @@ def pytest_runtest_makereport(
             report.rubric_error = True  # type: ignore[attr-defined]
     pending = item.stash.get(RESULTS_KEY, None)
     if pending and (report.when != "setup" or not report.passed):
-        from ._pytest.collect import junit_properties, settle  # imported by whoever recorded
+        from ._pytest.recording import junit_properties, settle  # imported by whoever recorded
 
         del item.stash[RESULTS_KEY]
         results = settle(pending, call.excinfo.value if call.excinfo is not None else None)

@@ -20,9 +20,9 @@ from .._load.locate import problems_from_validation
 from .._results import CaseResult
 from .._schema import Mark, Rubric, own_mark
 from ..judge.requests import JudgeKey
-from .collect import record
 from .evaluation import evaluate, raise_for
 from .items import CURRENT_ITEM, RESULTS_KEY
+from .recording import record
 from .session import SESSION_KEY
 
 __all__ = ["CURRENT_ITEM", "RubricFixture", "assert_rubric", "check_rubric"]

@@ -8,7 +8,7 @@ could not be evaluated is reported as an error, never as a pass, and
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,82 +23,18 @@ from .._guards.calls import described, make_importable, resolve_import
 from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite
 from .._render.table import answer_lines
-from .._results import CaseResult, Recorded, Verdict
 from .._schema import own_mark
 from .evaluation import evaluate, raise_for
 from .heap import paused
-from .items import RESULTS_KEY
 from .judging import answer_key
+from .recording import record
+from .response_dirs import no_response
 
 if TYPE_CHECKING:
-    from .._load.response_dirs import ResponseDir
+    from .response_dirs import ResponseDir
     from .session import RubricSession
 
-__all__ = [
-    "RubricFile",
-    "RubricItem",
-    "junit_properties",
-    "record",
-    "settle",
-]
-
-
-def record(item: pytest.Item, result: CaseResult, *, raised: bool = False) -> None:
-    """Keep ``result`` for the item's report (see :func:`settle`)."""
-    item.stash.setdefault(RESULTS_KEY, []).append(Recorded(result, raised))
-
-
-def settle(recorded: list[Recorded], escaped: BaseException | None) -> list[CaseResult]:
-    """The results of a test phase that count in the session's outputs and gates.
-
-    A result ``assert_rubric`` raised counts only when its exception escaped
-    the test: a test that catches ``RubricAssertionError`` (``pytest.raises``)
-    expected the answer to fail, and that failure is not the subject's.
-    """
-    return [
-        r.result for r in recorded if not r.raised or getattr(escaped, "result", None) is r.result
-    ]
-
-
-def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
-    """What ``--junitxml`` carries of a result: ``rubric_case``, ``rubric_subject``,
-    ``rubric_score``, ``rubric_min_score``, ``rubric_passed`` and, when some went the
-    wrong way or could not be evaluated, ``rubric_failed_criteria`` (comma-separated ids)."""
-    properties = [  # each name one of _base.JUNIT_PROPERTIES
-        ("rubric_case", outgoing(result.case)),  # the texts a rubric or a user wrote
-        ("rubric_subject", outgoing(result.subject)),
-        ("rubric_score", f"{result.score:.4f}"),
-        # "none": a report-only case, which has no pass mark
-        ("rubric_min_score", "none" if result.min_score is None else f"{result.min_score:.4f}"),
-        ("rubric_passed", str(result.passed).lower()),
-    ]
-    failed = [c.id for c in result.criteria if c.went_wrong or c.verdict is Verdict.ERROR]
-    if failed:
-        properties.append(("rubric_failed_criteria", outgoing(",".join(failed))))
-    return properties
-
-
-def _no_response(case_id: str, dirs: Sequence[ResponseDir]) -> str:
-    """Why a case has nothing to grade, and what to write, knowing which folders were read."""
-    if not dirs:
-        return (
-            f"case {case_id!r} has no response to grade: give it `response:`, "
-            "`responses: {subject: ...}` or `target:`, set `responses:` in the file, "
-            "or pass --rubric-responses DIR / --rubric-target"
-        )
-    subjects = sorted({f.subject for d in dirs for f in d.files})
-    held = (
-        f"it holds {len(subjects)} subject file(s) ({', '.join(subjects[:5])}"
-        + (", ..." if len(subjects) > 5 else "")
-        + ")"
-        if subjects
-        else "it holds no <subject>.jsonl file"
-    )
-    return (
-        f"case {case_id!r} has no response to grade: no subject in the responses folder answers "
-        f'it ({held}); add a line {{"id": "{case_id}", "response": "..."}} to '
-        "a <subject>.jsonl file there"
-    )
+__all__ = ["RubricFile", "RubricItem"]
 
 
 class RubricFile(pytest.File):
@@ -199,7 +135,7 @@ class RubricFile(pytest.File):
                     compiled=compiled,
                     suite_name=loaded.name,
                     subject="",
-                    source=Source(unavailable=_no_response(case.id, dirs)),
+                    source=Source(unavailable=no_response(case.id, dirs)),
                     line=line,
                 )
             for subject, source in sources.items():

@@ -12,8 +12,8 @@ import pytest
 
 from .._config.settings import Settings
 from .._defaults import ResponseTally, is_rubric_file, named
-from .._load.response_dirs import ResponseDir, ResponseDirs, RubricWarning
 from .caches import Caches
+from .response_dirs import ResponseDir, ResponseDirs, RubricWarning
 
 if TYPE_CHECKING:
     from .._grade.grader import Grader

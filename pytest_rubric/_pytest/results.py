@@ -69,8 +69,8 @@ class Results:
     def junit_answers(self, report: pytest.TestReport) -> None:
         """Write the question and the response of a failed rubric item to its JUnit
         ``system-out`` (when ``--junitxml`` is on)."""
-        from .._render.junit import write_system_out
         from .._render.table import answer_lines
+        from .junit import write_system_out
 
         show = self._settings.show_response
         text = "\n".join(

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .._config.settings import Settings
-from .._load.response_dirs import RubricWarning
 from .._results import Outcome, Verdict
 from . import heap
 from .auditing import Audit
@@ -36,6 +35,7 @@ from .caches import Caches
 from .inputs import Inputs
 from .items import is_rubric_item
 from .judging import Judging, every
+from .response_dirs import RubricWarning
 from .results import Results
 from .xdist import worker_count
 

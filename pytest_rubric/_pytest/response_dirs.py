@@ -4,22 +4,24 @@ read once and shared by every rubric file, and what none of the collected cases 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from .._errors import Problem
+from .._errors import Problem, RubricWarning
 
 if TYPE_CHECKING:
-    from .responses import ResponseFile
+    from .._load.responses import ResponseFile
 
-__all__ = ["ResponseDir", "ResponseDirs", "RubricWarning"]
-
-
-class RubricWarning(pytest.PytestWarning):
-    """Something in the inputs was ignored (a response that matches no case)."""
+__all__ = [
+    "ResponseDir",
+    "ResponseDirs",
+    "RubricWarning",
+    "no_response",
+]  # RubricWarning: re-exported
 
 
 @dataclass(slots=True)
@@ -41,7 +43,7 @@ class ResponseDirs:
         cached = self._dirs.get(directory)
         if cached is None:
             if directory.is_dir():
-                from .responses import load_response_dir
+                from .._load.responses import load_response_dir
 
                 files, problems = load_response_dir(directory)
             else:
@@ -106,3 +108,26 @@ class ResponseDirs:
             return True
         here = self.config.invocation_params.dir
         return any("::" in arg or (here / arg).is_file() for arg in self.config.args)
+
+
+def no_response(case_id: str, dirs: Sequence[ResponseDir]) -> str:
+    """Why a case has nothing to grade, and what to write, knowing which folders were read."""
+    if not dirs:
+        return (
+            f"case {case_id!r} has no response to grade: give it `response:`, "
+            "`responses: {subject: ...}` or `target:`, set `responses:` in the file, "
+            "or pass --rubric-responses DIR / --rubric-target"
+        )
+    subjects = sorted({f.subject for d in dirs for f in d.files})
+    held = (
+        f"it holds {len(subjects)} subject file(s) ({', '.join(subjects[:5])}"
+        + (", ..." if len(subjects) > 5 else "")
+        + ")"
+        if subjects
+        else "it holds no <subject>.jsonl file"
+    )
+    return (
+        f"case {case_id!r} has no response to grade: no subject in the responses folder answers "
+        f'it ({held}); add a line {{"id": "{case_id}", "response": "..."}} to '
+        "a <subject>.jsonl file there"
+    )
