@@ -2,7 +2,7 @@
 
 A page holding ``<!-- generated: options -->`` gets the table of every ``--rubric-*``
 flag and ``rubric_*`` ini key, read from the plugin's own registration
-(``pytest_rubric._config.options.add_options``), defaults included; one holding
+(``pytest_rubric._config.options.OPTIONS``), defaults included; one holding
 ``<!-- generated: json -->`` gets the ``--rubric-json`` document's fields, read from
 its pydantic models (``pytest_rubric._report.document_models``). So neither page can drift
 from the code: a flag added there is documented here on the next build.
@@ -11,7 +11,6 @@ from the code: a flag added there is documented here on the next build.
 from __future__ import annotations
 
 import typing
-from dataclasses import dataclass, field
 from typing import Any
 
 _MARKERS = {
@@ -30,51 +29,6 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
 # --- options ---------------------------------------------------------------------------------
 
 
-@dataclass
-class _Flag:
-    names: tuple[str, ...]
-    dest: str
-    help: str
-    default: Any
-    metavar: str | None
-    choices: Any
-    action: str | None
-
-
-@dataclass
-class _Ini:
-    name: str
-    help: str
-    default: Any
-
-
-@dataclass
-class _Recorder:
-    """Stands in for pytest's parser and option group: records what the plugin registers."""
-
-    flags: list[_Flag] = field(default_factory=list)
-    inis: list[_Ini] = field(default_factory=list)
-
-    def getgroup(self, *args: Any, **kwargs: Any) -> _Recorder:
-        return self
-
-    def addoption(self, *names: str, **kw: Any) -> None:
-        self.flags.append(
-            _Flag(
-                names=names,
-                dest=kw.get("dest", names[0].lstrip("-").replace("-", "_")),
-                help=kw.get("help", ""),
-                default=kw.get("default"),
-                metavar=kw.get("metavar"),
-                choices=kw.get("choices"),
-                action=kw.get("action"),
-            )
-        )
-
-    def addini(self, name: str, help: str, type: Any = None, default: Any = None) -> None:
-        self.inis.append(_Ini(name, help, default))
-
-
 def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
@@ -90,25 +44,22 @@ def _default(value: Any, action: str | None = None) -> str:
 
 
 def options_table() -> str:
-    from pytest_rubric._config.options import add_options
+    from pytest_rubric._config.options import OPTIONS
 
-    recorder = _Recorder()
-    add_options(recorder)  # type: ignore[arg-type]
-    inis = {ini.name: ini for ini in recorder.inis}
     rows = ["| flag | ini | default | what it does |", "|---|---|---|---|"]
-    for flag in recorder.flags:
-        shown = " / ".join(f"`{n}{' ' + flag.metavar if flag.metavar else ''}`" for n in flag.names)
-        if flag.choices:
-            shown += " (" + ", ".join(f"`{c}`" for c in flag.choices) + ")"
-        if flag.action == "append":
-            shown += " (repeatable)"
-        ini = inis.pop(flag.dest, None)
-        default = _default(flag.default, flag.action) or (_default(ini.default) if ini else "")
+    for option in OPTIONS:
+        shown = ""
+        if option.flag:
+            shown = f"`{option.flag_text}{' ' + option.metavar if option.metavar else ''}`"
+            if option.choices:
+                shown += " (" + ", ".join(f"`{c}`" for c in option.choices) + ")"
+            if option.action == "append":
+                shown += " (repeatable)"
+        ini = f"`{option.dest}`" if option.ini else ""
+        what = option.help if option.flag else option.ini_help or option.help
         rows.append(
-            f"| {shown} | {f'`{ini.name}`' if ini else ''} | {default} | {_cell(flag.help)} |"
+            f"| {shown} | {ini} | {_default(option.default, option.action)} | {_cell(what)} |"
         )
-    for ini in inis.values():
-        rows.append(f"| | `{ini.name}` | {_default(ini.default)} | {_cell(ini.help)} |")
     return "\n".join(rows)
 
 

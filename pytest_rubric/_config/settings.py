@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,17 +13,15 @@ from .._defaults import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_CHECK_TIMEOUT,
     DEFAULT_MIN_SCORE,
-    MAX_CALL_TIMEOUT,
     SHOW_RESPONSE,
     RetryPolicy,
 )
 from .._grade import style
 from .._llm.cost import CostSettings, parse_price, parse_prices
+from .options import BY_KEY, DEFAULT_PATTERNS, given
 from .outputs import OUTPUTS
 
-__all__ = ["DEFAULT_PATTERNS", "Settings"]
-
-DEFAULT_PATTERNS = ("*.rubric.yaml", "*.rubric.yml", "*.rubric.json")
+__all__ = ["DEFAULT_PATTERNS", "Settings"]  # DEFAULT_PATTERNS: re-exported
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,105 +88,68 @@ class Settings:
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
-        def number(name: str, default: float, *, fraction: bool = True) -> float:
-            """An ini number: a fraction in [0, 1], or else any positive number."""
-            raw = config.getini(name)
-            if raw in (None, ""):
-                return default
-            try:
-                value = float(raw)
-            except ValueError:
-                value = float("nan")
-            if fraction and not 0 <= value <= 1:
-                raise pytest.UsageError(f"ini option {name} = {raw!r} must be a number from 0 to 1")
-            if not fraction and not value > 0:
-                raise pytest.UsageError(f"ini option {name} = {raw!r} must be a positive number")
-            return value
-
-        defaults = style.StyleThresholds()
+        """Every option as this run has it (see ``options.given``)."""
         here = config.invocation_params.dir
-        dirs = [here / p for p in config.getoption("rubric_dirs") or []]
-        if not dirs:
-            dirs = [Path(p) for p in config.getini("rubric_dirs")]
-        patterns = tuple(config.getini("rubric_file_patterns")) or DEFAULT_PATTERNS
 
-        def path(option: str) -> Path | None:
-            value = config.getoption(option)
-            return here / value if value else None
+        def path(key: str, base: Path = here) -> Path | None:
+            value = given(config, key)
+            return base / str(value).strip() if value else None
 
-        responses = config.getoption("rubric_responses")
+        flag_dirs = config.getoption("rubric_dirs")
+        responses = given(config, "responses")
+        history_flag = config.getoption("rubric_history")
         return cls(
-            dirs=tuple(dirs),
-            dirs_from_flag=bool(config.getoption("rubric_dirs")),
-            summary=_summary_mode(config.getini("rubric_summary")),
-            show_response=_show_response(config.getini("rubric_show_response")),
-            patterns=patterns,
+            dirs=tuple(here / p for p in flag_dirs)
+            if flag_dirs
+            else tuple(Path(p) for p in config.getini("rubric_dirs")),
+            dirs_from_flag=bool(flag_dirs),
+            summary=given(config, "summary"),
+            show_response=given(config, "show_response"),
+            patterns=tuple(given(config, "file_patterns")) or DEFAULT_PATTERNS,
             responses_dir=(here / responses).resolve() if responses else None,
-            targets=_repeatable(config, "rubric_target", "--rubric-target"),
-            output_paths={o.name: path(f"rubric_{o.name}") for o in OUTPUTS},
-            baseline_path=path("rubric_baseline"),
-            history_path=path("rubric_history")
-            or (
-                config.rootpath / str(config.getini("rubric_history")).strip()
-                if str(config.getini("rubric_history") or "").strip()
-                else None
-            ),
-            max_drop=config.getoption("rubric_max_drop"),
-            fail_under=config.getoption("rubric_fail_under"),
+            targets=_repeatable(config, "target"),
+            output_paths={o.name: path(o.name) for o in OUTPUTS},
+            baseline_path=path("baseline"),
+            # The flag is relative to where pytest runs, the ini key to the rootdir.
+            history_path=path("history") if history_flag else path("history", config.rootpath),
+            max_drop=given(config, "max_drop"),
+            fail_under=given(config, "fail_under"),
             judges=_judges(config),
             judge_source=_judge_source(config),
-            judge_url=config.getoption("rubric_judge_url"),
-            grader=config.getoption("rubric_grader"),
-            concurrency=config.getoption("rubric_concurrency"),
-            samples=config.getoption("rubric_judge_samples")
-            or _whole(number("rubric_judge_samples", 1, fraction=False), "rubric_judge_samples"),
-            require_judge=config.getoption("rubric_require_judge"),
-            models=_repeatable(config, "rubric_model", "--rubric-model"),
-            cache_mode=config.getoption("rubric_cache"),
-            response_cache_mode=_response_cache_mode(config),
-            cache_dir=config.rootpath / (config.getini("rubric_cache_dir") or ".rubric_cache"),
+            judge_url=given(config, "judge_url"),
+            grader=given(config, "grader"),
+            concurrency=given(config, "concurrency"),
+            samples=given(config, "judge_samples"),
+            require_judge=given(config, "require_judge"),
+            models=_repeatable(config, "model"),
+            cache_mode=given(config, "cache"),
+            response_cache_mode=given(config, "response_cache"),
+            cache_dir=config.rootpath / given(config, "cache_dir"),
             cost=_cost(config),
             retry=RetryPolicy(
-                timeout=config.getoption("rubric_judge_timeout"),
-                attempts=int(
-                    number("rubric_judge_attempts", RetryPolicy().attempts, fraction=False)
-                ),
-                backoff=number("rubric_judge_backoff", RetryPolicy().backoff, fraction=False),
-                budget=int(
-                    number("rubric_judge_retry_budget", RetryPolicy().budget, fraction=False)
-                ),
+                timeout=given(config, "judge_timeout"),
+                attempts=given(config, "judge_attempts"),
+                backoff=given(config, "judge_backoff"),
+                budget=given(config, "judge_retry_budget"),
             ),
-            min_score=number("rubric_min_score", DEFAULT_MIN_SCORE),
-            call_timeout=_at_most_a_day(
-                "rubric_call_timeout",
-                number("rubric_call_timeout", DEFAULT_CALL_TIMEOUT, fraction=False),
-            ),
-            check_timeout=_at_most_a_day(
-                "rubric_check_timeout",
-                number("rubric_check_timeout", DEFAULT_CHECK_TIMEOUT, fraction=False),
-            ),
-            repeat=config.getoption("rubric_repeat")
-            or _whole(number("rubric_repeat", 1, fraction=False), "rubric_repeat"),
-            pass_when=config.getoption("rubric_pass_when") or "mean",
-            confidence=config.getoption("rubric_confidence")
-            or _level(number("rubric_confidence", 0.95)),
-            gate_confidence=config.getoption("rubric_gate_confidence"),
-            judge_evidence=config.getoption("rubric_judge_evidence"),
-            judge_probe=config.getoption("rubric_judge_probe")
-            or (
-                _whole(number("rubric_judge_probe", 1, fraction=False), "rubric_judge_probe")
-                if config.getini("rubric_judge_probe")
-                else 0
-            ),
-            max_style_flips=config.getoption("rubric_judge_max_style_flips"),
+            min_score=given(config, "min_score"),
+            call_timeout=given(config, "call_timeout"),
+            check_timeout=given(config, "check_timeout"),
+            repeat=given(config, "repeat"),
+            pass_when=given(config, "pass_when"),
+            confidence=given(config, "confidence"),
+            gate_confidence=given(config, "gate_confidence"),
+            judge_evidence=given(config, "judge_evidence"),
+            judge_probe=given(config, "judge_probe"),
+            max_style_flips=given(config, "judge_max_style_flips"),
             probe_kinds=_probe_kinds(config),
             max_flips=_max_flips(config),
-            min_kappa=_min_kappa(config),
+            min_kappa=given(config, "judge_min_kappa"),
             thresholds=style.StyleThresholds(
-                confident=number("rubric_confident_threshold", defaults.confident),
-                hedged=number("rubric_hedged_threshold", defaults.hedged),
-                low_score=number("rubric_low_score", defaults.low_score),
-                high_score=number("rubric_high_score", defaults.high_score),
+                confident=given(config, "confident_threshold"),
+                hedged=given(config, "hedged_threshold"),
+                low_score=given(config, "low_score"),
+                high_score=given(config, "high_score"),
             ),
         )
 
@@ -197,11 +157,11 @@ class Settings:
 def _cost(config: pytest.Config) -> CostSettings:
     """Ini ``rubric_judge_prices``, ``--rubric-judge-price`` and ``--rubric-max-cost``."""
     try:
-        prices = parse_prices(config.getini("rubric_judge_prices"))
+        prices = parse_prices(given(config, "judge_prices"))
     except ValueError as exc:
         raise pytest.UsageError(f"ini option rubric_judge_prices: {exc}") from None
-    price = config.getoption("rubric_judge_price")
-    max_cost = config.getoption("rubric_max_cost")
+    price = given(config, "judge_price")
+    max_cost = given(config, "max_cost")
     return CostSettings(
         prices=prices,
         price=parse_price(price) if price else None,  # checked by the option's type
@@ -210,68 +170,11 @@ def _cost(config: pytest.Config) -> CostSettings:
     )
 
 
-SUMMARY_MODES = ("auto", "on", "off")
-
-
-def _summary_mode(raw: str) -> str:
-    value = (raw or "auto").strip().lower()
-    if value not in SUMMARY_MODES:
-        raise pytest.UsageError(
-            f"ini option rubric_summary = {raw!r} must be one of {', '.join(SUMMARY_MODES)}"
-        )
-    return value
-
-
-def _show_response(raw: str) -> int:
-    text = str(raw or "").strip()
-    if not text:
-        return SHOW_RESPONSE
-    if not text.isdigit():
-        raise pytest.UsageError(
-            f"ini option rubric_show_response = {raw!r} must be a whole number of characters "
-            f"(0 hides the response; default {SHOW_RESPONSE})"
-        )
-    return int(text)
-
-
-def _at_most_a_day(name: str, value: float) -> float:
-    if not value <= MAX_CALL_TIMEOUT:
-        raise pytest.UsageError(
-            f"ini option {name} = {value:g} must be at most {MAX_CALL_TIMEOUT:g} (a day)"
-        )
-    return value
-
-
-def _level(value: float) -> float:
-    if not 0 < value < 1:
-        raise pytest.UsageError(
-            f"ini option rubric_confidence = {value:g} must be between 0 and 1, such as 0.95"
-        )
-    return value
-
-
-def _whole(value: float, name: str) -> int:
-    if value != int(value):
-        raise pytest.UsageError(f"ini option {name} = {value:g} must be a whole number")
-    return int(value)
-
-
 def _probe_kinds(config: pytest.Config) -> tuple[str, ...]:
     """``--rubric-judge-probe-kinds``, else the ini's, else tone; position needs the one-shot
     grader (the order of the criteria is a seat only when one call grades them all)."""
-    import argparse
-
-    from .options import probe_kinds
-
-    kinds: tuple[str, ...] | None = config.getoption("rubric_judge_probe_kinds")
-    raw = str(config.getini("rubric_judge_probe_kinds") or "").strip()
-    if kinds is None and raw:
-        try:
-            kinds = probe_kinds(raw)
-        except argparse.ArgumentTypeError as exc:
-            raise pytest.UsageError(f"ini option rubric_judge_probe_kinds = {exc}") from None
-    kinds = kinds or ("tone",)
-    if "position" in kinds and config.getoption("rubric_grader") != "one-shot":
+    kinds: tuple[str, ...] = given(config, "judge_probe_kinds")
+    if "position" in kinds and given(config, "grader") != "one-shot":
         raise pytest.UsageError(
             "--rubric-judge-probe-kinds position judges a case again with its criteria in "
             "reverse order, which only the one-shot grader sees; add --rubric-grader one-shot "
@@ -284,7 +187,7 @@ def _max_flips(config: pytest.Config) -> dict[str, float]:
     """``--rubric-judge-max-flips KIND=X``, each kind at most once and each one probed."""
     limits: dict[str, float] = {}
     kinds = _probe_kinds(config)
-    for kind, limit in config.getoption("rubric_judge_max_flips") or ():
+    for kind, limit in given(config, "judge_max_flips") or ():
         if kind not in kinds:
             raise pytest.UsageError(
                 f"--rubric-judge-max-flips {kind}={limit:g}: the {kind} probe does not run "
@@ -298,59 +201,28 @@ def _max_flips(config: pytest.Config) -> dict[str, float]:
     return limits
 
 
-def _min_kappa(config: pytest.Config) -> float | None:
-    """``--rubric-judge-min-kappa``, else the ini's, else None."""
-    value: float | None = config.getoption("rubric_judge_min_kappa")
-    raw = config.getini("rubric_judge_min_kappa")
-    if value is None and raw not in (None, ""):
-        try:
-            value = float(raw)
-        except ValueError:
-            value = math.nan
-        if not -1 <= value <= 1:
-            raise pytest.UsageError(
-                f"ini option rubric_judge_min_kappa = {raw!r} must be a number from -1 to 1"
-            )
-    return value
-
-
-def _repeatable(config: pytest.Config, dest: str, flag: str) -> tuple[str, ...]:
+def _repeatable(config: pytest.Config, key: str) -> tuple[str, ...]:
     """A repeatable ``[NAME=]VALUE`` flag's values; the same value or name twice is a usage
     error (nothing given is ever dropped in silence)."""
     from .._defaults import named
 
-    values = tuple(v.strip() for v in config.getoption(dest) or ())
+    flag = BY_KEY[key].flag_text
+    values = tuple(v.strip() for v in given(config, key) or ())
     seen_values: set[str] = set()
     seen_names: dict[str, str] = {}
-    for given in values:
-        name, value = named(given)
+    for text in values:
+        name, value = named(text)
         default = value.rpartition(":")[2]
         if value in seen_values:
             raise pytest.UsageError(f"{flag} {value} is given twice; give each subject once")
         if (name or default) in seen_names:
             raise pytest.UsageError(
-                f"{flag}: {seen_names[name or default]} and {given} are both subject "
+                f"{flag}: {seen_names[name or default]} and {text} are both subject "
                 f"{name or default!r}; name one of them, {flag} OTHER={value}"
             )
         seen_values.add(value)
-        seen_names[name or default] = given
+        seen_names[name or default] = text
     return values
-
-
-def _response_cache_mode(config: pytest.Config) -> str:
-    """``--rubric-response-cache``, else ini ``rubric_response_cache``, else off."""
-    from .._defaults import RESPONSE_CACHE_MODES
-
-    given = config.getoption("rubric_response_cache")
-    if given:
-        return str(given)
-    raw = str(config.getini("rubric_response_cache") or "off").strip().lower()
-    if raw not in RESPONSE_CACHE_MODES:
-        raise pytest.UsageError(
-            f"ini option rubric_response_cache = {raw!r} must be one of "
-            f"{', '.join(RESPONSE_CACHE_MODES)}"
-        )
-    return raw
 
 
 def _judge_source(config: pytest.Config) -> str:

@@ -1,0 +1,133 @@
+"""Readers of option values: one per kind of value, for a flag and an ini line alike.
+
+Each takes the text a user wrote and returns the value, or raises
+``ValueError`` whose message completes "``--rubric-x VALUE``" or "ini option
+``rubric_x = VALUE``" (see :func:`~pytest_rubric._config.options.given`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from .._defaults import PROBE_KINDS, SHOW_RESPONSE
+from .._repeat import parse_pass_when
+
+__all__ = [
+    "budget",
+    "fraction",
+    "kappa",
+    "kind_limit",
+    "level",
+    "pass_rule",
+    "positive_int",
+    "positive_number",
+    "positive_seconds",
+    "price",
+    "probe_kinds",
+    "show_response",
+    "whole",
+]
+
+
+def _number(text: str, within: Callable[[float], bool], wrong: str) -> float:
+    """``text`` read as a float that ``within`` accepts (a word reads as nan, which no range
+    accepts), or the error "'text' is not WRONG"."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not within(value):
+        raise ValueError(f"{text!r} is not {wrong}")
+    return value
+
+
+def fraction(text: str) -> float:
+    """A number from 0 to 1 (the gates, the pass mark, the style thresholds)."""
+    return _number(text, lambda v: 0 <= v <= 1, "a number from 0 to 1")
+
+
+def positive_number(text: str) -> float:
+    return _number(text, lambda v: math.isfinite(v) and v > 0, "a positive number")
+
+
+def positive_seconds(text: str) -> float:
+    return _number(text, lambda v: math.isfinite(v) and v > 0, "a positive number of seconds")
+
+
+def budget(text: str) -> str:
+    """Dollars, kept as written (the summary shows them so)."""
+    _number(text, lambda v: math.isfinite(v) and v > 0, "a positive number of dollars")
+    return text
+
+
+def level(text: str) -> float:
+    return _number(
+        text,
+        lambda v: 0 < v < 1,
+        "a confidence level; write a number between 0 and 1, such as 0.95",
+    )
+
+
+def kappa(text: str) -> float:
+    return _number(text, lambda v: -1 <= v <= 1, "a kappa; write a number from -1 to 1")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{text!r} is not a positive whole number")
+    return value
+
+
+def whole(text: str) -> int:
+    """A positive whole number written as one (``2.0`` too, as ini files have it)."""
+    value = _number(text, lambda v: math.isfinite(v) and v > 0, "a positive whole number")
+    if value != int(value):
+        raise ValueError(f"{text.strip()} must be a whole number")
+    return int(value)
+
+
+def show_response(text: str) -> int:
+    """Characters of the response a failing item shows; 0 hides it."""
+    if not text.strip().isdigit():
+        raise ValueError(
+            f"{text!r} must be a whole number of characters (0 hides the response; default "
+            f"{SHOW_RESPONSE})"
+        )
+    return int(text)
+
+
+def price(text: str) -> str:
+    """``IN,OUT`` dollars per million tokens, kept as written."""
+    from .._llm.cost import parse_price
+
+    parse_price(text)
+    return text
+
+
+def pass_rule(text: str) -> str | float:
+    return parse_pass_when(text)
+
+
+def probe_kinds(text: str) -> tuple[str, ...]:
+    """Probe kinds, comma-separated, each once."""
+    kinds = tuple(k.strip().lower() for k in text.split(",") if k.strip())
+    unknown = [k for k in kinds if k not in PROBE_KINDS]
+    if unknown or not kinds:
+        raise ValueError(
+            f"{text!r}: the probe kinds are {', '.join(PROBE_KINDS)} (comma-separated)"
+        )
+    return tuple(dict.fromkeys(kinds))
+
+
+def kind_limit(text: str) -> tuple[str, float]:
+    """``KIND=X``, a probe kind and its largest share of flips."""
+    kind, sep, value = text.partition("=")
+    kind = kind.strip().lower()
+    if not sep or kind not in PROBE_KINDS:
+        raise ValueError(f"{text!r} is not KIND=X with KIND one of {', '.join(PROBE_KINDS)}")
+    return kind, fraction(value.strip())

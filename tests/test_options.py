@@ -1,0 +1,49 @@
+"""The one table of options: each flag and its ini key read alike, and the docs list them all."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_rubric._config.options import BY_KEY, OPTIONS, given
+
+# A value for each option that has both a flag and an ini key read by the same reader.
+SAMPLES = {
+    "repeat": ("3", 3),
+    "judge_samples": ("2", 2),
+    "confidence": ("0.9", 0.9),
+    "judge_probe": ("2", 2),
+    "judge_min_kappa": ("0.4", 0.4),
+    "judge_probe_kinds": ("tone,length", ("tone", "length")),
+    "response_cache": ("use", "use"),
+}
+
+
+def test_every_option_with_a_flag_and_an_ini_key_has_a_sample_here() -> None:
+    both = {o.key for o in OPTIONS if o.flag and o.ini and o.parse is not None}
+    assert both == set(SAMPLES)
+
+
+@pytest.mark.parametrize("key", sorted(SAMPLES))
+def test_a_flag_and_its_ini_key_read_the_same_value(pytester: pytest.Pytester, key: str) -> None:
+    text, value = SAMPLES[key]
+    option = BY_KEY[key]
+    from_flag = pytester.parseconfig(f"{option.flag_text}={text}")
+    assert given(from_flag, key) == value
+    pytester.makeini(f"[pytest]\n{option.dest} = {text}\n")
+    assert given(pytester.parseconfig(), key) == value
+
+
+@pytest.mark.parametrize("key", sorted(SAMPLES))
+def test_a_wrong_ini_value_is_a_usage_error_naming_the_key(
+    pytester: pytest.Pytester, key: str
+) -> None:
+    option = BY_KEY[key]
+    pytester.makeini(f"[pytest]\n{option.dest} = -7.5x\n")
+    with pytest.raises(pytest.UsageError, match=f"ini option {option.dest} = "):
+        given(pytester.parseconfig(), key)
+
+
+def test_every_option_has_one_name_and_help() -> None:
+    keys = [o.key for o in OPTIONS]
+    assert len(keys) == len(set(keys))
+    assert all(o.help.strip() for o in OPTIONS)
