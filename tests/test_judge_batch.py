@@ -1,0 +1,177 @@
+"""Batch judging (``--rubric-judge-batch``): the batch module against the fake provider, then
+whole sessions graded through it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from pytest_rubric._base import RetryPolicy
+from pytest_rubric._secrets import Secret
+from pytest_rubric.judge.base import JudgeError, Reply, Sampling
+from pytest_rubric.judge.batch import BatchFailure, BatchRequest, BatchResult, run_batch
+from pytest_rubric.judge.clients import AnthropicClient, OpenAIClient
+from pytest_rubric.judge.http import HTTPClient
+from pytest_rubric.judge.providers import JudgeSpec
+from tests.fake_llm import FakeLLM, errored, missing, raw, redirect, status, verdict
+
+KEY = "sk-batch-secret-0123456789abcdef"
+SCHEMA = {"type": "object", "properties": {"verdict": {"type": "string"}}}
+
+
+def _client(fake: FakeLLM, provider: str) -> HTTPClient:
+    policy = RetryPolicy(backoff=0.01, timeout=5.0)
+    if provider == "openai":
+        spec = JudgeSpec.parse("openai:gpt-test", url=fake.openai_url)
+        return OpenAIClient(spec, key=Secret(KEY), policy=policy)
+    spec = JudgeSpec.parse("anthropic:claude-test", url=fake.url)
+    return AnthropicClient(spec, key=Secret(KEY), policy=policy)
+
+
+def _requests(n: int) -> list[BatchRequest]:
+    return [
+        BatchRequest(f"rubric-{i}", "system", f"answer {i}", SCHEMA, Sampling()) for i in range(n)
+    ]
+
+
+def _run(client: HTTPClient, requests: list[BatchRequest], **kwargs: Any) -> dict[str, BatchResult]:
+    async def go() -> dict[str, BatchResult]:
+        try:
+            return await run_batch(client, requests, first_poll=0.01, max_poll=0.05, **kwargs)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_batch_ends_after_polls_and_maps_each_reply_back(
+    fake_llm: FakeLLM, provider: str
+) -> None:
+    fake_llm.script_batch(polls=3)
+    fake_llm.respond_with(
+        lambda request: verdict(
+            "MET" if "answer 1" in json.dumps(request.body) else "UNMET",
+            input_tokens=100,
+            output_tokens=20,
+        )
+    )
+    client = _client(fake_llm, provider)
+    results = _run(client, _requests(3))
+    replies = {
+        cid: json.loads(r.text)["verdict"] for cid, r in results.items() if isinstance(r, Reply)
+    }
+    assert replies == {"rubric-0": "UNMET", "rubric-1": "MET", "rubric-2": "UNMET"}
+    assert (client.stats.tokens_in, client.stats.tokens_out) == (300, 60)
+    polls = [
+        r
+        for r in fake_llm.requests
+        if r.method == "GET" and "/content" not in r.path and "/results" not in r.path
+    ]
+    assert len(polls) == 4  # three in progress, then ended
+    # Every batch request carries the key as a live call does, and the batched bodies are the live ones.
+    assert all(KEY in " ".join(r.headers.values()) for r in fake_llm.requests)
+    body = fake_llm.batched[0].body
+    if provider == "openai":
+        assert body["response_format"]["type"] == "json_schema" and body["seed"] == Sampling().seed
+    else:
+        assert body["tool_choice"] == {"type": "tool", "name": "grade"}
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_missing_and_errored_results_may_be_asked_live(fake_llm: FakeLLM, provider: str) -> None:
+    fake_llm.script(verdict("MET"), missing(), errored(500))
+    results = _run(_client(fake_llm, provider), _requests(3))
+    assert isinstance(results["rubric-0"], Reply)
+    gone, failed = results["rubric-1"], results["rubric-2"]
+    assert isinstance(gone, BatchFailure) and gone.retry_live
+    assert "without a result for request rubric-1" in gone.reason
+    assert isinstance(failed, BatchFailure) and failed.retry_live
+    assert "request rubric-2 of batch" in failed.reason and "errored" in failed.reason
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_batch_that_never_ends_times_out_and_is_cancelled(
+    fake_llm: FakeLLM, provider: str
+) -> None:
+    fake_llm.script_batch(never_ends=True)
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    results = _run(_client(fake_llm, provider), _requests(2), timeout=0.3)
+    for result in results.values():
+        assert isinstance(result, BatchFailure) and not result.retry_live
+        assert "did not end within 0.3 s and was cancelled" in result.reason
+        assert "--rubric-judge-batch-timeout" in result.reason
+    assert fake_llm.requests[-1].path.endswith("/cancel")
+
+
+def test_a_failed_batch_fails_every_request_for_good(fake_llm: FakeLLM) -> None:
+    fake_llm.script_batch(end="failed")
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    results = _run(_client(fake_llm, "openai"), _requests(2))
+    for result in results.values():
+        assert isinstance(result, BatchFailure) and not result.retry_live
+        assert "failed (batch_failed: FakeLLM: the batch failed)" in result.reason
+
+
+def test_the_server_may_say_when_to_poll_again(fake_llm: FakeLLM) -> None:
+    fake_llm.script_batch(polls=4, poll_after=0)
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    spec = JudgeSpec.parse("openai:gpt-test", url=fake_llm.openai_url)
+    client = OpenAIClient(spec, key=Secret(KEY), policy=RetryPolicy(timeout=5.0))
+
+    async def go() -> dict[str, BatchResult]:
+        try:
+            # A first poll of 10 s would take 150 s; Retry-After: 0 makes it at once.
+            return await run_batch(client, _requests(1), first_poll=10, max_poll=30)
+        finally:
+            await client.aclose()
+
+    assert isinstance(asyncio.run(asyncio.wait_for(go(), 10))["rubric-0"], Reply)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_rejected_submission_names_the_batch_endpoint_never_the_key(
+    fake_llm: FakeLLM, provider: str
+) -> None:
+    fake_llm.script_batch_control(status(401, body={"error": {"message": f"bad key {KEY}"}}))
+    with pytest.raises(JudgeError) as caught:
+        _run(_client(fake_llm, provider), _requests(1))
+    message = str(caught.value)
+    assert "HTTP 401: bad key ***" in message and "check the API key" in message
+    assert KEY not in message and KEY[:16] not in message
+    assert f"batch at {fake_llm.url}" in message
+
+
+def test_a_redirect_is_refused_and_a_missing_route_says_the_batch_api_is_needed(
+    fake_llm: FakeLLM,
+) -> None:
+    fake_llm.script_batch_control(redirect("http://elsewhere.example/v1/files"))
+    with pytest.raises(
+        JudgeError, match=r"HTTP 307: redirected to 'http://elsewhere.example/v1/files'"
+    ):
+        _run(_client(fake_llm, "openai"), _requests(1))
+    fake_llm.script_batch_control(status(404))
+    with pytest.raises(JudgeError, match=r"HTTP 404.*serve the provider's batch API"):
+        _run(_client(fake_llm, "openai"), _requests(1))
+
+
+def test_a_results_url_on_another_host_is_not_sent_the_key(fake_llm: FakeLLM) -> None:
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    ended = {
+        "id": "msgbatch_x",
+        "type": "message_batch",
+        "processing_status": "ended",
+        "results_url": "https://collector.example/results",
+    }
+    fake_llm.script_batch_control(
+        raw(json.dumps({**ended, "processing_status": "in_progress", "results_url": None})),
+        raw(json.dumps(ended)),
+    )
+    with pytest.raises(
+        JudgeError, match=r"results_url is on another host \('https://collector.example/results'\)"
+    ):
+        _run(_client(fake_llm, "anthropic"), _requests(1))
+    assert not any("collector" in r.path for r in fake_llm.requests)
