@@ -134,6 +134,23 @@ def add_options(parser: pytest.Parser) -> None:
         "server sends its reply; it is retried.",
     )
     group.addoption(
+        "--rubric-judge-batch",
+        dest="rubric_judge_batch",
+        action="store_true",
+        default=False,
+        help="send the session's judge calls through the provider's batch API (openai, "
+        "anthropic): cheaper, slower; a result missing or errored is asked live once.",
+    )
+    group.addoption(
+        "--rubric-judge-batch-timeout",
+        dest="rubric_judge_batch_timeout",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        default=3600.0,
+        help="with --rubric-judge-batch, wait SECONDS at most for a batch (default 3600); "
+        "then it is cancelled and its criteria are ERROR.",
+    )
+    group.addoption(
         "--rubric-cache",
         dest="rubric_cache",
         choices=CACHE_MODES,
@@ -444,7 +461,8 @@ def _add_cost_options(group: pytest.OptionGroup, parser: pytest.Parser) -> None:
     )
     parser.addini(
         "rubric_judge_prices",
-        "one line per model: MODEL IN OUT, dollars per million input and output tokens",
+        "one line per model: MODEL IN OUT [BATCH_IN BATCH_OUT], dollars per million input and "
+        "output tokens (batch: --rubric-judge-batch, default half)",
         type="linelist",
         default=[],
     )

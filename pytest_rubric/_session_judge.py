@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .judge.cost import Budget, Price
     from .judge.panel import Panel
     from .judge.prompts import Guidance
+    from .judge.providers import JudgeSpec
     from .judge.runner import JudgeRunner
 
 
@@ -189,6 +190,8 @@ class SessionJudge:
             names = [spec.name for spec in specs]
         else:
             return
+        if settings.judge_batch:
+            self._check_batch(specs)
         self.judge_name = " + ".join(names)
         from ._run import RunJudge
 
@@ -200,6 +203,8 @@ class SessionJudge:
             name: settings.cost.of(*((name, models[name]) if specs else (name,)), judge=True)
             for name in names
         }
+        if settings.judge_batch:  # the calls are priced as the batch API bills them
+            self.judge_prices = {n: p and p.batch() for n, p in self.judge_prices.items()}
         unpriced = [name for name, price in self.judge_prices.items() if price is None]
         if settings.cost.max_cost is not None and unpriced:
             raise pytest.UsageError(
@@ -243,6 +248,13 @@ class SessionJudge:
             )
             for client, name in zip(clients, names, strict=True)
         ]
+        if settings.judge_batch:
+            from .judge.batch import BatchQueue
+
+            for runner in runners:
+                runner.transport.batch = BatchQueue(
+                    runner.transport.client, timeout=settings.judge_batch_timeout
+                )
         self.judge_usage = {runner.name: runner.stats for runner in runners}
         if len(runners) == 1:
             self.judging = runners[0]
@@ -250,6 +262,23 @@ class SessionJudge:
             from .judge.panel import Panel
 
             self.judging = Panel(runners)
+
+    def _check_batch(self, specs: Sequence[JudgeSpec]) -> None:
+        """``--rubric-judge-batch`` needs a provider with a batch API: a usage error otherwise."""
+        from .judge.batch import BATCH_PROVIDERS
+
+        if not specs:
+            raise pytest.UsageError(
+                "--rubric-judge-batch sends judge calls through the openai or anthropic batch "
+                "API, not to the judge of pytest_rubric_make_judge: drop the flag, or judge with "
+                "--rubric-judge openai:MODEL or anthropic:MODEL"
+            )
+        for spec in specs:
+            if spec.provider not in BATCH_PROVIDERS:
+                raise pytest.UsageError(
+                    f"--rubric-judge-batch: judge {spec.name} has no batch API here (providers "
+                    f"with one: {', '.join(BATCH_PROVIDERS)}); drop the flag to judge live"
+                )
 
     def schedule_judging(self, items: Sequence[pytest.Item]) -> None:
         """Start every collected item's judge calls now, so they overlap across items.

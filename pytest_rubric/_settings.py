@@ -67,6 +67,8 @@ class Settings:
     confidence: float = 0.95
     gate_confidence: float | None = None
     judge_evidence: str = "check"  # --rubric-judge-evidence
+    judge_batch: bool = False  # --rubric-judge-batch
+    judge_batch_timeout: float = 3600.0  # --rubric-judge-batch-timeout
     judge_probe: int = 0  # --rubric-judge-probe N
     max_style_flips: float | None = None  # --rubric-judge-max-style-flips X
     probe_kinds: tuple[str, ...] = ("tone",)  # --rubric-judge-probe-kinds
@@ -175,6 +177,8 @@ class Settings:
             or _level(number("rubric_confidence", 0.95)),
             gate_confidence=config.getoption("rubric_gate_confidence"),
             judge_evidence=config.getoption("rubric_judge_evidence"),
+            judge_batch=config.getoption("rubric_judge_batch"),
+            judge_batch_timeout=config.getoption("rubric_judge_batch_timeout"),
             judge_probe=config.getoption("rubric_judge_probe")
             or (
                 _whole(number("rubric_judge_probe", 1, fraction=False), "rubric_judge_probe")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +18,10 @@ from pytest_rubric.judge.batch import BatchFailure, BatchRequest, BatchResult, r
 from pytest_rubric.judge.clients import AnthropicClient, OpenAIClient
 from pytest_rubric.judge.http import HTTPClient
 from pytest_rubric.judge.providers import JudgeSpec
-from tests.fake_llm import FakeLLM, errored, missing, raw, redirect, status, verdict
+from tests.fake_llm import FakeLLM, Recorded, errored, missing, raw, redirect, status, verdict
+from tests.test_judge_e2e import JUDGED, by_requirement, judge_args
+
+Write = Callable[[str, str], Path]
 
 KEY = "sk-batch-secret-0123456789abcdef"
 SCHEMA = {"type": "object", "properties": {"verdict": {"type": "string"}}}
@@ -175,3 +180,158 @@ def test_a_results_url_on_another_host_is_not_sent_the_key(fake_llm: FakeLLM) ->
     ):
         _run(_client(fake_llm, "anthropic"), _requests(1))
     assert not any("collector" in r.path for r in fake_llm.requests)
+
+
+# --------------------------------------------------------------------------- whole sessions
+
+PRICED = """
+[pytest]
+rubric_judge_backoff = 0.01
+rubric_judge_prices =
+    test-model 1000 2000
+"""
+
+
+def _live(fake: FakeLLM) -> list[Recorded]:
+    """The live judge calls the session made (not the batch routes)."""
+    return [r for r in fake.requests if r.path.endswith(("/chat/completions", "/messages"))]
+
+
+def _criteria(rubric_json: Callable[[], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {c["id"]: c for c in rubric_json()["results"][0]["criteria"]}
+
+
+@pytest.fixture
+def batched_file(pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM) -> Path:
+    pytester.makeini(PRICED)
+    # The fake says to poll again at once: the session's first poll would wait a second.
+    fake_llm.script_batch(poll_after=0)
+    return write("judged.rubric.yaml", JUDGED)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_batch_that_ends_after_polls_grades_as_the_live_run_does(
+    pytester: pytest.Pytester,
+    batched_file: Path,
+    fake_llm: FakeLLM,
+    provider: str,
+    run_mode: list[str],
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    fake_llm.script_batch(polls=3, poll_after=0)
+    fake_llm.respond_with(by_requirement({"horizon is one day"}))
+    result = pytester.runpytest(
+        *judge_args(fake_llm, provider, "--rubric-judge-batch"), "--rubric-json=out.json", *run_mode
+    )
+    result.assert_outcomes(passed=1)
+    criteria = _criteria(rubric_json)
+    assert (criteria["horizon"]["verdict"], criteria["max_loss"]["verdict"]) == ("MET", "UNMET")
+    assert criteria["horizon"]["reason"] == "judged"
+    assert len(fake_llm.batched) == 2 and _live(fake_llm) == []
+    # 2 calls of 10 in and 5 out at half of $1000/M and $2000/M: $0.02, not the live $0.04.
+    result.stdout.fnmatch_lines(
+        [
+            f"judge {provider}:test-model: 2 calls, 0 retries, 0 errors, tokens 20 in / 10 out, cost $0.02, *"
+        ]
+    )
+
+
+def test_missing_and_errored_results_are_asked_live_once(
+    pytester: pytest.Pytester,
+    batched_file: Path,
+    fake_llm: FakeLLM,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    fake_llm.script(missing(), errored(500))  # the batch's two requests
+    fake_llm.respond_with(by_requirement({"horizon is one day"}))  # the live calls after it
+    result = pytester.runpytest(
+        *judge_args(fake_llm, "openai", "--rubric-judge-batch"), "--rubric-json=out.json"
+    )
+    result.assert_outcomes(passed=1)
+    criteria = _criteria(rubric_json)
+    assert (criteria["horizon"]["verdict"], criteria["max_loss"]["verdict"]) == ("MET", "UNMET")
+    assert len(fake_llm.batched) == 2 and len(_live(fake_llm)) == 2
+
+
+def test_a_live_retry_that_fails_leaves_the_criteria_error(
+    pytester: pytest.Pytester,
+    batched_file: Path,
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    leak = {"error": {"message": f"invalid key {KEY}"}}
+    fake_llm.script(missing(), status(500, body=leak))  # the batch's two requests
+    fake_llm.respond_with(lambda request: status(401, body=leak))  # and their live calls
+    result = pytester.runpytest(
+        *judge_args(fake_llm, "openai", "--rubric-judge-batch"), "--rubric-json=out.json"
+    )
+    result.assert_outcomes(errors=1)
+    criteria = _criteria(rubric_json)
+    for cid in ("horizon", "max_loss"):
+        assert criteria[cid]["verdict"] == "ERROR"
+        assert "HTTP 401: invalid key ***" in criteria[cid]["reason"]
+        assert "asked live after" in criteria[cid]["reason"]
+    assert len(_live(fake_llm)) == 2  # once each, no more
+    # The key reached the server in every request's header, and no output.
+    assert all(KEY in " ".join(r.headers.values()) for r in fake_llm.requests)
+    output = result.stdout.str() + result.stderr.str() + (pytester.path / "out.json").read_text()
+    assert KEY not in output and KEY[:16] not in output
+
+
+def test_a_batch_that_never_ends_times_out_into_error(
+    pytester: pytest.Pytester,
+    batched_file: Path,
+    fake_llm: FakeLLM,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    fake_llm.script_batch(never_ends=True, poll_after=0.05)
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    result = pytester.runpytest(
+        *judge_args(fake_llm, "openai", "--rubric-judge-batch", "--rubric-judge-batch-timeout=1"),
+        "--rubric-json=out.json",
+    )
+    result.assert_outcomes(errors=1)
+    criteria = _criteria(rubric_json)
+    for cid in ("horizon", "max_loss"):
+        assert criteria[cid]["verdict"] == "ERROR"
+        assert "did not end within 1 s and was cancelled" in criteria[cid]["reason"]
+    assert _live(fake_llm) == []  # never asked live: the batch did not fail, it was too slow
+    assert fake_llm.requests[-1].path.endswith("/cancel")
+
+
+def test_an_ini_line_may_give_the_batch_price(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
+) -> None:
+    pytester.makeini("[pytest]\nrubric_judge_prices = test-model 1000 2000 100 200\n")
+    write("judged.rubric.yaml", JUDGED)
+    fake_llm.script_batch(poll_after=0)
+    fake_llm.respond_with(by_requirement({"horizon is one day"}))
+    result = pytester.runpytest(*judge_args(fake_llm, "openai", "--rubric-judge-batch"))
+    result.assert_outcomes(passed=1)
+    # 20 in at $100/M and 10 out at $200/M
+    result.stdout.fnmatch_lines(["judge openai:test-model: 2 calls, *, cost $0.004, *"])
+
+
+def test_batch_judging_needs_a_provider_with_a_batch_api(
+    pytester: pytest.Pytester, batched_file: Path
+) -> None:
+    pytester.makeconftest(
+        """
+        class EchoJudge:
+            async def complete(self, system, user):
+                return '{"reason": "r", "verdict": "MET"}'
+
+        def pytest_rubric_make_judge(config):
+            return EchoJudge()
+        """
+    )
+    result = pytester.runpytest("--rubric-judge-batch")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--rubric-judge-batch sends judge calls through the openai or anthropic batch API*"]
+    )
+    bad = pytester.runpytest("--rubric-judge-batch-timeout=0")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--rubric-judge-batch-timeout*'0' is not a positive number*"])

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = [
+    "BATCH_PROVIDERS",
     "DEFAULT_TIMEOUT",
     "MAX_BATCH_REQUESTS",
     "MAX_RESULTS_BYTES",
@@ -60,6 +61,9 @@ __all__ = [
     "BatchRequest",
     "run_batch",
 ]
+
+BATCH_PROVIDERS = ("openai", "anthropic")
+"""The providers (:data:`~pytest_rubric.judge.providers.PROVIDERS`) whose batch API is spoken."""
 
 DEFAULT_TIMEOUT = 3600.0
 """How long a batch is waited for (``--rubric-judge-batch-timeout``), from its submission."""

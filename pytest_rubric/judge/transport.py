@@ -22,7 +22,7 @@ import contextlib
 import inspect
 import threading
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._calls import contained, described
 from .._secrets import Secret, redact, shorten
@@ -34,6 +34,9 @@ from .http import HTTPClient
 from .prompts import Prompt
 from .providers import known_keys
 from .replies import ReplyError
+
+if TYPE_CHECKING:
+    from .batch import BatchQueue
 
 __all__ = ["Transport", "UnusableReplay"]
 
@@ -95,6 +98,8 @@ class Transport:
         self._semaphore = asyncio.Semaphore(concurrency)
         if isinstance(client, HTTPClient):
             client.limiter = self._semaphore
+        # --rubric-judge-batch: what a built-in client's calls are sent through instead.
+        self.batch: BatchQueue | None = None
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="pytest-rubric-judge", daemon=True
         )
@@ -195,7 +200,8 @@ class Transport:
         try:
             if isinstance(self.client, HTTPClient):
                 # No slot here: the client takes one per attempt.
-                reply = await self.client.send(
+                send = self.client.send if self.batch is None else self.batch.send
+                reply = await send(
                     prompt.system,
                     user,
                     schema=prompt.schema,
