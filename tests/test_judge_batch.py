@@ -14,7 +14,13 @@ import pytest
 from pytest_rubric._base import RetryPolicy
 from pytest_rubric._secrets import Secret
 from pytest_rubric.judge.base import JudgeError, Reply, Sampling
-from pytest_rubric.judge.batch import BatchFailure, BatchRequest, BatchResult, run_batch
+from pytest_rubric.judge.batch import (
+    BatchFailure,
+    BatchQueue,
+    BatchRequest,
+    BatchResult,
+    run_batch,
+)
 from pytest_rubric.judge.clients import AnthropicClient, OpenAIClient
 from pytest_rubric.judge.http import HTTPClient
 from pytest_rubric.judge.providers import JudgeSpec
@@ -180,6 +186,37 @@ def test_a_results_url_on_another_host_is_not_sent_the_key(fake_llm: FakeLLM) ->
     ):
         _run(_client(fake_llm, "anthropic"), _requests(1))
     assert not any("collector" in r.path for r in fake_llm.requests)
+
+
+def test_a_batch_creation_is_sent_again_only_when_the_server_refused_it(fake_llm: FakeLLM) -> None:
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    fake_llm.script_batch_control(status(503))  # refused unread: sent again
+    assert isinstance(_run(_client(fake_llm, "anthropic"), _requests(1))["rubric-0"], Reply)
+    fake_llm.requests.clear()
+    fake_llm.script_batch_control(status(500))  # perhaps created: a second could bill twice
+    with pytest.raises(JudgeError, match="HTTP 500"):
+        _run(_client(fake_llm, "anthropic"), _requests(1))
+    assert len(fake_llm.requests) == 1
+
+
+def test_closing_the_queue_cancels_the_running_batch(fake_llm: FakeLLM) -> None:
+    fake_llm.script_batch(never_ends=True)
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    client = _client(fake_llm, "openai")
+
+    async def go() -> None:
+        queue = BatchQueue(client, quiet=0.01, first_poll=0.01, max_poll=0.05)
+        call = asyncio.ensure_future(queue.send("system", "user", schema=SCHEMA))
+        while not any(r.method == "GET" for r in fake_llm.requests):
+            await asyncio.sleep(0.01)
+        await queue.aclose()
+        with pytest.raises(JudgeError, match="the run ended before its batch did"):
+            await call
+        await client.aclose()
+
+    asyncio.run(asyncio.wait_for(go(), 10))
+    cancels = [r for r in fake_llm.requests if r.path.endswith("/cancel")]
+    assert len(cancels) == 1 and cancels[0] is fake_llm.requests[-1]
 
 
 # --------------------------------------------------------------------------- whole sessions

@@ -148,31 +148,19 @@ async def run_batch(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     batch_id = await wire.submit(requests)
-    delay = first_poll
-    while True:
-        try:
-            status, retry_after = await wire.poll(batch_id)
-        except JudgeError as exc:
-            if not exc.retryable:
-                raise
-            status, retry_after = None, exc.retry_after  # an outage: keep waiting
-        if status is not None and status.ended:
-            ended = status
-            break
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            with contextlib.suppress(JudgeError, TimeoutError):
-                async with asyncio.timeout(_CANCEL_TIMEOUT):
-                    await wire.cancel(batch_id)
-            reason = wire.failure(
-                f"batch {batch_id} did not end within {timeout:g} s and was cancelled",
-                hint="raise --rubric-judge-batch-timeout, or judge live without "
-                "--rubric-judge-batch",
-            )
-            return {i: BatchFailure(reason, retry_live=False) for i in ids}
-        wait = delay if retry_after is None else retry_after
-        await asyncio.sleep(max(0.0, min(wait, max_poll, remaining)))
-        delay = min(delay * 2, max_poll)
+    try:
+        ended = await _wait(wire, batch_id, deadline, first_poll=first_poll, max_poll=max_poll)
+    except asyncio.CancelledError:
+        # The session is closing (interrupted, -x): a batch left running is still billed.
+        await _cancel(wire, batch_id)
+        raise
+    if ended is None:
+        await _cancel(wire, batch_id)
+        reason = wire.failure(
+            f"batch {batch_id} did not end within {timeout:g} s and was cancelled",
+            hint="raise --rubric-judge-batch-timeout, or judge live without --rubric-judge-batch",
+        )
+        return {i: BatchFailure(reason, retry_live=False) for i in ids}
     if ended.failed is not None:
         reason = wire.failure(
             f"batch {batch_id} {ended.failed}",
@@ -192,6 +180,36 @@ async def run_batch(
             ),
         )
     return results
+
+
+async def _wait(
+    wire: _Wire, batch_id: str, deadline: float, *, first_poll: float, max_poll: float
+) -> _Status | None:
+    """Poll until the batch ends (its status) or the deadline passes (None)."""
+    loop = asyncio.get_running_loop()
+    delay = first_poll
+    while True:
+        try:
+            status, retry_after = await wire.poll(batch_id)
+        except JudgeError as exc:
+            if not exc.retryable:
+                raise
+            status, retry_after = None, exc.retry_after  # an outage: keep waiting
+        if status is not None and status.ended:
+            return status
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return None
+        wait = delay if retry_after is None else retry_after
+        await asyncio.sleep(max(0.0, min(wait, max_poll, remaining)))
+        delay = min(delay * 2, max_poll)
+
+
+async def _cancel(wire: _Wire, batch_id: str) -> None:
+    """Ask the provider to cancel the batch; a failure to is not waited out."""
+    with contextlib.suppress(JudgeError, TimeoutError):
+        async with asyncio.timeout(_CANCEL_TIMEOUT):
+            await wire.cancel(batch_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,14 +375,19 @@ class _Wire:
             raise self._fail(url, "the reply is not a JSON object", hint="check the endpoint")
         return data, retry_after
 
-    async def submitted(self, send: Callable[[], Any]) -> Any:
-        """``send()`` retried as a live call is: a rate limit or an outage, with backoff."""
+    async def submitted(self, send: Callable[[], Any], *, resend: bool = True) -> Any:
+        """``send()`` retried as a live call is: a rate limit or an outage, with backoff.
+
+        Without ``resend`` (a batch's creation, which a second time could be billed twice)
+        only a request the server refused unread (429, 503) is sent again.
+        """
         policy = self.client.policy
         for attempt in range(policy.attempts):
             try:
                 return await send()
             except JudgeError as exc:
-                if not exc.retryable or attempt + 1 == policy.attempts:
+                again = exc.retryable and (resend or exc.status in (429, 503))
+                if not again or attempt + 1 == policy.attempts:
                     raise
                 wait = exc.retry_after
                 if wait is None:
@@ -448,7 +471,8 @@ class _OpenAIBatch(_Wire):
                     "endpoint": "/v1/chat/completions",
                     "completion_window": "24h",
                 },
-            )
+            ),
+            resend=False,
         )
         return self._id(batches_url, created.get("id"), "batch id")
 
@@ -564,7 +588,8 @@ class _AnthropicBatch(_Wire):
                     ]
                 },
                 timeout=max(self.client.policy.timeout, _TRANSFER_TIMEOUT),
-            )
+            ),
+            resend=False,
         )
         return self._id(url, created.get("id"), "batch id")
 
@@ -700,6 +725,17 @@ class BatchQueue:
         except JudgeError as exc:
             raise JudgeError(f"{exc} (asked live after: {result.reason})") from None
 
+    async def aclose(self) -> None:
+        """The run is over: cancel the batches still running (the provider's too, see
+        :func:`run_batch`); the calls waiting for them fail."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        running = list(self._running)
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+
     def _flush(self) -> None:
         self._timer = None
         gathered, self._gathered = self._gathered, []
@@ -723,6 +759,15 @@ class BatchQueue:
         except JudgeError as exc:
             failure = BatchFailure(str(exc), retry_live=False)
             results = {r.custom_id: failure for r in requests}
+        except asyncio.CancelledError:  # aclose: the run is over
+            failure = BatchFailure(
+                f"judge {self.client.spec.name}: the run ended before its batch did",
+                retry_live=False,
+            )
+            for _, future in gathered:
+                if not future.done():
+                    future.set_result(failure)
+            raise
         except Exception as exc:  # no call may be left waiting
             failure = BatchFailure(
                 redact(

@@ -112,6 +112,9 @@ class Transport:
     def close(self) -> None:
         """Close the client and stop the loop."""
         if not self._loop.is_closed():
+            if self.batch is not None:  # first: cancelling a batch still needs the client
+                with contextlib.suppress(Exception):
+                    self.submit(self.batch.aclose()).result(timeout=15)
             aclose = getattr(self.client, "aclose", None)
             if aclose is not None:
                 with contextlib.suppress(Exception):  # closing must never fail a run
