@@ -204,7 +204,9 @@ class SessionJudge:
             for name in names
         }
         if settings.judge_batch:  # the calls are priced as the batch API bills them
-            self.judge_prices = {n: p and p.batch() for n, p in self.judge_prices.items()}
+            self.judge_prices = {
+                n: p if p is None else p.batch() for n, p in self.judge_prices.items()
+            }
         unpriced = [name for name, price in self.judge_prices.items() if price is None]
         if settings.cost.max_cost is not None and unpriced:
             raise pytest.UsageError(

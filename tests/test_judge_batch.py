@@ -22,6 +22,7 @@ from pytest_rubric.judge.batch import (
     run_batch,
 )
 from pytest_rubric.judge.clients import AnthropicClient, OpenAIClient
+from pytest_rubric.judge.cost import Price, parse_prices
 from pytest_rubric.judge.http import HTTPClient
 from pytest_rubric.judge.providers import JudgeSpec
 from tests.fake_llm import FakeLLM, Recorded, errored, missing, raw, redirect, status, verdict
@@ -217,6 +218,16 @@ def test_closing_the_queue_cancels_the_running_batch(fake_llm: FakeLLM) -> None:
     asyncio.run(asyncio.wait_for(go(), 10))
     cancels = [r for r in fake_llm.requests if r.path.endswith("/cancel")]
     assert len(cancels) == 1 and cancels[0] is fake_llm.requests[-1]
+
+
+def test_the_batch_price_is_half_the_live_one_unless_the_ini_line_gives_it() -> None:
+    prices = parse_prices(["cheap 0.15 0.60", "given 1 2 0.3 0.4"])
+    assert prices["cheap"].batch() == Price(0.075, 0.30)
+    assert prices["given"] == Price(1, 2, 0.3, 0.4) and prices["given"].batch() == Price(0.3, 0.4)
+    with pytest.raises(ValueError, match=r"'odd 1 2 3' is not MODEL IN OUT.*batch prices"):
+        parse_prices(["odd 1 2 3"])
+    with pytest.raises(ValueError, match=r"given's batch output price '-1'"):
+        parse_prices(["given 1 2 0.3 -1"])
 
 
 # --------------------------------------------------------------------------- whole sessions

@@ -18,6 +18,7 @@ and the :class:`JudgeCache`. Behind them:
 ``replies``        the readers of the judge's replies
 ``strategies``     ``--rubric-grader``: each prompt paired with its reader
 ``runner``         scheduling answers, samples and their combination
+``batch``          ``--rubric-judge-batch``: the calls sent through a batch API
 =================  ===========================================================
 
 The names below are imported on first use: ``providers`` and ``base`` need
