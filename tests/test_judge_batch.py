@@ -13,6 +13,7 @@ import pytest
 
 from pytest_rubric._base import RetryPolicy
 from pytest_rubric._secrets import Secret
+from pytest_rubric.judge import batch as batch_module
 from pytest_rubric.judge.base import JudgeError, Reply, Sampling
 from pytest_rubric.judge.batch import (
     BatchFailure,
@@ -228,6 +229,29 @@ def test_the_batch_price_is_half_the_live_one_unless_the_ini_line_gives_it() -> 
         parse_prices(["odd 1 2 3"])
     with pytest.raises(ValueError, match=r"given's batch output price '-1'"):
         parse_prices(["given 1 2 0.3 -1"])
+
+
+def test_a_full_batch_is_sent_at_once_and_the_next_calls_gather_another(
+    fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(batch_module, "MAX_BATCH_REQUESTS", 2)
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    client = _client(fake_llm, "anthropic")
+
+    async def go() -> list[Reply]:
+        queue = BatchQueue(client, quiet=0.05, first_poll=0.01, max_poll=0.05)
+        try:
+            return await asyncio.gather(
+                *(queue.send("s", f"u{i}", schema=SCHEMA) for i in range(3))
+            )
+        finally:
+            await queue.aclose()
+            await client.aclose()
+
+    replies = asyncio.run(asyncio.wait_for(go(), 10))
+    assert [json.loads(r.text)["verdict"] for r in replies] == ["MET"] * 3
+    created = [r for r in fake_llm.requests if r.method == "POST"]
+    assert [len(r.body["requests"]) for r in created] == [2, 1]
 
 
 # --------------------------------------------------------------------------- whole sessions

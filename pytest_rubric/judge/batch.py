@@ -46,6 +46,7 @@ from urllib.parse import urlsplit
 from .._secrets import clip, public_url, redact
 from .base import JudgeError, Reply, Sampling
 from .clients import AnthropicClient, OpenAIClient
+from .cost import BudgetSpent
 from .http import _HINTS, _QUOTE_ERROR, HTTPClient, _error_text, _retry_after
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BATCH_PROVIDERS",
     "DEFAULT_TIMEOUT",
+    "MAX_BATCH_CHARACTERS",
     "MAX_BATCH_REQUESTS",
     "MAX_RESULTS_BYTES",
     "BatchFailure",
@@ -71,6 +73,11 @@ DEFAULT_TIMEOUT = 3600.0
 MAX_BATCH_REQUESTS = 10_000
 """The most requests in one batch: well inside both providers' limits (50,000 and 100,000),
 and a results file of that many grades stays far below :data:`MAX_RESULTS_BYTES`."""
+
+MAX_BATCH_CHARACTERS = 64 * 1024 * 1024
+"""The most characters of messages in one batch: a batch is one upload, which both providers
+cap (200 MB for OpenAI's file, 256 MB for Anthropic's request), and a request adds its
+settings and the reply's schema to its messages."""
 
 MAX_RESULTS_BYTES = 256 * 1024 * 1024
 """The largest results file read (256 MiB); a control reply (a batch's status) is held to
@@ -667,9 +674,9 @@ class BatchQueue:
     gathered, which is sent once no call has joined it for ``quiet`` seconds (the
     session schedules its judged work all at once, so that is one batch for all of it,
     later ones for what comes after: a reply retried, an answer from a target) or once
-    it holds :data:`MAX_BATCH_REQUESTS`. A call whose result is missing or errored is
-    made once live through the client; any other failure is a
-    :class:`~pytest_rubric.judge.base.JudgeError` (the criterion is ERROR).
+    it holds :data:`MAX_BATCH_REQUESTS` or :data:`MAX_BATCH_CHARACTERS`. A call whose
+    result is missing or errored is made once live through the client; any other failure
+    is a :class:`~pytest_rubric.judge.base.JudgeError` (the criterion is ERROR).
     """
 
     def __init__(
@@ -690,6 +697,7 @@ class BatchQueue:
         self.live = 0  # calls asked live after their batch
         self._ids = itertools.count()
         self._gathered: list[tuple[BatchRequest, asyncio.Future[BatchResult]]] = []
+        self._characters = 0  # of the gathered calls' messages
         self._timer: asyncio.TimerHandle | None = None
         self._running: set[asyncio.Task[None]] = set()
 
@@ -708,9 +716,11 @@ class BatchQueue:
             f"rubric-{next(self._ids)}", system, user, schema, sampling or Sampling()
         )
         self._gathered.append((request, future))
+        self._characters += len(system) + len(user)
         if self._timer is not None:
             self._timer.cancel()
-        if len(self._gathered) >= MAX_BATCH_REQUESTS:
+        full = self._characters >= MAX_BATCH_CHARACTERS
+        if full or len(self._gathered) >= MAX_BATCH_REQUESTS:
             self._flush()
         else:
             self._timer = loop.call_later(self.quiet, self._flush)
@@ -722,6 +732,8 @@ class BatchQueue:
         self.live += 1
         try:
             return await self.client.send(system, user, schema=schema, sampling=sampling)
+        except BudgetSpent:
+            raise  # the call did not start: the budget's own words, as for any call
         except JudgeError as exc:
             raise JudgeError(f"{exc} (asked live after: {result.reason})") from None
 
@@ -739,6 +751,7 @@ class BatchQueue:
     def _flush(self) -> None:
         self._timer = None
         gathered, self._gathered = self._gathered, []
+        self._characters = 0
         if gathered:
             self.batches += 1
             task = asyncio.get_running_loop().create_task(self._run(gathered))
