@@ -26,7 +26,18 @@ from pytest_rubric.judge.clients import AnthropicClient, OpenAIClient
 from pytest_rubric.judge.cost import Price, parse_prices
 from pytest_rubric.judge.http import HTTPClient
 from pytest_rubric.judge.providers import JudgeSpec
-from tests.fake_llm import FakeLLM, Recorded, errored, missing, raw, redirect, status, verdict
+from tests.fake_llm import (
+    FakeLLM,
+    Recorded,
+    errored,
+    json_reply,
+    missing,
+    raw,
+    redirect,
+    status,
+    text,
+    verdict,
+)
 from tests.test_judge_e2e import JUDGED, by_requirement, judge_args
 
 Write = Callable[[str, str], Path]
@@ -371,6 +382,28 @@ def test_a_batch_that_never_ends_times_out_into_error(
         assert "did not end within 1 s and was cancelled" in criteria[cid]["reason"]
     assert _live(fake_llm) == []  # never asked live: the batch did not fail, it was too slow
     assert fake_llm.requests[-1].path.endswith("/cancel")
+
+
+def test_a_reply_that_does_not_fit_is_retried_in_a_later_batch(
+    pytester: pytest.Pytester,
+    batched_file: Path,
+    fake_llm: FakeLLM,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    graded = [
+        {"id": "horizon", "reason": "one day", "verdict": "MET"},
+        {"id": "max_loss", "reason": "no such claim", "verdict": "UNMET"},
+    ]
+    fake_llm.script(text("I think it is fine."), json_reply({"criteria": graded}))
+    result = pytester.runpytest(
+        *judge_args(fake_llm, "openai", "--rubric-judge-batch", "--rubric-grader=one-shot"),
+        "--rubric-json=out.json",
+    )
+    result.assert_outcomes(passed=1)
+    assert _criteria(rubric_json)["horizon"]["verdict"] == "MET"
+    created = [r for r in fake_llm.requests if r.path.endswith("/batches")]
+    assert len(created) == 2 and _live(fake_llm) == []  # the retry went in a second batch
+    assert "I think it is fine." in json.dumps(fake_llm.batched[1].body)
 
 
 def test_an_ini_line_may_give_the_batch_price(
