@@ -311,6 +311,9 @@ def test_a_batch_that_ends_after_polls_grades_as_the_live_run_does(
     assert (criteria["horizon"]["verdict"], criteria["max_loss"]["verdict"]) == ("MET", "UNMET")
     assert criteria["horizon"]["reason"] == "judged"
     assert len(fake_llm.batched) == 2 and _live(fake_llm) == []
+    result.stdout.fnmatch_lines(
+        [f"rubric: *--rubric-judge {provider}:test-model * --rubric-judge-batch"]
+    )
     # 2 calls of 10 in and 5 out at half of $1000/M and $2000/M: $0.02, not the live $0.04.
     result.stdout.fnmatch_lines(
         [
@@ -381,6 +384,7 @@ def test_a_batch_that_never_ends_times_out_into_error(
         assert criteria[cid]["verdict"] == "ERROR"
         assert "did not end within 1 s and was cancelled" in criteria[cid]["reason"]
     assert _live(fake_llm) == []  # never asked live: the batch did not fail, it was too slow
+    result.stdout.fnmatch_lines(["rubric: * --rubric-judge-batch --rubric-judge-batch-timeout 1"])
     assert fake_llm.requests[-1].path.endswith("/cancel")
 
 
