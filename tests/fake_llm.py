@@ -17,6 +17,32 @@ scripted with :func:`trickle` (a body one byte at a time), :func:`oversize`
 (a body above the client's cap, streamed), :func:`redirect` (a 3xx whose body
 looks like a reply) and :func:`deep` (JSON nested N levels).
 
+Batches: the two batch APIs are served too, in their real shapes (ids, fields,
+statuses), so a client that works here works against the provider:
+
+* OpenAI: ``POST /v1/files`` (multipart, ``purpose=batch``, a JSONL file of
+  ``{custom_id, method, url, body}`` lines), ``POST /v1/batches``
+  (``{input_file_id, endpoint: "/v1/chat/completions", completion_window: "24h"}``),
+  ``GET /v1/batches/{id}`` (``status`` validating, in_progress, then completed,
+  failed, expired or cancelled, with ``output_file_id`` and ``error_file_id``),
+  ``GET /v1/files/{id}/content`` (JSONL lines ``{id, custom_id, response:
+  {status_code, request_id, body}, error}``) and ``POST /v1/batches/{id}/cancel``;
+* Anthropic: ``POST /v1/messages/batches`` (``{requests: [{custom_id, params}]}``),
+  ``GET /v1/messages/batches/{id}`` (``processing_status`` in_progress, canceling or
+  ended, with an absolute ``results_url`` once ended), ``GET
+  /v1/messages/batches/{id}/results`` (JSONL lines ``{custom_id, result: {type:
+  succeeded|errored|canceled|expired, message|error}}``) and ``POST .../cancel``.
+
+Each batched request is answered, when the batch is created, by the same scripted
+actions or responder as a live one (recorded in :attr:`FakeLLM.batched`, not in
+``requests``, which holds the HTTP requests to the batch routes). Scripting:
+:func:`missing` leaves a request's result out; :func:`errored` (or any
+:func:`status`) makes it an errored result; :meth:`FakeLLM.script_batch` sets how
+the batches created next behave (``polls=N`` reads in progress before the end,
+``end="failed"|"expired"|"cancelled"``, ``never_ends=True``, ``poll_after=`` a
+``Retry-After`` on every read); :meth:`FakeLLM.script_batch_control` answers the
+next requests to the batch routes themselves (a 401 on the upload, say).
+
 Only the standard library is used: ``http.server.ThreadingHTTPServer`` with
 daemon threads, so requests in flight are served concurrently.
 
@@ -32,12 +58,16 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import email.parser
+import email.policy
 import json
+import re
 import socket
 import socketserver
 import sys
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -49,12 +79,14 @@ import pytest
 
 __all__ = [
     "Action",
+    "BatchPlan",
     "Cut",
     "Deep",
     "Delay",
     "Drop",
     "FakeLLM",
     "JsonReply",
+    "Missing",
     "Oversize",
     "Raw",
     "Recorded",
@@ -66,8 +98,10 @@ __all__ = [
     "deep",
     "delay",
     "drop",
+    "errored",
     "fake_llm",
     "json_reply",
+    "missing",
     "oversize",
     "raw",
     "redirect",
@@ -337,6 +371,23 @@ def deep(depth: int, then: Action | None = None) -> Action:
     return Deep(depth, then if then is not None else text("deep"))
 
 
+@dataclass(frozen=True)
+class Missing(Action):
+    """In a batch, the request's result is left out of the results; live, an HTTP 500."""
+
+
+def missing() -> Action:
+    """The batched request's result is left out of the batch's results (as if the provider
+    lost it); a live request gets an HTTP 500 instead."""
+    return Missing()
+
+
+def errored(code: int = 500) -> Action:
+    """An errored result: ``status(code)``. In a batch, an OpenAI line in the error file
+    with ``response.status_code`` ``code``, or an Anthropic ``errored`` result."""
+    return status(code)
+
+
 # --------------------------------------------------------------------------- rendering
 
 
@@ -472,7 +523,476 @@ def _render(action: Action, wire: Wire, record: Recorded) -> _Reply:
         if wire == "openai":
             return _openai_message(content, model, *tokens)
         return _anthropic_message({"type": "text", "text": content}, "end_turn", model, *tokens)
+    if isinstance(action, Missing):
+        return _error(500, "FakeLLM: missing() leaves out a batched request's result; live, a 500")
     return _error(500, f"FakeLLM: unknown action {action!r}")
+
+
+# --------------------------------------------------------------------------- batches
+
+# The batch routes, matched on the path's end (so that a gateway's prefix is kept), before
+# the live routes: ``/messages/batches`` must not read as ``/messages``.
+_BATCH_ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("openai_files", re.compile(r"/files$")),
+    ("openai_file_content", re.compile(r"/files/(?P<id>[^/]+)/content$")),
+    ("anthropic_batches", re.compile(r"/messages/batches$")),
+    ("anthropic_batch", re.compile(r"/messages/batches/(?P<id>[^/]+)$")),
+    ("anthropic_results", re.compile(r"/messages/batches/(?P<id>[^/]+)/results$")),
+    ("anthropic_cancel", re.compile(r"/messages/batches/(?P<id>[^/]+)/cancel$")),
+    ("openai_batches", re.compile(r"/batches$")),
+    ("openai_batch", re.compile(r"/batches/(?P<id>[^/]+)$")),
+    ("openai_cancel", re.compile(r"/batches/(?P<id>[^/]+)/cancel$")),
+)
+
+BatchEnd = Literal["completed", "failed", "expired", "cancelled"]
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """How the batches created from now on behave (see :meth:`FakeLLM.script_batch`)."""
+
+    polls: int = 0
+    end: BatchEnd = "completed"
+    never_ends: bool = False
+    poll_after: float | None = None
+
+
+@dataclass
+class _Batch:
+    id: str
+    wire: Literal["openai", "anthropic"]
+    plan: BatchPlan
+    created_at: int
+    # custom_id -> the rendered reply (None: missing from the results)
+    results: dict[str, _Reply | None]
+    input_file_id: str | None = None
+    errors: list[dict[str, Any]] = field(default_factory=list)  # an OpenAI batch that failed
+    polled: int = 0
+    cancelled: bool = False
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+
+
+def _route(path: str) -> tuple[str, str | None] | None:
+    route = path.split("?", 1)[0].rstrip("/")
+    for name, pattern in _BATCH_ROUTES:
+        match = pattern.search(route)
+        if match is not None:
+            return name, match.groupdict().get("id")
+    return None
+
+
+def _multipart(headers: dict[str, str], data: bytes) -> dict[str, tuple[str | None, bytes]]:
+    """A ``multipart/form-data`` body's parts: name -> (filename, content)."""
+    head = f"Content-Type: {headers.get('content-type', '')}\r\nMIME-Version: 1.0\r\n\r\n"
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head.encode() + data)
+    parts: dict[str, tuple[str | None, bytes]] = {}
+    if not message.is_multipart():
+        return parts
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True)
+        if isinstance(name, str) and isinstance(payload, bytes):
+            parts[name] = (part.get_filename(), payload)
+    return parts
+
+
+def _openai_error(code: int, message: str, kind: str = "invalid_request_error") -> _Reply:
+    return _json_reply(
+        code, {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    )
+
+
+def _anthropic_error(code: int, message: str, kind: str = "invalid_request_error") -> _Reply:
+    return _json_reply(code, {"type": "error", "error": {"type": kind, "message": message}})
+
+
+def _jsonl(lines: list[Any]) -> _Reply:
+    body = "".join(json.dumps(line) + "\n" for line in lines).encode("utf-8")
+    return _Reply(200, {"Content-Type": "application/binary"}, body)
+
+
+def _iso(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+class _Batches:
+    """The batch APIs' state: files and batches, by id (guarded by the fake's lock)."""
+
+    def __init__(self, fake: FakeLLM) -> None:
+        self.fake = fake
+        self.plan = BatchPlan()
+        self.files: dict[str, tuple[dict[str, Any], bytes]] = {}
+        self.batches: dict[str, _Batch] = {}
+
+    def serve(self, record: Recorded, data: bytes, route: str, ident: str | None) -> _Reply:
+        handler = getattr(self, f"_{route}")
+        return cast(_Reply, handler(record, data, ident))
+
+    # -- OpenAI: files, then batches over them
+
+    def _openai_files(self, record: Recorded, data: bytes, ident: str | None) -> _Reply:
+        if record.method != "POST":
+            return _openai_error(405, "FakeLLM: only POST /v1/files is served")
+        parts = _multipart(record.headers, data)
+        if "file" not in parts:
+            return _openai_error(400, "'file' is a required property (multipart/form-data)")
+        purpose = parts.get("purpose", (None, b""))[1].decode("utf-8", errors="replace")
+        if purpose != "batch":
+            return _openai_error(400, f"FakeLLM serves purpose 'batch' only, not {purpose!r}")
+        filename, content = parts["file"]
+        file_id = f"file-{uuid.uuid4().hex[:24]}"
+        obj = {
+            "id": file_id,
+            "object": "file",
+            "bytes": len(content),
+            "created_at": int(time.time()),
+            "filename": filename or "upload",
+            "purpose": "batch",
+        }
+        with self.fake._lock:
+            self.files[file_id] = (obj, content)
+        return _json_reply(200, obj)
+
+    def _openai_file_content(self, record: Recorded, data: bytes, ident: str | None) -> _Reply:
+        with self.fake._lock:
+            found = self.files.get(ident or "")
+        if found is None:
+            return _openai_error(404, f"No such File object: {ident}")
+        return _Reply(200, {"Content-Type": "application/binary"}, found[1])
+
+    def _openai_batches(self, record: Recorded, data: bytes, ident: str | None) -> _Reply:
+        if record.method != "POST":
+            return _openai_error(405, "FakeLLM: only POST /v1/batches is served")
+        body = record.body if isinstance(record.body, dict) else {}
+        file_id = body.get("input_file_id")
+        with self.fake._lock:
+            found = self.files.get(file_id) if isinstance(file_id, str) else None
+        if found is None:
+            return _openai_error(400, f"No such File object: {file_id}")
+        if body.get("endpoint") != "/v1/chat/completions":
+            return _openai_error(
+                400,
+                f"FakeLLM serves endpoint /v1/chat/completions only, not {body.get('endpoint')!r}",
+            )
+        if body.get("completion_window") != "24h":
+            return _openai_error(400, "completion_window must be '24h'")
+        batch = self._new("openai", f"batch_{uuid.uuid4().hex[:24]}")
+        batch.input_file_id = file_id
+        text = found[1].decode("utf-8", errors="replace")
+        for number, line in enumerate(text.splitlines(), start=1):
+            try:
+                entry = json.loads(line)
+                custom_id, url, request = entry["custom_id"], entry["url"], entry["body"]
+                ok = entry["method"] == "POST" and url == "/v1/chat/completions"
+            except (ValueError, KeyError, TypeError):
+                ok, custom_id = False, None
+            if not ok or not isinstance(custom_id, str) or custom_id in batch.results:
+                batch.errors.append(
+                    {
+                        "code": "invalid_request",
+                        "message": f"line {number} is not a request "
+                        "{custom_id, method: POST, url: /v1/chat/completions, body}, or repeats a "
+                        "custom_id",
+                        "param": None,
+                        "line": number,
+                    }
+                )
+                continue
+            batch.results[custom_id] = self._answer(record, "/v1/chat/completions", request)
+        if batch.errors:
+            batch.results.clear()
+        return _json_reply(200, self._openai_object(batch, status="validating"))
+
+    def _openai_batch(self, record: Recorded, data: bytes, ident: str | None) -> _Reply:
+        batch = self._find(ident)
+        if batch is None or batch.wire != "openai":
+            return _openai_error(404, f"No batch found with id '{ident}'.")
+        status = self._poll(batch)
+        return self._polled(batch, self._openai_object(batch, status=status))
+
+    def _openai_cancel(self, record: Recorded, data: bytes, ident: str | None) -> _Reply:
+        batch = self._find(ident)
+        if batch is None or batch.wire != "openai":
+            return _openai_error(404, f"No batch found with id '{ident}'.")
+        batch.cancelled = True
+        return _json_reply(200, self._openai_object(batch, status="cancelling"))
+
+    def _openai_object(self, batch: _Batch, *, status: str) -> dict[str, Any]:
+        failed = sum(r is not None and r.status >= 400 for r in batch.results.values())
+        errors = batch.errors or (
+            [
+                {
+                    "code": "batch_failed",
+                    "message": "FakeLLM: the batch failed",
+                    "param": None,
+                    "line": None,
+                }
+            ]
+            if status == "failed"
+            else []
+        )
+        done = status in ("completed", "expired", "cancelled")
+        if done and batch.output_file_id is None and batch.error_file_id is None:
+            self._openai_files_of(batch, status)
+        return {
+            "id": batch.id,
+            "object": "batch",
+            "endpoint": "/v1/chat/completions",
+            "errors": {"object": "list", "data": errors} if errors else None,
+            "input_file_id": batch.input_file_id,
+            "completion_window": "24h",
+            "status": status,
+            "output_file_id": batch.output_file_id if done else None,
+            "error_file_id": batch.error_file_id if done else None,
+            "created_at": batch.created_at,
+            "in_progress_at": batch.created_at if status != "validating" else None,
+            "expires_at": batch.created_at + 86400,
+            "completed_at": int(time.time()) if status == "completed" else None,
+            "failed_at": int(time.time()) if status == "failed" else None,
+            "expired_at": int(time.time()) if status == "expired" else None,
+            "cancelled_at": int(time.time()) if status == "cancelled" else None,
+            "request_counts": {
+                "total": len(batch.results),
+                "completed": len(batch.results) - failed if done else 0,
+                "failed": failed if done else 0,
+            },
+            "metadata": None,
+        }
+
+    def _openai_files_of(self, batch: _Batch, status: str) -> None:
+        """Write the output and error files of a batch that has ended."""
+        output: list[Any] = []
+        errors: list[Any] = []
+        for custom_id, reply in batch.results.items():
+            line_id = f"batch_req_{uuid.uuid4().hex[:24]}"
+            if reply is None:
+                continue
+            if status != "completed":
+                code = "batch_expired" if status == "expired" else "batch_cancelled"
+                what = "expired" if status == "expired" else "cancelled"
+                errors.append(
+                    {
+                        "id": line_id,
+                        "custom_id": custom_id,
+                        "response": None,
+                        "error": {
+                            "code": code,
+                            "message": f"This request was not executed: the batch {what}.",
+                        },
+                    }
+                )
+                continue
+            try:
+                body = json.loads(reply.body)
+            except ValueError:
+                body = reply.body.decode("utf-8", errors="replace")
+            line = {
+                "id": line_id,
+                "custom_id": custom_id,
+                "response": {
+                    "status_code": reply.status,
+                    "request_id": uuid.uuid4().hex,
+                    "body": body,
+                },
+                "error": None,
+            }
+            (errors if reply.status >= 400 else output).append(line)
+        with self.fake._lock:
+            for lines, name in ((output, "output"), (errors, "error")):
+                if not lines:
+                    continue
+                file_id = f"file-{uuid.uuid4().hex[:24]}"
+                content = _jsonl(lines).body
+                self.files[file_id] = (
+                    {
+                        "id": file_id,
+                        "object": "file",
+                        "bytes": len(content),
+                        "created_at": int(time.time()),
+                        "filename": f"batch_{name}.jsonl",
+                        "purpose": f"batch_{name}",
+                    },
+                    content,
+                )
+                if name == "output":
+                    batch.output_file_id = file_id
+                else:
+                    batch.error_file_id = file_id
+
+    # -- Anthropic: one request holds the batch
+
+    def _anthropic_batches(self, record: Recorded, data: bytes, ident: str | None) -> _Reply:
+        if record.method != "POST":
+            return _anthropic_error(405, "FakeLLM: only POST /v1/messages/batches is served")
+        body = record.body if isinstance(record.body, dict) else {}
+        requests = body.get("requests")
+        if not isinstance(requests, list) or not requests:
+            return _anthropic_error(400, "requests: Field required (a non-empty list)")
+        batch = self._new("anthropic", f"msgbatch_{uuid.uuid4().hex[:24]}")
+        for i, entry in enumerate(requests):
+            custom_id = entry.get("custom_id") if isinstance(entry, dict) else None
+            params = entry.get("params") if isinstance(entry, dict) else None
+            if not isinstance(custom_id, str) or not re.fullmatch(
+                r"[a-zA-Z0-9_-]{1,64}", custom_id
+            ):
+                return _anthropic_error(
+                    400, f"requests.{i}.custom_id: must match ^[a-zA-Z0-9_-]{{1,64}}$"
+                )
+            if custom_id in batch.results:
+                return _anthropic_error(400, f"requests.{i}.custom_id: {custom_id!r} is repeated")
+            if not isinstance(params, dict):
+                return _anthropic_error(400, f"requests.{i}.params: Field required")
+            batch.results[custom_id] = self._answer(record, "/v1/messages", params)
+        with self.fake._lock:
+            self.batches[batch.id] = batch
+        return _json_reply(200, self._anthropic_object(batch, record, status="in_progress"))
+
+    def _anthropic_batch(self, record: Recorded, data: bytes, ident: str | None) -> _Reply:
+        batch = self._find(ident)
+        if batch is None or batch.wire != "anthropic":
+            return _anthropic_error(404, f"message batch {ident} not found", "not_found_error")
+        status = self._poll(batch)
+        status = {
+            "completed": "ended",
+            "expired": "ended",
+            "cancelled": "ended",
+            "failed": "ended",
+            "cancelling": "canceling",
+        }.get(status, "in_progress")
+        return self._polled(batch, self._anthropic_object(batch, record, status=status))
+
+    def _anthropic_cancel(self, record: Recorded, data: bytes, ident: str | None) -> _Reply:
+        batch = self._find(ident)
+        if batch is None or batch.wire != "anthropic":
+            return _anthropic_error(404, f"message batch {ident} not found", "not_found_error")
+        batch.cancelled = True
+        return _json_reply(200, self._anthropic_object(batch, record, status="canceling"))
+
+    def _anthropic_results(self, record: Recorded, data: bytes, ident: str | None) -> _Reply:
+        batch = self._find(ident)
+        if batch is None or batch.wire != "anthropic":
+            return _anthropic_error(404, f"message batch {ident} not found", "not_found_error")
+        if self._state(batch) not in ("completed", "expired", "cancelled", "failed"):
+            return _anthropic_error(
+                400, f"message batch {ident} has not ended: its results are not ready"
+            )
+        end = self._state(batch)
+        lines: list[Any] = []
+        for custom_id, reply in batch.results.items():
+            if reply is None:
+                continue
+            result: dict[str, Any]
+            if end in ("expired", "cancelled"):
+                result = {"type": "expired" if end == "expired" else "canceled"}
+            elif reply.status >= 400 or end == "failed":
+                try:
+                    error = json.loads(reply.body)
+                except ValueError:
+                    error = {
+                        "type": "error",
+                        "error": {
+                            "type": "api_error",
+                            "message": reply.body.decode("utf-8", errors="replace"),
+                        },
+                    }
+                result = {"type": "errored", "error": error}
+            else:
+                result = {"type": "succeeded", "message": json.loads(reply.body)}
+            lines.append({"custom_id": custom_id, "result": result})
+        return _jsonl(lines)
+
+    def _anthropic_object(self, batch: _Batch, record: Recorded, *, status: str) -> dict[str, Any]:
+        ended = status == "ended"
+        end = self._state(batch)
+        counts = {
+            "processing": 0 if ended else len(batch.results),
+            "succeeded": 0,
+            "errored": 0,
+            "canceled": 0,
+            "expired": 0,
+        }
+        if ended:
+            for reply in batch.results.values():
+                if reply is None:
+                    continue
+                kind = {"expired": "expired", "cancelled": "canceled"}.get(end) or (
+                    "errored" if reply.status >= 400 or end == "failed" else "succeeded"
+                )
+                counts[kind] += 1
+        # The results' address is absolute, on the host the client called (as the real API's is).
+        host = record.headers.get("host", "127.0.0.1")
+        prefix = record.path.split("?", 1)[0].rstrip("/")
+        if not prefix.endswith("/messages/batches"):
+            prefix = prefix.rsplit("/", 2 if prefix.endswith("/cancel") else 1)[0]
+        return {
+            "id": batch.id,
+            "type": "message_batch",
+            "processing_status": status,
+            "request_counts": counts,
+            "ended_at": _iso(time.time()) if ended else None,
+            "created_at": _iso(batch.created_at),
+            "expires_at": _iso(batch.created_at + 86400),
+            "archived_at": None,
+            "cancel_initiated_at": _iso(time.time()) if batch.cancelled else None,
+            "results_url": f"http://{host}{prefix}/{batch.id}/results" if ended else None,
+        }
+
+    # -- shared
+
+    def _new(self, wire: Literal["openai", "anthropic"], batch_id: str) -> _Batch:
+        with self.fake._lock:
+            plan = self.plan
+        batch = _Batch(batch_id, wire, plan, int(time.time()), {})
+        if wire == "openai":
+            with self.fake._lock:
+                self.batches[batch_id] = batch
+        return batch
+
+    def _find(self, ident: str | None) -> _Batch | None:
+        with self.fake._lock:
+            return self.batches.get(ident or "")
+
+    def _answer(self, record: Recorded, path: str, body: Any) -> _Reply | None:
+        """One batched request answered as the live one would be (None: left out)."""
+        request = Recorded(path, record.headers, body, time.monotonic(), "POST")
+        action = self.fake._pick_batched(request)
+        if action is None:
+            return _error(500, "FakeLLM: unscripted request")
+        if isinstance(action, _Reply):
+            return action
+        while isinstance(action, Delay | Cut | Trickle | Oversize):
+            action = action.then
+        if isinstance(action, Missing):
+            return None
+        if isinstance(action, Drop):
+            return _error(500, "FakeLLM: the request was dropped")
+        wire: Wire = "openai" if path.endswith("/chat/completions") else "anthropic"
+        try:
+            return _render(action, wire, request)
+        except Exception as exc:
+            return _error(500, f"FakeLLM: could not render {action!r}: {exc!r}")
+
+    def _state(self, batch: _Batch) -> str:
+        """Where the batch stands now, without counting a poll."""
+        if batch.wire == "openai" and batch.errors:
+            return "failed"
+        if batch.cancelled:
+            return "cancelled"
+        if batch.plan.never_ends or batch.polled <= batch.plan.polls:
+            return "in_progress"
+        return batch.plan.end
+
+    def _poll(self, batch: _Batch) -> str:
+        with self.fake._lock:
+            batch.polled += 1
+        return self._state(batch)
+
+    def _polled(self, batch: _Batch, obj: dict[str, Any]) -> _Reply:
+        reply = _json_reply(200, obj)
+        if batch.plan.poll_after is not None:
+            reply.headers["Retry-After"] = f"{batch.plan.poll_after:g}"
+        return reply
 
 
 # --------------------------------------------------------------------------- server
@@ -572,6 +1092,10 @@ class _Handler(BaseHTTPRequestHandler):
             key = name.lower()
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
         record = Recorded(self.path, headers, body, time.monotonic(), self.command)
+        route = _route(self.path)
+        if route is not None:
+            self._send(self.fake._serve_batch(record, data, *route))
+            return
         action = self.fake._record_and_pick(record)
         fake = self.fake
         if fake.latency > 0 and fake._stopping.wait(fake.latency):
@@ -704,6 +1228,9 @@ class FakeLLM:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._connections: dict[socket.socket, threading.Thread] = {}
+        self.batched: list[Recorded] = []
+        self._batches = _Batches(self)
+        self._control: deque[Action] = deque()
 
     # -- lifecycle
 
@@ -783,6 +1310,26 @@ class FakeLLM:
         with self._lock:
             self._responder = fn
 
+    def script_batch(
+        self,
+        *,
+        polls: int = 0,
+        end: BatchEnd = "completed",
+        never_ends: bool = False,
+        poll_after: float | None = None,
+    ) -> None:
+        """How the batches created from now on behave: ``polls`` reads of the batch say it is
+        in progress before it ends as ``end``, or never with ``never_ends``; ``poll_after``
+        sends ``Retry-After`` on every read (so a client may poll fast)."""
+        with self._lock:
+            self._batches.plan = BatchPlan(polls, end, never_ends, poll_after)
+
+    def script_batch_control(self, *actions: Action) -> None:
+        """Queue actions answering the next requests to the batch routes themselves (an
+        upload, a creation, a poll, a download), before the batch API sees them."""
+        with self._lock:
+            self._control.extend(actions)
+
     @property
     def pending(self) -> int:
         """How many scripted actions have not been consumed yet."""
@@ -810,6 +1357,31 @@ class FakeLLM:
     def _leave(self) -> None:
         with self._lock:
             self._in_flight -= 1
+
+    def _serve_batch(self, record: Recorded, data: bytes, route: str, ident: str | None) -> _Reply:
+        """Record a request to a batch route and answer it (a scripted control action first)."""
+        with self._lock:
+            self.requests.append(record)
+            control = self._control.popleft() if self._control else None
+        if control is not None:
+            return _render(
+                control, "anthropic" if "/messages/" in record.path else "openai", record
+            )
+        return self._batches.serve(record, data, route, ident)
+
+    def _pick_batched(self, record: Recorded) -> Action | _Reply | None:
+        """Record one request of a batch and take its action, as a live request's is taken."""
+        with self._lock:
+            self.batched.append(record)
+            if self._queue:
+                return self._queue.popleft()
+            responder = self._responder
+        if responder is None:
+            return None
+        try:
+            return responder(record)
+        except Exception as exc:
+            return _error(500, f"FakeLLM: responder raised {exc!r}")
 
     def _record_and_pick(self, record: Recorded) -> Action | _Reply | None:
         """Record the request and take its action, atomically (so ``requests[i]`` got action i)."""

@@ -62,6 +62,21 @@ JUDGE_OPTIONS: tuple[Option, ...] = (
         default=_RETRY.timeout,
     ),
     Option(
+        "judge_batch",
+        "send the session's judge calls through the provider's batch API (openai, "
+        "anthropic): cheaper, slower; a result missing or errored is asked live once.",
+        action="store_true",
+        default=False,
+    ),
+    Option(
+        "judge_batch_timeout",
+        "with --rubric-judge-batch, wait SECONDS at most for a batch (default 3600); "
+        "then it is cancelled and its criteria are ERROR.",
+        metavar="SECONDS",
+        parse=parsers.positive_seconds,
+        default=3600.0,
+    ),
+    Option(
         "judge_attempts",
         "attempts per judge call, the first included (4)",
         flag=False,
@@ -115,7 +130,8 @@ JUDGE_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "judge_prices",
-        "one line per model: MODEL IN OUT, dollars per million input and output tokens",
+        "one line per model: MODEL IN OUT [BATCH_IN BATCH_OUT], dollars per million input and "
+        "output tokens (batch: --rubric-judge-batch, default half)",
         flag=False,
         ini=True,
         ini_type="linelist",

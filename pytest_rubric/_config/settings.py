@@ -64,6 +64,8 @@ class Settings:
     confidence: float = 0.95
     gate_confidence: float | None = None
     judge_evidence: str = "check"  # --rubric-judge-evidence
+    judge_batch: bool = False  # --rubric-judge-batch
+    judge_batch_timeout: float = 3600.0  # --rubric-judge-batch-timeout
     judge_probe: int = 0  # --rubric-judge-probe N
     max_style_flips: float | None = None  # --rubric-judge-max-style-flips X
     probe_kinds: tuple[str, ...] = ("tone",)  # --rubric-judge-probe-kinds
@@ -140,6 +142,8 @@ class Settings:
             confidence=given(config, "confidence"),
             gate_confidence=given(config, "gate_confidence"),
             judge_evidence=given(config, "judge_evidence"),
+            judge_batch=given(config, "judge_batch"),
+            judge_batch_timeout=given(config, "judge_batch_timeout"),
             judge_probe=given(config, "judge_probe"),
             max_style_flips=given(config, "judge_max_style_flips"),
             probe_kinds=_probe_kinds(config),

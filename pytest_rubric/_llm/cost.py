@@ -1,7 +1,7 @@
 """What judging costs in dollars, and the budget that stops new calls once it is spent.
 
 Prices are dollars per million tokens, input and output apart: ini
-``rubric_judge_prices`` (one ``MODEL IN OUT`` per line) or
+``rubric_judge_prices`` (one ``MODEL IN OUT [BATCH_IN BATCH_OUT]`` per line) or
 ``--rubric-judge-price IN,OUT`` for a single judge. The cost of a run is
 computed from the token counts :class:`~pytest_rubric._llm.base.JudgeStats`
 keeps, so an xdist controller, which adds up its workers' counts, prices the
@@ -45,10 +45,20 @@ class Price:
 
     input: float
     output: float
+    # Through the provider's batch API (--rubric-judge-batch): None, half the live price.
+    batch_input: float | None = None
+    batch_output: float | None = None
 
     def cost(self, tokens_in: int, tokens_out: int) -> float:
         """Dollars for this many tokens."""
         return (tokens_in * self.input + tokens_out * self.output) / _PER
+
+    def batch(self) -> Price:
+        """The price of the same tokens through the batch API (``--rubric-judge-batch``)."""
+        return Price(
+            self.input / 2 if self.batch_input is None else self.batch_input,
+            self.output / 2 if self.batch_output is None else self.batch_output,
+        )
 
 
 def _dollars(text: str, what: str) -> float:
@@ -73,22 +83,29 @@ def parse_price(text: str) -> Price:
 
 
 def parse_prices(lines: Iterable[str]) -> dict[str, Price]:
-    """Ini ``rubric_judge_prices``: one ``MODEL IN OUT`` per line, blank lines ignored."""
+    """Ini ``rubric_judge_prices``: one ``MODEL IN OUT`` per line, blank lines ignored; a line
+    may add ``BATCH_IN BATCH_OUT``, the batch API's prices (default: half the live ones)."""
     prices: dict[str, Price] = {}
     for line in lines:
         words = line.split()
         if not words:
             continue
-        if len(words) != 3:
+        if len(words) not in (3, 5):
             raise ValueError(
                 f"the line {line.strip()!r} is not MODEL IN OUT: write a model and its input and "
-                "output prices in dollars per million tokens, e.g. gpt-4o-mini 0.15 0.60"
+                "output prices in dollars per million tokens, e.g. gpt-4o-mini 0.15 0.60 (then, "
+                "optionally, its batch prices: gpt-4o-mini 0.15 0.60 0.075 0.30)"
             )
-        model, low, high = words
+        model, low, high, *batch = words
         if model in prices:
             raise ValueError(f"model {model!r} is priced twice")
         prices[model] = Price(
-            _dollars(low, f"{model}'s input price"), _dollars(high, f"{model}'s output price")
+            _dollars(low, f"{model}'s input price"),
+            _dollars(high, f"{model}'s output price"),
+            *(
+                _dollars(value, f"{model}'s batch {what} price")
+                for value, what in zip(batch, ("input", "output"), strict=False)
+            ),
         )
     return prices
 

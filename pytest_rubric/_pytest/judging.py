@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .._grade.grader import CompiledRubric
     from .._llm.base import Judged, JudgeStats
     from .._llm.cost import Budget, Price
+    from .._llm.providers import JudgeSpec
     from .._report.run import RunJudge
     from ..judge.panel import Panel
     from ..judge.prompts import Guidance
@@ -127,6 +128,8 @@ class Judging:
             names = [spec.name for spec in specs]
         else:
             return
+        if settings.judge_batch:
+            _check_batch(specs)
         self.name = " + ".join(names)
         self._price(specs, names)
         if is_xdist_controller(self._config):
@@ -159,6 +162,8 @@ class Judging:
             name: settings.cost.of(*((name, models[name]) if specs else (name,)), judge=True)
             for name in names
         }
+        if settings.judge_batch:  # the calls are priced as the batch API bills them
+            self.prices = {n: p if p is None else p.batch() for n, p in self.prices.items()}
         unpriced = [name for name, price in self.prices.items() if price is None]
         if settings.cost.max_cost is not None and unpriced:
             raise pytest.UsageError(
@@ -190,6 +195,13 @@ class Judging:
             )
             for client, name in zip(clients, names, strict=True)
         ]
+        if settings.judge_batch:
+            from .._llm.batch_queue import BatchQueue
+
+            for runner in runners:
+                runner.transport.batch = BatchQueue(
+                    runner.transport.client, timeout=settings.judge_batch_timeout
+                )
         self.usage = {runner.name: runner.stats for runner in runners}
         if len(runners) == 1:
             self.runner = runners[0]
@@ -308,6 +320,24 @@ class Judging:
     def close(self) -> None:
         if self.runner is not None:
             self.runner.close()
+
+
+def _check_batch(specs: Sequence[JudgeSpec]) -> None:
+    """``--rubric-judge-batch`` needs a provider with a batch API: a usage error otherwise."""
+    from .._llm.batch import BATCH_PROVIDERS
+
+    if not specs:
+        raise pytest.UsageError(
+            "--rubric-judge-batch sends judge calls through the openai or anthropic batch "
+            "API, not to the judge of pytest_rubric_make_judge: drop the flag, or judge with "
+            "--rubric-judge openai:MODEL or anthropic:MODEL"
+        )
+    for spec in specs:
+        if spec.provider not in BATCH_PROVIDERS:
+            raise pytest.UsageError(
+                f"--rubric-judge-batch: judge {spec.name} has no batch API here (providers "
+                f"with one: {', '.join(BATCH_PROVIDERS)}); drop the flag to judge live"
+            )
 
 
 def every(request: JudgeRequest, outcome: Outcome) -> Judged:

@@ -185,6 +185,10 @@ class RubricSession:
             parts.append(f"{judges} --rubric-grader {settings.grader}")
             if settings.samples > 1:
                 parts.append(f"--rubric-judge-samples {settings.samples}")
+            if settings.judge_batch:
+                parts.append("--rubric-judge-batch")
+                if settings.judge_batch_timeout != 3600:
+                    parts.append(f"--rubric-judge-batch-timeout {settings.judge_batch_timeout:g}")
         if settings.repeat > 1:
             parts.append(f"--rubric-repeat {settings.repeat}")
         if settings.pass_when != "mean":

@@ -1,28 +1,25 @@
 """The LLM judge: what grades judged criteria, behind one narrow interface.
 
-Grading sees only :class:`JudgeRunner` (``schedule`` an answer, wait for its
-``result``) and what comes back, a :class:`Judged`; setting it up takes a
-:class:`JudgeSpec` (or the hook's :class:`JudgeClient`), :func:`make_client`
-and the :class:`JudgeCache`. Behind them:
+Grading sees only :class:`JudgeRunner` (``schedule`` a :class:`JudgeRequest`,
+wait for its ``result``) and what comes back, a :class:`Judged`. The judge's
+own modules:
 
 =================  ===========================================================
-``providers``      the registry of providers (endpoint, key and URL
-                   variables, wire), ``PROVIDER:MODEL`` parsing, key reading
-``base``           the shared words: errors, sampling, replies, usage counts
-``http``           the HTTP machinery: deadline, size cap, redirects, retries
-``clients``        the wires (OpenAI-compatible, Anthropic), one class each
-``cache``          the SQLite reply cache and the one cached call
-``cost``           prices, money, the ``--rubric-max-cost`` budget
-``transport``      the background event loop, the concurrency bound, calls
+``requests``       what one piece of judge work is (``JudgeRequest``) and its
+                   key (``JudgeKey``)
 ``prompts``        the prompts of the three strategies
 ``replies``        the readers of the judge's replies
 ``strategies``     ``--rubric-grader``: each prompt paired with its reader
+``transport``      the background event loop, the concurrency bound, calls
 ``runner``         scheduling answers, samples and their combination
+``panel``          several judges, one grade per criterion
+``evidence``       a MET's quotes checked against the answer
 =================  ===========================================================
 
-The names below are imported on first use: ``providers`` and ``base`` need
-no httpx, and ``http`` imports it only for its first request, so an xdist
-controller, a run without a judge or one served from the cache never loads it.
+Reaching a model over HTTP (providers, clients, the reply cache, costs, batch
+APIs) is ``pytest_rubric._llm``'s, shared with the model under test; the
+names below that live there are kept here, imported on first use, for code
+that imported them from ``pytest_rubric.judge``.
 """
 
 from __future__ import annotations

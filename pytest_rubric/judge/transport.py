@@ -22,7 +22,7 @@ import contextlib
 import inspect
 import threading
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._guards.calls import contained, described
 from .._guards.secrets import Secret, known_keys, redact, shorten
@@ -33,6 +33,9 @@ from .._llm.http import HTTPClient
 from . import prompts
 from .prompts import Prompt
 from .replies import ReplyError
+
+if TYPE_CHECKING:
+    from .._llm.batch_queue import BatchQueue
 
 __all__ = ["Transport", "UnusableReplay"]
 
@@ -94,6 +97,8 @@ class Transport:
         self._semaphore = asyncio.Semaphore(concurrency)
         if isinstance(client, HTTPClient):
             client.limiter = self._semaphore
+        # --rubric-judge-batch: what a built-in client's calls are sent through instead.
+        self.batch: BatchQueue | None = None
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="pytest-rubric-judge", daemon=True
         )
@@ -106,6 +111,9 @@ class Transport:
     def close(self) -> None:
         """Close the client and stop the loop."""
         if not self._loop.is_closed():
+            if self.batch is not None:  # first: cancelling a batch still needs the client
+                with contextlib.suppress(Exception):
+                    self.submit(self.batch.aclose()).result(timeout=15)
             aclose = getattr(self.client, "aclose", None)
             if aclose is not None:
                 with contextlib.suppress(Exception):  # closing must never fail a run
@@ -194,7 +202,8 @@ class Transport:
         try:
             if isinstance(self.client, HTTPClient):
                 # No slot here: the client takes one per attempt.
-                reply = await self.client.send(
+                send = self.client.send if self.batch is None else self.batch.send
+                reply = await send(
                     prompt.system,
                     user,
                     schema=prompt.schema,
