@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -32,11 +33,11 @@ if TYPE_CHECKING:
         Forbidden,
         Fuzzy,
         Json,
-        Judge,
         Length,
         Metric,
         Number,
         Regex,
+        Requirement,
         Rubric,
         Suite,
     )
@@ -60,7 +61,7 @@ _LAZY = {
     "Fuzzy": "._schema",
     "Grader": "._grade.grader",
     "Json": "._schema",
-    "Judge": "._schema",
+    "Requirement": "._schema",
     "DocumentError": "._errors",
     "JudgeError": "._errors",
     "Length": "._schema",
@@ -87,7 +88,22 @@ _LAZY = {
 }
 
 
+# Old names kept for code written against them; each warns once where it is used. See the
+# changelog in README.md.
+_DEPRECATED = {
+    "Judge": (
+        "Requirement",
+        "pytest_rubric.Judge is now pytest_rubric.Requirement (the judge is the LLM; this is "
+        "the criterion it grades); the old name will be removed in a later release",
+    ),
+}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        new, message = _DEPRECATED[name]
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return __getattr__(new)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'pytest_rubric' has no attribute {name!r}")
@@ -116,13 +132,13 @@ __all__ = [
     "Fuzzy",
     "Grader",
     "Json",
-    "Judge",
     "JudgeError",
     "Length",
     "Metric",
     "Number",
     "Problem",
     "Regex",
+    "Requirement",
     "Rubric",
     "RubricAssertionError",
     "RubricError",

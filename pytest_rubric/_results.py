@@ -43,13 +43,13 @@ class Verdict(enum.StrEnum):
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """A verdict with its credit and reason, as a check or the judge gives it; ``agreement``
-    and ``samples`` only when the judge was asked more than once (``--rubric-judge-samples``)."""
+    and ``votes`` only when the judge was asked more than once (``--rubric-judge-samples``)."""
 
     verdict: Verdict
     credit: float
     reason: str
     agreement: float | None = None
-    samples: tuple[tuple[Verdict, float], ...] = ()
+    votes: tuple[tuple[Verdict, float], ...] = ()  # each judge sample's (verdict, credit)
     evidence: tuple[str, ...] | None = None  # the judge's quotes (a MET reply's "evidence")
     evidence_ok: bool | None = None  # a judged MET whose quotes were checked: found or not
     judges: tuple[tuple[str, str | float], ...] = ()  # a panel's: each judge's verdict or score
@@ -74,7 +74,8 @@ class CriterionResult:
     reason: str
     required: bool = False
     agreement: float | None = None
-    samples: list[dict[str, Any]] | None = None
+    # Each judge sample's verdict and credit (--rubric-judge-samples); the JSON's "samples".
+    votes: list[dict[str, Any]] | None = None
     tags: tuple[str, ...] = ()  # its own and its case's
     evidence_ok: bool | None = None  # judged MET, quotes checked (--rubric-judge-evidence)
     judges: dict[str, str | float] | None = None  # a panel's: each judge's verdict or score
@@ -119,11 +120,11 @@ class CriterionResult:
         }
         if self.tags:
             data["tags"] = list(self.tags)
-        if self.samples is not None or self.judges is not None:
+        if self.votes is not None or self.judges is not None:
             data["agreement"] = self.agreement
             data["unstable"] = self.unstable
-        if self.samples is not None:
-            data["samples"] = self.samples
+        if self.votes is not None:
+            data["samples"] = self.votes
         if self.judges is not None:
             data["judges"] = dict(self.judges)
         if self.evidence_ok is not None:
@@ -142,7 +143,7 @@ class CriterionResult:
             reason=data["reason"],
             required=data.get("required", False),
             agreement=data.get("agreement"),
-            samples=data.get("samples"),
+            votes=data.get("samples"),
             tags=tuple(data.get("tags", ())),
             evidence_ok=data.get("evidence_ok"),
             judges=data.get("judges"),

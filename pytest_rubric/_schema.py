@@ -32,7 +32,7 @@ from .criteria.extract import Extract
 from .criteria.forbidden import Forbidden
 from .criteria.fuzzy import Fuzzy
 from .criteria.json import Json
-from .criteria.judge import Judge
+from .criteria.judge import Requirement
 from .criteria.length import Length
 from .criteria.metric import Metric
 from .criteria.model import MODEL_CONFIG, CriterionModel, FieldError, Id, Share, Tags, Timeout
@@ -55,13 +55,13 @@ __all__ = [
     "Forbidden",
     "Fuzzy",
     "Json",
-    "Judge",
     "Length",
     "Mark",
     "Message",
     "Metric",
     "Number",
     "Regex",
+    "Requirement",
     "Rubric",
     "Suite",
     "default_ids",
@@ -70,7 +70,7 @@ __all__ = [
 
 # Every criterion type by the `type:` it is written with: the deterministic ones,
 # then `json` (whose fields hold deterministic bodies), `judge` and `extract` (whose check is one).
-_ALL: tuple[type[CriterionModel], ...] = (*DETERMINISTIC, Json, Judge, Extract)
+_ALL: tuple[type[CriterionModel], ...] = (*DETERMINISTIC, Json, Requirement, Extract)
 CRITERION_TYPES: dict[str, type[CriterionModel]] = {model.tag: model for model in _ALL}
 
 if TYPE_CHECKING:

@@ -20,15 +20,15 @@ from pytest_rubric import Grader, Rubric, Verdict
 from pytest_rubric._guards.secrets import Secret, clip, redact
 from pytest_rubric._llm.base import Judged
 from pytest_rubric._results import Outcome
-from pytest_rubric._schema import Judge
+from pytest_rubric._schema import Requirement
 from pytest_rubric.judge.replies import Graded, ReplyError, read_holistic, read_one, read_one_shot
 from pytest_rubric.judge.requests import JudgeKey, JudgeRequest
 from pytest_rubric.judge.runner import JudgeRunner
 from tests.conftest import RUN_MODES
 from tests.fake_llm import FakeLLM, text, verdict
 
-BOOL = Judge(id="a", requirement="Says A")
-SCORE = Judge(id="s", requirement="How good?", kind="score")
+BOOL = Requirement(id="a", requirement="Says A")
+SCORE = Requirement(id="s", requirement="How good?", kind="score")
 KEY = "sk-test-9QvX2mLp7RtW4yZb8NcK3hJd"
 HUGE = "1" + "0" * 399  # a 400-digit score
 DEEP = '{"a": ' * 100_000 + "1" + "}" * 100_000
@@ -301,7 +301,7 @@ def session() -> Iterator[Callable[..., JudgeRunner]]:
     ids=["holistic-huge", "score-huge", "per-criterion-deep", "one-shot-deep"],
 )
 def test_a_hostile_reply_twice_is_an_error_not_a_crash(
-    session: Callable[..., JudgeRunner], grader: str, criteria: list[Judge], reply: str
+    session: Callable[..., JudgeRunner], grader: str, criteria: list[Requirement], reply: str
 ) -> None:
     judge = session(reply, grader=grader)
     judged = judge.result(

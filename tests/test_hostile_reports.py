@@ -499,7 +499,7 @@ def _results() -> list[CaseResult]:
 
     judged = CriterionResult(
         "j", "judge", "style", 1.0, Verdict.MET, 1.0, "ok", required=True, agreement=2 / 3,
-        samples=[{"verdict": "MET", "credit": 1.0}, {"verdict": "UNMET", "credit": 0.0}],
+        votes=[{"verdict": "MET", "credit": 1.0}, {"verdict": "UNMET", "credit": 0.0}],
     )  # fmt: skip
     return [
         CaseResult(

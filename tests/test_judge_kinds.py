@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_rubric._schema import Judge
+from pytest_rubric._schema import Requirement
 from pytest_rubric.judge.prompts import holistic, one_shot, per_criterion
 from pytest_rubric.judge.replies import ReplyError, read_one, read_one_shot
 from tests.fake_llm import FakeLLM, Recorded, json_reply
@@ -17,14 +17,14 @@ from tests.test_judge_e2e import judge_args
 
 Write = Callable[[str, str], Path]
 
-LABEL = Judge(
+LABEL = Requirement(
     id="tone",
     requirement="How correct is the stated rate?",
     kind="label",
     labels=("correct", "partly correct", "wrong"),
     pass_labels=("correct",),
 )
-ANCHORED = Judge(
+ANCHORED = Requirement(
     id="depth",
     requirement="How fully does it explain?",
     kind="score",
@@ -47,7 +47,7 @@ def test_a_label_outside_the_list_is_a_bad_reply(label: Any) -> None:
 
 
 def test_a_one_shot_reply_mixes_labels_and_verdicts() -> None:
-    plain = Judge(id="plain", requirement="Says one day")
+    plain = Requirement(id="plain", requirement="Says one day")
     reply = {
         "criteria": [
             {"id": "tone", "reason": "it gives 5%", "label": "wrong"},
@@ -74,7 +74,7 @@ def test_the_prompts_list_the_labels_and_the_schemas_enumerate_them() -> None:
 
 
 def test_prompts_without_labels_keep_their_wording() -> None:
-    plain = Judge(id="plain", requirement="Says one day")
+    plain = Requirement(id="plain", requirement="Says one day")
     shot = one_shot([plain], question="q", response="r")
     assert "label" not in shot.system
     (entry,) = shot.schema["properties"]["criteria"]["prefixItems"]
@@ -211,7 +211,9 @@ def test_a_small_whole_number_scale_is_listed_in_the_schema(
 ) -> None:
     """llama.cpp decodes to an enum but ignores minimum/maximum: a 1-5 score is listed, so a
     small local judge cannot answer 10 (seen with SmolLM2-135M before)."""
-    scored = Judge(id="s", kind="score", min_score=low, max_score=high, requirement="How clear?")
+    scored = Requirement(
+        id="s", kind="score", min_score=low, max_score=high, requirement="How clear?"
+    )
     for schema in (
         per_criterion(scored, question="q", response="r").schema,
         one_shot([scored], question="q", response="r").schema["properties"]["criteria"][

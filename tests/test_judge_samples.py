@@ -41,7 +41,7 @@ def test_the_majority_verdict_wins_and_the_agreement_is_kept() -> None:
     out = combine(_criterion(), [_o(MET, reason="a"), _o(UNMET, reason="b"), _o(MET)], mean=False)
     assert (out.verdict, out.credit, out.agreement) == (MET, 1.0, pytest.approx(2 / 3))
     assert out.reason == "a (2 of 3 samples MET)"
-    assert out.samples == ((MET, 1.0), (UNMET, 0.0), (MET, 1.0))
+    assert out.votes == ((MET, 1.0), (UNMET, 0.0), (MET, 1.0))
 
 
 def test_samples_that_agree_have_agreement_one() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_rubric import Grader, Problem, RubricLoadError, Verdict
 from pytest_rubric._load.loader import LoadedSuite, load_suite, parse_suite
-from pytest_rubric._schema import AnyOf, Forbidden, Judge
+from pytest_rubric._schema import AnyOf, Forbidden, Requirement
 
 YAML = Path("x.rubric.yaml")
 JSON = Path("x.rubric.json")
@@ -108,7 +108,7 @@ def test_weight_and_requirement_form_with_id_is_a_judge_criterion() -> None:
         """
     )
     (criterion,) = loaded.suite.cases[0].criteria
-    assert isinstance(criterion, Judge)
+    assert isinstance(criterion, Requirement)
     assert criterion.type == "judge"
     assert criterion.weight == 3.0
     assert criterion.kind == "boolean"
@@ -126,7 +126,7 @@ def test_weight_and_requirement_form_loads_unchanged() -> None:
         """
     )
     criteria = loaded.suite.cases[0].criteria
-    assert all(isinstance(c, Judge) for c in criteria)
+    assert all(isinstance(c, Requirement) for c in criteria)
     assert [c.weight for c in criteria] == [3.0, 1.0]
     assert len({c.id for c in criteria}) == 2
 

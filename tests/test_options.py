@@ -47,3 +47,12 @@ def test_every_option_has_one_name_and_help() -> None:
     keys = [o.key for o in OPTIONS]
     assert len(keys) == len(set(keys))
     assert all(o.help.strip() for o in OPTIONS)
+
+
+def test_the_old_name_of_the_judged_criterion_still_works_and_says_its_new_one() -> None:
+    import pytest_rubric
+
+    with pytest.warns(DeprecationWarning, match="pytest_rubric.Requirement"):
+        old = pytest_rubric.Judge
+    assert old is pytest_rubric.Requirement
+    assert "Requirement" in pytest_rubric.__all__

@@ -20,7 +20,7 @@ from pytest_rubric._load.loader import load_suite, parse_suite
 from pytest_rubric._report.audit import ProbeFigures, audit, kind_record, probe_record
 from pytest_rubric._report.gates import check
 from pytest_rubric._results import CaseResult, Verdict
-from pytest_rubric.criteria.judge import Judge
+from pytest_rubric.criteria.judge import Requirement
 from pytest_rubric.judge.prompts import Guidance, GuidanceExample, one_shot, per_criterion
 from tests.conftest import EXAMPLES
 from tests.fake_llm import Action, FakeLLM, Recorded, json_reply
@@ -356,7 +356,7 @@ def test_instructions_and_examples_reach_the_judge_fenced_and_key_the_cache(
 
 
 def test_prompts_without_guidance_are_as_they_were() -> None:
-    criterion = Judge(id="day", requirement="Says the horizon is one day")
+    criterion = Requirement(id="day", requirement="Says the horizon is one day")
     guidance = Guidance("Be strict.", (GuidanceExample("other", "r", "MET", "why"),))
     plain = per_criterion(criterion, question="q", response="One day.")
     guided = per_criterion(criterion, question="q", response="One day.", guidance=guidance)

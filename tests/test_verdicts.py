@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pytest_rubric._guards.secrets import Secret, redact
-from pytest_rubric._schema import Judge
+from pytest_rubric._schema import Requirement
 from pytest_rubric.judge.replies import (
     ReplyError,
     extract_json,
@@ -16,8 +16,8 @@ from pytest_rubric.judge.replies import (
     read_one_shot,
 )
 
-BOOL = Judge(id="a", requirement="Says A")
-SCORE = Judge(id="s", requirement="How good?", kind="score")
+BOOL = Requirement(id="a", requirement="Says A")
+SCORE = Requirement(id="s", requirement="How good?", kind="score")
 
 
 @pytest.mark.parametrize(

@@ -47,7 +47,7 @@ class Settings:
     judge_url: str | None = None
     grader: str = "per-criterion"
     concurrency: int = 8
-    samples: int = 1
+    votes: int = 1  # --rubric-judge-samples: judge samples (votes) per criterion
     require_judge: bool = False
     models: tuple[str, ...] = ()  # --rubric-model, each [NAME=]provider:model
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -121,7 +121,7 @@ class Settings:
             judge_url=given(config, "judge_url"),
             grader=given(config, "grader"),
             concurrency=given(config, "concurrency"),
-            samples=given(config, "judge_samples"),
+            votes=given(config, "judge_samples"),
             require_judge=given(config, "require_judge"),
             models=_repeatable(config, "model"),
             cache_mode=given(config, "cache"),

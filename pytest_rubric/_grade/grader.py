@@ -27,7 +27,7 @@ from .._results import CaseResult, CriterionResult, Outcome, Sample, Verdict
 from .._schema import REPORT_ONLY, Criterion, Mark, Rubric, own_mark
 from ..criteria.check import Answer, Check, CheckContext
 from ..criteria.extract import Extract, JudgedCriterion
-from ..criteria.judge import Judge
+from ..criteria.judge import Requirement
 from . import style
 from .scoring import item_passes, passes
 from .scoring import score as score_results
@@ -111,7 +111,7 @@ class Grader:
             criteria=criteria,
             checks=checks,
             min_score=_resolved(mark, self.default_min_score),
-            judged_criteria=tuple(c for c in criteria if isinstance(c, Judge | Extract)),
+            judged_criteria=tuple(c for c in criteria if isinstance(c, Requirement | Extract)),
         )
 
     def grade(
@@ -326,8 +326,8 @@ class Grader:
             reason=clip(outcome.reason, *self.secrets),
             required=criterion.required,
             agreement=outcome.agreement,
-            samples=[{"verdict": str(v), "credit": c} for v, c in outcome.samples]
-            if outcome.samples
+            votes=[{"verdict": str(v), "credit": c} for v, c in outcome.votes]
+            if outcome.votes
             else None,
             tags=tags,
             evidence_ok=outcome.evidence_ok,

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from .._schema import Suite
-    from ..criteria.judge import Judge
+    from ..criteria.judge import Requirement
 
 __all__ = ["Example", "examples_of", "read_labelled"]
 
@@ -36,10 +36,12 @@ M = TypeVar("M", bound="BaseModel")
 _MAX_EXAMPLES = 10_000
 
 
-def examples_of(suite: Suite, path: Path) -> tuple[list[tuple[Example, Judge, Any]], list[Problem]]:
+def examples_of(
+    suite: Suite, path: Path
+) -> tuple[list[tuple[Example, Requirement, Any]], list[Problem]]:
     """The suite's calibration examples, each with its judged criterion and case, and the
     problems that make one unusable (located in the rubric file, or in the JSONL file)."""
-    from ..criteria.judge import Judge
+    from ..criteria.judge import Requirement
 
     raw = suite.calibration
     if raw is None:
@@ -66,7 +68,9 @@ def examples_of(suite: Suite, path: Path) -> tuple[list[tuple[Example, Judge, An
                 )
             )
             continue
-        judged = {c.id: c for c in (*suite.global_criteria, *case.criteria) if isinstance(c, Judge)}
+        judged = {
+            c.id: c for c in (*suite.global_criteria, *case.criteria) if isinstance(c, Requirement)
+        }
         criterion = judged.get(example.criterion)
         if criterion is None:
             problems.append(

@@ -40,7 +40,7 @@ def guidance_of(
     """The file's guidance for its judge, and the problems that make an example unusable
     (located in the rubric file, or in the JSONL file: file, line and field)."""
     from ..criteria.extract import Extract
-    from ..criteria.judge import Judge
+    from ..criteria.judge import Requirement
     from ..judge.prompts import Guidance, GuidanceExample
 
     problems: list[Problem] = []
@@ -57,7 +57,7 @@ def guidance_of(
     judged = {
         c.id
         for c in (*suite.global_criteria, *(c for case in suite.cases for c in case.criteria))
-        if isinstance(c, Judge | Extract)
+        if isinstance(c, Requirement | Extract)
     }
     labelled = {_same(example.response) for example, _, _ in calibration}
     examples = []

@@ -25,10 +25,10 @@ from .items import CURRENT_ITEM, RESULTS_KEY
 from .recording import record
 from .session import SESSION_KEY
 
-__all__ = ["CURRENT_ITEM", "RubricFixture", "assert_rubric", "check_rubric"]
+__all__ = ["CURRENT_ITEM", "RubricFixture", "assert_for", "assert_rubric"]
 
 
-# What ``assert_rubric``, ``check_rubric`` and the ``rubric`` fixture accept as a rubric.
+# What ``assert_rubric``, ``assert_for`` and the ``rubric`` fixture accept as a rubric.
 RubricSpec = Rubric | Sequence[dict[str, Any]] | dict[str, Any] | str | os.PathLike[str]
 
 
@@ -134,7 +134,7 @@ def assert_rubric(
     summary``, JSON and other outputs; the node id is the test's.
     """
     __tracebackhide__ = True  # the failure is the table, not this function's frame
-    return check_rubric(
+    return assert_for(
         CURRENT_ITEM.get(),
         response,
         rubric,
@@ -144,7 +144,7 @@ def assert_rubric(
     )
 
 
-def check_rubric(
+def assert_for(
     item: pytest.Item | None,
     response: str,
     rubric: RubricSpec,
@@ -219,6 +219,6 @@ class RubricFixture:
     ) -> CaseResult:
         """Grade ``response`` against ``rubric``; see :func:`assert_rubric`."""
         __tracebackhide__ = True
-        return check_rubric(
+        return assert_for(
             self.item, response, rubric, min_score=min_score, query=query, subject=subject
         )

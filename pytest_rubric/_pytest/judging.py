@@ -186,7 +186,7 @@ class Judging:
                 concurrency=concurrency,
                 cache=self._caches.judge(),
                 cache_mode=settings.cache_mode,
-                samples=settings.samples,
+                votes=settings.votes,
                 timeout=settings.retry.timeout,
                 price=self.prices[name],
                 budget=self._budget,  # one budget for every judge of a panel, and the model

@@ -183,8 +183,8 @@ class RubricSession:
         if self.judging.name is not None:
             judges = " ".join(f"--rubric-judge {name}" for name in self.judging.name.split(" + "))
             parts.append(f"{judges} --rubric-grader {settings.grader}")
-            if settings.samples > 1:
-                parts.append(f"--rubric-judge-samples {settings.samples}")
+            if settings.votes > 1:
+                parts.append(f"--rubric-judge-samples {settings.votes}")
             if settings.judge_batch:
                 parts.append("--rubric-judge-batch")
                 if settings.judge_batch_timeout != 3600:

@@ -17,7 +17,7 @@ from .stats import cohen_kappa
 
 if TYPE_CHECKING:
     from .._schema import CalibrationExample as Example
-    from ..criteria.judge import Judge
+    from ..criteria.judge import Requirement
 
 __all__ = ["Calibration", "label_met", "measure"]
 
@@ -76,7 +76,7 @@ class Calibration:
         return text + (f" ({self.errors} not graded: ERROR)" if self.errors else "")
 
 
-def label_met(example: Example, criterion: Judge) -> bool:
+def label_met(example: Example, criterion: Requirement) -> bool:
     """The label as MET or not: a score counts as MET in the upper half of the range."""
     if example.score is not None:
         low, high = criterion.min_score, criterion.max_score

@@ -160,7 +160,7 @@ def _criteria(models: list[CriterionModel]) -> list[CriterionResult]:
             reason=c.reason,
             required=c.required,
             agreement=c.agreement,
-            samples=[{"verdict": s.verdict, "credit": s.credit} for s in c.samples]
+            votes=[{"verdict": s.verdict, "credit": s.credit} for s in c.samples]
             if c.samples is not None
             else None,
             tags=tuple(c.tags),

@@ -19,7 +19,7 @@ from pydantic import BeforeValidator, Field, PrivateAttr
 from .._results import Outcome, Verdict
 from .check import Check, CheckContext, unmet
 from .json import BODY_TYPES, body_of
-from .judge import Judge
+from .judge import Requirement
 from .model import CriterionModel
 from .registry import tagged_union
 
@@ -79,6 +79,6 @@ class Extract(CriterionModel):
         return outcome
 
 
-JudgedCriterion = Judge | Extract
+JudgedCriterion = Requirement | Extract
 """What the judge is asked about: a ``judge`` criterion (it grades), or an ``extract`` one
 (it reads)."""

@@ -8,7 +8,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from .model import CriterionModel, FieldError, Finite, Phrases
 
-__all__ = ["Judge"]
+__all__ = ["Requirement"]
 
 # An anchor's description: what a score means (`scale: {1: "wrong", 5: "fully right"}`).
 Anchor = Annotated[str, Field(min_length=1)]
@@ -35,7 +35,7 @@ def _anchors(value: Any) -> Any:
 Scale = Annotated[tuple[tuple[Finite, Anchor], ...], BeforeValidator(_anchors)]
 
 
-class Judge(CriterionModel):
+class Requirement(CriterionModel):
     """A requirement graded by an LLM judge: boolean, a score on a scale, or a label."""
 
     type: Literal["judge"] = "judge"
@@ -48,7 +48,7 @@ class Judge(CriterionModel):
     pass_labels: Phrases | None = None  # label kind: the labels that earn credit
 
     @model_validator(mode="after")
-    def _scale(self) -> Judge:
+    def _scale(self) -> Requirement:
         if self.max_score <= self.min_score:
             raise FieldError(
                 "max_score",

@@ -42,7 +42,7 @@ from .replies import REASON_DESCRIPTIONS
 
 if TYPE_CHECKING:
     from ..criteria.extract import Extract, JudgedCriterion
-    from ..criteria.judge import Judge
+    from ..criteria.judge import Requirement
 
 __all__ = [
     "TEMPLATE_VERSION",
@@ -413,7 +413,7 @@ def one_shot(
 
 
 def holistic(
-    criteria: Sequence[Judge],
+    criteria: Sequence[Requirement],
     *,
     question: Question,
     response: str,

@@ -27,7 +27,7 @@ from .._guards.secrets import Secret, redact
 
 if TYPE_CHECKING:
     from ..criteria.extract import Extract, JudgedCriterion
-    from ..criteria.judge import Judge
+    from ..criteria.judge import Requirement
 
 __all__ = ["Graded", "ReplyError", "extract_json", "read_holistic", "read_one", "read_one_shot"]
 
@@ -287,7 +287,7 @@ def _evidence(obj: dict[str, Any]) -> tuple[str, ...] | None:
 
 
 def _label(
-    obj: dict[str, Any], criterion: Judge, reason: str, where: str, secrets: Secrets
+    obj: dict[str, Any], criterion: Requirement, reason: str, where: str, secrets: Secrets
 ) -> Graded:
     """A label-kind grade: exactly one of the criterion's labels; a pass label earns credit."""
     labels = criterion.labels or ()

@@ -10,7 +10,7 @@ criteria with latency L take about ``K / C x L``, not ``K x L``.
 
 How an answer's criteria are put to the judge is the strategy's
 (``--rubric-grader``, :data:`~pytest_rubric.judge.strategies.STRATEGIES`).
-With ``samples`` K > 1 (``--rubric-judge-samples``) every answer is graded
+With ``votes`` K > 1 (``--rubric-judge-samples``) every answer is graded
 K times, each sample its own call and its own cache entry (see
 :class:`~pytest_rubric._llm.base.Sampling`), and the samples are combined
 per criterion by :func:`combine`.
@@ -58,7 +58,7 @@ class JudgeRunner:
         concurrency: int = 8,
         cache: JudgeCache | None = None,
         cache_mode: str = "use",
-        samples: int = 1,
+        votes: int = 1,
         timeout: float = 60.0,
         price: Price | None = None,
         budget: Budget | None = None,
@@ -67,12 +67,12 @@ class JudgeRunner:
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown grader {strategy!r}; use one of {', '.join(STRATEGIES)}")
-        if samples < 1:
-            raise ValueError(f"samples must be at least 1, not {samples}")
+        if votes < 1:
+            raise ValueError(f"votes must be at least 1, not {votes}")
         self.client = client
         self.name = name
         self.strategy = STRATEGIES[strategy]
-        self.samples = samples
+        self.votes = votes
         self.evidence = evidence  # --rubric-judge-evidence, see judge.evidence
         self.check_timeout = check_timeout  # bounds the evidence search (ini rubric_check_timeout)
         self.transport = Transport(
@@ -82,7 +82,7 @@ class JudgeRunner:
             concurrency=concurrency,
             cache=cache,
             cache_mode=cache_mode,
-            samples=samples,
+            votes=votes,
             timeout=timeout,
             price=price,
             budget=budget,
@@ -166,11 +166,11 @@ class JudgeRunner:
         runs = await asyncio.gather(
             *(
                 self._sample(criteria, question, response, i, ref, guidance)
-                for i in range(self.samples)
+                for i in range(self.votes)
             )
         )
         suspected = any(run.injection_suspected for run in runs)
-        if self.samples == 1:
+        if self.votes == 1:
             return Judged(
                 runs[0].outcomes, injection_suspected=suspected, llm_raw_score=runs[0].llm_raw_score
             )
@@ -254,7 +254,7 @@ def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: boo
             Verdict.ERROR,
             0.0,
             f"{len(errors)} of {k} judge samples failed; sample {i + 1}: {first.reason}",
-            samples=pairs,
+            votes=pairs,
         )
     if mean:
         credits = [o.credit for o in samples]
@@ -278,7 +278,7 @@ def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: boo
         credit,
         f"{reason} ({summary})",
         agreement=agreement,
-        samples=pairs,
+        votes=pairs,
         # A MET sample whose quotes were not found leaves the criterion unsupported.
         evidence_ok=all(checked) if checked and verdict is Verdict.MET else None,
     )

@@ -35,7 +35,7 @@ from .transport import Transport, UnusableReplay
 
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
-    from ..criteria.judge import Judge
+    from ..criteria.judge import Requirement
     from .prompts import Guidance, Question
 
 __all__ = ["STRATEGIES", "Strategy", "ask"]
@@ -279,7 +279,7 @@ async def _one_shot(
 
 async def _holistic(
     transport: Transport,
-    criteria: Sequence[Judge],
+    criteria: Sequence[Requirement],
     question: Question,
     response: str,
     sample: int,

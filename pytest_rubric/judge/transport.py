@@ -68,7 +68,7 @@ class Transport:
         concurrency: int = 8,
         cache: JudgeCache | None = None,
         cache_mode: str = "use",
-        samples: int = 1,
+        votes: int = 1,
         timeout: float = 60.0,
         price: Price | None = None,
         budget: Budget | None = None,
@@ -76,7 +76,7 @@ class Transport:
         self.client = client
         self.name = name
         self.strategy = strategy  # part of every cache key: the same prompt under another strategy
-        self.samples = samples
+        self.votes = votes
         self.timeout = timeout  # a user's client gets --rubric-judge-timeout for its whole call
         self._builtin = isinstance(client, HTTPClient)
         self.stats = client.stats if isinstance(client, HTTPClient) else JudgeStats()
@@ -193,7 +193,7 @@ class Transport:
             "system": prompt.system.replace(prompt.token, "{TOKEN}"),
             "user": user.replace(prompt.token, "{TOKEN}"),
             "schema": prompt.schema if self._builtin else None,
-            "sampling": Sampling.of(sample, self.samples).as_dict(),
+            "sampling": Sampling.of(sample, self.votes).as_dict(),
             "sample": sample,
         }
 
@@ -207,7 +207,7 @@ class Transport:
                     prompt.system,
                     user,
                     schema=prompt.schema,
-                    sampling=Sampling.of(sample, self.samples),
+                    sampling=Sampling.of(sample, self.votes),
                 )
                 return reply
             # A user's client retries as it likes: its whole call holds the slot,
