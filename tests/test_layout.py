@@ -1,0 +1,135 @@
+"""The package's layout rules (CONTRIBUTING.md, "How the code is laid out"), read from its
+own imports: a new import that breaks one fails here, naming it."""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "pytest_rubric"
+NAME = PACKAGE.name
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(module: str) -> set[str]:
+    """The package's modules ``module`` imports, at any depth of its code."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        targets: list[str] = []
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            targets = [f"{target}.{a.name}" for a in node.names] + [target]
+        elif isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        for target in targets:
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]
+            if target and target != module and target.startswith(NAME):
+                found.add(target)
+                break
+    return found
+
+
+GRAPH = {module: _imports(module) for module in MODULES}
+
+
+def _room(module: str) -> str:
+    """A folder of the package, or a module at its top."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def _imports_pytest(module: str) -> bool:
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(
+            a.name.split(".")[0] in ("pytest", "_pytest") for a in node.names
+        ):
+            return True
+        if isinstance(node, ast.ImportFrom) and not node.level:
+            if (node.module or "").split(".")[0] in ("pytest", "_pytest"):
+                return True
+    return False
+
+
+def test_at_most_twelve_modules_at_the_top() -> None:
+    top = [p.name for p in PACKAGE.glob("*.py")]
+    assert len(top) <= 12, sorted(top)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_is_over_400_lines(module: str) -> None:
+    lines = len(MODULES[module].read_text(encoding="utf-8").splitlines())
+    assert lines <= 400, f"{MODULES[module].relative_to(PACKAGE.parent)}: {lines} lines"
+
+
+def test_no_import_cycle_between_modules() -> None:
+    state: dict[str, int] = {}
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        state[module] = 1
+        for target in sorted(GRAPH[module]):
+            if state.get(target) == 1:
+                cycle = path[path.index(target) :] + (target,)
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if target not in state:
+                visit(target, (*path, target))
+        state[module] = 2
+
+    for module in sorted(GRAPH):
+        if module not in state:
+            visit(module, (module,))
+
+
+def test_the_folders_import_one_way_in_at_most_ten_floors() -> None:
+    rooms: dict[str, set[str]] = {}
+    for module, targets in GRAPH.items():
+        rooms.setdefault(_room(module), set()).update(
+            _room(t) for t in targets if _room(t) != _room(module)
+        )
+
+    @functools.cache
+    def floor(room: str, seen: frozenset[str] = frozenset()) -> int:
+        assert room not in seen, f"the folders import in a circle through {room}"
+        return 1 + max((floor(t, seen | {room}) for t in rooms.get(room, ())), default=0)
+
+    tallest = max(floor(room) for room in rooms)
+    assert tallest <= 10, {room: floor(room) for room in rooms}
+
+
+def test_criteria_never_reach_the_llm_or_the_judge() -> None:
+    for module, targets in GRAPH.items():
+        if module.startswith(f"{NAME}.criteria"):
+            wrong = {t for t in targets if t.startswith((f"{NAME}._llm", f"{NAME}.judge"))}
+            assert not wrong, f"{module} imports {sorted(wrong)}"
+
+
+def test_the_results_reach_nothing_of_the_report() -> None:
+    assert not {t for t in GRAPH[f"{NAME}._results"] if t.startswith(f"{NAME}._report")}
+
+
+@pytest.mark.parametrize("folder", ["_load", "_grade", "_report", "_render", "_guards", "_llm"])
+def test_only_the_pytest_folder_knows_pytest(folder: str) -> None:
+    knowing = [m for m in MODULES if m.startswith(f"{NAME}.{folder}") and _imports_pytest(m)]
+    assert not knowing, knowing
