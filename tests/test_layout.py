@@ -67,9 +67,12 @@ def _imports_pytest(module: str) -> bool:
             a.name.split(".")[0] in ("pytest", "_pytest") for a in node.names
         ):
             return True
-        if isinstance(node, ast.ImportFrom) and not node.level:
-            if (node.module or "").split(".")[0] in ("pytest", "_pytest"):
-                return True
+        if (
+            isinstance(node, ast.ImportFrom)
+            and not node.level
+            and (node.module or "").split(".")[0] in ("pytest", "_pytest")
+        ):
+            return True
     return False
 
 
@@ -91,7 +94,7 @@ def test_no_import_cycle_between_modules() -> None:
         state[module] = 1
         for target in sorted(GRAPH[module]):
             if state.get(target) == 1:
-                cycle = path[path.index(target) :] + (target,)
+                cycle = (*path[path.index(target) :], target)
                 raise AssertionError("import cycle: " + " -> ".join(cycle))
             if target not in state:
                 visit(target, (*path, target))
