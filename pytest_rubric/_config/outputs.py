@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +27,9 @@ __all__ = ["OUTPUTS", "Output", "write_outputs"]
 @dataclass(frozen=True, slots=True)
 class Output:
     name: str  # run: --rubric-<name> PATH; merge: --<name> PATH
-    renderer: str  # "module:function", a function of a SessionReport returning the text
+    # "module:function", a function of a SessionReport returning the text, or an iterable
+    # of its parts (written one by one: a large report is never held whole as text)
+    renderer: str
     run_help: str
     merge_help: str
     append_to: str | None = None  # an environment variable naming a file to append it to
@@ -43,8 +45,8 @@ class Output:
         return own(text)
 
     @property
-    def render(self) -> Callable[[SessionReport], str]:
-        renderer: Callable[[SessionReport], str] = _function(self.renderer)
+    def render(self) -> Callable[[SessionReport], str | Iterable[str]]:
+        renderer: Callable[[SessionReport], str | Iterable[str]] = _function(self.renderer)
         return renderer
 
 
@@ -57,7 +59,7 @@ def _function(name: str) -> Any:
 OUTPUTS: tuple[Output, ...] = (
     Output(
         "json",
-        "pytest_rubric._render.json:render_json",
+        "pytest_rubric._render.json:json_chunks",
         "write every result and the leaderboard to PATH as JSON.",
         "write the merged document here",
     ),
@@ -77,7 +79,7 @@ OUTPUTS: tuple[Output, ...] = (
     ),
     Output(
         "csv",
-        "pytest_rubric._render.csv:render_csv",
+        "pytest_rubric._render.csv:csv_chunks",
         "write one row per criterion result (each sample's when repeated) to PATH as CSV.",
         "write the CSV (one row per criterion result) here",
         own_boundary="pytest_rubric._render.csv:boundary",
@@ -85,9 +87,10 @@ OUTPUTS: tuple[Output, ...] = (
 )
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, parts: Iterable[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    with path.open("w", encoding="utf-8") as out:
+        out.writelines(parts)
 
 
 def write_outputs(
@@ -105,9 +108,15 @@ def write_outputs(
             append = None
         if path is None and append is None:
             continue
-        text = output.boundary(output.render(report))  # whatever the renderer wrote
-        if path is not None:
-            _write(path, text)
+        rendered = output.render(report)
+        parts = (rendered,) if isinstance(rendered, str) else rendered
+        # Each part through the boundary, whatever the renderer wrote: a part is whole
+        # elements of its format (a JSON result, a CSV row), so no key spans two.
         if append is not None:
+            text = "".join(output.boundary(part) for part in parts)
+            if path is not None:
+                _write(path, (text,))
             with open(append, "a", encoding="utf-8") as summary:
                 summary.write(text + "\n")
+        elif path is not None:
+            _write(path, (output.boundary(part) for part in parts))

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 
 from .._report.report import SessionReport
 
-__all__ = ["HEADER", "RECORD_END", "boundary", "cell", "render_csv"]
+__all__ = ["HEADER", "RECORD_END", "boundary", "cell", "csv_chunks", "render_csv"]
 
 HEADER = (
     "nodeid",
@@ -117,8 +117,19 @@ def _rows(report: SessionReport) -> Iterator[list[str]]:
 
 def render_csv(report: SessionReport) -> str:
     """Every criterion result of ``report`` as CSV text (see the module docstring)."""
+    return "".join(csv_chunks(report))
+
+
+def csv_chunks(report: SessionReport, *, rows: int = 1_000) -> Iterator[str]:
+    """:func:`render_csv`'s text, ``rows`` whole records at a time: what ``--rubric-csv``
+    writes, never holding the whole file as text."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator=RECORD_END)
     writer.writerow(HEADER)
-    writer.writerows(_rows(report))
-    return buffer.getvalue()
+    for count, row in enumerate(_rows(report), start=1):
+        writer.writerow(row)
+        if count % rows == 0:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()

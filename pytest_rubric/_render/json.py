@@ -8,7 +8,8 @@ and the same verdicts as the run that wrote it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ __all__ = [
     "VERSION",
     "DocumentError",
     "document",
+    "json_chunks",
     "json_document",
     "load_document",
     "read_document",
@@ -51,9 +53,27 @@ def document(report: SessionReport) -> dict[str, Any]:
 
 
 def render_json(report: SessionReport) -> str:
+    """The document as text: :func:`json_chunks` joined."""
+    return "".join(json_chunks(report))
+
+
+def json_chunks(report: SessionReport) -> Iterator[str]:
+    """The document's text, a result at a time: what ``--rubric-json`` writes, byte for byte
+    ``json.dumps(document, indent=2)``, without holding every result's dict and the whole
+    text at once (at 200,000 results those were most of the run's memory)."""
     from .._guards.outgoing import outgoing_data  # the boundary every output passes
 
-    return json.dumps(outgoing_data(document(report)), indent=2) + "\n"
+    whole = document(replace(report, results=()))  # every part but the results, in order
+    keys = list(whole)
+    at = keys.index("results")
+    head = {k: whole[k] for k in keys[:at]}
+    tail = {k: whole[k] for k in keys[at + 1 :]}
+    yield json.dumps(outgoing_data(head), indent=2)[:-2] + ',\n  "results": ['
+    for i, result in enumerate(report.results):
+        text = json.dumps(outgoing_data(result.to_dict()), indent=2).replace("\n", "\n    ")
+        yield ("," if i else "") + "\n    " + text
+    end = "\n  ]" if report.results else "]"
+    yield end + ",\n" + json.dumps(outgoing_data(tail), indent=2)[2:] + "\n"
 
 
 def json_document(results: Iterable[CaseResult]) -> dict[str, Any]:
