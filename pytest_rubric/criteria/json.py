@@ -8,7 +8,7 @@ criterion. ``fields`` maps JSON Pointers (RFC 6901) to deterministic
 criterion bodies without id or weight; the credit is the share of them
 that are MET.
 
-The schema runs on :mod:`~pytest_rubric._guards.engines`' bounded validator: a
+The schema runs on :mod:`~pytest_rubric._guards.schemas`' bounded validator: a
 reference outside the schema document, a number that is not finite or a
 pattern that compiles nowhere is a collection error (nothing is ever fetched
 or read); patterns run on RE2 or under the regex time bound; the whole check
@@ -29,15 +29,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, AliasChoices, BeforeValidator, Field, field_validator
 
-from .._guards.engines import (
-    CheckTimeout,
-    Deadline,
-    SchemaProblem,
-    running,
-    schema_problems,
-    schema_validator,
-)
+from .._guards.engines import CheckTimeout, Deadline, running
 from .._guards.limits import PlainNumber
+from .._guards.schemas import SchemaProblem, schema_problems, schema_validator
 from .._guards.secrets import shorten
 from .._results import Outcome, Verdict
 from .check import Answer, Check, CheckContext, error, met, unmet
@@ -194,7 +188,7 @@ def _schema_problem(text: str) -> tuple[tuple[str | int, ...], str] | None:
 @functools.lru_cache(maxsize=256)
 def _unsafe(text: str) -> list[SchemaProblem]:
     """What keeps a valid schema (as canonical JSON text) from running safely (see
-    :func:`~pytest_rubric._guards.engines.schema_problems`); cached like :func:`_schema_problem`."""
+    :func:`~pytest_rubric._guards.schemas.schema_problems`); cached like :func:`_schema_problem`."""
     return schema_problems(json.loads(text))
 
 
