@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_rubric._cli.merge import main
-from pytest_rubric._llm import cache as _cache
+from pytest_rubric._llm import cache_store as _cache
 from pytest_rubric._llm.cache import JudgeCache
 from pytest_rubric._render.json import json_document
 from pytest_rubric._render.summary import summary_lines

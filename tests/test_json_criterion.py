@@ -19,6 +19,7 @@ from pytest_rubric._schema import Json
 from pytest_rubric.criteria import json as json_criterion
 from pytest_rubric.criteria.check import Answer
 from pytest_rubric.criteria.json import MISSING, resolve_pointer
+from pytest_rubric.criteria.json_text import is_pointer
 from pytest_rubric.criteria.registry import compile_check
 
 MET, UNMET, ERROR = Verdict.MET, Verdict.UNMET, Verdict.ERROR
@@ -119,7 +120,7 @@ def test_any_value_and_any_pointer_give_a_value_or_missing(document: Any, pointe
 @settings(max_examples=100, deadline=None)
 @given(
     document=JSON_VALUES,
-    pointers=st.lists(POINTERS.filter(json_criterion._is_pointer), min_size=1, max_size=3),
+    pointers=st.lists(POINTERS.filter(is_pointer), min_size=1, max_size=3),
     body=st.sampled_from(FIELD_BODIES),
 )
 def test_any_document_and_any_pointer_give_a_verdict_never_a_crash(

@@ -25,7 +25,9 @@ from pydantic import ValidationError
 
 from pytest_rubric import RubricLoadError, load_suite
 from pytest_rubric._guards import engines as _engines
-from pytest_rubric._guards.engines import CheckTimeout, Deadline, schema_problems, schema_validator
+from pytest_rubric._guards import schema_safety as _schema_safety
+from pytest_rubric._guards.engines import CheckTimeout, Deadline
+from pytest_rubric._guards.schemas import schema_problems, schema_validator
 from pytest_rubric._results import Outcome, Verdict
 from pytest_rubric._schema import Json
 from pytest_rubric.criteria.check import Answer
@@ -219,7 +221,7 @@ def test_a_schema_that_loads_never_retrieves_anything(schema: Any, instances: li
         raise AssertionError(f"retrieval asked for {uri}")
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_engines, "_refuse", spy)
+        patch.setattr(_schema_safety, "_refuse", spy)
         patch.setattr(urllib.request, "urlopen", spy)  # jsonschema's own retrieval
         try:
             criterion = Json(id="j", schema=schema)

@@ -1,15 +1,10 @@
 """Untrusted engines: running what a rubric's pattern or schema, or an answer, describes.
 
 A rubric may come from anyone (an import, a pull request) and an answer
-from a model told to break the run. Three guards stand between them and the
-engines that interpret them, and every caller goes through this module:
+from a model told to break the run. Every pattern and every bounded check
+goes through this module; JSON Schemas go through :mod:`.schemas`, which
+runs its patterns and time bound here:
 
-* **No retrieval, ever.** A JSON Schema's ``$ref`` and ``$dynamicRef``
-  resolve only inside its own document (``#...``, ``$defs``, anchors and
-  ``$id``\\ s of the same document). :func:`schema_problems` finds any other
-  reference when the rubric loads (a collection error), and the validator
-  :func:`schema_validator` builds asks a registry whose retrieval refuses,
-  so nothing is fetched or read even if one slipped through.
 * **RE2, or a time bound, for every pattern.** :func:`compile_pattern` runs a
   pattern on RE2 (linear time); one that needs what RE2 lacks
   (backreferences, lookaround) runs on the ``regex`` package, each search
@@ -18,9 +13,9 @@ engines that interpret them, and every caller goes through this module:
   Python's ``re``, which no thread can stop: ``^(a+)+$`` on 41 characters
   ran past 30 s).
 * **A time bound for every super-linear check.** A :class:`Deadline`
-  (ini ``rubric_check_timeout``) bounds a JSON validation (every keyword of
-  the schema checks it, ``uniqueItems`` runs in linear time) and evidence
-  matching; past it, :class:`CheckTimeout` makes the criterion ERROR.
+  (ini ``rubric_check_timeout``) bounds a JSON validation and evidence
+  matching: each step calls :func:`tick`, and past the deadline
+  :class:`CheckTimeout` makes the criterion ERROR.
 
 Nothing here decides a verdict: the callers turn :class:`CheckTimeout`, a
 ``RecursionError`` or an ``OverflowError`` into ERROR, never UNMET.
@@ -30,26 +25,23 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from jsonschema.protocols import Validator
+    pass
 
 __all__ = [
     "PATTERN_TIMEOUT",
     "CheckTimeout",
     "Deadline",
     "PatternError",
-    "SchemaProblem",
     "compile_pattern",
     "running",
-    "schema_problems",
-    "schema_validator",
     "search",
+    "tick",
 ]
 
 # How long one search of a pattern RE2 cannot run may backtrack (the regex time bound).
@@ -102,7 +94,9 @@ def running(deadline: Deadline) -> Iterator[None]:
         _running.deadline = outer
 
 
-def _tick() -> None:
+def tick() -> None:
+    """Raise :class:`CheckTimeout` when the running deadline has passed: every bounded step
+    calls it."""
     deadline = _running.deadline
     if deadline is not None:
         deadline.check()
@@ -184,334 +178,3 @@ def _is_re2(compiled: Any) -> bool:
 
 def _shown(pattern: str) -> str:
     return repr(pattern if len(pattern) <= 40 else pattern[:39] + "…")
-
-
-@functools.lru_cache(maxsize=4096)
-def _schema_pattern(pattern: str) -> Any:
-    """A JSON Schema pattern as :func:`search` runs it: RE2 when it can, else bounded.
-    Cached apart from :func:`compile_pattern`, which caches no refusal."""
-    try:
-        return compile_pattern(pattern)
-    except PatternError as exc:
-        if not exc.unsupported:
-            raise
-    return compile_pattern(pattern, backtracking=True)
-
-
-def _matches(pattern: str, text: str) -> bool:
-    _tick()
-    return search(_schema_pattern(pattern), text) is not None
-
-
-# --- JSON Schema: keywords that stay bounded ----------------------------------------------------
-# jsonschema's own `pattern`, `patternProperties` and `additionalProperties` call Python's `re`
-# and its `uniqueItems` compares every pair of objects; these replace them in every draft, and
-# every keyword checks the running deadline before it runs.
-
-
-def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
-    from jsonschema.exceptions import ValidationError
-
-    if validator.is_type(instance, "string") and not _matches(pattern, instance):
-        yield ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
-def _pattern_properties(
-    validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
-) -> Iterator[Any]:
-    if not validator.is_type(instance, "object"):
-        return
-    for pattern, subschema in patterns.items():
-        for key, value in instance.items():
-            if _matches(pattern, key):
-                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
-
-
-def _additional_properties(validator: Any, extra: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    from jsonschema.exceptions import ValidationError
-
-    if not validator.is_type(instance, "object"):
-        return
-    properties = schema.get("properties", {})
-    patterns = schema.get("patternProperties", {})
-    extras = [
-        key
-        for key in instance
-        if key not in properties and not any(_matches(p, key) for p in patterns)
-    ]
-    if validator.is_type(extra, "object"):
-        for key in extras:
-            yield from validator.descend(instance[key], extra, path=key)
-    elif not extra and extras:
-        listed = ", ".join(repr(key) for key in sorted(extras, key=str))
-        verb = "was" if len(extras) == 1 else "were"
-        if patterns:
-            yield ValidationError(
-                f"{listed} {'does' if len(extras) == 1 else 'do'} not match any of the regexes: "
-                + ", ".join(repr(p) for p in sorted(patterns))
-            )
-        else:
-            yield ValidationError(
-                f"Additional properties are not allowed ({listed} {verb} unexpected)"
-            )
-
-
-def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    from jsonschema.exceptions import ValidationError
-
-    if not unique or not validator.is_type(instance, "array"):
-        return
-    seen: set[Any] = set()
-    for item in instance:
-        key = _identity(item)
-        if key in seen:
-            yield ValidationError(f"{_short_repr(instance)} has non-unique elements")
-            return
-        seen.add(key)
-
-
-def _identity(value: Any) -> Any:
-    """A hashable form equal for JSON-equal values (``1`` and ``1.0``; objects whatever their
-    key order), and different for ``true`` and ``1``: uniqueness in one pass, not every pair."""
-    if isinstance(value, bool) or value is None:
-        return (type(value), value)
-    if isinstance(value, int | float):
-        return ("number", value)
-    if isinstance(value, str):
-        return ("string", value)
-    if isinstance(value, list):
-        return ("array", tuple(_identity(item) for item in value))
-    if isinstance(value, dict):
-        return ("object", frozenset((key, _identity(item)) for key, item in value.items()))
-    return ("other", id(value))
-
-
-def _short_repr(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:79] + "…"
-
-
-def _ticking(keyword: Callable[..., Any]) -> Callable[..., Iterator[Any]]:
-    def bounded(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
-        _tick()
-        yield from keyword(validator, value, instance, schema) or ()
-
-    return bounded
-
-
-_REPLACED: dict[str, Callable[..., Iterator[Any]]] = {
-    "pattern": _pattern,
-    "patternProperties": _pattern_properties,
-    "additionalProperties": _additional_properties,
-    "uniqueItems": _unique_items,
-}
-
-
-@functools.cache
-def _bounded_class(base: type[Validator]) -> type[Validator]:
-    """``base`` (a draft's validator class) with the keywords above, every one ticking."""
-    from jsonschema.validators import extend
-
-    keywords = {
-        name: _ticking(_REPLACED.get(name) or function)
-        for name, function in base.VALIDATORS.items()
-    }
-    bounded: type[Validator] = extend(base, keywords)  # type: ignore[no-untyped-call]
-    return bounded
-
-
-def _draft(schema: Any) -> type[Validator]:
-    from jsonschema import Draft202012Validator
-    from jsonschema.validators import validator_for
-
-    return validator_for(schema, default=Draft202012Validator)
-
-
-def _refuse(uri: str) -> Any:
-    """The registry's retrieval: every URI outside the schema is refused, never fetched."""
-    from referencing.exceptions import NoSuchResource
-
-    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]
-
-
-def _closed_registry() -> Any:
-    """A registry that holds nothing and retrieves nothing: what a schema may refer to is
-    in the schema (jsonschema adds the drafts' own metaschemas, bundled with it)."""
-    from referencing import Registry
-
-    return Registry(retrieve=_refuse)  # type: ignore[call-arg]
-
-
-def schema_validator(schema: Any) -> Validator:
-    """A validator of ``schema`` (its ``$schema``'s draft, 2020-12 by default) that resolves
-    nothing outside it and whose keywords stay bounded. Validate inside :func:`running`."""
-    draft = _bounded_class(_draft(schema))
-    if isinstance(schema, dict):
-        # jsonschema picks a subschema's class from its `$schema` (a `$ref: "#"` reaches the
-        # top): without it, every step keeps the bounded class. Below the top, `$schema` is a
-        # collection error (schema_problems).
-        schema = {key: value for key, value in schema.items() if key != "$schema"}
-    return draft(schema, registry=_closed_registry())
-
-
-# --- JSON Schema: what a schema may not hold, found when the rubric loads -----------------------
-
-_REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
-SchemaPath = tuple[str | int, ...]
-
-
-class SchemaProblem(NamedTuple):
-    """Why a schema cannot run safely: where in it (a path of keys and indices), what, and
-    what to write instead."""
-
-    path: SchemaPath
-    message: str
-    hint: str
-
-
-_INSIDE = "refer inside the schema: '#/$defs/NAME', '#anchor', or '#' for the whole"
-
-
-def schema_problems(schema: Any) -> list[SchemaProblem]:
-    """What keeps ``schema`` from running safely, in the order of the document: a reference
-    that leaves it or names nothing in it, a number that is not finite, a pattern that
-    compiles nowhere, a ``$schema`` below the top (jsonschema would validate that part with
-    its own, unbounded class), and ``unevaluatedProperties`` beside ``patternProperties``
-    (jsonschema matches those patterns there with Python's ``re``, which nothing could
-    bound). Empty when the schema can run."""
-    if isinstance(schema, bool):
-        return []
-    try:
-        nodes = dict(_nodes(schema, ()))
-    except RecursionError:
-        return [SchemaProblem((), "it is nested too deeply to check", "flatten it")]
-    problems = [
-        SchemaProblem(
-            path,
-            "holds a number that is not finite",
-            "write a finite number (YAML reads .nan, .inf and 1e400 as numbers that are not)",
-        )
-        for path in _non_finite(schema, ())
-    ]
-    problems += _resource_problems(schema, nodes)
-    keywords = {key for node in nodes.values() if isinstance(node, dict) for key in node}
-    if "unevaluatedProperties" in keywords and "patternProperties" in keywords:
-        path = next(p for p, n in nodes.items() if isinstance(n, dict) and "patternProperties" in n)
-        problems.append(
-            SchemaProblem(
-                (*path, "patternProperties"),
-                "`patternProperties` in a schema that also uses `unevaluatedProperties`: the "
-                "validator would match these patterns with Python's backtracking engine, which "
-                "no time bound can stop",
-                "use `additionalProperties` instead of `unevaluatedProperties`",
-            )
-        )
-    order = {path: index for index, path in enumerate(nodes)}
-    return sorted(problems, key=lambda p: (order.get(p.path[:-1], len(order)), str(p.path)))
-
-
-def _nodes(value: Any, path: SchemaPath) -> Iterator[tuple[SchemaPath, Any]]:
-    """Every mapping and list in ``value`` with its path, in the order of the document."""
-    if isinstance(value, dict):
-        yield path, value
-        for key, item in value.items():
-            yield from _nodes(item, (*path, key))
-    elif isinstance(value, list):
-        yield path, value
-        for index, item in enumerate(value):
-            yield from _nodes(item, (*path, index))
-
-
-def _non_finite(value: Any, path: SchemaPath) -> Iterator[SchemaPath]:
-    if isinstance(value, float) and not math.isfinite(value):
-        yield path
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _non_finite(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _non_finite(item, (*path, index))
-
-
-def _resource_problems(schema: dict[str, Any], nodes: dict[SchemaPath, Any]) -> list[SchemaProblem]:
-    """References and patterns in every subschema, and in whatever a reference reaches
-    (a pointer may lead where no keyword would look)."""
-    import referencing.jsonschema
-    from referencing.exceptions import PointerToNowhere, Unresolvable
-
-    paths = {id(node): path for path, node in nodes.items()}
-    draft = _draft(schema)
-    dialect = draft.META_SCHEMA.get("$id") or draft.META_SCHEMA.get("id") or ""
-    specification = referencing.jsonschema.specification_with(
-        dialect, default=referencing.jsonschema.DRAFT202012
-    )
-    root = specification.create_resource(schema)
-    problems: list[SchemaProblem] = []
-    seen: set[int] = set()
-    pending = [(root, _closed_registry().resolver_with_root(root))]
-    while pending:
-        resource, resolver = pending.pop()
-        contents = resource.contents
-        if id(contents) in seen:
-            continue
-        seen.add(id(contents))
-        path = paths.get(id(contents), ())
-        if isinstance(contents, dict):
-            if contents is not schema and "$schema" in contents:
-                problems.append(
-                    SchemaProblem(
-                        (*path, "$schema"),
-                        "`$schema` below the top of a schema is not supported",
-                        "remove it: the `$schema` at the top sets the draft of the whole schema",
-                    )
-                )
-            for keyword in _REFERENCES:
-                reference = contents.get(keyword)
-                if not isinstance(reference, str):
-                    continue
-                where = (*path, keyword)
-                try:
-                    resolved = resolver.lookup(reference)
-                except PointerToNowhere:
-                    problems.append(
-                        SchemaProblem(where, f"{keyword} {reference!r} names nothing", _INSIDE)
-                    )
-                    continue
-                except Unresolvable:
-                    problems.append(
-                        SchemaProblem(
-                            where,
-                            f"{keyword} {reference!r} reaches outside the schema; nothing is "
-                            "fetched or read",
-                            "copy what it names under this schema's $defs (definitions "
-                            "before draft 2019-09) and refer to it as '#/$defs/NAME'",
-                        )
-                    )
-                    continue
-                target = resolved.contents
-                if not isinstance(target, dict | bool):
-                    message = f"{keyword} {reference!r} names a value that is not a schema"
-                    problems.append(SchemaProblem(where, message, _INSIDE))
-                    continue
-                pending.append((specification.create_resource(target), resolved.resolver))
-            problems += _pattern_problems(contents, path)
-        for sub in resource.subresources():
-            pending.append((sub, resolver.in_subresource(sub)))
-    return problems
-
-
-def _pattern_problems(schema: dict[str, Any], path: SchemaPath) -> Iterator[SchemaProblem]:
-    patterns: list[tuple[str, SchemaPath]] = []
-    if isinstance(schema.get("pattern"), str):
-        patterns.append((schema["pattern"], (*path, "pattern")))
-    if isinstance(schema.get("patternProperties"), dict):
-        patterns += [(p, (*path, "patternProperties", p)) for p in schema["patternProperties"]]
-    for pattern, where in patterns:
-        try:
-            _schema_pattern(pattern)
-        except PatternError as exc:
-            yield SchemaProblem(
-                where,
-                f"the pattern {pattern!r} is not a valid regex: {exc}",
-                "fix the pattern (in YAML, write it in single quotes)",
-            )

@@ -17,7 +17,8 @@ No provider SDK: one ``httpx.AsyncClient`` per client.
   cut short.
 
 The wires (what is posted, how the reply is read) are in
-:mod:`~pytest_rubric._llm.clients`.
+:mod:`~pytest_rubric._llm.clients`; what a response is trusted for (its body up to the
+cap, its token counts, its error text) in :mod:`~pytest_rubric._llm.responses`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,14 @@ from .._defaults import RetryPolicy
 from .._guards.secrets import Secret, clip, public_url, redact
 from .base import JudgeError, JudgeStats, Reply, Sampling
 from .providers import JudgeSpec
+from .responses import (
+    HINTS,
+    MAX_REPLY_BYTES,
+    error_text,
+    read_capped,
+    retry_delay,
+    token_count,
+)
 
 if TYPE_CHECKING:
     # Imported on the first request, in the judge's thread: a session whose every reply
@@ -41,68 +50,15 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_REPLY_BYTES", "HTTPClient"]
 
-MAX_REPLY_BYTES = 1024 * 1024
-"""The largest reply body read (1 MiB): a grade is a few hundred bytes, so a
-bigger body is refused as soon as it passes this, never buffered whole."""
-
 # How much of a provider's text a JudgeError quotes: enough to see what went
 # wrong, not a page of HTML. Cut only after the key is redacted.
 _QUOTE_ERROR = 200
 _QUOTE_BODY = 80
 _QUOTE_LOCATION = 200
-# A token count above this is not a count (no call reads a billion tokens).
-_MAX_TOKENS = 10**9
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
 
 
 # Where post() leaves the size of a request whose reply carried no usage, for _reply.
 _ASKED = "\0rubric-request-characters"
-
-
-def _tokens(usage: object, name: str) -> int:
-    """A token count from a reply's ``usage``, or 0 when it is not a plausible one.
-
-    The count is the provider's to report and ours to add up: a string, a
-    float (``1e400`` is infinite), a dict or a 300-digit number is not
-    trusted, never converted.
-    """
-    if not isinstance(usage, dict):
-        return 0
-    value = usage.get(name)
-    if type(value) is not int or not 0 <= value <= _MAX_TOKENS:
-        return 0
-    return value
-
-
-def _declared_length(response: httpx.Response) -> int | None:
-    value = response.headers.get("content-length", "")
-    # Bounded before int(): a 5,000-digit length would raise instead of being refused.
-    return int(value) if value.isdigit() and len(value) <= 18 else None
-
-
-async def _read_capped(response: httpx.Response) -> bytes | None:
-    """The body, or None once it passes :data:`MAX_REPLY_BYTES` (nothing more is read)."""
-    declared = _declared_length(response)
-    if declared is not None and declared > MAX_REPLY_BYTES:
-        return None
-    chunks: list[bytes] = []
-    size = 0
-    # Decoded bytes are counted, so a compressed body is held to the cap too.
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > MAX_REPLY_BYTES:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 class HTTPClient:
@@ -197,7 +153,7 @@ class HTTPClient:
             self.stats.estimated += 1
             replied = len(json.dumps({k: v for k, v in data.items() if k != _ASKED}, default=str))
             usage = {names[0]: int(data.get(_ASKED, 0)) // 4, names[1]: replied // 4}
-        tokens_in, tokens_out = (_tokens(usage, name) for name in names)
+        tokens_in, tokens_out = (token_count(usage, name) for name in names)
         self.stats.tokens_in += tokens_in
         self.stats.tokens_out += tokens_out
         return Reply(text, tokens_in=tokens_in, tokens_out=tokens_out)
@@ -266,7 +222,7 @@ class HTTPClient:
         raise self._fail(
             f"{last.what} (gave up after {policy.attempts} attempts)",
             status=last.status,
-            hint=_HINTS.get(last.status or 0, "try again later, or raise the timeout"),
+            hint=HINTS.get(last.status or 0, "try again later, or raise the timeout"),
         )
 
     def _delay(self, attempt: int, last: JudgeError | None) -> float:
@@ -323,11 +279,11 @@ class HTTPClient:
             )
         if status >= 400:
             raise self._fail(
-                f"HTTP {status}: {self._quote(_error_text(body, response.reason_phrase), _QUOTE_ERROR)}",
+                f"HTTP {status}: {self._quote(error_text(body, response.reason_phrase), _QUOTE_ERROR)}",
                 status=status,
-                hint=_HINTS.get(status, "see the provider's error message"),
+                hint=HINTS.get(status, "see the provider's error message"),
                 retryable=status == 429 or status >= 500,
-                retry_after=_retry_after(response) if status == 429 else None,
+                retry_after=retry_delay(response) if status == 429 else None,
             )
         if body is None:
             raise self._fail(
@@ -368,36 +324,7 @@ class HTTPClient:
         try:
             if 300 <= response.status_code < 400:
                 return response, b""
-            return response, await _read_capped(response)
+            return response, await read_capped(response)
         finally:
             # Closing a body not read to its end drops the connection, as it should.
             await response.aclose()
-
-
-_HINTS = {
-    400: "the server rejected the request: check the model name and the server's options",
-    401: "check the API key in the environment",
-    403: "the key lacks access to this model",
-    404: "check --rubric-judge-url and the model name",
-    429: "rate limited: lower --rubric-concurrency or wait",
-    500: "the provider failed: try again later",
-    502: "the provider's gateway failed: try again later",
-    503: "the provider is overloaded: try again later or lower --rubric-concurrency",
-}
-
-
-def _error_text(body: bytes | None, reason: str) -> str:
-    """The provider's error message, whole: the caller redacts it, then cuts it."""
-    if body is None:
-        return f"{reason} (an error body above {MAX_REPLY_BYTES:,} bytes, not read)"
-    text = body.decode("utf-8", errors="replace")
-    try:
-        data = json.loads(text)
-        if isinstance(data, dict):
-            error = data.get("error", data)
-            if isinstance(error, dict):
-                error = error.get("message") or error
-            return str(error)
-        return str(data)
-    except (ValueError, RecursionError):  # str() of a deep structure recurses too
-        return text or reason

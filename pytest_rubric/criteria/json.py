@@ -8,7 +8,7 @@ criterion. ``fields`` maps JSON Pointers (RFC 6901) to deterministic
 criterion bodies without id or weight; the credit is the share of them
 that are MET.
 
-The schema runs on :mod:`~pytest_rubric._guards.engines`' bounded validator: a
+The schema runs on :mod:`~pytest_rubric._guards.schemas`' bounded validator: a
 reference outside the schema document, a number that is not finite or a
 pattern that compiles nowhere is a collection error (nothing is ever fetched
 or read); patterns run on RE2 or under the regex time bound; the whole check
@@ -22,25 +22,26 @@ from __future__ import annotations
 
 import functools
 import json
-import math
-import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, AliasChoices, BeforeValidator, Field, field_validator
 
-from .._guards.engines import (
-    CheckTimeout,
-    Deadline,
-    SchemaProblem,
-    running,
-    schema_problems,
-    schema_validator,
-)
+from .._guards.engines import CheckTimeout, Deadline, running
 from .._guards.limits import PlainNumber
+from .._guards.schemas import SchemaProblem, schema_problems, schema_validator
 from .._guards.secrets import shorten
 from .._results import Outcome, Verdict
 from .check import Answer, Check, CheckContext, error, met, unmet
+from .json_text import (
+    MISSING,
+    NestedTooDeeply,
+    first_non_finite,
+    is_pointer,
+    parse_json,
+    parse_whole,
+    resolve_pointer,
+)
 from .model import CriterionModel, FieldError
 from .registry import DETERMINISTIC, tagged_union
 
@@ -58,12 +59,8 @@ __all__ = [
     "resolve_pointer",
 ]
 
-_FENCED = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
-_INDEX = re.compile(r"0|[1-9][0-9]*")
 # What a field's body may not say: it is one part of its criterion, weighted as a whole.
 _NOT_IN_A_BODY = ("id", "weight", "points", "axis", "required", "description")
-MISSING: Any = object()
-"""What :func:`resolve_pointer` returns for a pointer that names nothing in the document."""
 
 
 def body_of(value: Any, *, owner: str, subject: str, forbidden: str, name: str) -> Any:
@@ -94,7 +91,7 @@ def _field_body(value: Any) -> Any:
 
 
 def _check_pointer(pointer: str) -> str:
-    if not _is_pointer(pointer):
+    if not is_pointer(pointer):
         raise ValueError(
             f"{pointer!r} is not a JSON Pointer; write it as in RFC 6901: '/total', "
             "'/items/0/price' ('' is the whole answer; in a key, '~1' stands for '/', '~0' for '~')"
@@ -167,10 +164,6 @@ def _shown(pointer: str) -> str:
     return pointer if pointer else "'' (the whole answer)"
 
 
-def _is_pointer(pointer: str) -> bool:
-    return (pointer == "" or pointer.startswith("/")) and re.search("~[^01]|~$", pointer) is None
-
-
 def _pointer(path: Any) -> str:
     """A path of keys and indices as a JSON Pointer; the root named in words."""
     parts = [str(p).replace("~", "~0").replace("/", "~1") for p in path]
@@ -194,7 +187,7 @@ def _schema_problem(text: str) -> tuple[tuple[str | int, ...], str] | None:
 @functools.lru_cache(maxsize=256)
 def _unsafe(text: str) -> list[SchemaProblem]:
     """What keeps a valid schema (as canonical JSON text) from running safely (see
-    :func:`~pytest_rubric._guards.engines.schema_problems`); cached like :func:`_schema_problem`."""
+    :func:`~pytest_rubric._guards.schemas.schema_problems`); cached like :func:`_schema_problem`."""
     return schema_problems(json.loads(text))
 
 
@@ -213,118 +206,6 @@ def _validator_class(schema: Any) -> type[Validator]:
     from jsonschema.validators import validator_for
 
     return validator_for(schema, default=Draft202012Validator)
-
-
-def resolve_pointer(document: Any, pointer: str) -> Any:
-    """The value ``pointer`` (RFC 6901) names in ``document``, or :data:`MISSING`.
-
-    Never raises: a pointer that is not one, a key that is absent, an index
-    out of range or not written as RFC 6901 writes one (``01``, ``-``) all
-    name nothing.
-    """
-    if pointer == "":
-        return document
-    if not _is_pointer(pointer):
-        return MISSING
-    value = document
-    for token in pointer[1:].split("/"):
-        token = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(value, dict) and token in value:
-            value = value[token]
-        elif isinstance(value, list) and _INDEX.fullmatch(token) and int(token) < len(value):
-            value = value[int(token)]
-        else:
-            return MISSING
-    return value
-
-
-def _first_non_finite(value: Any) -> tuple[str | int, ...] | None:
-    """The path of the first number in parsed JSON that is not finite, or None. Iterative and
-    linear: an answer may nest deeper than the interpreter's stack."""
-    # (value, the index of its parent here, its key there); a path is built only when found.
-    nodes: list[tuple[Any, int, str | int]] = [(value, -1, "")]
-    index = 0
-    while index < len(nodes):
-        node = nodes[index][0]
-        if type(node) is float and not math.isfinite(node):
-            path: list[str | int] = []
-            while index > 0:
-                _, index, key = nodes[index]
-                path.append(key)
-            return tuple(reversed(path))
-        if type(node) is dict:
-            nodes += [(item, index, key) for key, item in node.items()]
-        elif type(node) is list:
-            nodes += [(item, index, i) for i, item in enumerate(node)]
-        index += 1
-    return None
-
-
-def _not_a_number(constant: str) -> Any:
-    raise ValueError(f"{constant} is not a JSON value")
-
-
-class NestedTooDeeply(Exception):
-    """Well-nested JSON text deeper than the parser can follow: it may be valid JSON, so
-    whether it fits is unknown (ERROR), where malformed text is simply not JSON (UNMET)."""
-
-
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_CLOSES = {"]": "[", "}": "{"}
-
-
-def _well_nested(text: str) -> bool:
-    """Whether the brackets of ``text``, outside its strings, open and close in order."""
-    opened: list[str] = []
-    for bracket in re.findall(r"[\[\]{}]", _JSON_STRING.sub("", text)):
-        if bracket in "[{":
-            opened.append(bracket)
-        elif not opened or opened.pop() != _CLOSES[bracket]:
-            return False
-    return not opened
-
-
-def _loads(text: str) -> Any:
-    # NaN and Infinity are Python's extensions, not JSON: NaN would pass every `minimum`.
-    try:
-        return json.loads(text, parse_constant=_not_a_number)
-    except RecursionError:
-        if _well_nested(text):
-            raise NestedTooDeeply from None
-        raise
-
-
-def parse_json(text: str) -> tuple[Any, str | None]:
-    """The answer as JSON, or its first fenced block; (value, None) or (None, why not).
-
-    Malformed text nested too deeply for the parser does not parse, like any
-    other malformed answer (UNMET); well-nested text that deep raises
-    :class:`NestedTooDeeply`.
-    """
-    try:
-        return _loads(text), None
-    except (ValueError, RecursionError) as exc:
-        first_error = str(exc) if isinstance(exc, ValueError) else "nested too deeply"
-    block = _FENCED.search(text)
-    if block is None:
-        return None, f"not JSON ({first_error}) and no fenced block"
-    try:
-        return _loads(block.group(1)), None
-    except ValueError as exc:
-        return None, f"fenced block is not JSON ({exc})"
-    except RecursionError:
-        return None, "fenced block is not JSON (nested too deeply)"
-
-
-def parse_whole(text: str) -> tuple[Any, str | None]:
-    """The whole text as JSON (JSON whitespace around it allowed); (value, None) or (None, why).
-    Raises :class:`NestedTooDeeply` as :func:`parse_json` does."""
-    try:
-        return _loads(text), None
-    except ValueError as exc:
-        return None, f"not JSON ({exc})"
-    except RecursionError:
-        return None, "not JSON (nested too deeply)"
 
 
 class _JsonCheck(Check[Json]):
@@ -366,7 +247,7 @@ class _JsonCheck(Check[Json]):
         from referencing.exceptions import Unresolvable
 
         assert self.validator is not None
-        where = _first_non_finite(value)
+        where = first_non_finite(value)
         if where is not None:
             return unmet(
                 f"does not fit the schema at {_pointer(where)}: a number that is not finite "

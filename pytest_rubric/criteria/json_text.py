@@ -1,0 +1,148 @@
+"""JSON read out of an answer: the answer, or its first fenced block, parsed as strict JSON,
+and the value a JSON Pointer (RFC 6901) names in it.
+
+Strict: ``NaN`` and ``Infinity`` are not JSON (``NaN`` would pass every ``minimum``), and
+well-nested text deeper than the parser can follow raises :class:`NestedTooDeeply` (it
+may be valid, so whether it fits is unknown), where malformed text is simply not JSON.
+The ``json`` criterion (:mod:`.json`) reads answers through it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+__all__ = [
+    "MISSING",
+    "NestedTooDeeply",
+    "first_non_finite",
+    "is_pointer",
+    "parse_json",
+    "parse_whole",
+    "resolve_pointer",
+]
+
+_FENCED = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
+_INDEX = re.compile(r"0|[1-9][0-9]*")
+
+
+MISSING: Any = object()
+"""What :func:`resolve_pointer` returns for a pointer that names nothing in the document."""
+
+
+def is_pointer(pointer: str) -> bool:
+    return (pointer == "" or pointer.startswith("/")) and re.search("~[^01]|~$", pointer) is None
+
+
+def resolve_pointer(document: Any, pointer: str) -> Any:
+    """The value ``pointer`` (RFC 6901) names in ``document``, or :data:`MISSING`.
+
+    Never raises: a pointer that is not one, a key that is absent, an index
+    out of range or not written as RFC 6901 writes one (``01``, ``-``) all
+    name nothing.
+    """
+    if pointer == "":
+        return document
+    if not is_pointer(pointer):
+        return MISSING
+    value = document
+    for token in pointer[1:].split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(value, dict) and token in value:
+            value = value[token]
+        elif isinstance(value, list) and _INDEX.fullmatch(token) and int(token) < len(value):
+            value = value[int(token)]
+        else:
+            return MISSING
+    return value
+
+
+def first_non_finite(value: Any) -> tuple[str | int, ...] | None:
+    """The path of the first number in parsed JSON that is not finite, or None. Iterative and
+    linear: an answer may nest deeper than the interpreter's stack."""
+    # (value, the index of its parent here, its key there); a path is built only when found.
+    nodes: list[tuple[Any, int, str | int]] = [(value, -1, "")]
+    index = 0
+    while index < len(nodes):
+        node = nodes[index][0]
+        if type(node) is float and not math.isfinite(node):
+            path: list[str | int] = []
+            while index > 0:
+                _, index, key = nodes[index]
+                path.append(key)
+            return tuple(reversed(path))
+        if type(node) is dict:
+            nodes += [(item, index, key) for key, item in node.items()]
+        elif type(node) is list:
+            nodes += [(item, index, i) for i, item in enumerate(node)]
+        index += 1
+    return None
+
+
+def _not_a_number(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+class NestedTooDeeply(Exception):
+    """Well-nested JSON text deeper than the parser can follow: it may be valid JSON, so
+    whether it fits is unknown (ERROR), where malformed text is simply not JSON (UNMET)."""
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_CLOSES = {"]": "[", "}": "{"}
+
+
+def _well_nested(text: str) -> bool:
+    """Whether the brackets of ``text``, outside its strings, open and close in order."""
+    opened: list[str] = []
+    for bracket in re.findall(r"[\[\]{}]", _JSON_STRING.sub("", text)):
+        if bracket in "[{":
+            opened.append(bracket)
+        elif not opened or opened.pop() != _CLOSES[bracket]:
+            return False
+    return not opened
+
+
+def _loads(text: str) -> Any:
+    # NaN and Infinity are Python's extensions, not JSON: NaN would pass every `minimum`.
+    try:
+        return json.loads(text, parse_constant=_not_a_number)
+    except RecursionError:
+        if _well_nested(text):
+            raise NestedTooDeeply from None
+        raise
+
+
+def parse_json(text: str) -> tuple[Any, str | None]:
+    """The answer as JSON, or its first fenced block; (value, None) or (None, why not).
+
+    Malformed text nested too deeply for the parser does not parse, like any
+    other malformed answer (UNMET); well-nested text that deep raises
+    :class:`NestedTooDeeply`.
+    """
+    try:
+        return _loads(text), None
+    except (ValueError, RecursionError) as exc:
+        first_error = str(exc) if isinstance(exc, ValueError) else "nested too deeply"
+    block = _FENCED.search(text)
+    if block is None:
+        return None, f"not JSON ({first_error}) and no fenced block"
+    try:
+        return _loads(block.group(1)), None
+    except ValueError as exc:
+        return None, f"fenced block is not JSON ({exc})"
+    except RecursionError:
+        return None, "fenced block is not JSON (nested too deeply)"
+
+
+def parse_whole(text: str) -> tuple[Any, str | None]:
+    """The whole text as JSON (JSON whitespace around it allowed); (value, None) or (None, why).
+    Raises :class:`NestedTooDeeply` as :func:`parse_json` does."""
+    try:
+        return _loads(text), None
+    except ValueError as exc:
+        return None, f"not JSON ({exc})"
+    except RecursionError:
+        return None, "not JSON (nested too deeply)"
