@@ -16,7 +16,7 @@ from pytest_rubric._cli.merge import main as merge_main
 from pytest_rubric._config.outputs import OUTPUTS, write_outputs
 from pytest_rubric._guards.outgoing import outgoing
 from pytest_rubric._llm.base import mean_raw_score
-from pytest_rubric._render.csv import HEADER, boundary, cell, render_csv
+from pytest_rubric._render.csv import HEADER, boundary, cell, csv_chunks, render_csv
 from pytest_rubric._report import stats as _stats
 from pytest_rubric._report.leaderboard import paired
 from pytest_rubric._report.pairwise import compare, pairwise
@@ -161,7 +161,7 @@ def test_the_csv_round_trips_commas_quotes_newlines_and_keeps_numbers_numbers(
 
 def test_csv_is_an_output_like_the_others() -> None:
     (output,) = [o for o in OUTPUTS if o.name == "csv"]
-    assert output.render is render_csv
+    assert output.render is csv_chunks
 
 
 # --- end to end: three subjects from responses files ----------------------------------------

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from .._guards.secrets import public_url
 from .clients import AnthropicClient, OpenAIClient
-from .http import _error_text
+from .responses import error_text
 
 if TYPE_CHECKING:
     pass
@@ -141,7 +141,7 @@ class _OpenAIBatch(_Wire):
         elif isinstance(response, dict):
             body = response.get("body")
             text = json.dumps(body) if not isinstance(body, str) else body
-            why = f"HTTP {response.get('status_code')}: {_error_text(text.encode(), '')}"
+            why = f"HTTP {response.get('status_code')}: {error_text(text.encode(), '')}"
         else:
             why = "no response and no error"
         return BatchFailure(
@@ -240,7 +240,7 @@ class _AnthropicBatch(_Wire):
             return self.read_reply(self.client._read, result.get("message"))
         why = str(kind or "no result type")
         if isinstance(result, dict) and kind == "errored":
-            why = f"errored: {_error_text(json.dumps(result.get('error')).encode(), '')}"
+            why = f"errored: {error_text(json.dumps(result.get('error')).encode(), '')}"
         return BatchFailure(
             self.failure(
                 f"request {custom_id} of batch {batch_id} was {self._quote(why)}",

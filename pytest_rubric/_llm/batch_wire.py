@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._guards.secrets import clip, public_url, redact
 from .base import JudgeError, Reply, Sampling
-from .http import _HINTS, _QUOTE_ERROR, HTTPClient, _error_text, _retry_after
+from .http import _QUOTE_ERROR, HTTPClient
+from .responses import HINTS, error_text, retry_delay
 
 if TYPE_CHECKING:
     import httpx
@@ -220,11 +221,11 @@ class _Wire:
         if status >= 400:
             raise self._fail(
                 url,
-                f"HTTP {status}: {self._quote(_error_text(body, response.reason_phrase))}",
+                f"HTTP {status}: {self._quote(error_text(body, response.reason_phrase))}",
                 status=status,
-                hint=_BATCH_HINTS.get(status) or _HINTS.get(status, "see the provider's error"),
+                hint=_BATCH_HINTS.get(status) or HINTS.get(status, "see the provider's error"),
                 retryable=status == 429 or status >= 500,
-                retry_after=_retry_after(response),
+                retry_after=retry_delay(response),
             )
         if body is None:
             raise self._fail(
@@ -233,7 +234,7 @@ class _Wire:
                 status=status,
                 hint="send fewer judge calls per run, or judge live without --rubric-judge-batch",
             )
-        return body, _retry_after(response)
+        return body, retry_delay(response)
 
     async def json(
         self, method: str, url: str, **kwargs: Any
