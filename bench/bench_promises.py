@@ -3,7 +3,7 @@
 DESIGN "Statistics that keep their promises": suites whose true means are known
 are drawn many times, and the figures the plugin prints are checked against the
 truth. Everything goes through the functions a run uses: ``leaderboard`` (the
-correctness interval, ``passed_ci``, tiers, ``detectable_drop``), ``_gates.check``
+correctness interval, ``passed_ci``, tiers, ``detectable_drop``), ``gates.run_gates``
 (the baseline gate, case and subject) and ``paired`` with
 ``_stats.paired_difference`` (tiers, deltas, pairwise). Each subject of a
 leaderboard is one replication, so one call judges hundreds of them.
@@ -54,7 +54,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_rubric._report import stats as _stats
-from pytest_rubric._report.gates import check
+from pytest_rubric._report.gates import run_gates
 from pytest_rubric._report.leaderboard import leaderboard, paired
 from pytest_rubric._results import CaseResult, CriterionResult, Sample, Verdict
 
@@ -180,7 +180,7 @@ def _dropped(rates: Sequence[float], drop: float) -> list[float]:
 def _failed_subjects(
     results: list[CaseResult], baseline: list[CaseResult], c: float | None
 ) -> set[str]:
-    report = check(results, baseline=baseline, gate_confidence=c)
+    report = run_gates(results, baseline=baseline, gate_confidence=c)
     return {e.subject for e in report.entries if e.failed and e.subject is not None}
 
 

@@ -28,7 +28,7 @@ from pytest_rubric._render.json import json_document
 from pytest_rubric._render.summary import summary_lines
 from pytest_rubric._report.document import DocumentError, DocumentModel, parse_document
 from pytest_rubric._report.document_models import VerdictName
-from pytest_rubric._report.gates import check
+from pytest_rubric._report.gates import run_gates
 from pytest_rubric._report.run import RunInfo, RunJudge
 from pytest_rubric._results import CaseResult, CriterionResult, Verdict
 from tests.fake_llm import FakeLLM, verdict
@@ -582,7 +582,7 @@ def test_any_field_mistyped_is_a_clean_error_naming_it_or_harmless(
     # downstream of reading works on what was read.
     assert not (isinstance(value, float) and not math.isfinite(value)), where
     results = document.results
-    check(results, baseline=results, baseline_name="doc.json")
+    run_gates(results, baseline=results, baseline_name="doc.json")
     summary_lines(results)
     json.dumps(json_document(results), allow_nan=False)
 

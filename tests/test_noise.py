@@ -264,12 +264,12 @@ def test_every_gate_outcome_is_an_entry() -> None:
 def test_a_drop_on_shared_cases_is_not_hidden_by_added_easy_cases() -> None:
     """1.00 -> 0.60 on the shared cases while two easy cases join: the whole means read
     0.750 -> 0.775, but the gate compares the cases both runs graded."""
-    from pytest_rubric._report.gates import check
+    from pytest_rubric._report.gates import run_gates
 
     baseline = [_result("a", "s", 1.0), _result("b", "s", 0.5)]
     now = [_result("a", "s", 0.6), _result("b", "s", 0.5)]
     now += [_result("easy1", "s", 1.0), _result("easy2", "s", 1.0)]
-    gates = check(now, baseline=baseline)
+    gates = run_gates(now, baseline=baseline)
     (entry,) = [e for e in gates.entries if e.gate == "baseline-subject"]
     assert entry.failed
     assert entry.message.startswith(
@@ -278,9 +278,9 @@ def test_a_drop_on_shared_cases_is_not_hidden_by_added_easy_cases() -> None:
 
 
 def test_a_baseline_that_shares_nothing_fails_the_gate() -> None:
-    from pytest_rubric._report.gates import check
+    from pytest_rubric._report.gates import run_gates
 
-    gates = check([_result("new", "s2", 1.0)], baseline=[_result("old", "s1", 1.0)])
+    gates = run_gates([_result("new", "s2", 1.0)], baseline=[_result("old", "s1", 1.0)])
     assert gates.failed
     assert any(
         e.gate == "baseline-case" and e.failed and "shares no case with this run" in e.message
@@ -290,14 +290,14 @@ def test_a_baseline_that_shares_nothing_fails_the_gate() -> None:
 
 def test_a_style_probe_or_kappa_gate_that_measured_nothing_fails() -> None:
     from pytest_rubric._report.audit import StyleProbe
-    from pytest_rubric._report.gates import check
+    from pytest_rubric._report.gates import run_gates
 
     results = [_result("a", "s", 1.0)]
     nothing_probed = [StyleProbe(judge="j", probed=0, flips_confident=0, flips_hedged=0)]
     for probes in ([], nothing_probed):
-        gates = check(results, style_probe=probes, max_style_flips=0.1)
+        gates = run_gates(results, style_probe=probes, max_style_flips=0.1)
         assert gates.failed, probes
         assert any("measured nothing" in e.message for e in gates.entries if e.failed)
-    gates = check(results, calibration=[], min_kappa=0.5)
+    gates = run_gates(results, calibration=[], min_kappa=0.5)
     assert gates.failed
     assert any("no calibration label was graded" in e.message for e in gates.entries)

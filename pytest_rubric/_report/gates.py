@@ -45,7 +45,7 @@ __all__ = [
     "GateEntry",
     "GateReport",
     "SubjectDelta",
-    "check",
+    "run_gates",
 ]
 
 
@@ -130,7 +130,7 @@ def _identity(entry: GateEntry) -> tuple[object, ...]:
     return (entry.gate, entry.subject, entry.nodeid, entry.failed, entry.message)
 
 
-def check(
+def run_gates(
     results: Sequence[CaseResult],
     *,
     baseline: Sequence[CaseResult] | None = None,

@@ -22,7 +22,7 @@ from .._defaults import SHOW_RESPONSE
 from .._grade.style import StyleThresholds
 from .._results import CaseResult
 from .audit import JudgeAudit, audit
-from .gates import GateEntry, GateReport, check
+from .gates import GateEntry, GateReport, run_gates
 from .leaderboard import SubjectRow, leaderboard, rank_noise
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def build_report(
     run: RunInfo | None = None,
     carried_gates: Sequence[GateEntry] = (),
 ) -> SessionReport:
-    """The report of ``results``, with the gates (see ``_gates.check``) applied to them;
+    """The report of ``results``, with the gates (see ``gates.run_gates``) applied to them;
     every interval, tier and paired test at confidence ``level``; ``run`` says which run
     it is (see ``_run``). ``carried_gates``: the gate entries of merged shards (kept for
     the gates not applied here).
@@ -144,7 +144,7 @@ def build_report(
     )
     noise = rank_noise(rows, ordered, level=level)
     judge_audit = audit(ordered, calibration=calibration)
-    gates = check(
+    gates = run_gates(
         ordered,
         rows=rows,
         baseline=baseline,
