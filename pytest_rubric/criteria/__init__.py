@@ -12,6 +12,8 @@
                    union pydantic reads a criterion (or a json field's body) by
 ``json``           ``json``: parses, fits any JSON Schema, checks fields at
                    JSON Pointers with deterministic bodies (above the registry)
+``json_text``      JSON read out of an answer (fenced or bare), JSON Pointers
+``normalize``      the text normalization every phrase and pattern match uses
 ``judge``          ``judge``: a requirement the LLM judge grades (model only)
 ``extract``        ``extract``: the judge reads a value, a deterministic body
                    decides (above the registry, like ``json``)
