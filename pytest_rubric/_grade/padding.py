@@ -6,7 +6,7 @@ nothing about its subject, only that they are filler. A verdict that then change
 answer's favour changed with length alone. The sentences hold no digit, no negation, no
 tone marker (no hedge, nothing assertive: the style heuristics and the tone probe's word
 lists see none) and no term of any domain, so a deterministic criterion gives the same
-verdict on the padded answer as on the answer (``tests/test_probe_kinds.py`` checks this
+verdict on the padded answer as on the answer (``tests/judge/test_probe_kinds.py`` checks this
 on every criterion of the bundled examples).
 
 ``pad`` is a pure function of its input: the sentences are taken in order, from the first,

@@ -27,6 +27,8 @@ from pytest_rubric.judge.runner import JudgeRunner
 from tests.conftest import RUN_MODES
 from tests.fake_llm import FakeLLM, text, verdict
 
+pytestmark = pytest.mark.hostile
+
 BOOL = Requirement(id="a", requirement="Says A")
 SCORE = Requirement(id="s", requirement="How good?", kind="score")
 KEY = "sk-test-9QvX2mLp7RtW4yZb8NcK3hJd"

@@ -41,6 +41,8 @@ from pytest_rubric._load.loader import (
     parse_suite,
 )
 
+pytestmark = pytest.mark.hostile
+
 Write = Callable[[str, str], Path]
 
 YAML = Path("x.rubric.yaml")

@@ -13,7 +13,7 @@ from pytest_rubric._schema import Requirement
 from pytest_rubric.judge.prompts import holistic, one_shot, per_criterion
 from pytest_rubric.judge.replies import ReplyError, read_one, read_one_shot
 from tests.fake_llm import FakeLLM, Recorded, json_reply
-from tests.test_judge_e2e import judge_args
+from tests.judge.test_judge_e2e import judge_args
 
 Write = Callable[[str, str], Path]
 

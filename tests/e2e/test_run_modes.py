@@ -3,9 +3,9 @@
 the HTML report, the Markdown, the CSV and the GitHub step summary byte for byte, and the JUnit
 properties of every test case.
 
-This is why the tests of each output format (test_reports, test_e2e_summary, test_gates,
-test_assert_rubric, test_hostile_loading) run in one mode only, and test_e2e_collect's stray
-response and test_hostile_reply's quoted key in process only: the suite here holds what they
+This is why the tests of each output format (render/test_formats, render/test_summary, report/test_gates,
+plugin/test_assert_rubric, load/test_loading_limits) run in one mode only, and plugin/test_collect's stray
+response and judge/test_reply_limits's quoted key in process only: the suite here holds what they
 exercise (judged and deterministic criteria, an ERROR, ``assert_rubric`` results from a plain
 test, a rubric file that is a collection error, a case that regressed against the baseline, a
 response that matches no case and is one warning however many workers there are, judge
@@ -23,8 +23,8 @@ import pytest
 
 from tests.conftest import RUN_MODES, timeless
 from tests.fake_llm import Action, FakeLLM, Recorded, status, verdict
-from tests.test_e2e_summary import TWO_SUBJECTS
-from tests.test_hostile_reply import KEY, leaked
+from tests.judge.test_reply_limits import KEY, leaked
+from tests.render.test_summary import TWO_SUBJECTS
 
 Write = Callable[[str, str], Path]
 
@@ -105,7 +105,7 @@ REPEATED_ANSWERS = "\n".join(
         '{"id": "r1", "response": "A 1% loss or more."}',
         '{"id": "r2", "response": "The standard deviation."}',
         '{"id": "r2", "response": "The mean."}',
-        # No case r9: one warning (test_e2e_collect), once however many workers there are.
+        # No case r9: one warning (plugin/test_collect), once however many workers there are.
         '{"id": "r9", "response": "Stray."}',
     ]
 )
@@ -123,7 +123,7 @@ DEEP_PROBLEM = [
 ]
 
 
-# test_hostile_reply's reason: the key minus its last character, and the key whole where a
+# judge/test_reply_limits's reason: the key minus its last character, and the key whole where a
 # cut at 2,000 characters would halve it.
 KEY_REASON = f"the key is {KEY[:-1]}; " + "z" * 1_980 + KEY
 
@@ -137,7 +137,7 @@ def _responder(request: Recorded) -> Action:
     if "One day, I think." in user:
         return verdict("UNMET" if seed % 3 == 1 else "MET", "says one day, hedged")
     met = "One day, at" in user or "standard deviation" in user
-    if "Sharpe" in user:  # quotes pieces of the key (test_hostile_reply): none may show
+    if "Sharpe" in user:  # quotes pieces of the key (judge/test_reply_limits): none may show
         return verdict("MET" if met else "UNMET", KEY_REASON)
     return verdict("MET" if met else "UNMET", "judged on content")
 
@@ -183,7 +183,7 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
     write("answers/steady.jsonl", REPEATED_ANSWERS)
     write("test_app.py", APP)
     write("deep.rubric.json", DEEP)
-    # test_e2e_summary's two subjects, plain and bold: their JSON (leaderboard with style
+    # render/test_summary's two subjects, plain and bold: their JSON (leaderboard with style
     # scores, rankings) is compared with the rest; the baseline has none of their cases.
     write("arith.rubric.yaml", TWO_SUBJECTS.replace("bold:", "brash:"))
 

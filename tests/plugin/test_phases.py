@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_llm import FakeLLM, verdict
-from tests.test_judge_e2e import judge_args
+from tests.judge.test_judge_e2e import judge_args
 
 Write = Callable[[str, str], Path]
 

@@ -33,6 +33,9 @@ from pytest_rubric._report.run import RunInfo, RunJudge
 from pytest_rubric._results import CaseResult, CriterionResult, Verdict
 from tests.fake_llm import FakeLLM, verdict
 
+pytestmark = pytest.mark.hostile
+
+
 Write = Callable[[str, str], Path]
 
 

@@ -27,7 +27,7 @@ from pytest_rubric.criteria.normalize import normalize
 from pytest_rubric.criteria.regex import PYTHON_REGEX_TIMEOUT
 from pytest_rubric.criteria.registry import compile_check
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _CRITERION = TypeAdapter(Criterion)
 
 
@@ -307,7 +307,7 @@ def test_a_catastrophic_python_engine_pattern_is_an_error_after_its_time_bound(
     existed; the search stops at the bound and the criterion is ERROR, never UNMET.
 
     The bound is shortened here, as each search spends all of it backtracking;
-    test_hostile_checks runs such a pattern in a session against the real one."""
+    criteria/test_check_limits runs such a pattern in a session against the real one."""
     bound = PYTHON_REGEX_TIMEOUT / 4
     monkeypatch.setattr(_engines, "PATTERN_TIMEOUT", bound)
     rubric = {"type": "regex", "pattern": r"(a|aa)+$", "engine": "python"}
@@ -612,7 +612,7 @@ def test_metric_on_empty_answer() -> None:
 
 
 # --- callable ------------------------------------------------------------------------------------
-# Functions graded as "tests.test_checks:<name>".
+# Functions graded as "tests.criteria.test_checks:<name>".
 
 
 def returns_true(response: str, case: Any) -> bool:
@@ -701,13 +701,13 @@ def importable_tests(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def fn(name: str) -> dict[str, Any]:
-    return {"type": "callable", "function": f"tests.test_checks:{name}"}
+    return {"type": "callable", "function": f"tests.criteria.test_checks:{name}"}
 
 
 def test_tests_package_is_importable_from_the_rootdir(importable_tests: None) -> None:
     import importlib
 
-    module = importlib.import_module("tests.test_checks")
+    module = importlib.import_module("tests.criteria.test_checks")
     assert module.returns_true("", None) is True
 
 
@@ -786,8 +786,8 @@ def test_callable_bad_return_is_error(name: str) -> None:
     "path",
     [
         "no_such_package_xyz.module:function",
-        "tests.test_checks:no_such_function",
-        "tests.test_checks:Graders.missing",
+        "tests.criteria.test_checks:no_such_function",
+        "tests.criteria.test_checks:Graders.missing",
     ],
 )
 def test_callable_unimportable_is_error_at_grade_time(path: str) -> None:
@@ -861,7 +861,9 @@ def long_reason(response: str, case: object) -> tuple[bool, str]:
 def test_verdict_reasons_are_cut_to_2000_characters_with_a_count() -> None:
     """DESIGN: text copied into a result is cut to 2,000 characters with a count of what was
     cut (it was 120 characters and no count)."""
-    outcome = check({"type": "callable", "function": "tests.test_checks:long_reason"}, "{}")
+    outcome = check(
+        {"type": "callable", "function": "tests.criteria.test_checks:long_reason"}, "{}"
+    )
     assert outcome.verdict is UNMET
     assert outcome.reason.startswith("missing kkk")
     assert outcome.reason.endswith("k… [1,008 more characters]")

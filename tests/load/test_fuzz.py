@@ -33,7 +33,7 @@ from pytest_rubric._schema import Suite
 from pytest_rubric.criteria.check import Answer
 from pytest_rubric.criteria.registry import compile_check
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 YAML = Path("fuzz.rubric.yaml")
 JSON = Path("fuzz.rubric.json")
 
@@ -69,7 +69,11 @@ BASE: dict[str, Any] = {
                     "fields": {"/answer": {"type": "number", "value": 42, "abs_tol": 0.5}},
                 },
                 {"id": "m", "type": "metric", "expected": ["42"], "metric": "recall"},
-                {"id": "cl", "type": "callable", "function": "tests.test_checks:returns_half"},
+                {
+                    "id": "cl",
+                    "type": "callable",
+                    "function": "tests.criteria.test_checks:returns_half",
+                },
                 {"id": "tone", "type": "judge", "requirement": "Polite", "axis": "style"},
             ],
         },

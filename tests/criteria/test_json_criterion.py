@@ -192,7 +192,7 @@ def test_a_field_that_cannot_be_evaluated_makes_the_criterion_error() -> None:
 
 
 def test_a_callable_checks_a_field_given_its_text() -> None:
-    body = {"type": "callable", "function": "tests.test_json_criterion:is_usd"}
+    body = {"type": "callable", "function": "tests.criteria.test_json_criterion:is_usd"}
     assert check({"fields": {"/currency": body}}, ORDER).verdict is MET
 
 

@@ -308,7 +308,7 @@ def test_rate_limit_with_retry_after_is_honoured(
         *judge_args(fake_llm, "openai", "--rubric-concurrency=1"), "-p", "no:xdist"
     )
     result.assert_outcomes(passed=1)
-    # The other criterion's call goes ahead during the wait (see test_hostile_judge).
+    # The other criterion's call goes ahead during the wait (see llm/test_http_limits).
     first = fake_llm.requests[0]
     retried = next(r for r in fake_llm.requests[1:] if r.body == first.body)
     assert retried.received_at - first.received_at >= 0.3

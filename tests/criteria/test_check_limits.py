@@ -26,6 +26,8 @@ from pytest_rubric.criteria.check import Answer
 from pytest_rubric.criteria.normalize import parse_numbers
 from pytest_rubric.criteria.registry import compile_check
 
+pytestmark = pytest.mark.hostile
+
 Write = Callable[[str, str], Path]
 
 HUGE = "1" * 400

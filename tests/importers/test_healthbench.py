@@ -23,7 +23,7 @@ from pytest_rubric._cli.merge import main
 from pytest_rubric._load.loader import load_suite
 from tests.fake_llm import FakeLLM, Recorded, verdict
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def _import(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

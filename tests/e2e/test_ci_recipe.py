@@ -30,7 +30,7 @@ import yaml
 
 from tests.conftest import INNER_ADDOPTS
 
-CI_GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guides" / "ci.md"
+CI_GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "ci.md"
 
 
 def declared(inputs: str) -> frozenset[str]:

@@ -36,7 +36,10 @@ from tests.fake_llm import (
     trickle,
     verdict,
 )
-from tests.test_judge_e2e import JUDGED, by_requirement, judge_args
+from tests.judge.test_judge_e2e import JUDGED, by_requirement, judge_args
+
+pytestmark = pytest.mark.hostile
+
 
 Write = Callable[[str, str], Path]
 

@@ -38,9 +38,9 @@ from pytest_rubric.importers.promptfoo_match import (
 from pytest_rubric.importers.promptfoo_read import assertion_from_string
 from tests.conftest import lines_in_any_order
 
-DATA = Path(__file__).parent / "data" / "promptfoo"
+DATA = Path(__file__).resolve().parents[1] / "data" / "promptfoo"
 CONFIGS = sorted(DATA.glob("*/promptfooconfig*.yaml"))
-CONFIG = Path(__file__).parent / "data" / "promptfooconfig.yaml"
+CONFIG = Path(__file__).resolve().parents[1] / "data" / "promptfooconfig.yaml"
 # Text whose normalized form is itself: printable ASCII, regex metacharacters included,
 # single spaces between words. promptfoo's checks and this plugin's agree on it exactly.
 PLAIN = st.text(st.sampled_from("abcXYZ019 .^$*+?()[]{}|\\-#/'\"!,:"), min_size=1, max_size=12).map(
@@ -786,7 +786,7 @@ def test_the_worked_example_runs_end_to_end(pytester: pytest.Pytester) -> None:
 def test_the_guide_shows_what_the_command_prints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    guide = Path(__file__).parent.parent / "docs" / "guides" / "import-promptfoo.md"
+    guide = Path(__file__).resolve().parents[2] / "docs" / "guides" / "import-promptfoo.md"
     section = guide.read_text(encoding="utf-8")
     assert section.startswith("# Importing promptfoo\n")
     shown = section.split("\nprints\n\n```\n", 1)[1].split("```", 1)[0]

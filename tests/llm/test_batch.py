@@ -33,7 +33,7 @@ from tests.fake_llm import (
     text,
     verdict,
 )
-from tests.test_judge_e2e import JUDGED, by_requirement, judge_args
+from tests.judge.test_judge_e2e import JUDGED, by_requirement, judge_args
 
 Write = Callable[[str, str], Path]
 
