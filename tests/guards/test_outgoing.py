@@ -23,6 +23,8 @@ from pytest_rubric._report.report import build_report
 from pytest_rubric._results import CaseResult, CriterionResult, Verdict
 from tests.fake_llm import FakeLLM, Recorded, verdict
 
+pytestmark = pytest.mark.hostile
+
 Write = Callable[[str, str], Path]
 
 KEY = "sk-test-0123456789abcdefghijklmnop"

@@ -35,6 +35,8 @@ from pytest_rubric.criteria.registry import compile_check
 from pytest_rubric.judge.evidence import check_evidence, quote_found
 from tests.fake_llm import FakeLLM, json_reply, raw
 
+pytestmark = pytest.mark.hostile
+
 Write = Callable[[str, str], Path]
 MET, UNMET, ERROR = Verdict.MET, Verdict.UNMET, Verdict.ERROR
 

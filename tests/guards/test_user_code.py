@@ -14,6 +14,8 @@ import pytest
 
 from tests.conftest import lines_in_any_order
 
+pytestmark = pytest.mark.hostile
+
 Write = Callable[[str, str], Path]
 
 TARGETS = """
