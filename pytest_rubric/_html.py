@@ -417,7 +417,7 @@ def _changes(report: SessionReport, shown: set[str]) -> str:
 # made a 169 MB page that took Chromium minutes to open.
 FULL = 5000
 # Items listed under each kind of change since the baseline; the rest are counted.
-_CHANGES_SHOWN = 1000
+_CHANGES_SHOWN = 100
 
 
 class _Filters:
