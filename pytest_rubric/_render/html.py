@@ -4,11 +4,14 @@ It shows, in order:
 
 * the run's header line: the plugin's version, the judges with their
   endpoints, the commit, when it started and how long it took;
-* the style-versus-substance scatter plot: one point per answer, x = style
-  (the mean of fluency and confidence), y = substance score, one colour per
-  subject. The low-score, high-style corner is shaded, and every answer
-  flagged ``confidently_wrong`` is ringed in red, so a confident wrong
-  answer stands out at a glance;
+* with ``--rubric-baseline``, the changes since the baseline, each linked to its
+  answer below;
+* the style-versus-substance scatter plot: x = style (the mean of fluency and
+  confidence), y = substance score, one colour per subject, one mark per subject
+  per spot (a 2.5 % cell), sized and counted by the answers it holds, so 200,000
+  answers draw at most a few thousand marks. The low-score, high-style corner is
+  shaded, and every spot holding an answer flagged ``confidently_wrong`` is ringed
+  in red, so a confident wrong answer stands out at a glance;
 * each subject's correctness interval on the same plot: a bar in its colour
   at its mean style, from the interval's low to its high end, marked at its
   correctness;
@@ -18,8 +21,11 @@ It shows, in order:
   column's over the cases they share, wins-losses-ties and the mean difference with
   its paired interval, shaded where the interval excludes 0 (``_pairwise``);
 * the gates, when ``--rubric-baseline`` or ``--rubric-fail-under`` is set;
-* per case, every subject's answer: score, criteria with verdicts and
-  reasons, and the response text.
+* the answers, failing ones first, each with its score, criteria with verdicts
+  and reasons, and the response text; filters by subject, status and flag work by
+  CSS alone (radio inputs and ``:has()`` rules). Past :data:`FULL` answers, further
+  failing ones are one line each and passing ones are counted: the JSON holds
+  every one.
 
 Every text from a rubric or a response goes through :func:`html.escape`,
 and a Content-Security-Policy forbids scripts and any fetch, so a hostile
@@ -29,6 +35,7 @@ response is shown as text and can do nothing.
 from __future__ import annotations
 
 import html
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -39,7 +46,7 @@ from .._report.pairwise import Pair
 from .._report.report import SessionReport, Severity
 from .._results import CaseResult, mark_text
 
-__all__ = ["PALETTE", "render_html", "style_of"]
+__all__ = ["FULL", "PALETTE", "render_html", "style_of"]
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -65,17 +72,23 @@ def _y(value: float) -> float:
     return _TOP + (1 - value) * (_H - _TOP - _BOTTOM)
 
 
-def _marker(shape: str, x: float, y: float, colour: str, title: str) -> str:
+def _marker(shape: str, x: float, y: float, colour: str, title: str, size: float = 1.0) -> str:
+    """One mark; ``size`` scales it (a spot holding many answers is drawn larger)."""
     tip = f"<title>{_e(title)}</title>"
     if shape == "square":
+        half = 4.5 * size
         return (
-            f'<rect x="{x - 4.5:.1f}" y="{y - 4.5:.1f}" width="9" height="9" fill="{colour}" '
-            f'fill-opacity="0.85">{tip}</rect>'
+            f'<rect x="{x - half:.1f}" y="{y - half:.1f}" width="{2 * half:g}" '
+            f'height="{2 * half:g}" fill="{colour}" fill-opacity="0.85">{tip}</rect>'
         )
     if shape == "diamond":
-        points = f"{x:.1f},{y - 6:.1f} {x + 6:.1f},{y:.1f} {x:.1f},{y + 6:.1f} {x - 6:.1f},{y:.1f}"
+        d = 6 * size
+        points = f"{x:.1f},{y - d:.1f} {x + d:.1f},{y:.1f} {x:.1f},{y + d:.1f} {x - d:.1f},{y:.1f}"
         return f'<polygon points="{points}" fill="{colour}" fill-opacity="0.85">{tip}</polygon>'
-    return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{colour}" fill-opacity="0.85">{tip}</circle>'
+    return (
+        f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{5 * size:.3g}" fill="{colour}" '
+        f'fill-opacity="0.85">{tip}</circle>'
+    )
 
 
 def _interval_bar(row: SubjectRow, colour: str, level: float) -> str:
@@ -133,32 +146,50 @@ def _scatter(
         f'<text transform="translate(14 {(_y(0) + _y(1)) / 2:.1f}) rotate(-90)" '
         'text-anchor="middle" class="axis">substance score</text>'
     )
+    # One mark per subject per spot (a 2.5 % cell): a thousand answers on one spot are one
+    # mark, sized by their count, never a thousand circles; counts are labelled where the
+    # label has room, largest first, so no two labels overlap.
+    spots: dict[tuple[str, int, int], list[CaseResult]] = defaultdict(list)
     for r in results:
-        colour, shape = look[r.subject]
-        x, y = _x(style_of(r)), _y(r.score)
-        title = (
-            f"{r.case}[{r.subject}]: score {r.score:.2f}, fluency {r.fluency:.2f}, "
-            f"confidence {r.confidence:.2f}" + (f", {', '.join(r.flags)}" if r.flags else "")
-        )
-        if "confidently_wrong" in r.flags:
-            parts.append(
-                f'<circle class="flagged" cx="{x:.1f}" cy="{y:.1f}" r="9" fill="none" '
-                'stroke="#C00" stroke-width="2"/>'
+        spots[(r.subject, round(style_of(r) * 40), round(r.score * 40))].append(r)
+    labels: list[tuple[int, float, float]] = []
+    for (subject, _, _), stack in spots.items():
+        colour, shape = look[subject]
+        sx = sum(style_of(r) for r in stack) / len(stack)
+        sy = sum(r.score for r in stack) / len(stack)
+        x, y = _x(sx), _y(sy)
+        flagged = sum("confidently_wrong" in r.flags for r in stack)
+        if len(stack) == 1:
+            (r,) = stack
+            title = (
+                f"{r.case}[{r.subject}]: score {r.score:.2f}, fluency {r.fluency:.2f}, "
+                f"confidence {r.confidence:.2f}" + (f", {', '.join(r.flags)}" if r.flags else "")
             )
-        parts.append(_marker(shape, x, y, colour, title))
+        else:
+            title = f"{subject}: {len(stack)} answers, score {sy:.2f}, style {sx:.2f}" + (
+                f", {flagged} confidently_wrong" if flagged else ""
+            )
+            labels.append((len(stack), x, y))
+        size = min(1 + math.log10(len(stack)) * 0.6, 3.0)
+        if flagged:
+            parts.append(
+                f'<circle class="flagged" cx="{x:.1f}" cy="{y:.1f}" r="{4 + 5 * size:.1f}" '
+                'fill="none" stroke="#C00" stroke-width="2"/>'
+            )
+        parts.append(_marker(shape, x, y, colour, title, size))
     parts += [_interval_bar(row, look[row.subject][0], level) for row in rows]
-    # Three or more answers on one spot (a 2.5 % cell) would hide each other: count them.
-    stacks: dict[tuple[int, int], list[CaseResult]] = defaultdict(list)
-    for r in results:
-        stacks[(round(style_of(r) * 40), round(r.score * 40))].append(r)
-    for stack in stacks.values():
-        if len(stack) >= 3:
-            sx = sum(style_of(r) for r in stack) / len(stack)
-            sy = sum(r.score for r in stack) / len(stack)
-            parts.append(
-                f'<text class="stack" x="{_x(sx) - 10:.1f}" y="{_y(sy) - 8:.1f}" '
-                f'text-anchor="end">&#215;{len(stack)}</text>'
-            )
+    placed: list[tuple[float, float, float, float]] = []
+    for count, x, y in sorted(labels, key=lambda label: -label[0]):
+        if count < 3:
+            continue
+        text = f"\u00d7{count}"
+        box = (x - 10 - 7 * len(text), y - 19, x - 10, y - 6)
+        if any(b[0] < box[2] and box[0] < b[2] and b[1] < box[3] and box[1] < b[3] for b in placed):
+            continue
+        placed.append(box)
+        parts.append(
+            f'<text class="stack" x="{x - 10:.1f}" y="{y - 8:.1f}" text-anchor="end">{text}</text>'
+        )
     parts.append("</svg>")
     legend = "".join(
         f'<li><svg width="14" height="14" viewBox="0 0 14 14" aria-hidden="true">'
@@ -315,6 +346,14 @@ def _trend(report: SessionReport, subjects: Sequence[str]) -> str:
     )
 
 
+def _items(texts: Sequence[str]) -> str:
+    """List items, the first :data:`_CHANGES_SHOWN` of them; the rest counted."""
+    items = "".join(f"<li>{_e(text)}</li>" for text in texts[:_CHANGES_SHOWN])
+    if len(texts) > _CHANGES_SHOWN:
+        items += f"<li>and {len(texts) - _CHANGES_SHOWN} more (see the JSON)</li>"
+    return items
+
+
 def _gates(gates: GateReport) -> str:
     parts = ["<h2>Gates</h2>"]
     if gates.baseline is not None:
@@ -324,14 +363,12 @@ def _gates(gates: GateReport) -> str:
             f"{_row(DELTA_HEADER, 'th')}</thead><tbody>{rows}</tbody></table>"
         )
     if gates.failed:
-        items = "".join(f"<li>{_e(reason)}</li>" for reason in gates.regressions)
-        parts.append(f'<p class="bad">Gate failed:</p><ul>{items}</ul>')
+        parts.append(f'<p class="bad">Gate failed:</p><ul>{_items(gates.regressions)}</ul>')
     else:
         parts.append('<p class="good">Gate passed.</p>')
     notes = gates.noted
     if notes:
-        items = "".join(f"<li>{_e(note)}</li>" for note in notes)
-        parts.append(f"<p>Notes:</p><ul>{items}</ul>")
+        parts.append(f"<p>Notes:</p><ul>{_items(notes)}</ul>")
     return "".join(parts)
 
 
@@ -342,7 +379,7 @@ def _anchor(nodeid: str) -> str:
     return "answer-" + hashlib.sha1(nodeid.encode("utf-8", "replace")).hexdigest()[:12]
 
 
-def _changes(report: SessionReport) -> str:
+def _changes(report: SessionReport, shown: set[str]) -> str:
     """With a baseline, first: each subject's delta with its paired interval, then the items
     that regressed, improved, appeared or disappeared, each linked to its answer below."""
     gates = report.gates
@@ -357,24 +394,127 @@ def _changes(report: SessionReport) -> str:
         *(_row(d.cells(missing="\u2013")) for d in gates.deltas),
         "</table>",
     ]
-    shown = {r.nodeid for r in report.results}
     for kind in CHANGE_KINDS:
         changes = [c for c in gates.changes if c.kind == kind]
         if not changes:
             continue
         items = []
-        for c in changes:
+        for c in changes[:_CHANGES_SHOWN]:
             name = f"<code>{_e(c.nodeid)}</code>"
             link = f'<a href="#{_anchor(c.nodeid)}">{name}</a>' if c.nodeid in shown else name
             scores = " &#8594; ".join(
                 "&#8211;" if v is None else f"{v:.2f}" for v in (c.before, c.after)
             )
             items.append(f"<li>{link} <small>{scores}</small></li>")
+        if len(changes) > _CHANGES_SHOWN:
+            items.append(f"<li>and {len(changes) - _CHANGES_SHOWN} more (see the JSON)</li>")
         parts.append(f'<h3 class="{kind}">{len(changes)} {kind}</h3><ul>{"".join(items)}</ul>')
     return "".join(parts)
 
 
-def _answer(r: CaseResult) -> str:
+# Answers shown in full, failing ones first; past this many, each further failing answer is
+# one line and passing ones are counted (the JSON holds every one): 200,000 answers in full
+# made a 169 MB page that took Chromium minutes to open.
+FULL = 5000
+# Items listed under each kind of change since the baseline; the rest are counted.
+_CHANGES_SHOWN = 100
+
+
+class _Filters:
+    """The page's filters by subject, status and flag, in CSS alone (the CSP allows no
+    script): a radio group per filter, and rules that hide each answer the checked radios
+    exclude, and each case left with none."""
+
+    STATUSES = ("failed", "error", "passed")
+
+    def __init__(self, results: Sequence[CaseResult], subjects: Sequence[str]) -> None:
+        self.subject = {s: i for i, s in enumerate(subjects)}
+        flags = sorted({f for r in results for f in r.flags})
+        self.flag = {f: i for i, f in enumerate(flags)}
+        self.counts: dict[str, int] = defaultdict(int)
+        for r in results:
+            for key in self.keys(r):
+                self.counts[key] += 1
+
+    def keys(self, r: CaseResult) -> list[str]:
+        """The classes of an answer: its subject's, its status and its flags'."""
+        return [f"s{self.subject[r.subject]}", r.status, *(f"f{self.flag[f]}" for f in r.flags)]
+
+    def classes(self, r: CaseResult) -> str:
+        return " ".join(["a", *self.keys(r)])
+
+    def _groups(self) -> list[tuple[str, str, list[tuple[str, str]]]]:
+        return [
+            ("subject", "fs", [(f"s{i}", s) for s, i in self.subject.items()]),
+            ("status", "ft", [(s, s) for s in self.STATUSES if self.counts[s]]),
+            ("flag", "ff", [(f"f{i}", f) for f, i in self.flag.items()]),
+        ]
+
+    def _ids(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """Each filter's name and its radios (id and label), "all" first."""
+        return [
+            (label, [(f"{name}-all", "all"), *((f"{name}-{key}", text) for key, text in options)])
+            for label, name, options in self._groups()
+            if options
+        ]
+
+    def form(self, listing: str) -> str:
+        """``listing`` under the filters. The radios come first, siblings of the labels and of
+        the listing, so each rule is a cheap ``:checked ~`` (a ``body:has()`` rule per answer
+        took Chromium 11 s on 40,000 answers)."""
+        inputs = "".join(
+            f'<input type="radio" name="{ident.partition("-")[0]}" id="{ident}"'
+            + (" checked>" if ident.endswith("-all") else ">")
+            for _, radios in self._ids()
+            for ident, _ in radios
+        )
+        rows = "".join(
+            f"<p><b>{label}</b> "
+            + "".join(
+                f'<label for="{ident}">{_e(text)}'
+                + ("" if ident.endswith("-all") else f" <small>{self.counts[ident[3:]]}</small>")
+                + "</label>"
+                for ident, text in radios
+            )
+            + "</p>"
+            for label, radios in self._ids()
+        )
+        return (
+            f'<div class="answers">{inputs}<div class="filters">{rows}</div>'
+            f'<div class="list">{listing}</div></div>'
+        )
+
+    def css(self) -> str:
+        idents = [ident for _, radios in self._ids() for ident, _ in radios]
+        rules = [
+            f"#{i}:checked~.filters label[for={i}]{{background:#333;color:#fff;border-color:#333}}"
+            f"#{i}:focus-visible~.filters label[for={i}]{{outline:2px solid #0072B2}}"
+            for i in idents
+        ]
+        groups = [
+            [(f"{name}-{key}", key) for key, _ in options]
+            for _, name, options in self._groups()
+            if options
+        ]
+        rules += [
+            f"#{ident}:checked~.list .a:not(.{key}){{display:none}}"
+            for group in groups
+            for ident, key in group
+        ]
+        # A case whose every answer a filter hides goes too: one rule per combination, the
+        # radios in page order so each ``~`` reaches the next.
+        combos: list[list[tuple[str, str]]] = [[]]
+        for group in groups:
+            combos = [[*c, *choice] for c in combos for choice in ([], *([o] for o in group))]
+        for combo in combos:
+            if combo:
+                checked = "~".join(f"#{ident}:checked" for ident, _ in combo)
+                wanted = "".join(f".{key}" for _, key in combo)
+                rules.append(f"{checked}~.list .case:not(:has(.a{wanted})){{display:none}}")
+        return "\n".join(rules)
+
+
+def _answer(r: CaseResult, classes: str) -> str:
     rows = "".join(
         f'<tr class="{"ok" if c.ok else c.verdict.value.lower() if c.verdict.value in ("ERROR", "SKIPPED") else "wrong"}">'
         f"<td>{_e(c.id)}</td><td>{_e(c.type)}{' (style)' if c.axis == 'style' else ''}</td>"
@@ -390,7 +530,7 @@ def _answer(r: CaseResult) -> str:
             f"samples (pass_when {_e(r.pass_when)})"
         )
     return (
-        f'<details class="{r.status}" id="{_anchor(r.nodeid)}"><summary><span class="status">{r.status.upper()}</span> '
+        f'<details class="{classes}" id="{_anchor(r.nodeid)}"><summary><span class="status">{r.status.upper()}</span> '
         f"{_e(r.subject)}: score {r.score:.2f} ({_e(mark_text(r.min_score))}){rate} {flags}</summary>"
         f'<table class="criteria"><thead><tr><th>criterion</th><th>type</th><th>verdict</th>'
         f"<th>weight</th><th>reason</th></tr></thead><tbody>{rows}</tbody></table>"
@@ -398,20 +538,72 @@ def _answer(r: CaseResult) -> str:
     )
 
 
-def _cases(results: Sequence[CaseResult]) -> str:
+def _line(r: CaseResult, classes: str) -> str:
+    """A failing answer past the ones in full: its node id, score and what went wrong."""
+    missed = ", ".join(c.id for c in r.criteria if not c.ok)
+    return (
+        f'<li class="{classes}" id="{_anchor(r.nodeid)}"><code>{_e(r.nodeid)}</code> '
+        f"{r.status} {r.score:.2f} <small>{_e(missed)}</small></li>"
+    )
+
+
+def _by_case(results: Sequence[CaseResult]) -> list[tuple[tuple[str, str], list[CaseResult]]]:
     by_case: dict[tuple[str, str], list[CaseResult]] = defaultdict(list)
     for r in results:
         by_case[(r.suite, r.case)].append(r)
+    return list(by_case.items())
+
+
+def _section(groups: list[tuple[tuple[str, str], list[CaseResult]]], filters: _Filters) -> str:
     parts = []
-    for (suite, case), answers in by_case.items():
+    for (suite, case), answers in groups:
         question = answers[0].question
         parts.append(
             f'<section class="case"><h3>{_e(case)} <small>{_e(suite)}</small></h3>'
             + (f'<p class="question">{_e(question)}</p>' if question else "")
-            + "".join(_answer(a) for a in answers)
+            + "".join(_answer(a, filters.classes(a)) for a in answers)
             + "</section>"
         )
     return "".join(parts)
+
+
+def _answers(results: Sequence[CaseResult], subjects: Sequence[str]) -> tuple[str, str, set[str]]:
+    """Every answer, failing ones first, with the filters; the filters' CSS; and the node ids
+    given an id on the page (what a link may point at). See :data:`FULL` for many answers."""
+    filters = _Filters(results, subjects)
+    failing = [r for r in results if not r.passed]
+    passing = [r for r in results if r.passed]
+    full_failing, lines = failing[:FULL], failing[FULL:]
+    full_passing = passing if len(results) <= FULL else []
+    parts = []
+    cases = [_by_case(full_failing), _by_case(full_passing)]
+    if full_failing:
+        parts += [f'<h3 id="failing">{len(failing)} failing</h3>', _section(cases[0], filters)]
+    if lines:
+        parts.append(
+            f"<p>{len(lines)} more failing answers, one line each (node id, status, score, "
+            "the criteria that went wrong); the JSON report holds each in full.</p>"
+            f'<ul class="lines">{"".join(_line(r, filters.classes(r)) for r in lines)}</ul>'
+        )
+    if full_passing:
+        parts += [f'<h3 id="passing">{len(passing)} passing</h3>', _section(cases[1], filters)]
+    elif passing:
+        counts: dict[str, int] = defaultdict(int)
+        for r in passing:
+            counts[r.subject] += 1
+        body = "".join(_row([s, str(counts[s])]) for s in subjects if counts[s])
+        parts.append(
+            f'<h3 id="passing">{len(passing)} passing</h3><p>Counted, not listed: this run has '
+            f"more than {FULL} answers; the JSON report (<code>--rubric-json</code>) holds "
+            f"each.</p><table><thead>{_row(['subject', 'passing'], 'th')}</thead>"
+            f"<tbody>{body}</tbody></table>"
+        )
+    shown = {r.nodeid for r in (*full_failing, *lines, *full_passing)}
+    page = (
+        '<h2 id="answers">Answers</h2><p>Failing answers first. Filter by subject, status and '
+        "flag:</p>" + filters.form("".join(parts))
+    )
+    return page, filters.css(), shown
 
 
 _CSS = """
@@ -432,6 +624,9 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:8px;ma
 .run{color:#555;font-size:13px;margin:0 0 12px}.run code{font-size:12px}
 .pairwise td{text-align:center;white-space:nowrap;font-size:13px}.pairwise td.better{background:#e3f2e1}
 .pairwise td.worse{background:#fdecea}.pairwise td.self,.pairwise td.none{color:#888}
+.filters p{margin:2px 0}.answers>input{position:absolute;opacity:0;width:1px;height:1px}
+.filters label{border:1px solid #bbb;border-radius:3px;padding:0 6px;margin:0 2px;cursor:pointer}
+.lines{font-size:13px;padding-left:18px}
 """
 
 
@@ -444,12 +639,14 @@ def render_html(report: SessionReport, *, title: str = "pytest-rubric report") -
         header = (f"{_e(label)} <code>{_e(value)}</code>" for label, value in report.run.header())
         body.append(f'<p class="run">{" · ".join(header)}</p>')
     body.append(f"<p>{report.passed} of {len(results)} answers passed.</p>")
-    body.append(_changes(report))
+    answers, filters_css, shown = _answers(results, subjects)
+    body.append(_changes(report, shown))
     if results:
         body += [
             "<h2>Substance against style</h2>",
-            "<p>Each point is one answer. Up is more correct; right reads more fluent and "
-            "confident. Style never enters the score: a point in the shaded corner reads well "
+            "<p>Each mark is one answer, or a subject's answers on one spot: larger, and "
+            "counted (&#215;N) where the count has room. Up is more correct; right reads more "
+            "fluent and confident. Style never enters the score: a point in the shaded corner reads well "
             "and is wrong.</p>",
             _scatter(results, subjects, report.thresholds, report.leaderboard, report.level),
             "<h2>Leaderboard</h2>",
@@ -464,13 +661,13 @@ def render_html(report: SessionReport, *, title: str = "pytest-rubric report") -
     if report.gates.active:
         body.append(_gates(report.gates))
     if results:
-        body += ["<h2>Cases</h2>", _cases(results)]
+        body.append(answers)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; img-src data:\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
+        f"<title>{_e(title)}</title><style>{_CSS}{filters_css}</style></head><body>"
         + "".join(body)
         + "</body></html>\n"
     )

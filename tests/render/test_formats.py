@@ -78,9 +78,10 @@ def test_the_html_report_is_self_contained_and_escapes_everything(
     # The hostile response is there, as text.
     assert "&lt;/pre&gt;&lt;/details&gt;&lt;script&gt;document.title=&#x27;PWNED&#x27;" in page
     assert "&lt;b&gt;bold?&lt;/b&gt;" in page
-    # The plot: one point per answer, with a ring around each confidently wrong one.
+    # The plot: one mark per spot (hostile's two same answers share one), a ring around each
+    # spot holding a confidently wrong one.
     svg = page[page.index("<svg") : page.index("</svg>")]
-    assert svg.count("<circle") - svg.count('class="flagged"') == 6
+    assert svg.count("<circle") - svg.count('class="flagged"') == 5
     assert svg.count('class="flagged"') == 2
     assert 'class="trap"' in svg
     # Each subject's correctness interval, drawn on the plot.

@@ -1,0 +1,66 @@
+"""The HTML report of many answers: failing ones first, passing ones counted past ``FULL``, one
+scatter mark per spot, and every in-page link still landing on the page."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from pytest_rubric import _html
+from pytest_rubric._result import CaseResult, CriterionResult, Verdict
+from pytest_rubric._session_report import build_report
+
+
+def _result(i: int, *, passed: bool) -> CaseResult:
+    verdict = Verdict.MET if passed else Verdict.UNMET
+    return CaseResult(
+        nodeid=f"s.rubric.yaml::c{i:04d}[{'ab'[i % 2]}]",
+        suite="s.rubric.yaml",
+        case=f"c{i:04d}",
+        subject="ab"[i % 2],
+        score=1.0 if passed else 0.0,
+        raw_score=1.0 if passed else 0.0,
+        min_score=0.8,
+        passed=passed,
+        criteria=[CriterionResult("x", "any_of", "substance", 1.0, verdict, float(passed), "r")],
+        fluency=0.5,
+        confidence=0.9,
+        naive_score=0.5,
+        flags=[] if passed else ["confidently_wrong"],
+        response="<b>answer</b>",
+    )
+
+
+def test_past_full_failing_answers_are_lines_and_passing_ones_counts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_html, "FULL", 10)
+    results = [_result(i, passed=i % 3 != 0) for i in range(60)]  # 20 failing, 40 passing
+    baseline = [_result(i, passed=True) for i in range(60)]
+    page = _html.render_html(build_report(results, baseline=baseline, baseline_name="b.json"))
+    answers = page[page.index('id="answers"') :]
+    assert answers.count("<details") == 10  # the first FULL failing answers, in full
+    assert answers.count('<li class="a ') == 10  # the other failing ones, a line each
+    assert "40 passing" in answers and "Counted, not listed" in answers
+    assert "PASSED" not in answers
+    # The scatter: every answer of a subject sits on one of two spots.
+    svg = page[page.index("<svg") : page.index("</svg>")]
+    assert svg.count("<circle") - svg.count('class="flagged"') == 4
+    assert "&#215;" not in svg and "\u00d720" in svg  # counts as labels, never one per answer
+    # Every link lands on an id of the page.
+    ids = set(re.findall(r'\bid="([^"]+)"', page))
+    links = re.findall(r'\bhref="#([^"]+)"', page)
+    assert links and all(link in ids for link in links)
+    assert "<script" not in page.lower() and "&lt;b&gt;answer" in page
+
+
+def test_small_runs_list_every_answer_failing_first() -> None:
+    results = [_result(i, passed=i % 2 == 0) for i in range(6)]
+    page = _html.render_html(build_report(results))
+    answers = page[page.index('id="answers"') :]
+    assert answers.count("<details") == 6
+    assert answers.rindex("FAILED") < answers.index("PASSED")
+    # A filter per subject, status and flag, as radios; "all" checked in each group.
+    assert re.findall(r'id="(f[stf]-all)" checked', page) == ["fs-all", "ft-all", "ff-all"]
+    assert "#fs-s0:checked~.list .a:not(.s0){display:none}" in page
