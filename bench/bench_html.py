@@ -17,7 +17,7 @@ Markdown, CSV), in a child process per N so each peak is its own:
 - with ``--trace``: ``tracemalloc`` peaks by stage (results, report, each writer), to
   say what dominates.
 
-``--html-from REV`` renders with ``pytest_rubric/_html.py`` as it was at the git
+``--html-from REV`` renders with ``pytest_rubric/_render/html.py`` as it was at the git
 revision REV (everything else as it is now), to set the figures side by side.
 
 Usage::
@@ -58,7 +58,7 @@ def _rss_kb() -> int:
 
 
 def _results(n: int, *, seed: int, shift: float = 0.0) -> list[Any]:
-    from pytest_rubric._result import CaseResult, CriterionResult, Verdict
+    from pytest_rubric._results import CaseResult, CriterionResult, Verdict
 
     rng = random.Random(seed)
     out = []
@@ -104,11 +104,11 @@ def _results(n: int, *, seed: int, shift: float = 0.0) -> list[Any]:
 
 def _render_html(html_from: str | None) -> Any:
     if html_from is None:
-        from pytest_rubric._html import render_html
+        from pytest_rubric._render.html import render_html
 
         return render_html
     source = subprocess.run(
-        ["git", "show", f"{html_from}:pytest_rubric/_html.py"],
+        ["git", "show", f"{html_from}:pytest_rubric/_render/html.py"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -117,7 +117,7 @@ def _render_html(html_from: str | None) -> Any:
     path = Path(tempfile.mkdtemp()) / "_html_then.py"
     path.write_text(source)
     # In the package's namespace, so its relative imports resolve to today's modules.
-    spec = importlib.util.spec_from_file_location("pytest_rubric._html_then", path)
+    spec = importlib.util.spec_from_file_location("pytest_rubric._render._html_then", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -127,7 +127,7 @@ def _render_html(html_from: str | None) -> Any:
 def child(n: int, out: Path, html_from: str | None, trace: bool) -> dict[str, Any]:
     """One measurement, in this process: build, report, write every output."""
     from pytest_rubric import _csv, _markdown, _report
-    from pytest_rubric._session_report import build_report
+    from pytest_rubric._report.report import build_report
 
     render_html = _render_html(html_from)
     start_rss = _rss_kb()
@@ -202,7 +202,7 @@ def open_time(page: Path) -> float | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, nargs="+", default=[20_000, 200_000])
-    parser.add_argument("--html-from", metavar="REV", help="render with _html.py as at REV")
+    parser.add_argument("--html-from", metavar="REV", help="render with _render/html.py as at REV")
     parser.add_argument("--trace", action="store_true", help="tracemalloc peaks by stage")
     parser.add_argument("--no-browser", action="store_true", help="skip the open time")
     parser.add_argument("--json", type=Path, help="also write the figures here")

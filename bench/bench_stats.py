@@ -3,7 +3,7 @@
 What is measured
 ----------------
 What the leaderboard computes per subject from its cases, on 10,000 per-case
-scores: ``pytest_rubric._stats.mean_interval`` (the correctness interval),
+scores: ``pytest_rubric._report.stats.mean_interval`` (the correctness interval),
 ``paired_difference`` (a tier or a baseline delta) and ``detectable_drop``; the
 median of ``repeat`` runs. Against it, a 2,000-resample percentile bootstrap of
 the mean in pure Python (what the plugin computed before its intervals became

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.png import colours
-from tests.test_reports import _render
+from tests.render.test_formats import _render
 
 Write = Callable[[str, str], Path]
 
