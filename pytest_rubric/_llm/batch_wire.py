@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .._guards.secrets import clip, public_url, redact
 from .base import JudgeError, Reply, Sampling
 from .http import _QUOTE_ERROR, HTTPClient
-from .responses import HINTS, error_text, retry_delay
+from .responses import HINTS, error_text, redirect_target, retry_delay
 
 if TYPE_CHECKING:
     import httpx
@@ -205,12 +205,7 @@ class _Wire:
             ) from None
         status = response.status_code
         if 300 <= status < 400:
-            location = response.headers.get("location")
-            target = (
-                f"redirected to {self._quote(public_url(location))!r}"
-                if location
-                else "a redirect without a Location"
-            )
+            target = redirect_target(response, self._quote)
             raise self._fail(
                 url,
                 f"HTTP {status}: {target}",

@@ -39,6 +39,7 @@ from .responses import (
     MAX_REPLY_BYTES,
     error_text,
     read_capped,
+    redirect_target,
     retry_delay,
     token_count,
 )
@@ -263,14 +264,8 @@ class HTTPClient:
             ) from None
         status = response.status_code
         if 300 <= status < 400:
-            # httpx follows no redirect, and a 3xx body is not the judge's reply,
-            # however much it looks like one: say where it pointed, do not go there.
-            location = response.headers.get("location")
-            target = (
-                f"redirected to {self._quote(public_url(location), _QUOTE_LOCATION)!r}"
-                if location
-                else "a redirect without a Location"
-            )
+            # httpx follows no redirect: say where it pointed, do not go there.
+            target = redirect_target(response, lambda text: self._quote(text, _QUOTE_LOCATION))
             raise self._fail(
                 f"HTTP {status}: {target}",
                 status=status,

@@ -9,12 +9,23 @@ converted. :class:`~pytest_rubric._llm.http.HTTPClient` uses these on every repl
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from .._guards.secrets import public_url
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["HINTS", "MAX_REPLY_BYTES", "error_text", "read_capped", "retry_delay", "token_count"]
+__all__ = [
+    "HINTS",
+    "MAX_REPLY_BYTES",
+    "error_text",
+    "read_capped",
+    "redirect_target",
+    "retry_delay",
+    "token_count",
+]
 
 MAX_REPLY_BYTES = 1024 * 1024
 """The largest reply body read (1 MiB): a grade is a few hundred bytes, so a
@@ -100,3 +111,12 @@ def error_text(body: bytes | None, reason: str) -> str:
         return str(data)
     except (ValueError, RecursionError):  # str() of a deep structure recurses too
         return text or reason
+
+
+def redirect_target(response: httpx.Response, quote: Callable[[str], str]) -> str:
+    """Where a 3xx pointed, said and never followed (its body is not the judge's reply,
+    however much it looks like one); ``quote`` cuts and redacts the address."""
+    location = response.headers.get("location")
+    if not location:
+        return "a redirect without a Location"
+    return f"redirected to {quote(public_url(location))!r}"
