@@ -26,7 +26,7 @@ VENV=.venv-e2e
 PY="$VENV/bin/python"
 OUT=.e2e
 LOG="$OUT/server.log"
-GRADERS="per-criterion one-shot holistic"
+GRADERS="one-shot per-criterion holistic"  # one-shot first: the only run with all three probe kinds
 MAX_JUDGED_ERRORS=1  # across the three graders (issue: a small local judge gives verdicts)
 # Up to this many judged substance criteria are probed per run: more than the judged
 # example holds, so every one is (the plan picks them deterministically).
