@@ -5,7 +5,7 @@
 #
 #   bash bench/e2e_local.sh [extra pytest args]     # what `make e2e-local` runs
 #
-# The judged example runs three times, once per grader (per-criterion, one-shot,
+# The judged example runs three times, once per grader (one-shot, per-criterion,
 # holistic), each with the judge's bias probes on every judged substance criterion
 # (--rubric-judge-probe $PROBE): tone and length with every grader, position with
 # the one-shot grader only (the only one where the order of the criteria is a seat).
