@@ -126,7 +126,7 @@ def _render_html(html_from: str | None) -> Any:
 
 def child(n: int, out: Path, html_from: str | None, trace: bool) -> dict[str, Any]:
     """One measurement, in this process: build, report, write every output."""
-    from pytest_rubric import _csv, _markdown, _report
+    from pytest_rubric._config.outputs import write_outputs
     from pytest_rubric._report.report import build_report
 
     render_html = _render_html(html_from)
@@ -148,14 +148,10 @@ def child(n: int, out: Path, html_from: str | None, trace: bool) -> dict[str, An
     del baseline
     stage("build_report")
     figures: dict[str, Any] = {"n": n}
-    for name, render in (
-        ("json", _report.render_json),
-        ("csv", _csv.render_csv),
-        ("markdown", _markdown.render_markdown),
-    ):
-        text = render(report)
-        figures[f"{name}_mb"] = len(text.encode()) / 1e6
-        del text
+    for name in ("json", "csv", "markdown"):  # as a run writes them (JSON and CSV in parts)
+        written = out.with_suffix(f".{name}")
+        write_outputs(report, {name: written}, environ={})
+        figures[f"{name}_mb"] = written.stat().st_size / 1e6
         stage(name)
     began = time.perf_counter()
     page = render_html(report)
