@@ -175,6 +175,8 @@ class Grader:
         """
         first = samples[0]
         if len(samples) == 1:  # every pass rule agrees with the one sample's own verdict
+            if pass_when == first.pass_when and level == first.level and not probe:
+                return first  # as grade built it: no copy for the common case
             return replace(first, pass_when=pass_when, level=level, probe=list(probe))
         kept = [
             Sample(s.score, s.raw_score, s.passed, s.criteria, s.response, s.llm_raw_score)

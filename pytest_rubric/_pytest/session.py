@@ -112,11 +112,14 @@ class RubricSession:
     ) -> list[Judged | None]:
         """The judge's outcomes for each sample's answer, every sample's calls (and the first
         one's probes) started at once."""
+        if not compiled.judged:  # nothing to ask: only the cache's news, as after any call
+            self.caches.warn_trouble()
+            return [None] * len(responses)
         requests = [
             self.judging.request(key, compiled, response)
             for key, response in zip(keys, responses, strict=True)
         ]
-        if compiled.judged and self.judging.runner is not None:
+        if self.judging.runner is not None:
             for request in requests:
                 self.judging.schedule(request)
             if requests:
@@ -138,6 +141,8 @@ class RubricSession:
         self, key: JudgeKey, compiled: CompiledRubric, response: str, judged: Judged | None
     ) -> list[dict[str, str]]:
         """The probes' records for an item's first answer (see ``auditing``)."""
+        if judged is None or key.node not in self.audit.probe_plan:
+            return []
         records = self.audit.probe(self.judging.request(key, compiled, response), compiled, judged)
         if records:
             self.caches.warn_trouble()
