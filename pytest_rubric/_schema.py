@@ -308,7 +308,7 @@ class Case(Rubric):
 
 
 class CalibrationExample(BaseModel):
-    """One labelled example of a file's ``calibration:`` (see ``_calibration``): the verdict,
+    """One labelled example of a file's ``calibration:`` (see ``_report.calibration``): the verdict,
     or for a score-kind criterion the score, a person gave ``response``."""
 
     model_config = MODEL_CONFIG
@@ -321,7 +321,7 @@ class CalibrationExample(BaseModel):
 
 
 class JudgeExample(BaseModel):
-    """One labelled example of a file's ``judge_examples:`` (see ``_guidance``), shown to the
+    """One labelled example of a file's ``judge_examples:`` (see ``_load.guidance``), shown to the
     judge: how the rubric's author grades ``response`` on ``criterion``, and why."""
 
     model_config = MODEL_CONFIG

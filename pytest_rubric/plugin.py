@@ -11,7 +11,7 @@ import pytest
 from ._config.options import add_options
 from ._config.settings import Settings
 
-# Only light modules here (see ``_base``): the collector, the grader and the judge
+# Only light modules here (see ``_defaults``, ``_pytest.items``): the collector, the grader and the judge
 # are imported when a rubric file, a judge or a fixture asks for them.
 from ._defaults import SET_A_JUDGE, is_rubric_file
 from ._guards.outgoing import outgoing

@@ -1,7 +1,7 @@
 """Every output file of a run (or of ``merge``): one registry, each entry a renderer of the report.
 
 A new format is a renderer of :class:`SessionReport` and one :class:`Output`
-entry here: a run writes it to ``--rubric-<name> PATH`` (``_options`` makes
+entry here: a run writes it to ``--rubric-<name> PATH`` (``_config.options`` makes
 the flag from the entry), ``merge`` to ``--<name> PATH``. Renderers are named
 by import path and imported when a file is written, so this module stays
 light enough for ``pytest --help``.

@@ -8,9 +8,9 @@ One row per criterion of every answer, and with ``repeat`` per criterion of ever
 The file is RFC 4180 (the :mod:`csv` module's quoting, CRLF between records) and UTF-8
 without a byte order mark; a cell holding a comma, a quote or a line break is quoted.
 
-Every cell passes the outgoing boundary (``_outgoing``) like every output's text: keys
+Every cell passes the outgoing boundary (``_guards.outgoing``) like every output's text: keys
 redacted, URLs public, control characters shown escaped (:func:`boundary`, which
-``_outputs`` applies in place of the whole-text one).
+``_config.outputs`` applies in place of the whole-text one).
 
 Formula injection: a *text* cell (node id, suite, case, subject, criterion, type, axis,
 verdict, reason) that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return
@@ -67,7 +67,7 @@ _BATCH = 1000  # rows through the boundary at a time: the keys looked up once a 
 
 
 def boundary(text: str) -> str:
-    """The outgoing boundary (``_outgoing``) applied to every cell of the CSV ``text``, and
+    """The outgoing boundary (``_guards.outgoing``) applied to every cell of the CSV ``text``, and
     the CSV written again: applied to the whole text, a URL in one cell would run on into
     the next cells (the URL pattern stops at a space or a quote, not a comma) and lose them
     with its query string, and its carriage returns would be escaped. A carriage return in

@@ -19,7 +19,7 @@ It shows, in order:
   the per-suite and per-tag breakdown when there is one;
 * with two subjects or more, the pairwise matrix: the row's subject against the
   column's over the cases they share, wins-losses-ties and the mean difference with
-  its paired interval, shaded where the interval excludes 0 (``_pairwise``);
+  its paired interval, shaded where the interval excludes 0 (``_report.pairwise``);
 * the gates, when ``--rubric-baseline`` or ``--rubric-fail-under`` is set;
 * the answers, failing ones first, each with its score, criteria with verdicts
   and reasons, and the response text; filters by subject, status and flag work by

@@ -82,7 +82,7 @@ def json_document(results: Iterable[CaseResult]) -> dict[str, Any]:
 
 
 def load_document(path: Path) -> Document:
-    """A ``--rubric-json`` file, validated field by field (see ``_document``); its leaderboard
+    """A ``--rubric-json`` file, validated field by field (see ``_report.document``); its leaderboard
     is recomputed and its ``passed`` verdicts too, neither is trusted."""
     if path.exists() and not path.is_file():
         # A directory, a FIFO or a device: reading it would fail, or never end.

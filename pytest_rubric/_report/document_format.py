@@ -1,4 +1,4 @@
-"""What the ``--rubric-json`` writer (``_report``) and its reader (``_document``) share.
+"""What the ``--rubric-json`` writer (``_render.json``) and its reader (``_report.document``) share.
 
 A leaf module, so neither has to import the other to know the format's
 version or the error a bad document raises.

@@ -1,6 +1,6 @@
 """The ``--rubric-json`` document as pydantic models: strict, finite, open to additions.
 
-What each field must be; ``_document`` reads a document with them and turns it back into
+What each field must be; ``_report.document`` reads a document with them and turns it back into
 results (see its docstring for why a document read back is validated field by field).
 """
 

@@ -2,8 +2,8 @@
 
 :func:`build_report` is the only place that turns results into a report: a
 run calls it at the end of the session, ``merge`` on the shards' results.
-The terminal summary (``_summary``), the JSON document (``_report``), the
-Markdown (``_markdown``) and the HTML (``_html``) are renderers of the
+The terminal summary (``_render.summary``), the JSON document (``_render.json``), the
+Markdown (``_render.markdown``) and the HTML (``_render.html``) are renderers of the
 :class:`SessionReport` it returns, reached through ``_outputs.OUTPUTS``.
 
 What a reader must be told travels as :class:`Note` values with a
@@ -122,7 +122,7 @@ def build_report(
 ) -> SessionReport:
     """The report of ``results``, with the gates (see ``gates.run_gates``) applied to them;
     every interval, tier and paired test at confidence ``level``; ``run`` says which run
-    it is (see ``_run``). ``carried_gates``: the gate entries of merged shards (kept for
+    it is (see ``_report.run``). ``carried_gates``: the gate entries of merged shards (kept for
     the gates not applied here).
 
     ``responses_replayed`` is ``(N, M)``: N of the application's M answers (targets,

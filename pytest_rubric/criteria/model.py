@@ -49,7 +49,7 @@ __all__ = [
 
 
 class FieldError(ValueError):
-    """A mistake a model validator finds, with the field it is about (``_locate`` locates it).
+    """A mistake a model validator finds, with the field it is about (``_load.locate`` locates it).
 
     Field validators are located by pydantic; a model validator sees several
     fields at once, so it says which one to point at. ``path`` leads further,
