@@ -21,6 +21,7 @@ from pytest_rubric._llm.clients import AnthropicClient, OpenAIClient
 from pytest_rubric._llm.cost import Price, parse_prices
 from pytest_rubric._llm.http import HTTPClient
 from pytest_rubric._llm.providers import JudgeSpec
+from tests.conftest import RUN_MODES
 from tests.fake_llm import (
     FakeLLM,
     Recorded,
@@ -287,7 +288,12 @@ def batched_file(pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM) -> 
     return write("judged.rubric.yaml", JUDGED)
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+# Every run mode once, on one provider: the other provider's wire is the same session's.
+@pytest.mark.parametrize(
+    ("provider", "run_mode"),
+    [("openai", mode) for mode in RUN_MODES] + [("anthropic", "no-xdist")],
+    indirect=["run_mode"],
+)
 def test_a_batch_that_ends_after_polls_grades_as_the_live_run_does(
     pytester: pytest.Pytester,
     batched_file: Path,
