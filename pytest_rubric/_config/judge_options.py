@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._defaults import CACHE_MODES, EVIDENCE_MODES, GRADERS, RetryPolicy
 from . import parsers
-from .option import Option, _attempts, _positive
+from .option import Option
 
 __all__ = ["JUDGE_OPTIONS"]
 
@@ -81,7 +81,7 @@ JUDGE_OPTIONS: tuple[Option, ...] = (
         "attempts per judge call, the first included (4)",
         flag=False,
         ini=True,
-        parse=_attempts,
+        parse=parsers.attempts,
         default=_RETRY.attempts,
     ),
     Option(
@@ -89,7 +89,7 @@ JUDGE_OPTIONS: tuple[Option, ...] = (
         "first retry delay in seconds, doubled each time (0.5)",
         flag=False,
         ini=True,
-        parse=_positive,
+        parse=parsers.positive,
         default=_RETRY.backoff,
     ),
     Option(
@@ -97,7 +97,7 @@ JUDGE_OPTIONS: tuple[Option, ...] = (
         "retries per session (per xdist worker) across all judge calls (200)",
         flag=False,
         ini=True,
-        parse=_attempts,
+        parse=parsers.attempts,
         default=_RETRY.budget,
     ),
     Option(

@@ -7,10 +7,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .._defaults import MAX_CALL_TIMEOUT
 from . import parsers
 
-__all__ = ["DEFAULT_PATTERNS", "SUMMARY_MODES", "Option", "fraction", "positive_int"]
+__all__ = [
+    "DEFAULT_PATTERNS",
+    "SUMMARY_MODES",
+    "Option",
+    "argparse_type",
+    "fraction",
+    "positive_int",
+]
 
 SUMMARY_MODES = ("auto", "on", "off")
 DEFAULT_PATTERNS = ("*.rubric.yaml", "*.rubric.yml", "*.rubric.json")
@@ -49,7 +55,7 @@ class Option:
         return self.default
 
 
-def _argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+def argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     def read(text: str) -> Any:
         try:
             return parse(text)
@@ -60,35 +66,6 @@ def _argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return read
 
 
-def _one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
-    def choice(text: str) -> str:
-        value = text.strip().lower()
-        if value not in choices:
-            raise ValueError(f"{text!r} must be one of {', '.join(choices)}")
-        return value
-
-    return choice
-
-
-def _seconds(text: str) -> float:
-    """Seconds a call may run: positive, at most a day (a longer wait overflows a thread's)."""
-    value = _positive(text)
-    if not value <= MAX_CALL_TIMEOUT:
-        raise ValueError(f"{text.strip()} must be at most {MAX_CALL_TIMEOUT:g} (a day)")
-    return value
-
-
-def _positive(text: str) -> float:
-    try:
-        return parsers.positive_number(text)
-    except ValueError:
-        raise ValueError(f"{text!r} must be a positive number") from None
-
-
-def _attempts(text: str) -> int:
-    return int(_positive(text))
-
-
 # argparse types of the same readers, for the commands of python -m pytest_rubric
-fraction = _argparse_type(parsers.fraction)
-positive_int = _argparse_type(parsers.positive_int)
+fraction = argparse_type(parsers.fraction)
+positive_int = argparse_type(parsers.positive_int)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from .judge_options import JUDGE_OPTIONS
-from .option import DEFAULT_PATTERNS, Option, _argparse_type, fraction, positive_int
+from .option import DEFAULT_PATTERNS, Option, argparse_type, fraction, positive_int
 from .run_options import RUN_OPTIONS
 
 __all__ = [
@@ -49,7 +49,7 @@ def add_options(parser: pytest.Parser) -> None:
                 if option.choices is not None:
                     kwargs["choices"] = option.choices
                 if option.parse is not None:
-                    kwargs["type"] = _argparse_type(option.parse)
+                    kwargs["type"] = argparse_type(option.parse)
             group.addoption(option.flag_text, **kwargs)
         if option.ini:
             ini_default = option.default if option.ini_type != "string" else ""

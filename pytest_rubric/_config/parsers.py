@@ -10,21 +10,25 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from .._defaults import PROBE_KINDS, SHOW_RESPONSE
+from .._defaults import MAX_CALL_TIMEOUT, PROBE_KINDS, SHOW_RESPONSE
 from .._repeat import parse_pass_when
 
 __all__ = [
+    "attempts",
     "budget",
     "fraction",
     "kappa",
     "kind_limit",
     "level",
+    "one_of",
     "pass_rule",
+    "positive",
     "positive_int",
     "positive_number",
     "positive_seconds",
     "price",
     "probe_kinds",
+    "seconds",
     "show_response",
     "whole",
 ]
@@ -131,3 +135,34 @@ def kind_limit(text: str) -> tuple[str, float]:
     if not sep or kind not in PROBE_KINDS:
         raise ValueError(f"{text!r} is not KIND=X with KIND one of {', '.join(PROBE_KINDS)}")
     return kind, fraction(value.strip())
+
+
+def one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
+    def choice(text: str) -> str:
+        value = text.strip().lower()
+        if value not in choices:
+            raise ValueError(f"{text!r} must be one of {', '.join(choices)}")
+        return value
+
+    return choice
+
+
+def seconds(text: str) -> float:
+    """Seconds a call or a check may run: positive, at most a day (a longer wait overflows a thread's)."""
+    value = positive(text)
+    if not value <= MAX_CALL_TIMEOUT:
+        raise ValueError(f"{text.strip()} must be at most {MAX_CALL_TIMEOUT:g} (a day)")
+    return value
+
+
+def positive(text: str) -> float:
+    """A positive number, as the ini keys that take one say it."""
+    try:
+        return positive_number(text)
+    except ValueError:
+        raise ValueError(f"{text!r} must be a positive number") from None
+
+
+def attempts(text: str) -> int:
+    """A count read as a positive number, its fraction dropped (as the ini keys always did)."""
+    return int(positive(text))

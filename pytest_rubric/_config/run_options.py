@@ -11,7 +11,7 @@ from .._defaults import (
     SHOW_RESPONSE,
 )
 from . import parsers
-from .option import DEFAULT_PATTERNS, SUMMARY_MODES, Option, _one_of, _seconds
+from .option import DEFAULT_PATTERNS, SUMMARY_MODES, Option
 from .outputs import OUTPUTS
 
 __all__ = ["RUN_OPTIONS"]
@@ -63,7 +63,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "rubric_response_cache.",
         ini=True,
         choices=RESPONSE_CACHE_MODES,
-        parse=_one_of(RESPONSE_CACHE_MODES),
+        parse=parsers.one_of(RESPONSE_CACHE_MODES),
         default="off",
         ini_help="answers of targets and models: off (default, called every run), use, replay",
     ),
@@ -99,7 +99,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "sets `timeout:` (default 60)",
         flag=False,
         ini=True,
-        parse=_seconds,
+        parse=parsers.seconds,
         default=DEFAULT_CALL_TIMEOUT,
     ),
     Option(
@@ -108,7 +108,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "evidence matching) may run before its criterion is ERROR (default 5)",
         flag=False,
         ini=True,
-        parse=_seconds,
+        parse=parsers.seconds,
         default=DEFAULT_CHECK_TIMEOUT,
     ),
     # --- outputs and gates -----------------------------------------------------------------------
@@ -169,7 +169,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "graded a subject named with subject=, or a gate ran), on, off (default auto)",
         flag=False,
         ini=True,
-        parse=_one_of(SUMMARY_MODES),
+        parse=parsers.one_of(SUMMARY_MODES),
         default="auto",
     ),
     Option(
