@@ -434,7 +434,7 @@ def test_an_order_extraction_suite_end_to_end(
     for subject, answer in answers.items():
         line = json.dumps({"id": "extract_order", "response": answer})
         write(f"evals/answers/{subject}.jsonl", line + "\n")
-    result = pytester.runpytest("-p", "no:xdist", "--rubric-json", "out.json")
+    result = pytester.runpytest("--rubric-json", "out.json")
     result.assert_outcomes(passed=2, failed=2)
     results = {r["subject"]: r for r in rubric_json()["results"]}
     order = {s: next(c for c in r["criteria"] if c["id"] == "order") for s, r in results.items()}

@@ -636,8 +636,6 @@ def test_invented_long_quotes_end_to_end(
         f"--rubric-judge-url={fake_llm.openai_url}",
         "--rubric-judge-timeout=2",
         "--rubric-json=out.json",
-        "-p",
-        "no:xdist",
     )
     assert time.monotonic() - started < 30
     result.assert_outcomes(passed=1)

@@ -59,13 +59,13 @@ cases:
 """
 
 
-@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["in-process", "n2"])
+@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["in-process", "n2"])
 def test_base_exceptions_of_targets_and_callables_are_errors_in_every_output(
     pytester: pytest.Pytester, write: Write, mode: list[str]
 ) -> None:
     write("evals/targets.py", TARGETS)
     write("evals/e.rubric.yaml", SUITE)
-    if mode[0] == "-n":
+    if mode:  # workers: a subprocess
         result = pytester.runpytest_subprocess(
             *mode, "--rubric-dir=evals", "--rubric-json=out.json", "--junitxml=j.xml", timeout=120
         )
@@ -129,7 +129,7 @@ def test_an_own_judge_that_exits_or_cancels_is_an_error_not_a_hang(
     pytester.makeconftest(JUDGES.replace("{JUDGE}", judge))
     write("j.rubric.yaml", JUDGED)
     result = pytester.runpytest_subprocess(
-        "-p", "no:xdist", "--rubric-json=out.json", "--rubric-judge-timeout=5", timeout=60
+        "--rubric-json=out.json", "--rubric-judge-timeout=5", timeout=60
     )
     result.assert_outcomes(errors=1)
     kind = {"Exits": "SystemExit: 1", "Cancels": "CancelledError: "}[judge]

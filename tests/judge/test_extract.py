@@ -136,7 +136,7 @@ def test_a_check_that_is_not_a_deterministic_body_is_a_collection_error(
               - {{id: rate, type: extract, extract: "the rate", returns: number, check: {check}}}
         """,
     )
-    result = pytester.runpytest("-p", "no:xdist")
+    result = pytester.runpytest()
     result.stdout.fnmatch_lines([f"  bad.rubric.yaml:5, case 'q1', criterion 'rate'*{message}*"])
 
 
@@ -188,8 +188,6 @@ def test_the_check_catches_a_fluent_answer_with_the_wrong_rate(
         f"--rubric-grader={grader}",
         "--rubric-json",
         "out.json",
-        "-p",
-        "no:xdist",
     )
     result.assert_outcomes(passed=1, failed=1)
     by_subject = {r["subject"]: r["criteria"][0] for r in rubric_json()["results"]}
@@ -242,8 +240,6 @@ def test_holistic_scores_the_judged_criteria_and_reads_the_extraction_on_its_own
         "--rubric-grader=holistic",
         "--rubric-json",
         "out.json",
-        "-p",
-        "no:xdist",
     )
     result.assert_outcomes(passed=1)
     criteria = {c["id"]: c for c in rubric_json()["results"][0]["criteria"]}
@@ -276,8 +272,6 @@ def test_samples_take_the_majority_of_the_checked_outcomes(
         "--rubric-grader=holistic",
         "--rubric-json",
         "out.json",
-        "-p",
-        "no:xdist",
     )
     result.assert_outcomes(passed=1)
     rate = rubric_json()["results"][0]["criteria"][0]
@@ -308,7 +302,7 @@ def test_the_bundled_example_catches_the_fluent_wrong_rate(
 
     fake_llm.respond_with(swayed)
     pytester.runpytest(
-        *judge_args(fake_llm), "-k", "savings_rate", "--rubric-json", "out.json", "-p", "no:xdist"
+        *judge_args(fake_llm), "-k", "savings_rate", "--rubric-json", "out.json"
     ).assert_outcomes(passed=1, failed=1)
     results = {r["subject"]: r for r in rubric_json()["results"]}
     assert not results["overconfident"]["passed"]

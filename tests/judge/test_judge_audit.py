@@ -252,7 +252,7 @@ def test_reference_and_evidence_end_to_end(
     path = write("evals/var.rubric.yaml", SUITE.format(reference=REFERENCE))
     fake_llm.respond_with(_met_quoting)
     url = fake_llm.openai_url if provider == "openai" else fake_llm.url
-    judge = [f"--rubric-judge={provider}:m", f"--rubric-judge-url={url}", "-p", "no:xdist"]
+    judge = [f"--rubric-judge={provider}:m", f"--rubric-judge-url={url}"]
     result = pytester.runpytest(*judge, "--rubric-json", "out.json")
     result.assert_outcomes(passed=1)
     assert len(fake_llm.requests) == 3
@@ -452,8 +452,6 @@ def test_the_probe_catches_a_biased_judge_and_clears_a_fair_one(
         "--rubric-json=out.json",
         "--rubric-markdown=out.md",
         "--rubric-cache=off",
-        "-p",
-        "no:xdist",
     ]
     fake_llm.respond_with(_biased)
     result = pytester.runpytest(*args)
@@ -548,7 +546,7 @@ def test_calibration_is_measured_once_cached_and_gates_a_suite(
     write("evals/cal.rubric.yaml", CALIBRATED.format(calibration="labels.jsonl"))
     write("evals/labels.jsonl", "\n".join(json.dumps(label) for label in LABELS) + "\n")
     fake_llm.respond_with(_literal)
-    judge = ["--rubric-judge=openai:m", f"--rubric-judge-url={fake_llm.openai_url}", "-p", "no:xdist"]  # fmt: skip
+    judge = ["--rubric-judge=openai:m", f"--rubric-judge-url={fake_llm.openai_url}"]  # fmt: skip
     result = pytester.runpytest(*judge, "--rubric-json=out.json", "--rubric-judge-min-kappa=0.6")
     result.assert_outcomes(errors=1)
     # labels M M U U, verdicts M U U U: accuracy 3/4; p_e = 1/2 x 1/4 + 1/2 x 3/4 = 1/2, so
@@ -703,8 +701,6 @@ def test_a_panel_grades_every_criterion_with_every_judge_and_measures_their_agre
         "--rubric-judge-samples=2",
         "--rubric-judge-probe=2",
         "--rubric-json=out.json",
-        "-p",
-        "no:xdist",
     )
     result.assert_outcomes(passed=8)
     # Every criterion, every judge, every sample; and 2 probed criteria, rewritten twice. A
@@ -753,7 +749,7 @@ def test_a_panel_grades_every_criterion_with_every_judge_and_measures_their_agre
     )
     result.stdout.fnmatch_lines(["rubric: --rubric-judge openai:a --rubric-judge openai:b *"])
     # The ini's panel (one judge per line), used when no flag is given.
-    result = pytester.runpytest(f"--rubric-judge-url={fake_llm.openai_url}", "-p", "no:xdist")
+    result = pytester.runpytest(f"--rubric-judge-url={fake_llm.openai_url}")
     result.stdout.fnmatch_lines(
         [
             "rubric: --rubric-judge openai:a --rubric-judge openai:b --rubric-grader per-criterion",

@@ -91,9 +91,7 @@ def test_per_criterion_grades_each_judged_criterion(
     rubric_json: Callable[[], dict[str, Any]],
 ) -> None:
     fake_llm.respond_with(by_requirement({"horizon is one day"}))
-    result = pytester.runpytest(
-        *judge_args(fake_llm, provider), "--rubric-json", "out.json", "-p", "no:xdist"
-    )
+    result = pytester.runpytest(*judge_args(fake_llm, provider), "--rubric-json", "out.json")
     result.assert_outcomes(passed=1)
     assert len(fake_llm.requests) == 2
     criteria = {c["id"]: c for c in rubric_json()["results"][0]["criteria"]}
@@ -111,7 +109,7 @@ def test_openai_request_body(
     pytester: pytest.Pytester, judged_file: Path, fake_llm: FakeLLM
 ) -> None:
     fake_llm.respond_with(by_requirement(set()))
-    pytester.runpytest(*judge_args(fake_llm), "-p", "no:xdist")
+    pytester.runpytest(*judge_args(fake_llm))
     request = next(r for r in fake_llm.requests if "horizon is one day" in _system(r))
     body = request.body
     assert request.path == "/v1/chat/completions"
@@ -144,7 +142,7 @@ def test_anthropic_request_uses_a_forced_tool(
     pytester: pytest.Pytester, judged_file: Path, fake_llm: FakeLLM
 ) -> None:
     fake_llm.respond_with(by_requirement(set()))
-    pytester.runpytest(*judge_args(fake_llm, "anthropic"), "-p", "no:xdist")
+    pytester.runpytest(*judge_args(fake_llm, "anthropic"))
     request = fake_llm.requests[0]
     assert request.path == "/v1/messages"
     assert request.headers["anthropic-version"] == "2023-06-01"
@@ -304,9 +302,7 @@ def test_rate_limit_with_retry_after_is_honoured(
 ) -> None:
     fake_llm.script(status(429, headers={"Retry-After": "0.3"}))
     fake_llm.respond_with(by_requirement({"horizon is one day"}))
-    result = pytester.runpytest(
-        *judge_args(fake_llm, "openai", "--rubric-concurrency=1"), "-p", "no:xdist"
-    )
+    result = pytester.runpytest(*judge_args(fake_llm, "openai", "--rubric-concurrency=1"))
     result.assert_outcomes(passed=1)
     # The other criterion's call goes ahead during the wait (see llm/test_http_limits).
     first = fake_llm.requests[0]
@@ -448,8 +444,6 @@ def test_a_server_that_only_constrains_json_object_with_a_schema_gets_it_for_eve
         *judge_args(fake_llm, "openai", f"--rubric-grader={grader}", "--rubric-concurrency=1"),
         "--rubric-json",
         "out.json",
-        "-p",
-        "no:xdist",
     )
     # Every judged verdict is MET, max_loss included: a fail, except as a holistic score.
     result.assert_outcomes(**({"passed": 1} if grader == "holistic" else {"failed": 1}))
@@ -478,9 +472,7 @@ def test_a_server_error_that_does_not_name_the_form_is_retried_not_a_fallback(
     the schema for the rest of the run."""
     judged = by_requirement({"horizon is one day"})
     fake_llm.respond_with(lambda r: first if len(fake_llm.requests) == 1 else judged(r))
-    result = pytester.runpytest(
-        *judge_args(fake_llm, "openai", "--rubric-concurrency=1"), "-p", "no:xdist"
-    )
+    result = pytester.runpytest(*judge_args(fake_llm, "openai", "--rubric-concurrency=1"))
     result.assert_outcomes(passed=1)
     forms = [r.body["response_format"]["type"] for r in fake_llm.requests]
     assert forms == ["json_schema"] * 3  # an outage is not a reason to give up the schema
@@ -570,7 +562,7 @@ def test_custom_judge_from_the_hook(pytester: pytest.Pytester, judged_file: Path
             return EchoJudge()
         """
     )
-    result = pytester.runpytest("-p", "no:xdist", "--rubric-json=out.json")
+    result = pytester.runpytest("--rubric-json=out.json")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["judge echo: 2 calls, 0 retries, 0 errors, *"])
     run = json.loads((pytester.path / "out.json").read_text())["run"]
@@ -646,10 +638,10 @@ def test_env_var_and_ini_select_the_judge(
     fake_llm.respond_with(by_requirement({"horizon is one day"}))
     monkeypatch.setenv("RUBRIC_JUDGE", "openai:from-env")
     monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_url)
-    pytester.runpytest("-p", "no:xdist").assert_outcomes(passed=1)
+    pytester.runpytest().assert_outcomes(passed=1)
     assert {r.body["model"] for r in fake_llm.requests} == {"from-env"}
     pytester.makeini(FAST_RETRIES + "rubric_judge = openai:from-ini\n")
-    pytester.runpytest("-p", "no:xdist").assert_outcomes(passed=1)
+    pytester.runpytest().assert_outcomes(passed=1)
     assert fake_llm.requests[-1].body["model"] == "from-ini"
 
 
@@ -729,9 +721,7 @@ def test_judge_calls_of_all_items_run_concurrently(pytester: pytest.Pytester, wr
     write("many.rubric.yaml", "cases:\n" + cases + "\n")
     with FakeLLM(latency=0.3) as fake:
         fake.respond_with(lambda request: verdict("MET"))
-        result = pytester.runpytest(
-            *judge_args(fake, "openai", "--rubric-concurrency=4"), "-p", "no:xdist"
-        )
+        result = pytester.runpytest(*judge_args(fake, "openai", "--rubric-concurrency=4"))
         result.assert_outcomes(passed=8)
     # Four calls at once, from different items (each item has one), and never more.
     assert fake.max_in_flight == 4
@@ -919,7 +909,7 @@ def test_the_retry_budget_is_an_ini_option(
     )
     pytester.makeini(FAST_RETRIES + "rubric_judge_attempts = 10\nrubric_judge_retry_budget = 2\n")
     fake_llm.respond_with(lambda request: status(503))  # not an output-mode rejection
-    result = pytester.runpytest(*judge_args(fake_llm), "-p", "no:xdist", "-rA")
+    result = pytester.runpytest(*judge_args(fake_llm), "-rA")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*the session's retry budget (2) is spent*"])
     assert len(fake_llm.requests) == 3  # the first try and the two retries the budget allows

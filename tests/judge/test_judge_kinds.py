@@ -119,9 +119,7 @@ def _run(pytester: pytest.Pytester, write: Write, fake: FakeLLM, provider: str, 
     pytester.makeini("[pytest]\nrubric_judge_backoff = 0.01\n")
     write("labels.rubric.yaml", LABELLED)
     fake.respond_with(_labeller(label))
-    return pytester.runpytest(
-        *judge_args(fake, provider), "--rubric-json", "out.json", "-p", "no:xdist"
-    )
+    return pytester.runpytest(*judge_args(fake, provider), "--rubric-json", "out.json")
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
@@ -176,7 +174,7 @@ def test_a_label_or_scale_that_cannot_be_used_is_a_located_collection_error(
               - {id: c, kind: label, labels: [a, b], pass_labels: [c], requirement: "r"}
         """,
     )
-    result = pytester.runpytest("-p", "no:xdist")
+    result = pytester.runpytest()
     result.stdout.fnmatch_lines(
         [
             "bad.rubric.yaml: 4 problems in rubric file",

@@ -221,8 +221,6 @@ def test_length_and_position_probes_catch_a_biased_judge_end_to_end(
         "--rubric-markdown=out.md",
         "--rubric-html=out.html",
         "--rubric-cache=off",
-        "-p",
-        "no:xdist",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     length_line = (
@@ -286,7 +284,7 @@ def test_probe_kinds_and_their_limits_are_checked(
     pytester: pytest.Pytester, args: list[str], message: str
 ) -> None:
     pytester.makeini("[pytest]\n")
-    result = pytester.runpytest("-p", "no:xdist", *args)
+    result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str()
 
@@ -325,7 +323,7 @@ def test_instructions_and_examples_reach_the_judge_fenced_and_key_the_cache(
     pytester.makeini("[pytest]\nrubric_judge_backoff = 0.01\n")
     write("evals/guided.rubric.yaml", GUIDED.format(instructions=INSTRUCTIONS, examples=EXAMPLES_INLINE))  # fmt: skip
     fake_llm.respond_with(_met)
-    args = ["--rubric-judge=openai:m", f"--rubric-judge-url={fake_llm.openai_url}", "-p", "no:xdist"]  # fmt: skip
+    args = ["--rubric-judge=openai:m", f"--rubric-judge-url={fake_llm.openai_url}"]  # fmt: skip
     pytester.runpytest(*args).assert_outcomes(passed=1)
     # The case's two criteria and the calibration example, one call each.
     assert len(fake_llm.requests) == 3

@@ -89,9 +89,7 @@ def test_a_warm_run_never_loads_the_http_client(pytester: pytest.Pytester, setup
         "    (config.rootpath / 'httpx.txt').write_text(str('httpx' in sys.modules))\n"
     )
     url = setup.openai_url
-    warm = pytester.runpytest_subprocess(
-        "-p", "no:xdist", "--rubric-judge=openai:m", f"--rubric-judge-url={url}"
-    )
+    warm = pytester.runpytest_subprocess("--rubric-judge=openai:m", f"--rubric-judge-url={url}")
     warm.assert_outcomes(passed=1)
     assert len(setup.requests) == 1
     assert (pytester.path / "httpx.txt").read_text() == "False"

@@ -136,7 +136,7 @@ def test_the_usage_line_shows_the_cost_and_a_warm_run_what_the_cache_saved(
     pytester.makeini(PRICED)
     write("cost.rubric.yaml", _cases(2))
     fake_llm.respond_with(lambda request: verdict("MET", input_tokens=100, output_tokens=50))
-    cold = pytester.runpytest(*judge_args(fake_llm), "-p", "no:xdist")
+    cold = pytester.runpytest(*judge_args(fake_llm))
     cold.assert_outcomes(passed=2)
     # 200 tokens in at $1000/M and 100 out at $2000/M
     cold.stdout.fnmatch_lines(
@@ -145,7 +145,7 @@ def test_the_usage_line_shows_the_cost_and_a_warm_run_what_the_cache_saved(
             "cost $0.40, cache 0 hits / 2 misses (saved $0.00)"
         ]
     )
-    warm = pytester.runpytest(*judge_args(fake_llm), "-p", "no:xdist")
+    warm = pytester.runpytest(*judge_args(fake_llm))
     warm.assert_outcomes(passed=2)
     assert len(fake_llm.requests) == 2
     warm.stdout.fnmatch_lines(
@@ -162,9 +162,7 @@ def test_the_price_flag_prices_the_judge_whatever_the_ini_says(
     pytester.makeini(PRICED)
     write("cost.rubric.yaml", _cases(1))
     fake_llm.respond_with(lambda request: verdict("MET", input_tokens=1000, output_tokens=0))
-    result = pytester.runpytest(
-        *judge_args(fake_llm), "--rubric-judge-price", "0.15,0.60", "-p", "no:xdist"
-    )
+    result = pytester.runpytest(*judge_args(fake_llm), "--rubric-judge-price", "0.15,0.60")
     result.stdout.fnmatch_lines(["judge openai:test-model: 1 calls, *, cost $0.00015, cache *"])
 
 
@@ -180,7 +178,7 @@ def test_a_price_or_a_budget_that_cannot_be_used_is_a_usage_error(
     pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM, args: list[str], message: str
 ) -> None:
     write("cost.rubric.yaml", _cases(1))
-    result = pytester.runpytest(*judge_args(fake_llm), *args, "-p", "no:xdist")
+    result = pytester.runpytest(*judge_args(fake_llm), *args)
     assert result.ret in (pytest.ExitCode.USAGE_ERROR, 2)
     result.stderr.fnmatch_lines([message])
     assert not fake_llm.requests
@@ -204,8 +202,6 @@ def test_the_budget_stops_new_calls_and_leaves_the_rest_error(
         "1",
         "--rubric-json",
         "out.json",
-        "-p",
-        "no:xdist",
     )
     result.assert_outcomes(passed=2, errors=3)
     assert len(fake_llm.requests) == 2
@@ -250,7 +246,7 @@ def test_cached_replies_are_served_after_the_budget_is_spent(
     pytester.makeini(PRICED)
     write("cost.rubric.yaml", _cases(2))
     fake_llm.respond_with(lambda request: verdict("MET", input_tokens=10, output_tokens=5))
-    pytester.runpytest(*judge_args(fake_llm), "-p", "no:xdist").assert_outcomes(passed=2)
+    pytester.runpytest(*judge_args(fake_llm)).assert_outcomes(passed=2)
     write("cost.rubric.yaml", _cases(4))
     result = pytester.runpytest(
         *judge_args(fake_llm),
@@ -258,8 +254,6 @@ def test_cached_replies_are_served_after_the_budget_is_spent(
         "0.01",
         "--rubric-concurrency",
         "1",
-        "-p",
-        "no:xdist",
     )
     # Two replies from the cache, free; one call ($0.02) spends the budget; one refused.
     result.assert_outcomes(passed=3, errors=1)
@@ -283,9 +277,7 @@ def test_model_calls_share_the_budget(
     )
     monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_url)
     fake_llm.respond_with(lambda request: text("It is 42.", input_tokens=10, output_tokens=5))
-    result = pytester.runpytest(
-        "--rubric-model=openai:tiny", "--rubric-max-cost=0.01", "-p", "no:xdist"
-    )
+    result = pytester.runpytest("--rubric-model=openai:tiny", "--rubric-max-cost=0.01")
     result.assert_outcomes(passed=1, errors=2)  # $0.02 for the first answer
     assert len(fake_llm.requests) == 1
     result.stdout.fnmatch_lines(["*cost budget of $0.01 spent*"])
@@ -311,8 +303,6 @@ def test_replies_without_usage_are_estimated_so_a_budget_still_binds(
         "0.5",
         "--rubric-concurrency",
         "1",
-        "-p",
-        "no:xdist",
     )
     assert 1 <= len(fake_llm.requests) < 6  # the budget bound, on estimated tokens
     result.stdout.fnmatch_lines(

@@ -92,7 +92,7 @@ def test_a_trickling_judge_times_out_as_a_whole_call(
     started = time.monotonic()
     result = pytester.runpytest(
         *judge_args(fake_llm, provider, "--rubric-judge-timeout=1"),
-        *("-p", "no:xdist", "--rubric-json", "out.json"),
+        *("--rubric-json", "out.json"),
     )
     elapsed = time.monotonic() - started
     result.assert_outcomes(errors=1)
@@ -122,9 +122,7 @@ def test_a_reply_above_1_mib_is_refused_then_error(
     """A valid MET verdict padded to 2 MiB: refused, retried, then ERROR, never MET."""
     _judged(pytester, write, FAST_RETRIES)
     fake_llm.respond_with(lambda request: oversize(verdict("MET"), size=2 * MAX_REPLY_BYTES))
-    result = pytester.runpytest(
-        *judge_args(fake_llm), "-p", "no:xdist", "--rubric-json", "out.json"
-    )
+    result = pytester.runpytest(*judge_args(fake_llm), "--rubric-json", "out.json")
     result.assert_outcomes(errors=1)
     reason = _criteria(rubric_json)["horizon"]["reason"]
     assert "the reply is larger than 1,048,576 bytes (1 MiB) and was refused" in reason
@@ -160,9 +158,7 @@ def test_a_redirect_with_a_met_body_is_an_error_naming_its_target(
     _judged(pytester, write, FAST_RETRIES)
     target = "https://judge.example/v1/chat/completions"
     fake_llm.respond_with(lambda request: redirect(target, verdict("MET")))
-    result = pytester.runpytest(
-        *judge_args(fake_llm), "-p", "no:xdist", "--rubric-json", "out.json"
-    )
+    result = pytester.runpytest(*judge_args(fake_llm), "--rubric-json", "out.json")
     result.assert_outcomes(errors=1)
     criteria = _criteria(rubric_json)
     assert criteria["horizon"]["verdict"] == "ERROR"
@@ -187,9 +183,7 @@ def test_a_key_cut_short_by_an_error_quote_does_not_leak(
     _judged(pytester, write, FAST_RETRIES)
     message = "x" * 185 + KEY + " is not a valid key"
     fake_llm.respond_with(lambda request: status(401, body={"error": {"message": message}}))
-    result = pytester.runpytest(
-        *judge_args(fake_llm), "-p", "no:xdist", "-rA", "--rubric-json", "out.json"
-    )
+    result = pytester.runpytest(*judge_args(fake_llm), "-rA", "--rubric-json", "out.json")
     result.assert_outcomes(errors=1)
     outputs = [str(result.stdout), str(result.stderr), (pytester.path / "out.json").read_text()]
     assert not [o for o in outputs if KEY[:10] in o]
@@ -217,9 +211,7 @@ def test_waiting_out_a_retry_after_leaves_the_slot_to_other_calls(
     _judged(pytester, write, FAST_RETRIES)
     fake_llm.script(status(429, headers={"Retry-After": "1"}))
     fake_llm.respond_with(by_requirement({"horizon is one day"}))
-    result = pytester.runpytest(
-        *judge_args(fake_llm, "openai", "--rubric-concurrency=1"), "-p", "no:xdist"
-    )
+    result = pytester.runpytest(*judge_args(fake_llm, "openai", "--rubric-concurrency=1"))
     result.assert_outcomes(passed=1)
     first, other, retried = fake_llm.requests
     assert other.body != first.body and retried.body == first.body

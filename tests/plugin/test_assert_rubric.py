@@ -193,9 +193,7 @@ def test_a_failure_the_test_catches_does_not_count(
             assert_rubric("Lyon.", CRITERIA, subject="escaped")
         """,
     )
-    result = pytester.runpytest(
-        "-p", "no:xdist", "--rubric-json", "out.json", "--junitxml", "j.xml"
-    )
+    result = pytester.runpytest("--rubric-json", "out.json", "--junitxml", "j.xml")
     result.assert_outcomes(passed=1, failed=1)
     results = sorted((r["subject"], r["passed"]) for r in rubric_json()["results"])
     assert results == [("escaped", False), ("kept", True)]
@@ -221,7 +219,7 @@ def test_the_rubric_fixture_is_assert_rubric_bound_to_its_test(
             assert repr(rubric) == f"RubricFixture({request.node.nodeid!r})"
         """,
     )
-    result = pytester.runpytest("-p", "no:xdist", "--rubric-json", "out.json")
+    result = pytester.runpytest("--rubric-json", "out.json")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         ["E       pytest_rubric.RubricAssertionError: rubric test_capital[[]Lyon.[]]*FAILED"]
@@ -267,7 +265,7 @@ def test_ini_rubric_summary_decides_when_the_summary_is_printed(
             evals="cases:\n  - id: q1\n    response: 'yes'\n"
             "    criteria: [{id: c, type: any_of, any_of: ['yes']}]\n",
         )
-    result = pytester.runpytest("-p", "no:xdist")
+    result = pytester.runpytest()
     result.assert_outcomes(passed=3 if rubric_file else 2)
     assert ("rubric summary" in result.stdout.str()) is shown
 
@@ -304,7 +302,7 @@ def test_a_rubric_path_resolves_against_the_rootdir_then_the_tests_folder(
     (project / "tests" / "test_app.py").write_text(PROJECT_TEST)
     monkeypatch.chdir(project / where if where != ".." else pytester.path)
     target = "project/tests" if where == ".." else ("." if where == "tests" else "tests")
-    result = pytester.runpytest_inprocess(target, "-p", "no:xdist")
+    result = pytester.runpytest_inprocess(target)
     result.assert_outcomes(passed=2)
 
 
@@ -318,7 +316,7 @@ def test_a_rubric_path_that_is_nowhere_says_where_it_looked(pytester: pytest.Pyt
             assert_rubric("Paris", "evals/nope.rubric.yaml::q1")
         """
     )
-    result = pytester.runpytest("-p", "no:xdist")
+    result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [

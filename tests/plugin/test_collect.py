@@ -387,7 +387,7 @@ def test_each_case_is_compiled_once_whatever_the_number_of_subjects(
 
     monkeypatch.setattr(Grader, "compile", counting_compile)
     monkeypatch.setattr(RegexCheck, "__init__", counting_regex)
-    result = pytester.inline_run("-p", "no:xdist")
+    result = pytester.inline_run()
     result.assertoutcome(passed=3, failed=3)
     assert compiled == ["q1", "q2"]  # six items, two compilations
     assert regexes == ["\\bloss"]
@@ -412,7 +412,7 @@ def test_callables_and_targets_import_from_the_rootdir_and_the_rubric_folder_und
         """,
     )
     script = Path(sys.executable).with_name("pytest")
-    result = pytester.run(str(script), "-p", "no:cacheprovider", "-p", "no:xdist", timeout=120)
+    result = pytester.run(str(script), "-p", "no:cacheprovider", timeout=120)
     result.assert_outcomes(passed=1)
 
 
@@ -424,7 +424,7 @@ def test_an_empty_responses_folder_says_what_is_missing_not_to_set_it(
         "a.rubric.yaml",
         "responses: answers/\ncases:\n  - id: q1\n    criteria: [{id: c, type: any_of, any_of: [x]}]\n",
     )
-    result = pytester.runpytest("-p", "no:xdist")
+    result = pytester.runpytest()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         ["*no subject in the responses folder answers it (it holds no <subject>.jsonl file)*"]

@@ -42,7 +42,7 @@ def test_the_collected_heap_is_frozen_during_the_run_and_thawed_after(
         "    criteria: [{id: c, type: any_of, any_of: ['yes']}]\n",
     )
     before = gc.get_freeze_count()
-    result = pytester.runpytest_inprocess("-p", "no:xdist")
+    result = pytester.runpytest_inprocess()
     result.assert_outcomes(passed=1)
     assert (int((pytester.path / "frozen.txt").read_text()) > 0) is frozen
     assert (int((pytester.path / "frozen_at_unconfigure.txt").read_text()) > 0) is frozen

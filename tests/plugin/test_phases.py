@@ -59,8 +59,6 @@ def test_a_dry_run_grades_nothing_and_calls_no_judge(
         "--rubric-cache",
         "off",
         dry_run,
-        "-p",
-        "no:xdist",
     )
     assert result.ret == pytest.ExitCode.OK
     assert project.requests == []
@@ -102,7 +100,7 @@ def test_the_grade_is_made_in_the_call_and_an_error_is_still_an_error(
         """
     )
     result = pytester.runpytest(
-        "--rubric-dir", "evals", *judge_args(project), "--rubric-cache", "off", "-p", "no:xdist"
+        "--rubric-dir", "evals", *judge_args(project), "--rubric-cache", "off"
     )
     result.assert_outcomes(passed=2, errors=1)
     phases = (pytester.path / "phases.txt").read_text()

@@ -236,7 +236,7 @@ def test_a_cache_that_cannot_store_warns_once_and_the_verdicts_stand(
     pytester: pytest.Pytester, write: Write, judge: FakeLLM, full_disk: None
 ) -> None:
     _judged(write, 3)
-    result = _run(pytester, judge, "-p", "no:xdist")  # in process: the patch applies
+    result = _run(pytester, judge)  # in process: the patch applies
     result.assert_outcomes(passed=3, warnings=1)
     result.stdout.fnmatch_lines(
         [
