@@ -24,7 +24,6 @@ __all__ = [
     "pass_rule",
     "positive",
     "positive_int",
-    "positive_number",
     "positive_seconds",
     "price",
     "probe_kinds",
@@ -34,25 +33,23 @@ __all__ = [
 ]
 
 
-def _number(text: str, within: Callable[[float], bool], wrong: str) -> float:
+def _number(
+    text: str, within: Callable[[float], bool], wrong: str, *, says: str = "is not"
+) -> float:
     """``text`` read as a float that ``within`` accepts (a word reads as nan, which no range
-    accepts), or the error "'text' is not WRONG"."""
+    accepts), or the error "'text' is not WRONG" (``says``: the verb of that error)."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not within(value):
-        raise ValueError(f"{text!r} is not {wrong}")
+        raise ValueError(f"{text!r} {says} {wrong}")
     return value
 
 
 def fraction(text: str) -> float:
     """A number from 0 to 1 (the gates, the pass mark, the style thresholds)."""
     return _number(text, lambda v: 0 <= v <= 1, "a number from 0 to 1")
-
-
-def positive_number(text: str) -> float:
-    return _number(text, lambda v: math.isfinite(v) and v > 0, "a positive number")
 
 
 def positive_seconds(text: str) -> float:
@@ -157,10 +154,7 @@ def seconds(text: str) -> float:
 
 def positive(text: str) -> float:
     """A positive number, as the ini keys that take one say it."""
-    try:
-        return positive_number(text)
-    except ValueError:
-        raise ValueError(f"{text!r} must be a positive number") from None
+    return _number(text, lambda v: math.isfinite(v) and v > 0, "a positive number", says="must be")
 
 
 def attempts(text: str) -> int:

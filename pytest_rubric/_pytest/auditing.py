@@ -169,13 +169,17 @@ class Audit:
         ]
         self.probe_plan = probe_plan(sorted(candidates), n)
 
+    def _probed(self, request: JudgeRequest, compiled: CompiledRubric) -> list[Any]:
+        """The judged criteria of the item the plan chose to probe (none: not probed)."""
+        ids = self.probe_plan.get(request.key.node, ())
+        return [c for c in compiled.judged_criteria if c.id in ids]
+
     def _probe_requests(
         self, request: JudgeRequest, compiled: CompiledRubric
     ) -> list[tuple[str, JudgeRequest]]:
         """Each probe of an item's first answer (``request``): ``(kind, request)``, for the
         kinds of ``--rubric-judge-probe-kinds`` (none when the item is not probed)."""
-        ids = self.probe_plan.get(request.key.node, ())
-        criteria = [c for c in compiled.judged_criteria if c.id in ids]
+        criteria = self._probed(request, compiled)
         if not criteria:
             return []
         from .._grade.padding import pad, paddable
@@ -215,8 +219,7 @@ class Audit:
             return []
         from .._report.audit import kind_record, probe_record
 
-        ids = set(self.probe_plan.get(request.key.node, ()))
-        criteria: list[Any] = [c for c in compiled.judged_criteria if c.id in ids]
+        criteria = self._probed(request, compiled)
         for _, probe in probes:
             self._judging.schedule(probe)
         records = []
