@@ -24,7 +24,7 @@ from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite
 from .._render.table import answer_lines
 from .._schema import own_mark
-from .evaluation import evaluate, raise_for
+from .evaluation import evaluate, raise_for, raise_no_answer
 from .heap import paused
 from .judging import answer_key
 from .recording import record
@@ -343,7 +343,7 @@ class RubricItem(pytest.Item):
                         subject=self.subject,
                     ),
                 )
-            raise RubricEvaluationError(outgoing(problem), result=None)
+            raise_no_answer(problem)
         result = evaluate(
             session,
             grader,

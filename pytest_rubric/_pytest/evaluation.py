@@ -8,7 +8,7 @@ from, the key of their judge work, and when a result counts for the session.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from .._errors import RubricAssertionError, RubricEvaluationError
 from .._guards.outgoing import outgoing
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .._grade.grader import CompiledRubric, Grader
     from .session import RubricSession
 
-__all__ = ["evaluate", "raise_for"]
+__all__ = ["evaluate", "raise_for", "raise_no_answer"]
 
 
 def evaluate(
@@ -78,3 +78,11 @@ def raise_for(result: CaseResult) -> None:
         raise RubricEvaluationError(outgoing(criteria_table(result)), result=result)
     if not result.passed:
         raise RubricAssertionError(outgoing(criteria_table(result)), result=result)
+
+
+def raise_no_answer(problem: str) -> NoReturn:
+    """Raise :class:`RubricEvaluationError` for an answer that could not be obtained: never a
+    pass. Like :func:`raise_for`, the message passes the outgoing boundary here, the one
+    place these errors are made (``_errors`` imports nothing of the guards)."""
+    __tracebackhide__ = True
+    raise RubricEvaluationError(outgoing(problem), result=None)
