@@ -1,0 +1,146 @@
+"""What the application did on the way to its answer: the trace, as evidence.
+
+A :class:`Trace` holds the tool calls an agent made, the passages a retriever gave, how
+many model calls there were, what they cost and how long the target took. It is read
+from what a target returns (a mapping or object with ``messages``, ``context``,
+``usage``), from a responses file line, from a case's fixed ``context:``, or from the
+OpenTelemetry spans of the target's call (``--rubric-otel``); ``source`` says which.
+
+The records are frozen and stdlib only, like :mod:`pytest_rubric._results`, so they
+travel with a result through xdist as plain dicts and back. The words follow the
+field's own vocabularies: OpenAI's chat messages for what is returned, OpenTelemetry's
+GenAI conventions and OpenInference's span attributes for what is read from spans.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["Passage", "ToolCall", "Trace", "TraceSource", "Usage"]
+
+TraceSource = Literal["returned", "otel", "responses", "case"]
+
+# Text copied from a trace into a result (a tool's result, a passage) is cut to this many
+# characters, with a count of what was cut, like every other text a result keeps.
+TRACE_TEXT_LIMIT = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call of a tool: its name, its arguments (a JSON object), whether it succeeded,
+    and its result as text (``None`` when the trace does not show one)."""
+
+    name: str
+    arguments: dict[str, Any]
+    ok: bool
+    result: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "arguments": self.arguments,
+            "ok": self.ok,
+            "result": self.result,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
+        return cls(
+            name=data["name"],
+            arguments=dict(data.get("arguments") or {}),
+            ok=bool(data.get("ok", True)),
+            result=data.get("result"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """One retrieved passage: its id (``None`` when the retriever gave none; criteria then
+    refer to it by its 1-based position), its text and where it came from."""
+
+    text: str
+    id: str | None = None
+    source: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "text": self.text, "source": self.source}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Passage:
+        return cls(text=data["text"], id=data.get("id"), source=data.get("source"))
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens and cost of the application's model calls; each figure ``None`` when the
+    trace does not give it (a limit on it is then ERROR, never MET)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+    @property
+    def tokens(self) -> int | None:
+        """Input plus output tokens, or ``None`` when either is unknown."""
+        if self.input_tokens is None or self.output_tokens is None:
+            return None
+        return self.input_tokens + self.output_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Usage:
+        return cls(
+            input_tokens=data.get("input_tokens"),
+            output_tokens=data.get("output_tokens"),
+            cost_usd=data.get("cost_usd"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """What one call of the application did: see the module docstring.
+
+    ``llm_calls`` is ``None`` when the source cannot tell (a responses line with context
+    only); ``latency_s`` is the target call's wall time, measured by the plugin, ``None``
+    for written responses. ``metadata`` is the application's own, kept in the JSON.
+    """
+
+    source: TraceSource
+    tool_calls: tuple[ToolCall, ...] = ()
+    llm_calls: int | None = None
+    context: tuple[Passage, ...] = ()
+    usage: Usage = Usage()
+    latency_s: float | None = None
+    metadata: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "source": self.source,
+            "tool_calls": [c.to_dict() for c in self.tool_calls],
+            "llm_calls": self.llm_calls,
+            "context": [p.to_dict() for p in self.context],
+            "usage": self.usage.to_dict(),
+            "latency_s": self.latency_s,
+        }
+        if self.metadata is not None:
+            data["metadata"] = self.metadata
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trace:
+        return cls(
+            source=data["source"],
+            tool_calls=tuple(ToolCall.from_dict(c) for c in data.get("tool_calls", ())),
+            llm_calls=data.get("llm_calls"),
+            context=tuple(Passage.from_dict(p) for p in data.get("context", ())),
+            usage=Usage.from_dict(data.get("usage") or {}),
+            latency_s=data.get("latency_s"),
+            metadata=data.get("metadata"),
+        )
