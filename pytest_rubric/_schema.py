@@ -2,24 +2,26 @@
 
 A file is a :class:`Suite` of :class:`Case` objects, each with a list of
 criteria. Each criterion type is a model in ``pytest_rubric.criteria`` (one
-module per type, with its check); :data:`Criterion` is their discriminated
-union on ``type``, where a criterion written without ``type`` but with a
+module per type, with its check); :data:`Criterion` reads one as the type
+its ``type`` names in ``pytest_rubric.criteria.registry`` (with the types a
+conftest adds), where a criterion written without ``type`` but with a
 ``requirement`` is a ``judge`` criterion (the weight-and-requirement form of
 rubric libraries loads unchanged).
 
 The models only describe and validate; matching lives in the criteria's
-checks, scoring in ``_scoring``.
+checks, scoring in ``pytest_rubric._grade.scoring``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AliasChoices,
     BaseModel,
     BeforeValidator,
     Field,
+    PlainValidator,
     field_validator,
     model_validator,
 )
@@ -39,7 +41,7 @@ from .criteria.model import MODEL_CONFIG, CriterionModel, FieldError, Id, Share,
 from .criteria.model import check_import_path as _check_import_path
 from .criteria.number import Number
 from .criteria.regex import Regex
-from .criteria.registry import DETERMINISTIC, tagged_union
+from .criteria.registry import criterion_types, validate_criterion
 
 __all__ = [
     "CRITERION_TYPES",
@@ -68,15 +70,11 @@ __all__ = [
     "own_mark",
 ]
 
-# Every criterion type by the `type:` it is written with: the deterministic ones,
-# then `json` (whose fields hold deterministic bodies), `judge` and `extract` (whose check is one).
-_ALL: tuple[type[CriterionModel], ...] = (*DETERMINISTIC, Json, Requirement, Extract)
-CRITERION_TYPES: dict[str, type[CriterionModel]] = {model.tag: model for model in _ALL}
+# Every built-in criterion type by the `type:` it is written with (criteria/registry.py).
+CRITERION_TYPES: dict[str, type[CriterionModel]] = criterion_types()
 
-if TYPE_CHECKING:
-    Criterion = CriterionModel
-else:
-    Criterion = tagged_union(CRITERION_TYPES.values())
+# A criterion, read as the type it names among the session's (built-in and added) types.
+Criterion = Annotated[CriterionModel, PlainValidator(validate_criterion)]
 
 
 def default_ids(value: Any, prefix: str) -> Any:

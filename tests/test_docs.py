@@ -53,3 +53,11 @@ def test_the_link_finder_sees_what_it_must() -> None:
         "```\n[e](not/a/link.md)\n```\n`[f](nor/this.md)`\n"
     )
     assert relative_links(text) == ["docs/a.md#x", "docs/b.png"]
+
+
+def test_every_criterion_type_of_the_registry_has_a_row_in_the_criteria_reference() -> None:
+    from pytest_rubric.criteria.registry import BUILTIN
+
+    page = (ROOT / "docs" / "reference" / "criteria.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `(\w+)` \|", page, flags=re.MULTILINE))
+    assert rows >= {model.tag for model in BUILTIN}

@@ -21,6 +21,7 @@ reads responses files. The names other code imports from here still are.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,8 @@ from .._guards.limits import MAX_NESTING, Limit, NotRegular, json_loads, nesting
 from .._guards.yaml import MAX_ALIAS_NODES, AliasLimit, Duplicate, YamlLoader
 from .._guards.yaml import construct as _construct  # tests import it from here, by this name
 from .._schema import Suite
+from ..criteria.model import CriterionModel
+from ..criteria.registry import CONTEXT_KEY, criterion_types
 from .locate import (
     EXAMPLES,
     Locator,
@@ -78,14 +81,15 @@ class LoadedSuite:
         return (self.path.parent / self.suite.responses).resolve()
 
 
-def load_suite(path: Path) -> LoadedSuite:
+def load_suite(path: Path, *, added: Sequence[type[CriterionModel]] = ()) -> LoadedSuite:
     """Read and validate a rubric file; raise :class:`RubricLoadError` listing every problem.
 
-    A session loads it with the garbage collector paused (``_heap.paused``)."""
-    return _load_suite(path)
+    ``added``: the criterion types plugins add (``pytest_rubric_criterion_types``).
+    A session loads it with the garbage collector paused (``pytest_rubric._pytest.heap``)."""
+    return _load_suite(path, added)
 
 
-def _load_suite(path: Path) -> LoadedSuite:
+def _load_suite(path: Path, added: Sequence[type[CriterionModel]]) -> LoadedSuite:
     try:
         text = read_text(path)
     except NotRegular as exc:
@@ -108,11 +112,17 @@ def _load_suite(path: Path) -> LoadedSuite:
             path,
             [Problem(f"cannot read the file: {exc.strerror or exc}", hint="check its permissions")],
         ) from None
-    return parse_suite(text, path=path)
+    return parse_suite(text, path=path, added=added)
 
 
-def parse_suite(text: str, *, path: Path) -> LoadedSuite:
+def parse_suite(
+    text: str, *, path: Path, added: Sequence[type[CriterionModel]] = ()
+) -> LoadedSuite:
     """Validate rubric text; ``path`` names the file in errors and anchors relative paths."""
+    try:
+        types = criterion_types(added)
+    except TypeError as exc:
+        raise RubricLoadError(path, [Problem(str(exc))]) from None
     # Editors on Windows start UTF-8 files with a BOM, which json.loads rejects.
     text = text.removeprefix("\ufeff")
     parsed = _parse(text, path)
@@ -120,7 +130,7 @@ def parse_suite(text: str, *, path: Path) -> LoadedSuite:
     bare_list = isinstance(data, list)
     if bare_list:
         data = {"cases": data}
-    locator = Locator(text, path, parsed.node, bare_list=bare_list)
+    locator = Locator(text, path, parsed.node, bare_list=bare_list, types=types)
     problems = [
         duplicate_problem(d, data, bare_list=bare_list, json_file=path.suffix == ".json")
         for d in parsed.duplicates
@@ -146,7 +156,7 @@ def parse_suite(text: str, *, path: Path) -> LoadedSuite:
         raise RubricLoadError(path, problems)
     suite: Suite | None = None
     try:
-        suite = Suite.model_validate(data)
+        suite = Suite.model_validate(data, context={CONTEXT_KEY: tuple(added)})
     except ValidationError as exc:
         problems += validation_problems(exc, data, locator)
     problems += semantic_problems(data, suite, locator)

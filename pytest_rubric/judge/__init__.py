@@ -28,12 +28,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .._defaults import PROVIDERS, Provider
     from .._guards.secrets import known_keys
     from .._llm.base import JudgeClient, Judged, JudgeError, JudgeStats, Reply, Sampling
     from .._llm.cache import CachedCalls, JudgeCache
     from .._llm.clients import WIRES, AnthropicClient, OpenAIClient, make_client
     from .._llm.http import HTTPClient
-    from .._llm.providers import PROVIDERS, JudgeSpec, Provider, read_key
+    from .._llm.providers import JudgeSpec, read_key
     from .runner import JudgeRunner
     from .strategies import STRATEGIES, Strategy
 
@@ -49,8 +50,8 @@ _LAZY = {
     "JudgeStats": ".._llm.base",
     "Judged": ".._llm.base",
     "OpenAIClient": ".._llm.clients",
-    "PROVIDERS": ".._llm.providers",
-    "Provider": ".._llm.providers",
+    "PROVIDERS": ".._defaults",
+    "Provider": ".._defaults",
     "Reply": ".._llm.base",
     "STRATEGIES": ".strategies",
     "Sampling": ".._llm.base",
