@@ -81,19 +81,6 @@ class CriterionResult:
     judges: dict[str, str | float] | None = None  # a panel's: each judge's verdict or score
 
     @property
-    def samples(self) -> list[dict[str, Any]] | None:
-        """Deprecated: the judge's votes are :attr:`votes` (a sample is one answer of an item)."""
-        import warnings
-
-        warnings.warn(
-            "CriterionResult.samples is now CriterionResult.votes (the judge's votes); the old "
-            "name will be removed in a later release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.votes
-
-    @property
     def unstable(self) -> bool:
         """Judged several times (``--rubric-judge-samples``), and the samples disagreed."""
         return self.agreement is not None and self.agreement < 1

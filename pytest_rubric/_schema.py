@@ -27,43 +27,17 @@ from pydantic import (
 )
 
 from ._repeat import parse_pass_when, parse_repeat
-from .criteria.all_of import AllOf
-from .criteria.any_of import AnyOf
-from .criteria.callable import CallableCriterion
-from .criteria.extract import Extract
-from .criteria.forbidden import Forbidden
-from .criteria.fuzzy import Fuzzy
-from .criteria.json import Json
-from .criteria.judge import Requirement
-from .criteria.length import Length
-from .criteria.metric import Metric
 from .criteria.model import MODEL_CONFIG, CriterionModel, FieldError, Id, Share, Tags, Timeout
 from .criteria.model import check_import_path as _check_import_path
-from .criteria.number import Number
-from .criteria.regex import Regex
 from .criteria.registry import criterion_types, validate_criterion
 
 __all__ = [
     "CRITERION_TYPES",
     "REPORT_ONLY",
-    "AllOf",
-    "AnyOf",
-    "CallableCriterion",
     "Case",
     "Criterion",
-    "CriterionModel",
-    "Extract",
-    "FieldError",
-    "Forbidden",
-    "Fuzzy",
-    "Json",
-    "Length",
     "Mark",
     "Message",
-    "Metric",
-    "Number",
-    "Regex",
-    "Requirement",
     "Rubric",
     "Suite",
     "default_ids",

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .._config.options import fraction
+from .._config.option import fraction
 from .._config.outputs import OUTPUTS, write_outputs
 from .._render.json import DocumentError, load_document, read_document
 from .._render.summary import terminal_lines

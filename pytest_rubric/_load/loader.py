@@ -7,15 +7,15 @@ what to write instead; all problems of one file are raised together as one
 
 A hostile file is one more collection error, never a crash, a hang or a
 machine out of memory: only regular files are read, aliases may add at most
-:data:`MAX_ALIAS_NODES` nodes, lists and mappings nest at most
-:data:`MAX_NESTING` levels deep, and a key given twice in one mapping is an
+:data:`~pytest_rubric._guards.yaml.MAX_ALIAS_NODES` nodes, lists and mappings nest at most
+:data:`~pytest_rubric._guards.limits.MAX_NESTING` levels deep, and a key given twice in one mapping is an
 error rather than silently overridden.
 
-This module runs the steps; each has its own: :mod:`._safe_read` reads
-files and JSON within those limits, :mod:`._safe_yaml` builds YAML data
-within them, :mod:`._locate` turns validation errors into located problems,
-:mod:`._semantics` finds what validation cannot see, and :mod:`._responses`
-reads responses files. The names other code imports from here still are.
+This module runs the steps; each has its own: ``pytest_rubric._guards.limits``
+reads files and JSON within those limits, ``pytest_rubric._guards.yaml`` builds
+YAML data within them, ``pytest_rubric._load.locate`` turns validation errors
+into located problems, ``pytest_rubric._load.semantics`` finds what validation
+cannot see, and ``pytest_rubric._load.responses`` reads responses files.
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ import yaml
 from pydantic import ValidationError
 
 from .._errors import Problem, RubricLoadError
-from .._guards.limits import MAX_NESTING, Limit, NotRegular, json_loads, nesting_problem, read_text
-from .._guards.yaml import MAX_ALIAS_NODES, AliasLimit, Duplicate, YamlLoader
-from .._guards.yaml import construct as _construct  # tests import it from here, by this name
+from .._guards.limits import Limit, NotRegular, json_loads, nesting_problem, read_text
+from .._guards.yaml import AliasLimit, Duplicate, YamlLoader, construct
 from .._schema import Suite
 from ..criteria.model import CriterionModel
 from ..criteria.registry import CONTEXT_KEY, criterion_types
@@ -41,23 +40,11 @@ from .locate import (
     Locator,
     duplicate_problem,
     kind_of,
-    problems_from_validation,
     validation_problems,
 )
-from .responses import ResponseFile, load_response_dir, subject_problem
 from .semantics import broken_patterns, semantic_problems
 
-__all__ = [
-    "MAX_ALIAS_NODES",
-    "MAX_NESTING",
-    "LoadedSuite",
-    "ResponseFile",
-    "load_response_dir",
-    "load_suite",
-    "parse_suite",
-    "problems_from_validation",
-    "subject_problem",
-]
+__all__ = ["LoadedSuite", "load_suite", "parse_suite"]
 
 
 @dataclass(slots=True)
@@ -224,7 +211,7 @@ def _parse_json(text: str, path: Path) -> _Parsed:
         node = loader.get_single_node()
         if node is None:
             raise yaml.YAMLError("no document")
-        _, duplicates = _construct(loader, node)
+        _, duplicates = construct(loader, node)
     except (yaml.YAMLError, Limit, RecursionError):
         node, duplicates = None, [Duplicate(key, None, None) for key in dict.fromkeys(repeated)]
     finally:
@@ -237,7 +224,7 @@ def _parse_yaml(text: str, path: Path) -> _Parsed:
     try:
         node = loader.get_single_node()
         data, duplicates = (
-            _construct(loader, node, anchors="&" in text) if node is not None else (None, [])
+            construct(loader, node, anchors="&" in text) if node is not None else (None, [])
         )
     except AliasLimit as exc:
         raise RubricLoadError(path, [exc.located(text)]) from None

@@ -20,7 +20,8 @@ from pydantic import ValidationError
 from .._errors import Problem
 from .._guards.limits import quoted, shown
 from .._guards.yaml import Duplicate, YamlLoader
-from .._schema import CRITERION_TYPES, Case, CriterionModel, FieldError, Suite
+from .._schema import CRITERION_TYPES, Case, Suite
+from ..criteria.model import CriterionModel, FieldError
 
 __all__ = [
     "EXAMPLES",

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .._config.settings import Settings
+from .._errors import RubricWarning
 from .._results import Outcome, Verdict
 from . import heap
 from .auditing import Audit
@@ -35,7 +36,6 @@ from .caches import Caches
 from .inputs import Inputs
 from .items import is_rubric_item
 from .judging import Judging, every
-from .response_dirs import RubricWarning
 from .results import Results
 from .xdist import worker_count
 
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from .._report.run import RunInfo
     from ..judge.requests import JudgeKey
 
-__all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]  # Settings: re-exported
+__all__ = ["SESSION_KEY", "RubricSession"]
 
 
 def _dry_run(config: pytest.Config) -> bool:

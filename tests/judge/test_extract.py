@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_rubric._schema import Extract
+from pytest_rubric.criteria import Extract
 from pytest_rubric.judge.prompts import extraction, one_shot
 from pytest_rubric.judge.replies import ReplyError, read_one, read_one_shot
 from tests.fake_llm import FakeLLM, Recorded, json_reply
