@@ -1,11 +1,11 @@
 """Each statistical promise, simulated through the plugin's own code and printed beside it.
 
-DESIGN "Statistics that keep their promises": suites whose true means are known
+The promises of docs/explanation/statistics.md: suites whose true means are known
 are drawn many times, and the figures the plugin prints are checked against the
 truth. Everything goes through the functions a run uses: ``leaderboard`` (the
 correctness interval, ``passed_ci``, tiers, ``detectable_drop``), ``gates.run_gates``
 (the baseline gate, case and subject) and ``paired`` with
-``_stats.paired_difference`` (tiers, deltas, pairwise). Each subject of a
+``_report.stats.paired_difference`` (tiers, deltas, pairwise). Each subject of a
 leaderboard is one replication, so one call judges hundreds of them.
 
 The families drawn:
@@ -157,7 +157,7 @@ def pair_coverage(n: int, level: float, reps: int, seed: int) -> dict[str, Any]:
         for _ in range(reps):
             first = results_of("a", pass_fail(rng, a, n))
             second = results_of("b", pass_fail(rng, b, n))
-            interval = _stats.paired_difference(paired(first, second), level)
+            interval = _report.stats.paired_difference(paired(first, second), level)
             assert interval is not None
             held += interval[0] <= a - b <= interval[1]
         by_pair[f"{a:g}-{b:g}"] = held / reps
@@ -234,7 +234,7 @@ def tiers(n: int, level: float, reps: int, seed: int) -> dict[str, Any]:
             results += results_of(f"s{j}", pass_fail(rng, p, n))
         rows = {row.subject: row for row in leaderboard(results, level=level)}
         together = rows["s0"].tier == rows["s4"].tier
-        interval = _stats.paired_difference(
+        interval = _report.stats.paired_difference(
             paired(
                 [r for r in results if r.subject == "s0"], [r for r in results if r.subject == "s4"]
             ),

@@ -316,9 +316,9 @@ class Suite(BaseModel):
     targets: dict[str, str] | None = None  # subject name -> "module:function"
     repeat: Repeat | None = None
     pass_when: PassWhenField | None = None
-    calibration: list[CalibrationExample] | str | None = None  # see _calibration
-    judge_instructions: str | None = None  # see _guidance
-    judge_examples: list[JudgeExample] | str | None = None  # see _guidance
+    calibration: list[CalibrationExample] | str | None = None  # see _load.calibration
+    judge_instructions: str | None = None  # see _load.guidance
+    judge_examples: list[JudgeExample] | str | None = None  # see _load.guidance
     global_criteria: list[Criterion] = Field(
         default=[], validation_alias=AliasChoices("global", "global_criteria")
     )

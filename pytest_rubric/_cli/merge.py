@@ -20,7 +20,7 @@ that is not a ``--rubric-json`` document, a field of the wrong type, NaN or
 missing, shards that overlap). Whether a case passed is recomputed from its
 criteria, never taken from the shard.
 
-The merged document's ``run`` is that of the shards together (``_run.merged``):
+The merged document's ``run`` is that of the shards together (``_report.run.merged``):
 the first shard's versions, commit, grader and cache mode, the earliest start
 and the time until the last shard ended, every judge once, the cache's hits and
 misses and the replayed responses summed. Shards of an older version, which

@@ -141,7 +141,7 @@ def _passed(gates: GateReport) -> str:
             f"every calibrated suite's kappa at least {gates.min_kappa:g} "
             "(--rubric-judge-min-kappa)"
         )
-    # A merge given no gate of its own still reports the shards' (see _merge).
+    # A merge given no gate of its own still reports the shards' (see _cli.merge).
     return "; ".join(parts) or "every gate of the merged documents"
 
 

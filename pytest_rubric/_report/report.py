@@ -4,7 +4,7 @@
 run calls it at the end of the session, ``merge`` on the shards' results.
 The terminal summary (``_render.summary``), the JSON document (``_render.json``), the
 Markdown (``_render.markdown``) and the HTML (``_render.html``) are renderers of the
-:class:`SessionReport` it returns, reached through ``_outputs.OUTPUTS``.
+:class:`SessionReport` it returns, reached through ``_config.outputs.OUTPUTS``.
 
 What a reader must be told travels as :class:`Note` values with a
 :class:`Severity`; a renderer picks its marks and colours from the severity,

@@ -325,7 +325,7 @@ async def _holistic_and_extract(
     reference: str | None = None,
     guidance: Guidance | None = None,
 ) -> Judged:
-    """(issue 17) One holistic score for the judged criteria; an ``extract`` criterion is not
+    """One holistic score for the judged criteria; an ``extract`` criterion is not
     graded, so it is read on its own call (as per-criterion reads it) and its check decides."""
     reads = [c for c in criteria if c.kind == "extract"]
     graded = [c for c in criteria if c.kind != "extract"]

@@ -1,8 +1,8 @@
-"""Text that leaves the process passes one boundary (``_outgoing``): keys and their fragments
-redacted, URLs without userinfo or query string, terminal control characters escaped, lone
-surrogates replaced, and in Markdown no live mention (DESIGN, "Limits that hold under hostile
-input"). A property pushes generated hostile text through every output writer; a session
-pushes it through a real run."""
+"""Text that leaves the process passes one boundary (``_guards.outgoing``): keys and their
+fragments redacted, URLs without userinfo or query string, terminal control characters
+escaped, lone surrogates replaced, and in Markdown no live mention
+(docs/development/reliability.md). A property pushes generated hostile text through every
+output writer; a session pushes it through a real run."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``extract`` criteria: the judge reads a value, a deterministic check decides (issue 17)."""
+"""``extract`` criteria: the judge reads a value, a deterministic check decides."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Label-kind criteria and score anchors: their prompts, schemas and replies (issue 17)."""
+"""Label-kind criteria and score anchors: their prompts, schemas and replies."""
 
 from __future__ import annotations
 

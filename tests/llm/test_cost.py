@@ -289,7 +289,7 @@ def test_model_calls_share_the_budget(
 def test_replies_without_usage_are_estimated_so_a_budget_still_binds(
     pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
 ) -> None:
-    """A server that reports no `usage` would cost $0 and never bind a budget (issue 27):
+    """A server that reports no `usage` would cost $0 and never bind a budget:
     its tokens count at 4 characters each, and the summary says so once."""
     from tests.fake_llm import raw
 

@@ -1,7 +1,7 @@
 """Hostile rubric and responses files: each is one located collection error, never a crash,
 a hang or a machine out of memory, and the good files beside it still run.
 
-The limits are DESIGN.md's "Limits that hold under hostile input": aliases may
+The limits are those of docs/development/reliability.md: aliases may
 add at most 100,000 nodes, lists and mappings nest at most 100 levels, a key
 given twice is an error, a UTF-8 BOM is fine, only regular files are read,
 and all of one file's problems are reported together.
