@@ -185,8 +185,8 @@ class RubricSession:
         parts += [f"--rubric-model {model}" for model in settings.models]
         if settings.response_cache_mode != "off":
             parts.append(f"--rubric-response-cache {settings.response_cache_mode}")
-        if self.judging.name is not None:
-            judges = " ".join(f"--rubric-judge {name}" for name in self.judging.name.split(" + "))
+        if self.judging.names:
+            judges = " ".join(f"--rubric-judge {name}" for name in self.judging.names)
             parts.append(f"{judges} --rubric-grader {settings.grader}")
             if settings.votes > 1:
                 parts.append(f"--rubric-judge-samples {settings.votes}")

@@ -62,7 +62,7 @@ class SessionReport:
     rankings_disagree: bool
     gates: GateReport = field(default_factory=GateReport)
     notes: tuple[Note, ...] = ()  # in the order the summary prints them
-    judge_usage: tuple[str, ...] = ()  # one line per judge: calls, retries, tokens, cache
+    judge_usage: tuple[Note, ...] = ()  # a line per judge (calls, tokens, cache), then warnings
     thresholds: StyleThresholds = field(default_factory=StyleThresholds)
     rankings_differ_within_noise: bool = False
     breakdowns: tuple[Breakdown, ...] = ()
@@ -107,7 +107,7 @@ def build_report(
     baseline_name: str | None = None,
     max_drop: float = 0.0,
     fail_under: float | None = None,
-    judge_usage: Sequence[str] = (),
+    judge_usage: Sequence[Note] = (),
     thresholds: StyleThresholds | None = None,
     level: float = 0.95,
     gate_confidence: float | None = None,
