@@ -102,13 +102,17 @@ async def ask(
         try:
             reply, parsed = await _attempt(transport, prompt, read, retry, label, sample)
         except (ReplyError, JudgeError) as second:
+            if isinstance(second, ReplyError):
+                # No usable reply: the call's criteria end ERROR, and the usage line counts it
+                # (a call that failed is counted where it failed).
+                transport.stats.errors += 1
             if isinstance(exc, UnusableReplay):
                 raise JudgeError(exc.message) from None
             if isinstance(second, JudgeError):
                 raise
             raise JudgeError(
-                f"judge {transport.name} replied out of protocol twice: {second}; a larger "
-                "model, or --rubric-grader per-criterion, may follow the protocol better"
+                f"judge {transport.name} replied out of protocol twice: {second}; "
+                f"{_protocol_hint(transport.strategy)}"
             ) from None
     problems = _problems(parsed)
     if problems is None:
@@ -134,6 +138,14 @@ async def _attempt(
     except ReplyError as exc:
         transport.unusable(reply, str(exc))
         raise
+
+
+def _protocol_hint(strategy: str) -> str:
+    """What to try after a judge kept replying out of protocol under ``strategy``: never the
+    grader already in use."""
+    if strategy == "per-criterion":
+        return "a larger model may follow the protocol better"
+    return "a larger model, or --rubric-grader per-criterion, may follow the protocol better"
 
 
 def _problems(parsed: Any) -> str | None:
@@ -261,6 +273,8 @@ async def _one_shot(
         for cid in bad:
             if isinstance(second.get(cid), Graded):
                 first[cid] = second[cid]
+    if any(not isinstance(first[c.id], Graded) for c in criteria):
+        transport.stats.errors += 1  # the reply never gave them: the call ended in ERRORs
     outcomes = {
         c.id: _outcome(first[c.id])
         if isinstance(first[c.id], Graded)
