@@ -349,4 +349,7 @@ class Grader:
             tags=tags,
             evidence_ok=outcome.evidence_ok,
             judges=dict(outcome.judges) if outcome.judges else None,
+            requirement=clip(criterion.requirement, *self.secrets)
+            if isinstance(criterion, Requirement | Extract)
+            else None,
         )
