@@ -38,27 +38,38 @@ def _judge(request: Recorded) -> object:
 
 
 @pytest.fixture
-def run(
+def runs(
     pytester: pytest.Pytester, team: Callable[..., None], fake_llm: FakeLLM
-) -> pytest.RunResult:
-    team(refunds=LIBRARY_FORM)
-    fake_llm.respond_with(_judge)
-    result = pytester.runpytest(
-        "--rubric-judge=openai:judge-model",
-        f"--rubric-judge-url={fake_llm.openai_url}",
-        "--rubric-json=out.json",
-        "--rubric-csv=out.csv",
-        "--rubric-markdown=out.md",
-        "--rubric-html=out.html",
-    )
-    result.assert_outcomes(failed=1)  # (3 + 1) / 6 < 0.8
-    return result
+) -> Callable[..., pytest.RunResult]:
+    """Run the team's evals with every output written, in a run mode of ``extra``."""
+
+    def _run(*extra: str) -> pytest.RunResult:
+        team(refunds=LIBRARY_FORM)
+        fake_llm.respond_with(_judge)
+        result = pytester.runpytest(
+            *extra,
+            "--rubric-judge=openai:judge-model",
+            f"--rubric-judge-url={fake_llm.openai_url}",
+            "--rubric-json=out.json",
+            "--rubric-csv=out.csv",
+            "--rubric-markdown=out.md",
+            "--rubric-html=out.html",
+        )
+        result.assert_outcomes(failed=1)  # (3 + 1) / 6 < 0.8
+        return result
+
+    return _run
+
+
+@pytest.fixture
+def run(runs: Callable[..., pytest.RunResult]) -> pytest.RunResult:
+    return runs()
 
 
 def test_the_failure_table_shows_each_judged_requirement_under_its_id(
-    run: pytest.RunResult,
+    runs: Callable[..., pytest.RunResult], run_mode: list[str]
 ) -> None:
-    run.stdout.fnmatch_lines(
+    runs(*run_mode).stdout.fnmatch_lines(
         [
             "   c1 * judge * MET * 3  judged on the answer",
             f"     requirement: {MET}",
@@ -74,8 +85,11 @@ def test_the_failure_table_shows_each_judged_requirement_under_its_id(
 
 
 def test_the_json_names_each_criterions_requirement(
-    run: pytest.RunResult, rubric_json: Callable[[], dict[str, Any]]
+    runs: Callable[..., pytest.RunResult],
+    run_mode: list[str],
+    rubric_json: Callable[[], dict[str, Any]],
 ) -> None:
+    runs(*run_mode)
     (result,) = rubric_json()["results"]
     assert {c["id"]: c["requirement"] for c in result["criteria"]} == {
         "c1": MET,
