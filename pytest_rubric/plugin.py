@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -152,6 +153,13 @@ def pytest_runtest_makereport(
 
         if call.excinfo.errisinstance(RubricEvaluationError):
             report.rubric_error = True  # type: ignore[attr-defined]
+    pending = item.stash.get(RESULTS_KEY, None)
+    bounded = pending and any(r.result.skipped_bounds is not None for r in pending)
+    if bounded and report.skipped and isinstance(report.longrepr, tuple):
+        # Skipped for its bounds (see _grade.bounds): -rs shows the item's own file and line,
+        # as for a skip mark, not the line inside the plugin that skipped it.
+        path, line, _ = item.reportinfo()
+        report.longrepr = (os.fspath(path), (line or 0) + 1, report.longrepr[2])
     pending = item.stash.get(RESULTS_KEY, None)
     if pending and (report.when != "setup" or not report.passed):
         from ._pytest.recording import junit_properties, settle  # imported by whoever recorded
