@@ -75,7 +75,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_ReportHooks(state), "rubric-report")
     xdist.register(config, state)
     _add_rubric_dirs(config, state.settings)
-    state.inputs.check_dirs()
 
 
 def _add_rubric_dirs(config: pytest.Config, settings: Settings) -> None:
@@ -268,6 +267,12 @@ class _SessionHooks:
     def pytest_report_header(self, config: pytest.Config) -> str | None:
         """One line that says where rubrics come from."""
         return self.state.header_line()
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist's controller declines to collect
+    def pytest_collection(self, session: pytest.Session) -> None:
+        """Warn of rubric dirs whose files match no pattern: in collection, where pytest
+        records a warning at the location it names (the user's file, not the plugin)."""
+        self.state.inputs.check_dirs()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.state.collected(session.items)

@@ -49,7 +49,7 @@ def _find(path_text: str, item: pytest.Item | None) -> Path:
                 "no such rubric file under "
                 + " or ".join(f"{str(b)!r}" for b in dict.fromkeys(bases)),
                 hint="give the path relative to the rootdir (the folder of pytest.ini), for "
-                "example 'evals/finance.rubric.yaml::q1', or relative to the test's folder",
+                "example 'evals/faq.rubric.yaml::q1', or relative to the test's folder",
             )
         ],
     )

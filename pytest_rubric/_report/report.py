@@ -231,34 +231,29 @@ def _notes(
     if unstable is not None:
         notes.append(unstable)
     skipped = sum(len(r.skipped) for r in results)
-    undecided = sum(1 for r in results if r.skipped_bounds is not None)
-    from .._grade.grader import NO_JUDGE_REASON  # loaded by whatever graded the results
-
-    why = _first_skip(results) if skipped else NO_JUDGE_REASON
-    if why != NO_JUDGE_REASON:
-        # A judge without its key (see _grade.bounds): the criteria say why, the cases
-        # the judge could still pass or fail were skipped.
-        notes.append(
-            Note(
-                Severity.INFO,
-                f"{skipped} judged criteria SKIPPED ({why}); each case was graded on what can "
-                f"be, {undecided} left undecided (SKIPPED with its bounds).",
-            )
-        )
-    elif skipped:
-        notes.append(
-            Note(
-                Severity.INFO,
-                f"{skipped} judged criteria SKIPPED (no judge configured); scores count only "
-                "what ran. Set --rubric-judge PROVIDER:MODEL to grade them.",
-            )
-        )
+    if skipped:
+        notes.append(_skipped(results, skipped))
     return tuple(notes)
 
 
-def _first_skip(results: Sequence[CaseResult]) -> str:
-    """Why the first skipped judged criterion was not asked."""
-    return next(c.reason for r in results for c in r.skipped)
+def _skipped(results: Sequence[CaseResult], skipped: int) -> Note:
+    """What the SKIPPED judged criteria mean: no judge configured (the cases scored what
+    ran), or a judge without its key (each case graded on what can be, see _grade.bounds)."""
+    from .._grade.grader import NO_JUDGE_REASON  # loaded by whatever graded the results
+
+    why = next(c.reason for r in results for c in r.skipped)
+    if why == NO_JUDGE_REASON:
+        return Note(
+            Severity.INFO,
+            f"{skipped} judged criteria SKIPPED (no judge configured); scores count only "
+            "what ran. Set --rubric-judge PROVIDER:MODEL to grade them.",
+        )
+    undecided = sum(1 for r in results if r.skipped_bounds is not None)
+    return Note(
+        Severity.INFO,
+        f"{skipped} judged criteria SKIPPED ({why}); each case was graded on what can be, "
+        f"{undecided} left undecided (SKIPPED with its bounds).",
+    )
 
 
 def _unstable(results: Sequence[CaseResult]) -> Note | None:
