@@ -52,7 +52,7 @@ def _find(path_text: str, item: pytest.Item | None) -> Path:
                 "no such rubric file under "
                 + " or ".join(f"{str(b)!r}" for b in dict.fromkeys(bases)),
                 hint="give the path relative to the rootdir (the folder of pytest.ini), for "
-                "example 'evals/finance.rubric.yaml::q1', or relative to the test's folder",
+                "example 'evals/faq.rubric.yaml::q1', or relative to the test's folder",
             )
         ],
     )
@@ -189,10 +189,17 @@ def assert_for(
         case=case,
         ranked=subject is not None,
     )
-    if item is not None and result.skipped and score_results(result.criteria).empty:
+    if (
+        item is not None
+        and result.skipped
+        and (session is None or session.unjudged is None)
+        and score_results(result.criteria).empty
+    ):
         pytest.skip(f"nothing graded: {result.skipped[0].reason}")
     if item is not None:
-        record(item, result, raised=bool(result.errors) or not result.passed)
+        # An undecided result is skipped, not raised: it is in the outputs with its bounds.
+        raised = result.skipped_bounds is None and (bool(result.errors) or not result.passed)
+        record(item, result, raised=raised)
     raise_for(result)
     return result
 

@@ -379,7 +379,7 @@ def test_missing_required_field() -> None:
         """
     )
     assert problem.message == "missing required field `value`"
-    assert problem.hint == "add `value: 1157.63`"
+    assert problem.hint == "add `value: 42`"
     # The field is absent, so the line is the criterion's.
     assert (problem.line, problem.case, problem.criterion, problem.field) == (5, "q1", "n", "value")
 
