@@ -79,6 +79,8 @@ class CriterionResult:
     tags: tuple[str, ...] = ()  # its own and its case's
     evidence_ok: bool | None = None  # judged MET, quotes checked (--rubric-judge-evidence)
     judges: dict[str, str | float] | None = None  # a panel's: each judge's verdict or score
+    # A judged criterion's requirement, as the rubric states it; None for a deterministic one.
+    requirement: str | None = None
 
     @property
     def samples(self) -> list[dict[str, Any]] | None:
@@ -130,6 +132,7 @@ class CriterionResult:
             "credit": self.credit,
             "reason": self.reason,
             "required": self.required,
+            "requirement": self.requirement,
         }
         if self.tags:
             data["tags"] = list(self.tags)
@@ -160,6 +163,7 @@ class CriterionResult:
             tags=tuple(data.get("tags", ())),
             evidence_ok=data.get("evidence_ok"),
             judges=data.get("judges"),
+            requirement=data.get("requirement"),
         )
 
 

@@ -246,7 +246,8 @@ def rubric(request: pytest.FixtureRequest) -> RubricFixture:
 
 @pytest.fixture
 def rubric_grader(request: pytest.FixtureRequest) -> Grader:
-    """The session's configured :class:`~pytest_rubric.Grader`.
+    """The session's configured :class:`~pytest_rubric.Grader`; its ``grade()`` judges the
+    judged criteria with the session's judge when there is one (else they are SKIPPED).
 
     Use it to grade without asserting::
 
@@ -255,7 +256,9 @@ def rubric_grader(request: pytest.FixtureRequest) -> Grader:
             result = rubric_grader.grade(my_app("What is NPV?"), compiled)
             assert result.score > 0.5
     """
-    return request.config.stash[SESSION_KEY].inputs.grader
+    from ._pytest.assertion import grader_for
+
+    return grader_for(request.node)
 
 
 class _SessionHooks:

@@ -145,12 +145,15 @@ def _raw_problems(data: dict[str, Any], locator: Locator) -> Iterator[Problem]:
             continue
         case_id = _plain_id(case.get("id"))
         if case_id is not None and case_id in seen_cases:
+            first = locator.line(("cases", seen_cases[case_id]))
             yield Problem(
-                f"duplicate case id {case_id!r} (first at line {locator.case_line(seen_cases[case_id])})",
+                f"duplicate case id {case_id!r}: a case of this id is already at line {first}, "
+                "and each case id names one test",
                 line=locator.line(("cases", i, "id")),
                 case=item_label(case.get("id"), i),
                 field="id",
-                hint="give every case a unique id",
+                hint=f"give this case an id of its own, e.g. `id: {_renamed(case_id, seen_cases)}`; "
+                "to grade one case several times, set `repeat: N` on it instead of copying it",
             )
         elif case_id is not None:
             seen_cases[case_id] = i
@@ -172,6 +175,14 @@ def _raw_problems(data: dict[str, Any], locator: Locator) -> Iterator[Problem]:
                 seen.add(criterion_id)
         if "responses" in case or "subject" in case:
             yield from _subject_problems(case, i, locator)
+
+
+def _renamed(case_id: str, taken: dict[str, int]) -> str:
+    """An id for the second of two cases named ``case_id`` that no case before it has."""
+    n = 2
+    while f"{case_id}_{n}" in taken:
+        n += 1
+    return f"{case_id}_{n}"
 
 
 def _subject_problems(case: dict[str, Any], index: int, locator: Locator) -> Iterator[Problem]:

@@ -6,7 +6,7 @@ import os
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from pydantic import ValidationError
@@ -25,7 +25,10 @@ from .items import CURRENT_ITEM, RESULTS_KEY
 from .recording import record
 from .session import SESSION_KEY
 
-__all__ = ["CURRENT_ITEM", "RubricFixture", "assert_for", "assert_rubric"]
+if TYPE_CHECKING:
+    from .._llm.base import Judged
+
+__all__ = ["CURRENT_ITEM", "RubricFixture", "assert_for", "assert_rubric", "grader_for"]
 
 
 # What ``assert_rubric``, ``assert_for`` and the ``rubric`` fixture accept as a rubric.
@@ -199,6 +202,21 @@ def assert_for(
         record(item, result, raised=raised)
     raise_for(result)
     return result
+
+
+def grader_for(item: pytest.Item) -> Grader:
+    """The ``rubric_grader`` fixture's grader in ``item``: the session's, whose ``grade()``
+    judges with the session's judge when there is one, as ``assert_rubric`` does (each call
+    with a judge key of its own; without a judge the judged criteria are SKIPPED, saying
+    why)."""
+    session = item.config.stash[SESSION_KEY]
+
+    def judge(compiled: CompiledRubric, response: str) -> Judged | None:
+        key = JudgeKey.assertion(item.nodeid, uuid.uuid4().hex)
+        (judged,) = session.judge_samples([key], compiled, [response])
+        return judged
+
+    return session.inputs.grader.with_judge(judge)
 
 
 class RubricFixture:

@@ -166,6 +166,7 @@ def _criteria(models: list[CriterionModel]) -> list[CriterionResult]:
             tags=tuple(c.tags),
             evidence_ok=c.evidence_ok,
             judges=dict(c.judges) if c.judges is not None else None,
+            requirement=c.requirement,
         )
         for c in models
     ]

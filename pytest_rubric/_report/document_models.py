@@ -67,6 +67,7 @@ class CriterionModel(BaseModel):
     tags: list[str] = []
     evidence_ok: bool | None = None
     judges: dict[str, VerdictName | Annotated[float, Field(allow_inf_nan=False)]] | None = None
+    requirement: str | None = None  # a judged criterion's, as the rubric states it; null otherwise
 
 
 class SampleModel(BaseModel):
