@@ -29,6 +29,7 @@ from .heap import paused
 from .judging import answer_key
 from .recording import record
 from .response_dirs import no_response
+from .tracebacks import application_traceback
 
 if TYPE_CHECKING:
     from .response_dirs import ResponseDir
@@ -327,8 +328,12 @@ class RubricItem(pytest.Item):
         """
         session = self.rubric_session
         grader = session.inputs.grader
+        raised: list[BaseException] = []
         responses, problem = self.source.fetch_samples(
-            self.compiled.rubric, repeat=self.repeat, concurrency=session.settings.concurrency
+            self.compiled.rubric,
+            repeat=self.repeat,
+            concurrency=session.settings.concurrency,
+            raised=raised,
         )
         if responses is None:
             problem = problem or "no response"
@@ -343,7 +348,7 @@ class RubricItem(pytest.Item):
                         subject=self.subject,
                     ),
                 )
-            raise_no_answer(problem)
+            raise_no_answer(problem, raised=raised[0] if raised else None)
         result = evaluate(
             session,
             grader,
@@ -373,6 +378,8 @@ class RubricItem(pytest.Item):
             # The criterion table (or why there is no answer), then what the application was
             # asked and said.
             result = excinfo.value.result
+            if result is None and excinfo.value.__cause__ is not None:
+                return application_traceback(self.config, excinfo.value.__cause__, excinfo.value)
             if result is None:
                 return outgoing(str(excinfo.value))
             show = self.rubric_session.settings.show_response
