@@ -26,8 +26,11 @@ JUDGE_OPTIONS: tuple[Option, ...] = (
     Option(
         "judge_url",
         "the judge's base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the "
-        "provider's), e.g. http://127.0.0.1:8080/v1 for a local server.",
+        "provider's), e.g. http://127.0.0.1:8080/v1 for a local server; also ini "
+        "rubric_judge_url. Keys still come from the environment only.",
+        ini=True,
         metavar="URL",
+        ini_help="the judge's base URL (overridden by --rubric-judge-url)",
     ),
     Option(
         "grader",
