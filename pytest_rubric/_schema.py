@@ -342,6 +342,7 @@ class Suite(BaseModel):
     responses: str | None = None
     target: str | None = None
     targets: dict[str, str] | None = None  # subject name -> "module:function"
+    target_fixed: bool = False  # keep target(s) when the command line names subjects
     repeat: Repeat | None = None
     pass_when: PassWhenField | None = None
     calibration: list[CalibrationExample] | str | None = None  # see _calibration

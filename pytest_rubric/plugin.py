@@ -264,6 +264,10 @@ class _SessionHooks:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.state.collected(session.items)
 
+    def pytest_report_collectionfinish(self, config: pytest.Config) -> list[str]:
+        """What the command line's subjects replaced (or could not: ``target_fixed``)."""
+        return self.state.precedence_lines()
+
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         """A broken rubric file is a collection error, but the rest of the session still runs:

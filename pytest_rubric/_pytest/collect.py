@@ -164,12 +164,22 @@ class RubricFile(pytest.File):
     def targets_of(self, case: Any, loaded: LoadedSuite) -> list[tuple[str, str, str]]:
         """``(subject, import path, field)`` of each target that answers ``case``: the case's
         own (``target``, ``targets``), else the file's, else the run's (``--rubric-target``).
-        A plain ``target`` is named after its function."""
+        A plain ``target`` is named after its function. Subjects on the command line
+        (``--rubric-target``, ``--rubric-model``) replace the file's and its cases' targets,
+        unless the file pins them (``target_fixed: true``)."""
+        inputs = self.rubric_session.inputs
+        settings = self.rubric_session.settings
         for owner in (case, loaded.suite):
             given = (
                 [(owner.target.rpartition(":")[2], owner.target, "target")] if owner.target else []
             )
             given += [(name, path, "targets") for name, path in (owner.targets or {}).items()]
+            if given and loaded.suite.target_fixed:
+                inputs.targets_pinned.add(self.nodeid)
+                return given
+            if given and (settings.targets or settings.models):
+                inputs.targets_replaced.add(self.nodeid)
+                break
             if given:
                 return given
         return [
@@ -266,7 +276,8 @@ class RubricFile(pytest.File):
                 tally=session.inputs.tally,
             )
             add(subject, source, f"target {path}")
-        for subject, model in session.inputs.models.items():
+        pinned = loaded.suite.target_fixed and self.nodeid in session.inputs.targets_pinned
+        for subject, model in {} if pinned else session.inputs.models.items():
             add(
                 subject,
                 Source(

@@ -40,6 +40,10 @@ class Inputs:
         self.responses = ResponseDirs(config)  # the response folders, read once
         self.tally = ResponseTally()  # the application's answers: asked, replayed
         self.collection_errors = 0  # rubric files that failed to load
+        # Rubric files (node ids) whose targets the command line's subjects replaced, and
+        # those that pin theirs (`target_fixed: true`): the header says so.
+        self.targets_replaced: set[str] = set()
+        self.targets_pinned: set[str] = set()
         self._grader: Grader | None = None
         self.models: dict[str, LiveModel] = _live_models(settings, budget)
 

@@ -202,6 +202,25 @@ class RubricSession:
             parts.append(f"--rubric-confidence {settings.confidence:g}")
         return f"rubric: {' '.join(parts)}" if parts else None
 
+    def precedence_lines(self) -> list[str]:
+        """What the command line's subjects did to the targets rubric files name (collection
+        is over): no precedence is silent."""
+        inputs = self.inputs
+        lines = []
+        if replaced := len(inputs.targets_replaced):
+            lines.append(
+                f"rubric: subjects from the command line replace the targets of {replaced} "
+                f"rubric file{'s' if replaced != 1 else ''}"
+            )
+        if (self.settings.targets or self.settings.models) and (
+            pinned := len(inputs.targets_pinned)
+        ):
+            lines.append(
+                f"rubric: `target_fixed: true` keeps the targets of {pinned} rubric "
+                f"file{'s' if pinned != 1 else ''}"
+            )
+        return lines
+
     def summary_wanted(self, report: SessionReport) -> bool:
         """Whether the terminal shows the rubric summary (ini ``rubric_summary``).
 

@@ -15,18 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import RUN_MODES
+from tests.conftest import RUN_MODES, team_project
 
 Write = Callable[[str, str], Path]
 
 
 @pytest.fixture
 def team(pytester: pytest.Pytester, write: Write) -> None:
-    pytester.makeini("[pytest]\nrubric_dirs = evals\ntestpaths = tests\npythonpath = .\n")
-    write("app/__init__.py", "")
-    write(
-        "app/policy.py",
-        """
+    team_project(
+        pytester,
+        write,
+        app="""
         import json
 
 
@@ -38,21 +37,15 @@ def team(pytester: pytest.Pytester, write: Write) -> None:
             raw = "Sorry, I am not JSON"
             return parse_reply(raw)
         """,
-    )
-    write(
-        "tests/test_policy.py",
-        """
-        from app.policy import parse_reply
+        unit_test="""
+        from app.bot import parse_reply
 
 
         def test_parse():
             assert parse_reply('{"answer": "yes"}') == "yes"
         """,
-    )
-    write(
-        "evals/targets.py",
-        """
-        from app.policy import answer
+        targets="""
+        from app.bot import answer
 
 
         def hr_bot(question: str) -> str:
@@ -86,9 +79,9 @@ def test_a_target_that_raises_shows_its_traceback(
             ">       return answer(question)",
             "*evals/targets.py:5: ",
             "*return parse_reply(raw)",
-            "*app/policy.py:10: ",
+            "*app/bot.py:10: ",
             '>       return json.loads(raw)["answer"]',
-            "*app/policy.py:5: ",
+            "*app/bot.py:5: ",
             "E * json.decoder.JSONDecodeError: *",
         ]
     )
@@ -103,10 +96,10 @@ def test_a_target_that_raises_shows_its_traceback(
     [
         (
             "short",
-            ["*evals/targets.py:5: in hr_bot", "*app/policy.py:5: in parse_reply"],
+            ["*evals/targets.py:5: in hr_bot", "*app/bot.py:5: in parse_reply"],
             ["def hr_bot*"],
         ),
-        ("native", ['*File "*app/policy.py", line 5, in parse_reply'], ["E  *"]),
+        ("native", ['*File "*app/bot.py", line 5, in parse_reply'], ["E  *"]),
         ("line", ["*JSONDecodeError: Expecting value*"], ["*targets.py:5*"]),
         ("no", [], ["*targets.py*", "*- rubric -*"]),
     ],
@@ -131,5 +124,5 @@ def test_junit_carries_the_traceback(pytester: pytest.Pytester, team: None) -> N
     assert "JSONDecodeError" in error.get("message", "")
     body = error.text or ""
     assert "evals/targets.py:5" in body
-    assert "app/policy.py:5" in body
+    assert "app/bot.py:5" in body
     assert "pytest_rubric" not in body
