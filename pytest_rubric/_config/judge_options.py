@@ -111,6 +111,23 @@ JUDGE_OPTIONS: tuple[Option, ...] = (
         default="use",
     ),
     Option(
+        "recordings",
+        "keep judge replies as text in DIR, one JSON file per rubric file and case "
+        "(DIR/<rubric file>/<case id>.json), to commit: --rubric-cache use records, "
+        "replay reads them (then the local cache); also ini rubric_recordings (relative to "
+        "the rootdir).",
+        ini=True,
+        metavar="DIR",
+        ini_help="the judge's recordings folder (overridden by --rubric-recordings)",
+    ),
+    Option(
+        "recordings_prune",
+        "delete the recorded entries no request of the run used, after a run that collected "
+        "every rubric file (never after a selection: -k, -m, node ids, --lf, --deselect).",
+        action="store_true",
+        default=False,
+    ),
+    Option(
         "cache_dir",
         "where the judge cache lives (default .rubric_cache under the rootdir)",
         flag=False,
