@@ -395,8 +395,26 @@ class RubricItem(pytest.Item):
                 return outgoing(str(excinfo.value))
             show = self.rubric_session.settings.show_response
             lines = [str(excinfo.value), *answer_lines(result, show_response=show)]
+            lines += self._since_baseline(result, show)
             return outgoing("\n".join(lines))
         return super().repr_failure(excinfo, style=style)
+
+    def _since_baseline(self, result: Any, show: int) -> list[str]:
+        """With ``--rubric-baseline``, a case that passed there: its response there beside
+        today's, and the criteria whose verdict changed."""
+        baseline = self.rubric_session.results.baseline
+        if not baseline:
+            return []
+        from .._report.baseline import baseline_of, before_and_after, changed
+
+        was = baseline_of(baseline, result)
+        if was is None:
+            return []
+        lines = ["", "since the baseline:"]
+        for label, text in before_and_after(changed(was, result), limit=show):
+            first, *rest = text.splitlines() or [""]
+            lines += [f"{label}: {first}", *(f"  {line}" for line in rest)]
+        return lines
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, (self.line - 1 if self.line else None), f"rubric: {self.name}"
