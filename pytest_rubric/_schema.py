@@ -29,6 +29,7 @@ from .criteria.all_of import AllOf
 from .criteria.any_of import AnyOf
 from .criteria.callable import CallableCriterion
 from .criteria.extract import Extract
+from .criteria.field import JsonPointer
 from .criteria.forbidden import Forbidden
 from .criteria.fuzzy import Fuzzy
 from .criteria.json import Json
@@ -347,6 +348,7 @@ class Suite(BaseModel):
     pass_when: PassWhenField | None = None
     calibration: list[CalibrationExample] | str | None = None  # see _calibration
     judge_instructions: str | None = None  # see _guidance
+    style_field: JsonPointer | None = None  # where style is measured in a JSON answer
     judge_examples: list[JudgeExample] | str | None = None  # see _guidance
     global_criteria: list[Criterion] = Field(
         default=[], validation_alias=AliasChoices("global", "global_criteria")

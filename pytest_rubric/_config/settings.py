@@ -56,6 +56,7 @@ class Settings:
     cache_dir: Path = Path(".rubric_cache")
     recordings_dir: Path | None = None  # --rubric-recordings, else ini rubric_recordings
     recordings_prune: bool = False
+    style_field: str | None = None  # ini rubric_style_field
     cost: CostSettings = field(default_factory=CostSettings)  # prices, --rubric-max-cost
     min_score: float = DEFAULT_MIN_SCORE
     call_timeout: float = DEFAULT_CALL_TIMEOUT
@@ -134,6 +135,7 @@ class Settings:
             if config.getoption("rubric_recordings")
             else path("recordings", config.rootpath),
             recordings_prune=given(config, "recordings_prune"),
+            style_field=given(config, "style_field"),
             cost=_cost(config),
             retry=RetryPolicy(
                 timeout=given(config, "judge_timeout"),

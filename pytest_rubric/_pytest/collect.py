@@ -125,6 +125,7 @@ class RubricFile(pytest.File):
                 case,
                 global_criteria=suite.global_criteria,
                 min_score=own_mark(case, suite),
+                style_field=suite.style_field,
             )
             repeat = self.repeat_of(case, loaded)
             sources = self._sources(case, loaded, dirs, targets, repeat=repeat, problems=too_many)

@@ -59,6 +59,7 @@ class Inputs:
                 default_min_score=settings.min_score,
                 call_timeout=settings.call_timeout,
                 check_timeout=settings.check_timeout,
+                style_field=settings.style_field,
             )
         return self._grader
 
