@@ -26,8 +26,8 @@ __all__ = ["FieldScoped", "JsonPointer", "on_field"]
 def _check_pointer(pointer: str) -> str:
     if not is_pointer(pointer):
         raise ValueError(
-            f"{pointer!r} is not a JSON Pointer; write it as in RFC 6901: '/answer', "
-            "'/items/0/price' ('' is the whole answer)"
+            f"{pointer!r} is not a JSON Pointer; write it as in RFC 6901: '/total', "
+            "'/items/0/price' ('' is the whole answer; in a key, '~1' stands for '/', '~0' for '~')"
         )
     return pointer
 
