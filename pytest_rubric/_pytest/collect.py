@@ -22,7 +22,7 @@ from .._grade.sources import Source, Target, named
 from .._guards.calls import described, make_importable, resolve_import
 from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite
-from .._render.table import answer_lines
+from .._render.table import answer_lines, since_baseline
 from .._schema import own_mark
 from .evaluation import evaluate, raise_for, raise_no_answer
 from .heap import paused
@@ -169,20 +169,15 @@ class RubricFile(pytest.File):
         (``--rubric-target``, ``--rubric-model``) replace the file's and its cases' targets,
         unless the file pins them (``target_fixed: true``)."""
         inputs = self.rubric_session.inputs
-        settings = self.rubric_session.settings
         for owner in (case, loaded.suite):
             given = (
                 [(owner.target.rpartition(":")[2], owner.target, "target")] if owner.target else []
             )
             given += [(name, path, "targets") for name, path in (owner.targets or {}).items()]
-            if given and loaded.suite.target_fixed:
-                inputs.targets_pinned.add(self.nodeid)
-                return given
-            if given and (settings.targets or settings.models):
-                inputs.targets_replaced.add(self.nodeid)
-                break
             if given:
-                return given
+                if inputs.keeps_targets(self.nodeid, pinned=loaded.suite.target_fixed):
+                    return given
+                break
         return [
             (name or value.rpartition(":")[2], value, "--rubric-target")
             for name, value in map(named, self.rubric_session.settings.targets)
@@ -396,26 +391,10 @@ class RubricItem(pytest.Item):
                 return outgoing(str(excinfo.value))
             show = self.rubric_session.settings.show_response
             lines = [str(excinfo.value), *answer_lines(result, show_response=show)]
-            lines += self._since_baseline(result, show)
+            baseline = self.rubric_session.results.baseline
+            lines += since_baseline(result, baseline, show_response=show) if baseline else []
             return outgoing("\n".join(lines))
         return super().repr_failure(excinfo, style=style)
-
-    def _since_baseline(self, result: Any, show: int) -> list[str]:
-        """With ``--rubric-baseline``, a case that passed there: its response there beside
-        today's, and the criteria whose verdict changed."""
-        baseline = self.rubric_session.results.baseline
-        if not baseline:
-            return []
-        from .._report.baseline import baseline_of, before_and_after, changed
-
-        was = baseline_of(baseline, result)
-        if was is None:
-            return []
-        lines = ["", "since the baseline:"]
-        for label, text in before_and_after(changed(was, result), limit=show):
-            first, *rest = text.splitlines() or [""]
-            lines += [f"{label}: {first}", *(f"  {line}" for line in rest)]
-        return lines
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, (self.line - 1 if self.line else None), f"rubric: {self.name}"

@@ -47,6 +47,18 @@ class Inputs:
         self._grader: Grader | None = None
         self.models: dict[str, LiveModel] = _live_models(settings, budget)
 
+    def keeps_targets(self, file: str, *, pinned: bool) -> bool:
+        """Whether the targets rubric file ``file`` (a node id) names answer its cases: unless
+        the command line names subjects and the file does not pin its own
+        (``target_fixed``). Either way the file is counted, for the run to say so."""
+        if pinned:
+            self.targets_pinned.add(file)
+            return True
+        if self._settings.targets or self._settings.models:
+            self.targets_replaced.add(file)
+            return False
+        return True
+
     @property
     def grader(self) -> Grader:
         """The session's grader, built on first use."""
