@@ -21,7 +21,6 @@ import sys
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -570,9 +569,8 @@ def test_a_pull_request_that_regresses_the_application_fails_the_job(
     assert main.conclusion == "success", main.output
     assert dict(main.steps)["Fetch main's latest results"] == "skipped"
     assert json.loads(main.uploaded["rubric.json"])["results"][0]["passed"] is True
-    # The wheel `make wheel` builds, as "Install and run" says: not on PyPI yet.
-    wheel = f"vendor/pytest_rubric-{version('pytest-rubric')}-py3-none-any.whl"
-    assert github.installs.read_text() == f"install {wheel}\n"
+    # The package on PyPI, as "Install and run" says.
+    assert github.installs.read_text() == "install pytest-rubric\n"
 
     pr = github.run(commit=project.regressed, event="pull_request", branch="shorter-returns")
     assert "==> (found) artifact rubric-results of a success run on main" in pr.output
