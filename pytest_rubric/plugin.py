@@ -329,6 +329,10 @@ class _ReportHooks:
             terminalreporter.stats.setdefault(key, []).extend(
                 _gate_report(reason) for reason in report.gates.regressions
             )
+        if xdist.is_xdist_controller(self.state.config):
+            # The workers collected: what the command line's subjects replaced is known now.
+            for said in self.state.precedence_lines():
+                terminalreporter.write_line(said)
         if self.state.recordings.line is not None:
             terminalreporter.write_line(outgoing(self.state.recordings.line))
         if self.state.summary_wanted(report) and terminalreporter.config.get_verbosity() >= -1:

@@ -162,6 +162,8 @@ class RubricSession:
             data["judges"] = self.judging.worker_usage()
             data["calibration"] = self.audit.worker_calibrations()
         self.recordings.collection_errors = self.inputs.collection_errors
+        inputs = self.inputs
+        data["targets"] = [sorted(inputs.targets_replaced), sorted(inputs.targets_pinned)]
         if (recordings := self.recordings.state()) is not None:
             data["recordings"] = recordings
         return data
@@ -175,6 +177,9 @@ class RubricSession:
             self.audit.add_calibrations(data["calibration"])
         if data.get("recordings"):
             self.recordings.add_state(data["recordings"])
+        replaced, pinned = data.get("targets") or ([], [])
+        self.inputs.targets_replaced.update(replaced)
+        self.inputs.targets_pinned.update(pinned)
 
     def schedule_items(self, items: Iterable[pytest.Item]) -> None:
         """Start judging ``items`` (an xdist worker, about to run them; see ``xdist``)."""

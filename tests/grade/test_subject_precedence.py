@@ -78,12 +78,12 @@ def team(pytester: pytest.Pytester, write: Write) -> None:
     )
 
 
-@pytest.mark.parametrize("mode", ["no-xdist", "xdist-n0"])
+@pytest.mark.parametrize("mode", list(RUN_MODES))
 def test_command_line_targets_replace_the_files(
     pytester: pytest.Pytester, team: None, mode: str
 ) -> None:
     result = pytester.runpytest(
-        "evals", "-v", "--rubric-target", "targets:candidate", *RUN_MODES[mode]
+        "evals", "-rA", "--rubric-target", "targets:candidate", *RUN_MODES[mode]
     )
     result.assert_outcomes(passed=1, failed=2)
     lines_in_any_order(
@@ -91,9 +91,9 @@ def test_command_line_targets_replace_the_files(
         [
             "rubric: subjects from the command line replace the targets of 2 rubric files",
             "rubric: `target_fixed: true` keeps the targets of 1 rubric file",
-            "*remote.rubric.yaml::remote?candidate? FAILED*",
-            "*leave.rubric.yaml::leave?candidate? FAILED*",
-            "*pinned.rubric.yaml::pinned?stable? PASSED*",
+            "FAILED *remote.rubric.yaml::remote?candidate?*",
+            "FAILED *leave.rubric.yaml::leave?candidate?*",
+            "PASSED *pinned.rubric.yaml::pinned?stable?*",
         ],
     )
     result.stdout.no_fnmatch_line("*remote?stable?*")
