@@ -5,15 +5,12 @@
 cache's key, :func:`~pytest_rubric._llm.cache.cache_key`)::
 
     {
-      "entries": {
-        "3f2a...": {
-          "judge": "openai:gpt-4o-mini",
-          "reply": "{\\"reason\\": \\"...\\", \\"verdict\\": \\"MET\\"}",
-          "tokens_in": 412,
-          "tokens_out": 31
-        }
-      },
-      "version": 1
+      "3f2a...": {
+        "judge": "openai:gpt-4o-mini",
+        "reply": "{\\"reason\\": \\"...\\", \\"verdict\\": \\"MET\\"}",
+        "tokens_in": 412,
+        "tokens_out": 31
+      }
     }
 
 Keys sorted, two-space indents, a trailing newline: two branches that record
@@ -51,7 +48,6 @@ from .responses import MAX_REPLY_BYTES
 
 __all__ = ["MAX_FILE_BYTES", "Recordings", "location"]
 
-VERSION = 1
 MAX_FILE_BYTES = 16 * 1024 * 1024  # a case's file: many replies, each at most a live one's size
 MAX_ENTRIES = 10_000
 _KEY = re.compile(r"[0-9a-f]{64}")
@@ -232,12 +228,7 @@ class Recordings:
     def _write(self, where: str, entries: Mapping[str, Any]) -> None:
         path = self.path(where)
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(
-            {"entries": dict(entries), "version": VERSION},
-            indent=2,
-            sort_keys=True,
-            ensure_ascii=False,
-        )
+        text = json.dumps(dict(entries), indent=2, sort_keys=True, ensure_ascii=False)
         # A whole new file, then renamed over the old: a reader never sees half of one.
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
         try:
@@ -265,11 +256,9 @@ def _read(path: Path) -> dict[str, dict[str, Any]]:
         raise ValueError("it is not UTF-8 text") from None
     if repeated:
         raise ValueError(f"it gives the key {repeated[0]!r} twice")
-    if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):
-        raise ValueError('it is not a recording: expected {"entries": {...}, "version": 1}')
-    if data.get("version") != VERSION:
-        raise ValueError(f"its version is {data.get('version')!r}, not {VERSION}")
-    entries = data["entries"]
+    if not isinstance(data, dict):
+        raise ValueError('it is not a recording: expected {"<request hash>": {"reply": ...}}')
+    entries = data
     if len(entries) > MAX_ENTRIES:
         raise ValueError(f"it holds more than {MAX_ENTRIES:,} entries")
     checked = {}

@@ -94,7 +94,7 @@ def recording(pytester: pytest.Pytester, case: str) -> Path:
 
 
 def entries(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text())["entries"]
+    data: dict[str, Any] = json.loads(path.read_text())
     return data
 
 
@@ -106,7 +106,8 @@ def test_each_case_is_one_readable_file(team: pytest.Pytester) -> None:
         data = json.loads(text)
         # Keys sorted, two-space indents, a trailing newline: what the writer always writes.
         assert text == json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-        (entry,) = data["entries"].values()
+        (key, entry) = data.popitem()
+        assert len(key) == 64 and not data  # one entry, under the request's hash
         assert set(entry) == {"judge", "reply", "tokens_in", "tokens_out"}
         assert json.loads(entry["reply"])["verdict"] == "MET"
     # The local cache stays SQLite, and is never committed.
@@ -172,8 +173,8 @@ def test_a_recording_is_held_to_a_live_replys_limits(
     team.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
     path = recording(team, "remote")
     data = json.loads(path.read_text())
-    key = next(iter(data["entries"]))
-    data["entries"][key] = entry
+    key = next(iter(data))
+    data[key] = entry
     path.write_text(json.dumps(data))
     shutil.rmtree(team.path / ".rubric_cache")
     monkeypatch.delenv("OPENAI_API_KEY")
@@ -188,7 +189,7 @@ def test_a_recorded_reply_is_validated_as_a_live_one(
     team.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
     path = recording(team, "remote")
     data = json.loads(path.read_text())
-    for entry in data["entries"].values():
+    for entry in data.values():
         entry["reply"] = '{"reason": "ok", "verdict": "PROBABLY"}'
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     shutil.rmtree(team.path / ".rubric_cache")
