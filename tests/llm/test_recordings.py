@@ -19,7 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from pytest_rubric._llm.recordings import location
 from tests.conftest import RUN_MODES, graded, team_project
 from tests.fake_llm import FakeLLM, Recorded, verdict
 
@@ -348,3 +351,25 @@ def test_workers_recording_one_case_lose_no_entry(
     result = team.runpytest("--rubric-cache", "replay", *RUN_MODES[mode], *extra)
     result.assert_outcomes(passed=5)
     result.stdout.no_fnmatch_line("recordings:*")
+
+
+# --- where a recording goes -------------------------------------------------------------------
+
+
+@pytest.mark.hostile
+@given(
+    file=st.lists(st.sampled_from(["..", ".", "evals", "a b", "x%2F", "é", ""]), max_size=4).map(
+        "/".join
+    ),
+    case=st.text(min_size=1, max_size=20),
+)
+def test_a_recording_never_climbs_out_of_its_folder(file: str, case: str) -> None:
+    root = Path("/recordings")
+    where = location(file, case)
+    path = (root / where).resolve()
+    assert path.is_relative_to(root) and path.name.endswith(".json")
+    assert "/" not in where.rpartition("/")[2][: -len(".json")]  # one file per case
+
+
+def test_a_recording_is_named_as_the_node_id_reads() -> None:
+    assert location("evals/faq.rubric.yaml", "q1") == "evals/faq.rubric.yaml/q1.json"
