@@ -29,6 +29,7 @@ from .criteria.all_of import AllOf
 from .criteria.any_of import AnyOf
 from .criteria.callable import CallableCriterion
 from .criteria.extract import Extract
+from .criteria.field import JsonPointer
 from .criteria.forbidden import Forbidden
 from .criteria.fuzzy import Fuzzy
 from .criteria.json import Json
@@ -342,10 +343,12 @@ class Suite(BaseModel):
     responses: str | None = None
     target: str | None = None
     targets: dict[str, str] | None = None  # subject name -> "module:function"
+    target_fixed: bool = False  # keep target(s) when the command line names subjects
     repeat: Repeat | None = None
     pass_when: PassWhenField | None = None
     calibration: list[CalibrationExample] | str | None = None  # see _calibration
     judge_instructions: str | None = None  # see _guidance
+    style_field: JsonPointer | None = None  # where style is measured in a JSON answer
     judge_examples: list[JudgeExample] | str | None = None  # see _guidance
     global_criteria: list[Criterion] = Field(
         default=[], validation_alias=AliasChoices("global", "global_criteria")

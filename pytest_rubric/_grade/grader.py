@@ -51,6 +51,7 @@ class CompiledRubric:
     checks: tuple[Check[Any] | None, ...]
     min_score: float | None  # None: report-only (``min_score: null``)
     judged_criteria: tuple[JudgedCriterion, ...] = ()
+    style_field: str | None = None  # where style is measured in a JSON answer (a pointer)
     # Per criterion, derived here once: its own tags, then the case's.
     tags: tuple[tuple[str, ...], ...] = field(init=False)
 
@@ -86,8 +87,10 @@ class Grader:
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         check_timeout: float = DEFAULT_CHECK_TIMEOUT,
         secrets: Sequence[Secret] | None = None,
+        style_field: str | None = None,
     ) -> None:
         self.thresholds = thresholds or style.StyleThresholds()
+        self.style_field = style_field  # ini rubric_style_field: a file's style_field wins
         self.default_min_score = default_min_score
         self.call_timeout = call_timeout
         self.calls = CallRunner()  # callables and targets, each bounded by a timeout
@@ -111,9 +114,12 @@ class Grader:
         *,
         global_criteria: Sequence[Criterion] = (),
         min_score: Mark = None,
+        style_field: str | None = None,
     ) -> CompiledRubric:
         """Prepare ``rubric`` for grading; ``min_score`` overrides the rubric's own (None: the
-        rubric's own, else the session's default; ``"report-only"``: no pass mark)."""
+        rubric's own, else the session's default; ``"report-only"``: no pass mark);
+        ``style_field``, the grader's (a JSON Pointer: where style is measured in a JSON
+        answer)."""
         criteria = (*global_criteria, *rubric.criteria)
         checks = tuple(None if c.is_judged else c.compile(self.context) for c in criteria)
         mark = own_mark(rubric) if min_score is None else min_score
@@ -123,6 +129,7 @@ class Grader:
             checks=checks,
             min_score=_resolved(mark, self.default_min_score),
             judged_criteria=tuple(c for c in criteria if isinstance(c, Requirement | Extract)),
+            style_field=self.style_field if style_field is None else style_field,
         )
 
     def grade(
@@ -274,8 +281,10 @@ class Grader:
             if c.axis == "style" and c.verdict in (Verdict.MET, Verdict.UNMET)
         ]
         style_error = any(c.axis == "style" and c.verdict is Verdict.ERROR for c in criteria)
-        fluency = style.fluency(answer.text)
-        confidence = style.confidence(answer.folded)
+        # Measured on what the answer says: a JSON answer's string values, not its syntax.
+        styled = style.style_text(answer.text, compiled.style_field)
+        fluency = style.fluency(styled)
+        confidence = style.confidence((answer if styled is answer.text else Answer(styled)).folded)
         return CaseResult(
             nodeid=nodeid,
             suite=suite,

@@ -92,9 +92,10 @@ def raise_for(result: CaseResult) -> None:
         raise RubricAssertionError(outgoing(criteria_table(result)), result=result)
 
 
-def raise_no_answer(problem: str) -> NoReturn:
+def raise_no_answer(problem: str, *, raised: BaseException | None = None) -> NoReturn:
     """Raise :class:`RubricEvaluationError` for an answer that could not be obtained: never a
     pass. Like :func:`raise_for`, the message passes the outgoing boundary here, the one
-    place these errors are made (``_errors`` imports nothing of the guards)."""
+    place these errors are made (``_errors`` imports nothing of the guards). What the
+    application raised, if it did, is the error's cause: its traceback is the report's."""
     __tracebackhide__ = True
-    raise RubricEvaluationError(outgoing(problem), result=None)
+    raise RubricEvaluationError(outgoing(problem), result=None) from raised

@@ -82,6 +82,23 @@ def criteria_table(result: CaseResult) -> str:
     return "\n".join(lines)
 
 
+def since_baseline(
+    result: CaseResult, baseline: Sequence[CaseResult], *, show_response: int = SHOW_RESPONSE
+) -> list[str]:
+    """With ``--rubric-baseline``, a case that passed there and fails now: the criteria whose
+    verdict changed, and its response there beside today's (none for any other case)."""
+    from .._report.baseline import baseline_of, before_and_after, changed
+
+    was = baseline_of(baseline, result)
+    if was is None:
+        return []
+    lines = ["", "since the baseline:"]
+    for label, text in before_and_after(changed(was, result), limit=show_response):
+        first, *rest = text.splitlines() or [""]
+        lines += [f"{label}: {first}", *(f"  {line}" for line in rest)]
+    return lines
+
+
 def answer_lines(result: CaseResult, *, show_response: int = SHOW_RESPONSE) -> list[str]:
     """What the application was asked and said: the question cut to 300 characters, the
     response to ``show_response`` (0: not shown), each line of it indented under its label.
