@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench bench-stats wheel e2e-local browser docs screenshot clean
+.PHONY: demo test lint bench bench-stats wheel dist e2e-local browser docs screenshot clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,11 +60,19 @@ bench: $(STAMP)
 bench-stats: $(STAMP)
 	$(PY) bench/bench_promises.py --json bench/promises.json
 
-# A wheel to install elsewhere (the package is not on PyPI yet): dist/pytest_rubric-*.whl.
+# A wheel alone, to install elsewhere: dist/pytest_rubric-*.whl (`make dist` builds the release files).
 wheel: $(STAMP)
 	rm -rf dist build
 	$(PY) -m pip wheel --quiet --no-deps -w dist .
 	@ls dist/*.whl
+
+# The release files, as PyPI will read them: dist/pytest_rubric-*.tar.gz and the wheel,
+# built from the tree (no isolated download: the dev extra has the build backend) and
+# checked by twine. The release workflow (docs/development/releasing.md) runs this.
+dist: $(STAMP)
+	rm -rf dist build
+	$(PY) -m build --no-isolation --outdir dist .
+	$(PY) -m twine check --strict dist/*
 
 # Not part of `make test`: a judged example against a real OpenAI-compatible
 # server (llama-cpp-python with the SmolLM2-135M model shipped in the

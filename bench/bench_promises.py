@@ -157,7 +157,7 @@ def pair_coverage(n: int, level: float, reps: int, seed: int) -> dict[str, Any]:
         for _ in range(reps):
             first = results_of("a", pass_fail(rng, a, n))
             second = results_of("b", pass_fail(rng, b, n))
-            interval = _report.stats.paired_difference(paired(first, second), level)
+            interval = _stats.paired_difference(paired(first, second), level)
             assert interval is not None
             held += interval[0] <= a - b <= interval[1]
         by_pair[f"{a:g}-{b:g}"] = held / reps
@@ -234,7 +234,7 @@ def tiers(n: int, level: float, reps: int, seed: int) -> dict[str, Any]:
             results += results_of(f"s{j}", pass_fail(rng, p, n))
         rows = {row.subject: row for row in leaderboard(results, level=level)}
         together = rows["s0"].tier == rows["s4"].tier
-        interval = _report.stats.paired_difference(
+        interval = _stats.paired_difference(
             paired(
                 [r for r in results if r.subject == "s0"], [r for r in results if r.subject == "s4"]
             ),

@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from ._repeat import parse_pass_when, parse_repeat
+from .criteria.field import JsonPointer
 from .criteria.model import MODEL_CONFIG, CriterionModel, FieldError, Id, Share, Tags, Timeout
 from .criteria.model import check_import_path as _check_import_path
 from .criteria.registry import criterion_types, validate_criterion
@@ -314,10 +315,12 @@ class Suite(BaseModel):
     responses: str | None = None
     target: str | None = None
     targets: dict[str, str] | None = None  # subject name -> "module:function"
+    target_fixed: bool = False  # keep target(s) when the command line names subjects
     repeat: Repeat | None = None
     pass_when: PassWhenField | None = None
     calibration: list[CalibrationExample] | str | None = None  # see _load.calibration
     judge_instructions: str | None = None  # see _load.guidance
+    style_field: JsonPointer | None = None  # where style is measured in a JSON answer
     judge_examples: list[JudgeExample] | str | None = None  # see _load.guidance
     global_criteria: list[Criterion] = Field(
         default=[], validation_alias=AliasChoices("global", "global_criteria")

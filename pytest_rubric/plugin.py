@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import os
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,7 +75,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_ReportHooks(state), "rubric-report")
     xdist.register(config, state)
     _add_rubric_dirs(config, state.settings)
-    state.inputs.check_dirs()
 
 
 def _add_rubric_dirs(config: pytest.Config, settings: Settings) -> None:
@@ -152,6 +152,13 @@ def pytest_runtest_makereport(
 
         if call.excinfo.errisinstance(RubricEvaluationError):
             report.rubric_error = True  # type: ignore[attr-defined]
+    pending = item.stash.get(RESULTS_KEY, None)
+    bounded = pending and any(r.result.skipped_bounds is not None for r in pending)
+    if bounded and report.skipped and isinstance(report.longrepr, tuple):
+        # Skipped for its bounds (see _grade.bounds): -rs shows the item's own file and line,
+        # as for a skip mark, not the line inside the plugin that skipped it.
+        path, line, _ = item.reportinfo()
+        report.longrepr = (os.fspath(path), (line or 0) + 1, report.longrepr[2])
     pending = item.stash.get(RESULTS_KEY, None)
     if pending and (report.when != "setup" or not report.passed):
         from ._pytest.recording import junit_properties, settle  # imported by whoever recorded
@@ -239,7 +246,8 @@ def rubric(request: pytest.FixtureRequest) -> RubricFixture:
 
 @pytest.fixture
 def rubric_grader(request: pytest.FixtureRequest) -> Grader:
-    """The session's configured :class:`~pytest_rubric.Grader`.
+    """The session's configured :class:`~pytest_rubric.Grader`; its ``grade()`` judges the
+    judged criteria with the session's judge when there is one (else they are SKIPPED).
 
     Use it to grade without asserting::
 
@@ -248,7 +256,9 @@ def rubric_grader(request: pytest.FixtureRequest) -> Grader:
             result = rubric_grader.grade(my_app("What is NPV?"), compiled)
             assert result.score > 0.5
     """
-    return request.config.stash[SESSION_KEY].inputs.grader
+    from ._pytest.assertion import grader_for
+
+    return grader_for(request.node)
 
 
 class _SessionHooks:
@@ -261,8 +271,22 @@ class _SessionHooks:
         """One line that says where rubrics come from."""
         return self.state.header_line()
 
+    @pytest.hookimpl(tryfirst=True)  # before xdist's controller declines to collect
+    def pytest_collection(self, session: pytest.Session) -> None:
+        """Warn of rubric dirs whose files match no pattern: in collection, where pytest
+        records a warning at the location it names (the user's file, not the plugin)."""
+        self.state.inputs.check_dirs()
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.state.collected(session.items)
+
+    def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
+        """A run that deselected items never prunes recordings."""
+        self.state.recordings.deselected += len(items)
+
+    def pytest_report_collectionfinish(self, config: pytest.Config) -> list[str]:
+        """What the command line's subjects replaced (or could not: ``target_fixed``)."""
+        return self.state.precedence_lines()
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
@@ -321,6 +345,12 @@ class _ReportHooks:
             terminalreporter.stats.setdefault(key, []).extend(
                 _gate_report(reason) for reason in report.gates.regressions
             )
+        if xdist.is_xdist_controller(self.state.config):
+            # The workers collected: what the command line's subjects replaced is known now.
+            for said in self.state.precedence_lines():
+                terminalreporter.write_line(said)
+        if self.state.recordings.line is not None:
+            terminalreporter.write_line(outgoing(self.state.recordings.line))
         if self.state.summary_wanted(report) and terminalreporter.config.get_verbosity() >= -1:
             from ._render.summary import terminal_lines
 

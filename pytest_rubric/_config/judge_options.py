@@ -28,8 +28,11 @@ JUDGE_OPTIONS: tuple[Option, ...] = (
     Option(
         "judge_url",
         "the judge's base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the "
-        "provider's), e.g. http://127.0.0.1:8080/v1 for a local server.",
+        "provider's), e.g. http://127.0.0.1:8080/v1 for a local server; also ini "
+        "rubric_judge_url. Keys still come from the environment only.",
+        ini=True,
         metavar="URL",
+        ini_help="the judge's base URL (overridden by --rubric-judge-url)",
     ),
     Option(
         "grader",
@@ -109,6 +112,23 @@ JUDGE_OPTIONS: tuple[Option, ...] = (
         "(no network call; a miss is an ERROR). Judge calls only: see --rubric-response-cache.",
         choices=CACHE_MODES,
         default="use",
+    ),
+    Option(
+        "recordings",
+        "keep judge replies as text in DIR, one JSON file per rubric file and case "
+        "(DIR/<rubric file>/<case id>.json), to commit: --rubric-cache use records, "
+        "replay reads them (then the local cache); also ini rubric_recordings (relative to "
+        "the rootdir).",
+        ini=True,
+        metavar="DIR",
+        ini_help="the judge's recordings folder (overridden by --rubric-recordings)",
+    ),
+    Option(
+        "recordings_prune",
+        "delete the recorded entries no request of the run used, after a run that collected "
+        "every rubric file (never after a selection: -k, -m, node ids, --lf, --deselect).",
+        action="store_true",
+        default=False,
     ),
     Option(
         "cache_dir",

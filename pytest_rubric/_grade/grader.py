@@ -3,7 +3,8 @@
 :meth:`Grader.compile` does everything that does not depend on the answer
 once per rubric (checks compiled, ``global`` criteria merged);
 :meth:`Grader.grade` then runs the checks, scores substance, measures style
-and sets the flags. Judged criteria are SKIPPED until a judge is configured.
+and sets the flags. Judged criteria are SKIPPED until a judge is configured
+(``judged=``, or a grader bound to one with :meth:`Grader.with_judge`).
 
 Every text a result keeps (a reason, the response) passes through
 :func:`~pytest_rubric._guards.secrets.clip` here, the one place results are built:
@@ -13,8 +14,9 @@ the whole response.
 
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +51,7 @@ class CompiledRubric:
     checks: tuple[Check[Any] | None, ...]
     min_score: float | None  # None: report-only (``min_score: null``)
     judged_criteria: tuple[JudgedCriterion, ...] = ()
+    style_field: str | None = None  # where style is measured in a JSON answer (a pointer)
     # Per criterion, derived here once: its own tags, then the case's.
     tags: tuple[tuple[str, ...], ...] = field(init=False)
 
@@ -84,8 +87,10 @@ class Grader:
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         check_timeout: float = DEFAULT_CHECK_TIMEOUT,
         secrets: Sequence[Secret] | None = None,
+        style_field: str | None = None,
     ) -> None:
         self.thresholds = thresholds or style.StyleThresholds()
+        self.style_field = style_field  # ini rubric_style_field: a file's style_field wins
         self.default_min_score = default_min_score
         self.call_timeout = call_timeout
         self.calls = CallRunner()  # callables and targets, each bounded by a timeout
@@ -93,6 +98,15 @@ class Grader:
         # What results are redacted of: by default the providers' keys in the
         # environment, the only place keys come from.
         self.secrets = tuple(known_keys() if secrets is None else secrets)
+        self._judge: Callable[[CompiledRubric, str], Judged | None] | None = None
+
+    def with_judge(self, judge: Callable[[CompiledRubric, str], Judged | None]) -> Grader:
+        """This grader (its checks, callables and secrets shared), where :meth:`grade` given
+        no ``judged`` asks ``judge(compiled, response)`` for the judged criteria: the
+        ``rubric_grader`` fixture's, bound to the session's judge."""
+        bound = copy.copy(self)
+        bound._judge = judge
+        return bound
 
     def compile(
         self,
@@ -100,9 +114,12 @@ class Grader:
         *,
         global_criteria: Sequence[Criterion] = (),
         min_score: Mark = None,
+        style_field: str | None = None,
     ) -> CompiledRubric:
         """Prepare ``rubric`` for grading; ``min_score`` overrides the rubric's own (None: the
-        rubric's own, else the session's default; ``"report-only"``: no pass mark)."""
+        rubric's own, else the session's default; ``"report-only"``: no pass mark);
+        ``style_field``, the grader's (a JSON Pointer: where style is measured in a JSON
+        answer)."""
         criteria = (*global_criteria, *rubric.criteria)
         checks = tuple(None if c.is_judged else c.compile(self.context) for c in criteria)
         mark = own_mark(rubric) if min_score is None else min_score
@@ -112,6 +129,7 @@ class Grader:
             checks=checks,
             min_score=_resolved(mark, self.default_min_score),
             judged_criteria=tuple(c for c in criteria if isinstance(c, Requirement | Extract)),
+            style_field=self.style_field if style_field is None else style_field,
         )
 
     def grade(
@@ -129,9 +147,13 @@ class Grader:
         """Grade one response. Never raises for a criterion's failure: that is ERROR.
 
         ``judged`` holds the judge's outcomes for the judged criteria; without
-        it they are SKIPPED. ``case`` names the result (default: the rubric's id);
-        ``ranked``: the result counts for its subject in the leaderboard.
+        it they are SKIPPED, unless this grader has a judge (:meth:`with_judge`,
+        the ``rubric_grader`` fixture's), which is asked. ``case`` names the result
+        (default: the rubric's id); ``ranked``: the result counts for its subject
+        in the leaderboard.
         """
+        if judged is None and self._judge is not None and compiled.judged:
+            judged = self._judge(compiled, response)
         answer = Answer(response)
         criteria = [
             self._criterion(criterion, check, tags, answer, compiled.rubric, judged)
@@ -259,8 +281,10 @@ class Grader:
             if c.axis == "style" and c.verdict in (Verdict.MET, Verdict.UNMET)
         ]
         style_error = any(c.axis == "style" and c.verdict is Verdict.ERROR for c in criteria)
-        fluency = style.fluency(answer.text)
-        confidence = style.confidence(answer.folded)
+        # Measured on what the answer says: a JSON answer's string values, not its syntax.
+        styled = style.style_text(answer.text, compiled.style_field)
+        fluency = style.fluency(styled)
+        confidence = style.confidence((answer if styled is answer.text else Answer(styled)).folded)
         return CaseResult(
             nodeid=nodeid,
             suite=suite,
@@ -334,4 +358,7 @@ class Grader:
             tags=tags,
             evidence_ok=outcome.evidence_ok,
             judges=dict(outcome.judges) if outcome.judges else None,
+            requirement=clip(criterion.requirement, *self.secrets)
+            if isinstance(criterion, Requirement | Extract)
+            else None,
         )

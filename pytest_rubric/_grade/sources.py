@@ -72,25 +72,34 @@ class Source:
         return isinstance(self.target, LiveModel)
 
     def fetch_samples(
-        self, case: Any, *, repeat: int, concurrency: int
+        self,
+        case: Any,
+        *,
+        repeat: int,
+        concurrency: int,
+        raised: list[BaseException] | None = None,
     ) -> tuple[list[str], None] | tuple[None, str]:
         """The response of each sample, or None and why one is missing.
 
         Written responses are the samples there are. A target or a live model
-        is asked ``repeat`` times, at most ``concurrency`` calls at once.
+        is asked ``repeat`` times, at most ``concurrency`` calls at once. What a
+        user's target raised is appended to ``raised``, for its traceback.
         """
         if self.unavailable is not None:
             return None, self.unavailable
         if self.text is not None:
             return list(self.texts), None
         if repeat == 1:
-            text, problem = self.fetch(case)
+            text, problem = self.fetch(case, raised=raised)
             return (None, problem or "no response") if text is None else ([text], None)
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=max(1, min(repeat, concurrency))) as pool:
             fetched = list(
-                pool.map(lambda i: self.fetch(case, sample=i, samples=repeat), range(repeat))
+                pool.map(
+                    lambda i: self.fetch(case, sample=i, samples=repeat, raised=raised),
+                    range(repeat),
+                )
             )
         texts = []
         for index, (text, problem) in enumerate(fetched):
@@ -100,7 +109,12 @@ class Source:
         return texts, None
 
     def fetch(
-        self, case: Any, *, sample: int = 0, samples: int = 1
+        self,
+        case: Any,
+        *,
+        sample: int = 0,
+        samples: int = 1,
+        raised: list[BaseException] | None = None,
     ) -> tuple[str, None] | tuple[None, str]:
         """The response text (of sample ``sample`` of ``samples``), or None and why there is none."""
         if self.unavailable is not None:
@@ -131,6 +145,8 @@ class Source:
         except CallTimeout as exc:
             return None, f"{what} {exc}"
         except Exception as exc:  # user code's BaseExceptions arrive contained (_calls)
+            if raised is not None and not self.live:
+                raised.append(exc)
             return None, f"{what} raised {described(exc)}"
         if not isinstance(value, str):
             return None, (

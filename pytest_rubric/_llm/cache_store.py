@@ -103,6 +103,7 @@ class JudgeCache:
         if directory.exists() and not directory.is_dir():
             raise _Unusable(f"{directory} is a file, not a folder")
         directory.mkdir(parents=True, exist_ok=True)
+        _ignore(directory)
         if self.path.exists() and not self.path.is_file():
             raise _Unusable("it is not a regular file")
         db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
@@ -333,6 +334,19 @@ def _migrate(db: sqlite3.Connection) -> None:
     except BaseException:
         db.rollback()
         raise
+
+
+def _ignore(directory: Path) -> None:
+    """Give the cache folder a ``.gitignore`` of ``*``, as pytest does ``.pytest_cache``: the
+    local cache is never what a team commits (``--rubric-recordings`` is)."""
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        with contextlib.suppress(OSError):  # a read-only checkout still runs
+            ignore.write_text(
+                "# Created by pytest-rubric automatically: the local judge cache, never "
+                "committed.\n# Commit recordings instead (--rubric-recordings).\n*\n",
+                encoding="utf-8",
+            )
 
 
 def _count(value: object) -> int:

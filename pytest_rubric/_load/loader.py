@@ -20,6 +20,7 @@ cannot see, and ``pytest_rubric._load.responses`` reads responses files.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ import yaml
 from pydantic import ValidationError
 
 from .._errors import Problem, RubricLoadError
-from .._guards.limits import Limit, NotRegular, json_loads, nesting_problem, read_text
+from .._guards.limits import Limit, NotRegular, json_loads, nesting_problem, quoted, read_text
 from .._guards.yaml import AliasLimit, Duplicate, YamlLoader, construct
 from .._schema import Suite
 from ..criteria.model import CriterionModel
@@ -56,6 +57,9 @@ class LoadedSuite:
     case_lines: list[int | None]
     calibration: list[tuple[Any, Any, Any]] = field(default_factory=list)  # _calibration
     guidance: Any = None  # judge_instructions, judge_examples: a judge.prompts.Guidance (_guidance)
+    # The line of the file-level `target:` (key "target") and of each `targets:` entry (its
+    # name), so a problem with a file's target points there, not at a case.
+    target_lines: dict[str, int | None] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -102,6 +106,22 @@ def _load_suite(path: Path, added: Sequence[type[CriterionModel]]) -> LoadedSuit
     return parse_suite(text, path=path, added=added)
 
 
+def _no_cases(data: dict[Any, Any], locator: Locator) -> Problem:
+    """A file without ``cases:``: pointing at a key that looks like it (``case:``)."""
+    keys = [k for k in data if isinstance(k, str)]
+    close = difflib.get_close_matches("cases", keys, n=1, cutoff=0.6)
+    if close:
+        return Problem(
+            f"no `cases:` in the file, but an unknown key {quoted(close[0])}",
+            line=locator.line((close[0],)),
+            field=close[0],
+            hint=f"did you mean `cases`? rename {quoted(close[0])} to `cases`",
+        )
+    return Problem(
+        "no `cases:` in the file", line=1, field="cases", hint="add\n    " + EXAMPLES["cases"]
+    )
+
+
 def parse_suite(
     text: str, *, path: Path, added: Sequence[type[CriterionModel]] = ()
 ) -> LoadedSuite:
@@ -132,14 +152,7 @@ def parse_suite(
         )
         raise RubricLoadError(path, problems)
     if "cases" not in data:
-        problems.append(
-            Problem(
-                "no `cases:` in the file",
-                line=1,
-                field="cases",
-                hint="add\n    " + EXAMPLES["cases"],
-            )
-        )
+        problems.append(_no_cases(data, locator))
         raise RubricLoadError(path, problems)
     suite: Suite | None = None
     try:
@@ -169,6 +182,10 @@ def parse_suite(
         case_lines=[locator.case_line(i) for i in range(len(suite.cases))],
         calibration=calibration,
         guidance=guidance,
+        target_lines={
+            **({"target": locator.line(("target",))} if suite.target else {}),
+            **{name: locator.line(("targets", name)) for name in suite.targets or {}},
+        },
     )
 
 

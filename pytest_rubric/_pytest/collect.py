@@ -22,13 +22,14 @@ from .._grade.sources import Source, Target, named
 from .._guards.calls import described, make_importable, resolve_import
 from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite
-from .._render.table import answer_lines
+from .._render.table import answer_lines, since_baseline
 from .._schema import own_mark
 from .evaluation import evaluate, raise_for, raise_no_answer
 from .heap import paused
 from .judging import answer_key
 from .recording import record
 from .response_dirs import no_response
+from .tracebacks import application_traceback
 
 if TYPE_CHECKING:
     from ..criteria.model import CriterionModel
@@ -87,10 +88,15 @@ class RubricFile(pytest.File):
         targets: dict[str, Target] = {}  # by import path, resolved once per file
         suite = loaded.suite
         make_importable(self.config.rootpath, self.path.parent)  # for callables and targets
+        failed: set[str] = set()  # import paths already reported
         for i, case in enumerate(suite.cases):
             subjects: dict[str, str] = {}
             for subject, path, field in self.targets_of(case, loaded):
                 where = Problem("", line=loaded.case_lines[i], case=case.id, field=field)
+                if not (case.target or case.targets) and field in ("target", "targets"):
+                    # The file's own target: its line, once for the file, not each case's.
+                    line = loaded.target_lines.get("target" if field == "target" else subject)
+                    where = Problem("", line=line, field=field)
                 if subject in subjects:
                     problems.append(
                         replace(
@@ -101,11 +107,12 @@ class RubricFile(pytest.File):
                         )
                     )
                 subjects[subject] = path
-                if path in targets:
+                if path in targets or (path in failed and where.case is None):
                     continue
                 try:
                     function = resolve_import(path)
                 except Exception as exc:
+                    failed.add(path)
                     problems.append(
                         replace(
                             where,
@@ -118,6 +125,7 @@ class RubricFile(pytest.File):
                 try:
                     targets[path] = Target.of(function)
                 except TypeError as exc:
+                    failed.add(path)
                     problems.append(
                         replace(where, message=f"target {path!r} cannot be called: {exc}")
                     )
@@ -131,6 +139,7 @@ class RubricFile(pytest.File):
                 case,
                 global_criteria=suite.global_criteria,
                 min_score=own_mark(case, suite),
+                style_field=suite.style_field,
             )
             repeat = self.repeat_of(case, loaded)
             sources = self._sources(case, loaded, dirs, targets, repeat=repeat, problems=too_many)
@@ -170,14 +179,19 @@ class RubricFile(pytest.File):
     def targets_of(self, case: Any, loaded: LoadedSuite) -> list[tuple[str, str, str]]:
         """``(subject, import path, field)`` of each target that answers ``case``: the case's
         own (``target``, ``targets``), else the file's, else the run's (``--rubric-target``).
-        A plain ``target`` is named after its function."""
+        A plain ``target`` is named after its function. Subjects on the command line
+        (``--rubric-target``, ``--rubric-model``) replace the file's and its cases' targets,
+        unless the file pins them (``target_fixed: true``)."""
+        inputs = self.rubric_session.inputs
         for owner in (case, loaded.suite):
             given = (
                 [(owner.target.rpartition(":")[2], owner.target, "target")] if owner.target else []
             )
             given += [(name, path, "targets") for name, path in (owner.targets or {}).items()]
             if given:
-                return given
+                if inputs.keeps_targets(self.nodeid, pinned=loaded.suite.target_fixed):
+                    return given
+                break
         return [
             (name or value.rpartition(":")[2], value, "--rubric-target")
             for name, value in map(named, self.rubric_session.settings.targets)
@@ -272,7 +286,8 @@ class RubricFile(pytest.File):
                 tally=session.inputs.tally,
             )
             add(subject, source, f"target {path}")
-        for subject, model in session.inputs.models.items():
+        pinned = loaded.suite.target_fixed and self.nodeid in session.inputs.targets_pinned
+        for subject, model in {} if pinned else session.inputs.models.items():
             add(
                 subject,
                 Source(
@@ -334,8 +349,12 @@ class RubricItem(pytest.Item):
         """
         session = self.rubric_session
         grader = session.inputs.grader
+        raised: list[BaseException] = []
         responses, problem = self.source.fetch_samples(
-            self.compiled.rubric, repeat=self.repeat, concurrency=session.settings.concurrency
+            self.compiled.rubric,
+            repeat=self.repeat,
+            concurrency=session.settings.concurrency,
+            raised=raised,
         )
         if responses is None:
             problem = problem or "no response"
@@ -350,7 +369,7 @@ class RubricItem(pytest.Item):
                         subject=self.subject,
                     ),
                 )
-            raise_no_answer(problem)
+            raise_no_answer(problem, raised=raised[0] if raised else None)
         result = evaluate(
             session,
             grader,
@@ -366,7 +385,9 @@ class RubricItem(pytest.Item):
         if result.errors:
             record(self, result)
             raise_for(result)
-        if score_results(result.criteria).empty:
+        # Without a judge at all, a case of judged criteria only has nothing to score; one
+        # whose judge has no key is graded on what can be (see _grade.bounds).
+        if session.unjudged is None and score_results(result.criteria).empty:
             pytest.skip(
                 f"nothing graded: {result.skipped[0].reason}"
                 if result.skipped
@@ -380,10 +401,14 @@ class RubricItem(pytest.Item):
             # The criterion table (or why there is no answer), then what the application was
             # asked and said.
             result = excinfo.value.result
+            if result is None and excinfo.value.__cause__ is not None:
+                return application_traceback(self.config, excinfo.value.__cause__, excinfo.value)
             if result is None:
                 return outgoing(str(excinfo.value))
             show = self.rubric_session.settings.show_response
             lines = [str(excinfo.value), *answer_lines(result, show_response=show)]
+            baseline = self.rubric_session.results.baseline
+            lines += since_baseline(result, baseline, show_response=show) if baseline else []
             return outgoing("\n".join(lines))
         return super().repr_failure(excinfo, style=style)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
+import pytest
+
 from .._errors import RubricAssertionError, RubricEvaluationError
 from .._guards.outgoing import outgoing
 from .._repeat import PassWhen
@@ -64,25 +66,36 @@ def evaluate(
         for response, verdicts in zip(responses, judged, strict=True)
     ]
     probe = session.probe(key, compiled, responses[0], judged[0]) if session is not None else []
-    return grader.combine(samples, pass_when=pass_when, level=level, probe=probe)
+    result = grader.combine(samples, pass_when=pass_when, level=level, probe=probe)
+    if session is not None and session.unjudged is not None:
+        from .._grade.bounds import settle_unjudged
+
+        result = settle_unjudged(result)  # graded on what can be: see _grade.bounds
+    return result
 
 
 def raise_for(result: CaseResult) -> None:
     """Raise :class:`RubricEvaluationError` when a criterion could not be evaluated,
     :class:`RubricAssertionError` when the result did not pass; the criterion table is the
-    message, through the outgoing boundary."""
+    message, through the outgoing boundary. A result the missing judge left undecided
+    (``skipped_bounds``) is skipped, its bounds in the reason."""
     __tracebackhide__ = True
     from .._render.table import criteria_table
 
     if result.errors:
         raise RubricEvaluationError(outgoing(criteria_table(result)), result=result)
+    if result.skipped_bounds is not None:  # the missing judge could still pass or fail it
+        from .._grade.bounds import skip_reason
+
+        pytest.skip(outgoing(skip_reason(result)))
     if not result.passed:
         raise RubricAssertionError(outgoing(criteria_table(result)), result=result)
 
 
-def raise_no_answer(problem: str) -> NoReturn:
+def raise_no_answer(problem: str, *, raised: BaseException | None = None) -> NoReturn:
     """Raise :class:`RubricEvaluationError` for an answer that could not be obtained: never a
     pass. Like :func:`raise_for`, the message passes the outgoing boundary here, the one
-    place these errors are made (``_errors`` imports nothing of the guards)."""
+    place these errors are made (``_errors`` imports nothing of the guards). What the
+    application raised, if it did, is the error's cause: its traceback is the report's."""
     __tracebackhide__ = True
-    raise RubricEvaluationError(outgoing(problem), result=None)
+    raise RubricEvaluationError(outgoing(problem), result=None) from raised

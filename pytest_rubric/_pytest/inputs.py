@@ -4,6 +4,7 @@ application's tally) and the grader that compiles rubrics."""
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,6 +14,7 @@ import pytest
 from .._config.settings import Settings
 from .._defaults import ResponseTally, is_rubric_file, named
 from .._errors import RubricWarning
+from .._guards.outgoing import outgoing
 from .caches import Caches
 from .response_dirs import ResponseDir, ResponseDirs
 
@@ -41,8 +43,24 @@ class Inputs:
         self.responses = ResponseDirs(config)  # the response folders, read once
         self.tally = ResponseTally()  # the application's answers: asked, replayed
         self.collection_errors = 0  # rubric files that failed to load
+        # Rubric files (node ids) whose targets the command line's subjects replaced, and
+        # those that pin theirs (`target_fixed: true`): the header says so.
+        self.targets_replaced: set[str] = set()
+        self.targets_pinned: set[str] = set()
         self._grader: Grader | None = None
         self.models: dict[str, LiveModel] = _live_models(settings, budget)
+
+    def keeps_targets(self, file: str, *, pinned: bool) -> bool:
+        """Whether the targets rubric file ``file`` (a node id) names answer its cases: unless
+        the command line names subjects and the file does not pin its own
+        (``target_fixed``). Either way the file is counted, for the run to say so."""
+        if pinned:
+            self.targets_pinned.add(file)
+            return True
+        if self._settings.targets or self._settings.models:
+            self.targets_replaced.add(file)
+            return False
+        return True
 
     @property
     def grader(self) -> Grader:
@@ -56,6 +74,7 @@ class Inputs:
                 default_min_score=settings.min_score,
                 call_timeout=settings.call_timeout,
                 check_timeout=settings.check_timeout,
+                style_field=settings.style_field,
             )
         return self._grader
 
@@ -79,14 +98,16 @@ class Inputs:
             here = self._config.invocation_params.dir
             folder, shown = os.path.relpath(directory, here), os.path.relpath(found, here)
             patterns = ", ".join(settings.patterns)
-            self._config.issue_config_time_warning(
-                RubricWarning(
-                    f"{option} {folder} holds no rubric file ({patterns}) "
-                    f"but YAML or JSON files, such as {shown}: rename it to match, as "
-                    f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini "
-                    "rubric_file_patterns"
-                ),
-                stacklevel=2,
+            message = (
+                f"{option} {folder} holds no rubric file ({patterns}) "
+                f"but YAML or JSON files, such as {shown}: rename it to match, as "
+                f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini "
+                "rubric_file_patterns"
+            )
+            # Attributed to the user's file, not a line of the plugin; line 0, so pytest
+            # echoes no line of it (the message says where).
+            warnings.warn_explicit(
+                RubricWarning(outgoing(message)), RubricWarning, filename=str(found), lineno=0
             )
 
 

@@ -54,6 +54,15 @@ _STATS_FIELDS = (
 )
 
 
+def recording_of(key: JudgeKey, rubric: Any) -> str | None:
+    """The recording file (``--rubric-recordings``) of a rubric item's judge requests:
+    ``<rubric file node id>/<case id>.json``; None for ``assert_rubric``, which is no case
+    of a rubric file (its replies go to the local cache alone)."""
+    from .._llm.recordings import location
+
+    return location(key.file, rubric.id) if key.file and key.node else None
+
+
 def answer_key(item: pytest.Item) -> JudgeKey:
     """The judge's key for a rubric item's first answer (``of_sample(i)`` for the others)."""
     parent = item.parent
@@ -194,6 +203,7 @@ class Judging:
                 budget=self._budget,  # one budget for every judge of a panel, and the model
                 evidence=settings.judge_evidence,
                 check_timeout=settings.check_timeout,
+                recordings=self._caches.recordings(),
             )
             for client, name in zip(clients, names, strict=True)
         ]
@@ -228,6 +238,7 @@ class Judging:
             response=response,
             reference=compiled.rubric.reference,
             guidance=self._guidance.get(key.file),
+            recording=recording_of(key, compiled.rubric),
         )
 
     def guidance_of(self, file_id: str) -> Guidance | None:

@@ -35,6 +35,7 @@ from .auditing import Audit
 from .caches import Caches
 from .inputs import Inputs
 from .items import is_rubric_item
+from .judge_recordings import JudgeRecordings
 from .judging import Judging, every
 from .results import Results
 from .xdist import worker_count
@@ -79,20 +80,31 @@ class RubricSession:
             config, settings, caches=self.caches, budget=budget, dry_run=self.dry_run
         )
         self.audit = Audit(config, settings, judging=self.judging, dry_run=self.dry_run)
+        self.recordings = JudgeRecordings(config, settings, caches=self.caches)
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         self._frozen = False  # whether collected() froze the heap (see heap)
+
+    @property
+    def unjudged(self) -> str | None:
+        """Why judged criteria cannot be asked, when their cases are graded on what can be (a
+        judge set in the ini or the environment without its key, no --rubric-require-judge);
+        see ``_grade.bounds``. None otherwise, with no judge at all too: then a case scores
+        what ran."""
+        return None if self.settings.require_judge else self.judging.unavailable
 
     # --- collection ---------------------------------------------------------------------------
 
     def collected(self, items: Sequence[pytest.Item]) -> None:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
         self.inputs.responses.warn_unused()
-        unavailable = self.judging.unavailable
-        if unavailable is not None and not self.settings.require_judge:
+        self.recordings.collected(items)
+        unavailable = self.unjudged
+        if unavailable is not None:
             # A skip mark: -rs reports the skip at the item's file, not inside the plugin.
+            # Rubric items run: each is graded on what can be (see _grade.bounds).
             skip = pytest.mark.skip(reason=unavailable)
             for item in items:
-                if item.get_closest_marker("llm_judge") is not None:
+                if item.get_closest_marker("llm_judge") is not None and not is_rubric_item(item):
                     item.add_marker(skip)
         self.audit.plan_probe(items)
         self.audit.start_calibration()
@@ -158,6 +170,11 @@ class RubricSession:
             self.audit.calibrations()
             data["judges"] = self.judging.worker_usage()
             data["calibration"] = self.audit.worker_calibrations()
+        self.recordings.collection_errors = self.inputs.collection_errors
+        inputs = self.inputs
+        data["targets"] = [sorted(inputs.targets_replaced), sorted(inputs.targets_pinned)]
+        if (recordings := self.recordings.state()) is not None:
+            data["recordings"] = recordings
         return data
 
     def add_worker_stats(self, data: dict[str, Any]) -> None:
@@ -167,6 +184,11 @@ class RubricSession:
         self.judging.add_usage(data.get("judges", {}))
         if data.get("calibration"):
             self.audit.add_calibrations(data["calibration"])
+        if data.get("recordings"):
+            self.recordings.add_state(data["recordings"])
+        replaced, pinned = data.get("targets") or ([], [])
+        self.inputs.targets_replaced.update(replaced)
+        self.inputs.targets_pinned.update(pinned)
 
     def schedule_items(self, items: Iterable[pytest.Item]) -> None:
         """Start judging ``items`` (an xdist worker, about to run them; see ``xdist``)."""
@@ -201,6 +223,25 @@ class RubricSession:
         if settings.confidence != 0.95:
             parts.append(f"--rubric-confidence {settings.confidence:g}")
         return f"rubric: {' '.join(parts)}" if parts else None
+
+    def precedence_lines(self) -> list[str]:
+        """What the command line's subjects did to the targets rubric files name (collection
+        is over): no precedence is silent."""
+        inputs = self.inputs
+        lines = []
+        if replaced := len(inputs.targets_replaced):
+            lines.append(
+                f"rubric: subjects from the command line replace the targets of {replaced} "
+                f"rubric file{'s' if replaced != 1 else ''}"
+            )
+        if (self.settings.targets or self.settings.models) and (
+            pinned := len(inputs.targets_pinned)
+        ):
+            lines.append(
+                f"rubric: `target_fixed: true` keeps the targets of {pinned} rubric "
+                f"file{'s' if pinned != 1 else ''}"
+            )
+        return lines
 
     def summary_wanted(self, report: SessionReport) -> bool:
         """Whether the terminal shows the rubric summary (ini ``rubric_summary``).
@@ -276,6 +317,9 @@ class RubricSession:
         """The controller's end of the run: apply the gates, write every output."""
         if self.dry_run:
             return
+        if not hasattr(self.config, "workerinput"):  # the workers' share came as data
+            self.recordings.collection_errors += self.inputs.collection_errors
+            self.recordings.finish()
         self.report = self._build_report(gates=True)
         if self.report.gates.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -18,10 +18,12 @@ from collections.abc import Sequence
 from .._defaults import SHOW_QUESTION
 from .._guards.outgoing import inert_mentions, outgoing
 from .._guards.secrets import shorten
+from .._report.baseline import before_and_after
 from .._report.gates import DELTA_HEADER, GateReport
 from .._report.leaderboard import COLUMNS, interval_text
 from .._report.report import SessionReport, Severity
 from .._results import CaseResult
+from .table import with_requirement
 
 __all__ = ["code", "escape", "render_markdown"]
 
@@ -30,6 +32,7 @@ _PUNCTUATION = re.compile(r"([\\`*_\[\]|~]|:(?=//)|(?<=www)\.)")
 _SPACE = re.compile(r"\s+")
 _MAX_TEXT = 160
 _MAX_FAILURES = 50
+_MAX_REQUIREMENT = 300  # characters of one judged criterion's line under a failing case
 
 
 def escape(text: str, limit: int = _MAX_TEXT) -> str:
@@ -92,6 +95,7 @@ def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> s
         lines += [f"- {escape(text, limit=300)}" for text in report.judge_audit.lines()]
     if report.gates.active:
         lines += _gates(report.gates)
+        lines += _regressed(report.gates, report.show_response)
     failing = report.failing
     if failing:
         lines += ["", f"### Failing cases ({len(failing)})", ""]
@@ -117,12 +121,18 @@ def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> s
 
 
 def _answer(result: CaseResult, show_response: int) -> list[str]:
-    """What the application was asked and said, under the failing case's node id."""
+    """What the application was asked and said, under the failing case's node id, and what
+    each judged criterion that went wrong asked (its id, ``c1``, does not say)."""
     shown = []
     if result.question:
         shown.append(f"- question: {escape(result.question, limit=SHOW_QUESTION)}")
     if show_response > 0:
         shown.append(f"- response: {escape(result.response, limit=show_response)}")
+    shown += [
+        f"- {escape(c.id)} {c.verdict}: {escape(with_requirement(c), limit=_MAX_REQUIREMENT)}"
+        for c in result.criteria
+        if c.requirement is not None and (c.went_wrong or c.verdict.value == "ERROR")
+    ]
     if not shown:
         return []
     return ["", f"#### {code(result.nodeid or result.case)}", "", *shown]
@@ -143,6 +153,21 @@ def _gates(gates: GateReport) -> list[str]:
     if notes:
         lines += ["", "Notes:"]
         lines += [f"- {escape(note, limit=300)}" for note in notes]
+    return lines
+
+
+def _regressed(gates: GateReport, show_response: int) -> list[str]:
+    """With a baseline, each item that regressed: the verdicts that changed and the
+    baseline's response beside today's."""
+    regressed = [c for c in gates.changes if c.kind == "regressed"]
+    lines = ["", "### Regressed since the baseline", ""] if regressed else []
+    for change in regressed[:_MAX_FAILURES]:
+        lines += [f"#### {code(change.nodeid)}", ""]
+        lines += [
+            f"- {escape(label)}: {escape(text, limit=max(show_response, 300))}"
+            for label, text in before_and_after(change, limit=show_response)
+        ]
+        lines.append("")
     return lines
 
 

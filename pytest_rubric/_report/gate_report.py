@@ -120,6 +120,11 @@ class CaseChange:
     subject: str
     before: float | None = None  # the score there; None: not in the baseline
     after: float | None = None  # the score now; None: not in this run
+    # Regressed or improved: the response there and now, and each criterion whose verdict
+    # changed, (id, verdict there, verdict now).
+    response_before: str | None = None
+    response_after: str | None = None
+    verdicts: tuple[tuple[str, str, str], ...] = ()
 
 
 CHANGE_KINDS = ("regressed", "improved", "appeared", "disappeared")

@@ -25,14 +25,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import (
-    AfterValidator,
-    AliasChoices,
-    Field,
-    PlainValidator,
-    ValidationInfo,
-    field_validator,
-)
+from pydantic import AliasChoices, Field, PlainValidator, ValidationInfo, field_validator
 
 from .._guards.engines import CheckTimeout, Deadline, running
 from .._guards.limits import PlainNumber
@@ -40,11 +33,11 @@ from .._guards.schemas import SchemaProblem, schema_problems, schema_validator
 from .._guards.secrets import shorten
 from .._results import Outcome, Verdict
 from .check import Answer, Check, CheckContext, error, met, unmet
+from .field import JsonPointer
 from .json_text import (
     MISSING,
     NestedTooDeeply,
     first_non_finite,
-    is_pointer,
     parse_json,
     parse_whole,
     resolve_pointer,
@@ -97,16 +90,7 @@ def _field_body(value: Any, info: ValidationInfo) -> Any:
     return validate_body(body, info)
 
 
-def _check_pointer(pointer: str) -> str:
-    if not is_pointer(pointer):
-        raise ValueError(
-            f"{pointer!r} is not a JSON Pointer; write it as in RFC 6901: '/total', "
-            "'/items/0/price' ('' is the whole answer; in a key, '~1' stands for '/', '~0' for '~')"
-        )
-    return pointer
-
-
-Pointer = Annotated[str, AfterValidator(_check_pointer)]
+Pointer = JsonPointer
 # Any deterministic type of the session's registry but `forbidden`, whose MET is an error.
 FieldCheck = Annotated[CriterionModel, PlainValidator(_field_body)]
 

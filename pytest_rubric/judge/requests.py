@@ -60,6 +60,7 @@ class JudgeRequest:
     response: str
     reference: str | None = None  # the case's known-correct answer, shown when there is one
     guidance: Guidance | None = None  # the rubric file's judge_instructions and judge_examples
+    recording: str | None = None  # the file its replies are recorded in (--rubric-recordings)
 
     def again(
         self, key: JudgeKey, criteria: Sequence[JudgedCriterion], response: str

@@ -39,6 +39,7 @@ from .strategies import STRATEGIES
 from .transport import Transport
 
 if TYPE_CHECKING:
+    from .._llm.recordings import Recordings
     from ..criteria.extract import JudgedCriterion
     from .prompts import Guidance, Question
     from .requests import JudgeKey, JudgeRequest
@@ -64,6 +65,7 @@ class JudgeRunner:
         budget: Budget | None = None,
         evidence: str = "check",
         check_timeout: float = DEFAULT_CHECK_TIMEOUT,
+        recordings: Recordings | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown grader {strategy!r}; use one of {', '.join(STRATEGIES)}")
@@ -86,6 +88,7 @@ class JudgeRunner:
             timeout=timeout,
             price=price,
             budget=budget,
+            recordings=recordings,
         )
         self._futures: dict[JudgeKey, concurrent.futures.Future[Judged]] = {}
 
@@ -97,12 +100,15 @@ class JudgeRunner:
         """Start judging one answer in the background (once per key)."""
         if request.key not in self._futures:
             self._futures[request.key] = self.transport.submit(
-                self._judge_answer(
-                    request.criteria,
-                    question=request.question,
-                    response=request.response,
-                    ref=request.reference,
-                    guidance=request.guidance,
+                self.transport.recorded(
+                    request.recording,
+                    self._judge_answer(
+                        request.criteria,
+                        question=request.question,
+                        response=request.response,
+                        ref=request.reference,
+                        guidance=request.guidance,
+                    ),
                 )
             )
 
