@@ -30,7 +30,14 @@ __all__ = [
     "named",
 ]
 
-GRADERS = ("per-criterion", "one-shot", "holistic")
+# --rubric-grader: how the judged criteria are asked, one entry each. The strategy is named by
+# import path (a judge.strategies.Strategy), so the flag's choices are known before any of the
+# judge is imported, and judge.strategies.STRATEGIES is read from here.
+GRADERS: dict[str, str] = {
+    "per-criterion": "pytest_rubric.judge.strategies:PER_CRITERION",
+    "one-shot": "pytest_rubric.judge.strategies:ONE_SHOT",
+    "holistic": "pytest_rubric.judge.strategies:HOLISTIC",
+}
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,7 @@ JUDGE_OPTIONS: tuple[Option, ...] = (
     Option(
         "grader",
         "one judge call per criterion (default), one call for all, or one 0-100 score.",
-        choices=GRADERS,
+        choices=tuple(GRADERS),
         default="per-criterion",
     ),
     Option(
