@@ -83,19 +83,6 @@ class CriterionResult:
     requirement: str | None = None
 
     @property
-    def samples(self) -> list[dict[str, Any]] | None:
-        """Deprecated: the judge's votes are :attr:`votes` (a sample is one answer of an item)."""
-        import warnings
-
-        warnings.warn(
-            "CriterionResult.samples is now CriterionResult.votes (the judge's votes); the old "
-            "name will be removed in a later release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.votes
-
-    @property
     def unstable(self) -> bool:
         """Judged several times (``--rubric-judge-samples``), and the samples disagreed."""
         return self.agreement is not None and self.agreement < 1
@@ -219,7 +206,7 @@ class CaseResult:
 
     ``llm_raw_score`` is the holistic grader's 0-100 reply (the rubric library's field),
     None for every other grader; with ``repeat`` it is the mean of the samples' own, None
-    when one of them has none (see ``judge.base.mean_raw_score``).
+    when one of them has none (see ``_llm.base.mean_raw_score``).
     """
 
     nodeid: str
@@ -243,7 +230,9 @@ class CaseResult:
     pass_when: str | float = "mean"
     level: float = 0.95  # the confidence level of pass_rate_ci
     samples: list[Sample] = field(default_factory=list)
-    probe: list[dict[str, str]] = field(default_factory=list)  # the style probe's, see _audit
+    probe: list[dict[str, str]] = field(
+        default_factory=list
+    )  # the style probe's, see _report.audit
     # False for an assert_rubric call without ``subject=``: a check inside a unit test, counted
     # in the summary's "assertions" line, never ranked on the leaderboard as a subject.
     ranked: bool = True

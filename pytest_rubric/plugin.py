@@ -65,7 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = RubricSession(config)
     # Registered before pytest's own plugins register theirs (their configure hooks run after
     # this one), so run after them: both of pytest's collections at unconfigure, the hook's
-    # and the cleanup's, then skip the frozen heap (see _heap).
+    # and the cleanup's, then skip the frozen heap (see _pytest.heap).
     config.add_cleanup(state.thaw)
     state.inputs.global_responses()  # a broken --rubric-responses file stops the run here, clearly
     state.judging.start(_own_judge(config))

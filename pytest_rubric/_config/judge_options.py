@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._defaults import CACHE_MODES, EVIDENCE_MODES, GRADERS, RetryPolicy
+from .._defaults import CACHE_MODES, EVIDENCE_MODES, GRADERS, PROVIDERS, RetryPolicy
 from . import parsers
 from .option import Option
 
@@ -14,10 +14,12 @@ JUDGE_OPTIONS: tuple[Option, ...] = (
     # --- the judge -----------------------------------------------------------------------------
     Option(
         "judge",
-        "grade judge criteria with this LLM: openai:MODEL (any OpenAI-compatible server) or "
-        "anthropic:MODEL; also ini rubric_judge and env RUBRIC_JUDGE. Keys come from "
-        "OPENAI_API_KEY / ANTHROPIC_API_KEY only. Repeated (ini: one per line): a panel, "
-        "majority verdict and mean score.",
+        "grade judge criteria with this LLM: "
+        + " or ".join(f"{name}:MODEL" for name in PROVIDERS)
+        + " (openai: any OpenAI-compatible server); also ini rubric_judge and env RUBRIC_JUDGE. "
+        "Keys come from "
+        + " / ".join(p.key_variable for p in PROVIDERS.values())
+        + " only. Repeated (ini: one per line): a panel, majority verdict and mean score.",
         ini=True,
         action="append",
         metavar="PROVIDER:MODEL",
@@ -35,7 +37,7 @@ JUDGE_OPTIONS: tuple[Option, ...] = (
     Option(
         "grader",
         "one judge call per criterion (default), one call for all, or one 0-100 score.",
-        choices=GRADERS,
+        choices=tuple(GRADERS),
         default="per-criterion",
     ),
     Option(
@@ -66,8 +68,9 @@ JUDGE_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "judge_batch",
-        "send the session's judge calls through the provider's batch API (openai, "
-        "anthropic): cheaper, slower; a result missing or errored is asked live once.",
+        "send the session's judge calls through the provider's batch API ("
+        + ", ".join(name for name, p in PROVIDERS.items() if p.batch)
+        + "): cheaper, slower; a result missing or errored is asked live once.",
         action="store_true",
         default=False,
     ),

@@ -18,10 +18,11 @@ from .._defaults import (
 )
 from .._grade import style
 from .._llm.cost import CostSettings, parse_price, parse_prices
-from .options import BY_KEY, DEFAULT_PATTERNS, given
+from .option import DEFAULT_PATTERNS
+from .options import BY_KEY, given
 from .outputs import OUTPUTS
 
-__all__ = ["DEFAULT_PATTERNS", "Settings"]  # DEFAULT_PATTERNS: re-exported
+__all__ = ["Settings"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
 :func:`outgoing` is what every renderer and error path calls last (the terminal summary,
 an item's failure text, the JSON, HTML and Markdown, JUnit, the cache): keys and key
 fragments redacted (``_guards.secrets``), URLs without userinfo or query string
-(``_secrets.public_url``), terminal control characters shown escaped (``\\x1b``,
+(``_guards.secrets.public_url``), terminal control characters shown escaped (``\\x1b``,
 ``\\x07``: a judge's reason cannot move the cursor, recolour pytest's last line or ring a
 bell), lone surrogates (half an emoji, which UTF-8 cannot write) replaced by U+FFFD.
 :func:`outgoing_data` applies it to every string of a document; :func:`inert_mentions`

@@ -19,7 +19,9 @@ from .._load.loader import load_suite
 from .._load.locate import problems_from_validation
 from .._results import CaseResult
 from .._schema import Mark, Rubric, own_mark
+from ..criteria.registry import CONTEXT_KEY
 from ..judge.requests import JudgeKey
+from .collect import added_criterion_types
 from .evaluation import evaluate, raise_for
 from .items import CURRENT_ITEM, RESULTS_KEY
 from .recording import record
@@ -65,7 +67,7 @@ def _rubric_from_path(
     path_text, _, case_id = text.partition("::")
     path = _find(path_text, item)
     make_importable(path.parent)
-    loaded = load_suite(path)
+    loaded = load_suite(path, added=() if item is None else added_criterion_types(item))
     cases = loaded.suite.cases
     if case_id:
         matches = [c for c in cases if c.id == case_id]
@@ -92,7 +94,8 @@ def _to_rubric(
         return _rubric_from_path(rubric, item)
     data = {"criteria": list(rubric)} if isinstance(rubric, list | tuple) else rubric
     try:
-        parsed = Rubric.model_validate(data)
+        added = () if item is None else tuple(added_criterion_types(item))
+        parsed = Rubric.model_validate(data, context={CONTEXT_KEY: added})
     except ValidationError as exc:
         raise RubricLoadError("<assert_rubric>", problems_from_validation(exc, data)) from None
     return parsed, (), own_mark(parsed), None

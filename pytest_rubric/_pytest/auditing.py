@@ -156,7 +156,7 @@ class Audit:
         Every process collects every item, so each xdist worker makes the same choice.
         """
         n = self._settings.judge_probe
-        if not n or self._judging.name is None or self._dry_run:
+        if not n or not self._judging.names or self._dry_run:
             return
         from .._report.audit import probe_plan
 

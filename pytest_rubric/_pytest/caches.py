@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .._config.settings import Settings
-from .response_dirs import RubricWarning
+from .._errors import RubricWarning
 
 if TYPE_CHECKING:
     # Imported where used: a session without a judge or a cache never loads them.

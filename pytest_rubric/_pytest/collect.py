@@ -32,10 +32,17 @@ from .response_dirs import no_response
 from .tracebacks import application_traceback
 
 if TYPE_CHECKING:
+    from ..criteria.model import CriterionModel
     from .response_dirs import ResponseDir
     from .session import RubricSession
 
-__all__ = ["RubricFile", "RubricItem"]
+__all__ = ["RubricFile", "RubricItem", "added_criterion_types"]
+
+
+def added_criterion_types(node: pytest.Item | pytest.Collector) -> list[type[CriterionModel]]:
+    """The criterion types the plugins and conftests in ``node``'s scope add."""
+    added = node.ihook.pytest_rubric_criterion_types(config=node.config)
+    return [model for models in added for model in models]
 
 
 class RubricFile(pytest.File):
@@ -49,7 +56,7 @@ class RubricFile(pytest.File):
         session = self.rubric_session
         try:
             with paused(enabled=self.config.getini("rubric_gc_pause")):
-                loaded = load_suite(self.path)
+                loaded = load_suite(self.path, added=added_criterion_types(self))
                 items = list(self._items(loaded))
             session.audit.add_calibration(self.nodeid, loaded.name, loaded.calibration)
             session.judging.add_guidance(self.nodeid, loaded.guidance)

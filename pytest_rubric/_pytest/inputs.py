@@ -13,9 +13,10 @@ import pytest
 
 from .._config.settings import Settings
 from .._defaults import ResponseTally, is_rubric_file, named
+from .._errors import RubricWarning
 from .._guards.outgoing import outgoing
 from .caches import Caches
-from .response_dirs import ResponseDir, ResponseDirs, RubricWarning
+from .response_dirs import ResponseDir, ResponseDirs
 
 if TYPE_CHECKING:
     from .._grade.grader import Grader

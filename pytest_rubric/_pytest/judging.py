@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .._llm.base import Judged, JudgeStats
     from .._llm.cost import Budget, Price
     from .._llm.providers import JudgeSpec
+    from .._report.report import Note
     from .._report.run import RunJudge
     from ..judge.panel import Panel
     from ..judge.prompts import Guidance
@@ -86,7 +87,8 @@ class Judging:
         self._budget = budget
         self._dry_run = dry_run
         self.runner: JudgeRunner | Panel | None = None  # None on an xdist controller
-        self.name: str | None = None  # set whenever a judge is configured
+        # Set whenever a judge is configured: each judge's PROVIDER:MODEL (a panel's, in order).
+        self.names: tuple[str, ...] = ()
         # Why the configured judge cannot run (set in the ini or the environment, no key);
         # judged items are then skipped, or errors with --rubric-require-judge.
         self.unavailable: str | None = None
@@ -139,7 +141,7 @@ class Judging:
             return
         if settings.judge_batch:
             _check_batch(specs)
-        self.name = " + ".join(names)
+        self.names = tuple(names)
         self._price(specs, names)
         if is_xdist_controller(self._config):
             # The workers judge; the controller adds up their usage. It skips the
@@ -281,29 +283,38 @@ class Judging:
 
     # --- usage ----------------------------------------------------------------------------------
 
-    def usage_lines(self) -> list[str]:
-        """What the summary says of each judge's calls, tokens and cost."""
+    def usage_lines(self) -> list[Note]:
+        """What the summary says of each judge's calls, tokens and cost, then what a reader
+        should act on, each with its severity."""
         from .._llm.base import elsewhere_line
+        from .._report.report import Note, Severity
 
         settings = self._settings
         lines = [
-            stats.line(name, price=self.prices.get(name)) for name, stats in self.usage.items()
+            Note(Severity.INFO, stats.line(name, price=self.prices.get(name)))
+            for name, stats in self.usage.items()
         ]
         priced = settings.cost.max_cost is not None or any(self.prices.values())
         lines += [
-            f"warning: judge {name} sent {stats.estimated} replies without `usage`; with prices "
-            "or a budget set, their tokens are estimated at 4 characters per token"
+            Note(
+                Severity.WARNING,
+                f"warning: judge {name} sent {stats.estimated} replies without `usage`; with prices "
+                "or a budget set, their tokens are estimated at 4 characters per token",
+            )
             for name, stats in self.usage.items()
             if stats.estimated and priced
         ]
         elsewhere = elsewhere_line(self.usage.values())
         if elsewhere is not None:
-            lines.append(elsewhere)
+            lines.append(Note(Severity.WARNING, elsewhere))
         over_budget = sum(stats.over_budget for stats in self.usage.values())
         if over_budget:
             lines.append(
-                f"{settings.cost.budget_message}: {over_budget} judged "
-                f"{'criterion' if over_budget == 1 else 'criteria'} left ERROR"
+                Note(
+                    Severity.ERROR,
+                    f"{settings.cost.budget_message}: {over_budget} judged "
+                    f"{'criterion' if over_budget == 1 else 'criteria'} left ERROR",
+                )
             )
         return lines
 

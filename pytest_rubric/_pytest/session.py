@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .._config.settings import Settings
+from .._errors import RubricWarning
 from .._results import Outcome, Verdict
 from . import heap
 from .auditing import Audit
@@ -36,7 +37,6 @@ from .inputs import Inputs
 from .items import is_rubric_item
 from .judge_recordings import JudgeRecordings
 from .judging import Judging, every
-from .response_dirs import RubricWarning
 from .results import Results
 from .xdist import worker_count
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from .._report.run import RunInfo
     from ..judge.requests import JudgeKey
 
-__all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]  # Settings: re-exported
+__all__ = ["SESSION_KEY", "RubricSession"]
 
 
 def _dry_run(config: pytest.Config) -> bool:
@@ -207,8 +207,8 @@ class RubricSession:
         parts += [f"--rubric-model {model}" for model in settings.models]
         if settings.response_cache_mode != "off":
             parts.append(f"--rubric-response-cache {settings.response_cache_mode}")
-        if self.judging.name is not None:
-            judges = " ".join(f"--rubric-judge {name}" for name in self.judging.name.split(" + "))
+        if self.judging.names:
+            judges = " ".join(f"--rubric-judge {name}" for name in self.judging.names)
             parts.append(f"{judges} --rubric-grader {settings.grader}")
             if settings.votes > 1:
                 parts.append(f"--rubric-judge-samples {settings.votes}")

@@ -68,7 +68,7 @@ def terminal_lines(report: SessionReport, *, board_when_empty: bool = False) -> 
     for note in report.notes:
         lines.append(Line(_MARK.get(note.severity, "") + note.text, note.severity))
         lines += [Line(f"  {detail}", note.severity) for detail in note.details]
-    lines += [Line(usage) for usage in report.judge_usage]
+    lines += [Line(usage.text, usage.severity) for usage in report.judge_usage]
     if report.judge_audit.shown:
         lines += [Line("judge audit"), *(Line(text) for text in report.judge_audit.lines())]
     return lines + _gate_lines(report.gates)
@@ -141,7 +141,7 @@ def _passed(gates: GateReport) -> str:
             f"every calibrated suite's kappa at least {gates.min_kappa:g} "
             "(--rubric-judge-min-kappa)"
         )
-    # A merge given no gate of its own still reports the shards' (see _merge).
+    # A merge given no gate of its own still reports the shards' (see _cli.merge).
     return "; ".join(parts) or "every gate of the merged documents"
 
 

@@ -1,6 +1,6 @@
 """The ``--rubric-json`` document, described once as pydantic models, and read back with them.
 
-A run writes the document (``_report.render_json``); ``--rubric-baseline`` and
+A run writes the document (``_render.json.json_chunks``); ``--rubric-baseline`` and
 ``merge`` read one back. A document read back is input like any other: it may
 have been edited by hand, cut short, or written by something else. So it is
 validated field by field before anything uses it:

@@ -114,7 +114,7 @@ class ResultModel(BaseModel):
     n_samples: Annotated[int, Field(ge=1)] | None = None
     pass_rate: Fraction | None = None
     pass_rate_ci: list[Fraction] | None = None
-    probe: list[dict[str, str]] = []  # the style probe's records (see _audit)
+    probe: list[dict[str, str]] = []  # the style probe's records (see _report.audit)
     ranked: bool = True  # false: an assert_rubric call without subject= (not on the leaderboard)
     # The holistic grader's 0-100 reply; null for other graders. With samples, their mean.
     llm_raw_score: RawScore | None = None
@@ -265,7 +265,7 @@ class RunCacheModel(BaseModel):
 
 class RunModel(BaseModel):
     """``run``: which run wrote the document. Older documents have none (null or absent);
-    ``merge`` combines the shards' (see ``_run.merged``)."""
+    ``merge`` combines the shards' (see ``_report.run.merged``)."""
 
     model_config = _CONFIG
 

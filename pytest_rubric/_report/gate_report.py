@@ -142,8 +142,8 @@ class GateReport:
     deltas: tuple[SubjectDelta, ...] = ()
     entries: tuple[GateEntry, ...] = ()
     notes: tuple[str, ...] = ()  # about the comparison, not an outcome (cases that did not run)
-    max_style_flips: float | None = None  # --rubric-judge-max-style-flips (see _audit)
-    min_kappa: float | None = None  # --rubric-judge-min-kappa (see _calibration)
+    max_style_flips: float | None = None  # --rubric-judge-max-style-flips (see _report.audit)
+    min_kappa: float | None = None  # --rubric-judge-min-kappa (see _report.calibration)
     # The limits of the probe kinds other than tone (--rubric-judge-max-flips KIND=X, else
     # --rubric-judge-max-style-flips), by kind.
     max_flips: Mapping[str, float] = field(default_factory=dict)

@@ -25,7 +25,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AliasChoices, BeforeValidator, Field, field_validator
+from pydantic import AliasChoices, Field, PlainValidator, ValidationInfo, field_validator
 
 from .._guards.engines import CheckTimeout, Deadline, running
 from .._guards.limits import PlainNumber
@@ -43,13 +43,12 @@ from .json_text import (
     resolve_pointer,
 )
 from .model import CriterionModel, FieldError
-from .registry import DETERMINISTIC, tagged_union
+from .registry import validate_body
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
 __all__ = [
-    "BODY_TYPES",
     "MISSING",
     "Json",
     "NestedTooDeeply",
@@ -79,8 +78,8 @@ def body_of(value: Any, *, owner: str, subject: str, forbidden: str, name: str) 
     return {**value, "id": name}
 
 
-def _field_body(value: Any) -> Any:
-    return body_of(
+def _field_body(value: Any, info: ValidationInfo) -> Any:
+    body = body_of(
         value,
         owner="json",
         subject="a field's check",
@@ -88,15 +87,12 @@ def _field_body(value: Any) -> Any:
         "happened, yet MET fields earn the credit)",
         name="field",
     )
+    return validate_body(body, info)
 
 
 Pointer = JsonPointer
-# Every deterministic type but `forbidden`, whose MET is an error, and `json` itself.
-BODY_TYPES = tuple(model for model in DETERMINISTIC if model.tag != "forbidden")
-if TYPE_CHECKING:
-    FieldCheck = CriterionModel
-else:
-    FieldCheck = Annotated[tagged_union(BODY_TYPES), BeforeValidator(_field_body)]
+# Any deterministic type of the session's registry but `forbidden`, whose MET is an error.
+FieldCheck = Annotated[CriterionModel, PlainValidator(_field_body)]
 
 
 class Json(CriterionModel):

@@ -186,7 +186,7 @@ class JudgeRunner:
                     c,
                     [run.outcomes[c.id] for run in runs],
                     # an extraction is decided by its check: the majority of the checked
-                    # outcomes, whatever the grader (issue 17)
+                    # outcomes, whatever the grader
                     mean=c.kind == "score" or (self.strategy.mean and c.kind != "extract"),
                 )
                 for c in criteria

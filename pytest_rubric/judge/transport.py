@@ -313,7 +313,7 @@ class Transport:
     async def _user_complete(self, system: str, user: str) -> Any:
         """A user's ``complete(system, user)``, bounded by ``--rubric-judge-timeout``: what it
         raises, ``SystemExit`` and a ``CancelledError`` of its own included, is an
-        :class:`Exception` here (see ``_calls.contained``), so the criterion is ERROR and the
+        :class:`Exception` here (see ``_guards.calls.contained``), so the criterion is ERROR and the
         loop goes on. A cancellation of this call itself (the session closing) still cancels."""
         try:
             text = self.client.complete(system, user)

@@ -1,5 +1,5 @@
-"""``python -m pytest_rubric init`` in a team's project whose ``evals/targets.py`` exists
-(DESIGN, "A team's daily loop"): the example never calls a function the file lacks, so the
+"""``python -m pytest_rubric init`` in a team's project whose ``evals/targets.py`` exists:
+the example never calls a function the file lacks, so the
 next run is as green as the one before.
 """
 

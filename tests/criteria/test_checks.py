@@ -859,7 +859,7 @@ def long_reason(response: str, case: object) -> tuple[bool, str]:
 
 
 def test_verdict_reasons_are_cut_to_2000_characters_with_a_count() -> None:
-    """DESIGN: text copied into a result is cut to 2,000 characters with a count of what was
+    """Text copied into a result is cut to 2,000 characters with a count of what was
     cut (it was 120 characters and no count)."""
     outcome = check(
         {"type": "callable", "function": "tests.criteria.test_checks:long_reason"}, "{}"

@@ -545,7 +545,7 @@ def test_the_recipe_finds_main_s_results_whatever_main_s_run_concluded() -> None
 
 
 def test_the_default_conclusion_would_miss_a_red_main(tmp_path: Path) -> None:
-    """Issue 24: with ``workflow_conclusion`` left at "success", main's failed run is never found."""
+    """With ``workflow_conclusion`` left at "success", main's failed run is never found."""
     inputs = dict(step_using(the_job(recipe()), "dawidd6/action-download-artifact")["with"])
     runs = [
         WorkflowRun("shorter-returns", "success", {"rubric-results": {"rubric.json": b"pr"}}),

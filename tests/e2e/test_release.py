@@ -1,4 +1,4 @@
-"""Ready to release (DESIGN, "A team's daily loop"): ``make dist`` builds the sdist and the
+"""Ready to release: ``make dist`` builds the sdist and the
 wheel from a fresh copy of the project and ``twine check`` passes on both; the wheel,
 installed into a fresh virtual environment, runs ``python -m pytest_rubric init`` and a
 rubric run.

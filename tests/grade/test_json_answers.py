@@ -1,4 +1,4 @@
-"""Answers in JSON (DESIGN, "A team's daily loop"): fluency and confidence are measured on
+"""Answers in JSON: fluency and confidence are measured on
 what a JSON answer says (its string values, or the value at ``style_field``), never on its
 braces and keys; ``number``, ``any_of``, ``all_of``, ``regex`` and ``forbidden`` take
 ``field: /json/pointer`` to look only there.

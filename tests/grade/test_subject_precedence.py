@@ -1,4 +1,4 @@
-"""No silent precedence (DESIGN, "A team's daily loop"): subjects given on the command line
+"""No silent precedence: subjects given on the command line
 replace the targets rubric files name, the run says so, and a file that pins its target
 (``target_fixed: true``) keeps it and the run says that too.
 

@@ -802,13 +802,14 @@ def test_the_guide_shows_what_the_command_prints(
 
 
 def test_prompts_that_cannot_be_asked_are_listed_with_their_line(tmp_path: Path) -> None:
-    """src/prompts: a .py prompt is a function (code); Nunjucks filters need Nunjucks."""
+    """src/prompts: a .py prompt is a function (code); a filter promptfoo's config defines in
+    JavaScript (``nunjucksFilters``) is not there to render with."""
     path = write_config(
         tmp_path,
         """\
 prompts:
   - file://prompt.py
-  - 'Hi {{ name | upper }}'
+  - 'Hi {{ name | shout }}'
   - 'Hi {{ name }}'
 tests:
   - vars: {name: Ada}
@@ -825,7 +826,7 @@ tests:
     ]
     notes = "\n".join(output.notes)
     assert f"not mapped: {path}:2: prompt 'file://prompt.py': " in notes
-    assert f"not mapped: {path}:3: prompt 'Hi {{{{ name | upper }}}}': the template uses " in notes
+    assert f"not mapped: {path}:3: prompt 'Hi {{{{ name | shout }}}}': the template does " in notes
     assert f"not mapped: {path}:8: test 1, assert[0] (contains): promptfoo refuses it" in notes
 
 

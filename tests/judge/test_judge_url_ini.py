@@ -1,4 +1,4 @@
-"""Judge settings in one place (DESIGN, "A team's daily loop"): ini ``rubric_judge_url``
+"""Judge settings in one place: ini ``rubric_judge_url``
 beside ``--rubric-judge-url``; keys still come from the environment only.
 
 The project is a team's: ``app/``, a unit test in ``tests/``, ``evals/`` with a rubric file

@@ -1,4 +1,4 @@
-"""Recordings that merge (DESIGN, "A team's daily loop"): judge replies kept as text, one
+"""Recordings that merge: judge replies kept as text, one
 JSON file per rubric file and case, so two branches that each record a case merge without a
 conflict, re-recording a case changes one file, a keyless clone replays the same verdicts,
 and unused entries are counted, and pruned only after a full run.

@@ -28,7 +28,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_rubric import Grader, RubricLoadError, Verdict
-from pytest_rubric._load.loader import load_response_dir, load_suite, parse_suite
+from pytest_rubric._load.loader import load_suite, parse_suite
+from pytest_rubric._load.responses import load_response_dir
 from pytest_rubric._schema import Suite
 from pytest_rubric.criteria.check import Answer
 from pytest_rubric.criteria.registry import compile_check

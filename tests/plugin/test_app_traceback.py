@@ -1,5 +1,5 @@
-"""When the application raises, the item's report is its traceback (DESIGN, "A team's daily
-loop": the application's traceback), cut to the application's frames, honouring ``--tb``,
+"""When the application raises, the item's report is its traceback, cut to the
+application's frames, honouring ``--tb``,
 in JUnit too.
 
 The project is a team's: ``app/`` whose parser raises on a reply that is not JSON, a unit

@@ -1,4 +1,4 @@
-"""Before and after (DESIGN, "A team's daily loop"): with ``--rubric-baseline``, a case that
+"""Before and after: with ``--rubric-baseline``, a case that
 regressed shows the baseline's response beside today's and the criteria whose verdict
 changed, in the terminal failure report, the Markdown and the HTML's "Changes since the
 baseline".
