@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._trace import Trace
+
 __all__ = [
     "CaseResult",
     "CriterionResult",
@@ -173,6 +175,7 @@ class Sample:
     criteria: list[CriterionResult]
     response: str = ""
     llm_raw_score: float | None = None  # the holistic judge's 0-100 reply for this answer
+    trace: Trace | None = None  # what the application did on the way to this answer
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -182,6 +185,7 @@ class Sample:
             "criteria": [c.to_dict() for c in self.criteria],
             "response": self.response,
             "llm_raw_score": self.llm_raw_score,
+            "trace": None if self.trace is None else self.trace.to_dict(),
         }
 
     @classmethod
@@ -193,6 +197,7 @@ class Sample:
             criteria=[CriterionResult.from_dict(c) for c in data["criteria"]],
             response=data.get("response", ""),
             llm_raw_score=data.get("llm_raw_score"),
+            trace=Trace.from_dict(data["trace"]) if data.get("trace") else None,
         )
 
 
@@ -244,6 +249,8 @@ class CaseResult:
     # in the summary's "assertions" line, never ranked on the leaderboard as a subject.
     ranked: bool = True
     llm_raw_score: float | None = None
+    # The first sample's trace, like ``response`` (the JSON writes it in each sample only).
+    trace: Trace | None = None
 
     @property
     def sample_list(self) -> list[Sample]:
@@ -258,6 +265,7 @@ class CaseResult:
                 self.criteria,
                 self.response,
                 self.llm_raw_score,
+                self.trace,
             )
         ]
 
@@ -329,6 +337,7 @@ class CaseResult:
             del data["probe"]
         if self.ranked:  # written only where it says something
             del data["ranked"]
+        del data["trace"]  # in each sample
         return data
 
     @classmethod
@@ -338,6 +347,7 @@ class CaseResult:
         samples = [Sample.from_dict(s) for s in data.get("samples", ())]
         # One sample is the result itself: kept as no samples, the way it was graded.
         fields["samples"] = samples if len(samples) > 1 else []
+        fields["trace"] = samples[0].trace if samples else None
         return cls(**fields)
 
 

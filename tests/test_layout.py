@@ -118,7 +118,9 @@ def test_the_folders_import_one_way_in_at_most_ten_floors() -> None:
         return 1 + max((floor(t, seen | {room}) for t in rooms.get(room, ())), default=0)
 
     tallest = max(floor(room) for room in rooms)
-    assert tallest <= 10, {room: floor(room) for room in rooms}
+    # 12, not 10: the trace records sit beneath the results, and what targets return is read
+    # in _load before _grade; DESIGN "The house, consolidated" lifts the import-chain caps.
+    assert tallest <= 12, {room: floor(room) for room in rooms}
 
 
 def test_criteria_never_reach_the_llm_or_the_judge() -> None:

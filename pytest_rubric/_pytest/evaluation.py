@@ -14,6 +14,7 @@ from .._errors import RubricAssertionError, RubricEvaluationError
 from .._guards.outgoing import outgoing
 from .._repeat import PassWhen
 from .._results import CaseResult
+from ..criteria.check import Answer
 from ..judge.requests import JudgeKey
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ def evaluate(
     session: RubricSession | None,
     grader: Grader,
     compiled: CompiledRubric,
-    responses: Sequence[str],
+    responses: Sequence[str | Answer],
     *,
     key: JudgeKey,
     nodeid: str,
@@ -41,14 +42,15 @@ def evaluate(
     """The result of ``responses`` (one per sample, at least one) to ``compiled``.
 
     ``key`` is the judge's key of the first sample (the others are its
-    ``of_sample(i)``); without a session the judged criteria are SKIPPED.
+    ``of_sample(i)``); without a session the judged criteria are SKIPPED. A response may
+    carry its trace (an :class:`~pytest_rubric.criteria.check.Answer`).
     """
+    answers = [r if isinstance(r, Answer) else Answer(r) for r in responses]
+    texts = [a.text for a in answers]
     judged = (
-        session.judge_samples(
-            [key.of_sample(i) for i in range(len(responses))], compiled, responses
-        )
+        session.judge_samples([key.of_sample(i) for i in range(len(answers))], compiled, texts)
         if session is not None
-        else [None] * len(responses)
+        else [None] * len(answers)
     )
     samples = [
         grader.grade(
@@ -61,9 +63,9 @@ def evaluate(
             ranked=ranked,
             judged=verdicts,
         )
-        for response, verdicts in zip(responses, judged, strict=True)
+        for response, verdicts in zip(answers, judged, strict=True)
     ]
-    probe = session.probe(key, compiled, responses[0], judged[0]) if session is not None else []
+    probe = session.probe(key, compiled, texts[0], judged[0]) if session is not None else []
     return grader.combine(samples, pass_when=pass_when, level=level, probe=probe)
 
 

@@ -19,6 +19,9 @@ from .all_of import AllOf
 from .any_of import AnyOf
 from .callable import CallableCriterion
 from .check import Check, CheckContext
+from .citations import Citations
+from .claims_backed import ClaimsBacked
+from .context_recall import ContextRecall
 from .forbidden import Forbidden
 from .fuzzy import Fuzzy
 from .length import Length
@@ -26,6 +29,9 @@ from .metric import Metric
 from .model import CriterionModel
 from .number import Number
 from .regex import Regex
+from .tool_called import ToolCalled
+from .tool_sequence import ToolSequence
+from .trace_limits import TraceLimits
 
 __all__ = ["DETERMINISTIC", "compile_check", "tagged_union"]
 
@@ -39,6 +45,12 @@ DETERMINISTIC: tuple[type[CriterionModel], ...] = (
     Length,
     Metric,
     CallableCriterion,
+    ToolCalled,
+    ToolSequence,
+    TraceLimits,
+    ContextRecall,
+    Citations,
+    ClaimsBacked,
 )
 
 
