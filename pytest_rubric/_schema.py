@@ -32,6 +32,7 @@ from .criteria.callable import CallableCriterion
 from .criteria.extract import Extract
 from .criteria.forbidden import Forbidden
 from .criteria.fuzzy import Fuzzy
+from .criteria.grounded import Grounded
 from .criteria.json import Json
 from .criteria.judge import Requirement
 from .criteria.length import Length
@@ -55,6 +56,7 @@ __all__ = [
     "FieldError",
     "Forbidden",
     "Fuzzy",
+    "Grounded",
     "Json",
     "Length",
     "Mark",
@@ -71,7 +73,7 @@ __all__ = [
 
 # Every criterion type by the `type:` it is written with: the deterministic ones,
 # then `json` (whose fields hold deterministic bodies), `judge` and `extract` (whose check is one).
-_ALL: tuple[type[CriterionModel], ...] = (*DETERMINISTIC, Json, Requirement, Extract)
+_ALL: tuple[type[CriterionModel], ...] = (*DETERMINISTIC, Json, Requirement, Extract, Grounded)
 CRITERION_TYPES: dict[str, type[CriterionModel]] = {model.tag: model for model in _ALL}
 
 if TYPE_CHECKING:

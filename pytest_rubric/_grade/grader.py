@@ -25,9 +25,10 @@ from .._llm.base import mean_raw_score
 from .._repeat import PassWhen
 from .._results import CaseResult, CriterionResult, Outcome, Sample, Verdict
 from .._schema import REPORT_ONLY, Criterion, Mark, Rubric, own_mark
-from .._trace import Trace
+from .._trace import Passage, Trace
 from ..criteria.check import Answer, Check, CheckContext
 from ..criteria.extract import Extract, JudgedCriterion
+from ..criteria.grounded import Grounded
 from ..criteria.judge import Requirement
 from . import style
 from .scoring import item_passes, passes
@@ -36,7 +37,14 @@ from .scoring import score as score_results
 if TYPE_CHECKING:
     from .._llm.base import Judged
 
-__all__ = ["DEFAULT_MIN_SCORE", "NO_JUDGE_REASON", "CompiledRubric", "Grader"]
+__all__ = [
+    "DEFAULT_MIN_SCORE",
+    "NO_JUDGE_REASON",
+    "CompiledRubric",
+    "Grader",
+    "context_of",
+    "with_case_context",
+]
 
 NO_JUDGE_REASON = f"no judge configured: {SET_A_JUDGE} to grade it"
 
@@ -76,6 +84,12 @@ def with_case_context(trace: Trace | None, rubric: Rubric) -> Trace | None:
     if trace is None:
         return Trace(source="case", context=fixed)
     return replace(trace, context=fixed)
+
+
+def context_of(trace: Trace | None, rubric: Rubric) -> tuple[Passage, ...]:
+    """The passages an answer is graded with: its trace's, else the case's fixed context."""
+    traced = with_case_context(trace, rubric)
+    return () if traced is None else traced.context
 
 
 def _resolved(mark: Mark, default: float) -> float | None:
@@ -123,7 +137,9 @@ class Grader:
             criteria=criteria,
             checks=checks,
             min_score=_resolved(mark, self.default_min_score),
-            judged_criteria=tuple(c for c in criteria if isinstance(c, Requirement | Extract)),
+            judged_criteria=tuple(
+                c for c in criteria if isinstance(c, Requirement | Extract | Grounded)
+            ),
         )
 
     def grade(

@@ -14,11 +14,11 @@ from .._errors import RubricAssertionError, RubricEvaluationError
 from .._guards.outgoing import outgoing
 from .._repeat import PassWhen
 from .._results import CaseResult
-from ..criteria.check import Answer
 from ..judge.requests import JudgeKey
 
 if TYPE_CHECKING:
     from .._grade.grader import CompiledRubric, Grader
+    from ..criteria.check import Answer
     from .session import RubricSession
 
 __all__ = ["evaluate", "raise_for", "raise_no_answer"]
@@ -45,10 +45,18 @@ def evaluate(
     ``of_sample(i)``); without a session the judged criteria are SKIPPED. A response may
     carry its trace (an :class:`~pytest_rubric.criteria.check.Answer`).
     """
+    from .._grade.grader import context_of
+    from ..criteria.check import Answer
+
     answers = [r if isinstance(r, Answer) else Answer(r) for r in responses]
     texts = [a.text for a in answers]
     judged = (
-        session.judge_samples([key.of_sample(i) for i in range(len(answers))], compiled, texts)
+        session.judge_samples(
+            [key.of_sample(i) for i in range(len(answers))],
+            compiled,
+            texts,
+            [context_of(a.trace, compiled.rubric) for a in answers],
+        )
         if session is not None
         else [None] * len(answers)
     )

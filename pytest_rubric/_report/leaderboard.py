@@ -81,11 +81,11 @@ class SubjectRow:
 
 @dataclass(frozen=True, slots=True)
 class TraceFigures:
-    """What a subject's traces add to its row: the mean number of tool calls per answer, the
-    median latency (None when no trace has one) and the summed cost (None when an answer's
+    """What a subject's traces add to its row: the mean number of tool calls per answer (None
+    when no trace shows its calls), the median latency (None when no trace has one) and the summed cost (None when an answer's
     cost is unknown: a sum over part of the answers would understate it)."""
 
-    tool_calls: float
+    tool_calls: float | None
     latency_s_p50: float | None
     cost_usd: float | None
 
@@ -97,8 +97,10 @@ class TraceFigures:
             return None
         latencies = sorted(t.latency_s for t in traces if t.latency_s is not None)
         costs = [t.usage.cost_usd for t in traces]
+        # Only traces that show calls count (a retriever's context alone says nothing of them).
+        calls = [len(t.tool_calls) for t in traces if t.tool_calls or t.llm_calls is not None]
         return cls(
-            tool_calls=_mean([len(t.tool_calls) for t in traces]),
+            tool_calls=_mean(calls) if calls else None,
             latency_s_p50=statistics.median(latencies) if latencies else None,
             cost_usd=None if None in costs else math.fsum(c for c in costs if c is not None),
         )
