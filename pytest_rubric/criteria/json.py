@@ -97,8 +97,13 @@ def _check_pointer(pointer: str) -> str:
 
 
 Pointer = Annotated[str, AfterValidator(_check_pointer)]
-# Every deterministic type but `forbidden`, whose MET is an error, and `json` itself.
-BODY_TYPES = tuple(model for model in DETERMINISTIC if model.tag != "forbidden")
+# Every deterministic type but `forbidden`, whose MET is an error, `json` itself, and those
+# over the trace (a field of an answer has none).
+BODY_TYPES = tuple(
+    model
+    for model in DETERMINISTIC
+    if model.tag != "forbidden" and not getattr(model, "reads_trace", False)
+)
 if TYPE_CHECKING:
     FieldCheck = CriterionModel
 else:

@@ -206,7 +206,12 @@ def _result(document: dict[str, Any], subject: str) -> dict[str, Any]:
 def test_an_agent_that_claims_a_refund_it_never_issued_fails_on_its_trace(
     project: pytest.Pytester,
 ) -> None:
-    result = project.runpytest("--rubric-json=out.json", "--junitxml=junit.xml")
+    result = project.runpytest(
+        "--rubric-json=out.json",
+        "--junitxml=junit.xml",
+        "--rubric-html=out.html",
+        "--rubric-markdown=out.md",
+    )
     result.assert_outcomes(passed=2, failed=2)  # the unit test, careful; hasty, retrieval
     # The failing item shows its calls (name, arguments, ok) and context ids after the response.
     result.stdout.fnmatch_lines(
@@ -251,6 +256,11 @@ def test_an_agent_that_claims_a_refund_it_never_issued_fails_on_its_trace(
         for element in ElementTree.parse(project.path / "junit.xml").iter("system-out")
     ]
     assert any('tool calls (1, returned):\n  lookup_order {"order_id": "42"} ok' in o for o in outs)
+    markdown = (project.path / "out.md").read_text(encoding="utf-8")
+    assert "- tool calls (1, returned):" in markdown and "- context (1): refunds" in markdown
+    html = (project.path / "out.html").read_text(encoding="utf-8")
+    assert "<th>tool calls per answer</th><th>latency p50</th><th>cost (USD)</th>" in html
+    assert '<pre class="trace">tool calls (1, returned):' in html
 
 
 def test_retrieval_failures_show_in_context_recall_and_citations_name_passages(
@@ -326,6 +336,7 @@ def test_a_target_that_returns_another_shape_is_an_error_naming_the_shapes(
     )
     result = project.runpytest("evals/agent.rubric.yaml")
     result.assert_outcomes(errors=1)
+    result.stdout.no_fnmatch_line("*tool calls*latency p50*")  # no subject has a trace
     result.stdout.fnmatch_lines(
         [
             "*target targets:broken returned a mapping without \"answer\" (it has 'text'); a "

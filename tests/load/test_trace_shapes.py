@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from pytest_rubric._load.responses import load_response_dir
 from pytest_rubric._load.traces import (
     ShapeError,
     as_fields,
@@ -171,3 +173,20 @@ def test_the_fields_collect_writes_read_back_to_the_same_calls(
 def test_reading_messages_never_raises_anything_but_a_shape_error(value: Any) -> None:
     with contextlib.suppress(ShapeError):
         read_trace({"messages": value, "context": value}, source="returned")
+
+
+def test_a_responses_line_carries_a_trace_and_a_bad_field_is_located(tmp_path: Path) -> None:
+    lines = [
+        {"id": "q1", "response": "done", "context": ["p"], "latency_s": 0.5},
+        {"id": "q2", "response": "done", "usage": {"input_tokens": "many"}},
+        {"id": "q3", "response": "done"},
+    ]
+    (tmp_path / "agent.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8"
+    )
+    (found,), problems = load_response_dir(tmp_path)
+    assert found.traces == {1: Trace("responses", context=(Passage("p"),), latency_s=0.5)}
+    (problem,) = problems
+    assert (problem.line, problem.case, problem.field) == (2, "q2", "usage")
+    assert '"usage.input_tokens"' in problem.message
+    assert problem.hint is not None and '"context"' in problem.hint
