@@ -106,6 +106,11 @@ class TraceFigures:
         )
 
 
+def _seconds(value: float) -> str:
+    """A latency as a person reads it: ``850.0ms``, ``2.41s``."""
+    return f"{value * 1000:.1f}ms" if value < 1 else f"{value:.2f}s"
+
+
 def _trace_cell(value: float | None, text: Callable[[float], str]) -> str:
     return "-" if value is None else text(value)
 
@@ -170,7 +175,7 @@ TRACE_COLUMNS: tuple[Column, ...] = (
     ),
     Column(
         "latency p50",
-        lambda r: _trace_cell(r.traced.latency_s_p50 if r.traced else None, lambda v: f"{v:.2f}s"),
+        lambda r: _trace_cell(r.traced.latency_s_p50 if r.traced else None, _seconds),
     ),
     Column(
         "cost",
