@@ -314,6 +314,8 @@ class Case(Rubric):
     @property
     def fixed_context(self) -> tuple[Passage, ...]:
         """``context:`` as passages (none when not given)."""
+        if self.context is None:
+            return ()
         return tuple(
             Passage(text=p) if isinstance(p, str) else p.passage() for p in self.context or ()
         )

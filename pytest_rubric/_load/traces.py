@@ -63,7 +63,7 @@ class ShapeError(ValueError):
 
 def _get(value: Any, name: str) -> Any:
     """``value[name]`` of a mapping, ``value.name`` of an object; None when absent."""
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):  # a dict first: no ABC check
         return value.get(name)
     return getattr(value, name, None)
 
@@ -149,6 +149,8 @@ def _metadata(metadata: Any) -> dict[str, Any] | None:
 
 
 def _items(value: Any, name: str) -> list[Any]:
+    if type(value) is list:  # what JSON and most applications give: no ABC check
+        return value
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
         raise ShapeError(f'"{name}" is {type(value).__name__}, not a list')
     return list(value)

@@ -170,7 +170,7 @@ def valid_schema(
     patterns); else :class:`FieldError` on ``field``, at the path of the problem."""
     if schema is not None:
         text = json.dumps(schema, sort_keys=True)
-        problem = _schema_problem(text)
+        problem = _schema_problem(json.dumps(_shape(schema), sort_keys=True))
         if problem is not None:
             path, message = problem
             raise FieldError(
@@ -192,6 +192,36 @@ def valid_schema(
                 path=first.path,
             )
     return schema
+
+
+# Keywords whose value every draft's metaschema accepts whatever it is, and those whose value
+# maps names to subschemas (so a property named "const" is a subschema, not the keyword).
+_ANY_VALUE = frozenset({"const", "default"})
+_SCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
+
+
+def _shape(schema: Any) -> Any:
+    """``schema`` with what its metaschema does not constrain blanked: ``const`` and
+    ``default`` values, and ``enum`` members (as distinct numbers, the list kept), so the
+    metaschema check is cached across cases that differ only there (an ``args`` schema's
+    ``const: "<order id>"``). Paths are unchanged, so a problem's path is the schema's."""
+    if not isinstance(schema, dict):
+        return schema
+    shaped: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _ANY_VALUE:
+            shaped[key] = None
+        elif key == "enum" and isinstance(value, list):
+            shaped[key] = list(range(len(value)))
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            shaped[key] = {name: _shape(sub) for name, sub in value.items()}
+        elif isinstance(value, list):
+            shaped[key] = [_shape(item) for item in value]
+        else:
+            shaped[key] = _shape(value)
+    return shaped
 
 
 def pointer_text(path: Any) -> str:
