@@ -180,7 +180,7 @@ def agent_llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, write: Write, agent_llm: FakeLLM) -> pytest.Pytester:
-    pytester.makeini("[pytest]\nrubric_dirs = evals\nrubric_judge_backoff = 0.01\n")
+    pytester.makeini("[pytest]\npythonpath = .\nrubric_dirs = evals\nrubric_judge_backoff = 0.01\n")
     write("app/__init__.py", "")
     write("app/agent.py", AGENT)
     write("app/rag.py", RAG)
@@ -408,3 +408,39 @@ def test_grounded_verifies_the_judges_quotes_against_the_context(
     body = fake_llm.requests[0].body
     assert "Refunds are issued within 30 days of delivery." in body["messages"][-1]["content"]
     assert body["response_format"]["json_schema"]["schema"]["required"] == ["reason", "claims"]
+
+
+def test_assert_rubric_grades_what_a_target_returns_with_its_trace(
+    project: pytest.Pytester, write: Write
+) -> None:
+    write(
+        "tests/test_agent.py",
+        """
+        import pytest
+        from pytest_rubric import assert_rubric
+        from app import agent
+
+        CRITERIA = [
+            {"id": "claims", "type": "claims_backed",
+             "claims": [{"id": "refund", "any_of": ["refund has been issued"],
+                         "tool": "issue_refund"}]},
+        ]
+
+        def _graded(model):
+            messages = agent.run("Refund order 42.", model=model)
+            return {"answer": messages[-1]["content"], "messages": messages}
+
+        def test_careful():
+            assert_rubric(_graded("agent-careful"), CRITERIA)
+
+        def test_hasty():
+            assert_rubric(_graded("agent-hasty"), CRITERIA)
+
+        def test_a_shape_that_is_none():
+            with pytest.raises(TypeError, match="the response is int; give one of: a str"):
+                assert_rubric(42, CRITERIA)
+        """,
+    )
+    result = project.runpytest("tests/test_agent.py")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*unbacked claim: refund*", "tool calls (1, returned):"])
