@@ -143,8 +143,8 @@ def _metadata(metadata: Any) -> dict[str, Any] | None:
         raise ShapeError(f'"metadata" is {type(metadata).__name__}, not a dict')
     try:
         kept = json.loads(json.dumps(dict(metadata), allow_nan=False, default=str))
-    except (TypeError, ValueError) as exc:
-        raise ShapeError(f'"metadata" cannot be written as JSON ({exc})') from None
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ShapeError(f'"metadata" cannot be written as JSON ({type(exc).__name__})') from None
     return dict(kept)
 
 
@@ -176,7 +176,7 @@ def _arguments(raw: Any) -> dict[str, Any] | None:
     if isinstance(raw, str):
         try:
             parsed = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser
             return None
         return parsed if isinstance(parsed, dict) else None
     return None
@@ -188,7 +188,7 @@ def _failed(content: str) -> bool:
         return False
     try:
         parsed = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(parsed, dict) and "error" in parsed
 

@@ -190,3 +190,21 @@ def test_a_responses_line_carries_a_trace_and_a_bad_field_is_located(tmp_path: P
     assert (problem.line, problem.case, problem.field) == (2, "q2", "usage")
     assert '"usage.input_tokens"' in problem.message
     assert problem.hint is not None and '"context"' in problem.hint
+
+
+@pytest.mark.hostile
+def test_json_nested_past_the_parser_is_a_failed_call_or_a_shape_error_never_a_crash() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    content = '{"x": ' + deep + "}"
+    messages = [
+        {"role": "assistant", "tool_calls": [call("a", "t", deep), call("b", "u", {})]},
+        {"role": "tool", "tool_call_id": "a", "content": "fine"},
+        {"role": "tool", "tool_call_id": "b", "content": content},
+    ]
+    calls, _ = read_messages(messages)
+    assert [(c.name, c.arguments, c.ok) for c in calls] == [("t", {}, False), ("u", {}, True)]
+    nested: dict[str, Any] = {}
+    for _ in range(5_000):
+        nested = {"x": nested}
+    with pytest.raises(ShapeError, match='"metadata" cannot be written as JSON'):
+        read_returned({"answer": "a", "metadata": nested})
