@@ -81,6 +81,8 @@ class CriterionResult:
     tags: tuple[str, ...] = ()  # its own and its case's
     evidence_ok: bool | None = None  # judged MET, quotes checked (--rubric-judge-evidence)
     judges: dict[str, str | float] | None = None  # a panel's: each judge's verdict or score
+    # A judged criterion's requirement, as the rubric states it; None for a deterministic one.
+    requirement: str | None = None
 
     @property
     def samples(self) -> list[dict[str, Any]] | None:
@@ -132,6 +134,7 @@ class CriterionResult:
             "credit": self.credit,
             "reason": self.reason,
             "required": self.required,
+            "requirement": self.requirement,
         }
         if self.tags:
             data["tags"] = list(self.tags)
@@ -162,6 +165,7 @@ class CriterionResult:
             tags=tuple(data.get("tags", ())),
             evidence_ok=data.get("evidence_ok"),
             judges=data.get("judges"),
+            requirement=data.get("requirement"),
         )
 
 
@@ -251,6 +255,9 @@ class CaseResult:
     llm_raw_score: float | None = None
     # The first sample's trace, like ``response`` (the JSON writes it in each sample only).
     trace: Trace | None = None
+    # (low, high): a case SKIPPED because its judged criteria could not be asked (a judge
+    # without its key) and the judge could still pass or fail it; see _grade.bounds.
+    skipped_bounds: tuple[float, float] | None = None
 
     @property
     def sample_list(self) -> list[Sample]:
@@ -297,9 +304,12 @@ class CaseResult:
 
     @property
     def status(self) -> str:
-        """``passed``, ``failed`` or ``error`` (a criterion could not be evaluated)."""
+        """``passed``, ``failed``, ``error`` (a criterion could not be evaluated) or
+        ``skipped`` (undecided without the judge: :attr:`skipped_bounds`)."""
         if self.errors:
             return "error"
+        if self.skipped_bounds is not None:
+            return "skipped"
         return "passed" if self.passed else "failed"
 
     def failure_reasons(self) -> list[str]:
@@ -333,6 +343,8 @@ class CaseResult:
         data["n_samples"] = self.n_samples
         data["pass_rate"] = self.pass_rate
         data["pass_rate_ci"] = list(self.pass_rate_ci)
+        if self.skipped_bounds is not None:
+            data["skipped_bounds"] = list(self.skipped_bounds)
         if not self.probe:
             del data["probe"]
         if self.ranked:  # written only where it says something
@@ -348,6 +360,8 @@ class CaseResult:
         # One sample is the result itself: kept as no samples, the way it was graded.
         fields["samples"] = samples if len(samples) > 1 else []
         fields["trace"] = samples[0].trace if samples else None
+        if fields.get("skipped_bounds") is not None:
+            fields["skipped_bounds"] = tuple(fields["skipped_bounds"])
         return cls(**fields)
 
 
