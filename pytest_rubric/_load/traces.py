@@ -184,8 +184,10 @@ def _arguments(raw: Any) -> dict[str, Any] | None:
 
 def _failed(content: str) -> bool:
     """A tool message whose content is a JSON object with an ``error`` key reports a failure."""
-    if not content.startswith("{"):
+    if not content.lstrip().startswith("{"):
         return False
+    if '"error"' not in content and "\\u" not in content:
+        return False  # no such key can be in it (unless written with escapes): not parsed
     try:
         parsed = json.loads(content)
     except (ValueError, RecursionError):
