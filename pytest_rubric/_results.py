@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._trace import Trace
+
 __all__ = [
     "CaseResult",
     "CriterionResult",
@@ -164,6 +166,7 @@ class Sample:
     criteria: list[CriterionResult]
     response: str = ""
     llm_raw_score: float | None = None  # the holistic judge's 0-100 reply for this answer
+    trace: Trace | None = None  # what the application did on the way to this answer
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -173,6 +176,7 @@ class Sample:
             "criteria": [c.to_dict() for c in self.criteria],
             "response": self.response,
             "llm_raw_score": self.llm_raw_score,
+            "trace": None if self.trace is None else self.trace.to_dict(),
         }
 
     @classmethod
@@ -184,6 +188,7 @@ class Sample:
             criteria=[CriterionResult.from_dict(c) for c in data["criteria"]],
             response=data.get("response", ""),
             llm_raw_score=data.get("llm_raw_score"),
+            trace=Trace.from_dict(data["trace"]) if data.get("trace") else None,
         )
 
 
@@ -237,6 +242,8 @@ class CaseResult:
     # in the summary's "assertions" line, never ranked on the leaderboard as a subject.
     ranked: bool = True
     llm_raw_score: float | None = None
+    # The first sample's trace, like ``response`` (the JSON writes it in each sample only).
+    trace: Trace | None = None
     # (low, high): a case SKIPPED because its judged criteria could not be asked (a judge
     # without its key) and the judge could still pass or fail it; see _grade.bounds.
     skipped_bounds: tuple[float, float] | None = None
@@ -254,6 +261,7 @@ class CaseResult:
                 self.criteria,
                 self.response,
                 self.llm_raw_score,
+                self.trace,
             )
         ]
 
@@ -330,6 +338,7 @@ class CaseResult:
             del data["probe"]
         if self.ranked:  # written only where it says something
             del data["ranked"]
+        del data["trace"]  # in each sample
         return data
 
     @classmethod
@@ -339,6 +348,7 @@ class CaseResult:
         samples = [Sample.from_dict(s) for s in data.get("samples", ())]
         # One sample is the result itself: kept as no samples, the way it was graded.
         fields["samples"] = samples if len(samples) > 1 else []
+        fields["trace"] = samples[0].trace if samples else None
         if fields.get("skipped_bounds") is not None:
             fields["skipped_bounds"] = tuple(fields["skipped_bounds"])
         return cls(**fields)

@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from ._repeat import parse_pass_when, parse_repeat
+from ._trace import Passage
 from .criteria.field import JsonPointer
 from .criteria.model import MODEL_CONFIG, CriterionModel, FieldError, Id, Share, Tags, Timeout
 from .criteria.model import check_import_path as _check_import_path
@@ -247,8 +248,27 @@ class Rubric(BaseModel):
         return next(m.content for m in reversed(self.messages) if m.role == "user")
 
 
+class ContextPassage(BaseModel):
+    """One passage of a case's fixed ``context:`` (or a plain string)."""
+
+    model_config = MODEL_CONFIG
+
+    text: str
+    id: str | int | None = None
+    source: str | None = None
+
+    def passage(self) -> Passage:
+        return Passage(
+            text=self.text, id=None if self.id is None else str(self.id), source=self.source
+        )
+
+
 class Case(Rubric):
-    """One question of a rubric file, with where its responses come from."""
+    """One question of a rubric file, with where its responses come from.
+
+    ``context`` is a fixed context (passages) to grade generation alone: the trace's
+    context when the answer brings none (see ``_grade.grader.with_case_context``).
+    """
 
     id: Id
     response: str | None = None
@@ -260,6 +280,16 @@ class Case(Rubric):
     repeat: Repeat | None = None  # default: the file's, else --rubric-repeat (1)
     pass_when: PassWhenField | None = None  # default: the file's, else --rubric-pass-when (mean)
     tags: Tags = ()
+    context: tuple[str | ContextPassage, ...] | None = None
+
+    @property
+    def fixed_context(self) -> tuple[Passage, ...]:
+        """``context:`` as passages (none when not given)."""
+        if self.context is None:
+            return ()
+        return tuple(
+            Passage(text=p) if isinstance(p, str) else p.passage() for p in self.context or ()
+        )
 
     @field_validator("target")
     @classmethod

@@ -27,8 +27,10 @@ from .._llm.base import mean_raw_score
 from .._repeat import PassWhen
 from .._results import CaseResult, CriterionResult, Outcome, Sample, Verdict
 from .._schema import REPORT_ONLY, Criterion, Mark, Rubric, own_mark
+from .._trace import Passage, Trace
 from ..criteria.check import Answer, Check, CheckContext
 from ..criteria.extract import Extract, JudgedCriterion
+from ..criteria.grounded import Grounded
 from ..criteria.judge import Requirement
 from . import style
 from .scoring import item_passes, passes
@@ -37,7 +39,14 @@ from .scoring import score as score_results
 if TYPE_CHECKING:
     from .._llm.base import Judged
 
-__all__ = ["DEFAULT_MIN_SCORE", "NO_JUDGE_REASON", "CompiledRubric", "Grader"]
+__all__ = [
+    "DEFAULT_MIN_SCORE",
+    "NO_JUDGE_REASON",
+    "CompiledRubric",
+    "Grader",
+    "context_of",
+    "with_case_context",
+]
 
 NO_JUDGE_REASON = f"no judge configured: {SET_A_JUDGE} to grade it"
 
@@ -67,6 +76,23 @@ class CompiledRubric:
 def tags_of(criterion: Criterion, case_tags: Sequence[str]) -> tuple[str, ...]:
     """A criterion's tags in its results: its own, then its case's, each once."""
     return tuple(dict.fromkeys((*getattr(criterion, "tags", ()), *case_tags)))
+
+
+def with_case_context(trace: Trace | None, rubric: Rubric) -> Trace | None:
+    """The trace with the case's fixed ``context:`` as its context when it gives none (a
+    fixed context grades generation alone); the case's alone when there is no trace."""
+    fixed = getattr(rubric, "fixed_context", ())
+    if not fixed or (trace is not None and trace.context):
+        return trace
+    if trace is None:
+        return Trace(source="case", context=fixed)
+    return replace(trace, context=fixed)
+
+
+def context_of(trace: Trace | None, rubric: Rubric) -> tuple[Passage, ...]:
+    """The passages an answer is graded with: its trace's, else the case's fixed context."""
+    traced = with_case_context(trace, rubric)
+    return () if traced is None else traced.context
 
 
 def _resolved(mark: Mark, default: float) -> float | None:
@@ -128,13 +154,15 @@ class Grader:
             criteria=criteria,
             checks=checks,
             min_score=_resolved(mark, self.default_min_score),
-            judged_criteria=tuple(c for c in criteria if isinstance(c, Requirement | Extract)),
+            judged_criteria=tuple(
+                c for c in criteria if isinstance(c, Requirement | Extract | Grounded)
+            ),
             style_field=self.style_field if style_field is None else style_field,
         )
 
     def grade(
         self,
-        response: str,
+        response: str | Answer,
         compiled: CompiledRubric,
         *,
         nodeid: str = "",
@@ -150,11 +178,13 @@ class Grader:
         it they are SKIPPED, unless this grader has a judge (:meth:`with_judge`,
         the ``rubric_grader`` fixture's), which is asked. ``case`` names the result
         (default: the rubric's id); ``ranked``: the result counts for its subject
-        in the leaderboard.
+        in the leaderboard. A response with a trace is graded with it; a case's fixed
+        ``context:`` is its context when the trace gives none (see :func:`with_case_context`).
         """
+        answer = response if isinstance(response, Answer) else Answer(response)
+        answer.trace = with_case_context(answer.trace, compiled.rubric)
         if judged is None and self._judge is not None and compiled.judged:
-            judged = self._judge(compiled, response)
-        answer = Answer(response)
+            judged = self._judge(compiled, answer.text)
         criteria = [
             self._criterion(criterion, check, tags, answer, compiled.rubric, judged)
             for criterion, check, tags in zip(
@@ -201,7 +231,7 @@ class Grader:
                 return first  # as grade built it: no copy for the common case
             return replace(first, pass_when=pass_when, level=level, probe=list(probe))
         kept = [
-            Sample(s.score, s.raw_score, s.passed, s.criteria, s.response, s.llm_raw_score)
+            Sample(s.score, s.raw_score, s.passed, s.criteria, s.response, s.llm_raw_score, s.trace)
             for s in samples
         ]
         n = len(samples)
@@ -267,6 +297,8 @@ class Grader:
     ) -> CaseResult:
         """Score criterion results and measure style: the shared tail of every grading path."""
         substance = score_results(criteria)
+        # An answer that claims an action its trace does not show (claims_backed UNMET).
+        unbacked = any(c.type == "claims_backed" and c.verdict is Verdict.UNMET for c in criteria)
         wrong_claim = any(
             c.axis == "substance" and c.weight < 0 and c.verdict is Verdict.MET for c in criteria
         )
@@ -304,6 +336,7 @@ class Grader:
                 confidence_=confidence,
                 wrong_claim=wrong_claim,
                 thresholds=self.thresholds,
+                unbacked_claim=unbacked,
             )
             + (["style_error"] if style_error else [])
             + list(judged_flags),
@@ -318,7 +351,11 @@ class Grader:
             response=clip(answer.text, *self.secrets),
             ranked=ranked,
             llm_raw_score=llm_raw_score,
+            trace=None if answer.trace is None else answer.trace.clipped(self._clip),
         )
+
+    def _clip(self, text: str) -> str:
+        return clip(text, *self.secrets)
 
     def _criterion(
         self,

@@ -192,14 +192,23 @@ class StyleThresholds:
 
 
 def flags(
-    *, score: float, confidence_: float, wrong_claim: bool, thresholds: StyleThresholds
+    *,
+    score: float,
+    confidence_: float,
+    wrong_claim: bool,
+    thresholds: StyleThresholds,
+    unbacked_claim: bool = False,
 ) -> list[str]:
-    """The style flags of one answer, in a fixed order."""
+    """The style flags of one answer, in a fixed order. An assertive answer that claims an
+    action its trace does not show (``unbacked_claim``) is confidently wrong too."""
     found = []
-    if confidence_ >= thresholds.confident and score < thresholds.low_score:
+    assertive = confidence_ >= thresholds.confident
+    if assertive and (score < thresholds.low_score or unbacked_claim):
         found.append("confidently_wrong")
     if confidence_ <= thresholds.hedged and score >= thresholds.high_score:
         found.append("hedged_but_right")
     if wrong_claim:
         found.append("known_wrong_claim")
+    if unbacked_claim:
+        found.append("unbacked_claim")
     return found

@@ -102,6 +102,7 @@ class Reply:
     cached: bool = False
     endpoint: str | None = None
     unusable: str | None = None
+    parsed: str | None = None  # from the cache: what was stored beside the text, as JSON
 
 
 @dataclass(frozen=True, slots=True)

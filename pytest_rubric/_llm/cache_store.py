@@ -154,7 +154,7 @@ class JudgeCache:
         """The stored reply for ``key`` with the tokens it cost when it was judged and the
         endpoint it was recorded against, or None."""
         row = self._row(
-            "SELECT raw, tokens_in, tokens_out, endpoint FROM replies WHERE key = ?", key
+            "SELECT raw, tokens_in, tokens_out, endpoint, parsed FROM replies WHERE key = ?", key
         )
         # Only text is a reply: anything else in the column was not written by us.
         if row is None or not isinstance(row[0], str):
@@ -162,7 +162,13 @@ class JudgeCache:
         # As it was stored (sanitized); again, for a file edited by hand: it is shown.
         endpoint = public_url(row[3]) if isinstance(row[3], str) else None
         return Reply(
-            row[0], _count(row[1]), _count(row[2]), key=key, cached=True, endpoint=endpoint
+            row[0],
+            _count(row[1]),
+            _count(row[2]),
+            key=key,
+            cached=True,
+            endpoint=endpoint,
+            parsed=row[4] if isinstance(row[4], str) else None,
         )
 
     def unusable(self, key: str) -> str | None:

@@ -19,6 +19,7 @@ from .._load.loader import load_suite
 from .._load.locate import problems_from_validation
 from .._results import CaseResult
 from .._schema import Mark, Rubric, own_mark
+from ..criteria.check import Answer
 from ..criteria.registry import CONTEXT_KEY
 from ..judge.requests import JudgeKey
 from .collect import added_criterion_types
@@ -101,8 +102,21 @@ def _to_rubric(
     return parsed, (), own_mark(parsed), None
 
 
+def _answer(response: Any) -> Answer:
+    """The answer and its trace, as a target's return is read (``_load.traces``)."""
+    from .._load.traces import RETURN_SHAPES, ShapeError, read_returned
+
+    try:
+        text, trace = read_returned(response)
+    except ShapeError as exc:
+        raise TypeError(
+            f"assert_rubric: the response is {exc}; give one of: {'; '.join(RETURN_SHAPES)}"
+        ) from None
+    return Answer(text, trace)
+
+
 def assert_rubric(
-    response: str,
+    response: str | Any,
     rubric: RubricSpec,
     *,
     min_score: float | None = None,
@@ -111,7 +125,11 @@ def assert_rubric(
 ) -> CaseResult:
     """Grade ``response`` against ``rubric`` and fail the test if it does not pass.
 
-    :param response: the answer under test.
+    :param response: the answer under test: a str, or what a target may return, a mapping
+        (or an object) with ``answer`` and the trace of how the application got there
+        (``context``, ``messages``, ``usage``, ``metadata``), which the trace criteria
+        read (``tool_called``, ``claims_backed``...). Any other value is a :class:`TypeError`
+        that lists the shapes.
     :param rubric: the criteria, as any of: a list of criterion dicts in the
         rubric-file format (``[{"id": "npv", "type": "any_of", "any_of":
         ["$157.63"]}]``); a mapping with ``criteria`` (and optionally
@@ -152,7 +170,7 @@ def assert_rubric(
 
 def assert_for(
     item: pytest.Item | None,
-    response: str,
+    response: str | Any,
     rubric: RubricSpec,
     *,
     min_score: float | None = None,
@@ -161,6 +179,7 @@ def assert_for(
 ) -> CaseResult:
     """:func:`assert_rubric` for ``item`` (None: outside a test, nothing is recorded)."""
     __tracebackhide__ = True
+    answer = _answer(response)
     if item is not None:
         make_importable(item.config.rootpath)  # for `callable:` criteria, as in rubric files
     parsed, global_criteria, own_mark, suite = _to_rubric(rubric, item)
@@ -183,7 +202,7 @@ def assert_for(
         session,
         grader,
         compiled,
-        [response],
+        [answer],
         # A key of its own per call: several calls in one test must not share a verdict.
         key=JudgeKey.assertion(nodeid, uuid.uuid4().hex),
         nodeid=nodeid,
@@ -238,7 +257,7 @@ class RubricFixture:
 
     def __call__(
         self,
-        response: str,
+        response: str | Any,
         rubric: RubricSpec,
         *,
         min_score: float | None = None,

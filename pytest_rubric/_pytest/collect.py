@@ -271,7 +271,11 @@ class RubricFile(pytest.File):
                         )
                     add(
                         response_file.subject,
-                        Source(text=entry[0], more=tuple(m[0] for m in more[: repeat - 1])),
+                        Source(
+                            text=entry[0],
+                            more=tuple(m[0] for m in more[: repeat - 1]),
+                            traces=response_file.traces_of(entry, more[: repeat - 1]),
+                        ),
                         f"{response_file.path}:{entry[1]}",
                     )
         session = self.rubric_session

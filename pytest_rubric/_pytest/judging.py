@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .._llm.providers import JudgeSpec
     from .._report.report import Note
     from .._report.run import RunJudge
+    from .._trace import Passage
     from ..judge.panel import Panel
     from ..judge.prompts import Guidance
     from ..judge.runner import JudgeRunner
@@ -229,8 +230,15 @@ class Judging:
         if guidance is not None:
             self._guidance[file_id] = guidance
 
-    def request(self, key: JudgeKey, compiled: CompiledRubric, response: str) -> JudgeRequest:
-        """The request that judges ``response`` on ``compiled``'s judged criteria."""
+    def request(
+        self,
+        key: JudgeKey,
+        compiled: CompiledRubric,
+        response: str,
+        context: tuple[Passage, ...] = (),
+    ) -> JudgeRequest:
+        """The request that judges ``response`` (with its ``context``, the retrieved passages)
+        on ``compiled``'s judged criteria."""
         return JudgeRequest(
             key,
             compiled.judged_criteria,
@@ -239,6 +247,7 @@ class Judging:
             reference=compiled.rubric.reference,
             guidance=self._guidance.get(key.file),
             recording=recording_of(key, compiled.rubric),
+            context=context,
         )
 
     def guidance_of(self, file_id: str) -> Guidance | None:
@@ -253,14 +262,19 @@ class Judging:
         """
         if self.runner is None or self._dry_run:
             return
+        from .._grade.grader import context_of
+
         for item in items:
             if item.nodeid in self._scheduled:
                 continue
             self._scheduled.add(item.nodeid)
             key = answer_key(item)
             if is_rubric_item(item) and item.compiled.judged:
-                for index, text in enumerate(item.source.texts):
-                    self.runner.schedule(self.request(key.of_sample(index), item.compiled, text))
+                for index, answer in enumerate(item.source.written):
+                    context = context_of(answer.trace, item.compiled.rubric)
+                    self.runner.schedule(
+                        self.request(key.of_sample(index), item.compiled, answer.text, context)
+                    )
 
     def schedule(self, request: JudgeRequest) -> None:
         if self.runner is not None:

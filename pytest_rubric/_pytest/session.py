@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .._llm.base import Judged
     from .._report.report import SessionReport
     from .._report.run import RunInfo
+    from .._trace import Passage
     from ..judge.requests import JudgeKey
 
 __all__ = ["SESSION_KEY", "RubricSession"]
@@ -120,16 +121,22 @@ class RubricSession:
     # --- judging an answer: the judge, its calibration gate, its probes --------------------------
 
     def judge_samples(
-        self, keys: Sequence[JudgeKey], compiled: CompiledRubric, responses: Sequence[str]
+        self,
+        keys: Sequence[JudgeKey],
+        compiled: CompiledRubric,
+        responses: Sequence[str],
+        contexts: Sequence[tuple[Passage, ...]] = (),
     ) -> list[Judged | None]:
-        """The judge's outcomes for each sample's answer, every sample's calls (and the first
-        one's probes) started at once."""
+        """The judge's outcomes for each sample's answer (with its context, the retrieved
+        passages ``grounded`` reads), every sample's calls (and the first one's probes)
+        started at once."""
         if not compiled.judged:  # nothing to ask: only the cache's news, as after any call
             self.caches.warn_trouble()
             return [None] * len(responses)
+        contexts = contexts or [()] * len(responses)
         requests = [
-            self.judging.request(key, compiled, response)
-            for key, response in zip(keys, responses, strict=True)
+            self.judging.request(key, compiled, response, context)
+            for key, response, context in zip(keys, responses, contexts, strict=True)
         ]
         if self.judging.runner is not None:
             for request in requests:

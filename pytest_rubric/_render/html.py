@@ -38,7 +38,8 @@ from collections.abc import Sequence
 
 from .._report.baseline import before_and_after
 from .._report.gates import CHANGE_KINDS, DELTA_HEADER, GateReport
-from .._report.leaderboard import COLUMNS, interval_text
+from .._report.leaderboard import columns as board_columns
+from .._report.leaderboard import interval_text
 from .._report.pairwise import Pair
 from .._report.report import SessionReport, Severity
 from .html_answers import FULL, answers
@@ -53,8 +54,9 @@ _CHANGES_SHOWN = 100
 
 
 def _leaderboard(report: SessionReport) -> str:
-    header = tr([column.wide for column in COLUMNS], "th")
-    body = "".join(tr([c.cell(row) for c in COLUMNS]) for row in report.leaderboard)
+    shown = board_columns(report.leaderboard)
+    header = tr([column.wide for column in shown], "th")
+    body = "".join(tr([c.cell(row) for c in shown]) for row in report.leaderboard)
     table = f'<table class="board"><thead>{header}</thead><tbody>{body}</tbody></table>'
     for note in report.notes:
         # INFO notes are the terminal's: this page shows what a reader must act on.

@@ -23,7 +23,7 @@ from .._report.gates import DELTA_HEADER, GateReport
 from .._report.leaderboard import COLUMNS, interval_text
 from .._report.report import SessionReport, Severity
 from .._results import CaseResult
-from .table import with_requirement
+from .table import trace_lines, with_requirement
 
 __all__ = ["code", "escape", "render_markdown"]
 
@@ -128,6 +128,7 @@ def _answer(result: CaseResult, show_response: int) -> list[str]:
         shown.append(f"- question: {escape(result.question, limit=SHOW_QUESTION)}")
     if show_response > 0:
         shown.append(f"- response: {escape(result.response, limit=show_response)}")
+    shown += [f"- {escape(line.strip(), limit=300)}" for line in trace_lines(result.trace)]
     shown += [
         f"- {escape(c.id)} {c.verdict}: {escape(with_requirement(c), limit=_MAX_REQUIREMENT)}"
         for c in result.criteria

@@ -18,6 +18,7 @@ from pydantic import Field, PlainValidator, PrivateAttr, ValidationInfo
 
 from .._results import Outcome, Verdict
 from .check import Check, CheckContext, unmet
+from .grounded import Grounded
 from .json import body_of
 from .judge import Requirement
 from .model import CriterionModel
@@ -77,6 +78,6 @@ class Extract(CriterionModel):
         return outcome
 
 
-JudgedCriterion = Requirement | Extract
-"""What the judge is asked about: a ``judge`` criterion (it grades), or an ``extract`` one
-(it reads)."""
+JudgedCriterion = Requirement | Extract | Grounded
+"""What the judge is asked about: a ``judge`` criterion (it grades), an ``extract`` one
+(it reads), or ``grounded`` (it lists claims with quotes from the context)."""

@@ -28,6 +28,9 @@ from .all_of import AllOf
 from .any_of import AnyOf
 from .callable import CallableCriterion
 from .check import Check, CheckContext
+from .citations import Citations
+from .claims_backed import ClaimsBacked
+from .context_recall import ContextRecall
 from .forbidden import Forbidden
 from .fuzzy import Fuzzy
 from .length import Length
@@ -35,6 +38,9 @@ from .metric import Metric
 from .model import CriterionModel
 from .number import Number
 from .regex import Regex
+from .tool_called import ToolCalled
+from .tool_sequence import ToolSequence
+from .trace_limits import TraceLimits
 
 __all__ = [
     "COMPOSITE",
@@ -56,6 +62,12 @@ DETERMINISTIC: tuple[type[CriterionModel], ...] = (
     Length,
     Metric,
     CallableCriterion,
+    ToolCalled,
+    ToolSequence,
+    TraceLimits,
+    ContextRecall,
+    Citations,
+    ClaimsBacked,
 )
 # The built-in types whose models hold others (`json`'s fields, `extract`'s check, read with
 # the types above) or are judged: named by path, as their modules import this one.
@@ -63,6 +75,7 @@ COMPOSITE = (
     "pytest_rubric.criteria.json:Json",
     "pytest_rubric.criteria.judge:Requirement",
     "pytest_rubric.criteria.extract:Extract",
+    "pytest_rubric.criteria.grounded:Grounded",
 )
 
 # The key of pydantic's validation context under which a session passes the types its
@@ -136,14 +149,17 @@ def validate_criterion(value: Any, info: ValidationInfo) -> Any:
 
 def validate_body(value: Any, info: ValidationInfo) -> Any:
     """A deterministic body (a ``json`` field's check, an ``extract``'s ``check``): any type but
-    ``forbidden`` (whose MET is the error), the composite ones, and those a plugin adds."""
+    ``forbidden`` (whose MET is the error), the composite ones and those over the trace (a
+    field of an answer has none), and those a plugin adds."""
     if isinstance(value, CriterionModel):
         return value
     composite = _builtin()[len(DETERMINISTIC) :]
     models = tuple(
         model
         for model in criterion_types(_added(info)).values()
-        if model is not Forbidden and model not in composite
+        if model is not Forbidden
+        and model not in composite
+        and not getattr(model, "reads_trace", False)
     )
     return _union(models).validate_python(value, context=info.context)
 

@@ -90,7 +90,7 @@ def read_holistic(text: str, *, secrets: Secrets = ()) -> tuple[float, str]:
 
 
 # The keys that make an object a grade rather than data the judge quoted.
-_PROTOCOL_KEYS = frozenset({"verdict", "score", "criteria", "label", "value"})
+_PROTOCOL_KEYS = frozenset({"verdict", "score", "criteria", "label", "value", "claims"})
 
 
 def _read(text: str, validate: Callable[[dict[str, Any]], T], secrets: Secrets) -> T:

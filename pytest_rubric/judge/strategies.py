@@ -31,13 +31,13 @@ from .._defaults import GRADERS
 from .._guards.secrets import clip
 from .._llm.base import Judged, JudgeError, Reply
 from .._results import Outcome, Verdict
+from ..criteria.judge import Requirement
 from .prompts import Prompt, holistic, injection_suspected, one_shot, per_criterion
 from .replies import Graded, ReplyError, read_holistic, read_one, read_one_shot
 from .transport import Transport, UnusableReplay
 
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
-    from ..criteria.judge import Requirement
     from .prompts import Guidance, Question
 
 __all__ = ["STRATEGIES", "Strategy", "ask"]
@@ -349,7 +349,7 @@ async def _holistic_and_extract(
     """One holistic score for the judged criteria; an ``extract`` criterion is not
     graded, so it is read on its own call (as per-criterion reads it) and its check decides."""
     reads = [c for c in criteria if c.kind == "extract"]
-    graded = [c for c in criteria if c.kind != "extract"]
+    graded = [c for c in criteria if isinstance(c, Requirement)]  # `grounded`: judge.grounding
     if not reads:
         return await _holistic(
             transport, graded, question, response, sample, reference=reference, guidance=guidance
