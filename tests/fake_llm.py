@@ -93,6 +93,7 @@ __all__ = [
     "Redirect",
     "Status",
     "Text",
+    "ToolCalls",
     "Trickle",
     "cut",
     "deep",
@@ -108,6 +109,7 @@ __all__ = [
     "score",
     "status",
     "text",
+    "tool_calls",
     "trickle",
     "verdict",
 ]
@@ -158,6 +160,16 @@ class JsonReply(Action):
     """A structured reply: JSON text (OpenAI), or a forced tool call (Anthropic)."""
 
     obj: Any
+    input_tokens: int = 10
+    output_tokens: int = 5
+
+
+@dataclass(frozen=True)
+class ToolCalls(Action):
+    """An assistant reply that asks for tool calls: ``(name, arguments)`` pairs, each with
+    the id ``call_<n>`` (OpenAI wire only)."""
+
+    calls: tuple[tuple[str, Any], ...]
     input_tokens: int = 10
     output_tokens: int = 5
 
@@ -249,6 +261,13 @@ def json_reply(obj: Any, *, input_tokens: int = 10, output_tokens: int = 5) -> A
     a text block holding ``json.dumps(obj)``.
     """
     return JsonReply(obj, input_tokens, output_tokens)
+
+
+def tool_calls(*calls: tuple[str, Any], input_tokens: int = 10, output_tokens: int = 5) -> Action:
+    """An assistant reply asking for tool calls, e.g. ``tool_calls(("refund", {"order": "A1"}))``:
+    OpenAI's ``message.tool_calls`` (``arguments`` as JSON text unless a ``str`` is given,
+    so malformed arguments can be scripted) with ``finish_reason: "tool_calls"``."""
+    return ToolCalls(tuple(calls), input_tokens, output_tokens)
 
 
 def verdict(
@@ -435,7 +454,17 @@ def _forced_tool(body: Any) -> str | None:
     return None
 
 
-def _openai_message(content: str, model: Any, input_tokens: int, output_tokens: int) -> _Reply:
+def _openai_message(
+    content: str | None,
+    model: Any,
+    input_tokens: int,
+    output_tokens: int,
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+) -> _Reply:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
     return _json_reply(
         200,
         {
@@ -445,8 +474,8 @@ def _openai_message(content: str, model: Any, input_tokens: int, output_tokens: 
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
+                    "message": message,
+                    "finish_reason": "tool_calls" if tool_calls else "stop",
                 }
             ],
             "usage": {
@@ -456,6 +485,21 @@ def _openai_message(content: str, model: Any, input_tokens: int, output_tokens: 
             },
         },
     )
+
+
+def _openai_tool_calls(action: ToolCalls, model: Any) -> _Reply:
+    calls = [
+        {
+            "id": f"call_{index}",
+            "type": "function",
+            "function": {
+                "name": name,
+                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+            },
+        }
+        for index, (name, arguments) in enumerate(action.calls, start=1)
+    ]
+    return _openai_message(None, model, action.input_tokens, action.output_tokens, tool_calls=calls)
 
 
 def _anthropic_message(
@@ -523,6 +567,12 @@ def _render(action: Action, wire: Wire, record: Recorded) -> _Reply:
         if wire == "openai":
             return _openai_message(content, model, *tokens)
         return _anthropic_message({"type": "text", "text": content}, "end_turn", model, *tokens)
+    if isinstance(action, ToolCalls):
+        if wire != "openai":
+            return _error(
+                404, f"FakeLLM: tool_calls() is served on the OpenAI wire only, not {record.path}"
+            )
+        return _openai_tool_calls(action, _model(record.body))
     if isinstance(action, Missing):
         return _error(500, "FakeLLM: missing() leaves out a batched request's result; live, a 500")
     return _error(500, f"FakeLLM: unknown action {action!r}")

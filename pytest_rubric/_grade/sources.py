@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._defaults import ResponseTally, RetryPolicy, named
+from .._errors import SpansUnreadable
 from .._guards.calls import CallRunner, CallTimeout, call_user, described
 from .._guards.secrets import known_keys, redact
 from .._llm.base import JudgeStats, Reply, Sampling
@@ -27,6 +29,7 @@ from .._llm.providers import JudgeSpec, read_key
 
 if TYPE_CHECKING:
     from .._llm.cache import CachedCalls
+    from .._otel import SpanCapture
     from .._schema import Case
 
 __all__ = [
@@ -60,6 +63,7 @@ class Source:
     runner: CallRunner | None = None  # what runs a bounded target
     cache: CachedCalls | None = None  # the response cache, when asked for
     tally: ResponseTally | None = None  # counts the answers asked and replayed
+    spans: SpanCapture | None = None  # --rubric-otel: reads each call's spans (_otel)
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -124,10 +128,17 @@ class Source:
                     return looked.text, None
             if self.live:
                 value = self.target(case, sample=sample, samples=samples)
-            elif self.runner is None or self.timeout is None:
-                value = call_user(self.target, case)
             else:
-                value = self.runner.call(self.target, case, timeout=self.timeout)
+                # --rubric-otel: the call runs in a span of the plugin's; its trace's spans
+                # are read when it ends (_otel; `merged` joins them with a returned trace).
+                with self.spans.capture() if self.spans else nullcontext() as spans:
+                    if self.runner is None or self.timeout is None:
+                        value = call_user(self.target, case)
+                    else:
+                        value = self.runner.call(self.target, case, timeout=self.timeout)
+                traced = spans.trace() if spans else None  # noqa: F841 (returned with the text once targets return traces)
+        except SpansUnreadable as exc:
+            return None, f"{what}: {exc}"
         except CallTimeout as exc:
             return None, f"{what} {exc}"
         except Exception as exc:  # user code's BaseExceptions arrive contained (_calls)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .._grade.grader import Grader
     from .._grade.sources import LiveModel
     from .._llm.cost import Budget
+    from .._otel import SpanCapture
 
 __all__ = ["Inputs"]
 
@@ -42,6 +43,11 @@ class Inputs:
         self.collection_errors = 0  # rubric files that failed to load
         self._grader: Grader | None = None
         self.models: dict[str, LiveModel] = _live_models(settings, budget)
+        self.spans: SpanCapture | None = None  # --rubric-otel: reads each target call's spans
+        if settings.otel:
+            from .._otel import SpanCapture  # OpenTelemetry: imported only with the flag
+
+            self.spans = SpanCapture()
 
     @property
     def grader(self) -> Grader:
