@@ -10,7 +10,18 @@ from pathlib import Path
 
 import pytest_rubric
 
-HEAVY = ("pydantic", "httpx", "yaml", "re2", "rapidfuzz", "regex", "jsonschema", "numpy", "sqlite3")
+HEAVY = (
+    "pydantic",
+    "httpx",
+    "yaml",
+    "re2",
+    "rapidfuzz",
+    "regex",
+    "jsonschema",
+    "opentelemetry",  # --rubric-otel only
+    "numpy",
+    "sqlite3",
+)
 # What a session without rubrics must not import (pytest itself may import sqlite3).
 LIBRARIES = HEAVY[:-1]
 
