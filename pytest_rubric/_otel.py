@@ -104,17 +104,18 @@ class Captured:
         self._problem: str | None = None
         self._latency: float | None = None
 
-    def trace(self) -> Trace | None:
-        """The call's trace (source ``"otel"``, ``latency_s`` the plugin span's duration),
-        or ``None`` when no span of either convention was read: the application is not
-        instrumented, and nothing is known of its tool or model calls.
+    def trace(self, returned: Trace | None = None) -> Trace | None:
+        """The call's trace: what its spans show (source ``"otel"``, ``latency_s`` the
+        plugin span's duration) joined with the trace the target ``returned`` (see
+        :func:`merged`); ``returned`` as it is when no span of either convention was read
+        (the application is not instrumented: nothing is known of its calls).
 
         Raises :class:`~pytest_rubric._errors.SpansUnreadable` when the spans could not be
         read whole (sampled out, more than :data:`MAX_SPANS`).
         """
         if self._problem is not None:
             raise SpansUnreadable(self._problem)
-        return read_spans(self._spans, latency_s=self._latency)
+        return merged(returned, read_spans(self._spans, latency_s=self._latency))
 
 
 class SpanCapture:

@@ -129,14 +129,14 @@ class Source:
             if self.live:
                 value = self.target(case, sample=sample, samples=samples)
             else:
-                # --rubric-otel: the call runs in a span of the plugin's; its trace's spans
-                # are read when it ends (_otel; `merged` joins them with a returned trace).
+                # --rubric-otel: the call runs in a span of the plugin's; the spans of its
+                # trace are read when it ends, joined with a trace it returned (_otel).
                 with self.spans.capture() if self.spans else nullcontext() as spans:
                     if self.runner is None or self.timeout is None:
                         value = call_user(self.target, case)
                     else:
                         value = self.runner.call(self.target, case, timeout=self.timeout)
-                traced = spans.trace() if spans else None  # noqa: F841 (returned with the text once targets return traces)
+                trace = spans.trace(returned=None) if spans else None  # noqa: F841 (until results keep it)
         except SpansUnreadable as exc:
             return None, f"{what}: {exc}"
         except CallTimeout as exc:

@@ -118,22 +118,22 @@ def next_turn(reply, messages, convention):
 def answer(question, convention="genai"):
     messages = [{"role": "user", "content": question}]
     said = None
-    while said is None:
-        reply = client().chat.completions.create(
-            model="support-1", messages=messages, tools=SPECS
-        )
-        said = next_turn(reply, messages, convention)
+    with client() as llm:
+        while said is None:
+            reply = llm.chat.completions.create(model="support-1", messages=messages, tools=SPECS)
+            said = next_turn(reply, messages, convention)
     return said
 
 
 async def answer_async(question, convention="genai"):
     messages = [{"role": "user", "content": question}]
     said = None
-    while said is None:
-        reply = await client(AsyncOpenAI).chat.completions.create(
-            model="support-1", messages=messages, tools=SPECS
-        )
-        said = next_turn(reply, messages, convention)
+    async with client(AsyncOpenAI) as llm:
+        while said is None:
+            reply = await llm.chat.completions.create(
+                model="support-1", messages=messages, tools=SPECS
+            )
+            said = next_turn(reply, messages, convention)
     return said
 
 
@@ -159,13 +159,14 @@ def retrieve(question, k=2):
 def rag(question):
     found = retrieve(question)
     context = "\\n".join(f"[{i}] {PASSAGES[i]}" for i in found)
-    reply = client().chat.completions.create(
-        model="writer-1",
-        messages=[
-            {"role": "system", "content": "Answer from the passages, citing them.\\n" + context},
-            {"role": "user", "content": question},
-        ],
-    )
+    with client() as llm:
+        reply = llm.chat.completions.create(
+            model="writer-1",
+            messages=[
+                {"role": "system", "content": "Answer from the passages, citing them.\\n" + context},
+                {"role": "user", "content": question},
+            ],
+        )
     return reply.choices[0].message.content
 '''
 

@@ -472,3 +472,20 @@ def test_spans_that_add_nothing_leave_the_returned_trace_as_it_is() -> None:
     assert merged(returned, None) == returned
     assert merged(None, SPANS) == SPANS
     assert merged(None, None) is None
+
+
+def test_the_seam_joins_the_spans_with_the_trace_the_target_returned(
+    spans: SpanCapture, tracer: trace_api.Tracer
+) -> None:
+    returned = Trace(source="returned", context=(Passage("Refunds within 30 days.", id="p1"),))
+    with spans.capture() as got:
+        execute_tool(tracer, "refund", '{"order_id": "A1"}')
+    trace = got.trace(returned)
+    assert trace is not None
+    assert trace.source == "otel"
+    assert trace.context == returned.context
+    assert [c.name for c in trace.tool_calls] == ["refund"]
+
+    with spans.capture() as got:  # an application that is not instrumented
+        pass
+    assert got.trace(returned) is returned
