@@ -13,7 +13,8 @@ kept, each call's at most :data:`MAX_SPANS`; they are dropped once read.
 
 :func:`read_spans` turns spans into a :class:`~pytest_rubric._trace.Trace` (source
 ``"otel"``) by the GenAI semantic conventions and OpenInference's span attributes (see
-``docs/guides/otel.md``); :func:`merged` joins it with the trace the target returned.
+``docs/guides/otel.md``). :meth:`SpanCapture.traced` is the seam: it runs one target call
+and hands back what the call returned with the trace its spans show.
 
 Imported only with ``--rubric-otel``: a session without it imports no OpenTelemetry
 module, and ``opentelemetry-sdk`` is the optional extra ``pytest-rubric[otel]``.
@@ -24,9 +25,8 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 from opentelemetry import trace as trace_api
@@ -38,7 +38,7 @@ from ._errors import SpansUnreadable
 from ._guards.secrets import clip, known_keys
 from ._trace import TRACE_TEXT_LIMIT, Passage, ToolCall, Trace, Usage
 
-__all__ = ["MAX_SPANS", "SPAN_NAME", "Captured", "SpanCapture", "merged", "read_spans"]
+__all__ = ["MAX_SPANS", "SPAN_NAME", "Captured", "SpanCapture", "read_spans"]
 
 SPAN_NAME = "pytest_rubric.target"
 """The plugin's span around each target call: the root of the call's trace."""
@@ -104,18 +104,17 @@ class Captured:
         self._problem: str | None = None
         self._latency: float | None = None
 
-    def trace(self, returned: Trace | None = None) -> Trace | None:
-        """The call's trace: what its spans show (source ``"otel"``, ``latency_s`` the
-        plugin span's duration) joined with the trace the target ``returned`` (see
-        :func:`merged`); ``returned`` as it is when no span of either convention was read
-        (the application is not instrumented: nothing is known of its calls).
+    def trace(self) -> Trace | None:
+        """The call's trace (source ``"otel"``, ``latency_s`` the plugin span's duration),
+        or ``None`` when no span of either convention was read: the application is not
+        instrumented, and nothing is known of its tool or model calls.
 
         Raises :class:`~pytest_rubric._errors.SpansUnreadable` when the spans could not be
         read whole (sampled out, more than :data:`MAX_SPANS`).
         """
         if self._problem is not None:
             raise SpansUnreadable(self._problem)
-        return merged(returned, read_spans(self._spans, latency_s=self._latency))
+        return read_spans(self._spans, latency_s=self._latency)
 
 
 class SpanCapture:
@@ -131,6 +130,12 @@ class SpanCapture:
         self._provider = provider
         self._tracer: trace_api.Tracer | None = None
         self._lock = threading.Lock()
+
+    def traced(self, call: Callable[[], Any]) -> tuple[Any, Trace | None]:
+        """What ``call()`` (one target call) returned, and the trace its spans show."""
+        with self.capture() as got:
+            value = call()
+        return value, got.trace()
 
     @contextmanager
     def capture(self) -> Iterator[Captured]:
@@ -341,44 +346,3 @@ def _text(value: Any) -> str:
         return json.dumps(list(value) if isinstance(value, tuple) else value)
     except (TypeError, ValueError):
         return str(value)
-
-
-# --- joining with what the target returned ----------------------------------------------------
-
-
-def merged(returned: Trace | None, spans: Trace | None) -> Trace | None:
-    """One call's trace from what the target returned and what its spans showed.
-
-    What the application returned wins where both give a field (it said what it did, with
-    its results; spans may miss what ran outside the call's context); the spans fill the
-    rest: tool calls, model calls, context, each token figure. Cost and metadata come only
-    from what was returned. ``source`` is ``"otel"`` when the spans gave something used.
-    """
-    if spans is None:
-        return returned
-    if returned is None:
-        return spans
-    usage = Usage(
-        input_tokens=_first(returned.usage.input_tokens, spans.usage.input_tokens),
-        output_tokens=_first(returned.usage.output_tokens, spans.usage.output_tokens),
-        cost_usd=returned.usage.cost_usd,
-    )
-    joined = replace(
-        returned,
-        tool_calls=returned.tool_calls or spans.tool_calls,
-        llm_calls=_first(returned.llm_calls, spans.llm_calls),
-        context=returned.context or spans.context,
-        usage=usage,
-        latency_s=_first(returned.latency_s, spans.latency_s),
-    )
-    used = (
-        (spans.tool_calls and not returned.tool_calls)
-        or (spans.llm_calls is not None and returned.llm_calls is None)
-        or (spans.context and not returned.context)
-        or usage != returned.usage
-    )
-    return replace(joined, source="otel") if used else joined
-
-
-def _first(given: Any, otherwise: Any) -> Any:
-    return otherwise if given is None else given

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,7 +63,7 @@ class Source:
     runner: CallRunner | None = None  # what runs a bounded target
     cache: CachedCalls | None = None  # the response cache, when asked for
     tally: ResponseTally | None = None  # counts the answers asked and replayed
-    spans: SpanCapture | None = None  # --rubric-otel: reads each call's spans (_otel)
+    tracer: SpanCapture | None = None  # --rubric-otel: reads each call's spans (_otel)
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -129,14 +129,10 @@ class Source:
             if self.live:
                 value = self.target(case, sample=sample, samples=samples)
             else:
-                # --rubric-otel: the call runs in a span of the plugin's; the spans of its
-                # trace are read when it ends, joined with a trace it returned (_otel).
-                with self.spans.capture() if self.spans else nullcontext() as spans:
-                    if self.runner is None or self.timeout is None:
-                        value = call_user(self.target, case)
-                    else:
-                        value = self.runner.call(self.target, case, timeout=self.timeout)
-                trace = spans.trace(returned=None) if spans else None  # noqa: F841 (until results keep it)
+                call = partial(self._call, case)
+                # --rubric-otel: the call runs in a span of the plugin's and its trace is read
+                # from the spans (_otel); a result keeps it once results carry traces.
+                value, _trace = self.tracer.traced(call) if self.tracer else (call(), None)
         except SpansUnreadable as exc:
             return None, f"{what}: {exc}"
         except CallTimeout as exc:
@@ -156,6 +152,12 @@ class Source:
                 parsed={"response": value},
             )
         return value, None
+
+    def _call(self, case: Any) -> Any:
+        """The target's answer to ``case``, bounded in time when a runner is given."""
+        if self.runner is None or self.timeout is None:
+            return call_user(self.target, case)
+        return self.runner.call(self.target, case, timeout=self.timeout)
 
     def _count(self, *, replayed: bool) -> None:
         if self.tally is not None:

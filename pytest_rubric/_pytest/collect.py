@@ -263,7 +263,7 @@ class RubricFile(pytest.File):
                 runner=session.inputs.grader.calls,
                 cache=session.caches.responses(),
                 tally=session.inputs.tally,
-                spans=session.inputs.spans,
+                tracer=session.inputs.spans,
             )
             add(subject, source, f"target {path}")
         for subject, model in session.inputs.models.items():

@@ -300,7 +300,7 @@ def test_a_target_whose_spans_cannot_be_read_is_an_error_naming_the_target() -> 
     source = Source(
         target=Target.of(answer),
         target_name="targets:answer",
-        spans=SpanCapture(provider=TracerProvider(sampler=ALWAYS_OFF)),
+        tracer=SpanCapture(provider=TracerProvider(sampler=ALWAYS_OFF)),
     )
     text_, problem = source.fetch(case)
     assert text_ is None
@@ -310,7 +310,7 @@ def test_a_target_whose_spans_cannot_be_read_is_an_error_naming_the_target() -> 
     readable = Source(
         target=Target.of(answer),
         target_name="targets:answer",
-        spans=SpanCapture(provider=TracerProvider()),
+        tracer=SpanCapture(provider=TracerProvider()),
     )
     assert readable.fetch(case) == ("fine", None)
 

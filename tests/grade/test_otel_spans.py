@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import Status, StatusCode
 
 from pytest_rubric._errors import SpansUnreadable
-from pytest_rubric._otel import SPAN_NAME, SpanCapture, merged
+from pytest_rubric._otel import SPAN_NAME, SpanCapture
 from pytest_rubric._trace import Passage, ToolCall, Trace, Usage
 
 
@@ -428,64 +428,25 @@ def test_the_plugins_span_is_the_root_of_the_call(
     assert tool.parent is not None and tool.parent.span_id == root.context.span_id
 
 
-# --- joined with what the target returned --------------------------------------------------------
-
-SPANS = Trace(
-    source="otel",
-    tool_calls=(ToolCall("refund", {"order_id": "A1"}, True),),
-    llm_calls=2,
-    context=(Passage("Refunds within 30 days.", id="p1"),),
-    usage=Usage(input_tokens=100, output_tokens=20),
-    latency_s=1.5,
-)
+# --- the seam ----------------------------------------------------------------------------------
 
 
-def test_what_the_target_returned_wins_and_the_spans_fill_the_rest() -> None:
-    returned = Trace(
-        source="returned",
-        context=(Passage("Returned passage", id="r1"),),
-        usage=Usage(output_tokens=7, cost_usd=0.01),
-        metadata={"run": 1},
-    )
-    joined = merged(returned, SPANS)
-    assert joined == Trace(
-        source="otel",
-        tool_calls=SPANS.tool_calls,
-        llm_calls=2,
-        context=returned.context,
-        usage=Usage(input_tokens=100, output_tokens=7, cost_usd=0.01),
-        latency_s=1.5,
-        metadata={"run": 1},
-    )
-
-
-def test_spans_that_add_nothing_leave_the_returned_trace_as_it_is() -> None:
-    returned = Trace(
-        source="returned",
-        tool_calls=(ToolCall("lookup", {}, True),),
-        llm_calls=1,
-        context=(Passage("x"),),
-        usage=Usage(1, 2, 0.5),
-        latency_s=0.2,
-    )
-    assert merged(returned, SPANS) == returned
-    assert merged(returned, None) == returned
-    assert merged(None, SPANS) == SPANS
-    assert merged(None, None) is None
-
-
-def test_the_seam_joins_the_spans_with_the_trace_the_target_returned(
+def test_traced_runs_one_call_and_hands_back_its_value_with_its_trace(
     spans: SpanCapture, tracer: trace_api.Tracer
 ) -> None:
-    returned = Trace(source="returned", context=(Passage("Refunds within 30 days.", id="p1"),))
-    with spans.capture() as got:
+    def call() -> str:
         execute_tool(tracer, "refund", '{"order_id": "A1"}')
-    trace = got.trace(returned)
-    assert trace is not None
-    assert trace.source == "otel"
-    assert trace.context == returned.context
-    assert [c.name for c in trace.tool_calls] == ["refund"]
+        return "Refund issued."
 
-    with spans.capture() as got:  # an application that is not instrumented
-        pass
-    assert got.trace(returned) is returned
+    value, trace = spans.traced(call)
+    assert value == "Refund issued."
+    assert trace is not None and [c.name for c in trace.tool_calls] == ["refund"]
+    assert spans.traced(lambda: 42) == (42, None)  # no span of either convention
+
+    def fails() -> None:
+        execute_tool(tracer, "refund", "{}")
+        raise ValueError("the application failed")
+
+    with pytest.raises(ValueError, match="the application failed"):
+        spans.traced(fails)
+    assert spans._collector._open == {}  # read or not, a call's spans are dropped
