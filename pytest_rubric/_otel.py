@@ -40,7 +40,7 @@ from ._trace import TRACE_TEXT_LIMIT, Passage, ToolCall, Trace, Usage
 
 __all__ = ["MAX_SPANS", "SPAN_NAME", "Captured", "SpanCapture", "read_spans"]
 
-SPAN_NAME = "pytest_rubric.target"
+SPAN_NAME = "pytest-rubric target"
 """The plugin's span around each target call: the root of the call's trace."""
 
 MAX_SPANS = 10_000

@@ -195,7 +195,7 @@ class Source:
         This is the seam for traces read from outside the application: a
         :class:`CallTracer` wraps the call (inside the caller's context, which a bounded
         target's worker thread inherits) and hands back what it read, which
-        :func:`~pytest_rubric._trace.merged` joins with what the target returned.
+        :func:`~pytest_rubric._load.traces.merged` joins with what the target returned.
         """
 
         def call() -> Any:

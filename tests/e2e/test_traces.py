@@ -1,5 +1,5 @@
-"""Agents and retrieval graded on their traces, end to end (DESIGN, "Agents and retrieval:
-the trace as evidence").
+"""Agents and retrieval graded on their traces, end to end (the guide
+docs/guides/agents-and-rag.md).
 
 The project is laid out as a team's: ``app/`` holds a support agent written with the
 ``openai`` SDK (a real tool-calling loop against ``tests/fake_llm.py``, which serves

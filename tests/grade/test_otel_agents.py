@@ -2,8 +2,7 @@
 fake model serving ``tool_calls``, instrumented by OpenLLMetry
 (``opentelemetry-instrumentation-openai``, GenAI conventions) or by
 ``openinference-instrumentation-openai``, and a RAG pipeline whose retriever is traced
-(DESIGN, "Agents and retrieval: the trace as evidence", "Traces without changing the
-application").
+(docs/guides/otel.md).
 
 The instrumentations record the model's calls (chat / ``LLM`` spans); the tools are run by
 the application, which traces them as an agent framework does (``execute_tool`` spans, or

@@ -1,6 +1,5 @@
 """``--rubric-otel``, the span side: which spans of a target call are read, and how
-(DESIGN, "Agents and retrieval: the trace as evidence", "Traces without changing the
-application" and "Reading the trace, precisely").
+(docs/guides/otel.md).
 
 The spans are real SDK spans, made by a tracer of a private ``TracerProvider`` (the global
 one is left to the end-to-end tests, which run in their own process); what real

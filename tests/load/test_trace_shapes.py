@@ -1,4 +1,4 @@
-"""What a target may return, read into a trace (DESIGN, "Agents and retrieval"): the shapes,
+"""What a target may return, read into a trace (docs/guides/agents-and-rag.md): the shapes,
 OpenAI messages read precisely, the errors that name the field, and the way back that
 ``collect`` writes."""
 
