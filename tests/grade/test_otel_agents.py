@@ -311,7 +311,8 @@ def test_a_target_whose_spans_cannot_be_read_is_an_error_naming_the_target() -> 
         target_name="targets:answer",
         tracer=SpanCapture(provider=TracerProvider()),
     )
-    assert readable.fetch(case) == ("fine", None)
+    answer_, problem = readable.fetch(case)
+    assert (problem, answer_ is not None and answer_.text) == (None, "fine")
 
 
 # --- sessions: a team's project, in a process of its own -----------------------------------------
