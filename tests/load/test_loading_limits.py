@@ -1259,3 +1259,28 @@ def test_half_a_character_in_a_json_rubric_is_a_collection_error(
     result.stdout.fnmatch_lines(
         ["*s.rubric.json:2: the escape \\ud83d is half a character (a lone surrogate)*"]
     )
+
+
+def test_half_a_character_in_an_answer_is_written_as_u_fffd_and_the_run_goes_on(
+    team: Callable[..., None], pytester: pytest.Pytester
+) -> None:
+    """DESIGN: lone surrogates are replaced at the output boundary. One `\\ud83d` escape in a
+    line of a responses file stopped the whole run (exit 4, no report), where the same text
+    from a target was graded and written with U+FFFD."""
+    broken = "Yes, within 24 hours \ud83d from the Orders page."
+    team(answers={"refund": "Within 30 days only.", "cancel": broken})
+    (pytester.path / "answers").mkdir()
+    (pytester.path / "answers" / "bot.jsonl").write_text(
+        '{"id": "refund", "response": "Within 30 days only."}\n'
+        '{"id": "cancel", "response": "Yes, within 24 hours \\ud83d from the Orders page."}\n',
+        encoding="utf-8",
+    )
+    # The target answers too: the same text, from both sources, in one run.
+    result = pytester.runpytest("--rubric-responses", "answers", "--rubric-json", "out.json")
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=4)
+    results = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))["results"]
+    cancel = {r["subject"]: r["response"] for r in results if r["case"] == "cancel"}
+    assert cancel == dict.fromkeys(
+        ["answer", "bot"], "Yes, within 24 hours \ufffd from the Orders page."
+    )
