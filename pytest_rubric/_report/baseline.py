@@ -223,12 +223,15 @@ def compare(
     mine, theirs = _by_subject(results), _by_subject(baseline)
     for subject in sorted(before.keys() | now.keys()):
         pairs = paired(mine.get(subject, ()), theirs.get(subject, ()))
+        partial = len(pairs) < max(len(mine.get(subject, ())), len(theirs.get(subject, ())))
         delta = SubjectDelta(
             subject,
             before.get(subject),
             now.get(subject),
             interval=_stats.paired_difference(pairs, delta_level),
             shared=len(pairs),
+            change=math.fsum(a - b for a, b in pairs) / len(pairs) if pairs else None,
+            partial=partial,
         )
         deltas.append(delta)
         if delta.before is None or delta.after is None:
@@ -253,7 +256,7 @@ def compare(
                 math.fsum(a for a, _ in pairs) / len(pairs),
                 max_drop=max_drop,
                 gate_confidence=gate_confidence,
-                partial=len(pairs) < max(len(mine[subject]), len(theirs[subject])),
+                partial=partial,
             )
         )
     if old and not any(key in new for key in old):

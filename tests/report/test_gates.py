@@ -304,3 +304,36 @@ def test_every_gate_outcome_is_in_the_json_and_kept_through_merge(
         "gate": "fail-under", "subject": "a", "nodeid": None, "failed": False,
         "message": "subject a: correctness 0.500 is at or above --rubric-fail-under 0.4",
     }  # fmt: skip
+
+
+def _cases(*ids: str) -> str:
+    rows = "".join(
+        f"  - {{id: {i}, question: 'Case {i}?', criteria: [{{id: ok, type: any_of, any_of: [sure]}}]}}\n"
+        for i in ids
+    )
+    return f"suite: faq\ntarget: app.bot:answer\nmin_score: 1\ncases:\n{rows}"
+
+
+def test_the_change_shown_is_the_paired_one_the_gate_judges(
+    team: Callable[..., None], pytester: pytest.Pytester
+) -> None:
+    """Cases added and removed: the summary and the HTML showed the unpaired change
+    (0.750 -> 0.750, +0.000) while the gate failed on a paired drop of 0.333 over the
+    shared cases. The change shown is the gate's."""
+    team(faq=_cases("a", "b", "c", "d"), answers={"a": "sure", "b": "sure", "c": "sure", "d": "no"})
+    pytester.runpytest("--rubric-json", "main.json")
+    # c regresses, d is gone, e is new: 3 of 4 pass on both sides.
+    team(faq=_cases("a", "b", "c", "e"), answers={"a": "sure", "b": "sure", "c": "no", "e": "sure"})
+    result = pytester.runpytest("--rubric-baseline", "main.json", "--rubric-html", "out.html")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "  answer: 0.750 -> 0.750 (-0.333 [[]*[]] over the 3 shared cases)",
+            "  - subject answer: correctness 1.000 -> 0.667 over the 3 cases both runs graded, "
+            "a drop of 0.333 (more than --rubric-max-drop 0)",
+        ]
+    )
+    assert "+0.000" not in result.stdout.str()
+    html = (pytester.path / "out.html").read_text(encoding="utf-8")
+    assert "<td>-0.333 [" in html
+    assert "+0.000" not in html
