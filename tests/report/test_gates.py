@@ -337,3 +337,43 @@ def test_the_change_shown_is_the_paired_one_the_gate_judges(
     html = (pytester.path / "out.html").read_text(encoding="utf-8")
     assert "<td>-0.333 [" in html
     assert "+0.000" not in html
+
+
+def test_a_baseline_that_shares_no_case_names_the_rootdir_and_what_to_do(
+    pytester: pytest.Pytester,
+) -> None:
+    """A team with no ini keeps main's results outside the project: pytest takes
+    `--rubric-baseline PATH` for a path when it looks for the rootdir, the rootdir moves up,
+    every node id changes, and the gate said "shares no case" without saying why."""
+    (pytester.path / "evals").mkdir()
+    (pytester.path / "evals" / "faq.rubric.yaml").write_text(
+        "cases:\n"
+        + "".join(
+            f"  - {{id: {i}, responses: {{bot: sure}}, criteria: [{{type: any_of, any_of: [sure]}}]}}\n"
+            for i in "ab"
+        )
+    )
+    elsewhere = pytester.path.parent / f"{pytester.path.name}-main"
+    elsewhere.mkdir()
+    main = elsewhere / "main.json"
+    pytester.runpytest("--rubric-dir", "evals", "--rubric-json", str(main)).assert_outcomes(
+        passed=2
+    )
+    result = pytester.runpytest("--rubric-dir", "evals", "--rubric-baseline", str(main))
+    rootdir = pytester.path.parent
+    result.stdout.fnmatch_lines(
+        [
+            f"  - the baseline ({main}) shares no case with this run: nothing was compared. "
+            f"Cases are matched by node id, relative to pytest's rootdir, {rootdir} in this run; "
+            "the baseline's node ids read like evals/faq.rubric.yaml::a[[]bot[]], this run's "
+            f"like {pytester.path.name}/evals/faq.rubric.yaml::a[[]bot[]]. With no ini file "
+            "pytest takes the rootdir from the paths on the command line, the baseline's too: "
+            "add an ini file (pytest.ini, or [[]tool.pytest.ini_options[]] in pyproject.toml) "
+            "at the project's root, or pass --rootdir, or write --rubric-baseline=PATH; else "
+            "give the baseline of this suite",
+        ]
+    )
+    # What the message says to do works.
+    result = pytester.runpytest("--rubric-dir", "evals", f"--rubric-baseline={main}")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["rubric gate passed: *"])
