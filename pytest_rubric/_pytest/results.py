@@ -66,6 +66,12 @@ class Results:
             elif result.ranked:
                 self.assert_subjects = True
 
+    def junit_error(self, report: pytest.TestReport) -> None:
+        """An answer that could not be evaluated is an error in JUnit, as in the terminal."""
+        from .junit import record_as_error
+
+        record_as_error(self._config, report)
+
     def junit_answers(self, report: pytest.TestReport) -> None:
         """Write the question and the response of a failed rubric item to its JUnit
         ``system-out`` (when ``--junitxml`` is on)."""
