@@ -10,7 +10,8 @@ alternately in the same run, so a noisy neighbour slows both:
 * ``bench_import``: pytest start-up with the plugin against without it;
 * ``bench_soak``: 2,000 judged criteria with 20 % injected faults;
 * ``bench_stats``: the leaderboard's intervals and detectable drop over
-  10,000 results, against a 2,000-resample bootstrap of the same.
+  10,000 results, against a 2,000-resample bootstrap of the same;
+* ``bench_failures``: the failure report of N and 2N items, one in five failing.
 
 The statistics' promises are not timings: ``bench_promises.py`` simulates
 them (``make bench-stats``), apart from this table.
@@ -37,6 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_failures
 import bench_import
 import bench_items
 import bench_judge
@@ -46,7 +48,7 @@ import bench_stats
 Row = tuple[str, str, str, str, str, bool]  # measure, measured, against, ratio, target, ok
 
 
-def rows(items: Any, judge: Any, imports: Any, soak: Any, stats: Any) -> list[Row]:
+def rows(items: Any, judge: Any, imports: Any, soak: Any, stats: Any, failures: Any) -> list[Row]:
     within = bench_judge.TARGET
     warm = bench_judge.WARM_TARGET
     floor = f"floor {judge['floor_s']:.2f}s"
@@ -132,6 +134,14 @@ def rows(items: Any, judge: Any, imports: Any, soak: Any, stats: Any) -> list[Ro
             f"< {bench_stats.TARGET_S:g}s",
             stats["closed_form_s"] < bench_stats.TARGET_S,
         ),
+        (
+            f"failure report, --tb=line, N={2 * failures['n']}",
+            f"{failures['kinds']['rubric --tb=line']['2n_s']:.2f}s",
+            f"N={failures['n']} {failures['kinds']['rubric --tb=line']['n_s']:.2f}s",
+            f"{failures['kinds']['rubric --tb=line']['growth']:.2f}",
+            f"<= {bench_failures.LINEAR_TARGET:g}",
+            failures["kinds"]["rubric --tb=line"]["growth"] <= bench_failures.LINEAR_TARGET,
+        ),
     ]
 
 
@@ -168,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     soak = bench_soak.run(criteria=500 if args.quick else 2000)
     print("  intervals ...", flush=True)
     stats = bench_stats.run(repeat=repeat)
-    found = rows(items, judge, imports, soak, stats)
+    print("  failures ...", flush=True)
+    failures = bench_failures.run(1000 if args.quick else 2000, 1 if args.quick else 2)
+    found = rows(items, judge, imports, soak, stats, failures)
     print()
     print(table(found))
     print(f"\n{time.perf_counter() - started:.0f}s in all")
@@ -179,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             "import": imports,
             "soak": soak,
             "stats": stats,
+            "failures": failures,
         }
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     missed = [row[0] for row in found if not row[5]]

@@ -336,6 +336,16 @@ class _ReportHooks:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.state.finish(session)
+        from ._render.summary import slow_failure_report
+
+        slow = slow_failure_report(
+            failed=session.testsfailed,
+            tests=session.testscollected,
+            tbstyle=session.config.option.tbstyle,
+        )
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if slow is not None and reporter is not None and self.state.results.rubric_items_ran:
+            reporter.write_line(slow.text, **slow.markup)
 
 
 def _gate_report(reason: str) -> pytest.TestReport:
