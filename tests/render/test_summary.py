@@ -5,6 +5,7 @@ with ``-n 0`` and with ``-n 2``."""
 
 from __future__ import annotations
 
+import importlib
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -249,8 +250,9 @@ def test_a_failure_report_pytest_will_take_long_over_is_announced_with_the_way_o
     """pytest pairs each failure with its teardown by scanning every test's reports, so
     4,000 failures of 20,000 tests took 329 s to print (39 s with --tb=no). Past a size
     (lowered here) the run says so before the wait, and what prints them in linear time."""
-    from pytest_rubric._render import summary
-
+    # The module the plugin will import: pytester drops modules an earlier in-process run
+    # imported, and the package may still hold that older one.
+    summary = importlib.import_module("pytest_rubric._render.summary")
     monkeypatch.setattr(summary, "SLOW_FAILURE_REPORT", 2)  # 1 failure x 2 tests
     team(answers={"refund": "No.", "cancel": "Yes, within 24 hours."})
     result = pytester.runpytest()
