@@ -766,7 +766,7 @@ def test_a_tolerance_that_overflows_is_an_error(fields: str) -> None:
 
 
 def test_a_large_but_finite_tolerance_loads() -> None:
-    load(
+    loaded = load(
         """\
         cases:
           - id: q1
@@ -775,6 +775,8 @@ def test_a_large_but_finite_tolerance_loads() -> None:
               - {id: n, type: number, value: 1.0e+300, rel_tol: 1.0e+7, abs_tol: 1.0e+308}
         """
     )
+    (criterion,) = loaded.suite.cases[0].criteria
+    assert (criterion.rel_tol, criterion.abs_tol) == (1.0e7, 1.0e308)  # kept as written
 
 
 @pytest.mark.parametrize("value", ["1e309", "1.0e+309", ".inf"])
