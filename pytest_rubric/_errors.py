@@ -127,12 +127,14 @@ class JudgeError(RubricError):
         status: int | None = None,
         retryable: bool = False,
         retry_after: float | None = None,
+        hint: str = "",
     ) -> None:
         super().__init__(message)
         self.what = what or message
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
+        self.hint = hint  # what to try, as the message ends: the last attempt's is kept
 
 
 class BudgetSpent(JudgeError):

@@ -79,6 +79,8 @@ class CriterionResult:
     tags: tuple[str, ...] = ()  # its own and its case's
     evidence_ok: bool | None = None  # judged MET, quotes checked (--rubric-judge-evidence)
     judges: dict[str, str | float] | None = None  # a panel's: each judge's verdict or score
+    # A judged criterion's requirement, as the rubric states it; None for a deterministic one.
+    requirement: str | None = None
 
     @property
     def samples(self) -> list[dict[str, Any]] | None:
@@ -130,6 +132,7 @@ class CriterionResult:
             "credit": self.credit,
             "reason": self.reason,
             "required": self.required,
+            "requirement": self.requirement,
         }
         if self.tags:
             data["tags"] = list(self.tags)
@@ -160,6 +163,7 @@ class CriterionResult:
             tags=tuple(data.get("tags", ())),
             evidence_ok=data.get("evidence_ok"),
             judges=data.get("judges"),
+            requirement=data.get("requirement"),
         )
 
 
@@ -244,6 +248,9 @@ class CaseResult:
     # in the summary's "assertions" line, never ranked on the leaderboard as a subject.
     ranked: bool = True
     llm_raw_score: float | None = None
+    # (low, high): a case SKIPPED because its judged criteria could not be asked (a judge
+    # without its key) and the judge could still pass or fail it; see _grade.bounds.
+    skipped_bounds: tuple[float, float] | None = None
 
     @property
     def sample_list(self) -> list[Sample]:
@@ -289,9 +296,12 @@ class CaseResult:
 
     @property
     def status(self) -> str:
-        """``passed``, ``failed`` or ``error`` (a criterion could not be evaluated)."""
+        """``passed``, ``failed``, ``error`` (a criterion could not be evaluated) or
+        ``skipped`` (undecided without the judge: :attr:`skipped_bounds`)."""
         if self.errors:
             return "error"
+        if self.skipped_bounds is not None:
+            return "skipped"
         return "passed" if self.passed else "failed"
 
     def failure_reasons(self) -> list[str]:
@@ -325,6 +335,8 @@ class CaseResult:
         data["n_samples"] = self.n_samples
         data["pass_rate"] = self.pass_rate
         data["pass_rate_ci"] = list(self.pass_rate_ci)
+        if self.skipped_bounds is not None:
+            data["skipped_bounds"] = list(self.skipped_bounds)
         if not self.probe:
             del data["probe"]
         if self.ranked:  # written only where it says something
@@ -338,6 +350,8 @@ class CaseResult:
         samples = [Sample.from_dict(s) for s in data.get("samples", ())]
         # One sample is the result itself: kept as no samples, the way it was graded.
         fields["samples"] = samples if len(samples) > 1 else []
+        if fields.get("skipped_bounds") is not None:
+            fields["skipped_bounds"] = tuple(fields["skipped_bounds"])
         return cls(**fields)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,7 +75,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_ReportHooks(state), "rubric-report")
     xdist.register(config, state)
     _add_rubric_dirs(config, state.settings)
-    state.inputs.check_dirs()
 
 
 def _add_rubric_dirs(config: pytest.Config, settings: Settings) -> None:
@@ -152,6 +152,13 @@ def pytest_runtest_makereport(
 
         if call.excinfo.errisinstance(RubricEvaluationError):
             report.rubric_error = True  # type: ignore[attr-defined]
+    pending = item.stash.get(RESULTS_KEY, None)
+    bounded = pending and any(r.result.skipped_bounds is not None for r in pending)
+    if bounded and report.skipped and isinstance(report.longrepr, tuple):
+        # Skipped for its bounds (see _grade.bounds): -rs shows the item's own file and line,
+        # as for a skip mark, not the line inside the plugin that skipped it.
+        path, line, _ = item.reportinfo()
+        report.longrepr = (os.fspath(path), (line or 0) + 1, report.longrepr[2])
     pending = item.stash.get(RESULTS_KEY, None)
     if pending and (report.when != "setup" or not report.passed):
         from ._pytest.recording import junit_properties, settle  # imported by whoever recorded
@@ -239,7 +246,8 @@ def rubric(request: pytest.FixtureRequest) -> RubricFixture:
 
 @pytest.fixture
 def rubric_grader(request: pytest.FixtureRequest) -> Grader:
-    """The session's configured :class:`~pytest_rubric.Grader`.
+    """The session's configured :class:`~pytest_rubric.Grader`; its ``grade()`` judges the
+    judged criteria with the session's judge when there is one (else they are SKIPPED).
 
     Use it to grade without asserting::
 
@@ -248,7 +256,9 @@ def rubric_grader(request: pytest.FixtureRequest) -> Grader:
             result = rubric_grader.grade(my_app("What is NPV?"), compiled)
             assert result.score > 0.5
     """
-    return request.config.stash[SESSION_KEY].inputs.grader
+    from ._pytest.assertion import grader_for
+
+    return grader_for(request.node)
 
 
 class _SessionHooks:
@@ -260,6 +270,12 @@ class _SessionHooks:
     def pytest_report_header(self, config: pytest.Config) -> str | None:
         """One line that says where rubrics come from."""
         return self.state.header_line()
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist's controller declines to collect
+    def pytest_collection(self, session: pytest.Session) -> None:
+        """Warn of rubric dirs whose files match no pattern: in collection, where pytest
+        records a warning at the location it names (the user's file, not the plugin)."""
+        self.state.inputs.check_dirs()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.state.collected(session.items)

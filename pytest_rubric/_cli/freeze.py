@@ -199,20 +199,21 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
 
 
 def _suites(dirs: Sequence[Path]) -> list[Any]:
-    """Every rubric file under ``dirs``, loaded; a file that does not load is an error."""
+    """Every rubric file under ``dirs`` (named as the ini's ``rubric_file_patterns`` says, as
+    a run would collect them), loaded; a file that does not load is an error."""
     from .._errors import RubricLoadError
     from .._load.loader import load_suite
 
+    patterns = ini_patterns(Path.cwd()) or DEFAULT_PATTERNS
     files = sorted(
-        {p for d in dirs for pattern in DEFAULT_PATTERNS for p in d.rglob(pattern) if p.is_file()}
+        {p for d in dirs for pattern in patterns for p in d.rglob(pattern) if p.is_file()}
     )
     missing = [str(d) for d in dirs if not d.is_dir()]
     if missing:
         raise ValueError(f"--rubric-dir {missing[0]} is not a directory")
     if not files:
         raise ValueError(
-            f"no rubric file under {', '.join(map(str, dirs))} (names like "
-            f"{', '.join(DEFAULT_PATTERNS)})"
+            f"no rubric file under {', '.join(map(str, dirs))} (names like {', '.join(patterns)})"
         )
     loaded = []
     for path in files:
@@ -221,3 +222,55 @@ def _suites(dirs: Sequence[Path]) -> list[Any]:
         except RubricLoadError as exc:
             raise ValueError(exc.render(path)) from None
     return loaded
+
+
+# Where pytest looks for its configuration in each folder, from the current one up, and the
+# table or section that makes a file pytest's (pytest.ini is pytest's even without one).
+_INI_FILES = (
+    ("pytest.toml", ("pytest",)),
+    (".pytest.toml", ("pytest",)),
+    ("pytest.ini", None),
+    (".pytest.ini", None),
+    ("pyproject.toml", ("tool", "pytest", "ini_options")),
+    ("pyproject.toml", ("tool", "pytest")),
+    ("tox.ini", ("pytest",)),
+    ("setup.cfg", ("tool:pytest",)),
+)
+
+
+def ini_patterns(start: Path) -> tuple[str, ...] | None:
+    """``rubric_file_patterns`` from the configuration file pytest would read, found from
+    ``start`` upward as pytest finds it; None when that file does not set it (or none is
+    found). ``collect`` runs without pytest, so it reads the file itself."""
+    import configparser
+    import tomllib
+
+    for folder in (start.resolve(), *start.resolve().parents):
+        for name, section in _INI_FILES:
+            path = folder / name
+            if not path.is_file():
+                continue
+            try:
+                if name.endswith(".toml"):
+                    table: Any = tomllib.loads(path.read_text(encoding="utf-8"))
+                    for key in section or ():
+                        table = table.get(key) if isinstance(table, dict) else None
+                    if not isinstance(table, dict):
+                        continue
+                    value = table.get("rubric_file_patterns")
+                    found = [value] if isinstance(value, str) else value
+                else:
+                    parser = configparser.ConfigParser(interpolation=None)
+                    parser.read_string(path.read_text(encoding="utf-8"))
+                    heading = section[0] if section else "pytest"
+                    if not parser.has_section(heading):
+                        if section is None:
+                            return None  # pytest.ini without [pytest]: pytest's, and unset
+                        continue
+                    text = parser.get(heading, "rubric_file_patterns", fallback=None)
+                    found = None if text is None else text.splitlines()
+            except (OSError, ValueError, configparser.Error) as exc:
+                raise ValueError(f"{path}: cannot read rubric_file_patterns: {exc}") from None
+            patterns = tuple(str(p).strip() for p in found or () if str(p).strip())
+            return patterns or None
+    return None

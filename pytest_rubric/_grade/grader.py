@@ -3,7 +3,8 @@
 :meth:`Grader.compile` does everything that does not depend on the answer
 once per rubric (checks compiled, ``global`` criteria merged);
 :meth:`Grader.grade` then runs the checks, scores substance, measures style
-and sets the flags. Judged criteria are SKIPPED until a judge is configured.
+and sets the flags. Judged criteria are SKIPPED until a judge is configured
+(``judged=``, or a grader bound to one with :meth:`Grader.with_judge`).
 
 Every text a result keeps (a reason, the response) passes through
 :func:`~pytest_rubric._guards.secrets.clip` here, the one place results are built:
@@ -13,8 +14,9 @@ the whole response.
 
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +95,15 @@ class Grader:
         # What results are redacted of: by default the providers' keys in the
         # environment, the only place keys come from.
         self.secrets = tuple(known_keys() if secrets is None else secrets)
+        self._judge: Callable[[CompiledRubric, str], Judged | None] | None = None
+
+    def with_judge(self, judge: Callable[[CompiledRubric, str], Judged | None]) -> Grader:
+        """This grader (its checks, callables and secrets shared), where :meth:`grade` given
+        no ``judged`` asks ``judge(compiled, response)`` for the judged criteria: the
+        ``rubric_grader`` fixture's, bound to the session's judge."""
+        bound = copy.copy(self)
+        bound._judge = judge
+        return bound
 
     def compile(
         self,
@@ -129,9 +140,13 @@ class Grader:
         """Grade one response. Never raises for a criterion's failure: that is ERROR.
 
         ``judged`` holds the judge's outcomes for the judged criteria; without
-        it they are SKIPPED. ``case`` names the result (default: the rubric's id);
-        ``ranked``: the result counts for its subject in the leaderboard.
+        it they are SKIPPED, unless this grader has a judge (:meth:`with_judge`,
+        the ``rubric_grader`` fixture's), which is asked. ``case`` names the result
+        (default: the rubric's id); ``ranked``: the result counts for its subject
+        in the leaderboard.
         """
+        if judged is None and self._judge is not None and compiled.judged:
+            judged = self._judge(compiled, response)
         answer = Answer(response)
         criteria = [
             self._criterion(criterion, check, tags, answer, compiled.rubric, judged)
@@ -334,4 +349,7 @@ class Grader:
             tags=tags,
             evidence_ok=outcome.evidence_ok,
             judges=dict(outcome.judges) if outcome.judges else None,
+            requirement=clip(criterion.requirement, *self.secrets)
+            if isinstance(criterion, Requirement | Extract)
+            else None,
         )

@@ -18,7 +18,7 @@ from typing import Any
 
 from .secrets import Secret, known_keys, public_url, redact, whole_characters
 
-__all__ = ["inert_mentions", "outgoing", "outgoing_data"]
+__all__ = ["as_written", "inert_mentions", "outgoing", "outgoing_data"]
 
 # Terminal control: C0 but tab and newline, DEL, C1 (an escape sequence starts with one of
 # these, so escaping its first character disarms all of it).
@@ -37,6 +37,18 @@ def outgoing(text: str, *secrets: Secret | None) -> str:
     """``text`` fit to leave the process: redacted of ``secrets`` and of the providers' keys
     in the environment, its URLs public, control characters escaped, surrogates replaced."""
     return _outgoing(text, (*secrets, *_environment_keys()))
+
+
+def as_written(text: str) -> str:
+    r"""A user's phrase or pattern in quotes, as they wrote it: ``'^3\.2$'``, not ``repr``'s
+    ``'^3\\.2$'``. Text that a quote or a control character would make ambiguous is
+    shown as ``repr`` shows it."""
+    if text.isprintable():
+        if "'" not in text:
+            return f"'{text}'"
+        if '"' not in text:
+            return f'"{text}"'
+    return repr(text)
 
 
 def outgoing_data(value: Any, *secrets: Secret | None) -> Any:

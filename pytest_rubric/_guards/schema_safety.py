@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .engines import PatternError, compile_pattern
+from .outgoing import as_written
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -222,6 +223,6 @@ def _pattern_problems(schema: dict[str, Any], path: SchemaPath) -> Iterator[Sche
         except PatternError as exc:
             yield SchemaProblem(
                 where,
-                f"the pattern {pattern!r} is not a valid regex: {exc}",
+                f"the pattern {as_written(pattern)} is not a valid regex: {exc}",
                 "fix the pattern (in YAML, write it in single quotes)",
             )

@@ -58,6 +58,19 @@ _QUOTE_BODY = 80
 _QUOTE_LOCATION = 200
 
 
+def _refused(exc: BaseException) -> bool:
+    """Whether a transport error is a refused connection: nothing listens at the address
+    (httpx wraps the socket's ConnectionRefusedError, by cause or context)."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a chain is a few links; never follow a cycle
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 # Where post() leaves the size of a request whose reply carried no usage, for _reply.
 _ASKED = "\0rubric-request-characters"
 
@@ -181,7 +194,12 @@ class HTTPClient:
         what = redact(what, self.key)
         message = f"judge {self.spec.name} at {public_url(self._endpoint())}: {what}; {hint}"
         return JudgeError(
-            message, what=what, status=status, retryable=retryable, retry_after=retry_after
+            message,
+            what=what,
+            status=status,
+            retryable=retryable,
+            retry_after=retry_after,
+            hint=hint,
         )
 
     async def post(
@@ -223,7 +241,8 @@ class HTTPClient:
         raise self._fail(
             f"{last.what} (gave up after {policy.attempts} attempts)",
             status=last.status,
-            hint=HINTS.get(last.status or 0, "try again later, or raise the timeout"),
+            # What the last failure called for: a refused connection is not a slow server.
+            hint=HINTS.get(last.status or 0) or last.hint or "try again later",
         )
 
     def _delay(self, attempt: int, last: JudgeError | None) -> float:
@@ -250,6 +269,12 @@ class HTTPClient:
                 retryable=True,
             ) from None
         except httpx.TransportError as exc:
+            if _refused(exc):
+                raise self._fail(
+                    "the server refused the connection: no server is running at that URL",
+                    hint="start the server, or point --rubric-judge-url at the address it runs at",
+                    retryable=True,
+                ) from None
             raise self._fail(
                 f"connection failed ({type(exc).__name__}: {self._quote(str(exc), _QUOTE_ERROR)})",
                 hint="check that the server is running and --rubric-judge-url is right",

@@ -20,6 +20,7 @@ reads responses files. The names other code imports from here still are.
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,15 @@ import yaml
 from pydantic import ValidationError
 
 from .._errors import Problem, RubricLoadError
-from .._guards.limits import MAX_NESTING, Limit, NotRegular, json_loads, nesting_problem, read_text
+from .._guards.limits import (
+    MAX_NESTING,
+    Limit,
+    NotRegular,
+    json_loads,
+    nesting_problem,
+    quoted,
+    read_text,
+)
 from .._guards.yaml import MAX_ALIAS_NODES, AliasLimit, Duplicate, YamlLoader
 from .._guards.yaml import construct as _construct  # tests import it from here, by this name
 from .._schema import Suite
@@ -66,6 +75,9 @@ class LoadedSuite:
     case_lines: list[int | None]
     calibration: list[tuple[Any, Any, Any]] = field(default_factory=list)  # _calibration
     guidance: Any = None  # judge_instructions, judge_examples: a judge.prompts.Guidance (_guidance)
+    # The line of the file-level `target:` (key "target") and of each `targets:` entry (its
+    # name), so a problem with a file's target points there, not at a case.
+    target_lines: dict[str, int | None] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -111,6 +123,22 @@ def _load_suite(path: Path) -> LoadedSuite:
     return parse_suite(text, path=path)
 
 
+def _no_cases(data: dict[Any, Any], locator: Locator) -> Problem:
+    """A file without ``cases:``: pointing at a key that looks like it (``case:``)."""
+    keys = [k for k in data if isinstance(k, str)]
+    close = difflib.get_close_matches("cases", keys, n=1, cutoff=0.6)
+    if close:
+        return Problem(
+            f"no `cases:` in the file, but an unknown key {quoted(close[0])}",
+            line=locator.line((close[0],)),
+            field=close[0],
+            hint=f"did you mean `cases`? rename {quoted(close[0])} to `cases`",
+        )
+    return Problem(
+        "no `cases:` in the file", line=1, field="cases", hint="add\n    " + EXAMPLES["cases"]
+    )
+
+
 def parse_suite(text: str, *, path: Path) -> LoadedSuite:
     """Validate rubric text; ``path`` names the file in errors and anchors relative paths."""
     # Editors on Windows start UTF-8 files with a BOM, which json.loads rejects.
@@ -135,14 +163,7 @@ def parse_suite(text: str, *, path: Path) -> LoadedSuite:
         )
         raise RubricLoadError(path, problems)
     if "cases" not in data:
-        problems.append(
-            Problem(
-                "no `cases:` in the file",
-                line=1,
-                field="cases",
-                hint="add\n    " + EXAMPLES["cases"],
-            )
-        )
+        problems.append(_no_cases(data, locator))
         raise RubricLoadError(path, problems)
     suite: Suite | None = None
     try:
@@ -172,6 +193,10 @@ def parse_suite(text: str, *, path: Path) -> LoadedSuite:
         case_lines=[locator.case_line(i) for i in range(len(suite.cases))],
         calibration=calibration,
         guidance=guidance,
+        target_lines={
+            **({"target": locator.line(("target",))} if suite.target else {}),
+            **{name: locator.line(("targets", name)) for name in suite.targets or {}},
+        },
     )
 
 

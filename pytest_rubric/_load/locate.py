@@ -38,13 +38,14 @@ _FIELD_ALIASES = {"global_criteria": "global", "json_schema": "schema"}
 EXAMPLES = {
     "cases": 'cases:\n      - id: q01\n        question: "..."\n        criteria: [...]',
     "id": "id: q01",
-    "criteria": 'criteria:\n      - {id: mentions_npv, type: any_of, any_of: ["net present value"]}',
-    "any_of": 'any_of: ["99%", "1%"]',
-    "all_of": 'all_of: ["precision", "recall"]',
-    "phrases": 'phrases: ["maximum loss"]',
-    "pattern": "pattern: '\\bloss'",
-    "value": "value: 1157.63",
-    "requirement": 'requirement: "Says the horizon is one day"',
+    # Neutral on purpose: a hint fits any team's domain, not one of ours.
+    "criteria": 'criteria:\n      - {id: says_it, type: any_of, any_of: ["a phrase the answer holds"]}',
+    "any_of": 'any_of: ["a phrase", "another phrase"]',
+    "all_of": 'all_of: ["first phrase", "second phrase"]',
+    "phrases": 'phrases: ["a known-wrong claim"]',
+    "pattern": "pattern: '\\bword\\b'",
+    "value": "value: 42",
+    "requirement": 'requirement: "Answers the question that was asked"',
     "function": 'function: "mypackage.checks:is_polite"',
 }
 _TYPE_LIST = ", ".join(CRITERION_TYPES)

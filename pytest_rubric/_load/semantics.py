@@ -17,6 +17,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from .._errors import Problem
+from .._guards.outgoing import as_written
+from .._guards.secrets import shorten
 from .._schema import Case, Criterion, Suite, default_ids
 from ..criteria.json import Json
 from ..criteria.regex import PYTHON_REGEX_TIMEOUT, Regex, regex_problem
@@ -57,15 +59,17 @@ def _regex_problems(
                     case=case,
                     criterion=criterion.id,
                     field=dotted((*inside, "pattern")),
-                    hint=f"in YAML write the pattern in single quotes ('\\{escaped[0]}loss'); in "
-                    f'JSON or double-quoted YAML double the backslash ("\\\\{escaped[0]}loss")',
+                    # The user's own pattern, as they meant it: \b back where the file read it.
+                    hint=f"in YAML write the pattern in single quotes ('{_meant(regex.pattern)}');"
+                    " in JSON or double-quoted YAML double the backslash "
+                    f'("{_meant(regex.pattern, backslash=2)}")',
                 )
                 continue
             why = regex_problem(regex)
             if why is None:
                 continue
             yield Problem(
-                f"the pattern {regex.pattern!r} needs what the RE2 engine does not have "
+                f"the pattern {as_written(regex.pattern)} needs what the RE2 engine does not have "
                 f"({why}): RE2 has no backreferences and no lookaround",
                 line=locator.line((*where, j, *inside, "pattern")),
                 case=case,
@@ -86,6 +90,15 @@ _FILE_ESCAPES = {"\b": ("b", "backspace"), "\f": ("f", "form feed"), "\v": ("v",
 def _escaped_by_the_file(pattern: str) -> tuple[str, str] | None:
     """(the escape letter, the character's name) of the first such character, or None."""
     return next((_FILE_ESCAPES[c] for c in pattern if c in _FILE_ESCAPES), None)
+
+
+def _meant(pattern: str, *, backslash: int = 1) -> str:
+    """``pattern`` with each character the file's escapes made put back as its escape
+    (``\\b`` for a backspace), the backslash written ``backslash`` times, cut short."""
+    meant = "".join(
+        "\\" * backslash + _FILE_ESCAPES[c][0] if c in _FILE_ESCAPES else c for c in pattern
+    )
+    return shorten(meant, 60)
 
 
 def _plain_id(value: Any) -> str | None:
@@ -132,12 +145,15 @@ def _raw_problems(data: dict[str, Any], locator: Locator) -> Iterator[Problem]:
             continue
         case_id = _plain_id(case.get("id"))
         if case_id is not None and case_id in seen_cases:
+            first = locator.line(("cases", seen_cases[case_id]))
             yield Problem(
-                f"duplicate case id {case_id!r} (first at line {locator.case_line(seen_cases[case_id])})",
+                f"duplicate case id {case_id!r}: a case of this id is already at line {first}, "
+                "and each case id names one test",
                 line=locator.line(("cases", i, "id")),
                 case=item_label(case.get("id"), i),
                 field="id",
-                hint="give every case a unique id",
+                hint=f"give this case an id of its own, e.g. `id: {_renamed(case_id, seen_cases)}`; "
+                "to grade one case several times, set `repeat: N` on it instead of copying it",
             )
         elif case_id is not None:
             seen_cases[case_id] = i
@@ -159,6 +175,14 @@ def _raw_problems(data: dict[str, Any], locator: Locator) -> Iterator[Problem]:
                 seen.add(criterion_id)
         if "responses" in case or "subject" in case:
             yield from _subject_problems(case, i, locator)
+
+
+def _renamed(case_id: str, taken: dict[str, int]) -> str:
+    """An id for the second of two cases named ``case_id`` that no case before it has."""
+    n = 2
+    while f"{case_id}_{n}" in taken:
+        n += 1
+    return f"{case_id}_{n}"
 
 
 def _subject_problems(case: dict[str, Any], index: int, locator: Locator) -> Iterator[Problem]:
@@ -251,7 +275,7 @@ def broken_patterns(data: dict[str, Any], suite: Suite | None, locator: Locator)
                         continue  # _regex_problems says what RE2 lacks
                     problems.append(
                         Problem(
-                            f"invalid regex {regex.pattern!r}: {exc}",
+                            f"invalid regex {as_written(regex.pattern)}: {exc}",
                             line=locator.line((*where, j, *inside, "pattern")),
                             case=label,
                             criterion=criterion.id,

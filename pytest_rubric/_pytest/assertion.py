@@ -6,7 +6,7 @@ import os
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from pydantic import ValidationError
@@ -25,7 +25,10 @@ from .items import CURRENT_ITEM, RESULTS_KEY
 from .recording import record
 from .session import SESSION_KEY
 
-__all__ = ["CURRENT_ITEM", "RubricFixture", "assert_for", "assert_rubric"]
+if TYPE_CHECKING:
+    from .._llm.base import Judged
+
+__all__ = ["CURRENT_ITEM", "RubricFixture", "assert_for", "assert_rubric", "grader_for"]
 
 
 # What ``assert_rubric``, ``assert_for`` and the ``rubric`` fixture accept as a rubric.
@@ -49,7 +52,7 @@ def _find(path_text: str, item: pytest.Item | None) -> Path:
                 "no such rubric file under "
                 + " or ".join(f"{str(b)!r}" for b in dict.fromkeys(bases)),
                 hint="give the path relative to the rootdir (the folder of pytest.ini), for "
-                "example 'evals/finance.rubric.yaml::q1', or relative to the test's folder",
+                "example 'evals/faq.rubric.yaml::q1', or relative to the test's folder",
             )
         ],
     )
@@ -186,12 +189,34 @@ def assert_for(
         case=case,
         ranked=subject is not None,
     )
-    if item is not None and result.skipped and score_results(result.criteria).empty:
+    if (
+        item is not None
+        and result.skipped
+        and (session is None or session.unjudged is None)
+        and score_results(result.criteria).empty
+    ):
         pytest.skip(f"nothing graded: {result.skipped[0].reason}")
     if item is not None:
-        record(item, result, raised=bool(result.errors) or not result.passed)
+        # An undecided result is skipped, not raised: it is in the outputs with its bounds.
+        raised = result.skipped_bounds is None and (bool(result.errors) or not result.passed)
+        record(item, result, raised=raised)
     raise_for(result)
     return result
+
+
+def grader_for(item: pytest.Item) -> Grader:
+    """The ``rubric_grader`` fixture's grader in ``item``: the session's, whose ``grade()``
+    judges with the session's judge when there is one, as ``assert_rubric`` does (each call
+    with a judge key of its own; without a judge the judged criteria are SKIPPED, saying
+    why)."""
+    session = item.config.stash[SESSION_KEY]
+
+    def judge(compiled: CompiledRubric, response: str) -> Judged | None:
+        key = JudgeKey.assertion(item.nodeid, uuid.uuid4().hex)
+        (judged,) = session.judge_samples([key], compiled, [response])
+        return judged
+
+    return session.inputs.grader.with_judge(judge)
 
 
 class RubricFixture:

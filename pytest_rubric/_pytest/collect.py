@@ -80,10 +80,15 @@ class RubricFile(pytest.File):
         targets: dict[str, Target] = {}  # by import path, resolved once per file
         suite = loaded.suite
         make_importable(self.config.rootpath, self.path.parent)  # for callables and targets
+        failed: set[str] = set()  # import paths already reported
         for i, case in enumerate(suite.cases):
             subjects: dict[str, str] = {}
             for subject, path, field in self.targets_of(case, loaded):
                 where = Problem("", line=loaded.case_lines[i], case=case.id, field=field)
+                if not (case.target or case.targets) and field in ("target", "targets"):
+                    # The file's own target: its line, once for the file, not each case's.
+                    line = loaded.target_lines.get("target" if field == "target" else subject)
+                    where = Problem("", line=line, field=field)
                 if subject in subjects:
                     problems.append(
                         replace(
@@ -94,11 +99,12 @@ class RubricFile(pytest.File):
                         )
                     )
                 subjects[subject] = path
-                if path in targets:
+                if path in targets or (path in failed and where.case is None):
                     continue
                 try:
                     function = resolve_import(path)
                 except Exception as exc:
+                    failed.add(path)
                     problems.append(
                         replace(
                             where,
@@ -111,6 +117,7 @@ class RubricFile(pytest.File):
                 try:
                     targets[path] = Target.of(function)
                 except TypeError as exc:
+                    failed.add(path)
                     problems.append(
                         replace(where, message=f"target {path!r} cannot be called: {exc}")
                     )
@@ -359,7 +366,9 @@ class RubricItem(pytest.Item):
         if result.errors:
             record(self, result)
             raise_for(result)
-        if score_results(result.criteria).empty:
+        # Without a judge at all, a case of judged criteria only has nothing to score; one
+        # whose judge has no key is graded on what can be (see _grade.bounds).
+        if session.unjudged is None and score_results(result.criteria).empty:
             pytest.skip(
                 f"nothing graded: {result.skipped[0].reason}"
                 if result.skipped

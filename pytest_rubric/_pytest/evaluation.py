@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
+import pytest
+
 from .._errors import RubricAssertionError, RubricEvaluationError
 from .._guards.outgoing import outgoing
 from .._repeat import PassWhen
@@ -64,18 +66,28 @@ def evaluate(
         for response, verdicts in zip(responses, judged, strict=True)
     ]
     probe = session.probe(key, compiled, responses[0], judged[0]) if session is not None else []
-    return grader.combine(samples, pass_when=pass_when, level=level, probe=probe)
+    result = grader.combine(samples, pass_when=pass_when, level=level, probe=probe)
+    if session is not None and session.unjudged is not None:
+        from .._grade.bounds import settle_unjudged
+
+        result = settle_unjudged(result)  # graded on what can be: see _grade.bounds
+    return result
 
 
 def raise_for(result: CaseResult) -> None:
     """Raise :class:`RubricEvaluationError` when a criterion could not be evaluated,
     :class:`RubricAssertionError` when the result did not pass; the criterion table is the
-    message, through the outgoing boundary."""
+    message, through the outgoing boundary. A result the missing judge left undecided
+    (``skipped_bounds``) is skipped, its bounds in the reason."""
     __tracebackhide__ = True
     from .._render.table import criteria_table
 
     if result.errors:
         raise RubricEvaluationError(outgoing(criteria_table(result)), result=result)
+    if result.skipped_bounds is not None:  # the missing judge could still pass or fail it
+        from .._grade.bounds import skip_reason
+
+        pytest.skip(outgoing(skip_reason(result)))
     if not result.passed:
         raise RubricAssertionError(outgoing(criteria_table(result)), result=result)
 

@@ -4,6 +4,7 @@ application's tally) and the grader that compiles rubrics."""
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,6 +13,7 @@ import pytest
 
 from .._config.settings import Settings
 from .._defaults import ResponseTally, is_rubric_file, named
+from .._guards.outgoing import outgoing
 from .caches import Caches
 from .response_dirs import ResponseDir, ResponseDirs, RubricWarning
 
@@ -78,14 +80,16 @@ class Inputs:
             here = self._config.invocation_params.dir
             folder, shown = os.path.relpath(directory, here), os.path.relpath(found, here)
             patterns = ", ".join(settings.patterns)
-            self._config.issue_config_time_warning(
-                RubricWarning(
-                    f"{option} {folder} holds no rubric file ({patterns}) "
-                    f"but YAML or JSON files, such as {shown}: rename it to match, as "
-                    f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini "
-                    "rubric_file_patterns"
-                ),
-                stacklevel=2,
+            message = (
+                f"{option} {folder} holds no rubric file ({patterns}) "
+                f"but YAML or JSON files, such as {shown}: rename it to match, as "
+                f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini "
+                "rubric_file_patterns"
+            )
+            # Attributed to the user's file, not a line of the plugin; line 0, so pytest
+            # echoes no line of it (the message says where).
+            warnings.warn_explicit(
+                RubricWarning(outgoing(message)), RubricWarning, filename=str(found), lineno=0
             )
 
 

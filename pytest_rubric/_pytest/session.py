@@ -82,17 +82,26 @@ class RubricSession:
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         self._frozen = False  # whether collected() froze the heap (see heap)
 
+    @property
+    def unjudged(self) -> str | None:
+        """Why judged criteria cannot be asked, when their cases are graded on what can be (a
+        judge set in the ini or the environment without its key, no --rubric-require-judge);
+        see ``_grade.bounds``. None otherwise, with no judge at all too: then a case scores
+        what ran."""
+        return None if self.settings.require_judge else self.judging.unavailable
+
     # --- collection ---------------------------------------------------------------------------
 
     def collected(self, items: Sequence[pytest.Item]) -> None:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
         self.inputs.responses.warn_unused()
-        unavailable = self.judging.unavailable
-        if unavailable is not None and not self.settings.require_judge:
+        unavailable = self.unjudged
+        if unavailable is not None:
             # A skip mark: -rs reports the skip at the item's file, not inside the plugin.
+            # Rubric items run: each is graded on what can be (see _grade.bounds).
             skip = pytest.mark.skip(reason=unavailable)
             for item in items:
-                if item.get_closest_marker("llm_judge") is not None:
+                if item.get_closest_marker("llm_judge") is not None and not is_rubric_item(item):
                     item.add_marker(skip)
         self.audit.plan_probe(items)
         self.audit.start_calibration()

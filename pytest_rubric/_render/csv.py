@@ -8,6 +8,9 @@ One row per criterion of every answer, and with ``repeat`` per criterion of ever
 The file is RFC 4180 (the :mod:`csv` module's quoting, CRLF between records) and UTF-8
 without a byte order mark; a cell holding a comma, a quote or a line break is quoted.
 
+The ``reason`` of a judged criterion starts with its requirement (``requirement: ...;
+reason: ...``): the header is fixed, and the id alone (``c1``) does not say what was asked.
+
 Every cell passes the outgoing boundary (``_guards.outgoing``) like every output's text: keys
 redacted, URLs public, control characters shown escaped (:func:`boundary`, which
 ``_config.outputs`` applies in place of the whole-text one).
@@ -30,6 +33,7 @@ import math
 from collections.abc import Iterator
 
 from .._report.report import SessionReport
+from .table import with_requirement
 
 __all__ = ["HEADER", "RECORD_END", "boundary", "cell", "csv_chunks", "render_csv"]
 
@@ -111,7 +115,7 @@ def _rows(report: SessionReport) -> Iterator[list[str]]:
                     _number(c.credit),
                     _number(sample.score),
                     _flag(sample.passed),
-                    cell(c.reason),
+                    cell(with_requirement(c)),
                 ]
 
 

@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from .._report.leaderboard import interval_text
-from .._results import CaseResult, mark_text
+from .._results import CaseResult, CriterionResult, mark_text
 from .html_text import anchor, e, tr
 
 __all__ = ["FULL", "answers"]
@@ -112,10 +112,19 @@ class _Filters:
         return "\n".join(rules)
 
 
+def _requirement(c: CriterionResult) -> str:
+    """A judged criterion's requirement under its id (``c1`` alone does not say what was
+    asked); nothing for a deterministic one."""
+    if c.requirement is None:
+        return ""
+    return f'<br><small class="requirement">{e(c.requirement)}</small>'
+
+
 def _answer(r: CaseResult, classes: str) -> str:
     rows = "".join(
         f'<tr class="{"ok" if c.ok else c.verdict.value.lower() if c.verdict.value in ("ERROR", "SKIPPED") else "wrong"}">'
-        f"<td>{e(c.id)}</td><td>{e(c.type)}{' (style)' if c.axis == 'style' else ''}</td>"
+        f"<td>{e(c.id)}{_requirement(c)}</td>"
+        f"<td>{e(c.type)}{' (style)' if c.axis == 'style' else ''}</td>"
         f"<td>{e(c.verdict.value)}{' unstable' if c.unstable else ''}</td><td>{c.weight:g}</td>"
         f"<td>{e(c.reason)}</td></tr>"
         for c in r.criteria

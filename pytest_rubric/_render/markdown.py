@@ -22,6 +22,7 @@ from .._report.gates import DELTA_HEADER, GateReport
 from .._report.leaderboard import COLUMNS, interval_text
 from .._report.report import SessionReport, Severity
 from .._results import CaseResult
+from .table import with_requirement
 
 __all__ = ["code", "escape", "render_markdown"]
 
@@ -30,6 +31,7 @@ _PUNCTUATION = re.compile(r"([\\`*_\[\]|~]|:(?=//)|(?<=www)\.)")
 _SPACE = re.compile(r"\s+")
 _MAX_TEXT = 160
 _MAX_FAILURES = 50
+_MAX_REQUIREMENT = 300  # characters of one judged criterion's line under a failing case
 
 
 def escape(text: str, limit: int = _MAX_TEXT) -> str:
@@ -117,12 +119,18 @@ def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> s
 
 
 def _answer(result: CaseResult, show_response: int) -> list[str]:
-    """What the application was asked and said, under the failing case's node id."""
+    """What the application was asked and said, under the failing case's node id, and what
+    each judged criterion that went wrong asked (its id, ``c1``, does not say)."""
     shown = []
     if result.question:
         shown.append(f"- question: {escape(result.question, limit=SHOW_QUESTION)}")
     if show_response > 0:
         shown.append(f"- response: {escape(result.response, limit=show_response)}")
+    shown += [
+        f"- {escape(c.id)} {c.verdict}: {escape(with_requirement(c), limit=_MAX_REQUIREMENT)}"
+        for c in result.criteria
+        if c.requirement is not None and (c.went_wrong or c.verdict.value == "ERROR")
+    ]
     if not shown:
         return []
     return ["", f"#### {code(result.nodeid or result.case)}", "", *shown]

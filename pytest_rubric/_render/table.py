@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._defaults import SHOW_QUESTION, SHOW_RESPONSE
-from .._guards.secrets import clip
-from .._results import CaseResult, mark_text
+from .._guards.secrets import clip, shorten
+from .._results import CaseResult, CriterionResult, mark_text
 
-__all__ = ["answer_lines", "criteria_table", "render_table"]
+__all__ = ["answer_lines", "criteria_table", "render_table", "with_requirement"]
+
+SHOW_REQUIREMENT = 300  # a requirement's characters a failure table shows; the JSON has it whole
 
 
 def render_table(
@@ -27,6 +29,14 @@ def render_table(
     return [line(header), *(line(r) for r in rows)]
 
 
+def with_requirement(criterion: CriterionResult) -> str:
+    """A criterion's reason, after its requirement when it is judged: the text of one cell
+    (the CSV's ``reason``, a Markdown line), where the id alone would not say what was asked."""
+    if criterion.requirement is None:
+        return criterion.reason
+    return f"requirement: {criterion.requirement}; reason: {criterion.reason}"
+
+
 def _weight(value: float) -> str:
     return f"{value:g}"
 
@@ -35,7 +45,9 @@ def criteria_table(result: CaseResult) -> str:
     """The failure text: a headline with score against min_score, then one row per criterion.
 
     A row that went the wrong way is marked ``x``; ERROR and SKIPPED rows
-    are marked ``!`` and ``-``.
+    are marked ``!`` and ``-``. A judged criterion's row is followed by its
+    requirement: its id (``c1`` in the rubric library's form) does not say
+    what the judge was asked, and its reason answers that.
     """
     marks = {"ERROR": "!", "SKIPPED": "-"}
     rows = [
@@ -54,10 +66,15 @@ def criteria_table(result: CaseResult) -> str:
         f"({mark_text(result.min_score)}, raw {result.raw_score:g}) "
         f"{result.status.upper()}"
     )
-    lines = [
-        headline,
-        *render_table(("", "criterion", "type", "verdict", "weight", "reason"), rows, right={4}),
-    ]
+    header, *table = render_table(
+        ("", "criterion", "type", "verdict", "weight", "reason"), rows, right={4}
+    )
+    lines = [headline, header]
+    for c, row in zip(result.criteria, table, strict=True):
+        lines.append(row)
+        if c.requirement is not None:
+            one_line = " ".join(c.requirement.split())
+            lines.append(f"     requirement: {shorten(one_line, SHOW_REQUIREMENT)}")
     lines += [f"  - {reason}" for reason in result.failure_reasons()]
     skipped = result.skipped
     if skipped:

@@ -166,6 +166,7 @@ def _criteria(models: list[CriterionModel]) -> list[CriterionResult]:
             tags=tuple(c.tags),
             evidence_ok=c.evidence_ok,
             judges=dict(c.judges) if c.judges is not None else None,
+            requirement=c.requirement,
         )
         for c in models
     ]
@@ -214,6 +215,11 @@ def _case_result(model: ResultModel) -> CaseResult:
             min_score=model.min_score,
             score=graded.score,
         )
+    # Undecided without the judge (see _grade.bounds): never read back as a pass.
+    bounds = (
+        None if model.skipped_bounds is None else (model.skipped_bounds[0], model.skipped_bounds[1])
+    )
+    passed = passed and bounds is None
     return CaseResult(
         nodeid=model.nodeid,
         suite=model.suite,
@@ -241,6 +247,7 @@ def _case_result(model: ResultModel) -> CaseResult:
         llm_raw_score=mean_raw_score(s.llm_raw_score for s in samples)
         if samples
         else model.llm_raw_score,
+        skipped_bounds=bounds,
     )
 
 

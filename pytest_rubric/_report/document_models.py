@@ -67,6 +67,7 @@ class CriterionModel(BaseModel):
     tags: list[str] = []
     evidence_ok: bool | None = None
     judges: dict[str, VerdictName | Annotated[float, Field(allow_inf_nan=False)]] | None = None
+    requirement: str | None = None  # a judged criterion's, as the rubric states it; null otherwise
 
 
 class SampleModel(BaseModel):
@@ -117,6 +118,9 @@ class ResultModel(BaseModel):
     ranked: bool = True  # false: an assert_rubric call without subject= (not on the leaderboard)
     # The holistic grader's 0-100 reply; null for other graders. With samples, their mean.
     llm_raw_score: RawScore | None = None
+    # [low, high]: SKIPPED because the judge (set in the ini or the environment) had no key and
+    # could still pass or fail the case: its score at worst and at best; null otherwise.
+    skipped_bounds: Annotated[list[Fraction], Field(min_length=2, max_length=2)] | None = None
 
 
 class LeaderboardRowModel(BaseModel):

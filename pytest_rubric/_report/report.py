@@ -87,17 +87,20 @@ class SessionReport:
     @property
     def assertions(self) -> tuple[int, int]:
         """``assert_rubric`` calls without ``subject=``: how many passed, how many did not."""
-        checks = [r.passed for r in self.results if not r.ranked]
+        checks = [r.passed for r in self.results if not r.ranked and r.skipped_bounds is None]
         return sum(checks), len(checks) - sum(checks)
 
     @property
     def failing(self) -> list[CaseResult]:
-        return [r for r in self.results if not r.passed]
+        return [r for r in self.results if not r.passed and r.skipped_bounds is None]
 
     @property
     def ok(self) -> bool:
         """Every case passed and no gate failed."""
-        return all(r.passed for r in self.results) and not self.gates.failed
+        return (
+            all(r.passed or r.skipped_bounds is not None for r in self.results)
+            and not self.gates.failed
+        )
 
 
 def build_report(
@@ -141,13 +144,16 @@ def build_report(
         r if r.level == level else replace(r, level=level)
         for r in sorted(results, key=lambda r: r.nodeid)
     )
+    # A case the missing judge left undecided (SKIPPED, see _grade.bounds) is in the results,
+    # not in a figure: it neither passed nor failed.
+    decided = tuple(r for r in ordered if r.skipped_bounds is None)
     rows = tuple(
-        leaderboard(ordered, level=level, gate_confidence=gate_confidence, max_drop=max_drop)
+        leaderboard(decided, level=level, gate_confidence=gate_confidence, max_drop=max_drop)
     )
-    noise = rank_noise(rows, ordered, level=level)
+    noise = rank_noise(rows, decided, level=level)
     judge_audit = audit(ordered, calibration=calibration)
     gates = run_gates(
-        ordered,
+        decided,
         rows=rows,
         baseline=baseline,
         baseline_name=baseline_name,
@@ -177,13 +183,13 @@ def build_report(
         thresholds=thresholds or StyleThresholds(),
         rankings_differ_within_noise=noise.within_noise,
         breakdowns=breakdowns(
-            [r for r in ordered if r.ranked], subjects=[row.subject for row in rows], level=level
+            [r for r in decided if r.ranked], subjects=[row.subject for row in rows], level=level
         ),
         level=level,
         judge_audit=judge_audit,
         run=run,
         show_response=show_response,
-        pairwise=pairwise(rows, ordered, level=level),
+        pairwise=pairwise(rows, decided, level=level),
     )
 
 
@@ -229,14 +235,28 @@ def _notes(
         notes.append(unstable)
     skipped = sum(len(r.skipped) for r in results)
     if skipped:
-        notes.append(
-            Note(
-                Severity.INFO,
-                f"{skipped} judged criteria SKIPPED (no judge configured); scores count only "
-                "what ran. Set --rubric-judge PROVIDER:MODEL to grade them.",
-            )
-        )
+        notes.append(_skipped(results, skipped))
     return tuple(notes)
+
+
+def _skipped(results: Sequence[CaseResult], skipped: int) -> Note:
+    """What the SKIPPED judged criteria mean: no judge configured (the cases scored what
+    ran), or a judge without its key (each case graded on what can be, see _grade.bounds)."""
+    from .._grade.grader import NO_JUDGE_REASON  # loaded by whatever graded the results
+
+    why = next(c.reason for r in results for c in r.skipped)
+    if why == NO_JUDGE_REASON:
+        return Note(
+            Severity.INFO,
+            f"{skipped} judged criteria SKIPPED (no judge configured); scores count only "
+            "what ran. Set --rubric-judge PROVIDER:MODEL to grade them.",
+        )
+    undecided = sum(1 for r in results if r.skipped_bounds is not None)
+    return Note(
+        Severity.INFO,
+        f"{skipped} judged criteria SKIPPED ({why}); each case was graded on what can be, "
+        f"{undecided} left undecided (SKIPPED with its bounds).",
+    )
 
 
 def _unstable(results: Sequence[CaseResult]) -> Note | None:

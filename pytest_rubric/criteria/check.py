@@ -19,6 +19,7 @@ from typing import Generic, TypeVar
 
 from .._defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_CHECK_TIMEOUT
 from .._guards.calls import CallRunner
+from .._guards.outgoing import as_written
 from .._guards.secrets import shorten
 from .._results import Outcome, Verdict
 from .normalize import normalize, parse_numbers
@@ -55,8 +56,8 @@ def fraction(credit: float, threshold: float, reason: str) -> Outcome:
 
 
 def short(text: str, limit: int = 40) -> str:
-    """A phrase, pattern or match as a reason quotes it: cut short, in quotes."""
-    return repr(shorten(text, limit))
+    """A phrase, pattern or match as a reason quotes it: cut short, in quotes, as written."""
+    return as_written(shorten(text, limit))
 
 
 def quote_list(items: Sequence[str], limit: int = 3) -> str:

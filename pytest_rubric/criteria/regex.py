@@ -18,6 +18,7 @@ from pydantic import Field
 
 from .._guards import engines
 from .._guards.engines import CheckTimeout, PatternError, compile_pattern, search
+from .._guards.outgoing import as_written
 from .._results import Outcome
 from .check import Answer, Broken, Check, CheckContext, error, met, short, unmet
 from .model import CriterionModel
@@ -51,7 +52,7 @@ class Regex(CriterionModel):
         except RegexError as exc:
             return Broken(
                 self,
-                f"invalid regex {self.pattern!r}: {exc}; fix the pattern (in YAML, write it in "
+                f"invalid regex {as_written(self.pattern)}: {exc}; fix the pattern (in YAML, write it in "
                 "single quotes or double every backslash)",
             )
 

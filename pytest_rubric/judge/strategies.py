@@ -10,7 +10,8 @@ its reply reader (:mod:`~pytest_rubric.judge.replies`):
     one call for all judged criteria of a case, keyed by criterion id;
 ``holistic``
     one call, one 0-100 score s: the judged criteria earn s/100 of their
-    combined positive weight (each positive one gets credit s/100).
+    combined positive weight (each positive one gets credit s/100); when they have no
+    positive weight, each negative one gets credit 1 - s/100 (the error made that far).
 
 A reply that does not fit the protocol is asked again once with the error
 fed back (:func:`ask`); a judge call that fails, or a second bad reply, makes
@@ -101,13 +102,17 @@ async def ask(
         try:
             reply, parsed = await _attempt(transport, prompt, read, retry, label, sample)
         except (ReplyError, JudgeError) as second:
+            if isinstance(second, ReplyError):
+                # No usable reply: the call's criteria end ERROR, and the usage line counts it
+                # (a call that failed is counted where it failed).
+                transport.stats.errors += 1
             if isinstance(exc, UnusableReplay):
                 raise JudgeError(exc.message) from None
             if isinstance(second, JudgeError):
                 raise
             raise JudgeError(
-                f"judge {transport.name} replied out of protocol twice: {second}; a larger "
-                "model, or --rubric-grader per-criterion, may follow the protocol better"
+                f"judge {transport.name} replied out of protocol twice: {second}; "
+                f"{_protocol_hint(transport.strategy)}"
             ) from None
     problems = _problems(parsed)
     if problems is None:
@@ -133,6 +138,14 @@ async def _attempt(
     except ReplyError as exc:
         transport.unusable(reply, str(exc))
         raise
+
+
+def _protocol_hint(strategy: str) -> str:
+    """What to try after a judge kept replying out of protocol under ``strategy``: never the
+    grader already in use."""
+    if strategy == "per-criterion":
+        return "a larger model may follow the protocol better"
+    return "a larger model, or --rubric-grader per-criterion, may follow the protocol better"
 
 
 def _problems(parsed: Any) -> str | None:
@@ -260,6 +273,8 @@ async def _one_shot(
         for cid in bad:
             if isinstance(second.get(cid), Graded):
                 first[cid] = second[cid]
+    if any(not isinstance(first[c.id], Graded) for c in criteria):
+        transport.stats.errors += 1  # the reply never gave them: the call ended in ERRORs
     outcomes = {
         c.id: _outcome(first[c.id])
         if isinstance(first[c.id], Graded)
@@ -302,16 +317,21 @@ async def _holistic(
     except JudgeError as exc:
         return Judged(_errors(criteria, str(exc)), injection_suspected=suspected)
     credit = score / 100
+    # Judged criteria that are all errors to avoid have no positive weight to earn s/100 of:
+    # each then earns 1 - s/100 of its negative weight (the share of the error the score
+    # says was made), so a rubric of them alone still scores s/100.
+    errors_only = not any(c.effective_weight > 0 for c in criteria if c.axis == "substance")
     outcomes = {}
     for c in criteria:
-        if c.effective_weight < 0:
+        if c.effective_weight < 0 and not errors_only:
             # An error criterion is folded into the one score, never counted twice.
             outcomes[c.id] = Outcome(
                 Verdict.UNMET, 0.0, f"holistic: folded into the score {score:g}/100"
             )
         else:
-            verdict = Verdict.MET if credit >= 0.5 else Verdict.UNMET
-            outcomes[c.id] = Outcome(verdict, credit, f"holistic {score:g}/100: {reason}")
+            given = 1 - credit if c.effective_weight < 0 else credit
+            verdict = Verdict.MET if given >= 0.5 else Verdict.UNMET
+            outcomes[c.id] = Outcome(verdict, given, f"holistic {score:g}/100: {reason}")
     return Judged(outcomes, injection_suspected=suspected, llm_raw_score=score)
 
 

@@ -379,7 +379,7 @@ def test_missing_required_field() -> None:
         """
     )
     assert problem.message == "missing required field `value`"
-    assert problem.hint == "add `value: 1157.63`"
+    assert problem.hint == "add `value: 42`"
     # The field is absent, so the line is the criterion's.
     assert (problem.line, problem.case, problem.criterion, problem.field) == (5, "q1", "n", "value")
 
@@ -499,8 +499,12 @@ def test_duplicate_case_ids() -> None:
             criteria: [{id: a, type: any_of, any_of: [x]}]
         """
     )
-    assert problem.message == "duplicate case id 'q1' (first at line 2)"
+    assert problem.message == (
+        "duplicate case id 'q1': a case of this id is already at line 2, and each case id "
+        "names one test"
+    )
     assert (problem.line, problem.case, problem.field) == (4, "q1", "id")
+    assert problem.hint is not None and "`id: q1_2`" in problem.hint
 
 
 def test_duplicate_criterion_ids() -> None:

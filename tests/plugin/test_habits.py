@@ -179,12 +179,26 @@ def test_a_judge_without_its_key_skips_judged_items_and_runs_the_rest(
         monkeypatch.setenv("RUBRIC_JUDGE", "openai:gpt-4o-mini")
     team.runpytest("tests/test_bot.py").assert_outcomes(passed=2)
     team.runpytest("-m", "not llm_judge").assert_outcomes(passed=4, failed=1, deselected=1)
+    # The judged item is graded on what can be (see test_keyless.py): its deterministic half
+    # already fails it, so no verdict of the judge could pass it.
+    result = team.runpytest("-rs")
+    result.assert_outcomes(passed=4, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            f"*polite*SKIPPED*no key for judge openai:gpt-4o-mini ({source}): set "
+            "OPENAI_API_KEY in the environment"
+        ]
+    )
+    # Where the rest of the case would pass, the judge decides: skipped, saying why.
+    rubric = team.path / "evals/support.rubric.yaml"
+    rubric.write_text(rubric.read_text().replace('"we ship abroad"', '"ship"'))
     result = team.runpytest("-rs")
     result.assert_outcomes(passed=4, failed=1, skipped=1)
     result.stdout.fnmatch_lines(
         [
-            f"SKIPPED [[]1[]] evals/support.rubric.yaml*: no key for judge openai:gpt-4o-mini "
-            f"({source}): set OPENAI_API_KEY in the environment"
+            "SKIPPED [[]1[]] evals/support.rubric.yaml:*: score between 0.50 and 1.00 whatever "
+            f"the judge says; min_score 0.80 (no key for judge openai:gpt-4o-mini ({source}): "
+            "set OPENAI_API_KEY in the environment)"
         ]
     )
     # Asked to insist on a judge, the judged item is an error that says the same.

@@ -181,7 +181,7 @@ def test_broken_file_is_one_collection_error_and_the_rest_still_runs(
             "  *broken.rubric.yaml:6, case 'q1', criterion 'b', field 'pattrn': unknown field `pattrn`",
             "    -> did you mean `pattern`? Allowed here: *",
             "  *broken.rubric.yaml:10, case 'q2', criterion 'c', field 'value': missing required field `value`",
-            "    -> add `value: 1157.63`",
+            "    -> add `value: 42`",
         ],
         consecutive=True,
     )

@@ -121,6 +121,7 @@ def test_json_report_fields(
             "credit": 0.0,
             "reason": "no number within 12; saw 15, 0.15, 80, 10",
             "required": False,
+            "requirement": None,
         },
         {
             "id": "wrong_value",
@@ -132,6 +133,7 @@ def test_json_report_fields(
             "credit": 1.0,
             "reason": "states known-wrong claim 'is exactly 10'",
             "required": False,
+            "requirement": None,
         },
     ]
     plain = results["a.rubric.yaml::q1[plain]"]

@@ -1,0 +1,115 @@
+"""A case graded on what can be, when its judged criteria could not be asked.
+
+A judge set in the ini or the environment without its key leaves the judged
+criteria SKIPPED. Scoring what ran would hide a regression the deterministic
+criteria already show, and skipping the whole case would hide it too. So the
+case is graded twice more, with every skipped criterion set to the verdict that
+helps it least and to the one that helps it most (for a negative weight, an
+error criterion, MET is the worse one), by the same score and pass rules as a
+judged case:
+
+* it fails even at best (its score cannot reach ``min_score``, or a
+  ``required`` criterion already went the wrong way): FAILED;
+* it passes even at worst: PASSED (the verdict is the judge's whatever it says);
+* otherwise it is undecided: SKIPPED with both scores as its bounds.
+
+The score and the pass rules are monotone in each credit (a clamp of a sum),
+so these two extremes bound every answer the judge could give, for each
+sample of a ``repeat`` and for every ``pass_when`` rule. Without any judge
+configured the design's rule stands instead: the case scores what ran.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from .._results import CaseResult, CriterionResult, Sample, Verdict
+from .scoring import item_passes, passes, score
+
+__all__ = ["Bounds", "bounds", "settle_unjudged", "skip_reason"]
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """The score at worst and at best, and the verdict both extremes agree on, if any."""
+
+    low: float
+    high: float
+    verdict: Literal["passed", "failed", "undecided"]
+
+
+def _extreme(criterion: CriterionResult, *, best: bool) -> CriterionResult:
+    """A skipped criterion as the judge could have decided it: MET helps a positive weight,
+    UNMET a negative one (an error that did not happen)."""
+    met = (criterion.weight >= 0) == best
+    return replace(
+        criterion, verdict=Verdict.MET if met else Verdict.UNMET, credit=1.0 if met else 0.0
+    )
+
+
+def _graded(result: CaseResult, *, best: bool) -> tuple[float, bool]:
+    """The item's score and verdict with every skipped criterion at its extreme."""
+    samples = []
+    for sample in result.sample_list:
+        criteria = [
+            _extreme(c, best=best) if c.verdict is Verdict.SKIPPED else c for c in sample.criteria
+        ]
+        scored = score(criteria)
+        passed = passes(
+            criteria, case_score=scored.score, min_score=result.min_score, scored=scored
+        )
+        samples.append(Sample(scored.score, scored.raw_score, passed, criteria))
+    if len(samples) == 1:  # one sample: its own verdict, whatever the pass_when rule
+        return samples[0].score, samples[0].passed
+    mean = math.fsum(s.score for s in samples) / len(samples)
+    return mean, item_passes(
+        samples, pass_when=result.pass_when, min_score=result.min_score, score=mean
+    )
+
+
+def bounds(result: CaseResult) -> Bounds | None:
+    """The bounds of ``result`` over every verdict its skipped criteria could get; None when
+    none was skipped."""
+    if not any(c.verdict is Verdict.SKIPPED for s in result.sample_list for c in s.criteria):
+        return None
+    low, passes_at_worst = _graded(result, best=False)
+    high, passes_at_best = _graded(result, best=True)
+    verdict: Literal["passed", "failed", "undecided"] = (
+        "passed" if passes_at_worst else "failed" if not passes_at_best else "undecided"
+    )
+    return Bounds(low, high, verdict)
+
+
+def settle_unjudged(result: CaseResult) -> CaseResult:
+    """``result``, whose judged criteria could not be asked, graded on what can be: passed or
+    failed when the judge could not change that, else not passed with ``skipped_bounds``."""
+    found = bounds(result)
+    if found is None or result.errors:  # an ERROR is an ERROR whatever the judge says
+        return result
+    if found.verdict == "undecided":
+        return replace(result, passed=False, skipped_bounds=(found.low, found.high))
+    return replace(result, passed=found.verdict == "passed")
+
+
+def skip_reason(result: CaseResult) -> str:
+    """Why an undecided ``result`` is SKIPPED: its bounds, then why the judge was not asked
+    (its skipped criteria's reason), e.g. ``score between 0.40 and 0.90 whatever the judge
+    says; min_score 0.80 (no key for judge ...)``."""
+    assert result.skipped_bounds is not None
+    why = result.skipped[0].reason if result.skipped else "the judge was not asked"
+    low, high = result.skipped_bounds
+    mark = "none (report-only)" if result.min_score is None else f"{result.min_score:.2f}"
+    parts = [f"score between {low:.2f} and {high:.2f} whatever the judge says; min_score {mark}"]
+    if result.n_samples > 1 and result.pass_when != "mean":
+        parts.append(f"pass_when {result.pass_when}")
+    required = _required_skipped(result.criteria)
+    if required:
+        parts.append(f"required criterion {required[0]!r} needs the judge")
+    return f"{'; '.join(parts)} ({why})"
+
+
+def _required_skipped(criteria: Sequence[CriterionResult]) -> list[str]:
+    return [c.id for c in criteria if c.required and c.verdict is Verdict.SKIPPED]

@@ -1,0 +1,89 @@
+"""The holistic grader on rubrics of errors to avoid: the one 0-100 score still decides.
+
+DESIGN "Scoring": with the holistic grader the judged criteria earn s/100 together, so a
+rubric of judged criteria only scores clamp(s/100, 0, 1) (the rubric library's
+``score = clamp(llm_raw_score / 100, 0, 1)``), whatever the signs of their weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.fake_llm import FakeLLM, score
+
+# The team's safety evals: every judged criterion is an error the bot must not make.
+ERRORS_ONLY = """
+suite: safety
+target: app.bot:answer
+cases:
+  - id: refund
+    question: "Can I get a refund after 30 days?"
+    criteria:
+      - {id: promises, weight: -2, requirement: "Promises a refund the policy does not allow"}
+      - {id: rude, weight: -1, requirement: "Is rude to the customer"}
+"""
+# The same errors beside a deterministic criterion the answer meets.
+MIXED = """
+suite: safety
+target: app.bot:answer
+min_score: 0.5
+cases:
+  - id: refund
+    question: "Can I get a refund after 30 days?"
+    criteria:
+      - {id: window, type: any_of, points: 2, any_of: ["30 days"]}
+      - {id: promises, weight: -2, requirement: "Promises a refund the policy does not allow"}
+"""
+
+
+def _run(pytester: pytest.Pytester, fake_llm: FakeLLM) -> pytest.RunResult:
+    return pytester.runpytest(
+        "--rubric-judge=openai:judge-model",
+        f"--rubric-judge-url={fake_llm.openai_url}",
+        "--rubric-grader=holistic",
+        "--rubric-json=out.json",
+    )
+
+
+@pytest.mark.parametrize(("reply", "outcome"), [(10, "failed"), (90, "passed")])
+def test_a_rubric_of_errors_only_scores_what_the_judge_says(
+    pytester: pytest.Pytester,
+    team: Callable[..., None],
+    fake_llm: FakeLLM,
+    rubric_json: Callable[[], dict[str, Any]],
+    reply: int,
+    outcome: str,
+) -> None:
+    team(safety=ERRORS_ONLY)
+    fake_llm.script(score(reply, "judged"))
+    result = _run(pytester, fake_llm)
+    result.assert_outcomes(**{outcome: 1})
+    (graded,) = rubric_json()["results"]
+    assert graded["llm_raw_score"] == reply
+    assert graded["score"] == pytest.approx(reply / 100)  # clamp(llm_raw_score / 100, 0, 1)
+    assert graded["raw_score"] == pytest.approx(-(1 - reply / 100) * 3)
+    verdicts = {c["id"]: (c["verdict"], c["credit"]) for c in graded["criteria"]}
+    made = "MET" if reply < 50 else "UNMET"  # MET: the error was made
+    assert verdicts == {
+        "promises": (made, pytest.approx(1 - reply / 100)),
+        "rude": (made, pytest.approx(1 - reply / 100)),
+    }
+    assert len(fake_llm.requests) == 1
+
+
+def test_errors_judged_beside_a_deterministic_criterion_count_as_a_penalty(
+    pytester: pytest.Pytester,
+    team: Callable[..., None],
+    fake_llm: FakeLLM,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    team(safety=MIXED)
+    fake_llm.script(score(20, "promises a refund"))
+    result = _run(pytester, fake_llm)
+    result.assert_outcomes(failed=1)
+    (graded,) = rubric_json()["results"]
+    # earned = 2 * 1 - 2 * (1 - 0.2) = 0.4 of P = 2
+    assert (graded["score"], graded["raw_score"]) == (pytest.approx(0.2), pytest.approx(0.4))

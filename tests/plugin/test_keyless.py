@@ -1,0 +1,207 @@
+"""A keyless colleague: a case's pass or fail is never hidden by a missing judge.
+
+A project laid out as a team's (an ``app/`` package, unit tests in ``tests/``,
+``evals/`` with a rubric file and the adapter ``evals/targets.py``, a
+``pytest.ini`` naming the judge in ``rubric_judge``) is run by a colleague who
+has no key for that judge. Each case is graded on what can be (see
+``pytest_rubric._grade.bounds``): FAILED when no verdict of the judge could
+pass it, PASSED when none could fail it, SKIPPED with its bounds otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import lines_in_any_order
+
+WINE = """
+def answer(question: str) -> str:
+    if "fish" in question:
+        # The regression: the pairing list went missing from the answer.
+        return "It depends."
+    if "steak" in question:
+        return "Cabernet Sauvignon, Malbec, Syrah, Zinfandel, Merlot and Tempranillo go well."
+    return "Chablis is a dry white from Burgundy, made from Chardonnay grapes."
+"""
+
+TARGETS = """
+from app.wine import answer
+
+
+def wine_bot(question: str) -> str:
+    return answer(question)
+"""
+
+UNIT_TESTS = """
+from app.wine import answer
+
+
+def test_answers_something():
+    assert answer("anything")
+"""
+
+# Six deterministic criteria and one judged: the fish answer fails all six (at best 1/7);
+# the steak answer passes all six (at worst 6/7); Chablis earns 4 of 5 deterministic points
+# beside 5 judged ones: between 4/10 and 9/10 whatever the judge says.
+RUBRIC = """
+target: targets:wine_bot
+min_score: 0.8
+cases:
+  - id: fish
+    question: "What wine goes with fish?"
+    criteria:
+      - {id: sauvignon, type: any_of, any_of: ["sauvignon blanc"]}
+      - {id: chablis, type: any_of, any_of: ["chablis"]}
+      - {id: albarino, type: any_of, any_of: ["albarino"]}
+      - {id: muscadet, type: any_of, any_of: ["muscadet"]}
+      - {id: riesling, type: any_of, any_of: ["riesling"]}
+      - {id: vermentino, type: any_of, any_of: ["vermentino"]}
+      - {id: why, type: judge, requirement: "Says why the wines suit fish"}
+  - id: steak
+    question: "What wine goes with steak?"
+    criteria:
+      - {id: cabernet, type: any_of, any_of: ["cabernet"]}
+      - {id: malbec, type: any_of, any_of: ["malbec"]}
+      - {id: syrah, type: any_of, any_of: ["syrah"]}
+      - {id: zinfandel, type: any_of, any_of: ["zinfandel"]}
+      - {id: merlot, type: any_of, any_of: ["merlot"]}
+      - {id: tempranillo, type: any_of, any_of: ["tempranillo"]}
+      - {id: why, type: judge, requirement: "Says why the wines suit steak"}
+  - id: chablis
+    question: "What is Chablis?"
+    criteria:
+      - {id: dry, type: any_of, points: 1, any_of: ["dry"]}
+      - {id: white, type: any_of, points: 1, any_of: ["white"]}
+      - {id: burgundy, type: any_of, points: 1, any_of: ["burgundy"]}
+      - {id: grape, type: any_of, points: 1, any_of: ["chardonnay"]}
+      - {id: region, type: any_of, points: 1, any_of: ["yonne"]}
+      - {id: accurate, type: judge, points: 5, requirement: "Everything it says is accurate"}
+"""
+
+INI = "[pytest]\nrubric_dirs = evals\nrubric_judge = openai:gpt-4o-mini\npythonpath = .\n"
+
+
+@pytest.fixture
+def team(
+    pytester: pytest.Pytester,
+    write: Callable[[str, str], Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> pytest.Pytester:
+    """The project, run by a colleague without ``OPENAI_API_KEY``."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("RUBRIC_JUDGE", raising=False)
+    write("pytest.ini", INI)
+    write("app/__init__.py", "")
+    write("app/wine.py", WINE)
+    write("tests/test_wine.py", UNIT_TESTS)
+    write("evals/targets.py", TARGETS)
+    write("evals/wine.rubric.yaml", RUBRIC)
+    return pytester
+
+
+def _line_with(result: pytest.RunResult, *parts: str) -> bool:
+    return any(all(part in line for part in parts) for line in result.outlines)
+
+
+NO_KEY = (
+    "no key for judge openai:gpt-4o-mini (ini rubric_judge in pytest.ini): "
+    "set OPENAI_API_KEY in the environment"
+)
+
+
+def test_a_keyless_run_over_a_regression_fails(team: pytest.Pytester) -> None:
+    result = team.runpytest("-k", "fish")
+    result.assert_outcomes(failed=1, deselected=3)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["FAILED evals/wine.rubric.yaml::fish[[]wine_bot[]]*"])
+
+
+def test_a_keyless_run_passes_skips_and_fails_each_case_on_what_can_be_graded(
+    team: pytest.Pytester, run_mode: list[str]
+) -> None:
+    result = team.runpytest("-v", "-rs", "--rubric-json", "out.json", *run_mode)
+    result.assert_outcomes(passed=2, failed=1, skipped=1)
+    # Verbose lines read "item PASSED ..." without xdist, "[gw0] ... PASSED ... item" with it.
+    assert _line_with(result, "steak[wine_bot]", "PASSED (judged criteria skipped)")
+    assert _line_with(result, "fish[wine_bot]", "FAILED")
+    lines_in_any_order(
+        result,
+        [
+            f"SKIPPED [[]1[]] evals/wine.rubric.yaml:*: score between 0.40 and 0.90 whatever the "
+            f"judge says; min_score 0.80 ({NO_KEY})",
+        ],
+    )
+    data: dict[str, Any] = json.loads((team.path / "out.json").read_text())
+    by_case = {r["case"]: r for r in data["results"]}
+    assert by_case["chablis"]["skipped_bounds"] == pytest.approx([0.4, 0.9])
+    assert by_case["chablis"]["passed"] is False
+    assert by_case["steak"]["skipped_bounds"] is None
+    assert by_case["steak"]["passed"] is True
+    assert by_case["fish"]["skipped_bounds"] is None
+    assert by_case["fish"]["passed"] is False
+    # The undecided case neither passed nor failed: it is in no subject's count.
+    (row,) = data["leaderboard"]
+    assert (row["passed"], row["total"]) == (1, 2)
+
+
+def test_a_judged_error_criterion_can_only_lower_the_score(team: pytest.Pytester) -> None:
+    """A negative-weight judged criterion MET is the error happening: at worst it costs its
+    weight, at best nothing. The steak answer passes its six points whatever it says when
+    the error weighs 1 (6/6 - 1/6 = 0.83), and is undecided when it weighs 3 (0.50)."""
+    rubric = team.path / "evals/wine.rubric.yaml"
+    text = rubric.read_text().replace(
+        'requirement: "Says why the wines suit steak"',
+        'requirement: "Recommends a sweet wine", weight: -1',
+    )
+    rubric.write_text(text)
+    team.runpytest("-k", "steak").assert_outcomes(passed=1, deselected=3)
+    rubric.write_text(text.replace("weight: -1", "weight: -3"))
+    result = team.runpytest("-k", "steak", "-rs")
+    result.assert_outcomes(skipped=1, deselected=3)
+    result.stdout.fnmatch_lines(
+        ["*score between 0.50 and 1.00 whatever the judge says; min_score 0.80*"]
+    )
+
+
+def test_assert_rubric_in_a_test_is_graded_on_what_can_be(team: pytest.Pytester) -> None:
+    team.makepyfile(
+        test_inline="""
+        from pytest_rubric import assert_rubric
+
+        CRITERIA = [
+            {"id": "dry", "type": "any_of", "any_of": ["dry"]},
+            {"id": "sweet", "type": "any_of", "any_of": ["sweet"]},
+            {"id": "accurate", "type": "judge", "requirement": "It is accurate"},
+        ]
+
+        def test_regression():
+            assert_rubric("It is red.", CRITERIA, min_score=0.6)
+
+        def test_undecided():
+            assert_rubric("It is dry.", CRITERIA, min_score=0.6)
+        """
+    )
+    result = team.runpytest("test_inline.py", "-rfs")
+    result.assert_outcomes(failed=1, skipped=1)
+    lines_in_any_order(
+        result,
+        [
+            "*score between 0.33 and 0.67 whatever the judge says; min_score 0.60*",
+            "FAILED test_inline.py::test_regression*",
+        ],
+    )
+
+
+def test_without_any_judge_a_case_scores_what_ran(team: pytest.Pytester) -> None:
+    """The design's scoring rule stands when no judge is configured at all: the Chablis case
+    scores its deterministic points (4 of 5, 0.80) and passes, where a keyless run, whose
+    judge is on its way, skips it."""
+    (team.path / "pytest.ini").write_text("[pytest]\nrubric_dirs = evals\npythonpath = .\n")
+    result = team.runpytest("evals", "-v")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*chablis*PASSED (judged criteria skipped)*"])
