@@ -306,9 +306,11 @@ def test_every_gate_outcome_is_in_the_json_and_kept_through_merge(
     }  # fmt: skip
 
 
-def _cases(*ids: str) -> str:
+def _cases(*ids: str, **phrases: str) -> str:
+    """A suite whose cases pass when the answer says ``sure`` (or their own phrase)."""
     rows = "".join(
-        f"  - {{id: {i}, question: 'Case {i}?', criteria: [{{id: ok, type: any_of, any_of: [sure]}}]}}\n"
+        f"  - {{id: {i}, question: 'Case {i}?', "
+        f"criteria: [{{id: ok, type: any_of, any_of: [{phrases.get(i, 'sure')}]}}]}}\n"
         for i in ids
     )
     return f"suite: faq\ntarget: app.bot:answer\nmin_score: 1\ncases:\n{rows}"
@@ -320,10 +322,11 @@ def test_the_change_shown_is_the_paired_one_the_gate_judges(
     """Cases added and removed: the summary and the HTML showed the unpaired change
     (0.750 -> 0.750, +0.000) while the gate failed on a paired drop of 0.333 over the
     shared cases. The change shown is the gate's."""
-    team(faq=_cases("a", "b", "c", "d"), answers={"a": "sure", "b": "sure", "c": "sure", "d": "no"})
+    answers = {"a": "sure", "b": "sure", "c": "nope", "d": "nope", "e": "sure"}
+    team(faq=_cases("a", "b", "c", "d", c="nope"), answers=answers)
     pytester.runpytest("--rubric-json", "main.json")
-    # c regresses, d is gone, e is new: 3 of 4 pass on both sides.
-    team(faq=_cases("a", "b", "c", "e"), answers={"a": "sure", "b": "sure", "c": "no", "e": "sure"})
+    # c regresses (its phrase changed), d is gone, e is new: 3 of 4 pass on both sides.
+    team(faq=_cases("a", "b", "c", "e"), answers=answers)
     result = pytester.runpytest("--rubric-baseline", "main.json", "--rubric-html", "out.html")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
