@@ -376,7 +376,15 @@ def test_a_baseline_that_shares_no_case_names_the_rootdir_and_what_to_do(
             "give the baseline of this suite",
         ]
     )
-    # What the message says to do works.
+    # Said before the run too, where the imports of targets and callables move with it.
+    result.stdout.fnmatch_lines(
+        [
+            f"*RubricWarning: --rubric-baseline {main}: with no ini file, pytest took this path "
+            f"for a test path and chose the rootdir {rootdir}, so node ids are relative to it*"
+        ]
+    )
+    # What the messages say to do works.
     result = pytester.runpytest("--rubric-dir", "evals", f"--rubric-baseline={main}")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["rubric gate passed: *"])
+    result.stdout.no_fnmatch_line("*RubricWarning*")
