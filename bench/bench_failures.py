@@ -2,10 +2,11 @@
 
 What is measured
 ----------------
-The time of the terminal summary (pytest's failure printing, the short test summary
-and the rubric summary), measured inside each run by a small plugin
-(``_summary_timer.py``) so start-up, collection and grading do not blur it. Four kinds of
-run, each at N and 2N, alternated, ``--repeat`` times, median kept:
+The time pytest takes to print the failures (its ``FAILURES`` section), measured inside
+each run by a small plugin (``_summary_timer.py``) around the terminal reporter's
+``summary_failures``, so start-up, collection, grading and the other summaries do not
+blur it. Four kinds, each at N and 2N, every run alternated, ``--repeat`` times, medians
+kept:
 
 * **rubric**: N rubric items (an inline answer, a ``number`` and an ``any_of``
   criterion), one in five failing, with pytest's default ``--tb``;
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = run(args.n, args.repeat)
     n = result["n"]
-    print(f"terminal summary, {n // 5} of {n} and {2 * n // 5} of {2 * n} items failing:")
+    print(f"printing the failures, {n // 5} of {n} and {2 * n // 5} of {2 * n} items failing:")
     print(f"{'':18}{f'N={n}':>10}{f'2N={2 * n}':>12}{'2N/N':>8}")
     for kind, row in result["kinds"].items():
         print(f"{kind:18}{row['n_s']:>9.2f}s{row['2n_s']:>11.2f}s{row['growth']:>8.2f}")
