@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench bench-stats wheel e2e-local browser docs screenshot clean
+.PHONY: demo test lint bench bench-stats wheel dist e2e-local browser docs screenshot clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,10 +15,16 @@ $(STAMP): pyproject.toml
 # The bundled evaluation: four synthetic subjects, graded offline. Failing cases
 # are the point of the demo, so pytest's exit code 1 (tests failed) is expected;
 # anything else (usage or internal errors) still fails the target.
+# examples/agents adds a support agent graded on its trace (tool calls, cost, latency): the
+# leaderboard's trace columns. DEMO_TRACE_FLAGS is where --rubric-otel goes once span reading
+# is in (the agent is then read from its spans too, with no change to it).
+DEMO_TRACE_FLAGS ?=
 demo: $(STAMP)
-	$(PY) -m pytest --rubric-dir examples/evals -p no:cacheprovider -q --tb=no -rN \
+	$(PY) -m pytest --rubric-dir examples/evals --rubric-dir examples/agents $(DEMO_TRACE_FLAGS) \
+		-p no:cacheprovider -q --tb=no -rN \
 		--rubric-json .demo/results.json --rubric-html .demo/report.html; status=$$?; [ $$status -le 1 ]
-	@echo "The failures above are the point: confidently wrong answers fail their rubrics, whatever their style."
+	@echo "The failures above are the point: confidently wrong answers fail their rubrics, whatever their style,"
+	@echo "and the agent that claims refunds it never issued fails on its own trace."
 	@echo "JSON results: .demo/results.json; HTML report: .demo/report.html"
 
 # Two workers: the suite (about 1,150 tests) takes about 65 s this way on a quiet 2-core machine.
@@ -60,11 +66,19 @@ bench: $(STAMP)
 bench-stats: $(STAMP)
 	$(PY) bench/bench_promises.py --json bench/promises.json
 
-# A wheel to install elsewhere (the package is not on PyPI yet): dist/pytest_rubric-*.whl.
+# A wheel alone, to install elsewhere: dist/pytest_rubric-*.whl (`make dist` builds the release files).
 wheel: $(STAMP)
 	rm -rf dist build
 	$(PY) -m pip wheel --quiet --no-deps -w dist .
 	@ls dist/*.whl
+
+# The release files, as PyPI will read them: dist/pytest_rubric-*.tar.gz and the wheel,
+# built from the tree (no isolated download: the dev extra has the build backend) and
+# checked by twine. The release workflow (docs/development/releasing.md) runs this.
+dist: $(STAMP)
+	rm -rf dist build
+	$(PY) -m build --no-isolation --outdir dist .
+	$(PY) -m twine check --strict dist/*
 
 # Not part of `make test`: a judged example against a real OpenAI-compatible
 # server (llama-cpp-python with the SmolLM2-135M model shipped in the

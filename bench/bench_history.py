@@ -3,7 +3,7 @@
 What is measured
 ----------------
 A ``--rubric-history`` file is filled with ``--runs`` runs of ``--items`` results each
-(two subjects), through the plugin's own ``_history.append``; then, on that full file, the
+(two subjects), through the plugin's own ``_report.history.append``; then, on that full file, the
 time of one more append (median of ``--repeat``) and of ``read_runs(last=20)``, what
 ``python -m pytest_rubric history PATH --last 20`` reads (median of ``--repeat``).
 

@@ -5,7 +5,7 @@ What is measured
 A synthetic session of N items (four subjects, N / 4 cases, three criteria each, a
 one-sentence response, about one answer in six failing; a baseline where one item in
 twenty scored otherwise, so the "Changes since the baseline" section is there) goes
-through ``build_report`` and every writer of ``_outputs.OUTPUTS`` (JSON, HTML,
+through ``build_report`` and every writer of ``_config.outputs.OUTPUTS`` (JSON, HTML,
 Markdown, CSV), in a child process per N so each peak is its own:
 
 - **html_mb**: the HTML report's size;

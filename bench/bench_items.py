@@ -206,7 +206,7 @@ def _flow(value: Any) -> str:
 
 
 def _bare(key: str, value: Any) -> str:
-    """Ids and type names unquoted, as in the design's examples; everything else via JSON."""
+    """Ids and type names unquoted, as in the docs' examples; everything else via JSON."""
     if key in ("id", "type") and isinstance(value, str) and re.fullmatch(r"[a-z][a-z0-9_]*", value):
         return value
     return _flow(value)

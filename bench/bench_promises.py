@@ -1,11 +1,11 @@
 """Each statistical promise, simulated through the plugin's own code and printed beside it.
 
-DESIGN "Statistics that keep their promises": suites whose true means are known
+The promises of docs/explanation/statistics.md: suites whose true means are known
 are drawn many times, and the figures the plugin prints are checked against the
 truth. Everything goes through the functions a run uses: ``leaderboard`` (the
 correctness interval, ``passed_ci``, tiers, ``detectable_drop``), ``gates.run_gates``
 (the baseline gate, case and subject) and ``paired`` with
-``_stats.paired_difference`` (tiers, deltas, pairwise). Each subject of a
+``_report.stats.paired_difference`` (tiers, deltas, pairwise). Each subject of a
 leaderboard is one replication, so one call judges hundreds of them.
 
 The families drawn:

@@ -11,6 +11,8 @@ alternately in the same run, so a noisy neighbour slows both:
 * ``bench_soak``: 2,000 judged criteria with 20 % injected faults;
 * ``bench_stats``: the leaderboard's intervals and detectable drop over
   10,000 results, against a 2,000-resample bootstrap of the same;
+* ``bench_traces``: 3,000 items whose answers carry traces of 10 tool calls each,
+  against the same items without traces;
 * ``bench_failures``: the failure report of N and 2N items, one in five failing.
 
 The statistics' promises are not timings: ``bench_promises.py`` simulates
@@ -44,11 +46,14 @@ import bench_items
 import bench_judge
 import bench_soak
 import bench_stats
+import bench_traces
 
 Row = tuple[str, str, str, str, str, bool]  # measure, measured, against, ratio, target, ok
 
 
-def rows(items: Any, judge: Any, imports: Any, soak: Any, stats: Any, failures: Any) -> list[Row]:
+def rows(
+    items: Any, judge: Any, imports: Any, soak: Any, stats: Any, traces: Any, failures: Any
+) -> list[Row]:
     within = bench_judge.TARGET
     warm = bench_judge.WARM_TARGET
     floor = f"floor {judge['floor_s']:.2f}s"
@@ -135,6 +140,14 @@ def rows(items: Any, judge: Any, imports: Any, soak: Any, stats: Any, failures: 
             stats["closed_form_s"] < bench_stats.TARGET_S,
         ),
         (
+            f"traces, N={traces['n']} x {traces['calls']} tool calls",
+            f"{traces['traced']['median_s']:.2f}s",
+            f"no traces {traces['plain']['median_s']:.2f}s",
+            f"{traces['ratio']:.2f}",
+            f"<= {bench_traces.TARGET:g}",
+            traces["ratio"] <= bench_traces.TARGET,
+        ),
+        (
             f"failure report, --tb=line, N={2 * failures['n']}",
             f"{failures['kinds']['rubric --tb=line']['2n_s']:.2f}s",
             f"N={failures['n']} {failures['kinds']['rubric --tb=line']['n_s']:.2f}s",
@@ -178,9 +191,11 @@ def main(argv: list[str] | None = None) -> int:
     soak = bench_soak.run(criteria=500 if args.quick else 2000)
     print("  intervals ...", flush=True)
     stats = bench_stats.run(repeat=repeat)
+    print("  traces ...", flush=True)
+    traces = bench_traces.run(1000 if args.quick else bench_traces.DEFAULT_N, repeat)
     print("  failures ...", flush=True)
     failures = bench_failures.run(1000 if args.quick else 2000, 1 if args.quick else 2)
-    found = rows(items, judge, imports, soak, stats, failures)
+    found = rows(items, judge, imports, soak, stats, traces, failures)
     print()
     print(table(found))
     print(f"\n{time.perf_counter() - started:.0f}s in all")
@@ -191,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             "import": imports,
             "soak": soak,
             "stats": stats,
+            "traces": traces,
             "failures": failures,
         }
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

@@ -18,22 +18,65 @@ __all__ = [
     "EVIDENCE_MODES",
     "GRADERS",
     "MAX_CALL_TIMEOUT",
+    "PROVIDERS",
     "RESPONSE_CACHE_MODES",
     "SET_A_JUDGE",
     "SHOW_QUESTION",
     "SHOW_RESPONSE",
+    "Provider",
     "ResponseTally",
     "RetryPolicy",
     "is_rubric_file",
     "named",
 ]
 
-GRADERS = ("per-criterion", "one-shot", "holistic")
+# --rubric-grader: how the judged criteria are asked, one entry each. The strategy is named by
+# import path (a judge.strategies.Strategy), so the flag's choices are known before any of the
+# judge is imported, and judge.strategies.STRATEGIES is read from here.
+GRADERS: dict[str, str] = {
+    "per-criterion": "pytest_rubric.judge.strategies:PER_CRITERION",
+    "one-shot": "pytest_rubric.judge.strategies:ONE_SHOT",
+    "holistic": "pytest_rubric.judge.strategies:HOLISTIC",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    """Where one provider of ``--rubric-judge PROVIDER:MODEL`` answers and how it is called."""
+
+    url: str  # the provider's own endpoint, where a key is required
+    key_variable: (
+        str  # the environment variable that holds the key (every output is redacted of it)
+    )
+    url_variable: str  # the environment variable that moves the endpoint
+    wire: str  # the protocol it speaks: a key of _llm.clients.WIRES
+    batch: bool = False  # whether --rubric-judge-batch speaks its batch API (_llm.batch_providers)
+
+
+# The providers, one entry each: everything else (the judge's parser, the keys every output is
+# redacted of, batch support, the flags' help) reads this table. Here, at the bottom of the
+# package, because the redaction in _guards.secrets needs the key variables.
+PROVIDERS: dict[str, Provider] = {
+    "openai": Provider(
+        url="https://api.openai.com/v1",
+        key_variable="OPENAI_API_KEY",
+        url_variable="OPENAI_BASE_URL",
+        wire="openai",
+        batch=True,
+    ),
+    "anthropic": Provider(
+        url="https://api.anthropic.com",
+        key_variable="ANTHROPIC_API_KEY",
+        url_variable="ANTHROPIC_BASE_URL",
+        wire="anthropic",
+        batch=True,
+    ),
+}
 CACHE_MODES = ("use", "refresh", "off", "replay")
 # --rubric-response-cache: the application under test is called unless a run asks otherwise.
 RESPONSE_CACHE_MODES = ("off", "use", "replay")
 EVIDENCE_MODES = ("check", "require", "off")  # --rubric-judge-evidence, see judge.evidence
-# --rubric-judge-probe-kinds: what the probed criteria are judged again on (see _audit).
+# --rubric-judge-probe-kinds: what the probed criteria are judged again on (see _pytest.auditing).
 PROBE_KINDS = ("tone", "length", "position")
 DEFAULT_MIN_SCORE = 0.8  # the pass mark of cases that set none (ini rubric_min_score)
 DEFAULT_CALL_TIMEOUT = 60.0  # seconds a callable or target may run (ini rubric_call_timeout)

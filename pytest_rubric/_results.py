@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._trace import Trace
+
 __all__ = [
     "CaseResult",
     "CriterionResult",
@@ -81,19 +83,6 @@ class CriterionResult:
     judges: dict[str, str | float] | None = None  # a panel's: each judge's verdict or score
     # A judged criterion's requirement, as the rubric states it; None for a deterministic one.
     requirement: str | None = None
-
-    @property
-    def samples(self) -> list[dict[str, Any]] | None:
-        """Deprecated: the judge's votes are :attr:`votes` (a sample is one answer of an item)."""
-        import warnings
-
-        warnings.warn(
-            "CriterionResult.samples is now CriterionResult.votes (the judge's votes); the old "
-            "name will be removed in a later release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.votes
 
     @property
     def unstable(self) -> bool:
@@ -177,6 +166,7 @@ class Sample:
     criteria: list[CriterionResult]
     response: str = ""
     llm_raw_score: float | None = None  # the holistic judge's 0-100 reply for this answer
+    trace: Trace | None = None  # what the application did on the way to this answer
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -186,6 +176,7 @@ class Sample:
             "criteria": [c.to_dict() for c in self.criteria],
             "response": self.response,
             "llm_raw_score": self.llm_raw_score,
+            "trace": None if self.trace is None else self.trace.to_dict(),
         }
 
     @classmethod
@@ -197,6 +188,7 @@ class Sample:
             criteria=[CriterionResult.from_dict(c) for c in data["criteria"]],
             response=data.get("response", ""),
             llm_raw_score=data.get("llm_raw_score"),
+            trace=Trace.from_dict(data["trace"]) if data.get("trace") else None,
         )
 
 
@@ -219,7 +211,7 @@ class CaseResult:
 
     ``llm_raw_score`` is the holistic grader's 0-100 reply (the rubric library's field),
     None for every other grader; with ``repeat`` it is the mean of the samples' own, None
-    when one of them has none (see ``judge.base.mean_raw_score``).
+    when one of them has none (see ``_llm.base.mean_raw_score``).
     """
 
     nodeid: str
@@ -243,11 +235,15 @@ class CaseResult:
     pass_when: str | float = "mean"
     level: float = 0.95  # the confidence level of pass_rate_ci
     samples: list[Sample] = field(default_factory=list)
-    probe: list[dict[str, str]] = field(default_factory=list)  # the style probe's, see _audit
+    probe: list[dict[str, str]] = field(
+        default_factory=list
+    )  # the style probe's, see _report.audit
     # False for an assert_rubric call without ``subject=``: a check inside a unit test, counted
     # in the summary's "assertions" line, never ranked on the leaderboard as a subject.
     ranked: bool = True
     llm_raw_score: float | None = None
+    # The first sample's trace, like ``response`` (the JSON writes it in each sample only).
+    trace: Trace | None = None
     # (low, high): a case SKIPPED because its judged criteria could not be asked (a judge
     # without its key) and the judge could still pass or fail it; see _grade.bounds.
     skipped_bounds: tuple[float, float] | None = None
@@ -265,6 +261,7 @@ class CaseResult:
                 self.criteria,
                 self.response,
                 self.llm_raw_score,
+                self.trace,
             )
         ]
 
@@ -341,6 +338,7 @@ class CaseResult:
             del data["probe"]
         if self.ranked:  # written only where it says something
             del data["ranked"]
+        del data["trace"]  # in each sample
         return data
 
     @classmethod
@@ -350,6 +348,7 @@ class CaseResult:
         samples = [Sample.from_dict(s) for s in data.get("samples", ())]
         # One sample is the result itself: kept as no samples, the way it was graded.
         fields["samples"] = samples if len(samples) > 1 else []
+        fields["trace"] = samples[0].trace if samples else None
         if fields.get("skipped_bounds") is not None:
             fields["skipped_bounds"] = tuple(fields["skipped_bounds"])
         return cls(**fields)

@@ -2,81 +2,55 @@
 
 A file is a :class:`Suite` of :class:`Case` objects, each with a list of
 criteria. Each criterion type is a model in ``pytest_rubric.criteria`` (one
-module per type, with its check); :data:`Criterion` is their discriminated
-union on ``type``, where a criterion written without ``type`` but with a
+module per type, with its check); :data:`Criterion` reads one as the type
+its ``type`` names in ``pytest_rubric.criteria.registry`` (with the types a
+conftest adds), where a criterion written without ``type`` but with a
 ``requirement`` is a ``judge`` criterion (the weight-and-requirement form of
 rubric libraries loads unchanged).
 
 The models only describe and validate; matching lives in the criteria's
-checks, scoring in ``_scoring``.
+checks, scoring in ``pytest_rubric._grade.scoring``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AliasChoices,
     BaseModel,
     BeforeValidator,
     Field,
+    PlainValidator,
     field_validator,
     model_validator,
 )
 
 from ._repeat import parse_pass_when, parse_repeat
-from .criteria.all_of import AllOf
-from .criteria.any_of import AnyOf
-from .criteria.callable import CallableCriterion
-from .criteria.extract import Extract
-from .criteria.forbidden import Forbidden
-from .criteria.fuzzy import Fuzzy
-from .criteria.json import Json
-from .criteria.judge import Requirement
-from .criteria.length import Length
-from .criteria.metric import Metric
+from ._trace import Passage
+from .criteria.field import JsonPointer
 from .criteria.model import MODEL_CONFIG, CriterionModel, FieldError, Id, Share, Tags, Timeout
 from .criteria.model import check_import_path as _check_import_path
-from .criteria.number import Number
-from .criteria.regex import Regex
-from .criteria.registry import DETERMINISTIC, tagged_union
+from .criteria.registry import criterion_types, validate_criterion
 
 __all__ = [
     "CRITERION_TYPES",
     "REPORT_ONLY",
-    "AllOf",
-    "AnyOf",
-    "CallableCriterion",
     "Case",
     "Criterion",
-    "CriterionModel",
-    "Extract",
-    "FieldError",
-    "Forbidden",
-    "Fuzzy",
-    "Json",
-    "Length",
     "Mark",
     "Message",
-    "Metric",
-    "Number",
-    "Regex",
-    "Requirement",
     "Rubric",
     "Suite",
     "default_ids",
     "own_mark",
 ]
 
-# Every criterion type by the `type:` it is written with: the deterministic ones,
-# then `json` (whose fields hold deterministic bodies), `judge` and `extract` (whose check is one).
-_ALL: tuple[type[CriterionModel], ...] = (*DETERMINISTIC, Json, Requirement, Extract)
-CRITERION_TYPES: dict[str, type[CriterionModel]] = {model.tag: model for model in _ALL}
+# Every built-in criterion type by the `type:` it is written with (criteria/registry.py).
+CRITERION_TYPES: dict[str, type[CriterionModel]] = criterion_types()
 
-if TYPE_CHECKING:
-    Criterion = CriterionModel
-else:
-    Criterion = tagged_union(CRITERION_TYPES.values())
+# A criterion, read as the type it names among the session's (built-in and added) types.
+Criterion = Annotated[CriterionModel, PlainValidator(validate_criterion)]
 
 
 def default_ids(value: Any, prefix: str) -> Any:
@@ -274,8 +248,27 @@ class Rubric(BaseModel):
         return next(m.content for m in reversed(self.messages) if m.role == "user")
 
 
+class ContextPassage(BaseModel):
+    """One passage of a case's fixed ``context:`` (or a plain string)."""
+
+    model_config = MODEL_CONFIG
+
+    text: str
+    id: str | int | None = None
+    source: str | None = None
+
+    def passage(self) -> Passage:
+        return Passage(
+            text=self.text, id=None if self.id is None else str(self.id), source=self.source
+        )
+
+
 class Case(Rubric):
-    """One question of a rubric file, with where its responses come from."""
+    """One question of a rubric file, with where its responses come from.
+
+    ``context`` is a fixed context (passages) to grade generation alone: the trace's
+    context when the answer brings none (see ``_grade.grader.with_case_context``).
+    """
 
     id: Id
     response: str | None = None
@@ -287,6 +280,16 @@ class Case(Rubric):
     repeat: Repeat | None = None  # default: the file's, else --rubric-repeat (1)
     pass_when: PassWhenField | None = None  # default: the file's, else --rubric-pass-when (mean)
     tags: Tags = ()
+    context: tuple[str | ContextPassage, ...] | None = None
+
+    @property
+    def fixed_context(self) -> tuple[Passage, ...]:
+        """``context:`` as passages (none when not given)."""
+        if self.context is None:
+            return ()
+        return tuple(
+            Passage(text=p) if isinstance(p, str) else p.passage() for p in self.context or ()
+        )
 
     @field_validator("target")
     @classmethod
@@ -342,11 +345,13 @@ class Suite(BaseModel):
     responses: str | None = None
     target: str | None = None
     targets: dict[str, str] | None = None  # subject name -> "module:function"
+    target_fixed: bool = False  # keep target(s) when the command line names subjects
     repeat: Repeat | None = None
     pass_when: PassWhenField | None = None
-    calibration: list[CalibrationExample] | str | None = None  # see _calibration
-    judge_instructions: str | None = None  # see _guidance
-    judge_examples: list[JudgeExample] | str | None = None  # see _guidance
+    calibration: list[CalibrationExample] | str | None = None  # see _load.calibration
+    judge_instructions: str | None = None  # see _load.guidance
+    style_field: JsonPointer | None = None  # where style is measured in a JSON answer
+    judge_examples: list[JudgeExample] | str | None = None  # see _load.guidance
     global_criteria: list[Criterion] = Field(
         default=[], validation_alias=AliasChoices("global", "global_criteria")
     )

@@ -3,8 +3,9 @@
 A :class:`Trace` holds the tool calls an agent made, the passages a retriever gave, how
 many model calls there were, what they cost and how long the target took. It is read
 from what a target returns (a mapping or object with ``messages``, ``context``,
-``usage``), from a responses file line, from a case's fixed ``context:``, or from the
-OpenTelemetry spans of the target's call (``--rubric-otel``); ``source`` says which.
+``usage``: :mod:`pytest_rubric._load.traces`), from a responses file line, from a case's
+fixed ``context:``, or from the OpenTelemetry spans of the target's call
+(``--rubric-otel``); ``source`` says which.
 
 The records are frozen and stdlib only, like :mod:`pytest_rubric._results`, so they
 travel with a result through xdist as plain dicts and back. The words follow the
@@ -14,7 +15,8 @@ GenAI conventions and OpenInference's span attributes for what is read from span
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 __all__ = ["Passage", "ToolCall", "Trace", "TraceSource", "Usage"]
@@ -144,3 +146,33 @@ class Trace:
             latency_s=data.get("latency_s"),
             metadata=data.get("metadata"),
         )
+
+    def clipped(self, cut: Callable[[str], str]) -> Trace:
+        """This trace as a result keeps it: each tool result and passage text through ``cut``
+        (redacted, then cut to :data:`TRACE_TEXT_LIMIT` characters with a count); the trace
+        itself when nothing changed."""
+        calls = tuple(_cut_call(c, cut) for c in self.tool_calls)
+        passages = tuple(_cut_passage(p, cut) for p in self.context)
+        if all(a is b for a, b in zip(calls, self.tool_calls, strict=True)) and all(
+            a is b for a, b in zip(passages, self.context, strict=True)
+        ):
+            return self
+        return replace(self, tool_calls=calls, context=passages)
+
+    @property
+    def passage_ids(self) -> tuple[str, ...]:
+        """Each passage's id, or its 1-based position when it has none (how criteria and
+        reports name passages)."""
+        return tuple(p.id if p.id is not None else str(i) for i, p in enumerate(self.context, 1))
+
+
+def _cut_call(call: ToolCall, cut: Callable[[str], str]) -> ToolCall:
+    if call.result is None:
+        return call
+    result = cut(call.result)
+    return call if result == call.result else replace(call, result=result)
+
+
+def _cut_passage(passage: Passage, cut: Callable[[str], str]) -> Passage:
+    text = cut(passage.text)
+    return passage if text == passage.text else replace(passage, text=text)

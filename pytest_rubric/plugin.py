@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = RubricSession(config)
     # Registered before pytest's own plugins register theirs (their configure hooks run after
     # this one), so run after them: both of pytest's collections at unconfigure, the hook's
-    # and the cleanup's, then skip the frozen heap (see _heap).
+    # and the cleanup's, then skip the frozen heap (see _pytest.heap).
     config.add_cleanup(state.thaw)
     state.inputs.global_responses()  # a broken --rubric-responses file stops the run here, clearly
     state.judging.start(_own_judge(config))
@@ -280,6 +280,14 @@ class _SessionHooks:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.state.collected(session.items)
 
+    def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
+        """A run that deselected items never prunes recordings."""
+        self.state.recordings.deselected += len(items)
+
+    def pytest_report_collectionfinish(self, config: pytest.Config) -> list[str]:
+        """What the command line's subjects replaced (or could not: ``target_fixed``)."""
+        return self.state.precedence_lines()
+
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         """A broken rubric file is a collection error, but the rest of the session still runs:
@@ -343,6 +351,12 @@ class _ReportHooks:
             terminalreporter.stats.setdefault(key, []).extend(
                 _gate_report(reason) for reason in report.gates.regressions
             )
+        if xdist.is_xdist_controller(self.state.config):
+            # The workers collected: what the command line's subjects replaced is known now.
+            for said in self.state.precedence_lines():
+                terminalreporter.write_line(said)
+        if self.state.recordings.line is not None:
+            terminalreporter.write_line(outgoing(self.state.recordings.line))
         if self.state.summary_wanted(report) and terminalreporter.config.get_verbosity() >= -1:
             from ._render.summary import terminal_lines
 

@@ -155,3 +155,25 @@ def rubric_json(pytester: pytest.Pytester) -> Callable[[], dict[str, Any]]:
 
 # The scripted provider server, for the judge tests.
 from tests.fake_llm import fake_llm  # noqa: E402, F401
+
+
+def team_project(
+    pytester: pytest.Pytester,
+    write: Callable[[str, str], Path],
+    *,
+    app: str,
+    unit_test: str,
+    targets: str,
+    ini: str = "",
+) -> None:
+    """Lay the pytester directory out as a team's project: the application ``app/bot.py``, its
+    unit test ``tests/test_bot.py``, the target adapter ``evals/targets.py`` (rubric files go
+    in ``evals/``), and an ini that collects both, ``ini`` added to it."""
+    pytester.makeini(
+        "[pytest]\nrubric_dirs = evals\ntestpaths = tests\npythonpath = .\n"
+        "rubric_judge_backoff = 0.01\n" + ini
+    )
+    write("app/__init__.py", "")
+    write("app/bot.py", app)
+    write("tests/test_bot.py", unit_test)
+    write("evals/targets.py", targets)

@@ -10,7 +10,8 @@ Each request is recorded (:attr:`FakeLLM.requests`) *before* it is answered,
 then answered by the next scripted :class:`Action` (FIFO, one per request), or
 by the responder function when the queue is empty, or else by an HTTP 500
 saying the request was unscripted. Actions are built with the plain functions
-:func:`text`, :func:`json_reply`, :func:`verdict`, :func:`score`,
+:func:`text`, :func:`json_reply`, :func:`tool_calls` (an assistant turn that calls
+tools), :func:`verdict`, :func:`score`,
 :func:`status`, :func:`delay`, :func:`drop` and :func:`raw`, and are rendered
 in the wire format of the endpoint that was called. Hostile servers are
 scripted with :func:`trickle` (a body one byte at a time), :func:`oversize`
@@ -93,6 +94,7 @@ __all__ = [
     "Redirect",
     "Status",
     "Text",
+    "ToolCalls",
     "Trickle",
     "cut",
     "deep",
@@ -108,6 +110,7 @@ __all__ = [
     "score",
     "status",
     "text",
+    "tool_calls",
     "trickle",
     "verdict",
 ]
@@ -149,6 +152,16 @@ class Text(Action):
     """A normal assistant reply whose message text is ``content``."""
 
     content: str
+    input_tokens: int = 10
+    output_tokens: int = 5
+
+
+@dataclass(frozen=True)
+class ToolCalls(Action):
+    """An assistant turn that calls tools (OpenAI ``tool_calls``, ``finish_reason`` tool_calls;
+    Anthropic ``tool_use`` blocks): each ``(name, arguments)``, its id ``call_<n>``."""
+
+    calls: tuple[tuple[str, Any], ...]
     input_tokens: int = 10
     output_tokens: int = 5
 
@@ -238,6 +251,11 @@ class Deep(Action):
 def text(content: str, *, input_tokens: int = 10, output_tokens: int = 5) -> Action:
     """A normal assistant reply whose message text is ``content``."""
     return Text(content, input_tokens, output_tokens)
+
+
+def tool_calls(*calls: tuple[str, Any], input_tokens: int = 10, output_tokens: int = 5) -> Action:
+    """The model asks for tool calls: each ``(name, arguments)`` (arguments a dict)."""
+    return ToolCalls(tuple(calls), input_tokens, output_tokens)
 
 
 def json_reply(obj: Any, *, input_tokens: int = 10, output_tokens: int = 5) -> Action:
@@ -458,6 +476,40 @@ def _openai_message(content: str, model: Any, input_tokens: int, output_tokens: 
     )
 
 
+def _tool_calls(action: ToolCalls, wire: Wire, record: Recorded) -> _Reply:
+    """A turn that calls tools, in the wire's shape: what an agent loop reads and answers."""
+    model = _model(record.body)
+    tokens = (action.input_tokens, action.output_tokens)
+    ids = [f"call_{i}" for i in range(1, len(action.calls) + 1)]
+    if wire == "anthropic":
+        blocks = [
+            {"type": "tool_use", "id": ident, "name": name, "input": arguments}
+            for ident, (name, arguments) in zip(ids, action.calls, strict=True)
+        ]
+        reply = _anthropic_message(blocks[0], "tool_use", model, *tokens)
+        body = json.loads(reply.body)
+        body["content"] = blocks
+        return _json_reply(200, body)
+    if wire != "openai":
+        return _error(404, f"FakeLLM: no such endpoint {record.path}")
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": ident,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+            for ident, (name, arguments) in zip(ids, action.calls, strict=True)
+        ],
+    }
+    reply = _openai_message("", model, *tokens)
+    body = json.loads(reply.body)
+    body["choices"][0].update(message=message, finish_reason="tool_calls")
+    return _json_reply(200, body)
+
+
 def _anthropic_message(
     block: dict[str, Any], stop_reason: str, model: Any, input_tokens: int, output_tokens: int
 ) -> _Reply:
@@ -523,6 +575,8 @@ def _render(action: Action, wire: Wire, record: Recorded) -> _Reply:
         if wire == "openai":
             return _openai_message(content, model, *tokens)
         return _anthropic_message({"type": "text", "text": content}, "end_turn", model, *tokens)
+    if isinstance(action, ToolCalls):
+        return _tool_calls(action, wire, record)
     if isinstance(action, Missing):
         return _error(500, "FakeLLM: missing() leaves out a batched request's result; live, a 500")
     return _error(500, f"FakeLLM: unknown action {action!r}")

@@ -1,12 +1,19 @@
-"""The README is the front door: short, the two commands first, and no link that leads nowhere.
+"""The README is the front door: short, the two commands first, and no link that leads nowhere;
+and every signpost in the repository leads somewhere.
 
 The documentation itself lives in docs/ and is checked by ``make docs`` (mkdocs --strict,
-with anchors validated); these checks cover the one page mkdocs does not build.
+with anchors validated); these checks cover the one page mkdocs does not build, and the
+references to the package that docstrings, comments and pages make: each names a module or
+a name that exists, and none cites an issue number or a design page the repository does not
+hold.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import re
+import subprocess
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -53,3 +60,200 @@ def test_the_link_finder_sees_what_it_must() -> None:
         "```\n[e](not/a/link.md)\n```\n`[f](nor/this.md)`\n"
     )
     assert relative_links(text) == ["docs/a.md#x", "docs/b.png"]
+
+
+def test_every_criterion_type_of_the_registry_has_a_row_in_the_criteria_reference() -> None:
+    from pytest_rubric.criteria.registry import criterion_types
+
+    page = (ROOT / "docs" / "reference" / "criteria.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `(\w+)` \|", page, flags=re.MULTILINE))
+    assert rows >= set(criterion_types())
+
+
+# --- signposts ---------------------------------------------------------------------------
+
+PACKAGE = ROOT / "pytest_rubric"
+TOP = {p.stem for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
+TOP.discard("__init__")
+TOP.discard("__main__")
+_FILE_ENDINGS = {
+    "py",
+    "md",
+    "json",
+    "yaml",
+    "yml",
+    "toml",
+    "html",
+    "csv",
+    "txt",
+    "ini",
+    "cfg",
+    "png",
+    "tsv",
+    "rubric",
+    "lock",
+    "sh",
+    "jsonl",
+}
+_SPAN = re.compile(r"``?([^`\n]+?)``?")
+_DOTTED = re.compile(r"(?<![\w/.-])(~?\.{0,2}[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/-])")
+
+
+def texts() -> list[Path]:
+    found = [*PACKAGE.rglob("*.py"), *ROOT.glob("*.md"), *(ROOT / "docs").rglob("*.md")]
+    found += [*(ROOT / "tests").rglob("*.py"), *(ROOT / "bench").rglob("*.py")]
+    found += [ROOT / "tests" / "README.md", ROOT / "docs" / "hooks.py"]
+    found.remove(Path(__file__).resolve())  # its examples of stale references
+    return [p for p in found if p.is_file()]
+
+
+@functools.cache
+def _module(name: str) -> object | None:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def resolves(dotted: str) -> bool:
+    """Whether ``dotted`` names a module of the package, or a name in one (an attribute, a
+    class's member, a dataclass's field)."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = _module(".".join(parts[:cut]))
+        if module is None:
+            continue
+        target: object = module
+        for name in parts[cut:]:
+            fields = (
+                getattr(target, "model_fields", None)
+                or getattr(target, "__dataclass_fields__", None)
+                or {}
+            )
+            annotations = getattr(target, "__annotations__", {})
+            if hasattr(target, name):
+                target = getattr(target, name)
+            elif name in fields or name in annotations:
+                return True  # a field: its type is not followed further
+            else:
+                return name in getattr(target, "__slots__", ())
+        return True
+    return False
+
+
+def references(path: Path, text: str) -> list[tuple[int, str, str]]:
+    """``(line, as written, as resolved)`` for each reference to the package in ``path``."""
+    if path.is_relative_to(PACKAGE):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        package = parts if path.name == "__init__.py" else parts[:-1]
+        if parts[-1] == "__init__":
+            package = parts[:-1]
+    else:
+        package = ["pytest_rubric"]
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        for span in _SPAN.findall(line):
+            for written in _DOTTED.findall(span):
+                name = written.lstrip("~")
+                if name.rsplit(".", 1)[-1] in _FILE_ENDINGS:
+                    continue
+                if name.startswith("."):
+                    dots = len(name) - len(name.lstrip("."))
+                    base = package[: len(package) - dots + 1]
+                    resolved = ".".join([*base, name.lstrip(".")])
+                elif name.split(".")[0] == "pytest_rubric":
+                    resolved = name
+                elif name.split(".")[0] in TOP:
+                    resolved = f"pytest_rubric.{name}"
+                elif name.startswith("_") and not name.startswith("__"):
+                    resolved = f"pytest_rubric.{name}"  # a private module, by its old name?
+                else:
+                    continue
+                found.append((number, written, resolved))
+    return found
+
+
+@functools.cache
+def _modules() -> frozenset[str]:
+    """Every module and folder of the package, by its own name."""
+    return frozenset({p.stem for p in PACKAGE.rglob("*.py")} | {p.name for p in PACKAGE.iterdir()})
+
+
+@functools.cache
+def _defined_names() -> frozenset[str]:
+    """Every module, folder, function, class and assigned name of the package."""
+    names = set(_modules())
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        names.update(re.findall(r"(?:def|class) (\w+)", text))
+        names.update(re.findall(r"^\s*(?:self\.)?(\w+)\s*[:=]", text, flags=re.MULTILINE))
+    return frozenset(names)
+
+
+# A private module named alone, as comments point at one: "see _audit"; and a private name
+# in code marks, ``_scoring``, which may be a module or a name of one.
+_SEE = re.compile(r"\bsee (_[a-z][a-z_]*)\b(?![.(]?\w)")
+_ALONE = re.compile(r"`{1,2}(_[a-z][a-z_]*)\b(?![.(`]?\w)")
+
+
+def stale_references(path: Path, text: str | None = None) -> list[str]:
+    """The references in ``path`` (or in ``text``, as if it were there) that lead nowhere."""
+    text = path.read_text(encoding="utf-8") if text is None else text
+    shown = path.relative_to(ROOT)
+    stale = [
+        f"{shown}:{line}: {written}"
+        for line, written, resolved in references(path, text)
+        if not resolves(resolved) and not resolves(resolved.removeprefix("pytest_rubric."))
+    ]
+    own = set(re.findall(r"(?:def|class) (\w+)", text))  # a test's helper, say
+    for number, line in enumerate(text.splitlines(), start=1):
+        stale += [
+            f"{shown}:{number}: {name}" for name in _SEE.findall(line) if name not in _modules()
+        ]
+        stale += [
+            f"{shown}:{number}: {name}"
+            for name in _ALONE.findall(line)
+            if name not in _defined_names() and name not in own
+        ]
+    return stale
+
+
+def test_every_reference_to_the_package_resolves() -> None:
+    assert [s for path in texts() for s in stale_references(path)] == []
+
+
+def test_a_stale_reference_is_found() -> None:
+    docstring = (
+        '"""See ``_report.stats.no_such``, ``judge.base.mean_raw_score``, ``_scoring`` (see _audit),\n'
+        "``pytest_rubric._report.stats``, ``_report.stats.wilson``, ``~.limits.MAX_NESTING``,\n"
+        '``.yaml.construct`` and ``criteria.registry.CONTEXT_KEY``."""\n'
+    )
+    found = stale_references(PACKAGE / "_guards" / "probe.py", docstring)
+    assert sorted(f.split(": ", 1)[1] for f in found) == [
+        "_audit",
+        "_report.stats.no_such",
+        "_scoring",
+        "judge.base.mean_raw_score",
+    ]
+
+
+# An issue cited by number, or the design page the project was built from (it lives outside
+# the repository): the reader can follow neither.
+_CITATION = re.compile(r"\b[Ii]ssues? #?\d+|\bDESIGN\b|[Dd]esign page|\bthe design\b|\.\./shared")
+
+
+def test_nothing_cites_an_issue_number_or_a_design_page_outside_the_repository() -> None:
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    citing = []
+    for name in tracked:
+        path = ROOT / name
+        if path.suffix not in (".py", ".md", ".toml", ".yaml", ".yml", ".cfg", ".ini", "") or (
+            not path.is_file()
+        ):
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if _CITATION.search(line) and name != "tests/test_docs.py":
+                citing.append(f"{name}:{number}: {line.strip()}")
+    assert citing == []

@@ -3,7 +3,8 @@
 The collect-then-score workflow of llm-rubric-eval: each subject (``--model``,
 ``--target``) is asked every case of the rubric files under ``--rubric-dir``
 (``repeat`` times where a case or file sets it) and its answers are written to
-``OUT/<subject>.jsonl``, one ``{"id", "suite", "response"}`` per line, which
+``OUT/<subject>.jsonl``, one ``{"id", "suite", "response"}`` per line (with the trace
+fields beside it, ``context``, ``messages``, ``usage``..., when the answer has a trace), which
 ``responses: OUT/`` (or ``--rubric-responses OUT``) then grades, as often as
 wanted, without asking again. A subject is called exactly as a run would call
 it (:class:`~pytest_rubric._grade.sources.Source`): a target with what its signature
@@ -21,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._config.settings import DEFAULT_PATTERNS
+from .._config.option import DEFAULT_PATTERNS
+from .._load.traces import as_fields
 
 __all__ = ["add_collect_command", "run_collect"]
 
@@ -131,8 +133,15 @@ def run_collect(args: argparse.Namespace) -> int:
                 if answers is None:
                     subject.failed.append(f"{where}: {problem}")
                     continue
+                # The trace beside the response, so a trace collected once grades offline.
                 subject.rows += [
-                    {"id": case.id, "suite": loaded.name, "response": answer} for answer in answers
+                    {
+                        "id": case.id,
+                        "suite": loaded.name,
+                        "response": answer.text,
+                        **(as_fields(answer.trace) if answer.trace is not None else {}),
+                    }
+                    for answer in answers
                 ]
     args.out.mkdir(parents=True, exist_ok=True)
     for subject in subjects:

@@ -3,12 +3,15 @@
 It writes ``evals/example.rubric.yaml`` (one commented example of each family of
 criteria, graded offline) and ``evals/targets.py`` (the adapter the rubric file calls:
 a function with the ``question: str`` signature), prints the ini lines to add, and never
-overwrites a file.
+overwrites a file. The example never calls a function its module lacks: when
+``evals/targets.py`` exists without an ``answer``, the example's target goes to a new
+``evals/example_targets.py``, and the rubric file names that.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 from pathlib import Path
 
 __all__ = ["EXAMPLE", "TARGETS", "add_command", "run"]
@@ -68,7 +71,7 @@ cases:
 """
 
 TARGETS = '''\
-"""The application under test, as the rubric files call it (`target: targets:answer`).
+"""The application under test, as the rubric files call it (`target: MODULE:answer`).
 
 A target receives what its signature names: a parameter `question: str` gets the case's
 question. Replace the body with a call to your application.
@@ -81,6 +84,8 @@ def answer(question: str) -> str:
     # return reply(question)
     return "Paris is the capital of France; about 2.1 million people live there."
 '''
+
+ANSWER = "Paris is the capital of France; about 2.1 million people live there."
 
 INI_LINES = "[pytest]\nrubric_dirs = evals\n"
 
@@ -103,7 +108,25 @@ def run(args: argparse.Namespace) -> int:
     """Write what is missing; the exit status (0)."""
     evals = args.dir / "evals"
     evals.mkdir(parents=True, exist_ok=True)
-    for name, text in (("example.rubric.yaml", EXAMPLE), ("targets.py", TARGETS)):
+    module, write_targets = _target_module(evals)
+    example = EXAMPLE
+    if module is None:
+        # Both candidate modules exist without an `answer`: the example names no target.
+        # Both candidate modules exist without an `answer`: the example's case is answered
+        # in writing until one is added.
+        example = example.replace(
+            "    target: targets:answer",
+            "    # target: targets:answer  (once evals/targets.py has `answer`)\n"
+            f"    response: {ANSWER!r}",
+        )
+    elif module != "targets":
+        example = example.replace("targets:answer", f"{module}:answer").replace(
+            "evals/targets.py", f"evals/{module}.py"
+        )
+    files = [("example.rubric.yaml", example)]
+    if module is not None and write_targets:
+        files.append((f"{module}.py", TARGETS.replace("MODULE", module)))
+    for name, text in files:
         path = evals / name
         try:
             with path.open("x", encoding="utf-8") as file:  # "x": never over an existing file
@@ -112,8 +135,48 @@ def run(args: argparse.Namespace) -> int:
             print(f"kept {path} (it exists; nothing was written over it)")
         else:
             print(f"wrote {path}")
+    if module != "targets" and (evals / "targets.py").exists():
+        print(
+            f"kept {evals / 'targets.py'} (it exists and has no `answer`; nothing was written over it)"
+        )
+    if module is None:
+        print(
+            f"The example's case `capital_of_france` names no target: add to {evals / 'targets.py'}"
+            "\n\n    def answer(question: str) -> str:\n        return your_app(question)\n\n"
+            "and put its `target: targets:answer` line in place of its written `response:`."
+        )
     print(
         "\nAdd to pytest.ini (or [tool.pytest.ini_options] in pyproject.toml, as "
         'rubric_dirs = ["evals"]):\n\n' + INI_LINES + "\nthen run: pytest evals/"
     )
     return 0
+
+
+def _target_module(evals: Path) -> tuple[str | None, bool]:
+    """The module the example's target is in, and whether to write it: ``targets`` unless it
+    exists without an ``answer``, then ``example_targets`` likewise, else none."""
+    for module in ("targets", "example_targets"):
+        path = evals / f"{module}.py"
+        if not path.exists():
+            return module, True
+        if _defines(path, "answer"):
+            return module, False
+    return None, False
+
+
+def _defines(path: Path, name: str) -> bool:
+    """Whether the module at ``path`` defines ``name`` at its top level (read, not run)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return False
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names.update(a.asname or a.name.rpartition(".")[2] for a in node.names)
+    return name in names

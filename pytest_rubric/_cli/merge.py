@@ -20,7 +20,7 @@ that is not a ``--rubric-json`` document, a field of the wrong type, NaN or
 missing, shards that overlap). Whether a case passed is recomputed from its
 criteria, never taken from the shard.
 
-The merged document's ``run`` is that of the shards together (``_run.merged``):
+The merged document's ``run`` is that of the shards together (``_report.run.merged``):
 the first shard's versions, commit, grader and cache mode, the earliest start
 and the time until the last shard ended, every judge once, the cache's hits and
 misses and the replayed responses summed. Shards of an older version, which
@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .._config.options import fraction
+from .._config.option import fraction
 from .._config.outputs import OUTPUTS, write_outputs
 from .._render.json import DocumentError, load_document, read_document
 from .._render.summary import terminal_lines

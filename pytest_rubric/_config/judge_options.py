@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._defaults import CACHE_MODES, EVIDENCE_MODES, GRADERS, RetryPolicy
+from .._defaults import CACHE_MODES, EVIDENCE_MODES, GRADERS, PROVIDERS, RetryPolicy
 from . import parsers
 from .option import Option
 
@@ -14,10 +14,12 @@ JUDGE_OPTIONS: tuple[Option, ...] = (
     # --- the judge -----------------------------------------------------------------------------
     Option(
         "judge",
-        "grade judge criteria with this LLM: openai:MODEL (any OpenAI-compatible server) or "
-        "anthropic:MODEL; also ini rubric_judge and env RUBRIC_JUDGE. Keys come from "
-        "OPENAI_API_KEY / ANTHROPIC_API_KEY only. Repeated (ini: one per line): a panel, "
-        "majority verdict and mean score.",
+        "grade judge criteria with this LLM: "
+        + " or ".join(f"{name}:MODEL" for name in PROVIDERS)
+        + " (openai: any OpenAI-compatible server); also ini rubric_judge and env RUBRIC_JUDGE. "
+        "Keys come from "
+        + " / ".join(p.key_variable for p in PROVIDERS.values())
+        + " only. Repeated (ini: one per line): a panel, majority verdict and mean score.",
         ini=True,
         action="append",
         metavar="PROVIDER:MODEL",
@@ -26,13 +28,16 @@ JUDGE_OPTIONS: tuple[Option, ...] = (
     Option(
         "judge_url",
         "the judge's base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the "
-        "provider's), e.g. http://127.0.0.1:8080/v1 for a local server.",
+        "provider's), e.g. http://127.0.0.1:8080/v1 for a local server; also ini "
+        "rubric_judge_url. Keys still come from the environment only.",
+        ini=True,
         metavar="URL",
+        ini_help="the judge's base URL (overridden by --rubric-judge-url)",
     ),
     Option(
         "grader",
         "one judge call per criterion (default), one call for all, or one 0-100 score.",
-        choices=GRADERS,
+        choices=tuple(GRADERS),
         default="per-criterion",
     ),
     Option(
@@ -63,8 +68,9 @@ JUDGE_OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "judge_batch",
-        "send the session's judge calls through the provider's batch API (openai, "
-        "anthropic): cheaper, slower; a result missing or errored is asked live once.",
+        "send the session's judge calls through the provider's batch API ("
+        + ", ".join(name for name, p in PROVIDERS.items() if p.batch)
+        + "): cheaper, slower; a result missing or errored is asked live once.",
         action="store_true",
         default=False,
     ),
@@ -106,6 +112,23 @@ JUDGE_OPTIONS: tuple[Option, ...] = (
         "(no network call; a miss is an ERROR). Judge calls only: see --rubric-response-cache.",
         choices=CACHE_MODES,
         default="use",
+    ),
+    Option(
+        "recordings",
+        "keep judge replies as text in DIR, one JSON file per rubric file and case "
+        "(DIR/<rubric file>/<case id>.json), to commit: --rubric-cache use records, "
+        "replay reads them (then the local cache); also ini rubric_recordings (relative to "
+        "the rootdir).",
+        ini=True,
+        metavar="DIR",
+        ini_help="the judge's recordings folder (overridden by --rubric-recordings)",
+    ),
+    Option(
+        "recordings_prune",
+        "delete the recorded entries no request of the run used, after a run that collected "
+        "every rubric file (never after a selection: -k, -m, node ids, --lf, --deselect).",
+        action="store_true",
+        default=False,
     ),
     Option(
         "cache_dir",

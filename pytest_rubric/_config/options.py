@@ -14,18 +14,14 @@ from typing import Any
 import pytest
 
 from .judge_options import JUDGE_OPTIONS
-from .option import DEFAULT_PATTERNS, Option, argparse_type, fraction, positive_int
+from .option import Option, argparse_type
 from .run_options import RUN_OPTIONS
 
 __all__ = [
     "BY_KEY",
-    "DEFAULT_PATTERNS",
     "OPTIONS",
-    "Option",
     "add_options",
-    "fraction",
     "given",
-    "positive_int",
 ]
 
 OPTIONS: tuple[Option, ...] = (*RUN_OPTIONS, *JUDGE_OPTIONS)

@@ -173,6 +173,15 @@ RUN_OPTIONS: tuple[Option, ...] = (
         default="auto",
     ),
     Option(
+        "style_field",
+        "where fluency and confidence are measured in an answer that is a JSON object: the "
+        "value at this JSON Pointer (e.g. /answer); by default its string values, never its "
+        "raw JSON text. A rubric file's `style_field:` wins.",
+        flag=False,
+        ini=True,
+        parse=parsers.json_pointer,
+    ),
+    Option(
         "show_response",
         "characters of the response a failing rubric item shows beside its criteria (terminal, "
         "JUnit system-out, Markdown); 0 hides it (default 1000)",

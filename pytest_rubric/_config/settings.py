@@ -18,10 +18,11 @@ from .._defaults import (
 )
 from .._grade import style
 from .._llm.cost import CostSettings, parse_price, parse_prices
-from .options import BY_KEY, DEFAULT_PATTERNS, given
+from .option import DEFAULT_PATTERNS
+from .options import BY_KEY, given
 from .outputs import OUTPUTS
 
-__all__ = ["DEFAULT_PATTERNS", "Settings"]  # DEFAULT_PATTERNS: re-exported
+__all__ = ["Settings"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,9 @@ class Settings:
     cache_mode: str = "use"  # the judge's (--rubric-cache)
     response_cache_mode: str = "off"  # the application's (--rubric-response-cache)
     cache_dir: Path = Path(".rubric_cache")
+    recordings_dir: Path | None = None  # --rubric-recordings, else ini rubric_recordings
+    recordings_prune: bool = False
+    style_field: str | None = None  # ini rubric_style_field
     cost: CostSettings = field(default_factory=CostSettings)  # prices, --rubric-max-cost
     min_score: float = DEFAULT_MIN_SCORE
     call_timeout: float = DEFAULT_CALL_TIMEOUT
@@ -127,6 +131,12 @@ class Settings:
             cache_mode=given(config, "cache"),
             response_cache_mode=given(config, "response_cache"),
             cache_dir=config.rootpath / given(config, "cache_dir"),
+            # The flag is relative to where pytest runs, the ini key to the rootdir.
+            recordings_dir=path("recordings")
+            if config.getoption("rubric_recordings")
+            else path("recordings", config.rootpath),
+            recordings_prune=given(config, "recordings_prune"),
+            style_field=given(config, "style_field"),
             cost=_cost(config),
             retry=RetryPolicy(
                 timeout=given(config, "judge_timeout"),

@@ -16,7 +16,7 @@ judged case:
 The score and the pass rules are monotone in each credit (a clamp of a sum),
 so these two extremes bound every answer the judge could give, for each
 sample of a ``repeat`` and for every ``pass_when`` rule. Without any judge
-configured the design's rule stands instead: the case scores what ran.
+configured the usual scoring rule stands instead: the case scores what ran.
 """
 
 from __future__ import annotations

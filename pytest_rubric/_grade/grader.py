@@ -27,8 +27,10 @@ from .._llm.base import mean_raw_score
 from .._repeat import PassWhen
 from .._results import CaseResult, CriterionResult, Outcome, Sample, Verdict
 from .._schema import REPORT_ONLY, Criterion, Mark, Rubric, own_mark
+from .._trace import Passage, Trace
 from ..criteria.check import Answer, Check, CheckContext
 from ..criteria.extract import Extract, JudgedCriterion
+from ..criteria.grounded import Grounded
 from ..criteria.judge import Requirement
 from . import style
 from .scoring import item_passes, passes
@@ -37,7 +39,14 @@ from .scoring import score as score_results
 if TYPE_CHECKING:
     from .._llm.base import Judged
 
-__all__ = ["DEFAULT_MIN_SCORE", "NO_JUDGE_REASON", "CompiledRubric", "Grader"]
+__all__ = [
+    "DEFAULT_MIN_SCORE",
+    "NO_JUDGE_REASON",
+    "CompiledRubric",
+    "Grader",
+    "context_of",
+    "with_case_context",
+]
 
 NO_JUDGE_REASON = f"no judge configured: {SET_A_JUDGE} to grade it"
 
@@ -51,6 +60,7 @@ class CompiledRubric:
     checks: tuple[Check[Any] | None, ...]
     min_score: float | None  # None: report-only (``min_score: null``)
     judged_criteria: tuple[JudgedCriterion, ...] = ()
+    style_field: str | None = None  # where style is measured in a JSON answer (a pointer)
     # Per criterion, derived here once: its own tags, then the case's.
     tags: tuple[tuple[str, ...], ...] = field(init=False)
 
@@ -66,6 +76,23 @@ class CompiledRubric:
 def tags_of(criterion: Criterion, case_tags: Sequence[str]) -> tuple[str, ...]:
     """A criterion's tags in its results: its own, then its case's, each once."""
     return tuple(dict.fromkeys((*getattr(criterion, "tags", ()), *case_tags)))
+
+
+def with_case_context(trace: Trace | None, rubric: Rubric) -> Trace | None:
+    """The trace with the case's fixed ``context:`` as its context when it gives none (a
+    fixed context grades generation alone); the case's alone when there is no trace."""
+    fixed = getattr(rubric, "fixed_context", ())
+    if not fixed or (trace is not None and trace.context):
+        return trace
+    if trace is None:
+        return Trace(source="case", context=fixed)
+    return replace(trace, context=fixed)
+
+
+def context_of(trace: Trace | None, rubric: Rubric) -> tuple[Passage, ...]:
+    """The passages an answer is graded with: its trace's, else the case's fixed context."""
+    traced = with_case_context(trace, rubric)
+    return () if traced is None else traced.context
 
 
 def _resolved(mark: Mark, default: float) -> float | None:
@@ -86,8 +113,10 @@ class Grader:
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         check_timeout: float = DEFAULT_CHECK_TIMEOUT,
         secrets: Sequence[Secret] | None = None,
+        style_field: str | None = None,
     ) -> None:
         self.thresholds = thresholds or style.StyleThresholds()
+        self.style_field = style_field  # ini rubric_style_field: a file's style_field wins
         self.default_min_score = default_min_score
         self.call_timeout = call_timeout
         self.calls = CallRunner()  # callables and targets, each bounded by a timeout
@@ -111,9 +140,12 @@ class Grader:
         *,
         global_criteria: Sequence[Criterion] = (),
         min_score: Mark = None,
+        style_field: str | None = None,
     ) -> CompiledRubric:
         """Prepare ``rubric`` for grading; ``min_score`` overrides the rubric's own (None: the
-        rubric's own, else the session's default; ``"report-only"``: no pass mark)."""
+        rubric's own, else the session's default; ``"report-only"``: no pass mark);
+        ``style_field``, the grader's (a JSON Pointer: where style is measured in a JSON
+        answer)."""
         criteria = (*global_criteria, *rubric.criteria)
         checks = tuple(None if c.is_judged else c.compile(self.context) for c in criteria)
         mark = own_mark(rubric) if min_score is None else min_score
@@ -122,12 +154,15 @@ class Grader:
             criteria=criteria,
             checks=checks,
             min_score=_resolved(mark, self.default_min_score),
-            judged_criteria=tuple(c for c in criteria if isinstance(c, Requirement | Extract)),
+            judged_criteria=tuple(
+                c for c in criteria if isinstance(c, Requirement | Extract | Grounded)
+            ),
+            style_field=self.style_field if style_field is None else style_field,
         )
 
     def grade(
         self,
-        response: str,
+        response: str | Answer,
         compiled: CompiledRubric,
         *,
         nodeid: str = "",
@@ -143,11 +178,13 @@ class Grader:
         it they are SKIPPED, unless this grader has a judge (:meth:`with_judge`,
         the ``rubric_grader`` fixture's), which is asked. ``case`` names the result
         (default: the rubric's id); ``ranked``: the result counts for its subject
-        in the leaderboard.
+        in the leaderboard. A response with a trace is graded with it; a case's fixed
+        ``context:`` is its context when the trace gives none (see :func:`with_case_context`).
         """
+        answer = response if isinstance(response, Answer) else Answer(response)
+        answer.trace = with_case_context(answer.trace, compiled.rubric)
         if judged is None and self._judge is not None and compiled.judged:
-            judged = self._judge(compiled, response)
-        answer = Answer(response)
+            judged = self._judge(compiled, answer.text)
         criteria = [
             self._criterion(criterion, check, tags, answer, compiled.rubric, judged)
             for criterion, check, tags in zip(
@@ -194,7 +231,7 @@ class Grader:
                 return first  # as grade built it: no copy for the common case
             return replace(first, pass_when=pass_when, level=level, probe=list(probe))
         kept = [
-            Sample(s.score, s.raw_score, s.passed, s.criteria, s.response, s.llm_raw_score)
+            Sample(s.score, s.raw_score, s.passed, s.criteria, s.response, s.llm_raw_score, s.trace)
             for s in samples
         ]
         n = len(samples)
@@ -260,6 +297,8 @@ class Grader:
     ) -> CaseResult:
         """Score criterion results and measure style: the shared tail of every grading path."""
         substance = score_results(criteria)
+        # An answer that claims an action its trace does not show (claims_backed UNMET).
+        unbacked = any(c.type == "claims_backed" and c.verdict is Verdict.UNMET for c in criteria)
         wrong_claim = any(
             c.axis == "substance" and c.weight < 0 and c.verdict is Verdict.MET for c in criteria
         )
@@ -274,8 +313,10 @@ class Grader:
             if c.axis == "style" and c.verdict in (Verdict.MET, Verdict.UNMET)
         ]
         style_error = any(c.axis == "style" and c.verdict is Verdict.ERROR for c in criteria)
-        fluency = style.fluency(answer.text)
-        confidence = style.confidence(answer.folded)
+        # Measured on what the answer says: a JSON answer's string values, not its syntax.
+        styled = style.style_text(answer.text, compiled.style_field)
+        fluency = style.fluency(styled)
+        confidence = style.confidence((answer if styled is answer.text else Answer(styled)).folded)
         return CaseResult(
             nodeid=nodeid,
             suite=suite,
@@ -295,6 +336,7 @@ class Grader:
                 confidence_=confidence,
                 wrong_claim=wrong_claim,
                 thresholds=self.thresholds,
+                unbacked_claim=unbacked,
             )
             + (["style_error"] if style_error else [])
             + list(judged_flags),
@@ -309,7 +351,11 @@ class Grader:
             response=clip(answer.text, *self.secrets),
             ranked=ranked,
             llm_raw_score=llm_raw_score,
+            trace=None if answer.trace is None else answer.trace.clipped(self._clip),
         )
+
+    def _clip(self, text: str) -> str:
+        return clip(text, *self.secrets)
 
     def _criterion(
         self,

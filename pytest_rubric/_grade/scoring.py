@@ -1,4 +1,4 @@
-"""The substance score, exactly as the design's scoring section states it.
+"""The substance score, exactly as docs/explanation/scoring.md states it.
 
 For the substance criteria, with weight w_i and credit c_i:
 
@@ -9,7 +9,7 @@ For the substance criteria, with weight w_i and credit c_i:
 * raw_score = earned
 
 SKIPPED criteria (judged ones without a judge) are left out: the case scores
-what ran, as the design says. An ERROR never raises a score: a positive one
+what ran, as that page says. An ERROR never raises a score: a positive one
 stays in P earning nothing (c = 0), so an answer that could not be fully
 evaluated does not rank as if the missing part had been judged right; a
 negative one is left out of N, since counting it as an error avoided would

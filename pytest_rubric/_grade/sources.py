@@ -13,10 +13,11 @@ response cache only when ``--rubric-response-cache`` asks for it, and
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._defaults import ResponseTally, RetryPolicy, named
 from .._guards.calls import CallRunner, CallTimeout, call_user, described
@@ -24,6 +25,9 @@ from .._guards.secrets import known_keys, redact
 from .._llm.base import JudgeStats, Reply, Sampling
 from .._llm.cost import Budget, Price
 from .._llm.providers import JudgeSpec, read_key
+from .._load.traces import RETURN_SHAPES, ShapeError, merged, read_returned, recorded_trace
+from .._trace import Trace
+from ..criteria.check import Answer
 
 if TYPE_CHECKING:
     from .._llm.cache import CachedCalls
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TARGET_FORMS",
+    "CallTracer",
     "LiveModel",
     "Source",
     "Target",
@@ -38,6 +43,14 @@ __all__ = [
     "named",
     "target_form",
 ]
+
+
+class CallTracer(Protocol):
+    """What reads the trace of one target call from outside the application
+    (``--rubric-otel``): it runs ``call`` (inside a span of its own, say) and returns what
+    the call returned with the trace it read, or None when it read nothing."""
+
+    def traced(self, call: Callable[[], Any]) -> tuple[Any, Trace | None]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +73,8 @@ class Source:
     runner: CallRunner | None = None  # what runs a bounded target
     cache: CachedCalls | None = None  # the response cache, when asked for
     tally: ResponseTally | None = None  # counts the answers asked and replayed
+    traces: tuple[Trace | None, ...] = ()  # a responses file's, one per written sample
+    tracer: CallTracer | None = None  # reads a target call's spans (--rubric-otel)
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -67,46 +82,66 @@ class Source:
         return () if self.text is None else (self.text, *self.more)
 
     @property
+    def written(self) -> list[Answer]:
+        """The written responses with the traces their responses file gave, one per sample."""
+        traces = self.traces or (None,) * len(self.texts)
+        return [Answer(t, trace) for t, trace in zip(self.texts, traces, strict=True)]
+
+    @property
     def live(self) -> bool:
         """Whether the subject is a model asked live (``--rubric-model``)."""
         return isinstance(self.target, LiveModel)
 
     def fetch_samples(
-        self, case: Any, *, repeat: int, concurrency: int
-    ) -> tuple[list[str], None] | tuple[None, str]:
-        """The response of each sample, or None and why one is missing.
+        self,
+        case: Any,
+        *,
+        repeat: int,
+        concurrency: int,
+        raised: list[BaseException] | None = None,
+    ) -> tuple[list[Answer], None] | tuple[None, str]:
+        """The answer of each sample (its text and trace), or None and why one is missing.
 
         Written responses are the samples there are. A target or a live model
-        is asked ``repeat`` times, at most ``concurrency`` calls at once.
+        is asked ``repeat`` times, at most ``concurrency`` calls at once. What a
+        user's target raised is appended to ``raised``, for its traceback.
         """
         if self.unavailable is not None:
             return None, self.unavailable
         if self.text is not None:
-            return list(self.texts), None
+            return self.written, None
         if repeat == 1:
-            text, problem = self.fetch(case)
-            return (None, problem or "no response") if text is None else ([text], None)
+            answer, problem = self.fetch(case, raised=raised)
+            return (None, problem or "no response") if answer is None else ([answer], None)
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=max(1, min(repeat, concurrency))) as pool:
             fetched = list(
-                pool.map(lambda i: self.fetch(case, sample=i, samples=repeat), range(repeat))
+                pool.map(
+                    lambda i: self.fetch(case, sample=i, samples=repeat, raised=raised),
+                    range(repeat),
+                )
             )
-        texts = []
-        for index, (text, problem) in enumerate(fetched):
-            if text is None:
+        answers = []
+        for index, (answer, problem) in enumerate(fetched):
+            if answer is None:
                 return None, f"sample {index + 1} of {repeat}: {problem}"
-            texts.append(text)
-        return texts, None
+            answers.append(answer)
+        return answers, None
 
     def fetch(
-        self, case: Any, *, sample: int = 0, samples: int = 1
-    ) -> tuple[str, None] | tuple[None, str]:
-        """The response text (of sample ``sample`` of ``samples``), or None and why there is none."""
+        self,
+        case: Any,
+        *,
+        sample: int = 0,
+        samples: int = 1,
+        raised: list[BaseException] | None = None,
+    ) -> tuple[Answer, None] | tuple[None, str]:
+        """The answer (of sample ``sample`` of ``samples``), or None and why there is none."""
         if self.unavailable is not None:
             return None, self.unavailable
         if self.text is not None:
-            return self.text, None
+            return self.written[0], None
         what = f"{'model' if self.live else 'target'} {self.target_name}"
         looked: Reply | None = None
         try:
@@ -121,30 +156,58 @@ class Source:
                 )
                 if looked.cached:
                     self._count(replayed=True)
-                    return looked.text, None
-            if self.live:
-                value = self.target(case, sample=sample, samples=samples)
-            elif self.runner is None or self.timeout is None:
-                value = call_user(self.target, case)
-            else:
-                value = self.runner.call(self.target, case, timeout=self.timeout)
+                    return Answer(looked.text, recorded_trace(looked.parsed)), None
+            value, spans, latency = self._call(case, sample, samples)
         except CallTimeout as exc:
             return None, f"{what} {exc}"
         except Exception as exc:  # user code's BaseExceptions arrive contained (_calls)
+            if raised is not None and not self.live:
+                raised.append(exc)
             return None, f"{what} raised {described(exc)}"
-        if not isinstance(value, str):
-            return None, (
-                f"{what} returned {type(value).__name__}, not the response text; return a str"
-            )
+        try:
+            text, returned = read_returned(value, latency_s=latency)
+        except ShapeError as exc:
+            shapes = "; ".join(RETURN_SHAPES)
+            return None, f"{what} returned {exc}; a target returns one of: {shapes}"
+        trace = merged(returned, spans)
+        if trace is not None and trace.latency_s is None:
+            trace = replace(trace, latency_s=latency)
         self._count(replayed=False)
         if looked is not None and self.cache is not None:
+            recorded: dict[str, Any] = {"response": text}
+            if trace is not None:
+                recorded["trace"] = trace.to_dict()
             self.cache.store(
-                Reply(value, key=looked.key),
+                Reply(text, key=looked.key),
                 provider="model" if self.live else "target",
                 model=self.target_name or "",
-                parsed={"response": value},
+                parsed=recorded,
             )
-        return value, None
+        return Answer(text, trace), None
+
+    def _call(self, case: Any, sample: int, samples: int) -> tuple[Any, Trace | None, float]:
+        """The one call of the application: what it returned, the trace ``tracer`` read
+        around it (``--rubric-otel``; None without one) and its wall time in seconds.
+
+        This is the seam for traces read from outside the application: a
+        :class:`CallTracer` wraps the call (inside the caller's context, which a bounded
+        target's worker thread inherits) and hands back what it read, which
+        :func:`~pytest_rubric._trace.merged` joins with what the target returned.
+        """
+
+        def call() -> Any:
+            if self.live:
+                return self.target(case, sample=sample, samples=samples)
+            if self.runner is None or self.timeout is None:
+                return call_user(self.target, case)
+            return self.runner.call(self.target, case, timeout=self.timeout)
+
+        started = time.perf_counter()
+        if self.tracer is None:
+            value, spans = call(), None
+        else:
+            value, spans = self.tracer.traced(call)
+        return value, spans, time.perf_counter() - started
 
     def _count(self, *, replayed: bool) -> None:
         if self.tally is not None:

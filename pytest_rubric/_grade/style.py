@@ -108,6 +108,41 @@ _WORD = re.compile(r"[\w'’-]+")
 _ENDS_WELL = (".", "!", "?", ")", '"', "'", "”", "’", "`")
 
 
+def style_text(text: str, pointer: str | None = None) -> str:
+    """What fluency and confidence are measured on: the answer, or, when it is a JSON
+    object, its string values (in order, one a line), or the value at ``pointer``
+    (``style_field``) when it names one: never the braces, keys and quotes of the JSON."""
+    if not text.lstrip().startswith("{"):
+        return text
+    from ..criteria.json_text import MISSING, NestedTooDeeply, parse_whole, resolve_pointer
+
+    try:
+        document, problem = parse_whole(text)
+    except NestedTooDeeply:
+        return text
+    if problem is not None or not isinstance(document, dict):
+        return text
+    if pointer is not None:
+        found = resolve_pointer(document, pointer)
+        document = document if found is MISSING else found
+    return "\n".join(_strings(document))
+
+
+def _strings(value: object) -> list[str]:
+    """The string values of a JSON document, depth first, in order (keys left out)."""
+    found: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return found
+
+
 def fluency(text: str) -> float:
     """How well-formed an answer reads, in [0, 1] (see the module docstring)."""
     words = _WORD.findall(text)
@@ -157,14 +192,23 @@ class StyleThresholds:
 
 
 def flags(
-    *, score: float, confidence_: float, wrong_claim: bool, thresholds: StyleThresholds
+    *,
+    score: float,
+    confidence_: float,
+    wrong_claim: bool,
+    thresholds: StyleThresholds,
+    unbacked_claim: bool = False,
 ) -> list[str]:
-    """The style flags of one answer, in a fixed order."""
+    """The style flags of one answer, in a fixed order. An assertive answer that claims an
+    action its trace does not show (``unbacked_claim``) is confidently wrong too."""
     found = []
-    if confidence_ >= thresholds.confident and score < thresholds.low_score:
+    assertive = confidence_ >= thresholds.confident
+    if assertive and (score < thresholds.low_score or unbacked_claim):
         found.append("confidently_wrong")
     if confidence_ <= thresholds.hedged and score >= thresholds.high_score:
         found.append("hedged_but_right")
     if wrong_claim:
         found.append("known_wrong_claim")
+    if unbacked_claim:
+        found.append("unbacked_claim")
     return found

@@ -3,7 +3,7 @@
 :func:`outgoing` is what every renderer and error path calls last (the terminal summary,
 an item's failure text, the JSON, HTML and Markdown, JUnit, the cache): keys and key
 fragments redacted (``_guards.secrets``), URLs without userinfo or query string
-(``_secrets.public_url``), terminal control characters shown escaped (``\\x1b``,
+(``_guards.secrets.public_url``), terminal control characters shown escaped (``\\x1b``,
 ``\\x07``: a judge's reason cannot move the cursor, recolour pytest's last line or ring a
 bell), lone surrogates (half an emoji, which UTF-8 cannot write) replaced by U+FFFD.
 :func:`outgoing_data` applies it to every string of a document; :func:`inert_mentions`
@@ -55,14 +55,21 @@ def outgoing_data(value: Any, *secrets: Secret | None) -> Any:
     """``value`` (a JSON-like document) with :func:`outgoing` applied to every string, keys
     of mappings included."""
     keys = (*secrets, *_environment_keys())
+    # A document repeats its keys and short values ("name", "ok", a tool's name, once per
+    # tool call of a trace): each distinct string is made fit once.
+    done: dict[str, str] = {}
+
+    def fit(text: str) -> str:
+        found = done.get(text)
+        if found is None:
+            found = done[text] = _outgoing(text, keys)
+        return found
 
     def scrub(value: Any) -> Any:
         if isinstance(value, str):
-            return _outgoing(value, keys)
+            return fit(value)
         if isinstance(value, dict):
-            return {
-                _outgoing(k, keys) if isinstance(k, str) else k: scrub(v) for k, v in value.items()
-            }
+            return {fit(k) if isinstance(k, str) else k: scrub(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [scrub(v) for v in value]
         return value

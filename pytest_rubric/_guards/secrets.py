@@ -18,6 +18,8 @@ import os
 import re
 from collections.abc import Mapping
 
+from .._defaults import PROVIDERS
+
 __all__ = [
     "FRAGMENT",
     "KEY_VARIABLES",
@@ -191,9 +193,9 @@ def _masked(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(parts)
 
 
-# The variables a provider's key is read from (``_llm.providers`` names one per provider;
-# a new provider's variable is added here too): every output is redacted of their values.
-KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+# The variables a provider's key is read from (one per provider of the table in _defaults):
+# every output is redacted of their values.
+KEY_VARIABLES = tuple(provider.key_variable for provider in PROVIDERS.values())
 
 
 def known_keys(environ: Mapping[str, str] | None = None) -> list[Secret]:

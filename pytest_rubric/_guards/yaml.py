@@ -4,7 +4,7 @@ The composer shares one node between an anchor and its aliases, and the
 data built holds a copy per alias, so a few hundred bytes can stand for
 billions of nodes: aliases may add at most :data:`MAX_ALIAS_NODES` nodes,
 counted as they are built. Lists and mappings nest at most
-:data:`~._safe_read.MAX_NESTING` levels deep, aliases included, and a key
+:data:`~pytest_rubric._guards.limits.MAX_NESTING` levels deep, aliases included, and a key
 given twice in one mapping is reported with both its lines.
 """
 

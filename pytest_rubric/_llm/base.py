@@ -92,7 +92,7 @@ class Reply:
 
     From the cache, also the endpoint it was recorded against (None: not known), and, with
     ``--rubric-cache replay`` only, ``unusable``: no reply is stored, because the last one
-    did not fit the protocol, and this says why (see ``judge.cache``).
+    did not fit the protocol, and this says why (see ``_llm.cache``).
     """
 
     text: str
@@ -102,6 +102,7 @@ class Reply:
     cached: bool = False
     endpoint: str | None = None
     unusable: str | None = None
+    parsed: str | None = None  # from the cache: what was stored beside the text, as JSON
 
 
 @dataclass(frozen=True, slots=True)

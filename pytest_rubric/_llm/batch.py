@@ -84,10 +84,10 @@ async def run_batch(
     """Send ``requests`` as one batch through ``client``'s provider; return each ``custom_id``'s
     reply or failure.
 
-    Raises :class:`~pytest_rubric.judge.base.JudgeError` when the batch could not be
+    Raises :class:`~pytest_rubric._llm.base.JudgeError` when the batch could not be
     submitted (every request failed alike). ``client`` is an
-    :class:`~pytest_rubric.judge.clients.OpenAIClient` or an
-    :class:`~pytest_rubric.judge.clients.AnthropicClient`; the custom ids are unique.
+    :class:`~pytest_rubric._llm.clients.OpenAIClient` or an
+    :class:`~pytest_rubric._llm.clients.AnthropicClient`; the custom ids are unique.
     """
     if not requests:
         return {}

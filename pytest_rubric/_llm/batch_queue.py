@@ -40,7 +40,7 @@ class BatchQueue:
     later ones for what comes after: a reply retried, an answer from a target) or once
     it holds :data:`MAX_BATCH_REQUESTS` or :data:`MAX_BATCH_CHARACTERS`. A call whose
     result is missing or errored is made once live through the client; any other failure
-    is a :class:`~pytest_rubric.judge.base.JudgeError` (the criterion is ERROR).
+    is a :class:`~pytest_rubric._llm.base.JudgeError` (the criterion is ERROR).
     """
 
     def __init__(

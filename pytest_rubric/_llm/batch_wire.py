@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._defaults import PROVIDERS
 from .._guards.secrets import clip, public_url, redact
 from .base import JudgeError, Reply, Sampling
 from .http import _QUOTE_ERROR, HTTPClient
@@ -33,8 +34,8 @@ __all__ = [
 ]
 
 
-BATCH_PROVIDERS = ("openai", "anthropic")
-"""The providers (:data:`~pytest_rubric.judge.providers.PROVIDERS`) whose batch API is spoken."""
+BATCH_PROVIDERS = tuple(name for name, provider in PROVIDERS.items() if provider.batch)
+"""The providers (:data:`~pytest_rubric._defaults.PROVIDERS`) whose batch API is spoken."""
 
 DEFAULT_TIMEOUT = 3600.0
 """How long a batch is waited for (``--rubric-judge-batch-timeout``), from its submission."""

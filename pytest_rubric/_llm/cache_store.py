@@ -103,6 +103,7 @@ class JudgeCache:
         if directory.exists() and not directory.is_dir():
             raise _Unusable(f"{directory} is a file, not a folder")
         directory.mkdir(parents=True, exist_ok=True)
+        _ignore(directory)
         if self.path.exists() and not self.path.is_file():
             raise _Unusable("it is not a regular file")
         db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
@@ -153,7 +154,7 @@ class JudgeCache:
         """The stored reply for ``key`` with the tokens it cost when it was judged and the
         endpoint it was recorded against, or None."""
         row = self._row(
-            "SELECT raw, tokens_in, tokens_out, endpoint FROM replies WHERE key = ?", key
+            "SELECT raw, tokens_in, tokens_out, endpoint, parsed FROM replies WHERE key = ?", key
         )
         # Only text is a reply: anything else in the column was not written by us.
         if row is None or not isinstance(row[0], str):
@@ -161,7 +162,13 @@ class JudgeCache:
         # As it was stored (sanitized); again, for a file edited by hand: it is shown.
         endpoint = public_url(row[3]) if isinstance(row[3], str) else None
         return Reply(
-            row[0], _count(row[1]), _count(row[2]), key=key, cached=True, endpoint=endpoint
+            row[0],
+            _count(row[1]),
+            _count(row[2]),
+            key=key,
+            cached=True,
+            endpoint=endpoint,
+            parsed=row[4] if isinstance(row[4], str) else None,
         )
 
     def unusable(self, key: str) -> str | None:
@@ -333,6 +340,19 @@ def _migrate(db: sqlite3.Connection) -> None:
     except BaseException:
         db.rollback()
         raise
+
+
+def _ignore(directory: Path) -> None:
+    """Give the cache folder a ``.gitignore`` of ``*``, as pytest does ``.pytest_cache``: the
+    local cache is never what a team commits (``--rubric-recordings`` is)."""
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        with contextlib.suppress(OSError):  # a read-only checkout still runs
+            ignore.write_text(
+                "# Created by pytest-rubric automatically: the local judge cache, never "
+                "committed.\n# Commit recordings instead (--rubric-recordings).\n*\n",
+                encoding="utf-8",
+            )
 
 
 def _count(value: object) -> int:

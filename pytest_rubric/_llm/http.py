@@ -230,7 +230,7 @@ class HTTPClient:
                     if attempt == 0 and self.admit is not None:
                         self.admit()
                     data = await self._post_once(payload)
-                    if not isinstance(data.get("usage"), dict):  # see _reply
+                    if not isinstance(data.get("usage"), dict):  # see ``_reply``
                         data[_ASKED] = len(json.dumps(payload, ensure_ascii=False))
                     return data
             except JudgeError as exc:

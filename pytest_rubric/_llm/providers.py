@@ -1,11 +1,13 @@
 """The providers a judge can be reached at, and the keys they take (no httpx import).
 
-:data:`PROVIDERS` is the registry: one :class:`Provider` per name usable in
+:data:`~pytest_rubric._defaults.PROVIDERS` is the registry: one
+:class:`~pytest_rubric._defaults.Provider` per name usable in
 ``--rubric-judge PROVIDER:MODEL``, with its default endpoint, the variable
-that holds its key, the variable that moves its endpoint, and the wire it
-speaks (a client class in :data:`~pytest_rubric._llm.clients.WIRES`). A
-provider that speaks an existing wire is one entry here; a new wire is one
-entry here plus one class there.
+that holds its key, the variable that moves its endpoint, the wire it
+speaks (a client class in :data:`~pytest_rubric._llm.clients.WIRES`) and
+whether its batch API is spoken. A provider that speaks an existing wire is
+one entry there; a new wire is one entry there plus one class in
+``clients``.
 
 An xdist controller never calls the judge, its workers do; it only checks
 ``--rubric-judge`` and the key up front. This module is all it needs, so it
@@ -18,35 +20,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .._guards.secrets import KEY_VARIABLES, Secret, known_keys, public_url
+from .._defaults import PROVIDERS, Provider
+from .._guards.secrets import Secret, public_url
 
-__all__ = ["KEY_VARIABLES", "PROVIDERS", "JudgeSpec", "Provider", "known_keys", "read_key"]
-
-
-@dataclass(frozen=True, slots=True)
-class Provider:
-    """Where one provider answers and how it is called."""
-
-    url: str  # the provider's own endpoint, where a key is required
-    key_variable: str  # the environment variable that holds the key
-    url_variable: str  # the environment variable that moves the endpoint
-    wire: str  # the protocol it speaks: a key of clients.WIRES
-
-
-PROVIDERS: dict[str, Provider] = {
-    "openai": Provider(
-        url="https://api.openai.com/v1",
-        key_variable="OPENAI_API_KEY",
-        url_variable="OPENAI_BASE_URL",
-        wire="openai",
-    ),
-    "anthropic": Provider(
-        url="https://api.anthropic.com",
-        key_variable="ANTHROPIC_API_KEY",
-        url_variable="ANTHROPIC_BASE_URL",
-        wire="anthropic",
-    ),
-}
+__all__ = ["JudgeSpec", "read_key"]
 
 
 @dataclass(frozen=True, slots=True)

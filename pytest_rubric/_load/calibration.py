@@ -8,7 +8,7 @@ half of the criterion's range, as the judge's score is). Before judged items
 run, the judge grades each one like the case's own answers (question and
 reference included, through the cache). :class:`Calibration` holds the
 agreement of a suite: ``n`` (examples the judge graded; ERRORs are counted
-apart), ``accuracy``, ``kappa`` (Cohen's, :func:`~pytest_rubric._stats.cohen_kappa`),
+apart), ``accuracy``, ``kappa`` (Cohen's, :func:`~pytest_rubric._report.stats.cohen_kappa`),
 ``tpr`` (the share of MET labels the judge called MET) and ``tnr`` (of UNMET
 labels, UNMET).
 """
@@ -142,7 +142,7 @@ def read_labelled(
 ) -> tuple[list[tuple[int, M]], list[Problem]]:
     """A JSONL file of labelled examples (``calibration:``, ``judge_examples:``), each
     validated as ``model`` with its line number, and a problem for each line that is not
-    one (read by the one JSONL reader, ``_safe_read.read_jsonl``)."""
+    one (read by the one JSONL reader, ``_guards.limits.read_jsonl``)."""
     from pydantic import ValidationError
 
     from .._guards.limits import NotRegular, read_jsonl

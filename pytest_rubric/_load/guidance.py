@@ -2,7 +2,7 @@
 
 ``judge_instructions:`` is text added to the judge's system prompt, fenced as the rubric
 author's (:mod:`pytest_rubric.judge.prompts`). ``judge_examples:`` is a list, or a JSONL
-path relative to the file (read by the one JSONL reader, ``_safe_read.read_jsonl``), of
+path relative to the file (read by the one JSONL reader, ``_guards.limits.read_jsonl``), of
 labelled examples ``{criterion, response, verdict, reason}`` shown to the judge before the
 answer, in the calls that grade that criterion.
 

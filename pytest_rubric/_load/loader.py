@@ -7,21 +7,22 @@ what to write instead; all problems of one file are raised together as one
 
 A hostile file is one more collection error, never a crash, a hang or a
 machine out of memory: only regular files are read, aliases may add at most
-:data:`MAX_ALIAS_NODES` nodes, lists and mappings nest at most
-:data:`MAX_NESTING` levels deep, and a key given twice in one mapping is an
+:data:`~pytest_rubric._guards.yaml.MAX_ALIAS_NODES` nodes, lists and mappings nest at most
+:data:`~pytest_rubric._guards.limits.MAX_NESTING` levels deep, and a key given twice in one mapping is an
 error rather than silently overridden.
 
-This module runs the steps; each has its own: :mod:`._safe_read` reads
-files and JSON within those limits, :mod:`._safe_yaml` builds YAML data
-within them, :mod:`._locate` turns validation errors into located problems,
-:mod:`._semantics` finds what validation cannot see, and :mod:`._responses`
-reads responses files. The names other code imports from here still are.
+This module runs the steps; each has its own: ``pytest_rubric._guards.limits``
+reads files and JSON within those limits, ``pytest_rubric._guards.yaml`` builds
+YAML data within them, ``pytest_rubric._load.locate`` turns validation errors
+into located problems, ``pytest_rubric._load.semantics`` finds what validation
+cannot see, and ``pytest_rubric._load.responses`` reads responses files.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,40 +31,21 @@ import yaml
 from pydantic import ValidationError
 
 from .._errors import Problem, RubricLoadError
-from .._guards.limits import (
-    MAX_NESTING,
-    Limit,
-    NotRegular,
-    json_loads,
-    nesting_problem,
-    quoted,
-    read_text,
-)
-from .._guards.yaml import MAX_ALIAS_NODES, AliasLimit, Duplicate, YamlLoader
-from .._guards.yaml import construct as _construct  # tests import it from here, by this name
+from .._guards.limits import Limit, NotRegular, json_loads, nesting_problem, quoted, read_text
+from .._guards.yaml import AliasLimit, Duplicate, YamlLoader, construct
 from .._schema import Suite
+from ..criteria.model import CriterionModel
+from ..criteria.registry import CONTEXT_KEY, criterion_types
 from .locate import (
     EXAMPLES,
     Locator,
     duplicate_problem,
     kind_of,
-    problems_from_validation,
     validation_problems,
 )
-from .responses import ResponseFile, load_response_dir, subject_problem
 from .semantics import broken_patterns, semantic_problems
 
-__all__ = [
-    "MAX_ALIAS_NODES",
-    "MAX_NESTING",
-    "LoadedSuite",
-    "ResponseFile",
-    "load_response_dir",
-    "load_suite",
-    "parse_suite",
-    "problems_from_validation",
-    "subject_problem",
-]
+__all__ = ["LoadedSuite", "load_suite", "parse_suite"]
 
 
 @dataclass(slots=True)
@@ -90,14 +72,15 @@ class LoadedSuite:
         return (self.path.parent / self.suite.responses).resolve()
 
 
-def load_suite(path: Path) -> LoadedSuite:
+def load_suite(path: Path, *, added: Sequence[type[CriterionModel]] = ()) -> LoadedSuite:
     """Read and validate a rubric file; raise :class:`RubricLoadError` listing every problem.
 
-    A session loads it with the garbage collector paused (``_heap.paused``)."""
-    return _load_suite(path)
+    ``added``: the criterion types plugins add (``pytest_rubric_criterion_types``).
+    A session loads it with the garbage collector paused (``pytest_rubric._pytest.heap``)."""
+    return _load_suite(path, added)
 
 
-def _load_suite(path: Path) -> LoadedSuite:
+def _load_suite(path: Path, added: Sequence[type[CriterionModel]]) -> LoadedSuite:
     try:
         text = read_text(path)
     except NotRegular as exc:
@@ -120,7 +103,7 @@ def _load_suite(path: Path) -> LoadedSuite:
             path,
             [Problem(f"cannot read the file: {exc.strerror or exc}", hint="check its permissions")],
         ) from None
-    return parse_suite(text, path=path)
+    return parse_suite(text, path=path, added=added)
 
 
 def _no_cases(data: dict[Any, Any], locator: Locator) -> Problem:
@@ -139,8 +122,14 @@ def _no_cases(data: dict[Any, Any], locator: Locator) -> Problem:
     )
 
 
-def parse_suite(text: str, *, path: Path) -> LoadedSuite:
+def parse_suite(
+    text: str, *, path: Path, added: Sequence[type[CriterionModel]] = ()
+) -> LoadedSuite:
     """Validate rubric text; ``path`` names the file in errors and anchors relative paths."""
+    try:
+        types = criterion_types(added)
+    except TypeError as exc:
+        raise RubricLoadError(path, [Problem(str(exc))]) from None
     # Editors on Windows start UTF-8 files with a BOM, which json.loads rejects.
     text = text.removeprefix("\ufeff")
     parsed = _parse(text, path)
@@ -148,7 +137,7 @@ def parse_suite(text: str, *, path: Path) -> LoadedSuite:
     bare_list = isinstance(data, list)
     if bare_list:
         data = {"cases": data}
-    locator = Locator(text, path, parsed.node, bare_list=bare_list)
+    locator = Locator(text, path, parsed.node, bare_list=bare_list, types=types)
     problems = [
         duplicate_problem(d, data, bare_list=bare_list, json_file=path.suffix == ".json")
         for d in parsed.duplicates
@@ -167,7 +156,7 @@ def parse_suite(text: str, *, path: Path) -> LoadedSuite:
         raise RubricLoadError(path, problems)
     suite: Suite | None = None
     try:
-        suite = Suite.model_validate(data)
+        suite = Suite.model_validate(data, context={CONTEXT_KEY: tuple(added)})
     except ValidationError as exc:
         problems += validation_problems(exc, data, locator)
     problems += semantic_problems(data, suite, locator)
@@ -239,7 +228,7 @@ def _parse_json(text: str, path: Path) -> _Parsed:
         node = loader.get_single_node()
         if node is None:
             raise yaml.YAMLError("no document")
-        _, duplicates = _construct(loader, node)
+        _, duplicates = construct(loader, node)
     except (yaml.YAMLError, Limit, RecursionError):
         node, duplicates = None, [Duplicate(key, None, None) for key in dict.fromkeys(repeated)]
     finally:
@@ -252,7 +241,7 @@ def _parse_yaml(text: str, path: Path) -> _Parsed:
     try:
         node = loader.get_single_node()
         data, duplicates = (
-            _construct(loader, node, anchors="&" in text) if node is not None else (None, [])
+            construct(loader, node, anchors="&" in text) if node is not None else (None, [])
         )
     except AliasLimit as exc:
         raise RubricLoadError(path, [exc.located(text)]) from None

@@ -9,7 +9,7 @@ composed through the YAML parser only when something is wrong.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,8 @@ from pydantic import ValidationError
 from .._errors import Problem
 from .._guards.limits import quoted, shown
 from .._guards.yaml import Duplicate, YamlLoader
-from .._schema import CRITERION_TYPES, Case, CriterionModel, FieldError, Suite
+from .._schema import CRITERION_TYPES, Case, Suite
+from ..criteria.model import CriterionModel, FieldError
 
 __all__ = [
     "EXAMPLES",
@@ -48,7 +49,7 @@ EXAMPLES = {
     "requirement": 'requirement: "Answers the question that was asked"',
     "function": 'function: "mypackage.checks:is_polite"',
 }
-_TYPE_LIST = ", ".join(CRITERION_TYPES)
+Types = Mapping[str, type[CriterionModel]]  # a session's criterion types, by name
 
 
 def duplicate_problem(
@@ -91,8 +92,17 @@ def kind_of(value: Any) -> str:
 class Locator:
     """Finds the line of a field from its path in the data, through the YAML node tree."""
 
-    def __init__(self, text: str, path: Path, node: yaml.Node | None, *, bare_list: bool) -> None:
+    def __init__(
+        self,
+        text: str,
+        path: Path,
+        node: yaml.Node | None,
+        *,
+        bare_list: bool,
+        types: Types = CRITERION_TYPES,
+    ) -> None:
         self._text, self._path, self._node, self._bare = text, path, node, bare_list
+        self.types = types  # the criterion types the file was read with
         self._parsed = node is not None
         # Per mapping node, where each key is first: a file with thousands of
         # problems in one mapping (unknown keys, say) is located in linear time.
@@ -193,7 +203,9 @@ class _Where:
         return head + self.field
 
 
-def _where(loc: tuple[str | int, ...], *, tagged: bool = True) -> _Where:
+def _where(
+    loc: tuple[str | int, ...], *, tagged: bool = True, types: Types = CRITERION_TYPES
+) -> _Where:
     """Where a path in the data points; ``tagged``: pydantic's, which names a criterion's type."""
     where = _Where()
     rest = list(loc)
@@ -205,9 +217,9 @@ def _where(loc: tuple[str | int, ...], *, tagged: bool = True) -> _Where:
         and isinstance(rest[1], int)
     ):
         where.container, where.criterion_index, rest = str(rest[0]), rest[1], rest[2:]
-        if tagged and rest and isinstance(rest[0], str) and rest[0] in CRITERION_TYPES:
+        if tagged and rest and isinstance(rest[0], str) and rest[0] in types:
             where.tag, rest = rest[0], rest[1:]
-        if rest[:1] == ["fields"] and len(rest) > 2 and str(rest[2]) in CRITERION_TYPES:
+        if rest[:1] == ["fields"] and len(rest) > 2 and str(rest[2]) in types:
             # fields -> pointer -> the body's type (pydantic's tag, not in the data)
             where.tag, where.body, rest = str(rest[2]), True, [*rest[:2], *rest[3:]]
     if rest[-1:] == ["[key]"]:  # pydantic's mark for a mapping's key, not in the data
@@ -232,9 +244,9 @@ def value_at(data: Any, *steps: str | int) -> Any:
     return data
 
 
-def _allowed_fields(where: _Where) -> list[str]:
+def _allowed_fields(where: _Where, types: Types) -> list[str]:
     if where.tag is not None:
-        model: Any = CRITERION_TYPES[where.tag]
+        model: Any = types[where.tag]
     elif where.container is not None:
         return []
     elif where.case_index is not None:
@@ -276,7 +288,7 @@ def _labels(data: Any, where: _Where) -> tuple[str | None, str | None]:
 
 def _problem(error: Any, data: dict[str, Any], locator: Locator) -> Problem:
     loc: tuple[str | int, ...] = tuple(error["loc"])
-    where = _where(loc)
+    where = _where(loc, types=locator.types)
     kind: str = error["type"]
     case_id, criterion_id = _labels(data, where)
     if kind in ("union_tag_invalid", "union_tag_not_found"):
@@ -292,7 +304,7 @@ def _problem(error: Any, data: dict[str, Any], locator: Locator) -> Problem:
     if field_name is not None:
         field_name = _FIELD_ALIASES.get(field_name, field_name)
     line = locator.line((*where.data_path(), *inside))
-    message, hint = _explain(kind, error, where, field_name)
+    message, hint = _explain(kind, error, where, field_name, locator.types)
     return Problem(
         message, line=line, case=case_id, criterion=criterion_id, field=field_name, hint=hint
     )
@@ -322,7 +334,7 @@ _OTHER_TOOLS: dict[str, list[str]] = {
 
 
 def _explain(
-    kind: str, error: Any, where: _Where, field_name: str | None
+    kind: str, error: Any, where: _Where, field_name: str | None, types: Types
 ) -> tuple[str, str | None]:
     leaf = str(where.field[-1]) if where.field else None
     if kind == "missing":
@@ -332,7 +344,7 @@ def _explain(
             else ("add\n    " + EXAMPLES[leaf] if leaf in EXAMPLES else f"add `{leaf}: ...`")
         )
     if kind == "extra_forbidden":
-        allowed = _allowed_fields(where)
+        allowed = _allowed_fields(where, types)
         close = difflib.get_close_matches(str(leaf), allowed, n=1, cutoff=0.5)
         hint = f"did you mean `{close[0]}`?" if close else None
         if leaf == "criteria" and where.case_index is None and where.tag is None:
@@ -346,13 +358,15 @@ def _explain(
     if kind == "union_tag_invalid":
         tag = str(error.get("ctx", {}).get("tag", error.get("input")))
         close = _OTHER_TOOLS.get(tag.lower()) or difflib.get_close_matches(
-            tag, list(CRITERION_TYPES), n=1, cutoff=0.5
+            tag, list(types), n=1, cutoff=0.5
         )
-        hint = (f"did you mean `type: {close[0]}`? " if close else "") + f"use one of {_TYPE_LIST}"
+        hint = (f"did you mean `type: {close[0]}`? " if close else "") + (
+            f"use one of {', '.join(types)}"
+        )
         return f"unknown criterion type {tag!r}", hint
     if kind == "union_tag_not_found":
         return "criterion has no `type`", (
-            f"add `type:` (one of {_TYPE_LIST}), or a `requirement:` for a judged criterion"
+            f"add `type:` (one of {', '.join(types)}), or a `requirement:` for a judged criterion"
         )
     if kind in ("model_type", "model_attributes_type", "dict_type"):
         if where.field:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from .._errors import Problem
 from .._guards.limits import NotRegular, read_jsonl
+from .._trace import Trace
+from .traces import FIELD_SHAPES, TRACE_FIELDS, ShapeError, read_trace
 
 __all__ = [
     "ResponseFile",
@@ -31,6 +33,16 @@ class ResponseFile:
     # Further lines with the same id: more samples of that case (`repeat`), in file order.
     # How many a case may have is the case's `repeat`, checked when it is collected.
     more: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    # The trace a line carries beside its response (context, messages, usage...), by line.
+    traces: dict[int, Trace] = field(default_factory=dict)
+
+    def traces_of(
+        self, entry: tuple[str, int], more: list[tuple[str, int]]
+    ) -> tuple[Trace | None, ...]:
+        """The traces of a case's lines (its first, then ``more``), or () when none has one."""
+        if not self.traces:
+            return ()
+        return tuple(self.traces.get(line) for _, line in (entry, *more))
 
 
 # --- subjects -----------------------------------------------------------------------------------
@@ -122,6 +134,24 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
         if not isinstance(text, str):
             bad("`response` (or `answer`) must be a string", case=str(case_id), field="response")
             continue
+        fields = {name: entry.get(name) for name in TRACE_FIELDS}
+        latency = entry.get("latency_s")
+        if any(v is not None for v in fields.values()):
+            if latency is not None and (
+                isinstance(latency, bool) or not isinstance(latency, int | float) or latency < 0
+            ):
+                bad("`latency_s` must be a number of seconds", case=str(case_id), field="latency_s")
+                continue
+            try:
+                target.traces[number] = read_trace(fields, source="responses", latency_s=latency)
+            except ShapeError as exc:
+                bad(
+                    f"{exc}",
+                    hint=f"a responses line may carry beside `response` any of {FIELD_SHAPES}",
+                    case=str(case_id),
+                    field=exc.field or "response",
+                )
+                continue
         if str(case_id) in target.entries:
             target.more.setdefault(str(case_id), []).append((text, number))
             continue

@@ -19,7 +19,10 @@ from .._load.loader import load_suite
 from .._load.locate import problems_from_validation
 from .._results import CaseResult
 from .._schema import Mark, Rubric, own_mark
+from ..criteria.check import Answer
+from ..criteria.registry import CONTEXT_KEY
 from ..judge.requests import JudgeKey
+from .collect import added_criterion_types
 from .evaluation import evaluate, raise_for
 from .items import CURRENT_ITEM, RESULTS_KEY
 from .recording import record
@@ -65,7 +68,7 @@ def _rubric_from_path(
     path_text, _, case_id = text.partition("::")
     path = _find(path_text, item)
     make_importable(path.parent)
-    loaded = load_suite(path)
+    loaded = load_suite(path, added=() if item is None else added_criterion_types(item))
     cases = loaded.suite.cases
     if case_id:
         matches = [c for c in cases if c.id == case_id]
@@ -92,14 +95,28 @@ def _to_rubric(
         return _rubric_from_path(rubric, item)
     data = {"criteria": list(rubric)} if isinstance(rubric, list | tuple) else rubric
     try:
-        parsed = Rubric.model_validate(data)
+        added = () if item is None else tuple(added_criterion_types(item))
+        parsed = Rubric.model_validate(data, context={CONTEXT_KEY: added})
     except ValidationError as exc:
         raise RubricLoadError("<assert_rubric>", problems_from_validation(exc, data)) from None
     return parsed, (), own_mark(parsed), None
 
 
+def _answer(response: Any) -> Answer:
+    """The answer and its trace, as a target's return is read (``_load.traces``)."""
+    from .._load.traces import RETURN_SHAPES, ShapeError, read_returned
+
+    try:
+        text, trace = read_returned(response)
+    except ShapeError as exc:
+        raise TypeError(
+            f"assert_rubric: the response is {exc}; give one of: {'; '.join(RETURN_SHAPES)}"
+        ) from None
+    return Answer(text, trace)
+
+
 def assert_rubric(
-    response: str,
+    response: str | Any,
     rubric: RubricSpec,
     *,
     min_score: float | None = None,
@@ -108,7 +125,11 @@ def assert_rubric(
 ) -> CaseResult:
     """Grade ``response`` against ``rubric`` and fail the test if it does not pass.
 
-    :param response: the answer under test.
+    :param response: the answer under test: a str, or what a target may return, a mapping
+        (or an object) with ``answer`` and the trace of how the application got there
+        (``context``, ``messages``, ``usage``, ``metadata``), which the trace criteria
+        read (``tool_called``, ``claims_backed``...). Any other value is a :class:`TypeError`
+        that lists the shapes.
     :param rubric: the criteria, as any of: a list of criterion dicts in the
         rubric-file format (``[{"id": "npv", "type": "any_of", "any_of":
         ["$157.63"]}]``); a mapping with ``criteria`` (and optionally
@@ -149,7 +170,7 @@ def assert_rubric(
 
 def assert_for(
     item: pytest.Item | None,
-    response: str,
+    response: str | Any,
     rubric: RubricSpec,
     *,
     min_score: float | None = None,
@@ -158,6 +179,7 @@ def assert_for(
 ) -> CaseResult:
     """:func:`assert_rubric` for ``item`` (None: outside a test, nothing is recorded)."""
     __tracebackhide__ = True
+    answer = _answer(response)
     if item is not None:
         make_importable(item.config.rootpath)  # for `callable:` criteria, as in rubric files
     parsed, global_criteria, own_mark, suite = _to_rubric(rubric, item)
@@ -180,7 +202,7 @@ def assert_for(
         session,
         grader,
         compiled,
-        [response],
+        [answer],
         # A key of its own per call: several calls in one test must not share a verdict.
         key=JudgeKey.assertion(nodeid, uuid.uuid4().hex),
         nodeid=nodeid,
@@ -235,7 +257,7 @@ class RubricFixture:
 
     def __call__(
         self,
-        response: str,
+        response: str | Any,
         rubric: RubricSpec,
         *,
         min_score: float | None = None,

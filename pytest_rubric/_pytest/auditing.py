@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .._config.settings import Settings
+from .._llm.recordings import CALIBRATION, location
 from .._results import Verdict
 from ..judge.requests import JudgeKey, JudgeRequest
 from .items import is_rubric_item
@@ -62,6 +63,7 @@ class Audit:
                 response=example.response,
                 reference=case.reference,
                 guidance=self._judging.guidance_of(file_id),
+                recording=location(file_id, CALIBRATION),
             )
             for index, (example, criterion, case) in enumerate(examples)
         ]
@@ -154,7 +156,7 @@ class Audit:
         Every process collects every item, so each xdist worker makes the same choice.
         """
         n = self._settings.judge_probe
-        if not n or self._judging.name is None or self._dry_run:
+        if not n or not self._judging.names or self._dry_run:
             return
         from .._report.audit import probe_plan
 

@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .._config.settings import Settings
-from .response_dirs import RubricWarning
+from .._errors import RubricWarning
 
 if TYPE_CHECKING:
     # Imported where used: a session without a judge or a cache never loads them.
     from .._llm.cache import CachedCalls, JudgeCache
+    from .._llm.recordings import Recordings
 
 __all__ = ["Caches"]
 
@@ -27,6 +28,17 @@ class Caches:
         self._file: JudgeCache | None = None
         self._judge: JudgeCache | None = None
         self._responses: CachedCalls | None = None
+        self._recordings: Recordings | None = None
+
+    def recordings(self) -> Recordings | None:
+        """The judge's recordings folder (``--rubric-recordings``), or None."""
+        directory = self._settings.recordings_dir
+        if self._recordings is None and directory is not None:
+            from .._guards.secrets import known_keys
+            from .._llm.recordings import Recordings
+
+            self._recordings = Recordings(directory, secrets=known_keys())
+        return self._recordings
 
     def judge(self) -> JudgeCache | None:
         """The judge's cache (opened on first use), or None with ``--rubric-cache off``."""

@@ -22,19 +22,27 @@ from .._grade.sources import Source, Target, named
 from .._guards.calls import described, make_importable, resolve_import
 from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite
-from .._render.table import answer_lines
+from .._render.table import answer_lines, since_baseline
 from .._schema import own_mark
 from .evaluation import evaluate, raise_for, raise_no_answer
 from .heap import paused
 from .judging import answer_key
 from .recording import record
 from .response_dirs import no_response
+from .tracebacks import application_traceback
 
 if TYPE_CHECKING:
+    from ..criteria.model import CriterionModel
     from .response_dirs import ResponseDir
     from .session import RubricSession
 
-__all__ = ["RubricFile", "RubricItem"]
+__all__ = ["RubricFile", "RubricItem", "added_criterion_types"]
+
+
+def added_criterion_types(node: pytest.Item | pytest.Collector) -> list[type[CriterionModel]]:
+    """The criterion types the plugins and conftests in ``node``'s scope add."""
+    added = node.ihook.pytest_rubric_criterion_types(config=node.config)
+    return [model for models in added for model in models]
 
 
 class RubricFile(pytest.File):
@@ -48,7 +56,7 @@ class RubricFile(pytest.File):
         session = self.rubric_session
         try:
             with paused(enabled=self.config.getini("rubric_gc_pause")):
-                loaded = load_suite(self.path)
+                loaded = load_suite(self.path, added=added_criterion_types(self))
                 items = list(self._items(loaded))
             session.audit.add_calibration(self.nodeid, loaded.name, loaded.calibration)
             session.judging.add_guidance(self.nodeid, loaded.guidance)
@@ -131,6 +139,7 @@ class RubricFile(pytest.File):
                 case,
                 global_criteria=suite.global_criteria,
                 min_score=own_mark(case, suite),
+                style_field=suite.style_field,
             )
             repeat = self.repeat_of(case, loaded)
             sources = self._sources(case, loaded, dirs, targets, repeat=repeat, problems=too_many)
@@ -170,14 +179,19 @@ class RubricFile(pytest.File):
     def targets_of(self, case: Any, loaded: LoadedSuite) -> list[tuple[str, str, str]]:
         """``(subject, import path, field)`` of each target that answers ``case``: the case's
         own (``target``, ``targets``), else the file's, else the run's (``--rubric-target``).
-        A plain ``target`` is named after its function."""
+        A plain ``target`` is named after its function. Subjects on the command line
+        (``--rubric-target``, ``--rubric-model``) replace the file's and its cases' targets,
+        unless the file pins them (``target_fixed: true``)."""
+        inputs = self.rubric_session.inputs
         for owner in (case, loaded.suite):
             given = (
                 [(owner.target.rpartition(":")[2], owner.target, "target")] if owner.target else []
             )
             given += [(name, path, "targets") for name, path in (owner.targets or {}).items()]
             if given:
-                return given
+                if inputs.keeps_targets(self.nodeid, pinned=loaded.suite.target_fixed):
+                    return given
+                break
         return [
             (name or value.rpartition(":")[2], value, "--rubric-target")
             for name, value in map(named, self.rubric_session.settings.targets)
@@ -257,7 +271,11 @@ class RubricFile(pytest.File):
                         )
                     add(
                         response_file.subject,
-                        Source(text=entry[0], more=tuple(m[0] for m in more[: repeat - 1])),
+                        Source(
+                            text=entry[0],
+                            more=tuple(m[0] for m in more[: repeat - 1]),
+                            traces=response_file.traces_of(entry, more[: repeat - 1]),
+                        ),
                         f"{response_file.path}:{entry[1]}",
                     )
         session = self.rubric_session
@@ -272,7 +290,8 @@ class RubricFile(pytest.File):
                 tally=session.inputs.tally,
             )
             add(subject, source, f"target {path}")
-        for subject, model in session.inputs.models.items():
+        pinned = loaded.suite.target_fixed and self.nodeid in session.inputs.targets_pinned
+        for subject, model in {} if pinned else session.inputs.models.items():
             add(
                 subject,
                 Source(
@@ -334,8 +353,12 @@ class RubricItem(pytest.Item):
         """
         session = self.rubric_session
         grader = session.inputs.grader
+        raised: list[BaseException] = []
         responses, problem = self.source.fetch_samples(
-            self.compiled.rubric, repeat=self.repeat, concurrency=session.settings.concurrency
+            self.compiled.rubric,
+            repeat=self.repeat,
+            concurrency=session.settings.concurrency,
+            raised=raised,
         )
         if responses is None:
             problem = problem or "no response"
@@ -350,7 +373,7 @@ class RubricItem(pytest.Item):
                         subject=self.subject,
                     ),
                 )
-            raise_no_answer(problem)
+            raise_no_answer(problem, raised=raised[0] if raised else None)
         result = evaluate(
             session,
             grader,
@@ -382,10 +405,14 @@ class RubricItem(pytest.Item):
             # The criterion table (or why there is no answer), then what the application was
             # asked and said.
             result = excinfo.value.result
+            if result is None and excinfo.value.__cause__ is not None:
+                return application_traceback(self.config, excinfo.value.__cause__, excinfo.value)
             if result is None:
                 return outgoing(str(excinfo.value))
             show = self.rubric_session.settings.show_response
             lines = [str(excinfo.value), *answer_lines(result, show_response=show)]
+            baseline = self.rubric_session.results.baseline
+            lines += since_baseline(result, baseline, show_response=show) if baseline else []
             return outgoing("\n".join(lines))
         return super().repr_failure(excinfo, style=style)
 

@@ -20,6 +20,7 @@ from ..judge.requests import JudgeKey
 
 if TYPE_CHECKING:
     from .._grade.grader import CompiledRubric, Grader
+    from ..criteria.check import Answer
     from .session import RubricSession
 
 __all__ = ["evaluate", "raise_for", "raise_no_answer"]
@@ -29,7 +30,7 @@ def evaluate(
     session: RubricSession | None,
     grader: Grader,
     compiled: CompiledRubric,
-    responses: Sequence[str],
+    responses: Sequence[str | Answer],
     *,
     key: JudgeKey,
     nodeid: str,
@@ -43,14 +44,23 @@ def evaluate(
     """The result of ``responses`` (one per sample, at least one) to ``compiled``.
 
     ``key`` is the judge's key of the first sample (the others are its
-    ``of_sample(i)``); without a session the judged criteria are SKIPPED.
+    ``of_sample(i)``); without a session the judged criteria are SKIPPED. A response may
+    carry its trace (an :class:`~pytest_rubric.criteria.check.Answer`).
     """
+    from .._grade.grader import context_of
+    from ..criteria.check import Answer
+
+    answers = [r if isinstance(r, Answer) else Answer(r) for r in responses]
+    texts = [a.text for a in answers]
     judged = (
         session.judge_samples(
-            [key.of_sample(i) for i in range(len(responses))], compiled, responses
+            [key.of_sample(i) for i in range(len(answers))],
+            compiled,
+            texts,
+            [context_of(a.trace, compiled.rubric) for a in answers],
         )
         if session is not None
-        else [None] * len(responses)
+        else [None] * len(answers)
     )
     samples = [
         grader.grade(
@@ -63,9 +73,9 @@ def evaluate(
             ranked=ranked,
             judged=verdicts,
         )
-        for response, verdicts in zip(responses, judged, strict=True)
+        for response, verdicts in zip(answers, judged, strict=True)
     ]
-    probe = session.probe(key, compiled, responses[0], judged[0]) if session is not None else []
+    probe = session.probe(key, compiled, texts[0], judged[0]) if session is not None else []
     result = grader.combine(samples, pass_when=pass_when, level=level, probe=probe)
     if session is not None and session.unjudged is not None:
         from .._grade.bounds import settle_unjudged
@@ -92,9 +102,10 @@ def raise_for(result: CaseResult) -> None:
         raise RubricAssertionError(outgoing(criteria_table(result)), result=result)
 
 
-def raise_no_answer(problem: str) -> NoReturn:
+def raise_no_answer(problem: str, *, raised: BaseException | None = None) -> NoReturn:
     """Raise :class:`RubricEvaluationError` for an answer that could not be obtained: never a
     pass. Like :func:`raise_for`, the message passes the outgoing boundary here, the one
-    place these errors are made (``_errors`` imports nothing of the guards)."""
+    place these errors are made (``_errors`` imports nothing of the guards). What the
+    application raised, if it did, is the error's cause: its traceback is the report's."""
     __tracebackhide__ = True
-    raise RubricEvaluationError(outgoing(problem), result=None)
+    raise RubricEvaluationError(outgoing(problem), result=None) from raised

@@ -13,9 +13,10 @@ import pytest
 
 from .._config.settings import Settings
 from .._defaults import ResponseTally, is_rubric_file, named
+from .._errors import RubricWarning
 from .._guards.outgoing import outgoing
 from .caches import Caches
-from .response_dirs import ResponseDir, ResponseDirs, RubricWarning
+from .response_dirs import ResponseDir, ResponseDirs
 
 if TYPE_CHECKING:
     from .._grade.grader import Grader
@@ -42,8 +43,24 @@ class Inputs:
         self.responses = ResponseDirs(config)  # the response folders, read once
         self.tally = ResponseTally()  # the application's answers: asked, replayed
         self.collection_errors = 0  # rubric files that failed to load
+        # Rubric files (node ids) whose targets the command line's subjects replaced, and
+        # those that pin theirs (`target_fixed: true`): the header says so.
+        self.targets_replaced: set[str] = set()
+        self.targets_pinned: set[str] = set()
         self._grader: Grader | None = None
         self.models: dict[str, LiveModel] = _live_models(settings, budget)
+
+    def keeps_targets(self, file: str, *, pinned: bool) -> bool:
+        """Whether the targets rubric file ``file`` (a node id) names answer its cases: unless
+        the command line names subjects and the file does not pin its own
+        (``target_fixed``). Either way the file is counted, for the run to say so."""
+        if pinned:
+            self.targets_pinned.add(file)
+            return True
+        if self._settings.targets or self._settings.models:
+            self.targets_replaced.add(file)
+            return False
+        return True
 
     @property
     def grader(self) -> Grader:
@@ -57,6 +74,7 @@ class Inputs:
                 default_min_score=settings.min_score,
                 call_timeout=settings.call_timeout,
                 check_timeout=settings.check_timeout,
+                style_field=settings.style_field,
             )
         return self._grader
 

@@ -24,7 +24,7 @@ JUNIT_PROPERTIES = frozenset(
         "rubric_failed_criteria",
     }
 )
-"""The names of the JUnit properties a result gives (``_collect.junit_properties``)."""
+"""The names of the JUnit properties a result gives (``_pytest.recording.junit_properties``)."""
 
 RESULTS_KEY = pytest.StashKey[list["Recorded"]]()
 """Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""
@@ -43,7 +43,7 @@ it: it is bound to its node, as syrupy's ``snapshot`` is."""
 
 
 class RubricItemView(Protocol):
-    """What the session reads of a rubric item (``_collect.RubricItem``), named here so that
+    """What the session reads of a rubric item (``_pytest.collect.RubricItem``), named here so that
     nothing before collection imports the collector."""
 
     nodeid: str

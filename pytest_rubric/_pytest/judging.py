@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from .._llm.base import Judged, JudgeStats
     from .._llm.cost import Budget, Price
     from .._llm.providers import JudgeSpec
+    from .._report.report import Note
     from .._report.run import RunJudge
+    from .._trace import Passage
     from ..judge.panel import Panel
     from ..judge.prompts import Guidance
     from ..judge.runner import JudgeRunner
@@ -51,6 +53,15 @@ _STATS_FIELDS = (
     "over_budget",
     "estimated",
 )
+
+
+def recording_of(key: JudgeKey, rubric: Any) -> str | None:
+    """The recording file (``--rubric-recordings``) of a rubric item's judge requests:
+    ``<rubric file node id>/<case id>.json``; None for ``assert_rubric``, which is no case
+    of a rubric file (its replies go to the local cache alone)."""
+    from .._llm.recordings import location
+
+    return location(key.file, rubric.id) if key.file and key.node else None
 
 
 def answer_key(item: pytest.Item) -> JudgeKey:
@@ -77,7 +88,8 @@ class Judging:
         self._budget = budget
         self._dry_run = dry_run
         self.runner: JudgeRunner | Panel | None = None  # None on an xdist controller
-        self.name: str | None = None  # set whenever a judge is configured
+        # Set whenever a judge is configured: each judge's PROVIDER:MODEL (a panel's, in order).
+        self.names: tuple[str, ...] = ()
         # Why the configured judge cannot run (set in the ini or the environment, no key);
         # judged items are then skipped, or errors with --rubric-require-judge.
         self.unavailable: str | None = None
@@ -130,7 +142,7 @@ class Judging:
             return
         if settings.judge_batch:
             _check_batch(specs)
-        self.name = " + ".join(names)
+        self.names = tuple(names)
         self._price(specs, names)
         if is_xdist_controller(self._config):
             # The workers judge; the controller adds up their usage. It skips the
@@ -192,6 +204,7 @@ class Judging:
                 budget=self._budget,  # one budget for every judge of a panel, and the model
                 evidence=settings.judge_evidence,
                 check_timeout=settings.check_timeout,
+                recordings=self._caches.recordings(),
             )
             for client, name in zip(clients, names, strict=True)
         ]
@@ -217,8 +230,15 @@ class Judging:
         if guidance is not None:
             self._guidance[file_id] = guidance
 
-    def request(self, key: JudgeKey, compiled: CompiledRubric, response: str) -> JudgeRequest:
-        """The request that judges ``response`` on ``compiled``'s judged criteria."""
+    def request(
+        self,
+        key: JudgeKey,
+        compiled: CompiledRubric,
+        response: str,
+        context: tuple[Passage, ...] = (),
+    ) -> JudgeRequest:
+        """The request that judges ``response`` (with its ``context``, the retrieved passages)
+        on ``compiled``'s judged criteria."""
         return JudgeRequest(
             key,
             compiled.judged_criteria,
@@ -226,6 +246,8 @@ class Judging:
             response=response,
             reference=compiled.rubric.reference,
             guidance=self._guidance.get(key.file),
+            recording=recording_of(key, compiled.rubric),
+            context=context,
         )
 
     def guidance_of(self, file_id: str) -> Guidance | None:
@@ -240,14 +262,19 @@ class Judging:
         """
         if self.runner is None or self._dry_run:
             return
+        from .._grade.grader import context_of
+
         for item in items:
             if item.nodeid in self._scheduled:
                 continue
             self._scheduled.add(item.nodeid)
             key = answer_key(item)
             if is_rubric_item(item) and item.compiled.judged:
-                for index, text in enumerate(item.source.texts):
-                    self.runner.schedule(self.request(key.of_sample(index), item.compiled, text))
+                for index, answer in enumerate(item.source.written):
+                    context = context_of(answer.trace, item.compiled.rubric)
+                    self.runner.schedule(
+                        self.request(key.of_sample(index), item.compiled, answer.text, context)
+                    )
 
     def schedule(self, request: JudgeRequest) -> None:
         if self.runner is not None:
@@ -270,29 +297,38 @@ class Judging:
 
     # --- usage ----------------------------------------------------------------------------------
 
-    def usage_lines(self) -> list[str]:
-        """What the summary says of each judge's calls, tokens and cost."""
+    def usage_lines(self) -> list[Note]:
+        """What the summary says of each judge's calls, tokens and cost, then what a reader
+        should act on, each with its severity."""
         from .._llm.base import elsewhere_line
+        from .._report.report import Note, Severity
 
         settings = self._settings
         lines = [
-            stats.line(name, price=self.prices.get(name)) for name, stats in self.usage.items()
+            Note(Severity.INFO, stats.line(name, price=self.prices.get(name)))
+            for name, stats in self.usage.items()
         ]
         priced = settings.cost.max_cost is not None or any(self.prices.values())
         lines += [
-            f"warning: judge {name} sent {stats.estimated} replies without `usage`; with prices "
-            "or a budget set, their tokens are estimated at 4 characters per token"
+            Note(
+                Severity.WARNING,
+                f"warning: judge {name} sent {stats.estimated} replies without `usage`; with prices "
+                "or a budget set, their tokens are estimated at 4 characters per token",
+            )
             for name, stats in self.usage.items()
             if stats.estimated and priced
         ]
         elsewhere = elsewhere_line(self.usage.values())
         if elsewhere is not None:
-            lines.append(elsewhere)
+            lines.append(Note(Severity.WARNING, elsewhere))
         over_budget = sum(stats.over_budget for stats in self.usage.values())
         if over_budget:
             lines.append(
-                f"{settings.cost.budget_message}: {over_budget} judged "
-                f"{'criterion' if over_budget == 1 else 'criteria'} left ERROR"
+                Note(
+                    Severity.ERROR,
+                    f"{settings.cost.budget_message}: {over_budget} judged "
+                    f"{'criterion' if over_budget == 1 else 'criteria'} left ERROR",
+                )
             )
         return lines
 

@@ -19,9 +19,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ResponseDir",
     "ResponseDirs",
-    "RubricWarning",
     "no_response",
-]  # RubricWarning: re-exported
+]
 
 
 @dataclass(slots=True)

@@ -28,14 +28,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .._config.settings import Settings
+from .._errors import RubricWarning
 from .._results import Outcome, Verdict
 from . import heap
 from .auditing import Audit
 from .caches import Caches
 from .inputs import Inputs
 from .items import is_rubric_item
+from .judge_recordings import JudgeRecordings
 from .judging import Judging, every
-from .response_dirs import RubricWarning
 from .results import Results
 from .xdist import worker_count
 
@@ -45,9 +46,10 @@ if TYPE_CHECKING:
     from .._llm.base import Judged
     from .._report.report import SessionReport
     from .._report.run import RunInfo
+    from .._trace import Passage
     from ..judge.requests import JudgeKey
 
-__all__ = ["SESSION_KEY", "RubricSession", "RubricWarning", "Settings"]  # Settings: re-exported
+__all__ = ["SESSION_KEY", "RubricSession"]
 
 
 def _dry_run(config: pytest.Config) -> bool:
@@ -79,6 +81,7 @@ class RubricSession:
             config, settings, caches=self.caches, budget=budget, dry_run=self.dry_run
         )
         self.audit = Audit(config, settings, judging=self.judging, dry_run=self.dry_run)
+        self.recordings = JudgeRecordings(config, settings, caches=self.caches)
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         self._frozen = False  # whether collected() froze the heap (see heap)
 
@@ -95,6 +98,7 @@ class RubricSession:
     def collected(self, items: Sequence[pytest.Item]) -> None:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
         self.inputs.responses.warn_unused()
+        self.recordings.collected(items)
         unavailable = self.unjudged
         if unavailable is not None:
             # A skip mark: -rs reports the skip at the item's file, not inside the plugin.
@@ -117,16 +121,22 @@ class RubricSession:
     # --- judging an answer: the judge, its calibration gate, its probes --------------------------
 
     def judge_samples(
-        self, keys: Sequence[JudgeKey], compiled: CompiledRubric, responses: Sequence[str]
+        self,
+        keys: Sequence[JudgeKey],
+        compiled: CompiledRubric,
+        responses: Sequence[str],
+        contexts: Sequence[tuple[Passage, ...]] = (),
     ) -> list[Judged | None]:
-        """The judge's outcomes for each sample's answer, every sample's calls (and the first
-        one's probes) started at once."""
+        """The judge's outcomes for each sample's answer (with its context, the retrieved
+        passages ``grounded`` reads), every sample's calls (and the first one's probes)
+        started at once."""
         if not compiled.judged:  # nothing to ask: only the cache's news, as after any call
             self.caches.warn_trouble()
             return [None] * len(responses)
+        contexts = contexts or [()] * len(responses)
         requests = [
-            self.judging.request(key, compiled, response)
-            for key, response in zip(keys, responses, strict=True)
+            self.judging.request(key, compiled, response, context)
+            for key, response, context in zip(keys, responses, contexts, strict=True)
         ]
         if self.judging.runner is not None:
             for request in requests:
@@ -167,6 +177,11 @@ class RubricSession:
             self.audit.calibrations()
             data["judges"] = self.judging.worker_usage()
             data["calibration"] = self.audit.worker_calibrations()
+        self.recordings.collection_errors = self.inputs.collection_errors
+        inputs = self.inputs
+        data["targets"] = [sorted(inputs.targets_replaced), sorted(inputs.targets_pinned)]
+        if (recordings := self.recordings.state()) is not None:
+            data["recordings"] = recordings
         return data
 
     def add_worker_stats(self, data: dict[str, Any]) -> None:
@@ -176,6 +191,11 @@ class RubricSession:
         self.judging.add_usage(data.get("judges", {}))
         if data.get("calibration"):
             self.audit.add_calibrations(data["calibration"])
+        if data.get("recordings"):
+            self.recordings.add_state(data["recordings"])
+        replaced, pinned = data.get("targets") or ([], [])
+        self.inputs.targets_replaced.update(replaced)
+        self.inputs.targets_pinned.update(pinned)
 
     def schedule_items(self, items: Iterable[pytest.Item]) -> None:
         """Start judging ``items`` (an xdist worker, about to run them; see ``xdist``)."""
@@ -194,8 +214,8 @@ class RubricSession:
         parts += [f"--rubric-model {model}" for model in settings.models]
         if settings.response_cache_mode != "off":
             parts.append(f"--rubric-response-cache {settings.response_cache_mode}")
-        if self.judging.name is not None:
-            judges = " ".join(f"--rubric-judge {name}" for name in self.judging.name.split(" + "))
+        if self.judging.names:
+            judges = " ".join(f"--rubric-judge {name}" for name in self.judging.names)
             parts.append(f"{judges} --rubric-grader {settings.grader}")
             if settings.votes > 1:
                 parts.append(f"--rubric-judge-samples {settings.votes}")
@@ -210,6 +230,25 @@ class RubricSession:
         if settings.confidence != 0.95:
             parts.append(f"--rubric-confidence {settings.confidence:g}")
         return f"rubric: {' '.join(parts)}" if parts else None
+
+    def precedence_lines(self) -> list[str]:
+        """What the command line's subjects did to the targets rubric files name (collection
+        is over): no precedence is silent."""
+        inputs = self.inputs
+        lines = []
+        if replaced := len(inputs.targets_replaced):
+            lines.append(
+                f"rubric: subjects from the command line replace the targets of {replaced} "
+                f"rubric file{'s' if replaced != 1 else ''}"
+            )
+        if (self.settings.targets or self.settings.models) and (
+            pinned := len(inputs.targets_pinned)
+        ):
+            lines.append(
+                f"rubric: `target_fixed: true` keeps the targets of {pinned} rubric "
+                f"file{'s' if pinned != 1 else ''}"
+            )
+        return lines
 
     def summary_wanted(self, report: SessionReport) -> bool:
         """Whether the terminal shows the rubric summary (ini ``rubric_summary``).
@@ -286,6 +325,9 @@ class RubricSession:
         """The controller's end of the run: apply the gates, write every output."""
         if self.dry_run:
             return
+        if not hasattr(self.config, "workerinput"):  # the workers' share came as data
+            self.recordings.collection_errors += self.inputs.collection_errors
+            self.recordings.finish()
         self.report = self._build_report(gates=True)
         if self.report.gates.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -36,7 +36,7 @@ __all__ = [
 
 
 class RubricSession(Protocol):
-    """What these hooks need of ``_session.RubricSession``."""
+    """What these hooks need of ``_pytest.session.RubricSession``."""
 
     def schedule_items(self, items: Iterable[pytest.Item]) -> None: ...
     def worker_stats(self) -> dict[str, Any] | None: ...

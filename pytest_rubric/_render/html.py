@@ -36,8 +36,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .._report.baseline import before_and_after
 from .._report.gates import CHANGE_KINDS, DELTA_HEADER, GateReport
-from .._report.leaderboard import COLUMNS, interval_text
+from .._report.leaderboard import columns as board_columns
+from .._report.leaderboard import interval_text
 from .._report.pairwise import Pair
 from .._report.report import SessionReport, Severity
 from .html_answers import FULL, answers
@@ -52,8 +54,9 @@ _CHANGES_SHOWN = 100
 
 
 def _leaderboard(report: SessionReport) -> str:
-    header = tr([column.wide for column in COLUMNS], "th")
-    body = "".join(tr([c.cell(row) for c in COLUMNS]) for row in report.leaderboard)
+    shown = board_columns(report.leaderboard)
+    header = tr([column.wide for column in shown], "th")
+    body = "".join(tr([c.cell(row) for c in shown]) for row in report.leaderboard)
     table = f'<table class="board"><thead>{header}</thead><tbody>{body}</tbody></table>'
     for note in report.notes:
         # INFO notes are the terminal's: this page shows what a reader must act on.
@@ -172,7 +175,13 @@ def _changes(report: SessionReport, shown: set[str]) -> str:
             scores = " &#8594; ".join(
                 "&#8211;" if v is None else f"{v:.2f}" for v in (c.before, c.after)
             )
-            items.append(f"<li>{link} <small>{scores}</small></li>")
+            rows = "".join(
+                f"<tr><th>{e(label)}</th><td><pre>{e(text)}</pre></td></tr>"
+                for label, text in before_and_after(c, limit=report.show_response or 2000)
+                if c.kind == "regressed"
+            )
+            shown_change = f'<table class="before-after">{rows}</table>' if rows else ""
+            items.append(f"<li>{link} <small>{scores}</small>{shown_change}</li>")
         if len(changes) > _CHANGES_SHOWN:
             items.append(f"<li>and {len(changes) - _CHANGES_SHOWN} more (see the JSON)</li>")
         parts.append(f'<h3 class="{kind}">{len(changes)} {kind}</h3><ul>{"".join(items)}</ul>')
@@ -185,6 +194,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px}h3{font-siz
 small{color:#777;font-weight:normal}table{border-collapse:collapse;margin:6px 0}
 th,td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 .board td:not(:nth-child(2)){text-align:right;white-space:nowrap}
+.before-after pre{white-space:pre-wrap;margin:0;font:inherit}.before-after th{white-space:nowrap}
 .notice{background:#fff3e0;border-left:4px solid #D55E00;padding:6px 10px;font-weight:600}
 .plot svg{font-size:11px;font-family:inherit}.axis{font-size:12px;fill:#333}.trap-label{fill:#D55E00;font-size:12px}.stack{font-size:11px;fill:#333;font-weight:600}
 .legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:14px}.legend li{display:flex;align-items:center;gap:4px}

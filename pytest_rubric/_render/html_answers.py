@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from .._report.leaderboard import interval_text
 from .._results import CaseResult, CriterionResult, mark_text
 from .html_text import anchor, e, tr
+from .table import trace_lines
 
 __all__ = ["FULL", "answers"]
 
@@ -141,8 +142,14 @@ def _answer(r: CaseResult, classes: str) -> str:
         f"{e(r.subject)}: score {r.score:.2f} ({e(mark_text(r.min_score))}){rate} {flags}</summary>"
         f'<table class="criteria"><thead><tr><th>criterion</th><th>type</th><th>verdict</th>'
         f"<th>weight</th><th>reason</th></tr></thead><tbody>{rows}</tbody></table>"
-        f"<pre>{e(r.response)}</pre></details>"
+        f"<pre>{e(r.response)}</pre>{_trace(r)}</details>"
     )
+
+
+def _trace(r: CaseResult) -> str:
+    """The tool calls and context ids, after the response (see ``table.trace_lines``)."""
+    lines = trace_lines(r.trace)
+    return f'<pre class="trace">{e(chr(10).join(lines))}</pre>' if lines else ""
 
 
 def _line(r: CaseResult, classes: str) -> str:

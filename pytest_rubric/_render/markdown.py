@@ -18,11 +18,12 @@ from collections.abc import Sequence
 from .._defaults import SHOW_QUESTION
 from .._guards.outgoing import inert_mentions, outgoing
 from .._guards.secrets import shorten
+from .._report.baseline import before_and_after
 from .._report.gates import DELTA_HEADER, GateReport
 from .._report.leaderboard import COLUMNS, interval_text
 from .._report.report import SessionReport, Severity
 from .._results import CaseResult
-from .table import with_requirement
+from .table import trace_lines, with_requirement
 
 __all__ = ["code", "escape", "render_markdown"]
 
@@ -94,6 +95,7 @@ def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> s
         lines += [f"- {escape(text, limit=300)}" for text in report.judge_audit.lines()]
     if report.gates.active:
         lines += _gates(report.gates)
+        lines += _regressed(report.gates, report.show_response)
     failing = report.failing
     if failing:
         lines += ["", f"### Failing cases ({len(failing)})", ""]
@@ -126,6 +128,7 @@ def _answer(result: CaseResult, show_response: int) -> list[str]:
         shown.append(f"- question: {escape(result.question, limit=SHOW_QUESTION)}")
     if show_response > 0:
         shown.append(f"- response: {escape(result.response, limit=show_response)}")
+    shown += [f"- {escape(line.strip(), limit=300)}" for line in trace_lines(result.trace)]
     shown += [
         f"- {escape(c.id)} {c.verdict}: {escape(with_requirement(c), limit=_MAX_REQUIREMENT)}"
         for c in result.criteria
@@ -151,6 +154,21 @@ def _gates(gates: GateReport) -> list[str]:
     if notes:
         lines += ["", "Notes:"]
         lines += [f"- {escape(note, limit=300)}" for note in notes]
+    return lines
+
+
+def _regressed(gates: GateReport, show_response: int) -> list[str]:
+    """With a baseline, each item that regressed: the verdicts that changed and the
+    baseline's response beside today's."""
+    regressed = [c for c in gates.changes if c.kind == "regressed"]
+    lines = ["", "### Regressed since the baseline", ""] if regressed else []
+    for change in regressed[:_MAX_FAILURES]:
+        lines += [f"#### {code(change.nodeid)}", ""]
+        lines += [
+            f"- {escape(label)}: {escape(text, limit=max(show_response, 300))}"
+            for label, text in before_and_after(change, limit=show_response)
+        ]
+        lines.append("")
     return lines
 
 

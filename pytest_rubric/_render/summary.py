@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from .._report.breakdowns import Breakdown
 from .._report.gates import GateReport
-from .._report.leaderboard import COLUMNS, interval_text
+from .._report.leaderboard import columns as board_columns
+from .._report.leaderboard import interval_text
 from .._report.report import SessionReport, Severity, build_report
 from .._results import CaseResult
 from .table import render_table
@@ -66,7 +67,11 @@ def terminal_lines(report: SessionReport, *, board_when_empty: bool = False) -> 
     lines: list[Line] = []
     if report.leaderboard or board_when_empty:
         # One subject stands among no others: no rank, naive rank or tier to show.
-        columns = [c for c in COLUMNS if not (c.ranking and len(report.leaderboard) == 1)]
+        columns = [
+            c
+            for c in board_columns(report.leaderboard)
+            if not (c.ranking and len(report.leaderboard) == 1)
+        ]
         cells = [[column.cell(row) for column in columns] for row in report.leaderboard]
         right = {i for i, column in enumerate(columns) if not column.text}
         table = render_table([column.header for column in columns], cells, right=right)
@@ -87,7 +92,7 @@ def terminal_lines(report: SessionReport, *, board_when_empty: bool = False) -> 
     for note in report.notes:
         lines.append(Line(_MARK.get(note.severity, "") + note.text, note.severity))
         lines += [Line(f"  {detail}", note.severity) for detail in note.details]
-    lines += [Line(usage) for usage in report.judge_usage]
+    lines += [Line(usage.text, usage.severity) for usage in report.judge_usage]
     if report.judge_audit.shown:
         lines += [Line("judge audit"), *(Line(text) for text in report.judge_audit.lines())]
     return lines + _gate_lines(report.gates)
@@ -160,7 +165,7 @@ def _passed(gates: GateReport) -> str:
             f"every calibrated suite's kappa at least {gates.min_kappa:g} "
             "(--rubric-judge-min-kappa)"
         )
-    # A merge given no gate of its own still reports the shards' (see _merge).
+    # A merge given no gate of its own still reports the shards' (see _cli.merge).
     return "; ".join(parts) or "every gate of the merged documents"
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from .._defaults import SHOW_QUESTION, SHOW_RESPONSE
-from .._guards.secrets import clip, shorten
+from .._guards.secrets import clip, known_keys, shorten
 from .._results import CaseResult, CriterionResult, mark_text
+from .._trace import Trace
 
-__all__ = ["answer_lines", "criteria_table", "render_table", "with_requirement"]
+__all__ = ["answer_lines", "criteria_table", "render_table", "trace_lines", "with_requirement"]
 
 SHOW_REQUIREMENT = 300  # a requirement's characters a failure table shows; the JSON has it whole
 
@@ -82,6 +84,23 @@ def criteria_table(result: CaseResult) -> str:
     return "\n".join(lines)
 
 
+def since_baseline(
+    result: CaseResult, baseline: Sequence[CaseResult], *, show_response: int = SHOW_RESPONSE
+) -> list[str]:
+    """With ``--rubric-baseline``, a case that passed there and fails now: the criteria whose
+    verdict changed, and its response there beside today's (none for any other case)."""
+    from .._report.baseline import baseline_of, before_and_after, changed
+
+    was = baseline_of(baseline, result)
+    if was is None:
+        return []
+    lines = ["", "since the baseline:"]
+    for label, text in before_and_after(changed(was, result), limit=show_response):
+        first, *rest = text.splitlines() or [""]
+        lines += [f"{label}: {first}", *(f"  {line}" for line in rest)]
+    return lines
+
+
 def answer_lines(result: CaseResult, *, show_response: int = SHOW_RESPONSE) -> list[str]:
     """What the application was asked and said: the question cut to 300 characters, the
     response to ``show_response`` (0: not shown), each line of it indented under its label.
@@ -89,8 +108,6 @@ def answer_lines(result: CaseResult, *, show_response: int = SHOW_RESPONSE) -> l
     The texts were redacted when the result was built; :func:`clip` redacts again (of the
     keys known now) before it cuts, so no cut can leave a piece of a key behind.
     """
-    from .._guards.secrets import known_keys
-
     keys = known_keys()
     shown = []
     if result.question:
@@ -102,4 +119,25 @@ def answer_lines(result: CaseResult, *, show_response: int = SHOW_RESPONSE) -> l
         first, *rest = text.splitlines() or [""]
         lines.append(f"{label}: {first}")
         lines += [f"  {line}" for line in rest]
+    return lines + trace_lines(result.trace)
+
+
+# A call's arguments as a report line shows them: compact JSON, cut short.
+_SHOWN_ARGUMENTS = 200
+
+
+def trace_lines(trace: Trace | None) -> list[str]:
+    """What the application did, as a failing item's report shows it after the response:
+    each tool call (name, arguments, ok or failed), then the context's passage ids."""
+    if trace is None:
+        return []
+    lines = []
+    if trace.tool_calls or trace.llm_calls is not None:
+        lines.append(f"tool calls ({len(trace.tool_calls)}, {trace.source}):")
+        for call in trace.tool_calls:
+            arguments = json.dumps(call.arguments, ensure_ascii=False, default=str)
+            shown = shorten(arguments, _SHOWN_ARGUMENTS, *known_keys())
+            lines.append(f"  {call.name} {shown} {'ok' if call.ok else 'FAILED'}")
+    if trace.context:
+        lines.append(f"context ({len(trace.context)}): {', '.join(trace.passage_ids)}")
     return lines

@@ -2,7 +2,7 @@
 
 * **Style probe** (``--rubric-judge-probe N``): up to N judged substance
   criteria, chosen by :func:`probe_plan`, are judged again on the answer
-  rewritten confident and hedged (:func:`pytest_rubric.restyle`). Each probed
+  rewritten confident and hedged (:func:`pytest_rubric._grade.restyle`). Each probed
   criterion leaves one record in its result's ``probe`` list; a *flip* is a
   verdict that changed with tone alone: ``flips_confident`` counts those
   between the answer and its confident rewrite, ``flips_hedged`` those

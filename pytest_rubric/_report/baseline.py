@@ -27,12 +27,20 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from .._guards.secrets import MAX_TEXT, clip, known_keys
 from .._results import CaseResult, mark_text
 from . import stats as _stats
 from .gate_report import CHANGE_KINDS, EPSILON, CaseChange, GateEntry, SubjectDelta
 from .leaderboard import leaderboard, paired
 
-__all__ = ["BaselineComparison", "case_changes", "compare"]
+__all__ = [
+    "BaselineComparison",
+    "baseline_of",
+    "before_and_after",
+    "case_changes",
+    "changed",
+    "compare",
+]
 
 
 def case_changes(
@@ -46,14 +54,73 @@ def case_changes(
         if was is None:
             changes.append(CaseChange("appeared", now.nodeid, now.subject, None, now.score))
         elif was.passed != now.passed:
-            kind = "improved" if now.passed else "regressed"
-            changes.append(CaseChange(kind, now.nodeid, now.subject, was.score, now.score))
+            changes.append(changed(was, now))
     changes += [
         CaseChange("disappeared", was.nodeid, was.subject, was.score, None)
         for key, was in old.items()
         if key not in new
     ]
     return tuple(sorted(changes, key=lambda c: (CHANGE_KINDS.index(c.kind), c.nodeid)))
+
+
+def changed(was: CaseResult, now: CaseResult) -> CaseChange:
+    """An item that passed in one run and not the other: ``regressed`` or ``improved``, with
+    both responses and the verdicts that changed."""
+    return CaseChange(
+        "improved" if now.passed else "regressed",
+        now.nodeid,
+        now.subject,
+        was.score,
+        now.score,
+        response_before=was.response,
+        response_after=now.response,
+        verdicts=verdict_changes(was, now),
+    )
+
+
+def verdict_changes(was: CaseResult, now: CaseResult) -> tuple[tuple[str, str, str], ...]:
+    """Each criterion both results graded whose verdict changed: (id, there, now)."""
+    there = {c.id: c.verdict.value for c in was.criteria}
+    return tuple(
+        (c.id, there[c.id], c.verdict.value)
+        for c in now.criteria
+        if c.id in there and there[c.id] != c.verdict.value
+    )
+
+
+def baseline_of(baseline: Sequence[CaseResult], result: CaseResult) -> CaseResult | None:
+    """The baseline's result of the same item (node id, case, subject), if it passed there
+    and ``result`` does not now: a regression, to show before and after."""
+    if result.passed:
+        return None
+    for was in baseline:
+        if (was.nodeid, was.case, was.subject) == (result.nodeid, result.case, result.subject):
+            return was if was.passed else None
+    return None
+
+
+def before_and_after(change: CaseChange, *, limit: int = MAX_TEXT) -> list[tuple[str, str]]:
+    """A regressed item's before and after, as (label, text) rows for the terminal, the
+    Markdown and the HTML alike: the criteria whose verdict changed, then the baseline's
+    response beside today's (each cut to ``limit`` characters, redacted of the keys known
+    now; ``limit`` 0 shows no response)."""
+    rows = []
+    if change.verdicts:
+        rows.append(
+            (
+                "verdicts changed",
+                ", ".join(f"{cid} {there} -> {now}" for cid, there, now in change.verdicts),
+            )
+        )
+    keys = known_keys()
+    for label, score, response in (
+        ("baseline", change.before, change.response_before),
+        ("now", change.after, change.response_after),
+    ):
+        if response is not None and limit > 0:
+            shown = f" (score {score:.2f})" if score is not None else ""
+            rows.append((f"{label}{shown}", clip(response, *keys, limit=limit)))
+    return rows
 
 
 def _keyed(results: Sequence[CaseResult]) -> dict[tuple[str, str, str, int], CaseResult]:

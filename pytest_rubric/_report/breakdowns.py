@@ -2,7 +2,7 @@
 
 * group ``suite`` (only when the results span several suites): the mean
   score of a subject's results in that suite;
-* group ``tag``: each result scored by the usual formula (``_scoring``)
+* group ``tag``: each result scored by the usual formula (``_grade.scoring``)
   over only the substance criteria that carry the tag (a case's tags apply
   to all its criteria), averaged over the results that have such a
   criterion with a positive weight. With repeats, a result's tag score is

@@ -1,6 +1,6 @@
 """The ``--rubric-json`` document, described once as pydantic models, and read back with them.
 
-A run writes the document (``_report.render_json``); ``--rubric-baseline`` and
+A run writes the document (``_render.json.json_chunks``); ``--rubric-baseline`` and
 ``merge`` read one back. A document read back is input like any other: it may
 have been edited by hand, cut short, or written by something else. So it is
 validated field by field before anything uses it:
@@ -33,6 +33,7 @@ from .._grade.scoring import item_passes, passes, score
 from .._guards.secrets import known_keys, shorten
 from .._llm.base import mean_raw_score
 from .._results import CaseResult, CriterionResult, Sample, Verdict
+from .._trace import Trace
 from .document_format import VERSION, DocumentError
 from .document_models import (
     CriterionModel,
@@ -40,6 +41,7 @@ from .document_models import (
     LeaderboardRowModel,
     ResultModel,
     SampleModel,
+    TraceModel,
 )
 from .run import RunInfo
 
@@ -182,7 +184,12 @@ def _sample(model: SampleModel, min_score: float | None) -> Sample:
         criteria=criteria,
         response=model.response,
         llm_raw_score=model.llm_raw_score,
+        trace=_trace(model.trace),
     )
+
+
+def _trace(model: TraceModel | None) -> Trace | None:
+    return None if model is None else Trace.from_dict(model.model_dump())
 
 
 def _case_result(model: ResultModel) -> CaseResult:
@@ -192,6 +199,7 @@ def _case_result(model: ResultModel) -> CaseResult:
     # each sample's criteria, and the item's verdict from its pass_when rule.
     graded = score(criteria)
     samples = [_sample(s, model.min_score) for s in model.samples or ()]
+    first = model.samples[0] if model.samples else None
     if len(samples) > 1:
         item_score = math.fsum(s.score for s in samples) / len(samples)
         raw_score = math.fsum(s.raw_score for s in samples) / len(samples)
@@ -247,6 +255,7 @@ def _case_result(model: ResultModel) -> CaseResult:
         llm_raw_score=mean_raw_score(s.llm_raw_score for s in samples)
         if samples
         else model.llm_raw_score,
+        trace=samples[0].trace if samples else _trace(first.trace if first else None),
         skipped_bounds=bounds,
     )
 

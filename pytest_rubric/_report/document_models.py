@@ -22,6 +22,7 @@ __all__ = [
     "ResultModel",
     "RunModel",
     "SampleModel",
+    "TraceModel",
 ]
 
 
@@ -70,6 +71,52 @@ class CriterionModel(BaseModel):
     requirement: str | None = None  # a judged criterion's, as the rubric states it; null otherwise
 
 
+class ToolCallModel(BaseModel):
+    """One tool call of a ``trace``."""
+
+    model_config = _CONFIG
+
+    name: str
+    arguments: dict[str, Any]
+    ok: bool
+    result: str | None = None
+
+
+class PassageModel(BaseModel):
+    """One passage of a ``trace``'s ``context``."""
+
+    model_config = _CONFIG
+
+    id: str | None = None
+    text: str
+    source: str | None = None
+
+
+class UsageModel(BaseModel):
+    """A ``trace``'s ``usage``: each figure null when the application did not give it."""
+
+    model_config = _CONFIG
+
+    input_tokens: Count | None = None
+    output_tokens: Count | None = None
+    cost_usd: Annotated[float, Field(ge=0)] | None = None
+
+
+class TraceModel(BaseModel):
+    """A sample's ``trace``: what the application did on the way to its answer (null when
+    there is none). ``result`` and ``text`` are cut to 2,000 characters with a count."""
+
+    model_config = _CONFIG
+
+    source: Literal["returned", "otel", "responses", "case"]
+    tool_calls: list[ToolCallModel] = []
+    llm_calls: Count | None = None
+    context: list[PassageModel] = []
+    usage: UsageModel = UsageModel()
+    latency_s: Annotated[float, Field(ge=0)] | None = None
+    metadata: dict[str, Any] | None = None
+
+
 class SampleModel(BaseModel):
     """One entry of a result's ``samples`` (``repeat``): read back, its score and ``passed``
     are recomputed from its criteria."""
@@ -82,6 +129,7 @@ class SampleModel(BaseModel):
     criteria: list[CriterionModel]
     response: str = ""
     llm_raw_score: RawScore | None = None
+    trace: TraceModel | None = None
 
 
 class ResultModel(BaseModel):
@@ -114,7 +162,7 @@ class ResultModel(BaseModel):
     n_samples: Annotated[int, Field(ge=1)] | None = None
     pass_rate: Fraction | None = None
     pass_rate_ci: list[Fraction] | None = None
-    probe: list[dict[str, str]] = []  # the style probe's records (see _audit)
+    probe: list[dict[str, str]] = []  # the style probe's records (see _report.audit)
     ranked: bool = True  # false: an assert_rubric call without subject= (not on the leaderboard)
     # The holistic grader's 0-100 reply; null for other graders. With samples, their mean.
     llm_raw_score: RawScore | None = None
@@ -143,6 +191,10 @@ class LeaderboardRowModel(BaseModel):
     tier: Annotated[int, Field(ge=1)] = 1
     detectable_drop: Annotated[float, Field(ge=0)] | None = None
     passed_ci: list[Fraction] | None = None
+    # Subjects with traces only: mean tool calls per answer, median latency, summed cost.
+    tool_calls: Annotated[float, Field(ge=0)] | None = None
+    latency_s_p50: Annotated[float, Field(ge=0)] | None = None
+    cost_usd: Annotated[float, Field(ge=0)] | None = None
 
 
 class BreakdownModel(BaseModel):
@@ -265,7 +317,7 @@ class RunCacheModel(BaseModel):
 
 class RunModel(BaseModel):
     """``run``: which run wrote the document. Older documents have none (null or absent);
-    ``merge`` combines the shards' (see ``_run.merged``)."""
+    ``merge`` combines the shards' (see ``_report.run.merged``)."""
 
     model_config = _CONFIG
 

@@ -126,6 +126,11 @@ class CaseChange:
     subject: str
     before: float | None = None  # the score there; None: not in the baseline
     after: float | None = None  # the score now; None: not in this run
+    # Regressed or improved: the response there and now, and each criterion whose verdict
+    # changed, (id, verdict there, verdict now).
+    response_before: str | None = None
+    response_after: str | None = None
+    verdicts: tuple[tuple[str, str, str], ...] = ()
 
 
 CHANGE_KINDS = ("regressed", "improved", "appeared", "disappeared")
@@ -143,8 +148,8 @@ class GateReport:
     deltas: tuple[SubjectDelta, ...] = ()
     entries: tuple[GateEntry, ...] = ()
     notes: tuple[str, ...] = ()  # about the comparison, not an outcome (cases that did not run)
-    max_style_flips: float | None = None  # --rubric-judge-max-style-flips (see _audit)
-    min_kappa: float | None = None  # --rubric-judge-min-kappa (see _calibration)
+    max_style_flips: float | None = None  # --rubric-judge-max-style-flips (see _report.audit)
+    min_kappa: float | None = None  # --rubric-judge-min-kappa (see _report.calibration)
     # The limits of the probe kinds other than tone (--rubric-judge-max-flips KIND=X, else
     # --rubric-judge-max-style-flips), by kind.
     max_flips: Mapping[str, float] = field(default_factory=dict)

@@ -18,6 +18,7 @@ apart). :func:`rank_noise` says whether the two orders disagree beyond noise.
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -28,11 +29,14 @@ from . import stats as _stats
 
 __all__ = [
     "COLUMNS",
+    "TRACE_COLUMNS",
     "Column",
     "RankNoise",
     "SubjectRow",
+    "TraceFigures",
     "by_case",
     "case_key",
+    "columns",
     "interval_text",
     "leaderboard",
     "paired",
@@ -62,12 +66,53 @@ class SubjectRow:
     tier: int = 1
     detectable_drop: float | None = None
     passed_ci: tuple[float, float] | None = None
+    # For a subject with traces (see ``TraceFigures``); None and left out of the JSON otherwise.
+    traced: TraceFigures | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["correctness_ci"] = list(self.correctness_ci) if self.correctness_ci else None
         data["passed_ci"] = list(self.passed_ci) if self.passed_ci else None
+        del data["traced"]
+        if self.traced is not None:
+            data.update(asdict(self.traced))
         return data
+
+
+@dataclass(frozen=True, slots=True)
+class TraceFigures:
+    """What a subject's traces add to its row: the mean number of tool calls per answer (None
+    when no trace shows its calls), the median latency (None when no trace has one) and the summed cost (None when an answer's
+    cost is unknown: a sum over part of the answers would understate it)."""
+
+    tool_calls: float | None
+    latency_s_p50: float | None
+    cost_usd: float | None
+
+    @classmethod
+    def of(cls, results: Sequence[CaseResult]) -> TraceFigures | None:
+        """The figures of a subject's answers with traces; None when none has one."""
+        traces = [s.trace for r in results for s in r.sample_list if s.trace is not None]
+        if not traces:
+            return None
+        latencies = sorted(t.latency_s for t in traces if t.latency_s is not None)
+        costs = [t.usage.cost_usd for t in traces]
+        # Only traces that show calls count (a retriever's context alone says nothing of them).
+        calls = [len(t.tool_calls) for t in traces if t.tool_calls or t.llm_calls is not None]
+        return cls(
+            tool_calls=_mean(calls) if calls else None,
+            latency_s_p50=statistics.median(latencies) if latencies else None,
+            cost_usd=None if None in costs else math.fsum(c for c in costs if c is not None),
+        )
+
+
+def _seconds(value: float) -> str:
+    """A latency as a person reads it: ``850.0ms``, ``2.41s``."""
+    return f"{value * 1000:.1f}ms" if value < 1 else f"{value:.2f}s"
+
+
+def _trace_cell(value: float | None, text: Callable[[float], str]) -> str:
+    return "-" if value is None else text(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +166,32 @@ COLUMNS: tuple[Column, ...] = (
     Column("tier", lambda r: str(r.tier), ranking=True),
     Column("detectable drop", lambda r: _drop(r.detectable_drop)),
 )
+
+TRACE_COLUMNS: tuple[Column, ...] = (
+    Column(
+        "tool calls",
+        lambda r: _trace_cell(r.traced.tool_calls if r.traced else None, lambda v: f"{v:.1f}"),
+        wide_header="tool calls per answer",
+    ),
+    Column(
+        "latency p50",
+        lambda r: _trace_cell(r.traced.latency_s_p50 if r.traced else None, _seconds),
+    ),
+    Column(
+        "cost",
+        lambda r: _trace_cell(r.traced.cost_usd if r.traced else None, lambda v: f"${v:.4f}"),
+        wide_header="cost (USD)",
+    ),
+)
+"""Shown after :data:`COLUMNS` when some subject has traces (see :func:`columns`)."""
+
+
+def columns(rows: Sequence[SubjectRow]) -> tuple[Column, ...]:
+    """The leaderboard's columns for ``rows``: :data:`TRACE_COLUMNS` only when some subject
+    has traces."""
+    if any(row.traced is not None for row in rows):
+        return COLUMNS + TRACE_COLUMNS
+    return COLUMNS
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -212,6 +283,7 @@ def leaderboard(
                     [[s.score for s in r.sample_list] for r in rs], gate_level, max_drop=max_drop
                 ),
                 passed_ci=_stats.wilson(passed, len(rs), level),
+                traced=TraceFigures.of(rs),
             )
         )
     rows.sort(key=lambda row: (row.rank, row.subject))

@@ -4,7 +4,7 @@
 run calls it at the end of the session, ``merge`` on the shards' results.
 The terminal summary (``_render.summary``), the JSON document (``_render.json``), the
 Markdown (``_render.markdown``) and the HTML (``_render.html``) are renderers of the
-:class:`SessionReport` it returns, reached through ``_outputs.OUTPUTS``.
+:class:`SessionReport` it returns, reached through ``_config.outputs.OUTPUTS``.
 
 What a reader must be told travels as :class:`Note` values with a
 :class:`Severity`; a renderer picks its marks and colours from the severity,
@@ -62,7 +62,7 @@ class SessionReport:
     rankings_disagree: bool
     gates: GateReport = field(default_factory=GateReport)
     notes: tuple[Note, ...] = ()  # in the order the summary prints them
-    judge_usage: tuple[str, ...] = ()  # one line per judge: calls, retries, tokens, cache
+    judge_usage: tuple[Note, ...] = ()  # a line per judge (calls, tokens, cache), then warnings
     thresholds: StyleThresholds = field(default_factory=StyleThresholds)
     rankings_differ_within_noise: bool = False
     breakdowns: tuple[Breakdown, ...] = ()
@@ -111,7 +111,7 @@ def build_report(
     rootdir: str | None = None,
     max_drop: float = 0.0,
     fail_under: float | None = None,
-    judge_usage: Sequence[str] = (),
+    judge_usage: Sequence[Note] = (),
     thresholds: StyleThresholds | None = None,
     level: float = 0.95,
     gate_confidence: float | None = None,

@@ -99,7 +99,7 @@ class RunInfo:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunInfo:
-        """A document's ``run``, as validated by ``_document_models.RunModel``."""
+        """A document's ``run``, as validated by ``_report.document_models.RunModel``."""
         cache = data["cache"]
         return cls(
             plugin_version=data["plugin_version"],

@@ -8,8 +8,8 @@
 ``phrases``        phrase matching at word and number bounds (any_of, all_of,
                    forbidden, metric)
 ``any_of`` ...     one deterministic type per module: its model and its check
-``registry``       the deterministic types, one line each, and the tagged
-                   union pydantic reads a criterion (or a json field's body) by
+``registry``       the one table of criterion types (a line each), with the
+                   types a ``pytest_rubric_criterion_types`` hook adds
 ``json``           ``json``: parses, fits any JSON Schema, checks fields at
                    JSON Pointers with deterministic bodies (above the registry)
 ``json_text``      JSON read out of an answer (fenced or bare), JSON Pointers
@@ -19,6 +19,90 @@
                    decides (above the registry, like ``json``)
 =================  ===========================================================
 
-Nothing is imported here: a session without rubrics imports none of this, and
-the models load pydantic, the checks RE2 and rapidfuzz only where they need them.
+The criterion models, and what a type added through the hook is built from,
+are importable from here; each is imported on first use (PEP 562), so a
+session without rubrics imports none of this, and the models load pydantic,
+the checks RE2 and rapidfuzz only where they need them.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .all_of import AllOf
+    from .any_of import AnyOf
+    from .callable import CallableCriterion
+    from .check import Answer, Check, CheckContext, error, fraction, met, unmet
+    from .extract import Extract
+    from .forbidden import Forbidden
+    from .fuzzy import Fuzzy
+    from .json import Json
+    from .judge import Requirement
+    from .length import Length
+    from .metric import Metric
+    from .model import CriterionModel, FieldError
+    from .number import Number
+    from .regex import Regex
+
+_LAZY = {
+    "AllOf": ".all_of",
+    "AnyOf": ".any_of",
+    "Answer": ".check",
+    "CallableCriterion": ".callable",
+    "Check": ".check",
+    "CheckContext": ".check",
+    "CriterionModel": ".model",
+    "Extract": ".extract",
+    "FieldError": ".model",
+    "Forbidden": ".forbidden",
+    "Fuzzy": ".fuzzy",
+    "Json": ".json",
+    "Length": ".length",
+    "Metric": ".metric",
+    "Number": ".number",
+    "Regex": ".regex",
+    "Requirement": ".judge",
+    "error": ".check",
+    "fraction": ".check",
+    "met": ".check",
+    "unmet": ".check",
+}
+
+__all__ = [
+    "AllOf",
+    "Answer",
+    "AnyOf",
+    "CallableCriterion",
+    "Check",
+    "CheckContext",
+    "CriterionModel",
+    "Extract",
+    "FieldError",
+    "Forbidden",
+    "Fuzzy",
+    "Json",
+    "Length",
+    "Metric",
+    "Number",
+    "Regex",
+    "Requirement",
+    "error",
+    "fraction",
+    "met",
+    "unmet",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_rubric.criteria' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

@@ -6,20 +6,21 @@ from typing import Literal
 
 from .._results import Outcome
 from .check import Answer, Check, CheckContext, met, quote_list, unmet
-from .model import CriterionModel, Phrases
+from .field import FieldScoped, on_field
+from .model import Phrases
 from .phrases import compile_phrases, found
 
 __all__ = ["AllOf"]
 
 
-class AllOf(CriterionModel):
+class AllOf(FieldScoped):
     """MET when every phrase occurs in the normalized answer."""
 
     type: Literal["all_of"] = "all_of"
     all_of: Phrases
 
     def compile(self, context: CheckContext) -> Check[AllOf]:
-        return _AllOfCheck(self)
+        return on_field(self, _AllOfCheck(self))
 
 
 class _AllOfCheck(Check[AllOf]):

@@ -6,20 +6,21 @@ from typing import Literal
 
 from .._results import Outcome
 from .check import Answer, Check, CheckContext, met, quote_list, short, unmet
-from .model import CriterionModel, Phrases
+from .field import FieldScoped, on_field
+from .model import Phrases
 from .phrases import compile_phrases, found
 
 __all__ = ["AnyOf"]
 
 
-class AnyOf(CriterionModel):
+class AnyOf(FieldScoped):
     """MET when any phrase occurs in the normalized answer."""
 
     type: Literal["any_of"] = "any_of"
     any_of: Phrases
 
     def compile(self, context: CheckContext) -> Check[AnyOf]:
-        return _AnyOfCheck(self)
+        return on_field(self, _AnyOfCheck(self))
 
 
 class _AnyOfCheck(Check[AnyOf]):

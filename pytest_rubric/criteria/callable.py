@@ -71,7 +71,7 @@ class _CallableCheck(Check[CallableCriterion]):
             value = self.runner.call(self.function, answer.text, case, timeout=self.timeout)
         except CallTimeout as exc:
             return error(f"{path} {exc}")
-        except Exception as exc:  # BaseExceptions arrive contained (see _calls)
+        except Exception as exc:  # BaseExceptions arrive contained (see _guards.calls)
             return error(f"{path} raised {described(exc)}")
         reason = f"{path} returned {_shown(value)}"
         if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):

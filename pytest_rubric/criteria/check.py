@@ -22,6 +22,7 @@ from .._guards.calls import CallRunner
 from .._guards.outgoing import as_written
 from .._guards.secrets import shorten
 from .._results import Outcome, Verdict
+from .._trace import Trace
 from .normalize import normalize, parse_numbers
 
 __all__ = [
@@ -66,12 +67,14 @@ def quote_list(items: Sequence[str], limit: int = 3) -> str:
 
 
 class Answer:
-    """A response under test, with its derived forms computed on first use."""
+    """A response under test, with its derived forms computed on first use, and the trace
+    of what the application did on the way to it (``None``: none was returned or read)."""
 
-    __slots__ = ("__dict__", "text")
+    __slots__ = ("__dict__", "text", "trace")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, trace: Trace | None = None) -> None:
         self.text = text
+        self.trace = trace
 
     @cached_property
     def folded(self) -> str:

@@ -12,36 +12,35 @@ compact JSON text.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, PrivateAttr
+from pydantic import Field, PlainValidator, PrivateAttr, ValidationInfo
 
 from .._results import Outcome, Verdict
 from .check import Check, CheckContext, unmet
-from .json import BODY_TYPES, body_of
+from .grounded import Grounded
+from .json import body_of
 from .judge import Requirement
 from .model import CriterionModel
-from .registry import tagged_union
+from .registry import validate_body
 
 __all__ = ["RETURNS", "Extract", "JudgedCriterion"]
 
 RETURNS = ("number", "string", "boolean", "list")
 
 
-def _check_body(value: Any) -> Any:
-    return body_of(
+def _check_body(value: Any, info: ValidationInfo) -> Any:
+    body = body_of(
         value,
         owner="extract",
         subject="`check`",
         forbidden="`check` cannot be `forbidden` (MET would mean the error happened)",
         name="check",
     )
+    return validate_body(body, info)
 
 
-if TYPE_CHECKING:
-    CheckBody = CriterionModel
-else:
-    CheckBody = Annotated[tagged_union(BODY_TYPES), BeforeValidator(_check_body)]
+CheckBody = Annotated[CriterionModel, PlainValidator(_check_body)]
 
 
 class Extract(CriterionModel):
@@ -79,6 +78,6 @@ class Extract(CriterionModel):
         return outcome
 
 
-JudgedCriterion = Requirement | Extract
-"""What the judge is asked about: a ``judge`` criterion (it grades), or an ``extract`` one
-(it reads)."""
+JudgedCriterion = Requirement | Extract | Grounded
+"""What the judge is asked about: a ``judge`` criterion (it grades), an ``extract`` one
+(it reads), or ``grounded`` (it lists claims with quotes from the context)."""

@@ -8,13 +8,14 @@ from pydantic import model_validator
 
 from .._results import Outcome
 from .check import Answer, Check, CheckContext, met, short, unmet
-from .model import CriterionModel, FieldError, NonNegative, Phrases
+from .field import FieldScoped, on_field
+from .model import FieldError, NonNegative, Phrases
 from .phrases import compile_phrases, found
 
 __all__ = ["Forbidden"]
 
 
-class Forbidden(CriterionModel):
+class Forbidden(FieldScoped):
     """A known-wrong claim: MET (the error happened) when a phrase occurs.
 
     It enters the score with weight ``-penalty``.
@@ -40,7 +41,7 @@ class Forbidden(CriterionModel):
         return -self.penalty
 
     def compile(self, context: CheckContext) -> Check[Forbidden]:
-        return _ForbiddenCheck(self)
+        return on_field(self, _ForbiddenCheck(self))
 
 
 class _ForbiddenCheck(Check[Forbidden]):

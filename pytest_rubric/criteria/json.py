@@ -20,36 +20,32 @@ schema.
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, AliasChoices, BeforeValidator, Field, field_validator
+from pydantic import AliasChoices, Field, PlainValidator, ValidationInfo, field_validator
 
 from .._guards.engines import CheckTimeout, Deadline, running
 from .._guards.limits import PlainNumber
-from .._guards.schemas import SchemaProblem, schema_problems, schema_validator
+from .._guards.schemas import schema_validator
 from .._guards.secrets import shorten
 from .._results import Outcome, Verdict
 from .check import Answer, Check, CheckContext, error, met, unmet
+from .field import JsonPointer
 from .json_text import (
     MISSING,
     NestedTooDeeply,
     first_non_finite,
-    is_pointer,
     parse_json,
     parse_whole,
+    pointer_text,
     resolve_pointer,
+    valid_schema,
 )
-from .model import CriterionModel, FieldError
-from .registry import DETERMINISTIC, tagged_union
-
-if TYPE_CHECKING:
-    from jsonschema.protocols import Validator
+from .model import CriterionModel
+from .registry import validate_body
 
 __all__ = [
-    "BODY_TYPES",
     "MISSING",
     "Json",
     "NestedTooDeeply",
@@ -79,8 +75,8 @@ def body_of(value: Any, *, owner: str, subject: str, forbidden: str, name: str) 
     return {**value, "id": name}
 
 
-def _field_body(value: Any) -> Any:
-    return body_of(
+def _field_body(value: Any, info: ValidationInfo) -> Any:
+    body = body_of(
         value,
         owner="json",
         subject="a field's check",
@@ -88,24 +84,12 @@ def _field_body(value: Any) -> Any:
         "happened, yet MET fields earn the credit)",
         name="field",
     )
+    return validate_body(body, info)
 
 
-def _check_pointer(pointer: str) -> str:
-    if not is_pointer(pointer):
-        raise ValueError(
-            f"{pointer!r} is not a JSON Pointer; write it as in RFC 6901: '/total', "
-            "'/items/0/price' ('' is the whole answer; in a key, '~1' stands for '/', '~0' for '~')"
-        )
-    return pointer
-
-
-Pointer = Annotated[str, AfterValidator(_check_pointer)]
-# Every deterministic type but `forbidden`, whose MET is an error, and `json` itself.
-BODY_TYPES = tuple(model for model in DETERMINISTIC if model.tag != "forbidden")
-if TYPE_CHECKING:
-    FieldCheck = CriterionModel
-else:
-    FieldCheck = Annotated[tagged_union(BODY_TYPES), BeforeValidator(_field_body)]
+Pointer = JsonPointer
+# Any deterministic type of the session's registry but `forbidden`, whose MET is an error.
+FieldCheck = Annotated[CriterionModel, PlainValidator(_field_body)]
 
 
 class Json(CriterionModel):
@@ -131,30 +115,7 @@ class Json(CriterionModel):
     @field_validator("json_schema")
     @classmethod
     def _valid_schema(cls, schema: dict[str, Any] | bool | None) -> dict[str, Any] | bool | None:
-        if schema is not None:
-            text = json.dumps(schema, sort_keys=True)
-            problem = _schema_problem(text)
-            if problem is not None:
-                path, message = problem
-                raise FieldError(
-                    "schema",
-                    f"`schema` is not a valid JSON Schema: at {_pointer(path)}, {message}",
-                    hint="fix the schema at that path (https://json-schema.org/draft/2020-12 "
-                    "lists the keywords)",
-                    path=path,
-                )
-            unsafe = _unsafe(text)
-            if unsafe:
-                first = unsafe[0]
-                listed = "; ".join(f"at {_pointer(p.path)}, {p.message}" for p in unsafe[:3])
-                more = f" (+{len(unsafe) - 3} more)" if len(unsafe) > 3 else ""
-                raise FieldError(
-                    "schema",
-                    f"`schema` cannot be used: {listed}{more}",
-                    hint=first.hint,
-                    path=first.path,
-                )
-        return schema
+        return valid_schema(schema, field="schema")
 
     def compile(self, context: CheckContext) -> Check[Json]:
         return _JsonCheck(self, context)
@@ -162,33 +123,6 @@ class Json(CriterionModel):
 
 def _shown(pointer: str) -> str:
     return pointer if pointer else "'' (the whole answer)"
-
-
-def _pointer(path: Any) -> str:
-    """A path of keys and indices as a JSON Pointer; the root named in words."""
-    parts = [str(p).replace("~", "~0").replace("/", "~1") for p in path]
-    return "/" + "/".join(parts) if parts else "the top level"
-
-
-@functools.lru_cache(maxsize=256)
-def _schema_problem(text: str) -> tuple[tuple[str | int, ...], str] | None:
-    """Where a schema (as canonical JSON text) breaks its draft's metaschema, and how; None
-    when it is valid. Cached: checking a schema takes milliseconds, and cases share one."""
-    from jsonschema.exceptions import best_match
-
-    schema = json.loads(text)
-    validator = _validator_class(schema)
-    found = best_match(validator(validator.META_SCHEMA).iter_errors(schema))
-    if found is None:
-        return None
-    return tuple(found.absolute_path), shorten(found.message, 160)
-
-
-@functools.lru_cache(maxsize=256)
-def _unsafe(text: str) -> list[SchemaProblem]:
-    """What keeps a valid schema (as canonical JSON text) from running safely (see
-    :func:`~pytest_rubric._guards.schemas.schema_problems`); cached like :func:`_schema_problem`."""
-    return schema_problems(json.loads(text))
 
 
 def _plain_numbers(value: Any) -> Any:
@@ -199,13 +133,6 @@ def _plain_numbers(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain_numbers(item) for item in value]
     return value
-
-
-def _validator_class(schema: Any) -> type[Validator]:
-    from jsonschema import Draft202012Validator
-    from jsonschema.validators import validator_for
-
-    return validator_for(schema, default=Draft202012Validator)
 
 
 class _JsonCheck(Check[Json]):
@@ -250,7 +177,7 @@ class _JsonCheck(Check[Json]):
         where = first_non_finite(value)
         if where is not None:
             return unmet(
-                f"does not fit the schema at {_pointer(where)}: a number that is not finite "
+                f"does not fit the schema at {pointer_text(where)}: a number that is not finite "
                 "(it overflowed) fits no schema"
             )
         try:
@@ -277,7 +204,7 @@ class _JsonCheck(Check[Json]):
         keyword = "false" if first.validator is None else first.validator  # `false` allows nothing
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
         return unmet(
-            f"does not fit the schema at {_pointer(first.absolute_path)}: "
+            f"does not fit the schema at {pointer_text(first.absolute_path)}: "
             f"{keyword} ({shorten(first.message, 60)}){more}"
         )
 

@@ -4,15 +4,25 @@ and the value a JSON Pointer (RFC 6901) names in it.
 Strict: ``NaN`` and ``Infinity`` are not JSON (``NaN`` would pass every ``minimum``), and
 well-nested text deeper than the parser can follow raises :class:`NestedTooDeeply` (it
 may be valid, so whether it fits is unknown), where malformed text is simply not JSON.
-The ``json`` criterion (:mod:`.json`) reads answers through it.
+The ``json`` criterion (:mod:`.json`) reads answers through it; it and the trace criteria's
+``args`` (:mod:`.calls`) check their JSON Schemas with :func:`valid_schema` when the rubric
+loads.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .._guards.schemas import SchemaProblem, schema_problems
+from .._guards.secrets import shorten
+from .model import FieldError
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 __all__ = [
     "MISSING",
@@ -21,7 +31,9 @@ __all__ = [
     "is_pointer",
     "parse_json",
     "parse_whole",
+    "pointer_text",
     "resolve_pointer",
+    "valid_schema",
 ]
 
 _FENCED = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
@@ -146,3 +158,101 @@ def parse_whole(text: str) -> tuple[Any, str | None]:
         return None, f"not JSON ({exc})"
     except RecursionError:
         return None, "not JSON (nested too deeply)"
+
+
+# --- JSON Schemas in rubric files (checked when the rubric loads) --------------------------
+
+
+def valid_schema(
+    schema: dict[str, Any] | bool | None, *, field: str
+) -> dict[str, Any] | bool | None:
+    """``schema`` when it is a valid JSON Schema that can run safely (no retrieval, guarded
+    patterns); else :class:`FieldError` on ``field``, at the path of the problem."""
+    if schema is not None:
+        text = json.dumps(schema, sort_keys=True)
+        problem = _schema_problem(json.dumps(_shape(schema), sort_keys=True))
+        if problem is not None:
+            path, message = problem
+            raise FieldError(
+                field,
+                f"`{field}` is not a valid JSON Schema: at {pointer_text(path)}, {message}",
+                hint="fix the schema at that path (https://json-schema.org/draft/2020-12 "
+                "lists the keywords)",
+                path=path,
+            )
+        unsafe = _unsafe(text)
+        if unsafe:
+            first = unsafe[0]
+            listed = "; ".join(f"at {pointer_text(p.path)}, {p.message}" for p in unsafe[:3])
+            more = f" (+{len(unsafe) - 3} more)" if len(unsafe) > 3 else ""
+            raise FieldError(
+                field,
+                f"`{field}` cannot be used: {listed}{more}",
+                hint=first.hint,
+                path=first.path,
+            )
+    return schema
+
+
+# Keywords whose value every draft's metaschema accepts whatever it is, and those whose value
+# maps names to subschemas (so a property named "const" is a subschema, not the keyword).
+_ANY_VALUE = frozenset({"const", "default"})
+_SCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
+
+
+def _shape(schema: Any) -> Any:
+    """``schema`` with what its metaschema does not constrain blanked: ``const`` and
+    ``default`` values, and ``enum`` members (as distinct numbers, the list kept), so the
+    metaschema check is cached across cases that differ only there (an ``args`` schema's
+    ``const: "<order id>"``). Paths are unchanged, so a problem's path is the schema's."""
+    if not isinstance(schema, dict):
+        return schema
+    shaped: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _ANY_VALUE:
+            shaped[key] = None
+        elif key == "enum" and isinstance(value, list):
+            shaped[key] = list(range(len(value)))
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            shaped[key] = {name: _shape(sub) for name, sub in value.items()}
+        elif isinstance(value, list):
+            shaped[key] = [_shape(item) for item in value]
+        else:
+            shaped[key] = _shape(value)
+    return shaped
+
+
+def pointer_text(path: Any) -> str:
+    """A path of keys and indices as a JSON Pointer; the root named in words."""
+    parts = [str(p).replace("~", "~0").replace("/", "~1") for p in path]
+    return "/" + "/".join(parts) if parts else "the top level"
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_problem(text: str) -> tuple[tuple[str | int, ...], str] | None:
+    """Where a schema (as canonical JSON text) breaks its draft's metaschema, and how; None
+    when it is valid. Cached: checking a schema takes milliseconds, and cases share one."""
+    from jsonschema.exceptions import best_match
+
+    schema = json.loads(text)
+    validator = _validator_class(schema)
+    found = best_match(validator(validator.META_SCHEMA).iter_errors(schema))
+    if found is None:
+        return None
+    return tuple(found.absolute_path), shorten(found.message, 160)
+
+
+@functools.lru_cache(maxsize=256)
+def _unsafe(text: str) -> list[SchemaProblem]:
+    """What keeps a valid schema (as canonical JSON text) from running safely (see
+    :func:`~pytest_rubric._guards.schemas.schema_problems`); cached like :func:`_schema_problem`."""
+    return schema_problems(json.loads(text))
+
+
+def _validator_class(schema: Any) -> type[Validator]:
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import validator_for
+
+    return validator_for(schema, default=Draft202012Validator)

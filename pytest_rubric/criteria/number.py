@@ -9,12 +9,13 @@ from pydantic import model_validator
 
 from .._results import Outcome
 from .check import Answer, Check, CheckContext, met, unmet
-from .model import CriterionModel, FieldError, Finite, NonNegative
+from .field import FieldScoped, on_field
+from .model import FieldError, Finite, NonNegative
 
 __all__ = ["Number"]
 
 
-class Number(CriterionModel):
+class Number(FieldScoped):
     """MET when some number in the answer is within tolerance of ``value``."""
 
     type: Literal["number"] = "number"
@@ -41,7 +42,7 @@ class Number(CriterionModel):
         return self
 
     def compile(self, context: CheckContext) -> Check[Number]:
-        return NumberCheck(self)
+        return on_field(self, NumberCheck(self))
 
 
 class NumberCheck(Check[Number]):

@@ -21,7 +21,7 @@ from .._guards.engines import CheckTimeout, PatternError, compile_pattern, searc
 from .._guards.outgoing import as_written
 from .._results import Outcome
 from .check import Answer, Broken, Check, CheckContext, error, met, short, unmet
-from .model import CriterionModel
+from .field import FieldScoped, on_field
 from .normalize import normalize_pattern
 
 __all__ = ["PYTHON_REGEX_TIMEOUT", "Regex", "RegexError", "compile_regex", "regex_problem"]
@@ -30,7 +30,7 @@ __all__ = ["PYTHON_REGEX_TIMEOUT", "Regex", "RegexError", "compile_regex", "rege
 PYTHON_REGEX_TIMEOUT = engines.PATTERN_TIMEOUT
 
 
-class Regex(CriterionModel):
+class Regex(FieldScoped):
     """MET when the pattern matches the normalized answer (or, inverted, does not).
 
     ``engine: re2`` (the default) matches in linear time, so no pattern can
@@ -48,7 +48,7 @@ class Regex(CriterionModel):
 
     def compile(self, context: CheckContext) -> Check[Regex]:
         try:
-            return RegexCheck(self)
+            return on_field(self, RegexCheck(self))
         except RegexError as exc:
             return Broken(
                 self,

@@ -1,17 +1,26 @@
-"""The registry of deterministic criterion types: one line each in :data:`DETERMINISTIC`.
+"""The one table of criterion types: a type is its model, whose ``compile`` is its check.
 
-A type listed here can be written in a rubric file (``type: <its tag>``)
-and, as a body without id or weight, checks a field of a ``json`` criterion.
-The full union of criteria (these, ``json`` and ``judge``) is
-``pytest_rubric._schema.Criterion``.
+:data:`DETERMINISTIC` holds one line per type the plugin checks itself (each
+also checks a field of a ``json`` criterion or an ``extract``'s value);
+:data:`COMPOSITE` names the built-in types above them, and
+:func:`criterion_types` joins both with the types a ``conftest.py`` or a
+plugin adds through the ``pytest_rubric_criterion_types`` hook
+(``pytest_rubric.hookspec``). Everything else derives from the table: the
+union a rubric file's criteria are read by (:func:`validate_criterion`, which
+finds the added types in pydantic's validation context under
+:data:`CONTEXT_KEY`), the bodies of ``json`` and ``extract``
+(:func:`validate_body`), the loader's "did you mean" names, and the check
+that the criteria reference in the docs has a row for each.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+import importlib
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Union
 
-from pydantic import Discriminator, Tag
+from pydantic import Discriminator, Tag, TypeAdapter, ValidationInfo
 
 from .._defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_CHECK_TIMEOUT
 from .._guards.calls import CallRunner
@@ -19,6 +28,9 @@ from .all_of import AllOf
 from .any_of import AnyOf
 from .callable import CallableCriterion
 from .check import Check, CheckContext
+from .citations import Citations
+from .claims_backed import ClaimsBacked
+from .context_recall import ContextRecall
 from .forbidden import Forbidden
 from .fuzzy import Fuzzy
 from .length import Length
@@ -26,8 +38,19 @@ from .metric import Metric
 from .model import CriterionModel
 from .number import Number
 from .regex import Regex
+from .tool_called import ToolCalled
+from .tool_sequence import ToolSequence
+from .trace_limits import TraceLimits
 
-__all__ = ["DETERMINISTIC", "compile_check", "tagged_union"]
+__all__ = [
+    "COMPOSITE",
+    "CONTEXT_KEY",
+    "DETERMINISTIC",
+    "compile_check",
+    "criterion_types",
+    "validate_body",
+    "validate_criterion",
+]
 
 DETERMINISTIC: tuple[type[CriterionModel], ...] = (
     AnyOf,
@@ -39,7 +62,56 @@ DETERMINISTIC: tuple[type[CriterionModel], ...] = (
     Length,
     Metric,
     CallableCriterion,
+    ToolCalled,
+    ToolSequence,
+    TraceLimits,
+    ContextRecall,
+    Citations,
+    ClaimsBacked,
 )
+# The built-in types whose models hold others (`json`'s fields, `extract`'s check, read with
+# the types above) or are judged: named by path, as their modules import this one.
+COMPOSITE = (
+    "pytest_rubric.criteria.json:Json",
+    "pytest_rubric.criteria.judge:Requirement",
+    "pytest_rubric.criteria.extract:Extract",
+    "pytest_rubric.criteria.grounded:Grounded",
+)
+
+# The key of pydantic's validation context under which a session passes the types its
+# plugins added (a tuple of models); without it, a rubric reads the built-in types only.
+CONTEXT_KEY = "criterion_types"
+
+
+@functools.cache
+def _builtin() -> tuple[type[CriterionModel], ...]:
+    composite = []
+    for path in COMPOSITE:
+        module, _, name = path.partition(":")
+        composite.append(getattr(importlib.import_module(module), name))
+    return (*DETERMINISTIC, *composite)
+
+
+def criterion_types(added: Iterable[type[CriterionModel]] = ()) -> dict[str, type[CriterionModel]]:
+    """Every type by the ``type:`` it is written with: the built-in ones, then ``added``.
+
+    Raises ``TypeError`` naming the model for one that is not a criterion type
+    or takes a name already taken."""
+    types = {model.tag: model for model in _builtin()}
+    for model in added:
+        if not (isinstance(model, type) and issubclass(model, CriterionModel)) or not model.tag:
+            raise TypeError(
+                f"{model!r} is not a criterion type: return CriterionModel subclasses with a "
+                '`type: Literal["your_type"] = "your_type"` field'
+            )
+        taken = types.get(model.tag)
+        if taken is not None and taken is not model:
+            raise TypeError(
+                f"criterion type {model.tag!r} of {model.__module__}.{model.__qualname__} is "
+                f"already {taken.__module__}.{taken.__qualname__}; give it another `type` name"
+            )
+        types[model.tag] = model
+    return types
 
 
 def _criterion_tag(value: Any) -> str | None:
@@ -53,11 +125,43 @@ def _criterion_tag(value: Any) -> str | None:
     return getattr(value, "type", None)
 
 
-def tagged_union(models: Iterable[type[CriterionModel]]) -> Any:
-    """The discriminated union of ``models`` on ``type``: pydantic validates only the model
-    a criterion names, so its errors are about that type's fields."""
+@functools.lru_cache(maxsize=32)
+def _union(models: tuple[type[CriterionModel], ...]) -> TypeAdapter[Any]:
+    """The discriminated union of ``models`` on ``type``: pydantic validates only the model a
+    criterion names, so its errors are about that type's fields (and name the type)."""
     members = tuple(Annotated[model, Tag(model.tag)] for model in models)
-    return Annotated[Union[members], Discriminator(_criterion_tag)]  # noqa: UP007
+    union: Any = Annotated[Union[members], Discriminator(_criterion_tag)]  # noqa: UP007
+    return TypeAdapter(union)
+
+
+def _added(info: ValidationInfo) -> tuple[type[CriterionModel], ...]:
+    context = info.context
+    return tuple(context.get(CONTEXT_KEY, ())) if isinstance(context, Mapping) else ()
+
+
+def validate_criterion(value: Any, info: ValidationInfo) -> Any:
+    """A criterion as written, read as the type it names among the session's types."""
+    if isinstance(value, CriterionModel):
+        return value  # built in Python
+    models = tuple(criterion_types(_added(info)).values())
+    return _union(models).validate_python(value, context=info.context)
+
+
+def validate_body(value: Any, info: ValidationInfo) -> Any:
+    """A deterministic body (a ``json`` field's check, an ``extract``'s ``check``): any type but
+    ``forbidden`` (whose MET is the error), the composite ones and those over the trace (a
+    field of an answer has none), and those a plugin adds."""
+    if isinstance(value, CriterionModel):
+        return value
+    composite = _builtin()[len(DETERMINISTIC) :]
+    models = tuple(
+        model
+        for model in criterion_types(_added(info)).values()
+        if model is not Forbidden
+        and model not in composite
+        and not getattr(model, "reads_trace", False)
+    )
+    return _union(models).validate_python(value, context=info.context)
 
 
 def compile_check(

@@ -4,30 +4,54 @@ Follows ``src/evaluator.ts`` (``generateVarCombinations``: a list of strings, or
 ``file://`` glob, makes one test per value) and ``src/evaluatorHelpers.ts``
 (``renderPrompt``: ``file://`` vars read, one trailing newline dropped,
 ``resolveVariables``, then Nunjucks; a prompt that is JSON has its strings rendered
-one by one). Of Nunjucks, ``{{ name }}`` (with ``{{-``/``-}}``) is rendered; a var no
-one sets renders as empty text, as Nunjucks does; anything else (filters, tags,
-expressions) is :class:`~.promptfoo_match.Unmappable`.
+one by one). Templates are rendered by jinja2's sandboxed environment (the ``import``
+extra: ``pip install pytest-rubric[import]``), whose syntax Nunjucks copies: a var no one
+sets renders as empty text, as in Nunjucks; a template jinja2 cannot read or render
+(promptfoo's own JavaScript filters, say) is :class:`~.promptfoo_match.Unmappable`.
+
+An imported config is untrusted input: the sandbox refuses attributes and calls
+outside plain data, a template renders at most :data:`MAX_RENDERED` characters, and its
+loops over ``range`` at most :data:`MAX_LOOPS` steps in all.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._errors import Problem
+from ._common import ImportFailed
 from .promptfoo_assert import js_string
 from .promptfoo_match import Unmappable
 from .promptfoo_read import FILE, Tree, json_stringify
 
-__all__ = ["MAX_COMBINATIONS", "Rendered", "combinations", "prepare", "render", "render_prompt"]
+if TYPE_CHECKING:
+    from jinja2.sandbox import SandboxedEnvironment
+
+__all__ = [
+    "MAX_COMBINATIONS",
+    "MAX_LOOPS",
+    "MAX_RENDERED",
+    "Rendered",
+    "combinations",
+    "prepare",
+    "render",
+    "render_prompt",
+]
 
 # More var combinations than this from one test is not a test suite anyone reads.
 MAX_COMBINATIONS = 10_000
-_TAG = re.compile(r"\{\{(-?)(.*?)(-?)\}\}|\{%|\{#", re.DOTALL)
-_NAME = re.compile(r"\s*([A-Za-z_$][A-Za-z0-9_$]*)\s*")
+# One template's output, and the steps of all its `range` loops: a prompt is text a person
+# wrote for a model, never megabytes, and a template that loops more is not one.
+MAX_RENDERED = 1_000_000
+MAX_LOOPS = 100_000
+_TEMPLATE = ("{{", "{%", "{#")
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")  # resolveVariables' own pattern
 _CODE = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".py", ".rb")
 _BINARY = (".pdf", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".mp3", ".wav", ".mp4")
@@ -104,7 +128,7 @@ def _read_var(var: _FileVar, tree: Tree) -> str:
 
 
 def _text(value: Any, name: str) -> str:
-    """A var as Nunjucks writes it into text."""
+    """A var as Nunjucks writes it into text (inside another var's value)."""
     if value is None:
         return ""
     text = js_string(value)
@@ -122,37 +146,97 @@ def _shown(value: Any) -> str:
 
 
 def render(text: str, vars_: dict[str, Any], missing: set[str] | None = None) -> str:
-    """``{{ name }}`` replaced by the var (empty text, noted in ``missing``, when unset)."""
+    """``text`` rendered as a Nunjucks template with ``vars_`` (a var no one sets is empty
+    text, and its name is noted in ``missing``)."""
+    if not any(mark in text for mark in _TEMPLATE):
+        return text
+    env = _environment()  # first: it says what to install when jinja2 is not
+    from jinja2 import TemplateError, meta
+    from jinja2.exceptions import SecurityError
+
+    try:
+        parsed = env.parse(text)
+        template = env.from_string(parsed)
+    except TemplateError as exc:
+        raise Unmappable(f"the template does not read as Nunjucks here: {exc}") from None
+    if missing is not None:
+        missing.update(meta.find_undeclared_variables(parsed) - set(vars_) - set(env.globals))
+    steps = [0]
+    context = {**vars_, "range": functools.partial(_bounded_range, steps)}
     out: list[str] = []
-    at = 0
-    strip_next = False
-    for tag in _TAG.finditer(text):
-        if tag[0] in ("{%", "{#"):
-            raise Unmappable("the template uses Nunjucks tags ({% ... %}) or comments")
-        name = _NAME.fullmatch(tag[2])
-        if name is None:
-            raise Unmappable(
-                f"the template uses {tag[0]!r}: Nunjucks beyond {{{{ var }}}} (filters or "
-                "expressions)"
-            )
-        before = text[at : tag.start()]
-        if strip_next:
-            before = before.lstrip()
-        if tag[1]:
-            before = before.rstrip()
-        out.append(before)
-        key = name[1]
-        if key not in vars_ or vars_[key] is None:
-            if missing is not None and key not in vars_:
-                missing.add(key)
-            value = ""
-        else:
-            value = _text(vars_[key], key)
-        out.append(value)
-        at, strip_next = tag.end(), bool(tag[3])
-    rest = text[at:]
-    out.append(rest.lstrip() if strip_next else rest)
+    size = 0
+    try:
+        for part in template.generate(context):
+            size += len(part)
+            if size > MAX_RENDERED:
+                raise Unmappable(f"the template renders more than {MAX_RENDERED:,} characters")
+            out.append(part)
+    except SecurityError as exc:
+        raise Unmappable(f"the template reaches outside its sandbox: {exc}") from None
+    except (TemplateError, ArithmeticError, TypeError, ValueError, LookupError) as exc:
+        if isinstance(exc, Unmappable):
+            raise
+        raise Unmappable(f"the template fails to render: {exc}") from None
     return "".join(out)
+
+
+@functools.cache
+def _environment() -> SandboxedEnvironment:
+    """jinja2's sandbox, set as promptfoo sets Nunjucks: no autoescaping, a var no one sets
+    (or an attribute of one) is empty text, and a value is written as JavaScript writes it."""
+    try:
+        from jinja2 import ChainableUndefined
+        from jinja2.exceptions import SecurityError
+        from jinja2.sandbox import SandboxedEnvironment
+    except ImportError:
+        raise ImportFailed(
+            [
+                Problem(
+                    "the config's prompts or values are Nunjucks templates ({{ var }}), which "
+                    "are rendered with jinja2, and jinja2 is not installed",
+                    hint="pip install pytest-rubric[import]",
+                )
+            ],
+            where="in the config",
+        ) from None
+
+    class Sandbox(SandboxedEnvironment):
+        def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
+            # Refused out loud: the lenient undefined below would render it as empty text.
+            raise SecurityError(
+                f"access to attribute {attribute!r} of a {type(obj).__name__} is unsafe"
+            )
+
+    return Sandbox(
+        autoescape=False,
+        undefined=ChainableUndefined,
+        finalize=_written,
+        keep_trailing_newline=True,
+    )
+
+
+def _written(value: Any) -> Any:
+    """A value as Nunjucks writes it into text (None and undefined: empty)."""
+    from jinja2 import Undefined
+
+    if value is None or isinstance(value, Undefined):
+        return ""
+    text = js_string(value)
+    if text is None:
+        raise Unmappable(
+            f"a var is {_shown(value)}: a list or an object renders as JavaScript writes it, "
+            "which is not kept"
+        )
+    return text
+
+
+def _bounded_range(steps: list[int], *args: int) -> Iterator[int]:
+    """``range`` whose steps count toward :data:`MAX_LOOPS`, over every loop of one render."""
+    for value in range(*args):
+        steps[0] += 1
+        if steps[0] > MAX_LOOPS:
+            raise Unmappable(f"the template's loops run more than {MAX_LOOPS:,} steps")
+        yield value
 
 
 def render_prompt(template: str, vars_: dict[str, Any]) -> Rendered:

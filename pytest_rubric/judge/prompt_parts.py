@@ -218,9 +218,9 @@ def describe(criterion: JudgedCriterion, *, pass_labels: bool = False) -> str:
             f" (score it from {criterion.min_score:g}, not at all, to {criterion.max_score:g}, "
             "fully)"
         )
-        if criterion.scale:  # issue 17: anchors, shown as the rubric's author wrote them
+        if criterion.scale:  # anchors, shown as the rubric's author wrote them
             text += "; the scale: " + "; ".join(f"{k:g} = {v}" for k, v in criterion.scale)
-    elif criterion.kind == "label":  # issue 17
+    elif criterion.kind == "label":
         text += " (label it with exactly one of: " + ", ".join(map(_quoted, criterion.labels or ()))
         if pass_labels:  # the holistic grader scores, so it must know what passes
             text += "; it passes as " + " or ".join(map(_quoted, criterion.pass_labels or ()))
@@ -233,9 +233,9 @@ def _quoted(label: str) -> str:
 
 
 def verdict_schema(criterion: JudgedCriterion) -> dict[str, Any]:
-    if criterion.kind == "extract":  # issue 17
+    if criterion.kind == "extract":
         return extract_schema(criterion)
-    if criterion.kind == "label":  # issue 17
+    if criterion.kind == "label":
         return {
             "type": "object",
             "properties": {

@@ -84,7 +84,7 @@ def per_criterion(
     guidance: Guidance | None = None,
 ) -> Prompt:
     """One call for one judged criterion."""
-    if criterion.kind == "extract":  # issue 17: the judge reads, it does not grade
+    if criterion.kind == "extract":  # the judge reads, it does not grade
         return extraction(
             criterion, question=question, response=response, reference=reference, guidance=guidance
         )
@@ -93,7 +93,7 @@ def per_criterion(
     if criterion.kind == "score":
         number = "a whole number" if whole_scale(criterion) else "a number"
         last = f'"score", {number} from {criterion.min_score:g} to {criterion.max_score:g}'
-    elif criterion.kind == "label":  # issue 17
+    elif criterion.kind == "label":
         reason = REASON_DESCRIPTIONS[2]
         last = '"label", exactly one of the labels listed with the requirement'
     else:
@@ -136,7 +136,7 @@ def one_shot(
         kind = (
             f"score {c.min_score:g}-{c.max_score:g}" if c.kind == "score" else "verdict MET/UNMET"
         )
-        if c.kind == "label":  # issue 17
+        if c.kind == "label":
             kind = "label"
         elif c.kind == "extract":
             kind = f"extract a value: {_RETURNS[c.returns]}"
@@ -160,11 +160,11 @@ def one_shot(
         '(for a score requirement, "score" instead: a number in its range).',
         EVIDENCE_RULE.replace("add", "add to that requirement's object", 1),
     ]
-    if any(c.kind == "label" for c in criteria):  # issue 17; other prompts keep their wording
+    if any(c.kind == "label" for c in criteria):  # other prompts keep their wording
         parts[-1] += (
             ' For a label requirement, "label" instead of "verdict": exactly one of its labels.'
         )
-    if any(c.kind == "extract" for c in criteria):  # issue 17
+    if any(c.kind == "extract" for c in criteria):
         parts[-1] += (
             ' For an "extract a value" requirement you do not grade: give "value" instead of '
             '"verdict", the value as the response itself states it (even if you think it wrong), '
@@ -209,7 +209,7 @@ def holistic(
     guidance: Guidance | None = None,
 ) -> Prompt:
     """One call, one 0-100 score for how well the response meets the judged criteria together."""
-    # (issue 17) `extract` criteria never reach here: the holistic grader extracts them
+    # `extract` criteria never reach here: the holistic grader extracts them
     # one call each, beside its score (see strategies).
     token = fence_token()
     lines = []
@@ -242,7 +242,7 @@ def holistic(
     return Prompt("\n\n".join(parts), user, schema, token)
 
 
-# --- extraction (issue 17): the judge reads a value; a deterministic check decides ------------
+# --- extraction: the judge reads a value; a deterministic check decides ------------
 
 _RETURNS = {
     "number": "a JSON number",

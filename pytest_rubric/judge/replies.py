@@ -54,7 +54,7 @@ class Graded:
     met: bool
     credit: float
     reason: str
-    error: bool = False  # an extract criterion whose check could not be evaluated (issue 17)
+    error: bool = False  # an extract criterion whose check could not be evaluated
     evidence: tuple[str, ...] | None = None
 
 
@@ -90,7 +90,7 @@ def read_holistic(text: str, *, secrets: Secrets = ()) -> tuple[float, str]:
 
 
 # The keys that make an object a grade rather than data the judge quoted.
-_PROTOCOL_KEYS = frozenset({"verdict", "score", "criteria", "label", "value"})
+_PROTOCOL_KEYS = frozenset({"verdict", "score", "criteria", "label", "value", "claims"})
 
 
 def _read(text: str, validate: Callable[[dict[str, Any]], T], secrets: Secrets) -> T:
@@ -213,7 +213,7 @@ def _reason(obj: dict[str, Any], where: str, secrets: Secrets) -> str:
 REASON_DESCRIPTIONS = (
     "in one or two sentences of your own, why the response does or does not meet the requirement",
     "in two or three sentences of your own, how well the response meets the rubric",
-    # issue 17: label and extract kinds
+    # label and extract kinds
     "in one or two sentences of your own, why that label fits the response",
     "in one or two sentences of your own, where the response gives it and how you read it",
 )
@@ -250,7 +250,7 @@ def _score(obj: dict[str, Any], low: float, high: float, where: str, secrets: Se
 
 def _grade(obj: dict[str, Any], criterion: JudgedCriterion, where: str, secrets: Secrets) -> Graded:
     reason = _reason(obj, where, secrets)
-    if criterion.kind == "extract":  # issue 17
+    if criterion.kind == "extract":
         return _extracted(obj, criterion, reason, where, secrets)
     if criterion.kind == "score":
         low, high = criterion.min_score, criterion.max_score
@@ -259,7 +259,7 @@ def _grade(obj: dict[str, Any], criterion: JudgedCriterion, where: str, secrets:
         return Graded(
             met=credit >= 0.5, credit=credit, reason=f"score {score:g}/{high:g}: {reason}"
         )
-    if criterion.kind == "label":  # issue 17
+    if criterion.kind == "label":
         return _label(obj, criterion, reason, where, secrets)
     verdict = obj.get("verdict")
     # Exactly as the prompt and the schema spell it: "met" or " MET" is out of protocol.

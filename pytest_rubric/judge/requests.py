@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .._trace import Passage
     from ..criteria.extract import JudgedCriterion
     from .prompts import Guidance, Question
 
@@ -60,6 +61,8 @@ class JudgeRequest:
     response: str
     reference: str | None = None  # the case's known-correct answer, shown when there is one
     guidance: Guidance | None = None  # the rubric file's judge_instructions and judge_examples
+    recording: str | None = None  # the file its replies are recorded in (--rubric-recordings)
+    context: tuple[Passage, ...] = ()  # the answer's retrieved passages (`grounded` reads them)
 
     def again(
         self, key: JudgeKey, criteria: Sequence[JudgedCriterion], response: str

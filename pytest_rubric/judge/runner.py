@@ -35,10 +35,13 @@ from .._llm.cache import JudgeCache
 from .._llm.cost import Budget, Price
 from .._results import Outcome, Verdict
 from .evidence import check_evidence
+from .grounding import grade_grounded
 from .strategies import STRATEGIES
 from .transport import Transport
 
 if TYPE_CHECKING:
+    from .._llm.recordings import Recordings
+    from .._trace import Passage
     from ..criteria.extract import JudgedCriterion
     from .prompts import Guidance, Question
     from .requests import JudgeKey, JudgeRequest
@@ -64,6 +67,7 @@ class JudgeRunner:
         budget: Budget | None = None,
         evidence: str = "check",
         check_timeout: float = DEFAULT_CHECK_TIMEOUT,
+        recordings: Recordings | None = None,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown grader {strategy!r}; use one of {', '.join(STRATEGIES)}")
@@ -86,6 +90,7 @@ class JudgeRunner:
             timeout=timeout,
             price=price,
             budget=budget,
+            recordings=recordings,
         )
         self._futures: dict[JudgeKey, concurrent.futures.Future[Judged]] = {}
 
@@ -97,12 +102,16 @@ class JudgeRunner:
         """Start judging one answer in the background (once per key)."""
         if request.key not in self._futures:
             self._futures[request.key] = self.transport.submit(
-                self._judge_answer(
-                    request.criteria,
-                    question=request.question,
-                    response=request.response,
-                    ref=request.reference,
-                    guidance=request.guidance,
+                self.transport.recorded(
+                    request.recording,
+                    self._judge_answer(
+                        request.criteria,
+                        question=request.question,
+                        response=request.response,
+                        ref=request.reference,
+                        guidance=request.guidance,
+                        context=request.context,
+                    ),
                 )
             )
 
@@ -126,10 +135,16 @@ class JudgeRunner:
         response: str,
         ref: str | None,
         guidance: Guidance | None = None,
+        context: Sequence[Passage] = (),
     ) -> Judged:
         try:
             judged = await self._grade(
-                criteria, question=question, response=response, ref=ref, guidance=guidance
+                criteria,
+                question=question,
+                response=response,
+                ref=ref,
+                guidance=guidance,
+                context=context,
             )
         except Exception as exc:  # a grade that could not be obtained is ERROR, never a crash
             reason = f"judge {self.name} failed: {type(exc).__name__}: {exc}"
@@ -162,10 +177,11 @@ class JudgeRunner:
         response: str,
         ref: str | None,
         guidance: Guidance | None = None,
+        context: Sequence[Passage] = (),
     ) -> Judged:
         runs = await asyncio.gather(
             *(
-                self._sample(criteria, question, response, i, ref, guidance)
+                self._sample(criteria, question, response, i, ref, guidance, context)
                 for i in range(self.votes)
             )
         )
@@ -180,8 +196,9 @@ class JudgeRunner:
                     c,
                     [run.outcomes[c.id] for run in runs],
                     # an extraction is decided by its check: the majority of the checked
-                    # outcomes, whatever the grader (issue 17)
-                    mean=c.kind == "score" or (self.strategy.mean and c.kind != "extract"),
+                    # outcomes, whatever the grader
+                    mean=c.kind in ("score", "grounded")
+                    or (self.strategy.mean and c.kind != "extract"),
                 )
                 for c in criteria
             },
@@ -197,9 +214,50 @@ class JudgeRunner:
         sample: int,
         ref: str | None,
         guidance: Guidance | None = None,
+        context: Sequence[Passage] = (),
     ) -> Judged:
         """One sample of the grades of every judged criterion of an answer, MET verdicts'
-        evidence checked against the response."""
+        evidence checked against the response; ``grounded`` criteria are asked on their own
+        (see ``judge.grounding``), their quotes checked against the context."""
+        grounded = [c for c in criteria if c.kind == "grounded"]
+        rest = [c for c in criteria if c.kind != "grounded"]
+        parts = [
+            grade_grounded(
+                self.transport,
+                c,
+                question=question,
+                response=response,
+                context=context,
+                sample=sample,
+                timeout=self.check_timeout,
+                guidance=guidance,
+            )
+            for c in grounded
+        ]
+        judged, outcomes = await asyncio.gather(
+            self._strategy_sample(rest, question, response, sample, ref, guidance),
+            asyncio.gather(*parts),
+        )
+        if not grounded:
+            return judged
+        ungrounded = dict(judged.outcomes)
+        return dataclasses.replace(
+            judged,
+            outcomes={**ungrounded, **dict(zip((c.id for c in grounded), outcomes, strict=True))},
+        )
+
+    async def _strategy_sample(
+        self,
+        criteria: Sequence[JudgedCriterion],
+        question: Question,
+        response: str,
+        sample: int,
+        ref: str | None,
+        guidance: Guidance | None = None,
+    ) -> Judged:
+        """The strategy's grades of one sample (:meth:`_sample`, but ``grounded``)."""
+        if not criteria:
+            return Judged({})
         judged = await self.strategy.grade(
             self.transport, criteria, question, response, sample, reference=ref, guidance=guidance
         )

@@ -22,6 +22,7 @@ strategy returns the :class:`~pytest_rubric._llm.base.Judged` of one sample.
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -30,13 +31,13 @@ from .._defaults import GRADERS
 from .._guards.secrets import clip
 from .._llm.base import Judged, JudgeError, Reply
 from .._results import Outcome, Verdict
+from ..criteria.judge import Requirement
 from .prompts import Prompt, holistic, injection_suspected, one_shot, per_criterion
 from .replies import Graded, ReplyError, read_holistic, read_one, read_one_shot
 from .transport import Transport, UnusableReplay
 
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
-    from ..criteria.judge import Requirement
     from .prompts import Guidance, Question
 
 __all__ = ["STRATEGIES", "Strategy", "ask"]
@@ -345,10 +346,10 @@ async def _holistic_and_extract(
     reference: str | None = None,
     guidance: Guidance | None = None,
 ) -> Judged:
-    """(issue 17) One holistic score for the judged criteria; an ``extract`` criterion is not
+    """One holistic score for the judged criteria; an ``extract`` criterion is not
     graded, so it is read on its own call (as per-criterion reads it) and its check decides."""
     reads = [c for c in criteria if c.kind == "extract"]
-    graded = [c for c in criteria if c.kind != "extract"]
+    graded = [c for c in criteria if isinstance(c, Requirement)]  # `grounded`: judge.grounding
     if not reads:
         return await _holistic(
             transport, graded, question, response, sample, reference=reference, guidance=guidance
@@ -378,11 +379,17 @@ async def _holistic_and_extract(
     )
 
 
-STRATEGIES: dict[str, Strategy] = {
-    "per-criterion": Strategy(_per_criterion),
-    "one-shot": Strategy(_one_shot),
-    "holistic": Strategy(_holistic_and_extract, mean=True),
-}
-"""The ``--rubric-grader`` strategies, by name (the flag's choices, ``GRADERS``, list them too)."""
+PER_CRITERION = Strategy(_per_criterion)
+ONE_SHOT = Strategy(_one_shot)
+HOLISTIC = Strategy(_holistic_and_extract, mean=True)
 
-assert tuple(STRATEGIES) == GRADERS, "a strategy is added here and named in _base.GRADERS"
+
+def _named(path: str) -> Strategy:
+    module, _, name = path.partition(":")
+    strategy: Strategy = getattr(importlib.import_module(module), name)
+    return strategy
+
+
+STRATEGIES: dict[str, Strategy] = {name: _named(path) for name, path in GRADERS.items()}
+"""The ``--rubric-grader`` strategies, by name, as the one table (``_defaults.GRADERS``) names
+them."""

@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
+import dataclasses
 import inspect
 import threading
 from collections.abc import Coroutine
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._guards.calls import contained, described
 from .._guards.secrets import Secret, known_keys, redact, shorten
 from .._llm.base import JudgeError, JudgeStats, Reply, Sampling
-from .._llm.cache import CachedCalls, JudgeCache
+from .._llm.cache import CachedCalls, JudgeCache, cache_key
 from .._llm.cost import Budget, BudgetSpent, Price
 from .._llm.http import HTTPClient
 from . import prompts
@@ -36,6 +38,7 @@ from .replies import ReplyError
 
 if TYPE_CHECKING:
     from .._llm.batch_queue import BatchQueue
+    from .._llm.recordings import Recordings
 
 __all__ = ["Transport", "UnusableReplay"]
 
@@ -72,8 +75,16 @@ class Transport:
         timeout: float = 60.0,
         price: Price | None = None,
         budget: Budget | None = None,
+        recordings: Recordings | None = None,
     ) -> None:
         self.client = client
+        # --rubric-recordings: replies kept as text, one file per case; which file a call's
+        # reply belongs in is set around the answer it judges (recorded()), in its context.
+        self.recordings = recordings
+        self._recording: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+            "pytest_rubric_recording", default=None
+        )
+        self._misfits: dict[str, str] = {}  # a recording file whose reply did not fit, and why
         self.name = name
         self.strategy = strategy  # part of every cache key: the same prompt under another strategy
         self.votes = votes
@@ -122,6 +133,47 @@ class Transport:
             self._thread.join(timeout=5)
             self._loop.close()
 
+    async def recorded(self, where: str | None, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Await ``coroutine`` with its judge calls' replies recorded in file ``where``."""
+        token = self._recording.set(where)
+        try:
+            return await coroutine
+        finally:
+            self._recording.reset(token)
+
+    def _recorded_reply(self, digest: str) -> Reply | None:
+        """The reply recorded for the call ``digest`` names, counted as a cache hit."""
+        where = self._recording.get()
+        if self.recordings is None or where is None or self.cache.mode not in ("use", "replay"):
+            return None
+        found = self.recordings.fetch(where, digest)
+        if found is not None:
+            self.stats.cache_hits += 1
+            self.stats.saved_in += found.tokens_in
+            self.stats.saved_out += found.tokens_out
+        return found
+
+    def _missing(self, label: str) -> str:
+        """What a replay that finds no reply says: where it looked and what records it."""
+        where = self._recording.get()
+        if self.recordings is None or where is None:
+            return (
+                f"--rubric-cache replay: no cached reply of judge {self.name} for "
+                f"{label or 'this call'}: it was never recorded; run once with --rubric-cache use "
+                "(and a judge) to record it, and commit the cache"
+            )
+        problem = self.recordings.problem(where)
+        misfit = self._misfits.get(where)
+        if misfit is not None:
+            problem = f"a reply it holds did not fit the protocol: {shorten(misfit, _SHOWN)}"
+        return (
+            f"--rubric-cache replay: no recorded reply of judge {self.name} for "
+            f"{label or 'this call'} in {self.recordings.shown(where)}"
+            + (f" (the file cannot be read: {problem})" if problem else "")
+            + "; record it with `pytest --rubric-cache use --rubric-recordings "
+            f"{self.recordings.shown_directory}` (and a judge), and commit the file"
+        )
+
     # --- one call ---------------------------------------------------------------------------
 
     async def call(
@@ -136,11 +188,13 @@ class Transport:
         user = prompt.user + feedback
         key = self._key(prompt, user, sample)
         spec = getattr(self.client, "spec", None)
+        digest = cache_key(**key)
+        recorded = self._recorded_reply(digest)
+        if recorded is not None:
+            return recorded
         looked = self.cache.lookup(
             key,
-            missing=f"--rubric-cache replay: no cached reply of judge {self.name} for "
-            f"{label or 'this call'}: it was never recorded; run once with --rubric-cache use "
-            "(and a judge) to record it, and commit the cache",
+            missing=self._missing(label),
             endpoint=self.endpoint,
             # An earlier version's key: the same, with the endpoint's URL in it.
             legacy={**key, "endpoint": spec.url if spec is not None else None},
@@ -154,7 +208,9 @@ class Transport:
                 "judge or the prompt, then record again with --rubric-cache use",
             )
         if looked.cached:
-            return looked  # free: a cached reply is served whatever the budget
+            # Free: a cached reply is served whatever the budget (under this version's key,
+            # should it be recorded).
+            return dataclasses.replace(looked, key=digest)
         if self.budget is not None:
             self.budget.admit()  # no wait for a slot once the budget is spent
         reply = await self._complete(prompt, user, sample)
@@ -177,10 +233,25 @@ class Transport:
             parsed=parsed,
             endpoint=self.endpoint,
         )
+        where = self._recording.get()
+        mode = self.cache.mode
+        recording = self.recordings is not None and where is not None
+        if recording and reply.key is not None and mode in ("use", "refresh"):
+            assert self.recordings is not None and where is not None
+            self.recordings.record(
+                where,
+                reply.key,
+                judge=self.name,
+                reply=reply,
+                replace=mode == "refresh" and not reply.cached,
+            )
 
     def unusable(self, reply: Reply, reason: str) -> None:
         """Record that a reply did not fit the protocol, and why (the reply is never kept)."""
         self.cache.unusable(reply, reason)
+        where = self._recording.get()
+        if reply.cached and where is not None:
+            self._misfits[where] = reason
 
     def _key(self, prompt: Prompt, user: str, sample: int) -> dict[str, Any]:
         """Everything that can change the verdict, and nothing of where the call goes (the
@@ -242,7 +313,7 @@ class Transport:
     async def _user_complete(self, system: str, user: str) -> Any:
         """A user's ``complete(system, user)``, bounded by ``--rubric-judge-timeout``: what it
         raises, ``SystemExit`` and a ``CancelledError`` of its own included, is an
-        :class:`Exception` here (see ``_calls.contained``), so the criterion is ERROR and the
+        :class:`Exception` here (see ``_guards.calls.contained``), so the criterion is ERROR and the
         loop goes on. A cancellation of this call itself (the session closing) still cancels."""
         try:
             text = self.client.complete(system, user)

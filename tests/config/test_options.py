@@ -47,21 +47,3 @@ def test_every_option_has_one_name_and_help() -> None:
     keys = [o.key for o in OPTIONS]
     assert len(keys) == len(set(keys))
     assert all(o.help.strip() for o in OPTIONS)
-
-
-def test_the_old_name_of_the_judged_criterion_still_works_and_says_its_new_one() -> None:
-    import pytest_rubric
-
-    with pytest.warns(DeprecationWarning, match="pytest_rubric.Requirement"):
-        old = pytest_rubric.Judge
-    assert old is pytest_rubric.Requirement
-    assert "Requirement" in pytest_rubric.__all__
-
-
-def test_a_criterions_old_samples_name_reads_its_votes_and_warns() -> None:
-    from pytest_rubric import CriterionResult, Verdict
-
-    votes = [{"verdict": "MET", "credit": 1.0}]
-    result = CriterionResult("j", "judge", "substance", 1.0, Verdict.MET, 1.0, "ok", votes=votes)
-    with pytest.warns(DeprecationWarning, match="CriterionResult.votes"):
-        assert result.samples == votes

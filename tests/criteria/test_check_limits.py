@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from pytest_rubric._guards.calls import CallRunner, CallTimeout
 from pytest_rubric._results import Verdict
-from pytest_rubric._schema import Json, Number
+from pytest_rubric.criteria import Json, Number
 from pytest_rubric.criteria.check import Answer
 from pytest_rubric.criteria.normalize import parse_numbers
 from pytest_rubric.criteria.registry import compile_check

@@ -859,8 +859,8 @@ def long_reason(response: str, case: object) -> tuple[bool, str]:
 
 
 def test_a_verdict_reason_is_cut_once_to_2000_characters_with_the_true_count() -> None:
-    """DESIGN: text copied into a result is cut to 2,000 characters with a count of what was
-    cut. A callable's reason of 5,000,000 characters was cut by its check, then again by the
+    """Text copied into a result is cut to 2,000 characters with a count of what was cut.
+    A callable's reason of 5,000,000 characters was cut by its check, then again by the
     grader, and ended with a count of 29 characters instead of the 4,998,000 cut."""
     result = only("{}", {"type": "callable", "function": "tests.criteria.test_checks:long_reason"})
     assert result.verdict is UNMET

@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from pytest_rubric import RubricLoadError, load_suite
+from pytest_rubric import RubricLoadError
+from pytest_rubric._load.loader import load_suite
 from pytest_rubric._results import Outcome, Verdict
-from pytest_rubric._schema import Json
+from pytest_rubric.criteria import Json
 from pytest_rubric.criteria import json as json_criterion
 from pytest_rubric.criteria.check import Answer
 from pytest_rubric.criteria.json import MISSING, resolve_pointer

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_rubric import normalize, parse_numbers
+from pytest_rubric.criteria.normalize import normalize, parse_numbers
 
 # --- normalize ---------------------------------------------------------------------------------
 

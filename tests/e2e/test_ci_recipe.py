@@ -4,11 +4,11 @@ The recipe is the ```yaml block of the "In GitHub Actions" section of docs/guide
 (the README links there), parsed as a user copies it. Its ``run:`` steps run in order under
 bash, with the environment a runner gives them and GitHub's rules for which steps run after
 a failure. Its ``uses:`` steps are stood in for by what each action does: the checkout is a
-fresh clone (a committed ``.rubric_cache`` comes along, nothing else does), and the artifact
+fresh clone (the committed recordings come along, nothing else does), and the artifact
 actions share a list of the workflow's past runs, searched as
 dawidd6/action-download-artifact's ``main.js`` searches them. The project is laid out as a
 team's: an ``app`` package, unit tests, ``evals/`` with a target adapter, a ``pytest.ini``
-and the judge cache a run with a key recorded.
+and the judge's recordings a run with a key made.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import sys
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -437,7 +436,8 @@ def write_files(repo: Path, files: Mapping[str, str]) -> None:
 
 
 def record_judge_cache(repo: Path, bin_folder: Path) -> None:
-    """What a team does before committing, as "The judge cache" says: a run with a key.
+    """What a team does before committing, as "Recordings" says: a run with a key that
+    records the judge's replies in ``recordings/`` (the local cache ignores itself).
 
     No criterion here is judged, so no judge is called. Until targets are called live by
     default, the plugin records the target's answers there too, keyed by the adapter file,
@@ -447,6 +447,7 @@ def record_judge_cache(repo: Path, bin_folder: Path) -> None:
     env = runner_env(bin_folder, workspace=repo, runner_temp=repo)
     argv = [str(bin_folder / "pytest"), "-p", "no:cacheprovider", "-q", "--rubric-dir", "evals/"]
     argv += ["--rubric-judge", "openai:gpt-4o-mini", "--rubric-cache", "use"]
+    argv += ["--rubric-recordings", "recordings"]
     done = subprocess.run(
         argv,
         cwd=repo,
@@ -497,6 +498,13 @@ def github(project: Project, tmp_path: Path) -> Runner:
 # --- the recipe as written ---
 
 
+def test_recordings_are_committed_and_the_local_cache_is_not(project: Project) -> None:
+    committed = git(project.origin, "ls-files", "--", ".rubric_cache").splitlines()
+    assert committed == []  # it ignores itself, as .pytest_cache does
+    assert "--rubric-recordings recordings" in recipe_text()
+    assert ".sqlite3" not in recipe_text()
+
+
 def test_the_recipe_uses_only_inputs_its_actions_declare() -> None:
     job = the_job(recipe())
     for step in job["steps"]:
@@ -537,7 +545,7 @@ def test_the_recipe_finds_main_s_results_whatever_main_s_run_concluded() -> None
 
 
 def test_the_default_conclusion_would_miss_a_red_main(tmp_path: Path) -> None:
-    """Issue 24: with ``workflow_conclusion`` left at "success", main's failed run is never found."""
+    """With ``workflow_conclusion`` left at "success", main's failed run is never found."""
     inputs = dict(step_using(the_job(recipe()), "dawidd6/action-download-artifact")["with"])
     runs = [
         WorkflowRun("shorter-returns", "success", {"rubric-results": {"rubric.json": b"pr"}}),
@@ -561,9 +569,8 @@ def test_a_pull_request_that_regresses_the_application_fails_the_job(
     assert main.conclusion == "success", main.output
     assert dict(main.steps)["Fetch main's latest results"] == "skipped"
     assert json.loads(main.uploaded["rubric.json"])["results"][0]["passed"] is True
-    # The wheel `make wheel` builds, as "Install and run" says: not on PyPI yet.
-    wheel = f"vendor/pytest_rubric-{version('pytest-rubric')}-py3-none-any.whl"
-    assert github.installs.read_text() == f"install {wheel}\n"
+    # The package on PyPI, as "Install and run" says.
+    assert github.installs.read_text() == "install pytest-rubric\n"
 
     pr = github.run(commit=project.regressed, event="pull_request", branch="shorter-returns")
     assert "==> (found) artifact rubric-results of a success run on main" in pr.output

@@ -100,10 +100,15 @@ cases:
 """
 REPEATED_ANSWERS = "\n".join(
     [
-        '{"id": "r1", "response": "A 1% loss."}',
+        # Traces ride with results through xdist: a context, tool calls, a latency, a cost.
+        '{"id": "r1", "response": "A 1% loss.", "latency_s": 0.25, '
+        '"context": [{"id": "kb1", "text": "A 1% loss is the VaR."}]}',
         '{"id": "r1", "response": "A 1% chance."}',
         '{"id": "r1", "response": "A 1% loss or more."}',
-        '{"id": "r2", "response": "The standard deviation."}',
+        '{"id": "r2", "response": "The standard deviation.", "usage": {"cost_usd": 0.001}, '
+        '"messages": [{"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", '
+        '"function": {"name": "lookup", "arguments": "{}"}}]}, '
+        '{"role": "tool", "tool_call_id": "c1", "content": "sd"}]}',
         '{"id": "r2", "response": "The mean."}',
         # No case r9: one warning (plugin/test_collect), once however many workers there are.
         '{"id": "r9", "response": "Stray."}',

@@ -1,5 +1,5 @@
 """The application under test: called live, visibly replayed, with what its signature names,
-as many subjects as given (DESIGN, "The application under test").
+as many subjects as given (docs/guides/responses.md).
 
 The projects here are laid out as a team's: an ``app/`` package, unit tests in
 ``tests/``, ``evals/`` with a rubric file and a separate target adapter

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from pytest_rubric import CaseResult, CriterionResult, Grader, Rubric, Verdict
 from pytest_rubric._grade.scoring import score
-from pytest_rubric._schema import (
+from pytest_rubric.criteria import (
     AllOf,
     AnyOf,
     Forbidden,

@@ -8,8 +8,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_rubric import Grader, Rubric, StyleThresholds, normalize
-from pytest_rubric._grade.style import ASSERTIVE, HEDGES, confidence, flags, fluency, naive_score
+from pytest_rubric import Grader, Rubric
+from pytest_rubric._grade.style import (
+    ASSERTIVE,
+    HEDGES,
+    StyleThresholds,
+    confidence,
+    flags,
+    fluency,
+    naive_score,
+)
+from pytest_rubric.criteria.normalize import normalize
 
 
 def conf(text: str) -> float:

@@ -1,8 +1,8 @@
-"""Text that leaves the process passes one boundary (``_outgoing``): keys and their fragments
-redacted, URLs without userinfo or query string, terminal control characters escaped, lone
-surrogates replaced, and in Markdown no live mention (DESIGN, "Limits that hold under hostile
-input"). A property pushes generated hostile text through every output writer; a session
-pushes it through a real run."""
+"""Text that leaves the process passes one boundary (``_guards.outgoing``): keys and their
+fragments redacted, URLs without userinfo or query string, terminal control characters
+escaped, lone surrogates replaced, and in Markdown no live mention
+(docs/development/reliability.md). A property pushes generated hostile text through every
+output writer; a session pushes it through a real run."""
 
 from __future__ import annotations
 
@@ -198,7 +198,8 @@ def test_half_an_emoji_from_the_judge_travels_between_xdist_processes(
 
 
 def test_every_providers_key_variable_is_redacted_from_outputs() -> None:
-    from pytest_rubric._guards.secrets import KEY_VARIABLES
-    from pytest_rubric._llm.providers import PROVIDERS
+    from pytest_rubric._defaults import PROVIDERS
+    from pytest_rubric._guards.secrets import known_keys
 
-    assert {p.key_variable for p in PROVIDERS.values()} <= set(KEY_VARIABLES)
+    environ = {p.key_variable: f"sk-{name}-0123456789abcdef" for name, p in PROVIDERS.items()}
+    assert {k.reveal() for k in known_keys(environ)} == set(environ.values())

@@ -23,13 +23,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from pytest_rubric import RubricLoadError, load_suite
+from pytest_rubric import RubricLoadError
 from pytest_rubric._guards import engines as _engines
 from pytest_rubric._guards import schema_safety as _schema_safety
 from pytest_rubric._guards.engines import CheckTimeout, Deadline
 from pytest_rubric._guards.schemas import schema_problems, schema_validator
+from pytest_rubric._load.loader import load_suite
 from pytest_rubric._results import Outcome, Verdict
-from pytest_rubric._schema import Json
+from pytest_rubric.criteria import Json
 from pytest_rubric.criteria.check import Answer
 from pytest_rubric.criteria.registry import compile_check
 from pytest_rubric.judge.evidence import check_evidence, quote_found

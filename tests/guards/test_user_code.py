@@ -1,7 +1,7 @@
 """User code (targets, callables, your own judge, hooks) ends however it likes: any
 exception, SystemExit, GeneratorExit and asyncio.CancelledError included, is an ERROR of
 that item or criterion, recorded in every output; the session never hangs on it
-(DESIGN, "Limits that hold under hostile input")."""
+(docs/development/reliability.md)."""
 
 from __future__ import annotations
 

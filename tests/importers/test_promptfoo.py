@@ -482,7 +482,7 @@ tests:
 def test_a_test_left_out_for_an_option_still_names_its_unmappable_assertions(
     tmp_path: Path,
 ) -> None:
-    """DESIGN: every assertion it cannot grade is listed by file, line, test and type. A
+    """Every assertion it cannot grade is listed by file, line, test and type. A
     test left out for its `transform` never named its `similar`, so removing the
     transform would not have been enough, and nothing said so."""
     path = write_config(
@@ -833,13 +833,14 @@ def test_the_guide_shows_what_the_command_prints(
 
 
 def test_prompts_that_cannot_be_asked_are_listed_with_their_line(tmp_path: Path) -> None:
-    """src/prompts: a .py prompt is a function (code); Nunjucks filters need Nunjucks."""
+    """src/prompts: a .py prompt is a function (code); a filter promptfoo's config defines in
+    JavaScript (``nunjucksFilters``) is not there to render with."""
     path = write_config(
         tmp_path,
         """\
 prompts:
   - file://prompt.py
-  - 'Hi {{ name | upper }}'
+  - 'Hi {{ name | shout }}'
   - 'Hi {{ name }}'
 tests:
   - vars: {name: Ada}
@@ -856,7 +857,7 @@ tests:
     ]
     notes = "\n".join(output.notes)
     assert f"not mapped: {path}:2: prompt 'file://prompt.py': " in notes
-    assert f"not mapped: {path}:3: prompt 'Hi {{{{ name | upper }}}}': the template uses " in notes
+    assert f"not mapped: {path}:3: prompt 'Hi {{{{ name | shout }}}}': the template does " in notes
     assert f"not mapped: {path}:8: test 1, assert[0] (contains): promptfoo refuses it" in notes
 
 

@@ -1,4 +1,4 @@
-"""``extract`` criteria: the judge reads a value, a deterministic check decides (issue 17)."""
+"""``extract`` criteria: the judge reads a value, a deterministic check decides."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_rubric._schema import Extract
+from pytest_rubric.criteria import Extract
 from pytest_rubric.judge.prompts import extraction, one_shot
 from pytest_rubric.judge.replies import ReplyError, read_one, read_one_shot
 from tests.fake_llm import FakeLLM, Recorded, json_reply

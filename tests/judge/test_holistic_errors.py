@@ -1,6 +1,6 @@
 """The holistic grader on rubrics of errors to avoid: the one 0-100 score still decides.
 
-DESIGN "Scoring": with the holistic grader the judged criteria earn s/100 together, so a
+docs/explanation/scoring.md: with the holistic grader the judged criteria earn s/100 together, so a
 rubric of judged criteria only scores clamp(s/100, 0, 1) (the rubric library's
 ``score = clamp(llm_raw_score / 100, 0, 1)``), whatever the signs of their weights.
 """

@@ -13,17 +13,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import pytest_rubric
-from pytest_rubric import confidence, normalize, restyle
 from pytest_rubric._cli.merge import main as merge_main
 from pytest_rubric._errors import RubricLoadError
-from pytest_rubric._grade.style import ASSERTIVE, HEDGES
+from pytest_rubric._grade.restyle import restyle
+from pytest_rubric._grade.style import ASSERTIVE, HEDGES, confidence
 from pytest_rubric._load.loader import parse_suite
 from pytest_rubric._report.audit import audit, probe_plan, probe_record
 from pytest_rubric._report.calibration import label_met, measure
 from pytest_rubric._results import CaseResult, Outcome, Verdict
 from pytest_rubric._schema import CalibrationExample
 from pytest_rubric.criteria.judge import Requirement
+from pytest_rubric.criteria.normalize import normalize
 from pytest_rubric.judge.evidence import NEGATIONS, check_evidence, quote_found
 from pytest_rubric.judge.panel import combine_panel
 from pytest_rubric.judge.prompts import holistic, injection_suspected, one_shot, per_criterion
@@ -336,7 +336,6 @@ def test_restyle_moves_the_confidence_heuristic_both_ways() -> None:
     assert restyle("It rained in May, never 100% dry.", to="confident") == (
         "Without question: It rained in May, never 100% dry."
     )
-    assert pytest_rubric.restyle is restyle
     with pytest.raises(ValueError, match="use one of confident, hedged"):
         restyle("x", to="loud")  # type: ignore[arg-type]
 
@@ -636,7 +635,7 @@ def test_a_panel_takes_the_majority_ties_go_against_the_answer_scores_average() 
 def test_a_panel_combines_extractions_by_the_majority_of_their_checked_outcomes() -> None:
     """Each judge's extracted value went through the criterion's check; the panel takes the
     majority of those checked outcomes, as samples do."""
-    from pytest_rubric import Extract
+    from pytest_rubric.criteria import Extract
 
     rate = Extract.model_validate(
         {"id": "rate", "extract": "the rate", "returns": "number",

@@ -573,6 +573,26 @@ def test_custom_judge_from_the_hook(pytester: pytest.Pytester, judged_file: Path
     assert run["cache"] == {"mode": "use", "hits": 0, "misses": 2}
 
 
+def test_a_judge_named_with_a_plus_is_one_judge(
+    pytester: pytest.Pytester, judged_file: Path
+) -> None:
+    """The judges' names are kept as a list, never joined with " + " and split back."""
+    pytester.makeconftest(
+        """
+        class Gateway:
+            name = "gateway + cache"
+
+            async def complete(self, system, user):
+                return '{"reason": "custom", "verdict": "MET"}'
+
+        def pytest_rubric_make_judge(config):
+            return Gateway()
+        """
+    )
+    result = pytester.runpytest()
+    result.stdout.fnmatch_lines(["rubric: --rubric-judge gateway + cache --rubric-grader *"])
+
+
 def test_custom_judge_that_raises_is_an_error(pytester: pytest.Pytester, judged_file: Path) -> None:
     pytester.makeconftest(
         """

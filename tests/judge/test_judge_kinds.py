@@ -1,4 +1,4 @@
-"""Label-kind criteria and score anchors: their prompts, schemas and replies (issue 17)."""
+"""Label-kind criteria and score anchors: their prompts, schemas and replies."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_rubric._schema import Requirement
+from pytest_rubric.criteria import Requirement
 from pytest_rubric.judge.prompts import holistic, one_shot, per_criterion
 from pytest_rubric.judge.replies import ReplyError, read_one, read_one_shot
 from tests.fake_llm import FakeLLM, Recorded, json_reply

@@ -20,7 +20,7 @@ from pytest_rubric import Grader, Rubric, Verdict
 from pytest_rubric._guards.secrets import Secret, clip, redact
 from pytest_rubric._llm.base import Judged
 from pytest_rubric._results import Outcome
-from pytest_rubric._schema import Requirement
+from pytest_rubric.criteria import Requirement
 from pytest_rubric.judge.replies import Graded, ReplyError, read_holistic, read_one, read_one_shot
 from pytest_rubric.judge.requests import JudgeKey, JudgeRequest
 from pytest_rubric.judge.runner import JudgeRunner

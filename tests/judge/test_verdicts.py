@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pytest_rubric._guards.secrets import Secret, redact
-from pytest_rubric._schema import Requirement
+from pytest_rubric.criteria import Requirement
 from pytest_rubric.judge.replies import (
     ReplyError,
     extract_json,

@@ -3,6 +3,7 @@ end to end: prices in the usage line, the cache's savings, the budget."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -289,7 +290,7 @@ def test_model_calls_share_the_budget(
 def test_replies_without_usage_are_estimated_so_a_budget_still_binds(
     pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
 ) -> None:
-    """A server that reports no `usage` would cost $0 and never bind a budget (issue 27):
+    """A server that reports no `usage` would cost $0 and never bind a budget:
     its tokens count at 4 characters each, and the summary says so once."""
     from tests.fake_llm import raw
 
@@ -303,8 +304,15 @@ def test_replies_without_usage_are_estimated_so_a_budget_still_binds(
         "0.5",
         "--rubric-concurrency",
         "1",
+        "--color=yes",
     )
     assert 1 <= len(fake_llm.requests) < 6  # the budget bound, on estimated tokens
+    # The warning and the budget's line are data with a severity the terminal colours: yellow
+    # and red, where the judge's usage line is plain.
+    yellow, red = "\x1b[33m", "\x1b[31m"
+    assert f"{yellow}warning: judge openai:test-model sent" in result.stdout.str()
+    assert re.search(re.escape(red) + r"[^\n]*judged criteri(a|on) left ERROR", result.stdout.str())
+    assert not re.search(r"\x1b\[3\dmjudge openai:test-model: \d+ calls", result.stdout.str())
     result.stdout.fnmatch_lines(
         [
             f"*warning: judge openai:test-model sent {len(fake_llm.requests)} replies without "

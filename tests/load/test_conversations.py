@@ -11,7 +11,7 @@ import pytest
 
 from pytest_rubric._errors import RubricLoadError
 from pytest_rubric._load.loader import parse_suite
-from pytest_rubric._schema import Requirement
+from pytest_rubric.criteria import Requirement
 from pytest_rubric.judge.prompts import injection_suspected, per_criterion
 from tests.conftest import lines_in_any_order
 from tests.fake_llm import FakeLLM, text, verdict

@@ -28,8 +28,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_rubric import Grader, RubricLoadError, Verdict
-from pytest_rubric._load.loader import load_response_dir, load_suite, parse_suite
+from pytest_rubric._load.loader import load_suite, parse_suite
+from pytest_rubric._load.responses import load_response_dir
 from pytest_rubric._schema import Suite
+from pytest_rubric._trace import Passage, ToolCall, Trace, Usage
 from pytest_rubric.criteria.check import Answer
 from pytest_rubric.criteria.registry import compile_check
 
@@ -75,10 +77,31 @@ BASE: dict[str, Any] = {
                     "function": "tests.criteria.test_checks:returns_half",
                 },
                 {"id": "tone", "type": "judge", "requirement": "Polite", "axis": "style"},
+                # The criteria over a trace (each check below runs on a TRACE).
+                {"id": "tc", "type": "tool_called", "tool": "lookup", "args": {"type": "object"}},
+                {"id": "ts", "type": "tool_sequence", "tools": ["lookup"], "match": "superset"},
+                {"id": "tl", "type": "trace_limits", "max_tool_calls": 5, "max_cost_usd": 1},
+                {"id": "cr", "type": "context_recall", "facts": [["30 days", "a month"]]},
+                {"id": "ci", "type": "citations", "min": 0},
+                {
+                    "id": "cb",
+                    "type": "claims_backed",
+                    "claims": [{"id": "r", "any_of": ["refunded"], "tool": "refund"}],
+                },
+                {"id": "gr", "type": "grounded"},
             ],
         },
     ],
 }
+# What the answers are graded with, so the trace criteria reach a verdict.
+TRACE = Trace(
+    "returned",
+    (ToolCall("lookup", {"id": 1}, True, "{}"),),
+    llm_calls=2,
+    context=(Passage("Refunds within 30 days.", "p1"),),
+    usage=Usage(10, 5, 0.01),
+    latency_s=0.5,
+)
 
 ODD_TEXT = st.text(
     alphabet=st.characters(
@@ -379,8 +402,8 @@ def checks() -> list[tuple[Any, Any]]:
 def test_every_check_returns_a_verdict_or_error_for_any_string(
     checks: list[tuple[Any, Any]], text: str
 ) -> None:
-    answer = Answer(text)
-    assert len(checks) >= 18
+    answer = Answer(text, TRACE)
+    assert len(checks) >= 24
     for criterion, check in checks:
         outcome = check(answer, None)
         assert outcome.verdict in (Verdict.MET, Verdict.UNMET, Verdict.ERROR)

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_rubric import Grader, Problem, RubricLoadError, Verdict
+from pytest_rubric import Grader, RubricLoadError, Verdict
+from pytest_rubric._errors import Problem
 from pytest_rubric._load.loader import LoadedSuite, load_suite, parse_suite
-from pytest_rubric._schema import AnyOf, Forbidden, Requirement
+from pytest_rubric.criteria import AnyOf, Forbidden, Requirement
 
 YAML = Path("x.rubric.yaml")
 JSON = Path("x.rubric.json")

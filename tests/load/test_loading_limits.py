@@ -1,7 +1,7 @@
 """Hostile rubric and responses files: each is one located collection error, never a crash,
 a hang or a machine out of memory, and the good files beside it still run.
 
-The limits are DESIGN.md's "Limits that hold under hostile input": aliases may
+The limits are those of docs/development/reliability.md: aliases may
 add at most 100,000 nodes, lists and mappings nest at most 100 levels, a key
 given twice is an error, a UTF-8 BOM is fine, only regular files are read,
 and all of one file's problems are reported together.
@@ -28,18 +28,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_rubric import Problem, RubricLoadError
-from pytest_rubric._guards.limits import json_loads
-from pytest_rubric._guards.yaml import YamlLoader
-from pytest_rubric._load.loader import (
-    MAX_ALIAS_NODES,
-    MAX_NESTING,
-    LoadedSuite,
-    _construct,
-    load_response_dir,
-    load_suite,
-    parse_suite,
-)
+from pytest_rubric import RubricLoadError
+from pytest_rubric._errors import Problem
+from pytest_rubric._guards.limits import MAX_NESTING, json_loads
+from pytest_rubric._guards.yaml import MAX_ALIAS_NODES, YamlLoader
+from pytest_rubric._guards.yaml import construct as _construct
+from pytest_rubric._load.loader import LoadedSuite, load_suite, parse_suite
+from pytest_rubric._load.responses import load_response_dir
 
 pytestmark = pytest.mark.hostile
 
@@ -1266,7 +1261,7 @@ def test_half_a_character_in_a_json_rubric_is_a_collection_error(
 def test_half_a_character_in_an_answer_is_written_as_u_fffd_and_the_run_goes_on(
     team: Callable[..., None], pytester: pytest.Pytester
 ) -> None:
-    """DESIGN: lone surrogates are replaced at the output boundary. One `\\ud83d` escape in a
+    """Lone surrogates are replaced at the output boundary. One `\\ud83d` escape in a
     line of a responses file stopped the whole run (exit 4, no report), where the same text
     from a target was graded and written with U+FFFD."""
     broken = "Yes, within 24 hours \ud83d from the Orders page."

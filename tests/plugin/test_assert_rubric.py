@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from pytest_rubric import (
-    AnyOf,
     CaseResult,
     Rubric,
     RubricAssertionError,
@@ -20,6 +19,7 @@ from pytest_rubric import (
     RubricLoadError,
     assert_rubric,
 )
+from pytest_rubric.criteria import AnyOf
 
 Write = Callable[[str, str], Path]
 

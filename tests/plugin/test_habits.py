@@ -1,4 +1,4 @@
-"""pytest habits (issue 26): evals beside a team's unit tests, run with the habits of pytest.
+"""pytest habits: evals beside a team's unit tests, run with the habits of pytest.
 
 Every test here runs a project laid out as a team's: an ``app/`` package, unit tests in
 ``tests/``, ``evals/`` with a rubric file and an adapter ``evals/targets.py``, and a

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import pytest_rubric
 
 HEAVY = ("pydantic", "httpx", "yaml", "re2", "rapidfuzz", "regex", "jsonschema", "numpy", "sqlite3")
@@ -45,21 +47,24 @@ def test_a_session_without_rubrics_imports_none_of_them_either(tmp_path: object)
     assert imported() == imported("-p", "no:rubric")
 
 
-def test_every_public_name_resolves() -> None:
-    for name in pytest_rubric.__all__:
-        assert getattr(pytest_rubric, name) is not None
-    assert set(pytest_rubric.__all__) <= set(dir(pytest_rubric))
+def test_the_public_surface_is_at_most_twelve_names_with_no_old_ones() -> None:
+    import pytest_rubric.criteria
+    from pytest_rubric.criteria.registry import criterion_types
 
-
-def test_every_public_name_resolves_and_every_error_is_a_rubric_error() -> None:
-    import pytest_rubric
-
+    assert len(pytest_rubric.__all__) <= 12
     for name in pytest_rubric.__all__:
         assert getattr(pytest_rubric, name) is not None, name
+    assert set(pytest_rubric.__all__) <= set(dir(pytest_rubric))
+    for model in criterion_types().values():
+        assert getattr(pytest_rubric.criteria, model.__name__) is model
+    with pytest.raises(AttributeError):
+        pytest_rubric.Judge  # noqa: B018  # the deprecated alias went before 1.0
+    assert not hasattr(pytest_rubric.CriterionResult, "samples")
+
+
+def test_every_public_error_is_a_rubric_error() -> None:
     errors = [getattr(pytest_rubric, n) for n in pytest_rubric.__all__ if n.endswith("Error")]
     assert {e.__name__ for e in errors} == {
-        "DocumentError",
-        "JudgeError",
         "RubricAssertionError",
         "RubricError",
         "RubricEvaluationError",
@@ -69,7 +74,6 @@ def test_every_public_name_resolves_and_every_error_is_a_rubric_error() -> None:
         assert issubclass(error, pytest_rubric.RubricError), error
         assert error.__module__ == "pytest_rubric", error
     assert issubclass(pytest_rubric.RubricAssertionError, AssertionError)
-    assert "Callable" not in pytest_rubric.__all__  # would shadow typing's in a star import
 
 
 def _imports(root: Path) -> dict[str, set[str]]:

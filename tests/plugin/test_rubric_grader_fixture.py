@@ -1,5 +1,5 @@
 """``rubric_grader.grade()`` in a team's unit test judges with the session's judge when there
-is one (DESIGN "A team's daily loop"), and says why it could not when there is none."""
+is one, and says why it could not when there is none."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The comparing report in a real browser: a run with a baseline and a history of earlier runs,
-opened in headless Chromium (DESIGN, "Comparing runs and subjects").
+opened in headless Chromium (docs/guides/comparing.md).
 
 It renders (the changes since the baseline, the trend lines), every in-page link lands on an
 id of the page, no script ran, and the filters work by CSS alone."""

@@ -1,5 +1,5 @@
 """``--rubric-history``: each run appended to a SQLite file, read back by ``python -m
-pytest_rubric history`` (DESIGN, "Comparing runs and subjects")."""
+pytest_rubric history`` (docs/guides/history.md)."""
 
 from __future__ import annotations
 

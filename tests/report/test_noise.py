@@ -258,7 +258,7 @@ def test_every_gate_outcome_is_an_entry() -> None:
     assert report.gates.noted == ()
 
 
-# --- gates that measured nothing, and drops hidden by added cases (issue 27) ----------------
+# --- gates that measured nothing, and drops hidden by added cases ----------------
 
 
 def test_a_drop_on_shared_cases_is_not_hidden_by_added_easy_cases() -> None:

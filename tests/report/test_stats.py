@@ -70,7 +70,7 @@ def _binomial_coverage(n: int, level: float, grid: int = 400) -> list[float]:
 @pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
 @pytest.mark.parametrize("n", [10, 11, 20, 30])
 def test_exact_binomial_coverage_keeps_the_promise(n: int, level: float) -> None:
-    # DESIGN "Statistics that keep their promises": at least level - 0.05 at every true
+    # docs/explanation/statistics.md: at least level - 0.05 at every true
     # mean, level - 0.02 on average over true means, from n = 10 cases.
     coverage = _binomial_coverage(n, level)
     assert min(coverage) >= level - 0.05

@@ -1,0 +1,286 @@
+"""Judge replies kept as text in the repository: one JSON file per rubric file and case.
+
+``--rubric-recordings DIR`` keeps each reply the judge gave a case's requests in
+``DIR/<rubric file node id>/<case id>.json``, under the request's hash (the judge
+cache's key, :func:`~pytest_rubric._llm.cache.cache_key`)::
+
+    {
+      "3f2a...": {
+        "judge": "openai:gpt-4o-mini",
+        "reply": "{\\"reason\\": \\"...\\", \\"verdict\\": \\"MET\\"}",
+        "tokens_in": 412,
+        "tokens_out": 31
+      }
+    }
+
+Keys sorted, two-space indents, a trailing newline: two branches that record
+different cases touch different files, and re-recording one case changes one
+small file a reviewer can read. A recording comes from another branch, so it
+is untrusted input: a file is read within limits (its size, its nesting, how
+many entries, each reply no larger than a live one) and a reply it holds goes
+through the same reading and validation as a live reply. A file that cannot
+be read is named in the ERROR of a replay that needed it.
+
+The store does no pytest work: the session decides where each request's file
+is (:func:`location`), and when to write (:meth:`Recordings.flush`, once, by the
+process that writes outputs; xdist workers hand their share over as data,
+:meth:`Recordings.state`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from .._guards.limits import Limit, NotRegular, json_loads, read_text
+from .._guards.outgoing import outgoing
+from .._guards.secrets import Secret
+from .base import Reply
+from .responses import MAX_REPLY_BYTES
+
+__all__ = ["MAX_FILE_BYTES", "Recordings", "location"]
+
+MAX_FILE_BYTES = 16 * 1024 * 1024  # a case's file: many replies, each at most a live one's size
+MAX_ENTRIES = 10_000
+_KEY = re.compile(r"[0-9a-f]{64}")
+CALIBRATION = "[calibration]"  # a name no case id can have ('[' breaks node ids)
+
+
+def location(file: str, name: str) -> str:
+    """``<file>/<name>.json``, the recording of case ``name`` of rubric file ``file`` (a node
+    id, relative to the rootdir), with every part made a plain file name: no part may climb
+    out of the recordings folder."""
+    parts = [_plain(part) for part in file.split("/") if part]
+    return "/".join([*parts, _plain(name) + ".json"])
+
+
+def _plain(part: str) -> str:
+    if part in (".", ".."):
+        return part.replace(".", "%2E")
+    return quote(part, safe=" !#$&'()+,;=@[]^_`{}~-.")
+
+
+class Recordings:
+    """The recordings folder: replies read on first use, new ones kept until :meth:`flush`."""
+
+    def __init__(self, directory: Path, *, secrets: Iterable[Secret] = ()) -> None:
+        self.directory = directory
+        self._secrets = tuple(secrets)
+        self._lock = threading.Lock()
+        self._files: dict[str, dict[str, dict[str, Any]]] = {}  # as read from the folder
+        self._problems: dict[str, str] = {}  # a file that cannot be read, and why
+        self.new: dict[str, dict[str, dict[str, Any]]] = {}  # recorded in this process
+        self.used: dict[str, set[str]] = {}  # the entries this run's requests found
+
+    def path(self, where: str) -> Path:
+        return self.directory / where
+
+    def shown(self, where: str) -> str:
+        """The file as a message names it (relative to the working directory when it can)."""
+        path = self.path(where)
+        with contextlib.suppress(ValueError):
+            return str(path.relative_to(Path.cwd()))
+        return str(path)
+
+    @property
+    def shown_directory(self) -> str:
+        """The folder as a command names it."""
+        with contextlib.suppress(ValueError):
+            return str(self.directory.relative_to(Path.cwd()))
+        return str(self.directory)
+
+    def problem(self, where: str) -> str | None:
+        """Why the recording file ``where`` cannot be read, or None."""
+        with self._lock:
+            self._load(where)
+            return self._problems.get(where)
+
+    def fetch(self, where: str, key: str) -> Reply | None:
+        """The recorded reply to request ``key`` in file ``where`` (``cached`` set), or None."""
+        with self._lock:
+            entry = self.new.get(where, {}).get(key) or self._load(where).get(key)
+            if entry is None:
+                return None
+            self.used.setdefault(where, set()).add(key)
+        return Reply(entry["reply"], entry["tokens_in"], entry["tokens_out"], key=key, cached=True)
+
+    def record(
+        self, where: str, key: str, *, judge: str, reply: Reply, replace: bool = False
+    ) -> None:
+        """Keep ``reply`` (one that passed validation) as the recording of request ``key``; an
+        entry already recorded is left as it is unless ``replace`` (``--rubric-cache
+        refresh``)."""
+        entry = {
+            "judge": judge,
+            "reply": outgoing(reply.text, *self._secrets),
+            "tokens_in": reply.tokens_in,
+            "tokens_out": reply.tokens_out,
+        }
+        with self._lock:
+            self.used.setdefault(where, set()).add(key)
+            if not replace and (self._load(where).get(key) or self.new.get(where, {}).get(key)):
+                return
+            if self._load(where).get(key) == entry:
+                return
+            self.new.setdefault(where, {})[key] = entry
+
+    # --- xdist ---------------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """What a worker hands the controller: the entries it used and those it recorded."""
+        with self._lock:
+            return {
+                "used": {where: sorted(keys) for where, keys in self.used.items()},
+                "new": self.new,
+            }
+
+    def add_state(self, state: Mapping[str, Any]) -> None:
+        """Fold a worker's :meth:`state` into this process's."""
+        with self._lock:
+            for where, keys in (state.get("used") or {}).items():
+                self.used.setdefault(where, set()).update(keys)
+            for where, entries in (state.get("new") or {}).items():
+                self.new.setdefault(where, {}).update(entries)
+
+    # --- the end of the run -------------------------------------------------------------------
+
+    def flush(self) -> list[str]:
+        """Write the entries recorded in this run into their files (each merged with what the
+        file holds now, and replaced whole, atomically); the files written."""
+        with self._lock:
+            written = []
+            for where, entries in sorted(self.new.items()):
+                self._files.pop(where, None)  # read again: the file may have changed since
+                merged = {**self._load(where), **entries}
+                self._write(where, merged)
+                self._files[where] = merged
+                written.append(where)
+            self.new = {}
+            return written
+
+    def unused(self, wheres: Iterable[str]) -> dict[str, list[str]]:
+        """The entries of the files ``wheres`` that no request of the run used, by file."""
+        with self._lock:
+            found = {}
+            for where in wheres:
+                keys = sorted(set(self._load(where)) - self.used.get(where, set()))
+                if keys:
+                    found[where] = keys
+            return found
+
+    def orphans(self, kept: Iterable[str], rubric_files: Iterable[str]) -> dict[str, list[str]]:
+        """Recording files of the rubric files ``rubric_files`` (node ids) that are not in
+        ``kept`` (their case is gone), with their entries."""
+        kept = set(kept)
+        found = {}
+        for file in rubric_files:
+            folder = self.path(location(file, "x")).parent
+            if not folder.is_dir():
+                continue
+            for path in sorted(folder.glob("*.json")):
+                where = location(file, "x").rpartition("/")[0] + "/" + path.name
+                if where not in kept:
+                    with self._lock:
+                        found[where] = sorted(self._load(where)) or ["(unreadable)"]
+        return found
+
+    def prune(self, unused: Mapping[str, Iterable[str]]) -> int:
+        """Delete ``unused`` entries (a file left empty goes); how many were deleted."""
+        deleted = 0
+        with self._lock:
+            for where, keys in unused.items():
+                entries = dict(self._load(where))
+                gone = [key for key in keys if key in entries]
+                for key in gone:
+                    del entries[key]
+                deleted += len(gone) or (where in self._problems)
+                if entries:
+                    self._write(where, entries)
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        self.path(where).unlink()
+                self._files[where] = entries
+        return deleted
+
+    # --- the files ----------------------------------------------------------------------------
+
+    def _load(self, where: str) -> dict[str, dict[str, Any]]:
+        """The entries of file ``where`` (read once); {} for none, or for a file that cannot
+        be read (why is in ``_problems``)."""
+        if where not in self._files:
+            try:
+                self._files[where] = _read(self.path(where))
+            except FileNotFoundError:
+                self._files[where] = {}
+            except (OSError, NotRegular, ValueError, Limit) as exc:
+                self._files[where] = {}
+                self._problems[where] = str(exc) or type(exc).__name__
+        return self._files[where]
+
+    def _write(self, where: str, entries: Mapping[str, Any]) -> None:
+        path = self.path(where)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(dict(entries), indent=2, sort_keys=True, ensure_ascii=False)
+        # A whole new file, then renamed over the old: a reader never sees half of one.
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:
+                file.write(text + "\n")
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+        self._problems.pop(where, None)
+
+
+def _read(path: Path) -> dict[str, dict[str, Any]]:
+    """A recording file's entries, checked; ``ValueError`` says what is wrong with it."""
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise ValueError(f"it is larger than {MAX_FILE_BYTES:,} bytes")
+    try:
+        data, repeated = json_loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"it is not JSON (line {exc.lineno}: {exc.msg}); a merge conflict left in it?"
+        ) from None
+    except UnicodeDecodeError:
+        raise ValueError("it is not UTF-8 text") from None
+    if repeated:
+        raise ValueError(f"it gives the key {repeated[0]!r} twice")
+    if not isinstance(data, dict):
+        raise ValueError('it is not a recording: expected {"<request hash>": {"reply": ...}}')
+    entries = data
+    if len(entries) > MAX_ENTRIES:
+        raise ValueError(f"it holds more than {MAX_ENTRIES:,} entries")
+    checked = {}
+    for key, entry in entries.items():
+        if not _KEY.fullmatch(key):
+            raise ValueError(f"entry {key[:80]!r} is not a request's hash (64 hex digits)")
+        if not isinstance(entry, dict) or not isinstance(entry.get("reply"), str):
+            raise ValueError(f'entry {key[:12]}... has no "reply" text')
+        if len(entry["reply"].encode("utf-8", "surrogatepass")) > MAX_REPLY_BYTES:
+            raise ValueError(
+                f"entry {key[:12]}...'s reply is larger than {MAX_REPLY_BYTES:,} bytes, "
+                "more than a live reply may be"
+            )
+        checked[key] = {
+            "judge": str(entry.get("judge", "")),
+            "reply": entry["reply"],
+            "tokens_in": _count(entry.get("tokens_in")),
+            "tokens_out": _count(entry.get("tokens_out")),
+        }
+    return checked
+
+
+def _count(value: object) -> int:
+    """A recorded token count, or 0 for anything that is not a plausible one."""
+    return value if type(value) is int and 0 <= value <= 10**9 else 0

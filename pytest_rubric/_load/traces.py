@@ -1,0 +1,371 @@
+"""What a target returns, or a responses line holds, read into a :class:`~pytest_rubric._trace.Trace`.
+
+A target returns a str (the answer), or a mapping or an object with ``answer`` and any
+of ``context``, ``messages`` (OpenAI chat format), ``usage`` and ``metadata``
+(:data:`RETURN_SHAPES`); a responses line carries the same fields beside ``response``.
+Anything else is a :class:`ShapeError` that names the field. :func:`merged` joins what a
+target returned with what its spans showed (``--rubric-otel``); :func:`as_fields` is the
+way back, what ``collect`` writes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from .._trace import Passage, ToolCall, Trace, TraceSource, Usage
+
+__all__ = [
+    "FIELD_SHAPES",
+    "RETURN_SHAPES",
+    "TRACE_FIELDS",
+    "ShapeError",
+    "as_fields",
+    "merged",
+    "read_context",
+    "read_messages",
+    "read_returned",
+    "read_trace",
+    "read_usage",
+    "recorded_trace",
+]
+
+
+FIELD_SHAPES = (
+    '"context" (a list of str or of {"id", "text", "source"}), "messages" (OpenAI chat '
+    'messages: assistant messages with "tool_calls", "tool" messages with "tool_call_id"), '
+    '"usage" ({"input_tokens", "output_tokens", "cost_usd"}) and "metadata" (a dict)'
+)
+"""The fields beside the answer, as errors describe them."""
+
+RETURN_SHAPES = (
+    "a str (the answer)",
+    f'a mapping with "answer" (a str, required) and any of {FIELD_SHAPES}',
+    "an object with those attributes (a dataclass, a pydantic model)",
+)
+"""What a target may return, as errors list it."""
+
+TRACE_FIELDS = ("context", "messages", "usage", "metadata")
+"""The fields beside the answer that make a trace (a target's, a responses line's)."""
+
+
+class ShapeError(ValueError):
+    """What a target returned (or a responses line holds) is none of :data:`RETURN_SHAPES`;
+    the message names the field and says what it must be, ``field`` names it alone."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _get(value: Any, name: str) -> Any:
+    """``value[name]`` of a mapping, ``value.name`` of an object; None when absent."""
+    if type(value) is dict or isinstance(value, Mapping):  # a dict first: no ABC check
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def read_returned(
+    value: Any, *, source: TraceSource = "returned", latency_s: float | None = None
+) -> tuple[str, Trace | None]:
+    """The answer and trace of what a target returned (see :data:`RETURN_SHAPES`).
+
+    A str is the answer alone (no trace). A mapping or an object with ``answer`` gives a
+    trace when it has any of :data:`TRACE_FIELDS`. Raises :class:`ShapeError` naming what
+    is wrong.
+    """
+    if isinstance(value, str):
+        return value, None
+    if isinstance(value, Mapping):
+        if "answer" not in value:
+            keys = ", ".join(repr(k) for k in list(value)[:6]) or "no keys"
+            raise ShapeError(f'a mapping without "answer" (it has {keys})')
+    elif value is None or isinstance(value, int | float | bytes | list | tuple | set):
+        raise ShapeError(f"{type(value).__name__}")
+    elif not hasattr(value, "answer"):
+        raise ShapeError(f"{type(value).__name__}, an object without an `answer` attribute")
+    answer = _get(value, "answer")
+    if not isinstance(answer, str):
+        raise ShapeError(f'"answer" is {type(answer).__name__}, not a str')
+    fields = {name: _get(value, name) for name in TRACE_FIELDS}
+    if all(v is None for v in fields.values()):
+        return answer, None
+    return answer, read_trace(fields, source=source, latency_s=latency_s)
+
+
+def read_trace(
+    fields: Mapping[str, Any], *, source: TraceSource, latency_s: float | None = None
+) -> Trace:
+    """A trace from ``context``, ``messages``, ``usage`` and ``metadata`` (each may be None).
+
+    Raises :class:`ShapeError` naming the field that is not what it must be.
+    """
+    tool_calls: tuple[ToolCall, ...] = ()
+    llm_calls = None
+    if fields.get("messages") is not None:
+        tool_calls, llm_calls = _field("messages", read_messages, fields["messages"])
+    context = (
+        () if fields.get("context") is None else _field("context", read_context, fields["context"])
+    )
+    usage = Usage() if fields.get("usage") is None else _field("usage", read_usage, fields["usage"])
+    metadata = _field("metadata", _metadata, fields.get("metadata"))
+    return Trace(
+        source=source,
+        tool_calls=tool_calls,
+        llm_calls=llm_calls,
+        context=context,
+        usage=usage,
+        latency_s=latency_s,
+        metadata=metadata,
+    )
+
+
+T = TypeVar("T")
+
+
+def _field(name: str, read: Callable[[Any], T], value: Any) -> T:
+    """``read(value)``, its :class:`ShapeError` naming the field ``name``."""
+    try:
+        return read(value)
+    except ShapeError as exc:
+        exc.field = name
+        raise
+
+
+def _metadata(metadata: Any) -> dict[str, Any] | None:
+    """The application's metadata as JSON will hold it."""
+    if metadata is None:
+        return None
+    if not isinstance(metadata, Mapping):
+        raise ShapeError(f'"metadata" is {type(metadata).__name__}, not a dict')
+    try:
+        kept = json.loads(json.dumps(dict(metadata), allow_nan=False, default=str))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ShapeError(f'"metadata" cannot be written as JSON ({type(exc).__name__})') from None
+    return dict(kept)
+
+
+def _items(value: Any, name: str) -> list[Any]:
+    if type(value) is list:  # what JSON and most applications give: no ABC check
+        return value
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise ShapeError(f'"{name}" is {type(value).__name__}, not a list')
+    return list(value)
+
+
+def _text(content: Any) -> str:
+    """A message's content as text: a str, or OpenAI content parts' texts joined."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Iterable) and not isinstance(content, bytes | Mapping):
+        return "".join(str(_get(part, "text") or "") for part in content)
+    return json.dumps(content, default=str) if isinstance(content, Mapping) else str(content)
+
+
+def _arguments(raw: Any) -> dict[str, Any] | None:
+    """A call's arguments as a JSON object, or None when they are not one."""
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser
+            return None
+        return parsed if isinstance(parsed, dict) else None
+    return None
+
+
+def _failed(content: str) -> bool:
+    """A tool message whose content is a JSON object with an ``error`` key reports a failure."""
+    if not content.lstrip().startswith("{"):
+        return False
+    if '"error"' not in content and "\\u" not in content:
+        return False  # no such key can be in it (unless written with escapes): not parsed
+    try:
+        parsed = json.loads(content)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(parsed, dict) and "error" in parsed
+
+
+def read_messages(messages: Any) -> tuple[tuple[ToolCall, ...], int]:
+    """The tool calls and the number of model calls of an OpenAI chat conversation.
+
+    Each ``tool_calls`` entry of an assistant message is one call: ``function.name``, its
+    ``function.arguments`` parsed as JSON. It is ``ok`` unless its ``tool`` message (the one
+    whose ``tool_call_id`` is its ``id``) holds a JSON object with an ``error`` key, or no
+    such message exists; arguments that are not a JSON object cannot have been used as
+    asked, so that call is not ``ok`` either (its arguments are then ``{}``). ``llm_calls``
+    counts the assistant messages. Messages may be dicts or the SDK's objects.
+    """
+    requested: list[tuple[Any, str, dict[str, Any] | None]] = []
+    results: dict[Any, str] = {}
+    llm_calls = 0
+    for index, message in enumerate(_items(messages, "messages")):
+        role = _get(message, "role")
+        if role is None and not isinstance(message, Mapping) and not hasattr(message, "role"):
+            raise ShapeError(
+                f'"messages" item {index} is {type(message).__name__}, not a message with a "role"'
+            )
+        if role == "assistant":
+            llm_calls += 1
+            for call in _get(message, "tool_calls") or ():
+                function = _get(call, "function")
+                name = _get(function, "name")
+                if not isinstance(name, str):
+                    raise ShapeError(
+                        f'"messages" item {index}: a tool call without "function.name"'
+                    )
+                requested.append((_get(call, "id"), name, _arguments(_get(function, "arguments"))))
+        elif role == "tool":
+            results[_get(message, "tool_call_id")] = _text(_get(message, "content"))
+    calls = []
+    for call_id, name, arguments in requested:
+        result = results.get(call_id) if call_id is not None else None
+        ok = result is not None and arguments is not None and not _failed(result)
+        calls.append(ToolCall(name=name, arguments=arguments or {}, ok=ok, result=result))
+    return tuple(calls), llm_calls
+
+
+def read_context(context: Any) -> tuple[Passage, ...]:
+    """Retrieved passages: strings, or ``{"id", "text", "source"}`` mappings or objects."""
+    passages = []
+    for index, item in enumerate(_items(context, "context")):
+        if isinstance(item, str):
+            passages.append(Passage(text=item))
+            continue
+        text = _get(item, "text")
+        if not isinstance(text, str):
+            raise ShapeError(
+                f'"context" item {index} is {type(item).__name__} without a str "text"; give '
+                'a str or {"id", "text", "source"}'
+            )
+        ident, origin = _get(item, "id"), _get(item, "source")
+        passages.append(
+            Passage(
+                text=text,
+                id=None if ident is None else str(ident),
+                source=None if origin is None else str(origin),
+            )
+        )
+    return tuple(passages)
+
+
+def _count(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ShapeError(f'"usage.{name}" is {value!r}, not a whole number of tokens')
+    return value
+
+
+def read_usage(usage: Any) -> Usage:
+    """``{"input_tokens", "output_tokens", "cost_usd"}``, each optional."""
+    if isinstance(usage, str | int | float | list | tuple):
+        raise ShapeError(f'"usage" is {type(usage).__name__}, not a mapping')
+    cost = _get(usage, "cost_usd")
+    if cost is not None and (
+        isinstance(cost, bool)
+        or not isinstance(cost, int | float)
+        or not math.isfinite(cost)
+        or cost < 0
+    ):
+        raise ShapeError(f'"usage.cost_usd" is {cost!r}, not a non-negative number')
+    return Usage(
+        input_tokens=_count(_get(usage, "input_tokens"), "input_tokens"),
+        output_tokens=_count(_get(usage, "output_tokens"), "output_tokens"),
+        cost_usd=None if cost is None else float(cost),
+    )
+
+
+def merged(returned: Trace | None, spans: Trace | None) -> Trace | None:
+    """One trace of a target call from what it returned and what its spans show
+    (``--rubric-otel``): what the target returned wins where it says something (its
+    messages' calls, its context, each usage figure), the spans fill the rest."""
+    if returned is None or spans is None:
+        return returned or spans
+    told = returned.llm_calls is not None  # it returned messages
+    return replace(
+        returned,
+        tool_calls=returned.tool_calls if told else spans.tool_calls,
+        llm_calls=returned.llm_calls if told else spans.llm_calls,
+        context=returned.context or spans.context,
+        usage=Usage(
+            input_tokens=_first(returned.usage.input_tokens, spans.usage.input_tokens),
+            output_tokens=_first(returned.usage.output_tokens, spans.usage.output_tokens),
+            cost_usd=_first(returned.usage.cost_usd, spans.usage.cost_usd),
+        ),
+        latency_s=_first(returned.latency_s, spans.latency_s),
+    )
+
+
+def _first(a: Any, b: Any) -> Any:
+    return b if a is None else a
+
+
+def as_messages(trace: Trace) -> list[dict[str, Any]]:
+    """The trace's calls as OpenAI chat messages that :func:`read_messages` reads back to the
+    same calls and model calls (what ``collect`` writes into a responses line): one assistant
+    message requesting every call, the tool messages (a failed call's as ``{"error": ...}``),
+    then an assistant message for each further model call."""
+    messages: list[dict[str, Any]] = []
+    llm_calls = trace.llm_calls or 0
+    if trace.tool_calls:
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{i}",
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                    }
+                    for i, c in enumerate(trace.tool_calls, 1)
+                ],
+            }
+        )
+        for i, c in enumerate(trace.tool_calls, 1):
+            content = c.result or ""
+            if not c.ok:
+                content = json.dumps({"error": c.result or "the call failed"})
+            messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": content})
+        llm_calls -= 1
+    messages += [{"role": "assistant", "content": ""} for _ in range(max(0, llm_calls))]
+    return messages
+
+
+def as_fields(trace: Trace) -> dict[str, Any]:
+    """The trace as the fields of a responses line beside ``response`` (see
+    :data:`TRACE_FIELDS`, and ``latency_s``): what ``collect`` writes."""
+    fields: dict[str, Any] = {}
+    if trace.context:
+        fields["context"] = [p.to_dict() for p in trace.context]
+    if trace.tool_calls or trace.llm_calls:
+        fields["messages"] = as_messages(trace)
+    if trace.usage != Usage():
+        fields["usage"] = trace.usage.to_dict()
+    if trace.metadata is not None:
+        fields["metadata"] = trace.metadata
+    if trace.latency_s is not None:
+        fields["latency_s"] = trace.latency_s
+    return fields
+
+
+def recorded_trace(parsed: str | None) -> Trace | None:
+    """The trace the response cache kept beside an answer (its ``{"response", "trace"}``);
+    None when there is none, or it cannot be read (a cache edited by hand)."""
+    try:
+        data = json.loads(parsed) if parsed else None
+        if isinstance(data, dict) and isinstance(data.get("trace"), dict):
+            return Trace.from_dict(data["trace"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        pass
+    return None

@@ -1,0 +1,105 @@
+"""What the trace criteria share: the trace a check needs, and tool calls matched by name,
+``arguments`` (a JSON Schema on the bounded validator, no retrieval) and success.
+
+Every criterion over the trace (``tool_called``, ``tool_sequence``, ``trace_limits``,
+``claims_backed``) is ERROR when the answer came without a trace, and every criterion over
+the context (``context_recall``, ``citations``, the judged ``grounded``) when it came
+without one: what was not recorded cannot be MET.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import AfterValidator
+
+from .._guards.engines import CheckTimeout, Deadline, running
+from .._guards.schemas import schema_validator
+from .._results import Outcome
+from .._trace import ToolCall, Trace
+from .check import Answer, error
+from .json_text import valid_schema
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
+__all__ = [
+    "NO_CONTEXT",
+    "NO_TRACE",
+    "ArgsSchema",
+    "CallMatcher",
+    "calls_of",
+    "context_of",
+]
+
+NO_TRACE = (
+    'the answer has no trace to check: return a mapping with "messages" (or "context", '
+    '"usage") from the target, add those fields to its responses line, or run with '
+    "--rubric-otel"
+)
+NO_CALLS = (
+    'the answer\'s trace does not show its calls (no messages, no spans): return "messages" '
+    "from the target, or run with --rubric-otel"
+)
+NO_CONTEXT = (
+    'the answer has no context to check: return "context" (the retrieved passages) from the '
+    "target, add it to its responses line, or give the case a fixed `context:`"
+)
+
+
+def _args_schema(schema: dict[str, Any] | bool | None) -> dict[str, Any] | bool | None:
+    return valid_schema(schema, field="args")
+
+
+ArgsSchema = Annotated[dict[str, Any] | bool | None, AfterValidator(_args_schema)]
+"""A JSON Schema the arguments of a call must fit, checked when the rubric loads."""
+
+
+def calls_of(answer: Answer) -> tuple[ToolCall, ...] | Outcome:
+    """The answer's tool calls, or ERROR saying why they are not known."""
+    trace = answer.trace
+    if trace is None:
+        return error(NO_TRACE)
+    if not trace.tool_calls and trace.llm_calls is None:
+        return error(NO_CALLS)
+    return trace.tool_calls
+
+
+def context_of(answer: Answer) -> Trace | Outcome:
+    """The answer's trace when it has a context, or ERROR saying there is none."""
+    trace = answer.trace
+    if trace is None or not trace.context:
+        return error(NO_CONTEXT)
+    return trace
+
+
+class CallMatcher:
+    """Calls of one tool whose arguments fit a schema (and, with ``ok``, that succeeded)."""
+
+    __slots__ = ("name", "ok", "timeout", "validator")
+
+    def __init__(
+        self, name: str, schema: dict[str, Any] | bool | None, *, ok: bool, timeout: float
+    ) -> None:
+        self.name = name
+        self.ok = ok
+        self.timeout = timeout
+        # Compiled once per criterion; the schema was checked when the rubric loaded.
+        self.validator: Validator | None = None if schema is None else schema_validator(schema)
+
+    def matching(self, calls: tuple[ToolCall, ...]) -> list[ToolCall] | Outcome:
+        """The calls that match, or ERROR when an arguments check could not finish."""
+        named = [c for c in calls if c.name == self.name and (c.ok or not self.ok)]
+        if self.validator is None or not named:
+            return named
+        validator = self.validator
+        try:
+            with running(Deadline(self.timeout)):
+                return [c for c in named if validator.is_valid(c.arguments)]
+        except CheckTimeout as exc:
+            return error(f"the `args` check of {self.name} could not finish: {exc}")
+        except (OverflowError, RecursionError) as exc:
+            return error(
+                f"the `args` check of {self.name} could not finish ({type(exc).__name__}): the "
+                "arguments are too deep or their numbers too large to check"
+            )

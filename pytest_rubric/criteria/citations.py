@@ -1,0 +1,81 @@
+"""``citations``: MET when the answer cites at least ``min`` passages and every id it cites
+names a passage of the context (by its ``id``, or its 1-based position when it has none).
+
+A cited id is the ``pattern``'s first group (the whole match when it has none), split at
+commas: ``[1, 3]`` cites passages 1 and 3. The pattern runs on the guarded engine (RE2,
+linear time) over the answer as written.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from .._guards.engines import PatternError, compile_pattern
+from .._results import Outcome
+from .calls import context_of
+from .check import Answer, Check, CheckContext, met, quote_list, unmet
+from .model import Count, CriterionModel
+
+__all__ = ["DEFAULT_CITATION", "Citations"]
+
+DEFAULT_CITATION = r"\[([^\]]+)\]"
+
+
+class Citations(CriterionModel):
+    """MET when the answer cites at least ``min`` passages, each one in the context."""
+
+    type: Literal["citations"] = "citations"
+    reads_trace: ClassVar[bool] = True  # never a field check of a `json` criterion
+    pattern: Annotated[str, Field(min_length=1)] = DEFAULT_CITATION
+    min: Count = 1
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        try:
+            compile_pattern(pattern)
+        except PatternError as exc:
+            raise ValueError(
+                f"invalid pattern {pattern!r}: {exc}; in YAML write it in single quotes"
+            ) from None
+        return pattern
+
+    def compile(self, context: CheckContext) -> Check[Citations]:
+        return _CitationsCheck(self)
+
+
+def cited(compiled: Any, text: str) -> list[str]:
+    """The ids ``compiled`` finds in ``text``, each once, in order."""
+    ids: dict[str, None] = {}
+    for match in compiled.finditer(text):
+        group = match.group(1) if match.re.groups else match.group(0)
+        for part in (group or "").split(","):
+            if part.strip():
+                ids[part.strip()] = None
+    return list(ids)
+
+
+class _CitationsCheck(Check[Citations]):
+    __slots__ = ("compiled",)
+
+    def __init__(self, c: Citations) -> None:
+        super().__init__(c)
+        self.compiled = compile_pattern(c.pattern)
+
+    def run(self, answer: Answer, case: object) -> Outcome:
+        trace = context_of(answer)
+        if isinstance(trace, Outcome):
+            return trace
+        ids = cited(self.compiled, answer.text)
+        known = set(trace.passage_ids)
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            return unmet(
+                f"cites {quote_list(unknown)}, not in the context (passages "
+                f"{quote_list(list(trace.passage_ids))})"
+            )
+        if len(ids) < self.c.min:
+            return unmet(f"cites {len(ids)} passage(s), fewer than min {self.c.min}")
+        return met(f"cites {quote_list(ids)}, all in the context")

@@ -1,0 +1,107 @@
+"""``claims_backed``: an answer that claims an action must show it in its trace.
+
+For each claim the answer makes (one of its ``any_of`` phrases found, or its ``pattern``
+matched, in the normalized answer), a successful call of the claim's ``tool`` whose
+arguments fit ``args`` (when given) must be in the trace. A claim without one is UNMET, and
+the result gains the flag ``unbacked_claim`` (``confidently_wrong`` too when the answer is
+assertive): an agent that says "your refund has been issued" without issuing it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from .._guards.engines import search
+from .._results import Outcome, Verdict
+from .calls import ArgsSchema, CallMatcher, calls_of
+from .check import Answer, Check, CheckContext, met, short
+from .model import MODEL_CONFIG, CriterionModel, FieldError, Id, Phrase, Phrases
+from .phrases import compile_phrases, found
+from .regex import RegexError, compile_regex
+
+__all__ = ["Claim", "ClaimsBacked"]
+
+
+class Claim(BaseModel):
+    """One action the answer may claim, and the tool call that backs it."""
+
+    model_config = MODEL_CONFIG
+
+    id: Id
+    any_of: Phrases | None = None
+    pattern: Annotated[str, Field(min_length=1)] | None = None
+    tool: Phrase
+    args: ArgsSchema = None
+
+    @model_validator(mode="after")
+    def _one_way(self) -> Claim:
+        if (self.any_of is None) == (self.pattern is None):
+            raise FieldError("any_of", "give the claim `any_of: [...]` or `pattern:`, one of them")
+        if self.pattern is not None:
+            try:
+                compile_regex(self.pattern, case_sensitive=False, engine="re2")
+            except RegexError as exc:
+                raise FieldError("pattern", f"invalid pattern {self.pattern!r}: {exc}") from None
+        return self
+
+
+class ClaimsBacked(CriterionModel):
+    """MET when every claim the answer makes is backed by a successful call in the trace."""
+
+    type: Literal["claims_backed"] = "claims_backed"
+    reads_trace: ClassVar[bool] = True  # never a field check of a `json` criterion
+    claims: Annotated[tuple[Claim, ...], Field(min_length=1)]
+
+    def compile(self, context: CheckContext) -> Check[ClaimsBacked]:
+        return _ClaimsBackedCheck(self, context)
+
+
+class _ClaimsBackedCheck(Check[ClaimsBacked]):
+    __slots__ = ("claims",)
+
+    def __init__(self, c: ClaimsBacked, context: CheckContext) -> None:
+        super().__init__(c)
+        self.claims: list[tuple[Claim, Any, CallMatcher]] = [
+            (
+                claim,
+                compile_phrases(claim.any_of)
+                if claim.any_of is not None
+                else compile_regex(claim.pattern or "", case_sensitive=False, engine="re2"),
+                CallMatcher(claim.tool, claim.args, ok=True, timeout=context.check_timeout),
+            )
+            for claim in c.claims
+        ]
+
+    def run(self, answer: Answer, case: object) -> Outcome:
+        calls = calls_of(answer)
+        if isinstance(calls, Outcome):
+            return calls
+        made, unbacked = [], []
+        for claim, matcher_text, matcher in self.claims:
+            said = _said(claim, matcher_text, answer)
+            if said is None:
+                continue
+            made.append(claim.id)
+            backing = matcher.matching(calls)
+            if isinstance(backing, Outcome):
+                return backing
+            if not backing:
+                unbacked.append(
+                    f"{claim.id} ({short(said)}) without a successful {claim.tool} call"
+                )
+        if not made:
+            return met("the answer makes none of the claims")
+        if unbacked:
+            credit = (len(made) - len(unbacked)) / len(made)
+            return Outcome(Verdict.UNMET, credit, "unbacked claim: " + "; ".join(unbacked))
+        return met(f"every claim made is backed: {', '.join(made)}")
+
+
+def _said(claim: Claim, compiled: Any, answer: Answer) -> str | None:
+    """What of the claim the answer says, or None when it does not make it."""
+    if claim.any_of is not None:
+        return next((p[1] for p in compiled if found(p, answer.folded)), None)
+    match = search(compiled, answer.folded)  # RE2: linear time
+    return match.group(0) if match else None

@@ -1,0 +1,34 @@
+"""``grounded``: the judge lists the answer's factual claims, each with a quote from the
+context that supports it; every quote is verified against the context (as evidence is,
+``judge.evidence``), and the credit is the share of claims supported.
+
+Judged, so behind ``llm_judge`` like every judged criterion; graded by
+:mod:`pytest_rubric.judge.grounding`. An answer without a context is ERROR, never MET.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .model import CriterionModel
+
+__all__ = ["Grounded"]
+
+
+class Grounded(CriterionModel):
+    """Every factual claim of the answer is supported by a quote from its context."""
+
+    type: Literal["grounded"] = "grounded"
+
+    @property
+    def is_judged(self) -> bool:
+        return True
+
+    @property
+    def kind(self) -> Literal["grounded"]:
+        """What the judge is asked for (the judge's strategies read it, as a judge's ``kind``)."""
+        return "grounded"
+
+    @property
+    def requirement(self) -> str:
+        return "every factual claim of the response is supported by the retrieved context"

@@ -1,0 +1,95 @@
+"""``python -m pytest_rubric init`` in a team's project whose ``evals/targets.py`` exists:
+the example never calls a function the file lacks, so the
+next run is as green as the one before.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import team_project
+
+Write = Callable[[str, str], Path]
+
+TARGETS = """
+from app.bot import reply
+
+
+def support_bot(question: str) -> str:
+    return reply(question)
+"""
+
+
+@pytest.fixture
+def team(pytester: pytest.Pytester, write: Write) -> None:
+    team_project(
+        pytester,
+        write,
+        app='def reply(question: str) -> str:\n    return "Refunds within 30 days."\n',
+        unit_test="from app.bot import reply\n\n\ndef test_reply():\n    assert reply('?')\n",
+        targets=TARGETS,
+    )
+    write(
+        "evals/support.rubric.yaml",
+        """
+        suite: support
+        target: targets:support_bot
+        cases:
+          - id: refund
+            question: "Can I get a refund?"
+            criteria:
+              - {id: days, type: any_of, any_of: ["30 days"]}
+        """,
+    )
+
+
+def init(pytester: pytest.Pytester) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_rubric", "init", "."],
+        cwd=pytester.path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout
+
+
+def test_init_beside_an_existing_adapter_keeps_the_run_green(
+    pytester: pytest.Pytester, team: None
+) -> None:
+    pytester.runpytest().assert_outcomes(passed=2)
+    out = init(pytester)
+    assert (pytester.path / "evals/targets.py").read_text() == TARGETS.lstrip("\n")
+    assert "kept" in out and "evals/targets.py" in out
+    assert "example_targets.py" in out
+    result = pytester.runpytest("-v")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*::capital_of_france[[]answer[]] PASSED*"])
+
+
+def test_init_uses_the_adapters_answer_when_it_has_one(
+    pytester: pytest.Pytester, team: None, write: Write
+) -> None:
+    write(
+        "evals/targets.py", TARGETS + "\n\ndef answer(question: str) -> str:\n    return 'Paris'\n"
+    )
+    init(pytester)
+    assert not (pytester.path / "evals/example_targets.py").exists()
+    assert "target: targets:answer" in (pytester.path / "evals/example.rubric.yaml").read_text()
+
+
+def test_init_with_no_free_module_names_no_target_and_says_what_to_add(
+    pytester: pytest.Pytester, team: None, write: Write
+) -> None:
+    write("evals/example_targets.py", "OTHER = 1\n")
+    out = init(pytester)
+    assert "# target: targets:answer" in (pytester.path / "evals/example.rubric.yaml").read_text()
+    assert "def answer(question: str) -> str:" in out
+    # The example's case is answered in writing until `answer` is added: still green.
+    pytester.runpytest().assert_outcomes(passed=4)

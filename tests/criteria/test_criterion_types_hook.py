@@ -1,0 +1,98 @@
+"""A conftest adds a criterion type through ``pytest_rubric_criterion_types``."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Callable
+
+import pytest
+
+from pytest_rubric.hookspec import pytest_rubric_criterion_types
+
+# The hook's own docstring example, as a team's evals/conftest.py would hold it.
+_DOC = inspect.cleandoc(pytest_rubric_criterion_types.__doc__ or "")
+CONFTEST = textwrap.dedent(_DOC[_DOC.index("    from typing import Literal") :])
+
+WORDY = """
+suite: wordy
+target: app.bot:answer
+cases:
+  - id: refund
+    question: "Can I get a refund after 30 days?"
+    criteria:
+      - {id: long_enough, type: word_count_at_least, words: 5}
+  - id: cancel
+    question: "Can I cancel my order?"
+    criteria:
+      - {id: long_enough, type: word_count_at_least, words: 50}
+  - id: in_json
+    question: "Give the refund window as JSON."
+    criteria:
+      - id: shape
+        type: json
+        fields:
+          /why: {type: word_count_at_least, words: 3}
+"""
+ANSWERS = {
+    "refund": "No: refunds are possible within 30 days of purchase only.",
+    "cancel": "Yes, within 24 hours.",
+    "in_json": '{"why": "thirty days from purchase"}',
+}
+
+
+def test_a_conftest_type_grades_rubric_files_under_it(
+    team: Callable[..., None], write: Callable[[str, str], object], pytester: pytest.Pytester
+) -> None:
+    team(answers=ANSWERS, wordy=WORDY)
+    write("evals/conftest.py", CONFTEST)
+    result = pytester.runpytest("-rA")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*long_enough*4 words < 50*"])
+
+
+def test_a_type_outside_the_conftest_scope_is_unknown(
+    team: Callable[..., None], write: Callable[[str, str], object], pytester: pytest.Pytester
+) -> None:
+    team(answers=ANSWERS, wordy=WORDY)
+    write("other/conftest.py", CONFTEST)
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*unknown criterion type 'word_count_at_least'*"])
+
+
+def test_an_unknown_type_still_gets_did_you_mean_among_the_added_ones(
+    team: Callable[..., None], write: Callable[[str, str], object], pytester: pytest.Pytester
+) -> None:
+    team(
+        answers=ANSWERS,
+        wordy=WORDY.replace(
+            "words: 5}", "words: 5}\n      - {id: x, type: word_count_at_leest, words: 1}", 1
+        ),
+    )
+    write("evals/conftest.py", CONFTEST)
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*unknown criterion type 'word_count_at_leest'*",
+            "*did you mean `type: word_count_at_least`?*word_count_at_least*",
+        ]
+    )
+    # A field the type does not have is named with the fields it has.
+    team(answers=ANSWERS, wordy=WORDY.replace("words: 5}", "wrods: 5}", 1))
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*unknown field `wrods`", "*did you mean `words`?*"])
+
+
+def test_a_type_that_takes_a_built_in_name_is_a_collection_error(
+    team: Callable[..., None], write: Callable[[str, str], object], pytester: pytest.Pytester
+) -> None:
+    team(answers=ANSWERS, wordy=WORDY)
+    write("evals/conftest.py", CONFTEST.replace('"word_count_at_least"', '"regex"'))
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*criterion type 'regex' of conftest.WordCountAtLeast is already*"]
+    )

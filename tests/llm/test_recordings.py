@@ -1,0 +1,375 @@
+"""Recordings that merge: judge replies kept as text, one
+JSON file per rubric file and case, so two branches that each record a case merge without a
+conflict, re-recording a case changes one file, a keyless clone replays the same verdicts,
+and unused entries are counted, and pruned only after a full run.
+
+The project is a team's: ``app/`` answers HR questions, a unit test in ``tests/``,
+``evals/`` with a rubric file whose cases have judged criteria and the adapter
+``evals/targets.py``, and a ``pytest.ini`` that names the local judge and the recordings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_rubric._llm.recordings import location
+from tests.conftest import RUN_MODES, graded, team_project
+from tests.fake_llm import FakeLLM, Recorded, verdict
+
+Write = Callable[[str, str], Path]
+
+FAQ = """
+suite: faq
+target: targets:hr_bot
+cases:
+  - id: remote
+    question: "Can I work remotely?"
+    criteria:
+      - {id: days, type: any_of, any_of: ["two days"]}
+      - {id: policy, requirement: "Says how many days of remote work are allowed"}
+  - id: leave
+    question: "How much parental leave do I get?"
+    criteria:
+      - {id: weeks, type: any_of, any_of: ["16 weeks"]}
+      - {id: paid, requirement: "Says whether the leave is paid"}
+"""
+
+
+def judge_says(request: Recorded) -> Any:
+    """MET, unless the answer judged says nothing of pay."""
+    text = json.dumps(request.body)
+    return verdict("UNMET" if "paid" in text and "salary" not in text else "MET")
+
+
+@pytest.fixture
+def team(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> pytest.Pytester:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    team_project(
+        pytester,
+        write,
+        app="""
+        ANSWERS = {
+            "remote": "You may work remotely two days a week.",
+            "leave": "You get 16 weeks of leave on full salary.",
+        }
+
+
+        def answer(question: str) -> str:
+            return ANSWERS["remote" if "remote" in question else "leave"]
+        """,
+        unit_test="""
+        from app.bot import answer
+
+
+        def test_remote():
+            assert "two days" in answer("Can I work remotely?")
+        """,
+        targets="""
+        from app.bot import answer
+
+
+        def hr_bot(question: str) -> str:
+            return answer(question)
+        """,
+        ini=f"rubric_judge = openai:local\nrubric_judge_url = {fake_llm.openai_url}\n"
+        "rubric_recordings = recordings\n",
+    )
+    write("evals/faq.rubric.yaml", FAQ)
+    fake_llm.respond_with(judge_says)
+    return pytester
+
+
+def recording(pytester: pytest.Pytester, case: str) -> Path:
+    return pytester.path / f"recordings/evals/faq.rubric.yaml/{case}.json"
+
+
+def entries(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def test_each_case_is_one_readable_file(team: pytest.Pytester) -> None:
+    result = team.runpytest("--rubric-cache", "use")
+    result.assert_outcomes(passed=3)
+    for case in ("remote", "leave"):
+        text = recording(team, case).read_text()
+        data = json.loads(text)
+        # Keys sorted, two-space indents, a trailing newline: what the writer always writes.
+        assert text == json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        (key, entry) = data.popitem()
+        assert len(key) == 64 and not data  # one entry, under the request's hash
+        assert set(entry) == {"judge", "reply", "tokens_in", "tokens_out"}
+        assert json.loads(entry["reply"])["verdict"] == "MET"
+    # The local cache stays SQLite, and is never committed.
+    assert (team.path / ".rubric_cache/.gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_a_clone_without_a_key_replays_the_same_verdicts(
+    team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, fake_llm: FakeLLM
+) -> None:
+    team.runpytest("--rubric-cache", "use", "--rubric-json", "out.json").assert_outcomes(passed=3)
+    recorded = graded(json.loads((team.path / "out.json").read_text()))
+    shutil.rmtree(team.path / ".rubric_cache")  # a clone has the recordings alone
+    asked = len(fake_llm.requests)
+    monkeypatch.delenv("OPENAI_API_KEY")
+    result = team.runpytest("--rubric-cache", "replay", "--rubric-json", "out.json")
+    result.assert_outcomes(passed=3)
+    assert len(fake_llm.requests) == asked  # no call
+    assert graded(json.loads((team.path / "out.json").read_text())) == recorded
+
+
+def test_a_replay_miss_is_an_error_naming_the_file_and_the_command(
+    team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    result = team.runpytest("--rubric-cache", "replay", "-k", "remote")
+    result.assert_outcomes(passed=1, errors=1, deselected=1)  # the unit test_remote passes
+    result.stdout.fnmatch_lines(
+        [
+            "*no recorded reply of judge openai:local for criterion 'policy' in "
+            "recordings/evals/faq.rubric.yaml/remote.json; record it with "
+            "`pytest --rubric-cache use --rubric-recordings recordings` (and a judge)*"
+        ]
+    )
+
+
+@pytest.mark.hostile
+def test_a_recording_left_with_a_merge_conflict_is_named_in_the_error(
+    team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    team.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
+    path = recording(team, "remote")
+    path.write_text("<<<<<<< HEAD\n" + path.read_text() + "=======\n>>>>>>> other\n")
+    shutil.rmtree(team.path / ".rubric_cache")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    result = team.runpytest("--rubric-cache", "replay")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*remote.json (the file cannot be read: it is not JSON (line 1: *merge conflict*"]
+    )
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"judge": "x", "reply": "x" * (1024 * 1024 + 1)},  # larger than a live reply may be
+        {"judge": "x"},  # no reply
+    ],
+)
+def test_a_recording_is_held_to_a_live_replys_limits(
+    team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, entry: dict[str, Any]
+) -> None:
+    team.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
+    path = recording(team, "remote")
+    data = json.loads(path.read_text())
+    key = next(iter(data))
+    data[key] = entry
+    path.write_text(json.dumps(data))
+    shutil.rmtree(team.path / ".rubric_cache")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    result = team.runpytest("--rubric-cache", "replay")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["*remote.json (the file cannot be read: entry *"])
+
+
+def test_a_recorded_reply_is_validated_as_a_live_one(
+    team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    team.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
+    path = recording(team, "remote")
+    data = json.loads(path.read_text())
+    for entry in data.values():
+        entry["reply"] = '{"reason": "ok", "verdict": "PROBABLY"}'
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    shutil.rmtree(team.path / ".rubric_cache")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    result = team.runpytest("--rubric-cache", "replay")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*remote.json (the file cannot be read: a reply it holds did not fit the protocol: "
+            '*"verdict" must be exactly "MET" or "UNMET"*'
+        ]
+    )
+
+
+# --- git --------------------------------------------------------------------------------------
+
+
+def git(project: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "HOME": str(project),
+    }
+    done = subprocess.run(
+        ["git", "-C", str(project), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.fixture
+def repository(team: pytest.Pytester) -> pytest.Pytester:
+    git(team.path, "init", "-q", "-b", "main")
+    git(team.path, "add", "-A")
+    git(team.path, "commit", "-q", "-m", "the evals")
+    return team
+
+
+def test_two_branches_that_record_different_cases_merge_without_conflict(
+    repository: pytest.Pytester,
+) -> None:
+    project = repository.path
+    git(project, "checkout", "-q", "-b", "remote")
+    repository.runpytest("--rubric-cache", "use", "-k", "remote").assert_outcomes(
+        passed=2, deselected=1
+    )
+    git(project, "add", "-A")
+    assert git(project, "status", "--porcelain", "--untracked-files=all").splitlines() == [
+        "A  recordings/evals/faq.rubric.yaml/remote.json"
+    ]  # the local cache is ignored
+    git(project, "commit", "-q", "-m", "record remote")
+    git(project, "checkout", "-q", "main")
+    git(project, "checkout", "-q", "-b", "leave")
+    shutil.rmtree(project / ".rubric_cache")  # what the other branch's machine had
+    repository.runpytest("--rubric-cache", "use", "-k", "leave").assert_outcomes(
+        passed=1, deselected=2
+    )
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "record leave")
+    git(project, "merge", "-q", "--no-edit", "remote")
+    assert recording(repository, "remote").exists() and recording(repository, "leave").exists()
+    assert "<<<<<<<" not in recording(repository, "remote").read_text()
+
+
+def test_rerecording_one_case_changes_one_file_and_unused_entries_are_pruned_after_a_full_run(
+    repository: pytest.Pytester,
+) -> None:
+    project = repository.path
+    repository.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "record")
+    faq = project / "evals/faq.rubric.yaml"
+    faq.write_text(faq.read_text().replace("Says whether the leave is paid", "Says it is paid"))
+    git(project, "commit", "-q", "-am", "reword the criterion")
+    result = repository.runpytest("--rubric-cache", "use")
+    result.assert_outcomes(passed=3)
+    assert git(project, "status", "--porcelain").splitlines() == [
+        " M recordings/evals/faq.rubric.yaml/leave.json"
+    ]
+    # The old wording's reply is now recorded but used by no request.
+    assert len(entries(recording(repository, "leave"))) == 2
+    result.stdout.fnmatch_lines(
+        ["recordings: 1 unused; run with --rubric-recordings-prune to delete them"]
+    )
+    # After a selection, nothing is pruned.
+    for selection in (["-k", "leave"], ["evals/faq.rubric.yaml::leave[hr_bot]"]):
+        result = repository.runpytest("--rubric-recordings-prune", *selection)
+        result.stdout.fnmatch_lines(["recordings: not pruned: this run was a selection (*"])
+        assert len(entries(recording(repository, "leave"))) == 2
+    result = repository.runpytest("--rubric-recordings-prune")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["recordings: 1 unused deleted"])
+    assert len(entries(recording(repository, "leave"))) == 1
+    assert len(entries(recording(repository, "remote"))) == 1
+    repository.runpytest("--rubric-cache", "use").stdout.no_fnmatch_line("recordings:*")
+
+
+def test_the_recording_of_a_case_removed_is_unused(repository: pytest.Pytester) -> None:
+    repository.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
+    faq = repository.path / "evals/faq.rubric.yaml"
+    faq.write_text(FAQ.split("  - id: leave")[0])
+    result = repository.runpytest()
+    result.stdout.fnmatch_lines(["recordings: 1 unused; *"])
+    repository.runpytest("--rubric-recordings-prune").stdout.fnmatch_lines(
+        ["recordings: 1 unused deleted"]
+    )
+    assert not recording(repository, "leave").exists()
+    assert recording(repository, "remote").exists()
+
+
+# --- xdist ------------------------------------------------------------------------------------
+
+TWO_SUBJECTS = """
+suite: faq
+targets: {first: "targets:hr_bot", second: "targets:hr_bot_too"}
+cases:
+  - id: remote
+    question: "Can I work remotely?"
+    criteria:
+      - {id: policy, requirement: "Says how many days of remote work are allowed"}
+  - id: leave
+    question: "How much parental leave do I get?"
+    criteria:
+      - {id: paid, requirement: "Says whether the leave is paid"}
+"""
+
+
+@pytest.mark.parametrize("mode", list(RUN_MODES))
+def test_workers_recording_one_case_lose_no_entry(
+    team: pytest.Pytester, write: Write, mode: str
+) -> None:
+    # Two subjects of one case, answered differently, on two workers under --dist load:
+    # both write the same case's file.
+    write("evals/faq.rubric.yaml", TWO_SUBJECTS)
+    targets = team.path / "evals/targets.py"
+    targets.write_text(
+        targets.read_text()
+        + "\n\ndef hr_bot_too(question: str) -> str:\n    return 'Ask HR. ' + answer(question)\n"
+    )
+    extra = ["--dist", "load"] if mode == "xdist-n2" else []
+    result = team.runpytest("--rubric-cache", "use", *RUN_MODES[mode], *extra)
+    result.assert_outcomes(passed=5)
+    for case in ("remote", "leave"):
+        assert len(entries(recording(team, case))) == 2
+    # Recorded once, they replay: nothing unused, nothing asked again.
+    shutil.rmtree(team.path / ".rubric_cache")
+    result = team.runpytest("--rubric-cache", "replay", *RUN_MODES[mode], *extra)
+    result.assert_outcomes(passed=5)
+    result.stdout.no_fnmatch_line("recordings:*")
+
+
+# --- where a recording goes -------------------------------------------------------------------
+
+
+@pytest.mark.hostile
+@given(
+    file=st.lists(st.sampled_from(["..", ".", "evals", "a b", "x%2F", "é", ""]), max_size=4).map(
+        "/".join
+    ),
+    case=st.text(min_size=1, max_size=20),
+)
+def test_a_recording_never_climbs_out_of_its_folder(file: str, case: str) -> None:
+    root = Path("/recordings")
+    where = location(file, case)
+    path = (root / where).resolve()
+    assert path.is_relative_to(root) and path.name.endswith(".json")
+    assert "/" not in where.rpartition("/")[2][: -len(".json")]  # one file per case
+
+
+def test_a_recording_is_named_as_the_node_id_reads() -> None:
+    assert location("evals/faq.rubric.yaml", "q1") == "evals/faq.rubric.yaml/q1.json"

@@ -1,0 +1,210 @@
+"""What a target may return, read into a trace (DESIGN, "Agents and retrieval"): the shapes,
+OpenAI messages read precisely, the errors that name the field, and the way back that
+``collect`` writes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from pytest_rubric._load.responses import load_response_dir
+from pytest_rubric._load.traces import (
+    ShapeError,
+    as_fields,
+    merged,
+    read_messages,
+    read_returned,
+    read_trace,
+)
+from pytest_rubric._trace import Passage, ToolCall, Trace, Usage
+
+
+def call(ident: str, name: str, arguments: Any) -> dict[str, Any]:
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": ident, "type": "function", "function": {"name": name, "arguments": raw}}
+
+
+def test_a_str_is_the_answer_alone() -> None:
+    assert read_returned("hello") == ("hello", None)
+
+
+def test_a_mapping_with_the_answer_only_has_no_trace() -> None:
+    assert read_returned({"answer": "hello"}) == ("hello", None)
+
+
+def test_messages_are_read_call_by_call() -> None:
+    messages = [
+        {"role": "user", "content": "refund 42"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [call("a", "lookup", {"id": 42}), call("b", "refund", {"id": 42})],
+        },
+        {"role": "tool", "tool_call_id": "a", "content": '{"status": "ok"}'},
+        {"role": "tool", "tool_call_id": "b", "content": '{"error": "declined"}'},
+        {"role": "assistant", "tool_calls": [call("c", "notify", "{}")]},  # no tool message
+        {"role": "assistant", "content": "done"},
+    ]
+    calls, llm_calls = read_messages(messages)
+    assert calls == (
+        ToolCall("lookup", {"id": 42}, True, '{"status": "ok"}'),
+        ToolCall("refund", {"id": 42}, False, '{"error": "declined"}'),
+        ToolCall("notify", {}, False, None),
+    )
+    assert llm_calls == 3
+
+
+def test_arguments_that_are_not_a_json_object_make_the_call_not_ok() -> None:
+    messages = [
+        {"role": "assistant", "tool_calls": [call("a", "lookup", "{not json")]},
+        {"role": "tool", "tool_call_id": "a", "content": "fine"},
+    ]
+    assert read_messages(messages)[0] == (ToolCall("lookup", {}, False, "fine"),)
+
+
+def test_a_tool_result_that_is_json_without_error_is_ok() -> None:
+    messages = [
+        {"role": "assistant", "tool_calls": [call("a", "t", {})]},
+        {"role": "tool", "tool_call_id": "a", "content": [{"type": "text", "text": '{"x": 1}'}]},
+    ]
+    assert read_messages(messages)[0][0].ok
+
+
+@dataclass
+class Returned:
+    answer: str
+    context: list[Any]
+
+
+class Reply(BaseModel):
+    answer: str
+    usage: dict[str, Any]
+    metadata: dict[str, Any]
+
+
+def test_objects_with_the_attributes_are_read_like_mappings() -> None:
+    text, trace = read_returned(Returned("a", ["p1", {"id": 7, "text": "p2", "source": "kb"}]))
+    assert text == "a" and trace is not None
+    assert trace.context == (Passage("p1"), Passage("p2", "7", "kb"))
+    text, trace = read_returned(
+        Reply(answer="b", usage={"input_tokens": 3, "cost_usd": 0.5}, metadata={"run": 1})
+    )
+    assert trace is not None and trace.usage == Usage(3, None, 0.5)
+    assert trace.metadata == {"run": 1} and trace.llm_calls is None
+
+
+@pytest.mark.parametrize(
+    ("value", "said", "field"),
+    [
+        (42, "int", None),
+        (None, "NoneType", None),
+        ({"text": "x"}, "a mapping without \"answer\" (it has 'text')", None),
+        ({"answer": 3}, '"answer" is int, not a str', None),
+        ({"answer": "a", "context": "one"}, '"context" is str, not a list', "context"),
+        ({"answer": "a", "context": [{"id": 1}]}, '"context" item 0 is dict', "context"),
+        ({"answer": "a", "messages": [5]}, '"messages" item 0 is int', "messages"),
+        ({"answer": "a", "usage": {"input_tokens": -1}}, '"usage.input_tokens"', "usage"),
+        ({"answer": "a", "usage": {"cost_usd": "1"}}, '"usage.cost_usd"', "usage"),
+        ({"answer": "a", "metadata": [1]}, '"metadata" is list, not a dict', "metadata"),
+    ],
+)
+def test_anything_else_is_a_shape_error_naming_the_field(
+    value: Any, said: str, field: str | None
+) -> None:
+    with pytest.raises(ShapeError) as raised:
+        read_returned(value)
+    assert said in str(raised.value)
+    assert raised.value.field == field
+
+
+def test_what_the_target_returned_wins_over_the_spans_where_it_says_something() -> None:
+    returned = Trace("returned", context=(Passage("p"),), usage=Usage(1, None, None))
+    spans = Trace(
+        "otel", (ToolCall("t", {}, True),), llm_calls=2, usage=Usage(5, 6, None), latency_s=1.0
+    )
+    both = merged(returned, spans)
+    assert both == Trace(
+        "returned",
+        (ToolCall("t", {}, True),),
+        llm_calls=2,
+        context=(Passage("p"),),
+        usage=Usage(1, 6, None),
+        latency_s=1.0,
+    )
+    assert merged(None, spans) is spans and merged(returned, None) is returned
+
+
+names = st.sampled_from(["lookup", "refund", "notify"])
+calls_strategy = st.lists(
+    st.builds(
+        ToolCall,
+        name=names,
+        arguments=st.dictionaries(st.sampled_from(["id", "amount"]), st.integers(0, 99)),
+        ok=st.booleans(),
+        result=st.one_of(st.none(), st.text(max_size=20)),
+    ),
+    max_size=6,
+)
+
+
+@given(calls=calls_strategy, more=st.integers(0, 3))
+def test_the_fields_collect_writes_read_back_to_the_same_calls(
+    calls: list[ToolCall], more: int
+) -> None:
+    trace = Trace("returned", tuple(calls), llm_calls=(1 if calls else 0) + more)
+    fields = as_fields(trace)
+    back = read_trace(json.loads(json.dumps(fields)), source="responses")
+    assert [(c.name, c.arguments, c.ok) for c in back.tool_calls] == [
+        (c.name, c.arguments, c.ok) for c in calls
+    ]
+    # Model calls survive whenever there were any (no messages at all: none were shown).
+    assert back.llm_calls == (trace.llm_calls or None)
+
+
+@given(st.recursive(st.none() | st.integers() | st.text(max_size=5), st.lists, max_leaves=8))
+def test_reading_messages_never_raises_anything_but_a_shape_error(value: Any) -> None:
+    with contextlib.suppress(ShapeError):
+        read_trace({"messages": value, "context": value}, source="returned")
+
+
+def test_a_responses_line_carries_a_trace_and_a_bad_field_is_located(tmp_path: Path) -> None:
+    lines = [
+        {"id": "q1", "response": "done", "context": ["p"], "latency_s": 0.5},
+        {"id": "q2", "response": "done", "usage": {"input_tokens": "many"}},
+        {"id": "q3", "response": "done"},
+    ]
+    (tmp_path / "agent.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8"
+    )
+    (found,), problems = load_response_dir(tmp_path)
+    assert found.traces == {1: Trace("responses", context=(Passage("p"),), latency_s=0.5)}
+    (problem,) = problems
+    assert (problem.line, problem.case, problem.field) == (2, "q2", "usage")
+    assert '"usage.input_tokens"' in problem.message
+    assert problem.hint is not None and '"context"' in problem.hint
+
+
+@pytest.mark.hostile
+def test_json_nested_past_the_parser_is_a_failed_call_or_a_shape_error_never_a_crash() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    content = '{"x": ' + deep + "}"
+    messages = [
+        {"role": "assistant", "tool_calls": [call("a", "t", deep), call("b", "u", {})]},
+        {"role": "tool", "tool_call_id": "a", "content": "fine"},
+        {"role": "tool", "tool_call_id": "b", "content": content},
+    ]
+    calls, _ = read_messages(messages)
+    assert [(c.name, c.arguments, c.ok) for c in calls] == [("t", {}, False), ("u", {}, True)]
+    nested: dict[str, Any] = {}
+    for _ in range(5_000):
+        nested = {"x": nested}
+    with pytest.raises(ShapeError, match='"metadata" cannot be written as JSON'):
+        read_returned({"answer": "a", "metadata": nested})

@@ -1,0 +1,128 @@
+"""When the application raises, the item's report is its traceback, cut to the
+application's frames, honouring ``--tb``,
+in JUnit too.
+
+The project is a team's: ``app/`` whose parser raises on a reply that is not JSON, a unit
+test in ``tests/``, ``evals/`` with a rubric file and its target adapter ``evals/targets.py``,
+and a ``pytest.ini``.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RUN_MODES, team_project
+
+Write = Callable[[str, str], Path]
+
+
+@pytest.fixture
+def team(pytester: pytest.Pytester, write: Write) -> None:
+    team_project(
+        pytester,
+        write,
+        app="""
+        import json
+
+
+        def parse_reply(raw):
+            return json.loads(raw)["answer"]
+
+
+        def answer(question):
+            raw = "Sorry, I am not JSON"
+            return parse_reply(raw)
+        """,
+        unit_test="""
+        from app.bot import parse_reply
+
+
+        def test_parse():
+            assert parse_reply('{"answer": "yes"}') == "yes"
+        """,
+        targets="""
+        from app.bot import answer
+
+
+        def hr_bot(question: str) -> str:
+            return answer(question)
+        """,
+    )
+    write(
+        "evals/hr.rubric.yaml",
+        """
+        suite: hr
+        target: targets:hr_bot
+        cases:
+          - id: remote
+            question: "Can I work remotely?"
+            criteria:
+              - {id: says, type: any_of, any_of: ["remote"]}
+        """,
+    )
+
+
+@pytest.mark.parametrize("mode", list(RUN_MODES))
+def test_a_target_that_raises_shows_its_traceback(
+    pytester: pytest.Pytester, team: None, mode: str
+) -> None:
+    result = pytester.runpytest("--tb=long", "evals", *RUN_MODES[mode])
+    result.assert_outcomes(errors=1)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*def hr_bot(question: str) -> str:",
+            ">       return answer(question)",
+            "*evals/targets.py:5: ",
+            "*return parse_reply(raw)",
+            "*app/bot.py:10: ",
+            '>       return json.loads(raw)["answer"]',
+            "*app/bot.py:5: ",
+            "E * json.decoder.JSONDecodeError: *",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        ["*- rubric -*", "target targets:hr_bot raised JSONDecodeError: Expecting value*"]
+    )
+    assert "pytest_rubric" not in out  # the plugin's frames are cut
+
+
+@pytest.mark.parametrize(
+    ("tb", "shown", "hidden"),
+    [
+        (
+            "short",
+            ["*evals/targets.py:5: in hr_bot", "*app/bot.py:5: in parse_reply"],
+            ["def hr_bot*"],
+        ),
+        ("native", ['*File "*app/bot.py", line 5, in parse_reply'], ["E  *"]),
+        ("line", ["*JSONDecodeError: Expecting value*"], ["*targets.py:5*"]),
+        ("no", [], ["*targets.py*", "*- rubric -*"]),
+    ],
+)
+def test_the_traceback_honours_tb(
+    pytester: pytest.Pytester, team: None, tb: str, shown: list[str], hidden: list[str]
+) -> None:
+    result = pytester.runpytest(f"--tb={tb}", "evals")
+    result.assert_outcomes(errors=1)
+    if shown:
+        result.stdout.fnmatch_lines(shown)
+    for pattern in hidden:
+        result.stdout.no_fnmatch_line(pattern)
+
+
+def test_junit_carries_the_traceback(pytester: pytest.Pytester, team: None) -> None:
+    result = pytester.runpytest("--junitxml=junit.xml")
+    result.assert_outcomes(passed=1, errors=1)
+    root = ET.parse(pytester.path / "junit.xml").getroot()
+    # A failure or an error element, as the JUnit writer reports an evaluation error.
+    (error,) = [e for e in root.iter() if e.tag in ("failure", "error")]
+    assert "JSONDecodeError" in error.get("message", "")
+    body = error.text or ""
+    assert "evals/targets.py:5" in body
+    assert "app/bot.py:5" in body
+    assert "pytest_rubric" not in body

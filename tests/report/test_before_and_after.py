@@ -1,0 +1,91 @@
+"""Before and after: with ``--rubric-baseline``, a case that
+regressed shows the baseline's response beside today's and the criteria whose verdict
+changed, in the terminal failure report, the Markdown and the HTML's "Changes since the
+baseline".
+
+The project is a team's: ``app/`` answers HR questions (main's answer, then a pull request
+that regresses it), a unit test in ``tests/``, ``evals/`` with a rubric file and the adapter
+``evals/targets.py``, and a ``pytest.ini``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RUN_MODES, team_project
+
+Write = Callable[[str, str], Path]
+
+GOOD = "You may work remotely two days a week, with your manager's approval."
+REGRESSED = "Remote work is decided case by case."
+
+
+def app(answer: str) -> str:
+    return f"def answer(question: str) -> str:\n    return {answer!r}\n"
+
+
+@pytest.fixture
+def team(pytester: pytest.Pytester, write: Write) -> pytest.Pytester:
+    team_project(
+        pytester,
+        write,
+        app=app(GOOD),
+        unit_test="from app.bot import answer\n\n\ndef test_answer():\n    assert answer('?')\n",
+        targets="from app.bot import answer\n\n\ndef hr_bot(question: str) -> str:\n"
+        "    return answer(question)\n",
+    )
+    write(
+        "evals/remote.rubric.yaml",
+        """
+        suite: remote
+        target: targets:hr_bot
+        cases:
+          - id: remote
+            question: "Can I work remotely?"
+            criteria:
+              - {id: days, type: any_of, any_of: ["two days"]}
+              - {id: approval, type: any_of, any_of: ["approval"]}
+              - {id: no_vague, type: forbidden, phrases: ["case by case"]}
+              - {id: remote, type: any_of, any_of: ["remote"]}
+        """,
+    )
+    pytester.runpytest("--rubric-json", "main.json").assert_outcomes(passed=2)
+    write("app/bot.py", app(REGRESSED))
+    return pytester
+
+
+@pytest.mark.parametrize("mode", list(RUN_MODES))
+def test_the_failure_report_shows_before_and_after(team: pytest.Pytester, mode: str) -> None:
+    result = team.runpytest("--rubric-baseline", "main.json", *RUN_MODES[mode])
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "since the baseline:",
+            "verdicts changed: days MET -> UNMET, approval MET -> UNMET, no_vague UNMET -> MET",
+            f"baseline (score 1.00): {GOOD}",
+            f"now (score 0.*): {REGRESSED}",
+        ],
+        consecutive=True,
+    )
+
+
+def test_the_markdown_and_the_html_show_before_and_after(team: pytest.Pytester) -> None:
+    result = team.runpytest(
+        "--rubric-baseline", "main.json", "--rubric-markdown", "out.md", "--rubric-html", "out.html"
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    markdown = (team.path / "out.md").read_text()
+    assert "### Regressed since the baseline" in markdown
+    assert "- verdicts changed: days MET -&gt; UNMET, approval MET -&gt; UNMET" in markdown
+    assert "- baseline (score 1.00): You may work remotely two days a week" in markdown
+    assert "- now (score 0." in markdown and "case by case" in markdown
+    page = (team.path / "out.html").read_text()
+    changes = page[page.index('id="changes"') :]
+    changes = changes[: changes.index("<h2", 10)] if "<h2" in changes[10:] else changes
+    assert html.escape(GOOD) in changes
+    assert REGRESSED in changes
+    assert "days MET -&gt; UNMET" in changes
