@@ -20,7 +20,7 @@ Both write ``--rubric-json``, so the traces are read, carried through the result
 written out: the ratio is everything a trace costs (read, carried, checked, written), beside
 what the same number of answer criteria costs.
 
-The target (issue 37): at N = 3000 the traced run takes at most 1.3x the plain run
+The target: at N = 3000 the traced run takes at most 1.3x the plain run
 (median against median). ``--check`` turns that into the exit status.
 
 Usage::

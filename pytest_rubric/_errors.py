@@ -9,8 +9,10 @@
     ├── RubricAssertionError         also an AssertionError: the answer failed its rubric
     ├── JudgeError                   a judge call failed after its retries (that criterion is ERROR)
     │   └── BudgetSpent              --rubric-max-cost was spent: the call did not start
-    └── DocumentError                a file is not a readable --rubric-json document
-                                     (--rubric-baseline, merge)
+    ├── DocumentError                a file is not a readable --rubric-json document
+    │                                (--rubric-baseline, merge)
+    └── SpansUnreadable              --rubric-otel could not read a target call's spans
+                                     (the item is ERROR)
 
 ``RubricAssertionError`` and ``RubricEvaluationError`` carry the
 :class:`~pytest_rubric.CaseResult` as ``.result`` (None when no answer
@@ -38,6 +40,7 @@ __all__ = [
     "RubricEvaluationError",
     "RubricLoadError",
     "RubricWarning",
+    "SpansUnreadable",
 ]
 
 
@@ -144,6 +147,12 @@ class BudgetSpent(JudgeError):
 
 class DocumentError(RubricError):
     """A file that is not a readable ``--rubric-json`` document; the message names it."""
+
+
+class SpansUnreadable(RubricError):
+    """``--rubric-otel`` could not read a target call's spans whole (no SDK tracer provider,
+    a sampler that dropped them, too many): the item is ERROR, never graded on part of its
+    trace. The message says what to change."""
 
 
 class RubricWarning(pytest.PytestWarning):

@@ -253,11 +253,6 @@ def text(content: str, *, input_tokens: int = 10, output_tokens: int = 5) -> Act
     return Text(content, input_tokens, output_tokens)
 
 
-def tool_calls(*calls: tuple[str, Any], input_tokens: int = 10, output_tokens: int = 5) -> Action:
-    """The model asks for tool calls: each ``(name, arguments)`` (arguments a dict)."""
-    return ToolCalls(tuple(calls), input_tokens, output_tokens)
-
-
 def json_reply(obj: Any, *, input_tokens: int = 10, output_tokens: int = 5) -> Action:
     """Reply with ``obj`` as structured output.
 
@@ -267,6 +262,14 @@ def json_reply(obj: Any, *, input_tokens: int = 10, output_tokens: int = 5) -> A
     a text block holding ``json.dumps(obj)``.
     """
     return JsonReply(obj, input_tokens, output_tokens)
+
+
+def tool_calls(*calls: tuple[str, Any], input_tokens: int = 10, output_tokens: int = 5) -> Action:
+    """An assistant reply asking for tool calls, e.g. ``tool_calls(("refund", {"order": "A1"}))``:
+    OpenAI's ``message.tool_calls`` (``arguments`` as JSON text unless a ``str`` is given,
+    so malformed arguments can be scripted) with ``finish_reason: "tool_calls"``; on the
+    Anthropic wire, ``tool_use`` blocks."""
+    return ToolCalls(tuple(calls), input_tokens, output_tokens)
 
 
 def verdict(
@@ -453,7 +456,17 @@ def _forced_tool(body: Any) -> str | None:
     return None
 
 
-def _openai_message(content: str, model: Any, input_tokens: int, output_tokens: int) -> _Reply:
+def _openai_message(
+    content: str | None,
+    model: Any,
+    input_tokens: int,
+    output_tokens: int,
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+) -> _Reply:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
     return _json_reply(
         200,
         {
@@ -463,8 +476,8 @@ def _openai_message(content: str, model: Any, input_tokens: int, output_tokens: 
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
+                    "message": message,
+                    "finish_reason": "tool_calls" if tool_calls else "stop",
                 }
             ],
             "usage": {
@@ -499,7 +512,10 @@ def _tool_calls(action: ToolCalls, wire: Wire, record: Recorded) -> _Reply:
             {
                 "id": ident,
                 "type": "function",
-                "function": {"name": name, "arguments": json.dumps(arguments)},
+                "function": {
+                    "name": name,
+                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                },
             }
             for ident, (name, arguments) in zip(ids, action.calls, strict=True)
         ],

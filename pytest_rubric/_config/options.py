@@ -46,6 +46,8 @@ def add_options(parser: pytest.Parser) -> None:
                     kwargs["choices"] = option.choices
                 if option.parse is not None:
                     kwargs["type"] = argparse_type(option.parse)
+            elif option.ini:
+                kwargs["default"] = None  # not given: the ini key decides
             group.addoption(option.flag_text, **kwargs)
         if option.ini:
             ini_default = option.default if option.ini_type != "string" else ""

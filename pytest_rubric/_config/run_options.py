@@ -57,6 +57,17 @@ RUN_OPTIONS: tuple[Option, ...] = (
         metavar="[NAME=]PROVIDER:MODEL",
     ),
     Option(
+        "otel",
+        "read each target call's OpenTelemetry spans (GenAI conventions, OpenInference) into "
+        "its trace: tool calls, model calls, retrieved passages, tokens; also ini rubric_otel. "
+        "Needs pytest-rubric[otel].",
+        ini=True,
+        action="store_true",
+        ini_type="bool",
+        default=False,
+        ini_help="read each target call's OpenTelemetry spans into its trace (false)",
+    ),
+    Option(
         "response_cache",
         "answers of targets and --rubric-model: off (default: called on every run), use "
         "(record and replay), replay (call nothing; a miss is an ERROR); also ini "

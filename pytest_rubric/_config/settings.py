@@ -51,6 +51,7 @@ class Settings:
     votes: int = 1  # --rubric-judge-samples: judge samples (votes) per criterion
     require_judge: bool = False
     models: tuple[str, ...] = ()  # --rubric-model, each [NAME=]provider:model
+    otel: bool = False  # --rubric-otel: read each target call's spans (_otel)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     cache_mode: str = "use"  # the judge's (--rubric-cache)
     response_cache_mode: str = "off"  # the application's (--rubric-response-cache)
@@ -128,6 +129,7 @@ class Settings:
             votes=given(config, "judge_samples"),
             require_judge=given(config, "require_judge"),
             models=_repeatable(config, "model"),
+            otel=_otel(config),
             cache_mode=given(config, "cache"),
             response_cache_mode=given(config, "response_cache"),
             cache_dir=config.rootpath / given(config, "cache_dir"),
@@ -182,6 +184,26 @@ def _cost(config: pytest.Config) -> CostSettings:
         max_cost=float(max_cost) if max_cost is not None else None,
         max_cost_shown=max_cost.strip() if max_cost is not None else "",
     )
+
+
+def _otel(config: pytest.Config) -> bool:
+    """``--rubric-otel`` or ini ``rubric_otel``; it needs the SDK, an optional extra (looked
+    for, not imported: the spans are read only once a target is called)."""
+    if not given(config, "otel"):
+        return False
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("opentelemetry.sdk.trace") is not None
+    except ModuleNotFoundError:  # not even the opentelemetry package
+        found = False
+    if not found:
+        raise pytest.UsageError(
+            "--rubric-otel (ini rubric_otel) reads the application's OpenTelemetry spans "
+            "through opentelemetry-sdk, which is not installed: pip install "
+            "pytest-rubric[otel]"
+        )
+    return True
 
 
 def _probe_kinds(config: pytest.Config) -> tuple[str, ...]:

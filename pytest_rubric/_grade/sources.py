@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._defaults import ResponseTally, RetryPolicy, named
+from .._errors import SpansUnreadable
 from .._guards.calls import CallRunner, CallTimeout, call_user, described
 from .._guards.secrets import known_keys, redact
 from .._llm.base import JudgeStats, Reply, Sampling
@@ -158,6 +159,8 @@ class Source:
                     self._count(replayed=True)
                     return Answer(looked.text, recorded_trace(looked.parsed)), None
             value, spans, latency = self._call(case, sample, samples)
+        except SpansUnreadable as exc:
+            return None, f"{what}: {exc}"
         except CallTimeout as exc:
             return None, f"{what} {exc}"
         except Exception as exc:  # user code's BaseExceptions arrive contained (_calls)

@@ -288,6 +288,7 @@ class RubricFile(pytest.File):
                 runner=session.inputs.grader.calls,
                 cache=session.caches.responses(),
                 tally=session.inputs.tally,
+                tracer=session.inputs.spans,
             )
             add(subject, source, f"target {path}")
         pinned = loaded.suite.target_fixed and self.nodeid in session.inputs.targets_pinned

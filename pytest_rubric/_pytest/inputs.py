@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .._grade.grader import Grader
     from .._grade.sources import LiveModel
     from .._llm.cost import Budget
+    from .._otel import SpanCapture
 
 __all__ = ["Inputs"]
 
@@ -49,6 +50,11 @@ class Inputs:
         self.targets_pinned: set[str] = set()
         self._grader: Grader | None = None
         self.models: dict[str, LiveModel] = _live_models(settings, budget)
+        self.spans: SpanCapture | None = None  # --rubric-otel: reads each target call's spans
+        if settings.otel:
+            from .._otel import SpanCapture  # OpenTelemetry: imported only with the flag
+
+            self.spans = SpanCapture()
 
     def keeps_targets(self, file: str, *, pinned: bool) -> bool:
         """Whether the targets rubric file ``file`` (a node id) names answer its cases: unless

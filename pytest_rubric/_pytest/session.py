@@ -353,6 +353,8 @@ class RubricSession:
         """The session is over: stop the judge, close the cache."""
         self.judging.close()
         self.caches.close()
+        if self.inputs.spans is not None:
+            self.inputs.spans.close()
 
     def thaw(self) -> None:
         """Undo the freeze of the collected heap, if there was one (a cleanup of the config

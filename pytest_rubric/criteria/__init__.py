@@ -35,9 +35,13 @@ if TYPE_CHECKING:
     from .any_of import AnyOf
     from .callable import CallableCriterion
     from .check import Answer, Check, CheckContext, error, fraction, met, unmet
+    from .citations import Citations
+    from .claims_backed import ClaimsBacked
+    from .context_recall import ContextRecall
     from .extract import Extract
     from .forbidden import Forbidden
     from .fuzzy import Fuzzy
+    from .grounded import Grounded
     from .json import Json
     from .judge import Requirement
     from .length import Length
@@ -45,25 +49,35 @@ if TYPE_CHECKING:
     from .model import CriterionModel, FieldError
     from .number import Number
     from .regex import Regex
+    from .tool_called import ToolCalled
+    from .tool_sequence import ToolSequence
+    from .trace_limits import TraceLimits
 
 _LAZY = {
     "AllOf": ".all_of",
-    "AnyOf": ".any_of",
     "Answer": ".check",
+    "AnyOf": ".any_of",
     "CallableCriterion": ".callable",
     "Check": ".check",
     "CheckContext": ".check",
+    "Citations": ".citations",
+    "ClaimsBacked": ".claims_backed",
+    "ContextRecall": ".context_recall",
     "CriterionModel": ".model",
     "Extract": ".extract",
     "FieldError": ".model",
     "Forbidden": ".forbidden",
     "Fuzzy": ".fuzzy",
+    "Grounded": ".grounded",
     "Json": ".json",
     "Length": ".length",
     "Metric": ".metric",
     "Number": ".number",
     "Regex": ".regex",
     "Requirement": ".judge",
+    "ToolCalled": ".tool_called",
+    "ToolSequence": ".tool_sequence",
+    "TraceLimits": ".trace_limits",
     "error": ".check",
     "fraction": ".check",
     "met": ".check",
@@ -77,17 +91,24 @@ __all__ = [
     "CallableCriterion",
     "Check",
     "CheckContext",
+    "Citations",
+    "ClaimsBacked",
+    "ContextRecall",
     "CriterionModel",
     "Extract",
     "FieldError",
     "Forbidden",
     "Fuzzy",
+    "Grounded",
     "Json",
     "Length",
     "Metric",
     "Number",
     "Regex",
     "Requirement",
+    "ToolCalled",
+    "ToolSequence",
+    "TraceLimits",
     "error",
     "fraction",
     "met",

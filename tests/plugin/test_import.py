@@ -12,7 +12,18 @@ import pytest
 
 import pytest_rubric
 
-HEAVY = ("pydantic", "httpx", "yaml", "re2", "rapidfuzz", "regex", "jsonschema", "numpy", "sqlite3")
+HEAVY = (
+    "pydantic",
+    "httpx",
+    "yaml",
+    "re2",
+    "rapidfuzz",
+    "regex",
+    "jsonschema",
+    "opentelemetry",  # --rubric-otel only
+    "numpy",
+    "sqlite3",
+)
 # What a session without rubrics must not import (pytest itself may import sqlite3).
 LIBRARIES = HEAVY[:-1]
 

@@ -1,0 +1,348 @@
+"""``--rubric-otel``: the trace of a target call, read from the application's own spans.
+
+An application already instrumented with OpenTelemetry (``opentelemetry-instrumentation-
+openai``, ``openinference-instrumentation-openai``, an agent framework's ``execute_tool``
+spans) needs no change. :class:`SpanCapture` adds one span processor to the application's
+SDK tracer provider (the global one), or installs an SDK provider when none is set yet,
+at the first target call, so a provider the application sets when its module is imported
+is the one used. Each call then runs inside a root span of the plugin's
+(:data:`SPAN_NAME`), current in the call's context; every span of that span's trace is
+the call's, matched by trace id, never by time, so concurrent calls (threads, asyncio
+tasks) and xdist workers each read their own. Only the spans of calls in progress are
+kept, each call's at most :data:`MAX_SPANS`; they are dropped once read.
+
+:func:`read_spans` turns spans into a :class:`~pytest_rubric._trace.Trace` (source
+``"otel"``) by the GenAI semantic conventions and OpenInference's span attributes (see
+``docs/guides/otel.md``). :meth:`SpanCapture.traced` is the seam: it runs one target call
+and hands back what the call returned with the trace its spans show.
+
+Imported only with ``--rubric-otel``: a session without it imports no OpenTelemetry
+module, and ``opentelemetry-sdk`` is the optional extra ``pytest-rubric[otel]``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from opentelemetry import trace as trace_api
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.trace import StatusCode
+
+from ._errors import SpansUnreadable
+from ._guards.secrets import clip, known_keys
+from ._trace import TRACE_TEXT_LIMIT, Passage, ToolCall, Trace, Usage
+
+__all__ = ["MAX_SPANS", "SPAN_NAME", "Captured", "SpanCapture", "read_spans"]
+
+SPAN_NAME = "pytest_rubric.target"
+"""The plugin's span around each target call: the root of the call's trace."""
+
+MAX_SPANS = 10_000
+"""The most spans one call keeps; a call with more is ERROR (its trace would be partial)."""
+
+# GenAI semantic conventions: the operations that are a call of a model (the inference
+# span), and the one that is a tool's execution.
+_INFERENCE = frozenset({"chat", "text_completion", "generate_content"})
+_EMBEDDINGS = "embeddings"
+_EXECUTE_TOOL = "execute_tool"
+_DOCUMENT = re.compile(r"retrieval\.documents\.(\d+)\.document\.(id|content|metadata)")
+
+
+class _Collector(SpanProcessor):
+    """Keeps the ended spans of the traces that are open (calls in progress), no others."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._open: dict[int, list[ReadableSpan]] = {}
+        self._over: set[int] = set()  # traces that ended more than `limit` spans
+
+    def on_end(self, span: ReadableSpan) -> None:
+        context = span.context
+        if context is None:
+            return
+        with self._lock:
+            kept = self._open.get(context.trace_id)
+            if kept is None:  # another trace, or a call already read: never kept
+                return
+            if len(kept) < self._limit:
+                kept.append(span)
+            else:
+                self._over.add(context.trace_id)
+
+    def open(self, trace_id: int) -> None:
+        with self._lock:
+            self._open[trace_id] = []
+
+    def close(self, trace_id: int) -> tuple[list[ReadableSpan], bool]:
+        """The trace's spans and whether some were dropped; the trace is forgotten."""
+        with self._lock:
+            over = trace_id in self._over
+            self._over.discard(trace_id)
+            return self._open.pop(trace_id, []), over
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._open.clear()
+            self._over.clear()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+class Captured:
+    """What one target call left in its spans: :meth:`trace` once the call is over."""
+
+    def __init__(self) -> None:
+        self._spans: list[ReadableSpan] = []
+        self._problem: str | None = None
+        self._latency: float | None = None
+
+    def trace(self) -> Trace | None:
+        """The call's trace (source ``"otel"``, ``latency_s`` the plugin span's duration),
+        or ``None`` when no span of either convention was read: the application is not
+        instrumented, and nothing is known of its tool or model calls.
+
+        Raises :class:`~pytest_rubric._errors.SpansUnreadable` when the spans could not be
+        read whole (sampled out, more than :data:`MAX_SPANS`).
+        """
+        if self._problem is not None:
+            raise SpansUnreadable(self._problem)
+        return read_spans(self._spans, latency_s=self._latency)
+
+
+class SpanCapture:
+    """Reads each target call's spans: one per session (each xdist worker has its own).
+
+    ``provider`` is the SDK tracer provider to read from; by default the global one, or,
+    when none is set yet, one installed as the global provider.
+    """
+
+    def __init__(self, *, provider: TracerProvider | None = None, limit: int = MAX_SPANS):
+        self._collector = _Collector(limit)
+        self._limit = limit
+        self._provider = provider
+        self._tracer: trace_api.Tracer | None = None
+        self._lock = threading.Lock()
+
+    def traced(self, call: Callable[[], Any]) -> tuple[Any, Trace | None]:
+        """What ``call()`` (one target call) returned, and the trace its spans show."""
+        with self.capture() as got:
+            value = call()
+        return value, got.trace()
+
+    @contextmanager
+    def capture(self) -> Iterator[Captured]:
+        """Run the block (one target call) inside a new root span; its spans are read into
+        the :class:`Captured` when the block ends, whether it returned or raised."""
+        tracer = self._ready()
+        got = Captured()
+        trace_id: int | None = None
+        span: trace_api.Span | None = None
+        try:
+            # A root (an empty parent context): each call its own trace, even when the
+            # caller is inside a span of its own.
+            with tracer.start_as_current_span(SPAN_NAME, context=Context()) as span:
+                if span.is_recording():
+                    trace_id = span.get_span_context().trace_id
+                    self._collector.open(trace_id)
+                else:
+                    got._problem = (
+                        "--rubric-otel: the tracer provider's sampler dropped the plugin's "
+                        "span, so the call's spans cannot be read; sample every trace while "
+                        "testing (OTEL_TRACES_SAMPLER=always_on, or a ParentBased(ALWAYS_ON) "
+                        "sampler)"
+                    )
+                yield got
+        finally:
+            if trace_id is not None:
+                got._spans, over = self._collector.close(trace_id)
+                if isinstance(span, ReadableSpan) and span.end_time and span.start_time:
+                    got._latency = (span.end_time - span.start_time) / 1e9
+                if over:
+                    got._problem = (
+                        f"--rubric-otel: the call ended more than {self._limit:,} spans; "
+                        "its trace would be partial, so it is not read"
+                    )
+
+    def close(self) -> None:
+        """The session is over: forget every span. (An SDK provider cannot remove a
+        processor; this one stays, keeping nothing.)"""
+        self._collector.shutdown()
+
+    def _ready(self) -> trace_api.Tracer:
+        """The plugin's tracer, its processor added to the provider on first use."""
+        with self._lock:
+            if self._tracer is None:
+                provider = self._provider or _global_provider()
+                provider.add_span_processor(self._collector)
+                self._tracer = provider.get_tracer("pytest_rubric")
+            return self._tracer
+
+
+def _global_provider() -> TracerProvider:
+    """The application's SDK tracer provider, or a new one set as the global provider when
+    none is set yet (a ``ProxyTracerProvider``: the API's stand-in until one is set)."""
+    provider = trace_api.get_tracer_provider()
+    if isinstance(provider, trace_api.ProxyTracerProvider):
+        # Set only once per process: when another thread set one first, that one is used.
+        trace_api.set_tracer_provider(TracerProvider())
+        provider = trace_api.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        kind = f"{type(provider).__module__}.{type(provider).__qualname__}"
+        raise SpansUnreadable(
+            f"--rubric-otel: the global tracer provider is {kind}, not an OpenTelemetry SDK "
+            "TracerProvider (opentelemetry.sdk.trace.TracerProvider), so no span processor "
+            "can be added to it; set an SDK TracerProvider as the global provider"
+        )
+    return provider
+
+
+# --- reading spans ---------------------------------------------------------------------------
+
+
+def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None) -> Trace | None:
+    """The trace the spans of one call show, or ``None`` when none follows either convention.
+
+    Calls are tool-execution spans only (``execute_tool``, OpenInference ``TOOL``), in the
+    order they started; a tool call a model requested, recorded on its chat span, is not
+    counted again. ``llm_calls`` counts inference spans (``chat``, ``text_completion``,
+    ``generate_content``; OpenInference ``LLM``). Tokens are summed over the model spans
+    (inference and embeddings; an agent's span that totals them is not counted twice), and
+    are unknown (``None``) when one of them does not give its figure. Cost is never read
+    from spans: it is known only when the application returns ``usage.cost_usd``.
+    """
+    keys = known_keys()
+    calls: list[ToolCall] = []
+    passages: list[Passage] = []
+    llm_calls = 0
+    tokens: list[tuple[int | None, int | None]] = []
+    seen = False
+    for span in sorted(spans, key=lambda s: (s.start_time or 0, s.end_time or 0)):
+        attributes: Mapping[str, Any] = span.attributes or {}
+        operation = attributes.get("gen_ai.operation.name")
+        kind = str(attributes.get("openinference.span.kind", "")).upper()
+        if operation == _EXECUTE_TOOL or kind == "TOOL":
+            calls.append(_tool_call(span, attributes, keys))
+        elif operation in _INFERENCE or kind == "LLM":
+            llm_calls += 1
+            tokens.append(_tokens(attributes))
+        elif operation == _EMBEDDINGS or kind == "EMBEDDING":
+            tokens.append(_tokens(attributes))
+        elif kind == "RETRIEVER":
+            passages.extend(_documents(attributes, keys))
+        else:
+            continue
+        seen = True
+    if not seen:
+        return None
+    return Trace(
+        source="otel",
+        tool_calls=tuple(calls),
+        llm_calls=llm_calls,
+        context=tuple(passages),
+        usage=Usage(
+            input_tokens=_total([t[0] for t in tokens]),
+            output_tokens=_total([t[1] for t in tokens]),
+        ),
+        latency_s=latency_s,
+    )
+
+
+def _tool_call(span: ReadableSpan, attributes: Mapping[str, Any], keys: list[Any]) -> ToolCall:
+    name = attributes.get("gen_ai.tool.name") or attributes.get("tool.name")
+    if not name:  # the span name, "execute_tool {gen_ai.tool.name}" by the conventions
+        name = span.name.removeprefix(_EXECUTE_TOOL).strip() or span.name
+    if "gen_ai.tool.call.arguments" in attributes:
+        arguments = _object(attributes["gen_ai.tool.call.arguments"])
+    else:
+        # OpenInference records a call's arguments as its input (`input.value`, JSON); its
+        # `tool.parameters` may hold them too, or the tool's JSON Schema, which is not a call.
+        arguments = _object(attributes.get("input.value"))
+        if arguments is None:
+            parameters = _object(attributes.get("tool.parameters"))
+            arguments = None if _is_schema(parameters) else parameters
+    failed = span.status.status_code is StatusCode.ERROR or "error.type" in attributes
+    result = attributes.get("gen_ai.tool.call.result", attributes.get("output.value"))
+    return ToolCall(
+        name=str(name),
+        arguments=arguments or {},
+        ok=not failed,
+        result=None if result is None else clip(_text(result), *keys, limit=TRACE_TEXT_LIMIT),
+    )
+
+
+def _documents(attributes: Mapping[str, Any], keys: list[Any]) -> list[Passage]:
+    """OpenInference's ``retrieval.documents.N.document.{id,content,metadata}``, by N."""
+    found: dict[int, dict[str, Any]] = {}
+    for key, value in attributes.items():
+        match = _DOCUMENT.fullmatch(key)
+        if match is not None:
+            found.setdefault(int(match[1]), {})[match[2]] = value
+    passages = []
+    for _, document in sorted(found.items()):
+        metadata = _object(document.get("metadata")) or {}
+        source = metadata.get("source")
+        ident = document.get("id")
+        passages.append(
+            Passage(
+                text=clip(_text(document.get("content", "")), *keys, limit=TRACE_TEXT_LIMIT),
+                id=None if ident is None else str(ident),
+                source=source if isinstance(source, str) else None,
+            )
+        )
+    return passages
+
+
+def _tokens(attributes: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """A model span's input and output tokens: GenAI's, else OpenInference's."""
+    return (
+        _count(attributes, "gen_ai.usage.input_tokens", "llm.token_count.prompt"),
+        _count(attributes, "gen_ai.usage.output_tokens", "llm.token_count.completion"),
+    )
+
+
+def _count(attributes: Mapping[str, Any], *names: str) -> int | None:
+    for name in names:
+        value = attributes.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
+
+
+def _total(counts: list[int | None]) -> int | None:
+    """The sum, or ``None`` when one is unknown or there is none: a partial sum would
+    understate what a limit on it checks."""
+    if not counts or None in counts:
+        return None
+    return sum(c for c in counts if c is not None)
+
+
+def _object(value: Any) -> dict[str, Any] | None:
+    """A JSON object given as text (attributes hold no mappings), or ``None``: arguments
+    that are not a JSON object are no arguments the criteria can read."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, dict) else None
+
+
+def _is_schema(value: dict[str, Any] | None) -> bool:
+    return value is not None and value.get("type") == "object" and "properties" in value
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(list(value) if isinstance(value, tuple) else value)
+    except (TypeError, ValueError):
+        return str(value)

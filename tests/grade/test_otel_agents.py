@@ -1,0 +1,496 @@
+"""``--rubric-otel`` with real parts: an agent written with the ``openai`` SDK against the
+fake model serving ``tool_calls``, instrumented by OpenLLMetry
+(``opentelemetry-instrumentation-openai``, GenAI conventions) or by
+``openinference-instrumentation-openai``, and a RAG pipeline whose retriever is traced
+(DESIGN, "Agents and retrieval: the trace as evidence", "Traces without changing the
+application").
+
+The instrumentations record the model's calls (chat / ``LLM`` spans); the tools are run by
+the application, which traces them as an agent framework does (``execute_tool`` spans, or
+OpenInference ``TOOL`` spans). The trace read at the seam (``SpanCapture``, around the
+call, as ``Source.fetch`` runs a target) is checked here in process; the sessions run by
+``pytester`` in their own process show the flag in a team's project, with its own tracer
+provider, under ``-n 2`` and with concurrent async targets.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import textwrap
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import pytest
+
+from pytest_rubric._otel import SPAN_NAME, SpanCapture
+from pytest_rubric._trace import Passage, Usage
+from tests.fake_llm import Action, FakeLLM, Recorded, text, tool_calls
+
+Write = Callable[[str, str], Path]
+
+# The application: a support agent and a RAG pipeline, as a team writes them. The tools
+# trace themselves in the convention the team's framework uses.
+AGENT = '''
+"""A support agent: the openai SDK in a loop, and a small RAG pipeline."""
+
+import json
+import os
+
+from openai import AsyncOpenAI, OpenAI
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
+
+tracer = trace.get_tracer("app.agent")
+ORDERS = {"A1": {"status": "delivered", "total": 40}}
+
+
+def lookup_order(order_id):
+    return ORDERS[order_id]
+
+
+def issue_refund(order_id):
+    if order_id not in ORDERS:
+        raise KeyError(f"no order {order_id}")
+    return {"refunded": ORDERS[order_id]["total"]}
+
+
+TOOLS = {"lookup_order": lookup_order, "issue_refund": issue_refund}
+PARAMETERS = {"type": "object", "properties": {"order_id": {"type": "string"}}}
+SPECS = [
+    {"type": "function", "function": {"name": name, "parameters": PARAMETERS}}
+    for name in TOOLS
+]
+
+
+def run_tool(call, convention):
+    name, arguments = call.function.name, call.function.arguments
+    if convention == "genai":
+        span_name = f"execute_tool {name}"
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.call.arguments": arguments,
+        }
+    else:
+        span_name = name
+        attributes = {
+            "openinference.span.kind": "TOOL",
+            "tool.name": name,
+            "tool.parameters": json.dumps(PARAMETERS),
+            "input.value": arguments,
+            "input.mime_type": "application/json",
+        }
+    with tracer.start_as_current_span(span_name, attributes=attributes) as span:
+        try:
+            result = json.dumps(TOOLS[name](**json.loads(arguments)))
+        except Exception as exc:
+            span.set_status(Status(StatusCode.ERROR, str(exc)))
+            if convention == "genai":
+                span.set_attribute("error.type", type(exc).__name__)
+            return json.dumps({"error": str(exc)})
+        key = "gen_ai.tool.call.result" if convention == "genai" else "output.value"
+        span.set_attribute(key, result)
+        return result
+
+
+def client(kind=OpenAI):
+    return kind(base_url=os.environ["APP_LLM_URL"], api_key="sk-app-test", max_retries=0)
+
+
+def next_turn(reply, messages, convention):
+    """The answer, or None once the tools the model asked for have run."""
+    message = reply.choices[0].message
+    if not message.tool_calls:
+        return message.content or ""
+    messages.append(message.model_dump(exclude_none=True))
+    for call in message.tool_calls:
+        result = run_tool(call, convention)
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    return None
+
+
+def answer(question, convention="genai"):
+    messages = [{"role": "user", "content": question}]
+    said = None
+    with client() as llm:
+        while said is None:
+            reply = llm.chat.completions.create(model="support-1", messages=messages, tools=SPECS)
+            said = next_turn(reply, messages, convention)
+    return said
+
+
+async def answer_async(question, convention="genai"):
+    messages = [{"role": "user", "content": question}]
+    said = None
+    async with client(AsyncOpenAI) as llm:
+        while said is None:
+            reply = await llm.chat.completions.create(
+                model="support-1", messages=messages, tools=SPECS
+            )
+            said = next_turn(reply, messages, convention)
+    return said
+
+
+PASSAGES = {
+    "policy-1": "Refunds are accepted within 30 days of delivery.",
+    "shipping-2": "Orders ship within 2 business days.",
+    "care-3": "Wash the jacket cold.",
+}
+
+
+def retrieve(question, k=2):
+    words = set(question.lower().strip("?").split())
+    ranked = sorted(PASSAGES, key=lambda i: -len(words & set(PASSAGES[i].lower().split())))
+    with tracer.start_as_current_span("retrieve") as span:
+        span.set_attribute("openinference.span.kind", "RETRIEVER")
+        span.set_attribute("input.value", question)
+        for n, ident in enumerate(ranked[:k]):
+            span.set_attribute(f"retrieval.documents.{n}.document.id", ident)
+            span.set_attribute(f"retrieval.documents.{n}.document.content", PASSAGES[ident])
+        return ranked[:k]
+
+
+def rag(question):
+    found = retrieve(question)
+    context = "\\n".join(f"[{i}] {PASSAGES[i]}" for i in found)
+    with client() as llm:
+        reply = llm.chat.completions.create(
+            model="writer-1",
+            messages=[
+                {"role": "system", "content": "Answer from the passages, citing them.\\n" + context},
+                {"role": "user", "content": question},
+            ],
+        )
+    return reply.choices[0].message.content
+'''
+
+
+def support_model(request: Recorded) -> Action:
+    """The model behind the agent, by the conversation so far (so concurrent agents each
+    get their own next step): look the order up, refund it, then say so."""
+    body = request.body
+    if not body.get("tools"):  # the RAG pipeline's writer
+        return text("Refunds are accepted within 30 days [policy-1].", input_tokens=30)
+    done = [m for m in body["messages"] if m["role"] == "tool"]
+    if not done:
+        return tool_calls(("lookup_order", {"order_id": "A1"}), input_tokens=12, output_tokens=4)
+    if len(done) == 1:
+        # Two refunds asked at once: one for an order that does not exist.
+        return tool_calls(
+            ("issue_refund", {"order_id": "A1"}),
+            ("issue_refund", {"order_id": "Z9"}),
+            input_tokens=20,
+            output_tokens=8,
+        )
+    return text("Your refund of $40 has been issued.", input_tokens=30, output_tokens=9)
+
+
+@pytest.fixture
+def model(fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> FakeLLM:
+    fake_llm.respond_with(support_model)
+    monkeypatch.setenv("APP_LLM_URL", fake_llm.openai_url)
+    return fake_llm
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[ModuleType]:
+    """The application's module, imported under a name of its own (never ``app``, which the
+    projects of in-process pytester sessions use)."""
+    path = tmp_path / "agent.py"
+    path.write_text(textwrap.dedent(AGENT), encoding="utf-8")
+    name = f"otel_agent_{uuid.uuid4().hex}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(name, None)
+
+
+@pytest.fixture(params=["openllmetry", "openinference"])
+def instrumented(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The openai SDK instrumented as the application would be (the global tracer provider,
+    as in production); the tool spans' convention to go with it."""
+    if request.param == "openllmetry":
+        from opentelemetry.instrumentation.openai import OpenAIInstrumentor as Instrumentor
+
+        convention = "genai"
+    else:
+        from openinference.instrumentation.openai import (  # type: ignore[no-redef]
+            OpenAIInstrumentor as Instrumentor,
+        )
+
+        convention = "openinference"
+    from openai.resources.chat import completions
+
+    # What the agent calls, put back by hand as well: OpenLLMetry's uninstrument() leaves
+    # a wrapper on it, which would trace the next test's calls twice.
+    classes = (completions.Completions, completions.AsyncCompletions)
+    originals = [vars(cls)["create"] for cls in classes]
+    instrumentor = Instrumentor()
+    instrumentor.instrument()
+    yield convention
+    instrumentor.uninstrument()
+    for cls, original in zip(classes, originals, strict=True):
+        cls.create = original  # type: ignore[method-assign]
+
+
+@pytest.fixture
+def spans() -> Iterator[SpanCapture]:
+    capture = SpanCapture()  # the global provider, as a session's
+    yield capture
+    capture.close()
+
+
+def test_an_instrumented_openai_agent_read_at_the_seam(
+    model: FakeLLM, app: Any, instrumented: str, spans: SpanCapture
+) -> None:
+    with spans.capture() as got:
+        said = app.answer("Please refund order A1", instrumented)
+    assert said == "Your refund of $40 has been issued."
+    trace = got.trace()
+    assert trace is not None
+    assert trace.source == "otel"
+    # The three calls the application ran, in order; the failed refund is not ok. The
+    # calls the model asked for, recorded on its chat spans, are not counted again.
+    assert [(c.name, c.arguments, c.ok) for c in trace.tool_calls] == [
+        ("lookup_order", {"order_id": "A1"}, True),
+        ("issue_refund", {"order_id": "A1"}, True),
+        ("issue_refund", {"order_id": "Z9"}, False),
+    ]
+    assert trace.tool_calls[1].result == '{"refunded": 40}'
+    assert trace.llm_calls == 3 == len(model.requests)
+    assert trace.usage == Usage(input_tokens=12 + 20 + 30, output_tokens=4 + 8 + 9)
+    assert trace.context == ()
+
+
+def test_a_rag_pipeline_whose_retriever_is_traced(
+    model: FakeLLM, app: Any, instrumented: str, spans: SpanCapture
+) -> None:
+    with spans.capture() as got:
+        said = app.rag("How many days do I have for refunds?")
+    assert "[policy-1]" in said
+    trace = got.trace()
+    assert trace is not None
+    assert trace.context[0] == Passage(
+        id="policy-1", text="Refunds are accepted within 30 days of delivery."
+    )
+    assert len(trace.context) == 2
+    assert trace.tool_calls == ()
+    assert trace.llm_calls == 1
+    assert trace.usage.input_tokens == 30
+
+
+def test_a_target_whose_spans_cannot_be_read_is_an_error_naming_the_target() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    from pytest_rubric._grade.sources import Source, Target
+
+    def answer(question: str) -> str:
+        return "fine"
+
+    case = SimpleNamespace(id="c1", question="q", conversation=None)
+    source = Source(
+        target=Target.of(answer),
+        target_name="targets:answer",
+        tracer=SpanCapture(provider=TracerProvider(sampler=ALWAYS_OFF)),
+    )
+    text_, problem = source.fetch(case)
+    assert text_ is None
+    assert problem is not None
+    assert problem.startswith("target targets:answer: --rubric-otel: the tracer provider's")
+
+    readable = Source(
+        target=Target.of(answer),
+        target_name="targets:answer",
+        tracer=SpanCapture(provider=TracerProvider()),
+    )
+    assert readable.fetch(case) == ("fine", None)
+
+
+# --- sessions: a team's project, in a process of its own -----------------------------------------
+
+TELEMETRY = """
+\"\"\"The application's tracing, set up when it is imported, as an instrumented service does:
+its own SDK provider, its own exporter (a file per process), the openai SDK instrumented.\"\"\"
+
+import json
+import os
+
+from opentelemetry import trace
+from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+
+def line(span):
+    parent = span.parent.span_id if span.parent else None
+    context = span.context
+    return json.dumps(
+        {"name": span.name, "trace": context.trace_id, "id": context.span_id, "parent": parent}
+    ) + "\\n"
+
+
+out = open(f"spans-{os.getpid()}.jsonl", "a", encoding="utf-8")
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=out, formatter=line)))
+trace.set_tracer_provider(provider)
+OpenAIInstrumentor().instrument()
+"""
+
+TARGETS = """
+import app.telemetry  # noqa: F401  (the application's own setup)
+from app.agent import answer_async
+
+
+async def support_agent(question: str) -> str:
+    return await answer_async(question)
+"""
+
+SUITE = """
+suite: support
+target: targets:support_agent
+repeat: 3
+cases:
+  - id: refund_a1
+    question: "Please refund order A1"
+    criteria:
+      - {id: refunded, type: any_of, any_of: ["refund of $40 has been issued"]}
+  - id: refund_again
+    question: "Refund A1 again please"
+    criteria:
+      - {id: refunded, type: any_of, any_of: ["refund"]}
+  - id: refund_third
+    question: "I want my money back for A1"
+    criteria:
+      - {id: refunded, type: any_of, any_of: ["$40"]}
+"""
+
+
+@pytest.fixture
+def team(pytester: pytest.Pytester, write: Write, model: FakeLLM) -> pytest.Pytester:
+    pytester.makeini("[pytest]\nrubric_dirs = evals\nrubric_otel = true\n")
+    write("app/__init__.py", "")
+    write("app/agent.py", AGENT)
+    write("app/telemetry.py", TELEMETRY)
+    write(
+        "tests/test_tools.py",
+        """
+        from app.agent import lookup_order
+
+        def test_lookup():
+            assert lookup_order("A1")["status"] == "delivered"
+        """,
+    )
+    write("evals/targets.py", TARGETS)
+    write("evals/support.rubric.yaml", SUITE)
+    return pytester
+
+
+def exported(where: Path) -> list[dict[str, Any]]:
+    return [
+        json.loads(line)
+        for path in sorted(where.glob("spans-*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
+
+
+@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["one-process", "xdist-n2"])
+def test_concurrent_async_targets_each_run_in_a_trace_of_their_own(
+    team: pytest.Pytester, model: FakeLLM, mode: list[str]
+) -> None:
+    """Three cases, three samples each (asked at once, each an async target on its own
+    loop), in one process and in two: every call is one trace rooted at the plugin's span,
+    holding exactly that call's model and tool spans."""
+    result = team.runpytest_subprocess(*mode, "--rubric-concurrency=3", timeout=180)
+    result.assert_outcomes(passed=4)
+    spans = exported(team.path)
+    roots = [s for s in spans if s["name"] == SPAN_NAME]
+    assert len(roots) == 9  # 3 cases x 3 samples
+    assert all(r["parent"] is None for r in roots)
+    assert len({r["trace"] for r in roots}) == 9
+    by_trace: dict[int, list[str]] = {}
+    for span in spans:
+        by_trace.setdefault(span["trace"], []).append(span["name"])
+    for root in roots:
+        names = sorted(by_trace[root["trace"]])
+        assert names == sorted(
+            [SPAN_NAME, *["openai.chat"] * 3, "execute_tool lookup_order"]
+            + ["execute_tool issue_refund"] * 2
+        )
+    assert len(model.requests) == 27  # 9 agents, 3 model calls each
+    assert len(spans) == len(roots) * 7  # no span of the application outside a call
+
+
+MODULES = """
+import sys
+from pathlib import Path
+
+
+def pytest_unconfigure(config):
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] == "opentelemetry")
+    Path("otel-modules.txt").write_text("\\n".join(loaded), encoding="utf-8")
+"""
+
+
+def test_a_session_without_the_flag_imports_no_opentelemetry_module(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    write("app/__init__.py", "")
+    write("app/bot.py", "def answer(question: str) -> str:\n    return 'Within 30 days.'\n")
+    write("evals/targets.py", "from app.bot import answer\n")
+    write(
+        "evals/support.rubric.yaml",
+        """
+        suite: support
+        target: targets:answer
+        cases:
+          - id: window
+            question: "How long for a refund?"
+            criteria:
+              - {id: days, type: any_of, any_of: ["30 days"]}
+        """,
+    )
+    write("conftest.py", MODULES)
+    pytester.makeini("[pytest]\nrubric_dirs = evals\n")
+    listed = pytester.path / "otel-modules.txt"
+
+    result = pytester.runpytest_subprocess(timeout=120)
+    result.assert_outcomes(passed=1)
+    assert listed.read_text(encoding="utf-8") == ""
+
+    result = pytester.runpytest_subprocess("--rubric-otel", timeout=120)
+    result.assert_outcomes(passed=1)
+    assert "opentelemetry.sdk.trace" in listed.read_text(encoding="utf-8").split()
+
+
+@pytest.mark.parametrize(
+    ("args", "ini"), [(["--rubric-otel"], ""), ([], "rubric_otel = true\n")], ids=["flag", "ini"]
+)
+def test_the_flag_without_the_sdk_is_a_usage_error_naming_the_extra(
+    pytester: pytest.Pytester,
+    write: Write,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    ini: str,
+) -> None:
+    # As if opentelemetry-sdk were not installed: the import system finds no such module.
+    monkeypatch.setitem(sys.modules, "opentelemetry.sdk", None)
+    monkeypatch.setitem(sys.modules, "opentelemetry.sdk.trace", None)
+    write("evals/support.rubric.yaml", "suite: s\ncases: []\n")
+    pytester.makeini("[pytest]\nrubric_dirs = evals\n" + ini)
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*--rubric-otel (ini rubric_otel) reads*opentelemetry-sdk, which is not installed: "
+            "pip install pytest-rubric[[]otel[]]*"
+        ]
+    )
