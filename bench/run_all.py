@@ -12,7 +12,8 @@ alternately in the same run, so a noisy neighbour slows both:
 * ``bench_stats``: the leaderboard's intervals and detectable drop over
   10,000 results, against a 2,000-resample bootstrap of the same;
 * ``bench_traces``: 3,000 items whose answers carry traces of 10 tool calls each,
-  against the same items without traces.
+  against the same items without traces;
+* ``bench_failures``: the failure report of N and 2N items, one in five failing.
 
 The statistics' promises are not timings: ``bench_promises.py`` simulates
 them (``make bench-stats``), apart from this table.
@@ -39,6 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_failures
 import bench_import
 import bench_items
 import bench_judge
@@ -49,7 +51,9 @@ import bench_traces
 Row = tuple[str, str, str, str, str, bool]  # measure, measured, against, ratio, target, ok
 
 
-def rows(items: Any, judge: Any, imports: Any, soak: Any, stats: Any, traces: Any) -> list[Row]:
+def rows(
+    items: Any, judge: Any, imports: Any, soak: Any, stats: Any, traces: Any, failures: Any
+) -> list[Row]:
     within = bench_judge.TARGET
     warm = bench_judge.WARM_TARGET
     floor = f"floor {judge['floor_s']:.2f}s"
@@ -143,6 +147,14 @@ def rows(items: Any, judge: Any, imports: Any, soak: Any, stats: Any, traces: An
             f"<= {bench_traces.TARGET:g}",
             traces["ratio"] <= bench_traces.TARGET,
         ),
+        (
+            f"failure report, --tb=line, N={2 * failures['n']}",
+            f"{failures['kinds']['rubric --tb=line']['2n_s']:.2f}s",
+            f"N={failures['n']} {failures['kinds']['rubric --tb=line']['n_s']:.2f}s",
+            f"{failures['kinds']['rubric --tb=line']['growth']:.2f}",
+            f"<= {bench_failures.LINEAR_TARGET:g}",
+            failures["kinds"]["rubric --tb=line"]["growth"] <= bench_failures.LINEAR_TARGET,
+        ),
     ]
 
 
@@ -181,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     stats = bench_stats.run(repeat=repeat)
     print("  traces ...", flush=True)
     traces = bench_traces.run(1000 if args.quick else bench_traces.DEFAULT_N, repeat)
-    found = rows(items, judge, imports, soak, stats, traces)
+    print("  failures ...", flush=True)
+    failures = bench_failures.run(1000 if args.quick else 2000, 1 if args.quick else 2)
+    found = rows(items, judge, imports, soak, stats, traces, failures)
     print()
     print(table(found))
     print(f"\n{time.perf_counter() - started:.0f}s in all")
@@ -193,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             "soak": soak,
             "stats": stats,
             "traces": traces,
+            "failures": failures,
         }
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     missed = [row[0] for row in found if not row[5]]

@@ -328,11 +328,17 @@ class _ReportHooks:
     def __init__(self, state: RubricSession) -> None:
         self.state = state
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """A failing or erroring rubric item's JUnit test case shows what the application was
-        asked and said, in its ``system-out``."""
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
+        """Once JUnit has written the test case: an answer that could not be evaluated is an
+        error there, as in the terminal; a failing or erroring rubric item's test case shows
+        what the application was asked and said, in its ``system-out``."""
+        result = yield
+        if report.failed and getattr(report, "rubric_error", False):
+            self.state.results.junit_error(report)
         if report.failed and getattr(report, "rubric_item", False):
             self.state.results.junit_answers(report)
+        return result
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         report = self.state.session_report()
@@ -360,6 +366,16 @@ class _ReportHooks:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.state.finish(session)
+        from ._render.summary import slow_failure_report
+
+        slow = slow_failure_report(
+            failed=session.testsfailed,
+            tests=session.testscollected,
+            tbstyle=session.config.option.tbstyle,
+        )
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if slow is not None and reporter is not None and self.state.results.rubric_items_ran:
+            reporter.write_line(slow.text, **slow.markup)
 
 
 def _gate_report(reason: str) -> pytest.TestReport:

@@ -1168,6 +1168,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         action = self.fake._record_and_pick(record)
         fake = self.fake
+        fake._gathered()
         if fake.latency > 0 and fake._stopping.wait(fake.latency):
             self.close_connection = True
             return
@@ -1301,6 +1302,8 @@ class FakeLLM:
         self.batched: list[Recorded] = []
         self._batches = _Batches(self)
         self._control: deque[Action] = deque()
+        self._gathering: threading.Barrier | None = None
+        self._to_gather = 0
 
     # -- lifecycle
 
@@ -1325,6 +1328,8 @@ class FakeLLM:
         if server is None:
             return
         self._stopping.set()
+        if self._gathering is not None:
+            self._gathering.abort()
         server.shutdown()
         with self._lock:
             connections = dict(self._connections)
@@ -1399,6 +1404,33 @@ class FakeLLM:
         upload, a creation, a poll, a download), before the batch API sees them."""
         with self._lock:
             self._control.extend(actions)
+
+    def gather(self, count: int, *, within: float = 30.0) -> None:
+        """Hold the next ``count`` requests until all ``count`` have arrived, then answer them.
+
+        A test of concurrency counts instead of timing: a client that keeps ``count``
+        calls in flight makes ``max_in_flight`` reach ``count`` however busy the machine
+        is (a latency only makes that likely). One that cannot leaves it below, each held
+        request answered after ``within`` seconds.
+        """
+        with self._lock:
+            self._gathering = threading.Barrier(count, timeout=within)
+            self._to_gather = count
+
+    def _gathered(self) -> None:
+        """Hold this request while a :meth:`gather` is under way."""
+        with self._lock:
+            barrier = self._gathering if self._to_gather > 0 else None
+            self._to_gather -= barrier is not None
+        if barrier is not None:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                barrier.wait()
+
+    @property
+    def in_flight(self) -> int:
+        """How many requests are being served now."""
+        with self._lock:
+            return self._in_flight
 
     @property
     def pending(self) -> int:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import Problem
+from .secrets import whole_characters
 
 __all__ = [
     "MAX_NESTING",
@@ -206,11 +207,14 @@ def _json_nesting_line(text: str) -> int | None:
     return None
 
 
-def json_loads(text: str) -> tuple[Any, list[str]]:
+def json_loads(text: str, *, whole: bool = False) -> tuple[Any, list[str]]:
     """``json.loads`` within the limits: the data and the keys given twice in an object.
 
     Raises ``json.JSONDecodeError`` for a syntax error and :class:`Limit` for
-    nesting deeper than MAX_NESTING or a number Python refuses to read.
+    nesting deeper than MAX_NESTING or a number Python refuses to read. Half a character
+    (a lone surrogate escape) is a :class:`Limit` too, unless ``whole``: then it becomes
+    U+FFFD, as the outgoing boundary writes it (for data such as an application's answer,
+    where one broken emoji must not stop a run).
     """
     try:
         data = json.loads(text)
@@ -232,6 +236,8 @@ def json_loads(text: str) -> tuple[Any, list[str]]:
     if too_deep:
         raise Limit(nesting_problem(_json_nesting_line(text)))
     if _HALF_ESCAPE.search(text) and _has_surrogate(data):
+        if whole:
+            return _whole(data), _repeated_keys(text) if _may_repeat_keys(text, keys) else []
         # As the YAML loader does: half a character cannot be written as UTF-8, so it would
         # break every output and the test ids that carry it between xdist processes.
         escape = next((m for m in _HALF_ESCAPE.finditer(text) if _lone(text, m)), None)
@@ -269,13 +275,24 @@ def _has_surrogate(value: Any) -> bool:
     return False
 
 
+def _whole(value: Any) -> Any:
+    """``value`` with every lone surrogate of its strings (keys included) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return whole_characters(value)
+    if isinstance(value, dict):
+        return {_whole(k): _whole(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole(v) for v in value]
+    return value
+
+
 # --- JSONL --------------------------------------------------------------------------------------
 
 _KINDS = {list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
 
 
 def read_jsonl(
-    path: Path, *, example: str
+    path: Path, *, example: str, whole: bool = False
 ) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem]]:
     """The objects of a JSONL file, each with its line number, and a problem for each line
     that is not one (named by the file, the line and, for a key given twice, the key).
@@ -283,8 +300,9 @@ def read_jsonl(
     Only ``\n`` ends a line: ``str.splitlines()`` would also split on U+2028,
     U+0085 and \x1c-\x1e, which JSON allows raw inside a string, refusing a
     valid file at lines that do not exist. ``example`` is one line written
-    right, for the hints. Raises what :func:`read_text` raises for a file that
-    cannot be read (the caller names its own kind of file).
+    right, for the hints; ``whole``: half a character becomes U+FFFD (see
+    :func:`json_loads`). Raises what :func:`read_text` raises for a file that cannot be
+    read (the caller names its own kind of file).
     """
     rows: list[tuple[int, dict[str, Any]]] = []
     problems: list[Problem] = []
@@ -293,7 +311,7 @@ def read_jsonl(
             continue
         hint = f"write one JSON object a line: {example}"
         try:
-            value, repeated = json_loads(line)
+            value, repeated = json_loads(line, whole=whole)
         except json.JSONDecodeError as exc:
             problems.append(Problem(f"invalid JSON ({exc.msg})", line=number, path=path, hint=hint))
             continue

@@ -110,7 +110,8 @@ def load_response_dir(directory: Path) -> tuple[list[ResponseFile], list[Problem
 def _read_jsonl(target: ResponseFile) -> list[Problem]:
     example = '{"id": "q01", "response": "..."}'
     try:
-        rows, problems = read_jsonl(target.path, example=example)
+        # An answer is data: half an emoji in it is written as U+FFFD, never a stop.
+        rows, problems = read_jsonl(target.path, example=example, whole=True)
     except NotRegular as exc:
         return [
             Problem(

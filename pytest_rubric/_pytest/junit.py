@@ -5,6 +5,11 @@ JUnit show a test's output next to its failure. pytest writes ``system-out`` onl
 captured output, and only when ini ``junit_logging`` asks for it; it has no public way
 for a plugin to add its own. pytest's ``record_property`` reaches the same writer through
 ``config.stash[xml_key]``, and so does this module, the one place that does.
+
+An answer that could not be evaluated fails its call, and the terminal counts it as an
+error (``pytest_report_teststatus``); JUnit, which writes every failed call as a
+``failure``, is told the same: :func:`record_as_error` turns that element into an
+``error`` and moves it from the suite's failures to its errors.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-__all__ = ["write_system_out"]
+__all__ = ["record_as_error", "write_system_out"]
 
 
 def write_system_out(config: pytest.Config, report: pytest.TestReport, text: str) -> None:
@@ -27,3 +32,18 @@ def write_system_out(config: pytest.Config, report: pytest.TestReport, text: str
     element = ET.Element("system-out")
     element.text = bin_xml_escape(text)
     xml.node_reporter(report).append(element)
+
+
+def record_as_error(config: pytest.Config, report: pytest.TestReport) -> None:
+    """Record ``report``'s failed call as an ``error`` in its JUnit test case (nothing
+    without ``--junitxml``); called after JUnit has written the ``failure``."""
+    from _pytest.junitxml import xml_key
+
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    for element in xml.node_reporter(report).nodes:
+        if element.tag == "failure":
+            element.tag = "error"
+            xml.stats["failure"] -= 1
+            xml.stats["error"] += 1

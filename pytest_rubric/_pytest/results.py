@@ -3,6 +3,9 @@ what the terminal shows of them."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+from pathlib import Path
+
 import pytest
 
 from .._config.settings import Settings
@@ -33,6 +36,11 @@ class Results:
                 self.baseline = read_document(settings.baseline_path)
             except DocumentError as exc:
                 raise pytest.UsageError(f"--rubric-baseline: {exc}") from None
+            moved = _rootdir_moved(config)
+            if moved is not None and not hasattr(config, "workerinput"):
+                from .._errors import RubricWarning
+
+                config.issue_config_time_warning(RubricWarning(outgoing(moved)), stacklevel=2)
 
     @property
     def all(self) -> list[CaseResult]:
@@ -66,6 +74,12 @@ class Results:
             elif result.ranked:
                 self.assert_subjects = True
 
+    def junit_error(self, report: pytest.TestReport) -> None:
+        """An answer that could not be evaluated is an error in JUnit, as in the terminal."""
+        from .junit import record_as_error
+
+        record_as_error(self._config, report)
+
     def junit_answers(self, report: pytest.TestReport) -> None:
         """Write the question and the response of a failed rubric item to its JUnit
         ``system-out`` (when ``--junitxml`` is on)."""
@@ -80,3 +94,24 @@ class Results:
         )
         if text:
             write_system_out(self._config, report, outgoing(text))
+
+
+def _rootdir_moved(config: pytest.Config) -> str | None:
+    """Why node ids will not match the baseline's, when pytest took ``--rubric-baseline
+    PATH`` (with a space) for a test path as it chose the rootdir: with no ini file, it
+    takes the common folder of the paths on the command line, so a baseline kept outside
+    the project moves the rootdir up, and every node id (and import) with it."""
+    given = config.getoption("rubric_baseline")
+    args = config.invocation_params.args
+    separate = any(a == "--rubric-baseline" and b == given for a, b in pairwise(args))
+    if config.inipath is not None or config.option.rootdir or not separate:
+        return None
+    where = config.invocation_params.dir
+    if Path(given).resolve().is_relative_to(where.resolve()):
+        return None
+    return (
+        f"--rubric-baseline {given}: with no ini file, pytest took this path for a test path "
+        f"and chose the rootdir {config.rootpath}, so node ids are relative to it and may not "
+        f"match the baseline's; write --rubric-baseline={given}, or add an ini file "
+        "(pytest.ini, or [tool.pytest.ini_options] in pyproject.toml) at the project's root"
+    )

@@ -279,6 +279,7 @@ class RubricSession:
             self.results.all,
             baseline=self.results.baseline if gates else None,
             baseline_name=self.config.getoption("rubric_baseline"),
+            rootdir=str(self.config.rootpath),
             max_drop=settings.max_drop,
             fail_under=settings.fail_under if gates else None,
             judge_usage=self.judging.usage_lines(),

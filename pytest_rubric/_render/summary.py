@@ -17,7 +17,7 @@ from .._report.report import SessionReport, Severity, build_report
 from .._results import CaseResult
 from .table import render_table
 
-__all__ = ["Line", "summary_lines", "terminal_lines"]
+__all__ = ["SLOW_FAILURE_REPORT", "Line", "slow_failure_report", "summary_lines", "terminal_lines"]
 
 _MARK = {Severity.WARNING: "! ", Severity.CAUTION: "~ "}
 _MARKUP: dict[Severity, dict[str, bool]] = {
@@ -37,6 +37,25 @@ class Line:
     def markup(self) -> dict[str, bool]:
         """Keyword arguments for ``TerminalReporter.line``."""
         return _MARKUP[self.severity]
+
+
+# pytest's failure report pairs each failure with its teardown by scanning every test's
+# setup and teardown reports: failures x tests steps (bench/bench_failures.py). Past this
+# many, it takes seconds to minutes, whatever the tests are.
+SLOW_FAILURE_REPORT = 10_000_000
+
+
+def slow_failure_report(*, failed: int, tests: int, tbstyle: str) -> Line | None:
+    """A line said before pytest prints its failures, when that will take long (``--tb``
+    line and no skip the slow part)."""
+    if tbstyle in ("line", "no") or failed * tests < SLOW_FAILURE_REPORT:
+        return None
+    return Line(
+        f"rubric: {failed:,} of {tests:,} tests failed; pytest's report of the failures "
+        "takes time that grows with failures x tests, a while at this size: --tb=line "
+        "prints one line per failure, and the rubric summary and outputs hold every result",
+        Severity.WARNING,
+    )
 
 
 def terminal_lines(report: SessionReport, *, board_when_empty: bool = False) -> list[Line]:

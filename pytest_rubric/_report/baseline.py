@@ -251,6 +251,33 @@ def _subject_entry(
     return GateEntry("baseline-subject", subject, None, failed, message, quiet=quiet)
 
 
+def _shares_no_case(
+    name: str,
+    rootdir: str | None,
+    old: Mapping[tuple[str, str, str, int], CaseResult],
+    new: Mapping[tuple[str, str, str, int], CaseResult],
+) -> str:
+    """Why a baseline shares no case: cases are matched by node id, and node ids are
+    relative to pytest's rootdir. With no ini file, pytest takes the rootdir from the paths
+    on the command line, and ``--rubric-baseline PATH`` (with a space) is one of them: a
+    baseline kept elsewhere moves the rootdir, and every node id with it."""
+    message = f"the baseline ({name}) shares no case with this run: nothing was compared"
+    if rootdir is None:
+        return f"{message}; give the baseline of this suite"
+    was = next(iter(old))[0]
+    now = next((key[0] for key in new), None)
+    seen = f"; the baseline's node ids read like {was}" + (
+        f", this run's like {now}" if now is not None else ""
+    )
+    return (
+        f"{message}. Cases are matched by node id, relative to pytest's rootdir, {rootdir} "
+        f"in this run{seen}. With no ini file pytest takes the rootdir from the paths on the "
+        "command line, the baseline's too: add an ini file (pytest.ini, or "
+        "[tool.pytest.ini_options] in pyproject.toml) at the project's root, or pass "
+        "--rootdir, or write --rubric-baseline=PATH; else give the baseline of this suite"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class BaselineComparison:
     """What comparing with the baseline found: the entries of its two gates, the notes
@@ -268,6 +295,7 @@ def compare(
     *,
     now: Mapping[str, float],
     baseline_name: str | None,
+    rootdir: str | None = None,
     max_drop: float,
     gate_confidence: float | None,
     delta_level: float,
@@ -290,12 +318,15 @@ def compare(
     mine, theirs = _by_subject(results), _by_subject(baseline)
     for subject in sorted(before.keys() | now.keys()):
         pairs = paired(mine.get(subject, ()), theirs.get(subject, ()))
+        partial = len(pairs) < max(len(mine.get(subject, ())), len(theirs.get(subject, ())))
         delta = SubjectDelta(
             subject,
             before.get(subject),
             now.get(subject),
             interval=_stats.paired_difference(pairs, delta_level),
             shared=len(pairs),
+            change=math.fsum(a - b for a, b in pairs) / len(pairs) if pairs else None,
+            partial=partial,
         )
         deltas.append(delta)
         if delta.before is None or delta.after is None:
@@ -320,7 +351,7 @@ def compare(
                 math.fsum(a for a, _ in pairs) / len(pairs),
                 max_drop=max_drop,
                 gate_confidence=gate_confidence,
-                partial=len(pairs) < max(len(mine[subject]), len(theirs[subject])),
+                partial=partial,
             )
         )
     if old and not any(key in new for key in old):
@@ -330,8 +361,7 @@ def compare(
                 None,
                 None,
                 True,
-                f"the baseline ({baseline_name or 'baseline'}) shares no case with this run: "
-                "nothing was compared; give the baseline of this suite",
+                _shares_no_case(baseline_name or "baseline", rootdir, old, new),
             )
         )
     return BaselineComparison(tuple(entries), tuple(notes), tuple(deltas), changes)

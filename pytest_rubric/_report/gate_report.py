@@ -90,12 +90,16 @@ class SubjectDelta:
     after: float | None  # None: not in this run
     interval: tuple[float, float] | None = None  # paired interval of (now - baseline)
     shared: int = 0  # the cases both runs graded
+    # The mean of (now - baseline) over the shared cases: the change the gate judges. It
+    # differs from after - before when cases were added or removed.
+    change: float | None = None
+    partial: bool = False  # some cases ran on one side only
 
     @property
     def delta(self) -> float | None:
         if self.before is None or self.after is None:
             return None
-        return self.after - self.before
+        return self.change
 
     def cells(self, *, missing: str) -> tuple[str, str, str, str]:
         """The row of the delta table (see :data:`DELTA_HEADER`); ``missing`` marks an absent side."""
@@ -104,6 +108,8 @@ class SubjectDelta:
         change = missing if self.delta is None else f"{self.delta:+.3f}"
         if self.delta is not None and self.interval is not None:
             change += f" [{self.interval[0]:+.3f}, {self.interval[1]:+.3f}]"
+        if self.delta is not None and self.partial:
+            change += f" over the {self.shared} shared cases"
         return self.subject, before, after, change
 
 

@@ -108,6 +108,7 @@ def build_report(
     *,
     baseline: Sequence[CaseResult] | None = None,
     baseline_name: str | None = None,
+    rootdir: str | None = None,
     max_drop: float = 0.0,
     fail_under: float | None = None,
     judge_usage: Sequence[Note] = (),
@@ -125,7 +126,8 @@ def build_report(
 ) -> SessionReport:
     """The report of ``results``, with the gates (see ``gates.run_gates``) applied to them;
     every interval, tier and paired test at confidence ``level``; ``run`` says which run
-    it is (see ``_report.run``). ``carried_gates``: the gate entries of merged shards (kept for
+    it is (see ``_report.run``); ``rootdir``, pytest's, which node ids are relative to.
+    ``carried_gates``: the gate entries of merged shards (kept for
     the gates not applied here).
 
     ``responses_replayed`` is ``(N, M)``: N of the application's M answers (targets,
@@ -155,6 +157,7 @@ def build_report(
         rows=rows,
         baseline=baseline,
         baseline_name=baseline_name,
+        rootdir=rootdir,
         max_drop=max_drop,
         fail_under=fail_under,
         level=level,

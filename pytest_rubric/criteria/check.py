@@ -20,7 +20,7 @@ from typing import Generic, TypeVar
 from .._defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_CHECK_TIMEOUT
 from .._guards.calls import CallRunner
 from .._guards.outgoing import as_written
-from .._guards.secrets import MAX_TEXT, clip, known_keys, shorten
+from .._guards.secrets import shorten
 from .._results import Outcome, Verdict
 from .._trace import Trace
 from .normalize import normalize, parse_numbers
@@ -37,9 +37,6 @@ __all__ = [
     "short",
     "unmet",
 ]
-
-# A reason is text copied into a result: cut to MAX_TEXT characters with a count of the rest.
-_MAX_REASON = MAX_TEXT
 
 
 def met(reason: str) -> Outcome:
@@ -111,9 +108,11 @@ C = TypeVar("C")
 class Check(Generic[C]):
     """A compiled criterion ``c``: ``check(answer, case) -> Outcome``.
 
-    Calling it never raises, and trims a verdict's reason to one table cell
-    (an ERROR keeps its whole reason: it says what to fix). ``case`` is the
-    rubric or case the answer is graded against; only a ``callable`` reads it.
+    Calling it never raises. Its reason is whole: the grader cuts it, once, where it
+    builds the criterion's result (cut here too, a 5,000,000-character reason would be
+    cut twice and end with a count of the second cut's characters, not of the
+    4,998,000 gone). ``case`` is the rubric or case the answer is graded against; only a
+    ``callable`` reads it.
 
     Checks are small slotted objects rather than closures: a suite of thousands
     of cases keeps one per criterion alive, and closures cost the garbage
@@ -121,7 +120,6 @@ class Check(Generic[C]):
     """
 
     __slots__ = ("c",)
-    max_reason = _MAX_REASON  # a verdict's reason is cut to this many characters
 
     def __init__(self, c: C) -> None:
         self.c = c
@@ -131,14 +129,9 @@ class Check(Generic[C]):
 
     def __call__(self, answer: Answer, case: object) -> Outcome:
         try:
-            outcome = self.run(answer, case)
+            return self.run(answer, case)
         except Exception as exc:  # a bug here must not turn into a verdict
             return error(f"check failed: {type(exc).__name__}: {exc}")
-        if outcome.verdict is not Verdict.ERROR and len(outcome.reason) > self.max_reason:
-            # A callable's reason may hold anything: keys go before the cut can split one.
-            reason = clip(outcome.reason, *known_keys(), limit=self.max_reason)
-            return Outcome(outcome.verdict, outcome.credit, reason)
-        return outcome
 
     def on_json(self, value: object, case: object) -> Outcome:
         """This check on one value of a JSON answer (a field of a ``json`` criterion): a

@@ -13,7 +13,7 @@ from . import promptfoo_assert
 from ._common import is_number
 from .promptfoo_config import Conversion, shown_value, var_names
 from .promptfoo_match import Unmappable
-from .promptfoo_merge import Test
+from .promptfoo_merge import Assertion, Test
 from .promptfoo_read import Prompt, is_file_ref
 from .promptfoo_render import combinations, prepare, render, render_prompt
 
@@ -41,6 +41,8 @@ def cases_of(ctx: Conversion, test: Test, prompts: list[Prompt]) -> list[dict[st
     written when one case is, else listed once with the reason."""
     problems = len(ctx.problems)
     why = _test_not_kept(ctx, test)
+    if why is not None:
+        _list_unmappable(ctx, test)
     if why is None and not prompts:
         why = "no prompt of the config could be read (see above)"
     combos: list[dict[str, Any]] = []
@@ -109,6 +111,38 @@ def _test_not_kept(ctx: Conversion, test: Test) -> str | None:
     return None
 
 
+def _list_unmappable(ctx: Conversion, test: Test) -> None:
+    """Every assertion of a test left out whole that could not be mapped anyway, listed by
+    file, line, test and type: removing the reason the test is left out is not enough."""
+    for a in test.asserts:
+        if a.item is None:  # a problem, already reported
+            continue
+        kind = _kind(a.item)
+        try:
+            _mappable(a, kind)
+        except Unmappable as exc:
+            ctx.unmapped(a.where, _what(test, a, kind), str(exc))
+
+
+def _mappable(a: Assertion, kind: str) -> None:
+    """Raise :class:`Unmappable` for an assertion that no value or option could map."""
+    if isinstance(a.item, Unmappable):
+        raise a.item
+    promptfoo_assert.check_type(kind)
+
+
+def _kind(item: Any) -> str:
+    return item.get("type", "?") if isinstance(item, dict) else "?"
+
+
+def _what(test: Test, a: Assertion, kind: str) -> str:
+    """How a listing names an assertion: a defaultTest assertion is listed once, for every
+    test, unless its reason is the test's own."""
+    return (
+        f"{a.label} ({kind}), in every test" if a.default else f"{test.label}, {a.label} ({kind})"
+    )
+
+
 def _criteria(
     ctx: Conversion, test: Test, vars_: dict[str, Any]
 ) -> tuple[list[dict[str, Any]] | None, int]:
@@ -117,18 +151,10 @@ def _criteria(
     for a in test.asserts:
         if a.item is None:  # a problem, already reported
             return None, 0
-        kind = a.item.get("type", "?") if isinstance(a.item, dict) else "?"
-        # A defaultTest assertion is listed once, for every test, unless its reason is
-        # the test's own.
-        what = (
-            f"{a.label} ({kind}), in every test"
-            if a.default
-            else f"{test.label}, {a.label} ({kind})"
-        )
+        kind = _kind(a.item)
+        what = _what(test, a, kind)
         try:
-            if isinstance(a.item, Unmappable):
-                raise a.item
-            promptfoo_assert.check_type(kind)
+            _mappable(a, kind)
             if (
                 test.options.get("rubricPrompt") is not None
                 and kind in promptfoo_assert.MODEL_GRADED

@@ -855,19 +855,17 @@ def test_points_alias_sets_the_weight() -> None:
 
 
 def long_reason(response: str, case: object) -> tuple[bool, str]:
-    return False, "missing " + "k" * 3_000
+    return False, "missing " + "k" * 4_999_992
 
 
-def test_verdict_reasons_are_cut_to_2000_characters_with_a_count() -> None:
-    """Text copied into a result is cut to 2,000 characters with a count of what was
-    cut (it was 120 characters and no count)."""
-    outcome = check(
-        {"type": "callable", "function": "tests.criteria.test_checks:long_reason"}, "{}"
-    )
-    assert outcome.verdict is UNMET
-    assert outcome.reason.startswith("missing kkk")
-    assert outcome.reason.endswith("k… [1,008 more characters]")
-    assert len(outcome.reason) == 2_000 + len("… [1,008 more characters]")
+def test_a_verdict_reason_is_cut_once_to_2000_characters_with_the_true_count() -> None:
+    """Text copied into a result is cut to 2,000 characters with a count of what was cut.
+    A callable's reason of 5,000,000 characters was cut by its check, then again by the
+    grader, and ended with a count of 29 characters instead of the 4,998,000 cut."""
+    result = only("{}", {"type": "callable", "function": "tests.criteria.test_checks:long_reason"})
+    assert result.verdict is UNMET
+    assert result.reason.startswith("missing kkk")
+    assert result.reason == "missing " + "k" * 1_992 + "… [4,998,000 more characters]"
 
 
 def test_a_json_reason_has_room_for_every_failed_field() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_rubric._cli.merge import main as merge_main
 from tests.conftest import graded
-from tests.fake_llm import FakeLLM, delay, text
+from tests.fake_llm import FakeLLM, text
 
 Write = Callable[[str, str], Path]
 
@@ -82,18 +82,24 @@ def test_more_lines_than_repeat_is_an_error_that_says_where(
 
 
 TARGET = """
-import threading, time
+import threading
 from pathlib import Path
 
 lock = threading.Lock()
 active = [0]
+# Samples answer in pairs, each waiting for the other: asked one at a time, the first
+# gives up after 30 s and the peak stays 1.
+together = threading.Barrier(2, timeout=30)
 
 def answer(case):
     with lock:
         active[0] += 1
         peak = Path("peak.txt")
         peak.write_text(str(max(active[0], int(peak.read_text() or 0) if peak.exists() else 0)))
-    time.sleep(0.2)
+    try:
+        together.wait()
+    except threading.BrokenBarrierError:
+        pass
     with lock:
         active[0] -= 1
         with open("calls.txt", "a") as calls:
@@ -150,12 +156,13 @@ def test_a_live_model_is_asked_n_times_each_sample_cached(
         """,
     )
     monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_url)
-    fake_llm.respond_with(lambda request: delay(0.2, text("It is 42.")))
+    fake_llm.gather(3)  # the three samples are asked together
+    fake_llm.respond_with(lambda request: text("It is 42."))
     recorded = ("--rubric-model=openai:tiny", "--rubric-response-cache=use")
     pytester.runpytest(*recorded, "--rubric-json", "out.json").assert_outcomes(passed=1)
     first = rubric_json()
     assert len(fake_llm.requests) == 3
-    assert fake_llm.max_in_flight > 1
+    assert fake_llm.max_in_flight == 3
     seeds = {r.body["seed"] for r in fake_llm.requests}
     assert len(seeds) == 3  # three independent draws
     result = pytester.runpytest(*recorded, "--rubric-json", "out.json")

@@ -308,7 +308,7 @@ def test_any_schema_pattern_on_any_answer_ends_within_its_bounds(pattern: str, l
                 continue  # a pattern that compiles nowhere: a collection error
             started = time.perf_counter()
             outcome = compile_check(criterion, check_timeout=0.3)(Answer(answer), None)
-            assert time.perf_counter() - started < 2
+            assert time.perf_counter() - started < 10  # its 0.3 s bound, with room for load
             assert outcome.verdict in (MET, UNMET, ERROR)
             if outcome.verdict is ERROR:
                 assert "gave up after" in outcome.reason
@@ -570,7 +570,7 @@ def test_long_invented_quotes_are_not_found_quickly() -> None:
     started = time.perf_counter()
     found = [quote_found(_prose(10_000, seed=n), response) for n in range(2, 7)]
     assert found == [False] * 5
-    assert time.perf_counter() - started < 5
+    assert time.perf_counter() - started < 10  # 0.5 s here; it was past 45 s
 
 
 def test_a_long_true_quote_is_found_with_its_slips_and_not_with_an_invented_passage() -> None:
@@ -604,7 +604,7 @@ def test_an_evidence_search_past_its_time_bound_is_an_error() -> None:
     criterion = SimpleNamespace(id="c", kind="boolean", effective_weight=-1.0)
     started = time.perf_counter()
     outcome = check_evidence(met, criterion, response, mode="check", quotes=[quote], timeout=0.3)
-    assert time.perf_counter() - started < 3
+    assert time.perf_counter() - started < 10  # its 0.3 s bound, with room for load
     assert (outcome.verdict, outcome.credit) == (ERROR, 0.0)
     assert "its evidence could not be checked" in outcome.reason
     assert "gave up after 0.3 s" in outcome.reason

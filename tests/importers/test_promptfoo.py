@@ -479,6 +479,37 @@ tests:
     assert f"{path}: 1 of 2 tests written as 2 cases (2 prompts); 1 listed above" in notes
 
 
+def test_a_test_left_out_for_an_option_still_names_its_unmappable_assertions(
+    tmp_path: Path,
+) -> None:
+    """Every assertion it cannot grade is listed by file, line, test and type. A
+    test left out for its `transform` never named its `similar`, so removing the
+    transform would not have been enough, and nothing said so."""
+    path = write_config(
+        tmp_path,
+        """\
+prompts: ['Q: {{q}}']
+tests:
+  - vars: {q: one}
+    options: {transform: output.trim()}
+    assert:
+      - {type: contains, value: one}
+      - {type: similar, value: one, threshold: 0.8}
+      - {type: latency, threshold: 300}
+  - vars: {q: two}
+    assert:
+      - {type: contains, value: two}
+""",
+    )
+    output = convert([path])
+    notes = "\n".join(output.notes)
+    assert f"not mapped: {path}:3: test 1: options.transform transforms the output" in notes
+    assert f"not mapped: {path}:7: test 1, assert[1] (similar): " in notes
+    assert f"not mapped: {path}:8: test 1, assert[2] (latency): " in notes
+    assert "assert[0] (contains)" not in notes
+    assert f"{path}: 1 of 2 tests written as 1 cases (1 prompt); 1 listed above" in notes
+
+
 def test_the_command_writes_what_maps_and_prints_what_does_not(tmp_path: Path) -> None:
     path = write_config(
         tmp_path,

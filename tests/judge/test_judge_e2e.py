@@ -330,10 +330,12 @@ def test_transient_failures_are_retried(
 def test_a_reply_slower_than_the_timeout_is_retried(
     pytester: pytest.Pytester, judged_file: Path, fake_llm: FakeLLM
 ) -> None:
-    fake_llm.script(slow(2.0, verdict("MET")))
+    # The slow reply never comes (until the server stops); the timeout is the one the next
+    # reply must beat, so it is generous: 2 s, a hundred times what that reply takes.
+    fake_llm.script(slow(60, verdict("MET")))
     fake_llm.respond_with(by_requirement({"horizon is one day"}))
     result = pytester.runpytest(
-        *judge_args(fake_llm, "openai", "--rubric-concurrency=1", "--rubric-judge-timeout=0.3")
+        *judge_args(fake_llm, "openai", "--rubric-concurrency=1", "--rubric-judge-timeout=2")
     )
     result.assert_outcomes(passed=1)
 
@@ -739,7 +741,8 @@ def test_judge_calls_of_all_items_run_concurrently(pytester: pytest.Pytester, wr
     )
     pytester.makeini(FAST_RETRIES)
     write("many.rubric.yaml", "cases:\n" + cases + "\n")
-    with FakeLLM(latency=0.3) as fake:
+    with FakeLLM() as fake:
+        fake.gather(4)  # the first four are answered together, once all four have come
         fake.respond_with(lambda request: verdict("MET"))
         result = pytester.runpytest(*judge_args(fake, "openai", "--rubric-concurrency=4"))
         result.assert_outcomes(passed=8)
@@ -748,8 +751,11 @@ def test_judge_calls_of_all_items_run_concurrently(pytester: pytest.Pytester, wr
     assert len({_user(r) for r in fake.requests}) == 8
 
 
-def _judged_under_xdist(pytester: pytest.Pytester, write: Write, n: int, *dist: str) -> FakeLLM:
-    """``n`` items of one judged criterion each, run with ``-n 2``; the judge that served them."""
+def _judged_under_xdist(
+    pytester: pytest.Pytester, write: Write, n: int, *dist: str, gather: int
+) -> FakeLLM:
+    """``n`` items of one judged criterion each, run with ``-n 2``; the judge that served them,
+    which answered the first ``gather`` calls together, once all had come (or after 10 s)."""
     cases = "\n".join(
         f"  - id: q{i}\n    response: 'answer {i}'\n    criteria:\n"
         f"      - {{id: j, requirement: 'Requirement {i}'}}"
@@ -757,7 +763,8 @@ def _judged_under_xdist(pytester: pytest.Pytester, write: Write, n: int, *dist: 
     )
     pytester.makeini(FAST_RETRIES)
     write("many.rubric.yaml", "cases:\n" + cases + "\n")
-    with FakeLLM(latency=0.3) as fake:
+    with FakeLLM() as fake:
+        fake.gather(gather, within=10)
         fake.respond_with(lambda request: verdict("MET"))
         result = pytester.runpytest(
             *judge_args(fake, "openai", "--rubric-concurrency=8"), "-n", "2", *dist
@@ -772,7 +779,7 @@ def test_each_xdist_worker_judges_the_items_it_holds_ahead_within_a_shared_bound
 ) -> None:
     """Without scheduling ahead, two workers judging one item at a time keep at most
     two calls in flight; judging the next item too, each worker has two in flight."""
-    fake = _judged_under_xdist(pytester, write, 40)
+    fake = _judged_under_xdist(pytester, write, 40, gather=3)
     assert 2 < fake.max_in_flight <= 8
 
 
@@ -781,7 +788,7 @@ def test_under_dist_loadfile_a_worker_judges_its_whole_file_ahead(
 ) -> None:
     """xdist hands a whole file to one worker: judging it ahead fills that worker's share
     of the bound (8 // 2 = 4), where the item and the next one alone would keep two."""
-    fake = _judged_under_xdist(pytester, write, 12, "--dist", "loadfile")
+    fake = _judged_under_xdist(pytester, write, 12, "--dist", "loadfile", gather=4)
     assert fake.max_in_flight == 4
 
 

@@ -75,7 +75,7 @@ def test_retry_after_is_capped(fake_llm: FakeLLM) -> None:
         status(503, body="<html>upstream down</html>"),
         drop(),
         cut(text("truncated in transit")),
-        slow(0.6, text("too late")),
+        slow(60, text("too late")),  # answered only when the server stops
         raw('{"choices": [{"message": {"content": "cut'),
         raw('{"choices": [], "n": 1' + "0" * 5000 + "}"),
     ],
@@ -94,9 +94,10 @@ def test_a_transient_fault_is_retried_and_the_next_reply_kept(
     fake_llm: FakeLLM, fault: Action, request: pytest.FixtureRequest
 ) -> None:
     fake_llm.script(fault, text("ok"))
-    # Only the timeout fault needs a short timeout; the others get room for a loaded
-    # machine, or the good reply itself could time out and be retried once more.
-    judge = _judge(fake_llm, timeout=0.3 if request.node.callspec.id == "timeout" else 5.0)
+    # The timeout fault never answers, so the timeout it needs is only the one the good
+    # reply must beat: 2 s, a hundred times what it takes (at 0.3 s a loaded machine once
+    # made the good reply late too, and it was retried twice).
+    judge = _judge(fake_llm, timeout=2.0 if request.node.callspec.id == "timeout" else 5.0)
     assert asyncio.run(_complete(judge)) == "ok"
     assert len(fake_llm.requests) == 2
     assert judge.stats.retries == 1
@@ -122,7 +123,8 @@ def test_attempts_share_the_limiter_and_mode_probes_keep_their_slot() -> None:
         finally:
             await judge.aclose()
 
-    with FakeLLM(latency=0.05) as fake:
+    with FakeLLM() as fake:
+        fake.gather(2)  # the two calls that get a slot are in flight together, surely
         fake.respond_with(respond)
         judge = _judge(fake)
         assert asyncio.run(run(judge)) == ['{"verdict": "MET"}'] * 6

@@ -761,7 +761,7 @@ def test_a_tolerance_that_overflows_is_an_error(fields: str) -> None:
 
 
 def test_a_large_but_finite_tolerance_loads() -> None:
-    load(
+    loaded = load(
         """\
         cases:
           - id: q1
@@ -770,6 +770,8 @@ def test_a_large_but_finite_tolerance_loads() -> None:
               - {id: n, type: number, value: 1.0e+300, rel_tol: 1.0e+7, abs_tol: 1.0e+308}
         """
     )
+    (criterion,) = loaded.suite.cases[0].criteria
+    assert (criterion.rel_tol, criterion.abs_tol) == (1.0e7, 1.0e308)  # kept as written
 
 
 @pytest.mark.parametrize("value", ["1e309", "1.0e+309", ".inf"])
@@ -1253,4 +1255,29 @@ def test_half_a_character_in_a_json_rubric_is_a_collection_error(
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         ["*s.rubric.json:2: the escape \\ud83d is half a character (a lone surrogate)*"]
+    )
+
+
+def test_half_a_character_in_an_answer_is_written_as_u_fffd_and_the_run_goes_on(
+    team: Callable[..., None], pytester: pytest.Pytester
+) -> None:
+    """Lone surrogates are replaced at the output boundary. One `\\ud83d` escape in a
+    line of a responses file stopped the whole run (exit 4, no report), where the same text
+    from a target was graded and written with U+FFFD."""
+    broken = "Yes, within 24 hours \ud83d from the Orders page."
+    team(answers={"refund": "Within 30 days only.", "cancel": broken})
+    (pytester.path / "answers").mkdir()
+    (pytester.path / "answers" / "bot.jsonl").write_text(
+        '{"id": "refund", "response": "Within 30 days only."}\n'
+        '{"id": "cancel", "response": "Yes, within 24 hours \\ud83d from the Orders page."}\n',
+        encoding="utf-8",
+    )
+    # The target answers too: the same text, from both sources, in one run.
+    result = pytester.runpytest("--rubric-responses", "answers", "--rubric-json", "out.json")
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=4)
+    results = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))["results"]
+    cancel = {r["subject"]: r["response"] for r in results if r["case"] == "cancel"}
+    assert cancel == dict.fromkeys(
+        ["answer", "bot"], "Yes, within 24 hours \ufffd from the Orders page."
     )

@@ -209,6 +209,28 @@ def test_a_judge_without_its_key_skips_judged_items_and_runs_the_rest(
     )
 
 
+def test_an_item_the_judge_could_not_grade_is_an_error_in_junit_too(
+    team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --rubric-require-judge, the terminal counted the judged item as an error and
+    JUnit as a failure."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    _ini(team, "rubric_judge = openai:gpt-4o-mini\n")
+    result = team.runpytest("--rubric-require-judge", "--junitxml=junit.xml")
+    result.assert_outcomes(passed=4, failed=1, errors=1)
+    suite = ET.parse(team.path / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    assert (suite.get("failures"), suite.get("errors")) == ("1", "1")
+    outcomes = {
+        case.get("name"): [child.tag for child in case if child.tag in {"failure", "error"}]
+        for case in suite.iter("testcase")
+    }
+    assert [name for name, tags in outcomes.items() if tags == ["error"]] == ["tone[support_bot]"]
+    assert sorted(tags for tags in outcomes.values() if tags) == [["error"], ["failure"]]
+    (error,) = suite.iter("error")
+    assert "no key for judge openai:gpt-4o-mini" in (error.text or "")
+
+
 def test_a_judge_named_on_the_command_line_without_its_key_is_a_usage_error(
     team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,6 +5,7 @@ with ``-n 0`` and with ``-n 2``."""
 
 from __future__ import annotations
 
+import importlib
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -243,3 +244,30 @@ def test_bundled_example_shows_the_style_trap(
     assert verdicts["forbidden"] is False
     assert all(c["ok"] for c in swapped["criteria"] if c["type"] != "forbidden")
     assert swapped["passed"] is False
+
+
+def test_a_failure_report_pytest_will_take_long_over_is_announced_with_the_way_out(
+    team: Callable[..., None], pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest pairs each failure with its teardown by scanning every test's reports, so
+    4,000 failures of 20,000 tests took 329 s to print (39 s with --tb=no). Past a size
+    (lowered here) the run says so before the wait, and what prints them in linear time."""
+    # The module the plugin will import: pytester drops modules an earlier in-process run
+    # imported, and the package may still hold that older one.
+    summary = importlib.import_module("pytest_rubric._render.summary")
+    monkeypatch.setattr(summary, "SLOW_FAILURE_REPORT", 2)  # 1 failure x 2 tests
+    team(answers={"refund": "No.", "cancel": "Yes, within 24 hours."})
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, failed=1, skipped=0)
+    result.stdout.fnmatch_lines(
+        [
+            "rubric: 1 of 2 tests failed; pytest's report of the failures takes time that grows "
+            "with failures x tests, a while at this size: --tb=line prints one line per "
+            "failure, and the rubric summary and outputs hold every result",
+            "*= FAILURES =*",
+        ]
+    )
+    result = pytester.runpytest("--tb=line")
+    result.stdout.no_fnmatch_line("rubric: * tests failed; *")
+    monkeypatch.setattr(summary, "SLOW_FAILURE_REPORT", 3)
+    pytester.runpytest().stdout.no_fnmatch_line("rubric: * tests failed; *")

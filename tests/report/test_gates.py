@@ -304,3 +304,87 @@ def test_every_gate_outcome_is_in_the_json_and_kept_through_merge(
         "gate": "fail-under", "subject": "a", "nodeid": None, "failed": False,
         "message": "subject a: correctness 0.500 is at or above --rubric-fail-under 0.4",
     }  # fmt: skip
+
+
+def _cases(*ids: str, **phrases: str) -> str:
+    """A suite whose cases pass when the answer says ``sure`` (or their own phrase)."""
+    rows = "".join(
+        f"  - {{id: {i}, question: 'Case {i}?', "
+        f"criteria: [{{id: ok, type: any_of, any_of: [{phrases.get(i, 'sure')}]}}]}}\n"
+        for i in ids
+    )
+    return f"suite: faq\ntarget: app.bot:answer\nmin_score: 1\ncases:\n{rows}"
+
+
+def test_the_change_shown_is_the_paired_one_the_gate_judges(
+    team: Callable[..., None], pytester: pytest.Pytester
+) -> None:
+    """Cases added and removed: the summary and the HTML showed the unpaired change
+    (0.750 -> 0.750, +0.000) while the gate failed on a paired drop of 0.333 over the
+    shared cases. The change shown is the gate's."""
+    answers = {"a": "sure", "b": "sure", "c": "nope", "d": "nope", "e": "sure"}
+    team(faq=_cases("a", "b", "c", "d", c="nope"), answers=answers)
+    pytester.runpytest("--rubric-json", "main.json")
+    # c regresses (its phrase changed), d is gone, e is new: 3 of 4 pass on both sides.
+    team(faq=_cases("a", "b", "c", "e"), answers=answers)
+    result = pytester.runpytest("--rubric-baseline", "main.json", "--rubric-html", "out.html")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "  answer: 0.750 -> 0.750 (-0.333 [[]*[]] over the 3 shared cases)",
+            "  - subject answer: correctness 1.000 -> 0.667 over the 3 cases both runs graded, "
+            "a drop of 0.333 (more than --rubric-max-drop 0)",
+        ]
+    )
+    assert "+0.000" not in result.stdout.str()
+    html = (pytester.path / "out.html").read_text(encoding="utf-8")
+    assert "<td>-0.333 [" in html
+    assert "+0.000" not in html
+
+
+def test_a_baseline_that_shares_no_case_names_the_rootdir_and_what_to_do(
+    pytester: pytest.Pytester,
+) -> None:
+    """A team with no ini keeps main's results outside the project: pytest takes
+    `--rubric-baseline PATH` for a path when it looks for the rootdir, the rootdir moves up,
+    every node id changes, and the gate said "shares no case" without saying why."""
+    (pytester.path / "evals").mkdir()
+    (pytester.path / "evals" / "faq.rubric.yaml").write_text(
+        "cases:\n"
+        + "".join(
+            f"  - {{id: {i}, responses: {{bot: sure}}, criteria: [{{type: any_of, any_of: [sure]}}]}}\n"
+            for i in "ab"
+        )
+    )
+    elsewhere = pytester.path.parent / f"{pytester.path.name}-main"
+    elsewhere.mkdir()
+    main = elsewhere / "main.json"
+    pytester.runpytest("--rubric-dir", "evals", "--rubric-json", str(main)).assert_outcomes(
+        passed=2
+    )
+    result = pytester.runpytest("--rubric-dir", "evals", "--rubric-baseline", str(main))
+    rootdir = pytester.path.parent
+    result.stdout.fnmatch_lines(
+        [
+            f"  - the baseline ({main}) shares no case with this run: nothing was compared. "
+            f"Cases are matched by node id, relative to pytest's rootdir, {rootdir} in this run; "
+            "the baseline's node ids read like evals/faq.rubric.yaml::a[[]bot[]], this run's "
+            f"like {pytester.path.name}/evals/faq.rubric.yaml::a[[]bot[]]. With no ini file "
+            "pytest takes the rootdir from the paths on the command line, the baseline's too: "
+            "add an ini file (pytest.ini, or [[]tool.pytest.ini_options[]] in pyproject.toml) "
+            "at the project's root, or pass --rootdir, or write --rubric-baseline=PATH; else "
+            "give the baseline of this suite",
+        ]
+    )
+    # Said before the run too, where the imports of targets and callables move with it.
+    result.stdout.fnmatch_lines(
+        [
+            f"*RubricWarning: --rubric-baseline {main}: with no ini file, pytest took this path "
+            f"for a test path and chose the rootdir {rootdir}, so node ids are relative to it*"
+        ]
+    )
+    # What the messages say to do works.
+    result = pytester.runpytest("--rubric-dir", "evals", f"--rubric-baseline={main}")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["rubric gate passed: *"])
+    result.stdout.no_fnmatch_line("*RubricWarning*")
