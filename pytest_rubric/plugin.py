@@ -182,7 +182,9 @@ def pytest_report_to_serializable(
 ) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
     data = yield
     if data is not None and data.get("rubric_results"):
-        data["rubric_results"] = [r.to_dict() for r in data["rubric_results"]]
+        from ._report.document import result_data
+
+        data["rubric_results"] = [result_data(r) for r in data["rubric_results"]]
     return data
 
 
@@ -193,7 +195,9 @@ def pytest_report_from_serializable(
     report = yield
     results = getattr(report, "rubric_results", None)
     if results:
-        report.rubric_results = [CaseResult.from_dict(r) for r in results]  # type: ignore[attr-defined]
+        from ._report.document import result_of
+
+        report.rubric_results = [result_of(r) for r in results]  # type: ignore[attr-defined]
     return report
 
 

@@ -9,6 +9,7 @@ the judge knows nothing of it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -116,7 +117,7 @@ class Audit:
         return [self._calibrated[f] for f in sorted(self._calibrated)]
 
     def worker_calibrations(self) -> dict[str, Any]:
-        return {f: c.to_dict() for f, c in self._calibrated.items()}
+        return {f: asdict(c) for f, c in self._calibrated.items()}
 
     def add_calibrations(self, measured: dict[str, Any]) -> None:
         """Keep the first calibration figures of each rubric file an xdist worker sends
@@ -124,7 +125,7 @@ class Audit:
         from .._report.calibration import Calibration
 
         for file_id, entry in measured.items():
-            self._calibrated.setdefault(file_id, Calibration.from_dict(entry))
+            self._calibrated.setdefault(file_id, Calibration(**entry))
 
     def below_min_kappa(self, key: JudgeKey) -> str | None:
         """Why the judged criteria of ``key`` are ERROR: its suite's calibration kappa is

@@ -30,7 +30,7 @@ class Results:
         self.assert_subjects = False  # assert_rubric graded with subject=
         self.baseline: list[CaseResult] | None = None
         if settings.baseline_path is not None:
-            from .._render.json import DocumentError, read_document
+            from .._report.document import DocumentError, read_document
 
             try:
                 self.baseline = read_document(settings.baseline_path)

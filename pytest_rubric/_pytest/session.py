@@ -291,7 +291,7 @@ class RubricSession:
                 {k: v for k, v in settings.flip_limits.items() if k != "tone"} if gates else None
             ),
             min_kappa=settings.min_kappa if gates else None,
-            calibration=[c.to_dict() for c in self.audit.calibrations()],
+            calibration=self.audit.calibrations(),
             responses_replayed=(tally.replayed, tally.asked),
             show_response=settings.show_response,
             run=self.run_info() if gates else None,

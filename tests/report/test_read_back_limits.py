@@ -24,10 +24,16 @@ from hypothesis import strategies as st
 from pytest_rubric._cli.merge import main
 from pytest_rubric._llm import cache_store as _cache
 from pytest_rubric._llm.cache import JudgeCache
-from pytest_rubric._render.json import json_document
 from pytest_rubric._render.summary import summary_lines
-from pytest_rubric._report.document import DocumentError, DocumentModel, parse_document
-from pytest_rubric._report.document_models import VerdictName
+from pytest_rubric._report.document import (
+    DocumentError,
+    DocumentModel,
+    RunModel,
+    VerdictName,
+    json_document,
+    parse_document,
+    written,
+)
 from pytest_rubric._report.gates import run_gates
 from pytest_rubric._report.run import RunInfo, RunJudge
 from pytest_rubric._results import CaseResult, CriterionResult, Verdict
@@ -519,10 +525,10 @@ def _results() -> list[CaseResult]:
 
 
 VALID = json.loads(json.dumps(json_document(_results())))
-VALID["run"] = RunInfo(
+VALID["run"] = written(RunModel, RunInfo(
     "0.1.0", "9.2.0", "3.11.7", "2026-12-04T09:30:00Z", 1.5, "a" * 40,
     (RunJudge("openai:m", "openai", "m", "http://127.0.0.1:8080/v1"), RunJudge("mine")),
-).to_dict()  # fmt: skip
+))  # fmt: skip
 
 
 def _paths(node: Any, where: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:

@@ -9,9 +9,9 @@ import pytest
 
 from pytest_rubric._cli.merge import _parser
 from pytest_rubric._config.outputs import OUTPUTS, write_outputs
-from pytest_rubric._render.json import render_json
 from pytest_rubric._render.markdown import render_markdown
 from pytest_rubric._render.summary import terminal_lines
+from pytest_rubric._report.document import render_json
 from pytest_rubric._report.leaderboard import COLUMNS
 from pytest_rubric._report.report import Severity, build_report
 from pytest_rubric._results import CaseResult, CriterionResult, Verdict
