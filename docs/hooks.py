@@ -2,7 +2,7 @@
 
 A page holding ``<!-- generated: options -->`` gets the table of every ``--rubric-*``
 flag and ``rubric_*`` ini key, read from the plugin's own registration
-(``pytest_rubric._config.options.OPTIONS``), defaults included; one holding
+(``pytest_rubric._config.settings.OPTIONS``), defaults included; one holding
 ``<!-- generated: json -->`` gets the ``--rubric-json`` document's fields, read from
 its pydantic models (``pytest_rubric._report.document``). So neither page can drift
 from the code: a flag added there is documented here on the next build.
@@ -44,7 +44,7 @@ def _default(value: Any, action: str | None = None) -> str:
 
 
 def options_table() -> str:
-    from pytest_rubric._config.options import OPTIONS
+    from pytest_rubric._config.settings import OPTIONS
 
     rows = ["| flag | ini | default | what it does |", "|---|---|---|---|"]
     for option in OPTIONS:

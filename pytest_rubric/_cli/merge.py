@@ -34,8 +34,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._config.option import fraction
 from .._config.outputs import OUTPUTS, write_outputs
+from .._config.settings import fraction
 from .._render.summary import terminal_lines
 from .._report.calibration import Calibration
 from .._report.document import DocumentError, load_document, read_document

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .._config.settings import Settings
+from .._config.options import read_settings
 from .._errors import RubricWarning
 from .._results import Outcome, Verdict
 from . import heap
@@ -70,7 +70,7 @@ class RubricSession:
         self.config = config
         self._started = time.time()  # for the JSON's run: when, and how long (monotonic)
         self._clock = time.monotonic()
-        self.settings = settings = Settings.from_config(config)
+        self.settings = settings = read_settings(config)
         self.dry_run = _dry_run(config)
         # This process's share of --rubric-max-cost: one for the judge and the model.
         budget = settings.cost.budget(share=worker_count(config))
@@ -112,9 +112,9 @@ class RubricSession:
         if not hasattr(self.config, "workerinput"):  # a worker schedules what it is handed
             self.judging.schedule_items(items)
         if not self.dry_run and any(is_rubric_item(i) for i in items):
-            if self.config.getini("rubric_fast_exit"):
+            if self.settings.fast_exit:
                 heap.arrange_fast_exit()  # idempotent: pytester runs many sessions in a process
-            if self.config.getini("rubric_gc_freeze") and not self._frozen:
+            if self.settings.gc_freeze and not self._frozen:
                 heap.freeze_collected()
                 self._frozen = True
 
