@@ -71,7 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state.judging.start(_own_judge(config))
     config.stash[SESSION_KEY] = state
     config.pluginmanager.register(_SessionHooks(state), "rubric-session")
-    if not hasattr(config, "workerinput"):  # an xdist worker leaves reporting to the controller
+    if state.role.reports:  # an xdist worker leaves reporting to the controller
         config.pluginmanager.register(_ReportHooks(state), "rubric-report")
     xdist.register(config, state)
     _add_rubric_dirs(config, state.settings)
@@ -355,7 +355,7 @@ class _ReportHooks:
             terminalreporter.stats.setdefault(key, []).extend(
                 _gate_report(reason) for reason in report.gates.regressions
             )
-        if xdist.is_xdist_controller(self.state.config):
+        if self.state.role.hands_out:
             # The workers collected: what the command line's subjects replaced is known now.
             for said in self.state.precedence_lines():
                 terminalreporter.write_line(said)

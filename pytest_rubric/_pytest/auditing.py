@@ -20,6 +20,7 @@ from .._results import Verdict
 from ..judge.requests import JudgeKey, JudgeRequest
 from .items import is_rubric_item
 from .judging import Judging
+from .xdist import Role
 
 if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
@@ -33,11 +34,9 @@ __all__ = ["Audit"]
 class Audit:
     """Calibration against the suite's labels, and the probes of the judge's biases."""
 
-    def __init__(
-        self, config: pytest.Config, settings: Settings, *, judging: Judging, dry_run: bool
-    ) -> None:
-        self._config = config
+    def __init__(self, settings: Settings, role: Role, *, judging: Judging, dry_run: bool) -> None:
         self._settings = settings
+        self._role = role
         self._judging = judging
         self._dry_run = dry_run
         self.probe_plan: dict[str, tuple[str, ...]] = {}  # node id -> criteria the probe judges
@@ -85,10 +84,8 @@ class Audit:
 
     @property
     def _grades_calibration(self) -> bool:
-        workerinput = getattr(self._config, "workerinput", None)
-        if workerinput is None or self._settings.min_kappa is not None:
-            return True
-        return bool(workerinput.get("workerid") == "gw0")
+        # Every worker measures the same figures; with a kappa gate each needs them itself.
+        return self._role.first or self._settings.min_kappa is not None
 
     def calibration_of(self, file_id: str) -> Calibration | None:
         """The judge's agreement with a rubric file's labels (waiting for its grades)."""

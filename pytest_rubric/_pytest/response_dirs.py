@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .._errors import Problem, RubricWarning
+from .xdist import Role
 
 if TYPE_CHECKING:
     from .._load.responses import ResponseFile
@@ -33,8 +34,9 @@ class ResponseDir:
 class ResponseDirs:
     """Every response folder the session has read, by path."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, role: Role) -> None:
         self.config = config
+        self._role = role
         self._dirs: dict[Path, ResponseDir] = {}
 
     def get(self, directory: Path) -> ResponseDir:
@@ -75,8 +77,7 @@ class ResponseDirs:
 
         Every xdist worker collects the same cases: only the first one warns.
         """
-        workerinput = getattr(self.config, "workerinput", None)
-        if workerinput is not None and workerinput.get("workerid") != "gw0":
+        if not self._role.first:
             return
         if self._narrowed():
             return  # the other cases exist; this run just did not ask for them

@@ -12,6 +12,7 @@ from .._config.settings import Settings
 from .._guards.outgoing import outgoing
 from .._results import CaseResult
 from .items import JUNIT_PROPERTIES
+from .xdist import Role
 
 __all__ = ["Results"]
 
@@ -19,7 +20,7 @@ __all__ = ["Results"]
 class Results:
     """Every result of the run, by node id, each item's from its last attempt."""
 
-    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+    def __init__(self, config: pytest.Config, settings: Settings, role: Role) -> None:
         self._config = config
         self._settings = settings
         # By node id, the results of the item's last attempt only: an item run again
@@ -37,7 +38,7 @@ class Results:
             except DocumentError as exc:
                 raise pytest.UsageError(f"--rubric-baseline: {exc}") from None
             moved = _rootdir_moved(config)
-            if moved is not None and not hasattr(config, "workerinput"):
+            if moved is not None and role.reports:
                 from .._errors import RubricWarning
 
                 config.issue_config_time_warning(RubricWarning(outgoing(moved)), stacklevel=2)

@@ -38,7 +38,7 @@ from .items import is_rubric_item
 from .judge_recordings import JudgeRecordings
 from .judging import Judging, every
 from .results import Results
-from .xdist import worker_count
+from .xdist import Role
 
 if TYPE_CHECKING:
     # Imported where used: plain pytest runs load no grading or report code.
@@ -71,16 +71,20 @@ class RubricSession:
         self._started = time.time()  # for the JSON's run: when, and how long (monotonic)
         self._clock = time.monotonic()
         self.settings = settings = read_settings(config)
+        self.role = role = Role.of(config)
         self.dry_run = _dry_run(config)
         # This process's share of --rubric-max-cost: one for the judge and the model.
-        budget = settings.cost.budget(share=worker_count(config))
-        self.caches = Caches(config, settings)
-        self.results = Results(config, settings)
-        self.inputs = Inputs(config, settings, caches=self.caches, budget=budget)
+        budget = settings.cost.budget(share=role.workers)
+        # One cache warning per run: under xdist the controller opens the cache too
+        # (Judging.start) and reports it; the workers, which find the same file, do not.
+        warn = config.issue_config_time_warning if role.reports else None
+        self.caches = Caches(settings, warn=warn)
+        self.results = Results(config, settings, role)
+        self.inputs = Inputs(config, settings, role, caches=self.caches, budget=budget)
         self.judging = Judging(
-            config, settings, caches=self.caches, budget=budget, dry_run=self.dry_run
+            settings, role, caches=self.caches, budget=budget, dry_run=self.dry_run
         )
-        self.audit = Audit(config, settings, judging=self.judging, dry_run=self.dry_run)
+        self.audit = Audit(settings, role, judging=self.judging, dry_run=self.dry_run)
         self.recordings = JudgeRecordings(config, settings, caches=self.caches)
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         self._frozen = False  # whether collected() froze the heap (see heap)
@@ -109,7 +113,7 @@ class RubricSession:
                     item.add_marker(skip)
         self.audit.plan_probe(items)
         self.audit.start_calibration()
-        if not hasattr(self.config, "workerinput"):  # a worker schedules what it is handed
+        if self.role.reports:  # a worker schedules what it is handed
             self.judging.schedule_items(items)
         if not self.dry_run and any(is_rubric_item(i) for i in items):
             if self.settings.fast_exit:
@@ -325,7 +329,7 @@ class RubricSession:
         """The controller's end of the run: apply the gates, write every output."""
         if self.dry_run:
             return
-        if not hasattr(self.config, "workerinput"):  # the workers' share came as data
+        if self.role.reports:  # the workers' share came as data
             self.recordings.collection_errors += self.inputs.collection_errors
             self.recordings.finish()
         self.report = self._build_report(gates=True)
