@@ -1,9 +1,10 @@
 """What grading produces: one :class:`CriterionResult` per criterion, one
 :class:`CaseResult` per (case, subject).
 
-Results are plain dataclasses that turn into JSON-ready dicts and back, so
-the same object feeds the failure text, the test report (which travels
-through pytest-xdist), the session summary and every output file.
+Results are plain, frozen dataclasses: the same object feeds the failure
+text, the test report, the session summary and every output file. The JSON
+document (``_report.document``) is what writes one as data and reads it
+back, for the ``--rubric-json`` file and through pytest-xdist alike.
 """
 
 from __future__ import annotations

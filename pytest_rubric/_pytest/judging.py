@@ -209,7 +209,7 @@ class Judging:
             for client, name in zip(clients, names, strict=True)
         ]
         if settings.judge_batch:
-            from .._llm.batch_queue import BatchQueue
+            from .._llm.batch import BatchQueue
 
             for runner in runners:
                 runner.transport.batch = BatchQueue(

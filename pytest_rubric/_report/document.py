@@ -53,7 +53,7 @@ from .._results import CaseResult, CriterionResult, Sample, Verdict
 from .._trace import Passage, ToolCall, Trace, Usage
 from .calibration import Calibration
 from .gates import GateEntry
-from .report import SessionReport, build_report
+from .report import SessionReport
 from .run import RunInfo, RunJudge
 
 __all__ = [
@@ -66,11 +66,9 @@ __all__ = [
     "ResultModel",
     "document",
     "json_chunks",
-    "json_document",
     "load_document",
     "parse_document",
     "read_document",
-    "render_json",
     "result_data",
     "result_of",
 ]
@@ -535,11 +533,6 @@ def document(report: SessionReport) -> dict[str, Any]:
     return {"version": VERSION, **written(DocumentModel, report)}
 
 
-def render_json(report: SessionReport) -> str:
-    """The document as text: :func:`json_chunks` joined."""
-    return "".join(json_chunks(report))
-
-
 def json_chunks(report: SessionReport) -> Iterator[str]:
     """The document's text, a result at a time: what ``--rubric-json`` writes, byte for byte
     ``json.dumps(document, indent=2)``, without holding every result's dict and the whole
@@ -557,11 +550,6 @@ def json_chunks(report: SessionReport) -> Iterator[str]:
         yield ("," if i else "") + "\n    " + text
     end = "\n  ]" if report.results else "]"
     yield end + ",\n" + json.dumps(outgoing_data(tail), indent=2)[2:] + "\n"
-
-
-def json_document(results: Iterable[CaseResult]) -> dict[str, Any]:
-    """The document of ``results`` alone."""
-    return document(build_report(results))
 
 
 def result_data(result: CaseResult) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from .prompts import Prompt
 from .replies import ReplyError
 
 if TYPE_CHECKING:
-    from .._llm.batch_queue import BatchQueue
+    from .._llm.batch import BatchQueue
     from .._llm.recordings import Recordings
 
 __all__ = ["Transport", "UnusableReplay"]
