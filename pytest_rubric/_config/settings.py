@@ -86,6 +86,12 @@ class Option:
 _NO_DEFAULT: Any = object()
 
 
+def option(key: str, help: str, *, field_default: Any = _NO_DEFAULT, **kwargs: Any) -> Any:
+    """A field of :class:`Settings` set by one :class:`Option` (``key``, ``help`` and
+    ``kwargs``); its default is the option's, unless ``field_default`` is given."""
+    return setting(Option(key, help, **kwargs), default=field_default)
+
+
 def setting(*options: Option, default: Any = _NO_DEFAULT) -> Any:
     """A field of :class:`Settings` set by ``options`` (none: derived from the others);
     its default is its one option's, unless given."""
@@ -102,138 +108,114 @@ class Settings:
     """Every option of the plugin, resolved from flags and ini once (``_config.options``)."""
 
     # --- where rubrics and answers come from ------------------------------------------------
-    dirs: tuple[Path, ...] = setting(
-        Option(
-            "dirs",
-            "collect rubric files under DIR (repeatable); without test paths, only these run.",
-            ini=True,
-            action="append",
-            metavar="DIR",
-            flag_name="--rubric-dir",
-            ini_type="paths",
-            ini_help="directories to collect rubric files from, as testpaths",
-            default=[],
-        ),
-        default=(),
+    dirs: tuple[Path, ...] = option(
+        "dirs",
+        "collect rubric files under DIR (repeatable); without test paths, only these run.",
+        ini=True,
+        action="append",
+        metavar="DIR",
+        flag_name="--rubric-dir",
+        ini_type="paths",
+        ini_help="directories to collect rubric files from, as testpaths",
+        default=[],
+        field_default=(),
     )
     dirs_from_flag: bool = False  # --rubric-dir (only these run) rather than ini rubric_dirs
-    patterns: tuple[str, ...] = setting(
-        Option(
-            "file_patterns",
-            "glob patterns of rubric file names",
-            flag=False,
-            ini=True,
-            ini_type="linelist",
-            default=list(DEFAULT_PATTERNS),
-        ),
-        default=DEFAULT_PATTERNS,
+    patterns: tuple[str, ...] = option(
+        "file_patterns",
+        "glob patterns of rubric file names",
+        flag=False,
+        ini=True,
+        ini_type="linelist",
+        default=list(DEFAULT_PATTERNS),
+        field_default=DEFAULT_PATTERNS,
     )
-    responses_dir: Path | None = setting(
-        Option(
-            "responses",
-            'grade the responses in DIR/<subject>.jsonl, one {"id", "response"} per line.',
-            metavar="DIR",
-        ),
+    responses_dir: Path | None = option(
+        "responses",
+        'grade the responses in DIR/<subject>.jsonl, one {"id", "response"} per line.',
+        metavar="DIR",
     )
-    targets: tuple[str, ...] = setting(
-        Option(
-            "target",
-            "call this function for each case's response (the application under test; "
-            "subject NAME, default the function's name). Repeatable: one subject each.",
-            action="append",
-            metavar="[NAME=]MODULE:FUNCTION",
-        ),
-        default=(),
+    targets: tuple[str, ...] = option(
+        "target",
+        "call this function for each case's response (the application under test; "
+        "subject NAME, default the function's name). Repeatable: one subject each.",
+        action="append",
+        metavar="[NAME=]MODULE:FUNCTION",
+        field_default=(),
     )
-    models: tuple[str, ...] = setting(
-        Option(
-            "model",
-            "ask this model each case's question (subject NAME, default the model's name). "
-            "Repeatable: one subject each.",
-            action="append",
-            metavar="[NAME=]PROVIDER:MODEL",
-        ),
-        default=(),
+    models: tuple[str, ...] = option(
+        "model",
+        "ask this model each case's question (subject NAME, default the model's name). "
+        "Repeatable: one subject each.",
+        action="append",
+        metavar="[NAME=]PROVIDER:MODEL",
+        field_default=(),
     )
-    otel: bool = setting(
-        Option(
-            "otel",
-            "read each target call's OpenTelemetry spans (GenAI conventions, OpenInference) into "
-            "its trace: tool calls, model calls, retrieved passages, tokens; also ini rubric_otel. "
-            "Needs pytest-rubric[otel].",
-            ini=True,
-            action="store_true",
-            ini_type="bool",
-            default=False,
-            ini_help="read each target call's OpenTelemetry spans into its trace (false)",
-        ),
+    otel: bool = option(
+        "otel",
+        "read each target call's OpenTelemetry spans (GenAI conventions, OpenInference) into "
+        "its trace: tool calls, model calls, retrieved passages, tokens; also ini rubric_otel. "
+        "Needs pytest-rubric[otel].",
+        ini=True,
+        action="store_true",
+        ini_type="bool",
+        default=False,
+        ini_help="read each target call's OpenTelemetry spans into its trace (false)",
     )
-    response_cache_mode: str = setting(
-        Option(
-            "response_cache",
-            "answers of targets and --rubric-model: off (default: called on every run), use "
-            "(record and replay), replay (call nothing; a miss is an ERROR); also ini "
-            "rubric_response_cache.",
-            ini=True,
-            choices=RESPONSE_CACHE_MODES,
-            parse=parsers.one_of(RESPONSE_CACHE_MODES),
-            default="off",
-            ini_help="answers of targets and models: off (default, called every run), use, replay",
-        ),
+    response_cache_mode: str = option(
+        "response_cache",
+        "answers of targets and --rubric-model: off (default: called on every run), use "
+        "(record and replay), replay (call nothing; a miss is an ERROR); also ini "
+        "rubric_response_cache.",
+        ini=True,
+        choices=RESPONSE_CACHE_MODES,
+        parse=parsers.one_of(RESPONSE_CACHE_MODES),
+        default="off",
+        ini_help="answers of targets and models: off (default, called every run), use, replay",
     )
-    repeat: int = setting(
-        Option(
-            "repeat",
-            "answers per (case, subject) item where the file sets no `repeat` (default 1): "
-            "a target or --rubric-model is asked N times; also ini rubric_repeat.",
-            ini=True,
-            metavar="N",
-            parse=parsers.whole,
-            default=1,
-            ini_help="answers per item where the file sets no repeat (1)",
-        ),
+    repeat: int = option(
+        "repeat",
+        "answers per (case, subject) item where the file sets no `repeat` (default 1): "
+        "a target or --rubric-model is asked N times; also ini rubric_repeat.",
+        ini=True,
+        metavar="N",
+        parse=parsers.whole,
+        default=1,
+        ini_help="answers per item where the file sets no repeat (1)",
     )
-    pass_when: str | float = setting(
-        Option(
-            "pass_when",
-            "how an item's samples pass where the file sets no `pass_when`: mean (default), "
-            "all, any, or a pass rate X in (0, 1].",
-            metavar="RULE",
-            parse=parsers.pass_rule,
-            default="mean",
-        ),
+    pass_when: str | float = option(
+        "pass_when",
+        "how an item's samples pass where the file sets no `pass_when`: mean (default), "
+        "all, any, or a pass rate X in (0, 1].",
+        metavar="RULE",
+        parse=parsers.pass_rule,
+        default="mean",
     )
-    min_score: float = setting(
-        Option(
-            "min_score",
-            "pass mark of cases that set none (default 0.8)",
-            flag=False,
-            ini=True,
-            parse=parsers.fraction,
-            default=DEFAULT_MIN_SCORE,
-        ),
+    min_score: float = option(
+        "min_score",
+        "pass mark of cases that set none (default 0.8)",
+        flag=False,
+        ini=True,
+        parse=parsers.fraction,
+        default=DEFAULT_MIN_SCORE,
     )
-    call_timeout: float = setting(
-        Option(
-            "call_timeout",
-            "seconds a `callable` criterion or a `target` may run before it is ERROR, unless it "
-            "sets `timeout:` (default 60)",
-            flag=False,
-            ini=True,
-            parse=parsers.seconds,
-            default=DEFAULT_CALL_TIMEOUT,
-        ),
+    call_timeout: float = option(
+        "call_timeout",
+        "seconds a `callable` criterion or a `target` may run before it is ERROR, unless it "
+        "sets `timeout:` (default 60)",
+        flag=False,
+        ini=True,
+        parse=parsers.seconds,
+        default=DEFAULT_CALL_TIMEOUT,
     )
-    check_timeout: float = setting(
-        Option(
-            "check_timeout",
-            "seconds a check whose cost can grow faster than the answer (a JSON validation, "
-            "evidence matching) may run before its criterion is ERROR (default 5)",
-            flag=False,
-            ini=True,
-            parse=parsers.seconds,
-            default=DEFAULT_CHECK_TIMEOUT,
-        ),
+    check_timeout: float = option(
+        "check_timeout",
+        "seconds a check whose cost can grow faster than the answer (a JSON validation, "
+        "evidence matching) may run before its criterion is ERROR (default 5)",
+        flag=False,
+        ini=True,
+        parse=parsers.seconds,
+        default=DEFAULT_CHECK_TIMEOUT,
     )
     # --- outputs and gates -----------------------------------------------------------------------
     # by OUTPUTS name: --rubric-json, --rubric-html, --rubric-markdown, --rubric-csv
@@ -241,97 +223,79 @@ class Settings:
         *(Option(output.name, output.run_help, metavar="PATH") for output in OUTPUTS),
         default={},
     )
-    baseline_path: Path | None = setting(
-        Option(
-            "baseline",
-            "an earlier --rubric-json: fail when a case that passed there fails now, or a "
-            "subject's correctness drops by more than --rubric-max-drop.",
-            metavar="PATH",
-        ),
+    baseline_path: Path | None = option(
+        "baseline",
+        "an earlier --rubric-json: fail when a case that passed there fails now, or a "
+        "subject's correctness drops by more than --rubric-max-drop.",
+        metavar="PATH",
     )
-    history_path: Path | None = setting(
-        Option(
-            "history",
-            "append this run (its run metadata, leaderboard and items) to the SQLite history "
-            "at PATH; also ini rubric_history. Read it with python -m pytest_rubric history PATH.",
-            ini=True,
-            metavar="PATH",
-            ini_help="a SQLite file each run is appended to (see --rubric-history)",
-        ),
+    history_path: Path | None = option(
+        "history",
+        "append this run (its run metadata, leaderboard and items) to the SQLite history "
+        "at PATH; also ini rubric_history. Read it with python -m pytest_rubric history PATH.",
+        ini=True,
+        metavar="PATH",
+        ini_help="a SQLite file each run is appended to (see --rubric-history)",
     )
-    max_drop: float = setting(
-        Option(
-            "max_drop",
-            "the correctness drop per subject that --rubric-baseline tolerates (default 0).",
-            metavar="X",
-            parse=parsers.fraction,
-            default=0.0,
-        ),
+    max_drop: float = option(
+        "max_drop",
+        "the correctness drop per subject that --rubric-baseline tolerates (default 0).",
+        metavar="X",
+        parse=parsers.fraction,
+        default=0.0,
     )
-    fail_under: float | None = setting(
-        Option(
-            "fail_under",
-            "fail the session when a subject's mean correctness is below X (0 to 1).",
-            metavar="X",
-            parse=parsers.fraction,
-        ),
+    fail_under: float | None = option(
+        "fail_under",
+        "fail the session when a subject's mean correctness is below X (0 to 1).",
+        metavar="X",
+        parse=parsers.fraction,
     )
-    confidence: float = setting(
-        Option(
-            "confidence",
-            "confidence level of every interval, tier and paired test (default 0.95); also "
-            "ini rubric_confidence.",
-            ini=True,
-            metavar="LEVEL",
-            parse=parsers.level,
-            default=0.95,
-            ini_help="confidence level of intervals and tiers (0.95)",
-        ),
+    confidence: float = option(
+        "confidence",
+        "confidence level of every interval, tier and paired test (default 0.95); also "
+        "ini rubric_confidence.",
+        ini=True,
+        metavar="LEVEL",
+        parse=parsers.level,
+        default=0.95,
+        ini_help="confidence level of intervals and tiers (0.95)",
     )
-    gate_confidence: float | None = setting(
-        Option(
-            "gate_confidence",
-            "with --rubric-baseline: fail only on changes beyond noise (an unchanged subject "
-            "fails at most 1 - C of the time): a subject's drop when the paired C-interval of "
-            "(now - baseline) lies wholly below -max_drop, a case's flip when its passing samples "
-            "fell significantly (one-sided Fisher); a flip within noise is a note.",
-            metavar="C",
-            parse=parsers.level,
-        ),
+    gate_confidence: float | None = option(
+        "gate_confidence",
+        "with --rubric-baseline: fail only on changes beyond noise (an unchanged subject "
+        "fails at most 1 - C of the time): a subject's drop when the paired C-interval of "
+        "(now - baseline) lies wholly below -max_drop, a case's flip when its passing samples "
+        "fell significantly (one-sided Fisher); a flip within noise is a note.",
+        metavar="C",
+        parse=parsers.level,
     )
     # --- the terminal and the style axis ---------------------------------------------------------
-    summary: str = setting(
-        Option(
-            "summary",
-            "the rubric summary at the end of the run: auto (when rubric items ran, assert_rubric "
-            "graded a subject named with subject=, or a gate ran), on, off (default auto)",
-            flag=False,
-            ini=True,
-            parse=parsers.one_of(SUMMARY_MODES),
-            default="auto",
-        ),
+    summary: str = option(
+        "summary",
+        "the rubric summary at the end of the run: auto (when rubric items ran, assert_rubric "
+        "graded a subject named with subject=, or a gate ran), on, off (default auto)",
+        flag=False,
+        ini=True,
+        parse=parsers.one_of(SUMMARY_MODES),
+        default="auto",
     )
-    style_field: str | None = setting(
-        Option(
-            "style_field",
-            "where fluency and confidence are measured in an answer that is a JSON object: the "
-            "value at this JSON Pointer (e.g. /answer); by default its string values, never its "
-            "raw JSON text. A rubric file's `style_field:` wins.",
-            flag=False,
-            ini=True,
-            parse=parsers.json_pointer,
-        ),
+    style_field: str | None = option(
+        "style_field",
+        "where fluency and confidence are measured in an answer that is a JSON object: the "
+        "value at this JSON Pointer (e.g. /answer); by default its string values, never its "
+        "raw JSON text. A rubric file's `style_field:` wins.",
+        flag=False,
+        ini=True,
+        parse=parsers.json_pointer,
     )
-    show_response: int = setting(
-        Option(
-            "show_response",
-            "characters of the response a failing rubric item shows beside its criteria (terminal, "
-            "JUnit system-out, Markdown); 0 hides it (default 1000)",
-            flag=False,
-            ini=True,
-            parse=parsers.show_response,
-            default=SHOW_RESPONSE,
-        ),
+    show_response: int = option(
+        "show_response",
+        "characters of the response a failing rubric item shows beside its criteria (terminal, "
+        "JUnit system-out, Markdown); 0 hides it (default 1000)",
+        flag=False,
+        ini=True,
+        parse=parsers.show_response,
+        default=SHOW_RESPONSE,
     )
     thresholds: StyleThresholds = setting(
         *(
@@ -362,99 +326,83 @@ class Settings:
         default=StyleThresholds(),
     )
     # --- process-wide speed switches (see _pytest/heap.py) ---------------------------------------
-    gc_freeze: bool = setting(
-        Option(
-            "gc_freeze",
-            "after collecting rubric items, keep the garbage collector's full collections off the "
-            "objects alive then, until the session ends (default true)",
-            flag=False,
-            ini=True,
-            ini_type="bool",
-            default=True,
-        ),
+    gc_freeze: bool = option(
+        "gc_freeze",
+        "after collecting rubric items, keep the garbage collector's full collections off the "
+        "objects alive then, until the session ends (default true)",
+        flag=False,
+        ini=True,
+        ini_type="bool",
+        default=True,
     )
-    gc_pause: bool = setting(
-        Option(
-            "gc_pause",
-            "pause the garbage collector while a rubric file loads and its items are built "
-            "(default true)",
-            flag=False,
-            ini=True,
-            ini_type="bool",
-            default=True,
-        ),
+    gc_pause: bool = option(
+        "gc_pause",
+        "pause the garbage collector while a rubric file loads and its items are built "
+        "(default true)",
+        flag=False,
+        ini=True,
+        ini_type="bool",
+        default=True,
     )
-    fast_exit: bool = setting(
-        Option(
-            "fast_exit",
-            "after a session with rubric items, skip the interpreter's repeated shutdown "
-            "collections of its large heap (default true)",
-            flag=False,
-            ini=True,
-            ini_type="bool",
-            default=True,
-        ),
+    fast_exit: bool = option(
+        "fast_exit",
+        "after a session with rubric items, skip the interpreter's repeated shutdown "
+        "collections of its large heap (default true)",
+        flag=False,
+        ini=True,
+        ini_type="bool",
+        default=True,
     )
     # --- the judge -----------------------------------------------------------------------------
-    judges: tuple[str, ...] = setting(
-        Option(
-            "judge",
-            "grade judge criteria with this LLM: "
-            + " or ".join(f"{name}:MODEL" for name in PROVIDERS)
-            + " (openai: any OpenAI-compatible server); also ini rubric_judge and env RUBRIC_JUDGE. "
-            "Keys come from "
-            + " / ".join(p.key_variable for p in PROVIDERS.values())
-            + " only. Repeated (ini: one per line): a panel, majority verdict and mean score.",
-            ini=True,
-            action="append",
-            metavar="PROVIDER:MODEL",
-            ini_help="the LLM judge, PROVIDER:MODEL (overridden by --rubric-judge)",
-        ),
-        default=(),
+    judges: tuple[str, ...] = option(
+        "judge",
+        "grade judge criteria with this LLM: "
+        + " or ".join(f"{name}:MODEL" for name in PROVIDERS)
+        + " (openai: any OpenAI-compatible server); also ini rubric_judge and env RUBRIC_JUDGE. "
+        "Keys come from "
+        + " / ".join(p.key_variable for p in PROVIDERS.values())
+        + " only. Repeated (ini: one per line): a panel, majority verdict and mean score.",
+        ini=True,
+        action="append",
+        metavar="PROVIDER:MODEL",
+        ini_help="the LLM judge, PROVIDER:MODEL (overridden by --rubric-judge)",
+        field_default=(),
     )
     # Where the judges were set, as a user would look for it: "--rubric-judge", "ini
     # rubric_judge in pytest.ini" or "env RUBRIC_JUDGE".
     judge_source: str = "--rubric-judge"
-    judge_url: str | None = setting(
-        Option(
-            "judge_url",
-            "the judge's base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the "
-            "provider's), e.g. http://127.0.0.1:8080/v1 for a local server; also ini "
-            "rubric_judge_url. Keys still come from the environment only.",
-            ini=True,
-            metavar="URL",
-            ini_help="the judge's base URL (overridden by --rubric-judge-url)",
-        ),
+    judge_url: str | None = option(
+        "judge_url",
+        "the judge's base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the "
+        "provider's), e.g. http://127.0.0.1:8080/v1 for a local server; also ini "
+        "rubric_judge_url. Keys still come from the environment only.",
+        ini=True,
+        metavar="URL",
+        ini_help="the judge's base URL (overridden by --rubric-judge-url)",
     )
-    grader: str = setting(
-        Option(
-            "grader",
-            "one judge call per criterion (default), one call for all, or one 0-100 score.",
-            choices=tuple(GRADERS),
-            default="per-criterion",
-        ),
+    grader: str = option(
+        "grader",
+        "one judge call per criterion (default), one call for all, or one 0-100 score.",
+        choices=tuple(GRADERS),
+        default="per-criterion",
     )
-    concurrency: int = setting(
-        Option(
-            "concurrency",
-            "judge calls in flight at most, across the session (default 8); xdist workers "
-            "share it, N // workers each.",
-            metavar="N",
-            parse=parsers.positive_int,
-            default=8,
-        ),
+    concurrency: int = option(
+        "concurrency",
+        "judge calls in flight at most, across the session (default 8); xdist workers "
+        "share it, N // workers each.",
+        metavar="N",
+        parse=parsers.positive_int,
+        default=8,
     )
-    votes: int = setting(
-        Option(
-            "judge_samples",
-            "judge every criterion K times (default 1): majority verdict, mean score; "
-            "criteria whose samples disagree are flagged unstable.",
-            ini=True,
-            metavar="K",
-            parse=parsers.whole,
-            default=1,
-            ini_help="judge samples per criterion (1)",
-        ),
+    votes: int = option(
+        "judge_samples",
+        "judge every criterion K times (default 1): majority verdict, mean score; "
+        "criteria whose samples disagree are flagged unstable.",
+        ini=True,
+        metavar="K",
+        parse=parsers.whole,
+        default=1,
+        ini_help="judge samples per criterion (1)",
     )
     retry: RetryPolicy = setting(
         Option(
@@ -491,73 +439,59 @@ class Settings:
         ),
         default=_RETRY,
     )
-    judge_batch: bool = setting(
-        Option(
-            "judge_batch",
-            "send the session's judge calls through the provider's batch API ("
-            + ", ".join(name for name, p in PROVIDERS.items() if p.batch)
-            + "): cheaper, slower; a result missing or errored is asked live once.",
-            action="store_true",
-            default=False,
-        ),
+    judge_batch: bool = option(
+        "judge_batch",
+        "send the session's judge calls through the provider's batch API ("
+        + ", ".join(name for name, p in PROVIDERS.items() if p.batch)
+        + "): cheaper, slower; a result missing or errored is asked live once.",
+        action="store_true",
+        default=False,
     )
-    judge_batch_timeout: float = setting(
-        Option(
-            "judge_batch_timeout",
-            "with --rubric-judge-batch, wait SECONDS at most for a batch (default 3600); "
-            "then it is cancelled and its criteria are ERROR.",
-            metavar="SECONDS",
-            parse=parsers.positive_seconds,
-            default=3600.0,
-        ),
+    judge_batch_timeout: float = option(
+        "judge_batch_timeout",
+        "with --rubric-judge-batch, wait SECONDS at most for a batch (default 3600); "
+        "then it is cancelled and its criteria are ERROR.",
+        metavar="SECONDS",
+        parse=parsers.positive_seconds,
+        default=3600.0,
     )
-    cache_mode: str = setting(
-        Option(
-            "cache",
-            "judge cache: use (default), refresh (call and overwrite), off, or replay "
-            "(no network call; a miss is an ERROR). Judge calls only: see --rubric-response-cache.",
-            choices=CACHE_MODES,
-            default="use",
-        ),
+    cache_mode: str = option(
+        "cache",
+        "judge cache: use (default), refresh (call and overwrite), off, or replay "
+        "(no network call; a miss is an ERROR). Judge calls only: see --rubric-response-cache.",
+        choices=CACHE_MODES,
+        default="use",
     )
-    recordings_dir: Path | None = setting(
-        Option(
-            "recordings",
-            "keep judge replies as text in DIR, one JSON file per rubric file and case "
-            "(DIR/<rubric file>/<case id>.json), to commit: --rubric-cache use records, "
-            "replay reads them (then the local cache); also ini rubric_recordings (relative to "
-            "the rootdir).",
-            ini=True,
-            metavar="DIR",
-            ini_help="the judge's recordings folder (overridden by --rubric-recordings)",
-        ),
+    recordings_dir: Path | None = option(
+        "recordings",
+        "keep judge replies as text in DIR, one JSON file per rubric file and case "
+        "(DIR/<rubric file>/<case id>.json), to commit: --rubric-cache use records, "
+        "replay reads them (then the local cache); also ini rubric_recordings (relative to "
+        "the rootdir).",
+        ini=True,
+        metavar="DIR",
+        ini_help="the judge's recordings folder (overridden by --rubric-recordings)",
     )
-    recordings_prune: bool = setting(
-        Option(
-            "recordings_prune",
-            "delete the recorded entries no request of the run used, after a run that collected "
-            "every rubric file (never after a selection: -k, -m, node ids, --lf, --deselect).",
-            action="store_true",
-            default=False,
-        ),
+    recordings_prune: bool = option(
+        "recordings_prune",
+        "delete the recorded entries no request of the run used, after a run that collected "
+        "every rubric file (never after a selection: -k, -m, node ids, --lf, --deselect).",
+        action="store_true",
+        default=False,
     )
-    cache_dir: Path = setting(
-        Option(
-            "cache_dir",
-            "where the judge cache lives (default .rubric_cache under the rootdir)",
-            flag=False,
-            ini=True,
-            default=".rubric_cache",
-        ),
-        default=Path(".rubric_cache"),
+    cache_dir: Path = option(
+        "cache_dir",
+        "where the judge cache lives (default .rubric_cache under the rootdir)",
+        flag=False,
+        ini=True,
+        default=".rubric_cache",
+        field_default=Path(".rubric_cache"),
     )
-    require_judge: bool = setting(
-        Option(
-            "require_judge",
-            "make judged criteria ERROR instead of SKIPPED when no judge is configured.",
-            action="store_true",
-            default=False,
-        ),
+    require_judge: bool = option(
+        "require_judge",
+        "make judged criteria ERROR instead of SKIPPED when no judge is configured.",
+        action="store_true",
+        default=False,
     )
     cost: CostSettings = setting(  # prices, --rubric-max-cost
         Option(
@@ -587,72 +521,60 @@ class Settings:
         default=CostSettings(),
     )
     # --- auditing the judge ----------------------------------------------------------------------
-    judge_evidence: str = setting(
-        Option(
-            "judge_evidence",
-            "the quotes a judge's MET must give: check (default: flag a MET none of whose "
-            "quotes is in the response), require (such a MET on a positive criterion counts as "
-            "UNMET), off.",
-            choices=EVIDENCE_MODES,
-            default="check",
-        ),
+    judge_evidence: str = option(
+        "judge_evidence",
+        "the quotes a judge's MET must give: check (default: flag a MET none of whose "
+        "quotes is in the response), require (such a MET on a positive criterion counts as "
+        "UNMET), off.",
+        choices=EVIDENCE_MODES,
+        default="check",
     )
-    min_kappa: float | None = setting(
-        Option(
-            "judge_min_kappa",
-            "every judged criterion of a suite whose calibration kappa (Cohen's, the judge "
-            "against the file's `calibration:` labels) is below K is ERROR.",
-            ini=True,
-            metavar="K",
-            parse=parsers.kappa,
-            ini_help="judged criteria of a suite whose calibration kappa is below this are ERROR",
-        ),
+    min_kappa: float | None = option(
+        "judge_min_kappa",
+        "every judged criterion of a suite whose calibration kappa (Cohen's, the judge "
+        "against the file's `calibration:` labels) is below K is ERROR.",
+        ini=True,
+        metavar="K",
+        parse=parsers.kappa,
+        ini_help="judged criteria of a suite whose calibration kappa is below this are ERROR",
     )
-    judge_probe: int = setting(
-        Option(
-            "judge_probe",
-            "style probe: judge up to N judged substance criteria again on the answer "
-            "rewritten confident and hedged, and report the verdicts that changed with tone alone.",
-            ini=True,
-            metavar="N",
-            parse=parsers.whole,
-            default=0,
-            ini_help="criteria the style probe judges again (0)",
-        ),
+    judge_probe: int = option(
+        "judge_probe",
+        "style probe: judge up to N judged substance criteria again on the answer "
+        "rewritten confident and hedged, and report the verdicts that changed with tone alone.",
+        ini=True,
+        metavar="N",
+        parse=parsers.whole,
+        default=0,
+        ini_help="criteria the style probe judges again (0)",
     )
-    probe_kinds: tuple[str, ...] = setting(
-        Option(
-            "judge_probe_kinds",
-            "what the probed criteria are judged again on, comma-separated: tone (rewritten "
-            "confident and hedged), length (neutral padding appended), position (one-shot grader: "
-            "the criteria in reverse order). Default: tone.",
-            ini=True,
-            metavar="KINDS",
-            parse=parsers.probe_kinds,
-            default=("tone",),
-            ini_help="what the probed criteria are judged again on: tone, length, position, "
-            "comma-separated (tone)",
-        ),
+    probe_kinds: tuple[str, ...] = option(
+        "judge_probe_kinds",
+        "what the probed criteria are judged again on, comma-separated: tone (rewritten "
+        "confident and hedged), length (neutral padding appended), position (one-shot grader: "
+        "the criteria in reverse order). Default: tone.",
+        ini=True,
+        metavar="KINDS",
+        parse=parsers.probe_kinds,
+        default=("tone",),
+        ini_help="what the probed criteria are judged again on: tone, length, position, "
+        "comma-separated (tone)",
     )
-    max_style_flips: float | None = setting(
-        Option(
-            "judge_max_style_flips",
-            "fail the session when the style probe's share of flipped verdicts is above X "
-            "(every probe kind's: see --rubric-judge-probe-kinds).",
-            metavar="X",
-            parse=parsers.fraction,
-        ),
+    max_style_flips: float | None = option(
+        "judge_max_style_flips",
+        "fail the session when the style probe's share of flipped verdicts is above X "
+        "(every probe kind's: see --rubric-judge-probe-kinds).",
+        metavar="X",
+        parse=parsers.fraction,
     )
-    max_flips: Mapping[str, float] = setting(
-        Option(
-            "judge_max_flips",
-            "fail the session when probe KIND's share of flipped verdicts is above X "
-            "(repeatable; overrides --rubric-judge-max-style-flips for that kind).",
-            action="append",
-            metavar="KIND=X",
-            parse=parsers.kind_limit,
-        ),
-        default={},
+    max_flips: Mapping[str, float] = option(
+        "judge_max_flips",
+        "fail the session when probe KIND's share of flipped verdicts is above X "
+        "(repeatable; overrides --rubric-judge-max-style-flips for that kind).",
+        action="append",
+        metavar="KIND=X",
+        parse=parsers.kind_limit,
+        field_default={},
     )
 
     @property
