@@ -103,10 +103,12 @@ def _ids(context: Sequence[Passage]) -> list[str]:
     return [p.id if p.id is not None else str(i) for i, p in enumerate(context, 1)]
 
 
-def read_grounded(text: str, *, secrets: Sequence[Any] = ()) -> tuple[str, list[tuple[str, str]]]:
+def read_grounded(
+    text: str, *, secrets: Sequence[Any] = (), structured: bool = False, answer: str = ""
+) -> tuple[str, list[tuple[str, str]]]:
     """A grounded reply: its reason and its (claim, quote) pairs; :class:`ReplyError` when it
-    does not fit."""
-    obj = extract_json(text, secrets=secrets)
+    does not fit (``structured`` and ``answer`` as :func:`~pytest_rubric.judge.replies.read_one`'s)."""
+    obj = extract_json(text, secrets=secrets, structured=structured, answer=answer)
     reason = obj.get("reason")
     if not isinstance(reason, str) or not reason.strip():
         raise ReplyError('missing "reason" (a non-empty string)')
@@ -175,7 +177,9 @@ async def grade_grounded(
         reason, claims = await ask(
             transport,
             prompt,
-            lambda text: read_grounded(text, secrets=transport.secrets),
+            lambda reply: read_grounded(
+                reply.text, secrets=transport.secrets, structured=reply.structured, answer=response
+            ),
             label=f"criterion {criterion.id!r}",
             sample=sample,
         )
