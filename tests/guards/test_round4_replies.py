@@ -13,11 +13,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from pytest_rubric.criteria.judge import Requirement
+from pytest_rubric.judge.evidence import quote_found
 from pytest_rubric.judge.grounding import read_grounded
 from pytest_rubric.judge.replies import ReplyError, read_holistic, read_one, read_one_shot
-from tests.fake_llm import FakeLLM, raw, text
+from tests.fake_llm import FakeLLM, json_reply, raw, text
 
 pytestmark = pytest.mark.hostile
 
@@ -251,3 +254,84 @@ def test_only_the_tool_call_is_read(
     result = pytester.runpytest(*_judge(fake_llm, "anthropic", "per-criterion"))
     result.assert_outcomes(**{"failed" if expected == "UNMET" else "errors": 1})
     assert _criterion(pytester)[1]["verdict"] == expected
+
+
+# --- evidence is the answer's own words --------------------------------------------------------
+
+STATEMENT = "Our revenue will decrease by $1M in 2025, down 1.5% from the year before."
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "our revenue will DECREASE   by $1M",  # case, whitespace
+        "Revenue will decrease by $1M in 2025 - down 1.5%",  # punctuation
+        "“Our revenue will decrease” by $1M",  # curly quotes
+        "Ｏｕｒ ｒｅｖｅｎｕｅ will decrease",  # full-width forms (NFKC)
+        "down 1.5\u2009% from the year before",  # a thin space
+    ],
+)
+def test_a_quote_is_found_up_to_case_whitespace_punctuation_and_unicode_forms(quote: str) -> None:
+    assert quote_found(quote, STATEMENT)
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "our revenue will decrease by $9M in 2025",  # a number
+        "our revenue will decrease by $1M in 2026",
+        "down 15% from the year before",  # a decimal point is part of the number
+        "down 1.6% from the year before",
+        "our revenue will increase by $1M in 2025",  # a word
+        "our revenue will decreases by $1M",
+        "our revenue will decrease by €1M",  # a currency
+        "our revenu will decrease by $1M in 2025",  # a typo is a word that differs
+        "venue will decrease by $1M",  # part of a word
+        "Our revenue will not decrease by $1M",  # a negation added
+    ],
+)
+def test_a_quote_that_differs_in_a_number_or_a_word_is_not_found(quote: str) -> None:
+    assert not quote_found(quote, STATEMENT)
+
+
+_WORDS = ["revenue", "profit", "will", "decrease", "increase", "by", "$1M", "$9M", "1.5%", "15%"]
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    words=st.lists(st.sampled_from(_WORDS), min_size=4, max_size=10),
+    where=st.integers(min_value=0),
+    other=st.sampled_from(_WORDS),
+)
+def test_changing_one_word_makes_any_quote_not_found(
+    words: list[str], where: int, other: str
+) -> None:
+    """However close (one word of ten), a changed word is a quote the answer never gave."""
+    index = where % len(words)
+    assume(other != words[index])
+    changed = [*words[:index], other, *words[index + 1 :]]
+    response = " ".join(words)
+    assert quote_found(response, response)
+    assert not quote_found(" ".join(changed), response)
+
+
+def test_a_changed_number_is_unsupported_end_to_end(
+    pytester: pytest.Pytester, bot_answers: Callable[[str], None], fake_llm: FakeLLM
+) -> None:
+    """--rubric-judge-evidence require: a MET whose quote changed $1M to $9M earns nothing."""
+    bot_answers("Refunds end after 30 days; fees above $1M are never refunded.")
+    fake_llm.respond_with(
+        lambda _: json_reply(
+            {
+                "reason": "It states the limit.",
+                "verdict": "MET",
+                "evidence": ["refunds end after 30 days; fees above $9M are never refunded"],
+            }
+        )
+    )
+    result = pytester.runpytest(
+        *_judge(fake_llm, "openai", "per-criterion"), "--rubric-judge-evidence=require"
+    )
+    result.assert_outcomes(failed=1)
+    criterion = _criterion(pytester)[1]
+    assert (criterion["verdict"], criterion["evidence_ok"]) == ("UNMET", False)
