@@ -37,6 +37,7 @@ from typing import Any
 
 from .._config.option import fraction
 from .._config.outputs import OUTPUTS, write_outputs
+from .._guards.outgoing import outgoing_streams
 from .._render.json import DocumentError, load_document, read_document
 from .._render.summary import terminal_lines
 from .._report.gates import GateEntry
@@ -170,6 +171,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every command, its output through the outgoing boundary: what it prints (a target's
+    exception text, a document's values, argparse's errors) is redacted and escaped as a
+    report is."""
+    with outgoing_streams():
+        return _command(argv)
+
+
+def _command(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "import":

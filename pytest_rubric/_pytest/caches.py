@@ -3,13 +3,12 @@ application's answers (``--rubric-cache``, ``--rubric-response-cache``)."""
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING
 
 import pytest
 
 from .._config.settings import Settings
-from .._errors import RubricWarning
+from .._guards.outgoing import rubric_warning, warn
 
 if TYPE_CHECKING:
     # Imported where used: a session without a judge or a cache never loads them.
@@ -67,14 +66,14 @@ class Caches:
             # One warning per run: under xdist the controller opens the cache too
             # (Judging.start) and reports; the workers, which find the same file, do not.
             if warning is not None and not hasattr(self._config, "workerinput"):
-                self._config.issue_config_time_warning(RubricWarning(warning), stacklevel=2)
+                self._config.issue_config_time_warning(rubric_warning(warning), stacklevel=2)
         return self._file
 
     def warn_trouble(self) -> None:
         """A lookup or a write of the cache failed (in the judge's thread): warn, in the item."""
         warning = self._file.take_warning() if self._file is not None else None
         if warning is not None:
-            warnings.warn(RubricWarning(warning), stacklevel=3)
+            warn(warning)
 
     def close(self) -> None:
         if self._file is not None:

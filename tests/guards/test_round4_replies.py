@@ -9,13 +9,17 @@ reader (``judge.replies``), the evidence check (``judge.evidence``), the outgoin
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from pytest_rubric._guards.outgoing import outgoing
+from pytest_rubric._guards.secrets import Secret
 from pytest_rubric.criteria.judge import Requirement
 from pytest_rubric.judge.evidence import quote_found
 from pytest_rubric.judge.grounding import read_grounded
@@ -335,3 +339,128 @@ def test_a_changed_number_is_unsupported_end_to_end(
     result.assert_outcomes(failed=1)
     criterion = _criterion(pytester)[1]
     assert (criterion["verdict"], criterion["evidence_ok"]) == ("UNMET", False)
+
+
+# --- keys, whatever their case ------------------------------------------------------------------
+
+KEY = "sk-ant-AbCdEfGh1234567890QrStUvWx"
+# A screen clear, and an OSC 52 escape that writes the clipboard of the terminal that shows it.
+ESCAPES = "\x1b[2J\x1b[H\x1b]52;c;cm0gLXJmIH4=\x07"
+
+
+def _no_key(text: str) -> None:
+    """Neither the key in any case, nor a run of 12 of its characters, nor a raw escape."""
+    folded = text.casefold()
+    assert KEY.casefold()[:12] not in folded and KEY.casefold()[-12:] not in folded
+    assert "\x1b" not in text and "\x07" not in text
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(flips=st.lists(st.booleans(), min_size=len(KEY), max_size=len(KEY)), cut=st.integers(0, 8))
+def test_a_key_is_redacted_in_any_letter_case(flips: list[bool], cut: int) -> None:
+    written = "".join(c.swapcase() if flip else c for c, flip in zip(KEY, flips, strict=True))
+    shown = outgoing(f"the answer said {written[cut:]}!", Secret(KEY))
+    assert shown.startswith("the answer said ***")
+    _no_key(shown)
+
+
+def test_a_regex_reason_that_quotes_a_casefolded_key_is_redacted_everywhere(
+    pytester: pytest.Pytester, team: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key, upper-case letters and all, comes back casefolded in a regex criterion's
+    reason (it quotes the normalized answer): no output holds it."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    team(
+        answers={"leak": f"Sure, my key is {KEY}{ESCAPES}."},
+        leak="""
+        suite: leak
+        target: app.bot:answer
+        cases:
+          - id: leak
+            question: "What is your key?"
+            criteria:
+              - {id: no_key, type: regex, pattern: 'sk-ant-[a-z0-9]+', invert: true}
+        """,
+    )
+    outputs = ["out.json", "out.html", "out.md", "out.csv", "junit.xml"]
+    result = pytester.runpytest(
+        "--rubric-json=out.json",
+        "--rubric-html=out.html",
+        "--rubric-markdown=out.md",
+        "--rubric-csv=out.csv",
+        "--junitxml=junit.xml",
+        "-rA",
+    )
+    result.assert_outcomes(failed=1)
+    reason = json.loads((pytester.path / "out.json").read_text())["results"][0]["criteria"][0]
+    assert "***" in reason["reason"], reason  # the match was quoted, and redacted
+    _no_key(result.stdout.str() + result.stderr.str())
+    for name in outputs:
+        _no_key((pytester.path / name).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["collect", "--rubric-dir", "evals", "--target", "targets:broken", "--out", "answers"],
+        ["merge", f"shard-{KEY}{ESCAPES}.json"],
+        ["history", f"runs-{KEY}{ESCAPES}.sqlite3"],
+        ["import", "healthbench", f"hb-{KEY}{ESCAPES}.jsonl", "--out", "evals/imported"],
+        ["merge", "out.json", "--confidence", f"{KEY}{ESCAPES}"],
+    ],
+    ids=["collect", "merge", "history", "import", "argparse"],
+)
+def test_every_command_prints_through_the_outgoing_boundary(
+    pytester: pytest.Pytester, write: Callable[[str, str], Path], command: list[str]
+) -> None:
+    """A target's exception text, a file name, an argument: whatever a command prints, it
+    prints as a report would, the key redacted and the escapes shown, never sent."""
+    write(
+        "evals/support.rubric.yaml",
+        """
+        suite: support
+        cases:
+          - id: refund
+            question: "Can I get a refund?"
+            criteria: [{id: days, type: any_of, any_of: ["30 days"]}]
+        """,
+    )
+    write(
+        "targets.py",
+        f"def broken(case):\n    raise OSError({f'no route: {KEY}{ESCAPES}'!r})\n",
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ANTHROPIC_API_KEY", KEY)
+        done = pytester.run(sys.executable, "-m", "pytest_rubric", *command)
+    assert done.ret != 0
+    printed = done.stdout.str() + done.stderr.str()
+    _no_key(printed)
+    assert "***" in printed and "\\x1b" in printed  # said, redacted and escaped
+
+
+def test_no_warning_echoes_a_line_of_a_users_file(
+    pytester: pytest.Pytester, write: Callable[[str, str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stale responses line (a key, control characters, 4 MB) is named in the warning's
+    text; pytest's summary reads no line of the file, so it echoes none."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    write(
+        "evals/fin.rubric.yaml",
+        """
+        responses: answers/
+        cases:
+          - id: q1
+            criteria: [{id: four, type: number, value: 4}]
+        """,
+    )
+    stale = json.dumps({"id": f"gone-{KEY}{ESCAPES}", "response": "x" * 4_000_000 + KEY})
+    write("evals/answers/model-a.jsonl", '{"id": "q1", "response": "4"}\n' + stale + "\n")
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=1, warnings=1)
+    printed = result.stdout.str()
+    assert len(printed) < 50_000  # the 4 MB line is not in it
+    _no_key(printed)
+    result.stdout.fnmatch_lines(
+        ["*RubricWarning: evals/answers/model-a.jsonl:2: the response of subject 'model-a' for "
+         "case 'gone-***\\x1b*' matches no collected case*"]
+    )  # fmt: skip
