@@ -445,16 +445,11 @@ def test_no_warning_echoes_a_line_of_a_users_file(
     text; pytest's summary reads no line of the file, so it echoes none."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     write(
-        "evals/fin.rubric.yaml",
-        """
-        responses: answers/
-        cases:
-          - id: q1
-            criteria: [{id: four, type: number, value: 4}]
-        """,
+        "evals/totals.rubric.yaml",
+        "responses: answers/\ncases: [{id: total, criteria: [{id: sum, type: number, value: 12}]}]",
     )
     stale = json.dumps({"id": f"gone-{KEY}{ESCAPES}", "response": "x" * 4_000_000 + KEY})
-    write("evals/answers/model-a.jsonl", '{"id": "q1", "response": "4"}\n' + stale + "\n")
+    write("evals/answers/model-a.jsonl", '{"id": "total", "response": "12"}\n' + stale + "\n")
     result = pytester.runpytest("-p", "no:randomly")
     result.assert_outcomes(passed=1, warnings=1)
     printed = result.stdout.str()
