@@ -36,6 +36,7 @@ from pathlib import Path
 
 from .._config.outputs import OUTPUTS, write_outputs
 from .._config.settings import fraction
+from .._guards.outgoing import outgoing_streams
 from .._render.summary import terminal_lines
 from .._report.calibration import Calibration
 from .._report.document import DocumentError, load_document, read_document
@@ -170,6 +171,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every command, its output through the outgoing boundary: what it prints (a target's
+    exception text, a document's values, argparse's errors) is redacted and escaped as a
+    report is."""
+    with outgoing_streams():
+        return _command(argv)
+
+
+def _command(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "import":

@@ -3,12 +3,11 @@ application's answers (``--rubric-cache``, ``--rubric-response-cache``)."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .._config.settings import Settings
-from .._errors import RubricWarning
+from .._guards.outgoing import rubric_warning, warn
 
 if TYPE_CHECKING:
     # Imported where used: a session without a judge or a cache never loads them.
@@ -64,14 +63,14 @@ class Caches:
             self._file = JudgeCache(self._settings.cache_dir, secrets=known_keys())
             warning = self._file.take_warning()
             if warning is not None and self._warn is not None:
-                self._warn(RubricWarning(warning), 2)
+                self._warn(rubric_warning(warning), 2)
         return self._file
 
     def warn_trouble(self) -> None:
         """A lookup or a write of the cache failed (in the judge's thread): warn, in the item."""
         warning = self._file.take_warning() if self._file is not None else None
         if warning is not None:
-            warnings.warn(RubricWarning(warning), stacklevel=3)
+            warn(warning)
 
     def close(self) -> None:
         if self._file is not None:

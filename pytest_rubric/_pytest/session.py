@@ -21,14 +21,13 @@ the outputs, is here.
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .._config.options import read_settings
-from .._errors import RubricWarning
+from .._guards.outgoing import warn
 from .._results import Outcome, Verdict
 from . import heap
 from .auditing import Audit
@@ -349,7 +348,7 @@ class RubricSession:
             try:
                 append(history, self.report)
             except HistoryError as exc:  # never a lost run: its outputs are written already
-                warnings.warn(RubricWarning(str(exc)), stacklevel=1)
+                warn(str(exc))
 
     # --- the end --------------------------------------------------------------------------------
 

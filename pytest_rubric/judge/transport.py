@@ -214,7 +214,7 @@ class Transport:
         if self.budget is not None:
             self.budget.admit()  # no wait for a slot once the budget is spent
         reply = await self._complete(prompt, user, sample)
-        return Reply(reply.text, reply.tokens_in, reply.tokens_out, key=looked.key)
+        return dataclasses.replace(reply, key=looked.key)
 
     @property
     def endpoint(self) -> str | None:
