@@ -214,7 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.history is not None:
         report = with_trend(report, args.history)
-    write_outputs(report, {output.name: getattr(args, output.name) for output in OUTPUTS})
+    paths = {output.name: getattr(args, output.name) for output in OUTPUTS}
+    for unwritten in write_outputs(report, paths, flag="--"):  # the others are written
+        print(f"pytest-rubric merge: error: {unwritten.line}", file=sys.stderr)
     if args.history is not None:
         try:
             append(args.history, report)
