@@ -20,18 +20,6 @@ Write = Callable[[str, str], Path]
 
 # The team's suite without its judged criteria: the run passes without a judge.
 PASSING = "\n".join(line for line in SUPPORT.splitlines() if "requirement:" not in line)
-suite: support
-target: app.bot:answer
-cases:
-  - id: refund
-    question: "Can I get a refund after 30 days?"
-    criteria:
-      - {id: window, type: any_of, any_of: ["30 days"]}
-  - id: cancel
-    question: "Can I cancel my order?"
-    criteria:
-      - {id: hours, type: any_of, any_of: ["24 hours"]}
-"""
 
 
 # --- outputs that cannot be written ---------------------------------------------------------
