@@ -90,6 +90,7 @@ def read_returned(
     answer = _get(value, "answer")
     if not isinstance(answer, str):
         raise ShapeError(f'"answer" is {type(answer).__name__}, not a str')
+    answer = str.__str__(answer)  # an object's str subclass: the plain str it holds
     fields = {name: _get(value, name) for name in TRACE_FIELDS}
     if all(v is None for v in fields.values()):
         return answer, None

@@ -6,13 +6,16 @@ workers and interrupted runs, batch files, CSV cells and ``init``
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_rubric._cli.merge import main as cli
-from tests.conftest import SUPPORT
+from tests.conftest import SUPPORT, lines_in_any_order
+from tests.guards.test_user_code import JUDGED
 
 pytestmark = pytest.mark.hostile
 
@@ -73,3 +76,180 @@ def test_merge_writes_the_outputs_it_can_and_names_the_one_it_cannot(
     assert err.count("cannot write") == 1
     assert "pytest-rubric merge: error: cannot write --html folder: Is a directory" in err
     assert len(json.loads((pytester.path / "merged.json").read_text())["results"]) == 2
+
+
+# --- exceptions that fight back --------------------------------------------------------------
+
+FIGHTING = """
+import threading
+
+
+class RaisesWhenPrinted(Exception):
+    def __str__(self):
+        raise TypeError("no str for you")
+
+    def __repr__(self):
+        raise TypeError("no repr either")
+
+
+class BlocksWhenPrinted(Exception):
+    def __str__(self):
+        threading.Event().wait()  # forever
+        return "never"
+
+
+class ReprBlocks(Exception):
+    def __repr__(self):
+        threading.Event().wait()
+        return "never"
+
+
+class Liar(str):
+    # Every way a check might read the text says what the criterion wants.
+    def lower(self):
+        return "one day"
+
+    casefold = lower
+
+    def __contains__(self, item):
+        return True
+
+    def __str__(self):
+        return "one day"
+
+
+def raises(question):
+    raise RaisesWhenPrinted()
+
+
+def blocks(question):
+    raise BlocksWhenPrinted()
+
+
+def repr_blocks(question):
+    raise ValueError("the cause does not print") from ReprBlocks()
+
+
+def lies(question):
+    return Liar("Nothing useful.")
+
+
+def fine(question):
+    return "One day."
+
+
+def check_raises(response, case):
+    raise RaisesWhenPrinted()
+
+
+def check_blocks(response, case):
+    raise BlocksWhenPrinted()
+"""
+
+FIGHTING_SUITE = """
+targets: {raises: "targets:raises", blocks: "targets:blocks", chain: "targets:repr_blocks",
+          lies: "targets:lies", fine: "targets:fine"}
+cases:
+  - id: horizon
+    question: "What is the horizon?"
+    timeout: 2
+    criteria:
+      - {id: day, type: any_of, any_of: ["one day"]}
+  - id: checked
+    question: "And again?"
+    timeout: 2
+    criteria:
+      - {id: raises, type: callable, function: "targets:check_raises", timeout: 2}
+      - {id: blocks, type: callable, function: "targets:check_blocks", timeout: 2}
+"""
+
+
+def test_exceptions_that_do_not_print_are_errors_within_the_calls_bound(
+    pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
+) -> None:
+    write("evals/targets.py", FIGHTING)
+    write("evals/e.rubric.yaml", FIGHTING_SUITE)
+    started = time.monotonic()
+    result = pytester.runpytest("--rubric-dir=evals", "--rubric-json=out.json", "--tb=short")
+    assert time.monotonic() - started < 60  # each bound is 2 s; a hang is forever
+    result.assert_outcomes(passed=1, failed=1, errors=8)  # lies: its own text fails
+    lines_in_any_order(
+        result,
+        [
+            "*target targets:raises raised RaisesWhenPrinted: <unprintable RaisesWhenPrinted>*",
+            "*target targets:blocks raised BlocksWhenPrinted: <unprintable BlocksWhenPrinted>*",
+            "*target targets:repr_blocks raised ValueError: the cause does not print*",
+            "*targets:check_raises raised RaisesWhenPrinted: <unprintable RaisesWhenPrinted>*",
+            "*targets:check_blocks raised BlocksWhenPrinted: <unprintable BlocksWhenPrinted>*",
+            # The application's traceback is still shown, to its line.
+            "*in raises*",
+            "*raise RaisesWhenPrinted()*",
+        ],
+    )
+    results = rubric_json()["results"]
+    assert len(results) == 10  # no result lost
+    by = {(r["subject"], r["case"]): r for r in results}
+    assert by["lies", "horizon"]["criteria"][0]["verdict"] == "UNMET"  # the plain str it holds
+    assert by["lies", "horizon"]["response"] == "Nothing useful."
+    assert by["fine", "horizon"]["passed"]
+    verdicts = {c["verdict"] for r in results if r["subject"] != "fine" for c in r["criteria"]}
+    assert verdicts <= {"ERROR", "UNMET"}
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no")
+
+
+def test_described_and_contained_never_raise_on_an_exception_that_does_not_print() -> None:
+    from pytest_rubric._guards.calls import UserCodeError, contained, described, plain
+
+    assert described(_Unprintable()) == "_Unprintable: <unprintable _Unprintable>"
+    kept = contained(_Unprintable())
+    assert isinstance(kept, UserCodeError) and kept.unprintable
+    assert kept.__cause__ is None and kept.__suppress_context__
+    error = ValueError("fine")
+    assert contained(error) is error
+
+    class Sub(str):
+        def upper(self) -> str:
+            return "LIES"
+
+    text = plain({"answer": Sub("quiet"), "more": [Sub("x"), (Sub("y"),)]})
+    assert text == {"answer": "quiet", "more": ["x", ("y",)]}
+    assert type(text["answer"]) is str and text["answer"].upper() == "QUIET"
+    looped: list[Any] = []
+    looped.append(looped)
+    assert plain(looped)  # a list that holds itself ends
+
+
+OWN_JUDGE = """
+import threading
+
+
+class Unprintable(Exception):
+    def __str__(self):
+        threading.Event().wait()  # forever
+        return "never"
+
+
+class Judge:
+    async def complete(self, system, user):
+        raise Unprintable()
+
+
+def pytest_rubric_make_judge(config):
+    return Judge()
+"""
+
+
+def test_an_own_judge_raising_what_does_not_print_is_an_error_not_a_hang(
+    pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
+) -> None:
+    pytester.makeconftest(OWN_JUDGE)
+    write("j.rubric.yaml", JUDGED)
+    result = pytester.runpytest("--rubric-json=out.json", "--rubric-judge-timeout=5")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*judge Judge raised Unprintable: <unprintable Unprintable>*"])
+    criteria = rubric_json()["results"][0]["criteria"]
+    assert [c["verdict"] for c in criteria] == ["MET", "ERROR"]
