@@ -363,10 +363,12 @@ def as_fields(trace: Trace) -> dict[str, Any]:
 def recorded_trace(parsed: str | None) -> Trace | None:
     """The trace the response cache kept beside an answer (its ``{"response", "trace"}``);
     None when there is none, or it cannot be read (a cache edited by hand)."""
+    from .._guards.limits import Limit, json_loads
+
     try:
-        data = json.loads(parsed) if parsed else None
+        data = json_loads(parsed, whole=True)[0] if parsed else None
         if isinstance(data, dict) and isinstance(data.get("trace"), dict):
             return Trace.from_dict(data["trace"])
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, Limit, RecursionError):
         pass
     return None

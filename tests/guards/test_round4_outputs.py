@@ -6,6 +6,7 @@ workers and interrupted runs, batch files, CSV cells and ``init``
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_rubric._cli.merge import main as cli
+from pytest_rubric._llm.base import JudgeError
 from tests.conftest import SUPPORT, lines_in_any_order
 from tests.guards.test_user_code import JUDGED
 
@@ -253,3 +255,89 @@ def test_an_own_judge_raising_what_does_not_print_is_an_error_not_a_hang(
     result.stdout.fnmatch_lines(["*judge Judge raised Unprintable: <unprintable Unprintable>*"])
     criteria = rubric_json()["results"][0]["criteria"]
     assert [c["verdict"] for c in criteria] == ["MET", "ERROR"]
+
+
+# --- files from elsewhere are data -----------------------------------------------------------
+
+
+def test_a_history_with_values_of_the_wrong_type_is_one_warning_and_those_rows_skipped(
+    pytester: pytest.Pytester, team: Callable[..., None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    team(support=PASSING)
+    for _ in range(3):
+        pytester.runpytest("--rubric-history=h.sqlite3").assert_outcomes(passed=2)
+    db = sqlite3.connect(pytester.path / "h.sqlite3")
+    with db:
+        db.execute("UPDATE subjects SET correctness = 'high' WHERE run_id = 1")
+        db.execute("UPDATE subjects SET ci_low = x'ff00' WHERE run_id = 2")
+        db.execute("UPDATE runs SET started_at = x'00' WHERE id = 3")  # bytes, not text
+        db.execute("UPDATE runs SET git_commit = x'c3' WHERE id = 2")
+    db.close()
+
+    result = pytester.runpytest("--rubric-history=h.sqlite3", "--rubric-html=r.html")
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=2, warnings=1)
+    result.stdout.fnmatch_lines(["*--rubric-history *h.sqlite3: 4 rows with values of the wrong*"])
+    assert "Correctness over the last" in (pytester.path / "r.html").read_text()
+
+    capsys.readouterr()
+    assert cli(["history", "h.sqlite3"]) == 0  # the command reads what it can
+    out, err = capsys.readouterr()
+    assert err.count("warning") == 1 and "4 rows with values of the wrong type" in err
+    assert len(out.splitlines()) == 2  # runs 1 (without its subject) and 4
+
+
+def test_a_cached_reply_larger_than_a_live_one_is_a_miss(tmp_path: Path) -> None:
+    from pytest_rubric._llm.base import JudgeStats
+    from pytest_rubric._llm.cache import CachedCalls, JudgeCache
+    from pytest_rubric._llm.responses import MAX_REPLY_BYTES
+
+    cache = JudgeCache(tmp_path)
+    big = '{"verdict": "MET", "reason": "' + "x" * MAX_REPLY_BYTES + '"}'
+    calls = CachedCalls(cache, "use", stats=JudgeStats())
+    for name, raw in (("big", big), ("small", '{"verdict": "MET"}')):
+        key = calls.lookup({"call": name}, missing="").key
+        assert key is not None
+        cache.put(key, provider="openai", model="m", raw=raw, parsed={})
+    # A parsed column past the cap is refused too; a target's answer had no cap when live.
+    key = calls.lookup({"call": "parsed"}, missing="").key
+    assert key is not None
+    cache.put(key, provider="openai", model="m", raw="{}", parsed=["y" * MAX_REPLY_BYTES])
+    answer = calls.lookup({"call": "answer"}, missing="").key
+    assert answer is not None
+    cache.put(answer, provider="target", model="app:answer", raw=big, parsed={})
+    assert calls.stats is not None
+    calls.stats.cache_misses = 0
+
+    assert not calls.lookup({"call": "big"}, missing="").cached  # a miss: asked again
+    assert not calls.lookup({"call": "parsed"}, missing="").cached
+    assert calls.lookup({"call": "small"}, missing="").cached
+    assert calls.lookup({"call": "answer"}, missing="").text == big
+    assert calls.stats.cache_misses == 2
+    with pytest.raises(JudgeError, match="not recorded"):  # replay: a miss like any other
+        CachedCalls(cache, "replay").lookup({"call": "big"}, missing="not recorded")
+    cache.close()
+
+
+def test_a_response_cache_trace_nested_past_the_limit_is_no_trace() -> None:
+    from pytest_rubric._load.traces import recorded_trace
+
+    deep = '{"trace": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert recorded_trace(deep) is None
+    assert recorded_trace('{"trace": {"x": ' + "9" * 5000 + "}}") is None
+
+
+def test_a_healthbench_points_of_400_digits_is_a_located_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = Path(__file__).resolve().parents[1] / "data" / "healthbench_sample.jsonl"
+    first = json.loads(data.read_text().splitlines()[0])
+    first["rubrics"][0]["points"] = int("9" * 400)
+    bad = tmp_path / "big.jsonl"
+    bad.write_text(json.dumps(first) + "\n")
+    code = cli(["import", "healthbench", str(bad), "--out", str(tmp_path / "evals")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "OverflowError" not in err
+    assert "big.jsonl:1, case 'hb-0001-emergency', field 'rubrics[0].points': must be a" in err
+    assert not (tmp_path / "evals").exists()
