@@ -41,6 +41,7 @@ from .xdist import Role
 
 if TYPE_CHECKING:
     # Imported where used: plain pytest runs load no grading or report code.
+    from .._config.outputs import Unwritten
     from .._grade.grader import CompiledRubric
     from .._llm.base import Judged
     from .._report.report import SessionReport
@@ -86,6 +87,8 @@ class RubricSession:
         self.audit = Audit(settings, role, judging=self.judging, dry_run=self.dry_run)
         self.recordings = JudgeRecordings(config, settings, caches=self.caches)
         self.report: SessionReport | None = None  # set by finish(), once every result is in
+        # Outputs that could not be written (shown as error lines at the end; see outputs)
+        self.unwritten: list[Unwritten] = []
         self._frozen = False  # whether collected() froze the heap (see heap)
 
     @property
@@ -338,10 +341,13 @@ class RubricSession:
 
         history = self.settings.history_path
         if history is not None and self.report.shown:
-            from .._report.history import with_trend
+            from .._report.history import skipped_warning, with_trend
 
-            self.report = with_trend(self.report, history)
-        write_outputs(self.report, self.settings.output_paths)
+            skipped: list[str] = []
+            self.report = with_trend(self.report, history, skipped=skipped)
+            if skipped:
+                warn(skipped_warning(history, skipped))
+        self.unwritten += write_outputs(self.report, self.settings.output_paths)
         if history is not None and self.report.shown:
             from .._report.history import HistoryError, append
 
