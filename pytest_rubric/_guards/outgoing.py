@@ -197,7 +197,9 @@ class _Outgoing(io.TextIOBase):
         return True
 
     def isatty(self) -> bool:
-        return self._stream.isatty()
+        # Never: a library that colours its output for a terminal (argparse does, from Python
+        # 3.14) would have its escapes shown as text, as every escape here is.
+        return False
 
     @property
     def encoding(self) -> str:  # type: ignore[override]

@@ -275,6 +275,7 @@ STATEMENT = "Our revenue will decrease by $1M in 2025, down 1.5% from the year b
         "“Our revenue will decrease” by $1M",  # curly quotes
         "Ｏｕｒ ｒｅｖｅｎｕｅ will decrease",  # full-width forms (NFKC)
         "down 1.5\u2009% from the year before",  # a thin space
+        "our rev\u00adenue\u200b will decrease",  # characters that show nothing
     ],
 )
 def test_a_quote_is_found_up_to_case_whitespace_punctuation_and_unicode_forms(quote: str) -> None:
