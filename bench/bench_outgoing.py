@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from pytest_rubric._guards.outgoing import _public_urls, inert_mentions, outgoing  # noqa: E402
 from pytest_rubric._guards.secrets import Secret  # noqa: E402
-from pytest_rubric._llm.cache_store import JudgeCache  # noqa: E402
+from pytest_rubric._llm.cache import JudgeCache  # noqa: E402
 
 TARGET_S = 1.0
 KEY = "sk-ant-AbCdEfGh1234567890QrStUvWx"

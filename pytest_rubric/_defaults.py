@@ -50,7 +50,7 @@ class Provider:
     )
     url_variable: str  # the environment variable that moves the endpoint
     wire: str  # the protocol it speaks: a key of _llm.clients.WIRES
-    batch: bool = False  # whether --rubric-judge-batch speaks its batch API (_llm.batch_providers)
+    batch: bool = False  # whether --rubric-judge-batch speaks its batch API (_llm.batch)
 
 
 # The providers, one entry each: everything else (the judge's parser, the keys every output is

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,7 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state.judging.start(_own_judge(config))
     config.stash[SESSION_KEY] = state
     config.pluginmanager.register(_SessionHooks(state), "rubric-session")
-    if not hasattr(config, "workerinput"):  # an xdist worker leaves reporting to the controller
+    if state.role.reports:  # an xdist worker leaves reporting to the controller
         config.pluginmanager.register(_ReportHooks(state), "rubric-report")
     xdist.register(config, state)
     _add_rubric_dirs(config, state.settings)
@@ -182,7 +183,9 @@ def pytest_report_to_serializable(
 ) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
     data = yield
     if data is not None and data.get("rubric_results"):
-        data["rubric_results"] = [r.to_dict() for r in data["rubric_results"]]
+        from ._report.document import result_data
+
+        data["rubric_results"] = [result_data(r) for r in data["rubric_results"]]
     return data
 
 
@@ -193,7 +196,9 @@ def pytest_report_from_serializable(
     report = yield
     results = getattr(report, "rubric_results", None)
     if results:
-        report.rubric_results = [CaseResult.from_dict(r) for r in results]  # type: ignore[attr-defined]
+        from ._report.document import result_of
+
+        report.rubric_results = [result_of(r) for r in results]  # type: ignore[attr-defined]
     return report
 
 
@@ -340,6 +345,13 @@ class _ReportHooks:
             self.state.results.junit_answers(report)
         return result
 
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """A ``--junitxml`` path that cannot be written is known before a test runs."""
+        from ._pytest.junit import set_aside
+
+        if (unwritten := set_aside(session.config)) is not None:
+            self.state.unwritten.append(unwritten)
+
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         report = self.state.session_report()
         failed_gates = len(report.gates.regressions)
@@ -351,7 +363,7 @@ class _ReportHooks:
             terminalreporter.stats.setdefault(key, []).extend(
                 _gate_report(reason) for reason in report.gates.regressions
             )
-        if xdist.is_xdist_controller(self.state.config):
+        if self.state.role.hands_out:
             # The workers collected: what the command line's subjects replaced is known now.
             for said in self.state.precedence_lines():
                 terminalreporter.write_line(said)
@@ -374,6 +386,11 @@ class _ReportHooks:
             tbstyle=session.config.option.tbstyle,
         )
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        for unwritten in self.state.unwritten:  # one error line each; the run goes on
+            if reporter is not None:
+                reporter.write_line(f"rubric: ERROR {unwritten.line}", red=True, bold=True)
+            else:
+                sys.stderr.write(f"rubric: ERROR {unwritten.line}\n")
         if slow is not None and reporter is not None and self.state.results.rubric_items_ran:
             reporter.write_line(slow.text, **slow.markup)
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._config.option import DEFAULT_PATTERNS
+from .._config.settings import DEFAULT_PATTERNS
 from .._load.traces import as_fields
 
 __all__ = ["add_collect_command", "run_collect"]

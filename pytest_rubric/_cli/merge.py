@@ -33,15 +33,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from .._config.option import fraction
 from .._config.outputs import OUTPUTS, write_outputs
+from .._config.settings import fraction
 from .._guards.outgoing import outgoing_streams
-from .._render.json import DocumentError, load_document, read_document
 from .._render.summary import terminal_lines
+from .._report.calibration import Calibration
+from .._report.document import DocumentError, load_document, read_document
 from .._report.gates import GateEntry
-from .._report.history import HistoryError, append, with_trend
+from .._report.history import HistoryError, append, skipped_warning, with_trend
 from .._report.report import build_report
 from .._report.run import RunInfo, merged
 from .._results import CaseResult
@@ -61,9 +61,9 @@ def merge(
     paths: Sequence[Path],
     *,
     notes: list[str] | None = None,
-    calibration: list[dict[str, Any]] | None = None,
+    calibration: list[Calibration] | None = None,
     runs: list[RunInfo] | None = None,
-    gates: list[dict[str, Any]] | None = None,
+    gates: list[GateEntry] | None = None,
 ) -> list[CaseResult]:
     """The results of every shard; a node id found in two shards is an error.
 
@@ -86,8 +86,8 @@ def merge(
         if runs is not None and document.run is not None:
             runs.append(document.run)
         if calibration is not None:
-            seen = {(c["suite"], c["judge"]) for c in calibration}
-            calibration += [c for c in document.calibration if (c["suite"], c["judge"]) not in seen]
+            seen = {(c.suite, c.judge) for c in calibration}
+            calibration += [c for c in document.calibration if (c.suite, c.judge) not in seen]
         if gates is not None:
             gates += document.gates
         shard = document.results
@@ -194,9 +194,9 @@ def _command(argv: Sequence[str] | None) -> int:
         if value is not None and not 0 < value < 1:
             parser.error(f"--{name.replace('_', '-')} {value:g}: write a number between 0 and 1")
     notes: list[str] = []
-    calibration: list[dict[str, Any]] = []
+    calibration: list[Calibration] = []
     runs: list[RunInfo] = []
-    gates: list[dict[str, Any]] = []
+    gates: list[GateEntry] = []
     try:
         results = merge(
             args.documents, notes=notes, calibration=calibration, runs=runs, gates=gates
@@ -219,11 +219,17 @@ def _command(argv: Sequence[str] | None) -> int:
         run=merged(runs),
         # The shards' verdicts of gates this merge does not apply itself (the judge's, or a
         # baseline given to the shards and not to the merge) are kept, never dropped.
-        carried_gates=[GateEntry.from_dict(g) for g in gates],
+        carried_gates=gates,
     )
     if args.history is not None:
-        report = with_trend(report, args.history)
-    write_outputs(report, {output.name: getattr(args, output.name) for output in OUTPUTS})
+        skipped: list[str] = []
+        report = with_trend(report, args.history, skipped=skipped)
+        if skipped:
+            warning = skipped_warning(args.history, skipped)
+            print(f"pytest-rubric merge: warning: {warning}", file=sys.stderr)
+    paths = {output.name: getattr(args, output.name) for output in OUTPUTS}
+    for unwritten in write_outputs(report, paths, flag="--"):  # the others are written
+        print(f"pytest-rubric merge: error: {unwritten.line}", file=sys.stderr)
     if args.history is not None:
         try:
             append(args.history, report)

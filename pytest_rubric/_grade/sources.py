@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -179,7 +179,7 @@ class Source:
         if looked is not None and self.cache is not None:
             recorded: dict[str, Any] = {"response": text}
             if trace is not None:
-                recorded["trace"] = trace.to_dict()
+                recorded["trace"] = asdict(trace)
             self.cache.store(
                 Reply(text, key=looked.key),
                 provider="model" if self.live else "target",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any, TypeVar
 
 from .._trace import Passage, ToolCall, Trace, TraceSource, Usage
@@ -90,6 +90,7 @@ def read_returned(
     answer = _get(value, "answer")
     if not isinstance(answer, str):
         raise ShapeError(f'"answer" is {type(answer).__name__}, not a str')
+    answer = str.__str__(answer)  # an object's str subclass: the plain str it holds
     fields = {name: _get(value, name) for name in TRACE_FIELDS}
     if all(v is None for v in fields.values()):
         return answer, None
@@ -347,11 +348,13 @@ def as_fields(trace: Trace) -> dict[str, Any]:
     :data:`TRACE_FIELDS`, and ``latency_s``): what ``collect`` writes."""
     fields: dict[str, Any] = {}
     if trace.context:
-        fields["context"] = [p.to_dict() for p in trace.context]
+        fields["context"] = [
+            {"id": p.id, "text": p.text, "source": p.source} for p in trace.context
+        ]
     if trace.tool_calls or trace.llm_calls:
         fields["messages"] = as_messages(trace)
     if trace.usage != Usage():
-        fields["usage"] = trace.usage.to_dict()
+        fields["usage"] = asdict(trace.usage)
     if trace.metadata is not None:
         fields["metadata"] = trace.metadata
     if trace.latency_s is not None:
@@ -362,10 +365,21 @@ def as_fields(trace: Trace) -> dict[str, Any]:
 def recorded_trace(parsed: str | None) -> Trace | None:
     """The trace the response cache kept beside an answer (its ``{"response", "trace"}``);
     None when there is none, or it cannot be read (a cache edited by hand)."""
+    from .._guards.limits import Limit, json_loads
+
     try:
-        data = json.loads(parsed) if parsed else None
-        if isinstance(data, dict) and isinstance(data.get("trace"), dict):
-            return Trace.from_dict(data["trace"])
-    except (ValueError, KeyError, TypeError, AttributeError):
+        data = json_loads(parsed, whole=True)[0] if parsed else None
+        trace = data.get("trace") if isinstance(data, dict) else None
+        if isinstance(trace, dict):  # as the response cache wrote it: dataclasses.asdict
+            return Trace(
+                source=trace["source"],
+                tool_calls=tuple(ToolCall(**c) for c in trace.get("tool_calls", ())),
+                llm_calls=trace.get("llm_calls"),
+                context=tuple(Passage(**p) for p in trace.get("context", ())),
+                usage=Usage(**(trace.get("usage") or {})),
+                latency_s=trace.get("latency_s"),
+                metadata=trace.get("metadata"),
+            )
+    except (ValueError, KeyError, TypeError, AttributeError, Limit, RecursionError):
         pass
     return None

@@ -9,6 +9,7 @@ the judge knows nothing of it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -19,6 +20,7 @@ from .._results import Verdict
 from ..judge.requests import JudgeKey, JudgeRequest
 from .items import is_rubric_item
 from .judging import Judging
+from .xdist import Role
 
 if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
@@ -32,11 +34,9 @@ __all__ = ["Audit"]
 class Audit:
     """Calibration against the suite's labels, and the probes of the judge's biases."""
 
-    def __init__(
-        self, config: pytest.Config, settings: Settings, *, judging: Judging, dry_run: bool
-    ) -> None:
-        self._config = config
+    def __init__(self, settings: Settings, role: Role, *, judging: Judging, dry_run: bool) -> None:
         self._settings = settings
+        self._role = role
         self._judging = judging
         self._dry_run = dry_run
         self.probe_plan: dict[str, tuple[str, ...]] = {}  # node id -> criteria the probe judges
@@ -84,10 +84,8 @@ class Audit:
 
     @property
     def _grades_calibration(self) -> bool:
-        workerinput = getattr(self._config, "workerinput", None)
-        if workerinput is None or self._settings.min_kappa is not None:
-            return True
-        return bool(workerinput.get("workerid") == "gw0")
+        # Every worker measures the same figures; with a kappa gate each needs them itself.
+        return self._role.first or self._settings.min_kappa is not None
 
     def calibration_of(self, file_id: str) -> Calibration | None:
         """The judge's agreement with a rubric file's labels (waiting for its grades)."""
@@ -116,7 +114,7 @@ class Audit:
         return [self._calibrated[f] for f in sorted(self._calibrated)]
 
     def worker_calibrations(self) -> dict[str, Any]:
-        return {f: c.to_dict() for f, c in self._calibrated.items()}
+        return {f: asdict(c) for f, c in self._calibrated.items()}
 
     def add_calibrations(self, measured: dict[str, Any]) -> None:
         """Keep the first calibration figures of each rubric file an xdist worker sends
@@ -124,7 +122,7 @@ class Audit:
         from .._report.calibration import Calibration
 
         for file_id, entry in measured.items():
-            self._calibrated.setdefault(file_id, Calibration.from_dict(entry))
+            self._calibrated.setdefault(file_id, Calibration(**entry))
 
     def below_min_kappa(self, key: JudgeKey) -> str | None:
         """Why the judged criteria of ``key`` are ERROR: its suite's calibration kappa is

@@ -3,9 +3,8 @@ application's answers (``--rubric-cache``, ``--rubric-response-cache``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
-
-import pytest
 
 from .._config.settings import Settings
 from .._guards.outgoing import rubric_warning, warn
@@ -21,9 +20,9 @@ __all__ = ["Caches"]
 class Caches:
     """Opens the cache file on first use, once for the judge and the response cache alike."""
 
-    def __init__(self, config: pytest.Config, settings: Settings) -> None:
-        self._config = config
+    def __init__(self, settings: Settings, *, warn: Callable[[Warning, int], None] | None) -> None:
         self._settings = settings
+        self._warn = warn  # a warning of the run's (None: another process gives it)
         self._file: JudgeCache | None = None
         self._judge: JudgeCache | None = None
         self._responses: CachedCalls | None = None
@@ -63,10 +62,8 @@ class Caches:
 
             self._file = JudgeCache(self._settings.cache_dir, secrets=known_keys())
             warning = self._file.take_warning()
-            # One warning per run: under xdist the controller opens the cache too
-            # (Judging.start) and reports; the workers, which find the same file, do not.
-            if warning is not None and not hasattr(self._config, "workerinput"):
-                self._config.issue_config_time_warning(rubric_warning(warning), stacklevel=2)
+            if warning is not None and self._warn is not None:
+                self._warn(rubric_warning(warning), 2)
         return self._file
 
     def warn_trouble(self) -> None:

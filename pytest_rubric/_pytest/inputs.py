@@ -15,6 +15,7 @@ from .._defaults import ResponseTally, is_rubric_file, named
 from .._guards.outgoing import warn
 from .caches import Caches
 from .response_dirs import ResponseDir, ResponseDirs
+from .xdist import Role
 
 if TYPE_CHECKING:
     from .._grade.grader import Grader
@@ -32,14 +33,16 @@ class Inputs:
         self,
         config: pytest.Config,
         settings: Settings,
+        role: Role,
         *,
         caches: Caches,
         budget: Budget | None,
     ) -> None:
         self._config = config
         self._settings = settings
+        self._role = role
         self.caches = caches
-        self.responses = ResponseDirs(config)  # the response folders, read once
+        self.responses = ResponseDirs(config, role)  # the response folders, read once
         self.tally = ResponseTally()  # the application's answers: asked, replayed
         self.collection_errors = 0  # rubric files that failed to load
         # Rubric files (node ids) whose targets the command line's subjects replaced, and
@@ -91,7 +94,7 @@ class Inputs:
     def check_dirs(self) -> None:
         """Warn about a rubric directory that holds no rubric file but YAML or JSON files:
         most likely rubric files named without the pattern, which collect nothing."""
-        if hasattr(self._config, "workerinput"):  # the controller warns, once
+        if not self._role.reports:  # the controller warns, once
             return
         settings = self._settings
         for directory in settings.dirs:

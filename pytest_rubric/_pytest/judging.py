@@ -19,7 +19,7 @@ from .._results import Outcome, Verdict
 from ..judge.requests import JudgeKey, JudgeRequest
 from .caches import Caches
 from .items import is_rubric_item
-from .xdist import is_xdist_controller, worker_count
+from .xdist import Role
 
 if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
@@ -75,15 +75,15 @@ class Judging:
 
     def __init__(
         self,
-        config: pytest.Config,
         settings: Settings,
+        role: Role,
         *,
         caches: Caches,
         budget: Budget | None,
         dry_run: bool,
     ) -> None:
-        self._config = config
         self._settings = settings
+        self._role = role
         self._caches = caches
         self._budget = budget
         self._dry_run = dry_run
@@ -144,7 +144,7 @@ class Judging:
             _check_batch(specs)
         self.names = tuple(names)
         self._price(specs, names)
-        if is_xdist_controller(self._config):
+        if self._role.hands_out:
             # The workers judge; the controller adds up their usage. It skips the
             # client, its event loop and the httpx import (workers start sooner).
             from .._llm.base import JudgeStats
@@ -189,7 +189,7 @@ class Judging:
 
         settings = self._settings
         # The bound is for the whole run: xdist workers share it (and a panel's judges).
-        concurrency = max(1, settings.concurrency // (worker_count(self._config) * len(clients)))
+        concurrency = max(1, settings.concurrency // (self._role.workers * len(clients)))
         runners = [
             JudgeRunner(
                 client,
@@ -209,7 +209,7 @@ class Judging:
             for client, name in zip(clients, names, strict=True)
         ]
         if settings.judge_batch:
-            from .._llm.batch_queue import BatchQueue
+            from .._llm.batch import BatchQueue
 
             for runner in runners:
                 runner.transport.batch = BatchQueue(

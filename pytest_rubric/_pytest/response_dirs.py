@@ -13,6 +13,7 @@ import pytest
 
 from .._errors import Problem
 from .._guards.outgoing import warn
+from .xdist import Role
 
 if TYPE_CHECKING:
     from .._load.responses import ResponseFile
@@ -34,8 +35,9 @@ class ResponseDir:
 class ResponseDirs:
     """Every response folder the session has read, by path."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, role: Role) -> None:
         self.config = config
+        self._role = role
         self._dirs: dict[Path, ResponseDir] = {}
 
     def get(self, directory: Path) -> ResponseDir:
@@ -76,8 +78,7 @@ class ResponseDirs:
 
         Every xdist worker collects the same cases: only the first one warns.
         """
-        workerinput = getattr(self.config, "workerinput", None)
-        if workerinput is not None and workerinput.get("workerid") != "gw0":
+        if not self._role.first:
             return
         if self._narrowed():
             return  # the other cases exist; this run just did not ask for them

@@ -12,6 +12,7 @@ from .._config.settings import Settings
 from .._guards.outgoing import outgoing
 from .._results import CaseResult
 from .items import JUNIT_PROPERTIES
+from .xdist import Role
 
 __all__ = ["Results"]
 
@@ -19,7 +20,7 @@ __all__ = ["Results"]
 class Results:
     """Every result of the run, by node id, each item's from its last attempt."""
 
-    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+    def __init__(self, config: pytest.Config, settings: Settings, role: Role) -> None:
         self._config = config
         self._settings = settings
         # By node id, the results of the item's last attempt only: an item run again
@@ -30,14 +31,14 @@ class Results:
         self.assert_subjects = False  # assert_rubric graded with subject=
         self.baseline: list[CaseResult] | None = None
         if settings.baseline_path is not None:
-            from .._render.json import DocumentError, read_document
+            from .._report.document import DocumentError, read_document
 
             try:
                 self.baseline = read_document(settings.baseline_path)
             except DocumentError as exc:
                 raise pytest.UsageError(f"--rubric-baseline: {exc}") from None
             moved = _rootdir_moved(config)
-            if moved is not None and not hasattr(config, "workerinput"):
+            if moved is not None and role.reports:
                 from .._guards.outgoing import rubric_warning
 
                 config.issue_config_time_warning(rubric_warning(moved), stacklevel=2)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .._config.settings import Settings
+from .._config.options import read_settings
 from .._guards.outgoing import warn
 from .._results import Outcome, Verdict
 from . import heap
@@ -37,10 +37,11 @@ from .items import is_rubric_item
 from .judge_recordings import JudgeRecordings
 from .judging import Judging, every
 from .results import Results
-from .xdist import worker_count
+from .xdist import Role
 
 if TYPE_CHECKING:
     # Imported where used: plain pytest runs load no grading or report code.
+    from .._config.outputs import Unwritten
     from .._grade.grader import CompiledRubric
     from .._llm.base import Judged
     from .._report.report import SessionReport
@@ -69,19 +70,25 @@ class RubricSession:
         self.config = config
         self._started = time.time()  # for the JSON's run: when, and how long (monotonic)
         self._clock = time.monotonic()
-        self.settings = settings = Settings.from_config(config)
+        self.settings = settings = read_settings(config)
+        self.role = role = Role.of(config)
         self.dry_run = _dry_run(config)
         # This process's share of --rubric-max-cost: one for the judge and the model.
-        budget = settings.cost.budget(share=worker_count(config))
-        self.caches = Caches(config, settings)
-        self.results = Results(config, settings)
-        self.inputs = Inputs(config, settings, caches=self.caches, budget=budget)
+        budget = settings.cost.budget(share=role.workers)
+        # One cache warning per run: under xdist the controller opens the cache too
+        # (Judging.start) and reports it; the workers, which find the same file, do not.
+        warn = config.issue_config_time_warning if role.reports else None
+        self.caches = Caches(settings, warn=warn)
+        self.results = Results(config, settings, role)
+        self.inputs = Inputs(config, settings, role, caches=self.caches, budget=budget)
         self.judging = Judging(
-            config, settings, caches=self.caches, budget=budget, dry_run=self.dry_run
+            settings, role, caches=self.caches, budget=budget, dry_run=self.dry_run
         )
-        self.audit = Audit(config, settings, judging=self.judging, dry_run=self.dry_run)
+        self.audit = Audit(settings, role, judging=self.judging, dry_run=self.dry_run)
         self.recordings = JudgeRecordings(config, settings, caches=self.caches)
         self.report: SessionReport | None = None  # set by finish(), once every result is in
+        # Outputs that could not be written (shown as error lines at the end; see outputs)
+        self.unwritten: list[Unwritten] = []
         self._frozen = False  # whether collected() froze the heap (see heap)
 
     @property
@@ -108,12 +115,12 @@ class RubricSession:
                     item.add_marker(skip)
         self.audit.plan_probe(items)
         self.audit.start_calibration()
-        if not hasattr(self.config, "workerinput"):  # a worker schedules what it is handed
+        if self.role.reports:  # a worker schedules what it is handed
             self.judging.schedule_items(items)
         if not self.dry_run and any(is_rubric_item(i) for i in items):
-            if self.config.getini("rubric_fast_exit"):
+            if self.settings.fast_exit:
                 heap.arrange_fast_exit()  # idempotent: pytester runs many sessions in a process
-            if self.config.getini("rubric_gc_freeze") and not self._frozen:
+            if self.settings.gc_freeze and not self._frozen:
                 heap.freeze_collected()
                 self._frozen = True
 
@@ -290,7 +297,7 @@ class RubricSession:
                 {k: v for k, v in settings.flip_limits.items() if k != "tone"} if gates else None
             ),
             min_kappa=settings.min_kappa if gates else None,
-            calibration=[c.to_dict() for c in self.audit.calibrations()],
+            calibration=self.audit.calibrations(),
             responses_replayed=(tally.replayed, tally.asked),
             show_response=settings.show_response,
             run=self.run_info() if gates else None,
@@ -324,7 +331,7 @@ class RubricSession:
         """The controller's end of the run: apply the gates, write every output."""
         if self.dry_run:
             return
-        if not hasattr(self.config, "workerinput"):  # the workers' share came as data
+        if self.role.reports:  # the workers' share came as data
             self.recordings.collection_errors += self.inputs.collection_errors
             self.recordings.finish()
         self.report = self._build_report(gates=True)
@@ -334,10 +341,13 @@ class RubricSession:
 
         history = self.settings.history_path
         if history is not None and self.report.shown:
-            from .._report.history import with_trend
+            from .._report.history import skipped_warning, with_trend
 
-            self.report = with_trend(self.report, history)
-        write_outputs(self.report, self.settings.output_paths)
+            skipped: list[str] = []
+            self.report = with_trend(self.report, history, skipped=skipped)
+            if skipped:
+                warn(skipped_warning(history, skipped))
+        self.unwritten += write_outputs(self.report, self.settings.output_paths)
         if history is not None and self.report.shown:
             from .._report.history import HistoryError, append
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 __all__ = [
     "CHANGE_KINDS",
@@ -58,29 +57,6 @@ class GateEntry:
     def note(self) -> bool:
         """Whether the summary prints it as a note: it passed, and says why that matters."""
         return not self.failed and not self.quiet
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "gate": self.gate,
-            "subject": self.subject,
-            "nodeid": self.nodeid,
-            "failed": self.failed,
-            "message": self.message,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> GateEntry:
-        """An entry read back from a document: a pass prints as a note only when it is a
-        flip within noise (the one kind of passing case entry a run writes)."""
-        failed = bool(data["failed"])
-        return cls(
-            gate=data["gate"],
-            subject=data["subject"],
-            nodeid=data["nodeid"],
-            failed=failed,
-            message=data["message"],
-            quiet=not failed and data["gate"] != "baseline-case",
-        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ something (a flip or a drop within noise), and a quiet pass otherwise.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._results import CaseResult
 from .baseline import compare
@@ -36,6 +36,7 @@ from .leaderboard import SubjectRow, leaderboard
 
 if TYPE_CHECKING:
     from .audit import ProbeFigures, StyleProbe
+    from .calibration import Calibration
 
 __all__ = [
     "CHANGE_KINDS",
@@ -104,20 +105,18 @@ def _kind_flip_entries(
     return entries
 
 
-def _min_kappa_entries(
-    calibration: Iterable[Mapping[str, Any]], min_kappa: float
-) -> list[GateEntry]:
+def _min_kappa_entries(calibration: Iterable[Calibration], min_kappa: float) -> list[GateEntry]:
     entries = []
     for c in calibration:
-        kappa = c.get("kappa")
+        kappa = c.kappa
         if kappa is None:
             below = True
-            verdict = f"kappa cannot be computed (n {c.get('n')}), so it is not at least"
+            verdict = f"kappa cannot be computed (n {c.n}), so it is not at least"
         else:
             below = kappa < min_kappa
             verdict = f"kappa {kappa:.3f} is {'below' if below else 'at least'}"
         message = (
-            f"judge calibration of suite {c['suite']!r} (judge {c['judge']}): {verdict} "
+            f"judge calibration of suite {c.suite!r} (judge {c.judge}): {verdict} "
             f"--rubric-judge-min-kappa {min_kappa:g}"
             + ("; its judged criteria are ERROR" if below else "")
         )
@@ -143,7 +142,7 @@ def run_gates(
     gate_confidence: float | None = None,
     style_probe: Sequence[StyleProbe] = (),
     max_style_flips: float | None = None,
-    calibration: Sequence[Mapping[str, Any]] = (),
+    calibration: Sequence[Calibration] = (),
     min_kappa: float | None = None,
     carried: Sequence[GateEntry] = (),
     probes: Sequence[ProbeFigures] = (),
@@ -207,7 +206,7 @@ def run_gates(
         applied.add("min-kappa")
         labels = list(calibration)
         entries += _min_kappa_entries(labels, min_kappa)
-        if not any(c.get("n") for c in labels):
+        if not any(c.n for c in labels):
             entries.append(
                 GateEntry(
                     "min-kappa",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_rubric._config.options import BY_KEY, OPTIONS, given
+from pytest_rubric._config.options import given
+from pytest_rubric._config.settings import BY_KEY, OPTIONS
 
 # A value for each option that has both a flag and an ini key read by the same reader.
 SAMPLES = {

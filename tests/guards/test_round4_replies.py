@@ -490,7 +490,7 @@ import sys, tempfile
 from pathlib import Path
 from pytest_rubric._guards.outgoing import inert_mentions, outgoing, outgoing_data
 from pytest_rubric._guards.secrets import Secret
-from pytest_rubric._llm.cache_store import JudgeCache
+from pytest_rubric._llm.cache import JudgeCache
 
 key = Secret(sys.argv[1])
 n = 1_000_000

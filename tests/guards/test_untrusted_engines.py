@@ -31,6 +31,7 @@ from pytest_rubric._guards.schemas import schema_problems, schema_validator
 from pytest_rubric._load.loader import load_suite
 from pytest_rubric._results import Outcome, Verdict
 from pytest_rubric.criteria import Json
+from pytest_rubric.criteria import json as _json_criterion
 from pytest_rubric.criteria.check import Answer
 from pytest_rubric.criteria.registry import compile_check
 from pytest_rubric.judge.evidence import check_evidence, quote_found
@@ -236,6 +237,26 @@ def test_a_schema_that_loads_never_retrieves_anything(schema: Any, instances: li
             assert outcome.verdict in (MET, UNMET, ERROR)
             assert "retrieval asked" not in outcome.reason
     assert asked == []
+
+
+def test_a_panic_of_the_compiled_schema_library_is_an_error_not_a_crash() -> None:
+    """A ``$ref`` that refers to itself can recurse inside the compiled ``rpds`` library,
+    which raises pyo3's ``PanicException`` (a ``BaseException``, not an ``Exception``):
+    hypothesis found one (``--hypothesis-seed=259042580634759449508458318858031247662``)."""
+
+    class PanicException(BaseException):  # pyo3_runtime's, by name
+        pass
+
+    class Panicking:
+        def iter_errors(self, value: Any) -> Any:
+            raise PanicException("__eq__ failed!: RecursionError")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_json_criterion, "schema_validator", lambda schema: Panicking())
+        compiled = compile_check(Json(id="j", schema={"$ref": "#"}), check_timeout=1.0)
+        outcome = compiled(Answer("[1]"), None)
+    assert outcome.verdict is ERROR
+    assert "recursed past the interpreter's limit" in outcome.reason
 
 
 # --- every pattern on RE2 or under a time bound ------------------------------------------

@@ -20,6 +20,7 @@ from pytest_rubric._grade.style import ASSERTIVE, HEDGES, confidence
 from pytest_rubric._load.loader import parse_suite
 from pytest_rubric._report.audit import audit, probe_plan, probe_record
 from pytest_rubric._report.calibration import label_met, measure
+from pytest_rubric._report.document import JudgeAuditModel, written
 from pytest_rubric._results import CaseResult, Outcome, Verdict
 from pytest_rubric._schema import CalibrationExample
 from pytest_rubric.criteria.judge import Requirement
@@ -389,7 +390,7 @@ def test_flips_are_counted_per_rewrite_and_errors_are_not_probed() -> None:
     assert (probe.probed, probe.flips_confident, probe.flips_hedged) == (3, 1, 1)
     assert probe.style_sensitivity == 2 / 6
     assert probe.line == "judge style probe: 2 of 6 verdicts changed with tone alone (33.3 %)"
-    assert found.to_dict()["style_probe"] == [
+    assert written(JudgeAuditModel, found)["style_probe"] == [
         {
             "judge": "j",
             "probed": 3,

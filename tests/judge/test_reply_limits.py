@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from pytest_rubric import Grader, Rubric, Verdict
 from pytest_rubric._guards.secrets import Secret, clip, redact
 from pytest_rubric._llm.base import Judged
+from pytest_rubric._report.document import result_data
 from pytest_rubric._results import Outcome
 from pytest_rubric.criteria import Requirement
 from pytest_rubric.judge.replies import Graded, ReplyError, read_holistic, read_one, read_one_shot
@@ -440,7 +441,7 @@ def test_results_keep_a_clipped_redacted_copy_of_the_response_and_reasons(
         by_id["long"].reason,
     )
     assert by_id["j"].reason == "r" * 1_995 + "***"
-    assert leaked(KEY, json.dumps(result.to_dict())) == []
+    assert leaked(KEY, json.dumps(result_data(result))) == []
 
 
 # --- end to end: no piece of a key reaches an output ----------------------------------------
