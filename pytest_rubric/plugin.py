@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -344,6 +345,13 @@ class _ReportHooks:
             self.state.results.junit_answers(report)
         return result
 
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """A ``--junitxml`` path that cannot be written is known before a test runs."""
+        from ._pytest.junit import set_aside
+
+        if (unwritten := set_aside(session.config)) is not None:
+            self.state.unwritten.append(unwritten)
+
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         report = self.state.session_report()
         failed_gates = len(report.gates.regressions)
@@ -378,6 +386,11 @@ class _ReportHooks:
             tbstyle=session.config.option.tbstyle,
         )
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        for unwritten in self.state.unwritten:  # one error line each; the run goes on
+            if reporter is not None:
+                reporter.write_line(f"rubric: ERROR {unwritten.line}", red=True, bold=True)
+            else:
+                sys.stderr.write(f"rubric: ERROR {unwritten.line}\n")
         if slow is not None and reporter is not None and self.state.results.rubric_items_ran:
             reporter.write_line(slow.text, **slow.markup)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from .._config.settings import positive_int
 from .._guards.outgoing import outgoing
-from .._report.history import HistoryError, read_runs
+from .._report.history import HistoryError, read_runs, skipped_warning
 from .._report.run import HistoryRun
 
 __all__ = ["add_history_command", "history_lines", "run_history"]
@@ -30,11 +30,15 @@ def add_history_command(commands: Any) -> None:
 
 
 def run_history(args: argparse.Namespace) -> int:
+    skipped: list[str] = []
     try:
-        runs = read_runs(args.path, subject=args.subject, last=args.last)
+        runs = read_runs(args.path, subject=args.subject, last=args.last, skipped=skipped)
     except HistoryError as exc:
         print(f"pytest-rubric history: error: {exc}", file=sys.stderr)
         return 2
+    if skipped:
+        warning = skipped_warning(args.path, skipped)
+        print(f"pytest-rubric history: warning: {warning}", file=sys.stderr)
     for line in history_lines(runs):
         print(outgoing(line))
     return 0

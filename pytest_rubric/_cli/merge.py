@@ -36,11 +36,12 @@ from pathlib import Path
 
 from .._config.outputs import OUTPUTS, write_outputs
 from .._config.settings import fraction
+from .._guards.outgoing import outgoing_streams
 from .._render.summary import terminal_lines
 from .._report.calibration import Calibration
 from .._report.document import DocumentError, load_document, read_document
 from .._report.gates import GateEntry
-from .._report.history import HistoryError, append, with_trend
+from .._report.history import HistoryError, append, skipped_warning, with_trend
 from .._report.report import build_report
 from .._report.run import RunInfo, merged
 from .._results import CaseResult
@@ -170,6 +171,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every command, its output through the outgoing boundary: what it prints (a target's
+    exception text, a document's values, argparse's errors) is redacted and escaped as a
+    report is."""
+    with outgoing_streams():
+        return _command(argv)
+
+
+def _command(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "import":
@@ -213,8 +222,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         carried_gates=gates,
     )
     if args.history is not None:
-        report = with_trend(report, args.history)
-    write_outputs(report, {output.name: getattr(args, output.name) for output in OUTPUTS})
+        skipped: list[str] = []
+        report = with_trend(report, args.history, skipped=skipped)
+        if skipped:
+            warning = skipped_warning(args.history, skipped)
+            print(f"pytest-rubric merge: warning: {warning}", file=sys.stderr)
+    paths = {output.name: getattr(args, output.name) for output in OUTPUTS}
+    for unwritten in write_outputs(report, paths, flag="--"):  # the others are written
+        print(f"pytest-rubric merge: error: {unwritten.line}", file=sys.stderr)
     if args.history is not None:
         try:
             append(args.history, report)

@@ -9,6 +9,7 @@ light enough for ``pytest --help``.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -21,7 +22,7 @@ from .._guards.outgoing import outgoing
 if TYPE_CHECKING:
     from .._report.report import SessionReport
 
-__all__ = ["OUTPUTS", "Output", "write_outputs"]
+__all__ = ["OUTPUTS", "Output", "Unwritten", "unwritable", "write_outputs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +93,50 @@ OUTPUTS: tuple[Output, ...] = (
 )
 
 
-def _write(path: Path, parts: Iterable[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as out:
+@dataclass(frozen=True, slots=True)
+class Unwritten:
+    """An output that could not be written: which (a flag, or the environment variable it
+    is appended to), where, and the system's reason. The run's other outputs are written."""
+
+    output: str  # "--rubric-html", "--html" (merge), "$GITHUB_STEP_SUMMARY", "--junitxml"
+    path: str
+    reason: str
+
+    @property
+    def line(self) -> str:
+        return outgoing(f"cannot write {self.output} {self.path}: {self.reason}")
+
+
+def _reason(exc: OSError, path: Path) -> str:
+    """What the system said, without the errno number or a repeat of the path."""
+    other = exc.filename is not None and Path(exc.filename) != path
+    if other and isinstance(exc, FileExistsError | NotADirectoryError):
+        return f"{exc.filename} is a file, not a folder"  # a parent on the way
+    said = exc.strerror or type(exc).__name__
+    return f"{said}: {exc.filename}" if other else said
+
+
+def unwritable(path: Path) -> str | None:
+    """Why a file at ``path`` cannot be written, or None when it can: a directory, a parent
+    that cannot be made, a place the system refuses. Leaves no new file behind."""
+    if path.is_dir():
+        return os.strerror(errno.EISDIR)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existed = path.exists()
+        with path.open("a", encoding="utf-8"):
+            pass
+        if not existed:
+            path.unlink()
+    except OSError as exc:
+        return _reason(exc, path)
+    return None
+
+
+def _write(path: Path, parts: Iterable[str], mode: str = "w") -> None:
+    if mode == "w":
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open(mode, encoding="utf-8") as out:
         out.writelines(parts)
 
 
@@ -103,9 +145,22 @@ def write_outputs(
     paths: Mapping[str, Path | None],
     *,
     environ: Mapping[str, str] = os.environ,
-) -> None:
+    flag: str = "--rubric-",
+) -> list[Unwritten]:
     """Write each output whose name has a path in ``paths``; an output with ``append_to`` set
-    in ``environ`` is appended there too, and only when the report has something to show."""
+    in ``environ`` is appended there too, and only when the report has something to show.
+
+    An output that cannot be written (a directory, a parent that cannot be made, a path the
+    system refuses) is returned, named by its ``flag`` + name, and never stops the others.
+    """
+    unwritten: list[Unwritten] = []
+
+    def guarded(what: str, path: Path, parts: Iterable[str], mode: str = "w") -> None:
+        try:
+            _write(path, parts, mode)
+        except OSError as exc:
+            unwritten.append(Unwritten(what, str(path), _reason(exc, path)))
+
     for output in OUTPUTS:
         path = paths.get(output.name)
         append = (environ.get(output.append_to) or None) if output.append_to else None
@@ -120,8 +175,8 @@ def write_outputs(
         if append is not None:
             text = "".join(output.boundary(part) for part in parts)
             if path is not None:
-                _write(path, (text,))
-            with open(append, "a", encoding="utf-8") as summary:
-                summary.write(text + "\n")
+                guarded(flag + output.name, path, (text,))
+            guarded(f"${output.append_to}", Path(append), (text, "\n"), "a")
         elif path is not None:
-            _write(path, (output.boundary(part) for part in parts))
+            guarded(flag + output.name, path, (output.boundary(part) for part in parts))
+    return unwritten

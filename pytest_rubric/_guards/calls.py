@@ -8,6 +8,14 @@ reaches the plugin as an :class:`Exception`, so the item or criterion is an
 ERROR like any other. ``SystemExit``, ``GeneratorExit`` and
 ``asyncio.CancelledError`` come out as :class:`UserCodeError`; only
 ``KeyboardInterrupt`` (the person at the keyboard) passes as it is.
+
+An exception is printed here, once, on a thread of its own and within the
+call's time bound: one whose ``str`` or ``repr`` (or that of an exception it
+chains) raises or blocks comes out as a :class:`UserCodeError` reading
+``<unprintable TypeName>``, with the application's traceback and nothing of
+the original left to print. What a call returns leaves as plain data: a ``str``
+subclass is the plain ``str`` it holds (:func:`plain`), so no method of the
+application's runs while the answer is graded.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import inspect
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +43,7 @@ __all__ = [
     "containing",
     "described",
     "make_importable",
+    "plain",
     "resolve_import",
     "run_sync",
 ]
@@ -88,43 +98,138 @@ def run_sync(value: Any) -> Any:
 
 class UserCodeError(Exception):
     """User code ended in a ``BaseException`` that is not an ``Exception`` (``SystemExit``,
-    ``GeneratorExit``, ``asyncio.CancelledError``): an ERROR, never the end of the session."""
+    ``GeneratorExit``, ``asyncio.CancelledError``), or in an exception that cannot be
+    printed: an ERROR, never the end of the session nor a hang."""
 
-    def __init__(self, raised: BaseException) -> None:
-        super().__init__(str(raised))
+    def __init__(
+        self, raised: BaseException, text: str | None = None, *, unprintable: bool = False
+    ) -> None:
+        super().__init__(str(raised) if text is None else text)
         self.kind = type(raised).__name__
+        # The original, or one it chains, does not print: a traceback shows no frame's
+        # arguments or locals, where it may be.
+        self.unprintable = unprintable
 
 
-def contained(raised: BaseException) -> BaseException:
-    """What a user's code raised, as the plugin handles it: an :class:`Exception`, or a
-    ``KeyboardInterrupt``, which stops the run as the person asked."""
-    if isinstance(raised, Exception | KeyboardInterrupt):
+PRINT_BOUND = 1.0  # seconds an exception's str and repr may take, at most
+_CHAIN = 32  # the chained exceptions (causes, contexts) looked at, at most
+
+
+def _printed(raised: BaseException, within: float) -> tuple[str | None, bool]:
+    """``str(raised)`` (None when its ``str`` or ``repr`` raises or takes longer than
+    ``within`` s), and whether the exceptions it chains print too. The printing runs on a
+    daemon thread of its own, abandoned when it overruns."""
+    text: list[str] = []  # str(raised), once it and repr(raised) returned
+    chain: list[bool] = []  # True once the chained exceptions printed too
+
+    def run() -> None:
+        try:
+            printed = str(raised)
+            repr(raised)
+        except BaseException:  # any: a str that exits does not print either
+            return
+        text.append(printed)
+        seen, link = {id(raised)}, _chained(raised)
+        try:
+            while link is not None and id(link) not in seen and len(seen) < _CHAIN:
+                seen.add(id(link))
+                str(link)
+                repr(link)
+                link = _chained(link)
+        except BaseException:
+            return
+        chain.append(True)
+
+    thread = threading.Thread(target=run, name="pytest-rubric-print", daemon=True)
+    thread.start()
+    thread.join(max(within, 0.0))
+    return (text[0] if text else None), bool(chain)
+
+
+def _chained(raised: BaseException) -> BaseException | None:
+    """The exception a traceback of ``raised`` shows next: its cause, or its context."""
+    if raised.__cause__ is not None:
+        return raised.__cause__
+    return None if raised.__suppress_context__ else raised.__context__
+
+
+def contained(raised: BaseException, *, deadline: float | None = None) -> BaseException:
+    """What a user's code raised, as the plugin handles it: an :class:`Exception` that
+    prints (printed by ``deadline``, a ``time.monotonic()``, and within
+    :data:`PRINT_BOUND`), or a ``KeyboardInterrupt``, which stops the run as the person
+    asked. Raise what it returns with ``raise``: its cause is set."""
+    if isinstance(raised, KeyboardInterrupt):
         return raised
-    return UserCodeError(raised)
+    within = PRINT_BOUND
+    if deadline is not None:
+        within = min(within, deadline - time.monotonic())
+    text, chain_prints = _printed(raised, within)
+    if text is not None and chain_prints and isinstance(raised, Exception):
+        return raised
+    if text is not None and chain_prints:  # SystemExit and the like: shown as its cause
+        kept = UserCodeError(raised, text)
+        kept.__cause__ = raised
+    else:  # the application's frames, and nothing that would print the original
+        shown = text or f"<unprintable {type(raised).__name__}>"
+        kept = UserCodeError(raised, shown, unprintable=True)
+        kept.__traceback__ = raised.__traceback__
+        kept.__cause__ = None
+    kept.__suppress_context__ = True
+    return kept
 
 
 def described(raised: BaseException) -> str:
-    """``"ValueError: bad"``, ``"SystemExit: 3"``: what user code raised, for a reason."""
+    """``"ValueError: bad"``, ``"SystemExit: 3"``: what user code raised, for a reason
+    (``"Odd: <unprintable Odd>"`` when it cannot be printed in time)."""
+    if not isinstance(raised, UserCodeError):
+        raised = contained(raised)
     kind = raised.kind if isinstance(raised, UserCodeError) else type(raised).__name__
     return f"{kind}: {raised}"
 
 
 @contextlib.contextmanager
-def containing() -> Iterator[None]:
+def containing(*, deadline: float | None = None) -> Iterator[None]:
     """Run user code in the block: what it raises leaves :func:`contained`."""
     try:
         yield
     except BaseException as raised:
-        kept = contained(raised)
+        kept = contained(raised, deadline=deadline)
         if kept is raised:
             raise
-        raise kept from raised
+        raise kept  # noqa: B904 (its cause is set: the original, or none that prints)
 
 
-def call_user(function: Any, *args: Any) -> Any:
-    """``function(*args)``, awaited if async; what it raises is :func:`contained`."""
-    with containing():
-        return run_sync(function(*args))
+_PLAIN_DEPTH = 32  # how deep plain() looks into lists, tuples and dicts
+
+
+def plain(value: Any, _depth: int = 0, _done: dict[int, Any] | None = None) -> Any:
+    """``value`` with every ``str`` subclass, in it and in the lists, tuples and dicts it
+    holds, made the plain ``str`` it holds: no method of the application's then runs
+    while its answer is read, compared or graded."""
+    kind = type(value)
+    if kind is str:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if kind not in (list, tuple, dict) or _depth >= _PLAIN_DEPTH:
+        return value
+    done = {} if _done is None else _done
+    if id(value) in done:
+        return done[id(value)]
+    deeper = _depth + 1
+    if kind is dict:
+        made: Any = {plain(k, deeper, done): plain(v, deeper, done) for k, v in value.items()}
+    else:
+        made = kind(plain(item, deeper, done) for item in value)
+    done[id(value)] = made
+    return made
+
+
+def call_user(function: Any, *args: Any, deadline: float | None = None) -> Any:
+    """``function(*args)``, awaited if async, as :func:`plain` data; what it raises is
+    :func:`contained` (printed by ``deadline``, when given)."""
+    with containing(deadline=deadline):
+        return plain(run_sync(function(*args)))
 
 
 class CallTimeout(Exception):
@@ -174,10 +279,13 @@ class CallRunner:
         context = contextvars.copy_context()
         done = threading.Event()
         outcome: list[tuple[bool, Any]] = []
+        # What the call raises is printed within its bound, a little before the caller stops
+        # waiting (see contained).
+        deadline = time.monotonic() + timeout * 0.95
 
         def job() -> None:
             try:
-                outcome.append((True, context.run(call_user, function, *args)))
+                outcome.append((True, context.run(call_user, function, *args, deadline=deadline)))
             except BaseException as exc:  # handed to the caller (contained by call_user)
                 outcome.append((False, exc))
             finally:

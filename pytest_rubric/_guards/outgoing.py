@@ -9,16 +9,47 @@ bell), lone surrogates (half an emoji, which UTF-8 cannot write) replaced by U+F
 :func:`outgoing_data` applies it to every string of a document; :func:`inert_mentions`
 makes Markdown's ``@name``, ``@org/team``, ``#123`` and e-mail addresses notify and link
 nobody.
+
+Two more ways out go through it: :func:`outgoing_streams`, the command line's stdout and
+stderr (every ``python -m pytest_rubric`` command prints through it, argparse's errors too),
+and :func:`warn`, the plugin's warnings, whose location is in their text: attributed to no
+file, so that pytest's warnings summary never reads or echoes a line of a user's file (a
+responses line holding a key, control characters or 30 MB).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
-from typing import Any
+import sys
+import warnings
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, TextIO
 
-from .secrets import Secret, known_keys, public_url, redact, whole_characters
+from .secrets import (
+    MAX_TEXT,
+    Secret,
+    clip,
+    known_keys,
+    public_url,
+    redact,
+    shorten,
+    whole_characters,
+)
 
-__all__ = ["as_written", "inert_mentions", "outgoing", "outgoing_data"]
+if TYPE_CHECKING:
+    from .._errors import RubricWarning
+
+__all__ = [
+    "as_written",
+    "inert_mentions",
+    "outgoing",
+    "outgoing_data",
+    "outgoing_streams",
+    "rubric_warning",
+    "warn",
+]
 
 # Terminal control: C0 but tab and newline, DEL, C1 (an escape sequence starts with one of
 # these, so escaping its first character disarms all of it).
@@ -111,3 +142,85 @@ def inert_mentions(text: str) -> str:
     """Markdown ``text`` in which no ``@name``, ``@org/team``, ``#123`` or e-mail address
     links or notifies anyone."""
     return _MENTION.sub(lambda m: (m.group(1) or "@") + "\u200b", text)
+
+
+# --- the command line's output ------------------------------------------------------------------
+
+
+class _Outgoing(io.TextIOBase):
+    """A text stream that writes to ``stream`` through :func:`outgoing`, a line at a time (a
+    key that one ``print`` writes in pieces is whole when it is redacted)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._pending: list[str] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._stream.encoding
+
+    def write(self, text: str) -> int:
+        head, newline, tail = text.rpartition("\n")
+        if not newline:
+            self._pending.append(text)
+            return len(text)
+        lines = "".join([*self._pending, head])
+        self._pending = [tail] if tail else []
+        self._stream.write(outgoing(lines) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._stream.write(outgoing("".join(self._pending)))
+            self._pending = []
+        self._stream.flush()
+
+
+@contextlib.contextmanager
+def outgoing_streams() -> Iterator[None]:
+    """``sys.stdout`` and ``sys.stderr`` through :func:`outgoing` while the context lasts: what
+    a command prints (a target's exception text, a file's content quoted in an error) is
+    redacted of the providers' keys and its control characters escaped, as a report's is."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Outgoing(saved[0]), _Outgoing(saved[1])
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # a closed pipe: nothing more to say
+                stream.flush()
+        sys.stdout, sys.stderr = saved
+
+
+# --- the plugin's warnings ----------------------------------------------------------------------
+
+# Where a warning says it comes from: no file (linecache never reads a name in angle
+# brackets), so pytest's summary echoes no line under it.
+_NO_FILE = "<pytest-rubric>"
+# How much of a location (a user's path and line) a warning shows.
+_WHERE = 300
+
+
+def rubric_warning(message: str, *, where: str | None = None) -> RubricWarning:
+    """A :class:`~pytest_rubric.RubricWarning` saying ``message``, its location ``where`` (a
+    user's file and line) first: cut, then made fit to leave the process."""
+    from .._errors import RubricWarning
+
+    # Made fit first, then cut: a cut must not leave a piece of a key redaction would miss.
+    text = outgoing(message)
+    if where is not None:
+        text = f"{shorten(outgoing(where), _WHERE)}: {text}"
+    return RubricWarning(clip(text, limit=MAX_TEXT))
+
+
+def warn(message: str, *, where: str | None = None) -> None:
+    """Issue :func:`rubric_warning`, attributed to no file: pytest's warnings summary shows
+    its text, never a line it read from the file a warning is about."""
+    warning = rubric_warning(message, where=where)
+    warnings.warn_explicit(warning, type(warning), filename=_NO_FILE, lineno=0)

@@ -103,6 +103,9 @@ class Reply:
     endpoint: str | None = None
     unusable: str | None = None
     parsed: str | None = None  # from the cache: what was stored beside the text, as JSON
+    # The text is a forced tool call's input, the structured part of the reply: it must be
+    # the object, whole (two calls are two objects). Text beside the call is not in it.
+    structured: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .._defaults import PROVIDERS
+from .._guards.limits import unique_keys
 from .._guards.secrets import clip, public_url, redact
 from .base import JudgeError, Reply, Sampling
 from .clients import AnthropicClient, OpenAIClient
@@ -312,7 +313,8 @@ class _Wire:
         found: list[dict[str, Any]] = []
         for line in body.decode("utf-8", errors="replace").splitlines():
             try:
-                data = json.loads(line)
+                # A key given twice (limits.RepeatedKey) is no result either.
+                data = json.loads(line, object_pairs_hook=unique_keys)
             except (ValueError, RecursionError):
                 continue
             if isinstance(data, dict):

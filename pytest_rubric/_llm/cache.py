@@ -53,6 +53,7 @@ from .._defaults import CACHE_MODES
 from .._guards.outgoing import outgoing
 from .._guards.secrets import MAX_TEXT, Secret, clip, public_url
 from .base import JudgeError, JudgeStats, Reply
+from .responses import MAX_REPLY_BYTES
 
 __all__ = ["CACHE_MODES", "CachedCalls", "JudgeCache", "cache_key"]
 
@@ -176,8 +177,15 @@ class JudgeCache:
     def fetch(self, key: str) -> Reply | None:
         """The stored reply for ``key`` with the tokens it cost when it was judged and the
         endpoint it was recorded against, or None."""
+        # A stored reply is held to a live one's cap (the file may come from elsewhere): one
+        # larger is a miss, never read into memory. A target's answer had no cap when live.
         row = self._row(
-            "SELECT raw, tokens_in, tokens_out, endpoint, parsed FROM replies WHERE key = ?", key
+            "SELECT raw, tokens_in, tokens_out, endpoint, parsed FROM replies WHERE key = ? "
+            "AND (provider = 'target' OR (length(CAST(raw AS BLOB)) <= ? "
+            "AND IFNULL(length(CAST(parsed AS BLOB)), 0) <= ?))",
+            key,
+            MAX_REPLY_BYTES,
+            MAX_REPLY_BYTES,
         )
         # Only text is a reply: anything else in the column was not written by us.
         if row is None or not isinstance(row[0], str):
@@ -197,16 +205,17 @@ class JudgeCache:
     def unusable(self, key: str) -> str | None:
         """Why the last reply to ``key`` was not stored (it did not fit the protocol), or None:
         never recorded, or a usable reply is stored."""
-        row = self._row("SELECT reason FROM unusable WHERE key = ?", key)
+        row = self._row("SELECT substr(reason, 1, ?) FROM unusable WHERE key = ?", _REASON, key)
         return row[0] if row is not None and isinstance(row[0], str) else None
 
-    def _row(self, query: str, key: str) -> tuple[Any, ...] | None:
-        """The one row ``query`` finds for ``key``, or None: none, or not readable (a miss)."""
+    def _row(self, query: str, *parameters: object) -> tuple[Any, ...] | None:
+        """The one row ``query`` finds for ``parameters``, or None: none, or not readable (a
+        miss)."""
         with self._lock:
             if self._db is None:
                 return None
             try:
-                row: tuple[Any, ...] | None = self._db.execute(query, (key,)).fetchone()
+                row: tuple[Any, ...] | None = self._db.execute(query, parameters).fetchone()
             except sqlite3.Error as exc:  # a corrupt page, text that is not UTF-8, a lock
                 self._trouble("could not read a stored reply", exc)
                 return None

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._defaults import RetryPolicy
+from .._guards.limits import RepeatedKey, unique_keys
 from .._guards.secrets import Secret, clip, public_url, redact
 from .base import JudgeError, JudgeStats, Reply, Sampling
 from .providers import JudgeSpec
@@ -313,7 +314,17 @@ class HTTPClient:
                 retryable=True,
             )
         try:
-            data = json.loads(body)
+            # A key given twice (two "content" fields, two verdicts in a tool call's input)
+            # leaves the reply to whichever json keeps: no reply at all.
+            data = json.loads(body, object_pairs_hook=unique_keys)
+        except RepeatedKey as exc:
+            raise self._fail(
+                f"the reply gives the key {self._quote(exc.key, _QUOTE_BODY)!r} twice in one "
+                "object",
+                status=status,
+                hint="is --rubric-judge-url an OpenAI-compatible or Anthropic endpoint?",
+                retryable=True,
+            ) from None
         except (ValueError, RecursionError):
             # Not JSON, or JSON nested past the recursion limit, or a number with
             # thousands of digits: a body no judge sends, read as not JSON.

@@ -90,6 +90,7 @@ def read_returned(
     answer = _get(value, "answer")
     if not isinstance(answer, str):
         raise ShapeError(f'"answer" is {type(answer).__name__}, not a str')
+    answer = str.__str__(answer)  # an object's str subclass: the plain str it holds
     fields = {name: _get(value, name) for name in TRACE_FIELDS}
     if all(v is None for v in fields.values()):
         return answer, None
@@ -364,8 +365,10 @@ def as_fields(trace: Trace) -> dict[str, Any]:
 def recorded_trace(parsed: str | None) -> Trace | None:
     """The trace the response cache kept beside an answer (its ``{"response", "trace"}``);
     None when there is none, or it cannot be read (a cache edited by hand)."""
+    from .._guards.limits import Limit, json_loads
+
     try:
-        data = json.loads(parsed) if parsed else None
+        data = json_loads(parsed, whole=True)[0] if parsed else None
         trace = data.get("trace") if isinstance(data, dict) else None
         if isinstance(trace, dict):  # as the response cache wrote it: dataclasses.asdict
             return Trace(
@@ -377,6 +380,6 @@ def recorded_trace(parsed: str | None) -> Trace | None:
                 latency_s=trace.get("latency_s"),
                 metadata=trace.get("metadata"),
             )
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError, Limit, RecursionError):
         pass
     return None

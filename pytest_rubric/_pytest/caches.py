@@ -3,12 +3,11 @@ application's answers (``--rubric-cache``, ``--rubric-response-cache``)."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._errors import RubricWarning
+from .._guards.outgoing import rubric_warning, warn
 
 if TYPE_CHECKING:
     # Imported where used: a session without a judge or a cache never loads them.
@@ -28,13 +27,13 @@ class Caches:
         cache_mode: str,
         response_cache_mode: str,
         recordings_dir: Path | None,
-        warn: Callable[[Warning, int], None] | None,
+        config_warning: Callable[[Warning, int], None] | None,
     ) -> None:
         self._cache_dir = cache_dir  # the judge's and the response cache's one file
         self._cache_mode = cache_mode  # --rubric-cache
         self._response_cache_mode = response_cache_mode  # --rubric-response-cache
         self._recordings_dir = recordings_dir  # --rubric-recordings
-        self._warn = warn  # a warning of the run's (None: another process gives it)
+        self._warn = config_warning  # the run's warnings (None: another process gives them)
         self._file: JudgeCache | None = None
         self._judge: JudgeCache | None = None
         self._responses: CachedCalls | None = None
@@ -75,14 +74,14 @@ class Caches:
             self._file = JudgeCache(self._cache_dir, secrets=known_keys())
             warning = self._file.take_warning()
             if warning is not None and self._warn is not None:
-                self._warn(RubricWarning(warning), 2)
+                self._warn(rubric_warning(warning), 2)
         return self._file
 
     def warn_trouble(self) -> None:
         """A lookup or a write of the cache failed (in the judge's thread): warn, in the item."""
         warning = self._file.take_warning() if self._file is not None else None
         if warning is not None:
-            warnings.warn(RubricWarning(warning), stacklevel=3)
+            warn(warning)
 
     def close(self) -> None:
         if self._file is not None:

@@ -4,7 +4,6 @@ application's tally) and the grader that compiles rubrics."""
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,8 +12,7 @@ import pytest
 
 from .._config.settings import Settings
 from .._defaults import ResponseTally, is_rubric_file, named
-from .._errors import RubricWarning
-from .._guards.outgoing import outgoing
+from .._guards.outgoing import warn
 from .caches import Caches
 from .response_dirs import ResponseDir, ResponseDirs
 from .xdist import Role
@@ -113,11 +111,7 @@ class Inputs:
                 f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini "
                 "rubric_file_patterns"
             )
-            # Attributed to the user's file, not a line of the plugin; line 0, so pytest
-            # echoes no line of it (the message says where).
-            warnings.warn_explicit(
-                RubricWarning(outgoing(message)), RubricWarning, filename=str(found), lineno=0
-            )
+            warn(message)  # the message says where; no line of the file is echoed
 
 
 def _live_models(settings: Settings, budget: Budget | None) -> dict[str, LiveModel]:

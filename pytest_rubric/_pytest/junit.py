@@ -10,15 +10,39 @@ An answer that could not be evaluated fails its call, and the terminal counts it
 error (``pytest_report_teststatus``); JUnit, which writes every failed call as a
 ``failure``, is told the same: :func:`record_as_error` turns that element into an
 ``error`` and moves it from the suite's failures to its errors.
+
+A ``--junitxml`` path that cannot be written (a directory, a parent that cannot be made)
+would end the session in pytest's traceback, after every other output: :func:`set_aside`
+finds it as the session starts and takes JUnit's writer out of this run, so the run ends
+with one error line naming it, like any other output of the run.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
-__all__ = ["record_as_error", "write_system_out"]
+from .._config.outputs import Unwritten, unwritable
+
+__all__ = ["record_as_error", "set_aside", "write_system_out"]
+
+
+def set_aside(config: pytest.Config) -> Unwritten | None:
+    """When ``--junitxml`` names a path that cannot be written: JUnit's writer is taken out
+    of the run and what could not be written is returned (None otherwise)."""
+    from _pytest.junitxml import xml_key
+
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return None
+    reason = unwritable(Path(xml.logfile))
+    if reason is None:
+        return None
+    del config.stash[xml_key]
+    config.pluginmanager.unregister(xml)
+    return Unwritten("--junitxml", str(xml.logfile), reason)
 
 
 def write_system_out(config: pytest.Config, report: pytest.TestReport, text: str) -> None:

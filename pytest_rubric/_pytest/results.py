@@ -40,9 +40,9 @@ class Results:
                 raise pytest.UsageError(f"--rubric-baseline: {exc}") from None
             moved = _rootdir_moved(config)
             if moved is not None and role.reports:
-                from .._errors import RubricWarning
+                from .._guards.outgoing import rubric_warning
 
-                config.issue_config_time_warning(RubricWarning(outgoing(moved)), stacklevel=2)
+                config.issue_config_time_warning(rubric_warning(moved), stacklevel=2)
 
     @property
     def all(self) -> list[CaseResult]:

@@ -21,14 +21,13 @@ the outputs, is here.
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .._config.options import read_settings
-from .._errors import RubricWarning
+from .._guards.outgoing import warn
 from .._results import Outcome, Verdict
 from . import heap
 from .auditing import Audit
@@ -42,6 +41,7 @@ from .xdist import Role
 
 if TYPE_CHECKING:
     # Imported where used: plain pytest runs load no grading or report code.
+    from .._config.outputs import Unwritten
     from .._grade.grader import CompiledRubric
     from .._llm.base import Judged
     from .._report.report import SessionReport
@@ -77,13 +77,13 @@ class RubricSession:
         budget = settings.cost.budget(share=role.workers)
         # One cache warning per run: under xdist the controller opens the cache too
         # (Judging.start) and reports it; the workers, which find the same file, do not.
-        warn = config.issue_config_time_warning if role.reports else None
+        config_warning = config.issue_config_time_warning if role.reports else None
         self.caches = Caches(
             cache_dir=settings.cache_dir,
             cache_mode=settings.cache_mode,
             response_cache_mode=settings.response_cache_mode,
             recordings_dir=settings.recordings_dir,
-            warn=warn,
+            config_warning=config_warning,
         )
         self.results = Results(
             config, role, baseline=settings.baseline_path, show_response=settings.show_response
@@ -104,6 +104,8 @@ class RubricSession:
             config, caches=self.caches, prune=settings.recordings_prune
         )
         self.report: SessionReport | None = None  # set by finish(), once every result is in
+        # Outputs that could not be written (shown as error lines at the end; see outputs)
+        self.unwritten: list[Unwritten] = []
         self._frozen = False  # whether collected() froze the heap (see heap)
 
     @property
@@ -356,17 +358,20 @@ class RubricSession:
 
         history = self.settings.history_path
         if history is not None and self.report.shown:
-            from .._report.history import with_trend
+            from .._report.history import skipped_warning, with_trend
 
-            self.report = with_trend(self.report, history)
-        write_outputs(self.report, self.settings.output_paths)
+            skipped: list[str] = []
+            self.report = with_trend(self.report, history, skipped=skipped)
+            if skipped:
+                warn(skipped_warning(history, skipped))
+        self.unwritten += write_outputs(self.report, self.settings.output_paths)
         if history is not None and self.report.shown:
             from .._report.history import HistoryError, append
 
             try:
                 append(history, self.report)
             except HistoryError as exc:  # never a lost run: its outputs are written already
-                warnings.warn(RubricWarning(str(exc)), stacklevel=1)
+                warn(str(exc))
 
     # --- the end --------------------------------------------------------------------------------
 

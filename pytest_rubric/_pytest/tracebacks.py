@@ -8,6 +8,7 @@ style ``--tb`` asks for, with what the plugin made of it as a section below.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from pathlib import Path
@@ -15,12 +16,18 @@ from typing import Any
 
 import pytest
 
+from .._guards.calls import UserCodeError
 from .._guards.outgoing import outgoing
 
 __all__ = ["application_traceback"]
 
-# The frames that lead to a target: the plugin's, and asyncio's for an async target.
-_CALLERS = (Path(__file__).resolve().parent.parent, Path(os.path.dirname(os.__file__), "asyncio"))
+# The frames that lead to a target: the plugin's (and contextlib's, which it calls through),
+# and asyncio's for an async target.
+_CALLERS = (
+    Path(__file__).resolve().parent.parent,
+    Path(os.path.dirname(os.__file__), "asyncio"),
+    Path(contextlib.__file__),
+)
 
 
 def _calling(entry: Any) -> bool:
@@ -40,9 +47,11 @@ def application_traceback(
     style = config.getoption("tbstyle", "auto")
     if style == "auto":
         style = "long"  # as pytest's own test functions do
+    # An exception that does not print may be a frame's argument or local: none is shown.
+    values = not (isinstance(raised, UserCodeError) and raised.unprintable)
     shown = info.getrepr(
-        funcargs=True,
-        showlocals=config.getoption("showlocals", False),
+        funcargs=values,
+        showlocals=values and config.getoption("showlocals", False),
         style=style,
         tbfilter=False,
         truncate_locals=config.get_verbosity() <= 1,

@@ -12,11 +12,15 @@ or which commit moved a subject.
 - A history that cannot be opened or written (not a database, corrupt, a directory, locked
   past the timeout) is one warning naming the file and what to do; the run, its exit status
   and its other outputs are never lost to it.
+- The file is data from elsewhere: a row whose values are of the wrong type (text where a
+  number goes, a number that is not finite, a time that is not text) is skipped, and the
+  reader says how many it skipped, for one warning.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +36,7 @@ __all__ = [
     "HistoryRun",
     "append",
     "read_runs",
+    "skipped_warning",
     "with_trend",
 ]
 
@@ -73,6 +78,43 @@ class HistoryError(Exception):
     """The history file cannot be used; the message names it and says what to do."""
 
 
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _number(value: object) -> bool:
+    """Whether a value read from the file is a finite number (SQLite keeps any type)."""
+    return type(value) in (int, float) and math.isfinite(value)  # type: ignore[arg-type]
+
+
+def _wrong(started_at: object, commit: object) -> str | None:
+    """What is of the wrong type in a run's row, or None."""
+    if type(started_at) is not str:
+        return f"started_at is {type(started_at).__name__}"
+    if commit is not None and type(commit) is not str:
+        return f"git_commit is {type(commit).__name__}"
+    return None
+
+
+def _wrong_subject(name: object, value: object, low: object, high: object) -> str | None:
+    """What is of the wrong type in a subject's row, or None."""
+    if type(name) is not str:
+        return f"subject is {type(name).__name__}"
+    for field, given in (("correctness", value), ("ci_low", low), ("ci_high", high)):
+        if not _number(given) and (field == "correctness" or given is not None):
+            return f"{field} is {type(given).__name__}, not a finite number"
+    return None
+
+
+def skipped_warning(path: Path, skipped: list[str]) -> str:
+    """The one warning for the rows of ``path`` that :func:`read_runs` skipped."""
+    count = len(skipped)
+    return outgoing(
+        f"--rubric-history {path}: {count} row{'s' if count != 1 else ''} with values of the "
+        f"wrong type skipped ({skipped[0]}); the other rows are read"
+    )
+
+
 def _open(path: Path) -> sqlite3.Connection:
     """The history at ``path``, created or migrated to this version's schema."""
     what = f"--rubric-history {path}"
@@ -83,6 +125,7 @@ def _open(path: Path) -> sqlite3.Connection:
         db = sqlite3.connect(path, timeout=_TIMEOUT, isolation_level=None)
     except sqlite3.Error as exc:
         raise HistoryError(f"{what}: cannot open it ({exc})") from None
+    db.text_factory = _text  # text that is not UTF-8 is read, never a failed query
     try:
         version = db.execute("PRAGMA user_version").fetchone()[0]
         names = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
@@ -184,12 +227,18 @@ def append(path: Path, report: SessionReport) -> None:
 
 
 def read_runs(
-    path: Path, *, subject: str | None = None, last: int | None = None
+    path: Path,
+    *,
+    subject: str | None = None,
+    last: int | None = None,
+    skipped: list[str] | None = None,
 ) -> list[HistoryRun]:
     """The runs in ``path``, oldest first: the last ``last`` of them (all when None), each
-    with its subjects (only ``subject`` when given)."""
+    with its subjects (only ``subject`` when given). A row with a value of the wrong type is
+    skipped, and said in ``skipped`` (``"run 3: correctness is str, ..."``)."""
     if not path.is_file():
         raise HistoryError(f"{path}: no such history file")
+    wrong: list[str] = [] if skipped is None else skipped
     db = _open(path)
     try:
         query = "SELECT id, started_at, git_commit FROM runs ORDER BY id DESC"
@@ -205,30 +254,43 @@ def read_runs(
             f"WHERE run_id >= ?{wanted} ORDER BY run_id, rank, subject",
             (first,) if subject is None else (first, subject),
         ):
-            subjects.setdefault(run_id, []).append((name, value, low, high))
+            if (problem := _wrong_subject(name, value, low, high)) is not None:
+                wrong.append(f"run {run_id}: {problem}")
+                continue
+            subjects.setdefault(run_id, []).append((name, float(value), _float(low), _float(high)))
     except sqlite3.Error as exc:
         raise HistoryError(f"{path}: cannot read it ({exc})") from None
     finally:
         db.close()
-    return [
-        HistoryRun(started_at, commit, tuple(subjects.get(run_id, ())))
-        for run_id, started_at, commit in rows
-    ]
+    runs = []
+    for run_id, started_at, commit in rows:
+        if (problem := _wrong(started_at, commit)) is not None:
+            wrong.append(f"run {run_id}: {problem}")
+            continue
+        runs.append(HistoryRun(started_at, commit, tuple(subjects.get(run_id, ()))))
+    return runs
+
+
+def _float(value: object) -> float | None:
+    return None if value is None else float(value)  # type: ignore[arg-type]
 
 
 TREND_RUNS = 20  # the runs the HTML's trend draws, this one included
 
 
-def with_trend(report: SessionReport, path: Path) -> SessionReport:
+def with_trend(
+    report: SessionReport, path: Path, *, skipped: list[str] | None = None
+) -> SessionReport:
     """``report`` with its ``trend``: the last runs of the history at ``path`` and this one,
     oldest first (at most :data:`TREND_RUNS`). A history that cannot be read adds nothing
-    here; appending to it says why, once."""
+    here; appending to it says why, once. Rows of the wrong type are skipped and said in
+    ``skipped`` (see :func:`read_runs`)."""
     from dataclasses import replace
 
     past: list[HistoryRun] = []
     if path.is_file():
         try:
-            past = read_runs(path, last=TREND_RUNS - 1)
+            past = read_runs(path, last=TREND_RUNS - 1, skipped=skipped)
         except HistoryError:
             past = []
     run = report.run

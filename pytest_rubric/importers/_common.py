@@ -48,8 +48,14 @@ class Output:
 
 
 def is_number(value: Any) -> bool:
-    """A finite JSON or YAML number (a bool is not one)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite JSON or YAML number that a float holds (a bool is not one, nor an integer
+    of 400 digits: past 1.8e308 a float is infinite)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def validated(name: str, data: dict[str, Any]) -> list[Problem]:

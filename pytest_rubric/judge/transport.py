@@ -23,10 +23,11 @@ import contextvars
 import dataclasses
 import inspect
 import threading
+import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._guards.calls import contained, described
+from .._guards.calls import contained, described, plain
 from .._guards.secrets import Secret, known_keys, redact, shorten
 from .._llm.base import JudgeError, JudgeStats, Reply, Sampling
 from .._llm.cache import CachedCalls, JudgeCache, cache_key
@@ -214,7 +215,7 @@ class Transport:
         if self.budget is not None:
             self.budget.admit()  # no wait for a slot once the budget is spent
         reply = await self._complete(prompt, user, sample)
-        return Reply(reply.text, reply.tokens_in, reply.tokens_out, key=looked.key)
+        return dataclasses.replace(reply, key=looked.key)
 
     @property
     def endpoint(self) -> str | None:
@@ -315,19 +316,23 @@ class Transport:
         raises, ``SystemExit`` and a ``CancelledError`` of its own included, is an
         :class:`Exception` here (see ``_guards.calls.contained``), so the criterion is ERROR and the
         loop goes on. A cancellation of this call itself (the session closing) still cancels."""
+        deadline = time.monotonic() + self.timeout
         try:
             text = self.client.complete(system, user)
-            if not inspect.isawaitable(text):  # a plain function is fine too
-                return text
-            async with asyncio.timeout(self.timeout):
-                return await text
+            if inspect.isawaitable(text):  # a plain function is fine too
+                async with asyncio.timeout(self.timeout):
+                    text = await text
+            return plain(text)  # a str subclass's own methods never read the verdict
         except asyncio.CancelledError as raised:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 raise  # ours: the call is being cancelled
-            raise contained(raised) from raised
+            kept = await asyncio.to_thread(contained, raised, deadline=deadline)
         except BaseException as raised:
-            kept = contained(raised)
+            if isinstance(raised, KeyboardInterrupt):
+                raise
+            # Printed off the loop, within the call's bound: a str that blocks holds no call.
+            kept = await asyncio.to_thread(contained, raised, deadline=deadline)
             if kept is raised:
                 raise
-            raise kept from raised
+        raise kept

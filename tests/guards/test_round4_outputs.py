@@ -1,0 +1,343 @@
+"""Round four of hostile input, on the run's edges: outputs that cannot be written,
+exceptions that fight back, files from elsewhere, the promptfoo importer's total, lost
+workers and interrupted runs, batch files, CSV cells and ``init``
+(docs/development/reliability.md)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_rubric._cli.merge import main as cli
+from pytest_rubric._llm.base import JudgeError
+from tests.conftest import SUPPORT, lines_in_any_order
+from tests.guards.test_user_code import JUDGED
+
+pytestmark = pytest.mark.hostile
+
+Write = Callable[[str, str], Path]
+
+# The team's suite without its judged criteria: the run passes without a judge.
+PASSING = "\n".join(line for line in SUPPORT.splitlines() if "requirement:" not in line)
+
+
+# --- outputs that cannot be written ---------------------------------------------------------
+
+
+def test_unwritable_outputs_are_one_line_each_and_the_others_are_written(
+    pytester: pytest.Pytester,
+    team: Callable[..., None],
+    write: Write,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    team(support=PASSING)
+    (pytester.path / "folder").mkdir()
+    write("afile", "not a folder")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "folder"))
+    result = pytester.runpytest(
+        "--rubric-json=folder",  # a directory
+        "--rubric-html=afile/report.html",  # a parent that cannot be made
+        "--rubric-csv=/proc/rubric.csv",  # a place the system refuses
+        "--rubric-markdown=summary.md",
+        "--junitxml=afile/junit.xml",
+    )
+    assert result.ret == pytest.ExitCode.OK  # the tests' own: they all passed
+    lines = [line for line in result.outlines if "cannot write" in line]
+    assert len(lines) == 5, lines
+    result.stdout.fnmatch_lines_random(
+        [
+            "rubric: ERROR cannot write --rubric-json */folder: Is a directory",
+            "rubric: ERROR cannot write --rubric-html */afile/report.html: */afile is a file*",
+            "rubric: ERROR cannot write --rubric-csv /proc/rubric.csv: *",
+            "rubric: ERROR cannot write $GITHUB_STEP_SUMMARY */folder: Is a directory",
+            "rubric: ERROR cannot write --junitxml */afile/junit.xml: */afile is a file*",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*= 2 passed in *"])  # pytest's last line
+    assert "2 of 2 answers passed" in (pytester.path / "summary.md").read_text()  # written
+
+
+def test_merge_writes_the_outputs_it_can_and_names_the_one_it_cannot(
+    pytester: pytest.Pytester, team: Callable[..., None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    team(support=PASSING)
+    pytester.runpytest("--rubric-json=shard.json").assert_outcomes(passed=2)
+    (pytester.path / "folder").mkdir()
+    capsys.readouterr()
+    code = cli(["merge", "shard.json", "--html", "folder", "--json", "merged.json"])
+    assert code == 0  # every case passed
+    err = capsys.readouterr().err
+    assert err.count("cannot write") == 1
+    assert "pytest-rubric merge: error: cannot write --html folder: Is a directory" in err
+    assert len(json.loads((pytester.path / "merged.json").read_text())["results"]) == 2
+
+
+# --- exceptions that fight back --------------------------------------------------------------
+
+FIGHTING = """
+import threading
+
+
+class RaisesWhenPrinted(Exception):
+    def __str__(self):
+        raise TypeError("no str for you")
+
+    def __repr__(self):
+        raise TypeError("no repr either")
+
+
+class BlocksWhenPrinted(Exception):
+    def __str__(self):
+        threading.Event().wait()  # forever
+        return "never"
+
+
+class ReprBlocks(Exception):
+    def __repr__(self):
+        threading.Event().wait()
+        return "never"
+
+
+class Liar(str):
+    # Every way a check might read the text says what the criterion wants.
+    def lower(self):
+        return "one day"
+
+    casefold = lower
+
+    def __contains__(self, item):
+        return True
+
+    def __str__(self):
+        return "one day"
+
+
+def raises(question):
+    raise RaisesWhenPrinted()
+
+
+def blocks(question):
+    raise BlocksWhenPrinted()
+
+
+def repr_blocks(question):
+    raise ValueError("the cause does not print") from ReprBlocks()
+
+
+def lies(question):
+    return Liar("Nothing useful.")
+
+
+def fine(question):
+    return "One day."
+
+
+def check_raises(response, case):
+    raise RaisesWhenPrinted()
+
+
+def check_blocks(response, case):
+    raise BlocksWhenPrinted()
+"""
+
+FIGHTING_SUITE = """
+targets: {raises: "targets:raises", blocks: "targets:blocks", chain: "targets:repr_blocks",
+          lies: "targets:lies", fine: "targets:fine"}
+cases:
+  - id: horizon
+    question: "What is the horizon?"
+    timeout: 2
+    criteria:
+      - {id: day, type: any_of, any_of: ["one day"]}
+  - id: checked
+    question: "And again?"
+    timeout: 2
+    criteria:
+      - {id: raises, type: callable, function: "targets:check_raises", timeout: 2}
+      - {id: blocks, type: callable, function: "targets:check_blocks", timeout: 2}
+"""
+
+
+def test_exceptions_that_do_not_print_are_errors_within_the_calls_bound(
+    pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
+) -> None:
+    write("evals/targets.py", FIGHTING)
+    write("evals/e.rubric.yaml", FIGHTING_SUITE)
+    started = time.monotonic()
+    result = pytester.runpytest("--rubric-dir=evals", "--rubric-json=out.json", "--tb=short")
+    assert time.monotonic() - started < 60  # each bound is 2 s; a hang is forever
+    result.assert_outcomes(passed=1, failed=1, errors=8)  # lies: its own text fails
+    lines_in_any_order(
+        result,
+        [
+            "*target targets:raises raised RaisesWhenPrinted: <unprintable RaisesWhenPrinted>*",
+            "*target targets:blocks raised BlocksWhenPrinted: <unprintable BlocksWhenPrinted>*",
+            "*target targets:repr_blocks raised ValueError: the cause does not print*",
+            "*targets:check_raises raised RaisesWhenPrinted: <unprintable RaisesWhenPrinted>*",
+            "*targets:check_blocks raised BlocksWhenPrinted: <unprintable BlocksWhenPrinted>*",
+            # The application's traceback is still shown, to its line.
+            "*in raises*",
+            "*raise RaisesWhenPrinted()*",
+        ],
+    )
+    results = rubric_json()["results"]
+    assert len(results) == 10  # no result lost
+    by = {(r["subject"], r["case"]): r for r in results}
+    assert by["lies", "horizon"]["criteria"][0]["verdict"] == "UNMET"  # the plain str it holds
+    assert by["lies", "horizon"]["response"] == "Nothing useful."
+    assert by["fine", "horizon"]["passed"]
+    verdicts = {c["verdict"] for r in results if r["subject"] != "fine" for c in r["criteria"]}
+    assert verdicts <= {"ERROR", "UNMET"}
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no")
+
+
+def test_described_and_contained_never_raise_on_an_exception_that_does_not_print() -> None:
+    from pytest_rubric._guards.calls import UserCodeError, contained, described, plain
+
+    assert described(_Unprintable()) == "_Unprintable: <unprintable _Unprintable>"
+    kept = contained(_Unprintable())
+    assert isinstance(kept, UserCodeError) and kept.unprintable
+    assert kept.__cause__ is None and kept.__suppress_context__
+    error = ValueError("fine")
+    assert contained(error) is error
+
+    class Sub(str):
+        def upper(self) -> str:
+            return "LIES"
+
+    text = plain({"answer": Sub("quiet"), "more": [Sub("x"), (Sub("y"),)]})
+    assert text == {"answer": "quiet", "more": ["x", ("y",)]}
+    assert type(text["answer"]) is str and text["answer"].upper() == "QUIET"
+    looped: list[Any] = []
+    looped.append(looped)
+    assert plain(looped)  # a list that holds itself ends
+
+
+OWN_JUDGE = """
+import threading
+
+
+class Unprintable(Exception):
+    def __str__(self):
+        threading.Event().wait()  # forever
+        return "never"
+
+
+class Judge:
+    async def complete(self, system, user):
+        raise Unprintable()
+
+
+def pytest_rubric_make_judge(config):
+    return Judge()
+"""
+
+
+def test_an_own_judge_raising_what_does_not_print_is_an_error_not_a_hang(
+    pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
+) -> None:
+    pytester.makeconftest(OWN_JUDGE)
+    write("j.rubric.yaml", JUDGED)
+    result = pytester.runpytest("--rubric-json=out.json", "--rubric-judge-timeout=5")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*judge Judge raised Unprintable: <unprintable Unprintable>*"])
+    criteria = rubric_json()["results"][0]["criteria"]
+    assert [c["verdict"] for c in criteria] == ["MET", "ERROR"]
+
+
+# --- files from elsewhere are data -----------------------------------------------------------
+
+
+def test_a_history_with_values_of_the_wrong_type_is_one_warning_and_those_rows_skipped(
+    pytester: pytest.Pytester, team: Callable[..., None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    team(support=PASSING)
+    for _ in range(3):
+        pytester.runpytest("--rubric-history=h.sqlite3").assert_outcomes(passed=2)
+    db = sqlite3.connect(pytester.path / "h.sqlite3")
+    with db:
+        db.execute("UPDATE subjects SET correctness = 'high' WHERE run_id = 1")
+        db.execute("UPDATE subjects SET ci_low = x'ff00' WHERE run_id = 2")
+        db.execute("UPDATE runs SET started_at = x'00' WHERE id = 3")  # bytes, not text
+        db.execute("UPDATE runs SET git_commit = x'c3' WHERE id = 2")
+    db.close()
+
+    result = pytester.runpytest("--rubric-history=h.sqlite3", "--rubric-html=r.html")
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=2, warnings=1)
+    result.stdout.fnmatch_lines(["*--rubric-history *h.sqlite3: 4 rows with values of the wrong*"])
+    assert "Correctness over the last" in (pytester.path / "r.html").read_text()
+
+    capsys.readouterr()
+    assert cli(["history", "h.sqlite3"]) == 0  # the command reads what it can
+    out, err = capsys.readouterr()
+    assert err.count("warning") == 1 and "4 rows with values of the wrong type" in err
+    assert len(out.splitlines()) == 2  # runs 1 (without its subject) and 4
+
+
+def test_a_cached_reply_larger_than_a_live_one_is_a_miss(tmp_path: Path) -> None:
+    from pytest_rubric._llm.base import JudgeStats
+    from pytest_rubric._llm.cache import CachedCalls, JudgeCache
+    from pytest_rubric._llm.responses import MAX_REPLY_BYTES
+
+    cache = JudgeCache(tmp_path)
+    big = '{"verdict": "MET", "reason": "' + "x" * MAX_REPLY_BYTES + '"}'
+    calls = CachedCalls(cache, "use", stats=JudgeStats())
+    for name, raw in (("big", big), ("small", '{"verdict": "MET"}')):
+        key = calls.lookup({"call": name}, missing="").key
+        assert key is not None
+        cache.put(key, provider="openai", model="m", raw=raw, parsed={})
+    # A parsed column past the cap is refused too; a target's answer had no cap when live.
+    key = calls.lookup({"call": "parsed"}, missing="").key
+    assert key is not None
+    cache.put(key, provider="openai", model="m", raw="{}", parsed=["y" * MAX_REPLY_BYTES])
+    answer = calls.lookup({"call": "answer"}, missing="").key
+    assert answer is not None
+    cache.put(answer, provider="target", model="app:answer", raw=big, parsed={})
+    assert calls.stats is not None
+    calls.stats.cache_misses = 0
+
+    assert not calls.lookup({"call": "big"}, missing="").cached  # a miss: asked again
+    assert not calls.lookup({"call": "parsed"}, missing="").cached
+    assert calls.lookup({"call": "small"}, missing="").cached
+    assert calls.lookup({"call": "answer"}, missing="").text == big
+    assert calls.stats.cache_misses == 2
+    with pytest.raises(JudgeError, match="not recorded"):  # replay: a miss like any other
+        CachedCalls(cache, "replay").lookup({"call": "big"}, missing="not recorded")
+    cache.close()
+
+
+def test_a_response_cache_trace_nested_past_the_limit_is_no_trace() -> None:
+    from pytest_rubric._load.traces import recorded_trace
+
+    deep = '{"trace": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert recorded_trace(deep) is None
+    assert recorded_trace('{"trace": {"x": ' + "9" * 5000 + "}}") is None
+
+
+def test_a_healthbench_points_of_400_digits_is_a_located_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = Path(__file__).resolve().parents[1] / "data" / "healthbench_sample.jsonl"
+    first = json.loads(data.read_text().splitlines()[0])
+    first["rubrics"][0]["points"] = int("9" * 400)
+    bad = tmp_path / "big.jsonl"
+    bad.write_text(json.dumps(first) + "\n")
+    code = cli(["import", "healthbench", str(bad), "--out", str(tmp_path / "evals")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "OverflowError" not in err
+    assert "big.jsonl:1, case 'hb-0001-emergency', field 'rubrics[0].points': must be a" in err
+    assert not (tmp_path / "evals").exists()
