@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .._config.settings import Settings
 from .._llm.recordings import CALIBRATION, location
 from .._results import Verdict
 from ..judge.requests import JudgeKey, JudgeRequest
@@ -34,8 +33,19 @@ __all__ = ["Audit"]
 class Audit:
     """Calibration against the suite's labels, and the probes of the judge's biases."""
 
-    def __init__(self, settings: Settings, role: Role, *, judging: Judging, dry_run: bool) -> None:
-        self._settings = settings
+    def __init__(
+        self,
+        role: Role,
+        *,
+        judging: Judging,
+        dry_run: bool,
+        probe: int,
+        probe_kinds: tuple[str, ...],
+        min_kappa: float | None,
+    ) -> None:
+        self._probe = probe  # --rubric-judge-probe N
+        self._probe_kinds = probe_kinds  # --rubric-judge-probe-kinds
+        self._min_kappa = min_kappa  # --rubric-judge-min-kappa
         self._role = role
         self._judging = judging
         self._dry_run = dry_run
@@ -85,7 +95,7 @@ class Audit:
     @property
     def _grades_calibration(self) -> bool:
         # Every worker measures the same figures; with a kappa gate each needs them itself.
-        return self._role.first or self._settings.min_kappa is not None
+        return self._role.first or self._min_kappa is not None
 
     def calibration_of(self, file_id: str) -> Calibration | None:
         """The judge's agreement with a rubric file's labels (waiting for its grades)."""
@@ -127,7 +137,7 @@ class Audit:
     def below_min_kappa(self, key: JudgeKey) -> str | None:
         """Why the judged criteria of ``key`` are ERROR: its suite's calibration kappa is
         below ``--rubric-judge-min-kappa``; None when it is not."""
-        floor = self._settings.min_kappa
+        floor = self._min_kappa
         if floor is None:
             return None
         calibration = self.calibration_of(key.file)
@@ -153,7 +163,7 @@ class Audit:
 
         Every process collects every item, so each xdist worker makes the same choice.
         """
-        n = self._settings.judge_probe
+        n = self._probe
         if not n or not self._judging.names or self._dry_run:
             return
         from .._report.audit import probe_plan
@@ -186,7 +196,7 @@ class Audit:
         from .._grade.restyle import restyle
 
         key, response = request.key, request.response
-        kinds = self._settings.probe_kinds
+        kinds = self._probe_kinds
         probes: list[tuple[str, JudgeRequest]] = []
         if "tone" in kinds:
             probes += [

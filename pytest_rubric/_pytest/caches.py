@@ -4,9 +4,9 @@ application's answers (``--rubric-cache``, ``--rubric-response-cache``)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._config.settings import Settings
 from .._guards.outgoing import rubric_warning, warn
 
 if TYPE_CHECKING:
@@ -20,9 +20,20 @@ __all__ = ["Caches"]
 class Caches:
     """Opens the cache file on first use, once for the judge and the response cache alike."""
 
-    def __init__(self, settings: Settings, *, warn: Callable[[Warning, int], None] | None) -> None:
-        self._settings = settings
-        self._warn = warn  # a warning of the run's (None: another process gives it)
+    def __init__(
+        self,
+        *,
+        cache_dir: Path,
+        cache_mode: str,
+        response_cache_mode: str,
+        recordings_dir: Path | None,
+        config_warning: Callable[[Warning, int], None] | None,
+    ) -> None:
+        self._cache_dir = cache_dir  # the judge's and the response cache's one file
+        self._cache_mode = cache_mode  # --rubric-cache
+        self._response_cache_mode = response_cache_mode  # --rubric-response-cache
+        self._recordings_dir = recordings_dir  # --rubric-recordings
+        self._warn = config_warning  # the run's warnings (None: another process gives them)
         self._file: JudgeCache | None = None
         self._judge: JudgeCache | None = None
         self._responses: CachedCalls | None = None
@@ -30,7 +41,7 @@ class Caches:
 
     def recordings(self) -> Recordings | None:
         """The judge's recordings folder (``--rubric-recordings``), or None."""
-        directory = self._settings.recordings_dir
+        directory = self._recordings_dir
         if self._recordings is None and directory is not None:
             from .._guards.secrets import known_keys
             from .._llm.recordings import Recordings
@@ -40,7 +51,7 @@ class Caches:
 
     def judge(self) -> JudgeCache | None:
         """The judge's cache (opened on first use), or None with ``--rubric-cache off``."""
-        if self._judge is None and self._settings.cache_mode != "off":
+        if self._judge is None and self._cache_mode != "off":
             self._judge = self._open()
         return self._judge
 
@@ -48,7 +59,7 @@ class Caches:
         """What the application's answers go through with ``--rubric-response-cache use`` or
         ``replay`` (the same file as the judge's, whatever ``--rubric-cache`` says); None
         without it: targets and models are then called on every run."""
-        mode = self._settings.response_cache_mode
+        mode = self._response_cache_mode
         if self._responses is None and mode != "off":
             from .._llm.cache import CachedCalls
 
@@ -60,7 +71,7 @@ class Caches:
             from .._guards.secrets import known_keys  # no httpx: an xdist controller skips it
             from .._llm.cache import JudgeCache
 
-            self._file = JudgeCache(self._settings.cache_dir, secrets=known_keys())
+            self._file = JudgeCache(self._cache_dir, secrets=known_keys())
             warning = self._file.take_warning()
             if warning is not None and self._warn is not None:
                 self._warn(rubric_warning(warning), 2)

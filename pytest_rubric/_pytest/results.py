@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from .._config.settings import Settings
 from .._guards.outgoing import outgoing
 from .._results import CaseResult
 from .items import JUNIT_PROPERTIES
@@ -20,9 +19,11 @@ __all__ = ["Results"]
 class Results:
     """Every result of the run, by node id, each item's from its last attempt."""
 
-    def __init__(self, config: pytest.Config, settings: Settings, role: Role) -> None:
+    def __init__(
+        self, config: pytest.Config, role: Role, *, baseline: Path | None, show_response: int
+    ) -> None:
         self._config = config
-        self._settings = settings
+        self._show_response = show_response  # ini rubric_show_response
         # By node id, the results of the item's last attempt only: an item run again
         # (pytest-rerunfailures) counts once, as its last attempt went.
         self._by_node: dict[str, list[CaseResult]] = {}
@@ -30,11 +31,11 @@ class Results:
         self.rubric_items_ran = False
         self.assert_subjects = False  # assert_rubric graded with subject=
         self.baseline: list[CaseResult] | None = None
-        if settings.baseline_path is not None:
+        if baseline is not None:
             from .._report.document import DocumentError, read_document
 
             try:
-                self.baseline = read_document(settings.baseline_path)
+                self.baseline = read_document(baseline)
             except DocumentError as exc:
                 raise pytest.UsageError(f"--rubric-baseline: {exc}") from None
             moved = _rootdir_moved(config)
@@ -87,7 +88,7 @@ class Results:
         from .._render.table import answer_lines
         from .junit import write_system_out
 
-        show = self._settings.show_response
+        show = self._show_response
         text = "\n".join(
             line
             for result in getattr(report, "rubric_results", ())

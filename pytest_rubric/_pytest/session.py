@@ -77,15 +77,32 @@ class RubricSession:
         budget = settings.cost.budget(share=role.workers)
         # One cache warning per run: under xdist the controller opens the cache too
         # (Judging.start) and reports it; the workers, which find the same file, do not.
-        warn = config.issue_config_time_warning if role.reports else None
-        self.caches = Caches(settings, warn=warn)
-        self.results = Results(config, settings, role)
+        config_warning = config.issue_config_time_warning if role.reports else None
+        self.caches = Caches(
+            cache_dir=settings.cache_dir,
+            cache_mode=settings.cache_mode,
+            response_cache_mode=settings.response_cache_mode,
+            recordings_dir=settings.recordings_dir,
+            config_warning=config_warning,
+        )
+        self.results = Results(
+            config, role, baseline=settings.baseline_path, show_response=settings.show_response
+        )
         self.inputs = Inputs(config, settings, role, caches=self.caches, budget=budget)
         self.judging = Judging(
             settings, role, caches=self.caches, budget=budget, dry_run=self.dry_run
         )
-        self.audit = Audit(settings, role, judging=self.judging, dry_run=self.dry_run)
-        self.recordings = JudgeRecordings(config, settings, caches=self.caches)
+        self.audit = Audit(
+            role,
+            judging=self.judging,
+            dry_run=self.dry_run,
+            probe=settings.judge_probe,
+            probe_kinds=settings.probe_kinds,
+            min_kappa=settings.min_kappa,
+        )
+        self.recordings = JudgeRecordings(
+            config, caches=self.caches, prune=settings.recordings_prune
+        )
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         # Outputs that could not be written (shown as error lines at the end; see outputs)
         self.unwritten: list[Unwritten] = []
