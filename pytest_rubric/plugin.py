@@ -182,8 +182,9 @@ def pytest_report_to_serializable(
     config: pytest.Config, report: pytest.CollectReport | pytest.TestReport
 ) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
     data = yield
-    if data is not None and data.get("rubric_results"):
-        data["rubric_results"] = [r.to_dict() for r in data["rubric_results"]]
+    for name in _CARRIED:
+        if data is not None and data.get(name):
+            data[name] = [r.to_dict() for r in data[name]]
     return data
 
 
@@ -192,10 +193,15 @@ def pytest_report_from_serializable(
     config: pytest.Config, data: dict[str, Any]
 ) -> Generator[None, object, object]:
     report = yield
-    results = getattr(report, "rubric_results", None)
-    if results:
-        report.rubric_results = [CaseResult.from_dict(r) for r in results]  # type: ignore[attr-defined]
+    for name in _CARRIED:
+        results = getattr(report, name, None)
+        if results:
+            setattr(report, name, [CaseResult.from_dict(r) for r in results])
     return report
+
+
+# The report attributes that carry results: a phase's own, and a setup's for a lost worker.
+_CARRIED = ("rubric_results", "rubric_if_lost")
 
 
 @pytest.hookimpl(tryfirst=True)
