@@ -270,9 +270,10 @@ class _Wire:
 
     def lines(self, body: bytes) -> list[dict[str, Any]]:
         """A JSONL results file's objects (a line that is not one is skipped: its request
-        counts as missing)."""
+        counts as missing). Lines end at ``\n`` only: a raw U+2028 (or U+0085, a form feed)
+        inside a JSON string is part of the string, never a line break."""
         found: list[dict[str, Any]] = []
-        for line in body.decode("utf-8", errors="replace").splitlines():
+        for line in body.decode("utf-8", errors="replace").split("\n"):
             try:
                 data = json.loads(line)
             except (ValueError, RecursionError):

@@ -535,3 +535,54 @@ def test_an_interrupted_run_says_so_and_merge_refuses_it_unless_allowed(
     assert "--allow-incomplete" in err
     assert cli(["merge", "whole.json", "b.json", "--allow-incomplete", "--json", "m.json"]) == 0
     assert json.loads((pytester.path / "m.json").read_text())["run"]["complete"] is False
+
+
+# --- batch files and polls --------------------------------------------------------------------
+
+
+def test_a_batch_results_file_is_split_on_newlines_only() -> None:
+    from pytest_rubric._llm.batch_wire import _Wire
+
+    odd = "a\u2028b\u0085c\x0cd\u2029e"  # each a line break to str.splitlines
+    lines = [
+        json.dumps({"custom_id": "1", "text": odd}, ensure_ascii=False),
+        json.dumps({"custom_id": "2", "text": "plain"}),
+    ]
+    body = ("\n".join(lines) + "\r\n").encode()
+    found = _Wire(None).lines(body)  # type: ignore[arg-type]
+    assert found == [{"custom_id": "1", "text": odd}, {"custom_id": "2", "text": "plain"}]
+
+
+@pytest.mark.parametrize("retry_after", [0.0, 0.001, 0.5])
+def test_a_poll_retry_after_below_one_second_is_one_second(
+    monkeypatch: pytest.MonkeyPatch, retry_after: float
+) -> None:
+    import asyncio
+
+    from pytest_rubric._llm import batch
+    from pytest_rubric._llm.batch_wire import _Status
+
+    polls: list[str] = []
+    sleeps: list[float] = []
+
+    class Wire:
+        async def poll(self, batch_id: str) -> tuple[_Status, float | None]:
+            polls.append(batch_id)
+            return _Status(len(polls) == 5), retry_after
+
+    real_sleep = asyncio.sleep
+
+    async def sleep(seconds: float) -> None:  # counted, not waited
+        sleeps.append(seconds)
+        await real_sleep(0)
+
+    monkeypatch.setattr(batch.asyncio, "sleep", sleep)
+
+    async def wait() -> _Status | None:
+        deadline = asyncio.get_running_loop().time() + 3600
+        return await batch._wait(Wire(), "b1", deadline, first_poll=1.0, max_poll=30.0)  # type: ignore[arg-type]
+
+    status = asyncio.run(wait())
+    assert status is not None and status.ended
+    assert len(polls) == 5
+    assert sleeps == [batch.MIN_RETRY_AFTER] * 4 == [1.0] * 4
