@@ -182,10 +182,12 @@ def pytest_report_to_serializable(
     config: pytest.Config, report: pytest.CollectReport | pytest.TestReport
 ) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
     data = yield
-    if data is not None and data.get("rubric_results"):
+    if data is not None and any(data.get(name) for name in _CARRIED):
         from ._report.document import result_data
 
-        data["rubric_results"] = [result_data(r) for r in data["rubric_results"]]
+        for name in _CARRIED:
+            if data.get(name):
+                data[name] = [result_data(r) for r in data[name]]
     return data
 
 
@@ -194,12 +196,18 @@ def pytest_report_from_serializable(
     config: pytest.Config, data: dict[str, Any]
 ) -> Generator[None, object, object]:
     report = yield
-    results = getattr(report, "rubric_results", None)
-    if results:
+    if any(getattr(report, name, None) for name in _CARRIED):
         from ._report.document import result_of
 
-        report.rubric_results = [result_of(r) for r in results]  # type: ignore[attr-defined]
+        for name in _CARRIED:
+            results = getattr(report, name, None)
+            if results:
+                setattr(report, name, [result_of(r) for r in results])
     return report
+
+
+# The report attributes that carry results: a phase's own, and a setup's for a lost worker.
+_CARRIED = ("rubric_results", "rubric_if_lost")
 
 
 @pytest.hookimpl(tryfirst=True)

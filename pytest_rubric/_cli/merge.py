@@ -17,7 +17,8 @@ only) are kept from the shards' ``gates``, and count in the exit status.
 Exit status: 0 when every case passed and the gates passed; 1 when a case
 failed or could not be evaluated, or a gate failed; 2 for bad input (a file
 that is not a ``--rubric-json`` document, a field of the wrong type, NaN or
-missing, shards that overlap). Whether a case passed is recomputed from its
+missing, shards that overlap, a shard whose run was interrupted without
+``--allow-incomplete``). Whether a case passed is recomputed from its
 criteria, never taken from the shard.
 
 The merged document's ``run`` is that of the shards together (``_report.run.merged``):
@@ -64,6 +65,7 @@ def merge(
     calibration: list[Calibration] | None = None,
     runs: list[RunInfo] | None = None,
     gates: list[GateEntry] | None = None,
+    allow_incomplete: bool = False,
 ) -> list[CaseResult]:
     """The results of every shard; a node id found in two shards is an error.
 
@@ -75,12 +77,20 @@ def merge(
     figures of each suite and judge are added to ``calibration``. Each shard's ``run`` (none
     in a document of an older version) is added to ``runs``, in the order given, for
     :func:`~pytest_rubric._report.run.merged`. Every shard's gate
-    outcomes are added to ``gates``, in shard order.
+    outcomes are added to ``gates``, in shard order. A shard whose run was interrupted
+    (``run.complete`` false) is an error unless ``allow_incomplete``: its results are a part
+    of its items, and would merge as if they were all.
     """
     results: list[CaseResult] = []
     owner: dict[str, Path] = {}
     for path in paths:
         document = load_document(path)
+        if document.run is not None and not document.run.complete and not allow_incomplete:
+            raise DocumentError(
+                f"{path}: its run was interrupted (run.complete is false), so it holds only "
+                "part of its shard; run that shard again, or pass --allow-incomplete to merge "
+                "what it has"
+            )
         if notes is not None:
             notes += document.recomputed
         if runs is not None and document.run is not None:
@@ -128,6 +138,12 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument(f"--{output.name}", type=Path, metavar="PATH", help=output.merge_help)
     cmd.add_argument(
         "--baseline", type=Path, metavar="PATH", help="an earlier --rubric-json to gate against"
+    )
+    cmd.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="merge a shard whose run was interrupted (run.complete false in its JSON), "
+        "which is refused otherwise",
     )
     cmd.add_argument(
         "--history",
@@ -199,7 +215,12 @@ def _command(argv: Sequence[str] | None) -> int:
     gates: list[GateEntry] = []
     try:
         results = merge(
-            args.documents, notes=notes, calibration=calibration, runs=runs, gates=gates
+            args.documents,
+            notes=notes,
+            calibration=calibration,
+            runs=runs,
+            gates=gates,
+            allow_incomplete=args.allow_incomplete,
         )
         baseline = read_document(args.baseline) if args.baseline is not None else None
     except DocumentError as exc:

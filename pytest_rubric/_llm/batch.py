@@ -10,7 +10,8 @@
 * Anthropic: ``POST /v1/messages/batches``; ``GET .../{id}`` until its
   ``processing_status`` is ``ended``; the replies from its ``results_url``.
 
-It polls with backoff (1 s doubling to 30 s, or the server's ``Retry-After``)
+It polls with backoff (1 s doubling to 30 s, or the server's ``Retry-After``,
+never below :data:`MIN_RETRY_AFTER`: a ``Retry-After: 0`` would poll without pause)
 up to a timeout (default 3600 s), then cancels the batch, and returns, for
 every ``custom_id``, the :class:`~pytest_rubric._llm.base.Reply` (its tokens
 counted in the client's stats) or a :class:`BatchFailure` saying why not
@@ -65,6 +66,7 @@ __all__ = [
     "MAX_BATCH_CHARACTERS",
     "MAX_BATCH_REQUESTS",
     "MAX_RESULTS_BYTES",
+    "MIN_RETRY_AFTER",
     "BatchFailure",
     "BatchQueue",
     "BatchRequest",
@@ -309,9 +311,10 @@ class _Wire:
 
     def lines(self, body: bytes) -> list[dict[str, Any]]:
         """A JSONL results file's objects (a line that is not one is skipped: its request
-        counts as missing)."""
+        counts as missing). Lines end at ``\n`` only: a raw U+2028 (or U+0085, a form feed)
+        inside a JSON string is part of the string, never a line break."""
         found: list[dict[str, Any]] = []
-        for line in body.decode("utf-8", errors="replace").splitlines():
+        for line in body.decode("utf-8", errors="replace").split("\n"):
             try:
                 # A key given twice (limits.RepeatedKey) is no result either.
                 data = json.loads(line, object_pairs_hook=unique_keys)
@@ -642,6 +645,9 @@ async def run_batch(
     return results
 
 
+MIN_RETRY_AFTER = 1.0  # seconds: the least a poll waits when the server says how long
+
+
 async def _wait(
     wire: _Wire, batch_id: str, deadline: float, *, first_poll: float, max_poll: float
 ) -> _Status | None:
@@ -660,7 +666,7 @@ async def _wait(
         remaining = deadline - loop.time()
         if remaining <= 0:
             return None
-        wait = delay if retry_after is None else retry_after
+        wait = delay if retry_after is None else max(retry_after, MIN_RETRY_AFTER)
         await asyncio.sleep(max(0.0, min(wait, max_poll, remaining)))
         delay = min(delay * 2, max_poll)
 

@@ -32,6 +32,7 @@ from .response_dirs import no_response
 from .tracebacks import application_traceback
 
 if TYPE_CHECKING:
+    from .._results import CaseResult
     from ..criteria.model import CriterionModel
     from .response_dirs import ResponseDir
     from .session import RubricSession
@@ -344,6 +345,23 @@ class RubricItem(pytest.Item):
         assert isinstance(parent, RubricFile)
         return parent.rubric_session
 
+    def if_lost(self) -> list[CaseResult]:
+        """The item's result should the process running it die mid-item (an xdist worker
+        whose target called ``os._exit``): every criterion ERROR, as for a missing answer."""
+        if not self.subject:
+            return []
+        reason = (
+            "the xdist worker running it crashed (its process ended: os._exit, a signal, "
+            "out of memory), so its answer was never graded"
+        )
+        return [self._unavailable(reason)]
+
+    def _unavailable(self, reason: str) -> CaseResult:
+        """The result of an answer that could not be had: every criterion ERROR."""
+        return self.rubric_session.inputs.grader.unavailable(
+            self.compiled, reason, nodeid=self.nodeid, suite=self.suite_name, subject=self.subject
+        )
+
     def runtest(self) -> None:
         """Obtain the response, grade it, assert the grade.
 
@@ -364,16 +382,7 @@ class RubricItem(pytest.Item):
         if responses is None:
             problem = problem or "no response"
             if self.subject:
-                record(
-                    self,
-                    grader.unavailable(
-                        self.compiled,
-                        problem,
-                        nodeid=self.nodeid,
-                        suite=self.suite_name,
-                        subject=self.subject,
-                    ),
-                )
+                record(self, self._unavailable(problem))
             raise_no_answer(problem, raised=raised[0] if raised else None)
         result = evaluate(
             session,

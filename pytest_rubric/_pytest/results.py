@@ -28,6 +28,9 @@ class Results:
         # (pytest-rerunfailures) counts once, as its last attempt went.
         self._by_node: dict[str, list[CaseResult]] = {}
         self._rerun: set[str] = set()  # node ids whose attempt now is one that runs again
+        # By node id, from an xdist worker's setup report: the item's result should the worker
+        # die running it (see xdist), until the item's teardown
+        self._if_lost: dict[str, list[CaseResult]] = {}
         self.rubric_items_ran = False
         self.assert_subjects = False  # assert_rubric graded with subject=
         self.baseline: list[CaseResult] | None = None
@@ -60,6 +63,11 @@ class Results:
         if report.when == "setup":
             self._by_node.pop(nodeid, None)
             self._rerun.discard(nodeid)
+            if_lost = getattr(report, "rubric_if_lost", None)
+            if if_lost:
+                self._if_lost[nodeid] = if_lost
+        elif report.when == "teardown":
+            self._if_lost.pop(nodeid, None)
         if str(report.outcome) == "rerun":  # not one of pytest's own outcomes
             self._rerun.add(nodeid)
         if nodeid in self._rerun:
@@ -75,6 +83,15 @@ class Results:
                 self.rubric_items_ran = True
             elif result.ranked:
                 self.assert_subjects = True
+
+    def crashed(self, report: pytest.TestReport) -> None:
+        """The xdist worker running ``report``'s item died: the report (xdist's, about to be
+        logged) carries the ERROR result the item's setup sent, and counts as an error."""
+        results = self._if_lost.pop(report.nodeid, None)
+        if results:
+            report.rubric_results = results  # type: ignore[attr-defined]
+            report.rubric_item = True  # type: ignore[attr-defined]
+            report.rubric_error = True  # type: ignore[attr-defined]
 
     def junit_error(self, report: pytest.TestReport) -> None:
         """An answer that could not be evaluated is an error in JUnit, as in the terminal."""

@@ -220,6 +220,10 @@ class RubricSession:
         self.inputs.targets_replaced.update(replaced)
         self.inputs.targets_pinned.update(pinned)
 
+    def crashed(self, report: pytest.TestReport) -> None:
+        """An xdist worker died running ``report``'s item (see ``xdist``)."""
+        self.results.crashed(report)
+
     def schedule_items(self, items: Iterable[pytest.Item]) -> None:
         """Start judging ``items`` (an xdist worker, about to run them; see ``xdist``)."""
         self.judging.schedule_items(items)
@@ -293,7 +297,7 @@ class RubricSession:
             return self.report
         return self._build_report(gates=False)
 
-    def _build_report(self, *, gates: bool) -> SessionReport:
+    def _build_report(self, *, gates: bool, complete: bool = True) -> SessionReport:
         from .._report.report import build_report
 
         settings = self.settings
@@ -317,12 +321,13 @@ class RubricSession:
             calibration=self.audit.calibrations(),
             responses_replayed=(tally.replayed, tally.asked),
             show_response=settings.show_response,
-            run=self.run_info() if gates else None,
+            run=self.run_info(complete=complete) if gates else None,
         )
 
-    def run_info(self) -> RunInfo:
+    def run_info(self, *, complete: bool = True) -> RunInfo:
         """Which run this is (the JSON's ``run``): on an xdist controller, the judge cache's
-        hits and misses are the workers' summed (see ``add_worker_stats``)."""
+        hits and misses are the workers' summed (see ``add_worker_stats``); ``complete``
+        False when the session was interrupted."""
         import platform
 
         from .._report.run import RunInfo, git_commit, iso_time, plugin_version
@@ -342,6 +347,7 @@ class RubricSession:
             cache_misses=sum(stats.cache_misses for stats in usage),
             # The response cache's replays (--rubric-response-cache), summed over xdist workers.
             responses_replayed=self.inputs.tally.replayed,
+            complete=complete,
         )
 
     def finish(self, session: pytest.Session) -> None:
@@ -351,7 +357,10 @@ class RubricSession:
         if self.role.reports:  # the workers' share came as data
             self.recordings.collection_errors += self.inputs.collection_errors
             self.recordings.finish()
-        self.report = self._build_report(gates=True)
+        # Ctrl-C (pytest's INTERRUPTED; a collection that stopped too): the results are a
+        # part of the run, and the JSON says so.
+        complete = session.exitstatus != pytest.ExitCode.INTERRUPTED
+        self.report = self._build_report(gates=True, complete=complete)
         if self.report.gates.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         from .._config.outputs import write_outputs  # the renderers: only at the end

@@ -14,6 +14,12 @@ only where ``config.workerinput`` is absent:
 - on the controller, :class:`ControllerHooks` adds each worker's usage up
   when the worker goes down (``pytest_testnodedown``).
 
+A worker can die in the middle of an item (``os._exit`` in a target, a signal, the
+OOM killer) and send nothing of it. So the setup report of each rubric item a worker
+runs carries the result the item has if that happens (``rubric_if_lost``: every
+criterion ERROR), and xdist's ``pytest_handlecrashitem`` makes it the crashed item's
+result: an ERROR in every output, never an item missing from them.
+
 What a worker will run is known from public facts only: pytest's
 ``nextitem``, and xdist's documented guarantee that ``--dist loadfile`` and
 ``--dist loadscope`` hand every item of a file to one worker (a rubric
@@ -24,7 +30,7 @@ could judge an item another worker runs, and pay for it twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -47,6 +53,7 @@ class RubricSession(Protocol):
     def schedule_items(self, items: Iterable[pytest.Item]) -> None: ...
     def worker_stats(self) -> dict[str, Any] | None: ...
     def add_worker_stats(self, data: dict[str, Any]) -> None: ...
+    def crashed(self, report: pytest.TestReport) -> None: ...
 
 
 STATS_KEY = "rubric_judge_stats"  # in workeroutput: one worker's judge usage
@@ -134,6 +141,19 @@ class WorkerHooks:
                     ahead += self._by_file.get(name, ())
         return ahead
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """A rubric item's setup report carries its result should this worker die running it."""
+        report = yield
+        if_lost = getattr(item, "if_lost", None)
+        if call.when == "setup" and report.passed and if_lost is not None:
+            results = if_lost()
+            if results:
+                report.rubric_if_lost = results  # type: ignore[attr-defined]
+        return report
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         stats = self.state.worker_stats()
         workeroutput = getattr(session.config, "workeroutput", None)
@@ -163,6 +183,11 @@ class ControllerHooks:
     def pytest_configure_node(self, node: Any) -> None:
         dist = getattr(node.config.option, "dist", "no")
         node.workerinput[WHOLE_FILES_KEY] = dist in _WHOLE_FILE_MODES
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        """A worker died running ``crashitem``: its result is the ERROR its setup sent."""
+        self.state.crashed(report)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:

@@ -406,6 +406,9 @@ class RunModel(_Part):
     grader: str
     cache: RunCacheModel
     responses_replayed: Count
+    # False: the session was interrupted (Ctrl-C) and its results are a part of the run;
+    # merge refuses it unless --allow-incomplete. Absent in documents of earlier versions.
+    complete: bool = True
 
 
 class GateModel(_Part):

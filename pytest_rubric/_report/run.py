@@ -74,6 +74,9 @@ class RunInfo:
     cache_hits: int = 0  # the judge cache's, summed over xdist workers
     cache_misses: int = 0
     responses_replayed: int = 0  # the application's answers taken from a cache
+    # False when the session was interrupted (Ctrl-C): its results are a part of the run
+    # (``merge`` refuses such a shard unless --allow-incomplete)
+    complete: bool = True
 
     def header(self) -> list[tuple[str, str]]:
         """The header line of the HTML and Markdown, as ``(label, value)`` pairs: the plugin's
@@ -120,7 +123,8 @@ def merged(runs: Sequence[RunInfo]) -> RunInfo | None:
 
     The first shard's versions, commit, grader and cache mode; ``started_at`` the earliest
     start and ``duration_s`` from it to the end of the last shard to finish; every shard's
-    judges, each once; the cache's hits and misses and ``responses_replayed`` summed.
+    judges, each once; the cache's hits and misses and ``responses_replayed`` summed;
+    ``complete`` only when every shard's run was.
     """
     if len(runs) <= 1:
         return runs[0] if runs else None
@@ -136,6 +140,7 @@ def merged(runs: Sequence[RunInfo]) -> RunInfo | None:
         cache_hits=sum(run.cache_hits for run in runs),
         cache_misses=sum(run.cache_misses for run in runs),
         responses_replayed=sum(run.responses_replayed for run in runs),
+        complete=all(run.complete for run in runs),
     )
 
 

@@ -434,3 +434,155 @@ def test_a_glob_never_follows_a_symlink_nor_leaves_the_config_folder(tmp_path: P
             tree.paths(outside)
     with pytest.raises(Unmappable, match="symlink"):
         tree.paths("file://prompts/root/**/*.txt")
+
+
+# --- lost workers and interrupted runs are visible -------------------------------------------
+
+LOSING = """
+import os
+
+
+def fine(question):
+    return "One day."
+
+
+def crash(question):
+    os._exit(3)
+
+
+def interrupted(question):
+    raise KeyboardInterrupt
+"""
+
+
+def test_an_item_whose_worker_crashed_is_an_error_in_every_output(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    write("evals/targets.py", LOSING)
+    write(
+        "evals/e.rubric.yaml",
+        """
+        targets: {fine: "targets:fine", crash: "targets:crash"}
+        cases:
+          - id: horizon
+            question: "What is the horizon?"
+            criteria:
+              - {id: day, type: any_of, any_of: ["one day"]}
+        """,
+    )
+    result = pytester.runpytest_subprocess(
+        "-n",
+        "2",
+        "--rubric-dir=evals",
+        "--rubric-json=out.json",
+        "--rubric-csv=out.csv",
+        "--rubric-history=h.sqlite3",
+        timeout=120,
+    )
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["ERROR evals/e.rubric.yaml::horizon?crash? - worker * crashed*"])
+    document = json.loads((pytester.path / "out.json").read_text())
+    by = {r["subject"]: r for r in document["results"]}
+    assert by["crash"]["passed"] is False
+    assert [c["verdict"] for c in by["crash"]["criteria"]] == ["ERROR"]
+    assert "worker running it crashed" in by["crash"]["criteria"][0]["reason"]
+    totals = {row["subject"]: (row["passed"], row["total"]) for row in document["leaderboard"]}
+    assert totals == {"fine": (1, 1), "crash": (0, 1)}
+    assert document["run"]["complete"] is True  # the run went on after the crash
+    csv = (pytester.path / "out.csv").read_text()
+    assert "horizon[crash]" in csv and "ERROR" in csv
+    with sqlite3.connect(pytester.path / "h.sqlite3") as db:
+        rows = db.execute("SELECT nodeid, passed, errors FROM items ORDER BY nodeid").fetchall()
+    db.close()
+    assert rows == [
+        ("evals/e.rubric.yaml::horizon[crash]", 0, 1),
+        (
+            "evals/e.rubric.yaml::horizon[fine]",
+            1,
+            0,
+        ),
+    ]
+
+
+def test_an_interrupted_run_says_so_and_merge_refuses_it_unless_allowed(
+    pytester: pytest.Pytester, write: Write, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write("evals/targets.py", LOSING)
+    suite = """
+        target: "targets:{target}"
+        cases:
+          - id: horizon
+            question: "What is the horizon?"
+            criteria:
+              - {{id: day, type: any_of, any_of: ["one day"]}}
+        """
+    write("evals/a.rubric.yaml", suite.format(target="fine"))
+    done = pytester.runpytest("--rubric-dir=evals", "--rubric-json=whole.json")
+    assert json.loads((pytester.path / "whole.json").read_text())["run"]["complete"] is True
+    done.assert_outcomes(passed=1)
+
+    write("evals/b.rubric.yaml", suite.format(target="interrupted"))
+    stopped = pytester.runpytest(  # KeyboardInterrupt: Ctrl-C, without a signal to send
+        "evals/b.rubric.yaml", "--rubric-json=b.json", no_reraise_ctrlc=True
+    )
+    assert stopped.ret == pytest.ExitCode.INTERRUPTED
+    assert json.loads((pytester.path / "b.json").read_text())["run"]["complete"] is False
+
+    capsys.readouterr()
+    assert cli(["merge", "whole.json", "b.json"]) == 2
+    err = capsys.readouterr().err
+    assert "b.json: its run was interrupted (run.complete is false)" in err
+    assert "--allow-incomplete" in err
+    assert cli(["merge", "whole.json", "b.json", "--allow-incomplete", "--json", "m.json"]) == 0
+    assert json.loads((pytester.path / "m.json").read_text())["run"]["complete"] is False
+
+
+# --- batch files and polls --------------------------------------------------------------------
+
+
+def test_a_batch_results_file_is_split_on_newlines_only() -> None:
+    from pytest_rubric._llm.batch import _Wire
+
+    odd = "a\u2028b\u0085c\x0cd\u2029e"  # each a line break to str.splitlines
+    lines = [
+        json.dumps({"custom_id": "1", "text": odd}, ensure_ascii=False),
+        json.dumps({"custom_id": "2", "text": "plain"}),
+    ]
+    body = ("\n".join(lines) + "\r\n").encode()
+    found = _Wire(None).lines(body)  # type: ignore[arg-type]
+    assert found == [{"custom_id": "1", "text": odd}, {"custom_id": "2", "text": "plain"}]
+
+
+@pytest.mark.parametrize("retry_after", [0.0, 0.001, 0.5])
+def test_a_poll_retry_after_below_one_second_is_one_second(
+    monkeypatch: pytest.MonkeyPatch, retry_after: float
+) -> None:
+    import asyncio
+
+    from pytest_rubric._llm import batch
+    from pytest_rubric._llm.batch import _Status
+
+    polls: list[str] = []
+    sleeps: list[float] = []
+
+    class Wire:
+        async def poll(self, batch_id: str) -> tuple[_Status, float | None]:
+            polls.append(batch_id)
+            return _Status(len(polls) == 5), retry_after
+
+    real_sleep = asyncio.sleep
+
+    async def sleep(seconds: float) -> None:  # counted, not waited
+        sleeps.append(seconds)
+        await real_sleep(0)
+
+    monkeypatch.setattr(batch.asyncio, "sleep", sleep)
+
+    async def wait() -> _Status | None:
+        deadline = asyncio.get_running_loop().time() + 3600
+        return await batch._wait(Wire(), "b1", deadline, first_poll=1.0, max_poll=30.0)  # type: ignore[arg-type]
+
+    status = asyncio.run(wait())
+    assert status is not None and status.ended
+    assert len(polls) == 5
+    assert sleeps == [batch.MIN_RETRY_AFTER] * 4 == [1.0] * 4

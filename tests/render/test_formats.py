@@ -327,6 +327,7 @@ def test_the_run_is_in_the_json_and_a_header_line_with_no_token_in_any_url(
         "grader": "holistic",
         "cache": {"mode": "use", "hits": 0, "misses": 2},
         "responses_replayed": 0,
+        "complete": True,
     }
     # A warm run: the same run but for the cache's counts.
     result, second, _, _ = run()
