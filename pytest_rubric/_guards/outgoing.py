@@ -54,13 +54,13 @@ __all__ = [
 # Terminal control: C0 but tab and newline, DEL, C1 (an escape sequence starts with one of
 # these, so escaping its first character disarms all of it).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# A URL with userinfo, a query string or a fragment: the only ones that need changing.
-_URL_IN_TEXT = re.compile(
-    # Up to a space, a quote, a control character or the next "http://" (and the like): a
-    # URL pasted right after another is a URL of its own.
-    r"[A-Za-z][A-Za-z0-9+.-]*://"
-    r"(?:(?!(?i:https?|wss?|ftp)://)[^\s<>\"'`\x00-\x1f\x7f-\x9f])+"
-)
+_ESCAPED = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]}
+# A URL is a scheme ([A-Za-z][A-Za-z0-9+.-]*), "://", then the rest: up to a space, a quote,
+# a control character or the next "http://" (and the like), since a URL pasted right after
+# another is a URL of its own. The scheme is read by hand (_url_spans): a regex tries every
+# start inside a run of letters, which is quadratic (a 320 KB answer took 99 s).
+_SCHEME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_URL_REST = re.compile(r"(?:(?!(?i:https?|wss?|ftp)://)[^\s<>\"'`\x00-\x1f\x7f-\x9f])+")
 _UNSAFE_URL = re.compile(r"^[^/]*//[^/?#]*@|[?#]")
 
 
@@ -113,16 +113,54 @@ def _environment_keys() -> list[Secret]:
 
 
 def _outgoing(text: str, keys: tuple[Secret | None, ...]) -> str:
+    """Every step linear in the text: an answer of a megabyte passes in well under a second,
+    whatever its shape (bench/bench_outgoing.py)."""
     text = redact(whole_characters(text), *keys)
     if "://" in text:
-        text = _URL_IN_TEXT.sub(_public_match, text)
+        text = _public_urls(text)
     if _CONTROL.search(text):
-        text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+        text = text.translate(_ESCAPED)
     return text
 
 
-def _public_match(match: re.Match[str]) -> str:
-    url = match.group()
+def _url_spans(text: str) -> Iterator[tuple[int, int]]:
+    """The ``[start, end)`` of each URL in ``text``, left to right, none overlapping.
+
+    Each "://" is found with ``str.find``; its scheme is the run of scheme characters before
+    it (not reaching back into the URL before), from its first letter; the rest is one match
+    of a regex that cannot backtrack far. A run is read once, so the whole is linear.
+    """
+    done = 0
+    colon = text.find("://")
+    while colon >= 0:
+        start = colon
+        while start > done and text[start - 1] in _SCHEME:
+            start -= 1
+        while start < colon and not text[start].isalpha():  # "1http://": the scheme is "http"
+            start += 1
+        rest = _URL_REST.match(text, colon + 3) if start < colon else None
+        if rest is None:  # no scheme, or nothing after the "://"
+            colon = text.find("://", colon + 1)
+            continue
+        yield start, rest.end()
+        done = rest.end()
+        colon = text.find("://", done)
+
+
+def _public_urls(text: str) -> str:
+    """``text`` with each URL in it public (:func:`_public`)."""
+    parts: list[str] = []
+    written = 0
+    for start, end in _url_spans(text):
+        parts += [text[written:start], _public(text[start:end])]
+        written = end
+    if not parts:
+        return text
+    parts.append(text[written:])
+    return "".join(parts)
+
+
+def _public(url: str) -> str:
     scheme, _, rest = url.partition("://")
     authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
     _, colon, port = authority.rpartition(":")
@@ -159,7 +197,9 @@ class _Outgoing(io.TextIOBase):
         return True
 
     def isatty(self) -> bool:
-        return self._stream.isatty()
+        # Never: a library that colours its output for a terminal (argparse does, from Python
+        # 3.14) would have its escapes shown as text, as every escape here is.
+        return False
 
     @property
     def encoding(self) -> str:  # type: ignore[override]

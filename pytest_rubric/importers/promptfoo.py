@@ -38,6 +38,7 @@ from .promptfoo_config import Conversion, shown_value
 from .promptfoo_match import Unmappable
 from .promptfoo_merge import gather_tests, merge
 from .promptfoo_read import Prompt, is_file_ref, parse_yaml, read_prompts
+from .promptfoo_render import Budget, TooLarge
 
 __all__ = ["PARTIAL_TAG", "convert"]
 
@@ -57,6 +58,7 @@ def convert(configs: list[Path]) -> Output:
     problems: list[Problem] = []
     output = Output()
     names: dict[str, Path] = {}
+    budget = Budget()  # the whole import's: every config spends from it
     for path in configs:
         name = f"{_stem(path)}.rubric.yaml"
         if name in names:
@@ -69,7 +71,18 @@ def convert(configs: list[Path]) -> Output:
             )
             continue
         names[name] = path
-        suite = _convert_config(Conversion(path, problems, output.notes))
+        try:
+            suite = _convert_config(Conversion(path, problems, output.notes, budget))
+        except TooLarge as exc:  # the whole import stops here
+            problems.append(
+                Problem(
+                    str(exc),
+                    path=path,
+                    hint="import fewer tests at a time, or narrow the vars and the files "
+                    "their globs match",
+                )
+            )
+            break
         if suite is not None:
             output.rubrics[name] = suite
     if problems:

@@ -56,8 +56,9 @@ def cases_of(ctx: Conversion, test: Test, prompts: list[Prompt]) -> list[dict[st
     cases: list[dict[str, Any]] = []
     for k, combo in enumerate(combos):
         which = f"{test.label}, vars combination {k + 1}" if len(combos) > 1 else test.label
+        ctx.budget.spend(cases=len(prompts))  # before any of them is made
         try:
-            vars_ = prepare(combo, ctx.tree)
+            vars_ = prepare(combo, ctx.tree, ctx.budget)
         except Unmappable as exc:
             why = f"vars: {exc}"
             if len(combos) > 1:
@@ -73,6 +74,7 @@ def cases_of(ctx: Conversion, test: Test, prompts: list[Prompt]) -> list[dict[st
             case = _case(ctx, test, prompt, vars_, criteria, lost, len(prompts) > 1)
             if case is not None:
                 case["id"] = _case_id(test, k, len(combos), j, len(prompts))
+                ctx.budget.spend_on(case)  # the text it is written as
                 cases.append(case)
     if cases:
         ctx.stats.written += 1
@@ -186,12 +188,16 @@ def _values(ctx: Conversion, item: dict[str, Any], vars_: dict[str, Any]) -> dic
     value = item.get("value")
     missing: set[str] = set()
     if isinstance(value, str):
-        value = _file_value(ctx, value) if is_file_ref(value) else render(value, vars_, missing)
+        value = (
+            _file_value(ctx, value)
+            if is_file_ref(value)
+            else render(value, vars_, missing, ctx.budget)
+        )
     elif isinstance(value, list):
         value = [
             _file_value(ctx, v)
             if is_file_ref(v)
-            else render(v, vars_, missing)
+            else render(v, vars_, missing, ctx.budget)
             if isinstance(v, str)
             else v
             for v in value
@@ -209,9 +215,13 @@ def _file_value(ctx: Conversion, ref: str) -> Any:
     path = ctx.tree.path(ref)
     suffix = path.suffix.lower()
     if suffix in (".json", ".yaml", ".yml"):
-        return ctx.tree.document(path, ref).data
+        data = ctx.tree.document(path, ref).data
+        ctx.budget.spend_on(data)
+        return data
     if suffix == ".txt":
-        return ctx.tree.text(path, ref).strip()
+        text = ctx.tree.text(path, ref).strip()
+        ctx.budget.spend(text=len(text))
+        return text
     if suffix in (".js", ".cjs", ".mjs", ".ts", ".py"):
         raise Unmappable(f"its value comes from running {ref}")
     raise Unmappable(f"{ref}: promptfoo reads assertion values from .txt, .json and .yaml files")
@@ -230,7 +240,7 @@ def _case(
         f"{test.options.get('prefix') or ''}{prompt.template}{test.options.get('suffix') or ''}"
     )
     try:
-        rendered = render_prompt(template, vars_)
+        rendered = render_prompt(template, vars_, ctx.budget)
     except Unmappable as exc:
         ctx.unmapped(prompt.where, f"prompt {shown_value(prompt.label)}", f"{exc}; no case asks it")
         return None

@@ -13,6 +13,7 @@ from typing import Any
 
 from .._errors import Problem
 from .promptfoo_read import Parsed, Tree
+from .promptfoo_render import Budget
 
 __all__ = ["Conversion", "Stats", "shown_value", "var_names"]
 
@@ -31,8 +32,11 @@ class Conversion:
     """One config's conversion: where it is read from, its problems (input promptfoo refuses),
     its notes and its counts. Every step of the conversion reports through it."""
 
-    def __init__(self, path: Path, problems: list[Problem], notes: list[str]) -> None:
+    def __init__(
+        self, path: Path, problems: list[Problem], notes: list[str], budget: Budget
+    ) -> None:
         self.path, self.problems, self.notes = path, problems, notes
+        self.budget = budget  # the whole import's, shared by every config
         self.tree = Tree(path)
         self.parsed = Parsed(None, {})
         self.templates: dict[str, Any] = {}

@@ -5,14 +5,17 @@ promptfoo reads ``file://`` references relative to the config. Here they are rea
 only inside the config's directory tree (a path that resolves outside it, through
 ``..``, an absolute path or a symlink, is not read), only as regular files, and a
 reference that cannot be read is :class:`~.promptfoo_match.Unmappable`: listed,
-never taken as literal text. What is read from them, prompts and tests, is
+never taken as literal text. A glob is walked here, not by :mod:`glob`: checked
+before any walking (no absolute pattern, no ``..``, a start inside the tree), it
+never follows a symlink, and it stops past :data:`MAX_WALKED` entries. What is read from them, prompts and tests, is
 :mod:`.promptfoo_prompts`' and :mod:`.promptfoo_read`'s.
 """
 
 from __future__ import annotations
 
-import glob as globbing
+import fnmatch
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +31,8 @@ __all__ = [
     "CODE",
     "FILE",
     "GLOB",
+    "MAX_TEXT",
+    "MAX_WALKED",
     "Parsed",
     "Tree",
     "is_file_ref",
@@ -41,6 +46,9 @@ CODE = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".py", ".rb")
 # js-yaml reads YAML 1.2, where only true/false are booleans; PyYAML (1.1) also reads yes/no/on/off.
 _YAML12_BOOLS = {"true", "false"}
 _BOOL_TAG = "tag:yaml.org,2002:bool"
+MAX_WALKED = 100_000  # directory entries one glob may look at
+# The text a whole import may make (see promptfoo_render.Budget): no file read is larger.
+MAX_TEXT = 256 * 1024 * 1024
 
 
 def is_file_ref(value: Any) -> bool:
@@ -80,15 +88,56 @@ class Tree:
         name = ref.removeprefix(FILE)
         where = (base or self.root).resolve()
         if GLOB.search(name):
-            found = [
-                Path(p)
-                for p in sorted(globbing.glob(name, root_dir=where, recursive=True))
-                if not Path(p).name.startswith(".")
-            ]
+            found = self._glob(name, where, ref)
             if not found:
                 raise Unmappable(f"{ref} matches no file")
-            return [self._inside(where / p, ref) for p in found]
+            return [self._inside(p, ref) for p in found]
         return [self._inside(where / name, ref)]
+
+    def _glob(self, pattern: str, where: Path, ref: str) -> list[Path]:
+        """The regular files under ``where`` that ``pattern`` matches (``*``, ``?``, ``[...]``
+        within a name, ``**`` for any folders), sorted; no symlink is followed, no hidden name
+        matched by a wildcard, and nothing outside the tree is ever looked at."""
+        parts = [part for part in pattern.split("/") if part not in ("", ".")]
+        if pattern.startswith("/") or ".." in parts or not where.is_relative_to(self.root):
+            raise Unmappable(
+                f"{ref} reaches outside the config's directory ({self.root}), which is all an "
+                "import reads"
+            )
+        fixed = 0
+        while fixed < len(parts) - 1 and not GLOB.search(parts[fixed]):
+            fixed += 1
+        start = where.joinpath(*parts[:fixed])
+        for fixed_folder in (start, *start.parents):  # the fixed ones: real, in the tree
+            if fixed_folder == where:
+                break
+            if fixed_folder.is_symlink():
+                raise Unmappable(f"{ref} goes through the symlink {self.shown(fixed_folder)}")
+        if not start.is_dir():
+            return []
+        wanted = tuple(parts[fixed:])
+        found: list[Path] = []
+        walked = 0
+        for folder, dirs, files in os.walk(start, followlinks=False):
+            walked += len(dirs) + len(files)
+            if walked > MAX_WALKED:
+                raise Unmappable(
+                    f"{ref} walks more than {MAX_WALKED:,} files and folders; name a narrower "
+                    "folder or pattern"
+                )
+            here = Path(folder)
+            relative = here.relative_to(start).parts
+            # Only into real folders a match may lie under: a walk goes no deeper than it must.
+            dirs[:] = [
+                d
+                for d in dirs
+                if not (here / d).is_symlink() and _matches(wanted, (*relative, d), folder=True)
+            ]
+            for file in files:
+                path = here / file
+                if _matches(wanted, (*relative, file)) and not path.is_symlink():
+                    found.append(path)
+        return sorted(found)
 
     def path(self, ref: str, *, base: Path | None = None) -> Path:
         found = self.paths(ref, base=base)
@@ -107,6 +156,8 @@ class Tree:
 
     def text(self, path: Path, ref: str) -> str:
         try:
+            if path.is_file() and path.stat().st_size > MAX_TEXT:
+                raise Unmappable(f"{ref} is larger than {MAX_TEXT // 2**20:,} MB")
             return read_text(path)
         except FileNotFoundError:
             raise Unmappable(f"{ref}: no such file") from None
@@ -123,6 +174,38 @@ class Tree:
             raise Unmappable(
                 f"{ref} is not valid YAML or JSON ({exc.problems[0].render()})"
             ) from None
+
+
+def _name_matches(pattern: str, name: str) -> bool:
+    """One name against one part of a glob: a hidden name only when the part says so."""
+    if name.startswith(".") and not pattern.startswith("."):
+        return False
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+def _matches(pattern: tuple[str, ...], path: tuple[str, ...], *, folder: bool = False) -> bool:
+    """Whether the names of ``path`` match the parts of ``pattern`` (``**``: any folders);
+    with ``folder``, whether ``path`` is a folder a match may lie under."""
+    done: dict[tuple[int, int], bool] = {}
+
+    def match(i: int, j: int) -> bool:
+        if (i, j) not in done:
+            if j == len(path) and folder:
+                result = i < len(pattern)
+            elif i == len(pattern):
+                result = j == len(path)
+            elif pattern[i] == "**":
+                result = match(i + 1, j) or (
+                    j < len(path) and not path[j].startswith(".") and match(i, j + 1)
+                )
+            else:
+                result = (
+                    j < len(path) and _name_matches(pattern[i], path[j]) and match(i + 1, j + 1)
+                )
+            done[i, j] = result
+        return done[i, j]
+
+    return match(0, 0)
 
 
 def parse_yaml(text: str, path: Path) -> Parsed:

@@ -11,7 +11,10 @@ sets renders as empty text, as in Nunjucks; a template jinja2 cannot read or ren
 
 An imported config is untrusted input: the sandbox refuses attributes and calls
 outside plain data, a template renders at most :data:`MAX_RENDERED` characters, and its
-loops over ``range`` at most :data:`MAX_LOOPS` steps in all.
+loops over ``range`` at most :data:`MAX_LOOPS` steps in all. The whole import, whatever
+the number of tests or the size of their vars, is held to one :class:`Budget`
+(:data:`MAX_CASES` cases, :data:`MAX_TEXT` characters of text made), spent as the text
+is made, so 3 KB of config never grows to gigabytes before it is stopped.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import Problem
 from ._common import ImportFailed
 from .promptfoo_assert import js_string
+from .promptfoo_files import MAX_TEXT
 from .promptfoo_match import Unmappable
 from .promptfoo_read import FILE, Tree, json_stringify
 
@@ -35,10 +39,14 @@ if TYPE_CHECKING:
     from jinja2.sandbox import SandboxedEnvironment
 
 __all__ = [
+    "MAX_CASES",
     "MAX_COMBINATIONS",
     "MAX_LOOPS",
     "MAX_RENDERED",
+    "MAX_TEXT",
+    "Budget",
     "Rendered",
+    "TooLarge",
     "combinations",
     "prepare",
     "render",
@@ -51,6 +59,51 @@ MAX_COMBINATIONS = 10_000
 # wrote for a model, never megabytes, and a template that loops more is not one.
 MAX_RENDERED = 1_000_000
 MAX_LOOPS = 100_000
+# The whole import: cases (each vars combination asked with each prompt, counted before it
+# is made) and the text made for them (rendered, read from files, written in cases).
+MAX_CASES = 100_000
+
+
+class TooLarge(Exception):
+    """The import passed its :class:`Budget`: it stops, and nothing is written."""
+
+
+class Budget:
+    """What the whole import may make, spent as it is made (see :data:`MAX_CASES`)."""
+
+    def __init__(self) -> None:
+        self.cases = 0
+        self.text = 0
+
+    def spend(self, *, cases: int = 0, text: int = 0) -> None:
+        """Count ``cases`` and ``text`` characters; raise :class:`TooLarge` past a limit."""
+        self.cases += cases
+        self.text += text
+        if self.cases > MAX_CASES:
+            raise TooLarge(
+                f"the import makes more than {MAX_CASES:,} cases (each vars combination with "
+                "each prompt), more than a suite anyone runs"
+            )
+        if self.text > MAX_TEXT:
+            raise TooLarge(
+                f"the import makes more than {MAX_TEXT // 2**20:,} MB of text (prompts "
+                "rendered with their vars, values read from files), more than a suite holds"
+            )
+
+    def spend_on(self, value: Any) -> None:
+        """Count the text ``value`` holds (its strings, in its lists and dicts) as made."""
+        size, stack = 0, [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                size += len(item)
+            elif isinstance(item, dict):
+                stack += item.values()
+            elif isinstance(item, list | tuple):
+                stack += item
+        self.spend(text=size)
+
+
 _TEMPLATE = ("{{", "{%", "{#")
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")  # resolveVariables' own pattern
 _CODE = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".py", ".rb")
@@ -93,12 +146,18 @@ def combinations(vars_: dict[str, Any], tree: Tree, *, expand: bool) -> list[dic
     return found
 
 
-def prepare(vars_: dict[str, Any], tree: Tree) -> dict[str, Any]:
+def prepare(vars_: dict[str, Any], tree: Tree, budget: Budget | None = None) -> dict[str, Any]:
     """renderPrompt's steps before Nunjucks: files read, a trailing newline dropped, and
-    ``{{ other }}`` inside a var's value replaced by that var (``resolveVariables``)."""
+    ``{{ other }}`` inside a var's value replaced by that var (``resolveVariables``). What
+    is read and replaced is spent from ``budget``."""
     ready: dict[str, Any] = {}
     for key, value in vars_.items():
-        ready[key] = _read_var(value, tree) if isinstance(value, _FileVar) else value
+        if isinstance(value, _FileVar):
+            ready[key] = _read_var(value, tree)
+            if budget is not None:
+                budget.spend(text=len(ready[key]))
+        else:
+            ready[key] = value
     for key, value in ready.items():
         if isinstance(value, str):
             ready[key] = value.removesuffix("\n")
@@ -110,6 +169,8 @@ def prepare(vars_: dict[str, Any], tree: Tree) -> dict[str, Any]:
             found = _PLACEHOLDER.search(value)
             if found and ready.get(found[1]) is not None:
                 ready[key] = value.replace(found[0], _text(ready[found[1]], found[1]), 1)
+                if budget is not None:
+                    budget.spend(text=len(ready[key]))
                 changed = True
         if not changed:
             break
@@ -145,22 +206,23 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def render(text: str, vars_: dict[str, Any], missing: set[str] | None = None) -> str:
+def render(
+    text: str,
+    vars_: dict[str, Any],
+    missing: set[str] | None = None,
+    budget: Budget | None = None,
+) -> str:
     """``text`` rendered as a Nunjucks template with ``vars_`` (a var no one sets is empty
-    text, and its name is noted in ``missing``)."""
+    text, and its name is noted in ``missing``); each part made is spent from ``budget``."""
     if not any(mark in text for mark in _TEMPLATE):
         return text
     env = _environment()  # first: it says what to install when jinja2 is not
-    from jinja2 import TemplateError, meta
+    from jinja2 import TemplateError
     from jinja2.exceptions import SecurityError
 
-    try:
-        parsed = env.parse(text)
-        template = env.from_string(parsed)
-    except TemplateError as exc:
-        raise Unmappable(f"the template does not read as Nunjucks here: {exc}") from None
+    template, used = _compiled(text)
     if missing is not None:
-        missing.update(meta.find_undeclared_variables(parsed) - set(vars_) - set(env.globals))
+        missing.update(used - set(vars_) - set(env.globals))
     steps = [0]
     context = {**vars_, "range": functools.partial(_bounded_range, steps)}
     out: list[str] = []
@@ -170,6 +232,8 @@ def render(text: str, vars_: dict[str, Any], missing: set[str] | None = None) ->
             size += len(part)
             if size > MAX_RENDERED:
                 raise Unmappable(f"the template renders more than {MAX_RENDERED:,} characters")
+            if budget is not None:
+                budget.spend(text=len(part))
             out.append(part)
     except SecurityError as exc:
         raise Unmappable(f"the template reaches outside its sandbox: {exc}") from None
@@ -178,6 +242,20 @@ def render(text: str, vars_: dict[str, Any], missing: set[str] | None = None) ->
             raise
         raise Unmappable(f"the template fails to render: {exc}") from None
     return "".join(out)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(text: str) -> tuple[Any, frozenset[str]]:
+    """``text`` compiled as a template (each test's combinations render the same few
+    templates again and again), and the names of the vars it uses."""
+    from jinja2 import TemplateError, meta
+
+    env = _environment()
+    try:
+        parsed = env.parse(text)
+        return env.from_string(parsed), frozenset(meta.find_undeclared_variables(parsed))
+    except TemplateError as exc:
+        raise Unmappable(f"the template does not read as Nunjucks here: {exc}") from None
 
 
 @functools.cache
@@ -239,29 +317,31 @@ def _bounded_range(steps: list[int], *args: int) -> Iterator[int]:
         yield value
 
 
-def render_prompt(template: str, vars_: dict[str, Any]) -> Rendered:
+def render_prompt(template: str, vars_: dict[str, Any], budget: Budget | None = None) -> Rendered:
     """The prompt as the provider receives it; a chat (a JSON list of role and content)
-    becomes messages."""
+    becomes messages. What is rendered is spent from ``budget``."""
     missing: set[str] = set()
     try:
         parsed = json.loads(template)
     except (ValueError, RecursionError):
-        return Rendered(render(template, vars_, missing), None, missing)
-    data = _render_strings(parsed, vars_, missing)
+        return Rendered(render(template, vars_, missing, budget), None, missing)
+    data = _render_strings(parsed, vars_, missing, budget)
     messages = _chat(data)
     if messages is not None:
         return Rendered(None, messages, missing)
     return Rendered(json_stringify(data, 2), None, missing)
 
 
-def _render_strings(data: Any, vars_: dict[str, Any], missing: set[str]) -> Any:
+def _render_strings(
+    data: Any, vars_: dict[str, Any], missing: set[str], budget: Budget | None
+) -> Any:
     """renderVarsInObject: every string in the JSON rendered, keys left as they are."""
     if isinstance(data, str):
-        return render(data, vars_, missing)
+        return render(data, vars_, missing, budget)
     if isinstance(data, list):
-        return [_render_strings(v, vars_, missing) for v in data]
+        return [_render_strings(v, vars_, missing, budget) for v in data]
     if isinstance(data, dict):
-        return {k: _render_strings(v, vars_, missing) for k, v in data.items()}
+        return {k: _render_strings(v, vars_, missing, budget) for k, v in data.items()}
     if isinstance(data, float) and not math.isfinite(data):
         raise Unmappable("the JSON prompt holds a number JavaScript cannot write")
     return data

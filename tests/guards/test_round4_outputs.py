@@ -341,3 +341,96 @@ def test_a_healthbench_points_of_400_digits_is_a_located_error(
     assert "Traceback" not in err and "OverflowError" not in err
     assert "big.jsonl:1, case 'hb-0001-emergency', field 'rubrics[0].points': must be a" in err
     assert not (tmp_path / "evals").exists()
+
+
+# --- the promptfoo importer is bounded in total ----------------------------------------------
+
+
+def _promptfoo(tmp_path: Path, config: str) -> Path:
+    folder = tmp_path / "pf"
+    folder.mkdir(exist_ok=True)
+    path = folder / "promptfooconfig.yaml"
+    path.write_text(config, encoding="utf-8")
+    return path
+
+
+def _refused(path: Path) -> str:
+    from pytest_rubric.importers._common import ImportFailed
+    from pytest_rubric.importers.promptfoo import convert
+
+    with pytest.raises(ImportFailed) as failed:
+        convert([path])
+    return failed.value.render()
+
+
+# Each render is under the per-template cap (1,000,000 characters); 100 x 100 values make
+# 10,000 combinations of the test, each asked with ten prompts: about 100 GB of prompts.
+GROWING = (
+    "prompts:\n"
+    + "".join(
+        f"  - '{i}{{% for i in range(99) %}}{{{{ big }}}}{{{{ a }}}}{{{{ b }}}}{{% endfor %}}'\n"
+        for i in range(10)
+    )
+    + "tests:\n  - vars:\n      big: '"
+    + "x" * 1000
+    + "'\n      a: ["
+    + ", ".join(f"a{i}" for i in range(100))
+    + "]\n      b: ["
+    + ", ".join(f"b{i}" for i in range(100))
+    + "]\n    assert:\n      - {type: contains, value: x}\n"
+)
+
+
+def test_a_small_config_that_would_grow_to_gigabytes_stops_at_the_text_budget(
+    tmp_path: Path,
+) -> None:
+    import tracemalloc
+
+    assert len(GROWING) < 4_000
+    path = _promptfoo(tmp_path, GROWING)
+    tracemalloc.start()
+    try:
+        message = _refused(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "the import makes more than 256 MB of text" in message
+    assert "promptfooconfig.yaml" in message
+    assert peak < 1024 * 2**20  # the budget and what one case holds, never the GBs
+
+
+def test_an_import_past_100000_cases_stops(tmp_path: Path) -> None:
+    values = ", ".join(f"v{i}" for i in range(100))
+    # One test of 10,000 combinations, six times over (YAML aliases), asked with two prompts.
+    test = f"  - &t {{vars: {{a: [{values}], b: [{values}]}}, assert: [{{type: contains, value: v}}]}}\n"
+    path = _promptfoo(
+        tmp_path, "prompts: ['{{a}} {{b}}', 'again {{a}}']\ntests:\n" + test + "  - *t\n" * 5
+    )
+    message = _refused(path)
+    assert "the import makes more than 100,000 cases" in message
+
+
+def test_a_glob_never_follows_a_symlink_nor_leaves_the_config_folder(tmp_path: Path) -> None:
+    from pytest_rubric.importers.promptfoo_files import Tree
+    from pytest_rubric.importers.promptfoo_match import Unmappable
+
+    path = _promptfoo(tmp_path, "prompts: [hi]\n")
+    folder = path.parent
+    (folder / "prompts" / "deep").mkdir(parents=True)
+    (folder / "prompts" / "one.txt").write_text("one")
+    (folder / "prompts" / "deep" / "two.txt").write_text("two")
+    (folder / "prompts" / "loop").symlink_to(folder)  # a loop: ** would never end
+    (folder / "prompts" / "root").symlink_to("/")  # out of the tree
+    (folder / "prompts" / "link.txt").symlink_to(folder / "prompts" / "one.txt")
+    (tmp_path / "secret.txt").write_text("outside")
+    tree = Tree(path)
+    found = tree.paths("file://**/*.txt")
+    assert [p.relative_to(folder).as_posix() for p in found] == [
+        "prompts/deep/two.txt",
+        "prompts/one.txt",
+    ]
+    for outside in ("file://../*.txt", "file://../../**/*.txt", "file:///**/*.txt", "/etc/*"):
+        with pytest.raises(Unmappable, match="outside the config's directory"):
+            tree.paths(outside)
+    with pytest.raises(Unmappable, match="symlink"):
+        tree.paths("file://prompts/root/**/*.txt")

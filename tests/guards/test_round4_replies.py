@@ -9,6 +9,8 @@ reader (``judge.replies``), the evidence check (``judge.evidence``), the outgoin
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +20,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from pytest_rubric._guards.outgoing import outgoing
+from pytest_rubric._guards.outgoing import _public, _public_urls, outgoing
 from pytest_rubric._guards.secrets import Secret
 from pytest_rubric.criteria.judge import Requirement
 from pytest_rubric.judge.evidence import quote_found
@@ -273,6 +275,7 @@ STATEMENT = "Our revenue will decrease by $1M in 2025, down 1.5% from the year b
         "“Our revenue will decrease” by $1M",  # curly quotes
         "Ｏｕｒ ｒｅｖｅｎｕｅ will decrease",  # full-width forms (NFKC)
         "down 1.5\u2009% from the year before",  # a thin space
+        "our rev\u00adenue\u200b will decrease",  # characters that show nothing
     ],
 )
 def test_a_quote_is_found_up_to_case_whitespace_punctuation_and_unicode_forms(quote: str) -> None:
@@ -459,3 +462,58 @@ def test_no_warning_echoes_a_line_of_a_users_file(
         ["*RubricWarning: evals/answers/model-a.jsonl:2: the response of subject 'model-a' for "
          "case 'gone-***\\x1b*' matches no collected case*"]
     )  # fmt: skip
+
+
+# --- linear text boundaries ---------------------------------------------------------------------
+
+# The URL pattern the boundary applied before, quadratic on a run of letters before a "://"
+# (a 320 KB answer took 99 s): the reference the linear scan must agree with.
+_OLD_URL = re.compile(
+    r"[A-Za-z][A-Za-z0-9+.-]*://(?:(?!(?i:https?|wss?|ftp)://)[^\s<>\"'`\x00-\x1f\x7f-\x9f])+"
+)
+_URLISH = ["http", "https", "HTTP", "ws", "ftp", "a", "1", "+", ".", "-", ":", "/", "//", "://"]
+_URLISH += ["@", "?", "#", "u:p@", " ", "'", "\x1b", "h", "x:1", "[::1]", "é"]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(pieces=st.lists(st.sampled_from(_URLISH), max_size=30))
+def test_the_linear_url_scan_finds_what_the_regex_found(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert _public_urls(text) == _OLD_URL.sub(lambda m: _public(m.group()), text)
+
+
+# Every shape a megabyte long, through the boundary and a judge cache (bench/bench_outgoing.py
+# measures each). In a child process: a regex holds the interpreter, so only a process can be
+# stopped from outside, and the bound is generous (a quadratic pattern takes many minutes).
+_LINEAR = """
+import sys, tempfile
+from pathlib import Path
+from pytest_rubric._guards.outgoing import inert_mentions, outgoing, outgoing_data
+from pytest_rubric._guards.secrets import Secret
+from pytest_rubric._llm.cache import JudgeCache
+
+key = Secret(sys.argv[1])
+n = 1_000_000
+shapes = [
+    "a" * n + " ://", "a+b.c-" * (n // 6) + "://", "http://" + "a" * n, "://" * (n // 3),
+    "a://" * (n // 4), "1://" * (n // 4), "@" * n, "a@" * (n // 2), "1" * n, " " * n,
+    "sk-" * (n // 3), sys.argv[1][:11] * (n // 11), "http://u:p@h/ " * (n // 14),
+    "https://h/?k=v " * (n // 15), "\\x1b[2J" * (n // 4), "ab\\u2028" * (n // 3),
+]
+with tempfile.TemporaryDirectory() as folder:
+    cache = JudgeCache(Path(folder), secrets=[key])
+    for i, text in enumerate(shapes):
+        outgoing(text, key)
+        outgoing_data({"answer": text}, key)
+        inert_mentions(text)
+        cache.put(str(i), provider="p", model="m", raw=text, parsed={"reason": text})
+print("done", len(shapes))
+"""
+
+
+def test_a_megabyte_of_any_shape_passes_the_boundary_in_linear_time() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _LINEAR, KEY], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "done 16"

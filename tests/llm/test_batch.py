@@ -257,7 +257,9 @@ def test_a_full_batch_is_sent_at_once_and_the_next_calls_gather_another(
     replies = asyncio.run(asyncio.wait_for(go(), 10))
     assert [json.loads(r.text)["verdict"] for r in replies] == ["MET"] * 3
     created = [r for r in fake_llm.requests if r.method == "POST"]
-    assert [len(r.body["requests"]) for r in created] == [2, 1]
+    # The two batches are created concurrently: on a loaded machine the second may arrive
+    # first, so the sizes are compared, not the order they arrived in.
+    assert sorted(len(r.body["requests"]) for r in created) == [1, 2]
 
 
 # --------------------------------------------------------------------------- whole sessions
