@@ -93,8 +93,9 @@ def option(key: str, help: str, *, field_default: Any = _NO_DEFAULT, **kwargs: A
 
 
 def setting(*options: Option, default: Any = _NO_DEFAULT) -> Any:
-    """A field of :class:`Settings` set by ``options`` (none: derived from the others);
-    its default is its one option's, unless given."""
+    """A field of :class:`Settings` set by ``options`` (several: its reader in
+    ``_config.options`` makes one value of them); its default is its first option's,
+    unless given."""
     if default is _NO_DEFAULT:
         default = options[0].default
     if isinstance(default, list | dict):

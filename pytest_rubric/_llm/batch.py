@@ -704,8 +704,6 @@ class BatchQueue:
         self.quiet = quiet
         self.first_poll = first_poll
         self.max_poll = max_poll
-        self.batches = 0  # sent
-        self.live = 0  # calls asked live after their batch
         self._ids = itertools.count()
         self._gathered: list[tuple[BatchRequest, asyncio.Future[BatchResult]]] = []
         self._characters = 0  # of the gathered calls' messages
@@ -740,7 +738,6 @@ class BatchQueue:
             return result
         if not result.retry_live:
             raise JudgeError(result.reason)
-        self.live += 1
         try:
             return await self.client.send(system, user, schema=schema, sampling=sampling)
         except BudgetSpent:
@@ -764,7 +761,6 @@ class BatchQueue:
         gathered, self._gathered = self._gathered, []
         self._characters = 0
         if gathered:
-            self.batches += 1
             task = asyncio.get_running_loop().create_task(self._run(gathered))
             self._running.add(task)
             task.add_done_callback(self._running.discard)

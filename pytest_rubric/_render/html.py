@@ -45,8 +45,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from .._grade.style import StyleThresholds
-from .._report.baseline import before_and_after
-from .._report.gates import CHANGE_KINDS, DELTA_HEADER, GateReport
+from .._report.gates import CHANGE_KINDS, DELTA_HEADER, GateReport, before_and_after
 from .._report.leaderboard import SubjectRow, interval_text
 from .._report.leaderboard import columns as board_columns
 from .._report.pairwise import Pair

@@ -36,11 +36,11 @@ import json
 import math
 import operator
 import types
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -77,7 +77,7 @@ VERSION = 1
 """The document's ``version``: bumped when a field is renamed or changes meaning."""
 
 # Strict, finite, open to additions: see the module docstring.
-_CONFIG = ConfigDict(strict=True, allow_inf_nan=False, extra="allow")
+_CONFIG = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore")
 
 Fraction = Annotated[float, Field(ge=0, le=1)]
 """A number from 0 to 1: scores, credits and the style heuristics are clamped there."""
@@ -563,59 +563,49 @@ def result_data(result: CaseResult) -> dict[str, Any]:
 # Reading ------------------------------------------------------------------------------
 
 
-def _criteria(entries: Iterable[Mapping[str, Any]]) -> list[CriterionResult]:
-    return [
-        CriterionResult(
-            id=c["id"],
-            type=c["type"],
-            axis=c["axis"],
-            weight=c["weight"],
-            verdict=Verdict(c["verdict"]),
-            credit=c["credit"],
-            reason=c["reason"],
-            required=c.get("required", False),
-            agreement=c.get("agreement"),
-            votes=[{"verdict": s["verdict"], "credit": s["credit"]} for s in c["samples"]]
-            if c.get("samples") is not None
-            else None,
-            tags=tuple(c.get("tags", ())),
-            evidence_ok=c.get("evidence_ok"),
-            judges=dict(c["judges"]) if c.get("judges") is not None else None,
-            requirement=c.get("requirement"),
-        )
-        for c in entries
-    ]
+T = TypeVar("T")
+
+
+def _record(cls: type[T], data: Mapping[str, Any], **built: Any) -> T:
+    """A ``cls`` of ``data``: each field from the entry of its name, unless ``built``."""
+    fields = cls.__dataclass_fields__  # type: ignore[attr-defined]
+    return cls(**{k: data[k] for k in fields if k in data and k not in built}, **built)
+
+
+def _criterion(data: Mapping[str, Any]) -> CriterionResult:
+    votes, judges = data.get("samples"), data.get("judges")
+    return _record(
+        CriterionResult,
+        data,
+        verdict=Verdict(data["verdict"]),
+        votes=None
+        if votes is None
+        else [{"verdict": v["verdict"], "credit": v["credit"]} for v in votes],
+        tags=tuple(data.get("tags", ())),
+        judges=None if judges is None else dict(judges),
+    )
 
 
 def _trace(data: Mapping[str, Any] | None) -> Trace | None:
     if data is None:
         return None
-    usage = data.get("usage") or {}
-    return Trace(
-        source=data["source"],
+    return _record(
+        Trace,
+        data,
         tool_calls=tuple(
-            ToolCall(c["name"], dict(c["arguments"]), c["ok"], c.get("result"))
-            for c in data.get("tool_calls", ())
+            _record(ToolCall, c, arguments=dict(c["arguments"])) for c in data.get("tool_calls", ())
         ),
-        llm_calls=data.get("llm_calls"),
-        context=tuple(
-            Passage(p["text"], p.get("id"), p.get("source")) for p in data.get("context", ())
-        ),
-        usage=Usage(usage.get("input_tokens"), usage.get("output_tokens"), usage.get("cost_usd")),
-        latency_s=data.get("latency_s"),
-        metadata=data.get("metadata"),
+        context=tuple(_record(Passage, p) for p in data.get("context", ())),
+        usage=_record(Usage, data.get("usage") or {}),
     )
 
 
 def _sample(data: Mapping[str, Any]) -> Sample:
     """A sample as written: its score and verdict too."""
-    return Sample(
-        score=data["score"],
-        raw_score=data["raw_score"],
-        passed=data["passed"],
-        criteria=_criteria(data["criteria"]),
-        response=data.get("response", ""),
-        llm_raw_score=data.get("llm_raw_score"),
+    return _record(
+        Sample,
+        data,
+        criteria=[_criterion(c) for c in data["criteria"]],
         trace=_trace(data.get("trace")),
     )
 
@@ -625,9 +615,10 @@ def result_of(data: Mapping[str, Any]) -> CaseResult:
     xdist worker of this run (a document read back is recomputed: :func:`parse_document`)."""
     samples = [_sample(s) for s in data.get("samples") or ()]
     bounds = data.get("skipped_bounds")
-    return CaseResult(
-        **{name: data[name] for name in _RESULT_FIELDS if name in data},
-        criteria=_criteria(data["criteria"]),
+    return _record(
+        CaseResult,
+        data,
+        criteria=[_criterion(c) for c in data["criteria"]],
         flags=list(data["flags"]),
         tags=list(data.get("tags", ())),
         # One sample is the result itself: kept as no samples, the way it was graded.
@@ -636,14 +627,6 @@ def result_of(data: Mapping[str, Any]) -> CaseResult:
         trace=samples[0].trace if samples else None,
         skipped_bounds=None if bounds is None else (bounds[0], bounds[1]),
     )
-
-
-# The result's fields written as they are; the others are built by result_of.
-_RESULT_FIELDS = tuple(
-    name
-    for name in CaseResult.__dataclass_fields__
-    if name not in {"criteria", "flags", "tags", "samples", "probe", "trace", "skipped_bounds"}
-)
 
 
 def _recomputed(data: Mapping[str, Any]) -> CaseResult:
@@ -809,7 +792,7 @@ def parse_document(text: str, *, name: str) -> Document:
         model = DocumentModel.model_validate(data)
     except ValidationError as exc:
         raise _invalid(name, exc) from None
-    read = model.model_dump()  # validated, with every default a run writes filled in
+    read = model.model_dump()  # validated, every default filled in, unknown fields left out
     results, recomputed = [], []
     for index, entry in enumerate(read["results"]):
         result = _recomputed(entry)
@@ -827,18 +810,14 @@ def parse_document(text: str, *, name: str) -> Document:
             )
         results.append(result)
     audit = read["judge_audit"]
-    calibration = [
-        Calibration(**{k: c[k] for k in Calibration.__dataclass_fields__})
-        for c in (audit["calibration"] if audit is not None else ())
-    ]
+    calibration = [_record(Calibration, c) for c in (audit["calibration"] if audit else ())]
     run = read["run"]
     if run is not None:
         cache = run["cache"]
-        run = RunInfo(
-            **{k: run[k] for k in RunInfo.__dataclass_fields__ if k in run and k != "judges"},
-            judges=tuple(
-                RunJudge(j["name"], j["provider"], j["model"], j["url"]) for j in run["judges"]
-            ),
+        run = _record(
+            RunInfo,
+            run,
+            judges=tuple(_record(RunJudge, j) for j in run["judges"]),
             cache_mode=cache["mode"],
             cache_hits=cache["hits"],
             cache_misses=cache["misses"],
@@ -846,14 +825,7 @@ def parse_document(text: str, *, name: str) -> Document:
     # A pass prints as a note only when it is a flip within noise (the one kind of passing
     # case entry a run writes).
     gates = [
-        GateEntry(
-            g["gate"],
-            g["subject"],
-            g["nodeid"],
-            g["failed"],
-            g["message"],
-            quiet=not g["failed"] and g["gate"] != "baseline-case",
-        )
+        _record(GateEntry, g, quiet=not g["failed"] and g["gate"] != "baseline-case")
         for g in read["gates"]
     ]
     return Document(results, recomputed, calibration, run=run, gates=gates)
