@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from pytest_rubric._guards.outgoing import _public_urls, inert_mentions, outgoing  # noqa: E402
 from pytest_rubric._guards.secrets import Secret  # noqa: E402
-from pytest_rubric._llm.cache import JudgeCache  # noqa: E402
+from pytest_rubric._llm.cache import CacheFile  # noqa: E402
 
 TARGET_S = 1.0
 KEY = "sk-ant-AbCdEfGh1234567890QrStUvWx"
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     over = False
     print(f"{'shape':24} {'outgoing':>9} {'mentions':>9} {'cache':>9}  (s, {args.size:,} chars)")
     with tempfile.TemporaryDirectory() as folder:
-        cache = JudgeCache(Path(folder), secrets=[key])
+        cache = CacheFile(Path(folder), secrets=[key])
         for name, make in SHAPES.items():
             text = make(args.size)
             put = functools.partial(cache.put, name, provider="p", model="m", raw=text)

@@ -158,7 +158,7 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
     from .._defaults import RetryPolicy, named
     from .._grade.sources import LiveModel, Source, Target
     from .._guards.calls import CallRunner, make_importable, resolve_import
-    from .._llm.providers import JudgeSpec
+    from .._llm.providers import ModelSpec
     from .._load.responses import file_subject_problem
 
     if not args.models and not args.targets:
@@ -184,7 +184,7 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
             )
         seen[subject] = f"{flag} {given}"
         if flag == "--model":
-            spec = JudgeSpec.parse(value)
+            spec = ModelSpec.parse(value)
             model = LiveModel(spec, subject=subject, policy=RetryPolicy())
             source = Source(target=model, target_name=spec.name, subject=subject)
         else:

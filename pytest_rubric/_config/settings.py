@@ -326,7 +326,7 @@ class Settings:
         ),
         default=StyleThresholds(),
     )
-    # --- process-wide speed switches (see _pytest/heap.py) ---------------------------------------
+    # --- process-wide speed switches (see _session/heap.py) ---------------------------------------
     gc_freeze: bool = option(
         "gc_freeze",
         "after collecting rubric items, keep the garbage collector's full collections off the "

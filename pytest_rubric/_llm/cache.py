@@ -8,7 +8,7 @@ runs), the reply schema, the sampling parameters and the sample index.
 Never the API key or any header, and never the endpoint's URL: the same
 request to the same model through another gateway is the same call, so a
 cache recorded through one replays through another. A hit recorded against
-another endpoint is counted (:attr:`JudgeStats.elsewhere`). Rows an
+another endpoint is counted (:attr:`CallStats.elsewhere`). Rows an
 earlier version wrote had the endpoint in their key and none in the row:
 :meth:`CachedCalls.lookup` finds them under that key too (``legacy``), so a
 committed cache still replays through the URL it was recorded against.
@@ -18,7 +18,7 @@ judge and overwrites; ``off`` ignores the cache; ``replay`` makes no network
 call at all, and a miss is an ERROR naming the criterion. :class:`CachedCalls`
 applies them, once for every kind of call: a judge's reply and a live
 model's answer (``--rubric-model``) go through the same lookup and store. The
-store itself is :class:`JudgeCache`: one SQLite file (WAL mode) of replies by key, shared by every process of a run, that no
+store itself is :class:`CacheFile`: one SQLite file (WAL mode) of replies by key, shared by every process of a run, that no
 problem of its own may stop or change.
 
 Each row keeps the endpoint it was recorded against (without userinfo or query string).
@@ -52,10 +52,10 @@ from typing import Any
 from .._defaults import CACHE_MODES
 from .._guards.outgoing import outgoing
 from .._guards.secrets import MAX_TEXT, Secret, clip, public_url
-from .base import JudgeError, JudgeStats, Reply
+from .base import CallStats, JudgeError, Reply
 from .responses import MAX_REPLY_BYTES
 
-__all__ = ["CACHE_MODES", "CachedCalls", "JudgeCache", "cache_key"]
+__all__ = ["CACHE_MODES", "CacheFile", "CachedCalls", "cache_key"]
 
 
 _SCHEMA = (
@@ -92,7 +92,7 @@ class _Unusable(Exception):
     """The file is there but is not a pytest-rubric cache; the message says why."""
 
 
-class JudgeCache:
+class CacheFile:
     """One SQLite file shared by every process of a run (xdist workers included).
 
     A cache only saves calls, so no problem with it may stop a run or change a
@@ -406,7 +406,7 @@ def cache_key(**parts: Any) -> str:
 
 
 class CachedCalls:
-    """A :class:`JudgeCache` read and written as ``--rubric-cache`` says, for any kind of call.
+    """A :class:`CacheFile` read and written as ``--rubric-cache`` says, for any kind of call.
 
     :meth:`lookup` before a call, :meth:`store` after it (or :meth:`unusable`,
     for a reply that did not fit): the caller makes the call in between (in
@@ -416,7 +416,7 @@ class CachedCalls:
     """
 
     def __init__(
-        self, cache: JudgeCache | None, mode: str = "use", *, stats: JudgeStats | None = None
+        self, cache: CacheFile | None, mode: str = "use", *, stats: CallStats | None = None
     ) -> None:
         self.cache = None if mode == "off" else cache
         self.mode = mode

@@ -25,7 +25,7 @@ from typing import Any
 from .._defaults import RetryPolicy
 from .base import JudgeError, Reply, Sampling
 from .http import HTTPClient
-from .providers import JudgeSpec, read_key
+from .providers import ModelSpec, read_key
 
 __all__ = ["WIRES", "AnthropicClient", "OpenAIClient", "make_client"]
 
@@ -59,7 +59,7 @@ class OpenAIClient(HTTPClient):
 
     _MODES = ("json_schema", "json_object with schema", "json_object", "text")
 
-    def __init__(self, spec: JudgeSpec, **kwargs: Any) -> None:
+    def __init__(self, spec: ModelSpec, **kwargs: Any) -> None:
         super().__init__(spec, **kwargs)
         self._mode: str | None = None  # settled once a mode has worked
 
@@ -292,7 +292,7 @@ WIRES: dict[str, type[HTTPClient]] = {"openai": OpenAIClient, "anthropic": Anthr
 
 
 def make_client(
-    spec: JudgeSpec,
+    spec: ModelSpec,
     *,
     environ: Mapping[str, str] | None = None,
     policy: RetryPolicy | None = None,

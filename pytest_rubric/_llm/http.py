@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 from .._defaults import RetryPolicy
 from .._guards.limits import RepeatedKey, unique_keys
 from .._guards.secrets import Secret, clip, public_url, redact
-from .base import JudgeError, JudgeStats, Reply, Sampling
-from .providers import JudgeSpec
+from .base import CallStats, JudgeError, Reply, Sampling
+from .providers import ModelSpec
 from .responses import (
     HINTS,
     MAX_REPLY_BYTES,
@@ -81,7 +81,7 @@ class HTTPClient:
 
     def __init__(
         self,
-        spec: JudgeSpec,
+        spec: ModelSpec,
         *,
         key: Secret | None,
         policy: RetryPolicy | None = None,
@@ -91,7 +91,7 @@ class HTTPClient:
         self.spec = spec
         self.key = key
         self.policy = policy or RetryPolicy()
-        self.stats = JudgeStats()
+        self.stats = CallStats()
         # The run's concurrency bound (the runner's transport sets it), taken for
         # each HTTP attempt rather than for a whole call: a call waiting out a
         # Retry-After or a backoff leaves its slot to the others.

@@ -76,7 +76,7 @@ def load_suite(path: Path, *, added: Sequence[type[CriterionModel]] = ()) -> Loa
     """Read and validate a rubric file; raise :class:`RubricLoadError` listing every problem.
 
     ``added``: the criterion types plugins add (``pytest_rubric_criterion_types``).
-    A session loads it with the garbage collector paused (``pytest_rubric._pytest.heap``)."""
+    A session loads it with the garbage collector paused (``pytest_rubric._session.heap``)."""
     return _load_suite(path, added)
 
 

@@ -58,7 +58,7 @@ from .run import RunInfo, RunJudge
 
 __all__ = [
     "VERSION",
-    "CriterionModel",
+    "CriterionResultModel",
     "Document",
     "DocumentError",
     "DocumentModel",
@@ -109,7 +109,7 @@ class CriterionSampleModel(_Part):
     credit: Fraction
 
 
-class CriterionModel(_Part):
+class CriterionResultModel(_Part):
     """One entry of a result's ``criteria``."""
 
     sources: ClassVar[Mapping[str, str]] = {"samples": "votes"}
@@ -194,7 +194,7 @@ class SampleModel(_Part):
     score: Fraction
     raw_score: float
     passed: bool
-    criteria: list[CriterionModel]
+    criteria: list[CriterionResultModel]
     response: str = ""
     llm_raw_score: RawScore | None = None
     trace: TraceModel | None = None
@@ -214,7 +214,7 @@ class ResultModel(_Part):
     raw_score: float
     min_score: float | None  # any pass mark (assert_rubric's is not bounded); null: report-only
     passed: bool
-    criteria: list[CriterionModel]
+    criteria: list[CriterionResultModel]
     fluency: Fraction
     confidence: Fraction
     naive_score: Fraction

@@ -1,7 +1,7 @@
 """Which run wrote a report: versions, when, which commit, which judge, what the caches served.
 
 :class:`RunInfo` is data only (no pytest): the session gathers it when the run ends
-(``_pytest.session``), the ``--rubric-json`` document carries it as ``run``, ``merge`` combines the
+(``_session.session``), the ``--rubric-json`` document carries it as ``run``, ``merge`` combines the
 shards' (:func:`merged`), and the HTML and Markdown show it in one header line
 (:meth:`RunInfo.header`).
 

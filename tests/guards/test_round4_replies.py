@@ -527,7 +527,7 @@ import sys, tempfile
 from pathlib import Path
 from pytest_rubric._guards.outgoing import inert_mentions, outgoing, outgoing_data
 from pytest_rubric._guards.secrets import Secret
-from pytest_rubric._llm.cache import JudgeCache
+from pytest_rubric._llm.cache import CacheFile
 
 key = Secret(sys.argv[1])
 n = 1_000_000
@@ -538,7 +538,7 @@ shapes = [
     "https://h/?k=v " * (n // 15), "\\x1b[2J" * (n // 4), "ab\\u2028" * (n // 3),
 ]
 with tempfile.TemporaryDirectory() as folder:
-    cache = JudgeCache(Path(folder), secrets=[key])
+    cache = CacheFile(Path(folder), secrets=[key])
     for i, text in enumerate(shapes):
         outgoing(text, key)
         outgoing_data({"answer": text}, key)

@@ -19,7 +19,7 @@ from pytest_rubric._llm.batch import BatchFailure, BatchQueue, BatchRequest, Bat
 from pytest_rubric._llm.clients import AnthropicClient, OpenAIClient
 from pytest_rubric._llm.cost import Price, parse_prices
 from pytest_rubric._llm.http import HTTPClient
-from pytest_rubric._llm.providers import JudgeSpec
+from pytest_rubric._llm.providers import ModelSpec
 from tests.conftest import RUN_MODES
 from tests.fake_llm import (
     FakeLLM,
@@ -44,9 +44,9 @@ SCHEMA = {"type": "object", "properties": {"verdict": {"type": "string"}}}
 def _client(fake: FakeLLM, provider: str) -> HTTPClient:
     policy = RetryPolicy(backoff=0.01, timeout=5.0)
     if provider == "openai":
-        spec = JudgeSpec.parse("openai:gpt-test", url=fake.openai_url)
+        spec = ModelSpec.parse("openai:gpt-test", url=fake.openai_url)
         return OpenAIClient(spec, key=Secret(KEY), policy=policy)
-    spec = JudgeSpec.parse("anthropic:claude-test", url=fake.url)
+    spec = ModelSpec.parse("anthropic:claude-test", url=fake.url)
     return AnthropicClient(spec, key=Secret(KEY), policy=policy)
 
 
@@ -138,7 +138,7 @@ def test_a_failed_batch_fails_every_request_for_good(fake_llm: FakeLLM) -> None:
 def test_the_server_may_say_when_to_poll_again(fake_llm: FakeLLM) -> None:
     fake_llm.script_batch(polls=4, poll_after=0)
     fake_llm.respond_with(lambda request: verdict("MET"))
-    spec = JudgeSpec.parse("openai:gpt-test", url=fake_llm.openai_url)
+    spec = ModelSpec.parse("openai:gpt-test", url=fake_llm.openai_url)
     client = OpenAIClient(spec, key=Secret(KEY), policy=RetryPolicy(timeout=5.0))
 
     async def go() -> dict[str, BatchResult]:

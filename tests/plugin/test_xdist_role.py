@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_rubric._pytest.xdist import WHOLE_FILES_KEY, Role
+from pytest_rubric._session.xdist import WHOLE_FILES_KEY, Role
 
 
 def _config(workerinput: dict[str, object] | None = None, **option: object) -> pytest.Config:

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from pytest_rubric._cli.merge import main
 from pytest_rubric._llm import cache as _cache
-from pytest_rubric._llm.cache import JudgeCache
+from pytest_rubric._llm.cache import CacheFile
 from pytest_rubric._render.summary import terminal_lines
 from pytest_rubric._report.document import (
     DocumentError,
@@ -254,13 +254,13 @@ def test_a_cache_that_cannot_store_warns_once_and_the_verdicts_stand(
 
 
 def test_a_stored_value_that_is_not_text_is_a_miss(tmp_path: Path) -> None:
-    cache = JudgeCache(tmp_path)
+    cache = CacheFile(tmp_path)
     cache.put("k", provider="p", model="m", raw="{}", parsed={})
     cache.close()
     with sqlite3.connect(tmp_path / "judge.sqlite3") as db:
         db.execute("UPDATE replies SET raw = ? WHERE key = 'k'", (b"\xff\xfe binary",))
     db.close()
-    cache = JudgeCache(tmp_path)
+    cache = CacheFile(tmp_path)
     assert cache.get("k") is None
     cache.close()
 
@@ -271,7 +271,7 @@ def test_a_foreign_database_is_never_written_to(tmp_path: Path) -> None:
         db.execute("CREATE TABLE users (name TEXT)")
     db.close()
     before = path.read_bytes()
-    cache = JudgeCache(tmp_path)
+    cache = CacheFile(tmp_path)
     assert not cache.usable
     cache.put("k", provider="p", model="m", raw="{}", parsed={})
     assert cache.get("k") is None

@@ -11,7 +11,7 @@ from .._guards.outgoing import rubric_warning, warn
 
 if TYPE_CHECKING:
     # Imported where used: a session without a judge or a cache never loads them.
-    from .._llm.cache import CachedCalls, JudgeCache
+    from .._llm.cache import CachedCalls, CacheFile
     from .._llm.recordings import Recordings
 
 __all__ = ["Caches"]
@@ -34,8 +34,8 @@ class Caches:
         self._response_cache_mode = response_cache_mode  # --rubric-response-cache
         self._recordings_dir = recordings_dir  # --rubric-recordings
         self._warn = config_warning  # the run's warnings (None: another process gives them)
-        self._file: JudgeCache | None = None
-        self._judge: JudgeCache | None = None
+        self._file: CacheFile | None = None
+        self._judge: CacheFile | None = None
         self._responses: CachedCalls | None = None
         self._recordings: Recordings | None = None
 
@@ -49,7 +49,7 @@ class Caches:
             self._recordings = Recordings(directory, secrets=known_keys())
         return self._recordings
 
-    def judge(self) -> JudgeCache | None:
+    def judge(self) -> CacheFile | None:
         """The judge's cache (opened on first use), or None with ``--rubric-cache off``."""
         if self._judge is None and self._cache_mode != "off":
             self._judge = self._open()
@@ -66,12 +66,12 @@ class Caches:
             self._responses = CachedCalls(self._open(), mode)
         return self._responses
 
-    def _open(self) -> JudgeCache:
+    def _open(self) -> CacheFile:
         if self._file is None:
             from .._guards.secrets import known_keys  # no httpx: an xdist controller skips it
-            from .._llm.cache import JudgeCache
+            from .._llm.cache import CacheFile
 
-            self._file = JudgeCache(self._cache_dir, secrets=known_keys())
+            self._file = CacheFile(self._cache_dir, secrets=known_keys())
             warning = self._file.take_warning()
             if warning is not None and self._warn is not None:
                 self._warn(rubric_warning(warning), 2)

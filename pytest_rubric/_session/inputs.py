@@ -121,7 +121,7 @@ def _live_models(settings: Settings, budget: Budget | None) -> dict[str, LiveMod
     if not settings.models:
         return models
     from .._grade.sources import LiveModel
-    from .._llm.providers import JudgeSpec
+    from .._llm.providers import ModelSpec
 
     targets = {
         name or value.rpartition(":")[2]: given
@@ -131,7 +131,7 @@ def _live_models(settings: Settings, budget: Budget | None) -> dict[str, LiveMod
     for given in settings.models:
         name, value = named(given)
         try:
-            spec = JudgeSpec.parse(value)
+            spec = ModelSpec.parse(value)
             subject = name or spec.model
             if subject in targets:
                 raise ValueError(

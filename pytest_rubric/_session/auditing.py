@@ -2,7 +2,7 @@
 the probes planned over the collected items (the measures are ``_report.calibration`` and
 ``_report.audit``).
 
-:class:`Audit` asks the judge through :class:`~pytest_rubric._pytest.judging.Judging`;
+:class:`Audit` asks the judge through :class:`~pytest_rubric._session.judging.Judging`;
 the judge knows nothing of it.
 """
 

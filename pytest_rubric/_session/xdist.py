@@ -46,7 +46,7 @@ __all__ = [
 
 
 class RubricSession(Protocol):
-    """What these hooks need of ``_pytest.session.RubricSession``."""
+    """What these hooks need of ``_session.session.RubricSession``."""
 
     role: Role
 
