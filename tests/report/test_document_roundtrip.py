@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_rubric._report.document import (
-    CriterionModel,
+    CriterionResultModel,
     ResultModel,
     SampleModel,
     TraceModel,
@@ -114,4 +114,4 @@ def test_a_result_crosses_xdist_unchanged_and_writes_only_the_schemas_fields(
         if sample["trace"] is not None:
             _fields_within_schema(sample["trace"], TraceModel)
         for criterion in sample["criteria"]:
-            _fields_within_schema(criterion, CriterionModel)
+            _fields_within_schema(criterion, CriterionResultModel)
