@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_rubric._cli.merge import main as cli
 from pytest_rubric._llm.base import JudgeError
@@ -586,3 +588,57 @@ def test_a_poll_retry_after_below_one_second_is_one_second(
     assert status is not None and status.ended
     assert len(polls) == 5
     assert sleeps == [batch.MIN_RETRY_AFTER] * 4 == [1.0] * 4
+
+
+# --- CSV cells ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        " =1+1",
+        "\u3000=HYPERLINK(1)",  # an ideographic space first
+        "\u00a0@SUM(A1)",
+        "\u200b=1+1",  # a zero-width space first
+        "\uff1d1+1",  # full-width ＝
+        "\uff0bcmd",  # ＋
+        "\uff0d1+2",  # －
+        "\uff20SUM(A1)",  # ＠
+        "\ufe661+1",  # small ﹦
+        "  -1+2",
+        "+cmd|' /C calc'!A0",
+    ],
+)
+def test_a_cell_whose_first_visible_character_starts_a_formula_is_prefixed(text: str) -> None:
+    from pytest_rubric._render.csv import cell
+
+    assert cell(text) == "'" + text
+
+
+@pytest.mark.parametrize("text", ["-5", "+1.5e3", " -2.25 ", "-0.5", "plain", "a=b", "", "  "])
+def test_a_number_or_plain_text_is_left_as_it_is(text: str) -> None:
+    from pytest_rubric._render.csv import cell
+
+    assert cell(text) == text
+
+
+@given(st.text(st.sampled_from(" \u3000\u00a0\u200b\t"), max_size=3), st.text(max_size=8))
+def test_no_formula_start_reaches_a_spreadsheet_unprefixed(spaces: str, rest: str) -> None:
+    import unicodedata
+
+    from pytest_rubric._render.csv import cell
+
+    for start in "=+-@\uff1d\uff0b\uff0d\uff20":
+        text = spaces + start + rest
+        shown = cell(text)
+        visible = shown.lstrip(" \u3000\u00a0\u200b")
+        first = unicodedata.normalize("NFKC", visible[:1])
+        assert shown.startswith("'") or first not in "=+-@" or _is_number(text)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return text.strip().lstrip("+-")[:1].isdigit() or text.strip().lstrip("+-")[:1] == "."
