@@ -642,3 +642,53 @@ def _is_number(text: str) -> bool:
     except ValueError:
         return False
     return text.strip().lstrip("+-")[:1].isdigit() or text.strip().lstrip("+-")[:1] == "."
+
+
+# --- init on odd paths -------------------------------------------------------------------------
+
+
+def _init(where: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    capsys.readouterr()
+    code = cli(["init", str(where)])
+    err = capsys.readouterr().err
+    return code, err
+
+
+def test_init_where_evals_is_a_file_a_symlink_out_or_unwritable_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    cases = {
+        "file": tmp_path / "file",
+        "link": tmp_path / "link",
+        "dir_is_a_file": tmp_path / "plain.txt",
+        "proc": Path("/proc/no-such-project"),
+    }
+    (cases["file"]).mkdir()
+    (cases["file"] / "evals").write_text("not a folder")
+    (cases["link"]).mkdir()
+    (cases["link"] / "evals").symlink_to(outside)
+    cases["dir_is_a_file"].write_text("a file where the project goes")
+    for name, where in cases.items():
+        code, err = _init(where, capsys)
+        assert code == 2, name
+        assert err.count("\n") == 1 and err.startswith("pytest-rubric init: error: "), err
+        assert "Traceback" not in err
+    assert list(outside.iterdir()) == []  # nothing written through the link
+
+
+def test_init_never_writes_through_a_symlinked_file_nor_reads_one_out_of_the_tree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = tmp_path / "secret.py"
+    secret.write_text("def answer(question):\n    return 'x'\n")
+    project = tmp_path / "project"
+    (project / "evals").mkdir(parents=True)
+    (project / "evals" / "example.rubric.yaml").symlink_to(tmp_path / "elsewhere.yaml")
+    (project / "evals" / "targets.py").symlink_to(secret)
+    (project / "evals" / "example_targets.py").symlink_to("/dev/zero")
+    code, err = _init(project, capsys)
+    assert code == 0, err
+    assert not (tmp_path / "elsewhere.yaml").exists()  # the dangling link was kept, not followed
+    assert secret.read_text() == "def answer(question):\n    return 'x'\n"
