@@ -274,18 +274,19 @@ def test_a_history_with_values_of_the_wrong_type_is_one_warning_and_those_rows_s
         db.execute("UPDATE subjects SET ci_low = x'ff00' WHERE run_id = 2")
         db.execute("UPDATE runs SET started_at = x'00' WHERE id = 3")  # bytes, not text
         db.execute("UPDATE runs SET git_commit = x'c3' WHERE id = 2")
+        db.execute("UPDATE subjects SET ci_high = 1e308 WHERE run_id = 3")  # not in [0, 1]
     db.close()
 
     result = pytester.runpytest("--rubric-history=h.sqlite3", "--rubric-html=r.html")
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(passed=2, warnings=1)
-    result.stdout.fnmatch_lines(["*--rubric-history *h.sqlite3: 4 rows with values of the wrong*"])
+    result.stdout.fnmatch_lines(["*--rubric-history *h.sqlite3: 5 rows with values of the wrong*"])
     assert "Correctness over the last" in (pytester.path / "r.html").read_text()
 
     capsys.readouterr()
     assert cli(["history", "h.sqlite3"]) == 0  # the command reads what it can
     out, err = capsys.readouterr()
-    assert err.count("warning") == 1 and "4 rows with values of the wrong type" in err
+    assert err.count("warning") == 1 and "5 rows with values of the wrong type" in err
     assert len(out.splitlines()) == 2  # runs 1 (without its subject) and 4
 
 
@@ -692,3 +693,44 @@ def test_init_never_writes_through_a_symlinked_file_nor_reads_one_out_of_the_tre
     assert code == 0, err
     assert not (tmp_path / "elsewhere.yaml").exists()  # the dangling link was kept, not followed
     assert secret.read_text() == "def answer(question):\n    return 'x'\n"
+
+
+def test_scenarios_that_multiply_configs_by_tests_stop_as_the_product_is_made(
+    tmp_path: Path,
+) -> None:
+    # 400 configs x 400 tests through aliases: 160,000 tests from a few hundred bytes.
+    config = (
+        "prompts: [hi]\n"
+        "configs: &c [" + ", ".join(["{vars: {x: a}}"] * 400) + "]\n"
+        "tests: &t [" + ", ".join(["{assert: [{type: contains, value: a}]}"] * 400) + "]\n"
+        "scenarios:\n  - {config: *c, tests: *t}\n"
+    )
+    message = _refused(_promptfoo(tmp_path, config))
+    assert "more than 100,000 tests" in message
+
+
+def test_a_fifo_as_an_output_is_refused_not_waited_on(
+    pytester: pytest.Pytester, team: Callable[..., None]
+) -> None:
+    import os
+
+    team(support=PASSING)
+    os.mkfifo(pytester.path / "pipe")
+    result = pytester.runpytest("--rubric-json=pipe", "--junitxml=pipe", "--rubric-csv=o.csv")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines_random(
+        [
+            "rubric: ERROR cannot write --rubric-json */pipe: a FIFO, *",
+            "rubric: ERROR cannot write --junitxml */pipe: a FIFO, *",
+        ]
+    )
+    assert (pytester.path / "o.csv").read_text().startswith("nodeid,")
+
+
+def test_an_exception_group_with_a_member_that_does_not_print_is_unprintable() -> None:
+    from pytest_rubric._guards.calls import UserCodeError, contained
+
+    group = ExceptionGroup("two", [ValueError("fine"), _Unprintable()])
+    kept = contained(group)
+    assert isinstance(kept, UserCodeError) and kept.unprintable
+    assert str(kept) == "two (2 sub-exceptions)"  # its own text still reads
