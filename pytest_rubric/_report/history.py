@@ -121,10 +121,10 @@ def _open(path: Path) -> sqlite3.Connection:
     what = f"--rubric-history {path}"
     if path.exists() and not path.is_file():
         raise HistoryError(f"{what}: not a regular file; give the path of a .sqlite3 file")
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(path, timeout=_TIMEOUT, isolation_level=None)
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, OSError) as exc:  # OSError: a parent that cannot be made
         raise HistoryError(f"{what}: cannot open it ({exc})") from None
     db.text_factory = _text  # text that is not UTF-8 is read, never a failed query
     try:

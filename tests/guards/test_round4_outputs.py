@@ -734,3 +734,43 @@ def test_an_exception_group_with_a_member_that_does_not_print_is_unprintable() -
     kept = contained(group)
     assert isinstance(kept, UserCodeError) and kept.unprintable
     assert str(kept) == "two (2 sub-exceptions)"  # its own text still reads
+
+
+def test_import_and_collect_name_an_out_folder_they_cannot_write_and_ask_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setattr(sys, "path", list(sys.path))  # collect puts evals/ on it
+    config = _promptfoo(
+        tmp_path, "prompts: [hi]\ntests:\n  - assert: [{type: contains, value: a}]\n"
+    )
+    (tmp_path / "afile").write_text("a file where --out goes")
+    capsys.readouterr()
+    code = cli(["import", "promptfoo", str(config), "--out", str(tmp_path / "afile")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "promptfooconfig.rubric.yaml: cannot be written: " in err
+
+    evals = tmp_path / "evals"
+    evals.mkdir()
+    (evals / "r4_collected.py").write_text(
+        "CALLS = []\n\ndef answer(question):\n    CALLS.append(1)\n    return 'x'\n"
+    )
+    (evals / "s.rubric.yaml").write_text(
+        "target: r4_collected:answer\ncases:\n  - {id: q, question: hi, criteria: "
+        "[{id: c, type: any_of, any_of: [x]}]}\n"
+    )
+    code = cli(
+        [
+            "collect",
+            *("--rubric-dir", str(evals), "--target", "r4_collected:answer"),
+            *("--out", "/proc/no/out"),
+        ]
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pytest-rubric collect: error: cannot write /proc/no/out/")
+    assert err.count("\n") == 1
+    sys.modules.pop("r4_collected", None)
