@@ -148,6 +148,16 @@ def check_raises(response, case):
 
 def check_blocks(response, case):
     raise BlocksWhenPrinted()
+
+
+class Odd:
+    def __repr__(self):
+        threading.Event().wait()
+        return "never"
+
+
+def check_returns_odd(response, case):
+    return [Odd()]
 """
 
 FIGHTING_SUITE = """
@@ -165,6 +175,7 @@ cases:
     criteria:
       - {id: raises, type: callable, function: "targets:check_raises", timeout: 2}
       - {id: blocks, type: callable, function: "targets:check_blocks", timeout: 2}
+      - {id: odd, type: callable, function: "targets:check_returns_odd", timeout: 2}
 """
 
 
@@ -185,6 +196,7 @@ def test_exceptions_that_do_not_print_are_errors_within_the_calls_bound(
             "*target targets:repr_blocks raised ValueError: the cause does not print*",
             "*targets:check_raises raised RaisesWhenPrinted: <unprintable RaisesWhenPrinted>*",
             "*targets:check_blocks raised BlocksWhenPrinted: <unprintable BlocksWhenPrinted>*",
+            "*targets:check_returns_odd returned ?<Odd object>?; *",
             # The application's traceback is still shown, to its line.
             "*in raises*",
             "*raise RaisesWhenPrinted()*",
