@@ -16,15 +16,16 @@ $(STAMP): pyproject.toml
 # are the point of the demo, so pytest's exit code 1 (tests failed) is expected;
 # anything else (usage or internal errors) still fails the target.
 # examples/agents adds a support agent graded on its trace (tool calls, cost, latency): the
-# leaderboard's trace columns. DEMO_TRACE_FLAGS is where --rubric-otel goes once span reading
-# is in (the agent is then read from its spans too, with no change to it).
-DEMO_TRACE_FLAGS ?=
+# leaderboard's trace columns. With --rubric-otel its `traced` subject, which returns text
+# only, is read from the OpenTelemetry spans it records, with no change to it.
+DEMO_TRACE_FLAGS ?= --rubric-otel
 demo: $(STAMP)
 	$(PY) -m pytest --rubric-dir examples/evals --rubric-dir examples/agents $(DEMO_TRACE_FLAGS) \
 		-p no:cacheprovider -q --tb=no -rN \
 		--rubric-json .demo/results.json --rubric-html .demo/report.html; status=$$?; [ $$status -le 1 ]
 	@echo "The failures above are the point: confidently wrong answers fail their rubrics, whatever their style,"
-	@echo "and the agent that claims refunds it never issued fails on its own trace."
+	@echo "and the agent that claims refunds it never issued fails on its own trace; the traced agent is read"
+	@echo "from its OpenTelemetry spans (--rubric-otel), with no change to it."
 	@echo "JSON results: .demo/results.json; HTML report: .demo/report.html"
 
 # Two workers: the suite (about 1,150 tests) takes about 65 s this way on a quiet 2-core machine.

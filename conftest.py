@@ -8,8 +8,9 @@
 # - what httpx imports lazily on its first request (httpcore, h11, anyio's
 #   asyncio backend): a run that re-imported httpcore would raise its
 #   exceptions as classes httpx no longer maps to its own;
-# - every module of the plugin, which imports its heavy parts only on first use:
-#   a run that re-imported them would rebuild the pydantic models each time.
+# - every module of the plugin, subpackages included, which imports its heavy parts only
+#   on first use: a run that re-imported them would rebuild the pydantic models, and
+#   rewrite and compile their asserts, each time (half of an in-process run's time).
 import contextlib
 import importlib
 import os
@@ -32,9 +33,9 @@ with contextlib.suppress(ImportError):
 
 import pytest_rubric
 
-for _module in pkgutil.iter_modules(pytest_rubric.__path__):
-    if _module.name != "__main__":
-        importlib.import_module(f"pytest_rubric.{_module.name}")
+for _module in pkgutil.walk_packages(pytest_rubric.__path__, "pytest_rubric."):
+    if not _module.name.endswith("__main__"):
+        importlib.import_module(_module.name)
 
 pytest_plugins = ["pytester"]
 

@@ -26,7 +26,7 @@ criteria, grading, the summary). Nothing is subtracted from either side.
 Like for like
 -------------
 The plugin has two switchable tricks with Python's garbage collector (see
-``pytest_rubric/_pytest/heap.py``). ``rubric_gc_freeze`` keeps the full
+``pytest_rubric/_session/heap.py``). ``rubric_gc_freeze`` keeps the full
 collections during the run off the objects alive when collection ends;
 it is on in the headline, as users run it. ``rubric_fast_exit`` freezes
 the heap at interpreter exit; that also spares pytest's own objects the

@@ -2,9 +2,9 @@
 
 A page holding ``<!-- generated: options -->`` gets the table of every ``--rubric-*``
 flag and ``rubric_*`` ini key, read from the plugin's own registration
-(``pytest_rubric._config.options.OPTIONS``), defaults included; one holding
+(``pytest_rubric._config.settings.OPTIONS``), defaults included; one holding
 ``<!-- generated: json -->`` gets the ``--rubric-json`` document's fields, read from
-its pydantic models (``pytest_rubric._report.document_models``). So neither page can drift
+its pydantic models (``pytest_rubric._report.document``). So neither page can drift
 from the code: a flag added there is documented here on the next build.
 """
 
@@ -44,7 +44,7 @@ def _default(value: Any, action: str | None = None) -> str:
 
 
 def options_table() -> str:
-    from pytest_rubric._config.options import OPTIONS
+    from pytest_rubric._config.settings import OPTIONS
 
     rows = ["| flag | ini | default | what it does |", "|---|---|---|---|"]
     for option in OPTIONS:
@@ -90,7 +90,7 @@ def _type_name(annotation: Any) -> str:
 def json_reference() -> str:
     from pydantic import BaseModel
 
-    from pytest_rubric._report import document_models as models
+    from pytest_rubric._report import document as models
 
     out: list[str] = []
     seen: set[str] = set()

@@ -20,9 +20,9 @@ if TYPE_CHECKING:
         RubricWarning,
     )
     from ._grade.grader import Grader
-    from ._pytest.assertion import assert_rubric
     from ._results import CaseResult, CriterionResult, Verdict
     from ._schema import Case, Rubric
+    from ._session.assertion import assert_rubric
 
 # Where each public name lives.
 _LAZY = {
@@ -37,7 +37,7 @@ _LAZY = {
     "RubricLoadError": "._errors",
     "RubricWarning": "._errors",
     "Verdict": "._results",
-    "assert_rubric": "._pytest.assertion",
+    "assert_rubric": "._session.assertion",
 }
 
 

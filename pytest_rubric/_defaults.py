@@ -50,7 +50,7 @@ class Provider:
     )
     url_variable: str  # the environment variable that moves the endpoint
     wire: str  # the protocol it speaks: a key of _llm.clients.WIRES
-    batch: bool = False  # whether --rubric-judge-batch speaks its batch API (_llm.batch_providers)
+    batch: bool = False  # whether --rubric-judge-batch speaks its batch API (_llm.batch)
 
 
 # The providers, one entry each: everything else (the judge's parser, the keys every output is
@@ -76,7 +76,7 @@ CACHE_MODES = ("use", "refresh", "off", "replay")
 # --rubric-response-cache: the application under test is called unless a run asks otherwise.
 RESPONSE_CACHE_MODES = ("off", "use", "replay")
 EVIDENCE_MODES = ("check", "require", "off")  # --rubric-judge-evidence, see judge.evidence
-# --rubric-judge-probe-kinds: what the probed criteria are judged again on (see _pytest.auditing).
+# --rubric-judge-probe-kinds: what the probed criteria are judged again on (see _session.auditing).
 PROBE_KINDS = ("tone", "length", "position")
 DEFAULT_MIN_SCORE = 0.8  # the pass mark of cases that set none (ini rubric_min_score)
 DEFAULT_CALL_TIMEOUT = 60.0  # seconds a callable or target may run (ini rubric_call_timeout)

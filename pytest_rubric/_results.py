@@ -1,9 +1,10 @@
 """What grading produces: one :class:`CriterionResult` per criterion, one
 :class:`CaseResult` per (case, subject).
 
-Results are plain dataclasses that turn into JSON-ready dicts and back, so
-the same object feeds the failure text, the test report (which travels
-through pytest-xdist), the session summary and every output file.
+Results are plain, frozen dataclasses: the same object feeds the failure
+text, the test report, the session summary and every output file. The JSON
+document (``_report.document``) is what writes one as data and reads it
+back, for the ``--rubric-json`` file and through pytest-xdist alike.
 """
 
 from __future__ import annotations
@@ -110,51 +111,6 @@ class CriterionResult:
         verdict (a run's, ``assert_rubric``'s, ``merge``'s recomputation) goes by."""
         return self.verdict is Verdict.ERROR and self.axis != "style"
 
-    def to_dict(self) -> dict[str, Any]:
-        data = {
-            "id": self.id,
-            "type": self.type,
-            "axis": self.axis,
-            "weight": self.weight,
-            "verdict": str(self.verdict),
-            "ok": self.ok,
-            "credit": self.credit,
-            "reason": self.reason,
-            "required": self.required,
-            "requirement": self.requirement,
-        }
-        if self.tags:
-            data["tags"] = list(self.tags)
-        if self.votes is not None or self.judges is not None:
-            data["agreement"] = self.agreement
-            data["unstable"] = self.unstable
-        if self.votes is not None:
-            data["samples"] = self.votes
-        if self.judges is not None:
-            data["judges"] = dict(self.judges)
-        if self.evidence_ok is not None:
-            data["evidence_ok"] = self.evidence_ok
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CriterionResult:
-        return cls(
-            id=data["id"],
-            type=data["type"],
-            axis=data["axis"],
-            weight=data["weight"],
-            verdict=Verdict(data["verdict"]),
-            credit=data["credit"],
-            reason=data["reason"],
-            required=data.get("required", False),
-            agreement=data.get("agreement"),
-            votes=data.get("samples"),
-            tags=tuple(data.get("tags", ())),
-            evidence_ok=data.get("evidence_ok"),
-            judges=data.get("judges"),
-            requirement=data.get("requirement"),
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class Sample:
@@ -167,29 +123,6 @@ class Sample:
     response: str = ""
     llm_raw_score: float | None = None  # the holistic judge's 0-100 reply for this answer
     trace: Trace | None = None  # what the application did on the way to this answer
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "score": self.score,
-            "raw_score": self.raw_score,
-            "passed": self.passed,
-            "criteria": [c.to_dict() for c in self.criteria],
-            "response": self.response,
-            "llm_raw_score": self.llm_raw_score,
-            "trace": None if self.trace is None else self.trace.to_dict(),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Sample:
-        return cls(
-            score=data["score"],
-            raw_score=data["raw_score"],
-            passed=data["passed"],
-            criteria=[CriterionResult.from_dict(c) for c in data["criteria"]],
-            response=data.get("response", ""),
-            llm_raw_score=data.get("llm_raw_score"),
-            trace=Trace.from_dict(data["trace"]) if data.get("trace") else None,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,36 +255,6 @@ class CaseResult:
                 f"pass_when {self.pass_when}"
             )
         return reasons
-
-    def to_dict(self) -> dict[str, Any]:
-        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        data["criteria"] = [c.to_dict() for c in self.criteria]
-        data["flags"] = list(self.flags)
-        data["tags"] = list(self.tags)
-        data["samples"] = [s.to_dict() for s in self.sample_list]
-        data["n_samples"] = self.n_samples
-        data["pass_rate"] = self.pass_rate
-        data["pass_rate_ci"] = list(self.pass_rate_ci)
-        if self.skipped_bounds is not None:
-            data["skipped_bounds"] = list(self.skipped_bounds)
-        if not self.probe:
-            del data["probe"]
-        if self.ranked:  # written only where it says something
-            del data["ranked"]
-        del data["trace"]  # in each sample
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CaseResult:
-        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        fields["criteria"] = [CriterionResult.from_dict(c) for c in data["criteria"]]
-        samples = [Sample.from_dict(s) for s in data.get("samples", ())]
-        # One sample is the result itself: kept as no samples, the way it was graded.
-        fields["samples"] = samples if len(samples) > 1 else []
-        fields["trace"] = samples[0].trace if samples else None
-        if fields.get("skipped_bounds") is not None:
-            fields["skipped_bounds"] = tuple(fields["skipped_bounds"])
-        return cls(**fields)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,23 +38,6 @@ class ToolCall:
     ok: bool
     result: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "arguments": self.arguments,
-            "ok": self.ok,
-            "result": self.result,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
-        return cls(
-            name=data["name"],
-            arguments=dict(data.get("arguments") or {}),
-            ok=bool(data.get("ok", True)),
-            result=data.get("result"),
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class Passage:
@@ -64,13 +47,6 @@ class Passage:
     text: str
     id: str | None = None
     source: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "text": self.text, "source": self.source}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Passage:
-        return cls(text=data["text"], id=data.get("id"), source=data.get("source"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,21 +65,6 @@ class Usage:
             return None
         return self.input_tokens + self.output_tokens
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cost_usd": self.cost_usd,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Usage:
-        return cls(
-            input_tokens=data.get("input_tokens"),
-            output_tokens=data.get("output_tokens"),
-            cost_usd=data.get("cost_usd"),
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class Trace:
@@ -121,31 +82,6 @@ class Trace:
     usage: Usage = Usage()
     latency_s: float | None = None
     metadata: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "source": self.source,
-            "tool_calls": [c.to_dict() for c in self.tool_calls],
-            "llm_calls": self.llm_calls,
-            "context": [p.to_dict() for p in self.context],
-            "usage": self.usage.to_dict(),
-            "latency_s": self.latency_s,
-        }
-        if self.metadata is not None:
-            data["metadata"] = self.metadata
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Trace:
-        return cls(
-            source=data["source"],
-            tool_calls=tuple(ToolCall.from_dict(c) for c in data.get("tool_calls", ())),
-            llm_calls=data.get("llm_calls"),
-            context=tuple(Passage.from_dict(p) for p in data.get("context", ())),
-            usage=Usage.from_dict(data.get("usage") or {}),
-            latency_s=data.get("latency_s"),
-            metadata=data.get("metadata"),
-        )
 
     def clipped(self, cut: Callable[[str], str]) -> Trace:
         """This trace as a result keeps it: each tool result and passage text through ``cut``

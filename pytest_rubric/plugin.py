@@ -13,20 +13,20 @@ import pytest
 from ._config.options import add_options
 from ._config.settings import Settings
 
-# Only light modules here (see ``_defaults``, ``_pytest.items``): the collector, the grader and the judge
+# Only light modules here (see ``_defaults``, ``_session.items``): the collector, the grader and the judge
 # are imported when a rubric file, a judge or a fixture asks for them.
 from ._defaults import SET_A_JUDGE, is_rubric_file
 from ._guards.outgoing import outgoing
-from ._pytest import xdist
-from ._pytest.items import CURRENT_ITEM, RESULTS_KEY, is_rubric_item
-from ._pytest.session import SESSION_KEY, RubricSession
 from ._results import CaseResult
+from ._session import xdist
+from ._session.items import CURRENT_ITEM, RESULTS_KEY, is_rubric_item
+from ._session.session import SESSION_KEY, RubricSession
 
 if TYPE_CHECKING:
     from ._grade.grader import Grader
     from ._llm.base import JudgeClient
-    from ._pytest.assertion import RubricFixture
-    from ._pytest.collect import RubricFile
+    from ._session.assertion import RubricFixture
+    from ._session.collect import RubricFile
 
 PROPERTIES_KEY = pytest.StashKey[list[tuple[str, object]]]()
 """The JUnit properties this attempt of an item added (``rubric_score``, ...)."""
@@ -66,13 +66,13 @@ def pytest_configure(config: pytest.Config) -> None:
     state = RubricSession(config)
     # Registered before pytest's own plugins register theirs (their configure hooks run after
     # this one), so run after them: both of pytest's collections at unconfigure, the hook's
-    # and the cleanup's, then skip the frozen heap (see _pytest.heap).
+    # and the cleanup's, then skip the frozen heap (see _session.heap).
     config.add_cleanup(state.thaw)
     state.inputs.global_responses()  # a broken --rubric-responses file stops the run here, clearly
     state.judging.start(_own_judge(config))
     config.stash[SESSION_KEY] = state
     config.pluginmanager.register(_SessionHooks(state), "rubric-session")
-    if not hasattr(config, "workerinput"):  # an xdist worker leaves reporting to the controller
+    if state.role.reports:  # an xdist worker leaves reporting to the controller
         config.pluginmanager.register(_ReportHooks(state), "rubric-report")
     xdist.register(config, state)
     _add_rubric_dirs(config, state.settings)
@@ -114,7 +114,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RubricFile | None:
     state = parent.config.stash[SESSION_KEY]
     if is_rubric_file(file_path, state.settings.patterns):
-        from ._pytest.collect import RubricFile
+        from ._session.collect import RubricFile
 
         return RubricFile.from_parent(parent, path=file_path, rubric_session=state)
     return None
@@ -162,7 +162,7 @@ def pytest_runtest_makereport(
         report.longrepr = (os.fspath(path), (line or 0) + 1, report.longrepr[2])
     pending = item.stash.get(RESULTS_KEY, None)
     if pending and (report.when != "setup" or not report.passed):
-        from ._pytest.recording import junit_properties, settle  # imported by whoever recorded
+        from ._session.recording import junit_properties, settle  # imported by whoever recorded
 
         del item.stash[RESULTS_KEY]
         results = settle(pending, call.excinfo.value if call.excinfo is not None else None)
@@ -182,9 +182,12 @@ def pytest_report_to_serializable(
     config: pytest.Config, report: pytest.CollectReport | pytest.TestReport
 ) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
     data = yield
-    for name in _CARRIED:
-        if data is not None and data.get(name):
-            data[name] = [r.to_dict() for r in data[name]]
+    if data is not None and any(data.get(name) for name in _CARRIED):
+        from ._report.document import result_data
+
+        for name in _CARRIED:
+            if data.get(name):
+                data[name] = [result_data(r) for r in data[name]]
     return data
 
 
@@ -193,10 +196,13 @@ def pytest_report_from_serializable(
     config: pytest.Config, data: dict[str, Any]
 ) -> Generator[None, object, object]:
     report = yield
-    for name in _CARRIED:
-        results = getattr(report, name, None)
-        if results:
-            setattr(report, name, [CaseResult.from_dict(r) for r in results])
+    if any(getattr(report, name, None) for name in _CARRIED):
+        from ._report.document import result_of
+
+        for name in _CARRIED:
+            results = getattr(report, name, None)
+            if results:
+                setattr(report, name, [result_of(r) for r in results])
     return report
 
 
@@ -246,7 +252,7 @@ def rubric(request: pytest.FixtureRequest) -> RubricFixture:
         def test_answer(rubric):
             rubric(my_app("What is NPV?"), [{"id": "npv", "type": "any_of", "any_of": ["net present value"]}])
     """
-    from ._pytest.assertion import RubricFixture
+    from ._session.assertion import RubricFixture
 
     return RubricFixture(request.node)
 
@@ -263,7 +269,7 @@ def rubric_grader(request: pytest.FixtureRequest) -> Grader:
             result = rubric_grader.grade(my_app("What is NPV?"), compiled)
             assert result.score > 0.5
     """
-    from ._pytest.assertion import grader_for
+    from ._session.assertion import grader_for
 
     return grader_for(request.node)
 
@@ -349,7 +355,7 @@ class _ReportHooks:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """A ``--junitxml`` path that cannot be written is known before a test runs."""
-        from ._pytest.junit import set_aside
+        from ._session.junit import set_aside
 
         if (unwritten := set_aside(session.config)) is not None:
             self.state.unwritten.append(unwritten)
@@ -365,7 +371,7 @@ class _ReportHooks:
             terminalreporter.stats.setdefault(key, []).extend(
                 _gate_report(reason) for reason in report.gates.regressions
             )
-        if xdist.is_xdist_controller(self.state.config):
+        if self.state.role.hands_out:
             # The workers collected: what the command line's subjects replaced is known now.
             for said in self.state.precedence_lines():
                 terminalreporter.write_line(said)

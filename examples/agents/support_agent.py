@@ -10,14 +10,21 @@ assistant turn where a real agent would ask a model. Two agents share the tools:
   ``issue_refund`` at all, or after a call that failed. Its answers read exactly like
   careful's; only its trace tells them apart.
 
-The targets return ``{"answer", "messages", "usage"}``: pytest-rubric reads the tool calls
-out of the messages and grades them (see ``agent.rubric.yaml``).
+The targets ``careful`` and ``hasty`` return ``{"answer", "messages", "usage"}``:
+pytest-rubric reads the tool calls out of the messages and grades them (see
+``agent.rubric.yaml``). ``traced`` is ``careful`` written as an instrumented service: it
+returns the answer's text only, and records its model turns and tool runs as OpenTelemetry
+spans (GenAI conventions) through the OpenTelemetry API, as an instrumented agent framework
+does. ``--rubric-otel`` reads its trace from those spans, with no change to it (``make demo``
+passes the flag); without the flag its trace criteria are ERRORs: there is nothing to read.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 ORDERS = {
@@ -82,20 +89,50 @@ def _next_turn(messages: list[dict[str, Any]], *, careful: bool) -> dict[str, An
     return _say(f"Order {order} ({found['item']}) has shipped and arrives {found['arrives']}.")
 
 
-def run(question: str, *, careful: bool) -> list[dict[str, Any]]:
-    """The agent loop: ask for a turn, run the tools it calls, until it answers."""
+class _Untraced:
+    """Spans that record nothing, where the OpenTelemetry API is not installed."""
+
+    @contextmanager
+    def start_as_current_span(self, name: str, *, attributes: Any = None) -> Iterator[Any]:
+        yield None
+
+
+def _tracer(traced: bool) -> Any:
+    if traced:
+        try:
+            from opentelemetry import trace
+        except ImportError:
+            pass
+        else:
+            return trace.get_tracer("support_agent")
+    return _Untraced()
+
+
+def run(question: str, *, careful: bool, traced: bool = False) -> list[dict[str, Any]]:
+    """The agent loop: ask for a turn, run the tools it calls, until it answers. Traced,
+    each turn is a ``chat`` span and each tool run an ``execute_tool`` span."""
+    tracer = _tracer(traced)
     messages = [
         {"role": "system", "content": "You are a support agent for a small shop."},
         {"role": "user", "content": question},
     ]
     for _ in range(6):
-        turn = _next_turn(messages, careful=careful)
+        chat = {"gen_ai.operation.name": "chat"}
+        with tracer.start_as_current_span("chat stand-in", attributes=chat):
+            turn = _next_turn(messages, careful=careful)
         messages.append(turn)
         if not turn.get("tool_calls"):
             break
         for call in turn["tool_calls"]:
             function = call["function"]
-            result = TOOLS[function["name"]](**json.loads(function["arguments"]))
+            attributes = {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": function["name"],
+                "gen_ai.tool.call.arguments": function["arguments"],
+            }
+            span = f"execute_tool {function['name']}"
+            with tracer.start_as_current_span(span, attributes=attributes):
+                result = TOOLS[function["name"]](**json.loads(function["arguments"]))
             messages.append(
                 {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)}
             )
@@ -123,3 +160,7 @@ def careful(question: str) -> dict[str, Any]:
 
 def hasty(question: str) -> dict[str, Any]:
     return _graded(run(question, careful=False))
+
+
+def traced(question: str) -> str:
+    return str(run(question, careful=True, traced=True)[-1]["content"])

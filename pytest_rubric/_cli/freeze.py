@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._config.option import DEFAULT_PATTERNS
+from .._config.settings import DEFAULT_PATTERNS
 from .._load.traces import as_fields
 
 __all__ = ["add_collect_command", "run_collect"]
@@ -172,7 +172,7 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
     from .._defaults import RetryPolicy, named
     from .._grade.sources import LiveModel, Source, Target
     from .._guards.calls import CallRunner, make_importable, resolve_import
-    from .._llm.providers import JudgeSpec
+    from .._llm.providers import ModelSpec
     from .._load.responses import file_subject_problem
 
     if not args.models and not args.targets:
@@ -198,7 +198,7 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
             )
         seen[subject] = f"{flag} {given}"
         if flag == "--model":
-            spec = JudgeSpec.parse(value)
+            spec = ModelSpec.parse(value)
             model = LiveModel(spec, subject=subject, policy=RetryPolicy())
             source = Source(target=model, target_name=spec.name, subject=subject)
         else:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .._config.option import positive_int
+from .._config.settings import positive_int
 from .._guards.outgoing import outgoing
 from .._report.history import HistoryError, read_runs, skipped_warning
 from .._report.run import HistoryRun

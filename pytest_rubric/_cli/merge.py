@@ -34,12 +34,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from .._config.option import fraction
 from .._config.outputs import OUTPUTS, write_outputs
-from .._render.json import DocumentError, load_document, read_document
+from .._config.settings import fraction
+from .._guards.outgoing import outgoing_streams
 from .._render.summary import terminal_lines
+from .._report.calibration import Calibration
+from .._report.document import DocumentError, load_document, read_document
 from .._report.gates import GateEntry
 from .._report.history import HistoryError, append, skipped_warning, with_trend
 from .._report.report import build_report
@@ -61,9 +62,9 @@ def merge(
     paths: Sequence[Path],
     *,
     notes: list[str] | None = None,
-    calibration: list[dict[str, Any]] | None = None,
+    calibration: list[Calibration] | None = None,
     runs: list[RunInfo] | None = None,
-    gates: list[dict[str, Any]] | None = None,
+    gates: list[GateEntry] | None = None,
     allow_incomplete: bool = False,
 ) -> list[CaseResult]:
     """The results of every shard; a node id found in two shards is an error.
@@ -95,8 +96,8 @@ def merge(
         if runs is not None and document.run is not None:
             runs.append(document.run)
         if calibration is not None:
-            seen = {(c["suite"], c["judge"]) for c in calibration}
-            calibration += [c for c in document.calibration if (c["suite"], c["judge"]) not in seen]
+            seen = {(c.suite, c.judge) for c in calibration}
+            calibration += [c for c in document.calibration if (c.suite, c.judge) not in seen]
         if gates is not None:
             gates += document.gates
         shard = document.results
@@ -186,6 +187,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every command, its output through the outgoing boundary: what it prints (a target's
+    exception text, a document's values, argparse's errors) is redacted and escaped as a
+    report is."""
+    with outgoing_streams():
+        return _command(argv)
+
+
+def _command(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "import":
@@ -201,9 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if value is not None and not 0 < value < 1:
             parser.error(f"--{name.replace('_', '-')} {value:g}: write a number between 0 and 1")
     notes: list[str] = []
-    calibration: list[dict[str, Any]] = []
+    calibration: list[Calibration] = []
     runs: list[RunInfo] = []
-    gates: list[dict[str, Any]] = []
+    gates: list[GateEntry] = []
     try:
         results = merge(
             args.documents,
@@ -231,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run=merged(runs),
         # The shards' verdicts of gates this merge does not apply itself (the judge's, or a
         # baseline given to the shards and not to the merge) are kept, never dropped.
-        carried_gates=[GateEntry.from_dict(g) for g in gates],
+        carried_gates=gates,
     )
     if args.history is not None:
         skipped: list[str] = []

@@ -1,37 +1,33 @@
-"""The one table of the plugin's options: every ``--rubric-*`` flag and ``rubric_*`` ini key.
+"""Reads the options ``_config.settings`` declares: registers them with pytest, and reads a
+run's :class:`~.settings.Settings` from its flags and ini (:func:`read_settings`).
 
-:data:`OPTIONS` (the run's, then the judge's) drives ``pytest_addoption``
-(:func:`add_options`), the settings (:func:`given` reads an option as a run
-sees it: the flag, else the ini key, else the default) and the options page of
-the docs (``docs/hooks.py``). An option is one :class:`~.option.Option` entry
-in ``run_options`` or ``judge_options`` and a field of ``Settings``.
+A field set by one option is read by :func:`given` (the flag, else the ini
+key, else the default); the few that need more (a path relative to where
+pytest runs, a repeatable flag checked for doubles, a value several options
+make) have their reader in :data:`_READERS`, by field name.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .judge_options import JUDGE_OPTIONS
-from .option import Option, argparse_type
-from .run_options import RUN_OPTIONS
+from .._defaults import RetryPolicy
+from .._grade.style import StyleThresholds
+from .._llm.cost import CostSettings, parse_price, parse_prices
+from .outputs import OUTPUTS
+from .settings import BY_KEY, DEFAULT_PATTERNS, OPTIONS, Settings, argparse_type
 
-__all__ = [
-    "BY_KEY",
-    "OPTIONS",
-    "add_options",
-    "given",
-]
-
-OPTIONS: tuple[Option, ...] = (*RUN_OPTIONS, *JUDGE_OPTIONS)
-
-
-BY_KEY = {option.key: option for option in OPTIONS}
+__all__ = ["add_options", "given", "read_settings"]
 
 
 def add_options(parser: pytest.Parser) -> None:
-    """Every ``--rubric-*`` flag (one group) and ini key of :data:`OPTIONS`."""
+    """Every ``--rubric-*`` flag (one group) and ini key of :data:`~.settings.OPTIONS`."""
     group = parser.getgroup("rubric", "rubric-based assertions on LLM output (pytest-rubric)")
     for option in OPTIONS:
         if option.flag:
@@ -81,3 +77,202 @@ def given(config: pytest.Config, key: str) -> Any:
             except ValueError as exc:
                 raise pytest.UsageError(f"ini option {option.dest} = {exc}") from None
     return option.default
+
+
+def read_settings(config: pytest.Config) -> Settings:
+    """Every option as this run has it."""
+    values = {}
+    for f in fields(Settings):
+        read = _READERS.get(f.name)
+        if read is not None:
+            values[f.name] = read(config)
+        else:
+            (option,) = f.metadata["options"]
+            values[f.name] = given(config, option.key)
+    return Settings(**values)
+
+
+def _path(config: pytest.Config, key: str, base: Path | None = None) -> Path | None:
+    """A path option, relative to where pytest runs (or ``base``); None when not set."""
+    value = given(config, key)
+    here = base or config.invocation_params.dir
+    return here / str(value).strip() if value else None
+
+
+def _dirs(config: pytest.Config) -> tuple[Path, ...]:
+    flag_dirs = config.getoption("rubric_dirs")
+    if flag_dirs:
+        return tuple(config.invocation_params.dir / p for p in flag_dirs)
+    return tuple(Path(p) for p in config.getini("rubric_dirs"))
+
+
+def _responses_dir(config: pytest.Config) -> Path | None:
+    responses = given(config, "responses")
+    return (config.invocation_params.dir / responses).resolve() if responses else None
+
+
+def _nearby(key: str) -> Callable[[pytest.Config], Path | None]:
+    """A path whose flag is relative to where pytest runs, its ini key to the rootdir."""
+
+    def read(config: pytest.Config) -> Path | None:
+        if config.getoption(f"rubric_{key}"):
+            return _path(config, key)
+        return _path(config, key, config.rootpath)
+
+    return read
+
+
+def _cost(config: pytest.Config) -> CostSettings:
+    """Ini ``rubric_judge_prices``, ``--rubric-judge-price`` and ``--rubric-max-cost``."""
+    try:
+        prices = parse_prices(given(config, "judge_prices"))
+    except ValueError as exc:
+        raise pytest.UsageError(f"ini option rubric_judge_prices: {exc}") from None
+    price = given(config, "judge_price")
+    max_cost = given(config, "max_cost")
+    return CostSettings(
+        prices=prices,
+        price=parse_price(price) if price else None,  # checked by the option's type
+        max_cost=float(max_cost) if max_cost is not None else None,
+        max_cost_shown=max_cost.strip() if max_cost is not None else "",
+    )
+
+
+def _otel(config: pytest.Config) -> bool:
+    """``--rubric-otel`` or ini ``rubric_otel``; it needs the SDK, an optional extra (looked
+    for, not imported: the spans are read only once a target is called)."""
+    if not given(config, "otel"):
+        return False
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("opentelemetry.sdk.trace") is not None
+    except ModuleNotFoundError:  # not even the opentelemetry package
+        found = False
+    if not found:
+        raise pytest.UsageError(
+            "--rubric-otel (ini rubric_otel) reads the application's OpenTelemetry spans "
+            "through opentelemetry-sdk, which is not installed: pip install "
+            "pytest-rubric[otel]"
+        )
+    return True
+
+
+def _probe_kinds(config: pytest.Config) -> tuple[str, ...]:
+    """``--rubric-judge-probe-kinds``, else the ini's, else tone; position needs the one-shot
+    grader (the order of the criteria is a seat only when one call grades them all)."""
+    kinds: tuple[str, ...] = given(config, "judge_probe_kinds")
+    if "position" in kinds and given(config, "grader") != "one-shot":
+        raise pytest.UsageError(
+            "--rubric-judge-probe-kinds position judges a case again with its criteria in "
+            "reverse order, which only the one-shot grader sees; add --rubric-grader one-shot "
+            "or leave position out"
+        )
+    return kinds
+
+
+def _max_flips(config: pytest.Config) -> dict[str, float]:
+    """``--rubric-judge-max-flips KIND=X``, each kind at most once and each one probed."""
+    limits: dict[str, float] = {}
+    kinds = _probe_kinds(config)
+    for kind, limit in given(config, "judge_max_flips") or ():
+        if kind not in kinds:
+            raise pytest.UsageError(
+                f"--rubric-judge-max-flips {kind}={limit:g}: the {kind} probe does not run "
+                f"(--rubric-judge-probe-kinds is {','.join(kinds)}); add {kind} to it"
+            )
+        if kind in limits:
+            raise pytest.UsageError(
+                f"--rubric-judge-max-flips {kind}= is given twice; give each kind once"
+            )
+        limits[kind] = limit
+    return limits
+
+
+def _repeatable(key: str) -> Callable[[pytest.Config], tuple[str, ...]]:
+    """A repeatable ``[NAME=]VALUE`` flag's values; the same value or name twice is a usage
+    error (nothing given is ever dropped in silence)."""
+
+    def read(config: pytest.Config) -> tuple[str, ...]:
+        from .._defaults import named
+
+        flag = BY_KEY[key].flag_text
+        values = tuple(v.strip() for v in given(config, key) or ())
+        seen_values: set[str] = set()
+        seen_names: dict[str, str] = {}
+        for text in values:
+            name, value = named(text)
+            default = value.rpartition(":")[2]
+            if value in seen_values:
+                raise pytest.UsageError(f"{flag} {value} is given twice; give each subject once")
+            if (name or default) in seen_names:
+                raise pytest.UsageError(
+                    f"{flag}: {seen_names[name or default]} and {text} are both subject "
+                    f"{name or default!r}; name one of them, {flag} OTHER={value}"
+                )
+            seen_values.add(value)
+            seen_names[name or default] = text
+        return values
+
+    return read
+
+
+def _judge_source(config: pytest.Config) -> str:
+    """Where :func:`_judges` found the judges, named as the user set them."""
+    if config.getoption("rubric_judge"):
+        return "--rubric-judge"
+    if str(config.getini("rubric_judge") or "").strip():
+        name = config.inipath.name if config.inipath is not None else "the ini file"
+        return f"ini rubric_judge in {name}"
+    return "env RUBRIC_JUDGE"
+
+
+def _judges(config: pytest.Config) -> tuple[str, ...]:
+    """``--rubric-judge`` (repeatable), else the ini's lines, else ``RUBRIC_JUDGE``."""
+    given = (
+        config.getoption("rubric_judge") or str(config.getini("rubric_judge") or "").splitlines()
+    )
+    judges = [j.strip() for j in given if j and j.strip()]
+    if not judges and os.environ.get("RUBRIC_JUDGE"):
+        judges = [os.environ["RUBRIC_JUDGE"]]
+    twice = next((j for i, j in enumerate(judges) if j in judges[:i]), None)
+    if twice is not None:  # a panel of a, a, b would give a two votes: never in silence
+        raise pytest.UsageError(
+            f"--rubric-judge {twice} is given twice (a panel names each judge once); to "
+            "sample one judge several times, use --rubric-judge-samples K"
+        )
+    return tuple(judges)
+
+
+# The fields a plain given() does not read, by name.
+_READERS: dict[str, Callable[[pytest.Config], Any]] = {
+    "dirs": _dirs,
+    "dirs_from_flag": lambda config: bool(config.getoption("rubric_dirs")),
+    "patterns": lambda config: tuple(given(config, "file_patterns")) or DEFAULT_PATTERNS,
+    "responses_dir": _responses_dir,
+    "targets": _repeatable("target"),
+    "models": _repeatable("model"),
+    "otel": _otel,
+    "output_paths": lambda config: {o.name: _path(config, o.name) for o in OUTPUTS},
+    "baseline_path": lambda config: _path(config, "baseline"),
+    "history_path": _nearby("history"),
+    "thresholds": lambda config: StyleThresholds(
+        confident=given(config, "confident_threshold"),
+        hedged=given(config, "hedged_threshold"),
+        low_score=given(config, "low_score"),
+        high_score=given(config, "high_score"),
+    ),
+    "judges": _judges,
+    "judge_source": _judge_source,
+    "retry": lambda config: RetryPolicy(
+        timeout=given(config, "judge_timeout"),
+        attempts=given(config, "judge_attempts"),
+        backoff=given(config, "judge_backoff"),
+        budget=given(config, "judge_retry_budget"),
+    ),
+    "recordings_dir": _nearby("recordings"),
+    "cache_dir": lambda config: config.rootpath / given(config, "cache_dir"),
+    "cost": _cost,
+    "probe_kinds": _probe_kinds,
+    "max_flips": _max_flips,
+}

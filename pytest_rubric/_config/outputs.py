@@ -65,7 +65,7 @@ def _function(name: str) -> Any:
 OUTPUTS: tuple[Output, ...] = (
     Output(
         "json",
-        "pytest_rubric._render.json:json_chunks",
+        "pytest_rubric._report.document:json_chunks",
         "write every result and the leaderboard to PATH as JSON.",
         "write the merged document here",
     ),

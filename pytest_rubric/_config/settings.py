@@ -1,81 +1,582 @@
-"""Every option of the plugin, resolved from flags and ini once, into one frozen value."""
+"""The one table of the plugin's options: every ``--rubric-*`` flag and ``rubric_*`` ini key
+is declared here, once, as the field of :class:`Settings` it sets.
+
+A field's :class:`Option` (or, for a value several options make, its options)
+says the flag, the ini key, the help, the default and the reader of a value.
+``_config.options`` registers them with pytest (``pytest_addoption``) and reads
+a run's settings from them; ``docs/hooks.py`` writes the options page from
+:data:`OPTIONS`. Adding an option is adding a field here.
+"""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-
-import pytest
+from typing import Any
 
 from .._defaults import (
+    CACHE_MODES,
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_CHECK_TIMEOUT,
     DEFAULT_MIN_SCORE,
+    EVIDENCE_MODES,
+    GRADERS,
+    PROVIDERS,
+    RESPONSE_CACHE_MODES,
     SHOW_RESPONSE,
     RetryPolicy,
 )
-from .._grade import style
-from .._llm.cost import CostSettings, parse_price, parse_prices
-from .option import DEFAULT_PATTERNS
-from .options import BY_KEY, given
+from .._grade.style import StyleThresholds
+from .._llm.cost import CostSettings
+from . import parsers
 from .outputs import OUTPUTS
 
-__all__ = ["Settings"]
+__all__ = [
+    "BY_KEY",
+    "DEFAULT_PATTERNS",
+    "OPTIONS",
+    "SUMMARY_MODES",
+    "Option",
+    "Settings",
+    "argparse_type",
+    "fraction",
+    "positive_int",
+]
+
+SUMMARY_MODES = ("auto", "on", "off")
+DEFAULT_PATTERNS = ("*.rubric.yaml", "*.rubric.yml", "*.rubric.json")
+_RETRY = RetryPolicy()
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One option: a flag, an ini key, or both under one name (``rubric_<key>``)."""
+
+    key: str  # the flag is --rubric-<key, with dashes>, the ini key and dest rubric_<key>
+    help: str
+    flag: bool = True
+    ini: bool = False
+    default: Any = None  # what a run uses when neither is set (shown in the docs)
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    parse: Callable[[str], Any] | None = None  # a flag's and an ini line's reader
+    action: str | None = None  # "append", "store_true"
+    ini_type: str = "string"  # pytest's addini type: string, bool, paths, linelist
+    ini_help: str | None = None  # the ini key's own help, when it differs
+    flag_name: str | None = None  # when the flag is not --rubric-<key>
+
+    @property
+    def dest(self) -> str:
+        return f"rubric_{self.key}"
+
+    @property
+    def flag_text(self) -> str:
+        return self.flag_name or "--rubric-" + self.key.replace("_", "-")
+
+    @property
+    def flag_default(self) -> Any:
+        """None where an ini key can fill it in: a flag that is given always wins."""
+        if self.ini or self.action == "append":
+            return None
+        return self.default
+
+
+_NO_DEFAULT: Any = object()
+
+
+def option(key: str, help: str, *, field_default: Any = _NO_DEFAULT, **kwargs: Any) -> Any:
+    """A field of :class:`Settings` set by one :class:`Option` (``key``, ``help`` and
+    ``kwargs``); its default is the option's, unless ``field_default`` is given."""
+    return setting(Option(key, help, **kwargs), default=field_default)
+
+
+def setting(*options: Option, default: Any = _NO_DEFAULT) -> Any:
+    """A field of :class:`Settings` set by ``options`` (several: its reader in
+    ``_config.options`` makes one value of them); its default is its first option's,
+    unless given."""
+    if default is _NO_DEFAULT:
+        default = options[0].default
+    if isinstance(default, list | dict):
+        kind = type(default)
+        return field(default_factory=lambda: kind(default), metadata={"options": options})
+    return field(default=default, metadata={"options": options})
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Every option of the plugin, resolved from flags and ini once."""
+    """Every option of the plugin, resolved from flags and ini once (``_config.options``)."""
 
-    dirs: tuple[Path, ...] = ()
-    summary: str = "auto"  # ini rubric_summary: auto, on, off
-    show_response: int = SHOW_RESPONSE  # ini rubric_show_response: characters, 0 hides it
+    # --- where rubrics and answers come from ------------------------------------------------
+    dirs: tuple[Path, ...] = option(
+        "dirs",
+        "collect rubric files under DIR (repeatable); without test paths, only these run.",
+        ini=True,
+        action="append",
+        metavar="DIR",
+        flag_name="--rubric-dir",
+        ini_type="paths",
+        ini_help="directories to collect rubric files from, as testpaths",
+        default=[],
+        field_default=(),
+    )
     dirs_from_flag: bool = False  # --rubric-dir (only these run) rather than ini rubric_dirs
-    patterns: tuple[str, ...] = DEFAULT_PATTERNS
-    responses_dir: Path | None = None
-    targets: tuple[str, ...] = ()  # --rubric-target, each [NAME=]module:function
-    output_paths: Mapping[str, Path | None] = field(default_factory=dict)  # by OUTPUTS name
-    baseline_path: Path | None = None
-    history_path: Path | None = None  # --rubric-history, else ini rubric_history
-    max_drop: float = 0.0
-    fail_under: float | None = None
-    judges: tuple[str, ...] = ()  # --rubric-judge, repeated for a panel (ini: one per line)
+    patterns: tuple[str, ...] = option(
+        "file_patterns",
+        "glob patterns of rubric file names",
+        flag=False,
+        ini=True,
+        ini_type="linelist",
+        default=list(DEFAULT_PATTERNS),
+        field_default=DEFAULT_PATTERNS,
+    )
+    responses_dir: Path | None = option(
+        "responses",
+        'grade the responses in DIR/<subject>.jsonl, one {"id", "response"} per line.',
+        metavar="DIR",
+    )
+    targets: tuple[str, ...] = option(
+        "target",
+        "call this function for each case's response (the application under test; "
+        "subject NAME, default the function's name). Repeatable: one subject each.",
+        action="append",
+        metavar="[NAME=]MODULE:FUNCTION",
+        field_default=(),
+    )
+    models: tuple[str, ...] = option(
+        "model",
+        "ask this model each case's question (subject NAME, default the model's name). "
+        "Repeatable: one subject each.",
+        action="append",
+        metavar="[NAME=]PROVIDER:MODEL",
+        field_default=(),
+    )
+    otel: bool = option(
+        "otel",
+        "read each target call's OpenTelemetry spans (GenAI conventions, OpenInference) into "
+        "its trace: tool calls, model calls, retrieved passages, tokens; also ini rubric_otel. "
+        "Needs pytest-rubric[otel].",
+        ini=True,
+        action="store_true",
+        ini_type="bool",
+        default=False,
+        ini_help="read each target call's OpenTelemetry spans into its trace (false)",
+    )
+    response_cache_mode: str = option(
+        "response_cache",
+        "answers of targets and --rubric-model: off (default: called on every run), use "
+        "(record and replay), replay (call nothing; a miss is an ERROR); also ini "
+        "rubric_response_cache.",
+        ini=True,
+        choices=RESPONSE_CACHE_MODES,
+        parse=parsers.one_of(RESPONSE_CACHE_MODES),
+        default="off",
+        ini_help="answers of targets and models: off (default, called every run), use, replay",
+    )
+    repeat: int = option(
+        "repeat",
+        "answers per (case, subject) item where the file sets no `repeat` (default 1): "
+        "a target or --rubric-model is asked N times; also ini rubric_repeat.",
+        ini=True,
+        metavar="N",
+        parse=parsers.whole,
+        default=1,
+        ini_help="answers per item where the file sets no repeat (1)",
+    )
+    pass_when: str | float = option(
+        "pass_when",
+        "how an item's samples pass where the file sets no `pass_when`: mean (default), "
+        "all, any, or a pass rate X in (0, 1].",
+        metavar="RULE",
+        parse=parsers.pass_rule,
+        default="mean",
+    )
+    min_score: float = option(
+        "min_score",
+        "pass mark of cases that set none (default 0.8)",
+        flag=False,
+        ini=True,
+        parse=parsers.fraction,
+        default=DEFAULT_MIN_SCORE,
+    )
+    call_timeout: float = option(
+        "call_timeout",
+        "seconds a `callable` criterion or a `target` may run before it is ERROR, unless it "
+        "sets `timeout:` (default 60)",
+        flag=False,
+        ini=True,
+        parse=parsers.seconds,
+        default=DEFAULT_CALL_TIMEOUT,
+    )
+    check_timeout: float = option(
+        "check_timeout",
+        "seconds a check whose cost can grow faster than the answer (a JSON validation, "
+        "evidence matching) may run before its criterion is ERROR (default 5)",
+        flag=False,
+        ini=True,
+        parse=parsers.seconds,
+        default=DEFAULT_CHECK_TIMEOUT,
+    )
+    # --- outputs and gates -----------------------------------------------------------------------
+    # by OUTPUTS name: --rubric-json, --rubric-html, --rubric-markdown, --rubric-csv
+    output_paths: Mapping[str, Path | None] = setting(
+        *(Option(output.name, output.run_help, metavar="PATH") for output in OUTPUTS),
+        default={},
+    )
+    baseline_path: Path | None = option(
+        "baseline",
+        "an earlier --rubric-json: fail when a case that passed there fails now, or a "
+        "subject's correctness drops by more than --rubric-max-drop.",
+        metavar="PATH",
+    )
+    history_path: Path | None = option(
+        "history",
+        "append this run (its run metadata, leaderboard and items) to the SQLite history "
+        "at PATH; also ini rubric_history. Read it with python -m pytest_rubric history PATH.",
+        ini=True,
+        metavar="PATH",
+        ini_help="a SQLite file each run is appended to (see --rubric-history)",
+    )
+    max_drop: float = option(
+        "max_drop",
+        "the correctness drop per subject that --rubric-baseline tolerates (default 0).",
+        metavar="X",
+        parse=parsers.fraction,
+        default=0.0,
+    )
+    fail_under: float | None = option(
+        "fail_under",
+        "fail the session when a subject's mean correctness is below X (0 to 1).",
+        metavar="X",
+        parse=parsers.fraction,
+    )
+    confidence: float = option(
+        "confidence",
+        "confidence level of every interval, tier and paired test (default 0.95); also "
+        "ini rubric_confidence.",
+        ini=True,
+        metavar="LEVEL",
+        parse=parsers.level,
+        default=0.95,
+        ini_help="confidence level of intervals and tiers (0.95)",
+    )
+    gate_confidence: float | None = option(
+        "gate_confidence",
+        "with --rubric-baseline: fail only on changes beyond noise (an unchanged subject "
+        "fails at most 1 - C of the time): a subject's drop when the paired C-interval of "
+        "(now - baseline) lies wholly below -max_drop, a case's flip when its passing samples "
+        "fell significantly (one-sided Fisher); a flip within noise is a note.",
+        metavar="C",
+        parse=parsers.level,
+    )
+    # --- the terminal and the style axis ---------------------------------------------------------
+    summary: str = option(
+        "summary",
+        "the rubric summary at the end of the run: auto (when rubric items ran, assert_rubric "
+        "graded a subject named with subject=, or a gate ran), on, off (default auto)",
+        flag=False,
+        ini=True,
+        parse=parsers.one_of(SUMMARY_MODES),
+        default="auto",
+    )
+    style_field: str | None = option(
+        "style_field",
+        "where fluency and confidence are measured in an answer that is a JSON object: the "
+        "value at this JSON Pointer (e.g. /answer); by default its string values, never its "
+        "raw JSON text. A rubric file's `style_field:` wins.",
+        flag=False,
+        ini=True,
+        parse=parsers.json_pointer,
+    )
+    show_response: int = option(
+        "show_response",
+        "characters of the response a failing rubric item shows beside its criteria (terminal, "
+        "JUnit system-out, Markdown); 0 hides it (default 1000)",
+        flag=False,
+        ini=True,
+        parse=parsers.show_response,
+        default=SHOW_RESPONSE,
+    )
+    thresholds: StyleThresholds = setting(
+        *(
+            Option(key, help, flag=False, ini=True, parse=parsers.fraction, default=default)
+            for key, help, default in (
+                (
+                    "confident_threshold",
+                    "confidence at or above which an answer counts as confident (0.7)",
+                    0.7,
+                ),
+                (
+                    "hedged_threshold",
+                    "confidence at or below which an answer counts as hedged (0.35)",
+                    0.35,
+                ),
+                (
+                    "low_score",
+                    "score below which a confident answer is flagged confidently_wrong (0.5)",
+                    0.5,
+                ),
+                (
+                    "high_score",
+                    "score at or above which a hedged answer is flagged hedged_but_right (0.8)",
+                    0.8,
+                ),
+            )
+        ),
+        default=StyleThresholds(),
+    )
+    # --- process-wide speed switches (see _session/heap.py) ---------------------------------------
+    gc_freeze: bool = option(
+        "gc_freeze",
+        "after collecting rubric items, keep the garbage collector's full collections off the "
+        "objects alive then, until the session ends (default true)",
+        flag=False,
+        ini=True,
+        ini_type="bool",
+        default=True,
+    )
+    gc_pause: bool = option(
+        "gc_pause",
+        "pause the garbage collector while a rubric file loads and its items are built "
+        "(default true)",
+        flag=False,
+        ini=True,
+        ini_type="bool",
+        default=True,
+    )
+    fast_exit: bool = option(
+        "fast_exit",
+        "after a session with rubric items, skip the interpreter's repeated shutdown "
+        "collections of its large heap (default true)",
+        flag=False,
+        ini=True,
+        ini_type="bool",
+        default=True,
+    )
+    # --- the judge -----------------------------------------------------------------------------
+    judges: tuple[str, ...] = option(
+        "judge",
+        "grade judge criteria with this LLM: "
+        + " or ".join(f"{name}:MODEL" for name in PROVIDERS)
+        + " (openai: any OpenAI-compatible server); also ini rubric_judge and env RUBRIC_JUDGE. "
+        "Keys come from "
+        + " / ".join(p.key_variable for p in PROVIDERS.values())
+        + " only. Repeated (ini: one per line): a panel, majority verdict and mean score.",
+        ini=True,
+        action="append",
+        metavar="PROVIDER:MODEL",
+        ini_help="the LLM judge, PROVIDER:MODEL (overridden by --rubric-judge)",
+        field_default=(),
+    )
     # Where the judges were set, as a user would look for it: "--rubric-judge", "ini
     # rubric_judge in pytest.ini" or "env RUBRIC_JUDGE".
     judge_source: str = "--rubric-judge"
-    judge_url: str | None = None
-    grader: str = "per-criterion"
-    concurrency: int = 8
-    votes: int = 1  # --rubric-judge-samples: judge samples (votes) per criterion
-    require_judge: bool = False
-    models: tuple[str, ...] = ()  # --rubric-model, each [NAME=]provider:model
-    otel: bool = False  # --rubric-otel: read each target call's spans (_otel)
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    cache_mode: str = "use"  # the judge's (--rubric-cache)
-    response_cache_mode: str = "off"  # the application's (--rubric-response-cache)
-    cache_dir: Path = Path(".rubric_cache")
-    recordings_dir: Path | None = None  # --rubric-recordings, else ini rubric_recordings
-    recordings_prune: bool = False
-    style_field: str | None = None  # ini rubric_style_field
-    cost: CostSettings = field(default_factory=CostSettings)  # prices, --rubric-max-cost
-    min_score: float = DEFAULT_MIN_SCORE
-    call_timeout: float = DEFAULT_CALL_TIMEOUT
-    check_timeout: float = DEFAULT_CHECK_TIMEOUT  # ini rubric_check_timeout
-    thresholds: style.StyleThresholds = field(default_factory=style.StyleThresholds)
-    repeat: int = 1
-    pass_when: str | float = "mean"
-    confidence: float = 0.95
-    gate_confidence: float | None = None
-    judge_evidence: str = "check"  # --rubric-judge-evidence
-    judge_batch: bool = False  # --rubric-judge-batch
-    judge_batch_timeout: float = 3600.0  # --rubric-judge-batch-timeout
-    judge_probe: int = 0  # --rubric-judge-probe N
-    max_style_flips: float | None = None  # --rubric-judge-max-style-flips X
-    probe_kinds: tuple[str, ...] = ("tone",)  # --rubric-judge-probe-kinds
-    max_flips: Mapping[str, float] = field(default_factory=dict)  # --rubric-judge-max-flips K=X
-    min_kappa: float | None = None  # --rubric-judge-min-kappa K
+    judge_url: str | None = option(
+        "judge_url",
+        "the judge's base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the "
+        "provider's), e.g. http://127.0.0.1:8080/v1 for a local server; also ini "
+        "rubric_judge_url. Keys still come from the environment only.",
+        ini=True,
+        metavar="URL",
+        ini_help="the judge's base URL (overridden by --rubric-judge-url)",
+    )
+    grader: str = option(
+        "grader",
+        "one judge call per criterion (default), one call for all, or one 0-100 score.",
+        choices=tuple(GRADERS),
+        default="per-criterion",
+    )
+    concurrency: int = option(
+        "concurrency",
+        "judge calls in flight at most, across the session (default 8); xdist workers "
+        "share it, N // workers each.",
+        metavar="N",
+        parse=parsers.positive_int,
+        default=8,
+    )
+    votes: int = option(
+        "judge_samples",
+        "judge every criterion K times (default 1): majority verdict, mean score; "
+        "criteria whose samples disagree are flagged unstable.",
+        ini=True,
+        metavar="K",
+        parse=parsers.whole,
+        default=1,
+        ini_help="judge samples per criterion (1)",
+    )
+    retry: RetryPolicy = setting(
+        Option(
+            "judge_timeout",
+            "give up on one judge call after SECONDS (default 60), however slowly the "
+            "server sends its reply; it is retried.",
+            metavar="SECONDS",
+            parse=parsers.positive_seconds,
+            default=_RETRY.timeout,
+        ),
+        Option(
+            "judge_attempts",
+            "attempts per judge call, the first included (4)",
+            flag=False,
+            ini=True,
+            parse=parsers.attempts,
+            default=_RETRY.attempts,
+        ),
+        Option(
+            "judge_backoff",
+            "first retry delay in seconds, doubled each time (0.5)",
+            flag=False,
+            ini=True,
+            parse=parsers.positive,
+            default=_RETRY.backoff,
+        ),
+        Option(
+            "judge_retry_budget",
+            "retries per session (per xdist worker) across all judge calls (200)",
+            flag=False,
+            ini=True,
+            parse=parsers.attempts,
+            default=_RETRY.budget,
+        ),
+        default=_RETRY,
+    )
+    judge_batch: bool = option(
+        "judge_batch",
+        "send the session's judge calls through the provider's batch API ("
+        + ", ".join(name for name, p in PROVIDERS.items() if p.batch)
+        + "): cheaper, slower; a result missing or errored is asked live once.",
+        action="store_true",
+        default=False,
+    )
+    judge_batch_timeout: float = option(
+        "judge_batch_timeout",
+        "with --rubric-judge-batch, wait SECONDS at most for a batch (default 3600); "
+        "then it is cancelled and its criteria are ERROR.",
+        metavar="SECONDS",
+        parse=parsers.positive_seconds,
+        default=3600.0,
+    )
+    cache_mode: str = option(
+        "cache",
+        "judge cache: use (default), refresh (call and overwrite), off, or replay "
+        "(no network call; a miss is an ERROR). Judge calls only: see --rubric-response-cache.",
+        choices=CACHE_MODES,
+        default="use",
+    )
+    recordings_dir: Path | None = option(
+        "recordings",
+        "keep judge replies as text in DIR, one JSON file per rubric file and case "
+        "(DIR/<rubric file>/<case id>.json), to commit: --rubric-cache use records, "
+        "replay reads them (then the local cache); also ini rubric_recordings (relative to "
+        "the rootdir).",
+        ini=True,
+        metavar="DIR",
+        ini_help="the judge's recordings folder (overridden by --rubric-recordings)",
+    )
+    recordings_prune: bool = option(
+        "recordings_prune",
+        "delete the recorded entries no request of the run used, after a run that collected "
+        "every rubric file (never after a selection: -k, -m, node ids, --lf, --deselect).",
+        action="store_true",
+        default=False,
+    )
+    cache_dir: Path = option(
+        "cache_dir",
+        "where the judge cache lives (default .rubric_cache under the rootdir)",
+        flag=False,
+        ini=True,
+        default=".rubric_cache",
+        field_default=Path(".rubric_cache"),
+    )
+    require_judge: bool = option(
+        "require_judge",
+        "make judged criteria ERROR instead of SKIPPED when no judge is configured.",
+        action="store_true",
+        default=False,
+    )
+    cost: CostSettings = setting(  # prices, --rubric-max-cost
+        Option(
+            "judge_price",
+            "the judge's price in dollars per million input and output tokens, e.g. "
+            "0.15,0.60: the usage line shows the cost and what the cache saved (overrides ini "
+            "rubric_judge_prices for the judge).",
+            metavar="IN,OUT",
+            parse=parsers.price,
+        ),
+        Option(
+            "judge_prices",
+            "one line per model: MODEL IN OUT [BATCH_IN BATCH_OUT], dollars per million input and "
+            "output tokens (batch: --rubric-judge-batch, default half)",
+            flag=False,
+            ini=True,
+            ini_type="linelist",
+            default=[],
+        ),
+        Option(
+            "max_cost",
+            "start no judge or model call once this many dollars are spent (xdist workers "
+            "each get an equal share); the criteria left are ERROR. Needs prices.",
+            metavar="USD",
+            parse=parsers.budget,
+        ),
+        default=CostSettings(),
+    )
+    # --- auditing the judge ----------------------------------------------------------------------
+    judge_evidence: str = option(
+        "judge_evidence",
+        "the quotes a judge's MET must give: check (default: flag a MET none of whose "
+        "quotes is in the response), require (such a MET on a positive criterion counts as "
+        "UNMET), off.",
+        choices=EVIDENCE_MODES,
+        default="check",
+    )
+    min_kappa: float | None = option(
+        "judge_min_kappa",
+        "every judged criterion of a suite whose calibration kappa (Cohen's, the judge "
+        "against the file's `calibration:` labels) is below K is ERROR.",
+        ini=True,
+        metavar="K",
+        parse=parsers.kappa,
+        ini_help="judged criteria of a suite whose calibration kappa is below this are ERROR",
+    )
+    judge_probe: int = option(
+        "judge_probe",
+        "style probe: judge up to N judged substance criteria again on the answer "
+        "rewritten confident and hedged, and report the verdicts that changed with tone alone.",
+        ini=True,
+        metavar="N",
+        parse=parsers.whole,
+        default=0,
+        ini_help="criteria the style probe judges again (0)",
+    )
+    probe_kinds: tuple[str, ...] = option(
+        "judge_probe_kinds",
+        "what the probed criteria are judged again on, comma-separated: tone (rewritten "
+        "confident and hedged), length (neutral padding appended), position (one-shot grader: "
+        "the criteria in reverse order). Default: tone.",
+        ini=True,
+        metavar="KINDS",
+        parse=parsers.probe_kinds,
+        default=("tone",),
+        ini_help="what the probed criteria are judged again on: tone, length, position, "
+        "comma-separated (tone)",
+    )
+    max_style_flips: float | None = option(
+        "judge_max_style_flips",
+        "fail the session when the style probe's share of flipped verdicts is above X "
+        "(every probe kind's: see --rubric-judge-probe-kinds).",
+        metavar="X",
+        parse=parsers.fraction,
+    )
+    max_flips: Mapping[str, float] = option(
+        "judge_max_flips",
+        "fail the session when probe KIND's share of flipped verdicts is above X "
+        "(repeatable; overrides --rubric-judge-max-style-flips for that kind).",
+        action="append",
+        metavar="KIND=X",
+        parse=parsers.kind_limit,
+        field_default={},
+    )
 
     @property
     def flip_limits(self) -> dict[str, float]:
@@ -93,196 +594,25 @@ class Settings:
         """The first judge, or None."""
         return self.judges[0] if self.judges else None
 
-    @classmethod
-    def from_config(cls, config: pytest.Config) -> Settings:
-        """Every option as this run has it (see ``options.given``)."""
-        here = config.invocation_params.dir
 
-        def path(key: str, base: Path = here) -> Path | None:
-            value = given(config, key)
-            return base / str(value).strip() if value else None
-
-        flag_dirs = config.getoption("rubric_dirs")
-        responses = given(config, "responses")
-        history_flag = config.getoption("rubric_history")
-        return cls(
-            dirs=tuple(here / p for p in flag_dirs)
-            if flag_dirs
-            else tuple(Path(p) for p in config.getini("rubric_dirs")),
-            dirs_from_flag=bool(flag_dirs),
-            summary=given(config, "summary"),
-            show_response=given(config, "show_response"),
-            patterns=tuple(given(config, "file_patterns")) or DEFAULT_PATTERNS,
-            responses_dir=(here / responses).resolve() if responses else None,
-            targets=_repeatable(config, "target"),
-            output_paths={o.name: path(o.name) for o in OUTPUTS},
-            baseline_path=path("baseline"),
-            # The flag is relative to where pytest runs, the ini key to the rootdir.
-            history_path=path("history") if history_flag else path("history", config.rootpath),
-            max_drop=given(config, "max_drop"),
-            fail_under=given(config, "fail_under"),
-            judges=_judges(config),
-            judge_source=_judge_source(config),
-            judge_url=given(config, "judge_url"),
-            grader=given(config, "grader"),
-            concurrency=given(config, "concurrency"),
-            votes=given(config, "judge_samples"),
-            require_judge=given(config, "require_judge"),
-            models=_repeatable(config, "model"),
-            otel=_otel(config),
-            cache_mode=given(config, "cache"),
-            response_cache_mode=given(config, "response_cache"),
-            cache_dir=config.rootpath / given(config, "cache_dir"),
-            # The flag is relative to where pytest runs, the ini key to the rootdir.
-            recordings_dir=path("recordings")
-            if config.getoption("rubric_recordings")
-            else path("recordings", config.rootpath),
-            recordings_prune=given(config, "recordings_prune"),
-            style_field=given(config, "style_field"),
-            cost=_cost(config),
-            retry=RetryPolicy(
-                timeout=given(config, "judge_timeout"),
-                attempts=given(config, "judge_attempts"),
-                backoff=given(config, "judge_backoff"),
-                budget=given(config, "judge_retry_budget"),
-            ),
-            min_score=given(config, "min_score"),
-            call_timeout=given(config, "call_timeout"),
-            check_timeout=given(config, "check_timeout"),
-            repeat=given(config, "repeat"),
-            pass_when=given(config, "pass_when"),
-            confidence=given(config, "confidence"),
-            gate_confidence=given(config, "gate_confidence"),
-            judge_evidence=given(config, "judge_evidence"),
-            judge_batch=given(config, "judge_batch"),
-            judge_batch_timeout=given(config, "judge_batch_timeout"),
-            judge_probe=given(config, "judge_probe"),
-            max_style_flips=given(config, "judge_max_style_flips"),
-            probe_kinds=_probe_kinds(config),
-            max_flips=_max_flips(config),
-            min_kappa=given(config, "judge_min_kappa"),
-            thresholds=style.StyleThresholds(
-                confident=given(config, "confident_threshold"),
-                hedged=given(config, "hedged_threshold"),
-                low_score=given(config, "low_score"),
-                high_score=given(config, "high_score"),
-            ),
-        )
+OPTIONS: tuple[Option, ...] = tuple(
+    o for f in fields(Settings) for o in f.metadata.get("options", ())
+)
+"""Every option, in the order of the options page and ``pytest --help``."""
+BY_KEY = {option.key: option for option in OPTIONS}
 
 
-def _cost(config: pytest.Config) -> CostSettings:
-    """Ini ``rubric_judge_prices``, ``--rubric-judge-price`` and ``--rubric-max-cost``."""
-    try:
-        prices = parse_prices(given(config, "judge_prices"))
-    except ValueError as exc:
-        raise pytest.UsageError(f"ini option rubric_judge_prices: {exc}") from None
-    price = given(config, "judge_price")
-    max_cost = given(config, "max_cost")
-    return CostSettings(
-        prices=prices,
-        price=parse_price(price) if price else None,  # checked by the option's type
-        max_cost=float(max_cost) if max_cost is not None else None,
-        max_cost_shown=max_cost.strip() if max_cost is not None else "",
-    )
+def argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    def read(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    read.__name__ = parse.__name__  # argparse names a type by it
+    return read
 
 
-def _otel(config: pytest.Config) -> bool:
-    """``--rubric-otel`` or ini ``rubric_otel``; it needs the SDK, an optional extra (looked
-    for, not imported: the spans are read only once a target is called)."""
-    if not given(config, "otel"):
-        return False
-    import importlib.util
-
-    try:
-        found = importlib.util.find_spec("opentelemetry.sdk.trace") is not None
-    except ModuleNotFoundError:  # not even the opentelemetry package
-        found = False
-    if not found:
-        raise pytest.UsageError(
-            "--rubric-otel (ini rubric_otel) reads the application's OpenTelemetry spans "
-            "through opentelemetry-sdk, which is not installed: pip install "
-            "pytest-rubric[otel]"
-        )
-    return True
-
-
-def _probe_kinds(config: pytest.Config) -> tuple[str, ...]:
-    """``--rubric-judge-probe-kinds``, else the ini's, else tone; position needs the one-shot
-    grader (the order of the criteria is a seat only when one call grades them all)."""
-    kinds: tuple[str, ...] = given(config, "judge_probe_kinds")
-    if "position" in kinds and given(config, "grader") != "one-shot":
-        raise pytest.UsageError(
-            "--rubric-judge-probe-kinds position judges a case again with its criteria in "
-            "reverse order, which only the one-shot grader sees; add --rubric-grader one-shot "
-            "or leave position out"
-        )
-    return kinds
-
-
-def _max_flips(config: pytest.Config) -> dict[str, float]:
-    """``--rubric-judge-max-flips KIND=X``, each kind at most once and each one probed."""
-    limits: dict[str, float] = {}
-    kinds = _probe_kinds(config)
-    for kind, limit in given(config, "judge_max_flips") or ():
-        if kind not in kinds:
-            raise pytest.UsageError(
-                f"--rubric-judge-max-flips {kind}={limit:g}: the {kind} probe does not run "
-                f"(--rubric-judge-probe-kinds is {','.join(kinds)}); add {kind} to it"
-            )
-        if kind in limits:
-            raise pytest.UsageError(
-                f"--rubric-judge-max-flips {kind}= is given twice; give each kind once"
-            )
-        limits[kind] = limit
-    return limits
-
-
-def _repeatable(config: pytest.Config, key: str) -> tuple[str, ...]:
-    """A repeatable ``[NAME=]VALUE`` flag's values; the same value or name twice is a usage
-    error (nothing given is ever dropped in silence)."""
-    from .._defaults import named
-
-    flag = BY_KEY[key].flag_text
-    values = tuple(v.strip() for v in given(config, key) or ())
-    seen_values: set[str] = set()
-    seen_names: dict[str, str] = {}
-    for text in values:
-        name, value = named(text)
-        default = value.rpartition(":")[2]
-        if value in seen_values:
-            raise pytest.UsageError(f"{flag} {value} is given twice; give each subject once")
-        if (name or default) in seen_names:
-            raise pytest.UsageError(
-                f"{flag}: {seen_names[name or default]} and {text} are both subject "
-                f"{name or default!r}; name one of them, {flag} OTHER={value}"
-            )
-        seen_values.add(value)
-        seen_names[name or default] = text
-    return values
-
-
-def _judge_source(config: pytest.Config) -> str:
-    """Where :func:`_judges` found the judges, named as the user set them."""
-    if config.getoption("rubric_judge"):
-        return "--rubric-judge"
-    if str(config.getini("rubric_judge") or "").strip():
-        name = config.inipath.name if config.inipath is not None else "the ini file"
-        return f"ini rubric_judge in {name}"
-    return "env RUBRIC_JUDGE"
-
-
-def _judges(config: pytest.Config) -> tuple[str, ...]:
-    """``--rubric-judge`` (repeatable), else the ini's lines, else ``RUBRIC_JUDGE``."""
-    given = (
-        config.getoption("rubric_judge") or str(config.getini("rubric_judge") or "").splitlines()
-    )
-    judges = [j.strip() for j in given if j and j.strip()]
-    if not judges and os.environ.get("RUBRIC_JUDGE"):
-        judges = [os.environ["RUBRIC_JUDGE"]]
-    twice = next((j for i, j in enumerate(judges) if j in judges[:i]), None)
-    if twice is not None:  # a panel of a, a, b would give a two votes: never in silence
-        raise pytest.UsageError(
-            f"--rubric-judge {twice} is given twice (a panel names each judge once); to "
-            "sample one judge several times, use --rubric-judge-samples K"
-        )
-    return tuple(judges)
+# argparse types of the same readers, for the commands of python -m pytest_rubric
+fraction = argparse_type(parsers.fraction)
+positive_int = argparse_type(parsers.positive_int)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,9 +23,9 @@ from .._defaults import ResponseTally, RetryPolicy, named
 from .._errors import SpansUnreadable
 from .._guards.calls import CallRunner, CallTimeout, call_user, described
 from .._guards.secrets import known_keys, redact
-from .._llm.base import JudgeStats, Reply, Sampling
+from .._llm.base import CallStats, Reply, Sampling
 from .._llm.cost import Budget, Price
-from .._llm.providers import JudgeSpec, read_key
+from .._llm.providers import ModelSpec, read_key
 from .._load.traces import RETURN_SHAPES, ShapeError, merged, read_returned, recorded_trace
 from .._trace import Trace
 from ..criteria.check import Answer
@@ -179,7 +179,7 @@ class Source:
         if looked is not None and self.cache is not None:
             recorded: dict[str, Any] = {"response": text}
             if trace is not None:
-                recorded["trace"] = trace.to_dict()
+                recorded["trace"] = asdict(trace)
             self.cache.store(
                 Reply(text, key=looked.key),
                 provider="model" if self.live else "target",
@@ -346,7 +346,7 @@ class LiveModel:
 
     def __init__(
         self,
-        spec: JudgeSpec,
+        spec: ModelSpec,
         *,
         subject: str | None = None,
         environ: Mapping[str, str] | None = None,
@@ -359,7 +359,7 @@ class LiveModel:
         self.subject = subject or spec.model
         self._environ = environ
         self._policy = policy
-        self.stats = JudgeStats()  # only the tokens: what the model's answers cost
+        self.stats = CallStats()  # only the tokens: what the model's answers cost
         self._budget = budget
         if budget is not None and price is not None:
             stats = self.stats

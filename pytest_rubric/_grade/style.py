@@ -199,11 +199,17 @@ def flags(
     thresholds: StyleThresholds,
     unbacked_claim: bool = False,
 ) -> list[str]:
-    """The style flags of one answer, in a fixed order. An assertive answer that claims an
-    action its trace does not show (``unbacked_claim``) is confidently wrong too."""
+    """The style flags of one answer, in a fixed order.
+
+    An answer that claims an action its trace does not show (``unbacked_claim``) is confidently
+    wrong unless it hedges (confidence above ``hedged``): stating "your refund has been
+    issued" plainly is already asserting it, with or without a marker such as "definitely".
+    """
     found = []
     assertive = confidence_ >= thresholds.confident
-    if assertive and (score < thresholds.low_score or unbacked_claim):
+    if (assertive and score < thresholds.low_score) or (
+        unbacked_claim and confidence_ > thresholds.hedged
+    ):
         found.append("confidently_wrong")
     if confidence_ <= thresholds.hedged and score >= thresholds.high_score:
         found.append("hedged_but_right")

@@ -31,12 +31,15 @@ __all__ = [
     "Limit",
     "NotRegular",
     "PlainNumber",
+    "RepeatedKey",
     "json_loads",
+    "loads_noting_repeats",
     "nesting_problem",
     "quoted",
     "read_jsonl",
     "read_text",
     "shown",
+    "unique_keys",
 ]
 
 # Levels of lists and mappings inside each other; a rubric file needs about
@@ -133,6 +136,27 @@ def quoted(name: Any) -> str:
 # --- JSON ---------------------------------------------------------------------------------------
 
 
+class RepeatedKey(ValueError):
+    """JSON text gave one key twice in an object: which value counts is no reader's guess."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"the key {quoted(key)} appears twice in one object")
+        self.key = key
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An ``object_pairs_hook`` for ``json.loads`` that raises :class:`RepeatedKey` for a key
+    given twice in one object (json alone keeps the last value)."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise RepeatedKey(key)
+            seen.add(key)
+    return data
+
+
 def _shape(data: Any) -> tuple[bool, int]:
     """Whether the lists and dicts of parsed JSON nest more than MAX_NESTING levels, and how
     many keys its dicts hold (counted up to that depth)."""
@@ -171,6 +195,12 @@ def _may_repeat_keys(text: str, keys: int) -> bool:
 
 def _repeated_keys(text: str) -> list[str]:
     """The keys given twice in an object of JSON text that parses, in the order json reads them."""
+    return loads_noting_repeats(text)[1]
+
+
+def loads_noting_repeats(text: str) -> tuple[Any, list[str]]:
+    """``json.loads(text)``, and the keys given twice in an object of it, in the order json
+    reads them (json alone keeps the last value of such a key, and says nothing)."""
     repeated: list[str] = []
 
     def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -183,8 +213,7 @@ def _repeated_keys(text: str) -> list[str]:
                 seen.add(key)
         return result
 
-    json.loads(text, object_pairs_hook=pairs_hook)
-    return repeated
+    return json.loads(text, object_pairs_hook=pairs_hook), repeated
 
 
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')

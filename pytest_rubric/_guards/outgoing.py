@@ -9,27 +9,58 @@ bell), lone surrogates (half an emoji, which UTF-8 cannot write) replaced by U+F
 :func:`outgoing_data` applies it to every string of a document; :func:`inert_mentions`
 makes Markdown's ``@name``, ``@org/team``, ``#123`` and e-mail addresses notify and link
 nobody.
+
+Two more ways out go through it: :func:`outgoing_streams`, the command line's stdout and
+stderr (every ``python -m pytest_rubric`` command prints through it, argparse's errors too),
+and :func:`warn`, the plugin's warnings, whose location is in their text: attributed to no
+file, so that pytest's warnings summary never reads or echoes a line of a user's file (a
+responses line holding a key, control characters or 30 MB).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
-from typing import Any
+import sys
+import warnings
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, TextIO
 
-from .secrets import Secret, known_keys, public_url, redact, whole_characters
+from .secrets import (
+    MAX_TEXT,
+    Secret,
+    clip,
+    known_keys,
+    public_url,
+    redact,
+    shorten,
+    whole_characters,
+)
 
-__all__ = ["as_written", "inert_mentions", "outgoing", "outgoing_data"]
+if TYPE_CHECKING:
+    from .._errors import RubricWarning
+
+__all__ = [
+    "as_written",
+    "inert_mentions",
+    "outgoing",
+    "outgoing_data",
+    "outgoing_streams",
+    "rubric_warning",
+    "warn",
+]
 
 # Terminal control: C0 but tab and newline, DEL, C1 (an escape sequence starts with one of
 # these, so escaping its first character disarms all of it).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# A URL with userinfo, a query string or a fragment: the only ones that need changing.
-_URL_IN_TEXT = re.compile(
-    # Up to a space, a quote, a control character or the next "http://" (and the like): a
-    # URL pasted right after another is a URL of its own.
-    r"[A-Za-z][A-Za-z0-9+.-]*://"
-    r"(?:(?!(?i:https?|wss?|ftp)://)[^\s<>\"'`\x00-\x1f\x7f-\x9f])+"
-)
+_ESCAPED = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]}
+# A URL is a scheme ([A-Za-z][A-Za-z0-9+.-]*), "://", then the rest: up to a space, a quote,
+# a control character or the next "http://" (and the like), since a URL pasted right after
+# another is a URL of its own. The scheme is read by hand (_url_spans): a regex tries every
+# start inside a run of letters, which is quadratic (a 320 KB answer took 99 s).
+_SCHEME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_URL_REST = re.compile(r"(?:(?!(?i:https?|wss?|ftp)://)[^\s<>\"'`\x00-\x1f\x7f-\x9f])+")
 _UNSAFE_URL = re.compile(r"^[^/]*//[^/?#]*@|[?#]")
 
 
@@ -82,16 +113,54 @@ def _environment_keys() -> list[Secret]:
 
 
 def _outgoing(text: str, keys: tuple[Secret | None, ...]) -> str:
+    """Every step linear in the text: an answer of a megabyte passes in well under a second,
+    whatever its shape (bench/bench_outgoing.py)."""
     text = redact(whole_characters(text), *keys)
     if "://" in text:
-        text = _URL_IN_TEXT.sub(_public_match, text)
+        text = _public_urls(text)
     if _CONTROL.search(text):
-        text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+        text = text.translate(_ESCAPED)
     return text
 
 
-def _public_match(match: re.Match[str]) -> str:
-    url = match.group()
+def _url_spans(text: str) -> Iterator[tuple[int, int]]:
+    """The ``[start, end)`` of each URL in ``text``, left to right, none overlapping.
+
+    Each "://" is found with ``str.find``; its scheme is the run of scheme characters before
+    it (not reaching back into the URL before), from its first letter; the rest is one match
+    of a regex that cannot backtrack far. A run is read once, so the whole is linear.
+    """
+    done = 0
+    colon = text.find("://")
+    while colon >= 0:
+        start = colon
+        while start > done and text[start - 1] in _SCHEME:
+            start -= 1
+        while start < colon and not text[start].isalpha():  # "1http://": the scheme is "http"
+            start += 1
+        rest = _URL_REST.match(text, colon + 3) if start < colon else None
+        if rest is None:  # no scheme, or nothing after the "://"
+            colon = text.find("://", colon + 1)
+            continue
+        yield start, rest.end()
+        done = rest.end()
+        colon = text.find("://", done)
+
+
+def _public_urls(text: str) -> str:
+    """``text`` with each URL in it public (:func:`_public`)."""
+    parts: list[str] = []
+    written = 0
+    for start, end in _url_spans(text):
+        parts += [text[written:start], _public(text[start:end])]
+        written = end
+    if not parts:
+        return text
+    parts.append(text[written:])
+    return "".join(parts)
+
+
+def _public(url: str) -> str:
     scheme, _, rest = url.partition("://")
     authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
     _, colon, port = authority.rpartition(":")
@@ -111,3 +180,87 @@ def inert_mentions(text: str) -> str:
     """Markdown ``text`` in which no ``@name``, ``@org/team``, ``#123`` or e-mail address
     links or notifies anyone."""
     return _MENTION.sub(lambda m: (m.group(1) or "@") + "\u200b", text)
+
+
+# --- the command line's output ------------------------------------------------------------------
+
+
+class _Outgoing(io.TextIOBase):
+    """A text stream that writes to ``stream`` through :func:`outgoing`, a line at a time (a
+    key that one ``print`` writes in pieces is whole when it is redacted)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._pending: list[str] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        # Never: a library that colours its output for a terminal (argparse does, from Python
+        # 3.14) would have its escapes shown as text, as every escape here is.
+        return False
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._stream.encoding
+
+    def write(self, text: str) -> int:
+        head, newline, tail = text.rpartition("\n")
+        if not newline:
+            self._pending.append(text)
+            return len(text)
+        lines = "".join([*self._pending, head])
+        self._pending = [tail] if tail else []
+        self._stream.write(outgoing(lines) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._stream.write(outgoing("".join(self._pending)))
+            self._pending = []
+        self._stream.flush()
+
+
+@contextlib.contextmanager
+def outgoing_streams() -> Iterator[None]:
+    """``sys.stdout`` and ``sys.stderr`` through :func:`outgoing` while the context lasts: what
+    a command prints (a target's exception text, a file's content quoted in an error) is
+    redacted of the providers' keys and its control characters escaped, as a report's is."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Outgoing(saved[0]), _Outgoing(saved[1])
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # a closed pipe: nothing more to say
+                stream.flush()
+        sys.stdout, sys.stderr = saved
+
+
+# --- the plugin's warnings ----------------------------------------------------------------------
+
+# Where a warning says it comes from: no file (linecache never reads a name in angle
+# brackets), so pytest's summary echoes no line under it.
+_NO_FILE = "<pytest-rubric>"
+# How much of a location (a user's path and line) a warning shows.
+_WHERE = 300
+
+
+def rubric_warning(message: str, *, where: str | None = None) -> RubricWarning:
+    """A :class:`~pytest_rubric.RubricWarning` saying ``message``, its location ``where`` (a
+    user's file and line) first: cut, then made fit to leave the process."""
+    from .._errors import RubricWarning
+
+    # Made fit first, then cut: a cut must not leave a piece of a key redaction would miss.
+    text = outgoing(message)
+    if where is not None:
+        text = f"{shorten(outgoing(where), _WHERE)}: {text}"
+    return RubricWarning(clip(text, limit=MAX_TEXT))
+
+
+def warn(message: str, *, where: str | None = None) -> None:
+    """Issue :func:`rubric_warning`, attributed to no file: pytest's warnings summary shows
+    its text, never a line it read from the file a warning is about."""
+    warning = rubric_warning(message, where=where)
+    warnings.warn_explicit(warning, type(warning), filename=_NO_FILE, lineno=0)

@@ -3,7 +3,9 @@
 Two rules hold everywhere text leaves the plugin:
 
 * :func:`redact` masks a key, and any run of 12 or more characters of it: a
-  key cut in half by someone's ``[:200]`` is still a key worth hiding.
+  key cut in half by someone's ``[:200]`` is still a key worth hiding. Letter
+  case does not matter: a key lower-cased by a normalizing check (a regex
+  criterion quotes the casefolded answer) or upper-cased is the key.
 * :func:`clip` redacts *then* cuts, so no cut can leave a piece of a key
   behind that redaction would no longer recognise.
 
@@ -71,14 +73,15 @@ class Secret:
 
 
 def redact(text: str, *secrets: Secret | None) -> str:
-    """``text`` with every secret's value replaced by ``***``.
+    """``text`` with every secret's value replaced by ``***``, in whatever letter case it is
+    written.
 
     For a key of 12 characters or more, every run of 12 or more characters
     that also occurs in the key is replaced too (one ``***`` per run), so the
     key minus its last character is hidden as well as the key. Shorter keys
     (4 to 11 characters) are replaced only whole.
     """
-    keys = [s.reveal() for s in secrets if s is not None and len(s.reveal()) >= _MIN_KEY]
+    keys = [_caseless(s.reveal()) for s in secrets if s is not None and len(s.reveal()) >= _MIN_KEY]
     if not keys:
         return text
     long_keys = [k for k in keys if len(k) >= FRAGMENT]
@@ -88,13 +91,31 @@ def redact(text: str, *secrets: Secret | None) -> str:
     again = any("*" in k for k in keys)
     while True:
         before = text
-        spans = [span for key in long_keys for span in _runs(text, key)]
+        caseless = _caseless(text)  # one character for one: its spans are the text's
+        spans = [span for key in long_keys for span in _runs(caseless, key)]
+        spans += [span for key in short_keys for span in _occurrences(caseless, key)]
         if spans:
             text = _masked(text, spans)
-        for key in short_keys:
-            text = text.replace(key, _MASK)
         if not again or text == before:
             return text
+
+
+def _caseless(text: str) -> str:
+    """``text`` lower-cased one character for one (the few characters whose lower case is
+    longer, such as U+0130, are kept), so that a span of it is the same span of ``text``."""
+    lowered = text.lower()
+    if len(lowered) == len(text):  # lower() only ever lengthens: then nothing did
+        return lowered
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+
+
+def _occurrences(text: str, key: str) -> list[tuple[int, int]]:
+    spans = []
+    at = text.find(key)
+    while at >= 0:
+        spans.append((at, at + len(key)))
+        at = text.find(key, at + len(key))
+    return spans
 
 
 def clip(text: str, *secrets: Secret | None, limit: int = MAX_TEXT) -> str:

@@ -18,7 +18,15 @@ import yaml
 from .._errors import Problem
 from .limits import MAX_NESTING, PLAIN_NUMBER, Limit, PlainNumber, nesting_problem, shown
 
-__all__ = ["MAX_ALIAS_NODES", "AliasLimit", "Duplicate", "YamlLoader", "construct"]
+__all__ = [
+    "MAX_ALIAS_NODES",
+    "AliasLimit",
+    "Duplicate",
+    "Lines",
+    "YamlLoader",
+    "construct",
+    "stream",
+]
 
 # Nodes that aliases may add to a YAML file once expanded: an anchored node is
 # built again for every alias to it, so nine levels of nine aliases (546 bytes
@@ -324,3 +332,116 @@ def _node_paths(root: yaml.Node, wanted: set[int]) -> dict[int, tuple[str | int,
         elif isinstance(node, yaml.SequenceNode):
             stack += [(v, (*path, i)) for i, v in reversed(list(enumerate(node.value)))]
     return paths
+
+
+Lines = dict[tuple[str | int, ...], int]
+"""Lines (from 1) by data path: each case's (``("cases", i)``, a bare list's too), the
+file's ``target`` key and each key of its ``targets``."""
+
+
+class _Declined(Exception):
+    """The text holds something only :func:`construct` builds as it should."""
+
+
+def stream(text: str) -> tuple[Any, Lines] | None:
+    """The data of a plain YAML document, built from the parser's events without a node tree,
+    and the lines a loaded file keeps (see :data:`Lines`); None when :func:`construct` must
+    build it (anchors, aliases, merge keys, a key given twice, deep nesting, several
+    documents or none, or any error, which it then reports as it always has).
+
+    The node tree of a large file is many times its data (a 20,000-case file: some 270 MB
+    for 5 MB of text), all alive at once; the events come and go one at a time. The data is
+    what :func:`construct` builds of the same text, to the type and the value.
+    """
+    loader = YamlLoader(text)
+    try:
+        return _Stream(loader).document()
+    except Exception:  # whatever it is, construct says it (or builds the document) as always
+        return None
+    finally:
+        loader.dispose()
+
+
+def _line(event: Any) -> int:
+    """The line (from 1) an event starts on."""
+    return int(event.start_mark.line) + 1
+
+
+class _Stream:
+    def __init__(self, loader: YamlLoader) -> None:
+        self.loader = loader
+        self.lines: Lines = {}
+
+    def document(self) -> tuple[Any, Lines] | None:
+        get = self.loader.get_event
+        if not isinstance(get(), yaml.StreamStartEvent):
+            return None
+        if not isinstance(get(), yaml.DocumentStartEvent):
+            return None  # an empty stream: the file is empty
+        first = get()
+        bare = isinstance(first, yaml.SequenceStartEvent)
+        data = self.value(first, 1, "root", bare=bare)
+        if not isinstance(get(), yaml.DocumentEndEvent) or not isinstance(
+            get(), yaml.StreamEndEvent
+        ):
+            return None  # a second document: the composer's error
+        return data, self.lines
+
+    def value(self, event: Any, depth: int, role: str, *, bare: bool = False) -> Any:
+        """Build ``event``'s value. ``role``: ``root``, ``cases`` (the list of cases),
+        ``targets`` (the file's) or ``other``, for the lines kept."""
+        if getattr(event, "anchor", None) is not None or isinstance(event, yaml.AliasEvent):
+            raise _Declined
+        if isinstance(event, yaml.ScalarEvent):
+            return self.scalar(event)
+        if depth > MAX_NESTING:
+            raise _Declined
+        get = self.loader.get_event
+        if isinstance(event, yaml.SequenceStartEvent):
+            items: list[Any] = []
+            item = get()
+            while not isinstance(item, yaml.SequenceEndEvent):
+                if role == "cases" or (role == "root" and bare):
+                    self.lines[("cases", len(items))] = _line(item)
+                items.append(self.value(item, depth + 1, "other"))
+                item = get()
+            return items
+        if not isinstance(event, yaml.MappingStartEvent):
+            raise _Declined
+        mapping: dict[Any, Any] = {}
+        key_event: Any = get()
+        while not isinstance(key_event, yaml.MappingEndEvent):
+            if not isinstance(key_event, yaml.ScalarEvent) or key_event.anchor is not None:
+                raise _Declined
+            key = self.scalar(key_event)
+            if self.tag(key_event) == _MERGE_TAG or key in mapping:
+                raise _Declined
+            if type(key) is str and key == key_event.value:
+                if role == "root" and key == "target":
+                    self.lines[("target",)] = _line(key_event)
+                elif role == "targets":
+                    self.lines[("targets", key)] = _line(key_event)
+            inner = "other"
+            if role == "root" and type(key) is str:
+                inner = {"cases": "cases", "targets": "targets"}.get(key, "other")
+            mapping[key] = self.value(get(), depth + 1, inner)
+            key_event = get()
+        return mapping
+
+    def tag(self, event: Any) -> str:
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = self.loader.resolve(_SCALAR, event.value, event.implicit)
+        return str(tag)
+
+    def scalar(self, event: Any) -> Any:
+        """What ``construct`` builds of a scalar node of this event."""
+        tag, text = self.tag(event), event.value
+        if tag == _STR_TAG:
+            if not event.style and text[:1] in _NUMBER_START and PLAIN_NUMBER.fullmatch(text):
+                return PlainNumber(text)
+            return text
+        if tag == _INT_TAG and text.isdigit() and (text[0] != "0" or text == "0"):
+            return int(text)
+        node = yaml.ScalarNode(tag, text, event.start_mark, event.end_mark, event.style)
+        return self.loader.construct_object(node)

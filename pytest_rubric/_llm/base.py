@@ -12,7 +12,7 @@ The words, used with one meaning each across the package:
   judge: ``--rubric-grader per-criterion|one-shot|holistic``.
 
 An xdist controller never calls the judge, but it adds up the workers'
-:class:`JudgeStats`; this module is all it needs of that.
+:class:`CallStats`; this module is all it needs of that.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ __all__ = [
     "MAX_TOKENS",
     "SAMPLE_TEMPERATURE",
     "SEED",
+    "CallStats",
     "JudgeClient",
     "JudgeError",
-    "JudgeStats",
     "Judged",
     "Reply",
     "Sampling",
@@ -103,6 +103,9 @@ class Reply:
     endpoint: str | None = None
     unusable: str | None = None
     parsed: str | None = None  # from the cache: what was stored beside the text, as JSON
+    # The text is a forced tool call's input, the structured part of the reply: it must be
+    # the object, whole (two calls are two objects). Text beside the call is not in it.
+    structured: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +133,7 @@ def mean_raw_score(scores: Iterable[float | None]) -> float | None:
 
 
 @dataclass(slots=True)
-class JudgeStats:
+class CallStats:
     """Usage of one judge over a run (updated from the runner's event loop only)."""
 
     calls: int = 0
@@ -178,7 +181,7 @@ class JudgeStats:
 _SHOWN_ENDPOINTS = 3
 
 
-def elsewhere_line(usage: Iterable[JudgeStats]) -> str | None:
+def elsewhere_line(usage: Iterable[CallStats]) -> str | None:
     """The one line that says how many judge cache hits were recorded against another
     endpoint than the one the run names (and which), or None when none were."""
     usage = list(usage)

@@ -28,39 +28,37 @@ refused: the key goes only where ``--rubric-judge-url`` points.
 client's ``send`` under ``--rubric-judge-batch``: calls are gathered until
 none has come for a moment, sent as one batch, and each waits for its own
 result; one missing or errored is asked once live.
+
+The module reads bottom up: what a batch is made of and its limits, the
+exchange both providers' batch APIs share (:class:`_Wire`), each provider's own
+shapes, :func:`run_batch`, then :class:`BatchQueue`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import functools
+import itertools
+import json
+import random
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from .base import JudgeError
+from .._defaults import PROVIDERS
+from .._guards.limits import unique_keys
+from .._guards.secrets import clip, public_url, redact
+from .base import JudgeError, Reply, Sampling
 from .clients import AnthropicClient, OpenAIClient
-from .http import HTTPClient
+from .cost import BudgetSpent
+from .http import _QUOTE_ERROR, HTTPClient
+from .responses import HINTS, error_text, redirect_target, retry_delay
 
 if TYPE_CHECKING:
-    pass
-
-
-from .batch_providers import _AnthropicBatch, _OpenAIBatch
-from .batch_wire import (
-    _CANCEL_TIMEOUT,
-    BATCH_PROVIDERS,
-    DEFAULT_TIMEOUT,
-    FIRST_POLL,
-    MAX_BATCH_CHARACTERS,
-    MAX_BATCH_REQUESTS,
-    MAX_POLL,
-    MAX_RESULTS_BYTES,
-    BatchFailure,
-    BatchRequest,
-    BatchResult,
-    _Status,
-    _Wire,
-)
+    import httpx
 
 __all__ = [
     "BATCH_PROVIDERS",
@@ -70,9 +68,512 @@ __all__ = [
     "MAX_RESULTS_BYTES",
     "MIN_RETRY_AFTER",
     "BatchFailure",
+    "BatchQueue",
     "BatchRequest",
+    "BatchResult",
     "run_batch",
 ]
+
+
+BATCH_PROVIDERS = tuple(name for name, provider in PROVIDERS.items() if provider.batch)
+"""The providers (:data:`~pytest_rubric._defaults.PROVIDERS`) whose batch API is spoken."""
+
+DEFAULT_TIMEOUT = 3600.0
+"""How long a batch is waited for (``--rubric-judge-batch-timeout``), from its submission."""
+
+MAX_BATCH_REQUESTS = 10_000
+"""The most requests in one batch: well inside both providers' limits (50,000 and 100,000),
+and a results file of that many grades stays far below :data:`MAX_RESULTS_BYTES`."""
+
+MAX_BATCH_CHARACTERS = 64 * 1024 * 1024
+"""The most characters of messages in one batch: a batch is one upload, which both providers
+cap (200 MB for OpenAI's file, 256 MB for Anthropic's request), and a request adds its
+settings and the reply's schema to its messages."""
+
+MAX_RESULTS_BYTES = 256 * 1024 * 1024
+"""The largest results file read (256 MiB); a control reply (a batch's status) is held to
+the live calls' 1 MiB."""
+
+FIRST_POLL = 1.0
+MAX_POLL = 30.0
+# An upload or a download may be large: its deadline is at least this, whatever the judge's.
+_TRANSFER_TIMEOUT = 300.0
+# The ids the provider gives, put in a URL path: nothing that could reach another path.
+_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
+_BATCH_HINTS = {
+    404: "does --rubric-judge-url serve the provider's batch API? --rubric-judge-batch needs "
+    "it: judge live without the flag",
+}
+# How long a timed-out batch's cancellation is waited for.
+_CANCEL_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRequest:
+    """One judge call of a batch: the two messages, the reply's schema, the sampling."""
+
+    custom_id: str
+    system: str
+    user: str
+    schema: dict[str, Any] | None = None
+    sampling: Sampling = field(default_factory=Sampling)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchFailure:
+    """Why a request of a batch has no reply; ``retry_live``: one live call may still get it
+    (its result was missing or errored), not when the batch failed or did not end in time."""
+
+    reason: str
+    retry_live: bool
+
+
+BatchResult = Reply | BatchFailure
+
+
+@dataclass(frozen=True, slots=True)
+class _Status:
+    """A batch as one poll saw it: ``ended``, and why it failed as a whole, if it did."""
+
+    ended: bool
+    failed: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+
+class _Wire:
+    """One provider's batch API on a built-in client's endpoint, key and headers."""
+
+    def __init__(self, client: HTTPClient) -> None:
+        self.client = client
+
+    # --- what each provider does -------------------------------------------------------------
+
+    async def submit(self, requests: Sequence[BatchRequest]) -> str:
+        raise NotImplementedError
+
+    async def poll(self, batch_id: str) -> tuple[_Status, float | None]:
+        raise NotImplementedError
+
+    async def cancel(self, batch_id: str) -> None:
+        raise NotImplementedError
+
+    async def results(
+        self, batch_id: str, status: _Status, ids: set[str]
+    ) -> dict[str, BatchResult]:
+        raise NotImplementedError
+
+    # --- shared ------------------------------------------------------------------------------
+
+    def failure(self, what: str, *, hint: str) -> str:
+        """A failure's text: the judge, the batch endpoint, what happened, what to do."""
+        spec = self.client.spec
+        return redact(
+            f"judge {spec.name} batch at {spec.public_url}: {what}; {hint}", self.client.key
+        )
+
+    def _fail(
+        self,
+        url: str,
+        what: str,
+        *,
+        hint: str,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> JudgeError:
+        what = redact(what, self.client.key)
+        message = f"judge {self.client.spec.name} batch at {public_url(url)}: {what}; {hint}"
+        return JudgeError(
+            message, what=what, status=status, retryable=retryable, retry_after=retry_after
+        )
+
+    def _quote(self, text: str) -> str:
+        return clip(text, self.client.key, limit=_QUOTE_ERROR)
+
+    def _id(self, url: str, value: object, what: str) -> str:
+        """An id the provider gave, checked before it goes into a URL path."""
+        if not isinstance(value, str) or not _ID.fullmatch(value):
+            shown = self._quote(repr(value))
+            raise self._fail(
+                url, f"the reply's {what} is {shown}, not an id", hint="check the endpoint"
+            )
+        return value
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        json_body: Any = None,
+        files: Mapping[str, tuple[str, bytes, str]] | None = None,
+        data: Mapping[str, str] | None = None,
+        cap: int = 1024 * 1024,
+        timeout: float | None = None,
+    ) -> tuple[bytes, float | None]:
+        """One HTTP exchange under the live calls' guards; the body and any ``Retry-After``."""
+        import httpx
+
+        http = self.client._http()
+        limit = timeout if timeout is not None else self.client.policy.timeout
+        try:
+            async with asyncio.timeout(limit):
+                request = http.build_request(
+                    method,
+                    url,
+                    json=json_body,
+                    files=files,
+                    data=data,
+                    headers=self.client._headers(),
+                )
+                response = await http.send(request, stream=True)
+                try:
+                    redirected = 300 <= response.status_code < 400
+                    body = b"" if redirected else await _read_up_to(response, cap)
+                finally:
+                    await response.aclose()
+        except (TimeoutError, httpx.TimeoutException):
+            raise self._fail(
+                url,
+                f"no complete reply within {limit:g} s",
+                hint="the provider is slow: raise --rubric-judge-timeout",
+                retryable=True,
+            ) from None
+        except httpx.HTTPError as exc:
+            raise self._fail(
+                url,
+                f"the exchange failed ({type(exc).__name__}: {self._quote(str(exc))})",
+                hint="check that the server is running and --rubric-judge-url is right",
+                retryable=True,
+            ) from None
+        status = response.status_code
+        if 300 <= status < 400:
+            target = redirect_target(response, self._quote)
+            raise self._fail(
+                url,
+                f"HTTP {status}: {target}",
+                status=status,
+                hint="redirects are not followed: set --rubric-judge-url to the address "
+                "that answers, if you trust it",
+            )
+        if status >= 400:
+            raise self._fail(
+                url,
+                f"HTTP {status}: {self._quote(error_text(body, response.reason_phrase))}",
+                status=status,
+                hint=_BATCH_HINTS.get(status) or HINTS.get(status, "see the provider's error"),
+                retryable=status == 429 or status >= 500,
+                retry_after=retry_delay(response),
+            )
+        if body is None:
+            raise self._fail(
+                url,
+                f"the reply is larger than {cap:,} bytes and was refused",
+                status=status,
+                hint="send fewer judge calls per run, or judge live without --rubric-judge-batch",
+            )
+        return body, retry_delay(response)
+
+    async def json(
+        self, method: str, url: str, **kwargs: Any
+    ) -> tuple[dict[str, Any], float | None]:
+        """:meth:`request` whose reply is one JSON object."""
+        body, retry_after = await self.request(method, url, **kwargs)
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError):
+            text = self._quote(body.decode("utf-8", errors="replace"))
+            raise self._fail(
+                url, f"the reply is not JSON ({text!r})", hint="check the endpoint"
+            ) from None
+        if not isinstance(data, dict):
+            raise self._fail(url, "the reply is not a JSON object", hint="check the endpoint")
+        return data, retry_after
+
+    async def submitted(self, send: Callable[[], Any], *, resend: bool = True) -> Any:
+        """``send()`` retried as a live call is: a rate limit or an outage, with backoff.
+
+        Without ``resend`` (a batch's creation, which a second time could be billed twice)
+        only a request the server refused unread (429, 503) is sent again.
+        """
+        policy = self.client.policy
+        for attempt in range(policy.attempts):
+            try:
+                return await send()
+            except JudgeError as exc:
+                again = exc.retryable and (resend or exc.status in (429, 503))
+                if not again or attempt + 1 == policy.attempts:
+                    raise
+                wait = exc.retry_after
+                if wait is None:
+                    wait = random.uniform(0, min(policy.max_backoff, policy.backoff * 2**attempt))
+                await asyncio.sleep(min(wait, policy.max_retry_after))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def lines(self, body: bytes) -> list[dict[str, Any]]:
+        """A JSONL results file's objects (a line that is not one is skipped: its request
+        counts as missing). Lines end at ``\n`` only: a raw U+2028 (or U+0085, a form feed)
+        inside a JSON string is part of the string, never a line break."""
+        found: list[dict[str, Any]] = []
+        for line in body.decode("utf-8", errors="replace").split("\n"):
+            try:
+                # A key given twice (limits.RepeatedKey) is no result either.
+                data = json.loads(line, object_pairs_hook=unique_keys)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(data, dict):
+                found.append(data)
+        return found
+
+    def read_reply(self, read: Callable[[dict[str, Any]], Reply], body: object) -> BatchResult:
+        """A succeeded result's body read as the live reply is (a bad one: errored)."""
+        if not isinstance(body, dict):
+            return BatchFailure(
+                self.failure("a result's body is not a JSON object", hint="it was asked live"),
+                retry_live=True,
+            )
+        try:
+            return read(body)
+        except JudgeError as exc:
+            return BatchFailure(str(exc), retry_live=True)
+
+
+async def _read_up_to(response: httpx.Response, cap: int) -> bytes | None:
+    """The body, or None once it passes ``cap`` decoded bytes (nothing more is read)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > cap:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class _OpenAIBatch(_Wire):
+    """``/files`` and ``/batches`` of an OpenAI-compatible endpoint."""
+
+    client: OpenAIClient
+
+    def __init__(self, client: OpenAIClient) -> None:
+        super().__init__(client)
+        self.client = client
+
+    def _body(self, request: BatchRequest) -> dict[str, Any]:
+        mode = "text" if request.schema is None else (self.client._mode or "json_schema")
+        return self.client._payload(
+            request.system, request.user, request.schema, mode, request.sampling
+        )
+
+    async def submit(self, requests: Sequence[BatchRequest]) -> str:
+        lines = "".join(
+            json.dumps(
+                {
+                    "custom_id": r.custom_id,
+                    "method": "POST",
+                    "url": "/v1/chat/completions",
+                    "body": self._body(r),
+                },
+                ensure_ascii=False,
+            )
+            + "\n"
+            for r in requests
+        ).encode("utf-8")
+        files_url = self.client.spec.endpoint("/files")
+        uploaded, _ = await self.submitted(
+            lambda: self.json(
+                "POST",
+                files_url,
+                files={"file": ("rubric-judge-batch.jsonl", lines, "application/jsonl")},
+                data={"purpose": "batch"},
+                timeout=max(self.client.policy.timeout, _TRANSFER_TIMEOUT),
+            )
+        )
+        file_id = self._id(files_url, uploaded.get("id"), "file id")
+        batches_url = self.client.spec.endpoint("/batches")
+        created, _ = await self.submitted(
+            lambda: self.json(
+                "POST",
+                batches_url,
+                json_body={
+                    "input_file_id": file_id,
+                    "endpoint": "/v1/chat/completions",
+                    "completion_window": "24h",
+                },
+            ),
+            resend=False,
+        )
+        return self._id(batches_url, created.get("id"), "batch id")
+
+    async def poll(self, batch_id: str) -> tuple[_Status, float | None]:
+        data, retry_after = await self.json(
+            "GET", self.client.spec.endpoint(f"/batches/{batch_id}")
+        )
+        status = data.get("status")
+        if status == "failed":
+            return _Status(True, f"failed ({self._errors(data)})", data), retry_after
+        return _Status(status in ("completed", "expired", "cancelled"), raw=data), retry_after
+
+    def _errors(self, data: Mapping[str, Any]) -> str:
+        errors = data.get("errors")
+        listed = errors.get("data") if isinstance(errors, dict) else None
+        if not isinstance(listed, list) or not listed:
+            return "the provider gave no reason"
+        first = listed[0] if isinstance(listed[0], dict) else {}
+        text = f"{first.get('code', 'error')}: {first.get('message', '')}"
+        more = f" and {len(listed) - 1} more" if len(listed) > 1 else ""
+        return self._quote(text) + more
+
+    async def cancel(self, batch_id: str) -> None:
+        await self.json("POST", self.client.spec.endpoint(f"/batches/{batch_id}/cancel"))
+
+    async def results(
+        self, batch_id: str, status: _Status, ids: set[str]
+    ) -> dict[str, BatchResult]:
+        found: dict[str, BatchResult] = {}
+        for name in ("output_file_id", "error_file_id"):
+            value = status.raw.get(name)
+            if value is None:
+                continue
+            url = self.client.spec.endpoint("/files")
+            file_id = self._id(url, value, name)
+            content_url = self.client.spec.endpoint(f"/files/{file_id}/content")
+            body, _ = await self.submitted(
+                functools.partial(
+                    self.request,
+                    "GET",
+                    content_url,
+                    cap=MAX_RESULTS_BYTES,
+                    timeout=max(self.client.policy.timeout, _TRANSFER_TIMEOUT),
+                )
+            )
+            for line in self.lines(body):
+                custom_id = line.get("custom_id")
+                if isinstance(custom_id, str) and custom_id in ids and custom_id not in found:
+                    found[custom_id] = self._result(batch_id, custom_id, line)
+        return found
+
+    def _result(self, batch_id: str, custom_id: str, line: Mapping[str, Any]) -> BatchResult:
+        response = line.get("response")
+        if isinstance(response, dict) and response.get("status_code") == 200:
+            return self.read_reply(self.client._text, response.get("body"))
+        error = line.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            why = f"{error.get('code', 'error')}: {error.get('message')}"
+        elif isinstance(response, dict):
+            body = response.get("body")
+            text = json.dumps(body) if not isinstance(body, str) else body
+            why = f"HTTP {response.get('status_code')}: {error_text(text.encode(), '')}"
+        else:
+            why = "no response and no error"
+        return BatchFailure(
+            self.failure(
+                f"request {custom_id} of batch {batch_id} errored ({self._quote(why)})",
+                hint="it was asked live once more",
+            ),
+            retry_live=True,
+        )
+
+
+class _AnthropicBatch(_Wire):
+    """``/v1/messages/batches`` of the Anthropic API."""
+
+    client: AnthropicClient
+
+    def __init__(self, client: AnthropicClient) -> None:
+        super().__init__(client)
+        self.client = client
+
+    def _url(self, path: str = "") -> str:
+        base = self.client.spec.url.partition("?")[0].rstrip("/")
+        prefix = "/messages/batches" if base.endswith("/v1") else "/v1/messages/batches"
+        return self.client.spec.endpoint(prefix + path)
+
+    def _params(self, request: BatchRequest) -> dict[str, Any]:
+        # As AnthropicClient.send builds a live call's payload.
+        params = self.client._payload(
+            request.system, [{"role": "user", "content": request.user}], request.sampling
+        )
+        if request.schema is not None:
+            params["tools"] = [
+                {
+                    "name": "grade",
+                    "description": "Record the grade.",
+                    "input_schema": request.schema,
+                }
+            ]
+            params["tool_choice"] = {"type": "tool", "name": "grade"}
+        return params
+
+    async def submit(self, requests: Sequence[BatchRequest]) -> str:
+        url = self._url()
+        created, _ = await self.submitted(
+            lambda: self.json(
+                "POST",
+                url,
+                json_body={
+                    "requests": [
+                        {"custom_id": r.custom_id, "params": self._params(r)} for r in requests
+                    ]
+                },
+                timeout=max(self.client.policy.timeout, _TRANSFER_TIMEOUT),
+            ),
+            resend=False,
+        )
+        return self._id(url, created.get("id"), "batch id")
+
+    async def poll(self, batch_id: str) -> tuple[_Status, float | None]:
+        data, retry_after = await self.json("GET", self._url(f"/{batch_id}"))
+        return _Status(data.get("processing_status") == "ended", raw=data), retry_after
+
+    async def cancel(self, batch_id: str) -> None:
+        await self.json("POST", self._url(f"/{batch_id}/cancel"))
+
+    async def results(
+        self, batch_id: str, status: _Status, ids: set[str]
+    ) -> dict[str, BatchResult]:
+        own = self._url(f"/{batch_id}/results")
+        given = status.raw.get("results_url")
+        url = given if isinstance(given, str) and given else own
+        if _origin(url) != _origin(own):
+            raise self._fail(
+                own,
+                f"the batch's results_url is on another host ({self._quote(public_url(url))!r})",
+                hint="the key is sent only where --rubric-judge-url points: check the endpoint",
+            )
+        body, _ = await self.submitted(
+            lambda: self.request(
+                "GET",
+                url,
+                cap=MAX_RESULTS_BYTES,
+                timeout=max(self.client.policy.timeout, _TRANSFER_TIMEOUT),
+            )
+        )
+        found: dict[str, BatchResult] = {}
+        for line in self.lines(body):
+            custom_id = line.get("custom_id")
+            if isinstance(custom_id, str) and custom_id in ids and custom_id not in found:
+                found[custom_id] = self._result(batch_id, custom_id, line.get("result"))
+        return found
+
+    def _result(self, batch_id: str, custom_id: str, result: object) -> BatchResult:
+        kind = result.get("type") if isinstance(result, dict) else None
+        if isinstance(result, dict) and kind == "succeeded":
+            return self.read_reply(self.client._read, result.get("message"))
+        why = str(kind or "no result type")
+        if isinstance(result, dict) and kind == "errored":
+            why = f"errored: {error_text(json.dumps(result.get('error')).encode(), '')}"
+        return BatchFailure(
+            self.failure(
+                f"request {custom_id} of batch {batch_id} was {self._quote(why)}",
+                hint="it was asked live once more",
+            ),
+            retry_live=True,
+        )
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), parts.netloc.rpartition("@")[2].lower()
 
 
 async def run_batch(
@@ -175,3 +676,128 @@ async def _cancel(wire: _Wire, batch_id: str) -> None:
     with contextlib.suppress(JudgeError, TimeoutError):
         async with asyncio.timeout(_CANCEL_TIMEOUT):
             await wire.cancel(batch_id)
+
+
+class BatchQueue:
+    """The judge calls of a run, gathered into batches: what ``--rubric-judge-batch`` sends.
+
+    :meth:`send` has the built-in client's signature. A call joins the batch being
+    gathered, which is sent once no call has joined it for ``quiet`` seconds (the
+    session schedules its judged work all at once, so that is one batch for all of it,
+    later ones for what comes after: a reply retried, an answer from a target) or once
+    it holds :data:`MAX_BATCH_REQUESTS` or :data:`MAX_BATCH_CHARACTERS`. A call whose
+    result is missing or errored is made once live through the client; any other failure
+    is a :class:`~pytest_rubric._llm.base.JudgeError` (the criterion is ERROR).
+    """
+
+    def __init__(
+        self,
+        client: HTTPClient,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        quiet: float = 0.5,
+        first_poll: float = FIRST_POLL,
+        max_poll: float = MAX_POLL,
+    ) -> None:
+        self.client = client
+        self.timeout = timeout
+        self.quiet = quiet
+        self.first_poll = first_poll
+        self.max_poll = max_poll
+        self._ids = itertools.count()
+        self._gathered: list[tuple[BatchRequest, asyncio.Future[BatchResult]]] = []
+        self._characters = 0  # of the gathered calls' messages
+        self._timer: asyncio.TimerHandle | None = None
+        self._running: set[asyncio.Task[None]] = set()
+
+    async def send(
+        self,
+        system: str,
+        user: str,
+        *,
+        schema: dict[str, Any] | None = None,
+        sampling: Sampling | None = None,
+    ) -> Reply:
+        """The reply to one judge call, through the next batch."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[BatchResult] = loop.create_future()
+        request = BatchRequest(
+            f"rubric-{next(self._ids)}", system, user, schema, sampling or Sampling()
+        )
+        self._gathered.append((request, future))
+        self._characters += len(system) + len(user)
+        if self._timer is not None:
+            self._timer.cancel()
+        full = self._characters >= MAX_BATCH_CHARACTERS
+        if full or len(self._gathered) >= MAX_BATCH_REQUESTS:
+            self._flush()
+        else:
+            self._timer = loop.call_later(self.quiet, self._flush)
+        result = await future
+        if isinstance(result, Reply):
+            return result
+        if not result.retry_live:
+            raise JudgeError(result.reason)
+        try:
+            return await self.client.send(system, user, schema=schema, sampling=sampling)
+        except BudgetSpent:
+            raise  # the call did not start: the budget's own words, as for any call
+        except JudgeError as exc:
+            raise JudgeError(f"{exc} (asked live after: {result.reason})") from None
+
+    async def aclose(self) -> None:
+        """The run is over: cancel the batches still running (the provider's too, see
+        :func:`run_batch`); the calls waiting for them fail."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        running = list(self._running)
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+
+    def _flush(self) -> None:
+        self._timer = None
+        gathered, self._gathered = self._gathered, []
+        self._characters = 0
+        if gathered:
+            task = asyncio.get_running_loop().create_task(self._run(gathered))
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+
+    async def _run(self, gathered: list[tuple[BatchRequest, asyncio.Future[BatchResult]]]) -> None:
+        requests = [request for request, _ in gathered]
+        results: dict[str, BatchResult]
+        try:
+            results = await run_batch(
+                self.client,
+                requests,
+                timeout=self.timeout,
+                first_poll=self.first_poll,
+                max_poll=self.max_poll,
+            )
+        except JudgeError as exc:
+            failure = BatchFailure(str(exc), retry_live=False)
+            results = {r.custom_id: failure for r in requests}
+        except asyncio.CancelledError:  # aclose: the run is over
+            failure = BatchFailure(
+                f"judge {self.client.spec.name}: the run ended before its batch did",
+                retry_live=False,
+            )
+            for _, future in gathered:
+                if not future.done():
+                    future.set_result(failure)
+            raise
+        except Exception as exc:  # no call may be left waiting
+            failure = BatchFailure(
+                redact(
+                    f"judge {self.client.spec.name}: the batch failed "
+                    f"({type(exc).__name__}: {exc})",
+                    self.client.key,
+                ),
+                retry_live=False,
+            )
+            results = {r.custom_id: failure for r in requests}
+        for request, future in gathered:
+            if not future.done():
+                future.set_result(results[request.custom_id])

@@ -8,7 +8,7 @@ runs), the reply schema, the sampling parameters and the sample index.
 Never the API key or any header, and never the endpoint's URL: the same
 request to the same model through another gateway is the same call, so a
 cache recorded through one replays through another. A hit recorded against
-another endpoint is counted (:attr:`JudgeStats.elsewhere`). Rows an
+another endpoint is counted (:attr:`CallStats.elsewhere`). Rows an
 earlier version wrote had the endpoint in their key and none in the row:
 :meth:`CachedCalls.lookup` finds them under that key too (``legacy``), so a
 committed cache still replays through the URL it was recorded against.
@@ -18,22 +18,385 @@ judge and overwrites; ``off`` ignores the cache; ``replay`` makes no network
 call at all, and a miss is an ERROR naming the criterion. :class:`CachedCalls`
 applies them, once for every kind of call: a judge's reply and a live
 model's answer (``--rubric-model``) go through the same lookup and store. The
-store itself, SQLite, is :mod:`.cache_store`'s.
+store itself is :class:`CacheFile`: one SQLite file (WAL mode) of replies by key, shared by every process of a run, that no
+problem of its own may stop or change.
+
+Each row keeps the endpoint it was recorded against (without userinfo or query string).
+Only replies that passed validation are stored, with the parsed verdict,
+token usage and a timestamp: an error is never cached. A reply is stored
+redacted of the API keys the cache was given (a judge may echo anything).
+A reply that did not fit the protocol is never stored either, but the fact
+is, with the reason (table ``unusable``): ``replay`` then says that the
+judge's last reply to the call was unusable, rather than that it was never
+recorded, and replays the retry that followed it (see
+:func:`~pytest_rubric.judge.strategies.ask`).
+
+A file written by the previous version (the ``replies`` table without its
+``endpoint`` column, no ``unusable`` table) is brought up to date when it is
+opened; its rows are kept, their endpoint unknown.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Mapping
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from .._defaults import CACHE_MODES
-from .base import JudgeError, JudgeStats, Reply
-from .cache_store import JudgeCache
+from .._guards.outgoing import outgoing
+from .._guards.secrets import MAX_TEXT, Secret, clip, public_url
+from .base import CallStats, JudgeError, Reply
+from .responses import MAX_REPLY_BYTES
 
-__all__ = ["CACHE_MODES", "CachedCalls", "JudgeCache", "cache_key"]
+__all__ = ["CACHE_MODES", "CacheFile", "CachedCalls", "cache_key"]
+
+
+_SCHEMA = (
+    """
+CREATE TABLE IF NOT EXISTS replies (
+    key TEXT PRIMARY KEY,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    raw TEXT NOT NULL,
+    parsed TEXT NOT NULL,
+    tokens_in INTEGER NOT NULL DEFAULT 0,
+    tokens_out INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL,
+    endpoint TEXT
+)
+""",
+    """
+CREATE TABLE IF NOT EXISTS unusable (
+    key TEXT PRIMARY KEY,
+    reason TEXT NOT NULL,
+    created REAL NOT NULL
+)
+""",
+)
+# The endpoint is added last, as ALTER TABLE adds it to a file of the previous version,
+# so both have the same columns in the same order.
+_ADD_ENDPOINT = "ALTER TABLE replies ADD COLUMN endpoint TEXT"
+# An unusable reply's reason is kept whole (it is fed back to the judge when a replay
+# retries, so it must read as it did), up to the length every copied text is cut to.
+_REASON = MAX_TEXT
+
+
+class _Unusable(Exception):
+    """The file is there but is not a pytest-rubric cache; the message says why."""
+
+
+class CacheFile:
+    """One SQLite file shared by every process of a run (xdist workers included).
+
+    A cache only saves calls, so no problem with it may stop a run or change a
+    verdict. A file that cannot be opened as this cache (not a database, a
+    directory, another program's database, a first page that is corrupt)
+    leaves the cache unusable: every lookup misses, nothing is written, and
+    the file is left as it was. A row that cannot be read (a corrupt page) is
+    a miss and the other rows still serve; a reply that cannot be stored (a
+    full disk) is judged again next time. Each of these is reported once, by
+    :meth:`take_warning`, for the session to show as a warning.
+    """
+
+    def __init__(self, directory: Path, *, secrets: Sequence[Secret] = ()) -> None:
+        self._secrets = tuple(secrets)
+        self.path = directory / "judge.sqlite3"
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._warning: str | None = None
+        self._warned = False
+        try:
+            self._db = self._open(directory)
+        except (OSError, sqlite3.Error, _Unusable) as exc:
+            why = str(exc) if isinstance(exc, _Unusable) else _error_text(exc)
+            culprit = directory if directory.exists() and not directory.is_dir() else self.path
+            self._warning = (
+                f"the judge cache {self.path} cannot be used ({why}); this run goes on without it. "
+                f"Delete {culprit} to start a new cache (or set ini rubric_cache_dir to another "
+                "folder), or pass --rubric-cache off"
+            )
+
+    def _open(self, directory: Path) -> sqlite3.Connection:
+        if directory.exists() and not directory.is_dir():
+            raise _Unusable(f"{directory} is a file, not a folder")
+        directory.mkdir(parents=True, exist_ok=True)
+        _ignore(directory)
+        if self.path.exists() and not self.path.is_file():
+            raise _Unusable("it is not a regular file")
+        db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        try:
+            # Read before writing anything: a foreign file is never converted to WAL
+            # or given a table of ours.
+            previous = _check_schema(db)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            if previous:
+                _migrate(db)
+            for statement in _SCHEMA:
+                db.execute(statement)
+            db.commit()
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    @property
+    def usable(self) -> bool:
+        """Whether the file opened as this cache (a row may still fail to read)."""
+        return self._db is not None
+
+    def take_warning(self) -> str | None:
+        """The first problem with the cache, once: later calls, and later problems, give None."""
+        with self._lock:
+            warning, self._warning = self._warning, None
+            if warning is not None:
+                self._warned = True
+            return warning
+
+    def _trouble(self, what: str, exc: Exception) -> None:
+        """Remember a problem of a lookup or a write, to be reported once."""
+        if not self._warned and self._warning is None:
+            self._warning = (
+                f"the judge cache {self.path} {what} ({_error_text(exc)}); the run goes on, "
+                "judging what the cache cannot give. If this persists, delete the file to start "
+                "a new cache, or pass --rubric-cache off"
+            )
+
+    def get(self, key: str) -> str | None:
+        """The stored reply for ``key``, or None: not stored, or not readable (a miss)."""
+        found = self.fetch(key)
+        return found.text if found is not None else None
+
+    def fetch(self, key: str) -> Reply | None:
+        """The stored reply for ``key`` with the tokens it cost when it was judged and the
+        endpoint it was recorded against, or None."""
+        # A stored reply is held to a live one's cap (the file may come from elsewhere): one
+        # larger is a miss, never read into memory. A target's answer had no cap when live.
+        row = self._row(
+            "SELECT raw, tokens_in, tokens_out, endpoint, parsed FROM replies WHERE key = ? "
+            "AND (provider = 'target' OR (length(CAST(raw AS BLOB)) <= ? "
+            "AND IFNULL(length(CAST(parsed AS BLOB)), 0) <= ?))",
+            key,
+            MAX_REPLY_BYTES,
+            MAX_REPLY_BYTES,
+        )
+        # Only text is a reply: anything else in the column was not written by us.
+        if row is None or not isinstance(row[0], str):
+            return None
+        # As it was stored (sanitized); again, for a file edited by hand: it is shown.
+        endpoint = public_url(row[3]) if isinstance(row[3], str) else None
+        return Reply(
+            row[0],
+            _count(row[1]),
+            _count(row[2]),
+            key=key,
+            cached=True,
+            endpoint=endpoint,
+            parsed=row[4] if isinstance(row[4], str) else None,
+        )
+
+    def unusable(self, key: str) -> str | None:
+        """Why the last reply to ``key`` was not stored (it did not fit the protocol), or None:
+        never recorded, or a usable reply is stored."""
+        row = self._row("SELECT substr(reason, 1, ?) FROM unusable WHERE key = ?", _REASON, key)
+        return row[0] if row is not None and isinstance(row[0], str) else None
+
+    def _row(self, query: str, *parameters: object) -> tuple[Any, ...] | None:
+        """The one row ``query`` finds for ``parameters``, or None: none, or not readable (a
+        miss)."""
+        with self._lock:
+            if self._db is None:
+                return None
+            try:
+                row: tuple[Any, ...] | None = self._db.execute(query, parameters).fetchone()
+            except sqlite3.Error as exc:  # a corrupt page, text that is not UTF-8, a lock
+                self._trouble("could not read a stored reply", exc)
+                return None
+        return row
+
+    def put(
+        self,
+        key: str,
+        *,
+        provider: str,
+        model: str,
+        raw: str,
+        parsed: Any,
+        tokens: tuple[int, int] = (0, 0),
+        endpoint: str | None = None,
+    ) -> None:
+        """Store a reply with the tokens it cost (in, out; 0 where the provider did not say)
+        and the endpoint it came from (shown without userinfo or query string; None: not a
+        URL, e.g. a user's own judge). It is now the last reply to ``key``: no longer unusable.
+
+        A failure is reported once and never raised: the verdict stands.
+        """
+        self._write(
+            (
+                "INSERT OR REPLACE INTO replies (key, provider, model, raw, parsed, tokens_in, "
+                "tokens_out, created, endpoint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                lambda: (
+                    key,
+                    provider,
+                    model,
+                    outgoing(raw, *self._secrets),  # the boundary text leaves the process by
+                    outgoing(json.dumps(parsed, default=str), *self._secrets),
+                    tokens[0],
+                    tokens[1],
+                    time.time(),
+                    endpoint,
+                ),
+            ),
+            ("DELETE FROM unusable WHERE key = ?", lambda: (key,)),
+        )
+
+    def mark_unusable(self, key: str, reason: str) -> None:
+        """Record that the last reply to ``key`` did not fit the protocol, and why (redacted,
+        cut to 2,000 characters); the reply itself is never stored. A reply stored earlier
+        under ``key`` (``--rubric-cache refresh``) is kept: it is still a good one."""
+        self._write(
+            (
+                "INSERT OR REPLACE INTO unusable (key, reason, created) VALUES (?, ?, ?)",
+                lambda: (key, outgoing(clip(reason, *self._secrets, limit=_REASON)), time.time()),
+            ),
+        )
+
+    def _write(self, *statements: tuple[str, Callable[[], tuple[Any, ...]]]) -> None:
+        """Run ``statements`` (SQL and a function giving its parameters) in one transaction.
+        A failure is reported once and never raised."""
+        with self._lock:
+            if self._db is None:
+                return
+            try:
+                for sql, parameters in statements:
+                    self._db.execute(sql, parameters())
+                self._db.commit()
+            except (
+                sqlite3.Error,
+                ValueError,
+                RecursionError,
+            ) as exc:  # a full disk, a corrupt page
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.rollback()
+                self._trouble("could not store a reply", exc)
+
+    def __len__(self) -> int:
+        with self._lock:
+            if self._db is None:
+                return 0
+            try:
+                return int(self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+            except sqlite3.Error:
+                return 0
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.close()
+                self._db = None
+
+
+# What a cache written by this version holds: its two tables (and SQLite's own objects,
+# named sqlite_*). Anything else means the file belongs to something else. A file of the
+# previous version has the replies table without its last column, and no unusable table.
+_COLUMNS = {
+    "replies": (
+        ("key", "TEXT", 1),
+        ("provider", "TEXT", 0),
+        ("model", "TEXT", 0),
+        ("raw", "TEXT", 0),
+        ("parsed", "TEXT", 0),
+        ("tokens_in", "INTEGER", 0),
+        ("tokens_out", "INTEGER", 0),
+        ("created", "REAL", 0),
+        ("endpoint", "TEXT", 0),
+    ),
+    "unusable": (("key", "TEXT", 1), ("reason", "TEXT", 0), ("created", "REAL", 0)),
+}
+_PREVIOUS_REPLIES = _COLUMNS["replies"][:-1]
+_OURS = {("table", name) for name in _COLUMNS}
+
+
+def _columns(db: sqlite3.Connection, table: str) -> tuple[tuple[str, str, int], ...]:
+    return tuple(
+        (name, str(kind).upper(), int(pk))
+        for _, name, kind, _, _, pk in db.execute(f"PRAGMA table_info({table})").fetchall()
+    )
+
+
+def _check_schema(db: sqlite3.Connection) -> bool:
+    """Raise :class:`_Unusable` unless ``db`` is empty or holds this cache's tables alone;
+    return whether it is a cache of the previous version (to bring up to date).
+
+    Reading the schema also reads the file's header and first page, so a file
+    that is not a database fails here (as ``sqlite3.DatabaseError``).
+    """
+    objects = db.execute("SELECT type, name FROM sqlite_master").fetchall()
+    foreign = sorted(
+        f"{kind} {name!r}"
+        for kind, name in objects
+        if (kind, name) not in _OURS and not str(name).startswith("sqlite_")
+    )
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise _Unusable(f"it holds {shown}, which a pytest-rubric cache does not: not ours")
+    present = {name for kind, name in objects if kind == "table"}
+    previous = False
+    for table in sorted(present & set(_COLUMNS)):
+        columns = _columns(db, table)
+        if table == "replies" and columns == _PREVIOUS_REPLIES and "unusable" not in present:
+            previous = True
+        elif columns != _COLUMNS[table]:
+            names = ", ".join(str(c[0]) for c in columns[:8])
+            raise _Unusable(f"its {table} table has other columns ({names}): not ours")
+    return previous
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a cache of the previous version up to date: its replies gain the ``endpoint``
+    column (unknown, NULL, for the rows it holds). Several xdist workers may open the file at
+    once: the first one to take the write lock adds the column, the others find it there."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if _columns(db, "replies") == _PREVIOUS_REPLIES:
+            db.execute(_ADD_ENDPOINT)
+        db.commit()
+    except BaseException:
+        db.rollback()
+        raise
+
+
+def _ignore(directory: Path) -> None:
+    """Give the cache folder a ``.gitignore`` of ``*``, as pytest does ``.pytest_cache``: the
+    local cache is never what a team commits (``--rubric-recordings`` is)."""
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        with contextlib.suppress(OSError):  # a read-only checkout still runs
+            ignore.write_text(
+                "# Created by pytest-rubric automatically: the local judge cache, never "
+                "committed.\n# Commit recordings instead (--rubric-recordings).\n*\n",
+                encoding="utf-8",
+            )
+
+
+def _count(value: object) -> int:
+    """A stored token count, or 0 for anything that is not a plausible one."""
+    return value if type(value) is int and 0 <= value <= 10**9 else 0
+
+
+def _error_text(exc: BaseException) -> str:
+    """An error's own words, without the exception's type name for OS errors."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    return str(exc) or type(exc).__name__
 
 
 def cache_key(**parts: Any) -> str:
@@ -43,7 +406,7 @@ def cache_key(**parts: Any) -> str:
 
 
 class CachedCalls:
-    """A :class:`JudgeCache` read and written as ``--rubric-cache`` says, for any kind of call.
+    """A :class:`CacheFile` read and written as ``--rubric-cache`` says, for any kind of call.
 
     :meth:`lookup` before a call, :meth:`store` after it (or :meth:`unusable`,
     for a reply that did not fit): the caller makes the call in between (in
@@ -53,7 +416,7 @@ class CachedCalls:
     """
 
     def __init__(
-        self, cache: JudgeCache | None, mode: str = "use", *, stats: JudgeStats | None = None
+        self, cache: CacheFile | None, mode: str = "use", *, stats: CallStats | None = None
     ) -> None:
         self.cache = None if mode == "off" else cache
         self.mode = mode

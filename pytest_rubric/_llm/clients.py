@@ -25,7 +25,7 @@ from typing import Any
 from .._defaults import RetryPolicy
 from .base import JudgeError, Reply, Sampling
 from .http import HTTPClient
-from .providers import JudgeSpec, read_key
+from .providers import ModelSpec, read_key
 
 __all__ = ["WIRES", "AnthropicClient", "OpenAIClient", "make_client"]
 
@@ -59,7 +59,7 @@ class OpenAIClient(HTTPClient):
 
     _MODES = ("json_schema", "json_object with schema", "json_object", "text")
 
-    def __init__(self, spec: JudgeSpec, **kwargs: Any) -> None:
+    def __init__(self, spec: ModelSpec, **kwargs: Any) -> None:
         super().__init__(spec, **kwargs)
         self._mode: str | None = None  # settled once a mode has worked
 
@@ -196,6 +196,9 @@ class OpenAIClient(HTTPClient):
         return True
 
     def _text(self, data: dict[str, Any]) -> Reply:
+        # The message content is what is read, structured output or not: never a tool call,
+        # a refusal or reasoning beside it. (It is read as a reply in prose is: a server may
+        # take response_format and not hold its model to it.)
         # Counted first: the tokens were spent even when the reply is unusable.
         usage = self._reply("", data, ("prompt_tokens", "completion_tokens"))
         try:
@@ -266,16 +269,18 @@ class AnthropicClient(HTTPClient):
         blocks = data.get("content")
         if not isinstance(blocks, list):
             raise self._fail("the reply has no content blocks", hint="check the endpoint")
-        for block in blocks:
-            if isinstance(block, dict) and block.get("type") == "tool_use":
-                try:
-                    text = json.dumps(block.get("input"))
-                except (ValueError, RecursionError):  # nested too deep to write back
-                    raise self._fail(
-                        "the tool call's input cannot be read back as JSON",
-                        hint="check the endpoint",
-                    ) from None
-                return dataclasses.replace(usage, text=text)
+        calls = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+        if calls:
+            # The structured part, and only it: text blocks beside a tool call are not read.
+            # Two calls are two objects, as the reply reader sees them: no reply.
+            try:
+                text = "\n".join(json.dumps(block.get("input")) for block in calls)
+            except (ValueError, RecursionError):  # nested too deep to write back
+                raise self._fail(
+                    "the tool call's input cannot be read back as JSON",
+                    hint="check the endpoint",
+                ) from None
+            return dataclasses.replace(usage, text=text, structured=True)
         texts = [
             b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
         ]
@@ -287,7 +292,7 @@ WIRES: dict[str, type[HTTPClient]] = {"openai": OpenAIClient, "anthropic": Anthr
 
 
 def make_client(
-    spec: JudgeSpec,
+    spec: ModelSpec,
     *,
     environ: Mapping[str, str] | None = None,
     policy: RetryPolicy | None = None,

@@ -3,7 +3,7 @@
 Prices are dollars per million tokens, input and output apart: ini
 ``rubric_judge_prices`` (one ``MODEL IN OUT [BATCH_IN BATCH_OUT]`` per line) or
 ``--rubric-judge-price IN,OUT`` for a single judge. The cost of a run is
-computed from the token counts :class:`~pytest_rubric._llm.base.JudgeStats`
+computed from the token counts :class:`~pytest_rubric._llm.base.CallStats`
 keeps, so an xdist controller, which adds up its workers' counts, prices the
 whole run the same way a single process does.
 

@@ -31,9 +31,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._defaults import RetryPolicy
+from .._guards.limits import RepeatedKey, unique_keys
 from .._guards.secrets import Secret, clip, public_url, redact
-from .base import JudgeError, JudgeStats, Reply, Sampling
-from .providers import JudgeSpec
+from .base import CallStats, JudgeError, Reply, Sampling
+from .providers import ModelSpec
 from .responses import (
     HINTS,
     MAX_REPLY_BYTES,
@@ -80,7 +81,7 @@ class HTTPClient:
 
     def __init__(
         self,
-        spec: JudgeSpec,
+        spec: ModelSpec,
         *,
         key: Secret | None,
         policy: RetryPolicy | None = None,
@@ -90,7 +91,7 @@ class HTTPClient:
         self.spec = spec
         self.key = key
         self.policy = policy or RetryPolicy()
-        self.stats = JudgeStats()
+        self.stats = CallStats()
         # The run's concurrency bound (the runner's transport sets it), taken for
         # each HTTP attempt rather than for a whole call: a call waiting out a
         # Retry-After or a backoff leaves its slot to the others.
@@ -313,7 +314,17 @@ class HTTPClient:
                 retryable=True,
             )
         try:
-            data = json.loads(body)
+            # A key given twice (two "content" fields, two verdicts in a tool call's input)
+            # leaves the reply to whichever json keeps: no reply at all.
+            data = json.loads(body, object_pairs_hook=unique_keys)
+        except RepeatedKey as exc:
+            raise self._fail(
+                f"the reply gives the key {self._quote(exc.key, _QUOTE_BODY)!r} twice in one "
+                "object",
+                status=status,
+                hint="is --rubric-judge-url an OpenAI-compatible or Anthropic endpoint?",
+                retryable=True,
+            ) from None
         except (ValueError, RecursionError):
             # Not JSON, or JSON nested past the recursion limit, or a number with
             # thousands of digits: a body no judge sends, read as not JSON.

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from .._defaults import PROVIDERS, Provider
 from .._guards.secrets import Secret, public_url
 
-__all__ = ["JudgeSpec", "read_key"]
+__all__ = ["ModelSpec", "read_key"]
 
 
 @dataclass(frozen=True, slots=True)
-class JudgeSpec:
+class ModelSpec:
     """``PROVIDER:MODEL`` plus where to reach it."""
 
     provider: str
@@ -37,7 +37,7 @@ class JudgeSpec:
     @classmethod
     def parse(
         cls, text: str, *, url: str | None = None, environ: Mapping[str, str] | None = None
-    ) -> JudgeSpec:
+    ) -> ModelSpec:
         environ = os.environ if environ is None else environ
         name, sep, model = text.partition(":")
         entry = PROVIDERS.get(name)
@@ -80,7 +80,7 @@ class JudgeSpec:
 
 
 def read_key(
-    spec: JudgeSpec, environ: Mapping[str, str] | None = None, *, require_key: bool = True
+    spec: ModelSpec, environ: Mapping[str, str] | None = None, *, require_key: bool = True
 ) -> Secret | None:
     """``spec``'s API key, from the environment only.
 

@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from .._errors import Problem, RubricLoadError
 from .._guards.limits import Limit, NotRegular, json_loads, nesting_problem, quoted, read_text
-from .._guards.yaml import AliasLimit, Duplicate, YamlLoader, construct
+from .._guards.yaml import AliasLimit, Duplicate, Lines, YamlLoader, construct, stream
 from .._schema import Suite
 from ..criteria.model import CriterionModel
 from ..criteria.registry import CONTEXT_KEY, criterion_types
@@ -76,7 +76,7 @@ def load_suite(path: Path, *, added: Sequence[type[CriterionModel]] = ()) -> Loa
     """Read and validate a rubric file; raise :class:`RubricLoadError` listing every problem.
 
     ``added``: the criterion types plugins add (``pytest_rubric_criterion_types``).
-    A session loads it with the garbage collector paused (``pytest_rubric._pytest.heap``)."""
+    A session loads it with the garbage collector paused (``pytest_rubric._session.heap``)."""
     return _load_suite(path, added)
 
 
@@ -137,7 +137,7 @@ def parse_suite(
     bare_list = isinstance(data, list)
     if bare_list:
         data = {"cases": data}
-    locator = Locator(text, path, parsed.node, bare_list=bare_list, types=types)
+    locator = Locator(text, path, parsed.node, bare_list=bare_list, types=types, lines=parsed.lines)
     problems = [
         duplicate_problem(d, data, bare_list=bare_list, json_file=path.suffix == ".json")
         for d in parsed.duplicates
@@ -192,8 +192,9 @@ def parse_suite(
 @dataclass(slots=True)
 class _Parsed:
     data: Any
-    node: yaml.Node | None  # None for a JSON file, unless it had to be located
+    node: yaml.Node | None  # None for a JSON file, unless it had to be located, or streamed
     duplicates: list[Duplicate]
+    lines: Lines | None = None  # a streamed YAML file's (see _guards.yaml.stream)
 
 
 def _parse(text: str, path: Path) -> _Parsed:
@@ -236,7 +237,13 @@ def _parse_json(text: str, path: Path) -> _Parsed:
     return _Parsed(data, node, duplicates)
 
 
-def _parse_yaml(text: str, path: Path) -> _Parsed:
+def _parse_yaml(text: str, path: Path, *, tree: bool = False) -> _Parsed:
+    """The file's data; with ``tree``, always with its node tree (an importer reads the
+    nodes' tags and lines), else streamed where it can be, the tree composed only if a
+    problem needs a line."""
+    streamed = None if tree else stream(text)
+    if streamed is not None and streamed[0] is not None:
+        return _Parsed(streamed[0], None, [], streamed[1])
     loader = YamlLoader(text)
     try:
         node = loader.get_single_node()

@@ -2,8 +2,9 @@
 
 Every mistake becomes a :class:`Problem` that names the line, the case, the
 criterion and the field, and says what to write instead. Lines come from the
-YAML node tree, which the C parser builds at little cost; a JSON file is
-composed through the YAML parser only when something is wrong.
+YAML node tree; a plain YAML file is read from the parser's events without one
+(``_guards.yaml.stream``, which keeps the lines of its cases and targets), so its
+tree, like a JSON file's, is composed only when something is wrong.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pydantic import ValidationError
 
 from .._errors import Problem
 from .._guards.limits import quoted, shown
-from .._guards.yaml import Duplicate, YamlLoader
+from .._guards.yaml import Duplicate, Lines, YamlLoader
 from .._schema import CRITERION_TYPES, Case, Suite
 from ..criteria.model import CriterionModel, FieldError
 
@@ -100,8 +101,12 @@ class Locator:
         *,
         bare_list: bool,
         types: Types = CRITERION_TYPES,
+        lines: Lines | None = None,
     ) -> None:
         self._text, self._path, self._node, self._bare = text, path, node, bare_list
+        # A streamed YAML file's lines (see ``_guards.yaml.stream``): the node tree is composed
+        # only for a line not among them, on the error path.
+        self._lines = lines
         self.types = types  # the criterion types the file was read with
         self._parsed = node is not None
         # Per mapping node, where each key is first: a file with thousands of
@@ -120,6 +125,10 @@ class Locator:
         return self._node
 
     def line(self, data_path: Sequence[str | int], *, key: bool = True) -> int | None:
+        if self._lines is not None and key:
+            known = self._lines.get(tuple(data_path))
+            if known is not None:
+                return known
         node = self._root()
         if node is None:
             return None
@@ -154,7 +163,9 @@ class Locator:
         return line + 1
 
     def case_line(self, index: int) -> int | None:
-        return self.line(("cases", index)) if self._node is not None else None
+        if self._node is None and self._lines is None:
+            return None
+        return self.line(("cases", index))
 
 
 # --- turning pydantic errors into problems ------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any, TypeVar
 
 from .._trace import Passage, ToolCall, Trace, TraceSource, Usage
@@ -348,11 +348,13 @@ def as_fields(trace: Trace) -> dict[str, Any]:
     :data:`TRACE_FIELDS`, and ``latency_s``): what ``collect`` writes."""
     fields: dict[str, Any] = {}
     if trace.context:
-        fields["context"] = [p.to_dict() for p in trace.context]
+        fields["context"] = [
+            {"id": p.id, "text": p.text, "source": p.source} for p in trace.context
+        ]
     if trace.tool_calls or trace.llm_calls:
         fields["messages"] = as_messages(trace)
     if trace.usage != Usage():
-        fields["usage"] = trace.usage.to_dict()
+        fields["usage"] = asdict(trace.usage)
     if trace.metadata is not None:
         fields["metadata"] = trace.metadata
     if trace.latency_s is not None:
@@ -367,8 +369,17 @@ def recorded_trace(parsed: str | None) -> Trace | None:
 
     try:
         data = json_loads(parsed, whole=True)[0] if parsed else None
-        if isinstance(data, dict) and isinstance(data.get("trace"), dict):
-            return Trace.from_dict(data["trace"])
+        trace = data.get("trace") if isinstance(data, dict) else None
+        if isinstance(trace, dict):  # as the response cache wrote it: dataclasses.asdict
+            return Trace(
+                source=trace["source"],
+                tool_calls=tuple(ToolCall(**c) for c in trace.get("tool_calls", ())),
+                llm_calls=trace.get("llm_calls"),
+                context=tuple(Passage(**p) for p in trace.get("context", ())),
+                usage=Usage(**(trace.get("usage") or {})),
+                latency_s=trace.get("latency_s"),
+                metadata=trace.get("metadata"),
+            )
     except (ValueError, KeyError, TypeError, AttributeError, Limit, RecursionError):
         pass
     return None

@@ -18,8 +18,7 @@ from collections.abc import Sequence
 from .._defaults import SHOW_QUESTION
 from .._guards.outgoing import inert_mentions, outgoing
 from .._guards.secrets import shorten
-from .._report.baseline import before_and_after
-from .._report.gates import DELTA_HEADER, GateReport
+from .._report.gates import DELTA_HEADER, GateReport, before_and_after
 from .._report.leaderboard import COLUMNS, interval_text
 from .._report.report import SessionReport, Severity
 from .._results import CaseResult

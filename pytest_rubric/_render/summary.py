@@ -13,11 +13,10 @@ from .._report.breakdowns import Breakdown
 from .._report.gates import GateReport
 from .._report.leaderboard import columns as board_columns
 from .._report.leaderboard import interval_text
-from .._report.report import SessionReport, Severity, build_report
-from .._results import CaseResult
+from .._report.report import SessionReport, Severity
 from .table import render_table
 
-__all__ = ["SLOW_FAILURE_REPORT", "Line", "slow_failure_report", "summary_lines", "terminal_lines"]
+__all__ = ["SLOW_FAILURE_REPORT", "Line", "slow_failure_report", "terminal_lines"]
 
 _MARK = {Severity.WARNING: "! ", Severity.CAUTION: "~ "}
 _MARKUP: dict[Severity, dict[str, bool]] = {
@@ -167,8 +166,3 @@ def _passed(gates: GateReport) -> str:
         )
     # A merge given no gate of its own still reports the shards' (see _cli.merge).
     return "; ".join(parts) or "every gate of the merged documents"
-
-
-def summary_lines(results: Iterable[CaseResult]) -> list[str]:
-    """The text of the summary of ``results`` alone (no gates, no judge)."""
-    return [line.text for line in terminal_lines(build_report(results), board_when_empty=True)]

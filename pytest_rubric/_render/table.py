@@ -89,7 +89,7 @@ def since_baseline(
 ) -> list[str]:
     """With ``--rubric-baseline``, a case that passed there and fails now: the criteria whose
     verdict changed, and its response there beside today's (none for any other case)."""
-    from .._report.baseline import baseline_of, before_and_after, changed
+    from .._report.gates import baseline_of, before_and_after, changed
 
     was = baseline_of(baseline, result)
     if was is None:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._results import CaseResult
+from .calibration import Calibration
 
 __all__ = [
     "EvidenceAudit",
@@ -80,15 +81,6 @@ class StyleProbe:
             f"alone ({100 * self.style_sensitivity:.1f} %)"
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "judge": self.judge,
-            "probed": self.probed,
-            "flips_confident": self.flips_confident,
-            "flips_hedged": self.flips_hedged,
-            "style_sensitivity": self.style_sensitivity,
-        }
-
 
 # What each kind's flip is, as the audit's lines say it.
 _CHANGED = {
@@ -124,15 +116,6 @@ class ProbeFigures:
             f"{_CHANGED.get(self.kind, 'changed')} ({100 * self.sensitivity:.1f} %)"
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "judge": self.judge,
-            "kind": self.kind,
-            "probed": self.probed,
-            "flips": self.flips,
-            "sensitivity": self.sensitivity,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class EvidenceAudit:
@@ -141,9 +124,6 @@ class EvidenceAudit:
     checked: int = 0
     unsupported: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"checked": self.checked, "unsupported": self.unsupported}
-
 
 @dataclass(frozen=True, slots=True)
 class JudgeAudit:
@@ -151,7 +131,7 @@ class JudgeAudit:
 
     style_probe: tuple[StyleProbe, ...] = ()
     evidence: EvidenceAudit = field(default_factory=EvidenceAudit)
-    calibration: tuple[Mapping[str, Any], ...] = ()
+    calibration: tuple[Calibration, ...] = ()
     panel: Mapping[str, Any] = field(default_factory=dict)
     probes: tuple[ProbeFigures, ...] = ()  # per judge and kind, tone included
 
@@ -168,9 +148,7 @@ class JudgeAudit:
 
     def lines(self) -> list[str]:
         """The ``judge audit`` block's lines, after its title."""
-        from .calibration import Calibration
-
-        lines = [Calibration.from_dict(dict(c)).line for c in self.calibration]
+        lines = [c.line for c in self.calibration]
         several = len(self.style_probe) > 1  # a panel: each line names its judge
         lines += [
             f"{probe.line}, judge {probe.judge}" if several else probe.line
@@ -197,15 +175,6 @@ class JudgeAudit:
                 "verdicts quoted nothing found in the response"
             )
         return lines
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "calibration": [dict(c) for c in self.calibration],
-            "style_probe": [p.to_dict() for p in self.style_probe],
-            "probes": [p.to_dict() for p in self.probes],
-            "panel": dict(self.panel),
-            "evidence": self.evidence.to_dict(),
-        }
 
 
 def probe_record(
@@ -246,9 +215,7 @@ def _flipped(record: Mapping[str, str]) -> bool:
     return (original, probed) == favoured
 
 
-def audit(
-    results: Sequence[CaseResult], *, calibration: Sequence[Mapping[str, Any]] = ()
-) -> JudgeAudit:
+def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] = ()) -> JudgeAudit:
     """The judge audit of ``results`` (a probe record with an ERROR in it is not counted),
     with the calibration figures measured at the start of the session (or read back)."""
     probes: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
@@ -281,7 +248,7 @@ def audit(
         style_probe=style,
         probes=tuple(sorted(figures, key=lambda p: (p.judge, _KIND_ORDER.get(p.kind, 9)))),
         evidence=EvidenceAudit(checked, unsupported),
-        calibration=tuple(dict(c) for c in calibration),
+        calibration=tuple(calibration),
         panel=_panel(results),
     )
 

@@ -18,7 +18,6 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .._grade.scoring import score
 from .._results import CaseResult
@@ -37,16 +36,6 @@ class Breakdown:
     score: float
     ci: tuple[float, float] | None
     n: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "subject": self.subject,
-            "group": self.group,
-            "key": self.key,
-            "score": self.score,
-            "ci": list(self.ci) if self.ci is not None else None,
-            "n": self.n,
-        }
 
 
 def _tag_scores(result: CaseResult) -> dict[str, float]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .stats import cohen_kappa
 
@@ -34,35 +34,6 @@ class Calibration:
     tpr: float | None
     tnr: float | None
     errors: int = 0  # examples the judge could not grade (ERROR): not in n
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "suite": self.suite,
-            "judge": self.judge,
-            "n": self.n,
-            "accuracy": self.accuracy,
-            "kappa": self.kappa,
-            "tpr": self.tpr,
-            "tnr": self.tnr,
-            "errors": self.errors,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Calibration:
-        def number(name: str) -> float | None:
-            value = data.get(name)
-            return None if value is None else float(value)
-
-        return cls(
-            suite=str(data["suite"]),
-            judge=str(data["judge"]),
-            n=int(data["n"]),
-            accuracy=number("accuracy"),
-            kappa=number("kappa"),
-            tpr=number("tpr"),
-            tnr=number("tnr"),
-            errors=int(data.get("errors") or 0),
-        )
 
     @property
     def line(self) -> str:

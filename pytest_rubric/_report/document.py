@@ -1,67 +1,672 @@
-"""The ``--rubric-json`` document, described once as pydantic models, and read back with them.
+"""The ``--rubric-json`` document: its schema as pydantic models, its writer and its reader.
 
-A run writes the document (``_render.json.json_chunks``); ``--rubric-baseline`` and
-``merge`` read one back. A document read back is input like any other: it may
-have been edited by hand, cut short, or written by something else. So it is
-validated field by field before anything uses it:
+The models below are the only description of the document. A run writes it
+with them (:func:`json_chunks`: each field of a model read from the result,
+row or run of the same name, in the model's order); ``--rubric-baseline``
+and ``merge`` read one back with them (:func:`load_document`); the JSON
+reference page is generated from them (``docs/hooks.py``); and a result
+crosses from an xdist worker to the controller as the same data
+(:func:`result_data`, :func:`result_of`).
+
+A document read back is input like any other: it may have been edited by
+hand, cut short, or written by something else. So it is validated field by
+field before anything uses it:
 
 * strict types: ``"0.8"`` is not a number and ``true`` is not 1;
 * finite numbers: a NaN score would compare false with everything and silently
   turn a gate off;
 * every field a run writes is present;
 * fields this version does not know are allowed and ignored, so a document from
-  a newer version (``samples``, ``pass_rate``, ``possible``, ...) still reads.
+  a newer version still reads.
 
 A failure is a :class:`DocumentError` that names the file and each bad field,
 e.g. ``base.json: results[3].score: expected a number, got 'high'``.
 
-``passed`` is never taken from the document: it is recomputed from the
-criteria with the rule a run uses (:func:`pytest_rubric._grade.scoring.passes`), so
-a shard cannot claim a pass its criteria do not show.
+``passed`` and ``score`` are never taken from the document: they are recomputed
+from the criteria with the rule a run uses (:func:`pytest_rubric._grade.scoring.passes`),
+so a shard cannot claim a pass its criteria do not show. The leaderboard, the
+breakdowns, the pairs and the audit are only checked: a report recomputes them.
 """
 
 from __future__ import annotations
 
+import enum
+import functools
 import json
 import math
-from dataclasses import dataclass, field
-from typing import Any
+import operator
+import types
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
-from pydantic import ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from .._errors import DocumentError
 from .._grade.scoring import item_passes, passes, score
 from .._guards.secrets import known_keys, shorten
 from .._llm.base import mean_raw_score
+from .._repeat import parse_pass_when
 from .._results import CaseResult, CriterionResult, Sample, Verdict
-from .._trace import Trace
-from .document_format import VERSION, DocumentError
-from .document_models import (
-    CriterionModel,
-    DocumentModel,
-    LeaderboardRowModel,
-    ResultModel,
-    SampleModel,
-    TraceModel,
-)
-from .run import RunInfo
+from .._trace import Passage, ToolCall, Trace, Usage
+from .calibration import Calibration
+from .gates import GateEntry
+from .report import SessionReport
+from .run import RunInfo, RunJudge
 
 __all__ = [
     "VERSION",
-    "CriterionModel",
+    "CriterionResultModel",
     "Document",
     "DocumentError",
     "DocumentModel",
     "LeaderboardRowModel",
     "ResultModel",
+    "document",
+    "json_chunks",
+    "load_document",
     "parse_document",
+    "read_document",
+    "result_data",
+    "result_of",
 ]
 
-# How many bad fields one error lists: enough to fix a hand-edited file in one go,
-# few enough that a file of garbage does not flood the terminal.
-_SHOWN_ERRORS = 5
-# A wrong value is quoted so the user can find it, never at full length: it may be
-# a megabyte of anything.
-_QUOTED = 40
+VERSION = 1
+"""The document's ``version``: bumped when a field is renamed or changes meaning."""
+
+# Strict, finite, open to additions: see the module docstring.
+_CONFIG = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore")
+
+Fraction = Annotated[float, Field(ge=0, le=1)]
+"""A number from 0 to 1: scores, credits and the style heuristics are clamped there."""
+Count = Annotated[int, Field(ge=0)]
+RawScore = Annotated[float, Field(ge=0, le=100)]
+"""The holistic judge's reply, from 0 to 100."""
+# A Literal, not the Verdict enum: strict validation of Python data (what json.loads
+# gives) accepts only enum members for an enum field, never the string written.
+VerdictName = Literal["MET", "UNMET", "ERROR", "SKIPPED"]
+
+
+class _Part(BaseModel):
+    """A part of the document. A run writes each field from the attribute of the same name
+    of what it describes, unless :attr:`sources` names another (a dotted path, or ``""``
+    for the described object itself); :meth:`trimmed` drops the fields a run leaves out."""
+
+    model_config = _CONFIG
+    sources: ClassVar[Mapping[str, str]] = {}
+
+    @classmethod
+    def trimmed(cls, data: dict[str, Any], described: Any) -> dict[str, Any]:
+        return data
+
+
+class CriterionSampleModel(_Part):
+    """One judge sample of a criterion (``--rubric-judge-samples``)."""
+
+    verdict: VerdictName
+    credit: Fraction
+
+
+class CriterionResultModel(_Part):
+    """One entry of a result's ``criteria``."""
+
+    sources: ClassVar[Mapping[str, str]] = {"samples": "votes"}
+
+    id: str
+    type: str
+    axis: Literal["substance", "style"]
+    weight: float
+    verdict: VerdictName
+    ok: bool  # derived from verdict and weight; recomputed, but a run always writes it
+    credit: Fraction
+    reason: str
+    required: bool = False
+    requirement: str | None = None  # a judged criterion's, as the rubric states it; null otherwise
+    tags: list[str] = []  # written when there are some
+    agreement: Fraction | None = None  # written with samples or judges
+    unstable: bool = False  # written with samples or judges
+    samples: list[CriterionSampleModel] | None = None
+    judges: dict[str, VerdictName | Annotated[float, Field(allow_inf_nan=False)]] | None = None
+    evidence_ok: bool | None = None
+
+    @classmethod
+    def trimmed(cls, data: dict[str, Any], described: Any) -> dict[str, Any]:
+        if not data["tags"]:
+            del data["tags"]
+        if data["samples"] is None and data["judges"] is None:
+            del data["agreement"], data["unstable"]
+        for name in ("samples", "judges", "evidence_ok"):
+            if data[name] is None:
+                del data[name]
+        return data
+
+
+class ToolCallModel(_Part):
+    """One tool call of a ``trace``."""
+
+    name: str
+    arguments: dict[str, Any]
+    ok: bool
+    result: str | None = None
+
+
+class PassageModel(_Part):
+    """One passage of a ``trace``'s ``context``."""
+
+    id: str | None = None
+    text: str
+    source: str | None = None
+
+
+class UsageModel(_Part):
+    """A ``trace``'s ``usage``: each figure null when the application did not give it."""
+
+    input_tokens: Count | None = None
+    output_tokens: Count | None = None
+    cost_usd: Annotated[float, Field(ge=0)] | None = None
+
+
+class TraceModel(_Part):
+    """A sample's ``trace``: what the application did on the way to its answer (null when
+    there is none). ``result`` and ``text`` are cut to 2,000 characters with a count."""
+
+    source: Literal["returned", "otel", "responses", "case"]
+    tool_calls: list[ToolCallModel] = []
+    llm_calls: Count | None = None
+    context: list[PassageModel] = []
+    usage: UsageModel = UsageModel()
+    latency_s: Annotated[float, Field(ge=0)] | None = None
+    metadata: dict[str, Any] | None = None  # written when the application gave some
+
+    @classmethod
+    def trimmed(cls, data: dict[str, Any], described: Any) -> dict[str, Any]:
+        if data["metadata"] is None:
+            del data["metadata"]
+        return data
+
+
+class SampleModel(_Part):
+    """One entry of a result's ``samples`` (``repeat``): read back, its score and ``passed``
+    are recomputed from its criteria."""
+
+    score: Fraction
+    raw_score: float
+    passed: bool
+    criteria: list[CriterionResultModel]
+    response: str = ""
+    llm_raw_score: RawScore | None = None
+    trace: TraceModel | None = None
+
+
+class ResultModel(_Part):
+    """One entry of ``results``: the grade of one response against one case."""
+
+    # Every sample, the one of a result graded once included.
+    sources: ClassVar[Mapping[str, str]] = {"samples": "sample_list"}
+
+    nodeid: str
+    suite: str
+    case: str
+    subject: str
+    score: Fraction
+    raw_score: float
+    min_score: float | None  # any pass mark (assert_rubric's is not bounded); null: report-only
+    passed: bool
+    criteria: list[CriterionResultModel]
+    fluency: Fraction
+    confidence: Fraction
+    naive_score: Fraction
+    style_score: Fraction | None = None
+    flags: list[str]
+    question: str | None = None
+    response: str = ""
+    possible: float = 0.0
+    tags: list[str] = []
+    pass_when: Annotated[str | float, BeforeValidator(parse_pass_when)] = "mean"
+    level: Annotated[float, Field(gt=0, lt=1)] = 0.95
+    samples: list[SampleModel] | None = None  # the item is recomputed from these
+    probe: list[dict[str, str]] = []  # the probes' records (see _report.audit); written if any
+    ranked: bool = True  # false: an assert_rubric call without subject= (written only then)
+    # The holistic grader's 0-100 reply; null for other graders. With samples, their mean.
+    llm_raw_score: RawScore | None = None
+    # [low, high]: SKIPPED because the judge (set in the ini or the environment) had no key and
+    # could still pass or fail the case: its score at worst and at best; null otherwise.
+    skipped_bounds: Annotated[list[Fraction], Field(min_length=2, max_length=2)] | None = None
+    # Checked, then recomputed from the samples:
+    n_samples: Annotated[int, Field(ge=1)] | None = None
+    pass_rate: Fraction | None = None
+    pass_rate_ci: list[Fraction] | None = None
+
+    @classmethod
+    def trimmed(cls, data: dict[str, Any], described: Any) -> dict[str, Any]:
+        if not data["probe"]:
+            del data["probe"]
+        if data["ranked"]:
+            del data["ranked"]
+        return data
+
+
+class LeaderboardRowModel(_Part):
+    """One entry of ``leaderboard``. Read back it is only checked: it is recomputed."""
+
+    sources: ClassVar[Mapping[str, str]] = {
+        "tool_calls": "traced.tool_calls",
+        "latency_s_p50": "traced.latency_s_p50",
+        "cost_usd": "traced.cost_usd",
+    }
+
+    subject: str
+    rank: Annotated[int, Field(ge=1)]
+    correctness: Fraction
+    fluency: Fraction
+    confidence: Fraction
+    naive_score: Fraction
+    naive_rank: Annotated[int, Field(ge=1)]
+    confidently_wrong: Count
+    passed: Count
+    total: Count
+    correctness_ci: list[Fraction] | None = None
+    n_cases: Count = 0
+    tier: Annotated[int, Field(ge=1)] = 1
+    detectable_drop: Annotated[float, Field(ge=0)] | None = None
+    passed_ci: list[Fraction] | None = None
+    # Subjects with traces only: mean tool calls per answer, median latency, summed cost.
+    tool_calls: Annotated[float, Field(ge=0)] | None = None
+    latency_s_p50: Annotated[float, Field(ge=0)] | None = None
+    cost_usd: Annotated[float, Field(ge=0)] | None = None
+
+    @classmethod
+    def trimmed(cls, data: dict[str, Any], described: Any) -> dict[str, Any]:
+        if described.traced is None:
+            del data["tool_calls"], data["latency_s_p50"], data["cost_usd"]
+        return data
+
+
+class BreakdownModel(_Part):
+    """One entry of ``breakdowns``. Read back it is only checked: it is recomputed."""
+
+    subject: str
+    group: Literal["suite", "tag"]
+    key: str
+    score: Fraction
+    ci: list[Fraction] | None = None
+    n: Count
+
+
+class PairModel(_Part):
+    """One entry of ``pairwise``: two subjects over the cases they share (``a`` ranked above
+    ``b``). Read back it is only checked: it is recomputed."""
+
+    a: str
+    b: str
+    shared: Count
+    wins: Count
+    losses: Count
+    ties: Count
+    diff: Annotated[float, Field(ge=-1, le=1)] | None  # the mean of a - b; null: none shared
+    ci: list[Annotated[float, Field(ge=-1, le=1)]] | None  # its paired interval
+
+
+class StyleProbeModel(_Part):
+    """One judge's entry of ``judge_audit.style_probe``: checked, then recomputed from the
+    results' ``probe`` records."""
+
+    judge: str
+    probed: Count
+    flips_confident: Count
+    flips_hedged: Count
+    style_sensitivity: Fraction
+
+
+class ProbeFiguresModel(_Part):
+    """One judge's and kind's entry of ``judge_audit.probes``: checked, then recomputed from
+    the results' ``probe`` records."""
+
+    judge: str
+    kind: Literal["tone", "length", "position"]
+    probed: Count
+    flips: Count
+    sensitivity: Fraction
+
+
+class CalibrationModel(_Part):
+    """One suite's entry of ``judge_audit.calibration``: measured by the run, kept by merge."""
+
+    suite: str
+    judge: str
+    n: Count
+    accuracy: Fraction | None = None
+    kappa: Annotated[float, Field(ge=-1, le=1)] | None = None
+    tpr: Fraction | None = None
+    tnr: Fraction | None = None
+    errors: Count = 0
+
+
+class EvidenceAuditModel(_Part):
+    checked: Count
+    unsupported: Count
+
+
+class JudgeAuditModel(_Part):
+    """``judge_audit``. Read back it is only checked: it is recomputed from the results."""
+
+    calibration: list[CalibrationModel] = []
+    style_probe: list[StyleProbeModel] = []
+    probes: list[ProbeFiguresModel] = []  # per judge and kind (tone too); older documents: none
+    panel: dict[str, Any] = {}
+    evidence: EvidenceAuditModel = EvidenceAuditModel(checked=0, unsupported=0)
+
+
+def _iso_time(text: str) -> str:
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError("expected an ISO 8601 time, e.g. 2026-12-04T09:30:00Z") from None
+    return text
+
+
+class RunJudgeModel(_Part):
+    """One entry of ``run.judges``: a user's own judge has its name only (the rest null)."""
+
+    name: str
+    provider: str | None
+    model: str | None
+    url: str | None  # read back without userinfo or query string, whatever it holds
+
+
+class RunCacheModel(_Part):
+    """``run.cache``: the judge cache's mode, and its hits and misses over the run."""
+
+    sources: ClassVar[Mapping[str, str]] = {
+        "mode": "cache_mode",
+        "hits": "cache_hits",
+        "misses": "cache_misses",
+    }
+
+    mode: str
+    hits: Count
+    misses: Count
+
+
+class RunModel(_Part):
+    """``run``: which run wrote the document. Older documents have none (null or absent);
+    ``merge`` combines the shards' (see ``_report.run.merged``)."""
+
+    sources: ClassVar[Mapping[str, str]] = {"cache": ""}
+
+    plugin_version: str
+    pytest_version: str
+    python_version: str
+    started_at: Annotated[str, AfterValidator(_iso_time)]  # ISO 8601, UTC
+    duration_s: Annotated[float, Field(ge=0)]
+    git_commit: str | None
+    judges: list[RunJudgeModel]
+    grader: str
+    cache: RunCacheModel
+    responses_replayed: Count
+    # False: the session was interrupted (Ctrl-C) and its results are a part of the run;
+    # merge refuses it unless --allow-incomplete. Absent in documents of earlier versions.
+    complete: bool = True
+
+
+class GateModel(_Part):
+    """One entry of ``gates``: a gate's verdict on a subject, a case, a judge or a suite.
+    Kept by ``merge`` for the gates it does not apply itself."""
+
+    gate: str
+    subject: str | None
+    nodeid: str | None
+    failed: bool
+    message: str
+
+
+class DocumentModel(_Part):
+    """The whole ``--rubric-json`` document."""
+
+    sources: ClassVar[Mapping[str, str]] = {"confidence": "level", "gates": "gates.entries"}
+
+    version: Literal[1]
+    run: RunModel | None = None
+    results: list[ResultModel]
+    leaderboard: list[LeaderboardRowModel]
+    rankings_disagree: bool
+    rankings_differ_within_noise: bool = False
+    confidence: Annotated[float, Field(gt=0, lt=1)] = 0.95
+    breakdowns: list[BreakdownModel] = []
+    pairwise: list[PairModel] = []
+    judge_audit: JudgeAuditModel | None = None
+    gates: list[GateModel] = []
+
+
+# Writing ------------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+def _writer(annotation: Any) -> Callable[[Any], Any] | None:
+    """How a value of a field typed ``annotation`` is written: a part as its model writes
+    it, a list item by item, a mapping as a dict, a verdict as its name; None: as it is.
+    No value is validated or converted on the way out: a run writes what it computed."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _writer(get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        options = [a for a in get_args(annotation) if a is not type(None)]
+        one = _writer(options[0]) if len(options) == 1 else _plain
+        return None if one is None else lambda value: None if value is None else one(value)
+    if origin is list:
+        item = _writer(get_args(annotation)[0])
+        return list if item is None else lambda value: [item(v) for v in value]
+    if origin is dict:
+        return dict
+    if origin is Literal:
+        return _plain  # a Verdict, a str enum, is written as its name
+    if isinstance(annotation, type) and issubclass(annotation, _Part):
+        return functools.partial(written, annotation)
+    return None
+
+
+def _getter(path: str) -> Callable[[Any], Any]:
+    """What reads the value at a dotted ``path`` or ``""`` (a part's ``sources``)."""
+    if not path:
+        return lambda described: described
+    first, _, rest = path.partition(".")
+    then = _getter(rest)
+    return lambda described: None if (v := getattr(described, first)) is None else then(v)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """How a run writes one part: every field read at once, then the few that need it
+    converted or read from elsewhere (a result has 30 fields, and there may be 200,000)."""
+
+    names: tuple[str, ...]  # every field, in the model's order
+    direct: tuple[str, ...]  # the fields read from the attribute (or key) of their name
+    attributes: Callable[[Any], tuple[Any, ...]]
+    items: Callable[[Any], tuple[Any, ...]]
+    elsewhere: tuple[tuple[str, Callable[[Any], Any]], ...]
+    converted: tuple[tuple[str, Callable[[Any], Any]], ...]
+
+
+@functools.cache
+def _plan(model: type[_Part]) -> _Plan:
+    fields = [name for name in model.model_fields if name != "version"]
+    sources = {name: model.sources.get(name, name) for name in fields}
+    direct = tuple(name for name in fields if sources[name] == name)
+    writers = {name: _writer(model.model_fields[name].annotation) for name in fields}
+    # attrgetter of one name gives the value, not a tuple; of none, it cannot be made.
+    attributes: Callable[[Any], tuple[Any, ...]]
+    items: Callable[[Any], tuple[Any, ...]]
+    if len(direct) > 1:
+        attributes, items = operator.attrgetter(*direct), operator.itemgetter(*direct)
+    else:
+        attributes = lambda d: tuple(getattr(d, n) for n in direct)  # noqa: E731
+        items = lambda d: tuple(d[n] for n in direct)  # noqa: E731
+    return _Plan(
+        names=tuple(fields),
+        direct=direct,
+        attributes=attributes,
+        items=items,
+        elsewhere=tuple((name, _getter(sources[name])) for name in fields if sources[name] != name),
+        converted=tuple((name, w) for name, w in writers.items() if w is not None),
+    )
+
+
+def written(model: type[_Part], described: Any) -> dict[str, Any]:
+    """``described`` (a result, a row, the run, ...) as the part ``model`` of the document."""
+    plan = _plan(model)
+    # A judge sample of a criterion is a dict already (CriterionResult.votes).
+    read = plan.items if type(described) is dict else plan.attributes
+    data = dict.fromkeys(plan.names)  # the model's order
+    data.update(zip(plan.direct, read(described), strict=True))
+    for name, get in plan.elsewhere:
+        data[name] = get(described)
+    for name, write in plan.converted:
+        data[name] = write(data[name])
+    return model.trimmed(data, described)
+
+
+def document(report: SessionReport) -> dict[str, Any]:
+    """The document of ``report``: which run it is, its results, its leaderboard, whether
+    the ranks disagree, and every gate's outcome."""
+    return {"version": VERSION, **written(DocumentModel, report)}
+
+
+def json_chunks(report: SessionReport) -> Iterator[str]:
+    """The document's text, a result at a time: what ``--rubric-json`` writes, byte for byte
+    ``json.dumps(document, indent=2)``, without holding every result's dict and the whole
+    text at once (at 200,000 results those were most of the run's memory)."""
+    from .._guards.outgoing import outgoing_data  # the boundary every output passes
+
+    whole = document(replace(report, results=()))  # every part but the results, in order
+    keys = list(whole)
+    at = keys.index("results")
+    head = {k: whole[k] for k in keys[:at]}
+    tail = {k: whole[k] for k in keys[at + 1 :]}
+    yield json.dumps(outgoing_data(head), indent=2)[:-2] + ',\n  "results": ['
+    for i, result in enumerate(report.results):
+        text = json.dumps(outgoing_data(result_data(result)), indent=2).replace("\n", "\n    ")
+        yield ("," if i else "") + "\n    " + text
+    end = "\n  ]" if report.results else "]"
+    yield end + ",\n" + json.dumps(outgoing_data(tail), indent=2)[2:] + "\n"
+
+
+def result_data(result: CaseResult) -> dict[str, Any]:
+    """One entry of ``results``: also what carries a result from an xdist worker."""
+    return written(ResultModel, result)
+
+
+# Reading ------------------------------------------------------------------------------
+
+
+T = TypeVar("T")
+
+
+def _record(cls: type[T], data: Mapping[str, Any], **built: Any) -> T:
+    """A ``cls`` of ``data``: each field from the entry of its name, unless ``built``."""
+    fields = cls.__dataclass_fields__  # type: ignore[attr-defined]
+    return cls(**{k: data[k] for k in fields if k in data and k not in built}, **built)
+
+
+def _criterion(data: Mapping[str, Any]) -> CriterionResult:
+    votes, judges = data.get("samples"), data.get("judges")
+    return _record(
+        CriterionResult,
+        data,
+        verdict=Verdict(data["verdict"]),
+        votes=None
+        if votes is None
+        else [{"verdict": v["verdict"], "credit": v["credit"]} for v in votes],
+        tags=tuple(data.get("tags", ())),
+        judges=None if judges is None else dict(judges),
+    )
+
+
+def _trace(data: Mapping[str, Any] | None) -> Trace | None:
+    if data is None:
+        return None
+    return _record(
+        Trace,
+        data,
+        tool_calls=tuple(
+            _record(ToolCall, c, arguments=dict(c["arguments"])) for c in data.get("tool_calls", ())
+        ),
+        context=tuple(_record(Passage, p) for p in data.get("context", ())),
+        usage=_record(Usage, data.get("usage") or {}),
+    )
+
+
+def _sample(data: Mapping[str, Any]) -> Sample:
+    """A sample as written: its score and verdict too."""
+    return _record(
+        Sample,
+        data,
+        criteria=[_criterion(c) for c in data["criteria"]],
+        trace=_trace(data.get("trace")),
+    )
+
+
+def result_of(data: Mapping[str, Any]) -> CaseResult:
+    """The result :func:`result_data` wrote, as it was: the way a result comes back from an
+    xdist worker of this run (a document read back is recomputed: :func:`parse_document`)."""
+    samples = [_sample(s) for s in data.get("samples") or ()]
+    bounds = data.get("skipped_bounds")
+    return _record(
+        CaseResult,
+        data,
+        criteria=[_criterion(c) for c in data["criteria"]],
+        flags=list(data["flags"]),
+        tags=list(data.get("tags", ())),
+        # One sample is the result itself: kept as no samples, the way it was graded.
+        samples=samples if len(samples) > 1 else [],
+        probe=[dict(record) for record in data.get("probe", ())],
+        trace=samples[0].trace if samples else None,
+        skipped_bounds=None if bounds is None else (bounds[0], bounds[1]),
+    )
+
+
+def _recomputed(data: Mapping[str, Any]) -> CaseResult:
+    """A result read back from a document: its score, its samples' and its verdict
+    recomputed from the criteria, never taken from the document."""
+    read = result_of(data)
+    min_score = read.min_score
+    samples = [
+        replace(sample, score=graded.score, raw_score=graded.raw_score, passed=verdict)
+        for sample in read.samples
+        for graded in [score(sample.criteria)]
+        for verdict in [passes(sample.criteria, case_score=graded.score, min_score=min_score)]
+    ]
+    graded = score(read.criteria)
+    if samples:
+        item_score = math.fsum(s.score for s in samples) / len(samples)
+        raw_score = math.fsum(s.raw_score for s in samples) / len(samples)
+        criteria = samples[0].criteria
+        llm_raw_score = mean_raw_score(s.llm_raw_score for s in samples)
+    else:
+        item_score, raw_score, criteria = graded.score, graded.raw_score, read.criteria
+        llm_raw_score = read.llm_raw_score
+    verdict = passes(criteria, case_score=graded.score, min_score=min_score)
+    passed = item_passes(
+        samples or [Sample(graded.score, graded.raw_score, verdict, criteria)],
+        pass_when=read.pass_when,
+        min_score=min_score,
+        score=item_score,
+    )
+    return replace(
+        read,
+        score=item_score,
+        raw_score=raw_score,
+        # Undecided without the judge (see _grade.bounds): never read back as a pass.
+        passed=passed and read.skipped_bounds is None,
+        criteria=criteria,
+        possible=graded.positive,
+        samples=samples,
+        llm_raw_score=llm_raw_score,
+    )
 
 
 @dataclass(slots=True)
@@ -70,9 +675,17 @@ class Document:
 
     results: list[CaseResult]
     recomputed: list[str] = field(default_factory=list)  # one line per ``passed`` overruled
-    calibration: list[dict[str, Any]] = field(default_factory=list)  # judge_audit's, as read
+    calibration: list[Calibration] = field(default_factory=list)  # judge_audit's, as read
     run: RunInfo | None = None  # None: a document of an older version, which had no ``run``
-    gates: list[dict[str, Any]] = field(default_factory=list)  # the gates' outcomes, as read
+    gates: list[GateEntry] = field(default_factory=list)  # the gates' outcomes, as read
+
+
+# How many bad fields one error lists: enough to fix a hand-edited file in one go,
+# few enough that a file of garbage does not flood the terminal.
+_SHOWN_ERRORS = 5
+# A wrong value is quoted so the user can find it, never at full length: it may be
+# a megabyte of anything.
+_QUOTED = 40
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -150,120 +763,6 @@ def _invalid(name: str, exc: ValidationError) -> DocumentError:
     return DocumentError("\n".join(lines))
 
 
-def _criteria(models: list[CriterionModel]) -> list[CriterionResult]:
-    return [
-        CriterionResult(
-            id=c.id,
-            type=c.type,
-            axis=c.axis,
-            weight=c.weight,
-            verdict=Verdict(c.verdict),
-            credit=c.credit,
-            reason=c.reason,
-            required=c.required,
-            agreement=c.agreement,
-            votes=[{"verdict": s.verdict, "credit": s.credit} for s in c.samples]
-            if c.samples is not None
-            else None,
-            tags=tuple(c.tags),
-            evidence_ok=c.evidence_ok,
-            judges=dict(c.judges) if c.judges is not None else None,
-            requirement=c.requirement,
-        )
-        for c in models
-    ]
-
-
-def _sample(model: SampleModel, min_score: float | None) -> Sample:
-    criteria = _criteria(model.criteria)
-    graded = score(criteria)
-    return Sample(
-        score=graded.score,
-        raw_score=graded.raw_score,
-        passed=passes(criteria, case_score=graded.score, min_score=min_score),
-        criteria=criteria,
-        response=model.response,
-        llm_raw_score=model.llm_raw_score,
-        trace=_trace(model.trace),
-    )
-
-
-def _trace(model: TraceModel | None) -> Trace | None:
-    return None if model is None else Trace.from_dict(model.model_dump())
-
-
-def _case_result(model: ResultModel) -> CaseResult:
-    criteria = _criteria(model.criteria)
-    # The score is recomputed from the criteria, like `passed`: a shard's figures are
-    # what it claims, the criteria are what was graded. With several samples, from
-    # each sample's criteria, and the item's verdict from its pass_when rule.
-    graded = score(criteria)
-    samples = [_sample(s, model.min_score) for s in model.samples or ()]
-    first = model.samples[0] if model.samples else None
-    if len(samples) > 1:
-        item_score = math.fsum(s.score for s in samples) / len(samples)
-        raw_score = math.fsum(s.raw_score for s in samples) / len(samples)
-        passed = item_passes(
-            samples, pass_when=model.pass_when, min_score=model.min_score, score=item_score
-        )
-        criteria = samples[0].criteria
-    else:
-        samples = []
-        item_score, raw_score = graded.score, graded.raw_score
-        passed = item_passes(
-            [
-                Sample(
-                    graded.score,
-                    graded.raw_score,
-                    _passes_one(criteria, graded.score, model),
-                    criteria,
-                )
-            ],
-            pass_when=model.pass_when,
-            min_score=model.min_score,
-            score=graded.score,
-        )
-    # Undecided without the judge (see _grade.bounds): never read back as a pass.
-    bounds = (
-        None if model.skipped_bounds is None else (model.skipped_bounds[0], model.skipped_bounds[1])
-    )
-    passed = passed and bounds is None
-    return CaseResult(
-        nodeid=model.nodeid,
-        suite=model.suite,
-        case=model.case,
-        subject=model.subject,
-        score=item_score,
-        raw_score=raw_score,
-        min_score=model.min_score,
-        passed=passed,
-        criteria=criteria,
-        fluency=model.fluency,
-        confidence=model.confidence,
-        naive_score=model.naive_score,
-        style_score=model.style_score,
-        flags=list(model.flags),
-        question=model.question,
-        response=model.response,
-        possible=graded.positive,
-        tags=list(model.tags),
-        pass_when=model.pass_when,
-        level=model.level,
-        samples=samples,
-        probe=[dict(record) for record in model.probe],
-        ranked=model.ranked,
-        llm_raw_score=mean_raw_score(s.llm_raw_score for s in samples)
-        if samples
-        else model.llm_raw_score,
-        trace=samples[0].trace if samples else _trace(first.trace if first else None),
-        skipped_bounds=bounds,
-    )
-
-
-def _passes_one(criteria: list[CriterionResult], case_score: float, model: ResultModel) -> bool:
-    return passes(criteria, case_score=case_score, min_score=model.min_score)
-
-
 def parse_document(text: str, *, name: str) -> Document:
     """The results of a ``--rubric-json`` document's ``text``; ``name`` (the file) is in
     every error. Raises :class:`DocumentError`, and nothing else, for any text."""
@@ -290,28 +789,66 @@ def parse_document(text: str, *, name: str) -> Document:
         what = f"version {_got(version)} is not {VERSION}" if "version" in data else "no version"
         raise DocumentError(f"{name}: {what}; write it again with this pytest-rubric")
     try:
-        document = DocumentModel.model_validate(data)
+        model = DocumentModel.model_validate(data)
     except ValidationError as exc:
         raise _invalid(name, exc) from None
+    read = model.model_dump()  # validated, every default filled in, unknown fields left out
     results, recomputed = [], []
-    for index, model in enumerate(document.results):
-        result = _case_result(model)
-        if not math.isclose(model.score, result.score, abs_tol=1e-9):
+    for index, entry in enumerate(read["results"]):
+        result = _recomputed(entry)
+        if not math.isclose(entry["score"], result.score, abs_tol=1e-9):
             recomputed.append(
-                f"{name}: results[{index}] ({model.nodeid}) says score {model.score:.4g}, but "
-                f"its criteria give {result.score:.4g}; counted as {result.score:.4g}"
+                f"{name}: results[{index}] ({entry['nodeid']}) says score {entry['score']:.4g}, "
+                f"but its criteria give {result.score:.4g}; counted as {result.score:.4g}"
             )
-        if model.passed and not result.passed:
+        if entry["passed"] and not result.passed:
             reasons = result.failure_reasons()
             why = shorten(reasons[0], _QUOTED * 3) if reasons else "nothing weighted was graded"
             recomputed.append(
-                f"{name}: results[{index}] ({model.nodeid}) says passed, but its criteria do "
+                f"{name}: results[{index}] ({entry['nodeid']}) says passed, but its criteria do "
                 f"not: {why}; counted as not passed"
             )
         results.append(result)
-    audit = document.judge_audit
-    calibration = [c.model_dump() for c in audit.calibration] if audit is not None else []
-    run = RunInfo.from_dict(document.run.model_dump()) if document.run is not None else None
-    fields = {"gate", "subject", "nodeid", "failed", "message"}
-    gates = [g.model_dump(include=fields) for g in document.gates]
+    audit = read["judge_audit"]
+    calibration = [_record(Calibration, c) for c in (audit["calibration"] if audit else ())]
+    run = read["run"]
+    if run is not None:
+        cache = run["cache"]
+        run = _record(
+            RunInfo,
+            run,
+            judges=tuple(_record(RunJudge, j) for j in run["judges"]),
+            cache_mode=cache["mode"],
+            cache_hits=cache["hits"],
+            cache_misses=cache["misses"],
+        )
+    # A pass prints as a note only when it is a flip within noise (the one kind of passing
+    # case entry a run writes).
+    gates = [
+        _record(GateEntry, g, quiet=not g["failed"] and g["gate"] != "baseline-case")
+        for g in read["gates"]
+    ]
     return Document(results, recomputed, calibration, run=run, gates=gates)
+
+
+def load_document(path: Path) -> Document:
+    """A ``--rubric-json`` file, validated field by field; its leaderboard is recomputed and
+    its ``passed`` verdicts too, neither is trusted."""
+    if path.exists() and not path.is_file():
+        # A directory, a FIFO or a device: reading it would fail, or never end.
+        raise DocumentError(f"{path}: not a regular file; pass a file written by --rubric-json")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise DocumentError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise DocumentError(
+            f"{path}: not JSON (not UTF-8 text: {exc.reason} at byte {exc.start}); pass a file "
+            "written by --rubric-json"
+        ) from None
+    return parse_document(text, name=str(path))
+
+
+def read_document(path: Path) -> list[CaseResult]:
+    """The results of a ``--rubric-json`` file (see :func:`load_document`)."""
+    return load_document(path).results

@@ -172,7 +172,9 @@ def _migrate(db: sqlite3.Connection, version: int) -> None:
 def append(path: Path, report: SessionReport) -> None:
     """Append the run ``report`` describes: its metadata, leaderboard and items, in one
     transaction. Raises :class:`HistoryError` when the file cannot be used."""
-    run = report.run.to_dict() if report.run is not None else {}
+    from .document import RunModel, written
+
+    run = written(RunModel, report.run) if report.run is not None else {}
     db = _open(path)
     try:
         db.execute("BEGIN IMMEDIATE")

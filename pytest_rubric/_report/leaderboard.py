@@ -21,8 +21,7 @@ import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from .._results import CaseResult
 from . import stats as _stats
@@ -68,15 +67,6 @@ class SubjectRow:
     passed_ci: tuple[float, float] | None = None
     # For a subject with traces (see ``TraceFigures``); None and left out of the JSON otherwise.
     traced: TraceFigures | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["correctness_ci"] = list(self.correctness_ci) if self.correctness_ci else None
-        data["passed_ci"] = list(self.passed_ci) if self.passed_ci else None
-        del data["traced"]
-        if self.traced is not None:
-            data.update(asdict(self.traced))
-        return data
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,6 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .._results import CaseResult
 from . import stats as _stats
@@ -44,18 +43,6 @@ class Pair:
     ties: int
     diff: float | None  # the mean of a - b over the shared cases; None when none is shared
     ci: tuple[float, float] | None  # diff's paired interval at the confidence level
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "a": self.a,
-            "b": self.b,
-            "shared": self.shared,
-            "wins": self.wins,
-            "losses": self.losses,
-            "ties": self.ties,
-            "diff": self.diff,
-            "ci": list(self.ci) if self.ci is not None else None,
-        }
 
 
 def compare(a: str, b: str, pairs: Sequence[tuple[float, float]], level: float) -> Pair:

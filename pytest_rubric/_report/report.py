@@ -2,7 +2,7 @@
 
 :func:`build_report` is the only place that turns results into a report: a
 run calls it at the end of the session, ``merge`` on the shards' results.
-The terminal summary (``_render.summary``), the JSON document (``_render.json``), the
+The terminal summary (``_render.summary``), the JSON document (``_report.document``), the
 Markdown (``_render.markdown``) and the HTML (``_render.html``) are renderers of the
 :class:`SessionReport` it returns, reached through ``_config.outputs.OUTPUTS``.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._defaults import SHOW_RESPONSE
 from .._grade.style import StyleThresholds
@@ -28,6 +28,7 @@ from .leaderboard import SubjectRow, leaderboard, rank_noise
 if TYPE_CHECKING:
     # Imported when a report is built: pytest -VV, which imports this module, skips it.
     from .breakdowns import Breakdown
+    from .calibration import Calibration
     from .pairwise import Pair
     from .run import HistoryRun, RunInfo
 
@@ -118,7 +119,7 @@ def build_report(
     max_style_flips: float | None = None,
     max_flips: Mapping[str, float] | None = None,
     min_kappa: float | None = None,
-    calibration: Sequence[Mapping[str, Any]] = (),
+    calibration: Sequence[Calibration] = (),
     responses_replayed: tuple[int, int] = (0, 0),
     show_response: int = SHOW_RESPONSE,
     run: RunInfo | None = None,

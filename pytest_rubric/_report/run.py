@@ -1,7 +1,7 @@
 """Which run wrote a report: versions, when, which commit, which judge, what the caches served.
 
 :class:`RunInfo` is data only (no pytest): the session gathers it when the run ends
-(``_pytest.session``), the ``--rubric-json`` document carries it as ``run``, ``merge`` combines the
+(``_session.session``), the ``--rubric-json`` document carries it as ``run``, ``merge`` combines the
 shards' (:func:`merged`), and the HTML and Markdown show it in one header line
 (:meth:`RunInfo.header`).
 
@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from .._guards.secrets import public_url
 
@@ -53,9 +52,6 @@ class RunJudge:
         if self.url is not None:
             object.__setattr__(self, "url", public_url(self.url))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "provider": self.provider, "model": self.model, "url": self.url}
-
     @property
     def shown(self) -> str:
         """``openai:gpt-4o-mini at https://api.openai.com/v1``, or a custom judge's name."""
@@ -81,47 +77,6 @@ class RunInfo:
     # False when the session was interrupted (Ctrl-C): its results are a part of the run
     # (``merge`` refuses such a shard unless --allow-incomplete)
     complete: bool = True
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "plugin_version": self.plugin_version,
-            "pytest_version": self.pytest_version,
-            "python_version": self.python_version,
-            "started_at": self.started_at,
-            "duration_s": self.duration_s,
-            "git_commit": self.git_commit,
-            "judges": [judge.to_dict() for judge in self.judges],
-            "grader": self.grader,
-            "cache": {
-                "mode": self.cache_mode,
-                "hits": self.cache_hits,
-                "misses": self.cache_misses,
-            },
-            "responses_replayed": self.responses_replayed,
-            "complete": self.complete,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunInfo:
-        """A document's ``run``, as validated by ``_report.document_models.RunModel``."""
-        cache = data["cache"]
-        return cls(
-            plugin_version=data["plugin_version"],
-            pytest_version=data["pytest_version"],
-            python_version=data["python_version"],
-            started_at=data["started_at"],
-            duration_s=data["duration_s"],
-            git_commit=data["git_commit"],
-            judges=tuple(
-                RunJudge(j["name"], j["provider"], j["model"], j["url"]) for j in data["judges"]
-            ),
-            grader=data["grader"],
-            cache_mode=cache["mode"],
-            cache_hits=cache["hits"],
-            cache_misses=cache["misses"],
-            responses_replayed=data["responses_replayed"],
-            complete=data.get("complete", True),  # a document of an earlier version: True
-        )
 
     def header(self) -> list[tuple[str, str]]:
         """The header line of the HTML and Markdown, as ``(label, value)`` pairs: the plugin's

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .all_of import AllOf
     from .any_of import AnyOf
     from .callable import CallableCriterion
-    from .check import Answer, Check, CheckContext, error, fraction, met, unmet
+    from .check import Answer, Check, CheckContext, credited, error, met, unmet
     from .citations import Citations
     from .claims_backed import ClaimsBacked
     from .context_recall import ContextRecall
@@ -79,7 +79,7 @@ _LAZY = {
     "ToolSequence": ".tool_sequence",
     "TraceLimits": ".trace_limits",
     "error": ".check",
-    "fraction": ".check",
+    "credited": ".check",
     "met": ".check",
     "unmet": ".check",
 }
@@ -109,8 +109,8 @@ __all__ = [
     "ToolCalled",
     "ToolSequence",
     "TraceLimits",
+    "credited",
     "error",
-    "fraction",
     "met",
     "unmet",
 ]

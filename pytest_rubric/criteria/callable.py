@@ -11,7 +11,7 @@ from pydantic import field_validator
 from .._guards.calls import CallRunner, CallTimeout, described, resolve_import
 from .._guards.secrets import known_keys, redact
 from .._results import Outcome
-from .check import Answer, Broken, Check, CheckContext, error, fraction, met, unmet
+from .check import Answer, Broken, Check, CheckContext, credited, error, met, unmet
 from .model import CriterionModel, Share, Timeout, check_import_path
 
 __all__ = ["CallableCriterion"]
@@ -91,5 +91,5 @@ class _CallableCheck(Check[CallableCriterion]):
         if isinstance(value, bool):
             return met(reason) if value else unmet(reason)
         if isinstance(value, int | float) and math.isfinite(value) and 0 <= value <= 1:
-            return fraction(float(value), self.c.threshold, reason)
+            return credited(float(value), self.c.threshold, reason)
         return error(f"{path} returned {_shown(value)}; {_CALLABLE_CONTRACT}")

@@ -30,8 +30,8 @@ __all__ = [
     "Broken",
     "Check",
     "CheckContext",
+    "credited",
     "error",
-    "fraction",
     "met",
     "quote_list",
     "short",
@@ -51,7 +51,7 @@ def error(reason: str) -> Outcome:
     return Outcome(Verdict.ERROR, 0.0, reason)
 
 
-def fraction(credit: float, threshold: float, reason: str) -> Outcome:
+def credited(credit: float, threshold: float, reason: str) -> Outcome:
     """Partial credit: MET at or above ``threshold``."""
     return Outcome(Verdict.MET if credit >= threshold else Verdict.UNMET, credit, reason)
 

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from .._results import Outcome
 from .calls import context_of
-from .check import Answer, Check, CheckContext, fraction, quote_list
+from .check import Answer, Check, CheckContext, credited, quote_list
 from .model import CriterionModel, Phrases
 from .normalize import normalize
 from .phrases import compile_phrases, found
@@ -53,4 +53,4 @@ class _ContextRecallCheck(Check[ContextRecall]):
         said = f"retrieved {got} of {total} facts in {len(passages)} passage(s)"
         if missed:
             said += f"; not in the context (a retrieval failure): {quote_list(missed)}"
-        return fraction(got / total, 1.0, said)
+        return credited(got / total, 1.0, said)

@@ -198,6 +198,15 @@ class _JsonCheck(Check[Json]):
                 f"the schema check could not finish ({type(exc).__name__}: the answer is too "
                 "deep or its numbers too large to check), so whether it fits is unknown"
             )
+        except BaseException as exc:
+            # A recursion inside the compiled referencing library (a $ref that refers to
+            # itself, on a deep answer) surfaces as pyo3's PanicException, a BaseException.
+            if type(exc).__name__ != "PanicException":
+                raise
+            return error(
+                "the schema check could not finish (it recursed past the interpreter's limit: "
+                "a $ref that refers back to itself?), so whether the answer fits is unknown"
+            )
         if not errors:
             return None
         first = errors[0]

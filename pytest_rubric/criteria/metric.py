@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import model_validator
 
 from .._results import Outcome
-from .check import Answer, Check, CheckContext, fraction
+from .check import Answer, Check, CheckContext, credited
 from .model import CriterionModel, FieldError, Phrase, Share
 from .phrases import compile_phrases, found
 
@@ -59,4 +59,4 @@ class _MetricCheck(Check[Metric]):
         }
         credit = values[self.c.metric]
         reason = f"{self.c.metric} {credit:.2f} (tp {tp}, fp {fp}, fn {fn}, tn {tn})"
-        return fraction(credit, self.c.threshold, reason)
+        return credited(credit, self.c.threshold, reason)

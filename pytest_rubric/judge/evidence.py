@@ -1,23 +1,24 @@
 """Evidence: a judge's MET must quote the response that earns it (``--rubric-judge-evidence``).
 
 A per-criterion or one-shot reply that says MET carries ``"evidence": ["quote",
-..]``. A quote is *found* when it is in the response up to normalization and
-small slips, so a judge may fix a typo or drop a curly quote, but may not
-invent a sentence, or turn what the response says around:
+..]``. A quote is *found* only when it is in the response, word for word, up to
+normalization: case, whitespace, punctuation and Unicode forms (NFKC; curly
+quotes and every dash as their ASCII forms). A quote that differs in a number
+(``$1M`` for ``$9M``, ``1.5`` for ``15``) or in any word (``decrease`` for
+``increase``, a typo too) is not found, however similar: no ratio of likeness
+makes a quote. And:
 
-* a quote shorter than :data:`EXACT_BELOW` must be in the response as written
-  (normalized); a longer one is searched :data:`PIECE` characters at a time,
-  each piece at a partial ratio of at least :data:`THRESHOLD` (90, rapidfuzz)
-  right after the one before, so its cost stays linear in the response and
-  an invented passage inside a long quote is not carried by the rest;
-* the negation words (``not``, ``no``, ``never``, ``n't``, ``without``,
-  ``cannot``) of the quote and of the span it matched (with the word just
-  before it, in the same clause) agree: "...will exceed..." is not found in
-  "...will not exceed...";
-* a quote longer than the response is not found, and not searched.
+* a quote is matched whole words to whole words (``crease`` is not in
+  ``increase``); a number keeps its sign and its decimal point, a symbol
+  (``$``, ``€``, ``+``) is a word of its own;
+* a quote that starts right after a negation of the same clause (``not``,
+  ``no``, ``never``, ``without``, ``cannot``, any ``...n't``) drops it, and is
+  not found: "exceed the limit" is no evidence in "will not exceed the limit";
+* a quote shorter than :data:`MIN_QUOTE` characters supports nothing.
 
-The search runs under ini ``rubric_check_timeout``; past it the criterion is
-ERROR (:class:`~pytest_rubric._guards.engines.CheckTimeout`).
+The search is linear in the response (one tokenization, then substring
+search); it still runs under ini ``rubric_check_timeout``, past which the
+criterion is ERROR (:class:`~pytest_rubric._guards.engines.CheckTimeout`).
 
 Modes:
 
@@ -34,168 +35,130 @@ Modes:
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
-from collections.abc import Iterator, Sequence
+import unicodedata
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .._defaults import DEFAULT_CHECK_TIMEOUT
 from .._defaults import EVIDENCE_MODES as MODES
 from .._guards.engines import CheckTimeout, Deadline
 from .._results import Outcome, Verdict
-from ..criteria.normalize import normalize
 
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
 
-__all__ = ["MODES", "NEGATIONS", "THRESHOLD", "check_evidence", "quote_found"]
+__all__ = ["MIN_QUOTE", "MODES", "NEGATIONS", "Quoted", "check_evidence", "quote_found"]
 
-THRESHOLD = 90.0
 # A score is not a claim a quote supports; an extraction's outcome is its check's, not the
 # judge's (the judge reads, the check decides).
 _UNQUOTED = frozenset({"score", "extract"})
 MIN_QUOTE = 4  # normalized characters: a shorter "quote" supports nothing
-EXACT_BELOW = 12  # a quote shorter than this must be in the response as written (normalized)
-# A long quote is matched this many characters at a time: rapidfuzz's partial ratio of a
-# 10 KB quote against a 20 KB answer took 7 s, of a 64-character piece well under 1 ms.
-PIECE = 64
-_DRIFT = 16  # how far a piece may start from where the one before it ended (or the seed says)
-SEED = 10  # characters of a piece looked for as written, to find where it may start
 NEGATIONS = frozenset({"not", "no", "never", "without", "cannot"})
 """Words that turn a statement around; with any word ending in ``n't``."""
-_WORD = re.compile(r"[\w']+")
-_CLAUSE_END = re.compile(r"[.!?;:,]")
+
+# Every dash and minus sign to "-", curly quotes to straight ones (NFKC keeps them apart);
+# characters that show nothing (a soft hyphen, zero-width spaces and joiners, direction
+# marks, a BOM) dropped, so that "re\u00advenue" is "revenue" as it reads.
+_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2e3a\u2e3b\ufe58\ufe63"
+_INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+_INVISIBLE += "\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\ufeff"
+_FOLD = str.maketrans(
+    {
+        **dict.fromkeys(_INVISIBLE),
+        **dict.fromkeys(_DASHES, "-"),
+        **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032", "'"),
+        **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb", '"'),
+    }
+)
+# The words of normalized text, in one linear pass (possessive: no backtracking):
+# a number, with the sign written against it and its decimal or group separators;
+# a word of letters and digits, with the apostrophes inside it ("won't"); or one
+# character that is neither a word's nor a space (punctuation, dropped, or a symbol, kept).
+_TOKEN = re.compile(
+    r"(?<![^\W_])[-+]?\d++(?:[.,]\d++)*+"
+    r"|[^\W_]++(?:'[^\W_]++)*+"
+    r"|[^\w\s]"
+)
+# Punctuation that ends a clause: a negation before it does not reach the words after it.
+_CLAUSE_END = frozenset(".!?;:,\u3002\u3001")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Words:
+    """Text as evidence is compared: its words joined by single spaces, where each starts in
+    that string, and which of them start a clause."""
+
+    text: str
+    starts: list[int]
+    clause: list[bool]
+
+    @classmethod
+    def of(cls, text: str) -> _Words:
+        folded = unicodedata.normalize("NFKC", text).casefold().translate(_FOLD)
+        words: list[str] = []
+        starts: list[int] = []
+        clause: list[bool] = []
+        at, new_clause = 0, True
+        for match in _TOKEN.finditer(folded):
+            word = match.group()
+            if len(word) == 1 and unicodedata.category(word)[0] == "P" and not word.isalnum():
+                new_clause = new_clause or word in _CLAUSE_END
+                continue
+            words.append(word)
+            starts.append(at)
+            clause.append(new_clause)
+            at += len(word) + 1
+            new_clause = False
+        return cls(" ".join(words), starts, clause)
+
+
+class Quoted:
+    """A response, normalized once, that quotes are looked for in (:func:`quote_found`)."""
+
+    __slots__ = ("_words",)
+
+    def __init__(self, response: str) -> None:
+        self._words = _Words.of(response)
+
+    def has(self, quote: str, *, deadline: Deadline | None = None) -> bool:
+        """Whether ``quote`` is in the response, word for word after normalization, not
+        starting right after a negation of its clause. Raises
+        :class:`~pytest_rubric._guards.engines.CheckTimeout` past ``deadline``."""
+        needle = _Words.of(quote).text
+        haystack = self._words.text
+        if len(needle) < MIN_QUOTE or len(needle) > len(haystack):
+            # "a" or "is" is in every answer; a quote longer than the answer was not taken
+            # from it (wrapping the answer in invented text does not make it a quote).
+            return False
+        deadline = deadline or Deadline(DEFAULT_CHECK_TIMEOUT)
+        padded = f" {haystack} "
+        start = padded.find(f" {needle} ")
+        while start >= 0:  # whole words: the match starts and ends at a space
+            deadline.check()
+            if not self._negated_before(start):
+                return True
+            start = padded.find(f" {needle} ", start + 1)
+        return False
+
+    def _negated_before(self, start: int) -> bool:
+        """Whether the word before the one starting at ``start`` of the text, in its clause,
+        is a negation."""
+        index = bisect.bisect_left(self._words.starts, start)
+        if index == 0 or self._words.clause[index]:
+            return False
+        begin = self._words.starts[index - 1]
+        previous = self._words.text[begin : start - 1]
+        return previous in NEGATIONS or previous.endswith("n't")
 
 
 def quote_found(quote: str, response: str, *, deadline: Deadline | None = None) -> bool:
-    """Whether ``quote`` is in ``response``, up to normalization and small slips, with the same
-    negations. Raises :class:`~pytest_rubric._guards.engines.CheckTimeout` past ``deadline``."""
-    needle, haystack = normalize(quote), normalize(response)
-    if len(needle) < MIN_QUOTE or not haystack:
-        return False  # "a" or "is" is in every answer: it shows nothing
-    if len(needle) > len(haystack):
-        # Longer than the answer: wrapping it in invented text does not make it a quote.
-        return False
-    deadline = deadline or Deadline(DEFAULT_CHECK_TIMEOUT)
-    if len(needle) < EXACT_BELOW:
-        # partial_ratio scores any short needle near 100: it must be there as written.
-        spans: Iterator[tuple[int, int]] = _occurrences(needle, haystack)
-    else:
-        spans = _matches(needle, haystack, deadline)
-    wanted = _negations(needle)
-    for start, end in spans:
-        deadline.check()
-        if _negations_around(haystack, start, end) == wanted:
-            return True
-    return False
-
-
-def _occurrences(needle: str, haystack: str) -> Iterator[tuple[int, int]]:
-    start = haystack.find(needle)
-    while start >= 0:
-        yield start, start + len(needle)
-        start = haystack.find(needle, start + 1)
-
-
-def _pieces(needle: str) -> list[str]:
-    """``needle`` in pieces of :data:`PIECE` characters; a short tail joins the last piece."""
-    pieces = [needle[i : i + PIECE] for i in range(0, len(needle), PIECE)]
-    if len(pieces) > 1 and len(pieces[-1]) < PIECE // 2:
-        pieces[-2:] = [pieces[-2] + pieces[-1]]
-    return pieces
-
-
-def _matches(needle: str, haystack: str, deadline: Deadline) -> Iterator[tuple[int, int]]:
-    """The spans of ``haystack`` that ``needle`` matches piece by piece: its first piece near
-    each place it may start, each next piece where the one before ended."""
-    pieces = _pieces(needle)
-    # (piece, where it would start) known to lead nowhere: in repetitive text the first piece
-    # fits in many places whose follow-ups soon run together.
-    dead: set[tuple[int, int]] = set()
-    for candidate in _starts(pieces[0], haystack, deadline):
-        start = end = max(0, candidate)
-        visited = []
-        for index, piece in enumerate(pieces):
-            deadline.check()
-            if (index, end) in dead:
-                break
-            visited.append((index, end))
-            found = _fit(piece, haystack, max(0, end - _DRIFT), end + len(piece) + _DRIFT)
-            if found is None:
-                break
-            if index == 0:
-                start = found[0]
-            end = found[1]
-        else:
-            yield start, end
-            continue
-        dead.update(visited)
-
-
-def _starts(piece: str, haystack: str, deadline: Deadline) -> Iterator[int]:
-    """Where a match of ``piece`` may start: where it fits best (one search, linear in the
-    response), then wherever one of its seeds (:data:`SEED` characters at a time) occurs as
-    written, so a quote of a passage the response repeats is looked for at each copy."""
-    from rapidfuzz import fuzz
-
-    best = fuzz.partial_ratio_alignment(piece, haystack, score_cutoff=THRESHOLD)
-    if best is not None:
-        yield best.dest_start
-    tried: set[int] = set()
-    for offset in range(0, len(piece) - SEED + 1, SEED):
-        seed = piece[offset : offset + SEED]
-        found = haystack.find(seed)
-        while found >= 0:
-            deadline.check()
-            if found - offset not in tried:
-                tried.add(found - offset)
-                yield found - offset
-            found = haystack.find(seed, found + 1)
-
-
-def _fit(piece: str, haystack: str, low: int, high: int) -> tuple[int, int] | None:
-    """Where ``piece`` best fits ``haystack[low:high]`` at :data:`THRESHOLD` or more, trimmed
-    to the characters it matched; None when it fits nowhere."""
-    from rapidfuzz import fuzz  # imported by the first quote checked
-    from rapidfuzz.distance import Indel
-
-    window = haystack[low:high]
-    if len(window) < len(piece):
-        # The response ends within reach: the piece must fit what is left as a whole (partial
-        # ratio would slide the window inside the piece, and text past the end would pass).
-        if fuzz.ratio(piece, window) < THRESHOLD:
-            return None
-        start, end = 0, len(window)
-    else:
-        found = fuzz.partial_ratio_alignment(piece, window, score_cutoff=THRESHOLD)
-        if found is None:
-            return None
-        start, end = found.dest_start, found.dest_end
-    equal = [op for op in Indel.opcodes(piece, window[start:end]) if op.tag == "equal"]
-    if equal:
-        start, end = start + equal[0].dest_start, start + equal[-1].dest_end
-    return low + start, low + end
-
-
-def _negations(text: str) -> int:
-    return sum(word in NEGATIONS or word.endswith("n't") for word in _WORD.findall(text))
-
-
-def _negations_around(haystack: str, start: int, end: int) -> int:
-    """The negations of ``haystack[start:end]`` widened to whole words, with the word before
-    it in the same clause: a quote that starts after "not" drops it."""
-    while start > 0 and _is_word(haystack[start - 1]):
-        start -= 1
-    while end < len(haystack) and _is_word(haystack[end]):
-        end += 1
-    before = haystack[max(0, start - 40) : start]
-    clause = _CLAUSE_END.split(before)[-1].split()
-    previous = clause[-1] if clause else ""
-    return _negations(previous) + _negations(haystack[start:end])
-
-
-def _is_word(char: str) -> bool:
-    return char.isalnum() or char in "'_"
+    """Whether ``quote`` is in ``response``, word for word after normalization (see the
+    module's docstring). Raises :class:`~pytest_rubric._guards.engines.CheckTimeout` past
+    ``deadline``; to look for several quotes, make one :class:`Quoted`."""
+    return Quoted(response).has(quote, deadline=deadline)
 
 
 def check_evidence(
@@ -213,7 +176,8 @@ def check_evidence(
         return outcome
     deadline = Deadline(timeout)
     try:
-        found = any(quote_found(q, response, deadline=deadline) for q in quotes)
+        quoted = Quoted(response)
+        found = any(quoted.has(q, deadline=deadline) for q in quotes)
     except CheckTimeout as exc:
         return dataclasses.replace(
             outcome,

@@ -4,8 +4,8 @@ The judge is shown the question, the response and the context (the retrieved pas
 each fenced with its id), and lists the response's factual claims, each with a quote from
 the context that supports it: ``{"reason", "claims": [{"claim", "quote"}]}``, asked with
 that JSON schema where the provider takes one. Every quote is then looked for in the
-passages as evidence is (:func:`~pytest_rubric.judge.evidence.quote_found`: normalized,
-small slips allowed, negations kept): a claim whose quote is not found is unsupported. The
+passages as evidence is (:func:`~pytest_rubric.judge.evidence.quote_found`: word for word
+after normalization, negations kept): a claim whose quote is not found is unsupported. The
 credit is supported claims over claims; MET when every claim is supported; the reason names
 the unsupported ones. A response with no context is ERROR, and the judge is not asked.
 """
@@ -20,7 +20,7 @@ from .._guards.secrets import shorten
 from .._llm.base import JudgeError
 from .._results import Outcome, Verdict
 from ..criteria.calls import NO_CONTEXT
-from .evidence import quote_found
+from .evidence import Quoted
 from .prompt_parts import (
     REASON_SCHEMA,
     SUBSTANCE_RULE,
@@ -103,10 +103,12 @@ def _ids(context: Sequence[Passage]) -> list[str]:
     return [p.id if p.id is not None else str(i) for i, p in enumerate(context, 1)]
 
 
-def read_grounded(text: str, *, secrets: Sequence[Any] = ()) -> tuple[str, list[tuple[str, str]]]:
+def read_grounded(
+    text: str, *, secrets: Sequence[Any] = (), structured: bool = False, answer: str = ""
+) -> tuple[str, list[tuple[str, str]]]:
     """A grounded reply: its reason and its (claim, quote) pairs; :class:`ReplyError` when it
-    does not fit."""
-    obj = extract_json(text, secrets=secrets)
+    does not fit (``structured`` and ``answer`` as :func:`~pytest_rubric.judge.replies.read_one`'s)."""
+    obj = extract_json(text, secrets=secrets, structured=structured, answer=answer)
     reason = obj.get("reason")
     if not isinstance(reason, str) or not reason.strip():
         raise ReplyError('missing "reason" (a non-empty string)')
@@ -133,10 +135,11 @@ def supported(
         return Outcome(Verdict.MET, 1.0, f"no factual claim to support ({reason})")
     deadline = Deadline(timeout)
     try:
+        passages = [Quoted(p.text) for p in context]
         unsupported = [
             claim
             for claim, quote in claims
-            if not any(quote_found(quote, p.text, deadline=deadline) for p in context)
+            if not any(p.has(quote, deadline=deadline) for p in passages)
         ]
     except CheckTimeout as exc:
         return Outcome(Verdict.ERROR, 0.0, f"the quotes could not all be checked: {exc}")
@@ -175,7 +178,9 @@ async def grade_grounded(
         reason, claims = await ask(
             transport,
             prompt,
-            lambda text: read_grounded(text, secrets=transport.secrets),
+            lambda reply: read_grounded(
+                reply.text, secrets=transport.secrets, structured=reply.structured, answer=response
+            ),
             label=f"criterion {criterion.id!r}",
             sample=sample,
         )

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from .._llm.base import Judged, JudgeStats, mean_raw_score
+from .._llm.base import CallStats, Judged, mean_raw_score
 from .._results import Outcome, Verdict
 from .runner import JudgeRunner, majority
 
@@ -45,7 +45,7 @@ class Panel:
         self.client = runners[0].client  # the rubric_judge fixture's: the first judge
 
     @property
-    def stats(self) -> JudgeStats:
+    def stats(self) -> CallStats:
         return self.runners[0].stats
 
     def schedule(self, request: JudgeRequest) -> None:

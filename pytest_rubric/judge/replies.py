@@ -1,13 +1,21 @@
-"""Reading the judge's reply: a tolerant parser, then strict validation.
+"""Reading the judge's reply: one object found, then strict validation.
 
 The parser finds the JSON objects in a plain-text reply (bare, in a fenced
-block, or with prose around it) and the reply is the *last* one that fits the
-protocol: a judge that quotes an object from the answer under test before
-giving its own verdict is read for its own verdict. Validation is strict: a
-missing field, an unknown criterion id, a duplicate, a score out of range or
-a verdict other than exactly ``"MET"`` or ``"UNMET"`` raises
-:class:`ReplyError`, whose message is fed back to the judge for one more
-try; after that the criterion is ERROR, never a verdict.
+block, or with prose around it). The reply holds exactly one object that
+carries a grade (a protocol key: ``verdict``, ``score``, ``criteria``...):
+two of them, whichever comes first or last, are a bad reply, since one of
+them may be an object the judge quoted from the answer under test, and
+neither may stand in for the other. So is an object that gives a key twice
+(``{"verdict": "UNMET", "verdict": "MET"}``), and a grade that is an object
+the answer under test holds (a judge that copied it did not grade). Where
+the call asked for structured output, only that part of the reply is read:
+a JSON-schema reply's message content, a forced tool call's input (then
+``structured``: the whole text must be the object; two calls are no reply).
+
+Validation is strict: a missing field, an unknown criterion id, a
+duplicate, a score out of range or a verdict other than exactly ``"MET"``
+or ``"UNMET"`` raises :class:`ReplyError`, whose message is fed back to the
+judge for one more try; after that the criterion is ERROR, never a verdict.
 
 Reading never raises anything but :class:`ReplyError`: a reply is hostile
 input (a 400-digit score, JSON nested 100,000 deep, a list where a string
@@ -16,13 +24,13 @@ belongs), and each of those is a reply that does not fit.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._guards.limits import loads_noting_repeats
 from .._guards.secrets import Secret, redact
 
 if TYPE_CHECKING:
@@ -58,57 +66,112 @@ class Graded:
     evidence: tuple[str, ...] | None = None
 
 
-def extract_json(text: str, *, secrets: Secrets = ()) -> dict[str, Any]:
-    """The last JSON object in ``text``: the whole text, a fenced block, or a balanced ``{...}``."""
-    return _read(text, lambda obj: obj, secrets)
+def extract_json(
+    text: str, *, secrets: Secrets = (), structured: bool = False, answer: str = ""
+) -> dict[str, Any]:
+    """The one JSON object of ``text`` that carries a grade: the whole text, a fenced block, or
+    a balanced ``{...}`` (see the module's docstring for what makes a reply bad)."""
+    return _read(text, lambda obj: obj, secrets, structured, answer)
 
 
-def read_one(text: str, criterion: JudgedCriterion, *, secrets: Secrets = ()) -> Graded:
+def read_one(
+    text: str,
+    criterion: JudgedCriterion,
+    *,
+    secrets: Secrets = (),
+    structured: bool = False,
+    answer: str = "",
+) -> Graded:
     """A per-criterion reply: ``{"reason", "verdict"}`` (score kind: ``{"reason", "score"}``;
-    label kind: ``{"reason", "label"}``)."""
-    return _read(text, lambda obj: _grade(obj, criterion, "", secrets), secrets)
+    label kind: ``{"reason", "label"}``).
+
+    ``structured``: the text is a tool call's input, so it must be the object, whole.
+    ``answer``: the response under test, whose own objects are never a grade.
+    """
+    return _read(text, lambda obj: _grade(obj, criterion, "", secrets), secrets, structured, answer)
 
 
 def read_one_shot(
-    text: str, criteria: Sequence[JudgedCriterion], *, secrets: Secrets = ()
+    text: str,
+    criteria: Sequence[JudgedCriterion],
+    *,
+    secrets: Secrets = (),
+    structured: bool = False,
+    answer: str = "",
 ) -> dict[str, Graded | ReplyError]:
-    """A one-shot reply, keyed by criterion id.
+    """A one-shot reply, keyed by criterion id (``structured`` and ``answer`` as
+    :func:`read_one`'s).
 
     The reply as a whole must be ``{"criteria": [...]}`` with known ids; a
     criterion that is missing or malformed gets its own :class:`ReplyError`
     while the well-formed ones keep their grades.
     """
-    return _read(text, lambda obj: _one_shot(obj, criteria, secrets), secrets)
+    return _read(text, lambda obj: _one_shot(obj, criteria, secrets), secrets, structured, answer)
 
 
-def read_holistic(text: str, *, secrets: Secrets = ()) -> tuple[float, str]:
-    """A holistic reply: ``{"reason", "score"}`` with a score from 0 to 100."""
-    return _read(text, lambda obj: _holistic(obj, secrets), secrets)
+def read_holistic(
+    text: str, *, secrets: Secrets = (), structured: bool = False, answer: str = ""
+) -> tuple[float, str]:
+    """A holistic reply: ``{"reason", "score"}`` with a score from 0 to 100 (``structured``
+    and ``answer`` as :func:`read_one`'s)."""
+    return _read(text, lambda obj: _holistic(obj, secrets), secrets, structured, answer)
 
 
-# --- finding the objects -------------------------------------------------------------------
+# --- finding the object --------------------------------------------------------------------
 
 
 # The keys that make an object a grade rather than data the judge quoted.
 _PROTOCOL_KEYS = frozenset({"verdict", "score", "criteria", "label", "value", "claims"})
 
 
-def _read(text: str, validate: Callable[[dict[str, Any]], T], secrets: Secrets) -> T:
-    """The reply in ``text``: the last object that carries a grade, validated.
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """A JSON object found in a reply, and the keys it (or an object inside it) gives twice."""
 
-    A judge may quote JSON from the answer under test before giving its own
-    grade, so the last object with a protocol key (``verdict``, ``score``,
-    ``criteria``, ``label``, ``value``) is the reply; an earlier one is never a fallback, since a
-    malformed grade must be asked again, not replaced by a quoted one.
-    Objects without such a key are passed over. With none at all, the last
-    object's error is raised (it is missing its grade).
+    value: dict[str, Any]
+    repeated: Sequence[str] = ()
+
+    @property
+    def grades(self) -> bool:
+        return bool(_PROTOCOL_KEYS.intersection(self.value))
+
+
+def _read(
+    text: str,
+    validate: Callable[[dict[str, Any]], T],
+    secrets: Secrets,
+    structured: bool,
+    answer: str,
+) -> T:
+    """The reply in ``text``: its one object that carries a grade, validated.
+
+    Two objects with a protocol key (``verdict``, ``score``, ``criteria``, ``label``,
+    ``value``, ``claims``) are a bad reply, never the first or the last one winning: a judge
+    that quotes an object of the answer and gives its own grade is asked again, since an
+    answer may end with the grade it wants. Objects without such a key are passed over.
+    With none at all, the last object's error is raised (it is missing its grade).
     """
-    objects, too_deep = _objects(text)
-    graded = [obj for obj in objects if _PROTOCOL_KEYS.intersection(obj)]
-    if graded or objects:
-        reply = graded[-1] if graded else objects[-1]
+    found, too_deep = _whole(text, secrets) if structured else _objects(text)
+    graded = [f for f in found if f.grades]
+    if len(graded) > 1:
+        raise ReplyError(
+            f"the reply holds {len(graded)} JSON objects that each give a grade; reply with "
+            "exactly one JSON object, your own (do not copy JSON from the response)"
+        )
+    if found:
+        reply = graded[0] if graded else found[-1]
+        if reply.repeated:
+            raise ReplyError(
+                f"the key {_quote(reply.repeated[0], secrets)} appears twice in one object; "
+                "give each field once"
+            )
+        if graded and _held_by(answer, reply.value):
+            raise ReplyError(
+                "the reply's JSON object is copied from the response under test; grade the "
+                "response yourself"
+            )
         try:
-            return validate(reply)
+            return validate(reply.value)
         except ReplyError:
             raise
         except (ArithmeticError, RecursionError, TypeError, ValueError) as exc:
@@ -122,7 +185,30 @@ def _read(text: str, validate: Callable[[dict[str, Any]], T], secrets: Secrets) 
     )
 
 
-def _objects(text: str) -> tuple[list[dict[str, Any]], bool]:
+def _whole(text: str, secrets: Secrets) -> tuple[list[_Found], bool]:
+    """A tool call's input: the whole text (or one fenced block that is all of it) is the
+    object; nothing is looked for in or around it."""
+    stripped = text.strip()
+    fenced = _FENCED.fullmatch(stripped)
+    try:
+        value, repeated = loads_noting_repeats(fenced.group(1) if fenced else stripped)
+    except RecursionError:
+        return [], True
+    except ValueError:
+        value, repeated = None, []
+    if isinstance(value, dict):
+        return [_Found(value, repeated)], False
+    objects, _ = _objects(text)
+    many = sum(f.grades for f in objects)
+    if many > 1:
+        return objects, False  # said as the tolerant reading says it: several grades
+    raise ReplyError(
+        "the reply was asked for as a tool call, but its input is not one JSON object (it "
+        f"starts {_quote(stripped, secrets)}); call the tool once, with the JSON object"
+    )
+
+
+def _objects(text: str) -> tuple[list[_Found], bool]:
     """The JSON objects that may be the reply, in the order they appear in ``text``, and
     whether a candidate was nested too deeply to read.
 
@@ -138,11 +224,11 @@ def _objects(text: str) -> tuple[list[dict[str, Any]], bool]:
     for match in _FENCED.finditer(text):
         block = match.group(1).strip()
         at[block] = max(at.get(block, -1), match.start(1))
-    objects: list[dict[str, Any]] = []
+    objects: list[_Found] = []
     too_deep = False
     for candidate in sorted(at, key=at.__getitem__):
         try:
-            value = json.loads(candidate)
+            value, repeated = loads_noting_repeats(candidate)
         except RecursionError:
             too_deep = True
             continue
@@ -150,9 +236,33 @@ def _objects(text: str) -> tuple[list[dict[str, Any]], bool]:
             continue
         if isinstance(value, dict):
             if candidate == stripped:
-                return [value], False
-            objects.append(value)
+                return [_Found(value, repeated)], False
+            objects.append(_Found(value, repeated))
     return objects, too_deep
+
+
+def _held_by(answer: str, grade: dict[str, Any]) -> bool:
+    """Whether the answer under test holds ``grade`` as one of its JSON objects (at any
+    depth): a judge that replies with it copied the answer's grade instead of giving one."""
+    # A key written with an escape ("\\u0076erdict") is a key too: only then is the answer
+    # searched without one of the grade's keys in it as written.
+    keys = _PROTOCOL_KEYS & set(grade)
+    if "{" not in answer or not ("\\u" in answer or any(f'"{k}"' in answer for k in keys)):
+        return False
+    objects, _ = _objects(answer)
+    stack: list[Any] = [f.value for f in objects]
+    try:
+        while stack:
+            value = stack.pop()
+            if isinstance(value, dict):
+                if value == grade:
+                    return True
+                stack.extend(value.values())
+            elif isinstance(value, list):
+                stack.extend(value)
+    except RecursionError:  # comparing objects nested past the stack: not the grade
+        return False
+    return False
 
 
 def _outermost_braces(text: str) -> list[tuple[int, int]]:

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 
 from .._defaults import DEFAULT_CHECK_TIMEOUT
 from .._guards.secrets import redact
-from .._llm.base import JudgeClient, Judged, JudgeStats, mean_raw_score
-from .._llm.cache import JudgeCache
+from .._llm.base import CallStats, JudgeClient, Judged, mean_raw_score
+from .._llm.cache import CacheFile
 from .._llm.cost import Budget, Price
 from .._results import Outcome, Verdict
 from .evidence import check_evidence
@@ -59,7 +59,7 @@ class JudgeRunner:
         name: str,
         strategy: str = "per-criterion",
         concurrency: int = 8,
-        cache: JudgeCache | None = None,
+        cache: CacheFile | None = None,
         cache_mode: str = "use",
         votes: int = 1,
         timeout: float = 60.0,
@@ -95,7 +95,7 @@ class JudgeRunner:
         self._futures: dict[JudgeKey, concurrent.futures.Future[Judged]] = {}
 
     @property
-    def stats(self) -> JudgeStats:
+    def stats(self) -> CallStats:
         return self.transport.stats
 
     def schedule(self, request: JudgeRequest) -> None:

@@ -78,7 +78,7 @@ class Strategy:
 async def ask(
     transport: Transport,
     prompt: Prompt,
-    read: Callable[[str], Any],
+    read: Callable[[Reply], Any],
     *,
     label: str,
     sample: int,
@@ -86,7 +86,9 @@ async def ask(
     again: bool = True,
 ) -> Any:
     """Call, read, store; on a reply that does not fit, once more with the error fed back
-    (unless ``again`` is false: then the :class:`ReplyError` is raised).
+    (unless ``again`` is false: then the :class:`ReplyError` is raised). ``read`` is given the
+    whole :class:`~pytest_rubric._llm.base.Reply`: its text, and whether that is the structured
+    output the call asked for.
 
     A reply that does not fit is never stored, but the cache records why (and a
     one-shot reply that left criteria out, with the problems its retry is told
@@ -126,7 +128,7 @@ async def ask(
 async def _attempt(
     transport: Transport,
     prompt: Prompt,
-    read: Callable[[str], Any],
+    read: Callable[[Reply], Any],
     feedback: str,
     label: str,
     sample: int,
@@ -135,7 +137,7 @@ async def _attempt(
     ``--rubric-cache replay``, one recorded so is raised again) and raised as ReplyError."""
     reply = await transport.call(prompt, feedback=feedback, label=label, sample=sample)
     try:
-        return reply, _read(transport, read, reply.text)
+        return reply, _read(transport, read, reply)
     except ReplyError as exc:
         transport.unusable(reply, str(exc))
         raise
@@ -158,14 +160,14 @@ def _problems(parsed: Any) -> str | None:
     return "; ".join(errors) if errors else None
 
 
-def _read(transport: Transport, read: Callable[[str], Any], text: str) -> Any:
-    """``read(text)``, where anything it raises is a reply that does not fit, never a crash.
+def _read(transport: Transport, read: Callable[[Reply], Any], reply: Reply) -> Any:
+    """``read(reply)``, where anything it raises is a reply that does not fit, never a crash.
 
     The readers turn hostile replies into ReplyError themselves; this is the
     backstop for whatever they did not foresee.
     """
     try:
-        return read(text)
+        return read(reply)
     except ReplyError:
         raise
     except Exception as exc:
@@ -214,7 +216,13 @@ async def _per_criterion(
             graded = await ask(
                 transport,
                 prompt,
-                lambda text: read_one(text, criterion, secrets=transport.secrets),
+                lambda reply: read_one(
+                    reply.text,
+                    criterion,
+                    secrets=transport.secrets,
+                    structured=reply.structured,
+                    answer=response,
+                ),
                 label=f"criterion {criterion.id!r}",
                 sample=sample,
             )
@@ -247,8 +255,14 @@ async def _one_shot(
     )
     suspected = injection_suspected(response, prompt.token)
 
-    def read(text: str) -> dict[str, Graded | ReplyError]:
-        return read_one_shot(text, criteria, secrets=transport.secrets)
+    def read(reply: Reply) -> dict[str, Graded | ReplyError]:
+        return read_one_shot(
+            reply.text,
+            criteria,
+            secrets=transport.secrets,
+            structured=reply.structured,
+            answer=response,
+        )
 
     label = "criteria " + ", ".join(repr(c.id) for c in criteria)
     try:
@@ -311,7 +325,9 @@ async def _holistic(
         score, reason = await ask(
             transport,
             prompt,
-            lambda text: read_holistic(text, secrets=transport.secrets),
+            lambda reply: read_holistic(
+                reply.text, secrets=transport.secrets, structured=reply.structured, answer=response
+            ),
             label="the holistic score",
             sample=sample,
         )

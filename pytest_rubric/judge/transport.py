@@ -10,7 +10,7 @@ client (the hook's) holds its slot for its whole call, which
 
 :meth:`Transport.call` is the one way a prompt reaches the judge: through
 the cache (:class:`~pytest_rubric._llm.cache.CachedCalls`), counted in
-:class:`~pytest_rubric._llm.base.JudgeStats`, and with whatever a client
+:class:`~pytest_rubric._llm.base.CallStats`, and with whatever a client
 raises turned into :class:`~pytest_rubric._llm.base.JudgeError`.
 """
 
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._guards.calls import contained, described, plain
 from .._guards.secrets import Secret, known_keys, redact, shorten
-from .._llm.base import JudgeError, JudgeStats, Reply, Sampling
-from .._llm.cache import CachedCalls, JudgeCache, cache_key
+from .._llm.base import CallStats, JudgeError, Reply, Sampling
+from .._llm.cache import CachedCalls, CacheFile, cache_key
 from .._llm.cost import Budget, BudgetSpent, Price
 from .._llm.http import HTTPClient
 from . import prompts
@@ -38,7 +38,7 @@ from .prompts import Prompt
 from .replies import ReplyError
 
 if TYPE_CHECKING:
-    from .._llm.batch_queue import BatchQueue
+    from .._llm.batch import BatchQueue
     from .._llm.recordings import Recordings
 
 __all__ = ["Transport", "UnusableReplay"]
@@ -70,7 +70,7 @@ class Transport:
         name: str,
         strategy: str,
         concurrency: int = 8,
-        cache: JudgeCache | None = None,
+        cache: CacheFile | None = None,
         cache_mode: str = "use",
         votes: int = 1,
         timeout: float = 60.0,
@@ -91,7 +91,7 @@ class Transport:
         self.votes = votes
         self.timeout = timeout  # a user's client gets --rubric-judge-timeout for its whole call
         self._builtin = isinstance(client, HTTPClient)
-        self.stats = client.stats if isinstance(client, HTTPClient) else JudgeStats()
+        self.stats = client.stats if isinstance(client, HTTPClient) else CallStats()
         self.cache = CachedCalls(cache, cache_mode, stats=self.stats)
         self.budget = budget
         if budget is not None and price is not None:
@@ -215,7 +215,7 @@ class Transport:
         if self.budget is not None:
             self.budget.admit()  # no wait for a slot once the budget is spent
         reply = await self._complete(prompt, user, sample)
-        return Reply(reply.text, reply.tokens_in, reply.tokens_out, key=looked.key)
+        return dataclasses.replace(reply, key=looked.key)
 
     @property
     def endpoint(self) -> str | None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_rubric._config.options import BY_KEY, OPTIONS, given
+from pytest_rubric._config.options import given
+from pytest_rubric._config.settings import BY_KEY, OPTIONS
 
 # A value for each option that has both a flag and an ini key read by the same reader.
 SAMPLES = {
@@ -47,3 +48,28 @@ def test_every_option_has_one_name_and_help() -> None:
     keys = [o.key for o in OPTIONS]
     assert len(keys) == len(set(keys))
     assert all(o.help.strip() for o in OPTIONS)
+
+
+def test_settings_are_the_table_each_field_set_by_its_options_or_a_reader() -> None:
+    from dataclasses import fields
+
+    from pytest_rubric._config.options import _READERS
+    from pytest_rubric._config.settings import Settings
+
+    for f in fields(Settings):
+        options = f.metadata.get("options", ())
+        assert options or f.name in _READERS, f"{f.name} is set by no option and no reader"
+        assert len(options) == 1 or f.name in _READERS, f"{f.name}: several options, no reader"
+    assert set(_READERS) <= {f.name for f in fields(Settings)}
+
+
+def test_a_run_with_nothing_set_has_every_plain_options_default(pytester: pytest.Pytester) -> None:
+    from dataclasses import fields
+
+    from pytest_rubric._config.options import _READERS, read_settings
+    from pytest_rubric._config.settings import Settings
+
+    read, defaults = read_settings(pytester.parseconfig()), Settings()
+    plain = [f.name for f in fields(Settings) if f.name not in _READERS]
+    assert len(plain) > 25
+    assert {n: getattr(read, n) for n in plain} == {n: getattr(defaults, n) for n in plain}

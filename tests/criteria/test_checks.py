@@ -20,6 +20,7 @@ from pytest_rubric._errors import RubricLoadError
 from pytest_rubric._grade.grader import NO_JUDGE_REASON
 from pytest_rubric._guards import engines as _engines
 from pytest_rubric._load.loader import parse_suite
+from pytest_rubric._report.document import CriterionModel, written
 from pytest_rubric._results import Outcome
 from pytest_rubric._schema import Criterion
 from pytest_rubric.criteria.check import Answer
@@ -844,7 +845,7 @@ def test_ok_semantics(
     assert result.verdict is expected_verdict
     assert result.weight == weight
     assert result.ok is expected_ok
-    assert result.to_dict()["ok"] is expected_ok
+    assert written(CriterionModel, result)["ok"] is expected_ok
 
 
 def test_points_alias_sets_the_weight() -> None:

@@ -276,7 +276,7 @@ def test_a_claim_gives_phrases_or_a_pattern() -> None:
         )
 
 
-def test_an_unbacked_claim_flags_the_result_and_an_assertive_one_is_confidently_wrong() -> None:
+def test_an_unbacked_claim_flags_the_result_and_a_plain_one_is_confidently_wrong() -> None:
     from pytest_rubric._grade.grader import Grader
     from pytest_rubric._grade.style import StyleThresholds
 
@@ -289,14 +289,17 @@ def test_an_unbacked_claim_flags_the_result_and_an_assertive_one_is_confidently_
             ],
         }
     )
-    # Every answer counts as assertive here; the score (0.5) is not low enough on its own.
-    grader = Grader(thresholds=StyleThresholds(confident=0.0, low_score=0.1))
+    # The default thresholds: a plain statement (no marker either way, confidence 0.5) of
+    # an action the trace lacks is confidently wrong, though the score (0.5) is not low.
+    grader = Grader(thresholds=StyleThresholds())
     compiled = grader.compile(case)
     claimed = Answer("Your refund has been issued.", calls(LOOKUP))
     sure = grader.grade(claimed, compiled)
-    assert sure.score == 0.5
+    assert (sure.score, sure.confidence) == (0.5, 0.5)
     assert {"unbacked_claim", "confidently_wrong"} <= set(sure.flags)
     backed = grader.grade(Answer("Your refund has been issued.", calls(REFUND)), compiled)
     assert not {"unbacked_claim", "confidently_wrong"} & set(backed.flags)
-    hedged = Grader(thresholds=StyleThresholds(confident=1.0)).grade(claimed, compiled)
+    unsure = Answer("I think your refund has been issued, but I am not sure.", calls(LOOKUP))
+    hedged = grader.grade(unsure, compiled)
+    assert hedged.confidence <= StyleThresholds().hedged
     assert "unbacked_claim" in hedged.flags and "confidently_wrong" not in hedged.flags

@@ -115,7 +115,7 @@ REPEATED_ANSWERS = "\n".join(
     ]
 )
 STRAY_WARNING = (
-    "*steady.jsonl:6: RubricWarning: the response of subject 'steady' for case 'r9' "
+    "*RubricWarning: *steady.jsonl:6: the response of subject 'steady' for case 'r9' "
     "matches no collected case*"
 )
 

@@ -494,3 +494,90 @@ def test_the_flag_without_the_sdk_is_a_usage_error_naming_the_extra(
             "pip install pytest-rubric[[]otel[]]*"
         ]
     )
+
+
+# --- graded end to end through the spans alone ----------------------------------------------------
+
+HASTY = '''
+"""The hasty agent: one model call, no tool, and it says the refund was issued."""
+
+import app.telemetry  # noqa: F401  (the application's own setup)
+from app.agent import client
+
+
+def hasty_agent(question: str) -> str:
+    with client() as llm:
+        reply = llm.chat.completions.create(
+            model="hasty-1", messages=[{"role": "user", "content": question}]
+        )
+    return reply.choices[0].message.content
+'''
+
+GRADED = """
+suite: refunds
+cases:
+  - id: refund_a1
+    question: "Please refund order A1"
+    criteria:
+      - {id: said, type: any_of, any_of: ["refund"]}
+      - id: refunded
+        type: tool_called
+        tool: issue_refund
+        args: {properties: {order_id: {const: A1}}, required: [order_id]}
+        ok: true
+      - id: claims
+        type: claims_backed
+        claims:
+          - {id: refund, any_of: ["refund of $40 has been issued"], tool: issue_refund}
+      - {id: budget, type: trace_limits, max_tool_calls: 5, max_llm_calls: 4}
+"""
+
+
+def test_an_agent_graded_on_its_spans_alone_with_no_change_to_it(
+    team: pytest.Pytester, write: Write, model: FakeLLM
+) -> None:
+    """The targets return text only: the tool calls come from the spans the instrumented
+    application records, so the agent that claims a refund it never issued fails on them."""
+
+    def models(request: Recorded) -> Action:
+        if request.body.get("model") == "hasty-1":
+            return text("Your refund of $40 has been issued.", input_tokens=9, output_tokens=9)
+        return support_model(request)
+
+    model.respond_with(models)
+    write("evals/hasty.py", HASTY)
+    write("evals/refunds.rubric.yaml", GRADED)
+    result = team.runpytest_subprocess(
+        "evals/refunds.rubric.yaml",
+        "--rubric-target=targets:support_agent",
+        "--rubric-target=hasty:hasty_agent",
+        "--rubric-json=out.json",
+        timeout=180,
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*claims*claims_backed*UNMET*unbacked claim: refund*issue_refund*",
+            "tool calls (0, otel):",
+        ]
+    )
+    document = json.loads((team.path / "out.json").read_text(encoding="utf-8"))
+    by_subject = {r["subject"]: r for r in document["results"]}
+    careful, hasty = by_subject["support_agent"], by_subject["hasty_agent"]
+    assert {c["id"]: c["verdict"] for c in careful["criteria"]} == dict.fromkeys(
+        ["said", "refunded", "claims", "budget"], "MET"
+    )
+    trace = careful["samples"][0]["trace"]
+    assert trace["source"] == "otel" and trace["llm_calls"] == 3
+    assert [(c["name"], c["arguments"], c["ok"]) for c in trace["tool_calls"]] == [
+        ("lookup_order", {"order_id": "A1"}, True),
+        ("issue_refund", {"order_id": "A1"}, True),
+        ("issue_refund", {"order_id": "Z9"}, False),
+    ]
+    verdicts = {c["id"]: c["verdict"] for c in hasty["criteria"]}
+    assert verdicts == {"said": "MET", "refunded": "UNMET", "claims": "UNMET", "budget": "MET"}
+    assert {"unbacked_claim", "confidently_wrong"} <= set(hasty["flags"])
+    assert hasty["samples"][0]["trace"]["source"] == "otel"
+    rows = {row["subject"]: row for row in document["leaderboard"]}
+    assert rows["support_agent"]["tool_calls"] == 3.0
+    assert rows["hasty_agent"]["tool_calls"] == 0.0

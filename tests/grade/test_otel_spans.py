@@ -25,6 +25,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from pytest_rubric._errors import SpansUnreadable
 from pytest_rubric._otel import SPAN_NAME, SpanCapture
+from pytest_rubric._report.document import TraceModel, written
 from pytest_rubric._trace import Passage, ToolCall, Trace, Usage
 
 
@@ -161,7 +162,7 @@ def test_any_arguments_read_as_a_json_object(arguments: Any) -> None:
     (call,) = trace.tool_calls
     assert isinstance(call.arguments, dict)
     assert call.arguments == (arguments if isinstance(arguments, dict) else call.arguments)
-    json.dumps(trace.to_dict())  # the trace travels as JSON
+    json.dumps(written(TraceModel, trace))  # the trace travels as JSON
 
 
 def test_a_tool_result_is_cut_with_a_count_and_redacted_of_keys(

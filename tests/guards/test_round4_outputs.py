@@ -303,13 +303,13 @@ def test_a_history_with_values_of_the_wrong_type_is_one_warning_and_those_rows_s
 
 
 def test_a_cached_reply_larger_than_a_live_one_is_a_miss(tmp_path: Path) -> None:
-    from pytest_rubric._llm.base import JudgeStats
-    from pytest_rubric._llm.cache import CachedCalls, JudgeCache
+    from pytest_rubric._llm.base import CallStats
+    from pytest_rubric._llm.cache import CachedCalls, CacheFile
     from pytest_rubric._llm.responses import MAX_REPLY_BYTES
 
-    cache = JudgeCache(tmp_path)
+    cache = CacheFile(tmp_path)
     big = '{"verdict": "MET", "reason": "' + "x" * MAX_REPLY_BYTES + '"}'
-    calls = CachedCalls(cache, "use", stats=JudgeStats())
+    calls = CachedCalls(cache, "use", stats=CallStats())
     for name, raw in (("big", big), ("small", '{"verdict": "MET"}')):
         key = calls.lookup({"call": name}, missing="").key
         assert key is not None
@@ -556,7 +556,7 @@ def test_an_interrupted_run_says_so_and_merge_refuses_it_unless_allowed(
 
 
 def test_a_batch_results_file_is_split_on_newlines_only() -> None:
-    from pytest_rubric._llm.batch_wire import _Wire
+    from pytest_rubric._llm.batch import _Wire
 
     odd = "a\u2028b\u0085c\x0cd\u2029e"  # each a line break to str.splitlines
     lines = [
@@ -575,7 +575,7 @@ def test_a_poll_retry_after_below_one_second_is_one_second(
     import asyncio
 
     from pytest_rubric._llm import batch
-    from pytest_rubric._llm.batch_wire import _Status
+    from pytest_rubric._llm.batch import _Status
 
     polls: list[str] = []
     sleeps: list[float] = []

@@ -31,6 +31,7 @@ from pytest_rubric._guards.schemas import schema_problems, schema_validator
 from pytest_rubric._load.loader import load_suite
 from pytest_rubric._results import Outcome, Verdict
 from pytest_rubric.criteria import Json
+from pytest_rubric.criteria import json as _json_criterion
 from pytest_rubric.criteria.check import Answer
 from pytest_rubric.criteria.registry import compile_check
 from pytest_rubric.judge.evidence import check_evidence, quote_found
@@ -236,6 +237,26 @@ def test_a_schema_that_loads_never_retrieves_anything(schema: Any, instances: li
             assert outcome.verdict in (MET, UNMET, ERROR)
             assert "retrieval asked" not in outcome.reason
     assert asked == []
+
+
+def test_a_panic_of_the_compiled_schema_library_is_an_error_not_a_crash() -> None:
+    """A ``$ref`` that refers to itself can recurse inside the compiled ``rpds`` library,
+    which raises pyo3's ``PanicException`` (a ``BaseException``, not an ``Exception``):
+    hypothesis found one (``--hypothesis-seed=259042580634759449508458318858031247662``)."""
+
+    class PanicException(BaseException):  # pyo3_runtime's, by name
+        pass
+
+    class Panicking:
+        def iter_errors(self, value: Any) -> Any:
+            raise PanicException("__eq__ failed!: RecursionError")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_json_criterion, "schema_validator", lambda schema: Panicking())
+        compiled = compile_check(Json(id="j", schema={"$ref": "#"}), check_timeout=1.0)
+        outcome = compiled(Answer("[1]"), None)
+    assert outcome.verdict is ERROR
+    assert "recursed past the interpreter's limit" in outcome.reason
 
 
 # --- every pattern on RE2 or under a time bound ------------------------------------------
@@ -573,12 +594,13 @@ def test_long_invented_quotes_are_not_found_quickly() -> None:
     assert time.perf_counter() - started < 10  # 0.5 s here; it was past 45 s
 
 
-def test_a_long_true_quote_is_found_with_its_slips_and_not_with_an_invented_passage() -> None:
+def test_a_long_true_quote_is_found_and_not_with_a_slip_or_an_invented_passage() -> None:
     response = _prose(20_000, seed=1)
-    quote = response[5_003:15_007]
+    start, end = response.index(" ", 5_000), response.index(" ", 15_000)
+    quote = response[start:end]
     slipped = quote[:3_000] + "x" + quote[3_000:7_000] + quote[7_001:]
     assert quote_found(quote, response)
-    assert quote_found(slipped, response)
+    assert not quote_found(slipped, response)  # a word that differs is a word not said
     invented = quote[:5_000] + " and we never charge a fee for any of it, ever. " + quote[5_000:]
     assert not quote_found(invented, response)
     assert not quote_found(quote + " and more that it never said", quote)
@@ -597,17 +619,19 @@ def test_a_quote_longer_than_the_response_is_not_searched(monkeypatch: pytest.Mo
 
 
 def test_an_evidence_search_past_its_time_bound_is_an_error() -> None:
-    """A response that repeats one letter makes every place a start: the bound stops it."""
-    response = "a" * 20_000
-    quote = "a" * 9_000 + "b" * 1_000
+    """Every place the quote is found follows a negation, so each is looked at: past the
+    bound (here shorter than reading the response takes), the criterion is ERROR."""
+    response = "not a " * 200_000
     met = Outcome(MET, 1.0, "judged")
     criterion = SimpleNamespace(id="c", kind="boolean", effective_weight=-1.0)
-    started = time.perf_counter()
-    outcome = check_evidence(met, criterion, response, mode="check", quotes=[quote], timeout=0.3)
-    assert time.perf_counter() - started < 10  # its 0.3 s bound, with room for load
+    outcome = check_evidence(
+        met, criterion, response, mode="check", quotes=["a not a"], timeout=0.001
+    )
     assert (outcome.verdict, outcome.credit) == (ERROR, 0.0)
     assert "its evidence could not be checked" in outcome.reason
-    assert "gave up after 0.3 s" in outcome.reason
+    assert "gave up after 0.001 s" in outcome.reason
+    found = check_evidence(met, criterion, response, mode="check", quotes=["a not a"])
+    assert (found.verdict, found.evidence_ok) == (MET, False)  # within the default bound
 
 
 def test_invented_long_quotes_end_to_end(

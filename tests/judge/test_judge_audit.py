@@ -10,7 +10,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_rubric._cli.merge import main as merge_main
@@ -20,6 +20,7 @@ from pytest_rubric._grade.style import ASSERTIVE, HEDGES, confidence
 from pytest_rubric._load.loader import parse_suite
 from pytest_rubric._report.audit import audit, probe_plan, probe_record
 from pytest_rubric._report.calibration import label_met, measure
+from pytest_rubric._report.document import JudgeAuditModel, written
 from pytest_rubric._results import CaseResult, Outcome, Verdict
 from pytest_rubric._schema import CalibrationExample
 from pytest_rubric.criteria.judge import Requirement
@@ -102,13 +103,15 @@ def test_met_replies_carry_evidence_in_every_schema() -> None:
     [
         ("loss beyond $1 million", True),
         ("LOSS   beyond $1 Million", True),  # normalized: case and whitespace
-        ("a loss beyond $1 milion happens", True),  # one slip
+        ("a loss beyond $1 milion happens", False),  # a word differs: no slip is allowed
+        ("a loss beyond $9 million happens", False),  # a number differs
+        ("Loss beyond $1 million, happens", True),  # punctuation is not compared
         ("VaR is the maximum possible loss", False),  # invented
         (f"As the answer says: {RESPONSE} And it is always right.", False),  # wraps the answer
         ("   ", False),
     ],
 )
-def test_a_quote_is_found_at_a_partial_ratio_of_90(quote: str, found: bool) -> None:
+def test_a_quote_is_found_word_for_word_after_normalization(quote: str, found: bool) -> None:
     assert quote_found(quote, RESPONSE) is found
 
 
@@ -121,7 +124,8 @@ CLAIM = "Our model says the daily loss will not exceed the limit on most days of
         ("the daily loss will not exceed the limit on most days", CLAIM, True),
         ("the daily loss will exceed the limit on most days", CLAIM, False),  # drops "not"
         ("exceed the limit on most days of the year", CLAIM, False),  # starts after "not"
-        ("the daily loss won't exceed the limit on most days", CLAIM, True),  # still negated
+        ("the daily loss won't exceed the limit on most days", CLAIM, False),  # other words
+        ("the daily loss won’t exceed", "The daily loss won't exceed it.", True),  # curly
         ("the loss will never exceed the limit", "The loss will exceed the limit.", False),
         ("you can return it without a receipt", "You can return it with a receipt.", False),
         ("returns are accepted", "No, returns are accepted.", True),  # another clause
@@ -161,6 +165,8 @@ _SENTENCE = st.lists(
 ).map(" ".join)
 
 
+# No deadline: the first example pays for imports, and a loaded machine is not a failure.
+@settings(deadline=None, derandomize=True)
 @given(
     sentence=_SENTENCE,
     where=st.integers(min_value=1, max_value=11),
@@ -384,7 +390,7 @@ def test_flips_are_counted_per_rewrite_and_errors_are_not_probed() -> None:
     assert (probe.probed, probe.flips_confident, probe.flips_hedged) == (3, 1, 1)
     assert probe.style_sensitivity == 2 / 6
     assert probe.line == "judge style probe: 2 of 6 verdicts changed with tone alone (33.3 %)"
-    assert found.to_dict()["style_probe"] == [
+    assert written(JudgeAuditModel, found)["style_probe"] == [
         {
             "judge": "j",
             "probed": 3,

@@ -18,6 +18,7 @@ from pytest_rubric._grade.padding import PADDING, pad, paddable
 from pytest_rubric._grade.style import ASSERTIVE, HEDGES
 from pytest_rubric._load.loader import load_suite, parse_suite
 from pytest_rubric._report.audit import ProbeFigures, audit, kind_record, probe_record
+from pytest_rubric._report.document import JudgeAuditModel, written
 from pytest_rubric._report.gates import run_gates
 from pytest_rubric._results import CaseResult, Verdict
 from pytest_rubric.criteria.judge import Requirement
@@ -129,13 +130,13 @@ def test_length_counts_flips_in_the_answers_favour_position_any_change() -> None
         probe_record(criterion="c", judge="j", original="MET", confident="MET", hedged="UNMET"),
     ]
     judge_audit = audit([_result(records)])
-    assert [p.to_dict() for p in judge_audit.probes] == [
+    assert written(JudgeAuditModel, judge_audit)["probes"] == [
         {"judge": "j", "kind": "tone", "probed": 1, "flips": 1, "sensitivity": 0.5},
         {"judge": "j", "kind": "length", "probed": 3, "flips": 2, "sensitivity": 2 / 3},
         {"judge": "j", "kind": "position", "probed": 3, "flips": 2, "sensitivity": 2 / 3},
     ]
     # The tone probe's own figures are as they always were.
-    assert judge_audit.to_dict()["style_probe"][0]["style_sensitivity"] == 0.5
+    assert written(JudgeAuditModel, judge_audit)["style_probe"][0]["style_sensitivity"] == 0.5
     assert judge_audit.lines() == [
         "judge style probe: 1 of 2 verdicts changed with tone alone (50.0 %)",
         "judge length probe: 2 of 3 verdicts changed in the answer's favour with neutral "

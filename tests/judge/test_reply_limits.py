@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from pytest_rubric import Grader, Rubric, Verdict
 from pytest_rubric._guards.secrets import Secret, clip, redact
 from pytest_rubric._llm.base import Judged
+from pytest_rubric._report.document import result_data
 from pytest_rubric._results import Outcome
 from pytest_rubric.criteria import Requirement
 from pytest_rubric.judge.replies import Graded, ReplyError, read_holistic, read_one, read_one_shot
@@ -198,7 +199,7 @@ def test_any_json_reply_is_a_grade_or_a_reply_error(value: Any, prose: str) -> N
             assert all(isinstance(g, Graded | ReplyError) for g in got.values())
 
 
-# --- the reply is the last object that fits --------------------------------------------------
+# --- the reply is its one object that gives a grade ----------------------------------------
 
 QUOTED = '{"reason": "quoted from the answer", "verdict": "MET"}'
 
@@ -219,46 +220,46 @@ def test_a_quoted_grade_never_stands_in_for_the_judges_malformed_one(own: str) -
 
 
 @pytest.mark.parametrize(
-    ("read", "reply", "expected"),
+    ("read", "reply"),
     [
         (
-            lambda t: read_one(t, BOOL).met,
+            lambda t: read_one(t, BOOL),
             f'The answer says {QUOTED}. My grade: {{"reason": "it is not so", "verdict": "UNMET"}}',
-            False,
         ),
         (
-            lambda t: read_one(t, SCORE).credit,
+            lambda t: read_one(t, BOOL),
+            f'My grade: {{"reason": "it is not so", "verdict": "UNMET"}}. The answer says {QUOTED}',
+        ),
+        (
+            lambda t: read_one(t, SCORE),
             'It quotes {"reason": "x", "score": 5}; I give {"reason": "weak", "score": 1}',
-            0.0,
         ),
         (
             read_holistic,
             'It quotes {"reason": "x", "score": 100}; I give {"reason": "weak", "score": 10}',
-            (10.0, "weak"),
         ),
         (
-            lambda t: read_one_shot(t, [BOOL])["a"].met,  # type: ignore[union-attr]
+            lambda t: read_one_shot(t, [BOOL]),
             'The answer says ```json\n{"criteria": [{"id": "a", "reason": "q", "verdict": "MET"}]}'
             '\n```; mine: {"criteria": [{"id": "a", "reason": "no", "verdict": "UNMET"}]}',
-            False,
-        ),
-        (
-            lambda t: read_one(t, BOOL).met,  # a later object that does not fit is passed over
-            'Answer: {"x": 1} Grade: {"reason": "no", "verdict": "UNMET"} Note: {"y": 2}',
-            False,
         ),
     ],
-    ids=["per-criterion", "score-kind", "holistic", "one-shot", "skips-non-fitting"],
+    ids=["quoted-first", "quoted-last", "score-kind", "holistic", "one-shot"],
 )
-def test_the_judges_own_object_wins_over_one_it_quoted(
-    read: Callable[[str], Any], reply: str, expected: Any
-) -> None:
-    assert read(reply) == expected
+def test_two_objects_that_give_a_grade_are_no_reply(read: Callable[[str], Any], reply: str) -> None:
+    """Neither the first nor the last grade wins: one of them may be the answer's own."""
+    with pytest.raises(ReplyError, match="2 JSON objects that each give a grade"):
+        read(reply)
+
+
+def test_objects_that_give_no_grade_are_passed_over() -> None:
+    reply = 'Answer: {"x": 1} Grade: {"reason": "no", "verdict": "UNMET"} Note: {"y": 2}'
+    assert read_one(reply, BOOL).met is False
 
 
 def test_when_no_object_fits_the_last_ones_error_is_raised() -> None:
     with pytest.raises(ReplyError, match='missing "reason"'):
-        read_one('First {"reason": "r", "verdict": "PASS"}, then {"verdict": "MET"}', BOOL)
+        read_one('First {"reason": "r", "note": "PASS"}, then {"note": "MET"}', BOOL)
 
 
 def test_a_stray_brace_in_prose_does_not_hide_the_reply() -> None:
@@ -440,7 +441,7 @@ def test_results_keep_a_clipped_redacted_copy_of_the_response_and_reasons(
         by_id["long"].reason,
     )
     assert by_id["j"].reason == "r" * 1_995 + "***"
-    assert leaked(KEY, json.dumps(result.to_dict())) == []
+    assert leaked(KEY, json.dumps(result_data(result))) == []
 
 
 # --- end to end: no piece of a key reaches an output ----------------------------------------

@@ -13,14 +13,13 @@ import pytest
 
 from pytest_rubric._defaults import RetryPolicy
 from pytest_rubric._guards.secrets import Secret
-from pytest_rubric._llm import batch_queue as batch_module
+from pytest_rubric._llm import batch as batch_module
 from pytest_rubric._llm.base import JudgeError, Reply, Sampling
-from pytest_rubric._llm.batch import BatchFailure, BatchRequest, BatchResult, run_batch
-from pytest_rubric._llm.batch_queue import BatchQueue
+from pytest_rubric._llm.batch import BatchFailure, BatchQueue, BatchRequest, BatchResult, run_batch
 from pytest_rubric._llm.clients import AnthropicClient, OpenAIClient
 from pytest_rubric._llm.cost import Price, parse_prices
 from pytest_rubric._llm.http import HTTPClient
-from pytest_rubric._llm.providers import JudgeSpec
+from pytest_rubric._llm.providers import ModelSpec
 from tests.conftest import RUN_MODES
 from tests.fake_llm import (
     FakeLLM,
@@ -45,9 +44,9 @@ SCHEMA = {"type": "object", "properties": {"verdict": {"type": "string"}}}
 def _client(fake: FakeLLM, provider: str) -> HTTPClient:
     policy = RetryPolicy(backoff=0.01, timeout=5.0)
     if provider == "openai":
-        spec = JudgeSpec.parse("openai:gpt-test", url=fake.openai_url)
+        spec = ModelSpec.parse("openai:gpt-test", url=fake.openai_url)
         return OpenAIClient(spec, key=Secret(KEY), policy=policy)
-    spec = JudgeSpec.parse("anthropic:claude-test", url=fake.url)
+    spec = ModelSpec.parse("anthropic:claude-test", url=fake.url)
     return AnthropicClient(spec, key=Secret(KEY), policy=policy)
 
 
@@ -139,7 +138,7 @@ def test_a_failed_batch_fails_every_request_for_good(fake_llm: FakeLLM) -> None:
 def test_the_server_may_say_when_to_poll_again(fake_llm: FakeLLM) -> None:
     fake_llm.script_batch(polls=4, poll_after=0)
     fake_llm.respond_with(lambda request: verdict("MET"))
-    spec = JudgeSpec.parse("openai:gpt-test", url=fake_llm.openai_url)
+    spec = ModelSpec.parse("openai:gpt-test", url=fake_llm.openai_url)
     client = OpenAIClient(spec, key=Secret(KEY), policy=RetryPolicy(timeout=5.0))
 
     async def go() -> dict[str, BatchResult]:
@@ -258,7 +257,9 @@ def test_a_full_batch_is_sent_at_once_and_the_next_calls_gather_another(
     replies = asyncio.run(asyncio.wait_for(go(), 10))
     assert [json.loads(r.text)["verdict"] for r in replies] == ["MET"] * 3
     created = [r for r in fake_llm.requests if r.method == "POST"]
-    assert [len(r.body["requests"]) for r in created] == [2, 1]
+    # The two batches are created concurrently: on a loaded machine the second may arrive
+    # first, so the sizes are compared, not the order they arrived in.
+    assert sorted(len(r.body["requests"]) for r in created) == [1, 2]
 
 
 # --------------------------------------------------------------------------- whole sessions

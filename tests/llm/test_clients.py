@@ -10,13 +10,13 @@ from pytest_rubric._defaults import RetryPolicy
 from pytest_rubric._guards.secrets import Secret, public_url, redact
 from pytest_rubric._llm.base import JudgeError
 from pytest_rubric._llm.clients import OpenAIClient, make_client
-from pytest_rubric._llm.providers import JudgeSpec
+from pytest_rubric._llm.providers import ModelSpec
 from tests.fake_llm import Action, FakeLLM, Recorded, cut, drop, raw, redirect, status, text
 from tests.fake_llm import delay as slow
 
 
 def _judge(fake: FakeLLM, **policy: float) -> OpenAIClient:
-    spec = JudgeSpec.parse("openai:m", url=fake.openai_url)
+    spec = ModelSpec.parse("openai:m", url=fake.openai_url)
     return OpenAIClient(spec, key=Secret("sk-test-key"), policy=RetryPolicy(backoff=0.01, **policy))  # type: ignore[arg-type]
 
 
@@ -48,7 +48,7 @@ def test_an_error_names_the_endpoint_without_its_userinfo_or_query(fake_llm: Fak
         lambda request: redirect("http://who:tok-location@elsewhere.example/v1?sig=tok-sig")
     )
     host = fake_llm.url.removeprefix("http://")
-    spec = JudgeSpec.parse("openai:m", url=f"http://who:tok-user@{host}/v1?api-key=tok-query")
+    spec = ModelSpec.parse("openai:m", url=f"http://who:tok-user@{host}/v1?api-key=tok-query")
     judge = OpenAIClient(spec, key=None, policy=RetryPolicy(backoff=0.01))
     with pytest.raises(JudgeError) as caught:
         asyncio.run(_complete(judge))
@@ -172,7 +172,7 @@ def test_a_query_string_stays_after_the_path_the_client_adds() -> None:
         ("anthropic:m", "http://h:1/v1?k=a", "http://h:1/v1/messages?k=a"),
         ("anthropic:m", "http://h:1?k=a", "http://h:1/v1/messages?k=a"),
     ]:
-        judge = make_client(JudgeSpec.parse(name, url=url, environ=env), environ=env)
+        judge = make_client(ModelSpec.parse(name, url=url, environ=env), environ=env)
         assert judge._endpoint() == endpoint
         assert repr(judge) == f"{type(judge).__name__}({name!r}, url={public_url(url)!r})"
 
@@ -180,5 +180,5 @@ def test_a_query_string_stays_after_the_path_the_client_adds() -> None:
 def test_anthropic_urls_with_and_without_v1() -> None:
     env = {"ANTHROPIC_API_KEY": "k"}
     for base in ("http://h:1", "http://h:1/v1"):
-        judge = make_client(JudgeSpec.parse("anthropic:m", url=base, environ=env), environ=env)
+        judge = make_client(ModelSpec.parse("anthropic:m", url=base, environ=env), environ=env)
         assert judge._endpoint() == "http://h:1/v1/messages"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_rubric._errors import BudgetSpent, JudgeError
-from pytest_rubric._llm.base import JudgeStats
+from pytest_rubric._llm.base import CallStats
 from pytest_rubric._llm.cost import (
     Budget,
     CostSettings,
@@ -75,7 +75,7 @@ def test_money(dollars: float, shown: str) -> None:
 
 
 def test_the_usage_line_adds_the_cost_and_what_the_cache_saved() -> None:
-    stats = JudgeStats(calls=2, tokens_in=2000, tokens_out=1000, cache_hits=3, cache_misses=2)
+    stats = CallStats(calls=2, tokens_in=2000, tokens_out=1000, cache_hits=3, cache_misses=2)
     stats.saved_in, stats.saved_out = 3000, 1500
     assert stats.line("j", price=Price(1, 2)) == (
         "judge j: 2 calls, 0 retries, 0 errors, tokens 2000 in / 1000 out, cost $0.004, "
@@ -88,7 +88,7 @@ def test_the_usage_line_adds_the_cost_and_what_the_cache_saved() -> None:
 
 
 def test_a_budget_admits_calls_while_the_spend_is_below_it() -> None:
-    stats = JudgeStats()
+    stats = CallStats()
     budget = Budget(0.02, shown="0.02")
     budget.add_source(lambda: stats.cost(Price(1000, 1000)))
     budget.admit()

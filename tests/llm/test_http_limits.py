@@ -24,7 +24,7 @@ from pytest_rubric._defaults import RetryPolicy
 from pytest_rubric._llm.base import JudgeError
 from pytest_rubric._llm.clients import make_client
 from pytest_rubric._llm.http import MAX_REPLY_BYTES, HTTPClient
-from pytest_rubric._llm.providers import JudgeSpec
+from pytest_rubric._llm.providers import ModelSpec
 from tests.fake_llm import (
     FakeLLM,
     deep,
@@ -60,7 +60,7 @@ def _criteria(rubric_json: Callable[[], dict[str, Any]]) -> dict[str, dict[str, 
 def _client(fake: FakeLLM, provider: str = "openai", **policy: Any) -> HTTPClient:
     url = fake.openai_url if provider == "openai" else fake.url
     env = {"OPENAI_API_KEY": KEY, "ANTHROPIC_API_KEY": KEY}
-    spec = JudgeSpec.parse(f"{provider}:m", url=url, environ=env)
+    spec = ModelSpec.parse(f"{provider}:m", url=url, environ=env)
     return make_client(spec, environ=env, policy=RetryPolicy(backoff=0.01, **policy))
 
 

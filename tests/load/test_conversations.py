@@ -11,6 +11,7 @@ import pytest
 
 from pytest_rubric._errors import RubricLoadError
 from pytest_rubric._load.loader import parse_suite
+from pytest_rubric._report.document import result_data
 from pytest_rubric.criteria import Requirement
 from pytest_rubric.judge.prompts import injection_suspected, per_criterion
 from tests.conftest import lines_in_any_order
@@ -254,4 +255,4 @@ def test_a_missing_min_score_is_not_report_only() -> None:
     ).suite.cases[0]
     result = grader.grade("x", grader.compile(explicit))
     assert result.min_score is None and result.passed and result.score == 0.0
-    assert json.loads(json.dumps(result.to_dict()))["min_score"] is None
+    assert json.loads(json.dumps(result_data(result)))["min_score"] is None

@@ -208,7 +208,8 @@ def test_response_without_a_case_is_reported_as_a_warning(
     result.assert_outcomes(passed=1, warnings=1)  # once, however many xdist workers
     result.stdout.fnmatch_lines(
         [
-            "*model-a.jsonl:2: RubricWarning: the response of subject 'model-a' for case 'q9' matches no collected case*"
+            "*: RubricWarning: answers/model-a.jsonl:2: the response of subject 'model-a' for case "
+            "'q9' matches no collected case*"
         ]
     )
 

@@ -547,14 +547,14 @@ def test_with_every_neighbour_plugin_active_runs_end_cleanly_and_agree_in_any_or
     team: pytest.Pytester,
 ) -> None:
     """hypothesis, pytest-cov, -randomly, -rerunfailures, -timeout, -asyncio, -xdist and -html
-    together: a failing gate, a holding one, an ERROR item, -n 2, three orders."""
+    together: a failing gate under -n 2, a holding one in one process, an ERROR item, two
+    orders."""
     for name, text in NEIGHBOURS.items():
         (team.path / name).write_text(textwrap.dedent(text).lstrip("\n"))
     common = ["--reruns=1", "--timeout=120", "--cov=app", "--cov-report=", "-p", "randomly"]
     runs = [
         ("1", ["-n", "2", "--rubric-fail-under=0.9"]),
         ("2", ["--rubric-fail-under=0.1"]),
-        ("3", ["--rubric-fail-under=0.9"]),
     ]
     documents = []
     for seed, extra in runs:
@@ -577,5 +577,5 @@ def test_with_every_neighbour_plugin_active_runs_end_cleanly_and_agree_in_any_or
         assert (team.path / f"report{seed}.html").exists()
         data = _json(team, f"out{seed}.json")
         documents.append({key: data[key] for key in ("results", "leaderboard")})
-    assert documents[0] == documents[1] == documents[2]
+    assert documents[0] == documents[1]
     assert len(documents[0]["results"]) == 5  # each item once, reruns and all

@@ -1,4 +1,4 @@
-"""The garbage-collector tricks of ``_pytest.heap``: on by default, switchable, undone at the end."""
+"""The garbage-collector tricks of ``_session.heap``: on by default, switchable, undone at the end."""
 
 from __future__ import annotations
 

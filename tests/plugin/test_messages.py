@@ -140,8 +140,8 @@ def test_the_misnamed_rubric_file_warning_names_the_users_file_and_echoes_no_lin
     result.stdout.fnmatch_lines(
         [
             "*= warnings summary =*",
-            "evals/versions.yaml:0",
-            "  */evals/versions.yaml:0: RubricWarning: ini rubric_dirs evals holds no rubric "
+            "<pytest-rubric>:0",
+            "  <pytest-rubric>:0: RubricWarning: ini rubric_dirs evals holds no rubric "
             "file (*.rubric.yaml, *.rubric.yml, *.rubric.json) but YAML or JSON files, such as "
             "evals/versions.yaml: rename it to match, as versions.rubric.yaml, or set ini "
             "rubric_file_patterns",

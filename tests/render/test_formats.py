@@ -385,6 +385,7 @@ def test_the_commit_is_read_from_what_git_keeps(tmp_path: Path) -> None:
 
 
 def test_merge_writes_the_run_of_the_shards_together() -> None:
+    from pytest_rubric._report.document import RunJudgeModel, RunModel, written
     from pytest_rubric._report.run import RunInfo, RunJudge, merged
 
     judge = RunJudge("openai:m", "openai", "m", "http://u:tok@gw.example/v1?k=tok")
@@ -396,11 +397,14 @@ def test_merge_writes_the_run_of_the_shards_together() -> None:
     assert merged([]) is None and merged([a]) is a
     both = merged([a, b])
     assert both is not None
-    assert both.to_dict() == {
-        **a.to_dict(),
+    assert written(RunModel, both) == {
+        **written(RunModel, a),
         "started_at": "2026-12-04T09:00:00Z",  # the first start, to the last end
         "duration_s": 30.0,
-        "judges": [judge.to_dict(), {"name": "x", "provider": None, "model": None, "url": None}],
+        "judges": [
+            written(RunJudgeModel, judge),
+            {"name": "x", "provider": None, "model": None, "url": None},
+        ],
         "cache": {"mode": "replay", "hits": 7, "misses": 1},
         "responses_replayed": 3,
     }

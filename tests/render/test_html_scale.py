@@ -8,7 +8,6 @@ import re
 import pytest
 
 from pytest_rubric._render import html as _html
-from pytest_rubric._render import html_answers
 from pytest_rubric._report.report import build_report
 from pytest_rubric._results import CaseResult, CriterionResult, Verdict
 
@@ -36,7 +35,7 @@ def _result(i: int, *, passed: bool) -> CaseResult:
 def test_past_full_failing_answers_are_lines_and_passing_ones_counts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(html_answers, "FULL", 10)
+    monkeypatch.setattr(_html, "FULL", 10)
     results = [_result(i, passed=i % 3 != 0) for i in range(60)]  # 20 failing, 40 passing
     baseline = [_result(i, passed=True) for i in range(60)]
     page = _html.render_html(build_report(results, baseline=baseline, baseline_name="b.json"))

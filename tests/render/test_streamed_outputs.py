@@ -7,7 +7,7 @@ import json
 from pytest_rubric import CaseResult, CriterionResult, Verdict
 from pytest_rubric._guards.outgoing import outgoing_data
 from pytest_rubric._render.csv import csv_chunks
-from pytest_rubric._render.json import document, json_chunks
+from pytest_rubric._report.document import document, json_chunks
 from pytest_rubric._report.report import build_report
 
 

@@ -18,6 +18,7 @@ from pytest_rubric._guards.outgoing import outgoing
 from pytest_rubric._llm.base import mean_raw_score
 from pytest_rubric._render.csv import HEADER, boundary, cell, csv_chunks, render_csv
 from pytest_rubric._report import stats as _stats
+from pytest_rubric._report.document import PairModel, written
 from pytest_rubric._report.leaderboard import paired
 from pytest_rubric._report.pairwise import compare, pairwise
 from pytest_rubric._report.report import build_report
@@ -68,7 +69,7 @@ def test_a_pair_counts_wins_losses_ties_and_the_mean_difference_with_its_interva
     assert (pair.shared, pair.wins, pair.losses, pair.ties) == (4, 2, 1, 1)
     assert pair.diff == pytest.approx((1 + 0 - 1 + 0.5) / 4)
     assert pair.ci == _stats.paired_difference(pairs, 0.9)
-    assert pair.to_dict() == {
+    assert written(PairModel, pair) == {
         "a": "x",
         "b": "y",
         "shared": 4,

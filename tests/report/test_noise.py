@@ -10,6 +10,13 @@ from pytest_rubric._render.summary import terminal_lines
 from pytest_rubric._repeat import parse_pass_when
 from pytest_rubric._report import stats as _stats
 from pytest_rubric._report.breakdowns import breakdowns
+from pytest_rubric._report.document import (
+    GateModel,
+    LeaderboardRowModel,
+    result_data,
+    result_of,
+    written,
+)
 from pytest_rubric._report.leaderboard import leaderboard, rank_noise
 from pytest_rubric._report.report import Severity, build_report
 from pytest_rubric._results import CaseResult, CriterionResult, Sample, Verdict
@@ -81,8 +88,8 @@ def test_combined_samples_keep_the_first_criteria_and_mean_scores() -> None:
     assert combined.pass_rate == 0.5
     lo, hi = combined.pass_rate_ci
     assert lo < 0.5 < hi
-    again = CaseResult.from_dict(combined.to_dict())
-    assert again.to_dict() == combined.to_dict()
+    again = result_of(result_data(combined))
+    assert result_data(again) == result_data(combined)
 
 
 def test_tiers_follow_the_paired_interval() -> None:
@@ -115,7 +122,7 @@ def test_passed_ci_is_the_wilson_interval_of_passed_over_total() -> None:
     (row,) = leaderboard(results, level=0.9)
     assert (row.passed, row.total) == (3, 4)
     assert row.passed_ci == _stats.wilson(3, 4, 0.9)
-    assert row.to_dict()["passed_ci"] == list(_stats.wilson(3, 4, 0.9))
+    assert written(LeaderboardRowModel, row)["passed_ci"] == list(_stats.wilson(3, 4, 0.9))
 
 
 def test_detectable_drop_is_the_gates_as_configured() -> None:
@@ -239,7 +246,7 @@ def test_every_gate_outcome_is_an_entry() -> None:
     after = [_result(f"q{i}", "a", 1.0) for i in range(4)]
     after += [_result(f"q{i}", "b", 0.0 if i == 0 else 1.0) for i in range(4)]
     report = build_report(after, baseline=before, fail_under=0.9)
-    entries = [e.to_dict() for e in report.gates.entries]
+    entries = [written(GateModel, e) for e in report.gates.entries]
     assert entries == [
         {"gate": "baseline-case", "subject": "b", "nodeid": "s.rubric.yaml::q0[b]",
          "failed": True, "message": "s.rubric.yaml::q0[b] passed in the baseline and fails "

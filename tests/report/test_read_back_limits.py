@@ -22,13 +22,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_rubric._cli.merge import main
-from pytest_rubric._llm import cache_store as _cache
-from pytest_rubric._llm.cache import JudgeCache
-from pytest_rubric._render.json import json_document
-from pytest_rubric._render.summary import summary_lines
-from pytest_rubric._report.document import DocumentError, DocumentModel, parse_document
-from pytest_rubric._report.document_models import VerdictName
+from pytest_rubric._llm import cache as _cache
+from pytest_rubric._llm.cache import CacheFile
+from pytest_rubric._render.summary import terminal_lines
+from pytest_rubric._report.document import (
+    DocumentError,
+    DocumentModel,
+    RunModel,
+    VerdictName,
+    document,
+    parse_document,
+    written,
+)
 from pytest_rubric._report.gates import run_gates
+from pytest_rubric._report.report import build_report
 from pytest_rubric._report.run import RunInfo, RunJudge
 from pytest_rubric._results import CaseResult, CriterionResult, Verdict
 from tests.fake_llm import FakeLLM, verdict
@@ -247,13 +254,13 @@ def test_a_cache_that_cannot_store_warns_once_and_the_verdicts_stand(
 
 
 def test_a_stored_value_that_is_not_text_is_a_miss(tmp_path: Path) -> None:
-    cache = JudgeCache(tmp_path)
+    cache = CacheFile(tmp_path)
     cache.put("k", provider="p", model="m", raw="{}", parsed={})
     cache.close()
     with sqlite3.connect(tmp_path / "judge.sqlite3") as db:
         db.execute("UPDATE replies SET raw = ? WHERE key = 'k'", (b"\xff\xfe binary",))
     db.close()
-    cache = JudgeCache(tmp_path)
+    cache = CacheFile(tmp_path)
     assert cache.get("k") is None
     cache.close()
 
@@ -264,7 +271,7 @@ def test_a_foreign_database_is_never_written_to(tmp_path: Path) -> None:
         db.execute("CREATE TABLE users (name TEXT)")
     db.close()
     before = path.read_bytes()
-    cache = JudgeCache(tmp_path)
+    cache = CacheFile(tmp_path)
     assert not cache.usable
     cache.put("k", provider="p", model="m", raw="{}", parsed={})
     assert cache.get("k") is None
@@ -518,11 +525,11 @@ def _results() -> list[CaseResult]:
     ]  # fmt: skip
 
 
-VALID = json.loads(json.dumps(json_document(_results())))
-VALID["run"] = RunInfo(
+VALID = json.loads(json.dumps(document(build_report(_results()))))
+VALID["run"] = written(RunModel, RunInfo(
     "0.1.0", "9.2.0", "3.11.7", "2026-12-04T09:30:00Z", 1.5, "a" * 40,
     (RunJudge("openai:m", "openai", "m", "http://127.0.0.1:8080/v1"), RunJudge("mine")),
-).to_dict()  # fmt: skip
+))  # fmt: skip
 
 
 def _paths(node: Any, where: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
@@ -575,7 +582,7 @@ def test_any_field_mistyped_is_a_clean_error_naming_it_or_harmless(
     else:
         node[where[-1]] = value
     try:
-        document = parse_document(json.dumps(data), name="doc.json")
+        read = parse_document(json.dumps(data), name="doc.json")
     except DocumentError as exc:
         # The field named is the one changed (or, for an object replaced wholesale,
         # a field inside it, whose name starts with the object's).
@@ -584,10 +591,11 @@ def test_any_field_mistyped_is_a_clean_error_naming_it_or_harmless(
     # Accepted: the change was harmless (no field takes NaN or inf), and everything
     # downstream of reading works on what was read.
     assert not (isinstance(value, float) and not math.isfinite(value)), where
-    results = document.results
+    results = read.results
     run_gates(results, baseline=results, baseline_name="doc.json")
-    summary_lines(results)
-    json.dumps(json_document(results), allow_nan=False)
+    report = build_report(results)
+    terminal_lines(report, board_when_empty=True)
+    json.dumps(document(report), allow_nan=False)
 
 
 def test_the_reader_refuses_json_that_is_not_a_plain_document() -> None:

@@ -9,9 +9,9 @@ import pytest
 
 from pytest_rubric._cli.merge import _parser
 from pytest_rubric._config.outputs import OUTPUTS, write_outputs
-from pytest_rubric._render.json import render_json
 from pytest_rubric._render.markdown import render_markdown
 from pytest_rubric._render.summary import terminal_lines
+from pytest_rubric._report.document import json_chunks
 from pytest_rubric._report.leaderboard import COLUMNS
 from pytest_rubric._report.report import Severity, build_report
 from pytest_rubric._results import CaseResult, CriterionResult, Verdict
@@ -88,7 +88,7 @@ def test_every_output_has_a_merge_flag_and_writes_what_its_renderer_renders(
         # Bytes: CSV's CRLF record ends are the file's, not a newline translation's.
         written = (tmp_path / output.name).read_bytes().decode("utf-8")
         assert written == output.text(report)
-    assert json.loads(render_json(report))["rankings_disagree"] is True
+    assert json.loads("".join(json_chunks(report)))["rankings_disagree"] is True
 
 
 @pytest.mark.parametrize("shown", [True, False])

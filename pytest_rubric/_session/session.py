@@ -21,14 +21,13 @@ the outputs, is here.
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .._config.settings import Settings
-from .._errors import RubricWarning
+from .._config.options import read_settings
+from .._guards.outgoing import warn
 from .._results import Outcome, Verdict
 from . import heap
 from .auditing import Audit
@@ -38,7 +37,7 @@ from .items import is_rubric_item
 from .judge_recordings import JudgeRecordings
 from .judging import Judging, every
 from .results import Results
-from .xdist import worker_count
+from .xdist import Role
 
 if TYPE_CHECKING:
     # Imported where used: plain pytest runs load no grading or report code.
@@ -71,18 +70,39 @@ class RubricSession:
         self.config = config
         self._started = time.time()  # for the JSON's run: when, and how long (monotonic)
         self._clock = time.monotonic()
-        self.settings = settings = Settings.from_config(config)
+        self.settings = settings = read_settings(config)
+        self.role = role = Role.of(config)
         self.dry_run = _dry_run(config)
         # This process's share of --rubric-max-cost: one for the judge and the model.
-        budget = settings.cost.budget(share=worker_count(config))
-        self.caches = Caches(config, settings)
-        self.results = Results(config, settings)
-        self.inputs = Inputs(config, settings, caches=self.caches, budget=budget)
-        self.judging = Judging(
-            config, settings, caches=self.caches, budget=budget, dry_run=self.dry_run
+        budget = settings.cost.budget(share=role.workers)
+        # One cache warning per run: under xdist the controller opens the cache too
+        # (Judging.start) and reports it; the workers, which find the same file, do not.
+        config_warning = config.issue_config_time_warning if role.reports else None
+        self.caches = Caches(
+            cache_dir=settings.cache_dir,
+            cache_mode=settings.cache_mode,
+            response_cache_mode=settings.response_cache_mode,
+            recordings_dir=settings.recordings_dir,
+            config_warning=config_warning,
         )
-        self.audit = Audit(config, settings, judging=self.judging, dry_run=self.dry_run)
-        self.recordings = JudgeRecordings(config, settings, caches=self.caches)
+        self.results = Results(
+            config, role, baseline=settings.baseline_path, show_response=settings.show_response
+        )
+        self.inputs = Inputs(config, settings, role, caches=self.caches, budget=budget)
+        self.judging = Judging(
+            settings, role, caches=self.caches, budget=budget, dry_run=self.dry_run
+        )
+        self.audit = Audit(
+            role,
+            judging=self.judging,
+            dry_run=self.dry_run,
+            probe=settings.judge_probe,
+            probe_kinds=settings.probe_kinds,
+            min_kappa=settings.min_kappa,
+        )
+        self.recordings = JudgeRecordings(
+            config, caches=self.caches, prune=settings.recordings_prune
+        )
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         # Outputs that could not be written (shown as error lines at the end; see outputs)
         self.unwritten: list[Unwritten] = []
@@ -112,12 +132,12 @@ class RubricSession:
                     item.add_marker(skip)
         self.audit.plan_probe(items)
         self.audit.start_calibration()
-        if not hasattr(self.config, "workerinput"):  # a worker schedules what it is handed
+        if self.role.reports:  # a worker schedules what it is handed
             self.judging.schedule_items(items)
         if not self.dry_run and any(is_rubric_item(i) for i in items):
-            if self.config.getini("rubric_fast_exit"):
+            if self.settings.fast_exit:
                 heap.arrange_fast_exit()  # idempotent: pytester runs many sessions in a process
-            if self.config.getini("rubric_gc_freeze") and not self._frozen:
+            if self.settings.gc_freeze and not self._frozen:
                 heap.freeze_collected()
                 self._frozen = True
 
@@ -298,7 +318,7 @@ class RubricSession:
                 {k: v for k, v in settings.flip_limits.items() if k != "tone"} if gates else None
             ),
             min_kappa=settings.min_kappa if gates else None,
-            calibration=[c.to_dict() for c in self.audit.calibrations()],
+            calibration=self.audit.calibrations(),
             responses_replayed=(tally.replayed, tally.asked),
             show_response=settings.show_response,
             run=self.run_info(complete=complete) if gates else None,
@@ -334,7 +354,7 @@ class RubricSession:
         """The controller's end of the run: apply the gates, write every output."""
         if self.dry_run:
             return
-        if not hasattr(self.config, "workerinput"):  # the workers' share came as data
+        if self.role.reports:  # the workers' share came as data
             self.recordings.collection_errors += self.inputs.collection_errors
             self.recordings.finish()
         # Ctrl-C (pytest's INTERRUPTED; a collection that stopped too): the results are a
@@ -352,7 +372,7 @@ class RubricSession:
             skipped: list[str] = []
             self.report = with_trend(self.report, history, skipped=skipped)
             if skipped:
-                warnings.warn(RubricWarning(skipped_warning(history, skipped)), stacklevel=1)
+                warn(skipped_warning(history, skipped))
         self.unwritten += write_outputs(self.report, self.settings.output_paths)
         if history is not None and self.report.shown:
             from .._report.history import HistoryError, append
@@ -360,7 +380,7 @@ class RubricSession:
             try:
                 append(history, self.report)
             except HistoryError as exc:  # never a lost run: its outputs are written already
-                warnings.warn(RubricWarning(str(exc)), stacklevel=1)
+                warn(str(exc))
 
     # --- the end --------------------------------------------------------------------------------
 

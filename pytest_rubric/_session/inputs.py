@@ -4,7 +4,6 @@ application's tally) and the grader that compiles rubrics."""
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,10 +12,10 @@ import pytest
 
 from .._config.settings import Settings
 from .._defaults import ResponseTally, is_rubric_file, named
-from .._errors import RubricWarning
-from .._guards.outgoing import outgoing
+from .._guards.outgoing import warn
 from .caches import Caches
 from .response_dirs import ResponseDir, ResponseDirs
+from .xdist import Role
 
 if TYPE_CHECKING:
     from .._grade.grader import Grader
@@ -34,14 +33,16 @@ class Inputs:
         self,
         config: pytest.Config,
         settings: Settings,
+        role: Role,
         *,
         caches: Caches,
         budget: Budget | None,
     ) -> None:
         self._config = config
         self._settings = settings
+        self._role = role
         self.caches = caches
-        self.responses = ResponseDirs(config)  # the response folders, read once
+        self.responses = ResponseDirs(config, role)  # the response folders, read once
         self.tally = ResponseTally()  # the application's answers: asked, replayed
         self.collection_errors = 0  # rubric files that failed to load
         # Rubric files (node ids) whose targets the command line's subjects replaced, and
@@ -93,7 +94,7 @@ class Inputs:
     def check_dirs(self) -> None:
         """Warn about a rubric directory that holds no rubric file but YAML or JSON files:
         most likely rubric files named without the pattern, which collect nothing."""
-        if hasattr(self._config, "workerinput"):  # the controller warns, once
+        if not self._role.reports:  # the controller warns, once
             return
         settings = self._settings
         for directory in settings.dirs:
@@ -110,11 +111,7 @@ class Inputs:
                 f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini "
                 "rubric_file_patterns"
             )
-            # Attributed to the user's file, not a line of the plugin; line 0, so pytest
-            # echoes no line of it (the message says where).
-            warnings.warn_explicit(
-                RubricWarning(outgoing(message)), RubricWarning, filename=str(found), lineno=0
-            )
+            warn(message)  # the message says where; no line of the file is echoed
 
 
 def _live_models(settings: Settings, budget: Budget | None) -> dict[str, LiveModel]:
@@ -124,7 +121,7 @@ def _live_models(settings: Settings, budget: Budget | None) -> dict[str, LiveMod
     if not settings.models:
         return models
     from .._grade.sources import LiveModel
-    from .._llm.providers import JudgeSpec
+    from .._llm.providers import ModelSpec
 
     targets = {
         name or value.rpartition(":")[2]: given
@@ -134,7 +131,7 @@ def _live_models(settings: Settings, budget: Budget | None) -> dict[str, LiveMod
     for given in settings.models:
         name, value = named(given)
         try:
-            spec = JudgeSpec.parse(value)
+            spec = ModelSpec.parse(value)
             subject = name or spec.model
             if subject in targets:
                 raise ValueError(

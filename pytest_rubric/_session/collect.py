@@ -56,7 +56,7 @@ class RubricFile(pytest.File):
     def collect(self) -> Iterator[RubricItem]:
         session = self.rubric_session
         try:
-            with paused(enabled=self.config.getini("rubric_gc_pause")):
+            with paused(enabled=session.settings.gc_pause):
                 loaded = load_suite(self.path, added=added_criterion_types(self))
                 items = list(self._items(loaded))
             session.audit.add_calibration(self.nodeid, loaded.name, loaded.calibration)

@@ -15,7 +15,6 @@ from urllib.parse import unquote
 
 import pytest
 
-from .._config.settings import Settings
 from .caches import Caches
 from .items import is_rubric_item
 
@@ -28,9 +27,9 @@ __all__ = ["JudgeRecordings"]
 class JudgeRecordings:
     """What the run did with the recordings folder, and the line the summary shows."""
 
-    def __init__(self, config: pytest.Config, settings: Settings, *, caches: Caches) -> None:
+    def __init__(self, config: pytest.Config, *, caches: Caches, prune: bool) -> None:
         self._config = config
-        self._settings = settings
+        self._prune = prune  # --rubric-recordings-prune
         self._caches = caches
         self.cases: set[str] = set()  # the recording files of the collected cases
         self.files: set[str] = set()  # the collected rubric files' node ids
@@ -106,7 +105,7 @@ class JudgeRecordings:
             unused.update(store.orphans(self.cases, self.files))
             unused.update(self._gone(store))
         count = sum(len(keys) for keys in unused.values())
-        if self._settings.recordings_prune:
+        if self._prune:
             if selection is not None:
                 self.line = (
                     f"recordings: not pruned: this run was a selection ({selection}); prune "

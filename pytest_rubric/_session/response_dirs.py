@@ -3,7 +3,7 @@ read once and shared by every rubric file, and what none of the collected cases 
 
 from __future__ import annotations
 
-import warnings
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .._errors import Problem, RubricWarning
+from .._errors import Problem
+from .._guards.outgoing import warn
+from .xdist import Role
 
 if TYPE_CHECKING:
     from .._load.responses import ResponseFile
@@ -33,8 +35,9 @@ class ResponseDir:
 class ResponseDirs:
     """Every response folder the session has read, by path."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, role: Role) -> None:
         self.config = config
+        self._role = role
         self._dirs: dict[Path, ResponseDir] = {}
 
     def get(self, directory: Path) -> ResponseDir:
@@ -75,23 +78,21 @@ class ResponseDirs:
 
         Every xdist worker collects the same cases: only the first one warns.
         """
-        workerinput = getattr(self.config, "workerinput", None)
-        if workerinput is not None and workerinput.get("workerid") != "gw0":
+        if not self._role.first:
             return
         if self._narrowed():
             return  # the other cases exist; this run just did not ask for them
+        here = self.config.invocation_params.dir
         for loaded in self._dirs.values():
             for response_file in loaded.files:
                 for case_id, (_, line) in response_file.entries.items():
                     if (response_file.subject, case_id) not in loaded.used:
-                        warnings.warn_explicit(
-                            RubricWarning(
-                                f"the response of subject {response_file.subject!r} for case "
-                                f"{case_id!r} matches no collected case; fix its id or remove the line"
-                            ),
-                            category=RubricWarning,
-                            filename=str(response_file.path),
-                            lineno=line,
+                        # Where, in the text: pytest would echo the line (a key, 30 MB).
+                        shown = os.path.relpath(response_file.path, here)
+                        warn(
+                            f"the response of subject {response_file.subject!r} for case "
+                            f"{case_id!r} matches no collected case; fix its id or remove the line",
+                            where=f"{shown}:{line}",
                         )
 
     def _narrowed(self) -> bool:

@@ -2,23 +2,24 @@
 the probes planned over the collected items (the measures are ``_report.calibration`` and
 ``_report.audit``).
 
-:class:`Audit` asks the judge through :class:`~pytest_rubric._pytest.judging.Judging`;
+:class:`Audit` asks the judge through :class:`~pytest_rubric._session.judging.Judging`;
 the judge knows nothing of it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .._config.settings import Settings
 from .._llm.recordings import CALIBRATION, location
 from .._results import Verdict
 from ..judge.requests import JudgeKey, JudgeRequest
 from .items import is_rubric_item
 from .judging import Judging
+from .xdist import Role
 
 if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
@@ -33,10 +34,19 @@ class Audit:
     """Calibration against the suite's labels, and the probes of the judge's biases."""
 
     def __init__(
-        self, config: pytest.Config, settings: Settings, *, judging: Judging, dry_run: bool
+        self,
+        role: Role,
+        *,
+        judging: Judging,
+        dry_run: bool,
+        probe: int,
+        probe_kinds: tuple[str, ...],
+        min_kappa: float | None,
     ) -> None:
-        self._config = config
-        self._settings = settings
+        self._probe = probe  # --rubric-judge-probe N
+        self._probe_kinds = probe_kinds  # --rubric-judge-probe-kinds
+        self._min_kappa = min_kappa  # --rubric-judge-min-kappa
+        self._role = role
         self._judging = judging
         self._dry_run = dry_run
         self.probe_plan: dict[str, tuple[str, ...]] = {}  # node id -> criteria the probe judges
@@ -84,10 +94,8 @@ class Audit:
 
     @property
     def _grades_calibration(self) -> bool:
-        workerinput = getattr(self._config, "workerinput", None)
-        if workerinput is None or self._settings.min_kappa is not None:
-            return True
-        return bool(workerinput.get("workerid") == "gw0")
+        # Every worker measures the same figures; with a kappa gate each needs them itself.
+        return self._role.first or self._min_kappa is not None
 
     def calibration_of(self, file_id: str) -> Calibration | None:
         """The judge's agreement with a rubric file's labels (waiting for its grades)."""
@@ -116,7 +124,7 @@ class Audit:
         return [self._calibrated[f] for f in sorted(self._calibrated)]
 
     def worker_calibrations(self) -> dict[str, Any]:
-        return {f: c.to_dict() for f, c in self._calibrated.items()}
+        return {f: asdict(c) for f, c in self._calibrated.items()}
 
     def add_calibrations(self, measured: dict[str, Any]) -> None:
         """Keep the first calibration figures of each rubric file an xdist worker sends
@@ -124,12 +132,12 @@ class Audit:
         from .._report.calibration import Calibration
 
         for file_id, entry in measured.items():
-            self._calibrated.setdefault(file_id, Calibration.from_dict(entry))
+            self._calibrated.setdefault(file_id, Calibration(**entry))
 
     def below_min_kappa(self, key: JudgeKey) -> str | None:
         """Why the judged criteria of ``key`` are ERROR: its suite's calibration kappa is
         below ``--rubric-judge-min-kappa``; None when it is not."""
-        floor = self._settings.min_kappa
+        floor = self._min_kappa
         if floor is None:
             return None
         calibration = self.calibration_of(key.file)
@@ -155,7 +163,7 @@ class Audit:
 
         Every process collects every item, so each xdist worker makes the same choice.
         """
-        n = self._settings.judge_probe
+        n = self._probe
         if not n or not self._judging.names or self._dry_run:
             return
         from .._report.audit import probe_plan
@@ -188,7 +196,7 @@ class Audit:
         from .._grade.restyle import restyle
 
         key, response = request.key, request.response
-        kinds = self._settings.probe_kinds
+        kinds = self._probe_kinds
         probes: list[tuple[str, JudgeRequest]] = []
         if "tone" in kinds:
             probes += [

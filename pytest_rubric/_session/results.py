@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from .._config.settings import Settings
 from .._guards.outgoing import outgoing
 from .._results import CaseResult
 from .items import JUNIT_PROPERTIES
+from .xdist import Role
 
 __all__ = ["Results"]
 
@@ -19,9 +19,11 @@ __all__ = ["Results"]
 class Results:
     """Every result of the run, by node id, each item's from its last attempt."""
 
-    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+    def __init__(
+        self, config: pytest.Config, role: Role, *, baseline: Path | None, show_response: int
+    ) -> None:
         self._config = config
-        self._settings = settings
+        self._show_response = show_response  # ini rubric_show_response
         # By node id, the results of the item's last attempt only: an item run again
         # (pytest-rerunfailures) counts once, as its last attempt went.
         self._by_node: dict[str, list[CaseResult]] = {}
@@ -32,18 +34,18 @@ class Results:
         self.rubric_items_ran = False
         self.assert_subjects = False  # assert_rubric graded with subject=
         self.baseline: list[CaseResult] | None = None
-        if settings.baseline_path is not None:
-            from .._render.json import DocumentError, read_document
+        if baseline is not None:
+            from .._report.document import DocumentError, read_document
 
             try:
-                self.baseline = read_document(settings.baseline_path)
+                self.baseline = read_document(baseline)
             except DocumentError as exc:
                 raise pytest.UsageError(f"--rubric-baseline: {exc}") from None
             moved = _rootdir_moved(config)
-            if moved is not None and not hasattr(config, "workerinput"):
-                from .._errors import RubricWarning
+            if moved is not None and role.reports:
+                from .._guards.outgoing import rubric_warning
 
-                config.issue_config_time_warning(RubricWarning(outgoing(moved)), stacklevel=2)
+                config.issue_config_time_warning(rubric_warning(moved), stacklevel=2)
 
     @property
     def all(self) -> list[CaseResult]:
@@ -103,7 +105,7 @@ class Results:
         from .._render.table import answer_lines
         from .junit import write_system_out
 
-        show = self._settings.show_response
+        show = self._show_response
         text = "\n".join(
             line
             for result in getattr(report, "rubric_results", ())

@@ -19,14 +19,14 @@ from .._results import Outcome, Verdict
 from ..judge.requests import JudgeKey, JudgeRequest
 from .caches import Caches
 from .items import is_rubric_item
-from .xdist import is_xdist_controller, worker_count
+from .xdist import Role
 
 if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
     from .._grade.grader import CompiledRubric
-    from .._llm.base import Judged, JudgeStats
+    from .._llm.base import CallStats, Judged
     from .._llm.cost import Budget, Price
-    from .._llm.providers import JudgeSpec
+    from .._llm.providers import ModelSpec
     from .._report.report import Note
     from .._report.run import RunJudge
     from .._trace import Passage
@@ -75,15 +75,15 @@ class Judging:
 
     def __init__(
         self,
-        config: pytest.Config,
         settings: Settings,
+        role: Role,
         *,
         caches: Caches,
         budget: Budget | None,
         dry_run: bool,
     ) -> None:
-        self._config = config
         self._settings = settings
+        self._role = role
         self._caches = caches
         self._budget = budget
         self._dry_run = dry_run
@@ -94,7 +94,7 @@ class Judging:
         # judged items are then skipped, or errors with --rubric-require-judge.
         self.unavailable: str | None = None
         self.run_judges: tuple[RunJudge, ...] = ()  # the same judges, for the JSON's run
-        self.usage: dict[str, JudgeStats] = {}  # every judge's, by name
+        self.usage: dict[str, CallStats] = {}  # every judge's, by name
         self.prices: dict[str, Price | None] = {}  # every judge's, by name
         self._scheduled: set[str] = set()  # node ids whose judging was started
         self._guidance: dict[str, Guidance] = {}  # file id -> judge_instructions, judge_examples
@@ -104,10 +104,10 @@ class Judging:
     def start(self, custom: object | None) -> None:
         """Set up the judge: the hook's object, else ``--rubric-judge`` / ini / ``RUBRIC_JUDGE``
         (given more than once: a panel, see ``judge.panel``)."""
-        from .._llm.providers import JudgeSpec, read_key
+        from .._llm.providers import ModelSpec, read_key
 
         settings = self._settings
-        specs: list[JudgeSpec] = []
+        specs: list[ModelSpec] = []
         if custom is not None:
             if not callable(getattr(custom, "complete", None)):
                 raise pytest.UsageError(
@@ -119,7 +119,7 @@ class Judging:
             flag = settings.judge_source == "--rubric-judge"
             try:
                 specs = [
-                    JudgeSpec.parse(judge, url=settings.judge_url) for judge in settings.judges
+                    ModelSpec.parse(judge, url=settings.judge_url) for judge in settings.judges
                 ]
             except ValueError as exc:
                 raise pytest.UsageError(f"{settings.judge_source}: {exc}") from None
@@ -144,12 +144,12 @@ class Judging:
             _check_batch(specs)
         self.names = tuple(names)
         self._price(specs, names)
-        if is_xdist_controller(self._config):
+        if self._role.hands_out:
             # The workers judge; the controller adds up their usage. It skips the
             # client, its event loop and the httpx import (workers start sooner).
-            from .._llm.base import JudgeStats
+            from .._llm.base import CallStats
 
-            self.usage = {name: JudgeStats() for name in names}
+            self.usage = {name: CallStats() for name in names}
             self._caches.judge()  # only to check it: a broken cache is reported once, from here
             return
         clients: list[Any] = [custom]  # its `complete` was checked above
@@ -189,7 +189,7 @@ class Judging:
 
         settings = self._settings
         # The bound is for the whole run: xdist workers share it (and a panel's judges).
-        concurrency = max(1, settings.concurrency // (worker_count(self._config) * len(clients)))
+        concurrency = max(1, settings.concurrency // (self._role.workers * len(clients)))
         runners = [
             JudgeRunner(
                 client,
@@ -209,7 +209,7 @@ class Judging:
             for client, name in zip(clients, names, strict=True)
         ]
         if settings.judge_batch:
-            from .._llm.batch_queue import BatchQueue
+            from .._llm.batch import BatchQueue
 
             for runner in runners:
                 runner.transport.batch = BatchQueue(
@@ -358,7 +358,7 @@ class Judging:
             self.runner.close()
 
 
-def _check_batch(specs: Sequence[JudgeSpec]) -> None:
+def _check_batch(specs: Sequence[ModelSpec]) -> None:
     """``--rubric-judge-batch`` needs a provider with a batch API: a usage error otherwise."""
     from .._llm.batch import BATCH_PROVIDERS
 

@@ -24,7 +24,7 @@ JUNIT_PROPERTIES = frozenset(
         "rubric_failed_criteria",
     }
 )
-"""The names of the JUnit properties a result gives (``_pytest.recording.junit_properties``)."""
+"""The names of the JUnit properties a result gives (``_session.recording.junit_properties``)."""
 
 RESULTS_KEY = pytest.StashKey[list["Recorded"]]()
 """Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""
@@ -43,7 +43,7 @@ it: it is bound to its node, as syrupy's ``snapshot`` is."""
 
 
 class RubricItemView(Protocol):
-    """What the session reads of a rubric item (``_pytest.collect.RubricItem``), named here so that
+    """What the session reads of a rubric item (``_session.collect.RubricItem``), named here so that
     nothing before collection imports the collector."""
 
     nodeid: str
@@ -54,5 +54,5 @@ class RubricItemView(Protocol):
 def is_rubric_item(item: pytest.Item) -> TypeGuard[RubricItemView]:
     """Whether ``item`` is a rubric item, without importing the collector for the asking:
     until a rubric file was collected there is none."""
-    collect = sys.modules.get("pytest_rubric._pytest.collect")
+    collect = sys.modules.get("pytest_rubric._session.collect")
     return collect is not None and isinstance(item, collect.RubricItem)

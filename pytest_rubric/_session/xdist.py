@@ -1,5 +1,9 @@
 """Everything the plugin does for pytest-xdist, on its public interfaces only.
 
+:class:`Role` says which process this is (a worker, which one, the controller, a
+run without xdist); every part of the session that acts differently under xdist
+asks it, built once by the session, and nothing else reads ``workerinput``.
+
 :func:`register` adds these hooks when pytest-xdist is present, and only
 the ones the process needs, the way pytest's junitxml registers its writer
 only where ``config.workerinput`` is absent:
@@ -27,22 +31,24 @@ could judge an item another worker runs, and pay for it twice.
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pytest
 
 __all__ = [
     "ControllerHooks",
+    "Role",
     "WorkerHooks",
-    "is_xdist_controller",
     "register",
     "unregister",
-    "worker_count",
 ]
 
 
 class RubricSession(Protocol):
-    """What these hooks need of ``_pytest.session.RubricSession``."""
+    """What these hooks need of ``_session.session.RubricSession``."""
+
+    role: Role
 
     def schedule_items(self, items: Iterable[pytest.Item]) -> None: ...
     def worker_stats(self) -> dict[str, Any] | None: ...
@@ -57,26 +63,46 @@ WHOLE_FILES_KEY = "rubric_whole_files"
 _WHOLE_FILE_MODES = frozenset({"loadfile", "loadscope"})
 
 
-def is_xdist_controller(config: pytest.Config) -> bool:
-    """Whether this process hands the items to xdist workers and runs none itself."""
-    return (
-        not hasattr(config, "workerinput")
-        and bool(getattr(config.option, "numprocesses", None))
-        and getattr(config.option, "dist", "no") != "no"
-    )
+@dataclass(frozen=True, slots=True)
+class Role:
+    """This process's part in the run, read once from xdist's public facts
+    (``config.workerinput``, ``-n`` and ``--dist``): every decision that depends on
+    pytest-xdist asks it; no other module reads ``workerinput``."""
 
+    worker_id: str | None = None  # gw0, gw1, ...: an xdist worker; None: not a worker
+    workers: int = 1  # the processes that share the run's judge bound and --rubric-max-cost
+    hands_out: bool = False  # an xdist controller: hands the items to workers, runs none
+    whole_files: bool = False  # a worker handed whole files (--dist loadfile, loadscope)
 
-def worker_count(config: pytest.Config) -> int:
-    """How many processes share the run's judge bound (1 outside xdist)."""
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is None:
-        return 1
-    return max(1, int(workerinput.get("workercount") or 1))
+    @classmethod
+    def of(cls, config: pytest.Config) -> Role:
+        workerinput = getattr(config, "workerinput", None)
+        if workerinput is not None:
+            return cls(
+                worker_id=str(workerinput.get("workerid")),
+                workers=max(1, int(workerinput.get("workercount") or 1)),
+                whole_files=bool(workerinput.get(WHOLE_FILES_KEY)),
+            )
+        option = config.option
+        dist = getattr(option, "dist", "no")
+        return cls(hands_out=bool(getattr(option, "numprocesses", None)) and dist != "no")
+
+    @property
+    def reports(self) -> bool:
+        """Warns for the run, schedules its items and reports: the controller, or a run
+        without xdist (a worker's results and usage travel to the controller)."""
+        return self.worker_id is None
+
+    @property
+    def first(self) -> bool:
+        """Does what every worker would do alike once for the run (a warning on the
+        responses they all read, grading the calibration): no worker, or gw0."""
+        return self.worker_id in (None, "gw0")
 
 
 def register(config: pytest.Config, state: RubricSession) -> None:
     """Register the hooks this process needs; none when pytest-xdist is not installed."""
-    if hasattr(config, "workerinput"):
+    if not state.role.reports:
         config.pluginmanager.register(WorkerHooks(state), "rubric-xdist-worker")
     elif config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(ControllerHooks(state), "rubric-xdist-controller")
@@ -105,7 +131,7 @@ class WorkerHooks:
         """The items this worker is known to run from ``item`` on, ``item`` first."""
         ahead = [item] if nextitem is None else [item, nextitem]
         if self._by_file is None:
-            whole_files = getattr(item.config, "workerinput", {}).get(WHOLE_FILES_KEY)
+            whole_files = self.state.role.whole_files
             self._by_file = _by_file(item.session.items) if whole_files else {}
         if self._by_file:
             for known in list(ahead):
