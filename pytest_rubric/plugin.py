@@ -383,6 +383,8 @@ class _ReportHooks:
             terminalreporter.section("rubric summary")
             for line in terminal_lines(report):
                 terminalreporter.line(outgoing(line.text), **line.markup)
+        for unwritten in self.state.unwritten:  # one error line each; the run went on
+            terminalreporter.write_line(f"rubric: ERROR {unwritten.line}", red=True, bold=True)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.state.finish(session)
@@ -394,10 +396,8 @@ class _ReportHooks:
             tbstyle=session.config.option.tbstyle,
         )
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        for unwritten in self.state.unwritten:  # one error line each; the run goes on
-            if reporter is not None:
-                reporter.write_line(f"rubric: ERROR {unwritten.line}", red=True, bold=True)
-            else:
+        if reporter is None:  # else the terminal summary says it (it comes after this)
+            for unwritten in self.state.unwritten:
                 sys.stderr.write(f"rubric: ERROR {unwritten.line}\n")
         if slow is not None and reporter is not None and self.state.results.rubric_items_ran:
             reporter.write_line(slow.text, **slow.markup)

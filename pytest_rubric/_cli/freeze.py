@@ -113,6 +113,12 @@ def run_collect(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    from .._config.outputs import unwritable
+
+    for path in paths.values():  # before any answer is asked for (they may cost)
+        if (why := unwritable(path)) is not None:
+            print(f"pytest-rubric collect: error: cannot write {path}: {why}", file=sys.stderr)
+            return EXIT_USAGE
     suite_of: dict[str, str] = {}  # a responses file holds one case per id
     for loaded in suites:
         for case in loaded.suite.cases:
@@ -143,10 +149,18 @@ def run_collect(args: argparse.Namespace) -> int:
                     }
                     for answer in answers
                 ]
-    args.out.mkdir(parents=True, exist_ok=True)
     for subject in subjects:
         text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in subject.rows)
-        paths[subject.name].write_text(text, encoding="utf-8")
+        try:
+            paths[subject.name].write_text(text, encoding="utf-8")
+        except OSError as exc:  # a full disk, say: the others are still written
+            print(
+                f"pytest-rubric collect: error: cannot write {paths[subject.name]}: "
+                f"{exc.strerror or type(exc).__name__}",
+                file=sys.stderr,
+            )
+            subject.failed.append(f"{paths[subject.name]} was not written")
+            continue
         print(f"{paths[subject.name]}: {len(subject.rows)} answer(s) of {subject.given}")
         for failure in subject.failed:
             print(f"pytest-rubric collect: not written: {failure}", file=sys.stderr)

@@ -6,12 +6,17 @@ a function with the ``question: str`` signature), prints the ini lines to add, a
 overwrites a file. The example never calls a function its module lacks: when
 ``evals/targets.py`` exists without an ``answer``, the example's target goes to a new
 ``evals/example_targets.py``, and the rubric file names that.
+
+A folder it cannot write in (``evals`` is a file, or a symlink out of ``DIR``; a place the
+system refuses) ends it with one error line naming the path and the reason, exit status 2,
+and nothing written outside ``DIR``.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import sys
 from pathlib import Path
 
 __all__ = ["EXAMPLE", "TARGETS", "add_command", "run"]
@@ -104,10 +109,49 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
 
 
+class _Refused(Exception):
+    """A path ``init`` cannot write; the message names it and says why."""
+
+
 def run(args: argparse.Namespace) -> int:
-    """Write what is missing; the exit status (0)."""
-    evals = args.dir / "evals"
-    evals.mkdir(parents=True, exist_ok=True)
+    """Write what is missing; the exit status (0, or 2 when a path cannot be written)."""
+    try:
+        return _init(args.dir)
+    except _Refused as exc:
+        from .._guards.outgoing import outgoing
+
+        print(f"pytest-rubric init: error: {outgoing(str(exc))}", file=sys.stderr)
+        return 2
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def _folder(directory: Path) -> Path:
+    """``directory/evals``, made if missing: a real folder inside ``directory``, or
+    :class:`_Refused`."""
+    evals = directory / "evals"
+    try:
+        root = directory.resolve()
+        if evals.is_symlink() and not evals.resolve().is_relative_to(root):
+            raise _Refused(
+                f"{evals} is a symlink to {evals.resolve()}, outside {directory}; init writes "
+                "only inside the project: remove the link, or give another DIR"
+            )
+        if evals.exists() and not evals.is_dir():
+            raise _Refused(
+                f"{evals} is a file where the evals folder goes; move it, or give another DIR"
+            )
+        evals.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        where = exc.filename if exc.filename is not None else evals
+        raise _Refused(f"cannot make {evals} ({where}: {_why(exc)})") from None
+    return evals
+
+
+def _init(directory: Path) -> int:
+    evals = _folder(directory)
     module, write_targets = _target_module(evals)
     example = EXAMPLE
     if module is None:
@@ -131,8 +175,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             with path.open("x", encoding="utf-8") as file:  # "x": never over an existing file
                 file.write(text)
-        except FileExistsError:
+        except FileExistsError:  # a file, a folder or a symlink (never followed)
             print(f"kept {path} (it exists; nothing was written over it)")
+        except OSError as exc:
+            raise _Refused(f"cannot write {path}: {_why(exc)}") from None
         else:
             print(f"wrote {path}")
     if module != "targets" and (evals / "targets.py").exists():
@@ -157,7 +203,7 @@ def _target_module(evals: Path) -> tuple[str | None, bool]:
     exists without an ``answer``, then ``example_targets`` likewise, else none."""
     for module in ("targets", "example_targets"):
         path = evals / f"{module}.py"
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():  # a dangling link is there too
             return module, True
         if _defines(path, "answer"):
             return module, False
@@ -165,10 +211,15 @@ def _target_module(evals: Path) -> tuple[str | None, bool]:
 
 
 def _defines(path: Path, name: str) -> bool:
-    """Whether the module at ``path`` defines ``name`` at its top level (read, not run)."""
+    """Whether the module at ``path`` defines ``name`` at its top level (read, not run; a
+    symlink out of the folder, or what is not a regular file, is never read)."""
+    from .._guards.limits import NotRegular, read_text
+
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        if path.is_symlink() and not path.resolve().is_relative_to(path.parent.resolve()):
+            return False
+        tree = ast.parse(read_text(path))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError, NotRegular):
         return False
     names: set[str] = set()
     for node in tree.body:

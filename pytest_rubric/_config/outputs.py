@@ -122,6 +122,7 @@ def unwritable(path: Path) -> str | None:
     if path.is_dir():
         return os.strerror(errno.EISDIR)
     try:
+        _no_fifo(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         existed = path.exists()
         with path.open("a", encoding="utf-8"):
@@ -133,7 +134,15 @@ def unwritable(path: Path) -> str | None:
     return None
 
 
+def _no_fifo(path: Path) -> None:
+    """Raise :class:`OSError` when ``path`` is a FIFO: opened to write, it would wait for a
+    reader forever (a device such as /dev/null is written as a file is)."""
+    if path.is_fifo():
+        raise OSError(errno.ENXIO, "a FIFO, which would wait for a reader", str(path))
+
+
 def _write(path: Path, parts: Iterable[str], mode: str = "w") -> None:
+    _no_fifo(path)
     if mode == "w":
         path.parent.mkdir(parents=True, exist_ok=True)
     with path.open(mode, encoding="utf-8") as out:

@@ -112,7 +112,7 @@ class UserCodeError(Exception):
 
 
 PRINT_BOUND = 1.0  # seconds an exception's str and repr may take, at most
-_CHAIN = 32  # the chained exceptions (causes, contexts) looked at, at most
+_CHAIN = 32  # the linked exceptions (causes, contexts, a group's) looked at, at most
 
 
 def _printed(raised: BaseException, within: float) -> tuple[str | None, bool]:
@@ -129,13 +129,16 @@ def _printed(raised: BaseException, within: float) -> tuple[str | None, bool]:
         except BaseException:  # any: a str that exits does not print either
             return
         text.append(printed)
-        seen, link = {id(raised)}, _chained(raised)
+        seen, todo = {id(raised)}, _linked(raised)
         try:
-            while link is not None and id(link) not in seen and len(seen) < _CHAIN:
+            while todo and len(seen) < _CHAIN:
+                link = todo.pop()
+                if id(link) in seen:
+                    continue
                 seen.add(id(link))
                 str(link)
                 repr(link)
-                link = _chained(link)
+                todo += _linked(link)
         except BaseException:
             return
         chain.append(True)
@@ -146,11 +149,17 @@ def _printed(raised: BaseException, within: float) -> tuple[str | None, bool]:
     return (text[0] if text else None), bool(chain)
 
 
-def _chained(raised: BaseException) -> BaseException | None:
-    """The exception a traceback of ``raised`` shows next: its cause, or its context."""
+def _linked(raised: BaseException) -> list[BaseException]:
+    """The exceptions a traceback of ``raised`` shows with it: its cause (or its context),
+    and the members of an exception group."""
+    linked: list[BaseException] = []
     if raised.__cause__ is not None:
-        return raised.__cause__
-    return None if raised.__suppress_context__ else raised.__context__
+        linked.append(raised.__cause__)
+    elif raised.__context__ is not None and not raised.__suppress_context__:
+        linked.append(raised.__context__)
+    if isinstance(raised, BaseExceptionGroup):
+        linked += raised.exceptions[:_CHAIN]
+    return linked
 
 
 def contained(raised: BaseException, *, deadline: float | None = None) -> BaseException:

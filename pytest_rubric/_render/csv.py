@@ -16,8 +16,11 @@ redacted, URLs public, control characters shown escaped (:func:`boundary`, which
 ``_config.outputs`` applies in place of the whole-text one).
 
 Formula injection: a *text* cell (node id, suite, case, subject, criterion, type, axis,
-verdict, reason) that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return
-is written with a ``'`` in front, so a spreadsheet shows it and never runs it. A *number*
+verdict, reason) whose first character past any spaces (and invisible format characters)
+is ``=``, ``+``, ``-`` or ``@``, in any compatibility form (full-width ``＝``, small
+``﹦``), or that starts with a tab or a carriage return, is written with a ``'`` in front,
+so a spreadsheet shows it and never runs it; a cell that is a number as a whole (``-5``,
+``+1.5e3``) is left as it is. A *number*
 cell (``sample``, ``weight``, ``credit``, ``score``) is written by the plugin from a
 finite number (``-2.0``, a forbidden criterion's weight): it is not prefixed, so it
 stays a number in the spreadsheet and in ``float()``; it can hold nothing but a number,
@@ -30,6 +33,8 @@ import csv
 import io
 import itertools
 import math
+import re
+import unicodedata
 from collections.abc import Iterator
 
 from .._report.report import SessionReport
@@ -55,7 +60,6 @@ HEADER = (
     "reason",
 )
 RECORD_END = "\r\n"  # RFC 4180's; the only carriage returns in the file (see boundary)
-_FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
 def cell(text: str) -> str:
@@ -64,7 +68,24 @@ def cell(text: str) -> str:
     The outgoing boundary is applied after, cell by cell (:func:`boundary`). Nothing it
     changes can start a formula (a key becomes ``***``, a carriage return or another
     control character ``\\x..``, a URL keeps its scheme), so the prefix decided here holds."""
-    return "'" + text if text.startswith(_FORMULA) else text
+    return "'" + text if _formula(text) else text
+
+
+_STARTS = frozenset("=+-@")
+_NUMBER = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*")
+
+
+def _formula(text: str) -> bool:
+    """Whether a spreadsheet could read ``text`` as a formula (see the module docstring)."""
+    if text.startswith(("\t", "\r")):
+        return True
+    for char in text:
+        if char.isspace() or unicodedata.category(char) == "Cf":
+            continue  # a space, or a zero-width one: a spreadsheet may skip it
+        if unicodedata.normalize("NFKC", char)[:1] not in _STARTS:
+            return False
+        return _NUMBER.fullmatch(text) is None
+    return False
 
 
 _BATCH = 1000  # rows through the boundary at a time: the keys looked up once a batch

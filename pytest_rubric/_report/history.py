@@ -20,7 +20,6 @@ or which commit moved a subject.
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -83,8 +82,9 @@ def _text(data: bytes) -> str:
 
 
 def _number(value: object) -> bool:
-    """Whether a value read from the file is a finite number (SQLite keeps any type)."""
-    return type(value) in (int, float) and math.isfinite(value)  # type: ignore[arg-type]
+    """Whether a value read from the file is a number from 0 to 1, as every correctness and
+    interval bound is (SQLite keeps any type, and any number)."""
+    return type(value) in (int, float) and 0 <= value <= 1  # type: ignore[operator]
 
 
 def _wrong(started_at: object, commit: object) -> str | None:
@@ -102,7 +102,8 @@ def _wrong_subject(name: object, value: object, low: object, high: object) -> st
         return f"subject is {type(name).__name__}"
     for field, given in (("correctness", value), ("ci_low", low), ("ci_high", high)):
         if not _number(given) and (field == "correctness" or given is not None):
-            return f"{field} is {type(given).__name__}, not a finite number"
+            shown = type(given).__name__ if type(given) not in (int, float) else "out of [0, 1]"
+            return f"{field} is {shown}, not a number from 0 to 1"
     return None
 
 
@@ -120,10 +121,10 @@ def _open(path: Path) -> sqlite3.Connection:
     what = f"--rubric-history {path}"
     if path.exists() and not path.is_file():
         raise HistoryError(f"{what}: not a regular file; give the path of a .sqlite3 file")
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(path, timeout=_TIMEOUT, isolation_level=None)
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, OSError) as exc:  # OSError: a parent that cannot be made
         raise HistoryError(f"{what}: cannot open it ({exc})") from None
     db.text_factory = _text  # text that is not UTF-8 is read, never a failed query
     try:

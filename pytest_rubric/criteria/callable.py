@@ -43,9 +43,21 @@ class CallableCriterion(CriterionModel):
 
 
 _CALLABLE_CONTRACT = "return a bool, a float in [0, 1] or (value, reason)"
+
+
+class _Shown(reprlib.Repr):
+    """reprlib's bounded repr that never runs the application's own ``__repr__`` (one may
+    raise or block): an object of another class is shown by its class's name."""
+
+    def repr_instance(self, x: Any, level: int) -> str:
+        if type(x) in (float, bool, type(None), complex, bytes, bytearray):  # Python's own
+            return super().repr_instance(x, level)
+        return f"<{type(x).__name__} object>"
+
+
 # A callable may return 20 MB: its repr in a reason is built from a bounded slice
 # (the grader cuts every reason to 2,000 characters anyway).
-_REPR = reprlib.Repr()
+_REPR = _Shown()
 _REPR.maxstring = _REPR.maxother = _REPR.maxlong = 2_000
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from .._config.outputs import unwritable
 from .._errors import Problem
 from .._schema import Suite
 
@@ -98,6 +99,10 @@ def write(output: Output, directory: Path, *, force: bool = False) -> list[Path]
                     path=path,
                     hint="pass --force to overwrite it, or choose another --out",
                 )
+            )
+        elif (why := unwritable(path)) is not None:  # before any file is written
+            problems.append(
+                Problem(f"cannot be written: {why}", path=path, hint="choose another --out")
             )
     if problems:
         raise ImportFailed(problems, where="in the output")

@@ -35,10 +35,10 @@ from .._errors import Problem, RubricLoadError
 from ._common import ImportFailed, Output, validated
 from .promptfoo_cases import PARTIAL_TAG, cases_of
 from .promptfoo_config import Conversion, shown_value
+from .promptfoo_files import Budget, TooLarge
 from .promptfoo_match import Unmappable
 from .promptfoo_merge import gather_tests, merge
 from .promptfoo_read import Prompt, is_file_ref, parse_yaml, read_prompts
-from .promptfoo_render import Budget, TooLarge
 
 __all__ = ["PARTIAL_TAG", "convert"]
 

@@ -215,13 +215,9 @@ def _file_value(ctx: Conversion, ref: str) -> Any:
     path = ctx.tree.path(ref)
     suffix = path.suffix.lower()
     if suffix in (".json", ".yaml", ".yml"):
-        data = ctx.tree.document(path, ref).data
-        ctx.budget.spend_on(data)
-        return data
+        return ctx.tree.document(path, ref).data
     if suffix == ".txt":
-        text = ctx.tree.text(path, ref).strip()
-        ctx.budget.spend(text=len(text))
-        return text
+        return ctx.tree.text(path, ref).strip()
     if suffix in (".js", ".cjs", ".mjs", ".ts", ".py"):
         raise Unmappable(f"its value comes from running {ref}")
     raise Unmappable(f"{ref}: promptfoo reads assertion values from .txt, .json and .yaml files")

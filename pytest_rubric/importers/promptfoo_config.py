@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import Problem
+from .promptfoo_files import Budget
 from .promptfoo_read import Parsed, Tree
-from .promptfoo_render import Budget
 
 __all__ = ["Conversion", "Stats", "shown_value", "var_names"]
 
@@ -37,7 +37,7 @@ class Conversion:
     ) -> None:
         self.path, self.problems, self.notes = path, problems, notes
         self.budget = budget  # the whole import's, shared by every config
-        self.tree = Tree(path)
+        self.tree = Tree(path, budget)
         self.parsed = Parsed(None, {})
         self.templates: dict[str, Any] = {}
         self.stats = Stats()

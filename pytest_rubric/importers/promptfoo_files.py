@@ -7,8 +7,12 @@ only inside the config's directory tree (a path that resolves outside it, throug
 reference that cannot be read is :class:`~.promptfoo_match.Unmappable`: listed,
 never taken as literal text. A glob is walked here, not by :mod:`glob`: checked
 before any walking (no absolute pattern, no ``..``, a start inside the tree), it
-never follows a symlink, and it stops past :data:`MAX_WALKED` entries. What is read from them, prompts and tests, is
-:mod:`.promptfoo_prompts`' and :mod:`.promptfoo_read`'s.
+never follows a symlink, and it stops past :data:`MAX_WALKED` entries. What is read
+from them, prompts and tests, is :mod:`.promptfoo_prompts`' and :mod:`.promptfoo_read`'s.
+
+The whole import is bounded in total, whatever the number of tests or the size of their
+vars: what it reads, and the tests, cases and text it makes, are spent from one
+:class:`Budget` as they are made, and past a limit it stops (:class:`TooLarge`).
 """
 
 from __future__ import annotations
@@ -31,9 +35,12 @@ __all__ = [
     "CODE",
     "FILE",
     "GLOB",
+    "MAX_CASES",
     "MAX_TEXT",
     "MAX_WALKED",
+    "Budget",
     "Parsed",
+    "TooLarge",
     "Tree",
     "is_file_ref",
     "json_stringify",
@@ -47,8 +54,62 @@ CODE = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".py", ".rb")
 _YAML12_BOOLS = {"true", "false"}
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 MAX_WALKED = 100_000  # directory entries one glob may look at
-# The text a whole import may make (see promptfoo_render.Budget): no file read is larger.
+# The text a whole import may make (read, rendered, written): no file read is larger.
 MAX_TEXT = 256 * 1024 * 1024
+
+
+# The whole import: tests, and cases (each vars combination asked with each prompt), each
+# counted before it is made, and the text made for them (read from files, rendered, written
+# in cases).
+MAX_CASES = 100_000
+
+
+class TooLarge(Exception):
+    """The import passed its :class:`Budget`: it stops, and nothing is written."""
+
+
+class Budget:
+    """What the whole import may make, spent as it is made (see :data:`MAX_CASES`)."""
+
+    def __init__(self) -> None:
+        self.tests = 0
+        self.cases = 0
+        self.text = 0
+
+    def spend(self, *, tests: int = 0, cases: int = 0, text: int = 0) -> None:
+        """Count ``tests``, ``cases`` and ``text`` characters; raise :class:`TooLarge` past
+        a limit."""
+        self.tests += tests
+        self.cases += cases
+        self.text += text
+        if self.tests > MAX_CASES:  # each test makes a case at least
+            raise TooLarge(
+                f"the import reads more than {MAX_CASES:,} tests (scenarios multiply their "
+                "configs by their tests), more than a suite anyone runs"
+            )
+        if self.cases > MAX_CASES:
+            raise TooLarge(
+                f"the import makes more than {MAX_CASES:,} cases (each vars combination with "
+                "each prompt), more than a suite anyone runs"
+            )
+        if self.text > MAX_TEXT:
+            raise TooLarge(
+                f"the import makes more than {MAX_TEXT // 2**20:,} MB of text (prompts "
+                "rendered with their vars, values read from files), more than a suite holds"
+            )
+
+    def spend_on(self, value: Any) -> None:
+        """Count the text ``value`` holds (its strings, in its lists and dicts) as made."""
+        size, stack = 0, [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                size += len(item)
+            elif isinstance(item, dict):
+                stack += item.values()
+            elif isinstance(item, list | tuple):
+                stack += item
+        self.spend(text=size)
 
 
 def is_file_ref(value: Any) -> bool:
@@ -71,9 +132,10 @@ class Parsed:
 class Tree:
     """The config's directory: the only place its ``file://`` references are read from."""
 
-    def __init__(self, config: Path) -> None:
+    def __init__(self, config: Path, budget: Budget | None = None) -> None:
         self.config = config
         self.root = config.parent.resolve()
+        self.budget = Budget() if budget is None else budget  # what is read is spent
 
     def shown(self, path: Path) -> str:
         """A path as messages show it: next to the config's, as the user named that one."""
@@ -158,13 +220,15 @@ class Tree:
         try:
             if path.is_file() and path.stat().st_size > MAX_TEXT:
                 raise Unmappable(f"{ref} is larger than {MAX_TEXT // 2**20:,} MB")
-            return read_text(path)
+            text = read_text(path)
         except FileNotFoundError:
             raise Unmappable(f"{ref}: no such file") from None
         except NotRegular as exc:
             raise Unmappable(f"{ref} is {exc}, not a file") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise Unmappable(f"{ref} cannot be read ({exc})") from None
+        self.budget.spend(text=len(text))  # a file read for each test that names it counts
+        return text
 
     def document(self, path: Path, ref: str) -> Parsed:
         """A YAML or JSON file, parsed as promptfoo's js-yaml would."""

@@ -90,6 +90,7 @@ def _scenario(ctx: Conversion, s: int, scenario: Any) -> list[tuple[str, RawTest
     for c, data in enumerate(scenario["config"]):
         for t, test in enumerate(tests if isinstance(tests, list) else []):
             label = f"scenario {s + 1}, config {c + 1}, test {t + 1}"
+            ctx.budget.spend(tests=1)  # configs x tests: counted as the product is made
             if not isinstance(data, dict) or not isinstance(test, dict):
                 ctx.stats.tests += 1
                 ctx.skip(

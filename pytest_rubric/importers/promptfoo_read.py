@@ -22,6 +22,7 @@ from .promptfoo_files import (
     CODE,
     FILE,
     GLOB,
+    Budget,
     Parsed,
     Tree,
     is_file_ref,
@@ -150,6 +151,7 @@ def read_tests(value: Any, parsed: Parsed, tree: Tree) -> tuple[list[RawTest], l
         where = ("tests", i) if isinstance(value, list) else ("tests",)
         line = parsed.line(where)
         if not isinstance(item, str):
+            tree.budget.spend(tests=1)
             tests.append(RawTest(item, config, line, tree.root, True, where))
             continue
         try:
@@ -171,12 +173,13 @@ def _test_files(ref: str, tree: Tree) -> list[RawTest]:
         shown = tree.shown(path)
         suffix = path.suffix.lower()
         if suffix == ".csv":
-            found += _csv_tests(tree.text(path, shown), shown, path.parent)
+            found += _csv_tests(tree.text(path, shown), shown, path.parent, tree.budget)
         elif suffix == ".jsonl":
-            found += _jsonl_tests(tree.text(path, shown), shown, path.parent)
+            found += _jsonl_tests(tree.text(path, shown), shown, path.parent, tree.budget)
         elif suffix in (".yaml", ".yml", ".json"):
             doc = tree.document(path, shown)
             data = doc.data if isinstance(doc.data, list) else [doc.data]
+            tree.budget.spend(tests=len(data))
             found += [
                 RawTest(
                     t,
@@ -192,11 +195,12 @@ def _test_files(ref: str, tree: Tree) -> list[RawTest]:
     return found
 
 
-def _jsonl_tests(text: str, shown: str, base: Path) -> list[RawTest]:
+def _jsonl_tests(text: str, shown: str, base: Path, budget: Budget) -> list[RawTest]:
     tests: list[RawTest] = []
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
+        budget.spend(tests=1)
         try:
             tests.append(RawTest(json.loads(line), shown, number, base, False))
         except (ValueError, RecursionError) as exc:
@@ -204,7 +208,7 @@ def _jsonl_tests(text: str, shown: str, base: Path) -> list[RawTest]:
     return tests
 
 
-def _csv_tests(text: str, shown: str, base: Path) -> list[RawTest]:
+def _csv_tests(text: str, shown: str, base: Path, budget: Budget) -> list[RawTest]:
     reader = csv.reader(io.StringIO(text))
     try:
         header = [h.strip() for h in next(reader)]
@@ -219,6 +223,7 @@ def _csv_tests(text: str, shown: str, base: Path) -> list[RawTest]:
             start, end = end + 1, reader.line_num
             if not any(cell.strip() for cell in row):
                 continue
+            budget.spend(tests=1)
             cells = dict(zip(header, row + [""] * (len(header) - len(row)), strict=False))
             # promptfoo describes a row without __description as "Row #N"; here its file and
             # line say which row it is.

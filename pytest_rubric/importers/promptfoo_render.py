@@ -11,10 +11,8 @@ sets renders as empty text, as in Nunjucks; a template jinja2 cannot read or ren
 
 An imported config is untrusted input: the sandbox refuses attributes and calls
 outside plain data, a template renders at most :data:`MAX_RENDERED` characters, and its
-loops over ``range`` at most :data:`MAX_LOOPS` steps in all. The whole import, whatever
-the number of tests or the size of their vars, is held to one :class:`Budget`
-(:data:`MAX_CASES` cases, :data:`MAX_TEXT` characters of text made), spent as the text
-is made, so 3 KB of config never grows to gigabytes before it is stopped.
+loops over ``range`` at most :data:`MAX_LOOPS` steps in all. What it renders is spent
+from the whole import's :class:`~.promptfoo_files.Budget` as it is made.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import Problem
 from ._common import ImportFailed
 from .promptfoo_assert import js_string
-from .promptfoo_files import MAX_TEXT
+from .promptfoo_files import Budget
 from .promptfoo_match import Unmappable
 from .promptfoo_read import FILE, Tree, json_stringify
 
@@ -39,14 +37,10 @@ if TYPE_CHECKING:
     from jinja2.sandbox import SandboxedEnvironment
 
 __all__ = [
-    "MAX_CASES",
     "MAX_COMBINATIONS",
     "MAX_LOOPS",
     "MAX_RENDERED",
-    "MAX_TEXT",
-    "Budget",
     "Rendered",
-    "TooLarge",
     "combinations",
     "prepare",
     "render",
@@ -59,51 +53,6 @@ MAX_COMBINATIONS = 10_000
 # wrote for a model, never megabytes, and a template that loops more is not one.
 MAX_RENDERED = 1_000_000
 MAX_LOOPS = 100_000
-# The whole import: cases (each vars combination asked with each prompt, counted before it
-# is made) and the text made for them (rendered, read from files, written in cases).
-MAX_CASES = 100_000
-
-
-class TooLarge(Exception):
-    """The import passed its :class:`Budget`: it stops, and nothing is written."""
-
-
-class Budget:
-    """What the whole import may make, spent as it is made (see :data:`MAX_CASES`)."""
-
-    def __init__(self) -> None:
-        self.cases = 0
-        self.text = 0
-
-    def spend(self, *, cases: int = 0, text: int = 0) -> None:
-        """Count ``cases`` and ``text`` characters; raise :class:`TooLarge` past a limit."""
-        self.cases += cases
-        self.text += text
-        if self.cases > MAX_CASES:
-            raise TooLarge(
-                f"the import makes more than {MAX_CASES:,} cases (each vars combination with "
-                "each prompt), more than a suite anyone runs"
-            )
-        if self.text > MAX_TEXT:
-            raise TooLarge(
-                f"the import makes more than {MAX_TEXT // 2**20:,} MB of text (prompts "
-                "rendered with their vars, values read from files), more than a suite holds"
-            )
-
-    def spend_on(self, value: Any) -> None:
-        """Count the text ``value`` holds (its strings, in its lists and dicts) as made."""
-        size, stack = 0, [value]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, str):
-                size += len(item)
-            elif isinstance(item, dict):
-                stack += item.values()
-            elif isinstance(item, list | tuple):
-                stack += item
-        self.spend(text=size)
-
-
 _TEMPLATE = ("{{", "{%", "{#")
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")  # resolveVariables' own pattern
 _CODE = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".py", ".rb")
@@ -149,15 +98,10 @@ def combinations(vars_: dict[str, Any], tree: Tree, *, expand: bool) -> list[dic
 def prepare(vars_: dict[str, Any], tree: Tree, budget: Budget | None = None) -> dict[str, Any]:
     """renderPrompt's steps before Nunjucks: files read, a trailing newline dropped, and
     ``{{ other }}`` inside a var's value replaced by that var (``resolveVariables``). What
-    is read and replaced is spent from ``budget``."""
+    is replaced is spent from ``budget`` (the tree spends what it reads)."""
     ready: dict[str, Any] = {}
     for key, value in vars_.items():
-        if isinstance(value, _FileVar):
-            ready[key] = _read_var(value, tree)
-            if budget is not None:
-                budget.spend(text=len(ready[key]))
-        else:
-            ready[key] = value
+        ready[key] = _read_var(value, tree) if isinstance(value, _FileVar) else value
     for key, value in ready.items():
         if isinstance(value, str):
             ready[key] = value.removesuffix("\n")

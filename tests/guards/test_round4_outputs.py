@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_rubric._cli.merge import main as cli
 from pytest_rubric._llm.base import JudgeError
@@ -146,6 +148,16 @@ def check_raises(response, case):
 
 def check_blocks(response, case):
     raise BlocksWhenPrinted()
+
+
+class Odd:
+    def __repr__(self):
+        threading.Event().wait()
+        return "never"
+
+
+def check_returns_odd(response, case):
+    return [Odd()]
 """
 
 FIGHTING_SUITE = """
@@ -163,6 +175,7 @@ cases:
     criteria:
       - {id: raises, type: callable, function: "targets:check_raises", timeout: 2}
       - {id: blocks, type: callable, function: "targets:check_blocks", timeout: 2}
+      - {id: odd, type: callable, function: "targets:check_returns_odd", timeout: 2}
 """
 
 
@@ -183,6 +196,7 @@ def test_exceptions_that_do_not_print_are_errors_within_the_calls_bound(
             "*target targets:repr_blocks raised ValueError: the cause does not print*",
             "*targets:check_raises raised RaisesWhenPrinted: <unprintable RaisesWhenPrinted>*",
             "*targets:check_blocks raised BlocksWhenPrinted: <unprintable BlocksWhenPrinted>*",
+            "*targets:check_returns_odd returned ?<Odd object>?; *",
             # The application's traceback is still shown, to its line.
             "*in raises*",
             "*raise RaisesWhenPrinted()*",
@@ -272,18 +286,19 @@ def test_a_history_with_values_of_the_wrong_type_is_one_warning_and_those_rows_s
         db.execute("UPDATE subjects SET ci_low = x'ff00' WHERE run_id = 2")
         db.execute("UPDATE runs SET started_at = x'00' WHERE id = 3")  # bytes, not text
         db.execute("UPDATE runs SET git_commit = x'c3' WHERE id = 2")
+        db.execute("UPDATE subjects SET ci_high = 1e308 WHERE run_id = 3")  # not in [0, 1]
     db.close()
 
     result = pytester.runpytest("--rubric-history=h.sqlite3", "--rubric-html=r.html")
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(passed=2, warnings=1)
-    result.stdout.fnmatch_lines(["*--rubric-history *h.sqlite3: 4 rows with values of the wrong*"])
+    result.stdout.fnmatch_lines(["*--rubric-history *h.sqlite3: 5 rows with values of the wrong*"])
     assert "Correctness over the last" in (pytester.path / "r.html").read_text()
 
     capsys.readouterr()
     assert cli(["history", "h.sqlite3"]) == 0  # the command reads what it can
     out, err = capsys.readouterr()
-    assert err.count("warning") == 1 and "4 rows with values of the wrong type" in err
+    assert err.count("warning") == 1 and "5 rows with values of the wrong type" in err
     assert len(out.splitlines()) == 2  # runs 1 (without its subject) and 4
 
 
@@ -586,3 +601,188 @@ def test_a_poll_retry_after_below_one_second_is_one_second(
     assert status is not None and status.ended
     assert len(polls) == 5
     assert sleeps == [batch.MIN_RETRY_AFTER] * 4 == [1.0] * 4
+
+
+# --- CSV cells ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        " =1+1",
+        "\u3000=HYPERLINK(1)",  # an ideographic space first
+        "\u00a0@SUM(A1)",
+        "\u200b=1+1",  # a zero-width space first
+        "\uff1d1+1",  # full-width ＝
+        "\uff0bcmd",  # ＋
+        "\uff0d1+2",  # －
+        "\uff20SUM(A1)",  # ＠
+        "\ufe661+1",  # small ﹦
+        "  -1+2",
+        "+cmd|' /C calc'!A0",
+    ],
+)
+def test_a_cell_whose_first_visible_character_starts_a_formula_is_prefixed(text: str) -> None:
+    from pytest_rubric._render.csv import cell
+
+    assert cell(text) == "'" + text
+
+
+@pytest.mark.parametrize("text", ["-5", "+1.5e3", " -2.25 ", "-0.5", "plain", "a=b", "", "  "])
+def test_a_number_or_plain_text_is_left_as_it_is(text: str) -> None:
+    from pytest_rubric._render.csv import cell
+
+    assert cell(text) == text
+
+
+@given(st.text(st.sampled_from(" \u3000\u00a0\u200b\t"), max_size=3), st.text(max_size=8))
+def test_no_formula_start_reaches_a_spreadsheet_unprefixed(spaces: str, rest: str) -> None:
+    import unicodedata
+
+    from pytest_rubric._render.csv import cell
+
+    for start in "=+-@\uff1d\uff0b\uff0d\uff20":
+        text = spaces + start + rest
+        shown = cell(text)
+        visible = shown.lstrip(" \u3000\u00a0\u200b")
+        first = unicodedata.normalize("NFKC", visible[:1])
+        assert shown.startswith("'") or first not in "=+-@" or _is_number(text)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return text.strip().lstrip("+-")[:1].isdigit() or text.strip().lstrip("+-")[:1] == "."
+
+
+# --- init on odd paths -------------------------------------------------------------------------
+
+
+def _init(where: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    capsys.readouterr()
+    code = cli(["init", str(where)])
+    err = capsys.readouterr().err
+    return code, err
+
+
+def test_init_where_evals_is_a_file_a_symlink_out_or_unwritable_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    cases = {
+        "file": tmp_path / "file",
+        "link": tmp_path / "link",
+        "dir_is_a_file": tmp_path / "plain.txt",
+        "proc": Path("/proc/no-such-project"),
+    }
+    (cases["file"]).mkdir()
+    (cases["file"] / "evals").write_text("not a folder")
+    (cases["link"]).mkdir()
+    (cases["link"] / "evals").symlink_to(outside)
+    cases["dir_is_a_file"].write_text("a file where the project goes")
+    for name, where in cases.items():
+        code, err = _init(where, capsys)
+        assert code == 2, name
+        assert err.count("\n") == 1 and err.startswith("pytest-rubric init: error: "), err
+        assert "Traceback" not in err
+    assert list(outside.iterdir()) == []  # nothing written through the link
+
+
+def test_init_never_writes_through_a_symlinked_file_nor_reads_one_out_of_the_tree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = tmp_path / "secret.py"
+    secret.write_text("def answer(question):\n    return 'x'\n")
+    project = tmp_path / "project"
+    (project / "evals").mkdir(parents=True)
+    (project / "evals" / "example.rubric.yaml").symlink_to(tmp_path / "elsewhere.yaml")
+    (project / "evals" / "targets.py").symlink_to(secret)
+    (project / "evals" / "example_targets.py").symlink_to("/dev/zero")
+    code, err = _init(project, capsys)
+    assert code == 0, err
+    assert not (tmp_path / "elsewhere.yaml").exists()  # the dangling link was kept, not followed
+    assert secret.read_text() == "def answer(question):\n    return 'x'\n"
+
+
+def test_scenarios_that_multiply_configs_by_tests_stop_as_the_product_is_made(
+    tmp_path: Path,
+) -> None:
+    # 400 configs x 400 tests through aliases: 160,000 tests from a few hundred bytes.
+    config = (
+        "prompts: [hi]\n"
+        "configs: &c [" + ", ".join(["{vars: {x: a}}"] * 400) + "]\n"
+        "tests: &t [" + ", ".join(["{assert: [{type: contains, value: a}]}"] * 400) + "]\n"
+        "scenarios:\n  - {config: *c, tests: *t}\n"
+    )
+    message = _refused(_promptfoo(tmp_path, config))
+    assert "more than 100,000 tests" in message
+
+
+def test_a_fifo_as_an_output_is_refused_not_waited_on(
+    pytester: pytest.Pytester, team: Callable[..., None]
+) -> None:
+    import os
+
+    team(support=PASSING)
+    os.mkfifo(pytester.path / "pipe")
+    result = pytester.runpytest("--rubric-json=pipe", "--junitxml=pipe", "--rubric-csv=o.csv")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines_random(
+        [
+            "rubric: ERROR cannot write --rubric-json */pipe: a FIFO, *",
+            "rubric: ERROR cannot write --junitxml */pipe: a FIFO, *",
+        ]
+    )
+    assert (pytester.path / "o.csv").read_text().startswith("nodeid,")
+
+
+def test_an_exception_group_with_a_member_that_does_not_print_is_unprintable() -> None:
+    from pytest_rubric._guards.calls import UserCodeError, contained
+
+    group = ExceptionGroup("two", [ValueError("fine"), _Unprintable()])
+    kept = contained(group)
+    assert isinstance(kept, UserCodeError) and kept.unprintable
+    assert str(kept) == "two (2 sub-exceptions)"  # its own text still reads
+
+
+def test_import_and_collect_name_an_out_folder_they_cannot_write_and_ask_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setattr(sys, "path", list(sys.path))  # collect puts evals/ on it
+    config = _promptfoo(
+        tmp_path, "prompts: [hi]\ntests:\n  - assert: [{type: contains, value: a}]\n"
+    )
+    (tmp_path / "afile").write_text("a file where --out goes")
+    capsys.readouterr()
+    code = cli(["import", "promptfoo", str(config), "--out", str(tmp_path / "afile")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "promptfooconfig.rubric.yaml: cannot be written: " in err
+
+    evals = tmp_path / "evals"
+    evals.mkdir()
+    (evals / "r4_collected.py").write_text(
+        "CALLS = []\n\ndef answer(question):\n    CALLS.append(1)\n    return 'x'\n"
+    )
+    (evals / "s.rubric.yaml").write_text(
+        "target: r4_collected:answer\ncases:\n  - {id: q, question: hi, criteria: "
+        "[{id: c, type: any_of, any_of: [x]}]}\n"
+    )
+    code = cli(
+        [
+            "collect",
+            *("--rubric-dir", str(evals), "--target", "r4_collected:answer"),
+            *("--out", "/proc/no/out"),
+        ]
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pytest-rubric collect: error: cannot write /proc/no/out/")
+    assert err.count("\n") == 1
+    sys.modules.pop("r4_collected", None)
