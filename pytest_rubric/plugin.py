@@ -128,6 +128,8 @@ def pytest_runtest_protocol(
         return (yield)
     finally:
         CURRENT_ITEM.reset(token)
+        if is_rubric_item(item):
+            item.release()
 
 
 @pytest.hookimpl(wrapper=True)

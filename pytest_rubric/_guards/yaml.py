@@ -362,6 +362,9 @@ def stream(text: str) -> tuple[Any, Lines] | None:
         loader.dispose()
 
 
+_SHARED_TEXT = 40
+
+
 def _line(event: Any) -> int:
     """The line (from 1) an event starts on."""
     return int(event.start_mark.line) + 1
@@ -371,6 +374,9 @@ class _Stream:
     def __init__(self, loader: YamlLoader) -> None:
         self.loader = loader
         self.lines: Lines = {}
+        # Each short text once: a criterion's id, type and keys repeat in every case, and
+        # results hold them to the end of the session.
+        self.texts: dict[str, str] = {}
 
     def document(self) -> tuple[Any, Lines] | None:
         get = self.loader.get_event
@@ -440,6 +446,8 @@ class _Stream:
         if tag == _STR_TAG:
             if not event.style and text[:1] in _NUMBER_START and PLAIN_NUMBER.fullmatch(text):
                 return PlainNumber(text)
+            if len(text) <= _SHARED_TEXT:  # one object per short text: ids, types, phrases
+                return self.texts.setdefault(text, text)
             return text
         if tag == _INT_TAG and text.isdigit() and (text[0] != "0" or text == "0"):
             return int(text)
