@@ -237,11 +237,11 @@ def _parse_json(text: str, path: Path) -> _Parsed:
     return _Parsed(data, node, duplicates)
 
 
-def _parse_yaml(text: str, path: Path) -> _Parsed:
-    streamed = stream(text)
-    if (
-        streamed is not None and streamed[0] is not None
-    ):  # no node tree: composed later only if a problem needs a line
+def _parse_yaml(text: str, path: Path, *, node_tree: bool = False) -> _Parsed:
+    """``node_tree``: compose the tree whatever the text (for a caller that reads it); else a
+    plain file is streamed, its tree composed later only if a problem needs a line."""
+    streamed = None if node_tree else stream(text)
+    if streamed is not None and streamed[0] is not None:
         return _Parsed(streamed[0], None, [], streamed[1])
     loader = YamlLoader(text)
     try:
