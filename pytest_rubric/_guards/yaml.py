@@ -419,8 +419,11 @@ class _Stream:
         while not isinstance(key_event, yaml.MappingEndEvent):
             if not isinstance(key_event, yaml.ScalarEvent) or key_event.anchor is not None:
                 raise _Declined
-            key = self.scalar(key_event)
-            if self.tag(key_event) == _MERGE_TAG or key in mapping:
+            tag = self.tag(key_event)
+            if tag == _MERGE_TAG:
+                raise _Declined
+            key = self.scalar(key_event, tag)
+            if key in mapping:
                 raise _Declined
             if type(key) is str and key == key_event.value:
                 if role == "root" and key == "target":
@@ -440,9 +443,10 @@ class _Stream:
             tag = self.loader.resolve(_SCALAR, event.value, event.implicit)
         return str(tag)
 
-    def scalar(self, event: Any) -> Any:
-        """What ``construct`` builds of a scalar node of this event."""
-        tag, text = self.tag(event), event.value
+    def scalar(self, event: Any, tag: str | None = None) -> Any:
+        """What ``construct`` builds of a scalar node of this event (whose tag is ``tag``,
+        when known)."""
+        tag, text = tag or self.tag(event), event.value
         if tag == _STR_TAG:
             if not event.style and text[:1] in _NUMBER_START and PLAIN_NUMBER.fullmatch(text):
                 return PlainNumber(text)
