@@ -1,6 +1,6 @@
 """The session's composition root: its parts, built once, and what only the whole can do.
 
-One :class:`RubricSession` lives in ``config.stash`` (``_pytest.started``) from
+One :class:`RubricSession` lives in ``config.stash`` (``_session.started``) from
 when it starts (``pytest_configure``, or the first need of a run that asked for no
 rubric work) to ``pytest_unconfigure``; the hooks in ``plugin`` delegate to it or to one of
 its parts, each with an explicit constructor:

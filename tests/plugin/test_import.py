@@ -139,16 +139,21 @@ PLUGIN_MODULES = {
     "pytest_rubric.plugin",
     "pytest_rubric._config",
     "pytest_rubric._config.options",
-    "pytest_rubric._config.option",
-    "pytest_rubric._config.run_options",
-    "pytest_rubric._config.judge_options",
+    "pytest_rubric._config.settings",  # the options table: each option with the field it sets
     "pytest_rubric._config.outputs",
     "pytest_rubric._config.parsers",
     "pytest_rubric._defaults",
+    "pytest_rubric._errors",
     "pytest_rubric._repeat",
-    "pytest_rubric._pytest",
-    "pytest_rubric._pytest.items",
-    "pytest_rubric._pytest.started",
+    # The settings' two records of their own (stdlib dataclasses, no dependency)
+    "pytest_rubric._grade",
+    "pytest_rubric._grade.style",
+    "pytest_rubric._llm",
+    "pytest_rubric._llm.cost",
+    "pytest_rubric._session",
+    "pytest_rubric._session.items",
+    "pytest_rubric._session.started",
+    "pytest_rubric._session.xdist",  # the Role, which tells whether the run is xdist's
 }
 # A session also registers the plugin's hook specifications (pytest_addhooks): no imports.
 SESSION_START = PLUGIN_MODULES | {"pytest_rubric.hookspec"}
@@ -177,7 +182,7 @@ def _modules_after(tmp_path: Path, *args: str) -> tuple[int, list[str]]:
         (tmp_path / name).write_text(text, encoding="utf-8")
     probe = (
         "import sys, pytest; "
-        f"code = pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:randomly', *{args!r}]); "
+        f"code = pytest.main(['-q', '-p', 'no:cacheprovider', *{args!r}]); "
         "print(int(code)); print(sorted(m for m in sys.modules if m.startswith('pytest_rubric') "
         f"or m.split('.')[0] in {LIBRARIES!r}))"
     )
@@ -209,8 +214,8 @@ def test_a_unit_test_run_in_a_project_with_rubric_dirs_starts_no_session(tmp_pat
 def test_the_same_project_run_whole_starts_the_session_and_grades(tmp_path: Path) -> None:
     code, modules = _modules_after(tmp_path)
     assert code == 0
-    assert "pytest_rubric._pytest.session" in modules
-    assert "pytest_rubric._pytest.collect" in modules
+    assert "pytest_rubric._session.session" in modules
+    assert "pytest_rubric._session.collect" in modules
 
 
 def test_a_rubric_file_named_beside_the_unit_tests_starts_it_on_collection(
@@ -218,4 +223,4 @@ def test_a_rubric_file_named_beside_the_unit_tests_starts_it_on_collection(
 ) -> None:
     code, modules = _modules_after(tmp_path, "tests", "evals/qa.rubric.yaml", "-rA")
     assert code == 0
-    assert "pytest_rubric._pytest.collect" in modules
+    assert "pytest_rubric._session.collect" in modules
