@@ -7,10 +7,16 @@ after one untimed warm-up pair:
 
 * ``python -m pytest --version`` with the plugin installed, against
   ``python -m pytest --version -p no:rubric``;
-* the same with ``-VV``, which lists the plugins.
+* the same with ``-VV``, which lists the plugins;
+* a run of unit tests only (``pytest tests``) in a project laid out as a team's (``app/``,
+  ``tests/`` with 20 unit tests, ``evals/`` with a rubric file, ``rubric_dirs = evals`` in
+  its ``pytest.ini``), with the plugin against ``-p no:rubric``: with the bytecode cache
+  as it is, and without one (``PYTHONDONTWRITEBYTECODE=1`` and ``PYTHONPYCACHEPREFIX`` an
+  empty folder, so nothing is read from a cache either, as in a fresh CI container).
 
 The added time is the median of the first minus the median of the second.
-Target (from the issue): at most 100 ms added to ``pytest --version``.
+Targets (from the issues): at most 100 ms added to ``pytest --version`` and ``-VV``; at
+most 50 ms added to the unit-test run, in both cache modes.
 
 pytest 9's ``--version`` returns before third-party plugins are imported, so
 it mostly measures the interpreter; ``-VV`` imports and registers every
@@ -33,11 +39,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import TypedDict
 
 from _child import child_env
 
 TARGET_MS = 100.0
+UNIT_TARGET_MS = 50.0
 
 
 class Result(TypedDict):
@@ -49,10 +57,34 @@ class Result(TypedDict):
     vv_with_ms: float  # pytest -VV
     vv_without_ms: float
     vv_added_ms: float
+    unit_with_ms: float  # pytest tests, rubric_dirs in the ini, cached bytecode
+    unit_without_ms: float  # the same with -p no:rubric
+    unit_added_ms: float
+    unit_uncached_with_ms: float  # without a bytecode cache
+    unit_uncached_without_ms: float
+    unit_uncached_added_ms: float
 
 
-def _timed(args: list[str], cwd: str) -> float:
-    env = child_env()
+_PROJECT = {
+    "pytest.ini": "[pytest]\nrubric_dirs = evals\npythonpath = .\n",
+    "app/__init__.py": "def add(a, b):\n    return a + b\n",
+    "tests/test_app.py": "from app import add\n\n"
+    + "".join(f"\ndef test_add_{i}():\n    assert add({i}, 1) == {i + 1}\n" for i in range(20)),
+    "evals/qa.rubric.yaml": (
+        "cases:\n  - id: q1\n    question: What is 2 + 2?\n    response: It is 4.\n"
+        "    criteria: [{id: four, type: number, value: 4}]\n"
+    ),
+}
+
+
+def _project(directory: Path) -> None:
+    for name, text in _PROJECT.items():
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text(text, encoding="utf-8")
+
+
+def _timed(args: list[str], cwd: str, **extra: str) -> float:
+    env = child_env(**extra)
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", *args],
@@ -69,19 +101,34 @@ def _timed(args: list[str], cwd: str) -> float:
 
 
 def run(*, repeat: int = 21) -> Result:
+    unit = ["-q", "-p", "no:cacheprovider", "tests"]
     sides = {
-        "version_with": ["--version"],
-        "version_without": ["--version", "-p", "no:rubric"],
-        "vv_with": ["-VV"],
-        "vv_without": ["-VV", "-p", "no:rubric"],
+        "version_with": (["--version"], False),
+        "version_without": (["--version", "-p", "no:rubric"], False),
+        "vv_with": (["-VV"], False),
+        "vv_without": (["-VV", "-p", "no:rubric"], False),
+        "unit_with": (unit, False),
+        "unit_without": ([*unit, "-p", "no:rubric"], False),
+        "unit_uncached_with": (unit, True),
+        "unit_uncached_without": ([*unit, "-p", "no:rubric"], True),
     }
     times: dict[str, list[float]] = {name: [] for name in sides}
-    with tempfile.TemporaryDirectory(prefix="bench_import_") as cwd:
-        for args in sides.values():
-            _timed(args, cwd)  # warm-up: the file cache, .pyc files
+    with (
+        tempfile.TemporaryDirectory(prefix="bench_import_") as cwd,
+        tempfile.TemporaryDirectory(prefix="bench_import_nocache_") as empty,
+    ):
+        _project(Path(cwd))
+        no_cache = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": empty}
+
+        def timed(name: str) -> float:
+            args, uncached = sides[name]
+            return _timed(args, cwd, **(no_cache if uncached else {}))
+
+        for name in sides:
+            timed(name)  # warm-up: the file cache, .pyc files
         for _ in range(repeat):
-            for name, args in sides.items():
-                times[name].append(_timed(args, cwd))
+            for name in sides:
+                times[name].append(timed(name))
     med = {name: statistics.median(t) for name, t in times.items()}
     return {
         "benchmark": "import",
@@ -92,6 +139,12 @@ def run(*, repeat: int = 21) -> Result:
         "vv_with_ms": med["vv_with"],
         "vv_without_ms": med["vv_without"],
         "vv_added_ms": med["vv_with"] - med["vv_without"],
+        "unit_with_ms": med["unit_with"],
+        "unit_without_ms": med["unit_without"],
+        "unit_added_ms": med["unit_with"] - med["unit_without"],
+        "unit_uncached_with_ms": med["unit_uncached_with"],
+        "unit_uncached_without_ms": med["unit_uncached_without"],
+        "unit_uncached_added_ms": med["unit_uncached_with"] - med["unit_uncached_without"],
     }
 
 
@@ -110,7 +163,17 @@ def main(argv: list[str] | None = None) -> int:
             f"{r[f'{key}_without_ms']:.0f} ms without: {added:+.0f} ms "  # type: ignore[literal-required]
             f"({'within' if added <= TARGET_MS else 'over'} the {TARGET_MS:g} ms target)"
         )
-    over = max(r["version_added_ms"], r["vv_added_ms"]) > TARGET_MS
+    for label, key in (("cached", "unit"), ("no bytecode cache", "unit_uncached")):
+        added = r[f"{key}_added_ms"]  # type: ignore[literal-required]
+        print(
+            f"unit tests only, rubric_dirs in the ini ({label}): "
+            f"{r[f'{key}_with_ms']:.0f} ms with the plugin, "  # type: ignore[literal-required]
+            f"{r[f'{key}_without_ms']:.0f} ms without: {added:+.0f} ms "  # type: ignore[literal-required]
+            f"({'within' if added <= UNIT_TARGET_MS else 'over'} the {UNIT_TARGET_MS:g} ms target)"
+        )
+    over = max(r["version_added_ms"], r["vv_added_ms"]) > TARGET_MS or (
+        max(r["unit_added_ms"], r["unit_uncached_added_ms"]) > UNIT_TARGET_MS
+    )
     return 1 if args.check and over else 0
 
 

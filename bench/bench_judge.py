@@ -11,8 +11,8 @@ twice, in fresh subprocesses, alternately:
 
 The time the judge adds is ``median(judged) - median(offline)``. With at
 most C calls in flight across the session, the floor is ``ceil(K / C) x L``;
-the target (from the issue) is an added time of at most 1.25x that floor
-(K = 48, C = 8, L = 0.25 s: 1.5 s floor, 1.875 s allowed). The judged runs
+the target (from the issue) is an added time of at most 1.15x that floor
+(K = 48, C = 8, L = 0.25 s: 1.5 s floor, 1.725 s allowed). The judged runs
 use ``--rubric-cache off``, so each makes its K calls.
 
 A third run per round judges again with the cache on and warm (every reply
@@ -50,7 +50,7 @@ from _child import child_env  # noqa: E402
 from tests.fake_llm import FakeLLM, verdict  # noqa: E402
 
 CASES, PER_CASE = 16, 3
-TARGET = 1.25
+TARGET = 1.15
 WARM_TARGET = 1.2
 
 

@@ -7,7 +7,10 @@ alternately in the same run, so a noisy neighbour slows both:
 * ``bench_judge``: a judged session against the concurrency floor
   ``ceil(K / C) x L`` (without and with xdist), and a warm judge cache
   against the offline run;
-* ``bench_import``: pytest start-up with the plugin against without it;
+* ``bench_import``: pytest start-up with the plugin against without it, and a run of unit
+  tests only in a project with ``rubric_dirs`` (with and without a bytecode cache);
+* ``bench_memory``: the peak memory of N rubric items with every output on against N plain
+  parametrized tests with JUnit (N = 20,000 and 200,000);
 * ``bench_soak``: 2,000 judged criteria with 20 % injected faults;
 * ``bench_stats``: the leaderboard's intervals and detectable drop over
   10,000 results, against a 2,000-resample bootstrap of the same;
@@ -44,6 +47,7 @@ import bench_failures
 import bench_import
 import bench_items
 import bench_judge
+import bench_memory
 import bench_soak
 import bench_stats
 import bench_traces
@@ -52,7 +56,14 @@ Row = tuple[str, str, str, str, str, bool]  # measure, measured, against, ratio,
 
 
 def rows(
-    items: Any, judge: Any, imports: Any, soak: Any, stats: Any, traces: Any, failures: Any
+    items: Any,
+    judge: Any,
+    imports: Any,
+    soak: Any,
+    stats: Any,
+    traces: Any,
+    failures: Any,
+    memory: list[Any],
 ) -> list[Row]:
     within = bench_judge.TARGET
     warm = bench_judge.WARM_TARGET
@@ -106,6 +117,28 @@ def rows(
             f"{imports['vv_with_ms'] / imports['vv_without_ms']:.2f}",
             f"<= +{bench_import.TARGET_MS:g} ms",
             imports["vv_added_ms"] <= bench_import.TARGET_MS,
+        ),
+        *(
+            (
+                f"unit tests only, rubric_dirs{label}",
+                f"{imports[f'{key}_added_ms']:+.0f} ms",
+                f"-p no:rubric {imports[f'{key}_without_ms']:.0f} ms",
+                f"{imports[f'{key}_with_ms'] / imports[f'{key}_without_ms']:.2f}",
+                f"<= +{bench_import.UNIT_TARGET_MS:g} ms",
+                imports[f"{key}_added_ms"] <= bench_import.UNIT_TARGET_MS,
+            )
+            for label, key in (("", "unit"), (", no bytecode cache", "unit_uncached"))
+        ),
+        *(
+            (
+                f"peak memory, N={m['n']:,}, every output",
+                f"{m['rubric_mb']:.0f} MB",
+                f"plain + JUnit {m['plain_mb']:.0f} MB",
+                f"{m['ratio']:.2f}",
+                f"<= {bench_memory.TARGET:g}",
+                m["ratio"] <= bench_memory.TARGET,
+            )
+            for m in memory
         ),
         (
             f"judge soak, {soak['criteria']} criteria",
@@ -195,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     traces = bench_traces.run(1000 if args.quick else bench_traces.DEFAULT_N, repeat)
     print("  failures ...", flush=True)
     failures = bench_failures.run(1000 if args.quick else 2000, 1 if args.quick else 2)
-    found = rows(items, judge, imports, soak, stats, traces, failures)
+    print("  memory ...", flush=True)
+    memory = [bench_memory.run(n) for n in ((20_000,) if args.quick else bench_memory.DEFAULT_NS)]
+    found = rows(items, judge, imports, soak, stats, traces, failures, memory)
     print()
     print(table(found))
     print(f"\n{time.perf_counter() - started:.0f}s in all")
@@ -208,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             "stats": stats,
             "traces": traces,
             "failures": failures,
+            "memory": memory,
         }
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     missed = [row[0] for row in found if not row[5]]

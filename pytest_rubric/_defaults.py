@@ -6,7 +6,9 @@ Standard library only, and no other module of the package: everything may import
 from __future__ import annotations
 
 import fnmatch
+import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +28,7 @@ __all__ = [
     "Provider",
     "ResponseTally",
     "RetryPolicy",
+    "first_data_file",
     "is_rubric_file",
     "named",
 ]
@@ -109,6 +112,23 @@ class RetryPolicy:
 
 def is_rubric_file(path: Path, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns)
+
+
+_DATA_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def first_data_file(directory: Path, patterns: Sequence[str]) -> Path | None:
+    """The first YAML or JSON file under ``directory`` (in name order) when no file there
+    matches ``patterns``; None when one does, or there is none."""
+    first: Path | None = None
+    for root, folders, files in os.walk(directory):
+        folders[:] = sorted(f for f in folders if not f.startswith("."))
+        for name in sorted(files):
+            if is_rubric_file(Path(name), tuple(patterns)):
+                return None
+            if first is None and name.endswith(_DATA_SUFFIXES):
+                first = Path(root) / name
+    return first
 
 
 def named(text: str) -> tuple[str | None, str]:

@@ -1,32 +1,36 @@
-"""The pytest plugin: hooks and fixtures only, each delegating to the module that owns the logic."""
+"""The pytest plugin: hooks and fixtures only, each delegating to the module that owns the logic.
+
+Every pytest run in an environment with the plugin imports this module, rubric or not, so it
+imports only the option table and what tells a rubric file or item: the session (settings,
+judge, grader, results, their hooks) starts at configure when the run asks for rubric work (a
+``--rubric-*`` flag or ini key, ``RUBRIC_JUDGE``, ``rubric_dirs`` joining the run, a judge
+hook, xdist), else on first need (a rubric file collected, a fixture, an ``llm_judge`` test,
+``assert_rubric``); a run of unit tests alone never starts it.
+"""
 
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._config.options import add_options
-from ._config.settings import Settings
-
-# Only light modules here (see ``_defaults``, ``_session.items``): the collector, the grader and the judge
-# are imported when a rubric file, a judge or a fixture asks for them.
-from ._defaults import SET_A_JUDGE, is_rubric_file
-from ._guards.outgoing import outgoing
-from ._results import CaseResult
-from ._session import xdist
+from ._config.options import add_options, configured
+from ._config.settings import DEFAULT_PATTERNS
+from ._defaults import SET_A_JUDGE, first_data_file, is_rubric_file
 from ._session.items import CURRENT_ITEM, RESULTS_KEY, is_rubric_item
-from ._session.session import SESSION_KEY, RubricSession
+from ._session.started import SESSION_KEY, STARTER_KEY
 
 if TYPE_CHECKING:
     from ._grade.grader import Grader
     from ._llm.base import JudgeClient
     from ._session.assertion import RubricFixture
     from ._session.collect import RubricFile
+    from ._session.session import RubricSession
+    from ._session.xdist import Role
 
 PROPERTIES_KEY = pytest.StashKey[list[tuple[str, object]]]()
 """The JUnit properties this attempt of an item added (``rubric_score``, ...)."""
@@ -46,58 +50,70 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspec)
 
 
-def _own_judge(config: pytest.Config) -> object | None:
-    """What ``pytest_rubric_make_judge`` returns; a hook that raises (``SystemExit``
-    included) is a usage error that names it, not a traceback or an exit."""
-    from ._guards.calls import containing, described
-
-    try:
-        with containing():
-            judge: object | None = config.hook.pytest_rubric_make_judge(config=config)
-            return judge
-    except Exception as exc:
-        raise pytest.UsageError(f"pytest_rubric_make_judge raised {described(exc)}") from None
-
-
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "llm_judge: the test needs an LLM judge (rubric items with judge criteria)"
     )
-    state = RubricSession(config)
-    # Registered before pytest's own plugins register theirs (their configure hooks run after
-    # this one), so run after them: both of pytest's collections at unconfigure, the hook's
-    # and the cleanup's, then skip the frozen heap (see _session.heap).
-    config.add_cleanup(state.thaw)
-    state.inputs.global_responses()  # a broken --rubric-responses file stops the run here, clearly
-    state.judging.start(_own_judge(config))
-    config.stash[SESSION_KEY] = state
-    config.pluginmanager.register(_SessionHooks(state), "rubric-session")
-    if state.role.reports:  # an xdist worker leaves reporting to the controller
-        config.pluginmanager.register(_ReportHooks(state), "rubric-report")
-    xdist.register(config, state)
-    _add_rubric_dirs(config, state.settings)
+    starter: Callable[[], RubricSession] = partial(_start, config)
+    config.stash[STARTER_KEY] = starter
+    # The first cleanup registered is the last to run: after both of pytest's collections at
+    # unconfigure (the hook's and the cleanup's), skip the frozen heap (see _session.heap).
+    config.add_cleanup(partial(_thaw, config))
+    if _rubric_work_asked(config):
+        from ._session.session_hooks import add_rubric_dirs
+
+        add_rubric_dirs(config, _start(config).settings)
 
 
-def _add_rubric_dirs(config: pytest.Config, settings: Settings) -> None:
-    """``--rubric-dir`` without test paths: only those run; with test paths, they are added.
-    The ini option ``rubric_dirs`` works as ``testpaths`` does: its directories join what
-    pytest collects anyway (``testpaths`` or the current directory) only when the command
-    line names no path or node id, so naming one test runs just that test and adding the
-    option never hides a unit test."""
+def _start(config: pytest.Config) -> RubricSession:
+    from ._session.session_hooks import start
+
+    return start(config)
+
+
+def _thaw(config: pytest.Config) -> None:
+    state = config.stash.get(SESSION_KEY, None)
+    if state is not None:
+        state.thaw()
+
+
+def _role(config: pytest.Config) -> Role:
+    from ._session.xdist import Role
+
+    return Role.of(config)
+
+
+def _rubric_work_asked(config: pytest.Config) -> bool:
+    """Whether the session starts at configure: the run sets a rubric option (beyond where
+    rubric files are and the heap's tricks), names a judge in ``RUBRIC_JUDGE``, has a judge
+    hook, runs under xdist, or adds the ini's ``rubric_dirs`` to what it collects. Otherwise
+    nothing the session would do at configure has an effect: it starts on first need."""
     named = config.args_source is pytest.Config.ArgsSource.ARGS
-    if settings.dirs_from_flag and not named:
-        config.args[:] = [str(d) for d in settings.dirs]
-        return
-    if named and not settings.dirs_from_flag:
-        return
-    here = config.invocation_params.dir
-    searched = [
-        (here / arg).resolve() for arg in config.args if "::" not in arg and (here / arg).is_dir()
-    ]
-    for directory in settings.dirs:
-        resolved = directory.resolve()
-        if not any(resolved.is_relative_to(root) for root in searched):
-            config.args.append(str(directory))
+    return bool(
+        configured(config)
+        or os.environ.get("RUBRIC_JUDGE")
+        or config.hook.pytest_rubric_make_judge.get_hookimpls()
+        or not _role(config).reports
+        or _role(config).hands_out
+        or (config.getini("rubric_dirs") and not named)
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's controller declines to collect
+def pytest_collection(session: pytest.Session) -> None:
+    """A session not started yet still warns of a rubric dir whose files match no pattern
+    (see ``Inputs.check_dirs``): it starts to, when there is one."""
+    config = session.config
+    if config.stash.get(SESSION_KEY, None) is not None or not _role(config).reports:
+        return  # its own hook warns
+    patterns = _patterns(config)
+    if any(first_data_file(Path(d), patterns) for d in config.getini("rubric_dirs")):
+        _start(config).inputs.check_dirs()
+
+
+def _patterns(config: pytest.Config) -> tuple[str, ...]:
+    """The ini's ``rubric_file_patterns`` (``Settings.patterns``, without the settings)."""
+    return tuple(config.getini("rubric_file_patterns")) or DEFAULT_PATTERNS
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -108,15 +124,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         hooks = config.pluginmanager.get_plugin(name)
         if hooks is not None:
             config.pluginmanager.unregister(hooks)
-    xdist.unregister(config)
+    if state is not None:
+        from ._session import xdist
+
+        xdist.unregister(config)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RubricFile | None:
-    state = parent.config.stash[SESSION_KEY]
-    if is_rubric_file(file_path, state.settings.patterns):
+    config = parent.config
+    state = config.stash.get(SESSION_KEY, None)
+    patterns = state.settings.patterns if state is not None else _patterns(config)
+    if is_rubric_file(file_path, patterns):
         from ._session.collect import RubricFile
 
-        return RubricFile.from_parent(parent, path=file_path, rubric_session=state)
+        return RubricFile.from_parent(parent, path=file_path, rubric_session=_start(config))
     return None
 
 
@@ -129,6 +150,8 @@ def pytest_runtest_protocol(
         return (yield)
     finally:
         CURRENT_ITEM.reset(token)
+        if is_rubric_item(item):
+            item.release()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -216,7 +239,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     (an error with ``--rubric-require-judge`` when the configured judge has no key)."""
     if is_rubric_item(item) or item.get_closest_marker("llm_judge") is None:
         return
-    state = item.config.stash[SESSION_KEY]
+    state = _start(item.config)
     judging = state.judging
     if judging.runner is not None:
         return
@@ -234,7 +257,7 @@ def rubric_judge(request: pytest.FixtureRequest) -> JudgeClient:
         async def check(rubric_judge):
             reply = await rubric_judge.complete("Answer with one word.", "Capital of France?")
     """
-    judging = request.config.stash[SESSION_KEY].judging
+    judging = _start(request.config).judging
     if judging.runner is None:
         pytest.skip(judging.unavailable or NO_JUDGE_SKIP)
     client: JudgeClient = judging.runner.client
@@ -272,150 +295,3 @@ def rubric_grader(request: pytest.FixtureRequest) -> Grader:
     from ._session.assertion import grader_for
 
     return grader_for(request.node)
-
-
-class _SessionHooks:
-    """Session-wide hooks, registered per config so they reach its :class:`RubricSession`."""
-
-    def __init__(self, state: RubricSession) -> None:
-        self.state = state
-
-    def pytest_report_header(self, config: pytest.Config) -> str | None:
-        """One line that says where rubrics come from."""
-        return self.state.header_line()
-
-    @pytest.hookimpl(tryfirst=True)  # before xdist's controller declines to collect
-    def pytest_collection(self, session: pytest.Session) -> None:
-        """Warn of rubric dirs whose files match no pattern: in collection, where pytest
-        records a warning at the location it names (the user's file, not the plugin)."""
-        self.state.inputs.check_dirs()
-
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.state.collected(session.items)
-
-    def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
-        """A run that deselected items never prunes recordings."""
-        self.state.recordings.deselected += len(items)
-
-    def pytest_report_collectionfinish(self, config: pytest.Config) -> list[str]:
-        """What the command line's subjects replaced (or could not: ``target_fixed``)."""
-        return self.state.precedence_lines()
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        """A broken rubric file is a collection error, but the rest of the session still runs:
-        when every collection error is a rubric file's, the run goes on as with pytest's own
-        ``--continue-on-collection-errors`` (a Python module that fails to import still stops
-        it, as it would without the plugin). pytest's counters are never edited."""
-        option = session.config.option
-        before = getattr(option, "continue_on_collection_errors", False)
-        errors = self.state.inputs.collection_errors
-        if errors and session.testsfailed == errors:
-            option.continue_on_collection_errors = True
-        try:
-            return (yield)
-        finally:
-            option.continue_on_collection_errors = before
-
-    @pytest.hookimpl(tryfirst=True)  # before JUnit reads the report, or xdist sends it
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Results join the session's; an attempt that is run again (pytest-rerunfailures'
-        outcome ``rerun``) counts nowhere, not even in JUnit's properties."""
-        self.state.results.log_attempt(report)
-
-    def pytest_report_teststatus(
-        self, report: pytest.TestReport, config: pytest.Config
-    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
-        """An answer that could not be evaluated is an error, whatever its phase; a pass that
-        left judged criteria SKIPPED says so in verbose output."""
-        if report.failed and getattr(report, "rubric_error", False):
-            return "error", "E", ("ERROR", {"red": True})
-        if report.when == "call" and report.passed and _has_skipped(report):
-            return "passed", ".", ("PASSED (judged criteria skipped)", {"green": True})
-        return None
-
-
-class _ReportHooks:
-    """What only the reporting process does (not an xdist worker): summary, gates, outputs."""
-
-    def __init__(self, state: RubricSession) -> None:
-        self.state = state
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
-        """Once JUnit has written the test case: an answer that could not be evaluated is an
-        error there, as in the terminal; a failing or erroring rubric item's test case shows
-        what the application was asked and said, in its ``system-out``."""
-        result = yield
-        if report.failed and getattr(report, "rubric_error", False):
-            self.state.results.junit_error(report)
-        if report.failed and getattr(report, "rubric_item", False):
-            self.state.results.junit_answers(report)
-        return result
-
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        """A ``--junitxml`` path that cannot be written is known before a test runs."""
-        from ._session.junit import set_aside
-
-        if (unwritten := set_aside(session.config)) is not None:
-            self.state.unwritten.append(unwritten)
-
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        report = self.state.session_report()
-        failed_gates = len(report.gates.regressions)
-        if failed_gates:
-            # pytest's last line counts the reports under every key of ``stats``: "3 passed,
-            # 1 rubric gate failed". Other plugins read those reports as reports (hypothesis
-            # reads each one's ``__dict__``), so each failed gate is a report too.
-            key = "rubric gate failed" if failed_gates == 1 else "rubric gates failed"
-            terminalreporter.stats.setdefault(key, []).extend(
-                _gate_report(reason) for reason in report.gates.regressions
-            )
-        if self.state.role.hands_out:
-            # The workers collected: what the command line's subjects replaced is known now.
-            for said in self.state.precedence_lines():
-                terminalreporter.write_line(said)
-        if self.state.recordings.line is not None:
-            terminalreporter.write_line(outgoing(self.state.recordings.line))
-        if self.state.summary_wanted(report) and terminalreporter.config.get_verbosity() >= -1:
-            from ._render.summary import terminal_lines
-
-            terminalreporter.section("rubric summary")
-            for line in terminal_lines(report):
-                terminalreporter.line(outgoing(line.text), **line.markup)
-        for unwritten in self.state.unwritten:  # one error line each; the run went on
-            terminalreporter.write_line(f"rubric: ERROR {unwritten.line}", red=True, bold=True)
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.state.finish(session)
-        from ._render.summary import slow_failure_report
-
-        slow = slow_failure_report(
-            failed=session.testsfailed,
-            tests=session.testscollected,
-            tbstyle=session.config.option.tbstyle,
-        )
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None:  # else the terminal summary says it (it comes after this)
-            for unwritten in self.state.unwritten:
-                sys.stderr.write(f"rubric: ERROR {unwritten.line}\n")
-        if slow is not None and reporter is not None and self.state.results.rubric_items_ran:
-            reporter.write_line(slow.text, **slow.markup)
-
-
-def _gate_report(reason: str) -> pytest.TestReport:
-    """A failed gate as a report of no test, for ``terminalreporter.stats``."""
-    return pytest.TestReport(
-        nodeid="",
-        location=("", None, "rubric gate"),
-        keywords={},
-        outcome="failed",
-        longrepr=outgoing(reason),
-        when="call",
-        rubric_gate=outgoing(reason),
-    )
-
-
-def _has_skipped(report: pytest.TestReport) -> bool:
-    results: list[CaseResult] = getattr(report, "rubric_results", [])
-    return any(result.skipped for result in results)

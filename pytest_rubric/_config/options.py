@@ -21,9 +21,9 @@ from .._defaults import RetryPolicy
 from .._grade.style import StyleThresholds
 from .._llm.cost import CostSettings, parse_price, parse_prices
 from .outputs import OUTPUTS
-from .settings import BY_KEY, DEFAULT_PATTERNS, OPTIONS, Settings, argparse_type
+from .settings import BY_KEY, DEFAULT_PATTERNS, OPTIONS, Option, Settings, argparse_type
 
-__all__ = ["add_options", "given", "read_settings"]
+__all__ = ["add_options", "configured", "given", "read_settings"]
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -46,13 +46,37 @@ def add_options(parser: pytest.Parser) -> None:
                 kwargs["default"] = None  # not given: the ini key decides
             group.addoption(option.flag_text, **kwargs)
         if option.ini:
-            ini_default = option.default if option.ini_type != "string" else ""
             parser.addini(
                 option.dest,
                 option.ini_help or option.help,
                 type=option.ini_type,  # type: ignore[arg-type]
-                default=ini_default,
+                default=_ini_default(option),
             )
+
+
+def _ini_default(option: Option) -> Any:
+    return option.default if option.ini_type != "string" else ""
+
+
+# Ini keys that ask for no rubric work by themselves: where rubric files are (the plugin adds
+# ``rubric_dirs`` to a run that names no path, and starts the session then) and the heap's
+# tricks, which apply only once rubric files are collected.
+_ONLY_WITH_RUBRIC_FILES = frozenset({"dirs", "file_patterns", "gc_freeze", "gc_pause", "fast_exit"})
+
+
+def configured(config: pytest.Config) -> bool:
+    """Whether the run gives any ``--rubric-*`` flag a value other than its default, or sets
+    an ini key other than those of ``_ONLY_WITH_RUBRIC_FILES``: then ``plugin`` starts the
+    session at configure, as every run did before it started on first need."""
+    for option in OPTIONS:
+        if option.flag:
+            value = config.getoption(option.dest)
+            if value not in (None, [], False) and value != option.flag_default:
+                return True
+        own_only = option.key in _ONLY_WITH_RUBRIC_FILES
+        if option.ini and not own_only and config.getini(option.dest) != _ini_default(option):
+            return True
+    return False
 
 
 def given(config: pytest.Config, key: str) -> Any:

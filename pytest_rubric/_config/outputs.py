@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._guards.outgoing import outgoing
-
 if TYPE_CHECKING:
     from .._report.report import SessionReport
 
@@ -41,6 +39,8 @@ class Output:
     def boundary(self, text: str) -> str:
         """``text`` through the outgoing boundary (the format's own, when it has one)."""
         if self.own_boundary is None:
+            from .._guards.outgoing import outgoing  # its patterns: only when a file is written
+
             return outgoing(text)
         own: Callable[[str], str] = _function(self.own_boundary)
         return own(text)
@@ -104,6 +104,8 @@ class Unwritten:
 
     @property
     def line(self) -> str:
+        from .._guards.outgoing import outgoing  # its patterns: only when there is a line
+
         return outgoing(f"cannot write {self.output} {self.path}: {self.reason}")
 
 

@@ -362,6 +362,9 @@ def stream(text: str) -> tuple[Any, Lines] | None:
         loader.dispose()
 
 
+_SHARED_TEXT = 40
+
+
 def _line(event: Any) -> int:
     """The line (from 1) an event starts on."""
     return int(event.start_mark.line) + 1
@@ -371,6 +374,9 @@ class _Stream:
     def __init__(self, loader: YamlLoader) -> None:
         self.loader = loader
         self.lines: Lines = {}
+        # Each short text once: a criterion's id, type and keys repeat in every case, and
+        # results hold them to the end of the session.
+        self.texts: dict[str, str] = {}
 
     def document(self) -> tuple[Any, Lines] | None:
         get = self.loader.get_event
@@ -413,8 +419,11 @@ class _Stream:
         while not isinstance(key_event, yaml.MappingEndEvent):
             if not isinstance(key_event, yaml.ScalarEvent) or key_event.anchor is not None:
                 raise _Declined
-            key = self.scalar(key_event)
-            if self.tag(key_event) == _MERGE_TAG or key in mapping:
+            tag = self.tag(key_event)
+            if tag == _MERGE_TAG:
+                raise _Declined
+            key = self.scalar(key_event, tag)
+            if key in mapping:
                 raise _Declined
             if type(key) is str and key == key_event.value:
                 if role == "root" and key == "target":
@@ -434,12 +443,15 @@ class _Stream:
             tag = self.loader.resolve(_SCALAR, event.value, event.implicit)
         return str(tag)
 
-    def scalar(self, event: Any) -> Any:
-        """What ``construct`` builds of a scalar node of this event."""
-        tag, text = self.tag(event), event.value
+    def scalar(self, event: Any, tag: str | None = None) -> Any:
+        """What ``construct`` builds of a scalar node of this event (whose tag is ``tag``,
+        when known)."""
+        tag, text = tag or self.tag(event), event.value
         if tag == _STR_TAG:
             if not event.style and text[:1] in _NUMBER_START and PLAIN_NUMBER.fullmatch(text):
                 return PlainNumber(text)
+            if len(text) <= _SHARED_TEXT:  # one object per short text: ids, types, phrases
+                return self.texts.setdefault(text, text)
             return text
         if tag == _INT_TAG and text.isdigit() and (text[0] != "0" or text == "0"):
             return int(text)

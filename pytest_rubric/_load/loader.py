@@ -237,11 +237,10 @@ def _parse_json(text: str, path: Path) -> _Parsed:
     return _Parsed(data, node, duplicates)
 
 
-def _parse_yaml(text: str, path: Path, *, tree: bool = False) -> _Parsed:
-    """The file's data; with ``tree``, always with its node tree (an importer reads the
-    nodes' tags and lines), else streamed where it can be, the tree composed only if a
-    problem needs a line."""
-    streamed = None if tree else stream(text)
+def _parse_yaml(text: str, path: Path, *, node_tree: bool = False) -> _Parsed:
+    """``node_tree``: compose the tree whatever the text (for a caller that reads it); else a
+    plain file is streamed, its tree composed later only if a problem needs a line."""
+    streamed = None if node_tree else stream(text)
     if streamed is not None and streamed[0] is not None:
         return _Parsed(streamed[0], None, [], streamed[1])
     loader = YamlLoader(text)

@@ -26,7 +26,7 @@ from .collect import added_criterion_types
 from .evaluation import evaluate, raise_for
 from .items import CURRENT_ITEM, RESULTS_KEY
 from .recording import record
-from .session import SESSION_KEY
+from .started import session_of
 
 if TYPE_CHECKING:
     from .._llm.base import Judged
@@ -185,7 +185,7 @@ def assert_for(
     parsed, global_criteria, own_mark, suite = _to_rubric(rubric, item)
     if query is not None:
         parsed = parsed.model_copy(update={"question": query})
-    session = item.config.stash.get(SESSION_KEY, None) if item is not None else None
+    session = session_of(item.config) if item is not None else None
     grader = session.inputs.grader if session is not None else Grader()
     compiled: CompiledRubric = grader.compile(
         parsed,
@@ -231,7 +231,8 @@ def grader_for(item: pytest.Item) -> Grader:
     judges with the session's judge when there is one, as ``assert_rubric`` does (each call
     with a judge key of its own; without a judge the judged criteria are SKIPPED, saying
     why)."""
-    session = item.config.stash[SESSION_KEY]
+    session = session_of(item.config)
+    assert session is not None  # the fixture is the plugin's: it is configured
 
     def judge(compiled: CompiledRubric, response: str) -> Judged | None:
         key = JudgeKey.assertion(item.nodeid, uuid.uuid4().hex)

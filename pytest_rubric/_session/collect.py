@@ -339,6 +339,12 @@ class RubricItem(pytest.Item):
         if compiled.judged:
             self.add_marker("llm_judge")
 
+    def release(self) -> None:
+        """The item has run (every attempt of it): what it graded with goes, so that a long
+        session holds each case's compiled rubric and answer only while its items run, not
+        to the end. Running it again (``runtest``) is no longer possible."""
+        del self.compiled, self.source
+
     @property
     def rubric_session(self) -> RubricSession:
         parent = self.parent

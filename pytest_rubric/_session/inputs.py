@@ -4,14 +4,13 @@ application's tally) and the grader that compiles rubrics."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from .._config.settings import Settings
-from .._defaults import ResponseTally, is_rubric_file, named
+from .._defaults import ResponseTally, first_data_file, named
 from .._guards.outgoing import warn
 from .caches import Caches
 from .response_dirs import ResponseDir, ResponseDirs
@@ -98,7 +97,7 @@ class Inputs:
             return
         settings = self._settings
         for directory in settings.dirs:
-            found = _first_data_file(directory, settings.patterns)
+            found = first_data_file(directory, settings.patterns)
             if found is None:
                 continue
             option = "--rubric-dir" if settings.dirs_from_flag else "ini rubric_dirs"
@@ -156,20 +155,3 @@ def _live_models(settings: Settings, budget: Budget | None) -> dict[str, LiveMod
         except ValueError as exc:
             raise pytest.UsageError(f"--rubric-model: {exc}") from None
     return models
-
-
-_DATA_SUFFIXES = (".yaml", ".yml", ".json")
-
-
-def _first_data_file(directory: Path, patterns: Sequence[str]) -> Path | None:
-    """The first YAML or JSON file under ``directory`` (in name order) when no file there
-    matches ``patterns``; None when one does, or there is none."""
-    first: Path | None = None
-    for root, folders, files in os.walk(directory):
-        folders[:] = sorted(f for f in folders if not f.startswith("."))
-        for name in sorted(files):
-            if is_rubric_file(Path(name), tuple(patterns)):
-                return None
-            if first is None and name.endswith(_DATA_SUFFIXES):
-                first = Path(root) / name
-    return first

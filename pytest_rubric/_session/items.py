@@ -50,6 +50,8 @@ class RubricItemView(Protocol):
     source: Any  # _collect._Source: where the answer comes from
     compiled: Any  # _grader.CompiledRubric
 
+    def release(self) -> None: ...
+
 
 def is_rubric_item(item: pytest.Item) -> TypeGuard[RubricItemView]:
     """Whether ``item`` is a rubric item, without importing the collector for the asking:

@@ -76,8 +76,16 @@ class ResponseDirs:
     def warn_unused(self) -> None:
         """Report responses that matched no collected case, so none is silently dropped.
 
-        Every xdist worker collects the same cases: only the first one warns.
+        Every xdist worker collects the same cases: only the first one warns. What was used
+        is not needed after this (collection is over), and goes.
         """
+        try:
+            self._warn_unused()
+        finally:
+            for loaded in self._dirs.values():
+                loaded.used = set()
+
+    def _warn_unused(self) -> None:
         if not self._role.first:
             return
         if self._narrowed():

@@ -1,7 +1,8 @@
 """The session's composition root: its parts, built once, and what only the whole can do.
 
-One :class:`RubricSession` lives in ``config.stash`` from ``pytest_configure``
-to ``pytest_unconfigure``; the hooks in ``plugin`` delegate to it or to one of
+One :class:`RubricSession` lives in ``config.stash`` (``_session.started``) from
+when it starts (``pytest_configure``, or the first need of a run that asked for no
+rubric work) to ``pytest_unconfigure``; the hooks in ``plugin`` delegate to it or to one of
 its parts, each with an explicit constructor:
 
 ==============  ==================================================================
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from .._trace import Passage
     from ..judge.requests import JudgeKey
 
-__all__ = ["SESSION_KEY", "RubricSession"]
+__all__ = ["RubricSession"]
 
 
 def _dry_run(config: pytest.Config) -> bool:
@@ -397,7 +398,3 @@ class RubricSession:
         if self._frozen:
             heap.thaw()
             self._frozen = False
-
-
-SESSION_KEY = pytest.StashKey[RubricSession]()
-"""Where ``pytest_configure`` keeps the session's :class:`RubricSession`."""

@@ -277,7 +277,7 @@ def parse_yaml(text: str, path: Path) -> Parsed:
     the plugin's own loader (nesting, aliases, keys given twice); raise ``RubricLoadError``."""
     from .._load.loader import _parse_yaml
 
-    parsed = _parse_yaml(text, path, tree=True)
+    parsed = _parse_yaml(text, path, node_tree=True)
     if parsed.duplicates:
         dup = parsed.duplicates[0]
         raise RubricLoadError(

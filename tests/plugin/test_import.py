@@ -4,6 +4,7 @@ rubric is used, and its public names must all resolve."""
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -46,14 +47,7 @@ def test_a_session_without_rubrics_imports_none_of_them_either(tmp_path: object)
             f"code = pytest.main(['-q', '-p', 'no:cacheprovider', '--co', *{args!r}], plugins=[]); "
             f"print(sorted(m for m in {LIBRARIES!r} if m in sys.modules))"
         )
-        done = subprocess.run(
-            [sys.executable, "-c", probe],
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=str(tmp_path),
-        )
-        return done.stdout.strip().splitlines()[-1]
+        return _printed(probe, Path(str(tmp_path)))[-1]
 
     assert imported() == imported("-p", "no:rubric")
 
@@ -136,3 +130,97 @@ def pytest_rubric_path() -> str:
     import pytest_rubric
 
     return str(pytest_rubric.__file__)
+
+
+# What loading the plugin may import of the package: the option table and what tells a rubric
+# file or item. The session, its settings, the results and every heavy dependency wait.
+PLUGIN_MODULES = {
+    "pytest_rubric",
+    "pytest_rubric.plugin",
+    "pytest_rubric._config",
+    "pytest_rubric._config.options",
+    "pytest_rubric._config.settings",  # the options table: each option with the field it sets
+    "pytest_rubric._config.outputs",
+    "pytest_rubric._config.parsers",
+    "pytest_rubric._defaults",
+    "pytest_rubric._errors",
+    "pytest_rubric._repeat",
+    # The settings' two records of their own (stdlib dataclasses, no dependency)
+    "pytest_rubric._grade",
+    "pytest_rubric._grade.style",
+    "pytest_rubric._llm",
+    "pytest_rubric._llm.cost",
+    "pytest_rubric._session",
+    "pytest_rubric._session.items",
+    "pytest_rubric._session.started",
+    "pytest_rubric._session.xdist",  # the Role, which tells whether the run is xdist's
+}
+# A session also registers the plugin's hook specifications (pytest_addhooks): no imports.
+SESSION_START = PLUGIN_MODULES | {"pytest_rubric.hookspec"}
+
+
+def test_loading_the_plugin_imports_only_its_option_table() -> None:
+    probe = "import sys, pytest_rubric.plugin; print(sorted(m for m in sys.modules if m.startswith('pytest_rubric')))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert set(ast.literal_eval(done.stdout.strip())) <= PLUGIN_MODULES
+
+
+UNIT_PROJECT = {
+    "pytest.ini": "[pytest]\nrubric_dirs = evals\n",
+    "app/__init__.py": "def add(a, b):\n    return a + b\n",
+    "tests/test_app.py": "from app import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    "evals/qa.rubric.yaml": (
+        "cases:\n  - id: q1\n    question: Q?\n    response: It is fine.\n"
+        "    criteria: [{id: a, type: any_of, any_of: [fine]}]\n"
+    ),
+}
+
+
+def _modules_after(tmp_path: Path, *args: str) -> tuple[int, list[str]]:
+    for name, text in UNIT_PROJECT.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    probe = (
+        "import sys, pytest; "
+        f"code = pytest.main(['-q', '-p', 'no:cacheprovider', *{args!r}]); "
+        "print(int(code)); print(sorted(m for m in sys.modules if m.startswith('pytest_rubric') "
+        f"or m.split('.')[0] in {LIBRARIES!r}))"
+    )
+    code, modules = _printed(probe, tmp_path, PYTHONPATH=str(tmp_path))[-2:]
+    return int(code), ast.literal_eval(modules)
+
+
+def _printed(probe: str, cwd: Path, **env: str) -> list[str]:
+    """The lines ``python -c probe`` prints in ``cwd``."""
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=str(cwd),
+        env={**os.environ, **env},
+    )
+    return done.stdout.strip().splitlines()
+
+
+def test_a_unit_test_run_in_a_project_with_rubric_dirs_starts_no_session(tmp_path: Path) -> None:
+    """Naming the unit tests, the ini's rubric_dirs do not join the run: nothing of the
+    session is imported, so the plugin costs that run its option table only."""
+    code, modules = _modules_after(tmp_path, "tests")
+    assert code == 0
+    assert set(modules) <= SESSION_START
+
+
+def test_the_same_project_run_whole_starts_the_session_and_grades(tmp_path: Path) -> None:
+    code, modules = _modules_after(tmp_path)
+    assert code == 0
+    assert "pytest_rubric._session.session" in modules
+    assert "pytest_rubric._session.collect" in modules
+
+
+def test_a_rubric_file_named_beside_the_unit_tests_starts_it_on_collection(
+    tmp_path: Path,
+) -> None:
+    code, modules = _modules_after(tmp_path, "tests", "evals/qa.rubric.yaml", "-rA")
+    assert code == 0
+    assert "pytest_rubric._session.collect" in modules
