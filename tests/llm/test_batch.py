@@ -41,6 +41,14 @@ KEY = "sk-batch-secret-0123456789abcdef"
 SCHEMA = {"type": "object", "properties": {"verdict": {"type": "string"}}}
 
 
+@pytest.fixture(autouse=True)
+def _polls_as_the_fake_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Polls here wait what the fake server says (often 0 s): the floor of 1 s on a
+    Retry-After is round four's own test (tests/guards/test_round4_outputs.py), and would
+    add a second a poll to every test here. (A session in a process of its own keeps it.)"""
+    monkeypatch.setattr(batch_module, "MIN_RETRY_AFTER", 0.0)
+
+
 def _client(fake: FakeLLM, provider: str) -> HTTPClient:
     policy = RetryPolicy(backoff=0.01, timeout=5.0)
     if provider == "openai":
