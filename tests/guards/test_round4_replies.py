@@ -490,7 +490,7 @@ def test_no_warning_echoes_a_line_of_a_users_file(
     )
     stale = json.dumps({"id": f"gone-{KEY}{ESCAPES}", "response": "x" * 4_000_000 + KEY})
     write("evals/answers/model-a.jsonl", '{"id": "total", "response": "12"}\n' + stale + "\n")
-    result = pytester.runpytest("-p", "no:randomly")
+    result = pytester.runpytest()
     result.assert_outcomes(passed=1, warnings=1)
     printed = result.stdout.str()
     assert len(printed) < 50_000  # the 4 MB line is not in it
