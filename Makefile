@@ -28,10 +28,12 @@ demo: $(STAMP)
 	@echo "from its OpenTelemetry spans (--rubric-otel), with no change to it."
 	@echo "JSON results: .demo/results.json; HTML report: .demo/report.html"
 
-# Two workers: the suite (about 1,150 tests) takes about 65 s this way on a quiet 2-core machine.
-# Work stealing: a worker that runs out takes tests from the other's queue, not idling to the end.
+# Four workers on two cores: a quarter of the suite's time is spent waiting (fake servers that
+# answer late, timeouts that must pass, subprocesses starting), and a third and fourth worker run
+# tests in that time: about 83 s against 102 s with two, on a quiet 2-core machine
+# (bench/bench_suite.py). Work stealing: a worker that runs out takes tests from another's queue.
 test: $(STAMP) browser
-	$(PY) -m pytest -p no:cacheprovider -n 2 --dist worksteal
+	$(PY) -m pytest -p no:cacheprovider -n 4 --dist worksteal
 
 # The HTML report's test renders it in Debian's Chromium. Installed here when
 # missing (root, or sudo without a password); RUBRIC_NO_BROWSER=1 skips both.

@@ -1,7 +1,7 @@
 """The suite's own speed and steadiness: ``make test`` on a quiet machine, then several runs
 in a row with busy processes beside it (``python bench/bench_suite.py``; about 15 minutes).
 
-Each run is the command ``make test`` runs (two xdist workers, work stealing), started
+Each run is the command ``make test`` runs (four xdist workers, work stealing), started
 from the checkout with the project's venv. "Busy" is ``--busy`` processes that spin on the
 CPU the whole time (two by default, on a two-core machine: the suite gets about half of it).
 Prints each run's wall time and outcome; exits 1 when a run failed, so "five green in a row
@@ -24,7 +24,7 @@ SUITE = [
     "-p",
     "no:cacheprovider",
     "-n",
-    "2",
+    "4",
     "--dist",
     "worksteal",
     "-q",
