@@ -89,12 +89,13 @@ def _rubric_work_asked(config: pytest.Config) -> bool:
     hook, runs under xdist, or adds the ini's ``rubric_dirs`` to what it collects. Otherwise
     nothing the session would do at configure has an effect: it starts on first need."""
     named = config.args_source is pytest.Config.ArgsSource.ARGS
+    role = _role(config)
     return bool(
         configured(config)
         or os.environ.get("RUBRIC_JUDGE")
         or config.hook.pytest_rubric_make_judge.get_hookimpls()
-        or not _role(config).reports
-        or _role(config).hands_out
+        or not role.reports  # an xdist worker
+        or role.hands_out  # an xdist controller
         or (config.getini("rubric_dirs") and not named)
     )
 
