@@ -12,6 +12,7 @@ refund it never issued.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from xml.etree import ElementTree
 
 import pytest
 
+from tests.conftest import EXAMPLES
 from tests.fake_llm import Action, FakeLLM, Recorded, json_reply, text, tool_calls
 
 Write = Callable[[str, str], Path]
@@ -444,3 +446,19 @@ def test_assert_rubric_grades_what_a_target_returns_with_its_trace(
     result = project.runpytest("tests/test_agent.py")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*claims*claims_backed*UNMET*unbacked claim: refund*"])
+
+
+def test_the_bundled_agent_example_flags_the_refunds_hasty_claims_but_never_issued(
+    pytester: pytest.Pytester,
+) -> None:
+    """make demo's agents: hasty says "Your refund of $40.00 for order 1001 has been
+    issued." without a successful issue_refund; its claim must be caught, careful's backed.
+    (The traced agent needs --rubric-otel, which the tests of the flag cover.)"""
+    shutil.copytree(EXAMPLES / "agents", pytester.path / "agents")
+    result = pytester.runpytest("agents", "-k", "not traced", "--rubric-json=out.json")
+    result.assert_outcomes(passed=4, failed=2)
+    document = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))
+    flags = {(r["subject"], r["case"]): set(r["flags"]) for r in document["results"]}
+    for case in ("agent01_refund", "agent03_unknown_order"):
+        assert {"unbacked_claim", "confidently_wrong"} <= flags["hasty", case]
+        assert "unbacked_claim" not in flags["careful", case]
