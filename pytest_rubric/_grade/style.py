@@ -20,8 +20,10 @@ them (docs/explanation/style.md gives the same formulas):
 
 Flags (thresholds from :class:`StyleThresholds`, ini-configurable):
 ``confidently_wrong`` when confidence >= ``confident`` and score <
-``low_score``; ``hedged_but_right`` when confidence <= ``hedged`` and score
->= ``high_score``; ``known_wrong_claim`` when a ``forbidden`` (or any
+``low_score``, or when an answer that does not hedge (confidence above ``hedged``)
+claims an action its trace does not show (``unbacked_claim``);
+``hedged_but_right`` when confidence <= ``hedged`` and score >= ``high_score``;
+``known_wrong_claim`` when a ``forbidden`` (or any
 negative-weight) substance criterion is MET.
 """
 
