@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["MAX_REPEAT", "PASS_RULES", "PassWhen", "parse_pass_when", "parse_repeat"]
-
 MAX_REPEAT = 1000
 
 PassWhen = str | float

@@ -16,18 +16,6 @@ from typing import Any
 
 from ._trace import Trace
 
-__all__ = [
-    "CaseResult",
-    "CriterionResult",
-    "Outcome",
-    "Recorded",
-    "Sample",
-    "Verdict",
-    "mark_text",
-    "wilson",
-    "z_of",
-]
-
 
 def mark_text(min_score: float | None) -> str:
     """How a result's pass mark reads: ``min_score 0.80``, or ``report-only``."""

@@ -33,19 +33,6 @@ from .criteria.model import MODEL_CONFIG, CriterionModel, FieldError, Id, Share,
 from .criteria.model import check_import_path as _check_import_path
 from .criteria.registry import criterion_types, validate_criterion
 
-__all__ = [
-    "CRITERION_TYPES",
-    "REPORT_ONLY",
-    "Case",
-    "Criterion",
-    "Mark",
-    "Message",
-    "Rubric",
-    "Suite",
-    "default_ids",
-    "own_mark",
-]
-
 # Every built-in criterion type by the `type:` it is written with (criteria/registry.py).
 CRITERION_TYPES: dict[str, type[CriterionModel]] = criterion_types()
 

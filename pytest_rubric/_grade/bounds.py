@@ -29,8 +29,6 @@ from typing import Literal
 from .._results import CaseResult, CriterionResult, Sample, Verdict
 from .scoring import item_passes, passes, score
 
-__all__ = ["Bounds", "bounds", "settle_unjudged", "skip_reason"]
-
 
 @dataclass(frozen=True, slots=True)
 class Bounds:

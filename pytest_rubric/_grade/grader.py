@@ -39,15 +39,6 @@ from .scoring import score as score_results
 if TYPE_CHECKING:
     from .._llm.base import Judged
 
-__all__ = [
-    "DEFAULT_MIN_SCORE",
-    "NO_JUDGE_REASON",
-    "CompiledRubric",
-    "Grader",
-    "context_of",
-    "with_case_context",
-]
-
 NO_JUDGE_REASON = f"no judge configured: {SET_A_JUDGE} to grade it"
 
 

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["PADDING", "SEPARATOR", "pad", "paddable"]
-
 PADDING: tuple[str, ...] = (
     "This sentence is padding.",
     "It was added to make the text longer.",

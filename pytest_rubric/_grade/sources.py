@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._defaults import ResponseTally, RetryPolicy, named
+from .._defaults import ResponseTally, RetryPolicy
 from .._errors import SpansUnreadable
 from .._guards.calls import CallRunner, CallTimeout, call_user, described
 from .._guards.secrets import known_keys, redact
@@ -33,17 +33,6 @@ from ..criteria.check import Answer
 if TYPE_CHECKING:
     from .._llm.cache import CachedCalls
     from .._schema import Case
-
-__all__ = [
-    "TARGET_FORMS",
-    "CallTracer",
-    "LiveModel",
-    "Source",
-    "Target",
-    "fingerprint",
-    "named",
-    "target_form",
-]
 
 
 class CallTracer(Protocol):

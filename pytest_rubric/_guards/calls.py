@@ -34,20 +34,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "CallRunner",
-    "CallTimeout",
-    "UserCodeError",
-    "call_user",
-    "contained",
-    "containing",
-    "described",
-    "make_importable",
-    "plain",
-    "resolve_import",
-    "run_sync",
-]
-
 
 def make_importable(*folders: Path) -> None:
     """Put ``folders`` on the import path, after everything already there.

@@ -28,21 +28,7 @@ import functools
 import threading
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    pass
-
-__all__ = [
-    "PATTERN_TIMEOUT",
-    "CheckTimeout",
-    "Deadline",
-    "PatternError",
-    "compile_pattern",
-    "running",
-    "search",
-    "tick",
-]
+from typing import Any
 
 # How long one search of a pattern RE2 cannot run may backtrack (the regex time bound).
 PATTERN_TIMEOUT = 1.0

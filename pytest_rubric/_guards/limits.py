@@ -25,23 +25,6 @@ from typing import Any
 from .._errors import Problem
 from .secrets import whole_characters
 
-__all__ = [
-    "MAX_NESTING",
-    "PLAIN_NUMBER",
-    "Limit",
-    "NotRegular",
-    "PlainNumber",
-    "RepeatedKey",
-    "json_loads",
-    "loads_noting_repeats",
-    "nesting_problem",
-    "quoted",
-    "read_jsonl",
-    "read_text",
-    "shown",
-    "unique_keys",
-]
-
 # Levels of lists and mappings inside each other; a rubric file needs about
 # eight (a JSON schema inside a criterion a few more). Deeper input exhausts
 # the interpreter's stack in json.loads, pydantic or a report writer.

@@ -41,16 +41,6 @@ from .secrets import (
 if TYPE_CHECKING:
     from .._errors import RubricWarning
 
-__all__ = [
-    "as_written",
-    "inert_mentions",
-    "outgoing",
-    "outgoing_data",
-    "outgoing_streams",
-    "rubric_warning",
-    "warn",
-]
-
 # Terminal control: C0 but tab and newline, DEL, C1 (an escape sequence starts with one of
 # these, so escaping its first character disarms all of it).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")

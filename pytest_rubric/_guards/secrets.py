@@ -22,19 +22,6 @@ from collections.abc import Mapping
 
 from .._defaults import PROVIDERS
 
-__all__ = [
-    "FRAGMENT",
-    "KEY_VARIABLES",
-    "MAX_TEXT",
-    "Secret",
-    "clip",
-    "known_keys",
-    "public_url",
-    "redact",
-    "shorten",
-    "whole_characters",
-]
-
 _MASK = "***"
 # A run of a key this long is treated as the key: shorter runs are common
 # substrings ("sk-proj-", "-api03-") that say nothing about the key.

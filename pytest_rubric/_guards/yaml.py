@@ -18,16 +18,6 @@ import yaml
 from .._errors import Problem
 from .limits import MAX_NESTING, PLAIN_NUMBER, Limit, PlainNumber, nesting_problem, shown
 
-__all__ = [
-    "MAX_ALIAS_NODES",
-    "AliasLimit",
-    "Duplicate",
-    "Lines",
-    "YamlLoader",
-    "construct",
-    "stream",
-]
-
 # Nodes that aliases may add to a YAML file once expanded: an anchored node is
 # built again for every alias to it, so nine levels of nine aliases (546 bytes
 # of text) would be 387 million nodes and many gigabytes.

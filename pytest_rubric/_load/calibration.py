@@ -28,12 +28,7 @@ if TYPE_CHECKING:
     from .._schema import Suite
     from ..criteria.judge import Requirement
 
-__all__ = ["Example", "examples_of", "read_labelled"]
-
 M = TypeVar("M", bound="BaseModel")
-
-# A calibration file is read whole, like a rubric file; past this it is a mistake.
-_MAX_EXAMPLES = 10_000
 
 
 def examples_of(
@@ -58,62 +53,41 @@ def examples_of(
     for index, example in enumerate(examples):
         at = f"calibration example {index + 1}"
         case = cases.get(example.case)
-        if case is None:
-            problems.append(
-                _problem(
-                    f"{at}: no case {example.case!r} in this file",
-                    where,
-                    "case",
-                    f"use one of {', '.join(cases) or '(no case)'}",
-                )
-            )
-            continue
         judged = {
-            c.id: c for c in (*suite.global_criteria, *case.criteria) if isinstance(c, Requirement)
+            c.id: c
+            for c in (*suite.global_criteria, *(case.criteria if case else ()))
+            if isinstance(c, Requirement)
         }
         criterion = judged.get(example.criterion)
-        if criterion is None:
-            problems.append(
-                _problem(
-                    f"{at}: case {example.case!r} has no judged criterion {example.criterion!r}",
-                    where,
-                    "criterion",
-                    f"use one of {', '.join(judged) or '(none)'}",
-                )
+        if case is None:
+            message, field = f"{at}: no case {example.case!r} in this file", "case"
+            hint = f"use one of {', '.join(cases) or '(no case)'}"
+        elif criterion is None:
+            message = f"{at}: case {example.case!r} has no judged criterion {example.criterion!r}"
+            field, hint = "criterion", f"use one of {', '.join(judged) or '(none)'}"
+        elif criterion.kind == "score" and (
+            example.verdict is not None or example.score is None or not math.isfinite(example.score)
+        ):
+            message, field = f"{at}: criterion {example.criterion!r} needs a score label", "score"
+            hint = f"write `score: n` ({criterion.min_score:g} to {criterion.max_score:g})"
+        elif criterion.kind != "score" and (example.score is not None or example.verdict is None):
+            message, field = (
+                f"{at}: criterion {example.criterion!r} needs a verdict label",
+                "verdict",
             )
-            continue
-        wants = "score" if criterion.kind == "score" else "verdict"
-        if wants == "score":
-            usable = (
-                example.verdict is None
-                and example.score is not None
-                and math.isfinite(example.score)
-            )
+            hint = "write `verdict: MET` or `verdict: UNMET`"
         else:
-            usable = example.score is None and example.verdict is not None
-        if not usable:
-            hint = (
-                f"write `score: n` ({criterion.min_score:g} to {criterion.max_score:g})"
-                if wants == "score"
-                else "write `verdict: MET` or `verdict: UNMET`"
-            )
-            problems.append(
-                _problem(
-                    f"{at}: criterion {example.criterion!r} needs a {wants} label",
-                    where,
-                    wants,
-                    hint,
-                )
-            )
+            found.append((example, criterion, case))
             continue
-        found.append((example, criterion, case))
+        problems.append(
+            Problem(
+                message,
+                field=f"calibration.{field}" if where is None else field,
+                hint=hint,
+                path=where,
+            )
+        )
     return found, problems
-
-
-def _problem(message: str, where: Path | None, field: str, hint: str) -> Problem:
-    return Problem(
-        message, field=f"calibration.{field}" if where is None else field, hint=hint, path=where
-    )
 
 
 def _read_jsonl(path: Path) -> tuple[list[Example], list[Problem]]:
@@ -124,8 +98,6 @@ def _read_jsonl(path: Path) -> tuple[list[Example], list[Problem]]:
         what="calibration example",
         field="calibration",
         example=example,
-        limit=_MAX_EXAMPLES,
-        too_many="calibrate on a sample",
     )
     return [row for _, row in rows], problems
 
@@ -137,8 +109,6 @@ def read_labelled(
     what: str,
     field: str,
     example: str,
-    limit: int,
-    too_many: str,
 ) -> tuple[list[tuple[int, M]], list[Problem]]:
     """A JSONL file of labelled examples (``calibration:``, ``judge_examples:``), each
     validated as ``model`` with its line number, and a problem for each line that is not
@@ -159,11 +129,6 @@ def read_labelled(
         ]
     found: list[tuple[int, M]] = []
     for number, row in rows:
-        if len(found) >= limit:
-            problems.append(
-                Problem(f"more than {limit:,} examples", line=number, path=path, hint=too_many)
-            )
-            break
         try:
             found.append((number, model.model_validate(row)))
         except ValidationError as exc:

@@ -24,9 +24,6 @@ if TYPE_CHECKING:
     from ..judge.prompts import Guidance
     from .locate import Locator
 
-__all__ = ["guidance_of"]
-
-_MAX_EXAMPLES = 1_000  # every one is sent with every call of its criterion
 _EXAMPLE = '{"criterion": "...", "response": "...", "verdict": "MET", "reason": "..."}'
 
 
@@ -107,7 +104,5 @@ def _read_jsonl(path: Path) -> tuple[list[tuple[int | None, JudgeExample]], list
         what="judge example",
         field="judge_examples",
         example=_EXAMPLE,
-        limit=_MAX_EXAMPLES,
-        too_many="show the judge a few examples per criterion",
     )
     return list(rows), problems

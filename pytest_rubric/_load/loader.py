@@ -45,8 +45,6 @@ from .locate import (
 )
 from .semantics import broken_patterns, semantic_problems
 
-__all__ = ["LoadedSuite", "load_suite", "parse_suite"]
-
 
 @dataclass(slots=True)
 class LoadedSuite:

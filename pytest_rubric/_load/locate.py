@@ -24,18 +24,6 @@ from .._guards.yaml import Duplicate, Lines, YamlLoader
 from .._schema import CRITERION_TYPES, Case, Suite
 from ..criteria.model import CriterionModel, FieldError
 
-__all__ = [
-    "EXAMPLES",
-    "Locator",
-    "dotted",
-    "duplicate_problem",
-    "item_label",
-    "kind_of",
-    "problems_from_validation",
-    "validation_problems",
-    "value_at",
-]
-
 _FIELD_ALIASES = {"global_criteria": "global", "json_schema": "schema"}
 EXAMPLES = {
     "cases": 'cases:\n      - id: q01\n        question: "..."\n        criteria: [...]',

@@ -25,8 +25,6 @@ from ..criteria.regex import PYTHON_REGEX_TIMEOUT, Regex, regex_problem
 from .locate import Locator, dotted, item_label, value_at
 from .responses import safe_subject, subject_problem
 
-__all__ = ["broken_patterns", "semantic_problems"]
-
 
 def _regexes(criterion: Criterion) -> list[tuple[Regex, tuple[str, ...]]]:
     """A regex criterion, or the regexes checking a json criterion's fields, with where each
@@ -50,35 +48,39 @@ def _regex_problems(
     for j, criterion in criteria:
         for regex, inside in _regexes(criterion):
             escaped = _escaped_by_the_file(regex.pattern)
+            why = None if escaped is not None else regex_problem(regex)
             if escaped is not None:
-                yield Problem(
+                message = (
                     f"the pattern {regex.pattern!r} holds a {escaped[1]} character: the file's "
                     f"double quotes read \\{escaped[0]} as one, so it never matches what "
-                    f"\\{escaped[0]} means in a regex",
-                    line=locator.line((*where, j, *inside, "pattern")),
-                    case=case,
-                    criterion=criterion.id,
-                    field=dotted((*inside, "pattern")),
-                    # The user's own pattern, as they meant it: \b back where the file read it.
-                    hint=f"in YAML write the pattern in single quotes ('{_meant(regex.pattern)}');"
-                    " in JSON or double-quoted YAML double the backslash "
-                    f'("{_meant(regex.pattern, backslash=2)}")',
+                    f"\\{escaped[0]} means in a regex"
                 )
-                continue
-            why = regex_problem(regex)
-            if why is None:
+                # The user's own pattern, as they meant it: \b back where the file read it.
+                hint = (
+                    f"in YAML write the pattern in single quotes ('{_meant(regex.pattern)}');"
+                    " in JSON or double-quoted YAML double the backslash "
+                    f'("{_meant(regex.pattern, backslash=2)}")'
+                )
+            elif why is not None:
+                message = (
+                    f"the pattern {as_written(regex.pattern)} needs what the RE2 engine does not "
+                    f"have ({why}): RE2 has no backreferences and no lookaround"
+                )
+                hint = (
+                    "rewrite it without them (an `invert: true` criterion often replaces a "
+                    "negative lookahead), or add `engine: python` to this criterion to use "
+                    "Python's backtracking engine, whose every search is cut off after "
+                    f"{PYTHON_REGEX_TIMEOUT:g} s (ERROR)"
+                )
+            else:
                 continue
             yield Problem(
-                f"the pattern {as_written(regex.pattern)} needs what the RE2 engine does not have "
-                f"({why}): RE2 has no backreferences and no lookaround",
+                message,
                 line=locator.line((*where, j, *inside, "pattern")),
                 case=case,
                 criterion=criterion.id,
                 field=dotted((*inside, "pattern")),
-                hint="rewrite it without them (an `invert: true` criterion often replaces a "
-                "negative lookahead), or add `engine: python` to this criterion to use Python's "
-                f"backtracking engine, whose every search is cut off after {PYTHON_REGEX_TIMEOUT:g} s "
-                "(ERROR)",
+                hint=hint,
             )
 
 
@@ -257,7 +259,8 @@ def broken_patterns(data: dict[str, Any], suite: Suite | None, locator: Locator)
     """Patterns no engine compiles. Grading reports such a criterion as ERROR; a file that is
     a collection error anyway lists them with its other problems, so that one round of
     fixes is enough."""
-    from ..criteria.regex import RegexError, compile_regex
+    from .._guards.engines import PatternError
+    from ..criteria.regex import compile_regex
 
     problems = []
     for where, label, criteria in _criteria(data, suite):
@@ -270,7 +273,7 @@ def broken_patterns(data: dict[str, Any], suite: Suite | None, locator: Locator)
                         engine=regex.engine,
                         normalize=regex.normalize,
                     )
-                except RegexError as exc:
+                except PatternError as exc:
                     if exc.unsupported:
                         continue  # _regex_problems says what RE2 lacks
                     problems.append(

@@ -10,8 +10,6 @@ from .field import FieldScoped, on_field
 from .model import Phrases
 from .phrases import compile_phrases, found
 
-__all__ = ["AllOf"]
-
 
 class AllOf(FieldScoped):
     """MET when every phrase occurs in the normalized answer."""

@@ -10,8 +10,6 @@ from .field import FieldScoped, on_field
 from .model import Phrases
 from .phrases import compile_phrases, found
 
-__all__ = ["AnyOf"]
-
 
 class AnyOf(FieldScoped):
     """MET when any phrase occurs in the normalized answer."""

@@ -25,19 +25,6 @@ from .._results import Outcome, Verdict
 from .._trace import Trace
 from .normalize import normalize, parse_numbers
 
-__all__ = [
-    "Answer",
-    "Broken",
-    "Check",
-    "CheckContext",
-    "credited",
-    "error",
-    "met",
-    "quote_list",
-    "short",
-    "unmet",
-]
-
 
 def met(reason: str) -> Outcome:
     return Outcome(Verdict.MET, 1.0, reason)

@@ -16,8 +16,6 @@ from .model import CriterionModel, Phrases
 from .normalize import normalize
 from .phrases import compile_phrases, found
 
-__all__ = ["ContextRecall"]
-
 
 class ContextRecall(CriterionModel):
     """Credit: the share of ``facts`` found in the context; MET when every one is."""

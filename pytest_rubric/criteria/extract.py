@@ -24,8 +24,6 @@ from .judge import Requirement
 from .model import CriterionModel
 from .registry import validate_body
 
-__all__ = ["RETURNS", "Extract", "JudgedCriterion"]
-
 RETURNS = ("number", "string", "boolean", "list")
 
 

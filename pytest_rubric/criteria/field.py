@@ -20,8 +20,6 @@ from .check import Answer, Check, error, unmet
 from .json_text import MISSING, NestedTooDeeply, is_pointer, parse_json, resolve_pointer
 from .model import CriterionModel
 
-__all__ = ["FieldScoped", "JsonPointer", "on_field"]
-
 
 def _check_pointer(pointer: str) -> str:
     if not is_pointer(pointer):

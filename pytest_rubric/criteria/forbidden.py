@@ -12,8 +12,6 @@ from .field import FieldScoped, on_field
 from .model import FieldError, NonNegative, Phrases
 from .phrases import compile_phrases, found
 
-__all__ = ["Forbidden"]
-
 
 class Forbidden(FieldScoped):
     """A known-wrong claim: MET (the error happened) when a phrase occurs.

@@ -12,8 +12,6 @@ from typing import Literal
 
 from .model import CriterionModel
 
-__all__ = ["Grounded"]
-
 
 class Grounded(CriterionModel):
     """Every factual claim of the answer is supported by a quote from its context."""

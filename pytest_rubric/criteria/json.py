@@ -45,16 +45,6 @@ from .json_text import (
 from .model import CriterionModel
 from .registry import validate_body
 
-__all__ = [
-    "MISSING",
-    "Json",
-    "NestedTooDeeply",
-    "body_of",
-    "parse_json",
-    "parse_whole",
-    "resolve_pointer",
-]
-
 # What a field's body may not say: it is one part of its criterion, weighted as a whole.
 _NOT_IN_A_BODY = ("id", "weight", "points", "axis", "required", "description")
 

@@ -15,26 +15,11 @@ import functools
 import json
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .._guards.schemas import SchemaProblem, schema_problems
+from .._guards.schemas import SchemaProblem, draft_of, schema_problems
 from .._guards.secrets import shorten
 from .model import FieldError
-
-if TYPE_CHECKING:
-    from jsonschema.protocols import Validator
-
-__all__ = [
-    "MISSING",
-    "NestedTooDeeply",
-    "first_non_finite",
-    "is_pointer",
-    "parse_json",
-    "parse_whole",
-    "pointer_text",
-    "resolve_pointer",
-    "valid_schema",
-]
 
 _FENCED = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 _INDEX = re.compile(r"0|[1-9][0-9]*")
@@ -237,7 +222,7 @@ def _schema_problem(text: str) -> tuple[tuple[str | int, ...], str] | None:
     from jsonschema.exceptions import best_match
 
     schema = json.loads(text)
-    validator = _validator_class(schema)
+    validator = draft_of(schema)
     found = best_match(validator(validator.META_SCHEMA).iter_errors(schema))
     if found is None:
         return None
@@ -249,10 +234,3 @@ def _unsafe(text: str) -> list[SchemaProblem]:
     """What keeps a valid schema (as canonical JSON text) from running safely (see
     :func:`~pytest_rubric._guards.schemas.schema_problems`); cached like :func:`_schema_problem`."""
     return schema_problems(json.loads(text))
-
-
-def _validator_class(schema: Any) -> type[Validator]:
-    from jsonschema import Draft202012Validator
-    from jsonschema.validators import validator_for
-
-    return validator_for(schema, default=Draft202012Validator)

@@ -8,8 +8,6 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from .model import CriterionModel, FieldError, Finite, Phrases
 
-__all__ = ["Requirement"]
-
 # An anchor's description: what a score means (`scale: {1: "wrong", 5: "fully right"}`).
 Anchor = Annotated[str, Field(min_length=1)]
 

@@ -11,8 +11,6 @@ from .check import Answer, Check, CheckContext, credited
 from .model import CriterionModel, FieldError, Phrase, Share
 from .phrases import compile_phrases, found
 
-__all__ = ["Metric"]
-
 
 class Metric(CriterionModel):
     """Fractional credit: a classification metric over the listed items found in the answer."""

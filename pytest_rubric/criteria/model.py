@@ -29,24 +29,6 @@ from .._guards.secrets import shorten
 if TYPE_CHECKING:
     from .check import Check, CheckContext
 
-__all__ = [
-    "MODEL_CONFIG",
-    "Count",
-    "CriterionModel",
-    "FieldError",
-    "Finite",
-    "Id",
-    "NonNegative",
-    "NotBool",
-    "Percent",
-    "Phrase",
-    "Phrases",
-    "Share",
-    "Tags",
-    "Timeout",
-    "check_import_path",
-]
-
 
 class FieldError(ValueError):
     """A mistake a model validator finds, with the field it is about (``_load.locate`` locates it).

@@ -12,8 +12,6 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-__all__ = ["normalize", "normalize_pattern", "parse_numbers"]
-
 # Every dash and minus sign Unicode has in common use, mapped to "-".
 _DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2e3a\u2e3b\ufe58\ufe63\uff0d"
 _TRANSLATE = str.maketrans(

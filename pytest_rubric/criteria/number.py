@@ -12,8 +12,6 @@ from .check import Answer, Check, CheckContext, met, unmet
 from .field import FieldScoped, on_field
 from .model import FieldError, Finite, NonNegative
 
-__all__ = ["Number"]
-
 
 class Number(FieldScoped):
     """MET when some number in the answer is within tolerance of ``value``."""

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 from .normalize import normalize
 
-__all__ = ["CompiledPhrase", "compile_phrase", "compile_phrases", "found"]
-
-
 # A phrase compiled for matching: (needle, text, must_start_word, must_end_number).
 # Plain tuples of strings and bools, so the garbage collector stops tracking them.
 CompiledPhrase = tuple[str, str, bool, bool]

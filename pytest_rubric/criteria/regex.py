@@ -24,19 +24,12 @@ from .check import Answer, Broken, Check, CheckContext, error, met, short, unmet
 from .field import FieldScoped, on_field
 from .normalize import normalize_pattern
 
-__all__ = ["PYTHON_REGEX_TIMEOUT", "Regex", "RegexError", "compile_regex", "regex_problem"]
-
 # How long one engine: python search may backtrack before the criterion is ERROR.
 PYTHON_REGEX_TIMEOUT = engines.PATTERN_TIMEOUT
 
 
 class Regex(FieldScoped):
-    """MET when the pattern matches the normalized answer (or, inverted, does not).
-
-    ``engine: re2`` (the default) matches in linear time, so no pattern can
-    hang a run; ``engine: python`` allows backreferences and lookaround, and
-    each of its searches is cut off after a time bound (ERROR).
-    """
+    """MET when the pattern matches the normalized answer (or, inverted, does not)."""
 
     type: Literal["regex"] = "regex"
     pattern: Annotated[str, Field(min_length=1)]
@@ -49,21 +42,12 @@ class Regex(FieldScoped):
     def compile(self, context: CheckContext) -> Check[Regex]:
         try:
             return on_field(self, RegexCheck(self))
-        except RegexError as exc:
+        except PatternError as exc:
             return Broken(
                 self,
                 f"invalid regex {as_written(self.pattern)}: {exc}; fix the pattern (in YAML, write it in "
                 "single quotes or double every backslash)",
             )
-
-
-class RegexError(ValueError):
-    """A pattern that does not compile. ``unsupported``: it is valid for Python's engine
-    but uses what RE2 lacks (backreferences, lookaround), which is a collection error."""
-
-    def __init__(self, message: str, *, unsupported: bool) -> None:
-        super().__init__(message)
-        self.unsupported = unsupported
 
 
 @functools.lru_cache(maxsize=4096)
@@ -80,16 +64,13 @@ def compile_regex(
 
     The pattern's literal characters are normalized like answers are (see
     :func:`normalize_pattern`), unless ``normalize`` is false. Raises
-    :class:`RegexError`. Cached: a pattern is checked at collection and compiled
+    :class:`~pytest_rubric._guards.engines.PatternError`. Cached: a pattern is checked at collection and compiled
     again by the grader.
     """
     normalized = normalize_pattern(pattern, casefold=not case_sensitive) if normalize else pattern
-    try:
-        return compile_pattern(
-            normalized, case_sensitive=case_sensitive, backtracking=engine == "python"
-        )
-    except PatternError as exc:
-        raise RegexError(str(exc), unsupported=exc.unsupported) from None
+    return compile_pattern(
+        normalized, case_sensitive=case_sensitive, backtracking=engine == "python"
+    )
 
 
 def regex_problem(c: Regex) -> str | None:
@@ -98,7 +79,7 @@ def regex_problem(c: Regex) -> str | None:
         compile_regex(
             c.pattern, case_sensitive=c.case_sensitive, engine=c.engine, normalize=c.normalize
         )
-    except RegexError as exc:
+    except PatternError as exc:
         if exc.unsupported:
             return str(exc)
     return None

@@ -42,16 +42,6 @@ from .tool_called import ToolCalled
 from .tool_sequence import ToolSequence
 from .trace_limits import TraceLimits
 
-__all__ = [
-    "COMPOSITE",
-    "CONTEXT_KEY",
-    "DETERMINISTIC",
-    "compile_check",
-    "criterion_types",
-    "validate_body",
-    "validate_criterion",
-]
-
 DETERMINISTIC: tuple[type[CriterionModel], ...] = (
     AnyOf,
     AllOf,

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from pytest_rubric import RubricLoadError
 from pytest_rubric._guards import engines as _engines
-from pytest_rubric._guards import schema_safety as _schema_safety
+from pytest_rubric._guards import schemas as _schemas
 from pytest_rubric._guards.engines import CheckTimeout, Deadline
 from pytest_rubric._guards.schemas import schema_problems, schema_validator
 from pytest_rubric._load.loader import load_suite
@@ -225,7 +225,7 @@ def test_a_schema_that_loads_never_retrieves_anything(schema: Any, instances: li
         raise AssertionError(f"retrieval asked for {uri}")
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_schema_safety, "_refuse", spy)
+        patch.setattr(_schemas, "_refuse", spy)
         patch.setattr(urllib.request, "urlopen", spy)  # jsonschema's own retrieval
         try:
             criterion = Json(id="j", schema=schema)
