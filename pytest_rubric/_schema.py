@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
     BeforeValidator,
@@ -143,10 +144,8 @@ def own_mark(*levels: Rubric | Suite) -> Mark:
     return None
 
 
-def _check_targets(value: dict[str, str] | None) -> dict[str, str] | None:
+def _check_targets(value: dict[str, str]) -> dict[str, str]:
     """``targets: {NAME: "module:function"}``: each a valid path, none given twice."""
-    if value is None:
-        return None
     seen: dict[str, str] = {}
     for name, path in value.items():
         _check_import_path(path)
@@ -160,6 +159,10 @@ def _check_targets(value: dict[str, str] | None) -> dict[str, str] | None:
             )
         seen[path] = name
     return value
+
+
+TargetPath = Annotated[str, AfterValidator(_check_import_path)]
+Targets = Annotated[dict[str, str], AfterValidator(_check_targets)]  # name -> "module:function"
 
 
 class Rubric(BaseModel):
@@ -261,8 +264,8 @@ class Case(Rubric):
     response: str | None = None
     responses: dict[str, str] | None = None
     subject: str | None = None
-    target: str | None = None
-    targets: dict[str, str] | None = None  # subject name -> "module:function"
+    target: TargetPath | None = None
+    targets: Targets | None = None
     timeout: Timeout | None = None  # for the target; default: ini rubric_call_timeout (60 s)
     repeat: Repeat | None = None  # default: the file's, else --rubric-repeat (1)
     pass_when: PassWhenField | None = None  # default: the file's, else --rubric-pass-when (mean)
@@ -277,16 +280,6 @@ class Case(Rubric):
         return tuple(
             Passage(text=p) if isinstance(p, str) else p.passage() for p in self.context or ()
         )
-
-    @field_validator("target")
-    @classmethod
-    def _target_path(cls, value: str | None) -> str | None:
-        return None if value is None else _check_import_path(value)
-
-    @field_validator("targets")
-    @classmethod
-    def _target_paths(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        return _check_targets(value)
 
     @model_validator(mode="after")
     def _subject_needs_response(self) -> Case:
@@ -330,8 +323,8 @@ class Suite(BaseModel):
     suite: str | None = None
     min_score: Share | None = None
     responses: str | None = None
-    target: str | None = None
-    targets: dict[str, str] | None = None  # subject name -> "module:function"
+    target: TargetPath | None = None
+    targets: Targets | None = None
     target_fixed: bool = False  # keep target(s) when the command line names subjects
     repeat: Repeat | None = None
     pass_when: PassWhenField | None = None
@@ -348,13 +341,3 @@ class Suite(BaseModel):
     @classmethod
     def _ids(cls, value: Any) -> Any:
         return default_ids(value, "g")
-
-    @field_validator("target")
-    @classmethod
-    def _target_path(cls, value: str | None) -> str | None:
-        return None if value is None else _check_import_path(value)
-
-    @field_validator("targets")
-    @classmethod
-    def _target_paths(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        return _check_targets(value)

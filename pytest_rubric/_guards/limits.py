@@ -176,11 +176,6 @@ def _may_repeat_keys(text: str, keys: int) -> bool:
     return text.count(":") != keys and text.count('":') + len(_SPACED_KEY_END.findall(text)) != keys
 
 
-def _repeated_keys(text: str) -> list[str]:
-    """The keys given twice in an object of JSON text that parses, in the order json reads them."""
-    return loads_noting_repeats(text)[1]
-
-
 def loads_noting_repeats(text: str) -> tuple[Any, list[str]]:
     """``json.loads(text)``, and the keys given twice in an object of it, in the order json
     reads them (json alone keeps the last value of such a key, and says nothing)."""
@@ -247,9 +242,10 @@ def json_loads(text: str, *, whole: bool = False) -> tuple[Any, list[str]]:
     too_deep, keys = _shape(data)
     if too_deep:
         raise Limit(nesting_problem(_json_nesting_line(text)))
+    repeated = loads_noting_repeats(text)[1] if _may_repeat_keys(text, keys) else []
     if _HALF_ESCAPE.search(text) and _has_surrogate(data):
         if whole:
-            return _whole(data), _repeated_keys(text) if _may_repeat_keys(text, keys) else []
+            return _whole(data), repeated
         # As the YAML loader does: half a character cannot be written as UTF-8, so it would
         # break every output and the test ids that carry it between xdist processes.
         escape = next((m for m in _HALF_ESCAPE.finditer(text) if _lone(text, m)), None)
@@ -261,7 +257,7 @@ def json_loads(text: str, *, whole: bool = False) -> tuple[Any, list[str]]:
                 hint="write the whole character, or both halves of its surrogate pair",
             )
         )
-    return data, _repeated_keys(text) if _may_repeat_keys(text, keys) else []
+    return data, repeated
 
 
 _HALF_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")

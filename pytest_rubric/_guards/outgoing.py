@@ -57,7 +57,7 @@ _UNSAFE_URL = re.compile(r"^[^/]*//[^/?#]*@|[?#]")
 def outgoing(text: str, *secrets: Secret | None) -> str:
     """``text`` fit to leave the process: redacted of ``secrets`` and of the providers' keys
     in the environment, its URLs public, control characters escaped, surrogates replaced."""
-    return _outgoing(text, (*secrets, *_environment_keys()))
+    return _outgoing(text, (*secrets, *known_keys()))
 
 
 def as_written(text: str) -> str:
@@ -75,7 +75,7 @@ def as_written(text: str) -> str:
 def outgoing_data(value: Any, *secrets: Secret | None) -> Any:
     """``value`` (a JSON-like document) with :func:`outgoing` applied to every string, keys
     of mappings included."""
-    keys = (*secrets, *_environment_keys())
+    keys = (*secrets, *known_keys())
     # A document repeats its keys and short values ("name", "ok", a tool's name, once per
     # tool call of a trace): each distinct string is made fit once.
     done: dict[str, str] = {}
@@ -96,10 +96,6 @@ def outgoing_data(value: Any, *secrets: Secret | None) -> Any:
         return value
 
     return scrub(value)
-
-
-def _environment_keys() -> list[Secret]:
-    return known_keys()  # the environment only
 
 
 def _outgoing(text: str, keys: tuple[Secret | None, ...]) -> str:

@@ -75,10 +75,6 @@ def load_suite(path: Path, *, added: Sequence[type[CriterionModel]] = ()) -> Loa
 
     ``added``: the criterion types plugins add (``pytest_rubric_criterion_types``).
     A session loads it with the garbage collector paused (``pytest_rubric._session.heap``)."""
-    return _load_suite(path, added)
-
-
-def _load_suite(path: Path, added: Sequence[type[CriterionModel]]) -> LoadedSuite:
     try:
         text = read_text(path)
     except NotRegular as exc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
@@ -37,6 +37,7 @@ class Requirement(CriterionModel):
     """A requirement graded by an LLM judge: boolean, a score on a scale, or a label."""
 
     type: Literal["judge"] = "judge"
+    is_judged: ClassVar[bool] = True
     requirement: Annotated[str, Field(min_length=1)]
     kind: Literal["boolean", "score", "label"] = "boolean"
     min_score: Finite = 1.0
@@ -100,7 +101,3 @@ class Requirement(CriterionModel):
                 f"{unknown[0]!r} is not one of the labels ({', '.join(map(repr, self.labels))})",
                 hint="list pass labels from `labels`",
             )
-
-    @property
-    def is_judged(self) -> bool:
-        return True
