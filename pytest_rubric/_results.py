@@ -117,22 +117,14 @@ class Sample:
 class CaseResult:
     """The grade of one response against one case.
 
-    ``score`` is the substance score in [0, 1]; style never enters it.
-    ``fluency`` and ``confidence`` are the style heuristics (see
-    ``pytest_rubric._grade.style``); ``style_score`` is the mean credit of the
-    ``axis: style`` criteria that ran, or None. ``naive_score`` is what a
-    rubric that rewards how an answer reads would have given.
-
-    With ``repeat`` N > 1, ``samples`` holds each answer's grade: ``score``,
-    ``raw_score`` and the style figures are then means over the samples,
-    ``criteria`` and ``response`` those of the first sample, and ``passed``
-    the verdict of the ``pass_when`` rule (see ``_repeat``). Without samples
-    the result is its own single sample. ``level`` is the confidence level of
-    ``pass_rate_ci``.
-
-    ``llm_raw_score`` is the holistic grader's 0-100 reply (the rubric library's field),
-    None for every other grader; with ``repeat`` it is the mean of the samples' own, None
-    when one of them has none (see ``_llm.base.mean_raw_score``).
+    ``score`` is the substance score in [0, 1]; style never enters it. ``fluency`` and
+    ``confidence`` are the style heuristics (``pytest_rubric._grade.style``),
+    ``style_score`` the mean credit of the ``axis: style`` criteria that ran, or None, and
+    ``naive_score`` what a rubric rewarding how an answer reads would have given. With
+    ``repeat`` N > 1, ``samples`` holds each answer's grade: the scores are then means,
+    ``criteria`` and ``response`` the first sample's, and ``passed`` the ``pass_when``
+    rule's verdict. ``llm_raw_score`` is the holistic grader's 0-100 reply (a mean with
+    ``repeat``, None when a sample has none).
     """
 
     nodeid: str
@@ -156,9 +148,7 @@ class CaseResult:
     pass_when: str | float = "mean"
     level: float = 0.95  # the confidence level of pass_rate_ci
     samples: list[Sample] = field(default_factory=list)
-    probe: list[dict[str, str]] = field(
-        default_factory=list
-    )  # the style probe's, see _report.audit
+    probe: list[dict[str, str]] = field(default_factory=list)  # see _report.audit
     # False for an assert_rubric call without ``subject=``: a check inside a unit test, counted
     # in the summary's "assertions" line, never ranked on the leaderboard as a subject.
     ranked: bool = True

@@ -1,21 +1,11 @@
 """Loading rubric files (YAML or JSON): a validated suite, or every problem at once.
 
-Every mistake a user can make in a file becomes a :class:`Problem` that
-names the file, the line, the case, the criterion and the field, and says
-what to write instead; all problems of one file are raised together as one
-:class:`RubricLoadError`.
-
-A hostile file is one more collection error, never a crash, a hang or a
-machine out of memory: only regular files are read, aliases may add at most
-:data:`~pytest_rubric._guards.yaml.MAX_ALIAS_NODES` nodes, lists and mappings nest at most
-:data:`~pytest_rubric._guards.limits.MAX_NESTING` levels deep, and a key given twice in one mapping is an
-error rather than silently overridden.
-
-This module runs the steps; each has its own: ``pytest_rubric._guards.limits``
-reads files and JSON within those limits, ``pytest_rubric._guards.yaml`` builds
-YAML data within them, ``pytest_rubric._load.locate`` turns validation errors
-into located problems, ``pytest_rubric._load.semantics`` finds what validation
-cannot see, and ``pytest_rubric._load.responses`` reads responses files.
+Every mistake in a file becomes a :class:`Problem` naming the file, line, case, criterion
+and field, with what to write instead; a file's problems are raised together as one
+:class:`RubricLoadError`, and a hostile file is one more of them, never a crash or a hang.
+This module runs the steps: ``pytest_rubric._guards.limits`` and ``pytest_rubric._guards.yaml``
+read within the limits, ``pytest_rubric._load.locate`` locates validation errors and
+``pytest_rubric._load.semantics`` finds what validation cannot see.
 """
 
 from __future__ import annotations

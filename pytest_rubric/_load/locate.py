@@ -311,24 +311,15 @@ def _problem(error: Any, data: dict[str, Any], locator: Locator) -> Problem:
 
 # What other evaluation tools call our criterion types (promptfoo's assertions, mostly):
 # "did you mean" answers these where spelling alone would not.
-_OTHER_TOOLS: dict[str, list[str]] = {
-    "contains": ["any_of"],
-    "icontains": ["any_of"],
-    "contains-any": ["any_of"],
-    "icontains-any": ["any_of"],
-    "contains-all": ["all_of"],
-    "icontains-all": ["all_of"],
-    "not-contains": ["forbidden"],
-    "not-icontains": ["forbidden"],
-    "regexp": ["regex"],
-    "matches": ["regex"],
-    "is-json": ["json"],
-    "contains-json": ["json"],
-    "llm-rubric": ["judge"],
-    "g-eval": ["judge"],
-    "levenshtein": ["fuzzy"],
-    "similar": ["fuzzy"],
-    "python": ["callable"],
+_OTHER_TOOLS: dict[str, str] = {
+    **dict.fromkeys(("contains", "icontains", "contains-any", "icontains-any"), "any_of"),
+    **dict.fromkeys(("contains-all", "icontains-all"), "all_of"),
+    **dict.fromkeys(("not-contains", "not-icontains"), "forbidden"),
+    **dict.fromkeys(("regexp", "matches"), "regex"),
+    **dict.fromkeys(("is-json", "contains-json"), "json"),
+    **dict.fromkeys(("llm-rubric", "g-eval"), "judge"),
+    **dict.fromkeys(("levenshtein", "similar"), "fuzzy"),
+    "python": "callable",
 }
 
 
@@ -356,9 +347,8 @@ def _explain(
         return f"unknown field {shown}", " ".join(h for h in (hint, listing) if h) or None
     if kind == "union_tag_invalid":
         tag = str(error.get("ctx", {}).get("tag", error.get("input")))
-        close = _OTHER_TOOLS.get(tag.lower()) or difflib.get_close_matches(
-            tag, list(types), n=1, cutoff=0.5
-        )
+        other = _OTHER_TOOLS.get(tag.lower())
+        close = [other] if other else difflib.get_close_matches(tag, list(types), n=1, cutoff=0.5)
         hint = (f"did you mean `type: {close[0]}`? " if close else "") + (
             f"use one of {', '.join(types)}"
         )

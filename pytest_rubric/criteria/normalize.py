@@ -12,23 +12,13 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-# Every dash and minus sign Unicode has in common use, mapped to "-".
+# Every dash and minus sign Unicode has in common use to "-", curly quotes to straight ones.
 _DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2e3a\u2e3b\ufe58\ufe63\uff0d"
 _TRANSLATE = str.maketrans(
     {
-        **{ch: "-" for ch in _DASHES},
-        "\u2018": "'",
-        "\u2019": "'",
-        "\u201a": "'",
-        "\u201b": "'",
-        "\u2032": "'",
-        "\u201c": '"',
-        "\u201d": '"',
-        "\u201e": '"',
-        "\u201f": '"',
-        "\u2033": '"',
-        "\u00ab": '"',
-        "\u00bb": '"',
+        **dict.fromkeys(_DASHES, "-"),
+        **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032", "'"),
+        **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb", '"'),
     }
 )
 _WHITESPACE = re.compile(r"\s+")
@@ -42,11 +32,8 @@ def _fold(text: str) -> str:
 
 
 def normalize(text: str, *, casefold: bool = True) -> str:
-    """Return ``text`` in the form every phrase, regex and fuzzy check compares.
-
-    With ``casefold=False`` the text is normalized but keeps its case (for
-    ``case_sensitive`` regex criteria).
-    """
+    """``text`` as every phrase, regex and fuzzy check compares it (``casefold=False``: its
+    case kept, for ``case_sensitive`` regex criteria)."""
     folded = _fold(text)
     if casefold:
         folded = folded.casefold()
