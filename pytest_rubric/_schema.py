@@ -304,7 +304,7 @@ class CalibrationExample(BaseModel):
 
 
 class JudgeExample(BaseModel):
-    """One labelled example of a file's ``judge_examples:`` (see ``_load.guidance``), shown to the
+    """One labelled example of a file's ``judge_examples:`` (see ``_load.examples``), shown to the
     judge: how the rubric's author grades ``response`` on ``criterion``, and why."""
 
     model_config = MODEL_CONFIG
@@ -328,10 +328,10 @@ class Suite(BaseModel):
     target_fixed: bool = False  # keep target(s) when the command line names subjects
     repeat: Repeat | None = None
     pass_when: PassWhenField | None = None
-    calibration: list[CalibrationExample] | str | None = None  # see _load.calibration
-    judge_instructions: str | None = None  # see _load.guidance
+    calibration: list[CalibrationExample] | str | None = None  # see _load.examples
+    judge_instructions: str | None = None  # see _load.examples
     style_field: JsonPointer | None = None  # where style is measured in a JSON answer
-    judge_examples: list[JudgeExample] | str | None = None  # see _load.guidance
+    judge_examples: list[JudgeExample] | str | None = None  # see _load.examples
     global_criteria: list[Criterion] = Field(
         default=[], validation_alias=AliasChoices("global", "global_criteria")
     )

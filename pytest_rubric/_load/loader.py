@@ -148,13 +148,13 @@ def parse_suite(
         problems += broken_patterns(data, suite, locator)
     calibration: list[tuple[Any, Any, Any]] = []
     if suite is not None and suite.calibration is not None:
-        from .calibration import examples_of
+        from .examples import examples_of
 
         calibration, calibration_problems = examples_of(suite, path)
         problems += calibration_problems
     guidance = None
     if suite is not None and (suite.judge_instructions or suite.judge_examples is not None):
-        from .guidance import guidance_of
+        from .examples import guidance_of
 
         guidance, guidance_problems = guidance_of(suite, path, locator, calibration)
         problems += guidance_problems
