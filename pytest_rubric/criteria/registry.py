@@ -1,16 +1,11 @@
 """The one table of criterion types: a type is its model, whose ``compile`` is its check.
 
-:data:`DETERMINISTIC` holds one line per type the plugin checks itself (each
-also checks a field of a ``json`` criterion or an ``extract``'s value);
-:data:`COMPOSITE` names the built-in types above them, and
-:func:`criterion_types` joins both with the types a ``conftest.py`` or a
-plugin adds through the ``pytest_rubric_criterion_types`` hook
-(``pytest_rubric.hookspec``). Everything else derives from the table: the
-union a rubric file's criteria are read by (:func:`validate_criterion`, which
-finds the added types in pydantic's validation context under
-:data:`CONTEXT_KEY`), the bodies of ``json`` and ``extract``
-(:func:`validate_body`), the loader's "did you mean" names, and the check
-that the criteria reference in the docs has a row for each.
+:data:`DETERMINISTIC` holds one line per type the plugin checks itself, :data:`COMPOSITE`
+the built-in types above them, and :func:`criterion_types` joins both with the types the
+``pytest_rubric_criterion_types`` hook adds. Everything else derives from it: the union a
+rubric file's criteria are read by (:func:`validate_criterion`, which finds the added types
+in pydantic's validation context under :data:`CONTEXT_KEY`), the bodies of ``json`` and
+``extract`` (:func:`validate_body`), the loader's "did you mean" and the docs' table.
 """
 
 from __future__ import annotations
@@ -161,11 +156,7 @@ def compile_check(
     runner: CallRunner | None = None,
     check_timeout: float = DEFAULT_CHECK_TIMEOUT,
 ) -> Check[Any]:
-    """Compile a deterministic criterion into a check that never raises.
-
-    A ``callable`` criterion that sets no ``timeout`` gets ``call_timeout``,
-    and runs on ``runner`` (a new one when not given); a check whose cost can
-    grow faster than the answer gives up after ``check_timeout`` (ERROR).
-    """
+    """Compile a deterministic criterion into a check that never raises (see
+    :class:`~pytest_rubric.criteria.check.CheckContext`; ``runner``: a new one when not given)."""
     context = CheckContext(call_timeout, runner or CallRunner(), check_timeout)
     return criterion.compile(context)
