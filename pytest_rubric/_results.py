@@ -48,13 +48,8 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class CriterionResult:
-    """The verdict on one criterion.
-
-    ``weight`` is the weight that enters the score (``-penalty`` for a
-    ``forbidden`` criterion). ``ok`` is true when the criterion went the right
-    way: MET for a positive weight, UNMET for a negative one; never for ERROR
-    or SKIPPED.
-    """
+    """The verdict on one criterion; ``weight`` is the weight that enters the score
+    (``-penalty`` for a ``forbidden`` criterion)."""
 
     id: str
     type: str
@@ -80,6 +75,7 @@ class CriterionResult:
 
     @property
     def ok(self) -> bool:
+        """Went the right way: MET for a positive weight, UNMET for a negative one."""
         if self.verdict is Verdict.MET:
             return self.weight >= 0
         if self.verdict is Verdict.UNMET:

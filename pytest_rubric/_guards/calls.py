@@ -1,21 +1,11 @@
-"""Running a user's code: ``callable`` criteria and ``target`` functions.
+"""Running a user's code (``callable`` criteria, ``target`` functions): the boundary for it.
 
-:func:`resolve_import` finds ``"package.module:name"``; :class:`CallRunner`
-runs it on a worker thread, bounded in time, awaiting it when it is async.
-
-This is the boundary for user code: whatever a user's function raises
-reaches the plugin as an :class:`Exception`, so the item or criterion is an
-ERROR like any other. ``SystemExit``, ``GeneratorExit`` and
-``asyncio.CancelledError`` come out as :class:`UserCodeError`; only
-``KeyboardInterrupt`` (the person at the keyboard) passes as it is.
-
-An exception is printed here, once, on a thread of its own and within the
-call's time bound: one whose ``str`` or ``repr`` (or that of an exception it
-chains) raises or blocks comes out as a :class:`UserCodeError` reading
-``<unprintable TypeName>``, with the application's traceback and nothing of
-the original left to print. What a call returns leaves as plain data: a ``str``
-subclass is the plain ``str`` it holds (:func:`plain`), so no method of the
-application's runs while the answer is graded.
+:func:`resolve_import` finds ``"package.module:name"``; :class:`CallRunner` runs it on a
+worker thread, bounded in time, awaited when async. Whatever it raises reaches the plugin as
+an :class:`Exception` (``SystemExit``, ``GeneratorExit`` and ``asyncio.CancelledError`` as
+:class:`UserCodeError`; only ``KeyboardInterrupt`` passes as it is), printed once, on a
+thread of its own, within the call's bound: one whose ``str`` or ``repr`` raises or blocks
+reads ``<unprintable TypeName>``. What it returns leaves as plain data (:func:`plain`).
 """
 
 from __future__ import annotations
@@ -36,14 +26,9 @@ from typing import Any
 
 
 def make_importable(*folders: Path) -> None:
-    """Put ``folders`` on the import path, after everything already there.
-
-    ``callable:`` and ``target:`` modules are imported with the rootdir and
-    the rubric file's folder on the path, so a ``checks.py`` next to
-    ``pytest.ini`` works under a plain ``pytest`` (whose rootdir is not on
-    the path by itself). Appended, never prepended, so they cannot shadow
-    an installed package or the standard library.
-    """
+    """Put ``folders`` (the rootdir, the rubric file's folder) on the import path, so a
+    ``checks.py`` next to ``pytest.ini`` imports under a plain ``pytest``; appended, so they
+    never shadow an installed package or the standard library."""
     for folder in folders:
         entry = str(folder)
         if entry not in sys.path:
@@ -250,15 +235,9 @@ class _Worker:
 
 
 class CallRunner:
-    """Runs a user's callables and targets, each bounded in time.
-
-    A call runs on a daemon thread, in a copy of the caller's context (so
-    context variables read the same). Python cannot stop a thread, so a call
-    that overruns is abandoned with its thread, which never holds up the
-    session or its exit; a thread whose call returned in time is reused, so
-    bounding a call costs a queue hand-off, not a new thread. One runner per
-    grader.
-    """
+    """Runs a user's callables and targets, each bounded in time, on daemon threads in a copy
+    of the caller's context. A call that overruns is abandoned with its thread (Python cannot
+    stop one), which never holds up the session; a thread whose call returned is reused."""
 
     def __init__(self) -> None:
         self._idle: list[_Worker] = []

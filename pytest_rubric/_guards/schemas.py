@@ -1,22 +1,14 @@
-"""JSON Schemas from rubric files, run on the application's answers: checked when the rubric
-loads, then validated within the time bound, with nothing ever retrieved.
+"""JSON Schemas from rubric files, run on the application's answers.
 
-* **No retrieval, ever.** A JSON Schema's ``$ref`` and ``$dynamicRef``
-  resolve only inside its own document (``#...``, ``$defs``, anchors and
-  ``$id``\\ s of the same document). :func:`schema_problems` finds any other
-  reference when the rubric loads (a collection error, with where in the schema
-  and what to write instead, as for a number that is not finite, a pattern that
-  compiles nowhere or a ``$schema`` below the top), and the validator
-  :func:`schema_validator` builds asks a registry whose retrieval refuses,
-  so nothing is fetched or read even if one slipped through.
-* **Patterns on the guarded engine.** ``pattern`` and ``patternProperties`` run through
-  :func:`~pytest_rubric._guards.engines.compile_pattern` (``jsonschema`` would use
-  Python's ``re``, which no thread can stop), and every keyword checks the running
-  :class:`~pytest_rubric._guards.engines.Deadline` (``uniqueItems`` runs in linear time).
-
-Nothing here decides a verdict: the callers turn
-:class:`~pytest_rubric._guards.engines.CheckTimeout`, a ``RecursionError`` or an
-``OverflowError`` into ERROR, never UNMET.
+* **No retrieval, ever.** ``$ref`` and ``$dynamicRef`` resolve only inside the schema's
+  own document: :func:`schema_problems` finds any other reference when the rubric loads (a
+  collection error, as a non-finite number, a pattern that compiles nowhere or a
+  ``$schema`` below the top are), and the validator :func:`schema_validator` builds asks a
+  registry whose retrieval refuses.
+* **Bounded.** ``pattern`` and ``patternProperties`` run through
+  :func:`~pytest_rubric._guards.engines.compile_pattern` (``jsonschema`` would use Python's
+  ``re``, which no thread can stop), ``uniqueItems`` in linear time, and every keyword
+  checks the running :class:`~pytest_rubric._guards.engines.Deadline`.
 """
 
 from __future__ import annotations

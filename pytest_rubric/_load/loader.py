@@ -121,7 +121,7 @@ def parse_suite(
     bare_list = isinstance(data, list)
     if bare_list:
         data = {"cases": data}
-    locator = Locator(text, path, parsed.node, bare_list=bare_list, types=types, lines=parsed.lines)
+    locator = Locator(text, parsed.node, bare_list=bare_list, types=types, lines=parsed.lines)
     problems = [
         duplicate_problem(d, data, bare_list=bare_list, json_file=path.suffix == ".json")
         for d in parsed.duplicates

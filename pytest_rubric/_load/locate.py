@@ -12,7 +12,6 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -84,14 +83,13 @@ class Locator:
     def __init__(
         self,
         text: str,
-        path: Path,
         node: yaml.Node | None,
         *,
         bare_list: bool,
         types: Types = CRITERION_TYPES,
         lines: Lines | None = None,
     ) -> None:
-        self._text, self._path, self._node, self._bare = text, path, node, bare_list
+        self._text, self._node, self._bare = text, node, bare_list
         # A streamed YAML file's lines (see ``_guards.yaml.stream``): the node tree is composed
         # only for a line not among them, on the error path.
         self._lines = lines
@@ -102,9 +100,7 @@ class Locator:
         self._keys: dict[int, dict[str, int]] = {}
 
     def _root(self) -> yaml.Node | None:
-        if (
-            not self._parsed and self._text
-        ):  # a JSON file: located through YAML on the error path only
+        if not self._parsed and self._text:  # JSON: located through YAML, on the error path
             self._parsed = True
             try:
                 self._node = yaml.compose(self._text, Loader=YamlLoader)
@@ -112,8 +108,9 @@ class Locator:
                 self._node = None
         return self._node
 
-    def line(self, data_path: Sequence[str | int], *, key: bool = True) -> int | None:
-        if self._lines is not None and key:
+    def line(self, data_path: Sequence[str | int]) -> int | None:
+        """The line of the key at ``data_path`` (from 1), or of the deepest one found."""
+        if self._lines is not None:
             known = self._lines.get(tuple(data_path))
             if known is not None:
                 return known
@@ -137,7 +134,7 @@ class Locator:
                 if not found:
                     break
                 k, v = node.value[min(found)]
-                line = (k if key else v).start_mark.line
+                line = k.start_mark.line
                 node = v
             elif (
                 isinstance(node, yaml.SequenceNode)
@@ -168,7 +165,7 @@ def validation_problems(
 
 def problems_from_validation(exc: ValidationError, data: Any) -> list[Problem]:
     """Problems for criteria given in Python (``assert_rubric``): located without lines."""
-    locator = Locator("", Path(), None, bare_list=False)
+    locator = Locator("", None, bare_list=False)
     return validation_problems(exc, data if isinstance(data, dict) else {}, locator)
 
 

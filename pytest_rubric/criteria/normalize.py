@@ -41,15 +41,9 @@ def normalize(text: str, *, casefold: bool = True) -> str:
 
 
 def normalize_pattern(pattern: str, *, casefold: bool = True) -> str:
-    """Normalize the literal characters of a regex pattern like answer text.
-
-    Accents, dashes and quotes are folded so that a pattern written with
-    ``é`` or ``–`` still matches the normalized answer. ASCII is left alone
-    (casefolding would turn ``\\W`` into ``\\w``; case-insensitivity comes
-    from the regex flag), but with ``casefold`` a non-ASCII letter that
-    casefolds to other letters is folded too, as the answer is: ``ß`` becomes
-    ``ss``.
-    """
+    """The literal characters of a regex pattern normalized like answer text (``é`` and ``–``
+    folded). ASCII is left alone (casefolding would turn ``\\W`` into ``\\w``; the regex flag
+    ignores case), but with ``casefold`` a non-ASCII letter is casefolded: ``ß`` is ``ss``."""
     folded = _fold(pattern)
     if casefold and not folded.isascii():
         folded = "".join(ch if ch.isascii() else ch.casefold() for ch in folded)
@@ -86,15 +80,9 @@ _SCALES = {
 
 
 def parse_numbers(text: str) -> Iterator[float]:
-    """Yield every number written in ``text``, in order.
-
-    Understands ``$1,157.63``, ``12%``, ``-3.5``, ``−3.5`` (Unicode minus),
-    ``1.2e3``, ``(4.5)`` (accounting negative, offered as -4.5 and 4.5) and
-    scale words such as ``$1 million``. A percentage yields both its written value and its
-    fraction (``12%`` gives 12 and 0.12); a scaled number yields both the
-    written and the scaled value (``1 million`` gives 1 and 1000000), so a
-    rubric may state the target either way.
-    """
+    """Every number written in ``text``, in order: ``$1,157.63``, ``−3.5``, ``1.2e3``, ``(4.5)``
+    (accounting: -4.5 and 4.5). ``12%`` gives 12 and 0.12, ``1 million`` 1 and 1000000, so a
+    rubric may state the target either way."""
     for match in _NUMBER.finditer(_fold(text)):
         digits = match["int"].replace(",", "") + (match["frac"] or "") + (match["exp"] or "")
         value = float(digits)

@@ -1,12 +1,9 @@
 """``regex``: MET when the pattern matches the normalized answer (or, inverted, does not).
 
-``normalize: false`` matches the answer exactly as written (no Unicode folding,
-no whitespace collapsing, pattern taken literally): what an importer needs to
-reproduce another tool's exact substring and equality checks.
-
-``engine: re2`` (the default) matches in linear time, so no pattern can hang
-a run; ``engine: python`` allows backreferences and lookaround, and each of
-its searches is cut off after :data:`PYTHON_REGEX_TIMEOUT` (ERROR).
+``engine: re2`` (the default) matches in linear time, so no pattern can hang a run;
+``engine: python`` allows backreferences and lookaround, each search cut off after
+:data:`PYTHON_REGEX_TIMEOUT` (ERROR). ``normalize: false`` matches the answer and the
+pattern as written (what an importer needs to reproduce another tool's exact checks).
 """
 
 from __future__ import annotations
@@ -54,19 +51,11 @@ class Regex(FieldScoped):
 def compile_regex(
     pattern: str, *, case_sensitive: bool, engine: str, normalize: bool = True
 ) -> Any:
-    """A compiled pattern for :func:`~pytest_rubric._guards.engines.search`; RE2 unless
-    ``engine == "python"``.
-
-    ``engine: python`` is the ``regex`` package (a superset of ``re`` with the
-    same syntax), because its searches take a ``timeout``: Python's own ``re``
-    holds the GIL while it backtracks, so no thread could stop it, and a
-    subprocess per search would cost milliseconds on every answer.
-
-    The pattern's literal characters are normalized like answers are (see
-    :func:`normalize_pattern`), unless ``normalize`` is false. Raises
-    :class:`~pytest_rubric._guards.engines.PatternError`. Cached: a pattern is checked at collection and compiled
-    again by the grader.
-    """
+    """A compiled pattern for :func:`~pytest_rubric._guards.engines.search`: RE2, or for
+    ``engine: python`` the ``regex`` package, whose searches take a ``timeout`` (Python's
+    ``re`` holds the GIL while it backtracks). Its literal characters are normalized like
+    answers (:func:`normalize_pattern`) unless ``normalize`` is false. Raises
+    :class:`~pytest_rubric._guards.engines.PatternError`; cached."""
     normalized = normalize_pattern(pattern, casefold=not case_sensitive) if normalize else pattern
     return compile_pattern(
         normalized, case_sensitive=case_sensitive, backtracking=engine == "python"
