@@ -52,21 +52,17 @@ class CompiledRubric:
     min_score: float | None  # None: report-only (``min_score: null``)
     judged_criteria: tuple[JudgedCriterion, ...] = ()
     style_field: str | None = None  # where style is measured in a JSON answer (a pointer)
-    # Per criterion, derived here once: its own tags, then the case's.
+    # Per criterion, derived here once: its own tags, then the case's, each once.
     tags: tuple[tuple[str, ...], ...] = field(init=False)
 
     def __post_init__(self) -> None:
         case_tags = getattr(self.rubric, "tags", ())
-        object.__setattr__(self, "tags", tuple(tags_of(c, case_tags) for c in self.criteria))
+        tags = tuple(tuple(dict.fromkeys((*c.tags, *case_tags))) for c in self.criteria)
+        object.__setattr__(self, "tags", tags)
 
     @property
     def judged(self) -> bool:
         return bool(self.judged_criteria)
-
-
-def tags_of(criterion: Criterion, case_tags: Sequence[str]) -> tuple[str, ...]:
-    """A criterion's tags in its results: its own, then its case's, each once."""
-    return tuple(dict.fromkeys((*getattr(criterion, "tags", ()), *case_tags)))
 
 
 def with_case_context(trace: Trace | None, rubric: Rubric) -> Trace | None:

@@ -17,12 +17,9 @@ from typing import Annotated, Any, Union
 
 from pydantic import Discriminator, Tag, TypeAdapter, ValidationInfo
 
-from .._defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_CHECK_TIMEOUT
-from .._guards.calls import CallRunner
 from .all_of import AllOf
 from .any_of import AnyOf
 from .callable import CallableCriterion
-from .check import Check, CheckContext
 from .citations import Citations
 from .claims_backed import ClaimsBacked
 from .context_recall import ContextRecall
@@ -147,16 +144,3 @@ def validate_body(value: Any, info: ValidationInfo) -> Any:
         and not getattr(model, "reads_trace", False)
     )
     return _union(models).validate_python(value, context=info.context)
-
-
-def compile_check(
-    criterion: CriterionModel,
-    *,
-    call_timeout: float = DEFAULT_CALL_TIMEOUT,
-    runner: CallRunner | None = None,
-    check_timeout: float = DEFAULT_CHECK_TIMEOUT,
-) -> Check[Any]:
-    """Compile a deterministic criterion into a check that never raises (see
-    :class:`~pytest_rubric.criteria.check.CheckContext`; ``runner``: a new one when not given)."""
-    context = CheckContext(call_timeout, runner or CallRunner(), check_timeout)
-    return criterion.compile(context)
