@@ -29,7 +29,7 @@ from pydantic import (
 
 from ._repeat import parse_pass_when, parse_repeat
 from ._trace import Passage
-from .criteria.field import JsonPointer
+from .criteria.json_text import JsonPointer
 from .criteria.model import MODEL_CONFIG, CriterionModel, FieldError, Id, Share, Tags, Timeout
 from .criteria.model import check_import_path as _check_import_path
 from .criteria.registry import criterion_types, validate_criterion

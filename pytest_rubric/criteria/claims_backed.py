@@ -18,7 +18,7 @@ from .._results import Outcome, Verdict
 from .calls import ArgsSchema, CallMatcher, calls_of
 from .check import Answer, Check, CheckContext, met, short
 from .model import MODEL_CONFIG, CriterionModel, FieldError, Id, Phrase, Phrases
-from .phrases import compile_phrases, found
+from .normalize import compile_phrases, found
 from .regex import compile_regex
 
 

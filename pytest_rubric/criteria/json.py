@@ -23,9 +23,9 @@ from .._guards.schemas import schema_validator
 from .._guards.secrets import shorten
 from .._results import Outcome, Verdict
 from .check import Answer, Check, CheckContext, error, met, unmet
-from .field import JsonPointer
 from .json_text import (
     MISSING,
+    JsonPointer,
     NestedTooDeeply,
     first_non_finite,
     parse_json,

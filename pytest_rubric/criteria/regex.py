@@ -18,7 +18,7 @@ from .._guards.engines import CheckTimeout, PatternError, compile_pattern, searc
 from .._guards.outgoing import as_written
 from .._results import Outcome
 from .check import Answer, Broken, Check, CheckContext, error, met, short, unmet
-from .field import FieldScoped, on_field
+from .json_text import FieldScoped, on_field
 from .normalize import normalize_pattern
 
 # How long one engine: python search may backtrack before the criterion is ERROR.
