@@ -1,15 +1,11 @@
 """The rubric file format as pydantic models: :class:`Suite`, :class:`Case`, :class:`Rubric`.
 
-A file is a :class:`Suite` of :class:`Case` objects, each with a list of
-criteria. Each criterion type is a model in ``pytest_rubric.criteria`` (one
-module per type, with its check); :data:`Criterion` reads one as the type
-its ``type`` names in ``pytest_rubric.criteria.registry`` (with the types a
-conftest adds), where a criterion written without ``type`` but with a
-``requirement`` is a ``judge`` criterion (the weight-and-requirement form of
-rubric libraries loads unchanged).
-
-The models only describe and validate; matching lives in the criteria's
-checks, scoring in ``pytest_rubric._grade.scoring``.
+A file is a :class:`Suite` of :class:`Case` objects, each with a list of criteria;
+:data:`Criterion` reads one as the type its ``type`` names in
+``pytest_rubric.criteria.registry`` (one written without ``type`` but with a
+``requirement`` is a ``judge`` criterion, so rubric libraries' files load unchanged). The
+models only describe and validate: matching is the criteria's, scoring
+``pytest_rubric._grade.scoring``'s.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Grading: a compiled rubric and a response in, a :class:`CaseResult` out.
 
-:meth:`Grader.compile` does everything that does not depend on the answer
-once per rubric (checks compiled, ``global`` criteria merged);
-:meth:`Grader.grade` then runs the checks, scores substance, measures style
-and sets the flags. Judged criteria are SKIPPED until a judge is configured
-(``judged=``, or a grader bound to one with :meth:`Grader.with_judge`).
-
-Every text a result keeps (a reason, the response) passes through
-:func:`~pytest_rubric._guards.secrets.clip` here, the one place results are built:
-redacted of the API keys, then cut to 2,000 characters. Grading itself sees
-the whole response.
+:meth:`Grader.compile` does what does not depend on the answer, once per rubric;
+:meth:`Grader.grade` runs the checks, scores substance, measures style and sets the flags
+(judged criteria are SKIPPED until a judge is configured). Every text a result keeps passes
+through :func:`~pytest_rubric._guards.secrets.clip` here, the one place results are built:
+redacted, then cut to 2,000 characters; grading itself sees the whole response.
 """
 
 from __future__ import annotations
