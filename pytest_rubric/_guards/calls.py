@@ -56,17 +56,6 @@ def resolve_import(path: str) -> Any:
     return obj
 
 
-def run_sync(value: Any) -> Any:
-    """Await ``value`` if it is awaitable (an async target or callable), else return it."""
-    if inspect.isawaitable(value):
-
-        async def wait() -> Any:
-            return await value
-
-        return asyncio.run(wait())
-    return value
-
-
 class UserCodeError(Exception):
     """User code ended in a ``BaseException`` that is not an ``Exception`` (``SystemExit``,
     ``GeneratorExit``, ``asyncio.CancelledError``), or in an exception that cannot be
@@ -209,7 +198,14 @@ def call_user(function: Any, *args: Any, deadline: float | None = None) -> Any:
     """``function(*args)``, awaited if async, as :func:`plain` data; what it raises is
     :func:`contained` (printed by ``deadline``, when given)."""
     with containing(deadline=deadline):
-        return plain(run_sync(function(*args)))
+        value = function(*args)
+        if inspect.isawaitable(value):
+            value = asyncio.run(_awaited(value))
+        return plain(value)
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
 
 
 class CallTimeout(Exception):
