@@ -43,8 +43,8 @@ class LoadedSuite:
     path: Path
     suite: Suite
     case_lines: list[int | None]
-    calibration: list[tuple[Any, Any, Any]] = field(default_factory=list)  # _calibration
-    guidance: Any = None  # judge_instructions, judge_examples: a judge.prompts.Guidance (_guidance)
+    calibration: list[tuple[Any, Any, Any]] = field(default_factory=list)  # see _load.examples
+    guidance: Any = None  # judge_instructions and judge_examples: a judge.prompts.Guidance
     # The line of the file-level `target:` (key "target") and of each `targets:` entry (its
     # name), so a problem with a file's target points there, not at a case.
     target_lines: dict[str, int | None] = field(default_factory=dict)

@@ -14,27 +14,34 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .all_of import AllOf
-    from .any_of import AnyOf
-    from .callable import CallableCriterion
-    from .check import Answer, Check, CheckContext, credited, error, met, unmet
-    from .citations import Citations
-    from .claims_backed import ClaimsBacked
-    from .context_recall import ContextRecall
-    from .extract import Extract
-    from .forbidden import Forbidden
-    from .fuzzy import Fuzzy
-    from .grounded import Grounded
-    from .json import Json
-    from .judge import Requirement
-    from .length import Length
-    from .metric import Metric
-    from .model import CriterionModel, FieldError
-    from .number import Number
-    from .regex import Regex
-    from .tool_called import ToolCalled
-    from .tool_sequence import ToolSequence
-    from .trace_limits import TraceLimits
+    from .all_of import AllOf as AllOf
+    from .any_of import AnyOf as AnyOf
+    from .callable import CallableCriterion as CallableCriterion
+    from .check import Answer as Answer
+    from .check import Check as Check
+    from .check import CheckContext as CheckContext
+    from .check import credited as credited
+    from .check import error as error
+    from .check import met as met
+    from .check import unmet as unmet
+    from .citations import Citations as Citations
+    from .claims_backed import ClaimsBacked as ClaimsBacked
+    from .context_recall import ContextRecall as ContextRecall
+    from .extract import Extract as Extract
+    from .forbidden import Forbidden as Forbidden
+    from .fuzzy import Fuzzy as Fuzzy
+    from .grounded import Grounded as Grounded
+    from .json import Json as Json
+    from .judge import Requirement as Requirement
+    from .length import Length as Length
+    from .metric import Metric as Metric
+    from .model import CriterionModel as CriterionModel
+    from .model import FieldError as FieldError
+    from .number import Number as Number
+    from .regex import Regex as Regex
+    from .tool_called import ToolCalled as ToolCalled
+    from .tool_sequence import ToolSequence as ToolSequence
+    from .trace_limits import TraceLimits as TraceLimits
 
 # Where each name lives.
 _HOMES = {
@@ -62,36 +69,7 @@ _HOMES = {
 }
 _LAZY = {name: module for module, names in _HOMES.items() for name in names}
 
-__all__ = [
-    "AllOf",
-    "Answer",
-    "AnyOf",
-    "CallableCriterion",
-    "Check",
-    "CheckContext",
-    "Citations",
-    "ClaimsBacked",
-    "ContextRecall",
-    "CriterionModel",
-    "Extract",
-    "FieldError",
-    "Forbidden",
-    "Fuzzy",
-    "Grounded",
-    "Json",
-    "Length",
-    "Metric",
-    "Number",
-    "Regex",
-    "Requirement",
-    "ToolCalled",
-    "ToolSequence",
-    "TraceLimits",
-    "credited",
-    "error",
-    "met",
-    "unmet",
-]
+__all__ = sorted(_LAZY)
 
 
 def __getattr__(name: str) -> Any:
