@@ -68,26 +68,19 @@ def load_suite(path: Path, *, added: Sequence[type[CriterionModel]] = ()) -> Loa
     try:
         text = read_text(path)
     except NotRegular as exc:
-        raise RubricLoadError(
-            path,
-            [
-                Problem(
-                    f"this is {exc}, not a regular file; rubric files are read only from "
-                    "regular files",
-                    hint="replace it with a regular file, or move it out of the rubric folders",
-                )
-            ],
-        ) from None
+        problem = Problem(
+            f"this is {exc}, not a regular file; rubric files are read only from regular files",
+            hint="replace it with a regular file, or move it out of the rubric folders",
+        )
     except UnicodeDecodeError as exc:
-        raise RubricLoadError(
-            path, [Problem(f"not UTF-8 text ({exc.reason})", hint="save the file as UTF-8")]
-        ) from None
+        problem = Problem(f"not UTF-8 text ({exc.reason})", hint="save the file as UTF-8")
     except OSError as exc:
-        raise RubricLoadError(
-            path,
-            [Problem(f"cannot read the file: {exc.strerror or exc}", hint="check its permissions")],
-        ) from None
-    return parse_suite(text, path=path, added=added)
+        problem = Problem(
+            f"cannot read the file: {exc.strerror or exc}", hint="check its permissions"
+        )
+    else:
+        return parse_suite(text, path=path, added=added)
+    raise RubricLoadError(path, [problem])
 
 
 def _no_cases(data: dict[Any, Any], locator: Locator) -> Problem:
@@ -228,52 +221,42 @@ def _parse_yaml(text: str, path: Path, *, node_tree: bool = False) -> _Parsed:
     if streamed is not None and streamed[0] is not None:
         return _Parsed(streamed[0], None, [], streamed[1])
     loader = YamlLoader(text)
+    problem: Problem | None = None
     try:
         node = loader.get_single_node()
         data, duplicates = (
             construct(loader, node, anchors="&" in text) if node is not None else (None, [])
         )
     except AliasLimit as exc:
-        raise RubricLoadError(path, [exc.located(text)]) from None
+        problem = exc.located(text)
     except RecursionError:  # the pure-Python composer recurses once per level
-        raise RubricLoadError(path, [nesting_problem(None)]) from None
+        problem = nesting_problem(None)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         if "maximum nesting depth" in str(exc.problem):  # libyaml stops at 1000 levels
-            raise RubricLoadError(path, [nesting_problem(line)]) from None
-        if "tab character" in str(exc.problem):
-            raise RubricLoadError(
-                path,
-                [
-                    Problem(
-                        f"invalid YAML: a tab character where YAML expects indentation "
-                        f"({exc.problem})",
-                        line=line,
-                        hint=f"YAML indents with spaces only: replace the tab on line {line} "
-                        "with spaces",
-                    )
-                ],
-            ) from None
-        context = ""
-        if exc.context and exc.context_mark and exc.context_mark is not mark:
-            context = f" ({exc.context} that starts at line {exc.context_mark.line + 1})"
-        raise RubricLoadError(
-            path,
-            [
-                Problem(
-                    f"invalid YAML: {exc.problem or exc.context}{context}",
-                    line=line,
-                    hint="check the indentation and quoting there; quote strings that contain ': ' or '#'",
-                )
-            ],
-        ) from None
+            problem = nesting_problem(line)
+        elif "tab character" in str(exc.problem):
+            problem = Problem(
+                f"invalid YAML: a tab character where YAML expects indentation ({exc.problem})",
+                line=line,
+                hint=f"YAML indents with spaces only: replace the tab on line {line} with spaces",
+            )
+        else:
+            context = ""
+            if exc.context and exc.context_mark and exc.context_mark is not mark:
+                context = f" ({exc.context} that starts at line {exc.context_mark.line + 1})"
+            problem = Problem(
+                f"invalid YAML: {exc.problem or exc.context}{context}",
+                line=line,
+                hint="check the indentation and quoting there; quote strings that contain ': ' or '#'",
+            )
     except yaml.YAMLError as exc:
-        raise RubricLoadError(path, [Problem(f"invalid YAML: {exc}")]) from None
+        problem = Problem(f"invalid YAML: {exc}")
     finally:
         loader.dispose()
-    if data is None:
-        raise RubricLoadError(
-            path, [Problem("the file is empty", hint="add\n    " + EXAMPLES["cases"])]
-        )
+    if problem is None and data is None:
+        problem = Problem("the file is empty", hint="add\n    " + EXAMPLES["cases"])
+    if problem is not None:
+        raise RubricLoadError(path, [problem])
     return _Parsed(data, node, duplicates)
