@@ -165,7 +165,10 @@ def guidance_of(
     where: Path | None = None
     if isinstance(raw, str):
         where = path.parent / raw
-        rows, problems = _read_judge_examples(where)
+        found, problems = read_labelled(
+            where, JudgeExample, what="judge example", field="judge_examples", example=_EXAMPLE
+        )
+        rows = list(found)
     else:
         rows = [
             (locator.line(("judge_examples", i)), example) for i, example in enumerate(raw or ())
@@ -179,45 +182,37 @@ def guidance_of(
     examples = []
     for index, (line, example) in enumerate(rows):
         at = f"judge example {index + 1}"
-        if where is None:
-            line = locator.line(("judge_examples", index, "criterion")) or line
         if example.criterion not in judged:
-            problems.append(
-                Problem(
-                    f"{at}: no judged criterion {example.criterion!r} in this file",
-                    line=line,
-                    field="criterion" if where else "judge_examples.criterion",
-                    hint=f"use one of {', '.join(sorted(judged)) or '(none)'}",
-                    path=where,
+            field, message = (
+                "criterion",
+                f"{at}: no judged criterion {example.criterion!r} in this file",
+            )
+            hint = f"use one of {', '.join(sorted(judged)) or '(none)'}"
+        elif _same(example.response) in labelled:
+            field = "response"
+            message = (
+                f"{at}: its response is also a calibration response of this file; the judge "
+                "would be shown a label it is then measured on, and kappa would no longer be a "
+                "held-out measure"
+            )
+            hint = "show the judge other answers than the ones you calibrate it on"
+        else:
+            examples.append(
+                GuidanceExample(
+                    example.criterion, example.response, example.verdict, example.reason
                 )
             )
             continue
-        if _same(example.response) in labelled:
-            if where is None:
-                line = locator.line(("judge_examples", index, "response")) or line
-            problems.append(
-                Problem(
-                    f"{at}: its response is also a calibration response of this file; the "
-                    "judge would be shown a label it is then measured on, and kappa would no "
-                    "longer be a held-out measure",
-                    line=line,
-                    field="response" if where else "judge_examples.response",
-                    hint="show the judge other answers than the ones you calibrate it on",
-                    path=where,
-                )
+        if where is None:
+            line = locator.line(("judge_examples", index, field)) or line
+        problems.append(
+            Problem(
+                message,
+                line=line,
+                field=field if where else f"judge_examples.{field}",
+                hint=hint,
+                path=where,
             )
-            continue
-        examples.append(
-            GuidanceExample(example.criterion, example.response, example.verdict, example.reason)
         )
     problems.sort(key=lambda p: p.line or 0)
     return Guidance(suite.judge_instructions or None, tuple(examples)), problems
-
-
-def _read_judge_examples(
-    path: Path,
-) -> tuple[list[tuple[int | None, JudgeExample]], list[Problem]]:
-    rows, problems = read_labelled(
-        path, JudgeExample, what="judge example", field="judge_examples", example=_EXAMPLE
-    )
-    return list(rows), problems
