@@ -76,48 +76,31 @@ def _check_turns(value: Any) -> Any:
     if not value:
         raise FieldError("messages", "`messages` is empty", hint="write\n    " + _TURN_EXAMPLE)
     for i, turn in enumerate(value):
-        where = f"turn {i + 1} of `messages`"
-        if isinstance(turn, Message):
-            continue
-        if not isinstance(turn, dict):
-            raise FieldError(
-                "messages",
-                f"{where} must be a mapping, got {_kind(turn)}",
-                hint='write it as `{role: user, content: "..."}`',
-                path=(i,),
-            )
-        unknown = [str(k) for k in turn if k not in ("role", "content")]
-        if unknown:
-            raise FieldError(
-                "messages",
-                f"{where} has unknown field `{unknown[0]}`",
-                hint="a turn has only `role` and `content`",
-                path=(i, unknown[0]),
-            )
-        for name in ("role", "content"):
-            if name not in turn:
-                raise FieldError(
-                    "messages",
-                    f"{where} has no `{name}`",
-                    hint='write it as `{role: user, content: "..."}`',
-                    path=(i,),
-                )
-        role, content = turn["role"], turn["content"]
-        if role not in _ROLES:
-            raise FieldError(
-                "messages",
-                f"{where} has role {role!r}",
-                hint="use one of system, user, assistant",
-                path=(i, "role"),
-            )
-        if not isinstance(content, str):
-            raise FieldError(
-                "messages",
-                f"{where}: `content` must be text, got {_kind(content)}",
-                hint='quote it: `content: "..."` (parts lists and images are not supported)',
-                path=(i, "content"),
-            )
+        found = None if isinstance(turn, Message) else _turn_problem(turn, f"turn {i + 1}")
+        if found is not None:
+            raise FieldError("messages", found[0], hint=found[1], path=(i, *found[2]))
     return value
+
+
+def _turn_problem(turn: Any, turn_n: str) -> tuple[str, str, tuple[str, ...]] | None:
+    """What is wrong with a turn of ``messages:``: (message, hint, path into the turn)."""
+    where, shape = f"{turn_n} of `messages`", 'write it as `{role: user, content: "..."}`'
+    if not isinstance(turn, dict):
+        return f"{where} must be a mapping, got {_kind(turn)}", shape, ()
+    unknown = [str(k) for k in turn if k not in ("role", "content")]
+    if unknown:
+        message = f"{where} has unknown field `{unknown[0]}`"
+        return message, "a turn has only `role` and `content`", (unknown[0],)
+    missing = [name for name in ("role", "content") if name not in turn]
+    if missing:
+        return f"{where} has no `{missing[0]}`", shape, ()
+    if turn["role"] not in _ROLES:
+        return f"{where} has role {turn['role']!r}", "use one of system, user, assistant", ("role",)
+    if not isinstance(turn["content"], str):
+        message = f"{where}: `content` must be text, got {_kind(turn['content'])}"
+        hint = 'quote it: `content: "..."` (parts lists and images are not supported)'
+        return message, hint, ("content",)
+    return None
 
 
 def _kind(value: Any) -> str:
