@@ -302,33 +302,25 @@ def read_jsonl(
     for number, line in enumerate(read_text(path).split("\n"), start=1):
         if not line.strip():
             continue
-        hint = f"write one JSON object a line: {example}"
+        hint, field = f"write one JSON object a line: {example}", None
         try:
             value, repeated = json_loads(line, whole=whole)
         except json.JSONDecodeError as exc:
-            problems.append(Problem(f"invalid JSON ({exc.msg})", line=number, path=path, hint=hint))
-            continue
+            message = f"invalid JSON ({exc.msg})"
         except Limit as exc:
-            found = exc.problem
-            problems.append(Problem(found.message, line=number, path=path, hint=found.hint or hint))
-            continue
-        if repeated:
-            problems.append(
-                Problem(
+            message, hint = exc.problem.message, exc.problem.hint or hint
+        else:
+            if not repeated and isinstance(value, dict):
+                rows.append((number, value))
+                continue
+            if repeated:
+                message = (
                     f"the key {quoted(repeated[0])} is given twice in this object; only the last "
-                    "one would count",
-                    line=number,
-                    path=path,
-                    field=str(repeated[0]),
-                    hint="keep one of them",
+                    "one would count"
                 )
-            )
-            continue
-        if not isinstance(value, dict):
-            kind = "null" if value is None else _KINDS.get(type(value), type(value).__name__)
-            problems.append(
-                Problem(f"expected an object, got {kind}", line=number, path=path, hint=hint)
-            )
-            continue
-        rows.append((number, value))
+                hint, field = "keep one of them", str(repeated[0])
+            else:
+                kind = "null" if value is None else _KINDS.get(type(value), type(value).__name__)
+                message = f"expected an object, got {kind}"
+        problems.append(Problem(message, line=number, path=path, field=field, hint=hint))
     return rows, problems
