@@ -92,11 +92,13 @@ def schema_problems(schema: Any) -> list[SchemaProblem]:
         return [SchemaProblem((), "it is nested too deeply to check", "flatten it")]
     problems = [
         SchemaProblem(
-            path,
+            (*path, key),
             "holds a number that is not finite",
             "write a finite number (YAML reads .nan, .inf and 1e400 as numbers that are not)",
         )
-        for path in _non_finite(schema, ())
+        for path, node in nodes.items()
+        for key, item in (node.items() if isinstance(node, dict) else enumerate(node))
+        if isinstance(item, float) and not math.isfinite(item)
     ]
     problems += _resource_problems(schema, nodes)
     keywords = {key for node in nodes.values() if isinstance(node, dict) for key in node}
@@ -125,17 +127,6 @@ def _nodes(value: Any, path: SchemaPath) -> Iterator[tuple[SchemaPath, Any]]:
         yield path, value
         for index, item in enumerate(value):
             yield from _nodes(item, (*path, index))
-
-
-def _non_finite(value: Any, path: SchemaPath) -> Iterator[SchemaPath]:
-    if isinstance(value, float) and not math.isfinite(value):
-        yield path
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _non_finite(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _non_finite(item, (*path, index))
 
 
 def _resource_problems(schema: dict[str, Any], nodes: dict[SchemaPath, Any]) -> list[SchemaProblem]:
@@ -174,31 +165,24 @@ def _resource_problems(schema: dict[str, Any], nodes: dict[SchemaPath, Any]) -> 
                 reference = contents.get(keyword)
                 if not isinstance(reference, str):
                     continue
-                where = (*path, keyword)
+                named, hint = f"{keyword} {reference!r}", _INSIDE
                 try:
                     resolved = resolver.lookup(reference)
                 except PointerToNowhere:
-                    problems.append(
-                        SchemaProblem(where, f"{keyword} {reference!r} names nothing", _INSIDE)
-                    )
-                    continue
+                    message = f"{named} names nothing"
                 except Unresolvable:
-                    problems.append(
-                        SchemaProblem(
-                            where,
-                            f"{keyword} {reference!r} reaches outside the schema; nothing is "
-                            "fetched or read",
-                            "copy what it names under this schema's $defs (definitions "
-                            "before draft 2019-09) and refer to it as '#/$defs/NAME'",
-                        )
+                    message = f"{named} reaches outside the schema; nothing is fetched or read"
+                    hint = (
+                        "copy what it names under this schema's $defs (definitions before draft "
+                        "2019-09) and refer to it as '#/$defs/NAME'"
                     )
-                    continue
-                target = resolved.contents
-                if not isinstance(target, dict | bool):
-                    message = f"{keyword} {reference!r} names a value that is not a schema"
-                    problems.append(SchemaProblem(where, message, _INSIDE))
-                    continue
-                pending.append((specification.create_resource(target), resolved.resolver))
+                else:
+                    target = resolved.contents
+                    if isinstance(target, dict | bool):
+                        pending.append((specification.create_resource(target), resolved.resolver))
+                        continue
+                    message = f"{named} names a value that is not a schema"
+                problems.append(SchemaProblem((*path, keyword), message, hint))
             problems += _pattern_problems(contents, path)
         for sub in resource.subresources():
             pending.append((sub, resolver.in_subresource(sub)))
