@@ -140,17 +140,15 @@ def parse_suite(
     if problems:  # a collection error: its patterns' problems too, in the same round
         problems += broken_patterns(data, suite, locator)
     calibration: list[tuple[Any, Any, Any]] = []
-    if suite is not None and suite.calibration is not None:
-        from .examples import examples_of
-
-        calibration, calibration_problems = examples_of(suite, path)
-        problems += calibration_problems
     guidance = None
-    if suite is not None and (suite.judge_instructions or suite.judge_examples is not None):
-        from .examples import guidance_of
+    if suite is not None:
+        from .examples import examples_of, guidance_of
 
-        guidance, guidance_problems = guidance_of(suite, path, locator, calibration)
-        problems += guidance_problems
+        calibration, found = examples_of(suite, path)
+        problems += found
+        if suite.judge_instructions or suite.judge_examples is not None:
+            guidance, found = guidance_of(suite, path, locator, calibration)
+            problems += found
     if problems or suite is None:
         raise RubricLoadError(path, problems)
     return LoadedSuite(
