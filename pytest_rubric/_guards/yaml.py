@@ -198,22 +198,14 @@ def construct(
                     merged = merge(node, value_node, depth)
                     continue
                 if not isinstance(key_node, yaml.ScalarNode):
-                    raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping",
-                        node.start_mark,
-                        f"found a {key_node.id} as a key; a key is plain text",
-                        key_node.start_mark,
+                    raise _mapping_error(
+                        node, f"found a {key_node.id} as a key; a key is plain text", key_node
                     )
                 key = build(key_node, depth + 1)
                 try:
                     again = key in result
                 except TypeError:  # an unhashable scalar, from some tag
-                    raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping",
-                        node.start_mark,
-                        "found an unhashable key",
-                        key_node.start_mark,
-                    ) from None
+                    raise _mapping_error(node, "found an unhashable key", key_node) from None
                 if again:
                     firsts = firsts or first_keys(node)
                     repeated(node, firsts[key], key_node, key)
@@ -253,12 +245,11 @@ def construct(
         listed = isinstance(value_node, yaml.SequenceNode)
         for source in value_node.value if listed else [value_node]:
             if not isinstance(source, yaml.MappingNode):
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping",
-                    node.start_mark,
-                    f"`<<` merges a mapping or a list of mappings, but found a "
-                    f"{getattr(source, 'id', 'node')}",
-                    source.start_mark,
+                found = getattr(source, "id", "node")
+                raise _mapping_error(
+                    node,
+                    f"`<<` merges a mapping or a list of mappings, but found a {found}",
+                    source,
                 )
         # Through build, which counts the list and its aliases; the list is no
         # level of its own: each mapping merged is one level down, listed or not.
@@ -283,6 +274,12 @@ def construct(
     return data, [
         Duplicate(key, (first, second), paths.get(id(node))) for node, key, first, second in found
     ]
+
+
+def _mapping_error(node: yaml.Node, problem: str, at: yaml.Node) -> yaml.YAMLError:
+    return yaml.constructor.ConstructorError(
+        "while constructing a mapping", node.start_mark, problem, at.start_mark
+    )
 
 
 def _node_paths(root: yaml.Node, wanted: set[int]) -> dict[int, tuple[str | int, ...]]:
