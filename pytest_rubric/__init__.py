@@ -12,17 +12,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._errors import (
-        RubricAssertionError,
-        RubricError,
-        RubricEvaluationError,
-        RubricLoadError,
-        RubricWarning,
-    )
-    from ._grade.grader import Grader
-    from ._results import CaseResult, CriterionResult, Verdict
-    from ._schema import Case, Rubric
-    from ._session.assertion import assert_rubric
+    from ._errors import RubricAssertionError as RubricAssertionError
+    from ._errors import RubricError as RubricError
+    from ._errors import RubricEvaluationError as RubricEvaluationError
+    from ._errors import RubricLoadError as RubricLoadError
+    from ._errors import RubricWarning as RubricWarning
+    from ._grade.grader import Grader as Grader
+    from ._results import CaseResult as CaseResult
+    from ._results import CriterionResult as CriterionResult
+    from ._results import Verdict as Verdict
+    from ._schema import Case as Case
+    from ._schema import Rubric as Rubric
+    from ._session.assertion import assert_rubric as assert_rubric
 
 # Where each public name lives.
 _LAZY = {
@@ -54,17 +55,4 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_LAZY])
 
 
-__all__ = [
-    "Case",
-    "CaseResult",
-    "CriterionResult",
-    "Grader",
-    "Rubric",
-    "RubricAssertionError",
-    "RubricError",
-    "RubricEvaluationError",
-    "RubricLoadError",
-    "RubricWarning",
-    "Verdict",
-    "assert_rubric",
-]
+__all__ = sorted(_LAZY)

@@ -12,27 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = [
-    "CACHE_MODES",
-    "DEFAULT_CALL_TIMEOUT",
-    "DEFAULT_CHECK_TIMEOUT",
-    "DEFAULT_MIN_SCORE",
-    "EVIDENCE_MODES",
-    "GRADERS",
-    "MAX_CALL_TIMEOUT",
-    "PROVIDERS",
-    "RESPONSE_CACHE_MODES",
-    "SET_A_JUDGE",
-    "SHOW_QUESTION",
-    "SHOW_RESPONSE",
-    "Provider",
-    "ResponseTally",
-    "RetryPolicy",
-    "first_data_file",
-    "is_rubric_file",
-    "named",
-]
-
 # --rubric-grader: how the judged criteria are asked, one entry each. The strategy is named by
 # import path (a judge.strategies.Strategy), so the flag's choices are known before any of the
 # judge is imported, and judge.strategies.STRATEGIES is read from here.

@@ -30,19 +30,6 @@ import pytest
 if TYPE_CHECKING:
     from ._results import CaseResult
 
-__all__ = [
-    "BudgetSpent",
-    "DocumentError",
-    "JudgeError",
-    "Problem",
-    "RubricAssertionError",
-    "RubricError",
-    "RubricEvaluationError",
-    "RubricLoadError",
-    "RubricWarning",
-    "SpansUnreadable",
-]
-
 
 class RubricError(Exception):
     """Base class of every pytest-rubric error."""

@@ -1,26 +1,13 @@
-"""Repeated answers: how an item's samples make one verdict (``repeat``, ``pass_when``).
-
-Each sample is graded on its own and passes or fails alone (its score
-against ``min_score``, no ``required`` criterion the wrong way, no ERROR).
-The item then passes by its ``pass_when`` rule:
-
-* ``mean`` (the default): the mean sample score reaches ``min_score`` and no
-  sample had a ``required`` criterion go the wrong way;
-* ``all``: every sample passes (pass^k);
-* ``any``: some sample passes (pass@k);
-* a number X in (0, 1]: the share of samples that pass is at least X.
-
-A sample with an ERROR on a substance criterion makes the item an ERROR, never a pass,
-whatever the rule (a style criterion's ERROR never decides an item).
-A run grades with :func:`item_passes`; ``merge`` recomputes with it from the
-samples a document holds.
+"""``repeat:`` and ``pass_when:`` as written: how many samples an item gets, and the rule
+they pass by (``_grade.scoring.item_passes``): ``mean`` (the default; the mean sample score
+reaches ``min_score``, no ``required`` criterion went the wrong way), ``all`` (pass^k),
+``any`` (pass@k), or a number X in (0, 1] (the share of samples that pass alone). An ERROR
+on a substance criterion makes the item an ERROR whatever the rule.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-__all__ = ["MAX_REPEAT", "PASS_RULES", "PassWhen", "parse_pass_when", "parse_repeat"]
 
 MAX_REPEAT = 1000
 

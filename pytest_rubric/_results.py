@@ -16,18 +16,6 @@ from typing import Any
 
 from ._trace import Trace
 
-__all__ = [
-    "CaseResult",
-    "CriterionResult",
-    "Outcome",
-    "Recorded",
-    "Sample",
-    "Verdict",
-    "mark_text",
-    "wilson",
-    "z_of",
-]
-
 
 def mark_text(min_score: float | None) -> str:
     """How a result's pass mark reads: ``min_score 0.80``, or ``report-only``."""
@@ -60,13 +48,8 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class CriterionResult:
-    """The verdict on one criterion.
-
-    ``weight`` is the weight that enters the score (``-penalty`` for a
-    ``forbidden`` criterion). ``ok`` is true when the criterion went the right
-    way: MET for a positive weight, UNMET for a negative one; never for ERROR
-    or SKIPPED.
-    """
+    """The verdict on one criterion; ``weight`` is the weight that enters the score
+    (``-penalty`` for a ``forbidden`` criterion)."""
 
     id: str
     type: str
@@ -92,6 +75,7 @@ class CriterionResult:
 
     @property
     def ok(self) -> bool:
+        """Went the right way: MET for a positive weight, UNMET for a negative one."""
         if self.verdict is Verdict.MET:
             return self.weight >= 0
         if self.verdict is Verdict.UNMET:
@@ -129,22 +113,14 @@ class Sample:
 class CaseResult:
     """The grade of one response against one case.
 
-    ``score`` is the substance score in [0, 1]; style never enters it.
-    ``fluency`` and ``confidence`` are the style heuristics (see
-    ``pytest_rubric._grade.style``); ``style_score`` is the mean credit of the
-    ``axis: style`` criteria that ran, or None. ``naive_score`` is what a
-    rubric that rewards how an answer reads would have given.
-
-    With ``repeat`` N > 1, ``samples`` holds each answer's grade: ``score``,
-    ``raw_score`` and the style figures are then means over the samples,
-    ``criteria`` and ``response`` those of the first sample, and ``passed``
-    the verdict of the ``pass_when`` rule (see ``_repeat``). Without samples
-    the result is its own single sample. ``level`` is the confidence level of
-    ``pass_rate_ci``.
-
-    ``llm_raw_score`` is the holistic grader's 0-100 reply (the rubric library's field),
-    None for every other grader; with ``repeat`` it is the mean of the samples' own, None
-    when one of them has none (see ``_llm.base.mean_raw_score``).
+    ``score`` is the substance score in [0, 1]; style never enters it. ``fluency`` and
+    ``confidence`` are the style heuristics (``pytest_rubric._grade.style``),
+    ``style_score`` the mean credit of the ``axis: style`` criteria that ran, or None, and
+    ``naive_score`` what a rubric rewarding how an answer reads would have given. With
+    ``repeat`` N > 1, ``samples`` holds each answer's grade: the scores are then means,
+    ``criteria`` and ``response`` the first sample's, and ``passed`` the ``pass_when``
+    rule's verdict. ``llm_raw_score`` is the holistic grader's 0-100 reply (a mean with
+    ``repeat``, None when a sample has none).
     """
 
     nodeid: str
@@ -168,9 +144,7 @@ class CaseResult:
     pass_when: str | float = "mean"
     level: float = 0.95  # the confidence level of pass_rate_ci
     samples: list[Sample] = field(default_factory=list)
-    probe: list[dict[str, str]] = field(
-        default_factory=list
-    )  # the style probe's, see _report.audit
+    probe: list[dict[str, str]] = field(default_factory=list)  # see _report.audit
     # False for an assert_rubric call without ``subject=``: a check inside a unit test, counted
     # in the summary's "assertions" line, never ranked on the leaderboard as a subject.
     ranked: bool = True

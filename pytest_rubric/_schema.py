@@ -1,15 +1,11 @@
 """The rubric file format as pydantic models: :class:`Suite`, :class:`Case`, :class:`Rubric`.
 
-A file is a :class:`Suite` of :class:`Case` objects, each with a list of
-criteria. Each criterion type is a model in ``pytest_rubric.criteria`` (one
-module per type, with its check); :data:`Criterion` reads one as the type
-its ``type`` names in ``pytest_rubric.criteria.registry`` (with the types a
-conftest adds), where a criterion written without ``type`` but with a
-``requirement`` is a ``judge`` criterion (the weight-and-requirement form of
-rubric libraries loads unchanged).
-
-The models only describe and validate; matching lives in the criteria's
-checks, scoring in ``pytest_rubric._grade.scoring``.
+A file is a :class:`Suite` of :class:`Case` objects, each with a list of criteria;
+:data:`Criterion` reads one as the type its ``type`` names in
+``pytest_rubric.criteria.registry`` (one written without ``type`` but with a
+``requirement`` is a ``judge`` criterion, so rubric libraries' files load unchanged). The
+models only describe and validate: matching is the criteria's, scoring
+``pytest_rubric._grade.scoring``'s.
 """
 
 from __future__ import annotations
@@ -17,6 +13,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
     BeforeValidator,
@@ -28,23 +25,10 @@ from pydantic import (
 
 from ._repeat import parse_pass_when, parse_repeat
 from ._trace import Passage
-from .criteria.field import JsonPointer
+from .criteria.json_text import JsonPointer
 from .criteria.model import MODEL_CONFIG, CriterionModel, FieldError, Id, Share, Tags, Timeout
 from .criteria.model import check_import_path as _check_import_path
 from .criteria.registry import criterion_types, validate_criterion
-
-__all__ = [
-    "CRITERION_TYPES",
-    "REPORT_ONLY",
-    "Case",
-    "Criterion",
-    "Mark",
-    "Message",
-    "Rubric",
-    "Suite",
-    "default_ids",
-    "own_mark",
-]
 
 # Every built-in criterion type by the `type:` it is written with (criteria/registry.py).
 CRITERION_TYPES: dict[str, type[CriterionModel]] = criterion_types()
@@ -92,48 +76,31 @@ def _check_turns(value: Any) -> Any:
     if not value:
         raise FieldError("messages", "`messages` is empty", hint="write\n    " + _TURN_EXAMPLE)
     for i, turn in enumerate(value):
-        where = f"turn {i + 1} of `messages`"
-        if isinstance(turn, Message):
-            continue
-        if not isinstance(turn, dict):
-            raise FieldError(
-                "messages",
-                f"{where} must be a mapping, got {_kind(turn)}",
-                hint='write it as `{role: user, content: "..."}`',
-                path=(i,),
-            )
-        unknown = [str(k) for k in turn if k not in ("role", "content")]
-        if unknown:
-            raise FieldError(
-                "messages",
-                f"{where} has unknown field `{unknown[0]}`",
-                hint="a turn has only `role` and `content`",
-                path=(i, unknown[0]),
-            )
-        for name in ("role", "content"):
-            if name not in turn:
-                raise FieldError(
-                    "messages",
-                    f"{where} has no `{name}`",
-                    hint='write it as `{role: user, content: "..."}`',
-                    path=(i,),
-                )
-        role, content = turn["role"], turn["content"]
-        if role not in _ROLES:
-            raise FieldError(
-                "messages",
-                f"{where} has role {role!r}",
-                hint="use one of system, user, assistant",
-                path=(i, "role"),
-            )
-        if not isinstance(content, str):
-            raise FieldError(
-                "messages",
-                f"{where}: `content` must be text, got {_kind(content)}",
-                hint='quote it: `content: "..."` (parts lists and images are not supported)',
-                path=(i, "content"),
-            )
+        found = None if isinstance(turn, Message) else _turn_problem(turn, f"turn {i + 1}")
+        if found is not None:
+            raise FieldError("messages", found[0], hint=found[1], path=(i, *found[2]))
     return value
+
+
+def _turn_problem(turn: Any, turn_n: str) -> tuple[str, str, tuple[str, ...]] | None:
+    """What is wrong with a turn of ``messages:``: (message, hint, path into the turn)."""
+    where, shape = f"{turn_n} of `messages`", 'write it as `{role: user, content: "..."}`'
+    if not isinstance(turn, dict):
+        return f"{where} must be a mapping, got {_kind(turn)}", shape, ()
+    unknown = [str(k) for k in turn if k not in ("role", "content")]
+    if unknown:
+        message = f"{where} has unknown field `{unknown[0]}`"
+        return message, "a turn has only `role` and `content`", (unknown[0],)
+    missing = [name for name in ("role", "content") if name not in turn]
+    if missing:
+        return f"{where} has no `{missing[0]}`", shape, ()
+    if turn["role"] not in _ROLES:
+        return f"{where} has role {turn['role']!r}", "use one of system, user, assistant", ("role",)
+    if not isinstance(turn["content"], str):
+        message = f"{where}: `content` must be text, got {_kind(turn['content'])}"
+        hint = 'quote it: `content: "..."` (parts lists and images are not supported)'
+        return message, hint, ("content",)
+    return None
 
 
 def _kind(value: Any) -> str:
@@ -156,10 +123,8 @@ def own_mark(*levels: Rubric | Suite) -> Mark:
     return None
 
 
-def _check_targets(value: dict[str, str] | None) -> dict[str, str] | None:
+def _check_targets(value: dict[str, str]) -> dict[str, str]:
     """``targets: {NAME: "module:function"}``: each a valid path, none given twice."""
-    if value is None:
-        return None
     seen: dict[str, str] = {}
     for name, path in value.items():
         _check_import_path(path)
@@ -173,6 +138,10 @@ def _check_targets(value: dict[str, str] | None) -> dict[str, str] | None:
             )
         seen[path] = name
     return value
+
+
+TargetPath = Annotated[str, AfterValidator(_check_import_path)]
+Targets = Annotated[dict[str, str], AfterValidator(_check_targets)]  # name -> "module:function"
 
 
 class Rubric(BaseModel):
@@ -274,8 +243,8 @@ class Case(Rubric):
     response: str | None = None
     responses: dict[str, str] | None = None
     subject: str | None = None
-    target: str | None = None
-    targets: dict[str, str] | None = None  # subject name -> "module:function"
+    target: TargetPath | None = None
+    targets: Targets | None = None
     timeout: Timeout | None = None  # for the target; default: ini rubric_call_timeout (60 s)
     repeat: Repeat | None = None  # default: the file's, else --rubric-repeat (1)
     pass_when: PassWhenField | None = None  # default: the file's, else --rubric-pass-when (mean)
@@ -290,16 +259,6 @@ class Case(Rubric):
         return tuple(
             Passage(text=p) if isinstance(p, str) else p.passage() for p in self.context or ()
         )
-
-    @field_validator("target")
-    @classmethod
-    def _target_path(cls, value: str | None) -> str | None:
-        return None if value is None else _check_import_path(value)
-
-    @field_validator("targets")
-    @classmethod
-    def _target_paths(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        return _check_targets(value)
 
     @model_validator(mode="after")
     def _subject_needs_response(self) -> Case:
@@ -324,7 +283,7 @@ class CalibrationExample(BaseModel):
 
 
 class JudgeExample(BaseModel):
-    """One labelled example of a file's ``judge_examples:`` (see ``_load.guidance``), shown to the
+    """One labelled example of a file's ``judge_examples:`` (see ``_load.examples``), shown to the
     judge: how the rubric's author grades ``response`` on ``criterion``, and why."""
 
     model_config = MODEL_CONFIG
@@ -343,15 +302,15 @@ class Suite(BaseModel):
     suite: str | None = None
     min_score: Share | None = None
     responses: str | None = None
-    target: str | None = None
-    targets: dict[str, str] | None = None  # subject name -> "module:function"
+    target: TargetPath | None = None
+    targets: Targets | None = None
     target_fixed: bool = False  # keep target(s) when the command line names subjects
     repeat: Repeat | None = None
     pass_when: PassWhenField | None = None
-    calibration: list[CalibrationExample] | str | None = None  # see _load.calibration
-    judge_instructions: str | None = None  # see _load.guidance
+    calibration: list[CalibrationExample] | str | None = None  # see _load.examples
+    judge_instructions: str | None = None  # see _load.examples
     style_field: JsonPointer | None = None  # where style is measured in a JSON answer
-    judge_examples: list[JudgeExample] | str | None = None  # see _load.guidance
+    judge_examples: list[JudgeExample] | str | None = None  # see _load.examples
     global_criteria: list[Criterion] = Field(
         default=[], validation_alias=AliasChoices("global", "global_criteria")
     )
@@ -361,13 +320,3 @@ class Suite(BaseModel):
     @classmethod
     def _ids(cls, value: Any) -> Any:
         return default_ids(value, "g")
-
-    @field_validator("target")
-    @classmethod
-    def _target_path(cls, value: str | None) -> str | None:
-        return None if value is None else _check_import_path(value)
-
-    @field_validator("targets")
-    @classmethod
-    def _target_paths(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        return _check_targets(value)

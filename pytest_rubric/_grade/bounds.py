@@ -1,22 +1,13 @@
 """A case graded on what can be, when its judged criteria could not be asked.
 
-A judge set in the ini or the environment without its key leaves the judged
-criteria SKIPPED. Scoring what ran would hide a regression the deterministic
-criteria already show, and skipping the whole case would hide it too. So the
-case is graded twice more, with every skipped criterion set to the verdict that
-helps it least and to the one that helps it most (for a negative weight, an
-error criterion, MET is the worse one), by the same score and pass rules as a
-judged case:
-
-* it fails even at best (its score cannot reach ``min_score``, or a
-  ``required`` criterion already went the wrong way): FAILED;
-* it passes even at worst: PASSED (the verdict is the judge's whatever it says);
-* otherwise it is undecided: SKIPPED with both scores as its bounds.
-
-The score and the pass rules are monotone in each credit (a clamp of a sum),
-so these two extremes bound every answer the judge could give, for each
-sample of a ``repeat`` and for every ``pass_when`` rule. Without any judge
-configured the usual scoring rule stands instead: the case scores what ran.
+A judge set without its key leaves the judged criteria SKIPPED; scoring what ran, or
+skipping the case, would hide a regression the deterministic criteria already show. So the
+case is graded twice more, each skipped criterion at the verdict that helps it least and
+most (MET is the worse for a negative weight), by the usual rules: FAILED if it fails even
+at best, PASSED if it passes even at worst, else SKIPPED with both scores as its bounds.
+Score and pass rules are monotone in each credit, so the two extremes bound every answer
+the judge could give, for each sample and every ``pass_when`` rule. Without any judge
+configured a case scores what ran.
 """
 
 from __future__ import annotations
@@ -28,8 +19,6 @@ from typing import Literal
 
 from .._results import CaseResult, CriterionResult, Sample, Verdict
 from .scoring import item_passes, passes, score
-
-__all__ = ["Bounds", "bounds", "settle_unjudged", "skip_reason"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,15 +1,10 @@
 """Grading: a compiled rubric and a response in, a :class:`CaseResult` out.
 
-:meth:`Grader.compile` does everything that does not depend on the answer
-once per rubric (checks compiled, ``global`` criteria merged);
-:meth:`Grader.grade` then runs the checks, scores substance, measures style
-and sets the flags. Judged criteria are SKIPPED until a judge is configured
-(``judged=``, or a grader bound to one with :meth:`Grader.with_judge`).
-
-Every text a result keeps (a reason, the response) passes through
-:func:`~pytest_rubric._guards.secrets.clip` here, the one place results are built:
-redacted of the API keys, then cut to 2,000 characters. Grading itself sees
-the whole response.
+:meth:`Grader.compile` does what does not depend on the answer, once per rubric;
+:meth:`Grader.grade` runs the checks, scores substance, measures style and sets the flags
+(judged criteria are SKIPPED until a judge is configured). Every text a result keeps passes
+through :func:`~pytest_rubric._guards.secrets.clip` here, the one place results are built:
+redacted, then cut to 2,000 characters; grading itself sees the whole response.
 """
 
 from __future__ import annotations
@@ -39,15 +34,6 @@ from .scoring import score as score_results
 if TYPE_CHECKING:
     from .._llm.base import Judged
 
-__all__ = [
-    "DEFAULT_MIN_SCORE",
-    "NO_JUDGE_REASON",
-    "CompiledRubric",
-    "Grader",
-    "context_of",
-    "with_case_context",
-]
-
 NO_JUDGE_REASON = f"no judge configured: {SET_A_JUDGE} to grade it"
 
 
@@ -61,21 +47,17 @@ class CompiledRubric:
     min_score: float | None  # None: report-only (``min_score: null``)
     judged_criteria: tuple[JudgedCriterion, ...] = ()
     style_field: str | None = None  # where style is measured in a JSON answer (a pointer)
-    # Per criterion, derived here once: its own tags, then the case's.
+    # Per criterion, derived here once: its own tags, then the case's, each once.
     tags: tuple[tuple[str, ...], ...] = field(init=False)
 
     def __post_init__(self) -> None:
         case_tags = getattr(self.rubric, "tags", ())
-        object.__setattr__(self, "tags", tuple(tags_of(c, case_tags) for c in self.criteria))
+        tags = tuple(tuple(dict.fromkeys((*c.tags, *case_tags))) for c in self.criteria)
+        object.__setattr__(self, "tags", tags)
 
     @property
     def judged(self) -> bool:
         return bool(self.judged_criteria)
-
-
-def tags_of(criterion: Criterion, case_tags: Sequence[str]) -> tuple[str, ...]:
-    """A criterion's tags in its results: its own, then its case's, each once."""
-    return tuple(dict.fromkeys((*getattr(criterion, "tags", ()), *case_tags)))
 
 
 def with_case_context(trace: Trace | None, rubric: Rubric) -> Trace | None:

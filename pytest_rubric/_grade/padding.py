@@ -1,31 +1,18 @@
 """``pad``: the same answer made twice as long with neutral padding, for the length probe.
 
-The judge's length probe (``--rubric-judge-probe-kinds length``) judges an answer again
-with :data:`PADDING` appended: sentences that restate nothing of the answer and claim
-nothing about its subject, only that they are filler. A verdict that then changes in the
-answer's favour changed with length alone. The sentences hold no digit, no negation, no
-tone marker (no hedge, nothing assertive: the style heuristics and the tone probe's word
-lists see none) and no term of any domain, so a deterministic criterion gives the same
-verdict on the padded answer as on the answer (``tests/judge/test_probe_kinds.py`` checks this
-on every criterion of the bundled examples).
-
-``pad`` is a pure function of its input: the sentences are taken in order, from the first,
-until the padding is at least as long as the answer; an empty answer stays empty.
-
-Two things padding cannot leave alone, so the probe leaves them out:
-
-* an answer that is JSON as a whole (:func:`paddable` is false): prose after it would make
-  it invalid, and a ``json`` criterion's verdict would change with the answer, not the
-  judge; the length probe does not judge such an answer again;
-* a ``length`` criterion (``max_words``, ``max_chars``) counts what padding adds; it is
-  deterministic, so the probe, which judges only judged criteria again, never asks it.
+The length probe (``--rubric-judge-probe-kinds length``) judges an answer again with
+:data:`PADDING` appended: sentences that claim nothing but that they are filler, so a
+verdict that then changes in the answer's favour changed with length alone. They hold no
+digit, negation, tone marker or domain term, so every deterministic criterion of the
+bundled examples gives the padded answer the answer's verdict
+(``tests/judge/test_probe_kinds.py``). An answer that is JSON as a whole is not
+:func:`paddable` (prose after it would make it invalid); a ``length`` criterion counts the
+padding, but it is deterministic and the probe judges only judged criteria again.
 """
 
 from __future__ import annotations
 
 import json
-
-__all__ = ["PADDING", "SEPARATOR", "pad", "paddable"]
 
 PADDING: tuple[str, ...] = (
     "This sentence is padding.",
@@ -37,7 +24,6 @@ PADDING: tuple[str, ...] = (
     "It is here for length alone.",
     "The layout of this text is plain.",
 )
-"""The padding sentences, in the order they are appended (then again from the first)."""
 
 SEPARATOR = "\n\n"  # between the answer and its padding: a paragraph of its own
 
@@ -58,7 +44,8 @@ def paddable(text: str) -> bool:
 
 
 def pad(text: str) -> str:
-    """``text`` followed by padding at least as long as itself (about twice its length)."""
+    """``text`` followed by the sentences of :data:`PADDING`, in order and again, until they
+    are at least as long as it (an empty answer stays empty)."""
     if not text.strip():
         return text
     added: list[str] = []

@@ -1,22 +1,11 @@
 """``restyle``: the same answer in another tone, for the judge's style probe.
 
-Built on the word lists of the style heuristics (:mod:`pytest_rubric._grade.style`),
-so what the probe changes is exactly what ``confidence`` measures:
-
-``to="confident"``
-    every hedging marker is removed (a modal hedge becomes its plain form:
-    "might" -> "will", "could" -> "can", "seems" -> "is"), and an assertive
-    opening, ``Without question:``, is added;
-``to="hedged"``
-    every assertive marker becomes a hedge ("clearly" -> "perhaps",
-    "always" -> "usually", "must" -> "should probably", ...).
-
-Every other word is left as it is (a word that starts a sentence after a
-removed marker gains a capital). ``restyle`` is a pure function of its
-input: the same text gives the same rewrite, and rewriting a rewrite in the
-same tone changes nothing. Markers that may carry substance are kept in both
-tones: ``100%`` (a quantity), ``never`` (a negation) and ``it depends`` (a
-condition).
+Built on the markers of the style heuristics (:mod:`pytest_rubric._grade.style`), so what
+the probe changes is exactly what ``confidence`` measures: ``to="confident"`` removes every
+hedge (or makes it plain: "might" -> "will") and adds the opening ``Without question:``;
+``to="hedged"`` turns every assertive marker into a hedge ("clearly" -> "perhaps"). Every
+other word stays (one that starts a sentence after a removed marker gains a capital), and
+a rewrite of a rewrite in the same tone is the same text.
 """
 
 from __future__ import annotations
@@ -27,68 +16,12 @@ from typing import Literal
 
 from .style import ASSERTIVE, HEDGES
 
-__all__ = ["OPENING", "TONES", "restyle"]
-
 TONES = ("confident", "hedged")
 OPENING = "Without question: "
 
-# What each hedging marker becomes in a confident rewrite ("" removes it).
-_TO_CONFIDENT: Mapping[str, str] = {
-    "apparently": "",
-    "approximately": "",
-    "arguably": "",
-    "as far as i know": "",
-    "could": "can",
-    "i believe": "",
-    "i guess": "",
-    "i think": "",
-    "i'm not sure": "",
-    "i am not sure": "",
-    "i'm not certain": "",
-    "likely": "",
-    "may": "will",
-    "maybe": "",
-    "might": "will",
-    "not sure": "",
-    "perhaps": "",
-    "possibly": "",
-    "presumably": "",
-    "probably": "",
-    "roughly": "",
-    "seems": "is",
-    "somewhat": "",
-    "suggests": "shows",
-    "unclear": "clear",
-    "unsure": "",
-    "if i recall": "",
-    "i suppose": "",
-}
-# What each assertive marker becomes in a hedged rewrite.
-_TO_HEDGED: Mapping[str, str] = {
-    "absolutely": "perhaps",
-    "always": "usually",
-    "certainly": "probably",
-    "clearly": "perhaps",
-    "definitely": "probably",
-    "exactly": "roughly",
-    "guaranteed": "likely",
-    "guarantees": "suggests",
-    "indisputably": "arguably",
-    "obviously": "apparently",
-    "of course": "perhaps",
-    "precisely": "approximately",
-    "simply": "perhaps",
-    "surely": "probably",
-    "undoubtedly": "probably",
-    "unquestionably": "arguably",
-    "without doubt": "perhaps",
-    "without question": "perhaps",
-    "must": "should probably",
-}
-_KEPT = frozenset({"100%", "never", "it depends"})  # may carry substance: never rewritten
-
-assert set(_TO_CONFIDENT) | _KEPT >= set(HEDGES), "every hedge has a confident form"
-assert set(_TO_HEDGED) | _KEPT >= set(ASSERTIVE), "every assertive marker has a hedged form"
+# What each marker becomes in the other tone (markers kept as they are left out).
+_TO_CONFIDENT = {marker: new for marker, new in HEDGES.items() if new != marker}
+_TO_HEDGED = {marker: new for marker, new in ASSERTIVE.items() if new != marker}
 
 
 def _pattern(markers: Mapping[str, str]) -> re.Pattern[str]:
@@ -147,17 +80,7 @@ def _opened(segment: str, capitalize: bool) -> str:
 
 
 def restyle(text: str, *, to: Literal["confident", "hedged"]) -> str:
-    """``text`` in another tone, every word that is not a tone marker unchanged.
-
-    Args:
-        text: the answer to rewrite.
-        to: ``"confident"`` (hedges removed, an assertive opening added) or
-            ``"hedged"`` (assertive markers turned into hedges).
-
-    Returns:
-        The rewrite; deterministic, and a rewrite of a rewrite in the same tone
-        is the same text.
-    """
+    """``text`` in the tone ``to``, every word that is not a tone marker unchanged."""
     if to == "confident":
         body = _rewrite(text, _CONFIDENT, _TO_CONFIDENT)
         lead = len(body) - len(body.lstrip())

@@ -26,8 +26,6 @@ from typing import Any
 from .._repeat import PassWhen
 from .._results import CriterionResult, Verdict
 
-__all__ = ["Score", "decided", "item_passes", "passes", "score"]
-
 
 @dataclass(frozen=True, slots=True)
 class Score:

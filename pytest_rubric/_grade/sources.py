@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._defaults import ResponseTally, RetryPolicy, named
+from .._defaults import ResponseTally, RetryPolicy
 from .._errors import SpansUnreadable
 from .._guards.calls import CallRunner, CallTimeout, call_user, described
 from .._guards.secrets import known_keys, redact
@@ -34,17 +34,6 @@ if TYPE_CHECKING:
     from .._llm.cache import CachedCalls
     from .._schema import Case
 
-__all__ = [
-    "TARGET_FORMS",
-    "CallTracer",
-    "LiveModel",
-    "Source",
-    "Target",
-    "fingerprint",
-    "named",
-    "target_form",
-]
-
 
 class CallTracer(Protocol):
     """What reads the trace of one target call from outside the application
@@ -56,13 +45,8 @@ class CallTracer(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """Where one subject's response to one case comes from.
-
-    Written responses (``text``, ``more``) are what they are. A target or a
-    live model (``target``) is the application under test: it is called on
-    every run, and its answers come from ``cache`` (the response cache,
-    ``--rubric-response-cache use|replay``) only when one is given.
-    """
+    """Where one subject's response to one case comes from: written (``text``, ``more``), or
+    the application under test (``target``), called on every run unless ``cache`` is given."""
 
     text: str | None = None
     more: tuple[str, ...] = ()  # further samples of a responses file (`repeat`)
@@ -101,12 +85,9 @@ class Source:
         concurrency: int,
         raised: list[BaseException] | None = None,
     ) -> tuple[list[Answer], None] | tuple[None, str]:
-        """The answer of each sample (its text and trace), or None and why one is missing.
-
-        Written responses are the samples there are. A target or a live model
-        is asked ``repeat`` times, at most ``concurrency`` calls at once. What a
-        user's target raised is appended to ``raised``, for its traceback.
-        """
+        """The answer of each sample (its text and trace), or None and why one is missing: the
+        written ones, or ``repeat`` asked at most ``concurrency`` at once. What a user's target
+        raised is appended to ``raised``, for its traceback."""
         if self.unavailable is not None:
             return None, self.unavailable
         if self.text is not None:
@@ -189,14 +170,9 @@ class Source:
         return Answer(text, trace), None
 
     def _call(self, case: Any, sample: int, samples: int) -> tuple[Any, Trace | None, float]:
-        """The one call of the application: what it returned, the trace ``tracer`` read
-        around it (``--rubric-otel``; None without one) and its wall time in seconds.
-
-        This is the seam for traces read from outside the application: a
-        :class:`CallTracer` wraps the call (inside the caller's context, which a bounded
-        target's worker thread inherits) and hands back what it read, which
-        :func:`~pytest_rubric._load.traces.merged` joins with what the target returned.
-        """
+        """The one call of the application: what it returned, the trace ``tracer`` read around
+        it (``--rubric-otel``, inside the caller's context, which a bounded target's worker
+        inherits; None without one) and its wall time in seconds."""
 
         def call() -> Any:
             if self.live:
@@ -241,11 +217,8 @@ _TEXT_NAMES = frozenset({"question", "prompt", "text"})
 
 
 def target_form(function: Any) -> tuple[str, str]:
-    """How to call a target: ``("question" | "case" | "messages", parameter name)``.
-
-    Raises :class:`TypeError` saying which signatures a target may have when
-    its own is none of them.
-    """
+    """How to call a target: ``("question" | "case" | "messages", parameter name)``; a
+    :class:`TypeError` saying which signatures a target may have when its own is none."""
     import inspect
 
     try:
@@ -335,11 +308,9 @@ def fingerprint(function: Any) -> str:
 class LiveModel:
     """``--rubric-model``: the subject is a model, asked each case's question live.
 
-    Called with a case like a :class:`Target`; each call gets its own client
-    and event loop, so it works from any thread. Its answers are the
-    application's: cached only with ``--rubric-response-cache`` (see
-    :class:`Source`), keyed by the provider, the model, the request and the
-    case, never by the endpoint URL.
+    Called with a case like a :class:`Target`; each call has its own client and event loop,
+    so it works from any thread. Its answers are cached only with
+    ``--rubric-response-cache``, keyed by the request and the case, never the endpoint URL.
     """
 
     SYSTEM = "Answer the question accurately and concisely."
@@ -377,12 +348,8 @@ class LiveModel:
         }
 
     def __call__(self, case: Case, *, sample: int = 0, samples: int = 1) -> str:
-        """The model's answer to ``case``: sample ``sample`` (0-based) of ``samples``.
-
-        With ``repeat`` N > 1 each sample is its own call: sampled (``Sampling.of``:
-        temperature 0.7, its own seed) so the N answers are independent draws. A
-        conversation is sent as it is, with no system turn of ours.
-        """
+        """The model's answer to ``case``: sample ``sample`` (0-based) of ``samples``, each its
+        own draw (``Sampling.of``); a conversation is sent as it is, without our system turn."""
         turns = case.conversation
         if self._budget is not None:
             self._budget.admit()

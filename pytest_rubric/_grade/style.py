@@ -32,73 +32,67 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = [
-    "ASSERTIVE",
-    "HEDGES",
-    "StyleThresholds",
-    "confidence",
-    "flags",
-    "fluency",
-    "naive_score",
-]
-
-ASSERTIVE = (
-    "absolutely",
-    "always",
-    "certainly",
-    "clearly",
-    "definitely",
-    "exactly",
-    "guaranteed",
-    "guarantees",
-    "indisputably",
-    "obviously",
-    "of course",
-    "precisely",
-    "simply",
-    "surely",
-    "undoubtedly",
-    "unquestionably",
-    "without doubt",
-    "without question",
-    "never",
-    "must",
-    "100%",
-)
-HEDGES = (
-    "apparently",
-    "approximately",
-    "arguably",
-    "as far as i know",
-    "could",
-    "i believe",
-    "i guess",
-    "i think",
-    "i'm not sure",
-    "i am not sure",
-    "i'm not certain",
-    "it depends",
-    "likely",
-    "may",
-    "maybe",
-    "might",
-    "not sure",
-    "perhaps",
-    "possibly",
-    "presumably",
-    "probably",
-    "roughly",
-    "seems",
-    "somewhat",
-    "suggests",
-    "unclear",
-    "unsure",
-    "if i recall",
-    "i suppose",
-)
+# The tone markers, each with what the tone probe's rewrite (``_grade.restyle``) makes of it
+# in the other tone: an assertive marker's hedged form, a hedge's confident form ("" removes
+# it). A marker that may carry substance (a quantity, a negation, a condition) is its own
+# form: never rewritten.
+ASSERTIVE: dict[str, str] = {
+    "absolutely": "perhaps",
+    "always": "usually",
+    "certainly": "probably",
+    "clearly": "perhaps",
+    "definitely": "probably",
+    "exactly": "roughly",
+    "guaranteed": "likely",
+    "guarantees": "suggests",
+    "indisputably": "arguably",
+    "obviously": "apparently",
+    "of course": "perhaps",
+    "precisely": "approximately",
+    "simply": "perhaps",
+    "surely": "probably",
+    "undoubtedly": "probably",
+    "unquestionably": "arguably",
+    "without doubt": "perhaps",
+    "without question": "perhaps",
+    "never": "never",
+    "must": "should probably",
+    "100%": "100%",
+}
+HEDGES: dict[str, str] = {
+    "apparently": "",
+    "approximately": "",
+    "arguably": "",
+    "as far as i know": "",
+    "could": "can",
+    "i believe": "",
+    "i guess": "",
+    "i think": "",
+    "i'm not sure": "",
+    "i am not sure": "",
+    "i'm not certain": "",
+    "it depends": "it depends",
+    "likely": "",
+    "may": "will",
+    "maybe": "",
+    "might": "will",
+    "not sure": "",
+    "perhaps": "",
+    "possibly": "",
+    "presumably": "",
+    "probably": "",
+    "roughly": "",
+    "seems": "is",
+    "somewhat": "",
+    "suggests": "shows",
+    "unclear": "clear",
+    "unsure": "",
+    "if i recall": "",
+    "i suppose": "",
+}
 
 
-def _marker_regex(words: tuple[str, ...]) -> re.Pattern[str]:
+def _marker_regex(words: dict[str, str]) -> re.Pattern[str]:
     alternatives = sorted((re.escape(w) for w in words), key=len, reverse=True)
     return re.compile(r"(?<![\w'])(?:" + "|".join(alternatives) + r")(?![\w'])")
 

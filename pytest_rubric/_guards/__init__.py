@@ -1,5 +1,5 @@
 """The guards at the edges: user code (``calls``), untrusted patterns (``engines``) and
-JSON Schemas (``schemas`` runs one within a time bound, ``schema_safety`` checks it at load:
-no retrieval, ever), files read within limits (``limits``, ``yaml``), and text leaving the
+JSON Schemas (``schemas``: checked at load, run within a time bound, no retrieval,
+ever), files read within limits (``limits``, ``yaml``), and text leaving the
 process (``secrets``, ``outgoing``). They import nothing else of the package but
 ``_errors`` and ``_defaults``."""

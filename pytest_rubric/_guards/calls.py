@@ -1,21 +1,11 @@
-"""Running a user's code: ``callable`` criteria and ``target`` functions.
+"""Running a user's code (``callable`` criteria, ``target`` functions): the boundary for it.
 
-:func:`resolve_import` finds ``"package.module:name"``; :class:`CallRunner`
-runs it on a worker thread, bounded in time, awaiting it when it is async.
-
-This is the boundary for user code: whatever a user's function raises
-reaches the plugin as an :class:`Exception`, so the item or criterion is an
-ERROR like any other. ``SystemExit``, ``GeneratorExit`` and
-``asyncio.CancelledError`` come out as :class:`UserCodeError`; only
-``KeyboardInterrupt`` (the person at the keyboard) passes as it is.
-
-An exception is printed here, once, on a thread of its own and within the
-call's time bound: one whose ``str`` or ``repr`` (or that of an exception it
-chains) raises or blocks comes out as a :class:`UserCodeError` reading
-``<unprintable TypeName>``, with the application's traceback and nothing of
-the original left to print. What a call returns leaves as plain data: a ``str``
-subclass is the plain ``str`` it holds (:func:`plain`), so no method of the
-application's runs while the answer is graded.
+:func:`resolve_import` finds ``"package.module:name"``; :class:`CallRunner` runs it on a
+worker thread, bounded in time, awaited when async. Whatever it raises reaches the plugin as
+an :class:`Exception` (``SystemExit``, ``GeneratorExit`` and ``asyncio.CancelledError`` as
+:class:`UserCodeError`; only ``KeyboardInterrupt`` passes as it is), printed once, on a
+thread of its own, within the call's bound: one whose ``str`` or ``repr`` raises or blocks
+reads ``<unprintable TypeName>``. What it returns leaves as plain data (:func:`plain`).
 """
 
 from __future__ import annotations
@@ -34,30 +24,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "CallRunner",
-    "CallTimeout",
-    "UserCodeError",
-    "call_user",
-    "contained",
-    "containing",
-    "described",
-    "make_importable",
-    "plain",
-    "resolve_import",
-    "run_sync",
-]
-
 
 def make_importable(*folders: Path) -> None:
-    """Put ``folders`` on the import path, after everything already there.
-
-    ``callable:`` and ``target:`` modules are imported with the rootdir and
-    the rubric file's folder on the path, so a ``checks.py`` next to
-    ``pytest.ini`` works under a plain ``pytest`` (whose rootdir is not on
-    the path by itself). Appended, never prepended, so they cannot shadow
-    an installed package or the standard library.
-    """
+    """Put ``folders`` (the rootdir, the rubric file's folder) on the import path, so a
+    ``checks.py`` next to ``pytest.ini`` imports under a plain ``pytest``; appended, so they
+    never shadow an installed package or the standard library."""
     for folder in folders:
         entry = str(folder)
         if entry not in sys.path:
@@ -83,17 +54,6 @@ def resolve_import(path: str) -> Any:
         obj = getattr(obj, part)
         owner = f"{owner}.{part}"
     return obj
-
-
-def run_sync(value: Any) -> Any:
-    """Await ``value`` if it is awaitable (an async target or callable), else return it."""
-    if inspect.isawaitable(value):
-
-        async def wait() -> Any:
-            return await value
-
-        return asyncio.run(wait())
-    return value
 
 
 class UserCodeError(Exception):
@@ -238,7 +198,14 @@ def call_user(function: Any, *args: Any, deadline: float | None = None) -> Any:
     """``function(*args)``, awaited if async, as :func:`plain` data; what it raises is
     :func:`contained` (printed by ``deadline``, when given)."""
     with containing(deadline=deadline):
-        return plain(run_sync(function(*args)))
+        value = function(*args)
+        if inspect.isawaitable(value):
+            value = asyncio.run(_awaited(value))
+        return plain(value)
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
 
 
 class CallTimeout(Exception):
@@ -264,15 +231,9 @@ class _Worker:
 
 
 class CallRunner:
-    """Runs a user's callables and targets, each bounded in time.
-
-    A call runs on a daemon thread, in a copy of the caller's context (so
-    context variables read the same). Python cannot stop a thread, so a call
-    that overruns is abandoned with its thread, which never holds up the
-    session or its exit; a thread whose call returned in time is reused, so
-    bounding a call costs a queue hand-off, not a new thread. One runner per
-    grader.
-    """
+    """Runs a user's callables and targets, each bounded in time, on daemon threads in a copy
+    of the caller's context. A call that overruns is abandoned with its thread (Python cannot
+    stop one), which never holds up the session; a thread whose call returned is reused."""
 
     def __init__(self) -> None:
         self._idle: list[_Worker] = []

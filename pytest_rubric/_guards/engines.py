@@ -1,24 +1,15 @@
-"""Untrusted engines: running what a rubric's pattern or schema, or an answer, describes.
+"""Untrusted engines: every pattern and every bounded check runs here (JSON Schemas through
+:mod:`.schemas`, which runs its patterns and time bound here), on an answer that may come
+from a model told to break the run.
 
-A rubric may come from anyone (an import, a pull request) and an answer
-from a model told to break the run. Every pattern and every bounded check
-goes through this module; JSON Schemas go through :mod:`.schemas`, which
-runs its patterns and time bound here:
-
-* **RE2, or a time bound, for every pattern.** :func:`compile_pattern` runs a
-  pattern on RE2 (linear time); one that needs what RE2 lacks
-  (backreferences, lookaround) runs on the ``regex`` package, each search
-  cut off after :data:`PATTERN_TIMEOUT`. JSON Schema ``pattern`` and
-  ``patternProperties`` go through it too (``jsonschema`` would use
-  Python's ``re``, which no thread can stop: ``^(a+)+$`` on 41 characters
-  ran past 30 s).
-* **A time bound for every super-linear check.** A :class:`Deadline`
-  (ini ``rubric_check_timeout``) bounds a JSON validation and evidence
-  matching: each step calls :func:`tick`, and past the deadline
-  :class:`CheckTimeout` makes the criterion ERROR.
-
-Nothing here decides a verdict: the callers turn :class:`CheckTimeout`, a
-``RecursionError`` or an ``OverflowError`` into ERROR, never UNMET.
+* **RE2, or a time bound, for every pattern.** :func:`compile_pattern` runs a pattern on
+  RE2 (linear time); one that needs backreferences or lookaround runs on the ``regex``
+  package, each search cut off after :data:`PATTERN_TIMEOUT` (Python's ``re``, which no
+  thread can stop, ran ``^(a+)+$`` on 41 characters past 30 s).
+* **A time bound for every super-linear check.** A :class:`Deadline` (ini
+  ``rubric_check_timeout``) bounds a JSON validation and evidence matching: each step
+  calls :func:`tick`; the callers turn :class:`CheckTimeout`, a ``RecursionError`` or an
+  ``OverflowError`` into ERROR, never UNMET.
 """
 
 from __future__ import annotations
@@ -28,21 +19,7 @@ import functools
 import threading
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    pass
-
-__all__ = [
-    "PATTERN_TIMEOUT",
-    "CheckTimeout",
-    "Deadline",
-    "PatternError",
-    "compile_pattern",
-    "running",
-    "search",
-    "tick",
-]
+from typing import Any
 
 # How long one search of a pattern RE2 cannot run may backtrack (the regex time bound).
 PATTERN_TIMEOUT = 1.0
@@ -118,13 +95,8 @@ class PatternError(ValueError):
 def compile_pattern(
     pattern: str, *, case_sensitive: bool = True, backtracking: bool = False
 ) -> Any:
-    """``pattern`` compiled on RE2, or with ``backtracking`` on the ``regex`` package.
-
-    Raises :class:`PatternError`; ``unsupported`` when only ``regex`` can run
-    it. Search the result with :func:`search`, which bounds ``regex`` in
-    time. Cached: a pattern is checked when its rubric loads and compiled
-    again to grade.
-    """
+    """``pattern`` compiled on RE2, or with ``backtracking`` on the ``regex`` package, for
+    :func:`search`; raises :class:`PatternError`. Cached: checked at load, compiled to grade."""
     if backtracking:
         return _compile_backtracking(pattern, case_sensitive=case_sensitive)
     import re2  # imported by the first pattern, not by loading the plugin

@@ -1,15 +1,10 @@
 """Reading files and JSON within limits: what a hostile file cannot do to a reader.
 
-Only regular files are read (a FIFO would block, /dev/zero would fill
-memory), as UTF-8 with a leading BOM dropped; JSON nests at most
-:data:`MAX_NESTING` levels deep, a number Python cannot read is a problem,
-and the keys an object gives twice are reported rather than silently
-overridden. The YAML side of these limits is :mod:`._safe_yaml`.
-
-JSONL files (responses, calibration examples, HealthBench data) are read by
-one reader, :func:`read_jsonl`: lines end at ``\n`` only (U+2028, U+0085 and
-the like are data inside a string), and every line is held to the JSON
-limits above.
+Only regular files are read, as UTF-8 with a leading BOM dropped; JSON nests at most
+:data:`MAX_NESTING` levels deep, a number Python cannot read is a problem, and a key an
+object gives twice is reported rather than silently overridden (the YAML side is
+:mod:`.yaml`). JSONL files (responses, calibration examples, HealthBench data) have one
+reader, :func:`read_jsonl`, which holds every line to the same limits.
 """
 
 from __future__ import annotations
@@ -24,23 +19,6 @@ from typing import Any
 
 from .._errors import Problem
 from .secrets import whole_characters
-
-__all__ = [
-    "MAX_NESTING",
-    "PLAIN_NUMBER",
-    "Limit",
-    "NotRegular",
-    "PlainNumber",
-    "RepeatedKey",
-    "json_loads",
-    "loads_noting_repeats",
-    "nesting_problem",
-    "quoted",
-    "read_jsonl",
-    "read_text",
-    "shown",
-    "unique_keys",
-]
 
 # Levels of lists and mappings inside each other; a rubric file needs about
 # eight (a JSON schema inside a criterion a few more). Deeper input exhausts
@@ -72,10 +50,8 @@ def _check_regular(mode: int) -> None:
 def read_text(path: Path) -> str:
     """The text of a regular file: UTF-8, a leading BOM dropped, newlines made ``\\n``.
 
-    A FIFO would block collection until some writer came, and a symlink to
-    /dev/zero would fill memory: the type is checked before opening, then
-    again on the open descriptor in case the path was swapped in between.
-    O_NONBLOCK makes even that open return at once.
+    A FIFO would block and /dev/zero fill memory: the type is checked before opening and
+    again on the descriptor (the path may be swapped between); O_NONBLOCK returns at once.
     """
     _check_regular(os.stat(path).st_mode)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
@@ -183,19 +159,11 @@ _SPACED_KEY_END = re.compile(r'"[ \t\n\r]+:')
 def _may_repeat_keys(text: str, keys: int) -> bool:
     """Whether JSON text whose parsed objects hold ``keys`` keys may give a key twice in one.
 
-    A key given twice leaves one key fewer in its object than the text
-    writes. Every key written ends with a quote and a colon, and any other
-    colon is inside a string: when the text has only as many colons, or key
-    ends and escaped quotes before a colon, as the objects have keys, none
-    was dropped. Counting them takes a few ms where an ``object_pairs_hook``
-    takes a third of the parse (json then builds each object as a list).
+    A repeated key leaves its object one key short of what the text writes, and every key
+    written ends with a quote and a colon: as many colons (or key ends) as keys means none
+    was dropped. Counting takes a few ms; an ``object_pairs_hook`` a third of the parse.
     """
     return text.count(":") != keys and text.count('":') + len(_SPACED_KEY_END.findall(text)) != keys
-
-
-def _repeated_keys(text: str) -> list[str]:
-    """The keys given twice in an object of JSON text that parses, in the order json reads them."""
-    return loads_noting_repeats(text)[1]
 
 
 def loads_noting_repeats(text: str) -> tuple[Any, list[str]]:
@@ -239,11 +207,9 @@ def _json_nesting_line(text: str) -> int | None:
 def json_loads(text: str, *, whole: bool = False) -> tuple[Any, list[str]]:
     """``json.loads`` within the limits: the data and the keys given twice in an object.
 
-    Raises ``json.JSONDecodeError`` for a syntax error and :class:`Limit` for
-    nesting deeper than MAX_NESTING or a number Python refuses to read. Half a character
-    (a lone surrogate escape) is a :class:`Limit` too, unless ``whole``: then it becomes
-    U+FFFD, as the outgoing boundary writes it (for data such as an application's answer,
-    where one broken emoji must not stop a run).
+    Raises ``json.JSONDecodeError`` for a syntax error and :class:`Limit` for nesting past
+    MAX_NESTING, a number Python refuses, or half a character (a lone surrogate escape),
+    which with ``whole`` becomes U+FFFD instead (an answer's broken emoji never stops a run).
     """
     try:
         data = json.loads(text)
@@ -264,9 +230,10 @@ def json_loads(text: str, *, whole: bool = False) -> tuple[Any, list[str]]:
     too_deep, keys = _shape(data)
     if too_deep:
         raise Limit(nesting_problem(_json_nesting_line(text)))
+    repeated = loads_noting_repeats(text)[1] if _may_repeat_keys(text, keys) else []
     if _HALF_ESCAPE.search(text) and _has_surrogate(data):
         if whole:
-            return _whole(data), _repeated_keys(text) if _may_repeat_keys(text, keys) else []
+            return _whole(data), repeated
         # As the YAML loader does: half a character cannot be written as UTF-8, so it would
         # break every output and the test ids that carry it between xdist processes.
         escape = next((m for m in _HALF_ESCAPE.finditer(text) if _lone(text, m)), None)
@@ -278,7 +245,7 @@ def json_loads(text: str, *, whole: bool = False) -> tuple[Any, list[str]]:
                 hint="write the whole character, or both halves of its surrogate pair",
             )
         )
-    return data, _repeated_keys(text) if _may_repeat_keys(text, keys) else []
+    return data, repeated
 
 
 _HALF_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
@@ -326,45 +293,34 @@ def read_jsonl(
     """The objects of a JSONL file, each with its line number, and a problem for each line
     that is not one (named by the file, the line and, for a key given twice, the key).
 
-    Only ``\n`` ends a line: ``str.splitlines()`` would also split on U+2028,
-    U+0085 and \x1c-\x1e, which JSON allows raw inside a string, refusing a
-    valid file at lines that do not exist. ``example`` is one line written
-    right, for the hints; ``whole``: half a character becomes U+FFFD (see
-    :func:`json_loads`). Raises what :func:`read_text` raises for a file that cannot be
-    read (the caller names its own kind of file).
+    Only ``\n`` ends a line (``splitlines()`` would split on U+2028 and the like, which
+    JSON allows raw in a string). ``example`` is a line written right, for the hints;
+    ``whole`` as for :func:`json_loads`. Raises what :func:`read_text` raises.
     """
     rows: list[tuple[int, dict[str, Any]]] = []
     problems: list[Problem] = []
     for number, line in enumerate(read_text(path).split("\n"), start=1):
         if not line.strip():
             continue
-        hint = f"write one JSON object a line: {example}"
+        hint, field = f"write one JSON object a line: {example}", None
         try:
             value, repeated = json_loads(line, whole=whole)
         except json.JSONDecodeError as exc:
-            problems.append(Problem(f"invalid JSON ({exc.msg})", line=number, path=path, hint=hint))
-            continue
+            message = f"invalid JSON ({exc.msg})"
         except Limit as exc:
-            found = exc.problem
-            problems.append(Problem(found.message, line=number, path=path, hint=found.hint or hint))
-            continue
-        if repeated:
-            problems.append(
-                Problem(
+            message, hint = exc.problem.message, exc.problem.hint or hint
+        else:
+            if not repeated and isinstance(value, dict):
+                rows.append((number, value))
+                continue
+            if repeated:
+                message = (
                     f"the key {quoted(repeated[0])} is given twice in this object; only the last "
-                    "one would count",
-                    line=number,
-                    path=path,
-                    field=str(repeated[0]),
-                    hint="keep one of them",
+                    "one would count"
                 )
-            )
-            continue
-        if not isinstance(value, dict):
-            kind = "null" if value is None else _KINDS.get(type(value), type(value).__name__)
-            problems.append(
-                Problem(f"expected an object, got {kind}", line=number, path=path, hint=hint)
-            )
-            continue
-        rows.append((number, value))
+                hint, field = "keep one of them", str(repeated[0])
+            else:
+                kind = "null" if value is None else _KINDS.get(type(value), type(value).__name__)
+                message = f"expected an object, got {kind}"
+        problems.append(Problem(message, line=number, path=path, field=field, hint=hint))
     return rows, problems

@@ -1,20 +1,13 @@
 """The one boundary text passes on its way out of the process.
 
-:func:`outgoing` is what every renderer and error path calls last (the terminal summary,
-an item's failure text, the JSON, HTML and Markdown, JUnit, the cache): keys and key
-fragments redacted (``_guards.secrets``), URLs without userinfo or query string
-(``_guards.secrets.public_url``), terminal control characters shown escaped (``\\x1b``,
-``\\x07``: a judge's reason cannot move the cursor, recolour pytest's last line or ring a
-bell), lone surrogates (half an emoji, which UTF-8 cannot write) replaced by U+FFFD.
-:func:`outgoing_data` applies it to every string of a document; :func:`inert_mentions`
-makes Markdown's ``@name``, ``@org/team``, ``#123`` and e-mail addresses notify and link
-nobody.
-
-Two more ways out go through it: :func:`outgoing_streams`, the command line's stdout and
-stderr (every ``python -m pytest_rubric`` command prints through it, argparse's errors too),
-and :func:`warn`, the plugin's warnings, whose location is in their text: attributed to no
-file, so that pytest's warnings summary never reads or echoes a line of a user's file (a
-responses line holding a key, control characters or 30 MB).
+:func:`outgoing` is what every renderer and error path calls last: keys and key fragments
+redacted (``_guards.secrets``), URLs made public, terminal control characters shown
+escaped (``\\x1b``: a judge's reason cannot move the cursor or ring a bell), lone
+surrogates replaced by U+FFFD. :func:`outgoing_data` applies it to a document,
+:func:`inert_mentions` makes Markdown mention, link and mail nobody,
+:func:`outgoing_streams` holds a command's stdout and stderr to it, and :func:`warn`
+issues a warning attributed to no file, so pytest's summary never echoes a line of a
+user's file.
 """
 
 from __future__ import annotations
@@ -41,16 +34,6 @@ from .secrets import (
 if TYPE_CHECKING:
     from .._errors import RubricWarning
 
-__all__ = [
-    "as_written",
-    "inert_mentions",
-    "outgoing",
-    "outgoing_data",
-    "outgoing_streams",
-    "rubric_warning",
-    "warn",
-]
-
 # Terminal control: C0 but tab and newline, DEL, C1 (an escape sequence starts with one of
 # these, so escaping its first character disarms all of it).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -67,7 +50,7 @@ _UNSAFE_URL = re.compile(r"^[^/]*//[^/?#]*@|[?#]")
 def outgoing(text: str, *secrets: Secret | None) -> str:
     """``text`` fit to leave the process: redacted of ``secrets`` and of the providers' keys
     in the environment, its URLs public, control characters escaped, surrogates replaced."""
-    return _outgoing(text, (*secrets, *_environment_keys()))
+    return _outgoing(text, (*secrets, *known_keys()))
 
 
 def as_written(text: str) -> str:
@@ -85,7 +68,7 @@ def as_written(text: str) -> str:
 def outgoing_data(value: Any, *secrets: Secret | None) -> Any:
     """``value`` (a JSON-like document) with :func:`outgoing` applied to every string, keys
     of mappings included."""
-    keys = (*secrets, *_environment_keys())
+    keys = (*secrets, *known_keys())
     # A document repeats its keys and short values ("name", "ok", a tool's name, once per
     # tool call of a trace): each distinct string is made fit once.
     done: dict[str, str] = {}
@@ -106,10 +89,6 @@ def outgoing_data(value: Any, *secrets: Secret | None) -> Any:
         return value
 
     return scrub(value)
-
-
-def _environment_keys() -> list[Secret]:
-    return known_keys()  # the environment only
 
 
 def _outgoing(text: str, keys: tuple[Secret | None, ...]) -> str:

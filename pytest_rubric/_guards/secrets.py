@@ -1,17 +1,9 @@
 """API keys held so that they cannot leak into output, reports, caches or exception text.
 
-Two rules hold everywhere text leaves the plugin:
-
-* :func:`redact` masks a key, and any run of 12 or more characters of it: a
-  key cut in half by someone's ``[:200]`` is still a key worth hiding. Letter
-  case does not matter: a key lower-cased by a normalizing check (a regex
-  criterion quotes the casefolded answer) or upper-cased is the key.
-* :func:`clip` redacts *then* cuts, so no cut can leave a piece of a key
-  behind that redaction would no longer recognise.
-
-And a URL that leaves the plugin goes through :func:`public_url` first: a
-gateway's address may carry a token as userinfo (``user:token@``) or in its
-query string (``?api-key=``).
+:func:`redact` masks a key in any letter case, and any run of 12 or more characters of it
+(a key cut by someone's ``[:200]`` is still a key); :func:`clip` redacts *then* cuts, so no
+cut leaves a piece redaction would miss; :func:`public_url` drops what may hold a token
+(``user:token@``, ``?api-key=``) from a URL.
 """
 
 from __future__ import annotations
@@ -21,19 +13,6 @@ import re
 from collections.abc import Mapping
 
 from .._defaults import PROVIDERS
-
-__all__ = [
-    "FRAGMENT",
-    "KEY_VARIABLES",
-    "MAX_TEXT",
-    "Secret",
-    "clip",
-    "known_keys",
-    "public_url",
-    "redact",
-    "shorten",
-    "whole_characters",
-]
 
 _MASK = "***"
 # A run of a key this long is treated as the key: shorter runs are common
@@ -73,14 +52,9 @@ class Secret:
 
 
 def redact(text: str, *secrets: Secret | None) -> str:
-    """``text`` with every secret's value replaced by ``***``, in whatever letter case it is
-    written.
-
-    For a key of 12 characters or more, every run of 12 or more characters
-    that also occurs in the key is replaced too (one ``***`` per run), so the
-    key minus its last character is hidden as well as the key. Shorter keys
-    (4 to 11 characters) are replaced only whole.
-    """
+    """``text`` with every secret's value replaced by ``***``, in whatever letter case; for a
+    key of 12 characters or more every run of 12 or more of its characters too (one ``***``
+    per run). Keys of 4 to 11 characters are replaced only whole."""
     keys = [_caseless(s.reveal()) for s in secrets if s is not None and len(s.reveal()) >= _MIN_KEY]
     if not keys:
         return text
@@ -119,13 +93,8 @@ def _occurrences(text: str, key: str) -> list[tuple[int, int]]:
 
 
 def clip(text: str, *secrets: Secret | None, limit: int = MAX_TEXT) -> str:
-    """``text`` redacted of ``secrets``, then cut to ``limit`` characters with a count of the rest.
-
-    Redaction comes first: cutting first could leave a piece of a key too
-    short to be recognised as the key, but long enough to matter. A lone surrogate (half
-    an emoji) becomes U+FFFD: a result carries only text UTF-8 can write, so it can travel
-    between xdist processes and into every output.
-    """
+    """``text`` redacted of ``secrets``, then cut to ``limit`` characters with a count of the
+    rest; a lone surrogate becomes U+FFFD, so a result travels between xdist processes."""
     text = whole_characters(redact(text, *secrets))
     if len(text) <= limit:
         return text
@@ -169,13 +138,9 @@ def public_url(url: str) -> str:
 
 
 def _runs(text: str, key: str) -> list[tuple[int, int]]:
-    """The spans of ``text`` that are runs of ``FRAGMENT`` or more characters of ``key``.
-
-    Only ``len(key) / 6`` substring searches run at C speed over the text; a
-    hit is then extended character by character along the key, at most
-    ``len(key)`` steps, and a hit inside a run already found at the same
-    alignment is skipped, so a text made of copies of the key stays linear.
-    """
+    """The spans of ``text`` that are runs of ``FRAGMENT`` or more characters of ``key``:
+    ``len(key) / 6`` searches at C speed, each hit extended along the key, a hit inside a run
+    already found at its alignment skipped, so copies of the key stay linear."""
     spans: list[tuple[int, int]] = []
     reached: dict[int, int] = {}  # alignment (text index - key index) -> end of its last run
     n, k = len(text), len(key)

@@ -1,11 +1,7 @@
-"""Building YAML data within limits: aliases, nesting and keys given twice.
-
-The composer shares one node between an anchor and its aliases, and the
-data built holds a copy per alias, so a few hundred bytes can stand for
-billions of nodes: aliases may add at most :data:`MAX_ALIAS_NODES` nodes,
-counted as they are built. Lists and mappings nest at most
-:data:`~pytest_rubric._guards.limits.MAX_NESTING` levels deep, aliases included, and a key
-given twice in one mapping is reported with both its lines.
+"""Building YAML data within limits: aliases may add at most :data:`MAX_ALIAS_NODES` nodes,
+counted as they are built; lists and mappings nest at most
+:data:`~pytest_rubric._guards.limits.MAX_NESTING` levels deep, aliases included; a key given
+twice in one mapping is reported with both its lines.
 """
 
 from __future__ import annotations
@@ -17,16 +13,6 @@ import yaml
 
 from .._errors import Problem
 from .limits import MAX_NESTING, PLAIN_NUMBER, Limit, PlainNumber, nesting_problem, shown
-
-__all__ = [
-    "MAX_ALIAS_NODES",
-    "AliasLimit",
-    "Duplicate",
-    "Lines",
-    "YamlLoader",
-    "construct",
-    "stream",
-]
 
 # Nodes that aliases may add to a YAML file once expanded: an anchored node is
 # built again for every alias to it, so nine levels of nine aliases (546 bytes
@@ -41,15 +27,10 @@ _SCALAR = yaml.ScalarNode
 class YamlLoader(_BaseLoader):  # type: ignore[misc,valid-type]
     """The safe loader (libyaml's when installed), with a quicker tag resolver.
 
-    The composer asks :meth:`resolve` for the tag of every node, in Python:
-    a third of the time of composing a large file. The answer depends only on
-    the text of a plain scalar (a quoted one is always a string), and keys
-    and short words repeat throughout a rubric file, so each text is resolved
-    once per file; text whose first character starts no implicit type (no
-    number, boolean, null, date or merge key) is a string at once. The
-    standard rules decide everything else, so the tags are those of the safe
-    loader. Path resolvers, which make a tag depend on a node's place, are
-    not supported (the safe loader has none).
+    Resolving every node's tag in Python is a third of composing a large file; the tag
+    depends only on a plain scalar's text, so each text is resolved once per file, and
+    one whose first character starts no implicit type is a string at once. The tags are
+    the safe loader's (which has no path resolvers, so neither has this one).
     """
 
     _typed_starts = frozenset(k for k in _BaseLoader.yaml_implicit_resolvers if k is not None)
@@ -90,10 +71,8 @@ _ALIAS_HINT = (
 class AliasLimit(Limit):
     """Aliases that expand past MAX_ALIAS_NODES nodes, or into themselves (``loop``).
 
-    The node tree keeps neither the name nor the line of an alias, only the
-    node it refers to: ``alias`` counts the aliases to lists and mappings
-    before this one in the text, for :meth:`located` to find it there. Where
-    the text is not at hand, a loop is said as what it would do: nest forever.
+    The node tree keeps no alias's name or line: ``alias`` counts the aliases to lists and
+    mappings before this one, for :meth:`located` to find it in the text.
     """
 
     def __init__(self, alias: int, *, loop: bool, line: int | None) -> None:
@@ -158,22 +137,13 @@ def construct(
 ) -> tuple[Any, list[Duplicate]]:
     """Build the data of a node tree, and find the keys given twice in a mapping.
 
-    Rubric files are plain mappings, lists and strings (and merge keys,
-    ``<<: *base``): built here directly, several times quicker than the
-    generic constructor on large files, which builds only the other scalars.
-    Mappings and lists nested deeper than MAX_NESTING stop it, aliases
-    included. Merge keys follow the YAML merge key spec: the mapping's own
-    keys win, then the mappings merged in the order listed.
-
-    The composer shares one node between an anchor and its aliases, but the
-    data holds a copy per alias: nine levels of nine aliases are 546 bytes of
-    text and 387 million nodes once built. A list or mapping met a second
-    time is an alias; from there until the end of that copy every node built
-    is counted, and the build stops as soon as the count passes
-    MAX_ALIAS_NODES, so that memory stays bounded. An alias to a scalar costs
-    what writing the scalar out would, and is not counted where it is written.
-    ``anchors=False`` says the text holds no '&', hence no anchor: no node can
-    be met twice, and recording them would cost a fifth of the build.
+    Mappings, lists and strings are built here, several times quicker than the generic
+    constructor (which builds the other scalars); merge keys follow the YAML spec (own
+    keys win, then the mappings merged, in order). The data holds a copy per alias (nine
+    levels of nine aliases: 546 bytes, 387 million nodes), so a list or mapping met a
+    second time starts a copy whose every node is counted, and the build stops past
+    MAX_ALIAS_NODES; an alias to a scalar costs what writing it out would, and is not
+    counted. ``anchors=False``: the text holds no '&', so no node is met twice.
     """
     found: list[tuple[yaml.Node, Any, int, int]] = []  # (mapping, key, first line, second line)
     finished: dict[int, bool] = {}  # id of each list and mapping met -> whether it is built
@@ -228,22 +198,14 @@ def construct(
                     merged = merge(node, value_node, depth)
                     continue
                 if not isinstance(key_node, yaml.ScalarNode):
-                    raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping",
-                        node.start_mark,
-                        f"found a {key_node.id} as a key; a key is plain text",
-                        key_node.start_mark,
+                    raise _mapping_error(
+                        node, f"found a {key_node.id} as a key; a key is plain text", key_node
                     )
                 key = build(key_node, depth + 1)
                 try:
                     again = key in result
                 except TypeError:  # an unhashable scalar, from some tag
-                    raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping",
-                        node.start_mark,
-                        "found an unhashable key",
-                        key_node.start_mark,
-                    ) from None
+                    raise _mapping_error(node, "found an unhashable key", key_node) from None
                 if again:
                     firsts = firsts or first_keys(node)
                     repeated(node, firsts[key], key_node, key)
@@ -283,12 +245,11 @@ def construct(
         listed = isinstance(value_node, yaml.SequenceNode)
         for source in value_node.value if listed else [value_node]:
             if not isinstance(source, yaml.MappingNode):
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping",
-                    node.start_mark,
-                    f"`<<` merges a mapping or a list of mappings, but found a "
-                    f"{getattr(source, 'id', 'node')}",
-                    source.start_mark,
+                found = getattr(source, "id", "node")
+                raise _mapping_error(
+                    node,
+                    f"`<<` merges a mapping or a list of mappings, but found a {found}",
+                    source,
                 )
         # Through build, which counts the list and its aliases; the list is no
         # level of its own: each mapping merged is one level down, listed or not.
@@ -313,6 +274,12 @@ def construct(
     return data, [
         Duplicate(key, (first, second), paths.get(id(node))) for node, key, first, second in found
     ]
+
+
+def _mapping_error(node: yaml.Node, problem: str, at: yaml.Node) -> yaml.YAMLError:
+    return yaml.constructor.ConstructorError(
+        "while constructing a mapping", node.start_mark, problem, at.start_mark
+    )
 
 
 def _node_paths(root: yaml.Node, wanted: set[int]) -> dict[int, tuple[str | int, ...]]:
@@ -344,14 +311,11 @@ class _Declined(Exception):
 
 
 def stream(text: str) -> tuple[Any, Lines] | None:
-    """The data of a plain YAML document, built from the parser's events without a node tree,
-    and the lines a loaded file keeps (see :data:`Lines`); None when :func:`construct` must
-    build it (anchors, aliases, merge keys, a key given twice, deep nesting, several
-    documents or none, or any error, which it then reports as it always has).
-
-    The node tree of a large file is many times its data (a 20,000-case file: some 270 MB
-    for 5 MB of text), all alive at once; the events come and go one at a time. The data is
-    what :func:`construct` builds of the same text, to the type and the value.
+    """The data of a plain YAML document, built from the parser's events, and the lines a
+    loaded file keeps (:data:`Lines`); None when :func:`construct` must build it (anchors,
+    merge keys, a key given twice, deep nesting, not one document, any error). A node tree
+    is many times its data (270 MB for a 5 MB file); events come and go one at a time.
+    The data is what :func:`construct` builds, to the type and the value.
     """
     loader = YamlLoader(text)
     try:

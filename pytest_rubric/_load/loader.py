@@ -1,21 +1,11 @@
 """Loading rubric files (YAML or JSON): a validated suite, or every problem at once.
 
-Every mistake a user can make in a file becomes a :class:`Problem` that
-names the file, the line, the case, the criterion and the field, and says
-what to write instead; all problems of one file are raised together as one
-:class:`RubricLoadError`.
-
-A hostile file is one more collection error, never a crash, a hang or a
-machine out of memory: only regular files are read, aliases may add at most
-:data:`~pytest_rubric._guards.yaml.MAX_ALIAS_NODES` nodes, lists and mappings nest at most
-:data:`~pytest_rubric._guards.limits.MAX_NESTING` levels deep, and a key given twice in one mapping is an
-error rather than silently overridden.
-
-This module runs the steps; each has its own: ``pytest_rubric._guards.limits``
-reads files and JSON within those limits, ``pytest_rubric._guards.yaml`` builds
-YAML data within them, ``pytest_rubric._load.locate`` turns validation errors
-into located problems, ``pytest_rubric._load.semantics`` finds what validation
-cannot see, and ``pytest_rubric._load.responses`` reads responses files.
+Every mistake in a file becomes a :class:`Problem` naming the file, line, case, criterion
+and field, with what to write instead; a file's problems are raised together as one
+:class:`RubricLoadError`, and a hostile file is one more of them, never a crash or a hang.
+This module runs the steps: ``pytest_rubric._guards.limits`` and ``pytest_rubric._guards.yaml``
+read within the limits, ``pytest_rubric._load.locate`` locates validation errors and
+``pytest_rubric._load.semantics`` finds what validation cannot see.
 """
 
 from __future__ import annotations
@@ -45,8 +35,6 @@ from .locate import (
 )
 from .semantics import broken_patterns, semantic_problems
 
-__all__ = ["LoadedSuite", "load_suite", "parse_suite"]
-
 
 @dataclass(slots=True)
 class LoadedSuite:
@@ -55,8 +43,8 @@ class LoadedSuite:
     path: Path
     suite: Suite
     case_lines: list[int | None]
-    calibration: list[tuple[Any, Any, Any]] = field(default_factory=list)  # _calibration
-    guidance: Any = None  # judge_instructions, judge_examples: a judge.prompts.Guidance (_guidance)
+    calibration: list[tuple[Any, Any, Any]] = field(default_factory=list)  # see _load.examples
+    guidance: Any = None  # judge_instructions and judge_examples: a judge.prompts.Guidance
     # The line of the file-level `target:` (key "target") and of each `targets:` entry (its
     # name), so a problem with a file's target points there, not at a case.
     target_lines: dict[str, int | None] = field(default_factory=dict)
@@ -77,33 +65,22 @@ def load_suite(path: Path, *, added: Sequence[type[CriterionModel]] = ()) -> Loa
 
     ``added``: the criterion types plugins add (``pytest_rubric_criterion_types``).
     A session loads it with the garbage collector paused (``pytest_rubric._session.heap``)."""
-    return _load_suite(path, added)
-
-
-def _load_suite(path: Path, added: Sequence[type[CriterionModel]]) -> LoadedSuite:
     try:
         text = read_text(path)
     except NotRegular as exc:
-        raise RubricLoadError(
-            path,
-            [
-                Problem(
-                    f"this is {exc}, not a regular file; rubric files are read only from "
-                    "regular files",
-                    hint="replace it with a regular file, or move it out of the rubric folders",
-                )
-            ],
-        ) from None
+        problem = Problem(
+            f"this is {exc}, not a regular file; rubric files are read only from regular files",
+            hint="replace it with a regular file, or move it out of the rubric folders",
+        )
     except UnicodeDecodeError as exc:
-        raise RubricLoadError(
-            path, [Problem(f"not UTF-8 text ({exc.reason})", hint="save the file as UTF-8")]
-        ) from None
+        problem = Problem(f"not UTF-8 text ({exc.reason})", hint="save the file as UTF-8")
     except OSError as exc:
-        raise RubricLoadError(
-            path,
-            [Problem(f"cannot read the file: {exc.strerror or exc}", hint="check its permissions")],
-        ) from None
-    return parse_suite(text, path=path, added=added)
+        problem = Problem(
+            f"cannot read the file: {exc.strerror or exc}", hint="check its permissions"
+        )
+    else:
+        return parse_suite(text, path=path, added=added)
+    raise RubricLoadError(path, [problem])
 
 
 def _no_cases(data: dict[Any, Any], locator: Locator) -> Problem:
@@ -137,7 +114,7 @@ def parse_suite(
     bare_list = isinstance(data, list)
     if bare_list:
         data = {"cases": data}
-    locator = Locator(text, path, parsed.node, bare_list=bare_list, types=types, lines=parsed.lines)
+    locator = Locator(text, parsed.node, bare_list=bare_list, types=types, lines=parsed.lines)
     problems = [
         duplicate_problem(d, data, bare_list=bare_list, json_file=path.suffix == ".json")
         for d in parsed.duplicates
@@ -163,17 +140,15 @@ def parse_suite(
     if problems:  # a collection error: its patterns' problems too, in the same round
         problems += broken_patterns(data, suite, locator)
     calibration: list[tuple[Any, Any, Any]] = []
-    if suite is not None and suite.calibration is not None:
-        from .calibration import examples_of
-
-        calibration, calibration_problems = examples_of(suite, path)
-        problems += calibration_problems
     guidance = None
-    if suite is not None and (suite.judge_instructions or suite.judge_examples is not None):
-        from .guidance import guidance_of
+    if suite is not None:
+        from .examples import examples_of, guidance_of
 
-        guidance, guidance_problems = guidance_of(suite, path, locator, calibration)
-        problems += guidance_problems
+        calibration, found = examples_of(suite, path)
+        problems += found
+        if suite.judge_instructions or suite.judge_examples is not None:
+            guidance, found = guidance_of(suite, path, locator, calibration)
+            problems += found
     if problems or suite is None:
         raise RubricLoadError(path, problems)
     return LoadedSuite(
@@ -244,52 +219,42 @@ def _parse_yaml(text: str, path: Path, *, node_tree: bool = False) -> _Parsed:
     if streamed is not None and streamed[0] is not None:
         return _Parsed(streamed[0], None, [], streamed[1])
     loader = YamlLoader(text)
+    problem: Problem | None = None
     try:
         node = loader.get_single_node()
         data, duplicates = (
             construct(loader, node, anchors="&" in text) if node is not None else (None, [])
         )
     except AliasLimit as exc:
-        raise RubricLoadError(path, [exc.located(text)]) from None
+        problem = exc.located(text)
     except RecursionError:  # the pure-Python composer recurses once per level
-        raise RubricLoadError(path, [nesting_problem(None)]) from None
+        problem = nesting_problem(None)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         if "maximum nesting depth" in str(exc.problem):  # libyaml stops at 1000 levels
-            raise RubricLoadError(path, [nesting_problem(line)]) from None
-        if "tab character" in str(exc.problem):
-            raise RubricLoadError(
-                path,
-                [
-                    Problem(
-                        f"invalid YAML: a tab character where YAML expects indentation "
-                        f"({exc.problem})",
-                        line=line,
-                        hint=f"YAML indents with spaces only: replace the tab on line {line} "
-                        "with spaces",
-                    )
-                ],
-            ) from None
-        context = ""
-        if exc.context and exc.context_mark and exc.context_mark is not mark:
-            context = f" ({exc.context} that starts at line {exc.context_mark.line + 1})"
-        raise RubricLoadError(
-            path,
-            [
-                Problem(
-                    f"invalid YAML: {exc.problem or exc.context}{context}",
-                    line=line,
-                    hint="check the indentation and quoting there; quote strings that contain ': ' or '#'",
-                )
-            ],
-        ) from None
+            problem = nesting_problem(line)
+        elif "tab character" in str(exc.problem):
+            problem = Problem(
+                f"invalid YAML: a tab character where YAML expects indentation ({exc.problem})",
+                line=line,
+                hint=f"YAML indents with spaces only: replace the tab on line {line} with spaces",
+            )
+        else:
+            context = ""
+            if exc.context and exc.context_mark and exc.context_mark is not mark:
+                context = f" ({exc.context} that starts at line {exc.context_mark.line + 1})"
+            problem = Problem(
+                f"invalid YAML: {exc.problem or exc.context}{context}",
+                line=line,
+                hint="check the indentation and quoting there; quote strings that contain ': ' or '#'",
+            )
     except yaml.YAMLError as exc:
-        raise RubricLoadError(path, [Problem(f"invalid YAML: {exc}")]) from None
+        problem = Problem(f"invalid YAML: {exc}")
     finally:
         loader.dispose()
-    if data is None:
-        raise RubricLoadError(
-            path, [Problem("the file is empty", hint="add\n    " + EXAMPLES["cases"])]
-        )
+    if problem is None and data is None:
+        problem = Problem("the file is empty", hint="add\n    " + EXAMPLES["cases"])
+    if problem is not None:
+        raise RubricLoadError(path, [problem])
     return _Parsed(data, node, duplicates)

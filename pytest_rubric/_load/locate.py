@@ -12,7 +12,6 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -23,18 +22,6 @@ from .._guards.limits import quoted, shown
 from .._guards.yaml import Duplicate, Lines, YamlLoader
 from .._schema import CRITERION_TYPES, Case, Suite
 from ..criteria.model import CriterionModel, FieldError
-
-__all__ = [
-    "EXAMPLES",
-    "Locator",
-    "dotted",
-    "duplicate_problem",
-    "item_label",
-    "kind_of",
-    "problems_from_validation",
-    "validation_problems",
-    "value_at",
-]
 
 _FIELD_ALIASES = {"global_criteria": "global", "json_schema": "schema"}
 EXAMPLES = {
@@ -96,14 +83,13 @@ class Locator:
     def __init__(
         self,
         text: str,
-        path: Path,
         node: yaml.Node | None,
         *,
         bare_list: bool,
         types: Types = CRITERION_TYPES,
         lines: Lines | None = None,
     ) -> None:
-        self._text, self._path, self._node, self._bare = text, path, node, bare_list
+        self._text, self._node, self._bare = text, node, bare_list
         # A streamed YAML file's lines (see ``_guards.yaml.stream``): the node tree is composed
         # only for a line not among them, on the error path.
         self._lines = lines
@@ -114,9 +100,7 @@ class Locator:
         self._keys: dict[int, dict[str, int]] = {}
 
     def _root(self) -> yaml.Node | None:
-        if (
-            not self._parsed and self._text
-        ):  # a JSON file: located through YAML on the error path only
+        if not self._parsed and self._text:  # JSON: located through YAML, on the error path
             self._parsed = True
             try:
                 self._node = yaml.compose(self._text, Loader=YamlLoader)
@@ -124,8 +108,9 @@ class Locator:
                 self._node = None
         return self._node
 
-    def line(self, data_path: Sequence[str | int], *, key: bool = True) -> int | None:
-        if self._lines is not None and key:
+    def line(self, data_path: Sequence[str | int]) -> int | None:
+        """The line of the key at ``data_path`` (from 1), or of the deepest one found."""
+        if self._lines is not None:
             known = self._lines.get(tuple(data_path))
             if known is not None:
                 return known
@@ -149,7 +134,7 @@ class Locator:
                 if not found:
                     break
                 k, v = node.value[min(found)]
-                line = (k if key else v).start_mark.line
+                line = k.start_mark.line
                 node = v
             elif (
                 isinstance(node, yaml.SequenceNode)
@@ -180,7 +165,7 @@ def validation_problems(
 
 def problems_from_validation(exc: ValidationError, data: Any) -> list[Problem]:
     """Problems for criteria given in Python (``assert_rubric``): located without lines."""
-    locator = Locator("", Path(), None, bare_list=False)
+    locator = Locator("", None, bare_list=False)
     return validation_problems(exc, data if isinstance(data, dict) else {}, locator)
 
 
@@ -323,24 +308,15 @@ def _problem(error: Any, data: dict[str, Any], locator: Locator) -> Problem:
 
 # What other evaluation tools call our criterion types (promptfoo's assertions, mostly):
 # "did you mean" answers these where spelling alone would not.
-_OTHER_TOOLS: dict[str, list[str]] = {
-    "contains": ["any_of"],
-    "icontains": ["any_of"],
-    "contains-any": ["any_of"],
-    "icontains-any": ["any_of"],
-    "contains-all": ["all_of"],
-    "icontains-all": ["all_of"],
-    "not-contains": ["forbidden"],
-    "not-icontains": ["forbidden"],
-    "regexp": ["regex"],
-    "matches": ["regex"],
-    "is-json": ["json"],
-    "contains-json": ["json"],
-    "llm-rubric": ["judge"],
-    "g-eval": ["judge"],
-    "levenshtein": ["fuzzy"],
-    "similar": ["fuzzy"],
-    "python": ["callable"],
+_OTHER_TOOLS: dict[str, str] = {
+    **dict.fromkeys(("contains", "icontains", "contains-any", "icontains-any"), "any_of"),
+    **dict.fromkeys(("contains-all", "icontains-all"), "all_of"),
+    **dict.fromkeys(("not-contains", "not-icontains"), "forbidden"),
+    **dict.fromkeys(("regexp", "matches"), "regex"),
+    **dict.fromkeys(("is-json", "contains-json"), "json"),
+    **dict.fromkeys(("llm-rubric", "g-eval"), "judge"),
+    **dict.fromkeys(("levenshtein", "similar"), "fuzzy"),
+    "python": "callable",
 }
 
 
@@ -368,9 +344,8 @@ def _explain(
         return f"unknown field {shown}", " ".join(h for h in (hint, listing) if h) or None
     if kind == "union_tag_invalid":
         tag = str(error.get("ctx", {}).get("tag", error.get("input")))
-        close = _OTHER_TOOLS.get(tag.lower()) or difflib.get_close_matches(
-            tag, list(types), n=1, cutoff=0.5
-        )
+        other = _OTHER_TOOLS.get(tag.lower())
+        close = [other] if other else difflib.get_close_matches(tag, list(types), n=1, cutoff=0.5)
         hint = (f"did you mean `type: {close[0]}`? " if close else "") + (
             f"use one of {', '.join(types)}"
         )

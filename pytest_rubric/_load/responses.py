@@ -13,14 +13,6 @@ from .._guards.limits import NotRegular, read_jsonl
 from .._trace import Trace
 from .traces import FIELD_SHAPES, TRACE_FIELDS, ShapeError, read_trace
 
-__all__ = [
-    "ResponseFile",
-    "file_subject_problem",
-    "load_response_dir",
-    "safe_subject",
-    "subject_problem",
-]
-
 
 @dataclass(slots=True)
 class ResponseFile:

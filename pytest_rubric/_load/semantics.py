@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -25,8 +25,6 @@ from ..criteria.regex import PYTHON_REGEX_TIMEOUT, Regex, regex_problem
 from .locate import Locator, dotted, item_label, value_at
 from .responses import safe_subject, subject_problem
 
-__all__ = ["broken_patterns", "semantic_problems"]
-
 
 def _regexes(criterion: Criterion) -> list[tuple[Regex, tuple[str, ...]]]:
     """A regex criterion, or the regexes checking a json criterion's fields, with where each
@@ -39,47 +37,73 @@ def _regexes(criterion: Criterion) -> list[tuple[Regex, tuple[str, ...]]]:
     return []
 
 
-def _regex_problems(
-    criteria: Iterable[tuple[int, Criterion]],
-    where: Sequence[str | int],
-    locator: Locator,
-    case: str | None,
-) -> Iterator[Problem]:
-    """Regex criteria, and regexes checking a json criterion's fields, whose pattern needs
-    what RE2 lacks: rejected at collection."""
-    for j, criterion in criteria:
-        for regex, inside in _regexes(criterion):
-            escaped = _escaped_by_the_file(regex.pattern)
-            if escaped is not None:
-                yield Problem(
-                    f"the pattern {regex.pattern!r} holds a {escaped[1]} character: the file's "
-                    f"double quotes read \\{escaped[0]} as one, so it never matches what "
-                    f"\\{escaped[0]} means in a regex",
-                    line=locator.line((*where, j, *inside, "pattern")),
-                    case=case,
-                    criterion=criterion.id,
-                    field=dotted((*inside, "pattern")),
-                    # The user's own pattern, as they meant it: \b back where the file read it.
-                    hint=f"in YAML write the pattern in single quotes ('{_meant(regex.pattern)}');"
-                    " in JSON or double-quoted YAML double the backslash "
-                    f'("{_meant(regex.pattern, backslash=2)}")',
-                )
-                continue
-            why = regex_problem(regex)
-            if why is None:
-                continue
-            yield Problem(
-                f"the pattern {as_written(regex.pattern)} needs what the RE2 engine does not have "
-                f"({why}): RE2 has no backreferences and no lookaround",
-                line=locator.line((*where, j, *inside, "pattern")),
-                case=case,
-                criterion=criterion.id,
-                field=dotted((*inside, "pattern")),
-                hint="rewrite it without them (an `invert: true` criterion often replaces a "
-                "negative lookahead), or add `engine: python` to this criterion to use Python's "
-                f"backtracking engine, whose every search is cut off after {PYTHON_REGEX_TIMEOUT:g} s "
-                "(ERROR)",
+def _unrunnable(regex: Regex) -> tuple[str, str] | None:
+    """(message, hint) for a pattern the file's double quotes broke, or that needs what RE2
+    lacks: a collection error."""
+    escaped = _escaped_by_the_file(regex.pattern)
+    if escaped is not None:
+        # The user's own pattern, as they meant it: \b back where the file read it.
+        return (
+            f"the pattern {regex.pattern!r} holds a {escaped[1]} character: the file's double "
+            f"quotes read \\{escaped[0]} as one, so it never matches what \\{escaped[0]} means "
+            "in a regex",
+            f"in YAML write the pattern in single quotes ('{_meant(regex.pattern)}'); in JSON "
+            f'or double-quoted YAML double the backslash ("{_meant(regex.pattern, backslash=2)}")',
+        )
+    why = regex_problem(regex)
+    if why is None:
+        return None
+    return (
+        f"the pattern {as_written(regex.pattern)} needs what the RE2 engine does not have "
+        f"({why}): RE2 has no backreferences and no lookaround",
+        "rewrite it without them (an `invert: true` criterion often replaces a negative "
+        "lookahead), or add `engine: python` to this criterion to use Python's backtracking "
+        f"engine, whose every search is cut off after {PYTHON_REGEX_TIMEOUT:g} s (ERROR)",
+    )
+
+
+def _invalid(regex: Regex) -> tuple[str, str] | None:
+    """(message, hint) for a pattern no engine compiles (grading reports it as ERROR)."""
+    from .._guards.engines import PatternError
+    from ..criteria.regex import compile_regex
+
+    try:
+        compile_regex(
+            regex.pattern,
+            case_sensitive=regex.case_sensitive,
+            engine=regex.engine,
+            normalize=regex.normalize,
+        )
+    except PatternError as exc:
+        if not exc.unsupported:  # what RE2 lacks is _unrunnable's
+            return (
+                f"invalid regex {as_written(regex.pattern)}: {exc}",
+                "fix the pattern (in YAML, write it in single quotes or double every backslash)",
             )
+    return None
+
+
+def _pattern_problems(
+    data: dict[str, Any],
+    suite: Suite | None,
+    locator: Locator,
+    problem: Callable[[Regex], tuple[str, str] | None],
+) -> Iterator[Problem]:
+    """The ``problem`` of each regex criterion, and of each regex checking a json
+    criterion's fields, located at its pattern."""
+    for where, label, criteria in _criteria(data, suite):
+        for j, criterion in criteria:
+            for regex, inside in _regexes(criterion):
+                found = problem(regex)
+                if found is not None:
+                    yield Problem(
+                        found[0],
+                        line=locator.line((*where, j, *inside, "pattern")),
+                        case=label,
+                        criterion=criterion.id,
+                        field=dotted((*inside, "pattern")),
+                        hint=found[1],
+                    )
 
 
 # Control characters a double-quoted YAML or JSON string makes of a regex escape.
@@ -214,9 +238,10 @@ def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locato
     (regex patterns, a scorable case) run on the cases that validate on their
     own, so that a wrong type in one criterion does not hide them.
     """
-    problems = list(_raw_problems(data, locator))
-    for where, label, criteria in _criteria(data, suite):
-        problems += _regex_problems(criteria, where, locator, label)
+    problems = [
+        *_raw_problems(data, locator),
+        *_pattern_problems(data, suite, locator, _unrunnable),
+    ]
     global_criteria: Sequence[Criterion] | None
     if suite is not None:
         global_criteria, cases = suite.global_criteria, list(enumerate(suite.cases))
@@ -257,34 +282,7 @@ def broken_patterns(data: dict[str, Any], suite: Suite | None, locator: Locator)
     """Patterns no engine compiles. Grading reports such a criterion as ERROR; a file that is
     a collection error anyway lists them with its other problems, so that one round of
     fixes is enough."""
-    from ..criteria.regex import RegexError, compile_regex
-
-    problems = []
-    for where, label, criteria in _criteria(data, suite):
-        for j, criterion in criteria:
-            for regex, inside in _regexes(criterion):
-                try:
-                    compile_regex(
-                        regex.pattern,
-                        case_sensitive=regex.case_sensitive,
-                        engine=regex.engine,
-                        normalize=regex.normalize,
-                    )
-                except RegexError as exc:
-                    if exc.unsupported:
-                        continue  # _regex_problems says what RE2 lacks
-                    problems.append(
-                        Problem(
-                            f"invalid regex {as_written(regex.pattern)}: {exc}",
-                            line=locator.line((*where, j, *inside, "pattern")),
-                            case=label,
-                            criterion=criterion.id,
-                            field=".".join((*inside, "pattern")),
-                            hint="fix the pattern (in YAML, write it in single quotes or "
-                            "double every backslash)",
-                        )
-                    )
-    return problems
+    return list(_pattern_problems(data, suite, locator, _invalid))
 
 
 def _criteria(

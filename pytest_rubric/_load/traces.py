@@ -18,22 +18,6 @@ from typing import Any, TypeVar
 
 from .._trace import Passage, ToolCall, Trace, TraceSource, Usage
 
-__all__ = [
-    "FIELD_SHAPES",
-    "RETURN_SHAPES",
-    "TRACE_FIELDS",
-    "ShapeError",
-    "as_fields",
-    "merged",
-    "read_context",
-    "read_messages",
-    "read_returned",
-    "read_trace",
-    "read_usage",
-    "recorded_trace",
-]
-
-
 FIELD_SHAPES = (
     '"context" (a list of str or of {"id", "text", "source"}), "messages" (OpenAI chat '
     'messages: assistant messages with "tool_calls", "tool" messages with "tool_call_id"), '

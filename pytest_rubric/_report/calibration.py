@@ -4,7 +4,7 @@
 graded; ERRORs are counted apart), ``accuracy``, ``kappa`` (Cohen's,
 :func:`~pytest_rubric._report.stats.cohen_kappa`), ``tpr`` (the share of MET labels
 the judge called MET) and ``tnr`` (of UNMET labels, UNMET). The labels are read by
-``_load.calibration``.
+``_load.examples``.
 """
 
 from __future__ import annotations

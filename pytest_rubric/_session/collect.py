@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .._defaults import named
 from .._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from .._grade.grader import CompiledRubric
 from .._grade.scoring import score as score_results
-from .._grade.sources import Source, Target, named
+from .._grade.sources import Source, Target
 from .._guards.calls import described, make_importable, resolve_import
 from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite

@@ -1,28 +1,11 @@
-"""Criterion types: one module each, holding the type's model, its check and nothing else.
+"""Criterion types: one module each, holding the type's model and its check.
 
-=================  ===========================================================
-``model``          what every criterion has (id, weight, axis...), the field
-                   annotations types share, :class:`FieldError`
-``check``          the answer side: :class:`Answer`, :class:`Check` and the
-                   outcomes a check returns
-``phrases``        phrase matching at word and number bounds (any_of, all_of,
-                   forbidden, metric)
-``any_of`` ...     one deterministic type per module: its model and its check
-``registry``       the one table of criterion types (a line each), with the
-                   types a ``pytest_rubric_criterion_types`` hook adds
-``json``           ``json``: parses, fits any JSON Schema, checks fields at
-                   JSON Pointers with deterministic bodies (above the registry)
-``json_text``      JSON read out of an answer (fenced or bare), JSON Pointers
-``normalize``      the text normalization every phrase and pattern match uses
-``judge``          ``judge``: a requirement the LLM judge grades (model only)
-``extract``        ``extract``: the judge reads a value, a deterministic body
-                   decides (above the registry, like ``json``)
-=================  ===========================================================
-
-The criterion models, and what a type added through the hook is built from,
-are importable from here; each is imported on first use (PEP 562), so a
-session without rubrics imports none of this, and the models load pydantic,
-the checks RE2 and rapidfuzz only where they need them.
+``model`` holds what every criterion has and :class:`FieldError`; ``check`` the answer side
+(:class:`Answer`, :class:`Check`, the outcomes); ``registry`` the one table of types, with
+those a ``pytest_rubric_criterion_types`` hook adds; ``json`` and ``extract`` hold other
+types' bodies, so they sit above the registry. The models, and what a type added through the
+hook is built from, are importable from here, each on first use (PEP 562): a session without
+rubrics imports none of this, and pydantic, RE2 and rapidfuzz load only where needed.
 """
 
 from __future__ import annotations
@@ -31,89 +14,62 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .all_of import AllOf
-    from .any_of import AnyOf
-    from .callable import CallableCriterion
-    from .check import Answer, Check, CheckContext, credited, error, met, unmet
-    from .citations import Citations
-    from .claims_backed import ClaimsBacked
-    from .context_recall import ContextRecall
-    from .extract import Extract
-    from .forbidden import Forbidden
-    from .fuzzy import Fuzzy
-    from .grounded import Grounded
-    from .json import Json
-    from .judge import Requirement
-    from .length import Length
-    from .metric import Metric
-    from .model import CriterionModel, FieldError
-    from .number import Number
-    from .regex import Regex
-    from .tool_called import ToolCalled
-    from .tool_sequence import ToolSequence
-    from .trace_limits import TraceLimits
+    from .all_of import AllOf as AllOf
+    from .any_of import AnyOf as AnyOf
+    from .callable import CallableCriterion as CallableCriterion
+    from .check import Answer as Answer
+    from .check import Check as Check
+    from .check import CheckContext as CheckContext
+    from .check import credited as credited
+    from .check import error as error
+    from .check import met as met
+    from .check import unmet as unmet
+    from .citations import Citations as Citations
+    from .claims_backed import ClaimsBacked as ClaimsBacked
+    from .context_recall import ContextRecall as ContextRecall
+    from .extract import Extract as Extract
+    from .forbidden import Forbidden as Forbidden
+    from .fuzzy import Fuzzy as Fuzzy
+    from .grounded import Grounded as Grounded
+    from .json import Json as Json
+    from .judge import Requirement as Requirement
+    from .length import Length as Length
+    from .metric import Metric as Metric
+    from .model import CriterionModel as CriterionModel
+    from .model import FieldError as FieldError
+    from .number import Number as Number
+    from .regex import Regex as Regex
+    from .tool_called import ToolCalled as ToolCalled
+    from .tool_sequence import ToolSequence as ToolSequence
+    from .trace_limits import TraceLimits as TraceLimits
 
-_LAZY = {
-    "AllOf": ".all_of",
-    "Answer": ".check",
-    "AnyOf": ".any_of",
-    "CallableCriterion": ".callable",
-    "Check": ".check",
-    "CheckContext": ".check",
-    "Citations": ".citations",
-    "ClaimsBacked": ".claims_backed",
-    "ContextRecall": ".context_recall",
-    "CriterionModel": ".model",
-    "Extract": ".extract",
-    "FieldError": ".model",
-    "Forbidden": ".forbidden",
-    "Fuzzy": ".fuzzy",
-    "Grounded": ".grounded",
-    "Json": ".json",
-    "Length": ".length",
-    "Metric": ".metric",
-    "Number": ".number",
-    "Regex": ".regex",
-    "Requirement": ".judge",
-    "ToolCalled": ".tool_called",
-    "ToolSequence": ".tool_sequence",
-    "TraceLimits": ".trace_limits",
-    "error": ".check",
-    "credited": ".check",
-    "met": ".check",
-    "unmet": ".check",
+# Where each name lives.
+_HOMES = {
+    ".all_of": ("AllOf",),
+    ".any_of": ("AnyOf",),
+    ".callable": ("CallableCriterion",),
+    ".check": ("Answer", "Check", "CheckContext", "credited", "error", "met", "unmet"),
+    ".citations": ("Citations",),
+    ".claims_backed": ("ClaimsBacked",),
+    ".context_recall": ("ContextRecall",),
+    ".extract": ("Extract",),
+    ".forbidden": ("Forbidden",),
+    ".fuzzy": ("Fuzzy",),
+    ".grounded": ("Grounded",),
+    ".json": ("Json",),
+    ".judge": ("Requirement",),
+    ".length": ("Length",),
+    ".metric": ("Metric",),
+    ".model": ("CriterionModel", "FieldError"),
+    ".number": ("Number",),
+    ".regex": ("Regex",),
+    ".tool_called": ("ToolCalled",),
+    ".tool_sequence": ("ToolSequence",),
+    ".trace_limits": ("TraceLimits",),
 }
+_LAZY = {name: module for module, names in _HOMES.items() for name in names}
 
-__all__ = [
-    "AllOf",
-    "Answer",
-    "AnyOf",
-    "CallableCriterion",
-    "Check",
-    "CheckContext",
-    "Citations",
-    "ClaimsBacked",
-    "ContextRecall",
-    "CriterionModel",
-    "Extract",
-    "FieldError",
-    "Forbidden",
-    "Fuzzy",
-    "Grounded",
-    "Json",
-    "Length",
-    "Metric",
-    "Number",
-    "Regex",
-    "Requirement",
-    "ToolCalled",
-    "ToolSequence",
-    "TraceLimits",
-    "credited",
-    "error",
-    "met",
-    "unmet",
-]
+__all__ = sorted(_LAZY)
 
 
 def __getattr__(name: str) -> Any:

@@ -6,11 +6,9 @@ from typing import Literal
 
 from .._results import Outcome
 from .check import Answer, Check, CheckContext, met, quote_list, unmet
-from .field import FieldScoped, on_field
+from .json_text import FieldScoped, on_field
 from .model import Phrases
-from .phrases import compile_phrases, found
-
-__all__ = ["AllOf"]
+from .normalize import compile_phrases, found
 
 
 class AllOf(FieldScoped):

@@ -14,8 +14,6 @@ from .._results import Outcome
 from .check import Answer, Broken, Check, CheckContext, credited, error, met, unmet
 from .model import CriterionModel, Share, Timeout, check_import_path
 
-__all__ = ["CallableCriterion"]
-
 
 class CallableCriterion(CriterionModel):
     """The function at ``function`` ("package.module:name") grades the response."""

@@ -23,15 +23,6 @@ from .json_text import valid_schema
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-__all__ = [
-    "NO_CONTEXT",
-    "NO_TRACE",
-    "ArgsSchema",
-    "CallMatcher",
-    "calls_of",
-    "context_of",
-]
-
 NO_TRACE = (
     'the answer has no trace to check: return a mapping with "messages" (or "context", '
     '"usage") from the target, add those fields to its responses line, or run with '

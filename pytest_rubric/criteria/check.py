@@ -1,12 +1,9 @@
 """The answer side of a criterion: the :class:`Answer` a check reads, the :class:`Check`
 it is compiled into, and the outcomes it returns.
 
-A check does all the work that does not depend on the answer (normalizing
-phrases, compiling patterns, importing callables) in its constructor, once
-per rubric; an :class:`Answer`'s normalized forms and numbers are computed
-once per response and shared by every check of the case. A check never
-raises: whatever the answer, it returns a verdict, or ERROR with a reason
-when the criterion cannot be evaluated.
+A check does the work that does not depend on the answer in its constructor, once per
+rubric; an :class:`Answer`'s normalized forms and numbers are computed once per response,
+shared by every check of the case.
 """
 
 from __future__ import annotations
@@ -24,19 +21,6 @@ from .._guards.secrets import shorten
 from .._results import Outcome, Verdict
 from .._trace import Trace
 from .normalize import normalize, parse_numbers
-
-__all__ = [
-    "Answer",
-    "Broken",
-    "Check",
-    "CheckContext",
-    "credited",
-    "error",
-    "met",
-    "quote_list",
-    "short",
-    "unmet",
-]
 
 
 def met(reason: str) -> Outcome:
@@ -106,17 +90,12 @@ C = TypeVar("C")
 
 
 class Check(Generic[C]):
-    """A compiled criterion ``c``: ``check(answer, case) -> Outcome``.
+    """A compiled criterion ``c``: ``check(answer, case) -> Outcome``, which never raises.
 
-    Calling it never raises. Its reason is whole: the grader cuts it, once, where it
-    builds the criterion's result (cut here too, a 5,000,000-character reason would be
-    cut twice and end with a count of the second cut's characters, not of the
-    4,998,000 gone). ``case`` is the rubric or case the answer is graded against; only a
-    ``callable`` reads it.
-
-    Checks are small slotted objects rather than closures: a suite of thousands
-    of cases keeps one per criterion alive, and closures cost the garbage
-    collector several objects each.
+    Its reason is whole: the grader cuts it once, where it builds the result (cut twice, a
+    reason's count of what was cut would be the second cut's). ``case`` is the rubric or
+    case graded against; only a ``callable`` reads it. Checks are small slotted objects, not
+    closures: a suite keeps one per criterion alive, and a closure is several objects.
     """
 
     __slots__ = ("c",)

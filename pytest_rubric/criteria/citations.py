@@ -18,8 +18,6 @@ from .calls import context_of
 from .check import Answer, Check, CheckContext, met, quote_list, unmet
 from .model import Count, CriterionModel
 
-__all__ = ["DEFAULT_CITATION", "Citations"]
-
 DEFAULT_CITATION = r"\[([^\]]+)\]"
 
 

@@ -13,15 +13,13 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from .._guards.engines import search
+from .._guards.engines import PatternError, search
 from .._results import Outcome, Verdict
 from .calls import ArgsSchema, CallMatcher, calls_of
 from .check import Answer, Check, CheckContext, met, short
 from .model import MODEL_CONFIG, CriterionModel, FieldError, Id, Phrase, Phrases
-from .phrases import compile_phrases, found
-from .regex import RegexError, compile_regex
-
-__all__ = ["Claim", "ClaimsBacked"]
+from .normalize import compile_phrases, found
+from .regex import compile_regex
 
 
 class Claim(BaseModel):
@@ -42,7 +40,7 @@ class Claim(BaseModel):
         if self.pattern is not None:
             try:
                 compile_regex(self.pattern, case_sensitive=False, engine="re2")
-            except RegexError as exc:
+            except PatternError as exc:
                 raise FieldError("pattern", f"invalid pattern {self.pattern!r}: {exc}") from None
         return self
 

@@ -13,10 +13,7 @@ from .._results import Outcome
 from .calls import context_of
 from .check import Answer, Check, CheckContext, credited, quote_list
 from .model import CriterionModel, Phrases
-from .normalize import normalize
-from .phrases import compile_phrases, found
-
-__all__ = ["ContextRecall"]
+from .normalize import compile_phrases, found, normalize
 
 
 class ContextRecall(CriterionModel):

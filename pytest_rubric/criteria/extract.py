@@ -12,7 +12,7 @@ compact JSON text.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, PlainValidator, PrivateAttr, ValidationInfo
 
@@ -23,8 +23,6 @@ from .json import body_of
 from .judge import Requirement
 from .model import CriterionModel
 from .registry import validate_body
-
-__all__ = ["RETURNS", "Extract", "JudgedCriterion"]
 
 RETURNS = ("number", "string", "boolean", "list")
 
@@ -47,19 +45,12 @@ class Extract(CriterionModel):
     """The judge extracts ``extract`` (of type ``returns``); ``check`` decides."""
 
     type: Literal["extract"] = "extract"
+    is_judged: ClassVar[bool] = True
+    kind: ClassVar[Literal["extract"]] = "extract"  # what the judge is asked for
     extract: Annotated[str, Field(min_length=1)]
     returns: Literal["number", "string", "boolean", "list"]
     check: CheckBody
     _compiled: Check[Any] | None = PrivateAttr(default=None)
-
-    @property
-    def is_judged(self) -> bool:
-        return True
-
-    @property
-    def kind(self) -> Literal["extract"]:
-        """What the judge is asked for (the judge's strategies read it, as a judge's ``kind``)."""
-        return "extract"
 
     @property
     def requirement(self) -> str:

@@ -8,11 +8,9 @@ from pydantic import model_validator
 
 from .._results import Outcome
 from .check import Answer, Check, CheckContext, met, short, unmet
-from .field import FieldScoped, on_field
+from .json_text import FieldScoped, on_field
 from .model import FieldError, NonNegative, Phrases
-from .phrases import compile_phrases, found
-
-__all__ = ["Forbidden"]
+from .normalize import compile_phrases, found
 
 
 class Forbidden(FieldScoped):

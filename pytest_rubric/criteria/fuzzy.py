@@ -9,8 +9,6 @@ from .check import Answer, Check, CheckContext, met, short, unmet
 from .model import CriterionModel, Percent, Phrases
 from .normalize import normalize
 
-__all__ = ["Fuzzy"]
-
 
 class Fuzzy(CriterionModel):
     """MET when a phrase matches a span of the answer at or above ``threshold`` (0-100)."""

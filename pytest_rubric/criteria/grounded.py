@@ -8,27 +8,17 @@ Judged, so behind ``llm_judge`` like every judged criterion; graded by
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from .model import CriterionModel
-
-__all__ = ["Grounded"]
 
 
 class Grounded(CriterionModel):
     """Every factual claim of the answer is supported by a quote from its context."""
 
     type: Literal["grounded"] = "grounded"
-
-    @property
-    def is_judged(self) -> bool:
-        return True
-
-    @property
-    def kind(self) -> Literal["grounded"]:
-        """What the judge is asked for (the judge's strategies read it, as a judge's ``kind``)."""
-        return "grounded"
-
-    @property
-    def requirement(self) -> str:
-        return "every factual claim of the response is supported by the retrieved context"
+    is_judged: ClassVar[bool] = True
+    kind: ClassVar[Literal["grounded"]] = "grounded"  # what the judge is asked for
+    requirement: ClassVar[str] = (
+        "every factual claim of the response is supported by the retrieved context"
+    )

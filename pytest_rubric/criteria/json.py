@@ -1,21 +1,13 @@
 """``json``: the answer (or its first fenced block) parses as JSON, fits ``schema`` and its
 ``fields`` check out.
 
-``schema`` is any JSON Schema, validated by the ``jsonschema`` package
-(draft 2020-12 unless the schema's ``$schema`` names another draft); it is
-checked against its draft's metaschema at collection and compiled once per
-criterion. ``fields`` maps JSON Pointers (RFC 6901) to deterministic
-criterion bodies without id or weight; the credit is the share of them
-that are MET.
-
-The schema runs on :mod:`~pytest_rubric._guards.schemas`' bounded validator: a
-reference outside the schema document, a number that is not finite or a
-pattern that compiles nowhere is a collection error (nothing is ever fetched
-or read); patterns run on RE2 or under the regex time bound; the whole check
-runs under ini ``rubric_check_timeout``. A validation that could not finish
-(that bound, recursion, overflow) is ERROR, never UNMET, so it never lifts a
-penalty; a number in the answer that is not finite (``1e400``) fits no
-schema.
+``schema`` is any JSON Schema (draft 2020-12 unless its ``$schema`` names another),
+checked against its draft's metaschema at collection and run on
+:mod:`~pytest_rubric._guards.schemas`' bounded validator under ini
+``rubric_check_timeout``; a validation that could not finish is ERROR, never UNMET, so it
+never lifts a penalty, and a number that is not finite (``1e400``) fits no schema.
+``fields`` maps JSON Pointers to deterministic criterion bodies without id or weight; the
+credit is the share of them MET.
 """
 
 from __future__ import annotations
@@ -31,9 +23,9 @@ from .._guards.schemas import schema_validator
 from .._guards.secrets import shorten
 from .._results import Outcome, Verdict
 from .check import Answer, Check, CheckContext, error, met, unmet
-from .field import JsonPointer
 from .json_text import (
     MISSING,
+    JsonPointer,
     NestedTooDeeply,
     first_non_finite,
     parse_json,
@@ -44,16 +36,6 @@ from .json_text import (
 )
 from .model import CriterionModel
 from .registry import validate_body
-
-__all__ = [
-    "MISSING",
-    "Json",
-    "NestedTooDeeply",
-    "body_of",
-    "parse_json",
-    "parse_whole",
-    "resolve_pointer",
-]
 
 # What a field's body may not say: it is one part of its criterion, weighted as a whole.
 _NOT_IN_A_BODY = ("id", "weight", "points", "axis", "required", "description")

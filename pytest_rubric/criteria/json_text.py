@@ -7,34 +7,30 @@ may be valid, so whether it fits is unknown), where malformed text is simply not
 The ``json`` criterion (:mod:`.json`) reads answers through it; it and the trace criteria's
 ``args`` (:mod:`.calls`) check their JSON Schemas with :func:`valid_schema` when the rubric
 loads.
+
+``field: /json/pointer`` on ``number``, ``any_of``, ``all_of``, ``regex`` and ``forbidden``
+(:class:`FieldScoped`) checks only the value the pointer names, as a field of a ``json``
+criterion is checked: a string as an answer would be, any other value as its JSON text. An
+answer that is not JSON, or has no value there, is UNMET with a reason naming the field
+(for ``forbidden``, UNMET is the good side: the mistake was not made there).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any
 
-from .._guards.schemas import SchemaProblem, schema_problems
+from pydantic import AfterValidator
+
+from .._guards.schemas import SchemaProblem, draft_of, schema_problems
 from .._guards.secrets import shorten
-from .model import FieldError
-
-if TYPE_CHECKING:
-    from jsonschema.protocols import Validator
-
-__all__ = [
-    "MISSING",
-    "NestedTooDeeply",
-    "first_non_finite",
-    "is_pointer",
-    "parse_json",
-    "parse_whole",
-    "pointer_text",
-    "resolve_pointer",
-    "valid_schema",
-]
+from .._results import Outcome
+from .check import Answer, Check, error, unmet
+from .model import CriterionModel, FieldError
 
 _FENCED = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 _INDEX = re.compile(r"0|[1-9][0-9]*")
@@ -160,6 +156,57 @@ def parse_whole(text: str) -> tuple[Any, str | None]:
         return None, "not JSON (nested too deeply)"
 
 
+# --- field: one value of a JSON answer -----------------------------------------------------
+
+
+def _check_pointer(pointer: str) -> str:
+    if not is_pointer(pointer):
+        raise ValueError(
+            f"{pointer!r} is not a JSON Pointer; write it as in RFC 6901: '/total', "
+            "'/items/0/price' ('' is the whole answer; in a key, '~1' stands for '/', '~0' for '~')"
+        )
+    return pointer
+
+
+JsonPointer = Annotated[str, AfterValidator(_check_pointer)]
+
+
+class FieldScoped(CriterionModel):
+    """A criterion that may look at one field of a JSON answer (``field:``)."""
+
+    field: JsonPointer | None = None
+
+
+def on_field(c: FieldScoped, check: Check[Any]) -> Check[Any]:
+    """``check``, looking only at ``c.field`` of the answer when the criterion names one."""
+    return check if c.field is None else _OnField(c, check)
+
+
+class _OnField(Check[FieldScoped]):
+    __slots__ = ("check", "pointer")
+
+    def __init__(self, c: FieldScoped, check: Check[Any]) -> None:
+        super().__init__(c)
+        self.check = check
+        self.pointer = c.field or ""
+
+    def run(self, answer: Answer, case: object) -> Outcome:
+        try:
+            document, problem = parse_json(answer.text.strip())
+        except NestedTooDeeply:
+            return error(
+                f"the answer nests deeper than the JSON parser can follow, so field "
+                f"{self.pointer!r} could not be read"
+            )
+        if problem is not None:
+            return unmet(f"field {self.pointer!r}: the answer is not JSON ({problem})")
+        value = resolve_pointer(document, self.pointer)
+        if value is MISSING:
+            return unmet(f"the answer has no field {self.pointer!r}")
+        outcome = self.check.on_json(value, case)
+        return dataclasses.replace(outcome, reason=f"at {self.pointer}: {outcome.reason}")
+
+
 # --- JSON Schemas in rubric files (checked when the rubric loads) --------------------------
 
 
@@ -237,7 +284,7 @@ def _schema_problem(text: str) -> tuple[tuple[str | int, ...], str] | None:
     from jsonschema.exceptions import best_match
 
     schema = json.loads(text)
-    validator = _validator_class(schema)
+    validator = draft_of(schema)
     found = best_match(validator(validator.META_SCHEMA).iter_errors(schema))
     if found is None:
         return None
@@ -249,10 +296,3 @@ def _unsafe(text: str) -> list[SchemaProblem]:
     """What keeps a valid schema (as canonical JSON text) from running safely (see
     :func:`~pytest_rubric._guards.schemas.schema_problems`); cached like :func:`_schema_problem`."""
     return schema_problems(json.loads(text))
-
-
-def _validator_class(schema: Any) -> type[Validator]:
-    from jsonschema import Draft202012Validator
-    from jsonschema.validators import validator_for
-
-    return validator_for(schema, default=Draft202012Validator)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
 from .model import CriterionModel, FieldError, Finite, Phrases
-
-__all__ = ["Requirement"]
 
 # An anchor's description: what a score means (`scale: {1: "wrong", 5: "fully right"}`).
 Anchor = Annotated[str, Field(min_length=1)]
@@ -39,6 +37,7 @@ class Requirement(CriterionModel):
     """A requirement graded by an LLM judge: boolean, a score on a scale, or a label."""
 
     type: Literal["judge"] = "judge"
+    is_judged: ClassVar[bool] = True
     requirement: Annotated[str, Field(min_length=1)]
     kind: Literal["boolean", "score", "label"] = "boolean"
     min_score: Finite = 1.0
@@ -49,60 +48,47 @@ class Requirement(CriterionModel):
 
     @model_validator(mode="after")
     def _scale(self) -> Requirement:
-        if self.max_score <= self.min_score:
-            raise FieldError(
-                "max_score",
-                f"max_score ({self.max_score:g}) must be greater than min_score ({self.min_score:g})",
-            )
-        if self.scale is not None:
-            if self.kind != "score":
-                raise FieldError(
-                    "scale",
-                    "`scale` describes the scores of a score-kind criterion",
-                    hint="add `kind: score`, or remove `scale`",
-                )
-            outside = [k for k, _ in self.scale if not self.min_score <= k <= self.max_score]
-            if outside:
-                raise FieldError(
-                    "scale",
-                    f"the anchor {outside[0]:g} is outside the scale {self.min_score:g} to "
-                    f"{self.max_score:g}",
-                    hint="anchor scores from min_score to max_score",
-                )
-        if self.kind == "label":
-            self._check_labels()
-        elif self.labels is not None or self.pass_labels is not None:
-            field = "labels" if self.labels is not None else "pass_labels"
-            raise FieldError(
-                field,
-                f"`{field}` belongs to a label-kind criterion",
-                hint="add `kind: label`, or remove it",
-            )
+        found = self._problem()
+        if found is not None:
+            raise FieldError(found[0], found[1], hint=found[2])
         return self
 
-    def _check_labels(self) -> None:
+    def _problem(self) -> tuple[str, str, str | None] | None:
+        """(field, message, hint) of what is wrong across the fields, or None."""
+        low, high = self.min_score, self.max_score
+        if high <= low:
+            return (
+                "max_score",
+                f"max_score ({high:g}) must be greater than min_score ({low:g})",
+                None,
+            )
+        if self.scale is not None and self.kind != "score":
+            message = "`scale` describes the scores of a score-kind criterion"
+            return "scale", message, "add `kind: score`, or remove `scale`"
+        outside = [k for k, _ in self.scale or () if not low <= k <= high]
+        if outside:
+            message = f"the anchor {outside[0]:g} is outside the scale {low:g} to {high:g}"
+            return "scale", message, "anchor scores from min_score to max_score"
+        if self.kind != "label":
+            if self.labels is None and self.pass_labels is None:
+                return None
+            field = "labels" if self.labels is not None else "pass_labels"
+            return (
+                field,
+                f"`{field}` belongs to a label-kind criterion",
+                "add `kind: label`, or remove it",
+            )
         if self.labels is None:
-            raise FieldError(
-                "labels",
-                "a label-kind criterion needs `labels`, the labels the judge picks one of",
-                hint='write e.g. labels: ["correct", "partly correct", "wrong"]',
-            )
+            message = "a label-kind criterion needs `labels`, the labels the judge picks one of"
+            return "labels", message, 'write e.g. labels: ["correct", "partly correct", "wrong"]'
         if self.pass_labels is None:
-            raise FieldError(
-                "pass_labels",
-                "a label-kind criterion needs `pass_labels`, the labels that earn credit",
-                hint='write e.g. pass_labels: ["correct"]',
-            )
+            message = "a label-kind criterion needs `pass_labels`, the labels that earn credit"
+            return "pass_labels", message, 'write e.g. pass_labels: ["correct"]'
         if len(set(self.labels)) != len(self.labels):
-            raise FieldError("labels", "a label is listed twice")
+            return "labels", "a label is listed twice", None
         unknown = [label for label in self.pass_labels if label not in self.labels]
         if unknown:
-            raise FieldError(
-                "pass_labels",
-                f"{unknown[0]!r} is not one of the labels ({', '.join(map(repr, self.labels))})",
-                hint="list pass labels from `labels`",
-            )
-
-    @property
-    def is_judged(self) -> bool:
-        return True
+            known = ", ".join(map(repr, self.labels))
+            message = f"{unknown[0]!r} is not one of the labels ({known})"
+            return "pass_labels", message, "list pass labels from `labels`"
+        return None

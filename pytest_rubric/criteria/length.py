@@ -10,8 +10,6 @@ from .._results import Outcome
 from .check import Answer, Check, CheckContext, met, unmet
 from .model import Count, CriterionModel, FieldError
 
-__all__ = ["Length"]
-
 
 class Length(CriterionModel):
     """MET when the answer's word and character counts are within bounds (inclusive)."""

@@ -9,9 +9,7 @@ from pydantic import model_validator
 from .._results import Outcome
 from .check import Answer, Check, CheckContext, credited
 from .model import CriterionModel, FieldError, Phrase, Share
-from .phrases import compile_phrases, found
-
-__all__ = ["Metric"]
+from .normalize import compile_phrases, found
 
 
 class Metric(CriterionModel):

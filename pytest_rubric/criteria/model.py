@@ -29,24 +29,6 @@ from .._guards.secrets import shorten
 if TYPE_CHECKING:
     from .check import Check, CheckContext
 
-__all__ = [
-    "MODEL_CONFIG",
-    "Count",
-    "CriterionModel",
-    "FieldError",
-    "Finite",
-    "Id",
-    "NonNegative",
-    "NotBool",
-    "Percent",
-    "Phrase",
-    "Phrases",
-    "Share",
-    "Tags",
-    "Timeout",
-    "check_import_path",
-]
-
 
 class FieldError(ValueError):
     """A mistake a model validator finds, with the field it is about (``_load.locate`` locates it).
@@ -150,6 +132,7 @@ class CriterionModel(BaseModel):
     model_config = MODEL_CONFIG
     # What a type's `type:` reads, set from its literal by __pydantic_init_subclass__.
     tag: ClassVar[str] = ""
+    is_judged: ClassVar[bool] = False  # graded by the judge, never compiled into a check
 
     id: Id
     weight: Finite = Field(default=1.0, validation_alias=AliasChoices("weight", "points"))
@@ -176,10 +159,6 @@ class CriterionModel(BaseModel):
     def effective_weight(self) -> float:
         """The weight that enters the score (``-penalty`` for ``forbidden``)."""
         return self.weight
-
-    @property
-    def is_judged(self) -> bool:
-        return False
 
     def compile(self, context: CheckContext) -> Check[Any]:
         """The check that grades answers against this criterion, built once per rubric."""

@@ -1,4 +1,4 @@
-"""Text normalization and number parsing shared by every deterministic check.
+"""Text normalization, number parsing and phrase matching shared by the deterministic checks.
 
 Normalization is what makes ``"Café – 12 %"`` and ``"cafe - 12 %"`` the same
 answer for phrase, regex and fuzzy matching: Unicode NFKD with accents
@@ -12,25 +12,13 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-__all__ = ["normalize", "normalize_pattern", "parse_numbers"]
-
-# Every dash and minus sign Unicode has in common use, mapped to "-".
+# Every dash and minus sign Unicode has in common use to "-", curly quotes to straight ones.
 _DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2e3a\u2e3b\ufe58\ufe63\uff0d"
 _TRANSLATE = str.maketrans(
     {
-        **{ch: "-" for ch in _DASHES},
-        "\u2018": "'",
-        "\u2019": "'",
-        "\u201a": "'",
-        "\u201b": "'",
-        "\u2032": "'",
-        "\u201c": '"',
-        "\u201d": '"',
-        "\u201e": '"',
-        "\u201f": '"',
-        "\u2033": '"',
-        "\u00ab": '"',
-        "\u00bb": '"',
+        **dict.fromkeys(_DASHES, "-"),
+        **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032", "'"),
+        **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb", '"'),
     }
 )
 _WHITESPACE = re.compile(r"\s+")
@@ -44,11 +32,8 @@ def _fold(text: str) -> str:
 
 
 def normalize(text: str, *, casefold: bool = True) -> str:
-    """Return ``text`` in the form every phrase, regex and fuzzy check compares.
-
-    With ``casefold=False`` the text is normalized but keeps its case (for
-    ``case_sensitive`` regex criteria).
-    """
+    """``text`` as every phrase, regex and fuzzy check compares it (``casefold=False``: its
+    case kept, for ``case_sensitive`` regex criteria)."""
     folded = _fold(text)
     if casefold:
         folded = folded.casefold()
@@ -56,15 +41,9 @@ def normalize(text: str, *, casefold: bool = True) -> str:
 
 
 def normalize_pattern(pattern: str, *, casefold: bool = True) -> str:
-    """Normalize the literal characters of a regex pattern like answer text.
-
-    Accents, dashes and quotes are folded so that a pattern written with
-    ``é`` or ``–`` still matches the normalized answer. ASCII is left alone
-    (casefolding would turn ``\\W`` into ``\\w``; case-insensitivity comes
-    from the regex flag), but with ``casefold`` a non-ASCII letter that
-    casefolds to other letters is folded too, as the answer is: ``ß`` becomes
-    ``ss``.
-    """
+    """The literal characters of a regex pattern normalized like answer text (``é`` and ``–``
+    folded). ASCII is left alone (casefolding would turn ``\\W`` into ``\\w``; the regex flag
+    ignores case), but with ``casefold`` a non-ASCII letter is casefolded: ``ß`` is ``ss``."""
     folded = _fold(pattern)
     if casefold and not folded.isascii():
         folded = "".join(ch if ch.isascii() else ch.casefold() for ch in folded)
@@ -101,15 +80,9 @@ _SCALES = {
 
 
 def parse_numbers(text: str) -> Iterator[float]:
-    """Yield every number written in ``text``, in order.
-
-    Understands ``$1,157.63``, ``12%``, ``-3.5``, ``−3.5`` (Unicode minus),
-    ``1.2e3``, ``(4.5)`` (accounting negative, offered as -4.5 and 4.5) and
-    scale words such as ``$1 million``. A percentage yields both its written value and its
-    fraction (``12%`` gives 12 and 0.12); a scaled number yields both the
-    written and the scaled value (``1 million`` gives 1 and 1000000), so a
-    rubric may state the target either way.
-    """
+    """Every number written in ``text``, in order: ``$1,157.63``, ``−3.5``, ``1.2e3``, ``(4.5)``
+    (accounting: -4.5 and 4.5). ``12%`` gives 12 and 0.12, ``1 million`` 1 and 1000000, so a
+    rubric may state the target either way."""
     for match in _NUMBER.finditer(_fold(text)):
         digits = match["int"].replace(",", "") + (match["frac"] or "") + (match["exp"] or "")
         value = float(digits)
@@ -124,3 +97,61 @@ def parse_numbers(text: str) -> Iterator[float]:
             yield value / 100
         if match["scale"]:
             yield value * _SCALES[match["scale"].lower()]
+
+
+# A phrase compiled for matching: (needle, text, must_start_word, must_end_number).
+# Plain tuples of strings and bools, so the garbage collector stops tracking them.
+CompiledPhrase = tuple[str, str, bool, bool]
+
+
+def compile_phrase(text: str) -> CompiledPhrase:
+    """Compile a phrase for :func:`found`.
+
+    A phrase matches in normalized text at a word start: ``loss`` matches
+    "losses" but not "gloss"; a phrase that starts or ends with a digit
+    matches a whole number, so ``1%`` does not match "11%" or "0.1%" and
+    ``99`` does not match "995". Matching is ``str.find`` plus a look at the
+    neighbouring characters: no regex to compile per phrase.
+    """
+    needle = normalize(text)
+    head, tail = needle[:1], needle[-1:]
+    return needle, text, head.isascii() and head.isalnum(), tail.isdigit()
+
+
+def found(phrase: CompiledPhrase, folded: str) -> bool:
+    needle, _, left, right = phrase
+    at = folded.find(needle)
+    if at < 0 or not (left or right):
+        return at >= 0
+    digit_head = needle[0].isdigit()
+    while at >= 0:
+        end = at + len(needle)
+        if (not left or _starts_word(folded, at, digit_head)) and (
+            not right or _ends_number(folded, end)
+        ):
+            return True
+        at = folded.find(needle, at + 1)
+    return False
+
+
+def _starts_word(text: str, at: int, digit_head: bool) -> bool:
+    if at == 0:
+        return True
+    before = text[at - 1]
+    if before.isascii() and before.isalnum():
+        return False
+    # "0.1%" and "1,5" continue a number: a digit phrase may not start there.
+    return not (digit_head and before in ".," and at >= 2 and text[at - 2].isdigit())
+
+
+def _ends_number(text: str, end: int) -> bool:
+    if end == len(text):
+        return True
+    after = text[end]
+    if after.isdigit():
+        return False
+    return not (after in ".," and end + 1 < len(text) and text[end + 1].isdigit())
+
+
+def compile_phrases(items: tuple[str, ...]) -> tuple[CompiledPhrase, ...]:
+    return tuple(compile_phrase(p) for p in items)

@@ -9,10 +9,8 @@ from pydantic import model_validator
 
 from .._results import Outcome
 from .check import Answer, Check, CheckContext, met, unmet
-from .field import FieldScoped, on_field
+from .json_text import FieldScoped, on_field
 from .model import FieldError, Finite, NonNegative
-
-__all__ = ["Number"]
 
 
 class Number(FieldScoped):

@@ -1,12 +1,9 @@
 """``regex``: MET when the pattern matches the normalized answer (or, inverted, does not).
 
-``normalize: false`` matches the answer exactly as written (no Unicode folding,
-no whitespace collapsing, pattern taken literally): what an importer needs to
-reproduce another tool's exact substring and equality checks.
-
-``engine: re2`` (the default) matches in linear time, so no pattern can hang
-a run; ``engine: python`` allows backreferences and lookaround, and each of
-its searches is cut off after :data:`PYTHON_REGEX_TIMEOUT` (ERROR).
+``engine: re2`` (the default) matches in linear time, so no pattern can hang a run;
+``engine: python`` allows backreferences and lookaround, each search cut off after
+:data:`PYTHON_REGEX_TIMEOUT` (ERROR). ``normalize: false`` matches the answer and the
+pattern as written (what an importer needs to reproduce another tool's exact checks).
 """
 
 from __future__ import annotations
@@ -21,22 +18,15 @@ from .._guards.engines import CheckTimeout, PatternError, compile_pattern, searc
 from .._guards.outgoing import as_written
 from .._results import Outcome
 from .check import Answer, Broken, Check, CheckContext, error, met, short, unmet
-from .field import FieldScoped, on_field
+from .json_text import FieldScoped, on_field
 from .normalize import normalize_pattern
-
-__all__ = ["PYTHON_REGEX_TIMEOUT", "Regex", "RegexError", "compile_regex", "regex_problem"]
 
 # How long one engine: python search may backtrack before the criterion is ERROR.
 PYTHON_REGEX_TIMEOUT = engines.PATTERN_TIMEOUT
 
 
 class Regex(FieldScoped):
-    """MET when the pattern matches the normalized answer (or, inverted, does not).
-
-    ``engine: re2`` (the default) matches in linear time, so no pattern can
-    hang a run; ``engine: python`` allows backreferences and lookaround, and
-    each of its searches is cut off after a time bound (ERROR).
-    """
+    """MET when the pattern matches the normalized answer (or, inverted, does not)."""
 
     type: Literal["regex"] = "regex"
     pattern: Annotated[str, Field(min_length=1)]
@@ -49,7 +39,7 @@ class Regex(FieldScoped):
     def compile(self, context: CheckContext) -> Check[Regex]:
         try:
             return on_field(self, RegexCheck(self))
-        except RegexError as exc:
+        except PatternError as exc:
             return Broken(
                 self,
                 f"invalid regex {as_written(self.pattern)}: {exc}; fix the pattern (in YAML, write it in "
@@ -57,39 +47,19 @@ class Regex(FieldScoped):
             )
 
 
-class RegexError(ValueError):
-    """A pattern that does not compile. ``unsupported``: it is valid for Python's engine
-    but uses what RE2 lacks (backreferences, lookaround), which is a collection error."""
-
-    def __init__(self, message: str, *, unsupported: bool) -> None:
-        super().__init__(message)
-        self.unsupported = unsupported
-
-
 @functools.lru_cache(maxsize=4096)
 def compile_regex(
     pattern: str, *, case_sensitive: bool, engine: str, normalize: bool = True
 ) -> Any:
-    """A compiled pattern for :func:`~pytest_rubric._guards.engines.search`; RE2 unless
-    ``engine == "python"``.
-
-    ``engine: python`` is the ``regex`` package (a superset of ``re`` with the
-    same syntax), because its searches take a ``timeout``: Python's own ``re``
-    holds the GIL while it backtracks, so no thread could stop it, and a
-    subprocess per search would cost milliseconds on every answer.
-
-    The pattern's literal characters are normalized like answers are (see
-    :func:`normalize_pattern`), unless ``normalize`` is false. Raises
-    :class:`RegexError`. Cached: a pattern is checked at collection and compiled
-    again by the grader.
-    """
+    """A compiled pattern for :func:`~pytest_rubric._guards.engines.search`: RE2, or for
+    ``engine: python`` the ``regex`` package, whose searches take a ``timeout`` (Python's
+    ``re`` holds the GIL while it backtracks). Its literal characters are normalized like
+    answers (:func:`normalize_pattern`) unless ``normalize`` is false. Raises
+    :class:`~pytest_rubric._guards.engines.PatternError`; cached."""
     normalized = normalize_pattern(pattern, casefold=not case_sensitive) if normalize else pattern
-    try:
-        return compile_pattern(
-            normalized, case_sensitive=case_sensitive, backtracking=engine == "python"
-        )
-    except PatternError as exc:
-        raise RegexError(str(exc), unsupported=exc.unsupported) from None
+    return compile_pattern(
+        normalized, case_sensitive=case_sensitive, backtracking=engine == "python"
+    )
 
 
 def regex_problem(c: Regex) -> str | None:
@@ -98,7 +68,7 @@ def regex_problem(c: Regex) -> str | None:
         compile_regex(
             c.pattern, case_sensitive=c.case_sensitive, engine=c.engine, normalize=c.normalize
         )
-    except RegexError as exc:
+    except PatternError as exc:
         if exc.unsupported:
             return str(exc)
     return None

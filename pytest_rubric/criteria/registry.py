@@ -1,16 +1,11 @@
 """The one table of criterion types: a type is its model, whose ``compile`` is its check.
 
-:data:`DETERMINISTIC` holds one line per type the plugin checks itself (each
-also checks a field of a ``json`` criterion or an ``extract``'s value);
-:data:`COMPOSITE` names the built-in types above them, and
-:func:`criterion_types` joins both with the types a ``conftest.py`` or a
-plugin adds through the ``pytest_rubric_criterion_types`` hook
-(``pytest_rubric.hookspec``). Everything else derives from the table: the
-union a rubric file's criteria are read by (:func:`validate_criterion`, which
-finds the added types in pydantic's validation context under
-:data:`CONTEXT_KEY`), the bodies of ``json`` and ``extract``
-(:func:`validate_body`), the loader's "did you mean" names, and the check
-that the criteria reference in the docs has a row for each.
+:data:`DETERMINISTIC` holds one line per type the plugin checks itself, :data:`COMPOSITE`
+the built-in types above them, and :func:`criterion_types` joins both with the types the
+``pytest_rubric_criterion_types`` hook adds. Everything else derives from it: the union a
+rubric file's criteria are read by (:func:`validate_criterion`, which finds the added types
+in pydantic's validation context under :data:`CONTEXT_KEY`), the bodies of ``json`` and
+``extract`` (:func:`validate_body`), the loader's "did you mean" and the docs' table.
 """
 
 from __future__ import annotations
@@ -22,12 +17,9 @@ from typing import Annotated, Any, Union
 
 from pydantic import Discriminator, Tag, TypeAdapter, ValidationInfo
 
-from .._defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_CHECK_TIMEOUT
-from .._guards.calls import CallRunner
 from .all_of import AllOf
 from .any_of import AnyOf
 from .callable import CallableCriterion
-from .check import Check, CheckContext
 from .citations import Citations
 from .claims_backed import ClaimsBacked
 from .context_recall import ContextRecall
@@ -41,16 +33,6 @@ from .regex import Regex
 from .tool_called import ToolCalled
 from .tool_sequence import ToolSequence
 from .trace_limits import TraceLimits
-
-__all__ = [
-    "COMPOSITE",
-    "CONTEXT_KEY",
-    "DETERMINISTIC",
-    "compile_check",
-    "criterion_types",
-    "validate_body",
-    "validate_criterion",
-]
 
 DETERMINISTIC: tuple[type[CriterionModel], ...] = (
     AnyOf,
@@ -162,20 +144,3 @@ def validate_body(value: Any, info: ValidationInfo) -> Any:
         and not getattr(model, "reads_trace", False)
     )
     return _union(models).validate_python(value, context=info.context)
-
-
-def compile_check(
-    criterion: CriterionModel,
-    *,
-    call_timeout: float = DEFAULT_CALL_TIMEOUT,
-    runner: CallRunner | None = None,
-    check_timeout: float = DEFAULT_CHECK_TIMEOUT,
-) -> Check[Any]:
-    """Compile a deterministic criterion into a check that never raises.
-
-    A ``callable`` criterion that sets no ``timeout`` gets ``call_timeout``,
-    and runs on ``runner`` (a new one when not given); a check whose cost can
-    grow faster than the answer gives up after ``check_timeout`` (ERROR).
-    """
-    context = CheckContext(call_timeout, runner or CallRunner(), check_timeout)
-    return criterion.compile(context)

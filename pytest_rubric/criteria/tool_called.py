@@ -12,8 +12,6 @@ from .calls import ArgsSchema, CallMatcher, calls_of
 from .check import Answer, Check, CheckContext, met, unmet
 from .model import Count, CriterionModel, FieldError, Phrase
 
-__all__ = ["ToolCalled"]
-
 
 class ToolCalled(CriterionModel):
     """MET when the number of calls of ``tool`` that fit ``args`` (and, with ``ok: true``,

@@ -20,8 +20,6 @@ from .calls import calls_of
 from .check import Answer, Check, CheckContext, met, unmet
 from .model import CriterionModel, Phrase
 
-__all__ = ["ToolSequence", "sequence_matches"]
-
 MatchMode = Literal["subsequence", "exact", "unordered", "subset", "superset"]
 
 

@@ -13,8 +13,6 @@ from .calls import NO_TRACE
 from .check import Answer, Check, CheckContext, error, met, unmet
 from .model import Count, CriterionModel, FieldError, NonNegative
 
-__all__ = ["TraceLimits"]
-
 _LIMITS = ("max_tool_calls", "max_llm_calls", "max_latency_s", "max_tokens", "max_cost_usd")
 
 

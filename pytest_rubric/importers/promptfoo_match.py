@@ -85,7 +85,8 @@ _UNICODE_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9a-fA-F]{4})")
 def js_regex(source: str) -> tuple[str, str]:
     """The pattern, as written where it means the same here, and the engine that runs it
     (``re2``, or ``python`` for lookaround and backreferences); else :class:`Unmappable`."""
-    from ..criteria.regex import RegexError, compile_regex
+    from .._guards.engines import PatternError
+    from ..criteria.regex import compile_regex
 
     if not source:
         raise Unmappable("an empty regex is refused by promptfoo")
@@ -102,7 +103,7 @@ def js_regex(source: str) -> tuple[str, str]:
     for engine in ("re2", "python"):
         try:
             compile_regex(pattern, case_sensitive=True, engine=engine)
-        except RegexError:
+        except PatternError:
             continue
         return pattern, engine
     raise Unmappable(f"regex {source!r} does not compile here (is it valid JavaScript?)")

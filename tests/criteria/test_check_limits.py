@@ -22,9 +22,8 @@ from hypothesis import strategies as st
 from pytest_rubric._guards.calls import CallRunner, CallTimeout
 from pytest_rubric._results import Verdict
 from pytest_rubric.criteria import Json, Number
-from pytest_rubric.criteria.check import Answer
+from pytest_rubric.criteria.check import Answer, CheckContext
 from pytest_rubric.criteria.normalize import parse_numbers
-from pytest_rubric.criteria.registry import compile_check
 
 pytestmark = pytest.mark.hostile
 
@@ -53,9 +52,9 @@ _REQUEST: contextvars.ContextVar[str] = contextvars.ContextVar(
 )
 def test_a_number_that_is_not_finite_is_never_within_tolerance(answer: str) -> None:
     criterion = Number(id="total", value=1157.63, abs_tol=0.01)
-    assert compile_check(criterion)(Answer(answer), None).verdict is Verdict.UNMET
+    assert criterion.compile(CheckContext())(Answer(answer), None).verdict is Verdict.UNMET
     relative = Number(id="total", value=1157.63, rel_tol=0.5)
-    assert compile_check(relative)(Answer(answer), None).verdict is Verdict.UNMET
+    assert relative.compile(CheckContext())(Answer(answer), None).verdict is Verdict.UNMET
 
 
 def test_an_infinite_answer_does_not_pass_a_required_number_end_to_end(
@@ -99,7 +98,7 @@ def test_met_always_means_a_finite_number_within_tolerance(
 ) -> None:
     text = " ".join(parts)
     criterion = Number(id="n", value=value, **{"rel_tol" if relative else "abs_tol": tol})
-    outcome = compile_check(criterion)(Answer(text), None)
+    outcome = criterion.compile(CheckContext())(Answer(text), None)
     assert outcome.verdict in (Verdict.MET, Verdict.UNMET)
     if outcome.verdict is Verdict.MET:
         bound = tol * abs(value) if relative else tol
@@ -111,7 +110,7 @@ def test_met_always_means_a_finite_number_within_tolerance(
 
 @pytest.mark.parametrize("answer", ["[" * 100_000, "```json\n" + "[" * 100_000 + "\n```"])
 def test_a_json_answer_nested_too_deeply_does_not_parse(answer: str) -> None:
-    outcome = compile_check(Json(id="j"))(Answer(answer), None)
+    outcome = Json(id="j").compile(CheckContext())(Answer(answer), None)
     assert outcome.verdict is Verdict.UNMET
     assert "nested too deeply" in outcome.reason
 

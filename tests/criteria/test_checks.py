@@ -1,4 +1,4 @@
-"""Every deterministic criterion type at its edges, through the grader and through compile_check."""
+"""Every deterministic criterion type at its edges, through the grader and through its compiled check."""
 
 from __future__ import annotations
 
@@ -23,10 +23,9 @@ from pytest_rubric._load.loader import parse_suite
 from pytest_rubric._report.document import CriterionResultModel, written
 from pytest_rubric._results import Outcome
 from pytest_rubric._schema import Criterion
-from pytest_rubric.criteria.check import Answer
+from pytest_rubric.criteria.check import Answer, CheckContext
 from pytest_rubric.criteria.normalize import normalize
 from pytest_rubric.criteria.regex import PYTHON_REGEX_TIMEOUT
-from pytest_rubric.criteria.registry import compile_check
 
 ROOT = Path(__file__).resolve().parents[2]
 _CRITERION = TypeAdapter(Criterion)
@@ -46,9 +45,9 @@ def only(text: str, criterion: dict[str, Any]) -> CriterionResult:
 
 
 def check(criterion: dict[str, Any], text: str, case: Any = None) -> Outcome:
-    """compile_check on its own, without the grader."""
+    """The compiled check on its own, without the grader."""
     model = _CRITERION.validate_python({"id": "c", **criterion})
-    return compile_check(model)(Answer(text), case)
+    return model.compile(CheckContext())(Answer(text), case)
 
 
 def verdict(criterion: dict[str, Any], text: str) -> Verdict:

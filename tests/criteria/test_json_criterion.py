@@ -18,17 +18,16 @@ from pytest_rubric._load.loader import load_suite
 from pytest_rubric._results import Outcome, Verdict
 from pytest_rubric.criteria import Json
 from pytest_rubric.criteria import json as json_criterion
-from pytest_rubric.criteria.check import Answer
+from pytest_rubric.criteria.check import Answer, CheckContext
 from pytest_rubric.criteria.json import MISSING, resolve_pointer
 from pytest_rubric.criteria.json_text import is_pointer
-from pytest_rubric.criteria.registry import compile_check
 
 MET, UNMET, ERROR = Verdict.MET, Verdict.UNMET, Verdict.ERROR
 Write = Callable[[str, str], Path]
 
 
 def check(criterion: dict[str, Any], text: str) -> Outcome:
-    return compile_check(Json(id="j", **criterion))(Answer(text), None)
+    return Json(id="j", **criterion).compile(CheckContext())(Answer(text), None)
 
 
 # --- pointers (RFC 6901) -------------------------------------------------------------------------
@@ -266,7 +265,7 @@ def test_the_schema_is_compiled_once_per_criterion(monkeypatch: pytest.MonkeyPat
 
     criterion = Json(id="j", schema=SCHEMA)
     monkeypatch.setattr(json_criterion, "schema_validator", counting)
-    compiled = compile_check(criterion)
+    compiled = criterion.compile(CheckContext())
     for answer in ('{"total": 1}', '{"total": -1}', "[]"):
         compiled(Answer(answer), None)
     assert built == [SCHEMA]

@@ -21,8 +21,7 @@ from pytest_rubric.criteria import (
     Number,
     Regex,
 )
-from pytest_rubric.criteria.check import Answer
-from pytest_rubric.criteria.registry import compile_check
+from pytest_rubric.criteria.check import Answer, CheckContext
 
 MET, UNMET, ERROR, SKIPPED = Verdict.MET, Verdict.UNMET, Verdict.ERROR, Verdict.SKIPPED
 
@@ -398,7 +397,7 @@ DETERMINISTIC = [
     Metric(id="m", expected=["alpha", "beta"], unexpected=["gamma"], metric="f1"),
     Metric(id="m_spec", unexpected=["gamma"], metric="specificity"),
 ]
-CHECKS = [(c, compile_check(c)) for c in DETERMINISTIC]
+CHECKS = [(c, c.compile(CheckContext())) for c in DETERMINISTIC]
 
 texts = st.one_of(
     st.text(),

@@ -25,15 +25,14 @@ from pydantic import ValidationError
 
 from pytest_rubric import RubricLoadError
 from pytest_rubric._guards import engines as _engines
-from pytest_rubric._guards import schema_safety as _schema_safety
+from pytest_rubric._guards import schemas as _schemas
 from pytest_rubric._guards.engines import CheckTimeout, Deadline
 from pytest_rubric._guards.schemas import schema_problems, schema_validator
 from pytest_rubric._load.loader import load_suite
 from pytest_rubric._results import Outcome, Verdict
 from pytest_rubric.criteria import Json
 from pytest_rubric.criteria import json as _json_criterion
-from pytest_rubric.criteria.check import Answer
-from pytest_rubric.criteria.registry import compile_check
+from pytest_rubric.criteria.check import Answer, CheckContext
 from pytest_rubric.judge.evidence import check_evidence, quote_found
 from tests.fake_llm import FakeLLM, json_reply, raw
 
@@ -44,7 +43,9 @@ MET, UNMET, ERROR = Verdict.MET, Verdict.UNMET, Verdict.ERROR
 
 
 def check(schema: Any, answer: str, *, timeout: float = 5.0) -> Outcome:
-    return compile_check(Json(id="j", schema=schema), check_timeout=timeout)(Answer(answer), None)
+    return Json(id="j", schema=schema).compile(CheckContext(check_timeout=timeout))(
+        Answer(answer), None
+    )
 
 
 def timed(schema: Any, answer: str, *, timeout: float = 5.0) -> tuple[Outcome, float]:
@@ -225,13 +226,13 @@ def test_a_schema_that_loads_never_retrieves_anything(schema: Any, instances: li
         raise AssertionError(f"retrieval asked for {uri}")
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_schema_safety, "_refuse", spy)
+        patch.setattr(_schemas, "_refuse", spy)
         patch.setattr(urllib.request, "urlopen", spy)  # jsonschema's own retrieval
         try:
             criterion = Json(id="j", schema=schema)
         except ValidationError:
             return  # a collection error: nothing ever runs
-        compiled = compile_check(criterion, check_timeout=1.0)
+        compiled = criterion.compile(CheckContext(check_timeout=1.0))
         for instance in instances:
             outcome = compiled(Answer(json.dumps(instance)), None)
             assert outcome.verdict in (MET, UNMET, ERROR)
@@ -253,7 +254,7 @@ def test_a_panic_of_the_compiled_schema_library_is_an_error_not_a_crash() -> Non
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_json_criterion, "schema_validator", lambda schema: Panicking())
-        compiled = compile_check(Json(id="j", schema={"$ref": "#"}), check_timeout=1.0)
+        compiled = Json(id="j", schema={"$ref": "#"}).compile(CheckContext(check_timeout=1.0))
         outcome = compiled(Answer("[1]"), None)
     assert outcome.verdict is ERROR
     assert "recursed past the interpreter's limit" in outcome.reason
@@ -328,7 +329,7 @@ def test_any_schema_pattern_on_any_answer_ends_within_its_bounds(pattern: str, l
             except ValidationError:
                 continue  # a pattern that compiles nowhere: a collection error
             started = time.perf_counter()
-            outcome = compile_check(criterion, check_timeout=0.3)(Answer(answer), None)
+            outcome = criterion.compile(CheckContext(check_timeout=0.3))(Answer(answer), None)
             assert time.perf_counter() - started < 10  # its 0.3 s bound, with room for load
             assert outcome.verdict in (MET, UNMET, ERROR)
             if outcome.verdict is ERROR:
@@ -480,11 +481,11 @@ def test_an_answer_too_deep_to_parse_is_an_error_unless_it_is_malformed(fenced: 
     deep = '{"step": ' * 5_000 + '{"tool": "delete_all"}' + "}" * 5_000
     wrapped = f"```json\n{deep}\n```" if fenced else deep
     criterion = Json(id="j", weight=-1, schema=DELETE_ALL, fenced=fenced)
-    outcome = compile_check(criterion)(Answer(wrapped), None)
+    outcome = criterion.compile(CheckContext())(Answer(wrapped), None)
     assert outcome.verdict is ERROR
     assert "nests deeper than the JSON parser can follow" in outcome.reason
     for malformed in ("[" * 100_000, '{"a": ' * 5_000 + "1" + "}" * 4_999 + "]"):
-        assert compile_check(criterion)(Answer(malformed), None).verdict is UNMET
+        assert criterion.compile(CheckContext())(Answer(malformed), None).verdict is UNMET
 
 
 def test_a_number_too_large_to_check_is_an_error() -> None:
@@ -506,7 +507,9 @@ def test_a_number_that_is_not_finite_fits_no_schema(answer: str) -> None:
     assert outcome.verdict is UNMET
     assert "not finite" in outcome.reason
     assert check(True, answer).verdict is UNMET  # not even the schema that allows everything
-    assert compile_check(Json(id="j"))(Answer(answer), None).verdict is MET  # no schema: JSON
+    assert (
+        Json(id="j").compile(CheckContext())(Answer(answer), None).verdict is MET
+    )  # no schema: JSON
 
 
 def test_non_finite_numbers_in_a_schema_and_overflowing_weights_are_collection_errors(

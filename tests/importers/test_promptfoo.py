@@ -23,9 +23,8 @@ from hypothesis import strategies as st
 
 from pytest_rubric._cli.merge import main
 from pytest_rubric._load.loader import load_suite
-from pytest_rubric.criteria.check import Answer
+from pytest_rubric.criteria.check import Answer, CheckContext
 from pytest_rubric.criteria.regex import Regex
-from pytest_rubric.criteria.registry import compile_check
 from pytest_rubric.importers._common import ImportFailed, Output, write
 from pytest_rubric.importers.promptfoo import convert
 from pytest_rubric.importers.promptfoo_match import (
@@ -49,8 +48,8 @@ PLAIN = st.text(st.sampled_from("abcXYZ019 .^$*+?()[]{}|\\-#/'\"!,:"), min_size=
 
 
 def matches(pattern: str, text: str, *, case_sensitive: bool = True, engine: str = "re2") -> bool:
-    check = compile_check(
-        Regex(id="r", pattern=pattern, case_sensitive=case_sensitive, engine=engine)
+    check = Regex(id="r", pattern=pattern, case_sensitive=case_sensitive, engine=engine).compile(
+        CheckContext()
     )
     return check(Answer(text), None).verdict.name == "MET"
 
@@ -181,7 +180,7 @@ def test_not_forms_invert_the_verdict(tmp_path: Path) -> None:
     """assertions/index.ts runAssertion: ``inverse = type.startsWith('not-')``, and each
     handler passes on ``check !== inverse``."""
     criterion = one_criterion(tmp_path, "{type: not-icontains, value: sorry}")
-    check = compile_check(Regex.model_validate(criterion))
+    check = Regex.model_validate(criterion).compile(CheckContext())
     assert check(Answer("Sure, here it is."), None).verdict.name == "MET"
     assert check(Answer("SORRY, I cannot."), None).verdict.name == "UNMET"
 
@@ -192,7 +191,7 @@ def test_starts_with_does_not_trim_in_promptfoo_but_normalization_does(tmp_path:
     answer, whose leading whitespace is gone: the one place the two part (the promptfoo guide,
     docs/guides/import-promptfoo.md, says so)."""
     criterion = one_criterion(tmp_path, "{type: starts-with, value: Sure}")
-    check = compile_check(Regex.model_validate(criterion))
+    check = Regex.model_validate(criterion).compile(CheckContext())
     assert check(Answer("Sure, here it is"), None).verdict.name == "MET"
     assert check(Answer("  Sure, here it is"), None).verdict.name == "MET"  # promptfoo: fail
     assert check(Answer("I am sure"), None).verdict.name == "UNMET"
@@ -210,7 +209,7 @@ def test_equals_on_an_object_compares_parsed_json_deeply(tmp_path: Path) -> None
     }
     from pytest_rubric.criteria.json import Json
 
-    check = compile_check(Json.model_validate(criterion))
+    check = Json.model_validate(criterion).compile(CheckContext())
     assert check(Answer('{"result": "done", "success": true}'), None).verdict.name == "MET"
     assert check(Answer('{"result": "done", "success": 1}'), None).verdict.name == "UNMET"
     assert check(

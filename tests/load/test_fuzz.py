@@ -32,8 +32,7 @@ from pytest_rubric._load.loader import load_suite, parse_suite
 from pytest_rubric._load.responses import load_response_dir
 from pytest_rubric._schema import Suite
 from pytest_rubric._trace import Passage, ToolCall, Trace, Usage
-from pytest_rubric.criteria.check import Answer
-from pytest_rubric.criteria.registry import compile_check
+from pytest_rubric.criteria.check import Answer, CheckContext
 
 ROOT = Path(__file__).resolve().parents[2]
 YAML = Path("fuzz.rubric.yaml")
@@ -394,7 +393,7 @@ def checks() -> list[tuple[Any, Any]]:
     """Every deterministic criterion, compiled (the callable one imports from ``tests``)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.syspath_prepend(str(ROOT))
-        return [(c, compile_check(c)) for c in _deterministic_criteria()]
+        return [(c, c.compile(CheckContext())) for c in _deterministic_criteria()]
 
 
 @settings(max_examples=examples(300), deadline=None)

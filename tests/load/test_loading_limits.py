@@ -588,10 +588,10 @@ def _jsonl(*rows: dict[str, Any]) -> str:
 
 
 def _calibration_rows(tmp_path: Path, text: str) -> tuple[list[Any], list[Problem]]:
-    from pytest_rubric._load.calibration import _read_jsonl
+    from pytest_rubric._load.examples import _read_calibration
 
     (tmp_path / "labels.jsonl").write_text(text, encoding="utf-8")
-    return _read_jsonl(tmp_path / "labels.jsonl")
+    return _read_calibration(tmp_path / "labels.jsonl")
 
 
 def _healthbench_rows(tmp_path: Path, text: str) -> tuple[list[Any], list[Problem]]:
