@@ -38,14 +38,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import itertools
 import json
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from .._defaults import PROVIDERS
@@ -54,11 +53,7 @@ from .._guards.secrets import clip, public_url, redact
 from .base import JudgeError, Reply, Sampling
 from .clients import AnthropicClient, OpenAIClient
 from .cost import BudgetSpent
-from .http import _QUOTE_ERROR, HTTPClient
-from .responses import HINTS, error_text, redirect_target, retry_delay
-
-if TYPE_CHECKING:
-    import httpx
+from .http import _QUOTE_ERROR, HINTS, HTTPClient, error_text, redirect_target, retry_delay
 
 __all__ = [
     "BATCH_PROVIDERS",
@@ -213,24 +208,12 @@ class _Wire:
         """One HTTP exchange under the live calls' guards; the body and any ``Retry-After``."""
         import httpx
 
-        http = self.client._http()
         limit = timeout if timeout is not None else self.client.policy.timeout
         try:
             async with asyncio.timeout(limit):
-                request = http.build_request(
-                    method,
-                    url,
-                    json=json_body,
-                    files=files,
-                    data=data,
-                    headers=self.client._headers(),
+                response, body = await self.client._exchange(
+                    method, url, cap=cap, json=json_body, files=files, data=data
                 )
-                response = await http.send(request, stream=True)
-                try:
-                    redirected = 300 <= response.status_code < 400
-                    body = b"" if redirected else await _read_up_to(response, cap)
-                finally:
-                    await response.aclose()
         except (TimeoutError, httpx.TimeoutException):
             raise self._fail(
                 url,
@@ -324,6 +307,32 @@ class _Wire:
                 found.append(data)
         return found
 
+    async def download(self, url: str) -> bytes:
+        """A results file, retried as a live call is."""
+        body: bytes
+        body, _ = await self.submitted(
+            lambda: self.request("GET", url, cap=MAX_RESULTS_BYTES, timeout=self.transfer_timeout)
+        )
+        return body
+
+    @property
+    def transfer_timeout(self) -> float:
+        """An upload's or a download's deadline: at least :data:`_TRANSFER_TIMEOUT`."""
+        return max(self.client.policy.timeout, _TRANSFER_TIMEOUT)
+
+    def _result(self, batch_id: str, custom_id: str, line: Mapping[str, Any]) -> BatchResult:
+        raise NotImplementedError
+
+    def collect(
+        self, body: bytes, batch_id: str, ids: set[str], found: dict[str, BatchResult]
+    ) -> None:
+        """Each result of a results file, into ``found`` by ``custom_id`` (the first of each
+        of ``ids``; a line naming another is not ours)."""
+        for line in self.lines(body):
+            custom_id = line.get("custom_id")
+            if isinstance(custom_id, str) and custom_id in ids and custom_id not in found:
+                found[custom_id] = self._result(batch_id, custom_id, line)
+
     def read_reply(self, read: Callable[[dict[str, Any]], Reply], body: object) -> BatchResult:
         """A succeeded result's body read as the live reply is (a bad one: errored)."""
         if not isinstance(body, dict):
@@ -337,26 +346,10 @@ class _Wire:
             return BatchFailure(str(exc), retry_live=True)
 
 
-async def _read_up_to(response: httpx.Response, cap: int) -> bytes | None:
-    """The body, or None once it passes ``cap`` decoded bytes (nothing more is read)."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > cap:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 class _OpenAIBatch(_Wire):
     """``/files`` and ``/batches`` of an OpenAI-compatible endpoint."""
 
     client: OpenAIClient
-
-    def __init__(self, client: OpenAIClient) -> None:
-        super().__init__(client)
-        self.client = client
 
     def _body(self, request: BatchRequest) -> dict[str, Any]:
         mode = "text" if request.schema is None else (self.client._mode or "json_schema")
@@ -385,7 +378,7 @@ class _OpenAIBatch(_Wire):
                 files_url,
                 files={"file": ("rubric-judge-batch.jsonl", lines, "application/jsonl")},
                 data={"purpose": "batch"},
-                timeout=max(self.client.policy.timeout, _TRANSFER_TIMEOUT),
+                timeout=self.transfer_timeout,
             )
         )
         file_id = self._id(files_url, uploaded.get("id"), "file id")
@@ -434,22 +427,9 @@ class _OpenAIBatch(_Wire):
             value = status.raw.get(name)
             if value is None:
                 continue
-            url = self.client.spec.endpoint("/files")
-            file_id = self._id(url, value, name)
-            content_url = self.client.spec.endpoint(f"/files/{file_id}/content")
-            body, _ = await self.submitted(
-                functools.partial(
-                    self.request,
-                    "GET",
-                    content_url,
-                    cap=MAX_RESULTS_BYTES,
-                    timeout=max(self.client.policy.timeout, _TRANSFER_TIMEOUT),
-                )
-            )
-            for line in self.lines(body):
-                custom_id = line.get("custom_id")
-                if isinstance(custom_id, str) and custom_id in ids and custom_id not in found:
-                    found[custom_id] = self._result(batch_id, custom_id, line)
+            file_id = self._id(self.client.spec.endpoint("/files"), value, name)
+            body = await self.download(self.client.spec.endpoint(f"/files/{file_id}/content"))
+            self.collect(body, batch_id, ids, found)
         return found
 
     def _result(self, batch_id: str, custom_id: str, line: Mapping[str, Any]) -> BatchResult:
@@ -479,30 +459,10 @@ class _AnthropicBatch(_Wire):
 
     client: AnthropicClient
 
-    def __init__(self, client: AnthropicClient) -> None:
-        super().__init__(client)
-        self.client = client
-
     def _url(self, path: str = "") -> str:
         base = self.client.spec.url.partition("?")[0].rstrip("/")
         prefix = "/messages/batches" if base.endswith("/v1") else "/v1/messages/batches"
         return self.client.spec.endpoint(prefix + path)
-
-    def _params(self, request: BatchRequest) -> dict[str, Any]:
-        # As AnthropicClient.send builds a live call's payload.
-        params = self.client._payload(
-            request.system, [{"role": "user", "content": request.user}], request.sampling
-        )
-        if request.schema is not None:
-            params["tools"] = [
-                {
-                    "name": "grade",
-                    "description": "Record the grade.",
-                    "input_schema": request.schema,
-                }
-            ]
-            params["tool_choice"] = {"type": "tool", "name": "grade"}
-        return params
 
     async def submit(self, requests: Sequence[BatchRequest]) -> str:
         url = self._url()
@@ -512,10 +472,14 @@ class _AnthropicBatch(_Wire):
                 url,
                 json_body={
                     "requests": [
-                        {"custom_id": r.custom_id, "params": self._params(r)} for r in requests
+                        {
+                            "custom_id": r.custom_id,
+                            "params": self.client._graded(r.system, r.user, r.schema, r.sampling),
+                        }
+                        for r in requests
                     ]
                 },
-                timeout=max(self.client.policy.timeout, _TRANSFER_TIMEOUT),
+                timeout=self.transfer_timeout,
             ),
             resend=False,
         )
@@ -540,22 +504,12 @@ class _AnthropicBatch(_Wire):
                 f"the batch's results_url is on another host ({self._quote(public_url(url))!r})",
                 hint="the key is sent only where --rubric-judge-url points: check the endpoint",
             )
-        body, _ = await self.submitted(
-            lambda: self.request(
-                "GET",
-                url,
-                cap=MAX_RESULTS_BYTES,
-                timeout=max(self.client.policy.timeout, _TRANSFER_TIMEOUT),
-            )
-        )
         found: dict[str, BatchResult] = {}
-        for line in self.lines(body):
-            custom_id = line.get("custom_id")
-            if isinstance(custom_id, str) and custom_id in ids and custom_id not in found:
-                found[custom_id] = self._result(batch_id, custom_id, line.get("result"))
+        self.collect(await self.download(url), batch_id, ids, found)
         return found
 
-    def _result(self, batch_id: str, custom_id: str, result: object) -> BatchResult:
+    def _result(self, batch_id: str, custom_id: str, line: Mapping[str, Any]) -> BatchResult:
+        result = line.get("result")
         kind = result.get("type") if isinstance(result, dict) else None
         if isinstance(result, dict) and kind == "succeeded":
             return self.read_reply(self.client._read, result.get("message"))
@@ -595,19 +549,7 @@ async def run_batch(
     if not requests:
         return {}
     ids = [r.custom_id for r in requests]
-    if len(set(ids)) != len(ids):
-        raise ValueError("every request of a batch needs its own custom_id")
-    if len(requests) > MAX_BATCH_REQUESTS:
-        raise ValueError(f"a batch holds at most {MAX_BATCH_REQUESTS:,} requests")
-    wire: _Wire
-    if isinstance(client, OpenAIClient):
-        wire = _OpenAIBatch(client)
-    elif isinstance(client, AnthropicClient):
-        wire = _AnthropicBatch(client)
-    else:
-        raise ValueError(
-            f"batch judging speaks the openai and anthropic providers only, not {client!r}"
-        )
+    wire = _OpenAIBatch(client) if isinstance(client, OpenAIClient) else _AnthropicBatch(client)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     batch_id = await wire.submit(requests)

@@ -53,7 +53,7 @@ from .._defaults import CACHE_MODES
 from .._guards.outgoing import outgoing
 from .._guards.secrets import MAX_TEXT, Secret, clip, public_url
 from .base import CallStats, JudgeError, Reply
-from .responses import MAX_REPLY_BYTES
+from .http import MAX_REPLY_BYTES
 
 __all__ = ["CACHE_MODES", "CacheFile", "CachedCalls", "cache_key"]
 

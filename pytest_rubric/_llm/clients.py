@@ -233,13 +233,19 @@ class AnthropicClient(HTTPClient):
         schema: dict[str, Any] | None = None,
         sampling: Sampling | None = None,
     ) -> Reply:
+        return self._read(await self.post(self._graded(system, user, schema, sampling)))
+
+    def _graded(
+        self, system: str, user: str, schema: dict[str, Any] | None, sampling: Sampling | None
+    ) -> dict[str, Any]:
+        """A judge call's payload (a batch request's too); a schema as a forced tool call."""
         payload = self._payload(system, [{"role": "user", "content": user}], sampling)
         if schema is not None:
             payload["tools"] = [
                 {"name": "grade", "description": "Record the grade.", "input_schema": schema}
             ]
             payload["tool_choice"] = {"type": "tool", "name": "grade"}
-        return self._read(await self.post(payload))
+        return payload
 
     async def chat(
         self, turns: Sequence[tuple[str, str]], *, sampling: Sampling | None = None

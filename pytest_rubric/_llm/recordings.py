@@ -44,7 +44,7 @@ from .._guards.limits import Limit, NotRegular, json_loads, read_text
 from .._guards.outgoing import outgoing
 from .._guards.secrets import Secret
 from .base import Reply
-from .responses import MAX_REPLY_BYTES
+from .http import MAX_REPLY_BYTES
 
 __all__ = ["MAX_FILE_BYTES", "Recordings", "location"]
 

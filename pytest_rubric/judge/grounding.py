@@ -21,7 +21,7 @@ from .._llm.base import JudgeError
 from .._results import Outcome, Verdict
 from ..criteria.calls import NO_CONTEXT
 from .evidence import Quoted
-from .prompt_parts import (
+from .prompts import (
     REASON_SCHEMA,
     SUBSTANCE_RULE,
     Guidance,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from .._llm.base import CallStats, Judged, mean_raw_score
 from .._results import Outcome, Verdict
-from .runner import JudgeRunner, majority
+from .runner import JudgeRunner, tally
 
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
@@ -38,8 +38,6 @@ class Panel:
     """Several judges, one grade per criterion."""
 
     def __init__(self, runners: Sequence[JudgeRunner]) -> None:
-        if len(runners) < 2:
-            raise ValueError("a panel needs two judges or more")
         self.runners = tuple(runners)
         self.name = " + ".join(r.name for r in runners)
         self.client = runners[0].client  # the rubric_judge fixture's: the first judge
@@ -89,17 +87,10 @@ def combine_panel(criterion: JudgedCriterion, outcomes: Mapping[str, Outcome]) -
             judges=judges,
         )
     values = list(outcomes.values())
+    verdict, credit, agreement = tally(criterion, values, mean=score)
     if score:
-        credits = [o.credit for o in values]
-        credit = sum(credits) / k
-        verdict = Verdict.MET if credit >= 0.5 else Verdict.UNMET
-        agreement = max(credits.count(c) for c in credits) / k
         summary = f"panel mean credit {credit:.2f} of {k} judges"
     else:
-        met = sum(o.verdict is Verdict.MET for o in values)
-        verdict = majority(criterion, met, k)
-        credit = 1.0 if verdict is Verdict.MET else 0.0
-        agreement = max(met, k - met) / k
         summary = f"panel: {sum(o.verdict is verdict for o in values)} of {k} judges {verdict}"
     reason = next((o.reason for o in values if o.verdict is verdict), values[0].reason)
     checked = [o.evidence_ok for o in values if o.evidence_ok is not None]

@@ -26,13 +26,11 @@ import asyncio
 import concurrent.futures
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._defaults import DEFAULT_CHECK_TIMEOUT
 from .._guards.secrets import redact
 from .._llm.base import CallStats, JudgeClient, Judged, mean_raw_score
-from .._llm.cache import CacheFile
-from .._llm.cost import Budget, Price
 from .._results import Outcome, Verdict
 from .evidence import check_evidence
 from .grounding import grade_grounded
@@ -40,13 +38,10 @@ from .strategies import STRATEGIES
 from .transport import Transport
 
 if TYPE_CHECKING:
-    from .._llm.recordings import Recordings
-    from .._trace import Passage
     from ..criteria.extract import JudgedCriterion
-    from .prompts import Guidance, Question
     from .requests import JudgeKey, JudgeRequest
 
-__all__ = ["JudgeRunner", "combine", "majority"]
+__all__ = ["JudgeRunner", "combine", "tally"]
 
 
 class JudgeRunner:
@@ -58,40 +53,20 @@ class JudgeRunner:
         *,
         name: str,
         strategy: str = "per-criterion",
-        concurrency: int = 8,
-        cache: CacheFile | None = None,
-        cache_mode: str = "use",
         votes: int = 1,
-        timeout: float = 60.0,
-        price: Price | None = None,
-        budget: Budget | None = None,
         evidence: str = "check",
         check_timeout: float = DEFAULT_CHECK_TIMEOUT,
-        recordings: Recordings | None = None,
+        **transport: Any,
     ) -> None:
-        if strategy not in STRATEGIES:
-            raise ValueError(f"unknown grader {strategy!r}; use one of {', '.join(STRATEGIES)}")
-        if votes < 1:
-            raise ValueError(f"votes must be at least 1, not {votes}")
+        """``transport``: the rest of :class:`Transport`'s options (``concurrency``, the
+        cache, ``timeout``, ``price``, ``budget``, ``recordings``)."""
         self.client = client
         self.name = name
         self.strategy = STRATEGIES[strategy]
         self.votes = votes
         self.evidence = evidence  # --rubric-judge-evidence, see judge.evidence
         self.check_timeout = check_timeout  # bounds the evidence search (ini rubric_check_timeout)
-        self.transport = Transport(
-            client,
-            name=name,
-            strategy=strategy,
-            concurrency=concurrency,
-            cache=cache,
-            cache_mode=cache_mode,
-            votes=votes,
-            timeout=timeout,
-            price=price,
-            budget=budget,
-            recordings=recordings,
-        )
+        self.transport = Transport(client, name=name, strategy=strategy, votes=votes, **transport)
         self._futures: dict[JudgeKey, concurrent.futures.Future[Judged]] = {}
 
     @property
@@ -102,17 +77,7 @@ class JudgeRunner:
         """Start judging one answer in the background (once per key)."""
         if request.key not in self._futures:
             self._futures[request.key] = self.transport.submit(
-                self.transport.recorded(
-                    request.recording,
-                    self._judge_answer(
-                        request.criteria,
-                        question=request.question,
-                        response=request.response,
-                        ref=request.reference,
-                        guidance=request.guidance,
-                        context=request.context,
-                    ),
-                )
+                self.transport.recorded(request.recording, self._judge_answer(request))
             )
 
     def result(self, request: JudgeRequest) -> Judged:
@@ -127,28 +92,12 @@ class JudgeRunner:
         self._futures.clear()
         self.transport.close()
 
-    async def _judge_answer(
-        self,
-        criteria: Sequence[JudgedCriterion],
-        *,
-        question: Question,
-        response: str,
-        ref: str | None,
-        guidance: Guidance | None = None,
-        context: Sequence[Passage] = (),
-    ) -> Judged:
+    async def _judge_answer(self, request: JudgeRequest) -> Judged:
         try:
-            judged = await self._grade(
-                criteria,
-                question=question,
-                response=response,
-                ref=ref,
-                guidance=guidance,
-                context=context,
-            )
+            judged = await self._grade(request)
         except Exception as exc:  # a grade that could not be obtained is ERROR, never a crash
             reason = f"judge {self.name} failed: {type(exc).__name__}: {exc}"
-            judged = Judged({c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in criteria})
+            judged = Judged({c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in request.criteria})
         budget = self.transport.budget
         if budget is not None:
             # The summary counts the criteria the spent budget left ERROR (a sample's
@@ -169,22 +118,8 @@ class JudgeRunner:
             llm_raw_score=judged.llm_raw_score,
         )
 
-    async def _grade(
-        self,
-        criteria: Sequence[JudgedCriterion],
-        *,
-        question: Question,
-        response: str,
-        ref: str | None,
-        guidance: Guidance | None = None,
-        context: Sequence[Passage] = (),
-    ) -> Judged:
-        runs = await asyncio.gather(
-            *(
-                self._sample(criteria, question, response, i, ref, guidance, context)
-                for i in range(self.votes)
-            )
-        )
+    async def _grade(self, request: JudgeRequest) -> Judged:
+        runs = await asyncio.gather(*(self._sample(request, i) for i in range(self.votes)))
         suspected = any(run.injection_suspected for run in runs)
         if self.votes == 1:
             return Judged(
@@ -200,42 +135,33 @@ class JudgeRunner:
                     mean=c.kind in ("score", "grounded")
                     or (self.strategy.mean and c.kind != "extract"),
                 )
-                for c in criteria
+                for c in request.criteria
             },
             injection_suspected=suspected,
             llm_raw_score=mean_raw_score(run.llm_raw_score for run in runs),
         )
 
-    async def _sample(
-        self,
-        criteria: Sequence[JudgedCriterion],
-        question: Question,
-        response: str,
-        sample: int,
-        ref: str | None,
-        guidance: Guidance | None = None,
-        context: Sequence[Passage] = (),
-    ) -> Judged:
+    async def _sample(self, request: JudgeRequest, sample: int) -> Judged:
         """One sample of the grades of every judged criterion of an answer, MET verdicts'
         evidence checked against the response; ``grounded`` criteria are asked on their own
         (see ``judge.grounding``), their quotes checked against the context."""
-        grounded = [c for c in criteria if c.kind == "grounded"]
-        rest = [c for c in criteria if c.kind != "grounded"]
+        grounded = [c for c in request.criteria if c.kind == "grounded"]
+        rest = [c for c in request.criteria if c.kind != "grounded"]
         parts = [
             grade_grounded(
                 self.transport,
                 c,
-                question=question,
-                response=response,
-                context=context,
+                question=request.question,
+                response=request.response,
+                context=request.context,
                 sample=sample,
                 timeout=self.check_timeout,
-                guidance=guidance,
+                guidance=request.guidance,
             )
             for c in grounded
         ]
         judged, outcomes = await asyncio.gather(
-            self._strategy_sample(rest, question, response, sample, ref, guidance),
+            self._strategy_sample(dataclasses.replace(request, criteria=rest), sample),
             asyncio.gather(*parts),
         )
         if not grounded:
@@ -246,30 +172,20 @@ class JudgeRunner:
             outcomes={**ungrounded, **dict(zip((c.id for c in grounded), outcomes, strict=True))},
         )
 
-    async def _strategy_sample(
-        self,
-        criteria: Sequence[JudgedCriterion],
-        question: Question,
-        response: str,
-        sample: int,
-        ref: str | None,
-        guidance: Guidance | None = None,
-    ) -> Judged:
+    async def _strategy_sample(self, request: JudgeRequest, sample: int) -> Judged:
         """The strategy's grades of one sample (:meth:`_sample`, but ``grounded``)."""
-        if not criteria:
+        if not request.criteria:
             return Judged({})
-        judged = await self.strategy.grade(
-            self.transport, criteria, question, response, sample, reference=ref, guidance=guidance
-        )
+        judged = await self.strategy.grade(self.transport, request, sample)
         if self.strategy.mean:
             return judged  # a holistic grade is one score for the whole rubric: nothing to quote
-        by_id = {c.id: c for c in criteria}
+        by_id = {c.id: c for c in request.criteria}
         return Judged(
             {
                 cid: check_evidence(
                     o,
                     by_id[cid],
-                    response,
+                    request.response,
                     mode=self.evidence,
                     quotes=o.evidence or (),
                     timeout=self.check_timeout,
@@ -280,12 +196,24 @@ class JudgeRunner:
         )
 
 
-def majority(criterion: JudgedCriterion, met: int, k: int) -> Verdict:
-    """The majority of ``met`` MET verdicts out of ``k``; a tie goes against the answer
-    (UNMET for a positive criterion, MET for an error criterion)."""
+def tally(
+    criterion: JudgedCriterion, outcomes: Sequence[Outcome], *, mean: bool
+) -> tuple[Verdict, float, float]:
+    """The verdict, credit and agreement of several outcomes of one criterion, none ERROR:
+    with ``mean``, the mean credit, MET from 0.5; else the majority verdict, a tie going
+    against the answer (UNMET for a positive criterion, MET for an error criterion)."""
+    k = len(outcomes)
+    if mean:
+        credits = [o.credit for o in outcomes]
+        credit = sum(credits) / k
+        verdict = Verdict.MET if credit >= 0.5 else Verdict.UNMET
+        return verdict, credit, max(credits.count(c) for c in credits) / k
+    met = sum(o.verdict is Verdict.MET for o in outcomes)
     if met * 2 == k:
-        return Verdict.MET if criterion.effective_weight < 0 else Verdict.UNMET
-    return Verdict.MET if met * 2 > k else Verdict.UNMET
+        verdict = Verdict.MET if criterion.effective_weight < 0 else Verdict.UNMET
+    else:
+        verdict = Verdict.MET if met * 2 > k else Verdict.UNMET
+    return verdict, 1.0 if verdict is Verdict.MET else 0.0, max(met, k - met) / k
 
 
 def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: bool) -> Outcome:
@@ -314,18 +242,11 @@ def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: boo
             f"{len(errors)} of {k} judge samples failed; sample {i + 1}: {first.reason}",
             votes=pairs,
         )
+    verdict, credit, agreement = tally(criterion, samples, mean=mean)
     if mean:
-        credits = [o.credit for o in samples]
-        credit = sum(credits) / k
-        verdict = Verdict.MET if credit >= 0.5 else Verdict.UNMET
-        agreement = max(credits.count(c) for c in credits) / k
         reason = samples[0].reason
         summary = f"mean credit {credit:.2f} of {k} samples"
     else:
-        met = sum(o.verdict is Verdict.MET for o in samples)
-        verdict = majority(criterion, met, k)
-        credit = 1.0 if verdict is Verdict.MET else 0.0
-        agreement = max(met, k - met) / k
         reason = next(o.reason for o in samples if o.verdict is verdict)
         summary = f"{sum(o.verdict is verdict for o in samples)} of {k} samples {verdict}"
     # The samples that make the verdict: one that `require` turned to UNMET does not count

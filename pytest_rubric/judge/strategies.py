@@ -24,8 +24,8 @@ from __future__ import annotations
 import asyncio
 import importlib
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from .._defaults import GRADERS
 from .._guards.secrets import clip
@@ -38,7 +38,7 @@ from .transport import Transport, UnusableReplay
 
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
-    from .prompts import Guidance, Question
+    from .requests import JudgeRequest
 
 __all__ = ["STRATEGIES", "Strategy", "ask"]
 
@@ -48,29 +48,12 @@ _FEEDBACK = (
 )
 
 
-class Grade(Protocol):
-    """``grade(transport, criteria, question, response, sample, reference=...)``: one sample."""
-
-    def __call__(
-        self,
-        transport: Transport,
-        criteria: Sequence[Any],
-        question: Question,
-        response: str,
-        sample: int,
-        *,
-        reference: str | None = None,
-        guidance: Guidance | None = None,
-    ) -> Awaitable[Judged]: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Strategy:
     """One ``--rubric-grader``: how one sample is graded, and how samples are combined."""
 
-    grade: Grade
-    """``grade(transport, criteria, question, response, sample, reference=...)``: one sample's
-    outcomes (``reference``: the case's known-correct answer, or None)."""
+    grade: Callable[[Transport, JudgeRequest, int], Awaitable[Judged]]
+    """``grade(transport, request, sample)``: one sample's outcomes of ``request.criteria``."""
     mean: bool = False
     """Combine samples by their mean credit for every criterion (not only score kind)."""
 
@@ -191,25 +174,22 @@ def _errors(criteria: Sequence[JudgedCriterion], reason: str) -> dict[str, Outco
     return {c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in criteria}
 
 
+def _asked(request: JudgeRequest) -> dict[str, Any]:
+    """What every prompt shows beside the criteria."""
+    return {
+        "question": request.question,
+        "response": request.response,
+        "reference": request.reference,
+        "guidance": request.guidance,
+    }
+
+
 # --- per-criterion: prompts.per_criterion, replies.read_one ---------------------------------
 
 
-async def _per_criterion(
-    transport: Transport,
-    criteria: Sequence[JudgedCriterion],
-    question: Question,
-    response: str,
-    sample: int,
-    *,
-    reference: str | None = None,
-    guidance: Guidance | None = None,
-) -> Judged:
-    prompts = [
-        per_criterion(
-            c, question=question, response=response, reference=reference, guidance=guidance
-        )
-        for c in criteria
-    ]
+async def _per_criterion(transport: Transport, request: JudgeRequest, sample: int) -> Judged:
+    criteria, response = request.criteria, request.response
+    prompts = [per_criterion(c, **_asked(request)) for c in criteria]
 
     async def one(criterion: JudgedCriterion, prompt: Prompt) -> Outcome:
         try:
@@ -240,19 +220,9 @@ async def _per_criterion(
 # --- one-shot: prompts.one_shot, replies.read_one_shot --------------------------------------
 
 
-async def _one_shot(
-    transport: Transport,
-    criteria: Sequence[JudgedCriterion],
-    question: Question,
-    response: str,
-    sample: int,
-    *,
-    reference: str | None = None,
-    guidance: Guidance | None = None,
-) -> Judged:
-    prompt = one_shot(
-        criteria, question=question, response=response, reference=reference, guidance=guidance
-    )
+async def _one_shot(transport: Transport, request: JudgeRequest, sample: int) -> Judged:
+    criteria, response = request.criteria, request.response
+    prompt = one_shot(criteria, **_asked(request))
     suspected = injection_suspected(response, prompt.token)
 
     def read(reply: Reply) -> dict[str, Graded | ReplyError]:
@@ -307,26 +277,19 @@ async def _one_shot(
 # --- holistic: prompts.holistic, replies.read_holistic --------------------------------------
 
 
-async def _holistic(
-    transport: Transport,
-    criteria: Sequence[Requirement],
-    question: Question,
-    response: str,
-    sample: int,
-    *,
-    reference: str | None = None,
-    guidance: Guidance | None = None,
-) -> Judged:
-    prompt = holistic(
-        criteria, question=question, response=response, reference=reference, guidance=guidance
-    )
-    suspected = injection_suspected(response, prompt.token)
+async def _holistic(transport: Transport, request: JudgeRequest, sample: int) -> Judged:
+    criteria = [c for c in request.criteria if isinstance(c, Requirement)]
+    prompt = holistic(criteria, **_asked(request))
+    suspected = injection_suspected(request.response, prompt.token)
     try:
         score, reason = await ask(
             transport,
             prompt,
             lambda reply: read_holistic(
-                reply.text, secrets=transport.secrets, structured=reply.structured, answer=response
+                reply.text,
+                secrets=transport.secrets,
+                structured=reply.structured,
+                answer=request.response,
             ),
             label="the holistic score",
             sample=sample,
@@ -352,41 +315,14 @@ async def _holistic(
     return Judged(outcomes, injection_suspected=suspected, llm_raw_score=score)
 
 
-async def _holistic_and_extract(
-    transport: Transport,
-    criteria: Sequence[JudgedCriterion],
-    question: Question,
-    response: str,
-    sample: int,
-    *,
-    reference: str | None = None,
-    guidance: Guidance | None = None,
-) -> Judged:
+async def _holistic_and_extract(transport: Transport, request: JudgeRequest, sample: int) -> Judged:
     """One holistic score for the judged criteria; an ``extract`` criterion is not
     graded, so it is read on its own call (as per-criterion reads it) and its check decides."""
-    reads = [c for c in criteria if c.kind == "extract"]
-    graded = [c for c in criteria if isinstance(c, Requirement)]  # `grounded`: judge.grounding
-    if not reads:
-        return await _holistic(
-            transport, graded, question, response, sample, reference=reference, guidance=guidance
-        )
-    parts = [
-        _per_criterion(
-            transport, reads, question, response, sample, reference=reference, guidance=guidance
-        )
-    ]
-    if graded:
-        parts.append(
-            _holistic(
-                transport,
-                graded,
-                question,
-                response,
-                sample,
-                reference=reference,
-                guidance=guidance,
-            )
-        )
+    reads = [c for c in request.criteria if c.kind == "extract"]
+    graded = any(isinstance(c, Requirement) for c in request.criteria)  # `grounded`: grounding
+    parts = [_per_criterion(transport, replace(request, criteria=reads), sample)] if reads else []
+    if graded or not reads:
+        parts.append(_holistic(transport, request, sample))
     done = await asyncio.gather(*parts)
     return Judged(
         {cid: o for part in done for cid, o in part.outcomes.items()},

@@ -91,6 +91,8 @@ class Transport:
         self.votes = votes
         self.timeout = timeout  # a user's client gets --rubric-judge-timeout for its whole call
         self._builtin = isinstance(client, HTTPClient)
+        # A built-in client's PROVIDER:MODEL and URL; None for a user's own judge.
+        self.spec = getattr(client, "spec", None)
         self.stats = client.stats if isinstance(client, HTTPClient) else CallStats()
         self.cache = CachedCalls(cache, cache_mode, stats=self.stats)
         self.budget = budget
@@ -188,7 +190,6 @@ class Transport:
         """
         user = prompt.user + feedback
         key = self._key(prompt, user, sample)
-        spec = getattr(self.client, "spec", None)
         digest = cache_key(**key)
         recorded = self._recorded_reply(digest)
         if recorded is not None:
@@ -198,7 +199,7 @@ class Transport:
             missing=self._missing(label),
             endpoint=self.endpoint,
             # An earlier version's key: the same, with the endpoint's URL in it.
-            legacy={**key, "endpoint": spec.url if spec is not None else None},
+            legacy={**key, "endpoint": self.spec.url if self.spec is not None else None},
         )
         if looked.unusable is not None:
             why = shorten(looked.unusable, _SHOWN, *self.secrets)
@@ -221,16 +222,14 @@ class Transport:
     def endpoint(self) -> str | None:
         """Where the calls go, as the cache records it (no userinfo, no query string); None
         for a user's own judge."""
-        spec = getattr(self.client, "spec", None)
-        return spec.public_url if spec is not None else None
+        return self.spec.public_url if self.spec is not None else None
 
     def store(self, reply: Reply, parsed: Any) -> None:
         """Keep a reply that passed validation (never an error, never a partial one)."""
-        spec = getattr(self.client, "spec", None)
         self.cache.store(
             reply,
-            provider=spec.provider if spec is not None else "custom",
-            model=spec.model if spec is not None else self.name,
+            provider=self.spec.provider if self.spec is not None else "custom",
+            model=self.spec.model if self.spec is not None else self.name,
             parsed=parsed,
             endpoint=self.endpoint,
         )
@@ -257,9 +256,8 @@ class Transport:
     def _key(self, prompt: Prompt, user: str, sample: int) -> dict[str, Any]:
         """Everything that can change the verdict, and nothing of where the call goes (the
         provider and model are in ``judge``); the per-call fence token is masked."""
-        spec = getattr(self.client, "spec", None)
         return {
-            "judge": spec.name if spec is not None else self.name,
+            "judge": self.spec.name if self.spec is not None else self.name,
             "grader": self.strategy,
             "template": prompts.TEMPLATE_VERSION,
             "system": prompt.system.replace(prompt.token, "{TOKEN}"),
