@@ -122,6 +122,13 @@ class Judged:
         object.__setattr__(self, "outcomes", types.MappingProxyType(dict(self.outcomes)))
 
 
+def token_count(value: object) -> int:
+    """A token count as a reply's ``usage``, the cache or a recording gives it, or 0 when it is
+    not a plausible one: a string, a float (``1e400`` is infinite), a dict or a count above a
+    billion is never converted."""
+    return value if type(value) is int and 0 <= value <= 10**9 else 0
+
+
 def mean_raw_score(scores: Iterable[float | None]) -> float | None:
     """The mean of several holistic 0-100 replies (judge samples, a panel's judges, an
     item's repeated answers); None when there is none, or when one of them is missing (a

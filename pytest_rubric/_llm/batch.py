@@ -353,9 +353,8 @@ class _OpenAIBatch(_Wire):
 
     def _body(self, request: BatchRequest) -> dict[str, Any]:
         mode = "text" if request.schema is None else (self.client._mode or "json_schema")
-        return self.client._payload(
-            request.system, request.user, request.schema, mode, request.sampling
-        )
+        turns = (("system", request.system), ("user", request.user))
+        return self.client._payload(turns, request.schema, mode, request.sampling)
 
     async def submit(self, requests: Sequence[BatchRequest]) -> str:
         lines = "".join(

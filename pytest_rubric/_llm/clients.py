@@ -69,39 +69,22 @@ class OpenAIClient(HTTPClient):
     def _headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self.key.reveal()}"} if self.key else {}
 
-    def _payload(
-        self,
-        system: str,
-        user: str,
-        schema: dict[str, Any] | None,
-        mode: str,
-        sampling: Sampling,
-    ) -> dict[str, Any]:
-        return self._messages_payload(
-            [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            schema,
-            mode,
-            sampling,
-        )
-
     async def chat(
         self, turns: Sequence[tuple[str, str]], *, sampling: Sampling | None = None
     ) -> Reply:
-        messages = [{"role": role, "content": content} for role, content in turns]
-        return self._text(
-            await self.post(self._messages_payload(messages, None, "text", sampling or Sampling()))
-        )
+        return self._text(await self.post(self._payload(turns, None, "text", sampling)))
 
-    def _messages_payload(
+    def _payload(
         self,
-        messages: list[dict[str, str]],
+        turns: Sequence[tuple[str, str]],
         schema: dict[str, Any] | None,
         mode: str,
-        sampling: Sampling,
+        sampling: Sampling | None,
     ) -> dict[str, Any]:
+        sampling = sampling or Sampling()
         payload: dict[str, Any] = {
             "model": self.spec.model,
-            "messages": messages,
+            "messages": [{"role": role, "content": content} for role, content in turns],
             "temperature": sampling.temperature,
             "seed": sampling.seed,
             # A grade is short; a small model that never closes its JSON would
@@ -127,20 +110,18 @@ class OpenAIClient(HTTPClient):
         schema: dict[str, Any] | None = None,
         sampling: Sampling | None = None,
     ) -> Reply:
-        sampling = sampling or Sampling()
+        turns = (("system", system), ("user", user))
         if schema is None:
-            return self._text(await self.post(self._payload(system, user, None, "text", sampling)))
+            return self._text(await self.post(self._payload(turns, None, "text", sampling)))
         if self._mode is None:
-            data = await self._settle(system, user, schema, sampling)
+            data = await self._settle(turns, schema, sampling)
             if data is not None:
                 return self._text(data)
         assert self._mode is not None
-        return self._text(
-            await self.post(self._payload(system, user, schema, self._mode, sampling))
-        )
+        return self._text(await self.post(self._payload(turns, schema, self._mode, sampling)))
 
     async def _settle(
-        self, system: str, user: str, schema: dict[str, Any], sampling: Sampling
+        self, turns: Sequence[tuple[str, str]], schema: dict[str, Any], sampling: Sampling | None
     ) -> dict[str, Any] | None:
         """Find the first output mode the server takes; None if another call settled it first.
 
@@ -163,7 +144,7 @@ class OpenAIClient(HTTPClient):
                     if self._mode is not None:
                         return None
                     mode = self._MODES[i]
-                    payload = self._payload(system, user, schema, mode, sampling)
+                    payload = self._payload(turns, schema, mode, sampling)
                     try:
                         data = await self._post_once(payload)
                     except JudgeError as exc:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from .._defaults import RetryPolicy
 from .._guards.limits import RepeatedKey, unique_keys
 from .._guards.secrets import Secret, clip, public_url, redact
-from .base import CallStats, JudgeError, Reply, Sampling
+from .base import CallStats, JudgeError, Reply, Sampling, token_count
 from .providers import ModelSpec
 
 if TYPE_CHECKING:
@@ -47,9 +47,6 @@ MAX_REPLY_BYTES = 1024 * 1024
 """The largest reply body read (1 MiB): a grade is a few hundred bytes, so a
 bigger body is refused as soon as it passes this, never buffered whole."""
 
-# A token count above this is not a count (no call reads a billion tokens).
-_MAX_TOKENS = 10**9
-
 
 def retry_delay(response: httpx.Response) -> float | None:
     """The seconds a 429's ``Retry-After`` asks for, or None (absent, or an HTTP date)."""
@@ -60,21 +57,6 @@ def retry_delay(response: httpx.Response) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None  # an HTTP date: fall back to our own backoff
-
-
-def token_count(usage: object, name: str) -> int:
-    """A token count from a reply's ``usage``, or 0 when it is not a plausible one.
-
-    The count is the provider's to report and ours to add up: a string, a
-    float (``1e400`` is infinite), a dict or a 300-digit number is not
-    trusted, never converted.
-    """
-    if not isinstance(usage, dict):
-        return 0
-    value = usage.get(name)
-    if type(value) is not int or not 0 <= value <= _MAX_TOKENS:
-        return 0
-    return value
 
 
 def _declared_length(response: httpx.Response) -> int | None:
@@ -254,7 +236,7 @@ class HTTPClient:
             self.stats.estimated += 1
             replied = len(json.dumps({k: v for k, v in data.items() if k != _ASKED}, default=str))
             usage = {names[0]: int(data.get(_ASKED, 0)) // 4, names[1]: replied // 4}
-        tokens_in, tokens_out = (token_count(usage, name) for name in names)
+        tokens_in, tokens_out = (token_count(usage.get(name)) for name in names)
         self.stats.tokens_in += tokens_in
         self.stats.tokens_out += tokens_out
         return Reply(text, tokens_in=tokens_in, tokens_out=tokens_out)

@@ -151,9 +151,7 @@ class Transport:
             return None
         found = self.recordings.fetch(where, digest)
         if found is not None:
-            self.stats.cache_hits += 1
-            self.stats.saved_in += found.tokens_in
-            self.stats.saved_out += found.tokens_out
+            self.cache.hit(found)
         return found
 
     def _missing(self, label: str) -> str:
@@ -174,7 +172,7 @@ class Transport:
             f"{label or 'this call'} in {self.recordings.shown(where)}"
             + (f" (the file cannot be read: {problem})" if problem else "")
             + "; record it with `pytest --rubric-cache use --rubric-recordings "
-            f"{self.recordings.shown_directory}` (and a judge), and commit the file"
+            f"{self.recordings.shown()}` (and a judge), and commit the file"
         )
 
     # --- one call ---------------------------------------------------------------------------
