@@ -1,37 +1,24 @@
 """Batch judging (``--rubric-judge-batch``): judge calls sent through the provider's batch API.
 
-:func:`run_batch` sends a list of :class:`BatchRequest` (each with its
-``custom_id``) as one batch, on the client's own endpoint, key and headers:
+:func:`run_batch` sends :class:`BatchRequest` s as one batch, on the client's own endpoint,
+key and headers:
 
-* OpenAI: the requests as a JSONL file to ``POST /files`` (``purpose=batch``),
-  then ``POST /batches`` over it; ``GET /batches/{id}`` until it ends; the
-  replies from ``GET /files/{output_file_id}/content`` and the failures from
-  the ``error_file_id``;
+* OpenAI: the requests as a JSONL file to ``POST /files`` (``purpose=batch``), then
+  ``POST /batches`` over it; ``GET /batches/{id}`` until it ends; the replies from
+  ``GET /files/{output_file_id}/content`` and the failures from the ``error_file_id``;
 * Anthropic: ``POST /v1/messages/batches``; ``GET .../{id}`` until its
   ``processing_status`` is ``ended``; the replies from its ``results_url``.
 
-It polls with backoff (1 s doubling to 30 s, or the server's ``Retry-After``,
-never below :data:`MIN_RETRY_AFTER`: a ``Retry-After: 0`` would poll without pause)
-up to a timeout (default 3600 s), then cancels the batch, and returns, for
-every ``custom_id``, the :class:`~pytest_rubric._llm.base.Reply` (its tokens
-counted in the client's stats) or a :class:`BatchFailure` saying why not
-and whether one live call may still get it (a result missing or errored) or
-not (the batch failed or did not end in time).
+It polls with backoff (1 s doubling to 30 s, or the server's ``Retry-After``, never below
+:data:`MIN_RETRY_AFTER`: a ``Retry-After: 0`` would poll without pause) up to a timeout,
+then cancels the batch. Every HTTP exchange has the live calls' guards (see
+:mod:`~pytest_rubric._llm.http`): a deadline on the whole exchange, a size cap (larger for
+a results file), no redirect followed, and no key in any error text. An Anthropic
+``results_url`` on another host than the endpoint is refused: the key goes only where
+``--rubric-judge-url`` points. :class:`BatchQueue` gathers a run's judge calls into batches.
 
-Every HTTP exchange has the live calls' guards (see
-:mod:`~pytest_rubric._llm.http`): a deadline on the whole exchange, a size
-cap (larger for a results file), no redirect followed, and no key in any
-error text. An Anthropic ``results_url`` on another host than the endpoint is
-refused: the key goes only where ``--rubric-judge-url`` points.
-
-:class:`BatchQueue` is what the runner's transport calls instead of the
-client's ``send`` under ``--rubric-judge-batch``: calls are gathered until
-none has come for a moment, sent as one batch, and each waits for its own
-result; one missing or errored is asked once live.
-
-The module reads bottom up: what a batch is made of and its limits, the
-exchange both providers' batch APIs share (:class:`_Wire`), each provider's own
-shapes, :func:`run_batch`, then :class:`BatchQueue`.
+The module reads bottom up: a batch and its limits, the exchange both providers' batch APIs
+share (:class:`_Wire`), each provider's own shapes, :func:`run_batch`, :class:`BatchQueue`.
 """
 
 from __future__ import annotations
@@ -199,21 +186,18 @@ class _Wire:
         method: str,
         url: str,
         *,
-        json_body: Any = None,
-        files: Mapping[str, tuple[str, bytes, str]] | None = None,
-        data: Mapping[str, str] | None = None,
         cap: int = 1024 * 1024,
         timeout: float | None = None,
+        **content: Any,
     ) -> tuple[bytes, float | None]:
-        """One HTTP exchange under the live calls' guards; the body and any ``Retry-After``."""
+        """One HTTP exchange under the live calls' guards (``content``: httpx's ``json``,
+        ``files``, ``data``); the body and any ``Retry-After``."""
         import httpx
 
         limit = timeout if timeout is not None else self.client.policy.timeout
         try:
             async with asyncio.timeout(limit):
-                response, body = await self.client._exchange(
-                    method, url, cap=cap, json=json_body, files=files, data=data
-                )
+                response, body = await self.client._exchange(method, url, cap=cap, **content)
         except (TimeoutError, httpx.TimeoutException):
             raise self._fail(
                 url,
@@ -386,7 +370,7 @@ class _OpenAIBatch(_Wire):
             lambda: self.json(
                 "POST",
                 batches_url,
-                json_body={
+                json={
                     "input_file_id": file_id,
                     "endpoint": "/v1/chat/completions",
                     "completion_window": "24h",
@@ -469,7 +453,7 @@ class _AnthropicBatch(_Wire):
             lambda: self.json(
                 "POST",
                 url,
-                json_body={
+                json={
                     "requests": [
                         {
                             "custom_id": r.custom_id,

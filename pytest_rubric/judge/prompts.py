@@ -194,14 +194,7 @@ def holistic(
         f'"reason", a string: {REASON_DESCRIPTIONS[1]}; then "score", an integer from 0 to '
         "100.",
     ]
-    schema = {
-        "type": "object",
-        "properties": {
-            "reason": REASON_SCHEMA,
-            "score": {"type": "number", "minimum": 0, "maximum": 100},
-        },
-        "required": ["reason", "score"],
-    }
+    schema = _object("score", score={"type": "number", "minimum": 0, "maximum": 100})
     return _prompt(parts, schema, token, criteria, guidance, question, response, reference)
 
 
@@ -456,14 +449,7 @@ def verdict_schema(criterion: JudgedCriterion) -> dict[str, Any]:
     if criterion.kind == "extract":
         return extract_schema(criterion)
     if criterion.kind == "label":
-        return {
-            "type": "object",
-            "properties": {
-                "reason": REASON_SCHEMA,
-                "label": {"type": "string", "enum": list(criterion.labels or ())},
-            },
-            "required": ["reason", "label"],
-        }
+        return _object("label", label={"type": "string", "enum": list(criterion.labels or ())})
     if criterion.kind == "score":
         field: dict[str, Any] = {
             "type": "number",
@@ -473,32 +459,23 @@ def verdict_schema(criterion: JudgedCriterion) -> dict[str, Any]:
         whole = whole_scale(criterion)
         if whole is not None:
             field = {**field, "type": "integer", "enum": whole}
-        return {
-            "type": "object",
-            "properties": {"reason": REASON_SCHEMA, "score": field},
-            "required": ["reason", "score"],
-        }
-    return {
-        "type": "object",
-        "properties": {
-            "reason": REASON_SCHEMA,
-            "verdict": {"type": "string", "enum": ["MET", "UNMET"]},
-            "evidence": EVIDENCE_SCHEMA,
-        },
-        "required": ["reason", "verdict"],
-    }
+        return _object("score", score=field)
+    verdict = {"type": "string", "enum": ["MET", "UNMET"]}
+    return _object("verdict", verdict=verdict, evidence=EVIDENCE_SCHEMA)
 
 
 _RETURNS_TYPE = {"number": "number", "string": "string", "boolean": "boolean", "list": "array"}
 
 
 def extract_schema(criterion: Extract) -> dict[str, Any]:
+    value = {"type": [_RETURNS_TYPE[criterion.returns], "null"]}
+    return _object("value", "evidence", value=value, evidence=EVIDENCE_SCHEMA)
+
+
+def _object(*required: str, **fields: Any) -> dict[str, Any]:
+    """A reply's schema: ``"reason"`` first, then ``fields``; it and ``required`` required."""
     return {
         "type": "object",
-        "properties": {
-            "reason": REASON_SCHEMA,
-            "value": {"type": [_RETURNS_TYPE[criterion.returns], "null"]},
-            "evidence": EVIDENCE_SCHEMA,
-        },
-        "required": ["reason", "value", "evidence"],
+        "properties": {"reason": REASON_SCHEMA, **fields},
+        "required": ["reason", *required],
     }

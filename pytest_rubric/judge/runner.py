@@ -1,23 +1,16 @@
 """Grading judged criteria with an LLM, concurrently across the whole run.
 
-A :class:`JudgeRunner` grades answers through one client. When collection
-ends, the judge calls of every collected rubric item whose response is
-already known are scheduled at once (:meth:`JudgeRunner.schedule`); the
-:class:`~pytest_rubric.judge.transport.Transport` keeps at most
-``concurrency`` calls in flight, whichever items they belong to, and each
-item waits only for its own (:meth:`JudgeRunner.result`). So K judged
-criteria with latency L take about ``K / C x L``, not ``K x L``.
+A :class:`JudgeRunner` grades answers through one client. When collection ends, the judge
+calls of every collected rubric item whose response is already known are scheduled at once
+(:meth:`JudgeRunner.schedule`); the :class:`~pytest_rubric.judge.transport.Transport` keeps
+at most ``concurrency`` calls in flight, and each item waits only for its own
+(:meth:`JudgeRunner.result`): K judged criteria with latency L take about ``K / C x L``.
 
-How an answer's criteria are put to the judge is the strategy's
-(``--rubric-grader``, :data:`~pytest_rubric.judge.strategies.STRATEGIES`).
-With ``votes`` K > 1 (``--rubric-judge-samples``) every answer is graded
-K times, each sample its own call and its own cache entry (see
-:class:`~pytest_rubric._llm.base.Sampling`), and the samples are combined
-per criterion by :func:`combine`.
-
-What an answer gets back is a :class:`~pytest_rubric._llm.base.Judged`: its
-outcomes by criterion id, returned once every sample is in, never shared
-while they are being graded.
+How an answer's criteria are put to the judge is the strategy's (``--rubric-grader``).
+With ``votes`` K > 1 (``--rubric-judge-samples``) every answer is graded K times, each
+sample its own call and cache entry, combined per criterion by :func:`combine`; a
+:class:`Panel`'s judges are combined by :func:`combine_panel`. An answer gets back a
+:class:`~pytest_rubric._llm.base.Judged` once every sample is in.
 """
 
 from __future__ import annotations
@@ -25,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._defaults import DEFAULT_CHECK_TIMEOUT
@@ -41,7 +34,7 @@ if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
     from .requests import JudgeKey, JudgeRequest
 
-__all__ = ["JudgeRunner", "combine", "tally"]
+__all__ = ["JudgeRunner", "Panel", "combine", "combine_panel", "tally"]
 
 
 class JudgeRunner:
@@ -259,5 +252,81 @@ def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: boo
         agreement=agreement,
         votes=pairs,
         # A MET sample whose quotes were not found leaves the criterion unsupported.
+        evidence_ok=all(checked) if checked and verdict is Verdict.MET else None,
+    )
+
+
+class Panel:
+    """A panel of judges (``--rubric-judge`` given more than once): every judged criterion
+    graded by each judge's own :class:`JudgeRunner` (its client, cache entries, samples and
+    usage), their outcomes combined by :func:`combine_panel`. It answers to the runner's
+    calls, so the session does not care which it holds."""
+
+    def __init__(self, runners: Sequence[JudgeRunner]) -> None:
+        self.runners = tuple(runners)
+        self.name = " + ".join(r.name for r in runners)
+        self.client = runners[0].client  # the rubric_judge fixture's: the first judge
+
+    @property
+    def stats(self) -> CallStats:
+        return self.runners[0].stats
+
+    def schedule(self, request: JudgeRequest) -> None:
+        for runner in self.runners:
+            runner.schedule(request)
+
+    def result(self, request: JudgeRequest) -> Judged:
+        self.schedule(request)
+        by_judge = {runner.name: runner.result(request) for runner in self.runners}
+        return Judged(
+            {
+                c.id: combine_panel(c, {name: j.outcomes[c.id] for name, j in by_judge.items()})
+                for c in request.criteria
+            },
+            injection_suspected=any(j.injection_suspected for j in by_judge.values()),
+            llm_raw_score=mean_raw_score(j.llm_raw_score for j in by_judge.values()),
+        )
+
+    def close(self) -> None:
+        for runner in self.runners:
+            runner.close()
+
+
+def combine_panel(criterion: JudgedCriterion, outcomes: Mapping[str, Outcome]) -> Outcome:
+    """One outcome from each judge's outcome of ``criterion``: any judge's ERROR makes it ERROR
+    (a panel that could not sit is not a panel's grade); else as :func:`tally` combines
+    them. It keeps ``judges``, each judge's verdict (score kind: its score), and its
+    ``agreement``: below 1 it is ``unstable``."""
+    k = len(outcomes)
+    score = criterion.kind == "score"
+    judges: tuple[tuple[str, str | float], ...]
+    if score:  # only a judge criterion has a score kind, and its range
+        low, high = getattr(criterion, "min_score", 0.0), getattr(criterion, "max_score", 1.0)
+        judges = tuple((n, low + o.credit * (high - low)) for n, o in outcomes.items())
+    else:
+        judges = tuple((n, str(o.verdict)) for n, o in outcomes.items())
+    failed = [(n, o) for n, o in outcomes.items() if o.verdict is Verdict.ERROR]
+    if failed:
+        name, first = failed[0]
+        return Outcome(
+            Verdict.ERROR,
+            0.0,
+            f"{len(failed)} of {k} judges of the panel failed; {name}: {first.reason}",
+            judges=judges,
+        )
+    values = list(outcomes.values())
+    verdict, credit, agreement = tally(criterion, values, mean=score)
+    if score:
+        summary = f"panel mean credit {credit:.2f} of {k} judges"
+    else:
+        summary = f"panel: {sum(o.verdict is verdict for o in values)} of {k} judges {verdict}"
+    reason = next((o.reason for o in values if o.verdict is verdict), values[0].reason)
+    checked = [o.evidence_ok for o in values if o.evidence_ok is not None]
+    return Outcome(
+        verdict,
+        credit,
+        f"{reason} ({summary})",
+        agreement=agreement,
+        judges=judges,
         evidence_ok=all(checked) if checked and verdict is Verdict.MET else None,
     )
