@@ -194,7 +194,7 @@ def holistic(
         f'"reason", a string: {REASON_DESCRIPTIONS[1]}; then "score", an integer from 0 to '
         "100.",
     ]
-    schema = _object("score", score={"type": "number", "minimum": 0, "maximum": 100})
+    schema = reply_schema("score", score={"type": "number", "minimum": 0, "maximum": 100})
     return _prompt(parts, schema, token, criteria, guidance, question, response, reference)
 
 
@@ -449,7 +449,7 @@ def verdict_schema(criterion: JudgedCriterion) -> dict[str, Any]:
     if criterion.kind == "extract":
         return extract_schema(criterion)
     if criterion.kind == "label":
-        return _object("label", label={"type": "string", "enum": list(criterion.labels or ())})
+        return reply_schema("label", label={"type": "string", "enum": list(criterion.labels or ())})
     if criterion.kind == "score":
         field: dict[str, Any] = {
             "type": "number",
@@ -459,9 +459,9 @@ def verdict_schema(criterion: JudgedCriterion) -> dict[str, Any]:
         whole = whole_scale(criterion)
         if whole is not None:
             field = {**field, "type": "integer", "enum": whole}
-        return _object("score", score=field)
+        return reply_schema("score", score=field)
     verdict = {"type": "string", "enum": ["MET", "UNMET"]}
-    return _object("verdict", verdict=verdict, evidence=EVIDENCE_SCHEMA)
+    return reply_schema("verdict", verdict=verdict, evidence=EVIDENCE_SCHEMA)
 
 
 _RETURNS_TYPE = {"number": "number", "string": "string", "boolean": "boolean", "list": "array"}
@@ -469,10 +469,10 @@ _RETURNS_TYPE = {"number": "number", "string": "string", "boolean": "boolean", "
 
 def extract_schema(criterion: Extract) -> dict[str, Any]:
     value = {"type": [_RETURNS_TYPE[criterion.returns], "null"]}
-    return _object("value", "evidence", value=value, evidence=EVIDENCE_SCHEMA)
+    return reply_schema("value", "evidence", value=value, evidence=EVIDENCE_SCHEMA)
 
 
-def _object(*required: str, **fields: Any) -> dict[str, Any]:
+def reply_schema(*required: str, **fields: Any) -> dict[str, Any]:
     """A reply's schema: ``"reason"`` first, then ``fields``; it and ``required`` required."""
     return {
         "type": "object",

@@ -141,17 +141,7 @@ class JudgeRunner:
         grounded = [c for c in request.criteria if c.kind == "grounded"]
         rest = [c for c in request.criteria if c.kind != "grounded"]
         parts = [
-            grade_grounded(
-                self.transport,
-                c,
-                question=request.question,
-                response=request.response,
-                context=request.context,
-                sample=sample,
-                timeout=self.check_timeout,
-                guidance=request.guidance,
-            )
-            for c in grounded
+            grade_grounded(self.transport, c, request, sample, self.check_timeout) for c in grounded
         ]
         judged, outcomes = await asyncio.gather(
             self._strategy_sample(dataclasses.replace(request, criteria=rest), sample),

@@ -25,7 +25,7 @@ import asyncio
 import importlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._defaults import GRADERS
 from .._guards.secrets import clip
@@ -40,7 +40,9 @@ if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
     from .requests import JudgeRequest
 
-__all__ = ["STRATEGIES", "Strategy", "ask"]
+__all__ = ["STRATEGIES", "Strategy", "ask", "reader"]
+
+T = TypeVar("T")
 
 _FEEDBACK = (
     "\n\nYour previous reply could not be used: {error}. Reply again with only the JSON object "
@@ -117,13 +119,22 @@ async def _attempt(
     sample: int,
 ) -> tuple[Reply, Any]:
     """One call and its reading; a reply that does not fit is recorded as unusable (with
-    ``--rubric-cache replay``, one recorded so is raised again) and raised as ReplyError."""
+    ``--rubric-cache replay``, one recorded so is raised again) and raised as ReplyError.
+
+    The readers turn hostile replies into ReplyError themselves; anything else ``read``
+    raises is a reply that does not fit too, never a crash.
+    """
     reply = await transport.call(prompt, feedback=feedback, label=label, sample=sample)
     try:
-        return reply, _read(transport, read, reply)
-    except ReplyError as exc:
+        parsed = read(reply)
+    except Exception as exc:
+        if not isinstance(exc, ReplyError):
+            # Short: the message is fed back to the judge, and may end up in a reason.
+            message = f"the reply could not be read ({type(exc).__name__}: {exc})"
+            exc = ReplyError(clip(message, *transport.secrets, limit=200))
         transport.unusable(reply, str(exc))
-        raise
+        raise exc from None
+    return reply, parsed
 
 
 def _protocol_hint(strategy: str) -> str:
@@ -143,20 +154,14 @@ def _problems(parsed: Any) -> str | None:
     return "; ".join(errors) if errors else None
 
 
-def _read(transport: Transport, read: Callable[[Reply], Any], reply: Reply) -> Any:
-    """``read(reply)``, where anything it raises is a reply that does not fit, never a crash.
-
-    The readers turn hostile replies into ReplyError themselves; this is the
-    backstop for whatever they did not foresee.
-    """
-    try:
-        return read(reply)
-    except ReplyError:
-        raise
-    except Exception as exc:
-        # Short: the message is fed back to the judge, and may end up in a reason.
-        message = f"the reply could not be read ({type(exc).__name__}: {exc})"
-        raise ReplyError(clip(message, *transport.secrets, limit=200)) from None
+def reader(
+    transport: Transport, response: str, read: Callable[..., T], *args: Any
+) -> Callable[[Reply], T]:
+    """``read(text, *args)`` of a reply to a call about ``response``: redacting the judge's
+    keys, held to the structured part when it is one, never taking the response's objects."""
+    return lambda reply: read(
+        reply.text, *args, secrets=transport.secrets, structured=reply.structured, answer=response
+    )
 
 
 def _outcome(graded: Graded) -> Outcome:
@@ -196,13 +201,7 @@ async def _per_criterion(transport: Transport, request: JudgeRequest, sample: in
             graded = await ask(
                 transport,
                 prompt,
-                lambda reply: read_one(
-                    reply.text,
-                    criterion,
-                    secrets=transport.secrets,
-                    structured=reply.structured,
-                    answer=response,
-                ),
+                reader(transport, response, read_one, criterion),
                 label=f"criterion {criterion.id!r}",
                 sample=sample,
             )
@@ -225,15 +224,7 @@ async def _one_shot(transport: Transport, request: JudgeRequest, sample: int) ->
     prompt = one_shot(criteria, **_asked(request))
     suspected = injection_suspected(response, prompt.token)
 
-    def read(reply: Reply) -> dict[str, Graded | ReplyError]:
-        return read_one_shot(
-            reply.text,
-            criteria,
-            secrets=transport.secrets,
-            structured=reply.structured,
-            answer=response,
-        )
-
+    read = reader(transport, response, read_one_shot, criteria)
     label = "criteria " + ", ".join(repr(c.id) for c in criteria)
     try:
         first = await ask(transport, prompt, read, label=label, sample=sample)
@@ -285,12 +276,7 @@ async def _holistic(transport: Transport, request: JudgeRequest, sample: int) ->
         score, reason = await ask(
             transport,
             prompt,
-            lambda reply: read_holistic(
-                reply.text,
-                secrets=transport.secrets,
-                structured=reply.structured,
-                answer=request.response,
-            ),
+            reader(transport, request.response, read_holistic),
             label="the holistic score",
             sample=sample,
         )
