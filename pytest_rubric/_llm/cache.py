@@ -1,39 +1,29 @@
 """The cached call: a judge cache read and written as ``--rubric-cache`` says, for any kind
 of call, under a key that names the call and nothing else.
 
-The key is a hash of everything that can change a verdict: provider, model,
-strategy (``--rubric-grader``), prompt template version, the full messages (with the
-per-call fence token replaced by a placeholder, so the key is stable across
-runs), the reply schema, the sampling parameters and the sample index.
-Never the API key or any header, and never the endpoint's URL: the same
-request to the same model through another gateway is the same call, so a
-cache recorded through one replays through another. A hit recorded against
-another endpoint is counted (:attr:`CallStats.elsewhere`). Rows an
-earlier version wrote had the endpoint in their key and none in the row:
-:meth:`CachedCalls.lookup` finds them under that key too (``legacy``), so a
-committed cache still replays through the URL it was recorded against.
+The key is a hash of everything that can change a verdict: provider, model, strategy
+(``--rubric-grader``), prompt template version, the full messages (the per-call fence token
+masked, so the key is stable across runs), the reply schema, the sampling parameters and the
+sample index. Never the API key or any header, and never the endpoint's URL: the same request
+to the same model through another gateway is the same call, so a cache recorded through one
+replays through another (a hit recorded against another endpoint is counted,
+:attr:`CallStats.elsewhere`). Rows an earlier version wrote had the endpoint in their key:
+:meth:`CachedCalls.lookup` finds them under that key too (``legacy``).
 
-Modes (``--rubric-cache``): ``use`` reads and writes; ``refresh`` calls the
-judge and overwrites; ``off`` ignores the cache; ``replay`` makes no network
-call at all, and a miss is an ERROR naming the criterion. :class:`CachedCalls`
-applies them, once for every kind of call: a judge's reply and a live
-model's answer (``--rubric-model``) go through the same lookup and store. The
-store itself is :class:`CacheFile`: one SQLite file (WAL mode) of replies by key, shared by every process of a run, that no
-problem of its own may stop or change.
+Modes (``--rubric-cache``): ``use`` reads and writes; ``refresh`` calls the judge and
+overwrites; ``off`` ignores the cache; ``replay`` makes no network call at all, and a miss is
+an ERROR naming the criterion. :class:`CachedCalls` applies them to every kind of call (a
+judge's reply, a live model's answer); :class:`CacheFile` is the store, one SQLite file (WAL
+mode) shared by every process of a run.
 
-Each row keeps the endpoint it was recorded against (without userinfo or query string).
-Only replies that passed validation are stored, with the parsed verdict,
-token usage and a timestamp: an error is never cached. A reply is stored
-redacted of the API keys the cache was given (a judge may echo anything).
-A reply that did not fit the protocol is never stored either, but the fact
-is, with the reason (table ``unusable``): ``replay`` then says that the
-judge's last reply to the call was unusable, rather than that it was never
-recorded, and replays the retry that followed it (see
-:func:`~pytest_rubric.judge.strategies.ask`).
-
-A file written by the previous version (the ``replies`` table without its
-``endpoint`` column, no ``unusable`` table) is brought up to date when it is
-opened; its rows are kept, their endpoint unknown.
+Each row keeps the endpoint it was recorded against (without userinfo or query string). Only
+replies that passed validation are stored, redacted of the API keys the cache was given, with
+the parsed verdict, token usage and a timestamp: an error is never cached. A reply that did
+not fit the protocol is never stored either, but the fact is, with the reason (table
+``unusable``): ``replay`` then says that the judge's last reply to the call was unusable, and
+replays the retry that followed it (see :func:`~pytest_rubric.judge.strategies.ask`). A file
+of the previous version (no ``endpoint`` column, no ``unusable`` table) is brought up to date
+when it is opened; its rows are kept, their endpoint unknown.
 """
 
 from __future__ import annotations

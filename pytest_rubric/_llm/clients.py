@@ -1,17 +1,12 @@
 """The built-in clients: OpenAI-compatible chat completions and the Anthropic messages API.
 
-Each is one wire on :class:`~pytest_rubric._llm.http.HTTPClient`: what it
-posts (temperature 0 and a seed where the API takes one, see
-:class:`~pytest_rubric._llm.base.Sampling` for repeated samples; structured
-output where the API offers it) and how it reads the reply. Every client has
-``async complete(system, user) -> str`` (the hook's contract,
-:class:`~pytest_rubric._llm.base.JudgeClient`); the built-in ones also have
-``send``, which takes ``schema=`` (a JSON Schema the reply must fit) and
-``sampling=`` and returns the :class:`~pytest_rubric._llm.base.Reply` with
-the tokens the provider counted.
-
-:data:`WIRES` maps a provider's wire (see
-:data:`~pytest_rubric._llm.providers.PROVIDERS`) to its class.
+Each is one wire on :class:`~pytest_rubric._llm.http.HTTPClient`: what it posts (temperature
+0 and a seed where the API takes one, see :class:`~pytest_rubric._llm.base.Sampling`;
+structured output where the API offers it) and how it reads the reply. Besides the hook's
+``async complete(system, user) -> str`` (:class:`~pytest_rubric._llm.base.JudgeClient`),
+each has ``send``, which takes ``schema=`` (a JSON Schema the reply must fit) and
+``sampling=`` and returns the :class:`~pytest_rubric._llm.base.Reply` with the tokens the
+provider counted. :data:`WIRES` maps a provider's wire to its class.
 """
 
 from __future__ import annotations

@@ -1,25 +1,22 @@
 """The HTTP machinery every built-in client shares, on httpx, with a retry policy that fails safe.
 
-No provider SDK: one ``httpx.AsyncClient`` per client.
+No provider SDK: one ``httpx.AsyncClient`` per client. Nothing a server sends is taken on
+faith:
 
-* every HTTP attempt is bounded as a whole, body included, by the timeout
-  (a server that trickles bytes times out), and a reply is read only up to
-  :data:`MAX_REPLY_BYTES`;
-* retries on 429 (honouring ``Retry-After``, capped), 5xx, connection
-  errors, timeouts and replies that cannot be read, with exponential backoff
-  and full jitter; a redirect is an error naming its target, never a reply;
-* a bounded number of attempts per call and a retry budget per client;
-  given the runner's ``limiter``, a client holds a concurrency slot for one
-  attempt at a time, never while it waits to retry;
-* a call that still fails raises :class:`~pytest_rubric._llm.base.JudgeError`,
-  whose message names the provider, model and status and says what to try.
-  It never contains the API key, whole or cut: text is redacted before it is
-  cut short.
+* every HTTP attempt is bounded as a whole, body included, by the timeout (a server that
+  trickles bytes times out), and a body stops being read once it passes
+  :data:`MAX_REPLY_BYTES`; a count or a delay that is not a plausible number is not converted;
+* retries on 429 (honouring ``Retry-After``, capped), 5xx, connection errors, timeouts and
+  replies that cannot be read, with exponential backoff and full jitter; a redirect is an
+  error naming its target, never a reply;
+* a bounded number of attempts per call and a retry budget per client; given the runner's
+  ``limiter``, a client holds a concurrency slot for one attempt at a time, never while it
+  waits to retry;
+* a call that still fails raises :class:`~pytest_rubric._llm.base.JudgeError`, whose message
+  names the provider, model and status and says what to try, and never holds the API key,
+  whole or cut: text is redacted before it is cut short.
 
-Nothing a server sends is taken on faith: a body stops being read once it passes
-:data:`MAX_REPLY_BYTES`, and a count or a delay that is not a plausible number is not
-converted. The wires (what is posted, how the reply is read) are in
-:mod:`~pytest_rubric._llm.clients`.
+The wires (what is posted, how the reply is read) are in :mod:`~pytest_rubric._llm.clients`.
 """
 
 from __future__ import annotations

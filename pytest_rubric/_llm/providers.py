@@ -1,17 +1,12 @@
 """The providers a judge can be reached at, and the keys they take (no httpx import).
 
 :data:`~pytest_rubric._defaults.PROVIDERS` is the registry: one
-:class:`~pytest_rubric._defaults.Provider` per name usable in
-``--rubric-judge PROVIDER:MODEL``, with its default endpoint, the variable
-that holds its key, the variable that moves its endpoint, the wire it
-speaks (a client class in :data:`~pytest_rubric._llm.clients.WIRES`) and
-whether its batch API is spoken. A provider that speaks an existing wire is
-one entry there; a new wire is one entry there plus one class in
-``clients``.
-
-An xdist controller never calls the judge, its workers do; it only checks
-``--rubric-judge`` and the key up front. This module is all it needs, so it
-starts without importing httpx.
+:class:`~pytest_rubric._defaults.Provider` per name usable in ``--rubric-judge PROVIDER:MODEL``,
+with its default endpoint, the variables of its key and its endpoint, the wire it speaks (a
+client class in :data:`~pytest_rubric._llm.clients.WIRES`) and whether its batch API is
+spoken. A provider that speaks an existing wire is one entry there; a new wire is one entry
+there plus one class in ``clients``. An xdist controller only checks ``--rubric-judge`` and
+the key up front: this module is all it needs.
 """
 
 from __future__ import annotations

@@ -13,18 +13,14 @@ cache's key, :func:`~pytest_rubric._llm.cache.cache_key`)::
       }
     }
 
-Keys sorted, two-space indents, a trailing newline: two branches that record
-different cases touch different files, and re-recording one case changes one
-small file a reviewer can read. A recording comes from another branch, so it
-is untrusted input: a file is read within limits (its size, its nesting, how
-many entries, each reply no larger than a live one) and a reply it holds goes
-through the same reading and validation as a live reply. A file that cannot
-be read is named in the ERROR of a replay that needed it.
-
-The store does no pytest work: the session decides where each request's file
-is (:func:`location`), and when to write (:meth:`Recordings.flush`, once, by the
-process that writes outputs; xdist workers hand their share over as data,
-:meth:`Recordings.state`).
+Keys sorted, two-space indents, a trailing newline: two branches that record different cases
+touch different files, and re-recording one case changes one small file a reviewer can read.
+A recording comes from another branch, so it is untrusted input: a file is read within limits
+(its size, its nesting, how many entries, each reply no larger than a live one) and a reply it
+holds goes through the same reading and validation as a live reply. A file that cannot be read
+is named in the ERROR of a replay that needed it. The session decides where each request's
+file is (:func:`location`) and when to write (:meth:`Recordings.flush`, once, by the process
+that writes outputs; xdist workers hand their share over as data, :meth:`Recordings.state`).
 """
 
 from __future__ import annotations

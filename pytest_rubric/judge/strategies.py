@@ -9,14 +9,14 @@ its reply reader (:mod:`~pytest_rubric.judge.replies`):
 ``one-shot``
     one call for all judged criteria of a case, keyed by criterion id;
 ``holistic``
-    one call, one 0-100 score s: the judged criteria earn s/100 of their
-    combined positive weight (each positive one gets credit s/100); when they have no
-    positive weight, each negative one gets credit 1 - s/100 (the error made that far).
+    one call, one 0-100 score s: the judged criteria earn s/100 of their combined positive
+    weight (each positive one gets credit s/100); when they have no positive weight, each
+    negative one gets credit 1 - s/100 (the error made that far).
 
-A reply that does not fit the protocol is asked again once with the error
-fed back (:func:`ask`); a judge call that fails, or a second bad reply, makes
-the criterion ERROR. Nothing here turns a failure into MET or UNMET. Each
-strategy returns the :class:`~pytest_rubric._llm.base.Judged` of one sample.
+A reply that does not fit the protocol is asked again once with the error fed back
+(:func:`ask`); a judge call that fails, or a second bad reply, makes the criterion ERROR.
+Nothing here turns a failure into MET or UNMET. Each strategy returns the
+:class:`~pytest_rubric._llm.base.Judged` of one sample.
 """
 
 from __future__ import annotations

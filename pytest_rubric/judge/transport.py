@@ -1,17 +1,13 @@
 """How judge calls are made for a whole run: one event loop, one concurrency bound, one cache.
 
-A :class:`Transport` owns an event loop in a background thread and the
-client it calls. At most ``concurrency`` calls are in flight, whichever
-answers they belong to. A built-in client takes a slot per HTTP attempt
-(and retries within its own budget, see :mod:`~pytest_rubric._llm.http`),
-so that a call waiting out a ``Retry-After`` does not hold one; a user's
-client (the hook's) holds its slot for its whole call, which
-``--rubric-judge-timeout`` bounds.
-
-:meth:`Transport.call` is the one way a prompt reaches the judge: through
-the cache (:class:`~pytest_rubric._llm.cache.CachedCalls`), counted in
-:class:`~pytest_rubric._llm.base.CallStats`, and with whatever a client
-raises turned into :class:`~pytest_rubric._llm.base.JudgeError`.
+A :class:`Transport` owns an event loop in a background thread and the client it calls. At
+most ``concurrency`` calls are in flight, whichever answers they belong to. A built-in client
+takes a slot per HTTP attempt (see :mod:`~pytest_rubric._llm.http`), so that a call waiting
+out a ``Retry-After`` does not hold one; a user's client (the hook's) holds its slot for its
+whole call, which ``--rubric-judge-timeout`` bounds. :meth:`Transport.call` is the one way a
+prompt reaches the judge: through the cache (:class:`~pytest_rubric._llm.cache.CachedCalls`)
+and the recordings, counted in :class:`~pytest_rubric._llm.base.CallStats`, and with whatever
+a client raises turned into :class:`~pytest_rubric._llm.base.JudgeError`.
 """
 
 from __future__ import annotations
@@ -93,14 +89,12 @@ class Transport:
         self._builtin = isinstance(client, HTTPClient)
         # A built-in client's PROVIDER:MODEL and URL; None for a user's own judge.
         self.spec = getattr(client, "spec", None)
-        self.stats = client.stats if isinstance(client, HTTPClient) else CallStats()
+        self.stats = client.stats if self._builtin else CallStats()
         self.cache = CachedCalls(cache, cache_mode, stats=self.stats)
         self.budget = budget
         if budget is not None and price is not None:
             stats = self.stats
             budget.add_source(lambda: stats.cost(price))
-        if isinstance(client, HTTPClient) and budget is not None:
-            client.admit = budget.admit  # checked when a call gets its slot
         # Whatever a judge raises or replies is redacted of every key we know of:
         # the built-in client's own, and the providers' variables (a user's client
         # may read those itself).
@@ -109,8 +103,10 @@ class Transport:
         self.secrets += known_keys()
         self._loop = asyncio.new_event_loop()
         self._semaphore = asyncio.Semaphore(concurrency)
-        if isinstance(client, HTTPClient):
+        if self._builtin:
             client.limiter = self._semaphore
+            if budget is not None:
+                client.admit = budget.admit  # checked when a call gets its slot
         # --rubric-judge-batch: what a built-in client's calls are sent through instead.
         self.batch: BatchQueue | None = None
         self._thread = threading.Thread(
