@@ -312,11 +312,6 @@ class Guidance:
     instructions: str | None = None
     examples: tuple[GuidanceExample, ...] = ()
 
-    def examples_for(self, ids: Sequence[str]) -> list[GuidanceExample]:
-        """The examples of the criteria ``ids`` (those of a call), in the file's order."""
-        wanted = set(ids)
-        return [e for e in self.examples if e.criterion in wanted]
-
 
 _AUTHOR_RULE = (
     "The rubric's author adds the instructions between <rubric-author-{token}> ... "
@@ -344,7 +339,7 @@ def guided(
             _AUTHOR_RULE.format(token=token)
             + f"\n<rubric-author-{token}>\n{guidance.instructions}\n</rubric-author-{token}>"
         )
-    examples = guidance.examples_for(ids)
+    examples = [e for e in guidance.examples if e.criterion in ids]  # the call's, in order
     if not examples:
         return parts, ""
     parts.append(_EXAMPLES_RULE.format(token=token))

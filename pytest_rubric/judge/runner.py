@@ -202,16 +202,11 @@ def tally(
 def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: bool) -> Outcome:
     """One outcome from K samples of one criterion.
 
-    * Any sample that is ERROR makes the criterion ERROR: a grade that could
-      not be obtained K times is not a K-sample grade.
-    * A boolean criterion takes the majority verdict. A tie (an even K) goes
-      against the answer: UNMET for a positive criterion, MET for an error
-      criterion (negative weight), so a split judge never earns credit.
-    * With ``mean`` (a score-kind criterion, and every holistic grade) the
-      criterion takes the mean credit, MET when that is at least 0.5.
-
-    ``agreement`` is the share of samples that gave the most common grade
-    (verdict, or credit for score kind): 1.0 when they all agree. Below 1 the
+    Any sample that is ERROR makes the criterion ERROR: a grade that could not be obtained K
+    times is not a K-sample grade. Otherwise :func:`tally` decides: the majority verdict, a
+    tie going against the answer so that a split judge never earns credit; with ``mean`` (a
+    score-kind criterion, and every holistic grade) the mean credit. ``agreement`` is the
+    share of samples that gave the most common grade (verdict, or credit): below 1 the
     criterion is ``unstable``.
     """
     pairs = tuple((o.verdict, o.credit) for o in samples)
