@@ -701,9 +701,6 @@ class BatchQueue:
                 first_poll=self.first_poll,
                 max_poll=self.max_poll,
             )
-        except JudgeError as exc:
-            failure = BatchFailure(str(exc), retry_live=False)
-            results = {r.custom_id: failure for r in requests}
         except asyncio.CancelledError:  # aclose: the run is over
             failure = BatchFailure(
                 f"judge {self.client.spec.name}: the run ended before its batch did",
@@ -714,14 +711,11 @@ class BatchQueue:
                     future.set_result(failure)
             raise
         except Exception as exc:  # no call may be left waiting
-            failure = BatchFailure(
-                redact(
-                    f"judge {self.client.spec.name}: the batch failed "
-                    f"({type(exc).__name__}: {exc})",
-                    self.client.key,
-                ),
-                retry_live=False,
-            )
+            reason = str(exc)
+            if not isinstance(exc, JudgeError):
+                failed = f"the batch failed ({type(exc).__name__}: {exc})"
+                reason = redact(f"judge {self.client.spec.name}: {failed}", self.client.key)
+            failure = BatchFailure(reason, retry_live=False)
             results = {r.custom_id: failure for r in requests}
         for request, future in gathered:
             if not future.done():

@@ -56,17 +56,12 @@ def retry_delay(response: httpx.Response) -> float | None:
         return None  # an HTTP date: fall back to our own backoff
 
 
-def _declared_length(response: httpx.Response) -> int | None:
-    """The body's ``Content-Length``, or None when it does not declare a plausible one."""
-    value = response.headers.get("content-length", "")
-    # Bounded before int(): a 5,000-digit length would raise instead of being refused.
-    return int(value) if value.isdigit() and len(value) <= 18 else None
-
-
 async def read_capped(response: httpx.Response, cap: int = MAX_REPLY_BYTES) -> bytes | None:
-    """The body, or None once it passes ``cap`` bytes (nothing more is read)."""
-    declared = _declared_length(response)
-    if declared is not None and declared > cap:
+    """The body, or None once it passes ``cap`` bytes, or its ``Content-Length`` says it will
+    (nothing more is read)."""
+    declared = response.headers.get("content-length", "")
+    # Bounded before int(): a 5,000-digit length would raise instead of being refused.
+    if declared.isdigit() and len(declared) <= 18 and int(declared) > cap:
         return None
     chunks: list[bytes] = []
     size = 0
