@@ -69,10 +69,6 @@ class ModelSpec:
     def key_variable(self) -> str:
         return self.entry.key_variable
 
-    @property
-    def is_default_url(self) -> bool:
-        return self.url == self.entry.url
-
 
 def read_key(
     spec: ModelSpec, environ: Mapping[str, str] | None = None, *, require_key: bool = True
@@ -85,7 +81,7 @@ def read_key(
     environ = os.environ if environ is None else environ
     raw = environ.get(spec.key_variable, "")
     key = Secret(raw) if raw else None
-    if key is None and spec.is_default_url and require_key:
+    if key is None and spec.url == spec.entry.url and require_key:
         raise ValueError(
             f"{spec.name} needs an API key: set {spec.key_variable} in the "
             "environment (keys are never read from flags or files)"
