@@ -1,18 +1,8 @@
 """What every part of the judge shares, without the HTTP machinery (no httpx import).
 
-The words, used with one meaning each across the package:
-
-* the **judge** is the model that grades judged criteria;
-* a **client** is what a judge is reached through: the built-in
-  :class:`~pytest_rubric._llm.clients.HTTPClient` subclasses, or the object
-  the ``pytest_rubric_make_judge`` hook returns (:class:`JudgeClient`);
-* the **runner** (:class:`~pytest_rubric.judge.runner.JudgeRunner`) grades
-  answers through one client for the whole run;
-* a **strategy** is how the judged criteria of one answer are put to the
-  judge: ``--rubric-grader per-criterion|one-shot|holistic``.
-
-An xdist controller never calls the judge, but it adds up the workers'
-:class:`CallStats`; this module is all it needs of that.
+Its words (judge, client, runner, grader) mean what docs/development/glossary.md says. An
+xdist controller never calls the judge, but it adds up the workers' :class:`CallStats`;
+this module is all it needs of that.
 """
 
 from __future__ import annotations
@@ -120,6 +110,13 @@ class Judged:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcomes", types.MappingProxyType(dict(self.outcomes)))
+
+
+def token_count(value: object) -> int:
+    """A token count as a reply's ``usage``, the cache or a recording gives it, or 0 when it is
+    not a plausible one: a string, a float (``1e400`` is infinite), a dict or a count above a
+    billion is never converted."""
+    return value if type(value) is int and 0 <= value <= 10**9 else 0
 
 
 def mean_raw_score(scores: Iterable[float | None]) -> float | None:

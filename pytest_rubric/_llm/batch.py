@@ -1,51 +1,37 @@
 """Batch judging (``--rubric-judge-batch``): judge calls sent through the provider's batch API.
 
-:func:`run_batch` sends a list of :class:`BatchRequest` (each with its
-``custom_id``) as one batch, on the client's own endpoint, key and headers:
+:func:`run_batch` sends :class:`BatchRequest` s as one batch, on the client's own endpoint,
+key and headers:
 
-* OpenAI: the requests as a JSONL file to ``POST /files`` (``purpose=batch``),
-  then ``POST /batches`` over it; ``GET /batches/{id}`` until it ends; the
-  replies from ``GET /files/{output_file_id}/content`` and the failures from
-  the ``error_file_id``;
+* OpenAI: the requests as a JSONL file to ``POST /files`` (``purpose=batch``), then
+  ``POST /batches`` over it; ``GET /batches/{id}`` until it ends; the replies from
+  ``GET /files/{output_file_id}/content`` and the failures from the ``error_file_id``;
 * Anthropic: ``POST /v1/messages/batches``; ``GET .../{id}`` until its
   ``processing_status`` is ``ended``; the replies from its ``results_url``.
 
-It polls with backoff (1 s doubling to 30 s, or the server's ``Retry-After``,
-never below :data:`MIN_RETRY_AFTER`: a ``Retry-After: 0`` would poll without pause)
-up to a timeout (default 3600 s), then cancels the batch, and returns, for
-every ``custom_id``, the :class:`~pytest_rubric._llm.base.Reply` (its tokens
-counted in the client's stats) or a :class:`BatchFailure` saying why not
-and whether one live call may still get it (a result missing or errored) or
-not (the batch failed or did not end in time).
+It polls with backoff (1 s doubling to 30 s, or the server's ``Retry-After``, never below
+:data:`MIN_RETRY_AFTER`: a ``Retry-After: 0`` would poll without pause) up to a timeout,
+then cancels the batch. Every HTTP exchange has the live calls' guards (see
+:mod:`~pytest_rubric._llm.http`): a deadline on the whole exchange, a size cap (larger for
+a results file), no redirect followed, and no key in any error text. An Anthropic
+``results_url`` on another host than the endpoint is refused: the key goes only where
+``--rubric-judge-url`` points. :class:`BatchQueue` gathers a run's judge calls into batches.
 
-Every HTTP exchange has the live calls' guards (see
-:mod:`~pytest_rubric._llm.http`): a deadline on the whole exchange, a size
-cap (larger for a results file), no redirect followed, and no key in any
-error text. An Anthropic ``results_url`` on another host than the endpoint is
-refused: the key goes only where ``--rubric-judge-url`` points.
-
-:class:`BatchQueue` is what the runner's transport calls instead of the
-client's ``send`` under ``--rubric-judge-batch``: calls are gathered until
-none has come for a moment, sent as one batch, and each waits for its own
-result; one missing or errored is asked once live.
-
-The module reads bottom up: what a batch is made of and its limits, the
-exchange both providers' batch APIs share (:class:`_Wire`), each provider's own
-shapes, :func:`run_batch`, then :class:`BatchQueue`.
+The module reads bottom up: a batch and its limits, the exchange both providers' batch APIs
+share (:class:`_Wire`), each provider's own shapes, :func:`run_batch`, :class:`BatchQueue`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import itertools
 import json
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from .._defaults import PROVIDERS
@@ -54,11 +40,7 @@ from .._guards.secrets import clip, public_url, redact
 from .base import JudgeError, Reply, Sampling
 from .clients import AnthropicClient, OpenAIClient
 from .cost import BudgetSpent
-from .http import _QUOTE_ERROR, HTTPClient
-from .responses import HINTS, error_text, redirect_target, retry_delay
-
-if TYPE_CHECKING:
-    import httpx
+from .http import _QUOTE_ERROR, HINTS, HTTPClient, error_text, redirect_target, retry_delay
 
 __all__ = [
     "BATCH_PROVIDERS",
@@ -204,33 +186,18 @@ class _Wire:
         method: str,
         url: str,
         *,
-        json_body: Any = None,
-        files: Mapping[str, tuple[str, bytes, str]] | None = None,
-        data: Mapping[str, str] | None = None,
         cap: int = 1024 * 1024,
         timeout: float | None = None,
+        **content: Any,
     ) -> tuple[bytes, float | None]:
-        """One HTTP exchange under the live calls' guards; the body and any ``Retry-After``."""
+        """One HTTP exchange under the live calls' guards (``content``: httpx's ``json``,
+        ``files``, ``data``); the body and any ``Retry-After``."""
         import httpx
 
-        http = self.client._http()
         limit = timeout if timeout is not None else self.client.policy.timeout
         try:
             async with asyncio.timeout(limit):
-                request = http.build_request(
-                    method,
-                    url,
-                    json=json_body,
-                    files=files,
-                    data=data,
-                    headers=self.client._headers(),
-                )
-                response = await http.send(request, stream=True)
-                try:
-                    redirected = 300 <= response.status_code < 400
-                    body = b"" if redirected else await _read_up_to(response, cap)
-                finally:
-                    await response.aclose()
+                response, body = await self.client._exchange(method, url, cap=cap, **content)
         except (TimeoutError, httpx.TimeoutException):
             raise self._fail(
                 url,
@@ -324,6 +291,32 @@ class _Wire:
                 found.append(data)
         return found
 
+    async def download(self, url: str) -> bytes:
+        """A results file, retried as a live call is."""
+        body: bytes
+        body, _ = await self.submitted(
+            lambda: self.request("GET", url, cap=MAX_RESULTS_BYTES, timeout=self.transfer_timeout)
+        )
+        return body
+
+    @property
+    def transfer_timeout(self) -> float:
+        """An upload's or a download's deadline: at least :data:`_TRANSFER_TIMEOUT`."""
+        return max(self.client.policy.timeout, _TRANSFER_TIMEOUT)
+
+    def _result(self, batch_id: str, custom_id: str, line: Mapping[str, Any]) -> BatchResult:
+        raise NotImplementedError
+
+    def collect(
+        self, body: bytes, batch_id: str, ids: set[str], found: dict[str, BatchResult]
+    ) -> None:
+        """Each result of a results file, into ``found`` by ``custom_id`` (the first of each
+        of ``ids``; a line naming another is not ours)."""
+        for line in self.lines(body):
+            custom_id = line.get("custom_id")
+            if isinstance(custom_id, str) and custom_id in ids and custom_id not in found:
+                found[custom_id] = self._result(batch_id, custom_id, line)
+
     def read_reply(self, read: Callable[[dict[str, Any]], Reply], body: object) -> BatchResult:
         """A succeeded result's body read as the live reply is (a bad one: errored)."""
         if not isinstance(body, dict):
@@ -337,32 +330,15 @@ class _Wire:
             return BatchFailure(str(exc), retry_live=True)
 
 
-async def _read_up_to(response: httpx.Response, cap: int) -> bytes | None:
-    """The body, or None once it passes ``cap`` decoded bytes (nothing more is read)."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > cap:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 class _OpenAIBatch(_Wire):
     """``/files`` and ``/batches`` of an OpenAI-compatible endpoint."""
 
     client: OpenAIClient
 
-    def __init__(self, client: OpenAIClient) -> None:
-        super().__init__(client)
-        self.client = client
-
     def _body(self, request: BatchRequest) -> dict[str, Any]:
         mode = "text" if request.schema is None else (self.client._mode or "json_schema")
-        return self.client._payload(
-            request.system, request.user, request.schema, mode, request.sampling
-        )
+        turns = (("system", request.system), ("user", request.user))
+        return self.client._payload(turns, request.schema, mode, request.sampling)
 
     async def submit(self, requests: Sequence[BatchRequest]) -> str:
         lines = "".join(
@@ -385,7 +361,7 @@ class _OpenAIBatch(_Wire):
                 files_url,
                 files={"file": ("rubric-judge-batch.jsonl", lines, "application/jsonl")},
                 data={"purpose": "batch"},
-                timeout=max(self.client.policy.timeout, _TRANSFER_TIMEOUT),
+                timeout=self.transfer_timeout,
             )
         )
         file_id = self._id(files_url, uploaded.get("id"), "file id")
@@ -394,7 +370,7 @@ class _OpenAIBatch(_Wire):
             lambda: self.json(
                 "POST",
                 batches_url,
-                json_body={
+                json={
                     "input_file_id": file_id,
                     "endpoint": "/v1/chat/completions",
                     "completion_window": "24h",
@@ -434,22 +410,9 @@ class _OpenAIBatch(_Wire):
             value = status.raw.get(name)
             if value is None:
                 continue
-            url = self.client.spec.endpoint("/files")
-            file_id = self._id(url, value, name)
-            content_url = self.client.spec.endpoint(f"/files/{file_id}/content")
-            body, _ = await self.submitted(
-                functools.partial(
-                    self.request,
-                    "GET",
-                    content_url,
-                    cap=MAX_RESULTS_BYTES,
-                    timeout=max(self.client.policy.timeout, _TRANSFER_TIMEOUT),
-                )
-            )
-            for line in self.lines(body):
-                custom_id = line.get("custom_id")
-                if isinstance(custom_id, str) and custom_id in ids and custom_id not in found:
-                    found[custom_id] = self._result(batch_id, custom_id, line)
+            file_id = self._id(self.client.spec.endpoint("/files"), value, name)
+            body = await self.download(self.client.spec.endpoint(f"/files/{file_id}/content"))
+            self.collect(body, batch_id, ids, found)
         return found
 
     def _result(self, batch_id: str, custom_id: str, line: Mapping[str, Any]) -> BatchResult:
@@ -479,30 +442,10 @@ class _AnthropicBatch(_Wire):
 
     client: AnthropicClient
 
-    def __init__(self, client: AnthropicClient) -> None:
-        super().__init__(client)
-        self.client = client
-
     def _url(self, path: str = "") -> str:
         base = self.client.spec.url.partition("?")[0].rstrip("/")
         prefix = "/messages/batches" if base.endswith("/v1") else "/v1/messages/batches"
         return self.client.spec.endpoint(prefix + path)
-
-    def _params(self, request: BatchRequest) -> dict[str, Any]:
-        # As AnthropicClient.send builds a live call's payload.
-        params = self.client._payload(
-            request.system, [{"role": "user", "content": request.user}], request.sampling
-        )
-        if request.schema is not None:
-            params["tools"] = [
-                {
-                    "name": "grade",
-                    "description": "Record the grade.",
-                    "input_schema": request.schema,
-                }
-            ]
-            params["tool_choice"] = {"type": "tool", "name": "grade"}
-        return params
 
     async def submit(self, requests: Sequence[BatchRequest]) -> str:
         url = self._url()
@@ -510,12 +453,16 @@ class _AnthropicBatch(_Wire):
             lambda: self.json(
                 "POST",
                 url,
-                json_body={
+                json={
                     "requests": [
-                        {"custom_id": r.custom_id, "params": self._params(r)} for r in requests
+                        {
+                            "custom_id": r.custom_id,
+                            "params": self.client._graded(r.system, r.user, r.schema, r.sampling),
+                        }
+                        for r in requests
                     ]
                 },
-                timeout=max(self.client.policy.timeout, _TRANSFER_TIMEOUT),
+                timeout=self.transfer_timeout,
             ),
             resend=False,
         )
@@ -540,22 +487,12 @@ class _AnthropicBatch(_Wire):
                 f"the batch's results_url is on another host ({self._quote(public_url(url))!r})",
                 hint="the key is sent only where --rubric-judge-url points: check the endpoint",
             )
-        body, _ = await self.submitted(
-            lambda: self.request(
-                "GET",
-                url,
-                cap=MAX_RESULTS_BYTES,
-                timeout=max(self.client.policy.timeout, _TRANSFER_TIMEOUT),
-            )
-        )
         found: dict[str, BatchResult] = {}
-        for line in self.lines(body):
-            custom_id = line.get("custom_id")
-            if isinstance(custom_id, str) and custom_id in ids and custom_id not in found:
-                found[custom_id] = self._result(batch_id, custom_id, line.get("result"))
+        self.collect(await self.download(url), batch_id, ids, found)
         return found
 
-    def _result(self, batch_id: str, custom_id: str, result: object) -> BatchResult:
+    def _result(self, batch_id: str, custom_id: str, line: Mapping[str, Any]) -> BatchResult:
+        result = line.get("result")
         kind = result.get("type") if isinstance(result, dict) else None
         if isinstance(result, dict) and kind == "succeeded":
             return self.read_reply(self.client._read, result.get("message"))
@@ -595,19 +532,7 @@ async def run_batch(
     if not requests:
         return {}
     ids = [r.custom_id for r in requests]
-    if len(set(ids)) != len(ids):
-        raise ValueError("every request of a batch needs its own custom_id")
-    if len(requests) > MAX_BATCH_REQUESTS:
-        raise ValueError(f"a batch holds at most {MAX_BATCH_REQUESTS:,} requests")
-    wire: _Wire
-    if isinstance(client, OpenAIClient):
-        wire = _OpenAIBatch(client)
-    elif isinstance(client, AnthropicClient):
-        wire = _AnthropicBatch(client)
-    else:
-        raise ValueError(
-            f"batch judging speaks the openai and anthropic providers only, not {client!r}"
-        )
+    wire = _OpenAIBatch(client) if isinstance(client, OpenAIClient) else _AnthropicBatch(client)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     batch_id = await wire.submit(requests)
@@ -776,9 +701,6 @@ class BatchQueue:
                 first_poll=self.first_poll,
                 max_poll=self.max_poll,
             )
-        except JudgeError as exc:
-            failure = BatchFailure(str(exc), retry_live=False)
-            results = {r.custom_id: failure for r in requests}
         except asyncio.CancelledError:  # aclose: the run is over
             failure = BatchFailure(
                 f"judge {self.client.spec.name}: the run ended before its batch did",
@@ -789,14 +711,11 @@ class BatchQueue:
                     future.set_result(failure)
             raise
         except Exception as exc:  # no call may be left waiting
-            failure = BatchFailure(
-                redact(
-                    f"judge {self.client.spec.name}: the batch failed "
-                    f"({type(exc).__name__}: {exc})",
-                    self.client.key,
-                ),
-                retry_live=False,
-            )
+            reason = str(exc)
+            if not isinstance(exc, JudgeError):
+                failed = f"the batch failed ({type(exc).__name__}: {exc})"
+                reason = redact(f"judge {self.client.spec.name}: {failed}", self.client.key)
+            failure = BatchFailure(reason, retry_live=False)
             results = {r.custom_id: failure for r in requests}
         for request, future in gathered:
             if not future.done():

@@ -1,39 +1,29 @@
 """The cached call: a judge cache read and written as ``--rubric-cache`` says, for any kind
 of call, under a key that names the call and nothing else.
 
-The key is a hash of everything that can change a verdict: provider, model,
-strategy (``--rubric-grader``), prompt template version, the full messages (with the
-per-call fence token replaced by a placeholder, so the key is stable across
-runs), the reply schema, the sampling parameters and the sample index.
-Never the API key or any header, and never the endpoint's URL: the same
-request to the same model through another gateway is the same call, so a
-cache recorded through one replays through another. A hit recorded against
-another endpoint is counted (:attr:`CallStats.elsewhere`). Rows an
-earlier version wrote had the endpoint in their key and none in the row:
-:meth:`CachedCalls.lookup` finds them under that key too (``legacy``), so a
-committed cache still replays through the URL it was recorded against.
+The key is a hash of everything that can change a verdict: provider, model, strategy
+(``--rubric-grader``), prompt template version, the full messages (the per-call fence token
+masked, so the key is stable across runs), the reply schema, the sampling parameters and the
+sample index. Never the API key or any header, and never the endpoint's URL: the same request
+to the same model through another gateway is the same call, so a cache recorded through one
+replays through another (a hit recorded against another endpoint is counted,
+:attr:`CallStats.elsewhere`). Rows an earlier version wrote had the endpoint in their key:
+:meth:`CachedCalls.lookup` finds them under that key too (``legacy``).
 
-Modes (``--rubric-cache``): ``use`` reads and writes; ``refresh`` calls the
-judge and overwrites; ``off`` ignores the cache; ``replay`` makes no network
-call at all, and a miss is an ERROR naming the criterion. :class:`CachedCalls`
-applies them, once for every kind of call: a judge's reply and a live
-model's answer (``--rubric-model``) go through the same lookup and store. The
-store itself is :class:`CacheFile`: one SQLite file (WAL mode) of replies by key, shared by every process of a run, that no
-problem of its own may stop or change.
+Modes (``--rubric-cache``): ``use`` reads and writes; ``refresh`` calls the judge and
+overwrites; ``off`` ignores the cache; ``replay`` makes no network call at all, and a miss is
+an ERROR naming the criterion. :class:`CachedCalls` applies them to every kind of call (a
+judge's reply, a live model's answer); :class:`CacheFile` is the store, one SQLite file (WAL
+mode) shared by every process of a run.
 
-Each row keeps the endpoint it was recorded against (without userinfo or query string).
-Only replies that passed validation are stored, with the parsed verdict,
-token usage and a timestamp: an error is never cached. A reply is stored
-redacted of the API keys the cache was given (a judge may echo anything).
-A reply that did not fit the protocol is never stored either, but the fact
-is, with the reason (table ``unusable``): ``replay`` then says that the
-judge's last reply to the call was unusable, rather than that it was never
-recorded, and replays the retry that followed it (see
-:func:`~pytest_rubric.judge.strategies.ask`).
-
-A file written by the previous version (the ``replies`` table without its
-``endpoint`` column, no ``unusable`` table) is brought up to date when it is
-opened; its rows are kept, their endpoint unknown.
+Each row keeps the endpoint it was recorded against (without userinfo or query string). Only
+replies that passed validation are stored, redacted of the API keys the cache was given, with
+the parsed verdict, token usage and a timestamp: an error is never cached. A reply that did
+not fit the protocol is never stored either, but the fact is, with the reason (table
+``unusable``): ``replay`` then says that the judge's last reply to the call was unusable, and
+replays the retry that followed it (see :func:`~pytest_rubric.judge.strategies.ask`). A file
+of the previous version (no ``endpoint`` column, no ``unusable`` table) is brought up to date
+when it is opened; its rows are kept, their endpoint unknown.
 """
 
 from __future__ import annotations
@@ -52,37 +42,43 @@ from typing import Any
 from .._defaults import CACHE_MODES
 from .._guards.outgoing import outgoing
 from .._guards.secrets import MAX_TEXT, Secret, clip, public_url
-from .base import CallStats, JudgeError, Reply
-from .responses import MAX_REPLY_BYTES
+from .base import CallStats, JudgeError, Reply, token_count
+from .http import MAX_REPLY_BYTES
 
 __all__ = ["CACHE_MODES", "CacheFile", "CachedCalls", "cache_key"]
 
 
-_SCHEMA = (
-    """
-CREATE TABLE IF NOT EXISTS replies (
-    key TEXT PRIMARY KEY,
-    provider TEXT NOT NULL,
-    model TEXT NOT NULL,
-    raw TEXT NOT NULL,
-    parsed TEXT NOT NULL,
-    tokens_in INTEGER NOT NULL DEFAULT 0,
-    tokens_out INTEGER NOT NULL DEFAULT 0,
-    created REAL NOT NULL,
-    endpoint TEXT
+# What a cache written by this version holds: its two tables, each column as it is created
+# (and SQLite's own objects, named sqlite_*). Anything else means the file belongs to
+# something else. A file of the previous version has the replies table without its last
+# column (ALTER TABLE adds it there, so both have the same columns in the same order), and
+# no unusable table.
+_TABLES = {
+    "replies": (
+        "key TEXT PRIMARY KEY",
+        "provider TEXT NOT NULL",
+        "model TEXT NOT NULL",
+        "raw TEXT NOT NULL",
+        "parsed TEXT NOT NULL",
+        "tokens_in INTEGER NOT NULL DEFAULT 0",
+        "tokens_out INTEGER NOT NULL DEFAULT 0",
+        "created REAL NOT NULL",
+        "endpoint TEXT",
+    ),
+    "unusable": ("key TEXT PRIMARY KEY", "reason TEXT NOT NULL", "created REAL NOT NULL"),
+}
+_SCHEMA = tuple(
+    f"\nCREATE TABLE IF NOT EXISTS {table} (\n" + ",\n".join(f"    {c}" for c in columns) + "\n)\n"
+    for table, columns in _TABLES.items()
 )
-""",
-    """
-CREATE TABLE IF NOT EXISTS unusable (
-    key TEXT PRIMARY KEY,
-    reason TEXT NOT NULL,
-    created REAL NOT NULL
-)
-""",
-)
-# The endpoint is added last, as ALTER TABLE adds it to a file of the previous version,
-# so both have the same columns in the same order.
-_ADD_ENDPOINT = "ALTER TABLE replies ADD COLUMN endpoint TEXT"
+_ADD_ENDPOINT = f"ALTER TABLE replies ADD COLUMN {_TABLES['replies'][-1]}"
+# Each table's columns as PRAGMA table_info gives them: name, type, whether the key.
+_COLUMNS = {
+    table: tuple((c.split()[0], c.split()[1], int("PRIMARY KEY" in c)) for c in columns)
+    for table, columns in _TABLES.items()
+}
+_PREVIOUS_REPLIES = _COLUMNS["replies"][:-1]
+_OURS = {("table", name) for name in _COLUMNS}
 # An unusable reply's reason is kept whole (it is fed back to the judge when a replay
 # retries, so it must read as it did), up to the length every copied text is cut to.
 _REASON = MAX_TEXT
@@ -169,11 +165,6 @@ class CacheFile:
                 "a new cache, or pass --rubric-cache off"
             )
 
-    def get(self, key: str) -> str | None:
-        """The stored reply for ``key``, or None: not stored, or not readable (a miss)."""
-        found = self.fetch(key)
-        return found.text if found is not None else None
-
     def fetch(self, key: str) -> Reply | None:
         """The stored reply for ``key`` with the tokens it cost when it was judged and the
         endpoint it was recorded against, or None."""
@@ -194,8 +185,8 @@ class CacheFile:
         endpoint = public_url(row[3]) if isinstance(row[3], str) else None
         return Reply(
             row[0],
-            _count(row[1]),
-            _count(row[2]),
+            token_count(row[1]),
+            token_count(row[2]),
             key=key,
             cached=True,
             endpoint=endpoint,
@@ -287,42 +278,12 @@ class CacheFile:
                     self._db.rollback()
                 self._trouble("could not store a reply", exc)
 
-    def __len__(self) -> int:
-        with self._lock:
-            if self._db is None:
-                return 0
-            try:
-                return int(self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
-            except sqlite3.Error:
-                return 0
-
     def close(self) -> None:
         with self._lock:
             if self._db is not None:
                 with contextlib.suppress(sqlite3.Error):
                     self._db.close()
                 self._db = None
-
-
-# What a cache written by this version holds: its two tables (and SQLite's own objects,
-# named sqlite_*). Anything else means the file belongs to something else. A file of the
-# previous version has the replies table without its last column, and no unusable table.
-_COLUMNS = {
-    "replies": (
-        ("key", "TEXT", 1),
-        ("provider", "TEXT", 0),
-        ("model", "TEXT", 0),
-        ("raw", "TEXT", 0),
-        ("parsed", "TEXT", 0),
-        ("tokens_in", "INTEGER", 0),
-        ("tokens_out", "INTEGER", 0),
-        ("created", "REAL", 0),
-        ("endpoint", "TEXT", 0),
-    ),
-    "unusable": (("key", "TEXT", 1), ("reason", "TEXT", 0), ("created", "REAL", 0)),
-}
-_PREVIOUS_REPLIES = _COLUMNS["replies"][:-1]
-_OURS = {("table", name) for name in _COLUMNS}
 
 
 def _columns(db: sqlite3.Connection, table: str) -> tuple[tuple[str, str, int], ...]:
@@ -387,11 +348,6 @@ def _ignore(directory: Path) -> None:
             )
 
 
-def _count(value: object) -> int:
-    """A stored token count, or 0 for anything that is not a plausible one."""
-    return value if type(value) is int and 0 <= value <= 10**9 else 0
-
-
 def _error_text(exc: BaseException) -> str:
     """An error's own words, without the exception's type name for OS errors."""
     if isinstance(exc, OSError) and exc.strerror:
@@ -449,14 +405,7 @@ class CachedCalls:
                 found = self.cache.fetch(cache_key(**legacy))
                 found = replace(found, endpoint=endpoint) if found is not None else None
             if found is not None:
-                if self.stats is not None:
-                    self.stats.cache_hits += 1
-                    self.stats.saved_in += found.tokens_in
-                    self.stats.saved_out += found.tokens_out
-                    recorded = found.endpoint
-                    if recorded is not None and endpoint is not None and recorded != endpoint:
-                        elsewhere = self.stats.elsewhere
-                        elsewhere[recorded] = elsewhere.get(recorded, 0) + 1
+                self.hit(found, endpoint)
                 return found
             if self.stats is not None:
                 self.stats.cache_misses += 1
@@ -466,6 +415,17 @@ class CachedCalls:
                     raise JudgeError(missing)
                 return Reply("", key=key, cached=True, unusable=reason)
         return Reply("", key=key)
+
+    def hit(self, found: Reply, endpoint: str | None = None) -> None:
+        """Count a reply served without a call (a recording's too), and whether it was recorded
+        against another endpoint than ``endpoint``."""
+        if self.stats is not None:
+            self.stats.cache_hits += 1
+            self.stats.saved_in += found.tokens_in
+            self.stats.saved_out += found.tokens_out
+            recorded = found.endpoint
+            if recorded is not None and endpoint is not None and recorded != endpoint:
+                self.stats.elsewhere[recorded] = self.stats.elsewhere.get(recorded, 0) + 1
 
     def store(
         self,

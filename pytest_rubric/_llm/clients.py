@@ -1,17 +1,12 @@
 """The built-in clients: OpenAI-compatible chat completions and the Anthropic messages API.
 
-Each is one wire on :class:`~pytest_rubric._llm.http.HTTPClient`: what it
-posts (temperature 0 and a seed where the API takes one, see
-:class:`~pytest_rubric._llm.base.Sampling` for repeated samples; structured
-output where the API offers it) and how it reads the reply. Every client has
-``async complete(system, user) -> str`` (the hook's contract,
-:class:`~pytest_rubric._llm.base.JudgeClient`); the built-in ones also have
-``send``, which takes ``schema=`` (a JSON Schema the reply must fit) and
-``sampling=`` and returns the :class:`~pytest_rubric._llm.base.Reply` with
-the tokens the provider counted.
-
-:data:`WIRES` maps a provider's wire (see
-:data:`~pytest_rubric._llm.providers.PROVIDERS`) to its class.
+Each is one wire on :class:`~pytest_rubric._llm.http.HTTPClient`: what it posts (temperature
+0 and a seed where the API takes one, see :class:`~pytest_rubric._llm.base.Sampling`;
+structured output where the API offers it) and how it reads the reply. Besides the hook's
+``async complete(system, user) -> str`` (:class:`~pytest_rubric._llm.base.JudgeClient`),
+each has ``send``, which takes ``schema=`` (a JSON Schema the reply must fit) and
+``sampling=`` and returns the :class:`~pytest_rubric._llm.base.Reply` with the tokens the
+provider counted. :data:`WIRES` maps a provider's wire to its class.
 """
 
 from __future__ import annotations
@@ -69,39 +64,22 @@ class OpenAIClient(HTTPClient):
     def _headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self.key.reveal()}"} if self.key else {}
 
-    def _payload(
-        self,
-        system: str,
-        user: str,
-        schema: dict[str, Any] | None,
-        mode: str,
-        sampling: Sampling,
-    ) -> dict[str, Any]:
-        return self._messages_payload(
-            [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            schema,
-            mode,
-            sampling,
-        )
-
     async def chat(
         self, turns: Sequence[tuple[str, str]], *, sampling: Sampling | None = None
     ) -> Reply:
-        messages = [{"role": role, "content": content} for role, content in turns]
-        return self._text(
-            await self.post(self._messages_payload(messages, None, "text", sampling or Sampling()))
-        )
+        return self._text(await self.post(self._payload(turns, None, "text", sampling)))
 
-    def _messages_payload(
+    def _payload(
         self,
-        messages: list[dict[str, str]],
+        turns: Sequence[tuple[str, str]],
         schema: dict[str, Any] | None,
         mode: str,
-        sampling: Sampling,
+        sampling: Sampling | None,
     ) -> dict[str, Any]:
+        sampling = sampling or Sampling()
         payload: dict[str, Any] = {
             "model": self.spec.model,
-            "messages": messages,
+            "messages": [{"role": role, "content": content} for role, content in turns],
             "temperature": sampling.temperature,
             "seed": sampling.seed,
             # A grade is short; a small model that never closes its JSON would
@@ -127,20 +105,18 @@ class OpenAIClient(HTTPClient):
         schema: dict[str, Any] | None = None,
         sampling: Sampling | None = None,
     ) -> Reply:
-        sampling = sampling or Sampling()
+        turns = (("system", system), ("user", user))
         if schema is None:
-            return self._text(await self.post(self._payload(system, user, None, "text", sampling)))
+            return self._text(await self.post(self._payload(turns, None, "text", sampling)))
         if self._mode is None:
-            data = await self._settle(system, user, schema, sampling)
+            data = await self._settle(turns, schema, sampling)
             if data is not None:
                 return self._text(data)
         assert self._mode is not None
-        return self._text(
-            await self.post(self._payload(system, user, schema, self._mode, sampling))
-        )
+        return self._text(await self.post(self._payload(turns, schema, self._mode, sampling)))
 
     async def _settle(
-        self, system: str, user: str, schema: dict[str, Any], sampling: Sampling
+        self, turns: Sequence[tuple[str, str]], schema: dict[str, Any], sampling: Sampling | None
     ) -> dict[str, Any] | None:
         """Find the first output mode the server takes; None if another call settled it first.
 
@@ -163,7 +139,7 @@ class OpenAIClient(HTTPClient):
                     if self._mode is not None:
                         return None
                     mode = self._MODES[i]
-                    payload = self._payload(system, user, schema, mode, sampling)
+                    payload = self._payload(turns, schema, mode, sampling)
                     try:
                         data = await self._post_once(payload)
                     except JudgeError as exc:
@@ -233,13 +209,19 @@ class AnthropicClient(HTTPClient):
         schema: dict[str, Any] | None = None,
         sampling: Sampling | None = None,
     ) -> Reply:
+        return self._read(await self.post(self._graded(system, user, schema, sampling)))
+
+    def _graded(
+        self, system: str, user: str, schema: dict[str, Any] | None, sampling: Sampling | None
+    ) -> dict[str, Any]:
+        """A judge call's payload (a batch request's too); a schema as a forced tool call."""
         payload = self._payload(system, [{"role": "user", "content": user}], sampling)
         if schema is not None:
             payload["tools"] = [
                 {"name": "grade", "description": "Record the grade.", "input_schema": schema}
             ]
             payload["tool_choice"] = {"type": "tool", "name": "grade"}
-        return self._read(await self.post(payload))
+        return payload
 
     async def chat(
         self, turns: Sequence[tuple[str, str]], *, sampling: Sampling | None = None

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from .._errors import BudgetSpent
 
 __all__ = [
-    "BUDGET_SPENT",
     "Budget",
     "BudgetSpent",
     "CostSettings",
@@ -31,10 +30,6 @@ __all__ = [
     "parse_price",
     "parse_prices",
 ]
-
-BUDGET_SPENT = "cost budget of ${budget} spent"
-"""The reason of every criterion left unjudged once the budget is spent (``{budget}`` as
-the user wrote it)."""
 
 _PER = 1_000_000  # prices are per million tokens
 
@@ -131,7 +126,7 @@ class CostSettings:
 
     @property
     def budget_message(self) -> str:
-        return BUDGET_SPENT.format(budget=self.max_cost_shown)
+        return f"cost budget of ${self.max_cost_shown} spent"
 
     def budget(self, *, share: int = 1) -> Budget | None:
         """This process's budget: an equal share of ``--rubric-max-cost`` per xdist worker."""
@@ -166,22 +161,15 @@ class Budget:
         with self._lock:
             self._sources.append(spent)
 
-    @property
-    def spent(self) -> float:
+    def admit(self) -> None:
+        """Let a call start while the spend so far is below the limit, or raise
+        :class:`BudgetSpent`."""
         with self._lock:
             sources = list(self._sources)
-        return sum(source() for source in sources)
-
-    def allows(self) -> bool:
-        """Whether a new call may start: the spend so far is below the limit."""
-        return self.spent < self.limit
-
-    def admit(self) -> None:
-        """Let a call start, or raise :class:`BudgetSpent` once the limit is reached."""
-        if not self.allows():
+        if sum(source() for source in sources) >= self.limit:
             raise BudgetSpent(self.message)
 
     @property
     def message(self) -> str:
         """Why a call did not start (every criterion it left is ERROR with this reason)."""
-        return BUDGET_SPENT.format(budget=self.shown) + " (--rubric-max-cost)"
+        return f"cost budget of ${self.shown} spent (--rubric-max-cost)"

@@ -1,24 +1,22 @@
 """The HTTP machinery every built-in client shares, on httpx, with a retry policy that fails safe.
 
-No provider SDK: one ``httpx.AsyncClient`` per client.
+No provider SDK: one ``httpx.AsyncClient`` per client. Nothing a server sends is taken on
+faith:
 
-* every HTTP attempt is bounded as a whole, body included, by the timeout
-  (a server that trickles bytes times out), and a reply is read only up to
-  :data:`MAX_REPLY_BYTES`;
-* retries on 429 (honouring ``Retry-After``, capped), 5xx, connection
-  errors, timeouts and replies that cannot be read, with exponential backoff
-  and full jitter; a redirect is an error naming its target, never a reply;
-* a bounded number of attempts per call and a retry budget per client;
-  given the runner's ``limiter``, a client holds a concurrency slot for one
-  attempt at a time, never while it waits to retry;
-* a call that still fails raises :class:`~pytest_rubric._llm.base.JudgeError`,
-  whose message names the provider, model and status and says what to try.
-  It never contains the API key, whole or cut: text is redacted before it is
-  cut short.
+* every HTTP attempt is bounded as a whole, body included, by the timeout (a server that
+  trickles bytes times out), and a body stops being read once it passes
+  :data:`MAX_REPLY_BYTES`; a count or a delay that is not a plausible number is not converted;
+* retries on 429 (honouring ``Retry-After``, capped), 5xx, connection errors, timeouts and
+  replies that cannot be read, with exponential backoff and full jitter; a redirect is an
+  error naming its target, never a reply;
+* a bounded number of attempts per call and a retry budget per client; given the runner's
+  ``limiter``, a client holds a concurrency slot for one attempt at a time, never while it
+  waits to retry;
+* a call that still fails raises :class:`~pytest_rubric._llm.base.JudgeError`, whose message
+  names the provider, model and status and says what to try, and never holds the API key,
+  whole or cut: text is redacted before it is cut short.
 
-The wires (what is posted, how the reply is read) are in
-:mod:`~pytest_rubric._llm.clients`; what a response is trusted for (its body up to the
-cap, its token counts, its error text) in :mod:`~pytest_rubric._llm.responses`.
+The wires (what is posted, how the reply is read) are in :mod:`~pytest_rubric._llm.clients`.
 """
 
 from __future__ import annotations
@@ -33,24 +31,86 @@ from typing import TYPE_CHECKING, Any
 from .._defaults import RetryPolicy
 from .._guards.limits import RepeatedKey, unique_keys
 from .._guards.secrets import Secret, clip, public_url, redact
-from .base import CallStats, JudgeError, Reply, Sampling
+from .base import CallStats, JudgeError, Reply, Sampling, token_count
 from .providers import ModelSpec
-from .responses import (
-    HINTS,
-    MAX_REPLY_BYTES,
-    error_text,
-    read_capped,
-    redirect_target,
-    retry_delay,
-    token_count,
-)
 
 if TYPE_CHECKING:
     # Imported on the first request, in the judge's thread: a session whose every reply
     # comes from the cache never loads httpx.
     import httpx
 
-__all__ = ["MAX_REPLY_BYTES", "HTTPClient"]
+
+MAX_REPLY_BYTES = 1024 * 1024
+"""The largest reply body read (1 MiB): a grade is a few hundred bytes, so a
+bigger body is refused as soon as it passes this, never buffered whole."""
+
+
+def retry_delay(response: httpx.Response) -> float | None:
+    """The seconds a 429's ``Retry-After`` asks for, or None (absent, or an HTTP date)."""
+    value = response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None  # an HTTP date: fall back to our own backoff
+
+
+async def read_capped(response: httpx.Response, cap: int = MAX_REPLY_BYTES) -> bytes | None:
+    """The body, or None once it passes ``cap`` bytes, or its ``Content-Length`` says it will
+    (nothing more is read)."""
+    declared = response.headers.get("content-length", "")
+    # Bounded before int(): a 5,000-digit length would raise instead of being refused.
+    if declared.isdigit() and len(declared) <= 18 and int(declared) > cap:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    # Decoded bytes are counted, so a compressed body is held to the cap too.
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > cap:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+HINTS = {
+    400: "the server rejected the request: check the model name and the server's options",
+    401: "check the API key in the environment",
+    403: "the key lacks access to this model",
+    404: "check --rubric-judge-url and the model name",
+    429: "rate limited: lower --rubric-concurrency or wait",
+    500: "the provider failed: try again later",
+    502: "the provider's gateway failed: try again later",
+    503: "the provider is overloaded: try again later or lower --rubric-concurrency",
+}
+
+
+def error_text(body: bytes | None, reason: str) -> str:
+    """The provider's error message, whole: the caller redacts it, then cuts it."""
+    if body is None:
+        return f"{reason} (an error body above {MAX_REPLY_BYTES:,} bytes, not read)"
+    text = body.decode("utf-8", errors="replace")
+    try:
+        data = json.loads(text)
+        if isinstance(data, dict):
+            error = data.get("error", data)
+            if isinstance(error, dict):
+                error = error.get("message") or error
+            return str(error)
+        return str(data)
+    except (ValueError, RecursionError):  # str() of a deep structure recurses too
+        return text or reason
+
+
+def redirect_target(response: httpx.Response, quote: Callable[[str], str]) -> str:
+    """Where a 3xx pointed, said and never followed (its body is not the judge's reply,
+    however much it looks like one); ``quote`` cuts and redacts the address."""
+    location = response.headers.get("location")
+    if not location:
+        return "a redirect without a Location"
+    return f"redirected to {quote(public_url(location))!r}"
+
 
 # How much of a provider's text a JudgeError quotes: enough to see what went
 # wrong, not a page of HTML. Cut only after the key is redacted.
@@ -168,7 +228,7 @@ class HTTPClient:
             self.stats.estimated += 1
             replied = len(json.dumps({k: v for k, v in data.items() if k != _ASKED}, default=str))
             usage = {names[0]: int(data.get(_ASKED, 0)) // 4, names[1]: replied // 4}
-        tokens_in, tokens_out = (token_count(usage, name) for name in names)
+        tokens_in, tokens_out = (token_count(usage.get(name)) for name in names)
         self.stats.tokens_in += tokens_in
         self.stats.tokens_out += tokens_out
         return Reply(text, tokens_in=tokens_in, tokens_out=tokens_out)
@@ -261,7 +321,7 @@ class HTTPClient:
             # httpx's timeout is per socket operation: a byte a second would keep
             # it from ever firing. This deadline bounds the attempt as a whole.
             async with asyncio.timeout(timeout):
-                response, body = await self._exchange(payload)
+                response, body = await self._exchange("POST", self._endpoint(), json=payload)
         except (TimeoutError, httpx.TimeoutException):
             raise self._fail(
                 f"no complete reply within {timeout:g} s",
@@ -341,21 +401,22 @@ class HTTPClient:
             )
         return data
 
-    async def _exchange(self, payload: dict[str, Any]) -> tuple[httpx.Response, bytes | None]:
-        """Send ``payload``; return the response and its body (None: above the cap).
+    async def _exchange(
+        self, method: str, url: str, *, cap: int = MAX_REPLY_BYTES, **content: Any
+    ) -> tuple[httpx.Response, bytes | None]:
+        """Send ``content`` (httpx's ``json``, ``files``, ``data``); return the response and its
+        body (None: above ``cap``).
 
         The body is streamed so that the cap stops reading, and a redirect's
         body is not read at all.
         """
         client = self._http()
-        request = client.build_request(
-            "POST", self._endpoint(), json=payload, headers=self._headers()
-        )
+        request = client.build_request(method, url, headers=self._headers(), **content)
         response = await client.send(request, stream=True)
         try:
             if 300 <= response.status_code < 400:
                 return response, b""
-            return response, await read_capped(response)
+            return response, await read_capped(response, cap)
         finally:
             # Closing a body not read to its end drops the connection, as it should.
             await response.aclose()

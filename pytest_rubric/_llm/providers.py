@@ -1,17 +1,12 @@
 """The providers a judge can be reached at, and the keys they take (no httpx import).
 
 :data:`~pytest_rubric._defaults.PROVIDERS` is the registry: one
-:class:`~pytest_rubric._defaults.Provider` per name usable in
-``--rubric-judge PROVIDER:MODEL``, with its default endpoint, the variable
-that holds its key, the variable that moves its endpoint, the wire it
-speaks (a client class in :data:`~pytest_rubric._llm.clients.WIRES`) and
-whether its batch API is spoken. A provider that speaks an existing wire is
-one entry there; a new wire is one entry there plus one class in
-``clients``.
-
-An xdist controller never calls the judge, its workers do; it only checks
-``--rubric-judge`` and the key up front. This module is all it needs, so it
-starts without importing httpx.
+:class:`~pytest_rubric._defaults.Provider` per name usable in ``--rubric-judge PROVIDER:MODEL``,
+with its default endpoint, the variables of its key and its endpoint, the wire it speaks (a
+client class in :data:`~pytest_rubric._llm.clients.WIRES`) and whether its batch API is
+spoken. A provider that speaks an existing wire is one entry there; a new wire is one entry
+there plus one class in ``clients``. An xdist controller only checks ``--rubric-judge`` and
+the key up front: this module is all it needs.
 """
 
 from __future__ import annotations
@@ -74,10 +69,6 @@ class ModelSpec:
     def key_variable(self) -> str:
         return self.entry.key_variable
 
-    @property
-    def is_default_url(self) -> bool:
-        return self.url == self.entry.url
-
 
 def read_key(
     spec: ModelSpec, environ: Mapping[str, str] | None = None, *, require_key: bool = True
@@ -90,7 +81,7 @@ def read_key(
     environ = os.environ if environ is None else environ
     raw = environ.get(spec.key_variable, "")
     key = Secret(raw) if raw else None
-    if key is None and spec.is_default_url and require_key:
+    if key is None and spec.url == spec.entry.url and require_key:
         raise ValueError(
             f"{spec.name} needs an API key: set {spec.key_variable} in the "
             "environment (keys are never read from flags or files)"

@@ -13,18 +13,14 @@ cache's key, :func:`~pytest_rubric._llm.cache.cache_key`)::
       }
     }
 
-Keys sorted, two-space indents, a trailing newline: two branches that record
-different cases touch different files, and re-recording one case changes one
-small file a reviewer can read. A recording comes from another branch, so it
-is untrusted input: a file is read within limits (its size, its nesting, how
-many entries, each reply no larger than a live one) and a reply it holds goes
-through the same reading and validation as a live reply. A file that cannot
-be read is named in the ERROR of a replay that needed it.
-
-The store does no pytest work: the session decides where each request's file
-is (:func:`location`), and when to write (:meth:`Recordings.flush`, once, by the
-process that writes outputs; xdist workers hand their share over as data,
-:meth:`Recordings.state`).
+Keys sorted, two-space indents, a trailing newline: two branches that record different cases
+touch different files, and re-recording one case changes one small file a reviewer can read.
+A recording comes from another branch, so it is untrusted input: a file is read within limits
+(its size, its nesting, how many entries, each reply no larger than a live one) and a reply it
+holds goes through the same reading and validation as a live reply. A file that cannot be read
+is named in the ERROR of a replay that needed it. The session decides where each request's
+file is (:func:`location`) and when to write (:meth:`Recordings.flush`, once, by the process
+that writes outputs; xdist workers hand their share over as data, :meth:`Recordings.state`).
 """
 
 from __future__ import annotations
@@ -43,8 +39,8 @@ from urllib.parse import quote
 from .._guards.limits import Limit, NotRegular, json_loads, read_text
 from .._guards.outgoing import outgoing
 from .._guards.secrets import Secret
-from .base import Reply
-from .responses import MAX_REPLY_BYTES
+from .base import Reply, token_count
+from .http import MAX_REPLY_BYTES
 
 __all__ = ["MAX_FILE_BYTES", "Recordings", "location"]
 
@@ -83,19 +79,13 @@ class Recordings:
     def path(self, where: str) -> Path:
         return self.directory / where
 
-    def shown(self, where: str) -> str:
-        """The file as a message names it (relative to the working directory when it can)."""
-        path = self.path(where)
+    def shown(self, where: str = "") -> str:
+        """The file (or without ``where``, the folder) as a message names it: relative to the
+        working directory when it can."""
+        path = self.path(where) if where else self.directory
         with contextlib.suppress(ValueError):
             return str(path.relative_to(Path.cwd()))
         return str(path)
-
-    @property
-    def shown_directory(self) -> str:
-        """The folder as a command names it."""
-        with contextlib.suppress(ValueError):
-            return str(self.directory.relative_to(Path.cwd()))
-        return str(self.directory)
 
     def problem(self, where: str) -> str | None:
         """Why the recording file ``where`` cannot be read, or None."""
@@ -275,12 +265,7 @@ def _read(path: Path) -> dict[str, dict[str, Any]]:
         checked[key] = {
             "judge": str(entry.get("judge", "")),
             "reply": entry["reply"],
-            "tokens_in": _count(entry.get("tokens_in")),
-            "tokens_out": _count(entry.get("tokens_out")),
+            "tokens_in": token_count(entry.get("tokens_in")),
+            "tokens_out": token_count(entry.get("tokens_out")),
         }
     return checked
-
-
-def _count(value: object) -> int:
-    """A recorded token count, or 0 for anything that is not a plausible one."""
-    return value if type(value) is int and 0 <= value <= 10**9 else 0

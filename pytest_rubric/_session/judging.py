@@ -30,9 +30,8 @@ if TYPE_CHECKING:
     from .._report.report import Note
     from .._report.run import RunJudge
     from .._trace import Passage
-    from ..judge.panel import Panel
     from ..judge.prompts import Guidance
-    from ..judge.runner import JudgeRunner
+    from ..judge.runner import JudgeRunner, Panel
 
 
 __all__ = ["REQUIRE_JUDGE_REASON", "Judging", "answer_key"]
@@ -103,7 +102,7 @@ class Judging:
 
     def start(self, custom: object | None) -> None:
         """Set up the judge: the hook's object, else ``--rubric-judge`` / ini / ``RUBRIC_JUDGE``
-        (given more than once: a panel, see ``judge.panel``)."""
+        (given more than once: a panel, see ``judge.runner.Panel``)."""
         from .._llm.providers import ModelSpec, read_key
 
         settings = self._settings
@@ -219,7 +218,7 @@ class Judging:
         if len(runners) == 1:
             self.runner = runners[0]
         else:
-            from ..judge.panel import Panel
+            from ..judge.runner import Panel
 
             self.runner = Panel(runners)
 

@@ -11,8 +11,8 @@ own modules:
 ``replies``        the readers of the judge's replies
 ``strategies``     ``--rubric-grader``: each prompt paired with its reader
 ``transport``      the background event loop, the concurrency bound, calls
-``runner``         scheduling answers, samples and their combination
-``panel``          several judges, one grade per criterion
+``runner``         scheduling answers, samples and their combination; a panel of
+                   several judges, one grade per criterion
 ``evidence``       a MET's quotes checked against the answer
 =================  ===========================================================
 

@@ -21,8 +21,7 @@ from .._llm.base import JudgeError
 from .._results import Outcome, Verdict
 from ..criteria.calls import NO_CONTEXT
 from .evidence import Quoted
-from .prompt_parts import (
-    REASON_SCHEMA,
+from .prompts import (
     SUBSTANCE_RULE,
     Guidance,
     Prompt,
@@ -30,6 +29,7 @@ from .prompt_parts import (
     data_rule,
     fence_token,
     guided,
+    reply_schema,
     user_message,
 )
 from .replies import ReplyError, extract_json
@@ -37,25 +37,17 @@ from .replies import ReplyError, extract_json
 if TYPE_CHECKING:
     from .._trace import Passage
     from ..criteria.grounded import Grounded
+    from .requests import JudgeRequest
     from .transport import Transport
 
 __all__ = ["GROUNDED_SCHEMA", "grade_grounded", "grounding", "read_grounded", "supported"]
 
-GROUNDED_SCHEMA: dict[str, Any] = {
+_CLAIM = {
     "type": "object",
-    "properties": {
-        "reason": REASON_SCHEMA,
-        "claims": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"claim": {"type": "string"}, "quote": {"type": "string"}},
-                "required": ["claim", "quote"],
-            },
-        },
-    },
-    "required": ["reason", "claims"],
+    "properties": {"claim": {"type": "string"}, "quote": {"type": "string"}},
+    "required": ["claim", "quote"],
 }
+GROUNDED_SCHEMA = reply_schema("claims", claims={"type": "array", "items": _CLAIM})
 _REASON = "in one or two sentences of your own, how far the context supports the response"
 
 
@@ -155,32 +147,23 @@ def supported(
 
 
 async def grade_grounded(
-    transport: Transport,
-    criterion: Grounded,
-    *,
-    question: Question,
-    response: str,
-    context: Sequence[Passage],
-    sample: int,
-    timeout: float,
-    guidance: Guidance | None = None,
+    transport: Transport, criterion: Grounded, request: JudgeRequest, sample: int, timeout: float
 ) -> Outcome:
-    """One sample of a ``grounded`` criterion: ERROR without a context, or the judge's claims
-    checked against it."""
-    from .strategies import ask  # strategies' retry with the error fed back
+    """One sample of a ``grounded`` criterion of ``request``: ERROR without a context, or the
+    judge's claims checked against it (within ``timeout`` seconds)."""
+    from .strategies import ask, reader  # strategies' retry with the error fed back
 
+    question, response, context = request.question, request.response, request.context
     if not context:
         return Outcome(Verdict.ERROR, 0.0, NO_CONTEXT)
     prompt = grounding(
-        criterion, question=question, response=response, context=context, guidance=guidance
+        criterion, question=question, response=response, context=context, guidance=request.guidance
     )
     try:
         reason, claims = await ask(
             transport,
             prompt,
-            lambda reply: read_grounded(
-                reply.text, secrets=transport.secrets, structured=reply.structured, answer=response
-            ),
+            reader(transport, response, read_grounded),
             label=f"criterion {criterion.id!r}",
             sample=sample,
         )

@@ -1,23 +1,16 @@
 """Grading judged criteria with an LLM, concurrently across the whole run.
 
-A :class:`JudgeRunner` grades answers through one client. When collection
-ends, the judge calls of every collected rubric item whose response is
-already known are scheduled at once (:meth:`JudgeRunner.schedule`); the
-:class:`~pytest_rubric.judge.transport.Transport` keeps at most
-``concurrency`` calls in flight, whichever items they belong to, and each
-item waits only for its own (:meth:`JudgeRunner.result`). So K judged
-criteria with latency L take about ``K / C x L``, not ``K x L``.
+A :class:`JudgeRunner` grades answers through one client. When collection ends, the judge
+calls of every collected rubric item whose response is already known are scheduled at once
+(:meth:`JudgeRunner.schedule`); the :class:`~pytest_rubric.judge.transport.Transport` keeps
+at most ``concurrency`` calls in flight, and each item waits only for its own
+(:meth:`JudgeRunner.result`): K judged criteria with latency L take about ``K / C x L``.
 
-How an answer's criteria are put to the judge is the strategy's
-(``--rubric-grader``, :data:`~pytest_rubric.judge.strategies.STRATEGIES`).
-With ``votes`` K > 1 (``--rubric-judge-samples``) every answer is graded
-K times, each sample its own call and its own cache entry (see
-:class:`~pytest_rubric._llm.base.Sampling`), and the samples are combined
-per criterion by :func:`combine`.
-
-What an answer gets back is a :class:`~pytest_rubric._llm.base.Judged`: its
-outcomes by criterion id, returned once every sample is in, never shared
-while they are being graded.
+How an answer's criteria are put to the judge is the strategy's (``--rubric-grader``).
+With ``votes`` K > 1 (``--rubric-judge-samples``) every answer is graded K times, each
+sample its own call and cache entry, combined per criterion by :func:`combine`; a
+:class:`Panel`'s judges are combined by :func:`combine_panel`. An answer gets back a
+:class:`~pytest_rubric._llm.base.Judged` once every sample is in.
 """
 
 from __future__ import annotations
@@ -25,14 +18,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .._defaults import DEFAULT_CHECK_TIMEOUT
 from .._guards.secrets import redact
 from .._llm.base import CallStats, JudgeClient, Judged, mean_raw_score
-from .._llm.cache import CacheFile
-from .._llm.cost import Budget, Price
 from .._results import Outcome, Verdict
 from .evidence import check_evidence
 from .grounding import grade_grounded
@@ -40,13 +31,10 @@ from .strategies import STRATEGIES
 from .transport import Transport
 
 if TYPE_CHECKING:
-    from .._llm.recordings import Recordings
-    from .._trace import Passage
     from ..criteria.extract import JudgedCriterion
-    from .prompts import Guidance, Question
     from .requests import JudgeKey, JudgeRequest
 
-__all__ = ["JudgeRunner", "combine", "majority"]
+__all__ = ["JudgeRunner", "Panel", "combine", "combine_panel", "tally"]
 
 
 class JudgeRunner:
@@ -58,40 +46,20 @@ class JudgeRunner:
         *,
         name: str,
         strategy: str = "per-criterion",
-        concurrency: int = 8,
-        cache: CacheFile | None = None,
-        cache_mode: str = "use",
         votes: int = 1,
-        timeout: float = 60.0,
-        price: Price | None = None,
-        budget: Budget | None = None,
         evidence: str = "check",
         check_timeout: float = DEFAULT_CHECK_TIMEOUT,
-        recordings: Recordings | None = None,
+        **transport: Any,
     ) -> None:
-        if strategy not in STRATEGIES:
-            raise ValueError(f"unknown grader {strategy!r}; use one of {', '.join(STRATEGIES)}")
-        if votes < 1:
-            raise ValueError(f"votes must be at least 1, not {votes}")
+        """``transport``: the rest of :class:`Transport`'s options (``concurrency``, the
+        cache, ``timeout``, ``price``, ``budget``, ``recordings``)."""
         self.client = client
         self.name = name
         self.strategy = STRATEGIES[strategy]
         self.votes = votes
         self.evidence = evidence  # --rubric-judge-evidence, see judge.evidence
         self.check_timeout = check_timeout  # bounds the evidence search (ini rubric_check_timeout)
-        self.transport = Transport(
-            client,
-            name=name,
-            strategy=strategy,
-            concurrency=concurrency,
-            cache=cache,
-            cache_mode=cache_mode,
-            votes=votes,
-            timeout=timeout,
-            price=price,
-            budget=budget,
-            recordings=recordings,
-        )
+        self.transport = Transport(client, name=name, strategy=strategy, votes=votes, **transport)
         self._futures: dict[JudgeKey, concurrent.futures.Future[Judged]] = {}
 
     @property
@@ -102,17 +70,7 @@ class JudgeRunner:
         """Start judging one answer in the background (once per key)."""
         if request.key not in self._futures:
             self._futures[request.key] = self.transport.submit(
-                self.transport.recorded(
-                    request.recording,
-                    self._judge_answer(
-                        request.criteria,
-                        question=request.question,
-                        response=request.response,
-                        ref=request.reference,
-                        guidance=request.guidance,
-                        context=request.context,
-                    ),
-                )
+                self.transport.recorded(request.recording, self._judge_answer(request))
             )
 
     def result(self, request: JudgeRequest) -> Judged:
@@ -127,28 +85,12 @@ class JudgeRunner:
         self._futures.clear()
         self.transport.close()
 
-    async def _judge_answer(
-        self,
-        criteria: Sequence[JudgedCriterion],
-        *,
-        question: Question,
-        response: str,
-        ref: str | None,
-        guidance: Guidance | None = None,
-        context: Sequence[Passage] = (),
-    ) -> Judged:
+    async def _judge_answer(self, request: JudgeRequest) -> Judged:
         try:
-            judged = await self._grade(
-                criteria,
-                question=question,
-                response=response,
-                ref=ref,
-                guidance=guidance,
-                context=context,
-            )
+            judged = await self._grade(request)
         except Exception as exc:  # a grade that could not be obtained is ERROR, never a crash
             reason = f"judge {self.name} failed: {type(exc).__name__}: {exc}"
-            judged = Judged({c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in criteria})
+            judged = Judged({c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in request.criteria})
         budget = self.transport.budget
         if budget is not None:
             # The summary counts the criteria the spent budget left ERROR (a sample's
@@ -169,22 +111,8 @@ class JudgeRunner:
             llm_raw_score=judged.llm_raw_score,
         )
 
-    async def _grade(
-        self,
-        criteria: Sequence[JudgedCriterion],
-        *,
-        question: Question,
-        response: str,
-        ref: str | None,
-        guidance: Guidance | None = None,
-        context: Sequence[Passage] = (),
-    ) -> Judged:
-        runs = await asyncio.gather(
-            *(
-                self._sample(criteria, question, response, i, ref, guidance, context)
-                for i in range(self.votes)
-            )
-        )
+    async def _grade(self, request: JudgeRequest) -> Judged:
+        runs = await asyncio.gather(*(self._sample(request, i) for i in range(self.votes)))
         suspected = any(run.injection_suspected for run in runs)
         if self.votes == 1:
             return Judged(
@@ -200,42 +128,23 @@ class JudgeRunner:
                     mean=c.kind in ("score", "grounded")
                     or (self.strategy.mean and c.kind != "extract"),
                 )
-                for c in criteria
+                for c in request.criteria
             },
             injection_suspected=suspected,
             llm_raw_score=mean_raw_score(run.llm_raw_score for run in runs),
         )
 
-    async def _sample(
-        self,
-        criteria: Sequence[JudgedCriterion],
-        question: Question,
-        response: str,
-        sample: int,
-        ref: str | None,
-        guidance: Guidance | None = None,
-        context: Sequence[Passage] = (),
-    ) -> Judged:
+    async def _sample(self, request: JudgeRequest, sample: int) -> Judged:
         """One sample of the grades of every judged criterion of an answer, MET verdicts'
         evidence checked against the response; ``grounded`` criteria are asked on their own
         (see ``judge.grounding``), their quotes checked against the context."""
-        grounded = [c for c in criteria if c.kind == "grounded"]
-        rest = [c for c in criteria if c.kind != "grounded"]
+        grounded = [c for c in request.criteria if c.kind == "grounded"]
+        rest = [c for c in request.criteria if c.kind != "grounded"]
         parts = [
-            grade_grounded(
-                self.transport,
-                c,
-                question=question,
-                response=response,
-                context=context,
-                sample=sample,
-                timeout=self.check_timeout,
-                guidance=guidance,
-            )
-            for c in grounded
+            grade_grounded(self.transport, c, request, sample, self.check_timeout) for c in grounded
         ]
         judged, outcomes = await asyncio.gather(
-            self._strategy_sample(rest, question, response, sample, ref, guidance),
+            self._strategy_sample(dataclasses.replace(request, criteria=rest), sample),
             asyncio.gather(*parts),
         )
         if not grounded:
@@ -246,30 +155,20 @@ class JudgeRunner:
             outcomes={**ungrounded, **dict(zip((c.id for c in grounded), outcomes, strict=True))},
         )
 
-    async def _strategy_sample(
-        self,
-        criteria: Sequence[JudgedCriterion],
-        question: Question,
-        response: str,
-        sample: int,
-        ref: str | None,
-        guidance: Guidance | None = None,
-    ) -> Judged:
+    async def _strategy_sample(self, request: JudgeRequest, sample: int) -> Judged:
         """The strategy's grades of one sample (:meth:`_sample`, but ``grounded``)."""
-        if not criteria:
+        if not request.criteria:
             return Judged({})
-        judged = await self.strategy.grade(
-            self.transport, criteria, question, response, sample, reference=ref, guidance=guidance
-        )
+        judged = await self.strategy.grade(self.transport, request, sample)
         if self.strategy.mean:
             return judged  # a holistic grade is one score for the whole rubric: nothing to quote
-        by_id = {c.id: c for c in criteria}
+        by_id = {c.id: c for c in request.criteria}
         return Judged(
             {
                 cid: check_evidence(
                     o,
                     by_id[cid],
-                    response,
+                    request.response,
                     mode=self.evidence,
                     quotes=o.evidence or (),
                     timeout=self.check_timeout,
@@ -280,27 +179,34 @@ class JudgeRunner:
         )
 
 
-def majority(criterion: JudgedCriterion, met: int, k: int) -> Verdict:
-    """The majority of ``met`` MET verdicts out of ``k``; a tie goes against the answer
-    (UNMET for a positive criterion, MET for an error criterion)."""
+def tally(
+    criterion: JudgedCriterion, outcomes: Sequence[Outcome], *, mean: bool
+) -> tuple[Verdict, float, float]:
+    """The verdict, credit and agreement of several outcomes of one criterion, none ERROR:
+    with ``mean``, the mean credit, MET from 0.5; else the majority verdict, a tie going
+    against the answer (UNMET for a positive criterion, MET for an error criterion)."""
+    k = len(outcomes)
+    if mean:
+        credits = [o.credit for o in outcomes]
+        credit = sum(credits) / k
+        verdict = Verdict.MET if credit >= 0.5 else Verdict.UNMET
+        return verdict, credit, max(credits.count(c) for c in credits) / k
+    met = sum(o.verdict is Verdict.MET for o in outcomes)
     if met * 2 == k:
-        return Verdict.MET if criterion.effective_weight < 0 else Verdict.UNMET
-    return Verdict.MET if met * 2 > k else Verdict.UNMET
+        verdict = Verdict.MET if criterion.effective_weight < 0 else Verdict.UNMET
+    else:
+        verdict = Verdict.MET if met * 2 > k else Verdict.UNMET
+    return verdict, 1.0 if verdict is Verdict.MET else 0.0, max(met, k - met) / k
 
 
 def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: bool) -> Outcome:
     """One outcome from K samples of one criterion.
 
-    * Any sample that is ERROR makes the criterion ERROR: a grade that could
-      not be obtained K times is not a K-sample grade.
-    * A boolean criterion takes the majority verdict. A tie (an even K) goes
-      against the answer: UNMET for a positive criterion, MET for an error
-      criterion (negative weight), so a split judge never earns credit.
-    * With ``mean`` (a score-kind criterion, and every holistic grade) the
-      criterion takes the mean credit, MET when that is at least 0.5.
-
-    ``agreement`` is the share of samples that gave the most common grade
-    (verdict, or credit for score kind): 1.0 when they all agree. Below 1 the
+    Any sample that is ERROR makes the criterion ERROR: a grade that could not be obtained K
+    times is not a K-sample grade. Otherwise :func:`tally` decides: the majority verdict, a
+    tie going against the answer so that a split judge never earns credit; with ``mean`` (a
+    score-kind criterion, and every holistic grade) the mean credit. ``agreement`` is the
+    share of samples that gave the most common grade (verdict, or credit): below 1 the
     criterion is ``unstable``.
     """
     pairs = tuple((o.verdict, o.credit) for o in samples)
@@ -314,18 +220,11 @@ def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: boo
             f"{len(errors)} of {k} judge samples failed; sample {i + 1}: {first.reason}",
             votes=pairs,
         )
+    verdict, credit, agreement = tally(criterion, samples, mean=mean)
     if mean:
-        credits = [o.credit for o in samples]
-        credit = sum(credits) / k
-        verdict = Verdict.MET if credit >= 0.5 else Verdict.UNMET
-        agreement = max(credits.count(c) for c in credits) / k
         reason = samples[0].reason
         summary = f"mean credit {credit:.2f} of {k} samples"
     else:
-        met = sum(o.verdict is Verdict.MET for o in samples)
-        verdict = majority(criterion, met, k)
-        credit = 1.0 if verdict is Verdict.MET else 0.0
-        agreement = max(met, k - met) / k
         reason = next(o.reason for o in samples if o.verdict is verdict)
         summary = f"{sum(o.verdict is verdict for o in samples)} of {k} samples {verdict}"
     # The samples that make the verdict: one that `require` turned to UNMET does not count
@@ -338,5 +237,81 @@ def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: boo
         agreement=agreement,
         votes=pairs,
         # A MET sample whose quotes were not found leaves the criterion unsupported.
+        evidence_ok=all(checked) if checked and verdict is Verdict.MET else None,
+    )
+
+
+class Panel:
+    """A panel of judges (``--rubric-judge`` given more than once): every judged criterion
+    graded by each judge's own :class:`JudgeRunner` (its client, cache entries, samples and
+    usage), their outcomes combined by :func:`combine_panel`. It answers to the runner's
+    calls, so the session does not care which it holds."""
+
+    def __init__(self, runners: Sequence[JudgeRunner]) -> None:
+        self.runners = tuple(runners)
+        self.name = " + ".join(r.name for r in runners)
+        self.client = runners[0].client  # the rubric_judge fixture's: the first judge
+
+    @property
+    def stats(self) -> CallStats:
+        return self.runners[0].stats
+
+    def schedule(self, request: JudgeRequest) -> None:
+        for runner in self.runners:
+            runner.schedule(request)
+
+    def result(self, request: JudgeRequest) -> Judged:
+        self.schedule(request)
+        by_judge = {runner.name: runner.result(request) for runner in self.runners}
+        return Judged(
+            {
+                c.id: combine_panel(c, {name: j.outcomes[c.id] for name, j in by_judge.items()})
+                for c in request.criteria
+            },
+            injection_suspected=any(j.injection_suspected for j in by_judge.values()),
+            llm_raw_score=mean_raw_score(j.llm_raw_score for j in by_judge.values()),
+        )
+
+    def close(self) -> None:
+        for runner in self.runners:
+            runner.close()
+
+
+def combine_panel(criterion: JudgedCriterion, outcomes: Mapping[str, Outcome]) -> Outcome:
+    """One outcome from each judge's outcome of ``criterion``: any judge's ERROR makes it ERROR
+    (a panel that could not sit is not a panel's grade); else as :func:`tally` combines
+    them. It keeps ``judges``, each judge's verdict (score kind: its score), and its
+    ``agreement``: below 1 it is ``unstable``."""
+    k = len(outcomes)
+    score = criterion.kind == "score"
+    judges: tuple[tuple[str, str | float], ...]
+    if score:  # only a judge criterion has a score kind, and its range
+        low, high = getattr(criterion, "min_score", 0.0), getattr(criterion, "max_score", 1.0)
+        judges = tuple((n, low + o.credit * (high - low)) for n, o in outcomes.items())
+    else:
+        judges = tuple((n, str(o.verdict)) for n, o in outcomes.items())
+    failed = [(n, o) for n, o in outcomes.items() if o.verdict is Verdict.ERROR]
+    if failed:
+        name, first = failed[0]
+        return Outcome(
+            Verdict.ERROR,
+            0.0,
+            f"{len(failed)} of {k} judges of the panel failed; {name}: {first.reason}",
+            judges=judges,
+        )
+    values = list(outcomes.values())
+    verdict, credit, agreement = tally(criterion, values, mean=score)
+    if score:
+        summary = f"panel mean credit {credit:.2f} of {k} judges"
+    else:
+        summary = f"panel: {sum(o.verdict is verdict for o in values)} of {k} judges {verdict}"
+    reason = next((o.reason for o in values if o.verdict is verdict), values[0].reason)
+    checked = [o.evidence_ok for o in values if o.evidence_ok is not None]
+    return Outcome(
+        verdict,
+        credit,
+        f"{reason} ({summary})",
+        agreement=agreement,
+        judges=judges,
         evidence_ok=all(checked) if checked and verdict is Verdict.MET else None,
     )

@@ -9,14 +9,14 @@ its reply reader (:mod:`~pytest_rubric.judge.replies`):
 ``one-shot``
     one call for all judged criteria of a case, keyed by criterion id;
 ``holistic``
-    one call, one 0-100 score s: the judged criteria earn s/100 of their
-    combined positive weight (each positive one gets credit s/100); when they have no
-    positive weight, each negative one gets credit 1 - s/100 (the error made that far).
+    one call, one 0-100 score s: the judged criteria earn s/100 of their combined positive
+    weight (each positive one gets credit s/100); when they have no positive weight, each
+    negative one gets credit 1 - s/100 (the error made that far).
 
-A reply that does not fit the protocol is asked again once with the error
-fed back (:func:`ask`); a judge call that fails, or a second bad reply, makes
-the criterion ERROR. Nothing here turns a failure into MET or UNMET. Each
-strategy returns the :class:`~pytest_rubric._llm.base.Judged` of one sample.
+A reply that does not fit the protocol is asked again once with the error fed back
+(:func:`ask`); a judge call that fails, or a second bad reply, makes the criterion ERROR.
+Nothing here turns a failure into MET or UNMET. Each strategy returns the
+:class:`~pytest_rubric._llm.base.Judged` of one sample.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from __future__ import annotations
 import asyncio
 import importlib
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._defaults import GRADERS
 from .._guards.secrets import clip
@@ -38,9 +38,11 @@ from .transport import Transport, UnusableReplay
 
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
-    from .prompts import Guidance, Question
+    from .requests import JudgeRequest
 
-__all__ = ["STRATEGIES", "Strategy", "ask"]
+__all__ = ["STRATEGIES", "Strategy", "ask", "reader"]
+
+T = TypeVar("T")
 
 _FEEDBACK = (
     "\n\nYour previous reply could not be used: {error}. Reply again with only the JSON object "
@@ -48,29 +50,12 @@ _FEEDBACK = (
 )
 
 
-class Grade(Protocol):
-    """``grade(transport, criteria, question, response, sample, reference=...)``: one sample."""
-
-    def __call__(
-        self,
-        transport: Transport,
-        criteria: Sequence[Any],
-        question: Question,
-        response: str,
-        sample: int,
-        *,
-        reference: str | None = None,
-        guidance: Guidance | None = None,
-    ) -> Awaitable[Judged]: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Strategy:
     """One ``--rubric-grader``: how one sample is graded, and how samples are combined."""
 
-    grade: Grade
-    """``grade(transport, criteria, question, response, sample, reference=...)``: one sample's
-    outcomes (``reference``: the case's known-correct answer, or None)."""
+    grade: Callable[[Transport, JudgeRequest, int], Awaitable[Judged]]
+    """``grade(transport, request, sample)``: one sample's outcomes of ``request.criteria``."""
     mean: bool = False
     """Combine samples by their mean credit for every criterion (not only score kind)."""
 
@@ -134,13 +119,22 @@ async def _attempt(
     sample: int,
 ) -> tuple[Reply, Any]:
     """One call and its reading; a reply that does not fit is recorded as unusable (with
-    ``--rubric-cache replay``, one recorded so is raised again) and raised as ReplyError."""
+    ``--rubric-cache replay``, one recorded so is raised again) and raised as ReplyError.
+
+    The readers turn hostile replies into ReplyError themselves; anything else ``read``
+    raises is a reply that does not fit too, never a crash.
+    """
     reply = await transport.call(prompt, feedback=feedback, label=label, sample=sample)
     try:
-        return reply, _read(transport, read, reply)
-    except ReplyError as exc:
+        parsed = read(reply)
+    except Exception as exc:
+        if not isinstance(exc, ReplyError):
+            # Short: the message is fed back to the judge, and may end up in a reason.
+            message = f"the reply could not be read ({type(exc).__name__}: {exc})"
+            exc = ReplyError(clip(message, *transport.secrets, limit=200))
         transport.unusable(reply, str(exc))
-        raise
+        raise exc from None
+    return reply, parsed
 
 
 def _protocol_hint(strategy: str) -> str:
@@ -160,20 +154,14 @@ def _problems(parsed: Any) -> str | None:
     return "; ".join(errors) if errors else None
 
 
-def _read(transport: Transport, read: Callable[[Reply], Any], reply: Reply) -> Any:
-    """``read(reply)``, where anything it raises is a reply that does not fit, never a crash.
-
-    The readers turn hostile replies into ReplyError themselves; this is the
-    backstop for whatever they did not foresee.
-    """
-    try:
-        return read(reply)
-    except ReplyError:
-        raise
-    except Exception as exc:
-        # Short: the message is fed back to the judge, and may end up in a reason.
-        message = f"the reply could not be read ({type(exc).__name__}: {exc})"
-        raise ReplyError(clip(message, *transport.secrets, limit=200)) from None
+def reader(
+    transport: Transport, response: str, read: Callable[..., T], *args: Any
+) -> Callable[[Reply], T]:
+    """``read(text, *args)`` of a reply to a call about ``response``: redacting the judge's
+    keys, held to the structured part when it is one, never taking the response's objects."""
+    return lambda reply: read(
+        reply.text, *args, secrets=transport.secrets, structured=reply.structured, answer=response
+    )
 
 
 def _outcome(graded: Graded) -> Outcome:
@@ -191,38 +179,29 @@ def _errors(criteria: Sequence[JudgedCriterion], reason: str) -> dict[str, Outco
     return {c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in criteria}
 
 
+def _asked(request: JudgeRequest) -> dict[str, Any]:
+    """What every prompt shows beside the criteria."""
+    return {
+        "question": request.question,
+        "response": request.response,
+        "reference": request.reference,
+        "guidance": request.guidance,
+    }
+
+
 # --- per-criterion: prompts.per_criterion, replies.read_one ---------------------------------
 
 
-async def _per_criterion(
-    transport: Transport,
-    criteria: Sequence[JudgedCriterion],
-    question: Question,
-    response: str,
-    sample: int,
-    *,
-    reference: str | None = None,
-    guidance: Guidance | None = None,
-) -> Judged:
-    prompts = [
-        per_criterion(
-            c, question=question, response=response, reference=reference, guidance=guidance
-        )
-        for c in criteria
-    ]
+async def _per_criterion(transport: Transport, request: JudgeRequest, sample: int) -> Judged:
+    criteria, response = request.criteria, request.response
+    prompts = [per_criterion(c, **_asked(request)) for c in criteria]
 
     async def one(criterion: JudgedCriterion, prompt: Prompt) -> Outcome:
         try:
             graded = await ask(
                 transport,
                 prompt,
-                lambda reply: read_one(
-                    reply.text,
-                    criterion,
-                    secrets=transport.secrets,
-                    structured=reply.structured,
-                    answer=response,
-                ),
+                reader(transport, response, read_one, criterion),
                 label=f"criterion {criterion.id!r}",
                 sample=sample,
             )
@@ -240,30 +219,12 @@ async def _per_criterion(
 # --- one-shot: prompts.one_shot, replies.read_one_shot --------------------------------------
 
 
-async def _one_shot(
-    transport: Transport,
-    criteria: Sequence[JudgedCriterion],
-    question: Question,
-    response: str,
-    sample: int,
-    *,
-    reference: str | None = None,
-    guidance: Guidance | None = None,
-) -> Judged:
-    prompt = one_shot(
-        criteria, question=question, response=response, reference=reference, guidance=guidance
-    )
+async def _one_shot(transport: Transport, request: JudgeRequest, sample: int) -> Judged:
+    criteria, response = request.criteria, request.response
+    prompt = one_shot(criteria, **_asked(request))
     suspected = injection_suspected(response, prompt.token)
 
-    def read(reply: Reply) -> dict[str, Graded | ReplyError]:
-        return read_one_shot(
-            reply.text,
-            criteria,
-            secrets=transport.secrets,
-            structured=reply.structured,
-            answer=response,
-        )
-
+    read = reader(transport, response, read_one_shot, criteria)
     label = "criteria " + ", ".join(repr(c.id) for c in criteria)
     try:
         first = await ask(transport, prompt, read, label=label, sample=sample)
@@ -307,27 +268,15 @@ async def _one_shot(
 # --- holistic: prompts.holistic, replies.read_holistic --------------------------------------
 
 
-async def _holistic(
-    transport: Transport,
-    criteria: Sequence[Requirement],
-    question: Question,
-    response: str,
-    sample: int,
-    *,
-    reference: str | None = None,
-    guidance: Guidance | None = None,
-) -> Judged:
-    prompt = holistic(
-        criteria, question=question, response=response, reference=reference, guidance=guidance
-    )
-    suspected = injection_suspected(response, prompt.token)
+async def _holistic(transport: Transport, request: JudgeRequest, sample: int) -> Judged:
+    criteria = [c for c in request.criteria if isinstance(c, Requirement)]
+    prompt = holistic(criteria, **_asked(request))
+    suspected = injection_suspected(request.response, prompt.token)
     try:
         score, reason = await ask(
             transport,
             prompt,
-            lambda reply: read_holistic(
-                reply.text, secrets=transport.secrets, structured=reply.structured, answer=response
-            ),
+            reader(transport, request.response, read_holistic),
             label="the holistic score",
             sample=sample,
         )
@@ -352,41 +301,14 @@ async def _holistic(
     return Judged(outcomes, injection_suspected=suspected, llm_raw_score=score)
 
 
-async def _holistic_and_extract(
-    transport: Transport,
-    criteria: Sequence[JudgedCriterion],
-    question: Question,
-    response: str,
-    sample: int,
-    *,
-    reference: str | None = None,
-    guidance: Guidance | None = None,
-) -> Judged:
+async def _holistic_and_extract(transport: Transport, request: JudgeRequest, sample: int) -> Judged:
     """One holistic score for the judged criteria; an ``extract`` criterion is not
     graded, so it is read on its own call (as per-criterion reads it) and its check decides."""
-    reads = [c for c in criteria if c.kind == "extract"]
-    graded = [c for c in criteria if isinstance(c, Requirement)]  # `grounded`: judge.grounding
-    if not reads:
-        return await _holistic(
-            transport, graded, question, response, sample, reference=reference, guidance=guidance
-        )
-    parts = [
-        _per_criterion(
-            transport, reads, question, response, sample, reference=reference, guidance=guidance
-        )
-    ]
-    if graded:
-        parts.append(
-            _holistic(
-                transport,
-                graded,
-                question,
-                response,
-                sample,
-                reference=reference,
-                guidance=guidance,
-            )
-        )
+    reads = [c for c in request.criteria if c.kind == "extract"]
+    graded = any(isinstance(c, Requirement) for c in request.criteria)  # `grounded`: grounding
+    parts = [_per_criterion(transport, replace(request, criteria=reads), sample)] if reads else []
+    if graded or not reads:
+        parts.append(_holistic(transport, request, sample))
     done = await asyncio.gather(*parts)
     return Judged(
         {cid: o for part in done for cid, o in part.outcomes.items()},

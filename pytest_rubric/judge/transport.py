@@ -1,17 +1,13 @@
 """How judge calls are made for a whole run: one event loop, one concurrency bound, one cache.
 
-A :class:`Transport` owns an event loop in a background thread and the
-client it calls. At most ``concurrency`` calls are in flight, whichever
-answers they belong to. A built-in client takes a slot per HTTP attempt
-(and retries within its own budget, see :mod:`~pytest_rubric._llm.http`),
-so that a call waiting out a ``Retry-After`` does not hold one; a user's
-client (the hook's) holds its slot for its whole call, which
-``--rubric-judge-timeout`` bounds.
-
-:meth:`Transport.call` is the one way a prompt reaches the judge: through
-the cache (:class:`~pytest_rubric._llm.cache.CachedCalls`), counted in
-:class:`~pytest_rubric._llm.base.CallStats`, and with whatever a client
-raises turned into :class:`~pytest_rubric._llm.base.JudgeError`.
+A :class:`Transport` owns an event loop in a background thread and the client it calls. At
+most ``concurrency`` calls are in flight, whichever answers they belong to. A built-in client
+takes a slot per HTTP attempt (see :mod:`~pytest_rubric._llm.http`), so that a call waiting
+out a ``Retry-After`` does not hold one; a user's client (the hook's) holds its slot for its
+whole call, which ``--rubric-judge-timeout`` bounds. :meth:`Transport.call` is the one way a
+prompt reaches the judge: through the cache (:class:`~pytest_rubric._llm.cache.CachedCalls`)
+and the recordings, counted in :class:`~pytest_rubric._llm.base.CallStats`, and with whatever
+a client raises turned into :class:`~pytest_rubric._llm.base.JudgeError`.
 """
 
 from __future__ import annotations
@@ -91,14 +87,14 @@ class Transport:
         self.votes = votes
         self.timeout = timeout  # a user's client gets --rubric-judge-timeout for its whole call
         self._builtin = isinstance(client, HTTPClient)
-        self.stats = client.stats if isinstance(client, HTTPClient) else CallStats()
+        # A built-in client's PROVIDER:MODEL and URL; None for a user's own judge.
+        self.spec = getattr(client, "spec", None)
+        self.stats = client.stats if self._builtin else CallStats()
         self.cache = CachedCalls(cache, cache_mode, stats=self.stats)
         self.budget = budget
         if budget is not None and price is not None:
             stats = self.stats
             budget.add_source(lambda: stats.cost(price))
-        if isinstance(client, HTTPClient) and budget is not None:
-            client.admit = budget.admit  # checked when a call gets its slot
         # Whatever a judge raises or replies is redacted of every key we know of:
         # the built-in client's own, and the providers' variables (a user's client
         # may read those itself).
@@ -107,8 +103,10 @@ class Transport:
         self.secrets += known_keys()
         self._loop = asyncio.new_event_loop()
         self._semaphore = asyncio.Semaphore(concurrency)
-        if isinstance(client, HTTPClient):
+        if self._builtin:
             client.limiter = self._semaphore
+            if budget is not None:
+                client.admit = budget.admit  # checked when a call gets its slot
         # --rubric-judge-batch: what a built-in client's calls are sent through instead.
         self.batch: BatchQueue | None = None
         self._thread = threading.Thread(
@@ -149,9 +147,7 @@ class Transport:
             return None
         found = self.recordings.fetch(where, digest)
         if found is not None:
-            self.stats.cache_hits += 1
-            self.stats.saved_in += found.tokens_in
-            self.stats.saved_out += found.tokens_out
+            self.cache.hit(found)
         return found
 
     def _missing(self, label: str) -> str:
@@ -172,7 +168,7 @@ class Transport:
             f"{label or 'this call'} in {self.recordings.shown(where)}"
             + (f" (the file cannot be read: {problem})" if problem else "")
             + "; record it with `pytest --rubric-cache use --rubric-recordings "
-            f"{self.recordings.shown_directory}` (and a judge), and commit the file"
+            f"{self.recordings.shown()}` (and a judge), and commit the file"
         )
 
     # --- one call ---------------------------------------------------------------------------
@@ -188,7 +184,6 @@ class Transport:
         """
         user = prompt.user + feedback
         key = self._key(prompt, user, sample)
-        spec = getattr(self.client, "spec", None)
         digest = cache_key(**key)
         recorded = self._recorded_reply(digest)
         if recorded is not None:
@@ -198,7 +193,7 @@ class Transport:
             missing=self._missing(label),
             endpoint=self.endpoint,
             # An earlier version's key: the same, with the endpoint's URL in it.
-            legacy={**key, "endpoint": spec.url if spec is not None else None},
+            legacy={**key, "endpoint": self.spec.url if self.spec is not None else None},
         )
         if looked.unusable is not None:
             why = shorten(looked.unusable, _SHOWN, *self.secrets)
@@ -221,16 +216,14 @@ class Transport:
     def endpoint(self) -> str | None:
         """Where the calls go, as the cache records it (no userinfo, no query string); None
         for a user's own judge."""
-        spec = getattr(self.client, "spec", None)
-        return spec.public_url if spec is not None else None
+        return self.spec.public_url if self.spec is not None else None
 
     def store(self, reply: Reply, parsed: Any) -> None:
         """Keep a reply that passed validation (never an error, never a partial one)."""
-        spec = getattr(self.client, "spec", None)
         self.cache.store(
             reply,
-            provider=spec.provider if spec is not None else "custom",
-            model=spec.model if spec is not None else self.name,
+            provider=self.spec.provider if self.spec is not None else "custom",
+            model=self.spec.model if self.spec is not None else self.name,
             parsed=parsed,
             endpoint=self.endpoint,
         )
@@ -257,9 +250,8 @@ class Transport:
     def _key(self, prompt: Prompt, user: str, sample: int) -> dict[str, Any]:
         """Everything that can change the verdict, and nothing of where the call goes (the
         provider and model are in ``judge``); the per-call fence token is masked."""
-        spec = getattr(self.client, "spec", None)
         return {
-            "judge": spec.name if spec is not None else self.name,
+            "judge": self.spec.name if self.spec is not None else self.name,
             "grader": self.strategy,
             "template": prompts.TEMPLATE_VERSION,
             "system": prompt.system.replace(prompt.token, "{TOKEN}"),

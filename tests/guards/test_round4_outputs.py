@@ -305,7 +305,7 @@ def test_a_history_with_values_of_the_wrong_type_is_one_warning_and_those_rows_s
 def test_a_cached_reply_larger_than_a_live_one_is_a_miss(tmp_path: Path) -> None:
     from pytest_rubric._llm.base import CallStats
     from pytest_rubric._llm.cache import CachedCalls, CacheFile
-    from pytest_rubric._llm.responses import MAX_REPLY_BYTES
+    from pytest_rubric._llm.http import MAX_REPLY_BYTES
 
     cache = CacheFile(tmp_path)
     big = '{"verdict": "MET", "reason": "' + "x" * MAX_REPLY_BYTES + '"}'

@@ -26,9 +26,9 @@ from pytest_rubric._schema import CalibrationExample
 from pytest_rubric.criteria.judge import Requirement
 from pytest_rubric.criteria.normalize import normalize
 from pytest_rubric.judge.evidence import NEGATIONS, check_evidence, quote_found
-from pytest_rubric.judge.panel import combine_panel
 from pytest_rubric.judge.prompts import holistic, injection_suspected, one_shot, per_criterion
 from pytest_rubric.judge.replies import read_one, read_one_shot
+from pytest_rubric.judge.runner import combine_panel
 from tests.fake_llm import Action, FakeLLM, Recorded, json_reply
 
 Write = Callable[[str, str], Path]

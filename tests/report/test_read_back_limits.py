@@ -261,7 +261,7 @@ def test_a_stored_value_that_is_not_text_is_a_miss(tmp_path: Path) -> None:
         db.execute("UPDATE replies SET raw = ? WHERE key = 'k'", (b"\xff\xfe binary",))
     db.close()
     cache = CacheFile(tmp_path)
-    assert cache.get("k") is None
+    assert cache.fetch("k") is None
     cache.close()
 
 
@@ -274,7 +274,7 @@ def test_a_foreign_database_is_never_written_to(tmp_path: Path) -> None:
     cache = CacheFile(tmp_path)
     assert not cache.usable
     cache.put("k", provider="p", model="m", raw="{}", parsed={})
-    assert cache.get("k") is None
+    assert cache.fetch("k") is None
     warning = cache.take_warning()
     assert warning is not None and "it holds table 'users'" in warning
     assert cache.take_warning() is None  # once
