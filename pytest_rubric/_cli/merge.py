@@ -40,7 +40,7 @@ from .._config.settings import fraction
 from .._guards.outgoing import outgoing_streams
 from .._render.summary import terminal_lines
 from .._report.calibration import Calibration
-from .._report.document import DocumentError, load_document, read_document
+from .._report.document import DocumentError, load_document
 from .._report.gates import GateEntry
 from .._report.history import HistoryError, append, skipped_warning, with_trend
 from .._report.report import build_report
@@ -222,7 +222,7 @@ def _command(argv: Sequence[str] | None) -> int:
             gates=gates,
             allow_incomplete=args.allow_incomplete,
         )
-        baseline = read_document(args.baseline) if args.baseline is not None else None
+        baseline = load_document(args.baseline).results if args.baseline is not None else None
     except DocumentError as exc:
         print(f"pytest-rubric merge: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -1,39 +1,19 @@
 """The HTML report: one self-contained file, inline CSS and SVG, no script, nothing fetched.
 
-It shows, in order:
+In order: the run's header line; the changes since ``--rubric-baseline``, each linked to
+its answer; the scatter of substance score against style (the mean of fluency and
+confidence), one mark per subject per 2.5 % spot, sized and counted by the answers it
+holds (200,000 answers draw a few thousand marks), the low-score high-style corner shaded
+and every spot holding a ``confidently_wrong`` answer ringed, with each subject's
+correctness interval as a bar at its mean style; the leaderboard and breakdowns; the
+pairwise matrix (``_report.pairwise``); the history's trend; the judge audit; the gates;
+and the answers, failing first, filtered by subject, status and flag in CSS alone (radio
+inputs and ``:checked ~`` rules). Past :data:`FULL` answers, further failing ones are one
+line each and passing ones are counted: the JSON holds every one.
 
-* the run's header line: the plugin's version, the judges with their
-  endpoints, the commit, when it started and how long it took;
-* with ``--rubric-baseline``, the changes since the baseline, each linked to its
-  answer below;
-* the style-versus-substance scatter plot: x = style (the mean of fluency and
-  confidence), y = substance score, one colour per subject, one mark per subject
-  per spot (a 2.5 % cell), sized and counted by the answers it holds, so 200,000
-  answers draw at most a few thousand marks. The low-score, high-style corner is
-  shaded, and every spot holding an answer flagged ``confidently_wrong`` is ringed
-  in red, so a confident wrong answer stands out at a glance;
-* each subject's correctness interval on the same plot: a bar in its colour
-  at its mean style, from the interval's low to its high end, marked at its
-  correctness;
-* the leaderboard with both ranks, tiers and the disagreement notice, and
-  the per-suite and per-tag breakdown when there is one;
-* with two subjects or more, the pairwise matrix: the row's subject against the
-  column's over the cases they share, wins-losses-ties and the mean difference with
-  its paired interval, shaded where the interval excludes 0 (``_report.pairwise``);
-* the gates, when ``--rubric-baseline`` or ``--rubric-fail-under`` is set;
-* the answers, failing ones first, each with its score, criteria with verdicts
-  and reasons, and the response text; filters by subject, status and flag work by
-  CSS alone (radio inputs and ``:checked ~`` sibling rules). Past :data:`FULL` answers, further
-  failing ones are one line each and passing ones are counted: the JSON holds
-  every one.
-
-Every text from a rubric or a response goes through :func:`html.escape`,
-and a Content-Security-Policy forbids scripts and any fetch, so a hostile
-response is shown as text and can do nothing.
-
-The module reads top down: the text helpers every part writes with, the answers
-(failing first, grouped by case, with the CSS-only filters), the plots (the scatter with
-each subject's interval, and the history's trend lines), then the page that joins them.
+Every text from a rubric or a response goes through :func:`html.escape`, and a
+Content-Security-Policy forbids scripts and any fetch, so a hostile response is shown as
+text and can do nothing.
 """
 
 from __future__ import annotations

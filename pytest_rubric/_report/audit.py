@@ -1,34 +1,22 @@
 """The judge audit: what a session learned about its judge, computed from the results.
 
-* **Style probe** (``--rubric-judge-probe N``): up to N judged substance
-  criteria, chosen by :func:`probe_plan`, are judged again on the answer
-  rewritten confident and hedged (:func:`pytest_rubric._grade.restyle`). Each probed
-  criterion leaves one record in its result's ``probe`` list; a *flip* is a
-  verdict that changed with tone alone: ``flips_confident`` counts those
-  between the answer and its confident rewrite, ``flips_hedged`` those
-  between the answer and its hedged rewrite, and ``style_sensitivity`` =
-  flips / (2 x probed).
-* **Probe kinds** (``--rubric-judge-probe-kinds tone,length,position``): the
-  same probed criteria are judged again for each kind. ``tone`` is the style
-  probe above. ``length``: on the answer with neutral padding appended
-  (:func:`pytest_rubric._grade.padding.pad`, about twice as long); a flip is a change
-  in the answer's favour (UNMET to MET on a positive criterion, MET to UNMET on
-  a negative one). ``position`` (one-shot grader): the case's judged criteria
-  in reverse order; a flip is any changed verdict. Each kind's records carry
-  ``kind``; tone records have none (they are as they always were).
-  :class:`ProbeFigures` holds ``probed``, ``flips`` and ``sensitivity`` per
-  judge and kind (``judge_audit.probes``): flips over the verdicts that could
-  flip, two per probed criterion for tone (so it equals ``style_sensitivity``),
-  one for the other kinds. ``judge_audit.style_probe`` stays as it was.
-* **Evidence** (``--rubric-judge-evidence``): how many judged MET verdicts had
-  their quotes checked, and how many quoted nothing found in the response.
-* **Panel** (``--rubric-judge`` repeated): from each judged criterion's
-  ``judges`` map, Cohen's kappa for each pair of judges (over the criteria
-  both decided) and Fleiss' kappa over the criteria every judge decided;
-  score-kind criteria, whose judges give scores, are not in the kappas.
+* **Probes** (``--rubric-judge-probe N``, ``--rubric-judge-probe-kinds``): up to N judged
+  substance criteria (:func:`probe_plan`) are judged again, each leaving a record in its
+  result's ``probe``. ``tone``: on the answer rewritten confident and hedged
+  (``_grade.restyle``); a flip is a verdict that changed with tone alone, and
+  ``style_sensitivity`` = flips / (2 x probed). ``length``: on the answer with neutral
+  padding (``_grade.padding``); a flip is a change in the answer's favour. ``position``
+  (one-shot grader): the criteria in reverse order; a flip is any change.
+  :class:`ProbeFigures` gives flips over the verdicts that could flip, per judge and kind
+  (two per probed criterion for tone, one otherwise).
+* **Evidence** (``--rubric-judge-evidence``): judged MET verdicts whose quotes were checked,
+  and those that quoted nothing found in the response.
+* **Panel** (``--rubric-judge`` repeated): Cohen's kappa for each pair of judges over the
+  criteria both decided, Fleiss' kappa over those every judge decided (score-kind criteria
+  are not in the kappas).
 
-Everything here is a function of the results, so a serial run, an xdist run
-(results gathered on the controller) and ``merge`` report the same audit.
+Everything here is a function of the results, so a serial run, an xdist run and ``merge``
+report the same audit.
 """
 
 from __future__ import annotations
@@ -42,7 +30,6 @@ from .._results import CaseResult
 from .calibration import Calibration
 
 __all__ = [
-    "EvidenceAudit",
     "JudgeAudit",
     "ProbeFigures",
     "StyleProbe",

@@ -1,15 +1,9 @@
-"""Per-suite and per-tag scores of each subject, each with its interval.
+"""Per-suite and per-tag scores of each subject, each with its interval (``stats.mean_interval``).
 
-* group ``suite`` (only when the results span several suites): the mean
-  score of a subject's results in that suite;
-* group ``tag``: each result scored by the usual formula (``_grade.scoring``)
-  over only the substance criteria that carry the tag (a case's tags apply
-  to all its criteria), averaged over the results that have such a
-  criterion with a positive weight. With repeats, a result's tag score is
-  the mean over its samples.
-
-Each entry's ``ci`` is the interval of the mean over those results
-(``stats.mean_interval``) and ``n`` their number.
+Group ``suite`` (only when there are several): a subject's mean score in that suite. Group
+``tag``: each result scored by the usual formula over only the substance criteria with the
+tag (a case's tags apply to all its criteria; with repeats, the mean over samples),
+averaged over the results that have such a criterion with a positive weight.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The judge's agreement with a suite's calibration labels: what the audit measures.
-
-:class:`Calibration` holds the agreement of a suite: ``n`` (examples the judge
-graded; ERRORs are counted apart), ``accuracy``, ``kappa`` (Cohen's,
-:func:`~pytest_rubric._report.stats.cohen_kappa`), ``tpr`` (the share of MET labels
-the judge called MET) and ``tnr`` (of UNMET labels, UNMET). The labels are read by
-``_load.calibration``.
+"""The judge's agreement with a suite's calibration labels (read by ``_load.calibration``):
+``n`` examples graded (ERRORs counted apart), ``accuracy``, Cohen's ``kappa``, ``tpr`` (MET
+labels the judge called MET) and ``tnr`` (UNMET, UNMET).
 """
 
 from __future__ import annotations

@@ -1,36 +1,23 @@
-"""CI gates, each outcome as data: regressions against a baseline ``--rubric-json``, a
-floor on correctness, and the judge's own gates; :func:`run_gates` applies every gate a run
-asked for and gathers the outcomes in a :class:`GateReport` (the JSON's ``gates``; the
-renderers print it).
+"""CI gates, each outcome as data: :func:`run_gates` applies every gate a run asked for and
+gathers the outcomes in a :class:`GateReport` (the JSON's ``gates``; the renderers print it).
 
-``--rubric-fail-under X`` fails a subject whose correctness is below X (``fail-under``);
-``--rubric-judge-max-style-flips`` a judge whose style sensitivity is above it
-(``style-flips``); ``--rubric-judge-max-flips KIND=X`` a judge whose sensitivity to that
-probe is above it (``length-flips``, ``position-flips``); ``--rubric-judge-min-kappa`` a
-suite whose calibration kappa is below it (``min-kappa``: its judged criteria are then
-ERROR).
-
-Every outcome is a :class:`GateEntry`, one per subject, case, judge or suite a gate
-judged: the JSON's ``gates``. An entry that did not fail is a note when it says
-something (a flip or a drop within noise), and a quiet pass otherwise.
-
-The baseline comparison (:func:`compare`) gives gate entries, per-subject deltas
-(:class:`SubjectDelta`) and the items that changed (:class:`CaseChange`).
-
-``--rubric-baseline PATH`` judges every case that passed in the baseline and fails now
-(gate ``baseline-case``) and every subject's correctness (``baseline-subject``): by
-default a case that fails now, or a drop of more than ``--rubric-max-drop`` (default 0,
-so any drop), fails the session. With ``--rubric-gate-confidence C`` both must be beyond
-noise, and together they raise a false alarm on an unchanged subject at most ``1 - C``
-of the time:
+Every outcome is a :class:`GateEntry`, one per subject, case, judge or suite a gate judged.
+An entry that did not fail is a note when it says something (a flip or a drop within
+noise), and a quiet pass otherwise. The gates: ``fail-under`` (a subject's correctness
+below ``--rubric-fail-under``), ``style-flips``, ``length-flips`` and ``position-flips`` (a
+judge's probe sensitivity above its limit), ``min-kappa`` (a suite's calibration kappa below
+``--rubric-judge-min-kappa``: its judged criteria are then ERROR), and the two of
+``--rubric-baseline``: ``baseline-case`` (a case that passed there fails now) and
+``baseline-subject`` (a subject's correctness dropped more than ``--rubric-max-drop``).
+With ``--rubric-gate-confidence C`` both must be beyond noise, and together they raise a
+false alarm on an unchanged subject at most ``1 - C`` of the time:
 
 * a subject's drop fails when the paired C-interval of (now - baseline) over the shared
   cases lies wholly below ``-max_drop``: a one-sided test at ``(1 - C) / 2``;
 * a case's flip fails when its passing samples fell beyond chance: the one-sided Fisher
   exact test of (passes, samples) now against the baseline's, at the other
   ``(1 - C) / 2`` shared over the subject's cases (Tarone's Bonferroni for discrete
-  tests). With one sample a side no single flip is ever significant; a flip within
-  noise is a note.
+  tests). With one sample a side no single flip is ever significant.
 
 Cases are matched by node id, case and subject; a case or subject that is only on one
 side is reported, never a failure (deselecting is a choice the command line shows).
@@ -40,34 +27,27 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .._guards.secrets import MAX_TEXT, clip, known_keys
 from .._results import CaseResult, mark_text
 from . import stats as _stats
-from .leaderboard import SubjectRow, leaderboard, paired
+from .leaderboard import SubjectRow, by_subject, leaderboard, paired
 
 if TYPE_CHECKING:
-    from .audit import ProbeFigures, StyleProbe
+    from .audit import ProbeFigures
     from .calibration import Calibration
 
 __all__ = [
     "CHANGE_KINDS",
     "DELTA_HEADER",
-    "EPSILON",
-    "GATES",
-    "BaselineComparison",
-    "CaseChange",
     "GateEntry",
     "GateReport",
-    "SubjectDelta",
     "baseline_of",
     "before_and_after",
-    "case_changes",
     "changed",
-    "compare",
     "run_gates",
 ]
 
@@ -75,6 +55,7 @@ __all__ = [
 # Means are float sums: an unchanged run must not "drop" by 1e-17.
 EPSILON = 1e-9
 
+# Every gate's name, as an entry's ``gate`` says it; entries are listed gate by gate so.
 GATES = (
     "baseline-case",
     "baseline-subject",
@@ -84,9 +65,7 @@ GATES = (
     "position-flips",
     "min-kappa",
 )
-"""Every gate's name, as an entry's ``gate`` says it."""
 ORDER = {gate: i for i, gate in enumerate(GATES)}
-"""Each gate's rank: entries are listed gate by gate in this order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +209,7 @@ def case_changes(
 def changed(was: CaseResult, now: CaseResult) -> CaseChange:
     """An item that passed in one run and not the other: ``regressed`` or ``improved``, with
     both responses and the verdicts that changed."""
+    there = {c.id: c.verdict.value for c in was.criteria}
     return CaseChange(
         "improved" if now.passed else "regressed",
         now.nodeid,
@@ -238,17 +218,11 @@ def changed(was: CaseResult, now: CaseResult) -> CaseChange:
         now.score,
         response_before=was.response,
         response_after=now.response,
-        verdicts=verdict_changes(was, now),
-    )
-
-
-def verdict_changes(was: CaseResult, now: CaseResult) -> tuple[tuple[str, str, str], ...]:
-    """Each criterion both results graded whose verdict changed: (id, there, now)."""
-    there = {c.id: c.verdict.value for c in was.criteria}
-    return tuple(
-        (c.id, there[c.id], c.verdict.value)
-        for c in now.criteria
-        if c.id in there and there[c.id] != c.verdict.value
+        verdicts=tuple(
+            (c.id, there[c.id], c.verdict.value)
+            for c in now.criteria
+            if c.id in there and there[c.id] != c.verdict.value
+        ),
     )
 
 
@@ -296,15 +270,6 @@ def _keyed(results: Sequence[CaseResult]) -> dict[tuple[str, str, str, int], Cas
         keyed[(*base, seen[base])] = r
         seen[base] += 1
     return keyed
-
-
-def _by_subject(results: Iterable[CaseResult]) -> dict[str, list[CaseResult]]:
-    """Ranked results by subject (``assert_rubric`` without ``subject=`` is no subject's)."""
-    grouped: dict[str, list[CaseResult]] = defaultdict(list)
-    for r in results:
-        if r.ranked:
-            grouped[r.subject].append(r)
-    return grouped
 
 
 def _name(key: tuple[str, str, str, int]) -> str:
@@ -442,44 +407,32 @@ def _shares_no_case(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class BaselineComparison:
-    """What comparing with the baseline found: the entries of its two gates, the notes
-    about cases that did not run, each subject's delta, and the items that changed."""
-
-    entries: tuple[GateEntry, ...]
-    notes: tuple[str, ...]
-    deltas: tuple[SubjectDelta, ...]
-    changes: tuple[CaseChange, ...]
-
-
-def compare(
+def _compare(
     results: Sequence[CaseResult],
     baseline: Sequence[CaseResult],
     *,
     now: Mapping[str, float],
     baseline_name: str | None,
-    rootdir: str | None = None,
+    rootdir: str | None,
     max_drop: float,
     gate_confidence: float | None,
     delta_level: float,
-) -> BaselineComparison:
-    """Apply ``baseline-case`` and ``baseline-subject`` to this run's ``results``; ``now``,
-    each subject's correctness in this run. Each subject's delta carries the paired
-    interval of (now - baseline) over the cases both runs graded, at ``delta_level``."""
+) -> tuple[list[GateEntry], list[str], list[SubjectDelta], tuple[CaseChange, ...]]:
+    """``baseline-case`` and ``baseline-subject`` on this run's ``results``: their entries, the
+    notes about cases that did not run, each subject's delta (with the paired interval of
+    (now - baseline) over the cases both runs graded, at ``delta_level``) and the changes."""
     entries: list[GateEntry] = []
     notes: list[str] = []
     deltas: list[SubjectDelta] = []
     before = {row.subject: row.correctness for row in leaderboard(baseline)}
     old, new = _keyed(baseline), _keyed(results)
-    changes = case_changes(old, new)
     entries += _case_entries(old, new, gate_confidence)
     missing = [k for k in old if k not in new]
     if missing:
         notes.append(
             f"{len(missing)} baseline case(s) did not run this time, e.g. {_name(missing[0])}"
         )
-    mine, theirs = _by_subject(results), _by_subject(baseline)
+    mine, theirs = by_subject(results), by_subject(baseline)
     for subject in sorted(before.keys() | now.keys()):
         pairs = paired(mine.get(subject, ()), theirs.get(subject, ()))
         partial = len(pairs) < max(len(mine.get(subject, ())), len(theirs.get(subject, ())))
@@ -519,16 +472,9 @@ def compare(
             )
         )
     if old and not any(key in new for key in old):
-        entries.append(
-            GateEntry(
-                "baseline-case",
-                None,
-                None,
-                True,
-                _shares_no_case(baseline_name or "baseline", rootdir, old, new),
-            )
-        )
-    return BaselineComparison(tuple(entries), tuple(notes), tuple(deltas), changes)
+        message = _shares_no_case(baseline_name or "baseline", rootdir, old, new)
+        entries.append(GateEntry("baseline-case", None, None, True, message))
+    return entries, notes, deltas, case_changes(old, new)
 
 
 def _fail_under_entries(now: Mapping[str, float], fail_under: float) -> list[GateEntry]:
@@ -543,50 +489,36 @@ def _fail_under_entries(now: Mapping[str, float], fail_under: float) -> list[Gat
     return entries
 
 
-def _style_flip_entries(probes: Iterable[StyleProbe], max_flips: float) -> list[GateEntry]:
+def _flip_entries(kind: str, probes: Sequence[ProbeFigures], limit: float) -> list[GateEntry]:
+    """The ``style-flips`` gate (kind ``tone``), ``length-flips`` or ``position-flips``: one
+    entry per judge; one that failed when the probe judged nothing again (a gate that
+    measured nothing must not pass)."""
+    if kind == "tone":
+        gate, flag, changed, limited = "style-flips", "--rubric-judge-max-style-flips", "", ""
+    else:
+        gate = f"{kind}-flips"
+        flag = f"--rubric-judge-max-flips {kind}, else --rubric-judge-max-style-flips"
+        changed, limited = f"the {kind} probe", f"its limit ({flag})"
     entries = []
     for p in probes:
-        over = p.style_sensitivity > max_flips
+        over = p.sensitivity > limit
         message = (
-            f"judge {p.judge}: {p.flips} of {2 * p.probed} probed verdicts changed with tone "
-            f"alone ({p.style_sensitivity:.3f}), {'above' if over else 'at most'} "
-            f"{max_flips:g} (--rubric-judge-max-style-flips)"
-        )
-        entries.append(GateEntry("style-flips", None, None, over, message, quiet=not over))
-    return entries
-
-
-def _kind_flip_entries(
-    kind: str, probes: Sequence[ProbeFigures], max_flips: float
-) -> list[GateEntry]:
-    """The ``length-flips`` or ``position-flips`` gate: one entry per judge; one that failed
-    when the probe judged nothing again (a gate that measured nothing must not pass)."""
-    gate = f"{kind}-flips"
-    flag = f"--rubric-judge-max-flips {kind}, else --rubric-judge-max-style-flips"
-    entries = []
-    for p in probes:
-        over = p.sensitivity > max_flips
-        message = (
-            f"judge {p.judge}: {p.flips} of {p.verdicts} probed verdicts changed with the "
-            f"{kind} probe ({p.sensitivity:.3f}), {'above' if over else 'at most'} "
-            f"{max_flips:g} ({flag})"
+            f"judge {p.judge}: {p.flips} of {p.verdicts} probed verdicts changed with "
+            f"{changed or 'tone alone'} ({p.sensitivity:.3f}), {'above' if over else 'at most'} "
+            f"{limit:g} ({flag})"
         )
         entries.append(GateEntry(gate, None, None, over, message, quiet=not over))
     if not any(p.probed for p in probes):
-        entries.append(
-            GateEntry(
-                gate,
-                None,
-                None,
-                True,
-                f"the {kind} probe judged no verdict again (every probe call failed, or no "
-                f"judged substance criterion ran), so its limit ({flag}) measured nothing",
-            )
+        message = (
+            f"the {'style' if kind == 'tone' else kind} probe judged no verdict again (every "
+            "probe call failed, or no judged substance criterion ran), so "
+            f"{limited or flag} measured nothing"
         )
+        entries.append(GateEntry(gate, None, None, True, message))
     return entries
 
 
-def _min_kappa_entries(calibration: Iterable[Calibration], min_kappa: float) -> list[GateEntry]:
+def _min_kappa_entries(calibration: Sequence[Calibration], min_kappa: float) -> list[GateEntry]:
     entries = []
     for c in calibration:
         kappa = c.kappa
@@ -602,12 +534,13 @@ def _min_kappa_entries(calibration: Iterable[Calibration], min_kappa: float) -> 
             + ("; its judged criteria are ERROR" if below else "")
         )
         entries.append(GateEntry("min-kappa", None, None, below, message, quiet=not below))
+    if not any(c.n for c in calibration):
+        message = (
+            "no calibration label was graded, so --rubric-judge-min-kappa measured nothing; "
+            "add `calibration:` examples to the rubric files"
+        )
+        entries.append(GateEntry("min-kappa", None, None, True, message))
     return entries
-
-
-def _identity(entry: GateEntry) -> tuple[object, ...]:
-    """What makes two entries the same outcome (shards carry the same judge's figures)."""
-    return (entry.gate, entry.subject, entry.nodeid, entry.failed, entry.message)
 
 
 def run_gates(
@@ -621,7 +554,6 @@ def run_gates(
     rows: Sequence[SubjectRow] | None = None,
     level: float = 0.95,
     gate_confidence: float | None = None,
-    style_probe: Sequence[StyleProbe] = (),
     max_style_flips: float | None = None,
     calibration: Sequence[Calibration] = (),
     min_kappa: float | None = None,
@@ -634,20 +566,20 @@ def run_gates(
     Each subject's delta carries the paired interval of (now - baseline) over the cases
     both runs graded, at ``gate_confidence`` if given, else ``level``. ``carried``: entries
     an earlier run wrote (``merge`` reads them from the shards); those of a gate applied
-    here are replaced by this run's verdicts, the others kept. ``max_flips``: the limit of
-    each probe kind other than tone (tone's is ``max_style_flips``), checked against that
-    kind's ``probes`` figures.
+    here are replaced by this run's verdicts, the others kept. ``probes``: each judge's
+    figures per probe kind, checked against the limit of tone (``max_style_flips``) and of
+    each other kind (``max_flips``).
     """
     delta_level = gate_confidence if gate_confidence is not None else level
     now = {row.subject: row.correctness for row in rows or leaderboard(results)}
     entries: list[GateEntry] = []
     notes: list[str] = []
     deltas: list[SubjectDelta] = []
-    applied: set[str] = set()
     changes: tuple[CaseChange, ...] = ()
+    applied: set[str] = set()
     if baseline is not None:
         applied |= {"baseline-case", "baseline-subject"}
-        compared = compare(
+        entries, notes, deltas, changes = _compare(
             results,
             baseline,
             now=now,
@@ -657,47 +589,18 @@ def run_gates(
             gate_confidence=gate_confidence,
             delta_level=delta_level,
         )
-        entries += compared.entries
-        notes += compared.notes
-        deltas += compared.deltas
-        changes = compared.changes
     if fail_under is not None:
         applied.add("fail-under")
         entries += _fail_under_entries(now, fail_under)
+    limits = dict(max_flips or {})
     if max_style_flips is not None:
-        applied.add("style-flips")
-        style = list(style_probe)
-        entries += _style_flip_entries(style, max_style_flips)
-        if not any(p.probed for p in style):
-            entries.append(
-                GateEntry(
-                    "style-flips",
-                    None,
-                    None,
-                    True,
-                    "the style probe judged no verdict again (every probe call failed, or no "
-                    "judged substance criterion ran), so --rubric-judge-max-style-flips "
-                    "measured nothing",
-                )
-            )
-    for kind, limit in sorted((max_flips or {}).items()):
-        applied.add(f"{kind}-flips")
-        entries += _kind_flip_entries(kind, [p for p in probes if p.kind == kind], limit)
+        limits["tone"] = max_style_flips
+    for kind, limit in sorted(limits.items()):
+        applied.add("style-flips" if kind == "tone" else f"{kind}-flips")
+        entries += _flip_entries(kind, [p for p in probes if p.kind == kind], limit)
     if min_kappa is not None:
         applied.add("min-kappa")
-        labels = list(calibration)
-        entries += _min_kappa_entries(labels, min_kappa)
-        if not any(c.n for c in labels):
-            entries.append(
-                GateEntry(
-                    "min-kappa",
-                    None,
-                    None,
-                    True,
-                    "no calibration label was graded, so --rubric-judge-min-kappa measured "
-                    "nothing; add `calibration:` examples to the rubric files",
-                )
-            )
+        entries += _min_kappa_entries(calibration, min_kappa)
     seen = {_identity(e) for e in entries}
     for entry in carried:
         if entry.gate not in applied and _identity(entry) not in seen:
@@ -718,3 +621,8 @@ def run_gates(
         max_flips=dict(max_flips or {}),
         changes=changes,
     )
+
+
+def _identity(entry: GateEntry) -> tuple[object, ...]:
+    """What makes two entries the same outcome (shards carry the same judge's figures)."""
+    return (entry.gate, entry.subject, entry.nodeid, entry.failed, entry.message)

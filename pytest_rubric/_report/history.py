@@ -1,20 +1,12 @@
 """Results kept over time: ``--rubric-history PATH`` and ``python -m pytest_rubric history``.
 
-One SQLite file (standard library, WAL mode) holds every run appended to it: the run's
-``run`` metadata, its leaderboard (each subject's correctness with its interval) and its
-per-item results. A team can then see whether a model drifted over the last twenty runs,
-or which commit moved a subject.
-
-- Appended once per run, by the process that writes the reports: the xdist controller,
-  never a worker; merged shards append once, through ``merge --history PATH``.
-- Schema-versioned (``PRAGMA user_version``): a file written by a newer version is refused
-  with a message saying so; an older one is migrated in place.
-- A history that cannot be opened or written (not a database, corrupt, a directory, locked
-  past the timeout) is one warning naming the file and what to do; the run, its exit status
-  and its other outputs are never lost to it.
-- The file is data from elsewhere: a row whose values are of the wrong type (text where a
-  number goes, a number that is not finite, a time that is not text) is skipped, and the
-  reader says how many it skipped, for one warning.
+One SQLite file (WAL mode) holds every run appended to it: its ``run`` metadata, its
+leaderboard and its per-item results, appended once per run by the process that writes the
+reports (the xdist controller; ``merge --history`` for shards). It is schema-versioned
+(``PRAGMA user_version``): a newer file is refused, an older one migrated. A file that
+cannot be used is one warning naming it; the run and its other outputs are never lost to
+it. The file is data from elsewhere: a row of the wrong type is skipped and counted, for
+one warning.
 """
 
 from __future__ import annotations
@@ -30,14 +22,7 @@ from .run import HistoryRun
 if TYPE_CHECKING:
     from .report import SessionReport
 
-__all__ = [
-    "HistoryError",
-    "HistoryRun",
-    "append",
-    "read_runs",
-    "skipped_warning",
-    "with_trend",
-]
+__all__ = ["HistoryError", "append", "read_runs", "skipped_warning", "with_trend"]
 
 SCHEMA_VERSION = 1
 _TIMEOUT = 10.0  # seconds to wait for another writer's lock

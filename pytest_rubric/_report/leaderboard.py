@@ -1,18 +1,12 @@
 """The style-versus-substance leaderboard: its rows, and its columns defined once for every renderer.
 
-Subjects are ranked by correctness (the mean substance score of their
-answers) and, separately, by the naive score a style-weighted rubric would
-have given (the mean of correctness, fluency and confidence). Equal values
-share a rank (1, 2, 2, 4); ties are listed by subject name.
-
-Each row also carries the noise around its figures (see ``stats``):
-``correctness_ci``, the interval of its mean over cases; ``passed_ci``, the Wilson
-interval of ``passed / total``; ``detectable_drop``, the drop in correctness the
-baseline gate as configured catches with 80 % power; and ``tier``: subjects are
-walked in rank order, and one joins the current tier when the paired interval of
-its per-case differences from the tier's *top* subject contains 0 (not merely from
-its neighbour: a chain of small steps would otherwise join subjects that are told
-apart). :func:`rank_noise` says whether the two orders disagree beyond noise.
+Subjects are ranked by correctness (the mean substance score) and, apart, by the naive
+score a style-weighted rubric would give (the mean of correctness, fluency and
+confidence); equal values share a rank (1, 2, 2, 4). Each row carries its noise
+(``stats``): ``correctness_ci``, ``passed_ci`` (Wilson), ``detectable_drop`` (what the
+baseline gate catches with 80 % power) and ``tier``: in rank order, a subject joins the
+current tier when the paired interval of its differences from the tier's *top* subject
+contains 0 (not its neighbour's: a chain of small steps would join subjects told apart).
 """
 
 from __future__ import annotations
@@ -28,19 +22,13 @@ from . import stats as _stats
 
 __all__ = [
     "COLUMNS",
-    "TRACE_COLUMNS",
-    "Column",
-    "RankNoise",
     "SubjectRow",
-    "TraceFigures",
     "by_case",
-    "case_key",
+    "by_subject",
     "columns",
     "interval_text",
     "leaderboard",
     "paired",
-    "rank_noise",
-    "rankings_disagree",
 ]
 
 _TIE = 1e-9
@@ -229,6 +217,15 @@ def paired(first: Iterable[CaseResult], second: Iterable[CaseResult]) -> list[tu
     return [(a[key], b[key]) for key in sorted(a.keys() & b.keys())]
 
 
+def by_subject(results: Iterable[CaseResult]) -> dict[str, list[CaseResult]]:
+    """Ranked results by subject (``assert_rubric`` without ``subject=`` is no subject's)."""
+    grouped: dict[str, list[CaseResult]] = defaultdict(list)
+    for result in results:
+        if result.ranked:
+            grouped[result.subject].append(result)
+    return grouped
+
+
 def leaderboard(
     results: Iterable[CaseResult],
     *,
@@ -244,16 +241,13 @@ def leaderboard(
 
     ``assert_rubric`` results without ``subject=`` (``ranked`` false) are no subject's.
     """
-    by_subject: dict[str, list[CaseResult]] = defaultdict(list)
-    for result in results:
-        if result.ranked:
-            by_subject[result.subject].append(result)
-    correctness = {s: _mean([r.score for r in rs]) for s, rs in by_subject.items()}
-    naive = {s: _mean([r.naive_score for r in rs]) for s, rs in by_subject.items()}
+    grouped = by_subject(results)
+    correctness = {s: _mean([r.score for r in rs]) for s, rs in grouped.items()}
+    naive = {s: _mean([r.naive_score for r in rs]) for s, rs in grouped.items()}
     rank, naive_rank = _ranks(correctness), _ranks(naive)
     gate_level = level if gate_confidence is None else gate_confidence
     rows = []
-    for subject, rs in by_subject.items():
+    for subject, rs in grouped.items():
         passed = sum(r.passed for r in rs)
         rows.append(
             SubjectRow(
@@ -283,64 +277,10 @@ def leaderboard(
             top = row
             continue
         interval = _stats.paired_difference(
-            paired(by_subject[top.subject], by_subject[row.subject]), level
+            paired(grouped[top.subject], grouped[row.subject]), level
         )
         if _stats.contains_zero(interval):
             row.tier = top.tier
         else:
             row.tier, top = top.tier + 1, row
     return rows
-
-
-@dataclass(frozen=True, slots=True)
-class RankNoise:
-    """Whether the correctness order and the naive order disagree, and how surely."""
-
-    disagree: bool  # some pair is ordered oppositely and its correctness difference is resolved
-    within_noise: bool  # the orders differ, but only where the difference is not resolved
-
-
-def rank_noise(
-    rows: Sequence[SubjectRow],
-    results: Iterable[CaseResult],
-    *,
-    level: float = 0.95,
-) -> RankNoise:
-    """Compare the two orders pair by pair.
-
-    A pair counts when it is strictly ordered one way by correctness and
-    strictly the other way by naive score (ties are never an order); the
-    disagreement is real when the paired interval of their correctness
-    difference excludes 0.
-    """
-    by_subject: dict[str, list[CaseResult]] = defaultdict(list)
-    for result in results:
-        by_subject[result.subject].append(result)
-    opposite = significant = False
-    for i, a in enumerate(rows):
-        for b in rows[i + 1 :]:
-            by_correctness = _order(a.correctness, b.correctness)
-            by_naive = _order(a.naive_score, b.naive_score)
-            if by_correctness == 0 or by_naive == 0 or by_correctness == by_naive:
-                continue
-            opposite = True
-            interval = _stats.paired_difference(
-                paired(by_subject[a.subject], by_subject[b.subject]), level
-            )
-            if not _stats.contains_zero(interval):
-                significant = True
-    return RankNoise(disagree=significant, within_noise=opposite and not significant)
-
-
-def _order(a: float, b: float) -> int:
-    if math.isclose(a, b, rel_tol=0, abs_tol=_TIE):
-        return 0
-    return 1 if a > b else -1
-
-
-def rankings_disagree(
-    rows: Sequence[SubjectRow], results: Iterable[CaseResult] = (), *, level: float = 0.95
-) -> bool:
-    """True when some pair of subjects is ordered oppositely by correctness and by naive
-    score, and their correctness difference is resolved at ``level`` (see :func:`rank_noise`)."""
-    return rank_noise(rows, results, level=level).disagree

@@ -1,32 +1,23 @@
 """Every pair of subjects compared over the cases they share: wins, losses, ties, and the
 mean difference with its paired interval.
 
-For subjects ``a`` and ``b`` (``a`` ranked above ``b``, or tied and first by name: the
-leaderboard's order), the cases both answered are paired as the gates and tiers pair
-them (:func:`~pytest_rubric._report.leaderboard.by_case`: the same case of the same file). A
-case is a *win* when ``a`` scored higher, a *loss* when lower, a *tie* when the two
-scores are equal (within ``1e-9``, the leaderboard's tie); ``diff`` is the mean of
-``a - b`` and ``ci`` its interval at the report's confidence level
-(:func:`~pytest_rubric._report.stats.paired_difference`, the interval of the tiers and the
-baseline gate). Two subjects that share no case have ``shared`` 0 and ``diff`` and ``ci``
-null.
-
-Computed once, by ``build_report``; the JSON lists it as ``pairwise``, the HTML draws it
-as a matrix, and ``merge`` recomputes it from the merged results.
+``a`` is ranked above ``b`` (the leaderboard's order); cases are paired as the gates and
+tiers pair them (``leaderboard.by_case``). A win: ``a`` scored higher; a tie: within
+``1e-9``. ``diff`` is the mean of ``a - b``, ``ci`` its interval
+(``stats.paired_difference``); with no shared case both are null.
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .._results import CaseResult
 from . import stats as _stats
-from .leaderboard import SubjectRow, by_case
+from .leaderboard import SubjectRow, by_case, by_subject
 
-__all__ = ["Pair", "pairwise"]
+__all__ = ["Pair", "RankNoise", "pairwise", "rank_noise"]
 
 _TIE = 1e-9  # the leaderboard's: two scores this close are equal
 
@@ -67,14 +58,11 @@ def pairwise(
 ) -> tuple[Pair, ...]:
     """Every pair of the leaderboard's subjects (``rows``, in rank order), ``a`` before ``b``
     in that order; only ranked results count (an ``assert_rubric`` check is no subject's)."""
-    by_subject: dict[str, list[CaseResult]] = defaultdict(list)
-    for result in results:
-        if result.ranked:
-            by_subject[result.subject].append(result)
+    grouped = by_subject(results)
     # What ``paired`` gives each pair (the same pairs, in case key order), with each
     # subject's cases keyed once and every case key numbered once: ``paired`` per pair
     # rehashes every key of both sides (10.7 s for 20 subjects of 5,000 cases; 0.6 s so).
-    keyed = {row.subject: by_case(by_subject[row.subject]) for row in rows}
+    keyed = {row.subject: by_case(grouped[row.subject]) for row in rows}
     number = {key: i for i, key in enumerate(sorted(set().union(*keyed.values())))}
     answered = {  # each subject's (case number, score), in case order
         subject: sorted((number[key], score) for key, score in scores.items())
@@ -101,3 +89,33 @@ def _shared(
         return [(x, theirs[i]) for i, x in answered[a] if i in theirs]
     mine = by_number[a]
     return [(mine[i], y) for i, y in answered[b] if i in mine]
+
+
+@dataclass(frozen=True, slots=True)
+class RankNoise:
+    """Whether the correctness order and the naive order disagree, and how surely."""
+
+    disagree: bool  # some pair is ordered oppositely and its correctness difference is resolved
+    within_noise: bool  # the orders differ, but only where the difference is not resolved
+
+
+def rank_noise(rows: Sequence[SubjectRow], pairs: Iterable[Pair]) -> RankNoise:
+    """Compare the two orders pair by pair (``pairs`` of ``rows``): a pair strictly ordered one
+    way by correctness and the other way by naive score (ties are never an order) disagrees
+    for real when its paired interval excludes 0."""
+    row = {r.subject: r for r in rows}
+    opposite = significant = False
+    for pair in pairs:
+        a, b = row[pair.a], row[pair.b]
+        by_correctness = _order(a.correctness, b.correctness)
+        by_naive = _order(a.naive_score, b.naive_score)
+        if by_correctness and by_naive and by_correctness != by_naive:
+            opposite = True
+            significant = significant or not _stats.contains_zero(pair.ci)
+    return RankNoise(disagree=significant, within_noise=opposite and not significant)
+
+
+def _order(a: float, b: float) -> int:
+    if math.isclose(a, b, rel_tol=0, abs_tol=_TIE):
+        return 0
+    return 1 if a > b else -1

@@ -1,14 +1,10 @@
 """One value holds everything a session reports; every output renders it, none recomputes it.
 
-:func:`build_report` is the only place that turns results into a report: a
-run calls it at the end of the session, ``merge`` on the shards' results.
-The terminal summary (``_render.summary``), the JSON document (``_report.document``), the
-Markdown (``_render.markdown``) and the HTML (``_render.html``) are renderers of the
-:class:`SessionReport` it returns, reached through ``_config.outputs.OUTPUTS``.
-
-What a reader must be told travels as :class:`Note` values with a
-:class:`Severity`; a renderer picks its marks and colours from the severity,
-never from the text.
+:func:`build_report` is the only place that turns results into a :class:`SessionReport`
+(a run at the end of the session, ``merge`` on the shards' results); the outputs of
+``_config.outputs.OUTPUTS`` and the terminal summary render it. What a reader must be told
+travels as :class:`Note` values whose :class:`Severity` picks a renderer's marks and
+colours, never the text.
 """
 
 from __future__ import annotations
@@ -23,7 +19,7 @@ from .._grade.style import StyleThresholds
 from .._results import CaseResult
 from .audit import JudgeAudit, audit
 from .gates import GateEntry, GateReport, run_gates
-from .leaderboard import SubjectRow, leaderboard, rank_noise
+from .leaderboard import SubjectRow, leaderboard
 
 if TYPE_CHECKING:
     # Imported when a report is built: pytest -VV, which imports this module, skips it.
@@ -137,7 +133,7 @@ def build_report(
     # Node id order: every output is then the same however the run was split
     # (xdist workers, merged shards), down to the last bit of each mean.
     from .breakdowns import breakdowns
-    from .pairwise import pairwise
+    from .pairwise import pairwise, rank_noise
 
     # The report's level is every result's too: pass_rate_ci follows --rubric-confidence
     # (merge's --confidence), whatever level a result was graded or written with.
@@ -151,7 +147,8 @@ def build_report(
     rows = tuple(
         leaderboard(decided, level=level, gate_confidence=gate_confidence, max_drop=max_drop)
     )
-    noise = rank_noise(rows, decided, level=level)
+    pairs = pairwise(rows, decided, level=level)
+    noise = rank_noise(rows, pairs)
     judge_audit = audit(ordered, calibration=calibration)
     gates = run_gates(
         decided,
@@ -163,7 +160,6 @@ def build_report(
         fail_under=fail_under,
         level=level,
         gate_confidence=gate_confidence,
-        style_probe=judge_audit.style_probe,
         max_style_flips=max_style_flips,
         probes=judge_audit.probes,
         max_flips=max_flips,
@@ -190,7 +186,7 @@ def build_report(
         judge_audit=judge_audit,
         run=run,
         show_response=show_response,
-        pairwise=pairwise(rows, decided, level=level),
+        pairwise=pairs,
     )
 
 

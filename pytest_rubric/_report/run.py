@@ -1,12 +1,8 @@
 """Which run wrote a report: versions, when, which commit, which judge, what the caches served.
 
-:class:`RunInfo` is data only (no pytest): the session gathers it when the run ends
-(``_session.session``), the ``--rubric-json`` document carries it as ``run``, ``merge`` combines the
-shards' (:func:`merged`), and the HTML and Markdown show it in one header line
-(:meth:`RunInfo.header`).
-
-The commit is read from the files git keeps, from the rootdir upward (:func:`git_commit`):
-no git binary is needed, nothing is run, and outside a checkout it is None.
+:class:`RunInfo` is the JSON document's ``run``; ``merge`` combines the shards'
+(:func:`merged`). The commit is read from the files git keeps (:func:`git_commit`): no git
+binary, nothing run, None outside a checkout.
 """
 
 from __future__ import annotations

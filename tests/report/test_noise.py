@@ -17,7 +17,8 @@ from pytest_rubric._report.document import (
     result_of,
     written,
 )
-from pytest_rubric._report.leaderboard import leaderboard, rank_noise
+from pytest_rubric._report.leaderboard import leaderboard
+from pytest_rubric._report.pairwise import pairwise, rank_noise
 from pytest_rubric._report.report import Severity, build_report
 from pytest_rubric._results import CaseResult, CriterionResult, Sample, Verdict
 
@@ -148,7 +149,7 @@ def test_opposite_orders_within_noise_print_the_tilde_line() -> None:
     results = [_result(f"q{i}", "a", 1.0 if i == 0 else 0.5, naive=0.5) for i in range(4)]
     results += [_result(f"q{i}", "b", 0.5, naive=0.9) for i in range(4)]
     rows = leaderboard(results)
-    noise = rank_noise(rows, results)
+    noise = rank_noise(rows, pairwise(rows, results))
     assert (noise.disagree, noise.within_noise) == (False, True)
     report = build_report(results)
     lines = {line.text: line.severity for line in terminal_lines(report)}
@@ -296,13 +297,13 @@ def test_a_baseline_that_shares_nothing_fails_the_gate() -> None:
 
 
 def test_a_style_probe_or_kappa_gate_that_measured_nothing_fails() -> None:
-    from pytest_rubric._report.audit import StyleProbe
+    from pytest_rubric._report.audit import ProbeFigures
     from pytest_rubric._report.gates import run_gates
 
     results = [_result("a", "s", 1.0)]
-    nothing_probed = [StyleProbe(judge="j", probed=0, flips_confident=0, flips_hedged=0)]
+    nothing_probed = [ProbeFigures(judge="j", kind="tone", probed=0, flips=0)]
     for probes in ([], nothing_probed):
-        gates = run_gates(results, style_probe=probes, max_style_flips=0.1)
+        gates = run_gates(results, probes=probes, max_style_flips=0.1)
         assert gates.failed, probes
         assert any("measured nothing" in e.message for e in gates.entries if e.failed)
     gates = run_gates(results, calibration=[], min_kappa=0.5)
