@@ -276,6 +276,16 @@ def _y(value: float) -> float:
     return _TOP + (1 - value) * (_H - _TOP - _BOTTOM)
 
 
+def _frame(ident: str, title: str) -> str:
+    """A plot's opening: the SVG element, its title, and the plotting area's frame."""
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {_H}" width="{_W}" '
+        f'height="{_H}" role="img" aria-labelledby="{ident}"><title id="{ident}">{title}</title>'
+        f'<rect x="{_LEFT}" y="{_TOP}" width="{_W - _LEFT - _RIGHT}" height="{_H - _TOP - _BOTTOM}" '
+        'fill="#fff" stroke="#888"/>'
+    )
+
+
 def _marker(shape: str, x: float, y: float, colour: str, title: str, size: float = 1.0) -> str:
     """One mark; ``size`` scales it (a spot holding many answers is drawn larger)."""
     tip = f"<title>{e(title)}</title>"
@@ -326,11 +336,7 @@ def scatter(
     }
     low = thresholds.low_score
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {_H}" width="{_W}" '
-        f'height="{_H}" role="img" aria-labelledby="plot-title">',
-        '<title id="plot-title">Substance score against style, one point per answer</title>',
-        f'<rect x="{_LEFT}" y="{_TOP}" width="{_W - _LEFT - _RIGHT}" height="{_H - _TOP - _BOTTOM}" '
-        'fill="#fff" stroke="#888"/>',
+        _frame("plot-title", "Substance score against style, one point per answer"),
         # The trap: reads well, scores low.
         f'<rect class="trap" x="{_x(0.5):.1f}" y="{_y(low):.1f}" width="{_x(1) - _x(0.5):.1f}" '
         f'height="{_y(0) - _y(low):.1f}" fill="#D55E00" fill-opacity="0.12"/>',
@@ -424,14 +430,7 @@ def trend(report: SessionReport, subjects: Sequence[str]) -> str:
     colour = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(subjects)}
     named = list(dict.fromkeys([*subjects, *(s[0] for run in runs for s in run.subjects)]))
     step = (_W - _LEFT - _RIGHT) / (len(runs) - 1)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {_H}" width="{_W}" '
-        f'height="{_H}" role="img" aria-labelledby="trend-title">',
-        f'<title id="trend-title">Correctness of each subject over the last {len(runs)} runs'
-        "</title>",
-        f'<rect x="{_LEFT}" y="{_TOP}" width="{_W - _LEFT - _RIGHT}" height="{_H - _TOP - _BOTTOM}" '
-        'fill="#fff" stroke="#888"/>',
-    ]
+    parts = [_frame("trend-title", f"Correctness of each subject over the last {len(runs)} runs")]
     for tick in (0, 0.25, 0.5, 0.75, 1):
         parts.append(
             f'<text x="{_x(0) - 7:.1f}" y="{_y(tick) + 4:.1f}" text-anchor="end">{tick:g}</text>'

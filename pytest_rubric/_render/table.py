@@ -39,10 +39,6 @@ def with_requirement(criterion: CriterionResult) -> str:
     return f"requirement: {criterion.requirement}; reason: {criterion.reason}"
 
 
-def _weight(value: float) -> str:
-    return f"{value:g}"
-
-
 def criteria_table(result: CaseResult) -> str:
     """The failure text: a headline with score against min_score, then one row per criterion.
 
@@ -58,7 +54,7 @@ def criteria_table(result: CaseResult) -> str:
             c.id,
             c.type + (" (style)" if c.axis == "style" else ""),
             str(c.verdict) + (" unstable" if c.unstable else ""),
-            _weight(c.weight),
+            f"{c.weight:g}",
             c.reason,
         )
         for c in result.criteria

@@ -459,9 +459,8 @@ class _Plan:
     converted or read from elsewhere (a result has 30 fields, and there may be 200,000)."""
 
     names: tuple[str, ...]  # every field, in the model's order
-    direct: tuple[str, ...]  # the fields read from the attribute (or key) of their name
+    direct: tuple[str, ...]  # the fields read from the attribute of their name
     attributes: Callable[[Any], tuple[Any, ...]]
-    items: Callable[[Any], tuple[Any, ...]]
     elsewhere: tuple[tuple[str, Callable[[Any], Any]], ...]
     converted: tuple[tuple[str, Callable[[Any], Any]], ...]
 
@@ -474,17 +473,13 @@ def _plan(model: type[_Part]) -> _Plan:
     writers = {name: _writer(model.model_fields[name].annotation) for name in fields}
     # attrgetter of one name gives the value, not a tuple; of none, it cannot be made.
     attributes: Callable[[Any], tuple[Any, ...]]
-    items: Callable[[Any], tuple[Any, ...]]
+    attributes = lambda d: tuple(getattr(d, n) for n in direct)  # noqa: E731
     if len(direct) > 1:
-        attributes, items = operator.attrgetter(*direct), operator.itemgetter(*direct)
-    else:
-        attributes = lambda d: tuple(getattr(d, n) for n in direct)  # noqa: E731
-        items = lambda d: tuple(d[n] for n in direct)  # noqa: E731
+        attributes = operator.attrgetter(*direct)
     return _Plan(
         names=tuple(fields),
         direct=direct,
         attributes=attributes,
-        items=items,
         elsewhere=tuple((name, _getter(sources[name])) for name in fields if sources[name] != name),
         converted=tuple((name, w) for name, w in writers.items() if w is not None),
     )
@@ -493,10 +488,10 @@ def _plan(model: type[_Part]) -> _Plan:
 def written(model: type[_Part], described: Any) -> dict[str, Any]:
     """``described`` (a result, a row, the run, ...) as the part ``model`` of the document."""
     plan = _plan(model)
-    # A judge sample of a criterion is a dict already (CriterionResult.votes).
-    read = plan.items if type(described) is dict else plan.attributes
+    if type(described) is dict:  # a judge sample of a criterion (CriterionResult.votes)
+        return {name: described[name] for name in plan.names}
     data = dict.fromkeys(plan.names)  # the model's order
-    data.update(zip(plan.direct, read(described), strict=True))
+    data.update(zip(plan.direct, plan.attributes(described), strict=True))
     for name, get in plan.elsewhere:
         data[name] = get(described)
     for name, write in plan.converted:

@@ -127,8 +127,12 @@ def _open(path: Path) -> sqlite3.Connection:
                 "not: not ours; give another file"
             )
         db.execute("PRAGMA journal_mode=WAL")
-        if version < SCHEMA_VERSION:
-            _migrate(db, version)
+        if version < SCHEMA_VERSION:  # 0 (new, or before versions) -> 1: the tables now
+            db.execute("BEGIN IMMEDIATE")
+            with db:  # committed, or rolled back on any error
+                for statement in _SCHEMA:
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except sqlite3.DatabaseError as exc:
         db.close()
         raise HistoryError(
@@ -139,19 +143,6 @@ def _open(path: Path) -> sqlite3.Connection:
         db.close()
         raise
     return db
-
-
-def _migrate(db: sqlite3.Connection, version: int) -> None:
-    """Bring a history of schema ``version`` up to this one (0: new, or before versions)."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        for statement in _SCHEMA:  # version 0 -> 1: the tables as they are now
-            db.execute(statement)
-        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
 
 
 def append(path: Path, report: SessionReport) -> None:

@@ -89,7 +89,7 @@ def _seconds(value: float) -> str:
     return f"{value * 1000:.1f}ms" if value < 1 else f"{value:.2f}s"
 
 
-def _trace_cell(value: float | None, text: Callable[[float], str]) -> str:
+def _cell(value: float | None, text: Callable[[float], str]) -> str:
     return "-" if value is None else text(value)
 
 
@@ -119,10 +119,6 @@ def interval_text(value: float, interval: Sequence[float] | None) -> str:
     return f"{_fixed(value)} [{_fixed(interval[0])}, {_fixed(interval[1])}]"
 
 
-def _drop(value: float | None) -> str:
-    return "-" if value is None else _fixed(value)
-
-
 def _passed(row: SubjectRow) -> str:
     """``3/4 [0.301, 0.954]``: the count, and the interval of the rate it estimates."""
     interval = row.passed_ci
@@ -142,22 +138,22 @@ COLUMNS: tuple[Column, ...] = (
     Column("confidently wrong", lambda r: str(r.confidently_wrong)),
     Column("passed", _passed),
     Column("tier", lambda r: str(r.tier), ranking=True),
-    Column("detectable drop", lambda r: _drop(r.detectable_drop)),
+    Column("detectable drop", lambda r: _cell(r.detectable_drop, _fixed)),
 )
 
 TRACE_COLUMNS: tuple[Column, ...] = (
     Column(
         "tool calls",
-        lambda r: _trace_cell(r.traced.tool_calls if r.traced else None, lambda v: f"{v:.1f}"),
+        lambda r: _cell(r.traced.tool_calls if r.traced else None, lambda v: f"{v:.1f}"),
         wide_header="tool calls per answer",
     ),
     Column(
         "latency p50",
-        lambda r: _trace_cell(r.traced.latency_s_p50 if r.traced else None, _seconds),
+        lambda r: _cell(r.traced.latency_s_p50 if r.traced else None, _seconds),
     ),
     Column(
         "cost",
-        lambda r: _trace_cell(r.traced.cost_usd if r.traced else None, lambda v: f"${v:.4f}"),
+        lambda r: _cell(r.traced.cost_usd if r.traced else None, lambda v: f"${v:.4f}"),
         wide_header="cost (USD)",
     ),
 )

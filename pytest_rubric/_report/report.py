@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     # Imported when a report is built: pytest -VV, which imports this module, skips it.
     from .breakdowns import Breakdown
     from .calibration import Calibration
-    from .pairwise import Pair
+    from .pairwise import Pair, RankNoise
     from .run import HistoryRun, RunInfo
 
 __all__ = ["Note", "SessionReport", "Severity", "build_report"]
@@ -172,10 +172,7 @@ def build_report(
         leaderboard=rows,
         rankings_disagree=noise.disagree,
         gates=gates,
-        notes=(
-            *_replayed(*responses_replayed),
-            *_notes(ordered, disagree=noise.disagree, within_noise=noise.within_noise),
-        ),
+        notes=_notes(ordered, noise, responses_replayed),
         judge_usage=tuple(judge_usage),
         thresholds=thresholds or StyleThresholds(),
         rankings_differ_within_noise=noise.within_noise,
@@ -190,28 +187,23 @@ def build_report(
     )
 
 
-def _replayed(replayed: int, asked: int) -> tuple[Note, ...]:
-    """The one line that says a run did not ask the application (all of it, or some)."""
-    if not replayed:
-        return ()
-    return (
-        Note(
-            Severity.WARNING,
-            f"responses: {replayed} of {asked} replayed from the cache; the application was "
-            "not called for them",
-        ),
-    )
-
-
 def _notes(
-    results: Sequence[CaseResult], *, disagree: bool, within_noise: bool = False
+    results: Sequence[CaseResult], noise: RankNoise, replayed: tuple[int, int]
 ) -> tuple[Note, ...]:
     notes = []
-    if disagree:
+    if replayed[0]:  # the run did not ask the application (all of it, or some)
+        notes.append(
+            Note(
+                Severity.WARNING,
+                f"responses: {replayed[0]} of {replayed[1]} replayed from the cache; the "
+                "application was not called for them",
+            )
+        )
+    if noise.disagree:
         notes.append(
             Note(Severity.WARNING, "A style-weighted rubric would rank these subjects differently.")
         )
-    if within_noise:
+    if noise.within_noise:
         notes.append(
             Note(
                 Severity.CAUTION,

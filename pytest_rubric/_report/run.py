@@ -109,11 +109,6 @@ def iso_time(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _parse_time(text: str) -> datetime:
-    parsed = datetime.fromisoformat(text)
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-
-
 def merged(runs: Sequence[RunInfo]) -> RunInfo | None:
     """The ``run`` of shards merged into one document (None when no shard has one).
 
@@ -124,7 +119,8 @@ def merged(runs: Sequence[RunInfo]) -> RunInfo | None:
     """
     if len(runs) <= 1:
         return runs[0] if runs else None
-    starts = [_parse_time(run.started_at) for run in runs]
+    starts = [datetime.fromisoformat(run.started_at) for run in runs]
+    starts = [s if s.tzinfo is not None else s.replace(tzinfo=UTC) for s in starts]
     start = min(starts)
     end = max(s + timedelta(seconds=run.duration_s) for s, run in zip(starts, runs, strict=True))
     first = runs[0]
