@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import html
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from .._grade.style import StyleThresholds
@@ -60,16 +60,21 @@ class _Filters:
     script): a radio group per filter, and rules that hide each answer the checked radios
     exclude, and each case left with none."""
 
-    STATUSES = ("failed", "error", "passed")
-
     def __init__(self, results: Sequence[CaseResult], subjects: Sequence[str]) -> None:
         self.subject = {s: i for i, s in enumerate(subjects)}
-        flags = sorted({f for r in results for f in r.flags})
-        self.flag = {f: i for i, f in enumerate(flags)}
-        self.counts: dict[str, int] = defaultdict(int)
-        for r in results:
-            for key in self.keys(r):
-                self.counts[key] += 1
+        self.flag = {f: i for i, f in enumerate(sorted({f for r in results for f in r.flags}))}
+        self.counts = Counter(key for r in results for key in self.keys(r))
+        groups = [
+            ("subject", "fs", [(f"s{i}", s) for s, i in self.subject.items()]),
+            ("status", "ft", [(s, s) for s in ("failed", "error", "passed") if self.counts[s]]),
+            ("flag", "ff", [(f"f{i}", f) for f, i in self.flag.items()]),
+        ]
+        # Each filter's label and radios (id, class, label), "all" (no class) first.
+        self.filters: list[tuple[str, list[tuple[str, str | None, str]]]] = [
+            (label, [(f"{name}-all", None, "all"), *((f"{name}-{k}", k, t) for k, t in options)])
+            for label, name, options in groups
+            if options
+        ]
 
     def keys(self, r: CaseResult) -> list[str]:
         """The classes of an answer: its subject's, its status and its flags'."""
@@ -78,41 +83,26 @@ class _Filters:
     def classes(self, r: CaseResult) -> str:
         return " ".join(["a", *self.keys(r)])
 
-    def _groups(self) -> list[tuple[str, str, list[tuple[str, str]]]]:
-        return [
-            ("subject", "fs", [(f"s{i}", s) for s, i in self.subject.items()]),
-            ("status", "ft", [(s, s) for s in self.STATUSES if self.counts[s]]),
-            ("flag", "ff", [(f"f{i}", f) for f, i in self.flag.items()]),
-        ]
-
-    def _ids(self) -> list[tuple[str, list[tuple[str, str]]]]:
-        """Each filter's name and its radios (id and label), "all" first."""
-        return [
-            (label, [(f"{name}-all", "all"), *((f"{name}-{key}", text) for key, text in options)])
-            for label, name, options in self._groups()
-            if options
-        ]
-
     def form(self, listing: str) -> str:
         """``listing`` under the filters. The radios come first, siblings of the labels and of
         the listing, so each rule is a cheap ``:checked ~`` (a ``body:has()`` rule per answer
         took Chromium 11 s on 40,000 answers)."""
         inputs = "".join(
             f'<input type="radio" name="{ident.partition("-")[0]}" id="{ident}"'
-            + (" checked>" if ident.endswith("-all") else ">")
-            for _, radios in self._ids()
-            for ident, _ in radios
+            + (">" if key else " checked>")
+            for _, radios in self.filters
+            for ident, key, _ in radios
         )
         rows = "".join(
             f"<p><b>{label}</b> "
             + "".join(
                 f'<label for="{ident}">{e(text)}'
-                + ("" if ident.endswith("-all") else f" <small>{self.counts[ident[3:]]}</small>")
+                + (f" <small>{self.counts[key]}</small>" if key else "")
                 + "</label>"
-                for ident, text in radios
+                for ident, key, text in radios
             )
             + "</p>"
-            for label, radios in self._ids()
+            for label, radios in self.filters
         )
         return (
             f'<div class="answers">{inputs}<div class="filters">{rows}</div>'
@@ -120,17 +110,13 @@ class _Filters:
         )
 
     def css(self) -> str:
-        idents = [ident for _, radios in self._ids() for ident, _ in radios]
         rules = [
             f"#{i}:checked~.filters label[for={i}]{{background:#333;color:#fff;border-color:#333}}"
             f"#{i}:focus-visible~.filters label[for={i}]{{outline:2px solid #0072B2}}"
-            for i in idents
+            for _, radios in self.filters
+            for i, _, _ in radios
         ]
-        groups = [
-            [(f"{name}-{key}", key) for key, _ in options]
-            for _, name, options in self._groups()
-            if options
-        ]
+        groups = [[(i, key) for i, key, _ in radios if key] for _, radios in self.filters]
         rules += [
             f"#{ident}:checked~.list .a:not(.{key}){{display:none}}"
             for group in groups
@@ -150,14 +136,16 @@ class _Filters:
 
 
 def _requirement(c: CriterionResult) -> str:
-    """A judged criterion's requirement under its id (``c1`` alone does not say what was
-    asked); nothing for a deterministic one."""
-    if c.requirement is None:
-        return ""
-    return f'<br><small class="requirement">{e(c.requirement)}</small>'
+    """A judged criterion's requirement under its id (``c1`` alone does not say what was asked)."""
+    return (
+        ""
+        if c.requirement is None
+        else f'<br><small class="requirement">{e(c.requirement)}</small>'
+    )
 
 
 def _answer(r: CaseResult, classes: str) -> str:
+    trace = trace_lines(r.trace)  # the tool calls and context ids, after the response
     rows = "".join(
         f'<tr class="{"ok" if c.ok else c.verdict.value.lower() if c.verdict.value in ("ERROR", "SKIPPED") else "wrong"}">'
         f"<td>{e(c.id)}{_requirement(c)}</td>"
@@ -178,14 +166,10 @@ def _answer(r: CaseResult, classes: str) -> str:
         f"{e(r.subject)}: score {r.score:.2f} ({e(mark_text(r.min_score))}){rate} {flags}</summary>"
         f'<table class="criteria"><thead><tr><th>criterion</th><th>type</th><th>verdict</th>'
         f"<th>weight</th><th>reason</th></tr></thead><tbody>{rows}</tbody></table>"
-        f"<pre>{e(r.response)}</pre>{_trace(r)}</details>"
+        f"<pre>{e(r.response)}</pre>"
+        + (f'<pre class="trace">{e(chr(10).join(trace))}</pre>' if trace else "")
+        + "</details>"
     )
-
-
-def _trace(r: CaseResult) -> str:
-    """The tool calls and context ids, after the response (see ``table.trace_lines``)."""
-    lines = trace_lines(r.trace)
-    return f'<pre class="trace">{e(chr(10).join(lines))}</pre>' if lines else ""
 
 
 def _line(r: CaseResult, classes: str) -> str:
@@ -197,16 +181,12 @@ def _line(r: CaseResult, classes: str) -> str:
     )
 
 
-def _by_case(results: Sequence[CaseResult]) -> list[tuple[tuple[str, str], list[CaseResult]]]:
+def _section(results: Sequence[CaseResult], filters: _Filters) -> str:
     by_case: dict[tuple[str, str], list[CaseResult]] = defaultdict(list)
     for r in results:
         by_case[(r.suite, r.case)].append(r)
-    return list(by_case.items())
-
-
-def _section(groups: list[tuple[tuple[str, str], list[CaseResult]]], filters: _Filters) -> str:
     parts = []
-    for (suite, case), answers in groups:
+    for (suite, case), answers in by_case.items():
         question = answers[0].question
         parts.append(
             f'<section class="case"><h3>{e(case)} <small>{e(suite)}</small></h3>'
@@ -226,9 +206,8 @@ def answers(results: Sequence[CaseResult], subjects: Sequence[str]) -> tuple[str
     full_failing, lines = failing[:FULL], failing[FULL:]
     full_passing = passing if len(results) <= FULL else []
     parts = []
-    cases = [_by_case(full_failing), _by_case(full_passing)]
     if full_failing:
-        parts += [f'<h3 id="failing">{len(failing)} failing</h3>', _section(cases[0], filters)]
+        parts += [f'<h3 id="failing">{len(failing)} failing</h3>', _section(full_failing, filters)]
     if lines:
         parts.append(
             f"<p>{len(lines)} more failing answers, one line each (node id, status, score, "
@@ -236,11 +215,9 @@ def answers(results: Sequence[CaseResult], subjects: Sequence[str]) -> tuple[str
             f'<ul class="lines">{"".join(_line(r, filters.classes(r)) for r in lines)}</ul>'
         )
     if full_passing:
-        parts += [f'<h3 id="passing">{len(passing)} passing</h3>', _section(cases[1], filters)]
+        parts += [f'<h3 id="passing">{len(passing)} passing</h3>', _section(full_passing, filters)]
     elif passing:
-        counts: dict[str, int] = defaultdict(int)
-        for r in passing:
-            counts[r.subject] += 1
+        counts = Counter(r.subject for r in passing)
         body = "".join(tr([s, str(counts[s])]) for s in subjects if counts[s])
         parts.append(
             f'<h3 id="passing">{len(passing)} passing</h3><p>Counted, not listed: this run has '

@@ -124,14 +124,8 @@ class JudgeAudit:
 
     @property
     def shown(self) -> bool:
-        """Whether there is anything to say (the summary prints no empty block)."""
-        return bool(
-            self.style_probe
-            or self.probes
-            or self.evidence.checked
-            or self.calibration
-            or self.panel
-        )
+        """Whether there is anything to say (``probes`` holds the style probe's too)."""
+        return bool(self.probes or self.evidence.checked or self.calibration or self.panel)
 
     def lines(self) -> list[str]:
         """The ``judge audit`` block's lines, after its title."""

@@ -349,13 +349,12 @@ def _subject_entry(
     *,
     max_drop: float,
     gate_confidence: float | None,
-    partial: bool = False,
 ) -> GateEntry:
     """``baseline-subject``: the verdict on one subject found in both runs, ``before`` and
-    ``after`` its correctness over the cases both graded (``partial``: not all of them)."""
+    ``after`` its correctness over the cases both graded."""
     subject, drop = delta.subject, before - after
     head = f"subject {subject}: correctness {before:.3f} -> {after:.3f}"
-    if partial:
+    if delta.partial:
         head += f" over the {delta.shared} cases both runs graded"
     interval = delta.interval
     if not drop > max_drop + EPSILON:
@@ -435,7 +434,6 @@ def _compare(
     mine, theirs = by_subject(results), by_subject(baseline)
     for subject in sorted(before.keys() | now.keys()):
         pairs = paired(mine.get(subject, ()), theirs.get(subject, ()))
-        partial = len(pairs) < max(len(mine.get(subject, ())), len(theirs.get(subject, ())))
         delta = SubjectDelta(
             subject,
             before.get(subject),
@@ -443,7 +441,7 @@ def _compare(
             interval=_stats.paired_difference(pairs, delta_level),
             shared=len(pairs),
             change=math.fsum(a - b for a, b in pairs) / len(pairs) if pairs else None,
-            partial=partial,
+            partial=len(pairs) < max(len(mine.get(subject, ())), len(theirs.get(subject, ()))),
         )
         deltas.append(delta)
         if delta.before is None or delta.after is None:
@@ -468,7 +466,6 @@ def _compare(
                 math.fsum(a for a, _ in pairs) / len(pairs),
                 max_drop=max_drop,
                 gate_confidence=gate_confidence,
-                partial=partial,
             )
         )
     if old and not any(key in new for key in old):
