@@ -6,7 +6,7 @@ confidence), one mark per subject per 2.5 % spot, sized and counted by the answe
 holds (200,000 answers draw a few thousand marks), the low-score high-style corner shaded
 and every spot holding a ``confidently_wrong`` answer ringed, with each subject's
 correctness interval as a bar at its mean style; the leaderboard and breakdowns; the
-pairwise matrix (``_report.pairwise``); the history's trend; the judge audit; the gates;
+pairwise matrix (``_report.leaderboard``); the history's trend; the judge audit; the gates;
 and the answers, failing first, filtered by subject, status and flag in CSS alone (radio
 inputs and ``:checked ~`` rules). Past :data:`FULL` answers, further failing ones are one
 line each and passing ones are counted: the JSON holds every one.
@@ -26,9 +26,8 @@ from collections.abc import Sequence
 
 from .._grade.style import StyleThresholds
 from .._report.gates import CHANGE_KINDS, DELTA_HEADER, GateReport, before_and_after
-from .._report.leaderboard import SubjectRow, interval_text
+from .._report.leaderboard import Pair, SubjectRow, interval_text
 from .._report.leaderboard import columns as board_columns
-from .._report.pairwise import Pair
 from .._report.report import SessionReport, Severity
 from .._results import CaseResult, CriterionResult, mark_text
 from .table import trace_lines

@@ -37,8 +37,7 @@ from . import stats as _stats
 from .leaderboard import SubjectRow, by_subject, leaderboard, paired
 
 if TYPE_CHECKING:
-    from .audit import ProbeFigures
-    from .calibration import Calibration
+    from .audit import Calibration, ProbeFigures
 
 __all__ = [
     "CHANGE_KINDS",
@@ -153,7 +152,7 @@ class GateReport:
     entries: tuple[GateEntry, ...] = ()
     notes: tuple[str, ...] = ()  # about the comparison, not an outcome (cases that did not run)
     max_style_flips: float | None = None  # --rubric-judge-max-style-flips (see _report.audit)
-    min_kappa: float | None = None  # --rubric-judge-min-kappa (see _report.calibration)
+    min_kappa: float | None = None  # --rubric-judge-min-kappa (see _report.audit)
     # The limits of the probe kinds other than tone (--rubric-judge-max-flips KIND=X, else
     # --rubric-judge-max-style-flips), by kind.
     max_flips: Mapping[str, float] = field(default_factory=dict)

@@ -19,8 +19,7 @@ from pytest_rubric._llm.base import mean_raw_score
 from pytest_rubric._render.csv import HEADER, boundary, cell, csv_chunks, render_csv
 from pytest_rubric._report import stats as _stats
 from pytest_rubric._report.document import PairModel, written
-from pytest_rubric._report.leaderboard import paired
-from pytest_rubric._report.pairwise import compare, pairwise
+from pytest_rubric._report.leaderboard import compare, paired, pairwise
 from pytest_rubric._report.report import build_report
 from pytest_rubric._results import CaseResult, CriterionResult, Verdict
 from tests.fake_llm import Action, FakeLLM, Recorded, score, verdict

@@ -17,8 +17,7 @@ from pytest_rubric._report.document import (
     result_of,
     written,
 )
-from pytest_rubric._report.leaderboard import leaderboard
-from pytest_rubric._report.pairwise import pairwise, rank_noise
+from pytest_rubric._report.leaderboard import leaderboard, pairwise, rank_noise
 from pytest_rubric._report.report import Severity, build_report
 from pytest_rubric._results import CaseResult, CriterionResult, Sample, Verdict
 
