@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from .._report.report import SessionReport
 from .table import with_requirement
 
-__all__ = ["HEADER", "RECORD_END", "boundary", "cell", "csv_chunks", "render_csv"]
+__all__ = ["HEADER", "RECORD_END", "boundary", "cell", "csv_chunks"]
 
 HEADER = (
     "nodeid",
@@ -127,14 +127,9 @@ def _rows(report: SessionReport) -> Iterator[list[str]]:
                 ]
 
 
-def render_csv(report: SessionReport) -> str:
-    """Every criterion result of ``report`` as CSV text (see the module docstring)."""
-    return "".join(csv_chunks(report))
-
-
 def csv_chunks(report: SessionReport, *, rows: int = 1_000) -> Iterator[str]:
-    """:func:`render_csv`'s text, ``rows`` whole records at a time: what ``--rubric-csv``
-    writes, never holding the whole file as text."""
+    """Every criterion result of ``report`` as CSV text, ``rows`` whole records at a time:
+    what ``--rubric-csv`` writes, never holding the whole file as text."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator=RECORD_END)
     writer.writerow(HEADER)

@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .._report.breakdowns import Breakdown
 from .._report.gates import GateReport
+from .._report.leaderboard import Breakdown, interval_text
 from .._report.leaderboard import columns as board_columns
-from .._report.leaderboard import interval_text
 from .._report.report import SessionReport, Severity
 from .table import render_table
 

@@ -13,6 +13,12 @@ cases both answered, paired as the gates and tiers pair them (:func:`by_case`): 
 (``a`` scored higher), losses, ties (within ``1e-9``), the mean of ``a - b`` and its
 paired interval (null with no shared case); :func:`rank_noise` reads from them whether
 the correctness and naive orders disagree beyond noise.
+
+Each subject is broken down (:func:`breakdowns`) by suite (only when there are several:
+its mean score there) and by tag (each result scored by the usual formula over only the
+substance criteria with the tag, a case's tags applying to all its criteria, the mean over
+samples with repeats; averaged over the results with such a criterion of positive weight),
+each mean with its interval (``stats.mean_interval``).
 """
 
 from __future__ import annotations
@@ -23,14 +29,17 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from .._grade.scoring import score
 from .._results import CaseResult
 from . import stats as _stats
 
 __all__ = [
     "COLUMNS",
+    "Breakdown",
     "Pair",
     "RankNoise",
     "SubjectRow",
+    "breakdowns",
     "by_case",
     "by_subject",
     "columns",
@@ -389,3 +398,65 @@ def _order(a: float, b: float) -> int:
     if math.isclose(a, b, rel_tol=0, abs_tol=_TIE):
         return 0
     return 1 if a > b else -1
+
+
+@dataclass(frozen=True, slots=True)
+class Breakdown:
+    """One entry of the JSON's ``breakdowns``."""
+
+    subject: str
+    group: str  # "suite" or "tag"
+    key: str
+    score: float
+    ci: tuple[float, float] | None
+    n: int
+
+
+def _tag_scores(result: CaseResult) -> dict[str, float]:
+    """The result's score over the criteria of each tag it has with a positive weight."""
+    tags = {
+        tag for c in result.criteria if c.axis == "substance" and c.weight > 0 for tag in c.tags
+    }
+    scores = {}
+    for tag in sorted(tags):
+        per_sample = [
+            score(c for c in sample.criteria if tag in c.tags).score
+            for sample in result.sample_list
+        ]
+        scores[tag] = math.fsum(per_sample) / len(per_sample)
+    return scores
+
+
+def _entry(subject: str, group: str, key: str, values: Sequence[float], level: float) -> Breakdown:
+    return Breakdown(
+        subject=subject,
+        group=group,
+        key=key,
+        score=math.fsum(values) / len(values),
+        ci=_stats.mean_interval(values, level),
+        n=len(values),
+    )
+
+
+def breakdowns(
+    results: Iterable[CaseResult], *, subjects: Sequence[str], level: float = 0.95
+) -> tuple[Breakdown, ...]:
+    """Suite entries (when there are several suites), then tag entries; within a group by
+    key, and within a key in ``subjects`` order (the leaderboard's)."""
+    results = list(results)
+    order = {s: i for i, s in enumerate(subjects)}
+    entries: list[Breakdown] = []
+    suites: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    tags: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in results:
+        suites[r.suite][r.subject].append(r.score)
+        for tag, value in _tag_scores(r).items():
+            tags[tag][r.subject].append(value)
+    if len(suites) > 1:
+        for suite in sorted(suites):
+            for subject in sorted(suites[suite], key=lambda s: order.get(s, len(order))):
+                entries.append(_entry(subject, "suite", suite, suites[suite][subject], level))
+    for tag in sorted(tags):
+        for subject in sorted(tags[tag], key=lambda s: order.get(s, len(order))):
+            entries.append(_entry(subject, "tag", tag, tags[tag][subject], level))
+    return tuple(entries)

@@ -24,8 +24,7 @@ from .leaderboard import SubjectRow, leaderboard
 if TYPE_CHECKING:
     # Imported when a report is built: pytest -VV, which imports this module, skips it.
     from .audit import Calibration
-    from .breakdowns import Breakdown
-    from .leaderboard import Pair, RankNoise
+    from .leaderboard import Breakdown, Pair, RankNoise
     from .run import HistoryRun, RunInfo
 
 __all__ = ["Note", "SessionReport", "Severity", "build_report"]
@@ -132,8 +131,7 @@ def build_report(
     """
     # Node id order: every output is then the same however the run was split
     # (xdist workers, merged shards), down to the last bit of each mean.
-    from .breakdowns import breakdowns
-    from .leaderboard import pairwise, rank_noise
+    from .leaderboard import breakdowns, pairwise, rank_noise
 
     # The report's level is every result's too: pass_rate_ci follows --rubric-confidence
     # (merge's --confidence), whatever level a result was graded or written with.

@@ -9,7 +9,6 @@ from pytest_rubric._grade.scoring import item_passes
 from pytest_rubric._render.summary import terminal_lines
 from pytest_rubric._repeat import parse_pass_when
 from pytest_rubric._report import stats as _stats
-from pytest_rubric._report.breakdowns import breakdowns
 from pytest_rubric._report.document import (
     GateModel,
     LeaderboardRowModel,
@@ -17,7 +16,7 @@ from pytest_rubric._report.document import (
     result_of,
     written,
 )
-from pytest_rubric._report.leaderboard import leaderboard, pairwise, rank_noise
+from pytest_rubric._report.leaderboard import breakdowns, leaderboard, pairwise, rank_noise
 from pytest_rubric._report.report import Severity, build_report
 from pytest_rubric._results import CaseResult, CriterionResult, Sample, Verdict
 
