@@ -446,16 +446,11 @@ def _compare(
         if delta.before is None or delta.after is None:
             continue
         if not pairs:  # a gate that compared nothing must not pass
-            entries.append(
-                GateEntry(
-                    "baseline-subject",
-                    subject,
-                    None,
-                    True,
-                    f"subject {subject}: no case of it was graded in both runs, so nothing "
-                    "was compared with the baseline",
-                )
+            message = (
+                f"subject {subject}: no case of it was graded in both runs, so nothing was "
+                "compared with the baseline"
             )
+            entries.append(GateEntry("baseline-subject", subject, None, True, message))
             continue
         # Over the cases both runs graded: added or removed cases cannot hide a drop.
         entries.append(
@@ -489,26 +484,25 @@ def _flip_entries(kind: str, probes: Sequence[ProbeFigures], limit: float) -> li
     """The ``style-flips`` gate (kind ``tone``), ``length-flips`` or ``position-flips``: one
     entry per judge; one that failed when the probe judged nothing again (a gate that
     measured nothing must not pass)."""
-    if kind == "tone":
-        gate, flag, changed, limited = "style-flips", "--rubric-judge-max-style-flips", "", ""
-    else:
-        gate = f"{kind}-flips"
-        flag = f"--rubric-judge-max-flips {kind}, else --rubric-judge-max-style-flips"
-        changed, limited = f"the {kind} probe", f"its limit ({flag})"
+    tone = kind == "tone"
+    gate = "style-flips" if tone else f"{kind}-flips"
+    flag = "--rubric-judge-max-style-flips"
+    if not tone:
+        flag = f"--rubric-judge-max-flips {kind}, else {flag}"
     entries = []
     for p in probes:
         over = p.sensitivity > limit
         message = (
             f"judge {p.judge}: {p.flips} of {p.verdicts} probed verdicts changed with "
-            f"{changed or 'tone alone'} ({p.sensitivity:.3f}), {'above' if over else 'at most'} "
-            f"{limit:g} ({flag})"
+            f"{'tone alone' if tone else f'the {kind} probe'} ({p.sensitivity:.3f}), "
+            f"{'above' if over else 'at most'} {limit:g} ({flag})"
         )
         entries.append(GateEntry(gate, None, None, over, message, quiet=not over))
     if not any(p.probed for p in probes):
         message = (
-            f"the {'style' if kind == 'tone' else kind} probe judged no verdict again (every "
-            "probe call failed, or no judged substance criterion ran), so "
-            f"{limited or flag} measured nothing"
+            f"the {'style' if tone else kind} probe judged no verdict again (every probe call "
+            "failed, or no judged substance criterion ran), so "
+            f"{flag if tone else f'its limit ({flag})'} measured nothing"
         )
         entries.append(GateEntry(gate, None, None, True, message))
     return entries

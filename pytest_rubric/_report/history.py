@@ -154,48 +154,46 @@ def append(path: Path, report: SessionReport) -> None:
     db = _open(path)
     try:
         db.execute("BEGIN IMMEDIATE")
-        cursor = db.execute(
-            "INSERT INTO runs (started_at, git_commit, run) VALUES (?, ?, ?)",
-            (
-                str(run.get("started_at") or ""),
-                run.get("git_commit"),
-                outgoing(json.dumps(run, sort_keys=True)),
-            ),
-        )
-        run_id = cursor.lastrowid
-        db.executemany(
-            "INSERT INTO subjects VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [
+        with db:  # committed, or rolled back on any error
+            cursor = db.execute(
+                "INSERT INTO runs (started_at, git_commit, run) VALUES (?, ?, ?)",
                 (
-                    run_id,
-                    outgoing(row.subject),
-                    row.rank,
-                    row.correctness,
-                    *(row.correctness_ci or (None, None)),
-                    row.passed,
-                    row.total,
-                )
-                for row in report.leaderboard
-            ],
-        )
-        db.executemany(
-            "INSERT INTO items VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    run_id,
-                    outgoing(r.nodeid or r.case),
-                    outgoing(r.subject),
-                    r.score,
-                    int(r.passed),
-                    len(r.errors),
-                )
-                for r in report.results
-            ],
-        )
-        db.execute("COMMIT")
+                    str(run.get("started_at") or ""),
+                    run.get("git_commit"),
+                    outgoing(json.dumps(run, sort_keys=True)),
+                ),
+            )
+            run_id = cursor.lastrowid
+            db.executemany(
+                "INSERT INTO subjects VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        run_id,
+                        outgoing(row.subject),
+                        row.rank,
+                        row.correctness,
+                        *(row.correctness_ci or (None, None)),
+                        row.passed,
+                        row.total,
+                    )
+                    for row in report.leaderboard
+                ],
+            )
+            db.executemany(
+                "INSERT INTO items VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        run_id,
+                        outgoing(r.nodeid or r.case),
+                        outgoing(r.subject),
+                        r.score,
+                        int(r.passed),
+                        len(r.errors),
+                    )
+                    for r in report.results
+                ],
+            )
     except sqlite3.Error as exc:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
         raise HistoryError(
             f"--rubric-history {path}: cannot append this run ({exc}); it is not in the history"
         ) from None

@@ -206,22 +206,14 @@ def _ranks(values: dict[str, float]) -> dict[str, int]:
     return ranks
 
 
-def case_key(result: CaseResult, occurrence: int = 0) -> tuple[str, str, int]:
-    """What pairs two subjects' results (and a baseline's): the same case of the same file."""
-    nodeid = result.nodeid
-    suffix = f"[{result.subject}]"
-    if nodeid.endswith(suffix):
-        nodeid = nodeid[: -len(suffix)]
-    return (nodeid, result.case, occurrence)
-
-
 def by_case(results: Iterable[CaseResult]) -> dict[tuple[str, str, int], float]:
-    """Each result's score by its :func:`case_key` (a case answered twice: occurrences 0, 1)."""
-    seen: Counter[tuple[str, str, int]] = Counter()
+    """Each result's score by what pairs two subjects' results (and a baseline's): the same
+    case of the same file, and its occurrence (a case answered twice: 0, then 1)."""
+    seen: Counter[tuple[str, str]] = Counter()
     scores = {}
     for result in results:
-        base = case_key(result)
-        scores[(base[0], base[1], seen[base])] = result.score
+        base = (result.nodeid.removesuffix(f"[{result.subject}]"), result.case)
+        scores[(*base, seen[base])] = result.score
         seen[base] += 1
     return scores
 
