@@ -40,7 +40,6 @@ __all__ = [
     "Calibration",
     "JudgeAudit",
     "ProbeFigures",
-    "StyleProbe",
     "audit",
     "kind_record",
     "label_met",
@@ -53,32 +52,6 @@ _DECIDED = ("MET", "UNMET")
 _KIND_ORDER = {"tone": 0, "length": 1, "position": 2}
 
 
-@dataclass(frozen=True, slots=True)
-class StyleProbe:
-    """One judge's style probe."""
-
-    judge: str
-    probed: int = 0
-    flips_confident: int = 0
-    flips_hedged: int = 0
-
-    @property
-    def flips(self) -> int:
-        return self.flips_confident + self.flips_hedged
-
-    @property
-    def style_sensitivity(self) -> float:
-        """Flips over the verdicts that could flip: two rewrites per probed criterion."""
-        return self.flips / (2 * self.probed) if self.probed else 0.0
-
-    @property
-    def line(self) -> str:
-        return (
-            f"judge style probe: {self.flips} of {2 * self.probed} verdicts changed with tone "
-            f"alone ({100 * self.style_sensitivity:.1f} %)"
-        )
-
-
 # What each kind's flip is, as the audit's lines say it.
 _CHANGED = {
     "tone": "changed with tone alone",
@@ -89,12 +62,16 @@ _CHANGED = {
 
 @dataclass(frozen=True, slots=True)
 class ProbeFigures:
-    """One judge's figures for one probe kind (an entry of ``judge_audit.probes``)."""
+    """One judge's figures for one probe kind (an entry of ``judge_audit.probes``); tone's are
+    the style probe's too (``judge_audit.style_probe``), with the flips between the answer
+    and each rewrite."""
 
     judge: str
     kind: str
     probed: int = 0
     flips: int = 0
+    flips_confident: int = 0
+    flips_hedged: int = 0
 
     @property
     def verdicts(self) -> int:
@@ -109,7 +86,8 @@ class ProbeFigures:
     @property
     def line(self) -> str:
         return (
-            f"judge {self.kind} probe: {self.flips} of {self.verdicts} verdicts "
+            f"judge {'style' if self.kind == 'tone' else self.kind} probe: {self.flips} of "
+            f"{self.verdicts} verdicts "
             f"{_CHANGED.get(self.kind, 'changed')} ({100 * self.sensitivity:.1f} %)"
         )
 
@@ -126,11 +104,14 @@ class EvidenceAudit:
 class JudgeAudit:
     """The ``judge_audit`` of a report."""
 
-    style_probe: tuple[StyleProbe, ...] = ()
     evidence: EvidenceAudit = field(default_factory=EvidenceAudit)
     calibration: tuple[Calibration, ...] = ()
     panel: Mapping[str, Any] = field(default_factory=dict)
     probes: tuple[ProbeFigures, ...] = ()  # per judge and kind, tone included
+
+    @property
+    def style_probe(self) -> tuple[ProbeFigures, ...]:
+        return tuple(p for p in self.probes if p.kind == "tone")
 
     @property
     def shown(self) -> bool:
@@ -140,13 +121,11 @@ class JudgeAudit:
     def lines(self) -> list[str]:
         """The ``judge audit`` block's lines, after its title."""
         lines = [c.line for c in self.calibration]
-        several = len(self.style_probe) > 1  # a panel: each line names its judge
-        lines += [
-            f"{probe.line}, judge {probe.judge}" if several else probe.line
-            for probe in self.style_probe
-        ]
-        others = [p for p in self.probes if p.kind != "tone"]  # tone: the lines above
+        tone = self.style_probe
+        several = len(tone) > 1  # a panel: each line names its judge
+        lines += [f"{p.line}, judge {p.judge}" if several else p.line for p in tone]
         several = len({p.judge for p in self.probes}) > 1
+        others = [p for p in self.probes if p.kind != "tone"]
         lines += [f"{p.line}, judge {p.judge}" if several else p.line for p in others]
         if self.panel:
             panel = self.panel
@@ -232,11 +211,9 @@ def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] =
                 if c.evidence_ok is not None:
                     checked += 1
                     unsupported += not c.evidence_ok
-    style = tuple(StyleProbe(judge, *counts) for judge, counts in sorted(probes.items()))
-    figures = [ProbeFigures(p.judge, "tone", p.probed, p.flips) for p in style]
+    figures = [ProbeFigures(j, "tone", n, c + h, c, h) for j, (n, c, h) in probes.items()]
     figures += [ProbeFigures(judge, kind, *counts) for (judge, kind), counts in kinds.items()]
     return JudgeAudit(
-        style_probe=style,
         probes=tuple(sorted(figures, key=lambda p: (p.judge, _KIND_ORDER.get(p.kind, 9)))),
         evidence=EvidenceAudit(checked, unsupported),
         calibration=tuple(calibration),

@@ -287,6 +287,8 @@ class StyleProbeModel(_Part):
     """One judge's entry of ``judge_audit.style_probe``: checked, then recomputed from the
     results' ``probe`` records."""
 
+    sources: ClassVar[Mapping[str, str]] = {"style_sensitivity": "sensitivity"}
+
     judge: str
     probed: Count
     flips_confident: Count
