@@ -44,6 +44,7 @@ __all__ = [
     "DELTA_HEADER",
     "GateEntry",
     "GateReport",
+    "Gates",
     "baseline_of",
     "before_and_after",
     "changed",
@@ -140,34 +141,47 @@ CHANGE_KINDS = ("regressed", "improved", "appeared", "disappeared")
 
 
 @dataclass(frozen=True, slots=True)
+class Gates:
+    """The gates a run (or ``merge``) asked for: no baseline, or a limit None, is a gate not
+    asked; ``max_drop`` and ``gate_confidence`` set the leaderboard's ``detectable_drop`` too."""
+
+    baseline: Sequence[CaseResult] | None = None  # the baseline's results
+    baseline_name: str | None = None  # its path, as given
+    rootdir: str | None = None  # pytest's, which node ids are relative to
+    max_drop: float = 0.0
+    gate_confidence: float | None = None
+    fail_under: float | None = None
+    max_style_flips: float | None = None  # the tone probe's limit
+    # The limits of the other probe kinds (--rubric-judge-max-flips KIND=X, else
+    # --rubric-judge-max-style-flips), by kind.
+    max_flips: Mapping[str, float] = field(default_factory=dict)
+    min_kappa: float | None = None
+    # Entries an earlier run wrote (``merge`` reads them from the shards): those of a gate
+    # applied here are replaced by this run's verdicts, the others kept.
+    carried: Sequence[GateEntry] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class GateReport:
     """What the gates found: per-subject deltas, and every gate's outcome."""
 
-    baseline: str | None = None  # the baseline's path, as given
-    max_drop: float = 0.0
-    fail_under: float | None = None
-    gate_confidence: float | None = None
+    asked: Gates = field(default_factory=Gates)
     level: float = 0.95  # the level of each delta's interval
     deltas: tuple[SubjectDelta, ...] = ()
     entries: tuple[GateEntry, ...] = ()
     notes: tuple[str, ...] = ()  # about the comparison, not an outcome (cases that did not run)
-    max_style_flips: float | None = None  # --rubric-judge-max-style-flips (see _report.audit)
-    min_kappa: float | None = None  # --rubric-judge-min-kappa (see _report.audit)
-    # The limits of the probe kinds other than tone (--rubric-judge-max-flips KIND=X, else
-    # --rubric-judge-max-style-flips), by kind.
-    max_flips: Mapping[str, float] = field(default_factory=dict)
     changes: tuple[CaseChange, ...] = ()  # with a baseline: the items that changed
 
     @property
+    def baseline(self) -> str | None:
+        """The baseline's name (its path, as given); None without a baseline."""
+        return None if self.asked.baseline is None else self.asked.baseline_name or "baseline"
+
+    @property
     def active(self) -> bool:
-        return (
-            bool(self.entries)
-            or bool(self.max_flips)
-            or any(
-                value is not None
-                for value in (self.baseline, self.fail_under, self.max_style_flips, self.min_kappa)
-            )
-        )
+        asked = self.asked
+        limits = (self.baseline, asked.fail_under, asked.max_style_flips, asked.min_kappa)
+        return bool(self.entries or asked.max_flips) or any(v is not None for v in limits)
 
     @property
     def regressions(self) -> tuple[str, ...]:
@@ -341,16 +355,10 @@ def _flip(
     )
 
 
-def _subject_entry(
-    delta: SubjectDelta,
-    before: float,
-    after: float,
-    *,
-    max_drop: float,
-    gate_confidence: float | None,
-) -> GateEntry:
+def _subject_entry(delta: SubjectDelta, before: float, after: float, asked: Gates) -> GateEntry:
     """``baseline-subject``: the verdict on one subject found in both runs, ``before`` and
     ``after`` its correctness over the cases both graded."""
+    max_drop, gate_confidence = asked.max_drop, asked.gate_confidence
     subject, drop = delta.subject, before - after
     head = f"subject {subject}: correctness {before:.3f} -> {after:.3f}"
     if delta.partial:
@@ -408,12 +416,8 @@ def _shares_no_case(
 def _compare(
     results: Sequence[CaseResult],
     baseline: Sequence[CaseResult],
-    *,
+    asked: Gates,
     now: Mapping[str, float],
-    baseline_name: str | None,
-    rootdir: str | None,
-    max_drop: float,
-    gate_confidence: float | None,
     delta_level: float,
 ) -> tuple[list[GateEntry], list[str], list[SubjectDelta], tuple[CaseChange, ...]]:
     """``baseline-case`` and ``baseline-subject`` on this run's ``results``: their entries, the
@@ -424,7 +428,7 @@ def _compare(
     deltas: list[SubjectDelta] = []
     before = {row.subject: row.correctness for row in leaderboard(baseline)}
     old, new = _keyed(baseline), _keyed(results)
-    entries += _case_entries(old, new, gate_confidence)
+    entries += _case_entries(old, new, asked.gate_confidence)
     missing = [k for k in old if k not in new]
     if missing:
         notes.append(
@@ -458,12 +462,11 @@ def _compare(
                 delta,
                 math.fsum(b for _, b in pairs) / len(pairs),
                 math.fsum(a for a, _ in pairs) / len(pairs),
-                max_drop=max_drop,
-                gate_confidence=gate_confidence,
+                asked,
             )
         )
     if old and not any(key in new for key in old):
-        message = _shares_no_case(baseline_name or "baseline", rootdir, old, new)
+        message = _shares_no_case(asked.baseline_name or "baseline", asked.rootdir, old, new)
         entries.append(GateEntry("baseline-case", None, None, True, message))
     return entries, notes, deltas, case_changes(old, new)
 
@@ -535,82 +538,44 @@ def _min_kappa_entries(calibration: Sequence[Calibration], min_kappa: float) -> 
 
 def run_gates(
     results: Sequence[CaseResult],
+    asked: Gates,
     *,
-    baseline: Sequence[CaseResult] | None = None,
-    baseline_name: str | None = None,
-    rootdir: str | None = None,
-    max_drop: float = 0.0,
-    fail_under: float | None = None,
     rows: Sequence[SubjectRow] | None = None,
     level: float = 0.95,
-    gate_confidence: float | None = None,
-    max_style_flips: float | None = None,
     calibration: Sequence[Calibration] = (),
-    min_kappa: float | None = None,
-    carried: Sequence[GateEntry] = (),
     probes: Sequence[ProbeFigures] = (),
-    max_flips: Mapping[str, float] | None = None,
 ) -> GateReport:
-    """Apply the gates to this run's ``results``; ``rows``, their leaderboard if already made.
-
-    Each subject's delta carries the paired interval of (now - baseline) over the cases
-    both runs graded, at ``gate_confidence`` if given, else ``level``. ``carried``: entries
-    an earlier run wrote (``merge`` reads them from the shards); those of a gate applied
-    here are replaced by this run's verdicts, the others kept. ``probes``: each judge's
-    figures per probe kind, checked against the limit of tone (``max_style_flips``) and of
-    each other kind (``max_flips``).
-    """
-    delta_level = gate_confidence if gate_confidence is not None else level
+    """Apply the gates ``asked`` to this run's ``results``; ``rows``, their leaderboard if
+    already made; each delta's interval at ``gate_confidence`` if given, else ``level``."""
+    delta_level = asked.gate_confidence if asked.gate_confidence is not None else level
     now = {row.subject: row.correctness for row in rows or leaderboard(results)}
     entries: list[GateEntry] = []
     notes: list[str] = []
     deltas: list[SubjectDelta] = []
     changes: tuple[CaseChange, ...] = ()
     applied: set[str] = set()
-    if baseline is not None:
+    if asked.baseline is not None:
         applied |= {"baseline-case", "baseline-subject"}
-        entries, notes, deltas, changes = _compare(
-            results,
-            baseline,
-            now=now,
-            baseline_name=baseline_name,
-            rootdir=rootdir,
-            max_drop=max_drop,
-            gate_confidence=gate_confidence,
-            delta_level=delta_level,
-        )
-    if fail_under is not None:
+        entries, notes, deltas, changes = _compare(results, asked.baseline, asked, now, delta_level)
+    if asked.fail_under is not None:
         applied.add("fail-under")
-        entries += _fail_under_entries(now, fail_under)
-    limits = dict(max_flips or {})
-    if max_style_flips is not None:
-        limits["tone"] = max_style_flips
+        entries += _fail_under_entries(now, asked.fail_under)
+    limits = dict(asked.max_flips)
+    if asked.max_style_flips is not None:
+        limits["tone"] = asked.max_style_flips
     for kind, limit in sorted(limits.items()):
         applied.add("style-flips" if kind == "tone" else f"{kind}-flips")
         entries += _flip_entries(kind, [p for p in probes if p.kind == kind], limit)
-    if min_kappa is not None:
+    if asked.min_kappa is not None:
         applied.add("min-kappa")
-        entries += _min_kappa_entries(calibration, min_kappa)
+        entries += _min_kappa_entries(calibration, asked.min_kappa)
     seen = {_identity(e) for e in entries}
-    for entry in carried:
+    for entry in asked.carried:
         if entry.gate not in applied and _identity(entry) not in seen:
             seen.add(_identity(entry))
             entries.append(entry)
     entries.sort(key=lambda e: ORDER.get(e.gate, len(ORDER)))  # stable: gate by gate
-    return GateReport(
-        baseline=(baseline_name or "baseline") if baseline is not None else None,
-        max_drop=max_drop,
-        fail_under=fail_under,
-        gate_confidence=gate_confidence,
-        level=delta_level,
-        deltas=tuple(deltas),
-        entries=tuple(entries),
-        notes=tuple(notes),
-        max_style_flips=max_style_flips,
-        min_kappa=min_kappa,
-        max_flips=dict(max_flips or {}),
-        changes=changes,
-    )
+    return GateReport(asked, delta_level, tuple(deltas), tuple(entries), tuple(notes), changes)
 
 
 def _identity(entry: GateEntry) -> tuple[object, ...]:

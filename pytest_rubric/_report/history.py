@@ -257,9 +257,7 @@ def with_trend(
     report: SessionReport, path: Path, *, skipped: list[str] | None = None
 ) -> SessionReport:
     """``report`` with its ``trend``: the last runs of the history at ``path`` and this one,
-    oldest first (at most :data:`TREND_RUNS`). A history that cannot be read adds nothing
-    here; appending to it says why, once. Rows of the wrong type are skipped and said in
-    ``skipped`` (see :func:`read_runs`)."""
+    oldest first. A history that cannot be read adds nothing (appending says why, once)."""
     from dataclasses import replace
 
     past: list[HistoryRun] = []

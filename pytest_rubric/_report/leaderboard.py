@@ -240,14 +240,9 @@ def leaderboard(
     gate_confidence: float | None = None,
     max_drop: float = 0.0,
 ) -> list[SubjectRow]:
-    """One row per subject, in rank order, with its intervals and tiers at ``level``.
-
-    ``detectable_drop`` is the drop the baseline gate catches with 80 % power: the gate's
-    paired test at ``gate_confidence`` (``--rubric-gate-confidence``; ``level`` when not
-    set) beyond ``max_drop`` (``--rubric-max-drop``).
-
-    ``assert_rubric`` results without ``subject=`` (``ranked`` false) are no subject's.
-    """
+    """One row per subject, in rank order, with its intervals and tiers at ``level``;
+    ``detectable_drop`` for the gate's paired test at ``gate_confidence`` (else ``level``)
+    beyond ``max_drop``."""
     grouped = by_subject(results)
     correctness = {s: _mean([r.score for r in rs]) for s, rs in grouped.items()}
     naive = {s: _mean([r.naive_score for r in rs]) for s, rs in grouped.items()}

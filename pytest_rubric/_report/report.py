@@ -10,7 +10,7 @@ colours, never the text.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -18,7 +18,7 @@ from .._defaults import SHOW_RESPONSE
 from .._grade.style import StyleThresholds
 from .._results import CaseResult
 from .audit import JudgeAudit, audit
-from .gates import GateEntry, GateReport, run_gates
+from .gates import GateReport, Gates, run_gates
 from .leaderboard import SubjectRow, leaderboard
 
 if TYPE_CHECKING:
@@ -102,33 +102,18 @@ class SessionReport:
 def build_report(
     results: Iterable[CaseResult],
     *,
-    baseline: Sequence[CaseResult] | None = None,
-    baseline_name: str | None = None,
-    rootdir: str | None = None,
-    max_drop: float = 0.0,
-    fail_under: float | None = None,
+    gates: Gates | None = None,
     judge_usage: Sequence[Note] = (),
     thresholds: StyleThresholds | None = None,
     level: float = 0.95,
-    gate_confidence: float | None = None,
-    max_style_flips: float | None = None,
-    max_flips: Mapping[str, float] | None = None,
-    min_kappa: float | None = None,
     calibration: Sequence[Calibration] = (),
     responses_replayed: tuple[int, int] = (0, 0),
     show_response: int = SHOW_RESPONSE,
     run: RunInfo | None = None,
-    carried_gates: Sequence[GateEntry] = (),
 ) -> SessionReport:
-    """The report of ``results``, with the gates (see ``gates.run_gates``) applied to them;
-    every interval, tier and paired test at confidence ``level``; ``run`` says which run
-    it is (see ``_report.run``); ``rootdir``, pytest's, which node ids are relative to.
-    ``carried_gates``: the gate entries of merged shards (kept for
-    the gates not applied here).
-
-    ``responses_replayed`` is ``(N, M)``: N of the application's M answers (targets,
-    ``--rubric-model``) came from the response cache, so the run did not test them live.
-    """
+    """The report of ``results`` with the ``gates`` asked for applied (``gates.run_gates``),
+    every interval at confidence ``level``. ``responses_replayed`` is
+    ``(N, M)``: N of the application's M answers came from the response cache."""
     # Node id order: every output is then the same however the run was split
     # (xdist workers, merged shards), down to the last bit of each mean.
     from .leaderboard import breakdowns, pairwise, rank_noise
@@ -142,34 +127,23 @@ def build_report(
     # A case the missing judge left undecided (SKIPPED, see _grade.bounds) is in the results,
     # not in a figure: it neither passed nor failed.
     decided = tuple(r for r in ordered if r.skipped_bounds is None)
+    gates = gates or Gates()
     rows = tuple(
-        leaderboard(decided, level=level, gate_confidence=gate_confidence, max_drop=max_drop)
+        leaderboard(
+            decided, level=level, gate_confidence=gates.gate_confidence, max_drop=gates.max_drop
+        )
     )
     pairs = pairwise(rows, decided, level=level)
     noise = rank_noise(rows, pairs)
     judge_audit = audit(ordered, calibration=calibration)
-    gates = run_gates(
-        decided,
-        rows=rows,
-        baseline=baseline,
-        baseline_name=baseline_name,
-        rootdir=rootdir,
-        max_drop=max_drop,
-        fail_under=fail_under,
-        level=level,
-        gate_confidence=gate_confidence,
-        max_style_flips=max_style_flips,
-        probes=judge_audit.probes,
-        max_flips=max_flips,
-        calibration=calibration,
-        min_kappa=min_kappa,
-        carried=carried_gates,
+    found = run_gates(
+        decided, gates, rows=rows, level=level, calibration=calibration, probes=judge_audit.probes
     )
     return SessionReport(
         results=ordered,
         leaderboard=rows,
         rankings_disagree=noise.disagree,
-        gates=gates,
+        gates=found,
         notes=_notes(ordered, noise, responses_replayed),
         judge_usage=tuple(judge_usage),
         thresholds=thresholds or StyleThresholds(),

@@ -75,10 +75,7 @@ class RunInfo:
     complete: bool = True
 
     def header(self) -> list[tuple[str, str]]:
-        """The header line of the HTML and Markdown, as ``(label, value)`` pairs: the plugin's
-        version, the judges (each at its endpoint, with the grader), the commit, when it
-        started and how long it took, and how many answers a cache gave instead of the
-        application."""
+        """The header line of the HTML and Markdown, as ``(label, value)`` pairs."""
         items = [("pytest-rubric", self.plugin_version)]
         if self.judges:
             label = "judge" if len(self.judges) == 1 else "judges"
