@@ -131,19 +131,13 @@ def _fixed(value: float) -> str:
     return f"{value:.3f}"
 
 
+def _bracket(interval: Sequence[float] | None) -> str:
+    return "" if interval is None else f" [{_fixed(interval[0])}, {_fixed(interval[1])}]"
+
+
 def interval_text(value: float, interval: Sequence[float] | None) -> str:
     """``0.827 [0.710, 0.930]``: a value with its interval, as every output prints it."""
-    if interval is None:
-        return _fixed(value)
-    return f"{_fixed(value)} [{_fixed(interval[0])}, {_fixed(interval[1])}]"
-
-
-def _passed(row: SubjectRow) -> str:
-    """``3/4 [0.301, 0.954]``: the count, and the interval of the rate it estimates."""
-    interval = row.passed_ci
-    if interval is None:
-        return f"{row.passed}/{row.total}"
-    return f"{row.passed}/{row.total} [{_fixed(interval[0])}, {_fixed(interval[1])}]"
+    return _fixed(value) + _bracket(interval)
 
 
 COLUMNS: tuple[Column, ...] = (
@@ -155,7 +149,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("naive", lambda r: _fixed(r.naive_score), wide_header="naive score"),
     Column("naive rank", lambda r: str(r.naive_rank), ranking=True),
     Column("confidently wrong", lambda r: str(r.confidently_wrong)),
-    Column("passed", _passed),
+    # ``3/4 [0.301, 0.954]``: the count, and the interval of the rate it estimates.
+    Column("passed", lambda r: f"{r.passed}/{r.total}{_bracket(r.passed_ci)}"),
     Column("tier", lambda r: str(r.tier), ranking=True),
     Column("detectable drop", lambda r: _cell(r.detectable_drop, _fixed)),
 )
