@@ -39,7 +39,7 @@ from .._config.outputs import OUTPUTS, write_outputs
 from .._config.settings import fraction
 from .._guards.outgoing import outgoing_streams
 from .._render.summary import terminal_lines
-from .._report.audit import Calibration
+from .._report.calibration import Calibration
 from .._report.document import DocumentError, load_document
 from .._report.gates import GateEntry, Gates
 from .._report.history import HistoryError, append, skipped_warning, with_trend

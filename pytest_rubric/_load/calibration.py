@@ -1,5 +1,5 @@
 """Calibration labels: reading a rubric file's ``calibration:`` examples (the measure of
-agreement is ``_report.audit``).
+agreement is ``_report.calibration``).
 
 A rubric file's ``calibration:`` is a list, or a JSONL path relative to the
 file, of labelled examples ``{case, criterion, response, verdict}`` (``score``

@@ -40,7 +40,7 @@ from .._llm.base import mean_raw_score
 from .._repeat import parse_pass_when
 from .._results import CaseResult, CriterionResult, Sample, Verdict
 from .._trace import Passage, ToolCall, Trace, Usage
-from .audit import Calibration
+from .calibration import Calibration
 from .gates import GateEntry
 from .report import SessionReport
 from .run import RunInfo, RunJudge

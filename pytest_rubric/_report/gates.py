@@ -37,7 +37,8 @@ from . import stats as _stats
 from .leaderboard import SubjectRow, by_subject, leaderboard, paired
 
 if TYPE_CHECKING:
-    from .audit import Calibration, ProbeFigures
+    from .audit import ProbeFigures
+    from .calibration import Calibration
 
 __all__ = [
     "CHANGE_KINDS",
