@@ -127,6 +127,7 @@ def _render_html(html_from: str | None) -> Any:
 def child(n: int, out: Path, html_from: str | None, trace: bool) -> dict[str, Any]:
     """One measurement, in this process: build, report, write every output."""
     from pytest_rubric._config.outputs import write_outputs
+    from pytest_rubric._report.gates import Gates
     from pytest_rubric._report.report import build_report
 
     render_html = _render_html(html_from)
@@ -144,7 +145,7 @@ def child(n: int, out: Path, html_from: str | None, trace: bool) -> dict[str, An
     results = _results(n, seed=1)
     baseline = _results(n, seed=2, shift=0.02)
     stage("results and baseline")
-    report = build_report(results, baseline=baseline, baseline_name="baseline.json")
+    report = build_report(results, gates=Gates(baseline=baseline, baseline_name="baseline.json"))
     del baseline
     stage("build_report")
     figures: dict[str, Any] = {"n": n}

@@ -54,7 +54,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_rubric._report import stats as _stats
-from pytest_rubric._report.gates import run_gates
+from pytest_rubric._report.gates import Gates, run_gates
 from pytest_rubric._report.leaderboard import leaderboard, paired
 from pytest_rubric._results import CaseResult, CriterionResult, Sample, Verdict
 
@@ -180,7 +180,7 @@ def _dropped(rates: Sequence[float], drop: float) -> list[float]:
 def _failed_subjects(
     results: list[CaseResult], baseline: list[CaseResult], c: float | None
 ) -> set[str]:
-    report = run_gates(results, baseline=baseline, gate_confidence=c)
+    report = run_gates(results, Gates(baseline=baseline, gate_confidence=c))
     return {e.subject for e in report.entries if e.failed and e.subject is not None}
 
 

@@ -40,8 +40,8 @@ from .._config.settings import fraction
 from .._guards.outgoing import outgoing_streams
 from .._render.summary import terminal_lines
 from .._report.calibration import Calibration
-from .._report.document import DocumentError, load_document, read_document
-from .._report.gates import GateEntry
+from .._report.document import DocumentError, load_document
+from .._report.gates import GateEntry, Gates
 from .._report.history import HistoryError, append, skipped_warning, with_trend
 from .._report.report import build_report
 from .._report.run import RunInfo, merged
@@ -222,7 +222,7 @@ def _command(argv: Sequence[str] | None) -> int:
             gates=gates,
             allow_incomplete=args.allow_incomplete,
         )
-        baseline = read_document(args.baseline) if args.baseline is not None else None
+        baseline = load_document(args.baseline).results if args.baseline is not None else None
     except DocumentError as exc:
         print(f"pytest-rubric merge: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -230,17 +230,19 @@ def _command(argv: Sequence[str] | None) -> int:
         print(f"pytest-rubric merge: note: {note}", file=sys.stderr)
     report = build_report(
         results,
-        baseline=baseline,
-        baseline_name=str(args.baseline) if args.baseline is not None else None,
-        max_drop=args.max_drop,
-        fail_under=args.fail_under,
+        gates=Gates(
+            baseline=baseline,
+            baseline_name=str(args.baseline) if args.baseline is not None else None,
+            max_drop=args.max_drop,
+            gate_confidence=args.gate_confidence,
+            fail_under=args.fail_under,
+            # The shards' verdicts of gates this merge does not apply itself (the judge's, or
+            # a baseline given to the shards and not to the merge) are kept, never dropped.
+            carried=gates,
+        ),
         level=args.confidence,
-        gate_confidence=args.gate_confidence,
         calibration=calibration,
         run=merged(runs),
-        # The shards' verdicts of gates this merge does not apply itself (the judge's, or a
-        # baseline given to the shards and not to the merge) are kept, never dropped.
-        carried_gates=gates,
     )
     if args.history is not None:
         skipped: list[str] = []

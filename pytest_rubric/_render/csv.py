@@ -1,30 +1,17 @@
 """The ``--rubric-csv`` file: one row per criterion result, for a spreadsheet.
 
-One row per criterion of every answer, and with ``repeat`` per criterion of every sample
-(``sample`` counts from 1; a result graded once is its own sample 1). The header is
-:data:`HEADER`; ``score`` and ``passed`` are the *sample's* (an item's verdict by its
-``pass_when`` rule is in the JSON); ``ok`` and ``passed`` are ``true`` or ``false``.
+One row per criterion of every sample (``sample`` counts from 1; a result graded once is
+its own sample 1), the header :data:`HEADER`; ``score`` and ``passed`` are the sample's,
+``true`` or ``false``. RFC 4180 (CRLF between records), UTF-8 without a byte order mark. A
+judged criterion's ``reason`` starts with its requirement (``requirement: ...; reason:
+...``): the id alone (``c1``) does not say what was asked. Every cell passes the outgoing
+boundary cell by cell (:func:`boundary`).
 
-The file is RFC 4180 (the :mod:`csv` module's quoting, CRLF between records) and UTF-8
-without a byte order mark; a cell holding a comma, a quote or a line break is quoted.
-
-The ``reason`` of a judged criterion starts with its requirement (``requirement: ...;
-reason: ...``): the header is fixed, and the id alone (``c1``) does not say what was asked.
-
-Every cell passes the outgoing boundary (``_guards.outgoing``) like every output's text: keys
-redacted, URLs public, control characters shown escaped (:func:`boundary`, which
-``_config.outputs`` applies in place of the whole-text one).
-
-Formula injection: a *text* cell (node id, suite, case, subject, criterion, type, axis,
-verdict, reason) whose first character past any spaces (and invisible format characters)
-is ``=``, ``+``, ``-`` or ``@``, in any compatibility form (full-width ``＝``, small
-``﹦``), or that starts with a tab or a carriage return, is written with a ``'`` in front,
-so a spreadsheet shows it and never runs it; a cell that is a number as a whole (``-5``,
-``+1.5e3``) is left as it is. A *number*
-cell (``sample``, ``weight``, ``credit``, ``score``) is written by the plugin from a
-finite number (``-2.0``, a forbidden criterion's weight): it is not prefixed, so it
-stays a number in the spreadsheet and in ``float()``; it can hold nothing but a number,
-so it can run nothing.
+Formula injection: a text cell whose first character past spaces and invisible format
+characters is ``=``, ``+``, ``-`` or ``@`` in any compatibility form (full-width ``＝``),
+or that starts with a tab or a carriage return, gets a ``'`` in front, unless the whole
+cell is a number (``-5``). Number cells (``sample``, ``weight``, ``credit``, ``score``)
+are written from finite numbers and never prefixed.
 """
 
 from __future__ import annotations
@@ -40,7 +27,7 @@ from collections.abc import Iterator
 from .._report.report import SessionReport
 from .table import with_requirement
 
-__all__ = ["HEADER", "RECORD_END", "boundary", "cell", "csv_chunks", "render_csv"]
+__all__ = ["HEADER", "RECORD_END", "boundary", "cell", "csv_chunks"]
 
 HEADER = (
     "nodeid",
@@ -140,14 +127,9 @@ def _rows(report: SessionReport) -> Iterator[list[str]]:
                 ]
 
 
-def render_csv(report: SessionReport) -> str:
-    """Every criterion result of ``report`` as CSV text (see the module docstring)."""
-    return "".join(csv_chunks(report))
-
-
 def csv_chunks(report: SessionReport, *, rows: int = 1_000) -> Iterator[str]:
-    """:func:`render_csv`'s text, ``rows`` whole records at a time: what ``--rubric-csv``
-    writes, never holding the whole file as text."""
+    """Every criterion result of ``report`` as CSV text, ``rows`` whole records at a time:
+    what ``--rubric-csv`` writes, never holding the whole file as text."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator=RECORD_END)
     writer.writerow(HEADER)

@@ -1,39 +1,19 @@
 """The HTML report: one self-contained file, inline CSS and SVG, no script, nothing fetched.
 
-It shows, in order:
+In order: the run's header line; the changes since ``--rubric-baseline``, each linked to
+its answer; the scatter of substance score against style (the mean of fluency and
+confidence), one mark per subject per 2.5 % spot, sized and counted by the answers it
+holds (200,000 answers draw a few thousand marks), the low-score high-style corner shaded
+and every spot holding a ``confidently_wrong`` answer ringed, with each subject's
+correctness interval as a bar at its mean style; the leaderboard and breakdowns; the
+pairwise matrix (``_report.leaderboard``); the history's trend; the judge audit; the gates;
+and the answers, failing first, filtered by subject, status and flag in CSS alone (radio
+inputs and ``:checked ~`` rules). Past :data:`FULL` answers, further failing ones are one
+line each and passing ones are counted: the JSON holds every one.
 
-* the run's header line: the plugin's version, the judges with their
-  endpoints, the commit, when it started and how long it took;
-* with ``--rubric-baseline``, the changes since the baseline, each linked to its
-  answer below;
-* the style-versus-substance scatter plot: x = style (the mean of fluency and
-  confidence), y = substance score, one colour per subject, one mark per subject
-  per spot (a 2.5 % cell), sized and counted by the answers it holds, so 200,000
-  answers draw at most a few thousand marks. The low-score, high-style corner is
-  shaded, and every spot holding an answer flagged ``confidently_wrong`` is ringed
-  in red, so a confident wrong answer stands out at a glance;
-* each subject's correctness interval on the same plot: a bar in its colour
-  at its mean style, from the interval's low to its high end, marked at its
-  correctness;
-* the leaderboard with both ranks, tiers and the disagreement notice, and
-  the per-suite and per-tag breakdown when there is one;
-* with two subjects or more, the pairwise matrix: the row's subject against the
-  column's over the cases they share, wins-losses-ties and the mean difference with
-  its paired interval, shaded where the interval excludes 0 (``_report.pairwise``);
-* the gates, when ``--rubric-baseline`` or ``--rubric-fail-under`` is set;
-* the answers, failing ones first, each with its score, criteria with verdicts
-  and reasons, and the response text; filters by subject, status and flag work by
-  CSS alone (radio inputs and ``:checked ~`` sibling rules). Past :data:`FULL` answers, further
-  failing ones are one line each and passing ones are counted: the JSON holds
-  every one.
-
-Every text from a rubric or a response goes through :func:`html.escape`,
-and a Content-Security-Policy forbids scripts and any fetch, so a hostile
-response is shown as text and can do nothing.
-
-The module reads top down: the text helpers every part writes with, the answers
-(failing first, grouped by case, with the CSS-only filters), the plots (the scatter with
-each subject's interval, and the history's trend lines), then the page that joins them.
+Every text from a rubric or a response goes through :func:`html.escape`, and a
+Content-Security-Policy forbids scripts and any fetch, so a hostile response is shown as
+text and can do nothing.
 """
 
 from __future__ import annotations
@@ -41,14 +21,13 @@ from __future__ import annotations
 import hashlib
 import html
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from .._grade.style import StyleThresholds
 from .._report.gates import CHANGE_KINDS, DELTA_HEADER, GateReport, before_and_after
-from .._report.leaderboard import SubjectRow, interval_text
+from .._report.leaderboard import Pair, SubjectRow, interval_text
 from .._report.leaderboard import columns as board_columns
-from .._report.pairwise import Pair
 from .._report.report import SessionReport, Severity
 from .._results import CaseResult, CriterionResult, mark_text
 from .table import trace_lines
@@ -80,16 +59,21 @@ class _Filters:
     script): a radio group per filter, and rules that hide each answer the checked radios
     exclude, and each case left with none."""
 
-    STATUSES = ("failed", "error", "passed")
-
     def __init__(self, results: Sequence[CaseResult], subjects: Sequence[str]) -> None:
         self.subject = {s: i for i, s in enumerate(subjects)}
-        flags = sorted({f for r in results for f in r.flags})
-        self.flag = {f: i for i, f in enumerate(flags)}
-        self.counts: dict[str, int] = defaultdict(int)
-        for r in results:
-            for key in self.keys(r):
-                self.counts[key] += 1
+        self.flag = {f: i for i, f in enumerate(sorted({f for r in results for f in r.flags}))}
+        self.counts = Counter(key for r in results for key in self.keys(r))
+        groups = [
+            ("subject", "fs", [(f"s{i}", s) for s, i in self.subject.items()]),
+            ("status", "ft", [(s, s) for s in ("failed", "error", "passed") if self.counts[s]]),
+            ("flag", "ff", [(f"f{i}", f) for f, i in self.flag.items()]),
+        ]
+        # Each filter's label and radios (id, class, label), "all" (no class) first.
+        self.filters: list[tuple[str, list[tuple[str, str | None, str]]]] = [
+            (label, [(f"{name}-all", None, "all"), *((f"{name}-{k}", k, t) for k, t in options)])
+            for label, name, options in groups
+            if options
+        ]
 
     def keys(self, r: CaseResult) -> list[str]:
         """The classes of an answer: its subject's, its status and its flags'."""
@@ -98,41 +82,26 @@ class _Filters:
     def classes(self, r: CaseResult) -> str:
         return " ".join(["a", *self.keys(r)])
 
-    def _groups(self) -> list[tuple[str, str, list[tuple[str, str]]]]:
-        return [
-            ("subject", "fs", [(f"s{i}", s) for s, i in self.subject.items()]),
-            ("status", "ft", [(s, s) for s in self.STATUSES if self.counts[s]]),
-            ("flag", "ff", [(f"f{i}", f) for f, i in self.flag.items()]),
-        ]
-
-    def _ids(self) -> list[tuple[str, list[tuple[str, str]]]]:
-        """Each filter's name and its radios (id and label), "all" first."""
-        return [
-            (label, [(f"{name}-all", "all"), *((f"{name}-{key}", text) for key, text in options)])
-            for label, name, options in self._groups()
-            if options
-        ]
-
     def form(self, listing: str) -> str:
         """``listing`` under the filters. The radios come first, siblings of the labels and of
         the listing, so each rule is a cheap ``:checked ~`` (a ``body:has()`` rule per answer
         took Chromium 11 s on 40,000 answers)."""
         inputs = "".join(
             f'<input type="radio" name="{ident.partition("-")[0]}" id="{ident}"'
-            + (" checked>" if ident.endswith("-all") else ">")
-            for _, radios in self._ids()
-            for ident, _ in radios
+            + (">" if key else " checked>")
+            for _, radios in self.filters
+            for ident, key, _ in radios
         )
         rows = "".join(
             f"<p><b>{label}</b> "
             + "".join(
                 f'<label for="{ident}">{e(text)}'
-                + ("" if ident.endswith("-all") else f" <small>{self.counts[ident[3:]]}</small>")
+                + (f" <small>{self.counts[key]}</small>" if key else "")
                 + "</label>"
-                for ident, text in radios
+                for ident, key, text in radios
             )
             + "</p>"
-            for label, radios in self._ids()
+            for label, radios in self.filters
         )
         return (
             f'<div class="answers">{inputs}<div class="filters">{rows}</div>'
@@ -140,17 +109,13 @@ class _Filters:
         )
 
     def css(self) -> str:
-        idents = [ident for _, radios in self._ids() for ident, _ in radios]
         rules = [
             f"#{i}:checked~.filters label[for={i}]{{background:#333;color:#fff;border-color:#333}}"
             f"#{i}:focus-visible~.filters label[for={i}]{{outline:2px solid #0072B2}}"
-            for i in idents
+            for _, radios in self.filters
+            for i, _, _ in radios
         ]
-        groups = [
-            [(f"{name}-{key}", key) for key, _ in options]
-            for _, name, options in self._groups()
-            if options
-        ]
+        groups = [[(i, key) for i, key, _ in radios if key] for _, radios in self.filters]
         rules += [
             f"#{ident}:checked~.list .a:not(.{key}){{display:none}}"
             for group in groups
@@ -170,14 +135,16 @@ class _Filters:
 
 
 def _requirement(c: CriterionResult) -> str:
-    """A judged criterion's requirement under its id (``c1`` alone does not say what was
-    asked); nothing for a deterministic one."""
-    if c.requirement is None:
-        return ""
-    return f'<br><small class="requirement">{e(c.requirement)}</small>'
+    """A judged criterion's requirement under its id (``c1`` alone does not say what was asked)."""
+    return (
+        ""
+        if c.requirement is None
+        else f'<br><small class="requirement">{e(c.requirement)}</small>'
+    )
 
 
 def _answer(r: CaseResult, classes: str) -> str:
+    trace = trace_lines(r.trace)  # the tool calls and context ids, after the response
     rows = "".join(
         f'<tr class="{"ok" if c.ok else c.verdict.value.lower() if c.verdict.value in ("ERROR", "SKIPPED") else "wrong"}">'
         f"<td>{e(c.id)}{_requirement(c)}</td>"
@@ -198,14 +165,10 @@ def _answer(r: CaseResult, classes: str) -> str:
         f"{e(r.subject)}: score {r.score:.2f} ({e(mark_text(r.min_score))}){rate} {flags}</summary>"
         f'<table class="criteria"><thead><tr><th>criterion</th><th>type</th><th>verdict</th>'
         f"<th>weight</th><th>reason</th></tr></thead><tbody>{rows}</tbody></table>"
-        f"<pre>{e(r.response)}</pre>{_trace(r)}</details>"
+        f"<pre>{e(r.response)}</pre>"
+        + (f'<pre class="trace">{e(chr(10).join(trace))}</pre>' if trace else "")
+        + "</details>"
     )
-
-
-def _trace(r: CaseResult) -> str:
-    """The tool calls and context ids, after the response (see ``table.trace_lines``)."""
-    lines = trace_lines(r.trace)
-    return f'<pre class="trace">{e(chr(10).join(lines))}</pre>' if lines else ""
 
 
 def _line(r: CaseResult, classes: str) -> str:
@@ -217,16 +180,12 @@ def _line(r: CaseResult, classes: str) -> str:
     )
 
 
-def _by_case(results: Sequence[CaseResult]) -> list[tuple[tuple[str, str], list[CaseResult]]]:
+def _section(results: Sequence[CaseResult], filters: _Filters) -> str:
     by_case: dict[tuple[str, str], list[CaseResult]] = defaultdict(list)
     for r in results:
         by_case[(r.suite, r.case)].append(r)
-    return list(by_case.items())
-
-
-def _section(groups: list[tuple[tuple[str, str], list[CaseResult]]], filters: _Filters) -> str:
     parts = []
-    for (suite, case), answers in groups:
+    for (suite, case), answers in by_case.items():
         question = answers[0].question
         parts.append(
             f'<section class="case"><h3>{e(case)} <small>{e(suite)}</small></h3>'
@@ -246,9 +205,8 @@ def answers(results: Sequence[CaseResult], subjects: Sequence[str]) -> tuple[str
     full_failing, lines = failing[:FULL], failing[FULL:]
     full_passing = passing if len(results) <= FULL else []
     parts = []
-    cases = [_by_case(full_failing), _by_case(full_passing)]
     if full_failing:
-        parts += [f'<h3 id="failing">{len(failing)} failing</h3>', _section(cases[0], filters)]
+        parts += [f'<h3 id="failing">{len(failing)} failing</h3>', _section(full_failing, filters)]
     if lines:
         parts.append(
             f"<p>{len(lines)} more failing answers, one line each (node id, status, score, "
@@ -256,11 +214,9 @@ def answers(results: Sequence[CaseResult], subjects: Sequence[str]) -> tuple[str
             f'<ul class="lines">{"".join(_line(r, filters.classes(r)) for r in lines)}</ul>'
         )
     if full_passing:
-        parts += [f'<h3 id="passing">{len(passing)} passing</h3>', _section(cases[1], filters)]
+        parts += [f'<h3 id="passing">{len(passing)} passing</h3>', _section(full_passing, filters)]
     elif passing:
-        counts: dict[str, int] = defaultdict(int)
-        for r in passing:
-            counts[r.subject] += 1
+        counts = Counter(r.subject for r in passing)
         body = "".join(tr([s, str(counts[s])]) for s in subjects if counts[s])
         parts.append(
             f'<h3 id="passing">{len(passing)} passing</h3><p>Counted, not listed: this run has '
@@ -294,6 +250,16 @@ def _x(value: float) -> float:
 
 def _y(value: float) -> float:
     return _TOP + (1 - value) * (_H - _TOP - _BOTTOM)
+
+
+def _frame(ident: str, title: str) -> str:
+    """A plot's opening: the SVG element, its title, and the plotting area's frame."""
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {_H}" width="{_W}" '
+        f'height="{_H}" role="img" aria-labelledby="{ident}"><title id="{ident}">{title}</title>'
+        f'<rect x="{_LEFT}" y="{_TOP}" width="{_W - _LEFT - _RIGHT}" height="{_H - _TOP - _BOTTOM}" '
+        'fill="#fff" stroke="#888"/>'
+    )
 
 
 def _marker(shape: str, x: float, y: float, colour: str, title: str, size: float = 1.0) -> str:
@@ -346,11 +312,7 @@ def scatter(
     }
     low = thresholds.low_score
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {_H}" width="{_W}" '
-        f'height="{_H}" role="img" aria-labelledby="plot-title">',
-        '<title id="plot-title">Substance score against style, one point per answer</title>',
-        f'<rect x="{_LEFT}" y="{_TOP}" width="{_W - _LEFT - _RIGHT}" height="{_H - _TOP - _BOTTOM}" '
-        'fill="#fff" stroke="#888"/>',
+        _frame("plot-title", "Substance score against style, one point per answer"),
         # The trap: reads well, scores low.
         f'<rect class="trap" x="{_x(0.5):.1f}" y="{_y(low):.1f}" width="{_x(1) - _x(0.5):.1f}" '
         f'height="{_y(0) - _y(low):.1f}" fill="#D55E00" fill-opacity="0.12"/>',
@@ -444,14 +406,7 @@ def trend(report: SessionReport, subjects: Sequence[str]) -> str:
     colour = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(subjects)}
     named = list(dict.fromkeys([*subjects, *(s[0] for run in runs for s in run.subjects)]))
     step = (_W - _LEFT - _RIGHT) / (len(runs) - 1)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W} {_H}" width="{_W}" '
-        f'height="{_H}" role="img" aria-labelledby="trend-title">',
-        f'<title id="trend-title">Correctness of each subject over the last {len(runs)} runs'
-        "</title>",
-        f'<rect x="{_LEFT}" y="{_TOP}" width="{_W - _LEFT - _RIGHT}" height="{_H - _TOP - _BOTTOM}" '
-        'fill="#fff" stroke="#888"/>',
-    ]
+    parts = [_frame("trend-title", f"Correctness of each subject over the last {len(runs)} runs")]
     for tick in (0, 0.25, 0.5, 0.75, 1):
         parts.append(
             f'<text x="{_x(0) - 7:.1f}" y="{_y(tick) + 4:.1f}" text-anchor="end">{tick:g}</text>'

@@ -1,13 +1,9 @@
 """The Markdown report: the run's header line, the leaderboard, the gates and the failing cases.
 
-Written to ``--rubric-markdown PATH`` (for a pull-request comment) and
-appended to ``$GITHUB_STEP_SUMMARY`` when that is set. GitHub renders
-Markdown with inline HTML, so every text from a rubric or a response is
-made inert for both, and no more than that, so that it still reads as
-written: ``&``, ``<`` and ``>`` become entities; the characters that
-start emphasis, code, links, strikethrough or a new cell (``\\ ` * _ [ ]
-~ |``) are backslash-escaped, and so is the ``:`` of ``://`` (no
-autolink); line breaks become spaces. Node ids are code spans.
+Written to ``--rubric-markdown PATH`` and appended to ``$GITHUB_STEP_SUMMARY``. GitHub
+renders Markdown with inline HTML, so every text from a rubric or a response is made inert
+for both and no more: ``&``, ``<``, ``>`` become entities; ``\\ ` * _ [ ] ~ |`` and the
+``:`` of ``://`` are backslash-escaped; line breaks become spaces. Node ids are code spans.
 """
 
 from __future__ import annotations

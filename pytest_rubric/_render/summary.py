@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .._report.breakdowns import Breakdown
 from .._report.gates import GateReport
+from .._report.leaderboard import Breakdown, interval_text
 from .._report.leaderboard import columns as board_columns
-from .._report.leaderboard import interval_text
 from .._report.report import SessionReport, Severity
 from .table import render_table
 
@@ -58,11 +57,8 @@ def slow_failure_report(*, failed: int, tests: int, tbstyle: str) -> Line | None
 
 
 def terminal_lines(report: SessionReport, *, board_when_empty: bool = False) -> list[Line]:
-    """The leaderboard, the notes, the judge's usage and the gates.
-
-    A run without results shows no leaderboard; ``merge`` shows its header
-    (``board_when_empty``), so a merge of empty documents still says what it merged.
-    """
+    """The leaderboard, the notes, the judge's usage and the gates. ``board_when_empty``:
+    the leaderboard's header without results (``merge`` says what it merged)."""
     lines: list[Line] = []
     if report.leaderboard or board_when_empty:
         # One subject stands among no others: no rank, naive rank or tier to show.
@@ -140,28 +136,29 @@ def _gate_lines(gates: GateReport) -> list[Line]:
 def _passed(gates: GateReport) -> str:
     """What passing the gates that ran means."""
     parts = []
-    if gates.baseline is not None and gates.gate_confidence is None:
+    asked = gates.asked
+    if gates.baseline is not None and asked.gate_confidence is None:
         parts.append(
-            f"no case regressed, no subject dropped more than {gates.max_drop:g} "
+            f"no case regressed, no subject dropped more than {asked.max_drop:g} "
             "(--rubric-max-drop)"
         )
     elif gates.baseline is not None:
         parts.append(
-            f"no case fell and no subject dropped more than {gates.max_drop:g} beyond noise "
-            f"(--rubric-max-drop, --rubric-gate-confidence {gates.gate_confidence:g})"
+            f"no case fell and no subject dropped more than {asked.max_drop:g} beyond noise "
+            f"(--rubric-max-drop, --rubric-gate-confidence {asked.gate_confidence:g})"
         )
-    if gates.fail_under is not None:
-        parts.append(f"every subject at or above {gates.fail_under:g} (--rubric-fail-under)")
-    if gates.max_style_flips is not None:
+    if asked.fail_under is not None:
+        parts.append(f"every subject at or above {asked.fail_under:g} (--rubric-fail-under)")
+    if asked.max_style_flips is not None:
         parts.append(
-            f"judge style sensitivity at most {gates.max_style_flips:g} "
+            f"judge style sensitivity at most {asked.max_style_flips:g} "
             "(--rubric-judge-max-style-flips)"
         )
-    for kind, limit in sorted(gates.max_flips.items()):
+    for kind, limit in sorted(asked.max_flips.items()):
         parts.append(f"judge {kind} sensitivity at most {limit:g} (the {kind} probe's limit)")
-    if gates.min_kappa is not None:
+    if asked.min_kappa is not None:
         parts.append(
-            f"every calibrated suite's kappa at least {gates.min_kappa:g} "
+            f"every calibrated suite's kappa at least {asked.min_kappa:g} "
             "(--rubric-judge-min-kappa)"
         )
     # A merge given no gate of its own still reports the shards' (see _cli.merge).

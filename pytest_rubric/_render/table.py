@@ -39,18 +39,10 @@ def with_requirement(criterion: CriterionResult) -> str:
     return f"requirement: {criterion.requirement}; reason: {criterion.reason}"
 
 
-def _weight(value: float) -> str:
-    return f"{value:g}"
-
-
 def criteria_table(result: CaseResult) -> str:
-    """The failure text: a headline with score against min_score, then one row per criterion.
-
-    A row that went the wrong way is marked ``x``; ERROR and SKIPPED rows
-    are marked ``!`` and ``-``. A judged criterion's row is followed by its
-    requirement: its id (``c1`` in the rubric library's form) does not say
-    what the judge was asked, and its reason answers that.
-    """
+    """The failure text: a headline, then one row per criterion (``x``: went the wrong way,
+    ``!`` ERROR, ``-`` SKIPPED), a judged one's followed by its requirement (``c1`` does not
+    say what the judge was asked)."""
     marks = {"ERROR": "!", "SKIPPED": "-"}
     rows = [
         (
@@ -58,7 +50,7 @@ def criteria_table(result: CaseResult) -> str:
             c.id,
             c.type + (" (style)" if c.axis == "style" else ""),
             str(c.verdict) + (" unstable" if c.unstable else ""),
-            _weight(c.weight),
+            f"{c.weight:g}",
             c.reason,
         )
         for c in result.criteria
@@ -102,12 +94,9 @@ def since_baseline(
 
 
 def answer_lines(result: CaseResult, *, show_response: int = SHOW_RESPONSE) -> list[str]:
-    """What the application was asked and said: the question cut to 300 characters, the
-    response to ``show_response`` (0: not shown), each line of it indented under its label.
-
-    The texts were redacted when the result was built; :func:`clip` redacts again (of the
-    keys known now) before it cuts, so no cut can leave a piece of a key behind.
-    """
+    """What the application was asked and said, each cut (``show_response`` 0: no response)
+    and redacted again of the keys known now before the cut, so no cut leaves a piece of a
+    key behind."""
     keys = known_keys()
     shown = []
     if result.question:

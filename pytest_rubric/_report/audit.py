@@ -1,34 +1,22 @@
 """The judge audit: what a session learned about its judge, computed from the results.
 
-* **Style probe** (``--rubric-judge-probe N``): up to N judged substance
-  criteria, chosen by :func:`probe_plan`, are judged again on the answer
-  rewritten confident and hedged (:func:`pytest_rubric._grade.restyle`). Each probed
-  criterion leaves one record in its result's ``probe`` list; a *flip* is a
-  verdict that changed with tone alone: ``flips_confident`` counts those
-  between the answer and its confident rewrite, ``flips_hedged`` those
-  between the answer and its hedged rewrite, and ``style_sensitivity`` =
-  flips / (2 x probed).
-* **Probe kinds** (``--rubric-judge-probe-kinds tone,length,position``): the
-  same probed criteria are judged again for each kind. ``tone`` is the style
-  probe above. ``length``: on the answer with neutral padding appended
-  (:func:`pytest_rubric._grade.padding.pad`, about twice as long); a flip is a change
-  in the answer's favour (UNMET to MET on a positive criterion, MET to UNMET on
-  a negative one). ``position`` (one-shot grader): the case's judged criteria
-  in reverse order; a flip is any changed verdict. Each kind's records carry
-  ``kind``; tone records have none (they are as they always were).
-  :class:`ProbeFigures` holds ``probed``, ``flips`` and ``sensitivity`` per
-  judge and kind (``judge_audit.probes``): flips over the verdicts that could
-  flip, two per probed criterion for tone (so it equals ``style_sensitivity``),
-  one for the other kinds. ``judge_audit.style_probe`` stays as it was.
-* **Evidence** (``--rubric-judge-evidence``): how many judged MET verdicts had
-  their quotes checked, and how many quoted nothing found in the response.
-* **Panel** (``--rubric-judge`` repeated): from each judged criterion's
-  ``judges`` map, Cohen's kappa for each pair of judges (over the criteria
-  both decided) and Fleiss' kappa over the criteria every judge decided;
-  score-kind criteria, whose judges give scores, are not in the kappas.
+* **Probes** (``--rubric-judge-probe N``, ``--rubric-judge-probe-kinds``): up to N judged
+  substance criteria (:func:`probe_plan`) are judged again, each leaving a record in its
+  result's ``probe``. ``tone``: on the answer rewritten confident and hedged
+  (``_grade.restyle``); a flip is a verdict that changed with tone alone, and
+  ``style_sensitivity`` = flips / (2 x probed). ``length``: on the answer with neutral
+  padding (``_grade.padding``); a flip is a change in the answer's favour. ``position``
+  (one-shot grader): the criteria in reverse order; a flip is any change.
+  :class:`ProbeFigures` gives flips over the verdicts that could flip, per judge and kind
+  (two per probed criterion for tone, one otherwise).
+* **Evidence** (``--rubric-judge-evidence``): judged MET verdicts whose quotes were checked,
+  and those that quoted nothing found in the response.
+* **Panel** (``--rubric-judge`` repeated): Cohen's kappa for each pair of judges over the
+  criteria both decided, Fleiss' kappa over those every judge decided (score-kind criteria
+  are not in the kappas).
 
-Everything here is a function of the results, so a serial run, an xdist run
-(results gathered on the controller) and ``merge`` report the same audit.
+Everything here is a function of the results, so a serial run, an xdist run and ``merge``
+report the same audit.
 """
 
 from __future__ import annotations
@@ -40,12 +28,11 @@ from typing import Any
 
 from .._results import CaseResult
 from .calibration import Calibration
+from .stats import cohen_kappa, fleiss_kappa
 
 __all__ = [
-    "EvidenceAudit",
     "JudgeAudit",
     "ProbeFigures",
-    "StyleProbe",
     "audit",
     "kind_record",
     "probe_plan",
@@ -54,32 +41,6 @@ __all__ = [
 
 _DECIDED = ("MET", "UNMET")
 _KIND_ORDER = {"tone": 0, "length": 1, "position": 2}
-
-
-@dataclass(frozen=True, slots=True)
-class StyleProbe:
-    """One judge's style probe."""
-
-    judge: str
-    probed: int = 0
-    flips_confident: int = 0
-    flips_hedged: int = 0
-
-    @property
-    def flips(self) -> int:
-        return self.flips_confident + self.flips_hedged
-
-    @property
-    def style_sensitivity(self) -> float:
-        """Flips over the verdicts that could flip: two rewrites per probed criterion."""
-        return self.flips / (2 * self.probed) if self.probed else 0.0
-
-    @property
-    def line(self) -> str:
-        return (
-            f"judge style probe: {self.flips} of {2 * self.probed} verdicts changed with tone "
-            f"alone ({100 * self.style_sensitivity:.1f} %)"
-        )
 
 
 # What each kind's flip is, as the audit's lines say it.
@@ -92,12 +53,16 @@ _CHANGED = {
 
 @dataclass(frozen=True, slots=True)
 class ProbeFigures:
-    """One judge's figures for one probe kind (an entry of ``judge_audit.probes``)."""
+    """One judge's figures for one probe kind (an entry of ``judge_audit.probes``); tone's are
+    the style probe's too (``judge_audit.style_probe``), with the flips between the answer
+    and each rewrite."""
 
     judge: str
     kind: str
     probed: int = 0
     flips: int = 0
+    flips_confident: int = 0
+    flips_hedged: int = 0
 
     @property
     def verdicts(self) -> int:
@@ -112,7 +77,8 @@ class ProbeFigures:
     @property
     def line(self) -> str:
         return (
-            f"judge {self.kind} probe: {self.flips} of {self.verdicts} verdicts "
+            f"judge {'style' if self.kind == 'tone' else self.kind} probe: {self.flips} of "
+            f"{self.verdicts} verdicts "
             f"{_CHANGED.get(self.kind, 'changed')} ({100 * self.sensitivity:.1f} %)"
         )
 
@@ -129,33 +95,28 @@ class EvidenceAudit:
 class JudgeAudit:
     """The ``judge_audit`` of a report."""
 
-    style_probe: tuple[StyleProbe, ...] = ()
     evidence: EvidenceAudit = field(default_factory=EvidenceAudit)
     calibration: tuple[Calibration, ...] = ()
     panel: Mapping[str, Any] = field(default_factory=dict)
     probes: tuple[ProbeFigures, ...] = ()  # per judge and kind, tone included
 
     @property
+    def style_probe(self) -> tuple[ProbeFigures, ...]:
+        return tuple(p for p in self.probes if p.kind == "tone")
+
+    @property
     def shown(self) -> bool:
-        """Whether there is anything to say (the summary prints no empty block)."""
-        return bool(
-            self.style_probe
-            or self.probes
-            or self.evidence.checked
-            or self.calibration
-            or self.panel
-        )
+        """Whether there is anything to say (``probes`` holds the style probe's too)."""
+        return bool(self.probes or self.evidence.checked or self.calibration or self.panel)
 
     def lines(self) -> list[str]:
         """The ``judge audit`` block's lines, after its title."""
         lines = [c.line for c in self.calibration]
-        several = len(self.style_probe) > 1  # a panel: each line names its judge
-        lines += [
-            f"{probe.line}, judge {probe.judge}" if several else probe.line
-            for probe in self.style_probe
-        ]
-        others = [p for p in self.probes if p.kind != "tone"]  # tone: the lines above
+        tone = self.style_probe
+        several = len(tone) > 1  # a panel: each line names its judge
+        lines += [f"{p.line}, judge {p.judge}" if several else p.line for p in tone]
         several = len({p.judge for p in self.probes}) > 1
+        others = [p for p in self.probes if p.kind != "tone"]
         lines += [f"{p.line}, judge {p.judge}" if several else p.line for p in others]
         if self.panel:
             panel = self.panel
@@ -241,11 +202,9 @@ def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] =
                 if c.evidence_ok is not None:
                     checked += 1
                     unsupported += not c.evidence_ok
-    style = tuple(StyleProbe(judge, *counts) for judge, counts in sorted(probes.items()))
-    figures = [ProbeFigures(p.judge, "tone", p.probed, p.flips) for p in style]
+    figures = [ProbeFigures(j, "tone", n, c + h, c, h) for j, (n, c, h) in probes.items()]
     figures += [ProbeFigures(judge, kind, *counts) for (judge, kind), counts in kinds.items()]
     return JudgeAudit(
-        style_probe=style,
         probes=tuple(sorted(figures, key=lambda p: (p.judge, _KIND_ORDER.get(p.kind, 9)))),
         evidence=EvidenceAudit(checked, unsupported),
         calibration=tuple(calibration),
@@ -260,8 +219,6 @@ def _num(value: float | None) -> str:
 def _panel(results: Sequence[CaseResult]) -> dict[str, Any]:
     """The panel's agreement, from every sample's judged criteria (empty without a panel)."""
     from itertools import combinations
-
-    from .stats import cohen_kappa, fleiss_kappa
 
     names: set[str] = set()
     votes: list[dict[str, str]] = []

@@ -1,31 +1,20 @@
 """The ``--rubric-json`` document: its schema as pydantic models, its writer and its reader.
 
-The models below are the only description of the document. A run writes it
-with them (:func:`json_chunks`: each field of a model read from the result,
-row or run of the same name, in the model's order); ``--rubric-baseline``
-and ``merge`` read one back with them (:func:`load_document`); the JSON
-reference page is generated from them (``docs/hooks.py``); and a result
-crosses from an xdist worker to the controller as the same data
-(:func:`result_data`, :func:`result_of`).
+The models are the only description of the document: a run writes it with them
+(:func:`json_chunks`: each field read from the attribute of the same name, in the model's
+order), ``--rubric-baseline`` and ``merge`` read it back with them (:func:`load_document`),
+the JSON reference page is generated from them (``docs/hooks.py``), and a result crosses
+from an xdist worker to the controller as the same data (:func:`result_data`).
 
-A document read back is input like any other: it may have been edited by
-hand, cut short, or written by something else. So it is validated field by
-field before anything uses it:
-
-* strict types: ``"0.8"`` is not a number and ``true`` is not 1;
-* finite numbers: a NaN score would compare false with everything and silently
-  turn a gate off;
-* every field a run writes is present;
-* fields this version does not know are allowed and ignored, so a document from
-  a newer version still reads.
-
-A failure is a :class:`DocumentError` that names the file and each bad field,
-e.g. ``base.json: results[3].score: expected a number, got 'high'``.
-
-``passed`` and ``score`` are never taken from the document: they are recomputed
-from the criteria with the rule a run uses (:func:`pytest_rubric._grade.scoring.passes`),
-so a shard cannot claim a pass its criteria do not show. The leaderboard, the
-breakdowns, the pairs and the audit are only checked: a report recomputes them.
+A document read back is input like any other (edited by hand, cut short, written by
+something else), so it is validated before anything uses it: strict types (``"0.8"`` is
+not a number, ``true`` is not 1), finite numbers (a NaN would silently turn a gate off),
+every field a run writes present, unknown fields ignored (a newer version's document still
+reads). A failure is a :class:`DocumentError` naming the file and each bad field, e.g.
+``base.json: results[3].score: expected a number, got 'high'``. ``passed`` and ``score`` are
+recomputed from the criteria (:func:`pytest_rubric._grade.scoring.passes`), so a shard
+cannot claim a pass its criteria do not show; the leaderboard, breakdowns, pairs and audit
+are only checked, a report recomputes them.
 """
 
 from __future__ import annotations
@@ -56,22 +45,7 @@ from .gates import GateEntry
 from .report import SessionReport
 from .run import RunInfo, RunJudge
 
-__all__ = [
-    "VERSION",
-    "CriterionResultModel",
-    "Document",
-    "DocumentError",
-    "DocumentModel",
-    "LeaderboardRowModel",
-    "ResultModel",
-    "document",
-    "json_chunks",
-    "load_document",
-    "parse_document",
-    "read_document",
-    "result_data",
-    "result_of",
-]
+__all__ = ["Document", "DocumentError", "document", "json_chunks", "load_document"]
 
 VERSION = 1
 """The document's ``version``: bumped when a field is renamed or changes meaning."""
@@ -313,6 +287,8 @@ class StyleProbeModel(_Part):
     """One judge's entry of ``judge_audit.style_probe``: checked, then recomputed from the
     results' ``probe`` records."""
 
+    sources: ClassVar[Mapping[str, str]] = {"style_sensitivity": "sensitivity"}
+
     judge: str
     probed: Count
     flips_confident: Count
@@ -485,9 +461,8 @@ class _Plan:
     converted or read from elsewhere (a result has 30 fields, and there may be 200,000)."""
 
     names: tuple[str, ...]  # every field, in the model's order
-    direct: tuple[str, ...]  # the fields read from the attribute (or key) of their name
+    direct: tuple[str, ...]  # the fields read from the attribute of their name
     attributes: Callable[[Any], tuple[Any, ...]]
-    items: Callable[[Any], tuple[Any, ...]]
     elsewhere: tuple[tuple[str, Callable[[Any], Any]], ...]
     converted: tuple[tuple[str, Callable[[Any], Any]], ...]
 
@@ -500,17 +475,13 @@ def _plan(model: type[_Part]) -> _Plan:
     writers = {name: _writer(model.model_fields[name].annotation) for name in fields}
     # attrgetter of one name gives the value, not a tuple; of none, it cannot be made.
     attributes: Callable[[Any], tuple[Any, ...]]
-    items: Callable[[Any], tuple[Any, ...]]
+    attributes = lambda d: tuple(getattr(d, n) for n in direct)  # noqa: E731
     if len(direct) > 1:
-        attributes, items = operator.attrgetter(*direct), operator.itemgetter(*direct)
-    else:
-        attributes = lambda d: tuple(getattr(d, n) for n in direct)  # noqa: E731
-        items = lambda d: tuple(d[n] for n in direct)  # noqa: E731
+        attributes = operator.attrgetter(*direct)
     return _Plan(
         names=tuple(fields),
         direct=direct,
         attributes=attributes,
-        items=items,
         elsewhere=tuple((name, _getter(sources[name])) for name in fields if sources[name] != name),
         converted=tuple((name, w) for name, w in writers.items() if w is not None),
     )
@@ -519,10 +490,10 @@ def _plan(model: type[_Part]) -> _Plan:
 def written(model: type[_Part], described: Any) -> dict[str, Any]:
     """``described`` (a result, a row, the run, ...) as the part ``model`` of the document."""
     plan = _plan(model)
-    # A judge sample of a criterion is a dict already (CriterionResult.votes).
-    read = plan.items if type(described) is dict else plan.attributes
+    if type(described) is dict:  # a judge sample of a criterion (CriterionResult.votes)
+        return {name: described[name] for name in plan.names}
     data = dict.fromkeys(plan.names)  # the model's order
-    data.update(zip(plan.direct, read(described), strict=True))
+    data.update(zip(plan.direct, plan.attributes(described), strict=True))
     for name, get in plan.elsewhere:
         data[name] = get(described)
     for name, write in plan.converted:
@@ -847,8 +818,3 @@ def load_document(path: Path) -> Document:
             "written by --rubric-json"
         ) from None
     return parse_document(text, name=str(path))
-
-
-def read_document(path: Path) -> list[CaseResult]:
-    """The results of a ``--rubric-json`` file (see :func:`load_document`)."""
-    return load_document(path).results

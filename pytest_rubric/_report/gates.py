@@ -1,36 +1,23 @@
-"""CI gates, each outcome as data: regressions against a baseline ``--rubric-json``, a
-floor on correctness, and the judge's own gates; :func:`run_gates` applies every gate a run
-asked for and gathers the outcomes in a :class:`GateReport` (the JSON's ``gates``; the
-renderers print it).
+"""CI gates, each outcome as data: :func:`run_gates` applies every gate a run asked for and
+gathers the outcomes in a :class:`GateReport` (the JSON's ``gates``; the renderers print it).
 
-``--rubric-fail-under X`` fails a subject whose correctness is below X (``fail-under``);
-``--rubric-judge-max-style-flips`` a judge whose style sensitivity is above it
-(``style-flips``); ``--rubric-judge-max-flips KIND=X`` a judge whose sensitivity to that
-probe is above it (``length-flips``, ``position-flips``); ``--rubric-judge-min-kappa`` a
-suite whose calibration kappa is below it (``min-kappa``: its judged criteria are then
-ERROR).
-
-Every outcome is a :class:`GateEntry`, one per subject, case, judge or suite a gate
-judged: the JSON's ``gates``. An entry that did not fail is a note when it says
-something (a flip or a drop within noise), and a quiet pass otherwise.
-
-The baseline comparison (:func:`compare`) gives gate entries, per-subject deltas
-(:class:`SubjectDelta`) and the items that changed (:class:`CaseChange`).
-
-``--rubric-baseline PATH`` judges every case that passed in the baseline and fails now
-(gate ``baseline-case``) and every subject's correctness (``baseline-subject``): by
-default a case that fails now, or a drop of more than ``--rubric-max-drop`` (default 0,
-so any drop), fails the session. With ``--rubric-gate-confidence C`` both must be beyond
-noise, and together they raise a false alarm on an unchanged subject at most ``1 - C``
-of the time:
+Every outcome is a :class:`GateEntry`, one per subject, case, judge or suite a gate judged.
+An entry that did not fail is a note when it says something (a flip or a drop within
+noise), and a quiet pass otherwise. The gates: ``fail-under`` (a subject's correctness
+below ``--rubric-fail-under``), ``style-flips``, ``length-flips`` and ``position-flips`` (a
+judge's probe sensitivity above its limit), ``min-kappa`` (a suite's calibration kappa below
+``--rubric-judge-min-kappa``: its judged criteria are then ERROR), and the two of
+``--rubric-baseline``: ``baseline-case`` (a case that passed there fails now) and
+``baseline-subject`` (a subject's correctness dropped more than ``--rubric-max-drop``).
+With ``--rubric-gate-confidence C`` both must be beyond noise, and together they raise a
+false alarm on an unchanged subject at most ``1 - C`` of the time:
 
 * a subject's drop fails when the paired C-interval of (now - baseline) over the shared
   cases lies wholly below ``-max_drop``: a one-sided test at ``(1 - C) / 2``;
 * a case's flip fails when its passing samples fell beyond chance: the one-sided Fisher
   exact test of (passes, samples) now against the baseline's, at the other
   ``(1 - C) / 2`` shared over the subject's cases (Tarone's Bonferroni for discrete
-  tests). With one sample a side no single flip is ever significant; a flip within
-  noise is a note.
+  tests). With one sample a side no single flip is ever significant.
 
 Cases are matched by node id, case and subject; a case or subject that is only on one
 side is reported, never a failure (deselecting is a choice the command line shows).
@@ -40,34 +27,28 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .._guards.secrets import MAX_TEXT, clip, known_keys
 from .._results import CaseResult, mark_text
 from . import stats as _stats
-from .leaderboard import SubjectRow, leaderboard, paired
+from .leaderboard import SubjectRow, by_subject, leaderboard, paired
 
 if TYPE_CHECKING:
-    from .audit import ProbeFigures, StyleProbe
+    from .audit import ProbeFigures
     from .calibration import Calibration
 
 __all__ = [
     "CHANGE_KINDS",
     "DELTA_HEADER",
-    "EPSILON",
-    "GATES",
-    "BaselineComparison",
-    "CaseChange",
     "GateEntry",
     "GateReport",
-    "SubjectDelta",
+    "Gates",
     "baseline_of",
     "before_and_after",
-    "case_changes",
     "changed",
-    "compare",
     "run_gates",
 ]
 
@@ -75,6 +56,7 @@ __all__ = [
 # Means are float sums: an unchanged run must not "drop" by 1e-17.
 EPSILON = 1e-9
 
+# Every gate's name, as an entry's ``gate`` says it; entries are listed gate by gate so.
 GATES = (
     "baseline-case",
     "baseline-subject",
@@ -84,9 +66,7 @@ GATES = (
     "position-flips",
     "min-kappa",
 )
-"""Every gate's name, as an entry's ``gate`` says it."""
 ORDER = {gate: i for i, gate in enumerate(GATES)}
-"""Each gate's rank: entries are listed gate by gate in this order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,34 +142,47 @@ CHANGE_KINDS = ("regressed", "improved", "appeared", "disappeared")
 
 
 @dataclass(frozen=True, slots=True)
+class Gates:
+    """The gates a run (or ``merge``) asked for: no baseline, or a limit None, is a gate not
+    asked; ``max_drop`` and ``gate_confidence`` set the leaderboard's ``detectable_drop`` too."""
+
+    baseline: Sequence[CaseResult] | None = None  # the baseline's results
+    baseline_name: str | None = None  # its path, as given
+    rootdir: str | None = None  # pytest's, which node ids are relative to
+    max_drop: float = 0.0
+    gate_confidence: float | None = None
+    fail_under: float | None = None
+    max_style_flips: float | None = None  # the tone probe's limit
+    # The limits of the other probe kinds (--rubric-judge-max-flips KIND=X, else
+    # --rubric-judge-max-style-flips), by kind.
+    max_flips: Mapping[str, float] = field(default_factory=dict)
+    min_kappa: float | None = None
+    # Entries an earlier run wrote (``merge`` reads them from the shards): those of a gate
+    # applied here are replaced by this run's verdicts, the others kept.
+    carried: Sequence[GateEntry] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class GateReport:
     """What the gates found: per-subject deltas, and every gate's outcome."""
 
-    baseline: str | None = None  # the baseline's path, as given
-    max_drop: float = 0.0
-    fail_under: float | None = None
-    gate_confidence: float | None = None
+    asked: Gates = field(default_factory=Gates)
     level: float = 0.95  # the level of each delta's interval
     deltas: tuple[SubjectDelta, ...] = ()
     entries: tuple[GateEntry, ...] = ()
     notes: tuple[str, ...] = ()  # about the comparison, not an outcome (cases that did not run)
-    max_style_flips: float | None = None  # --rubric-judge-max-style-flips (see _report.audit)
-    min_kappa: float | None = None  # --rubric-judge-min-kappa (see _report.calibration)
-    # The limits of the probe kinds other than tone (--rubric-judge-max-flips KIND=X, else
-    # --rubric-judge-max-style-flips), by kind.
-    max_flips: Mapping[str, float] = field(default_factory=dict)
     changes: tuple[CaseChange, ...] = ()  # with a baseline: the items that changed
 
     @property
+    def baseline(self) -> str | None:
+        """The baseline's name (its path, as given); None without a baseline."""
+        return None if self.asked.baseline is None else self.asked.baseline_name or "baseline"
+
+    @property
     def active(self) -> bool:
-        return (
-            bool(self.entries)
-            or bool(self.max_flips)
-            or any(
-                value is not None
-                for value in (self.baseline, self.fail_under, self.max_style_flips, self.min_kappa)
-            )
-        )
+        asked = self.asked
+        limits = (self.baseline, asked.fail_under, asked.max_style_flips, asked.min_kappa)
+        return bool(self.entries or asked.max_flips) or any(v is not None for v in limits)
 
     @property
     def regressions(self) -> tuple[str, ...]:
@@ -230,6 +223,7 @@ def case_changes(
 def changed(was: CaseResult, now: CaseResult) -> CaseChange:
     """An item that passed in one run and not the other: ``regressed`` or ``improved``, with
     both responses and the verdicts that changed."""
+    there = {c.id: c.verdict.value for c in was.criteria}
     return CaseChange(
         "improved" if now.passed else "regressed",
         now.nodeid,
@@ -238,17 +232,11 @@ def changed(was: CaseResult, now: CaseResult) -> CaseChange:
         now.score,
         response_before=was.response,
         response_after=now.response,
-        verdicts=verdict_changes(was, now),
-    )
-
-
-def verdict_changes(was: CaseResult, now: CaseResult) -> tuple[tuple[str, str, str], ...]:
-    """Each criterion both results graded whose verdict changed: (id, there, now)."""
-    there = {c.id: c.verdict.value for c in was.criteria}
-    return tuple(
-        (c.id, there[c.id], c.verdict.value)
-        for c in now.criteria
-        if c.id in there and there[c.id] != c.verdict.value
+        verdicts=tuple(
+            (c.id, there[c.id], c.verdict.value)
+            for c in now.criteria
+            if c.id in there and there[c.id] != c.verdict.value
+        ),
     )
 
 
@@ -296,15 +284,6 @@ def _keyed(results: Sequence[CaseResult]) -> dict[tuple[str, str, str, int], Cas
         keyed[(*base, seen[base])] = r
         seen[base] += 1
     return keyed
-
-
-def _by_subject(results: Iterable[CaseResult]) -> dict[str, list[CaseResult]]:
-    """Ranked results by subject (``assert_rubric`` without ``subject=`` is no subject's)."""
-    grouped: dict[str, list[CaseResult]] = defaultdict(list)
-    for r in results:
-        if r.ranked:
-            grouped[r.subject].append(r)
-    return grouped
 
 
 def _name(key: tuple[str, str, str, int]) -> str:
@@ -377,20 +356,13 @@ def _flip(
     )
 
 
-def _subject_entry(
-    delta: SubjectDelta,
-    before: float,
-    after: float,
-    *,
-    max_drop: float,
-    gate_confidence: float | None,
-    partial: bool = False,
-) -> GateEntry:
+def _subject_entry(delta: SubjectDelta, before: float, after: float, asked: Gates) -> GateEntry:
     """``baseline-subject``: the verdict on one subject found in both runs, ``before`` and
-    ``after`` its correctness over the cases both graded (``partial``: not all of them)."""
+    ``after`` its correctness over the cases both graded."""
+    max_drop, gate_confidence = asked.max_drop, asked.gate_confidence
     subject, drop = delta.subject, before - after
     head = f"subject {subject}: correctness {before:.3f} -> {after:.3f}"
-    if partial:
+    if delta.partial:
         head += f" over the {delta.shared} cases both runs graded"
     interval = delta.interval
     if not drop > max_drop + EPSILON:
@@ -442,47 +414,30 @@ def _shares_no_case(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class BaselineComparison:
-    """What comparing with the baseline found: the entries of its two gates, the notes
-    about cases that did not run, each subject's delta, and the items that changed."""
-
-    entries: tuple[GateEntry, ...]
-    notes: tuple[str, ...]
-    deltas: tuple[SubjectDelta, ...]
-    changes: tuple[CaseChange, ...]
-
-
-def compare(
+def _compare(
     results: Sequence[CaseResult],
     baseline: Sequence[CaseResult],
-    *,
+    asked: Gates,
     now: Mapping[str, float],
-    baseline_name: str | None,
-    rootdir: str | None = None,
-    max_drop: float,
-    gate_confidence: float | None,
     delta_level: float,
-) -> BaselineComparison:
-    """Apply ``baseline-case`` and ``baseline-subject`` to this run's ``results``; ``now``,
-    each subject's correctness in this run. Each subject's delta carries the paired
-    interval of (now - baseline) over the cases both runs graded, at ``delta_level``."""
+) -> tuple[list[GateEntry], list[str], list[SubjectDelta], tuple[CaseChange, ...]]:
+    """``baseline-case`` and ``baseline-subject`` on this run's ``results``: their entries, the
+    notes about cases that did not run, each subject's delta (with the paired interval of
+    (now - baseline) over the cases both runs graded, at ``delta_level``) and the changes."""
     entries: list[GateEntry] = []
     notes: list[str] = []
     deltas: list[SubjectDelta] = []
     before = {row.subject: row.correctness for row in leaderboard(baseline)}
     old, new = _keyed(baseline), _keyed(results)
-    changes = case_changes(old, new)
-    entries += _case_entries(old, new, gate_confidence)
+    entries += _case_entries(old, new, asked.gate_confidence)
     missing = [k for k in old if k not in new]
     if missing:
         notes.append(
             f"{len(missing)} baseline case(s) did not run this time, e.g. {_name(missing[0])}"
         )
-    mine, theirs = _by_subject(results), _by_subject(baseline)
+    mine, theirs = by_subject(results), by_subject(baseline)
     for subject in sorted(before.keys() | now.keys()):
         pairs = paired(mine.get(subject, ()), theirs.get(subject, ()))
-        partial = len(pairs) < max(len(mine.get(subject, ())), len(theirs.get(subject, ())))
         delta = SubjectDelta(
             subject,
             before.get(subject),
@@ -490,22 +445,17 @@ def compare(
             interval=_stats.paired_difference(pairs, delta_level),
             shared=len(pairs),
             change=math.fsum(a - b for a, b in pairs) / len(pairs) if pairs else None,
-            partial=partial,
+            partial=len(pairs) < max(len(mine.get(subject, ())), len(theirs.get(subject, ()))),
         )
         deltas.append(delta)
         if delta.before is None or delta.after is None:
             continue
         if not pairs:  # a gate that compared nothing must not pass
-            entries.append(
-                GateEntry(
-                    "baseline-subject",
-                    subject,
-                    None,
-                    True,
-                    f"subject {subject}: no case of it was graded in both runs, so nothing "
-                    "was compared with the baseline",
-                )
+            message = (
+                f"subject {subject}: no case of it was graded in both runs, so nothing was "
+                "compared with the baseline"
             )
+            entries.append(GateEntry("baseline-subject", subject, None, True, message))
             continue
         # Over the cases both runs graded: added or removed cases cannot hide a drop.
         entries.append(
@@ -513,22 +463,13 @@ def compare(
                 delta,
                 math.fsum(b for _, b in pairs) / len(pairs),
                 math.fsum(a for a, _ in pairs) / len(pairs),
-                max_drop=max_drop,
-                gate_confidence=gate_confidence,
-                partial=partial,
+                asked,
             )
         )
     if old and not any(key in new for key in old):
-        entries.append(
-            GateEntry(
-                "baseline-case",
-                None,
-                None,
-                True,
-                _shares_no_case(baseline_name or "baseline", rootdir, old, new),
-            )
-        )
-    return BaselineComparison(tuple(entries), tuple(notes), tuple(deltas), changes)
+        message = _shares_no_case(asked.baseline_name or "baseline", asked.rootdir, old, new)
+        entries.append(GateEntry("baseline-case", None, None, True, message))
+    return entries, notes, deltas, case_changes(old, new)
 
 
 def _fail_under_entries(now: Mapping[str, float], fail_under: float) -> list[GateEntry]:
@@ -543,50 +484,35 @@ def _fail_under_entries(now: Mapping[str, float], fail_under: float) -> list[Gat
     return entries
 
 
-def _style_flip_entries(probes: Iterable[StyleProbe], max_flips: float) -> list[GateEntry]:
+def _flip_entries(kind: str, probes: Sequence[ProbeFigures], limit: float) -> list[GateEntry]:
+    """The ``style-flips`` gate (kind ``tone``), ``length-flips`` or ``position-flips``: one
+    entry per judge; one that failed when the probe judged nothing again (a gate that
+    measured nothing must not pass)."""
+    tone = kind == "tone"
+    gate = "style-flips" if tone else f"{kind}-flips"
+    flag = "--rubric-judge-max-style-flips"
+    if not tone:
+        flag = f"--rubric-judge-max-flips {kind}, else {flag}"
     entries = []
     for p in probes:
-        over = p.style_sensitivity > max_flips
+        over = p.sensitivity > limit
         message = (
-            f"judge {p.judge}: {p.flips} of {2 * p.probed} probed verdicts changed with tone "
-            f"alone ({p.style_sensitivity:.3f}), {'above' if over else 'at most'} "
-            f"{max_flips:g} (--rubric-judge-max-style-flips)"
-        )
-        entries.append(GateEntry("style-flips", None, None, over, message, quiet=not over))
-    return entries
-
-
-def _kind_flip_entries(
-    kind: str, probes: Sequence[ProbeFigures], max_flips: float
-) -> list[GateEntry]:
-    """The ``length-flips`` or ``position-flips`` gate: one entry per judge; one that failed
-    when the probe judged nothing again (a gate that measured nothing must not pass)."""
-    gate = f"{kind}-flips"
-    flag = f"--rubric-judge-max-flips {kind}, else --rubric-judge-max-style-flips"
-    entries = []
-    for p in probes:
-        over = p.sensitivity > max_flips
-        message = (
-            f"judge {p.judge}: {p.flips} of {p.verdicts} probed verdicts changed with the "
-            f"{kind} probe ({p.sensitivity:.3f}), {'above' if over else 'at most'} "
-            f"{max_flips:g} ({flag})"
+            f"judge {p.judge}: {p.flips} of {p.verdicts} probed verdicts changed with "
+            f"{'tone alone' if tone else f'the {kind} probe'} ({p.sensitivity:.3f}), "
+            f"{'above' if over else 'at most'} {limit:g} ({flag})"
         )
         entries.append(GateEntry(gate, None, None, over, message, quiet=not over))
     if not any(p.probed for p in probes):
-        entries.append(
-            GateEntry(
-                gate,
-                None,
-                None,
-                True,
-                f"the {kind} probe judged no verdict again (every probe call failed, or no "
-                f"judged substance criterion ran), so its limit ({flag}) measured nothing",
-            )
+        message = (
+            f"the {'style' if tone else kind} probe judged no verdict again (every probe call "
+            "failed, or no judged substance criterion ran), so "
+            f"{flag if tone else f'its limit ({flag})'} measured nothing"
         )
+        entries.append(GateEntry(gate, None, None, True, message))
     return entries
 
 
-def _min_kappa_entries(calibration: Iterable[Calibration], min_kappa: float) -> list[GateEntry]:
+def _min_kappa_entries(calibration: Sequence[Calibration], min_kappa: float) -> list[GateEntry]:
     entries = []
     for c in calibration:
         kappa = c.kappa
@@ -602,119 +528,57 @@ def _min_kappa_entries(calibration: Iterable[Calibration], min_kappa: float) -> 
             + ("; its judged criteria are ERROR" if below else "")
         )
         entries.append(GateEntry("min-kappa", None, None, below, message, quiet=not below))
+    if not any(c.n for c in calibration):
+        message = (
+            "no calibration label was graded, so --rubric-judge-min-kappa measured nothing; "
+            "add `calibration:` examples to the rubric files"
+        )
+        entries.append(GateEntry("min-kappa", None, None, True, message))
     return entries
+
+
+def run_gates(
+    results: Sequence[CaseResult],
+    asked: Gates,
+    *,
+    rows: Sequence[SubjectRow] | None = None,
+    level: float = 0.95,
+    calibration: Sequence[Calibration] = (),
+    probes: Sequence[ProbeFigures] = (),
+) -> GateReport:
+    """Apply the gates ``asked`` to this run's ``results``; ``rows``, their leaderboard if
+    already made; each delta's interval at ``gate_confidence`` if given, else ``level``."""
+    delta_level = asked.gate_confidence if asked.gate_confidence is not None else level
+    now = {row.subject: row.correctness for row in rows or leaderboard(results)}
+    entries: list[GateEntry] = []
+    notes: list[str] = []
+    deltas: list[SubjectDelta] = []
+    changes: tuple[CaseChange, ...] = ()
+    applied: set[str] = set()
+    if asked.baseline is not None:
+        applied |= {"baseline-case", "baseline-subject"}
+        entries, notes, deltas, changes = _compare(results, asked.baseline, asked, now, delta_level)
+    if asked.fail_under is not None:
+        applied.add("fail-under")
+        entries += _fail_under_entries(now, asked.fail_under)
+    limits = dict(asked.max_flips)
+    if asked.max_style_flips is not None:
+        limits["tone"] = asked.max_style_flips
+    for kind, limit in sorted(limits.items()):
+        applied.add("style-flips" if kind == "tone" else f"{kind}-flips")
+        entries += _flip_entries(kind, [p for p in probes if p.kind == kind], limit)
+    if asked.min_kappa is not None:
+        applied.add("min-kappa")
+        entries += _min_kappa_entries(calibration, asked.min_kappa)
+    seen = {_identity(e) for e in entries}
+    for entry in asked.carried:
+        if entry.gate not in applied and _identity(entry) not in seen:
+            seen.add(_identity(entry))
+            entries.append(entry)
+    entries.sort(key=lambda e: ORDER.get(e.gate, len(ORDER)))  # stable: gate by gate
+    return GateReport(asked, delta_level, tuple(deltas), tuple(entries), tuple(notes), changes)
 
 
 def _identity(entry: GateEntry) -> tuple[object, ...]:
     """What makes two entries the same outcome (shards carry the same judge's figures)."""
     return (entry.gate, entry.subject, entry.nodeid, entry.failed, entry.message)
-
-
-def run_gates(
-    results: Sequence[CaseResult],
-    *,
-    baseline: Sequence[CaseResult] | None = None,
-    baseline_name: str | None = None,
-    rootdir: str | None = None,
-    max_drop: float = 0.0,
-    fail_under: float | None = None,
-    rows: Sequence[SubjectRow] | None = None,
-    level: float = 0.95,
-    gate_confidence: float | None = None,
-    style_probe: Sequence[StyleProbe] = (),
-    max_style_flips: float | None = None,
-    calibration: Sequence[Calibration] = (),
-    min_kappa: float | None = None,
-    carried: Sequence[GateEntry] = (),
-    probes: Sequence[ProbeFigures] = (),
-    max_flips: Mapping[str, float] | None = None,
-) -> GateReport:
-    """Apply the gates to this run's ``results``; ``rows``, their leaderboard if already made.
-
-    Each subject's delta carries the paired interval of (now - baseline) over the cases
-    both runs graded, at ``gate_confidence`` if given, else ``level``. ``carried``: entries
-    an earlier run wrote (``merge`` reads them from the shards); those of a gate applied
-    here are replaced by this run's verdicts, the others kept. ``max_flips``: the limit of
-    each probe kind other than tone (tone's is ``max_style_flips``), checked against that
-    kind's ``probes`` figures.
-    """
-    delta_level = gate_confidence if gate_confidence is not None else level
-    now = {row.subject: row.correctness for row in rows or leaderboard(results)}
-    entries: list[GateEntry] = []
-    notes: list[str] = []
-    deltas: list[SubjectDelta] = []
-    applied: set[str] = set()
-    changes: tuple[CaseChange, ...] = ()
-    if baseline is not None:
-        applied |= {"baseline-case", "baseline-subject"}
-        compared = compare(
-            results,
-            baseline,
-            now=now,
-            baseline_name=baseline_name,
-            rootdir=rootdir,
-            max_drop=max_drop,
-            gate_confidence=gate_confidence,
-            delta_level=delta_level,
-        )
-        entries += compared.entries
-        notes += compared.notes
-        deltas += compared.deltas
-        changes = compared.changes
-    if fail_under is not None:
-        applied.add("fail-under")
-        entries += _fail_under_entries(now, fail_under)
-    if max_style_flips is not None:
-        applied.add("style-flips")
-        style = list(style_probe)
-        entries += _style_flip_entries(style, max_style_flips)
-        if not any(p.probed for p in style):
-            entries.append(
-                GateEntry(
-                    "style-flips",
-                    None,
-                    None,
-                    True,
-                    "the style probe judged no verdict again (every probe call failed, or no "
-                    "judged substance criterion ran), so --rubric-judge-max-style-flips "
-                    "measured nothing",
-                )
-            )
-    for kind, limit in sorted((max_flips or {}).items()):
-        applied.add(f"{kind}-flips")
-        entries += _kind_flip_entries(kind, [p for p in probes if p.kind == kind], limit)
-    if min_kappa is not None:
-        applied.add("min-kappa")
-        labels = list(calibration)
-        entries += _min_kappa_entries(labels, min_kappa)
-        if not any(c.n for c in labels):
-            entries.append(
-                GateEntry(
-                    "min-kappa",
-                    None,
-                    None,
-                    True,
-                    "no calibration label was graded, so --rubric-judge-min-kappa measured "
-                    "nothing; add `calibration:` examples to the rubric files",
-                )
-            )
-    seen = {_identity(e) for e in entries}
-    for entry in carried:
-        if entry.gate not in applied and _identity(entry) not in seen:
-            seen.add(_identity(entry))
-            entries.append(entry)
-    entries.sort(key=lambda e: ORDER.get(e.gate, len(ORDER)))  # stable: gate by gate
-    return GateReport(
-        baseline=(baseline_name or "baseline") if baseline is not None else None,
-        max_drop=max_drop,
-        fail_under=fail_under,
-        gate_confidence=gate_confidence,
-        level=delta_level,
-        deltas=tuple(deltas),
-        entries=tuple(entries),
-        notes=tuple(notes),
-        max_style_flips=max_style_flips,
-        min_kappa=min_kappa,
-        max_flips=dict(max_flips or {}),
-        changes=changes,
-    )

@@ -1,20 +1,12 @@
 """Results kept over time: ``--rubric-history PATH`` and ``python -m pytest_rubric history``.
 
-One SQLite file (standard library, WAL mode) holds every run appended to it: the run's
-``run`` metadata, its leaderboard (each subject's correctness with its interval) and its
-per-item results. A team can then see whether a model drifted over the last twenty runs,
-or which commit moved a subject.
-
-- Appended once per run, by the process that writes the reports: the xdist controller,
-  never a worker; merged shards append once, through ``merge --history PATH``.
-- Schema-versioned (``PRAGMA user_version``): a file written by a newer version is refused
-  with a message saying so; an older one is migrated in place.
-- A history that cannot be opened or written (not a database, corrupt, a directory, locked
-  past the timeout) is one warning naming the file and what to do; the run, its exit status
-  and its other outputs are never lost to it.
-- The file is data from elsewhere: a row whose values are of the wrong type (text where a
-  number goes, a number that is not finite, a time that is not text) is skipped, and the
-  reader says how many it skipped, for one warning.
+One SQLite file (WAL mode) holds every run appended to it: its ``run`` metadata, its
+leaderboard and its per-item results, appended once per run by the process that writes the
+reports (the xdist controller; ``merge --history`` for shards). It is schema-versioned
+(``PRAGMA user_version``): a newer file is refused, an older one migrated. A file that
+cannot be used is one warning naming it; the run and its other outputs are never lost to
+it. The file is data from elsewhere: a row of the wrong type is skipped and counted, for
+one warning.
 """
 
 from __future__ import annotations
@@ -30,14 +22,7 @@ from .run import HistoryRun
 if TYPE_CHECKING:
     from .report import SessionReport
 
-__all__ = [
-    "HistoryError",
-    "HistoryRun",
-    "append",
-    "read_runs",
-    "skipped_warning",
-    "with_trend",
-]
+__all__ = ["HistoryError", "append", "read_runs", "skipped_warning", "with_trend"]
 
 SCHEMA_VERSION = 1
 _TIMEOUT = 10.0  # seconds to wait for another writer's lock
@@ -142,8 +127,12 @@ def _open(path: Path) -> sqlite3.Connection:
                 "not: not ours; give another file"
             )
         db.execute("PRAGMA journal_mode=WAL")
-        if version < SCHEMA_VERSION:
-            _migrate(db, version)
+        if version < SCHEMA_VERSION:  # 0 (new, or before versions) -> 1: the tables now
+            db.execute("BEGIN IMMEDIATE")
+            with db:  # committed, or rolled back on any error
+                for statement in _SCHEMA:
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except sqlite3.DatabaseError as exc:
         db.close()
         raise HistoryError(
@@ -156,19 +145,6 @@ def _open(path: Path) -> sqlite3.Connection:
     return db
 
 
-def _migrate(db: sqlite3.Connection, version: int) -> None:
-    """Bring a history of schema ``version`` up to this one (0: new, or before versions)."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        for statement in _SCHEMA:  # version 0 -> 1: the tables as they are now
-            db.execute(statement)
-        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-
-
 def append(path: Path, report: SessionReport) -> None:
     """Append the run ``report`` describes: its metadata, leaderboard and items, in one
     transaction. Raises :class:`HistoryError` when the file cannot be used."""
@@ -178,48 +154,46 @@ def append(path: Path, report: SessionReport) -> None:
     db = _open(path)
     try:
         db.execute("BEGIN IMMEDIATE")
-        cursor = db.execute(
-            "INSERT INTO runs (started_at, git_commit, run) VALUES (?, ?, ?)",
-            (
-                str(run.get("started_at") or ""),
-                run.get("git_commit"),
-                outgoing(json.dumps(run, sort_keys=True)),
-            ),
-        )
-        run_id = cursor.lastrowid
-        db.executemany(
-            "INSERT INTO subjects VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [
+        with db:  # committed, or rolled back on any error
+            cursor = db.execute(
+                "INSERT INTO runs (started_at, git_commit, run) VALUES (?, ?, ?)",
                 (
-                    run_id,
-                    outgoing(row.subject),
-                    row.rank,
-                    row.correctness,
-                    *(row.correctness_ci or (None, None)),
-                    row.passed,
-                    row.total,
-                )
-                for row in report.leaderboard
-            ],
-        )
-        db.executemany(
-            "INSERT INTO items VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    run_id,
-                    outgoing(r.nodeid or r.case),
-                    outgoing(r.subject),
-                    r.score,
-                    int(r.passed),
-                    len(r.errors),
-                )
-                for r in report.results
-            ],
-        )
-        db.execute("COMMIT")
+                    str(run.get("started_at") or ""),
+                    run.get("git_commit"),
+                    outgoing(json.dumps(run, sort_keys=True)),
+                ),
+            )
+            run_id = cursor.lastrowid
+            db.executemany(
+                "INSERT INTO subjects VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        run_id,
+                        outgoing(row.subject),
+                        row.rank,
+                        row.correctness,
+                        *(row.correctness_ci or (None, None)),
+                        row.passed,
+                        row.total,
+                    )
+                    for row in report.leaderboard
+                ],
+            )
+            db.executemany(
+                "INSERT INTO items VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        run_id,
+                        outgoing(r.nodeid or r.case),
+                        outgoing(r.subject),
+                        r.score,
+                        int(r.passed),
+                        len(r.errors),
+                    )
+                    for r in report.results
+                ],
+            )
     except sqlite3.Error as exc:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
         raise HistoryError(
             f"--rubric-history {path}: cannot append this run ({exc}); it is not in the history"
         ) from None
@@ -283,9 +257,7 @@ def with_trend(
     report: SessionReport, path: Path, *, skipped: list[str] | None = None
 ) -> SessionReport:
     """``report`` with its ``trend``: the last runs of the history at ``path`` and this one,
-    oldest first (at most :data:`TREND_RUNS`). A history that cannot be read adds nothing
-    here; appending to it says why, once. Rows of the wrong type are skipped and said in
-    ``skipped`` (see :func:`read_runs`)."""
+    oldest first. A history that cannot be read adds nothing (appending says why, once)."""
     from dataclasses import replace
 
     past: list[HistoryRun] = []

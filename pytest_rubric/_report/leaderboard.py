@@ -1,18 +1,24 @@
 """The style-versus-substance leaderboard: its rows, and its columns defined once for every renderer.
 
-Subjects are ranked by correctness (the mean substance score of their
-answers) and, separately, by the naive score a style-weighted rubric would
-have given (the mean of correctness, fluency and confidence). Equal values
-share a rank (1, 2, 2, 4); ties are listed by subject name.
+Subjects are ranked by correctness (the mean substance score) and, apart, by the naive
+score a style-weighted rubric would give (the mean of correctness, fluency and
+confidence); equal values share a rank (1, 2, 2, 4). Each row carries its noise
+(``stats``): ``correctness_ci``, ``passed_ci`` (Wilson), ``detectable_drop`` (what the
+baseline gate catches with 80 % power) and ``tier``: in rank order, a subject joins the
+current tier when the paired interval of its differences from the tier's *top* subject
+contains 0 (not its neighbour's: a chain of small steps would join subjects told apart).
 
-Each row also carries the noise around its figures (see ``stats``):
-``correctness_ci``, the interval of its mean over cases; ``passed_ci``, the Wilson
-interval of ``passed / total``; ``detectable_drop``, the drop in correctness the
-baseline gate as configured catches with 80 % power; and ``tier``: subjects are
-walked in rank order, and one joins the current tier when the paired interval of
-its per-case differences from the tier's *top* subject contains 0 (not merely from
-its neighbour: a chain of small steps would otherwise join subjects that are told
-apart). :func:`rank_noise` says whether the two orders disagree beyond noise.
+Every pair of subjects (:func:`pairwise`, ``a`` ranked above ``b``) is compared over the
+cases both answered, paired as the gates and tiers pair them (:func:`by_case`): wins
+(``a`` scored higher), losses, ties (within ``1e-9``), the mean of ``a - b`` and its
+paired interval (null with no shared case); :func:`rank_noise` reads from them whether
+the correctness and naive orders disagree beyond noise.
+
+Each subject is broken down (:func:`breakdowns`) by suite (only when there are several:
+its mean score there) and by tag (each result scored by the usual formula over only the
+substance criteria with the tag, a case's tags applying to all its criteria, the mean over
+samples with repeats; averaged over the results with such a criterion of positive weight),
+each mean with its interval (``stats.mean_interval``).
 """
 
 from __future__ import annotations
@@ -23,24 +29,25 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from .._grade.scoring import score
 from .._results import CaseResult
 from . import stats as _stats
 
 __all__ = [
     "COLUMNS",
-    "TRACE_COLUMNS",
-    "Column",
+    "Breakdown",
+    "Pair",
     "RankNoise",
     "SubjectRow",
-    "TraceFigures",
+    "breakdowns",
     "by_case",
-    "case_key",
+    "by_subject",
     "columns",
     "interval_text",
     "leaderboard",
     "paired",
+    "pairwise",
     "rank_noise",
-    "rankings_disagree",
 ]
 
 _TIE = 1e-9
@@ -101,7 +108,7 @@ def _seconds(value: float) -> str:
     return f"{value * 1000:.1f}ms" if value < 1 else f"{value:.2f}s"
 
 
-def _trace_cell(value: float | None, text: Callable[[float], str]) -> str:
+def _cell(value: float | None, text: Callable[[float], str]) -> str:
     return "-" if value is None else text(value)
 
 
@@ -124,23 +131,13 @@ def _fixed(value: float) -> str:
     return f"{value:.3f}"
 
 
+def _bracket(interval: Sequence[float] | None) -> str:
+    return "" if interval is None else f" [{_fixed(interval[0])}, {_fixed(interval[1])}]"
+
+
 def interval_text(value: float, interval: Sequence[float] | None) -> str:
     """``0.827 [0.710, 0.930]``: a value with its interval, as every output prints it."""
-    if interval is None:
-        return _fixed(value)
-    return f"{_fixed(value)} [{_fixed(interval[0])}, {_fixed(interval[1])}]"
-
-
-def _drop(value: float | None) -> str:
-    return "-" if value is None else _fixed(value)
-
-
-def _passed(row: SubjectRow) -> str:
-    """``3/4 [0.301, 0.954]``: the count, and the interval of the rate it estimates."""
-    interval = row.passed_ci
-    if interval is None:
-        return f"{row.passed}/{row.total}"
-    return f"{row.passed}/{row.total} [{_fixed(interval[0])}, {_fixed(interval[1])}]"
+    return _fixed(value) + _bracket(interval)
 
 
 COLUMNS: tuple[Column, ...] = (
@@ -152,24 +149,25 @@ COLUMNS: tuple[Column, ...] = (
     Column("naive", lambda r: _fixed(r.naive_score), wide_header="naive score"),
     Column("naive rank", lambda r: str(r.naive_rank), ranking=True),
     Column("confidently wrong", lambda r: str(r.confidently_wrong)),
-    Column("passed", _passed),
+    # ``3/4 [0.301, 0.954]``: the count, and the interval of the rate it estimates.
+    Column("passed", lambda r: f"{r.passed}/{r.total}{_bracket(r.passed_ci)}"),
     Column("tier", lambda r: str(r.tier), ranking=True),
-    Column("detectable drop", lambda r: _drop(r.detectable_drop)),
+    Column("detectable drop", lambda r: _cell(r.detectable_drop, _fixed)),
 )
 
 TRACE_COLUMNS: tuple[Column, ...] = (
     Column(
         "tool calls",
-        lambda r: _trace_cell(r.traced.tool_calls if r.traced else None, lambda v: f"{v:.1f}"),
+        lambda r: _cell(r.traced.tool_calls if r.traced else None, lambda v: f"{v:.1f}"),
         wide_header="tool calls per answer",
     ),
     Column(
         "latency p50",
-        lambda r: _trace_cell(r.traced.latency_s_p50 if r.traced else None, _seconds),
+        lambda r: _cell(r.traced.latency_s_p50 if r.traced else None, _seconds),
     ),
     Column(
         "cost",
-        lambda r: _trace_cell(r.traced.cost_usd if r.traced else None, lambda v: f"${v:.4f}"),
+        lambda r: _cell(r.traced.cost_usd if r.traced else None, lambda v: f"${v:.4f}"),
         wide_header="cost (USD)",
     ),
 )
@@ -203,22 +201,14 @@ def _ranks(values: dict[str, float]) -> dict[str, int]:
     return ranks
 
 
-def case_key(result: CaseResult, occurrence: int = 0) -> tuple[str, str, int]:
-    """What pairs two subjects' results (and a baseline's): the same case of the same file."""
-    nodeid = result.nodeid
-    suffix = f"[{result.subject}]"
-    if nodeid.endswith(suffix):
-        nodeid = nodeid[: -len(suffix)]
-    return (nodeid, result.case, occurrence)
-
-
 def by_case(results: Iterable[CaseResult]) -> dict[tuple[str, str, int], float]:
-    """Each result's score by its :func:`case_key` (a case answered twice: occurrences 0, 1)."""
-    seen: Counter[tuple[str, str, int]] = Counter()
+    """Each result's score by what pairs two subjects' results (and a baseline's): the same
+    case of the same file, and its occurrence (a case answered twice: 0, then 1)."""
+    seen: Counter[tuple[str, str]] = Counter()
     scores = {}
     for result in results:
-        base = case_key(result)
-        scores[(base[0], base[1], seen[base])] = result.score
+        base = (result.nodeid.removesuffix(f"[{result.subject}]"), result.case)
+        scores[(*base, seen[base])] = result.score
         seen[base] += 1
     return scores
 
@@ -229,6 +219,15 @@ def paired(first: Iterable[CaseResult], second: Iterable[CaseResult]) -> list[tu
     return [(a[key], b[key]) for key in sorted(a.keys() & b.keys())]
 
 
+def by_subject(results: Iterable[CaseResult]) -> dict[str, list[CaseResult]]:
+    """Ranked results by subject (``assert_rubric`` without ``subject=`` is no subject's)."""
+    grouped: dict[str, list[CaseResult]] = defaultdict(list)
+    for result in results:
+        if result.ranked:
+            grouped[result.subject].append(result)
+    return grouped
+
+
 def leaderboard(
     results: Iterable[CaseResult],
     *,
@@ -236,24 +235,16 @@ def leaderboard(
     gate_confidence: float | None = None,
     max_drop: float = 0.0,
 ) -> list[SubjectRow]:
-    """One row per subject, in rank order, with its intervals and tiers at ``level``.
-
-    ``detectable_drop`` is the drop the baseline gate catches with 80 % power: the gate's
-    paired test at ``gate_confidence`` (``--rubric-gate-confidence``; ``level`` when not
-    set) beyond ``max_drop`` (``--rubric-max-drop``).
-
-    ``assert_rubric`` results without ``subject=`` (``ranked`` false) are no subject's.
-    """
-    by_subject: dict[str, list[CaseResult]] = defaultdict(list)
-    for result in results:
-        if result.ranked:
-            by_subject[result.subject].append(result)
-    correctness = {s: _mean([r.score for r in rs]) for s, rs in by_subject.items()}
-    naive = {s: _mean([r.naive_score for r in rs]) for s, rs in by_subject.items()}
+    """One row per subject, in rank order, with its intervals and tiers at ``level``;
+    ``detectable_drop`` for the gate's paired test at ``gate_confidence`` (else ``level``)
+    beyond ``max_drop``."""
+    grouped = by_subject(results)
+    correctness = {s: _mean([r.score for r in rs]) for s, rs in grouped.items()}
+    naive = {s: _mean([r.naive_score for r in rs]) for s, rs in grouped.items()}
     rank, naive_rank = _ranks(correctness), _ranks(naive)
     gate_level = level if gate_confidence is None else gate_confidence
     rows = []
-    for subject, rs in by_subject.items():
+    for subject, rs in grouped.items():
         passed = sum(r.passed for r in rs)
         rows.append(
             SubjectRow(
@@ -283,13 +274,82 @@ def leaderboard(
             top = row
             continue
         interval = _stats.paired_difference(
-            paired(by_subject[top.subject], by_subject[row.subject]), level
+            paired(grouped[top.subject], grouped[row.subject]), level
         )
         if _stats.contains_zero(interval):
             row.tier = top.tier
         else:
             row.tier, top = top.tier + 1, row
     return rows
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """One entry of the JSON's ``pairwise``, its fields in this order."""
+
+    a: str
+    b: str
+    shared: int  # cases both subjects answered
+    wins: int  # of those, cases where a scored higher than b
+    losses: int
+    ties: int
+    diff: float | None  # the mean of a - b over the shared cases; None when none is shared
+    ci: tuple[float, float] | None  # diff's paired interval at the confidence level
+
+
+def compare(a: str, b: str, pairs: Sequence[tuple[float, float]], level: float) -> Pair:
+    """The :class:`Pair` of ``a`` and ``b`` from their paired scores ``(a's, b's)``."""
+    wins = sum(x - y > _TIE for x, y in pairs)
+    losses = sum(y - x > _TIE for x, y in pairs)
+    return Pair(
+        a=a,
+        b=b,
+        shared=len(pairs),
+        wins=wins,
+        losses=losses,
+        ties=len(pairs) - wins - losses,
+        # fsum: the same pairs give the same mean byte for byte, in any order.
+        diff=math.fsum(x - y for x, y in pairs) / len(pairs) if pairs else None,
+        ci=_stats.paired_difference(pairs, level),
+    )
+
+
+def pairwise(
+    rows: Sequence[SubjectRow], results: Iterable[CaseResult], *, level: float = 0.95
+) -> tuple[Pair, ...]:
+    """Every pair of the leaderboard's subjects (``rows``, in rank order), ``a`` before ``b``
+    in that order; only ranked results count (an ``assert_rubric`` check is no subject's)."""
+    grouped = by_subject(results)
+    # What ``paired`` gives each pair (the same pairs, in case key order), with each
+    # subject's cases keyed once and every case key numbered once: ``paired`` per pair
+    # rehashes every key of both sides (10.7 s for 20 subjects of 5,000 cases; 0.6 s so).
+    keyed = {row.subject: by_case(grouped[row.subject]) for row in rows}
+    number = {key: i for i, key in enumerate(sorted(set().union(*keyed.values())))}
+    answered = {  # each subject's (case number, score), in case order
+        subject: sorted((number[key], score) for key, score in scores.items())
+        for subject, scores in keyed.items()
+    }
+    by_number = {subject: dict(scores) for subject, scores in answered.items()}
+    return tuple(
+        compare(a.subject, b.subject, _shared(a.subject, b.subject, answered, by_number), level)
+        for i, a in enumerate(rows)
+        for b in rows[i + 1 :]
+    )
+
+
+def _shared(
+    a: str,
+    b: str,
+    answered: dict[str, list[tuple[int, float]]],
+    by_number: dict[str, dict[int, float]],
+) -> list[tuple[float, float]]:
+    """(a's, b's) scores over the cases both answered, in case order, walking the side that
+    answered fewer."""
+    if len(answered[a]) <= len(answered[b]):
+        theirs = by_number[b]
+        return [(x, theirs[i]) for i, x in answered[a] if i in theirs]
+    mine = by_number[a]
+    return [(mine[i], y) for i, y in answered[b] if i in mine]
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,35 +360,19 @@ class RankNoise:
     within_noise: bool  # the orders differ, but only where the difference is not resolved
 
 
-def rank_noise(
-    rows: Sequence[SubjectRow],
-    results: Iterable[CaseResult],
-    *,
-    level: float = 0.95,
-) -> RankNoise:
-    """Compare the two orders pair by pair.
-
-    A pair counts when it is strictly ordered one way by correctness and
-    strictly the other way by naive score (ties are never an order); the
-    disagreement is real when the paired interval of their correctness
-    difference excludes 0.
-    """
-    by_subject: dict[str, list[CaseResult]] = defaultdict(list)
-    for result in results:
-        by_subject[result.subject].append(result)
+def rank_noise(rows: Sequence[SubjectRow], pairs: Iterable[Pair]) -> RankNoise:
+    """Compare the two orders pair by pair (``pairs`` of ``rows``): a pair strictly ordered one
+    way by correctness and the other way by naive score (ties are never an order) disagrees
+    for real when its paired interval excludes 0."""
+    row = {r.subject: r for r in rows}
     opposite = significant = False
-    for i, a in enumerate(rows):
-        for b in rows[i + 1 :]:
-            by_correctness = _order(a.correctness, b.correctness)
-            by_naive = _order(a.naive_score, b.naive_score)
-            if by_correctness == 0 or by_naive == 0 or by_correctness == by_naive:
-                continue
+    for pair in pairs:
+        a, b = row[pair.a], row[pair.b]
+        by_correctness = _order(a.correctness, b.correctness)
+        by_naive = _order(a.naive_score, b.naive_score)
+        if by_correctness and by_naive and by_correctness != by_naive:
             opposite = True
-            interval = _stats.paired_difference(
-                paired(by_subject[a.subject], by_subject[b.subject]), level
-            )
-            if not _stats.contains_zero(interval):
-                significant = True
+            significant = significant or not _stats.contains_zero(pair.ci)
     return RankNoise(disagree=significant, within_noise=opposite and not significant)
 
 
@@ -338,9 +382,63 @@ def _order(a: float, b: float) -> int:
     return 1 if a > b else -1
 
 
-def rankings_disagree(
-    rows: Sequence[SubjectRow], results: Iterable[CaseResult] = (), *, level: float = 0.95
-) -> bool:
-    """True when some pair of subjects is ordered oppositely by correctness and by naive
-    score, and their correctness difference is resolved at ``level`` (see :func:`rank_noise`)."""
-    return rank_noise(rows, results, level=level).disagree
+@dataclass(frozen=True, slots=True)
+class Breakdown:
+    """One entry of the JSON's ``breakdowns``."""
+
+    subject: str
+    group: str  # "suite" or "tag"
+    key: str
+    score: float
+    ci: tuple[float, float] | None
+    n: int
+
+
+def _tag_scores(result: CaseResult) -> dict[str, float]:
+    """The result's score over the criteria of each tag it has with a positive weight."""
+    tags = {
+        tag for c in result.criteria if c.axis == "substance" and c.weight > 0 for tag in c.tags
+    }
+    scores = {}
+    for tag in sorted(tags):
+        per_sample = [
+            score(c for c in sample.criteria if tag in c.tags).score
+            for sample in result.sample_list
+        ]
+        scores[tag] = math.fsum(per_sample) / len(per_sample)
+    return scores
+
+
+def _entry(subject: str, group: str, key: str, values: Sequence[float], level: float) -> Breakdown:
+    return Breakdown(
+        subject=subject,
+        group=group,
+        key=key,
+        score=math.fsum(values) / len(values),
+        ci=_stats.mean_interval(values, level),
+        n=len(values),
+    )
+
+
+def breakdowns(
+    results: Iterable[CaseResult], *, subjects: Sequence[str], level: float = 0.95
+) -> tuple[Breakdown, ...]:
+    """Suite entries (when there are several suites), then tag entries; within a group by
+    key, and within a key in ``subjects`` order (the leaderboard's)."""
+    results = list(results)
+    order = {s: i for i, s in enumerate(subjects)}
+    entries: list[Breakdown] = []
+    suites: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    tags: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in results:
+        suites[r.suite][r.subject].append(r.score)
+        for tag, value in _tag_scores(r).items():
+            tags[tag][r.subject].append(value)
+    if len(suites) > 1:
+        for suite in sorted(suites):
+            for subject in sorted(suites[suite], key=lambda s: order.get(s, len(order))):
+                entries.append(_entry(subject, "suite", suite, suites[suite][subject], level))
+    for tag in sorted(tags):
+        for subject in sorted(tags[tag], key=lambda s: order.get(s, len(order))):
+            entries.append(_entry(subject, "tag", tag, tags[tag][subject], level))
+    return tuple(entries)

@@ -1,20 +1,16 @@
 """One value holds everything a session reports; every output renders it, none recomputes it.
 
-:func:`build_report` is the only place that turns results into a report: a
-run calls it at the end of the session, ``merge`` on the shards' results.
-The terminal summary (``_render.summary``), the JSON document (``_report.document``), the
-Markdown (``_render.markdown``) and the HTML (``_render.html``) are renderers of the
-:class:`SessionReport` it returns, reached through ``_config.outputs.OUTPUTS``.
-
-What a reader must be told travels as :class:`Note` values with a
-:class:`Severity`; a renderer picks its marks and colours from the severity,
-never from the text.
+:func:`build_report` is the only place that turns results into a :class:`SessionReport`
+(a run at the end of the session, ``merge`` on the shards' results); the outputs of
+``_config.outputs.OUTPUTS`` and the terminal summary render it. What a reader must be told
+travels as :class:`Note` values whose :class:`Severity` picks a renderer's marks and
+colours, never the text.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -22,14 +18,13 @@ from .._defaults import SHOW_RESPONSE
 from .._grade.style import StyleThresholds
 from .._results import CaseResult
 from .audit import JudgeAudit, audit
-from .gates import GateEntry, GateReport, run_gates
-from .leaderboard import SubjectRow, leaderboard, rank_noise
+from .gates import GateReport, Gates, run_gates
+from .leaderboard import SubjectRow, leaderboard
 
 if TYPE_CHECKING:
     # Imported when a report is built: pytest -VV, which imports this module, skips it.
-    from .breakdowns import Breakdown
     from .calibration import Calibration
-    from .pairwise import Pair
+    from .leaderboard import Breakdown, Pair, RankNoise
     from .run import HistoryRun, RunInfo
 
 __all__ = ["Note", "SessionReport", "Severity", "build_report"]
@@ -107,37 +102,21 @@ class SessionReport:
 def build_report(
     results: Iterable[CaseResult],
     *,
-    baseline: Sequence[CaseResult] | None = None,
-    baseline_name: str | None = None,
-    rootdir: str | None = None,
-    max_drop: float = 0.0,
-    fail_under: float | None = None,
+    gates: Gates | None = None,
     judge_usage: Sequence[Note] = (),
     thresholds: StyleThresholds | None = None,
     level: float = 0.95,
-    gate_confidence: float | None = None,
-    max_style_flips: float | None = None,
-    max_flips: Mapping[str, float] | None = None,
-    min_kappa: float | None = None,
     calibration: Sequence[Calibration] = (),
     responses_replayed: tuple[int, int] = (0, 0),
     show_response: int = SHOW_RESPONSE,
     run: RunInfo | None = None,
-    carried_gates: Sequence[GateEntry] = (),
 ) -> SessionReport:
-    """The report of ``results``, with the gates (see ``gates.run_gates``) applied to them;
-    every interval, tier and paired test at confidence ``level``; ``run`` says which run
-    it is (see ``_report.run``); ``rootdir``, pytest's, which node ids are relative to.
-    ``carried_gates``: the gate entries of merged shards (kept for
-    the gates not applied here).
-
-    ``responses_replayed`` is ``(N, M)``: N of the application's M answers (targets,
-    ``--rubric-model``) came from the response cache, so the run did not test them live.
-    """
+    """The report of ``results`` with the ``gates`` asked for applied (``gates.run_gates``),
+    every interval at confidence ``level``. ``responses_replayed`` is
+    ``(N, M)``: N of the application's M answers came from the response cache."""
     # Node id order: every output is then the same however the run was split
     # (xdist workers, merged shards), down to the last bit of each mean.
-    from .breakdowns import breakdowns
-    from .pairwise import pairwise
+    from .leaderboard import breakdowns, pairwise, rank_noise
 
     # The report's level is every result's too: pass_rate_ci follows --rubric-confidence
     # (merge's --confidence), whatever level a result was graded or written with.
@@ -148,38 +127,24 @@ def build_report(
     # A case the missing judge left undecided (SKIPPED, see _grade.bounds) is in the results,
     # not in a figure: it neither passed nor failed.
     decided = tuple(r for r in ordered if r.skipped_bounds is None)
+    gates = gates or Gates()
     rows = tuple(
-        leaderboard(decided, level=level, gate_confidence=gate_confidence, max_drop=max_drop)
+        leaderboard(
+            decided, level=level, gate_confidence=gates.gate_confidence, max_drop=gates.max_drop
+        )
     )
-    noise = rank_noise(rows, decided, level=level)
+    pairs = pairwise(rows, decided, level=level)
+    noise = rank_noise(rows, pairs)
     judge_audit = audit(ordered, calibration=calibration)
-    gates = run_gates(
-        decided,
-        rows=rows,
-        baseline=baseline,
-        baseline_name=baseline_name,
-        rootdir=rootdir,
-        max_drop=max_drop,
-        fail_under=fail_under,
-        level=level,
-        gate_confidence=gate_confidence,
-        style_probe=judge_audit.style_probe,
-        max_style_flips=max_style_flips,
-        probes=judge_audit.probes,
-        max_flips=max_flips,
-        calibration=calibration,
-        min_kappa=min_kappa,
-        carried=carried_gates,
+    found = run_gates(
+        decided, gates, rows=rows, level=level, calibration=calibration, probes=judge_audit.probes
     )
     return SessionReport(
         results=ordered,
         leaderboard=rows,
         rankings_disagree=noise.disagree,
-        gates=gates,
-        notes=(
-            *_replayed(*responses_replayed),
-            *_notes(ordered, disagree=noise.disagree, within_noise=noise.within_noise),
-        ),
+        gates=found,
+        notes=_notes(ordered, noise, responses_replayed),
         judge_usage=tuple(judge_usage),
         thresholds=thresholds or StyleThresholds(),
         rankings_differ_within_noise=noise.within_noise,
@@ -190,32 +155,27 @@ def build_report(
         judge_audit=judge_audit,
         run=run,
         show_response=show_response,
-        pairwise=pairwise(rows, decided, level=level),
-    )
-
-
-def _replayed(replayed: int, asked: int) -> tuple[Note, ...]:
-    """The one line that says a run did not ask the application (all of it, or some)."""
-    if not replayed:
-        return ()
-    return (
-        Note(
-            Severity.WARNING,
-            f"responses: {replayed} of {asked} replayed from the cache; the application was "
-            "not called for them",
-        ),
+        pairwise=pairs,
     )
 
 
 def _notes(
-    results: Sequence[CaseResult], *, disagree: bool, within_noise: bool = False
+    results: Sequence[CaseResult], noise: RankNoise, replayed: tuple[int, int]
 ) -> tuple[Note, ...]:
     notes = []
-    if disagree:
+    if replayed[0]:  # the run did not ask the application (all of it, or some)
+        notes.append(
+            Note(
+                Severity.WARNING,
+                f"responses: {replayed[0]} of {replayed[1]} replayed from the cache; the "
+                "application was not called for them",
+            )
+        )
+    if noise.disagree:
         notes.append(
             Note(Severity.WARNING, "A style-weighted rubric would rank these subjects differently.")
         )
-    if within_noise:
+    if noise.within_noise:
         notes.append(
             Note(
                 Severity.CAUTION,

@@ -1,12 +1,8 @@
 """Which run wrote a report: versions, when, which commit, which judge, what the caches served.
 
-:class:`RunInfo` is data only (no pytest): the session gathers it when the run ends
-(``_session.session``), the ``--rubric-json`` document carries it as ``run``, ``merge`` combines the
-shards' (:func:`merged`), and the HTML and Markdown show it in one header line
-(:meth:`RunInfo.header`).
-
-The commit is read from the files git keeps, from the rootdir upward (:func:`git_commit`):
-no git binary is needed, nothing is run, and outside a checkout it is None.
+:class:`RunInfo` is the JSON document's ``run``; ``merge`` combines the shards'
+(:func:`merged`). The commit is read from the files git keeps (:func:`git_commit`): no git
+binary, nothing run, None outside a checkout.
 """
 
 from __future__ import annotations
@@ -79,10 +75,7 @@ class RunInfo:
     complete: bool = True
 
     def header(self) -> list[tuple[str, str]]:
-        """The header line of the HTML and Markdown, as ``(label, value)`` pairs: the plugin's
-        version, the judges (each at its endpoint, with the grader), the commit, when it
-        started and how long it took, and how many answers a cache gave instead of the
-        application."""
+        """The header line of the HTML and Markdown, as ``(label, value)`` pairs."""
         items = [("pytest-rubric", self.plugin_version)]
         if self.judges:
             label = "judge" if len(self.judges) == 1 else "judges"
@@ -113,11 +106,6 @@ def iso_time(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _parse_time(text: str) -> datetime:
-    parsed = datetime.fromisoformat(text)
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-
-
 def merged(runs: Sequence[RunInfo]) -> RunInfo | None:
     """The ``run`` of shards merged into one document (None when no shard has one).
 
@@ -128,7 +116,8 @@ def merged(runs: Sequence[RunInfo]) -> RunInfo | None:
     """
     if len(runs) <= 1:
         return runs[0] if runs else None
-    starts = [_parse_time(run.started_at) for run in runs]
+    starts = [datetime.fromisoformat(run.started_at) for run in runs]
+    starts = [s if s.tzinfo is not None else s.replace(tzinfo=UTC) for s in starts]
     start = min(starts)
     end = max(s + timedelta(seconds=run.duration_s) for s, run in zip(starts, runs, strict=True))
     first = runs[0]

@@ -1,36 +1,15 @@
 """The statistics behind every interval, tier and noise-aware gate, as pure functions.
 
-* :func:`wilson`: the Wilson score interval of a pass rate (k passes of n samples).
-* :func:`mean_interval`: the interval of a mean score over cases. Each case enters as one
-  value (the mean of its samples), so samples stay inside their case. It is the
-  Agresti-Coull interval carried over to scores in [0, 1]: ``z^2 / 2`` pseudo-cases at
-  0 and as many at 1 join the cases, and the interval is the augmented mean plus or
-  minus ``z`` standard errors of the augmented sample, clipped to [0, 1] and widened to
-  hold the plain mean. With pass/fail cases it *is* Agresti-Coull.
-* :func:`paired_difference`: the same for the mean per-case difference ``a - b`` of two
-  sides graded on the same cases, with ``z^2 / 4`` pseudo-pairs at -1 and as many at
-  +1: about one on each discordant cell of the two-by-two table at 0.95, the adjusted
-  Wald interval of Bonett and Price (2012) for paired pass/fail cases. (Pseudo-pairs
-  at 0 as well, as Agresti and Min (2005) add, narrow it below its promise near the
-  edges: 0.89 at n = 10.)
-* :func:`detectable_drop`: the drop in the mean that a paired test at ``level``
-  (:func:`paired_difference` wholly below ``-max_drop``) catches with 80 % power
-  between two independent runs of the same cases.
-* :func:`fisher_decline` and :func:`tarone_threshold`: whether one case's passing
-  samples fell beyond chance, and the per-case threshold that keeps a whole subject's
-  false alarms within a budget.
-* :func:`cohen_kappa`: agreement of two raters beyond chance,
-  ``(p_o - p_e) / (1 - p_e)``; :func:`fleiss_kappa`: the same for several
-  raters rating every item. Both are None where chance explains everything
-  (``p_e = 1``: a single category), since nothing can be said there.
-
-Why pseudo-cases rather than a bootstrap: a percentile bootstrap of ten cases that
-all passed is ``[1, 1]``, and near 0.95 it covered the true mean 44 % of the time at
-n = 10. Pseudo-cases at both ends keep every interval wider than zero and hold the
-coverage at every true mean (docs/explanation/statistics.md has the figures and
-``bench/bench_promises.py`` measures them). Everything is a closed form over exactly
-rounded sums (``math.fsum``), so the same values give the same interval byte for
-byte, in any order, in any process; no random draw, no numpy.
+:func:`mean_interval` is the interval of a mean score over cases (each case one value, the
+mean of its samples): Agresti-Coull carried over to scores in [0, 1], ``z^2 / 2``
+pseudo-cases at 0 and as many at 1, the augmented mean plus or minus ``z`` standard errors,
+clipped to [0, 1] and widened to hold the plain mean. :func:`paired_difference` is the same
+for the mean per-case difference of two sides, with ``z^2 / 4`` pseudo-pairs at -1 and at
++1 (the adjusted Wald interval of Bonett and Price, 2012). A percentile bootstrap of ten
+cases that all passed is ``[1, 1]``; pseudo-cases keep every interval wider than zero and
+hold the coverage (docs/explanation/statistics.md has the figures, ``bench/bench_promises.py``
+measures them). Every figure is a closed form over exactly rounded sums (``math.fsum``): the
+same values give the same interval byte for byte, in any order, in any process.
 """
 
 from __future__ import annotations
@@ -42,7 +21,6 @@ from collections.abc import Sequence
 from .._results import wilson, z_of
 
 __all__ = [
-    "POWER_Z",
     "cohen_kappa",
     "contains_zero",
     "detectable_drop",

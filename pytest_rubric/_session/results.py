@@ -35,10 +35,10 @@ class Results:
         self.assert_subjects = False  # assert_rubric graded with subject=
         self.baseline: list[CaseResult] | None = None
         if baseline is not None:
-            from .._report.document import DocumentError, read_document
+            from .._report.document import DocumentError, load_document
 
             try:
-                self.baseline = read_document(baseline)
+                self.baseline = load_document(baseline).results
             except DocumentError as exc:
                 raise pytest.UsageError(f"--rubric-baseline: {exc}") from None
             moved = _rootdir_moved(config)

@@ -299,26 +299,28 @@ class RubricSession:
         return self._build_report(gates=False)
 
     def _build_report(self, *, gates: bool, complete: bool = True) -> SessionReport:
+        from .._report.gates import Gates
         from .._report.report import build_report
 
         settings = self.settings
         tally = self.inputs.tally
+        flips = settings.flip_limits if gates else {}
         return build_report(
             self.results.all,
-            baseline=self.results.baseline if gates else None,
-            baseline_name=self.config.getoption("rubric_baseline"),
-            rootdir=str(self.config.rootpath),
-            max_drop=settings.max_drop,
-            fail_under=settings.fail_under if gates else None,
+            gates=Gates(
+                baseline=self.results.baseline if gates else None,
+                baseline_name=self.config.getoption("rubric_baseline"),
+                rootdir=str(self.config.rootpath),
+                max_drop=settings.max_drop,
+                gate_confidence=settings.gate_confidence,
+                fail_under=settings.fail_under if gates else None,
+                max_style_flips=flips.get("tone"),
+                max_flips={k: v for k, v in flips.items() if k != "tone"},
+                min_kappa=settings.min_kappa if gates else None,
+            ),
             judge_usage=self.judging.usage_lines(),
             thresholds=settings.thresholds,
             level=settings.confidence,
-            gate_confidence=settings.gate_confidence,
-            max_style_flips=settings.flip_limits.get("tone") if gates else None,
-            max_flips=(
-                {k: v for k, v in settings.flip_limits.items() if k != "tone"} if gates else None
-            ),
-            min_kappa=settings.min_kappa if gates else None,
             calibration=self.audit.calibrations(),
             responses_replayed=(tally.replayed, tally.asked),
             show_response=settings.show_response,

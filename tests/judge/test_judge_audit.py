@@ -388,7 +388,7 @@ def test_flips_are_counted_per_rewrite_and_errors_are_not_probed() -> None:
     )
     (probe,) = found.style_probe
     assert (probe.probed, probe.flips_confident, probe.flips_hedged) == (3, 1, 1)
-    assert probe.style_sensitivity == 2 / 6
+    assert probe.sensitivity == 2 / 6
     assert probe.line == "judge style probe: 2 of 6 verdicts changed with tone alone (33.3 %)"
     assert written(JudgeAuditModel, found)["style_probe"] == [
         {

@@ -19,7 +19,7 @@ from pytest_rubric._grade.style import ASSERTIVE, HEDGES
 from pytest_rubric._load.loader import load_suite, parse_suite
 from pytest_rubric._report.audit import ProbeFigures, audit, kind_record, probe_record
 from pytest_rubric._report.document import JudgeAuditModel, written
-from pytest_rubric._report.gates import run_gates
+from pytest_rubric._report.gates import Gates, run_gates
 from pytest_rubric._results import CaseResult, Verdict
 from pytest_rubric.criteria.judge import Requirement
 from pytest_rubric.judge.prompts import Guidance, GuidanceExample, one_shot, per_criterion
@@ -148,14 +148,14 @@ def test_length_counts_flips_in_the_answers_favour_position_any_change() -> None
 
 def test_each_kind_has_its_gate_per_judge_and_one_that_measured_nothing_fails() -> None:
     probes = [ProbeFigures("a", "length", 4, 1), ProbeFigures("b", "length", 4, 3)]
-    gates = run_gates([], probes=probes, max_flips={"length": 0.5, "position": 0.1})
+    gates = run_gates([], Gates(max_flips={"length": 0.5, "position": 0.1}), probes=probes)
     by_gate = [(e.gate, e.failed) for e in gates.entries]
     assert by_gate == [("length-flips", False), ("length-flips", True), ("position-flips", True)]
     assert "judge b: 3 of 4 probed verdicts changed with the length probe (0.750), above 0.5" in (
         gates.entries[1].message
     )
     assert "the position probe judged no verdict again" in gates.entries[2].message
-    assert gates.max_flips == {"length": 0.5, "position": 0.1} and gates.active
+    assert gates.asked.max_flips == {"length": 0.5, "position": 0.1} and gates.active
 
 
 # --- end to end: a judge biased by length and by position -------------------------------------

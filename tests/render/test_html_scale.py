@@ -8,6 +8,7 @@ import re
 import pytest
 
 from pytest_rubric._render import html as _html
+from pytest_rubric._report.gates import Gates
 from pytest_rubric._report.report import build_report
 from pytest_rubric._results import CaseResult, CriterionResult, Verdict
 
@@ -38,7 +39,9 @@ def test_past_full_failing_answers_are_lines_and_passing_ones_counts(
     monkeypatch.setattr(_html, "FULL", 10)
     results = [_result(i, passed=i % 3 != 0) for i in range(60)]  # 20 failing, 40 passing
     baseline = [_result(i, passed=True) for i in range(60)]
-    page = _html.render_html(build_report(results, baseline=baseline, baseline_name="b.json"))
+    page = _html.render_html(
+        build_report(results, gates=Gates(baseline=baseline, baseline_name="b.json"))
+    )
     answers = page[page.index('id="answers"') :]
     assert answers.count("<details") == 10  # the first FULL failing answers, in full
     assert answers.count('<li class="a ') == 10  # the other failing ones, a line each

@@ -16,11 +16,10 @@ from pytest_rubric._cli.merge import main as merge_main
 from pytest_rubric._config.outputs import OUTPUTS, write_outputs
 from pytest_rubric._guards.outgoing import outgoing
 from pytest_rubric._llm.base import mean_raw_score
-from pytest_rubric._render.csv import HEADER, boundary, cell, csv_chunks, render_csv
+from pytest_rubric._render.csv import HEADER, boundary, cell, csv_chunks
 from pytest_rubric._report import stats as _stats
 from pytest_rubric._report.document import PairModel, written
-from pytest_rubric._report.leaderboard import paired
-from pytest_rubric._report.pairwise import compare, pairwise
+from pytest_rubric._report.leaderboard import compare, paired, pairwise
 from pytest_rubric._report.report import build_report
 from pytest_rubric._results import CaseResult, CriterionResult, Verdict
 from tests.fake_llm import Action, FakeLLM, Recorded, score, verdict
@@ -137,7 +136,7 @@ def test_the_csv_round_trips_commas_quotes_newlines_and_keeps_numbers_numbers(
             _result("q1", "http://h.example/p?token=abc", 1.0, reason="ok"),
         ]
     )
-    text = render_csv(report)
+    text = "".join(csv_chunks(report))
     assert text.startswith(",".join(HEADER) + "\r\n")
     write_outputs(report, {"csv": tmp_path / "out.csv"}, environ={})
     written = (tmp_path / "out.csv").read_bytes().decode("utf-8")

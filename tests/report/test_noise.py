@@ -9,7 +9,6 @@ from pytest_rubric._grade.scoring import item_passes
 from pytest_rubric._render.summary import terminal_lines
 from pytest_rubric._repeat import parse_pass_when
 from pytest_rubric._report import stats as _stats
-from pytest_rubric._report.breakdowns import breakdowns
 from pytest_rubric._report.document import (
     GateModel,
     LeaderboardRowModel,
@@ -17,7 +16,8 @@ from pytest_rubric._report.document import (
     result_of,
     written,
 )
-from pytest_rubric._report.leaderboard import leaderboard, rank_noise
+from pytest_rubric._report.gates import Gates
+from pytest_rubric._report.leaderboard import breakdowns, leaderboard, pairwise, rank_noise
 from pytest_rubric._report.report import Severity, build_report
 from pytest_rubric._results import CaseResult, CriterionResult, Sample, Verdict
 
@@ -148,7 +148,7 @@ def test_opposite_orders_within_noise_print_the_tilde_line() -> None:
     results = [_result(f"q{i}", "a", 1.0 if i == 0 else 0.5, naive=0.5) for i in range(4)]
     results += [_result(f"q{i}", "b", 0.5, naive=0.9) for i in range(4)]
     rows = leaderboard(results)
-    noise = rank_noise(rows, results)
+    noise = rank_noise(rows, pairwise(rows, results))
     assert (noise.disagree, noise.within_noise) == (False, True)
     report = build_report(results)
     lines = {line.text: line.severity for line in terminal_lines(report)}
@@ -185,7 +185,9 @@ def test_breakdowns_by_suite_and_by_tag() -> None:
 def test_the_baseline_gate_with_confidence_fails_only_a_resolved_drop() -> None:
     before = [_result(f"q{i}", "a", 1.0) for i in range(8)]
     one_flip = [_result(f"q{i}", "a", 1.0 if i else 0.0) for i in range(8)]
-    report = build_report(one_flip, baseline=before, gate_confidence=0.95, max_drop=0.0)
+    report = build_report(
+        one_flip, gates=Gates(baseline=before, gate_confidence=0.95, max_drop=0.0)
+    )
     # One sample a side: the flip is within noise, and so is the subject's drop.
     assert not report.gates.failed
     assert [(e.gate, e.failed) for e in report.gates.entries] == [
@@ -194,7 +196,7 @@ def test_the_baseline_gate_with_confidence_fails_only_a_resolved_drop() -> None:
     ]
     assert any("within noise" in note for note in report.gates.noted)
     all_down = [_result(f"q{i}", "a", 0.0) for i in range(8)]
-    report = build_report(all_down, baseline=before, gate_confidence=0.95)
+    report = build_report(all_down, gates=Gates(baseline=before, gate_confidence=0.95))
     assert any(
         r.startswith("subject a: correctness 1.000 -> 0.000") for r in report.gates.regressions
     )
@@ -206,7 +208,7 @@ def test_the_baseline_gate_with_confidence_fails_only_a_resolved_drop() -> None:
 def test_without_gate_confidence_every_flip_fails() -> None:
     before = [_result(f"q{i}", "a", 1.0) for i in range(8)]
     one_flip = [_result(f"q{i}", "a", 1.0 if i else 0.0) for i in range(8)]
-    report = build_report(one_flip, baseline=before)
+    report = build_report(one_flip, gates=Gates(baseline=before))
     assert [(e.gate, e.nodeid, e.failed) for e in report.gates.entries] == [
         ("baseline-case", "s.rubric.yaml::q0[a]", True),
         ("baseline-subject", None, True),
@@ -229,14 +231,14 @@ def test_a_case_whose_samples_collapse_fails_beyond_noise() -> None:
     # cannot fail, so they do not dilute it).
     before = [_repeated("q0", 5)] + [_repeated(f"q{i}", 5) for i in range(1, 10)]
     after = [_repeated("q0", 0)] + [_repeated(f"q{i}", 5) for i in range(1, 10)]
-    report = build_report(after, baseline=before, gate_confidence=0.95)
+    report = build_report(after, gates=Gates(baseline=before, gate_confidence=0.95))
     (case,) = [e for e in report.gates.entries if e.gate == "baseline-case"]
     assert case.failed and case.nodeid == "s.rubric.yaml::q0[a]"
     assert "0 of 5 sample(s) pass now, 5 of 5 in the baseline, beyond noise" in case.message
     # Three of five, then two of five: a flip of the verdict, well within noise.
     before = [_repeated("q0", 3)] + [_repeated(f"q{i}", 5) for i in range(1, 10)]
     after = [_repeated("q0", 2)] + [_repeated(f"q{i}", 5) for i in range(1, 10)]
-    report = build_report(after, baseline=before, gate_confidence=0.95)
+    report = build_report(after, gates=Gates(baseline=before, gate_confidence=0.95))
     (case,) = [e for e in report.gates.entries if e.gate == "baseline-case"]
     assert not case.failed and case.note and "within noise" in case.message
 
@@ -245,7 +247,7 @@ def test_every_gate_outcome_is_an_entry() -> None:
     before = [_result(f"q{i}", s, 1.0) for s in ("a", "b") for i in range(4)]
     after = [_result(f"q{i}", "a", 1.0) for i in range(4)]
     after += [_result(f"q{i}", "b", 0.0 if i == 0 else 1.0) for i in range(4)]
-    report = build_report(after, baseline=before, fail_under=0.9)
+    report = build_report(after, gates=Gates(baseline=before, fail_under=0.9))
     entries = [written(GateModel, e) for e in report.gates.entries]
     assert entries == [
         {"gate": "baseline-case", "subject": "b", "nodeid": "s.rubric.yaml::q0[b]",
@@ -276,7 +278,7 @@ def test_a_drop_on_shared_cases_is_not_hidden_by_added_easy_cases() -> None:
     baseline = [_result("a", "s", 1.0), _result("b", "s", 0.5)]
     now = [_result("a", "s", 0.6), _result("b", "s", 0.5)]
     now += [_result("easy1", "s", 1.0), _result("easy2", "s", 1.0)]
-    gates = run_gates(now, baseline=baseline)
+    gates = run_gates(now, Gates(baseline=baseline))
     (entry,) = [e for e in gates.entries if e.gate == "baseline-subject"]
     assert entry.failed
     assert entry.message.startswith(
@@ -287,7 +289,7 @@ def test_a_drop_on_shared_cases_is_not_hidden_by_added_easy_cases() -> None:
 def test_a_baseline_that_shares_nothing_fails_the_gate() -> None:
     from pytest_rubric._report.gates import run_gates
 
-    gates = run_gates([_result("new", "s2", 1.0)], baseline=[_result("old", "s1", 1.0)])
+    gates = run_gates([_result("new", "s2", 1.0)], Gates(baseline=[_result("old", "s1", 1.0)]))
     assert gates.failed
     assert any(
         e.gate == "baseline-case" and e.failed and "shares no case with this run" in e.message
@@ -296,15 +298,15 @@ def test_a_baseline_that_shares_nothing_fails_the_gate() -> None:
 
 
 def test_a_style_probe_or_kappa_gate_that_measured_nothing_fails() -> None:
-    from pytest_rubric._report.audit import StyleProbe
+    from pytest_rubric._report.audit import ProbeFigures
     from pytest_rubric._report.gates import run_gates
 
     results = [_result("a", "s", 1.0)]
-    nothing_probed = [StyleProbe(judge="j", probed=0, flips_confident=0, flips_hedged=0)]
+    nothing_probed = [ProbeFigures(judge="j", kind="tone", probed=0, flips=0)]
     for probes in ([], nothing_probed):
-        gates = run_gates(results, style_probe=probes, max_style_flips=0.1)
+        gates = run_gates(results, Gates(max_style_flips=0.1), probes=probes)
         assert gates.failed, probes
         assert any("measured nothing" in e.message for e in gates.entries if e.failed)
-    gates = run_gates(results, calibration=[], min_kappa=0.5)
+    gates = run_gates(results, Gates(min_kappa=0.5), calibration=[])
     assert gates.failed
     assert any("no calibration label was graded" in e.message for e in gates.entries)

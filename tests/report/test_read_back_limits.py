@@ -34,7 +34,7 @@ from pytest_rubric._report.document import (
     parse_document,
     written,
 )
-from pytest_rubric._report.gates import run_gates
+from pytest_rubric._report.gates import Gates, run_gates
 from pytest_rubric._report.report import build_report
 from pytest_rubric._report.run import RunInfo, RunJudge
 from pytest_rubric._results import CaseResult, CriterionResult, Verdict
@@ -592,7 +592,7 @@ def test_any_field_mistyped_is_a_clean_error_naming_it_or_harmless(
     # downstream of reading works on what was read.
     assert not (isinstance(value, float) and not math.isfinite(value)), where
     results = read.results
-    run_gates(results, baseline=results, baseline_name="doc.json")
+    run_gates(results, Gates(baseline=results, baseline_name="doc.json"))
     report = build_report(results)
     terminal_lines(report, board_when_empty=True)
     json.dumps(document(report), allow_nan=False)

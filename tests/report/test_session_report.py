@@ -12,6 +12,7 @@ from pytest_rubric._config.outputs import OUTPUTS, write_outputs
 from pytest_rubric._render.markdown import render_markdown
 from pytest_rubric._render.summary import terminal_lines
 from pytest_rubric._report.document import json_chunks
+from pytest_rubric._report.gates import Gates
 from pytest_rubric._report.leaderboard import COLUMNS
 from pytest_rubric._report.report import Severity, build_report
 from pytest_rubric._results import CaseResult, CriterionResult, Verdict
@@ -41,7 +42,7 @@ RESULTS = [
 
 
 def test_the_report_orders_results_by_node_id_and_gates_them_once() -> None:
-    report = build_report(reversed(RESULTS), baseline=RESULTS, fail_under=0.5)
+    report = build_report(reversed(RESULTS), gates=Gates(baseline=RESULTS, fail_under=0.5))
     assert [r.nodeid for r in report.results] == sorted(r.nodeid for r in RESULTS)
     assert [row.subject for row in report.leaderboard] == ["careful", "bold"]
     assert report.rankings_disagree
@@ -53,7 +54,7 @@ def test_the_report_orders_results_by_node_id_and_gates_them_once() -> None:
 
 
 def test_terminal_lines_carry_the_severity_that_picks_their_colour() -> None:
-    lines = terminal_lines(build_report(RESULTS, fail_under=0.5))
+    lines = terminal_lines(build_report(RESULTS, gates=Gates(fail_under=0.5)))
     severity = {line.text: line.severity for line in lines}
     assert severity["! A style-weighted rubric would rank these subjects differently."] is (
         Severity.WARNING
