@@ -1,10 +1,8 @@
 """How one promptfoo assertion becomes one criterion, written as a person would write it.
 
-Split from :mod:`.promptfoo` (which reads configs and builds cases): everything here
-works on one assertion whose values are already rendered and read from their files
-(see :mod:`.promptfoo_read`). What cannot be graded here raises
-:class:`~.promptfoo_match.Unmappable` with the reason; an assertion promptfoo itself
-would refuse raises ``ValueError``.
+Everything here works on one assertion whose values are already rendered and read from
+their files. What cannot be graded here raises :class:`~.promptfoo_files.Unmappable`
+with the reason; an assertion promptfoo itself would refuse raises ``ValueError``.
 
 Semantics follow promptfoo's handlers (``src/assertions/*.ts``): ``contains.ts``
 (``String.includes``, ``toLowerCase`` for the ``i`` forms, comma-split strings),
@@ -12,6 +10,13 @@ Semantics follow promptfoo's handlers (``src/assertions/*.ts``): ``contains.ts``
 ``startsWith.ts``, ``endsWith.ts``, ``regex.ts`` (``new RegExp(value)``, no flags),
 ``levenshtein.ts`` (distance at most ``threshold || 5``), ``json.ts`` (``JSON.parse``
 of the whole output, then ajv), ``llmRubric.ts``; ``not-`` inverts the verdict.
+
+The string checks become the patterns a person would write: each is for a ``regex``
+criterion, which matches the normalized answer (accents, dashes, curly quotes and
+whitespace runs folded; casefolded unless ``case_sensitive``). So ``icontains: FRANCE``
+is ``pattern: FRANCE`` with ``case_sensitive: false``, and ``contains: "30 days"`` is
+``pattern: 30 days`` with ``case_sensitive: true``: as strict as promptfoo about wording
+and case, forgiving about typography.
 """
 
 from __future__ import annotations
@@ -23,16 +28,9 @@ from typing import Any
 
 from ..criteria.normalize import normalize
 from ._common import is_number
-from .promptfoo_match import (
-    Unmappable,
-    all_pattern,
-    any_pattern,
-    js_regex,
-    levenshtein_pattern,
-    literal,
-)
+from .promptfoo_files import Unmappable
 
-__all__ = ["MAPPED", "MODEL_GRADED", "Mapped", "check_type", "criterion", "js_string"]
+__all__ = ["MODEL_GRADED", "check_type", "criterion", "js_regex", "js_string", "literal"]
 
 _DRAFT7 = "http://json-schema.org/draft-07/schema#"
 # Assertion keys that change nothing this importer writes (`metric` becomes a tag).
@@ -69,6 +67,88 @@ _WHY_NOT = {
 _STRING_KINDS = {"contains", "icontains", "starts-with", "ends-with", "equals"}
 
 
+# What RE2 and Python's `regex` read as syntax outside a character class.
+_META = frozenset("\\.^$|?*+()[]{}")
+_SPACES = re.compile(r"\s+")
+
+
+def _char(ch: str) -> str:
+    if ch in _META:
+        return "\\" + ch
+    if ch.isprintable():
+        return ch
+    return f"\\x{{{ord(ch):x}}}"
+
+
+def literal(text: str) -> str:
+    """A pattern matching ``text`` where the normalized answer holds it: metacharacters
+    escaped, whitespace runs written as one space (the answer's are folded so)."""
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in text):
+        raise Unmappable("the value holds a lone surrogate, which UTF-8 text cannot hold")
+    folded = _SPACES.sub(" ", text)
+    if not folded.strip():
+        raise Unmappable("the value is only whitespace, which this plugin folds away")
+    return "".join(_char(ch) for ch in folded)
+
+
+def any_pattern(values: list[str]) -> str:
+    """Some value occurs (``contains-any``, ``icontains-any``)."""
+    return "|".join(literal(v) for v in values)
+
+
+def all_pattern(values: list[str]) -> str:
+    """Every value occurs, anywhere, overlaps allowed (``contains-all``): lookaheads, so the
+    criterion needs ``engine: python``. The normalized answer is one line, so ``.`` reaches
+    all of it."""
+    return "".join(f"(?=.*{literal(v)})" for v in values)
+
+
+def levenshtein_pattern(value: str, distance: int) -> str:
+    """The whole answer within ``distance`` edits (insertions, deletions, substitutions) of
+    ``value``: the ``regex`` package's fuzzy matching, so ``engine: python``."""
+    return f"^(?:{literal(value)}){{e<={distance}}}$"
+
+
+# --- JavaScript regex (no flags, as promptfoo builds it: `new RegExp(value)`) ---------------------
+
+_JS_ONLY = (
+    (re.compile(r"\[\^?\]"), "an empty class `[]` or `[^]`, which only JavaScript accepts"),
+    (re.compile(r"(?<!\\)(?:\\\\)*\\c"), "a control escape `\\c`"),
+    (
+        re.compile(r"(?<!\\)(?:\\\\)*\\u\{"),
+        "a `\\u{...}` escape (JavaScript reads it only with /u)",
+    ),
+)
+_LINE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\[nrtfv]")
+_UNICODE_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9a-fA-F]{4})")
+
+
+def js_regex(source: str) -> tuple[str, str]:
+    """The pattern, as written where it means the same here, and the engine that runs it
+    (``re2``, or ``python`` for lookaround and backreferences); else :class:`Unmappable`."""
+    from ..criteria.regex import RegexError, compile_regex
+
+    if not source:
+        raise Unmappable("an empty regex is refused by promptfoo")
+    for found, what in _JS_ONLY:
+        if found.search(source):
+            raise Unmappable(f"regex {source!r} uses {what}")
+    if _LINE_ESCAPE.search(source) or "\n" in source or "\t" in source:
+        raise Unmappable(
+            f"regex {source!r} matches line breaks or tabs, which this plugin folds into "
+            "single spaces before it matches"
+        )
+    # \uXXXX as the character itself, so that it is normalized as the answer is (é, –).
+    pattern = _UNICODE_ESCAPE.sub(lambda m: m[1] + _char(chr(int(m[2], 16))), source)
+    for engine in ("re2", "python"):
+        try:
+            compile_regex(pattern, case_sensitive=True, engine=engine)
+        except RegexError:
+            continue
+        return pattern, engine
+    raise Unmappable(f"regex {source!r} does not compile here (is it valid JavaScript?)")
+
+
 @dataclass
 class Mapped:
     """One criterion, and what the reader should know about it (printed as notes)."""
@@ -96,10 +176,9 @@ def js_string(value: Any) -> str | None:
 def criterion(item: dict[str, Any]) -> Mapped:
     """The criterion for one assertion (``type``, rendered ``value``, ``weight``, ...)."""
     kind: str = item["type"]
+    check_type(kind)
     inverse = kind.startswith("not-")
     base = kind[4:] if inverse else kind
-    if base in _WHY_NOT:
-        raise Unmappable(_WHY_NOT[base])
     weight = item.get("weight", 1)
     if not is_number(weight):
         raise ValueError(f"`weight` must be a number, got {weight!r}")
@@ -126,12 +205,10 @@ def criterion(item: dict[str, Any]) -> Mapped:
         body = {"type": "json", "fenced": False}
         if value not in (None, ""):
             body["schema"] = _schema(value)
-    elif base in MODEL_GRADED:
+    else:  # MODEL_GRADED
         if inverse:
             raise Unmappable(f"not-{base} inverts the grader's verdict; a judge criterion cannot")
         body, notes = _judged(base, value, item)
-    else:
-        raise Unmappable(f"promptfoo's {base!r} assertion has no counterpart here")
     if inverse:
         if base == "levenshtein":
             raise Unmappable(
@@ -296,23 +373,12 @@ def _slug(kind: str, value: Any) -> str:
     return kind + slug
 
 
-MAPPED = frozenset(
-    {
-        "contains",
-        "icontains",
-        "contains-any",
-        "icontains-any",
-        "contains-all",
-        "icontains-all",
-        "equals",
-        "starts-with",
-        "ends-with",
-        "regex",
-        "levenshtein",
-        "is-json",
-        *MODEL_GRADED,
-    }
-)
+_MAPPED = {
+    *_STRING_KINDS,
+    *("contains-any", "icontains-any", "contains-all", "icontains-all"),
+    *("regex", "levenshtein", "is-json"),
+    *MODEL_GRADED,
+}
 
 
 def check_type(kind: str) -> None:
@@ -321,5 +387,5 @@ def check_type(kind: str) -> None:
     base = kind.removeprefix("not-")
     if base in _WHY_NOT:
         raise Unmappable(_WHY_NOT[base])
-    if base not in MAPPED:
+    if base not in _MAPPED:
         raise Unmappable(f"promptfoo's {base!r} assertion has no counterpart here")

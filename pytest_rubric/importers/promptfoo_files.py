@@ -4,11 +4,10 @@ reads it (YAML 1.2) with the line of every place, and ``JSON.stringify``.
 promptfoo reads ``file://`` references relative to the config. Here they are read
 only inside the config's directory tree (a path that resolves outside it, through
 ``..``, an absolute path or a symlink, is not read), only as regular files, and a
-reference that cannot be read is :class:`~.promptfoo_match.Unmappable`: listed,
-never taken as literal text. A glob is walked here, not by :mod:`glob`: checked
-before any walking (no absolute pattern, no ``..``, a start inside the tree), it
-never follows a symlink, and it stops past :data:`MAX_WALKED` entries. What is read
-from them, prompts and tests, is :mod:`.promptfoo_prompts`' and :mod:`.promptfoo_read`'s.
+reference that cannot be read is :class:`Unmappable`: listed, never taken as literal
+text. A glob is walked here, not by :mod:`glob`: checked before any walking (no absolute
+pattern, no ``..``, a start inside the tree), it never follows a symlink, and it stops
+past :data:`MAX_WALKED` entries.
 
 The whole import is bounded in total, whatever the number of tests or the size of their
 vars: what it reads, and the tests, cases and text it makes, are spent from one
@@ -29,23 +28,8 @@ import yaml
 
 from .._errors import Problem, RubricLoadError
 from .._guards.limits import NotRegular, PlainNumber, read_text
-from .promptfoo_match import Unmappable
 
-__all__ = [
-    "CODE",
-    "FILE",
-    "GLOB",
-    "MAX_CASES",
-    "MAX_TEXT",
-    "MAX_WALKED",
-    "Budget",
-    "Parsed",
-    "TooLarge",
-    "Tree",
-    "is_file_ref",
-    "json_stringify",
-    "parse_yaml",
-]
+__all__ = ["Budget", "Parsed", "TooLarge", "Tree", "Unmappable", "parse_yaml"]
 
 FILE = "file://"
 GLOB = re.compile(r"[*?\[]")
@@ -56,12 +40,13 @@ _BOOL_TAG = "tag:yaml.org,2002:bool"
 MAX_WALKED = 100_000  # directory entries one glob may look at
 # The text a whole import may make (read, rendered, written): no file read is larger.
 MAX_TEXT = 256 * 1024 * 1024
-
-
-# The whole import: tests, and cases (each vars combination asked with each prompt), each
-# counted before it is made, and the text made for them (read from files, rendered, written
-# in cases).
+# The tests and cases (each vars combination asked with each prompt) of the whole import,
+# each counted before it is made.
 MAX_CASES = 100_000
+
+
+class Unmappable(ValueError):
+    """No criterion keeps promptfoo's meaning; the message says why."""
 
 
 class TooLarge(Exception):
@@ -306,27 +291,20 @@ def _yaml12(data: Any, node: Any) -> Any:
             else number
         )
     if isinstance(node, yaml.MappingNode) and isinstance(data, dict):
-        for key_node, value_node in node.value:
-            key = key_node.value
-            if key in data:
-                if (
-                    isinstance(value_node, yaml.ScalarNode)
-                    and value_node.tag == _BOOL_TAG
-                    and value_node.value.lower() not in _YAML12_BOOLS
-                ):
-                    data[key] = value_node.value
-                else:
-                    data[key] = _yaml12(data[key], value_node)
+        children = [(k.value, v) for k, v in node.value if k.value in data]
     elif isinstance(node, yaml.SequenceNode) and isinstance(data, list):
-        for i, (item, item_node) in enumerate(zip(data, node.value, strict=False)):
-            if (
-                isinstance(item_node, yaml.ScalarNode)
-                and item_node.tag == _BOOL_TAG
-                and item_node.value.lower() not in _YAML12_BOOLS
-            ):
-                data[i] = item_node.value
-            else:
-                data[i] = _yaml12(item, item_node)
+        children = list(zip(range(len(data)), node.value, strict=False))
+    else:
+        return data
+    for key, child in children:
+        if (
+            isinstance(child, yaml.ScalarNode)
+            and child.tag == _BOOL_TAG
+            and child.value.lower() not in _YAML12_BOOLS
+        ):
+            data[key] = child.value
+        else:
+            data[key] = _yaml12(data[key], child)
     return data
 
 

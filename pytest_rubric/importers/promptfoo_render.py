@@ -7,7 +7,7 @@ Follows ``src/evaluator.ts`` (``generateVarCombinations``: a list of strings, or
 one by one). Templates are rendered by jinja2's sandboxed environment (the ``import``
 extra: ``pip install pytest-rubric[import]``), whose syntax Nunjucks copies: a var no one
 sets renders as empty text, as in Nunjucks; a template jinja2 cannot read or render
-(promptfoo's own JavaScript filters, say) is :class:`~.promptfoo_match.Unmappable`.
+(promptfoo's own JavaScript filters, say) is :class:`~.promptfoo_files.Unmappable`.
 
 An imported config is untrusted input: the sandbox refuses attributes and calls
 outside plain data, a template renders at most :data:`MAX_RENDERED` characters, and its
@@ -29,9 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import Problem
 from ._common import ImportFailed
 from .promptfoo_assert import js_string
-from .promptfoo_files import Budget
-from .promptfoo_match import Unmappable
-from .promptfoo_read import FILE, Tree, json_stringify
+from .promptfoo_files import CODE, FILE, Budget, Tree, Unmappable, json_stringify
 
 if TYPE_CHECKING:
     from jinja2.sandbox import SandboxedEnvironment
@@ -55,7 +53,6 @@ MAX_RENDERED = 1_000_000
 MAX_LOOPS = 100_000
 _TEMPLATE = ("{{", "{%", "{#")
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")  # resolveVariables' own pattern
-_CODE = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".py", ".rb")
 _BINARY = (".pdf", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".mp3", ".wav", ".mp4")
 _ROLES = ("system", "user", "assistant")
 
@@ -123,7 +120,7 @@ def prepare(vars_: dict[str, Any], tree: Tree, budget: Budget | None = None) -> 
 
 def _read_var(var: _FileVar, tree: Tree) -> str:
     suffix = var.path.suffix.lower()
-    if suffix in _CODE:
+    if suffix in CODE:
         raise Unmappable(f"var from {var.ref} runs code to make its value")
     if suffix in _BINARY:
         raise Unmappable(f"var from {var.ref} is not text (an image, audio or a PDF)")

@@ -27,15 +27,14 @@ from pytest_rubric.criteria.check import Answer
 from pytest_rubric.criteria.regex import Regex
 from pytest_rubric.criteria.registry import compile_check
 from pytest_rubric.importers._common import ImportFailed, Output, write
-from pytest_rubric.importers.promptfoo import convert
-from pytest_rubric.importers.promptfoo_match import (
-    Unmappable,
+from pytest_rubric.importers.promptfoo import assertion_from_string, convert
+from pytest_rubric.importers.promptfoo_assert import (
     all_pattern,
     js_regex,
     levenshtein_pattern,
     literal,
 )
-from pytest_rubric.importers.promptfoo_read import assertion_from_string
+from pytest_rubric.importers.promptfoo_files import Unmappable
 from tests.conftest import lines_in_any_order
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "promptfoo"
