@@ -25,12 +25,12 @@ from typing import Any
 from .._config.settings import DEFAULT_PATTERNS
 from .._load.traces import as_fields
 
-__all__ = ["add_collect_command", "run_collect"]
+__all__ = ["add_commands", "run"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def add_collect_command(commands: Any) -> None:
+def add_commands(commands: Any) -> None:
     """The ``collect`` sub-command of ``python -m pytest_rubric``."""
     cmd = commands.add_parser(
         "collect",
@@ -71,6 +71,7 @@ def add_collect_command(commands: Any) -> None:
         "--out", required=True, type=Path, metavar="DIR", help="where <subject>.jsonl goes"
     )
     cmd.add_argument("--force", action="store_true", help="overwrite existing answer files")
+    cmd.set_defaults(run=run)
     cmd.add_argument(
         "--concurrency",
         type=int,
@@ -96,7 +97,7 @@ class _Subject:
     failed: list[str] = field(default_factory=list)
 
 
-def run_collect(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Ask, then write; what went wrong is printed to stderr."""
     try:
         subjects = _subjects(args)

@@ -35,6 +35,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .. import importers
 from .._config.outputs import OUTPUTS, write_outputs
 from .._config.settings import fraction
 from .._guards.outgoing import outgoing_streams
@@ -46,12 +47,7 @@ from .._report.history import HistoryError, append, skipped_warning, with_trend
 from .._report.report import build_report
 from .._report.run import RunInfo, merged
 from .._results import CaseResult
-from ..importers import add_commands as add_import_commands
-from ..importers import run as run_import
-from .freeze import add_collect_command, run_collect
-from .history import add_history_command, run_history
-from .init import add_command as add_init_command
-from .init import run as run_init
+from . import freeze, history, init
 
 __all__ = ["main", "merge"]
 
@@ -179,10 +175,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="X",
         help="fail when a subject's mean correctness is below X",
     )
-    add_import_commands(commands)
-    add_collect_command(commands)
-    add_history_command(commands)
-    add_init_command(commands)
+    for command in (importers, freeze, history, init):
+        command.add_commands(commands)  # each sets `run`, the function its command runs
     return parser
 
 
@@ -197,14 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _command(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command == "import":
-        return run_import(args)
-    if args.command == "collect":
-        return run_collect(args)
-    if args.command == "init":
-        return run_init(args)
-    if args.command == "history":
-        return run_history(args)
+    if args.command != "merge":
+        return int(args.run(args))
     for name in ("confidence", "gate_confidence"):
         value = getattr(args, name)
         if value is not None and not 0 < value < 1:

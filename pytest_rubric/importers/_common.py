@@ -22,7 +22,7 @@ from .._config.outputs import unwritable
 from .._errors import Problem
 from .._schema import Suite
 
-__all__ = ["ImportFailed", "Output", "clip", "is_number", "validated", "write"]
+__all__ = ["ImportFailed", "Output", "is_number", "validated", "write"]
 
 
 class ImportFailed(Exception):
@@ -48,7 +48,7 @@ class Output:
     notes: list[str] = field(default_factory=list)  # printed: what was not mapped, and why
 
 
-def clip(text: str) -> str:
+def abridged(text: str) -> str:
     """``text`` cut to 60 characters, as a message quotes a value."""
     return text if len(text) <= 60 else text[:57] + "..."
 

@@ -33,7 +33,7 @@ from typing import Any
 from .._errors import Problem
 from .._guards.limits import NotRegular, read_jsonl
 from .._load.responses import file_subject_problem
-from ._common import ImportFailed, Output, is_number, validated
+from ._common import ImportFailed, Output, abridged, is_number, validated
 
 __all__ = ["convert", "read_completions"]
 
@@ -242,8 +242,9 @@ def _label(row: dict[str, Any]) -> str | None:
 
 
 def _shown(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return abridged(
+        repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    )
 
 
 def read_completions(path: Path, problems: list[Problem]) -> dict[str, str]:
@@ -254,38 +255,20 @@ def read_completions(path: Path, problems: list[Problem]) -> dict[str, str]:
         pid = row.get("prompt_id")
         text = _completion(row)
         if not isinstance(pid, str) or not pid:
-            problems.append(
-                Problem(
-                    "no prompt_id",
-                    line=number,
-                    path=path,
-                    field="prompt_id",
-                    hint='add "prompt_id": "..." (the example it answers)',
-                )
-            )
-        elif text is None:
-            problems.append(
-                Problem(
-                    "no completion text",
-                    line=number,
-                    path=path,
-                    case=pid,
-                    field="completion",
-                    hint='write "completion": "..." (or simple-evals\' [{"role": "assistant", "content": "..."}])',
-                )
-            )
+            message, hint = "no prompt_id", 'add "prompt_id": "..." (the example it answers)'
+            problems.append(Problem(message, line=number, path=path, field="prompt_id", hint=hint))
+            continue
+        if text is None:
+            message = "no completion text"
+            hint = """write "completion": "..." (or simple-evals' [{"role": "assistant", "content": "..."}])"""
         elif pid in found:
-            problems.append(
-                Problem(
-                    f"a second completion for prompt_id {pid!r} (first on line {lines[pid]})",
-                    line=number,
-                    path=path,
-                    case=pid,
-                    hint="keep one completion per example and subject",
-                )
-            )
+            message = f"a second completion for prompt_id {pid!r} (first on line {lines[pid]})"
+            hint = "keep one completion per example and subject"
         else:
             found[pid], lines[pid] = text, number
+            continue
+        field = "completion" if text is None else None
+        problems.append(Problem(message, line=number, path=path, case=pid, field=field, hint=hint))
     return found
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import Problem, RubricLoadError
-from ._common import ImportFailed, Output, clip, is_number, validated
+from ._common import ImportFailed, Output, abridged, is_number, validated
 from .promptfoo_assert import MODEL_GRADED, check_type, criterion
 from .promptfoo_files import (
     CODE,
@@ -221,7 +221,7 @@ def var_names(names: set[str]) -> str:
 
 def shown_value(value: Any) -> str:
     """A value as a message quotes it: on one line, cut to 60 characters."""
-    return repr(clip((value if isinstance(value, str) else repr(value)).replace("\n", " ")))
+    return repr(abridged((value if isinstance(value, str) else repr(value)).replace("\n", " ")))
 
 
 @dataclass
@@ -417,7 +417,7 @@ def _prompts(ctx: Conversion, value: Any) -> list[Prompt]:
             if _looks_like_file(raw):
                 found = _prompt_files(raw, label, ctx.tree)
             else:  # promptfoo labels an inline prompt with its own text
-                found = [Prompt(label or clip(" ".join(raw.split())), raw)]
+                found = [Prompt(label or abridged(" ".join(raw.split())), raw)]
         except Unmappable as exc:
             ctx.unmapped(where, f"prompt {shown_value(raw)}", f"{exc}; no case asks it")
             continue

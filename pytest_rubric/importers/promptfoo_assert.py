@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -325,34 +326,29 @@ def _schema(value: Any) -> Any:
             raise ValueError(f"the schema is not YAML or JSON: {exc}") from None
     if not isinstance(value, dict | bool):
         raise ValueError("is-json's value must be a JSON schema (a mapping)")
-    if _has_key(value, "format"):
+    if _anywhere(value, lambda v: "format" in v):
         raise Unmappable(
             "the schema uses `format`, which promptfoo's validator (ajv-formats) checks and "
             "this plugin's does not"
         )
-    if isinstance(value, dict) and "$schema" not in value and _draft7_only(value):
+    if isinstance(value, dict) and "$schema" not in value and _anywhere(value, _draft7_only):
         value = {"$schema": _DRAFT7, **value}  # ajv's default draft, where it differs
     return value
 
 
-def _draft7_only(schema: Any) -> bool:
+def _draft7_only(schema: dict[str, Any]) -> bool:
     """Whether ``schema`` uses a keyword that draft 2020-12 reads differently from draft 7."""
-    if isinstance(schema, dict):
-        if isinstance(schema.get("items"), list) or {"additionalItems", "dependencies"} & set(
-            schema
-        ):
-            return True
-        return any(_draft7_only(v) for v in schema.values())
-    if isinstance(schema, list):
-        return any(_draft7_only(v) for v in schema)
-    return False
+    return isinstance(schema.get("items"), list) or bool(
+        {"additionalItems", "dependencies"} & set(schema)
+    )
 
 
-def _has_key(value: Any, key: str) -> bool:
+def _anywhere(value: Any, found: Callable[[dict[str, Any]], bool]) -> bool:
+    """Whether ``found`` holds for a mapping anywhere in ``value``."""
     if isinstance(value, dict):
-        return key in value or any(_has_key(v, key) for v in value.values())
+        return found(value) or any(_anywhere(v, found) for v in value.values())
     if isinstance(value, list):
-        return any(_has_key(v, key) for v in value)
+        return any(_anywhere(v, found) for v in value)
     return False
 
 

@@ -57,9 +57,7 @@ class Budget:
     """What the whole import may make, spent as it is made (see :data:`MAX_CASES`)."""
 
     def __init__(self) -> None:
-        self.tests = 0
-        self.cases = 0
-        self.text = 0
+        self.tests = self.cases = self.text = 0
 
     def spend(self, *, tests: int = 0, cases: int = 0, text: int = 0) -> None:
         """Count ``tests``, ``cases`` and ``text`` characters; raise :class:`TooLarge` past
