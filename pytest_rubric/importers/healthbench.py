@@ -1,27 +1,14 @@
-"""``python -m pytest_rubric import healthbench DATA.jsonl``: HealthBench's own JSONL as a suite.
+"""``python -m pytest_rubric import healthbench DATA.jsonl``: HealthBench's own JSONL as a suite
+(``docs/guides/import-healthbench.md``).
 
-HealthBench (``openai/simple-evals``, ``healthbench_eval.py``) has one example
-per line: ``prompt_id``, ``prompt`` (a conversation of ``{role, content}``),
-``rubrics`` (each ``criterion``, ``points``, which may be negative, and
-``tags``) and ``example_tags``. Its grader asks, per rubric item, whether the
-conversation's next turn meets the criterion, and scores an example as the
-points of the items met over the sum of the positive points.
-
-Each example becomes a case: the prompt as ``messages``, one ``judge``
-criterion per rubric item (``weight`` = ``points``, ``requirement`` =
-``criterion``, its ``tags`` kept), the example's tags as the case's. A
-negative item is this plugin's error criterion: MET means the error happened
-and costs its points, as in HealthBench. So a case's ``score`` is
-HealthBench's example score clipped to [0, 1], and ``raw_score`` over the
-positive points is the unclipped score HealthBench averages before clipping.
-
-HealthBench has no pass mark, so the suite is report-only (``min_score:
-null``): a case passes unless a criterion could not be graded; its score is
-still reported and ranks the subjects.
-
-``--responses SUBJECT=FILE.jsonl`` reads completions keyed by ``prompt_id``
-(``completion`` as text or as simple-evals' list of one assistant message;
-``response`` or ``answer`` also read) into ``responses/SUBJECT.jsonl``.
+HealthBench (``openai/simple-evals``, ``healthbench_eval.py``) has one example per line:
+``prompt_id``, ``prompt`` (a conversation), ``rubrics`` (each ``criterion``, ``points``,
+which may be negative, and ``tags``) and ``example_tags``. Each example becomes a case: the
+prompt as ``messages``, one ``judge`` criterion per rubric item (``weight`` = ``points``),
+the example's tags as the case's. A negative item is this plugin's error criterion, so a
+case's ``score`` is HealthBench's example score clipped to [0, 1]. HealthBench has no pass
+mark, so the suite is report-only (``min_score: null``). ``--responses SUBJECT=FILE.jsonl``
+reads completions keyed by ``prompt_id`` into ``responses/SUBJECT.jsonl``.
 """
 
 from __future__ import annotations

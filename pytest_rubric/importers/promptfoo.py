@@ -1,27 +1,19 @@
-"""``python -m pytest_rubric import promptfoo promptfooconfig.yaml``: promptfoo tests as a suite.
+"""``python -m pytest_rubric import promptfoo promptfooconfig.yaml``: promptfoo tests as a suite
+(``docs/guides/import-promptfoo.md``).
 
-Each prompt x test pair becomes a case (and each combination of a test's list vars,
-as promptfoo expands them): the prompt rendered with the test's vars
-(``defaultTest.vars`` under them) is the ``question``, or the ``messages`` of a
-chat prompt. Prompts, tests and values may come from files: prompts as promptfoo's
-readers split them (``src/prompts/processors/*.ts``), tests as
-``src/util/testCaseReader.ts`` reads them (``.csv`` rows as ``src/csv.ts`` reads them,
-``.yaml``/``.json`` lists, ``.jsonl`` lines, globs), every file through
-:mod:`.promptfoo_files`. Each assertion (``defaultTest.assert`` first, ``$ref:
-"#/assertionTemplates/x"`` resolved) becomes one criterion with the assertion's
-``weight`` (see :mod:`.promptfoo_assert`).
-
-promptfoo passes a test when every assertion passes (weight 0 ones never fail),
-or, with a ``threshold``, when the weighted mean of their scores reaches it
-(``src/assertions/assertionsResult.ts``): so the file's pass mark is
+Each prompt x test pair becomes a case (and each combination of a test's list vars, as
+promptfoo expands them): the prompt rendered with the test's vars is the ``question``, or
+the ``messages`` of a chat prompt. Prompts and tests may come from files, read as
+promptfoo's ``src/prompts/processors/*.ts`` and ``src/util/testCaseReader.ts`` read them
+(CSV rows as ``src/csv.ts``), every file through :mod:`.promptfoo_files`. Each assertion
+(``defaultTest.assert`` first, ``$ref`` resolved) becomes one criterion with its ``weight``
+(:mod:`.promptfoo_assert`). promptfoo passes a test when every assertion passes, or with a
+``threshold`` when the weighted mean of their scores reaches it: so the file's pass mark is
 ``min_score: 1.0`` and a test with a threshold has ``min_score: threshold``.
 
-What cannot be graded here is listed as ``not mapped:`` with its file, line,
-test and type, and left out: a test keeps its other criteria (tagged
-``promptfoo:partial``), a test left with none is not written, and neither stops
-the rest of the config. Input promptfoo itself would refuse (not YAML, wrong
-shapes, a ``$ref`` to no template, a weight that is not a number) is a problem,
-and then nothing is written.
+What cannot be graded here is listed as ``not mapped:`` and left out (a test keeps its
+other criteria, tagged ``promptfoo:partial``; a test left with none is not written). Input
+promptfoo itself would refuse is a problem, and then nothing is written.
 """
 
 from __future__ import annotations
@@ -36,7 +28,7 @@ from typing import Any
 
 from .._errors import Problem, RubricLoadError
 from ._common import ImportFailed, Output, abridged, is_number, validated
-from .promptfoo_assert import MODEL_GRADED, check_type, criterion
+from .promptfoo_assert import CSV_TYPES, MODEL_GRADED, check_type, criterion
 from .promptfoo_files import (
     CODE,
     FILE,
@@ -92,68 +84,7 @@ _OPTIONS_QUIET = {
 }
 _PROMPT_FILES = (".txt", ".json", ".jsonl", ".yaml", ".yml", ".csv", ".md", ".j2", *CODE)
 _PROMPT_DELIMITER = "---"  # src/prompts/constants.ts (PROMPTFOO_PROMPT_SEPARATOR unset)
-# src/types/index.ts, BaseAssertionTypesSchema: the names a CSV `__expected` value may start with.
-_ASSERTION_TYPES = (
-    "answer-relevance",
-    "agent-rubric",
-    "bleu",
-    "classifier",
-    "contains-all",
-    "contains-any",
-    "contains-html",
-    "contains-json",
-    "contains-sql",
-    "contains-xml",
-    "contains",
-    "context-faithfulness",
-    "context-recall",
-    "context-relevance",
-    "conversation-relevance",
-    "cost",
-    "ends-with",
-    "equals",
-    "factuality",
-    "finish-reason",
-    "g-eval",
-    "gleu",
-    "guardrails",
-    "icontains-all",
-    "icontains-any",
-    "icontains",
-    "is-html",
-    "is-json",
-    "is-refusal",
-    "is-sql",
-    "is-valid-function-call",
-    "is-valid-openai-function-call",
-    "is-valid-openai-tools-call",
-    "is-xml",
-    "javascript",
-    "latency",
-    "levenshtein",
-    "llm-rubric",
-    "meteor",
-    "model-graded-closedqa",
-    "model-graded-factuality",
-    "moderation",
-    "perplexity-score",
-    "perplexity",
-    "pi",
-    "python",
-    "regex",
-    "rouge-n",
-    "ruby",
-    "search-rubric",
-    "similar",
-    "skill-used",
-    "starts-with",
-    "tool-call-f1",
-    "webhook",
-    "word-count",
-)
-_CSV_ASSERTION = re.compile(
-    rf"^(not-)?({'|'.join(map(re.escape, _ASSERTION_TYPES))})(?:\((\d+(?:\.\d+)?)\))?(?::([\s\S]*))?$"
-)
+_CSV_ASSERTION = re.compile(r"^(not-)?([a-z0-9-]+)(?:\((\d+(?:\.\d+)?)\))?(?::([\s\S]*))?$")
 _CSV_ARRAY = {"contains-all", "contains-any", "icontains-all", "icontains-any"}
 _CSV_RAW = {"contains-json", "is-json"}
 _CSV_THRESHOLD = {
@@ -685,7 +616,7 @@ def assertion_from_string(expected: str) -> dict[str, Any]:
         )
         return {"type": "python", "value": rest.strip()}
     found = _CSV_ASSERTION.match(expected)
-    if found is None:
+    if found is None or found[2] not in CSV_TYPES:
         return {"type": "equals", "value": expected}
     inverse, kind, threshold, value = found.groups()
     assertion: dict[str, Any] = {"type": f"not-{kind}" if inverse else kind}

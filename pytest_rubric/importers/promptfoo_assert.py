@@ -31,7 +31,7 @@ from ..criteria.normalize import normalize
 from ._common import is_number
 from .promptfoo_files import Unmappable
 
-__all__ = ["MODEL_GRADED", "check_type", "criterion", "js_regex", "js_string", "literal"]
+__all__ = ["CSV_TYPES", "MODEL_GRADED", "check_type", "criterion", "js_regex", "js_string"]
 
 _DRAFT7 = "http://json-schema.org/draft-07/schema#"
 # Assertion keys that change nothing this importer writes (`metric` becomes a tag).
@@ -39,32 +39,74 @@ _QUIET_KEYS = {"type", "value", "weight", "metric"}
 # Keys promptfoo reads only for other types: CSV rows give every `starts-with` a threshold.
 _IGNORED = {"threshold", "provider", "config"}
 MODEL_GRADED = {"llm-rubric", "model-graded-closedqa"}
-_WHY_NOT = {
-    "javascript": "runs JavaScript code, which this plugin cannot run",
-    "python": "runs promptfoo's Python hook (output, context); rewrite it as a `callable` "
-    "criterion (function(response, case))",
-    "ruby": "runs Ruby code, which this plugin cannot run",
-    "webhook": "asks a web service for the verdict; an import calls no service",
-    "similar": "needs an embedding model; no criterion here compares embeddings",
-    "cost": "checks what the provider charged, which a rubric file does not see",
-    "latency": "checks how long the provider took, which a rubric file does not see",
-    "perplexity": "needs the provider's token log-probabilities",
-    "perplexity-score": "needs the provider's token log-probabilities",
-    "assert-set": "a nested set with its own threshold has no counterpart in a flat rubric",
-    "contains-json": "extracts JSON from anywhere in the text; `json` reads the whole answer "
-    "or its first fenced block",
-    "select-best": "compares the outputs of several prompts or providers with each other",
-    "max-score": "compares the outputs of several prompts or providers with each other",
-    "factuality": "grades against a reference answer with promptfoo's factuality prompt",
+# Every assertion type of promptfoo (src/types/index.ts: BaseAssertionTypesSchema, then the
+# special assert-set, select-best and max-score) and why it has no counterpart here: "" for
+# a type `criterion` maps, or one with no reason beyond that.
+_TYPES = {
     "answer-relevance": "scores relevance with embeddings of generated questions",
+    "agent-rubric": "",
+    "bleu": "",
+    "classifier": "asks a classifier model",
+    "contains-all": "",
+    "contains-any": "",
+    "contains-html": "",
+    "contains-json": "extracts JSON from anywhere in the text; `json` reads the whole answer or "
+    "its first fenced block",
+    "contains-sql": "",
+    "contains-xml": "",
+    "contains": "",
     "context-faithfulness": "a RAG metric over a retrieved context, with its own prompt",
     "context-recall": "a RAG metric over a retrieved context, with its own prompt",
     "context-relevance": "a RAG metric over a retrieved context, with its own prompt",
-    "moderation": "asks a moderation model",
-    "classifier": "asks a classifier model",
+    "conversation-relevance": "",
+    "cost": "checks what the provider charged, which a rubric file does not see",
+    "ends-with": "",
+    "equals": "",
+    "factuality": "grades against a reference answer with promptfoo's factuality prompt",
+    "finish-reason": "",
+    "g-eval": "",
+    "gleu": "",
+    "guardrails": "",
+    "icontains-all": "",
+    "icontains-any": "",
+    "icontains": "",
+    "is-html": "",
+    "is-json": "",
+    "is-refusal": "",
+    "is-sql": "",
+    "is-valid-function-call": "",
     "is-valid-openai-function-call": "checks a tool call, which a text answer does not carry",
     "is-valid-openai-tools-call": "checks a tool call, which a text answer does not carry",
+    "is-xml": "",
+    "javascript": "runs JavaScript code, which this plugin cannot run",
+    "latency": "checks how long the provider took, which a rubric file does not see",
+    "levenshtein": "",
+    "llm-rubric": "",
+    "meteor": "",
+    "model-graded-closedqa": "",
+    "model-graded-factuality": "",
+    "moderation": "asks a moderation model",
+    "perplexity-score": "needs the provider's token log-probabilities",
+    "perplexity": "needs the provider's token log-probabilities",
+    "pi": "",
+    "python": "runs promptfoo's Python hook (output, context); rewrite it as a `callable` "
+    "criterion (function(response, case))",
+    "regex": "",
+    "rouge-n": "",
+    "ruby": "runs Ruby code, which this plugin cannot run",
+    "search-rubric": "",
+    "similar": "needs an embedding model; no criterion here compares embeddings",
+    "skill-used": "",
+    "starts-with": "",
+    "tool-call-f1": "",
+    "webhook": "asks a web service for the verdict; an import calls no service",
+    "word-count": "",
+    "assert-set": "a nested set with its own threshold has no counterpart in a flat rubric",
+    "select-best": "compares the outputs of several prompts or providers with each other",
+    "max-score": "compares the outputs of several prompts or providers with each other",
 }
+# The types a CSV `__expected` cell may start with.
+CSV_TYPES = frozenset(_TYPES) - {"assert-set", "select-best", "max-score"}
 _STRING_KINDS = {"contains", "icontains", "starts-with", "ends-with", "equals"}
 
 
@@ -381,7 +423,7 @@ def check_type(kind: str) -> None:
     """Raise :class:`Unmappable` for an assertion type with no counterpart, before anything
     its value names (a script, a file) is read."""
     base = kind.removeprefix("not-")
-    if base in _WHY_NOT:
-        raise Unmappable(_WHY_NOT[base])
     if base not in _MAPPED:
-        raise Unmappable(f"promptfoo's {base!r} assertion has no counterpart here")
+        raise Unmappable(
+            _TYPES.get(base) or f"promptfoo's {base!r} assertion has no counterpart here"
+        )
