@@ -71,7 +71,6 @@ def add_commands(commands: Any) -> None:
         "--out", required=True, type=Path, metavar="DIR", help="where <subject>.jsonl goes"
     )
     cmd.add_argument("--force", action="store_true", help="overwrite existing answer files")
-    cmd.set_defaults(run=run)
     cmd.add_argument(
         "--concurrency",
         type=int,
@@ -86,6 +85,7 @@ def add_commands(commands: Any) -> None:
         metavar="SECONDS",
         help="bound on one target call (default 60, as ini rubric_call_timeout)",
     )
+    cmd.set_defaults(run=run)
 
 
 @dataclass
@@ -99,27 +99,24 @@ class _Subject:
 
 def run(args: argparse.Namespace) -> int:
     """Ask, then write; what went wrong is printed to stderr."""
+    from .._config.outputs import unwritable
+
     try:
         subjects = _subjects(args)
         suites = _suites(args.dirs)
+        paths = {s.name: args.out / f"{s.name}.jsonl" for s in subjects}
+        existing = [str(p) for p in paths.values() if p.exists()]
+        if existing and not args.force:
+            raise ValueError(
+                f"{', '.join(existing)} already exist(s); pass --force to overwrite, or choose "
+                "another --out"
+            )
+        for path in paths.values():  # before any answer is asked for (they may cost)
+            if (why := unwritable(path)) is not None:
+                raise ValueError(f"cannot write {path}: {why}")
     except ValueError as exc:
         print(f"pytest-rubric collect: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    paths = {s.name: args.out / f"{s.name}.jsonl" for s in subjects}
-    existing = [str(p) for p in paths.values() if p.exists()]
-    if existing and not args.force:
-        print(
-            f"pytest-rubric collect: error: {', '.join(existing)} already exist(s); pass --force "
-            "to overwrite, or choose another --out",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    from .._config.outputs import unwritable
-
-    for path in paths.values():  # before any answer is asked for (they may cost)
-        if (why := unwritable(path)) is not None:
-            print(f"pytest-rubric collect: error: cannot write {path}: {why}", file=sys.stderr)
-            return EXIT_USAGE
     suite_of: dict[str, str] = {}  # a responses file holds one case per id
     for loaded in suites:
         for case in loaded.suite.cases:

@@ -156,7 +156,6 @@ def _init(directory: Path) -> int:
     module, write_targets = _target_module(evals)
     example = EXAMPLE
     if module is None:
-        # Both candidate modules exist without an `answer`: the example names no target.
         # Both candidate modules exist without an `answer`: the example's case is answered
         # in writing until one is added.
         example = example.replace(

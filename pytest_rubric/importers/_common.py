@@ -22,7 +22,7 @@ from .._config.outputs import unwritable
 from .._errors import Problem
 from .._schema import Suite
 
-__all__ = ["ImportFailed", "Output", "is_number", "validated", "write"]
+__all__ = ["ImportFailed", "Output", "abridged", "is_number", "validated", "write"]
 
 
 class ImportFailed(Exception):

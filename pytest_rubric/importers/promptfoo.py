@@ -715,17 +715,9 @@ def _merge(
     options = {**(default.get("options") or {}), **(test.get("options") or {})}
     metadata = {**(default.get("metadata") or {}), **(test.get("metadata") or {})}
     scoring = test.get("assertScoringFunction", default.get("assertScoringFunction"))
+    vars_ = {**vars_, **own}
     return Test(
-        number,
-        label,
-        where,
-        description,
-        {**vars_, **own},
-        asserts,
-        threshold,
-        options,
-        metadata,
-        scoring,
+        number, label, where, description, vars_, asserts, threshold, options, metadata, scoring
     )
 
 
