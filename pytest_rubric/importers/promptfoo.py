@@ -182,6 +182,16 @@ class Assertion:
     item: Any  # the assertion; an Unmappable to list; None after a problem
     default: bool = False  # from defaultTest: the same in every test
 
+    @property
+    def kind(self) -> str:
+        return self.item.get("type", "?") if isinstance(self.item, dict) else "?"
+
+    def check(self) -> None:
+        """Raise :class:`Unmappable` when no value or option could map it."""
+        if isinstance(self.item, Unmappable):
+            raise self.item
+        check_type(self.kind)
+
 
 @dataclass
 class Test:
@@ -869,27 +879,16 @@ def _list_unmappable(ctx: Conversion, test: Test) -> None:
     for a in test.asserts:
         if a.item is None:  # a problem, already reported
             continue
-        kind = _kind(a.item)
         try:
-            _mappable(a, kind)
+            a.check()
         except Unmappable as exc:
-            ctx.unmapped(a.where, _what(test, a, kind), str(exc))
+            ctx.unmapped(a.where, _what(test, a), str(exc))
 
 
-def _mappable(a: Assertion, kind: str) -> None:
-    """Raise :class:`Unmappable` for an assertion that no value or option could map."""
-    if isinstance(a.item, Unmappable):
-        raise a.item
-    check_type(kind)
-
-
-def _kind(item: Any) -> str:
-    return item.get("type", "?") if isinstance(item, dict) else "?"
-
-
-def _what(test: Test, a: Assertion, kind: str) -> str:
+def _what(test: Test, a: Assertion) -> str:
     """How a listing names an assertion: a defaultTest assertion is listed once, for every
     test, unless its reason is the test's own."""
+    kind = a.kind
     return (
         f"{a.label} ({kind}), in every test" if a.default else f"{test.label}, {a.label} ({kind})"
     )
@@ -903,22 +902,21 @@ def _criteria(
     for a in test.asserts:
         if a.item is None:  # a problem, already reported
             return None, 0
-        kind = _kind(a.item)
-        what = _what(test, a, kind)
+        what = _what(test, a)
         try:
-            _mappable(a, kind)
-            if test.options.get("rubricPrompt") is not None and kind in MODEL_GRADED:
+            a.check()
+            if test.options.get("rubricPrompt") is not None and a.kind in MODEL_GRADED:
                 raise Unmappable("the test grades it with its own rubricPrompt")
-            mapped = criterion(_values(ctx, a.item, vars_))
+            mapped, notes = criterion(_values(ctx, a.item, vars_))
         except Unmappable as exc:
             lost.append((a.where, what, str(exc)))
             continue
         except ValueError as exc:  # promptfoo fails the test on it (an invariant)
             lost.append((a.where, what, f"promptfoo refuses it: {exc}"))
             continue
-        for text in mapped.notes:
+        for text in notes:
             ctx.note(f"{a.where}: {what}: {text}")
-        criteria.append(mapped.criterion)
+        criteria.append(mapped)
     written = any(c.get("weight", 1) > 0 for c in criteria)
     for where, what, why in lost:
         if written and not what.endswith("in every test"):
@@ -932,23 +930,15 @@ def _criteria(
 
 def _values(ctx: Conversion, item: dict[str, Any], vars_: dict[str, Any]) -> dict[str, Any]:
     """The assertion with its value read from its file, or rendered with the vars."""
-    value = item.get("value")
     missing: set[str] = set()
-    if isinstance(value, str):
-        value = (
-            _file_value(ctx, value)
-            if is_file_ref(value)
-            else render(value, vars_, missing, ctx.budget)
-        )
-    elif isinstance(value, list):
-        value = [
-            _file_value(ctx, v)
-            if is_file_ref(v)
-            else render(v, vars_, missing, ctx.budget)
-            if isinstance(v, str)
-            else v
-            for v in value
-        ]
+
+    def ready(value: Any) -> Any:
+        if is_file_ref(value):
+            return _file_value(ctx, value)
+        return render(value, vars_, missing, ctx.budget) if isinstance(value, str) else value
+
+    value = item.get("value")
+    value = [ready(v) for v in value] if isinstance(value, list) else ready(value)
     if missing:
         ctx.note(
             f"{ctx.path}: an assertion's value uses {var_names(missing)}, which no var sets; "

@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..criteria.normalize import normalize
@@ -192,14 +191,6 @@ def js_regex(source: str) -> tuple[str, str]:
     raise Unmappable(f"regex {source!r} does not compile here (is it valid JavaScript?)")
 
 
-@dataclass
-class Mapped:
-    """One criterion, and what the reader should know about it (printed as notes)."""
-
-    criterion: dict[str, Any]
-    notes: list[str] = field(default_factory=list)
-
-
 def js_string(value: Any) -> str | None:
     """``String(value)`` as JavaScript writes it, or None where it would be unsure."""
     if isinstance(value, str):
@@ -216,8 +207,9 @@ def js_string(value: Any) -> str | None:
     return None
 
 
-def criterion(item: dict[str, Any]) -> Mapped:
-    """The criterion for one assertion (``type``, rendered ``value``, ``weight``, ...)."""
+def criterion(item: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The criterion for one assertion (``type``, rendered ``value``, ``weight``, ...), and
+    what the reader should know about it (printed as notes)."""
     kind: str = item["type"]
     check_type(kind)
     inverse = kind.startswith("not-")
@@ -267,7 +259,7 @@ def criterion(item: dict[str, Any]) -> Mapped:
         out["weight"] = weight
     if metric:
         out["tags"] = [f"metric:{metric}"]
-    return Mapped(out, notes)
+    return out, notes
 
 
 def _regex(pattern: str, base: str, engine: str = "re2") -> dict[str, Any]:

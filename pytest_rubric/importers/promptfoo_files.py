@@ -17,6 +17,7 @@ vars: what it reads, and the tests, cases and text it makes, are spent from one
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import os
 import re
@@ -233,24 +234,18 @@ def _name_matches(pattern: str, name: str) -> bool:
 def _matches(pattern: tuple[str, ...], path: tuple[str, ...], *, folder: bool = False) -> bool:
     """Whether the names of ``path`` match the parts of ``pattern`` (``**``: any folders);
     with ``folder``, whether ``path`` is a folder a match may lie under."""
-    done: dict[tuple[int, int], bool] = {}
 
+    @functools.cache
     def match(i: int, j: int) -> bool:
-        if (i, j) not in done:
-            if j == len(path) and folder:
-                result = i < len(pattern)
-            elif i == len(pattern):
-                result = j == len(path)
-            elif pattern[i] == "**":
-                result = match(i + 1, j) or (
-                    j < len(path) and not path[j].startswith(".") and match(i, j + 1)
-                )
-            else:
-                result = (
-                    j < len(path) and _name_matches(pattern[i], path[j]) and match(i + 1, j + 1)
-                )
-            done[i, j] = result
-        return done[i, j]
+        if j == len(path) and folder:
+            return i < len(pattern)
+        if i == len(pattern):
+            return j == len(path)
+        if pattern[i] == "**":
+            return match(i + 1, j) or (
+                j < len(path) and not path[j].startswith(".") and match(i, j + 1)
+            )
+        return j < len(path) and _name_matches(pattern[i], path[j]) and match(i + 1, j + 1)
 
     return match(0, 0)
 
