@@ -90,25 +90,15 @@ def write(output: Output, directory: Path, *, force: bool = False) -> list[Path]
     problems = []
     for path, _ in files:
         if not path.resolve().is_relative_to(root):
-            problems.append(
-                Problem(
-                    f"would be written outside --out {directory}",
-                    path=path,
-                    hint="name it without a path separator or '..'",
-                )
-            )
+            why = f"would be written outside --out {directory}"
+            hint = "name it without a path separator or '..'"
         elif (path.exists() or path.is_symlink()) and not force:
-            problems.append(
-                Problem(
-                    "already exists",
-                    path=path,
-                    hint="pass --force to overwrite it, or choose another --out",
-                )
-            )
-        elif (why := unwritable(path)) is not None:  # before any file is written
-            problems.append(
-                Problem(f"cannot be written: {why}", path=path, hint="choose another --out")
-            )
+            why, hint = "already exists", "pass --force to overwrite it, or choose another --out"
+        elif (unwritten := unwritable(path)) is not None:  # before any file is written
+            why, hint = f"cannot be written: {unwritten}", "choose another --out"
+        else:
+            continue
+        problems.append(Problem(why, path=path, hint=hint))
     if problems:
         raise ImportFailed(problems, where="in the output")
     return [_write(path, text) for path, text in files]

@@ -57,11 +57,8 @@ def convert(data: Path, *, responses: dict[str, Path] | None = None) -> Output:
         problems.append(
             Problem("no examples in the file", path=data, hint="one JSON object a line")
         )
-    suite: dict[str, Any] = {
-        "suite": "healthbench",
-        # HealthBench has no pass mark: the cases are report-only, their scores still reported.
-        "min_score": None,
-    }
+    # HealthBench has no pass mark: the cases are report-only, their scores still reported.
+    suite: dict[str, Any] = {"suite": "healthbench", "min_score": None}
     output = Output()
     if responses:
         suite["responses"] = "responses/"
@@ -155,15 +152,8 @@ def _case(
                 "HealthBench points are whole numbers such as 5 or -3",
             )
         tags = _strings(item.get("tags", []), f"{where}.tags", problem)
-        criteria.append(
-            {
-                "id": f"r{i + 1}",
-                "type": "judge",
-                "weight": points,
-                "requirement": criterion,
-                **({"tags": tags} if tags else {}),
-            }
-        )
+        judged = {"id": f"r{i + 1}", "type": "judge", "weight": points, "requirement": criterion}
+        criteria.append({**judged, "tags": tags} if tags else judged)
     if len(problems) == before and not any(float(c["weight"]) > 0 for c in criteria):
         problem(
             "rubrics",
