@@ -25,12 +25,12 @@ from typing import Any
 from .._config.settings import DEFAULT_PATTERNS
 from .._load.traces import as_fields
 
-__all__ = ["add_collect_command", "run_collect"]
+__all__ = ["add_commands", "run"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def add_collect_command(commands: Any) -> None:
+def add_commands(commands: Any) -> None:
     """The ``collect`` sub-command of ``python -m pytest_rubric``."""
     cmd = commands.add_parser(
         "collect",
@@ -85,6 +85,7 @@ def add_collect_command(commands: Any) -> None:
         metavar="SECONDS",
         help="bound on one target call (default 60, as ini rubric_call_timeout)",
     )
+    cmd.set_defaults(run=run)
 
 
 @dataclass
@@ -96,29 +97,26 @@ class _Subject:
     failed: list[str] = field(default_factory=list)
 
 
-def run_collect(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Ask, then write; what went wrong is printed to stderr."""
+    from .._config.outputs import unwritable
+
     try:
         subjects = _subjects(args)
         suites = _suites(args.dirs)
+        paths = {s.name: args.out / f"{s.name}.jsonl" for s in subjects}
+        existing = [str(p) for p in paths.values() if p.exists()]
+        if existing and not args.force:
+            raise ValueError(
+                f"{', '.join(existing)} already exist(s); pass --force to overwrite, or choose "
+                "another --out"
+            )
+        for path in paths.values():  # before any answer is asked for (they may cost)
+            if (why := unwritable(path)) is not None:
+                raise ValueError(f"cannot write {path}: {why}")
     except ValueError as exc:
         print(f"pytest-rubric collect: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    paths = {s.name: args.out / f"{s.name}.jsonl" for s in subjects}
-    existing = [str(p) for p in paths.values() if p.exists()]
-    if existing and not args.force:
-        print(
-            f"pytest-rubric collect: error: {', '.join(existing)} already exist(s); pass --force "
-            "to overwrite, or choose another --out",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    from .._config.outputs import unwritable
-
-    for path in paths.values():  # before any answer is asked for (they may cost)
-        if (why := unwritable(path)) is not None:
-            print(f"pytest-rubric collect: error: cannot write {path}: {why}", file=sys.stderr)
-            return EXIT_USAGE
     suite_of: dict[str, str] = {}  # a responses file holds one case per id
     for loaded in suites:
         for case in loaded.suite.cases:

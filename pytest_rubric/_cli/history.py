@@ -13,10 +13,10 @@ from .._guards.outgoing import outgoing
 from .._report.history import HistoryError, read_runs, skipped_warning
 from .._report.run import HistoryRun
 
-__all__ = ["add_history_command", "history_lines", "run_history"]
+__all__ = ["add_commands", "history_lines", "run"]
 
 
-def add_history_command(commands: Any) -> None:
+def add_commands(commands: Any) -> None:
     cmd = commands.add_parser(
         "history",
         help="print the runs a --rubric-history file holds, one row per run",
@@ -27,9 +27,10 @@ def add_history_command(commands: Any) -> None:
     cmd.add_argument("path", type=Path, metavar="PATH", help="the --rubric-history file")
     cmd.add_argument("--subject", metavar="S", help="only this subject")
     cmd.add_argument("--last", type=positive_int, metavar="N", help="only the last N runs")
+    cmd.set_defaults(run=run)
 
 
-def run_history(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     skipped: list[str] = []
     try:
         runs = read_runs(args.path, subject=args.subject, last=args.last, skipped=skipped)

@@ -19,7 +19,7 @@ import ast
 import sys
 from pathlib import Path
 
-__all__ = ["EXAMPLE", "TARGETS", "add_command", "run"]
+__all__ = ["EXAMPLE", "TARGETS", "add_commands", "run"]
 
 EXAMPLE = """\
 # A starter rubric file. Each case is one test item per subject: run `pytest evals/`.
@@ -95,7 +95,7 @@ ANSWER = "Paris is the capital of France; about 2.1 million people live there."
 INI_LINES = "[pytest]\nrubric_dirs = evals\n"
 
 
-def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``init`` command."""
     cmd = commands.add_parser(
         "init",
@@ -107,6 +107,7 @@ def add_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     cmd.add_argument(
         "dir", nargs="?", type=Path, default=Path("."), metavar="DIR", help="the project (.)"
     )
+    cmd.set_defaults(run=run)
 
 
 class _Refused(Exception):
@@ -155,7 +156,6 @@ def _init(directory: Path) -> int:
     module, write_targets = _target_module(evals)
     example = EXAMPLE
     if module is None:
-        # Both candidate modules exist without an `answer`: the example names no target.
         # Both candidate modules exist without an `answer`: the example's case is answered
         # in writing until one is added.
         example = example.replace(

@@ -1,31 +1,13 @@
-"""``python -m pytest_rubric merge``: one leaderboard, report and gate from CI shards.
+"""``python -m pytest_rubric``: its commands, and ``merge``, which makes one leaderboard,
+report and gate from the ``--rubric-json`` documents of CI shards (``docs/guides/ci.md``).
 
-(``python -m pytest_rubric import`` and ``collect``, which share this command line, live in
-:mod:`pytest_rubric.importers` and :mod:`pytest_rubric._cli.freeze`.)
-
-CI splits a large suite into shards (one pytest, with xdist, per machine),
-each writing ``--rubric-json``. Merging their documents gives exactly what
-one run over the whole suite would have: the leaderboard is recomputed from
-the results, never averaged from the shards' leaderboards.
-
-The same reports and gates as a run: ``--html``, ``--markdown`` (and
-``$GITHUB_STEP_SUMMARY``), ``--baseline`` with ``--max-drop`` and
-``--gate-confidence``, and ``--fail-under``. The outcomes of the gates a merge
-does not apply itself (the judge's gates, or a baseline given to the shards
-only) are kept from the shards' ``gates``, and count in the exit status.
-
-Exit status: 0 when every case passed and the gates passed; 1 when a case
-failed or could not be evaluated, or a gate failed; 2 for bad input (a file
-that is not a ``--rubric-json`` document, a field of the wrong type, NaN or
-missing, shards that overlap, a shard whose run was interrupted without
-``--allow-incomplete``). Whether a case passed is recomputed from its
-criteria, never taken from the shard.
-
-The merged document's ``run`` is that of the shards together (``_report.run.merged``):
-the first shard's versions, commit, grader and cache mode, the earliest start
-and the time until the last shard ended, every judge once, the cache's hits and
-misses and the replayed responses summed. Shards of an older version, which
-wrote no ``run``, still merge; when none has one, ``run`` is null.
+The merge gives what one run over the whole suite would have: the leaderboard is recomputed
+from the results, never averaged from the shards'; whether a case passed is recomputed from
+its criteria, never taken from the shard; the outcomes of the gates a merge does not apply
+itself (the judge's, or a baseline given to the shards only) are kept from the shards'
+``gates`` and count in the exit status. The merged ``run`` is that of the shards together
+(``_report.run.merged``). Exit status 0 when every case and gate passed, 1 when one failed
+or could not be evaluated, 2 for bad input.
 """
 
 from __future__ import annotations
@@ -35,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .. import importers
 from .._config.outputs import OUTPUTS, write_outputs
 from .._config.settings import fraction
 from .._guards.outgoing import outgoing_streams
@@ -46,12 +29,7 @@ from .._report.history import HistoryError, append, skipped_warning, with_trend
 from .._report.report import build_report
 from .._report.run import RunInfo, merged
 from .._results import CaseResult
-from ..importers import add_commands as add_import_commands
-from ..importers import run as run_import
-from .freeze import add_collect_command, run_collect
-from .history import add_history_command, run_history
-from .init import add_command as add_init_command
-from .init import run as run_init
+from . import freeze, history, init
 
 __all__ = ["main", "merge"]
 
@@ -61,25 +39,19 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 def merge(
     paths: Sequence[Path],
     *,
-    notes: list[str] | None = None,
-    calibration: list[Calibration] | None = None,
-    runs: list[RunInfo] | None = None,
-    gates: list[GateEntry] | None = None,
+    notes: list[str],
+    calibration: list[Calibration],
+    runs: list[RunInfo],
+    gates: list[GateEntry],
     allow_incomplete: bool = False,
 ) -> list[CaseResult]:
-    """The results of every shard; a node id found in two shards is an error.
+    """The results of every shard; a node id found in two shards (the same items run twice)
+    is an error, and so is a shard whose run was interrupted unless ``allow_incomplete``.
 
-    Shards split the test items, so one item's results come from one shard
-    only. An overlap means the same items ran twice and would count twice.
-    Each result's ``passed`` is recomputed from its criteria; where that
-    overrules the shard, a line is added to ``notes``. Every shard measures the same
-    calibration (each one ran the whole session's calibration examples): the first shard's
-    figures of each suite and judge are added to ``calibration``. Each shard's ``run`` (none
-    in a document of an older version) is added to ``runs``, in the order given, for
-    :func:`~pytest_rubric._report.run.merged`. Every shard's gate
-    outcomes are added to ``gates``, in shard order. A shard whose run was interrupted
-    (``run.complete`` false) is an error unless ``allow_incomplete``: its results are a part
-    of its items, and would merge as if they were all.
+    Added, in shard order: to ``notes`` a line where a recomputed ``passed`` overrules the
+    shard; to ``calibration`` the first shard's figures of each suite and judge (every
+    shard ran the whole session's calibration examples); to ``runs`` each shard's ``run``;
+    to ``gates`` each shard's gate outcomes.
     """
     results: list[CaseResult] = []
     owner: dict[str, Path] = {}
@@ -91,15 +63,12 @@ def merge(
                 "part of its shard; run that shard again, or pass --allow-incomplete to merge "
                 "what it has"
             )
-        if notes is not None:
-            notes += document.recomputed
-        if runs is not None and document.run is not None:
+        notes += document.recomputed
+        if document.run is not None:
             runs.append(document.run)
-        if calibration is not None:
-            seen = {(c.suite, c.judge) for c in calibration}
-            calibration += [c for c in document.calibration if (c.suite, c.judge) not in seen]
-        if gates is not None:
-            gates += document.gates
+        seen = {(c.suite, c.judge) for c in calibration}
+        calibration += [c for c in document.calibration if (c.suite, c.judge) not in seen]
+        gates += document.gates
         shard = document.results
         seen_here: set[str] = set()
         for nodeid in (r.nodeid for r in shard):
@@ -179,10 +148,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="X",
         help="fail when a subject's mean correctness is below X",
     )
-    add_import_commands(commands)
-    add_collect_command(commands)
-    add_history_command(commands)
-    add_init_command(commands)
+    for command in (importers, freeze, history, init):
+        command.add_commands(commands)  # each sets `run`, the function its command runs
     return parser
 
 
@@ -197,14 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _command(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command == "import":
-        return run_import(args)
-    if args.command == "collect":
-        return run_collect(args)
-    if args.command == "init":
-        return run_init(args)
-    if args.command == "history":
-        return run_history(args)
+    if args.command != "merge":
+        return int(args.run(args))
     for name in ("confidence", "gate_confidence"):
         value = getattr(args, name)
         if value is not None and not 0 < value < 1:

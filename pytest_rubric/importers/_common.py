@@ -22,7 +22,7 @@ from .._config.outputs import unwritable
 from .._errors import Problem
 from .._schema import Suite
 
-__all__ = ["ImportFailed", "Output", "is_number", "validated", "write"]
+__all__ = ["ImportFailed", "Output", "abridged", "is_number", "validated", "write"]
 
 
 class ImportFailed(Exception):
@@ -46,6 +46,11 @@ class Output:
     rubrics: dict[str, dict[str, Any]] = field(default_factory=dict)
     responses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # printed: what was not mapped, and why
+
+
+def abridged(text: str) -> str:
+    """``text`` cut to 60 characters, as a message quotes a value."""
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def is_number(value: Any) -> bool:
@@ -85,25 +90,15 @@ def write(output: Output, directory: Path, *, force: bool = False) -> list[Path]
     problems = []
     for path, _ in files:
         if not path.resolve().is_relative_to(root):
-            problems.append(
-                Problem(
-                    f"would be written outside --out {directory}",
-                    path=path,
-                    hint="name it without a path separator or '..'",
-                )
-            )
+            why = f"would be written outside --out {directory}"
+            hint = "name it without a path separator or '..'"
         elif (path.exists() or path.is_symlink()) and not force:
-            problems.append(
-                Problem(
-                    "already exists",
-                    path=path,
-                    hint="pass --force to overwrite it, or choose another --out",
-                )
-            )
-        elif (why := unwritable(path)) is not None:  # before any file is written
-            problems.append(
-                Problem(f"cannot be written: {why}", path=path, hint="choose another --out")
-            )
+            why, hint = "already exists", "pass --force to overwrite it, or choose another --out"
+        elif (unwritten := unwritable(path)) is not None:  # before any file is written
+            why, hint = f"cannot be written: {unwritten}", "choose another --out"
+        else:
+            continue
+        problems.append(Problem(why, path=path, hint=hint))
     if problems:
         raise ImportFailed(problems, where="in the output")
     return [_write(path, text) for path, text in files]

@@ -1,27 +1,14 @@
-"""``python -m pytest_rubric import healthbench DATA.jsonl``: HealthBench's own JSONL as a suite.
+"""``python -m pytest_rubric import healthbench DATA.jsonl``: HealthBench's own JSONL as a suite
+(``docs/guides/import-healthbench.md``).
 
-HealthBench (``openai/simple-evals``, ``healthbench_eval.py``) has one example
-per line: ``prompt_id``, ``prompt`` (a conversation of ``{role, content}``),
-``rubrics`` (each ``criterion``, ``points``, which may be negative, and
-``tags``) and ``example_tags``. Its grader asks, per rubric item, whether the
-conversation's next turn meets the criterion, and scores an example as the
-points of the items met over the sum of the positive points.
-
-Each example becomes a case: the prompt as ``messages``, one ``judge``
-criterion per rubric item (``weight`` = ``points``, ``requirement`` =
-``criterion``, its ``tags`` kept), the example's tags as the case's. A
-negative item is this plugin's error criterion: MET means the error happened
-and costs its points, as in HealthBench. So a case's ``score`` is
-HealthBench's example score clipped to [0, 1], and ``raw_score`` over the
-positive points is the unclipped score HealthBench averages before clipping.
-
-HealthBench has no pass mark, so the suite is report-only (``min_score:
-null``): a case passes unless a criterion could not be graded; its score is
-still reported and ranks the subjects.
-
-``--responses SUBJECT=FILE.jsonl`` reads completions keyed by ``prompt_id``
-(``completion`` as text or as simple-evals' list of one assistant message;
-``response`` or ``answer`` also read) into ``responses/SUBJECT.jsonl``.
+HealthBench (``openai/simple-evals``, ``healthbench_eval.py``) has one example per line:
+``prompt_id``, ``prompt`` (a conversation), ``rubrics`` (each ``criterion``, ``points``,
+which may be negative, and ``tags``) and ``example_tags``. Each example becomes a case: the
+prompt as ``messages``, one ``judge`` criterion per rubric item (``weight`` = ``points``),
+the example's tags as the case's. A negative item is this plugin's error criterion, so a
+case's ``score`` is HealthBench's example score clipped to [0, 1]. HealthBench has no pass
+mark, so the suite is report-only (``min_score: null``). ``--responses SUBJECT=FILE.jsonl``
+reads completions keyed by ``prompt_id`` into ``responses/SUBJECT.jsonl``.
 """
 
 from __future__ import annotations
@@ -33,7 +20,7 @@ from typing import Any
 from .._errors import Problem
 from .._guards.limits import NotRegular, read_jsonl
 from .._load.responses import file_subject_problem
-from ._common import ImportFailed, Output, is_number, validated
+from ._common import ImportFailed, Output, abridged, is_number, validated
 
 __all__ = ["convert", "read_completions"]
 
@@ -70,11 +57,8 @@ def convert(data: Path, *, responses: dict[str, Path] | None = None) -> Output:
         problems.append(
             Problem("no examples in the file", path=data, hint="one JSON object a line")
         )
-    suite: dict[str, Any] = {
-        "suite": "healthbench",
-        # HealthBench has no pass mark: the cases are report-only, their scores still reported.
-        "min_score": None,
-    }
+    # HealthBench has no pass mark: the cases are report-only, their scores still reported.
+    suite: dict[str, Any] = {"suite": "healthbench", "min_score": None}
     output = Output()
     if responses:
         suite["responses"] = "responses/"
@@ -168,15 +152,8 @@ def _case(
                 "HealthBench points are whole numbers such as 5 or -3",
             )
         tags = _strings(item.get("tags", []), f"{where}.tags", problem)
-        criteria.append(
-            {
-                "id": f"r{i + 1}",
-                "type": "judge",
-                "weight": points,
-                "requirement": criterion,
-                **({"tags": tags} if tags else {}),
-            }
-        )
+        judged = {"id": f"r{i + 1}", "type": "judge", "weight": points, "requirement": criterion}
+        criteria.append({**judged, "tags": tags} if tags else judged)
     if len(problems) == before and not any(float(c["weight"]) > 0 for c in criteria):
         problem(
             "rubrics",
@@ -242,8 +219,9 @@ def _label(row: dict[str, Any]) -> str | None:
 
 
 def _shown(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return abridged(
+        repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    )
 
 
 def read_completions(path: Path, problems: list[Problem]) -> dict[str, str]:
@@ -254,38 +232,20 @@ def read_completions(path: Path, problems: list[Problem]) -> dict[str, str]:
         pid = row.get("prompt_id")
         text = _completion(row)
         if not isinstance(pid, str) or not pid:
-            problems.append(
-                Problem(
-                    "no prompt_id",
-                    line=number,
-                    path=path,
-                    field="prompt_id",
-                    hint='add "prompt_id": "..." (the example it answers)',
-                )
-            )
-        elif text is None:
-            problems.append(
-                Problem(
-                    "no completion text",
-                    line=number,
-                    path=path,
-                    case=pid,
-                    field="completion",
-                    hint='write "completion": "..." (or simple-evals\' [{"role": "assistant", "content": "..."}])',
-                )
-            )
+            message, hint = "no prompt_id", 'add "prompt_id": "..." (the example it answers)'
+            problems.append(Problem(message, line=number, path=path, field="prompt_id", hint=hint))
+            continue
+        if text is None:
+            message = "no completion text"
+            hint = """write "completion": "..." (or simple-evals' [{"role": "assistant", "content": "..."}])"""
         elif pid in found:
-            problems.append(
-                Problem(
-                    f"a second completion for prompt_id {pid!r} (first on line {lines[pid]})",
-                    line=number,
-                    path=path,
-                    case=pid,
-                    hint="keep one completion per example and subject",
-                )
-            )
+            message = f"a second completion for prompt_id {pid!r} (first on line {lines[pid]})"
+            hint = "keep one completion per example and subject"
         else:
             found[pid], lines[pid] = text, number
+            continue
+        field = "completion" if text is None else None
+        problems.append(Problem(message, line=number, path=path, case=pid, field=field, hint=hint))
     return found
 
 

@@ -1,47 +1,52 @@
-"""``python -m pytest_rubric import promptfoo promptfooconfig.yaml``: promptfoo tests as a suite.
+"""``python -m pytest_rubric import promptfoo promptfooconfig.yaml``: promptfoo tests as a suite
+(``docs/guides/import-promptfoo.md``).
 
-Each prompt x test pair becomes a case (and each combination of a test's list vars,
-as promptfoo expands them): the prompt rendered with the test's vars
-(``defaultTest.vars`` under them) is the ``question``, or the ``messages`` of a
-chat prompt. Prompts, tests and values may come from files (``file://``, CSV,
-YAML, JSONL; see :mod:`.promptfoo_read`). Each assertion (``defaultTest.assert``
-first, ``$ref: "#/assertionTemplates/x"`` resolved) becomes one criterion with
-the assertion's ``weight`` (see :mod:`.promptfoo_assert`).
-
-promptfoo passes a test when every assertion passes (weight 0 ones never fail),
-or, with a ``threshold``, when the weighted mean of their scores reaches it
-(``src/assertions/assertionsResult.ts``): so the file's pass mark is
+Each prompt x test pair becomes a case (and each combination of a test's list vars, as
+promptfoo expands them): the prompt rendered with the test's vars is the ``question``, or
+the ``messages`` of a chat prompt. Prompts and tests may come from files, read as
+promptfoo's ``src/prompts/processors/*.ts`` and ``src/util/testCaseReader.ts`` read them
+(CSV rows as ``src/csv.ts``), every file through :mod:`.promptfoo_files`. Each assertion
+(``defaultTest.assert`` first, ``$ref`` resolved) becomes one criterion with its ``weight``
+(:mod:`.promptfoo_assert`). promptfoo passes a test when every assertion passes, or with a
+``threshold`` when the weighted mean of their scores reaches it: so the file's pass mark is
 ``min_score: 1.0`` and a test with a threshold has ``min_score: threshold``.
 
-What cannot be graded here is listed as ``not mapped:`` with its file, line,
-test and type, and left out: a test keeps its other criteria (tagged
-``promptfoo:partial``), a test left with none is not written, and neither stops
-the rest of the config. Input promptfoo itself would refuse (not YAML, wrong
-shapes, a ``$ref`` to no template, a weight that is not a number) is a problem,
-and then nothing is written.
-
-The conversion runs in steps, each in its own module, reporting through one
-:class:`~.promptfoo_config.Conversion`: reading what the config points to
-(:mod:`.promptfoo_read`), merging each test with ``defaultTest``
-(:mod:`.promptfoo_merge`), and writing a test's cases (:mod:`.promptfoo_cases`).
+What cannot be graded here is listed as ``not mapped:`` and left out (a test keeps its
+other criteria, tagged ``promptfoo:partial``; a test left with none is not written). Input
+promptfoo itself would refuse is a problem, and then nothing is written.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._errors import Problem, RubricLoadError
-from ._common import ImportFailed, Output, validated
-from .promptfoo_cases import PARTIAL_TAG, cases_of
-from .promptfoo_config import Conversion, shown_value
-from .promptfoo_files import Budget, TooLarge
-from .promptfoo_match import Unmappable
-from .promptfoo_merge import gather_tests, merge
-from .promptfoo_read import Prompt, is_file_ref, parse_yaml, read_prompts
+from ._common import ImportFailed, Output, abridged, is_number, validated
+from .promptfoo_assert import CSV_TYPES, MODEL_GRADED, check_type, criterion
+from .promptfoo_files import (
+    CODE,
+    FILE,
+    GLOB,
+    Budget,
+    Parsed,
+    TooLarge,
+    Tree,
+    Unmappable,
+    is_file_ref,
+    json_stringify,
+    parse_yaml,
+)
+from .promptfoo_render import combinations, prepare, render, render_prompt
 
-__all__ = ["PARTIAL_TAG", "convert"]
+__all__ = ["PARTIAL_TAG", "assertion_from_string", "convert"]
 
+PARTIAL_TAG = "promptfoo:partial"
 _CONFIG_KEYS = {
     "prompts",
     "providers",
@@ -51,6 +56,157 @@ _CONFIG_KEYS = {
     "scenarios",
     "description",
 }
+_TEST_KEYS = {
+    "vars",
+    "assert",
+    "threshold",
+    "description",
+    "metadata",
+    "options",
+    "provider",
+    "providerOutput",
+    "assertScoringFunction",
+}
+_REF = re.compile(r"^#/assertionTemplates/([^/]+)$")
+# Test options that change what is asked or how the answer is read before grading.
+_OPTIONS_NOT_KEPT = {
+    "transform": "transforms the output with code before grading",
+    "postprocess": "transforms the output with code before grading",
+    "transformVars": "transforms the vars with code before asking",
+    "storeOutputAs": "feeds its output to later tests",
+}
+_OPTIONS_QUIET = {
+    "prefix",
+    "suffix",
+    "disableVarExpansion",
+    "disableConversationVar",
+    "runSerially",
+}
+_PROMPT_FILES = (".txt", ".json", ".jsonl", ".yaml", ".yml", ".csv", ".md", ".j2", *CODE)
+_PROMPT_DELIMITER = "---"  # src/prompts/constants.ts (PROMPTFOO_PROMPT_SEPARATOR unset)
+_CSV_ASSERTION = re.compile(r"^(not-)?([a-z0-9-]+)(?:\((\d+(?:\.\d+)?)\))?(?::([\s\S]*))?$")
+_CSV_ARRAY = {"contains-all", "contains-any", "icontains-all", "icontains-any"}
+_CSV_RAW = {"contains-json", "is-json"}
+_CSV_THRESHOLD = {
+    "answer-relevance",
+    "classifier",
+    "context-faithfulness",
+    "context-recall",
+    "context-relevance",
+    "cost",
+    "latency",
+    "levenshtein",
+    "perplexity-score",
+    "perplexity",
+    "rouge-n",
+    "similar",
+    "starts-with",
+}
+
+
+class Conversion:
+    """One config's conversion as every step reports through it: the config's file, tree and
+    parsed lines, its assertion templates, the problems found (input promptfoo itself would
+    refuse), the notes for the user (what is not mapped, and why) and the counts the closing
+    note gives."""
+
+    def __init__(
+        self, path: Path, problems: list[Problem], notes: list[str], budget: Budget
+    ) -> None:
+        self.path, self.problems, self.notes = path, problems, notes
+        self.budget = budget  # the whole import's, shared by every config
+        self.tree = Tree(path, budget)
+        self.parsed = Parsed(None, {})
+        self.templates: dict[str, Any] = {}
+        self.tests = self.written = self.listed = 0
+        self._seen: set[str] = set(notes)
+
+    def problem(
+        self, message: str, where: tuple[Any, ...], hint: str | None = None, **kw: Any
+    ) -> None:
+        found = Problem(message, line=self.parsed.line(where), path=self.path, hint=hint, **kw)
+        if found not in self.problems:  # defaultTest's are met once per test
+            self.problems.append(found)
+
+    def note(self, text: str) -> None:
+        if text not in self._seen:
+            self._seen.add(text)
+            self.notes.append(text)
+
+    def unmapped(self, where: str, what: str, why: str) -> None:
+        self.note(f"not mapped: {where}: {what}: {why}")
+
+    def at(self, where: tuple[Any, ...]) -> str:
+        line = self.parsed.line(where)
+        return f"{self.path}:{line}" if line else str(self.path)
+
+    def skip(self, where: str, label: str, why: str) -> None:
+        self.listed += 1
+        self.unmapped(where, label, f"{why}; the test is not written")
+
+
+def var_names(names: set[str]) -> str:
+    """Template variables as a message names them: ``{{ a }}, {{ b }}``."""
+    return ", ".join(f"{{{{ {n} }}}}" for n in sorted(names))
+
+
+def shown_value(value: Any) -> str:
+    """A value as a message quotes it: on one line, cut to 60 characters."""
+    return repr(abridged((value if isinstance(value, str) else repr(value)).replace("\n", " ")))
+
+
+@dataclass
+class Prompt:
+    label: str
+    template: str
+    where: str = ""  # file:line of its entry in the config
+
+
+@dataclass
+class RawTest:
+    """A test as written, before ``defaultTest`` is merged in, with where it is written."""
+
+    data: Any
+    file: str  # as messages show it
+    line: int | None
+    base: Path  # the directory its own file:// paths (vars files) are read from
+    # Its place in the config, when written there (`$ref: '#/assertionTemplates/..'`
+    # resolves only in the config).
+    key: tuple[Any, ...] | None = None
+
+
+@dataclass
+class Assertion:
+    label: str  # e.g. "assert[1]", "defaultTest.assert[0] ($ref polite)"
+    where: str  # file:line
+    item: Any  # the assertion; an Unmappable to list; None after a problem
+    default: bool = False  # from defaultTest: the same in every test
+
+    @property
+    def kind(self) -> str:
+        return self.item.get("type", "?") if isinstance(self.item, dict) else "?"
+
+    def check(self) -> None:
+        """Raise :class:`Unmappable` when no value or option could map it."""
+        if isinstance(self.item, Unmappable):
+            raise self.item
+        check_type(self.kind)
+
+
+@dataclass
+class Test:
+    """One promptfoo test after defaultTest is merged in."""
+
+    number: int
+    label: str
+    where: str
+    description: str | None
+    vars: dict[str, Any]
+    asserts: list[Assertion]
+    threshold: Any
+    options: dict[str, Any]
+    metadata: dict[str, Any]
+    scoring_function: Any = None
 
 
 def convert(configs: list[Path]) -> Output:
@@ -91,11 +247,7 @@ def convert(configs: list[Path]) -> Output:
 
 
 def _stem(path: Path) -> str:
-    stem = path.name
-    for suffix in (".yaml", ".yml", ".json"):
-        if stem.endswith(suffix):
-            return stem[: -len(suffix)]
-    return stem
+    return re.sub(r"\.(yaml|yml|json)$", "", path.name)
 
 
 def _convert_config(ctx: Conversion) -> dict[str, Any] | None:
@@ -122,22 +274,21 @@ def _convert_config(ctx: Conversion) -> dict[str, Any] | None:
         ctx.templates = templates
     default = _default(ctx, data.get("defaultTest", {}))
     prompts = _prompts(ctx, data.get("prompts"))
-    raw_tests = gather_tests(ctx, data)
+    raw_tests = _gather_tests(ctx, data)
     if len(ctx.problems) > before or default is None:
         return None
-    tests = [t for n, raw in enumerate(raw_tests, start=1) if (t := merge(ctx, n, raw, default))]
+    tests = [t for n, raw in enumerate(raw_tests, start=1) if (t := _merge(ctx, n, raw, default))]
     if len(ctx.problems) > before:
         return None
     cases: list[dict[str, Any]] = []
     for test in tests:
-        cases += cases_of(ctx, test, prompts)
+        cases += _cases(ctx, test, prompts)
     if len(ctx.problems) > before:
         return None
     _config_notes(ctx, data)
-    s = ctx.stats
     ctx.note(
-        f"{ctx.path}: {s.written} of {s.tests} tests written as {len(cases)} cases "
-        f"({len(prompts)} prompt{'s' if len(prompts) != 1 else ''}); {s.listed} listed above"
+        f"{ctx.path}: {ctx.written} of {ctx.tests} tests written as {len(cases)} cases "
+        f"({len(prompts)} prompt{'s' if len(prompts) != 1 else ''}); {ctx.listed} listed above"
     )
     if not cases:
         ctx.note(f"not mapped: {ctx.path}: no test could be mapped; no rubric file written")
@@ -174,27 +325,101 @@ def _default(ctx: Conversion, value: Any) -> dict[str, Any] | None:
 
 
 def _prompts(ctx: Conversion, value: Any) -> list[Prompt]:
+    """Each prompt of ``prompts:`` (a prompt, a list, or the legacy map of path to label).
+
+    A plain string is a file when it says ``file://``, or when it is one word ending in a
+    prompt file's extension (``prompts.txt``, as promptfoo's ``maybeFilePath`` reads it);
+    else it is the prompt text.
+    """
     if value is None:
         ctx.problem("the config has no `prompts`", (), "add the prompt text under `prompts:`")
         return []
-    if not isinstance(value, str | list | dict):
+    if isinstance(value, str):
+        items: list[Any] = [value]
+    elif isinstance(value, dict):  # legacy: {path: label}
+        items = [{"raw": raw, "label": label} for raw, label in value.items()]
+    elif isinstance(value, list):
+        items = value
+    else:
         ctx.problem(
             "`prompts` must be a prompt, a list of prompts, or a map of files to labels",
             ("prompts",),
         )
         return []
     prompts: list[Prompt] = []
-    for entry in read_prompts(value, ctx.tree):
-        where = ("prompts", entry.index) if isinstance(value, list) else ("prompts",)
-        if entry.why_not is None:
-            for prompt in entry.prompts:
-                prompt.where = ctx.at(where)
-            prompts += entry.prompts
+    for i, item in enumerate(items):
+        raw = item.get("raw") or item.get("id") if isinstance(item, dict) else item
+        label = item.get("label") if isinstance(item, dict) else None
+        label = label if isinstance(label, str) and label else None
+        where = ctx.at(("prompts", i) if isinstance(value, list) else ("prompts",))
+        try:
+            if not isinstance(raw, str) or not raw.strip():
+                raise Unmappable("a prompt is text, a file:// path, or {raw: ..., label: ...}")
+            if _looks_like_file(raw):
+                found = _prompt_files(raw, label, ctx.tree)
+            else:  # promptfoo labels an inline prompt with its own text
+                found = [Prompt(label or abridged(" ".join(raw.split())), raw)]
+        except Unmappable as exc:
+            ctx.unmapped(where, f"prompt {shown_value(raw)}", f"{exc}; no case asks it")
             continue
-        ctx.unmapped(
-            ctx.at(where), f"prompt {shown_value(entry.raw)}", f"{entry.why_not}; no case asks it"
-        )
+        for prompt in found:
+            prompt.where = where
+        prompts += found
     return prompts
+
+
+def _looks_like_file(raw: str) -> bool:
+    if raw.startswith(FILE):
+        return True
+    head = raw.rsplit(":", 1)[0] if raw.count(":") == 1 else raw  # file.py:function
+    return "\n" not in raw and " " not in raw and head.lower().endswith(_PROMPT_FILES)
+
+
+def _prompt_files(raw: str, label: str | None, tree: Tree) -> list[Prompt]:
+    name = raw.removeprefix(FILE)
+    head, _, function = name.partition(":") if not GLOB.search(name) else (name, "", "")
+    if head.lower().endswith(CODE):
+        raise Unmappable(f"{raw} is a prompt function, which runs code")
+    if head.lower().endswith((".md", ".j2")):
+        raise Unmappable(f"{raw}: Markdown and Jinja prompt files are not read")
+    if function:
+        raise Unmappable(f"{raw} names a function, which only code prompt files have")
+    prompts: list[Prompt] = []
+    for path in tree.paths(head):
+        shown = str(path.relative_to(tree.root))
+        found = _prompt_file(path, shown, tree)
+        many = len(found) > 1
+        for k, text in enumerate(found):
+            tag = f"{shown} #{k + 1}" if many else shown
+            prompts.append(Prompt(f"{label}: {tag}" if label else tag, text))
+    if not prompts:
+        raise Unmappable(f"{raw} holds no prompt")
+    return prompts
+
+
+def _prompt_file(path: Path, shown: str, tree: Tree) -> list[str]:
+    suffix = path.suffix.lower()
+    if suffix == ".txt":
+        text = tree.text(path, shown)
+        return [p.strip() for p in text.split(_PROMPT_DELIMITER) if p.strip()]
+    if suffix == ".json":
+        return [tree.text(path, shown)]
+    if suffix == ".jsonl":
+        return [line for line in tree.text(path, shown).split("\n") if line.strip()]
+    if suffix in (".yaml", ".yml"):
+        return [json_stringify(tree.document(path, shown).data)]
+    if suffix == ".csv":
+        return _csv_prompts(tree.text(path, shown))
+    raise Unmappable(f"{shown}: promptfoo reads no prompt from a {suffix or 'bare'} file")
+
+
+def _csv_prompts(text: str) -> list[str]:
+    """src/prompts/processors/csv.ts: a ``prompt`` column, or one prompt a line."""
+    if "," not in text:
+        lines = [line for line in text.split("\n") if line.strip()]
+        return lines[1:] if lines and lines[0].strip().lower() == "prompt" else lines
+    rows = list(csv.DictReader(io.StringIO(text)))
+    return [row["prompt"].strip() for row in rows if (row.get("prompt") or "").strip()]
 
 
 def _config_notes(ctx: Conversion, data: dict[str, Any]) -> None:
@@ -220,3 +445,581 @@ def _provider_ids(value: Any) -> list[str]:
         elif isinstance(item, dict) and len(item) == 1:
             ids.append(str(next(iter(item))))
     return ids
+
+
+def _gather_tests(ctx: Conversion, data: dict[str, Any]) -> list[tuple[str, RawTest]]:
+    """(label, test) for each test of ``tests:`` (inline, or from files; a file that gives
+    none is noted) and of ``scenarios:``."""
+    value = data.get("tests")
+    scenarios = data.get("scenarios")
+    if value is None and not scenarios:
+        # evaluator.ts: no tests at all runs one empty test (defaultTest still applies)
+        value = [{}]
+    if value is not None and not isinstance(value, str | list):
+        ctx.problem("`tests` must be a list of tests or a file:// path", ("tests",))
+        return []
+    tests: list[RawTest] = []
+    for i, item in enumerate([value] if isinstance(value, str) else value or []):
+        where = ("tests", i) if isinstance(value, list) else ("tests",)
+        line = ctx.parsed.line(where)
+        if not isinstance(item, str):
+            ctx.budget.spend(tests=1)
+            tests.append(RawTest(item, str(ctx.path), line, ctx.tree.root, where))
+            continue
+        try:
+            tests += _test_files(item, ctx.tree)
+        except Unmappable as exc:
+            ctx.note(f"not mapped: {ctx.path}:{line}: tests from {item}: {exc}")
+    found = [(f"test {i}", t) for i, t in enumerate(tests, start=1)]
+    if scenarios is None:
+        return found
+    if not isinstance(scenarios, list):
+        ctx.problem("`scenarios` must be a list", ("scenarios",))
+        return found
+    for s, scenario in enumerate(scenarios):
+        found += _scenario(ctx, s, scenario)
+    return found
+
+
+def _test_files(ref: str, tree: Tree) -> list[RawTest]:
+    if ref.startswith(("https://", "http://", "huggingface://")):
+        raise Unmappable("tests from the network (a sheet, a dataset hub) are not fetched")
+    name = ref.removeprefix(FILE)
+    head = name.split(":", 1)[0] if not GLOB.search(name) else name
+    if head.lower().endswith(CODE):
+        raise Unmappable("a test generator runs code")
+    found: list[RawTest] = []
+    for path in tree.paths(head):
+        shown = tree.shown(path)
+        suffix = path.suffix.lower()
+        if suffix == ".csv":
+            found += _csv_tests(tree.text(path, shown), shown, path.parent, tree.budget)
+        elif suffix == ".jsonl":
+            found += _jsonl_tests(tree.text(path, shown), shown, path.parent, tree.budget)
+        elif suffix in (".yaml", ".yml", ".json"):
+            doc = tree.document(path, shown)
+            data = doc.data if isinstance(doc.data, list) else [doc.data]
+            tree.budget.spend(tests=len(data))
+            line = doc.line if isinstance(doc.data, list) else lambda _: 1
+            found += [RawTest(t, shown, line((i,)), path.parent) for i, t in enumerate(data)]
+        else:
+            raise Unmappable(f"{shown}: promptfoo reads tests from .csv, .yaml, .json and .jsonl")
+    return found
+
+
+def _jsonl_tests(text: str, shown: str, base: Path, budget: Budget) -> list[RawTest]:
+    tests: list[RawTest] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        budget.spend(tests=1)
+        try:
+            tests.append(RawTest(json.loads(line), shown, number, base))
+        except (ValueError, RecursionError) as exc:
+            raise Unmappable(f"{shown}:{number} is not JSON ({exc})") from None
+    return tests
+
+
+def _csv_tests(text: str, shown: str, base: Path, budget: Budget) -> list[RawTest]:
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = [h.strip() for h in next(reader)]
+    except StopIteration:
+        return []
+    except csv.Error as exc:
+        raise Unmappable(f"{shown} is not CSV ({exc})") from None
+    tests: list[RawTest] = []
+    end = reader.line_num
+    try:
+        for row in reader:
+            start, end = end + 1, reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            budget.spend(tests=1)
+            cells = dict(zip(header, row + [""] * (len(header) - len(row)), strict=False))
+            # promptfoo describes a row without __description as "Row #N"; here its file and
+            # line say which row it is.
+            tests.append(RawTest(_csv_row(cells), shown, start, base))
+    except csv.Error as exc:
+        raise Unmappable(f"{shown}:{reader.line_num} is not CSV ({exc})") from None
+    return tests
+
+
+def _csv_row(row: dict[str, str]) -> dict[str, Any]:
+    """src/csv.ts, testCaseFromCsvRow: ``__expected*`` columns are assertions, ``__``
+    columns settings, the rest vars."""
+    vars_: dict[str, str] = {}
+    asserts: list[dict[str, Any]] = []
+    options: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    configs: dict[int, dict[str, Any]] = {}
+    test: dict[str, Any] = {}
+    for key, value in row.items():
+        if key.startswith("__expected"):
+            if value.strip():
+                asserts.append(assertion_from_string(value.strip()))
+        elif key in ("__prefix", "__suffix"):
+            options[key[2:]] = value
+        elif key == "__description":
+            if value:
+                test["description"] = value
+        elif key == "__providerOutput":
+            if value:
+                test["providerOutput"] = value
+        elif key == "__metric":
+            test["metric"] = value
+        elif key == "__threshold":
+            number = _parse_float(value)
+            if number:  # `...(state.threshold ? { threshold } : {})`
+                test["threshold"] = number
+        elif key.startswith("__metadata:"):
+            name = key.removeprefix("__metadata:")
+            if name.endswith("[]") and value.strip():
+                items = re.split(r"(?<!\\),", value)
+                metadata[name[:-2]] = [v.strip().replace("\\,", ",", 1) for v in items]
+            elif value.strip():
+                metadata[name] = value
+        elif key == "__metadata":
+            pass  # promptfoo warns and ignores it
+        elif key.startswith("__config:"):
+            target, _, setting = key.removeprefix("__config:").partition(":")
+            index = 0 if target == "__expected" else int(target.removeprefix("__expected") or 0) - 1
+            number = _parse_float(value)
+            if setting == "threshold" and index >= 0 and number is not None:
+                configs.setdefault(index, {})["threshold"] = number
+        else:
+            vars_[key] = value
+    metric = test.pop("metric", None)
+    for i, assertion in enumerate(asserts):
+        if metric:
+            assertion["metric"] = metric
+        assertion.update(configs.get(i, {}))
+    test.update({"vars": vars_, "assert": asserts, "options": options})
+    if metadata:
+        test["metadata"] = metadata
+    return test
+
+
+def _parse_float(text: str) -> float | None:
+    """``Number.parseFloat``: the longest leading number, NaN (None) when there is none."""
+    found = re.match(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)", text)
+    return float(found[1]) if found else None
+
+
+def assertion_from_string(expected: str) -> dict[str, Any]:
+    """src/csv.ts, assertionFromString: a CSV ``__expected`` cell as an assertion."""
+    for prefix in ("javascript:", "fn:", "eval:"):
+        if expected.startswith(prefix):
+            return {"type": "javascript", "value": expected[len(prefix) :].strip()}
+    if expected.startswith(FILE) and expected.lower().endswith(CODE[:6]):
+        return {"type": "javascript", "value": expected[len(FILE) :].strip()}
+    for prefix in ("grade:", "llm-rubric:"):
+        if expected.startswith(prefix):
+            return {"type": "llm-rubric", "value": expected[len(prefix) :]}
+    if expected.startswith("python:") or (
+        expected.startswith(FILE) and (expected.endswith(".py") or ".py:" in expected)
+    ):
+        rest = (
+            expected.removeprefix("python:")
+            if expected.startswith("python:")
+            else expected[len(FILE) :]
+        )
+        return {"type": "python", "value": rest.strip()}
+    found = _CSV_ASSERTION.match(expected)
+    if found is None or found[2] not in CSV_TYPES:
+        return {"type": "equals", "value": expected}
+    inverse, kind, threshold, value = found.groups()
+    assertion: dict[str, Any] = {"type": f"not-{kind}" if inverse else kind}
+    if kind in _CSV_ARRAY:
+        assertion["value"] = [v.strip() for v in value.split(",")] if value else value
+    elif kind in _CSV_RAW:
+        assertion["value"] = value
+    else:
+        assertion["value"] = value.strip() if value is not None else None
+        if kind in _CSV_THRESHOLD:
+            assertion["threshold"] = (
+                float(threshold) if threshold else 0.8 if kind == "similar" else 0.75
+            )
+    if assertion["value"] is None:
+        del assertion["value"]
+    return assertion
+
+
+def _scenario(ctx: Conversion, s: int, scenario: Any) -> list[tuple[str, RawTest]]:
+    where = ("scenarios", s)
+    if not isinstance(scenario, dict) or not isinstance(scenario.get("config"), list):
+        ctx.problem("a scenario is a mapping with a `config` list and `tests`", where)
+        return []
+    tests = scenario.get("tests") or [{}]
+    found = []
+    for c, data in enumerate(scenario["config"]):
+        for t, test in enumerate(tests if isinstance(tests, list) else []):
+            label = f"scenario {s + 1}, config {c + 1}, test {t + 1}"
+            ctx.budget.spend(tests=1)  # configs x tests: counted as the product is made
+            if not isinstance(data, dict) or not isinstance(test, dict):
+                ctx.tests += 1
+                ctx.skip(
+                    ctx.at((*where, "tests", t)),
+                    label,
+                    "a scenario's config entries and tests are mappings (tests from files "
+                    "are not read there)",
+                )
+                continue
+            # evaluator.ts: {...data, ...test}, vars and options merged under the test's
+            merged = {**data, **test}
+            for key in ("vars", "options"):
+                mine, theirs = data.get(key), test.get(key)
+                if isinstance(mine, dict) and isinstance(theirs, dict | None):
+                    merged[key] = {**mine, **(theirs or {})}
+            at = (*where, "tests", t)
+            found.append(
+                (label, RawTest(merged, str(ctx.path), ctx.parsed.line(at), ctx.tree.root, at))
+            )
+    return found
+
+
+def _merge(
+    ctx: Conversion, number: int, labelled: tuple[str, RawTest], default: dict[str, Any]
+) -> Test | None:
+    """Test ``number``, ``labelled`` as the config names it, with ``default`` (the config's
+    ``defaultTest``) merged in as promptfoo merges it; None when it is listed instead."""
+    label, raw = labelled
+    ctx.tests += 1
+    where = f"{raw.file}:{raw.line}" if raw.line else raw.file
+    test = raw.data
+    if not isinstance(test, dict):
+        ctx.skip(where, label, "a test is a mapping (vars, assert, ...)")
+        return None
+    description = test.get("description")
+    if isinstance(description, str) and description:
+        label += f" ({description!r})"
+    else:
+        description = None
+    for key in sorted(set(test) - _TEST_KEYS):
+        ctx.note(f"{where}: {label}: `{key}` on a test is not imported")
+    if test.get("provider") is not None:
+        ctx.note(f"{where}: {label}: promptfoo asks its own provider; here each subject does")
+    if test.get("providerOutput") is not None:
+        ctx.note(
+            f"{where}: {label}: promptfoo grades its fixed providerOutput; here each "
+            "subject's answer is graded"
+        )
+    vars_ = _vars(ctx, default.get("vars"), where, label, ctx.tree.root)
+    own = _vars(ctx, test.get("vars"), where, label, raw.base)
+    if vars_ is None or own is None:
+        return None
+    asserts: list[Assertion] = []
+    for source, name, key in ((default, "defaultTest.", ("defaultTest",)), (test, "", raw.key)):
+        given = source.get("assert") or []
+        if not isinstance(given, list):
+            ctx.skip(where, label, "`assert` must be a list of assertions")
+            return None
+        for j, item in enumerate(given):
+            at = None if key is None else (*key, "assert", j)
+            a = _assertion(ctx, item, f"{name}assert[{j}]", at, where, label)
+            a.default = bool(name)
+            asserts.append(a)
+    threshold = test.get("threshold")
+    if threshold is None:  # evaluator.ts: `test.threshold ?? defaultTest.threshold`
+        threshold = default.get("threshold")
+    options = {**(default.get("options") or {}), **(test.get("options") or {})}
+    metadata = {**(default.get("metadata") or {}), **(test.get("metadata") or {})}
+    scoring = test.get("assertScoringFunction", default.get("assertScoringFunction"))
+    vars_ = {**vars_, **own}
+    return Test(
+        number, label, where, description, vars_, asserts, threshold, options, metadata, scoring
+    )
+
+
+def _vars(ctx: Conversion, value: Any, where: str, label: str, base: Path) -> dict[str, Any] | None:
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str | list):  # testCaseReader.ts, readTestFiles: YAML files merged
+        merged: dict[str, Any] = {}
+        try:
+            for ref in [value] if isinstance(value, str) else value:
+                for path in ctx.tree.paths(str(ref), base=base):
+                    doc = ctx.tree.document(path, str(ref)).data
+                    if not isinstance(doc, dict):
+                        raise Unmappable(f"{ref} does not hold a mapping of vars")
+                    merged.update(doc)
+        except Unmappable as exc:
+            ctx.skip(where, label, f"vars from {exc}")
+            return None
+        return merged
+    ctx.skip(where, label, "`vars` must be a mapping of names to values")
+    return None
+
+
+def _assertion(
+    ctx: Conversion, item: Any, tag: str, key: tuple[Any, ...] | None, test_where: str, label: str
+) -> Assertion:
+    """The assertion resolved, at ``key`` in the config (None: in a test file, at
+    ``test_where``)."""
+    where = test_where if key is None else ctx.at(key)
+    if isinstance(item, dict) and "$ref" in item:
+        ref = item["$ref"]
+        found = _REF.match(ref) if isinstance(ref, str) else None
+        if key is None:
+            return Assertion(tag, where, Unmappable(f"$ref {ref!r} in a test file is not resolved"))
+        if found is None or found.group(1) not in ctx.templates:
+            ctx.problem(
+                f"{label}, {tag}: $ref {ref!r} names no assertion template",
+                key,
+                "write it as '#/assertionTemplates/NAME', NAME a key of assertionTemplates "
+                f"({', '.join(map(str, ctx.templates)) or 'none defined'})",
+                field="$ref",
+            )
+            return Assertion(tag, where, None)
+        target = ctx.templates[found.group(1)]
+        item = (
+            {**target, **{k: v for k, v in item.items() if k != "$ref"}}
+            if isinstance(target, dict)
+            else target
+        )
+        tag += f" ($ref {found.group(1)})"
+    if isinstance(item, dict) and "weight" in item and not is_number(item["weight"]):
+        ctx.problem(
+            f"{label}, {tag}: `weight` must be a number, got {item['weight']!r}",
+            key or (),
+            field="weight",
+        )
+        return Assertion(tag, where, None)
+    if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+        if key is not None:
+            ctx.problem(
+                f"{label}, {tag}: an assertion is a mapping with a `type`", key, field="type"
+            )
+            return Assertion(tag, where, None)
+        return Assertion(tag, where, Unmappable("an assertion is a mapping with a `type`"))
+    return Assertion(tag, where, item)
+
+
+def _cases(ctx: Conversion, test: Test, prompts: list[Prompt]) -> list[dict[str, Any]]:
+    """The test's cases (each vars combination x each prompt); the test is counted as
+    written when one case is, else listed once with the reason."""
+    problems = len(ctx.problems)
+    why = _test_not_kept(ctx, test)
+    if why is not None:
+        _list_unmappable(ctx, test)
+    if why is None and not prompts:
+        why = "no prompt of the config could be read (see above)"
+    combos: list[dict[str, Any]] = []
+    if why is None:
+        try:
+            combos = combinations(
+                test.vars, ctx.tree, expand=not test.options.get("disableVarExpansion")
+            )
+        except Unmappable as exc:
+            why = f"vars: {exc}"
+    cases: list[dict[str, Any]] = []
+    for k, combo in enumerate(combos):
+        which = f"{test.label}, vars combination {k + 1}" if len(combos) > 1 else test.label
+        ctx.budget.spend(cases=len(prompts))  # before any of them is made
+        try:
+            vars_ = prepare(combo, ctx.tree, ctx.budget)
+        except Unmappable as exc:
+            why = f"vars: {exc}"
+            if len(combos) > 1:
+                ctx.unmapped(test.where, which, f"{why}; its cases are not written")
+            continue
+        criteria, lost = _criteria(ctx, test, vars_)
+        if criteria is None:
+            why = "no assertion has a positive weight"
+            if lost:
+                why = "no assertion could be mapped (see above)"
+            continue
+        for j, prompt in enumerate(prompts):
+            case = _case(ctx, test, prompt, vars_, criteria, lost, len(prompts) > 1)
+            if case is not None:
+                case["id"] = _case_id(test, k, len(combos), j, len(prompts))
+                ctx.budget.spend_on(case)  # the text it is written as
+                cases.append(case)
+    if cases:
+        ctx.written += 1
+    elif len(ctx.problems) == problems:  # else the config is refused anyway
+        ctx.skip(
+            test.where, test.label, why or "no prompt could be asked with its vars (see above)"
+        )
+    return cases
+
+
+def _test_not_kept(ctx: Conversion, test: Test) -> str | None:
+    for key, why in _OPTIONS_NOT_KEPT.items():
+        if test.options.get(key) is not None:
+            return f"options.{key} {why}"
+    if test.scoring_function is not None:
+        return "assertScoringFunction replaces promptfoo's weighted mean with code"
+    if not test.asserts:
+        return "it has no assertion (promptfoo passes it whatever the answer); nothing to grade"
+    threshold = test.threshold
+    if threshold is not None and not is_number(threshold):
+        return f"threshold {threshold!r} is not a number"
+    if is_number(threshold) and threshold and not 0 < threshold <= 1:
+        return (
+            f"threshold {threshold:g} is outside (0, 1]: promptfoo decides the test "
+            "whatever the answer"
+        )
+    for key in sorted(set(test.options) - set(_OPTIONS_NOT_KEPT) - _OPTIONS_QUIET):
+        if key == "provider":
+            ctx.note(
+                f"{ctx.path}: the grader named by options.provider is not kept: "
+                "--rubric-judge grades"
+            )
+        elif key != "rubricPrompt":
+            ctx.note(f"{test.where}: {test.label}: options.{key} is not imported")
+    return None
+
+
+def _list_unmappable(ctx: Conversion, test: Test) -> None:
+    """Every assertion of a test left out whole that could not be mapped anyway, listed by
+    file, line, test and type: removing the reason the test is left out is not enough."""
+    for a in test.asserts:
+        if a.item is None:  # a problem, already reported
+            continue
+        try:
+            a.check()
+        except Unmappable as exc:
+            ctx.unmapped(a.where, _what(test, a), str(exc))
+
+
+def _what(test: Test, a: Assertion) -> str:
+    """How a listing names an assertion: a defaultTest assertion is listed once, for every
+    test, unless its reason is the test's own."""
+    kind = a.kind
+    return (
+        f"{a.label} ({kind}), in every test" if a.default else f"{test.label}, {a.label} ({kind})"
+    )
+
+
+def _criteria(
+    ctx: Conversion, test: Test, vars_: dict[str, Any]
+) -> tuple[list[dict[str, Any]] | None, int]:
+    criteria: list[dict[str, Any]] = []
+    lost: list[tuple[str, str, str]] = []  # (where, what, why) of each assertion left out
+    for a in test.asserts:
+        if a.item is None:  # a problem, already reported
+            return None, 0
+        what = _what(test, a)
+        try:
+            a.check()
+            if test.options.get("rubricPrompt") is not None and a.kind in MODEL_GRADED:
+                raise Unmappable("the test grades it with its own rubricPrompt")
+            mapped, notes = criterion(_values(ctx, a.item, vars_))
+        except Unmappable as exc:
+            lost.append((a.where, what, str(exc)))
+            continue
+        except ValueError as exc:  # promptfoo fails the test on it (an invariant)
+            lost.append((a.where, what, f"promptfoo refuses it: {exc}"))
+            continue
+        for text in notes:
+            ctx.note(f"{a.where}: {what}: {text}")
+        criteria.append(mapped)
+    written = any(c.get("weight", 1) > 0 for c in criteria)
+    for where, what, why in lost:
+        if written and not what.endswith("in every test"):
+            why += "; the test is written without it"
+        ctx.unmapped(where, what, why)
+    if not written:
+        return None, len(lost)
+    _unique_ids(criteria)
+    return criteria, len(lost)
+
+
+def _values(ctx: Conversion, item: dict[str, Any], vars_: dict[str, Any]) -> dict[str, Any]:
+    """The assertion with its value read from its file, or rendered with the vars."""
+    missing: set[str] = set()
+
+    def ready(value: Any) -> Any:
+        if is_file_ref(value):
+            return _file_value(ctx, value)
+        return render(value, vars_, missing, ctx.budget) if isinstance(value, str) else value
+
+    value = item.get("value")
+    value = [ready(v) for v in value] if isinstance(value, list) else ready(value)
+    if missing:
+        ctx.note(
+            f"{ctx.path}: an assertion's value uses {var_names(missing)}, which no var sets; "
+            "promptfoo renders it as empty text, and so does this import"
+        )
+    return {**item, "value": value} if "value" in item else item
+
+
+def _file_value(ctx: Conversion, ref: str) -> Any:
+    """assertions/utils.ts, processFileReference: YAML and JSON parsed, text trimmed."""
+    path = ctx.tree.path(ref)
+    suffix = path.suffix.lower()
+    if suffix in (".json", ".yaml", ".yml"):
+        return ctx.tree.document(path, ref).data
+    if suffix == ".txt":
+        return ctx.tree.text(path, ref).strip()
+    if suffix in (".js", ".cjs", ".mjs", ".ts", ".py"):
+        raise Unmappable(f"its value comes from running {ref}")
+    raise Unmappable(f"{ref}: promptfoo reads assertion values from .txt, .json and .yaml files")
+
+
+def _case(
+    ctx: Conversion,
+    test: Test,
+    prompt: Prompt,
+    vars_: dict[str, Any],
+    criteria: list[dict[str, Any]],
+    lost: int,
+    several_prompts: bool,
+) -> dict[str, Any] | None:
+    template = (
+        f"{test.options.get('prefix') or ''}{prompt.template}{test.options.get('suffix') or ''}"
+    )
+    try:
+        rendered = render_prompt(template, vars_, ctx.budget)
+    except Unmappable as exc:
+        ctx.unmapped(prompt.where, f"prompt {shown_value(prompt.label)}", f"{exc}; no case asks it")
+        return None
+    if rendered.missing:
+        ctx.note(
+            f"{test.where}: {test.label}: prompt {shown_value(prompt.label)} uses "
+            f"{var_names(rendered.missing)}, which no var sets; promptfoo renders it as empty "
+            "text, and so does this import"
+        )
+    case: dict[str, Any] = {"id": ""}
+    if rendered.messages is not None:
+        case["messages"] = rendered.messages
+    else:
+        case["question"] = rendered.question
+    if is_number(test.threshold) and test.threshold:
+        case["min_score"] = test.threshold
+        if any(c["type"] == "judge" for c in criteria):
+            ctx.note(
+                f"{test.where}: {test.label}: with a threshold, promptfoo adds llm-rubric's "
+                "0-1 score; here a judged criterion earns 1 or 0"
+            )
+    metadata = dict(test.metadata)
+    if test.description:
+        metadata["description"] = test.description
+    if several_prompts:
+        metadata["prompt"] = prompt.label
+    if metadata:
+        case["metadata"] = metadata
+    if lost:
+        case["tags"] = [PARTIAL_TAG]
+    case["criteria"] = [dict(c) for c in criteria]
+    return case
+
+
+def _unique_ids(criteria: list[dict[str, Any]]) -> None:
+    seen: dict[str, int] = {}
+    for c in criteria:
+        base = c["id"]
+        seen[base] = seen.get(base, 0) + 1
+        if seen[base] > 1:
+            c["id"] = f"{base}-{seen[base]}"
+
+
+def _case_id(test: Test, k: int, n_combos: int, j: int, n_prompts: int) -> str:
+    slug = ""
+    if test.description:
+        slug = re.sub(r"[^a-z0-9]+", "-", test.description.lower()).strip("-")[:40].strip("-")
+    base = f"t{test.number}" + (f"-{slug}" if slug else "")
+    return base + (f"-v{k + 1}" if n_combos > 1 else "") + (f"-p{j + 1}" if n_prompts > 1 else "")

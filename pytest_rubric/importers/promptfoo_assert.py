@@ -1,10 +1,8 @@
 """How one promptfoo assertion becomes one criterion, written as a person would write it.
 
-Split from :mod:`.promptfoo` (which reads configs and builds cases): everything here
-works on one assertion whose values are already rendered and read from their files
-(see :mod:`.promptfoo_read`). What cannot be graded here raises
-:class:`~.promptfoo_match.Unmappable` with the reason; an assertion promptfoo itself
-would refuse raises ``ValueError``.
+Everything here works on one assertion whose values are already rendered and read from
+their files. What cannot be graded here raises :class:`~.promptfoo_files.Unmappable`
+with the reason; an assertion promptfoo itself would refuse raises ``ValueError``.
 
 Semantics follow promptfoo's handlers (``src/assertions/*.ts``): ``contains.ts``
 (``String.includes``, ``toLowerCase`` for the ``i`` forms, comma-split strings),
@@ -12,27 +10,27 @@ Semantics follow promptfoo's handlers (``src/assertions/*.ts``): ``contains.ts``
 ``startsWith.ts``, ``endsWith.ts``, ``regex.ts`` (``new RegExp(value)``, no flags),
 ``levenshtein.ts`` (distance at most ``threshold || 5``), ``json.ts`` (``JSON.parse``
 of the whole output, then ajv), ``llmRubric.ts``; ``not-`` inverts the verdict.
+
+The string checks become the patterns a person would write: each is for a ``regex``
+criterion, which matches the normalized answer (accents, dashes, curly quotes and
+whitespace runs folded; casefolded unless ``case_sensitive``). So ``icontains: FRANCE``
+is ``pattern: FRANCE`` with ``case_sensitive: false``, and ``contains: "30 days"`` is
+``pattern: 30 days`` with ``case_sensitive: true``: as strict as promptfoo about wording
+and case, forgiving about typography.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from ..criteria.normalize import normalize
 from ._common import is_number
-from .promptfoo_match import (
-    Unmappable,
-    all_pattern,
-    any_pattern,
-    js_regex,
-    levenshtein_pattern,
-    literal,
-)
+from .promptfoo_files import Unmappable
 
-__all__ = ["MAPPED", "MODEL_GRADED", "Mapped", "check_type", "criterion", "js_string"]
+__all__ = ["CSV_TYPES", "MODEL_GRADED", "check_type", "criterion", "js_regex", "js_string"]
 
 _DRAFT7 = "http://json-schema.org/draft-07/schema#"
 # Assertion keys that change nothing this importer writes (`metric` becomes a tag).
@@ -40,41 +38,158 @@ _QUIET_KEYS = {"type", "value", "weight", "metric"}
 # Keys promptfoo reads only for other types: CSV rows give every `starts-with` a threshold.
 _IGNORED = {"threshold", "provider", "config"}
 MODEL_GRADED = {"llm-rubric", "model-graded-closedqa"}
-_WHY_NOT = {
-    "javascript": "runs JavaScript code, which this plugin cannot run",
-    "python": "runs promptfoo's Python hook (output, context); rewrite it as a `callable` "
-    "criterion (function(response, case))",
-    "ruby": "runs Ruby code, which this plugin cannot run",
-    "webhook": "asks a web service for the verdict; an import calls no service",
-    "similar": "needs an embedding model; no criterion here compares embeddings",
-    "cost": "checks what the provider charged, which a rubric file does not see",
-    "latency": "checks how long the provider took, which a rubric file does not see",
-    "perplexity": "needs the provider's token log-probabilities",
-    "perplexity-score": "needs the provider's token log-probabilities",
-    "assert-set": "a nested set with its own threshold has no counterpart in a flat rubric",
-    "contains-json": "extracts JSON from anywhere in the text; `json` reads the whole answer "
-    "or its first fenced block",
-    "select-best": "compares the outputs of several prompts or providers with each other",
-    "max-score": "compares the outputs of several prompts or providers with each other",
-    "factuality": "grades against a reference answer with promptfoo's factuality prompt",
+# Every assertion type of promptfoo (src/types/index.ts: BaseAssertionTypesSchema, then the
+# special assert-set, select-best and max-score) and why it has no counterpart here: "" for
+# a type `criterion` maps, or one with no reason beyond that.
+_TYPES = {
     "answer-relevance": "scores relevance with embeddings of generated questions",
+    "agent-rubric": "",
+    "bleu": "",
+    "classifier": "asks a classifier model",
+    "contains-all": "",
+    "contains-any": "",
+    "contains-html": "",
+    "contains-json": "extracts JSON from anywhere in the text; `json` reads the whole answer or "
+    "its first fenced block",
+    "contains-sql": "",
+    "contains-xml": "",
+    "contains": "",
     "context-faithfulness": "a RAG metric over a retrieved context, with its own prompt",
     "context-recall": "a RAG metric over a retrieved context, with its own prompt",
     "context-relevance": "a RAG metric over a retrieved context, with its own prompt",
-    "moderation": "asks a moderation model",
-    "classifier": "asks a classifier model",
+    "conversation-relevance": "",
+    "cost": "checks what the provider charged, which a rubric file does not see",
+    "ends-with": "",
+    "equals": "",
+    "factuality": "grades against a reference answer with promptfoo's factuality prompt",
+    "finish-reason": "",
+    "g-eval": "",
+    "gleu": "",
+    "guardrails": "",
+    "icontains-all": "",
+    "icontains-any": "",
+    "icontains": "",
+    "is-html": "",
+    "is-json": "",
+    "is-refusal": "",
+    "is-sql": "",
+    "is-valid-function-call": "",
     "is-valid-openai-function-call": "checks a tool call, which a text answer does not carry",
     "is-valid-openai-tools-call": "checks a tool call, which a text answer does not carry",
+    "is-xml": "",
+    "javascript": "runs JavaScript code, which this plugin cannot run",
+    "latency": "checks how long the provider took, which a rubric file does not see",
+    "levenshtein": "",
+    "llm-rubric": "",
+    "meteor": "",
+    "model-graded-closedqa": "",
+    "model-graded-factuality": "",
+    "moderation": "asks a moderation model",
+    "perplexity-score": "needs the provider's token log-probabilities",
+    "perplexity": "needs the provider's token log-probabilities",
+    "pi": "",
+    "python": "runs promptfoo's Python hook (output, context); rewrite it as a `callable` "
+    "criterion (function(response, case))",
+    "regex": "",
+    "rouge-n": "",
+    "ruby": "runs Ruby code, which this plugin cannot run",
+    "search-rubric": "",
+    "similar": "needs an embedding model; no criterion here compares embeddings",
+    "skill-used": "",
+    "starts-with": "",
+    "tool-call-f1": "",
+    "webhook": "asks a web service for the verdict; an import calls no service",
+    "word-count": "",
+    "assert-set": "a nested set with its own threshold has no counterpart in a flat rubric",
+    "select-best": "compares the outputs of several prompts or providers with each other",
+    "max-score": "compares the outputs of several prompts or providers with each other",
 }
+# The types a CSV `__expected` cell may start with.
+CSV_TYPES = frozenset(_TYPES) - {"assert-set", "select-best", "max-score"}
 _STRING_KINDS = {"contains", "icontains", "starts-with", "ends-with", "equals"}
 
 
-@dataclass
-class Mapped:
-    """One criterion, and what the reader should know about it (printed as notes)."""
+# What RE2 and Python's `regex` read as syntax outside a character class.
+_META = frozenset("\\.^$|?*+()[]{}")
+_SPACES = re.compile(r"\s+")
 
-    criterion: dict[str, Any]
-    notes: list[str] = field(default_factory=list)
+
+def _char(ch: str) -> str:
+    if ch in _META:
+        return "\\" + ch
+    if ch.isprintable():
+        return ch
+    return f"\\x{{{ord(ch):x}}}"
+
+
+def literal(text: str) -> str:
+    """A pattern matching ``text`` where the normalized answer holds it: metacharacters
+    escaped, whitespace runs written as one space (the answer's are folded so)."""
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in text):
+        raise Unmappable("the value holds a lone surrogate, which UTF-8 text cannot hold")
+    folded = _SPACES.sub(" ", text)
+    if not folded.strip():
+        raise Unmappable("the value is only whitespace, which this plugin folds away")
+    return "".join(_char(ch) for ch in folded)
+
+
+def any_pattern(values: list[str]) -> str:
+    """Some value occurs (``contains-any``, ``icontains-any``)."""
+    return "|".join(literal(v) for v in values)
+
+
+def all_pattern(values: list[str]) -> str:
+    """Every value occurs, anywhere, overlaps allowed (``contains-all``): lookaheads, so the
+    criterion needs ``engine: python``. The normalized answer is one line, so ``.`` reaches
+    all of it."""
+    return "".join(f"(?=.*{literal(v)})" for v in values)
+
+
+def levenshtein_pattern(value: str, distance: int) -> str:
+    """The whole answer within ``distance`` edits (insertions, deletions, substitutions) of
+    ``value``: the ``regex`` package's fuzzy matching, so ``engine: python``."""
+    return f"^(?:{literal(value)}){{e<={distance}}}$"
+
+
+# --- JavaScript regex (no flags, as promptfoo builds it: `new RegExp(value)`) ---------------------
+
+_JS_ONLY = (
+    (re.compile(r"\[\^?\]"), "an empty class `[]` or `[^]`, which only JavaScript accepts"),
+    (re.compile(r"(?<!\\)(?:\\\\)*\\c"), "a control escape `\\c`"),
+    (
+        re.compile(r"(?<!\\)(?:\\\\)*\\u\{"),
+        "a `\\u{...}` escape (JavaScript reads it only with /u)",
+    ),
+)
+_LINE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\[nrtfv]")
+_UNICODE_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9a-fA-F]{4})")
+
+
+def js_regex(source: str) -> tuple[str, str]:
+    """The pattern, as written where it means the same here, and the engine that runs it
+    (``re2``, or ``python`` for lookaround and backreferences); else :class:`Unmappable`."""
+    from .._guards.engines import PatternError
+    from ..criteria.regex import compile_regex
+
+    if not source:
+        raise Unmappable("an empty regex is refused by promptfoo")
+    for found, what in _JS_ONLY:
+        if found.search(source):
+            raise Unmappable(f"regex {source!r} uses {what}")
+    if _LINE_ESCAPE.search(source) or "\n" in source or "\t" in source:
+        raise Unmappable(
+            f"regex {source!r} matches line breaks or tabs, which this plugin folds into "
+            "single spaces before it matches"
+        )
+    # \uXXXX as the character itself, so that it is normalized as the answer is (é, –).
+    pattern = _UNICODE_ESCAPE.sub(lambda m: m[1] + _char(chr(int(m[2], 16))), source)
+    for engine in ("re2", "python"):
+        try:
+            compile_regex(pattern, case_sensitive=True, engine=engine)
+        except PatternError:
+            continue
+        return pattern, engine
+    raise Unmappable(f"regex {source!r} does not compile here (is it valid JavaScript?)")
 
 
 def js_string(value: Any) -> str | None:
@@ -93,13 +208,13 @@ def js_string(value: Any) -> str | None:
     return None
 
 
-def criterion(item: dict[str, Any]) -> Mapped:
-    """The criterion for one assertion (``type``, rendered ``value``, ``weight``, ...)."""
+def criterion(item: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The criterion for one assertion (``type``, rendered ``value``, ``weight``, ...), and
+    what the reader should know about it (printed as notes)."""
     kind: str = item["type"]
+    check_type(kind)
     inverse = kind.startswith("not-")
     base = kind[4:] if inverse else kind
-    if base in _WHY_NOT:
-        raise Unmappable(_WHY_NOT[base])
     weight = item.get("weight", 1)
     if not is_number(weight):
         raise ValueError(f"`weight` must be a number, got {weight!r}")
@@ -126,12 +241,10 @@ def criterion(item: dict[str, Any]) -> Mapped:
         body = {"type": "json", "fenced": False}
         if value not in (None, ""):
             body["schema"] = _schema(value)
-    elif base in MODEL_GRADED:
+    else:  # MODEL_GRADED
         if inverse:
             raise Unmappable(f"not-{base} inverts the grader's verdict; a judge criterion cannot")
         body, notes = _judged(base, value, item)
-    else:
-        raise Unmappable(f"promptfoo's {base!r} assertion has no counterpart here")
     if inverse:
         if base == "levenshtein":
             raise Unmappable(
@@ -147,7 +260,7 @@ def criterion(item: dict[str, Any]) -> Mapped:
         out["weight"] = weight
     if metric:
         out["tags"] = [f"metric:{metric}"]
-    return Mapped(out, notes)
+    return out, notes
 
 
 def _regex(pattern: str, base: str, engine: str = "re2") -> dict[str, Any]:
@@ -239,43 +352,42 @@ def _judged(base: str, value: Any, item: dict[str, Any]) -> tuple[dict[str, Any]
 
 
 def _schema(value: Any) -> Any:
-    if isinstance(value, str):
-        import yaml
+    if isinstance(value, str):  # read within the loader's limits: aliases, nesting, keys
+        from pathlib import Path
+
+        from .._errors import RubricLoadError
+        from .promptfoo_files import parse_yaml
 
         try:
-            value = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            raise ValueError(f"the schema is not YAML or JSON: {exc}") from None
+            value = parse_yaml(value, Path("is-json")).data
+        except RubricLoadError as exc:
+            problem = exc.problems[0]
+            raise ValueError(f"the schema is not YAML or JSON: {problem.message}") from None
     if not isinstance(value, dict | bool):
         raise ValueError("is-json's value must be a JSON schema (a mapping)")
-    if _has_key(value, "format"):
+    if _anywhere(value, lambda v: "format" in v):
         raise Unmappable(
             "the schema uses `format`, which promptfoo's validator (ajv-formats) checks and "
             "this plugin's does not"
         )
-    if isinstance(value, dict) and "$schema" not in value and _draft7_only(value):
+    if isinstance(value, dict) and "$schema" not in value and _anywhere(value, _draft7_only):
         value = {"$schema": _DRAFT7, **value}  # ajv's default draft, where it differs
     return value
 
 
-def _draft7_only(schema: Any) -> bool:
+def _draft7_only(schema: dict[str, Any]) -> bool:
     """Whether ``schema`` uses a keyword that draft 2020-12 reads differently from draft 7."""
-    if isinstance(schema, dict):
-        if isinstance(schema.get("items"), list) or {"additionalItems", "dependencies"} & set(
-            schema
-        ):
-            return True
-        return any(_draft7_only(v) for v in schema.values())
-    if isinstance(schema, list):
-        return any(_draft7_only(v) for v in schema)
-    return False
+    return isinstance(schema.get("items"), list) or bool(
+        {"additionalItems", "dependencies"} & set(schema)
+    )
 
 
-def _has_key(value: Any, key: str) -> bool:
+def _anywhere(value: Any, found: Callable[[dict[str, Any]], bool]) -> bool:
+    """Whether ``found`` holds for a mapping anywhere in ``value``."""
     if isinstance(value, dict):
-        return key in value or any(_has_key(v, key) for v in value.values())
+        return found(value) or any(_anywhere(v, found) for v in value.values())
     if isinstance(value, list):
-        return any(_has_key(v, key) for v in value)
+        return any(_anywhere(v, found) for v in value)
     return False
 
 
@@ -296,30 +408,19 @@ def _slug(kind: str, value: Any) -> str:
     return kind + slug
 
 
-MAPPED = frozenset(
-    {
-        "contains",
-        "icontains",
-        "contains-any",
-        "icontains-any",
-        "contains-all",
-        "icontains-all",
-        "equals",
-        "starts-with",
-        "ends-with",
-        "regex",
-        "levenshtein",
-        "is-json",
-        *MODEL_GRADED,
-    }
-)
+_MAPPED = {
+    *_STRING_KINDS,
+    *("contains-any", "icontains-any", "contains-all", "icontains-all"),
+    *("regex", "levenshtein", "is-json"),
+    *MODEL_GRADED,
+}
 
 
 def check_type(kind: str) -> None:
     """Raise :class:`Unmappable` for an assertion type with no counterpart, before anything
     its value names (a script, a file) is read."""
     base = kind.removeprefix("not-")
-    if base in _WHY_NOT:
-        raise Unmappable(_WHY_NOT[base])
-    if base not in MAPPED:
-        raise Unmappable(f"promptfoo's {base!r} assertion has no counterpart here")
+    if base not in _MAPPED:
+        raise Unmappable(
+            _TYPES.get(base) or f"promptfoo's {base!r} assertion has no counterpart here"
+        )

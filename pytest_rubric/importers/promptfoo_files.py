@@ -4,11 +4,10 @@ reads it (YAML 1.2) with the line of every place, and ``JSON.stringify``.
 promptfoo reads ``file://`` references relative to the config. Here they are read
 only inside the config's directory tree (a path that resolves outside it, through
 ``..``, an absolute path or a symlink, is not read), only as regular files, and a
-reference that cannot be read is :class:`~.promptfoo_match.Unmappable`: listed,
-never taken as literal text. A glob is walked here, not by :mod:`glob`: checked
-before any walking (no absolute pattern, no ``..``, a start inside the tree), it
-never follows a symlink, and it stops past :data:`MAX_WALKED` entries. What is read
-from them, prompts and tests, is :mod:`.promptfoo_prompts`' and :mod:`.promptfoo_read`'s.
+reference that cannot be read is :class:`Unmappable`: listed, never taken as literal
+text. A glob is walked here, not by :mod:`glob`: checked before any walking (no absolute
+pattern, no ``..``, a start inside the tree), it never follows a symlink, and it stops
+past :data:`MAX_WALKED` entries.
 
 The whole import is bounded in total, whatever the number of tests or the size of their
 vars: what it reads, and the tests, cases and text it makes, are spent from one
@@ -18,6 +17,7 @@ vars: what it reads, and the tests, cases and text it makes, are spent from one
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import os
 import re
@@ -29,23 +29,8 @@ import yaml
 
 from .._errors import Problem, RubricLoadError
 from .._guards.limits import NotRegular, PlainNumber, read_text
-from .promptfoo_match import Unmappable
 
-__all__ = [
-    "CODE",
-    "FILE",
-    "GLOB",
-    "MAX_CASES",
-    "MAX_TEXT",
-    "MAX_WALKED",
-    "Budget",
-    "Parsed",
-    "TooLarge",
-    "Tree",
-    "is_file_ref",
-    "json_stringify",
-    "parse_yaml",
-]
+__all__ = ["Budget", "Parsed", "TooLarge", "Tree", "Unmappable", "parse_yaml"]
 
 FILE = "file://"
 GLOB = re.compile(r"[*?\[]")
@@ -56,12 +41,13 @@ _BOOL_TAG = "tag:yaml.org,2002:bool"
 MAX_WALKED = 100_000  # directory entries one glob may look at
 # The text a whole import may make (read, rendered, written): no file read is larger.
 MAX_TEXT = 256 * 1024 * 1024
-
-
-# The whole import: tests, and cases (each vars combination asked with each prompt), each
-# counted before it is made, and the text made for them (read from files, rendered, written
-# in cases).
+# The tests and cases (each vars combination asked with each prompt) of the whole import,
+# each counted before it is made.
 MAX_CASES = 100_000
+
+
+class Unmappable(ValueError):
+    """No criterion keeps promptfoo's meaning; the message says why."""
 
 
 class TooLarge(Exception):
@@ -72,9 +58,7 @@ class Budget:
     """What the whole import may make, spent as it is made (see :data:`MAX_CASES`)."""
 
     def __init__(self) -> None:
-        self.tests = 0
-        self.cases = 0
-        self.text = 0
+        self.tests = self.cases = self.text = 0
 
     def spend(self, *, tests: int = 0, cases: int = 0, text: int = 0) -> None:
         """Count ``tests``, ``cases`` and ``text`` characters; raise :class:`TooLarge` past
@@ -250,24 +234,18 @@ def _name_matches(pattern: str, name: str) -> bool:
 def _matches(pattern: tuple[str, ...], path: tuple[str, ...], *, folder: bool = False) -> bool:
     """Whether the names of ``path`` match the parts of ``pattern`` (``**``: any folders);
     with ``folder``, whether ``path`` is a folder a match may lie under."""
-    done: dict[tuple[int, int], bool] = {}
 
+    @functools.cache
     def match(i: int, j: int) -> bool:
-        if (i, j) not in done:
-            if j == len(path) and folder:
-                result = i < len(pattern)
-            elif i == len(pattern):
-                result = j == len(path)
-            elif pattern[i] == "**":
-                result = match(i + 1, j) or (
-                    j < len(path) and not path[j].startswith(".") and match(i, j + 1)
-                )
-            else:
-                result = (
-                    j < len(path) and _name_matches(pattern[i], path[j]) and match(i + 1, j + 1)
-                )
-            done[i, j] = result
-        return done[i, j]
+        if j == len(path) and folder:
+            return i < len(pattern)
+        if i == len(pattern):
+            return j == len(path)
+        if pattern[i] == "**":
+            return match(i + 1, j) or (
+                j < len(path) and not path[j].startswith(".") and match(i, j + 1)
+            )
+        return j < len(path) and _name_matches(pattern[i], path[j]) and match(i + 1, j + 1)
 
     return match(0, 0)
 
@@ -306,27 +284,20 @@ def _yaml12(data: Any, node: Any) -> Any:
             else number
         )
     if isinstance(node, yaml.MappingNode) and isinstance(data, dict):
-        for key_node, value_node in node.value:
-            key = key_node.value
-            if key in data:
-                if (
-                    isinstance(value_node, yaml.ScalarNode)
-                    and value_node.tag == _BOOL_TAG
-                    and value_node.value.lower() not in _YAML12_BOOLS
-                ):
-                    data[key] = value_node.value
-                else:
-                    data[key] = _yaml12(data[key], value_node)
+        children = [(k.value, v) for k, v in node.value if k.value in data]
     elif isinstance(node, yaml.SequenceNode) and isinstance(data, list):
-        for i, (item, item_node) in enumerate(zip(data, node.value, strict=False)):
-            if (
-                isinstance(item_node, yaml.ScalarNode)
-                and item_node.tag == _BOOL_TAG
-                and item_node.value.lower() not in _YAML12_BOOLS
-            ):
-                data[i] = item_node.value
-            else:
-                data[i] = _yaml12(item, item_node)
+        children = list(zip(range(len(data)), node.value, strict=False))
+    else:
+        return data
+    for key, child in children:
+        if (
+            isinstance(child, yaml.ScalarNode)
+            and child.tag == _BOOL_TAG
+            and child.value.lower() not in _YAML12_BOOLS
+        ):
+            data[key] = child.value
+        else:
+            data[key] = _yaml12(data[key], child)
     return data
 
 

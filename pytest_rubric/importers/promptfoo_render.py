@@ -7,7 +7,7 @@ Follows ``src/evaluator.ts`` (``generateVarCombinations``: a list of strings, or
 one by one). Templates are rendered by jinja2's sandboxed environment (the ``import``
 extra: ``pip install pytest-rubric[import]``), whose syntax Nunjucks copies: a var no one
 sets renders as empty text, as in Nunjucks; a template jinja2 cannot read or render
-(promptfoo's own JavaScript filters, say) is :class:`~.promptfoo_match.Unmappable`.
+(promptfoo's own JavaScript filters, say) is :class:`~.promptfoo_files.Unmappable`.
 
 An imported config is untrusted input: the sandbox refuses attributes and calls
 outside plain data, a template renders at most :data:`MAX_RENDERED` characters, and its
@@ -27,25 +27,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import Problem
-from ._common import ImportFailed
+from ._common import ImportFailed, abridged
 from .promptfoo_assert import js_string
-from .promptfoo_files import Budget
-from .promptfoo_match import Unmappable
-from .promptfoo_read import FILE, Tree, json_stringify
+from .promptfoo_files import CODE, FILE, Budget, Tree, Unmappable, json_stringify
 
 if TYPE_CHECKING:
     from jinja2.sandbox import SandboxedEnvironment
 
-__all__ = [
-    "MAX_COMBINATIONS",
-    "MAX_LOOPS",
-    "MAX_RENDERED",
-    "Rendered",
-    "combinations",
-    "prepare",
-    "render",
-    "render_prompt",
-]
+__all__ = ["MAX_LOOPS", "MAX_RENDERED", "combinations", "prepare", "render", "render_prompt"]
 
 # More var combinations than this from one test is not a test suite anyone reads.
 MAX_COMBINATIONS = 10_000
@@ -55,7 +44,6 @@ MAX_RENDERED = 1_000_000
 MAX_LOOPS = 100_000
 _TEMPLATE = ("{{", "{%", "{#")
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")  # resolveVariables' own pattern
-_CODE = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".py", ".rb")
 _BINARY = (".pdf", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".mp3", ".wav", ".mp4")
 _ROLES = ("system", "user", "assistant")
 
@@ -99,12 +87,8 @@ def prepare(vars_: dict[str, Any], tree: Tree, budget: Budget | None = None) -> 
     """renderPrompt's steps before Nunjucks: files read, a trailing newline dropped, and
     ``{{ other }}`` inside a var's value replaced by that var (``resolveVariables``). What
     is replaced is spent from ``budget`` (the tree spends what it reads)."""
-    ready: dict[str, Any] = {}
-    for key, value in vars_.items():
-        ready[key] = _read_var(value, tree) if isinstance(value, _FileVar) else value
-    for key, value in ready.items():
-        if isinstance(value, str):
-            ready[key] = value.removesuffix("\n")
+    ready = {k: _read_var(v, tree) if isinstance(v, _FileVar) else v for k, v in vars_.items()}
+    ready = {k: v.removesuffix("\n") if isinstance(v, str) else v for k, v in ready.items()}
     for _ in range(5):
         changed = False
         for key, value in ready.items():
@@ -123,7 +107,7 @@ def prepare(vars_: dict[str, Any], tree: Tree, budget: Budget | None = None) -> 
 
 def _read_var(var: _FileVar, tree: Tree) -> str:
     suffix = var.path.suffix.lower()
-    if suffix in _CODE:
+    if suffix in CODE:
         raise Unmappable(f"var from {var.ref} runs code to make its value")
     if suffix in _BINARY:
         raise Unmappable(f"var from {var.ref} is not text (an image, audio or a PDF)")
@@ -132,22 +116,19 @@ def _read_var(var: _FileVar, tree: Tree) -> str:
     return tree.text(var.path, var.ref).strip()
 
 
-def _text(value: Any, name: str) -> str:
-    """A var as Nunjucks writes it into text (inside another var's value)."""
+def _text(value: Any, name: str = "") -> str:
+    """A var as Nunjucks writes it into text (None and undefined: empty); ``name`` is the
+    var's when it is written inside another var's value."""
     if value is None:
         return ""
     text = js_string(value)
     if text is None:
+        shown = abridged(json.dumps(value, ensure_ascii=False, default=str))
         raise Unmappable(
-            f"var {name!r} is {_shown(value)}: a list or an object renders as JavaScript "
-            "writes it, which is not kept"
+            f"{f'var {name!r}' if name else 'a var'} is {shown}: a list or an object renders "
+            "as JavaScript writes it, which is not kept"
         )
     return text
-
-
-def _shown(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def render(
@@ -207,7 +188,7 @@ def _environment() -> SandboxedEnvironment:
     """jinja2's sandbox, set as promptfoo sets Nunjucks: no autoescaping, a var no one sets
     (or an attribute of one) is empty text, and a value is written as JavaScript writes it."""
     try:
-        from jinja2 import ChainableUndefined
+        from jinja2 import ChainableUndefined, Undefined
         from jinja2.exceptions import SecurityError
         from jinja2.sandbox import SandboxedEnvironment
     except ImportError:
@@ -232,24 +213,9 @@ def _environment() -> SandboxedEnvironment:
     return Sandbox(
         autoescape=False,
         undefined=ChainableUndefined,
-        finalize=_written,
+        finalize=lambda value: "" if isinstance(value, Undefined) else _text(value),
         keep_trailing_newline=True,
     )
-
-
-def _written(value: Any) -> Any:
-    """A value as Nunjucks writes it into text (None and undefined: empty)."""
-    from jinja2 import Undefined
-
-    if value is None or isinstance(value, Undefined):
-        return ""
-    text = js_string(value)
-    if text is None:
-        raise Unmappable(
-            f"a var is {_shown(value)}: a list or an object renders as JavaScript writes it, "
-            "which is not kept"
-        )
-    return text
 
 
 def _bounded_range(steps: list[int], *args: int) -> Iterator[int]:

@@ -426,8 +426,7 @@ def test_an_import_past_100000_cases_stops(tmp_path: Path) -> None:
 
 
 def test_a_glob_never_follows_a_symlink_nor_leaves_the_config_folder(tmp_path: Path) -> None:
-    from pytest_rubric.importers.promptfoo_files import Tree
-    from pytest_rubric.importers.promptfoo_match import Unmappable
+    from pytest_rubric.importers.promptfoo_files import Tree, Unmappable
 
     path = _promptfoo(tmp_path, "prompts: [hi]\n")
     folder = path.parent

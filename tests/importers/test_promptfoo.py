@@ -26,15 +26,14 @@ from pytest_rubric._load.loader import load_suite
 from pytest_rubric.criteria.check import Answer, CheckContext
 from pytest_rubric.criteria.regex import Regex
 from pytest_rubric.importers._common import ImportFailed, Output, write
-from pytest_rubric.importers.promptfoo import convert
-from pytest_rubric.importers.promptfoo_match import (
-    Unmappable,
+from pytest_rubric.importers.promptfoo import assertion_from_string, convert
+from pytest_rubric.importers.promptfoo_assert import (
     all_pattern,
     js_regex,
     levenshtein_pattern,
     literal,
 )
-from pytest_rubric.importers.promptfoo_read import assertion_from_string
+from pytest_rubric.importers.promptfoo_files import Unmappable
 from tests.conftest import lines_in_any_order
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "promptfoo"
@@ -231,6 +230,22 @@ def test_is_json_with_a_schema_keeps_ajvs_draft_where_it_differs(tmp_path: Path)
     }
     tuple_items = one_criterion(tmp_path, "{type: is-json, value: {items: [{type: string}]}}")
     assert tuple_items["schema"]["$schema"] == "http://json-schema.org/draft-07/schema#"
+
+
+@pytest.mark.hostile
+def test_is_json_schema_text_is_read_within_the_alias_limit(tmp_path: Path) -> None:
+    """A schema given as text is YAML read by the loader's limits: nine levels of nine aliases
+    (387 million nodes once walked) are refused and named, and the import goes on."""
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        levels.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    bomb = json.dumps("\n".join(levels))
+    path = write_config(
+        tmp_path,
+        f"prompts: [hi]\ntests:\n  - assert:\n      - type: is-json\n        value: {bomb}\n",
+    )
+    notes = convert([path]).notes
+    assert any("is-json" in n and "aliases would expand" in n for n in notes), notes
 
 
 @pytest.mark.parametrize(

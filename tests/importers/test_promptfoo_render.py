@@ -11,7 +11,7 @@ import pytest
 from pytest_rubric.importers import promptfoo_render
 from pytest_rubric.importers._common import ImportFailed
 from pytest_rubric.importers.promptfoo import convert
-from pytest_rubric.importers.promptfoo_match import Unmappable
+from pytest_rubric.importers.promptfoo_files import Unmappable
 from pytest_rubric.importers.promptfoo_render import MAX_LOOPS, MAX_RENDERED, render
 
 
