@@ -109,7 +109,7 @@ def pytest_collection(session: pytest.Session) -> None:
         return  # its own hook warns
     patterns = _patterns(config)
     if any(first_data_file(Path(d), patterns) for d in config.getini("rubric_dirs")):
-        _start(config).inputs.check_dirs()
+        _start(config).check_dirs()
 
 
 def _patterns(config: pytest.Config) -> tuple[str, ...]:

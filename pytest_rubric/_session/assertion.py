@@ -186,7 +186,7 @@ def assert_for(
     if query is not None:
         parsed = parsed.model_copy(update={"question": query})
     session = session_of(item.config) if item is not None else None
-    grader = session.inputs.grader if session is not None else Grader()
+    grader = session.grader if session is not None else Grader()
     compiled: CompiledRubric = grader.compile(
         parsed,
         global_criteria=global_criteria,
@@ -239,7 +239,7 @@ def grader_for(item: pytest.Item) -> Grader:
         (judged,) = session.judge_samples([key], compiled, [response])
         return judged
 
-    return session.inputs.grader.with_judge(judge)
+    return session.grader.with_judge(judge)
 
 
 class RubricFixture:

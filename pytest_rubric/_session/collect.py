@@ -26,15 +26,15 @@ from .._render.table import answer_lines, since_baseline
 from .._schema import own_mark
 from .evaluation import evaluate, raise_for, raise_no_answer
 from .heap import paused
+from .inputs import no_response
 from .judging import answer_key
 from .recording import record
-from .response_dirs import no_response
 from .tracebacks import application_traceback
 
 if TYPE_CHECKING:
     from .._results import CaseResult
     from ..criteria.model import CriterionModel
-    from .response_dirs import ResponseDir
+    from .inputs import ResponseDir
     from .session import RubricSession
 
 __all__ = ["RubricFile", "RubricItem", "added_criterion_types"]
@@ -133,7 +133,7 @@ class RubricFile(pytest.File):
         if problems:
             raise RubricLoadError(self.path, problems)
 
-        grader = session.inputs.grader
+        grader = session.grader
         too_many: list[Problem] = []
         for i, case in enumerate(suite.cases):
             compiled = grader.compile(
@@ -286,7 +286,7 @@ class RubricFile(pytest.File):
                 target_name=path,
                 subject=subject,
                 timeout=case.timeout or session.settings.call_timeout,
-                runner=session.inputs.grader.calls,
+                runner=session.grader.calls,
                 cache=session.caches.responses(),
                 tally=session.inputs.tally,
                 tracer=session.inputs.spans,
@@ -364,7 +364,7 @@ class RubricItem(pytest.Item):
 
     def _unavailable(self, reason: str) -> CaseResult:
         """The result of an answer that could not be had: every criterion ERROR."""
-        return self.rubric_session.inputs.grader.unavailable(
+        return self.rubric_session.grader.unavailable(
             self.compiled, reason, nodeid=self.nodeid, suite=self.suite_name, subject=self.subject
         )
 
@@ -377,7 +377,7 @@ class RubricItem(pytest.Item):
         which the plugin reports as an error, never a failure or a pass.
         """
         session = self.rubric_session
-        grader = session.inputs.grader
+        grader = session.grader
         raised: list[BaseException] = []
         responses, problem = self.source.fetch_samples(
             self.compiled.rubric,

@@ -10,6 +10,7 @@ processes ever write one file.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -27,8 +28,8 @@ __all__ = ["JudgeRecordings"]
 class JudgeRecordings:
     """What the run did with the recordings folder, and the line the summary shows."""
 
-    def __init__(self, config: pytest.Config, *, caches: Caches, prune: bool) -> None:
-        self._config = config
+    def __init__(self, *, rootpath: Path, caches: Caches, prune: bool) -> None:
+        self._rootpath = rootpath  # where a rubric file's recordings say it is
         self._prune = prune  # --rubric-recordings-prune
         self._caches = caches
         self.cases: set[str] = set()  # the recording files of the collected cases
@@ -76,31 +77,18 @@ class JudgeRecordings:
         self.deselected = max(self.deselected, int(state.get("deselected", 0)))
         self.collection_errors = max(self.collection_errors, int(state.get("collection_errors", 0)))
 
-    def selection(self) -> str | None:
-        """Why this run did not collect every rubric file as a whole (None: it did)."""
-        option = self._config.option
-        for given, why in (
-            (getattr(option, "keyword", ""), "-k"),
-            (getattr(option, "markexpr", ""), "-m"),
-            (getattr(option, "deselect", None), "--deselect"),
-            (getattr(option, "lf", False), "--lf"),
-            (getattr(option, "stepwise", False), "--sw"),
-            (any("::" in arg for arg in self._config.args), "node ids"),
-            (self.deselected, "deselected items"),
-            (self.collection_errors, "rubric files that failed to load"),
-        ):
-            if given:
-                return why
-        return None
-
-    def finish(self) -> None:
-        """The end of the run (the process that writes outputs): write, count, prune."""
+    def finish(self, selection: str | None) -> None:
+        """The end of the run (the process that writes outputs): write, count, prune.
+        ``selection``: why the run's command line did not collect every rubric file."""
         store = self.store
         if store is None:
             return
         store.flush()
         unused = store.unused(set(store.used) & self.cases)
-        selection = self.selection()
+        if selection is None and self.deselected:
+            selection = "deselected items"
+        if selection is None and self.collection_errors:
+            selection = "rubric files that failed to load"
         if selection is None:
             unused.update(store.orphans(self.cases, self.files))
             unused.update(self._gone(store))
@@ -123,7 +111,7 @@ class JudgeRecordings:
     def _gone(self, store: Recordings) -> dict[str, list[str]]:
         """Recording files whose rubric file no longer exists under the rootdir."""
         found: dict[str, list[str]] = {}
-        root = self._config.rootpath
+        root = self._rootpath
         if not store.directory.is_dir():
             return found
         for path in sorted(store.directory.rglob("*.json")):

@@ -25,8 +25,9 @@ from pathlib import Path
 import pytest
 
 from .._config.outputs import Unwritten, unwritable
+from .._guards.outgoing import outgoing
 
-__all__ = ["record_as_error", "set_aside", "write_system_out"]
+__all__ = ["record_as_error", "set_aside", "write_answers"]
 
 
 def set_aside(config: pytest.Config) -> Unwritten | None:
@@ -45,16 +46,20 @@ def set_aside(config: pytest.Config) -> Unwritten | None:
     return Unwritten("--junitxml", str(xml.logfile), reason)
 
 
-def write_system_out(config: pytest.Config, report: pytest.TestReport, text: str) -> None:
-    """Add ``text`` to the ``system-out`` of ``report``'s test case (nothing without
-    ``--junitxml``)."""
+def write_answers(config: pytest.Config, report: pytest.TestReport, *, show_response: int) -> None:
+    """Add the question and the response of a failed rubric item to its test case's
+    ``system-out`` (nothing without ``--junitxml``)."""
     from _pytest.junitxml import bin_xml_escape, xml_key
 
+    from .._render.table import answer_lines
+
     xml = config.stash.get(xml_key, None)
-    if xml is None:
+    results = getattr(report, "rubric_results", ())
+    text = "\n".join(line for r in results for line in answer_lines(r, show_response=show_response))
+    if xml is None or not text:
         return
     element = ET.Element("system-out")
-    element.text = bin_xml_escape(text)
+    element.text = bin_xml_escape(outgoing(text))
     xml.node_reporter(report).append(element)
 
 

@@ -21,29 +21,35 @@ the outputs, is here.
 
 from __future__ import annotations
 
+import functools
+import os
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import fields
+from itertools import pairwise
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .._config.options import read_settings
-from .._guards.outgoing import warn
+from .._defaults import first_data_file
+from .._guards.outgoing import rubric_warning, warn
 from .._results import Outcome, Verdict
 from . import heap
 from .auditing import Audit
 from .caches import Caches
-from .inputs import Inputs
+from .inputs import Inputs, live_models
 from .items import is_rubric_item
 from .judge_recordings import JudgeRecordings
-from .judging import Judging, every
+from .judging import JudgeSetup, Judging, every
 from .results import Results
 from .xdist import Role
 
 if TYPE_CHECKING:
     # Imported where used: plain pytest runs load no grading or report code.
     from .._config.outputs import Unwritten
-    from .._grade.grader import CompiledRubric
+    from .._grade.grader import CompiledRubric, Grader
     from .._llm.base import Judged
     from .._report.report import SessionReport
     from .._report.run import RunInfo
@@ -51,6 +57,44 @@ if TYPE_CHECKING:
     from ..judge.requests import JudgeKey
 
 __all__ = ["RubricSession"]
+
+
+def _rootdir_moved(config: pytest.Config) -> str | None:
+    """Why node ids will not match the baseline's, when pytest took ``--rubric-baseline
+    PATH`` (with a space) for a test path as it chose the rootdir: with no ini file, it
+    takes the common folder of the paths on the command line, so a baseline kept outside
+    the project moves the rootdir up, and every node id (and import) with it."""
+    given = config.getoption("rubric_baseline")
+    args = config.invocation_params.args
+    separate = any(a == "--rubric-baseline" and b == given for a, b in pairwise(args))
+    if config.inipath is not None or config.option.rootdir or not separate:
+        return None
+    where = config.invocation_params.dir
+    if Path(given).resolve().is_relative_to(where.resolve()):
+        return None
+    return (
+        f"--rubric-baseline {given}: with no ini file, pytest took this path for a test path "
+        f"and chose the rootdir {config.rootpath}, so node ids are relative to it and may not "
+        f"match the baseline's; write --rubric-baseline={given}, or add an ini file "
+        "(pytest.ini, or [tool.pytest.ini_options] in pyproject.toml) at the project's root"
+    )
+
+
+def _selection(config: pytest.Config, *, reruns: bool) -> str | None:
+    """Why the command line collects only part of the suite (None: it names no selection):
+    -k, -m, --deselect, node ids and, with ``reruns``, --lf and --sw."""
+    option = config.option
+    for given, why in (
+        (getattr(option, "keyword", ""), "-k"),
+        (getattr(option, "markexpr", ""), "-m"),
+        (getattr(option, "deselect", None), "--deselect"),
+        (reruns and getattr(option, "lf", False), "--lf"),
+        (reruns and getattr(option, "stepwise", False), "--sw"),
+        (any("::" in arg for arg in config.args), "node ids"),
+    ):
+        if given:
+            return why
+    return None
 
 
 def _dry_run(config: pytest.Config) -> bool:
@@ -86,13 +130,28 @@ class RubricSession:
             recordings_dir=settings.recordings_dir,
             config_warning=config_warning,
         )
-        self.results = Results(
-            config, role, baseline=settings.baseline_path, show_response=settings.show_response
+        self.results = Results(baseline=settings.baseline_path)
+        moved = _rootdir_moved(config) if settings.baseline_path is not None else None
+        if moved is not None and role.reports:
+            config.issue_config_time_warning(rubric_warning(moved), stacklevel=2)
+        self.inputs = Inputs(
+            here=config.invocation_params.dir,
+            warns=role.first,
+            responses_dir=settings.responses_dir,
+            subjects_given=bool(settings.targets or settings.models),
+            models=live_models(
+                settings.models,
+                targets=settings.targets,
+                cost=settings.cost,
+                retry=settings.retry,
+                require_key=settings.response_cache_mode != "replay",
+                budget=budget,
+            ),
+            otel=settings.otel,
         )
-        self.inputs = Inputs(config, settings, role, caches=self.caches, budget=budget)
-        self.judging = Judging(
-            settings, role, caches=self.caches, budget=budget, dry_run=self.dry_run
-        )
+        # The judge's own record of the settings it reads, by field name.
+        setup = JudgeSetup(**{f.name: getattr(settings, f.name) for f in fields(JudgeSetup)})
+        self.judging = Judging(setup, role, caches=self.caches, budget=budget, dry_run=self.dry_run)
         self.audit = Audit(
             role,
             judging=self.judging,
@@ -102,12 +161,26 @@ class RubricSession:
             min_kappa=settings.min_kappa,
         )
         self.recordings = JudgeRecordings(
-            config, caches=self.caches, prune=settings.recordings_prune
+            rootpath=config.rootpath, caches=self.caches, prune=settings.recordings_prune
         )
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         # Outputs that could not be written (shown as error lines at the end; see outputs)
         self.unwritten: list[Unwritten] = []
         self._frozen = False  # whether collected() froze the heap (see heap)
+
+    @functools.cached_property
+    def grader(self) -> Grader:
+        """The session's grader, built on first use."""
+        from .._grade.grader import Grader
+
+        settings = self.settings
+        return Grader(
+            thresholds=settings.thresholds,
+            default_min_score=settings.min_score,
+            call_timeout=settings.call_timeout,
+            check_timeout=settings.check_timeout,
+            style_field=settings.style_field,
+        )
 
     @property
     def unjudged(self) -> str | None:
@@ -121,7 +194,11 @@ class RubricSession:
 
     def collected(self, items: Sequence[pytest.Item]) -> None:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
-        self.inputs.responses.warn_unused()
+        here = self.config.invocation_params.dir
+        self.inputs.warn_unused(
+            narrowed=_selection(self.config, reruns=False) is not None
+            or any((here / arg).is_file() for arg in self.config.args)
+        )
         self.recordings.collected(items)
         unavailable = self.unjudged
         if unavailable is not None:
@@ -141,6 +218,28 @@ class RubricSession:
             if self.settings.gc_freeze and not self._frozen:
                 heap.freeze_collected()
                 self._frozen = True
+
+    def check_dirs(self) -> None:
+        """Warn about a rubric directory that holds no rubric file but YAML or JSON files:
+        most likely rubric files named without the pattern, which collect nothing."""
+        if not self.role.reports:  # the controller warns, once
+            return
+        settings = self.settings
+        for directory in settings.dirs:
+            found = first_data_file(directory, settings.patterns)
+            if found is None:
+                continue
+            option = "--rubric-dir" if settings.dirs_from_flag else "ini rubric_dirs"
+            here = self.config.invocation_params.dir
+            folder, shown = os.path.relpath(directory, here), os.path.relpath(found, here)
+            patterns = ", ".join(settings.patterns)
+            message = (
+                f"{option} {folder} holds no rubric file ({patterns}) "
+                f"but YAML or JSON files, such as {shown}: rename it to match, as "
+                f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini "
+                "rubric_file_patterns"
+            )
+            warn(message)  # the message says where; no line of the file is echoed
 
     # --- judging an answer: the judge, its calibration gate, its probes --------------------------
 
@@ -357,7 +456,7 @@ class RubricSession:
             return
         if self.role.reports:  # the workers' share came as data
             self.recordings.collection_errors += self.inputs.collection_errors
-            self.recordings.finish()
+            self.recordings.finish(_selection(self.config, reruns=True))
         # Ctrl-C (pytest's INTERRUPTED; a collection that stopped too): the results are a
         # part of the run, and the JSON says so.
         complete = session.exitstatus != pytest.ExitCode.INTERRUPTED

@@ -87,7 +87,7 @@ class _SessionHooks:
     def pytest_collection(self, session: pytest.Session) -> None:
         """Warn of rubric dirs whose files match no pattern: in collection, where pytest
         records a warning at the location it names (the user's file, not the plugin)."""
-        self.state.inputs.check_dirs()
+        self.state.check_dirs()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.state.collected(session.items)
@@ -146,10 +146,14 @@ class _ReportHooks:
         error there, as in the terminal; a failing or erroring rubric item's test case shows
         what the application was asked and said, in its ``system-out``."""
         result = yield
-        if report.failed and getattr(report, "rubric_error", False):
-            self.state.results.junit_error(report)
-        if report.failed and getattr(report, "rubric_item", False):
-            self.state.results.junit_answers(report)
+        if report.failed:
+            from .junit import record_as_error, write_answers
+
+            config = self.state.config
+            if getattr(report, "rubric_error", False):
+                record_as_error(config, report)
+            if getattr(report, "rubric_item", False):
+                write_answers(config, report, show_response=self.state.settings.show_response)
         return result
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
