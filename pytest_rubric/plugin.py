@@ -60,15 +60,18 @@ def pytest_configure(config: pytest.Config) -> None:
     # unconfigure (the hook's and the cleanup's), skip the frozen heap (see _session.heap).
     config.add_cleanup(partial(_thaw, config))
     if _rubric_work_asked(config):
-        from ._session.session_hooks import add_rubric_dirs
+        from ._session.session import add_rubric_dirs
 
         add_rubric_dirs(config, _start(config).settings)
 
 
 def _start(config: pytest.Config) -> RubricSession:
-    from ._session.session_hooks import start
+    state = config.stash.get(SESSION_KEY, None)
+    if state is None:
+        from ._session.session import start
 
-    return start(config)
+        state = config.stash[SESSION_KEY] = start(config)
+    return state
 
 
 def _thaw(config: pytest.Config) -> None:
@@ -186,7 +189,8 @@ def pytest_runtest_makereport(
         report.longrepr = (os.fspath(path), (line or 0) + 1, report.longrepr[2])
     pending = item.stash.get(RESULTS_KEY, None)
     if pending and (report.when != "setup" or not report.passed):
-        from ._session.recording import junit_properties, settle  # imported by whoever recorded
+        from ._session.items import settle
+        from ._session.junit import junit_properties
 
         del item.stash[RESULTS_KEY]
         results = settle(pending, call.excinfo.value if call.excinfo is not None else None)

@@ -24,8 +24,7 @@ from ..criteria.registry import CONTEXT_KEY
 from ..judge.requests import JudgeKey
 from .collect import added_criterion_types
 from .evaluation import evaluate, raise_for
-from .items import CURRENT_ITEM, RESULTS_KEY
-from .recording import record
+from .items import CURRENT_ITEM, RESULTS_KEY, record
 from .started import session_of
 
 if TYPE_CHECKING:

@@ -3,11 +3,17 @@
 An item's ``runtest`` obtains the response (inline, from a responses file,
 or by calling the target), grades it and asserts the grade; an answer that
 could not be evaluated is reported as an error, never as a pass, and
-``repr_failure`` prints the per-criterion table.
+``repr_failure`` prints the per-criterion table, or, when the target raised, the
+application's traceback as pytest reports a test's: from the target's first frame, the
+frames of the plugin that called it (and of ``asyncio``) cut as pytest cuts its own, in
+the style ``--tb`` asks for, with what the plugin made of it as a section below.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import os
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -19,7 +25,7 @@ from .._errors import Problem, RubricAssertionError, RubricEvaluationError, Rubr
 from .._grade.grader import CompiledRubric
 from .._grade.scoring import score as score_results
 from .._grade.sources import Source, Target, named
-from .._guards.calls import described, make_importable, resolve_import
+from .._guards.calls import UserCodeError, described, make_importable, resolve_import
 from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite
 from .._render.table import answer_lines, since_baseline
@@ -27,9 +33,8 @@ from .._schema import own_mark
 from .evaluation import evaluate, raise_for, raise_no_answer
 from .heap import paused
 from .inputs import no_response
+from .items import record
 from .judging import answer_key
-from .recording import record
-from .tracebacks import application_traceback
 
 if TYPE_CHECKING:
     from .._results import CaseResult
@@ -422,7 +427,7 @@ class RubricItem(pytest.Item):
             # asked and said.
             result = excinfo.value.result
             if result is None and excinfo.value.__cause__ is not None:
-                return application_traceback(self.config, excinfo.value.__cause__, excinfo.value)
+                return _application_traceback(self.config, excinfo.value.__cause__, excinfo.value)
             if result is None:
                 return outgoing(str(excinfo.value))
             show = self.rubric_session.settings.show_response
@@ -434,3 +439,57 @@ class RubricItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, (self.line - 1 if self.line else None), f"rubric: {self.name}"
+
+
+# The frames that lead to a target: the plugin's (and contextlib's, which it calls through),
+# and asyncio's for an async target.
+_CALLERS = (
+    Path(__file__).resolve().parent.parent,
+    Path(os.path.dirname(os.__file__), "asyncio"),
+    Path(contextlib.__file__),
+)
+
+
+def _calling(entry: Any) -> bool:
+    path = Path(str(entry.path))
+    return any(path.is_relative_to(folder) for folder in _CALLERS)
+
+
+def _application_traceback(
+    config: pytest.Config, raised: BaseException, error: BaseException
+) -> Any:
+    """The report of ``raised``, what a target raised, cut to the application's frames;
+    ``error`` (why the item has no answer) is its ``rubric`` section."""
+    info = pytest.ExceptionInfo.from_exception(raised)
+    entries = list(info.traceback)
+    first = next((i for i, entry in enumerate(entries) if not _calling(entry)), 0)
+    info.traceback = info.traceback[first:].filter(info)
+    style = config.getoption("tbstyle", "auto")
+    if style == "auto":
+        style = "long"  # as pytest's own test functions do
+    # An exception that does not print may be a frame's argument or local: none is shown.
+    values = not (isinstance(raised, UserCodeError) and raised.unprintable)
+    shown = info.getrepr(
+        funcargs=values,
+        showlocals=values and config.getoption("showlocals", False),
+        style=style,
+        tbfilter=False,
+        truncate_locals=config.get_verbosity() <= 1,
+    )
+    shown.addsection("rubric", str(error))
+    return _scrubbed(shown)
+
+
+def _scrubbed(value: Any) -> Any:
+    """``value`` (pytest's report of an exception) with :func:`outgoing` applied to each of
+    its strings: the application's source lines and locals may hold a key."""
+    if isinstance(value, str):
+        return outgoing(value)
+    if isinstance(value, list):
+        return [_scrubbed(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_scrubbed(item) for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            setattr(value, field.name, _scrubbed(getattr(value, field.name)))
+    return value

@@ -1,4 +1,5 @@
-"""What a failing rubric item adds to pytest's ``--junitxml`` report beyond its properties.
+"""What pytest's ``--junitxml`` report carries of the rubric: each result's properties, and
+what a failing rubric item adds beyond them.
 
 The question and the response go into the item's ``system-out``, where CI tools that read
 JUnit show a test's output next to its failure. pytest writes ``system-out`` only from
@@ -26,8 +27,39 @@ import pytest
 
 from .._config.outputs import Unwritten, unwritable
 from .._guards.outgoing import outgoing
+from .._results import CaseResult, Verdict
 
-__all__ = ["record_as_error", "set_aside", "write_answers"]
+__all__ = ["JUNIT_PROPERTIES", "junit_properties", "record_as_error", "set_aside", "write_answers"]
+
+JUNIT_PROPERTIES = frozenset(
+    {
+        "rubric_case",
+        "rubric_subject",
+        "rubric_score",
+        "rubric_min_score",
+        "rubric_passed",
+        "rubric_failed_criteria",
+    }
+)
+"""The names of the JUnit properties a result gives (:func:`junit_properties`)."""
+
+
+def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
+    """What ``--junitxml`` carries of a result: ``rubric_case``, ``rubric_subject``,
+    ``rubric_score``, ``rubric_min_score``, ``rubric_passed`` and, when some went the
+    wrong way or could not be evaluated, ``rubric_failed_criteria`` (comma-separated ids)."""
+    properties = [  # each name one of JUNIT_PROPERTIES
+        ("rubric_case", outgoing(result.case)),  # the texts a rubric or a user wrote
+        ("rubric_subject", outgoing(result.subject)),
+        ("rubric_score", f"{result.score:.4f}"),
+        # "none": a report-only case, which has no pass mark
+        ("rubric_min_score", "none" if result.min_score is None else f"{result.min_score:.4f}"),
+        ("rubric_passed", str(result.passed).lower()),
+    ]
+    failed = [c.id for c in result.criteria if c.went_wrong or c.verdict is Verdict.ERROR]
+    if failed:
+        properties.append(("rubric_failed_criteria", outgoing(",".join(failed))))
+    return properties
 
 
 def set_aside(config: pytest.Config) -> Unwritten | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from .._results import CaseResult
-from .items import JUNIT_PROPERTIES
+from .junit import JUNIT_PROPERTIES
 
 __all__ = ["Results"]
 
