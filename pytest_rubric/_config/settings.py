@@ -30,6 +30,7 @@ from .._defaults import (
 )
 from .._grade.style import StyleThresholds
 from .._llm.cost import CostSettings
+from .._repeat import parse_pass_when
 from . import parsers
 from .outputs import OUTPUTS
 
@@ -197,7 +198,7 @@ class Settings:
         "how an item's samples pass where the file sets no `pass_when`: mean (default), "
         "all, any, or a pass rate X in (0, 1].",
         metavar="RULE",
-        parse=parsers.pass_rule,
+        parse=parse_pass_when,
         default="mean",
     )
     min_score: float = ini_key(

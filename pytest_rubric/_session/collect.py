@@ -51,6 +51,10 @@ def added_criterion_types(node: pytest.Item | pytest.Collector) -> list[type[Cri
     return [model for models in added for model in models]
 
 
+def _first(*values: Any) -> Any:
+    return next(value for value in values if value is not None)
+
+
 class RubricFile(pytest.File):
     """A ``*.rubric.yaml`` / ``*.rubric.yml`` / ``*.rubric.json`` file."""
 
@@ -147,7 +151,8 @@ class RubricFile(pytest.File):
                 min_score=own_mark(case, suite),
                 style_field=suite.style_field,
             )
-            repeat = self.repeat_of(case, loaded)
+            # The case's own, else the file's, else the run's.
+            repeat = int(_first(case.repeat, suite.repeat, session.settings.repeat))
             sources = self._sources(case, loaded, dirs, targets, repeat=repeat, problems=too_many)
             line = loaded.case_lines[i]
             if not sources:
@@ -170,17 +175,10 @@ class RubricFile(pytest.File):
                     source=source,
                     line=line,
                     repeat=repeat,
-                    pass_when=self.pass_when_of(case, loaded),
+                    pass_when=_first(case.pass_when, suite.pass_when, session.settings.pass_when),
                 )
         if too_many:
             raise RubricLoadError(self.path, too_many)
-
-    def repeat_of(self, case: Any, loaded: LoadedSuite) -> int:
-        """How many answers the case's items get: the case's, the file's, or the run's."""
-        for value in (case.repeat, loaded.suite.repeat):
-            if value is not None:
-                return int(value)
-        return self.rubric_session.settings.repeat
 
     def targets_of(self, case: Any, loaded: LoadedSuite) -> list[tuple[str, str, str]]:
         """``(subject, import path, field)`` of each target that answers ``case``: the case's
@@ -202,12 +200,6 @@ class RubricFile(pytest.File):
             (name or value.rpartition(":")[2], value, "--rubric-target")
             for name, value in map(named, self.rubric_session.settings.targets)
         ]
-
-    def pass_when_of(self, case: Any, loaded: LoadedSuite) -> str | float:
-        for value in (case.pass_when, loaded.suite.pass_when):
-            if value is not None:
-                return value
-        return self.rubric_session.settings.pass_when
 
     def _sources(
         self,

@@ -43,8 +43,7 @@ __all__ = ["arrange_fast_exit", "freeze_collected", "paused", "thaw"]
 
 @contextlib.contextmanager
 def paused(*, enabled: bool = True) -> Iterator[None]:
-    """Pause the cyclic garbage collector in the block (ini ``rubric_gc_pause``; nothing
-    when ``enabled`` is false). Nested pauses are fine."""
+    """Pause the cyclic garbage collector in the block, when ``enabled``; nests."""
     collecting = enabled and gc.isenabled()
     if collecting:
         gc.disable()
@@ -56,11 +55,8 @@ def paused(*, enabled: bool = True) -> Iterator[None]:
 
 
 def freeze_collected() -> None:
-    """Move every object alive now to the permanent generation (until :func:`thaw`).
-
-    Garbage that exists now is frozen too and waits for :func:`thaw`; the
-    collector is paused while rubric files load, so there is little of it.
-    """
+    """Move every object alive now to the permanent generation (until :func:`thaw`); garbage
+    that exists now waits too, and there is little (the collector is paused while files load)."""
     gc.freeze()
 
 
@@ -71,12 +67,8 @@ def thaw() -> None:
 
 
 def _freeze_at_exit() -> None:
-    """At interpreter exit, after one last full collection, freeze what is still alive.
-
-    The collection first runs every finalizer of garbage there is; what
-    survives it is torn down as usual, minus the repeated walks (0.4-0.7 s
-    for 3000 items here). Opt out with ``rubric_fast_exit = false``.
-    """
+    """After one last full collection (every finalizer of garbage runs), freeze what is still
+    alive: it is torn down as usual, minus the repeated walks (0.4-0.7 s for 3000 items)."""
     gc.collect()
     gc.freeze()
 

@@ -1,15 +1,10 @@
-"""The session's judge: set up once, asked ahead for what will run, its usage summed.
-
-:class:`Judging` is the part of the session (see ``session``) that owns the
-judge's runners (or panel), the guidance of each rubric file, what was
-scheduled, and every judge's usage, summed over xdist workers on the
-controller. It knows nothing of the audit: the session composes the two.
-"""
+"""The session's judge: set up once, asked ahead for what will run, its usage summed (over
+xdist workers on the controller). It knows nothing of the audit: the session composes them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -38,21 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["REQUIRE_JUDGE_REASON", "JudgeSetup", "Judging", "answer_key"]
 
 REQUIRE_JUDGE_REASON = f"--rubric-require-judge is set but no judge is configured: {SET_A_JUDGE}"
-
-
-_STATS_FIELDS = (
-    "calls",
-    "retries",
-    "errors",
-    "tokens_in",
-    "tokens_out",
-    "cache_hits",
-    "cache_misses",
-    "saved_in",
-    "saved_out",
-    "over_budget",
-    "estimated",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,10 +333,7 @@ class Judging:
     def worker_usage(self) -> dict[str, Any]:
         """This worker's usage of each judge, for the controller (:meth:`add_usage`)."""
         return {
-            name: {
-                **{field_name: getattr(stats, field_name) for field_name in _STATS_FIELDS},
-                "elsewhere": dict(stats.elsewhere),
-            }
+            name: {**_counts(stats), "elsewhere": dict(stats.elsewhere)}
             for name, stats in self.usage.items()
         }
 
@@ -365,9 +342,8 @@ class Judging:
         for name, counts in judges.items():
             stats = self.usage.get(name)
             if stats is not None:
-                for field_name in _STATS_FIELDS:
-                    value = getattr(stats, field_name) + int(counts.get(field_name, 0))
-                    setattr(stats, field_name, value)
+                for field_name, value in _counts(stats).items():
+                    setattr(stats, field_name, value + int(counts.get(field_name, 0)))
                 for endpoint, n in counts.get("elsewhere", {}).items():
                     stats.elsewhere[endpoint] = stats.elsewhere.get(endpoint, 0) + int(n)
 
@@ -392,6 +368,11 @@ def _check_batch(specs: Sequence[ModelSpec]) -> None:
                 f"--rubric-judge-batch: judge {spec.name} has no batch API here (providers "
                 f"with one: {', '.join(BATCH_PROVIDERS)}); drop the flag to judge live"
             )
+
+
+def _counts(stats: CallStats) -> dict[str, int]:
+    """A judge's counts (the whole numbers of its usage), as an xdist worker sends them."""
+    return {f.name: getattr(stats, f.name) for f in fields(stats) if f.type == "int"}
 
 
 def every(request: JudgeRequest, outcome: Outcome) -> Judged:

@@ -2,12 +2,12 @@
 
 One :class:`RubricSession` lives in ``config.stash`` (``_session.started``, kept by ``plugin``) from
 when it starts (``pytest_configure``, or the first need of a run that asked for no
-rubric work) to ``pytest_unconfigure``; the hooks in ``plugin`` delegate to it or to one of
-its parts, each with an explicit constructor:
+rubric work) to ``pytest_unconfigure``, registered as the session's hooks; the hooks in
+``plugin`` delegate to it. Each part is handed only the values it uses:
 
 ==============  ==================================================================
 ``caches``      the cache file of the judge's replies and the application's answers
-``inputs``      response folders, ``--rubric-model`` subjects, the grader
+``inputs``      response folders, ``--rubric-model`` subjects, the answers' tally
 ``judging``     the judge: set up, scheduled, waited for, its usage summed
 ``audit``       calibration against the suite's labels and the bias probes
 ``results``     each item's last attempt, the baseline
@@ -25,7 +25,7 @@ import functools
 import os
 import sys
 import time
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import fields
 from itertools import pairwise
 from pathlib import Path
@@ -102,12 +102,10 @@ def _selection(config: pytest.Config, *, reruns: bool) -> str | None:
 def _dry_run(config: pytest.Config) -> bool:
     """``--collect-only``, ``--setup-only`` or ``--setup-plan``: nothing is graded, so no
     judge call is made and no result is written."""
-    option = config.option
-    return bool(
-        getattr(option, "collectonly", False)
-        or getattr(option, "setuponly", False)
-        or getattr(option, "setupplan", False)
-    )
+    return any(getattr(config.option, name, False) for name in _DRY_RUNS)
+
+
+_DRY_RUNS = ("collectonly", "setuponly", "setupplan")
 
 
 class RubricSession:
@@ -365,14 +363,6 @@ class RubricSession:
         replaced, pinned = data.get("targets") or ([], [])
         self.inputs.targets_replaced.update(replaced)
         self.inputs.targets_pinned.update(pinned)
-
-    def crashed(self, report: pytest.TestReport) -> None:
-        """An xdist worker died running ``report``'s item (see ``xdist``)."""
-        self.results.crashed(report)
-
-    def schedule_items(self, items: Iterable[pytest.Item]) -> None:
-        """Start judging ``items`` (an xdist worker, about to run them; see ``xdist``)."""
-        self.judging.schedule_items(items)
 
     # --- the report -----------------------------------------------------------------------------
 
