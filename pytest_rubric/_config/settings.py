@@ -89,8 +89,14 @@ _NO_DEFAULT: Any = object()
 
 def option(key: str, help: str, *, field_default: Any = _NO_DEFAULT, **kwargs: Any) -> Any:
     """A field of :class:`Settings` set by one :class:`Option` (``key``, ``help`` and
-    ``kwargs``); its default is the option's, unless ``field_default`` is given."""
-    return setting(Option(key, help, **kwargs), default=field_default)
+    ``kwargs``); its default is the option's (a tuple for a list, or for a repeatable flag
+    that has none), unless ``field_default`` is given."""
+    given = Option(key, help, **kwargs)
+    if field_default is _NO_DEFAULT and isinstance(given.default, list):
+        field_default = tuple(given.default)
+    elif field_default is _NO_DEFAULT and given.action == "append" and given.default is None:
+        field_default = ()
+    return setting(given, default=field_default)
 
 
 def ini_key(key: str, help: str, **kwargs: Any) -> Any:
@@ -130,7 +136,6 @@ class Settings:
         ini_type="paths",
         ini_help="directories to collect rubric files from, as testpaths",
         default=[],
-        field_default=(),
     )
     dirs_from_flag: bool = False  # --rubric-dir (only these run) rather than ini rubric_dirs
     patterns: tuple[str, ...] = ini_key(
@@ -138,7 +143,6 @@ class Settings:
         "glob patterns of rubric file names",
         ini_type="linelist",
         default=list(DEFAULT_PATTERNS),
-        field_default=DEFAULT_PATTERNS,
     )
     responses_dir: Path | None = option(
         "responses",
@@ -151,7 +155,6 @@ class Settings:
         "subject NAME, default the function's name). Repeatable: one subject each.",
         action="append",
         metavar="[NAME=]MODULE:FUNCTION",
-        field_default=(),
     )
     models: tuple[str, ...] = option(
         "model",
@@ -159,7 +162,6 @@ class Settings:
         "Repeatable: one subject each.",
         action="append",
         metavar="[NAME=]PROVIDER:MODEL",
-        field_default=(),
     )
     otel: bool = option(
         "otel",
@@ -358,7 +360,6 @@ class Settings:
         action="append",
         metavar="PROVIDER:MODEL",
         ini_help="the LLM judge, PROVIDER:MODEL (overridden by --rubric-judge)",
-        field_default=(),
     )
     # Where the judges were set, as a user would look for it: "--rubric-judge", "ini
     # rubric_judge in pytest.ini" or "env RUBRIC_JUDGE".

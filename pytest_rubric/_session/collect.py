@@ -154,26 +154,17 @@ class RubricFile(pytest.File):
             # The case's own, else the file's, else the run's.
             repeat = int(_first(case.repeat, suite.repeat, session.settings.repeat))
             sources = self._sources(case, loaded, dirs, targets, repeat=repeat, problems=too_many)
-            line = loaded.case_lines[i]
-            if not sources:
-                yield RubricItem.from_parent(
-                    self,
-                    name=case.id,
-                    compiled=compiled,
-                    suite_name=loaded.name,
-                    subject="",
-                    source=Source(unavailable=no_response(case.id, dirs)),
-                    line=line,
-                )
+            if not sources:  # one item, with no subject, that says why
+                sources = {"": Source(unavailable=no_response(case.id, dirs))}
             for subject, source in sources.items():
                 yield RubricItem.from_parent(
                     self,
-                    name=f"{case.id}[{subject}]",
+                    name=f"{case.id}[{subject}]" if subject else case.id,
                     compiled=compiled,
                     suite_name=loaded.name,
                     subject=subject,
                     source=source,
-                    line=line,
+                    line=loaded.case_lines[i],
                     repeat=repeat,
                     pass_when=_first(case.pass_when, suite.pass_when, session.settings.pass_when),
                 )

@@ -39,10 +39,9 @@ from .._guards.outgoing import outgoing, rubric_warning, warn
 from .._results import CaseResult, Outcome, Verdict
 from . import heap, xdist
 from .auditing import Audit
-from .caches import Caches
+from .caches import Caches, JudgeRecordings
 from .inputs import Inputs, live_models
 from .items import is_rubric_item
-from .judge_recordings import JudgeRecordings
 from .judging import JudgeSetup, Judging, every
 from .results import Results
 from .xdist import Role
