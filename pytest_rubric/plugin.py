@@ -106,7 +106,7 @@ def _rubric_work_asked(config: pytest.Config) -> bool:
 @pytest.hookimpl(tryfirst=True)  # before xdist's controller declines to collect
 def pytest_collection(session: pytest.Session) -> None:
     """A session not started yet still warns of a rubric dir whose files match no pattern
-    (see ``Inputs.check_dirs``): it starts to, when there is one."""
+    (see ``RubricSession.check_dirs``): it starts to, when there is one."""
     config = session.config
     if config.stash.get(SESSION_KEY, None) is not None or not _role(config).reports:
         return  # its own hook warns
@@ -124,14 +124,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(SESSION_KEY, None)
     if state is not None:
         state.close()
-    for name in ("rubric-session", "rubric-report"):
+    for name in _HOOKS:
         hooks = config.pluginmanager.get_plugin(name)
         if hooks is not None:
             config.pluginmanager.unregister(hooks)
-    if state is not None:
-        from ._session import xdist
 
-        xdist.unregister(config)
+
+# What a session registers (the xdist hooks only where the process needs them).
+_HOOKS = ("rubric-session", "rubric-report", "rubric-xdist-worker", "rubric-xdist-controller")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RubricFile | None:
@@ -187,7 +187,6 @@ def pytest_runtest_makereport(
         # as for a skip mark, not the line inside the plugin that skipped it.
         path, line, _ = item.reportinfo()
         report.longrepr = (os.fspath(path), (line or 0) + 1, report.longrepr[2])
-    pending = item.stash.get(RESULTS_KEY, None)
     if pending and (report.when != "setup" or not report.passed):
         from ._session.items import settle
         from ._session.junit import junit_properties

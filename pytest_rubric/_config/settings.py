@@ -99,8 +99,13 @@ def option(key: str, help: str, *, field_default: Any = _NO_DEFAULT, **kwargs: A
     return setting(given, default=field_default)
 
 
+def ini_option(key: str, help: str, **kwargs: Any) -> Option:
+    """An ini key alone (no flag)."""
+    return Option(key, help, flag=False, ini=True, **kwargs)
+
+
 def ini_key(key: str, help: str, **kwargs: Any) -> Any:
-    """A field set by an ini key alone (no flag)."""
+    """A field set by an ini key alone."""
     return option(key, help, flag=False, ini=True, **kwargs)
 
 
@@ -299,7 +304,7 @@ class Settings:
     )
     thresholds: StyleThresholds = setting(
         *(
-            Option(key, help, flag=False, ini=True, parse=parsers.fraction, default=default)
+            ini_option(key, help, parse=parsers.fraction, default=default)
             for key, help, default in (
                 (
                     "confident_threshold",
@@ -406,27 +411,21 @@ class Settings:
             parse=parsers.positive_seconds,
             default=_RETRY.timeout,
         ),
-        Option(
+        ini_option(
             "judge_attempts",
             "attempts per judge call, the first included (4)",
-            flag=False,
-            ini=True,
             parse=parsers.attempts,
             default=_RETRY.attempts,
         ),
-        Option(
+        ini_option(
             "judge_backoff",
             "first retry delay in seconds, doubled each time (0.5)",
-            flag=False,
-            ini=True,
             parse=parsers.positive,
             default=_RETRY.backoff,
         ),
-        Option(
+        ini_option(
             "judge_retry_budget",
             "retries per session (per xdist worker) across all judge calls (200)",
-            flag=False,
-            ini=True,
             parse=parsers.attempts,
             default=_RETRY.budget,
         ),
@@ -487,12 +486,10 @@ class Settings:
             metavar="IN,OUT",
             parse=parsers.price,
         ),
-        Option(
+        ini_option(
             "judge_prices",
             "one line per model: MODEL IN OUT [BATCH_IN BATCH_OUT], dollars per million input and "
             "output tokens (batch: --rubric-judge-batch, default half)",
-            flag=False,
-            ini=True,
             ini_type="linelist",
             default=[],
         ),

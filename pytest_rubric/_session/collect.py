@@ -357,13 +357,9 @@ class RubricItem(pytest.Item):
         )
 
     def runtest(self) -> None:
-        """Obtain the response, grade it, assert the grade.
-
-        Grading belongs to the call phase, so ``--setup-plan``, ``--setup-only``
-        and ``--collect-only`` stay dry runs: no target, no judge, no result.
-        An answer that could not be evaluated raises :class:`RubricEvaluationError`,
-        which the plugin reports as an error, never a failure or a pass.
-        """
+        """Obtain the response, grade it, assert the grade: in the call phase, so that
+        ``--setup-plan``, ``--setup-only`` and ``--collect-only`` stay dry runs. An answer that
+        could not be evaluated raises :class:`RubricEvaluationError`: an error, never a pass."""
         session = self.rubric_session
         grader = session.grader
         raised: list[BaseException] = []

@@ -85,15 +85,9 @@ class Inputs:
 
                 files, problems = load_response_dir(directory)
             else:
-                files, problems = (
-                    [],
-                    [
-                        Problem(
-                            f"responses folder {str(directory)!r} does not exist",
-                            hint="create it with one <subject>.jsonl per subject, or fix the path",
-                        )
-                    ],
-                )
+                missing = f"responses folder {str(directory)!r} does not exist"
+                hint = "create it with one <subject>.jsonl per subject, or fix the path"
+                files, problems = [], [Problem(missing, hint=hint)]
             cached = self._dirs[directory] = ResponseDir(files, problems)
         return cached
 

@@ -56,12 +56,9 @@ def record(item: pytest.Item, result: CaseResult, *, raised: bool = False) -> No
 
 
 def settle(recorded: list[Recorded], escaped: BaseException | None) -> list[CaseResult]:
-    """The results of a test phase that count in the session's outputs and gates.
-
-    A result ``assert_rubric`` raised counts only when its exception escaped
-    the test: a test that catches ``RubricAssertionError`` (``pytest.raises``)
-    expected the answer to fail, and that failure is not the subject's.
-    """
+    """The results of a test phase that count in the session's outputs and gates: one that
+    ``assert_rubric`` raised only when its exception escaped the test (a test that catches
+    ``RubricAssertionError`` expected the answer to fail: that failure is not the subject's)."""
     return [
         r.result for r in recorded if not r.raised or getattr(escaped, "result", None) is r.result
     ]

@@ -252,12 +252,9 @@ class Judging:
         return self._guidance.get(file_id)
 
     def schedule_items(self, items: Iterable[pytest.Item]) -> None:
-        """Start every given item's judge calls now, so they overlap across items.
-
-        Items whose response comes from a target or a model are judged when
-        they run. The controller schedules every collected item; an xdist worker
-        only those it is handed, as it learns of them (see ``xdist``).
-        """
+        """Start every given item's judge calls now, so they overlap across items (answers of
+        a target or a model are judged when they run); an xdist worker schedules only the
+        items it is handed, as it learns of them (see ``xdist``)."""
         if self.runner is None or self._dry_run:
             return
         from .._grade.grader import context_of

@@ -414,12 +414,8 @@ class RubricSession:
         return lines
 
     def summary_wanted(self, report: SessionReport) -> bool:
-        """Whether the terminal shows the rubric summary (ini ``rubric_summary``).
-
-        ``auto``: when rubric items ran, when ``assert_rubric`` graded a subject
-        named with ``subject=``, or when a gate ran; plain assertions in unit
-        tests alone print nothing.
-        """
+        """Whether the terminal shows the rubric summary (ini ``rubric_summary``); ``auto``:
+        when rubric items ran, ``assert_rubric`` graded a named subject, or a gate ran."""
         mode = self.settings.summary
         if mode != "auto":
             return mode == "on" and report.shown
@@ -460,7 +456,7 @@ class RubricSession:
             run=self.run_info(complete=complete) if gates else None,
         )
 
-    def run_info(self, *, complete: bool = True) -> RunInfo:
+    def run_info(self, *, complete: bool) -> RunInfo:
         """Which run this is (the JSON's ``run``): on an xdist controller, the judge cache's
         hits and misses are the workers' summed (see ``add_worker_stats``); ``complete``
         False when the session was interrupted."""

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 import pytest
 
-__all__ = ["ControllerHooks", "Role", "WorkerHooks", "register", "unregister"]
+__all__ = ["ControllerHooks", "Role", "WorkerHooks", "register"]
 
 
 class RubricSession(Protocol):
@@ -92,13 +92,6 @@ def register(config: pytest.Config, state: RubricSession) -> None:
         config.pluginmanager.register(WorkerHooks(state), "rubric-xdist-worker")
     elif config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(ControllerHooks(state), "rubric-xdist-controller")
-
-
-def unregister(config: pytest.Config) -> None:
-    for name in ("rubric-xdist-worker", "rubric-xdist-controller"):
-        plugin = config.pluginmanager.get_plugin(name)
-        if plugin is not None:
-            config.pluginmanager.unregister(plugin)
 
 
 class WorkerHooks:
