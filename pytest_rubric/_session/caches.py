@@ -105,23 +105,17 @@ class Caches:
 class JudgeRecordings:
     """What the run did with the recordings folder, and the line the summary shows."""
 
-    def __init__(self, *, rootpath: Path, caches: Caches, prune: bool) -> None:
+    def __init__(self, store: Recordings, *, rootpath: Path, prune: bool) -> None:
+        self.store = store
         self._rootpath = rootpath  # where a rubric file's recordings say it is
         self._prune = prune  # --rubric-recordings-prune
-        self._caches = caches
         self.cases: set[str] = set()  # the recording files of the collected cases
         self.files: set[str] = set()  # the collected rubric files' node ids
         self.deselected = 0
         self.collection_errors = 0
         self.line: str | None = None  # for the terminal summary
 
-    @property
-    def store(self) -> Recordings | None:
-        return self._caches.recordings()
-
     def collected(self, items: Sequence[pytest.Item]) -> None:
-        if self.store is None:
-            return
         from .._llm.recordings import location
 
         for item in items:
@@ -130,13 +124,10 @@ class JudgeRecordings:
                 self.files.add(parent.nodeid)
                 self.cases.add(location(parent.nodeid, item.compiled.rubric.id))
 
-    def state(self) -> dict[str, Any] | None:
+    def state(self) -> dict[str, Any]:
         """What a worker hands the controller."""
-        store = self.store
-        if store is None:
-            return None
         return {
-            **store.state(),
+            **self.store.state(),
             "cases": sorted(self.cases),
             "files": sorted(self.files),
             "deselected": self.deselected,
@@ -144,10 +135,7 @@ class JudgeRecordings:
         }
 
     def add_state(self, state: dict[str, Any]) -> None:
-        store = self.store
-        if store is None:
-            return
-        store.add_state(state)
+        self.store.add_state(state)
         self.cases.update(state.get("cases", ()))
         self.files.update(state.get("files", ()))
         # Every worker collects the whole session: the most any one saw.
@@ -158,8 +146,6 @@ class JudgeRecordings:
         """The end of the run (the process that writes outputs): write, count, prune.
         ``selection``: why the run's command line did not collect every rubric file."""
         store = self.store
-        if store is None:
-            return
         store.flush()
         unused = store.unused(set(store.used) & self.cases)
         if selection is None and self.deselected:

@@ -159,8 +159,11 @@ class RubricSession:
             probe_kinds=settings.probe_kinds,
             min_kappa=settings.min_kappa,
         )
-        self.recordings = JudgeRecordings(
-            rootpath=config.rootpath, caches=self.caches, prune=settings.recordings_prune
+        store = self.caches.recordings()  # --rubric-recordings: what the run did with them
+        self.recordings = (
+            None
+            if store is None
+            else JudgeRecordings(store, rootpath=config.rootpath, prune=settings.recordings_prune)
         )
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         # Outputs that could not be written (shown as error lines at the end; see outputs)
@@ -205,7 +208,8 @@ class RubricSession:
             narrowed=_selection(self.config, reruns=False) is not None
             or any((here / arg).is_file() for arg in self.config.args)
         )
-        self.recordings.collected(items)
+        if self.recordings:
+            self.recordings.collected(items)
         unavailable = self.unjudged
         if unavailable is not None:
             # A skip mark: -rs reports the skip at the item's file, not inside the plugin.
@@ -249,7 +253,8 @@ class RubricSession:
 
     def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
         """A run that deselected items never prunes recordings."""
-        self.recordings.deselected += len(items)
+        if self.recordings:
+            self.recordings.deselected += len(items)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
@@ -343,11 +348,11 @@ class RubricSession:
             self.audit.calibrations()
             data["judges"] = self.judging.worker_usage()
             data["calibration"] = self.audit.worker_calibrations()
-        self.recordings.collection_errors = self.inputs.collection_errors
         inputs = self.inputs
         data["targets"] = [sorted(inputs.targets_replaced), sorted(inputs.targets_pinned)]
-        if (recordings := self.recordings.state()) is not None:
-            data["recordings"] = recordings
+        if self.recordings:
+            self.recordings.collection_errors = self.inputs.collection_errors
+            data["recordings"] = self.recordings.state()
         return data
 
     def add_worker_stats(self, data: dict[str, Any]) -> None:
@@ -357,7 +362,7 @@ class RubricSession:
         self.judging.add_usage(data.get("judges", {}))
         if data.get("calibration"):
             self.audit.add_calibrations(data["calibration"])
-        if data.get("recordings"):
+        if data.get("recordings") and self.recordings:
             self.recordings.add_state(data["recordings"])
         replaced, pinned = data.get("targets") or ([], [])
         self.inputs.targets_replaced.update(replaced)
@@ -486,7 +491,7 @@ class RubricSession:
         """The controller's end of the run: apply the gates, write every output."""
         if self.dry_run:
             return
-        if self.role.reports:  # the workers' share came as data
+        if self.role.reports and self.recordings:  # the workers' share came as data
             self.recordings.collection_errors += self.inputs.collection_errors
             self.recordings.finish(_selection(self.config, reruns=True))
         # Ctrl-C (pytest's INTERRUPTED; a collection that stopped too): the results are a
@@ -578,7 +583,7 @@ class _ReportHooks:
             # The workers collected: what the command line's subjects replaced is known now.
             for said in self.state.pytest_report_collectionfinish():
                 terminalreporter.write_line(said)
-        if self.state.recordings.line is not None:
+        if self.state.recordings and self.state.recordings.line is not None:
             terminalreporter.write_line(outgoing(self.state.recordings.line))
         if self.state.summary_wanted(report) and terminalreporter.config.get_verbosity() >= -1:
             from .._render.summary import terminal_lines
