@@ -285,7 +285,8 @@ class RubricSession:
         left judged criteria SKIPPED says so in verbose output."""
         if report.failed and getattr(report, "rubric_error", False):
             return "error", "E", ("ERROR", {"red": True})
-        if report.when == "call" and report.passed and _has_skipped(report):
+        results: list[CaseResult] = getattr(report, "rubric_results", [])
+        if report.when == "call" and report.passed and any(r.skipped for r in results):
             return "passed", ".", ("PASSED (judged criteria skipped)", {"green": True})
         return None
 
@@ -622,11 +623,6 @@ def _gate_report(reason: str) -> pytest.TestReport:
         when="call",
         rubric_gate=outgoing(reason),
     )
-
-
-def _has_skipped(report: pytest.TestReport) -> bool:
-    results: list[CaseResult] = getattr(report, "rubric_results", [])
-    return any(result.skipped for result in results)
 
 
 def start(config: pytest.Config) -> RubricSession:
