@@ -1,21 +1,14 @@
 """What pytest's ``--junitxml`` report carries of the rubric: each result's properties, and
 what a failing rubric item adds beyond them.
 
-The question and the response go into the item's ``system-out``, where CI tools that read
-JUnit show a test's output next to its failure. pytest writes ``system-out`` only from
-captured output, and only when ini ``junit_logging`` asks for it; it has no public way
-for a plugin to add its own. pytest's ``record_property`` reaches the same writer through
-``config.stash[xml_key]``, and so does this module, the one place that does.
-
-An answer that could not be evaluated fails its call, and the terminal counts it as an
-error (``pytest_report_teststatus``); JUnit, which writes every failed call as a
-``failure``, is told the same: :func:`record_as_error` turns that element into an
-``error`` and moves it from the suite's failures to its errors.
-
-A ``--junitxml`` path that cannot be written (a directory, a parent that cannot be made)
-would end the session in pytest's traceback, after every other output: :func:`set_aside`
-finds it as the session starts and takes JUnit's writer out of this run, so the run ends
-with one error line naming it, like any other output of the run.
+pytest has no public way for a plugin to write a test case's ``system-out`` or to turn its
+``failure`` into an ``error``; its ``record_property`` reaches the writer through
+``config.stash[xml_key]``, and so does this module, the one place that does: a failing
+item's question and response go to ``system-out`` (where CI tools show them), an answer
+that could not be evaluated is an ``error`` as in the terminal (:func:`record_as_error`),
+and a ``--junitxml`` path that cannot be written is found as the session starts and taken
+out of the run (:func:`set_aside`), so the run ends with one error line naming it, like
+any other output, not in pytest's traceback.
 """
 
 from __future__ import annotations

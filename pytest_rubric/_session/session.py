@@ -1,9 +1,8 @@
 """The session's composition root: its parts, built once, and what only the whole can do.
 
-One :class:`RubricSession` lives in ``config.stash`` (``_session.started``, kept by ``plugin``) from
-when it starts (``pytest_configure``, or the first need of a run that asked for no
-rubric work) to ``pytest_unconfigure``, registered as the session's hooks; the hooks in
-``plugin`` delegate to it. Each part is handed only the values it uses:
+One :class:`RubricSession` lives in ``config.stash`` (``_session.started``, kept by
+``plugin``) from when it starts (``pytest_configure``, or the first need of a run that asked
+for no rubric work) to ``pytest_unconfigure``, registered as the session's hooks. Each part is handed only the values it uses:
 
 ==============  ==================================================================
 ``caches``      the cache file of the judge's replies and the application's answers
@@ -11,6 +10,7 @@ rubric work) to ``pytest_unconfigure``, registered as the session's hooks; the h
 ``judging``     the judge: set up, scheduled, waited for, its usage summed
 ``audit``       calibration against the suite's labels and the bias probes
 ``results``     each item's last attempt, the baseline
+``recordings``  what the run did with ``--rubric-recordings`` (only with the flag)
 ==============  ==================================================================
 
 The parts depend one way (``audit`` asks ``judging``; ``inputs`` and
