@@ -60,15 +60,18 @@ def pytest_configure(config: pytest.Config) -> None:
     # unconfigure (the hook's and the cleanup's), skip the frozen heap (see _session.heap).
     config.add_cleanup(partial(_thaw, config))
     if _rubric_work_asked(config):
-        from ._session.session_hooks import add_rubric_dirs
+        from ._session.session import add_rubric_dirs
 
         add_rubric_dirs(config, _start(config).settings)
 
 
 def _start(config: pytest.Config) -> RubricSession:
-    from ._session.session_hooks import start
+    state = config.stash.get(SESSION_KEY, None)
+    if state is None:
+        from ._session.session import start
 
-    return start(config)
+        state = config.stash[SESSION_KEY] = start(config)
+    return state
 
 
 def _thaw(config: pytest.Config) -> None:
@@ -103,13 +106,13 @@ def _rubric_work_asked(config: pytest.Config) -> bool:
 @pytest.hookimpl(tryfirst=True)  # before xdist's controller declines to collect
 def pytest_collection(session: pytest.Session) -> None:
     """A session not started yet still warns of a rubric dir whose files match no pattern
-    (see ``Inputs.check_dirs``): it starts to, when there is one."""
+    (see ``RubricSession.check_dirs``): it starts to, when there is one."""
     config = session.config
     if config.stash.get(SESSION_KEY, None) is not None or not _role(config).reports:
         return  # its own hook warns
     patterns = _patterns(config)
     if any(first_data_file(Path(d), patterns) for d in config.getini("rubric_dirs")):
-        _start(config).inputs.check_dirs()
+        _start(config).check_dirs()
 
 
 def _patterns(config: pytest.Config) -> tuple[str, ...]:
@@ -121,14 +124,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(SESSION_KEY, None)
     if state is not None:
         state.close()
-    for name in ("rubric-session", "rubric-report"):
+    for name in _HOOKS:
         hooks = config.pluginmanager.get_plugin(name)
         if hooks is not None:
             config.pluginmanager.unregister(hooks)
-    if state is not None:
-        from ._session import xdist
 
-        xdist.unregister(config)
+
+# What a session registers (the xdist hooks only where the process needs them).
+_HOOKS = ("rubric-session", "rubric-report", "rubric-xdist-worker", "rubric-xdist-controller")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RubricFile | None:
@@ -184,9 +187,9 @@ def pytest_runtest_makereport(
         # as for a skip mark, not the line inside the plugin that skipped it.
         path, line, _ = item.reportinfo()
         report.longrepr = (os.fspath(path), (line or 0) + 1, report.longrepr[2])
-    pending = item.stash.get(RESULTS_KEY, None)
     if pending and (report.when != "setup" or not report.passed):
-        from ._session.recording import junit_properties, settle  # imported by whoever recorded
+        from ._session.items import settle
+        from ._session.junit import junit_properties
 
         del item.stash[RESULTS_KEY]
         results = settle(pending, call.excinfo.value if call.excinfo is not None else None)

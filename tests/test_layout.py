@@ -125,3 +125,24 @@ def test_the_results_reach_nothing_of_the_report() -> None:
 def test_only_the_pytest_folder_knows_pytest(folder: str) -> None:
     knowing = [m for m in MODULES if m.startswith(f"{NAME}.{folder}") and _imports_pytest(m)]
     assert not knowing, knowing
+
+
+def test_only_the_composition_root_is_handed_the_config_or_the_settings() -> None:
+    """Each part of the session is given the values it uses: no constructor or field of a
+    class in ``_session`` but the root's (``_session.session``) takes pytest's ``Config`` or
+    the whole ``Settings``."""
+    whole = {"Config", "pytest.Config", "Settings"}
+    for module, path in MODULES.items():
+        if not module.startswith(f"{NAME}._session.") or module == f"{NAME}._session.session":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            fields = [s.annotation for s in node.body if isinstance(s, ast.AnnAssign)]
+            for init in node.body:
+                if isinstance(init, ast.FunctionDef) and init.name == "__init__":
+                    arguments = [*init.args.args, *init.args.kwonlyargs]
+                    fields += [a.annotation for a in arguments if a.annotation is not None]
+            names = {ast.unparse(f).strip("'\"") for f in fields}
+            handed = {n for n in names for part in n.split(" | ") if part in whole}
+            assert not handed, f"{module}.{node.name} is handed {sorted(handed)}"

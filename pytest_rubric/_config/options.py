@@ -35,13 +35,9 @@ def add_options(parser: pytest.Parser) -> None:
             if option.action is not None:
                 kwargs["action"] = option.action
             if option.action != "store_true":
-                kwargs["default"] = option.flag_default
-                if option.metavar is not None:
-                    kwargs["metavar"] = option.metavar
-                if option.choices is not None:
-                    kwargs["choices"] = option.choices
-                if option.parse is not None:
-                    kwargs["type"] = argparse_type(option.parse)
+                reader = argparse_type(option.parse) if option.parse is not None else None
+                kwargs |= {"default": option.flag_default, "metavar": option.metavar}
+                kwargs |= {"choices": option.choices, "type": reader}
             elif option.ini:
                 kwargs["default"] = None  # not given: the ini key decides
             group.addoption(option.flag_text, **kwargs)
@@ -108,11 +104,7 @@ def read_settings(config: pytest.Config) -> Settings:
     values = {}
     for f in fields(Settings):
         read = _READERS.get(f.name)
-        if read is not None:
-            values[f.name] = read(config)
-        else:
-            (option,) = f.metadata["options"]
-            values[f.name] = given(config, option.key)
+        values[f.name] = read(config) if read else given(config, f.metadata["options"][0].key)
     return Settings(**values)
 
 

@@ -45,11 +45,6 @@ class Output:
         own: Callable[[str], str] = _function(self.own_boundary)
         return own(text)
 
-    def text(self, report: SessionReport) -> str:
-        """The whole text the renderer writes of ``report`` (its parts joined)."""
-        rendered = self.render(report)
-        return rendered if isinstance(rendered, str) else "".join(rendered)
-
     @property
     def render(self) -> Callable[[SessionReport], str | Iterable[str]]:
         renderer: Callable[[SessionReport], str | Iterable[str]] = _function(self.renderer)

@@ -11,26 +11,6 @@ import math
 from collections.abc import Callable
 
 from .._defaults import MAX_CALL_TIMEOUT, PROBE_KINDS, SHOW_RESPONSE
-from .._repeat import parse_pass_when
-
-__all__ = [
-    "attempts",
-    "budget",
-    "fraction",
-    "kappa",
-    "kind_limit",
-    "level",
-    "one_of",
-    "pass_rule",
-    "positive",
-    "positive_int",
-    "positive_seconds",
-    "price",
-    "probe_kinds",
-    "seconds",
-    "show_response",
-    "whole",
-]
 
 
 def _number(
@@ -117,10 +97,6 @@ def price(text: str) -> str:
 
     parse_price(text)
     return text
-
-
-def pass_rule(text: str) -> str | float:
-    return parse_pass_when(text)
 
 
 def probe_kinds(text: str) -> tuple[str, ...]:

@@ -30,6 +30,7 @@ from .._defaults import (
 )
 from .._grade.style import StyleThresholds
 from .._llm.cost import CostSettings
+from .._repeat import parse_pass_when
 from . import parsers
 from .outputs import OUTPUTS
 
@@ -88,8 +89,29 @@ _NO_DEFAULT: Any = object()
 
 def option(key: str, help: str, *, field_default: Any = _NO_DEFAULT, **kwargs: Any) -> Any:
     """A field of :class:`Settings` set by one :class:`Option` (``key``, ``help`` and
-    ``kwargs``); its default is the option's, unless ``field_default`` is given."""
-    return setting(Option(key, help, **kwargs), default=field_default)
+    ``kwargs``); its default is the option's (a tuple for a list, or for a repeatable flag
+    that has none), unless ``field_default`` is given."""
+    given = Option(key, help, **kwargs)
+    if field_default is _NO_DEFAULT and isinstance(given.default, list):
+        field_default = tuple(given.default)
+    elif field_default is _NO_DEFAULT and given.action == "append" and given.default is None:
+        field_default = ()
+    return setting(given, default=field_default)
+
+
+def ini_option(key: str, help: str, **kwargs: Any) -> Option:
+    """An ini key alone (no flag)."""
+    return Option(key, help, flag=False, ini=True, **kwargs)
+
+
+def ini_key(key: str, help: str, **kwargs: Any) -> Any:
+    """A field set by an ini key alone."""
+    return option(key, help, flag=False, ini=True, **kwargs)
+
+
+def switch(key: str, help: str) -> Any:
+    """A field set by a flag that takes no value (off unless given)."""
+    return option(key, help, action="store_true", default=False)
 
 
 def setting(*options: Option, default: Any = _NO_DEFAULT) -> Any:
@@ -119,17 +141,13 @@ class Settings:
         ini_type="paths",
         ini_help="directories to collect rubric files from, as testpaths",
         default=[],
-        field_default=(),
     )
     dirs_from_flag: bool = False  # --rubric-dir (only these run) rather than ini rubric_dirs
-    patterns: tuple[str, ...] = option(
+    patterns: tuple[str, ...] = ini_key(
         "file_patterns",
         "glob patterns of rubric file names",
-        flag=False,
-        ini=True,
         ini_type="linelist",
         default=list(DEFAULT_PATTERNS),
-        field_default=DEFAULT_PATTERNS,
     )
     responses_dir: Path | None = option(
         "responses",
@@ -142,7 +160,6 @@ class Settings:
         "subject NAME, default the function's name). Repeatable: one subject each.",
         action="append",
         metavar="[NAME=]MODULE:FUNCTION",
-        field_default=(),
     )
     models: tuple[str, ...] = option(
         "model",
@@ -150,7 +167,6 @@ class Settings:
         "Repeatable: one subject each.",
         action="append",
         metavar="[NAME=]PROVIDER:MODEL",
-        field_default=(),
     )
     otel: bool = option(
         "otel",
@@ -189,32 +205,26 @@ class Settings:
         "how an item's samples pass where the file sets no `pass_when`: mean (default), "
         "all, any, or a pass rate X in (0, 1].",
         metavar="RULE",
-        parse=parsers.pass_rule,
+        parse=parse_pass_when,
         default="mean",
     )
-    min_score: float = option(
+    min_score: float = ini_key(
         "min_score",
         "pass mark of cases that set none (default 0.8)",
-        flag=False,
-        ini=True,
         parse=parsers.fraction,
         default=DEFAULT_MIN_SCORE,
     )
-    call_timeout: float = option(
+    call_timeout: float = ini_key(
         "call_timeout",
         "seconds a `callable` criterion or a `target` may run before it is ERROR, unless it "
         "sets `timeout:` (default 60)",
-        flag=False,
-        ini=True,
         parse=parsers.seconds,
         default=DEFAULT_CALL_TIMEOUT,
     )
-    check_timeout: float = option(
+    check_timeout: float = ini_key(
         "check_timeout",
         "seconds a check whose cost can grow faster than the answer (a JSON validation, "
         "evidence matching) may run before its criterion is ERROR (default 5)",
-        flag=False,
-        ini=True,
         parse=parsers.seconds,
         default=DEFAULT_CHECK_TIMEOUT,
     )
@@ -271,36 +281,30 @@ class Settings:
         parse=parsers.level,
     )
     # --- the terminal and the style axis ---------------------------------------------------------
-    summary: str = option(
+    summary: str = ini_key(
         "summary",
         "the rubric summary at the end of the run: auto (when rubric items ran, assert_rubric "
         "graded a subject named with subject=, or a gate ran), on, off (default auto)",
-        flag=False,
-        ini=True,
         parse=parsers.one_of(SUMMARY_MODES),
         default="auto",
     )
-    style_field: str | None = option(
+    style_field: str | None = ini_key(
         "style_field",
         "where fluency and confidence are measured in an answer that is a JSON object: the "
         "value at this JSON Pointer (e.g. /answer); by default its string values, never its "
         "raw JSON text. A rubric file's `style_field:` wins.",
-        flag=False,
-        ini=True,
         parse=parsers.json_pointer,
     )
-    show_response: int = option(
+    show_response: int = ini_key(
         "show_response",
         "characters of the response a failing rubric item shows beside its criteria (terminal, "
         "JUnit system-out, Markdown); 0 hides it (default 1000)",
-        flag=False,
-        ini=True,
         parse=parsers.show_response,
         default=SHOW_RESPONSE,
     )
     thresholds: StyleThresholds = setting(
         *(
-            Option(key, help, flag=False, ini=True, parse=parsers.fraction, default=default)
+            ini_option(key, help, parse=parsers.fraction, default=default)
             for key, help, default in (
                 (
                     "confident_threshold",
@@ -327,30 +331,24 @@ class Settings:
         default=StyleThresholds(),
     )
     # --- process-wide speed switches (see _session/heap.py) ---------------------------------------
-    gc_freeze: bool = option(
+    gc_freeze: bool = ini_key(
         "gc_freeze",
         "after collecting rubric items, keep the garbage collector's full collections off the "
         "objects alive then, until the session ends (default true)",
-        flag=False,
-        ini=True,
         ini_type="bool",
         default=True,
     )
-    gc_pause: bool = option(
+    gc_pause: bool = ini_key(
         "gc_pause",
         "pause the garbage collector while a rubric file loads and its items are built "
         "(default true)",
-        flag=False,
-        ini=True,
         ini_type="bool",
         default=True,
     )
-    fast_exit: bool = option(
+    fast_exit: bool = ini_key(
         "fast_exit",
         "after a session with rubric items, skip the interpreter's repeated shutdown "
         "collections of its large heap (default true)",
-        flag=False,
-        ini=True,
         ini_type="bool",
         default=True,
     )
@@ -367,7 +365,6 @@ class Settings:
         action="append",
         metavar="PROVIDER:MODEL",
         ini_help="the LLM judge, PROVIDER:MODEL (overridden by --rubric-judge)",
-        field_default=(),
     )
     # Where the judges were set, as a user would look for it: "--rubric-judge", "ini
     # rubric_judge in pytest.ini" or "env RUBRIC_JUDGE".
@@ -414,39 +411,31 @@ class Settings:
             parse=parsers.positive_seconds,
             default=_RETRY.timeout,
         ),
-        Option(
+        ini_option(
             "judge_attempts",
             "attempts per judge call, the first included (4)",
-            flag=False,
-            ini=True,
             parse=parsers.attempts,
             default=_RETRY.attempts,
         ),
-        Option(
+        ini_option(
             "judge_backoff",
             "first retry delay in seconds, doubled each time (0.5)",
-            flag=False,
-            ini=True,
             parse=parsers.positive,
             default=_RETRY.backoff,
         ),
-        Option(
+        ini_option(
             "judge_retry_budget",
             "retries per session (per xdist worker) across all judge calls (200)",
-            flag=False,
-            ini=True,
             parse=parsers.attempts,
             default=_RETRY.budget,
         ),
         default=_RETRY,
     )
-    judge_batch: bool = option(
+    judge_batch: bool = switch(
         "judge_batch",
         "send the session's judge calls through the provider's batch API ("
         + ", ".join(name for name, p in PROVIDERS.items() if p.batch)
         + "): cheaper, slower; a result missing or errored is asked live once.",
-        action="store_true",
-        default=False,
     )
     judge_batch_timeout: float = option(
         "judge_batch_timeout",
@@ -473,26 +462,20 @@ class Settings:
         metavar="DIR",
         ini_help="the judge's recordings folder (overridden by --rubric-recordings)",
     )
-    recordings_prune: bool = option(
+    recordings_prune: bool = switch(
         "recordings_prune",
         "delete the recorded entries no request of the run used, after a run that collected "
         "every rubric file (never after a selection: -k, -m, node ids, --lf, --deselect).",
-        action="store_true",
-        default=False,
     )
-    cache_dir: Path = option(
+    cache_dir: Path = ini_key(
         "cache_dir",
         "where the judge cache lives (default .rubric_cache under the rootdir)",
-        flag=False,
-        ini=True,
         default=".rubric_cache",
         field_default=Path(".rubric_cache"),
     )
-    require_judge: bool = option(
+    require_judge: bool = switch(
         "require_judge",
         "make judged criteria ERROR instead of SKIPPED when no judge is configured.",
-        action="store_true",
-        default=False,
     )
     cost: CostSettings = setting(  # prices, --rubric-max-cost
         Option(
@@ -503,12 +486,10 @@ class Settings:
             metavar="IN,OUT",
             parse=parsers.price,
         ),
-        Option(
+        ini_option(
             "judge_prices",
             "one line per model: MODEL IN OUT [BATCH_IN BATCH_OUT], dollars per million input and "
             "output tokens (batch: --rubric-judge-batch, default half)",
-            flag=False,
-            ini=True,
             ini_type="linelist",
             default=[],
         ),
@@ -588,11 +569,6 @@ class Settings:
             if limit is not None:
                 limits[kind] = limit
         return limits
-
-    @property
-    def judge(self) -> str | None:
-        """The first judge, or None."""
-        return self.judges[0] if self.judges else None
 
 
 OPTIONS: tuple[Option, ...] = tuple(

@@ -24,17 +24,16 @@ from ..criteria.registry import CONTEXT_KEY
 from ..judge.requests import JudgeKey
 from .collect import added_criterion_types
 from .evaluation import evaluate, raise_for
-from .items import CURRENT_ITEM, RESULTS_KEY
-from .recording import record
+from .items import CURRENT_ITEM, RESULTS_KEY, record
 from .started import session_of
 
 if TYPE_CHECKING:
     from .._llm.base import Judged
 
-__all__ = ["CURRENT_ITEM", "RubricFixture", "assert_for", "assert_rubric", "grader_for"]
+__all__ = ["CURRENT_ITEM", "RubricFixture", "assert_rubric", "grader_for"]
 
 
-# What ``assert_rubric``, ``assert_for`` and the ``rubric`` fixture accept as a rubric.
+# What ``assert_rubric`` and the ``rubric`` fixture accept as a rubric.
 RubricSpec = Rubric | Sequence[dict[str, Any]] | dict[str, Any] | str | os.PathLike[str]
 
 
@@ -158,72 +157,81 @@ def assert_rubric(
     summary``, JSON and other outputs; the node id is the test's.
     """
     __tracebackhide__ = True  # the failure is the table, not this function's frame
-    return assert_for(
-        CURRENT_ITEM.get(),
-        response,
-        rubric,
-        min_score=min_score,
-        query=query,
-        subject=subject,
-    )
+    bound = RubricFixture(CURRENT_ITEM.get())
+    return bound(response, rubric, min_score=min_score, query=query, subject=subject)
 
 
-def assert_for(
-    item: pytest.Item | None,
-    response: str | Any,
-    rubric: RubricSpec,
-    *,
-    min_score: float | None = None,
-    query: str | None = None,
-    subject: str | None = None,
-) -> CaseResult:
-    """:func:`assert_rubric` for ``item`` (None: outside a test, nothing is recorded)."""
-    __tracebackhide__ = True
-    answer = _answer(response)
-    if item is not None:
-        make_importable(item.config.rootpath)  # for `callable:` criteria, as in rubric files
-    parsed, global_criteria, own_mark, suite = _to_rubric(rubric, item)
-    if query is not None:
-        parsed = parsed.model_copy(update={"question": query})
-    session = session_of(item.config) if item is not None else None
-    grader = session.inputs.grader if session is not None else Grader()
-    compiled: CompiledRubric = grader.compile(
-        parsed,
-        global_criteria=global_criteria,
-        min_score=min_score if min_score is not None else own_mark,
-    )
-    nodeid = item.nodeid if item is not None else ""
-    case = None
-    if item is not None and parsed.id == "rubric":
-        pending = item.stash.get(RESULTS_KEY, [])
-        count = sum(1 for r in pending if r.result.nodeid == item.nodeid) + 1
-        case = item.name if count == 1 else f"{item.name}#{count}"
-    result = evaluate(
-        session,
-        grader,
-        compiled,
-        [answer],
-        # A key of its own per call: several calls in one test must not share a verdict.
-        key=JudgeKey.assertion(nodeid, uuid.uuid4().hex),
-        nodeid=nodeid,
-        suite=suite or (item.path.stem if item is not None else ""),
-        subject=subject or "inline",
-        case=case,
-        ranked=subject is not None,
-    )
-    if (
-        item is not None
-        and result.skipped
-        and (session is None or session.unjudged is None)
-        and score_results(result.criteria).empty
-    ):
-        pytest.skip(f"nothing graded: {result.skipped[0].reason}")
-    if item is not None:
-        # An undecided result is skipped, not raised: it is in the outputs with its bounds.
-        raised = result.skipped_bounds is None and (bool(result.errors) or not result.passed)
-        record(item, result, raised=raised)
-    raise_for(result)
-    return result
+class RubricFixture:
+    """:func:`assert_rubric` bound to a test (None: outside a test, nothing is recorded).
+
+    What the ``rubric`` fixture gives a test: its results join the session's
+    outputs under the test's node id, and it holds the node itself, so it
+    needs no context from the running test.
+    """
+
+    def __init__(self, item: pytest.Item | None) -> None:
+        self.item = item
+
+    def __repr__(self) -> str:
+        return f"RubricFixture({self.item.nodeid if self.item else None!r})"
+
+    def __call__(
+        self,
+        response: str | Any,
+        rubric: RubricSpec,
+        *,
+        min_score: float | None = None,
+        query: str | None = None,
+        subject: str | None = None,
+    ) -> CaseResult:
+        """Grade ``response`` against ``rubric``; see :func:`assert_rubric`."""
+        __tracebackhide__ = True
+        item = self.item
+        answer = _answer(response)
+        if item is not None:
+            make_importable(item.config.rootpath)  # for `callable:` criteria, as in rubric files
+        parsed, global_criteria, own_mark, suite = _to_rubric(rubric, item)
+        if query is not None:
+            parsed = parsed.model_copy(update={"question": query})
+        session = session_of(item.config) if item is not None else None
+        grader = session.grader if session is not None else Grader()
+        compiled: CompiledRubric = grader.compile(
+            parsed,
+            global_criteria=global_criteria,
+            min_score=min_score if min_score is not None else own_mark,
+        )
+        nodeid = item.nodeid if item is not None else ""
+        case = None
+        if item is not None and parsed.id == "rubric":
+            pending = item.stash.get(RESULTS_KEY, [])
+            count = sum(1 for r in pending if r.result.nodeid == item.nodeid) + 1
+            case = item.name if count == 1 else f"{item.name}#{count}"
+        result = evaluate(
+            session,
+            grader,
+            compiled,
+            [answer],
+            # A key of its own per call: several calls in one test must not share a verdict.
+            key=JudgeKey.assertion(nodeid, uuid.uuid4().hex),
+            nodeid=nodeid,
+            suite=suite or (item.path.stem if item is not None else ""),
+            subject=subject or "inline",
+            case=case,
+            ranked=subject is not None,
+        )
+        if (
+            item is not None
+            and result.skipped
+            and (session is None or session.unjudged is None)
+            and score_results(result.criteria).empty
+        ):
+            pytest.skip(f"nothing graded: {result.skipped[0].reason}")
+        if item is not None:
+            # An undecided result is skipped, not raised: it is in the outputs with its bounds.
+            raised = result.skipped_bounds is None and (bool(result.errors) or not result.passed)
+            record(item, result, raised=raised)
+        raise_for(result)
+        return result
 
 
 def grader_for(item: pytest.Item) -> Grader:
@@ -239,34 +247,4 @@ def grader_for(item: pytest.Item) -> Grader:
         (judged,) = session.judge_samples([key], compiled, [response])
         return judged
 
-    return session.inputs.grader.with_judge(judge)
-
-
-class RubricFixture:
-    """What the ``rubric`` fixture gives a test: :func:`assert_rubric` bound to that test.
-
-    Call it like ``assert_rubric``; its results join the session's outputs
-    under the test's node id, and it holds the node itself, so it needs no
-    context from the running test.
-    """
-
-    def __init__(self, item: pytest.Item) -> None:
-        self.item = item
-
-    def __repr__(self) -> str:
-        return f"RubricFixture({self.item.nodeid!r})"
-
-    def __call__(
-        self,
-        response: str | Any,
-        rubric: RubricSpec,
-        *,
-        min_score: float | None = None,
-        query: str | None = None,
-        subject: str | None = None,
-    ) -> CaseResult:
-        """Grade ``response`` against ``rubric``; see :func:`assert_rubric`."""
-        __tracebackhide__ = True
-        return assert_for(
-            self.item, response, rubric, min_score=min_score, query=query, subject=subject
-        )
+    return session.grader.with_judge(judge)

@@ -79,13 +79,9 @@ class Audit:
         ]
 
     def start_calibration(self) -> None:
-        """Start grading every calibration example, before any judged item runs.
-
-        Under xdist one worker (``gw0``) grades them, so the session pays for them
-        once; with ``--rubric-judge-min-kappa`` every worker needs the figures for
-        its own items, so each grades them (the cache serves what another already
-        stored), and the controller keeps the first figures it receives.
-        """
+        """Start grading every calibration example, before any judged item runs: under xdist
+        on ``gw0`` alone (paid once), or, with ``--rubric-judge-min-kappa``, on every worker,
+        which needs the figures for its own items (the controller keeps the first it gets)."""
         if self._judging.runner is None or self._dry_run or not self._grades_calibration:
             return
         for file_id in self._examples:
@@ -94,7 +90,6 @@ class Audit:
 
     @property
     def _grades_calibration(self) -> bool:
-        # Every worker measures the same figures; with a kappa gate each needs them itself.
         return self._role.first or self._min_kappa is not None
 
     def calibration_of(self, file_id: str) -> Calibration | None:
@@ -159,10 +154,8 @@ class Audit:
     # --- probes -----------------------------------------------------------------------------------
 
     def plan_probe(self, items: Sequence[pytest.Item]) -> None:
-        """Choose the criteria the probes judge again (``--rubric-judge-probe N``).
-
-        Every process collects every item, so each xdist worker makes the same choice.
-        """
+        """Choose the criteria the probes judge again (``--rubric-judge-probe N``); every
+        xdist worker collects every item, so each makes the same choice."""
         n = self._probe
         if not n or not self._judging.names or self._dry_run:
             return

@@ -3,11 +3,17 @@
 An item's ``runtest`` obtains the response (inline, from a responses file,
 or by calling the target), grades it and asserts the grade; an answer that
 could not be evaluated is reported as an error, never as a pass, and
-``repr_failure`` prints the per-criterion table.
+``repr_failure`` prints the per-criterion table, or, when the target raised, the
+application's traceback as pytest reports a test's: from the target's first frame, the
+frames of the plugin that called it (and of ``asyncio``) cut as pytest cuts its own, in
+the style ``--tb`` asks for, with what the plugin made of it as a section below.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import os
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -20,22 +26,21 @@ from .._errors import Problem, RubricAssertionError, RubricEvaluationError, Rubr
 from .._grade.grader import CompiledRubric
 from .._grade.scoring import score as score_results
 from .._grade.sources import Source, Target
-from .._guards.calls import described, make_importable, resolve_import
+from .._guards.calls import UserCodeError, described, make_importable, resolve_import
 from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite
 from .._render.table import answer_lines, since_baseline
 from .._schema import own_mark
 from .evaluation import evaluate, raise_for, raise_no_answer
 from .heap import paused
+from .inputs import no_response
+from .items import record
 from .judging import answer_key
-from .recording import record
-from .response_dirs import no_response
-from .tracebacks import application_traceback
 
 if TYPE_CHECKING:
     from .._results import CaseResult
     from ..criteria.model import CriterionModel
-    from .response_dirs import ResponseDir
+    from .inputs import ResponseDir
     from .session import RubricSession
 
 __all__ = ["RubricFile", "RubricItem", "added_criterion_types"]
@@ -45,6 +50,10 @@ def added_criterion_types(node: pytest.Item | pytest.Collector) -> list[type[Cri
     """The criterion types the plugins and conftests in ``node``'s scope add."""
     added = node.ihook.pytest_rubric_criterion_types(config=node.config)
     return [model for models in added for model in models]
+
+
+def _first(*values: Any) -> Any:
+    return next(value for value in values if value is not None)
 
 
 class RubricFile(pytest.File):
@@ -134,7 +143,7 @@ class RubricFile(pytest.File):
         if problems:
             raise RubricLoadError(self.path, problems)
 
-        grader = session.inputs.grader
+        grader = session.grader
         too_many: list[Problem] = []
         for i, case in enumerate(suite.cases):
             compiled = grader.compile(
@@ -143,40 +152,25 @@ class RubricFile(pytest.File):
                 min_score=own_mark(case, suite),
                 style_field=suite.style_field,
             )
-            repeat = self.repeat_of(case, loaded)
+            # The case's own, else the file's, else the run's.
+            repeat = int(_first(case.repeat, suite.repeat, session.settings.repeat))
             sources = self._sources(case, loaded, dirs, targets, repeat=repeat, problems=too_many)
-            line = loaded.case_lines[i]
-            if not sources:
-                yield RubricItem.from_parent(
-                    self,
-                    name=case.id,
-                    compiled=compiled,
-                    suite_name=loaded.name,
-                    subject="",
-                    source=Source(unavailable=no_response(case.id, dirs)),
-                    line=line,
-                )
+            if not sources:  # one item, with no subject, that says why
+                sources = {"": Source(unavailable=no_response(case.id, dirs))}
             for subject, source in sources.items():
                 yield RubricItem.from_parent(
                     self,
-                    name=f"{case.id}[{subject}]",
+                    name=f"{case.id}[{subject}]" if subject else case.id,
                     compiled=compiled,
                     suite_name=loaded.name,
                     subject=subject,
                     source=source,
-                    line=line,
+                    line=loaded.case_lines[i],
                     repeat=repeat,
-                    pass_when=self.pass_when_of(case, loaded),
+                    pass_when=_first(case.pass_when, suite.pass_when, session.settings.pass_when),
                 )
         if too_many:
             raise RubricLoadError(self.path, too_many)
-
-    def repeat_of(self, case: Any, loaded: LoadedSuite) -> int:
-        """How many answers the case's items get: the case's, the file's, or the run's."""
-        for value in (case.repeat, loaded.suite.repeat):
-            if value is not None:
-                return int(value)
-        return self.rubric_session.settings.repeat
 
     def targets_of(self, case: Any, loaded: LoadedSuite) -> list[tuple[str, str, str]]:
         """``(subject, import path, field)`` of each target that answers ``case``: the case's
@@ -198,12 +192,6 @@ class RubricFile(pytest.File):
             (name or value.rpartition(":")[2], value, "--rubric-target")
             for name, value in map(named, self.rubric_session.settings.targets)
         ]
-
-    def pass_when_of(self, case: Any, loaded: LoadedSuite) -> str | float:
-        for value in (case.pass_when, loaded.suite.pass_when):
-            if value is not None:
-                return value
-        return self.rubric_session.settings.pass_when
 
     def _sources(
         self,
@@ -287,7 +275,7 @@ class RubricFile(pytest.File):
                 target_name=path,
                 subject=subject,
                 timeout=case.timeout or session.settings.call_timeout,
-                runner=session.inputs.grader.calls,
+                runner=session.grader.calls,
                 cache=session.caches.responses(),
                 tally=session.inputs.tally,
                 tracer=session.inputs.spans,
@@ -365,20 +353,16 @@ class RubricItem(pytest.Item):
 
     def _unavailable(self, reason: str) -> CaseResult:
         """The result of an answer that could not be had: every criterion ERROR."""
-        return self.rubric_session.inputs.grader.unavailable(
+        return self.rubric_session.grader.unavailable(
             self.compiled, reason, nodeid=self.nodeid, suite=self.suite_name, subject=self.subject
         )
 
     def runtest(self) -> None:
-        """Obtain the response, grade it, assert the grade.
-
-        Grading belongs to the call phase, so ``--setup-plan``, ``--setup-only``
-        and ``--collect-only`` stay dry runs: no target, no judge, no result.
-        An answer that could not be evaluated raises :class:`RubricEvaluationError`,
-        which the plugin reports as an error, never a failure or a pass.
-        """
+        """Obtain the response, grade it, assert the grade: in the call phase, so that
+        ``--setup-plan``, ``--setup-only`` and ``--collect-only`` stay dry runs. An answer that
+        could not be evaluated raises :class:`RubricEvaluationError`: an error, never a pass."""
         session = self.rubric_session
-        grader = session.inputs.grader
+        grader = session.grader
         raised: list[BaseException] = []
         responses, problem = self.source.fetch_samples(
             self.compiled.rubric,
@@ -423,7 +407,7 @@ class RubricItem(pytest.Item):
             # asked and said.
             result = excinfo.value.result
             if result is None and excinfo.value.__cause__ is not None:
-                return application_traceback(self.config, excinfo.value.__cause__, excinfo.value)
+                return _application_traceback(self.config, excinfo.value.__cause__, excinfo.value)
             if result is None:
                 return outgoing(str(excinfo.value))
             show = self.rubric_session.settings.show_response
@@ -435,3 +419,57 @@ class RubricItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, (self.line - 1 if self.line else None), f"rubric: {self.name}"
+
+
+# The frames that lead to a target: the plugin's (and contextlib's, which it calls through),
+# and asyncio's for an async target.
+_CALLERS = (
+    Path(__file__).resolve().parent.parent,
+    Path(os.path.dirname(os.__file__), "asyncio"),
+    Path(contextlib.__file__),
+)
+
+
+def _calling(entry: Any) -> bool:
+    path = Path(str(entry.path))
+    return any(path.is_relative_to(folder) for folder in _CALLERS)
+
+
+def _application_traceback(
+    config: pytest.Config, raised: BaseException, error: BaseException
+) -> Any:
+    """The report of ``raised``, what a target raised, cut to the application's frames;
+    ``error`` (why the item has no answer) is its ``rubric`` section."""
+    info = pytest.ExceptionInfo.from_exception(raised)
+    entries = list(info.traceback)
+    first = next((i for i, entry in enumerate(entries) if not _calling(entry)), 0)
+    info.traceback = info.traceback[first:].filter(info)
+    style = config.getoption("tbstyle", "auto")
+    if style == "auto":
+        style = "long"  # as pytest's own test functions do
+    # An exception that does not print may be a frame's argument or local: none is shown.
+    values = not (isinstance(raised, UserCodeError) and raised.unprintable)
+    shown = info.getrepr(
+        funcargs=values,
+        showlocals=values and config.getoption("showlocals", False),
+        style=style,
+        tbfilter=False,
+        truncate_locals=config.get_verbosity() <= 1,
+    )
+    shown.addsection("rubric", str(error))
+    return _scrubbed(shown)
+
+
+def _scrubbed(value: Any) -> Any:
+    """``value`` (pytest's report of an exception) with :func:`outgoing` applied to each of
+    its strings: the application's source lines and locals may hold a key."""
+    if isinstance(value, str):
+        return outgoing(value)
+    if isinstance(value, list):
+        return [_scrubbed(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_scrubbed(item) for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            setattr(value, field.name, _scrubbed(getattr(value, field.name)))
+    return value

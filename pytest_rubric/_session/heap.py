@@ -1,34 +1,17 @@
 """The three process-wide tricks, all about Python's garbage collector and all switchable.
 
-Isolated here and measured in docs/development/speed.md (``make bench``).
-A rubric session holds a large heap of long-lived objects: per case a
-pydantic model, its compiled checks, its item; per answer a result. The
-collector's full collections walk all of it, again and again, although
-none of it can be garbage before the session ends.
+A rubric session holds a large heap of long-lived objects (per case a model, its compiled
+checks, its item) that none of the collector's full collections can free. Measured, with
+what each changes, in docs/development/speed.md (``make bench``); all three apply only to a
+session that collects rubric files:
 
-- ``rubric_gc_freeze`` (ini, default true): when collection finishes, the
-  objects alive then are moved to the collector's permanent generation
-  (``gc.freeze()``), so the full collections during the run skip them;
-  when the session is unconfigured they are moved back (``gc.unfreeze()``),
-  so nothing stays out of the collector's reach after the session, which
-  matters where many sessions share one process (pytester). The thaw is the
-  config's last cleanup, after the two full collections pytest runs at
-  unconfigure to catch exceptions raised in finalizers: those skip the frozen
-  heap too. The price: an object alive when collection ended that became
-  cyclic garbage during the run (pytest's and the plugin's own objects live
-  to the end) is finalized only after pytest has stopped listening, so an
-  exception its finalizer raises is printed by Python rather than reported as
-  a pytest warning.
-- ``rubric_fast_exit`` (ini, default true): at interpreter exit, after one
-  last full collection, what is still alive is frozen, so the interpreter's
-  own shutdown collections do not walk it only for the OS to reclaim the
-  memory anyway (mypy's fast exit rests on the same idea).
-
-- ``rubric_gc_pause`` (ini, default true): while a rubric file loads and its items are
-  built (many small objects that all stay alive), the collector is paused; it would walk
-  them again and again while they grow (on a 20k-line file, 4-5x the parse time).
-
-All three apply only to a session that collects rubric files.
+- ``rubric_gc_freeze``: the objects alive when collection ends move to the permanent
+  generation until the config's last cleanup (after pytest's own collections at
+  unconfigure), so nothing stays frozen where sessions share a process (pytester);
+- ``rubric_fast_exit``: at interpreter exit, one last full collection, then what is
+  alive is frozen, so the shutdown collections do not walk it;
+- ``rubric_gc_pause``: the collector is paused while a rubric file loads and its items are
+  built (on a 20k-line file it would cost 4-5x the parse time).
 """
 
 from __future__ import annotations
@@ -43,8 +26,7 @@ __all__ = ["arrange_fast_exit", "freeze_collected", "paused", "thaw"]
 
 @contextlib.contextmanager
 def paused(*, enabled: bool = True) -> Iterator[None]:
-    """Pause the cyclic garbage collector in the block (ini ``rubric_gc_pause``; nothing
-    when ``enabled`` is false). Nested pauses are fine."""
+    """Pause the cyclic garbage collector in the block, when ``enabled``; nests."""
     collecting = enabled and gc.isenabled()
     if collecting:
         gc.disable()
@@ -56,11 +38,8 @@ def paused(*, enabled: bool = True) -> Iterator[None]:
 
 
 def freeze_collected() -> None:
-    """Move every object alive now to the permanent generation (until :func:`thaw`).
-
-    Garbage that exists now is frozen too and waits for :func:`thaw`; the
-    collector is paused while rubric files load, so there is little of it.
-    """
+    """Move every object alive now to the permanent generation (until :func:`thaw`); garbage
+    that exists now waits too, and there is little (the collector is paused while files load)."""
     gc.freeze()
 
 
@@ -71,12 +50,8 @@ def thaw() -> None:
 
 
 def _freeze_at_exit() -> None:
-    """At interpreter exit, after one last full collection, freeze what is still alive.
-
-    The collection first runs every finalizer of garbage there is; what
-    survives it is torn down as usual, minus the repeated walks (0.4-0.7 s
-    for 3000 items here). Opt out with ``rubric_fast_exit = false``.
-    """
+    """After one last full collection (every finalizer of garbage runs), freeze what is still
+    alive: it is torn down as usual, minus the repeated walks (0.4-0.7 s for 3000 items)."""
     gc.collect()
     gc.freeze()
 

@@ -1,57 +1,65 @@
-"""The session's inputs: where answers come from (response folders, live models, the
-application's tally) and the grader that compiles rubrics."""
+"""The session's inputs: where answers come from (response folders, each read once and shared
+by every rubric file, live models, the application's tally), and what none of the collected
+cases used."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from .._config.settings import Settings
-from .._defaults import ResponseTally, first_data_file, named
+from .._defaults import ResponseTally, named
+from .._errors import Problem
 from .._guards.outgoing import warn
-from .caches import Caches
-from .response_dirs import ResponseDir, ResponseDirs
-from .xdist import Role
 
 if TYPE_CHECKING:
-    from .._grade.grader import Grader
+    from .._defaults import RetryPolicy
     from .._grade.sources import LiveModel
-    from .._llm.cost import Budget
+    from .._llm.cost import Budget, CostSettings
+    from .._load.responses import ResponseFile
     from .._otel import SpanCapture
 
-__all__ = ["Inputs"]
+__all__ = ["Inputs", "ResponseDir", "live_models", "no_response"]
+
+
+@dataclass(slots=True)
+class ResponseDir:
+    files: list[ResponseFile]
+    problems: list[Problem]
+    used: set[tuple[str, str]] = field(default_factory=set)  # (subject, case id)
 
 
 class Inputs:
-    """Response folders read once, ``--rubric-model`` subjects, the session's grader."""
+    """Response folders read once, ``--rubric-model`` subjects, the answers' tally."""
 
     def __init__(
         self,
-        config: pytest.Config,
-        settings: Settings,
-        role: Role,
         *,
-        caches: Caches,
-        budget: Budget | None,
+        here: Path,
+        warns: bool,
+        responses_dir: Path | None,
+        subjects_given: bool,
+        models: dict[str, LiveModel],
+        otel: bool,
     ) -> None:
-        self._config = config
-        self._settings = settings
-        self._role = role
-        self.caches = caches
-        self.responses = ResponseDirs(config, role)  # the response folders, read once
+        self._here = here  # where pytest runs: warnings name paths relative to it
+        self._warns = warns  # the process that warns of unused responses (see Role.first)
+        self._responses_dir = responses_dir  # --rubric-responses
+        self._subjects_given = subjects_given  # --rubric-target or --rubric-model
+        self._dirs: dict[Path, ResponseDir] = {}
         self.tally = ResponseTally()  # the application's answers: asked, replayed
         self.collection_errors = 0  # rubric files that failed to load
         # Rubric files (node ids) whose targets the command line's subjects replaced, and
         # those that pin theirs (`target_fixed: true`): the header says so.
         self.targets_replaced: set[str] = set()
         self.targets_pinned: set[str] = set()
-        self._grader: Grader | None = None
-        self.models: dict[str, LiveModel] = _live_models(settings, budget)
+        self.models = models
         self.spans: SpanCapture | None = None  # --rubric-otel: reads each target call's spans
-        if settings.otel:
+        if otel:
             from .._otel import SpanCapture  # OpenTelemetry: imported only with the flag
 
             self.spans = SpanCapture()
@@ -63,95 +71,128 @@ class Inputs:
         if pinned:
             self.targets_pinned.add(file)
             return True
-        if self._settings.targets or self._settings.models:
+        if self._subjects_given:
             self.targets_replaced.add(file)
             return False
         return True
 
-    @property
-    def grader(self) -> Grader:
-        """The session's grader, built on first use."""
-        if self._grader is None:
-            from .._grade.grader import Grader
-
-            settings = self._settings
-            self._grader = Grader(
-                thresholds=settings.thresholds,
-                default_min_score=settings.min_score,
-                call_timeout=settings.call_timeout,
-                check_timeout=settings.check_timeout,
-                style_field=settings.style_field,
-            )
-        return self._grader
-
     def response_dir(self, directory: Path) -> ResponseDir:
-        return self.responses.get(directory)
+        """The subject files of ``directory``, read on first use and shared by every rubric file."""
+        cached = self._dirs.get(directory)
+        if cached is None:
+            if directory.is_dir():
+                from .._load.responses import load_response_dir
+
+                files, problems = load_response_dir(directory)
+            else:
+                missing = f"responses folder {str(directory)!r} does not exist"
+                hint = "create it with one <subject>.jsonl per subject, or fix the path"
+                files, problems = [], [Problem(missing, hint=hint)]
+            cached = self._dirs[directory] = ResponseDir(files, problems)
+        return cached
 
     def global_responses(self) -> ResponseDir | None:
-        return self.responses.global_dir(self._settings.responses_dir)
-
-    def check_dirs(self) -> None:
-        """Warn about a rubric directory that holds no rubric file but YAML or JSON files:
-        most likely rubric files named without the pattern, which collect nothing."""
-        if not self._role.reports:  # the controller warns, once
-            return
-        settings = self._settings
-        for directory in settings.dirs:
-            found = first_data_file(directory, settings.patterns)
-            if found is None:
-                continue
-            option = "--rubric-dir" if settings.dirs_from_flag else "ini rubric_dirs"
-            here = self._config.invocation_params.dir
-            folder, shown = os.path.relpath(directory, here), os.path.relpath(found, here)
-            patterns = ", ".join(settings.patterns)
-            message = (
-                f"{option} {folder} holds no rubric file ({patterns}) "
-                f"but YAML or JSON files, such as {shown}: rename it to match, as "
-                f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini "
-                "rubric_file_patterns"
+        """``--rubric-responses DIR``; its problems stop the run before collection."""
+        if self._responses_dir is None:
+            return None
+        loaded = self.response_dir(self._responses_dir)
+        if loaded.problems:
+            raise pytest.UsageError(
+                "--rubric-responses: cannot use the responses:\n"
+                + "\n".join("  " + p.render() for p in loaded.problems)
             )
-            warn(message)  # the message says where; no line of the file is echoed
+        return loaded
+
+    def warn_unused(self, *, narrowed: bool) -> None:
+        """Report responses that matched no collected case, so none is silently dropped:
+        unless the run collects only part of the suite (``narrowed``: a CI shard, a file run
+        by hand), or another xdist worker warns. What was used goes after this."""
+        for loaded in self._dirs.values():
+            if self._warns and not narrowed:
+                for response_file in loaded.files:
+                    for case_id, (_, line) in response_file.entries.items():
+                        if (response_file.subject, case_id) not in loaded.used:
+                            # Where, in the text: pytest would echo the line (a key, 30 MB).
+                            shown = os.path.relpath(response_file.path, self._here)
+                            warn(
+                                f"the response of subject {response_file.subject!r} for case "
+                                f"{case_id!r} matches no collected case; fix its id or remove "
+                                "the line",
+                                where=f"{shown}:{line}",
+                            )
+            loaded.used = set()
 
 
-def _live_models(settings: Settings, budget: Budget | None) -> dict[str, LiveModel]:
+def no_response(case_id: str, dirs: Sequence[ResponseDir]) -> str:
+    """Why a case has nothing to grade, and what to write, knowing which folders were read."""
+    if not dirs:
+        return (
+            f"case {case_id!r} has no response to grade: give it `response:`, "
+            "`responses: {subject: ...}` or `target:`, set `responses:` in the file, "
+            "or pass --rubric-responses DIR / --rubric-target"
+        )
+    subjects = sorted({f.subject for d in dirs for f in d.files})
+    held = (
+        f"it holds {len(subjects)} subject file(s) ({', '.join(subjects[:5])}"
+        + (", ..." if len(subjects) > 5 else "")
+        + ")"
+        if subjects
+        else "it holds no <subject>.jsonl file"
+    )
+    return (
+        f"case {case_id!r} has no response to grade: no subject in the responses folder answers "
+        f'it ({held}); add a line {{"id": "{case_id}", "response": "..."}} to '
+        "a <subject>.jsonl file there"
+    )
+
+
+def live_models(
+    models: Sequence[str],
+    *,
+    targets: Sequence[str],
+    cost: CostSettings,
+    retry: RetryPolicy,
+    require_key: bool,
+    budget: Budget | None,
+) -> dict[str, LiveModel]:
     """``--rubric-model``, each a subject; its name clashing with a ``--rubric-target``'s
     is a usage error, as the same model or name given twice is."""
-    models: dict[str, LiveModel] = {}
-    if not settings.models:
-        return models
+    if not models:
+        return {}
     from .._grade.sources import LiveModel
     from .._llm.providers import ModelSpec
 
-    targets = {
+    by_subject = {
         name or value.rpartition(":")[2]: given
-        for given in settings.targets
+        for given in targets
         for name, value in [named(given)]
     }
-    for given in settings.models:
+    live: dict[str, LiveModel] = {}
+    for given in models:
         name, value = named(given)
         try:
             spec = ModelSpec.parse(value)
             subject = name or spec.model
-            if subject in targets:
+            if subject in by_subject:
                 raise ValueError(
-                    f"{given} and --rubric-target {targets[subject]} are both subject "
+                    f"{given} and --rubric-target {by_subject[subject]} are both subject "
                     f"{subject!r}; name one of them (NAME=...)"
                 )
-            price = settings.cost.of(spec.name, spec.model)
-            if settings.cost.max_cost is not None and price is None:
+            price = cost.of(spec.name, spec.model)
+            if cost.max_cost is not None and price is None:
                 raise ValueError(
                     f"--rubric-max-cost needs the price of model {spec.model}: add a line "
                     f"`{spec.model} IN OUT` (dollars per million tokens) to ini "
                     "rubric_judge_prices"
                 )
-            models[subject] = LiveModel(
+            live[subject] = LiveModel(
                 spec,
                 subject=subject,
-                policy=settings.retry,
+                policy=retry,
                 price=price,
                 budget=budget,
-                require_key=settings.response_cache_mode != "replay",
+                require_key=require_key,
             )
         except ValueError as exc:
             raise pytest.UsageError(f"--rubric-model: {exc}") from None
-    return models
+    return live

@@ -1,5 +1,5 @@
-"""What the plugin keeps on pytest's objects: the results an item produced, the item running
-now, and how to tell a rubric item without importing the collector."""
+"""What the plugin keeps on pytest's objects: the results an item produced and which of them
+count, the item running now, and how to tell a rubric item without importing the collector."""
 
 from __future__ import annotations
 
@@ -10,21 +10,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 import pytest
 
 if TYPE_CHECKING:
-    from .._results import Recorded
+    from .._results import CaseResult, Recorded
 
-__all__ = ["CURRENT_ITEM", "JUNIT_PROPERTIES", "RESULTS_KEY", "RubricItemView", "is_rubric_item"]
-
-JUNIT_PROPERTIES = frozenset(
-    {
-        "rubric_case",
-        "rubric_subject",
-        "rubric_score",
-        "rubric_min_score",
-        "rubric_passed",
-        "rubric_failed_criteria",
-    }
-)
-"""The names of the JUnit properties a result gives (``_session.recording.junit_properties``)."""
+__all__ = ["CURRENT_ITEM", "RESULTS_KEY", "RubricItemView", "is_rubric_item", "record", "settle"]
 
 RESULTS_KEY = pytest.StashKey[list["Recorded"]]()
 """Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""
@@ -58,3 +46,19 @@ def is_rubric_item(item: pytest.Item) -> TypeGuard[RubricItemView]:
     until a rubric file was collected there is none."""
     collect = sys.modules.get("pytest_rubric._session.collect")
     return collect is not None and isinstance(item, collect.RubricItem)
+
+
+def record(item: pytest.Item, result: CaseResult, *, raised: bool = False) -> None:
+    """Keep ``result`` for the item's report (see :func:`settle`)."""
+    from .._results import Recorded
+
+    item.stash.setdefault(RESULTS_KEY, []).append(Recorded(result, raised))
+
+
+def settle(recorded: list[Recorded], escaped: BaseException | None) -> list[CaseResult]:
+    """The results of a test phase that count in the session's outputs and gates: one that
+    ``assert_rubric`` raised only when its exception escaped the test (a test that catches
+    ``RubricAssertionError`` expected the answer to fail: that failure is not the subject's)."""
+    return [
+        r.result for r in recorded if not r.raised or getattr(escaped, "result", None) is r.result
+    ]

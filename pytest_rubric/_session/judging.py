@@ -1,20 +1,15 @@
-"""The session's judge: set up once, asked ahead for what will run, its usage summed.
-
-:class:`Judging` is the part of the session (see ``session``) that owns the
-judge's runners (or panel), the guidance of each rubric file, what was
-scheduled, and every judge's usage, summed over xdist workers on the
-controller. It knows nothing of the audit: the session composes the two.
-"""
+"""The session's judge: set up once, asked ahead for what will run, its usage summed (over
+xdist workers on the controller). It knows nothing of the audit: the session composes them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .._config.settings import Settings
-from .._defaults import SET_A_JUDGE
+from .._defaults import SET_A_JUDGE, RetryPolicy
 from .._results import Outcome, Verdict
 from ..judge.requests import JudgeKey, JudgeRequest
 from .caches import Caches
@@ -25,7 +20,7 @@ if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
     from .._grade.grader import CompiledRubric
     from .._llm.base import CallStats, Judged
-    from .._llm.cost import Budget, Price
+    from .._llm.cost import Budget, CostSettings, Price
     from .._llm.providers import ModelSpec
     from .._report.report import Note
     from .._report.run import RunJudge
@@ -34,24 +29,29 @@ if TYPE_CHECKING:
     from ..judge.runner import JudgeRunner, Panel
 
 
-__all__ = ["REQUIRE_JUDGE_REASON", "Judging", "answer_key"]
+__all__ = ["REQUIRE_JUDGE_REASON", "JudgeSetup", "Judging", "answer_key"]
 
 REQUIRE_JUDGE_REASON = f"--rubric-require-judge is set but no judge is configured: {SET_A_JUDGE}"
 
 
-_STATS_FIELDS = (
-    "calls",
-    "retries",
-    "errors",
-    "tokens_in",
-    "tokens_out",
-    "cache_hits",
-    "cache_misses",
-    "saved_in",
-    "saved_out",
-    "over_budget",
-    "estimated",
-)
+@dataclass(frozen=True, slots=True)
+class JudgeSetup:
+    """What the judge is set up from: the options of the same names (``Settings``)."""
+
+    judges: tuple[str, ...]
+    judge_source: str
+    judge_url: str | None
+    grader: str
+    concurrency: int
+    votes: int
+    retry: RetryPolicy
+    judge_batch: bool
+    judge_batch_timeout: float
+    cache_mode: str
+    require_judge: bool
+    cost: CostSettings
+    judge_evidence: str
+    check_timeout: float
 
 
 def recording_of(key: JudgeKey, rubric: Any) -> str | None:
@@ -74,14 +74,14 @@ class Judging:
 
     def __init__(
         self,
-        settings: Settings,
+        setup: JudgeSetup,
         role: Role,
         *,
         caches: Caches,
         budget: Budget | None,
         dry_run: bool,
     ) -> None:
-        self._settings = settings
+        self._setup = setup
         self._role = role
         self._caches = caches
         self._budget = budget
@@ -105,7 +105,7 @@ class Judging:
         (given more than once: a panel, see ``judge.runner.Panel``)."""
         from .._llm.providers import ModelSpec, read_key
 
-        settings = self._settings
+        setup = self._setup
         specs: list[ModelSpec] = []
         if custom is not None:
             if not callable(getattr(custom, "complete", None)):
@@ -114,32 +114,30 @@ class Judging:
                     "user) -> str`"
                 )
             names = [str(getattr(custom, "name", None) or type(custom).__name__)]
-        elif settings.judges:
-            flag = settings.judge_source == "--rubric-judge"
+        elif setup.judges:
+            flag = setup.judge_source == "--rubric-judge"
             try:
-                specs = [
-                    ModelSpec.parse(judge, url=settings.judge_url) for judge in settings.judges
-                ]
+                specs = [ModelSpec.parse(judge, url=setup.judge_url) for judge in setup.judges]
             except ValueError as exc:
-                raise pytest.UsageError(f"{settings.judge_source}: {exc}") from None
+                raise pytest.UsageError(f"{setup.judge_source}: {exc}") from None
             for spec in specs:
                 try:
                     # Replay makes no call at all, so it needs no key.
-                    read_key(spec, require_key=settings.cache_mode != "replay")
+                    read_key(spec, require_key=setup.cache_mode != "replay")
                 except ValueError as exc:
                     if flag:  # asked for on this command line: a usage error
                         raise pytest.UsageError(f"--rubric-judge: {exc}") from None
                     # Set in the ini or the environment (a colleague's checkout, a fork's
                     # CI): the session runs, and what needs the judge says why it did not.
                     self.unavailable = (
-                        f"no key for judge {spec.name} ({settings.judge_source}): "
+                        f"no key for judge {spec.name} ({setup.judge_source}): "
                         f"set {spec.key_variable} in the environment"
                     )
                     return
             names = [spec.name for spec in specs]
         else:
             return
-        if settings.judge_batch:
+        if setup.judge_batch:
             _check_batch(specs)
         self.names = tuple(names)
         self._price(specs, names)
@@ -156,7 +154,7 @@ class Judging:
             from .._llm.clients import make_client
 
             clients = [
-                make_client(spec, policy=settings.retry, require_key=False)  # key checked above
+                make_client(spec, policy=setup.retry, require_key=False)  # key checked above
                 for spec in specs
             ]
         self._run(clients, names)
@@ -164,19 +162,19 @@ class Judging:
     def _price(self, specs: Sequence[Any], names: Sequence[str]) -> None:
         from .._report.run import RunJudge
 
-        settings = self._settings
+        setup = self._setup
         self.run_judges = tuple(
             RunJudge(spec.name, spec.provider, spec.model, spec.public_url) for spec in specs
         ) or tuple(RunJudge(name) for name in names)
         models = {spec.name: spec.model for spec in specs} or {names[0]: names[0]}
         self.prices = {
-            name: settings.cost.of(*((name, models[name]) if specs else (name,)), judge=True)
+            name: setup.cost.of(*((name, models[name]) if specs else (name,)), judge=True)
             for name in names
         }
-        if settings.judge_batch:  # the calls are priced as the batch API bills them
+        if setup.judge_batch:  # the calls are priced as the batch API bills them
             self.prices = {n: p if p is None else p.batch() for n, p in self.prices.items()}
         unpriced = [name for name, price in self.prices.items() if price is None]
-        if settings.cost.max_cost is not None and unpriced:
+        if setup.cost.max_cost is not None and unpriced:
             raise pytest.UsageError(
                 f"--rubric-max-cost needs the price of judge {unpriced[0]}: pass "
                 f"--rubric-judge-price IN,OUT, or add a line `{models[unpriced[0]]} IN OUT` "
@@ -186,33 +184,33 @@ class Judging:
     def _run(self, clients: Sequence[Any], names: Sequence[str]) -> None:
         from ..judge.runner import JudgeRunner
 
-        settings = self._settings
+        setup = self._setup
         # The bound is for the whole run: xdist workers share it (and a panel's judges).
-        concurrency = max(1, settings.concurrency // (self._role.workers * len(clients)))
+        concurrency = max(1, setup.concurrency // (self._role.workers * len(clients)))
         runners = [
             JudgeRunner(
                 client,
                 name=name,
-                strategy=settings.grader,
+                strategy=setup.grader,
                 concurrency=concurrency,
                 cache=self._caches.judge(),
-                cache_mode=settings.cache_mode,
-                votes=settings.votes,
-                timeout=settings.retry.timeout,
+                cache_mode=setup.cache_mode,
+                votes=setup.votes,
+                timeout=setup.retry.timeout,
                 price=self.prices[name],
                 budget=self._budget,  # one budget for every judge of a panel, and the model
-                evidence=settings.judge_evidence,
-                check_timeout=settings.check_timeout,
+                evidence=setup.judge_evidence,
+                check_timeout=setup.check_timeout,
                 recordings=self._caches.recordings(),
             )
             for client, name in zip(clients, names, strict=True)
         ]
-        if settings.judge_batch:
+        if setup.judge_batch:
             from .._llm.batch import BatchQueue
 
             for runner in runners:
                 runner.transport.batch = BatchQueue(
-                    runner.transport.client, timeout=settings.judge_batch_timeout
+                    runner.transport.client, timeout=setup.judge_batch_timeout
                 )
         self.usage = {runner.name: runner.stats for runner in runners}
         if len(runners) == 1:
@@ -253,12 +251,9 @@ class Judging:
         return self._guidance.get(file_id)
 
     def schedule_items(self, items: Iterable[pytest.Item]) -> None:
-        """Start every given item's judge calls now, so they overlap across items.
-
-        Items whose response comes from a target or a model are judged when
-        they run. The controller schedules every collected item; an xdist worker
-        only those it is handed, as it learns of them (see ``xdist``).
-        """
+        """Start every given item's judge calls now, so they overlap across items (answers of
+        a target or a model are judged when they run); an xdist worker schedules only the
+        items it is handed, as it learns of them (see ``xdist``)."""
         if self.runner is None or self._dry_run:
             return
         from .._grade.grader import context_of
@@ -289,8 +284,8 @@ class Judging:
             judged = self.runner.result(request)
             self._caches.warn_trouble()
             return judged
-        if self._settings.require_judge or self.unavailable is not None:
-            verdict = Verdict.ERROR if self._settings.require_judge else Verdict.SKIPPED
+        if self._setup.require_judge or self.unavailable is not None:
+            verdict = Verdict.ERROR if self._setup.require_judge else Verdict.SKIPPED
             return every(request, Outcome(verdict, 0.0, self.unavailable or REQUIRE_JUDGE_REASON))
         return None
 
@@ -302,12 +297,12 @@ class Judging:
         from .._llm.base import elsewhere_line
         from .._report.report import Note, Severity
 
-        settings = self._settings
+        setup = self._setup
         lines = [
             Note(Severity.INFO, stats.line(name, price=self.prices.get(name)))
             for name, stats in self.usage.items()
         ]
-        priced = settings.cost.max_cost is not None or any(self.prices.values())
+        priced = setup.cost.max_cost is not None or any(self.prices.values())
         lines += [
             Note(
                 Severity.WARNING,
@@ -325,7 +320,7 @@ class Judging:
             lines.append(
                 Note(
                     Severity.ERROR,
-                    f"{settings.cost.budget_message}: {over_budget} judged "
+                    f"{setup.cost.budget_message}: {over_budget} judged "
                     f"{'criterion' if over_budget == 1 else 'criteria'} left ERROR",
                 )
             )
@@ -334,10 +329,7 @@ class Judging:
     def worker_usage(self) -> dict[str, Any]:
         """This worker's usage of each judge, for the controller (:meth:`add_usage`)."""
         return {
-            name: {
-                **{field_name: getattr(stats, field_name) for field_name in _STATS_FIELDS},
-                "elsewhere": dict(stats.elsewhere),
-            }
+            name: {**_counts(stats), "elsewhere": dict(stats.elsewhere)}
             for name, stats in self.usage.items()
         }
 
@@ -346,9 +338,8 @@ class Judging:
         for name, counts in judges.items():
             stats = self.usage.get(name)
             if stats is not None:
-                for field_name in _STATS_FIELDS:
-                    value = getattr(stats, field_name) + int(counts.get(field_name, 0))
-                    setattr(stats, field_name, value)
+                for field_name, value in _counts(stats).items():
+                    setattr(stats, field_name, value + int(counts.get(field_name, 0)))
                 for endpoint, n in counts.get("elsewhere", {}).items():
                     stats.elsewhere[endpoint] = stats.elsewhere.get(endpoint, 0) + int(n)
 
@@ -373,6 +364,11 @@ def _check_batch(specs: Sequence[ModelSpec]) -> None:
                 f"--rubric-judge-batch: judge {spec.name} has no batch API here (providers "
                 f"with one: {', '.join(BATCH_PROVIDERS)}); drop the flag to judge live"
             )
+
+
+def _counts(stats: CallStats) -> dict[str, int]:
+    """A judge's counts (the whole numbers of its usage), as an xdist worker sends them."""
+    return {f.name: getattr(stats, f.name) for f in fields(stats) if f.type == "int"}
 
 
 def every(request: JudgeRequest, outcome: Outcome) -> Judged:

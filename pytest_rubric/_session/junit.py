@@ -1,20 +1,14 @@
-"""What a failing rubric item adds to pytest's ``--junitxml`` report beyond its properties.
+"""What pytest's ``--junitxml`` report carries of the rubric: each result's properties, and
+what a failing rubric item adds beyond them.
 
-The question and the response go into the item's ``system-out``, where CI tools that read
-JUnit show a test's output next to its failure. pytest writes ``system-out`` only from
-captured output, and only when ini ``junit_logging`` asks for it; it has no public way
-for a plugin to add its own. pytest's ``record_property`` reaches the same writer through
-``config.stash[xml_key]``, and so does this module, the one place that does.
-
-An answer that could not be evaluated fails its call, and the terminal counts it as an
-error (``pytest_report_teststatus``); JUnit, which writes every failed call as a
-``failure``, is told the same: :func:`record_as_error` turns that element into an
-``error`` and moves it from the suite's failures to its errors.
-
-A ``--junitxml`` path that cannot be written (a directory, a parent that cannot be made)
-would end the session in pytest's traceback, after every other output: :func:`set_aside`
-finds it as the session starts and takes JUnit's writer out of this run, so the run ends
-with one error line naming it, like any other output of the run.
+pytest has no public way for a plugin to write a test case's ``system-out`` or to turn its
+``failure`` into an ``error``; its ``record_property`` reaches the writer through
+``config.stash[xml_key]``, and so does this module, the one place that does: a failing
+item's question and response go to ``system-out`` (where CI tools show them), an answer
+that could not be evaluated is an ``error`` as in the terminal (:func:`record_as_error`),
+and a ``--junitxml`` path that cannot be written is found as the session starts and taken
+out of the run (:func:`set_aside`), so the run ends with one error line naming it, like
+any other output, not in pytest's traceback.
 """
 
 from __future__ import annotations
@@ -25,8 +19,40 @@ from pathlib import Path
 import pytest
 
 from .._config.outputs import Unwritten, unwritable
+from .._guards.outgoing import outgoing
+from .._results import CaseResult, Verdict
 
-__all__ = ["record_as_error", "set_aside", "write_system_out"]
+__all__ = ["JUNIT_PROPERTIES", "junit_properties", "record_as_error", "set_aside", "write_answers"]
+
+JUNIT_PROPERTIES = frozenset(
+    {
+        "rubric_case",
+        "rubric_subject",
+        "rubric_score",
+        "rubric_min_score",
+        "rubric_passed",
+        "rubric_failed_criteria",
+    }
+)
+"""The names of the JUnit properties a result gives (:func:`junit_properties`)."""
+
+
+def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
+    """What ``--junitxml`` carries of a result: ``rubric_case``, ``rubric_subject``,
+    ``rubric_score``, ``rubric_min_score``, ``rubric_passed`` and, when some went the
+    wrong way or could not be evaluated, ``rubric_failed_criteria`` (comma-separated ids)."""
+    properties = [  # each name one of JUNIT_PROPERTIES
+        ("rubric_case", outgoing(result.case)),  # the texts a rubric or a user wrote
+        ("rubric_subject", outgoing(result.subject)),
+        ("rubric_score", f"{result.score:.4f}"),
+        # "none": a report-only case, which has no pass mark
+        ("rubric_min_score", "none" if result.min_score is None else f"{result.min_score:.4f}"),
+        ("rubric_passed", str(result.passed).lower()),
+    ]
+    failed = [c.id for c in result.criteria if c.went_wrong or c.verdict is Verdict.ERROR]
+    if failed:
+        properties.append(("rubric_failed_criteria", outgoing(",".join(failed))))
+    return properties
 
 
 def set_aside(config: pytest.Config) -> Unwritten | None:
@@ -45,16 +71,20 @@ def set_aside(config: pytest.Config) -> Unwritten | None:
     return Unwritten("--junitxml", str(xml.logfile), reason)
 
 
-def write_system_out(config: pytest.Config, report: pytest.TestReport, text: str) -> None:
-    """Add ``text`` to the ``system-out`` of ``report``'s test case (nothing without
-    ``--junitxml``)."""
+def write_answers(config: pytest.Config, report: pytest.TestReport, *, show_response: int) -> None:
+    """Add the question and the response of a failed rubric item to its test case's
+    ``system-out`` (nothing without ``--junitxml``)."""
     from _pytest.junitxml import bin_xml_escape, xml_key
 
+    from .._render.table import answer_lines
+
     xml = config.stash.get(xml_key, None)
-    if xml is None:
+    results = getattr(report, "rubric_results", ())
+    text = "\n".join(line for r in results for line in answer_lines(r, show_response=show_response))
+    if xml is None or not text:
         return
     element = ET.Element("system-out")
-    element.text = bin_xml_escape(text)
+    element.text = bin_xml_escape(outgoing(text))
     xml.node_reporter(report).append(element)
 
 

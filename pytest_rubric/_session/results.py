@@ -3,15 +3,12 @@ what the terminal shows of them."""
 
 from __future__ import annotations
 
-from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
-from .._guards.outgoing import outgoing
 from .._results import CaseResult
-from .items import JUNIT_PROPERTIES
-from .xdist import Role
+from .junit import JUNIT_PROPERTIES
 
 __all__ = ["Results"]
 
@@ -19,11 +16,7 @@ __all__ = ["Results"]
 class Results:
     """Every result of the run, by node id, each item's from its last attempt."""
 
-    def __init__(
-        self, config: pytest.Config, role: Role, *, baseline: Path | None, show_response: int
-    ) -> None:
-        self._config = config
-        self._show_response = show_response  # ini rubric_show_response
+    def __init__(self, *, baseline: Path | None) -> None:
         # By node id, the results of the item's last attempt only: an item run again
         # (pytest-rerunfailures) counts once, as its last attempt went.
         self._by_node: dict[str, list[CaseResult]] = {}
@@ -41,11 +34,6 @@ class Results:
                 self.baseline = load_document(baseline).results
             except DocumentError as exc:
                 raise pytest.UsageError(f"--rubric-baseline: {exc}") from None
-            moved = _rootdir_moved(config)
-            if moved is not None and role.reports:
-                from .._guards.outgoing import rubric_warning
-
-                config.issue_config_time_warning(rubric_warning(moved), stacklevel=2)
 
     @property
     def all(self) -> list[CaseResult]:
@@ -92,45 +80,3 @@ class Results:
             report.rubric_results = results  # type: ignore[attr-defined]
             report.rubric_item = True  # type: ignore[attr-defined]
             report.rubric_error = True  # type: ignore[attr-defined]
-
-    def junit_error(self, report: pytest.TestReport) -> None:
-        """An answer that could not be evaluated is an error in JUnit, as in the terminal."""
-        from .junit import record_as_error
-
-        record_as_error(self._config, report)
-
-    def junit_answers(self, report: pytest.TestReport) -> None:
-        """Write the question and the response of a failed rubric item to its JUnit
-        ``system-out`` (when ``--junitxml`` is on)."""
-        from .._render.table import answer_lines
-        from .junit import write_system_out
-
-        show = self._show_response
-        text = "\n".join(
-            line
-            for result in getattr(report, "rubric_results", ())
-            for line in answer_lines(result, show_response=show)
-        )
-        if text:
-            write_system_out(self._config, report, outgoing(text))
-
-
-def _rootdir_moved(config: pytest.Config) -> str | None:
-    """Why node ids will not match the baseline's, when pytest took ``--rubric-baseline
-    PATH`` (with a space) for a test path as it chose the rootdir: with no ini file, it
-    takes the common folder of the paths on the command line, so a baseline kept outside
-    the project moves the rootdir up, and every node id (and import) with it."""
-    given = config.getoption("rubric_baseline")
-    args = config.invocation_params.args
-    separate = any(a == "--rubric-baseline" and b == given for a, b in pairwise(args))
-    if config.inipath is not None or config.option.rootdir or not separate:
-        return None
-    where = config.invocation_params.dir
-    if Path(given).resolve().is_relative_to(where.resolve()):
-        return None
-    return (
-        f"--rubric-baseline {given}: with no ini file, pytest took this path for a test path "
-        f"and chose the rootdir {config.rootpath}, so node ids are relative to it and may not "
-        f"match the baseline's; write --rubric-baseline={given}, or add an ini file "
-        "(pytest.ini, or [tool.pytest.ini_options] in pyproject.toml) at the project's root"
-    )

@@ -1,16 +1,16 @@
 """The session's composition root: its parts, built once, and what only the whole can do.
 
-One :class:`RubricSession` lives in ``config.stash`` (``_session.started``) from
-when it starts (``pytest_configure``, or the first need of a run that asked for no
-rubric work) to ``pytest_unconfigure``; the hooks in ``plugin`` delegate to it or to one of
-its parts, each with an explicit constructor:
+One :class:`RubricSession` lives in ``config.stash`` (``_session.started``, kept by
+``plugin``) from when it starts (``pytest_configure``, or the first need of a run that asked
+for no rubric work) to ``pytest_unconfigure``, registered as the session's hooks. Each part is handed only the values it uses:
 
 ==============  ==================================================================
 ``caches``      the cache file of the judge's replies and the application's answers
-``inputs``      response folders, ``--rubric-model`` subjects, the grader
+``inputs``      response folders, ``--rubric-model`` subjects, the answers' tally
 ``judging``     the judge: set up, scheduled, waited for, its usage summed
 ``audit``       calibration against the suite's labels and the bias probes
 ``results``     each item's last attempt, the baseline
+``recordings``  what the run did with ``--rubric-recordings`` (only with the flag)
 ==============  ==================================================================
 
 The parts depend one way (``audit`` asks ``judging``; ``inputs`` and
@@ -21,47 +21,90 @@ the outputs, is here.
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Generator, Sequence
+from dataclasses import fields
+from itertools import pairwise
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .._config.options import read_settings
-from .._guards.outgoing import warn
-from .._results import Outcome, Verdict
-from . import heap
+from .._defaults import first_data_file
+from .._guards.outgoing import outgoing, rubric_warning, warn
+from .._results import CaseResult, Outcome, Verdict
+from . import heap, xdist
 from .auditing import Audit
-from .caches import Caches
-from .inputs import Inputs
+from .caches import Caches, JudgeRecordings
+from .inputs import Inputs, live_models
 from .items import is_rubric_item
-from .judge_recordings import JudgeRecordings
-from .judging import Judging, every
+from .judging import JudgeSetup, Judging, every
 from .results import Results
 from .xdist import Role
 
 if TYPE_CHECKING:
     # Imported where used: plain pytest runs load no grading or report code.
     from .._config.outputs import Unwritten
-    from .._grade.grader import CompiledRubric
+    from .._config.settings import Settings
+    from .._grade.grader import CompiledRubric, Grader
     from .._llm.base import Judged
     from .._report.report import SessionReport
     from .._report.run import RunInfo
     from .._trace import Passage
     from ..judge.requests import JudgeKey
 
-__all__ = ["RubricSession"]
+__all__ = ["RubricSession", "add_rubric_dirs", "start"]
+
+
+def _rootdir_moved(config: pytest.Config) -> str | None:
+    """Why node ids will not match the baseline's, when pytest took ``--rubric-baseline
+    PATH`` (with a space) for a test path as it chose the rootdir: with no ini file, it
+    takes the common folder of the paths on the command line, so a baseline kept outside
+    the project moves the rootdir up, and every node id (and import) with it."""
+    given = config.getoption("rubric_baseline")
+    args = config.invocation_params.args
+    separate = any(a == "--rubric-baseline" and b == given for a, b in pairwise(args))
+    if config.inipath is not None or config.option.rootdir or not separate:
+        return None
+    where = config.invocation_params.dir
+    if Path(given).resolve().is_relative_to(where.resolve()):
+        return None
+    return (
+        f"--rubric-baseline {given}: with no ini file, pytest took this path for a test path "
+        f"and chose the rootdir {config.rootpath}, so node ids are relative to it and may not "
+        f"match the baseline's; write --rubric-baseline={given}, or add an ini file "
+        "(pytest.ini, or [tool.pytest.ini_options] in pyproject.toml) at the project's root"
+    )
+
+
+def _selection(config: pytest.Config, *, reruns: bool) -> str | None:
+    """Why the command line collects only part of the suite (None: it names no selection):
+    -k, -m, --deselect, node ids and, with ``reruns``, --lf and --sw."""
+    option = config.option
+    for given, why in (
+        (getattr(option, "keyword", ""), "-k"),
+        (getattr(option, "markexpr", ""), "-m"),
+        (getattr(option, "deselect", None), "--deselect"),
+        (reruns and getattr(option, "lf", False), "--lf"),
+        (reruns and getattr(option, "stepwise", False), "--sw"),
+        (any("::" in arg for arg in config.args), "node ids"),
+    ):
+        if given:
+            return why
+    return None
 
 
 def _dry_run(config: pytest.Config) -> bool:
     """``--collect-only``, ``--setup-only`` or ``--setup-plan``: nothing is graded, so no
     judge call is made and no result is written."""
-    option = config.option
-    return bool(
-        getattr(option, "collectonly", False)
-        or getattr(option, "setuponly", False)
-        or getattr(option, "setupplan", False)
-    )
+    return any(getattr(config.option, name, False) for name in _DRY_RUNS)
+
+
+_DRY_RUNS = ("collectonly", "setuponly", "setupplan")
 
 
 class RubricSession:
@@ -86,13 +129,28 @@ class RubricSession:
             recordings_dir=settings.recordings_dir,
             config_warning=config_warning,
         )
-        self.results = Results(
-            config, role, baseline=settings.baseline_path, show_response=settings.show_response
+        self.results = Results(baseline=settings.baseline_path)
+        moved = _rootdir_moved(config) if settings.baseline_path is not None else None
+        if moved is not None and role.reports:
+            config.issue_config_time_warning(rubric_warning(moved), stacklevel=2)
+        self.inputs = Inputs(
+            here=config.invocation_params.dir,
+            warns=role.first,
+            responses_dir=settings.responses_dir,
+            subjects_given=bool(settings.targets or settings.models),
+            models=live_models(
+                settings.models,
+                targets=settings.targets,
+                cost=settings.cost,
+                retry=settings.retry,
+                require_key=settings.response_cache_mode != "replay",
+                budget=budget,
+            ),
+            otel=settings.otel,
         )
-        self.inputs = Inputs(config, settings, role, caches=self.caches, budget=budget)
-        self.judging = Judging(
-            settings, role, caches=self.caches, budget=budget, dry_run=self.dry_run
-        )
+        # The judge's own record of the settings it reads, by field name.
+        setup = JudgeSetup(**{f.name: getattr(settings, f.name) for f in fields(JudgeSetup)})
+        self.judging = Judging(setup, role, caches=self.caches, budget=budget, dry_run=self.dry_run)
         self.audit = Audit(
             role,
             judging=self.judging,
@@ -101,13 +159,30 @@ class RubricSession:
             probe_kinds=settings.probe_kinds,
             min_kappa=settings.min_kappa,
         )
-        self.recordings = JudgeRecordings(
-            config, caches=self.caches, prune=settings.recordings_prune
+        store = self.caches.recordings()  # --rubric-recordings: what the run did with them
+        self.recordings = (
+            None
+            if store is None
+            else JudgeRecordings(store, rootpath=config.rootpath, prune=settings.recordings_prune)
         )
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         # Outputs that could not be written (shown as error lines at the end; see outputs)
         self.unwritten: list[Unwritten] = []
         self._frozen = False  # whether collected() froze the heap (see heap)
+
+    @functools.cached_property
+    def grader(self) -> Grader:
+        """The session's grader, built on first use."""
+        from .._grade.grader import Grader
+
+        settings = self.settings
+        return Grader(
+            thresholds=settings.thresholds,
+            default_min_score=settings.min_score,
+            call_timeout=settings.call_timeout,
+            check_timeout=settings.check_timeout,
+            style_field=settings.style_field,
+        )
 
     @property
     def unjudged(self) -> str | None:
@@ -119,10 +194,22 @@ class RubricSession:
 
     # --- collection ---------------------------------------------------------------------------
 
-    def collected(self, items: Sequence[pytest.Item]) -> None:
+    @pytest.hookimpl(tryfirst=True)  # before xdist's controller declines to collect
+    def pytest_collection(self) -> None:
+        """Warn of rubric dirs whose files match no pattern: in collection, where pytest
+        records a warning at the location it names (the user's file, not the plugin)."""
+        self.check_dirs()
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
-        self.inputs.responses.warn_unused()
-        self.recordings.collected(items)
+        items = session.items
+        here = self.config.invocation_params.dir
+        self.inputs.warn_unused(
+            narrowed=_selection(self.config, reruns=False) is not None
+            or any((here / arg).is_file() for arg in self.config.args)
+        )
+        if self.recordings:
+            self.recordings.collected(items)
         unavailable = self.unjudged
         if unavailable is not None:
             # A skip mark: -rs reports the skip at the item's file, not inside the plugin.
@@ -141,6 +228,67 @@ class RubricSession:
             if self.settings.gc_freeze and not self._frozen:
                 heap.freeze_collected()
                 self._frozen = True
+
+    def check_dirs(self) -> None:
+        """Warn about a rubric directory that holds no rubric file but YAML or JSON files:
+        most likely rubric files named without the pattern, which collect nothing."""
+        if not self.role.reports:  # the controller warns, once
+            return
+        settings = self.settings
+        for directory in settings.dirs:
+            found = first_data_file(directory, settings.patterns)
+            if found is None:
+                continue
+            option = "--rubric-dir" if settings.dirs_from_flag else "ini rubric_dirs"
+            here = self.config.invocation_params.dir
+            folder, shown = os.path.relpath(directory, here), os.path.relpath(found, here)
+            patterns = ", ".join(settings.patterns)
+            message = (
+                f"{option} {folder} holds no rubric file ({patterns}) "
+                f"but YAML or JSON files, such as {shown}: rename it to match, as "
+                f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini "
+                "rubric_file_patterns"
+            )
+            warn(message)  # the message says where; no line of the file is echoed
+
+    def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
+        """A run that deselected items never prunes recordings."""
+        if self.recordings:
+            self.recordings.deselected += len(items)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        """A broken rubric file is a collection error, but the rest of the session still runs:
+        when every collection error is a rubric file's, the run goes on as with pytest's own
+        ``--continue-on-collection-errors`` (a Python module that fails to import still stops
+        it, as it would without the plugin). pytest's counters are never edited."""
+        option = session.config.option
+        before = getattr(option, "continue_on_collection_errors", False)
+        errors = self.inputs.collection_errors
+        if errors and session.testsfailed == errors:
+            option.continue_on_collection_errors = True
+        try:
+            return (yield)
+        finally:
+            option.continue_on_collection_errors = before
+
+    @pytest.hookimpl(tryfirst=True)  # before JUnit reads the report, or xdist sends it
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Results join the session's; an attempt that is run again (pytest-rerunfailures'
+        outcome ``rerun``) counts nowhere, not even in JUnit's properties."""
+        self.results.log_attempt(report)
+
+    def pytest_report_teststatus(
+        self, report: pytest.TestReport, config: pytest.Config
+    ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+        """An answer that could not be evaluated is an error, whatever its phase; a pass that
+        left judged criteria SKIPPED says so in verbose output."""
+        if report.failed and getattr(report, "rubric_error", False):
+            return "error", "E", ("ERROR", {"red": True})
+        results: list[CaseResult] = getattr(report, "rubric_results", [])
+        if report.when == "call" and report.passed and any(r.skipped for r in results):
+            return "passed", ".", ("PASSED (judged criteria skipped)", {"green": True})
+        return None
 
     # --- judging an answer: the judge, its calibration gate, its probes --------------------------
 
@@ -201,11 +349,11 @@ class RubricSession:
             self.audit.calibrations()
             data["judges"] = self.judging.worker_usage()
             data["calibration"] = self.audit.worker_calibrations()
-        self.recordings.collection_errors = self.inputs.collection_errors
         inputs = self.inputs
         data["targets"] = [sorted(inputs.targets_replaced), sorted(inputs.targets_pinned)]
-        if (recordings := self.recordings.state()) is not None:
-            data["recordings"] = recordings
+        if self.recordings:
+            self.recordings.collection_errors = self.inputs.collection_errors
+            data["recordings"] = self.recordings.state()
         return data
 
     def add_worker_stats(self, data: dict[str, Any]) -> None:
@@ -215,23 +363,16 @@ class RubricSession:
         self.judging.add_usage(data.get("judges", {}))
         if data.get("calibration"):
             self.audit.add_calibrations(data["calibration"])
-        if data.get("recordings"):
+        if data.get("recordings") and self.recordings:
             self.recordings.add_state(data["recordings"])
         replaced, pinned = data.get("targets") or ([], [])
         self.inputs.targets_replaced.update(replaced)
         self.inputs.targets_pinned.update(pinned)
 
-    def crashed(self, report: pytest.TestReport) -> None:
-        """An xdist worker died running ``report``'s item (see ``xdist``)."""
-        self.results.crashed(report)
-
-    def schedule_items(self, items: Iterable[pytest.Item]) -> None:
-        """Start judging ``items`` (an xdist worker, about to run them; see ``xdist``)."""
-        self.judging.schedule_items(items)
-
     # --- the report -----------------------------------------------------------------------------
 
-    def header_line(self) -> str | None:
+    def pytest_report_header(self) -> str | None:
+        """One line that reproduces where rubrics come from."""
         settings = self.settings
         # The ini's rubric_dirs are not added to a command line that names paths.
         named = self.config.args_source is pytest.Config.ArgsSource.ARGS
@@ -259,7 +400,7 @@ class RubricSession:
             parts.append(f"--rubric-confidence {settings.confidence:g}")
         return f"rubric: {' '.join(parts)}" if parts else None
 
-    def precedence_lines(self) -> list[str]:
+    def pytest_report_collectionfinish(self) -> list[str]:
         """What the command line's subjects did to the targets rubric files name (collection
         is over): no precedence is silent."""
         inputs = self.inputs
@@ -279,12 +420,8 @@ class RubricSession:
         return lines
 
     def summary_wanted(self, report: SessionReport) -> bool:
-        """Whether the terminal shows the rubric summary (ini ``rubric_summary``).
-
-        ``auto``: when rubric items ran, when ``assert_rubric`` graded a subject
-        named with ``subject=``, or when a gate ran; plain assertions in unit
-        tests alone print nothing.
-        """
+        """Whether the terminal shows the rubric summary (ini ``rubric_summary``); ``auto``:
+        when rubric items ran, ``assert_rubric`` graded a named subject, or a gate ran."""
         mode = self.settings.summary
         if mode != "auto":
             return mode == "on" and report.shown
@@ -327,7 +464,7 @@ class RubricSession:
             run=self.run_info(complete=complete) if gates else None,
         )
 
-    def run_info(self, *, complete: bool = True) -> RunInfo:
+    def run_info(self, *, complete: bool) -> RunInfo:
         """Which run this is (the JSON's ``run``): on an xdist controller, the judge cache's
         hits and misses are the workers' summed (see ``add_worker_stats``); ``complete``
         False when the session was interrupted."""
@@ -357,9 +494,9 @@ class RubricSession:
         """The controller's end of the run: apply the gates, write every output."""
         if self.dry_run:
             return
-        if self.role.reports:  # the workers' share came as data
+        if self.role.reports and self.recordings:  # the workers' share came as data
             self.recordings.collection_errors += self.inputs.collection_errors
-            self.recordings.finish()
+            self.recordings.finish(_selection(self.config, reruns=True))
         # Ctrl-C (pytest's INTERRUPTED; a collection that stopped too): the results are a
         # part of the run, and the JSON says so.
         complete = session.exitstatus != pytest.ExitCode.INTERRUPTED
@@ -400,3 +537,142 @@ class RubricSession:
         if self._frozen:
             heap.thaw()
             self._frozen = False
+
+
+class _ReportHooks:
+    """What only the reporting process does (not an xdist worker): summary, gates, outputs."""
+
+    def __init__(self, state: RubricSession) -> None:
+        self.state = state
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
+        """Once JUnit has written the test case: an answer that could not be evaluated is an
+        error there, as in the terminal; a failing or erroring rubric item's test case shows
+        what the application was asked and said, in its ``system-out``."""
+        result = yield
+        if report.failed:
+            from .junit import record_as_error, write_answers
+
+            config = self.state.config
+            if getattr(report, "rubric_error", False):
+                record_as_error(config, report)
+            if getattr(report, "rubric_item", False):
+                write_answers(config, report, show_response=self.state.settings.show_response)
+        return result
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.set_junit_aside(session.config)
+
+    def set_junit_aside(self, config: pytest.Config) -> None:
+        """A ``--junitxml`` path that cannot be written is known before a test runs."""
+        from .junit import set_aside
+
+        if (unwritten := set_aside(config)) is not None:
+            self.state.unwritten.append(unwritten)
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        report = self.state.session_report()
+        failed_gates = len(report.gates.regressions)
+        if failed_gates:
+            # pytest's last line counts the reports under every key of ``stats``: "3 passed,
+            # 1 rubric gate failed". Other plugins read those reports as reports (hypothesis
+            # reads each one's ``__dict__``), so each failed gate is a report too.
+            key = "rubric gate failed" if failed_gates == 1 else "rubric gates failed"
+            terminalreporter.stats.setdefault(key, []).extend(
+                _gate_report(reason) for reason in report.gates.regressions
+            )
+        if self.state.role.hands_out:
+            # The workers collected: what the command line's subjects replaced is known now.
+            for said in self.state.pytest_report_collectionfinish():
+                terminalreporter.write_line(said)
+        if self.state.recordings and self.state.recordings.line is not None:
+            terminalreporter.write_line(outgoing(self.state.recordings.line))
+        if self.state.summary_wanted(report) and terminalreporter.config.get_verbosity() >= -1:
+            from .._render.summary import terminal_lines
+
+            terminalreporter.section("rubric summary")
+            for line in terminal_lines(report):
+                terminalreporter.line(outgoing(line.text), **line.markup)
+        for unwritten in self.state.unwritten:  # one error line each; the run went on
+            terminalreporter.write_line(f"rubric: ERROR {unwritten.line}", red=True, bold=True)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.state.finish(session)
+        from .._render.summary import slow_failure_report
+
+        slow = slow_failure_report(
+            failed=session.testsfailed,
+            tests=session.testscollected,
+            tbstyle=session.config.option.tbstyle,
+        )
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:  # else the terminal summary says it (it comes after this)
+            for unwritten in self.state.unwritten:
+                sys.stderr.write(f"rubric: ERROR {unwritten.line}\n")
+        if slow is not None and reporter is not None and self.state.results.rubric_items_ran:
+            reporter.write_line(slow.text, **slow.markup)
+
+
+def _gate_report(reason: str) -> pytest.TestReport:
+    """A failed gate as a report of no test, for ``terminalreporter.stats``."""
+    return pytest.TestReport(
+        nodeid="",
+        location=("", None, "rubric gate"),
+        keywords={},
+        outcome="failed",
+        longrepr=outgoing(reason),
+        when="call",
+        rubric_gate=outgoing(reason),
+    )
+
+
+def start(config: pytest.Config) -> RubricSession:
+    """Start a :class:`RubricSession` and register its hooks (``plugin`` keeps it, once)."""
+    state = RubricSession(config)
+    state.inputs.global_responses()  # a broken --rubric-responses file stops the run here, clearly
+    state.judging.start(_own_judge(config))
+    config.pluginmanager.register(state, "rubric-session")
+    if state.role.reports:  # an xdist worker leaves reporting to the controller
+        reporting = _ReportHooks(state)
+        config.pluginmanager.register(reporting, "rubric-report")
+        # Started on first need, past configure: JUnit's writer is there to be checked now
+        # (started at configure, it is not yet, and pytest_sessionstart checks it).
+        reporting.set_junit_aside(config)
+    xdist.register(config, state)
+    return state
+
+
+def _own_judge(config: pytest.Config) -> object | None:
+    """What ``pytest_rubric_make_judge`` returns; a hook that raises (``SystemExit``
+    included) is a usage error that names it, not a traceback or an exit."""
+    from .._guards.calls import containing, described
+
+    try:
+        with containing():
+            judge: object | None = config.hook.pytest_rubric_make_judge(config=config)
+            return judge
+    except Exception as exc:
+        raise pytest.UsageError(f"pytest_rubric_make_judge raised {described(exc)}") from None
+
+
+def add_rubric_dirs(config: pytest.Config, settings: Settings) -> None:
+    """``--rubric-dir`` without test paths: only those run; with test paths, they are added.
+    The ini option ``rubric_dirs`` works as ``testpaths`` does: its directories join what
+    pytest collects anyway (``testpaths`` or the current directory) only when the command
+    line names no path or node id, so naming one test runs just that test and adding the
+    option never hides a unit test."""
+    named = config.args_source is pytest.Config.ArgsSource.ARGS
+    if settings.dirs_from_flag and not named:
+        config.args[:] = [str(d) for d in settings.dirs]
+        return
+    if named and not settings.dirs_from_flag:
+        return
+    here = config.invocation_params.dir
+    searched = [
+        (here / arg).resolve() for arg in config.args if "::" not in arg and (here / arg).is_dir()
+    ]
+    for directory in settings.dirs:
+        resolved = directory.resolve()
+        if not any(resolved.is_relative_to(root) for root in searched):
+            config.args.append(str(directory))

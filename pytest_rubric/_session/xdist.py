@@ -1,18 +1,10 @@
 """Everything the plugin does for pytest-xdist, on its public interfaces only.
 
-:class:`Role` says which process this is (a worker, which one, the controller, a
-run without xdist); every part of the session that acts differently under xdist
-asks it, built once by the session, and nothing else reads ``workerinput``.
-
-:func:`register` adds these hooks when pytest-xdist is present, and only
-the ones the process needs, the way pytest's junitxml registers its writer
-only where ``config.workerinput`` is absent:
-
-- on a worker, :class:`WorkerHooks` starts judging the items the worker
-  will run before it runs them, and hands its judge usage to the
-  controller through ``workeroutput``;
-- on the controller, :class:`ControllerHooks` adds each worker's usage up
-  when the worker goes down (``pytest_testnodedown``).
+:class:`Role` says which process this is; every xdist decision asks it, and nothing else
+reads ``workerinput``. :func:`register` adds only the hooks the process needs, as pytest's
+junitxml registers its writer only where ``config.workerinput`` is absent: a worker's
+(:class:`WorkerHooks`) judge ahead what it will run and hand its usage over in
+``workeroutput``; the controller's (:class:`ControllerHooks`) add it up when a worker goes down.
 
 A worker can die in the middle of an item (``os._exit`` in a target, a signal, the
 OOM killer) and send nothing of it. So the setup report of each rubric item a worker
@@ -30,30 +22,24 @@ could judge an item another worker runs, and pay for it twice.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pytest
 
-__all__ = [
-    "ControllerHooks",
-    "Role",
-    "WorkerHooks",
-    "register",
-    "unregister",
-]
+__all__ = ["ControllerHooks", "Role", "WorkerHooks", "register"]
 
 
 class RubricSession(Protocol):
     """What these hooks need of ``_session.session.RubricSession``."""
 
     role: Role
+    judging: Any  # its schedule_items(items) starts judging what this worker will run
+    results: Any  # its crashed(report) gives a lost item its result
 
-    def schedule_items(self, items: Iterable[pytest.Item]) -> None: ...
     def worker_stats(self) -> dict[str, Any] | None: ...
     def add_worker_stats(self, data: dict[str, Any]) -> None: ...
-    def crashed(self, report: pytest.TestReport) -> None: ...
 
 
 STATS_KEY = "rubric_judge_stats"  # in workeroutput: one worker's judge usage
@@ -108,13 +94,6 @@ def register(config: pytest.Config, state: RubricSession) -> None:
         config.pluginmanager.register(ControllerHooks(state), "rubric-xdist-controller")
 
 
-def unregister(config: pytest.Config) -> None:
-    for name in ("rubric-xdist-worker", "rubric-xdist-controller"):
-        plugin = config.pluginmanager.get_plugin(name)
-        if plugin is not None:
-            config.pluginmanager.unregister(plugin)
-
-
 class WorkerHooks:
     """An xdist worker's part: judge ahead what it will run, report its usage."""
 
@@ -125,7 +104,7 @@ class WorkerHooks:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
-        self.state.schedule_items(self.items_ahead(item, nextitem))
+        self.state.judging.schedule_items(self.items_ahead(item, nextitem))
 
     def items_ahead(self, item: pytest.Item, nextitem: pytest.Item | None) -> list[pytest.Item]:
         """The items this worker is known to run from ``item`` on, ``item`` first."""
@@ -187,7 +166,7 @@ class ControllerHooks:
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
         """A worker died running ``crashitem``: its result is the ERROR its setup sent."""
-        self.state.crashed(report)
+        self.state.results.crashed(report)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
