@@ -1,22 +1,7 @@
-"""Exceptions raised by pytest-rubric: every one of them is defined here.
-
-::
-
-    RubricError                      base of everything raised here
-    ├── RubricLoadError              a rubric or responses file cannot be used
-    ├── RubricEvaluationError        a grade could not be computed (a criterion ended in ERROR,
-    │                                or no answer could be obtained)
-    ├── RubricAssertionError         also an AssertionError: the answer failed its rubric
-    ├── JudgeError                   a judge call failed after its retries (that criterion is ERROR)
-    │   └── BudgetSpent              --rubric-max-cost was spent: the call did not start
-    ├── DocumentError                a file is not a readable --rubric-json document
-    │                                (--rubric-baseline, merge)
-    └── SpansUnreadable              --rubric-otel could not read a target call's spans
-                                     (the item is ERROR)
-
-``RubricAssertionError`` and ``RubricEvaluationError`` carry the
-:class:`~pytest_rubric.CaseResult` as ``.result`` (None when no answer
-could be obtained); their message is the per-criterion table.
+"""Exceptions raised by pytest-rubric: every one of them is defined here, under
+:class:`RubricError`. ``RubricAssertionError`` and ``RubricEvaluationError`` carry the
+:class:`~pytest_rubric.CaseResult` as ``.result`` (None when no answer could be obtained);
+their message is the per-criterion table.
 """
 
 from __future__ import annotations

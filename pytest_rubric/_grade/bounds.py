@@ -1,13 +1,8 @@
-"""A case graded on what can be, when its judged criteria could not be asked.
-
-A judge set without its key leaves the judged criteria SKIPPED; scoring what ran, or
-skipping the case, would hide a regression the deterministic criteria already show. So the
-case is graded twice more, each skipped criterion at the verdict that helps it least and
-most (MET is the worse for a negative weight), by the usual rules: FAILED if it fails even
-at best, PASSED if it passes even at worst, else SKIPPED with both scores as its bounds.
-Score and pass rules are monotone in each credit, so the two extremes bound every answer
-the judge could give, for each sample and every ``pass_when`` rule. Without any judge
-configured a case scores what ran.
+"""A case graded on what can be, when its judged criteria could not be asked (a judge set
+without its key): graded twice more, each skipped criterion at the verdict that helps it
+least and most, it is FAILED if it fails even at best, PASSED if it passes even at worst,
+else SKIPPED with both scores as bounds. Score and pass rules are monotone in each credit,
+so the extremes bound every answer the judge could give.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """The substance score, exactly as docs/explanation/scoring.md states it.
 
-For the substance criteria, with weight w_i and credit c_i:
-
-* earned = sum(w_i * c_i); P = sum of positive weights; N = sum of |negative weights|
-* P > 0: score = clamp(earned / P, 0, 1)
-* P == 0 and N > 0 (an all-negative, error-detection rubric):
-  score = clamp(1 + earned / N, 0, 1), so avoiding every error scores 1.0
-* raw_score = earned
-
-SKIPPED criteria (judged ones without a judge) are left out: the case scores
-what ran, as that page says. An ERROR never raises a score: a positive one
-stays in P earning nothing (c = 0), so an answer that could not be fully
-evaluated does not rank as if the missing part had been judged right; a
-negative one is left out of N, since counting it as an error avoided would
-be credit for something nobody checked. The case is reported as an error
-either way.
+With weight w_i and credit c_i: earned = sum(w_i * c_i), P = sum of positive weights,
+N = sum of |negative weights|; score = clamp(earned / P, 0, 1) when P > 0, else
+clamp(1 + earned / N, 0, 1) (an all-negative rubric: avoiding every error scores 1.0);
+raw_score = earned. SKIPPED criteria are left out. An ERROR never raises a score: a
+positive one stays in P earning nothing, a negative one is left out of N (credit for an
+error avoided that nobody checked).
 """
 
 from __future__ import annotations

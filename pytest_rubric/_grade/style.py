@@ -1,30 +1,11 @@
 """Style heuristics: how an answer reads, measured so that it can be kept out of the score.
 
-Both numbers are in [0, 1] and deliberately simple, so a reader can predict
-them (docs/explanation/style.md gives the same formulas):
-
-``fluency`` = mean of four parts
-    * length: ``min(words / 40, 1)``, so a one-liner reads as thin;
-    * sentence shape: 1 when the mean sentence is 8-30 words, falling
-      linearly to 0 at 0 and at 60 words;
-    * punctuation: the share of sentences that start with a capital letter
-      or digit and end in ``.``, ``!`` or ``?`` (or a closing bracket/quote);
-    * variety: distinct words / words (type-token ratio), over the first
-      100 words.
-
-``confidence`` = ``clamp(0.5 + 0.5 * (A - H) / max(A + H, 2), 0, 1)``
-    with A the count of assertive markers ("clearly", "definitely",
-    "always", "guaranteed", ...) and H the count of hedging markers
-    ("might", "perhaps", "I think", "not sure", ..., and every ``?``).
-    No markers gives 0.5; two assertive markers and no hedge give 1.0.
-
-Flags (thresholds from :class:`StyleThresholds`, ini-configurable):
-``confidently_wrong`` when confidence >= ``confident`` and score <
-``low_score``, or when an answer that does not hedge (confidence above ``hedged``)
-claims an action its trace does not show (``unbacked_claim``);
-``hedged_but_right`` when confidence <= ``hedged`` and score >= ``high_score``;
-``known_wrong_claim`` when a ``forbidden`` (or any
-negative-weight) substance criterion is MET.
+Both numbers are in [0, 1]; docs/explanation/style.md gives the formulas. ``fluency`` is
+the mean of length (``min(words / 40, 1)``), sentence shape (1 for 8-30 words a sentence,
+0 at 0 and 60), punctuation (the share of well-formed sentences) and variety (type-token
+ratio of the first 100 words). ``confidence`` is
+``clamp(0.5 + 0.5 * (A - H) / max(A + H, 2), 0, 1)`` for A assertive and H hedging
+markers (every ``?`` a hedge). The flags' rules are :func:`flags`'.
 """
 
 from __future__ import annotations

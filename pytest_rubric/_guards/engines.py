@@ -1,15 +1,10 @@
-"""Untrusted engines: every pattern and every bounded check runs here (JSON Schemas through
-:mod:`.schemas`, which runs its patterns and time bound here), on an answer that may come
-from a model told to break the run.
-
-* **RE2, or a time bound, for every pattern.** :func:`compile_pattern` runs a pattern on
-  RE2 (linear time); one that needs backreferences or lookaround runs on the ``regex``
-  package, each search cut off after :data:`PATTERN_TIMEOUT` (Python's ``re``, which no
-  thread can stop, ran ``^(a+)+$`` on 41 characters past 30 s).
-* **A time bound for every super-linear check.** A :class:`Deadline` (ini
-  ``rubric_check_timeout``) bounds a JSON validation and evidence matching: each step
-  calls :func:`tick`; the callers turn :class:`CheckTimeout`, a ``RecursionError`` or an
-  ``OverflowError`` into ERROR, never UNMET.
+"""Untrusted engines: every pattern and every bounded check runs here, on an answer that
+may come from a model told to break the run. :func:`compile_pattern` runs a pattern on RE2
+(linear time), or on the ``regex`` package with each search cut off after
+:data:`PATTERN_TIMEOUT` (Python's ``re``, which no thread can stop, ran ``^(a+)+$`` on 41
+characters past 30 s). A :class:`Deadline` (ini ``rubric_check_timeout``) bounds a JSON
+validation and evidence matching: each step calls :func:`tick`; the callers turn
+:class:`CheckTimeout`, ``RecursionError`` and ``OverflowError`` into ERROR, never UNMET.
 """
 
 from __future__ import annotations

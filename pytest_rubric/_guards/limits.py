@@ -120,16 +120,23 @@ class RepeatedKey(ValueError):
         self.key = key
 
 
+def _repeats(pairs: list[tuple[str, Any]]) -> list[str]:
+    """The keys an object's pairs give a second time (json alone keeps the last value)."""
+    seen: set[str] = set()
+    repeated = []
+    for key, _ in pairs:
+        if key in seen:
+            repeated.append(key)
+        seen.add(key)
+    return repeated
+
+
 def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An ``object_pairs_hook`` for ``json.loads`` that raises :class:`RepeatedKey` for a key
-    given twice in one object (json alone keeps the last value)."""
+    given twice in one object."""
     data = dict(pairs)
     if len(data) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise RepeatedKey(key)
-            seen.add(key)
+        raise RepeatedKey(_repeats(pairs)[0])
     return data
 
 
@@ -174,11 +181,7 @@ def loads_noting_repeats(text: str) -> tuple[Any, list[str]]:
     def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         result = dict(pairs)
         if len(result) != len(pairs):  # rare: find which keys
-            seen: set[str] = set()
-            for key, _ in pairs:
-                if key in seen:
-                    repeated.append(key)
-                seen.add(key)
+            repeated.extend(_repeats(pairs))
         return result
 
     return json.loads(text, object_pairs_hook=pairs_hook), repeated
@@ -231,9 +234,9 @@ def json_loads(text: str, *, whole: bool = False) -> tuple[Any, list[str]]:
     if too_deep:
         raise Limit(nesting_problem(_json_nesting_line(text)))
     repeated = loads_noting_repeats(text)[1] if _may_repeat_keys(text, keys) else []
-    if _HALF_ESCAPE.search(text) and _has_surrogate(data):
+    if _HALF_ESCAPE.search(text) and (fixed := _whole(data)) != data:
         if whole:
-            return _whole(data), repeated
+            return fixed, repeated
         # As the YAML loader does: half a character cannot be written as UTF-8, so it would
         # break every output and the test ids that carry it between xdist processes.
         escape = next((m for m in _HALF_ESCAPE.finditer(text) if _lone(text, m)), None)
@@ -259,16 +262,6 @@ def _lone(text: str, match: re.Match[str]) -> bool:
         return not re.fullmatch(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}", after)
     before = text[max(0, match.start() - 6) : match.start()]
     return not re.fullmatch(r"\\u[dD][89abAB][0-9a-fA-F]{2}", before)
-
-
-def _has_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return any("\ud800" <= ch <= "\udfff" for ch in value)
-    if isinstance(value, dict):
-        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_surrogate(v) for v in value)
-    return False
 
 
 def _whole(value: Any) -> Any:

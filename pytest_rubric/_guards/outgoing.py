@@ -1,13 +1,10 @@
 """The one boundary text passes on its way out of the process.
 
-:func:`outgoing` is what every renderer and error path calls last: keys and key fragments
-redacted (``_guards.secrets``), URLs made public, terminal control characters shown
-escaped (``\\x1b``: a judge's reason cannot move the cursor or ring a bell), lone
-surrogates replaced by U+FFFD. :func:`outgoing_data` applies it to a document,
-:func:`inert_mentions` makes Markdown mention, link and mail nobody,
-:func:`outgoing_streams` holds a command's stdout and stderr to it, and :func:`warn`
-issues a warning attributed to no file, so pytest's summary never echoes a line of a
-user's file.
+:func:`outgoing`, what every renderer and error path calls last: keys redacted
+(``_guards.secrets``), URLs made public, control characters shown escaped (``\\x1b``),
+lone surrogates replaced by U+FFFD. :func:`outgoing_data` applies it to a document,
+:func:`inert_mentions` makes Markdown mention nobody, :func:`outgoing_streams` holds a
+command's output to it, and :func:`warn` warns attributed to no file.
 """
 
 from __future__ import annotations

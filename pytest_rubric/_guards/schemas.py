@@ -1,14 +1,8 @@
-"""JSON Schemas from rubric files, run on the application's answers.
-
-* **No retrieval, ever.** ``$ref`` and ``$dynamicRef`` resolve only inside the schema's
-  own document: :func:`schema_problems` finds any other reference when the rubric loads (a
-  collection error, as a non-finite number, a pattern that compiles nowhere or a
-  ``$schema`` below the top are), and the validator :func:`schema_validator` builds asks a
-  registry whose retrieval refuses.
-* **Bounded.** ``pattern`` and ``patternProperties`` run through
-  :func:`~pytest_rubric._guards.engines.compile_pattern` (``jsonschema`` would use Python's
-  ``re``, which no thread can stop), ``uniqueItems`` in linear time, and every keyword
-  checks the running :class:`~pytest_rubric._guards.engines.Deadline`.
+"""JSON Schemas from rubric files, run on the application's answers. No retrieval, ever:
+``$ref`` and ``$dynamicRef`` resolve only inside the schema (:func:`schema_problems` makes
+any other a collection error; the validator's registry refuses retrieval). Bounded:
+``pattern`` and ``patternProperties`` run on :mod:`.engines`, ``uniqueItems`` in linear
+time, and every keyword checks the running :class:`~pytest_rubric._guards.engines.Deadline`.
 """
 
 from __future__ import annotations

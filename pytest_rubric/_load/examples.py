@@ -1,16 +1,9 @@
-"""Labelled examples a rubric file gives: ``calibration:``, which the judge is measured on
-(``_report.calibration``), and ``judge_examples:``, which it is shown.
-
-Each is a list, or a JSONL path relative to the file (read by the one JSONL reader,
-``_guards.limits.read_jsonl``). A calibration example is ``{case, criterion, response,
-verdict}`` (``score`` for a score-kind criterion: MET in the upper half of its range, as
-the judge's score is); the judge grades each one like the case's own answers before judged
-items run. A judge example, ``{criterion, response, verdict, reason}``, is shown to the
-judge before the answer in the calls that grade its criterion, and ``judge_instructions:``
-is added to its system prompt, fenced as the rubric author's
-(:mod:`pytest_rubric.judge.prompts`). Calibration labels are never shown to the judge: a
-judge example whose response is also a calibration response of the file (whitespace runs
-made one space) is a collection error, so ``kappa`` stays a held-out measure.
+"""Labelled examples a rubric file gives, as a list or a JSONL path relative to the file:
+``calibration:`` (``{case, criterion, response, verdict}``, or ``score``), which the judge
+is measured on (``_report.calibration``), and ``judge_examples:`` (``{criterion,
+response, verdict, reason}``), which it is shown (:mod:`pytest_rubric.judge.prompts`).
+A judge example whose response is also a calibration response (whitespace runs made one
+space) is a collection error, so ``kappa`` stays a held-out measure.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""Loading rubric files (YAML or JSON): a validated suite, or every problem at once.
-
-Every mistake in a file becomes a :class:`Problem` naming the file, line, case, criterion
-and field, with what to write instead; a file's problems are raised together as one
-:class:`RubricLoadError`, and a hostile file is one more of them, never a crash or a hang.
-This module runs the steps: ``pytest_rubric._guards.limits`` and ``pytest_rubric._guards.yaml``
-read within the limits, ``pytest_rubric._load.locate`` locates validation errors and
-``pytest_rubric._load.semantics`` finds what validation cannot see.
+"""Loading rubric files (YAML or JSON): a validated suite, or every problem at once, raised
+together as one :class:`RubricLoadError` (a hostile file is one more of them, never a crash
+or a hang). ``_guards.limits`` and ``_guards.yaml`` read within the limits, ``_load.locate``
+locates validation errors, ``_load.semantics`` finds what validation cannot see.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""``json``: the answer (or its first fenced block) parses as JSON, fits ``schema`` and its
-``fields`` check out.
-
-``schema`` is any JSON Schema (draft 2020-12 unless its ``$schema`` names another),
-checked against its draft's metaschema at collection and run on
-:mod:`~pytest_rubric._guards.schemas`' bounded validator under ini
-``rubric_check_timeout``; a validation that could not finish is ERROR, never UNMET, so it
-never lifts a penalty, and a number that is not finite (``1e400``) fits no schema.
-``fields`` maps JSON Pointers to deterministic criterion bodies without id or weight; the
-credit is the share of them MET.
+"""``json``: the answer (or its first fenced block) parses as JSON, fits ``schema`` (any
+draft, checked against its metaschema at collection, run on the bounded validator: one
+that could not finish is ERROR, never UNMET) and its ``fields`` (JSON Pointers to
+deterministic criterion bodies) check out; the credit is the share of fields MET.
 """
 
 from __future__ import annotations

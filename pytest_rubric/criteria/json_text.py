@@ -1,18 +1,8 @@
-"""JSON read out of an answer: the answer, or its first fenced block, parsed as strict JSON,
-and the value a JSON Pointer (RFC 6901) names in it.
-
-Strict: ``NaN`` and ``Infinity`` are not JSON (``NaN`` would pass every ``minimum``), and
-well-nested text deeper than the parser can follow raises :class:`NestedTooDeeply` (it
-may be valid, so whether it fits is unknown), where malformed text is simply not JSON.
-The ``json`` criterion (:mod:`.json`) reads answers through it; it and the trace criteria's
-``args`` (:mod:`.calls`) check their JSON Schemas with :func:`valid_schema` when the rubric
-loads.
-
-``field: /json/pointer`` on ``number``, ``any_of``, ``all_of``, ``regex`` and ``forbidden``
-(:class:`FieldScoped`) checks only the value the pointer names, as a field of a ``json``
-criterion is checked: a string as an answer would be, any other value as its JSON text. An
-answer that is not JSON, or has no value there, is UNMET with a reason naming the field
-(for ``forbidden``, UNMET is the good side: the mistake was not made there).
+"""JSON read out of an answer (the answer, or its first fenced block, as strict JSON: no
+``NaN``, which would pass every ``minimum``), the value a JSON Pointer (RFC 6901) names in
+it, ``field:`` (:class:`FieldScoped`: a criterion that checks one value of a JSON answer,
+UNMET naming the field when there is none) and the JSON Schemas a rubric gives, checked
+when it loads (:func:`valid_schema`).
 """
 
 from __future__ import annotations
