@@ -1,10 +1,8 @@
 """Reading files and JSON within limits: what a hostile file cannot do to a reader.
 
-Only regular files are read, as UTF-8 with a leading BOM dropped; JSON nests at most
-:data:`MAX_NESTING` levels deep, a number Python cannot read is a problem, and a key an
-object gives twice is reported rather than silently overridden (the YAML side is
-:mod:`.yaml`). JSONL files (responses, calibration examples, HealthBench data) have one
-reader, :func:`read_jsonl`, which holds every line to the same limits.
+Only regular files are read; JSON nests at most :data:`MAX_NESTING` levels, a number
+Python cannot read is a problem, and a key given twice is reported (the YAML side is
+:mod:`.yaml`). JSONL files have one reader, :func:`read_jsonl`.
 """
 
 from __future__ import annotations
@@ -48,11 +46,8 @@ def _check_regular(mode: int) -> None:
 
 
 def read_text(path: Path) -> str:
-    """The text of a regular file: UTF-8, a leading BOM dropped, newlines made ``\\n``.
-
-    A FIFO would block and /dev/zero fill memory: the type is checked before opening and
-    again on the descriptor (the path may be swapped between); O_NONBLOCK returns at once.
-    """
+    """The text of a regular file: UTF-8, a leading BOM dropped, newlines made ``\\n``. A FIFO
+    would block and /dev/zero fill memory: the type is checked before and after opening."""
     _check_regular(os.stat(path).st_mode)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     descriptor = os.open(path, flags)
@@ -164,12 +159,9 @@ _SPACED_KEY_END = re.compile(r'"[ \t\n\r]+:')
 
 
 def _may_repeat_keys(text: str, keys: int) -> bool:
-    """Whether JSON text whose parsed objects hold ``keys`` keys may give a key twice in one.
-
-    A repeated key leaves its object one key short of what the text writes, and every key
-    written ends with a quote and a colon: as many colons (or key ends) as keys means none
-    was dropped. Counting takes a few ms; an ``object_pairs_hook`` a third of the parse.
-    """
+    """Whether JSON text whose parsed objects hold ``keys`` keys may give a key twice in one:
+    as many colons (or key ends) as keys means none was dropped (a few ms, where an
+    ``object_pairs_hook`` costs a third of the parse)."""
     return text.count(":") != keys and text.count('":') + len(_SPACED_KEY_END.findall(text)) != keys
 
 
@@ -209,11 +201,8 @@ def _json_nesting_line(text: str) -> int | None:
 
 def json_loads(text: str, *, whole: bool = False) -> tuple[Any, list[str]]:
     """``json.loads`` within the limits: the data and the keys given twice in an object.
-
-    Raises ``json.JSONDecodeError`` for a syntax error and :class:`Limit` for nesting past
-    MAX_NESTING, a number Python refuses, or half a character (a lone surrogate escape),
-    which with ``whole`` becomes U+FFFD instead (an answer's broken emoji never stops a run).
-    """
+    :class:`Limit` for nesting past MAX_NESTING, a number Python refuses, or a lone surrogate
+    escape (with ``whole``, U+FFFD instead: an answer's broken emoji never stops a run)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
@@ -283,13 +272,9 @@ _KINDS = {list: "a list", str: "a string", bool: "a boolean", int: "a number", f
 def read_jsonl(
     path: Path, *, example: str, whole: bool = False
 ) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem]]:
-    """The objects of a JSONL file, each with its line number, and a problem for each line
-    that is not one (named by the file, the line and, for a key given twice, the key).
-
-    Only ``\n`` ends a line (``splitlines()`` would split on U+2028 and the like, which
-    JSON allows raw in a string). ``example`` is a line written right, for the hints;
-    ``whole`` as for :func:`json_loads`. Raises what :func:`read_text` raises.
-    """
+    """The objects of a JSONL file with their line numbers, and a problem for each line that
+    is not one. Only ``\n`` ends a line (JSON allows U+2028 raw in a string); ``example``
+    is a line written right, for the hints."""
     rows: list[tuple[int, dict[str, Any]]] = []
     problems: list[Problem] = []
     for number, line in enumerate(read_text(path).split("\n"), start=1):

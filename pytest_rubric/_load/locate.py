@@ -1,10 +1,7 @@
-"""Problems located in a rubric file: pydantic's errors and repeated keys, by line.
-
-Every mistake becomes a :class:`Problem` that names the line, the case, the
-criterion and the field, and says what to write instead. Lines come from the
-YAML node tree; a plain YAML file is read from the parser's events without one
-(``_guards.yaml.stream``, which keeps the lines of its cases and targets), so its
-tree, like a JSON file's, is composed only when something is wrong.
+"""Problems located in a rubric file: pydantic's errors and repeated keys, each a
+:class:`Problem` naming the line, case, criterion and field, and what to write instead.
+Lines come from the YAML node tree, composed for a streamed YAML or a JSON file only when
+something is wrong.
 """
 
 from __future__ import annotations
@@ -65,8 +62,8 @@ def duplicate_problem(
 
 
 def dotted(path: Sequence[str | int]) -> str:
-    """A path in the data as a problem names its field: ``fields./total.value``. An empty
-    key (the JSON Pointer ``''``, the whole answer) is shown as ``''``, not as nothing."""
+    """A path in the data as a problem names its field: ``fields./total.value``, an empty
+    key as ``''``."""
     return ".".join("''" if step == "" else str(step) for step in path)
 
 
@@ -90,9 +87,7 @@ class Locator:
         lines: Lines | None = None,
     ) -> None:
         self._text, self._node, self._bare = text, node, bare_list
-        # A streamed YAML file's lines (see ``_guards.yaml.stream``): the node tree is composed
-        # only for a line not among them, on the error path.
-        self._lines = lines
+        self._lines = lines  # a streamed YAML file's: the tree is composed for any other line
         self.types = types  # the criterion types the file was read with
         self._parsed = node is not None
         # Per mapping node, where each key is first: a file with thousands of
@@ -159,7 +154,7 @@ class Locator:
 def validation_problems(
     exc: ValidationError, data: dict[str, Any], locator: Locator
 ) -> list[Problem]:
-    """A problem for each of pydantic's errors worth showing, located through ``locator``."""
+    """A problem for each of pydantic's errors worth showing."""
     return [_problem(e, data, locator) for e in _errors(exc)]
 
 
@@ -225,7 +220,7 @@ def _where(
 
 
 def value_at(data: Any, *steps: str | int) -> Any:
-    """The raw value at a path in the data, by a field's name or alias; None if there is none."""
+    """The raw value at a path in the data, by a field's name or alias, or None."""
     for step in steps:
         if isinstance(step, str):
             step = (

@@ -1,10 +1,6 @@
-"""Problems validation cannot see: ids used twice, subject names that would break
-test ids, regex patterns RE2 cannot run, cases that cannot be scored.
-
-They are looked for in the whole file even when validation failed: ids and
-subject names in the raw data, the rest in the cases and criteria that validate
-alone, so that one round of errors lists a file's schema and pattern problems
-together (:func:`broken_patterns` adds the patterns no engine compiles).
+"""Problems validation cannot see: ids used twice, subject names that would break test ids,
+regex patterns RE2 cannot run, cases that cannot be scored; looked for even when validation
+failed (in the raw data, or what validates alone), so one round of errors lists them all.
 """
 
 from __future__ import annotations
@@ -27,8 +23,7 @@ from .responses import safe_subject, subject_problem
 
 
 def _regexes(criterion: Criterion) -> list[tuple[Regex, tuple[str, ...]]]:
-    """A regex criterion, or the regexes checking a json criterion's fields, with where each
-    pattern sits inside the criterion."""
+    """A criterion's regexes (its own, or its json fields'), with where each sits in it."""
     if isinstance(criterion, Regex):
         return [(criterion, ())]
     if isinstance(criterion, Json):
@@ -39,7 +34,7 @@ def _regexes(criterion: Criterion) -> list[tuple[Regex, tuple[str, ...]]]:
 
 def _unrunnable(regex: Regex) -> tuple[str, str] | None:
     """(message, hint) for a pattern the file's double quotes broke, or that needs what RE2
-    lacks: a collection error."""
+    lacks."""
     escaped = _escaped_by_the_file(regex.pattern)
     if escaped is not None:
         # The user's own pattern, as they meant it: \b back where the file read it.
@@ -89,8 +84,7 @@ def _pattern_problems(
     locator: Locator,
     problem: Callable[[Regex], tuple[str, str] | None],
 ) -> Iterator[Problem]:
-    """The ``problem`` of each regex criterion, and of each regex checking a json
-    criterion's fields, located at its pattern."""
+    """The ``problem`` of each regex, located at its pattern."""
     for where, label, criteria in _criteria(data, suite):
         for j, criterion in criteria:
             for regex, inside in _regexes(criterion):
@@ -146,8 +140,7 @@ def _criterion_ids(criteria: Any, prefix: str) -> list[tuple[int, str]]:
 
 
 def _raw_problems(data: dict[str, Any], locator: Locator) -> Iterator[Problem]:
-    """What is wrong across items, read from the raw data so it is found even when
-    validation failed: duplicate ids and subject names that would break test ids."""
+    """Duplicate ids and subject names that would break test ids, in the raw data."""
     global_key = "global" if "global" in data else "global_criteria"
     global_ids: set[str] = set()
     for j, criterion_id in _criterion_ids(data.get(global_key), "g"):
@@ -232,12 +225,7 @@ def _subject_problems(case: dict[str, Any], index: int, locator: Locator) -> Ite
 
 
 def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locator) -> list[Problem]:
-    """Problems validation cannot see, in the whole file even when validation failed.
-
-    Ids and subject names come from the raw data. The checks that need models
-    (regex patterns, a scorable case) run on the cases that validate on their
-    own, so that a wrong type in one criterion does not hide them.
-    """
+    """Problems validation cannot see (see the module's docstring)."""
     problems = [
         *_raw_problems(data, locator),
         *_pattern_problems(data, suite, locator, _unrunnable),
@@ -279,9 +267,8 @@ def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locato
 
 
 def broken_patterns(data: dict[str, Any], suite: Suite | None, locator: Locator) -> list[Problem]:
-    """Patterns no engine compiles. Grading reports such a criterion as ERROR; a file that is
-    a collection error anyway lists them with its other problems, so that one round of
-    fixes is enough."""
+    """Patterns no engine compiles (ERROR when graded), listed with a collection error's other
+    problems, so that one round of fixes is enough."""
     return list(_pattern_problems(data, suite, locator, _invalid))
 
 
@@ -289,8 +276,7 @@ def _criteria(
     data: dict[str, Any], suite: Suite | None
 ) -> Iterator[tuple[tuple[str | int, ...], str | None, list[tuple[int, Criterion]]]]:
     """(where in the data, the case's label, the criteria with their indexes) of the global
-    criteria and of each case: all of them from a valid suite, else those that validate
-    alone, so a mistake in one criterion hides nothing in the others."""
+    criteria and of each case: those that validate alone when the suite does not."""
     if suite is not None:
         yield ("global",), None, list(enumerate(suite.global_criteria))
         for i, case in enumerate(suite.cases):
@@ -307,7 +293,6 @@ def _criteria(
 
 
 def _valid_criteria(raw: Any) -> list[tuple[int, Criterion]]:
-    """The criteria of a raw list that validate alone, with their indexes."""
     from pydantic import TypeAdapter
 
     adapter: TypeAdapter[Criterion] = TypeAdapter(Criterion)
