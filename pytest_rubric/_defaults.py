@@ -27,9 +27,7 @@ class Provider:
     """Where one provider of ``--rubric-judge PROVIDER:MODEL`` answers and how it is called."""
 
     url: str  # the provider's own endpoint, where a key is required
-    key_variable: (
-        str  # the environment variable that holds the key (every output is redacted of it)
-    )
+    key_variable: str  # the variable that holds the key (every output is redacted of it)
     url_variable: str  # the environment variable that moves the endpoint
     wire: str  # the protocol it speaks: a key of _llm.clients.WIRES
     batch: bool = False  # whether --rubric-judge-batch speaks its batch API (_llm.batch)
@@ -111,11 +109,8 @@ def first_data_file(directory: Path, patterns: Sequence[str]) -> Path | None:
 
 
 def named(text: str) -> tuple[str | None, str]:
-    """``NAME=VALUE`` as ``(NAME, VALUE)``; a plain ``VALUE`` as ``(None, VALUE)``.
-
-    A name holds no ``:`` (a value's ``provider:model`` or ``module:function``
-    does), so ``openai:m=1`` is a value, not a name.
-    """
+    """``NAME=VALUE`` as ``(NAME, VALUE)``; a plain ``VALUE`` as ``(None, VALUE)``. A name holds
+    no ``:``, so ``openai:m=1`` is a value."""
     name, sep, value = text.partition("=")
     if sep and name.strip() and ":" not in name:
         return name.strip(), value.strip()

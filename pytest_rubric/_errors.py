@@ -88,11 +88,8 @@ class RubricAssertionError(_ResultError, AssertionError):
 
 
 class JudgeError(RubricError):
-    """A judge call that failed after its retries; the criterion becomes ERROR.
-
-    ``what`` is the failure alone (``HTTP 500: overloaded``); the message adds
-    the judge, the endpoint and what to try.
-    """
+    """A judge call that failed after its retries; the criterion becomes ERROR. ``what`` is
+    the failure alone (``HTTP 500: overloaded``); the message adds the judge and what to try."""
 
     def __init__(
         self,
@@ -122,9 +119,8 @@ class DocumentError(RubricError):
 
 
 class SpansUnreadable(RubricError):
-    """``--rubric-otel`` could not read a target call's spans whole (no SDK tracer provider,
-    a sampler that dropped them, too many): the item is ERROR, never graded on part of its
-    trace. The message says what to change."""
+    """``--rubric-otel`` could not read a target call's spans whole: the item is ERROR, never
+    graded on part of its trace."""
 
 
 class RubricWarning(pytest.PytestWarning):

@@ -55,8 +55,7 @@ def _graded(result: CaseResult, *, best: bool) -> tuple[float, bool]:
 
 
 def bounds(result: CaseResult) -> Bounds | None:
-    """The bounds of ``result`` over every verdict its skipped criteria could get; None when
-    none was skipped."""
+    """The bounds of ``result`` over its skipped criteria's verdicts; None when none was."""
     if not any(c.verdict is Verdict.SKIPPED for s in result.sample_list for c in s.criteria):
         return None
     low, passes_at_worst = _graded(result, best=False)
@@ -79,9 +78,7 @@ def settle_unjudged(result: CaseResult) -> CaseResult:
 
 
 def skip_reason(result: CaseResult) -> str:
-    """Why an undecided ``result`` is SKIPPED: its bounds, then why the judge was not asked
-    (its skipped criteria's reason), e.g. ``score between 0.40 and 0.90 whatever the judge
-    says; min_score 0.80 (no key for judge ...)``."""
+    """Why an undecided ``result`` is SKIPPED: its bounds, then why the judge was not asked."""
     assert result.skipped_bounds is not None
     why = result.skipped[0].reason if result.skipped else "the judge was not asked"
     low, high = result.skipped_bounds

@@ -23,8 +23,7 @@ SEPARATOR = "\n\n"  # between the answer and its padding: a paragraph of its own
 
 
 def paddable(text: str) -> bool:
-    """Whether padding leaves the answer's structure alone: false for an empty answer and
-    for one that is JSON as a whole (an object or a list)."""
+    """Whether padding leaves the answer's structure alone: not for an empty or a JSON one."""
     stripped = text.strip()
     if not stripped:
         return False
@@ -38,8 +37,7 @@ def paddable(text: str) -> bool:
 
 
 def pad(text: str) -> str:
-    """``text`` followed by the sentences of :data:`PADDING`, in order and again, until they
-    are at least as long as it (an empty answer stays empty)."""
+    """``text`` followed by :data:`PADDING`, repeated until it is at least as long as ``text``."""
     if not text.strip():
         return text
     added: list[str] = []

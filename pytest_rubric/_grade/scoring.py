@@ -68,15 +68,10 @@ def passes(
     min_score: float | None,
     scored: Score | None = None,
 ) -> bool:
-    """The pass rule of a case: ``case_score >= min_score``, no ``required`` criterion went the
-    wrong way, no substance criterion is ERROR (a style one never fails a case), and something
-    weighted was graded. A report-only case (``min_score`` None) has no score to reach; the
-    rest still holds.
-
-    A run grades with it, and ``merge`` and ``--rubric-baseline`` recompute ``passed`` with it
-    from a document's criteria rather than trust the ``passed`` written there. ``scored`` is
-    ``score(criteria)`` when the caller has it already.
-    """
+    """The pass rule of a case: ``case_score >= min_score`` (none for a report-only case), no
+    ``required`` criterion went the wrong way, no substance criterion is ERROR, and something
+    weighted was graded. ``merge`` and ``--rubric-baseline`` recompute ``passed`` with it
+    rather than trust a document's."""
     return (
         (min_score is None or case_score >= min_score - _EPSILON)
         and not any(c.required and c.went_wrong for c in criteria)
@@ -91,9 +86,7 @@ _score_of = score  # item_passes takes a number named score
 def item_passes(
     samples: Sequence[Any], *, pass_when: PassWhen, min_score: float | None, score: float
 ) -> bool:
-    """Whether an item with these graded ``samples`` (each with ``passed`` and ``criteria``)
-    and mean ``score`` passes by ``pass_when`` (``min_score`` None: a report-only case, whose
-    mean has no mark to reach)."""
+    """Whether an item with these graded ``samples`` and mean ``score`` passes by ``pass_when``."""
     if not samples:
         return False
     if any(c.item_error for s in samples for c in s.criteria):

@@ -86,9 +86,8 @@ _ENDS_WELL = (".", "!", "?", ")", '"', "'", "”", "’", "`")
 
 
 def style_text(text: str, pointer: str | None = None) -> str:
-    """What fluency and confidence are measured on: the answer, or, when it is a JSON
-    object, its string values (in order, one a line), or the value at ``pointer``
-    (``style_field``) when it names one: never the braces, keys and quotes of the JSON."""
+    """What fluency and confidence are measured on: the answer, or a JSON object's string
+    values (at ``pointer``, ``style_field``, when it names one), one a line."""
     if not text.lstrip().startswith("{"):
         return text
     from ..criteria.json_text import MISSING, NestedTooDeeply, parse_whole, resolve_pointer
@@ -176,12 +175,9 @@ def flags(
     thresholds: StyleThresholds,
     unbacked_claim: bool = False,
 ) -> list[str]:
-    """The style flags of one answer, in a fixed order.
-
-    An answer that claims an action its trace does not show (``unbacked_claim``) is confidently
-    wrong unless it hedges (confidence above ``hedged``): stating "your refund has been
-    issued" plainly is already asserting it, with or without a marker such as "definitely".
-    """
+    """The style flags of one answer, in a fixed order. An answer that claims an action its
+    trace does not show is confidently wrong unless it hedges: stating "your refund has been
+    issued" plainly is already asserting it."""
     found = []
     assertive = confidence_ >= thresholds.confident
     if (assertive and score < thresholds.low_score) or (

@@ -40,7 +40,15 @@ def examples_of(
     where: Path | None = None
     if isinstance(raw, str):
         where = path.parent / raw
-        examples, problems = _read_calibration(where)
+        example = '{"case": "...", "criterion": "...", "response": "...", "verdict": "MET"}'
+        rows, problems = read_labelled(
+            where,
+            CalibrationExample,
+            what="calibration example",
+            field="calibration",
+            example=example,
+        )
+        examples = [row for _, row in rows]
     else:
         examples = list(raw)
     cases = {case.id: case for case in suite.cases}
@@ -85,14 +93,6 @@ def examples_of(
     return found, problems
 
 
-def _read_calibration(path: Path) -> tuple[list[CalibrationExample], list[Problem]]:
-    example = '{"case": "...", "criterion": "...", "response": "...", "verdict": "MET"}'
-    rows, problems = read_labelled(
-        path, CalibrationExample, what="calibration example", field="calibration", example=example
-    )
-    return [row for _, row in rows], problems
-
-
 def read_labelled(
     path: Path,
     model: type[M],
@@ -101,9 +101,8 @@ def read_labelled(
     field: str,
     example: str,
 ) -> tuple[list[tuple[int, M]], list[Problem]]:
-    """A JSONL file of labelled examples (``calibration:``, ``judge_examples:``), each
-    validated as ``model`` with its line number, and a problem for each line that is not
-    one (read by the one JSONL reader, ``_guards.limits.read_jsonl``)."""
+    """A JSONL file of labelled examples, each validated as ``model`` with its line number,
+    and a problem for each line that is not one."""
     from pydantic import ValidationError
 
     from .._guards.limits import NotRegular, read_jsonl

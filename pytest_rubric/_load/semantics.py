@@ -17,7 +17,7 @@ from .._guards.outgoing import as_written
 from .._guards.secrets import shorten
 from .._schema import Case, Criterion, Suite, default_ids
 from ..criteria.json import Json
-from ..criteria.regex import PYTHON_REGEX_TIMEOUT, Regex, regex_problem
+from ..criteria.regex import PYTHON_REGEX_TIMEOUT, Regex, pattern_error
 from .locate import Locator, dotted, item_label, value_at
 from .responses import safe_subject, subject_problem
 
@@ -45,8 +45,8 @@ def _unrunnable(regex: Regex) -> tuple[str, str] | None:
             f"in YAML write the pattern in single quotes ('{_meant(regex.pattern)}'); in JSON "
             f'or double-quoted YAML double the backslash ("{_meant(regex.pattern, backslash=2)}")',
         )
-    why = regex_problem(regex)
-    if why is None:
+    why = pattern_error(regex)
+    if why is None or not why.unsupported:
         return None
     return (
         f"the pattern {as_written(regex.pattern)} needs what the RE2 engine does not have "
@@ -59,23 +59,13 @@ def _unrunnable(regex: Regex) -> tuple[str, str] | None:
 
 def _invalid(regex: Regex) -> tuple[str, str] | None:
     """(message, hint) for a pattern no engine compiles (grading reports it as ERROR)."""
-    from .._guards.engines import PatternError
-    from ..criteria.regex import compile_regex
-
-    try:
-        compile_regex(
-            regex.pattern,
-            case_sensitive=regex.case_sensitive,
-            engine=regex.engine,
-            normalize=regex.normalize,
-        )
-    except PatternError as exc:
-        if not exc.unsupported:  # what RE2 lacks is _unrunnable's
-            return (
-                f"invalid regex {as_written(regex.pattern)}: {exc}",
-                "fix the pattern (in YAML, write it in single quotes or double every backslash)",
-            )
-    return None
+    exc = pattern_error(regex)
+    if exc is None or exc.unsupported:  # what RE2 lacks is _unrunnable's
+        return None
+    return (
+        f"invalid regex {as_written(regex.pattern)}: {exc}",
+        "fix the pattern (in YAML, write it in single quotes or double every backslash)",
+    )
 
 
 def _pattern_problems(

@@ -1,9 +1,6 @@
-"""The answer side of a criterion: the :class:`Answer` a check reads, the :class:`Check`
-it is compiled into, and the outcomes it returns.
-
-A check does the work that does not depend on the answer in its constructor, once per
-rubric; an :class:`Answer`'s normalized forms and numbers are computed once per response,
-shared by every check of the case.
+"""The answer side of a criterion: the :class:`Answer` a check reads (its normalized forms
+computed once per response), the :class:`Check` it is compiled into (once per rubric), and
+the outcomes it returns.
 """
 
 from __future__ import annotations
@@ -90,13 +87,9 @@ C = TypeVar("C")
 
 
 class Check(Generic[C]):
-    """A compiled criterion ``c``: ``check(answer, case) -> Outcome``, which never raises.
-
-    Its reason is whole: the grader cuts it once, where it builds the result (cut twice, a
-    reason's count of what was cut would be the second cut's). ``case`` is the rubric or
-    case graded against; only a ``callable`` reads it. Checks are small slotted objects, not
-    closures: a suite keeps one per criterion alive, and a closure is several objects.
-    """
+    """A compiled criterion ``c``: ``check(answer, case) -> Outcome``, which never raises; its
+    reason is whole (the grader cuts it once). Slotted objects, not closures: a suite keeps
+    one per criterion alive, and a closure is several objects."""
 
     __slots__ = ("c",)
 
@@ -113,8 +106,8 @@ class Check(Generic[C]):
             return error(f"check failed: {type(exc).__name__}: {exc}")
 
     def on_json(self, value: object, case: object) -> Outcome:
-        """This check on one value of a JSON answer (a field of a ``json`` criterion): a
-        string is read as an answer would be, any other value as its compact JSON text."""
+        """This check on one value of a JSON answer: a string is read as an answer would be, any
+        other value as its compact JSON text."""
         if not isinstance(value, str):
             value = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
         return self(Answer(value), case)

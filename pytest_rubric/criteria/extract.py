@@ -18,8 +18,6 @@ from .judge import Requirement
 from .model import CriterionModel
 from .registry import validate_body
 
-RETURNS = ("number", "string", "boolean", "list")
-
 
 def _check_body(value: Any, info: ValidationInfo) -> Any:
     body = body_of(

@@ -35,12 +35,8 @@ def is_pointer(pointer: str) -> bool:
 
 
 def resolve_pointer(document: Any, pointer: str) -> Any:
-    """The value ``pointer`` (RFC 6901) names in ``document``, or :data:`MISSING`.
-
-    Never raises: a pointer that is not one, a key that is absent, an index
-    out of range or not written as RFC 6901 writes one (``01``, ``-``) all
-    name nothing.
-    """
+    """The value ``pointer`` (RFC 6901) names in ``document``, or :data:`MISSING` (never
+    raises)."""
     if pointer == "":
         return document
     if not is_pointer(pointer):
@@ -114,12 +110,8 @@ def _loads(text: str) -> Any:
 
 
 def parse_json(text: str) -> tuple[Any, str | None]:
-    """The answer as JSON, or its first fenced block; (value, None) or (None, why not).
-
-    Malformed text nested too deeply for the parser does not parse, like any
-    other malformed answer (UNMET); well-nested text that deep raises
-    :class:`NestedTooDeeply`.
-    """
+    """The answer as JSON, or its first fenced block; (value, None) or (None, why not);
+    :class:`NestedTooDeeply` for well-nested text too deep to parse."""
     try:
         return _loads(text), None
     except (ValueError, RecursionError) as exc:
@@ -136,8 +128,7 @@ def parse_json(text: str) -> tuple[Any, str | None]:
 
 
 def parse_whole(text: str) -> tuple[Any, str | None]:
-    """The whole text as JSON (JSON whitespace around it allowed); (value, None) or (None, why).
-    Raises :class:`NestedTooDeeply` as :func:`parse_json` does."""
+    """The whole text as JSON, as :func:`parse_json` reads it."""
     try:
         return _loads(text), None
     except ValueError as exc:
@@ -240,10 +231,8 @@ _SCHEMA_MAPS = frozenset(
 
 
 def _shape(schema: Any) -> Any:
-    """``schema`` with what its metaschema does not constrain blanked: ``const`` and
-    ``default`` values, and ``enum`` members (as distinct numbers, the list kept), so the
-    metaschema check is cached across cases that differ only there (an ``args`` schema's
-    ``const: "<order id>"``). Paths are unchanged, so a problem's path is the schema's."""
+    """``schema`` with what its metaschema does not constrain blanked (``const``, ``default``,
+    ``enum`` members), paths unchanged, so the check is cached across cases that differ there."""
     if not isinstance(schema, dict):
         return schema
     shaped: dict[str, Any] = {}
