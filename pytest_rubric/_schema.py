@@ -18,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from ._guards.limits import kind_of
 from ._repeat import parse_pass_when, parse_repeat
 from ._trace import Passage
 from .criteria.json_text import JsonPointer
@@ -98,9 +99,7 @@ def _turn_problem(turn: Any, turn_n: str) -> tuple[str, str, tuple[str, ...]] | 
 
 
 def _kind(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", type(None): "null"}.get(
-        type(value), f"a {type(value).__name__}"
-    )
+    return "null" if value is None else f"a {kind_of(value)}"
 
 
 REPORT_ONLY: Literal["report-only"] = "report-only"

@@ -16,6 +16,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from .secrets import shorten
+
 # How long one search of a pattern RE2 cannot run may backtrack (the regex time bound).
 PATTERN_TIMEOUT = 1.0
 
@@ -133,7 +135,7 @@ def search(compiled: Any, text: str, deadline: Deadline | None = None) -> Any:
         return compiled.search(text, timeout=max(bound, 0.001))
     except TimeoutError:
         raise CheckTimeout(
-            f"the pattern {_shown(compiled.pattern)} gave up after {bound:g} s of backtracking "
+            f"the pattern {shorten(compiled.pattern, 40)!r} gave up after {bound:g} s of backtracking "
             f"on {len(text)} characters; rewrite it without nested repetition or lookaround, so "
             "that it runs on RE2 in linear time"
         ) from None
@@ -141,7 +143,3 @@ def search(compiled: Any, text: str, deadline: Deadline | None = None) -> Any:
 
 def _is_re2(compiled: Any) -> bool:
     return type(compiled).__module__ == "re2"  # anything else is searched with a bound
-
-
-def _shown(pattern: str) -> str:
-    return repr(pattern if len(pattern) <= 40 else pattern[:39] + "…")

@@ -98,6 +98,13 @@ def shown(name: Any) -> str:
     return text if text and text.isprintable() and len(text) <= 60 else repr(text[:60])
 
 
+def kind_of(value: Any) -> str:
+    """What a message calls the type of a value read from a file."""
+    return {dict: "mapping", list: "list", str: "string", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )
+
+
 def quoted(name: Any) -> str:
     """A key as a message shows it: in backquotes, or as a repr if it holds anything odd."""
     text = shown(name)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .engines import PatternError, compile_pattern, search, tick
 from .outgoing import as_written
+from .secrets import shorten
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -267,7 +268,7 @@ def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> It
     for item in instance:
         key = _identity(item)
         if key in seen:
-            yield ValidationError(f"{_short_repr(instance)} has non-unique elements")
+            yield ValidationError(f"{shorten(repr(instance), 80)} has non-unique elements")
             return
         seen.add(key)
 
@@ -286,11 +287,6 @@ def _identity(value: Any) -> Any:
     if isinstance(value, dict):
         return ("object", frozenset((key, _identity(item)) for key, item in value.items()))
     return ("other", id(value))
-
-
-def _short_repr(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def _ticking(keyword: Callable[..., Any]) -> Callable[..., Iterator[Any]]:

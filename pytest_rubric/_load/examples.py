@@ -40,13 +40,12 @@ def examples_of(
     where: Path | None = None
     if isinstance(raw, str):
         where = path.parent / raw
-        example = '{"case": "...", "criterion": "...", "response": "...", "verdict": "MET"}'
         rows, problems = read_labelled(
             where,
             CalibrationExample,
             what="calibration example",
             field="calibration",
-            example=example,
+            example='{"case": "...", "criterion": "...", "response": "...", "verdict": "MET"}',
         )
         examples = [row for _, row in rows]
     else:

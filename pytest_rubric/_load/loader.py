@@ -17,18 +17,20 @@ import yaml
 from pydantic import ValidationError
 
 from .._errors import Problem, RubricLoadError
-from .._guards.limits import Limit, NotRegular, json_loads, nesting_problem, quoted, read_text
+from .._guards.limits import (
+    Limit,
+    NotRegular,
+    json_loads,
+    kind_of,
+    nesting_problem,
+    quoted,
+    read_text,
+)
 from .._guards.yaml import AliasLimit, Duplicate, Lines, YamlLoader, construct, stream
 from .._schema import Suite
 from ..criteria.model import CriterionModel
 from ..criteria.registry import CONTEXT_KEY, criterion_types
-from .locate import (
-    EXAMPLES,
-    Locator,
-    duplicate_problem,
-    kind_of,
-    validation_problems,
-)
+from .locate import EXAMPLES, Locator, duplicate_problem, validation_problems
 from .semantics import broken_patterns, semantic_problems
 
 

@@ -15,7 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from .._errors import Problem
-from .._guards.limits import quoted, shown
+from .._guards.limits import kind_of, quoted, shown
 from .._guards.yaml import Duplicate, Lines, YamlLoader
 from .._schema import CRITERION_TYPES, Case, Suite
 from ..criteria.model import CriterionModel, FieldError
@@ -65,13 +65,6 @@ def dotted(path: Sequence[str | int]) -> str:
     """A path in the data as a problem names its field: ``fields./total.value``, an empty
     key as ``''``."""
     return ".".join("''" if step == "" else str(step) for step in path)
-
-
-def kind_of(value: Any) -> str:
-    """What a message calls the type of a value read from a file."""
-    return {dict: "mapping", list: "list", str: "string", type(None): "null"}.get(
-        type(value), type(value).__name__
-    )
 
 
 class Locator:
