@@ -254,8 +254,7 @@ class Case(Rubric):
 
 
 class CalibrationExample(BaseModel):
-    """One labelled example of a file's ``calibration:`` (see ``_report.calibration``): the verdict,
-    or for a score-kind criterion the score, a person gave ``response``."""
+    """One labelled example of a file's ``calibration:``: the verdict, or score, a person gave."""
 
     model_config = MODEL_CONFIG
 
@@ -267,8 +266,7 @@ class CalibrationExample(BaseModel):
 
 
 class JudgeExample(BaseModel):
-    """One labelled example of a file's ``judge_examples:`` (see ``_load.examples``), shown to the
-    judge: how the rubric's author grades ``response`` on ``criterion``, and why."""
+    """One labelled example of a file's ``judge_examples:``, shown to the judge."""
 
     model_config = MODEL_CONFIG
 

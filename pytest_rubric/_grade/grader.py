@@ -61,8 +61,7 @@ class CompiledRubric:
 
 
 def with_case_context(trace: Trace | None, rubric: Rubric) -> Trace | None:
-    """The trace with the case's fixed ``context:`` as its context when it gives none (a
-    fixed context grades generation alone); the case's alone when there is no trace."""
+    """The trace with the case's fixed ``context:`` as its context when it gives none."""
     fixed = getattr(rubric, "fixed_context", ())
     if not fixed or (trace is not None and trace.context):
         return trace

@@ -66,8 +66,7 @@ def _rewrite(text: str, pattern: re.Pattern[str], table: Mapping[str, str]) -> s
 
 
 def _opened(segment: str, capitalize: bool) -> str:
-    """``segment`` as the start of a sentence when ``capitalize``: leading spaces dropped,
-    first letter upper-cased."""
+    """``segment`` as the start of a sentence when ``capitalize``."""
     if not capitalize:
         return segment
     segment = segment.lstrip(" \t")

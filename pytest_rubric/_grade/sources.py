@@ -209,8 +209,8 @@ _TEXT_NAMES = frozenset({"question", "prompt", "text"})
 
 
 def target_form(function: Any) -> tuple[str, str]:
-    """How to call a target: ``("question" | "case" | "messages", parameter name)``; a
-    :class:`TypeError` saying which signatures a target may have when its own is none."""
+    """How to call a target: ``("question" | "case" | "messages", parameter name)``, or
+    :class:`TypeError` listing the signatures a target may have."""
     import inspect
 
     try:
@@ -239,7 +239,6 @@ def target_form(function: Any) -> tuple[str, str]:
 
 
 def _annotation_name(annotation: Any) -> str:
-    """``str``, ``Case`` or another name, for a class or a string annotation alike."""
     if isinstance(annotation, str):
         return annotation.rpartition(".")[2].strip("'\"")
     return str(getattr(annotation, "__name__", ""))

@@ -105,7 +105,6 @@ def style_text(text: str, pointer: str | None = None) -> str:
 
 
 def _strings(value: object) -> list[str]:
-    """The string values of a JSON document, depth first, in order (keys left out)."""
     found: list[str] = []
     stack = [value]
     while stack:

@@ -69,8 +69,7 @@ def running(deadline: Deadline) -> Iterator[None]:
 
 
 def tick() -> None:
-    """Raise :class:`CheckTimeout` when the running deadline has passed: every bounded step
-    calls it."""
+    """Raise :class:`CheckTimeout` when the running deadline has passed."""
     deadline = _running.deadline
     if deadline is not None:
         deadline.check()

@@ -74,11 +74,9 @@ _INSIDE = "refer inside the schema: '#/$defs/NAME', '#anchor', or '#' for the wh
 
 def schema_problems(schema: Any) -> list[SchemaProblem]:
     """What keeps ``schema`` from running safely, in the order of the document: a reference
-    that leaves it or names nothing in it, a number that is not finite, a pattern that
-    compiles nowhere, a ``$schema`` below the top (jsonschema would validate that part with
-    its own, unbounded class), and ``unevaluatedProperties`` beside ``patternProperties``
-    (jsonschema matches those patterns there with Python's ``re``, which nothing could
-    bound). Empty when the schema can run."""
+    that leaves it or names nothing, a number that is not finite, a pattern that compiles
+    nowhere, a ``$schema`` below the top and ``unevaluatedProperties`` beside
+    ``patternProperties`` (each would run unbounded)."""
     if isinstance(schema, bool):
         return []
     try:
@@ -125,8 +123,7 @@ def _nodes(value: Any, path: SchemaPath) -> Iterator[tuple[SchemaPath, Any]]:
 
 
 def _resource_problems(schema: dict[str, Any], nodes: dict[SchemaPath, Any]) -> list[SchemaProblem]:
-    """References and patterns in every subschema, and in whatever a reference reaches
-    (a pointer may lead where no keyword would look)."""
+    """References and patterns in every subschema, and in whatever a reference reaches."""
     import referencing.jsonschema
     from referencing.exceptions import PointerToNowhere, Unresolvable
 

@@ -1,7 +1,5 @@
-"""Building YAML data within limits: aliases may add at most :data:`MAX_ALIAS_NODES` nodes,
-counted as they are built; lists and mappings nest at most
-:data:`~pytest_rubric._guards.limits.MAX_NESTING` levels deep, aliases included; a key given
-twice in one mapping is reported with both its lines.
+"""Building YAML data within limits (:data:`MAX_ALIAS_NODES` added by aliases, nesting as
+deep as :data:`~pytest_rubric._guards.limits.MAX_NESTING`); a key given twice is reported.
 """
 
 from __future__ import annotations

@@ -158,7 +158,7 @@ def problems_from_validation(exc: ValidationError, data: Any) -> list[Problem]:
 
 
 def _errors(exc: ValidationError) -> list[Any]:
-    """The errors worth showing: a list whose items failed is not also "too short"."""
+    # A list whose items failed is not also "too short".
     errors = exc.errors()
     failed_items = {
         tuple(e["loc"][:-1]) for e in errors if e["loc"] and isinstance(e["loc"][-1], int)
@@ -190,7 +190,7 @@ class _Where:
 def _where(
     loc: tuple[str | int, ...], *, tagged: bool = True, types: Types = CRITERION_TYPES
 ) -> _Where:
-    """Where a path in the data points; ``tagged``: pydantic's, which names a criterion's type."""
+    """Where a path in the data points; ``tagged``: pydantic's (it names a criterion's type)."""
     where = _Where()
     rest = list(loc)
     if rest[:1] == ["cases"] and len(rest) > 1 and isinstance(rest[1], int):

@@ -101,8 +101,7 @@ def _escaped_by_the_file(pattern: str) -> tuple[str, str] | None:
 
 
 def _meant(pattern: str, *, backslash: int = 1) -> str:
-    """``pattern`` with each character the file's escapes made put back as its escape
-    (``\\b`` for a backspace), the backslash written ``backslash`` times, cut short."""
+    """``pattern`` with each character the file's escapes made written back as its escape."""
     meant = "".join(
         "\\" * backslash + _FILE_ESCAPES[c][0] if c in _FILE_ESCAPES else c for c in pattern
     )
@@ -185,7 +184,6 @@ def _raw_problems(data: dict[str, Any], locator: Locator) -> Iterator[Problem]:
 
 
 def _renamed(case_id: str, taken: dict[str, int]) -> str:
-    """An id for the second of two cases named ``case_id`` that no case before it has."""
     n = 2
     while f"{case_id}_{n}" in taken:
         n += 1
@@ -297,7 +295,7 @@ def _valid_criteria(raw: Any) -> list[tuple[int, Criterion]]:
 
 def _overflowing_weights(criteria: Sequence[Criterion]) -> str | None:
     """Which of a case's sums overflows, "weights" or "penalties", or None: an infinite sum
-    makes every score NaN or 1.0 (two penalties of 1e308, one MET, scored 1.0)."""
+    makes every score NaN or 1.0."""
     weights = [c.effective_weight for c in criteria]
     if not math.isfinite(sum(w for w in weights if w > 0)):
         return "weights"
@@ -309,7 +307,6 @@ def _overflowing_weights(criteria: Sequence[Criterion]) -> str | None:
 def _valid_parts(
     data: dict[str, Any],
 ) -> tuple[Sequence[Criterion] | None, list[tuple[int, Case]]]:
-    """The global criteria (None if they do not validate) and the cases that validate alone."""
     global_criteria: Sequence[Criterion] | None
     try:
         only_global = {k: v for k, v in data.items() if k in ("global", "global_criteria")}

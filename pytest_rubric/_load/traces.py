@@ -37,7 +37,6 @@ class ShapeError(ValueError):
 
 
 def _get(value: Any, name: str) -> Any:
-    """``value[name]`` of a mapping, ``value.name`` of an object; None when absent."""
     if type(value) is dict or isinstance(value, Mapping):  # a dict first: no ABC check
         return value.get(name)
     return getattr(value, name, None)
@@ -104,7 +103,6 @@ def _field(name: str, read: Callable[[Any], T], value: Any) -> T:
 
 
 def _metadata(metadata: Any) -> dict[str, Any] | None:
-    """The application's metadata as JSON will hold it."""
     if metadata is None:
         return None
     if not isinstance(metadata, Mapping):
@@ -136,7 +134,6 @@ def _text(content: Any) -> str:
 
 
 def _arguments(raw: Any) -> dict[str, Any] | None:
-    """A call's arguments as a JSON object, or None when they are not one."""
     if raw is None or raw == "":
         return {}
     if isinstance(raw, Mapping):
@@ -250,8 +247,7 @@ def read_usage(usage: Any) -> Usage:
 
 def merged(returned: Trace | None, spans: Trace | None) -> Trace | None:
     """One trace of a target call from what it returned and what its spans show
-    (``--rubric-otel``): what the target returned wins where it says something (its
-    messages' calls, its context, each usage figure), the spans fill the rest."""
+    (``--rubric-otel``): what it returned wins where it says something."""
     if returned is None or spans is None:
         return returned or spans
     told = returned.llm_calls is not None  # it returned messages
@@ -322,8 +318,8 @@ def as_fields(trace: Trace) -> dict[str, Any]:
 
 
 def recorded_trace(parsed: str | None) -> Trace | None:
-    """The trace the response cache kept beside an answer (its ``{"response", "trace"}``);
-    None when there is none, or it cannot be read (a cache edited by hand)."""
+    """The trace the response cache kept beside an answer; None when there is none, or it
+    cannot be read (a cache edited by hand)."""
     from .._guards.limits import Limit, json_loads
 
     try:

@@ -36,8 +36,8 @@ _NOT_IN_A_BODY = ("id", "weight", "points", "axis", "required", "description")
 
 
 def body_of(value: Any, *, owner: str, subject: str, forbidden: str, name: str) -> Any:
-    """A deterministic body (a ``json`` field's check, an ``extract`` criterion's ``check``) as
-    the union reads it: given the id ``name`` no body has, after what it may not say."""
+    """A deterministic body (a ``json`` field's check, an ``extract``'s ``check``) as the union
+    reads it, given the id ``name``."""
     if not isinstance(value, dict):
         return value
     given = [key for key in _NOT_IN_A_BODY if key in value]
@@ -84,9 +84,7 @@ class Json(CriterionModel):
     @field_validator("json_schema", mode="before")
     @classmethod
     def _numbers_as_written(cls, schema: Any) -> Any:
-        """An unquoted ``1e3`` in the schema is the number YAML 1.2 reads (PyYAML, on YAML
-        1.1, reads it as text; see ``PlainNumber``); a quoted one stays text."""
-        return _plain_numbers(schema)
+        return _plain_numbers(schema)  # an unquoted 1e3 is a number (see PlainNumber)
 
     @field_validator("json_schema")
     @classmethod
@@ -145,8 +143,7 @@ class _JsonCheck(Check[Json]):
 
     def _validate(self, value: Any) -> Outcome | None:
         """UNMET naming where and which keyword failed, None when ``value`` fits; ERROR when
-        the validation could not finish (its time bound, recursion, overflow, a ``$ref`` that
-        cannot be followed): what it did not check may be what a penalty is about."""
+        the validation could not finish: what it did not check may be what a penalty is about."""
         from referencing.exceptions import Unresolvable
 
         assert self.validator is not None
