@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-# --rubric-grader: how the judged criteria are asked, one entry each. The strategy is named by
-# import path (a judge.strategies.Strategy), so the flag's choices are known before any of the
-# judge is imported, and judge.strategies.STRATEGIES is read from here.
+# --rubric-grader: how the judged criteria are asked, by import path (a judge.strategies.Strategy),
+# so the flag's choices are known before any of the judge is imported.
 GRADERS: dict[str, str] = {
     "per-criterion": "pytest_rubric.judge.strategies:PER_CRITERION",
     "one-shot": "pytest_rubric.judge.strategies:ONE_SHOT",
@@ -33,9 +32,8 @@ class Provider:
     batch: bool = False  # whether --rubric-judge-batch speaks its batch API (_llm.batch)
 
 
-# The providers, one entry each: everything else (the judge's parser, the keys every output is
-# redacted of, batch support, the flags' help) reads this table. Here, at the bottom of the
-# package, because the redaction in _guards.secrets needs the key variables.
+# The providers, one entry each: everything else reads this table (here, at the bottom of the
+# package, because the redaction in _guards.secrets needs the key variables).
 PROVIDERS: dict[str, Provider] = {
     "openai": Provider(
         url="https://api.openai.com/v1",

@@ -71,7 +71,6 @@ def with_case_context(trace: Trace | None, rubric: Rubric) -> Trace | None:
 
 
 def context_of(trace: Trace | None, rubric: Rubric) -> tuple[Passage, ...]:
-    """The passages an answer is graded with: its trace's, else the case's fixed context."""
     traced = with_case_context(trace, rubric)
     return () if traced is None else traced.context
 

@@ -40,8 +40,7 @@ class CallTracer(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """Where one subject's response to one case comes from: written (``text``, ``more``), or
-    the application under test (``target``), called on every run unless ``cache`` is given."""
+    """Where one subject's response to one case comes from: written, or ``target``."""
 
     text: str | None = None
     more: tuple[str, ...] = ()  # further samples of a responses file (`repeat`)

@@ -23,9 +23,8 @@ from typing import Any
 
 
 def make_importable(*folders: Path) -> None:
-    """Put ``folders`` (the rootdir, the rubric file's folder) on the import path, so a
-    ``checks.py`` next to ``pytest.ini`` imports under a plain ``pytest``; appended, so they
-    never shadow an installed package or the standard library."""
+    """Append ``folders`` (the rootdir, the rubric file's folder) to the import path: a
+    ``checks.py`` beside ``pytest.ini`` imports, and never shadows an installed package."""
     for folder in folders:
         entry = str(folder)
         if entry not in sys.path:

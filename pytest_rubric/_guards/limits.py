@@ -191,9 +191,8 @@ _JSON_BRACKET = re.compile(r"[\[\]{}]")
 
 
 def _json_nesting_line(text: str) -> int | None:
-    """The line where JSON text opens its (MAX_NESTING + 1)th level (error path only)."""
-    # Strings blanked to spaces of the same length: brackets in them do not
-    # count, and JSON strings hold no raw newline, so lines stay put.
+    """The line where JSON text opens its (MAX_NESTING + 1)th level; strings blanked to
+    spaces, so brackets in them do not count and lines stay put."""
     blanked = _JSON_STRING.sub(lambda m: " " * len(m.group()), text)
     depth = 0
     for bracket in _JSON_BRACKET.finditer(blanked):
@@ -251,7 +250,6 @@ _HALF_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def _lone(text: str, match: re.Match[str]) -> bool:
-    """Whether the surrogate escape ``match`` is not one half of a valid pair."""
     high = match.group()[2].lower() in "89ab"
     if high:
         after = text[match.end() : match.end() + 6]

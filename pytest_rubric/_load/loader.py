@@ -60,9 +60,7 @@ class LoadedSuite:
 
 def load_suite(path: Path, *, added: Sequence[type[CriterionModel]] = ()) -> LoadedSuite:
     """Read and validate a rubric file; raise :class:`RubricLoadError` listing every problem.
-
-    ``added``: the criterion types plugins add (``pytest_rubric_criterion_types``).
-    A session loads it with the garbage collector paused (``pytest_rubric._session.heap``)."""
+    ``added``: the criterion types plugins add (``pytest_rubric_criterion_types``)."""
     try:
         text = read_text(path)
     except NotRegular as exc:
@@ -211,8 +209,7 @@ def _parse_json(text: str, path: Path) -> _Parsed:
 
 
 def _parse_yaml(text: str, path: Path, *, node_tree: bool = False) -> _Parsed:
-    """``node_tree``: compose the tree whatever the text (for a caller that reads it); else a
-    plain file is streamed, its tree composed later only if a problem needs a line."""
+    """``node_tree``: compose the tree whatever the text; else a plain file is streamed."""
     streamed = None if node_tree else stream(text)
     if streamed is not None and streamed[0] is not None:
         return _Parsed(streamed[0], None, [], streamed[1])

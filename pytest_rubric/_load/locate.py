@@ -255,7 +255,6 @@ def item_label(given_id: Any, index: int) -> str:
 
 
 def _labels(data: Any, where: _Where) -> tuple[str | None, str | None]:
-    """How a problem names the case and the criterion it is in."""
     case_id = None
     if where.case_index is not None:
         case_id = item_label(value_at(data, "cases", where.case_index, "id"), where.case_index)

@@ -96,7 +96,6 @@ _FILE_ESCAPES = {"\b": ("b", "backspace"), "\f": ("f", "form feed"), "\v": ("v",
 
 
 def _escaped_by_the_file(pattern: str) -> tuple[str, str] | None:
-    """(the escape letter, the character's name) of the first such character, or None."""
     return next((_FILE_ESCAPES[c] for c in pattern if c in _FILE_ESCAPES), None)
 
 
@@ -191,7 +190,6 @@ def _renamed(case_id: str, taken: dict[str, int]) -> str:
 
 
 def _subject_problems(case: dict[str, Any], index: int, locator: Locator) -> Iterator[Problem]:
-    """Subject names given in a case (``responses:`` keys, ``subject:``) that would break ids."""
     responses = case.get("responses")
     subjects: list[tuple[str, tuple[str, ...]]] = [
         (name, ("responses", name))

@@ -48,8 +48,7 @@ def quote_list(items: Sequence[str], limit: int = 3) -> str:
 
 
 class Answer:
-    """A response under test, with its derived forms computed on first use, and the trace
-    of what the application did on the way to it (``None``: none was returned or read)."""
+    """A response under test, its derived forms computed on first use, and its trace."""
 
     __slots__ = ("__dict__", "text", "trace")
 
@@ -74,9 +73,8 @@ class Answer:
 
 @dataclass(frozen=True, slots=True)
 class CheckContext:
-    """What compiling a check may need besides its criterion: a ``callable`` criterion that
-    sets no ``timeout`` gets ``call_timeout``, and runs on ``runner``; a check whose cost can
-    grow faster than the answer (a JSON validation) gives up after ``check_timeout``."""
+    """What compiling a check may need besides its criterion: a ``callable``'s default
+    ``call_timeout`` and ``runner``, and the ``check_timeout`` of a super-linear check."""
 
     call_timeout: float = DEFAULT_CALL_TIMEOUT
     runner: CallRunner = field(default_factory=CallRunner)
