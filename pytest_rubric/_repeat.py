@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._guards.secrets import shorten
-
 MAX_REPEAT = 1000
 
 PassWhen = str | float
@@ -32,15 +30,17 @@ def parse_pass_when(value: Any) -> PassWhen:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{value!r} is not a pass rule; {_HINT}")
     if not 0 < value <= 1:
-        raise ValueError(f"{shorten(repr(value), 20)} is outside (0, 1]; {_HINT}")
+        shown = repr(value) if len(repr(value)) <= 20 else repr(value)[:19] + "…"
+        raise ValueError(f"{shown} is outside (0, 1]; {_HINT}")
     return float(value)
 
 
 def parse_repeat(value: Any) -> int:
     """``value`` as a number of responses per item; ValueError, saying what to write, if not."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPEAT:
+        shown = repr(value) if len(repr(value)) <= 20 else repr(value)[:19] + "…"
         raise ValueError(
-            f"{shorten(repr(value), 20)} is not a number of responses per item; write a whole number from 1 to "
+            f"{shown} is not a number of responses per item; write a whole number from 1 to "
             f"{MAX_REPEAT}, e.g. `repeat: 5`"
         )
     return value
