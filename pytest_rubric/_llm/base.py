@@ -13,25 +13,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._errors import JudgeError
-
 if TYPE_CHECKING:
     from .._results import Outcome
     from .cost import Price
 
-__all__ = [
-    "MAX_TOKENS",
-    "SAMPLE_TEMPERATURE",
-    "SEED",
-    "CallStats",
-    "JudgeClient",
-    "JudgeError",
-    "Judged",
-    "Reply",
-    "Sampling",
-    "elsewhere_line",
-    "mean_raw_score",
-]
 
 SEED = 1234
 MAX_TOKENS = 1024

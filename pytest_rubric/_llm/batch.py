@@ -35,27 +35,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._defaults import PROVIDERS
+from .._errors import BudgetSpent, JudgeError
 from .._guards.limits import unique_keys
 from .._guards.secrets import clip, public_url, redact
-from .base import JudgeError, Reply, Sampling
+from .base import Reply, Sampling
 from .clients import AnthropicClient, OpenAIClient
-from .cost import BudgetSpent
 from .http import _QUOTE_ERROR, HINTS, HTTPClient, error_text, redirect_target, retry_delay
-
-__all__ = [
-    "BATCH_PROVIDERS",
-    "DEFAULT_TIMEOUT",
-    "MAX_BATCH_CHARACTERS",
-    "MAX_BATCH_REQUESTS",
-    "MAX_RESULTS_BYTES",
-    "MIN_RETRY_AFTER",
-    "BatchFailure",
-    "BatchQueue",
-    "BatchRequest",
-    "BatchResult",
-    "run_batch",
-]
-
 
 BATCH_PROVIDERS = tuple(name for name, provider in PROVIDERS.items() if provider.batch)
 """The providers (:data:`~pytest_rubric._defaults.PROVIDERS`) whose batch API is spoken."""
@@ -524,7 +509,7 @@ async def run_batch(
     """Send ``requests`` as one batch through ``client``'s provider; return each ``custom_id``'s
     reply or failure.
 
-    Raises :class:`~pytest_rubric._llm.base.JudgeError` when the batch could not be
+    Raises :class:`~pytest_rubric._errors.JudgeError` when the batch could not be
     submitted (every request failed alike). ``client`` is an
     :class:`~pytest_rubric._llm.clients.OpenAIClient` or an
     :class:`~pytest_rubric._llm.clients.AnthropicClient`; the custom ids are unique.
@@ -612,7 +597,7 @@ class BatchQueue:
     later ones for what comes after: a reply retried, an answer from a target) or once
     it holds :data:`MAX_BATCH_REQUESTS` or :data:`MAX_BATCH_CHARACTERS`. A call whose
     result is missing or errored is made once live through the client; any other failure
-    is a :class:`~pytest_rubric._llm.base.JudgeError` (the criterion is ERROR).
+    is a :class:`~pytest_rubric._errors.JudgeError` (the criterion is ERROR).
     """
 
     def __init__(

@@ -39,14 +39,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .._defaults import CACHE_MODES
+from .._errors import JudgeError
 from .._guards.outgoing import outgoing
 from .._guards.secrets import MAX_TEXT, Secret, clip, public_url
-from .base import CallStats, JudgeError, Reply, token_count
+from .base import CallStats, Reply, token_count
 from .http import MAX_REPLY_BYTES
-
-__all__ = ["CACHE_MODES", "CacheFile", "CachedCalls", "cache_key"]
-
 
 # What a cache written by this version holds: its two tables, each column as it is created
 # (and SQLite's own objects, named sqlite_*). Anything else means the file belongs to

@@ -18,11 +18,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._defaults import RetryPolicy
-from .base import JudgeError, Reply, Sampling
+from .._errors import JudgeError
+from .base import Reply, Sampling
 from .http import HTTPClient
 from .providers import ModelSpec, read_key
-
-__all__ = ["WIRES", "AnthropicClient", "OpenAIClient", "make_client"]
 
 _ANTHROPIC_VERSION = "2023-06-01"
 

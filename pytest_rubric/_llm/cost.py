@@ -21,16 +21,6 @@ from dataclasses import dataclass, field
 
 from .._errors import BudgetSpent
 
-__all__ = [
-    "Budget",
-    "BudgetSpent",
-    "CostSettings",
-    "Price",
-    "money",
-    "parse_price",
-    "parse_prices",
-]
-
 _PER = 1_000_000  # prices are per million tokens
 
 

@@ -12,7 +12,7 @@ faith:
 * a bounded number of attempts per call and a retry budget per client; given the runner's
   ``limiter``, a client holds a concurrency slot for one attempt at a time, never while it
   waits to retry;
-* a call that still fails raises :class:`~pytest_rubric._llm.base.JudgeError`, whose message
+* a call that still fails raises :class:`~pytest_rubric._errors.JudgeError`, whose message
   names the provider, model and status and says what to try, and never holds the API key,
   whole or cut: text is redacted before it is cut short.
 
@@ -29,9 +29,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._defaults import RetryPolicy
+from .._errors import JudgeError
 from .._guards.limits import RepeatedKey, unique_keys
 from .._guards.secrets import Secret, clip, public_url, redact
-from .base import CallStats, JudgeError, Reply, Sampling, token_count
+from .base import CallStats, Reply, Sampling, token_count
 from .providers import ModelSpec
 
 if TYPE_CHECKING:

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from .._defaults import PROVIDERS, Provider
 from .._guards.secrets import Secret, public_url
 
-__all__ = ["ModelSpec", "read_key"]
-
 
 @dataclass(frozen=True, slots=True)
 class ModelSpec:

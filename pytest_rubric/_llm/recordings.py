@@ -42,8 +42,6 @@ from .._guards.secrets import Secret
 from .base import Reply, token_count
 from .http import MAX_REPLY_BYTES
 
-__all__ = ["MAX_FILE_BYTES", "Recordings", "location"]
-
 MAX_FILE_BYTES = 16 * 1024 * 1024  # a case's file: many replies, each at most a live one's size
 MAX_ENTRIES = 10_000
 _KEY = re.compile(r"[0-9a-f]{64}")

@@ -43,14 +43,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .._defaults import DEFAULT_CHECK_TIMEOUT
-from .._defaults import EVIDENCE_MODES as MODES
 from .._guards.engines import CheckTimeout, Deadline
 from .._results import Outcome, Verdict
 
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
 
-__all__ = ["MIN_QUOTE", "MODES", "NEGATIONS", "Quoted", "check_evidence", "quote_found"]
 
 # A score is not a claim a quote supports; an extraction's outcome is its check's, not the
 # judge's (the judge reads, the check decides).

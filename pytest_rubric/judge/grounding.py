@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._errors import JudgeError
 from .._guards.engines import CheckTimeout, Deadline
 from .._guards.secrets import shorten
-from .._llm.base import JudgeError
 from .._results import Outcome, Verdict
 from ..criteria.calls import NO_CONTEXT
 from .evidence import Quoted
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from .requests import JudgeRequest
     from .transport import Transport
 
-__all__ = ["GROUNDED_SCHEMA", "grade_grounded", "grounding", "read_grounded", "supported"]
 
 _CLAIM = {
     "type": "object",

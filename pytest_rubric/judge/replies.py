@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from ..criteria.extract import Extract, JudgedCriterion
     from ..criteria.judge import Requirement
 
-__all__ = ["Graded", "ReplyError", "extract_json", "read_holistic", "read_one", "read_one_shot"]
 
 _FENCED = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 # What the brace scanner stops at; an escape pair is one token so that "\"" never ends a string.

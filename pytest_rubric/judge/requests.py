@@ -18,8 +18,6 @@ if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
     from .prompts import Guidance, Question
 
-__all__ = ["JudgeKey", "JudgeRequest"]
-
 
 @dataclass(frozen=True, slots=True)
 class JudgeKey:

@@ -34,8 +34,6 @@ if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
     from .requests import JudgeKey, JudgeRequest
 
-__all__ = ["JudgeRunner", "Panel", "combine", "combine_panel", "tally"]
-
 
 class JudgeRunner:
     """The run's judge: answers scheduled by key, graded in the background, waited for."""

@@ -28,8 +28,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._defaults import GRADERS
+from .._errors import JudgeError
 from .._guards.secrets import clip
-from .._llm.base import Judged, JudgeError, Reply
+from .._llm.base import Judged, Reply
 from .._results import Outcome, Verdict
 from ..criteria.judge import Requirement
 from .prompts import Prompt, holistic, injection_suspected, one_shot, per_criterion
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
     from .requests import JudgeRequest
 
-__all__ = ["STRATEGIES", "Strategy", "ask", "reader"]
 
 T = TypeVar("T")
 

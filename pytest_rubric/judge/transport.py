@@ -7,7 +7,7 @@ out a ``Retry-After`` does not hold one; a user's client (the hook's) holds its 
 whole call, which ``--rubric-judge-timeout`` bounds. :meth:`Transport.call` is the one way a
 prompt reaches the judge: through the cache (:class:`~pytest_rubric._llm.cache.CachedCalls`)
 and the recordings, counted in :class:`~pytest_rubric._llm.base.CallStats`, and with whatever
-a client raises turned into :class:`~pytest_rubric._llm.base.JudgeError`.
+a client raises turned into :class:`~pytest_rubric._errors.JudgeError`.
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._errors import BudgetSpent, JudgeError
 from .._guards.calls import contained, described, plain
 from .._guards.secrets import Secret, known_keys, redact, shorten
-from .._llm.base import CallStats, JudgeError, Reply, Sampling
+from .._llm.base import CallStats, Reply, Sampling
 from .._llm.cache import CachedCalls, CacheFile, cache_key
-from .._llm.cost import Budget, BudgetSpent, Price
+from .._llm.cost import Budget, Price
 from .._llm.http import HTTPClient
 from . import prompts
 from .prompts import Prompt
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from .._llm.batch import BatchQueue
     from .._llm.recordings import Recordings
 
-__all__ = ["Transport", "UnusableReplay"]
 
 T = TypeVar("T")
 
