@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 from .._defaults import PROVIDERS
 from .._errors import BudgetSpent, JudgeError
 from .._guards.limits import unique_keys
-from .._guards.secrets import clip, public_url, redact
+from .._guards.secrets import public_url, redact
 from .base import Reply, Sampling
 from .clients import AnthropicClient, OpenAIClient
 from .http import _QUOTE_ERROR, HINTS, HTTPClient, error_text, redirect_target, retry_delay
@@ -67,10 +67,10 @@ MAX_POLL = 30.0
 _TRANSFER_TIMEOUT = 300.0
 # The ids the provider gives, put in a URL path: nothing that could reach another path.
 _ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
-_BATCH_HINTS = {
-    404: "does --rubric-judge-url serve the provider's batch API? --rubric-judge-batch needs "
-    "it: judge live without the flag",
-}
+_NO_BATCH_API = (
+    "does --rubric-judge-url serve the provider's batch API? --rubric-judge-batch needs "
+    "it: judge live without the flag"
+)
 # How long a timed-out batch's cancellation is waited for.
 _CANCEL_TIMEOUT = 10.0
 
@@ -113,49 +113,15 @@ class _Wire:
     def __init__(self, client: HTTPClient) -> None:
         self.client = client
 
-    # --- what each provider does -------------------------------------------------------------
-
-    async def submit(self, requests: Sequence[BatchRequest]) -> str:
-        raise NotImplementedError
-
-    async def poll(self, batch_id: str) -> tuple[_Status, float | None]:
-        raise NotImplementedError
-
-    async def cancel(self, batch_id: str) -> None:
-        raise NotImplementedError
-
-    async def results(
-        self, batch_id: str, status: _Status, ids: set[str]
-    ) -> dict[str, BatchResult]:
-        raise NotImplementedError
-
-    # --- shared ------------------------------------------------------------------------------
-
     def failure(self, what: str, *, hint: str) -> str:
         """A failure's text: the judge, the batch endpoint, what happened, what to do."""
-        spec = self.client.spec
-        return redact(
-            f"judge {spec.name} batch at {spec.public_url}: {what}; {hint}", self.client.key
-        )
+        return str(self._fail(self.client.spec.url, what, hint=hint))
 
-    def _fail(
-        self,
-        url: str,
-        what: str,
-        *,
-        hint: str,
-        status: int | None = None,
-        retryable: bool = False,
-        retry_after: float | None = None,
-    ) -> JudgeError:
-        what = redact(what, self.client.key)
-        message = f"judge {self.client.spec.name} batch at {public_url(url)}: {what}; {hint}"
-        return JudgeError(
-            message, what=what, status=status, retryable=retryable, retry_after=retry_after
-        )
+    def _fail(self, url: str, what: str, **kwargs: Any) -> JudgeError:
+        return self.client._fail(what, batch_url=url, **kwargs)
 
     def _quote(self, text: str) -> str:
-        return clip(text, self.client.key, limit=_QUOTE_ERROR)
+        return self.client._quote(text, _QUOTE_ERROR)
 
     def _id(self, url: str, value: object, what: str) -> str:
         """An id the provider gave, checked before it goes into a URL path."""
@@ -212,7 +178,9 @@ class _Wire:
                 url,
                 f"HTTP {status}: {self._quote(error_text(body, response.reason_phrase))}",
                 status=status,
-                hint=_BATCH_HINTS.get(status) or HINTS.get(status, "see the provider's error"),
+                hint=_NO_BATCH_API
+                if status == 404
+                else HINTS.get(status, "see the provider's error"),
                 retryable=status == 429 or status >= 500,
                 retry_after=retry_delay(response),
             )
@@ -290,7 +258,7 @@ class _Wire:
         return max(self.client.policy.timeout, _TRANSFER_TIMEOUT)
 
     def _result(self, batch_id: str, custom_id: str, line: Mapping[str, Any]) -> BatchResult:
-        raise NotImplementedError
+        raise NotImplementedError  # each provider's result line
 
     def collect(
         self, body: bytes, batch_id: str, ids: set[str], found: dict[str, BatchResult]
@@ -517,6 +485,7 @@ async def run_batch(
     if not requests:
         return {}
     ids = [r.custom_id for r in requests]
+    wire: _OpenAIBatch | _AnthropicBatch
     wire = _OpenAIBatch(client) if isinstance(client, OpenAIClient) else _AnthropicBatch(client)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -559,7 +528,12 @@ MIN_RETRY_AFTER = 1.0  # seconds: the least a poll waits when the server says ho
 
 
 async def _wait(
-    wire: _Wire, batch_id: str, deadline: float, *, first_poll: float, max_poll: float
+    wire: _OpenAIBatch | _AnthropicBatch,
+    batch_id: str,
+    deadline: float,
+    *,
+    first_poll: float,
+    max_poll: float,
 ) -> _Status | None:
     """Poll until the batch ends (its status) or the deadline passes (None)."""
     loop = asyncio.get_running_loop()
@@ -581,7 +555,7 @@ async def _wait(
         delay = min(delay * 2, max_poll)
 
 
-async def _cancel(wire: _Wire, batch_id: str) -> None:
+async def _cancel(wire: _OpenAIBatch | _AnthropicBatch, batch_id: str) -> None:
     """Ask the provider to cancel the batch; a failure to is not waited out."""
     with contextlib.suppress(JudgeError, TimeoutError):
         async with asyncio.timeout(_CANCEL_TIMEOUT):

@@ -251,10 +251,17 @@ class HTTPClient:
         hint: str,
         retryable: bool = False,
         retry_after: float | None = None,
+        batch_url: str | None = None,
     ) -> JudgeError:
+        """The error of a call (or, at ``batch_url``, of a batch API's exchange)."""
         # Whatever ``what`` quotes went through _quote; this catches the rest.
         what = redact(what, self.key)
-        message = f"judge {self.spec.name} at {public_url(self._endpoint())}: {what}; {hint}"
+        where = (
+            f"batch at {public_url(batch_url)}"
+            if batch_url
+            else f"at {public_url(self._endpoint())}"
+        )
+        message = f"judge {self.spec.name} {where}: {what}; {hint}"
         return JudgeError(
             message,
             what=what,
