@@ -9,16 +9,12 @@ key and headers:
 * Anthropic: ``POST /v1/messages/batches``; ``GET .../{id}`` until its
   ``processing_status`` is ``ended``; the replies from its ``results_url``.
 
-It polls with backoff (1 s doubling to 30 s, or the server's ``Retry-After``, never below
-:data:`MIN_RETRY_AFTER`: a ``Retry-After: 0`` would poll without pause) up to a timeout,
-then cancels the batch. Every HTTP exchange has the live calls' guards (see
-:mod:`~pytest_rubric._llm.http`): a deadline on the whole exchange, a size cap (larger for
-a results file), no redirect followed, and no key in any error text. An Anthropic
-``results_url`` on another host than the endpoint is refused: the key goes only where
-``--rubric-judge-url`` points. :class:`BatchQueue` gathers a run's judge calls into batches.
-
-The module reads bottom up: a batch and its limits, the exchange both providers' batch APIs
-share (:class:`_Wire`), each provider's own shapes, :func:`run_batch`, :class:`BatchQueue`.
+It polls with backoff (1 s doubling to 30 s, or ``Retry-After``, never below
+:data:`MIN_RETRY_AFTER`) up to a timeout, then cancels the batch. Every exchange has the live
+calls' guards (:mod:`~pytest_rubric._llm.http`: a whole-exchange deadline, a size cap, no
+redirect, no key in an error); an Anthropic ``results_url`` on another host is refused (the
+key goes only where ``--rubric-judge-url`` points). :class:`BatchQueue` gathers a run's judge
+calls into batches.
 """
 
 from __future__ import annotations
@@ -58,8 +54,7 @@ cap (200 MB for OpenAI's file, 256 MB for Anthropic's request), and a request ad
 settings and the reply's schema to its messages."""
 
 MAX_RESULTS_BYTES = 256 * 1024 * 1024
-"""The largest results file read (256 MiB); a control reply (a batch's status) is held to
-the live calls' 1 MiB."""
+"""The largest results file read; a control reply (a batch's status) is held to 1 MiB."""
 
 FIRST_POLL = 1.0
 MAX_POLL = 30.0
@@ -77,8 +72,6 @@ _CANCEL_TIMEOUT = 10.0
 
 @dataclass(frozen=True, slots=True)
 class BatchRequest:
-    """One judge call of a batch: the two messages, the reply's schema, the sampling."""
-
     custom_id: str
     system: str
     user: str
@@ -196,7 +189,6 @@ class _Wire:
     async def json(
         self, method: str, url: str, **kwargs: Any
     ) -> tuple[dict[str, Any], float | None]:
-        """:meth:`request` whose reply is one JSON object."""
         body, retry_after = await self.request(method, url, **kwargs)
         try:
             data = json.loads(body)
@@ -210,11 +202,8 @@ class _Wire:
         return data, retry_after
 
     async def submitted(self, send: Callable[[], Any], *, resend: bool = True) -> Any:
-        """``send()`` retried as a live call is: a rate limit or an outage, with backoff.
-
-        Without ``resend`` (a batch's creation, which a second time could be billed twice)
-        only a request the server refused unread (429, 503) is sent again.
-        """
+        """``send()`` retried as a live call is; without ``resend`` (a batch's creation, which
+        could be billed twice) only a request refused unread (429, 503) is sent again."""
         policy = self.client.policy
         for attempt in range(policy.attempts):
             try:
@@ -245,7 +234,6 @@ class _Wire:
         return found
 
     async def download(self, url: str) -> bytes:
-        """A results file, retried as a live call is."""
         body: bytes
         body, _ = await self.submitted(
             lambda: self.request("GET", url, cap=MAX_RESULTS_BYTES, timeout=self.transfer_timeout)
@@ -254,7 +242,6 @@ class _Wire:
 
     @property
     def transfer_timeout(self) -> float:
-        """An upload's or a download's deadline: at least :data:`_TRANSFER_TIMEOUT`."""
         return max(self.client.policy.timeout, _TRANSFER_TIMEOUT)
 
     def _result(self, batch_id: str, custom_id: str, line: Mapping[str, Any]) -> BatchResult:
@@ -271,7 +258,7 @@ class _Wire:
                 found[custom_id] = self._result(batch_id, custom_id, line)
 
     def read_reply(self, read: Callable[[dict[str, Any]], Reply], body: object) -> BatchResult:
-        """A succeeded result's body read as the live reply is (a bad one: errored)."""
+        """A succeeded result's body, read as a live reply."""
         if not isinstance(body, dict):
             return BatchFailure(
                 self.failure("a result's body is not a JSON object", hint="it was asked live"),
@@ -396,9 +383,7 @@ class _AnthropicBatch(_Wire):
     client: AnthropicClient
 
     def _url(self, path: str = "") -> str:
-        base = self.client.spec.url.partition("?")[0].rstrip("/")
-        prefix = "/messages/batches" if base.endswith("/v1") else "/v1/messages/batches"
-        return self.client.spec.endpoint(prefix + path)
+        return self.client._endpoint("/batches" + path)
 
     async def submit(self, requests: Sequence[BatchRequest]) -> str:
         url = self._url()
@@ -474,14 +459,9 @@ async def run_batch(
     first_poll: float = FIRST_POLL,
     max_poll: float = MAX_POLL,
 ) -> dict[str, BatchResult]:
-    """Send ``requests`` as one batch through ``client``'s provider; return each ``custom_id``'s
-    reply or failure.
-
-    Raises :class:`~pytest_rubric._errors.JudgeError` when the batch could not be
-    submitted (every request failed alike). ``client`` is an
-    :class:`~pytest_rubric._llm.clients.OpenAIClient` or an
-    :class:`~pytest_rubric._llm.clients.AnthropicClient`; the custom ids are unique.
-    """
+    """Send ``requests`` (unique custom ids) as one batch through ``client``'s provider;
+    return each ``custom_id``'s reply or failure. Raises
+    :class:`~pytest_rubric._errors.JudgeError` when the batch could not be submitted."""
     if not requests:
         return {}
     ids = [r.custom_id for r in requests]
@@ -565,13 +545,11 @@ async def _cancel(wire: _OpenAIBatch | _AnthropicBatch, batch_id: str) -> None:
 class BatchQueue:
     """The judge calls of a run, gathered into batches: what ``--rubric-judge-batch`` sends.
 
-    :meth:`send` has the built-in client's signature. A call joins the batch being
-    gathered, which is sent once no call has joined it for ``quiet`` seconds (the
-    session schedules its judged work all at once, so that is one batch for all of it,
-    later ones for what comes after: a reply retried, an answer from a target) or once
-    it holds :data:`MAX_BATCH_REQUESTS` or :data:`MAX_BATCH_CHARACTERS`. A call whose
-    result is missing or errored is made once live through the client; any other failure
-    is a :class:`~pytest_rubric._errors.JudgeError` (the criterion is ERROR).
+    :meth:`send` has the built-in client's signature. A batch is sent once no call has
+    joined it for ``quiet`` seconds (the session schedules its work all at once) or once it
+    holds :data:`MAX_BATCH_REQUESTS` or :data:`MAX_BATCH_CHARACTERS`. A call whose result is
+    missing or errored is made once live; any other failure is a
+    :class:`~pytest_rubric._errors.JudgeError`.
     """
 
     def __init__(

@@ -1,13 +1,10 @@
 """The judged ``grounded`` criterion: its prompt, its reply and the check of its quotes.
 
-The judge is shown the question, the response and the context (the retrieved passages,
-each fenced with its id), and lists the response's factual claims, each with a quote from
-the context that supports it: ``{"reason", "claims": [{"claim", "quote"}]}``, asked with
-that JSON schema where the provider takes one. Every quote is then looked for in the
-passages as evidence is (:func:`~pytest_rubric.judge.evidence.quote_found`: word for word
-after normalization, negations kept): a claim whose quote is not found is unsupported. The
-credit is supported claims over claims; MET when every claim is supported; the reason names
-the unsupported ones. A response with no context is ERROR, and the judge is not asked.
+The judge lists the response's factual claims, each with a quote from the context (the
+retrieved passages, fenced with their ids): ``{"reason", "claims": [{"claim", "quote"}]}``.
+Each quote is looked for in the passages as evidence is
+(:func:`~pytest_rubric.judge.evidence.quote_found`); the credit is supported claims over
+claims, MET when all are. A response with no context is ERROR, the judge not asked.
 """
 
 from __future__ import annotations
