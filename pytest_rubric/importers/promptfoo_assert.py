@@ -39,38 +39,29 @@ _QUIET_KEYS = {"type", "value", "weight", "metric"}
 _IGNORED = {"threshold", "provider", "config"}
 MODEL_GRADED = {"llm-rubric", "model-graded-closedqa"}
 # Every assertion type of promptfoo (src/types/index.ts: BaseAssertionTypesSchema, then the
-# special assert-set, select-best and max-score) and why it has no counterpart here: "" for
-# a type `criterion` maps, or one with no reason beyond that.
+# special assert-set, select-best and max-score) but those `criterion` maps, and why it has no
+# counterpart here ("": no reason beyond that).
 _TYPES = {
     "answer-relevance": "scores relevance with embeddings of generated questions",
     "agent-rubric": "",
     "bleu": "",
     "classifier": "asks a classifier model",
-    "contains-all": "",
-    "contains-any": "",
     "contains-html": "",
     "contains-json": "extracts JSON from anywhere in the text; `json` reads the whole answer or "
     "its first fenced block",
     "contains-sql": "",
     "contains-xml": "",
-    "contains": "",
     "context-faithfulness": "a RAG metric over a retrieved context, with its own prompt",
     "context-recall": "a RAG metric over a retrieved context, with its own prompt",
     "context-relevance": "a RAG metric over a retrieved context, with its own prompt",
     "conversation-relevance": "",
     "cost": "checks what the provider charged, which a rubric file does not see",
-    "ends-with": "",
-    "equals": "",
     "factuality": "grades against a reference answer with promptfoo's factuality prompt",
     "finish-reason": "",
     "g-eval": "",
     "gleu": "",
     "guardrails": "",
-    "icontains-all": "",
-    "icontains-any": "",
-    "icontains": "",
     "is-html": "",
-    "is-json": "",
     "is-refusal": "",
     "is-sql": "",
     "is-valid-function-call": "",
@@ -79,10 +70,7 @@ _TYPES = {
     "is-xml": "",
     "javascript": "runs JavaScript code, which this plugin cannot run",
     "latency": "checks how long the provider took, which a rubric file does not see",
-    "levenshtein": "",
-    "llm-rubric": "",
     "meteor": "",
-    "model-graded-closedqa": "",
     "model-graded-factuality": "",
     "moderation": "asks a moderation model",
     "perplexity-score": "needs the provider's token log-probabilities",
@@ -90,13 +78,11 @@ _TYPES = {
     "pi": "",
     "python": "runs promptfoo's Python hook (output, context); rewrite it as a `callable` "
     "criterion (function(response, case))",
-    "regex": "",
     "rouge-n": "",
     "ruby": "runs Ruby code, which this plugin cannot run",
     "search-rubric": "",
     "similar": "needs an embedding model; no criterion here compares embeddings",
     "skill-used": "",
-    "starts-with": "",
     "tool-call-f1": "",
     "webhook": "asks a web service for the verdict; an import calls no service",
     "word-count": "",
@@ -104,9 +90,15 @@ _TYPES = {
     "select-best": "compares the outputs of several prompts or providers with each other",
     "max-score": "compares the outputs of several prompts or providers with each other",
 }
-# The types a CSV `__expected` cell may start with.
-CSV_TYPES = frozenset(_TYPES) - {"assert-set", "select-best", "max-score"}
 _STRING_KINDS = {"contains", "icontains", "starts-with", "ends-with", "equals"}
+_MAPPED = {
+    *_STRING_KINDS,
+    *("contains-any", "icontains-any", "contains-all", "icontains-all"),
+    *("regex", "levenshtein", "is-json"),
+    *MODEL_GRADED,
+}
+# The types a CSV `__expected` cell may start with.
+CSV_TYPES = frozenset(_TYPES).union(_MAPPED) - {"assert-set", "select-best", "max-score"}
 
 
 # What RE2 and Python's `regex` read as syntax outside a character class.
@@ -406,14 +398,6 @@ def _slug(kind: str, value: Any) -> str:
             break
         slug += "-" + word
     return kind + slug
-
-
-_MAPPED = {
-    *_STRING_KINDS,
-    *("contains-any", "icontains-any", "contains-all", "icontains-all"),
-    *("regex", "levenshtein", "is-json"),
-    *MODEL_GRADED,
-}
 
 
 def check_type(kind: str) -> None:
