@@ -560,12 +560,9 @@ def _csv_row(row: dict[str, str]) -> dict[str, Any]:
                 asserts.append(assertion_from_string(value.strip()))
         elif key in ("__prefix", "__suffix"):
             options[key[2:]] = value
-        elif key == "__description":
+        elif key in ("__description", "__providerOutput"):
             if value:
-                test["description"] = value
-        elif key == "__providerOutput":
-            if value:
-                test["providerOutput"] = value
+                test[key[2:]] = value
         elif key == "__metric":
             test["metric"] = value
         elif key == "__threshold":
