@@ -125,11 +125,6 @@ def literal(text: str) -> str:
     return "".join(_char(ch) for ch in folded)
 
 
-def any_pattern(values: list[str]) -> str:
-    """Some value occurs (``contains-any``, ``icontains-any``)."""
-    return "|".join(literal(v) for v in values)
-
-
 def all_pattern(values: list[str]) -> str:
     """Every value occurs, anywhere, overlaps allowed (``contains-all``): lookaheads, so the
     criterion needs ``engine: python``. The normalized answer is one line, so ``.`` reaches
@@ -202,14 +197,12 @@ def js_string(value: Any) -> str | None:
 
 def criterion(item: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The criterion for one assertion (``type``, rendered ``value``, ``weight``, ...), and
-    what the reader should know about it (printed as notes)."""
+    what the reader should know about it (printed as notes). Its type passed
+    :func:`check_type`, and its weight is a number."""
     kind: str = item["type"]
-    check_type(kind)
     inverse = kind.startswith("not-")
     base = kind[4:] if inverse else kind
     weight = item.get("weight", 1)
-    if not is_number(weight):
-        raise ValueError(f"`weight` must be a number, got {weight!r}")
     if weight < 0:
         raise Unmappable(
             "a negative weight lowers promptfoo's total weight; no rubric weight does that"
@@ -268,7 +261,7 @@ def _regex(pattern: str, base: str, engine: str = "re2") -> dict[str, Any]:
 
 def _string(base: str, value: Any, item: dict[str, Any]) -> dict[str, Any]:
     if base in ("contains-any", "icontains-any"):
-        return _regex(any_pattern(_strings(value, base)), base)
+        return _regex("|".join(literal(v) for v in _strings(value, base)), base)
     if base == "regex":
         if not isinstance(value, str):
             raise ValueError("regex needs the pattern as a string `value`")
@@ -384,14 +377,8 @@ def _anywhere(value: Any, found: Callable[[dict[str, Any]], bool]) -> bool:
 
 
 def _slug(kind: str, value: Any) -> str:
-    text = (
-        value
-        if isinstance(value, str)
-        else " ".join(map(str, value))
-        if isinstance(value, list)
-        else ""
-    )
-    words = re.findall(r"[a-z0-9]+", normalize(text))
+    text = " ".join(map(str, value)) if isinstance(value, list) else value
+    words = re.findall(r"[a-z0-9]+", normalize(text if isinstance(text, str) else ""))
     slug = ""
     for word in words:
         if len(slug) + len(word) + 1 > 32:
