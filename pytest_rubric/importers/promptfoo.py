@@ -813,7 +813,7 @@ def _cases(ctx: Conversion, test: Test, prompts: list[Prompt]) -> list[dict[str,
         which = f"{test.label}, vars combination {k + 1}" if len(combos) > 1 else test.label
         ctx.budget.spend(cases=len(prompts))  # before any of them is made
         try:
-            vars_ = prepare(combo, ctx.tree, ctx.budget)
+            vars_ = prepare(combo, ctx.tree)
         except Unmappable as exc:
             why = f"vars: {exc}"
             if len(combos) > 1:
