@@ -34,26 +34,22 @@ from . import freeze, history, init
 __all__ = ["main", "merge"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+_Merged = tuple[list[CaseResult], list[str], list[Calibration], list[RunInfo], list[GateEntry]]
 
 
-def merge(
-    paths: Sequence[Path],
-    *,
-    notes: list[str],
-    calibration: list[Calibration],
-    runs: list[RunInfo],
-    gates: list[GateEntry],
-    allow_incomplete: bool = False,
-) -> list[CaseResult]:
+def merge(paths: Sequence[Path], *, allow_incomplete: bool = False) -> _Merged:
     """The results of every shard; a node id found in two shards (the same items run twice)
     is an error, and so is a shard whose run was interrupted unless ``allow_incomplete``.
 
-    Added, in shard order: to ``notes`` a line where a recomputed ``passed`` overrules the
-    shard; to ``calibration`` the first shard's figures of each suite and judge (every
-    shard ran the whole session's calibration examples); to ``runs`` each shard's ``run``;
-    to ``gates`` each shard's gate outcomes.
+    With them, in shard order: the notes where a recomputed ``passed`` overrules the shard;
+    the first shard's calibration figures of each suite and judge (every shard ran the whole
+    session's calibration examples); each shard's ``run``; each shard's gate outcomes.
     """
     results: list[CaseResult] = []
+    notes: list[str] = []
+    calibration: list[Calibration] = []
+    runs: list[RunInfo] = []
+    gates: list[GateEntry] = []
     owner: dict[str, Path] = {}
     for path in paths:
         document = load_document(path)
@@ -85,7 +81,7 @@ def merge(
                 )
             owner[nodeid] = path
         results += shard
-    return results
+    return results, notes, calibration, runs, gates
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -170,18 +166,9 @@ def _command(argv: Sequence[str] | None) -> int:
         value = getattr(args, name)
         if value is not None and not 0 < value < 1:
             parser.error(f"--{name.replace('_', '-')} {value:g}: write a number between 0 and 1")
-    notes: list[str] = []
-    calibration: list[Calibration] = []
-    runs: list[RunInfo] = []
-    gates: list[GateEntry] = []
     try:
-        results = merge(
-            args.documents,
-            notes=notes,
-            calibration=calibration,
-            runs=runs,
-            gates=gates,
-            allow_incomplete=args.allow_incomplete,
+        results, notes, calibration, runs, gates = merge(
+            args.documents, allow_incomplete=args.allow_incomplete
         )
         baseline = load_document(args.baseline).results if args.baseline is not None else None
     except DocumentError as exc:

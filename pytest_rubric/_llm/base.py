@@ -13,25 +13,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._errors import JudgeError
-
 if TYPE_CHECKING:
     from .._results import Outcome
     from .cost import Price
 
-__all__ = [
-    "MAX_TOKENS",
-    "SAMPLE_TEMPERATURE",
-    "SEED",
-    "CallStats",
-    "JudgeClient",
-    "JudgeError",
-    "Judged",
-    "Reply",
-    "Sampling",
-    "elsewhere_line",
-    "mean_raw_score",
-]
 
 SEED = 1234
 MAX_TOKENS = 1024
@@ -39,26 +24,17 @@ SAMPLE_TEMPERATURE = 0.7
 
 
 class JudgeClient(Protocol):
-    """What ``pytest_rubric_make_judge`` returns: the one method a judge is called through.
-
-    ``complete`` may also be a plain function returning the text; a ``name``
-    attribute, if any, names the judge in the summary.
-    """
+    """What ``pytest_rubric_make_judge`` returns: ``complete`` (or a plain function returning
+    the text); a ``name`` attribute, if any, names the judge in the summary."""
 
     async def complete(self, system: str, user: str) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
 class Sampling:
-    """The sampling parameters of one judge call.
-
-    One sample per criterion (the default) is greedy: temperature 0 and a
-    fixed seed, as reproducible as the provider allows. With
-    ``--rubric-judge-samples K`` the K samples are meant to be independent
-    draws, so each one uses temperature ``SAMPLE_TEMPERATURE`` (0.7, the
-    usual self-consistency setting) and its own seed ``SEED + i``; identical
-    greedy calls would only agree with themselves.
-    """
+    """The sampling parameters of one judge call: greedy (temperature 0, a fixed seed) for
+    one sample; with ``--rubric-judge-samples K``, K independent draws at
+    ``SAMPLE_TEMPERATURE`` (the usual self-consistency setting), seeds ``SEED + i``."""
 
     temperature: float = 0.0
     seed: int = SEED
@@ -77,13 +53,9 @@ class Sampling:
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """What one call returned: the text, the tokens the provider counted (0 when it did
-    not say), and, once it went through the cache, its key and whether it came from it.
-
-    From the cache, also the endpoint it was recorded against (None: not known), and, with
-    ``--rubric-cache replay`` only, ``unusable``: no reply is stored, because the last one
-    did not fit the protocol, and this says why (see ``_llm.cache``).
-    """
+    """What one call returned: the text, the tokens the provider counted (0: not said), and,
+    through the cache, its key, whether it came from it, the endpoint it was recorded against
+    and (``replay`` only) why the last reply was ``unusable`` (see ``_llm.cache``)."""
 
     text: str
     tokens_in: int = 0
@@ -93,8 +65,7 @@ class Reply:
     endpoint: str | None = None
     unusable: str | None = None
     parsed: str | None = None  # from the cache: what was stored beside the text, as JSON
-    # The text is a forced tool call's input, the structured part of the reply: it must be
-    # the object, whole (two calls are two objects). Text beside the call is not in it.
+    # The text is a forced tool call's input: it must be the object, whole.
     structured: bool = False
 
 
@@ -104,8 +75,7 @@ class Judged:
 
     outcomes: Mapping[str, Outcome] = field(default_factory=dict)
     injection_suspected: bool = False
-    # The holistic grader's 0-100 reply (the mean of its judge samples, or of a panel's
-    # judges); None for every other grader, and when a sample or a judge failed.
+    # The holistic grader's 0-100 reply (a mean); None otherwise, or when a call failed.
     llm_raw_score: float | None = None
 
     def __post_init__(self) -> None:
@@ -145,8 +115,7 @@ class CallStats:
     over_budget: int = 0  # criteria left ERROR once --rubric-max-cost was spent
     estimated: int = 0  # replies without `usage`: their tokens estimated (4 characters each)
     fallbacks: list[str] = field(default_factory=list)
-    # Cache hits recorded against an endpoint other than this judge's, by that endpoint
-    # (a cache recorded through one gateway, replayed through another).
+    # Cache hits recorded against an endpoint other than this judge's, by that endpoint.
     elsewhere: dict[str, int] = field(default_factory=dict)
 
     def cost(self, price: Price) -> float:

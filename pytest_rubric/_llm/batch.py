@@ -9,16 +9,12 @@ key and headers:
 * Anthropic: ``POST /v1/messages/batches``; ``GET .../{id}`` until its
   ``processing_status`` is ``ended``; the replies from its ``results_url``.
 
-It polls with backoff (1 s doubling to 30 s, or the server's ``Retry-After``, never below
-:data:`MIN_RETRY_AFTER`: a ``Retry-After: 0`` would poll without pause) up to a timeout,
-then cancels the batch. Every HTTP exchange has the live calls' guards (see
-:mod:`~pytest_rubric._llm.http`): a deadline on the whole exchange, a size cap (larger for
-a results file), no redirect followed, and no key in any error text. An Anthropic
-``results_url`` on another host than the endpoint is refused: the key goes only where
-``--rubric-judge-url`` points. :class:`BatchQueue` gathers a run's judge calls into batches.
-
-The module reads bottom up: a batch and its limits, the exchange both providers' batch APIs
-share (:class:`_Wire`), each provider's own shapes, :func:`run_batch`, :class:`BatchQueue`.
+It polls with backoff (1 s doubling to 30 s, or ``Retry-After``, never below
+:data:`MIN_RETRY_AFTER`) up to a timeout, then cancels the batch. Every exchange has the live
+calls' guards (:mod:`~pytest_rubric._llm.http`: a whole-exchange deadline, a size cap, no
+redirect, no key in an error); an Anthropic ``results_url`` on another host is refused (the
+key goes only where ``--rubric-judge-url`` points). :class:`BatchQueue` gathers a run's judge
+calls into batches.
 """
 
 from __future__ import annotations
@@ -35,27 +31,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._defaults import PROVIDERS
+from .._errors import BudgetSpent, JudgeError
 from .._guards.limits import unique_keys
-from .._guards.secrets import clip, public_url, redact
-from .base import JudgeError, Reply, Sampling
+from .._guards.secrets import public_url, redact
+from .base import Reply, Sampling
 from .clients import AnthropicClient, OpenAIClient
-from .cost import BudgetSpent
 from .http import _QUOTE_ERROR, HINTS, HTTPClient, error_text, redirect_target, retry_delay
-
-__all__ = [
-    "BATCH_PROVIDERS",
-    "DEFAULT_TIMEOUT",
-    "MAX_BATCH_CHARACTERS",
-    "MAX_BATCH_REQUESTS",
-    "MAX_RESULTS_BYTES",
-    "MIN_RETRY_AFTER",
-    "BatchFailure",
-    "BatchQueue",
-    "BatchRequest",
-    "BatchResult",
-    "run_batch",
-]
-
 
 BATCH_PROVIDERS = tuple(name for name, provider in PROVIDERS.items() if provider.batch)
 """The providers (:data:`~pytest_rubric._defaults.PROVIDERS`) whose batch API is spoken."""
@@ -73,8 +54,7 @@ cap (200 MB for OpenAI's file, 256 MB for Anthropic's request), and a request ad
 settings and the reply's schema to its messages."""
 
 MAX_RESULTS_BYTES = 256 * 1024 * 1024
-"""The largest results file read (256 MiB); a control reply (a batch's status) is held to
-the live calls' 1 MiB."""
+"""The largest results file read; a control reply (a batch's status) is held to 1 MiB."""
 
 FIRST_POLL = 1.0
 MAX_POLL = 30.0
@@ -82,18 +62,16 @@ MAX_POLL = 30.0
 _TRANSFER_TIMEOUT = 300.0
 # The ids the provider gives, put in a URL path: nothing that could reach another path.
 _ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
-_BATCH_HINTS = {
-    404: "does --rubric-judge-url serve the provider's batch API? --rubric-judge-batch needs "
-    "it: judge live without the flag",
-}
+_NO_BATCH_API = (
+    "does --rubric-judge-url serve the provider's batch API? --rubric-judge-batch needs "
+    "it: judge live without the flag"
+)
 # How long a timed-out batch's cancellation is waited for.
 _CANCEL_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True, slots=True)
 class BatchRequest:
-    """One judge call of a batch: the two messages, the reply's schema, the sampling."""
-
     custom_id: str
     system: str
     user: str
@@ -128,49 +106,15 @@ class _Wire:
     def __init__(self, client: HTTPClient) -> None:
         self.client = client
 
-    # --- what each provider does -------------------------------------------------------------
-
-    async def submit(self, requests: Sequence[BatchRequest]) -> str:
-        raise NotImplementedError
-
-    async def poll(self, batch_id: str) -> tuple[_Status, float | None]:
-        raise NotImplementedError
-
-    async def cancel(self, batch_id: str) -> None:
-        raise NotImplementedError
-
-    async def results(
-        self, batch_id: str, status: _Status, ids: set[str]
-    ) -> dict[str, BatchResult]:
-        raise NotImplementedError
-
-    # --- shared ------------------------------------------------------------------------------
-
     def failure(self, what: str, *, hint: str) -> str:
         """A failure's text: the judge, the batch endpoint, what happened, what to do."""
-        spec = self.client.spec
-        return redact(
-            f"judge {spec.name} batch at {spec.public_url}: {what}; {hint}", self.client.key
-        )
+        return str(self._fail(self.client.spec.url, what, hint=hint))
 
-    def _fail(
-        self,
-        url: str,
-        what: str,
-        *,
-        hint: str,
-        status: int | None = None,
-        retryable: bool = False,
-        retry_after: float | None = None,
-    ) -> JudgeError:
-        what = redact(what, self.client.key)
-        message = f"judge {self.client.spec.name} batch at {public_url(url)}: {what}; {hint}"
-        return JudgeError(
-            message, what=what, status=status, retryable=retryable, retry_after=retry_after
-        )
+    def _fail(self, url: str, what: str, **kwargs: Any) -> JudgeError:
+        return self.client._fail(what, batch_url=url, **kwargs)
 
     def _quote(self, text: str) -> str:
-        return clip(text, self.client.key, limit=_QUOTE_ERROR)
+        return self.client._quote(text, _QUOTE_ERROR)
 
     def _id(self, url: str, value: object, what: str) -> str:
         """An id the provider gave, checked before it goes into a URL path."""
@@ -227,7 +171,9 @@ class _Wire:
                 url,
                 f"HTTP {status}: {self._quote(error_text(body, response.reason_phrase))}",
                 status=status,
-                hint=_BATCH_HINTS.get(status) or HINTS.get(status, "see the provider's error"),
+                hint=_NO_BATCH_API
+                if status == 404
+                else HINTS.get(status, "see the provider's error"),
                 retryable=status == 429 or status >= 500,
                 retry_after=retry_delay(response),
             )
@@ -243,7 +189,6 @@ class _Wire:
     async def json(
         self, method: str, url: str, **kwargs: Any
     ) -> tuple[dict[str, Any], float | None]:
-        """:meth:`request` whose reply is one JSON object."""
         body, retry_after = await self.request(method, url, **kwargs)
         try:
             data = json.loads(body)
@@ -257,11 +202,8 @@ class _Wire:
         return data, retry_after
 
     async def submitted(self, send: Callable[[], Any], *, resend: bool = True) -> Any:
-        """``send()`` retried as a live call is: a rate limit or an outage, with backoff.
-
-        Without ``resend`` (a batch's creation, which a second time could be billed twice)
-        only a request the server refused unread (429, 503) is sent again.
-        """
+        """``send()`` retried as a live call is; without ``resend`` (a batch's creation, which
+        could be billed twice) only a request refused unread (429, 503) is sent again."""
         policy = self.client.policy
         for attempt in range(policy.attempts):
             try:
@@ -292,7 +234,6 @@ class _Wire:
         return found
 
     async def download(self, url: str) -> bytes:
-        """A results file, retried as a live call is."""
         body: bytes
         body, _ = await self.submitted(
             lambda: self.request("GET", url, cap=MAX_RESULTS_BYTES, timeout=self.transfer_timeout)
@@ -301,11 +242,10 @@ class _Wire:
 
     @property
     def transfer_timeout(self) -> float:
-        """An upload's or a download's deadline: at least :data:`_TRANSFER_TIMEOUT`."""
         return max(self.client.policy.timeout, _TRANSFER_TIMEOUT)
 
     def _result(self, batch_id: str, custom_id: str, line: Mapping[str, Any]) -> BatchResult:
-        raise NotImplementedError
+        raise NotImplementedError  # each provider's result line
 
     def collect(
         self, body: bytes, batch_id: str, ids: set[str], found: dict[str, BatchResult]
@@ -318,7 +258,7 @@ class _Wire:
                 found[custom_id] = self._result(batch_id, custom_id, line)
 
     def read_reply(self, read: Callable[[dict[str, Any]], Reply], body: object) -> BatchResult:
-        """A succeeded result's body read as the live reply is (a bad one: errored)."""
+        """A succeeded result's body, read as a live reply."""
         if not isinstance(body, dict):
             return BatchFailure(
                 self.failure("a result's body is not a JSON object", hint="it was asked live"),
@@ -443,9 +383,7 @@ class _AnthropicBatch(_Wire):
     client: AnthropicClient
 
     def _url(self, path: str = "") -> str:
-        base = self.client.spec.url.partition("?")[0].rstrip("/")
-        prefix = "/messages/batches" if base.endswith("/v1") else "/v1/messages/batches"
-        return self.client.spec.endpoint(prefix + path)
+        return self.client._endpoint("/batches" + path)
 
     async def submit(self, requests: Sequence[BatchRequest]) -> str:
         url = self._url()
@@ -521,17 +459,13 @@ async def run_batch(
     first_poll: float = FIRST_POLL,
     max_poll: float = MAX_POLL,
 ) -> dict[str, BatchResult]:
-    """Send ``requests`` as one batch through ``client``'s provider; return each ``custom_id``'s
-    reply or failure.
-
-    Raises :class:`~pytest_rubric._llm.base.JudgeError` when the batch could not be
-    submitted (every request failed alike). ``client`` is an
-    :class:`~pytest_rubric._llm.clients.OpenAIClient` or an
-    :class:`~pytest_rubric._llm.clients.AnthropicClient`; the custom ids are unique.
-    """
+    """Send ``requests`` (unique custom ids) as one batch through ``client``'s provider;
+    return each ``custom_id``'s reply or failure. Raises
+    :class:`~pytest_rubric._errors.JudgeError` when the batch could not be submitted."""
     if not requests:
         return {}
     ids = [r.custom_id for r in requests]
+    wire: _OpenAIBatch | _AnthropicBatch
     wire = _OpenAIBatch(client) if isinstance(client, OpenAIClient) else _AnthropicBatch(client)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -574,7 +508,12 @@ MIN_RETRY_AFTER = 1.0  # seconds: the least a poll waits when the server says ho
 
 
 async def _wait(
-    wire: _Wire, batch_id: str, deadline: float, *, first_poll: float, max_poll: float
+    wire: _OpenAIBatch | _AnthropicBatch,
+    batch_id: str,
+    deadline: float,
+    *,
+    first_poll: float,
+    max_poll: float,
 ) -> _Status | None:
     """Poll until the batch ends (its status) or the deadline passes (None)."""
     loop = asyncio.get_running_loop()
@@ -596,7 +535,7 @@ async def _wait(
         delay = min(delay * 2, max_poll)
 
 
-async def _cancel(wire: _Wire, batch_id: str) -> None:
+async def _cancel(wire: _OpenAIBatch | _AnthropicBatch, batch_id: str) -> None:
     """Ask the provider to cancel the batch; a failure to is not waited out."""
     with contextlib.suppress(JudgeError, TimeoutError):
         async with asyncio.timeout(_CANCEL_TIMEOUT):
@@ -606,13 +545,11 @@ async def _cancel(wire: _Wire, batch_id: str) -> None:
 class BatchQueue:
     """The judge calls of a run, gathered into batches: what ``--rubric-judge-batch`` sends.
 
-    :meth:`send` has the built-in client's signature. A call joins the batch being
-    gathered, which is sent once no call has joined it for ``quiet`` seconds (the
-    session schedules its judged work all at once, so that is one batch for all of it,
-    later ones for what comes after: a reply retried, an answer from a target) or once
-    it holds :data:`MAX_BATCH_REQUESTS` or :data:`MAX_BATCH_CHARACTERS`. A call whose
-    result is missing or errored is made once live through the client; any other failure
-    is a :class:`~pytest_rubric._llm.base.JudgeError` (the criterion is ERROR).
+    :meth:`send` has the built-in client's signature. A batch is sent once no call has
+    joined it for ``quiet`` seconds (the session schedules its work all at once) or once it
+    holds :data:`MAX_BATCH_REQUESTS` or :data:`MAX_BATCH_CHARACTERS`. A call whose result is
+    missing or errored is made once live; any other failure is a
+    :class:`~pytest_rubric._errors.JudgeError`.
     """
 
     def __init__(

@@ -1,29 +1,22 @@
 """The cached call: a judge cache read and written as ``--rubric-cache`` says, for any kind
 of call, under a key that names the call and nothing else.
 
-The key is a hash of everything that can change a verdict: provider, model, strategy
-(``--rubric-grader``), prompt template version, the full messages (the per-call fence token
-masked, so the key is stable across runs), the reply schema, the sampling parameters and the
-sample index. Never the API key or any header, and never the endpoint's URL: the same request
-to the same model through another gateway is the same call, so a cache recorded through one
-replays through another (a hit recorded against another endpoint is counted,
-:attr:`CallStats.elsewhere`). Rows an earlier version wrote had the endpoint in their key:
-:meth:`CachedCalls.lookup` finds them under that key too (``legacy``).
+The key hashes everything that can change a verdict (provider, model, grader, template
+version, the messages with the fence token masked, the schema, the sampling, the sample),
+never a key, a header or the endpoint's URL: a cache recorded through one gateway replays
+through another (such hits are counted, :attr:`CallStats.elsewhere`). Rows an earlier
+version wrote had the endpoint in their key: :meth:`CachedCalls.lookup` finds them too.
 
-Modes (``--rubric-cache``): ``use`` reads and writes; ``refresh`` calls the judge and
-overwrites; ``off`` ignores the cache; ``replay`` makes no network call at all, and a miss is
-an ERROR naming the criterion. :class:`CachedCalls` applies them to every kind of call (a
-judge's reply, a live model's answer); :class:`CacheFile` is the store, one SQLite file (WAL
-mode) shared by every process of a run.
+Modes: ``use`` reads and writes; ``refresh`` calls and overwrites; ``off`` ignores the
+cache; ``replay`` makes no call, and a miss is an ERROR naming the criterion.
+:class:`CachedCalls` applies them to every kind of call; :class:`CacheFile` is the store,
+one SQLite file (WAL mode) shared by every process of a run.
 
-Each row keeps the endpoint it was recorded against (without userinfo or query string). Only
-replies that passed validation are stored, redacted of the API keys the cache was given, with
-the parsed verdict, token usage and a timestamp: an error is never cached. A reply that did
-not fit the protocol is never stored either, but the fact is, with the reason (table
-``unusable``): ``replay`` then says that the judge's last reply to the call was unusable, and
-replays the retry that followed it (see :func:`~pytest_rubric.judge.strategies.ask`). A file
-of the previous version (no ``endpoint`` column, no ``unusable`` table) is brought up to date
-when it is opened; its rows are kept, their endpoint unknown.
+Only replies that passed validation are stored (redacted, with the parsed verdict, tokens,
+endpoint and time). A reply that did not fit is never stored, but the reason is (table
+``unusable``): ``replay`` then replays the retry that followed it (see
+:func:`~pytest_rubric.judge.strategies.ask`). A file of the previous version (no
+``endpoint`` column, no ``unusable`` table) is brought up to date when it is opened.
 """
 
 from __future__ import annotations
@@ -39,20 +32,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .._defaults import CACHE_MODES
+from .._errors import JudgeError
 from .._guards.outgoing import outgoing
 from .._guards.secrets import MAX_TEXT, Secret, clip, public_url
-from .base import CallStats, JudgeError, Reply, token_count
+from .base import CallStats, Reply, token_count
 from .http import MAX_REPLY_BYTES
 
-__all__ = ["CACHE_MODES", "CacheFile", "CachedCalls", "cache_key"]
-
-
-# What a cache written by this version holds: its two tables, each column as it is created
-# (and SQLite's own objects, named sqlite_*). Anything else means the file belongs to
-# something else. A file of the previous version has the replies table without its last
-# column (ALTER TABLE adds it there, so both have the same columns in the same order), and
-# no unusable table.
+# A cache of this version holds these two tables (and SQLite's own sqlite_* objects), nothing
+# else; the previous version's lacks the replies' last column and the unusable table.
 _TABLES = {
     "replies": (
         "key TEXT PRIMARY KEY",
@@ -79,8 +66,7 @@ _COLUMNS = {
 }
 _PREVIOUS_REPLIES = _COLUMNS["replies"][:-1]
 _OURS = {("table", name) for name in _COLUMNS}
-# An unusable reply's reason is kept whole (it is fed back to the judge when a replay
-# retries, so it must read as it did), up to the length every copied text is cut to.
+# An unusable reply's reason is kept whole (a replay feeds it back), up to MAX_TEXT.
 _REASON = MAX_TEXT
 
 
@@ -91,14 +77,10 @@ class _Unusable(Exception):
 class CacheFile:
     """One SQLite file shared by every process of a run (xdist workers included).
 
-    A cache only saves calls, so no problem with it may stop a run or change a
-    verdict. A file that cannot be opened as this cache (not a database, a
-    directory, another program's database, a first page that is corrupt)
-    leaves the cache unusable: every lookup misses, nothing is written, and
-    the file is left as it was. A row that cannot be read (a corrupt page) is
-    a miss and the other rows still serve; a reply that cannot be stored (a
-    full disk) is judged again next time. Each of these is reported once, by
-    :meth:`take_warning`, for the session to show as a warning.
+    A cache only saves calls: no problem with it may stop a run or change a verdict. A file
+    that is not this cache leaves it unusable (every lookup misses, the file is untouched); a
+    row that cannot be read is a miss; a reply that cannot be stored is judged again next
+    time. Each is reported once, by :meth:`take_warning`.
     """
 
     def __init__(self, directory: Path, *, secrets: Sequence[Secret] = ()) -> None:
@@ -128,8 +110,7 @@ class CacheFile:
             raise _Unusable("it is not a regular file")
         db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         try:
-            # Read before writing anything: a foreign file is never converted to WAL
-            # or given a table of ours.
+            # Read before writing: a foreign file is never converted to WAL or given a table.
             previous = _check_schema(db)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
@@ -168,8 +149,7 @@ class CacheFile:
     def fetch(self, key: str) -> Reply | None:
         """The stored reply for ``key`` with the tokens it cost when it was judged and the
         endpoint it was recorded against, or None."""
-        # A stored reply is held to a live one's cap (the file may come from elsewhere): one
-        # larger is a miss, never read into memory. A target's answer had no cap when live.
+        # A stored reply is held to a live one's cap (a target's answer had none): a miss.
         row = self._row(
             "SELECT raw, tokens_in, tokens_out, endpoint, parsed FROM replies WHERE key = ? "
             "AND (provider = 'target' OR (length(CAST(raw AS BLOB)) <= ? "
@@ -200,8 +180,7 @@ class CacheFile:
         return row[0] if row is not None and isinstance(row[0], str) else None
 
     def _row(self, query: str, *parameters: object) -> tuple[Any, ...] | None:
-        """The one row ``query`` finds for ``parameters``, or None: none, or not readable (a
-        miss)."""
+        """The one row ``query`` finds, or None (none, or unreadable: a miss)."""
         with self._lock:
             if self._db is None:
                 return None
@@ -223,12 +202,9 @@ class CacheFile:
         tokens: tuple[int, int] = (0, 0),
         endpoint: str | None = None,
     ) -> None:
-        """Store a reply with the tokens it cost (in, out; 0 where the provider did not say)
-        and the endpoint it came from (shown without userinfo or query string; None: not a
-        URL, e.g. a user's own judge). It is now the last reply to ``key``: no longer unusable.
-
-        A failure is reported once and never raised: the verdict stands.
-        """
+        """Store a reply with its tokens (in, out) and endpoint (None: a user's own judge); it
+        is now the last reply to ``key``, no longer unusable. A failure is reported, never
+        raised."""
         self._write(
             (
                 "INSERT OR REPLACE INTO replies (key, provider, model, raw, parsed, tokens_in, "
@@ -260,8 +236,8 @@ class CacheFile:
         )
 
     def _write(self, *statements: tuple[str, Callable[[], tuple[Any, ...]]]) -> None:
-        """Run ``statements`` (SQL and a function giving its parameters) in one transaction.
-        A failure is reported once and never raised."""
+        """Run ``statements`` (SQL, its parameters' function) in one transaction; a failure
+        is reported once, never raised."""
         with self._lock:
             if self._db is None:
                 return
@@ -269,11 +245,7 @@ class CacheFile:
                 for sql, parameters in statements:
                     self._db.execute(sql, parameters())
                 self._db.commit()
-            except (
-                sqlite3.Error,
-                ValueError,
-                RecursionError,
-            ) as exc:  # a full disk, a corrupt page
+            except (sqlite3.Error, ValueError, RecursionError) as exc:  # a full disk
                 with contextlib.suppress(sqlite3.Error):
                     self._db.rollback()
                 self._trouble("could not store a reply", exc)
@@ -295,11 +267,8 @@ def _columns(db: sqlite3.Connection, table: str) -> tuple[tuple[str, str, int], 
 
 def _check_schema(db: sqlite3.Connection) -> bool:
     """Raise :class:`_Unusable` unless ``db`` is empty or holds this cache's tables alone;
-    return whether it is a cache of the previous version (to bring up to date).
-
-    Reading the schema also reads the file's header and first page, so a file
-    that is not a database fails here (as ``sqlite3.DatabaseError``).
-    """
+    return whether it is the previous version's. A file that is not a database fails here
+    (``sqlite3.DatabaseError``: reading the schema reads its first page)."""
     objects = db.execute("SELECT type, name FROM sqlite_master").fetchall()
     foreign = sorted(
         f"{kind} {name!r}"
@@ -362,14 +331,9 @@ def cache_key(**parts: Any) -> str:
 
 
 class CachedCalls:
-    """A :class:`CacheFile` read and written as ``--rubric-cache`` says, for any kind of call.
-
-    :meth:`lookup` before a call, :meth:`store` after it (or :meth:`unusable`,
-    for a reply that did not fit): the caller makes the call in between (in
-    whatever event loop it has) and decides when a reply is fit to keep.
-    ``stats``, when given, counts hits and misses, and the hits recorded
-    against another endpoint.
-    """
+    """A :class:`CacheFile` read and written as ``--rubric-cache`` says, for any kind of call:
+    :meth:`lookup` before it, :meth:`store` (or :meth:`unusable`) after; ``stats`` counts
+    hits, misses and hits recorded against another endpoint."""
 
     def __init__(
         self, cache: CacheFile | None, mode: str = "use", *, stats: CallStats | None = None
@@ -387,13 +351,9 @@ class CachedCalls:
         legacy: Mapping[str, Any] | None = None,
     ) -> Reply:
         """The stored reply for the call ``parts`` describe (``cached`` set), or an empty one
-        that carries the key to store under; with ``replay``, a miss raises
-        :class:`JudgeError` with the message ``missing``, unless the last reply was unusable:
-        then the empty reply says why (``unusable``), for the caller to replay that.
-
-        ``endpoint`` is where the call would go (without userinfo or query string): a hit
-        recorded against another one is counted. ``legacy`` is the call as an earlier
-        version keyed it (with its endpoint URL): looked up when ``parts`` miss.
+        carrying the key to store under. With ``replay`` a miss raises ``JudgeError(missing)``,
+        unless the last reply was unusable: the empty reply then says why (``unusable``).
+        ``legacy``: the call as an earlier version keyed it, looked up when ``parts`` miss.
         """
         if self.cache is None:
             return Reply("")

@@ -1,12 +1,8 @@
 """The built-in clients: OpenAI-compatible chat completions and the Anthropic messages API.
 
-Each is one wire on :class:`~pytest_rubric._llm.http.HTTPClient`: what it posts (temperature
-0 and a seed where the API takes one, see :class:`~pytest_rubric._llm.base.Sampling`;
-structured output where the API offers it) and how it reads the reply. Besides the hook's
-``async complete(system, user) -> str`` (:class:`~pytest_rubric._llm.base.JudgeClient`),
-each has ``send``, which takes ``schema=`` (a JSON Schema the reply must fit) and
-``sampling=`` and returns the :class:`~pytest_rubric._llm.base.Reply` with the tokens the
-provider counted. :data:`WIRES` maps a provider's wire to its class.
+Each is one wire on :class:`~pytest_rubric._llm.http.HTTPClient`: what it posts (the
+:class:`~pytest_rubric._llm.base.Sampling`, structured output where the API offers it) and
+how it reads the reply. :data:`WIRES` maps a provider's wire to its class.
 """
 
 from __future__ import annotations
@@ -18,18 +14,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._defaults import RetryPolicy
-from .base import JudgeError, Reply, Sampling
+from .._errors import JudgeError
+from .base import Reply, Sampling
 from .http import HTTPClient
 from .providers import ModelSpec, read_key
 
-__all__ = ["WIRES", "AnthropicClient", "OpenAIClient", "make_client"]
-
 _ANTHROPIC_VERSION = "2023-06-01"
 
-# A server that does not take a structured-output form answers 4xx or 5xx with a
-# message that names it (llama-cpp-python: 500 naming response_format). Another
-# 4xx/5xx is an ordinary failure: retried if it may pass, never a reason to give up
-# the structured form for the rest of the run.
+# A server that does not take a structured-output form answers 4xx or 5xx naming it
+# (llama-cpp-python: 500 naming response_format); another failure never gives one up.
 _TRANSIENT = frozenset({408, 429, 502, 503, 504})
 _NAMES_THE_FORM = re.compile(r"response_format|json_schema|json_object|structured output", re.I)
 
@@ -37,19 +30,10 @@ _NAMES_THE_FORM = re.compile(r"response_format|json_schema|json_object|structure
 class OpenAIClient(HTTPClient):
     """Chat completions on any OpenAI-compatible server (OpenAI, Groq, vLLM, Ollama, llama.cpp...).
 
-    Structured output goes as ``response_format``, in the first of the forms
-    real servers accept that this one takes:
-
-    - ``json_schema`` with the schema (OpenAI, vLLM, llama.cpp's
-      ``llama-server``, Ollama's OpenAI-compatible API);
-    - ``json_object`` with a ``schema`` beside it (llama-cpp-python's server
-      and ``llama-server`` constrain decoding to it);
-    - bare ``json_object`` (any JSON: the prompt describes the shape);
-    - plain text.
-
-    A 4xx or 5xx whose message names the form moves to the next one at once,
-    spending no retry; the form that works is kept for the rest of the run
-    and each move is shown in the usage line.
+    Structured output goes as ``response_format``, in the first of :attr:`_MODES` the server
+    takes (``json_object`` with a ``schema`` beside it: llama-cpp-python's server). A 4xx or
+    5xx whose message names the form moves to the next at once, spending no retry; the form
+    that works is kept for the run, and each move is shown in the usage line.
     """
 
     _MODES = ("json_schema", "json_object with schema", "json_object", "text")
@@ -82,8 +66,7 @@ class OpenAIClient(HTTPClient):
             "messages": [{"role": role, "content": content} for role, content in turns],
             "temperature": sampling.temperature,
             "seed": sampling.seed,
-            # A grade is short; a small model that never closes its JSON would
-            # otherwise generate until the context is full.
+            # A grade is short; a small model that never closes its JSON would not stop.
             "max_tokens": sampling.max_tokens,
         }
         if schema is not None and mode == "json_schema":
@@ -120,11 +103,8 @@ class OpenAIClient(HTTPClient):
     ) -> dict[str, Any] | None:
         """Find the first output mode the server takes; None if another call settled it first.
 
-        The modes are tried back to back in one concurrency slot: a rejection is
-        answered at once, nothing is waited out in it, and calls queued behind
-        find the mode settled instead of probing it again. A rate limit or an
-        outage is retried as usual, outside the slot; if the retries end in a
-        rejection the next mode is tried.
+        The modes are tried back to back in one slot, so calls queued behind find the mode
+        settled; a rate limit or an outage is retried as usual, outside the slot.
         """
         i = 0
         admitted = self.admit is None
@@ -172,10 +152,8 @@ class OpenAIClient(HTTPClient):
         return True
 
     def _text(self, data: dict[str, Any]) -> Reply:
-        # The message content is what is read, structured output or not: never a tool call,
-        # a refusal or reasoning beside it. (It is read as a reply in prose is: a server may
-        # take response_format and not hold its model to it.)
-        # Counted first: the tokens were spent even when the reply is unusable.
+        # The message content alone is read (never a tool call, a refusal or reasoning), as
+        # prose is. Counted first: the tokens were spent even when the reply is unusable.
         usage = self._reply("", data, ("prompt_tokens", "completion_tokens"))
         try:
             content = data["choices"][0]["message"]["content"]
@@ -191,9 +169,10 @@ class OpenAIClient(HTTPClient):
 class AnthropicClient(HTTPClient):
     """The Anthropic messages API; structured output through a forced tool call."""
 
-    def _endpoint(self) -> str:
-        path = self.spec.url.partition("?")[0].rstrip("/")
-        return self.spec.endpoint("/messages" if path.endswith("/v1") else "/v1/messages")
+    def _endpoint(self, path: str = "") -> str:
+        """``/v1/messages`` and ``path`` under the URL (which may end in ``/v1`` already)."""
+        v1 = "" if self.spec.url.partition("?")[0].rstrip("/").endswith("/v1") else "/v1"
+        return self.spec.endpoint(f"{v1}/messages{path}")
 
     def _headers(self) -> dict[str, str]:
         headers = {"anthropic-version": _ANTHROPIC_VERSION}
@@ -253,8 +232,7 @@ class AnthropicClient(HTTPClient):
             raise self._fail("the reply has no content blocks", hint="check the endpoint")
         calls = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
         if calls:
-            # The structured part, and only it: text blocks beside a tool call are not read.
-            # Two calls are two objects, as the reply reader sees them: no reply.
+            # The tool calls alone (two are two objects, as the reply reader sees them).
             try:
                 text = "\n".join(json.dumps(block.get("input")) for block in calls)
             except (ValueError, RecursionError):  # nested too deep to write back

@@ -1,15 +1,10 @@
 """What judging costs in dollars, and the budget that stops new calls once it is spent.
 
-Prices are dollars per million tokens, input and output apart: ini
-``rubric_judge_prices`` (one ``MODEL IN OUT [BATCH_IN BATCH_OUT]`` per line) or
-``--rubric-judge-price IN,OUT`` for a single judge. The cost of a run is
-computed from the token counts :class:`~pytest_rubric._llm.base.CallStats`
-keeps, so an xdist controller, which adds up its workers' counts, prices the
-whole run the same way a single process does.
-
-``--rubric-max-cost USD`` is a :class:`Budget`: a call starts only while the
-spend recorded so far is below it (xdist workers each get an equal share), so
-at most the calls already in flight overshoot it. Pure logic, no httpx.
+Prices are dollars per million tokens (ini ``rubric_judge_prices``, ``--rubric-judge-price``);
+a run's cost comes from :class:`~pytest_rubric._llm.base.CallStats`' token counts, so an
+xdist controller prices the whole run as one process would. ``--rubric-max-cost`` is a
+:class:`Budget`: a call starts only while the spend so far is below it (each worker gets an
+equal share), so at most the calls in flight overshoot it.
 """
 
 from __future__ import annotations
@@ -20,16 +15,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .._errors import BudgetSpent
-
-__all__ = [
-    "Budget",
-    "BudgetSpent",
-    "CostSettings",
-    "Price",
-    "money",
-    "parse_price",
-    "parse_prices",
-]
 
 _PER = 1_000_000  # prices are per million tokens
 
@@ -45,7 +30,6 @@ class Price:
     batch_output: float | None = None
 
     def cost(self, tokens_in: int, tokens_out: int) -> float:
-        """Dollars for this many tokens."""
         return (tokens_in * self.input + tokens_out * self.output) / _PER
 
     def batch(self) -> Price:
@@ -144,12 +128,8 @@ def money(dollars: float) -> str:
 
 
 class Budget:
-    """``--rubric-max-cost``: the dollars one process may spend, and what it has spent.
-
-    What is spent is read from its sources (each returns the dollars of one
-    judge's or model's tokens so far), so every token counted, a failed call's
-    included, counts against it.
-    """
+    """``--rubric-max-cost``: the dollars one process may spend; the spend is read from its
+    sources (one judge's or model's tokens so far, a failed call's included)."""
 
     def __init__(self, limit: float, *, shown: str) -> None:
         self.limit = limit

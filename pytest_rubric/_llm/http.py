@@ -1,20 +1,15 @@
-"""The HTTP machinery every built-in client shares, on httpx, with a retry policy that fails safe.
+"""The HTTP machinery every built-in client shares, on httpx (no provider SDK), failing safe.
 
-No provider SDK: one ``httpx.AsyncClient`` per client. Nothing a server sends is taken on
-faith:
+Nothing a server sends is taken on faith:
 
-* every HTTP attempt is bounded as a whole, body included, by the timeout (a server that
-  trickles bytes times out), and a body stops being read once it passes
-  :data:`MAX_REPLY_BYTES`; a count or a delay that is not a plausible number is not converted;
-* retries on 429 (honouring ``Retry-After``, capped), 5xx, connection errors, timeouts and
-  replies that cannot be read, with exponential backoff and full jitter; a redirect is an
-  error naming its target, never a reply;
-* a bounded number of attempts per call and a retry budget per client; given the runner's
-  ``limiter``, a client holds a concurrency slot for one attempt at a time, never while it
-  waits to retry;
-* a call that still fails raises :class:`~pytest_rubric._llm.base.JudgeError`, whose message
-  names the provider, model and status and says what to try, and never holds the API key,
-  whole or cut: text is redacted before it is cut short.
+* each attempt is bounded as a whole, body included (a trickling server times out), and a
+  body stops being read past :data:`MAX_REPLY_BYTES`;
+* retries on 429 (``Retry-After``, capped), 5xx, connection errors, timeouts and unreadable
+  replies, with exponential backoff and full jitter, a bounded number of attempts per call
+  and a retry budget per client; a concurrency slot is held per attempt, never while
+  waiting to retry; a redirect is an error naming its target, never a reply;
+* a call that still fails raises :class:`~pytest_rubric._errors.JudgeError` naming the
+  provider, model and status and what to try, never holding the key (redacted, then cut).
 
 The wires (what is posted, how the reply is read) are in :mod:`~pytest_rubric._llm.clients`.
 """
@@ -29,20 +24,19 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._defaults import RetryPolicy
+from .._errors import JudgeError
 from .._guards.limits import RepeatedKey, unique_keys
 from .._guards.secrets import Secret, clip, public_url, redact
-from .base import CallStats, JudgeError, Reply, Sampling, token_count
+from .base import CallStats, Reply, Sampling, token_count
 from .providers import ModelSpec
 
 if TYPE_CHECKING:
-    # Imported on the first request, in the judge's thread: a session whose every reply
-    # comes from the cache never loads httpx.
+    # Imported on the first request: a session served from the cache never loads httpx.
     import httpx
 
 
 MAX_REPLY_BYTES = 1024 * 1024
-"""The largest reply body read (1 MiB): a grade is a few hundred bytes, so a
-bigger body is refused as soon as it passes this, never buffered whole."""
+"""The largest reply body read: a grade is a few hundred bytes."""
 
 
 def retry_delay(response: httpx.Response) -> float | None:
@@ -57,8 +51,7 @@ def retry_delay(response: httpx.Response) -> float | None:
 
 
 async def read_capped(response: httpx.Response, cap: int = MAX_REPLY_BYTES) -> bytes | None:
-    """The body, or None once it passes ``cap`` bytes, or its ``Content-Length`` says it will
-    (nothing more is read)."""
+    """The body, or None once it passes ``cap`` bytes (or its ``Content-Length`` says so)."""
     declared = response.headers.get("content-length", "")
     # Bounded before int(): a 5,000-digit length would raise instead of being refused.
     if declared.isdigit() and len(declared) <= 18 and int(declared) > cap:
@@ -104,24 +97,21 @@ def error_text(body: bytes | None, reason: str) -> str:
 
 
 def redirect_target(response: httpx.Response, quote: Callable[[str], str]) -> str:
-    """Where a 3xx pointed, said and never followed (its body is not the judge's reply,
-    however much it looks like one); ``quote`` cuts and redacts the address."""
+    """Where a 3xx pointed, said and never followed; ``quote`` cuts and redacts it."""
     location = response.headers.get("location")
     if not location:
         return "a redirect without a Location"
     return f"redirected to {quote(public_url(location))!r}"
 
 
-# How much of a provider's text a JudgeError quotes: enough to see what went
-# wrong, not a page of HTML. Cut only after the key is redacted.
+# How much of a provider's text a JudgeError quotes (cut after the key is redacted).
 _QUOTE_ERROR = 200
 _QUOTE_BODY = 80
 _QUOTE_LOCATION = 200
 
 
 def _refused(exc: BaseException) -> bool:
-    """Whether a transport error is a refused connection: nothing listens at the address
-    (httpx wraps the socket's ConnectionRefusedError, by cause or context)."""
+    """Whether a transport error wraps a ConnectionRefusedError (by cause or context)."""
     seen: BaseException | None = exc
     for _ in range(8):  # a chain is a few links; never follow a cycle
         if seen is None:
@@ -152,22 +142,16 @@ class HTTPClient:
         self.key = key
         self.policy = policy or RetryPolicy()
         self.stats = CallStats()
-        # The run's concurrency bound (the runner's transport sets it), taken for
-        # each HTTP attempt rather than for a whole call: a call waiting out a
-        # Retry-After or a backoff leaves its slot to the others.
+        # The run's concurrency bound (the transport sets it), taken per HTTP attempt.
         self.limiter = limiter
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._budget = self.policy.budget
-        # Called in the slot before a call's first attempt (--rubric-max-cost: raises
-        # BudgetSpent once spent), so calls queued for a slot check the spend when they
-        # would start, not when they were queued.
+        # --rubric-max-cost, checked in the slot before a call's first attempt.
         self.admit: Callable[[], None] | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.spec.name!r}, url={self.spec.public_url!r})"
-
-    # --- transport --------------------------------------------------------------------------
 
     def _http(self) -> httpx.AsyncClient:
         # Created lazily inside the event loop that uses it.
@@ -177,9 +161,7 @@ class HTTPClient:
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.policy.timeout),
                 transport=self._transport,
-                # The 1 MiB cap counts decoded bytes, and httpx decodes a whole
-                # network chunk at once: a compressed reply could swell past the
-                # cap inside one chunk. Replies are small; ask for them plain.
+                # The cap counts decoded bytes, and a compressed chunk could swell past it.
                 headers={"accept-encoding": "identity"},
             )
         return self._client
@@ -217,12 +199,9 @@ class HTTPClient:
         raise NotImplementedError
 
     def _reply(self, text: str, data: dict[str, Any], names: tuple[str, str]) -> Reply:
-        """``text`` with the tokens ``data``'s usage reports under ``names`` (also counted).
-
-        A reply without ``usage`` (some servers send none) would cost nothing and never
-        bind a budget: its tokens are estimated at 4 characters each, the request's and
-        the reply's, and counted in ``stats.estimated`` (the summary says so once).
-        """
+        """``text`` with the tokens ``data``'s usage reports under ``names`` (also counted); a
+        reply without ``usage`` would cost nothing and never bind a budget, so its tokens are
+        estimated (4 characters each, request and reply) and counted in ``stats.estimated``."""
         usage = data.get("usage")
         if not isinstance(usage, dict):
             self.stats.estimated += 1
@@ -234,12 +213,10 @@ class HTTPClient:
         return Reply(text, tokens_in=tokens_in, tokens_out=tokens_out)
 
     def _slot(self) -> contextlib.AbstractAsyncContextManager[Any]:
-        """A place in the concurrency bound, for one HTTP attempt."""
         return self.limiter if self.limiter is not None else contextlib.nullcontext()
 
     def _quote(self, text: str, limit: int) -> str:
-        """A provider's text fit to quote: the key redacted from the whole text first,
-        then cut, so a key the cut falls inside cannot survive as a fragment."""
+        """A provider's text, redacted whole and then cut (no key survives as a fragment)."""
         return clip(text, self.key, limit=limit)
 
     def _fail(
@@ -250,10 +227,17 @@ class HTTPClient:
         hint: str,
         retryable: bool = False,
         retry_after: float | None = None,
+        batch_url: str | None = None,
     ) -> JudgeError:
+        """The error of a call (or, at ``batch_url``, of a batch API's exchange)."""
         # Whatever ``what`` quotes went through _quote; this catches the rest.
         what = redact(what, self.key)
-        message = f"judge {self.spec.name} at {public_url(self._endpoint())}: {what}; {hint}"
+        where = (
+            f"batch at {public_url(batch_url)}"
+            if batch_url
+            else f"at {public_url(self._endpoint())}"
+        )
+        message = f"judge {self.spec.name} {where}: {what}; {hint}"
         return JudgeError(
             message,
             what=what,
@@ -266,11 +250,8 @@ class HTTPClient:
     async def post(
         self, payload: dict[str, Any], *, failed: JudgeError | None = None
     ) -> dict[str, Any]:
-        """POST ``payload``; retry what is worth retrying; return the reply's JSON.
-
-        ``failed`` is the error of a first attempt made elsewhere (an output-mode
-        probe): the retries continue from it, honouring its ``Retry-After``.
-        """
+        """POST ``payload``; retry what is worth retrying; return the reply's JSON. ``failed``:
+        a first attempt's error made elsewhere (an output-mode probe), retried from."""
         policy = self.policy
         last: JudgeError | None = failed
         for attempt in range(1 if failed else 0, policy.attempts):
@@ -314,12 +295,11 @@ class HTTPClient:
 
     async def _post_once(self, payload: dict[str, Any]) -> dict[str, Any]:
         """One HTTP attempt (no slot taken here); return the reply's JSON object."""
-        import httpx  # loaded by _http() before any request; named here for the handlers
+        import httpx
 
         timeout = self.policy.timeout
         try:
-            # httpx's timeout is per socket operation: a byte a second would keep
-            # it from ever firing. This deadline bounds the attempt as a whole.
+            # httpx's timeout is per socket operation; this bounds the attempt as a whole.
             async with asyncio.timeout(timeout):
                 response, body = await self._exchange("POST", self._endpoint(), json=payload)
         except (TimeoutError, httpx.TimeoutException):
@@ -374,8 +354,7 @@ class HTTPClient:
                 retryable=True,
             )
         try:
-            # A key given twice (two "content" fields, two verdicts in a tool call's input)
-            # leaves the reply to whichever json keeps: no reply at all.
+            # A key given twice (two "content" fields, two verdicts) is no reply at all.
             data = json.loads(body, object_pairs_hook=unique_keys)
         except RepeatedKey as exc:
             raise self._fail(
@@ -386,8 +365,7 @@ class HTTPClient:
                 retryable=True,
             ) from None
         except (ValueError, RecursionError):
-            # Not JSON, or JSON nested past the recursion limit, or a number with
-            # thousands of digits: a body no judge sends, read as not JSON.
+            # Not JSON, nested past the recursion limit, or a number of thousands of digits.
             text = body.decode("utf-8", errors="replace")
             raise self._fail(
                 f"the reply is not JSON ({self._quote(text, _QUOTE_BODY)!r})",
@@ -405,11 +383,7 @@ class HTTPClient:
         self, method: str, url: str, *, cap: int = MAX_REPLY_BYTES, **content: Any
     ) -> tuple[httpx.Response, bytes | None]:
         """Send ``content`` (httpx's ``json``, ``files``, ``data``); return the response and its
-        body (None: above ``cap``).
-
-        The body is streamed so that the cap stops reading, and a redirect's
-        body is not read at all.
-        """
+        body, streamed (None: above ``cap``; a redirect's is not read)."""
         client = self._http()
         request = client.build_request(method, url, headers=self._headers(), **content)
         response = await client.send(request, stream=True)

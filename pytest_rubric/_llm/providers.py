@@ -1,12 +1,5 @@
-"""The providers a judge can be reached at, and the keys they take (no httpx import).
-
-:data:`~pytest_rubric._defaults.PROVIDERS` is the registry: one
-:class:`~pytest_rubric._defaults.Provider` per name usable in ``--rubric-judge PROVIDER:MODEL``,
-with its default endpoint, the variables of its key and its endpoint, the wire it speaks (a
-client class in :data:`~pytest_rubric._llm.clients.WIRES`) and whether its batch API is
-spoken. A provider that speaks an existing wire is one entry there; a new wire is one entry
-there plus one class in ``clients``. An xdist controller only checks ``--rubric-judge`` and
-the key up front: this module is all it needs.
+"""``PROVIDER:MODEL`` and its key, read from :data:`~pytest_rubric._defaults.PROVIDERS` (no
+httpx import: an xdist controller checks ``--rubric-judge`` and the key with this alone).
 """
 
 from __future__ import annotations
@@ -17,8 +10,6 @@ from dataclasses import dataclass
 
 from .._defaults import PROVIDERS, Provider
 from .._guards.secrets import Secret, public_url
-
-__all__ = ["ModelSpec", "read_key"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,25 +56,19 @@ class ModelSpec:
         """The provider's registry entry."""
         return PROVIDERS[self.provider]
 
-    @property
-    def key_variable(self) -> str:
-        return self.entry.key_variable
-
 
 def read_key(
     spec: ModelSpec, environ: Mapping[str, str] | None = None, *, require_key: bool = True
 ) -> Secret | None:
-    """``spec``'s API key, from the environment only.
-
-    Raises :class:`ValueError` when the provider's own endpoint would be
-    called without one (a local endpoint may need none).
-    """
+    """``spec``'s API key, from the environment only; :class:`ValueError` when the provider's
+    own endpoint would be called without one (a local endpoint may need none)."""
     environ = os.environ if environ is None else environ
-    raw = environ.get(spec.key_variable, "")
+    variable = spec.entry.key_variable
+    raw = environ.get(variable, "")
     key = Secret(raw) if raw else None
     if key is None and spec.url == spec.entry.url and require_key:
         raise ValueError(
-            f"{spec.name} needs an API key: set {spec.key_variable} in the "
+            f"{spec.name} needs an API key: set {variable} in the "
             "environment (keys are never read from flags or files)"
         )
     return key

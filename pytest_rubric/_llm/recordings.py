@@ -13,14 +13,12 @@ cache's key, :func:`~pytest_rubric._llm.cache.cache_key`)::
       }
     }
 
-Keys sorted, two-space indents, a trailing newline: two branches that record different cases
-touch different files, and re-recording one case changes one small file a reviewer can read.
-A recording comes from another branch, so it is untrusted input: a file is read within limits
-(its size, its nesting, how many entries, each reply no larger than a live one) and a reply it
-holds goes through the same reading and validation as a live reply. A file that cannot be read
-is named in the ERROR of a replay that needed it. The session decides where each request's
-file is (:func:`location`) and when to write (:meth:`Recordings.flush`, once, by the process
-that writes outputs; xdist workers hand their share over as data, :meth:`Recordings.state`).
+Keys sorted, two-space indents, a trailing newline: re-recording one case changes one small
+file a reviewer can read. A recording may come from another branch, so it is untrusted: a
+file is read within limits (size, nesting, entries, each reply no larger than a live one),
+its replies are validated as live ones are, and a file that cannot be read is named in the
+ERROR of a replay that needed it. The process that writes outputs writes the files
+(:meth:`Recordings.flush`); xdist workers hand their share over (:meth:`Recordings.state`).
 """
 
 from __future__ import annotations
@@ -42,8 +40,6 @@ from .._guards.secrets import Secret
 from .base import Reply, token_count
 from .http import MAX_REPLY_BYTES
 
-__all__ = ["MAX_FILE_BYTES", "Recordings", "location"]
-
 MAX_FILE_BYTES = 16 * 1024 * 1024  # a case's file: many replies, each at most a live one's size
 MAX_ENTRIES = 10_000
 _KEY = re.compile(r"[0-9a-f]{64}")
@@ -52,8 +48,7 @@ CALIBRATION = "[calibration]"  # a name no case id can have ('[' breaks node ids
 
 def location(file: str, name: str) -> str:
     """``<file>/<name>.json``, the recording of case ``name`` of rubric file ``file`` (a node
-    id, relative to the rootdir), with every part made a plain file name: no part may climb
-    out of the recordings folder."""
+    id), every part a plain file name: none may climb out of the recordings folder."""
     parts = [_plain(part) for part in file.split("/") if part]
     return "/".join([*parts, _plain(name) + ".json"])
 
@@ -80,8 +75,8 @@ class Recordings:
         return self.directory / where
 
     def shown(self, where: str = "") -> str:
-        """The file (or without ``where``, the folder) as a message names it: relative to the
-        working directory when it can."""
+        """The file (or the folder) as a message names it: relative to the working directory
+        when it can."""
         path = self.path(where) if where else self.directory
         with contextlib.suppress(ValueError):
             return str(path.relative_to(Path.cwd()))
@@ -105,9 +100,8 @@ class Recordings:
     def record(
         self, where: str, key: str, *, judge: str, reply: Reply, replace: bool = False
     ) -> None:
-        """Keep ``reply`` (one that passed validation) as the recording of request ``key``; an
-        entry already recorded is left as it is unless ``replace`` (``--rubric-cache
-        refresh``)."""
+        """Keep ``reply`` (validated) as the recording of request ``key``; an entry already
+        recorded stays unless ``replace`` (``--rubric-cache refresh``)."""
         entry = {
             "judge": judge,
             "reply": outgoing(reply.text, *self._secrets),
@@ -121,8 +115,6 @@ class Recordings:
             if self._load(where).get(key) == entry:
                 return
             self.new.setdefault(where, {})[key] = entry
-
-    # --- xdist ---------------------------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
         """What a worker hands the controller: the entries it used and those it recorded."""
@@ -140,11 +132,9 @@ class Recordings:
             for where, entries in (state.get("new") or {}).items():
                 self.new.setdefault(where, {}).update(entries)
 
-    # --- the end of the run -------------------------------------------------------------------
-
     def flush(self) -> list[str]:
-        """Write the entries recorded in this run into their files (each merged with what the
-        file holds now, and replaced whole, atomically); the files written."""
+        """Write this run's entries into their files (merged with what each holds now, and
+        replaced atomically); the files written."""
         with self._lock:
             written = []
             for where, entries in sorted(self.new.items()):
@@ -200,11 +190,8 @@ class Recordings:
                 self._files[where] = entries
         return deleted
 
-    # --- the files ----------------------------------------------------------------------------
-
     def _load(self, where: str) -> dict[str, dict[str, Any]]:
-        """The entries of file ``where`` (read once); {} for none, or for a file that cannot
-        be read (why is in ``_problems``)."""
+        """The entries of file ``where`` (read once); {} for none or an unreadable one."""
         if where not in self._files:
             try:
                 self._files[where] = _read(self.path(where))

@@ -212,7 +212,7 @@ class RubricFixture:
             compiled,
             [answer],
             # A key of its own per call: several calls in one test must not share a verdict.
-            key=JudgeKey.assertion(nodeid, uuid.uuid4().hex),
+            key=JudgeKey("", nodeid, call=uuid.uuid4().hex),
             nodeid=nodeid,
             suite=suite or (item.path.stem if item is not None else ""),
             subject=subject or "inline",
@@ -243,7 +243,7 @@ def grader_for(item: pytest.Item) -> Grader:
     assert session is not None  # the fixture is the plugin's: it is configured
 
     def judge(compiled: CompiledRubric, response: str) -> Judged | None:
-        key = JudgeKey.assertion(item.nodeid, uuid.uuid4().hex)
+        key = JudgeKey("", item.nodeid, call=uuid.uuid4().hex)
         (judged,) = session.judge_samples([key], compiled, [response])
         return judged
 

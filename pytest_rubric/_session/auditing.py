@@ -67,7 +67,7 @@ class Audit:
         _, examples = self._examples[file_id]
         return [
             JudgeRequest(
-                JudgeKey.calibration(file_id, index),
+                JudgeKey(file_id, example=index),
                 [criterion],
                 question=case.asked,
                 response=example.response,

@@ -66,7 +66,7 @@ def recording_of(key: JudgeKey, rubric: Any) -> str | None:
 def answer_key(item: pytest.Item) -> JudgeKey:
     """The judge's key for a rubric item's first answer (``of_sample(i)`` for the others)."""
     parent = item.parent
-    return JudgeKey.answer(parent.nodeid if parent is not None else "", item.nodeid)
+    return JudgeKey(parent.nodeid if parent is not None else "", item.nodeid)
 
 
 class Judging:
@@ -131,7 +131,7 @@ class Judging:
                     # CI): the session runs, and what needs the judge says why it did not.
                     self.unavailable = (
                         f"no key for judge {spec.name} ({setup.judge_source}): "
-                        f"set {spec.key_variable} in the environment"
+                        f"set {spec.entry.key_variable} in the environment"
                     )
                     return
             names = [spec.name for spec in specs]

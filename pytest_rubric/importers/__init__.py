@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from . import promptfoo
 from ._common import ImportFailed, Output, write
 
 __all__ = ["add_commands", "run"]
@@ -50,7 +51,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="promptfooconfig.yaml",
         help="promptfoo configs; each becomes one rubric file named after it",
     )
-    _output_arguments(sub, _promptfoo)
+    _output_arguments(sub, lambda args: promptfoo.convert(args.configs))
 
 
 def _output_arguments(
@@ -75,12 +76,6 @@ def _healthbench(args: argparse.Namespace) -> Output:
             raise argparse.ArgumentTypeError(f"--responses: subject {subject!r} is given twice")
         responses[subject] = Path(path)
     return convert(args.data, responses=responses)
-
-
-def _promptfoo(args: argparse.Namespace) -> Output:
-    from .promptfoo import convert
-
-    return convert(args.configs)
 
 
 def run(args: argparse.Namespace) -> int:

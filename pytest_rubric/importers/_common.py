@@ -101,13 +101,10 @@ def write(output: Output, directory: Path, *, force: bool = False) -> list[Path]
         problems.append(Problem(why, path=path, hint=hint))
     if problems:
         raise ImportFailed(problems, where="in the output")
-    return [_write(path, text) for path, text in files]
-
-
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
+    for path, text in files:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return [path for path, _ in files]
 
 
 class _Dumper(yaml.SafeDumper):
@@ -124,15 +121,7 @@ _Dumper.add_representer(str, _text)
 
 def _yaml(data: dict[str, Any]) -> str:
     # Wide lines, keys in the order built, non-ASCII kept: a file a person can read and edit.
-    text: str = yaml.dump(
-        data,
-        Dumper=_Dumper,
-        sort_keys=False,
-        allow_unicode=True,
-        width=100,
-        default_flow_style=False,
-    )
-    return text
+    return str(yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100))
 
 
 def _jsonl(rows: Iterable[dict[str, Any]]) -> str:

@@ -112,13 +112,15 @@ def _lines(path: Path, problems: list[Problem]) -> list[tuple[int, dict[str, Any
 def _case(
     row: dict[str, Any], path: Path, number: int, problems: list[Problem]
 ) -> dict[str, Any] | None:
+    prompt_id = row.get("prompt_id")
+    label = prompt_id if isinstance(prompt_id, str) and prompt_id else None
+
     def problem(field: str, message: str, hint: str | None = None) -> None:
         problems.append(
-            Problem(message, line=number, path=path, case=_label(row), field=field, hint=hint)
+            Problem(message, line=number, path=path, case=label, field=field, hint=hint)
         )
 
     before = len(problems)
-    prompt_id = row.get("prompt_id")
     if not isinstance(prompt_id, str) or not prompt_id.strip():
         problem("prompt_id", "missing or not a non-empty string", 'add "prompt_id": "..."')
     elif any(b in prompt_id for b in _ID_BREAKERS):
@@ -211,11 +213,6 @@ def _strings(value: Any, field: str, problem: Any) -> list[str]:
         problem(field, f"must be a list of non-empty strings, got {_shown(value)}")
         return []
     return list(dict.fromkeys(value))  # HealthBench forbids repeats; one copy is what it means
-
-
-def _label(row: dict[str, Any]) -> str | None:
-    pid = row.get("prompt_id")
-    return pid if isinstance(pid, str) and pid else None
 
 
 def _shown(value: Any) -> str:

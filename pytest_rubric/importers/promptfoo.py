@@ -85,6 +85,9 @@ _OPTIONS_QUIET = {
 _PROMPT_FILES = (".txt", ".json", ".jsonl", ".yaml", ".yml", ".csv", ".md", ".j2", *CODE)
 _PROMPT_DELIMITER = "---"  # src/prompts/constants.ts (PROMPTFOO_PROMPT_SEPARATOR unset)
 _CSV_ASSERTION = re.compile(r"^(not-)?([a-z0-9-]+)(?:\((\d+(?:\.\d+)?)\))?(?::([\s\S]*))?$")
+# The prefixes of a cell that names its assertion's type (an llm-rubric's text is not trimmed).
+_CSV_PREFIXES = [("javascript:", "javascript"), ("fn:", "javascript"), ("eval:", "javascript")]
+_CSV_PREFIXES += [("grade:", "llm-rubric"), ("llm-rubric:", "llm-rubric"), ("python:", "python")]
 _CSV_ARRAY = {"contains-all", "contains-any", "icontains-all", "icontains-any"}
 _CSV_RAW = {"contains-json", "is-json"}
 _CSV_THRESHOLD = {
@@ -423,7 +426,17 @@ def _csv_prompts(text: str) -> list[str]:
 
 
 def _config_notes(ctx: Conversion, data: dict[str, Any]) -> None:
-    providers = _provider_ids(data.get("providers"))
+    value = data.get("providers")
+    providers = []
+    for item in (
+        [value] if isinstance(value, str | dict) else value if isinstance(value, list) else []
+    ):
+        if isinstance(item, str):
+            providers.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("id"), str):
+            providers.append(item["id"])
+        elif isinstance(item, dict) and len(item) == 1:
+            providers.append(str(next(iter(item))))
     if providers:
         ctx.note(
             f"{ctx.path}: providers {', '.join(providers)} are not imported: each is a "
@@ -432,19 +445,6 @@ def _config_notes(ctx: Conversion, data: dict[str, Any]) -> None:
         )
     for key in sorted(set(data) - _CONFIG_KEYS):
         ctx.note(f"{ctx.path}: `{key}` is not imported (a rubric file has no {key})")
-
-
-def _provider_ids(value: Any) -> list[str]:
-    items = [value] if isinstance(value, str | dict) else value if isinstance(value, list) else []
-    ids = []
-    for item in items:
-        if isinstance(item, str):
-            ids.append(item)
-        elif isinstance(item, dict) and isinstance(item.get("id"), str):
-            ids.append(item["id"])
-        elif isinstance(item, dict) and len(item) == 1:
-            ids.append(str(next(iter(item))))
-    return ids
 
 
 def _gather_tests(ctx: Conversion, data: dict[str, Any]) -> list[tuple[str, RawTest]]:
@@ -560,12 +560,9 @@ def _csv_row(row: dict[str, str]) -> dict[str, Any]:
                 asserts.append(assertion_from_string(value.strip()))
         elif key in ("__prefix", "__suffix"):
             options[key[2:]] = value
-        elif key == "__description":
+        elif key in ("__description", "__providerOutput"):
             if value:
-                test["description"] = value
-        elif key == "__providerOutput":
-            if value:
-                test["providerOutput"] = value
+                test[key[2:]] = value
         elif key == "__metric":
             test["metric"] = value
         elif key == "__threshold":
@@ -608,23 +605,14 @@ def _parse_float(text: str) -> float | None:
 
 def assertion_from_string(expected: str) -> dict[str, Any]:
     """src/csv.ts, assertionFromString: a CSV ``__expected`` cell as an assertion."""
-    for prefix in ("javascript:", "fn:", "eval:"):
+    for prefix, kind in _CSV_PREFIXES:
         if expected.startswith(prefix):
-            return {"type": "javascript", "value": expected[len(prefix) :].strip()}
+            value = expected[len(prefix) :]
+            return {"type": kind, "value": value if kind == "llm-rubric" else value.strip()}
     if expected.startswith(FILE) and expected.lower().endswith(CODE[:6]):
         return {"type": "javascript", "value": expected[len(FILE) :].strip()}
-    for prefix in ("grade:", "llm-rubric:"):
-        if expected.startswith(prefix):
-            return {"type": "llm-rubric", "value": expected[len(prefix) :]}
-    if expected.startswith("python:") or (
-        expected.startswith(FILE) and (expected.endswith(".py") or ".py:" in expected)
-    ):
-        rest = (
-            expected.removeprefix("python:")
-            if expected.startswith("python:")
-            else expected[len(FILE) :]
-        )
-        return {"type": "python", "value": rest.strip()}
+    if expected.startswith(FILE) and (expected.endswith(".py") or ".py:" in expected):
+        return {"type": "python", "value": expected[len(FILE) :].strip()}
     found = _CSV_ASSERTION.match(expected)
     if found is None or found[2] not in CSV_TYPES:
         return {"type": "equals", "value": expected}
@@ -802,8 +790,14 @@ def _cases(ctx: Conversion, test: Test, prompts: list[Prompt]) -> list[dict[str,
     written when one case is, else listed once with the reason."""
     problems = len(ctx.problems)
     why = _test_not_kept(ctx, test)
-    if why is not None:
-        _list_unmappable(ctx, test)
+    # Every assertion of a test left out whole that could not be mapped anyway is listed too:
+    # removing the reason the test is left out is not enough.
+    for a in test.asserts if why is not None else []:
+        try:
+            if a.item is not None:  # else a problem, already reported
+                a.check()
+        except Unmappable as exc:
+            ctx.unmapped(a.where, _what(test, a), str(exc))
     if why is None and not prompts:
         why = "no prompt of the config could be read (see above)"
     combos: list[dict[str, Any]] = []
@@ -819,7 +813,7 @@ def _cases(ctx: Conversion, test: Test, prompts: list[Prompt]) -> list[dict[str,
         which = f"{test.label}, vars combination {k + 1}" if len(combos) > 1 else test.label
         ctx.budget.spend(cases=len(prompts))  # before any of them is made
         try:
-            vars_ = prepare(combo, ctx.tree, ctx.budget)
+            vars_ = prepare(combo, ctx.tree)
         except Unmappable as exc:
             why = f"vars: {exc}"
             if len(combos) > 1:
@@ -873,18 +867,6 @@ def _test_not_kept(ctx: Conversion, test: Test) -> str | None:
     return None
 
 
-def _list_unmappable(ctx: Conversion, test: Test) -> None:
-    """Every assertion of a test left out whole that could not be mapped anyway, listed by
-    file, line, test and type: removing the reason the test is left out is not enough."""
-    for a in test.asserts:
-        if a.item is None:  # a problem, already reported
-            continue
-        try:
-            a.check()
-        except Unmappable as exc:
-            ctx.unmapped(a.where, _what(test, a), str(exc))
-
-
 def _what(test: Test, a: Assertion) -> str:
     """How a listing names an assertion: a defaultTest assertion is listed once, for every
     test, unless its reason is the test's own."""
@@ -924,7 +906,11 @@ def _criteria(
         ctx.unmapped(where, what, why)
     if not written:
         return None, len(lost)
-    _unique_ids(criteria)
+    seen: dict[str, int] = {}
+    for c in criteria:  # ids made unique: `contains-paris`, `contains-paris-2`
+        seen[c["id"]] = count = seen.get(c["id"], 0) + 1
+        if count > 1:
+            c["id"] = f"{c['id']}-{count}"
     return criteria, len(lost)
 
 
@@ -1006,15 +992,6 @@ def _case(
         case["tags"] = [PARTIAL_TAG]
     case["criteria"] = [dict(c) for c in criteria]
     return case
-
-
-def _unique_ids(criteria: list[dict[str, Any]]) -> None:
-    seen: dict[str, int] = {}
-    for c in criteria:
-        base = c["id"]
-        seen[base] = seen.get(base, 0) + 1
-        if seen[base] > 1:
-            c["id"] = f"{base}-{seen[base]}"
 
 
 def _case_id(test: Test, k: int, n_combos: int, j: int, n_prompts: int) -> str:

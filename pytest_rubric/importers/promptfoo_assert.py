@@ -39,38 +39,29 @@ _QUIET_KEYS = {"type", "value", "weight", "metric"}
 _IGNORED = {"threshold", "provider", "config"}
 MODEL_GRADED = {"llm-rubric", "model-graded-closedqa"}
 # Every assertion type of promptfoo (src/types/index.ts: BaseAssertionTypesSchema, then the
-# special assert-set, select-best and max-score) and why it has no counterpart here: "" for
-# a type `criterion` maps, or one with no reason beyond that.
+# special assert-set, select-best and max-score) but those `criterion` maps, and why it has no
+# counterpart here ("": no reason beyond that).
 _TYPES = {
     "answer-relevance": "scores relevance with embeddings of generated questions",
     "agent-rubric": "",
     "bleu": "",
     "classifier": "asks a classifier model",
-    "contains-all": "",
-    "contains-any": "",
     "contains-html": "",
     "contains-json": "extracts JSON from anywhere in the text; `json` reads the whole answer or "
     "its first fenced block",
     "contains-sql": "",
     "contains-xml": "",
-    "contains": "",
     "context-faithfulness": "a RAG metric over a retrieved context, with its own prompt",
     "context-recall": "a RAG metric over a retrieved context, with its own prompt",
     "context-relevance": "a RAG metric over a retrieved context, with its own prompt",
     "conversation-relevance": "",
     "cost": "checks what the provider charged, which a rubric file does not see",
-    "ends-with": "",
-    "equals": "",
     "factuality": "grades against a reference answer with promptfoo's factuality prompt",
     "finish-reason": "",
     "g-eval": "",
     "gleu": "",
     "guardrails": "",
-    "icontains-all": "",
-    "icontains-any": "",
-    "icontains": "",
     "is-html": "",
-    "is-json": "",
     "is-refusal": "",
     "is-sql": "",
     "is-valid-function-call": "",
@@ -79,10 +70,7 @@ _TYPES = {
     "is-xml": "",
     "javascript": "runs JavaScript code, which this plugin cannot run",
     "latency": "checks how long the provider took, which a rubric file does not see",
-    "levenshtein": "",
-    "llm-rubric": "",
     "meteor": "",
-    "model-graded-closedqa": "",
     "model-graded-factuality": "",
     "moderation": "asks a moderation model",
     "perplexity-score": "needs the provider's token log-probabilities",
@@ -90,13 +78,11 @@ _TYPES = {
     "pi": "",
     "python": "runs promptfoo's Python hook (output, context); rewrite it as a `callable` "
     "criterion (function(response, case))",
-    "regex": "",
     "rouge-n": "",
     "ruby": "runs Ruby code, which this plugin cannot run",
     "search-rubric": "",
     "similar": "needs an embedding model; no criterion here compares embeddings",
     "skill-used": "",
-    "starts-with": "",
     "tool-call-f1": "",
     "webhook": "asks a web service for the verdict; an import calls no service",
     "word-count": "",
@@ -104,9 +90,15 @@ _TYPES = {
     "select-best": "compares the outputs of several prompts or providers with each other",
     "max-score": "compares the outputs of several prompts or providers with each other",
 }
-# The types a CSV `__expected` cell may start with.
-CSV_TYPES = frozenset(_TYPES) - {"assert-set", "select-best", "max-score"}
 _STRING_KINDS = {"contains", "icontains", "starts-with", "ends-with", "equals"}
+_MAPPED = {
+    *_STRING_KINDS,
+    *("contains-any", "icontains-any", "contains-all", "icontains-all"),
+    *("regex", "levenshtein", "is-json"),
+    *MODEL_GRADED,
+}
+# The types a CSV `__expected` cell may start with.
+CSV_TYPES = frozenset(_TYPES).union(_MAPPED) - {"assert-set", "select-best", "max-score"}
 
 
 # What RE2 and Python's `regex` read as syntax outside a character class.
@@ -131,11 +123,6 @@ def literal(text: str) -> str:
     if not folded.strip():
         raise Unmappable("the value is only whitespace, which this plugin folds away")
     return "".join(_char(ch) for ch in folded)
-
-
-def any_pattern(values: list[str]) -> str:
-    """Some value occurs (``contains-any``, ``icontains-any``)."""
-    return "|".join(literal(v) for v in values)
 
 
 def all_pattern(values: list[str]) -> str:
@@ -210,14 +197,12 @@ def js_string(value: Any) -> str | None:
 
 def criterion(item: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The criterion for one assertion (``type``, rendered ``value``, ``weight``, ...), and
-    what the reader should know about it (printed as notes)."""
+    what the reader should know about it (printed as notes). Its type passed
+    :func:`check_type`, and its weight is a number."""
     kind: str = item["type"]
-    check_type(kind)
     inverse = kind.startswith("not-")
     base = kind[4:] if inverse else kind
     weight = item.get("weight", 1)
-    if not is_number(weight):
-        raise ValueError(f"`weight` must be a number, got {weight!r}")
     if weight < 0:
         raise Unmappable(
             "a negative weight lowers promptfoo's total weight; no rubric weight does that"
@@ -276,7 +261,7 @@ def _regex(pattern: str, base: str, engine: str = "re2") -> dict[str, Any]:
 
 def _string(base: str, value: Any, item: dict[str, Any]) -> dict[str, Any]:
     if base in ("contains-any", "icontains-any"):
-        return _regex(any_pattern(_strings(value, base)), base)
+        return _regex("|".join(literal(v) for v in _strings(value, base)), base)
     if base == "regex":
         if not isinstance(value, str):
             raise ValueError("regex needs the pattern as a string `value`")
@@ -392,28 +377,14 @@ def _anywhere(value: Any, found: Callable[[dict[str, Any]], bool]) -> bool:
 
 
 def _slug(kind: str, value: Any) -> str:
-    text = (
-        value
-        if isinstance(value, str)
-        else " ".join(map(str, value))
-        if isinstance(value, list)
-        else ""
-    )
-    words = re.findall(r"[a-z0-9]+", normalize(text))
+    text = " ".join(map(str, value)) if isinstance(value, list) else value
+    words = re.findall(r"[a-z0-9]+", normalize(text if isinstance(text, str) else ""))
     slug = ""
     for word in words:
         if len(slug) + len(word) + 1 > 32:
             break
         slug += "-" + word
     return kind + slug
-
-
-_MAPPED = {
-    *_STRING_KINDS,
-    *("contains-any", "icontains-any", "contains-all", "icontains-all"),
-    *("regex", "levenshtein", "is-json"),
-    *MODEL_GRADED,
-}
 
 
 def check_type(kind: str) -> None:

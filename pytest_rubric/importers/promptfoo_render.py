@@ -83,10 +83,10 @@ def combinations(vars_: dict[str, Any], tree: Tree, *, expand: bool) -> list[dic
     return found
 
 
-def prepare(vars_: dict[str, Any], tree: Tree, budget: Budget | None = None) -> dict[str, Any]:
+def prepare(vars_: dict[str, Any], tree: Tree) -> dict[str, Any]:
     """renderPrompt's steps before Nunjucks: files read, a trailing newline dropped, and
     ``{{ other }}`` inside a var's value replaced by that var (``resolveVariables``). What
-    is replaced is spent from ``budget`` (the tree spends what it reads)."""
+    is read and replaced is spent from the tree's budget."""
     ready = {k: _read_var(v, tree) if isinstance(v, _FileVar) else v for k, v in vars_.items()}
     ready = {k: v.removesuffix("\n") if isinstance(v, str) else v for k, v in ready.items()}
     for _ in range(5):
@@ -97,8 +97,7 @@ def prepare(vars_: dict[str, Any], tree: Tree, budget: Budget | None = None) -> 
             found = _PLACEHOLDER.search(value)
             if found and ready.get(found[1]) is not None:
                 ready[key] = value.replace(found[0], _text(ready[found[1]], found[1]), 1)
-                if budget is not None:
-                    budget.spend(text=len(ready[key]))
+                tree.budget.spend(text=len(ready[key]))
                 changed = True
         if not changed:
             break

@@ -1,24 +1,12 @@
 """Evidence: a judge's MET must quote the response that earns it (``--rubric-judge-evidence``).
 
-A per-criterion or one-shot reply that says MET carries ``"evidence": ["quote",
-..]``. A quote is *found* only when it is in the response, word for word, up to
-normalization: case, whitespace, punctuation and Unicode forms (NFKC; curly
-quotes and every dash as their ASCII forms). A quote that differs in a number
-(``$1M`` for ``$9M``, ``1.5`` for ``15``) or in any word (``decrease`` for
-``increase``, a typo too) is not found, however similar: no ratio of likeness
-makes a quote. And:
-
-* a quote is matched whole words to whole words (``crease`` is not in
-  ``increase``); a number keeps its sign and its decimal point, a symbol
-  (``$``, ``€``, ``+``) is a word of its own;
-* a quote that starts right after a negation of the same clause (``not``,
-  ``no``, ``never``, ``without``, ``cannot``, any ``...n't``) drops it, and is
-  not found: "exceed the limit" is no evidence in "will not exceed the limit";
-* a quote shorter than :data:`MIN_QUOTE` characters supports nothing.
-
-The search is linear in the response (one tokenization, then substring
-search); it still runs under ini ``rubric_check_timeout``, past which the
-criterion is ERROR (:class:`~pytest_rubric._guards.engines.CheckTimeout`).
+A reply that says MET carries ``"evidence": ["quote", ..]``. A quote is *found* only when it
+is in the response word for word, whole words to whole words, up to case, whitespace,
+punctuation and Unicode forms (NFKC, dashes and curly quotes as ASCII): a number or a word
+that differs (``$1M`` for ``$9M``, ``decrease`` for ``increase``) is not found, however
+similar. A quote right after a negation of its clause (``not``, ``no``, ``never``,
+``without``, ``cannot``, ``...n't``) is not found either, nor one shorter than
+:data:`MIN_QUOTE`. The search is linear, under ini ``rubric_check_timeout`` (past it, ERROR).
 
 Modes:
 
@@ -43,14 +31,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .._defaults import DEFAULT_CHECK_TIMEOUT
-from .._defaults import EVIDENCE_MODES as MODES
 from .._guards.engines import CheckTimeout, Deadline
 from .._results import Outcome, Verdict
 
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
 
-__all__ = ["MIN_QUOTE", "MODES", "NEGATIONS", "Quoted", "check_evidence", "quote_found"]
 
 # A score is not a claim a quote supports; an extraction's outcome is its check's, not the
 # judge's (the judge reads, the check decides).
@@ -124,8 +110,7 @@ class Quoted:
         self._words = _Words.of(response)
 
     def has(self, quote: str, *, deadline: Deadline | None = None) -> bool:
-        """Whether ``quote`` is in the response, word for word after normalization, not
-        starting right after a negation of its clause. Raises
+        """Whether ``quote`` is in the response (see the module's docstring); raises
         :class:`~pytest_rubric._guards.engines.CheckTimeout` past ``deadline``."""
         needle = _Words.of(quote).text
         haystack = self._words.text
@@ -144,8 +129,7 @@ class Quoted:
         return False
 
     def _negated_before(self, start: int) -> bool:
-        """Whether the word before the one starting at ``start`` of the text, in its clause,
-        is a negation."""
+        """Whether the word before the one at ``start``, in its clause, is a negation."""
         index = bisect.bisect_left(self._words.starts, start)
         if index == 0 or self._words.clause[index]:
             return False

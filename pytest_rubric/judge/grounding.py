@@ -1,13 +1,10 @@
 """The judged ``grounded`` criterion: its prompt, its reply and the check of its quotes.
 
-The judge is shown the question, the response and the context (the retrieved passages,
-each fenced with its id), and lists the response's factual claims, each with a quote from
-the context that supports it: ``{"reason", "claims": [{"claim", "quote"}]}``, asked with
-that JSON schema where the provider takes one. Every quote is then looked for in the
-passages as evidence is (:func:`~pytest_rubric.judge.evidence.quote_found`: word for word
-after normalization, negations kept): a claim whose quote is not found is unsupported. The
-credit is supported claims over claims; MET when every claim is supported; the reason names
-the unsupported ones. A response with no context is ERROR, and the judge is not asked.
+The judge lists the response's factual claims, each with a quote from the context (the
+retrieved passages, fenced with their ids): ``{"reason", "claims": [{"claim", "quote"}]}``.
+Each quote is looked for in the passages as evidence is
+(:func:`~pytest_rubric.judge.evidence.quote_found`); the credit is supported claims over
+claims, MET when all are. A response with no context is ERROR, the judge not asked.
 """
 
 from __future__ import annotations
@@ -15,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._errors import JudgeError
 from .._guards.engines import CheckTimeout, Deadline
 from .._guards.secrets import shorten
-from .._llm.base import JudgeError
 from .._results import Outcome, Verdict
 from ..criteria.calls import NO_CONTEXT
 from .evidence import Quoted
@@ -40,7 +37,6 @@ if TYPE_CHECKING:
     from .requests import JudgeRequest
     from .transport import Transport
 
-__all__ = ["GROUNDED_SCHEMA", "grade_grounded", "grounding", "read_grounded", "supported"]
 
 _CLAIM = {
     "type": "object",

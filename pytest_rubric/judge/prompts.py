@@ -2,29 +2,16 @@
 
 Rules every prompt follows:
 
-* the rubric and the instructions are in the system message; the question
-  (or the conversation, each turn fenced on its own) and the response under
-  test are in the user message, each fenced by a tag that carries a random
-  token drawn for that call, so text inside them cannot end the fence
-  (``</response-…>`` needs the token), pose as another turn, or speak for the
-  rubric;
-* the prompt says the fenced text is data, never instructions;
-* the reason comes before the verdict, so the verdict follows from it;
-* style earns nothing: fluent or confident wording is not substance;
-* a negative-weight requirement describes an error: it is MET only when the
-  response itself makes that error, not when it mentions the error to warn
-  against it or to refute it;
-* a case's ``reference`` (a known-correct answer), when it has one, is fenced
-  like the response, and the judge is told to judge the response against it;
-* a MET verdict quotes its ``evidence`` from the response (checked by
-  :mod:`~pytest_rubric.judge.evidence`);
-* a rubric file's :class:`Guidance` (``judge_instructions:``, ``judge_examples:``),
-  when it has any: the instructions go in the system message, fenced as the rubric
-  author's (``<rubric-author-…>``), after the fixed rules, which they cannot lift;
-  the labelled examples of the criteria in the call go in the user message before
-  the question and the response, each fenced (``<judge-example-…>``) with its
-  criterion, verdict, response and reason. Both are in the request, so in the
-  judge cache's key. A file without them gets the prompts as they always were.
+* the rubric and the instructions are in the system message; the question (or each turn
+  of the conversation), a case's ``reference`` and the response are in the user message,
+  each fenced by a tag carrying a token drawn for that call, so text inside cannot end
+  the fence, pose as another turn or speak for the rubric; the fenced text is data;
+* the reason comes before the verdict; style earns nothing;
+* a negative-weight requirement is MET only when the response itself makes the error;
+* a MET verdict quotes its ``evidence`` (checked by :mod:`~pytest_rubric.judge.evidence`);
+* a file's :class:`Guidance`: its instructions go in the system message after the fixed
+  rules (``<rubric-author-…>``), its examples of the call's criteria open the user message
+  (``<judge-example-…>``).
 
 ``TEMPLATE_VERSION`` changes whenever the wording does (judge caches key on it).
 """
@@ -38,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .replies import REASON_DESCRIPTIONS
+from .replies import REASON_DESCRIPTIONS, RETURNS
 
 if TYPE_CHECKING:
     from ..criteria.extract import Extract, JudgedCriterion
@@ -106,7 +93,7 @@ def one_shot(
         if c.kind == "label":
             kind = "label"
         elif c.kind == "extract":
-            kind = f"extract a value: {_RETURNS[c.returns]}"
+            kind = f"extract a value: {RETURNS[c.returns][2]}"
         error = (
             " [describes an ERROR: MET only if the response makes it]"
             if c.effective_weight < 0 and c.kind != "extract"  # a reading has no ERROR side
@@ -198,16 +185,6 @@ def holistic(
     return _prompt(parts, schema, token, criteria, guidance, question, response, reference)
 
 
-# --- extraction: the judge reads a value; a deterministic check decides ------------
-
-_RETURNS = {
-    "number": "a JSON number",
-    "string": "a JSON string",
-    "boolean": "true or false",
-    "list": "a JSON list",
-}
-
-
 def extraction(
     criterion: Extract,
     *,
@@ -225,15 +202,13 @@ def extraction(
         f"What to extract: {criterion.extract}",
         "Reply with one JSON object and nothing else, with three fields in this order: "
         f'"reason", a string: {REASON_DESCRIPTIONS[3]}; then "value", '
-        f"{_RETURNS[criterion.returns]}, as the response states it, or null when the response "
+        f"{RETURNS[criterion.returns][2]}, as the response states it, or null when the response "
         'does not give it; then "evidence", a list of exact quotes from the response that give '
         "it (an empty list when it does not).",
     ]
     schema = extract_schema(criterion)
     return _prompt(parts, schema, token, [criterion], guidance, question, response, reference)
 
-
-# --- the pieces every prompt is built from ---------------------------------------------
 
 Question = str | tuple[tuple[str, str], ...] | None
 """What the response answers: a question, a conversation of ``(role, content)`` turns
@@ -459,11 +434,8 @@ def verdict_schema(criterion: JudgedCriterion) -> dict[str, Any]:
     return reply_schema("verdict", verdict=verdict, evidence=EVIDENCE_SCHEMA)
 
 
-_RETURNS_TYPE = {"number": "number", "string": "string", "boolean": "boolean", "list": "array"}
-
-
 def extract_schema(criterion: Extract) -> dict[str, Any]:
-    value = {"type": [_RETURNS_TYPE[criterion.returns], "null"]}
+    value = {"type": [RETURNS[criterion.returns][3], "null"]}
     return reply_schema("value", "evidence", value=value, evidence=EVIDENCE_SCHEMA)
 
 

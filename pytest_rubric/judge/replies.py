@@ -1,25 +1,15 @@
 """Reading the judge's reply: one object found, then strict validation.
 
-The parser finds the JSON objects in a plain-text reply (bare, in a fenced
-block, or with prose around it). The reply holds exactly one object that
-carries a grade (a protocol key: ``verdict``, ``score``, ``criteria``...):
-two of them, whichever comes first or last, are a bad reply, since one of
-them may be an object the judge quoted from the answer under test, and
-neither may stand in for the other. So is an object that gives a key twice
-(``{"verdict": "UNMET", "verdict": "MET"}``), and a grade that is an object
-the answer under test holds (a judge that copied it did not grade). Where
-the call asked for structured output, only that part of the reply is read:
-a JSON-schema reply's message content, a forced tool call's input (then
-``structured``: the whole text must be the object; two calls are no reply).
+The JSON objects of a reply are found bare, fenced or among prose; exactly one may carry a
+grade (a protocol key: ``verdict``, ``score``, ``criteria``...): two are a bad reply (one may
+be quoted from the answer under test), as are a key given twice and a grade the answer
+itself holds (copied, not given). A forced tool call's input (``structured``) must be the
+object, whole.
 
-Validation is strict: a missing field, an unknown criterion id, a
-duplicate, a score out of range or a verdict other than exactly ``"MET"``
-or ``"UNMET"`` raises :class:`ReplyError`, whose message is fed back to the
-judge for one more try; after that the criterion is ERROR, never a verdict.
-
-Reading never raises anything but :class:`ReplyError`: a reply is hostile
-input (a 400-digit score, JSON nested 100,000 deep, a list where a string
-belongs), and each of those is a reply that does not fit.
+Validation is strict: a missing field, an unknown or repeated criterion id, a score out of
+range or a verdict other than exactly ``"MET"`` or ``"UNMET"`` raises :class:`ReplyError`,
+fed back to the judge for one more try; then the criterion is ERROR. A reply is hostile
+input (a 400-digit score, JSON nested 100,000 deep): reading raises nothing but ReplyError.
 """
 
 from __future__ import annotations
@@ -37,7 +27,6 @@ if TYPE_CHECKING:
     from ..criteria.extract import Extract, JudgedCriterion
     from ..criteria.judge import Requirement
 
-__all__ = ["Graded", "ReplyError", "extract_json", "read_holistic", "read_one", "read_one_shot"]
 
 _FENCED = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 # What the brace scanner stops at; an escape pair is one token so that "\"" never ends a string.
@@ -82,12 +71,9 @@ def read_one(
     structured: bool = False,
     answer: str = "",
 ) -> Graded:
-    """A per-criterion reply: ``{"reason", "verdict"}`` (score kind: ``{"reason", "score"}``;
-    label kind: ``{"reason", "label"}``).
-
-    ``structured``: the text is a tool call's input, so it must be the object, whole.
-    ``answer``: the response under test, whose own objects are never a grade.
-    """
+    """A per-criterion reply: ``{"reason", "verdict"}`` (or ``"score"``, ``"label"``).
+    ``structured``: a tool call's input; ``answer``: the response under test, whose own
+    objects are never a grade."""
     return _read(text, lambda obj: _grade(obj, criterion, "", secrets), secrets, structured, answer)
 
 
@@ -99,13 +85,8 @@ def read_one_shot(
     structured: bool = False,
     answer: str = "",
 ) -> dict[str, Graded | ReplyError]:
-    """A one-shot reply, keyed by criterion id (``structured`` and ``answer`` as
-    :func:`read_one`'s).
-
-    The reply as a whole must be ``{"criteria": [...]}`` with known ids; a
-    criterion that is missing or malformed gets its own :class:`ReplyError`
-    while the well-formed ones keep their grades.
-    """
+    """A one-shot reply ``{"criteria": [...]}``, keyed by criterion id; a criterion missing
+    or malformed gets its own :class:`ReplyError`, the others keep their grades."""
     return _read(text, lambda obj: _one_shot(obj, criteria, secrets), secrets, structured, answer)
 
 
@@ -115,9 +96,6 @@ def read_holistic(
     """A holistic reply: ``{"reason", "score"}`` with a score from 0 to 100 (``structured``
     and ``answer`` as :func:`read_one`'s)."""
     return _read(text, lambda obj: _holistic(obj, secrets), secrets, structured, answer)
-
-
-# --- finding the object --------------------------------------------------------------------
 
 
 # The keys that make an object a grade rather than data the judge quoted.
@@ -143,14 +121,8 @@ def _read(
     structured: bool,
     answer: str,
 ) -> T:
-    """The reply in ``text``: its one object that carries a grade, validated.
-
-    Two objects with a protocol key (``verdict``, ``score``, ``criteria``, ``label``,
-    ``value``, ``claims``) are a bad reply, never the first or the last one winning: a judge
-    that quotes an object of the answer and gives its own grade is asked again, since an
-    answer may end with the grade it wants. Objects without such a key are passed over.
-    With none at all, the last object's error is raised (it is missing its grade).
-    """
+    """The reply in ``text``: its one object with a protocol key, validated (with none,
+    the last object, whose error says its grade is missing)."""
     found, too_deep = _whole(text, secrets) if structured else _objects(text)
     graded = [f for f in found if f.grades]
     if len(graded) > 1:
@@ -209,14 +181,9 @@ def _whole(text: str, secrets: Secrets) -> tuple[list[_Found], bool]:
 
 
 def _objects(text: str) -> tuple[list[_Found], bool]:
-    """The JSON objects that may be the reply, in the order they appear in ``text``, and
-    whether a candidate was nested too deeply to read.
-
-    The whole text, when it is one JSON object, is the reply and nothing in it
-    is a candidate of its own (an object quoted inside its reason stays
-    quoted). Otherwise: fenced blocks and the outermost balanced ``{...}``,
-    each tried once (they do not overlap, so this is linear in the reply).
-    """
+    """The JSON objects that may be the reply, in order, and whether one was nested too
+    deeply: the whole text when it is one object, else the fenced blocks and the outermost
+    balanced ``{...}``, each tried once (linear in the reply)."""
     stripped = text.strip()
     at: dict[str, int] = {stripped: -1}  # a bare list of objects is still tried, first
     for start, end in _outermost_braces(text):
@@ -266,14 +233,9 @@ def _held_by(answer: str, grade: dict[str, Any]) -> bool:
 
 
 def _outermost_braces(text: str) -> list[tuple[int, int]]:
-    """The spans ``[start, end)`` of the outermost balanced ``{...}`` in ``text``.
-
-    One pass over the braces, quotes and escapes, so a hostile reply (100,000
-    ``{``) costs linear time. Quotes count only inside braces: prose may use
-    them freely. A ``{`` that is never closed (prose such as "{maybe") does not
-    hide the objects after it: those count as outermost, and a stray ``}`` is
-    ignored.
-    """
+    """The spans ``[start, end)`` of the outermost balanced ``{...}`` in ``text``, in one
+    linear pass. Quotes count only inside braces; a ``{`` never closed ("{maybe") does not
+    hide the objects after it, and a stray ``}`` is ignored."""
     opened: list[int] = []  # positions of the "{" still open
     closed: list[tuple[int, int]] = []  # outermost spans so far, by start
     in_string = False
@@ -298,9 +260,6 @@ def _outermost_braces(text: str) -> list[tuple[int, int]]:
                 closed.pop()
             closed.append((start, match.end()))
     return closed
-
-
-# --- validating one object -----------------------------------------------------------------
 
 
 def _reason(obj: dict[str, Any], where: str, secrets: Secrets) -> str:
@@ -416,12 +375,19 @@ def _label(
     )
 
 
-_RETURNED: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "number": (lambda v: _number(v) is not None and math.isfinite(_number(v) or 0.0), "a number"),
-    "string": (lambda v: isinstance(v, str), "a string"),
-    "boolean": (lambda v: isinstance(v, bool), "true or false"),
-    "list": (lambda v: isinstance(v, list), "a list"),
+RETURNS: dict[str, tuple[Callable[[Any], bool], str, str, str]] = {
+    "number": (
+        lambda v: _number(v) is not None and math.isfinite(_number(v) or 0.0),
+        "a number",
+        "a JSON number",
+        "number",
+    ),
+    "string": (lambda v: isinstance(v, str), "a string", "a JSON string", "string"),
+    "boolean": (lambda v: isinstance(v, bool), "true or false", "true or false", "boolean"),
+    "list": (lambda v: isinstance(v, list), "a list", "a JSON list", "array"),
 }
+"""Each type an ``extract`` returns: the reply's check, its name in a reply error, in the
+prompt, and its JSON Schema type."""
 
 
 def _extracted(
@@ -431,7 +397,7 @@ def _extracted(
 
     A verdict, score or label the judge volunteers is ignored: it reads, it never grades.
     """
-    fits, what = _RETURNED[criterion.returns]
+    fits, what, _, _ = RETURNS[criterion.returns]
     if "value" not in obj:
         raise ReplyError(f'{where}missing "value" ({what}, or null when the response gives none)')
     value = obj["value"]
@@ -486,11 +452,7 @@ def _holistic(obj: dict[str, Any], secrets: Secrets) -> tuple[float, str]:
 
 
 def _quote(value: Any, secrets: Secrets) -> str:
-    """``value`` as a ReplyError shows it: redacted, then cut to a few dozen characters.
-
-    Messages are fed back to the judge and may end up in a reason, so no key
-    may be in them, and a cut must not leave a piece of one behind.
-    """
+    """``value`` as a ReplyError shows it (fed back to the judge): redacted, then cut."""
     if isinstance(value, str):
         shown = repr(redact(value, *secrets))
     elif value is None or isinstance(value, bool | int | float):

@@ -1,11 +1,5 @@
 """One piece of judge work: what is judged (:class:`JudgeRequest`) and the key the runner
-keeps it by (:class:`JudgeKey`).
-
-A key is data, never a string parsed back: the rubric file whose
-``judge_instructions:`` and calibration apply, the item, and which of its
-calls this is (a sample, a probe, a calibration example, an ``assert_rubric``
-call).
-"""
+keeps it by (:class:`JudgeKey`, data, never a string parsed back)."""
 
 from __future__ import annotations
 
@@ -18,8 +12,6 @@ if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
     from .prompts import Guidance, Question
 
-__all__ = ["JudgeKey", "JudgeRequest"]
-
 
 @dataclass(frozen=True, slots=True)
 class JudgeKey:
@@ -31,18 +23,6 @@ class JudgeKey:
     probe: str = ""  # the probe kind asked again: confident, hedged, length, position
     example: int = -1  # the index of a calibration example of ``file``
     call: str = ""  # an assert_rubric call's own id: calls in one test never share a verdict
-
-    @classmethod
-    def answer(cls, file: str, node: str, sample: int = 0) -> JudgeKey:
-        return cls(file=file, node=node, sample=sample)
-
-    @classmethod
-    def calibration(cls, file: str, example: int) -> JudgeKey:
-        return cls(file=file, example=example)
-
-    @classmethod
-    def assertion(cls, node: str, call: str) -> JudgeKey:
-        return cls(file="", node=node, call=call)
 
     def of_sample(self, sample: int) -> JudgeKey:
         return replace(self, sample=sample)

@@ -1,16 +1,11 @@
 """Grading judged criteria with an LLM, concurrently across the whole run.
 
-A :class:`JudgeRunner` grades answers through one client. When collection ends, the judge
-calls of every collected rubric item whose response is already known are scheduled at once
-(:meth:`JudgeRunner.schedule`); the :class:`~pytest_rubric.judge.transport.Transport` keeps
-at most ``concurrency`` calls in flight, and each item waits only for its own
-(:meth:`JudgeRunner.result`): K judged criteria with latency L take about ``K / C x L``.
-
-How an answer's criteria are put to the judge is the strategy's (``--rubric-grader``).
-With ``votes`` K > 1 (``--rubric-judge-samples``) every answer is graded K times, each
-sample its own call and cache entry, combined per criterion by :func:`combine`; a
-:class:`Panel`'s judges are combined by :func:`combine_panel`. An answer gets back a
-:class:`~pytest_rubric._llm.base.Judged` once every sample is in.
+A :class:`JudgeRunner` grades answers through one client: every known answer is scheduled
+when collection ends (:meth:`JudgeRunner.schedule`), the
+:class:`~pytest_rubric.judge.transport.Transport` keeps ``concurrency`` calls in flight, and
+each item waits for its own (:meth:`JudgeRunner.result`). With ``votes`` K > 1
+(``--rubric-judge-samples``) each answer is graded K times, combined by :func:`combine`; a
+:class:`Panel`'s judges are combined by :func:`combine_panel`.
 """
 
 from __future__ import annotations
@@ -33,8 +28,6 @@ from .transport import Transport
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
     from .requests import JudgeKey, JudgeRequest
-
-__all__ = ["JudgeRunner", "Panel", "combine", "combine_panel", "tally"]
 
 
 class JudgeRunner:
@@ -93,14 +86,12 @@ class JudgeRunner:
             judged = Judged({c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in request.criteria})
         budget = self.transport.budget
         if budget is not None:
-            # The summary counts the criteria the spent budget left ERROR (a sample's
-            # refusal is in the combined reason too).
+            # The summary counts the criteria the spent budget left ERROR.
             self.stats.over_budget += sum(
                 o.verdict is Verdict.ERROR and budget.message in o.reason
                 for o in judged.outcomes.values()
             )
         # A judge may echo anything, the key included: no reason leaves unredacted.
-        # (The grader cuts reasons to length, once, when it builds the result.)
         secrets = self.transport.secrets
         return Judged(
             {
@@ -123,8 +114,7 @@ class JudgeRunner:
                 c.id: combine(
                     c,
                     [run.outcomes[c.id] for run in runs],
-                    # an extraction is decided by its check: the majority of the checked
-                    # outcomes, whatever the grader
+                    # an extraction: the majority of its checked outcomes, whatever the grader
                     mean=c.kind in ("score", "grounded")
                     or (self.strategy.mean and c.kind != "extract"),
                 )
@@ -135,9 +125,8 @@ class JudgeRunner:
         )
 
     async def _sample(self, request: JudgeRequest, sample: int) -> Judged:
-        """One sample of the grades of every judged criterion of an answer, MET verdicts'
-        evidence checked against the response; ``grounded`` criteria are asked on their own
-        (see ``judge.grounding``), their quotes checked against the context."""
+        """One sample of an answer's grades, MET verdicts' evidence checked; ``grounded``
+        criteria are asked on their own (see ``judge.grounding``)."""
         grounded = [c for c in request.criteria if c.kind == "grounded"]
         rest = [c for c in request.criteria if c.kind != "grounded"]
         parts = [
@@ -200,15 +189,9 @@ def tally(
 
 
 def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: bool) -> Outcome:
-    """One outcome from K samples of one criterion.
-
-    Any sample that is ERROR makes the criterion ERROR: a grade that could not be obtained K
-    times is not a K-sample grade. Otherwise :func:`tally` decides: the majority verdict, a
-    tie going against the answer so that a split judge never earns credit; with ``mean`` (a
-    score-kind criterion, and every holistic grade) the mean credit. ``agreement`` is the
-    share of samples that gave the most common grade (verdict, or credit): below 1 the
-    criterion is ``unstable``.
-    """
+    """One outcome from K samples of one criterion: ERROR if any sample is (a grade not
+    obtained K times is not a K-sample grade), else as :func:`tally` decides. ``agreement``
+    is the share of samples that gave the most common grade: below 1, ``unstable``."""
     pairs = tuple((o.verdict, o.credit) for o in samples)
     k = len(samples)
     errors = [(i, o) for i, o in enumerate(samples) if o.verdict is Verdict.ERROR]
@@ -242,10 +225,9 @@ def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: boo
 
 
 class Panel:
-    """A panel of judges (``--rubric-judge`` given more than once): every judged criterion
-    graded by each judge's own :class:`JudgeRunner` (its client, cache entries, samples and
-    usage), their outcomes combined by :func:`combine_panel`. It answers to the runner's
-    calls, so the session does not care which it holds."""
+    """A panel of judges (``--rubric-judge`` given more than once), each its own
+    :class:`JudgeRunner`, their outcomes combined by :func:`combine_panel`; it answers to the
+    runner's calls."""
 
     def __init__(self, runners: Sequence[JudgeRunner]) -> None:
         self.runners = tuple(runners)

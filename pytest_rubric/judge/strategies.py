@@ -1,8 +1,7 @@
 """How the judged criteria of one answer are put to the judge: the ``--rubric-grader`` strategies.
 
-:data:`STRATEGIES` is the registry, keyed by the ``--rubric-grader`` name;
-each strategy pairs its prompt (:mod:`~pytest_rubric.judge.prompts`) with
-its reply reader (:mod:`~pytest_rubric.judge.replies`):
+:data:`STRATEGIES` is the registry; each strategy pairs its prompt
+(:mod:`~pytest_rubric.judge.prompts`) with its reply reader (:mod:`~pytest_rubric.judge.replies`):
 
 ``per-criterion``
     one call per judged criterion (these run concurrently too);
@@ -14,9 +13,8 @@ its reply reader (:mod:`~pytest_rubric.judge.replies`):
     negative one gets credit 1 - s/100 (the error made that far).
 
 A reply that does not fit the protocol is asked again once with the error fed back
-(:func:`ask`); a judge call that fails, or a second bad reply, makes the criterion ERROR.
-Nothing here turns a failure into MET or UNMET. Each strategy returns the
-:class:`~pytest_rubric._llm.base.Judged` of one sample.
+(:func:`ask`); a failed call, or a second bad reply, makes the criterion ERROR, never MET or
+UNMET.
 """
 
 from __future__ import annotations
@@ -28,8 +26,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._defaults import GRADERS
+from .._errors import JudgeError
 from .._guards.secrets import clip
-from .._llm.base import Judged, JudgeError, Reply
+from .._llm.base import Judged, Reply
 from .._results import Outcome, Verdict
 from ..criteria.judge import Requirement
 from .prompts import Prompt, holistic, injection_suspected, one_shot, per_criterion
@@ -40,7 +39,6 @@ if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
     from .requests import JudgeRequest
 
-__all__ = ["STRATEGIES", "Strategy", "ask", "reader"]
 
 T = TypeVar("T")
 
@@ -71,15 +69,11 @@ async def ask(
     again: bool = True,
 ) -> Any:
     """Call, read, store; on a reply that does not fit, once more with the error fed back
-    (unless ``again`` is false: then the :class:`ReplyError` is raised). ``read`` is given the
-    whole :class:`~pytest_rubric._llm.base.Reply`: its text, and whether that is the structured
-    output the call asked for.
+    (without ``again``, the :class:`ReplyError` is raised).
 
-    A reply that does not fit is never stored, but the cache records why (and a
-    one-shot reply that left criteria out, with the problems its retry is told
-    of). ``--rubric-cache replay`` replays that as it happened: the same error,
-    fed back the same way, and the retry's recorded reply; a replay the retry
-    cannot complete says the first reply was unusable.
+    A reply that does not fit is never stored, but the cache records why, so
+    ``--rubric-cache replay`` replays it as it happened: the same error fed back, then the
+    retry's recorded reply.
     """
     try:
         reply, parsed = await _attempt(transport, prompt, read, feedback, label, sample)
@@ -91,8 +85,7 @@ async def ask(
             reply, parsed = await _attempt(transport, prompt, read, retry, label, sample)
         except (ReplyError, JudgeError) as second:
             if isinstance(second, ReplyError):
-                # No usable reply: the call's criteria end ERROR, and the usage line counts it
-                # (a call that failed is counted where it failed).
+                # No usable reply: the usage line counts the call as an error.
                 transport.stats.errors += 1
             if isinstance(exc, UnusableReplay):
                 raise JudgeError(exc.message) from None
@@ -118,12 +111,8 @@ async def _attempt(
     label: str,
     sample: int,
 ) -> tuple[Reply, Any]:
-    """One call and its reading; a reply that does not fit is recorded as unusable (with
-    ``--rubric-cache replay``, one recorded so is raised again) and raised as ReplyError.
-
-    The readers turn hostile replies into ReplyError themselves; anything else ``read``
-    raises is a reply that does not fit too, never a crash.
-    """
+    """One call and its reading; a reply that does not fit (whatever ``read`` raises) is
+    recorded as unusable and raised as ReplyError, never a crash."""
     reply = await transport.call(prompt, feedback=feedback, label=label, sample=sample)
     try:
         parsed = read(reply)
@@ -138,16 +127,14 @@ async def _attempt(
 
 
 def _protocol_hint(strategy: str) -> str:
-    """What to try after a judge kept replying out of protocol under ``strategy``: never the
-    grader already in use."""
+    """What to try after a judge kept replying out of protocol: never the grader in use."""
     if strategy == "per-criterion":
         return "a larger model may follow the protocol better"
     return "a larger model, or --rubric-grader per-criterion, may follow the protocol better"
 
 
 def _problems(parsed: Any) -> str | None:
-    """What a one-shot reply got wrong for the criteria it left out or malformed, as its
-    retry is told; None for a reply that is whole."""
+    """What a one-shot reply got wrong, as its retry is told; None for a whole reply."""
     if not isinstance(parsed, dict):
         return None
     errors = [str(v) for v in parsed.values() if isinstance(v, ReplyError)]
@@ -157,8 +144,8 @@ def _problems(parsed: Any) -> str | None:
 def reader(
     transport: Transport, response: str, read: Callable[..., T], *args: Any
 ) -> Callable[[Reply], T]:
-    """``read(text, *args)`` of a reply to a call about ``response``: redacting the judge's
-    keys, held to the structured part when it is one, never taking the response's objects."""
+    """``read(text, *args)`` of a reply about ``response``: keys redacted, held to the
+    structured part, never taking the response's objects."""
     return lambda reply: read(
         reply.text, *args, secrets=transport.secrets, structured=reply.structured, answer=response
     )
@@ -189,9 +176,6 @@ def _asked(request: JudgeRequest) -> dict[str, Any]:
     }
 
 
-# --- per-criterion: prompts.per_criterion, replies.read_one ---------------------------------
-
-
 async def _per_criterion(transport: Transport, request: JudgeRequest, sample: int) -> Judged:
     criteria, response = request.criteria, request.response
     prompts = [per_criterion(c, **_asked(request)) for c in criteria]
@@ -214,9 +198,6 @@ async def _per_criterion(transport: Transport, request: JudgeRequest, sample: in
         dict(zip((c.id for c in criteria), outcomes, strict=True)),
         injection_suspected=any(injection_suspected(response, p.token) for p in prompts),
     )
-
-
-# --- one-shot: prompts.one_shot, replies.read_one_shot --------------------------------------
 
 
 async def _one_shot(transport: Transport, request: JudgeRequest, sample: int) -> Judged:
@@ -265,9 +246,6 @@ async def _one_shot(transport: Transport, request: JudgeRequest, sample: int) ->
     return Judged(outcomes, injection_suspected=suspected)
 
 
-# --- holistic: prompts.holistic, replies.read_holistic --------------------------------------
-
-
 async def _holistic(transport: Transport, request: JudgeRequest, sample: int) -> Judged:
     criteria = [c for c in request.criteria if isinstance(c, Requirement)]
     prompt = holistic(criteria, **_asked(request))
@@ -302,8 +280,8 @@ async def _holistic(transport: Transport, request: JudgeRequest, sample: int) ->
 
 
 async def _holistic_and_extract(transport: Transport, request: JudgeRequest, sample: int) -> Judged:
-    """One holistic score for the judged criteria; an ``extract`` criterion is not
-    graded, so it is read on its own call (as per-criterion reads it) and its check decides."""
+    """One holistic score for the judged criteria; an ``extract`` criterion is read on its own
+    call (as per-criterion reads it) and its check decides."""
     reads = [c for c in request.criteria if c.kind == "extract"]
     graded = any(isinstance(c, Requirement) for c in request.criteria)  # `grounded`: grounding
     parts = [_per_criterion(transport, replace(request, criteria=reads), sample)] if reads else []

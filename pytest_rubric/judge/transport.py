@@ -1,13 +1,10 @@
 """How judge calls are made for a whole run: one event loop, one concurrency bound, one cache.
 
-A :class:`Transport` owns an event loop in a background thread and the client it calls. At
-most ``concurrency`` calls are in flight, whichever answers they belong to. A built-in client
-takes a slot per HTTP attempt (see :mod:`~pytest_rubric._llm.http`), so that a call waiting
-out a ``Retry-After`` does not hold one; a user's client (the hook's) holds its slot for its
-whole call, which ``--rubric-judge-timeout`` bounds. :meth:`Transport.call` is the one way a
-prompt reaches the judge: through the cache (:class:`~pytest_rubric._llm.cache.CachedCalls`)
-and the recordings, counted in :class:`~pytest_rubric._llm.base.CallStats`, and with whatever
-a client raises turned into :class:`~pytest_rubric._llm.base.JudgeError`.
+A :class:`Transport` owns an event loop in a background thread and the client. A built-in
+client takes a slot per HTTP attempt (see :mod:`~pytest_rubric._llm.http`); a user's client
+holds one for its whole call, bounded by ``--rubric-judge-timeout``. :meth:`Transport.call`
+is the one way a prompt reaches the judge: through the cache and the recordings, counted,
+and with whatever a client raises turned into :class:`~pytest_rubric._errors.JudgeError`.
 """
 
 from __future__ import annotations
@@ -23,11 +20,12 @@ import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._errors import BudgetSpent, JudgeError
 from .._guards.calls import contained, described, plain
 from .._guards.secrets import Secret, known_keys, redact, shorten
-from .._llm.base import CallStats, JudgeError, Reply, Sampling
+from .._llm.base import CallStats, Reply, Sampling
 from .._llm.cache import CachedCalls, CacheFile, cache_key
-from .._llm.cost import Budget, BudgetSpent, Price
+from .._llm.cost import Budget, Price
 from .._llm.http import HTTPClient
 from . import prompts
 from .prompts import Prompt
@@ -37,7 +35,6 @@ if TYPE_CHECKING:
     from .._llm.batch import BatchQueue
     from .._llm.recordings import Recordings
 
-__all__ = ["Transport", "UnusableReplay"]
 
 T = TypeVar("T")
 
@@ -46,10 +43,8 @@ _SHOWN = 300
 
 
 class UnusableReplay(ReplyError):
-    """``--rubric-cache replay``: the judge's last reply to this call did not fit the protocol,
-    so none is stored. Its text is the reason recorded, as the reply's reader worded it, so a
-    retry feeds back the same words and finds the reply that was recorded for it;
-    ``message`` is what a criterion left ERROR by it says."""
+    """``--rubric-cache replay``: the last reply to this call did not fit. Its text is the
+    reason recorded (a retry feeds back the same words); ``message`` is the ERROR's."""
 
     def __init__(self, reason: str, *, message: str) -> None:
         super().__init__(reason)
@@ -75,8 +70,7 @@ class Transport:
         recordings: Recordings | None = None,
     ) -> None:
         self.client = client
-        # --rubric-recordings: replies kept as text, one file per case; which file a call's
-        # reply belongs in is set around the answer it judges (recorded()), in its context.
+        # --rubric-recordings: a call's file is set around the answer it judges (recorded()).
         self.recordings = recordings
         self._recording: contextvars.ContextVar[str | None] = contextvars.ContextVar(
             "pytest_rubric_recording", default=None
@@ -95,9 +89,7 @@ class Transport:
         if budget is not None and price is not None:
             stats = self.stats
             budget.add_source(lambda: stats.cost(price))
-        # Whatever a judge raises or replies is redacted of every key we know of:
-        # the built-in client's own, and the providers' variables (a user's client
-        # may read those itself).
+        # Whatever a judge raises or replies is redacted of its key and the providers' keys.
         key = getattr(client, "key", None)
         self.secrets: list[Secret] = [key] if isinstance(key, Secret) else []
         self.secrets += known_keys()
@@ -115,11 +107,9 @@ class Transport:
         self._thread.start()
 
     def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        """Run ``coroutine`` in the background loop."""
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
     def close(self) -> None:
-        """Close the client and stop the loop."""
         if not self._loop.is_closed():
             if self.batch is not None:  # first: cancelling a batch still needs the client
                 with contextlib.suppress(Exception):
@@ -171,17 +161,12 @@ class Transport:
             f"{self.recordings.shown()}` (and a judge), and commit the file"
         )
 
-    # --- one call ---------------------------------------------------------------------------
-
     async def call(
         self, prompt: Prompt, *, feedback: str = "", label: str = "", sample: int = 0
     ) -> Reply:
-        """One judge call under the concurrency bound, through the cache; a call that is not
-        cached starts only while ``--rubric-max-cost`` is not spent.
-
-        With ``--rubric-cache replay``, a call whose last reply was unusable raises
-        :class:`UnusableReplay`: the reply did not fit then, and does not now.
-        """
+        """One judge call under the concurrency bound, through the cache (an uncached one only
+        while ``--rubric-max-cost`` is not spent); :class:`UnusableReplay` for a replayed call
+        whose last reply was unusable."""
         user = prompt.user + feedback
         key = self._key(prompt, user, sample)
         digest = cache_key(**key)
@@ -204,8 +189,7 @@ class Transport:
                 "judge or the prompt, then record again with --rubric-cache use",
             )
         if looked.cached:
-            # Free: a cached reply is served whatever the budget (under this version's key,
-            # should it be recorded).
+            # Free: served whatever the budget (under this version's key, to be recorded).
             return dataclasses.replace(looked, key=digest)
         if self.budget is not None:
             self.budget.admit()  # no wait for a slot once the budget is spent
@@ -274,8 +258,7 @@ class Transport:
                     sampling=Sampling.of(sample, self.votes),
                 )
                 return reply
-            # A user's client retries as it likes: its whole call holds the slot,
-            # and --rubric-judge-timeout bounds the whole call, as it does ours.
+            # A user's client retries as it likes: its whole call holds the slot.
             async with self._semaphore:
                 if self.budget is not None:
                     self.budget.admit()
@@ -304,10 +287,9 @@ class Transport:
         return Reply(text)
 
     async def _user_complete(self, system: str, user: str) -> Any:
-        """A user's ``complete(system, user)``, bounded by ``--rubric-judge-timeout``: what it
-        raises, ``SystemExit`` and a ``CancelledError`` of its own included, is an
-        :class:`Exception` here (see ``_guards.calls.contained``), so the criterion is ERROR and the
-        loop goes on. A cancellation of this call itself (the session closing) still cancels."""
+        """A user's ``complete(system, user)``, bounded by ``--rubric-judge-timeout``; whatever
+        it raises (``SystemExit`` too, see ``_guards.calls.contained``) is an
+        :class:`Exception` here, but a cancellation of this call itself still cancels."""
         deadline = time.monotonic() + self.timeout
         try:
             text = self.client.complete(system, user)

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_rubric._cli.merge import main as cli
-from pytest_rubric._llm.base import JudgeError
+from pytest_rubric._errors import JudgeError
 from tests.conftest import SUPPORT, lines_in_any_order
 from tests.guards.test_user_code import JUDGED
 

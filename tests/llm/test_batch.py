@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from pytest_rubric._defaults import RetryPolicy
+from pytest_rubric._errors import JudgeError
 from pytest_rubric._guards.secrets import Secret
 from pytest_rubric._llm import batch as batch_module
-from pytest_rubric._llm.base import JudgeError, Reply, Sampling
+from pytest_rubric._llm.base import Reply, Sampling
 from pytest_rubric._llm.batch import BatchFailure, BatchQueue, BatchRequest, BatchResult, run_batch
 from pytest_rubric._llm.clients import AnthropicClient, OpenAIClient
 from pytest_rubric._llm.cost import Price, parse_prices

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from pytest_rubric._defaults import RetryPolicy
+from pytest_rubric._errors import JudgeError
 from pytest_rubric._guards.secrets import Secret, public_url, redact
-from pytest_rubric._llm.base import JudgeError
 from pytest_rubric._llm.clients import OpenAIClient, make_client
 from pytest_rubric._llm.providers import ModelSpec
 from tests.fake_llm import Action, FakeLLM, Recorded, cut, drop, raw, redirect, status, text

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_rubric._defaults import RetryPolicy
-from pytest_rubric._llm.base import JudgeError
+from pytest_rubric._errors import JudgeError
 from pytest_rubric._llm.clients import make_client
 from pytest_rubric._llm.http import MAX_REPLY_BYTES, HTTPClient
 from pytest_rubric._llm.providers import ModelSpec
