@@ -1,9 +1,8 @@
 """pytest-rubric: rubric-based assertions on LLM output. Substance scores, style never does.
 
-The public names are the twelve below; the criterion models (``Regex``,
-``Json``, ``Requirement``...) and what a criterion type is built from are in
-:mod:`pytest_rubric.criteria`. Each is imported on first use (PEP 562), so the
-pytest plugin, which imports this package, costs little where no rubric is used.
+The public names are the twelve below (the criterion models are in
+:mod:`pytest_rubric.criteria`), each imported on first use (PEP 562), so the pytest plugin
+costs little where no rubric is used.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""``python -m pytest_rubric merge A.json B.json ...`` (see :mod:`pytest_rubric._cli.merge`),
-``python -m pytest_rubric import FORMAT ...`` (see :mod:`pytest_rubric.importers`) and
-``python -m pytest_rubric collect ...`` (see :mod:`pytest_rubric._cli.freeze`) and
-``python -m pytest_rubric init [DIR]`` (see :mod:`pytest_rubric._cli.init`)."""
+"""``python -m pytest_rubric merge|import|collect|init ...`` (see
+:mod:`pytest_rubric._cli.merge`)."""
 
 from __future__ import annotations
 

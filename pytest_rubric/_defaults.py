@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-# --rubric-grader: how the judged criteria are asked, one entry each. The strategy is named by
-# import path (a judge.strategies.Strategy), so the flag's choices are known before any of the
-# judge is imported, and judge.strategies.STRATEGIES is read from here.
+# --rubric-grader: how the judged criteria are asked, by import path (a judge.strategies.Strategy),
+# so the flag's choices are known before any of the judge is imported.
 GRADERS: dict[str, str] = {
     "per-criterion": "pytest_rubric.judge.strategies:PER_CRITERION",
     "one-shot": "pytest_rubric.judge.strategies:ONE_SHOT",
@@ -27,17 +26,14 @@ class Provider:
     """Where one provider of ``--rubric-judge PROVIDER:MODEL`` answers and how it is called."""
 
     url: str  # the provider's own endpoint, where a key is required
-    key_variable: (
-        str  # the environment variable that holds the key (every output is redacted of it)
-    )
+    key_variable: str  # the variable that holds the key (every output is redacted of it)
     url_variable: str  # the environment variable that moves the endpoint
     wire: str  # the protocol it speaks: a key of _llm.clients.WIRES
     batch: bool = False  # whether --rubric-judge-batch speaks its batch API (_llm.batch)
 
 
-# The providers, one entry each: everything else (the judge's parser, the keys every output is
-# redacted of, batch support, the flags' help) reads this table. Here, at the bottom of the
-# package, because the redaction in _guards.secrets needs the key variables.
+# The providers, one entry each: everything else reads this table (here, at the bottom of the
+# package, because the redaction in _guards.secrets needs the key variables).
 PROVIDERS: dict[str, Provider] = {
     "openai": Provider(
         url="https://api.openai.com/v1",
@@ -111,11 +107,8 @@ def first_data_file(directory: Path, patterns: Sequence[str]) -> Path | None:
 
 
 def named(text: str) -> tuple[str | None, str]:
-    """``NAME=VALUE`` as ``(NAME, VALUE)``; a plain ``VALUE`` as ``(None, VALUE)``.
-
-    A name holds no ``:`` (a value's ``provider:model`` or ``module:function``
-    does), so ``openai:m=1`` is a value, not a name.
-    """
+    """``NAME=VALUE`` as ``(NAME, VALUE)``; a plain ``VALUE`` as ``(None, VALUE)``. A name holds
+    no ``:``, so ``openai:m=1`` is a value."""
     name, sep, value = text.partition("=")
     if sep and name.strip() and ":" not in name:
         return name.strip(), value.strip()

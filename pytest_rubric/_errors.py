@@ -1,22 +1,7 @@
-"""Exceptions raised by pytest-rubric: every one of them is defined here.
-
-::
-
-    RubricError                      base of everything raised here
-    ├── RubricLoadError              a rubric or responses file cannot be used
-    ├── RubricEvaluationError        a grade could not be computed (a criterion ended in ERROR,
-    │                                or no answer could be obtained)
-    ├── RubricAssertionError         also an AssertionError: the answer failed its rubric
-    ├── JudgeError                   a judge call failed after its retries (that criterion is ERROR)
-    │   └── BudgetSpent              --rubric-max-cost was spent: the call did not start
-    ├── DocumentError                a file is not a readable --rubric-json document
-    │                                (--rubric-baseline, merge)
-    └── SpansUnreadable              --rubric-otel could not read a target call's spans
-                                     (the item is ERROR)
-
-``RubricAssertionError`` and ``RubricEvaluationError`` carry the
-:class:`~pytest_rubric.CaseResult` as ``.result`` (None when no answer
-could be obtained); their message is the per-criterion table.
+"""Exceptions raised by pytest-rubric: every one of them is defined here, under
+:class:`RubricError`. ``RubricAssertionError`` and ``RubricEvaluationError`` carry the
+:class:`~pytest_rubric.CaseResult` as ``.result`` (None when no answer could be obtained);
+their message is the per-criterion table.
 """
 
 from __future__ import annotations
@@ -103,11 +88,8 @@ class RubricAssertionError(_ResultError, AssertionError):
 
 
 class JudgeError(RubricError):
-    """A judge call that failed after its retries; the criterion becomes ERROR.
-
-    ``what`` is the failure alone (``HTTP 500: overloaded``); the message adds
-    the judge, the endpoint and what to try.
-    """
+    """A judge call that failed after its retries; the criterion becomes ERROR. ``what`` is
+    the failure alone (``HTTP 500: overloaded``); the message adds the judge and what to try."""
 
     def __init__(
         self,
@@ -137,9 +119,8 @@ class DocumentError(RubricError):
 
 
 class SpansUnreadable(RubricError):
-    """``--rubric-otel`` could not read a target call's spans whole (no SDK tracer provider,
-    a sampler that dropped them, too many): the item is ERROR, never graded on part of its
-    trace. The message says what to change."""
+    """``--rubric-otel`` could not read a target call's spans whole: the item is ERROR, never
+    graded on part of its trace."""
 
 
 class RubricWarning(pytest.PytestWarning):

@@ -1,11 +1,6 @@
-"""The rubric file format as pydantic models: :class:`Suite`, :class:`Case`, :class:`Rubric`.
-
-A file is a :class:`Suite` of :class:`Case` objects, each with a list of criteria;
-:data:`Criterion` reads one as the type its ``type`` names in
-``pytest_rubric.criteria.registry`` (one written without ``type`` but with a
-``requirement`` is a ``judge`` criterion, so rubric libraries' files load unchanged). The
-models only describe and validate: matching is the criteria's, scoring
-``pytest_rubric._grade.scoring``'s.
+"""The rubric file format as pydantic models: a :class:`Suite` of :class:`Case` objects,
+each a :class:`Rubric` with criteria, read as the type their ``type`` names in
+``pytest_rubric.criteria.registry``. The models only describe and validate.
 """
 
 from __future__ import annotations
@@ -23,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from ._guards.limits import kind_of
 from ._repeat import parse_pass_when, parse_repeat
 from ._trace import Passage
 from .criteria.json_text import JsonPointer
@@ -66,7 +62,6 @@ class Message(BaseModel):
 
 
 def _check_turns(value: Any) -> Any:
-    """Each turn of ``messages:`` is ``{role, content}``, located by its index when it is not."""
     if not isinstance(value, list | tuple):
         raise FieldError(
             "messages",
@@ -104,9 +99,7 @@ def _turn_problem(turn: Any, turn_n: str) -> tuple[str, str, tuple[str, ...]] | 
 
 
 def _kind(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", type(None): "null"}.get(
-        type(value), f"a {type(value).__name__}"
-    )
+    return "null" if value is None else f"a {kind_of(value)}"
 
 
 REPORT_ONLY: Literal["report-only"] = "report-only"
@@ -145,11 +138,8 @@ Targets = Annotated[dict[str, str], AfterValidator(_check_targets)]  # name -> "
 
 
 class Rubric(BaseModel):
-    """A list of criteria with a pass mark: what :func:`assert_rubric` grades against.
-
-    A criterion without an ``id`` is named by its position: ``c1``, ``c2``, ...
-    (``g1``, ``g2``, ... in a file's ``global`` list).
-    """
+    """A list of criteria with a pass mark: what :func:`assert_rubric` grades against; a
+    criterion without an ``id`` is ``c1``, ``c2``, ... (``g1``, ... in ``global``)."""
 
     model_config = MODEL_CONFIG
 
@@ -233,11 +223,8 @@ class ContextPassage(BaseModel):
 
 
 class Case(Rubric):
-    """One question of a rubric file, with where its responses come from.
-
-    ``context`` is a fixed context (passages) to grade generation alone: the trace's
-    context when the answer brings none (see ``_grade.grader.with_case_context``).
-    """
+    """One question of a rubric file, with where its responses come from; ``context``, a
+    fixed context for an answer that brings none (``_grade.grader.with_case_context``)."""
 
     id: Id
     response: str | None = None
@@ -253,9 +240,6 @@ class Case(Rubric):
 
     @property
     def fixed_context(self) -> tuple[Passage, ...]:
-        """``context:`` as passages (none when not given)."""
-        if self.context is None:
-            return ()
         return tuple(
             Passage(text=p) if isinstance(p, str) else p.passage() for p in self.context or ()
         )
@@ -270,8 +254,7 @@ class Case(Rubric):
 
 
 class CalibrationExample(BaseModel):
-    """One labelled example of a file's ``calibration:`` (see ``_report.calibration``): the verdict,
-    or for a score-kind criterion the score, a person gave ``response``."""
+    """One labelled example of a file's ``calibration:``: the verdict, or score, a person gave."""
 
     model_config = MODEL_CONFIG
 
@@ -283,8 +266,7 @@ class CalibrationExample(BaseModel):
 
 
 class JudgeExample(BaseModel):
-    """One labelled example of a file's ``judge_examples:`` (see ``_load.examples``), shown to the
-    judge: how the rubric's author grades ``response`` on ``criterion``, and why."""
+    """One labelled example of a file's ``judge_examples:``, shown to the judge."""
 
     model_config = MODEL_CONFIG
 

@@ -1,13 +1,8 @@
-"""A case graded on what can be, when its judged criteria could not be asked.
-
-A judge set without its key leaves the judged criteria SKIPPED; scoring what ran, or
-skipping the case, would hide a regression the deterministic criteria already show. So the
-case is graded twice more, each skipped criterion at the verdict that helps it least and
-most (MET is the worse for a negative weight), by the usual rules: FAILED if it fails even
-at best, PASSED if it passes even at worst, else SKIPPED with both scores as its bounds.
-Score and pass rules are monotone in each credit, so the two extremes bound every answer
-the judge could give, for each sample and every ``pass_when`` rule. Without any judge
-configured a case scores what ran.
+"""A case graded on what can be, when its judged criteria could not be asked (a judge set
+without its key): graded twice more, each skipped criterion at the verdict that helps it
+least and most, it is FAILED if it fails even at best, PASSED if it passes even at worst,
+else SKIPPED with both scores as bounds. Score and pass rules are monotone in each credit,
+so the extremes bound every answer the judge could give.
 """
 
 from __future__ import annotations
@@ -60,8 +55,7 @@ def _graded(result: CaseResult, *, best: bool) -> tuple[float, bool]:
 
 
 def bounds(result: CaseResult) -> Bounds | None:
-    """The bounds of ``result`` over every verdict its skipped criteria could get; None when
-    none was skipped."""
+    """The bounds of ``result`` over its skipped criteria's verdicts; None when none was."""
     if not any(c.verdict is Verdict.SKIPPED for s in result.sample_list for c in s.criteria):
         return None
     low, passes_at_worst = _graded(result, best=False)
@@ -84,9 +78,7 @@ def settle_unjudged(result: CaseResult) -> CaseResult:
 
 
 def skip_reason(result: CaseResult) -> str:
-    """Why an undecided ``result`` is SKIPPED: its bounds, then why the judge was not asked
-    (its skipped criteria's reason), e.g. ``score between 0.40 and 0.90 whatever the judge
-    says; min_score 0.80 (no key for judge ...)``."""
+    """Why an undecided ``result`` is SKIPPED: its bounds, then why the judge was not asked."""
     assert result.skipped_bounds is not None
     why = result.skipped[0].reason if result.skipped else "the judge was not asked"
     low, high = result.skipped_bounds

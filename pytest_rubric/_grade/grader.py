@@ -61,8 +61,7 @@ class CompiledRubric:
 
 
 def with_case_context(trace: Trace | None, rubric: Rubric) -> Trace | None:
-    """The trace with the case's fixed ``context:`` as its context when it gives none (a
-    fixed context grades generation alone); the case's alone when there is no trace."""
+    """The trace with the case's fixed ``context:`` as its context when it gives none."""
     fixed = getattr(rubric, "fixed_context", ())
     if not fixed or (trace is not None and trace.context):
         return trace
@@ -72,16 +71,8 @@ def with_case_context(trace: Trace | None, rubric: Rubric) -> Trace | None:
 
 
 def context_of(trace: Trace | None, rubric: Rubric) -> tuple[Passage, ...]:
-    """The passages an answer is graded with: its trace's, else the case's fixed context."""
     traced = with_case_context(trace, rubric)
     return () if traced is None else traced.context
-
-
-def _resolved(mark: Mark, default: float) -> float | None:
-    """The pass mark a compiled rubric keeps: a number, or None for a report-only one."""
-    if mark is None:
-        return default
-    return None if mark == REPORT_ONLY else float(mark)
 
 
 class Grader:
@@ -109,9 +100,8 @@ class Grader:
         self._judge: Callable[[CompiledRubric, str], Judged | None] | None = None
 
     def with_judge(self, judge: Callable[[CompiledRubric, str], Judged | None]) -> Grader:
-        """This grader (its checks, callables and secrets shared), where :meth:`grade` given
-        no ``judged`` asks ``judge(compiled, response)`` for the judged criteria: the
-        ``rubric_grader`` fixture's, bound to the session's judge."""
+        """This grader, asking ``judge(compiled, response)`` for the judged criteria when
+        :meth:`grade` is given no ``judged``: the ``rubric_grader`` fixture's."""
         bound = copy.copy(self)
         bound._judge = judge
         return bound
@@ -124,18 +114,17 @@ class Grader:
         min_score: Mark = None,
         style_field: str | None = None,
     ) -> CompiledRubric:
-        """Prepare ``rubric`` for grading; ``min_score`` overrides the rubric's own (None: the
-        rubric's own, else the session's default; ``"report-only"``: no pass mark);
-        ``style_field``, the grader's (a JSON Pointer: where style is measured in a JSON
-        answer)."""
+        """Prepare ``rubric`` for grading; ``min_score`` and ``style_field`` (None: the rubric's
+        own, else the grader's) override."""
         criteria = (*global_criteria, *rubric.criteria)
         checks = tuple(None if c.is_judged else c.compile(self.context) for c in criteria)
         mark = own_mark(rubric) if min_score is None else min_score
+        mark = self.default_min_score if mark is None else mark
         return CompiledRubric(
             rubric=rubric,
             criteria=criteria,
             checks=checks,
-            min_score=_resolved(mark, self.default_min_score),
+            min_score=None if mark == REPORT_ONLY else float(mark),
             judged_criteria=tuple(
                 c for c in criteria if isinstance(c, Requirement | Extract | Grounded)
             ),
@@ -154,15 +143,9 @@ class Grader:
         case: str | None = None,
         ranked: bool = True,
     ) -> CaseResult:
-        """Grade one response. Never raises for a criterion's failure: that is ERROR.
-
-        ``judged`` holds the judge's outcomes for the judged criteria; without
-        it they are SKIPPED, unless this grader has a judge (:meth:`with_judge`,
-        the ``rubric_grader`` fixture's), which is asked. ``case`` names the result
-        (default: the rubric's id); ``ranked``: the result counts for its subject
-        in the leaderboard. A response with a trace is graded with it; a case's fixed
-        ``context:`` is its context when the trace gives none (see :func:`with_case_context`).
-        """
+        """Grade one response; a criterion's failure is ERROR, never raised. Without ``judged``
+        (the judge's outcomes) the judged criteria are SKIPPED, unless :meth:`with_judge` set
+        a judge. ``ranked``: the result counts for its subject in the leaderboard."""
         answer = response if isinstance(response, Answer) else Answer(response)
         answer.trace = with_case_context(answer.trace, compiled.rubric)
         if judged is None and self._judge is not None and compiled.judged:
@@ -203,10 +186,7 @@ class Grader:
         probe: Sequence[dict[str, str]] = (),
     ) -> CaseResult:
         """One item's result from its graded samples (``repeat``): means, the first sample's
-        criteria and response, and the verdict of ``pass_when`` (see ``_repeat``).
-
-        ``probe`` holds the judge audit's records of the first answer (see ``_report.audit``).
-        """
+        criteria and response, the verdict of ``pass_when``, the audit's ``probe`` records."""
         first = samples[0]
         if len(samples) == 1:  # every pass rule agrees with the one sample's own verdict
             if pass_when == first.pass_when and level == first.level and not probe:
@@ -216,7 +196,6 @@ class Grader:
             Sample(s.score, s.raw_score, s.passed, s.criteria, s.response, s.llm_raw_score, s.trace)
             for s in samples
         ]
-        n = len(samples)
 
         def mean(values: Sequence[float]) -> float:
             return math.fsum(values) / len(values)
@@ -236,7 +215,7 @@ class Grader:
             flags=flags,
             pass_when=pass_when,
             level=level,
-            samples=kept if n > 1 else [],
+            samples=kept,
             llm_raw_score=mean_raw_score(s.llm_raw_score for s in samples),
             probe=list(probe),
         )
@@ -244,11 +223,8 @@ class Grader:
     def unavailable(
         self, compiled: CompiledRubric, reason: str, *, nodeid: str, suite: str, subject: str
     ) -> CaseResult:
-        """The result of an answer that could not be obtained: every criterion ERROR.
-
-        It still counts for its subject (as not passed, score 0), so a missing
-        answer cannot vanish from a report or a baseline comparison.
-        """
+        """The result of an answer that could not be obtained: every criterion ERROR, still
+        counted for its subject, so a missing answer cannot vanish from a report."""
         error = Outcome(Verdict.ERROR, 0.0, reason)
         criteria = [
             self._criterion_result(c, error, tags)
@@ -277,7 +253,6 @@ class Grader:
         judged_flags: Sequence[str] = (),
         llm_raw_score: float | None = None,
     ) -> CaseResult:
-        """Score criterion results and measure style: the shared tail of every grading path."""
         substance = score_results(criteria)
         # An answer that claims an action its trace does not show (claims_backed UNMET).
         unbacked = any(c.type == "claims_backed" and c.verdict is Verdict.UNMET for c in criteria)

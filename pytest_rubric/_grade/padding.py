@@ -1,13 +1,7 @@
-"""``pad``: the same answer made twice as long with neutral padding, for the length probe.
-
-The length probe (``--rubric-judge-probe-kinds length``) judges an answer again with
-:data:`PADDING` appended: sentences that claim nothing but that they are filler, so a
-verdict that then changes in the answer's favour changed with length alone. They hold no
-digit, negation, tone marker or domain term, so every deterministic criterion of the
-bundled examples gives the padded answer the answer's verdict
-(``tests/judge/test_probe_kinds.py``). An answer that is JSON as a whole is not
-:func:`paddable` (prose after it would make it invalid); a ``length`` criterion counts the
-padding, but it is deterministic and the probe judges only judged criteria again.
+"""``pad``: the same answer made twice as long with neutral :data:`PADDING`, for the length
+probe: sentences that claim nothing and hold no digit, negation, tone marker or domain term,
+so a verdict that changes in the answer's favour changed with length alone. An answer that
+is JSON as a whole is not :func:`paddable`.
 """
 
 from __future__ import annotations
@@ -29,8 +23,7 @@ SEPARATOR = "\n\n"  # between the answer and its padding: a paragraph of its own
 
 
 def paddable(text: str) -> bool:
-    """Whether padding leaves the answer's structure alone: false for an empty answer and
-    for one that is JSON as a whole (an object or a list)."""
+    """Whether padding leaves the answer's structure alone: not for an empty or a JSON one."""
     stripped = text.strip()
     if not stripped:
         return False
@@ -44,8 +37,7 @@ def paddable(text: str) -> bool:
 
 
 def pad(text: str) -> str:
-    """``text`` followed by the sentences of :data:`PADDING`, in order and again, until they
-    are at least as long as it (an empty answer stays empty)."""
+    """``text`` followed by :data:`PADDING`, repeated until it is at least as long as ``text``."""
     if not text.strip():
         return text
     added: list[str] = []

@@ -1,11 +1,6 @@
-"""``restyle``: the same answer in another tone, for the judge's style probe.
-
-Built on the markers of the style heuristics (:mod:`pytest_rubric._grade.style`), so what
-the probe changes is exactly what ``confidence`` measures: ``to="confident"`` removes every
-hedge (or makes it plain: "might" -> "will") and adds the opening ``Without question:``;
-``to="hedged"`` turns every assertive marker into a hedge ("clearly" -> "perhaps"). Every
-other word stays (one that starts a sentence after a removed marker gains a capital), and
-a rewrite of a rewrite in the same tone is the same text.
+"""``restyle``: the same answer in another tone, for the judge's style probe, built on the
+style heuristics' markers (:mod:`pytest_rubric._grade.style`), so the probe changes exactly
+what ``confidence`` measures; every other word stays, and rewriting twice is rewriting once.
 """
 
 from __future__ import annotations
@@ -71,8 +66,7 @@ def _rewrite(text: str, pattern: re.Pattern[str], table: Mapping[str, str]) -> s
 
 
 def _opened(segment: str, capitalize: bool) -> str:
-    """``segment`` as the start of a sentence when ``capitalize``: leading spaces dropped,
-    first letter upper-cased."""
+    """``segment`` as the start of a sentence when ``capitalize``."""
     if not capitalize:
         return segment
     segment = segment.lstrip(" \t")

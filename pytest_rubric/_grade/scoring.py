@@ -1,20 +1,11 @@
 """The substance score, exactly as docs/explanation/scoring.md states it.
 
-For the substance criteria, with weight w_i and credit c_i:
-
-* earned = sum(w_i * c_i); P = sum of positive weights; N = sum of |negative weights|
-* P > 0: score = clamp(earned / P, 0, 1)
-* P == 0 and N > 0 (an all-negative, error-detection rubric):
-  score = clamp(1 + earned / N, 0, 1), so avoiding every error scores 1.0
-* raw_score = earned
-
-SKIPPED criteria (judged ones without a judge) are left out: the case scores
-what ran, as that page says. An ERROR never raises a score: a positive one
-stays in P earning nothing (c = 0), so an answer that could not be fully
-evaluated does not rank as if the missing part had been judged right; a
-negative one is left out of N, since counting it as an error avoided would
-be credit for something nobody checked. The case is reported as an error
-either way.
+With weight w_i and credit c_i: earned = sum(w_i * c_i), P = sum of positive weights,
+N = sum of |negative weights|; score = clamp(earned / P, 0, 1) when P > 0, else
+clamp(1 + earned / N, 0, 1) (an all-negative rubric: avoiding every error scores 1.0);
+raw_score = earned. SKIPPED criteria are left out. An ERROR never raises a score: a
+positive one stays in P earning nothing, a negative one is left out of N (credit for an
+error avoided that nobody checked).
 """
 
 from __future__ import annotations
@@ -77,15 +68,10 @@ def passes(
     min_score: float | None,
     scored: Score | None = None,
 ) -> bool:
-    """The pass rule of a case: ``case_score >= min_score``, no ``required`` criterion went the
-    wrong way, no substance criterion is ERROR (a style one never fails a case), and something
-    weighted was graded. A report-only case (``min_score`` None) has no score to reach; the
-    rest still holds.
-
-    A run grades with it, and ``merge`` and ``--rubric-baseline`` recompute ``passed`` with it
-    from a document's criteria rather than trust the ``passed`` written there. ``scored`` is
-    ``score(criteria)`` when the caller has it already.
-    """
+    """The pass rule of a case: ``case_score >= min_score`` (none for a report-only case), no
+    ``required`` criterion went the wrong way, no substance criterion is ERROR, and something
+    weighted was graded. ``merge`` and ``--rubric-baseline`` recompute ``passed`` with it
+    rather than trust a document's."""
     return (
         (min_score is None or case_score >= min_score - _EPSILON)
         and not any(c.required and c.went_wrong for c in criteria)
@@ -100,9 +86,7 @@ _score_of = score  # item_passes takes a number named score
 def item_passes(
     samples: Sequence[Any], *, pass_when: PassWhen, min_score: float | None, score: float
 ) -> bool:
-    """Whether an item with these graded ``samples`` (each with ``passed`` and ``criteria``)
-    and mean ``score`` passes by ``pass_when`` (``min_score`` None: a report-only case, whose
-    mean has no mark to reach)."""
+    """Whether an item with these graded ``samples`` and mean ``score`` passes by ``pass_when``."""
     if not samples:
         return False
     if any(c.item_error for s in samples for c in s.criteria):

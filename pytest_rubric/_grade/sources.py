@@ -1,13 +1,8 @@
-"""Where a response under test comes from: the rubric file, a responses folder, a target
-or a live model, apart from the judge.
-
-:class:`Source` is one subject's answer to one case, however it is obtained (its
-samples, with ``repeat``). The application under test is a :class:`Target` (a user's
-function, called with what its signature names) or a :class:`LiveModel`
-(``--rubric-model``, which asks a model each case's question, or sends its
-conversation as it is). Both are called on every run; their answers come from the
-response cache only when ``--rubric-response-cache`` asks for it, and
-:class:`ResponseTally` counts how many did, for the summary to say.
+"""Where a response under test comes from: :class:`Source`, one subject's answer to one
+case, written in the rubric file or a responses folder, or from the application under test,
+a :class:`Target` (a user's function) or a :class:`LiveModel` (``--rubric-model``). Both
+are called on every run; the response cache answers only when ``--rubric-response-cache``
+asks for it.
 """
 
 from __future__ import annotations
@@ -45,8 +40,7 @@ class CallTracer(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """Where one subject's response to one case comes from: written (``text``, ``more``), or
-    the application under test (``target``), called on every run unless ``cache`` is given."""
+    """Where one subject's response to one case comes from: written, or ``target``."""
 
     text: str | None = None
     more: tuple[str, ...] = ()  # further samples of a responses file (`repeat`)
@@ -74,7 +68,6 @@ class Source:
 
     @property
     def live(self) -> bool:
-        """Whether the subject is a model asked live (``--rubric-model``)."""
         return isinstance(self.target, LiveModel)
 
     def fetch_samples(
@@ -85,9 +78,8 @@ class Source:
         concurrency: int,
         raised: list[BaseException] | None = None,
     ) -> tuple[list[Answer], None] | tuple[None, str]:
-        """The answer of each sample (its text and trace), or None and why one is missing: the
-        written ones, or ``repeat`` asked at most ``concurrency`` at once. What a user's target
-        raised is appended to ``raised``, for its traceback."""
+        """The answer of each sample, or None and why one is missing; ``repeat`` asked at most
+        ``concurrency`` at once. What a user's target raised is appended to ``raised``."""
         if self.unavailable is not None:
             return None, self.unavailable
         if self.text is not None:
@@ -171,8 +163,7 @@ class Source:
 
     def _call(self, case: Any, sample: int, samples: int) -> tuple[Any, Trace | None, float]:
         """The one call of the application: what it returned, the trace ``tracer`` read around
-        it (``--rubric-otel``, inside the caller's context, which a bounded target's worker
-        inherits; None without one) and its wall time in seconds."""
+        it (``--rubric-otel``) and its wall time in seconds."""
 
         def call() -> Any:
             if self.live:
@@ -217,8 +208,8 @@ _TEXT_NAMES = frozenset({"question", "prompt", "text"})
 
 
 def target_form(function: Any) -> tuple[str, str]:
-    """How to call a target: ``("question" | "case" | "messages", parameter name)``; a
-    :class:`TypeError` saying which signatures a target may have when its own is none."""
+    """How to call a target: ``("question" | "case" | "messages", parameter name)``, or
+    :class:`TypeError` listing the signatures a target may have."""
     import inspect
 
     try:
@@ -247,7 +238,6 @@ def target_form(function: Any) -> tuple[str, str]:
 
 
 def _annotation_name(annotation: Any) -> str:
-    """``str``, ``Case`` or another name, for a class or a string annotation alike."""
     if isinstance(annotation, str):
         return annotation.rpartition(".")[2].strip("'\"")
     return str(getattr(annotation, "__name__", ""))
@@ -259,8 +249,7 @@ def _forms() -> str:
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """A user's ``module:function``, called with what its signature names (see
-    :func:`target_form`)."""
+    """A user's ``module:function``, called with what its signature names."""
 
     function: Any
     form: str  # "question", "case" or "messages"
@@ -306,12 +295,8 @@ def fingerprint(function: Any) -> str:
 
 
 class LiveModel:
-    """``--rubric-model``: the subject is a model, asked each case's question live.
-
-    Called with a case like a :class:`Target`; each call has its own client and event loop,
-    so it works from any thread. Its answers are cached only with
-    ``--rubric-response-cache``, keyed by the request and the case, never the endpoint URL.
-    """
+    """``--rubric-model``: the subject is a model, asked each case's question live; each call
+    has its own client and event loop, so it works from any thread."""
 
     SYSTEM = "Answer the question accurately and concisely."
 
@@ -348,8 +333,8 @@ class LiveModel:
         }
 
     def __call__(self, case: Case, *, sample: int = 0, samples: int = 1) -> str:
-        """The model's answer to ``case``: sample ``sample`` (0-based) of ``samples``, each its
-        own draw (``Sampling.of``); a conversation is sent as it is, without our system turn."""
+        """The model's answer to ``case`` (sample ``sample`` of ``samples``, each its own draw);
+        a conversation is sent as it is, without our system turn."""
         turns = case.conversation
         if self._budget is not None:
             self._budget.admit()

@@ -1,30 +1,11 @@
 """Style heuristics: how an answer reads, measured so that it can be kept out of the score.
 
-Both numbers are in [0, 1] and deliberately simple, so a reader can predict
-them (docs/explanation/style.md gives the same formulas):
-
-``fluency`` = mean of four parts
-    * length: ``min(words / 40, 1)``, so a one-liner reads as thin;
-    * sentence shape: 1 when the mean sentence is 8-30 words, falling
-      linearly to 0 at 0 and at 60 words;
-    * punctuation: the share of sentences that start with a capital letter
-      or digit and end in ``.``, ``!`` or ``?`` (or a closing bracket/quote);
-    * variety: distinct words / words (type-token ratio), over the first
-      100 words.
-
-``confidence`` = ``clamp(0.5 + 0.5 * (A - H) / max(A + H, 2), 0, 1)``
-    with A the count of assertive markers ("clearly", "definitely",
-    "always", "guaranteed", ...) and H the count of hedging markers
-    ("might", "perhaps", "I think", "not sure", ..., and every ``?``).
-    No markers gives 0.5; two assertive markers and no hedge give 1.0.
-
-Flags (thresholds from :class:`StyleThresholds`, ini-configurable):
-``confidently_wrong`` when confidence >= ``confident`` and score <
-``low_score``, or when an answer that does not hedge (confidence above ``hedged``)
-claims an action its trace does not show (``unbacked_claim``);
-``hedged_but_right`` when confidence <= ``hedged`` and score >= ``high_score``;
-``known_wrong_claim`` when a ``forbidden`` (or any
-negative-weight) substance criterion is MET.
+Both numbers are in [0, 1]; docs/explanation/style.md gives the formulas. ``fluency`` is
+the mean of length (``min(words / 40, 1)``), sentence shape (1 for 8-30 words a sentence,
+0 at 0 and 60), punctuation (the share of well-formed sentences) and variety (type-token
+ratio of the first 100 words). ``confidence`` is
+``clamp(0.5 + 0.5 * (A - H) / max(A + H, 2), 0, 1)`` for A assertive and H hedging
+markers (every ``?`` a hedge). The flags' rules are :func:`flags`'.
 """
 
 from __future__ import annotations
@@ -105,9 +86,8 @@ _ENDS_WELL = (".", "!", "?", ")", '"', "'", "”", "’", "`")
 
 
 def style_text(text: str, pointer: str | None = None) -> str:
-    """What fluency and confidence are measured on: the answer, or, when it is a JSON
-    object, its string values (in order, one a line), or the value at ``pointer``
-    (``style_field``) when it names one: never the braces, keys and quotes of the JSON."""
+    """What fluency and confidence are measured on: the answer, or a JSON object's string
+    values (at ``pointer``, ``style_field``, when it names one), one a line."""
     if not text.lstrip().startswith("{"):
         return text
     from ..criteria.json_text import MISSING, NestedTooDeeply, parse_whole, resolve_pointer
@@ -125,7 +105,6 @@ def style_text(text: str, pointer: str | None = None) -> str:
 
 
 def _strings(value: object) -> list[str]:
-    """The string values of a JSON document, depth first, in order (keys left out)."""
     found: list[str] = []
     stack = [value]
     while stack:
@@ -195,12 +174,9 @@ def flags(
     thresholds: StyleThresholds,
     unbacked_claim: bool = False,
 ) -> list[str]:
-    """The style flags of one answer, in a fixed order.
-
-    An answer that claims an action its trace does not show (``unbacked_claim``) is confidently
-    wrong unless it hedges (confidence above ``hedged``): stating "your refund has been
-    issued" plainly is already asserting it, with or without a marker such as "definitely".
-    """
+    """The style flags of one answer, in a fixed order. An answer that claims an action its
+    trace does not show is confidently wrong unless it hedges: stating "your refund has been
+    issued" plainly is already asserting it."""
     found = []
     assertive = confidence_ >= thresholds.confident
     if (assertive and score < thresholds.low_score) or (

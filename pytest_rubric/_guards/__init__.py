@@ -1,5 +1,4 @@
-"""The guards at the edges: user code (``calls``), untrusted patterns (``engines``) and
-JSON Schemas (``schemas``: checked at load, run within a time bound, no retrieval,
-ever), files read within limits (``limits``, ``yaml``), and text leaving the
-process (``secrets``, ``outgoing``). They import nothing else of the package but
-``_errors`` and ``_defaults``."""
+"""The guards at the edges: user code (``calls``), untrusted patterns and JSON Schemas
+(``engines``, ``schemas``), files read within limits (``limits``, ``yaml``), and text
+leaving the process (``secrets``, ``outgoing``); they import only ``_errors`` and
+``_defaults`` of the package."""

@@ -1,11 +1,8 @@
 """Running a user's code (``callable`` criteria, ``target`` functions): the boundary for it.
 
-:func:`resolve_import` finds ``"package.module:name"``; :class:`CallRunner` runs it on a
-worker thread, bounded in time, awaited when async. Whatever it raises reaches the plugin as
-an :class:`Exception` (``SystemExit``, ``GeneratorExit`` and ``asyncio.CancelledError`` as
-:class:`UserCodeError`; only ``KeyboardInterrupt`` passes as it is), printed once, on a
-thread of its own, within the call's bound: one whose ``str`` or ``repr`` raises or blocks
-reads ``<unprintable TypeName>``. What it returns leaves as plain data (:func:`plain`).
+:class:`CallRunner` runs it on a worker thread, bounded in time. Whatever it raises reaches
+the plugin as an :class:`Exception` (:func:`contained`; only ``KeyboardInterrupt`` passes as
+it is), printed within the call's bound; what it returns leaves as plain data (:func:`plain`).
 """
 
 from __future__ import annotations
@@ -26,9 +23,8 @@ from typing import Any
 
 
 def make_importable(*folders: Path) -> None:
-    """Put ``folders`` (the rootdir, the rubric file's folder) on the import path, so a
-    ``checks.py`` next to ``pytest.ini`` imports under a plain ``pytest``; appended, so they
-    never shadow an installed package or the standard library."""
+    """Append ``folders`` (the rootdir, the rubric file's folder) to the import path: a
+    ``checks.py`` beside ``pytest.ini`` imports, and never shadows an installed package."""
     for folder in folders:
         entry = str(folder)
         if entry not in sys.path:
@@ -36,11 +32,8 @@ def make_importable(*folders: Path) -> None:
 
 
 def resolve_import(path: str) -> Any:
-    """Import ``"package.module:name"`` (``name`` may be dotted) and return the object.
-
-    Importing runs the module's code: what it raises is :func:`contained`. A name the
-    module lacks raises :class:`AttributeError` naming the closest names it has.
-    """
+    """Import ``"package.module:name"`` (``name`` may be dotted) and return the object; a name
+    the module lacks raises :class:`AttributeError` naming the closest names it has."""
     module_name, _, attr = path.partition(":")
     with containing():
         obj: Any = importlib.import_module(module_name)
@@ -77,8 +70,7 @@ _CHAIN = 32  # the linked exceptions (causes, contexts, a group's) looked at, at
 
 def _printed(raised: BaseException, within: float) -> tuple[str | None, bool]:
     """``str(raised)`` (None when its ``str`` or ``repr`` raises or takes longer than
-    ``within`` s), and whether the exceptions it chains print too. The printing runs on a
-    daemon thread of its own, abandoned when it overruns."""
+    ``within`` s, on a daemon thread abandoned then), and whether its chain prints too."""
     text: list[str] = []  # str(raised), once it and repr(raised) returned
     chain: list[bool] = []  # True once the chained exceptions printed too
 
@@ -110,8 +102,7 @@ def _printed(raised: BaseException, within: float) -> tuple[str | None, bool]:
 
 
 def _linked(raised: BaseException) -> list[BaseException]:
-    """The exceptions a traceback of ``raised`` shows with it: its cause (or its context),
-    and the members of an exception group."""
+    """The exceptions a traceback of ``raised`` shows with it."""
     linked: list[BaseException] = []
     if raised.__cause__ is not None:
         linked.append(raised.__cause__)
@@ -148,8 +139,7 @@ def contained(raised: BaseException, *, deadline: float | None = None) -> BaseEx
 
 
 def described(raised: BaseException) -> str:
-    """``"ValueError: bad"``, ``"SystemExit: 3"``: what user code raised, for a reason
-    (``"Odd: <unprintable Odd>"`` when it cannot be printed in time)."""
+    """``"ValueError: bad"``: what user code raised, for a reason."""
     if not isinstance(raised, UserCodeError):
         raised = contained(raised)
     kind = raised.kind if isinstance(raised, UserCodeError) else type(raised).__name__
@@ -196,7 +186,7 @@ def plain(value: Any, _depth: int = 0, _done: dict[int, Any] | None = None) -> A
 
 def call_user(function: Any, *args: Any, deadline: float | None = None) -> Any:
     """``function(*args)``, awaited if async, as :func:`plain` data; what it raises is
-    :func:`contained` (printed by ``deadline``, when given)."""
+    :func:`contained`."""
     with containing(deadline=deadline):
         value = function(*args)
         if inspect.isawaitable(value):
@@ -240,10 +230,7 @@ class CallRunner:
         self._lock = threading.Lock()
 
     def call(self, function: Any, *args: Any, timeout: float) -> Any:
-        """``function(*args)``, awaited if async, or :class:`CallTimeout` after ``timeout`` s.
-
-        What the function raises is raised here.
-        """
+        """``function(*args)``, awaited if async, or :class:`CallTimeout` after ``timeout`` s."""
         with self._lock:
             worker = self._idle.pop() if self._idle else _Worker()
         context = contextvars.copy_context()

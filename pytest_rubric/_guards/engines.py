@@ -1,15 +1,10 @@
-"""Untrusted engines: every pattern and every bounded check runs here (JSON Schemas through
-:mod:`.schemas`, which runs its patterns and time bound here), on an answer that may come
-from a model told to break the run.
-
-* **RE2, or a time bound, for every pattern.** :func:`compile_pattern` runs a pattern on
-  RE2 (linear time); one that needs backreferences or lookaround runs on the ``regex``
-  package, each search cut off after :data:`PATTERN_TIMEOUT` (Python's ``re``, which no
-  thread can stop, ran ``^(a+)+$`` on 41 characters past 30 s).
-* **A time bound for every super-linear check.** A :class:`Deadline` (ini
-  ``rubric_check_timeout``) bounds a JSON validation and evidence matching: each step
-  calls :func:`tick`; the callers turn :class:`CheckTimeout`, a ``RecursionError`` or an
-  ``OverflowError`` into ERROR, never UNMET.
+"""Untrusted engines: every pattern and every bounded check runs here, on an answer that
+may come from a model told to break the run. :func:`compile_pattern` runs a pattern on RE2
+(linear time), or on the ``regex`` package with each search cut off after
+:data:`PATTERN_TIMEOUT` (Python's ``re``, which no thread can stop, ran ``^(a+)+$`` on 41
+characters past 30 s). A :class:`Deadline` (ini ``rubric_check_timeout``) bounds a JSON
+validation and evidence matching: each step calls :func:`tick`; the callers turn
+:class:`CheckTimeout`, ``RecursionError`` and ``OverflowError`` into ERROR, never UNMET.
 """
 
 from __future__ import annotations
@@ -20,6 +15,8 @@ import threading
 import time
 from collections.abc import Iterator
 from typing import Any
+
+from .secrets import shorten
 
 # How long one search of a pattern RE2 cannot run may backtrack (the regex time bound).
 PATTERN_TIMEOUT = 1.0
@@ -72,8 +69,7 @@ def running(deadline: Deadline) -> Iterator[None]:
 
 
 def tick() -> None:
-    """Raise :class:`CheckTimeout` when the running deadline has passed: every bounded step
-    calls it."""
+    """Raise :class:`CheckTimeout` when the running deadline has passed."""
     deadline = _running.deadline
     if deadline is not None:
         deadline.check()
@@ -138,7 +134,7 @@ def search(compiled: Any, text: str, deadline: Deadline | None = None) -> Any:
         return compiled.search(text, timeout=max(bound, 0.001))
     except TimeoutError:
         raise CheckTimeout(
-            f"the pattern {_shown(compiled.pattern)} gave up after {bound:g} s of backtracking "
+            f"the pattern {shorten(compiled.pattern, 40)!r} gave up after {bound:g} s of backtracking "
             f"on {len(text)} characters; rewrite it without nested repetition or lookaround, so "
             "that it runs on RE2 in linear time"
         ) from None
@@ -146,7 +142,3 @@ def search(compiled: Any, text: str, deadline: Deadline | None = None) -> Any:
 
 def _is_re2(compiled: Any) -> bool:
     return type(compiled).__module__ == "re2"  # anything else is searched with a bound
-
-
-def _shown(pattern: str) -> str:
-    return repr(pattern if len(pattern) <= 40 else pattern[:39] + "…")

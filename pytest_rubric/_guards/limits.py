@@ -1,10 +1,8 @@
 """Reading files and JSON within limits: what a hostile file cannot do to a reader.
 
-Only regular files are read, as UTF-8 with a leading BOM dropped; JSON nests at most
-:data:`MAX_NESTING` levels deep, a number Python cannot read is a problem, and a key an
-object gives twice is reported rather than silently overridden (the YAML side is
-:mod:`.yaml`). JSONL files (responses, calibration examples, HealthBench data) have one
-reader, :func:`read_jsonl`, which holds every line to the same limits.
+Only regular files are read; JSON nests at most :data:`MAX_NESTING` levels, a number
+Python cannot read is a problem, and a key given twice is reported (the YAML side is
+:mod:`.yaml`). JSONL files have one reader, :func:`read_jsonl`.
 """
 
 from __future__ import annotations
@@ -48,11 +46,8 @@ def _check_regular(mode: int) -> None:
 
 
 def read_text(path: Path) -> str:
-    """The text of a regular file: UTF-8, a leading BOM dropped, newlines made ``\\n``.
-
-    A FIFO would block and /dev/zero fill memory: the type is checked before opening and
-    again on the descriptor (the path may be swapped between); O_NONBLOCK returns at once.
-    """
+    """The text of a regular file: UTF-8, a leading BOM dropped, newlines made ``\\n``. A FIFO
+    would block and /dev/zero fill memory: the type is checked before and after opening."""
     _check_regular(os.stat(path).st_mode)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     descriptor = os.open(path, flags)
@@ -103,6 +98,13 @@ def shown(name: Any) -> str:
     return text if text and text.isprintable() and len(text) <= 60 else repr(text[:60])
 
 
+def kind_of(value: Any) -> str:
+    """What a message calls the type of a value read from a file."""
+    return {dict: "mapping", list: "list", str: "string", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )
+
+
 def quoted(name: Any) -> str:
     """A key as a message shows it: in backquotes, or as a repr if it holds anything odd."""
     text = shown(name)
@@ -120,16 +122,23 @@ class RepeatedKey(ValueError):
         self.key = key
 
 
+def _repeats(pairs: list[tuple[str, Any]]) -> list[str]:
+    """The keys an object's pairs give a second time (json alone keeps the last value)."""
+    seen: set[str] = set()
+    repeated = []
+    for key, _ in pairs:
+        if key in seen:
+            repeated.append(key)
+        seen.add(key)
+    return repeated
+
+
 def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An ``object_pairs_hook`` for ``json.loads`` that raises :class:`RepeatedKey` for a key
-    given twice in one object (json alone keeps the last value)."""
+    given twice in one object."""
     data = dict(pairs)
     if len(data) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise RepeatedKey(key)
-            seen.add(key)
+        raise RepeatedKey(_repeats(pairs)[0])
     return data
 
 
@@ -157,12 +166,9 @@ _SPACED_KEY_END = re.compile(r'"[ \t\n\r]+:')
 
 
 def _may_repeat_keys(text: str, keys: int) -> bool:
-    """Whether JSON text whose parsed objects hold ``keys`` keys may give a key twice in one.
-
-    A repeated key leaves its object one key short of what the text writes, and every key
-    written ends with a quote and a colon: as many colons (or key ends) as keys means none
-    was dropped. Counting takes a few ms; an ``object_pairs_hook`` a third of the parse.
-    """
+    """Whether JSON text whose parsed objects hold ``keys`` keys may give a key twice in one:
+    as many colons (or key ends) as keys means none was dropped (a few ms, where an
+    ``object_pairs_hook`` costs a third of the parse)."""
     return text.count(":") != keys and text.count('":') + len(_SPACED_KEY_END.findall(text)) != keys
 
 
@@ -174,11 +180,7 @@ def loads_noting_repeats(text: str) -> tuple[Any, list[str]]:
     def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         result = dict(pairs)
         if len(result) != len(pairs):  # rare: find which keys
-            seen: set[str] = set()
-            for key, _ in pairs:
-                if key in seen:
-                    repeated.append(key)
-                seen.add(key)
+            repeated.extend(_repeats(pairs))
         return result
 
     return json.loads(text, object_pairs_hook=pairs_hook), repeated
@@ -189,9 +191,8 @@ _JSON_BRACKET = re.compile(r"[\[\]{}]")
 
 
 def _json_nesting_line(text: str) -> int | None:
-    """The line where JSON text opens its (MAX_NESTING + 1)th level (error path only)."""
-    # Strings blanked to spaces of the same length: brackets in them do not
-    # count, and JSON strings hold no raw newline, so lines stay put.
+    """The line where JSON text opens its (MAX_NESTING + 1)th level; strings blanked to
+    spaces, so brackets in them do not count and lines stay put."""
     blanked = _JSON_STRING.sub(lambda m: " " * len(m.group()), text)
     depth = 0
     for bracket in _JSON_BRACKET.finditer(blanked):
@@ -206,11 +207,8 @@ def _json_nesting_line(text: str) -> int | None:
 
 def json_loads(text: str, *, whole: bool = False) -> tuple[Any, list[str]]:
     """``json.loads`` within the limits: the data and the keys given twice in an object.
-
-    Raises ``json.JSONDecodeError`` for a syntax error and :class:`Limit` for nesting past
-    MAX_NESTING, a number Python refuses, or half a character (a lone surrogate escape),
-    which with ``whole`` becomes U+FFFD instead (an answer's broken emoji never stops a run).
-    """
+    :class:`Limit` for nesting past MAX_NESTING, a number Python refuses, or a lone surrogate
+    escape (with ``whole``, U+FFFD instead: an answer's broken emoji never stops a run)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
@@ -231,9 +229,9 @@ def json_loads(text: str, *, whole: bool = False) -> tuple[Any, list[str]]:
     if too_deep:
         raise Limit(nesting_problem(_json_nesting_line(text)))
     repeated = loads_noting_repeats(text)[1] if _may_repeat_keys(text, keys) else []
-    if _HALF_ESCAPE.search(text) and _has_surrogate(data):
+    if _HALF_ESCAPE.search(text) and (fixed := _whole(data)) != data:
         if whole:
-            return _whole(data), repeated
+            return fixed, repeated
         # As the YAML loader does: half a character cannot be written as UTF-8, so it would
         # break every output and the test ids that carry it between xdist processes.
         escape = next((m for m in _HALF_ESCAPE.finditer(text) if _lone(text, m)), None)
@@ -252,23 +250,12 @@ _HALF_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def _lone(text: str, match: re.Match[str]) -> bool:
-    """Whether the surrogate escape ``match`` is not one half of a valid pair."""
     high = match.group()[2].lower() in "89ab"
     if high:
         after = text[match.end() : match.end() + 6]
         return not re.fullmatch(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}", after)
     before = text[max(0, match.start() - 6) : match.start()]
     return not re.fullmatch(r"\\u[dD][89abAB][0-9a-fA-F]{2}", before)
-
-
-def _has_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return any("\ud800" <= ch <= "\udfff" for ch in value)
-    if isinstance(value, dict):
-        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_surrogate(v) for v in value)
-    return False
 
 
 def _whole(value: Any) -> Any:
@@ -290,13 +277,9 @@ _KINDS = {list: "a list", str: "a string", bool: "a boolean", int: "a number", f
 def read_jsonl(
     path: Path, *, example: str, whole: bool = False
 ) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem]]:
-    """The objects of a JSONL file, each with its line number, and a problem for each line
-    that is not one (named by the file, the line and, for a key given twice, the key).
-
-    Only ``\n`` ends a line (``splitlines()`` would split on U+2028 and the like, which
-    JSON allows raw in a string). ``example`` is a line written right, for the hints;
-    ``whole`` as for :func:`json_loads`. Raises what :func:`read_text` raises.
-    """
+    """The objects of a JSONL file with their line numbers, and a problem for each line that
+    is not one. Only ``\n`` ends a line (JSON allows U+2028 raw in a string); ``example``
+    is a line written right, for the hints."""
     rows: list[tuple[int, dict[str, Any]]] = []
     problems: list[Problem] = []
     for number, line in enumerate(read_text(path).split("\n"), start=1):

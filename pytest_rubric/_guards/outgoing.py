@@ -1,13 +1,10 @@
 """The one boundary text passes on its way out of the process.
 
-:func:`outgoing` is what every renderer and error path calls last: keys and key fragments
-redacted (``_guards.secrets``), URLs made public, terminal control characters shown
-escaped (``\\x1b``: a judge's reason cannot move the cursor or ring a bell), lone
-surrogates replaced by U+FFFD. :func:`outgoing_data` applies it to a document,
-:func:`inert_mentions` makes Markdown mention, link and mail nobody,
-:func:`outgoing_streams` holds a command's stdout and stderr to it, and :func:`warn`
-issues a warning attributed to no file, so pytest's summary never echoes a line of a
-user's file.
+:func:`outgoing`, what every renderer and error path calls last: keys redacted
+(``_guards.secrets``), URLs made public, control characters shown escaped (``\\x1b``),
+lone surrogates replaced by U+FFFD. :func:`outgoing_data` applies it to a document,
+:func:`inert_mentions` makes Markdown mention nobody, :func:`outgoing_streams` holds a
+command's output to it, and :func:`warn` warns attributed to no file.
 """
 
 from __future__ import annotations
@@ -103,12 +100,8 @@ def _outgoing(text: str, keys: tuple[Secret | None, ...]) -> str:
 
 
 def _url_spans(text: str) -> Iterator[tuple[int, int]]:
-    """The ``[start, end)`` of each URL in ``text``, left to right, none overlapping.
-
-    Each "://" is found with ``str.find``; its scheme is the run of scheme characters before
-    it (not reaching back into the URL before), from its first letter; the rest is one match
-    of a regex that cannot backtrack far. A run is read once, so the whole is linear.
-    """
+    """The ``[start, end)`` of each URL in ``text``, left to right, none overlapping; each
+    character is read once (scheme by hand, the rest one match), so the whole is linear."""
     done = 0
     colon = text.find("://")
     while colon >= 0:
@@ -127,7 +120,6 @@ def _url_spans(text: str) -> Iterator[tuple[int, int]]:
 
 
 def _public_urls(text: str) -> str:
-    """``text`` with each URL in it public (:func:`_public`)."""
     parts: list[str] = []
     written = 0
     for start, end in _url_spans(text):
@@ -203,9 +195,7 @@ class _Outgoing(io.TextIOBase):
 
 @contextlib.contextmanager
 def outgoing_streams() -> Iterator[None]:
-    """``sys.stdout`` and ``sys.stderr`` through :func:`outgoing` while the context lasts: what
-    a command prints (a target's exception text, a file's content quoted in an error) is
-    redacted of the providers' keys and its control characters escaped, as a report's is."""
+    """``sys.stdout`` and ``sys.stderr`` through :func:`outgoing` while the context lasts."""
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Outgoing(saved[0]), _Outgoing(saved[1])
     try:
@@ -239,7 +229,7 @@ def rubric_warning(message: str, *, where: str | None = None) -> RubricWarning:
 
 
 def warn(message: str, *, where: str | None = None) -> None:
-    """Issue :func:`rubric_warning`, attributed to no file: pytest's warnings summary shows
-    its text, never a line it read from the file a warning is about."""
+    """Issue :func:`rubric_warning`, attributed to no file, so pytest's summary echoes no line
+    of the file a warning is about."""
     warning = rubric_warning(message, where=where)
     warnings.warn_explicit(warning, type(warning), filename=_NO_FILE, lineno=0)

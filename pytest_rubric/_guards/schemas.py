@@ -1,14 +1,8 @@
-"""JSON Schemas from rubric files, run on the application's answers.
-
-* **No retrieval, ever.** ``$ref`` and ``$dynamicRef`` resolve only inside the schema's
-  own document: :func:`schema_problems` finds any other reference when the rubric loads (a
-  collection error, as a non-finite number, a pattern that compiles nowhere or a
-  ``$schema`` below the top are), and the validator :func:`schema_validator` builds asks a
-  registry whose retrieval refuses.
-* **Bounded.** ``pattern`` and ``patternProperties`` run through
-  :func:`~pytest_rubric._guards.engines.compile_pattern` (``jsonschema`` would use Python's
-  ``re``, which no thread can stop), ``uniqueItems`` in linear time, and every keyword
-  checks the running :class:`~pytest_rubric._guards.engines.Deadline`.
+"""JSON Schemas from rubric files, run on the application's answers. No retrieval, ever:
+``$ref`` and ``$dynamicRef`` resolve only inside the schema (:func:`schema_problems` makes
+any other a collection error; the validator's registry refuses retrieval). Bounded:
+``pattern`` and ``patternProperties`` run on :mod:`.engines`, ``uniqueItems`` in linear
+time, and every keyword checks the running :class:`~pytest_rubric._guards.engines.Deadline`.
 """
 
 from __future__ import annotations
@@ -20,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .engines import PatternError, compile_pattern, search, tick
 from .outgoing import as_written
+from .secrets import shorten
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -79,11 +74,9 @@ _INSIDE = "refer inside the schema: '#/$defs/NAME', '#anchor', or '#' for the wh
 
 def schema_problems(schema: Any) -> list[SchemaProblem]:
     """What keeps ``schema`` from running safely, in the order of the document: a reference
-    that leaves it or names nothing in it, a number that is not finite, a pattern that
-    compiles nowhere, a ``$schema`` below the top (jsonschema would validate that part with
-    its own, unbounded class), and ``unevaluatedProperties`` beside ``patternProperties``
-    (jsonschema matches those patterns there with Python's ``re``, which nothing could
-    bound). Empty when the schema can run."""
+    that leaves it or names nothing, a number that is not finite, a pattern that compiles
+    nowhere, a ``$schema`` below the top and ``unevaluatedProperties`` beside
+    ``patternProperties`` (each would run unbounded)."""
     if isinstance(schema, bool):
         return []
     try:
@@ -130,8 +123,7 @@ def _nodes(value: Any, path: SchemaPath) -> Iterator[tuple[SchemaPath, Any]]:
 
 
 def _resource_problems(schema: dict[str, Any], nodes: dict[SchemaPath, Any]) -> list[SchemaProblem]:
-    """References and patterns in every subschema, and in whatever a reference reaches
-    (a pointer may lead where no keyword would look)."""
+    """References and patterns in every subschema, and in whatever a reference reaches."""
     import referencing.jsonschema
     from referencing.exceptions import PointerToNowhere, Unresolvable
 
@@ -273,7 +265,7 @@ def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> It
     for item in instance:
         key = _identity(item)
         if key in seen:
-            yield ValidationError(f"{_short_repr(instance)} has non-unique elements")
+            yield ValidationError(f"{shorten(repr(instance), 80)} has non-unique elements")
             return
         seen.add(key)
 
@@ -292,11 +284,6 @@ def _identity(value: Any) -> Any:
     if isinstance(value, dict):
         return ("object", frozenset((key, _identity(item)) for key, item in value.items()))
     return ("other", id(value))
-
-
-def _short_repr(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def _ticking(keyword: Callable[..., Any]) -> Callable[..., Iterator[Any]]:

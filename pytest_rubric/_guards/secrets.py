@@ -75,8 +75,7 @@ def redact(text: str, *secrets: Secret | None) -> str:
 
 
 def _caseless(text: str) -> str:
-    """``text`` lower-cased one character for one (the few characters whose lower case is
-    longer, such as U+0130, are kept), so that a span of it is the same span of ``text``."""
+    """``text`` lower-cased one character for one, so that a span of it is one of ``text``."""
     lowered = text.lower()
     if len(lowered) == len(text):  # lower() only ever lengthens: then nothing did
         return lowered
@@ -127,9 +126,8 @@ _URL = re.compile(
 
 
 def public_url(url: str) -> str:
-    """``url`` as it may be shown or stored: without userinfo (``user:token@``), query string
-    (``?api-key=...``) or fragment, which may hold a credential; scheme, host, port and path
-    kept. The one place a judge's or a model's endpoint is made fit to leave the process."""
+    """``url`` without userinfo (``user:token@``), query string (``?api-key=...``) or
+    fragment, which may hold a credential: the one place an endpoint is made fit to show."""
     match = _URL.match(url)
     assert match is not None  # every part is optional
     authority = match["authority"]

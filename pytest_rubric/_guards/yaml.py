@@ -1,7 +1,5 @@
-"""Building YAML data within limits: aliases may add at most :data:`MAX_ALIAS_NODES` nodes,
-counted as they are built; lists and mappings nest at most
-:data:`~pytest_rubric._guards.limits.MAX_NESTING` levels deep, aliases included; a key given
-twice in one mapping is reported with both its lines.
+"""Building YAML data within limits (:data:`MAX_ALIAS_NODES` added by aliases, nesting as
+deep as :data:`~pytest_rubric._guards.limits.MAX_NESTING`); a key given twice is reported.
 """
 
 from __future__ import annotations
@@ -25,13 +23,9 @@ _SCALAR = yaml.ScalarNode
 
 
 class YamlLoader(_BaseLoader):  # type: ignore[misc,valid-type]
-    """The safe loader (libyaml's when installed), with a quicker tag resolver.
-
-    Resolving every node's tag in Python is a third of composing a large file; the tag
-    depends only on a plain scalar's text, so each text is resolved once per file, and
-    one whose first character starts no implicit type is a string at once. The tags are
-    the safe loader's (which has no path resolvers, so neither has this one).
-    """
+    """The safe loader (libyaml's when installed), resolving each plain scalar's text once per
+    file (resolving every node's tag was a third of composing a large file); the tags are
+    the safe loader's, which has no path resolvers."""
 
     _typed_starts = frozenset(k for k in _BaseLoader.yaml_implicit_resolvers if k is not None)
     assert None not in _BaseLoader.yaml_implicit_resolvers and not _BaseLoader.yaml_path_resolvers
@@ -56,10 +50,10 @@ class YamlLoader(_BaseLoader):  # type: ignore[misc,valid-type]
         return tag
 
     def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-        """Nothing to track without path resolvers (called for every node)."""
+        pass  # nothing to track without path resolvers (called for every node)
 
     def ascend_resolver(self) -> None:
-        """Nothing to track without path resolvers (called for every node)."""
+        pass
 
 
 _ALIAS_HINT = (
@@ -69,11 +63,8 @@ _ALIAS_HINT = (
 
 
 class AliasLimit(Limit):
-    """Aliases that expand past MAX_ALIAS_NODES nodes, or into themselves (``loop``).
-
-    The node tree keeps no alias's name or line: ``alias`` counts the aliases to lists and
-    mappings before this one, for :meth:`located` to find it in the text.
-    """
+    """Aliases that expand past MAX_ALIAS_NODES nodes, or into themselves (``loop``);
+    ``alias`` counts the aliases before this one, for :meth:`located` to find it."""
 
     def __init__(self, alias: int, *, loop: bool, line: int | None) -> None:
         super().__init__(
@@ -135,15 +126,10 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 def construct(
     loader: yaml.SafeLoader, root: yaml.Node, *, anchors: bool = True
 ) -> tuple[Any, list[Duplicate]]:
-    """Build the data of a node tree, and find the keys given twice in a mapping.
-
-    Mappings, lists and strings are built here, several times quicker than the generic
-    constructor (which builds the other scalars); merge keys follow the YAML spec (own
-    keys win, then the mappings merged, in order). The data holds a copy per alias (nine
-    levels of nine aliases: 546 bytes, 387 million nodes), so a list or mapping met a
-    second time starts a copy whose every node is counted, and the build stops past
-    MAX_ALIAS_NODES; an alias to a scalar costs what writing it out would, and is not
-    counted. ``anchors=False``: the text holds no '&', so no node is met twice.
+    """Build the data of a node tree (mappings, lists and strings here, several times quicker
+    than the generic constructor), and find the keys given twice in a mapping. A list or
+    mapping met a second time starts a copy whose every node is counted, stopping past
+    MAX_ALIAS_NODES. ``anchors=False``: the text holds no '&', so no node is met twice.
     """
     found: list[tuple[yaml.Node, Any, int, int]] = []  # (mapping, key, first line, second line)
     finished: dict[int, bool] = {}  # id of each list and mapping met -> whether it is built
@@ -311,12 +297,10 @@ class _Declined(Exception):
 
 
 def stream(text: str) -> tuple[Any, Lines] | None:
-    """The data of a plain YAML document, built from the parser's events, and the lines a
-    loaded file keeps (:data:`Lines`); None when :func:`construct` must build it (anchors,
-    merge keys, a key given twice, deep nesting, not one document, any error). A node tree
-    is many times its data (270 MB for a 5 MB file); events come and go one at a time.
-    The data is what :func:`construct` builds, to the type and the value.
-    """
+    """The data of a plain YAML document, built from the parser's events (a node tree is many
+    times its data: 270 MB for a 5 MB file), exactly as :func:`construct` builds it, and its
+    :data:`Lines`; None when :func:`construct` must build it (anchors, merge keys, a key given
+    twice, deep nesting, not one document, any error)."""
     loader = YamlLoader(text)
     try:
         return _Stream(loader).document()
@@ -330,7 +314,6 @@ _SHARED_TEXT = 40
 
 
 def _line(event: Any) -> int:
-    """The line (from 1) an event starts on."""
     return int(event.start_mark.line) + 1
 
 
@@ -408,8 +391,7 @@ class _Stream:
         return str(tag)
 
     def scalar(self, event: Any, tag: str | None = None) -> Any:
-        """What ``construct`` builds of a scalar node of this event (whose tag is ``tag``,
-        when known)."""
+        """What ``construct`` builds of a scalar node of this event."""
         tag, text = tag or self.tag(event), event.value
         if tag == _STR_TAG:
             if not event.style and text[:1] in _NUMBER_START and PLAIN_NUMBER.fullmatch(text):

@@ -1,16 +1,9 @@
-"""Labelled examples a rubric file gives: ``calibration:``, which the judge is measured on
-(``_report.calibration``), and ``judge_examples:``, which it is shown.
-
-Each is a list, or a JSONL path relative to the file (read by the one JSONL reader,
-``_guards.limits.read_jsonl``). A calibration example is ``{case, criterion, response,
-verdict}`` (``score`` for a score-kind criterion: MET in the upper half of its range, as
-the judge's score is); the judge grades each one like the case's own answers before judged
-items run. A judge example, ``{criterion, response, verdict, reason}``, is shown to the
-judge before the answer in the calls that grade its criterion, and ``judge_instructions:``
-is added to its system prompt, fenced as the rubric author's
-(:mod:`pytest_rubric.judge.prompts`). Calibration labels are never shown to the judge: a
-judge example whose response is also a calibration response of the file (whitespace runs
-made one space) is a collection error, so ``kappa`` stays a held-out measure.
+"""Labelled examples a rubric file gives, as a list or a JSONL path relative to the file:
+``calibration:`` (``{case, criterion, response, verdict}``, or ``score``), which the judge
+is measured on (``_report.calibration``), and ``judge_examples:`` (``{criterion,
+response, verdict, reason}``), which it is shown (:mod:`pytest_rubric.judge.prompts`).
+A judge example whose response is also a calibration response (whitespace runs made one
+space) is a collection error, so ``kappa`` stays a held-out measure.
 """
 
 from __future__ import annotations
@@ -47,7 +40,14 @@ def examples_of(
     where: Path | None = None
     if isinstance(raw, str):
         where = path.parent / raw
-        examples, problems = _read_calibration(where)
+        rows, problems = read_labelled(
+            where,
+            CalibrationExample,
+            what="calibration example",
+            field="calibration",
+            example='{"case": "...", "criterion": "...", "response": "...", "verdict": "MET"}',
+        )
+        examples = [row for _, row in rows]
     else:
         examples = list(raw)
     cases = {case.id: case for case in suite.cases}
@@ -92,14 +92,6 @@ def examples_of(
     return found, problems
 
 
-def _read_calibration(path: Path) -> tuple[list[CalibrationExample], list[Problem]]:
-    example = '{"case": "...", "criterion": "...", "response": "...", "verdict": "MET"}'
-    rows, problems = read_labelled(
-        path, CalibrationExample, what="calibration example", field="calibration", example=example
-    )
-    return [row for _, row in rows], problems
-
-
 def read_labelled(
     path: Path,
     model: type[M],
@@ -108,9 +100,8 @@ def read_labelled(
     field: str,
     example: str,
 ) -> tuple[list[tuple[int, M]], list[Problem]]:
-    """A JSONL file of labelled examples (``calibration:``, ``judge_examples:``), each
-    validated as ``model`` with its line number, and a problem for each line that is not
-    one (read by the one JSONL reader, ``_guards.limits.read_jsonl``)."""
+    """A JSONL file of labelled examples, each validated as ``model`` with its line number,
+    and a problem for each line that is not one."""
     from pydantic import ValidationError
 
     from .._guards.limits import NotRegular, read_jsonl

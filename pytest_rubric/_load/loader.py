@@ -1,11 +1,7 @@
-"""Loading rubric files (YAML or JSON): a validated suite, or every problem at once.
-
-Every mistake in a file becomes a :class:`Problem` naming the file, line, case, criterion
-and field, with what to write instead; a file's problems are raised together as one
-:class:`RubricLoadError`, and a hostile file is one more of them, never a crash or a hang.
-This module runs the steps: ``pytest_rubric._guards.limits`` and ``pytest_rubric._guards.yaml``
-read within the limits, ``pytest_rubric._load.locate`` locates validation errors and
-``pytest_rubric._load.semantics`` finds what validation cannot see.
+"""Loading rubric files (YAML or JSON): a validated suite, or every problem at once, raised
+together as one :class:`RubricLoadError` (a hostile file is one more of them, never a crash
+or a hang). ``_guards.limits`` and ``_guards.yaml`` read within the limits, ``_load.locate``
+locates validation errors, ``_load.semantics`` finds what validation cannot see.
 """
 
 from __future__ import annotations
@@ -21,18 +17,20 @@ import yaml
 from pydantic import ValidationError
 
 from .._errors import Problem, RubricLoadError
-from .._guards.limits import Limit, NotRegular, json_loads, nesting_problem, quoted, read_text
+from .._guards.limits import (
+    Limit,
+    NotRegular,
+    json_loads,
+    kind_of,
+    nesting_problem,
+    quoted,
+    read_text,
+)
 from .._guards.yaml import AliasLimit, Duplicate, Lines, YamlLoader, construct, stream
 from .._schema import Suite
 from ..criteria.model import CriterionModel
 from ..criteria.registry import CONTEXT_KEY, criterion_types
-from .locate import (
-    EXAMPLES,
-    Locator,
-    duplicate_problem,
-    kind_of,
-    validation_problems,
-)
+from .locate import EXAMPLES, Locator, duplicate_problem, validation_problems
 from .semantics import broken_patterns, semantic_problems
 
 
@@ -62,9 +60,7 @@ class LoadedSuite:
 
 def load_suite(path: Path, *, added: Sequence[type[CriterionModel]] = ()) -> LoadedSuite:
     """Read and validate a rubric file; raise :class:`RubricLoadError` listing every problem.
-
-    ``added``: the criterion types plugins add (``pytest_rubric_criterion_types``).
-    A session loads it with the garbage collector paused (``pytest_rubric._session.heap``)."""
+    ``added``: the criterion types plugins add (``pytest_rubric_criterion_types``)."""
     try:
         text = read_text(path)
     except NotRegular as exc:
@@ -213,8 +209,7 @@ def _parse_json(text: str, path: Path) -> _Parsed:
 
 
 def _parse_yaml(text: str, path: Path, *, node_tree: bool = False) -> _Parsed:
-    """``node_tree``: compose the tree whatever the text (for a caller that reads it); else a
-    plain file is streamed, its tree composed later only if a problem needs a line."""
+    """``node_tree``: compose the tree whatever the text; else a plain file is streamed."""
     streamed = None if node_tree else stream(text)
     if streamed is not None and streamed[0] is not None:
         return _Parsed(streamed[0], None, [], streamed[1])

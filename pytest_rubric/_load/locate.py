@@ -1,10 +1,7 @@
-"""Problems located in a rubric file: pydantic's errors and repeated keys, by line.
-
-Every mistake becomes a :class:`Problem` that names the line, the case, the
-criterion and the field, and says what to write instead. Lines come from the
-YAML node tree; a plain YAML file is read from the parser's events without one
-(``_guards.yaml.stream``, which keeps the lines of its cases and targets), so its
-tree, like a JSON file's, is composed only when something is wrong.
+"""Problems located in a rubric file: pydantic's errors and repeated keys, each a
+:class:`Problem` naming the line, case, criterion and field, and what to write instead.
+Lines come from the YAML node tree, composed for a streamed YAML or a JSON file only when
+something is wrong.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from .._errors import Problem
-from .._guards.limits import quoted, shown
+from .._guards.limits import kind_of, quoted, shown
 from .._guards.yaml import Duplicate, Lines, YamlLoader
 from .._schema import CRITERION_TYPES, Case, Suite
 from ..criteria.model import CriterionModel, FieldError
@@ -65,16 +62,9 @@ def duplicate_problem(
 
 
 def dotted(path: Sequence[str | int]) -> str:
-    """A path in the data as a problem names its field: ``fields./total.value``. An empty
-    key (the JSON Pointer ``''``, the whole answer) is shown as ``''``, not as nothing."""
+    """A path in the data as a problem names its field: ``fields./total.value``, an empty
+    key as ``''``."""
     return ".".join("''" if step == "" else str(step) for step in path)
-
-
-def kind_of(value: Any) -> str:
-    """What a message calls the type of a value read from a file."""
-    return {dict: "mapping", list: "list", str: "string", type(None): "null"}.get(
-        type(value), type(value).__name__
-    )
 
 
 class Locator:
@@ -90,9 +80,7 @@ class Locator:
         lines: Lines | None = None,
     ) -> None:
         self._text, self._node, self._bare = text, node, bare_list
-        # A streamed YAML file's lines (see ``_guards.yaml.stream``): the node tree is composed
-        # only for a line not among them, on the error path.
-        self._lines = lines
+        self._lines = lines  # a streamed YAML file's: the tree is composed for any other line
         self.types = types  # the criterion types the file was read with
         self._parsed = node is not None
         # Per mapping node, where each key is first: a file with thousands of
@@ -159,7 +147,7 @@ class Locator:
 def validation_problems(
     exc: ValidationError, data: dict[str, Any], locator: Locator
 ) -> list[Problem]:
-    """A problem for each of pydantic's errors worth showing, located through ``locator``."""
+    """A problem for each of pydantic's errors worth showing."""
     return [_problem(e, data, locator) for e in _errors(exc)]
 
 
@@ -170,7 +158,7 @@ def problems_from_validation(exc: ValidationError, data: Any) -> list[Problem]:
 
 
 def _errors(exc: ValidationError) -> list[Any]:
-    """The errors worth showing: a list whose items failed is not also "too short"."""
+    # A list whose items failed is not also "too short".
     errors = exc.errors()
     failed_items = {
         tuple(e["loc"][:-1]) for e in errors if e["loc"] and isinstance(e["loc"][-1], int)
@@ -202,7 +190,7 @@ class _Where:
 def _where(
     loc: tuple[str | int, ...], *, tagged: bool = True, types: Types = CRITERION_TYPES
 ) -> _Where:
-    """Where a path in the data points; ``tagged``: pydantic's, which names a criterion's type."""
+    """Where a path in the data points; ``tagged``: pydantic's (it names a criterion's type)."""
     where = _Where()
     rest = list(loc)
     if rest[:1] == ["cases"] and len(rest) > 1 and isinstance(rest[1], int):
@@ -225,7 +213,7 @@ def _where(
 
 
 def value_at(data: Any, *steps: str | int) -> Any:
-    """The raw value at a path in the data, by a field's name or alias; None if there is none."""
+    """The raw value at a path in the data, by a field's name or alias, or None."""
     for step in steps:
         if isinstance(step, str):
             step = (
@@ -267,7 +255,6 @@ def item_label(given_id: Any, index: int) -> str:
 
 
 def _labels(data: Any, where: _Where) -> tuple[str | None, str | None]:
-    """How a problem names the case and the criterion it is in."""
     case_id = None
     if where.case_index is not None:
         case_id = item_label(value_at(data, "cases", where.case_index, "id"), where.case_index)

@@ -1,10 +1,6 @@
-"""Problems validation cannot see: ids used twice, subject names that would break
-test ids, regex patterns RE2 cannot run, cases that cannot be scored.
-
-They are looked for in the whole file even when validation failed: ids and
-subject names in the raw data, the rest in the cases and criteria that validate
-alone, so that one round of errors lists a file's schema and pattern problems
-together (:func:`broken_patterns` adds the patterns no engine compiles).
+"""Problems validation cannot see: ids used twice, subject names that would break test ids,
+regex patterns RE2 cannot run, cases that cannot be scored; looked for even when validation
+failed (in the raw data, or what validates alone), so one round of errors lists them all.
 """
 
 from __future__ import annotations
@@ -21,14 +17,13 @@ from .._guards.outgoing import as_written
 from .._guards.secrets import shorten
 from .._schema import Case, Criterion, Suite, default_ids
 from ..criteria.json import Json
-from ..criteria.regex import PYTHON_REGEX_TIMEOUT, Regex, regex_problem
+from ..criteria.regex import PYTHON_REGEX_TIMEOUT, Regex, pattern_error
 from .locate import Locator, dotted, item_label, value_at
 from .responses import safe_subject, subject_problem
 
 
 def _regexes(criterion: Criterion) -> list[tuple[Regex, tuple[str, ...]]]:
-    """A regex criterion, or the regexes checking a json criterion's fields, with where each
-    pattern sits inside the criterion."""
+    """A criterion's regexes (its own, or its json fields'), with where each sits in it."""
     if isinstance(criterion, Regex):
         return [(criterion, ())]
     if isinstance(criterion, Json):
@@ -39,7 +34,7 @@ def _regexes(criterion: Criterion) -> list[tuple[Regex, tuple[str, ...]]]:
 
 def _unrunnable(regex: Regex) -> tuple[str, str] | None:
     """(message, hint) for a pattern the file's double quotes broke, or that needs what RE2
-    lacks: a collection error."""
+    lacks."""
     escaped = _escaped_by_the_file(regex.pattern)
     if escaped is not None:
         # The user's own pattern, as they meant it: \b back where the file read it.
@@ -50,8 +45,8 @@ def _unrunnable(regex: Regex) -> tuple[str, str] | None:
             f"in YAML write the pattern in single quotes ('{_meant(regex.pattern)}'); in JSON "
             f'or double-quoted YAML double the backslash ("{_meant(regex.pattern, backslash=2)}")',
         )
-    why = regex_problem(regex)
-    if why is None:
+    why = pattern_error(regex)
+    if why is None or not why.unsupported:
         return None
     return (
         f"the pattern {as_written(regex.pattern)} needs what the RE2 engine does not have "
@@ -64,23 +59,13 @@ def _unrunnable(regex: Regex) -> tuple[str, str] | None:
 
 def _invalid(regex: Regex) -> tuple[str, str] | None:
     """(message, hint) for a pattern no engine compiles (grading reports it as ERROR)."""
-    from .._guards.engines import PatternError
-    from ..criteria.regex import compile_regex
-
-    try:
-        compile_regex(
-            regex.pattern,
-            case_sensitive=regex.case_sensitive,
-            engine=regex.engine,
-            normalize=regex.normalize,
-        )
-    except PatternError as exc:
-        if not exc.unsupported:  # what RE2 lacks is _unrunnable's
-            return (
-                f"invalid regex {as_written(regex.pattern)}: {exc}",
-                "fix the pattern (in YAML, write it in single quotes or double every backslash)",
-            )
-    return None
+    exc = pattern_error(regex)
+    if exc is None or exc.unsupported:  # what RE2 lacks is _unrunnable's
+        return None
+    return (
+        f"invalid regex {as_written(regex.pattern)}: {exc}",
+        "fix the pattern (in YAML, write it in single quotes or double every backslash)",
+    )
 
 
 def _pattern_problems(
@@ -89,8 +74,7 @@ def _pattern_problems(
     locator: Locator,
     problem: Callable[[Regex], tuple[str, str] | None],
 ) -> Iterator[Problem]:
-    """The ``problem`` of each regex criterion, and of each regex checking a json
-    criterion's fields, located at its pattern."""
+    """The ``problem`` of each regex, located at its pattern."""
     for where, label, criteria in _criteria(data, suite):
         for j, criterion in criteria:
             for regex, inside in _regexes(criterion):
@@ -112,13 +96,11 @@ _FILE_ESCAPES = {"\b": ("b", "backspace"), "\f": ("f", "form feed"), "\v": ("v",
 
 
 def _escaped_by_the_file(pattern: str) -> tuple[str, str] | None:
-    """(the escape letter, the character's name) of the first such character, or None."""
     return next((_FILE_ESCAPES[c] for c in pattern if c in _FILE_ESCAPES), None)
 
 
 def _meant(pattern: str, *, backslash: int = 1) -> str:
-    """``pattern`` with each character the file's escapes made put back as its escape
-    (``\\b`` for a backspace), the backslash written ``backslash`` times, cut short."""
+    """``pattern`` with each character the file's escapes made written back as its escape."""
     meant = "".join(
         "\\" * backslash + _FILE_ESCAPES[c][0] if c in _FILE_ESCAPES else c for c in pattern
     )
@@ -146,8 +128,7 @@ def _criterion_ids(criteria: Any, prefix: str) -> list[tuple[int, str]]:
 
 
 def _raw_problems(data: dict[str, Any], locator: Locator) -> Iterator[Problem]:
-    """What is wrong across items, read from the raw data so it is found even when
-    validation failed: duplicate ids and subject names that would break test ids."""
+    """Duplicate ids and subject names that would break test ids, in the raw data."""
     global_key = "global" if "global" in data else "global_criteria"
     global_ids: set[str] = set()
     for j, criterion_id in _criterion_ids(data.get(global_key), "g"):
@@ -202,7 +183,6 @@ def _raw_problems(data: dict[str, Any], locator: Locator) -> Iterator[Problem]:
 
 
 def _renamed(case_id: str, taken: dict[str, int]) -> str:
-    """An id for the second of two cases named ``case_id`` that no case before it has."""
     n = 2
     while f"{case_id}_{n}" in taken:
         n += 1
@@ -210,7 +190,6 @@ def _renamed(case_id: str, taken: dict[str, int]) -> str:
 
 
 def _subject_problems(case: dict[str, Any], index: int, locator: Locator) -> Iterator[Problem]:
-    """Subject names given in a case (``responses:`` keys, ``subject:``) that would break ids."""
     responses = case.get("responses")
     subjects: list[tuple[str, tuple[str, ...]]] = [
         (name, ("responses", name))
@@ -232,12 +211,7 @@ def _subject_problems(case: dict[str, Any], index: int, locator: Locator) -> Ite
 
 
 def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locator) -> list[Problem]:
-    """Problems validation cannot see, in the whole file even when validation failed.
-
-    Ids and subject names come from the raw data. The checks that need models
-    (regex patterns, a scorable case) run on the cases that validate on their
-    own, so that a wrong type in one criterion does not hide them.
-    """
+    """Problems validation cannot see (see the module's docstring)."""
     problems = [
         *_raw_problems(data, locator),
         *_pattern_problems(data, suite, locator, _unrunnable),
@@ -279,9 +253,8 @@ def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locato
 
 
 def broken_patterns(data: dict[str, Any], suite: Suite | None, locator: Locator) -> list[Problem]:
-    """Patterns no engine compiles. Grading reports such a criterion as ERROR; a file that is
-    a collection error anyway lists them with its other problems, so that one round of
-    fixes is enough."""
+    """Patterns no engine compiles (ERROR when graded), listed with a collection error's other
+    problems, so that one round of fixes is enough."""
     return list(_pattern_problems(data, suite, locator, _invalid))
 
 
@@ -289,8 +262,7 @@ def _criteria(
     data: dict[str, Any], suite: Suite | None
 ) -> Iterator[tuple[tuple[str | int, ...], str | None, list[tuple[int, Criterion]]]]:
     """(where in the data, the case's label, the criteria with their indexes) of the global
-    criteria and of each case: all of them from a valid suite, else those that validate
-    alone, so a mistake in one criterion hides nothing in the others."""
+    criteria and of each case: those that validate alone when the suite does not."""
     if suite is not None:
         yield ("global",), None, list(enumerate(suite.global_criteria))
         for i, case in enumerate(suite.cases):
@@ -307,7 +279,6 @@ def _criteria(
 
 
 def _valid_criteria(raw: Any) -> list[tuple[int, Criterion]]:
-    """The criteria of a raw list that validate alone, with their indexes."""
     from pydantic import TypeAdapter
 
     adapter: TypeAdapter[Criterion] = TypeAdapter(Criterion)
@@ -322,7 +293,7 @@ def _valid_criteria(raw: Any) -> list[tuple[int, Criterion]]:
 
 def _overflowing_weights(criteria: Sequence[Criterion]) -> str | None:
     """Which of a case's sums overflows, "weights" or "penalties", or None: an infinite sum
-    makes every score NaN or 1.0 (two penalties of 1e308, one MET, scored 1.0)."""
+    makes every score NaN or 1.0."""
     weights = [c.effective_weight for c in criteria]
     if not math.isfinite(sum(w for w in weights if w > 0)):
         return "weights"
@@ -334,7 +305,6 @@ def _overflowing_weights(criteria: Sequence[Criterion]) -> str | None:
 def _valid_parts(
     data: dict[str, Any],
 ) -> tuple[Sequence[Criterion] | None, list[tuple[int, Case]]]:
-    """The global criteria (None if they do not validate) and the cases that validate alone."""
     global_criteria: Sequence[Criterion] | None
     try:
         only_global = {k: v for k, v in data.items() if k in ("global", "global_criteria")}

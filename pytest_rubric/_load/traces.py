@@ -1,11 +1,6 @@
-"""What a target returns, or a responses line holds, read into a :class:`~pytest_rubric._trace.Trace`.
-
-A target returns a str (the answer), or a mapping or an object with ``answer`` and any
-of ``context``, ``messages`` (OpenAI chat format), ``usage`` and ``metadata``
-(:data:`RETURN_SHAPES`); a responses line carries the same fields beside ``response``.
-Anything else is a :class:`ShapeError` that names the field. :func:`merged` joins what a
-target returned with what its spans showed (``--rubric-otel``); :func:`as_fields` is the
-way back, what ``collect`` writes.
+"""What a target returns (:data:`RETURN_SHAPES`), or a responses line holds beside
+``response``, read into a :class:`~pytest_rubric._trace.Trace`; anything else is a
+:class:`ShapeError` naming the field. :func:`as_fields` is the way back (``collect``).
 """
 
 from __future__ import annotations
@@ -18,22 +13,18 @@ from typing import Any, TypeVar
 
 from .._trace import Passage, ToolCall, Trace, TraceSource, Usage
 
-FIELD_SHAPES = (
+FIELD_SHAPES = (  # the fields beside the answer, as errors describe them
     '"context" (a list of str or of {"id", "text", "source"}), "messages" (OpenAI chat '
     'messages: assistant messages with "tool_calls", "tool" messages with "tool_call_id"), '
     '"usage" ({"input_tokens", "output_tokens", "cost_usd"}) and "metadata" (a dict)'
 )
-"""The fields beside the answer, as errors describe them."""
 
-RETURN_SHAPES = (
+RETURN_SHAPES = (  # what a target may return, as errors list it
     "a str (the answer)",
     f'a mapping with "answer" (a str, required) and any of {FIELD_SHAPES}',
     "an object with those attributes (a dataclass, a pydantic model)",
 )
-"""What a target may return, as errors list it."""
-
-TRACE_FIELDS = ("context", "messages", "usage", "metadata")
-"""The fields beside the answer that make a trace (a target's, a responses line's)."""
+TRACE_FIELDS = ("context", "messages", "usage", "metadata")  # beside the answer
 
 
 class ShapeError(ValueError):
@@ -46,7 +37,6 @@ class ShapeError(ValueError):
 
 
 def _get(value: Any, name: str) -> Any:
-    """``value[name]`` of a mapping, ``value.name`` of an object; None when absent."""
     if type(value) is dict or isinstance(value, Mapping):  # a dict first: no ABC check
         return value.get(name)
     return getattr(value, name, None)
@@ -55,12 +45,8 @@ def _get(value: Any, name: str) -> Any:
 def read_returned(
     value: Any, *, source: TraceSource = "returned", latency_s: float | None = None
 ) -> tuple[str, Trace | None]:
-    """The answer and trace of what a target returned (see :data:`RETURN_SHAPES`).
-
-    A str is the answer alone (no trace). A mapping or an object with ``answer`` gives a
-    trace when it has any of :data:`TRACE_FIELDS`. Raises :class:`ShapeError` naming what
-    is wrong.
-    """
+    """The answer and trace (None when it has none of :data:`TRACE_FIELDS`) of what a target
+    returned; :class:`ShapeError` naming what is wrong."""
     if isinstance(value, str):
         return value, None
     if isinstance(value, Mapping):
@@ -84,10 +70,7 @@ def read_returned(
 def read_trace(
     fields: Mapping[str, Any], *, source: TraceSource, latency_s: float | None = None
 ) -> Trace:
-    """A trace from ``context``, ``messages``, ``usage`` and ``metadata`` (each may be None).
-
-    Raises :class:`ShapeError` naming the field that is not what it must be.
-    """
+    """A trace from :data:`TRACE_FIELDS` (each may be None), or :class:`ShapeError`."""
     tool_calls: tuple[ToolCall, ...] = ()
     llm_calls = None
     if fields.get("messages") is not None:
@@ -112,7 +95,6 @@ T = TypeVar("T")
 
 
 def _field(name: str, read: Callable[[Any], T], value: Any) -> T:
-    """``read(value)``, its :class:`ShapeError` naming the field ``name``."""
     try:
         return read(value)
     except ShapeError as exc:
@@ -121,7 +103,6 @@ def _field(name: str, read: Callable[[Any], T], value: Any) -> T:
 
 
 def _metadata(metadata: Any) -> dict[str, Any] | None:
-    """The application's metadata as JSON will hold it."""
     if metadata is None:
         return None
     if not isinstance(metadata, Mapping):
@@ -153,7 +134,6 @@ def _text(content: Any) -> str:
 
 
 def _arguments(raw: Any) -> dict[str, Any] | None:
-    """A call's arguments as a JSON object, or None when they are not one."""
     if raw is None or raw == "":
         return {}
     if isinstance(raw, Mapping):
@@ -181,15 +161,10 @@ def _failed(content: str) -> bool:
 
 
 def read_messages(messages: Any) -> tuple[tuple[ToolCall, ...], int]:
-    """The tool calls and the number of model calls of an OpenAI chat conversation.
-
-    Each ``tool_calls`` entry of an assistant message is one call: ``function.name``, its
-    ``function.arguments`` parsed as JSON. It is ``ok`` unless its ``tool`` message (the one
-    whose ``tool_call_id`` is its ``id``) holds a JSON object with an ``error`` key, or no
-    such message exists; arguments that are not a JSON object cannot have been used as
-    asked, so that call is not ``ok`` either (its arguments are then ``{}``). ``llm_calls``
-    counts the assistant messages. Messages may be dicts or the SDK's objects.
-    """
+    """The tool calls and the number of model calls (assistant messages) of an OpenAI chat
+    conversation, of dicts or the SDK's objects. A call is ``ok`` when its ``tool`` message
+    exists and holds no JSON object with an ``error`` key, and its arguments are a JSON
+    object (else ``{}``: they cannot have been used as asked)."""
     requested: list[tuple[Any, str, dict[str, Any] | None]] = []
     results: dict[Any, str] = {}
     llm_calls = 0
@@ -272,8 +247,7 @@ def read_usage(usage: Any) -> Usage:
 
 def merged(returned: Trace | None, spans: Trace | None) -> Trace | None:
     """One trace of a target call from what it returned and what its spans show
-    (``--rubric-otel``): what the target returned wins where it says something (its
-    messages' calls, its context, each usage figure), the spans fill the rest."""
+    (``--rubric-otel``): what it returned wins where it says something."""
     if returned is None or spans is None:
         return returned or spans
     told = returned.llm_calls is not None  # it returned messages
@@ -297,9 +271,7 @@ def _first(a: Any, b: Any) -> Any:
 
 def as_messages(trace: Trace) -> list[dict[str, Any]]:
     """The trace's calls as OpenAI chat messages that :func:`read_messages` reads back to the
-    same calls and model calls (what ``collect`` writes into a responses line): one assistant
-    message requesting every call, the tool messages (a failed call's as ``{"error": ...}``),
-    then an assistant message for each further model call."""
+    same calls and model calls."""
     messages: list[dict[str, Any]] = []
     llm_calls = trace.llm_calls or 0
     if trace.tool_calls:
@@ -328,8 +300,7 @@ def as_messages(trace: Trace) -> list[dict[str, Any]]:
 
 
 def as_fields(trace: Trace) -> dict[str, Any]:
-    """The trace as the fields of a responses line beside ``response`` (see
-    :data:`TRACE_FIELDS`, and ``latency_s``): what ``collect`` writes."""
+    """The trace as the fields of a responses line beside ``response``."""
     fields: dict[str, Any] = {}
     if trace.context:
         fields["context"] = [
@@ -347,8 +318,8 @@ def as_fields(trace: Trace) -> dict[str, Any]:
 
 
 def recorded_trace(parsed: str | None) -> Trace | None:
-    """The trace the response cache kept beside an answer (its ``{"response", "trace"}``);
-    None when there is none, or it cannot be read (a cache edited by hand)."""
+    """The trace the response cache kept beside an answer; None when there is none, or it
+    cannot be read (a cache edited by hand)."""
     from .._guards.limits import Limit, json_loads
 
     try:

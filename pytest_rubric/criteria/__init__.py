@@ -1,11 +1,7 @@
-"""Criterion types: one module each, holding the type's model and its check.
-
-``model`` holds what every criterion has and :class:`FieldError`; ``check`` the answer side
-(:class:`Answer`, :class:`Check`, the outcomes); ``registry`` the one table of types, with
-those a ``pytest_rubric_criterion_types`` hook adds; ``json`` and ``extract`` hold other
-types' bodies, so they sit above the registry. The models, and what a type added through the
-hook is built from, are importable from here, each on first use (PEP 562): a session without
-rubrics imports none of this, and pydantic, RE2 and rapidfuzz load only where needed.
+"""Criterion types: one module each, holding the type's model and its check; ``model`` is
+what every criterion has, ``check`` the answer side, ``registry`` the one table of types.
+The models, and what a type added through the ``pytest_rubric_criterion_types`` hook is
+built from, are importable from here, each on first use (PEP 562).
 """
 
 from __future__ import annotations

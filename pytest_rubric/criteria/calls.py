@@ -1,10 +1,6 @@
-"""What the trace criteria share: the trace a check needs, and tool calls matched by name,
-``arguments`` (a JSON Schema on the bounded validator, no retrieval) and success.
-
-Every criterion over the trace (``tool_called``, ``tool_sequence``, ``trace_limits``,
-``claims_backed``) is ERROR when the answer came without a trace, and every criterion over
-the context (``context_recall``, ``citations``, the judged ``grounded``) when it came
-without one: what was not recorded cannot be MET.
+"""What the trace criteria share: the trace or context a check needs (ERROR without one:
+what was not recorded cannot be MET), and tool calls matched by name, ``arguments`` (a JSON
+Schema on the bounded validator) and success.
 """
 
 from __future__ import annotations

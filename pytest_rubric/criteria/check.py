@@ -1,9 +1,6 @@
-"""The answer side of a criterion: the :class:`Answer` a check reads, the :class:`Check`
-it is compiled into, and the outcomes it returns.
-
-A check does the work that does not depend on the answer in its constructor, once per
-rubric; an :class:`Answer`'s normalized forms and numbers are computed once per response,
-shared by every check of the case.
+"""The answer side of a criterion: the :class:`Answer` a check reads (its normalized forms
+computed once per response), the :class:`Check` it is compiled into (once per rubric), and
+the outcomes it returns.
 """
 
 from __future__ import annotations
@@ -51,8 +48,7 @@ def quote_list(items: Sequence[str], limit: int = 3) -> str:
 
 
 class Answer:
-    """A response under test, with its derived forms computed on first use, and the trace
-    of what the application did on the way to it (``None``: none was returned or read)."""
+    """A response under test, its derived forms computed on first use, and its trace."""
 
     __slots__ = ("__dict__", "text", "trace")
 
@@ -77,9 +73,8 @@ class Answer:
 
 @dataclass(frozen=True, slots=True)
 class CheckContext:
-    """What compiling a check may need besides its criterion: a ``callable`` criterion that
-    sets no ``timeout`` gets ``call_timeout``, and runs on ``runner``; a check whose cost can
-    grow faster than the answer (a JSON validation) gives up after ``check_timeout``."""
+    """What compiling a check may need besides its criterion: a ``callable``'s default
+    ``call_timeout`` and ``runner``, and the ``check_timeout`` of a super-linear check."""
 
     call_timeout: float = DEFAULT_CALL_TIMEOUT
     runner: CallRunner = field(default_factory=CallRunner)
@@ -90,13 +85,9 @@ C = TypeVar("C")
 
 
 class Check(Generic[C]):
-    """A compiled criterion ``c``: ``check(answer, case) -> Outcome``, which never raises.
-
-    Its reason is whole: the grader cuts it once, where it builds the result (cut twice, a
-    reason's count of what was cut would be the second cut's). ``case`` is the rubric or
-    case graded against; only a ``callable`` reads it. Checks are small slotted objects, not
-    closures: a suite keeps one per criterion alive, and a closure is several objects.
-    """
+    """A compiled criterion ``c``: ``check(answer, case) -> Outcome``, which never raises; its
+    reason is whole (the grader cuts it once). Slotted objects, not closures: a suite keeps
+    one per criterion alive, and a closure is several objects."""
 
     __slots__ = ("c",)
 
@@ -113,8 +104,8 @@ class Check(Generic[C]):
             return error(f"check failed: {type(exc).__name__}: {exc}")
 
     def on_json(self, value: object, case: object) -> Outcome:
-        """This check on one value of a JSON answer (a field of a ``json`` criterion): a
-        string is read as an answer would be, any other value as its compact JSON text."""
+        """This check on one value of a JSON answer: a string is read as an answer would be, any
+        other value as its compact JSON text."""
         if not isinstance(value, str):
             value = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
         return self(Answer(value), case)

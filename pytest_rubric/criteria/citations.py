@@ -1,9 +1,6 @@
 """``citations``: MET when the answer cites at least ``min`` passages and every id it cites
-names a passage of the context (by its ``id``, or its 1-based position when it has none).
-
-A cited id is the ``pattern``'s first group (the whole match when it has none), split at
-commas: ``[1, 3]`` cites passages 1 and 3. The pattern runs on the guarded engine (RE2,
-linear time) over the answer as written.
+(the ``pattern``'s first group, split at commas) names a passage of the context, by its
+``id`` or its 1-based position.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""``claims_backed``: an answer that claims an action must show it in its trace.
-
-For each claim the answer makes (one of its ``any_of`` phrases found, or its ``pattern``
-matched, in the normalized answer), a successful call of the claim's ``tool`` whose
-arguments fit ``args`` (when given) must be in the trace. A claim without one is UNMET, and
-the result gains the flag ``unbacked_claim`` (``confidently_wrong`` too when the answer is
-assertive): an agent that says "your refund has been issued" without issuing it.
+"""``claims_backed``: for each claim the answer makes (an ``any_of`` phrase or its
+``pattern``), a successful call of the claim's ``tool`` fitting ``args`` must be in the trace;
+a claim without one is UNMET and flags ``unbacked_claim``: an agent that says "your refund
+has been issued" without issuing it.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""``extract``: the judge reads a value out of the answer; a deterministic check decides.
-
-The surest way to keep style out of a judged verdict is not to let the judge
-grade at all. An ``extract`` criterion asks the judge only to pull a value
-out of a free-form answer (``{"reason", "value", "evidence"}``, see
-:mod:`pytest_rubric.judge.replies`); ``check:`` holds one deterministic
-criterion body, which decides MET or UNMET on that value exactly as it
-would on a field of a ``json`` criterion: a number check compares a number
-itself, a string is read as an answer would be, any other value as its
-compact JSON text.
+"""``extract``: the judge only pulls a value out of the answer (``{"reason", "value",
+"evidence"}``, :mod:`pytest_rubric.judge.replies`); ``check:``, one deterministic criterion
+body, decides MET or UNMET on it as on a field of a ``json`` criterion. The surest way to
+keep style out of a judged verdict is not to let the judge grade at all.
 """
 
 from __future__ import annotations
@@ -23,8 +17,6 @@ from .json import body_of
 from .judge import Requirement
 from .model import CriterionModel
 from .registry import validate_body
-
-RETURNS = ("number", "string", "boolean", "list")
 
 
 def _check_body(value: Any, info: ValidationInfo) -> Any:

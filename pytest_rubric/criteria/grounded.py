@@ -1,9 +1,6 @@
-"""``grounded``: the judge lists the answer's factual claims, each with a quote from the
-context that supports it; every quote is verified against the context (as evidence is,
-``judge.evidence``), and the credit is the share of claims supported.
-
-Judged, so behind ``llm_judge`` like every judged criterion; graded by
-:mod:`pytest_rubric.judge.grounding`. An answer without a context is ERROR, never MET.
+"""``grounded``: the judge lists the answer's factual claims, each with a supporting quote
+from the context, verified against it (:mod:`pytest_rubric.judge.grounding`); the credit is
+the share of claims supported. An answer without a context is ERROR, never MET.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""``json``: the answer (or its first fenced block) parses as JSON, fits ``schema`` and its
-``fields`` check out.
-
-``schema`` is any JSON Schema (draft 2020-12 unless its ``$schema`` names another),
-checked against its draft's metaschema at collection and run on
-:mod:`~pytest_rubric._guards.schemas`' bounded validator under ini
-``rubric_check_timeout``; a validation that could not finish is ERROR, never UNMET, so it
-never lifts a penalty, and a number that is not finite (``1e400``) fits no schema.
-``fields`` maps JSON Pointers to deterministic criterion bodies without id or weight; the
-credit is the share of them MET.
+"""``json``: the answer (or its first fenced block) parses as JSON, fits ``schema`` (any
+draft, checked against its metaschema at collection, run on the bounded validator: one
+that could not finish is ERROR, never UNMET) and its ``fields`` (JSON Pointers to
+deterministic criterion bodies) check out; the credit is the share of fields MET.
 """
 
 from __future__ import annotations
@@ -42,8 +36,8 @@ _NOT_IN_A_BODY = ("id", "weight", "points", "axis", "required", "description")
 
 
 def body_of(value: Any, *, owner: str, subject: str, forbidden: str, name: str) -> Any:
-    """A deterministic body (a ``json`` field's check, an ``extract`` criterion's ``check``) as
-    the union reads it: given the id ``name`` no body has, after what it may not say."""
+    """A deterministic body (a ``json`` field's check, an ``extract``'s ``check``) as the union
+    reads it, given the id ``name``."""
     if not isinstance(value, dict):
         return value
     given = [key for key in _NOT_IN_A_BODY if key in value]
@@ -90,9 +84,7 @@ class Json(CriterionModel):
     @field_validator("json_schema", mode="before")
     @classmethod
     def _numbers_as_written(cls, schema: Any) -> Any:
-        """An unquoted ``1e3`` in the schema is the number YAML 1.2 reads (PyYAML, on YAML
-        1.1, reads it as text; see ``PlainNumber``); a quoted one stays text."""
-        return _plain_numbers(schema)
+        return _plain_numbers(schema)  # an unquoted 1e3 is a number (see PlainNumber)
 
     @field_validator("json_schema")
     @classmethod
@@ -151,8 +143,7 @@ class _JsonCheck(Check[Json]):
 
     def _validate(self, value: Any) -> Outcome | None:
         """UNMET naming where and which keyword failed, None when ``value`` fits; ERROR when
-        the validation could not finish (its time bound, recursion, overflow, a ``$ref`` that
-        cannot be followed): what it did not check may be what a penalty is about."""
+        the validation could not finish: what it did not check may be what a penalty is about."""
         from referencing.exceptions import Unresolvable
 
         assert self.validator is not None

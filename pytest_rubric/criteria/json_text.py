@@ -1,18 +1,8 @@
-"""JSON read out of an answer: the answer, or its first fenced block, parsed as strict JSON,
-and the value a JSON Pointer (RFC 6901) names in it.
-
-Strict: ``NaN`` and ``Infinity`` are not JSON (``NaN`` would pass every ``minimum``), and
-well-nested text deeper than the parser can follow raises :class:`NestedTooDeeply` (it
-may be valid, so whether it fits is unknown), where malformed text is simply not JSON.
-The ``json`` criterion (:mod:`.json`) reads answers through it; it and the trace criteria's
-``args`` (:mod:`.calls`) check their JSON Schemas with :func:`valid_schema` when the rubric
-loads.
-
-``field: /json/pointer`` on ``number``, ``any_of``, ``all_of``, ``regex`` and ``forbidden``
-(:class:`FieldScoped`) checks only the value the pointer names, as a field of a ``json``
-criterion is checked: a string as an answer would be, any other value as its JSON text. An
-answer that is not JSON, or has no value there, is UNMET with a reason naming the field
-(for ``forbidden``, UNMET is the good side: the mistake was not made there).
+"""JSON read out of an answer (the answer, or its first fenced block, as strict JSON: no
+``NaN``, which would pass every ``minimum``), the value a JSON Pointer (RFC 6901) names in
+it, ``field:`` (:class:`FieldScoped`: a criterion that checks one value of a JSON answer,
+UNMET naming the field when there is none) and the JSON Schemas a rubric gives, checked
+when it loads (:func:`valid_schema`).
 """
 
 from __future__ import annotations
@@ -45,12 +35,8 @@ def is_pointer(pointer: str) -> bool:
 
 
 def resolve_pointer(document: Any, pointer: str) -> Any:
-    """The value ``pointer`` (RFC 6901) names in ``document``, or :data:`MISSING`.
-
-    Never raises: a pointer that is not one, a key that is absent, an index
-    out of range or not written as RFC 6901 writes one (``01``, ``-``) all
-    name nothing.
-    """
+    """The value ``pointer`` (RFC 6901) names in ``document``, or :data:`MISSING` (never
+    raises)."""
     if pointer == "":
         return document
     if not is_pointer(pointer):
@@ -124,12 +110,8 @@ def _loads(text: str) -> Any:
 
 
 def parse_json(text: str) -> tuple[Any, str | None]:
-    """The answer as JSON, or its first fenced block; (value, None) or (None, why not).
-
-    Malformed text nested too deeply for the parser does not parse, like any
-    other malformed answer (UNMET); well-nested text that deep raises
-    :class:`NestedTooDeeply`.
-    """
+    """The answer as JSON, or its first fenced block; (value, None) or (None, why not);
+    :class:`NestedTooDeeply` for well-nested text too deep to parse."""
     try:
         return _loads(text), None
     except (ValueError, RecursionError) as exc:
@@ -146,8 +128,7 @@ def parse_json(text: str) -> tuple[Any, str | None]:
 
 
 def parse_whole(text: str) -> tuple[Any, str | None]:
-    """The whole text as JSON (JSON whitespace around it allowed); (value, None) or (None, why).
-    Raises :class:`NestedTooDeeply` as :func:`parse_json` does."""
+    """The whole text as JSON, as :func:`parse_json` reads it."""
     try:
         return _loads(text), None
     except ValueError as exc:
@@ -250,10 +231,8 @@ _SCHEMA_MAPS = frozenset(
 
 
 def _shape(schema: Any) -> Any:
-    """``schema`` with what its metaschema does not constrain blanked: ``const`` and
-    ``default`` values, and ``enum`` members (as distinct numbers, the list kept), so the
-    metaschema check is cached across cases that differ only there (an ``args`` schema's
-    ``const: "<order id>"``). Paths are unchanged, so a problem's path is the schema's."""
+    """``schema`` with what its metaschema does not constrain blanked (``const``, ``default``,
+    ``enum`` members), paths unchanged, so the check is cached across cases that differ there."""
     if not isinstance(schema, dict):
         return schema
     shaped: dict[str, Any] = {}

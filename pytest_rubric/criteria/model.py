@@ -1,10 +1,5 @@
-"""What every criterion has, and the field annotations the types share.
-
-A criterion type is a :class:`CriterionModel` subclass with a ``type``
-literal and its own fields; its :meth:`~CriterionModel.compile` returns the
-check that grades answers against it. The annotations below carry the
-messages a user sees for a wrong number or an empty phrase, so every type
-words them alike.
+"""What every criterion has (:class:`CriterionModel`), and the field annotations the types
+share, which carry the messages a user sees for a wrong number or an empty phrase.
 """
 
 from __future__ import annotations
@@ -31,12 +26,8 @@ if TYPE_CHECKING:
 
 
 class FieldError(ValueError):
-    """A mistake a model validator finds, with the field it is about (``_load.locate`` locates it).
-
-    Field validators are located by pydantic; a model validator sees several
-    fields at once, so it says which one to point at. ``path`` leads further,
-    into the field's value (a key of a mapping, the place in a JSON Schema).
-    """
+    """A mistake a model validator finds, with the field it is about (``_load.locate`` locates
+    it) and the ``path`` further into the field's value."""
 
     def __init__(
         self, field: str, message: str, *, hint: str | None = None, path: tuple[Any, ...] = ()

@@ -1,9 +1,6 @@
-"""Text normalization, number parsing and phrase matching shared by the deterministic checks.
-
-Normalization is what makes ``"Café – 12 %"`` and ``"cafe - 12 %"`` the same
-answer for phrase, regex and fuzzy matching: Unicode NFKD with accents
-removed, casefolded, every dash and minus sign to ``-``, curly quotes to
-straight ones, whitespace runs to a single space.
+"""Text normalization (``"Café – 12 %"`` is ``"cafe - 12 %"``: NFKD without accents,
+casefolded, dashes and quotes plain, whitespace runs one space), number parsing and phrase
+matching shared by the deterministic checks.
 """
 
 from __future__ import annotations
@@ -105,14 +102,9 @@ CompiledPhrase = tuple[str, str, bool, bool]
 
 
 def compile_phrase(text: str) -> CompiledPhrase:
-    """Compile a phrase for :func:`found`.
-
-    A phrase matches in normalized text at a word start: ``loss`` matches
-    "losses" but not "gloss"; a phrase that starts or ends with a digit
-    matches a whole number, so ``1%`` does not match "11%" or "0.1%" and
-    ``99`` does not match "995". Matching is ``str.find`` plus a look at the
-    neighbouring characters: no regex to compile per phrase.
-    """
+    """Compile a phrase for :func:`found`: it matches at a word start (``loss`` matches
+    "losses", not "gloss"), and one that starts or ends with a digit a whole number (``1%``
+    matches neither "11%" nor "0.1%")."""
     needle = normalize(text)
     head, tail = needle[:1], needle[-1:]
     return needle, text, head.isascii() and head.isalnum(), tail.isdigit()

@@ -51,26 +51,23 @@ class Regex(FieldScoped):
 def compile_regex(
     pattern: str, *, case_sensitive: bool, engine: str, normalize: bool = True
 ) -> Any:
-    """A compiled pattern for :func:`~pytest_rubric._guards.engines.search`: RE2, or for
-    ``engine: python`` the ``regex`` package, whose searches take a ``timeout`` (Python's
-    ``re`` holds the GIL while it backtracks). Its literal characters are normalized like
-    answers (:func:`normalize_pattern`) unless ``normalize`` is false. Raises
-    :class:`~pytest_rubric._guards.engines.PatternError`; cached."""
+    """A compiled pattern for :func:`~pytest_rubric._guards.engines.search` (RE2, or the
+    ``regex`` package for ``engine: python``), its literal characters normalized like answers
+    unless ``normalize`` is false; :class:`~pytest_rubric._guards.engines.PatternError`."""
     normalized = normalize_pattern(pattern, casefold=not case_sensitive) if normalize else pattern
     return compile_pattern(
         normalized, case_sensitive=case_sensitive, backtracking=engine == "python"
     )
 
 
-def regex_problem(c: Regex) -> str | None:
-    """Why ``c`` cannot run on RE2 although it is a valid Python pattern, or None."""
+def pattern_error(c: Regex) -> PatternError | None:
+    """Why ``c``'s pattern does not compile (``unsupported``: it needs what RE2 lacks), or None."""
     try:
         compile_regex(
             c.pattern, case_sensitive=c.case_sensitive, engine=c.engine, normalize=c.normalize
         )
     except PatternError as exc:
-        if exc.unsupported:
-            return str(exc)
+        return exc
     return None
 
 

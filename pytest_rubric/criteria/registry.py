@@ -1,11 +1,7 @@
-"""The one table of criterion types: a type is its model, whose ``compile`` is its check.
-
-:data:`DETERMINISTIC` holds one line per type the plugin checks itself, :data:`COMPOSITE`
-the built-in types above them, and :func:`criterion_types` joins both with the types the
-``pytest_rubric_criterion_types`` hook adds. Everything else derives from it: the union a
-rubric file's criteria are read by (:func:`validate_criterion`, which finds the added types
-in pydantic's validation context under :data:`CONTEXT_KEY`), the bodies of ``json`` and
-``extract`` (:func:`validate_body`), the loader's "did you mean" and the docs' table.
+"""The one table of criterion types: :func:`criterion_types` joins the built-in ones with
+those the ``pytest_rubric_criterion_types`` hook adds (found in pydantic's validation
+context under :data:`CONTEXT_KEY`). The union criteria are read by, the bodies of ``json``
+and ``extract``, the loader's "did you mean" and the docs' table derive from it.
 """
 
 from __future__ import annotations
@@ -75,10 +71,8 @@ def _builtin() -> tuple[type[CriterionModel], ...]:
 
 
 def criterion_types(added: Iterable[type[CriterionModel]] = ()) -> dict[str, type[CriterionModel]]:
-    """Every type by the ``type:`` it is written with: the built-in ones, then ``added``.
-
-    Raises ``TypeError`` naming the model for one that is not a criterion type
-    or takes a name already taken."""
+    """Every type by the ``type:`` it is written with: the built-in ones, then ``added``
+    (``TypeError`` for one that is not a criterion type or takes a name already taken)."""
     types = {model.tag: model for model in _builtin()}
     for model in added:
         if not (isinstance(model, type) and issubclass(model, CriterionModel)) or not model.tag:

@@ -588,10 +588,18 @@ def _jsonl(*rows: dict[str, Any]) -> str:
 
 
 def _calibration_rows(tmp_path: Path, text: str) -> tuple[list[Any], list[Problem]]:
-    from pytest_rubric._load.examples import _read_calibration
+    from pytest_rubric._load.examples import read_labelled
+    from pytest_rubric._schema import CalibrationExample
 
     (tmp_path / "labels.jsonl").write_text(text, encoding="utf-8")
-    return _read_calibration(tmp_path / "labels.jsonl")
+    rows, problems = read_labelled(
+        tmp_path / "labels.jsonl",
+        CalibrationExample,
+        what="calibration example",
+        field="calibration",
+        example="{}",
+    )
+    return [row for _, row in rows], problems
 
 
 def _healthbench_rows(tmp_path: Path, text: str) -> tuple[list[Any], list[Problem]]:
