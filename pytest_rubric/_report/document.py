@@ -31,15 +31,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+)
 
 from .._errors import DocumentError
 from .._grade.scoring import item_passes, passes, score
 from .._guards.secrets import known_keys, shorten
 from .._llm.base import mean_raw_score
 from .._repeat import parse_pass_when
-from .._results import CaseResult, CriterionResult, Sample, Verdict
-from .._trace import Passage, ToolCall, Trace, Usage
+from .._results import CaseResult, Sample
 from .calibration import Calibration
 from .gates import GateEntry
 from .report import SessionReport
@@ -543,61 +550,27 @@ def _record(cls: type[T], data: Mapping[str, Any], **built: Any) -> T:
     return cls(**{k: data[k] for k in fields if k in data and k not in built}, **built)
 
 
-def _criterion(data: Mapping[str, Any]) -> CriterionResult:
-    votes, judges = data.get("samples"), data.get("judges")
-    return _record(
-        CriterionResult,
-        data,
-        verdict=Verdict(data["verdict"]),
-        votes=None
-        if votes is None
-        else [{"verdict": v["verdict"], "credit": v["credit"]} for v in votes],
-        tags=tuple(data.get("tags", ())),
-        judges=None if judges is None else dict(judges),
-    )
+@functools.cache
+def _results() -> TypeAdapter[CaseResult]:
+    return TypeAdapter(CaseResult)  # lax: the data is a run's own, or already validated
 
 
-def _trace(data: Mapping[str, Any] | None) -> Trace | None:
-    if data is None:
-        return None
-    return _record(
-        Trace,
-        data,
-        tool_calls=tuple(
-            _record(ToolCall, c, arguments=dict(c["arguments"])) for c in data.get("tool_calls", ())
-        ),
-        context=tuple(_record(Passage, p) for p in data.get("context", ())),
-        usage=_record(Usage, data.get("usage") or {}),
-    )
-
-
-def _sample(data: Mapping[str, Any]) -> Sample:
-    """A sample as written: its score and verdict too."""
-    return _record(
-        Sample,
-        data,
-        criteria=[_criterion(c) for c in data["criteria"]],
-        trace=_trace(data.get("trace")),
-    )
+def _votes(criteria: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A criterion's ``samples`` are its judge samples, the ``votes`` of its dataclass."""
+    return [{**c, "votes": c.get("samples")} for c in criteria]
 
 
 def result_of(data: Mapping[str, Any]) -> CaseResult:
     """The result :func:`result_data` wrote, as it was: the way a result comes back from an
-    xdist worker of this run (a document read back is recomputed: :func:`parse_document`)."""
-    samples = [_sample(s) for s in data.get("samples") or ()]
-    bounds = data.get("skipped_bounds")
-    return _record(
-        CaseResult,
-        data,
-        criteria=[_criterion(c) for c in data["criteria"]],
-        flags=list(data["flags"]),
-        tags=list(data.get("tags", ())),
-        # One sample is the result itself: kept as no samples, the way it was graded.
-        samples=samples if len(samples) > 1 else [],
-        probe=[dict(record) for record in data.get("probe", ())],
-        trace=samples[0].trace if samples else None,
-        skipped_bounds=None if bounds is None else (bounds[0], bounds[1]),
+    xdist worker of this run (a document read back is recomputed: :func:`parse_document`).
+    Every dataclass is read by pydantic from the fields of the same names."""
+    samples = [{**s, "criteria": _votes(s["criteria"])} for s in data.get("samples") or ()]
+    read = _results().validate_python(
+        {**data, "criteria": _votes(data["criteria"]), "samples": samples}
     )
+    # One sample is the result itself: kept as no samples, the way it was graded.
+    first = read.samples[0].trace if read.samples else None
+    return replace(read, samples=read.samples if len(samples) > 1 else [], trace=first)
 
 
 def _recomputed(data: Mapping[str, Any]) -> CaseResult:
