@@ -30,15 +30,6 @@ from .._results import CaseResult
 from .calibration import Calibration
 from .stats import cohen_kappa, fleiss_kappa
 
-__all__ = [
-    "JudgeAudit",
-    "ProbeFigures",
-    "audit",
-    "kind_record",
-    "probe_plan",
-    "probe_record",
-]
-
 _DECIDED = ("MET", "UNMET")
 _KIND_ORDER = {"tone": 0, "length": 1, "position": 2}
 

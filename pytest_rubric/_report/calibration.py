@@ -19,8 +19,6 @@ if TYPE_CHECKING:
     from .._schema import CalibrationExample as Example
     from ..criteria.judge import Requirement
 
-__all__ = ["Calibration", "label_met", "measure"]
-
 
 @dataclass(frozen=True, slots=True)
 class Calibration:

@@ -40,18 +40,6 @@ if TYPE_CHECKING:
     from .audit import ProbeFigures
     from .calibration import Calibration
 
-__all__ = [
-    "CHANGE_KINDS",
-    "DELTA_HEADER",
-    "GateEntry",
-    "GateReport",
-    "Gates",
-    "baseline_of",
-    "before_and_after",
-    "changed",
-    "run_gates",
-]
-
 
 # Means are float sums: an unchanged run must not "drop" by 1e-17.
 EPSILON = 1e-9

@@ -27,8 +27,6 @@ if TYPE_CHECKING:
     from .leaderboard import Breakdown, Pair, RankNoise
     from .run import HistoryRun, RunInfo
 
-__all__ = ["Note", "SessionReport", "Severity", "build_report"]
-
 # Unstable criteria listed by name; the rest are counted.
 _SHOWN = 10
 
