@@ -2,8 +2,11 @@
 
 * **Probes** (``--rubric-judge-probe N``, ``--rubric-judge-probe-kinds``): up to N judged
   substance criteria (:func:`probe_plan`) are judged again, each leaving a record in its
-  result's ``probe``. ``tone``: on the answer rewritten confident and hedged
-  (``_grade.restyle``); a flip is a verdict that changed with tone alone, and
+  result's ``probe``: a dict of ``criterion``, ``judge`` and its verdict on the answer,
+  ``original``; for tone its verdicts on the rewrites, ``confident`` and ``hedged``; for
+  another kind, ``kind``, the verdict judged again, ``probed``, and the criterion's
+  ``weight``, ``positive`` or ``negative``. ``tone``: on the answer rewritten confident
+  and hedged (``_grade.restyle``); a flip is a verdict that changed with tone alone, and
   ``style_sensitivity`` = flips / (2 x probed). ``length``: on the answer with neutral
   padding (``_grade.padding``); a flip is a change in the answer's favour. ``position``
   (one-shot grader): the criteria in reverse order; a flip is any change.
@@ -127,35 +130,6 @@ class JudgeAudit:
                 "verdicts quoted nothing found in the response"
             )
         return lines
-
-
-def probe_record(
-    *, criterion: str, judge: str, original: str, confident: str, hedged: str
-) -> dict[str, str]:
-    """One probed criterion of one result: its verdict on the answer and on each rewrite."""
-    return {
-        "criterion": criterion,
-        "judge": judge,
-        "original": original,
-        "confident": confident,
-        "hedged": hedged,
-    }
-
-
-def kind_record(
-    *, kind: str, criterion: str, judge: str, original: str, probed: str, negative: bool
-) -> dict[str, str]:
-    """One criterion's record for a probe kind other than tone: its verdict on the answer,
-    and judged again (``negative``: the criterion's weight is below zero, so a change in the
-    answer's favour is MET to UNMET)."""
-    return {
-        "kind": kind,
-        "criterion": criterion,
-        "judge": judge,
-        "original": original,
-        "probed": probed,
-        "weight": "negative" if negative else "positive",
-    }
 
 
 def _flipped(record: Mapping[str, str]) -> bool:

@@ -220,8 +220,6 @@ class Audit:
         probes = self._probe_requests(request, compiled)
         if not probes:
             return []
-        from .._report.audit import kind_record, probe_record
-
         criteria = self._probed(request, compiled)
         for _, probe in probes:
             self._judging.schedule(probe)
@@ -239,23 +237,23 @@ class Audit:
                     original = "MET" if share >= 0.5 else "UNMET"
                 if "confident" in again:
                     records.append(
-                        probe_record(
-                            criterion=c.id,
-                            judge=one.name,
-                            original=str(original),
-                            confident=str(again["confident"].outcomes[c.id].verdict),
-                            hedged=str(again["hedged"].outcomes[c.id].verdict),
-                        )
+                        {
+                            "criterion": c.id,
+                            "judge": one.name,
+                            "original": str(original),
+                            "confident": str(again["confident"].outcomes[c.id].verdict),
+                            "hedged": str(again["hedged"].outcomes[c.id].verdict),
+                        }
                     )
                 records += [
-                    kind_record(
-                        kind=kind,
-                        criterion=c.id,
-                        judge=one.name,
-                        original=str(original),
-                        probed=str(again[kind].outcomes[c.id].verdict),
-                        negative=c.effective_weight < 0,
-                    )
+                    {
+                        "kind": kind,
+                        "criterion": c.id,
+                        "judge": one.name,
+                        "original": str(original),
+                        "probed": str(again[kind].outcomes[c.id].verdict),
+                        "weight": "negative" if c.effective_weight < 0 else "positive",
+                    }
                     for kind in ("length", "position")
                     if kind in again
                 ]
