@@ -270,7 +270,7 @@ class Case(Rubric):
 
 
 class CalibrationExample(BaseModel):
-    """One labelled example of a file's ``calibration:`` (see ``_report.calibration``): the verdict,
+    """One labelled example of a file's ``calibration:`` (see ``_report.audit``): the verdict,
     or for a score-kind criterion the score, a person gave ``response``."""
 
     model_config = MODEL_CONFIG

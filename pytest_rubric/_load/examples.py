@@ -1,5 +1,5 @@
 """Labelled examples a rubric file gives: ``calibration:``, which the judge is measured on
-(``_report.calibration``), and ``judge_examples:``, which it is shown.
+(``_report.audit``), and ``judge_examples:``, which it is shown.
 
 Each is a list, or a JSONL path relative to the file (read by the one JSONL reader,
 ``_guards.limits.read_jsonl``). A calibration example is ``{case, criterion, response,

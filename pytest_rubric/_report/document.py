@@ -47,7 +47,7 @@ from .._guards.secrets import known_keys, shorten
 from .._llm.base import mean_raw_score
 from .._repeat import parse_pass_when
 from .._results import CaseResult, Sample
-from .calibration import Calibration
+from .audit import Calibration
 from .gates import GateEntry
 from .report import SessionReport
 from .run import RunInfo, RunJudge

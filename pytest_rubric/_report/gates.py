@@ -37,8 +37,7 @@ from . import stats as _stats
 from .leaderboard import SubjectRow, by_subject, leaderboard, paired
 
 if TYPE_CHECKING:
-    from .audit import ProbeFigures
-    from .calibration import Calibration
+    from .audit import Calibration, ProbeFigures
 
 
 # Means are float sums: an unchanged run must not "drop" by 1e-17.

@@ -23,7 +23,7 @@ from .leaderboard import SubjectRow, leaderboard
 
 if TYPE_CHECKING:
     # Imported when a report is built: pytest -VV, which imports this module, skips it.
-    from .calibration import Calibration
+    from .audit import Calibration
     from .leaderboard import Breakdown, Pair, RankNoise
     from .run import HistoryRun, RunInfo
 

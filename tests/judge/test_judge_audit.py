@@ -18,8 +18,7 @@ from pytest_rubric._errors import RubricLoadError
 from pytest_rubric._grade.restyle import restyle
 from pytest_rubric._grade.style import ASSERTIVE, HEDGES, confidence
 from pytest_rubric._load.loader import parse_suite
-from pytest_rubric._report.audit import audit, probe_plan
-from pytest_rubric._report.calibration import label_met, measure
+from pytest_rubric._report.audit import audit, label_met, measure, probe_plan
 from pytest_rubric._report.document import JudgeAuditModel, written
 from pytest_rubric._results import CaseResult, Outcome, Verdict
 from pytest_rubric._schema import CalibrationExample
