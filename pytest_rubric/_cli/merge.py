@@ -20,10 +20,11 @@ from pathlib import Path
 from .. import importers
 from .._config.outputs import OUTPUTS, write_outputs
 from .._config.settings import fraction
+from .._errors import DocumentError
 from .._guards.outgoing import outgoing_streams
 from .._render.summary import terminal_lines
-from .._report.calibration import Calibration
-from .._report.document import DocumentError, load_document
+from .._report.audit import Calibration
+from .._report.document import load_document
 from .._report.gates import GateEntry, Gates
 from .._report.history import HistoryError, append, skipped_warning, with_trend
 from .._report.report import build_report

@@ -27,8 +27,6 @@ from collections.abc import Iterator
 from .._report.report import SessionReport
 from .table import with_requirement
 
-__all__ = ["HEADER", "RECORD_END", "boundary", "cell", "csv_chunks"]
-
 HEADER = (
     "nodeid",
     "suite",

@@ -32,8 +32,6 @@ from .._report.report import SessionReport, Severity
 from .._results import CaseResult, CriterionResult, mark_text
 from .table import trace_lines
 
-__all__ = ["FULL", "PALETTE", "render_html"]
-
 
 def e(text: object) -> str:
     return html.escape(str(text), quote=True)

@@ -20,8 +20,6 @@ from .._report.report import SessionReport, Severity
 from .._results import CaseResult
 from .table import trace_lines, with_requirement
 
-__all__ = ["code", "escape", "render_markdown"]
-
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _PUNCTUATION = re.compile(r"([\\`*_\[\]|~]|:(?=//)|(?<=www)\.)")
 _SPACE = re.compile(r"\s+")

@@ -15,8 +15,6 @@ from .._report.leaderboard import columns as board_columns
 from .._report.report import SessionReport, Severity
 from .table import render_table
 
-__all__ = ["SLOW_FAILURE_REPORT", "Line", "slow_failure_report", "terminal_lines"]
-
 _MARK = {Severity.WARNING: "! ", Severity.CAUTION: "~ "}
 _MARKUP: dict[Severity, dict[str, bool]] = {
     Severity.INFO: {},

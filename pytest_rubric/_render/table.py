@@ -10,8 +10,6 @@ from .._guards.secrets import clip, known_keys, shorten
 from .._results import CaseResult, CriterionResult, mark_text
 from .._trace import Trace
 
-__all__ = ["answer_lines", "criteria_table", "render_table", "trace_lines", "with_requirement"]
-
 SHOW_REQUIREMENT = 300  # a requirement's characters a failure table shows; the JSON has it whole
 
 

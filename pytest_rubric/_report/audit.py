@@ -2,8 +2,11 @@
 
 * **Probes** (``--rubric-judge-probe N``, ``--rubric-judge-probe-kinds``): up to N judged
   substance criteria (:func:`probe_plan`) are judged again, each leaving a record in its
-  result's ``probe``. ``tone``: on the answer rewritten confident and hedged
-  (``_grade.restyle``); a flip is a verdict that changed with tone alone, and
+  result's ``probe``: a dict of ``criterion``, ``judge`` and its verdict on the answer,
+  ``original``; for tone its verdicts on the rewrites, ``confident`` and ``hedged``; for
+  another kind, ``kind``, the verdict judged again, ``probed``, and the criterion's
+  ``weight``, ``positive`` or ``negative``. ``tone``: on the answer rewritten confident
+  and hedged (``_grade.restyle``); a flip is a verdict that changed with tone alone, and
   ``style_sensitivity`` = flips / (2 x probed). ``length``: on the answer with neutral
   padding (``_grade.padding``); a flip is a change in the answer's favour. ``position``
   (one-shot grader): the criteria in reverse order; a flip is any change.
@@ -14,9 +17,14 @@
 * **Panel** (``--rubric-judge`` repeated): Cohen's kappa for each pair of judges over the
   criteria both decided, Fleiss' kappa over those every judge decided (score-kind criteria
   are not in the kappas).
+* **Calibration** (a rubric file's ``calibration:`` labels, read by ``_load.examples``):
+  :class:`Calibration` holds the judge's agreement with a suite's labels, measured at the
+  start of the session: ``n`` (examples the judge graded; ERRORs are counted apart),
+  ``accuracy``, ``kappa`` (Cohen's), ``tpr`` (the share of MET labels the judge called
+  MET) and ``tnr`` (of UNMET labels, UNMET).
 
-Everything here is a function of the results, so a serial run, an xdist run and ``merge``
-report the same audit.
+Everything here but the calibration (which ``merge`` keeps) is a function of the results,
+so a serial run, an xdist run and ``merge`` report the same audit.
 """
 
 from __future__ import annotations
@@ -24,20 +32,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._results import CaseResult
-from .calibration import Calibration
 from .stats import cohen_kappa, fleiss_kappa
 
-__all__ = [
-    "JudgeAudit",
-    "ProbeFigures",
-    "audit",
-    "kind_record",
-    "probe_plan",
-    "probe_record",
-]
+if TYPE_CHECKING:
+    from .._schema import CalibrationExample as Example
+    from ..criteria.judge import Requirement
 
 _DECIDED = ("MET", "UNMET")
 _KIND_ORDER = {"tone": 0, "length": 1, "position": 2}
@@ -136,35 +138,6 @@ class JudgeAudit:
                 "verdicts quoted nothing found in the response"
             )
         return lines
-
-
-def probe_record(
-    *, criterion: str, judge: str, original: str, confident: str, hedged: str
-) -> dict[str, str]:
-    """One probed criterion of one result: its verdict on the answer and on each rewrite."""
-    return {
-        "criterion": criterion,
-        "judge": judge,
-        "original": original,
-        "confident": confident,
-        "hedged": hedged,
-    }
-
-
-def kind_record(
-    *, kind: str, criterion: str, judge: str, original: str, probed: str, negative: bool
-) -> dict[str, str]:
-    """One criterion's record for a probe kind other than tone: its verdict on the answer,
-    and judged again (``negative``: the criterion's weight is below zero, so a change in the
-    answer's favour is MET to UNMET)."""
-    return {
-        "kind": kind,
-        "criterion": criterion,
-        "judge": judge,
-        "original": original,
-        "probed": probed,
-        "weight": "negative" if negative else "positive",
-    }
 
 
 def _flipped(record: Mapping[str, str]) -> bool:
@@ -278,3 +251,53 @@ def probe_plan(
                 chosen[nodeid].append(cid)
                 picked += 1
     return {nodeid: tuple(ids) for nodeid, ids in chosen.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """The judge's agreement with one suite's labels."""
+
+    suite: str
+    judge: str
+    n: int
+    accuracy: float | None
+    kappa: float | None
+    tpr: float | None
+    tnr: float | None
+    errors: int = 0  # examples the judge could not grade (ERROR): not in n
+
+    @property
+    def line(self) -> str:
+        text = (
+            f"judge calibration {self.suite}: n {self.n}, accuracy {_num(self.accuracy)}, "
+            f"kappa {_num(self.kappa)}, tpr {_num(self.tpr)}, tnr {_num(self.tnr)}"
+        )
+        return text + (f" ({self.errors} not graded: ERROR)" if self.errors else "")
+
+
+def label_met(example: Example, criterion: Requirement) -> bool:
+    """The label as MET or not: a score counts as MET in the upper half of the range."""
+    if example.score is not None:
+        low, high = criterion.min_score, criterion.max_score
+        return (example.score - low) / (high - low) >= 0.5
+    return example.verdict == "MET"
+
+
+def measure(suite: str, judge: str, pairs: Sequence[tuple[bool, bool | None]]) -> Calibration:
+    """Agreement from ``(label MET, judge MET or None for ERROR)`` pairs."""
+    graded = [(label, judged) for label, judged in pairs if judged is not None]
+    n = len(graded)
+    labels = [label for label, _ in graded]
+    verdicts = [bool(judged) for _, judged in graded]
+    positives = [v for label, v in zip(labels, verdicts, strict=True) if label]
+    negatives = [not v for label, v in zip(labels, verdicts, strict=True) if not label]
+    return Calibration(
+        suite=suite,
+        judge=judge,
+        n=n,
+        accuracy=sum(a == b for a, b in zip(labels, verdicts, strict=True)) / n if n else None,
+        kappa=cohen_kappa(labels, verdicts),
+        tpr=sum(positives) / len(positives) if positives else None,
+        tnr=sum(negatives) / len(negatives) if negatives else None,
+        errors=len(pairs) - n,
+    )

@@ -29,23 +29,28 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+)
 
 from .._errors import DocumentError
 from .._grade.scoring import item_passes, passes, score
 from .._guards.secrets import known_keys, shorten
 from .._llm.base import mean_raw_score
 from .._repeat import parse_pass_when
-from .._results import CaseResult, CriterionResult, Sample, Verdict
-from .._trace import Passage, ToolCall, Trace, Usage
-from .calibration import Calibration
+from .._results import CaseResult, Sample
+from .audit import Calibration
 from .gates import GateEntry
 from .report import SessionReport
 from .run import RunInfo, RunJudge
-
-__all__ = ["Document", "DocumentError", "document", "json_chunks", "load_document"]
 
 VERSION = 1
 """The document's ``version``: bumped when a field is renamed or changes meaning."""
@@ -66,10 +71,12 @@ VerdictName = Literal["MET", "UNMET", "ERROR", "SKIPPED"]
 class _Part(BaseModel):
     """A part of the document. A run writes each field from the attribute of the same name
     of what it describes, unless :attr:`sources` names another (a dotted path, or ``""``
-    for the described object itself); :meth:`trimmed` drops the fields a run leaves out."""
+    for the described object itself). A run leaves a field of :attr:`left_out` out when it
+    holds the value given there, and those :meth:`trimmed` drops."""
 
     model_config = _CONFIG
     sources: ClassVar[Mapping[str, str]] = {}
+    left_out: ClassVar[Mapping[str, Any]] = {}
 
     @classmethod
     def trimmed(cls, data: dict[str, Any], described: Any) -> dict[str, Any]:
@@ -87,6 +94,12 @@ class CriterionResultModel(_Part):
     """One entry of a result's ``criteria``."""
 
     sources: ClassVar[Mapping[str, str]] = {"samples": "votes"}
+    left_out: ClassVar[Mapping[str, Any]] = {
+        "tags": [],
+        "samples": None,
+        "judges": None,
+        "evidence_ok": None,
+    }
 
     id: str
     type: str
@@ -107,13 +120,8 @@ class CriterionResultModel(_Part):
 
     @classmethod
     def trimmed(cls, data: dict[str, Any], described: Any) -> dict[str, Any]:
-        if not data["tags"]:
-            del data["tags"]
         if data["samples"] is None and data["judges"] is None:
             del data["agreement"], data["unstable"]
-        for name in ("samples", "judges", "evidence_ok"):
-            if data[name] is None:
-                del data[name]
         return data
 
 
@@ -153,12 +161,7 @@ class TraceModel(_Part):
     usage: UsageModel = UsageModel()
     latency_s: Annotated[float, Field(ge=0)] | None = None
     metadata: dict[str, Any] | None = None  # written when the application gave some
-
-    @classmethod
-    def trimmed(cls, data: dict[str, Any], described: Any) -> dict[str, Any]:
-        if data["metadata"] is None:
-            del data["metadata"]
-        return data
+    left_out: ClassVar[Mapping[str, Any]] = {"metadata": None}
 
 
 class SampleModel(_Part):
@@ -179,6 +182,7 @@ class ResultModel(_Part):
 
     # Every sample, the one of a result graded once included.
     sources: ClassVar[Mapping[str, str]] = {"samples": "sample_list"}
+    left_out: ClassVar[Mapping[str, Any]] = {"probe": [], "ranked": True}
 
     nodeid: str
     suite: str
@@ -212,14 +216,6 @@ class ResultModel(_Part):
     n_samples: Annotated[int, Field(ge=1)] | None = None
     pass_rate: Fraction | None = None
     pass_rate_ci: list[Fraction] | None = None
-
-    @classmethod
-    def trimmed(cls, data: dict[str, Any], described: Any) -> dict[str, Any]:
-        if not data["probe"]:
-            del data["probe"]
-        if data["ranked"]:
-            del data["ranked"]
-        return data
 
 
 class LeaderboardRowModel(_Part):
@@ -498,7 +494,11 @@ def written(model: type[_Part], described: Any) -> dict[str, Any]:
         data[name] = get(described)
     for name, write in plan.converted:
         data[name] = write(data[name])
-    return model.trimmed(data, described)
+    data = model.trimmed(data, described)
+    for name, value in model.left_out.items():
+        if data[name] == value:
+            del data[name]
+    return data
 
 
 def document(report: SessionReport) -> dict[str, Any]:
@@ -534,70 +534,27 @@ def result_data(result: CaseResult) -> dict[str, Any]:
 # Reading ------------------------------------------------------------------------------
 
 
-T = TypeVar("T")
+@functools.cache
+def _results() -> TypeAdapter[CaseResult]:
+    return TypeAdapter(CaseResult)  # lax: the data is a run's own, or already validated
 
 
-def _record(cls: type[T], data: Mapping[str, Any], **built: Any) -> T:
-    """A ``cls`` of ``data``: each field from the entry of its name, unless ``built``."""
-    fields = cls.__dataclass_fields__  # type: ignore[attr-defined]
-    return cls(**{k: data[k] for k in fields if k in data and k not in built}, **built)
-
-
-def _criterion(data: Mapping[str, Any]) -> CriterionResult:
-    votes, judges = data.get("samples"), data.get("judges")
-    return _record(
-        CriterionResult,
-        data,
-        verdict=Verdict(data["verdict"]),
-        votes=None
-        if votes is None
-        else [{"verdict": v["verdict"], "credit": v["credit"]} for v in votes],
-        tags=tuple(data.get("tags", ())),
-        judges=None if judges is None else dict(judges),
-    )
-
-
-def _trace(data: Mapping[str, Any] | None) -> Trace | None:
-    if data is None:
-        return None
-    return _record(
-        Trace,
-        data,
-        tool_calls=tuple(
-            _record(ToolCall, c, arguments=dict(c["arguments"])) for c in data.get("tool_calls", ())
-        ),
-        context=tuple(_record(Passage, p) for p in data.get("context", ())),
-        usage=_record(Usage, data.get("usage") or {}),
-    )
-
-
-def _sample(data: Mapping[str, Any]) -> Sample:
-    """A sample as written: its score and verdict too."""
-    return _record(
-        Sample,
-        data,
-        criteria=[_criterion(c) for c in data["criteria"]],
-        trace=_trace(data.get("trace")),
-    )
+def _votes(criteria: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A criterion's ``samples`` are its judge samples, the ``votes`` of its dataclass."""
+    return [{**c, "votes": c.get("samples")} for c in criteria]
 
 
 def result_of(data: Mapping[str, Any]) -> CaseResult:
     """The result :func:`result_data` wrote, as it was: the way a result comes back from an
-    xdist worker of this run (a document read back is recomputed: :func:`parse_document`)."""
-    samples = [_sample(s) for s in data.get("samples") or ()]
-    bounds = data.get("skipped_bounds")
-    return _record(
-        CaseResult,
-        data,
-        criteria=[_criterion(c) for c in data["criteria"]],
-        flags=list(data["flags"]),
-        tags=list(data.get("tags", ())),
-        # One sample is the result itself: kept as no samples, the way it was graded.
-        samples=samples if len(samples) > 1 else [],
-        probe=[dict(record) for record in data.get("probe", ())],
-        trace=samples[0].trace if samples else None,
-        skipped_bounds=None if bounds is None else (bounds[0], bounds[1]),
+    xdist worker of this run (a document read back is recomputed: :func:`parse_document`).
+    Every dataclass is read by pydantic from the fields of the same names."""
+    samples = [{**s, "criteria": _votes(s["criteria"])} for s in data.get("samples") or ()]
+    read = _results().validate_python(
+        {**data, "criteria": _votes(data["criteria"]), "samples": samples}
     )
+    # One sample is the result itself: kept as no samples, the way it was graded.
+    first = read.samples[0].trace if read.samples else None
+    return replace(read, samples=read.samples if len(samples) > 1 else [], trace=first)
 
 
 def _recomputed(data: Mapping[str, Any]) -> CaseResult:
@@ -781,22 +738,17 @@ def parse_document(text: str, *, name: str) -> Document:
             )
         results.append(result)
     audit = read["judge_audit"]
-    calibration = [_record(Calibration, c) for c in (audit["calibration"] if audit else ())]
+    # The models name the dataclasses' fields, but for the cache's, a part of its own.
+    calibration = [Calibration(**c) for c in (audit["calibration"] if audit else ())]
     run = read["run"]
     if run is not None:
-        cache = run["cache"]
-        run = _record(
-            RunInfo,
-            run,
-            judges=tuple(_record(RunJudge, j) for j in run["judges"]),
-            cache_mode=cache["mode"],
-            cache_hits=cache["hits"],
-            cache_misses=cache["misses"],
-        )
+        run["judges"] = tuple(RunJudge(**j) for j in run["judges"])
+        run.update({f"cache_{k}": v for k, v in run.pop("cache").items()})
+        run = RunInfo(**run)
     # A pass prints as a note only when it is a flip within noise (the one kind of passing
     # case entry a run writes).
     gates = [
-        _record(GateEntry, g, quiet=not g["failed"] and g["gate"] != "baseline-case")
+        GateEntry(**g, quiet=not g["failed"] and g["gate"] != "baseline-case")
         for g in read["gates"]
     ]
     return Document(results, recomputed, calibration, run=run, gates=gates)

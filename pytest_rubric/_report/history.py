@@ -22,8 +22,6 @@ from .run import HistoryRun
 if TYPE_CHECKING:
     from .report import SessionReport
 
-__all__ = ["HistoryError", "append", "read_runs", "skipped_warning", "with_trend"]
-
 SCHEMA_VERSION = 1
 _TIMEOUT = 10.0  # seconds to wait for another writer's lock
 

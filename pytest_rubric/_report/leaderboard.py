@@ -33,23 +33,6 @@ from .._grade.scoring import score
 from .._results import CaseResult
 from . import stats as _stats
 
-__all__ = [
-    "COLUMNS",
-    "Breakdown",
-    "Pair",
-    "RankNoise",
-    "SubjectRow",
-    "breakdowns",
-    "by_case",
-    "by_subject",
-    "columns",
-    "interval_text",
-    "leaderboard",
-    "paired",
-    "pairwise",
-    "rank_noise",
-]
-
 _TIE = 1e-9
 
 
@@ -409,23 +392,11 @@ def _tag_scores(result: CaseResult) -> dict[str, float]:
     return scores
 
 
-def _entry(subject: str, group: str, key: str, values: Sequence[float], level: float) -> Breakdown:
-    return Breakdown(
-        subject=subject,
-        group=group,
-        key=key,
-        score=math.fsum(values) / len(values),
-        ci=_stats.mean_interval(values, level),
-        n=len(values),
-    )
-
-
 def breakdowns(
     results: Iterable[CaseResult], *, subjects: Sequence[str], level: float = 0.95
 ) -> tuple[Breakdown, ...]:
     """Suite entries (when there are several suites), then tag entries; within a group by
     key, and within a key in ``subjects`` order (the leaderboard's)."""
-    results = list(results)
     order = {s: i for i, s in enumerate(subjects)}
     entries: list[Breakdown] = []
     suites: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -434,11 +405,18 @@ def breakdowns(
         suites[r.suite][r.subject].append(r.score)
         for tag, value in _tag_scores(r).items():
             tags[tag][r.subject].append(value)
-    if len(suites) > 1:
-        for suite in sorted(suites):
-            for subject in sorted(suites[suite], key=lambda s: order.get(s, len(order))):
-                entries.append(_entry(subject, "suite", suite, suites[suite][subject], level))
-    for tag in sorted(tags):
-        for subject in sorted(tags[tag], key=lambda s: order.get(s, len(order))):
-            entries.append(_entry(subject, "tag", tag, tags[tag][subject], level))
+    for group, by_key in [*([("suite", suites)] if len(suites) > 1 else []), ("tag", tags)]:
+        for key in sorted(by_key):
+            for subject in sorted(by_key[key], key=lambda s: order.get(s, len(order))):
+                values = by_key[key][subject]
+                entries.append(
+                    Breakdown(
+                        subject,
+                        group,
+                        key,
+                        math.fsum(values) / len(values),
+                        _stats.mean_interval(values, level),
+                        len(values),
+                    )
+                )
     return tuple(entries)

@@ -23,11 +23,9 @@ from .leaderboard import SubjectRow, leaderboard
 
 if TYPE_CHECKING:
     # Imported when a report is built: pytest -VV, which imports this module, skips it.
-    from .calibration import Calibration
+    from .audit import Calibration
     from .leaderboard import Breakdown, Pair, RankNoise
     from .run import HistoryRun, RunInfo
-
-__all__ = ["Note", "SessionReport", "Severity", "build_report"]
 
 # Unstable criteria listed by name; the rest are counted.
 _SHOWN = 10

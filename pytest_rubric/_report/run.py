@@ -15,16 +15,6 @@ from pathlib import Path
 
 from .._guards.secrets import public_url
 
-__all__ = [
-    "HistoryRun",
-    "RunInfo",
-    "RunJudge",
-    "git_commit",
-    "iso_time",
-    "merged",
-    "plugin_version",
-]
-
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1, or a SHA-256 repository's
 _SHORT_SHA = 12  # as the header shows a commit
 # A symbolic ref may name another; git itself follows a few levels.

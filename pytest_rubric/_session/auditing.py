@@ -1,6 +1,5 @@
 """The session's part in auditing the judge: calibration examples graded at session start,
-the probes planned over the collected items (the measures are ``_report.calibration`` and
-``_report.audit``).
+the probes planned over the collected items (the measures are ``_report.audit``'s).
 
 :class:`Audit` asks the judge through :class:`~pytest_rubric._session.judging.Judging`;
 the judge knows nothing of it.
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
     from .._grade.grader import CompiledRubric
     from .._llm.base import Judged
-    from .._report.calibration import Calibration
+    from .._report.audit import Calibration
 
 __all__ = ["Audit"]
 
@@ -99,7 +98,7 @@ class Audit:
             return self._calibrated.get(file_id)
         if file_id not in self._examples or not self._grades_calibration:
             return None
-        from .._report.calibration import label_met, measure
+        from .._report.audit import label_met, measure
 
         suite, examples = self._examples[file_id]
         pairs: list[tuple[bool, bool | None]] = []
@@ -124,7 +123,7 @@ class Audit:
     def add_calibrations(self, measured: dict[str, Any]) -> None:
         """Keep the first calibration figures of each rubric file an xdist worker sends
         (every worker measures the same ones)."""
-        from .._report.calibration import Calibration
+        from .._report.audit import Calibration
 
         for file_id, entry in measured.items():
             self._calibrated.setdefault(file_id, Calibration(**entry))
@@ -220,8 +219,6 @@ class Audit:
         probes = self._probe_requests(request, compiled)
         if not probes:
             return []
-        from .._report.audit import kind_record, probe_record
-
         criteria = self._probed(request, compiled)
         for _, probe in probes:
             self._judging.schedule(probe)
@@ -239,23 +236,23 @@ class Audit:
                     original = "MET" if share >= 0.5 else "UNMET"
                 if "confident" in again:
                     records.append(
-                        probe_record(
-                            criterion=c.id,
-                            judge=one.name,
-                            original=str(original),
-                            confident=str(again["confident"].outcomes[c.id].verdict),
-                            hedged=str(again["hedged"].outcomes[c.id].verdict),
-                        )
+                        {
+                            "criterion": c.id,
+                            "judge": one.name,
+                            "original": str(original),
+                            "confident": str(again["confident"].outcomes[c.id].verdict),
+                            "hedged": str(again["hedged"].outcomes[c.id].verdict),
+                        }
                     )
                 records += [
-                    kind_record(
-                        kind=kind,
-                        criterion=c.id,
-                        judge=one.name,
-                        original=str(original),
-                        probed=str(again[kind].outcomes[c.id].verdict),
-                        negative=c.effective_weight < 0,
-                    )
+                    {
+                        "kind": kind,
+                        "criterion": c.id,
+                        "judge": one.name,
+                        "original": str(original),
+                        "probed": str(again[kind].outcomes[c.id].verdict),
+                        "weight": "negative" if c.effective_weight < 0 else "positive",
+                    }
                     for kind in ("length", "position")
                     if kind in again
                 ]

@@ -28,7 +28,8 @@ class Results:
         self.assert_subjects = False  # assert_rubric graded with subject=
         self.baseline: list[CaseResult] | None = None
         if baseline is not None:
-            from .._report.document import DocumentError, load_document
+            from .._errors import DocumentError
+            from .._report.document import load_document
 
             try:
                 self.baseline = load_document(baseline).results

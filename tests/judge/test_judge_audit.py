@@ -18,8 +18,7 @@ from pytest_rubric._errors import RubricLoadError
 from pytest_rubric._grade.restyle import restyle
 from pytest_rubric._grade.style import ASSERTIVE, HEDGES, confidence
 from pytest_rubric._load.loader import parse_suite
-from pytest_rubric._report.audit import audit, probe_plan, probe_record
-from pytest_rubric._report.calibration import label_met, measure
+from pytest_rubric._report.audit import audit, label_met, measure, probe_plan
 from pytest_rubric._report.document import JudgeAuditModel, written
 from pytest_rubric._results import CaseResult, Outcome, Verdict
 from pytest_rubric._schema import CalibrationExample
@@ -376,9 +375,13 @@ def _result(probe: list[dict[str, str]]) -> CaseResult:
 
 def test_flips_are_counted_per_rewrite_and_errors_are_not_probed() -> None:
     def record(judge: str, original: str, confident: str, hedged: str) -> dict[str, str]:
-        return probe_record(
-            criterion="c", judge=judge, original=original, confident=confident, hedged=hedged
-        )
+        return {
+            "criterion": "c",
+            "judge": judge,
+            "original": original,
+            "confident": confident,
+            "hedged": hedged,
+        }
 
     found = audit(
         [

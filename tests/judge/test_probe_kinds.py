@@ -17,7 +17,7 @@ from pytest_rubric._grade.grader import Grader
 from pytest_rubric._grade.padding import PADDING, pad, paddable
 from pytest_rubric._grade.style import ASSERTIVE, HEDGES
 from pytest_rubric._load.loader import load_suite, parse_suite
-from pytest_rubric._report.audit import ProbeFigures, audit, kind_record, probe_record
+from pytest_rubric._report.audit import ProbeFigures, audit
 from pytest_rubric._report.document import JudgeAuditModel, written
 from pytest_rubric._report.gates import Gates, run_gates
 from pytest_rubric._results import CaseResult, Verdict
@@ -113,9 +113,15 @@ def _result(probe: list[dict[str, str]]) -> CaseResult:
 
 
 def _kind(kind: str, original: str, probed: str, *, negative: bool = False) -> dict[str, str]:
-    return kind_record(
-        kind=kind, criterion="c", judge="j", original=original, probed=probed, negative=negative
-    )
+    weight = "negative" if negative else "positive"
+    return {
+        "kind": kind,
+        "criterion": "c",
+        "judge": "j",
+        "original": original,
+        "probed": probed,
+        "weight": weight,
+    }
 
 
 def test_length_counts_flips_in_the_answers_favour_position_any_change() -> None:
@@ -127,7 +133,7 @@ def test_length_counts_flips_in_the_answers_favour_position_any_change() -> None
         _kind("position", "MET", "UNMET"),
         _kind("position", "UNMET", "MET"),
         _kind("position", "MET", "MET"),
-        probe_record(criterion="c", judge="j", original="MET", confident="MET", hedged="UNMET"),
+        {"criterion": "c", "judge": "j", "original": "MET", "confident": "MET", "hedged": "UNMET"},
     ]
     judge_audit = audit([_result(records)])
     assert written(JudgeAuditModel, judge_audit)["probes"] == [
