@@ -38,8 +38,6 @@ from ._errors import SpansUnreadable
 from ._guards.secrets import clip, known_keys
 from ._trace import TRACE_TEXT_LIMIT, Passage, ToolCall, Trace, Usage
 
-__all__ = ["MAX_SPANS", "SPAN_NAME", "Captured", "SpanCapture", "read_spans"]
-
 SPAN_NAME = "pytest-rubric target"
 """The plugin's span around each target call: the root of the call's trace."""
 

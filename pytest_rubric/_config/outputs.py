@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .._report.report import SessionReport
 
-__all__ = ["OUTPUTS", "Output", "Unwritten", "unwritable", "write_outputs"]
-
 
 @dataclass(frozen=True, slots=True)
 class Output:

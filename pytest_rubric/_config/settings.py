@@ -34,18 +34,6 @@ from .._repeat import parse_pass_when
 from . import parsers
 from .outputs import OUTPUTS
 
-__all__ = [
-    "BY_KEY",
-    "DEFAULT_PATTERNS",
-    "OPTIONS",
-    "SUMMARY_MODES",
-    "Option",
-    "Settings",
-    "argparse_type",
-    "fraction",
-    "positive_int",
-]
-
 SUMMARY_MODES = ("auto", "on", "off")
 DEFAULT_PATTERNS = ("*.rubric.yaml", "*.rubric.yml", "*.rubric.json")
 _RETRY = RetryPolicy()

@@ -30,8 +30,6 @@ from .started import session_of
 if TYPE_CHECKING:
     from .._llm.base import Judged
 
-__all__ = ["CURRENT_ITEM", "RubricFixture", "assert_rubric", "grader_for"]
-
 
 # What ``assert_rubric`` and the ``rubric`` fixture accept as a rubric.
 RubricSpec = Rubric | Sequence[dict[str, Any]] | dict[str, Any] | str | os.PathLike[str]

@@ -43,8 +43,6 @@ if TYPE_CHECKING:
     from .inputs import ResponseDir
     from .session import RubricSession
 
-__all__ = ["RubricFile", "RubricItem", "added_criterion_types"]
-
 
 def added_criterion_types(node: pytest.Item | pytest.Collector) -> list[type[CriterionModel]]:
     """The criterion types the plugins and conftests in ``node``'s scope add."""

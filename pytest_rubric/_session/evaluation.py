@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from ..criteria.check import Answer
     from .session import RubricSession
 
-__all__ = ["evaluate", "raise_for", "raise_no_answer"]
-
 
 def evaluate(
     session: RubricSession | None,

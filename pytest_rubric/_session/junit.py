@@ -22,8 +22,6 @@ from .._config.outputs import Unwritten, unwritable
 from .._guards.outgoing import outgoing
 from .._results import CaseResult, Verdict
 
-__all__ = ["JUNIT_PROPERTIES", "junit_properties", "record_as_error", "set_aside", "write_answers"]
-
 JUNIT_PROPERTIES = frozenset(
     {
         "rubric_case",

@@ -28,8 +28,6 @@ from typing import Any, Protocol
 
 import pytest
 
-__all__ = ["ControllerHooks", "Role", "WorkerHooks", "register"]
-
 
 class RubricSession(Protocol):
     """What these hooks need of ``_session.session.RubricSession``."""
