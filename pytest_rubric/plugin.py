@@ -203,12 +203,11 @@ def pytest_report_to_serializable(
     config: pytest.Config, report: pytest.CollectReport | pytest.TestReport
 ) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
     data = yield
-    if data is not None and any(data.get(name) for name in _CARRIED):
-        from ._report.document import result_data
+    for name in _CARRIED:
+        if data is not None and data.get(name):
+            from ._report.document import result_data
 
-        for name in _CARRIED:
-            if data.get(name):
-                data[name] = [result_data(r) for r in data[name]]
+            data[name] = [result_data(r) for r in data[name]]
     return data
 
 
@@ -217,13 +216,11 @@ def pytest_report_from_serializable(
     config: pytest.Config, data: dict[str, Any]
 ) -> Generator[None, object, object]:
     report = yield
-    if any(getattr(report, name, None) for name in _CARRIED):
-        from ._report.document import result_of
+    for name in _CARRIED:
+        if results := getattr(report, name, None):
+            from ._report.document import result_of
 
-        for name in _CARRIED:
-            results = getattr(report, name, None)
-            if results:
-                setattr(report, name, [result_of(r) for r in results])
+            setattr(report, name, [result_of(r) for r in results])
     return report
 
 

@@ -22,8 +22,7 @@ from .._schema import Mark, Rubric, own_mark
 from ..criteria.check import Answer
 from ..criteria.registry import CONTEXT_KEY
 from ..judge.requests import JudgeKey
-from .collect import added_criterion_types
-from .evaluation import evaluate, raise_for
+from .collect import added_criterion_types, evaluate, raise_for
 from .items import CURRENT_ITEM, RESULTS_KEY, record
 from .started import session_of
 

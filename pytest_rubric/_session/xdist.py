@@ -33,8 +33,8 @@ class RubricSession(Protocol):
     """What these hooks need of ``_session.session.RubricSession``."""
 
     role: Role
-    judging: Any  # its schedule_items(items) starts judging what this worker will run
-    results: Any  # its crashed(report) gives a lost item its result
+    judging: Any
+    results: Any
 
     def worker_stats(self) -> dict[str, Any] | None: ...
     def add_worker_stats(self, data: dict[str, Any]) -> None: ...
@@ -49,9 +49,8 @@ _WHOLE_FILE_MODES = frozenset({"loadfile", "loadscope"})
 
 @dataclass(frozen=True, slots=True)
 class Role:
-    """This process's part in the run, read once from xdist's public facts
-    (``config.workerinput``, ``-n`` and ``--dist``): every decision that depends on
-    pytest-xdist asks it; no other module reads ``workerinput``."""
+    """This process's part in the run, read once from ``config.workerinput``, ``-n`` and
+    ``--dist``."""
 
     worker_id: str | None = None  # gw0, gw1, ...: an xdist worker; None: not a worker
     workers: int = 1  # the processes that share the run's judge bound and --rubric-max-cost
