@@ -162,19 +162,16 @@ class Audit:
         ]
         self.probe_plan = probe_plan(sorted(candidates), n)
 
-    def _probed(self, request: JudgeRequest, compiled: CompiledRubric) -> list[Any]:
-        """The judged criteria of the item the plan chose to probe (none: not probed)."""
-        ids = self.probe_plan.get(request.key.node, ())
-        return [c for c in compiled.judged_criteria if c.id in ids]
-
     def _probe_requests(
         self, request: JudgeRequest, compiled: CompiledRubric
-    ) -> list[tuple[str, JudgeRequest]]:
-        """Each probe of an item's first answer (``request``): ``(kind, request)``, for the
-        kinds of ``--rubric-judge-probe-kinds`` (none when the item is not probed)."""
-        criteria = self._probed(request, compiled)
+    ) -> tuple[list[Any], list[tuple[str, JudgeRequest]]]:
+        """The judged criteria the plan chose to probe in an item's first answer
+        (``request``), and each probe of it, ``(kind, request)``, for the kinds of
+        ``--rubric-judge-probe-kinds`` (none when the item is not probed)."""
+        ids = self.probe_plan.get(request.key.node, ())
+        criteria = [c for c in compiled.judged_criteria if c.id in ids]
         if not criteria:
-            return []
+            return [], []
         from .._grade.padding import pad, paddable
         from .._grade.restyle import restyle
 
@@ -193,10 +190,10 @@ class Audit:
             # them together, so every criterion moves but a middle one).
             reverse = list(reversed(compiled.judged_criteria))
             probes.append(("position", request.again(key.probed("position"), reverse, response)))
-        return probes
+        return criteria, probes
 
     def schedule_probe(self, request: JudgeRequest, compiled: CompiledRubric) -> None:
-        for _, probe in self._probe_requests(request, compiled):
+        for _, probe in self._probe_requests(request, compiled)[1]:
             self.judging.schedule(probe)
 
     def probe(
@@ -207,12 +204,11 @@ class Audit:
         runner = self.judging.runner
         if runner is None or judged is None:  # first: every unjudged item asks
             return []
-        probes = self._probe_requests(request, compiled)
+        criteria, probes = self._probe_requests(request, compiled)
         if not probes:
             return []
         from .._report.audit import kind_record, probe_record
 
-        criteria = self._probed(request, compiled)
         for _, probe in probes:
             self.judging.schedule(probe)
         records = []

@@ -166,7 +166,6 @@ class RubricSession:
 
     @functools.cached_property
     def grader(self) -> Grader:
-        """The session's grader, built on first use."""
         from .._grade.grader import Grader
 
         settings = self.settings
@@ -504,7 +503,6 @@ class RubricSession:
     # --- the end --------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """The session is over: stop the judge, close the cache."""
         self.judging.close()
         self.caches.close()
         if self.inputs.spans is not None:
