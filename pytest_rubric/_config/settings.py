@@ -551,12 +551,8 @@ class Settings:
     def flip_limits(self) -> dict[str, float]:
         """Each probed kind's limit on its share of flips: ``--rubric-judge-max-flips
         KIND=X``, else ``--rubric-judge-max-style-flips`` (kinds with neither: no gate)."""
-        limits = {}
-        for kind in self.probe_kinds:
-            limit = self.max_flips.get(kind, self.max_style_flips)
-            if limit is not None:
-                limits[kind] = limit
-        return limits
+        limits = {kind: self.max_flips.get(kind, self.max_style_flips) for kind in self.probe_kinds}
+        return {kind: limit for kind, limit in limits.items() if limit is not None}
 
 
 OPTIONS: tuple[Option, ...] = tuple(

@@ -62,7 +62,7 @@ class Audit:
                 question=case.asked,
                 response=example.response,
                 reference=case.reference,
-                guidance=self.judging.guidance_of(file_id),
+                guidance=self.judging.guidance.get(file_id),
                 recording=location(file_id, CALIBRATION),
             )
             for index, (example, criterion, case) in enumerate(examples)

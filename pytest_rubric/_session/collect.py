@@ -1,13 +1,11 @@
 """Rubric files as pytest collectors, (case, subject) pairs as pytest items, and the one
 evaluation (:func:`evaluate`) they share with ``assert_rubric``.
 
-An item's ``runtest`` obtains the response (inline, from a responses file,
-or by calling the target), grades it and asserts the grade; an answer that
-could not be evaluated is reported as an error, never as a pass, and
-``repr_failure`` prints the per-criterion table, or, when the target raised, the
-application's traceback as pytest reports a test's: from the target's first frame, the
-frames of the plugin that called it (and of ``asyncio``) cut as pytest cuts its own, in
-the style ``--tb`` asks for, with what the plugin made of it as a section below.
+An item's ``runtest`` obtains the response (inline, from a responses file, or by calling
+the target), grades it and asserts the grade; an answer that could not be evaluated is an
+error, never a pass. ``repr_failure`` prints the per-criterion table, or, when the target
+raised, the application's traceback as pytest reports a test's, with what the plugin made
+of it as a section below.
 """
 
 from __future__ import annotations
@@ -145,7 +143,8 @@ class RubricFile(pytest.File):
                 loaded = load_suite(self.path, added=added_criterion_types(self))
                 items = list(self._items(loaded))
             session.audit.add_calibration(self.nodeid, loaded.name, loaded.calibration)
-            session.judging.add_guidance(self.nodeid, loaded.guidance)
+            if loaded.guidance is not None:
+                session.judging.guidance[self.nodeid] = loaded.guidance
         except RubricLoadError:
             session.inputs.collection_errors += 1
             raise
@@ -517,8 +516,9 @@ def _calling(entry: Any) -> bool:
 def _application_traceback(
     config: pytest.Config, raised: BaseException, error: BaseException
 ) -> Any:
-    """The report of ``raised``, what a target raised, cut to the application's frames;
-    ``error`` (why the item has no answer) is its ``rubric`` section."""
+    """The report of ``raised``, what a target raised, from the target's first frame (the
+    plugin's frames that called it, and ``asyncio``'s, cut as pytest cuts its own), in the
+    style ``--tb`` asks for; ``error`` (why the item has no answer) is its ``rubric`` section."""
     info = pytest.ExceptionInfo.from_exception(raised)
     entries = list(info.traceback)
     first = next((i for i, entry in enumerate(entries) if not _calling(entry)), 0)

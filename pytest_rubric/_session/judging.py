@@ -76,11 +76,10 @@ class Judging:
     run_judges: tuple[RunJudge, ...] = ()  # the same judges, for the JSON's run
     usage: dict[str, CallStats] = field(default_factory=dict)  # every judge's, by name
     prices: dict[str, Price | None] = field(default_factory=dict)  # every judge's, by name
-    _scheduled: set[str] = field(
-        default_factory=set, init=False
-    )  # node ids whose judging was started
-    # file id -> judge_instructions, judge_examples
-    _guidance: dict[str, Guidance] = field(default_factory=dict, init=False)
+    # Node ids whose judging was started.
+    _scheduled: set[str] = field(default_factory=set, init=False)
+    # A collected rubric file's (by node id) judge_instructions: and judge_examples:.
+    guidance: dict[str, Guidance] = field(default_factory=dict, init=False)
 
     # --- set up ---------------------------------------------------------------------------------
 
@@ -206,11 +205,6 @@ class Judging:
 
     # --- what the judge is asked ------------------------------------------------------------------
 
-    def add_guidance(self, file_id: str, guidance: Guidance | None) -> None:
-        """A collected rubric file's ``judge_instructions:`` and ``judge_examples:``."""
-        if guidance is not None:
-            self._guidance[file_id] = guidance
-
     def request(
         self,
         key: JudgeKey,
@@ -230,13 +224,10 @@ class Judging:
             question=compiled.rubric.asked,
             response=response,
             reference=compiled.rubric.reference,
-            guidance=self._guidance.get(key.file),
+            guidance=self.guidance.get(key.file),
             recording=location(key.file, compiled.rubric.id) if key.file and key.node else None,
             context=context,
         )
-
-    def guidance_of(self, file_id: str) -> Guidance | None:
-        return self._guidance.get(file_id)
 
     def schedule_items(self, items: Iterable[pytest.Item]) -> None:
         """Start every given item's judge calls now, so they overlap across items (answers of

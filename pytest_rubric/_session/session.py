@@ -312,11 +312,9 @@ class RubricSession:
         judged: list[Judged | None] = []
         for request in requests:
             outcomes = self.judging.result(request)
-            uncalibrated = (
-                self.audit.below_min_kappa(request.key)
-                if outcomes is not None and self.judging.runner is not None
-                else None
-            )
+            uncalibrated = None
+            if outcomes is not None and self.judging.runner is not None:
+                uncalibrated = self.audit.below_min_kappa(request.key)
             if uncalibrated is not None:
                 outcomes = every(request, Outcome(Verdict.ERROR, 0.0, uncalibrated))
             judged.append(outcomes)

@@ -107,8 +107,9 @@ class WorkerHooks:
         """The items this worker is known to run from ``item`` on, ``item`` first."""
         ahead = [item] if nextitem is None else [item, nextitem]
         if self._by_file is None:
-            whole_files = self.state.role.whole_files
-            self._by_file = _by_file(item.session.items) if whole_files else {}
+            self._by_file = {}
+            for one in item.session.items if self.state.role.whole_files else ():
+                self._by_file.setdefault(_file_of(one), []).append(one)
         if self._by_file:
             for known in list(ahead):
                 name = _file_of(known)
@@ -139,13 +140,6 @@ class WorkerHooks:
 
 def _file_of(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
-
-
-def _by_file(items: list[pytest.Item]) -> dict[str, list[pytest.Item]]:
-    grouped: dict[str, list[pytest.Item]] = {}
-    for item in items:
-        grouped.setdefault(_file_of(item), []).append(item)
-    return grouped
 
 
 class ControllerHooks:
