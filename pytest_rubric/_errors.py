@@ -71,7 +71,7 @@ class RubricLoadError(RubricError):
 
 class _ResultError(RubricError):
     # The message is the text of an item's failure, which leaves the process: whoever raises
-    # one passes it through ``_guards.outgoing`` first (``_session.evaluation`` does, the one place
+    # one passes it through ``_guards.outgoing`` first (``_session.collect`` does, the one place
     # they are raised).
     def __init__(self, message: str, *, result: CaseResult | None) -> None:
         super().__init__(message)

@@ -1,23 +1,17 @@
 """``--rubric-otel``: the trace of a target call, read from the application's own spans.
 
-An application already instrumented with OpenTelemetry (``opentelemetry-instrumentation-
-openai``, ``openinference-instrumentation-openai``, an agent framework's ``execute_tool``
-spans) needs no change. :class:`SpanCapture` adds one span processor to the application's
-SDK tracer provider (the global one), or installs an SDK provider when none is set yet,
-at the first target call, so a provider the application sets when its module is imported
-is the one used. Each call then runs inside a root span of the plugin's
-(:data:`SPAN_NAME`), current in the call's context; every span of that span's trace is
-the call's, matched by trace id, never by time, so concurrent calls (threads, asyncio
-tasks) and xdist workers each read their own. Only the spans of calls in progress are
-kept, each call's at most :data:`MAX_SPANS`; they are dropped once read.
+An application already instrumented with OpenTelemetry needs no change: at the first target
+call, :class:`SpanCapture` adds one span processor to the application's SDK tracer provider
+(the global one, installed when none is set yet), so a provider the application sets when
+its module is imported is the one used. Each call runs inside a root span of the plugin's
+(:data:`SPAN_NAME`); every span of that span's trace is the call's, matched by trace id,
+never by time, so concurrent calls and xdist workers each read their own. Only the spans
+of calls in progress are kept, each call's at most :data:`MAX_SPANS`, dropped once read.
+:func:`read_spans` reads them by the GenAI semantic conventions and OpenInference's
+attributes (see ``docs/guides/otel.md``).
 
-:func:`read_spans` turns spans into a :class:`~pytest_rubric._trace.Trace` (source
-``"otel"``) by the GenAI semantic conventions and OpenInference's span attributes (see
-``docs/guides/otel.md``). :meth:`SpanCapture.traced` is the seam: it runs one target call
-and hands back what the call returned with the trace its spans show.
-
-Imported only with ``--rubric-otel``: a session without it imports no OpenTelemetry
-module, and ``opentelemetry-sdk`` is the optional extra ``pytest-rubric[otel]``.
+Imported only with ``--rubric-otel``: ``opentelemetry-sdk`` is the optional extra
+``pytest-rubric[otel]``.
 """
 
 from __future__ import annotations
@@ -27,6 +21,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import trace as trace_api
@@ -37,8 +32,6 @@ from opentelemetry.trace import StatusCode
 from ._errors import SpansUnreadable
 from ._guards.secrets import clip, known_keys
 from ._trace import TRACE_TEXT_LIMIT, Passage, ToolCall, Trace, Usage
-
-__all__ = ["MAX_SPANS", "SPAN_NAME", "Captured", "SpanCapture", "read_spans"]
 
 SPAN_NAME = "pytest-rubric target"
 """The plugin's span around each target call: the root of the call's trace."""
@@ -96,13 +89,13 @@ class _Collector(SpanProcessor):
         return True
 
 
+@dataclass
 class Captured:
     """What one target call left in its spans: :meth:`trace` once the call is over."""
 
-    def __init__(self) -> None:
-        self._spans: list[ReadableSpan] = []
-        self._problem: str | None = None
-        self._latency: float | None = None
+    _spans: list[ReadableSpan] = field(default_factory=list)
+    _problem: str | None = None
+    _latency: float | None = None
 
     def trace(self) -> Trace | None:
         """The call's trace (source ``"otel"``, ``latency_s`` the plugin span's duration),

@@ -23,6 +23,7 @@ from ._config.settings import DEFAULT_PATTERNS
 from ._defaults import SET_A_JUDGE, first_data_file, is_rubric_file
 from ._session.items import CURRENT_ITEM, RESULTS_KEY, is_rubric_item
 from ._session.started import SESSION_KEY, STARTER_KEY
+from ._session.xdist import Role
 
 if TYPE_CHECKING:
     from ._grade.grader import Grader
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from ._session.assertion import RubricFixture
     from ._session.collect import RubricFile
     from ._session.session import RubricSession
-    from ._session.xdist import Role
 
 PROPERTIES_KEY = pytest.StashKey[list[tuple[str, object]]]()
 """The JUnit properties this attempt of an item added (``rubric_score``, ...)."""
@@ -80,19 +80,13 @@ def _thaw(config: pytest.Config) -> None:
         state.thaw()
 
 
-def _role(config: pytest.Config) -> Role:
-    from ._session.xdist import Role
-
-    return Role.of(config)
-
-
 def _rubric_work_asked(config: pytest.Config) -> bool:
     """Whether the session starts at configure: the run sets a rubric option (beyond where
     rubric files are and the heap's tricks), names a judge in ``RUBRIC_JUDGE``, has a judge
     hook, runs under xdist, or adds the ini's ``rubric_dirs`` to what it collects. Otherwise
     nothing the session would do at configure has an effect: it starts on first need."""
     named = config.args_source is pytest.Config.ArgsSource.ARGS
-    role = _role(config)
+    role = Role.of(config)
     return bool(
         configured(config)
         or os.environ.get("RUBRIC_JUDGE")
@@ -108,7 +102,7 @@ def pytest_collection(session: pytest.Session) -> None:
     """A session not started yet still warns of a rubric dir whose files match no pattern
     (see ``RubricSession.check_dirs``): it starts to, when there is one."""
     config = session.config
-    if config.stash.get(SESSION_KEY, None) is not None or not _role(config).reports:
+    if config.stash.get(SESSION_KEY, None) is not None or not Role.of(config).reports:
         return  # its own hook warns
     patterns = _patterns(config)
     if any(first_data_file(Path(d), patterns) for d in config.getini("rubric_dirs")):
@@ -209,12 +203,11 @@ def pytest_report_to_serializable(
     config: pytest.Config, report: pytest.CollectReport | pytest.TestReport
 ) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
     data = yield
-    if data is not None and any(data.get(name) for name in _CARRIED):
-        from ._report.document import result_data
+    for name in _CARRIED:
+        if data is not None and data.get(name):
+            from ._report.document import result_data
 
-        for name in _CARRIED:
-            if data.get(name):
-                data[name] = [result_data(r) for r in data[name]]
+            data[name] = [result_data(r) for r in data[name]]
     return data
 
 
@@ -223,13 +216,11 @@ def pytest_report_from_serializable(
     config: pytest.Config, data: dict[str, Any]
 ) -> Generator[None, object, object]:
     report = yield
-    if any(getattr(report, name, None) for name in _CARRIED):
-        from ._report.document import result_of
+    for name in _CARRIED:
+        if results := getattr(report, name, None):
+            from ._report.document import result_of
 
-        for name in _CARRIED:
-            results = getattr(report, name, None)
-            if results:
-                setattr(report, name, [result_of(r) for r in results])
+            setattr(report, name, [result_of(r) for r in results])
     return report
 
 

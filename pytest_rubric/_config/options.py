@@ -23,8 +23,6 @@ from .._llm.cost import CostSettings, parse_price, parse_prices
 from .outputs import OUTPUTS
 from .settings import BY_KEY, DEFAULT_PATTERNS, OPTIONS, Option, Settings, argparse_type
 
-__all__ = ["add_options", "configured", "given", "read_settings"]
-
 
 def add_options(parser: pytest.Parser) -> None:
     """Every ``--rubric-*`` flag (one group) and ini key of :data:`~.settings.OPTIONS`."""

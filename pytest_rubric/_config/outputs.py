@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .._report.report import SessionReport
 
-__all__ = ["OUTPUTS", "Output", "Unwritten", "unwritable", "write_outputs"]
-
 
 @dataclass(frozen=True, slots=True)
 class Output:
@@ -138,14 +136,6 @@ def _no_fifo(path: Path) -> None:
         raise OSError(errno.ENXIO, "a FIFO, which would wait for a reader", str(path))
 
 
-def _write(path: Path, parts: Iterable[str], mode: str = "w") -> None:
-    _no_fifo(path)
-    if mode == "w":
-        path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open(mode, encoding="utf-8") as out:
-        out.writelines(parts)
-
-
 def write_outputs(
     report: SessionReport,
     paths: Mapping[str, Path | None],
@@ -163,7 +153,11 @@ def write_outputs(
 
     def guarded(what: str, path: Path, parts: Iterable[str], mode: str = "w") -> None:
         try:
-            _write(path, parts, mode)
+            _no_fifo(path)
+            if mode == "w":
+                path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open(mode, encoding="utf-8") as out:
+                out.writelines(parts)
         except OSError as exc:
             unwritten.append(Unwritten(what, str(path), _reason(exc, path)))
 

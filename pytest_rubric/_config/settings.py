@@ -34,18 +34,6 @@ from .._repeat import parse_pass_when
 from . import parsers
 from .outputs import OUTPUTS
 
-__all__ = [
-    "BY_KEY",
-    "DEFAULT_PATTERNS",
-    "OPTIONS",
-    "SUMMARY_MODES",
-    "Option",
-    "Settings",
-    "argparse_type",
-    "fraction",
-    "positive_int",
-]
-
 SUMMARY_MODES = ("auto", "on", "off")
 DEFAULT_PATTERNS = ("*.rubric.yaml", "*.rubric.yml", "*.rubric.json")
 _RETRY = RetryPolicy()
@@ -563,12 +551,8 @@ class Settings:
     def flip_limits(self) -> dict[str, float]:
         """Each probed kind's limit on its share of flips: ``--rubric-judge-max-flips
         KIND=X``, else ``--rubric-judge-max-style-flips`` (kinds with neither: no gate)."""
-        limits = {}
-        for kind in self.probe_kinds:
-            limit = self.max_flips.get(kind, self.max_style_flips)
-            if limit is not None:
-                limits[kind] = limit
-        return limits
+        limits = {kind: self.max_flips.get(kind, self.max_style_flips) for kind in self.probe_kinds}
+        return {kind: limit for kind, limit in limits.items() if limit is not None}
 
 
 OPTIONS: tuple[Option, ...] = tuple(

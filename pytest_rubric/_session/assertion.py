@@ -22,15 +22,12 @@ from .._schema import Mark, Rubric, own_mark
 from ..criteria.check import Answer
 from ..criteria.registry import CONTEXT_KEY
 from ..judge.requests import JudgeKey
-from .collect import added_criterion_types
-from .evaluation import evaluate, raise_for
+from .collect import added_criterion_types, evaluate, raise_for
 from .items import CURRENT_ITEM, RESULTS_KEY, record
 from .started import session_of
 
 if TYPE_CHECKING:
     from .._llm.base import Judged
-
-__all__ = ["CURRENT_ITEM", "RubricFixture", "assert_rubric", "grader_for"]
 
 
 # What ``assert_rubric`` and the ``rubric`` fixture accept as a rubric.

@@ -8,7 +8,7 @@ the judge knows nothing of it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -26,34 +26,24 @@ if TYPE_CHECKING:
     from .._llm.base import Judged
     from .._report.audit import Calibration
 
-__all__ = ["Audit"]
 
-
+@dataclass(eq=False, kw_only=True)
 class Audit:
     """Calibration against the suite's labels, and the probes of the judge's biases."""
 
-    def __init__(
-        self,
-        role: Role,
-        *,
-        judging: Judging,
-        dry_run: bool,
-        probe: int,
-        probe_kinds: tuple[str, ...],
-        min_kappa: float | None,
-    ) -> None:
-        self._probe = probe  # --rubric-judge-probe N
-        self._probe_kinds = probe_kinds  # --rubric-judge-probe-kinds
-        self._min_kappa = min_kappa  # --rubric-judge-min-kappa
-        self._role = role
-        self._judging = judging
-        self._dry_run = dry_run
-        self.probe_plan: dict[str, tuple[str, ...]] = {}  # node id -> criteria the probe judges
-        # Calibration, by rubric file node id: the suite's name and its examples as
-        # collected; what the judge made of them, once measured; and on an xdist
-        # controller, what the workers measured (the first worker's, per file).
-        self._examples: dict[str, tuple[str, list[Any]]] = {}
-        self._calibrated: dict[str, Calibration] = {}
+    role: Role
+    judging: Judging
+    dry_run: bool
+    probes: int  # --rubric-judge-probe N
+    probe_kinds: tuple[str, ...]  # --rubric-judge-probe-kinds
+    min_kappa: float | None  # --rubric-judge-min-kappa
+    # node id -> the criteria the probe judges
+    probe_plan: dict[str, tuple[str, ...]] = field(default_factory=dict, init=False)
+    # Calibration, by rubric file node id: the suite's name and its examples as collected;
+    # what the judge made of them, once measured; and on an xdist controller, what the
+    # workers measured (the first worker's, per file).
+    _examples: dict[str, tuple[str, list[Any]]] = field(default_factory=dict, init=False)
+    _calibrated: dict[str, Calibration] = field(default_factory=dict, init=False)
 
     # --- calibration ------------------------------------------------------------------------------
 
@@ -71,7 +61,7 @@ class Audit:
                 question=case.asked,
                 response=example.response,
                 reference=case.reference,
-                guidance=self._judging.guidance_of(file_id),
+                guidance=self.judging.guidance.get(file_id),
                 recording=location(file_id, CALIBRATION),
             )
             for index, (example, criterion, case) in enumerate(examples)
@@ -81,19 +71,19 @@ class Audit:
         """Start grading every calibration example, before any judged item runs: under xdist
         on ``gw0`` alone (paid once), or, with ``--rubric-judge-min-kappa``, on every worker,
         which needs the figures for its own items (the controller keeps the first it gets)."""
-        if self._judging.runner is None or self._dry_run or not self._grades_calibration:
+        if self.judging.runner is None or self.dry_run or not self._grades_calibration:
             return
         for file_id in self._examples:
             for request in self._calibration_requests(file_id):
-                self._judging.schedule(request)
+                self.judging.schedule(request)
 
     @property
     def _grades_calibration(self) -> bool:
-        return self._role.first or self._min_kappa is not None
+        return self.role.first or self.min_kappa is not None
 
     def calibration_of(self, file_id: str) -> Calibration | None:
         """The judge's agreement with a rubric file's labels (waiting for its grades)."""
-        runner = self._judging.runner
+        runner = self.judging.runner
         if file_id in self._calibrated or runner is None:
             return self._calibrated.get(file_id)
         if file_id not in self._examples or not self._grades_calibration:
@@ -131,7 +121,7 @@ class Audit:
     def below_min_kappa(self, key: JudgeKey) -> str | None:
         """Why the judged criteria of ``key`` are ERROR: its suite's calibration kappa is
         below ``--rubric-judge-min-kappa``; None when it is not."""
-        floor = self._min_kappa
+        floor = self.min_kappa
         if floor is None:
             return None
         calibration = self.calibration_of(key.file)
@@ -155,8 +145,8 @@ class Audit:
     def plan_probe(self, items: Sequence[pytest.Item]) -> None:
         """Choose the criteria the probes judge again (``--rubric-judge-probe N``); every
         xdist worker collects every item, so each makes the same choice."""
-        n = self._probe
-        if not n or not self._judging.names or self._dry_run:
+        n = self.probes
+        if not n or not self.judging.names or self.dry_run:
             return
         from .._report.audit import probe_plan
 
@@ -171,24 +161,21 @@ class Audit:
         ]
         self.probe_plan = probe_plan(sorted(candidates), n)
 
-    def _probed(self, request: JudgeRequest, compiled: CompiledRubric) -> list[Any]:
-        """The judged criteria of the item the plan chose to probe (none: not probed)."""
-        ids = self.probe_plan.get(request.key.node, ())
-        return [c for c in compiled.judged_criteria if c.id in ids]
-
     def _probe_requests(
         self, request: JudgeRequest, compiled: CompiledRubric
-    ) -> list[tuple[str, JudgeRequest]]:
-        """Each probe of an item's first answer (``request``): ``(kind, request)``, for the
-        kinds of ``--rubric-judge-probe-kinds`` (none when the item is not probed)."""
-        criteria = self._probed(request, compiled)
+    ) -> tuple[list[Any], list[tuple[str, JudgeRequest]]]:
+        """The judged criteria the plan chose to probe in an item's first answer
+        (``request``), and each probe of it, ``(kind, request)``, for the kinds of
+        ``--rubric-judge-probe-kinds`` (none when the item is not probed)."""
+        ids = self.probe_plan.get(request.key.node, ())
+        criteria = [c for c in compiled.judged_criteria if c.id in ids]
         if not criteria:
-            return []
+            return [], []
         from .._grade.padding import pad, paddable
         from .._grade.restyle import restyle
 
         key, response = request.key, request.response
-        kinds = self._probe_kinds
+        kinds = self.probe_kinds
         probes: list[tuple[str, JudgeRequest]] = []
         if "tone" in kinds:
             probes += [
@@ -202,26 +189,25 @@ class Audit:
             # them together, so every criterion moves but a middle one).
             reverse = list(reversed(compiled.judged_criteria))
             probes.append(("position", request.again(key.probed("position"), reverse, response)))
-        return probes
+        return criteria, probes
 
     def schedule_probe(self, request: JudgeRequest, compiled: CompiledRubric) -> None:
-        for _, probe in self._probe_requests(request, compiled):
-            self._judging.schedule(probe)
+        for _, probe in self._probe_requests(request, compiled)[1]:
+            self.judging.schedule(probe)
 
     def probe(
         self, request: JudgeRequest, compiled: CompiledRubric, judged: Judged | None
     ) -> list[dict[str, str]]:
         """The probes' records for an item's first answer (none when it is not probed): each
         judge's verdicts on it (``judged``) and judged again for each kind."""
-        runner = self._judging.runner
+        runner = self.judging.runner
         if runner is None or judged is None:  # first: every unjudged item asks
             return []
-        probes = self._probe_requests(request, compiled)
+        criteria, probes = self._probe_requests(request, compiled)
         if not probes:
             return []
-        criteria = self._probed(request, compiled)
         for _, probe in probes:
-            self._judging.schedule(probe)
+            self.judging.schedule(probe)
         records = []
         # A panel's judges are probed one by one: the audit is per judge.
         for one in getattr(runner, "runners", (runner,)):

@@ -12,6 +12,7 @@ processes ever write one file.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -26,34 +27,24 @@ if TYPE_CHECKING:
     from .._llm.cache import CachedCalls, CacheFile
     from .._llm.recordings import Recordings
 
-__all__ = ["Caches", "JudgeRecordings"]
 
-
+@dataclass(eq=False, kw_only=True)
 class Caches:
     """Opens the cache file on first use, once for the judge and the response cache alike."""
 
-    def __init__(
-        self,
-        *,
-        cache_dir: Path,
-        cache_mode: str,
-        response_cache_mode: str,
-        recordings_dir: Path | None,
-        config_warning: Callable[[Warning, int], None] | None,
-    ) -> None:
-        self._cache_dir = cache_dir  # the judge's and the response cache's one file
-        self._cache_mode = cache_mode  # --rubric-cache
-        self._response_cache_mode = response_cache_mode  # --rubric-response-cache
-        self._recordings_dir = recordings_dir  # --rubric-recordings
-        self._warn = config_warning  # the run's warnings (None: another process gives them)
-        self._file: CacheFile | None = None
-        self._judge: CacheFile | None = None
-        self._responses: CachedCalls | None = None
-        self._recordings: Recordings | None = None
+    cache_dir: Path  # the judge's and the response cache's one file
+    cache_mode: str  # --rubric-cache
+    response_cache_mode: str  # --rubric-response-cache
+    recordings_dir: Path | None  # --rubric-recordings
+    config_warning: Callable[[Warning, int], None] | None  # None: another process warns
+    _file: CacheFile | None = field(default=None, init=False)
+    _judge: CacheFile | None = field(default=None, init=False)
+    _responses: CachedCalls | None = field(default=None, init=False)
+    _recordings: Recordings | None = field(default=None, init=False)
 
     def recordings(self) -> Recordings | None:
         """The judge's recordings folder (``--rubric-recordings``), or None."""
-        directory = self._recordings_dir
+        directory = self.recordings_dir
         if self._recordings is None and directory is not None:
             from .._guards.secrets import known_keys
             from .._llm.recordings import Recordings
@@ -63,7 +54,7 @@ class Caches:
 
     def judge(self) -> CacheFile | None:
         """The judge's cache (opened on first use), or None with ``--rubric-cache off``."""
-        if self._judge is None and self._cache_mode != "off":
+        if self._judge is None and self.cache_mode != "off":
             self._judge = self._open()
         return self._judge
 
@@ -71,7 +62,7 @@ class Caches:
         """What the application's answers go through with ``--rubric-response-cache use`` or
         ``replay`` (the same file as the judge's, whatever ``--rubric-cache`` says); None
         without it: targets and models are then called on every run."""
-        mode = self._response_cache_mode
+        mode = self.response_cache_mode
         if self._responses is None and mode != "off":
             from .._llm.cache import CachedCalls
 
@@ -83,10 +74,10 @@ class Caches:
             from .._guards.secrets import known_keys  # no httpx: an xdist controller skips it
             from .._llm.cache import CacheFile
 
-            self._file = CacheFile(self._cache_dir, secrets=known_keys())
+            self._file = CacheFile(self.cache_dir, secrets=known_keys())
             warning = self._file.take_warning()
-            if warning is not None and self._warn is not None:
-                self._warn(rubric_warning(warning), 2)
+            if warning is not None and self.config_warning is not None:
+                self.config_warning(rubric_warning(warning), 2)
         return self._file
 
     def warn_trouble(self) -> None:
@@ -102,18 +93,18 @@ class Caches:
             self._responses = None
 
 
+@dataclass(eq=False)
 class JudgeRecordings:
     """What the run did with the recordings folder, and the line the summary shows."""
 
-    def __init__(self, store: Recordings, *, rootpath: Path, prune: bool) -> None:
-        self.store = store
-        self._rootpath = rootpath  # where a rubric file's recordings say it is
-        self._prune = prune  # --rubric-recordings-prune
-        self.cases: set[str] = set()  # the recording files of the collected cases
-        self.files: set[str] = set()  # the collected rubric files' node ids
-        self.deselected = 0
-        self.collection_errors = 0
-        self.line: str | None = None  # for the terminal summary
+    store: Recordings
+    rootpath: Path  # where a rubric file's recordings say it is
+    prune: bool  # --rubric-recordings-prune
+    cases: set[str] = field(default_factory=set)  # the recording files of the collected cases
+    files: set[str] = field(default_factory=set)  # the collected rubric files' node ids
+    deselected: int = 0
+    collection_errors: int = 0
+    line: str | None = None  # for the terminal summary
 
     def collected(self, items: Sequence[pytest.Item]) -> None:
         from .._llm.recordings import location
@@ -156,7 +147,7 @@ class JudgeRecordings:
             unused.update(store.orphans(self.cases, self.files))
             unused.update(self._gone(store))
         count = sum(len(keys) for keys in unused.values())
-        if self._prune:
+        if self.prune:
             if selection is not None:
                 self.line = (
                     f"recordings: not pruned: this run was a selection ({selection}); prune "
@@ -174,7 +165,7 @@ class JudgeRecordings:
     def _gone(self, store: Recordings) -> dict[str, list[str]]:
         """Recording files whose rubric file no longer exists under the rootdir."""
         found: dict[str, list[str]] = {}
-        root = self._rootpath
+        root = self.rootpath
         if not store.directory.is_dir():
             return found
         for path in sorted(store.directory.rglob("*.json")):

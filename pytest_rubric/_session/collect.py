@@ -1,12 +1,11 @@
-"""Rubric files as pytest collectors, (case, subject) pairs as pytest items.
+"""Rubric files as pytest collectors, (case, subject) pairs as pytest items, and the one
+evaluation (:func:`evaluate`) they share with ``assert_rubric``.
 
-An item's ``runtest`` obtains the response (inline, from a responses file,
-or by calling the target), grades it and asserts the grade; an answer that
-could not be evaluated is reported as an error, never as a pass, and
-``repr_failure`` prints the per-criterion table, or, when the target raised, the
-application's traceback as pytest reports a test's: from the target's first frame, the
-frames of the plugin that called it (and of ``asyncio``) cut as pytest cuts its own, in
-the style ``--tb`` asks for, with what the plugin made of it as a section below.
+An item's ``runtest`` obtains the response (inline, from a responses file, or by calling
+the target), grades it and asserts the grade; an answer that could not be evaluated is an
+error, never a pass. ``repr_failure`` prints the per-criterion table, or, when the target
+raised, the application's traceback as pytest reports a test's, with what the plugin made
+of it as a section below.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,15 +22,16 @@ import pytest
 
 from .._defaults import named
 from .._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
-from .._grade.grader import CompiledRubric
+from .._grade.grader import CompiledRubric, Grader
 from .._grade.scoring import score as score_results
 from .._grade.sources import Source, Target
 from .._guards.calls import UserCodeError, described, make_importable, resolve_import
 from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite
-from .._render.table import answer_lines, since_baseline
+from .._render.table import answer_lines, criteria_table, since_baseline
+from .._repeat import PassWhen
 from .._schema import own_mark
-from .evaluation import evaluate, raise_for, raise_no_answer
+from ..judge.requests import JudgeKey
 from .heap import paused
 from .inputs import no_response
 from .items import record
@@ -39,11 +39,10 @@ from .judging import answer_key
 
 if TYPE_CHECKING:
     from .._results import CaseResult
+    from ..criteria.check import Answer
     from ..criteria.model import CriterionModel
     from .inputs import ResponseDir
     from .session import RubricSession
-
-__all__ = ["RubricFile", "RubricItem", "added_criterion_types"]
 
 
 def added_criterion_types(node: pytest.Item | pytest.Collector) -> list[type[CriterionModel]]:
@@ -54,6 +53,80 @@ def added_criterion_types(node: pytest.Item | pytest.Collector) -> list[type[Cri
 
 def _first(*values: Any) -> Any:
     return next(value for value in values if value is not None)
+
+
+def evaluate(
+    session: RubricSession | None,
+    grader: Grader,
+    compiled: CompiledRubric,
+    responses: Sequence[str | Answer],
+    *,
+    key: JudgeKey,
+    nodeid: str,
+    suite: str,
+    subject: str,
+    case: str | None = None,
+    ranked: bool = True,
+    pass_when: PassWhen = "mean",
+    level: float = 0.95,
+) -> CaseResult:
+    """The result of ``responses`` (one per sample, at least one) to ``compiled``.
+
+    ``key`` is the judge's key of the first sample (the others are its
+    ``of_sample(i)``); without a session the judged criteria are SKIPPED. A response may
+    carry its trace (an :class:`~pytest_rubric.criteria.check.Answer`).
+    """
+    from .._grade.grader import context_of
+    from ..criteria.check import Answer
+
+    answers = [r if isinstance(r, Answer) else Answer(r) for r in responses]
+    texts = [a.text for a in answers]
+    judged = (
+        session.judge_samples(
+            [key.of_sample(i) for i in range(len(answers))],
+            compiled,
+            texts,
+            [context_of(a.trace, compiled.rubric) for a in answers],
+        )
+        if session is not None
+        else [None] * len(answers)
+    )
+    samples = [
+        grader.grade(
+            response,
+            compiled,
+            nodeid=nodeid,
+            suite=suite,
+            subject=subject,
+            case=case,
+            ranked=ranked,
+            judged=verdicts,
+        )
+        for response, verdicts in zip(answers, judged, strict=True)
+    ]
+    probe = session.probe(key, compiled, texts[0], judged[0]) if session is not None else []
+    result = grader.combine(samples, pass_when=pass_when, level=level, probe=probe)
+    if session is not None and session.unjudged is not None:
+        from .._grade.bounds import settle_unjudged
+
+        result = settle_unjudged(result)  # graded on what can be: see _grade.bounds
+    return result
+
+
+def raise_for(result: CaseResult) -> None:
+    """Raise :class:`RubricEvaluationError` when a criterion could not be evaluated,
+    :class:`RubricAssertionError` when the result did not pass; the criterion table is the
+    message, through the outgoing boundary. A result the missing judge left undecided
+    (``skipped_bounds``) is skipped, its bounds in the reason."""
+    __tracebackhide__ = True
+    if result.errors:
+        raise RubricEvaluationError(outgoing(criteria_table(result)), result=result)
+    if result.skipped_bounds is not None:  # the missing judge could still pass or fail it
+        from .._grade.bounds import skip_reason
+
+        pytest.skip(outgoing(skip_reason(result)))
+    if not result.passed:
+        raise RubricAssertionError(outgoing(criteria_table(result)), result=result)
 
 
 class RubricFile(pytest.File):
@@ -70,7 +143,8 @@ class RubricFile(pytest.File):
                 loaded = load_suite(self.path, added=added_criterion_types(self))
                 items = list(self._items(loaded))
             session.audit.add_calibration(self.nodeid, loaded.name, loaded.calibration)
-            session.judging.add_guidance(self.nodeid, loaded.guidance)
+            if loaded.guidance is not None:
+                session.judging.guidance[self.nodeid] = loaded.guidance
         except RubricLoadError:
             session.inputs.collection_errors += 1
             raise
@@ -374,7 +448,11 @@ class RubricItem(pytest.Item):
             problem = problem or "no response"
             if self.subject:
                 record(self, self._unavailable(problem))
-            raise_no_answer(problem, raised=raised[0] if raised else None)
+            # Never a pass; what the application raised, if it did, is the error's cause:
+            # its traceback is the report's.
+            raise RubricEvaluationError(outgoing(problem), result=None) from (
+                raised[0] if raised else None
+            )
         result = evaluate(
             session,
             grader,
@@ -438,8 +516,9 @@ def _calling(entry: Any) -> bool:
 def _application_traceback(
     config: pytest.Config, raised: BaseException, error: BaseException
 ) -> Any:
-    """The report of ``raised``, what a target raised, cut to the application's frames;
-    ``error`` (why the item has no answer) is its ``rubric`` section."""
+    """The report of ``raised``, what a target raised, from the target's first frame (the
+    plugin's frames that called it, and ``asyncio``'s, cut as pytest cuts its own), in the
+    style ``--tb`` asks for; ``error`` (why the item has no answer) is its ``rubric`` section."""
     info = pytest.ExceptionInfo.from_exception(raised)
     entries = list(info.traceback)
     first = next((i for i, entry in enumerate(entries) if not _calling(entry)), 0)

@@ -21,8 +21,6 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
-__all__ = ["arrange_fast_exit", "freeze_collected", "paused", "thaw"]
-
 
 @contextlib.contextmanager
 def paused(*, enabled: bool = True) -> Iterator[None]:
@@ -35,18 +33,6 @@ def paused(*, enabled: bool = True) -> Iterator[None]:
     finally:
         if collecting:
             gc.enable()
-
-
-def freeze_collected() -> None:
-    """Move every object alive now to the permanent generation (until :func:`thaw`); garbage
-    that exists now waits too, and there is little (the collector is paused while files load)."""
-    gc.freeze()
-
-
-def thaw() -> None:
-    """Undo :func:`freeze_collected` (and any other freeze: a session nested in this one,
-    as pytester runs them, thaws its parent's heap too, which then only runs slower)."""
-    gc.unfreeze()
 
 
 def _freeze_at_exit() -> None:

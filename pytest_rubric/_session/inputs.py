@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from .._load.responses import ResponseFile
     from .._otel import SpanCapture
 
-__all__ = ["Inputs", "ResponseDir", "live_models", "no_response"]
-
 
 @dataclass(slots=True)
 class ResponseDir:
@@ -33,32 +31,26 @@ class ResponseDir:
     used: set[tuple[str, str]] = field(default_factory=set)  # (subject, case id)
 
 
+@dataclass(eq=False, kw_only=True)
 class Inputs:
     """Response folders read once, ``--rubric-model`` subjects, the answers' tally."""
 
-    def __init__(
-        self,
-        *,
-        here: Path,
-        warns: bool,
-        responses_dir: Path | None,
-        subjects_given: bool,
-        models: dict[str, LiveModel],
-        otel: bool,
-    ) -> None:
-        self._here = here  # where pytest runs: warnings name paths relative to it
-        self._warns = warns  # the process that warns of unused responses (see Role.first)
-        self._responses_dir = responses_dir  # --rubric-responses
-        self._subjects_given = subjects_given  # --rubric-target or --rubric-model
-        self._dirs: dict[Path, ResponseDir] = {}
-        self.tally = ResponseTally()  # the application's answers: asked, replayed
-        self.collection_errors = 0  # rubric files that failed to load
-        # Rubric files (node ids) whose targets the command line's subjects replaced, and
-        # those that pin theirs (`target_fixed: true`): the header says so.
-        self.targets_replaced: set[str] = set()
-        self.targets_pinned: set[str] = set()
-        self.models = models
-        self.spans: SpanCapture | None = None  # --rubric-otel: reads each target call's spans
+    here: Path  # where pytest runs: warnings name paths relative to it
+    warns: bool  # the process that warns of unused responses (see Role.first)
+    responses_dir: Path | None  # --rubric-responses
+    subjects_given: bool  # --rubric-target or --rubric-model
+    models: dict[str, LiveModel]
+    otel: InitVar[bool]
+    spans: SpanCapture | None = field(default=None, init=False)  # --rubric-otel: the spans
+    tally: ResponseTally = field(default_factory=ResponseTally, init=False)  # asked, replayed
+    collection_errors: int = field(default=0, init=False)  # rubric files that failed to load
+    # Rubric files (node ids) whose targets the command line's subjects replaced, and
+    # those that pin theirs (`target_fixed: true`): the header says so.
+    targets_replaced: set[str] = field(default_factory=set, init=False)
+    targets_pinned: set[str] = field(default_factory=set, init=False)
+    _dirs: dict[Path, ResponseDir] = field(default_factory=dict, init=False)
+
+    def __post_init__(self, otel: bool) -> None:
         if otel:
             from .._otel import SpanCapture  # OpenTelemetry: imported only with the flag
 
@@ -71,7 +63,7 @@ class Inputs:
         if pinned:
             self.targets_pinned.add(file)
             return True
-        if self._subjects_given:
+        if self.subjects_given:
             self.targets_replaced.add(file)
             return False
         return True
@@ -93,9 +85,9 @@ class Inputs:
 
     def global_responses(self) -> ResponseDir | None:
         """``--rubric-responses DIR``; its problems stop the run before collection."""
-        if self._responses_dir is None:
+        if self.responses_dir is None:
             return None
-        loaded = self.response_dir(self._responses_dir)
+        loaded = self.response_dir(self.responses_dir)
         if loaded.problems:
             raise pytest.UsageError(
                 "--rubric-responses: cannot use the responses:\n"
@@ -108,12 +100,12 @@ class Inputs:
         unless the run collects only part of the suite (``narrowed``: a CI shard, a file run
         by hand), or another xdist worker warns. What was used goes after this."""
         for loaded in self._dirs.values():
-            if self._warns and not narrowed:
+            if self.warns and not narrowed:
                 for response_file in loaded.files:
                     for case_id, (_, line) in response_file.entries.items():
                         if (response_file.subject, case_id) not in loaded.used:
                             # Where, in the text: pytest would echo the line (a key, 30 MB).
-                            shown = os.path.relpath(response_file.path, self._here)
+                            shown = os.path.relpath(response_file.path, self.here)
                             warn(
                                 f"the response of subject {response_file.subject!r} for case "
                                 f"{case_id!r} matches no collected case; fix its id or remove "

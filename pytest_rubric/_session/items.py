@@ -12,8 +12,6 @@ import pytest
 if TYPE_CHECKING:
     from .._results import CaseResult, Recorded
 
-__all__ = ["CURRENT_ITEM", "RESULTS_KEY", "RubricItemView", "is_rubric_item", "record", "settle"]
-
 RESULTS_KEY = pytest.StashKey[list["Recorded"]]()
 """Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""
 

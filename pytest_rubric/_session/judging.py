@@ -4,7 +4,7 @@ xdist workers on the controller). It knows nothing of the audit: the session com
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -29,8 +29,6 @@ if TYPE_CHECKING:
     from ..judge.runner import JudgeRunner, Panel
 
 
-__all__ = ["REQUIRE_JUDGE_REASON", "JudgeSetup", "Judging", "answer_key"]
-
 REQUIRE_JUDGE_REASON = f"--rubric-require-judge is set but no judge is configured: {SET_A_JUDGE}"
 
 
@@ -54,49 +52,34 @@ class JudgeSetup:
     check_timeout: float
 
 
-def recording_of(key: JudgeKey, rubric: Any) -> str | None:
-    """The recording file (``--rubric-recordings``) of a rubric item's judge requests:
-    ``<rubric file node id>/<case id>.json``; None for ``assert_rubric``, which is no case
-    of a rubric file (its replies go to the local cache alone)."""
-    from .._llm.recordings import location
-
-    return location(key.file, rubric.id) if key.file and key.node else None
-
-
 def answer_key(item: pytest.Item) -> JudgeKey:
     """The judge's key for a rubric item's first answer (``of_sample(i)`` for the others)."""
     parent = item.parent
     return JudgeKey(parent.nodeid if parent is not None else "", item.nodeid)
 
 
+@dataclass(eq=False)
 class Judging:
     """The judge's part of the session: ``start`` it, ``schedule`` work, wait for ``results``."""
 
-    def __init__(
-        self,
-        setup: JudgeSetup,
-        role: Role,
-        *,
-        caches: Caches,
-        budget: Budget | None,
-        dry_run: bool,
-    ) -> None:
-        self._setup = setup
-        self._role = role
-        self._caches = caches
-        self._budget = budget
-        self._dry_run = dry_run
-        self.runner: JudgeRunner | Panel | None = None  # None on an xdist controller
-        # Set whenever a judge is configured: each judge's PROVIDER:MODEL (a panel's, in order).
-        self.names: tuple[str, ...] = ()
-        # Why the configured judge cannot run (set in the ini or the environment, no key);
-        # judged items are then skipped, or errors with --rubric-require-judge.
-        self.unavailable: str | None = None
-        self.run_judges: tuple[RunJudge, ...] = ()  # the same judges, for the JSON's run
-        self.usage: dict[str, CallStats] = {}  # every judge's, by name
-        self.prices: dict[str, Price | None] = {}  # every judge's, by name
-        self._scheduled: set[str] = set()  # node ids whose judging was started
-        self._guidance: dict[str, Guidance] = {}  # file id -> judge_instructions, judge_examples
+    setup: JudgeSetup
+    role: Role
+    caches: Caches
+    budget: Budget | None
+    dry_run: bool
+    runner: JudgeRunner | Panel | None = None  # None on an xdist controller
+    # Set whenever a judge is configured: each judge's PROVIDER:MODEL (a panel's, in order).
+    names: tuple[str, ...] = ()
+    # Why the configured judge cannot run (set in the ini or the environment, no key);
+    # judged items are then skipped, or errors with --rubric-require-judge.
+    unavailable: str | None = None
+    run_judges: tuple[RunJudge, ...] = ()  # the same judges, for the JSON's run
+    usage: dict[str, CallStats] = field(default_factory=dict)  # every judge's, by name
+    prices: dict[str, Price | None] = field(default_factory=dict)  # every judge's, by name
+    # Node ids whose judging was started.
+    _scheduled: set[str] = field(default_factory=set, init=False)
+    # A collected rubric file's (by node id) judge_instructions: and judge_examples:.
+    guidance: dict[str, Guidance] = field(default_factory=dict, init=False)
 
     # --- set up ---------------------------------------------------------------------------------
 
@@ -105,7 +88,7 @@ class Judging:
         (given more than once: a panel, see ``judge.runner.Panel``)."""
         from .._llm.providers import ModelSpec, read_key
 
-        setup = self._setup
+        setup = self.setup
         specs: list[ModelSpec] = []
         if custom is not None:
             if not callable(getattr(custom, "complete", None)):
@@ -141,13 +124,13 @@ class Judging:
             _check_batch(specs)
         self.names = tuple(names)
         self._price(specs, names)
-        if self._role.hands_out:
+        if self.role.hands_out:
             # The workers judge; the controller adds up their usage. It skips the
             # client, its event loop and the httpx import (workers start sooner).
             from .._llm.base import CallStats
 
             self.usage = {name: CallStats() for name in names}
-            self._caches.judge()  # only to check it: a broken cache is reported once, from here
+            self.caches.judge()  # only to check it: a broken cache is reported once, from here
             return
         clients: list[Any] = [custom]  # its `complete` was checked above
         if specs:
@@ -162,7 +145,7 @@ class Judging:
     def _price(self, specs: Sequence[Any], names: Sequence[str]) -> None:
         from .._report.run import RunJudge
 
-        setup = self._setup
+        setup = self.setup
         self.run_judges = tuple(
             RunJudge(spec.name, spec.provider, spec.model, spec.public_url) for spec in specs
         ) or tuple(RunJudge(name) for name in names)
@@ -184,24 +167,24 @@ class Judging:
     def _run(self, clients: Sequence[Any], names: Sequence[str]) -> None:
         from ..judge.runner import JudgeRunner
 
-        setup = self._setup
+        setup = self.setup
         # The bound is for the whole run: xdist workers share it (and a panel's judges).
-        concurrency = max(1, setup.concurrency // (self._role.workers * len(clients)))
+        concurrency = max(1, setup.concurrency // (self.role.workers * len(clients)))
         runners = [
             JudgeRunner(
                 client,
                 name=name,
                 strategy=setup.grader,
                 concurrency=concurrency,
-                cache=self._caches.judge(),
+                cache=self.caches.judge(),
                 cache_mode=setup.cache_mode,
                 votes=setup.votes,
                 timeout=setup.retry.timeout,
                 price=self.prices[name],
-                budget=self._budget,  # one budget for every judge of a panel, and the model
+                budget=self.budget,  # one budget for every judge of a panel, and the model
                 evidence=setup.judge_evidence,
                 check_timeout=setup.check_timeout,
-                recordings=self._caches.recordings(),
+                recordings=self.caches.recordings(),
             )
             for client, name in zip(clients, names, strict=True)
         ]
@@ -222,11 +205,6 @@ class Judging:
 
     # --- what the judge is asked ------------------------------------------------------------------
 
-    def add_guidance(self, file_id: str, guidance: Guidance | None) -> None:
-        """A collected rubric file's ``judge_instructions:`` and ``judge_examples:``."""
-        if guidance is not None:
-            self._guidance[file_id] = guidance
-
     def request(
         self,
         key: JudgeKey,
@@ -235,26 +213,27 @@ class Judging:
         context: tuple[Passage, ...] = (),
     ) -> JudgeRequest:
         """The request that judges ``response`` (with its ``context``, the retrieved passages)
-        on ``compiled``'s judged criteria."""
+        on ``compiled``'s judged criteria. Its recording file (``--rubric-recordings``) is
+        ``<rubric file node id>/<case id>.json``; ``assert_rubric`` is no case of a rubric
+        file, so it has none (its replies go to the local cache alone)."""
+        from .._llm.recordings import location
+
         return JudgeRequest(
             key,
             compiled.judged_criteria,
             question=compiled.rubric.asked,
             response=response,
             reference=compiled.rubric.reference,
-            guidance=self._guidance.get(key.file),
-            recording=recording_of(key, compiled.rubric),
+            guidance=self.guidance.get(key.file),
+            recording=location(key.file, compiled.rubric.id) if key.file and key.node else None,
             context=context,
         )
-
-    def guidance_of(self, file_id: str) -> Guidance | None:
-        return self._guidance.get(file_id)
 
     def schedule_items(self, items: Iterable[pytest.Item]) -> None:
         """Start every given item's judge calls now, so they overlap across items (answers of
         a target or a model are judged when they run); an xdist worker schedules only the
         items it is handed, as it learns of them (see ``xdist``)."""
-        if self.runner is None or self._dry_run:
+        if self.runner is None or self.dry_run:
             return
         from .._grade.grader import context_of
 
@@ -277,15 +256,15 @@ class Judging:
     def result(self, request: JudgeRequest) -> Judged | None:
         """The judge's outcomes for ``request``, or None to leave its criteria SKIPPED (or, with
         a configured judge that cannot run, each SKIPPED or ERROR saying why)."""
-        self._caches.warn_trouble()  # a live model's answer was just fetched through the cache
+        self.caches.warn_trouble()  # a live model's answer was just fetched through the cache
         if not request.criteria:
             return None
         if self.runner is not None:
             judged = self.runner.result(request)
-            self._caches.warn_trouble()
+            self.caches.warn_trouble()
             return judged
-        if self._setup.require_judge or self.unavailable is not None:
-            verdict = Verdict.ERROR if self._setup.require_judge else Verdict.SKIPPED
+        if self.setup.require_judge or self.unavailable is not None:
+            verdict = Verdict.ERROR if self.setup.require_judge else Verdict.SKIPPED
             return every(request, Outcome(verdict, 0.0, self.unavailable or REQUIRE_JUDGE_REASON))
         return None
 
@@ -297,7 +276,7 @@ class Judging:
         from .._llm.base import elsewhere_line
         from .._report.report import Note, Severity
 
-        setup = self._setup
+        setup = self.setup
         lines = [
             Note(Severity.INFO, stats.line(name, price=self.prices.get(name)))
             for name, stats in self.usage.items()

@@ -3,11 +3,8 @@ what a failing rubric item adds beyond them.
 
 pytest has no public way for a plugin to write a test case's ``system-out`` or to turn its
 ``failure`` into an ``error``; its ``record_property`` reaches the writer through
-``config.stash[xml_key]``, and so does this module, the one place that does: a failing
-item's question and response go to ``system-out`` (where CI tools show them), an answer
-that could not be evaluated is an ``error`` as in the terminal (:func:`record_as_error`),
-and a ``--junitxml`` path that cannot be written is found as the session starts and taken
-out of the run (:func:`set_aside`), so the run ends with one error line naming it, like
+``config.stash[xml_key]``, and so does this module, the one place that does. A
+``--junitxml`` path that cannot be written ends the run with one error line naming it, like
 any other output, not in pytest's traceback.
 """
 
@@ -22,8 +19,6 @@ from .._config.outputs import Unwritten, unwritable
 from .._guards.outgoing import outgoing
 from .._results import CaseResult, Verdict
 
-__all__ = ["JUNIT_PROPERTIES", "junit_properties", "record_as_error", "set_aside", "write_answers"]
-
 JUNIT_PROPERTIES = frozenset(
     {
         "rubric_case",
@@ -34,14 +29,11 @@ JUNIT_PROPERTIES = frozenset(
         "rubric_failed_criteria",
     }
 )
-"""The names of the JUnit properties a result gives (:func:`junit_properties`)."""
 
 
 def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
-    """What ``--junitxml`` carries of a result: ``rubric_case``, ``rubric_subject``,
-    ``rubric_score``, ``rubric_min_score``, ``rubric_passed`` and, when some went the
-    wrong way or could not be evaluated, ``rubric_failed_criteria`` (comma-separated ids)."""
-    properties = [  # each name one of JUNIT_PROPERTIES
+    """What ``--junitxml`` carries of a result (each name one of ``JUNIT_PROPERTIES``)."""
+    properties = [
         ("rubric_case", outgoing(result.case)),  # the texts a rubric or a user wrote
         ("rubric_subject", outgoing(result.subject)),
         ("rubric_score", f"{result.score:.4f}"),

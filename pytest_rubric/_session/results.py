@@ -10,8 +10,6 @@ import pytest
 from .._results import CaseResult
 from .junit import JUNIT_PROPERTIES
 
-__all__ = ["Results"]
-
 
 class Results:
     """Every result of the run, by node id, each item's from its last attempt."""

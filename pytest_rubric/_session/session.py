@@ -22,6 +22,7 @@ the outputs, is here.
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import sys
 import time
@@ -56,8 +57,6 @@ if TYPE_CHECKING:
     from .._report.run import RunInfo
     from .._trace import Passage
     from ..judge.requests import JudgeKey
-
-__all__ = ["RubricSession", "add_rubric_dirs", "start"]
 
 
 def _rootdir_moved(config: pytest.Config) -> str | None:
@@ -98,15 +97,6 @@ def _selection(config: pytest.Config, *, reruns: bool) -> str | None:
     return None
 
 
-def _dry_run(config: pytest.Config) -> bool:
-    """``--collect-only``, ``--setup-only`` or ``--setup-plan``: nothing is graded, so no
-    judge call is made and no result is written."""
-    return any(getattr(config.option, name, False) for name in _DRY_RUNS)
-
-
-_DRY_RUNS = ("collectonly", "setuponly", "setupplan")
-
-
 class RubricSession:
     """The parts of one pytest session's rubric work, and what joins them."""
 
@@ -116,7 +106,11 @@ class RubricSession:
         self._clock = time.monotonic()
         self.settings = settings = read_settings(config)
         self.role = role = Role.of(config)
-        self.dry_run = _dry_run(config)
+        # --collect-only, --setup-only, --setup-plan: nothing is graded, judged or written.
+        self.dry_run = any(
+            getattr(config.option, name, False)
+            for name in ("collectonly", "setuponly", "setupplan")
+        )
         # This process's share of --rubric-max-cost: one for the judge and the model.
         budget = settings.cost.budget(share=role.workers)
         # One cache warning per run: under xdist the controller opens the cache too
@@ -150,12 +144,12 @@ class RubricSession:
         )
         # The judge's own record of the settings it reads, by field name.
         setup = JudgeSetup(**{f.name: getattr(settings, f.name) for f in fields(JudgeSetup)})
-        self.judging = Judging(setup, role, caches=self.caches, budget=budget, dry_run=self.dry_run)
+        self.judging = Judging(setup, role, self.caches, budget, self.dry_run)
         self.audit = Audit(
-            role,
+            role=role,
             judging=self.judging,
             dry_run=self.dry_run,
-            probe=settings.judge_probe,
+            probes=settings.judge_probe,
             probe_kinds=settings.probe_kinds,
             min_kappa=settings.min_kappa,
         )
@@ -163,7 +157,7 @@ class RubricSession:
         self.recordings = (
             None
             if store is None
-            else JudgeRecordings(store, rootpath=config.rootpath, prune=settings.recordings_prune)
+            else JudgeRecordings(store, config.rootpath, settings.recordings_prune)
         )
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         # Outputs that could not be written (shown as error lines at the end; see outputs)
@@ -172,7 +166,6 @@ class RubricSession:
 
     @functools.cached_property
     def grader(self) -> Grader:
-        """The session's grader, built on first use."""
         from .._grade.grader import Grader
 
         settings = self.settings
@@ -226,7 +219,8 @@ class RubricSession:
             if self.settings.fast_exit:
                 heap.arrange_fast_exit()  # idempotent: pytester runs many sessions in a process
             if self.settings.gc_freeze and not self._frozen:
-                heap.freeze_collected()
+                # Garbage that exists now waits too; there is little (see heap).
+                gc.freeze()
                 self._frozen = True
 
     def check_dirs(self) -> None:
@@ -318,11 +312,9 @@ class RubricSession:
         judged: list[Judged | None] = []
         for request in requests:
             outcomes = self.judging.result(request)
-            uncalibrated = (
-                self.audit.below_min_kappa(request.key)
-                if outcomes is not None and self.judging.runner is not None
-                else None
-            )
+            uncalibrated = None
+            if outcomes is not None and self.judging.runner is not None:
+                uncalibrated = self.audit.below_min_kappa(request.key)
             if uncalibrated is not None:
                 outcomes = every(request, Outcome(Verdict.ERROR, 0.0, uncalibrated))
             judged.append(outcomes)
@@ -419,22 +411,6 @@ class RubricSession:
             )
         return lines
 
-    def summary_wanted(self, report: SessionReport) -> bool:
-        """Whether the terminal shows the rubric summary (ini ``rubric_summary``); ``auto``:
-        when rubric items ran, ``assert_rubric`` graded a named subject, or a gate ran."""
-        mode = self.settings.summary
-        if mode != "auto":
-            return mode == "on" and report.shown
-        results = self.results
-        return results.rubric_items_ran or results.assert_subjects or report.gates.active
-
-    def session_report(self) -> SessionReport:
-        """The report :meth:`finish` built, or, before it ran (an xdist worker), one of the
-        results so far."""
-        if self.report is not None:
-            return self.report
-        return self._build_report(gates=False)
-
     def _build_report(self, *, gates: bool, complete: bool = True) -> SessionReport:
         from .._report.gates import Gates
         from .._report.report import build_report
@@ -525,7 +501,6 @@ class RubricSession:
     # --- the end --------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """The session is over: stop the judge, close the cache."""
         self.judging.close()
         self.caches.close()
         if self.inputs.spans is not None:
@@ -534,8 +509,8 @@ class RubricSession:
     def thaw(self) -> None:
         """Undo the freeze of the collected heap, if there was one (a cleanup of the config
         registered at configure, so that it runs after pytest's own cleanups: see ``heap``)."""
-        if self._frozen:
-            heap.thaw()
+        if self._frozen:  # a session nested in this one (pytester) thaws its parent's too
+            gc.unfreeze()
             self._frozen = False
 
 
@@ -572,7 +547,8 @@ class _ReportHooks:
             self.state.unwritten.append(unwritten)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        report = self.state.session_report()
+        state = self.state
+        report = state.report or state._build_report(gates=False)  # a dry run built none
         failed_gates = len(report.gates.regressions)
         if failed_gates:
             # pytest's last line counts the reports under every key of ``stats``: "3 passed,
@@ -588,7 +564,13 @@ class _ReportHooks:
                 terminalreporter.write_line(said)
         if self.state.recordings and self.state.recordings.line is not None:
             terminalreporter.write_line(outgoing(self.state.recordings.line))
-        if self.state.summary_wanted(report) and terminalreporter.config.get_verbosity() >= -1:
+        # ini rubric_summary; auto: when rubric items ran, assert_rubric graded a named
+        # subject, or a gate ran
+        results, mode = state.results, state.settings.summary
+        wanted = results.rubric_items_ran or results.assert_subjects or report.gates.active
+        if mode != "auto":
+            wanted = mode == "on" and report.shown
+        if wanted and terminalreporter.config.get_verbosity() >= -1:
             from .._render.summary import terminal_lines
 
             terminalreporter.section("rubric summary")
@@ -631,7 +613,14 @@ def start(config: pytest.Config) -> RubricSession:
     """Start a :class:`RubricSession` and register its hooks (``plugin`` keeps it, once)."""
     state = RubricSession(config)
     state.inputs.global_responses()  # a broken --rubric-responses file stops the run here, clearly
-    state.judging.start(_own_judge(config))
+    from .._guards.calls import containing, described
+
+    try:  # a hook that raises (SystemExit too) is a usage error that names it
+        with containing():
+            judge: object | None = config.hook.pytest_rubric_make_judge(config=config)
+    except Exception as exc:
+        raise pytest.UsageError(f"pytest_rubric_make_judge raised {described(exc)}") from None
+    state.judging.start(judge)
     config.pluginmanager.register(state, "rubric-session")
     if state.role.reports:  # an xdist worker leaves reporting to the controller
         reporting = _ReportHooks(state)
@@ -641,19 +630,6 @@ def start(config: pytest.Config) -> RubricSession:
         reporting.set_junit_aside(config)
     xdist.register(config, state)
     return state
-
-
-def _own_judge(config: pytest.Config) -> object | None:
-    """What ``pytest_rubric_make_judge`` returns; a hook that raises (``SystemExit``
-    included) is a usage error that names it, not a traceback or an exit."""
-    from .._guards.calls import containing, described
-
-    try:
-        with containing():
-            judge: object | None = config.hook.pytest_rubric_make_judge(config=config)
-            return judge
-    except Exception as exc:
-        raise pytest.UsageError(f"pytest_rubric_make_judge raised {described(exc)}") from None
 
 
 def add_rubric_dirs(config: pytest.Config, settings: Settings) -> None:

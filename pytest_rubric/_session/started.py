@@ -11,8 +11,6 @@ import pytest
 if TYPE_CHECKING:
     from .session import RubricSession
 
-__all__ = ["SESSION_KEY", "STARTER_KEY", "session_of"]
-
 SESSION_KEY = pytest.StashKey["RubricSession"]()
 """The session's :class:`RubricSession`, once started."""
 

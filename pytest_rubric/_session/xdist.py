@@ -28,15 +28,13 @@ from typing import Any, Protocol
 
 import pytest
 
-__all__ = ["ControllerHooks", "Role", "WorkerHooks", "register"]
-
 
 class RubricSession(Protocol):
     """What these hooks need of ``_session.session.RubricSession``."""
 
     role: Role
-    judging: Any  # its schedule_items(items) starts judging what this worker will run
-    results: Any  # its crashed(report) gives a lost item its result
+    judging: Any
+    results: Any
 
     def worker_stats(self) -> dict[str, Any] | None: ...
     def add_worker_stats(self, data: dict[str, Any]) -> None: ...
@@ -51,9 +49,8 @@ _WHOLE_FILE_MODES = frozenset({"loadfile", "loadscope"})
 
 @dataclass(frozen=True, slots=True)
 class Role:
-    """This process's part in the run, read once from xdist's public facts
-    (``config.workerinput``, ``-n`` and ``--dist``): every decision that depends on
-    pytest-xdist asks it; no other module reads ``workerinput``."""
+    """This process's part in the run, read once from ``config.workerinput``, ``-n`` and
+    ``--dist``."""
 
     worker_id: str | None = None  # gw0, gw1, ...: an xdist worker; None: not a worker
     workers: int = 1  # the processes that share the run's judge bound and --rubric-max-cost
@@ -110,8 +107,9 @@ class WorkerHooks:
         """The items this worker is known to run from ``item`` on, ``item`` first."""
         ahead = [item] if nextitem is None else [item, nextitem]
         if self._by_file is None:
-            whole_files = self.state.role.whole_files
-            self._by_file = _by_file(item.session.items) if whole_files else {}
+            self._by_file = {}
+            for one in item.session.items if self.state.role.whole_files else ():
+                self._by_file.setdefault(_file_of(one), []).append(one)
         if self._by_file:
             for known in list(ahead):
                 name = _file_of(known)
@@ -142,13 +140,6 @@ class WorkerHooks:
 
 def _file_of(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
-
-
-def _by_file(items: list[pytest.Item]) -> dict[str, list[pytest.Item]]:
-    grouped: dict[str, list[pytest.Item]] = {}
-    for item in items:
-        grouped.setdefault(_file_of(item), []).append(item)
-    return grouped
 
 
 class ControllerHooks:
