@@ -337,7 +337,7 @@ def _judged(base: str, value: Any, item: dict[str, Any]) -> tuple[dict[str, Any]
 
 
 def _schema(value: Any) -> Any:
-    if isinstance(value, str):  # read within the loader's limits: aliases, nesting, keys
+    if isinstance(value, str) and value.strip():  # read within the loader's limits
         from pathlib import Path
 
         from .._errors import RubricLoadError
