@@ -213,9 +213,9 @@ class Transport:
         )
         where = self._recording.get()
         mode = self.cache.mode
-        recording = self.recordings is not None and where is not None
-        if recording and reply.key is not None and mode in ("use", "refresh"):
-            assert self.recordings is not None and where is not None
+        if self.recordings is None or where is None or reply.key is None:
+            return
+        if mode in ("use", "refresh"):
             self.recordings.record(
                 where,
                 reply.key,
@@ -251,13 +251,12 @@ class Transport:
             if isinstance(self.client, HTTPClient):
                 # No slot here: the client takes one per attempt.
                 send = self.client.send if self.batch is None else self.batch.send
-                reply = await send(
+                return await send(
                     prompt.system,
                     user,
                     schema=prompt.schema,
                     sampling=Sampling.of(sample, self.votes),
                 )
-                return reply
             # A user's client retries as it likes: its whole call holds the slot.
             async with self._semaphore:
                 if self.budget is not None:
