@@ -118,7 +118,7 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
-# Where post() leaves the size of a request whose reply carried no usage, for _reply.
+# Where post() leaves the size of a request whose reply carried no usage, for _tokens.
 _ASKED = "\0rubric-request-characters"
 
 
@@ -278,7 +278,7 @@ class HTTPClient:
                     if attempt == 0 and self.admit is not None:
                         self.admit()
                     data = await self._post_once(payload)
-                    if not isinstance(data.get("usage"), dict):  # see ``_reply``
+                    if not isinstance(data.get("usage"), dict):  # see ``_tokens``
                         data[_ASKED] = len(json.dumps(payload, ensure_ascii=False))
                     return data
             except JudgeError as exc:
