@@ -24,7 +24,7 @@ import contextlib
 import itertools
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -197,15 +197,18 @@ class _Wire:
     def _result(self, batch_id: str, custom_id: str, line: Mapping[str, Any]) -> BatchResult:
         raise NotImplementedError  # each provider's result line
 
-    def collect(
-        self, body: bytes, batch_id: str, ids: set[str], found: dict[str, BatchResult]
-    ) -> None:
-        """Each result of a results file, into ``found`` by ``custom_id`` (the first of each
+    async def collect(
+        self, urls: Iterable[str], batch_id: str, ids: set[str]
+    ) -> dict[str, BatchResult]:
+        """Each result of the results files at ``urls``, by ``custom_id`` (the first of each
         of ``ids``; a line naming another is not ours)."""
-        for line in self.lines(body):
-            custom_id = line.get("custom_id")
-            if isinstance(custom_id, str) and custom_id in ids and custom_id not in found:
-                found[custom_id] = self._result(batch_id, custom_id, line)
+        found: dict[str, BatchResult] = {}
+        for url in urls:
+            for line in self.lines(await self.download(url)):
+                custom_id = line.get("custom_id")
+                if isinstance(custom_id, str) and custom_id in ids and custom_id not in found:
+                    found[custom_id] = self._result(batch_id, custom_id, line)
+        return found
 
     def read_reply(self, body: object) -> BatchResult:
         """A succeeded result's body, read as a live reply."""
@@ -285,15 +288,13 @@ class _OpenAIBatch(_Wire):
     async def results(
         self, batch_id: str, status: _Status, ids: set[str]
     ) -> dict[str, BatchResult]:
-        found: dict[str, BatchResult] = {}
-        for name in ("output_file_id", "error_file_id"):
-            value = status.raw.get(name)
-            if value is None:
-                continue
-            file_id = self._id(self.client.spec.endpoint("/files"), value, name)
-            body = await self.download(self.client.spec.endpoint(f"/files/{file_id}/content"))
-            self.collect(body, batch_id, ids, found)
-        return found
+        files = self.client.spec.endpoint("/files")
+        urls = (  # each id checked before its file is asked for
+            self.client.spec.endpoint(f"/files/{self._id(files, status.raw[name], name)}/content")
+            for name in ("output_file_id", "error_file_id")
+            if status.raw.get(name) is not None
+        )
+        return await self.collect(urls, batch_id, ids)
 
     def _result(self, batch_id: str, custom_id: str, line: Mapping[str, Any]) -> BatchResult:
         response = line.get("response")
@@ -361,9 +362,7 @@ class _AnthropicBatch(_Wire):
                 f"the batch's results_url is on another host ({self._quote(public_url(url))!r})",
                 hint="the key is sent only where --rubric-judge-url points: check the endpoint",
             )
-        found: dict[str, BatchResult] = {}
-        self.collect(await self.download(url), batch_id, ids, found)
-        return found
+        return await self.collect([url], batch_id, ids)
 
     def _result(self, batch_id: str, custom_id: str, line: Mapping[str, Any]) -> BatchResult:
         result = line.get("result")

@@ -36,10 +36,7 @@ class OpenAIClient(HTTPClient):
     """
 
     _MODES = ("json_schema", "json_object with schema", "json_object", "text")
-
-    def __init__(self, spec: ModelSpec, **kwargs: Any) -> None:
-        super().__init__(spec, **kwargs)
-        self._mode: str | None = None  # settled once a mode has worked
+    _mode: str | None = None  # settled once a mode has worked
 
     def _endpoint(self) -> str:
         return self.spec.endpoint("/chat/completions")

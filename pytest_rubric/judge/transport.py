@@ -81,8 +81,10 @@ class Transport:
         self.votes = votes
         self.timeout = timeout  # a user's client gets --rubric-judge-timeout for its whole call
         self._builtin = isinstance(client, HTTPClient)
-        # A built-in client's PROVIDER:MODEL and URL; None for a user's own judge.
+        # A built-in client's PROVIDER:MODEL and URL, and where its calls go as the cache
+        # records it (no userinfo, no query string); None for a user's own judge.
         self.spec = getattr(client, "spec", None)
+        self.endpoint = self.spec.public_url if self.spec is not None else None
         self.stats = client.stats if self._builtin else CallStats()
         self.cache = CachedCalls(cache, cache_mode, stats=self.stats)
         self.budget = budget
@@ -195,12 +197,6 @@ class Transport:
             self.budget.admit()  # no wait for a slot once the budget is spent
         reply = await self._complete(prompt, user, sample)
         return dataclasses.replace(reply, key=looked.key)
-
-    @property
-    def endpoint(self) -> str | None:
-        """Where the calls go, as the cache records it (no userinfo, no query string); None
-        for a user's own judge."""
-        return self.spec.public_url if self.spec is not None else None
 
     def store(self, reply: Reply, parsed: Any) -> None:
         """Keep a reply that passed validation (never an error, never a partial one)."""
