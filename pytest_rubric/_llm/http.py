@@ -131,16 +131,13 @@ class HTTPClient:
         *,
         key: Secret | None,
         policy: RetryPolicy | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        limiter: asyncio.Semaphore | None = None,
     ) -> None:
         self.spec = spec
         self.key = key
         self.policy = policy or RetryPolicy()
         self.stats = CallStats()
         # The run's concurrency bound (the transport sets it), taken per HTTP attempt.
-        self.limiter = limiter
-        self._transport = transport
+        self.limiter: asyncio.Semaphore | None = None
         self._client: httpx.AsyncClient | None = None
         self._budget = self.policy.budget
         # --rubric-max-cost, checked in the slot before a call's first attempt.
@@ -156,7 +153,6 @@ class HTTPClient:
 
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.policy.timeout),
-                transport=self._transport,
                 # The cap counts decoded bytes, and a compressed chunk could swell past it.
                 headers={"accept-encoding": "identity"},
             )

@@ -8,9 +8,8 @@
 ``one-shot``
     one call for all judged criteria of a case, keyed by criterion id;
 ``holistic``
-    one call, one 0-100 score s: the judged criteria earn s/100 of their combined positive
-    weight (each positive one gets credit s/100); when they have no positive weight, each
-    negative one gets credit 1 - s/100 (the error made that far).
+    one call, one 0-100 score s for the judged criteria together, shared among them as
+    docs/explanation/scoring.md states.
 
 A reply that does not fit the protocol is asked again once with the error fed back
 (:func:`ask`); a failed call, or a second bad reply, makes the criterion ERROR, never MET or
