@@ -225,10 +225,6 @@ class Panel:
         self.name = " + ".join(r.name for r in runners)
         self.client = runners[0].client  # the rubric_judge fixture's: the first judge
 
-    @property
-    def stats(self) -> CallStats:
-        return self.runners[0].stats
-
     def schedule(self, request: JudgeRequest) -> None:
         for runner in self.runners:
             runner.schedule(request)
