@@ -107,14 +107,13 @@ class OpenAIClient(HTTPClient):
         settled; a rate limit or an outage is retried as usual, outside the slot.
         """
         i = 0
-        admitted = self.admit is None
+        admit = self.admit  # --rubric-max-cost: once, before the first attempt
         while True:
             failed: JudgeError | None = None
             async with self._slot():
-                if not admitted and self._mode is None:
-                    assert self.admit is not None
-                    self.admit()
-                    admitted = True
+                if admit is not None and self._mode is None:
+                    admit()
+                    admit = None
                 while failed is None:
                     if self._mode is not None:
                         return None
