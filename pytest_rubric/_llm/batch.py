@@ -10,11 +10,10 @@ key and headers:
   ``processing_status`` is ``ended``; the replies from its ``results_url``.
 
 It polls with backoff (1 s doubling to 30 s, or ``Retry-After``, never below
-:data:`MIN_RETRY_AFTER`) up to a timeout, then cancels the batch. Every exchange has the live
-calls' guards (:mod:`~pytest_rubric._llm.http`: a whole-exchange deadline, a size cap, no
-redirect, no key in an error); an Anthropic ``results_url`` on another host is refused (the
-key goes only where ``--rubric-judge-url`` points). :class:`BatchQueue` gathers a run's judge
-calls into batches.
+:data:`MIN_RETRY_AFTER`) up to a timeout, then cancels the batch. Every exchange is the live
+calls' (:meth:`~pytest_rubric._llm.http.HTTPClient._request`, with its guards); an Anthropic
+``results_url`` on another host is refused (the key goes only where ``--rubric-judge-url``
+points). :class:`BatchQueue` gathers a run's judge calls into batches.
 """
 
 from __future__ import annotations

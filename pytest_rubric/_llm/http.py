@@ -344,11 +344,9 @@ class HTTPClient:
         timeout: float | None = None,
         **content: Any,
     ) -> tuple[httpx.Response, bytes | None]:
-        """One HTTP exchange under the guards every call has, a live one's or (``batch``) a
-        batch API's: bounded as a whole (``timeout``, else the policy's), the body streamed
-        (None: above ``cap``), no redirect followed, a failed exchange or an error status
-        raised as a redacted :class:`JudgeError`. ``content``: httpx's ``json``, ``files``,
-        ``data``."""
+        """One exchange of a live call or (``batch``) of a batch API, under the guards above
+        (``timeout``: the policy's unless given); the response and its body (None: above
+        ``cap``). ``content``: httpx's ``json``, ``files``, ``data``."""
         import httpx
 
         limit = self.policy.timeout if timeout is None else timeout
