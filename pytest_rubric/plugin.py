@@ -32,8 +32,11 @@ if TYPE_CHECKING:
     from ._session.collect import RubricFile
     from ._session.session import RubricSession
 
-PROPERTIES_KEY = pytest.StashKey[list[tuple[str, object]]]()
-"""The JUnit properties this attempt of an item added (``rubric_score``, ...)."""
+_ADDED: dict[pytest.Item, list[tuple[str, object]]] = {}
+"""The JUnit properties (``rubric_score``, ...) the running attempt of each item added to its
+``user_properties``: kept only while the item's protocol runs (pytest-rerunfailures runs
+every attempt within it), not in the item's stash, which it would grow for the rest of a
+long session."""
 
 NO_JUDGE_SKIP = (
     f"needs an LLM judge: {SET_A_JUDGE} and the key in OPENAI_API_KEY or ANTHROPIC_API_KEY"
@@ -148,6 +151,7 @@ def pytest_runtest_protocol(
         return (yield)
     finally:
         CURRENT_ITEM.reset(token)
+        _ADDED.pop(item, None)
         if is_rubric_item(item):
             item.release()
 
@@ -162,13 +166,10 @@ def pytest_runtest_makereport(
     report is marked so that it counts as an error (see ``pytest_report_teststatus``).
     """
     report = yield
-    if call.when == "setup":
-        # A new attempt (pytest-rerunfailures): the properties an earlier one left go, so
-        # JUnit carries the last attempt's alone.
-        earlier = item.stash.get(PROPERTIES_KEY, [])
-        if earlier:
-            item.user_properties[:] = [p for p in item.user_properties if p not in earlier]
-            del item.stash[PROPERTIES_KEY]
+    # A new attempt (pytest-rerunfailures): the properties an earlier one left go, so
+    # JUnit carries the last attempt's alone.
+    if call.when == "setup" and (earlier := _ADDED.pop(item, None)):
+        item.user_properties[:] = [p for p in item.user_properties if p not in earlier]
     if call.excinfo is not None and is_rubric_item(item):
         from ._errors import RubricEvaluationError
 
@@ -194,7 +195,7 @@ def pytest_runtest_makereport(
             # JUnit reads the properties off the teardown report, built from the item's.
             properties = [p for r in results for p in junit_properties(r)]
             item.user_properties += properties
-            item.stash.setdefault(PROPERTIES_KEY, []).extend(properties)
+            _ADDED.setdefault(item, []).extend(properties)
     return report
 
 
