@@ -18,8 +18,8 @@ from pydantic import (
     model_validator,
 )
 
+from ._defaults import parse_pass_when, parse_repeat
 from ._guards.limits import kind_of
-from ._repeat import parse_pass_when, parse_repeat
 from ._trace import Passage
 from .criteria.json_text import JsonPointer
 from .criteria.model import MODEL_CONFIG, CriterionModel, FieldError, Id, Share, Tags, Timeout

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .._defaults import named
+from .._defaults import PassWhen, named
 from .._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from .._grade.grader import CompiledRubric, Grader
 from .._grade.scoring import score as score_results
@@ -29,7 +29,6 @@ from .._guards.calls import UserCodeError, described, make_importable, resolve_i
 from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite
 from .._render.table import answer_lines, criteria_table, since_baseline
-from .._repeat import PassWhen
 from .._schema import own_mark
 from ..judge.requests import JudgeKey
 from .heap import paused
