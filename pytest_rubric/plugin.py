@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._config.options import add_options, configured
-from ._config.settings import DEFAULT_PATTERNS
+from ._config.options import add_options, configured, file_patterns
 from ._defaults import SET_A_JUDGE, first_data_file, is_rubric_file
 from ._session.items import CURRENT_ITEM, RESULTS_KEY, is_rubric_item
 from ._session.started import SESSION_KEY, STARTER_KEY
@@ -104,14 +103,9 @@ def pytest_collection(session: pytest.Session) -> None:
     config = session.config
     if config.stash.get(SESSION_KEY, None) is not None or not Role.of(config).reports:
         return  # its own hook warns
-    patterns = _patterns(config)
+    patterns = file_patterns(config)
     if any(first_data_file(Path(d), patterns) for d in config.getini("rubric_dirs")):
         _start(config).check_dirs()
-
-
-def _patterns(config: pytest.Config) -> tuple[str, ...]:
-    """The ini's ``rubric_file_patterns`` (``Settings.patterns``, without the settings)."""
-    return tuple(config.getini("rubric_file_patterns")) or DEFAULT_PATTERNS
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -131,7 +125,7 @@ _HOOKS = ("rubric-session", "rubric-report", "rubric-xdist-worker", "rubric-xdis
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RubricFile | None:
     config = parent.config
     state = config.stash.get(SESSION_KEY, None)
-    patterns = state.settings.patterns if state is not None else _patterns(config)
+    patterns = state.settings.patterns if state is not None else file_patterns(config)
     if is_rubric_file(file_path, patterns):
         from ._session.collect import RubricFile
 

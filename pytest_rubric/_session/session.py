@@ -333,7 +333,7 @@ class RubricSession:
 
     # --- xdist ----------------------------------------------------------------------------------
 
-    def worker_stats(self) -> dict[str, Any] | None:
+    def worker_stats(self) -> dict[str, Any]:
         """What an xdist worker sends the controller: answers, judge usage, calibration."""
         tally = self.inputs.tally
         data: dict[str, Any] = {"responses": {"asked": tally.asked, "replayed": tally.replayed}}
