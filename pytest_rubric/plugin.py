@@ -96,13 +96,13 @@ def _rubric_work_asked(config: pytest.Config) -> bool:
     )
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's controller declines to collect
+@pytest.hookimpl(tryfirst=True)  # before pytest collects the files
 def pytest_collection(session: pytest.Session) -> None:
     """A session not started yet still warns of a rubric dir whose files match no pattern
     (see ``RubricSession.check_dirs``): it starts to, when there is one."""
     config = session.config
-    if config.stash.get(SESSION_KEY, None) is not None or not Role.of(config).reports:
-        return  # its own hook warns
+    if config.stash.get(SESSION_KEY, None) is not None:
+        return  # the session's own hook warns (under xdist it started at configure)
     patterns = file_patterns(config)
     if any(first_data_file(Path(d), patterns) for d in config.getini("rubric_dirs")):
         _start(config).check_dirs()

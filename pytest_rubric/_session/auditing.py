@@ -108,6 +108,8 @@ class Audit:
         return [self._calibrated[f] for f in sorted(self._calibrated)]
 
     def worker_calibrations(self) -> dict[str, Any]:
+        """Every rubric file's calibration, measured now, for the controller."""
+        self.calibrations()
         return {f: asdict(c) for f, c in self._calibrated.items()}
 
     def add_calibrations(self, measured: dict[str, Any]) -> None:

@@ -124,8 +124,7 @@ class RubricSession:
             config_warning=config_warning,
         )
         self.results = Results(baseline=settings.baseline_path)
-        moved = _rootdir_moved(config) if settings.baseline_path is not None else None
-        if moved is not None and role.reports:
+        if role.reports and (moved := _rootdir_moved(config)) is not None:
             config.issue_config_time_warning(rubric_warning(moved), stacklevel=2)
         self.inputs = Inputs(
             here=config.invocation_params.dir,
@@ -162,7 +161,7 @@ class RubricSession:
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         # Outputs that could not be written (shown as error lines at the end; see outputs)
         self.unwritten: list[Unwritten] = []
-        self._frozen = False  # whether collected() froze the heap (see heap)
+        self._frozen = False  # whether pytest_collection_finish froze the heap (see heap)
 
     @functools.cached_property
     def grader(self) -> Grader:
@@ -334,30 +333,27 @@ class RubricSession:
     # --- xdist ----------------------------------------------------------------------------------
 
     def worker_stats(self) -> dict[str, Any]:
-        """What an xdist worker sends the controller: answers, judge usage, calibration."""
-        tally = self.inputs.tally
-        data: dict[str, Any] = {"responses": {"asked": tally.asked, "replayed": tally.replayed}}
-        if self.judging.runner is not None:
-            self.audit.calibrations()
-            data["judges"] = self.judging.worker_usage()
-            data["calibration"] = self.audit.worker_calibrations()
+        """What an xdist worker sends the controller (:meth:`add_worker_stats`): answers,
+        judge usage, calibration, the targets replaced and pinned, the recordings."""
         inputs = self.inputs
-        data["targets"] = [sorted(inputs.targets_replaced), sorted(inputs.targets_pinned)]
         if self.recordings:
-            self.recordings.collection_errors = self.inputs.collection_errors
-            data["recordings"] = self.recordings.state()
-        return data
+            self.recordings.collection_errors = inputs.collection_errors
+        return {
+            "responses": [inputs.tally.asked, inputs.tally.replayed],
+            "judges": self.judging.worker_usage(),
+            "calibration": self.audit.worker_calibrations(),
+            "targets": [sorted(inputs.targets_replaced), sorted(inputs.targets_pinned)],
+            "recordings": self.recordings.state() if self.recordings else None,
+        }
 
     def add_worker_stats(self, data: dict[str, Any]) -> None:
-        """Fold an xdist worker's counts into the controller's."""
-        responses = data.get("responses") or {}
-        self.inputs.tally.add(int(responses.get("asked", 0)), int(responses.get("replayed", 0)))
-        self.judging.add_usage(data.get("judges", {}))
-        if data.get("calibration"):
-            self.audit.add_calibrations(data["calibration"])
-        if data.get("recordings") and self.recordings:
+        """Fold an xdist worker's :meth:`worker_stats` into the controller's."""
+        self.inputs.tally.add(*data["responses"])
+        self.judging.add_usage(data["judges"])
+        self.audit.add_calibrations(data["calibration"])
+        if data["recordings"] and self.recordings:
             self.recordings.add_state(data["recordings"])
-        replaced, pinned = data.get("targets") or ([], [])
+        replaced, pinned = data["targets"]
         self.inputs.targets_replaced.update(replaced)
         self.inputs.targets_pinned.update(pinned)
 
