@@ -113,9 +113,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state is not None:
         state.close()
     for name in _HOOKS:
-        hooks = config.pluginmanager.get_plugin(name)
-        if hooks is not None:
-            config.pluginmanager.unregister(hooks)
+        config.pluginmanager.unregister(name=name)
 
 
 # What a session registers (the xdist hooks only where the process needs them).

@@ -145,9 +145,7 @@ class RubricSession:
         setup = JudgeSetup(**{f.name: getattr(settings, f.name) for f in fields(JudgeSetup)})
         self.judging = Judging(setup, role, self.caches, budget, self.dry_run)
         self.audit = Audit(
-            role=role,
             judging=self.judging,
-            dry_run=self.dry_run,
             probes=settings.judge_probe,
             probe_kinds=settings.probe_kinds,
             min_kappa=settings.min_kappa,
