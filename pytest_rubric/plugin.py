@@ -96,16 +96,19 @@ def _rubric_work_asked(config: pytest.Config) -> bool:
     )
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest collects the files
+@pytest.hookimpl(tryfirst=True)  # before xdist's controller declines to collect
 def pytest_collection(session: pytest.Session) -> None:
-    """A session not started yet still warns of a rubric dir whose files match no pattern
-    (see ``RubricSession.check_dirs``): it starts to, when there is one."""
+    """Warn of rubric dirs whose files match no pattern (``RubricSession.check_dirs``): in
+    collection, where pytest records a warning at the location it names (the user's file, not
+    the plugin). A session not started yet starts to, when there is one."""
     config = session.config
-    if config.stash.get(SESSION_KEY, None) is not None:
-        return  # the session's own hook warns (under xdist it started at configure)
-    patterns = file_patterns(config)
-    if any(first_data_file(Path(d), patterns) for d in config.getini("rubric_dirs")):
-        _start(config).check_dirs()
+    state = config.stash.get(SESSION_KEY, None)
+    if state is None:
+        patterns = file_patterns(config)
+        if not any(first_data_file(Path(d), patterns) for d in config.getini("rubric_dirs")):
+            return
+        state = _start(config)
+    state.check_dirs()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

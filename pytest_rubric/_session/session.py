@@ -184,12 +184,6 @@ class RubricSession:
 
     # --- collection ---------------------------------------------------------------------------
 
-    @pytest.hookimpl(tryfirst=True)  # before xdist's controller declines to collect
-    def pytest_collection(self) -> None:
-        """Warn of rubric dirs whose files match no pattern: in collection, where pytest
-        records a warning at the location it names (the user's file, not the plugin)."""
-        self.check_dirs()
-
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
         items = session.items
@@ -234,13 +228,12 @@ class RubricSession:
             here = self.config.invocation_params.dir
             folder, shown = os.path.relpath(directory, here), os.path.relpath(found, here)
             patterns = ", ".join(settings.patterns)
-            message = (
+            warn(  # the message says where; no line of the file is echoed
                 f"{option} {folder} holds no rubric file ({patterns}) "
                 f"but YAML or JSON files, such as {shown}: rename it to match, as "
                 f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini "
                 "rubric_file_patterns"
             )
-            warn(message)  # the message says where; no line of the file is echoed
 
     def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
         """A run that deselected items never prunes recordings."""
@@ -396,9 +389,7 @@ class RubricSession:
                 f"rubric: subjects from the command line replace the targets of {replaced} "
                 f"rubric file{'s' if replaced != 1 else ''}"
             )
-        if (self.settings.targets or self.settings.models) and (
-            pinned := len(inputs.targets_pinned)
-        ):
+        if inputs.subjects_given and (pinned := len(inputs.targets_pinned)):
             lines.append(
                 f"rubric: `target_fixed: true` keeps the targets of {pinned} rubric "
                 f"file{'s' if pinned != 1 else ''}"
