@@ -464,12 +464,9 @@ class RubricItem(pytest.Item):
             pass_when=self.pass_when,
             level=session.settings.confidence,
         )
-        if result.errors:
-            record(self, result)
-            raise_for(result)
         # Without a judge at all, a case of judged criteria only has nothing to score; one
         # whose judge has no key is graded on what can be (see _grade.bounds).
-        if session.unjudged is None and score_results(result.criteria).empty:
+        if not result.errors and session.unjudged is None and score_results(result.criteria).empty:
             pytest.skip(
                 f"nothing graded: {result.skipped[0].reason}"
                 if result.skipped

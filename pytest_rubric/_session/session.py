@@ -297,8 +297,7 @@ class RubricSession:
         if self.judging.runner is not None:
             for request in requests:
                 self.judging.schedule(request)
-            if requests:
-                self.audit.schedule_probe(requests[0], compiled)
+            self.audit.schedule_probe(requests[0], compiled)
         judged: list[Judged | None] = []
         for request in requests:
             outcomes = self.judging.result(request)
@@ -455,7 +454,7 @@ class RubricSession:
         """The controller's end of the run: apply the gates, write every output."""
         if self.dry_run:
             return
-        if self.role.reports and self.recordings:  # the workers' share came as data
+        if self.recordings:  # the workers' share came as data
             self.recordings.collection_errors += self.inputs.collection_errors
             self.recordings.finish(_selection(self.config, reruns=True))
         # Ctrl-C (pytest's INTERRUPTED; a collection that stopped too): the results are a
