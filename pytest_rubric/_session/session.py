@@ -301,10 +301,8 @@ class RubricSession:
         judged: list[Judged | None] = []
         for request in requests:
             outcomes = self.judging.result(request)
-            uncalibrated = None
-            if outcomes is not None and self.judging.runner is not None:
-                uncalibrated = self.audit.below_min_kappa(request.key)
-            if uncalibrated is not None:
+            asked = outcomes is not None and self.judging.runner is not None
+            if asked and (uncalibrated := self.audit.below_min_kappa(request.key)):
                 outcomes = every(request, Outcome(Verdict.ERROR, 0.0, uncalibrated))
             judged.append(outcomes)
         return judged
@@ -400,7 +398,6 @@ class RubricSession:
         from .._report.report import build_report
 
         settings = self.settings
-        tally = self.inputs.tally
         flips = settings.flip_limits if gates else {}
         return build_report(
             self.results.all,
@@ -419,7 +416,7 @@ class RubricSession:
             thresholds=settings.thresholds,
             level=settings.confidence,
             calibration=self.audit.calibrations(),
-            responses_replayed=(tally.replayed, tally.asked),
+            responses_replayed=(self.inputs.tally.replayed, self.inputs.tally.asked),
             show_response=settings.show_response,
             run=self.run_info(complete=complete) if gates else None,
         )
