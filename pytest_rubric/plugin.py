@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._config.options import add_options, configured
-from ._config.settings import DEFAULT_PATTERNS
+from ._config.options import add_options, configured, file_patterns
 from ._defaults import SET_A_JUDGE, first_data_file, is_rubric_file
 from ._session.items import CURRENT_ITEM, RESULTS_KEY, is_rubric_item
 from ._session.started import SESSION_KEY, STARTER_KEY
@@ -102,19 +101,17 @@ def _rubric_work_asked(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's controller declines to collect
 def pytest_collection(session: pytest.Session) -> None:
-    """A session not started yet still warns of a rubric dir whose files match no pattern
-    (see ``RubricSession.check_dirs``): it starts to, when there is one."""
+    """Warn of rubric dirs whose files match no pattern (``RubricSession.check_dirs``): in
+    collection, where pytest records a warning at the location it names (the user's file, not
+    the plugin). A session not started yet starts to, when there is one."""
     config = session.config
-    if config.stash.get(SESSION_KEY, None) is not None or not Role.of(config).reports:
-        return  # its own hook warns
-    patterns = _patterns(config)
-    if any(first_data_file(Path(d), patterns) for d in config.getini("rubric_dirs")):
-        _start(config).check_dirs()
-
-
-def _patterns(config: pytest.Config) -> tuple[str, ...]:
-    """The ini's ``rubric_file_patterns`` (``Settings.patterns``, without the settings)."""
-    return tuple(config.getini("rubric_file_patterns")) or DEFAULT_PATTERNS
+    state = config.stash.get(SESSION_KEY, None)
+    if state is None:
+        patterns = file_patterns(config)
+        if not any(first_data_file(Path(d), patterns) for d in config.getini("rubric_dirs")):
+            return
+        state = _start(config)
+    state.check_dirs()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -122,9 +119,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state is not None:
         state.close()
     for name in _HOOKS:
-        hooks = config.pluginmanager.get_plugin(name)
-        if hooks is not None:
-            config.pluginmanager.unregister(hooks)
+        config.pluginmanager.unregister(name=name)
 
 
 # What a session registers (the xdist hooks only where the process needs them).
@@ -134,7 +129,7 @@ _HOOKS = ("rubric-session", "rubric-report", "rubric-xdist-worker", "rubric-xdis
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RubricFile | None:
     config = parent.config
     state = config.stash.get(SESSION_KEY, None)
-    patterns = state.settings.patterns if state is not None else _patterns(config)
+    patterns = state.settings.patterns if state is not None else file_patterns(config)
     if is_rubric_file(file_path, patterns):
         from ._session.collect import RubricFile
 

@@ -41,11 +41,11 @@ from pydantic import (
     ValidationError,
 )
 
+from .._defaults import parse_pass_when
 from .._errors import DocumentError
 from .._grade.scoring import item_passes, passes, score
 from .._guards.secrets import known_keys, shorten
 from .._llm.base import mean_raw_score
-from .._repeat import parse_pass_when
 from .._results import CaseResult, Sample
 from .audit import Calibration
 from .gates import GateEntry

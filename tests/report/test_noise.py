@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_rubric._defaults import parse_pass_when
 from pytest_rubric._grade.grader import Grader
 from pytest_rubric._grade.scoring import item_passes
 from pytest_rubric._render.summary import terminal_lines
-from pytest_rubric._repeat import parse_pass_when
 from pytest_rubric._report import stats as _stats
 from pytest_rubric._report.document import (
     GateModel,
