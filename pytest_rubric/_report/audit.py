@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._results import CaseResult
+from .leaderboard import fixed
 from .stats import cohen_kappa, fleiss_kappa
 
 if TYPE_CHECKING:
@@ -124,12 +125,12 @@ class JudgeAudit:
             panel = self.panel
             lines.append(
                 f"judge panel: {len(panel['judges'])} judges, {panel['n']} criteria every judge "
-                f"decided, Fleiss' kappa {_num(panel['fleiss_kappa'])}, {panel['unstable']} "
+                f"decided, Fleiss' kappa {fixed(panel['fleiss_kappa'])}, {panel['unstable']} "
                 "unstable"
             )
             lines += [
                 f"judge panel: {pair['judges'][0]} vs {pair['judges'][1]}: kappa "
-                f"{_num(pair['kappa'])} (n {pair['n']})"
+                f"{fixed(pair['kappa'])} (n {pair['n']})"
                 for pair in panel["pairs"]
             ]
         if self.evidence.checked:
@@ -183,10 +184,6 @@ def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] =
         calibration=tuple(calibration),
         panel=_panel(results),
     )
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
 
 
 def _panel(results: Sequence[CaseResult]) -> dict[str, Any]:
@@ -269,8 +266,8 @@ class Calibration:
     @property
     def line(self) -> str:
         text = (
-            f"judge calibration {self.suite}: n {self.n}, accuracy {_num(self.accuracy)}, "
-            f"kappa {_num(self.kappa)}, tpr {_num(self.tpr)}, tnr {_num(self.tnr)}"
+            f"judge calibration {self.suite}: n {self.n}, accuracy {fixed(self.accuracy)}, "
+            f"kappa {fixed(self.kappa)}, tpr {fixed(self.tpr)}, tnr {fixed(self.tnr)}"
         )
         return text + (f" ({self.errors} not graded: ERROR)" if self.errors else "")
 

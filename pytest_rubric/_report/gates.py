@@ -25,7 +25,6 @@ side is reported, never a failure (deselecting is a choice the command line show
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -82,25 +81,20 @@ class SubjectDelta:
     after: float | None  # None: not in this run
     interval: tuple[float, float] | None = None  # paired interval of (now - baseline)
     shared: int = 0  # the cases both runs graded
-    # The mean of (now - baseline) over the shared cases: the change the gate judges. It
-    # differs from after - before when cases were added or removed.
+    # The mean of (now - baseline) over the shared cases: the change the gate judges (None
+    # when no case was graded in both runs). It differs from after - before when cases were
+    # added or removed.
     change: float | None = None
     partial: bool = False  # some cases ran on one side only
-
-    @property
-    def delta(self) -> float | None:
-        if self.before is None or self.after is None:
-            return None
-        return self.change
 
     def cells(self, *, missing: str) -> tuple[str, str, str, str]:
         """The row of the delta table (see :data:`DELTA_HEADER`); ``missing`` marks an absent side."""
         before = missing if self.before is None else f"{self.before:.3f}"
         after = missing if self.after is None else f"{self.after:.3f}"
-        change = missing if self.delta is None else f"{self.delta:+.3f}"
-        if self.delta is not None and self.interval is not None:
+        change = missing if self.change is None else f"{self.change:+.3f}"
+        if self.change is not None and self.interval is not None:
             change += f" [{self.interval[0]:+.3f}, {self.interval[1]:+.3f}]"
-        if self.delta is not None and self.partial:
+        if self.change is not None and self.partial:
             change += f" over the {self.shared} shared cases"
         return self.subject, before, after, change
 
@@ -431,7 +425,7 @@ def _compare(
             now.get(subject),
             interval=_stats.paired_difference(pairs, delta_level),
             shared=len(pairs),
-            change=math.fsum(a - b for a, b in pairs) / len(pairs) if pairs else None,
+            change=_stats.mean([a - b for a, b in pairs]) if pairs else None,
             partial=len(pairs) < max(len(mine.get(subject, ())), len(theirs.get(subject, ()))),
         )
         deltas.append(delta)
@@ -448,8 +442,8 @@ def _compare(
         entries.append(
             _subject_entry(
                 delta,
-                math.fsum(b for _, b in pairs) / len(pairs),
-                math.fsum(a for a, _ in pairs) / len(pairs),
+                _stats.mean([b for _, b in pairs]),
+                _stats.mean([a for a, _ in pairs]),
                 asked,
             )
         )

@@ -26,11 +26,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .._grade.scoring import score
-from .._results import CaseResult
+from .._results import CaseResult, wilson
 from . import stats as _stats
 
 _TIE = 1e-9
@@ -80,7 +80,7 @@ class TraceFigures:
         # Only traces that show calls count (a retriever's context alone says nothing of them).
         calls = [len(t.tool_calls) for t in traces if t.tool_calls or t.llm_calls is not None]
         return cls(
-            tool_calls=_mean(calls) if calls else None,
+            tool_calls=_stats.mean(calls) if calls else None,
             latency_s_p50=statistics.median(latencies) if latencies else None,
             cost_usd=None if None in costs else math.fsum(c for c in costs if c is not None),
         )
@@ -110,32 +110,33 @@ class Column:
         return self.wide_header or self.header
 
 
-def _fixed(value: float) -> str:
-    return f"{value:.3f}"
+def fixed(value: float | None) -> str:
+    """``0.827``: a figure as every output prints it; ``-`` when there is none."""
+    return _cell(value, "{:.3f}".format)
 
 
 def _bracket(interval: Sequence[float] | None) -> str:
-    return "" if interval is None else f" [{_fixed(interval[0])}, {_fixed(interval[1])}]"
+    return "" if interval is None else f" [{fixed(interval[0])}, {fixed(interval[1])}]"
 
 
 def interval_text(value: float, interval: Sequence[float] | None) -> str:
     """``0.827 [0.710, 0.930]``: a value with its interval, as every output prints it."""
-    return _fixed(value) + _bracket(interval)
+    return fixed(value) + _bracket(interval)
 
 
 COLUMNS: tuple[Column, ...] = (
     Column("rank", lambda r: str(r.rank), ranking=True),
     Column("subject", lambda r: r.subject, text=True),
     Column("correctness", lambda r: interval_text(r.correctness, r.correctness_ci)),
-    Column("fluency", lambda r: _fixed(r.fluency)),
-    Column("confidence", lambda r: _fixed(r.confidence)),
-    Column("naive", lambda r: _fixed(r.naive_score), wide_header="naive score"),
+    Column("fluency", lambda r: fixed(r.fluency)),
+    Column("confidence", lambda r: fixed(r.confidence)),
+    Column("naive", lambda r: fixed(r.naive_score), wide_header="naive score"),
     Column("naive rank", lambda r: str(r.naive_rank), ranking=True),
     Column("confidently wrong", lambda r: str(r.confidently_wrong)),
     # ``3/4 [0.301, 0.954]``: the count, and the interval of the rate it estimates.
     Column("passed", lambda r: f"{r.passed}/{r.total}{_bracket(r.passed_ci)}"),
     Column("tier", lambda r: str(r.tier), ranking=True),
-    Column("detectable drop", lambda r: _cell(r.detectable_drop, _fixed)),
+    Column("detectable drop", lambda r: fixed(r.detectable_drop)),
 )
 
 TRACE_COLUMNS: tuple[Column, ...] = (
@@ -165,22 +166,13 @@ def columns(rows: Sequence[SubjectRow]) -> tuple[Column, ...]:
     return COLUMNS
 
 
-def _mean(values: Sequence[float]) -> float:
-    # fsum: exactly rounded, so a mean (and the interval that must contain it) does not
-    # depend on the order of the results.
-    return math.fsum(values) / len(values)
-
-
 def _ranks(values: dict[str, float]) -> dict[str, int]:
     """Competition ranks, highest value first."""
     ordered = sorted(values.items(), key=lambda kv: (-kv[1], kv[0]))
     ranks: dict[str, int] = {}
-    for position, (subject, value) in enumerate(ordered, start=1):
-        previous = ordered[position - 2] if position > 1 else None
-        if previous is not None and abs(previous[1] - value) <= _TIE:
-            ranks[subject] = ranks[previous[0]]
-        else:
-            ranks[subject] = position
+    for position, (subject, value) in enumerate(ordered):
+        tied = position > 0 and _order(ordered[position - 1][1], value) == 0
+        ranks[subject] = ranks[ordered[position - 1][0]] if tied else position + 1
     return ranks
 
 
@@ -222,8 +214,8 @@ def leaderboard(
     ``detectable_drop`` for the gate's paired test at ``gate_confidence`` (else ``level``)
     beyond ``max_drop``."""
     grouped = by_subject(results)
-    correctness = {s: _mean([r.score for r in rs]) for s, rs in grouped.items()}
-    naive = {s: _mean([r.naive_score for r in rs]) for s, rs in grouped.items()}
+    correctness = {s: _stats.mean([r.score for r in rs]) for s, rs in grouped.items()}
+    naive = {s: _stats.mean([r.naive_score for r in rs]) for s, rs in grouped.items()}
     rank, naive_rank = _ranks(correctness), _ranks(naive)
     gate_level = level if gate_confidence is None else gate_confidence
     rows = []
@@ -234,8 +226,8 @@ def leaderboard(
                 subject=subject,
                 rank=rank[subject],
                 correctness=correctness[subject],
-                fluency=_mean([r.fluency for r in rs]),
-                confidence=_mean([r.confidence for r in rs]),
+                fluency=_stats.mean([r.fluency for r in rs]),
+                confidence=_stats.mean([r.confidence for r in rs]),
                 naive_score=naive[subject],
                 naive_rank=naive_rank[subject],
                 confidently_wrong=sum("confidently_wrong" in r.flags for r in rs),
@@ -246,7 +238,7 @@ def leaderboard(
                 detectable_drop=_stats.detectable_drop(
                     [[s.score for s in r.sample_list] for r in rs], gate_level, max_drop=max_drop
                 ),
-                passed_ci=_stats.wilson(passed, len(rs), level),
+                passed_ci=wilson(passed, len(rs), level),
                 traced=TraceFigures.of(rs),
             )
         )
@@ -291,8 +283,7 @@ def compare(a: str, b: str, pairs: Sequence[tuple[float, float]], level: float) 
         wins=wins,
         losses=losses,
         ties=len(pairs) - wins - losses,
-        # fsum: the same pairs give the same mean byte for byte, in any order.
-        diff=math.fsum(x - y for x, y in pairs) / len(pairs) if pairs else None,
+        diff=_stats.mean([x - y for x, y in pairs]) if pairs else None,
         ci=_stats.paired_difference(pairs, level),
     )
 
@@ -388,7 +379,7 @@ def _tag_scores(result: CaseResult) -> dict[str, float]:
             score(c for c in sample.criteria if tag in c.tags).score
             for sample in result.sample_list
         ]
-        scores[tag] = math.fsum(per_sample) / len(per_sample)
+        scores[tag] = _stats.mean(per_sample)
     return scores
 
 
@@ -414,9 +405,24 @@ def breakdowns(
                         subject,
                         group,
                         key,
-                        math.fsum(values) / len(values),
+                        _stats.mean(values),
                         _stats.mean_interval(values, level),
                         len(values),
                     )
                 )
     return tuple(entries)
+
+
+def breakdown_tables(
+    entries: Sequence[Breakdown],
+) -> Iterator[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
+    """The breakdowns as every output tables them: ``(group, header, rows)`` by suite, then by
+    tag, for each group that has entries; a row is key, subject, score with its interval, n."""
+    for group in ("suite", "tag"):
+        rows: list[tuple[str, ...]] = [
+            (b.key, b.subject, interval_text(b.score, b.ci), str(b.n))
+            for b in entries
+            if b.group == group
+        ]
+        if rows:
+            yield group, (group, "subject", "score", "n"), rows
