@@ -1,15 +1,5 @@
-"""The HTML report: one self-contained file, inline CSS and SVG, no script, nothing fetched.
-
-In order: the run's header line; the changes since ``--rubric-baseline``, each linked to
-its answer; the scatter of substance score against style (the mean of fluency and
-confidence), one mark per subject per 2.5 % spot, sized and counted by the answers it
-holds (200,000 answers draw a few thousand marks), the low-score high-style corner shaded
-and every spot holding a ``confidently_wrong`` answer ringed, with each subject's
-correctness interval as a bar at its mean style; the leaderboard and breakdowns; the
-pairwise matrix (``_report.leaderboard``); the history's trend; the judge audit; the gates;
-and the answers, failing first, filtered by subject, status and flag in CSS alone (radio
-inputs and ``:checked ~`` rules). Past :data:`FULL` answers, further failing ones are one
-line each and passing ones are counted: the JSON holds every one.
+"""The HTML report: one self-contained file, inline CSS and SVG, no script, nothing fetched
+(what it holds, in the order :func:`render_html` writes it: docs/guides/outputs.md).
 
 Every text from a rubric or a response goes through :func:`html.escape`, and a
 Content-Security-Policy forbids scripts and any fetch, so a hostile response is shown as

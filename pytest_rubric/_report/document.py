@@ -51,7 +51,7 @@ from .._results import CaseResult, Sample
 from .audit import Calibration
 from .gates import GateEntry
 from .report import SessionReport
-from .run import RunInfo, RunJudge
+from .run import RunInfo
 from .stats import mean
 
 VERSION = 1
@@ -726,9 +726,8 @@ def parse_document(text: str, *, name: str) -> Document:
     calibration = [Calibration(**c) for c in (audit["calibration"] if audit else ())]
     run = read["run"]
     if run is not None:
-        run["judges"] = tuple(RunJudge(**j) for j in run["judges"])
         run.update({f"cache_{k}": v for k, v in run.pop("cache").items()})
-        run = RunInfo(**run)
+        run = TypeAdapter(RunInfo).validate_python(run)  # its judges too
     # A pass prints as a note only when it is a flip within noise (the one kind of passing
     # case entry a run writes).
     gates = [

@@ -10,14 +10,8 @@ judge's probe sensitivity above its limit), ``min-kappa`` (a suite's calibration
 ``--rubric-baseline``: ``baseline-case`` (a case that passed there fails now) and
 ``baseline-subject`` (a subject's correctness dropped more than ``--rubric-max-drop``).
 With ``--rubric-gate-confidence C`` both must be beyond noise, and together they raise a
-false alarm on an unchanged subject at most ``1 - C`` of the time:
-
-* a subject's drop fails when the paired C-interval of (now - baseline) over the shared
-  cases lies wholly below ``-max_drop``: a one-sided test at ``(1 - C) / 2``;
-* a case's flip fails when its passing samples fell beyond chance: the one-sided Fisher
-  exact test of (passes, samples) now against the baseline's, at the other
-  ``(1 - C) / 2`` shared over the subject's cases (Tarone's Bonferroni for discrete
-  tests). With one sample a side no single flip is ever significant.
+false alarm on an unchanged subject at most ``1 - C`` of the time: each takes half of
+``1 - C`` (the tests: docs/explanation/statistics.md, "Gating on noise").
 
 Cases are matched by node id, case and subject; a case or subject that is only on one
 side is reported, never a failure (deselecting is a choice the command line shows).

@@ -8,17 +8,11 @@ baseline gate catches with 80 % power) and ``tier``: in rank order, a subject jo
 current tier when the paired interval of its differences from the tier's *top* subject
 contains 0 (not its neighbour's: a chain of small steps would join subjects told apart).
 
-Every pair of subjects (:func:`pairwise`, ``a`` ranked above ``b``) is compared over the
-cases both answered, paired as the gates and tiers pair them (:func:`by_case`): wins
-(``a`` scored higher), losses, ties (within ``1e-9``), the mean of ``a - b`` and its
-paired interval (null with no shared case); :func:`rank_noise` reads from them whether
-the correctness and naive orders disagree beyond noise.
-
-Each subject is broken down (:func:`breakdowns`) by suite (only when there are several:
-its mean score there) and by tag (each result scored by the usual formula over only the
-substance criteria with the tag, a case's tags applying to all its criteria, the mean over
-samples with repeats; averaged over the results with such a criterion of positive weight),
-each mean with its interval (``stats.mean_interval``).
+Every pair of subjects (:func:`pairwise`) is compared over the cases both answered, paired
+as the gates and tiers pair them (:func:`by_case`); :func:`rank_noise` reads from the pairs
+whether the correctness and naive orders disagree beyond noise. Each subject is broken down
+(:func:`breakdowns`) by suite, when there are several, and by tag (a tag's score:
+docs/guides/repeats.md), each mean with its interval.
 """
 
 from __future__ import annotations
