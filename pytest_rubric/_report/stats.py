@@ -1,15 +1,12 @@
 """The statistics behind every interval, tier and noise-aware gate, as pure functions.
 
-:func:`mean_interval` is the interval of a mean score over cases (each case one value, the
-mean of its samples): Agresti-Coull carried over to scores in [0, 1], ``z^2 / 2``
-pseudo-cases at 0 and as many at 1, the augmented mean plus or minus ``z`` standard errors,
-clipped to [0, 1] and widened to hold the plain mean. :func:`paired_difference` is the same
-for the mean per-case difference of two sides, with ``z^2 / 4`` pseudo-pairs at -1 and at
-+1 (the adjusted Wald interval of Bonett and Price, 2012). A percentile bootstrap of ten
-cases that all passed is ``[1, 1]``; pseudo-cases keep every interval wider than zero and
-hold the coverage (docs/explanation/statistics.md has the figures, ``bench/bench_promises.py``
-measures them). Every figure is a closed form over exactly rounded sums (``math.fsum``): the
-same values give the same interval byte for byte, in any order, in any process.
+:func:`mean_interval` is Agresti-Coull carried over to mean scores in [0, 1] (``z^2 / 2``
+pseudo-cases at 0 and as many at 1), :func:`paired_difference` the adjusted Wald interval
+of Bonett and Price (2012) for paired differences (``z^2 / 4`` pseudo-pairs at -1 and at
++1); why, and the coverage ``bench/bench_promises.py`` measures:
+docs/explanation/statistics.md. Every figure is a closed form over exactly rounded sums
+(``math.fsum``): the same values give the same interval byte for byte, in any order, in any
+process.
 """
 
 from __future__ import annotations
