@@ -59,24 +59,15 @@ def terminal_lines(report: SessionReport, *, board_when_empty: bool = False) -> 
     lines: list[Line] = []
     if report.leaderboard or board_when_empty:
         # One subject stands among no others: no rank, naive rank or tier to show.
-        columns = [
-            c
-            for c in board_columns(report.leaderboard)
-            if not (c.ranking and len(report.leaderboard) == 1)
-        ]
+        alone = len(report.leaderboard) == 1
+        columns = [c for c in board_columns(report.leaderboard) if not (c.ranking and alone)]
         cells = [[column.cell(row) for column in columns] for row in report.leaderboard]
         right = {i for i, column in enumerate(columns) if not column.text}
         table = render_table([column.header for column in columns], cells, right=right)
         lines += [Line(text) for text in table]
-        if len(report.leaderboard) == 1:
-            lines.append(Line(f"correctness [{report.level:g} interval over cases]"))
-        elif report.leaderboard:
-            lines.append(
-                Line(
-                    f"correctness [{report.level:g} interval over cases]; subjects in one tier "
-                    "are not told apart by this suite"
-                )
-            )
+        if report.leaderboard:
+            tiers = "" if alone else "; subjects in one tier are not told apart by this suite"
+            lines.append(Line(f"correctness [{report.level:g} interval over cases]{tiers}"))
     passed, failed = report.assertions
     if passed or failed:
         lines.append(Line(f"assertions: {passed} passed, {failed} failed"))

@@ -57,9 +57,6 @@ from .stats import mean
 VERSION = 1
 """The document's ``version``: bumped when a field is renamed or changes meaning."""
 
-# Strict, finite, open to additions: see the module docstring.
-_CONFIG = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore")
-
 Fraction = Annotated[float, Field(ge=0, le=1)]
 """A number from 0 to 1: scores, credits and the style heuristics are clamped there."""
 Count = Annotated[int, Field(ge=0)]
@@ -76,7 +73,8 @@ class _Part(BaseModel):
     for the described object itself). A run leaves a field of :attr:`left_out` out when it
     holds the value given there, and those :meth:`trimmed` drops."""
 
-    model_config = _CONFIG
+    # Strict, finite, open to additions: see the module docstring.
+    model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore")
     sources: ClassVar[Mapping[str, str]] = {}
     left_out: ClassVar[Mapping[str, Any]] = {}
 

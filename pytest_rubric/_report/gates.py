@@ -399,18 +399,17 @@ def _compare(
     """``baseline-case`` and ``baseline-subject`` on this run's ``results``: their entries, the
     notes about cases that did not run, each subject's delta (with the paired interval of
     (now - baseline) over the cases both runs graded, at ``delta_level``) and the changes."""
-    entries: list[GateEntry] = []
-    notes: list[str] = []
-    deltas: list[SubjectDelta] = []
-    before = {row.subject: row.correctness for row in leaderboard(baseline)}
     old, new = _keyed(baseline), _keyed(results)
-    entries += _case_entries(old, new, asked.gate_confidence)
+    entries = _case_entries(old, new, asked.gate_confidence)
+    notes = []
     missing = [k for k in old if k not in new]
     if missing:
         notes.append(
             f"{len(missing)} baseline case(s) did not run this time, e.g. {_name(missing[0])}"
         )
+    deltas: list[SubjectDelta] = []
     mine, theirs = by_subject(results), by_subject(baseline)
+    before = {subject: _stats.mean([r.score for r in rs]) for subject, rs in theirs.items()}
     for subject in sorted(before.keys() | now.keys()):
         pairs = paired(mine.get(subject, ()), theirs.get(subject, ()))
         delta = SubjectDelta(
