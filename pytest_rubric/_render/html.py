@@ -228,9 +228,10 @@ _W, _H = 640, 420
 _LEFT, _RIGHT, _TOP, _BOTTOM = 56, 16, 16, 48
 
 
-def style_of(result: CaseResult) -> float:
-    """The plot's x: how an answer reads, the mean of fluency and confidence."""
-    return (result.fluency + result.confidence) / 2
+def style_of(answers: CaseResult | SubjectRow) -> float:
+    """The plot's x: how an answer (or a subject's answers) reads, the mean of fluency and
+    confidence."""
+    return (answers.fluency + answers.confidence) / 2
 
 
 def _x(value: float) -> float:
@@ -275,7 +276,7 @@ def _interval_bar(row: SubjectRow, colour: str, level: float) -> str:
     if row.correctness_ci is None:
         return ""
     lo, hi = row.correctness_ci
-    x = _x((row.fluency + row.confidence) / 2)
+    x = _x(style_of(row))
     title = f"{row.subject}: correctness {interval_text(row.correctness, row.correctness_ci)}"
     title += f" ({level:g} interval over {row.n_cases} cases)"
     return (

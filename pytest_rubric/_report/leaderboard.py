@@ -155,9 +155,7 @@ TRACE_COLUMNS: tuple[Column, ...] = (
 def columns(rows: Sequence[SubjectRow]) -> tuple[Column, ...]:
     """The leaderboard's columns for ``rows``: :data:`TRACE_COLUMNS` only when some subject
     has traces."""
-    if any(row.traced is not None for row in rows):
-        return COLUMNS + TRACE_COLUMNS
-    return COLUMNS
+    return COLUMNS + (TRACE_COLUMNS if any(row.traced is not None for row in rows) else ())
 
 
 def _ranks(values: dict[str, float]) -> dict[str, int]:
