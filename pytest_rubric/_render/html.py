@@ -482,7 +482,7 @@ def _pair_cell(pair: Pair | None, mirrored: bool) -> str:
 
 
 def _pairwise(report: SessionReport) -> str:
-    """The pairwise matrix, subjects in leaderboard order (see the module docstring)."""
+    """The matrix of ``_report.leaderboard.pairwise``, subjects in leaderboard order."""
     if not report.pairwise:
         return ""
     subjects = [row.subject for row in report.leaderboard]
