@@ -31,11 +31,11 @@ if TYPE_CHECKING:
     from ._session.collect import RubricFile
     from ._session.session import RubricSession
 
-_ADDED: dict[pytest.Item, list[tuple[str, object]]] = {}
-"""The JUnit properties (``rubric_score``, ...) the running attempt of each item added to its
-``user_properties``: kept only while the item's protocol runs (pytest-rerunfailures runs
-every attempt within it), not in the item's stash, which it would grow for the rest of a
-long session."""
+_PROPERTIES: dict[pytest.Item, list[tuple[str, object]]] = {}
+"""The JUnit properties (``rubric_score``, ...) of the running attempt of each item, until its
+teardown report carries them: kept only while the item's protocol runs, not on the item
+(``user_properties``) or in its stash, which would hold them for the rest of a long session
+beside JUnit's own copy."""
 
 NO_JUDGE_SKIP = (
     f"needs an LLM judge: {SET_A_JUDGE} and the key in OPENAI_API_KEY or ANTHROPIC_API_KEY"
@@ -146,7 +146,7 @@ def pytest_runtest_protocol(
         return (yield)
     finally:
         CURRENT_ITEM.reset(token)
-        _ADDED.pop(item, None)
+        _PROPERTIES.pop(item, None)
         if is_rubric_item(item):
             item.release()
 
@@ -161,10 +161,6 @@ def pytest_runtest_makereport(
     report is marked so that it counts as an error (see ``pytest_report_teststatus``).
     """
     report = yield
-    # A new attempt (pytest-rerunfailures): the properties an earlier one left go, so
-    # JUnit carries the last attempt's alone.
-    if call.when == "setup" and (earlier := _ADDED.pop(item, None)):
-        item.user_properties[:] = [p for p in item.user_properties if p not in earlier]
     if call.excinfo is not None and is_rubric_item(item):
         from ._errors import RubricEvaluationError
 
@@ -187,10 +183,12 @@ def pytest_runtest_makereport(
             report.rubric_results = results  # type: ignore[attr-defined]
             if is_rubric_item(item):
                 report.rubric_item = True  # type: ignore[attr-defined]
-            # JUnit reads the properties off the teardown report, built from the item's.
             properties = [p for r in results for p in junit_properties(r)]
-            item.user_properties += properties
-            _ADDED.setdefault(item, []).extend(properties)
+            _PROPERTIES.setdefault(item, []).extend(properties)
+    # JUnit reads the properties off the teardown report: each attempt's carries its own
+    # (pytest-rerunfailures runs an item again), those of a result its teardown recorded too.
+    if report.when == "teardown" and (properties := _PROPERTIES.pop(item, None)):
+        report.user_properties += properties
     return report
 
 
