@@ -25,7 +25,6 @@ from .._schema import REPORT_ONLY, Criterion, Mark, Rubric, own_mark
 from .._trace import Passage, Trace
 from ..criteria.check import Answer, Check, CheckContext
 from ..criteria.extract import Extract, JudgedCriterion
-from ..criteria.grounded import Grounded
 from ..criteria.judge import Requirement
 from . import style
 from .scoring import item_passes, passes
@@ -125,9 +124,7 @@ class Grader:
             criteria=criteria,
             checks=checks,
             min_score=None if mark == REPORT_ONLY else float(mark),
-            judged_criteria=tuple(
-                c for c in criteria if isinstance(c, Requirement | Extract | Grounded)
-            ),
+            judged_criteria=tuple(c for c in criteria if isinstance(c, JudgedCriterion)),
             style_field=self.style_field if style_field is None else style_field,
         )
 

@@ -8,7 +8,7 @@
   ``weight``, ``positive`` or ``negative``. ``tone``: on the answer rewritten confident
   and hedged (``_grade.restyle``); a flip is a verdict that changed with tone alone, and
   ``style_sensitivity`` = flips / (2 x probed). ``length``: on the answer with neutral
-  padding (``_grade.padding``); a flip is a change in the answer's favour. ``position``
+  padding (``_grade.restyle``); a flip is a change in the answer's favour. ``position``
   (one-shot grader): the criteria in reverse order; a flip is any change.
   :class:`ProbeFigures` gives flips over the verdicts that could flip, per judge and kind
   (two per probed criterion for tone, one otherwise).
