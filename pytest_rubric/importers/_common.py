@@ -22,8 +22,6 @@ from .._config.outputs import unwritable
 from .._errors import Problem
 from .._schema import Suite
 
-__all__ = ["ImportFailed", "Output", "abridged", "is_number", "validated", "write"]
-
 
 class ImportFailed(Exception):
     """The input cannot be imported; every problem found in it, each located."""

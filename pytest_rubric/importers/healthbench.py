@@ -22,8 +22,6 @@ from .._guards.limits import NotRegular, read_jsonl
 from .._load.responses import file_subject_problem
 from ._common import ImportFailed, Output, abridged, is_number, validated
 
-__all__ = ["convert", "read_completions"]
-
 RUBRIC_FILE = "healthbench.rubric.yaml"
 _ROLES = ("system", "user", "assistant")
 _ID_BREAKERS = ("::", "[", "]", "\n", "\r")

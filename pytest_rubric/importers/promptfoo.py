@@ -44,8 +44,6 @@ from .promptfoo_files import (
 )
 from .promptfoo_render import combinations, prepare, render, render_prompt
 
-__all__ = ["PARTIAL_TAG", "assertion_from_string", "convert"]
-
 PARTIAL_TAG = "promptfoo:partial"
 _CONFIG_KEYS = {
     "prompts",

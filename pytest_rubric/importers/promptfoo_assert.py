@@ -30,8 +30,6 @@ from ..criteria.normalize import normalize
 from ._common import is_number
 from .promptfoo_files import Unmappable
 
-__all__ = ["CSV_TYPES", "MODEL_GRADED", "check_type", "criterion", "js_regex", "js_string"]
-
 _DRAFT7 = "http://json-schema.org/draft-07/schema#"
 # Assertion keys that change nothing this importer writes (`metric` becomes a tag).
 _QUIET_KEYS = {"type", "value", "weight", "metric"}

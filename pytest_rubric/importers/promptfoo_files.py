@@ -30,8 +30,6 @@ import yaml
 from .._errors import Problem, RubricLoadError
 from .._guards.limits import NotRegular, PlainNumber, read_text
 
-__all__ = ["Budget", "Parsed", "TooLarge", "Tree", "Unmappable", "parse_yaml"]
-
 FILE = "file://"
 GLOB = re.compile(r"[*?\[]")
 CODE = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".py", ".rb")
