@@ -35,30 +35,22 @@ class Score:
 _EPSILON = 1e-9
 
 
-def decided(results: Iterable[CriterionResult]) -> list[CriterionResult]:
-    return [r for r in results if r.verdict in (Verdict.MET, Verdict.UNMET)]
-
-
-def _clamp(value: float) -> float:
-    return min(1.0, max(0.0, value))
-
-
 def score(results: Iterable[CriterionResult]) -> Score:
     """Score the substance criteria among ``results`` (style ones are ignored)."""
     substance = [r for r in results if r.axis == "substance"]
-    ran = decided(substance)
+    ran = [r for r in substance if r.verdict in (Verdict.MET, Verdict.UNMET)]
     earned = sum(r.weight * r.credit for r in ran)
-    positive = sum(
-        r.weight for r in substance if r.weight > 0 and (r.verdict is not Verdict.SKIPPED)
-    )
+    positive = sum(r.weight for r in substance if r.weight > 0 and r.verdict is not Verdict.SKIPPED)
     negative = sum(-r.weight for r in ran if r.weight < 0)
     if positive > 0:
-        value = _clamp(earned / positive)
+        value = earned / positive
     elif negative > 0:
-        value = _clamp(1 + earned / negative)
+        value = 1 + earned / negative
     else:
         value = 0.0
-    return Score(score=value, raw_score=earned, positive=positive, negative=negative)
+    return Score(
+        score=min(1.0, max(0.0, value)), raw_score=earned, positive=positive, negative=negative
+    )
 
 
 def passes(
