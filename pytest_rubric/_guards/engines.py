@@ -124,8 +124,8 @@ def _compile_backtracking(pattern: str, *, case_sensitive: bool) -> Any:
 def search(compiled: Any, text: str, deadline: Deadline | None = None) -> Any:
     """``compiled.search(text)``: the match or None. A backtracking pattern's search stops
     after :data:`PATTERN_TIMEOUT` (or at ``deadline``, if sooner), raising :class:`CheckTimeout`."""
-    if _is_re2(compiled):
-        return compiled.search(text)  # linear in the text
+    if type(compiled).__module__ == "re2":  # linear in the text; anything else is bounded
+        return compiled.search(text)
     deadline = deadline or _running.deadline
     if deadline is not None:
         deadline.check()
@@ -138,7 +138,3 @@ def search(compiled: Any, text: str, deadline: Deadline | None = None) -> Any:
             f"on {len(text)} characters; rewrite it without nested repetition or lookaround, so "
             "that it runs on RE2 in linear time"
         ) from None
-
-
-def _is_re2(compiled: Any) -> bool:
-    return type(compiled).__module__ == "re2"  # anything else is searched with a bound

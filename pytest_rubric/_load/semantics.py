@@ -13,11 +13,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from .._errors import Problem
+from .._guards.engines import PATTERN_TIMEOUT
 from .._guards.outgoing import as_written
 from .._guards.secrets import shorten
 from .._schema import Case, Criterion, Suite, default_ids
 from ..criteria.json import Json
-from ..criteria.regex import PYTHON_REGEX_TIMEOUT, Regex, pattern_error
+from ..criteria.regex import Regex, pattern_error
 from .locate import Locator, dotted, item_label, value_at
 from .responses import safe_subject, subject_problem
 
@@ -53,7 +54,7 @@ def _unrunnable(regex: Regex) -> tuple[str, str] | None:
         f"({why}): RE2 has no backreferences and no lookaround",
         "rewrite it without them (an `invert: true` criterion often replaces a negative "
         "lookahead), or add `engine: python` to this criterion to use Python's backtracking "
-        f"engine, whose every search is cut off after {PYTHON_REGEX_TIMEOUT:g} s (ERROR)",
+        f"engine, whose every search is cut off after {PATTERN_TIMEOUT:g} s (ERROR)",
     )
 
 
