@@ -147,12 +147,17 @@ class Grader:
         answer.trace = with_case_context(answer.trace, compiled.rubric)
         if judged is None and self._judge is not None and compiled.judged:
             judged = self._judge(compiled, answer.text)
-        criteria = [
-            self._criterion(criterion, check, tags, answer, compiled.rubric, judged)
-            for criterion, check, tags in zip(
-                compiled.criteria, compiled.checks, compiled.tags, strict=True
-            )
-        ]
+        criteria = []
+        for criterion, check, tags in zip(
+            compiled.criteria, compiled.checks, compiled.tags, strict=True
+        ):
+            if check is not None:
+                outcome = check(answer, compiled.rubric)
+            else:  # judged: the judge's outcome, if it was asked
+                outcome = (
+                    judged.outcomes.get(criterion.id) if judged is not None else None
+                ) or Outcome(Verdict.SKIPPED, 0.0, NO_JUDGE_REASON)
+            criteria.append(self._criterion_result(criterion, outcome, tags))
         flags: list[str] = []  # from judged outcomes only
         if judged is not None:
             if judged.injection_suspected:
@@ -310,23 +315,6 @@ class Grader:
 
     def _clip(self, text: str) -> str:
         return clip(text, *self.secrets)
-
-    def _criterion(
-        self,
-        criterion: Criterion,
-        check: Check[Any] | None,
-        tags: tuple[str, ...],
-        answer: Answer,
-        rubric: Rubric,
-        judged: Judged | None,
-    ) -> CriterionResult:
-        if check is None:
-            outcome = (
-                judged.outcomes.get(criterion.id) if judged is not None else None
-            ) or Outcome(Verdict.SKIPPED, 0.0, NO_JUDGE_REASON)
-        else:
-            outcome = check(answer, rubric)
-        return self._criterion_result(criterion, outcome, tags)
 
     def _criterion_result(
         self, criterion: Criterion, outcome: Outcome, tags: tuple[str, ...]

@@ -146,9 +146,12 @@ class Conversion:
         self.unmapped(where, label, f"{why}; the test is not written")
 
 
-def var_names(names: set[str]) -> str:
-    """Template variables as a message names them: ``{{ a }}, {{ b }}``."""
-    return ", ".join(f"{{{{ {n} }}}}" for n in sorted(names))
+def _unset(names: set[str]) -> str:
+    """What a note says of the template variables ``names`` that no var sets."""
+    listed = ", ".join(f"{{{{ {n} }}}}" for n in sorted(names))
+    return (
+        f"{listed}, which no var sets; promptfoo renders it as empty text, and so does this import"
+    )
 
 
 def shown_value(value: Any) -> str:
@@ -924,10 +927,7 @@ def _values(ctx: Conversion, item: dict[str, Any], vars_: dict[str, Any]) -> dic
     value = item.get("value")
     value = [ready(v) for v in value] if isinstance(value, list) else ready(value)
     if missing:
-        ctx.note(
-            f"{ctx.path}: an assertion's value uses {var_names(missing)}, which no var sets; "
-            "promptfoo renders it as empty text, and so does this import"
-        )
+        ctx.note(f"{ctx.path}: an assertion's value uses {_unset(missing)}")
     return {**item, "value": value} if "value" in item else item
 
 
@@ -962,11 +962,8 @@ def _case(
         ctx.unmapped(prompt.where, f"prompt {shown_value(prompt.label)}", f"{exc}; no case asks it")
         return None
     if rendered.missing:
-        ctx.note(
-            f"{test.where}: {test.label}: prompt {shown_value(prompt.label)} uses "
-            f"{var_names(rendered.missing)}, which no var sets; promptfoo renders it as empty "
-            "text, and so does this import"
-        )
+        shown = shown_value(prompt.label)
+        ctx.note(f"{test.where}: {test.label}: prompt {shown} uses {_unset(rendered.missing)}")
     case: dict[str, Any] = {"id": ""}
     if rendered.messages is not None:
         case["messages"] = rendered.messages

@@ -183,8 +183,8 @@ class Tree:
                     found.append(path)
         return sorted(found)
 
-    def path(self, ref: str, *, base: Path | None = None) -> Path:
-        found = self.paths(ref, base=base)
+    def path(self, ref: str) -> Path:
+        found = self.paths(ref)
         if len(found) != 1:
             raise Unmappable(f"{ref} names {len(found)} files where promptfoo reads one")
         return found[0]
