@@ -211,8 +211,13 @@ def _subject_problems(case: dict[str, Any], index: int, locator: Locator) -> Ite
             )
 
 
-def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locator) -> list[Problem]:
-    """Problems validation cannot see (see the module's docstring)."""
+def semantic_problems(
+    data: dict[str, Any], suite: Suite | None, locator: Locator, *, failed: bool
+) -> list[Problem]:
+    """Problems validation cannot see (see the module's docstring). When the file is a
+    collection error anyway (``failed``: validation found problems, or this does), the
+    patterns no engine compiles (ERROR when graded) are listed too, so that one round of
+    fixes is enough."""
     problems = [
         *_raw_problems(data, locator),
         *_pattern_problems(data, suite, locator, _unrunnable),
@@ -250,13 +255,9 @@ def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locato
                     hint="add a criterion with `axis: substance` (the default) and a non-zero weight",
                 )
             )
+    if failed or problems:
+        problems += _pattern_problems(data, suite, locator, _invalid)
     return problems
-
-
-def broken_patterns(data: dict[str, Any], suite: Suite | None, locator: Locator) -> list[Problem]:
-    """Patterns no engine compiles (ERROR when graded), listed with a collection error's other
-    problems, so that one round of fixes is enough."""
-    return list(_pattern_problems(data, suite, locator, _invalid))
 
 
 def _criteria(
