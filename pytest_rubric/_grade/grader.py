@@ -1,10 +1,6 @@
-"""Grading: a compiled rubric and a response in, a :class:`CaseResult` out.
-
-:meth:`Grader.compile` does what does not depend on the answer, once per rubric;
-:meth:`Grader.grade` runs the checks, scores substance, measures style and sets the flags
-(judged criteria are SKIPPED until a judge is configured). Every text a result keeps passes
-through :func:`~pytest_rubric._guards.secrets.clip` here, the one place results are built:
-redacted, then cut to 2,000 characters; grading itself sees the whole response.
+"""Grading: a compiled rubric and a response in, a :class:`CaseResult` out. Every text a
+result keeps passes through :func:`~pytest_rubric._guards.secrets.clip` here, the one place
+results are built: redacted, then cut to 2,000 characters; grading sees the whole response.
 """
 
 from __future__ import annotations

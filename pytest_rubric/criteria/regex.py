@@ -2,8 +2,9 @@
 
 ``engine: re2`` (the default) matches in linear time, so no pattern can hang a run;
 ``engine: python`` allows backreferences and lookaround, each search cut off after
-:data:`~pytest_rubric._guards.engines.PATTERN_TIMEOUT` (ERROR). ``normalize: false`` matches the answer and the
-pattern as written (what an importer needs to reproduce another tool's exact checks).
+:data:`~pytest_rubric._guards.engines.PATTERN_TIMEOUT` (ERROR). ``normalize: false``
+matches the answer and the pattern as written (what an importer needs to reproduce another
+tool's exact checks).
 """
 
 from __future__ import annotations
