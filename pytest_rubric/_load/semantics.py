@@ -163,22 +163,19 @@ def _raw_problems(data: dict[str, Any], locator: Locator) -> Iterator[Problem]:
             )
         elif case_id is not None:
             seen_cases[case_id] = i
-        ids = _criterion_ids(case.get("criteria"), "c")
-        unique = {criterion_id for _, criterion_id in ids}
-        if len(unique) != len(ids) or not global_ids.isdisjoint(unique):  # rare: say which
-            seen: set[str] = set()
-            for j, criterion_id in ids:
-                if criterion_id in seen or criterion_id in global_ids:
-                    origin = "in `global`" if criterion_id in global_ids else "earlier in this case"
-                    yield Problem(
-                        f"criterion id {criterion_id!r} is used twice (also {origin})",
-                        line=locator.line(("cases", i, "criteria", j, "id")),
-                        case=item_label(case.get("id"), i),
-                        criterion=criterion_id,
-                        field="id",
-                        hint="give every criterion of a case a unique id",
-                    )
-                seen.add(criterion_id)
+        seen: set[str] = set()
+        for j, criterion_id in _criterion_ids(case.get("criteria"), "c"):
+            if criterion_id in seen or criterion_id in global_ids:
+                origin = "in `global`" if criterion_id in global_ids else "earlier in this case"
+                yield Problem(
+                    f"criterion id {criterion_id!r} is used twice (also {origin})",
+                    line=locator.line(("cases", i, "criteria", j, "id")),
+                    case=item_label(case.get("id"), i),
+                    criterion=criterion_id,
+                    field="id",
+                    hint="give every criterion of a case a unique id",
+                )
+            seen.add(criterion_id)
         if "responses" in case or "subject" in case:
             yield from _subject_problems(case, i, locator)
 
@@ -222,15 +219,13 @@ def semantic_problems(
         *_raw_problems(data, locator),
         *_pattern_problems(data, suite, locator, _unrunnable),
     ]
-    global_criteria: Sequence[Criterion] | None
+    global_criteria: Sequence[Criterion]
     if suite is not None:
         global_criteria, cases = suite.global_criteria, list(enumerate(suite.cases))
     else:
         global_criteria, cases = _valid_parts(data)
     for i, case in cases:
         label = item_label(value_at(data, "cases", i, "id"), i)
-        if global_criteria is None:
-            continue  # the global criteria did not validate: a case's weights are unknown
         everything = [*global_criteria, *case.criteria]
         overflow = _overflowing_weights(everything)
         if overflow is not None:
@@ -304,15 +299,14 @@ def _overflowing_weights(criteria: Sequence[Criterion]) -> str | None:
     return None
 
 
-def _valid_parts(
-    data: dict[str, Any],
-) -> tuple[Sequence[Criterion] | None, list[tuple[int, Case]]]:
-    global_criteria: Sequence[Criterion] | None
+def _valid_parts(data: dict[str, Any]) -> tuple[Sequence[Criterion], list[tuple[int, Case]]]:
+    """The global criteria and the cases that validate alone; no case when the global
+    criteria do not validate (a case's weights are unknown then)."""
     try:
         only_global = {k: v for k, v in data.items() if k in ("global", "global_criteria")}
         global_criteria = Suite.model_validate({**only_global, "cases": []}).global_criteria
     except ValidationError:
-        global_criteria = None
+        return (), []
     cases: list[tuple[int, Case]] = []
     raw_cases = data.get("cases")
     for i, raw in enumerate(raw_cases if isinstance(raw_cases, list) else ()):
