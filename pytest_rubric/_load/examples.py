@@ -73,11 +73,8 @@ def examples_of(
             message, field = f"{at}: criterion {example.criterion!r} needs a score label", "score"
             hint = f"write `score: n` ({criterion.min_score:g} to {criterion.max_score:g})"
         elif criterion.kind != "score" and (example.score is not None or example.verdict is None):
-            message, field = (
-                f"{at}: criterion {example.criterion!r} needs a verdict label",
-                "verdict",
-            )
-            hint = "write `verdict: MET` or `verdict: UNMET`"
+            message = f"{at}: criterion {example.criterion!r} needs a verdict label"
+            field, hint = "verdict", "write `verdict: MET` or `verdict: UNMET`"
         else:
             found.append((example, criterion, case))
             continue
@@ -174,11 +171,8 @@ def guidance_of(
     for index, (line, example) in enumerate(rows):
         at = f"judge example {index + 1}"
         if example.criterion not in judged:
-            field, message = (
-                "criterion",
-                f"{at}: no judged criterion {example.criterion!r} in this file",
-            )
-            hint = f"use one of {', '.join(sorted(judged)) or '(none)'}"
+            message = f"{at}: no judged criterion {example.criterion!r} in this file"
+            field, hint = "criterion", f"use one of {', '.join(sorted(judged)) or '(none)'}"
         elif _same(example.response) in labelled:
             field = "response"
             message = (
