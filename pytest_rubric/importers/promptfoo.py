@@ -1,19 +1,10 @@
 """``python -m pytest_rubric import promptfoo promptfooconfig.yaml``: promptfoo tests as a suite
-(``docs/guides/import-promptfoo.md``).
-
-Each prompt x test pair becomes a case (and each combination of a test's list vars, as
-promptfoo expands them): the prompt rendered with the test's vars is the ``question``, or
-the ``messages`` of a chat prompt. Prompts and tests may come from files, read as
-promptfoo's ``src/prompts/processors/*.ts`` and ``src/util/testCaseReader.ts`` read them
-(CSV rows as ``src/csv.ts``), every file through :mod:`.promptfoo_files`. Each assertion
-(``defaultTest.assert`` first, ``$ref`` resolved) becomes one criterion with its ``weight``
-(:mod:`.promptfoo_assert`). promptfoo passes a test when every assertion passes, or with a
-``threshold`` when the weighted mean of their scores reaches it: so the file's pass mark is
-``min_score: 1.0`` and a test with a threshold has ``min_score: threshold``.
-
-What cannot be graded here is listed as ``not mapped:`` and left out (a test keeps its
-other criteria, tagged ``promptfoo:partial``; a test left with none is not written). Input
-promptfoo itself would refuse is a problem, and then nothing is written.
+(``docs/guides/import-promptfoo.md`` gives the mapping). Each prompt x test pair (and each
+combination of a test's list vars) is a case and each assertion a criterion
+(:mod:`.promptfoo_assert`); prompts and tests come from files as promptfoo's
+``src/prompts/processors/*.ts``, ``src/util/testCaseReader.ts`` and ``src/csv.ts`` read
+them, every file through :mod:`.promptfoo_files`. What cannot be graded here is listed as
+``not mapped:``; input promptfoo itself would refuse is a problem, and then nothing is written.
 """
 
 from __future__ import annotations
