@@ -1,11 +1,5 @@
-"""The substance score, exactly as docs/explanation/scoring.md states it.
-
-With weight w_i and credit c_i: earned = sum(w_i * c_i), P = sum of positive weights,
-N = sum of |negative weights|; score = clamp(earned / P, 0, 1) when P > 0, else
-clamp(1 + earned / N, 0, 1) (an all-negative rubric: avoiding every error scores 1.0);
-raw_score = earned. SKIPPED criteria are left out. An ERROR never raises a score: a
-positive one stays in P earning nothing, a negative one is left out of N (credit for an
-error avoided that nobody checked).
+"""The substance score and the pass rules, exactly as docs/explanation/scoring.md states
+them (its formulas, and why an ERROR never raises a score).
 """
 
 from __future__ import annotations
@@ -36,7 +30,9 @@ _EPSILON = 1e-9
 
 
 def score(results: Iterable[CriterionResult]) -> Score:
-    """Score the substance criteria among ``results`` (style ones are ignored)."""
+    """Score the substance criteria among ``results`` (style ones are ignored, SKIPPED ones
+    left out); an ERROR stays in the positive weights earning nothing, and is left out of
+    the negative ones, so it never raises a score."""
     substance = [r for r in results if r.axis == "substance"]
     ran = [r for r in substance if r.verdict in (Verdict.MET, Verdict.UNMET)]
     earned = sum(r.weight * r.credit for r in ran)
