@@ -1,4 +1,5 @@
-"""The plugin's words and defaults: modes, default limits, the retry policy, ``NAME=VALUE``.
+"""The plugin's words and defaults: modes, default limits, the retry policy, ``NAME=VALUE``,
+``repeat:`` and ``pass_when:``.
 
 Standard library only, and no other module of the package: everything may import it.
 """
@@ -11,6 +12,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # --rubric-grader: how the judged criteria are asked, by import path (a judge.strategies.Strategy),
 # so the flag's choices are known before any of the judge is imported.
@@ -113,6 +115,47 @@ def named(text: str) -> tuple[str | None, str]:
     if sep and name.strip() and ":" not in name:
         return name.strip(), value.strip()
     return None, text.strip()
+
+
+# ``repeat:`` and ``pass_when:`` as written: how many samples an item gets, and the rule they
+# pass by (``_grade.scoring.item_passes``): ``mean`` (the default; the mean sample score reaches
+# ``min_score``, no ``required`` criterion went the wrong way), ``all`` (pass^k), ``any``
+# (pass@k), or a number X in (0, 1] (the share of samples that pass alone). An ERROR on a
+# substance criterion makes the item an ERROR whatever the rule.
+MAX_REPEAT = 1000
+PassWhen = str | float
+_PASS_HINT = "write mean, all, any, or a number X in (0, 1] (the share of samples that must pass)"
+
+
+def _shown(value: Any) -> str:
+    return repr(value) if len(repr(value)) <= 20 else repr(value)[:19] + "…"
+
+
+def parse_pass_when(value: Any) -> PassWhen:
+    """``value`` as a pass rule; ValueError, with what to write instead, for anything else."""
+    if isinstance(value, str):
+        if value in ("mean", "all", "any"):
+            return value
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a pass rule; {_PASS_HINT}") from None
+        value = number
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{value!r} is not a pass rule; {_PASS_HINT}")
+    if not 0 < value <= 1:
+        raise ValueError(f"{_shown(value)} is outside (0, 1]; {_PASS_HINT}")
+    return float(value)
+
+
+def parse_repeat(value: Any) -> int:
+    """``value`` as a number of responses per item; ValueError, saying what to write, if not."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPEAT:
+        raise ValueError(
+            f"{_shown(value)} is not a number of responses per item; write a whole number "
+            f"from 1 to {MAX_REPEAT}, e.g. `repeat: 5`"
+        )
+    return value
 
 
 class ResponseTally:

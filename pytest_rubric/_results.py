@@ -231,15 +231,6 @@ class CaseResult:
         return reasons
 
 
-@dataclass(frozen=True, slots=True)
-class Recorded:
-    """A result kept for an item's report; ``raised``: ``assert_rubric`` raised it next
-    (it counts only if that exception escapes the test)."""
-
-    result: CaseResult
-    raised: bool = False
-
-
 # The one statistic a result computes of itself; ``_report.stats`` holds the others.
 def z_of(level: float) -> float:
     """The two-sided standard normal quantile of ``level`` (1.96 at 0.95)."""

@@ -18,8 +18,8 @@ from pydantic import (
     model_validator,
 )
 
+from ._defaults import parse_pass_when, parse_repeat
 from ._guards.limits import kind_of
-from ._repeat import parse_pass_when, parse_repeat
 from ._trace import Passage
 from .criteria.json_text import JsonPointer
 from .criteria.model import MODEL_CONFIG, CriterionModel, FieldError, Id, Share, Tags, Timeout
@@ -216,11 +216,6 @@ class ContextPassage(BaseModel):
     id: str | int | None = None
     source: str | None = None
 
-    def passage(self) -> Passage:
-        return Passage(
-            text=self.text, id=None if self.id is None else str(self.id), source=self.source
-        )
-
 
 class Case(Rubric):
     """One question of a rubric file, with where its responses come from; ``context``, a
@@ -241,7 +236,10 @@ class Case(Rubric):
     @property
     def fixed_context(self) -> tuple[Passage, ...]:
         return tuple(
-            Passage(text=p) if isinstance(p, str) else p.passage() for p in self.context or ()
+            Passage(text=p)
+            if isinstance(p, str)
+            else Passage(text=p.text, id=None if p.id is None else str(p.id), source=p.source)
+            for p in self.context or ()
         )
 
     @model_validator(mode="after")

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._config.options import add_options, configured
-from ._config.settings import DEFAULT_PATTERNS
+from ._config.options import add_options, configured, file_patterns
 from ._defaults import SET_A_JUDGE, first_data_file, is_rubric_file
 from ._session.items import CURRENT_ITEM, RESULTS_KEY, is_rubric_item
 from ._session.started import SESSION_KEY, STARTER_KEY
@@ -32,8 +31,11 @@ if TYPE_CHECKING:
     from ._session.collect import RubricFile
     from ._session.session import RubricSession
 
-PROPERTIES_KEY = pytest.StashKey[list[tuple[str, object]]]()
-"""The JUnit properties this attempt of an item added (``rubric_score``, ...)."""
+_ADDED: dict[pytest.Item, list[tuple[str, object]]] = {}
+"""The JUnit properties (``rubric_score``, ...) the running attempt of each item added to its
+``user_properties``: kept only while the item's protocol runs (pytest-rerunfailures runs
+every attempt within it), not in the item's stash, which it would grow for the rest of a
+long session."""
 
 NO_JUDGE_SKIP = (
     f"needs an LLM judge: {SET_A_JUDGE} and the key in OPENAI_API_KEY or ANTHROPIC_API_KEY"
@@ -99,19 +101,17 @@ def _rubric_work_asked(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's controller declines to collect
 def pytest_collection(session: pytest.Session) -> None:
-    """A session not started yet still warns of a rubric dir whose files match no pattern
-    (see ``RubricSession.check_dirs``): it starts to, when there is one."""
+    """Warn of rubric dirs whose files match no pattern (``RubricSession.check_dirs``): in
+    collection, where pytest records a warning at the location it names (the user's file, not
+    the plugin). A session not started yet starts to, when there is one."""
     config = session.config
-    if config.stash.get(SESSION_KEY, None) is not None or not Role.of(config).reports:
-        return  # its own hook warns
-    patterns = _patterns(config)
-    if any(first_data_file(Path(d), patterns) for d in config.getini("rubric_dirs")):
-        _start(config).check_dirs()
-
-
-def _patterns(config: pytest.Config) -> tuple[str, ...]:
-    """The ini's ``rubric_file_patterns`` (``Settings.patterns``, without the settings)."""
-    return tuple(config.getini("rubric_file_patterns")) or DEFAULT_PATTERNS
+    state = config.stash.get(SESSION_KEY, None)
+    if state is None:
+        patterns = file_patterns(config)
+        if not any(first_data_file(Path(d), patterns) for d in config.getini("rubric_dirs")):
+            return
+        state = _start(config)
+    state.check_dirs()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -119,9 +119,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state is not None:
         state.close()
     for name in _HOOKS:
-        hooks = config.pluginmanager.get_plugin(name)
-        if hooks is not None:
-            config.pluginmanager.unregister(hooks)
+        config.pluginmanager.unregister(name=name)
 
 
 # What a session registers (the xdist hooks only where the process needs them).
@@ -131,7 +129,7 @@ _HOOKS = ("rubric-session", "rubric-report", "rubric-xdist-worker", "rubric-xdis
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RubricFile | None:
     config = parent.config
     state = config.stash.get(SESSION_KEY, None)
-    patterns = state.settings.patterns if state is not None else _patterns(config)
+    patterns = state.settings.patterns if state is not None else file_patterns(config)
     if is_rubric_file(file_path, patterns):
         from ._session.collect import RubricFile
 
@@ -148,6 +146,7 @@ def pytest_runtest_protocol(
         return (yield)
     finally:
         CURRENT_ITEM.reset(token)
+        _ADDED.pop(item, None)
         if is_rubric_item(item):
             item.release()
 
@@ -162,13 +161,10 @@ def pytest_runtest_makereport(
     report is marked so that it counts as an error (see ``pytest_report_teststatus``).
     """
     report = yield
-    if call.when == "setup":
-        # A new attempt (pytest-rerunfailures): the properties an earlier one left go, so
-        # JUnit carries the last attempt's alone.
-        earlier = item.stash.get(PROPERTIES_KEY, [])
-        if earlier:
-            item.user_properties[:] = [p for p in item.user_properties if p not in earlier]
-            del item.stash[PROPERTIES_KEY]
+    # A new attempt (pytest-rerunfailures): the properties an earlier one left go, so
+    # JUnit carries the last attempt's alone.
+    if call.when == "setup" and (earlier := _ADDED.pop(item, None)):
+        item.user_properties[:] = [p for p in item.user_properties if p not in earlier]
     if call.excinfo is not None and is_rubric_item(item):
         from ._errors import RubricEvaluationError
 
@@ -194,7 +190,7 @@ def pytest_runtest_makereport(
             # JUnit reads the properties off the teardown report, built from the item's.
             properties = [p for r in results for p in junit_properties(r)]
             item.user_properties += properties
-            item.stash.setdefault(PROPERTIES_KEY, []).extend(properties)
+            _ADDED.setdefault(item, []).extend(properties)
     return report
 
 

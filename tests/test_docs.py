@@ -225,7 +225,7 @@ def test_every_reference_to_the_package_resolves() -> None:
 def test_a_stale_reference_is_found() -> None:
     docstring = (
         '"""See ``_report.stats.no_such``, ``judge.base.mean_raw_score``, ``_scoring`` (see _audit),\n'
-        "``pytest_rubric._report.stats``, ``_report.stats.wilson``, ``~.limits.MAX_NESTING``,\n"
+        "``pytest_rubric._report.stats``, ``_report.stats.mean``, ``~.limits.MAX_NESTING``,\n"
         '``.yaml.construct`` and ``criteria.registry.CONTEXT_KEY``."""\n'
     )
     found = stale_references(PACKAGE / "_guards" / "probe.py", docstring)

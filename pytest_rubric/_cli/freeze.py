@@ -25,8 +25,6 @@ from typing import Any
 from .._config.settings import DEFAULT_PATTERNS
 from .._load.traces import as_fields
 
-__all__ = ["add_commands", "run"]
-
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 

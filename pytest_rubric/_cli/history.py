@@ -13,8 +13,6 @@ from .._guards.outgoing import outgoing
 from .._report.history import HistoryError, read_runs, skipped_warning
 from .._report.run import HistoryRun
 
-__all__ = ["add_commands", "history_lines", "run"]
-
 
 def add_commands(commands: Any) -> None:
     cmd = commands.add_parser(

@@ -19,8 +19,6 @@ import ast
 import sys
 from pathlib import Path
 
-__all__ = ["EXAMPLE", "TARGETS", "add_commands", "run"]
-
 EXAMPLE = """\
 # A starter rubric file. Each case is one test item per subject: run `pytest evals/`.
 # Substance scores, style never does: a case's score comes from the criteria below.

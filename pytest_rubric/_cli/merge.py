@@ -32,8 +32,6 @@ from .._report.run import RunInfo, merged
 from .._results import CaseResult
 from . import freeze, history, init
 
-__all__ = ["main", "merge"]
-
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 _Merged = tuple[list[CaseResult], list[str], list[Calibration], list[RunInfo], list[GateEntry]]
 

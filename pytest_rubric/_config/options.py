@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from .._defaults import RetryPolicy
+from .._defaults import RetryPolicy, named
 from .._grade.style import StyleThresholds
 from .._llm.cost import CostSettings, parse_price, parse_prices
 from .outputs import OUTPUTS
@@ -106,10 +106,17 @@ def read_settings(config: pytest.Config) -> Settings:
     return Settings(**values)
 
 
-def _path(config: pytest.Config, key: str, base: Path | None = None) -> Path | None:
-    """A path option, relative to where pytest runs (or ``base``); None when not set."""
+def file_patterns(config: pytest.Config) -> tuple[str, ...]:
+    """Ini ``rubric_file_patterns`` (``plugin`` reads it before the settings too)."""
+    return tuple(given(config, "file_patterns")) or DEFAULT_PATTERNS
+
+
+def _path(config: pytest.Config, key: str) -> Path | None:
+    """A path option, None when not set: a flag's relative to where pytest runs, an ini
+    key's to the rootdir."""
     value = given(config, key)
-    here = base or config.invocation_params.dir
+    flag = config.getoption(BY_KEY[key].dest)
+    here = config.invocation_params.dir if flag else config.rootpath
     return here / str(value).strip() if value else None
 
 
@@ -123,17 +130,6 @@ def _dirs(config: pytest.Config) -> tuple[Path, ...]:
 def _responses_dir(config: pytest.Config) -> Path | None:
     responses = given(config, "responses")
     return (config.invocation_params.dir / responses).resolve() if responses else None
-
-
-def _nearby(key: str) -> Callable[[pytest.Config], Path | None]:
-    """A path whose flag is relative to where pytest runs, its ini key to the rootdir."""
-
-    def read(config: pytest.Config) -> Path | None:
-        if config.getoption(f"rubric_{key}"):
-            return _path(config, key)
-        return _path(config, key, config.rootpath)
-
-    return read
 
 
 def _cost(config: pytest.Config) -> CostSettings:
@@ -208,8 +204,6 @@ def _repeatable(key: str) -> Callable[[pytest.Config], tuple[str, ...]]:
     error (nothing given is ever dropped in silence)."""
 
     def read(config: pytest.Config) -> tuple[str, ...]:
-        from .._defaults import named
-
         flag = BY_KEY[key].flag_text
         values = tuple(v.strip() for v in given(config, key) or ())
         seen_values: set[str] = set()
@@ -262,14 +256,14 @@ def _judges(config: pytest.Config) -> tuple[str, ...]:
 _READERS: dict[str, Callable[[pytest.Config], Any]] = {
     "dirs": _dirs,
     "dirs_from_flag": lambda config: bool(config.getoption("rubric_dirs")),
-    "patterns": lambda config: tuple(given(config, "file_patterns")) or DEFAULT_PATTERNS,
+    "patterns": file_patterns,
     "responses_dir": _responses_dir,
     "targets": _repeatable("target"),
     "models": _repeatable("model"),
     "otel": _otel,
     "output_paths": lambda config: {o.name: _path(config, o.name) for o in OUTPUTS},
     "baseline_path": lambda config: _path(config, "baseline"),
-    "history_path": _nearby("history"),
+    "history_path": lambda config: _path(config, "history"),
     "thresholds": lambda config: StyleThresholds(
         confident=given(config, "confident_threshold"),
         hedged=given(config, "hedged_threshold"),
@@ -284,7 +278,7 @@ _READERS: dict[str, Callable[[pytest.Config], Any]] = {
         backoff=given(config, "judge_backoff"),
         budget=given(config, "judge_retry_budget"),
     ),
-    "recordings_dir": _nearby("recordings"),
+    "recordings_dir": lambda config: _path(config, "recordings"),
     "cache_dir": lambda config: config.rootpath / given(config, "cache_dir"),
     "cost": _cost,
     "probe_kinds": _probe_kinds,

@@ -163,9 +163,8 @@ def write_outputs(
 
     for output in OUTPUTS:
         path = paths.get(output.name)
-        append = (environ.get(output.append_to) or None) if output.append_to else None
-        if not report.shown:
-            append = None
+        to = output.append_to
+        append = (environ.get(to) or None) if to is not None and report.shown else None
         if path is None and append is None:
             continue
         rendered = output.render(report)

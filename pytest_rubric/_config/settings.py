@@ -27,10 +27,10 @@ from .._defaults import (
     RESPONSE_CACHE_MODES,
     SHOW_RESPONSE,
     RetryPolicy,
+    parse_pass_when,
 )
 from .._grade.style import StyleThresholds
 from .._llm.cost import CostSettings
-from .._repeat import parse_pass_when
 from . import parsers
 from .outputs import OUTPUTS
 

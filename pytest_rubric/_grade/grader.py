@@ -11,11 +11,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from .._defaults import DEFAULT_CALL_TIMEOUT, DEFAULT_CHECK_TIMEOUT, DEFAULT_MIN_SCORE, SET_A_JUDGE
+from .._defaults import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_CHECK_TIMEOUT,
+    DEFAULT_MIN_SCORE,
+    SET_A_JUDGE,
+    PassWhen,
+)
 from .._guards.calls import CallRunner
 from .._guards.secrets import Secret, clip, known_keys, whole_characters
 from .._llm.base import mean_raw_score
-from .._repeat import PassWhen
 from .._results import CaseResult, CriterionResult, Outcome, Sample, Verdict
 from .._schema import REPORT_ONLY, Criterion, Mark, Rubric, own_mark
 from .._trace import Passage, Trace

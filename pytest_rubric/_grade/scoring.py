@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._repeat import PassWhen
+from .._defaults import PassWhen
 from .._results import CriterionResult, Verdict
 
 

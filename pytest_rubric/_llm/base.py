@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import types
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -151,10 +152,9 @@ def elsewhere_line(usage: Iterable[CallStats]) -> str | None:
     """The one line that says how many judge cache hits were recorded against another
     endpoint than the one the run names (and which), or None when none were."""
     usage = list(usage)
-    counts: dict[str, int] = {}
+    counts: Counter[str] = Counter()
     for stats in usage:
-        for endpoint, n in stats.elsewhere.items():
-            counts[endpoint] = counts.get(endpoint, 0) + n
+        counts.update(stats.elsewhere)
     if not counts:
         return None
     hits = sum(stats.cache_hits for stats in usage)

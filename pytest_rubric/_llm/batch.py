@@ -10,11 +10,10 @@ key and headers:
   ``processing_status`` is ``ended``; the replies from its ``results_url``.
 
 It polls with backoff (1 s doubling to 30 s, or ``Retry-After``, never below
-:data:`MIN_RETRY_AFTER`) up to a timeout, then cancels the batch. Every exchange has the live
-calls' guards (:mod:`~pytest_rubric._llm.http`: a whole-exchange deadline, a size cap, no
-redirect, no key in an error); an Anthropic ``results_url`` on another host is refused (the
-key goes only where ``--rubric-judge-url`` points). :class:`BatchQueue` gathers a run's judge
-calls into batches.
+:data:`MIN_RETRY_AFTER`) up to a timeout, then cancels the batch. Every exchange is the live
+calls' (:meth:`~pytest_rubric._llm.http.HTTPClient._request`, with its guards); an Anthropic
+``results_url`` on another host is refused (the key goes only where ``--rubric-judge-url``
+points). :class:`BatchQueue` gathers a run's judge calls into batches.
 """
 
 from __future__ import annotations
@@ -23,9 +22,8 @@ import asyncio
 import contextlib
 import itertools
 import json
-import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,7 +34,7 @@ from .._guards.limits import unique_keys
 from .._guards.secrets import public_url, redact
 from .base import Reply, Sampling
 from .clients import AnthropicClient, OpenAIClient
-from .http import _QUOTE_ERROR, HINTS, HTTPClient, error_text, redirect_target, retry_delay
+from .http import _QUOTE_ERROR, MAX_REPLY_BYTES, HTTPClient, error_text, retry_delay
 
 BATCH_PROVIDERS = tuple(name for name, provider in PROVIDERS.items() if provider.batch)
 """The providers (:data:`~pytest_rubric._defaults.PROVIDERS`) whose batch API is spoken."""
@@ -62,10 +60,6 @@ MAX_POLL = 30.0
 _TRANSFER_TIMEOUT = 300.0
 # The ids the provider gives, put in a URL path: nothing that could reach another path.
 _ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
-_NO_BATCH_API = (
-    "does --rubric-judge-url serve the provider's batch API? --rubric-judge-batch needs "
-    "it: judge live without the flag"
-)
 # How long a timed-out batch's cancellation is waited for.
 _CANCEL_TIMEOUT = 10.0
 
@@ -110,6 +104,10 @@ class _Wire:
         """A failure's text: the judge, the batch endpoint, what happened, what to do."""
         return str(self._fail(self.client.spec.url, what, hint=hint))
 
+    def asked_live(self, what: str, *, hint: str = "it was asked live once more") -> BatchFailure:
+        """The failure of a request that one live call may still get a reply to."""
+        return BatchFailure(self.failure(what, hint=hint), retry_live=True)
+
     def _fail(self, url: str, what: str, **kwargs: Any) -> JudgeError:
         return self.client._fail(what, batch_url=url, **kwargs)
 
@@ -126,62 +124,16 @@ class _Wire:
         return value
 
     async def request(
-        self,
-        method: str,
-        url: str,
-        *,
-        cap: int = 1024 * 1024,
-        timeout: float | None = None,
-        **content: Any,
+        self, method: str, url: str, *, cap: int = MAX_REPLY_BYTES, **kwargs: Any
     ) -> tuple[bytes, float | None]:
-        """One HTTP exchange under the live calls' guards (``content``: httpx's ``json``,
-        ``files``, ``data``); the body and any ``Retry-After``."""
-        import httpx
-
-        limit = timeout if timeout is not None else self.client.policy.timeout
-        try:
-            async with asyncio.timeout(limit):
-                response, body = await self.client._exchange(method, url, cap=cap, **content)
-        except (TimeoutError, httpx.TimeoutException):
-            raise self._fail(
-                url,
-                f"no complete reply within {limit:g} s",
-                hint="the provider is slow: raise --rubric-judge-timeout",
-                retryable=True,
-            ) from None
-        except httpx.HTTPError as exc:
-            raise self._fail(
-                url,
-                f"the exchange failed ({type(exc).__name__}: {self._quote(str(exc))})",
-                hint="check that the server is running and --rubric-judge-url is right",
-                retryable=True,
-            ) from None
-        status = response.status_code
-        if 300 <= status < 400:
-            target = redirect_target(response, self._quote)
-            raise self._fail(
-                url,
-                f"HTTP {status}: {target}",
-                status=status,
-                hint="redirects are not followed: set --rubric-judge-url to the address "
-                "that answers, if you trust it",
-            )
-        if status >= 400:
-            raise self._fail(
-                url,
-                f"HTTP {status}: {self._quote(error_text(body, response.reason_phrase))}",
-                status=status,
-                hint=_NO_BATCH_API
-                if status == 404
-                else HINTS.get(status, "see the provider's error"),
-                retryable=status == 429 or status >= 500,
-                retry_after=retry_delay(response),
-            )
+        """One HTTP exchange under the live calls' guards (``kwargs``: ``timeout`` and httpx's
+        ``json``, ``files``, ``data``); the body and any ``Retry-After``."""
+        response, body = await self.client._request(method, url, batch=True, cap=cap, **kwargs)
         if body is None:
             raise self._fail(
                 url,
                 f"the reply is larger than {cap:,} bytes and was refused",
-                status=status,
+                status=response.status_code,
                 hint="send fewer judge calls per run, or judge live without --rubric-judge-batch",
             )
         return body, retry_delay(response)
@@ -212,10 +164,7 @@ class _Wire:
                 again = exc.retryable and (resend or exc.status in (429, 503))
                 if not again or attempt + 1 == policy.attempts:
                     raise
-                wait = exc.retry_after
-                if wait is None:
-                    wait = random.uniform(0, min(policy.max_backoff, policy.backoff * 2**attempt))
-                await asyncio.sleep(min(wait, policy.max_retry_after))
+                await asyncio.sleep(self.client._delay(attempt + 1, exc))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def lines(self, body: bytes) -> list[dict[str, Any]]:
@@ -247,38 +196,31 @@ class _Wire:
     def _result(self, batch_id: str, custom_id: str, line: Mapping[str, Any]) -> BatchResult:
         raise NotImplementedError  # each provider's result line
 
-    def collect(
-        self, body: bytes, batch_id: str, ids: set[str], found: dict[str, BatchResult]
-    ) -> None:
-        """Each result of a results file, into ``found`` by ``custom_id`` (the first of each
+    async def collect(
+        self, urls: Iterable[str], batch_id: str, ids: set[str]
+    ) -> dict[str, BatchResult]:
+        """Each result of the results files at ``urls``, by ``custom_id`` (the first of each
         of ``ids``; a line naming another is not ours)."""
-        for line in self.lines(body):
-            custom_id = line.get("custom_id")
-            if isinstance(custom_id, str) and custom_id in ids and custom_id not in found:
-                found[custom_id] = self._result(batch_id, custom_id, line)
+        found: dict[str, BatchResult] = {}
+        for url in urls:
+            for line in self.lines(await self.download(url)):
+                custom_id = line.get("custom_id")
+                if isinstance(custom_id, str) and custom_id in ids and custom_id not in found:
+                    found[custom_id] = self._result(batch_id, custom_id, line)
+        return found
 
-    def read_reply(self, read: Callable[[dict[str, Any]], Reply], body: object) -> BatchResult:
+    def read_reply(self, body: object) -> BatchResult:
         """A succeeded result's body, read as a live reply."""
         if not isinstance(body, dict):
-            return BatchFailure(
-                self.failure("a result's body is not a JSON object", hint="it was asked live"),
-                retry_live=True,
-            )
+            return self.asked_live("a result's body is not a JSON object", hint="it was asked live")
         try:
-            return read(body)
+            return self.client._read(body)
         except JudgeError as exc:
             return BatchFailure(str(exc), retry_live=True)
 
 
 class _OpenAIBatch(_Wire):
     """``/files`` and ``/batches`` of an OpenAI-compatible endpoint."""
-
-    client: OpenAIClient
-
-    def _body(self, request: BatchRequest) -> dict[str, Any]:
-        mode = "text" if request.schema is None else (self.client._mode or "json_schema")
-        turns = (("system", request.system), ("user", request.user))
-        return self.client._payload(turns, request.schema, mode, request.sampling)
 
     async def submit(self, requests: Sequence[BatchRequest]) -> str:
         lines = "".join(
@@ -287,7 +229,7 @@ class _OpenAIBatch(_Wire):
                     "custom_id": r.custom_id,
                     "method": "POST",
                     "url": "/v1/chat/completions",
-                    "body": self._body(r),
+                    "body": self.client._graded(r.system, r.user, r.schema, r.sampling),
                 },
                 ensure_ascii=False,
             )
@@ -345,20 +287,18 @@ class _OpenAIBatch(_Wire):
     async def results(
         self, batch_id: str, status: _Status, ids: set[str]
     ) -> dict[str, BatchResult]:
-        found: dict[str, BatchResult] = {}
-        for name in ("output_file_id", "error_file_id"):
-            value = status.raw.get(name)
-            if value is None:
-                continue
-            file_id = self._id(self.client.spec.endpoint("/files"), value, name)
-            body = await self.download(self.client.spec.endpoint(f"/files/{file_id}/content"))
-            self.collect(body, batch_id, ids, found)
-        return found
+        files = self.client.spec.endpoint("/files")
+        urls = (  # each id checked before its file is asked for
+            self.client.spec.endpoint(f"/files/{self._id(files, status.raw[name], name)}/content")
+            for name in ("output_file_id", "error_file_id")
+            if status.raw.get(name) is not None
+        )
+        return await self.collect(urls, batch_id, ids)
 
     def _result(self, batch_id: str, custom_id: str, line: Mapping[str, Any]) -> BatchResult:
         response = line.get("response")
         if isinstance(response, dict) and response.get("status_code") == 200:
-            return self.read_reply(self.client._text, response.get("body"))
+            return self.read_reply(response.get("body"))
         error = line.get("error")
         if isinstance(error, dict) and error.get("message"):
             why = f"{error.get('code', 'error')}: {error.get('message')}"
@@ -368,12 +308,8 @@ class _OpenAIBatch(_Wire):
             why = f"HTTP {response.get('status_code')}: {error_text(text.encode(), '')}"
         else:
             why = "no response and no error"
-        return BatchFailure(
-            self.failure(
-                f"request {custom_id} of batch {batch_id} errored ({self._quote(why)})",
-                hint="it was asked live once more",
-            ),
-            retry_live=True,
+        return self.asked_live(
+            f"request {custom_id} of batch {batch_id} errored ({self._quote(why)})"
         )
 
 
@@ -425,25 +361,17 @@ class _AnthropicBatch(_Wire):
                 f"the batch's results_url is on another host ({self._quote(public_url(url))!r})",
                 hint="the key is sent only where --rubric-judge-url points: check the endpoint",
             )
-        found: dict[str, BatchResult] = {}
-        self.collect(await self.download(url), batch_id, ids, found)
-        return found
+        return await self.collect([url], batch_id, ids)
 
     def _result(self, batch_id: str, custom_id: str, line: Mapping[str, Any]) -> BatchResult:
         result = line.get("result")
         kind = result.get("type") if isinstance(result, dict) else None
         if isinstance(result, dict) and kind == "succeeded":
-            return self.read_reply(self.client._read, result.get("message"))
+            return self.read_reply(result.get("message"))
         why = str(kind or "no result type")
         if isinstance(result, dict) and kind == "errored":
             why = f"errored: {error_text(json.dumps(result.get('error')).encode(), '')}"
-        return BatchFailure(
-            self.failure(
-                f"request {custom_id} of batch {batch_id} was {self._quote(why)}",
-                hint="it was asked live once more",
-            ),
-            retry_live=True,
-        )
+        return self.asked_live(f"request {custom_id} of batch {batch_id} was {self._quote(why)}")
 
 
 def _origin(url: str) -> tuple[str, str]:
@@ -493,13 +421,7 @@ async def run_batch(
     for custom_id in ids:
         results.setdefault(
             custom_id,
-            BatchFailure(
-                wire.failure(
-                    f"batch {batch_id} ended without a result for request {custom_id}",
-                    hint="it was asked live once more",
-                ),
-                retry_live=True,
-            ),
+            wire.asked_live(f"batch {batch_id} ended without a result for request {custom_id}"),
         )
     return results
 

@@ -58,7 +58,6 @@ _SCHEMA = tuple(
     f"\nCREATE TABLE IF NOT EXISTS {table} (\n" + ",\n".join(f"    {c}" for c in columns) + "\n)\n"
     for table, columns in _TABLES.items()
 )
-_ADD_ENDPOINT = f"ALTER TABLE replies ADD COLUMN {_TABLES['replies'][-1]}"
 # Each table's columns as PRAGMA table_info gives them: name, type, whether the key.
 _COLUMNS = {
     table: tuple((c.split()[0], c.split()[1], int("PRIMARY KEY" in c)) for c in columns)
@@ -66,8 +65,6 @@ _COLUMNS = {
 }
 _PREVIOUS_REPLIES = _COLUMNS["replies"][:-1]
 _OURS = {("table", name) for name in _COLUMNS}
-# An unusable reply's reason is kept whole (a replay feeds it back), up to MAX_TEXT.
-_REASON = MAX_TEXT
 
 
 class _Unusable(Exception):
@@ -176,7 +173,7 @@ class CacheFile:
     def unusable(self, key: str) -> str | None:
         """Why the last reply to ``key`` was not stored (it did not fit the protocol), or None:
         never recorded, or a usable reply is stored."""
-        row = self._row("SELECT substr(reason, 1, ?) FROM unusable WHERE key = ?", _REASON, key)
+        row = self._row("SELECT substr(reason, 1, ?) FROM unusable WHERE key = ?", MAX_TEXT, key)
         return row[0] if row is not None and isinstance(row[0], str) else None
 
     def _row(self, query: str, *parameters: object) -> tuple[Any, ...] | None:
@@ -226,12 +223,13 @@ class CacheFile:
 
     def mark_unusable(self, key: str, reason: str) -> None:
         """Record that the last reply to ``key`` did not fit the protocol, and why (redacted,
-        cut to 2,000 characters); the reply itself is never stored. A reply stored earlier
-        under ``key`` (``--rubric-cache refresh``) is kept: it is still a good one."""
+        kept whole up to 2,000 characters: a replay feeds it back); the reply itself is never
+        stored. A reply stored earlier under ``key`` (``--rubric-cache refresh``) is kept: it
+        is still a good one."""
         self._write(
             (
                 "INSERT OR REPLACE INTO unusable (key, reason, created) VALUES (?, ?, ?)",
-                lambda: (key, outgoing(clip(reason, *self._secrets, limit=_REASON)), time.time()),
+                lambda: (key, outgoing(clip(reason, *self._secrets, limit=MAX_TEXT)), time.time()),
             ),
         )
 
@@ -297,7 +295,7 @@ def _migrate(db: sqlite3.Connection) -> None:
     db.execute("BEGIN IMMEDIATE")
     try:
         if _columns(db, "replies") == _PREVIOUS_REPLIES:
-            db.execute(_ADD_ENDPOINT)
+            db.execute(f"ALTER TABLE replies ADD COLUMN {_TABLES['replies'][-1]}")
         db.commit()
     except BaseException:
         db.rollback()

@@ -7,7 +7,6 @@ how it reads the reply. :data:`WIRES` maps a provider's wire to its class.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -37,10 +36,7 @@ class OpenAIClient(HTTPClient):
     """
 
     _MODES = ("json_schema", "json_object with schema", "json_object", "text")
-
-    def __init__(self, spec: ModelSpec, **kwargs: Any) -> None:
-        super().__init__(spec, **kwargs)
-        self._mode: str | None = None  # settled once a mode has worked
+    _mode: str | None = None  # settled once a mode has worked
 
     def _endpoint(self) -> str:
         return self.spec.endpoint("/chat/completions")
@@ -51,7 +47,7 @@ class OpenAIClient(HTTPClient):
     async def chat(
         self, turns: Sequence[tuple[str, str]], *, sampling: Sampling | None = None
     ) -> Reply:
-        return self._text(await self.post(self._payload(turns, None, "text", sampling)))
+        return self._read(await self.post(self._payload(turns, None, "text", sampling)))
 
     def _payload(
         self,
@@ -80,6 +76,13 @@ class OpenAIClient(HTTPClient):
             payload["response_format"] = {"type": "json_object"}
         return payload
 
+    def _graded(
+        self, system: str, user: str, schema: dict[str, Any] | None, sampling: Sampling | None
+    ) -> dict[str, Any]:
+        # Before the mode is settled (a batch request's), the first one.
+        mode = self._mode or self._MODES[0]
+        return self._payload((("system", system), ("user", user)), schema, mode, sampling)
+
     async def send(
         self,
         system: str,
@@ -88,15 +91,12 @@ class OpenAIClient(HTTPClient):
         schema: dict[str, Any] | None = None,
         sampling: Sampling | None = None,
     ) -> Reply:
-        turns = (("system", system), ("user", user))
-        if schema is None:
-            return self._text(await self.post(self._payload(turns, None, "text", sampling)))
-        if self._mode is None:
+        if schema is not None and self._mode is None:
+            turns = (("system", system), ("user", user))
             data = await self._settle(turns, schema, sampling)
             if data is not None:
-                return self._text(data)
-        assert self._mode is not None
-        return self._text(await self.post(self._payload(turns, schema, self._mode, sampling)))
+                return self._read(data)
+        return await super().send(system, user, schema=schema, sampling=sampling)
 
     async def _settle(
         self, turns: Sequence[tuple[str, str]], schema: dict[str, Any], sampling: Sampling | None
@@ -107,14 +107,13 @@ class OpenAIClient(HTTPClient):
         settled; a rate limit or an outage is retried as usual, outside the slot.
         """
         i = 0
-        admitted = self.admit is None
+        admit = self.admit  # --rubric-max-cost: once, before the first attempt
         while True:
             failed: JudgeError | None = None
             async with self._slot():
-                if not admitted and self._mode is None:
-                    assert self.admit is not None
-                    self.admit()
-                    admitted = True
+                if admit is not None and self._mode is None:
+                    admit()
+                    admit = None
                 while failed is None:
                     if self._mode is not None:
                         return None
@@ -151,10 +150,10 @@ class OpenAIClient(HTTPClient):
         self.stats.fallbacks.append(f"{self._MODES[i]} -> {self._MODES[i + 1]} (HTTP {exc.status})")
         return True
 
-    def _text(self, data: dict[str, Any]) -> Reply:
+    def _read(self, data: dict[str, Any]) -> Reply:
         # The message content alone is read (never a tool call, a refusal or reasoning), as
         # prose is. Counted first: the tokens were spent even when the reply is unusable.
-        usage = self._reply("", data, ("prompt_tokens", "completion_tokens"))
+        tokens = self._tokens(data, ("prompt_tokens", "completion_tokens"))
         try:
             content = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
@@ -163,7 +162,7 @@ class OpenAIClient(HTTPClient):
             ) from None
         if not isinstance(content, str):
             raise self._fail("the reply's message content is not text", hint="check the endpoint")
-        return dataclasses.replace(usage, text=content)
+        return Reply(content, *tokens)
 
 
 class AnthropicClient(HTTPClient):
@@ -180,20 +179,10 @@ class AnthropicClient(HTTPClient):
             headers["x-api-key"] = self.key.reveal()
         return headers
 
-    async def send(
-        self,
-        system: str,
-        user: str,
-        *,
-        schema: dict[str, Any] | None = None,
-        sampling: Sampling | None = None,
-    ) -> Reply:
-        return self._read(await self.post(self._graded(system, user, schema, sampling)))
-
     def _graded(
         self, system: str, user: str, schema: dict[str, Any] | None, sampling: Sampling | None
     ) -> dict[str, Any]:
-        """A judge call's payload (a batch request's too); a schema as a forced tool call."""
+        """A judge call's payload; a schema as a forced tool call."""
         payload = self._payload(system, [{"role": "user", "content": user}], sampling)
         if schema is not None:
             payload["tools"] = [
@@ -226,7 +215,7 @@ class AnthropicClient(HTTPClient):
 
     def _read(self, data: dict[str, Any]) -> Reply:
         # Counted first: the tokens were spent even when the reply is unusable.
-        usage = self._reply("", data, ("input_tokens", "output_tokens"))
+        tokens = self._tokens(data, ("input_tokens", "output_tokens"))
         blocks = data.get("content")
         if not isinstance(blocks, list):
             raise self._fail("the reply has no content blocks", hint="check the endpoint")
@@ -240,11 +229,11 @@ class AnthropicClient(HTTPClient):
                     "the tool call's input cannot be read back as JSON",
                     hint="check the endpoint",
                 ) from None
-            return dataclasses.replace(usage, text=text, structured=True)
+            return Reply(text, *tokens, structured=True)
         texts = [
             b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
         ]
-        return dataclasses.replace(usage, text="".join(t for t in texts if isinstance(t, str)))
+        return Reply("".join(t for t in texts if isinstance(t, str)), *tokens)
 
 
 WIRES: dict[str, type[HTTPClient]] = {"openai": OpenAIClient, "anthropic": AnthropicClient}

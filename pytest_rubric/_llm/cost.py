@@ -103,10 +103,7 @@ class CostSettings:
         ini line of the first of ``names`` listed (``PROVIDER:MODEL``, then ``MODEL``)."""
         if judge and self.price is not None:
             return self.price
-        for name in names:
-            if name in self.prices:
-                return self.prices[name]
-        return None
+        return next((self.prices[name] for name in names if name in self.prices), None)
 
     @property
     def budget_message(self) -> str:

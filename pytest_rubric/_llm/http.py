@@ -96,18 +96,14 @@ def error_text(body: bytes | None, reason: str) -> str:
         return text or reason
 
 
-def redirect_target(response: httpx.Response, quote: Callable[[str], str]) -> str:
-    """Where a 3xx pointed, said and never followed; ``quote`` cuts and redacts it."""
-    location = response.headers.get("location")
-    if not location:
-        return "a redirect without a Location"
-    return f"redirected to {quote(public_url(location))!r}"
-
-
 # How much of a provider's text a JudgeError quotes (cut after the key is redacted).
 _QUOTE_ERROR = 200
 _QUOTE_BODY = 80
-_QUOTE_LOCATION = 200
+_WHICH_ENDPOINT = "is --rubric-judge-url an OpenAI-compatible or Anthropic endpoint?"
+_NO_BATCH_API = (
+    "does --rubric-judge-url serve the provider's batch API? --rubric-judge-batch needs "
+    "it: judge live without the flag"
+)
 
 
 def _refused(exc: BaseException) -> bool:
@@ -122,7 +118,7 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
-# Where post() leaves the size of a request whose reply carried no usage, for _reply.
+# Where post() leaves the size of a request whose reply carried no usage, for _tokens.
 _ASKED = "\0rubric-request-characters"
 
 
@@ -135,16 +131,13 @@ class HTTPClient:
         *,
         key: Secret | None,
         policy: RetryPolicy | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        limiter: asyncio.Semaphore | None = None,
     ) -> None:
         self.spec = spec
         self.key = key
         self.policy = policy or RetryPolicy()
         self.stats = CallStats()
         # The run's concurrency bound (the transport sets it), taken per HTTP attempt.
-        self.limiter = limiter
-        self._transport = transport
+        self.limiter: asyncio.Semaphore | None = None
         self._client: httpx.AsyncClient | None = None
         self._budget = self.policy.budget
         # --rubric-max-cost, checked in the slot before a call's first attempt.
@@ -160,7 +153,6 @@ class HTTPClient:
 
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.policy.timeout),
-                transport=self._transport,
                 # The cap counts decoded bytes, and a compressed chunk could swell past it.
                 headers={"accept-encoding": "identity"},
             )
@@ -190,7 +182,7 @@ class HTTPClient:
         sampling: Sampling | None = None,
     ) -> Reply:
         """Send the two messages; return the reply (JSON text when ``schema`` is given)."""
-        raise NotImplementedError
+        return self._read(await self.post(self._graded(system, user, schema, sampling)))
 
     async def chat(
         self, turns: Sequence[tuple[str, str]], *, sampling: Sampling | None = None
@@ -198,10 +190,20 @@ class HTTPClient:
         """Send a conversation of ``(role, content)`` turns as it is; return the reply."""
         raise NotImplementedError
 
-    def _reply(self, text: str, data: dict[str, Any], names: tuple[str, str]) -> Reply:
-        """``text`` with the tokens ``data``'s usage reports under ``names`` (also counted); a
-        reply without ``usage`` would cost nothing and never bind a budget, so its tokens are
-        estimated (4 characters each, request and reply) and counted in ``stats.estimated``."""
+    def _graded(
+        self, system: str, user: str, schema: dict[str, Any] | None, sampling: Sampling | None
+    ) -> dict[str, Any]:
+        """The payload of a judge call (a batch request's too)."""
+        raise NotImplementedError
+
+    def _read(self, data: dict[str, Any]) -> Reply:
+        """The reply a call's JSON holds (a batch result's too), its tokens counted."""
+        raise NotImplementedError
+
+    def _tokens(self, data: dict[str, Any], names: tuple[str, str]) -> tuple[int, int]:
+        """The tokens ``data``'s usage reports under ``names``, counted; a reply without
+        ``usage`` would cost nothing and never bind a budget, so its tokens are estimated (4
+        characters each, request and reply) and counted in ``stats.estimated``."""
         usage = data.get("usage")
         if not isinstance(usage, dict):
             self.stats.estimated += 1
@@ -210,7 +212,7 @@ class HTTPClient:
         tokens_in, tokens_out = (token_count(usage.get(name)) for name in names)
         self.stats.tokens_in += tokens_in
         self.stats.tokens_out += tokens_out
-        return Reply(text, tokens_in=tokens_in, tokens_out=tokens_out)
+        return tokens_in, tokens_out
 
     def _slot(self) -> contextlib.AbstractAsyncContextManager[Any]:
         return self.limiter if self.limiter is not None else contextlib.nullcontext()
@@ -272,7 +274,7 @@ class HTTPClient:
                     if attempt == 0 and self.admit is not None:
                         self.admit()
                     data = await self._post_once(payload)
-                    if not isinstance(data.get("usage"), dict):  # see ``_reply``
+                    if not isinstance(data.get("usage"), dict):  # see ``_tokens``
                         data[_ASKED] = len(json.dumps(payload, ensure_ascii=False))
                     return data
             except JudgeError as exc:
@@ -288,6 +290,8 @@ class HTTPClient:
         )
 
     def _delay(self, attempt: int, last: JudgeError | None) -> float:
+        """The wait before retry ``attempt`` (1: the first): ``last``'s Retry-After, capped,
+        else the backoff with full jitter."""
         if last is not None and last.retry_after is not None:
             return min(last.retry_after, self.policy.max_retry_after)
         ceiling = min(self.policy.max_backoff, self.policy.backoff * 2 ** (attempt - 1))
@@ -295,57 +299,8 @@ class HTTPClient:
 
     async def _post_once(self, payload: dict[str, Any]) -> dict[str, Any]:
         """One HTTP attempt (no slot taken here); return the reply's JSON object."""
-        import httpx
-
-        timeout = self.policy.timeout
-        try:
-            # httpx's timeout is per socket operation; this bounds the attempt as a whole.
-            async with asyncio.timeout(timeout):
-                response, body = await self._exchange("POST", self._endpoint(), json=payload)
-        except (TimeoutError, httpx.TimeoutException):
-            raise self._fail(
-                f"no complete reply within {timeout:g} s",
-                hint="the server is slow or overloaded: lower --rubric-concurrency, "
-                "or raise --rubric-judge-timeout",
-                retryable=True,
-            ) from None
-        except httpx.TransportError as exc:
-            if _refused(exc):
-                raise self._fail(
-                    "the server refused the connection: no server is running at that URL",
-                    hint="start the server, or point --rubric-judge-url at the address it runs at",
-                    retryable=True,
-                ) from None
-            raise self._fail(
-                f"connection failed ({type(exc).__name__}: {self._quote(str(exc), _QUOTE_ERROR)})",
-                hint="check that the server is running and --rubric-judge-url is right",
-                retryable=True,
-            ) from None
-        except httpx.RequestError as exc:  # e.g. a body that does not decode as its encoding says
-            raise self._fail(
-                f"the reply could not be read ({type(exc).__name__}: "
-                f"{self._quote(str(exc), _QUOTE_ERROR)})",
-                hint="is --rubric-judge-url an OpenAI-compatible or Anthropic endpoint?",
-                retryable=True,
-            ) from None
+        response, body = await self._request("POST", self._endpoint(), json=payload)
         status = response.status_code
-        if 300 <= status < 400:
-            # httpx follows no redirect: say where it pointed, do not go there.
-            target = redirect_target(response, lambda text: self._quote(text, _QUOTE_LOCATION))
-            raise self._fail(
-                f"HTTP {status}: {target}",
-                status=status,
-                hint="redirects are not followed: set --rubric-judge-url to the address "
-                "that answers, if you trust it",
-            )
-        if status >= 400:
-            raise self._fail(
-                f"HTTP {status}: {self._quote(error_text(body, response.reason_phrase), _QUOTE_ERROR)}",
-                status=status,
-                hint=HINTS.get(status, "see the provider's error message"),
-                retryable=status == 429 or status >= 500,
-                retry_after=retry_delay(response) if status == 429 else None,
-            )
         if body is None:
             raise self._fail(
                 f"the reply is larger than {MAX_REPLY_BYTES:,} bytes (1 MiB) and was refused",
@@ -361,7 +316,7 @@ class HTTPClient:
                 f"the reply gives the key {self._quote(exc.key, _QUOTE_BODY)!r} twice in one "
                 "object",
                 status=status,
-                hint="is --rubric-judge-url an OpenAI-compatible or Anthropic endpoint?",
+                hint=_WHICH_ENDPOINT,
                 retryable=True,
             ) from None
         except (ValueError, RecursionError):
@@ -370,7 +325,7 @@ class HTTPClient:
             raise self._fail(
                 f"the reply is not JSON ({self._quote(text, _QUOTE_BODY)!r})",
                 status=status,
-                hint="is --rubric-judge-url an OpenAI-compatible or Anthropic endpoint?",
+                hint=_WHICH_ENDPOINT,
                 retryable=True,
             ) from None
         if not isinstance(data, dict):
@@ -379,18 +334,84 @@ class HTTPClient:
             )
         return data
 
-    async def _exchange(
-        self, method: str, url: str, *, cap: int = MAX_REPLY_BYTES, **content: Any
+    async def _request(
+        self,
+        method: str,
+        url: str,
+        *,
+        batch: bool = False,
+        cap: int = MAX_REPLY_BYTES,
+        timeout: float | None = None,
+        **content: Any,
     ) -> tuple[httpx.Response, bytes | None]:
-        """Send ``content`` (httpx's ``json``, ``files``, ``data``); return the response and its
-        body, streamed (None: above ``cap``; a redirect's is not read)."""
-        client = self._http()
-        request = client.build_request(method, url, headers=self._headers(), **content)
-        response = await client.send(request, stream=True)
+        """One exchange of a live call or (``batch``) of a batch API, under the guards above
+        (``timeout``: the policy's unless given); the response and its body (None: above
+        ``cap``). ``content``: httpx's ``json``, ``files``, ``data``."""
+        import httpx
+
+        limit = self.policy.timeout if timeout is None else timeout
+        batch_url = url if batch else None
         try:
-            if 300 <= response.status_code < 400:
-                return response, b""
-            return response, await read_capped(response, cap)
-        finally:
-            # Closing a body not read to its end drops the connection, as it should.
-            await response.aclose()
+            # httpx's timeout is per socket operation; this bounds the attempt as a whole.
+            async with asyncio.timeout(limit):
+                client = self._http()
+                request = client.build_request(method, url, headers=self._headers(), **content)
+                response = await client.send(request, stream=True)
+                try:
+                    redirect = 300 <= response.status_code < 400
+                    body = b"" if redirect else await read_capped(response, cap)
+                finally:
+                    # Closing a body not read to its end drops the connection, as it should.
+                    await response.aclose()
+        except (TimeoutError, httpx.TimeoutException):
+            raise self._fail(
+                f"no complete reply within {limit:g} s",
+                hint="the provider is slow: raise --rubric-judge-timeout"
+                if batch
+                else "the server is slow or overloaded: lower --rubric-concurrency, "
+                "or raise --rubric-judge-timeout",
+                retryable=True,
+                batch_url=batch_url,
+            ) from None
+        except httpx.HTTPError as exc:
+            said = f"{type(exc).__name__}: {self._quote(str(exc), _QUOTE_ERROR)}"
+            hint = "check that the server is running and --rubric-judge-url is right"
+            if batch:
+                what = f"the exchange failed ({said})"
+            elif not isinstance(exc, httpx.TransportError):  # e.g. a body that does not decode
+                what, hint = f"the reply could not be read ({said})", _WHICH_ENDPOINT
+            elif _refused(exc):
+                what = "the server refused the connection: no server is running at that URL"
+                hint = "start the server, or point --rubric-judge-url at the address it runs at"
+            else:
+                what = f"connection failed ({said})"
+            raise self._fail(what, hint=hint, retryable=True, batch_url=batch_url) from None
+        status = response.status_code
+        if redirect:
+            # httpx follows no redirect: say where it pointed, do not go there.
+            location = response.headers.get("location")
+            target = (
+                f"redirected to {self._quote(public_url(location), _QUOTE_ERROR)!r}"
+                if location
+                else "a redirect without a Location"
+            )
+            raise self._fail(
+                f"HTTP {status}: {target}",
+                status=status,
+                hint="redirects are not followed: set --rubric-judge-url to the address "
+                "that answers, if you trust it",
+                batch_url=batch_url,
+            )
+        if status >= 400:
+            default = "see the provider's error" if batch else "see the provider's error message"
+            hint = _NO_BATCH_API if batch and status == 404 else HINTS.get(status, default)
+            raise self._fail(
+                f"HTTP {status}: {self._quote(error_text(body, response.reason_phrase), _QUOTE_ERROR)}",
+                status=status,
+                hint=hint,
+                retryable=status == 429 or status >= 500,
+                # A live call waits as Retry-After says only on a 429; a batch's poll, on any.
+                retry_after=retry_delay(response) if batch or status == 429 else None,
+                batch_url=batch_url,
+            )
+        return response, body

@@ -235,11 +235,10 @@ def _read(path: Path) -> dict[str, dict[str, Any]]:
         raise ValueError(f"it gives the key {repeated[0]!r} twice")
     if not isinstance(data, dict):
         raise ValueError('it is not a recording: expected {"<request hash>": {"reply": ...}}')
-    entries = data
-    if len(entries) > MAX_ENTRIES:
+    if len(data) > MAX_ENTRIES:
         raise ValueError(f"it holds more than {MAX_ENTRIES:,} entries")
     checked = {}
-    for key, entry in entries.items():
+    for key, entry in data.items():
         if not _KEY.fullmatch(key):
             raise ValueError(f"entry {key[:80]!r} is not a request's hash (64 hex digits)")
         if not isinstance(entry, dict) or not isinstance(entry.get("reply"), str):

@@ -1,17 +1,8 @@
 """The ``--rubric-csv`` file: one row per criterion result, for a spreadsheet.
 
-One row per criterion of every sample (``sample`` counts from 1; a result graded once is
-its own sample 1), the header :data:`HEADER`; ``score`` and ``passed`` are the sample's,
-``true`` or ``false``. RFC 4180 (CRLF between records), UTF-8 without a byte order mark. A
-judged criterion's ``reason`` starts with its requirement (``requirement: ...; reason:
-...``): the id alone (``c1``) does not say what was asked. Every cell passes the outgoing
-boundary cell by cell (:func:`boundary`).
-
-Formula injection: a text cell whose first character past spaces and invisible format
-characters is ``=``, ``+``, ``-`` or ``@`` in any compatibility form (full-width ``＝``),
-or that starts with a tab or a carriage return, gets a ``'`` in front, unless the whole
-cell is a number (``-5``). Number cells (``sample``, ``weight``, ``credit``, ``score``)
-are written from finite numbers and never prefixed.
+Its columns (:data:`HEADER`), its records (RFC 4180, UTF-8 without a byte order mark) and
+how a cell is kept from running as a formula are the contract of docs/guides/comparing.md
+("The CSV"). Every cell passes the outgoing boundary cell by cell (:func:`boundary`).
 """
 
 from __future__ import annotations
@@ -61,7 +52,9 @@ _NUMBER = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*")
 
 
 def _formula(text: str) -> bool:
-    """Whether a spreadsheet could read ``text`` as a formula (see the module docstring)."""
+    """Whether a spreadsheet could read ``text`` as a formula: its first character past spaces
+    and invisible format characters is ``=``, ``+``, ``-`` or ``@`` in any compatibility form
+    (full-width ``＝``), or it starts with a tab or a carriage return; a number is not."""
     if text.startswith(("\t", "\r")):
         return True
     for char in text:

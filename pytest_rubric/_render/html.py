@@ -1,15 +1,5 @@
-"""The HTML report: one self-contained file, inline CSS and SVG, no script, nothing fetched.
-
-In order: the run's header line; the changes since ``--rubric-baseline``, each linked to
-its answer; the scatter of substance score against style (the mean of fluency and
-confidence), one mark per subject per 2.5 % spot, sized and counted by the answers it
-holds (200,000 answers draw a few thousand marks), the low-score high-style corner shaded
-and every spot holding a ``confidently_wrong`` answer ringed, with each subject's
-correctness interval as a bar at its mean style; the leaderboard and breakdowns; the
-pairwise matrix (``_report.leaderboard``); the history's trend; the judge audit; the gates;
-and the answers, failing first, filtered by subject, status and flag in CSS alone (radio
-inputs and ``:checked ~`` rules). Past :data:`FULL` answers, further failing ones are one
-line each and passing ones are counted: the JSON holds every one.
+"""The HTML report: one self-contained file, inline CSS and SVG, no script, nothing fetched
+(what it holds, in the order :func:`render_html` writes it: docs/guides/outputs.md).
 
 Every text from a rubric or a response goes through :func:`html.escape`, and a
 Content-Security-Policy forbids scripts and any fetch, so a hostile response is shown as
@@ -22,11 +12,12 @@ import hashlib
 import html
 import math
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .._grade.style import StyleThresholds
-from .._report.gates import CHANGE_KINDS, DELTA_HEADER, GateReport, before_and_after
-from .._report.leaderboard import Pair, SubjectRow, interval_text
+from .._report.gates import CHANGE_KINDS, DELTA_HEADER, CaseChange, GateReport, before_and_after
+from .._report.leaderboard import Pair, SubjectRow, breakdown_tables, interval_text
 from .._report.leaderboard import columns as board_columns
 from .._report.report import SessionReport, Severity
 from .._results import CaseResult, CriterionResult, mark_text
@@ -237,9 +228,10 @@ _W, _H = 640, 420
 _LEFT, _RIGHT, _TOP, _BOTTOM = 56, 16, 16, 48
 
 
-def style_of(result: CaseResult) -> float:
-    """The plot's x: how an answer reads, the mean of fluency and confidence."""
-    return (result.fluency + result.confidence) / 2
+def style_of(answers: CaseResult | SubjectRow) -> float:
+    """The plot's x: how an answer (or a subject's answers) reads, the mean of fluency and
+    confidence."""
+    return (answers.fluency + answers.confidence) / 2
 
 
 def _x(value: float) -> float:
@@ -284,7 +276,7 @@ def _interval_bar(row: SubjectRow, colour: str, level: float) -> str:
     if row.correctness_ci is None:
         return ""
     lo, hi = row.correctness_ci
-    x = _x((row.fluency + row.confidence) / 2)
+    x = _x(style_of(row))
     title = f"{row.subject}: correctness {interval_text(row.correctness, row.correctness_ci)}"
     title += f" ({level:g} interval over {row.n_cases} cases)"
     return (
@@ -401,7 +393,7 @@ def trend(report: SessionReport, subjects: Sequence[str]) -> str:
     runs = report.trend
     if len(runs) < 2:
         return ""
-    colour = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(subjects)}
+    # Subjects of this run first, so each keeps the colour the plot above gives it.
     named = list(dict.fromkeys([*subjects, *(s[0] for run in runs for s in run.subjects)]))
     step = (_W - _LEFT - _RIGHT) / (len(runs) - 1)
     parts = [_frame("trend-title", f"Correctness of each subject over the last {len(runs)} runs")]
@@ -410,7 +402,7 @@ def trend(report: SessionReport, subjects: Sequence[str]) -> str:
             f'<text x="{_x(0) - 7:.1f}" y="{_y(tick) + 4:.1f}" text-anchor="end">{tick:g}</text>'
         )
     for i, name in enumerate(named):
-        hue = colour.get(name, PALETTE[i % len(PALETTE)])
+        hue = PALETTE[i % len(PALETTE)]
         points = [
             (_LEFT + k * step, value, low, high, run)
             for k, run in enumerate(runs)
@@ -440,8 +432,7 @@ def trend(report: SessionReport, subjects: Sequence[str]) -> str:
         parts.append("</g>")
     parts.append("</svg>")
     legend = " ".join(
-        f'<span style="color:{colour.get(name, PALETTE[i % len(PALETTE)])}">&#9632;</span> '
-        f"{e(name)}"
+        f'<span style="color:{PALETTE[i % len(PALETTE)]}">&#9632;</span> {e(name)}'
         for i, name in enumerate(named)
     )
     return (
@@ -467,18 +458,11 @@ def _leaderboard(report: SessionReport) -> str:
 
 
 def _breakdowns(report: SessionReport) -> str:
-    parts = []
-    for group in ("suite", "tag"):
-        entries = [b for b in report.breakdowns if b.group == group]
-        if entries:
-            body = "".join(
-                tr([b.key, b.subject, interval_text(b.score, b.ci), str(b.n)]) for b in entries
-            )
-            parts.append(
-                f"<h3>By {group}</h3><table><thead>{tr([group, 'subject', 'score', 'n'], 'th')}"
-                f"</thead><tbody>{body}</tbody></table>"
-            )
-    return "".join(parts)
+    return "".join(
+        f"<h3>By {group}</h3><table><thead>{tr(header, 'th')}</thead>"
+        f"<tbody>{''.join(tr(row) for row in rows)}</tbody></table>"
+        for group, header, rows in breakdown_tables(report.breakdowns)
+    )
 
 
 def _pair_cell(pair: Pair | None, mirrored: bool) -> str:
@@ -498,7 +482,7 @@ def _pair_cell(pair: Pair | None, mirrored: bool) -> str:
 
 
 def _pairwise(report: SessionReport) -> str:
-    """The pairwise matrix, subjects in leaderboard order (see the module docstring)."""
+    """The matrix of ``_report.leaderboard.pairwise``, subjects in leaderboard order."""
     if not report.pairwise:
         return ""
     subjects = [row.subject for row in report.leaderboard]
@@ -524,11 +508,12 @@ def _pairwise(report: SessionReport) -> str:
     )
 
 
-def _items(texts: Sequence[str]) -> str:
-    """List items, the first :data:`_CHANGES_SHOWN` of them; the rest counted."""
-    items = "".join(f"<li>{e(text)}</li>" for text in texts[:_CHANGES_SHOWN])
-    if len(texts) > _CHANGES_SHOWN:
-        items += f"<li>and {len(texts) - _CHANGES_SHOWN} more (see the JSON)</li>"
+def _items(entries: Sequence[Any], item: Callable[[Any], str] = e) -> str:
+    """List items of the first :data:`_CHANGES_SHOWN` entries, each ``item(entry)``; the rest
+    counted."""
+    items = "".join(f"<li>{item(entry)}</li>" for entry in entries[:_CHANGES_SHOWN])
+    if len(entries) > _CHANGES_SHOWN:
+        items += f"<li>and {len(entries) - _CHANGES_SHOWN} more (see the JSON)</li>"
     return items
 
 
@@ -565,27 +550,28 @@ def _changes(report: SessionReport, shown: set[str]) -> str:
         *(tr(d.cells(missing="\u2013")) for d in gates.deltas),
         "</table>",
     ]
+
+    def item(c: CaseChange) -> str:
+        name = f"<code>{e(c.nodeid)}</code>"
+        link = f'<a href="#{anchor(c.nodeid)}">{name}</a>' if c.nodeid in shown else name
+        scores = " &#8594; ".join(
+            "&#8211;" if v is None else f"{v:.2f}" for v in (c.before, c.after)
+        )
+        rows = "".join(
+            f"<tr><th>{e(label)}</th><td><pre>{e(text)}</pre></td></tr>"
+            for label, text in before_and_after(c, limit=report.show_response or 2000)
+            if c.kind == "regressed"
+        )
+        return f"{link} <small>{scores}</small>" + (
+            f'<table class="before-after">{rows}</table>' if rows else ""
+        )
+
     for kind in CHANGE_KINDS:
         changes = [c for c in gates.changes if c.kind == kind]
-        if not changes:
-            continue
-        items = []
-        for c in changes[:_CHANGES_SHOWN]:
-            name = f"<code>{e(c.nodeid)}</code>"
-            link = f'<a href="#{anchor(c.nodeid)}">{name}</a>' if c.nodeid in shown else name
-            scores = " &#8594; ".join(
-                "&#8211;" if v is None else f"{v:.2f}" for v in (c.before, c.after)
+        if changes:
+            parts.append(
+                f'<h3 class="{kind}">{len(changes)} {kind}</h3><ul>{_items(changes, item)}</ul>'
             )
-            rows = "".join(
-                f"<tr><th>{e(label)}</th><td><pre>{e(text)}</pre></td></tr>"
-                for label, text in before_and_after(c, limit=report.show_response or 2000)
-                if c.kind == "regressed"
-            )
-            shown_change = f'<table class="before-after">{rows}</table>' if rows else ""
-            items.append(f"<li>{link} <small>{scores}</small>{shown_change}</li>")
-        if len(changes) > _CHANGES_SHOWN:
-            items.append(f"<li>and {len(changes) - _CHANGES_SHOWN} more (see the JSON)</li>")
-        parts.append(f'<h3 class="{kind}">{len(changes)} {kind}</h3><ul>{"".join(items)}</ul>')
     return "".join(parts)
 
 

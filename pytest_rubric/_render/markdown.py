@@ -15,7 +15,7 @@ from .._defaults import SHOW_QUESTION
 from .._guards.outgoing import inert_mentions, outgoing
 from .._guards.secrets import shorten
 from .._report.gates import DELTA_HEADER, GateReport, before_and_after
-from .._report.leaderboard import COLUMNS, interval_text
+from .._report.leaderboard import COLUMNS, breakdown_tables
 from .._report.report import SessionReport, Severity
 from .._results import CaseResult
 from .table import trace_lines, with_requirement
@@ -72,17 +72,11 @@ def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> s
         # INFO notes are the terminal's: this page shows what a reader must act on.
         if note.severity is not Severity.INFO:
             lines += ["", f"> **{escape(note.text, limit=200)}**"]
-    for group in ("suite", "tag"):
-        entries = [b for b in report.breakdowns if b.group == group]
-        if entries:
-            lines += ["", f"### By {group}", ""]
-            lines += _table(
-                (group, "subject", "score", "n"),
-                [
-                    (escape(b.key), escape(b.subject), interval_text(b.score, b.ci), str(b.n))
-                    for b in entries
-                ],
-            )
+    for group, columns, rows in breakdown_tables(report.breakdowns):
+        lines += ["", f"### By {group}", ""]
+        lines += _table(
+            columns, [(escape(key), escape(subject), *rest) for key, subject, *rest in rows]
+        )
     if report.judge_audit.shown:
         lines += ["", "### Judge audit", ""]
         lines += [f"- {escape(text, limit=300)}" for text in report.judge_audit.lines()]

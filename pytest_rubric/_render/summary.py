@@ -6,11 +6,10 @@ from that (:attr:`Line.markup`), and ``merge`` prints the text alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .._report.gates import GateReport
-from .._report.leaderboard import Breakdown, interval_text
+from .._report.leaderboard import breakdown_tables
 from .._report.leaderboard import columns as board_columns
 from .._report.report import SessionReport, Severity
 from .table import render_table
@@ -60,28 +59,21 @@ def terminal_lines(report: SessionReport, *, board_when_empty: bool = False) -> 
     lines: list[Line] = []
     if report.leaderboard or board_when_empty:
         # One subject stands among no others: no rank, naive rank or tier to show.
-        columns = [
-            c
-            for c in board_columns(report.leaderboard)
-            if not (c.ranking and len(report.leaderboard) == 1)
-        ]
+        alone = len(report.leaderboard) == 1
+        columns = [c for c in board_columns(report.leaderboard) if not (c.ranking and alone)]
         cells = [[column.cell(row) for column in columns] for row in report.leaderboard]
         right = {i for i, column in enumerate(columns) if not column.text}
         table = render_table([column.header for column in columns], cells, right=right)
         lines += [Line(text) for text in table]
-        if len(report.leaderboard) == 1:
-            lines.append(Line(f"correctness [{report.level:g} interval over cases]"))
-        elif report.leaderboard:
-            lines.append(
-                Line(
-                    f"correctness [{report.level:g} interval over cases]; subjects in one tier "
-                    "are not told apart by this suite"
-                )
-            )
+        if report.leaderboard:
+            tiers = "" if alone else "; subjects in one tier are not told apart by this suite"
+            lines.append(Line(f"correctness [{report.level:g} interval over cases]{tiers}"))
     passed, failed = report.assertions
     if passed or failed:
         lines.append(Line(f"assertions: {passed} passed, {failed} failed"))
-    lines += _breakdown_lines(report.breakdowns)
+    for group, header, rows in breakdown_tables(report.breakdowns):
+        lines.append(Line(f"by {group}:"))
+        lines += [Line(f"  {text}") for text in render_table(header, rows, right={2, 3})]
     for note in report.notes:
         lines.append(Line(_MARK.get(note.severity, "") + note.text, note.severity))
         lines += [Line(f"  {detail}", note.severity) for detail in note.details]
@@ -89,22 +81,6 @@ def terminal_lines(report: SessionReport, *, board_when_empty: bool = False) -> 
     if report.judge_audit.shown:
         lines += [Line("judge audit"), *(Line(text) for text in report.judge_audit.lines())]
     return lines + _gate_lines(report.gates)
-
-
-def _breakdown_lines(entries: Iterable[Breakdown]) -> list[Line]:
-    """One table per group: key, subject, score with its interval, n."""
-    lines: list[Line] = []
-    for group in ("suite", "tag"):
-        rows = [
-            [b.key, b.subject, interval_text(b.score, b.ci), str(b.n)]
-            for b in entries
-            if b.group == group
-        ]
-        if rows:
-            lines.append(Line(f"by {group}:"))
-            table = render_table([group, "subject", "score", "n"], rows, right={2, 3})
-            lines += [Line(f"  {text}") for text in table]
-    return lines
 
 
 def _gate_lines(gates: GateReport) -> list[Line]:
@@ -120,7 +96,7 @@ def _gate_lines(gates: GateReport) -> list[Line]:
         )
         for d in gates.deltas:
             subject, before, after, change = d.cells(missing="-")
-            change = "" if d.delta is None else f" ({change})"
+            change = "" if d.change is None else f" ({change})"
             lines.append(Line(f"  {subject}: {before} -> {after}{change}"))
     lines += [Line(f"  note: {note}") for note in gates.noted]
     if gates.failed:

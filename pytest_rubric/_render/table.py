@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from .._defaults import SHOW_QUESTION, SHOW_RESPONSE
 from .._guards.secrets import clip, known_keys, shorten
@@ -84,11 +84,8 @@ def since_baseline(
     was = baseline_of(baseline, result)
     if was is None:
         return []
-    lines = ["", "since the baseline:"]
-    for label, text in before_and_after(changed(was, result), limit=show_response):
-        first, *rest = text.splitlines() or [""]
-        lines += [f"{label}: {first}", *(f"  {line}" for line in rest)]
-    return lines
+    rows = before_and_after(changed(was, result), limit=show_response)
+    return ["", "since the baseline:", *_labelled(rows)]
 
 
 def answer_lines(result: CaseResult, *, show_response: int = SHOW_RESPONSE) -> list[str]:
@@ -101,12 +98,16 @@ def answer_lines(result: CaseResult, *, show_response: int = SHOW_RESPONSE) -> l
         shown.append(("question", clip(result.question, *keys, limit=SHOW_QUESTION)))
     if show_response > 0:
         shown.append(("response", clip(result.response, *keys, limit=show_response)))
+    return _labelled(shown) + trace_lines(result.trace)
+
+
+def _labelled(shown: Iterable[tuple[str, str]]) -> list[str]:
+    """``label: text``, each further line of a text indented under its first."""
     lines = []
     for label, text in shown:
         first, *rest = text.splitlines() or [""]
-        lines.append(f"{label}: {first}")
-        lines += [f"  {line}" for line in rest]
-    return lines + trace_lines(result.trace)
+        lines += [f"{label}: {first}", *(f"  {line}" for line in rest)]
+    return lines
 
 
 # A call's arguments as a report line shows them: compact JSON, cut short.

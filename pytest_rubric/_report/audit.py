@@ -1,27 +1,19 @@
 """The judge audit: what a session learned about its judge, computed from the results.
 
-* **Probes** (``--rubric-judge-probe N``, ``--rubric-judge-probe-kinds``): up to N judged
-  substance criteria (:func:`probe_plan`) are judged again, each leaving a record in its
-  result's ``probe``: a dict of ``criterion``, ``judge`` and its verdict on the answer,
+* **Probes** (``--rubric-judge-probe N``, ``--rubric-judge-probe-kinds``; what each kind
+  changes and counts as a flip: docs/guides/judge-bias.md): up to N judged substance
+  criteria (:func:`probe_plan`) are judged again, each leaving a record in its result's
+  ``probe``: a dict of ``criterion``, ``judge`` and its verdict on the answer,
   ``original``; for tone its verdicts on the rewrites, ``confident`` and ``hedged``; for
   another kind, ``kind``, the verdict judged again, ``probed``, and the criterion's
-  ``weight``, ``positive`` or ``negative``. ``tone``: on the answer rewritten confident
-  and hedged (``_grade.restyle``); a flip is a verdict that changed with tone alone, and
-  ``style_sensitivity`` = flips / (2 x probed). ``length``: on the answer with neutral
-  padding (``_grade.restyle``); a flip is a change in the answer's favour. ``position``
-  (one-shot grader): the criteria in reverse order; a flip is any change.
-  :class:`ProbeFigures` gives flips over the verdicts that could flip, per judge and kind
-  (two per probed criterion for tone, one otherwise).
-* **Evidence** (``--rubric-judge-evidence``): judged MET verdicts whose quotes were checked,
-  and those that quoted nothing found in the response.
+  ``weight``, ``positive`` or ``negative``. :class:`ProbeFigures` counts the flips.
+* **Evidence** (``--rubric-judge-evidence``): :class:`EvidenceAudit`.
 * **Panel** (``--rubric-judge`` repeated): Cohen's kappa for each pair of judges over the
   criteria both decided, Fleiss' kappa over those every judge decided (score-kind criteria
   are not in the kappas).
 * **Calibration** (a rubric file's ``calibration:`` labels, read by ``_load.examples``):
-  :class:`Calibration` holds the judge's agreement with a suite's labels, measured at the
-  start of the session: ``n`` (examples the judge graded; ERRORs are counted apart),
-  ``accuracy``, ``kappa`` (Cohen's), ``tpr`` (the share of MET labels the judge called
-  MET) and ``tnr`` (of UNMET labels, UNMET).
+  :class:`Calibration`, measured at the start of the session (its figures:
+  docs/guides/audit.md).
 
 Everything here but the calibration (which ``merge`` keeps) is a function of the results,
 so a serial run, an xdist run and ``merge`` report the same audit.
@@ -35,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._results import CaseResult
+from .leaderboard import fixed
 from .stats import cohen_kappa, fleiss_kappa
 
 if TYPE_CHECKING:
@@ -124,12 +117,12 @@ class JudgeAudit:
             panel = self.panel
             lines.append(
                 f"judge panel: {len(panel['judges'])} judges, {panel['n']} criteria every judge "
-                f"decided, Fleiss' kappa {_num(panel['fleiss_kappa'])}, {panel['unstable']} "
+                f"decided, Fleiss' kappa {fixed(panel['fleiss_kappa'])}, {panel['unstable']} "
                 "unstable"
             )
             lines += [
                 f"judge panel: {pair['judges'][0]} vs {pair['judges'][1]}: kappa "
-                f"{_num(pair['kappa'])} (n {pair['n']})"
+                f"{fixed(pair['kappa'])} (n {pair['n']})"
                 for pair in panel["pairs"]
             ]
         if self.evidence.checked:
@@ -183,10 +176,6 @@ def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] =
         calibration=tuple(calibration),
         panel=_panel(results),
     )
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
 
 
 def _panel(results: Sequence[CaseResult]) -> dict[str, Any]:
@@ -269,8 +258,8 @@ class Calibration:
     @property
     def line(self) -> str:
         text = (
-            f"judge calibration {self.suite}: n {self.n}, accuracy {_num(self.accuracy)}, "
-            f"kappa {_num(self.kappa)}, tpr {_num(self.tpr)}, tnr {_num(self.tnr)}"
+            f"judge calibration {self.suite}: n {self.n}, accuracy {fixed(self.accuracy)}, "
+            f"kappa {fixed(self.kappa)}, tpr {fixed(self.tpr)}, tnr {fixed(self.tnr)}"
         )
         return text + (f" ({self.errors} not graded: ERROR)" if self.errors else "")
 

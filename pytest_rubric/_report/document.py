@@ -41,22 +41,21 @@ from pydantic import (
     ValidationError,
 )
 
+from .._defaults import parse_pass_when
 from .._errors import DocumentError
 from .._grade.scoring import item_passes, passes, score
+from .._guards.limits import RepeatedKey, unique_keys
 from .._guards.secrets import known_keys, shorten
 from .._llm.base import mean_raw_score
-from .._repeat import parse_pass_when
 from .._results import CaseResult, Sample
 from .audit import Calibration
 from .gates import GateEntry
 from .report import SessionReport
-from .run import RunInfo, RunJudge
+from .run import RunInfo
+from .stats import mean
 
 VERSION = 1
 """The document's ``version``: bumped when a field is renamed or changes meaning."""
-
-# Strict, finite, open to additions: see the module docstring.
-_CONFIG = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore")
 
 Fraction = Annotated[float, Field(ge=0, le=1)]
 """A number from 0 to 1: scores, credits and the style heuristics are clamped there."""
@@ -74,7 +73,8 @@ class _Part(BaseModel):
     for the described object itself). A run leaves a field of :attr:`left_out` out when it
     holds the value given there, and those :meth:`trimmed` drops."""
 
-    model_config = _CONFIG
+    # Strict, finite, open to additions: see the module docstring.
+    model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore")
     sources: ClassVar[Mapping[str, str]] = {}
     left_out: ClassVar[Mapping[str, Any]] = {}
 
@@ -570,8 +570,8 @@ def _recomputed(data: Mapping[str, Any]) -> CaseResult:
     ]
     graded = score(read.criteria)
     if samples:
-        item_score = math.fsum(s.score for s in samples) / len(samples)
-        raw_score = math.fsum(s.raw_score for s in samples) / len(samples)
+        item_score = mean([s.score for s in samples])
+        raw_score = mean([s.raw_score for s in samples])
         criteria = samples[0].criteria
         llm_raw_score = mean_raw_score(s.llm_raw_score for s in samples)
     else:
@@ -616,14 +616,8 @@ _SHOWN_ERRORS = 5
 _QUOTED = 40
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """An object hook for json.loads: two values for one key is an ambiguity, not the last one."""
-    data: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in data:
-            raise DocumentError(f"the key {_got(key)} appears twice in one object")
-        data[key] = value
-    return data
+def _not_a_document(name: object, why: str) -> DocumentError:
+    return DocumentError(f"{name}: {why}; pass a file written by --rubric-json")
 
 
 def _where(loc: tuple[int | str, ...]) -> str:
@@ -656,6 +650,9 @@ _EXPECTED = {
     "list_type": "a list",
     "model_type": "an object",
     "dict_type": "an object",
+    "literal_error": "one of {expected}",
+    "greater_than_equal": "at least {ge}",
+    "less_than_equal": "at most {le}",
 }
 
 
@@ -664,19 +661,11 @@ def _problem(error: Any) -> str:
     where, kind, ctx = _where(tuple(error["loc"])), error["type"], error.get("ctx") or {}
     if kind == "missing":
         return f"{where}: missing"
-    if kind in _EXPECTED:
-        expected = _EXPECTED[kind]
-    elif kind == "literal_error":
-        expected = f"one of {ctx.get('expected')}"
-    elif kind == "greater_than_equal":
-        expected = f"at least {ctx.get('ge')}"
-    elif kind == "less_than_equal":
-        expected = f"at most {ctx.get('le')}"
-    else:  # a kind this version does not phrase itself: pydantic's own words
+    got = _got(error.get("input"))
+    if kind not in _EXPECTED:  # a kind this version does not phrase itself: pydantic's own words
         message = str(error["msg"])
-        expected = message[:1].lower() + message[1:]
-        return f"{where}: {expected}, got {_got(error.get('input'))}"
-    return f"{where}: expected {expected}, got {_got(error.get('input'))}"
+        return f"{where}: {message[:1].lower() + message[1:]}, got {got}"
+    return f"{where}: expected {_EXPECTED[kind].format_map(ctx)}, got {got}"
 
 
 def _invalid(name: str, exc: ValidationError) -> DocumentError:
@@ -695,23 +684,16 @@ def parse_document(text: str, *, name: str) -> Document:
     """The results of a ``--rubric-json`` document's ``text``; ``name`` (the file) is in
     every error. Raises :class:`DocumentError`, and nothing else, for any text."""
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates)
-    except DocumentError as exc:
-        raise DocumentError(f"{name}: {exc}; pass a file written by --rubric-json") from None
+        data = json.loads(text, object_pairs_hook=unique_keys)
+    except RepeatedKey as exc:
+        why = f"the key {_got(exc.key)} appears twice in one object"
+        raise _not_a_document(name, why) from None
     except RecursionError:
-        raise DocumentError(
-            f"{name}: nested too deeply to be a --rubric-json document; pass a file written by "
-            "--rubric-json"
-        ) from None
+        raise _not_a_document(name, "nested too deeply to be a --rubric-json document") from None
     except ValueError as exc:
-        raise DocumentError(
-            f"{name}: not JSON ({exc}); pass a file written by --rubric-json"
-        ) from None
+        raise _not_a_document(name, f"not JSON ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise DocumentError(
-            f'{name}: not a --rubric-json document (no "results" list); pass a file written by '
-            "--rubric-json"
-        )
+        raise _not_a_document(name, 'not a --rubric-json document (no "results" list)')
     version = data.get("version")
     if type(version) is not int or version != VERSION:  # true == 1 in Python, not here
         what = f"version {_got(version)} is not {VERSION}" if "version" in data else "no version"
@@ -742,9 +724,8 @@ def parse_document(text: str, *, name: str) -> Document:
     calibration = [Calibration(**c) for c in (audit["calibration"] if audit else ())]
     run = read["run"]
     if run is not None:
-        run["judges"] = tuple(RunJudge(**j) for j in run["judges"])
         run.update({f"cache_{k}": v for k, v in run.pop("cache").items()})
-        run = RunInfo(**run)
+        run = TypeAdapter(RunInfo).validate_python(run)  # its judges too
     # A pass prints as a note only when it is a flip within noise (the one kind of passing
     # case entry a run writes).
     gates = [
@@ -759,14 +740,12 @@ def load_document(path: Path) -> Document:
     its ``passed`` verdicts too, neither is trusted."""
     if path.exists() and not path.is_file():
         # A directory, a FIFO or a device: reading it would fail, or never end.
-        raise DocumentError(f"{path}: not a regular file; pass a file written by --rubric-json")
+        raise _not_a_document(path, "not a regular file")
     try:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise DocumentError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
-        raise DocumentError(
-            f"{path}: not JSON (not UTF-8 text: {exc.reason} at byte {exc.start}); pass a file "
-            "written by --rubric-json"
-        ) from None
+        why = f"not JSON (not UTF-8 text: {exc.reason} at byte {exc.start})"
+        raise _not_a_document(path, why) from None
     return parse_document(text, name=str(path))

@@ -10,14 +10,8 @@ judge's probe sensitivity above its limit), ``min-kappa`` (a suite's calibration
 ``--rubric-baseline``: ``baseline-case`` (a case that passed there fails now) and
 ``baseline-subject`` (a subject's correctness dropped more than ``--rubric-max-drop``).
 With ``--rubric-gate-confidence C`` both must be beyond noise, and together they raise a
-false alarm on an unchanged subject at most ``1 - C`` of the time:
-
-* a subject's drop fails when the paired C-interval of (now - baseline) over the shared
-  cases lies wholly below ``-max_drop``: a one-sided test at ``(1 - C) / 2``;
-* a case's flip fails when its passing samples fell beyond chance: the one-sided Fisher
-  exact test of (passes, samples) now against the baseline's, at the other
-  ``(1 - C) / 2`` shared over the subject's cases (Tarone's Bonferroni for discrete
-  tests). With one sample a side no single flip is ever significant.
+false alarm on an unchanged subject at most ``1 - C`` of the time: each takes half of
+``1 - C`` (the tests: docs/explanation/statistics.md, "Gating on noise").
 
 Cases are matched by node id, case and subject; a case or subject that is only on one
 side is reported, never a failure (deselecting is a choice the command line shows).
@@ -25,7 +19,6 @@ side is reported, never a failure (deselecting is a choice the command line show
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -82,25 +75,20 @@ class SubjectDelta:
     after: float | None  # None: not in this run
     interval: tuple[float, float] | None = None  # paired interval of (now - baseline)
     shared: int = 0  # the cases both runs graded
-    # The mean of (now - baseline) over the shared cases: the change the gate judges. It
-    # differs from after - before when cases were added or removed.
+    # The mean of (now - baseline) over the shared cases: the change the gate judges (None
+    # when no case was graded in both runs). It differs from after - before when cases were
+    # added or removed.
     change: float | None = None
     partial: bool = False  # some cases ran on one side only
-
-    @property
-    def delta(self) -> float | None:
-        if self.before is None or self.after is None:
-            return None
-        return self.change
 
     def cells(self, *, missing: str) -> tuple[str, str, str, str]:
         """The row of the delta table (see :data:`DELTA_HEADER`); ``missing`` marks an absent side."""
         before = missing if self.before is None else f"{self.before:.3f}"
         after = missing if self.after is None else f"{self.after:.3f}"
-        change = missing if self.delta is None else f"{self.delta:+.3f}"
-        if self.delta is not None and self.interval is not None:
+        change = missing if self.change is None else f"{self.change:+.3f}"
+        if self.change is not None and self.interval is not None:
             change += f" [{self.interval[0]:+.3f}, {self.interval[1]:+.3f}]"
-        if self.delta is not None and self.partial:
+        if self.change is not None and self.partial:
             change += f" over the {self.shared} shared cases"
         return self.subject, before, after, change
 
@@ -411,18 +399,17 @@ def _compare(
     """``baseline-case`` and ``baseline-subject`` on this run's ``results``: their entries, the
     notes about cases that did not run, each subject's delta (with the paired interval of
     (now - baseline) over the cases both runs graded, at ``delta_level``) and the changes."""
-    entries: list[GateEntry] = []
-    notes: list[str] = []
-    deltas: list[SubjectDelta] = []
-    before = {row.subject: row.correctness for row in leaderboard(baseline)}
     old, new = _keyed(baseline), _keyed(results)
-    entries += _case_entries(old, new, asked.gate_confidence)
+    entries = _case_entries(old, new, asked.gate_confidence)
+    notes = []
     missing = [k for k in old if k not in new]
     if missing:
         notes.append(
             f"{len(missing)} baseline case(s) did not run this time, e.g. {_name(missing[0])}"
         )
+    deltas: list[SubjectDelta] = []
     mine, theirs = by_subject(results), by_subject(baseline)
+    before = {subject: _stats.mean([r.score for r in rs]) for subject, rs in theirs.items()}
     for subject in sorted(before.keys() | now.keys()):
         pairs = paired(mine.get(subject, ()), theirs.get(subject, ()))
         delta = SubjectDelta(
@@ -431,7 +418,7 @@ def _compare(
             now.get(subject),
             interval=_stats.paired_difference(pairs, delta_level),
             shared=len(pairs),
-            change=math.fsum(a - b for a, b in pairs) / len(pairs) if pairs else None,
+            change=_stats.mean([a - b for a, b in pairs]) if pairs else None,
             partial=len(pairs) < max(len(mine.get(subject, ())), len(theirs.get(subject, ()))),
         )
         deltas.append(delta)
@@ -448,8 +435,8 @@ def _compare(
         entries.append(
             _subject_entry(
                 delta,
-                math.fsum(b for _, b in pairs) / len(pairs),
-                math.fsum(a for a, _ in pairs) / len(pairs),
+                _stats.mean([b for _, b in pairs]),
+                _stats.mean([a for a, _ in pairs]),
                 asked,
             )
         )

@@ -64,12 +64,6 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _number(value: object) -> bool:
-    """Whether a value read from the file is a number from 0 to 1, as every correctness and
-    interval bound is (SQLite keeps any type, and any number)."""
-    return type(value) in (int, float) and 0 <= value <= 1  # type: ignore[operator]
-
-
 def _wrong(started_at: object, commit: object) -> str | None:
     """What is of the wrong type in a run's row, or None."""
     if type(started_at) is not str:
@@ -80,12 +74,15 @@ def _wrong(started_at: object, commit: object) -> str | None:
 
 
 def _wrong_subject(name: object, value: object, low: object, high: object) -> str | None:
-    """What is of the wrong type in a subject's row, or None."""
+    """What is of the wrong type in a subject's row, or None: every correctness and interval
+    bound is a number from 0 to 1 (SQLite keeps any type, and any number)."""
     if type(name) is not str:
         return f"subject is {type(name).__name__}"
     for field, given in (("correctness", value), ("ci_low", low), ("ci_high", high)):
-        if not _number(given) and (field == "correctness" or given is not None):
-            shown = type(given).__name__ if type(given) not in (int, float) else "out of [0, 1]"
+        number = type(given) in (int, float)
+        fits = number and 0 <= given <= 1  # type: ignore[operator]
+        if not fits and (field == "correctness" or given is not None):
+            shown = "out of [0, 1]" if number else type(given).__name__
             return f"{field} is {shown}, not a number from 0 to 1"
     return None
 

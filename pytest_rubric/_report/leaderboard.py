@@ -8,17 +8,11 @@ baseline gate catches with 80 % power) and ``tier``: in rank order, a subject jo
 current tier when the paired interval of its differences from the tier's *top* subject
 contains 0 (not its neighbour's: a chain of small steps would join subjects told apart).
 
-Every pair of subjects (:func:`pairwise`, ``a`` ranked above ``b``) is compared over the
-cases both answered, paired as the gates and tiers pair them (:func:`by_case`): wins
-(``a`` scored higher), losses, ties (within ``1e-9``), the mean of ``a - b`` and its
-paired interval (null with no shared case); :func:`rank_noise` reads from them whether
-the correctness and naive orders disagree beyond noise.
-
-Each subject is broken down (:func:`breakdowns`) by suite (only when there are several:
-its mean score there) and by tag (each result scored by the usual formula over only the
-substance criteria with the tag, a case's tags applying to all its criteria, the mean over
-samples with repeats; averaged over the results with such a criterion of positive weight),
-each mean with its interval (``stats.mean_interval``).
+Every pair of subjects (:func:`pairwise`) is compared over the cases both answered, paired
+as the gates and tiers pair them (:func:`by_case`); :func:`rank_noise` reads from the pairs
+whether the correctness and naive orders disagree beyond noise. Each subject is broken down
+(:func:`breakdowns`) by suite, when there are several, and by tag (a tag's score:
+docs/guides/repeats.md), each mean with its interval.
 """
 
 from __future__ import annotations
@@ -26,11 +20,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .._grade.scoring import score
-from .._results import CaseResult
+from .._results import CaseResult, wilson
 from . import stats as _stats
 
 _TIE = 1e-9
@@ -80,7 +74,7 @@ class TraceFigures:
         # Only traces that show calls count (a retriever's context alone says nothing of them).
         calls = [len(t.tool_calls) for t in traces if t.tool_calls or t.llm_calls is not None]
         return cls(
-            tool_calls=_mean(calls) if calls else None,
+            tool_calls=_stats.mean(calls) if calls else None,
             latency_s_p50=statistics.median(latencies) if latencies else None,
             cost_usd=None if None in costs else math.fsum(c for c in costs if c is not None),
         )
@@ -110,32 +104,33 @@ class Column:
         return self.wide_header or self.header
 
 
-def _fixed(value: float) -> str:
-    return f"{value:.3f}"
+def fixed(value: float | None) -> str:
+    """``0.827``: a figure as every output prints it; ``-`` when there is none."""
+    return _cell(value, "{:.3f}".format)
 
 
 def _bracket(interval: Sequence[float] | None) -> str:
-    return "" if interval is None else f" [{_fixed(interval[0])}, {_fixed(interval[1])}]"
+    return "" if interval is None else f" [{fixed(interval[0])}, {fixed(interval[1])}]"
 
 
 def interval_text(value: float, interval: Sequence[float] | None) -> str:
     """``0.827 [0.710, 0.930]``: a value with its interval, as every output prints it."""
-    return _fixed(value) + _bracket(interval)
+    return fixed(value) + _bracket(interval)
 
 
 COLUMNS: tuple[Column, ...] = (
     Column("rank", lambda r: str(r.rank), ranking=True),
     Column("subject", lambda r: r.subject, text=True),
     Column("correctness", lambda r: interval_text(r.correctness, r.correctness_ci)),
-    Column("fluency", lambda r: _fixed(r.fluency)),
-    Column("confidence", lambda r: _fixed(r.confidence)),
-    Column("naive", lambda r: _fixed(r.naive_score), wide_header="naive score"),
+    Column("fluency", lambda r: fixed(r.fluency)),
+    Column("confidence", lambda r: fixed(r.confidence)),
+    Column("naive", lambda r: fixed(r.naive_score), wide_header="naive score"),
     Column("naive rank", lambda r: str(r.naive_rank), ranking=True),
     Column("confidently wrong", lambda r: str(r.confidently_wrong)),
     # ``3/4 [0.301, 0.954]``: the count, and the interval of the rate it estimates.
     Column("passed", lambda r: f"{r.passed}/{r.total}{_bracket(r.passed_ci)}"),
     Column("tier", lambda r: str(r.tier), ranking=True),
-    Column("detectable drop", lambda r: _cell(r.detectable_drop, _fixed)),
+    Column("detectable drop", lambda r: fixed(r.detectable_drop)),
 )
 
 TRACE_COLUMNS: tuple[Column, ...] = (
@@ -160,27 +155,16 @@ TRACE_COLUMNS: tuple[Column, ...] = (
 def columns(rows: Sequence[SubjectRow]) -> tuple[Column, ...]:
     """The leaderboard's columns for ``rows``: :data:`TRACE_COLUMNS` only when some subject
     has traces."""
-    if any(row.traced is not None for row in rows):
-        return COLUMNS + TRACE_COLUMNS
-    return COLUMNS
-
-
-def _mean(values: Sequence[float]) -> float:
-    # fsum: exactly rounded, so a mean (and the interval that must contain it) does not
-    # depend on the order of the results.
-    return math.fsum(values) / len(values)
+    return COLUMNS + (TRACE_COLUMNS if any(row.traced is not None for row in rows) else ())
 
 
 def _ranks(values: dict[str, float]) -> dict[str, int]:
     """Competition ranks, highest value first."""
     ordered = sorted(values.items(), key=lambda kv: (-kv[1], kv[0]))
     ranks: dict[str, int] = {}
-    for position, (subject, value) in enumerate(ordered, start=1):
-        previous = ordered[position - 2] if position > 1 else None
-        if previous is not None and abs(previous[1] - value) <= _TIE:
-            ranks[subject] = ranks[previous[0]]
-        else:
-            ranks[subject] = position
+    for position, (subject, value) in enumerate(ordered):
+        tied = position > 0 and _order(ordered[position - 1][1], value) == 0
+        ranks[subject] = ranks[ordered[position - 1][0]] if tied else position + 1
     return ranks
 
 
@@ -222,8 +206,8 @@ def leaderboard(
     ``detectable_drop`` for the gate's paired test at ``gate_confidence`` (else ``level``)
     beyond ``max_drop``."""
     grouped = by_subject(results)
-    correctness = {s: _mean([r.score for r in rs]) for s, rs in grouped.items()}
-    naive = {s: _mean([r.naive_score for r in rs]) for s, rs in grouped.items()}
+    correctness = {s: _stats.mean([r.score for r in rs]) for s, rs in grouped.items()}
+    naive = {s: _stats.mean([r.naive_score for r in rs]) for s, rs in grouped.items()}
     rank, naive_rank = _ranks(correctness), _ranks(naive)
     gate_level = level if gate_confidence is None else gate_confidence
     rows = []
@@ -234,8 +218,8 @@ def leaderboard(
                 subject=subject,
                 rank=rank[subject],
                 correctness=correctness[subject],
-                fluency=_mean([r.fluency for r in rs]),
-                confidence=_mean([r.confidence for r in rs]),
+                fluency=_stats.mean([r.fluency for r in rs]),
+                confidence=_stats.mean([r.confidence for r in rs]),
                 naive_score=naive[subject],
                 naive_rank=naive_rank[subject],
                 confidently_wrong=sum("confidently_wrong" in r.flags for r in rs),
@@ -246,7 +230,7 @@ def leaderboard(
                 detectable_drop=_stats.detectable_drop(
                     [[s.score for s in r.sample_list] for r in rs], gate_level, max_drop=max_drop
                 ),
-                passed_ci=_stats.wilson(passed, len(rs), level),
+                passed_ci=wilson(passed, len(rs), level),
                 traced=TraceFigures.of(rs),
             )
         )
@@ -291,8 +275,7 @@ def compare(a: str, b: str, pairs: Sequence[tuple[float, float]], level: float) 
         wins=wins,
         losses=losses,
         ties=len(pairs) - wins - losses,
-        # fsum: the same pairs give the same mean byte for byte, in any order.
-        diff=math.fsum(x - y for x, y in pairs) / len(pairs) if pairs else None,
+        diff=_stats.mean([x - y for x, y in pairs]) if pairs else None,
         ci=_stats.paired_difference(pairs, level),
     )
 
@@ -308,31 +291,23 @@ def pairwise(
     # rehashes every key of both sides (10.7 s for 20 subjects of 5,000 cases; 0.6 s so).
     keyed = {row.subject: by_case(grouped[row.subject]) for row in rows}
     number = {key: i for i, key in enumerate(sorted(set().union(*keyed.values())))}
-    answered = {  # each subject's (case number, score), in case order
-        subject: sorted((number[key], score) for key, score in scores.items())
+    answered = {  # each subject's scores by case number, in case order
+        subject: dict(sorted((number[key], score) for key, score in scores.items()))
         for subject, scores in keyed.items()
     }
-    by_number = {subject: dict(scores) for subject, scores in answered.items()}
     return tuple(
-        compare(a.subject, b.subject, _shared(a.subject, b.subject, answered, by_number), level)
+        compare(a.subject, b.subject, _shared(answered[a.subject], answered[b.subject]), level)
         for i, a in enumerate(rows)
         for b in rows[i + 1 :]
     )
 
 
-def _shared(
-    a: str,
-    b: str,
-    answered: dict[str, list[tuple[int, float]]],
-    by_number: dict[str, dict[int, float]],
-) -> list[tuple[float, float]]:
+def _shared(a: dict[int, float], b: dict[int, float]) -> list[tuple[float, float]]:
     """(a's, b's) scores over the cases both answered, in case order, walking the side that
     answered fewer."""
-    if len(answered[a]) <= len(answered[b]):
-        theirs = by_number[b]
-        return [(x, theirs[i]) for i, x in answered[a] if i in theirs]
-    mine = by_number[a]
-    return [(mine[i], y) for i, y in answered[b] if i in mine]
+    if len(a) <= len(b):
+        return [(x, b[i]) for i, x in a.items() if i in b]
+    return [(a[i], y) for i, y in b.items() if i in a]
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,7 +363,7 @@ def _tag_scores(result: CaseResult) -> dict[str, float]:
             score(c for c in sample.criteria if tag in c.tags).score
             for sample in result.sample_list
         ]
-        scores[tag] = math.fsum(per_sample) / len(per_sample)
+        scores[tag] = _stats.mean(per_sample)
     return scores
 
 
@@ -414,9 +389,24 @@ def breakdowns(
                         subject,
                         group,
                         key,
-                        math.fsum(values) / len(values),
+                        _stats.mean(values),
                         _stats.mean_interval(values, level),
                         len(values),
                     )
                 )
     return tuple(entries)
+
+
+def breakdown_tables(
+    entries: Sequence[Breakdown],
+) -> Iterator[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
+    """The breakdowns as every output tables them: ``(group, header, rows)`` by suite, then by
+    tag, for each group that has entries; a row is key, subject, score with its interval, n."""
+    for group in ("suite", "tag"):
+        rows: list[tuple[str, ...]] = [
+            (b.key, b.subject, interval_text(b.score, b.ci), str(b.n))
+            for b in entries
+            if b.group == group
+        ]
+        if rows:
+            yield group, (group, "subject", "score", "n"), rows

@@ -19,10 +19,9 @@ from .._grade.style import StyleThresholds
 from .._results import CaseResult
 from .audit import JudgeAudit, audit
 from .gates import GateReport, Gates, run_gates
-from .leaderboard import SubjectRow, leaderboard
+from .leaderboard import SubjectRow, breakdowns, leaderboard, pairwise, rank_noise
 
 if TYPE_CHECKING:
-    # Imported when a report is built: pytest -VV, which imports this module, skips it.
     from .audit import Calibration
     from .leaderboard import Breakdown, Pair, RankNoise
     from .run import HistoryRun, RunInfo
@@ -66,7 +65,7 @@ class SessionReport:
     run: RunInfo | None = None  # which run (or merge of runs) this is; None when unknown
     pairwise: tuple[Pair, ...] = ()  # every pair of subjects, in leaderboard order
     # With --rubric-history: the last runs of the history and this one, oldest first (the
-    # HTML draws each subject's correctness over them); see _history.with_trend.
+    # HTML draws each subject's correctness over them); see _report.history.with_trend.
     trend: tuple[HistoryRun, ...] = ()
 
     @property
@@ -114,8 +113,6 @@ def build_report(
     ``(N, M)``: N of the application's M answers came from the response cache."""
     # Node id order: every output is then the same however the run was split
     # (xdist workers, merged shards), down to the last bit of each mean.
-    from .leaderboard import breakdowns, pairwise, rank_noise
-
     # The report's level is every result's too: pass_rate_ci follows --rubric-confidence
     # (merge's --confidence), whatever level a result was graded or written with.
     ordered = tuple(

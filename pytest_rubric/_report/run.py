@@ -46,7 +46,7 @@ class RunJudge:
 
 @dataclass(frozen=True, slots=True)
 class RunInfo:
-    """The JSON document's ``run``."""
+    """The JSON document's ``run`` (its fields: ``_report.document.RunModel``)."""
 
     plugin_version: str
     pytest_version: str
@@ -60,8 +60,6 @@ class RunInfo:
     cache_hits: int = 0  # the judge cache's, summed over xdist workers
     cache_misses: int = 0
     responses_replayed: int = 0  # the application's answers taken from a cache
-    # False when the session was interrupted (Ctrl-C): its results are a part of the run
-    # (``merge`` refuses such a shard unless --allow-incomplete)
     complete: bool = True
 
     def header(self) -> list[tuple[str, str]]:

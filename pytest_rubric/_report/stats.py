@@ -1,15 +1,12 @@
 """The statistics behind every interval, tier and noise-aware gate, as pure functions.
 
-:func:`mean_interval` is the interval of a mean score over cases (each case one value, the
-mean of its samples): Agresti-Coull carried over to scores in [0, 1], ``z^2 / 2``
-pseudo-cases at 0 and as many at 1, the augmented mean plus or minus ``z`` standard errors,
-clipped to [0, 1] and widened to hold the plain mean. :func:`paired_difference` is the same
-for the mean per-case difference of two sides, with ``z^2 / 4`` pseudo-pairs at -1 and at
-+1 (the adjusted Wald interval of Bonett and Price, 2012). A percentile bootstrap of ten
-cases that all passed is ``[1, 1]``; pseudo-cases keep every interval wider than zero and
-hold the coverage (docs/explanation/statistics.md has the figures, ``bench/bench_promises.py``
-measures them). Every figure is a closed form over exactly rounded sums (``math.fsum``): the
-same values give the same interval byte for byte, in any order, in any process.
+:func:`mean_interval` is Agresti-Coull carried over to mean scores in [0, 1] (``z^2 / 2``
+pseudo-cases at 0 and as many at 1), :func:`paired_difference` the adjusted Wald interval
+of Bonett and Price (2012) for paired differences (``z^2 / 4`` pseudo-pairs at -1 and at
++1); why, and the coverage ``bench/bench_promises.py`` measures:
+docs/explanation/statistics.md. Every figure is a closed form over exactly rounded sums
+(``math.fsum``): the same values give the same interval byte for byte, in any order, in any
+process.
 """
 
 from __future__ import annotations
@@ -18,12 +15,17 @@ import bisect
 import math
 from collections.abc import Sequence
 
-from .._results import wilson as wilson  # the one home of the Wilson interval is _results
 from .._results import z_of
 
 POWER_Z = 0.8416  # the standard normal quantile of 0.80: 80 % power
 
 Interval = tuple[float, float]
+
+
+def mean(values: Sequence[float]) -> float:
+    """The mean of ``values``, from their exactly rounded sum: the same values give the same
+    mean byte for byte, in any order."""
+    return math.fsum(values) / len(values)
 
 
 def _augmented(
@@ -35,16 +37,15 @@ def _augmented(
     """The mean of ``values`` joined by weighted ``pseudo`` values ``(value, weight)``, plus
     or minus ``z`` standard errors of that augmented sample; clipped to ``bounds`` and
     widened to hold the plain mean of ``values``."""
-    n = len(values)
-    mean = math.fsum(values) / n  # exact, so the same in any order
-    total = n + math.fsum(w for _, w in pseudo)
+    plain = mean(values)
+    total = len(values) + math.fsum(w for _, w in pseudo)
     centre = math.fsum([*values, *(v * w for v, w in pseudo)]) / total
     spread = math.fsum(
         [*((v - centre) ** 2 for v in values), *(w * (v - centre) ** 2 for v, w in pseudo)]
     )
     half = z * math.sqrt(spread / total / total)
     lo, hi = bounds
-    return (max(lo, min(centre - half, mean)), min(hi, max(centre + half, mean)))
+    return (max(lo, min(centre - half, plain)), min(hi, max(centre + half, plain)))
 
 
 def mean_interval(values: Sequence[float], level: float = 0.95) -> Interval | None:
@@ -68,8 +69,8 @@ def paired_difference(pairs: Sequence[tuple[float, float]], level: float = 0.95)
 
 def _variance(values: Sequence[float]) -> float:
     """The sample variance (n - 1 in the denominator) of at least two values."""
-    mean = math.fsum(values) / len(values)
-    return math.fsum([(v - mean) ** 2 for v in values]) / (len(values) - 1)
+    centre = mean(values)
+    return math.fsum([(v - centre) ** 2 for v in values]) / (len(values) - 1)
 
 
 def _binomial_moments(p: float, k: float) -> tuple[float, float, float]:
@@ -100,10 +101,10 @@ def detectable_drop(
     n = len(cases)
     if n < 2:
         return None
-    means = [math.fsum(c) / len(c) for c in cases]
-    m = math.fsum(means) / n
+    means = [mean(c) for c in cases]
+    m = mean(means)
     if all(len(c) >= 2 for c in cases):
-        within = math.fsum([_variance(c) / len(c) for c in cases]) / n
+        within = mean([_variance(c) / len(c) for c in cases])
     else:
         within = _variance(means)
     bernoulli = m * (1 - m)
@@ -225,7 +226,7 @@ def fleiss_kappa(ratings: Sequence[Sequence[object]]) -> float | None:
             counts[label] = counts.get(label, 0) + 1
             totals[label] = totals.get(label, 0) + 1
         agreement.append(sum(c * (c - 1) for c in counts.values()) / (m * (m - 1)))
-    p_bar = math.fsum(agreement) / n
+    p_bar = mean(agreement)
     p_e = math.fsum((t / (n * m)) ** 2 for t in totals.values())
     if p_e >= 1:
         return None

@@ -18,7 +18,6 @@ from .._results import Verdict
 from ..judge.requests import JudgeKey, JudgeRequest
 from .items import is_rubric_item
 from .judging import Judging
-from .xdist import Role
 
 if TYPE_CHECKING:
     # Imported where used: a session without rubric files or judge never loads them.
@@ -31,9 +30,7 @@ if TYPE_CHECKING:
 class Audit:
     """Calibration against the suite's labels, and the probes of the judge's biases."""
 
-    role: Role
-    judging: Judging
-    dry_run: bool
+    judging: Judging  # and through it, the run's role and whether it is a dry run
     probes: int  # --rubric-judge-probe N
     probe_kinds: tuple[str, ...]  # --rubric-judge-probe-kinds
     min_kappa: float | None  # --rubric-judge-min-kappa
@@ -71,7 +68,7 @@ class Audit:
         """Start grading every calibration example, before any judged item runs: under xdist
         on ``gw0`` alone (paid once), or, with ``--rubric-judge-min-kappa``, on every worker,
         which needs the figures for its own items (the controller keeps the first it gets)."""
-        if self.judging.runner is None or self.dry_run or not self._grades_calibration:
+        if self.judging.runner is None or self.judging.dry_run or not self._grades_calibration:
             return
         for file_id in self._examples:
             for request in self._calibration_requests(file_id):
@@ -79,7 +76,7 @@ class Audit:
 
     @property
     def _grades_calibration(self) -> bool:
-        return self.role.first or self.min_kappa is not None
+        return self.judging.role.first or self.min_kappa is not None
 
     def calibration_of(self, file_id: str) -> Calibration | None:
         """The judge's agreement with a rubric file's labels (waiting for its grades)."""
@@ -108,6 +105,8 @@ class Audit:
         return [self._calibrated[f] for f in sorted(self._calibrated)]
 
     def worker_calibrations(self) -> dict[str, Any]:
+        """Every rubric file's calibration, measured now, for the controller."""
+        self.calibrations()
         return {f: asdict(c) for f, c in self._calibrated.items()}
 
     def add_calibrations(self, measured: dict[str, Any]) -> None:
@@ -146,7 +145,7 @@ class Audit:
         """Choose the criteria the probes judge again (``--rubric-judge-probe N``); every
         xdist worker collects every item, so each makes the same choice."""
         n = self.probes
-        if not n or not self.judging.names or self.dry_run:
+        if not n or not self.judging.names or self.judging.dry_run:
             return
         from .._report.audit import probe_plan
 

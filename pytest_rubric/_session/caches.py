@@ -38,7 +38,6 @@ class Caches:
     recordings_dir: Path | None  # --rubric-recordings
     config_warning: Callable[[Warning, int], None] | None  # None: another process warns
     _file: CacheFile | None = field(default=None, init=False)
-    _judge: CacheFile | None = field(default=None, init=False)
     _responses: CachedCalls | None = field(default=None, init=False)
     _recordings: Recordings | None = field(default=None, init=False)
 
@@ -54,9 +53,7 @@ class Caches:
 
     def judge(self) -> CacheFile | None:
         """The judge's cache (opened on first use), or None with ``--rubric-cache off``."""
-        if self._judge is None and self.cache_mode != "off":
-            self._judge = self._open()
-        return self._judge
+        return None if self.cache_mode == "off" else self._open()
 
     def responses(self) -> CachedCalls | None:
         """What the application's answers go through with ``--rubric-response-cache use`` or
@@ -89,7 +86,7 @@ class Caches:
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
-            self._file = self._judge = None
+            self._file = None
             self._responses = None
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .._defaults import named
+from .._defaults import PassWhen, named
 from .._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from .._grade.grader import CompiledRubric, Grader
 from .._grade.scoring import score as score_results
@@ -29,7 +29,6 @@ from .._guards.calls import UserCodeError, described, make_importable, resolve_i
 from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite
 from .._render.table import answer_lines, criteria_table, since_baseline
-from .._repeat import PassWhen
 from .._schema import own_mark
 from ..judge.requests import JudgeKey
 from .heap import paused
@@ -465,12 +464,9 @@ class RubricItem(pytest.Item):
             pass_when=self.pass_when,
             level=session.settings.confidence,
         )
-        if result.errors:
-            record(self, result)
-            raise_for(result)
         # Without a judge at all, a case of judged criteria only has nothing to score; one
         # whose judge has no key is graded on what can be (see _grade.bounds).
-        if session.unjudged is None and score_results(result.criteria).empty:
+        if not result.errors and session.unjudged is None and score_results(result.criteria).empty:
             pytest.skip(
                 f"nothing graded: {result.skipped[0].reason}"
                 if result.skipped

@@ -5,14 +5,25 @@ from __future__ import annotations
 
 import contextvars
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 import pytest
 
 if TYPE_CHECKING:
-    from .._results import CaseResult, Recorded
+    from .._results import CaseResult
 
-RESULTS_KEY = pytest.StashKey[list["Recorded"]]()
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A result kept for an item's report; ``raised``: ``assert_rubric`` raised it next
+    (it counts only if that exception escapes the test)."""
+
+    result: CaseResult
+    raised: bool = False
+
+
+RESULTS_KEY = pytest.StashKey[list[Recorded]]()
 """Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""
 
 CURRENT_ITEM: contextvars.ContextVar[pytest.Item | None] = contextvars.ContextVar(
@@ -48,8 +59,6 @@ def is_rubric_item(item: pytest.Item) -> TypeGuard[RubricItemView]:
 
 def record(item: pytest.Item, result: CaseResult, *, raised: bool = False) -> None:
     """Keep ``result`` for the item's report (see :func:`settle`)."""
-    from .._results import Recorded
-
     item.stash.setdefault(RESULTS_KEY, []).append(Recorded(result, raised))
 
 

@@ -10,6 +10,7 @@ any other output, not in pytest's traceback.
 
 from __future__ import annotations
 
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -33,13 +34,18 @@ JUNIT_PROPERTIES = frozenset(
 
 def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
     """What ``--junitxml`` carries of a result (each name one of ``JUNIT_PROPERTIES``)."""
+    # JUnit's writer keeps every property to the end of the session: the figures, which
+    # repeat from item to item, are one string each (sys.intern), not one per item.
     properties = [
         ("rubric_case", outgoing(result.case)),  # the texts a rubric or a user wrote
         ("rubric_subject", outgoing(result.subject)),
-        ("rubric_score", f"{result.score:.4f}"),
+        ("rubric_score", sys.intern(f"{result.score:.4f}")),
         # "none": a report-only case, which has no pass mark
-        ("rubric_min_score", "none" if result.min_score is None else f"{result.min_score:.4f}"),
-        ("rubric_passed", str(result.passed).lower()),
+        (
+            "rubric_min_score",
+            "none" if result.min_score is None else sys.intern(f"{result.min_score:.4f}"),
+        ),
+        ("rubric_passed", "true" if result.passed else "false"),
     ]
     failed = [c.id for c in result.criteria if c.went_wrong or c.verdict is Verdict.ERROR]
     if failed:

@@ -124,8 +124,7 @@ class RubricSession:
             config_warning=config_warning,
         )
         self.results = Results(baseline=settings.baseline_path)
-        moved = _rootdir_moved(config) if settings.baseline_path is not None else None
-        if moved is not None and role.reports:
+        if role.reports and (moved := _rootdir_moved(config)) is not None:
             config.issue_config_time_warning(rubric_warning(moved), stacklevel=2)
         self.inputs = Inputs(
             here=config.invocation_params.dir,
@@ -146,9 +145,7 @@ class RubricSession:
         setup = JudgeSetup(**{f.name: getattr(settings, f.name) for f in fields(JudgeSetup)})
         self.judging = Judging(setup, role, self.caches, budget, self.dry_run)
         self.audit = Audit(
-            role=role,
             judging=self.judging,
-            dry_run=self.dry_run,
             probes=settings.judge_probe,
             probe_kinds=settings.probe_kinds,
             min_kappa=settings.min_kappa,
@@ -162,7 +159,7 @@ class RubricSession:
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         # Outputs that could not be written (shown as error lines at the end; see outputs)
         self.unwritten: list[Unwritten] = []
-        self._frozen = False  # whether collected() froze the heap (see heap)
+        self._frozen = False  # whether pytest_collection_finish froze the heap (see heap)
 
     @functools.cached_property
     def grader(self) -> Grader:
@@ -186,12 +183,6 @@ class RubricSession:
         return None if self.settings.require_judge else self.judging.unavailable
 
     # --- collection ---------------------------------------------------------------------------
-
-    @pytest.hookimpl(tryfirst=True)  # before xdist's controller declines to collect
-    def pytest_collection(self) -> None:
-        """Warn of rubric dirs whose files match no pattern: in collection, where pytest
-        records a warning at the location it names (the user's file, not the plugin)."""
-        self.check_dirs()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
@@ -237,13 +228,12 @@ class RubricSession:
             here = self.config.invocation_params.dir
             folder, shown = os.path.relpath(directory, here), os.path.relpath(found, here)
             patterns = ", ".join(settings.patterns)
-            message = (
+            warn(  # the message says where; no line of the file is echoed
                 f"{option} {folder} holds no rubric file ({patterns}) "
                 f"but YAML or JSON files, such as {shown}: rename it to match, as "
                 f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini "
                 "rubric_file_patterns"
             )
-            warn(message)  # the message says where; no line of the file is echoed
 
     def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
         """A run that deselected items never prunes recordings."""
@@ -307,15 +297,12 @@ class RubricSession:
         if self.judging.runner is not None:
             for request in requests:
                 self.judging.schedule(request)
-            if requests:
-                self.audit.schedule_probe(requests[0], compiled)
+            self.audit.schedule_probe(requests[0], compiled)
         judged: list[Judged | None] = []
         for request in requests:
             outcomes = self.judging.result(request)
-            uncalibrated = None
-            if outcomes is not None and self.judging.runner is not None:
-                uncalibrated = self.audit.below_min_kappa(request.key)
-            if uncalibrated is not None:
+            asked = outcomes is not None and self.judging.runner is not None
+            if asked and (uncalibrated := self.audit.below_min_kappa(request.key)):
                 outcomes = every(request, Outcome(Verdict.ERROR, 0.0, uncalibrated))
             judged.append(outcomes)
         return judged
@@ -333,31 +320,28 @@ class RubricSession:
 
     # --- xdist ----------------------------------------------------------------------------------
 
-    def worker_stats(self) -> dict[str, Any] | None:
-        """What an xdist worker sends the controller: answers, judge usage, calibration."""
-        tally = self.inputs.tally
-        data: dict[str, Any] = {"responses": {"asked": tally.asked, "replayed": tally.replayed}}
-        if self.judging.runner is not None:
-            self.audit.calibrations()
-            data["judges"] = self.judging.worker_usage()
-            data["calibration"] = self.audit.worker_calibrations()
+    def worker_stats(self) -> dict[str, Any]:
+        """What an xdist worker sends the controller (:meth:`add_worker_stats`): answers,
+        judge usage, calibration, the targets replaced and pinned, the recordings."""
         inputs = self.inputs
-        data["targets"] = [sorted(inputs.targets_replaced), sorted(inputs.targets_pinned)]
         if self.recordings:
-            self.recordings.collection_errors = self.inputs.collection_errors
-            data["recordings"] = self.recordings.state()
-        return data
+            self.recordings.collection_errors = inputs.collection_errors
+        return {
+            "responses": [inputs.tally.asked, inputs.tally.replayed],
+            "judges": self.judging.worker_usage(),
+            "calibration": self.audit.worker_calibrations(),
+            "targets": [sorted(inputs.targets_replaced), sorted(inputs.targets_pinned)],
+            "recordings": self.recordings.state() if self.recordings else None,
+        }
 
     def add_worker_stats(self, data: dict[str, Any]) -> None:
-        """Fold an xdist worker's counts into the controller's."""
-        responses = data.get("responses") or {}
-        self.inputs.tally.add(int(responses.get("asked", 0)), int(responses.get("replayed", 0)))
-        self.judging.add_usage(data.get("judges", {}))
-        if data.get("calibration"):
-            self.audit.add_calibrations(data["calibration"])
-        if data.get("recordings") and self.recordings:
+        """Fold an xdist worker's :meth:`worker_stats` into the controller's."""
+        self.inputs.tally.add(*data["responses"])
+        self.judging.add_usage(data["judges"])
+        self.audit.add_calibrations(data["calibration"])
+        if data["recordings"] and self.recordings:
             self.recordings.add_state(data["recordings"])
-        replaced, pinned = data.get("targets") or ([], [])
+        replaced, pinned = data["targets"]
         self.inputs.targets_replaced.update(replaced)
         self.inputs.targets_pinned.update(pinned)
 
@@ -402,9 +386,7 @@ class RubricSession:
                 f"rubric: subjects from the command line replace the targets of {replaced} "
                 f"rubric file{'s' if replaced != 1 else ''}"
             )
-        if (self.settings.targets or self.settings.models) and (
-            pinned := len(inputs.targets_pinned)
-        ):
+        if inputs.subjects_given and (pinned := len(inputs.targets_pinned)):
             lines.append(
                 f"rubric: `target_fixed: true` keeps the targets of {pinned} rubric "
                 f"file{'s' if pinned != 1 else ''}"
@@ -416,7 +398,6 @@ class RubricSession:
         from .._report.report import build_report
 
         settings = self.settings
-        tally = self.inputs.tally
         flips = settings.flip_limits if gates else {}
         return build_report(
             self.results.all,
@@ -435,7 +416,7 @@ class RubricSession:
             thresholds=settings.thresholds,
             level=settings.confidence,
             calibration=self.audit.calibrations(),
-            responses_replayed=(tally.replayed, tally.asked),
+            responses_replayed=(self.inputs.tally.replayed, self.inputs.tally.asked),
             show_response=settings.show_response,
             run=self.run_info(complete=complete) if gates else None,
         )
@@ -470,7 +451,7 @@ class RubricSession:
         """The controller's end of the run: apply the gates, write every output."""
         if self.dry_run:
             return
-        if self.role.reports and self.recordings:  # the workers' share came as data
+        if self.recordings:  # the workers' share came as data
             self.recordings.collection_errors += self.inputs.collection_errors
             self.recordings.finish(_selection(self.config, reruns=True))
         # Ctrl-C (pytest's INTERRUPTED; a collection that stopped too): the results are a

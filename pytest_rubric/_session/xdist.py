@@ -36,7 +36,7 @@ class RubricSession(Protocol):
     judging: Any
     results: Any
 
-    def worker_stats(self) -> dict[str, Any] | None: ...
+    def worker_stats(self) -> dict[str, Any]: ...
     def add_worker_stats(self, data: dict[str, Any]) -> None: ...
 
 
@@ -132,10 +132,9 @@ class WorkerHooks:
         return report
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        stats = self.state.worker_stats()
         workeroutput = getattr(session.config, "workeroutput", None)
-        if stats is not None and workeroutput is not None:
-            workeroutput[STATS_KEY] = stats
+        if workeroutput is not None:
+            workeroutput[STATS_KEY] = self.state.worker_stats()
 
 
 def _file_of(item: pytest.Item) -> str:

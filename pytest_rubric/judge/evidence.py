@@ -72,21 +72,18 @@ _TOKEN = re.compile(
 _CLAUSE_END = frozenset(".!?;:,\u3002\u3001")
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Words:
-    """Text as evidence is compared: its words joined by single spaces, where each starts in
-    that string, and which of them start a clause."""
+class Quoted:
+    """A response, normalized once, that quotes are looked for in (:func:`quote_found`): its
+    words joined by single spaces, where each starts in that string, and which of them start
+    a clause."""
 
-    text: str
-    starts: list[int]
-    clause: list[bool]
+    __slots__ = ("clause", "starts", "text")
 
-    @classmethod
-    def of(cls, text: str) -> _Words:
-        folded = unicodedata.normalize("NFKC", text).casefold().translate(_FOLD)
+    def __init__(self, response: str) -> None:
+        folded = unicodedata.normalize("NFKC", response).casefold().translate(_FOLD)
         words: list[str] = []
-        starts: list[int] = []
-        clause: list[bool] = []
+        self.starts: list[int] = []
+        self.clause: list[bool] = []
         at, new_clause = 0, True
         for match in _TOKEN.finditer(folded):
             word = match.group()
@@ -94,32 +91,22 @@ class _Words:
                 new_clause = new_clause or word in _CLAUSE_END
                 continue
             words.append(word)
-            starts.append(at)
-            clause.append(new_clause)
+            self.starts.append(at)
+            self.clause.append(new_clause)
             at += len(word) + 1
             new_clause = False
-        return cls(" ".join(words), starts, clause)
-
-
-class Quoted:
-    """A response, normalized once, that quotes are looked for in (:func:`quote_found`)."""
-
-    __slots__ = ("_words",)
-
-    def __init__(self, response: str) -> None:
-        self._words = _Words.of(response)
+        self.text = " ".join(words)
 
     def has(self, quote: str, *, deadline: Deadline | None = None) -> bool:
         """Whether ``quote`` is in the response (see the module's docstring); raises
         :class:`~pytest_rubric._guards.engines.CheckTimeout` past ``deadline``."""
-        needle = _Words.of(quote).text
-        haystack = self._words.text
-        if len(needle) < MIN_QUOTE or len(needle) > len(haystack):
+        needle = Quoted(quote).text
+        if len(needle) < MIN_QUOTE or len(needle) > len(self.text):
             # "a" or "is" is in every answer; a quote longer than the answer was not taken
             # from it (wrapping the answer in invented text does not make it a quote).
             return False
         deadline = deadline or Deadline(DEFAULT_CHECK_TIMEOUT)
-        padded = f" {haystack} "
+        padded = f" {self.text} "
         start = padded.find(f" {needle} ")
         while start >= 0:  # whole words: the match starts and ends at a space
             deadline.check()
@@ -130,11 +117,10 @@ class Quoted:
 
     def _negated_before(self, start: int) -> bool:
         """Whether the word before the one at ``start``, in its clause, is a negation."""
-        index = bisect.bisect_left(self._words.starts, start)
-        if index == 0 or self._words.clause[index]:
+        index = bisect.bisect_left(self.starts, start)
+        if index == 0 or self.clause[index]:
             return False
-        begin = self._words.starts[index - 1]
-        previous = self._words.text[begin : start - 1]
+        previous = self.text[self.starts[index - 1] : start - 1]
         return previous in NEGATIONS or previous.endswith("n't")
 
 

@@ -25,7 +25,6 @@ from .._guards.secrets import Secret, redact
 
 if TYPE_CHECKING:
     from ..criteria.extract import Extract, JudgedCriterion
-    from ..criteria.judge import Requirement
 
 
 _FENCED = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
@@ -328,15 +327,24 @@ def _grade(obj: dict[str, Any], criterion: JudgedCriterion, where: str, secrets:
         return Graded(
             met=credit >= 0.5, credit=credit, reason=f"score {score:g}/{high:g}: {reason}"
         )
-    if criterion.kind == "label":
-        return _label(obj, criterion, reason, where, secrets)
-    verdict = obj.get("verdict")
-    # Exactly as the prompt and the schema spell it: "met" or " MET" is out of protocol.
-    if not isinstance(verdict, str) or verdict not in _VERDICTS:
-        raise ReplyError(
-            f'{where}"verdict" must be exactly "MET" or "UNMET", got {_quote(verdict, secrets)}'
-        )
-    met = verdict == "MET"
+    if criterion.kind == "label":  # one of its labels; a pass label earns credit
+        labels = criterion.labels or ()
+        label = obj.get("label")
+        if not isinstance(label, str) or label not in labels:
+            raise ReplyError(
+                f'{where}"label" must be exactly one of {", ".join(map(repr, labels))}, got '
+                f"{_quote(label, secrets)}"
+            )
+        met = label in (criterion.pass_labels or ())
+        reason = f"label {label!r}: {reason}"
+    else:
+        verdict = obj.get("verdict")
+        # Exactly as the prompt and the schema spell it: "met" or " MET" is out of protocol.
+        if not isinstance(verdict, str) or verdict not in _VERDICTS:
+            raise ReplyError(
+                f'{where}"verdict" must be exactly "MET" or "UNMET", got {_quote(verdict, secrets)}'
+            )
+        met = verdict == "MET"
     return Graded(met=met, credit=1.0 if met else 0.0, reason=reason, evidence=_evidence(obj))
 
 
@@ -353,26 +361,6 @@ def _evidence(obj: dict[str, Any]) -> tuple[str, ...] | None:
     if not isinstance(value, list):
         return None
     return tuple(q for q in value if isinstance(q, str) and q.strip())[:_MAX_QUOTES]
-
-
-def _label(
-    obj: dict[str, Any], criterion: Requirement, reason: str, where: str, secrets: Secrets
-) -> Graded:
-    """A label-kind grade: exactly one of the criterion's labels; a pass label earns credit."""
-    labels = criterion.labels or ()
-    label = obj.get("label")
-    if not isinstance(label, str) or label not in labels:
-        raise ReplyError(
-            f'{where}"label" must be exactly one of {", ".join(map(repr, labels))}, got '
-            f"{_quote(label, secrets)}"
-        )
-    met = label in (criterion.pass_labels or ())
-    return Graded(
-        met=met,
-        credit=1.0 if met else 0.0,
-        reason=f"label {label!r}: {reason}",
-        evidence=_evidence(obj),
-    )
 
 
 RETURNS: dict[str, tuple[Callable[[Any], bool], str, str, str]] = {

@@ -93,22 +93,18 @@ class JudgeRunner:
             )
         # A judge may echo anything, the key included: no reason leaves unredacted.
         secrets = self.transport.secrets
-        return Judged(
-            {
+        return dataclasses.replace(
+            judged,
+            outcomes={
                 cid: dataclasses.replace(o, reason=redact(o.reason, *secrets))
                 for cid, o in judged.outcomes.items()
             },
-            injection_suspected=judged.injection_suspected,
-            llm_raw_score=judged.llm_raw_score,
         )
 
     async def _grade(self, request: JudgeRequest) -> Judged:
         runs = await asyncio.gather(*(self._sample(request, i) for i in range(self.votes)))
-        suspected = any(run.injection_suspected for run in runs)
         if self.votes == 1:
-            return Judged(
-                runs[0].outcomes, injection_suspected=suspected, llm_raw_score=runs[0].llm_raw_score
-            )
+            return runs[0]
         return Judged(
             {
                 c.id: combine(
@@ -120,7 +116,7 @@ class JudgeRunner:
                 )
                 for c in request.criteria
             },
-            injection_suspected=suspected,
+            injection_suspected=any(run.injection_suspected for run in runs),
             llm_raw_score=mean_raw_score(run.llm_raw_score for run in runs),
         )
 
@@ -136,13 +132,8 @@ class JudgeRunner:
             self._strategy_sample(dataclasses.replace(request, criteria=rest), sample),
             asyncio.gather(*parts),
         )
-        if not grounded:
-            return judged
-        ungrounded = dict(judged.outcomes)
-        return dataclasses.replace(
-            judged,
-            outcomes={**ungrounded, **dict(zip((c.id for c in grounded), outcomes, strict=True))},
-        )
+        graded = dict(zip((c.id for c in grounded), outcomes, strict=True))
+        return dataclasses.replace(judged, outcomes={**judged.outcomes, **graded})
 
     async def _strategy_sample(self, request: JudgeRequest, sample: int) -> Judged:
         """The strategy's grades of one sample (:meth:`_sample`, but ``grounded``)."""
@@ -152,8 +143,9 @@ class JudgeRunner:
         if self.strategy.mean:
             return judged  # a holistic grade is one score for the whole rubric: nothing to quote
         by_id = {c.id: c for c in request.criteria}
-        return Judged(
-            {
+        return dataclasses.replace(
+            judged,
+            outcomes={
                 cid: check_evidence(
                     o,
                     by_id[cid],
@@ -164,7 +156,6 @@ class JudgeRunner:
                 )
                 for cid, o in judged.outcomes.items()
             },
-            injection_suspected=judged.injection_suspected,
         )
 
 
@@ -233,10 +224,6 @@ class Panel:
         self.runners = tuple(runners)
         self.name = " + ".join(r.name for r in runners)
         self.client = runners[0].client  # the rubric_judge fixture's: the first judge
-
-    @property
-    def stats(self) -> CallStats:
-        return self.runners[0].stats
 
     def schedule(self, request: JudgeRequest) -> None:
         for runner in self.runners:

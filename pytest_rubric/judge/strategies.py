@@ -8,9 +8,8 @@
 ``one-shot``
     one call for all judged criteria of a case, keyed by criterion id;
 ``holistic``
-    one call, one 0-100 score s: the judged criteria earn s/100 of their combined positive
-    weight (each positive one gets credit s/100); when they have no positive weight, each
-    negative one gets credit 1 - s/100 (the error made that far).
+    one call, one 0-100 score s for the judged criteria together, shared among them as
+    docs/explanation/scoring.md states.
 
 A reply that does not fit the protocol is asked again once with the error fed back
 (:func:`ask`); a failed call, or a second bad reply, makes the criterion ERROR, never MET or
@@ -91,9 +90,13 @@ async def ask(
                 raise JudgeError(exc.message) from None
             if isinstance(second, JudgeError):
                 raise
+            # What to try next: never the grader in use.
+            better = "a larger model, or --rubric-grader per-criterion,"
+            if transport.strategy == "per-criterion":
+                better = "a larger model"
             raise JudgeError(
                 f"judge {transport.name} replied out of protocol twice: {second}; "
-                f"{_protocol_hint(transport.strategy)}"
+                f"{better} may follow the protocol better"
             ) from None
     problems = _problems(parsed)
     if problems is None:
@@ -124,13 +127,6 @@ async def _attempt(
         transport.unusable(reply, str(exc))
         raise exc from None
     return reply, parsed
-
-
-def _protocol_hint(strategy: str) -> str:
-    """What to try after a judge kept replying out of protocol: never the grader in use."""
-    if strategy == "per-criterion":
-        return "a larger model may follow the protocol better"
-    return "a larger model, or --rubric-grader per-criterion, may follow the protocol better"
 
 
 def _problems(parsed: Any) -> str | None:
@@ -211,7 +207,6 @@ async def _one_shot(transport: Transport, request: JudgeRequest, sample: int) ->
         first = await ask(transport, prompt, read, label=label, sample=sample)
     except JudgeError as exc:
         return Judged(_errors(criteria, str(exc)), injection_suspected=suspected)
-    bad = {cid: err for cid, err in first.items() if isinstance(err, ReplyError)}
     problems = _problems(first)
     if problems is not None:
         # One more try for the criteria the reply left out or got wrong.
@@ -227,8 +222,8 @@ async def _one_shot(transport: Transport, request: JudgeRequest, sample: int) ->
             )
         except (JudgeError, ReplyError):
             second = {}
-        for cid in bad:
-            if isinstance(second.get(cid), Graded):
+        for cid, graded in first.items():
+            if isinstance(graded, ReplyError) and isinstance(second.get(cid), Graded):
                 first[cid] = second[cid]
     if any(not isinstance(first[c.id], Graded) for c in criteria):
         transport.stats.errors += 1  # the reply never gave them: the call ended in ERRORs

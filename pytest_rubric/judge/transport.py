@@ -81,8 +81,10 @@ class Transport:
         self.votes = votes
         self.timeout = timeout  # a user's client gets --rubric-judge-timeout for its whole call
         self._builtin = isinstance(client, HTTPClient)
-        # A built-in client's PROVIDER:MODEL and URL; None for a user's own judge.
+        # A built-in client's PROVIDER:MODEL and URL, and where its calls go as the cache
+        # records it (no userinfo, no query string); None for a user's own judge.
         self.spec = getattr(client, "spec", None)
+        self.endpoint = self.spec.public_url if self.spec is not None else None
         self.stats = client.stats if self._builtin else CallStats()
         self.cache = CachedCalls(cache, cache_mode, stats=self.stats)
         self.budget = budget
@@ -196,12 +198,6 @@ class Transport:
         reply = await self._complete(prompt, user, sample)
         return dataclasses.replace(reply, key=looked.key)
 
-    @property
-    def endpoint(self) -> str | None:
-        """Where the calls go, as the cache records it (no userinfo, no query string); None
-        for a user's own judge."""
-        return self.spec.public_url if self.spec is not None else None
-
     def store(self, reply: Reply, parsed: Any) -> None:
         """Keep a reply that passed validation (never an error, never a partial one)."""
         self.cache.store(
@@ -213,9 +209,9 @@ class Transport:
         )
         where = self._recording.get()
         mode = self.cache.mode
-        recording = self.recordings is not None and where is not None
-        if recording and reply.key is not None and mode in ("use", "refresh"):
-            assert self.recordings is not None and where is not None
+        if self.recordings is None or where is None or reply.key is None:
+            return
+        if mode in ("use", "refresh"):
             self.recordings.record(
                 where,
                 reply.key,
@@ -251,13 +247,12 @@ class Transport:
             if isinstance(self.client, HTTPClient):
                 # No slot here: the client takes one per attempt.
                 send = self.client.send if self.batch is None else self.batch.send
-                reply = await send(
+                return await send(
                     prompt.system,
                     user,
                     schema=prompt.schema,
                     sampling=Sampling.of(sample, self.votes),
                 )
-                return reply
             # A user's client retries as it likes: its whole call holds the slot.
             async with self._semaphore:
                 if self.budget is not None:

@@ -144,7 +144,6 @@ PLUGIN_MODULES = {
     "pytest_rubric._config.parsers",
     "pytest_rubric._defaults",
     "pytest_rubric._errors",
-    "pytest_rubric._repeat",
     # The settings' two records of their own (stdlib dataclasses, no dependency)
     "pytest_rubric._grade",
     "pytest_rubric._grade.style",

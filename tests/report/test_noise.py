@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_rubric._defaults import parse_pass_when
 from pytest_rubric._grade.grader import Grader
 from pytest_rubric._grade.scoring import item_passes
 from pytest_rubric._render.summary import terminal_lines
-from pytest_rubric._repeat import parse_pass_when
 from pytest_rubric._report import stats as _stats
 from pytest_rubric._report.document import (
     GateModel,
@@ -19,7 +19,7 @@ from pytest_rubric._report.document import (
 from pytest_rubric._report.gates import Gates
 from pytest_rubric._report.leaderboard import breakdowns, leaderboard, pairwise, rank_noise
 from pytest_rubric._report.report import Severity, build_report
-from pytest_rubric._results import CaseResult, CriterionResult, Sample, Verdict
+from pytest_rubric._results import CaseResult, CriterionResult, Sample, Verdict, wilson
 
 
 def _criterion(
@@ -121,8 +121,8 @@ def test_passed_ci_is_the_wilson_interval_of_passed_over_total() -> None:
     results = [_result(f"q{i}", "a", 1.0 if i < 3 else 0.0) for i in range(4)]
     (row,) = leaderboard(results, level=0.9)
     assert (row.passed, row.total) == (3, 4)
-    assert row.passed_ci == _stats.wilson(3, 4, 0.9)
-    assert written(LeaderboardRowModel, row)["passed_ci"] == list(_stats.wilson(3, 4, 0.9))
+    assert row.passed_ci == wilson(3, 4, 0.9)
+    assert written(LeaderboardRowModel, row)["passed_ci"] == list(wilson(3, 4, 0.9))
 
 
 def test_detectable_drop_is_the_gates_as_configured() -> None:

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_rubric._report import stats as _stats
+from pytest_rubric._results import wilson
 
 
 def test_z_of_the_usual_levels() -> None:
@@ -21,13 +22,13 @@ def test_z_of_the_usual_levels() -> None:
 
 def test_wilson_known_values() -> None:
     # 8 of 10 at 95 %: the textbook (0.490, 0.943).
-    lo, hi = _stats.wilson(8, 10, 0.95)
+    lo, hi = wilson(8, 10, 0.95)
     assert (lo, hi) == pytest.approx((0.4902, 0.9433), abs=1e-4)
     # All pass: the upper bound is 1, the lower one n / (n + z^2).
-    lo, hi = _stats.wilson(5, 5, 0.95)
+    lo, hi = wilson(5, 5, 0.95)
     assert hi == 1.0
     assert lo == pytest.approx(5 / (5 + 1.959964**2), abs=1e-6)
-    assert _stats.wilson(0, 0) == (0.0, 1.0)
+    assert wilson(0, 0) == (0.0, 1.0)
 
 
 def _agresti_coull(k: int, n: int, level: float) -> tuple[float, float]:
@@ -94,7 +95,7 @@ def test_exact_binomial_coverage_near_one_at_ten_cases() -> None:
 def test_pass_rate_ci_is_wilson_with_its_known_oscillation(k: int) -> None:
     # pass_rate_ci over k samples: 0.95 on average, but down to 0.82-0.83 for rates near 0
     # or 1 (what the docs say; the correctness interval promises more).
-    intervals = [_stats.wilson(x, k) for x in range(k + 1)]
+    intervals = [wilson(x, k) for x in range(k + 1)]
     coverage = [
         math.fsum(
             math.comb(k, x) * p**x * (1 - p) ** (k - x)
@@ -269,9 +270,9 @@ def test_interval_narrows_as_cases_grow(values: list[float]) -> None:
 @given(st.integers(min_value=0, max_value=50), st.integers(min_value=1, max_value=50))
 def test_wilson_contains_the_rate(k: int, n: int) -> None:
     k = min(k, n)
-    lo, hi = _stats.wilson(k, n)
+    lo, hi = wilson(k, n)
     assert 0 <= lo <= k / n <= hi <= 1
-    lo4, hi4 = _stats.wilson(4 * k, 4 * n)
+    lo4, hi4 = wilson(4 * k, 4 * n)
     assert hi4 - lo4 < hi - lo
 
 
