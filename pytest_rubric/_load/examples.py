@@ -1,9 +1,8 @@
 """Labelled examples a rubric file gives, as a list or a JSONL path relative to the file:
-``calibration:`` (``{case, criterion, response, verdict}``, or ``score``), which the judge
-is measured on (``_report.audit``), and ``judge_examples:`` (``{criterion,
-response, verdict, reason}``), which it is shown (:mod:`pytest_rubric.judge.prompts`).
-A judge example whose response is also a calibration response (whitespace runs made one
-space) is a collection error, so ``kappa`` stays a held-out measure.
+``calibration:``, which the judge is measured on (``_report.audit``), and
+``judge_examples:``, which it is shown (:mod:`pytest_rubric.judge.prompts`). A judge
+example whose response is also a calibration response is a collection error, so ``kappa``
+stays a held-out measure.
 """
 
 from __future__ import annotations
