@@ -8,7 +8,6 @@ so the extremes bound every answer the judge could give.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -86,11 +85,7 @@ def skip_reason(result: CaseResult) -> str:
     parts = [f"score between {low:.2f} and {high:.2f} whatever the judge says; min_score {mark}"]
     if result.n_samples > 1 and result.pass_when != "mean":
         parts.append(f"pass_when {result.pass_when}")
-    required = _required_skipped(result.criteria)
+    required = [c.id for c in result.criteria if c.required and c.verdict is Verdict.SKIPPED]
     if required:
         parts.append(f"required criterion {required[0]!r} needs the judge")
     return f"{'; '.join(parts)} ({why})"
-
-
-def _required_skipped(criteria: Sequence[CriterionResult]) -> list[str]:
-    return [c.id for c in criteria if c.required and c.verdict is Verdict.SKIPPED]

@@ -1,10 +1,6 @@
-"""Grading: a compiled rubric and a response in, a :class:`CaseResult` out.
-
-:meth:`Grader.compile` does what does not depend on the answer, once per rubric;
-:meth:`Grader.grade` runs the checks, scores substance, measures style and sets the flags
-(judged criteria are SKIPPED until a judge is configured). Every text a result keeps passes
-through :func:`~pytest_rubric._guards.secrets.clip` here, the one place results are built:
-redacted, then cut to 2,000 characters; grading itself sees the whole response.
+"""Grading: a compiled rubric and a response in, a :class:`CaseResult` out. Every text a
+result keeps passes through :func:`~pytest_rubric._guards.secrets.clip` here, the one place
+results are built: redacted, then cut to 2,000 characters; grading sees the whole response.
 """
 
 from __future__ import annotations
@@ -30,7 +26,6 @@ from .._schema import REPORT_ONLY, Criterion, Mark, Rubric, own_mark
 from .._trace import Passage, Trace
 from ..criteria.check import Answer, Check, CheckContext
 from ..criteria.extract import Extract, JudgedCriterion
-from ..criteria.grounded import Grounded
 from ..criteria.judge import Requirement
 from . import style
 from .scoring import item_passes, passes
@@ -130,9 +125,7 @@ class Grader:
             criteria=criteria,
             checks=checks,
             min_score=None if mark == REPORT_ONLY else float(mark),
-            judged_criteria=tuple(
-                c for c in criteria if isinstance(c, Requirement | Extract | Grounded)
-            ),
+            judged_criteria=tuple(c for c in criteria if isinstance(c, JudgedCriterion)),
             style_field=self.style_field if style_field is None else style_field,
         )
 
@@ -155,12 +148,17 @@ class Grader:
         answer.trace = with_case_context(answer.trace, compiled.rubric)
         if judged is None and self._judge is not None and compiled.judged:
             judged = self._judge(compiled, answer.text)
-        criteria = [
-            self._criterion(criterion, check, tags, answer, compiled.rubric, judged)
-            for criterion, check, tags in zip(
-                compiled.criteria, compiled.checks, compiled.tags, strict=True
-            )
-        ]
+        criteria = []
+        for criterion, check, tags in zip(
+            compiled.criteria, compiled.checks, compiled.tags, strict=True
+        ):
+            if check is not None:
+                outcome = check(answer, compiled.rubric)
+            else:  # judged: the judge's outcome, if it was asked
+                outcome = (
+                    judged.outcomes.get(criterion.id) if judged is not None else None
+                ) or Outcome(Verdict.SKIPPED, 0.0, NO_JUDGE_REASON)
+            criteria.append(self._criterion_result(criterion, outcome, tags))
         flags: list[str] = []  # from judged outcomes only
         if judged is not None:
             if judged.injection_suspected:
@@ -318,23 +316,6 @@ class Grader:
 
     def _clip(self, text: str) -> str:
         return clip(text, *self.secrets)
-
-    def _criterion(
-        self,
-        criterion: Criterion,
-        check: Check[Any] | None,
-        tags: tuple[str, ...],
-        answer: Answer,
-        rubric: Rubric,
-        judged: Judged | None,
-    ) -> CriterionResult:
-        if check is None:
-            outcome = (
-                judged.outcomes.get(criterion.id) if judged is not None else None
-            ) or Outcome(Verdict.SKIPPED, 0.0, NO_JUDGE_REASON)
-        else:
-            outcome = check(answer, rubric)
-        return self._criterion_result(criterion, outcome, tags)
 
     def _criterion_result(
         self, criterion: Criterion, outcome: Outcome, tags: tuple[str, ...]

@@ -1,11 +1,5 @@
-"""The substance score, exactly as docs/explanation/scoring.md states it.
-
-With weight w_i and credit c_i: earned = sum(w_i * c_i), P = sum of positive weights,
-N = sum of |negative weights|; score = clamp(earned / P, 0, 1) when P > 0, else
-clamp(1 + earned / N, 0, 1) (an all-negative rubric: avoiding every error scores 1.0);
-raw_score = earned. SKIPPED criteria are left out. An ERROR never raises a score: a
-positive one stays in P earning nothing, a negative one is left out of N (credit for an
-error avoided that nobody checked).
+"""The substance score and the pass rules, exactly as docs/explanation/scoring.md states
+them (its formulas, and why an ERROR never raises a score).
 """
 
 from __future__ import annotations
@@ -35,30 +29,24 @@ class Score:
 _EPSILON = 1e-9
 
 
-def decided(results: Iterable[CriterionResult]) -> list[CriterionResult]:
-    return [r for r in results if r.verdict in (Verdict.MET, Verdict.UNMET)]
-
-
-def _clamp(value: float) -> float:
-    return min(1.0, max(0.0, value))
-
-
 def score(results: Iterable[CriterionResult]) -> Score:
-    """Score the substance criteria among ``results`` (style ones are ignored)."""
+    """Score the substance criteria among ``results`` (style ones are ignored, SKIPPED ones
+    left out); an ERROR stays in the positive weights earning nothing, and is left out of
+    the negative ones, so it never raises a score."""
     substance = [r for r in results if r.axis == "substance"]
-    ran = decided(substance)
+    ran = [r for r in substance if r.verdict in (Verdict.MET, Verdict.UNMET)]
     earned = sum(r.weight * r.credit for r in ran)
-    positive = sum(
-        r.weight for r in substance if r.weight > 0 and (r.verdict is not Verdict.SKIPPED)
-    )
+    positive = sum(r.weight for r in substance if r.weight > 0 and r.verdict is not Verdict.SKIPPED)
     negative = sum(-r.weight for r in ran if r.weight < 0)
     if positive > 0:
-        value = _clamp(earned / positive)
+        value = earned / positive
     elif negative > 0:
-        value = _clamp(1 + earned / negative)
+        value = 1 + earned / negative
     else:
         value = 0.0
-    return Score(score=value, raw_score=earned, positive=positive, negative=negative)
+    return Score(
+        score=min(1.0, max(0.0, value)), raw_score=earned, positive=positive, negative=negative
+    )
 
 
 def passes(
@@ -80,9 +68,6 @@ def passes(
     )
 
 
-_score_of = score  # item_passes takes a number named score
-
-
 def item_passes(
     samples: Sequence[Any], *, pass_when: PassWhen, min_score: float | None, score: float
 ) -> bool:
@@ -96,10 +81,7 @@ def item_passes(
         return passed == len(samples)
     if pass_when == "any":
         return passed > 0
-    if pass_when == "mean":
-        return (
-            (min_score is None or score >= min_score - _EPSILON)
-            and not any(c.required and c.went_wrong for s in samples for c in s.criteria)
-            and not all(_score_of(s.criteria).empty for s in samples)
-        )
+    if pass_when == "mean":  # the pass rule over every sample's criteria, at the mean score
+        criteria = [c for s in samples for c in s.criteria]
+        return passes(criteria, case_score=score, min_score=min_score)
     return passed / len(samples) >= float(pass_when) - _EPSILON

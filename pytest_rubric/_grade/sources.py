@@ -56,15 +56,12 @@ class Source:
     tracer: CallTracer | None = None  # reads a target call's spans (--rubric-otel)
 
     @property
-    def texts(self) -> tuple[str, ...]:
-        """The responses written down (inline or in a responses file), one per sample."""
-        return () if self.text is None else (self.text, *self.more)
-
-    @property
     def written(self) -> list[Answer]:
-        """The written responses with the traces their responses file gave, one per sample."""
-        traces = self.traces or (None,) * len(self.texts)
-        return [Answer(t, trace) for t, trace in zip(self.texts, traces, strict=True)]
+        """The responses written down (inline or in a responses file), one per sample, with
+        the traces their responses file gave."""
+        texts = () if self.text is None else (self.text, *self.more)
+        traces = self.traces or (None,) * len(texts)
+        return [Answer(t, trace) for t, trace in zip(texts, traces, strict=True)]
 
     @property
     def live(self) -> bool:
@@ -111,11 +108,8 @@ class Source:
         samples: int = 1,
         raised: list[BaseException] | None = None,
     ) -> tuple[Answer, None] | tuple[None, str]:
-        """The answer (of sample ``sample`` of ``samples``), or None and why there is none."""
-        if self.unavailable is not None:
-            return None, self.unavailable
-        if self.text is not None:
-            return self.written[0], None
+        """The application's answer (of sample ``sample`` of ``samples``), or None and why
+        there is none."""
         what = f"{'model' if self.live else 'target'} {self.target_name}"
         looked: Reply | None = None
         try:

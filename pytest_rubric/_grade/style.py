@@ -1,11 +1,6 @@
 """Style heuristics: how an answer reads, measured so that it can be kept out of the score.
-
-Both numbers are in [0, 1]; docs/explanation/style.md gives the formulas. ``fluency`` is
-the mean of length (``min(words / 40, 1)``), sentence shape (1 for 8-30 words a sentence,
-0 at 0 and 60), punctuation (the share of well-formed sentences) and variety (type-token
-ratio of the first 100 words). ``confidence`` is
-``clamp(0.5 + 0.5 * (A - H) / max(A + H, 2), 0, 1)`` for A assertive and H hedging
-markers (every ``?`` a hedge). The flags' rules are :func:`flags`'.
+``fluency`` and ``confidence`` are in [0, 1]; docs/explanation/style.md gives their
+formulas and the flags' rules.
 """
 
 from __future__ import annotations
@@ -119,7 +114,7 @@ def _strings(value: object) -> list[str]:
 
 
 def fluency(text: str) -> float:
-    """How well-formed an answer reads, in [0, 1] (see the module docstring)."""
+    """How well-formed an answer reads: the mean of length, shape, punctuation and variety."""
     words = _WORD.findall(text)
     if not words:
         return 0.0

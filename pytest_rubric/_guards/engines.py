@@ -121,12 +121,13 @@ def _compile_backtracking(pattern: str, *, case_sensitive: bool) -> Any:
         raise PatternError(str(exc), unsupported=False) from None
 
 
-def search(compiled: Any, text: str, deadline: Deadline | None = None) -> Any:
+def search(compiled: Any, text: str) -> Any:
     """``compiled.search(text)``: the match or None. A backtracking pattern's search stops
-    after :data:`PATTERN_TIMEOUT` (or at ``deadline``, if sooner), raising :class:`CheckTimeout`."""
-    if _is_re2(compiled):
-        return compiled.search(text)  # linear in the text
-    deadline = deadline or _running.deadline
+    after :data:`PATTERN_TIMEOUT` (or at the :func:`running` deadline, if sooner), raising
+    :class:`CheckTimeout`."""
+    if type(compiled).__module__ == "re2":  # linear in the text; anything else is bounded
+        return compiled.search(text)
+    deadline = _running.deadline
     if deadline is not None:
         deadline.check()
     bound = PATTERN_TIMEOUT if deadline is None else min(PATTERN_TIMEOUT, deadline.remaining())
@@ -138,7 +139,3 @@ def search(compiled: Any, text: str, deadline: Deadline | None = None) -> Any:
             f"on {len(text)} characters; rewrite it without nested repetition or lookaround, so "
             "that it runs on RE2 in linear time"
         ) from None
-
-
-def _is_re2(compiled: Any) -> bool:
-    return type(compiled).__module__ == "re2"  # anything else is searched with a bound

@@ -1,10 +1,6 @@
-"""The one boundary text passes on its way out of the process.
-
-:func:`outgoing`, what every renderer and error path calls last: keys redacted
-(``_guards.secrets``), URLs made public, control characters shown escaped (``\\x1b``),
-lone surrogates replaced by U+FFFD. :func:`outgoing_data` applies it to a document,
-:func:`inert_mentions` makes Markdown mention nobody, :func:`outgoing_streams` holds a
-command's output to it, and :func:`warn` warns attributed to no file.
+"""The one boundary text passes on its way out of the process: :func:`outgoing`, what every
+renderer and error path calls last, and its forms for a document, Markdown, a command's
+streams and the plugin's warnings.
 """
 
 from __future__ import annotations

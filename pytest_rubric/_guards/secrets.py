@@ -1,9 +1,6 @@
-"""API keys held so that they cannot leak into output, reports, caches or exception text.
-
-:func:`redact` masks a key in any letter case, and any run of 12 or more characters of it
-(a key cut by someone's ``[:200]`` is still a key); :func:`clip` redacts *then* cuts, so no
-cut leaves a piece redaction would miss; :func:`public_url` drops what may hold a token
-(``user:token@``, ``?api-key=``) from a URL.
+"""API keys held so that they cannot leak into output, reports, caches or exception text:
+a run of 12 or more characters of a key is masked too (a key cut by someone's ``[:200]`` is
+still a key), and text is redacted *before* it is cut.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Labelled examples a rubric file gives, as a list or a JSONL path relative to the file:
-``calibration:`` (``{case, criterion, response, verdict}``, or ``score``), which the judge
-is measured on (``_report.audit``), and ``judge_examples:`` (``{criterion,
-response, verdict, reason}``), which it is shown (:mod:`pytest_rubric.judge.prompts`).
-A judge example whose response is also a calibration response (whitespace runs made one
-space) is a collection error, so ``kappa`` stays a held-out measure.
+``calibration:``, which the judge is measured on (``_report.audit``), and
+``judge_examples:``, which it is shown (:mod:`pytest_rubric.judge.prompts`). A judge
+example whose response is also a calibration response is a collection error, so ``kappa``
+stays a held-out measure.
 """
 
 from __future__ import annotations
@@ -73,11 +72,8 @@ def examples_of(
             message, field = f"{at}: criterion {example.criterion!r} needs a score label", "score"
             hint = f"write `score: n` ({criterion.min_score:g} to {criterion.max_score:g})"
         elif criterion.kind != "score" and (example.score is not None or example.verdict is None):
-            message, field = (
-                f"{at}: criterion {example.criterion!r} needs a verdict label",
-                "verdict",
-            )
-            hint = "write `verdict: MET` or `verdict: UNMET`"
+            message = f"{at}: criterion {example.criterion!r} needs a verdict label"
+            field, hint = "verdict", "write `verdict: MET` or `verdict: UNMET`"
         else:
             found.append((example, criterion, case))
             continue
@@ -174,11 +170,8 @@ def guidance_of(
     for index, (line, example) in enumerate(rows):
         at = f"judge example {index + 1}"
         if example.criterion not in judged:
-            field, message = (
-                "criterion",
-                f"{at}: no judged criterion {example.criterion!r} in this file",
-            )
-            hint = f"use one of {', '.join(sorted(judged)) or '(none)'}"
+            message = f"{at}: no judged criterion {example.criterion!r} in this file"
+            field, hint = "criterion", f"use one of {', '.join(sorted(judged)) or '(none)'}"
         elif _same(example.response) in labelled:
             field = "response"
             message = (

@@ -31,7 +31,7 @@ from .._schema import Suite
 from ..criteria.model import CriterionModel
 from ..criteria.registry import CONTEXT_KEY, criterion_types
 from .locate import EXAMPLES, Locator, duplicate_problem, validation_problems
-from .semantics import broken_patterns, semantic_problems
+from .semantics import semantic_problems
 
 
 @dataclass(slots=True)
@@ -132,9 +132,7 @@ def parse_suite(
         suite = Suite.model_validate(data, context={CONTEXT_KEY: tuple(added)})
     except ValidationError as exc:
         problems += validation_problems(exc, data, locator)
-    problems += semantic_problems(data, suite, locator)
-    if problems:  # a collection error: its patterns' problems too, in the same round
-        problems += broken_patterns(data, suite, locator)
+    problems += semantic_problems(data, suite, locator, failed=bool(problems))
     calibration: list[tuple[Any, Any, Any]] = []
     guidance = None
     if suite is not None:

@@ -13,11 +13,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from .._errors import Problem
+from .._guards.engines import PATTERN_TIMEOUT
 from .._guards.outgoing import as_written
 from .._guards.secrets import shorten
 from .._schema import Case, Criterion, Suite, default_ids
 from ..criteria.json import Json
-from ..criteria.regex import PYTHON_REGEX_TIMEOUT, Regex, pattern_error
+from ..criteria.regex import Regex, pattern_error
 from .locate import Locator, dotted, item_label, value_at
 from .responses import safe_subject, subject_problem
 
@@ -53,7 +54,7 @@ def _unrunnable(regex: Regex) -> tuple[str, str] | None:
         f"({why}): RE2 has no backreferences and no lookaround",
         "rewrite it without them (an `invert: true` criterion often replaces a negative "
         "lookahead), or add `engine: python` to this criterion to use Python's backtracking "
-        f"engine, whose every search is cut off after {PYTHON_REGEX_TIMEOUT:g} s (ERROR)",
+        f"engine, whose every search is cut off after {PATTERN_TIMEOUT:g} s (ERROR)",
     )
 
 
@@ -162,22 +163,19 @@ def _raw_problems(data: dict[str, Any], locator: Locator) -> Iterator[Problem]:
             )
         elif case_id is not None:
             seen_cases[case_id] = i
-        ids = _criterion_ids(case.get("criteria"), "c")
-        unique = {criterion_id for _, criterion_id in ids}
-        if len(unique) != len(ids) or not global_ids.isdisjoint(unique):  # rare: say which
-            seen: set[str] = set()
-            for j, criterion_id in ids:
-                if criterion_id in seen or criterion_id in global_ids:
-                    origin = "in `global`" if criterion_id in global_ids else "earlier in this case"
-                    yield Problem(
-                        f"criterion id {criterion_id!r} is used twice (also {origin})",
-                        line=locator.line(("cases", i, "criteria", j, "id")),
-                        case=item_label(case.get("id"), i),
-                        criterion=criterion_id,
-                        field="id",
-                        hint="give every criterion of a case a unique id",
-                    )
-                seen.add(criterion_id)
+        seen: set[str] = set()
+        for j, criterion_id in _criterion_ids(case.get("criteria"), "c"):
+            if criterion_id in seen or criterion_id in global_ids:
+                origin = "in `global`" if criterion_id in global_ids else "earlier in this case"
+                yield Problem(
+                    f"criterion id {criterion_id!r} is used twice (also {origin})",
+                    line=locator.line(("cases", i, "criteria", j, "id")),
+                    case=item_label(case.get("id"), i),
+                    criterion=criterion_id,
+                    field="id",
+                    hint="give every criterion of a case a unique id",
+                )
+            seen.add(criterion_id)
         if "responses" in case or "subject" in case:
             yield from _subject_problems(case, i, locator)
 
@@ -210,21 +208,24 @@ def _subject_problems(case: dict[str, Any], index: int, locator: Locator) -> Ite
             )
 
 
-def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locator) -> list[Problem]:
-    """Problems validation cannot see (see the module's docstring)."""
+def semantic_problems(
+    data: dict[str, Any], suite: Suite | None, locator: Locator, *, failed: bool
+) -> list[Problem]:
+    """Problems validation cannot see (see the module's docstring). When the file is a
+    collection error anyway (``failed``: validation found problems, or this does), the
+    patterns no engine compiles (ERROR when graded) are listed too, so that one round of
+    fixes is enough."""
     problems = [
         *_raw_problems(data, locator),
         *_pattern_problems(data, suite, locator, _unrunnable),
     ]
-    global_criteria: Sequence[Criterion] | None
+    global_criteria: Sequence[Criterion]
     if suite is not None:
         global_criteria, cases = suite.global_criteria, list(enumerate(suite.cases))
     else:
         global_criteria, cases = _valid_parts(data)
     for i, case in cases:
         label = item_label(value_at(data, "cases", i, "id"), i)
-        if global_criteria is None:
-            continue  # the global criteria did not validate: a case's weights are unknown
         everything = [*global_criteria, *case.criteria]
         overflow = _overflowing_weights(everything)
         if overflow is not None:
@@ -249,13 +250,9 @@ def semantic_problems(data: dict[str, Any], suite: Suite | None, locator: Locato
                     hint="add a criterion with `axis: substance` (the default) and a non-zero weight",
                 )
             )
+    if failed or problems:
+        problems += _pattern_problems(data, suite, locator, _invalid)
     return problems
-
-
-def broken_patterns(data: dict[str, Any], suite: Suite | None, locator: Locator) -> list[Problem]:
-    """Patterns no engine compiles (ERROR when graded), listed with a collection error's other
-    problems, so that one round of fixes is enough."""
-    return list(_pattern_problems(data, suite, locator, _invalid))
 
 
 def _criteria(
@@ -302,15 +299,14 @@ def _overflowing_weights(criteria: Sequence[Criterion]) -> str | None:
     return None
 
 
-def _valid_parts(
-    data: dict[str, Any],
-) -> tuple[Sequence[Criterion] | None, list[tuple[int, Case]]]:
-    global_criteria: Sequence[Criterion] | None
+def _valid_parts(data: dict[str, Any]) -> tuple[Sequence[Criterion], list[tuple[int, Case]]]:
+    """The global criteria and the cases that validate alone; no case when the global
+    criteria do not validate (a case's weights are unknown then)."""
     try:
         only_global = {k: v for k, v in data.items() if k in ("global", "global_criteria")}
         global_criteria = Suite.model_validate({**only_global, "cases": []}).global_criteria
     except ValidationError:
-        global_criteria = None
+        return (), []
     cases: list[tuple[int, Case]] = []
     raw_cases = data.get("cases")
     for i, raw in enumerate(raw_cases if isinstance(raw_cases, list) else ()):

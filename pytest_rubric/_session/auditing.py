@@ -170,8 +170,7 @@ class Audit:
         criteria = [c for c in compiled.judged_criteria if c.id in ids]
         if not criteria:
             return [], []
-        from .._grade.padding import pad, paddable
-        from .._grade.restyle import restyle
+        from .._grade.restyle import pad, paddable, restyle
 
         key, response = request.key, request.response
         kinds = self.probe_kinds

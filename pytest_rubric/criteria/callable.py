@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 import reprlib
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import field_validator
+from pydantic import AfterValidator
 
 from .._guards.calls import CallRunner, CallTimeout, described, resolve_import
 from .._guards.secrets import known_keys, redact
@@ -19,14 +19,9 @@ class CallableCriterion(CriterionModel):
     """The function at ``function`` ("package.module:name") grades the response."""
 
     type: Literal["callable"] = "callable"
-    function: str
+    function: Annotated[str, AfterValidator(check_import_path)]
     threshold: Share = 0.5
     timeout: Timeout | None = None  # default: ini rubric_call_timeout (60 s)
-
-    @field_validator("function")
-    @classmethod
-    def _import_path(cls, value: str) -> str:
-        return check_import_path(value)
 
     def compile(self, context: CheckContext) -> Check[CallableCriterion]:
         try:

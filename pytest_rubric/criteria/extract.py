@@ -13,21 +13,20 @@ from pydantic import Field, PlainValidator, PrivateAttr, ValidationInfo
 from .._results import Outcome, Verdict
 from .check import Check, CheckContext, unmet
 from .grounded import Grounded
-from .json import body_of
 from .judge import Requirement
 from .model import CriterionModel
 from .registry import validate_body
 
 
 def _check_body(value: Any, info: ValidationInfo) -> Any:
-    body = body_of(
+    return validate_body(
         value,
+        info,
         owner="extract",
         subject="`check`",
         forbidden="`check` cannot be `forbidden` (MET would mean the error happened)",
         name="check",
     )
-    return validate_body(body, info)
 
 
 CheckBody = Annotated[CriterionModel, PlainValidator(_check_body)]

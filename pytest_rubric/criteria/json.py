@@ -6,7 +6,6 @@ deterministic criterion bodies) check out; the credit is the share of fields MET
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, PlainValidator, ValidationInfo, field_validator
@@ -31,40 +30,19 @@ from .json_text import (
 from .model import CriterionModel
 from .registry import validate_body
 
-# What a field's body may not say: it is one part of its criterion, weighted as a whole.
-_NOT_IN_A_BODY = ("id", "weight", "points", "axis", "required", "description")
-
-
-def body_of(value: Any, *, owner: str, subject: str, forbidden: str, name: str) -> Any:
-    """A deterministic body (a ``json`` field's check, an ``extract``'s ``check``) as the union
-    reads it, given the id ``name``."""
-    if not isinstance(value, dict):
-        return value
-    given = [key for key in _NOT_IN_A_BODY if key in value]
-    if given:
-        raise ValueError(
-            f"{subject} takes no {', '.join(f'`{k}`' for k in given)}: it is part of its "
-            f"`{owner}` criterion, which has the id and the weight"
-        )
-    if value.get("type") == "forbidden":
-        raise ValueError(f"{forbidden}; write {{type: regex, pattern: ..., invert: true}}")
-    return {**value, "id": name}
-
 
 def _field_body(value: Any, info: ValidationInfo) -> Any:
-    body = body_of(
+    return validate_body(
         value,
+        info,
         owner="json",
         subject="a field's check",
         forbidden="a field cannot be checked with `forbidden` (MET would mean the error "
         "happened, yet MET fields earn the credit)",
         name="field",
     )
-    return validate_body(body, info)
 
 
-Pointer = JsonPointer
-# Any deterministic type of the session's registry but `forbidden`, whose MET is an error.
 FieldCheck = Annotated[CriterionModel, PlainValidator(_field_body)]
 
 
@@ -76,7 +54,7 @@ class Json(CriterionModel):
     json_schema: dict[str, Any] | bool | None = Field(
         default=None, validation_alias=AliasChoices("schema", "json_schema")
     )
-    fields: dict[Pointer, FieldCheck] | None = Field(default=None, min_length=1)
+    fields: dict[JsonPointer, FieldCheck] | None = Field(default=None, min_length=1)
     # False: only the whole answer, as written, counts (no first-fenced-block fallback, and only
     # JSON's own whitespace around it), as in tools that call JSON.parse on the output.
     fenced: bool = True
@@ -192,7 +170,9 @@ class _JsonCheck(Check[Json]):
 
     def _fields(self, value: Any, case: object) -> Outcome:
         failed: list[tuple[str, str]] = []
-        for pointer, outcome in self._field_outcomes(value, case):
+        for pointer, check in self.fields.items():
+            found = resolve_pointer(value, pointer)
+            outcome = unmet("missing") if found is MISSING else check.on_json(found, case)
             if outcome.verdict is Verdict.ERROR:
                 return error(f"field {_shown(pointer)}: {outcome.reason}")
             if outcome.verdict is not Verdict.MET:
@@ -206,11 +186,3 @@ class _JsonCheck(Check[Json]):
             (total - len(failed)) / total,
             f"{total - len(failed)} of {total} fields MET; failed {listed}",
         )
-
-    def _field_outcomes(self, value: Any, case: object) -> Iterator[tuple[str, Outcome]]:
-        for pointer, check in self.fields.items():
-            found = resolve_pointer(value, pointer)
-            if found is MISSING:
-                yield pointer, unmet("missing")
-            else:
-                yield pointer, check.on_json(found, case)

@@ -109,32 +109,27 @@ def _loads(text: str) -> Any:
         raise
 
 
-def parse_json(text: str) -> tuple[Any, str | None]:
-    """The answer as JSON, or its first fenced block; (value, None) or (None, why not);
-    :class:`NestedTooDeeply` for well-nested text too deep to parse."""
-    try:
-        return _loads(text), None
-    except (ValueError, RecursionError) as exc:
-        first_error = str(exc) if isinstance(exc, ValueError) else "nested too deeply"
-    block = _FENCED.search(text)
-    if block is None:
-        return None, f"not JSON ({first_error}) and no fenced block"
-    try:
-        return _loads(block.group(1)), None
-    except ValueError as exc:
-        return None, f"fenced block is not JSON ({exc})"
-    except RecursionError:
-        return None, "fenced block is not JSON (nested too deeply)"
-
-
 def parse_whole(text: str) -> tuple[Any, str | None]:
-    """The whole text as JSON, as :func:`parse_json` reads it."""
+    """The whole text as JSON: (value, None) or (None, why not); :class:`NestedTooDeeply` for
+    well-nested text too deep to parse."""
     try:
         return _loads(text), None
     except ValueError as exc:
         return None, f"not JSON ({exc})"
     except RecursionError:
         return None, "not JSON (nested too deeply)"
+
+
+def parse_json(text: str) -> tuple[Any, str | None]:
+    """The answer as JSON, or its first fenced block, as :func:`parse_whole` reads each."""
+    value, problem = parse_whole(text)
+    if problem is None:
+        return value, None
+    block = _FENCED.search(text)
+    if block is None:
+        return None, f"{problem} and no fenced block"
+    value, in_block = parse_whole(block.group(1))
+    return (value, None) if in_block is None else (None, f"fenced block is {in_block}")
 
 
 # --- field: one value of a JSON answer -----------------------------------------------------

@@ -101,13 +101,16 @@ def parse_numbers(text: str) -> Iterator[float]:
 CompiledPhrase = tuple[str, str, bool, bool]
 
 
-def compile_phrase(text: str) -> CompiledPhrase:
-    """Compile a phrase for :func:`found`: it matches at a word start (``loss`` matches
+def compile_phrases(items: tuple[str, ...]) -> tuple[CompiledPhrase, ...]:
+    """Compile phrases for :func:`found`: each matches at a word start (``loss`` matches
     "losses", not "gloss"), and one that starts or ends with a digit a whole number (``1%``
     matches neither "11%" nor "0.1%")."""
-    needle = normalize(text)
-    head, tail = needle[:1], needle[-1:]
-    return needle, text, head.isascii() and head.isalnum(), tail.isdigit()
+    compiled = []
+    for text in items:
+        needle = normalize(text)
+        head, tail = needle[:1], needle[-1:]
+        compiled.append((needle, text, head.isascii() and head.isalnum(), tail.isdigit()))
+    return tuple(compiled)
 
 
 def found(phrase: CompiledPhrase, folded: str) -> bool:
@@ -143,7 +146,3 @@ def _ends_number(text: str, end: int) -> bool:
     if after.isdigit():
         return False
     return not (after in ".," and end + 1 < len(text) and text[end + 1].isdigit())
-
-
-def compile_phrases(items: tuple[str, ...]) -> tuple[CompiledPhrase, ...]:
-    return tuple(compile_phrase(p) for p in items)

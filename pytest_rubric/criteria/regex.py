@@ -2,8 +2,9 @@
 
 ``engine: re2`` (the default) matches in linear time, so no pattern can hang a run;
 ``engine: python`` allows backreferences and lookaround, each search cut off after
-:data:`PYTHON_REGEX_TIMEOUT` (ERROR). ``normalize: false`` matches the answer and the
-pattern as written (what an importer needs to reproduce another tool's exact checks).
+:data:`~pytest_rubric._guards.engines.PATTERN_TIMEOUT` (ERROR). ``normalize: false``
+matches the answer and the pattern as written (what an importer needs to reproduce another
+tool's exact checks).
 """
 
 from __future__ import annotations
@@ -20,9 +21,6 @@ from .._results import Outcome
 from .check import Answer, Broken, Check, CheckContext, error, met, short, unmet
 from .json_text import FieldScoped, on_field
 from .normalize import normalize_pattern
-
-# How long one engine: python search may backtrack before the criterion is ERROR.
-PYTHON_REGEX_TIMEOUT = engines.PATTERN_TIMEOUT
 
 
 class Regex(FieldScoped):

@@ -123,12 +123,28 @@ def validate_criterion(value: Any, info: ValidationInfo) -> Any:
     return _union(models).validate_python(value, context=info.context)
 
 
-def validate_body(value: Any, info: ValidationInfo) -> Any:
-    """A deterministic body (a ``json`` field's check, an ``extract``'s ``check``): any type but
-    ``forbidden`` (whose MET is the error), the composite ones and those over the trace (a
-    field of an answer has none), and those a plugin adds."""
+# What a body may not say: it is one part of its criterion, weighted as a whole.
+_NOT_IN_A_BODY = ("id", "weight", "points", "axis", "required", "description")
+
+
+def validate_body(
+    value: Any, info: ValidationInfo, *, owner: str, subject: str, forbidden: str, name: str
+) -> Any:
+    """A deterministic body (a ``json`` field's check, an ``extract``'s ``check``), given the
+    id ``name``: any type but ``forbidden`` (whose MET is the error), the composite ones and
+    those over the trace (a field of an answer has none), and those a plugin adds."""
     if isinstance(value, CriterionModel):
         return value
+    if isinstance(value, dict):
+        given = [key for key in _NOT_IN_A_BODY if key in value]
+        if given:
+            raise ValueError(
+                f"{subject} takes no {', '.join(f'`{k}`' for k in given)}: it is part of its "
+                f"`{owner}` criterion, which has the id and the weight"
+            )
+        if value.get("type") == "forbidden":
+            raise ValueError(f"{forbidden}; write {{type: regex, pattern: ..., invert: true}}")
+        value = {**value, "id": name}
     composite = _builtin()[len(DETERMINISTIC) :]
     models = tuple(
         model

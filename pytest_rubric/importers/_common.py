@@ -1,10 +1,5 @@
-"""What the importers share: located problems, and writing what they produce.
-
-An importer either writes everything or nothing: it collects every problem in
-its input first, and a single one stops it before any file is written, so a
-half-converted suite never sits next to a complete one. :func:`write` holds
-every importer to its output folder: a path that would leave it is refused,
-and a file that exists is kept unless ``force``.
+"""What the importers share: located problems, and writing what they produce, all of it
+or nothing, so a half-converted suite never sits next to a complete one.
 """
 
 from __future__ import annotations
@@ -21,8 +16,6 @@ import yaml
 from .._config.outputs import unwritable
 from .._errors import Problem
 from .._schema import Suite
-
-__all__ = ["ImportFailed", "Output", "abridged", "is_number", "validated", "write"]
 
 
 class ImportFailed(Exception):

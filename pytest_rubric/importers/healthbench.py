@@ -1,14 +1,7 @@
-"""``python -m pytest_rubric import healthbench DATA.jsonl``: HealthBench's own JSONL as a suite
-(``docs/guides/import-healthbench.md``).
-
-HealthBench (``openai/simple-evals``, ``healthbench_eval.py``) has one example per line:
-``prompt_id``, ``prompt`` (a conversation), ``rubrics`` (each ``criterion``, ``points``,
-which may be negative, and ``tags``) and ``example_tags``. Each example becomes a case: the
-prompt as ``messages``, one ``judge`` criterion per rubric item (``weight`` = ``points``),
-the example's tags as the case's. A negative item is this plugin's error criterion, so a
-case's ``score`` is HealthBench's example score clipped to [0, 1]. HealthBench has no pass
-mark, so the suite is report-only (``min_score: null``). ``--responses SUBJECT=FILE.jsonl``
-reads completions keyed by ``prompt_id`` into ``responses/SUBJECT.jsonl``.
+"""``python -m pytest_rubric import healthbench DATA.jsonl``: HealthBench's own JSONL
+(``openai/simple-evals``, ``healthbench_eval.py``: ``prompt_id``, ``prompt``, ``rubrics`` and
+``example_tags`` a line) as a report-only suite, a case an example and a ``judge`` criterion
+a rubric item (``docs/guides/import-healthbench.md`` gives the mapping).
 """
 
 from __future__ import annotations
@@ -21,8 +14,6 @@ from .._errors import Problem
 from .._guards.limits import NotRegular, read_jsonl
 from .._load.responses import file_subject_problem
 from ._common import ImportFailed, Output, abridged, is_number, validated
-
-__all__ = ["convert", "read_completions"]
 
 RUBRIC_FILE = "healthbench.rubric.yaml"
 _ROLES = ("system", "user", "assistant")

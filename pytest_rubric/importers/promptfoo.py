@@ -1,19 +1,10 @@
 """``python -m pytest_rubric import promptfoo promptfooconfig.yaml``: promptfoo tests as a suite
-(``docs/guides/import-promptfoo.md``).
-
-Each prompt x test pair becomes a case (and each combination of a test's list vars, as
-promptfoo expands them): the prompt rendered with the test's vars is the ``question``, or
-the ``messages`` of a chat prompt. Prompts and tests may come from files, read as
-promptfoo's ``src/prompts/processors/*.ts`` and ``src/util/testCaseReader.ts`` read them
-(CSV rows as ``src/csv.ts``), every file through :mod:`.promptfoo_files`. Each assertion
-(``defaultTest.assert`` first, ``$ref`` resolved) becomes one criterion with its ``weight``
-(:mod:`.promptfoo_assert`). promptfoo passes a test when every assertion passes, or with a
-``threshold`` when the weighted mean of their scores reaches it: so the file's pass mark is
-``min_score: 1.0`` and a test with a threshold has ``min_score: threshold``.
-
-What cannot be graded here is listed as ``not mapped:`` and left out (a test keeps its
-other criteria, tagged ``promptfoo:partial``; a test left with none is not written). Input
-promptfoo itself would refuse is a problem, and then nothing is written.
+(``docs/guides/import-promptfoo.md`` gives the mapping). Each prompt x test pair (and each
+combination of a test's list vars) is a case and each assertion a criterion
+(:mod:`.promptfoo_assert`); prompts and tests come from files as promptfoo's
+``src/prompts/processors/*.ts``, ``src/util/testCaseReader.ts`` and ``src/csv.ts`` read
+them, every file through :mod:`.promptfoo_files`. What cannot be graded here is listed as
+``not mapped:``; input promptfoo itself would refuse is a problem, and then nothing is written.
 """
 
 from __future__ import annotations
@@ -43,8 +34,6 @@ from .promptfoo_files import (
     parse_yaml,
 )
 from .promptfoo_render import combinations, prepare, render, render_prompt
-
-__all__ = ["PARTIAL_TAG", "assertion_from_string", "convert"]
 
 PARTIAL_TAG = "promptfoo:partial"
 _CONFIG_KEYS = {
@@ -148,9 +137,12 @@ class Conversion:
         self.unmapped(where, label, f"{why}; the test is not written")
 
 
-def var_names(names: set[str]) -> str:
-    """Template variables as a message names them: ``{{ a }}, {{ b }}``."""
-    return ", ".join(f"{{{{ {n} }}}}" for n in sorted(names))
+def _unset(names: set[str]) -> str:
+    """What a note says of the template variables ``names`` that no var sets."""
+    listed = ", ".join(f"{{{{ {n} }}}}" for n in sorted(names))
+    return (
+        f"{listed}, which no var sets; promptfoo renders it as empty text, and so does this import"
+    )
 
 
 def shown_value(value: Any) -> str:
@@ -926,10 +918,7 @@ def _values(ctx: Conversion, item: dict[str, Any], vars_: dict[str, Any]) -> dic
     value = item.get("value")
     value = [ready(v) for v in value] if isinstance(value, list) else ready(value)
     if missing:
-        ctx.note(
-            f"{ctx.path}: an assertion's value uses {var_names(missing)}, which no var sets; "
-            "promptfoo renders it as empty text, and so does this import"
-        )
+        ctx.note(f"{ctx.path}: an assertion's value uses {_unset(missing)}")
     return {**item, "value": value} if "value" in item else item
 
 
@@ -964,11 +953,8 @@ def _case(
         ctx.unmapped(prompt.where, f"prompt {shown_value(prompt.label)}", f"{exc}; no case asks it")
         return None
     if rendered.missing:
-        ctx.note(
-            f"{test.where}: {test.label}: prompt {shown_value(prompt.label)} uses "
-            f"{var_names(rendered.missing)}, which no var sets; promptfoo renders it as empty "
-            "text, and so does this import"
-        )
+        shown = shown_value(prompt.label)
+        ctx.note(f"{test.where}: {test.label}: prompt {shown} uses {_unset(rendered.missing)}")
     case: dict[str, Any] = {"id": ""}
     if rendered.messages is not None:
         case["messages"] = rendered.messages

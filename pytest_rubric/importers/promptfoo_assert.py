@@ -11,12 +11,9 @@ Semantics follow promptfoo's handlers (``src/assertions/*.ts``): ``contains.ts``
 ``levenshtein.ts`` (distance at most ``threshold || 5``), ``json.ts`` (``JSON.parse``
 of the whole output, then ajv), ``llmRubric.ts``; ``not-`` inverts the verdict.
 
-The string checks become the patterns a person would write: each is for a ``regex``
-criterion, which matches the normalized answer (accents, dashes, curly quotes and
-whitespace runs folded; casefolded unless ``case_sensitive``). So ``icontains: FRANCE``
-is ``pattern: FRANCE`` with ``case_sensitive: false``, and ``contains: "30 days"`` is
-``pattern: 30 days`` with ``case_sensitive: true``: as strict as promptfoo about wording
-and case, forgiving about typography.
+The string checks become the patterns a person would write for a ``regex`` criterion,
+which matches the normalized answer: as strict as promptfoo about wording and case (the
+``i`` forms are not ``case_sensitive``), forgiving about typography.
 """
 
 from __future__ import annotations
@@ -29,8 +26,6 @@ from typing import Any
 from ..criteria.normalize import normalize
 from ._common import is_number
 from .promptfoo_files import Unmappable
-
-__all__ = ["CSV_TYPES", "MODEL_GRADED", "check_type", "criterion", "js_regex", "js_string"]
 
 _DRAFT7 = "http://json-schema.org/draft-07/schema#"
 # Assertion keys that change nothing this importer writes (`metric` becomes a tag).

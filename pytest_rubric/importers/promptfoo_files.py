@@ -30,8 +30,6 @@ import yaml
 from .._errors import Problem, RubricLoadError
 from .._guards.limits import NotRegular, PlainNumber, read_text
 
-__all__ = ["Budget", "Parsed", "TooLarge", "Tree", "Unmappable", "parse_yaml"]
-
 FILE = "file://"
 GLOB = re.compile(r"[*?\[]")
 CODE = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".py", ".rb")
@@ -185,8 +183,8 @@ class Tree:
                     found.append(path)
         return sorted(found)
 
-    def path(self, ref: str, *, base: Path | None = None) -> Path:
-        found = self.paths(ref, base=base)
+    def path(self, ref: str) -> Path:
+        found = self.paths(ref)
         if len(found) != 1:
             raise Unmappable(f"{ref} names {len(found)} files where promptfoo reads one")
         return found[0]

@@ -34,8 +34,6 @@ from .promptfoo_files import CODE, FILE, Budget, Tree, Unmappable, json_stringif
 if TYPE_CHECKING:
     from jinja2.sandbox import SandboxedEnvironment
 
-__all__ = ["MAX_LOOPS", "MAX_RENDERED", "combinations", "prepare", "render", "render_prompt"]
-
 # More var combinations than this from one test is not a test suite anyone reads.
 MAX_COMBINATIONS = 10_000
 # One template's output, and the steps of all its `range` loops: a prompt is text a person

@@ -19,13 +19,13 @@ from pytest_rubric import CaseResult, CriterionResult, Grader, Rubric, Verdict
 from pytest_rubric._errors import RubricLoadError
 from pytest_rubric._grade.grader import NO_JUDGE_REASON
 from pytest_rubric._guards import engines as _engines
+from pytest_rubric._guards.engines import PATTERN_TIMEOUT
 from pytest_rubric._load.loader import parse_suite
 from pytest_rubric._report.document import CriterionResultModel, written
 from pytest_rubric._results import Outcome
 from pytest_rubric._schema import Criterion
 from pytest_rubric.criteria.check import Answer, CheckContext
 from pytest_rubric.criteria.normalize import normalize
-from pytest_rubric.criteria.regex import PYTHON_REGEX_TIMEOUT
 
 ROOT = Path(__file__).resolve().parents[2]
 _CRITERION = TypeAdapter(Criterion)
@@ -308,7 +308,7 @@ def test_a_catastrophic_python_engine_pattern_is_an_error_after_its_time_bound(
 
     The bound is shortened here, as each search spends all of it backtracking;
     criteria/test_check_limits runs such a pattern in a session against the real one."""
-    bound = PYTHON_REGEX_TIMEOUT / 4
+    bound = PATTERN_TIMEOUT / 4
     monkeypatch.setattr(_engines, "PATTERN_TIMEOUT", bound)
     rubric = {"type": "regex", "pattern": r"(a|aa)+$", "engine": "python"}
     started = time.perf_counter()
@@ -317,7 +317,7 @@ def test_a_catastrophic_python_engine_pattern_is_an_error_after_its_time_bound(
     assert outcome.verdict is ERROR
     assert f"after {bound:g} s of backtracking" in outcome.reason
     assert "RE2" in outcome.reason
-    assert elapsed < PYTHON_REGEX_TIMEOUT * 20  # bounded, whatever the machine's load
+    assert elapsed < PATTERN_TIMEOUT * 20  # bounded, whatever the machine's load
     assert check({**rubric, "invert": True}, "a" * 60 + "!").verdict is ERROR
 
 

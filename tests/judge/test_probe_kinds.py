@@ -14,7 +14,7 @@ import pytest
 from pytest_rubric._cli.merge import main as merge_main
 from pytest_rubric._errors import RubricLoadError
 from pytest_rubric._grade.grader import Grader
-from pytest_rubric._grade.padding import PADDING, pad, paddable
+from pytest_rubric._grade.restyle import PADDING, pad, paddable
 from pytest_rubric._grade.style import ASSERTIVE, HEDGES
 from pytest_rubric._load.loader import load_suite, parse_suite
 from pytest_rubric._report.audit import ProbeFigures, audit
