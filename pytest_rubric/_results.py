@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ._trace import Trace
@@ -136,15 +136,15 @@ class CaseResult:
     confidence: float
     naive_score: float
     style_score: float | None = None
-    flags: list[str] = field(default_factory=list)
+    flags: tuple[str, ...] = ()
     question: str | None = None
     response: str = ""
     possible: float = 0.0  # P: the sum of the positive substance weights that were graded
-    tags: list[str] = field(default_factory=list)
+    tags: tuple[str, ...] = ()
     pass_when: str | float = "mean"
     level: float = 0.95  # the confidence level of pass_rate_ci
-    samples: list[Sample] = field(default_factory=list)
-    probe: list[dict[str, str]] = field(default_factory=list)  # see _report.audit
+    samples: tuple[Sample, ...] = ()
+    probe: tuple[dict[str, str], ...] = ()  # see _report.audit
     # False for an assert_rubric call without ``subject=``: a check inside a unit test, counted
     # in the summary's "assertions" line, never ranked on the leaderboard as a subject.
     ranked: bool = True
@@ -159,7 +159,7 @@ class CaseResult:
     def sample_list(self) -> list[Sample]:
         """Every sample; a result graded once is its own one sample."""
         if self.samples:
-            return self.samples
+            return list(self.samples)
         return [
             Sample(
                 self.score,

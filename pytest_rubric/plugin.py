@@ -187,8 +187,8 @@ def pytest_runtest_makereport(
             _PROPERTIES.setdefault(item, []).extend(properties)
     # JUnit reads the properties off the teardown report: each attempt's carries its own
     # (pytest-rerunfailures runs an item again), those of a result its teardown recorded too.
-    if report.when == "teardown" and (properties := _PROPERTIES.pop(item, None)):
-        report.user_properties += properties
+    if report.when == "teardown" and (carried := _PROPERTIES.pop(item, None)):
+        report.user_properties += carried
     return report
 
 

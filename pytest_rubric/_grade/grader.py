@@ -194,7 +194,7 @@ class Grader:
         if len(samples) == 1:  # every pass rule agrees with the one sample's own verdict
             if pass_when == first.pass_when and level == first.level and not probe:
                 return first  # as grade built it: no copy for the common case
-            return replace(first, pass_when=pass_when, level=level, probe=list(probe))
+            return replace(first, pass_when=pass_when, level=level, probe=tuple(probe))
         kept = [
             Sample(s.score, s.raw_score, s.passed, s.criteria, s.response, s.llm_raw_score, s.trace)
             for s in samples
@@ -205,7 +205,7 @@ class Grader:
 
         score = mean([s.score for s in samples])
         styles = [s.style_score for s in samples if s.style_score is not None]
-        flags = list(dict.fromkeys(f for s in samples for f in s.flags))
+        flags = tuple(dict.fromkeys(f for s in samples for f in s.flags))
         return replace(
             first,
             score=score,
@@ -218,9 +218,9 @@ class Grader:
             flags=flags,
             pass_when=pass_when,
             level=level,
-            samples=kept,
+            samples=tuple(kept),
             llm_raw_score=mean_raw_score(s.llm_raw_score for s in samples),
-            probe=list(probe),
+            probe=tuple(probe),
         )
 
     def unavailable(
@@ -291,22 +291,24 @@ class Grader:
             confidence=confidence,
             naive_score=style.naive_score(substance.score, fluency, confidence),
             style_score=sum(style_credits) / len(style_credits) if style_credits else None,
-            flags=style.flags(
-                score=substance.score,
-                confidence_=confidence,
-                wrong_claim=wrong_claim,
-                thresholds=self.thresholds,
-                unbacked_claim=unbacked,
-            )
-            + (["style_error"] if style_error else [])
-            + list(judged_flags),
+            flags=tuple(
+                style.flags(
+                    score=substance.score,
+                    confidence_=confidence,
+                    wrong_claim=wrong_claim,
+                    thresholds=self.thresholds,
+                    unbacked_claim=unbacked,
+                )
+                + (["style_error"] if style_error else [])
+                + list(judged_flags)
+            ),
             question=(
                 None
                 if compiled.rubric.shown_question is None
                 else whole_characters(compiled.rubric.shown_question)
             ),
             possible=substance.positive,
-            tags=list(getattr(compiled.rubric, "tags", ())),
+            tags=tuple(getattr(compiled.rubric, "tags", ())),
             # A copy for reports: a 20 MB answer is graded whole but not copied whole.
             response=clip(answer.text, *self.secrets),
             ranked=ranked,

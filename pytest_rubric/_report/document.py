@@ -554,7 +554,7 @@ def result_of(data: Mapping[str, Any]) -> CaseResult:
     )
     # One sample is the result itself: kept as no samples, the way it was graded.
     first = read.samples[0].trace if read.samples else None
-    return replace(read, samples=read.samples if len(samples) > 1 else [], trace=first)
+    return replace(read, samples=read.samples if len(samples) > 1 else (), trace=first)
 
 
 def _recomputed(data: Mapping[str, Any]) -> CaseResult:
@@ -592,7 +592,7 @@ def _recomputed(data: Mapping[str, Any]) -> CaseResult:
         passed=passed and read.skipped_bounds is None,
         criteria=criteria,
         possible=graded.positive,
-        samples=samples,
+        samples=tuple(samples),
         llm_raw_score=llm_raw_score,
     )
 

@@ -183,7 +183,7 @@ def test_confidently_wrong_through_the_grader() -> None:
     result = graded("The NPV is clearly and definitely $2,000.", NPV)
     assert result.score == 0.0
     assert result.confidence == 1.0
-    assert result.flags == ["confidently_wrong"]
+    assert result.flags == ("confidently_wrong",)
     assert result.passed is False
 
 
@@ -191,14 +191,14 @@ def test_hedged_but_right_through_the_grader() -> None:
     result = graded("I think the NPV might be about $1,157.63?", NPV)
     assert result.score == 1.0
     assert result.confidence == 0.0
-    assert result.flags == ["hedged_but_right"]
+    assert result.flags == ("hedged_but_right",)
     assert result.passed is True
 
 
 def test_neutral_answer_has_no_flags() -> None:
     result = graded("The NPV is $1,157.63.", NPV)
     assert result.confidence == 0.5
-    assert result.flags == []
+    assert result.flags == ()
 
 
 def test_known_wrong_claim_through_the_grader() -> None:
@@ -209,11 +209,11 @@ def test_known_wrong_claim_through_the_grader() -> None:
 
 def test_grader_uses_its_thresholds() -> None:
     text = "The NPV is clearly $2,000."  # confidence 0.75, score 0
-    assert graded(text, NPV).flags == ["confidently_wrong"]
-    assert graded(text, NPV, thresholds=StyleThresholds(confident=0.76)).flags == []
-    assert graded(text, NPV, thresholds=StyleThresholds(confident=0.75)).flags == [
-        "confidently_wrong"
-    ]
+    assert graded(text, NPV).flags == ("confidently_wrong",)
+    assert graded(text, NPV, thresholds=StyleThresholds(confident=0.76)).flags == ()
+    assert graded(text, NPV, thresholds=StyleThresholds(confident=0.75)).flags == (
+        "confidently_wrong",
+    )
 
 
 def test_style_does_not_change_score() -> None:
