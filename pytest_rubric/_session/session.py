@@ -464,12 +464,9 @@ class RubricSession:
 
         history = self.settings.history_path
         if history is not None and self.report.shown:
-            from .._report.history import skipped_warning, with_trend
+            from .._report.history import with_trend
 
-            skipped: list[str] = []
-            self.report = with_trend(self.report, history, skipped=skipped)
-            if skipped:
-                warn(skipped_warning(history, skipped))
+            self.report = with_trend(self.report, history, warn=warn)
         self.unwritten += write_outputs(self.report, self.settings.output_paths)
         if history is not None and self.report.shown:
             from .._report.history import HistoryError, append
