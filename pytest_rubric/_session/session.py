@@ -263,7 +263,7 @@ class RubricSession:
         self.results.log_attempt(report)
 
     def pytest_report_teststatus(
-        self, report: pytest.TestReport, config: pytest.Config
+        self, report: pytest.TestReport
     ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
         """An answer that could not be evaluated is an error, whatever its phase; a pass that
         left judged criteria SKIPPED says so in verbose output."""
