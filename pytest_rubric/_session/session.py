@@ -294,10 +294,9 @@ class RubricSession:
             self.judging.request(key, compiled, response, context)
             for key, response, context in zip(keys, responses, contexts, strict=True)
         ]
-        if self.judging.runner is not None:
-            for request in requests:
-                self.judging.schedule(request)
-            self.audit.schedule_probe(requests[0], compiled)
+        for request in requests:
+            self.judging.schedule(request)
+        self.audit.schedule_probe(requests[0], compiled)
         judged: list[Judged | None] = []
         for request in requests:
             outcomes = self.judging.result(request)
