@@ -397,7 +397,6 @@ class RubricSession:
         from .._report.report import build_report
 
         settings = self.settings
-        flips = settings.flip_limits if gates else {}
         return build_report(
             self.results.all,
             gates=Gates(
@@ -407,8 +406,7 @@ class RubricSession:
                 max_drop=settings.max_drop,
                 gate_confidence=settings.gate_confidence,
                 fail_under=settings.fail_under if gates else None,
-                max_style_flips=flips.get("tone"),
-                max_flips={k: v for k, v in flips.items() if k != "tone"},
+                max_flips=settings.flip_limits if gates else {},
                 min_kappa=settings.min_kappa if gates else None,
             ),
             judge_usage=self.judging.usage_lines(),
