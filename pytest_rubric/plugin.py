@@ -138,9 +138,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RubricFile
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(
-    item: pytest.Item, nextitem: pytest.Item | None
-) -> Generator[None, object, object]:
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
     token = CURRENT_ITEM.set(item)
     try:
         return (yield)
@@ -193,9 +191,9 @@ def pytest_runtest_makereport(
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_report_to_serializable(
-    config: pytest.Config, report: pytest.CollectReport | pytest.TestReport
-) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
+def pytest_report_to_serializable() -> Generator[
+    None, dict[str, Any] | None, dict[str, Any] | None
+]:
     data = yield
     for name in _CARRIED:
         if data is not None and data.get(name):
@@ -206,9 +204,7 @@ def pytest_report_to_serializable(
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_report_from_serializable(
-    config: pytest.Config, data: dict[str, Any]
-) -> Generator[None, object, object]:
+def pytest_report_from_serializable() -> Generator[None, object, object]:
     report = yield
     for name in _CARRIED:
         if results := getattr(report, name, None):

@@ -26,7 +26,7 @@ from .._render.summary import terminal_lines
 from .._report.audit import Calibration
 from .._report.document import load_document
 from .._report.gates import GateEntry, Gates
-from .._report.history import HistoryError, append, skipped_warning, with_trend
+from .._report.history import HistoryError, append, with_trend
 from .._report.report import build_report
 from .._report.run import RunInfo, merged
 from .._results import CaseResult
@@ -156,6 +156,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _command(argv)
 
 
+def _warn(text: str) -> None:
+    print(f"pytest-rubric merge: warning: {text}", file=sys.stderr)
+
+
 def _command(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -192,11 +196,7 @@ def _command(argv: Sequence[str] | None) -> int:
         run=merged(runs),
     )
     if args.history is not None:
-        skipped: list[str] = []
-        report = with_trend(report, args.history, skipped=skipped)
-        if skipped:
-            warning = skipped_warning(args.history, skipped)
-            print(f"pytest-rubric merge: warning: {warning}", file=sys.stderr)
+        report = with_trend(report, args.history, warn=_warn)
     paths = {output.name: getattr(args, output.name) for output in OUTPUTS}
     for unwritten in write_outputs(report, paths, flag="--"):  # the others are written
         print(f"pytest-rubric merge: error: {unwritten.line}", file=sys.stderr)
@@ -204,7 +204,7 @@ def _command(argv: Sequence[str] | None) -> int:
         try:
             append(args.history, report)
         except HistoryError as exc:  # the merged reports are written whatever the history says
-            print(f"pytest-rubric merge: warning: {exc}", file=sys.stderr)
+            _warn(str(exc))
     print(f"rubric summary: {len(results)} results from {len(args.documents)} file(s)")
     for line in terminal_lines(report, board_when_empty=True):
         print(line.text)

@@ -240,7 +240,7 @@ def _judges(config: pytest.Config) -> tuple[str, ...]:
     given = (
         config.getoption("rubric_judge") or str(config.getini("rubric_judge") or "").splitlines()
     )
-    judges = [j.strip() for j in given if j and j.strip()]
+    judges = [j.strip() for j in given if j.strip()]
     if not judges and os.environ.get("RUBRIC_JUDGE"):
         judges = [os.environ["RUBRIC_JUDGE"]]
     twice = next((j for i, j in enumerate(judges) if j in judges[:i]), None)

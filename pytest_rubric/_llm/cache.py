@@ -121,11 +121,6 @@ class CacheFile:
             raise
         return db
 
-    @property
-    def usable(self) -> bool:
-        """Whether the file opened as this cache (a row may still fail to read)."""
-        return self._db is not None
-
     def take_warning(self) -> str | None:
         """The first problem with the cache, once: later calls, and later problems, give None."""
         with self._lock:

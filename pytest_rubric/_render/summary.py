@@ -123,13 +123,14 @@ def _passed(gates: GateReport) -> str:
         )
     if asked.fail_under is not None:
         parts.append(f"every subject at or above {asked.fail_under:g} (--rubric-fail-under)")
-    if asked.max_style_flips is not None:
+    limits = asked.max_flips
+    if "tone" in limits:
         parts.append(
-            f"judge style sensitivity at most {asked.max_style_flips:g} "
-            "(--rubric-judge-max-style-flips)"
+            f"judge style sensitivity at most {limits['tone']:g} (--rubric-judge-max-style-flips)"
         )
-    for kind, limit in sorted(asked.max_flips.items()):
-        parts.append(f"judge {kind} sensitivity at most {limit:g} (the {kind} probe's limit)")
+    for kind, limit in sorted(limits.items()):
+        if kind != "tone":
+            parts.append(f"judge {kind} sensitivity at most {limit:g} (the {kind} probe's limit)")
     if asked.min_kappa is not None:
         parts.append(
             f"every calibrated suite's kappa at least {asked.min_kappa:g} "

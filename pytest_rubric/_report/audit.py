@@ -149,7 +149,7 @@ def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] =
     kinds: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     checked = unsupported = 0
     for result in results:
-        for record in getattr(result, "probe", ()):
+        for record in result.probe:
             if record.get("kind", "tone") != "tone":
                 if record["original"] in _DECIDED and record["probed"] in _DECIDED:
                     counts = kinds[(record["judge"], record["kind"])]

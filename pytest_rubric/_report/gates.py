@@ -127,9 +127,7 @@ class Gates:
     max_drop: float = 0.0
     gate_confidence: float | None = None
     fail_under: float | None = None
-    max_style_flips: float | None = None  # the tone probe's limit
-    # The limits of the other probe kinds (--rubric-judge-max-flips KIND=X, else
-    # --rubric-judge-max-style-flips), by kind.
+    # Each probe kind's limit on its share of flips, by kind (tone's is the style probe's).
     max_flips: Mapping[str, float] = field(default_factory=dict)
     min_kappa: float | None = None
     # Entries an earlier run wrote (``merge`` reads them from the shards): those of a gate
@@ -156,7 +154,7 @@ class GateReport:
     @property
     def active(self) -> bool:
         asked = self.asked
-        limits = (self.baseline, asked.fail_under, asked.max_style_flips, asked.min_kappa)
+        limits = (self.baseline, asked.fail_under, asked.min_kappa)
         return bool(self.entries or asked.max_flips) or any(v is not None for v in limits)
 
     @property
@@ -535,10 +533,7 @@ def run_gates(
     if asked.fail_under is not None:
         applied.add("fail-under")
         entries += _fail_under_entries(now, asked.fail_under)
-    limits = dict(asked.max_flips)
-    if asked.max_style_flips is not None:
-        limits["tone"] = asked.max_style_flips
-    for kind, limit in sorted(limits.items()):
+    for kind, limit in sorted(asked.max_flips.items()):
         applied.add("style-flips" if kind == "tone" else f"{kind}-flips")
         entries += _flip_entries(kind, [p for p in probes if p.kind == kind], limit)
     if asked.min_kappa is not None:

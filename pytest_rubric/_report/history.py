@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -248,19 +249,21 @@ def _float(value: object) -> float | None:
 TREND_RUNS = 20  # the runs the HTML's trend draws, this one included
 
 
-def with_trend(
-    report: SessionReport, path: Path, *, skipped: list[str] | None = None
-) -> SessionReport:
+def with_trend(report: SessionReport, path: Path, *, warn: Callable[[str], None]) -> SessionReport:
     """``report`` with its ``trend``: the last runs of the history at ``path`` and this one,
-    oldest first. A history that cannot be read adds nothing (appending says why, once)."""
+    oldest first. A history that cannot be read adds nothing (appending says why, once); its
+    rows of the wrong type are skipped, said once through ``warn``."""
     from dataclasses import replace
 
     past: list[HistoryRun] = []
+    skipped: list[str] = []
     if path.is_file():
         try:
             past = read_runs(path, last=TREND_RUNS - 1, skipped=skipped)
         except HistoryError:
             past = []
+    if skipped:
+        warn(skipped_warning(path, skipped))
     run = report.run
     now = HistoryRun(
         run.started_at if run is not None else "",

@@ -204,8 +204,6 @@ class Audit:
         criteria, probes = self._probe_requests(request, compiled)
         if not probes:
             return []
-        for _, probe in probes:
-            self.judging.schedule(probe)
         records = []
         # A panel's judges are probed one by one: the audit is per judge.
         for one in getattr(runner, "runners", (runner,)):

@@ -273,8 +273,8 @@ class RubricFile(pytest.File):
         dirs: list[ResponseDir],
         targets: dict[str, Target],
         *,
-        repeat: int = 1,
-        problems: list[Problem] | None = None,
+        repeat: int,
+        problems: list[Problem],
     ) -> dict[str, Source]:
         sources: dict[str, Source] = {}
         origins: dict[str, str] = {}
@@ -315,7 +315,7 @@ class RubricFile(pytest.File):
                 else:
                     directory.used.add((response_file.subject, case.id))
                     more = response_file.more.get(case.id, [])
-                    if len(more) >= repeat and problems is not None:
+                    if len(more) >= repeat:
                         extra = more[repeat - 1]
                         problems.append(
                             Problem(
@@ -381,8 +381,8 @@ class RubricItem(pytest.Item):
         subject: str,
         source: Source,
         line: int | None,
-        repeat: int = 1,
-        pass_when: str | float = "mean",
+        repeat: int,
+        pass_when: str | float,
         **kwargs: Any,
     ) -> None:
         # The node id as a string, which pytest parses as it parses a node id read back from

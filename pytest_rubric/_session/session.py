@@ -263,7 +263,7 @@ class RubricSession:
         self.results.log_attempt(report)
 
     def pytest_report_teststatus(
-        self, report: pytest.TestReport, config: pytest.Config
+        self, report: pytest.TestReport
     ) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
         """An answer that could not be evaluated is an error, whatever its phase; a pass that
         left judged criteria SKIPPED says so in verbose output."""
@@ -294,10 +294,9 @@ class RubricSession:
             self.judging.request(key, compiled, response, context)
             for key, response, context in zip(keys, responses, contexts, strict=True)
         ]
-        if self.judging.runner is not None:
-            for request in requests:
-                self.judging.schedule(request)
-            self.audit.schedule_probe(requests[0], compiled)
+        for request in requests:
+            self.judging.schedule(request)
+        self.audit.schedule_probe(requests[0], compiled)
         judged: list[Judged | None] = []
         for request in requests:
             outcomes = self.judging.result(request)
@@ -398,7 +397,6 @@ class RubricSession:
         from .._report.report import build_report
 
         settings = self.settings
-        flips = settings.flip_limits if gates else {}
         return build_report(
             self.results.all,
             gates=Gates(
@@ -408,8 +406,7 @@ class RubricSession:
                 max_drop=settings.max_drop,
                 gate_confidence=settings.gate_confidence,
                 fail_under=settings.fail_under if gates else None,
-                max_style_flips=flips.get("tone"),
-                max_flips={k: v for k, v in flips.items() if k != "tone"},
+                max_flips=settings.flip_limits if gates else {},
                 min_kappa=settings.min_kappa if gates else None,
             ),
             judge_usage=self.judging.usage_lines(),
@@ -464,12 +461,9 @@ class RubricSession:
 
         history = self.settings.history_path
         if history is not None and self.report.shown:
-            from .._report.history import skipped_warning, with_trend
+            from .._report.history import with_trend
 
-            skipped: list[str] = []
-            self.report = with_trend(self.report, history, skipped=skipped)
-            if skipped:
-                warn(skipped_warning(history, skipped))
+            self.report = with_trend(self.report, history, warn=warn)
         self.unwritten += write_outputs(self.report, self.settings.output_paths)
         if history is not None and self.report.shown:
             from .._report.history import HistoryError, append

@@ -154,12 +154,12 @@ class ControllerHooks:
         node.workerinput[WHOLE_FILES_KEY] = dist in _WHOLE_FILE_MODES
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
-        """A worker died running ``crashitem``: its result is the ERROR its setup sent."""
+    def pytest_handlecrashitem(self, report: pytest.TestReport) -> None:
+        """A worker died running ``report``'s item: its result is the ERROR its setup sent."""
         self.state.results.crashed(report)
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: object) -> None:
+    def pytest_testnodedown(self, node: Any) -> None:
         stats = getattr(node, "workeroutput", {}).get(STATS_KEY)
         if stats:
             self.state.add_worker_stats(stats)

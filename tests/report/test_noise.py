@@ -304,7 +304,7 @@ def test_a_style_probe_or_kappa_gate_that_measured_nothing_fails() -> None:
     results = [_result("a", "s", 1.0)]
     nothing_probed = [ProbeFigures(judge="j", kind="tone", probed=0, flips=0)]
     for probes in ([], nothing_probed):
-        gates = run_gates(results, Gates(max_style_flips=0.1), probes=probes)
+        gates = run_gates(results, Gates(max_flips={"tone": 0.1}), probes=probes)
         assert gates.failed, probes
         assert any("measured nothing" in e.message for e in gates.entries if e.failed)
     gates = run_gates(results, Gates(min_kappa=0.5), calibration=[])

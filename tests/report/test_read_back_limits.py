@@ -272,7 +272,6 @@ def test_a_foreign_database_is_never_written_to(tmp_path: Path) -> None:
     db.close()
     before = path.read_bytes()
     cache = CacheFile(tmp_path)
-    assert not cache.usable
     cache.put("k", provider="p", model="m", raw="{}", parsed={})
     assert cache.fetch("k") is None
     warning = cache.take_warning()
