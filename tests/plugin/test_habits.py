@@ -336,6 +336,36 @@ def test_an_item_run_again_counts_once_by_its_last_attempt(team: pytest.Pytester
     assert len(scores) == 4
 
 
+TEARDOWN_ASSERTION = """
+import pytest
+from pytest_rubric import assert_rubric
+
+
+@pytest.fixture
+def checked():
+    yield
+    assert_rubric("Refunds within 30 days.", [{"id": "days", "type": "any_of", "any_of": ["30 days"]}], subject="bot")
+
+
+def test_answer(checked):
+    pass
+"""
+
+
+def test_a_result_a_teardown_recorded_reaches_junit(team: pytest.Pytester) -> None:
+    """JUnit reads the properties off the teardown report: a fixture's ``assert_rubric``
+    after its ``yield`` is recorded in that phase, and its properties are there too."""
+    team.makepyfile(test_teardown=TEARDOWN_ASSERTION)
+    result = team.runpytest("test_teardown.py", "--junitxml", "junit.xml")
+    result.assert_outcomes(passed=1)
+    properties = {
+        p.get("name"): p.get("value") for p in ET.parse(team.path / "junit.xml").iter("property")
+    }
+    assert properties["rubric_subject"] == "bot"
+    assert properties["rubric_score"] == "1.0000"
+    assert properties["rubric_passed"] == "true"
+
+
 # --- Subjects that mean something -------------------------------------------------------------
 
 ASSERTIONS = """
