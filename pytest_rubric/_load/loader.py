@@ -28,7 +28,7 @@ from .._guards.limits import (
 )
 from .._guards.yaml import AliasLimit, Duplicate, Lines, YamlLoader, construct, stream
 from .._schema import Suite
-from ..criteria.model import CriterionModel
+from ..criteria.model import CriterionModel, share_fields_sets
 from ..criteria.registry import CONTEXT_KEY, criterion_types
 from .locate import EXAMPLES, Locator, duplicate_problem, validation_problems
 from .semantics import semantic_problems
@@ -130,6 +130,7 @@ def parse_suite(
     suite: Suite | None = None
     try:
         suite = Suite.model_validate(data, context={CONTEXT_KEY: tuple(added)})
+        share_fields_sets(model for case in suite.cases for model in (case, *case.criteria))
     except ValidationError as exc:
         problems += validation_problems(exc, data, locator)
     problems += semantic_problems(data, suite, locator, failed=bool(problems))

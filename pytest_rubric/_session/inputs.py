@@ -98,7 +98,9 @@ class Inputs:
     def warn_unused(self, *, narrowed: bool) -> None:
         """Report responses that matched no collected case, so none is silently dropped:
         unless the run collects only part of the suite (``narrowed``: a CI shard, a file run
-        by hand), or another xdist worker warns. What was used goes after this."""
+        by hand), or another xdist worker warns. Collection is over, so the folders go after
+        this: nothing reads them again, and their text and line per case would stay to the end
+        of the session."""
         for loaded in self._dirs.values():
             if self.warns and not narrowed:
                 for response_file in loaded.files:
@@ -112,7 +114,7 @@ class Inputs:
                                 "the line",
                                 where=f"{shown}:{line}",
                             )
-            loaded.used = set()
+        self._dirs.clear()
 
 
 def no_response(case_id: str, dirs: Sequence[ResponseDir]) -> str:

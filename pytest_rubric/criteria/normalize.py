@@ -5,6 +5,7 @@ matching shared by the deterministic checks.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -101,16 +102,21 @@ def parse_numbers(text: str) -> Iterator[float]:
 CompiledPhrase = tuple[str, str, bool, bool]
 
 
+# Cached, phrase lists and phrases alike: cases repeat them (the same forbidden claims, the
+# same words to find), and every compiled check stays alive to the end of the session.
+@functools.lru_cache(maxsize=4096)
 def compile_phrases(items: tuple[str, ...]) -> tuple[CompiledPhrase, ...]:
     """Compile phrases for :func:`found`: each matches at a word start (``loss`` matches
     "losses", not "gloss"), and one that starts or ends with a digit a whole number (``1%``
     matches neither "11%" nor "0.1%")."""
-    compiled = []
-    for text in items:
-        needle = normalize(text)
-        head, tail = needle[:1], needle[-1:]
-        compiled.append((needle, text, head.isascii() and head.isalnum(), tail.isdigit()))
-    return tuple(compiled)
+    return tuple(_compile_phrase(text) for text in items)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile_phrase(text: str) -> CompiledPhrase:
+    needle = normalize(text)
+    head, tail = needle[:1], needle[-1:]
+    return (needle, text, head.isascii() and head.isalnum(), tail.isdigit())
 
 
 def found(phrase: CompiledPhrase, folded: str) -> bool:

@@ -44,12 +44,17 @@ class Number(FieldScoped):
 
 
 class NumberCheck(Check[Number]):
-    __slots__ = ("target", "tol")
+    __slots__ = ("tol",)
 
     def __init__(self, c: Number) -> None:
         super().__init__(c)
         self.tol = c.tolerance
-        self.target = f"{c.value:g}" + (f" ± {self.tol:g}" if self.tol else "")
+
+    @property
+    def target(self) -> str:
+        """The target as a reason says it; made with the reason, as every check stays alive to
+        the end of the session."""
+        return f"{self.c.value:g}" + (f" ± {self.tol:g}" if self.tol else "")
 
     def within(self, x: float) -> bool:
         """Whether ``x`` is within the tolerance; a number that is not finite never is."""
