@@ -10,7 +10,7 @@ any other output, not in pytest's traceback.
 
 from __future__ import annotations
 
-import sys
+import functools
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -34,23 +34,28 @@ JUNIT_PROPERTIES = frozenset(
 
 def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
     """What ``--junitxml`` carries of a result (each name one of ``JUNIT_PROPERTIES``)."""
-    # JUnit's writer keeps every property to the end of the session: the figures, which
-    # repeat from item to item, are one string each (sys.intern), not one per item.
     properties = [
         ("rubric_case", outgoing(result.case)),  # the texts a rubric or a user wrote
-        ("rubric_subject", outgoing(result.subject)),
-        ("rubric_score", sys.intern(f"{result.score:.4f}")),
+        _repeated("rubric_subject", outgoing(result.subject)),
+        _repeated("rubric_score", f"{result.score:.4f}"),
         # "none": a report-only case, which has no pass mark
-        (
-            "rubric_min_score",
-            "none" if result.min_score is None else sys.intern(f"{result.min_score:.4f}"),
+        _repeated(
+            "rubric_min_score", "none" if result.min_score is None else f"{result.min_score:.4f}"
         ),
-        ("rubric_passed", "true" if result.passed else "false"),
+        _repeated("rubric_passed", "true" if result.passed else "false"),
     ]
     failed = [c.id for c in result.criteria if c.went_wrong or c.verdict is Verdict.ERROR]
     if failed:
         properties.append(("rubric_failed_criteria", outgoing(",".join(failed))))
     return properties
+
+
+@functools.lru_cache(maxsize=4096)
+def _repeated(name: str, value: str) -> tuple[str, str]:
+    """One tuple for a property that repeats from item to item (a subject, a score, a pass
+    mark): every teardown report keeps its properties to the end of the session, in the
+    terminal's statistics, and 200,000 items would hold as many copies of each."""
+    return (name, value)
 
 
 def set_aside(config: pytest.Config) -> Unwritten | None:

@@ -17,7 +17,7 @@ class Results:
     def __init__(self, *, baseline: Path | None) -> None:
         # By node id, the results of the item's last attempt only: an item run again
         # (pytest-rerunfailures) counts once, as its last attempt went.
-        self._by_node: dict[str, list[CaseResult]] = {}
+        self._by_node: dict[str, tuple[CaseResult, ...]] = {}
         self._rerun: set[str] = set()  # node ids whose attempt now is one that runs again
         # By node id, from an xdist worker's setup report: the item's result should the worker
         # die running it (see xdist), until the item's teardown
@@ -65,7 +65,7 @@ class Results:
             return
         from_rubric_item = getattr(report, "rubric_item", False)
         for result in getattr(report, "rubric_results", ()):
-            self._by_node.setdefault(nodeid, []).append(result)
+            self._by_node[nodeid] = (*self._by_node.get(nodeid, ()), result)
             if from_rubric_item:
                 self.rubric_items_ran = True
             elif result.ranked:
