@@ -21,11 +21,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from .._errors import RubricLoadError
 from ..criteria.normalize import normalize
 from ._common import is_number
-from .promptfoo_files import Unmappable
+from .promptfoo_files import Unmappable, parse_yaml
 
 _DRAFT7 = "http://json-schema.org/draft-07/schema#"
 # Assertion keys that change nothing this importer writes (`metric` becomes a tag).
@@ -333,11 +335,6 @@ def _judged(base: str, value: Any, item: dict[str, Any]) -> tuple[dict[str, Any]
 
 def _schema(value: Any) -> Any:
     if isinstance(value, str) and value.strip():  # read within the loader's limits
-        from pathlib import Path
-
-        from .._errors import RubricLoadError
-        from .promptfoo_files import parse_yaml
-
         try:
             value = parse_yaml(value, Path("is-json")).data
         except RubricLoadError as exc:
