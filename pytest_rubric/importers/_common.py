@@ -23,13 +23,9 @@ class ImportFailed(Exception):
 
     def __init__(self, problems: Sequence[Problem], *, where: str = "in the input") -> None:
         self.problems = list(problems)
-        self.where = where
-        super().__init__(self.render())
-
-    def render(self) -> str:
         count = len(self.problems)
-        head = f"{count} problem{'s' if count != 1 else ''} {self.where}; nothing was written"
-        return "\n".join([head, *("  " + p.render() for p in self.problems)])
+        head = f"{count} problem{'s' if count != 1 else ''} {where}; nothing was written"
+        super().__init__("\n".join([head, *("  " + p.render() for p in self.problems)]))
 
 
 @dataclass
