@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from .._config.outputs import unwritable
 from .._errors import Problem
+from .._load.locate import problems_from_validation
 from .._schema import Suite
 
 
@@ -55,10 +57,6 @@ def is_number(value: Any) -> bool:
 
 def validated(name: str, data: dict[str, Any]) -> list[Problem]:
     """Problems the plugin itself would find loading ``data``: an importer's own check."""
-    from pydantic import ValidationError
-
-    from .._load.locate import problems_from_validation
-
     try:
         Suite.model_validate(data)
     except ValidationError as exc:
