@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import RubricLoadError
+from .._guards.engines import PatternError
 from ..criteria.normalize import normalize
+from ..criteria.regex import compile_regex
 from ._common import is_number
 from .promptfoo_files import Unmappable, parse_yaml
 
@@ -152,9 +154,6 @@ _UNICODE_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9a-fA-F]{4})")
 def js_regex(source: str) -> tuple[str, str]:
     """The pattern, as written where it means the same here, and the engine that runs it
     (``re2``, or ``python`` for lookaround and backreferences); else :class:`Unmappable`."""
-    from .._guards.engines import PatternError
-    from ..criteria.regex import compile_regex
-
     if not source:
         raise Unmappable("an empty regex is refused by promptfoo")
     for found, what in _JS_ONLY:
