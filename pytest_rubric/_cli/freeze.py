@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._config.outputs import unwritable
 from .._config.settings import DEFAULT_PATTERNS
 from .._load.traces import as_fields
 
@@ -97,8 +98,6 @@ class _Subject:
 
 def run(args: argparse.Namespace) -> int:
     """Ask, then write; what went wrong is printed to stderr."""
-    from .._config.outputs import unwritable
-
     try:
         subjects = _subjects(args)
         suites = _suites(args.dirs)

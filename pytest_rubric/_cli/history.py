@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from .._config.settings import positive_int
-from .._guards.outgoing import outgoing
 from .._report.history import HistoryError, read_runs, skipped_warning
 from .._report.run import HistoryRun
 
@@ -39,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         warning = skipped_warning(args.path, skipped)
         print(f"pytest-rubric history: warning: {warning}", file=sys.stderr)
     for line in history_lines(runs):
-        print(outgoing(line))
+        print(line)
     return 0
 
 

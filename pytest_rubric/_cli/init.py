@@ -19,6 +19,8 @@ import ast
 import sys
 from pathlib import Path
 
+from .._guards.limits import NotRegular, read_text
+
 EXAMPLE = """\
 # A starter rubric file. Each case is one test item per subject: run `pytest evals/`.
 # Substance scores, style never does: a case's score comes from the criteria below.
@@ -117,9 +119,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _init(args.dir)
     except _Refused as exc:
-        from .._guards.outgoing import outgoing
-
-        print(f"pytest-rubric init: error: {outgoing(str(exc))}", file=sys.stderr)
+        print(f"pytest-rubric init: error: {exc}", file=sys.stderr)
         return 2
 
 
@@ -211,8 +211,6 @@ def _target_module(evals: Path) -> tuple[str | None, bool]:
 def _defines(path: Path, name: str) -> bool:
     """Whether the module at ``path`` defines ``name`` at its top level (read, not run; a
     symlink out of the folder, or what is not a regular file, is never read)."""
-    from .._guards.limits import NotRegular, read_text
-
     try:
         if path.is_symlink() and not path.resolve().is_relative_to(path.parent.resolve()):
             return False

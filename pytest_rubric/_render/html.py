@@ -486,17 +486,14 @@ def _pairwise(report: SessionReport) -> str:
     if not report.pairwise:
         return ""
     subjects = [row.subject for row in report.leaderboard]
-    by_pair = {(p.a, p.b): p for p in report.pairwise}
+    # Each pair under both orders; none for a subject against itself.
+    by_pair = {(p.a, p.b): (p, False) for p in report.pairwise}
+    by_pair |= {(p.b, p.a): (p, True) for p in report.pairwise}
     header = "<tr><th></th>" + "".join(f"<th>{e(s)}</th>" for s in subjects) + "</tr>"
     body = ""
     for row in subjects:
         cells = "".join(
-            _pair_cell(None, False)
-            if row == column
-            else _pair_cell(by_pair[(row, column)], False)
-            if (row, column) in by_pair
-            else _pair_cell(by_pair[(column, row)], True)
-            for column in subjects
+            _pair_cell(*by_pair.get((row, column), (None, False))) for column in subjects
         )
         body += f"<tr><th>{e(row)}</th>{cells}</tr>"
     return (

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from .._config.outputs import unwritable
 from .._errors import Problem
+from .._load.locate import problems_from_validation
 from .._schema import Suite
 
 
@@ -23,13 +25,9 @@ class ImportFailed(Exception):
 
     def __init__(self, problems: Sequence[Problem], *, where: str = "in the input") -> None:
         self.problems = list(problems)
-        self.where = where
-        super().__init__(self.render())
-
-    def render(self) -> str:
         count = len(self.problems)
-        head = f"{count} problem{'s' if count != 1 else ''} {self.where}; nothing was written"
-        return "\n".join([head, *("  " + p.render() for p in self.problems)])
+        head = f"{count} problem{'s' if count != 1 else ''} {where}; nothing was written"
+        super().__init__("\n".join([head, *("  " + p.render() for p in self.problems)]))
 
 
 @dataclass
@@ -59,10 +57,6 @@ def is_number(value: Any) -> bool:
 
 def validated(name: str, data: dict[str, Any]) -> list[Problem]:
     """Problems the plugin itself would find loading ``data``: an importer's own check."""
-    from pydantic import ValidationError
-
-    from .._load.locate import problems_from_validation
-
     try:
         Suite.model_validate(data)
     except ValidationError as exc:

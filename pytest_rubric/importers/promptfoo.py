@@ -174,7 +174,7 @@ class RawTest:
 class Assertion:
     label: str  # e.g. "assert[1]", "defaultTest.assert[0] ($ref polite)"
     where: str  # file:line
-    item: Any  # the assertion; an Unmappable to list; None after a problem
+    item: Any  # the assertion; an Unmappable to list; None after a problem (no case is made)
     default: bool = False  # from defaultTest: the same in every test
 
     @property
@@ -786,8 +786,7 @@ def _cases(ctx: Conversion, test: Test, prompts: list[Prompt]) -> list[dict[str,
     # removing the reason the test is left out is not enough.
     for a in test.asserts if why is not None else []:
         try:
-            if a.item is not None:  # else a problem, already reported
-                a.check()
+            a.check()
         except Unmappable as exc:
             ctx.unmapped(a.where, _what(test, a), str(exc))
     if why is None and not prompts:
@@ -874,8 +873,6 @@ def _criteria(
     criteria: list[dict[str, Any]] = []
     lost: list[tuple[str, str, str]] = []  # (where, what, why) of each assertion left out
     for a in test.asserts:
-        if a.item is None:  # a problem, already reported
-            return None, 0
         what = _what(test, a)
         try:
             a.check()

@@ -21,11 +21,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from .._errors import RubricLoadError
+from .._guards.engines import PatternError
 from ..criteria.normalize import normalize
+from ..criteria.regex import compile_regex
 from ._common import is_number
-from .promptfoo_files import Unmappable
+from .promptfoo_files import Unmappable, parse_yaml
 
 _DRAFT7 = "http://json-schema.org/draft-07/schema#"
 # Assertion keys that change nothing this importer writes (`metric` becomes a tag).
@@ -150,9 +154,6 @@ _UNICODE_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9a-fA-F]{4})")
 def js_regex(source: str) -> tuple[str, str]:
     """The pattern, as written where it means the same here, and the engine that runs it
     (``re2``, or ``python`` for lookaround and backreferences); else :class:`Unmappable`."""
-    from .._guards.engines import PatternError
-    from ..criteria.regex import compile_regex
-
     if not source:
         raise Unmappable("an empty regex is refused by promptfoo")
     for found, what in _JS_ONLY:
@@ -333,11 +334,6 @@ def _judged(base: str, value: Any, item: dict[str, Any]) -> tuple[dict[str, Any]
 
 def _schema(value: Any) -> Any:
     if isinstance(value, str) and value.strip():  # read within the loader's limits
-        from pathlib import Path
-
-        from .._errors import RubricLoadError
-        from .promptfoo_files import parse_yaml
-
         try:
             value = parse_yaml(value, Path("is-json")).data
         except RubricLoadError as exc:

@@ -554,7 +554,7 @@ def test_bad_input_is_located_and_nothing_is_written(
     path = write_config(tmp_path, text)
     with pytest.raises(ImportFailed) as info:
         convert([path])
-    rendered = info.value.render()
+    rendered = str(info.value)
     assert expected in rendered and "promptfooconfig.yaml" in rendered
     # The command's main, in this process: test_bad_input_exits_2_from_the_command_line
     # runs the real command once.
