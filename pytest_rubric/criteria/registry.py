@@ -102,9 +102,21 @@ def _criterion_tag(value: Any) -> str | None:
 
 
 @functools.lru_cache(maxsize=32)
-def _union(models: tuple[type[CriterionModel], ...]) -> TypeAdapter[Any]:
-    """The discriminated union of ``models`` on ``type``: pydantic validates only the model a
-    criterion names, so its errors are about that type's fields (and name the type)."""
+def _union(added: tuple[type[CriterionModel], ...], *, body: bool = False) -> TypeAdapter[Any]:
+    """The discriminated union on ``type`` of the built-in types and ``added`` (for a
+    ``body``, those :func:`validate_body` allows): pydantic validates only the model a
+    criterion names, so its errors are about that type's fields (and name the type). Made
+    once per set of types: a suite validates one criterion after another."""
+    models = tuple(criterion_types(added).values())
+    if body:
+        composite = _builtin()[len(DETERMINISTIC) :]
+        models = tuple(
+            model
+            for model in models
+            if model is not Forbidden
+            and model not in composite
+            and not getattr(model, "reads_trace", False)
+        )
     members = tuple(Annotated[model, Tag(model.tag)] for model in models)
     union: Any = Annotated[Union[members], Discriminator(_criterion_tag)]  # noqa: UP007
     return TypeAdapter(union)
@@ -119,8 +131,7 @@ def validate_criterion(value: Any, info: ValidationInfo) -> Any:
     """A criterion as written, read as the type it names among the session's types."""
     if isinstance(value, CriterionModel):
         return value  # built in Python
-    models = tuple(criterion_types(_added(info)).values())
-    return _union(models).validate_python(value, context=info.context)
+    return _union(_added(info)).validate_python(value, context=info.context)
 
 
 # What a body may not say: it is one part of its criterion, weighted as a whole.
@@ -145,12 +156,4 @@ def validate_body(
         if value.get("type") == "forbidden":
             raise ValueError(f"{forbidden}; write {{type: regex, pattern: ..., invert: true}}")
         value = {**value, "id": name}
-    composite = _builtin()[len(DETERMINISTIC) :]
-    models = tuple(
-        model
-        for model in criterion_types(_added(info)).values()
-        if model is not Forbidden
-        and model not in composite
-        and not getattr(model, "reads_trace", False)
-    )
-    return _union(models).validate_python(value, context=info.context)
+    return _union(_added(info), body=True).validate_python(value, context=info.context)
