@@ -3,7 +3,7 @@
 The judge lists the response's factual claims, each with a quote from the context (the
 retrieved passages, fenced with their ids): ``{"reason", "claims": [{"claim", "quote"}]}``.
 Each quote is looked for in the passages as evidence is
-(:func:`~pytest_rubric.judge.evidence.quote_found`); the credit is supported claims over
+(:meth:`~pytest_rubric.judge.evidence.Quoted.has`); the credit is supported claims over
 claims, MET when all are. A response with no context is ERROR, the judge not asked.
 """
 
