@@ -94,11 +94,11 @@ class _Status:
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
 class _Wire:
     """One provider's batch API on a built-in client's endpoint, key and headers."""
 
-    def __init__(self, client: HTTPClient) -> None:
-        self.client = client
+    client: HTTPClient
 
     def failure(self, what: str, *, hint: str) -> str:
         """A failure's text: the judge, the batch endpoint, what happened, what to do."""

@@ -87,13 +87,12 @@ def one_shot(
     token = fence_token()
     lines = []
     for c in criteria:
-        kind = (
-            f"score {c.min_score:g}-{c.max_score:g}" if c.kind == "score" else "verdict MET/UNMET"
-        )
-        if c.kind == "label":
-            kind = "label"
+        if c.kind == "score":
+            kind = f"score {c.min_score:g}-{c.max_score:g}"
         elif c.kind == "extract":
             kind = f"extract a value: {RETURNS[c.returns][2]}"
+        else:
+            kind = "label" if c.kind == "label" else "verdict MET/UNMET"
         error = (
             " [describes an ERROR: MET only if the response makes it]"
             if c.effective_weight < 0 and c.kind != "extract"  # a reading has no ERROR side
