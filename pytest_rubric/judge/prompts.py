@@ -205,7 +205,7 @@ def extraction(
         'does not give it; then "evidence", a list of exact quotes from the response that give '
         "it (an empty list when it does not).",
     ]
-    schema = extract_schema(criterion)
+    schema = verdict_schema(criterion)
     return assembled(parts, schema, token, [criterion], guidance, question, response, reference)
 
 
@@ -406,7 +406,8 @@ def _quoted(label: str) -> str:
 
 def verdict_schema(criterion: JudgedCriterion) -> dict[str, Any]:
     if criterion.kind == "extract":
-        return extract_schema(criterion)
+        value = {"type": [RETURNS[criterion.returns][3], "null"]}
+        return reply_schema("value", "evidence", value=value, evidence=EVIDENCE_SCHEMA)
     if criterion.kind == "label":
         return reply_schema("label", label={"type": "string", "enum": list(criterion.labels or ())})
     if criterion.kind == "score":
@@ -421,11 +422,6 @@ def verdict_schema(criterion: JudgedCriterion) -> dict[str, Any]:
         return reply_schema("score", score=field)
     verdict = {"type": "string", "enum": ["MET", "UNMET"]}
     return reply_schema("verdict", verdict=verdict, evidence=EVIDENCE_SCHEMA)
-
-
-def extract_schema(criterion: Extract) -> dict[str, Any]:
-    value = {"type": [RETURNS[criterion.returns][3], "null"]}
-    return reply_schema("value", "evidence", value=value, evidence=EVIDENCE_SCHEMA)
 
 
 def reply_schema(*required: str, **fields: Any) -> dict[str, Any]:
