@@ -19,7 +19,7 @@ import pytest
 
 from .._defaults import RetryPolicy, named
 from .._grade.style import StyleThresholds
-from .._llm.cost import CostSettings, parse_price, parse_prices
+from .._llm.cost import CostSettings, parse_prices
 from .outputs import OUTPUTS
 from .settings import BY_KEY, DEFAULT_PATTERNS, OPTIONS, Option, Settings, argparse_type
 
@@ -138,11 +138,10 @@ def _cost(config: pytest.Config) -> CostSettings:
         prices = parse_prices(given(config, "judge_prices"))
     except ValueError as exc:
         raise pytest.UsageError(f"ini option rubric_judge_prices: {exc}") from None
-    price = given(config, "judge_price")
     max_cost = given(config, "max_cost")
     return CostSettings(
         prices=prices,
-        price=parse_price(price) if price else None,  # checked by the option's type
+        price=given(config, "judge_price"),
         max_cost=float(max_cost) if max_cost is not None else None,
         max_cost_shown=max_cost.strip() if max_cost is not None else "",
     )

@@ -10,12 +10,11 @@ light enough for ``pytest --help``.
 from __future__ import annotations
 
 import errno
-import importlib
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .._report.report import SessionReport
@@ -40,19 +39,17 @@ class Output:
             from .._guards.outgoing import outgoing  # its patterns: only when a file is written
 
             return outgoing(text)
-        own: Callable[[str], str] = _function(self.own_boundary)
+        from .._guards.calls import resolve_import
+
+        own: Callable[[str], str] = resolve_import(self.own_boundary)
         return own(text)
 
     @property
     def render(self) -> Callable[[SessionReport], str | Iterable[str]]:
-        renderer: Callable[[SessionReport], str | Iterable[str]] = _function(self.renderer)
+        from .._guards.calls import resolve_import
+
+        renderer: Callable[[SessionReport], str | Iterable[str]] = resolve_import(self.renderer)
         return renderer
-
-
-def _function(name: str) -> Any:
-    """The function named ``module:function`` (a dotted path), imported now."""
-    module, _, function = name.partition(":")
-    return getattr(importlib.import_module(module, __package__), function)
 
 
 OUTPUTS: tuple[Output, ...] = (

@@ -91,14 +91,6 @@ def show_response(text: str) -> int:
     return int(text)
 
 
-def price(text: str) -> str:
-    """``IN,OUT`` dollars per million tokens, kept as written."""
-    from .._llm.cost import parse_price
-
-    parse_price(text)
-    return text
-
-
 def probe_kinds(text: str) -> tuple[str, ...]:
     """Probe kinds, comma-separated, each once."""
     kinds = tuple(k.strip().lower() for k in text.split(",") if k.strip())

@@ -30,7 +30,7 @@ from .._defaults import (
     parse_pass_when,
 )
 from .._grade.style import StyleThresholds
-from .._llm.cost import CostSettings
+from .._llm.cost import CostSettings, parse_price
 from . import parsers
 from .outputs import OUTPUTS
 
@@ -472,7 +472,7 @@ class Settings:
             "0.15,0.60: the usage line shows the cost and what the cache saved (overrides ini "
             "rubric_judge_prices for the judge).",
             metavar="IN,OUT",
-            parse=parsers.price,
+            parse=parse_price,
         ),
         ini_option(
             "judge_prices",

@@ -6,9 +6,9 @@ results are built: redacted, then cut to 2,000 characters; grading sees the whol
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from statistics import fmean as mean
 from typing import TYPE_CHECKING, Any
 
 from .._defaults import (
@@ -91,7 +91,6 @@ class Grader:
         self.thresholds = thresholds or style.StyleThresholds()
         self.style_field = style_field  # ini rubric_style_field: a file's style_field wins
         self.default_min_score = default_min_score
-        self.call_timeout = call_timeout
         self.calls = CallRunner()  # callables and targets, each bounded by a timeout
         self.context = CheckContext(call_timeout, self.calls, check_timeout)
         # What results are redacted of: by default the providers' keys in the
@@ -199,9 +198,6 @@ class Grader:
             Sample(s.score, s.raw_score, s.passed, s.criteria, s.response, s.llm_raw_score, s.trace)
             for s in samples
         ]
-
-        def mean(values: Sequence[float]) -> float:
-            return math.fsum(values) / len(values)
 
         score = mean([s.score for s in samples])
         styles = [s.style_score for s in samples if s.style_score is not None]

@@ -323,7 +323,7 @@ class LiveModel:
             "provider": self.spec.provider,
             "model": self.spec.model,
             "system": self.SYSTEM,
-            "sampling": Sampling.of(sample, samples).as_dict(),
+            "sampling": asdict(Sampling.of(sample, samples)),
         }
 
     def __call__(self, case: Case, *, sample: int = 0, samples: int = 1) -> str:

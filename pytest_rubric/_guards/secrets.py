@@ -64,7 +64,7 @@ def redact(text: str, *secrets: Secret | None) -> str:
         before = text
         caseless = _caseless(text)  # one character for one: its spans are the text's
         spans = [span for key in long_keys for span in _runs(caseless, key)]
-        spans += [span for key in short_keys for span in _occurrences(caseless, key)]
+        spans += [m.span() for key in short_keys for m in re.finditer(re.escape(key), caseless)]
         if spans:
             text = _masked(text, spans)
         if not again or text == before:
@@ -77,15 +77,6 @@ def _caseless(text: str) -> str:
     if len(lowered) == len(text):  # lower() only ever lengthens: then nothing did
         return lowered
     return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-
-
-def _occurrences(text: str, key: str) -> list[tuple[int, int]]:
-    spans = []
-    at = text.find(key)
-    while at >= 0:
-        spans.append((at, at + len(key)))
-        at = text.find(key, at + len(key))
-    return spans
 
 
 def clip(text: str, *secrets: Secret | None, limit: int = MAX_TEXT) -> str:

@@ -12,7 +12,7 @@ import types
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from .._results import Outcome
@@ -47,9 +47,6 @@ class Sampling:
         if samples <= 1:
             return cls()
         return cls(temperature=SAMPLE_TEMPERATURE, seed=SEED + sample)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
 
 
 @dataclass(frozen=True, slots=True)

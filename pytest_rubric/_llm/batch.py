@@ -23,8 +23,8 @@ import contextlib
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -94,11 +94,11 @@ class _Status:
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
 class _Wire:
     """One provider's batch API on a built-in client's endpoint, key and headers."""
 
-    def __init__(self, client: HTTPClient) -> None:
-        self.client = client
+    client: HTTPClient
 
     def failure(self, what: str, *, hint: str) -> str:
         """A failure's text: the judge, the batch endpoint, what happened, what to do."""
@@ -464,6 +464,7 @@ async def _cancel(wire: _OpenAIBatch | _AnthropicBatch, batch_id: str) -> None:
             await wire.cancel(batch_id)
 
 
+@dataclass(eq=False)  # a queue is itself, never equal to another
 class BatchQueue:
     """The judge calls of a run, gathered into batches: what ``--rubric-judge-batch`` sends.
 
@@ -474,25 +475,19 @@ class BatchQueue:
     :class:`~pytest_rubric._errors.JudgeError`.
     """
 
-    def __init__(
-        self,
-        client: HTTPClient,
-        *,
-        timeout: float = DEFAULT_TIMEOUT,
-        quiet: float = 0.5,
-        first_poll: float = FIRST_POLL,
-        max_poll: float = MAX_POLL,
-    ) -> None:
-        self.client = client
-        self.timeout = timeout
-        self.quiet = quiet
-        self.first_poll = first_poll
-        self.max_poll = max_poll
-        self._ids = itertools.count()
-        self._gathered: list[tuple[BatchRequest, asyncio.Future[BatchResult]]] = []
-        self._characters = 0  # of the gathered calls' messages
-        self._timer: asyncio.TimerHandle | None = None
-        self._running: set[asyncio.Task[None]] = set()
+    client: HTTPClient
+    _: KW_ONLY
+    timeout: float = DEFAULT_TIMEOUT
+    quiet: float = 0.5
+    first_poll: float = FIRST_POLL
+    max_poll: float = MAX_POLL
+    _ids: Iterator[int] = field(default_factory=itertools.count, init=False)
+    _gathered: list[tuple[BatchRequest, asyncio.Future[BatchResult]]] = field(
+        default_factory=list, init=False
+    )
+    _characters: int = field(default=0, init=False)  # of the gathered calls' messages
+    _timer: asyncio.TimerHandle | None = field(default=None, init=False)
+    _running: set[asyncio.Task[None]] = field(default_factory=set, init=False)
 
     async def send(
         self,

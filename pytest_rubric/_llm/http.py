@@ -311,23 +311,15 @@ class HTTPClient:
         try:
             # A key given twice (two "content" fields, two verdicts) is no reply at all.
             data = json.loads(body, object_pairs_hook=unique_keys)
-        except RepeatedKey as exc:
-            raise self._fail(
-                f"the reply gives the key {self._quote(exc.key, _QUOTE_BODY)!r} twice in one "
-                "object",
-                status=status,
-                hint=_WHICH_ENDPOINT,
-                retryable=True,
-            ) from None
-        except (ValueError, RecursionError):
-            # Not JSON, nested past the recursion limit, or a number of thousands of digits.
-            text = body.decode("utf-8", errors="replace")
-            raise self._fail(
-                f"the reply is not JSON ({self._quote(text, _QUOTE_BODY)!r})",
-                status=status,
-                hint=_WHICH_ENDPOINT,
-                retryable=True,
-            ) from None
+        except (ValueError, RecursionError) as exc:
+            # Or not JSON, nested past the recursion limit, or a number of thousands of digits.
+            if isinstance(exc, RepeatedKey):
+                key = self._quote(exc.key, _QUOTE_BODY)
+                what = f"the reply gives the key {key!r} twice in one object"
+            else:
+                text = self._quote(body.decode("utf-8", errors="replace"), _QUOTE_BODY)
+                what = f"the reply is not JSON ({text!r})"
+            raise self._fail(what, status=status, hint=_WHICH_ENDPOINT, retryable=True) from None
         if not isinstance(data, dict):
             raise self._fail(
                 "the reply is not a JSON object", hint="check the endpoint", retryable=True

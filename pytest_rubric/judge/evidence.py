@@ -73,9 +73,9 @@ _CLAUSE_END = frozenset(".!?;:,\u3002\u3001")
 
 
 class Quoted:
-    """A response, normalized once, that quotes are looked for in (:func:`quote_found`): its
-    words joined by single spaces, where each starts in that string, and which of them start
-    a clause."""
+    """A response, normalized once, that quotes are looked for in (:meth:`has`): its words
+    joined by single spaces, where each starts in that string, and which of them start a
+    clause."""
 
     __slots__ = ("clause", "starts", "text")
 
@@ -122,13 +122,6 @@ class Quoted:
             return False
         previous = self.text[self.starts[index - 1] : start - 1]
         return previous in NEGATIONS or previous.endswith("n't")
-
-
-def quote_found(quote: str, response: str, *, deadline: Deadline | None = None) -> bool:
-    """Whether ``quote`` is in ``response``, word for word after normalization (see the
-    module's docstring). Raises :class:`~pytest_rubric._guards.engines.CheckTimeout` past
-    ``deadline``; to look for several quotes, make one :class:`Quoted`."""
-    return Quoted(response).has(quote, deadline=deadline)
 
 
 def check_evidence(

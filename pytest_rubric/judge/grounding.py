@@ -3,7 +3,7 @@
 The judge lists the response's factual claims, each with a quote from the context (the
 retrieved passages, fenced with their ids): ``{"reason", "claims": [{"claim", "quote"}]}``.
 Each quote is looked for in the passages as evidence is
-(:func:`~pytest_rubric.judge.evidence.quote_found`); the credit is supported claims over
+(:meth:`~pytest_rubric.judge.evidence.Quoted.has`); the credit is supported claims over
 claims, MET when all are. A response with no context is ERROR, the judge not asked.
 """
 
@@ -23,11 +23,10 @@ from .prompts import (
     Guidance,
     Prompt,
     Question,
+    assembled,
     data_rule,
     fence_token,
-    guided,
     reply_schema,
-    user_message,
 )
 from .replies import ReplyError, extract_json
 
@@ -72,18 +71,13 @@ def grounding(
         "no passage does}. Greetings, questions and offers of help are not claims; an empty "
         "list means the response makes no factual claim.",
     ]
-    parts, shown = guided(parts, guidance, [criterion.id], token)
     passages = "".join(
         f'<passage-{token} id="{ident}">\n{p.text}\n</passage-{token}>\n'
         for ident, p in zip(_ids(context), context, strict=True)
     )
-    return Prompt(
-        system="\n\n".join(parts),
-        user=shown
-        + f"<context-{token}>\n{passages}</context-{token}>\n"
-        + user_message(question, response, token),
-        schema=GROUNDED_SCHEMA,
-        token=token,
+    fenced = f"<context-{token}>\n{passages}</context-{token}>\n"
+    return assembled(
+        parts, GROUNDED_SCHEMA, token, [criterion], guidance, question, response, context=fenced
     )
 
 

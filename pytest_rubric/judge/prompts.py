@@ -72,7 +72,7 @@ def per_criterion(
     if criterion.kind != "score":
         parts.append(EVIDENCE_RULE)
     schema = verdict_schema(criterion)
-    return _prompt(parts, schema, token, [criterion], guidance, question, response, reference)
+    return assembled(parts, schema, token, [criterion], guidance, question, response, reference)
 
 
 def one_shot(
@@ -87,13 +87,12 @@ def one_shot(
     token = fence_token()
     lines = []
     for c in criteria:
-        kind = (
-            f"score {c.min_score:g}-{c.max_score:g}" if c.kind == "score" else "verdict MET/UNMET"
-        )
-        if c.kind == "label":
-            kind = "label"
+        if c.kind == "score":
+            kind = f"score {c.min_score:g}-{c.max_score:g}"
         elif c.kind == "extract":
             kind = f"extract a value: {RETURNS[c.returns][2]}"
+        else:
+            kind = "label" if c.kind == "label" else "verdict MET/UNMET"
         error = (
             " [describes an ERROR: MET only if the response makes it]"
             if c.effective_weight < 0 and c.kind != "extract"  # a reading has no ERROR side
@@ -149,7 +148,7 @@ def one_shot(
         },
         "required": ["criteria"],
     }
-    return _prompt(parts, schema, token, criteria, guidance, question, response, reference)
+    return assembled(parts, schema, token, criteria, guidance, question, response, reference)
 
 
 def holistic(
@@ -182,7 +181,7 @@ def holistic(
         "100.",
     ]
     schema = reply_schema("score", score={"type": "number", "minimum": 0, "maximum": 100})
-    return _prompt(parts, schema, token, criteria, guidance, question, response, reference)
+    return assembled(parts, schema, token, criteria, guidance, question, response, reference)
 
 
 def extraction(
@@ -206,8 +205,8 @@ def extraction(
         'does not give it; then "evidence", a list of exact quotes from the response that give '
         "it (an empty list when it does not).",
     ]
-    schema = extract_schema(criterion)
-    return _prompt(parts, schema, token, [criterion], guidance, question, response, reference)
+    schema = verdict_schema(criterion)
+    return assembled(parts, schema, token, [criterion], guidance, question, response, reference)
 
 
 Question = str | tuple[tuple[str, str], ...] | None
@@ -301,33 +300,6 @@ _EXAMPLES_RULE = (
 )
 
 
-def guided(
-    parts: list[str], guidance: Guidance | None, ids: Sequence[str], token: str
-) -> tuple[list[str], str]:
-    """``parts`` of the system message with the author's instructions and the examples' rule
-    added, and the fenced examples that open the user message ("" without guidance)."""
-    if guidance is None:
-        return parts, ""
-    parts = list(parts)
-    if guidance.instructions:
-        parts.append(
-            _AUTHOR_RULE.format(token=token)
-            + f"\n<rubric-author-{token}>\n{guidance.instructions}\n</rubric-author-{token}>"
-        )
-    examples = [e for e in guidance.examples if e.criterion in ids]  # the call's, in order
-    if not examples:
-        return parts, ""
-    parts.append(_EXAMPLES_RULE.format(token=token))
-    shown = "".join(
-        f"<judge-example-{token} criterion={_quoted(e.criterion)} verdict={_quoted(e.verdict)}>\n"
-        f"<example-response-{token}>\n{e.response}\n</example-response-{token}>\n"
-        f"<example-reason-{token}>\n{e.reason}\n</example-reason-{token}>\n"
-        f"</judge-example-{token}>\n"
-        for e in examples
-    )
-    return parts, shown
-
-
 @dataclass(frozen=True, slots=True)
 class Prompt:
     """One judge call: the messages, the reply schema, and the fence token used."""
@@ -338,7 +310,7 @@ class Prompt:
     token: str
 
 
-def _prompt(
+def assembled(
     parts: list[str],
     schema: dict[str, Any],
     token: str,
@@ -346,12 +318,29 @@ def _prompt(
     guidance: Guidance | None,
     question: Question,
     response: str,
-    reference: str | None,
+    reference: str | None = None,
+    context: str = "",
 ) -> Prompt:
-    """The system message of ``parts`` (with the file's guidance for ``criteria``), and the
-    user message: their examples, then the fenced question, reference and response."""
-    parts, shown = guided(parts, guidance, [c.id for c in criteria], token)
-    user = shown + user_message(question, response, token, reference)
+    """The system message of ``parts`` with the file's ``guidance``: its instructions, and the
+    examples' rule when it has examples of ``criteria``. The user message: those examples,
+    ``context`` (a ``grounded`` criterion's passages), the question, reference and response."""
+    ids = {c.id for c in criteria}
+    examples = [] if guidance is None else [e for e in guidance.examples if e.criterion in ids]
+    if guidance is not None and guidance.instructions:
+        parts.append(
+            _AUTHOR_RULE.format(token=token)
+            + f"\n<rubric-author-{token}>\n{guidance.instructions}\n</rubric-author-{token}>"
+        )
+    if examples:
+        parts.append(_EXAMPLES_RULE.format(token=token))
+    shown = "".join(
+        f"<judge-example-{token} criterion={_quoted(e.criterion)} verdict={_quoted(e.verdict)}>\n"
+        f"<example-response-{token}>\n{e.response}\n</example-response-{token}>\n"
+        f"<example-reason-{token}>\n{e.reason}\n</example-reason-{token}>\n"
+        f"</judge-example-{token}>\n"
+        for e in examples
+    )
+    user = shown + context + user_message(question, response, token, reference)
     return Prompt("\n\n".join(parts), user, schema, token)
 
 
@@ -417,7 +406,8 @@ def _quoted(label: str) -> str:
 
 def verdict_schema(criterion: JudgedCriterion) -> dict[str, Any]:
     if criterion.kind == "extract":
-        return extract_schema(criterion)
+        value = {"type": [RETURNS[criterion.returns][3], "null"]}
+        return reply_schema("value", "evidence", value=value, evidence=EVIDENCE_SCHEMA)
     if criterion.kind == "label":
         return reply_schema("label", label={"type": "string", "enum": list(criterion.labels or ())})
     if criterion.kind == "score":
@@ -432,11 +422,6 @@ def verdict_schema(criterion: JudgedCriterion) -> dict[str, Any]:
         return reply_schema("score", score=field)
     verdict = {"type": "string", "enum": ["MET", "UNMET"]}
     return reply_schema("verdict", verdict=verdict, evidence=EVIDENCE_SCHEMA)
-
-
-def extract_schema(criterion: Extract) -> dict[str, Any]:
-    value = {"type": [RETURNS[criterion.returns][3], "null"]}
-    return reply_schema("value", "evidence", value=value, evidence=EVIDENCE_SCHEMA)
 
 
 def reply_schema(*required: str, **fields: Any) -> dict[str, Any]:

@@ -19,13 +19,13 @@ UNMET.
 from __future__ import annotations
 
 import asyncio
-import importlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._defaults import GRADERS
 from .._errors import JudgeError
+from .._guards.calls import resolve_import
 from .._guards.secrets import clip
 from .._llm.base import Judged, Reply
 from .._results import Outcome, Verdict
@@ -295,12 +295,6 @@ ONE_SHOT = Strategy(_one_shot)
 HOLISTIC = Strategy(_holistic_and_extract, mean=True)
 
 
-def _named(path: str) -> Strategy:
-    module, _, name = path.partition(":")
-    strategy: Strategy = getattr(importlib.import_module(module), name)
-    return strategy
-
-
-STRATEGIES: dict[str, Strategy] = {name: _named(path) for name, path in GRADERS.items()}
+STRATEGIES: dict[str, Strategy] = {name: resolve_import(path) for name, path in GRADERS.items()}
 """The ``--rubric-grader`` strategies, by name, as the one table (``_defaults.GRADERS``) names
 them."""

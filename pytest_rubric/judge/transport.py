@@ -237,7 +237,7 @@ class Transport:
             "system": prompt.system.replace(prompt.token, "{TOKEN}"),
             "user": user.replace(prompt.token, "{TOKEN}"),
             "schema": prompt.schema if self._builtin else None,
-            "sampling": Sampling.of(sample, self.votes).as_dict(),
+            "sampling": dataclasses.asdict(Sampling.of(sample, self.votes)),
             "sample": sample,
         }
 

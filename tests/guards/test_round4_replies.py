@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from pytest_rubric._guards.outgoing import _public, _public_urls, outgoing
 from pytest_rubric._guards.secrets import Secret
 from pytest_rubric.criteria.judge import Requirement
-from pytest_rubric.judge.evidence import quote_found
+from pytest_rubric.judge.evidence import Quoted
 from pytest_rubric.judge.grounding import read_grounded
 from pytest_rubric.judge.replies import ReplyError, read_holistic, read_one, read_one_shot
 from tests.fake_llm import FakeLLM, json_reply, raw, text
@@ -316,7 +316,7 @@ STATEMENT = "Our revenue will decrease by $1M in 2025, down 1.5% from the year b
     ],
 )
 def test_a_quote_is_found_up_to_case_whitespace_punctuation_and_unicode_forms(quote: str) -> None:
-    assert quote_found(quote, STATEMENT)
+    assert Quoted(STATEMENT).has(quote)
 
 
 @pytest.mark.parametrize(
@@ -335,7 +335,7 @@ def test_a_quote_is_found_up_to_case_whitespace_punctuation_and_unicode_forms(qu
     ],
 )
 def test_a_quote_that_differs_in_a_number_or_a_word_is_not_found(quote: str) -> None:
-    assert not quote_found(quote, STATEMENT)
+    assert not Quoted(STATEMENT).has(quote)
 
 
 _WORDS = ["revenue", "profit", "will", "decrease", "increase", "by", "$1M", "$9M", "1.5%", "15%"]
@@ -355,8 +355,8 @@ def test_changing_one_word_makes_any_quote_not_found(
     assume(other != words[index])
     changed = [*words[:index], other, *words[index + 1 :]]
     response = " ".join(words)
-    assert quote_found(response, response)
-    assert not quote_found(" ".join(changed), response)
+    assert Quoted(response).has(response)
+    assert not Quoted(response).has(" ".join(changed))
 
 
 def test_a_changed_number_is_unsupported_end_to_end(

@@ -33,7 +33,7 @@ from pytest_rubric._results import Outcome, Verdict
 from pytest_rubric.criteria import Json
 from pytest_rubric.criteria import json as _json_criterion
 from pytest_rubric.criteria.check import Answer, CheckContext
-from pytest_rubric.judge.evidence import check_evidence, quote_found
+from pytest_rubric.judge.evidence import Quoted, check_evidence
 from tests.fake_llm import FakeLLM, json_reply, raw
 
 pytestmark = pytest.mark.hostile
@@ -592,7 +592,7 @@ def test_long_invented_quotes_are_not_found_quickly() -> None:
     """Five 10 KB invented quotes against a 20 KB answer kept one criterion past 45 s."""
     response = _prose(20_000, seed=1)
     started = time.perf_counter()
-    found = [quote_found(_prose(10_000, seed=n), response) for n in range(2, 7)]
+    found = [Quoted(response).has(_prose(10_000, seed=n)) for n in range(2, 7)]
     assert found == [False] * 5
     assert time.perf_counter() - started < 10  # 0.5 s here; it was past 45 s
 
@@ -602,11 +602,11 @@ def test_a_long_true_quote_is_found_and_not_with_a_slip_or_an_invented_passage()
     start, end = response.index(" ", 5_000), response.index(" ", 15_000)
     quote = response[start:end]
     slipped = quote[:3_000] + "x" + quote[3_000:7_000] + quote[7_001:]
-    assert quote_found(quote, response)
-    assert not quote_found(slipped, response)  # a word that differs is a word not said
+    assert Quoted(response).has(quote)
+    assert not Quoted(response).has(slipped)  # a word that differs is a word not said
     invented = quote[:5_000] + " and we never charge a fee for any of it, ever. " + quote[5_000:]
-    assert not quote_found(invented, response)
-    assert not quote_found(quote + " and more that it never said", quote)
+    assert not Quoted(response).has(invented)
+    assert not Quoted(quote).has(quote + " and more that it never said")
 
 
 def test_a_quote_longer_than_the_response_is_not_searched(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -618,7 +618,7 @@ def test_a_quote_longer_than_the_response_is_not_searched(monkeypatch: pytest.Mo
     for name in ("partial_ratio_alignment", "partial_ratio", "ratio"):
         monkeypatch.setattr(rapidfuzz.fuzz, name, searched)
     response = "The refund policy is thirty days."
-    assert not quote_found(f"As it says: {response} And it is always right.", response)
+    assert not Quoted(response).has(f"As it says: {response} And it is always right.")
 
 
 def test_an_evidence_search_past_its_time_bound_is_an_error() -> None:

@@ -24,7 +24,7 @@ from pytest_rubric._results import CaseResult, Outcome, Verdict
 from pytest_rubric._schema import CalibrationExample
 from pytest_rubric.criteria.judge import Requirement
 from pytest_rubric.criteria.normalize import normalize
-from pytest_rubric.judge.evidence import NEGATIONS, check_evidence, quote_found
+from pytest_rubric.judge.evidence import NEGATIONS, Quoted, check_evidence
 from pytest_rubric.judge.prompts import holistic, injection_suspected, one_shot, per_criterion
 from pytest_rubric.judge.replies import read_one, read_one_shot
 from pytest_rubric.judge.runner import combine_panel
@@ -111,7 +111,7 @@ def test_met_replies_carry_evidence_in_every_schema() -> None:
     ],
 )
 def test_a_quote_is_found_word_for_word_after_normalization(quote: str, found: bool) -> None:
-    assert quote_found(quote, RESPONSE) is found
+    assert Quoted(RESPONSE).has(quote) is found
 
 
 CLAIM = "Our model says the daily loss will not exceed the limit on most days of the year."
@@ -139,7 +139,7 @@ def test_a_quote_and_the_span_it_matched_agree_on_negations(
     quote: str, response: str, found: bool
 ) -> None:
     """ "...will not exceed..." is no evidence for "...will exceed...", and the reverse."""
-    assert quote_found(quote, response) is found
+    assert Quoted(response).has(quote) is found
 
 
 _SENTENCE = st.lists(
@@ -176,9 +176,9 @@ def test_adding_or_dropping_a_negation_makes_a_quote_not_found(
 ) -> None:
     words = sentence.split()
     negated = " ".join([*words[: where % len(words)], word, *words[where % len(words) :]])
-    assert quote_found(sentence, sentence)
-    assert not quote_found(negated, sentence)  # the quote adds one
-    assert not quote_found(sentence, negated)  # the quote drops one
+    assert Quoted(sentence).has(sentence)
+    assert not Quoted(sentence).has(negated)  # the quote adds one
+    assert not Quoted(negated).has(sentence)  # the quote drops one
 
 
 def _c(weight: float = 1.0, kind: str = "boolean") -> Any:
@@ -790,13 +790,13 @@ def test_evidence_is_checked_only_where_a_quote_means_something() -> None:
     """A one-letter 'quote' supports nothing; a short one must be in the answer as written;
     a holistic score, a score kind and an extraction are never demoted for want of quotes;
     a label's quotes are read and checked like a verdict's."""
-    from pytest_rubric.judge.evidence import check_evidence, quote_found
+    from pytest_rubric.judge.evidence import Quoted, check_evidence
     from pytest_rubric.judge.replies import read_one
 
     answer = "The capital of France is Paris."
-    assert not quote_found("a", answer) and not quote_found("is", answer)
-    assert quote_found("Paris", answer) and not quote_found("Lyon", answer)
-    assert quote_found("the capital of france is paris", answer)
+    assert not Quoted(answer).has("a") and not Quoted(answer).has("is")
+    assert Quoted(answer).has("Paris") and not Quoted(answer).has("Lyon")
+    assert Quoted(answer).has("the capital of france is paris")
     met = Outcome(MET, 1.0, "holistic 80/100: fine")
     score_kind = Requirement(id="s", requirement="r", kind="score")
     assert check_evidence(met, score_kind, answer, mode="require").verdict is MET
