@@ -19,8 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-__all__ = ["Passage", "ToolCall", "Trace", "TraceSource", "Usage"]
-
 TraceSource = Literal["returned", "otel", "responses", "case"]
 
 # Text copied from a trace into a result (a tool's result, a passage) is cut to this many
@@ -89,9 +87,7 @@ class Trace:
         itself when nothing changed."""
         calls = tuple(_cut_call(c, cut) for c in self.tool_calls)
         passages = tuple(_cut_passage(p, cut) for p in self.context)
-        if all(a is b for a, b in zip(calls, self.tool_calls, strict=True)) and all(
-            a is b for a, b in zip(passages, self.context, strict=True)
-        ):
+        if calls == self.tool_calls and passages == self.context:
             return self
         return replace(self, tool_calls=calls, context=passages)
 

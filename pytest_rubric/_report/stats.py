@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 from .._results import z_of
@@ -218,13 +219,11 @@ def fleiss_kappa(ratings: Sequence[Sequence[object]]) -> float | None:
     if m < 2 or any(len(row) != m for row in ratings):
         raise ValueError("fleiss_kappa: every item needs the same number (>= 2) of ratings")
     n = len(ratings)
-    totals: dict[object, int] = {}
+    totals: Counter[object] = Counter()
     agreement = []
     for row in ratings:
-        counts: dict[object, int] = {}
-        for label in row:
-            counts[label] = counts.get(label, 0) + 1
-            totals[label] = totals.get(label, 0) + 1
+        counts = Counter(row)
+        totals.update(counts)
         agreement.append(sum(c * (c - 1) for c in counts.values()) / (m * (m - 1)))
     p_bar = mean(agreement)
     p_e = math.fsum((t / (n * m)) ** 2 for t in totals.values())
