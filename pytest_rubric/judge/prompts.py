@@ -326,6 +326,7 @@ def assembled(
     ``context`` (a ``grounded`` criterion's passages), the question, reference and response."""
     ids = {c.id for c in criteria}
     examples = [] if guidance is None else [e for e in guidance.examples if e.criterion in ids]
+    parts = list(parts)  # the caller's list stays as it was
     if guidance is not None and guidance.instructions:
         parts.append(
             _AUTHOR_RULE.format(token=token)
