@@ -23,6 +23,12 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
+# Tests of a bound (a pattern that backtracks, a call that never returns, a reply that never
+# ends) prove it by the verdict it gives, never by timing it: without the bound the test
+# would wait forever (or for an hour) and then find the wrong verdict. This watchdog
+# (pytest-timeout's mark) only stops such a regression from hanging the suite.
+HANG_GUARD = 300
+
 # Integration tests of what a user sees run three ways: without xdist, with
 # xdist but in-process (-n 0), and with two workers (-n 2).
 RUN_MODES = {

@@ -24,6 +24,7 @@ from pytest_rubric._results import Verdict
 from pytest_rubric.criteria import Json, Number
 from pytest_rubric.criteria.check import Answer, CheckContext
 from pytest_rubric.criteria.normalize import parse_numbers
+from tests.conftest import HANG_GUARD
 
 pytestmark = pytest.mark.hostile
 
@@ -118,6 +119,7 @@ def test_a_json_answer_nested_too_deeply_does_not_parse(answer: str) -> None:
 # --- engine: python regexes -----------------------------------------------------------------
 
 
+@pytest.mark.timeout(HANG_GUARD)
 def test_a_backtracking_pattern_cannot_hang_the_session(
     pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
 ) -> None:
@@ -134,9 +136,7 @@ def test_a_backtracking_pattern_cannot_hang_the_session(
               - {{id: alternation, type: regex, engine: python, pattern: '(a|aa)+$'}}
         """,
     )
-    started = time.monotonic()
     result = pytester.runpytest("--rubric-dir", "evals", "--rubric-json", "out.json")
-    assert time.monotonic() - started < 30
     result.assert_outcomes(errors=1)
     (case,) = rubric_json()["results"]
     verdicts = {c["id"]: c["verdict"] for c in case["criteria"]}
@@ -165,10 +165,8 @@ def test_a_call_runner_returns_raises_or_times_out_and_reuses_its_thread() -> No
         assert runner.call(_REQUEST.get, timeout=5) == "q1"
     finally:
         _REQUEST.reset(token)
-    started = time.monotonic()
     with pytest.raises(CallTimeout, match=r"did not return within 0\.2 s"):
         runner.call(time.sleep, 30, timeout=0.2)
-    assert time.monotonic() - started < 10
     # The overrunning call keeps its thread; the next call gets another.
     assert runner.call(threading.get_ident, timeout=5) not in threads
 
@@ -197,6 +195,7 @@ def target(case):
 """
 
 
+@pytest.mark.timeout(HANG_GUARD)
 def test_a_callable_that_never_returns_is_an_error_not_a_hang(
     pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
 ) -> None:
@@ -220,9 +219,7 @@ def test_a_callable_that_never_returns_is_an_error_not_a_hang(
     # The quick calls have their own bound: they need not beat 0.3 s on a loaded machine.
     pytester.makeini("[pytest]\nrubric_call_timeout = 0.3\n")
     pytester.syspathinsert()
-    started = time.monotonic()
     result = pytester.runpytest("--rubric-dir", "evals", "--rubric-json", "out.json")
-    assert time.monotonic() - started < 30
     result.assert_outcomes(errors=2)
     criteria = {c["id"]: c for r in rubric_json()["results"] for c in r["criteria"]}
     assert criteria["sync"]["verdict"] == criteria["by_ini"]["verdict"] == "ERROR"
@@ -233,6 +230,7 @@ def test_a_callable_that_never_returns_is_an_error_not_a_hang(
     assert criteria["fine"]["verdict"] == "MET"
 
 
+@pytest.mark.timeout(HANG_GUARD)
 def test_a_target_that_never_returns_is_an_error_not_a_hang(
     pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
 ) -> None:
@@ -253,9 +251,7 @@ def test_a_target_that_never_returns_is_an_error_not_a_hang(
         """,
     )
     pytester.syspathinsert()
-    started = time.monotonic()
     result = pytester.runpytest("--rubric-dir", "evals", "--rubric-json", "out.json")
-    assert time.monotonic() - started < 30
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*target app:slow_target did not return within 0.3 s*"])
     statuses = {r["case"]: r["passed"] for r in rubric_json()["results"]}

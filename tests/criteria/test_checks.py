@@ -6,7 +6,6 @@ import asyncio
 import json
 import math
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from pytest_rubric._results import Outcome
 from pytest_rubric._schema import Criterion
 from pytest_rubric.criteria.check import Answer, CheckContext
 from pytest_rubric.criteria.normalize import normalize
+from tests.conftest import HANG_GUARD
 
 ROOT = Path(__file__).resolve().parents[2]
 _CRITERION = TypeAdapter(Criterion)
@@ -300,6 +300,7 @@ def test_the_python_engine_searches_the_whole_answer() -> None:
     assert verdict({"type": "regex", "pattern": r"(?<=a)b", "engine": "python"}, long) is UNMET
 
 
+@pytest.mark.timeout(HANG_GUARD)
 def test_a_catastrophic_python_engine_pattern_is_an_error_after_its_time_bound(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -311,13 +312,10 @@ def test_a_catastrophic_python_engine_pattern_is_an_error_after_its_time_bound(
     bound = PATTERN_TIMEOUT / 4
     monkeypatch.setattr(_engines, "PATTERN_TIMEOUT", bound)
     rubric = {"type": "regex", "pattern": r"(a|aa)+$", "engine": "python"}
-    started = time.perf_counter()
     outcome = check(rubric, "a" * 60 + "!")
-    elapsed = time.perf_counter() - started
     assert outcome.verdict is ERROR
     assert f"after {bound:g} s of backtracking" in outcome.reason
     assert "RE2" in outcome.reason
-    assert elapsed < PATTERN_TIMEOUT * 20  # bounded, whatever the machine's load
     assert check({**rubric, "invert": True}, "a" * 60 + "!").verdict is ERROR
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from hypothesis import strategies as st
 
 from pytest_rubric._cli.merge import main as cli
 from pytest_rubric._errors import JudgeError
-from tests.conftest import SUPPORT, lines_in_any_order
+from tests.conftest import HANG_GUARD, SUPPORT, lines_in_any_order
 from tests.guards.test_user_code import JUDGED
 
 pytestmark = pytest.mark.hostile
@@ -179,14 +178,13 @@ cases:
 """
 
 
+@pytest.mark.timeout(HANG_GUARD)
 def test_exceptions_that_do_not_print_are_errors_within_the_calls_bound(
     pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
 ) -> None:
     write("evals/targets.py", FIGHTING)
     write("evals/e.rubric.yaml", FIGHTING_SUITE)
-    started = time.monotonic()
     result = pytester.runpytest("--rubric-dir=evals", "--rubric-json=out.json", "--tb=short")
-    assert time.monotonic() - started < 60  # each bound is 2 s; a hang is forever
     result.assert_outcomes(passed=1, failed=1, errors=8)  # lies: its own text fails
     lines_in_any_order(
         result,

@@ -34,6 +34,7 @@ from pytest_rubric.criteria import Json
 from pytest_rubric.criteria import json as _json_criterion
 from pytest_rubric.criteria.check import Answer, CheckContext
 from pytest_rubric.judge.evidence import Quoted, check_evidence
+from tests.conftest import HANG_GUARD
 from tests.fake_llm import FakeLLM, json_reply, raw
 
 pytestmark = pytest.mark.hostile
@@ -46,12 +47,6 @@ def check(schema: Any, answer: str, *, timeout: float = 5.0) -> Outcome:
     return Json(id="j", schema=schema).compile(CheckContext(check_timeout=timeout))(
         Answer(answer), None
     )
-
-
-def timed(schema: Any, answer: str, *, timeout: float = 5.0) -> tuple[Outcome, float]:
-    started = time.perf_counter()
-    outcome = check(schema, answer, timeout=timeout)
-    return outcome, time.perf_counter() - started
 
 
 # --- no schema reaches outside itself -------------------------------------------------------
@@ -263,23 +258,24 @@ def test_a_panic_of_the_compiled_schema_library_is_an_error_not_a_crash() -> Non
 # --- every pattern on RE2 or under a time bound ------------------------------------------
 
 
+@pytest.mark.timeout(HANG_GUARD)
 def test_a_catastrophic_schema_pattern_runs_in_linear_time() -> None:
-    """``^(a+)+$`` on 41 characters ran past 30 s on Python's ``re``."""
-    answer = json.dumps("a" * 41 + "!")
-    outcome, elapsed = timed({"type": "string", "pattern": "^(a+)+$"}, answer)
-    # A bound, not a timing (the machine may be loaded): re ran past 30 s; RE2 takes < 1 ms.
-    assert (outcome.verdict, elapsed < 10) == (UNMET, True)
+    """``^(a+)+$`` on 41 characters ran past 30 s on Python's ``re``; on 60 it would run for
+    longer than the universe has existed, and RE2 takes under a millisecond."""
+    answer = json.dumps("a" * 60 + "!")
+    outcome = check({"type": "string", "pattern": "^(a+)+$"}, answer)
+    assert outcome.verdict is UNMET
     assert "pattern" in outcome.reason
-    keyed = json.dumps({"a" * 41 + "!": 1, "a" * 30: "x"})
+    keyed = json.dumps({"a" * 60 + "!": 1, "a" * 30: "x"})
     for schema in (
         {"patternProperties": {"^(a+)+$": {"type": "integer"}}},
         {"patternProperties": {"^(a+)+$": {}}, "additionalProperties": False},
         {"propertyNames": {"pattern": "^(a+)+$"}},
     ):
-        outcome, elapsed = timed(schema, keyed)
-        assert (outcome.verdict, elapsed < 10) == (UNMET, True), schema
+        assert check(schema, keyed).verdict is UNMET, schema
 
 
+@pytest.mark.timeout(HANG_GUARD)
 def test_a_schema_pattern_re2_cannot_run_is_bounded_in_time(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -287,10 +283,9 @@ def test_a_schema_pattern_re2_cannot_run_is_bounded_in_time(
     criterion is ERROR (the bound is shortened here)."""
     monkeypatch.setattr(_engines, "PATTERN_TIMEOUT", 0.2)
     schema = {"type": "string", "pattern": "^(?=a)(a|aa)+$"}
-    outcome, elapsed = timed(schema, json.dumps("a" * 60 + "!"))
+    outcome = check(schema, json.dumps("a" * 60 + "!"))
     assert outcome.verdict is ERROR
     assert "gave up after 0.2 s of backtracking" in outcome.reason
-    assert elapsed < 15
     assert check(schema, json.dumps("aaa")).verdict is MET
     assert check(schema, json.dumps("baa")).verdict is UNMET
 
@@ -309,6 +304,7 @@ _PATTERNS = st.recursive(
 ).map(lambda body: f"^{body}$")
 
 
+@pytest.mark.timeout(HANG_GUARD)
 @settings(max_examples=60, deadline=None)
 @given(pattern=_PATTERNS, length=st.integers(min_value=0, max_value=60))
 def test_any_schema_pattern_on_any_answer_ends_within_its_bounds(pattern: str, length: int) -> None:
@@ -328,9 +324,7 @@ def test_any_schema_pattern_on_any_answer_ends_within_its_bounds(pattern: str, l
                 criterion = Json(id="j", schema=schema)
             except ValidationError:
                 continue  # a pattern that compiles nowhere: a collection error
-            started = time.perf_counter()
             outcome = criterion.compile(CheckContext(check_timeout=0.3))(Answer(answer), None)
-            assert time.perf_counter() - started < 10  # its 0.3 s bound, with room for load
             assert outcome.verdict in (MET, UNMET, ERROR)
             if outcome.verdict is ERROR:
                 assert "gave up after" in outcome.reason
@@ -349,10 +343,10 @@ def test_schema_patterns_read_the_text_as_json_schema_means_it() -> None:
 def test_unique_items_on_thousands_of_objects_is_linear_and_exact() -> None:
     """jsonschema compares every pair of objects: 8,000 ran past 25 s."""
     many = json.dumps([{"k": i, "v": [i, str(i)]} for i in range(8000)])
-    outcome, elapsed = timed({"type": "array", "uniqueItems": True}, many)
-    # MET, not ERROR: a quadratic check would run past rubric_check_timeout (5 s) on these;
-    # a bound, not a timing (26 ms measured; the machine may be loaded).
-    assert (outcome.verdict, elapsed < 15) == (MET, True)
+    outcome = check({"type": "array", "uniqueItems": True}, many)
+    # MET, not ERROR: a quadratic check would run past rubric_check_timeout (5 s) on these
+    # (26 ms measured).
+    assert outcome.verdict is MET
     unique = {"uniqueItems": True}
     assert check(unique, '[{"a": 1, "b": [2]}, {"b": [2], "a": 1}]').verdict is UNMET
     assert check(unique, "[1, 1.0]").verdict is UNMET  # one number, as JSON Schema says
@@ -371,13 +365,14 @@ def _exponential(levels: int) -> dict[str, Any]:
     return {"$defs": defs, "$ref": f"#/$defs/d{levels}"}
 
 
+@pytest.mark.timeout(HANG_GUARD)
 def test_a_validation_past_its_time_bound_is_an_error() -> None:
-    outcome, elapsed = timed(_exponential(40), '"x"', timeout=0.3)
+    outcome = check(_exponential(40), '"x"', timeout=0.3)  # cut off, not run to 2**40 steps
     assert outcome.verdict is ERROR
     assert "could not finish" in outcome.reason and "rubric_check_timeout" in outcome.reason
-    assert elapsed < 15  # cut off near its 0.3 s bound, not run to its 2**40 steps
 
 
+@pytest.mark.timeout(HANG_GUARD)
 def test_the_time_bound_is_the_ini_option_end_to_end(
     pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
 ) -> None:
@@ -387,9 +382,7 @@ def test_the_time_bound_is_the_ini_option_end_to_end(
         "cases:\n  - id: q1\n    response: '\"x\"'\n    criteria:\n"
         f"      - {{id: shaped, type: json, schema: {json.dumps(_exponential(40))}}}\n",
     )
-    started = time.monotonic()
     result = pytester.runpytest("--rubric-dir", "evals", "--rubric-json", "out.json")
-    assert time.monotonic() - started < 30
     result.assert_outcomes(errors=1)
     (case,) = rubric_json()["results"]
     assert case["criteria"][0]["verdict"] == "ERROR"
@@ -589,12 +582,12 @@ def _prose(characters: int, seed: int) -> str:
 
 
 def test_long_invented_quotes_are_not_found_quickly() -> None:
-    """Five 10 KB invented quotes against a 20 KB answer kept one criterion past 45 s."""
+    """Five 10 KB invented quotes against a 20 KB answer kept one criterion past 45 s. Each
+    search runs under the check's deadline (``rubric_check_timeout``, 5 s), past which it
+    raises: a False is a search that finished."""
     response = _prose(20_000, seed=1)
-    started = time.perf_counter()
     found = [Quoted(response).has(_prose(10_000, seed=n)) for n in range(2, 7)]
     assert found == [False] * 5
-    assert time.perf_counter() - started < 10  # 0.5 s here; it was past 45 s
 
 
 def test_a_long_true_quote_is_found_and_not_with_a_slip_or_an_invented_passage() -> None:
@@ -658,14 +651,12 @@ def test_invented_long_quotes_end_to_end(
               - {{id: refund, requirement: "Says the refund window is thirty days"}}
         """,
     )
-    started = time.monotonic()
     result = pytester.runpytest(
         "--rubric-judge=openai:m",
         f"--rubric-judge-url={fake_llm.openai_url}",
         "--rubric-judge-timeout=2",
         "--rubric-json=out.json",
     )
-    assert time.monotonic() - started < 30
     result.assert_outcomes(passed=1)
     (criterion,) = rubric_json()["results"][0]["criteria"]
     assert (criterion["verdict"], criterion["evidence_ok"]) == ("MET", False)

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import ANSWERS, RUN_MODES, SUPPORT
+from tests.conftest import ANSWERS, HANG_GUARD, RUN_MODES, SUPPORT
 from tests.fake_llm import (
     Action,
     FakeLLM,
@@ -611,6 +610,7 @@ def test_custom_judge_that_raises_is_an_error(pytester: pytest.Pytester, judged_
     )
 
 
+@pytest.mark.timeout(HANG_GUARD)
 def test_custom_judge_that_never_replies_times_out_as_an_error(
     pytester: pytest.Pytester, judged_file: Path
 ) -> None:
@@ -627,9 +627,7 @@ def test_custom_judge_that_never_replies_times_out_as_an_error(
             return Silent()
         """
     )
-    started = time.monotonic()
     result = pytester.runpytest("--rubric-judge-timeout", "0.3")
-    assert time.monotonic() - started < 30
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         ["!  horizon*ERROR*judge Silent gave no reply within 0.3 s (--rubric-judge-timeout)*"]
