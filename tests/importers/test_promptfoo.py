@@ -546,6 +546,10 @@ def test_the_command_writes_what_maps_and_prints_what_does_not(tmp_path: Path) -
         ("prompts: [hi\n", "invalid YAML"),
         ("prompts: [hi]\ntests: [{assert: [{type: contains, weight: two, value: a}]}]\n", "weight"),
         ("tests: [{assert: [{type: contains, value: a}]}]\n", "no `prompts`"),
+        (  # a value YAML cannot make: refused with its line, as a rubric file's is
+            "prompts: [hi]\ntests: [{vars: {x: 2001-02-30}, assert: [{type: contains, value: a}]}]\n",
+            "promptfooconfig.yaml:2: cannot read the value 2001-02-30",
+        ),
     ],
 )
 def test_bad_input_is_located_and_nothing_is_written(
