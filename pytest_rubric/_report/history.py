@@ -255,13 +255,11 @@ def with_trend(report: SessionReport, path: Path, *, warn: Callable[[str], None]
     rows of the wrong type are skipped, said once through ``warn``."""
     from dataclasses import replace
 
-    past: list[HistoryRun] = []
     skipped: list[str] = []
-    if path.is_file():
-        try:
-            past = read_runs(path, last=TREND_RUNS - 1, skipped=skipped)
-        except HistoryError:
-            past = []
+    try:
+        past = read_runs(path, last=TREND_RUNS - 1, skipped=skipped)
+    except HistoryError:
+        past = []
     if skipped:
         warn(skipped_warning(path, skipped))
     run = report.run

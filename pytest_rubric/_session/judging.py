@@ -257,8 +257,6 @@ class Judging:
         """The judge's outcomes for ``request``, or None to leave its criteria SKIPPED (or, with
         a configured judge that cannot run, each SKIPPED or ERROR saying why)."""
         self.caches.warn_trouble()  # a live model's answer was just fetched through the cache
-        if not request.criteria:
-            return None
         if self.runner is not None:
             judged = self.runner.result(request)
             self.caches.warn_trouble()
