@@ -297,7 +297,7 @@ class Judging:
             lines.append(
                 Note(
                     Severity.ERROR,
-                    f"{setup.cost.budget_message}: {over_budget} judged "
+                    f"cost budget of ${setup.cost.max_cost_shown} spent: {over_budget} judged "
                     f"{'criterion' if over_budget == 1 else 'criteria'} left ERROR",
                 )
             )
