@@ -14,7 +14,6 @@ from pydantic import (
     BeforeValidator,
     Field,
     PlainValidator,
-    field_validator,
     model_validator,
 )
 
@@ -41,6 +40,11 @@ def default_ids(value: Any, prefix: str) -> Any:
             for i, c in enumerate(value, start=1)
         ]
     return value
+
+
+# A case's criteria are c1, c2, ... by default, those of `global` g1, g2, ...
+CaseCriteria = Annotated[list[Criterion], BeforeValidator(lambda v: default_ids(v, "c"))]
+GlobalCriteria = Annotated[list[Criterion], BeforeValidator(lambda v: default_ids(v, "g"))]
 
 
 # How many answers each (case, subject) item gets (`repeat`), and how they make a pass.
@@ -75,6 +79,9 @@ def _check_turns(value: Any) -> Any:
         if found is not None:
             raise FieldError("messages", found[0], hint=found[1], path=(i, *found[2]))
     return value
+
+
+Turns = Annotated[tuple[Message, ...], BeforeValidator(_check_turns)]
 
 
 def _turn_problem(turn: Any, turn_n: str) -> tuple[str, str, tuple[str, ...]] | None:
@@ -143,20 +150,10 @@ class Rubric(BaseModel):
 
     model_config = MODEL_CONFIG
 
-    @field_validator("criteria", mode="before")
-    @classmethod
-    def _ids(cls, value: Any) -> Any:
-        return default_ids(value, "c")
-
-    @field_validator("messages", mode="before")
-    @classmethod
-    def _turns(cls, value: Any) -> Any:
-        return None if value is None else _check_turns(value)
-
     id: str = "rubric"
     question: str | None = None
-    messages: tuple[Message, ...] | None = None
-    criteria: list[Criterion] = []
+    messages: Turns | None = None
+    criteria: CaseCriteria = []
     min_score: Share | None = None  # null (given explicitly): report-only, see `own_mark`
     reference: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)  # no copy of a default per case
@@ -291,12 +288,7 @@ class Suite(BaseModel):
     judge_instructions: str | None = None  # see _load.examples
     style_field: JsonPointer | None = None  # where style is measured in a JSON answer
     judge_examples: list[JudgeExample] | str | None = None  # see _load.examples
-    global_criteria: list[Criterion] = Field(
+    global_criteria: GlobalCriteria = Field(
         default=[], validation_alias=AliasChoices("global", "global_criteria")
     )
     cases: list[Case]
-
-    @field_validator("global_criteria", mode="before")
-    @classmethod
-    def _ids(cls, value: Any) -> Any:
-        return default_ids(value, "g")

@@ -85,8 +85,10 @@ class Trace:
         """This trace as a result keeps it: each tool result and passage text through ``cut``
         (redacted, then cut to :data:`TRACE_TEXT_LIMIT` characters with a count); the trace
         itself when nothing changed."""
-        calls = tuple(_cut_call(c, cut) for c in self.tool_calls)
-        passages = tuple(_cut_passage(p, cut) for p in self.context)
+        calls = tuple(
+            c if c.result is None else replace(c, result=cut(c.result)) for c in self.tool_calls
+        )
+        passages = tuple(replace(p, text=cut(p.text)) for p in self.context)
         if calls == self.tool_calls and passages == self.context:
             return self
         return replace(self, tool_calls=calls, context=passages)
@@ -96,15 +98,3 @@ class Trace:
         """Each passage's id, or its 1-based position when it has none (how criteria and
         reports name passages)."""
         return tuple(p.id if p.id is not None else str(i) for i, p in enumerate(self.context, 1))
-
-
-def _cut_call(call: ToolCall, cut: Callable[[str], str]) -> ToolCall:
-    if call.result is None:
-        return call
-    result = cut(call.result)
-    return call if result == call.result else replace(call, result=result)
-
-
-def _cut_passage(passage: Passage, cut: Callable[[str], str]) -> Passage:
-    text = cut(passage.text)
-    return passage if text == passage.text else replace(passage, text=text)

@@ -105,10 +105,6 @@ class CostSettings:
             return self.price
         return next((self.prices[name] for name in names if name in self.prices), None)
 
-    @property
-    def budget_message(self) -> str:
-        return f"cost budget of ${self.max_cost_shown} spent"
-
     def budget(self, *, share: int = 1) -> Budget | None:
         """This process's budget: an equal share of ``--rubric-max-cost`` per xdist worker."""
         if self.max_cost is None:

@@ -162,11 +162,9 @@ class Recordings:
         kept = set(kept)
         found = {}
         for file in rubric_files:
-            folder = self.path(location(file, "x")).parent
-            if not folder.is_dir():
-                continue
-            for path in sorted(folder.glob("*.json")):
-                where = location(file, "x").rpartition("/")[0] + "/" + path.name
+            folder = location(file, "x").rpartition("/")[0]
+            for path in sorted(self.path(folder).glob("*.json")):
+                where = f"{folder}/{path.name}"
                 if where not in kept:
                     with self._lock:
                         found[where] = sorted(self._load(where)) or ["(unreadable)"]

@@ -144,7 +144,7 @@ def guidance_of(
     (located in the rubric file, or in the JSONL file: file, line and field)."""
     from ..criteria.extract import Extract
     from ..criteria.judge import Requirement
-    from ..judge.prompts import Guidance, GuidanceExample
+    from ..judge.prompts import Guidance
 
     problems: list[Problem] = []
     raw = suite.judge_examples
@@ -181,11 +181,7 @@ def guidance_of(
             )
             hint = "show the judge other answers than the ones you calibrate it on"
         else:
-            examples.append(
-                GuidanceExample(
-                    example.criterion, example.response, example.verdict, example.reason
-                )
-            )
+            examples.append(example)
             continue
         if where is None:
             line = locator.line(("judge_examples", index, field)) or line

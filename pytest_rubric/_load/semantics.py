@@ -36,7 +36,7 @@ def _regexes(criterion: Criterion) -> list[tuple[Regex, tuple[str, ...]]]:
 def _unrunnable(regex: Regex) -> tuple[str, str] | None:
     """(message, hint) for a pattern the file's double quotes broke, or that needs what RE2
     lacks."""
-    escaped = _escaped_by_the_file(regex.pattern)
+    escaped = next((_FILE_ESCAPES[c] for c in regex.pattern if c in _FILE_ESCAPES), None)
     if escaped is not None:
         # The user's own pattern, as they meant it: \b back where the file read it.
         return (
@@ -94,10 +94,6 @@ def _pattern_problems(
 # Control characters a double-quoted YAML or JSON string makes of a regex escape.
 _FILE_ESCAPES = {"\b": ("b", "backspace"), "\f": ("f", "form feed"), "\v": ("v", "vertical tab"),
                  "\a": ("a", "bell"), "\x1b": ("e", "escape"), "\x00": ("0", "NUL")}  # fmt: skip
-
-
-def _escaped_by_the_file(pattern: str) -> tuple[str, str] | None:
-    return next((_FILE_ESCAPES[c] for c in pattern if c in _FILE_ESCAPES), None)
 
 
 def _meant(pattern: str, *, backslash: int = 1) -> str:

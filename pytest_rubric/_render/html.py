@@ -515,13 +515,8 @@ def _items(entries: Sequence[Any], item: Callable[[Any], str] = e) -> str:
 
 
 def _gates(gates: GateReport) -> str:
+    """The gates' verdict and notes (a baseline's deltas are in :func:`_changes`, at the top)."""
     parts = ["<h2>Gates</h2>"]
-    if gates.baseline is not None:
-        rows = "".join(tr(d.cells(missing="–")) for d in gates.deltas)
-        parts.append(
-            f"<p>Baseline <code>{e(gates.baseline)}</code>.</p><table><thead>"
-            f"{tr(DELTA_HEADER, 'th')}</thead><tbody>{rows}</tbody></table>"
-        )
     if gates.failed:
         parts.append(f'<p class="bad">Gate failed:</p><ul>{_items(gates.regressions)}</ul>')
     else:

@@ -79,10 +79,11 @@ def since_baseline(
 ) -> list[str]:
     """With ``--rubric-baseline``, a case that passed there and fails now: the criteria whose
     verdict changed, and its response there beside today's (none for any other case)."""
-    from .._report.gates import baseline_of, before_and_after, changed
+    from .._report.gates import before_and_after, changed
 
-    was = baseline_of(baseline, result)
-    if was is None:
+    same = (result.nodeid, result.case, result.subject)
+    was = next((w for w in baseline if (w.nodeid, w.case, w.subject) == same), None)
+    if result.passed or was is None or not was.passed:
         return []
     rows = before_and_after(changed(was, result), limit=show_response)
     return ["", "since the baseline:", *_labelled(rows)]

@@ -213,17 +213,6 @@ def changed(was: CaseResult, now: CaseResult) -> CaseChange:
     )
 
 
-def baseline_of(baseline: Sequence[CaseResult], result: CaseResult) -> CaseResult | None:
-    """The baseline's result of the same item (node id, case, subject), if it passed there
-    and ``result`` does not now: a regression, to show before and after."""
-    if result.passed:
-        return None
-    for was in baseline:
-        if (was.nodeid, was.case, was.subject) == (result.nodeid, result.case, result.subject):
-            return was if was.passed else None
-    return None
-
-
 def before_and_after(change: CaseChange, *, limit: int = MAX_TEXT) -> list[tuple[str, str]]:
     """A regressed item's before and after, as (label, text) rows for the terminal, the
     Markdown and the HTML alike: the criteria whose verdict changed, then the baseline's

@@ -61,10 +61,6 @@ class HistoryError(Exception):
     """The history file cannot be used; the message names it and says what to do."""
 
 
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", "replace")
-
-
 def _wrong(started_at: object, commit: object) -> str | None:
     """What is of the wrong type in a run's row, or None."""
     if type(started_at) is not str:
@@ -107,7 +103,8 @@ def _open(path: Path) -> sqlite3.Connection:
         db = sqlite3.connect(path, timeout=_TIMEOUT, isolation_level=None)
     except (sqlite3.Error, OSError) as exc:  # OSError: a parent that cannot be made
         raise HistoryError(f"{what}: cannot open it ({exc})") from None
-    db.text_factory = _text  # text that is not UTF-8 is read, never a failed query
+    # Text that is not UTF-8 is read, never a failed query.
+    db.text_factory = lambda data: data.decode("utf-8", "replace")
     try:
         version = db.execute("PRAGMA user_version").fetchone()[0]
         names = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
@@ -255,13 +252,11 @@ def with_trend(report: SessionReport, path: Path, *, warn: Callable[[str], None]
     rows of the wrong type are skipped, said once through ``warn``."""
     from dataclasses import replace
 
-    past: list[HistoryRun] = []
     skipped: list[str] = []
-    if path.is_file():
-        try:
-            past = read_runs(path, last=TREND_RUNS - 1, skipped=skipped)
-        except HistoryError:
-            past = []
+    try:
+        past = read_runs(path, last=TREND_RUNS - 1, skipped=skipped)
+    except HistoryError:
+        past = []
     if skipped:
         warn(skipped_warning(path, skipped))
     run = report.run

@@ -163,8 +163,6 @@ class JudgeRecordings:
         """Recording files whose rubric file no longer exists under the rootdir."""
         found: dict[str, list[str]] = {}
         root = self.rootpath
-        if not store.directory.is_dir():
-            return found
         for path in sorted(store.directory.rglob("*.json")):
             where = path.relative_to(store.directory).as_posix()
             rubric = unquote(where.rpartition("/")[0])

@@ -257,8 +257,6 @@ class Judging:
         """The judge's outcomes for ``request``, or None to leave its criteria SKIPPED (or, with
         a configured judge that cannot run, each SKIPPED or ERROR saying why)."""
         self.caches.warn_trouble()  # a live model's answer was just fetched through the cache
-        if not request.criteria:
-            return None
         if self.runner is not None:
             judged = self.runner.result(request)
             self.caches.warn_trouble()
@@ -299,7 +297,7 @@ class Judging:
             lines.append(
                 Note(
                     Severity.ERROR,
-                    f"{setup.cost.budget_message}: {over_budget} judged "
+                    f"cost budget of ${setup.cost.max_cost_shown} spent: {over_budget} judged "
                     f"{'criterion' if over_budget == 1 else 'criteria'} left ERROR",
                 )
             )

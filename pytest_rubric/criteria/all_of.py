@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Literal
 
 from .._results import Outcome
-from .check import Answer, Check, CheckContext, met, quote_list, unmet
+from .check import Answer, Check, CheckContext, PhraseCheck, met, quote_list, unmet
 from .json_text import FieldScoped, on_field
 from .model import Phrases
-from .normalize import compile_phrases, found
+from .normalize import found
 
 
 class AllOf(FieldScoped):
@@ -18,15 +18,11 @@ class AllOf(FieldScoped):
     all_of: Phrases
 
     def compile(self, context: CheckContext) -> Check[AllOf]:
-        return on_field(self, _AllOfCheck(self))
+        return on_field(self, _AllOfCheck(self, self.all_of))
 
 
-class _AllOfCheck(Check[AllOf]):
-    __slots__ = ("phrases",)
-
-    def __init__(self, c: AllOf) -> None:
-        super().__init__(c)
-        self.phrases = compile_phrases(c.all_of)
+class _AllOfCheck(PhraseCheck[AllOf]):
+    __slots__ = ()
 
     def run(self, answer: Answer, case: object) -> Outcome:
         missing = [p[1] for p in self.phrases if not found(p, answer.folded)]

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Literal
 
 from .._results import Outcome
-from .check import Answer, Check, CheckContext, met, quote_list, short, unmet
+from .check import Answer, Check, CheckContext, PhraseCheck, met, quote_list, short, unmet
 from .json_text import FieldScoped, on_field
 from .model import Phrases
-from .normalize import compile_phrases, found
+from .normalize import found
 
 
 class AnyOf(FieldScoped):
@@ -18,15 +18,11 @@ class AnyOf(FieldScoped):
     any_of: Phrases
 
     def compile(self, context: CheckContext) -> Check[AnyOf]:
-        return on_field(self, _AnyOfCheck(self))
+        return on_field(self, _AnyOfCheck(self, self.any_of))
 
 
-class _AnyOfCheck(Check[AnyOf]):
-    __slots__ = ("phrases",)
-
-    def __init__(self, c: AnyOf) -> None:
-        super().__init__(c)
-        self.phrases = compile_phrases(c.any_of)
+class _AnyOfCheck(PhraseCheck[AnyOf]):
+    __slots__ = ()
 
     def run(self, answer: Answer, case: object) -> Outcome:
         for p in self.phrases:

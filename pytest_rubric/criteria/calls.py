@@ -5,16 +5,13 @@ Schema on the bounded validator) and success.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
-
-from pydantic import AfterValidator
+from typing import TYPE_CHECKING, Any
 
 from .._guards.engines import CheckTimeout, Deadline, running
 from .._guards.schemas import schema_validator
 from .._results import Outcome
 from .._trace import ToolCall, Trace
 from .check import Answer, error
-from .json_text import valid_schema
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -32,14 +29,6 @@ NO_CONTEXT = (
     'the answer has no context to check: return "context" (the retrieved passages) from the '
     "target, add it to its responses line, or give the case a fixed `context:`"
 )
-
-
-def _args_schema(schema: dict[str, Any] | bool | None) -> dict[str, Any] | bool | None:
-    return valid_schema(schema, field="args")
-
-
-ArgsSchema = Annotated[dict[str, Any] | bool | None, AfterValidator(_args_schema)]
-"""A JSON Schema the arguments of a call must fit, checked when the rubric loads."""
 
 
 def calls_of(answer: Answer) -> tuple[ToolCall, ...] | Outcome:

@@ -17,7 +17,7 @@ from .._guards.outgoing import as_written
 from .._guards.secrets import shorten
 from .._results import Outcome, Verdict
 from .._trace import Trace
-from .normalize import normalize, parse_numbers
+from .normalize import compile_phrases, normalize, parse_numbers
 
 
 def met(reason: str) -> Outcome:
@@ -109,6 +109,16 @@ class Check(Generic[C]):
         if not isinstance(value, str):
             value = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
         return self(Answer(value), case)
+
+
+class PhraseCheck(Check[C]):
+    """A check of ``phrases`` (``any_of``, ``all_of``, ``forbidden``), compiled once."""
+
+    __slots__ = ("phrases",)
+
+    def __init__(self, c: C, phrases: Sequence[str]) -> None:
+        super().__init__(c)
+        self.phrases = compile_phrases(phrases)
 
 
 class Broken(Check[C]):

@@ -12,8 +12,9 @@ from pydantic import BaseModel, Field, model_validator
 
 from .._guards.engines import PatternError, search
 from .._results import Outcome, Verdict
-from .calls import ArgsSchema, CallMatcher, calls_of
+from .calls import CallMatcher, calls_of
 from .check import Answer, Check, CheckContext, met, short
+from .json_text import ArgsSchema
 from .model import MODEL_CONFIG, CriterionModel, FieldError, Id, Phrase, Phrases
 from .normalize import compile_phrases, found
 from .regex import compile_regex

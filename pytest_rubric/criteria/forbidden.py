@@ -7,10 +7,10 @@ from typing import Any, Literal
 from pydantic import model_validator
 
 from .._results import Outcome
-from .check import Answer, Check, CheckContext, met, short, unmet
+from .check import Answer, Check, CheckContext, PhraseCheck, met, short, unmet
 from .json_text import FieldScoped, on_field
 from .model import FieldError, NonNegative, Phrases
-from .normalize import compile_phrases, found
+from .normalize import found
 
 
 class Forbidden(FieldScoped):
@@ -39,15 +39,11 @@ class Forbidden(FieldScoped):
         return -self.penalty
 
     def compile(self, context: CheckContext) -> Check[Forbidden]:
-        return on_field(self, _ForbiddenCheck(self))
+        return on_field(self, _ForbiddenCheck(self, self.phrases))
 
 
-class _ForbiddenCheck(Check[Forbidden]):
-    __slots__ = ("phrases",)
-
-    def __init__(self, c: Forbidden) -> None:
-        super().__init__(c)
-        self.phrases = compile_phrases(c.phrases)
+class _ForbiddenCheck(PhraseCheck[Forbidden]):
+    __slots__ = ()
 
     def run(self, answer: Answer, case: object) -> Outcome:
         for p in self.phrases:

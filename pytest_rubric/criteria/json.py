@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, PlainValidator, ValidationInfo, field_validator
+from pydantic import AliasChoices, Field, PlainValidator, ValidationInfo
 
 from .._guards.engines import CheckTimeout, Deadline, running
-from .._guards.limits import PlainNumber
 from .._guards.schemas import schema_validator
 from .._guards.secrets import shorten
 from .._results import Outcome, Verdict
 from .check import Answer, Check, CheckContext, error, met, unmet
 from .json_text import (
     MISSING,
+    AnswerSchema,
     JsonPointer,
     NestedTooDeeply,
     first_non_finite,
@@ -25,7 +25,6 @@ from .json_text import (
     parse_whole,
     pointer_text,
     resolve_pointer,
-    valid_schema,
 )
 from .model import CriterionModel
 from .registry import validate_body
@@ -51,7 +50,7 @@ class Json(CriterionModel):
     every check in ``fields`` is MET; the credit is the share of ``fields`` MET."""
 
     type: Literal["json"] = "json"
-    json_schema: dict[str, Any] | bool | None = Field(
+    json_schema: AnswerSchema = Field(
         default=None, validation_alias=AliasChoices("schema", "json_schema")
     )
     fields: dict[JsonPointer, FieldCheck] | None = Field(default=None, min_length=1)
@@ -59,32 +58,12 @@ class Json(CriterionModel):
     # JSON's own whitespace around it), as in tools that call JSON.parse on the output.
     fenced: bool = True
 
-    @field_validator("json_schema", mode="before")
-    @classmethod
-    def _numbers_as_written(cls, schema: Any) -> Any:
-        return _plain_numbers(schema)  # an unquoted 1e3 is a number (see PlainNumber)
-
-    @field_validator("json_schema")
-    @classmethod
-    def _valid_schema(cls, schema: dict[str, Any] | bool | None) -> dict[str, Any] | bool | None:
-        return valid_schema(schema, field="schema")
-
     def compile(self, context: CheckContext) -> Check[Json]:
         return _JsonCheck(self, context)
 
 
 def _shown(pointer: str) -> str:
     return pointer if pointer else "'' (the whole answer)"
-
-
-def _plain_numbers(value: Any) -> Any:
-    if isinstance(value, PlainNumber):
-        return float(value)
-    if isinstance(value, dict):
-        return {key: _plain_numbers(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain_numbers(item) for item in value]
-    return value
 
 
 class _JsonCheck(Check[Json]):

@@ -14,8 +14,9 @@ import math
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BeforeValidator
 
+from .._guards.limits import PlainNumber
 from .._guards.schemas import SchemaProblem, draft_of, schema_problems
 from .._guards.secrets import shorten
 from .._results import Outcome
@@ -215,6 +216,28 @@ def valid_schema(
                 path=first.path,
             )
     return schema
+
+
+def _plain_numbers(value: Any) -> Any:
+    if isinstance(value, PlainNumber):
+        return float(value)
+    if isinstance(value, dict):
+        return {key: _plain_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain_numbers(item) for item in value]
+    return value
+
+
+# The schemas a criterion gives, checked when the rubric loads: `json`'s (an unquoted 1e3 in it
+# is a number: see PlainNumber) and the one the arguments of a call must fit (`args`).
+AnswerSchema = Annotated[
+    dict[str, Any] | bool | None,
+    BeforeValidator(_plain_numbers),
+    AfterValidator(lambda schema: valid_schema(schema, field="schema")),
+]
+ArgsSchema = Annotated[
+    dict[str, Any] | bool | None, AfterValidator(lambda schema: valid_schema(schema, field="args"))
+]
 
 
 # Keywords whose value every draft's metaschema accepts whatever it is, and those whose value

@@ -8,8 +8,9 @@ from typing import ClassVar, Literal
 from pydantic import model_validator
 
 from .._results import Outcome
-from .calls import ArgsSchema, CallMatcher, calls_of
+from .calls import CallMatcher, calls_of
 from .check import Answer, Check, CheckContext, met, unmet
+from .json_text import ArgsSchema
 from .model import Count, CriterionModel, FieldError, Phrase
 
 

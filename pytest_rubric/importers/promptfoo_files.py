@@ -157,8 +157,6 @@ class Tree:
                 break
             if fixed_folder.is_symlink():
                 raise Unmappable(f"{ref} goes through the symlink {self.shown(fixed_folder)}")
-        if not start.is_dir():
-            return []
         wanted = tuple(parts[fixed:])
         found: list[Path] = []
         walked = 0

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .replies import REASON_DESCRIPTIONS, RETURNS
 
 if TYPE_CHECKING:
+    from .._schema import JudgeExample
     from ..criteria.extract import Extract, JudgedCriterion
     from ..criteria.judge import Requirement
 
@@ -270,21 +271,11 @@ ERROR_RULE = (
 
 
 @dataclass(frozen=True, slots=True)
-class GuidanceExample:
-    """One labelled example of a file's ``judge_examples:``, shown to the judge."""
-
-    criterion: str
-    response: str
-    verdict: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
 class Guidance:
     """A rubric file's words to its judge: ``judge_instructions:`` and ``judge_examples:``."""
 
     instructions: str | None = None
-    examples: tuple[GuidanceExample, ...] = ()
+    examples: tuple[JudgeExample, ...] = ()  # those that passed the loader's checks
 
 
 _AUTHOR_RULE = (

@@ -21,8 +21,9 @@ from pytest_rubric._report.audit import ProbeFigures, audit
 from pytest_rubric._report.document import JudgeAuditModel, written
 from pytest_rubric._report.gates import Gates, run_gates
 from pytest_rubric._results import CaseResult, Verdict
+from pytest_rubric._schema import JudgeExample
 from pytest_rubric.criteria.judge import Requirement
-from pytest_rubric.judge.prompts import Guidance, GuidanceExample, one_shot, per_criterion
+from pytest_rubric.judge.prompts import Guidance, one_shot, per_criterion
 from tests.conftest import EXAMPLES
 from tests.fake_llm import Action, FakeLLM, Recorded, json_reply
 
@@ -362,7 +363,8 @@ def test_instructions_and_examples_reach_the_judge_fenced_and_key_the_cache(
 
 def test_prompts_without_guidance_are_as_they_were() -> None:
     criterion = Requirement(id="day", requirement="Says the horizon is one day")
-    guidance = Guidance("Be strict.", (GuidanceExample("other", "r", "MET", "why"),))
+    example = JudgeExample(criterion="other", response="r", verdict="MET", reason="why")
+    guidance = Guidance("Be strict.", (example,))
     plain = per_criterion(criterion, question="q", response="One day.")
     guided = per_criterion(criterion, question="q", response="One day.", guidance=guidance)
     assert guided.system.startswith(plain.system.replace(plain.token, guided.token))
@@ -398,4 +400,5 @@ def test_an_example_that_is_a_calibration_response_is_a_collection_error(tmp_pat
         '{"criterion": "loss", "response": "Ten days.", "verdict": "UNMET", "reason": "r"}\n'
     )
     loaded = parse_suite(GUIDED.format(instructions='"x"', examples="shown.jsonl"), path=tmp_path / "g.rubric.yaml")  # fmt: skip
-    assert loaded.guidance == Guidance("x", (GuidanceExample("loss", "Ten days.", "UNMET", "r"),))
+    example = JudgeExample(criterion="loss", response="Ten days.", verdict="UNMET", reason="r")
+    assert loaded.guidance == Guidance("x", (example,))

@@ -168,7 +168,8 @@ def test_the_gate_is_in_the_markdown_and_html(
     assert "| a | 1.000 | 0.500 | -0.500 [-1.000, +0.561] |" in markdown
     assert "**Gate failed** (2):" in markdown
     page = (pytester.path / "r.html").read_text()
-    assert "Gate failed:" in page and "<td>-0.500 [-1.000, +0.561]</td>" in page
+    # The delta table once, under "Changes since the baseline", not again under "Gates".
+    assert "Gate failed:" in page and page.count("<td>-0.500 [-1.000, +0.561]</td>") == 1
 
 
 @pytest.mark.parametrize(
