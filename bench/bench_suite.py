@@ -4,8 +4,8 @@ in a row with busy processes beside it (``python bench/bench_suite.py``; about 1
 Each run is the command ``make test`` runs (its xdist workers, work stealing), started
 from the checkout with the project's venv. "Busy" is ``--busy`` processes that spin on the
 CPU the whole time (two by default, on a two-core machine: the suite gets about half of it).
-Prints each run's wall time, CPU seconds (user + sys of its processes) and outcome; exits 1 when a run failed, so "five green in a row
-under load" is a command anyone can run. Not part of ``run_all.py``: it takes the machine.
+Prints each run's wall time, CPU seconds (user + sys of its processes) and outcome; exits 1
+when a run failed, so "five green in a row under load" is a command anyone can run. Not part of ``run_all.py``: it takes the machine.
 """
 
 from __future__ import annotations
