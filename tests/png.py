@@ -34,24 +34,35 @@ def pixels(path: Path) -> tuple[int, int, list[bytes]]:
     for y in range(height):
         start = y * (stride + 1)
         kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
-        for i in range(stride):
-            left = line[i - bpp] if i >= bpp else 0
-            up = previous[i]
-            corner = previous[i - bpp] if i >= bpp else 0
-            if kind == 1:
-                line[i] = (line[i] + left) & 0xFF
-            elif kind == 2:
-                line[i] = (line[i] + up) & 0xFF
-            elif kind == 3:
-                line[i] = (line[i] + (left + up) // 2) & 0xFF
-            elif kind == 4:
-                p = left + up - corner
-                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
-                pred = left if pa <= pb and pa <= pc else up if pb <= pc else corner
-                line[i] = (line[i] + pred) & 0xFF
-        rows.append(bytes(line) if bpp == 3 else bytes(b for j, b in enumerate(line) if j % 4 != 3))
+        # Whole-row work where a filter allows it (none, up): most rows of a screenshot.
+        if kind == 2:
+            line = bytearray((a + b) & 0xFF for a, b in zip(line, previous, strict=True))
+        elif kind == 1:
+            for i in range(bpp, stride):
+                line[i] = (line[i] + line[i - bpp]) & 0xFF
+        elif kind in (3, 4):
+            _unfilter(kind, line, previous, bpp)
         previous = line
+        if bpp == 4:
+            line = bytearray(line)
+            del line[3::4]  # the alpha channel
+        rows.append(bytes(line))
     return width, height, rows
+
+
+def _unfilter(kind: int, line: bytearray, previous: bytearray, bpp: int) -> None:
+    """Average (3) and Paeth (4) read the byte just decoded to their left: byte by byte."""
+    for i in range(len(line)):
+        left = line[i - bpp] if i >= bpp else 0
+        up = previous[i]
+        if kind == 3:
+            line[i] = (line[i] + (left + up) // 2) & 0xFF
+            continue
+        corner = previous[i - bpp] if i >= bpp else 0
+        p = left + up - corner
+        pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+        pred = left if pa <= pb and pa <= pc else up if pb <= pc else corner
+        line[i] = (line[i] + pred) & 0xFF
 
 
 def colours(path: Path, step: int = 3) -> Counter[tuple[int, int, int]]:

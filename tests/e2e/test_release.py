@@ -3,8 +3,8 @@ wheel from a fresh copy of the project and ``twine check`` passes on both; the w
 installed into a fresh virtual environment, runs ``python -m pytest_rubric init`` and a
 rubric run.
 
-The fresh environment gets the package from the wheel alone, with ``pip install --no-index
---no-deps``. Its dependencies (pytest, pydantic, httpx, ...) cannot be downloaded in a test
+The fresh environment (made without a pip of its own) gets the package from the wheel alone,
+with ``pip --python <it> install --no-index --no-deps``. Its dependencies (pytest, pydantic, httpx, ...) cannot be downloaded in a test
 that makes no network call, so a ``.pth`` file puts this environment's site-packages after
 its own: only as a folder on the path, so that the editable install of the checkout there
 (a ``.pth`` hook of its own, not followed) is never what ``import pytest_rubric`` finds. The
@@ -61,17 +61,17 @@ def test_make_dist_builds_checked_files_whose_wheel_runs_in_a_fresh_environment(
     assert out.count("PASSED") == 2, out  # twine check, on each
 
     venv = tmp_path / "fresh"
-    run([sys.executable, "-m", "venv", str(venv)], tmp_path)
+    # No pip of its own (bootstrapping one is most of this test's CPU): this environment's pip
+    # installs into it with --python.
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp_path)
     python = venv / "bin" / "python"
     purelib = run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], tmp_path
     )
     (Path(purelib.strip()) / "_dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
     wheel = clone / "dist" / built[0]
-    run(
-        [str(python), "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", str(wheel)],
-        tmp_path,
-    )
+    pip = [sys.executable, "-m", "pip", "--python", str(python)]
+    run([*pip, "install", "--quiet", "--no-index", "--no-deps", str(wheel)], tmp_path)
     where = run(
         [str(python), "-c", "import pytest_rubric; print(pytest_rubric.__file__)"], tmp_path
     )

@@ -108,9 +108,17 @@ QUOTINGS: dict[str, Callable[[str, str], str]] = {
 }
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
-@pytest.mark.parametrize("grader", list(GRADES))
-@pytest.mark.parametrize("quoting", list(QUOTINGS))
+# Every grader with each provider, the quotings taken in turn: each attack once, in six
+# sessions rather than all 24 combinations (the reader the reply reaches is one per grader).
+ATTACKS = [
+    (provider, grader, list(QUOTINGS)[n % len(QUOTINGS)])
+    for n, (grader, provider) in enumerate(
+        (grader, provider) for grader in GRADES for provider in ("openai", "anthropic")
+    )
+]
+
+
+@pytest.mark.parametrize(("provider", "grader", "quoting"), ATTACKS)
 def test_an_answer_ending_with_its_own_grade_never_passes(
     pytester: pytest.Pytester,
     bot_answers: Callable[[str], None],

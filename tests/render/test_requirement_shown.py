@@ -66,9 +66,12 @@ def run(runs: Callable[..., pytest.RunResult]) -> pytest.RunResult:
     return runs()
 
 
-def test_the_failure_table_shows_each_judged_requirement_under_its_id(
-    runs: Callable[..., pytest.RunResult], run_mode: list[str]
+def test_the_failure_table_and_the_json_give_each_judged_requirement_under_its_id(
+    runs: Callable[..., pytest.RunResult],
+    run_mode: list[str],
+    rubric_json: Callable[[], dict[str, Any]],
 ) -> None:
+    # One session a run mode for both: the table and the JSON come from the same run.
     runs(*run_mode).stdout.fnmatch_lines(
         [
             "   c1 * judge * MET * 3  judged on the answer",
@@ -82,14 +85,6 @@ def test_the_failure_table_shows_each_judged_requirement_under_its_id(
         ],
         consecutive=True,
     )
-
-
-def test_the_json_names_each_criterions_requirement(
-    runs: Callable[..., pytest.RunResult],
-    run_mode: list[str],
-    rubric_json: Callable[[], dict[str, Any]],
-) -> None:
-    runs(*run_mode)
     (result,) = rubric_json()["results"]
     assert {c["id"]: c["requirement"] for c in result["criteria"]} == {
         "c1": MET,
