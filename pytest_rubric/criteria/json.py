@@ -17,9 +17,9 @@ from .._results import Outcome, Verdict
 from .check import Answer, Check, CheckContext, error, met, unmet
 from .json_text import (
     MISSING,
-    AnswerSchema,
     JsonPointer,
     NestedTooDeeply,
+    Schema,
     first_non_finite,
     parse_json,
     parse_whole,
@@ -50,7 +50,7 @@ class Json(CriterionModel):
     every check in ``fields`` is MET; the credit is the share of ``fields`` MET."""
 
     type: Literal["json"] = "json"
-    json_schema: AnswerSchema = Field(
+    json_schema: Schema = Field(
         default=None, validation_alias=AliasChoices("schema", "json_schema")
     )
     fields: dict[JsonPointer, FieldCheck] | None = Field(default=None, min_length=1)
