@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, PlainValidator, ValidationInfo
+from pydantic import AliasChoices, Field
 
 from .._guards.engines import CheckTimeout, Deadline, running
 from .._guards.schemas import schema_validator
@@ -27,22 +27,18 @@ from .json_text import (
     resolve_pointer,
 )
 from .model import CriterionModel
-from .registry import validate_body
+from .registry import body_reader
 
-
-def _field_body(value: Any, info: ValidationInfo) -> Any:
-    return validate_body(
-        value,
-        info,
+FieldCheck = Annotated[
+    CriterionModel,
+    body_reader(
         owner="json",
         subject="a field's check",
         forbidden="a field cannot be checked with `forbidden` (MET would mean the error "
         "happened, yet MET fields earn the credit)",
         name="field",
-    )
-
-
-FieldCheck = Annotated[CriterionModel, PlainValidator(_field_body)]
+    ),
+]
 
 
 class Json(CriterionModel):
