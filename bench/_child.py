@@ -61,6 +61,7 @@ def installed(directory: Path) -> Path:
     ).stdout.strip()
     # Only a folder on the path: the editable install's own .pth hook there is not followed.
     (Path(purelib) / "_dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    pip = [sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps"]
-    subprocess.run([*pip, "--no-index", *wheels.glob("*.whl")], check=True, timeout=600)
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet"]
+    wheel = [str(path) for path in wheels.glob("*.whl")]
+    subprocess.run([*pip, "--no-deps", "--no-index", *wheel], check=True, timeout=600)
     return python
