@@ -16,9 +16,9 @@ after one untimed warm-up pair:
   is read from a cache either, as in a fresh CI container).
 
 Every row runs the plugin installed from its wheel into a fresh virtual environment
-(``_child.installed``), as users install it: pytest rewrites the asserts of an installed
-plugin's modules, and without a bytecode cache does so on every run, which an editable
-install never shows.
+(``installed`` in ``bench/_child.py``), as users install it: pytest rewrites the asserts
+of an installed plugin's modules, and without a bytecode cache does so on every run,
+which an editable install never shows.
 
 The added time is the median of the first minus the median of the second, in wall time
 and in CPU time (user + sys of the child): a few tens of milliseconds in a run of two
