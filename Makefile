@@ -25,7 +25,8 @@ demo: $(STAMP)
 		--rubric-json .demo/results.json --rubric-html .demo/report.html; status=$$?; [ $$status -le 1 ]
 	@echo "The failures above are the point: confidently wrong answers fail their rubrics, whatever their style,"
 	@echo "and the agent that claims refunds it never issued fails on its own trace; the traced agent is read"
-	@echo "from its OpenTelemetry spans (--rubric-otel), with no change to it."
+	@echo "from its OpenTelemetry spans (--rubric-otel), with no change to it. Its one ERROR is its cost limit:"
+	@echo "spans carry no cost, and a limit on a figure the trace lacks is an ERROR, never a pass."
 	@echo "JSON results: .demo/results.json; HTML report: .demo/report.html"
 
 # Four workers on two cores: a quarter of the suite's time is spent waiting (fake servers that
