@@ -5,9 +5,9 @@ properties of every test case.
 
 This is why the tests of each output format (render/test_formats, render/test_summary, report/test_gates,
 plugin/test_assert_rubric, load/test_loading_limits) run in one mode only, and plugin/test_collect's stray
-response and judge/test_reply_limits's quoted key in process only: the suite here holds what they
-exercise (judged and deterministic criteria, an ERROR, ``assert_rubric`` results from a plain
-test, a rubric file that is a collection error, a case that regressed against the baseline, a
+response, judge/test_reply_limits's quoted key and judge/test_judge_samples's unstable samples in
+process only: the suite here holds what they exercise (judged and deterministic criteria, an
+ERROR, judge samples that disagree, ``assert_rubric`` results from a plain test, a rubric file that is a collection error, a case that regressed against the baseline, a
 response that matches no case and is one warning however many workers there are, judge
 reasons that quote pieces of the API key, which no output may show)."""
 
