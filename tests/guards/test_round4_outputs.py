@@ -507,14 +507,14 @@ def test_an_item_whose_worker_crashed_is_an_error_in_every_output(
               - {id: day, type: any_of, any_of: ["one day"]}
         """,
     )
-    result = pytester.runpytest_subprocess(
+    # The controller in process: the worker that crashes is a process of its own.
+    result = pytester.runpytest(
         "-n",
         "2",
         "--rubric-dir=evals",
         "--rubric-json=out.json",
         "--rubric-csv=out.csv",
         "--rubric-history=h.sqlite3",
-        timeout=120,
     )
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["ERROR evals/e.rubric.yaml::horizon?crash? - worker * crashed*"])
