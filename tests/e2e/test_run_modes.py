@@ -5,9 +5,11 @@ properties of every test case.
 
 This is why the tests of each output format (render/test_formats, render/test_summary, report/test_gates,
 plugin/test_assert_rubric, load/test_loading_limits) run in one mode only, and plugin/test_collect's stray
-response, judge/test_reply_limits's quoted key and judge/test_judge_samples's unstable samples in
-process only: the suite here holds what they exercise (judged and deterministic criteria, an
-ERROR, judge samples that disagree, ``assert_rubric`` results from a plain test, a rubric file that is a collection error, a case that regressed against the baseline, a
+response, judge/test_reply_limits's quoted key, judge/test_judge_samples's unstable samples,
+render/test_requirement_shown's failure table and report/test_before_and_after's failure report
+in process only: the suite here holds what they exercise (judged and deterministic criteria, an
+ERROR, judge samples that disagree, a judged requirement under its criterion in the failure
+table, a case's response before and after, ``assert_rubric`` results from a plain test, a rubric file that is a collection error, a case that regressed against the baseline, a
 response that matches no case and is one warning however many workers there are, judge
 reasons that quote pieces of the API key, which no output may show)."""
 
@@ -80,6 +82,20 @@ APP_FAILURE = [
     "score 0.00 (min_score 0.80, raw 0) FAILED",
     "E          criterion  type    verdict  weight  reason",
     "E       x  capital    any_of  UNMET         1  none of 'paris' found",
+]
+
+# A judged criterion's requirement under it in the failure table (render/test_requirement_shown),
+# and the regressed case's response before and after (report/test_before_and_after): each
+# failure report is made where its item ran.
+REQUIREMENT_SHOWN = [
+    "x  horizon    judge      UNMET         1  judged on content (3 of 3 samples UNMET)",
+    "     requirement: Says the horizon is one day",
+]
+BEFORE_AND_AFTER = [
+    "since the baseline:",
+    "verdicts changed: sd MET -> UNMET, names MET -> UNMET",
+    "baseline (score 1.00): The standard deviation, sure.",
+    "now (score 0.00): The mean return, obviously.",
 ]
 
 # Repeated answers from a responses file, with tags: samples, pass rates, intervals and the
@@ -210,6 +226,8 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
         result.stdout.fnmatch_lines([STRAY_WARNING])
         result.stdout.fnmatch_lines(DEEP_PROBLEM, consecutive=True)
         result.stdout.fnmatch_lines(APP_FAILURE, consecutive=True)
+        result.stdout.fnmatch_lines(REQUIREMENT_SHOWN, consecutive=True)
+        result.stdout.fnmatch_lines(BEFORE_AND_AFTER, consecutive=True)
         markdown = (pytester.path / f"{mode}.md").read_text()
         assert step.read_text() == markdown + "\n", mode  # appended once, by the controller
         outputs = {"terminal": str(result.stdout) + str(result.stderr), "step": step.read_text()}
