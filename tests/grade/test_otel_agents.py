@@ -409,7 +409,10 @@ def test_concurrent_async_targets_each_run_in_a_trace_of_their_own(
     """Three cases, three samples each (asked at once, each an async target on its own
     loop), in one process and in two: every call is one trace rooted at the plugin's span,
     holding exactly that call's model and tool spans."""
-    result = team.runpytest_subprocess(*mode, "--rubric-concurrency=3", timeout=180)
+    if mode:  # the controller in process: the application and its tracing run in the workers
+        result = team.runpytest(*mode, "--rubric-concurrency=3")
+    else:  # the application sets the process's tracer provider, once for good
+        result = team.runpytest_subprocess("--rubric-concurrency=3", timeout=180)
     result.assert_outcomes(passed=4)
     spans = exported(team.path)
     roots = [s for s in spans if s["name"] == SPAN_NAME]
