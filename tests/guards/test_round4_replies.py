@@ -451,7 +451,7 @@ def test_a_regex_reason_that_quotes_a_casefolded_key_is_redacted_everywhere(
 @pytest.mark.parametrize(
     ("command", "console"),
     [
-        # collect runs a pytest session of its own: through the console script, in a process.
+        # collect imports the project's targets: in a process of its own, as a user runs it.
         (
             ["collect", "--rubric-dir", "evals", "--target", "targets:broken", "--out", "answers"],
             True,
@@ -474,8 +474,8 @@ def test_every_command_prints_through_the_outgoing_boundary(
 ) -> None:
     """A target's exception text, a file name, an argument: whatever a command prints, it
     prints as a report would, the key redacted and the escapes shown, never sent. The
-    commands that run no session are called in process (``main``, which ``python -m
-    pytest_rubric`` exits with)."""
+    commands that import none of the project's code are called in process (``main``, which
+    ``python -m pytest_rubric`` exits with)."""
     write(
         "evals/support.rubric.yaml",
         """
