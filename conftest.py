@@ -4,7 +4,6 @@
 # here keeps them for every run:
 # - hypothesis, so no run re-imports it (about 1 s each);
 # - numpy where installed, whose C core cannot be loaded twice in one process;
-# - openai where installed (the agents of the trace tests), built once, not per run;
 # - what httpx imports lazily on its first request (httpcore, h11, anyio's
 #   asyncio backend): a run that re-imported httpcore would raise its
 #   exceptions as classes httpx no longer maps to its own;
@@ -27,9 +26,6 @@ import hypothesis  # noqa: F401
 # numpy is not a dependency (the statistics are closed forms now): kept only where installed.
 with contextlib.suppress(ImportError):
     import numpy  # noqa: F401
-# The agents under test in the trace tests use the openai SDK (dev extra): imported once.
-with contextlib.suppress(ImportError):
-    import openai  # noqa: F401
 
 import pytest_rubric
 

@@ -32,6 +32,9 @@ from tests.fake_llm import Action, FakeLLM, Recorded, text, tool_calls
 
 Write = Callable[[str, str], Path]
 
+# The agents here call the openai SDK in the sessions these tests start in process.
+pytestmark = pytest.mark.usefixtures("openai_sdk")
+
 # The application: a support agent and a RAG pipeline, as a team writes them. The tools
 # trace themselves in the convention the team's framework uses.
 AGENT = '''
