@@ -12,10 +12,12 @@
 #   rewrite and compile their asserts, each time (half of an in-process run's time).
 import contextlib
 import importlib
+import importlib.metadata
 import os
 import pkgutil
 import sys
 import tempfile
+from collections.abc import Callable
 
 import anyio._backends._asyncio  # noqa: F401
 import certifi  # noqa: F401
@@ -47,3 +49,28 @@ if sys.flags.dont_write_bytecode and not os.environ.get("PYTHONPYCACHEPREFIX"):
     os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(
         tempfile.gettempdir(), f"pytest-rubric-pycache-{_user}"
     )
+
+
+# Each in-process run (pytester.runpytest) loads the environment's plugins again, and pytest,
+# pluggy and pytest-metadata read the distributions' metadata for it, parsing each METADATA
+# file as an e-mail message every time: about a fifth of an in-process run's CPU. Nothing is
+# installed while the suite runs, so this process parses each file once. The sessions the
+# suite starts in fresh interpreters are left as they are. RUBRIC_SUITE_METADATA=fresh parses
+# every time, to measure it (bench/README.md, bench_suite.py).
+def _parsed_once(
+    parse: Callable[[importlib.metadata.PathDistribution], importlib.metadata.PackageMetadata],
+) -> property:
+    parsed: dict[str, importlib.metadata.PackageMetadata] = {}
+
+    def metadata(self: importlib.metadata.PathDistribution) -> importlib.metadata.PackageMetadata:
+        where = str(self._path)  # the distribution's folder: one METADATA file
+        if where not in parsed:
+            parsed[where] = parse(self)
+        return parsed[where]
+
+    return property(metadata)
+
+
+if os.environ.get("RUBRIC_SUITE_METADATA") != "fresh":
+    _parse = vars(importlib.metadata.Distribution)["metadata"].fget
+    setattr(importlib.metadata.PathDistribution, "metadata", _parsed_once(_parse))  # noqa: B010
