@@ -22,9 +22,12 @@ pytest-rubric is loaded on both sides through its entry point, so the floor
 includes importing the plugin and the ratio isolates what a rubric item
 costs over a plain item (loading and validating the file, compiling the
 criteria, grading, the summary). Nothing is subtracted from either side.
-The plugin's bytecode is written once before the runs, as installing its
-wheel does (pytest and the other plugins were installed with theirs; without
-it the rubric side alone would compile a hundred modules on every run).
+The plugin's bytecode is written once before the runs (pytest and the other
+plugins were installed with theirs; without it the rubric side alone would
+compile a hundred modules on every run): the editable install loads it as a
+wheel's modules load once pytest has cached its rewritten copies of them.
+Without any bytecode cache a wheel's modules are rewritten and compiled on
+every run; ``bench_import.py`` measures that at start-up.
 
 Like for like
 -------------

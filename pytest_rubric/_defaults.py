@@ -168,13 +168,8 @@ class ResponseTally:
         self.asked = 0
         self.replayed = 0
 
-    def count(self, *, replayed: bool) -> None:
-        with self._lock:
-            self.asked += 1
-            self.replayed += replayed
-
     def add(self, asked: int, replayed: int) -> None:
-        """Fold in another process's counts (an xdist worker's)."""
+        """Count answers: one of this process's, or another process's (an xdist worker's)."""
         with self._lock:
             self.asked += asked
             self.replayed += replayed

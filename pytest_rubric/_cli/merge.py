@@ -23,32 +23,27 @@ from .._config.settings import fraction
 from .._errors import DocumentError
 from .._guards.outgoing import outgoing_streams
 from .._render.summary import terminal_lines
-from .._report.audit import Calibration
-from .._report.document import load_document
-from .._report.gates import GateEntry, Gates
+from .._report.document import Document, load_document
+from .._report.gates import Gates
 from .._report.history import HistoryError, append, with_trend
 from .._report.report import build_report
 from .._report.run import RunInfo, merged
-from .._results import CaseResult
 from . import freeze, history, init
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-_Merged = tuple[list[CaseResult], list[str], list[Calibration], list[RunInfo], list[GateEntry]]
 
 
-def merge(paths: Sequence[Path], *, allow_incomplete: bool = False) -> _Merged:
-    """The results of every shard; a node id found in two shards (the same items run twice)
-    is an error, and so is a shard whose run was interrupted unless ``allow_incomplete``.
+def merge(paths: Sequence[Path], *, allow_incomplete: bool = False) -> Document:
+    """The shards as one document: the results of every shard; a node id found in two shards
+    (the same items run twice) is an error, and so is a shard whose run was interrupted
+    unless ``allow_incomplete``.
 
     With them, in shard order: the notes where a recomputed ``passed`` overrules the shard;
     the first shard's calibration figures of each suite and judge (every shard ran the whole
-    session's calibration examples); each shard's ``run``; each shard's gate outcomes.
+    session's calibration examples); the shards' runs together; each shard's gate outcomes.
     """
-    results: list[CaseResult] = []
-    notes: list[str] = []
-    calibration: list[Calibration] = []
+    together = Document([])
     runs: list[RunInfo] = []
-    gates: list[GateEntry] = []
     owner: dict[str, Path] = {}
     for path in paths:
         document = load_document(path)
@@ -58,12 +53,12 @@ def merge(paths: Sequence[Path], *, allow_incomplete: bool = False) -> _Merged:
                 "part of its shard; run that shard again, or pass --allow-incomplete to merge "
                 "what it has"
             )
-        notes += document.recomputed
+        together.recomputed += document.recomputed
         if document.run is not None:
             runs.append(document.run)
-        seen = {(c.suite, c.judge) for c in calibration}
-        calibration += [c for c in document.calibration if (c.suite, c.judge) not in seen]
-        gates += document.gates
+        seen = {(c.suite, c.judge) for c in together.calibration}
+        together.calibration += [c for c in document.calibration if (c.suite, c.judge) not in seen]
+        together.gates += document.gates
         shard = document.results
         seen_here: set[str] = set()
         for nodeid in (r.nodeid for r in shard):
@@ -79,8 +74,9 @@ def merge(paths: Sequence[Path], *, allow_incomplete: bool = False) -> _Merged:
                     "(split the suite with disjoint paths, -k expressions or a shard plugin)"
                 )
             owner[nodeid] = path
-        results += shard
-    return results, notes, calibration, runs, gates
+        together.results += shard
+    together.run = merged(runs)
+    return together
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -170,17 +166,15 @@ def _command(argv: Sequence[str] | None) -> int:
         if value is not None and not 0 < value < 1:
             parser.error(f"--{name.replace('_', '-')} {value:g}: write a number between 0 and 1")
     try:
-        results, notes, calibration, runs, gates = merge(
-            args.documents, allow_incomplete=args.allow_incomplete
-        )
+        shards = merge(args.documents, allow_incomplete=args.allow_incomplete)
         baseline = load_document(args.baseline).results if args.baseline is not None else None
     except DocumentError as exc:
         print(f"pytest-rubric merge: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    for note in notes:
+    for note in shards.recomputed:
         print(f"pytest-rubric merge: note: {note}", file=sys.stderr)
     report = build_report(
-        results,
+        shards.results,
         gates=Gates(
             baseline=baseline,
             baseline_name=str(args.baseline) if args.baseline is not None else None,
@@ -189,11 +183,11 @@ def _command(argv: Sequence[str] | None) -> int:
             fail_under=args.fail_under,
             # The shards' verdicts of gates this merge does not apply itself (the judge's, or
             # a baseline given to the shards and not to the merge) are kept, never dropped.
-            carried=gates,
+            carried=shards.gates,
         ),
         level=args.confidence,
-        calibration=calibration,
-        run=merged(runs),
+        calibration=shards.calibration,
+        run=shards.run,
     )
     if args.history is not None:
         report = with_trend(report, args.history, warn=_warn)
@@ -205,7 +199,7 @@ def _command(argv: Sequence[str] | None) -> int:
             append(args.history, report)
         except HistoryError as exc:  # the merged reports are written whatever the history says
             _warn(str(exc))
-    print(f"rubric summary: {len(results)} results from {len(args.documents)} file(s)")
+    print(f"rubric summary: {len(shards.results)} results from {len(args.documents)} file(s)")
     for line in terminal_lines(report, board_when_empty=True):
         print(line.text)
     return EXIT_OK if report.ok else EXIT_FAILED

@@ -175,7 +175,7 @@ class Source:
 
     def _count(self, *, replayed: bool) -> None:
         if self.tally is not None:
-            self.tally.count(replayed=replayed)
+            self.tally.add(1, replayed)
 
     def _key(self, case: Any, sample: int, samples: int) -> dict[str, Any]:
         """What an answer may depend on: the whole case, the sample, the subject, and what

@@ -132,19 +132,16 @@ class Recordings:
             for where, entries in (state.get("new") or {}).items():
                 self.new.setdefault(where, {}).update(entries)
 
-    def flush(self) -> list[str]:
+    def flush(self) -> None:
         """Write this run's entries into their files (merged with what each holds now, and
-        replaced atomically); the files written."""
+        replaced atomically)."""
         with self._lock:
-            written = []
             for where, entries in sorted(self.new.items()):
                 self._files.pop(where, None)  # read again: the file may have changed since
                 merged = {**self._load(where), **entries}
                 self._write(where, merged)
                 self._files[where] = merged
-                written.append(where)
             self.new = {}
-            return written
 
     def unused(self, wheres: Iterable[str]) -> dict[str, list[str]]:
         """The entries of the files ``wheres`` that no request of the run used, by file."""

@@ -132,9 +132,8 @@ class WorkerHooks:
         return report
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        workeroutput = getattr(session.config, "workeroutput", None)
-        if workeroutput is not None:
-            workeroutput[STATS_KEY] = self.state.worker_stats()
+        workeroutput = session.config.workeroutput  # type: ignore[attr-defined]  # xdist sets it
+        workeroutput[STATS_KEY] = self.state.worker_stats()
 
 
 def _file_of(item: pytest.Item) -> str:

@@ -14,7 +14,7 @@ from .._guards.engines import PatternError, search
 from .._results import Outcome, Verdict
 from .calls import CallMatcher, calls_of
 from .check import Answer, Check, CheckContext, met, short
-from .json_text import ArgsSchema
+from .json_text import Schema
 from .model import MODEL_CONFIG, CriterionModel, FieldError, Id, Phrase, Phrases
 from .normalize import compile_phrases, found
 from .regex import compile_regex
@@ -29,7 +29,7 @@ class Claim(BaseModel):
     any_of: Phrases | None = None
     pattern: Annotated[str, Field(min_length=1)] | None = None
     tool: Phrase
-    args: ArgsSchema = None
+    args: Schema = None
 
     @model_validator(mode="after")
     def _one_way(self) -> Claim:

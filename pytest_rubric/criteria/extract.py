@@ -8,28 +8,24 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, PlainValidator, PrivateAttr, ValidationInfo
+from pydantic import Field, PrivateAttr
 
 from .._results import Outcome, Verdict
 from .check import Check, CheckContext, unmet
 from .grounded import Grounded
 from .judge import Requirement
 from .model import CriterionModel
-from .registry import validate_body
+from .registry import body_reader
 
-
-def _check_body(value: Any, info: ValidationInfo) -> Any:
-    return validate_body(
-        value,
-        info,
+CheckBody = Annotated[
+    CriterionModel,
+    body_reader(
         owner="extract",
         subject="`check`",
         forbidden="`check` cannot be `forbidden` (MET would mean the error happened)",
         name="check",
-    )
-
-
-CheckBody = Annotated[CriterionModel, PlainValidator(_check_body)]
+    ),
+]
 
 
 class Extract(CriterionModel):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, PlainValidator, ValidationInfo
+from pydantic import AliasChoices, Field
 
 from .._guards.engines import CheckTimeout, Deadline, running
 from .._guards.schemas import schema_validator
@@ -17,9 +17,9 @@ from .._results import Outcome, Verdict
 from .check import Answer, Check, CheckContext, error, met, unmet
 from .json_text import (
     MISSING,
-    AnswerSchema,
     JsonPointer,
     NestedTooDeeply,
+    Schema,
     first_non_finite,
     parse_json,
     parse_whole,
@@ -27,22 +27,18 @@ from .json_text import (
     resolve_pointer,
 )
 from .model import CriterionModel
-from .registry import validate_body
+from .registry import body_reader
 
-
-def _field_body(value: Any, info: ValidationInfo) -> Any:
-    return validate_body(
-        value,
-        info,
+FieldCheck = Annotated[
+    CriterionModel,
+    body_reader(
         owner="json",
         subject="a field's check",
         forbidden="a field cannot be checked with `forbidden` (MET would mean the error "
         "happened, yet MET fields earn the credit)",
         name="field",
-    )
-
-
-FieldCheck = Annotated[CriterionModel, PlainValidator(_field_body)]
+    ),
+]
 
 
 class Json(CriterionModel):
@@ -50,7 +46,7 @@ class Json(CriterionModel):
     every check in ``fields`` is MET; the credit is the share of ``fields`` MET."""
 
     type: Literal["json"] = "json"
-    json_schema: AnswerSchema = Field(
+    json_schema: Schema = Field(
         default=None, validation_alias=AliasChoices("schema", "json_schema")
     )
     fields: dict[JsonPointer, FieldCheck] | None = Field(default=None, min_length=1)

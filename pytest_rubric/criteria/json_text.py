@@ -14,7 +14,7 @@ import math
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator
+from pydantic import AfterValidator, BeforeValidator, ValidationInfo
 
 from .._guards.limits import PlainNumber
 from .._guards.schemas import SchemaProblem, draft_of, schema_problems
@@ -188,10 +188,11 @@ class _OnField(Check[FieldScoped]):
 
 
 def valid_schema(
-    schema: dict[str, Any] | bool | None, *, field: str
+    schema: dict[str, Any] | bool | None, info: ValidationInfo
 ) -> dict[str, Any] | bool | None:
     """``schema`` when it is a valid JSON Schema that can run safely (no retrieval, guarded
-    patterns); else :class:`FieldError` on ``field``, at the path of the problem."""
+    patterns); else :class:`FieldError` on its field, at the path of the problem."""
+    field = str(info.field_name).removeprefix("json_")  # `json`'s is written `schema`
     if schema is not None:
         text = json.dumps(schema, sort_keys=True)
         problem = _schema_problem(json.dumps(_shape(schema), sort_keys=True))
@@ -228,15 +229,10 @@ def _plain_numbers(value: Any) -> Any:
     return value
 
 
-# The schemas a criterion gives, checked when the rubric loads: `json`'s (an unquoted 1e3 in it
-# is a number: see PlainNumber) and the one the arguments of a call must fit (`args`).
-AnswerSchema = Annotated[
-    dict[str, Any] | bool | None,
-    BeforeValidator(_plain_numbers),
-    AfterValidator(lambda schema: valid_schema(schema, field="schema")),
-]
-ArgsSchema = Annotated[
-    dict[str, Any] | bool | None, AfterValidator(lambda schema: valid_schema(schema, field="args"))
+# The schemas a criterion gives, checked when the rubric loads: `json`'s and the one the
+# arguments of a call must fit (`args`). An unquoted 1e3 in them is a number: see PlainNumber.
+Schema = Annotated[
+    dict[str, Any] | bool | None, BeforeValidator(_plain_numbers), AfterValidator(valid_schema)
 ]
 
 

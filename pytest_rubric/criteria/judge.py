@@ -47,48 +47,38 @@ class Requirement(CriterionModel):
     pass_labels: Phrases | None = None  # label kind: the labels that earn credit
 
     @model_validator(mode="after")
-    def _scale(self) -> Requirement:
-        found = self._problem()
-        if found is not None:
-            raise FieldError(found[0], found[1], hint=found[2])
-        return self
-
-    def _problem(self) -> tuple[str, str, str | None] | None:
-        """(field, message, hint) of what is wrong across the fields, or None."""
+    def _fields_agree(self) -> Requirement:
+        """The fields read together: a range and its anchors, and each field of its kind's."""
         low, high = self.min_score, self.max_score
         if high <= low:
-            return (
-                "max_score",
-                f"max_score ({high:g}) must be greater than min_score ({low:g})",
-                None,
+            raise FieldError(
+                "max_score", f"max_score ({high:g}) must be greater than min_score ({low:g})"
             )
         if self.scale is not None and self.kind != "score":
             message = "`scale` describes the scores of a score-kind criterion"
-            return "scale", message, "add `kind: score`, or remove `scale`"
+            raise FieldError("scale", message, hint="add `kind: score`, or remove `scale`")
         outside = [k for k, _ in self.scale or () if not low <= k <= high]
         if outside:
             message = f"the anchor {outside[0]:g} is outside the scale {low:g} to {high:g}"
-            return "scale", message, "anchor scores from min_score to max_score"
+            raise FieldError("scale", message, hint="anchor scores from min_score to max_score")
         if self.kind != "label":
             if self.labels is None and self.pass_labels is None:
-                return None
+                return self
             field = "labels" if self.labels is not None else "pass_labels"
-            return (
-                field,
-                f"`{field}` belongs to a label-kind criterion",
-                "add `kind: label`, or remove it",
-            )
+            message = f"`{field}` belongs to a label-kind criterion"
+            raise FieldError(field, message, hint="add `kind: label`, or remove it")
         if self.labels is None:
             message = "a label-kind criterion needs `labels`, the labels the judge picks one of"
-            return "labels", message, 'write e.g. labels: ["correct", "partly correct", "wrong"]'
+            hint = 'write e.g. labels: ["correct", "partly correct", "wrong"]'
+            raise FieldError("labels", message, hint=hint)
         if self.pass_labels is None:
             message = "a label-kind criterion needs `pass_labels`, the labels that earn credit"
-            return "pass_labels", message, 'write e.g. pass_labels: ["correct"]'
+            raise FieldError("pass_labels", message, hint='write e.g. pass_labels: ["correct"]')
         if len(set(self.labels)) != len(self.labels):
-            return "labels", "a label is listed twice", None
+            raise FieldError("labels", "a label is listed twice")
         unknown = [label for label in self.pass_labels if label not in self.labels]
         if unknown:
             known = ", ".join(map(repr, self.labels))
             message = f"{unknown[0]!r} is not one of the labels ({known})"
-            return "pass_labels", message, "list pass labels from `labels`"
-        return None
+            raise FieldError("pass_labels", message, hint="list pass labels from `labels`")
+        return self

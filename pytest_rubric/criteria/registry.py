@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Union
 
-from pydantic import Discriminator, Tag, TypeAdapter, ValidationInfo
+from pydantic import Discriminator, PlainValidator, Tag, TypeAdapter, ValidationInfo
 
 from .all_of import AllOf
 from .any_of import AnyOf
@@ -104,7 +104,7 @@ def _criterion_tag(value: Any) -> str | None:
 @functools.lru_cache(maxsize=32)
 def _union(added: tuple[type[CriterionModel], ...], *, body: bool = False) -> TypeAdapter[Any]:
     """The discriminated union on ``type`` of the built-in types and ``added`` (for a
-    ``body``, those :func:`validate_body` allows): pydantic validates only the model a
+    ``body``, those :func:`body_reader` allows): pydantic validates only the model a
     criterion names, so its errors are about that type's fields (and name the type). Made
     once per set of types: a suite validates one criterion after another."""
     models = tuple(criterion_types(added).values())
@@ -138,22 +138,24 @@ def validate_criterion(value: Any, info: ValidationInfo) -> Any:
 _NOT_IN_A_BODY = ("id", "weight", "points", "axis", "required", "description")
 
 
-def validate_body(
-    value: Any, info: ValidationInfo, *, owner: str, subject: str, forbidden: str, name: str
-) -> Any:
-    """A deterministic body (a ``json`` field's check, an ``extract``'s ``check``), given the
-    id ``name``: any type but ``forbidden`` (whose MET is the error), the composite ones and
-    those over the trace (a field of an answer has none), and those a plugin adds."""
-    if isinstance(value, CriterionModel):
-        return value
-    if isinstance(value, dict):
-        given = [key for key in _NOT_IN_A_BODY if key in value]
-        if given:
-            raise ValueError(
-                f"{subject} takes no {', '.join(f'`{k}`' for k in given)}: it is part of its "
-                f"`{owner}` criterion, which has the id and the weight"
-            )
-        if value.get("type") == "forbidden":
-            raise ValueError(f"{forbidden}; write {{type: regex, pattern: ..., invert: true}}")
-        value = {**value, "id": name}
-    return _union(_added(info), body=True).validate_python(value, context=info.context)
+def body_reader(*, owner: str, subject: str, forbidden: str, name: str) -> PlainValidator:
+    """What reads a deterministic body (a ``json`` field's check, an ``extract``'s ``check``),
+    given the id ``name``: any type but ``forbidden`` (whose MET is the error), the composite
+    ones and those over the trace (a field of an answer has none), and those a plugin adds."""
+
+    def validate(value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, CriterionModel):
+            return value
+        if isinstance(value, dict):
+            given = [key for key in _NOT_IN_A_BODY if key in value]
+            if given:
+                raise ValueError(
+                    f"{subject} takes no {', '.join(f'`{k}`' for k in given)}: it is part of "
+                    f"its `{owner}` criterion, which has the id and the weight"
+                )
+            if value.get("type") == "forbidden":
+                raise ValueError(f"{forbidden}; write {{type: regex, pattern: ..., invert: true}}")
+            value = {**value, "id": name}
+        return _union(_added(info), body=True).validate_python(value, context=info.context)
+
+    return PlainValidator(validate)

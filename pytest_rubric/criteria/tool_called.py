@@ -10,7 +10,7 @@ from pydantic import model_validator
 from .._results import Outcome
 from .calls import CallMatcher, calls_of
 from .check import Answer, Check, CheckContext, met, unmet
-from .json_text import ArgsSchema
+from .json_text import Schema
 from .model import Count, CriterionModel, FieldError, Phrase
 
 
@@ -22,7 +22,7 @@ class ToolCalled(CriterionModel):
     type: Literal["tool_called"] = "tool_called"
     reads_trace: ClassVar[bool] = True  # never a field check of a `json` criterion
     tool: Phrase
-    args: ArgsSchema = None
+    args: Schema = None
     times: Count | None = None
     min_times: Count | None = None
     max_times: Count | None = None

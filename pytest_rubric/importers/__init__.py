@@ -15,8 +15,6 @@ from pathlib import Path
 from . import promptfoo
 from ._common import ImportFailed, Output, write
 
-__all__ = ["add_commands", "run"]
-
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The ``import`` command, with one sub-command per format."""

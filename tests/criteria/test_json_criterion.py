@@ -478,13 +478,20 @@ def test_fenced_false_reads_only_the_whole_answer(
 
 
 def test_an_unquoted_exponent_in_a_schema_is_a_number_a_quoted_one_text() -> None:
-    """PyYAML (YAML 1.1) reads an unquoted ``1e3`` as text; in a schema it is the number."""
+    """PyYAML (YAML 1.1) reads an unquoted ``1e3`` as text; in a schema it is the number, in
+    `json`'s and in the `args` of a call criterion alike."""
     from pytest_rubric._load.loader import parse_suite
 
     loaded = parse_suite(
         "cases:\n  - id: q1\n    criteria:\n"
-        "      - {id: j, type: json, schema: {type: number, maximum: 1e3, enum: [5, 1e2, '1e1']}}\n",
+        "      - {id: j, type: json, schema: {type: number, maximum: 1e3, enum: [5, 1e2, '1e1']}}\n"
+        "      - {id: t, type: tool_called, tool: pay, args: {properties: {n: {maximum: 1e3}}}}\n",
         path=Path("x.rubric.yaml"),
     )
-    (criterion,) = loaded.suite.cases[0].criteria
-    assert criterion.json_schema == {"type": "number", "maximum": 1000.0, "enum": [5, 100.0, "1e1"]}
+    json_criterion, tool_called = loaded.suite.cases[0].criteria
+    assert json_criterion.json_schema == {
+        "type": "number",
+        "maximum": 1000.0,
+        "enum": [5, 100.0, "1e1"],
+    }
+    assert tool_called.args == {"properties": {"n": {"maximum": 1000.0}}}
