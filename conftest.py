@@ -4,7 +4,6 @@
 # here keeps them for every run:
 # - hypothesis, so no run re-imports it (about 1 s each);
 # - numpy where installed, whose C core cannot be loaded twice in one process;
-# - openai where installed (the agents of the trace tests), built once, not per run;
 # - what httpx imports lazily on its first request (httpcore, h11, anyio's
 #   asyncio backend): a run that re-imported httpcore would raise its
 #   exceptions as classes httpx no longer maps to its own;
@@ -13,10 +12,12 @@
 #   rewrite and compile their asserts, each time (half of an in-process run's time).
 import contextlib
 import importlib
+import importlib.metadata
 import os
 import pkgutil
 import sys
 import tempfile
+from collections.abc import Callable
 
 import anyio._backends._asyncio  # noqa: F401
 import certifi  # noqa: F401
@@ -27,9 +28,6 @@ import hypothesis  # noqa: F401
 # numpy is not a dependency (the statistics are closed forms now): kept only where installed.
 with contextlib.suppress(ImportError):
     import numpy  # noqa: F401
-# The agents under test in the trace tests use the openai SDK (dev extra): imported once.
-with contextlib.suppress(ImportError):
-    import openai  # noqa: F401
 
 import pytest_rubric
 
@@ -51,3 +49,28 @@ if sys.flags.dont_write_bytecode and not os.environ.get("PYTHONPYCACHEPREFIX"):
     os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(
         tempfile.gettempdir(), f"pytest-rubric-pycache-{_user}"
     )
+
+
+# Each in-process run (pytester.runpytest) loads the environment's plugins again, and pytest,
+# pluggy and pytest-metadata read the distributions' metadata for it, parsing each METADATA
+# file as an e-mail message every time: about a fifth of an in-process run's CPU. Nothing is
+# installed while the suite runs, so this process parses each file once. The sessions the
+# suite starts in fresh interpreters are left as they are. RUBRIC_SUITE_METADATA=fresh parses
+# every time, to measure it (bench/README.md, bench_suite.py).
+def _parsed_once(
+    parse: Callable[[importlib.metadata.PathDistribution], importlib.metadata.PackageMetadata],
+) -> property:
+    parsed: dict[str, importlib.metadata.PackageMetadata] = {}
+
+    def metadata(self: importlib.metadata.PathDistribution) -> importlib.metadata.PackageMetadata:
+        where = str(self._path)  # the distribution's folder: one METADATA file
+        if where not in parsed:
+            parsed[where] = parse(self)
+        return parsed[where]
+
+    return property(metadata)
+
+
+if os.environ.get("RUBRIC_SUITE_METADATA") != "fresh":
+    _parse = vars(importlib.metadata.Distribution)["metadata"].fget
+    setattr(importlib.metadata.PathDistribution, "metadata", _parsed_once(_parse))  # noqa: B010

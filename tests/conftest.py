@@ -59,6 +59,15 @@ def lines_in_any_order(result: pytest.RunResult, patterns: list[str]) -> None:
         result.stdout.fnmatch_lines([pattern])
 
 
+@pytest.fixture(scope="session")
+def openai_sdk() -> None:
+    """The openai SDK (dev extra), imported in this process before the first session that
+    uses it: the agents of the trace tests call it, and a module a pytester run imports is
+    dropped after it, so each run would import the SDK again. A fixture, not an import in the
+    root conftest, so the processes that run none of those tests never load it."""
+    import openai  # noqa: F401
+
+
 @pytest.fixture(params=list(RUN_MODES))
 def run_mode(request: pytest.FixtureRequest) -> list[str]:
     """Extra pytest arguments for one of the three ways of running."""

@@ -26,12 +26,19 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+@functools.cache
+def _tree(module: str) -> ast.Module:
+    """The module's syntax tree, parsed once a process, when a test first asks: every xdist
+    worker collects this file, few run its tests."""
+    return ast.parse(MODULES[module].read_text(encoding="utf-8"))
+
+
 def _imports(module: str) -> set[str]:
     """The package's modules ``module`` imports, at any depth of its code."""
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(module)):
         targets: list[str] = []
         if isinstance(node, ast.ImportFrom):
             if node.level:
@@ -51,7 +58,10 @@ def _imports(module: str) -> set[str]:
     return found
 
 
-GRAPH = {module: _imports(module) for module in MODULES}
+@functools.cache
+def _graph() -> dict[str, set[str]]:
+    """Each module and the package modules it imports."""
+    return {module: _imports(module) for module in MODULES}
 
 
 def _room(module: str) -> str:
@@ -61,8 +71,7 @@ def _room(module: str) -> str:
 
 
 def _imports_pytest(module: str) -> bool:
-    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
+    for node in ast.walk(_tree(module)):
         if isinstance(node, ast.Import) and any(
             a.name.split(".")[0] in ("pytest", "_pytest") for a in node.names
         ):
@@ -81,7 +90,7 @@ def test_no_import_cycle_between_modules() -> None:
 
     def visit(module: str, path: tuple[str, ...]) -> None:
         state[module] = 1
-        for target in sorted(GRAPH[module]):
+        for target in sorted(_graph()[module]):
             if state.get(target) == 1:
                 cycle = (*path[path.index(target) :], target)
                 raise AssertionError("import cycle: " + " -> ".join(cycle))
@@ -89,14 +98,14 @@ def test_no_import_cycle_between_modules() -> None:
                 visit(target, (*path, target))
         state[module] = 2
 
-    for module in sorted(GRAPH):
+    for module in sorted(_graph()):
         if module not in state:
             visit(module, (module,))
 
 
 def test_the_folders_import_one_way() -> None:
     rooms: dict[str, set[str]] = {}
-    for module, targets in GRAPH.items():
+    for module, targets in _graph().items():
         rooms.setdefault(_room(module), set()).update(
             _room(t) for t in targets if _room(t) != _room(module)
         )
@@ -111,14 +120,14 @@ def test_the_folders_import_one_way() -> None:
 
 
 def test_criteria_never_reach_the_llm_or_the_judge() -> None:
-    for module, targets in GRAPH.items():
+    for module, targets in _graph().items():
         if module.startswith(f"{NAME}.criteria"):
             wrong = {t for t in targets if t.startswith((f"{NAME}._llm", f"{NAME}.judge"))}
             assert not wrong, f"{module} imports {sorted(wrong)}"
 
 
 def test_the_results_reach_nothing_of_the_report() -> None:
-    assert not {t for t in GRAPH[f"{NAME}._results"] if t.startswith(f"{NAME}._report")}
+    assert not {t for t in _graph()[f"{NAME}._results"] if t.startswith(f"{NAME}._report")}
 
 
 @pytest.mark.parametrize("folder", ["_load", "_grade", "_report", "_render", "_guards", "_llm"])
@@ -132,10 +141,10 @@ def test_only_the_composition_root_is_handed_the_config_or_the_settings() -> Non
     class in ``_session`` but the root's (``_session.session``) takes pytest's ``Config`` or
     the whole ``Settings``."""
     whole = {"Config", "pytest.Config", "Settings"}
-    for module, path in MODULES.items():
+    for module in MODULES:
         if not module.startswith(f"{NAME}._session.") or module == f"{NAME}._session.session":
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(_tree(module)):
             if not isinstance(node, ast.ClassDef):
                 continue
             fields = [s.annotation for s in node.body if isinstance(s, ast.AnnAssign)]

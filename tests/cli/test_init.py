@@ -5,13 +5,12 @@ next run is as green as the one before.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from pytest_rubric._cli.merge import main
 from tests.conftest import team_project
 
 Write = Callable[[str, str], Path]
@@ -48,23 +47,19 @@ def team(pytester: pytest.Pytester, write: Write) -> None:
     )
 
 
-def init(pytester: pytest.Pytester) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest_rubric", "init", "."],
-        cwd=pytester.path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return done.stdout
+def init(capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``init .`` prints, run in process in the project (pytester's directory): the
+    ``main`` that ``python -m pytest_rubric`` exits with."""
+    capsys.readouterr()
+    assert main(["init", "."]) == 0
+    return capsys.readouterr().out
 
 
 def test_init_beside_an_existing_adapter_keeps_the_run_green(
-    pytester: pytest.Pytester, team: None
+    pytester: pytest.Pytester, team: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pytester.runpytest().assert_outcomes(passed=2)
-    out = init(pytester)
+    out = init(capsys)
     assert (pytester.path / "evals/targets.py").read_text() == TARGETS.lstrip("\n")
     assert "kept" in out and "evals/targets.py" in out
     assert "example_targets.py" in out
@@ -74,21 +69,21 @@ def test_init_beside_an_existing_adapter_keeps_the_run_green(
 
 
 def test_init_uses_the_adapters_answer_when_it_has_one(
-    pytester: pytest.Pytester, team: None, write: Write
+    pytester: pytest.Pytester, team: None, write: Write, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write(
         "evals/targets.py", TARGETS + "\n\ndef answer(question: str) -> str:\n    return 'Paris'\n"
     )
-    init(pytester)
+    init(capsys)
     assert not (pytester.path / "evals/example_targets.py").exists()
     assert "target: targets:answer" in (pytester.path / "evals/example.rubric.yaml").read_text()
 
 
 def test_init_with_no_free_module_names_no_target_and_says_what_to_add(
-    pytester: pytest.Pytester, team: None, write: Write
+    pytester: pytest.Pytester, team: None, write: Write, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write("evals/example_targets.py", "OTHER = 1\n")
-    out = init(pytester)
+    out = init(capsys)
     assert "# target: targets:answer" in (pytester.path / "evals/example.rubric.yaml").read_text()
     assert "def answer(question: str) -> str:" in out
     # The example's case is answered in writing until `answer` is added: still green.

@@ -35,8 +35,9 @@ SHARD_FILES = ("whole.json", "a.json", "b.json", "whole.html", "w.md")
 def shard_runs(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[Path, dict[str, pytest.RunResult]]:
-    """The bundled example run whole, and as two shards (one by file, with xdist): once for
-    the module, as no test changes them; each test gets copies (``shards``)."""
+    """The bundled example run whole, and as two shards (one by file): once for the module, as
+    no test changes them; each test gets copies (``shards``). No shard runs under xdist:
+    e2e/test_run_modes finds the JSON a ``-n 2`` run writes the same as a serial run's."""
     directory = tmp_path_factory.mktemp("shards")
     (directory / "pytest.ini").write_text("[pytest]\n")
     shutil.copytree(EXAMPLES, directory / "examples")
@@ -66,7 +67,7 @@ def shard_runs(
             *("--rubric-json", "whole.json", "--rubric-html", "whole.html"),
             *("--rubric-markdown", "w.md"),
         ),
-        "a": run(*first, "--rubric-json", "a.json", "-n", "2"),
+        "a": run(*first, "--rubric-json", "a.json"),
         "b": run(evals, "--rubric-json", "b.json", *(f"--deselect={f}" for f in first)),
     }
     for name in SHARD_FILES:

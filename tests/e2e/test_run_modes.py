@@ -3,13 +3,18 @@
 the HTML report, the Markdown, the CSV and the GitHub step summary byte for byte, and the JUnit
 properties of every test case.
 
-This is why the tests of each output format (render/test_formats, render/test_summary, report/test_gates,
-plugin/test_assert_rubric, load/test_loading_limits) run in one mode only, and plugin/test_collect's stray
-response and judge/test_reply_limits's quoted key in process only: the suite here holds what they
-exercise (judged and deterministic criteria, an ERROR, ``assert_rubric`` results from a plain
-test, a rubric file that is a collection error, a case that regressed against the baseline, a
-response that matches no case and is one warning however many workers there are, judge
-reasons that quote pieces of the API key, which no output may show)."""
+This is why the tests of each output format (render/test_formats, render/test_summary,
+report/test_gates, plugin/test_assert_rubric, load/test_loading_limits) run in one mode only,
+and plugin/test_collect's stray response, judge/test_reply_limits's quoted key,
+judge/test_judge_samples's unstable samples, judge/test_judge_e2e's canary key,
+render/test_requirement_shown's failure table and report/test_before_and_after's failure report
+in process only: the suite here holds what they exercise (judged and deterministic criteria, an
+ERROR, judge samples that disagree, a judged requirement under its criterion in the failure
+table, a case's response before and after, ``assert_rubric`` results from a plain test, a
+rubric file that is a collection error, a case that regressed against the baseline, a response
+that matches no case and is one warning however many workers there are, judge reasons and
+failed replies (an HTTP error, a reply not JSON) that quote the API key or pieces of it, which
+no output may show)."""
 
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import RUN_MODES, timeless
-from tests.fake_llm import Action, FakeLLM, Recorded, status, verdict
+from tests.fake_llm import Action, FakeLLM, Recorded, status, text, verdict
 from tests.judge.test_reply_limits import KEY, leaked
 from tests.render.test_summary import TWO_SUBJECTS
 
@@ -53,6 +58,7 @@ cases:
     criteria:
       - {id: sd, type: any_of, any_of: [standard deviation, volatility]}
       - {id: names, requirement: "Names the volatility of excess returns"}
+      - {id: excess, requirement: "Says the returns are in excess of the risk-free rate"}
 """
 
 # The baseline was taken when bold still answered sharpe right: that case regressed.
@@ -80,6 +86,20 @@ APP_FAILURE = [
     "score 0.00 (min_score 0.80, raw 0) FAILED",
     "E          criterion  type    verdict  weight  reason",
     "E       x  capital    any_of  UNMET         1  none of 'paris' found",
+]
+
+# A judged criterion's requirement under it in the failure table (render/test_requirement_shown),
+# and the regressed case's response before and after (report/test_before_and_after): each
+# failure report is made where its item ran.
+REQUIREMENT_SHOWN = [
+    "x  horizon    judge      UNMET         1  judged on content (3 of 3 samples UNMET)",
+    "     requirement: Says the horizon is one day",
+]
+BEFORE_AND_AFTER = [
+    "since the baseline:",
+    "verdicts changed: sd MET -> UNMET, names MET -> UNMET, excess MET -> UNMET",
+    "baseline (score 1.00): The standard deviation, sure.",
+    "now (score 0.00): The mean return, obviously.",
 ]
 
 # Repeated answers from a responses file, with tags: samples, pass rates, intervals and the
@@ -138,7 +158,12 @@ def _responder(request: Recorded) -> Action:
     user = request.body["messages"][1]["content"]
     seed = request.body["seed"]
     if "Volatility, probably." in user:
-        return status(503)  # this answer's judged criterion is an ERROR
+        # This answer's judged criteria are ERRORs, their failed replies quoting the API key
+        # as judge/test_judge_e2e's canary does: a reply that is not JSON, an HTTP error's
+        # message.
+        if "Names the volatility" in json.dumps(request.body):
+            return text(f"no JSON here, {KEY}")
+        return status(503, body={"error": {"message": f"overloaded for key {KEY}"}})
     if "One day, I think." in user:
         return verdict("UNMET" if seed % 3 == 1 else "MET", "says one day, hedged")
     met = "One day, at" in user or "standard deviation" in user
@@ -210,12 +235,15 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
         result.stdout.fnmatch_lines([STRAY_WARNING])
         result.stdout.fnmatch_lines(DEEP_PROBLEM, consecutive=True)
         result.stdout.fnmatch_lines(APP_FAILURE, consecutive=True)
+        result.stdout.fnmatch_lines(REQUIREMENT_SHOWN, consecutive=True)
+        result.stdout.fnmatch_lines(BEFORE_AND_AFTER, consecutive=True)
         markdown = (pytester.path / f"{mode}.md").read_text()
         assert step.read_text() == markdown + "\n", mode  # appended once, by the controller
         outputs = {"terminal": str(result.stdout) + str(result.stderr), "step": step.read_text()}
         for suffix in ("json", "html", "md", "xml"):
             outputs[suffix] = (pytester.path / f"{mode}.{suffix}").read_text(encoding="utf-8")
-        assert "the key is ***" in outputs["json"], mode
+        for quoted in ("the key is ***", "no JSON here, ***", "overloaded for key ***"):
+            assert quoted in outputs["json"], (mode, quoted)
         assert {name: out for name, out in outputs.items() if leaked(KEY, out)} == {}, mode
         # Byte for byte, but for when each run started and how long it took.
         seen[mode] = {

@@ -26,6 +26,9 @@ from tests.fake_llm import Action, FakeLLM, Recorded, json_reply, text, tool_cal
 
 Write = Callable[[str, str], Path]
 
+# The agents here call the openai SDK in the sessions these tests start in process.
+pytestmark = pytest.mark.usefixtures("openai_sdk")
+
 AGENT = '''
 """The support agent: a tool-calling loop on the OpenAI SDK."""
 import json

@@ -32,6 +32,9 @@ from tests.fake_llm import Action, FakeLLM, Recorded, text, tool_calls
 
 Write = Callable[[str, str], Path]
 
+# The agents here call the openai SDK in the sessions these tests start in process.
+pytestmark = pytest.mark.usefixtures("openai_sdk")
+
 # The application: a support agent and a RAG pipeline, as a team writes them. The tools
 # trace themselves in the convention the team's framework uses.
 AGENT = '''
@@ -409,7 +412,10 @@ def test_concurrent_async_targets_each_run_in_a_trace_of_their_own(
     """Three cases, three samples each (asked at once, each an async target on its own
     loop), in one process and in two: every call is one trace rooted at the plugin's span,
     holding exactly that call's model and tool spans."""
-    result = team.runpytest_subprocess(*mode, "--rubric-concurrency=3", timeout=180)
+    if mode:  # the controller in process: the application and its tracing run in the workers
+        result = team.runpytest(*mode, "--rubric-concurrency=3")
+    else:  # the application sets the process's tracer provider, once for good
+        result = team.runpytest_subprocess("--rubric-concurrency=3", timeout=180)
     result.assert_outcomes(passed=4)
     spans = exported(team.path)
     roots = [s for s in spans if s["name"] == SPAN_NAME]

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from pytest_rubric._cli.merge import main
 from pytest_rubric._guards.outgoing import _public, _public_urls, outgoing
 from pytest_rubric._guards.secrets import Secret
 from pytest_rubric.criteria.judge import Requirement
@@ -448,21 +449,33 @@ def test_a_regex_reason_that_quotes_a_casefolded_key_is_redacted_everywhere(
 
 
 @pytest.mark.parametrize(
-    "command",
+    ("command", "console"),
     [
-        ["collect", "--rubric-dir", "evals", "--target", "targets:broken", "--out", "answers"],
-        ["merge", f"shard-{KEY}{ESCAPES}.json"],
-        ["history", f"runs-{KEY}{ESCAPES}.sqlite3"],
-        ["import", "healthbench", f"hb-{KEY}{ESCAPES}.jsonl", "--out", "evals/imported"],
-        ["merge", "out.json", "--confidence", f"{KEY}{ESCAPES}"],
+        # collect imports the project's targets: in a process of its own, as a user runs it.
+        (
+            ["collect", "--rubric-dir", "evals", "--target", "targets:broken", "--out", "answers"],
+            True,
+        ),
+        (["merge", f"shard-{KEY}{ESCAPES}.json"], False),
+        (["history", f"runs-{KEY}{ESCAPES}.sqlite3"], False),
+        (["import", "healthbench", f"hb-{KEY}{ESCAPES}.jsonl", "--out", "evals/imported"], False),
+        # argparse's error, as a user meets it: the console script's exit.
+        (["merge", "out.json", "--confidence", f"{KEY}{ESCAPES}"], True),
     ],
     ids=["collect", "merge", "history", "import", "argparse"],
 )
 def test_every_command_prints_through_the_outgoing_boundary(
-    pytester: pytest.Pytester, write: Callable[[str, str], Path], command: list[str]
+    pytester: pytest.Pytester,
+    write: Callable[[str, str], Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: list[str],
+    console: bool,
 ) -> None:
     """A target's exception text, a file name, an argument: whatever a command prints, it
-    prints as a report would, the key redacted and the escapes shown, never sent."""
+    prints as a report would, the key redacted and the escapes shown, never sent. The
+    commands that import none of the project's code are called in process (``main``, which
+    ``python -m pytest_rubric`` exits with)."""
     write(
         "evals/support.rubric.yaml",
         """
@@ -477,11 +490,16 @@ def test_every_command_prints_through_the_outgoing_boundary(
         "targets.py",
         f"def broken(case):\n    raise OSError({f'no route: {KEY}{ESCAPES}'!r})\n",
     )
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    if console:
         done = pytester.run(sys.executable, "-m", "pytest_rubric", *command)
-    assert done.ret != 0
-    printed = done.stdout.str() + done.stderr.str()
+        code, printed = done.ret, done.stdout.str() + done.stderr.str()
+    else:
+        capsys.readouterr()
+        code = main(command)
+        out, err = capsys.readouterr()
+        printed = out + err
+    assert code != 0
     _no_key(printed)
     assert "***" in printed and "\\x1b" in printed  # said, redacted and escaped
 

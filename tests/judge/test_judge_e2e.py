@@ -669,14 +669,15 @@ CANARY = "sk-canary-4f1e9b2c7d"
 
 
 # The key's header is the provider's; what carries text between processes is not, so the
-# other provider runs in one mode only.
+# other provider runs in one mode only. Under -n 2, e2e/test_run_modes's judge replies quote the
+# key as these do (a reason, an HTTP error's message, a reply not JSON), and no output shows it.
 _OPENAI = ("openai", "OPENAI_API_KEY", "authorization", f"Bearer {CANARY}")
 _ANTHROPIC = ("anthropic", "ANTHROPIC_API_KEY", "x-api-key", CANARY)
 
 
 @pytest.mark.parametrize(
     ("mode", "provider", "variable", "header", "sent"),
-    [(mode, *_OPENAI) for mode in RUN_MODES] + [("no-xdist", *_ANTHROPIC)],
+    [(mode, *_OPENAI) for mode in ("no-xdist", "xdist-n0")] + [("no-xdist", *_ANTHROPIC)],
 )
 def test_the_api_key_never_leaves_the_request_header(
     pytester: pytest.Pytester,

@@ -134,13 +134,15 @@ def judged(pytester: pytest.Pytester, write: Write) -> None:
     pytester.makeini("[pytest]\nrubric_judge_backoff = 0.01\n")
 
 
-def test_disagreeing_samples_are_flagged_unstable_the_same_way_in_every_run_mode(
+def test_disagreeing_samples_are_flagged_unstable(
     pytester: pytest.Pytester,
     judged: None,
     fake_llm: FakeLLM,
-    run_mode: list[str],
     rubric_json: Callable[[], dict[str, Any]],
 ) -> None:
+    """In one process: e2e/test_run_modes samples its judge three times, has a criterion the
+    samples disagree on, and finds the summary and the JSON the same under ``-n 2``."""
+
     def reply(request: Recorded) -> Action:
         user = request.body["messages"][1]["content"]
         if "One day." in user:  # subject a: two of three samples say MET
@@ -148,7 +150,7 @@ def test_disagreeing_samples_are_flagged_unstable_the_same_way_in_every_run_mode
         return verdict("UNMET", "no horizon")  # subject b: all agree
 
     fake_llm.respond_with(reply)
-    result = _run(pytester, fake_llm, "--rubric-judge-samples=3", *run_mode)
+    result = _run(pytester, fake_llm, "--rubric-judge-samples=3")
     result.assert_outcomes(passed=1, failed=1)
     assert len(fake_llm.requests) == 6
     result.stdout.fnmatch_lines(

@@ -29,14 +29,6 @@ HEAVY = (
 LIBRARIES = HEAVY[:-1]
 
 
-def test_loading_the_plugin_imports_none_of_the_heavy_dependencies() -> None:
-    probe = (
-        f"import sys, pytest_rubric.plugin; print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
-
-
 def test_a_session_without_rubrics_imports_none_of_them_either(tmp_path: object) -> None:
     """What the session imports with the plugin is what it imports without it (other plugins
     may import some: pytest-randomly reseeds numpy's generator, so it imports numpy)."""
@@ -158,10 +150,18 @@ PLUGIN_MODULES = {
 SESSION_START = PLUGIN_MODULES | {"pytest_rubric.hookspec"}
 
 
-def test_loading_the_plugin_imports_only_its_option_table() -> None:
-    probe = "import sys, pytest_rubric.plugin; print(sorted(m for m in sys.modules if m.startswith('pytest_rubric')))"
+def test_loading_the_plugin_imports_its_option_table_and_no_heavy_dependency() -> None:
+    """One fresh interpreter answers both: no module of ``HEAVY``, nothing of the package
+    past ``PLUGIN_MODULES``."""
+    probe = (
+        "import sys, pytest_rubric.plugin; "
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules)); "
+        "print(sorted(m for m in sys.modules if m.startswith('pytest_rubric')))"
+    )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert set(ast.literal_eval(done.stdout.strip())) <= PLUGIN_MODULES
+    heavy, package = done.stdout.strip().splitlines()
+    assert heavy == "[]"
+    assert set(ast.literal_eval(package)) <= PLUGIN_MODULES
 
 
 UNIT_PROJECT = {
@@ -175,18 +175,23 @@ UNIT_PROJECT = {
 }
 
 
-def _modules_after(tmp_path: Path, *args: str) -> tuple[int, list[str]]:
+def _modules_after(tmp_path: Path, *runs: list[str]) -> list[tuple[int, list[str]]]:
+    """Each run's exit code and what the interpreter has imported after it: the runs one after
+    the other in one fresh interpreter, in ``tmp_path`` laid out as ``UNIT_PROJECT``."""
     for name, text in UNIT_PROJECT.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
-    probe = (
-        "import sys, pytest; "
-        f"code = pytest.main(['-q', '-p', 'no:cacheprovider', *{args!r}]); "
-        "print(int(code)); print(sorted(m for m in sys.modules if m.startswith('pytest_rubric') "
-        f"or m.split('.')[0] in {LIBRARIES!r}))"
+    # Each run's line starts with a mark, among the lines the runs print.
+    probe = "import sys, pytest\n" + "".join(
+        f"code = pytest.main(['-q', '-p', 'no:cacheprovider', *{args!r}])\n"
+        "print('->', int(code), sorted(m for m in sys.modules if m.startswith('pytest_rubric') "
+        f"or m.split('.')[0] in {LIBRARIES!r}))\n"
+        for args in runs
     )
-    code, modules = _printed(probe, tmp_path, PYTHONPATH=str(tmp_path))[-2:]
-    return int(code), ast.literal_eval(modules)
+    printed = _printed(probe, tmp_path, PYTHONPATH=str(tmp_path))
+    found = [line.split(" ", 2)[1:] for line in printed if line.startswith("-> ")]
+    assert len(found) == len(runs), printed
+    return [(int(code), ast.literal_eval(modules)) for code, modules in found]
 
 
 def _printed(probe: str, cwd: Path, **env: str) -> list[str]:
@@ -204,22 +209,19 @@ def _printed(probe: str, cwd: Path, **env: str) -> list[str]:
 
 def test_a_unit_test_run_in_a_project_with_rubric_dirs_starts_no_session(tmp_path: Path) -> None:
     """Naming the unit tests, the ini's rubric_dirs do not join the run: nothing of the
-    session is imported, so the plugin costs that run its option table only."""
-    code, modules = _modules_after(tmp_path, "tests")
-    assert code == 0
-    assert set(modules) <= SESSION_START
-
-
-def test_the_same_project_run_whole_starts_the_session_and_grades(tmp_path: Path) -> None:
-    code, modules = _modules_after(tmp_path)
-    assert code == 0
-    assert "pytest_rubric._session.session" in modules
-    assert "pytest_rubric._session.collect" in modules
+    session is imported, so the plugin costs that run its option table only. The same
+    project run whole next, in the same interpreter, starts the session and grades."""
+    (unit_code, unit), (whole_code, whole) = _modules_after(tmp_path, ["tests"], [])
+    assert unit_code == 0
+    assert set(unit) <= SESSION_START
+    assert whole_code == 0
+    assert "pytest_rubric._session.session" in whole
+    assert "pytest_rubric._session.collect" in whole
 
 
 def test_a_rubric_file_named_beside_the_unit_tests_starts_it_on_collection(
     tmp_path: Path,
 ) -> None:
-    code, modules = _modules_after(tmp_path, "tests", "evals/qa.rubric.yaml", "-rA")
+    ((code, modules),) = _modules_after(tmp_path, ["tests", "evals/qa.rubric.yaml", "-rA"])
     assert code == 0
     assert "pytest_rubric._session.collect" in modules

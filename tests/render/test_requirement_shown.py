@@ -38,41 +38,30 @@ def _judge(request: Recorded) -> object:
 
 
 @pytest.fixture
-def runs(
+def run(
     pytester: pytest.Pytester, team: Callable[..., None], fake_llm: FakeLLM
-) -> Callable[..., pytest.RunResult]:
-    """Run the team's evals with every output written, in a run mode of ``extra``."""
-
-    def _run(*extra: str) -> pytest.RunResult:
-        team(refunds=LIBRARY_FORM)
-        fake_llm.respond_with(_judge)
-        result = pytester.runpytest(
-            *extra,
-            "--rubric-judge=openai:judge-model",
-            f"--rubric-judge-url={fake_llm.openai_url}",
-            "--rubric-json=out.json",
-            "--rubric-csv=out.csv",
-            "--rubric-markdown=out.md",
-            "--rubric-html=out.html",
-        )
-        result.assert_outcomes(failed=1)  # (3 + 1) / 6 < 0.8
-        return result
-
-    return _run
-
-
-@pytest.fixture
-def run(runs: Callable[..., pytest.RunResult]) -> pytest.RunResult:
-    return runs()
+) -> pytest.RunResult:
+    """The team's evals run with every output written."""
+    team(refunds=LIBRARY_FORM)
+    fake_llm.respond_with(_judge)
+    result = pytester.runpytest(
+        "--rubric-judge=openai:judge-model",
+        f"--rubric-judge-url={fake_llm.openai_url}",
+        "--rubric-json=out.json",
+        "--rubric-csv=out.csv",
+        "--rubric-markdown=out.md",
+        "--rubric-html=out.html",
+    )
+    result.assert_outcomes(failed=1)  # (3 + 1) / 6 < 0.8
+    return result
 
 
 def test_the_failure_table_and_the_json_give_each_judged_requirement_under_its_id(
-    runs: Callable[..., pytest.RunResult],
-    run_mode: list[str],
-    rubric_json: Callable[[], dict[str, Any]],
+    run: pytest.RunResult, rubric_json: Callable[[], dict[str, Any]]
 ) -> None:
-    # One session a run mode for both: the table and the JSON come from the same run.
-    runs(*run_mode).stdout.fnmatch_lines(
+    # One session for both: the table and the JSON come from the same run. In one process:
+    # e2e/test_run_modes finds a judged requirement under its criterion under -n 2 too.
+    run.stdout.fnmatch_lines(
         [
             "   c1 * judge * MET * 3  judged on the answer",
             f"     requirement: {MET}",
