@@ -31,8 +31,9 @@ demo: $(STAMP)
 
 # Four workers on two cores: a quarter of the suite's time is spent waiting (fake servers that
 # answer late, timeouts that must pass, subprocesses starting), and a third and fourth worker run
-# tests in that time: about 83 s against 102 s with two, on a quiet 2-core machine
-# (bench/bench_suite.py). Work stealing: a worker that runs out takes tests from another's queue.
+# tests in that time: sooner than two workers on a 2-core machine (bench/README.md has the
+# figures, bench/bench_suite.py measures them). Work stealing: a worker that runs out takes
+# tests from another's queue.
 test: $(STAMP) browser
 	$(PY) -m pytest -p no:cacheprovider -n 4 --dist worksteal
 
