@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import resource
 import subprocess
 import sys
 import sysconfig
@@ -17,6 +18,13 @@ def child_env(**extra: str) -> dict[str, str]:
     measures (``PYTEST_ADDOPTS``, ``PYTEST_PLUGINS``, a ``RUBRIC_JUDGE`` ...), plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "RUBRIC_"))}
     return env | extra
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + sys) of the child processes waited for so far: the difference
+    around one run is that run's CPU time."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def compile_plugin() -> None:

@@ -77,7 +77,6 @@ import json
 import os
 import pstats
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -88,7 +87,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
-from _child import compile_plugin
+from _child import children_cpu, compile_plugin
 
 __all__ = ["BenchError", "Result", "SideTimes", "generate", "main", "profile", "run"]
 
@@ -284,16 +283,11 @@ _PASSED = re.compile(r"\b(\d+) passed\b")
 _BAD = re.compile(r"\b\d+ (failed|errors?|skipped|xfailed|xpassed)\b")
 
 
-def _cpu_of_children() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _timed(python: str, args: Sequence[str], cwd: Path, n: int, label: str) -> tuple[float, float]:
     """Run one pytest process; return its wall and CPU (user + sys) seconds, or raise if it
     did not pass N items."""
     command = [python, *args]
-    cpu_before = _cpu_of_children()
+    cpu_before = children_cpu()
     start = time.perf_counter()
     done = subprocess.run(
         command,
@@ -307,7 +301,7 @@ def _timed(python: str, args: Sequence[str], cwd: Path, n: int, label: str) -> t
         check=False,
     )
     elapsed = time.perf_counter() - start
-    cpu = _cpu_of_children() - cpu_before
+    cpu = children_cpu() - cpu_before
     tail = done.stdout[-4000:]
     if done.returncode != 0:
         raise BenchError(

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import re
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _child import children_cpu
 
 ROOT = Path(__file__).resolve().parent.parent
 # The worker count is read from the Makefile's test target, so the two cannot drift apart.
@@ -26,19 +27,14 @@ SUITE += ["-n", WORKERS[1] if WORKERS else "4", "--dist", "worksteal", "-q"]
 SPIN = "while True: pass"
 
 
-def _cpu() -> float:
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
-
-
 def run_suite() -> tuple[float, float, int, str]:
     """Wall time, CPU seconds (user + sys of the suite's processes), exit status, last line.
     CPU seconds hardly move with the load beside the run; wall time does."""
-    started, cpu = time.perf_counter(), _cpu()
+    started, cpu = time.perf_counter(), children_cpu()
     done = subprocess.run(SUITE, cwd=ROOT, capture_output=True, text=True, check=False)
     lines = done.stdout.strip().splitlines()
     wall = time.perf_counter() - started
-    return wall, _cpu() - cpu, done.returncode, lines[-1] if lines else ""
+    return wall, children_cpu() - cpu, done.returncode, lines[-1] if lines else ""
 
 
 def main() -> int:
