@@ -168,10 +168,10 @@ class _Parsed:
 
 
 def _parse(text: str, path: Path) -> _Parsed:
-    try:
-        if path.suffix == ".json":
-            return _parse_json(text, path)
+    if path.suffix != ".json":
         return _parse_yaml(text, path)
+    try:
+        return _parse_json(text, path)
     except Limit as exc:
         raise RubricLoadError(path, [exc.problem]) from None
 
@@ -221,6 +221,8 @@ def _parse_yaml(text: str, path: Path, *, node_tree: bool = False) -> _Parsed:
         )
     except AliasLimit as exc:
         problem = exc.located(text)
+    except Limit as exc:  # a value YAML cannot make (30 February, a 5000-digit number), nesting
+        problem = exc.problem
     except RecursionError:  # the pure-Python composer recurses once per level
         problem = nesting_problem(None)
     except yaml.MarkedYAMLError as exc:

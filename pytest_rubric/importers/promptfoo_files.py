@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from .._errors import Problem, RubricLoadError
-from .._guards.limits import Limit, NotRegular, PlainNumber, read_text
+from .._guards.limits import NotRegular, PlainNumber, read_text
 
 FILE = "file://"
 GLOB = re.compile(r"[*?\[]")
@@ -251,10 +251,7 @@ def parse_yaml(text: str, path: Path) -> Parsed:
     the plugin's own loader (nesting, aliases, keys given twice); raise ``RubricLoadError``."""
     from .._load.loader import _parse_yaml
 
-    try:
-        parsed = _parse_yaml(text, path, node_tree=True)
-    except Limit as exc:  # 30 February, a 5000-digit number
-        raise RubricLoadError(path, [exc.problem]) from None
+    parsed = _parse_yaml(text, path, node_tree=True)
     if parsed.duplicates:
         dup = parsed.duplicates[0]
         raise RubricLoadError(
