@@ -17,7 +17,6 @@ import os
 import pkgutil
 import sys
 import tempfile
-from collections.abc import Callable
 
 import anyio._backends._asyncio  # noqa: F401
 import certifi  # noqa: F401
@@ -52,25 +51,26 @@ if sys.flags.dont_write_bytecode and not os.environ.get("PYTHONPYCACHEPREFIX"):
 
 
 # Each in-process run (pytester.runpytest) loads the environment's plugins again, and pytest,
-# pluggy and pytest-metadata read the distributions' metadata for it, parsing each METADATA
-# file as an e-mail message every time: about a fifth of an in-process run's CPU. Nothing is
-# installed while the suite runs, so this process parses each file once. The sessions the
-# suite starts in fresh interpreters are left as they are. RUBRIC_SUITE_METADATA=fresh parses
-# every time, to measure it (bench/README.md, bench_suite.py).
-def _parsed_once(
-    parse: Callable[[importlib.metadata.PathDistribution], importlib.metadata.PackageMetadata],
-) -> property:
-    parsed: dict[str, importlib.metadata.PackageMetadata] = {}
+# pluggy and pytest-metadata read the distributions' metadata for it: each METADATA parsed as
+# an e-mail message, each entry_points.txt and RECORD parsed again (RECORD to mark the plugins'
+# modules for assertion rewriting), every time: about a quarter of a small in-process run's
+# CPU. Nothing is installed while the suite runs, so this process reads each distribution's
+# metadata, entry points and files once. The sessions the suite starts in fresh interpreters
+# are left as they are. RUBRIC_SUITE_METADATA=fresh reads every time, to measure it
+# (bench/README.md, bench_suite.py).
+def _read_once(name: str) -> property:
+    read = vars(importlib.metadata.Distribution)[name].fget
+    done: dict[str, object] = {}
 
-    def metadata(self: importlib.metadata.PathDistribution) -> importlib.metadata.PackageMetadata:
-        where = str(self._path)  # the distribution's folder: one METADATA file
-        if where not in parsed:
-            parsed[where] = parse(self)
-        return parsed[where]
+    def once(self: importlib.metadata.PathDistribution) -> object:
+        where = str(self._path)  # the distribution's folder: one set of files
+        if where not in done:
+            done[where] = read(self)
+        return done[where]
 
-    return property(metadata)
+    return property(once)
 
 
 if os.environ.get("RUBRIC_SUITE_METADATA") != "fresh":
-    _parse = vars(importlib.metadata.Distribution)["metadata"].fget
-    setattr(importlib.metadata.PathDistribution, "metadata", _parsed_once(_parse))  # noqa: B010
+    for _name in ("metadata", "entry_points", "files"):
+        setattr(importlib.metadata.PathDistribution, _name, _read_once(_name))
