@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import random
 from collections.abc import Callable, Sequence
@@ -32,6 +33,8 @@ from .providers import ModelSpec
 
 if TYPE_CHECKING:
     # Imported on the first request: a session served from the cache never loads httpx.
+    import ssl
+
     import httpx
 
 
@@ -122,6 +125,16 @@ def _refused(exc: BaseException) -> bool:
 _ASKED = "\0rubric-request-characters"
 
 
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """httpx's default TLS context (certifi's roots, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``),
+    made once a process: loading the roots takes some 20 ms, and each session's clients (and
+    every in-process run of the test suite) would load them again."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
 class HTTPClient:
     """The shared HTTP machinery: one client, retries, statistics, redaction."""
 
@@ -152,6 +165,7 @@ class HTTPClient:
             import httpx
 
             self._client = httpx.AsyncClient(
+                verify=_tls(),
                 timeout=httpx.Timeout(self.policy.timeout),
                 # The cap counts decoded bytes, and a compressed chunk could swell past it.
                 headers={"accept-encoding": "identity"},
