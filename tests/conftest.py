@@ -13,13 +13,23 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-# Property tests run a bounded number of examples so `make test` stays quick;
-# HYPOTHESIS_PROFILE=fuzz runs a hundred times as many, to hunt for new bugs. Nothing timed:
-# a deadline or the too-slow check is a wall-clock assertion (a busy machine failed one
-# example at 287 ms).
-settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Property tests run a bounded number of examples so `make test` stays quick: half
+# hypothesis's default of 100, and half of what a test asks for through `examples`. Each run
+# of CI draws new ones; HYPOTHESIS_PROFILE=fuzz runs two hundred times as many, to hunt for new
+# bugs. Nothing timed: a deadline or the too-slow check is a wall-clock assertion (a busy
+# machine failed one example at 287 ms).
+settings.register_profile(
+    "suite", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.register_profile("fuzz", parent=settings.get_profile("suite"), max_examples=10_000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
+
+
+def examples(n: int) -> int:
+    """``n`` examples at hypothesis's default profile (100 a test), scaled with the loaded
+    one: half under ``suite``, a hundred times ``n`` under ``fuzz``."""
+    return max(1, n * settings.default.max_examples // 100)
+
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -24,7 +24,7 @@ from pytest_rubric._results import Verdict
 from pytest_rubric.criteria import Json, Number
 from pytest_rubric.criteria.check import Answer, CheckContext
 from pytest_rubric.criteria.normalize import parse_numbers
-from tests.conftest import HANG_GUARD
+from tests.conftest import HANG_GUARD, examples
 
 pytestmark = pytest.mark.hostile
 
@@ -87,7 +87,7 @@ _NON_FINITE = st.sampled_from(
 _WORDS = st.text(alphabet="abc $%,.-()e0123456789 ", max_size=30)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     parts=st.lists(st.one_of(_NON_FINITE, _WORDS), max_size=6),
     value=st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300),

@@ -25,7 +25,7 @@ from pytest_rubric._results import Outcome
 from pytest_rubric._schema import Criterion
 from pytest_rubric.criteria.check import Answer, CheckContext
 from pytest_rubric.criteria.normalize import normalize
-from tests.conftest import HANG_GUARD
+from tests.conftest import HANG_GUARD, examples
 
 ROOT = Path(__file__).resolve().parents[2]
 _CRITERION = TypeAdapter(Criterion)
@@ -119,7 +119,7 @@ def reference_match(phrase: str, text: str) -> bool:
 _PHRASE_ALPHABET = st.sampled_from(list("01ab.,%- "))
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(
     st.text(_PHRASE_ALPHABET, min_size=1, max_size=4).filter(lambda p: p.strip()),
     st.text(_PHRASE_ALPHABET, max_size=12),

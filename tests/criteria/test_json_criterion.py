@@ -21,6 +21,7 @@ from pytest_rubric.criteria import json as json_criterion
 from pytest_rubric.criteria.check import Answer, CheckContext
 from pytest_rubric.criteria.json import MISSING, resolve_pointer
 from pytest_rubric.criteria.json_text import is_pointer
+from tests.conftest import examples
 
 MET, UNMET, ERROR = Verdict.MET, Verdict.UNMET, Verdict.ERROR
 Write = Callable[[str, str], Path]
@@ -110,14 +111,14 @@ FIELD_BODIES = [
 ]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(document=JSON_VALUES, pointer=POINTERS)
 def test_any_value_and_any_pointer_give_a_value_or_missing(document: Any, pointer: str) -> None:
     found = resolve_pointer(document, pointer)
     assert found is MISSING or found is document or json.dumps(found) in json.dumps(document)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     document=JSON_VALUES,
     pointers=st.lists(POINTERS.filter(is_pointer), min_size=1, max_size=3),

@@ -22,6 +22,7 @@ from pytest_rubric.criteria import (
     Regex,
 )
 from pytest_rubric.criteria.check import Answer, CheckContext
+from tests.conftest import examples
 
 MET, UNMET, ERROR, SKIPPED = Verdict.MET, Verdict.UNMET, Verdict.ERROR, Verdict.SKIPPED
 
@@ -406,7 +407,7 @@ texts = st.one_of(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(texts)
 def test_deterministic_checks_never_raise_on_arbitrary_text(text: str) -> None:
     answer = Answer(text)
@@ -419,7 +420,7 @@ def test_deterministic_checks_never_raise_on_arbitrary_text(text: str) -> None:
         assert isinstance(outcome.reason, str) and outcome.reason
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(texts)
 def test_grading_arbitrary_text_gives_a_bounded_result(text: str) -> None:
     grader = Grader()

@@ -21,6 +21,7 @@ from pytest_rubric._render.summary import terminal_lines
 from pytest_rubric._render.table import answer_lines, criteria_table
 from pytest_rubric._report.report import build_report
 from pytest_rubric._results import CaseResult, CriterionResult, Verdict
+from tests.conftest import examples
 from tests.fake_llm import FakeLLM, Recorded, verdict
 
 pytestmark = pytest.mark.hostile
@@ -69,7 +70,9 @@ hostile_text = st.lists(
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(text=hostile_text)
 def test_hostile_text_leaves_through_every_writer_defused(

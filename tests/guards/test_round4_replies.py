@@ -27,6 +27,7 @@ from pytest_rubric.criteria.judge import Requirement
 from pytest_rubric.judge.evidence import Quoted
 from pytest_rubric.judge.grounding import read_grounded
 from pytest_rubric.judge.replies import ReplyError, read_holistic, read_one, read_one_shot
+from tests.conftest import examples
 from tests.fake_llm import FakeLLM, json_reply, raw, text
 
 pytestmark = pytest.mark.hostile
@@ -350,7 +351,7 @@ def test_a_quote_that_differs_in_a_number_or_a_word_is_not_found(quote: str) -> 
 _WORDS = ["revenue", "profit", "will", "decrease", "increase", "by", "$1M", "$9M", "1.5%", "15%"]
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
 @given(
     words=st.lists(st.sampled_from(_WORDS), min_size=4, max_size=10),
     where=st.integers(min_value=0),
@@ -404,7 +405,7 @@ def _no_key(text: str) -> None:
     assert "\x1b" not in text and "\x07" not in text
 
 
-@settings(max_examples=100, deadline=None, derandomize=True)
+@settings(max_examples=examples(100), deadline=None, derandomize=True)
 @given(flips=st.lists(st.booleans(), min_size=len(KEY), max_size=len(KEY)), cut=st.integers(0, 8))
 def test_a_key_is_redacted_in_any_letter_case(flips: list[bool], cut: int) -> None:
     written = "".join(c.swapcase() if flip else c for c, flip in zip(KEY, flips, strict=True))
@@ -538,7 +539,7 @@ _URLISH = ["http", "https", "HTTP", "ws", "ftp", "a", "1", "+", ".", "-", ":", "
 _URLISH += ["@", "?", "#", "u:p@", " ", "'", "\x1b", "h", "x:1", "[::1]", "é"]
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(pieces=st.lists(st.sampled_from(_URLISH), max_size=30))
 def test_the_linear_url_scan_finds_what_the_regex_found(pieces: list[str]) -> None:
     text = "".join(pieces)

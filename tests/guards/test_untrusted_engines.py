@@ -34,7 +34,7 @@ from pytest_rubric.criteria import Json
 from pytest_rubric.criteria import json as _json_criterion
 from pytest_rubric.criteria.check import Answer, CheckContext
 from pytest_rubric.judge.evidence import Quoted, check_evidence
-from tests.conftest import HANG_GUARD
+from tests.conftest import HANG_GUARD, examples
 from tests.fake_llm import FakeLLM, json_reply, raw
 
 pytestmark = pytest.mark.hostile
@@ -211,7 +211,7 @@ _INSTANCES = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(schema=_SCHEMAS, instances=st.lists(_INSTANCES, min_size=1, max_size=3))
 def test_a_schema_that_loads_never_retrieves_anything(schema: Any, instances: list[Any]) -> None:
     asked: list[str] = []
@@ -305,7 +305,7 @@ _PATTERNS = st.recursive(
 
 
 @pytest.mark.timeout(HANG_GUARD)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(pattern=_PATTERNS, length=st.integers(min_value=0, max_value=60))
 def test_any_schema_pattern_on_any_answer_ends_within_its_bounds(pattern: str, length: int) -> None:
     """Nested repetition, alternation, lookaround and backreferences: RE2 runs what it can in

@@ -34,7 +34,7 @@ from pytest_rubric.importers.promptfoo_assert import (
     literal,
 )
 from pytest_rubric.importers.promptfoo_files import Unmappable
-from tests.conftest import lines_in_any_order
+from tests.conftest import examples, lines_in_any_order
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "promptfoo"
 CONFIGS = sorted(DATA.glob("*/promptfooconfig*.yaml"))
@@ -78,7 +78,7 @@ def one_criterion(tmp_path: Path, assertion: str) -> dict[str, Any]:
 # --- string checks: promptfoo's meaning, on answers normalization leaves alone ------------------
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(value=PLAIN.filter(bool), other=PLAIN)
 def test_contains_equals_starts_ends_match_what_promptfoo_passes(value: str, other: str) -> None:
     """src/assertions/contains.ts handleContains (``outputString.includes``), equals.ts
@@ -91,7 +91,7 @@ def test_contains_equals_starts_ends_match_what_promptfoo_passes(value: str, oth
     assert matches(f"{pattern}$", other) is other.endswith(value)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(value=PLAIN.filter(bool), other=PLAIN)
 def test_icontains_matches_what_to_lower_case_includes(value: str, other: str) -> None:
     """contains.ts handleIContains: ``output.toLowerCase().includes(value.toLowerCase())``;
@@ -99,14 +99,14 @@ def test_icontains_matches_what_to_lower_case_includes(value: str, other: str) -
     assert matches(literal(value), other, case_sensitive=False) is (value.lower() in other.lower())
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(values=st.lists(PLAIN.filter(bool), min_size=1, max_size=3), other=PLAIN)
 def test_contains_all_finds_every_value(values: list[str], other: str) -> None:
     """contains.ts handleContainsAll: every value ``includes``-d, overlaps allowed."""
     assert matches(all_pattern(values), other, engine="python") is all(v in other for v in values)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     value=st.text(st.sampled_from("ab c"), min_size=1, max_size=6).filter(str.strip),
     other=st.text(st.sampled_from("ab c"), max_size=8),

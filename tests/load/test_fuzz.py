@@ -33,6 +33,7 @@ from pytest_rubric._load.responses import load_response_dir
 from pytest_rubric._schema import Suite
 from pytest_rubric._trace import Passage, ToolCall, Trace, Usage
 from pytest_rubric.criteria.check import Answer, CheckContext
+from tests.conftest import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 YAML = Path("fuzz.rubric.yaml")
@@ -192,11 +193,6 @@ def _assert_well_formed(error: RubricLoadError, path: Path) -> None:
         assert problem.line is None or problem.line >= 1
         rendered = problem.render(path)
         assert rendered in text
-
-
-def examples(n: int) -> int:
-    """``n`` examples under the default profile, scaled with the loaded one (``fuzz``: 100x)."""
-    return max(1, n * settings.default.max_examples // 100)
 
 
 FUZZ = settings(

@@ -35,6 +35,7 @@ from pytest_rubric._guards.yaml import MAX_ALIAS_NODES, YamlLoader
 from pytest_rubric._guards.yaml import construct as _construct
 from pytest_rubric._load.loader import LoadedSuite, load_suite, parse_suite
 from pytest_rubric._load.responses import load_response_dir
+from tests.conftest import examples
 
 pytestmark = pytest.mark.hostile
 
@@ -664,7 +665,7 @@ def test_jsonl_duplicate_keys_in_healthbench_data_stop_the_import(tmp_path: Path
     assert case["messages"][0]["content"] == "Is it safe?\u2028Really?"
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     texts=st.lists(
         st.text(
@@ -900,11 +901,10 @@ def test_a_directory_named_like_a_responses_file_is_a_problem(tmp_path: Path) ->
 # --- properties ---------------------------------------------------------------------------------
 
 
-def _settings(examples: int) -> settings:
-    """``examples`` under the default profile, a hundred times more under ``fuzz``."""
-    scaled = max(1, examples * settings.default.max_examples // 100)
+def _settings(n: int) -> settings:
+    """``n`` examples (:func:`tests.conftest.examples`)."""
     return settings(
-        max_examples=scaled, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+        max_examples=examples(n), deadline=None, suppress_health_check=[HealthCheck.too_slow]
     )
 
 

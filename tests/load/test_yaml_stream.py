@@ -14,6 +14,7 @@ import pytest_rubric._load.loader as loader_module
 from pytest_rubric import RubricLoadError
 from pytest_rubric._guards.yaml import YamlLoader, construct, stream
 from pytest_rubric._load.loader import parse_suite
+from tests.conftest import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,7 +93,7 @@ documents = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(documents, st.sampled_from([None, False, True]))
 def test_whatever_yaml_writes_streams_as_it_composes(data: Any, flow: bool | None) -> None:
     import yaml

@@ -19,6 +19,7 @@ from pytest_rubric._report.document import (
 )
 from pytest_rubric._results import CaseResult, CriterionResult, Sample, Verdict
 from pytest_rubric._trace import Passage, ToolCall, Trace, Usage
+from tests.conftest import examples
 
 fractions = st.floats(0, 1)
 maybe = st.none().__or__
@@ -100,7 +101,7 @@ def _fields_within_schema(data: Any, model: Any) -> None:
     assert set(data) <= set(model.model_fields), set(data) - set(model.model_fields)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(results())
 def test_a_result_crosses_xdist_unchanged_and_writes_only_the_schemas_fields(
     result: CaseResult,

@@ -38,6 +38,7 @@ from pytest_rubric._report.gates import Gates, run_gates
 from pytest_rubric._report.report import build_report
 from pytest_rubric._report.run import RunInfo, RunJudge
 from pytest_rubric._results import CaseResult, CriterionResult, Verdict
+from tests.conftest import examples
 from tests.fake_llm import FakeLLM, verdict
 
 pytestmark = pytest.mark.hostile
@@ -561,10 +562,10 @@ VALUES = st.one_of(
 )
 
 
-# Five times the profile's examples: each is cheap, and the space is every field
-# times every kind of wrong value.
+# Five times the default: each is cheap, and the space is every field times every kind of
+# wrong value.
 @settings(
-    max_examples=settings().max_examples * 5,
+    max_examples=examples(500),
     suppress_health_check=[HealthCheck.too_slow],
     deadline=None,
 )

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from pytest_rubric._report import stats as _stats
 from pytest_rubric._results import wilson
+from tests.conftest import examples
 
 
 def test_z_of_the_usual_levels() -> None:
@@ -211,7 +212,7 @@ def test_tarone_threshold_counts_only_cases_that_could_be_significant() -> None:
 scores = st.lists(st.floats(min_value=0, max_value=1, allow_nan=False), min_size=1, max_size=40)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(scores)
 def test_interval_holds_the_mean_is_never_zero_width_and_stays_in_bounds(
     values: list[float],
@@ -224,7 +225,7 @@ def test_interval_holds_the_mean_is_never_zero_width_and_stays_in_bounds(
         assert lo < 1 and hi == 1
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=1, max_size=30))
 def test_paired_interval_holds_the_mean_difference_and_stays_in_bounds(
     pairs: list[tuple[float, float]],
@@ -235,7 +236,7 @@ def test_paired_interval_holds_the_mean_difference_and_stays_in_bounds(
     assert lo < hi
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(scores, st.randoms(use_true_random=False))
 def test_intervals_are_invariant_to_result_order_byte_for_byte(
     values: list[float], rnd: random.Random
@@ -254,7 +255,7 @@ def test_intervals_are_invariant_to_result_order_byte_for_byte(
     )
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=4, max_size=12).filter(
         lambda v: len(set(v)) > 1
@@ -266,7 +267,7 @@ def test_interval_narrows_as_cases_grow(values: list[float]) -> None:
     assert big_hi - big_lo < hi - lo
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(min_value=0, max_value=50), st.integers(min_value=1, max_value=50))
 def test_wilson_contains_the_rate(k: int, n: int) -> None:
     k = min(k, n)
