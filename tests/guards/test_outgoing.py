@@ -16,7 +16,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_rubric._config.outputs import write_outputs
-from pytest_rubric._guards.outgoing import inert_mentions, outgoing, outgoing_data
+from pytest_rubric._guards.outgoing import (
+    _ESCAPED,
+    _outgoing,
+    _public_urls,
+    inert_mentions,
+    outgoing,
+    outgoing_data,
+)
+from pytest_rubric._guards.secrets import Secret, redact, whole_characters
 from pytest_rubric._render.summary import terminal_lines
 from pytest_rubric._render.table import answer_lines, criteria_table
 from pytest_rubric._report.report import build_report
@@ -96,6 +104,17 @@ def test_hostile_text_leaves_through_every_writer_defused(
     _check(
         outgoing("\n".join([criteria_table(report.results[0]), *answer_lines(report.results[0])]))
     )
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(text=hostile_text, keyed=st.booleans())
+def test_text_passed_by_one_search_is_what_every_step_gives(text: str, keyed: bool) -> None:
+    """Text with no control character, surrogate or URL skips the steps for them: the same."""
+    keys = (Secret(KEY),) if keyed else ()
+    every_step = redact(whole_characters(text), *keys)
+    if "://" in every_step:
+        every_step = _public_urls(every_step)
+    assert _outgoing(text, keys) == every_step.translate(_ESCAPED)
 
 
 def test_the_boundary_keeps_what_it_may_keep() -> None:
