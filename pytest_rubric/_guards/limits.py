@@ -169,7 +169,12 @@ def _may_repeat_keys(text: str, keys: int) -> bool:
     """Whether JSON text whose parsed objects hold ``keys`` keys may give a key twice in one:
     as many colons (or key ends) as keys means none was dropped (a few ms, where an
     ``object_pairs_hook`` costs a third of the parse)."""
-    return text.count(":") != keys and text.count('":') + len(_SPACED_KEY_END.findall(text)) != keys
+    if text.count(":") == keys:
+        return False
+    ends = text.count('":') + len(_SPACED_KEY_END.findall(text))
+    if '\\\\"' not in text:  # then each \" is an escaped quote, in a string: no key's end
+        ends -= text.count('\\":')  # (a tool call's arguments: JSON in a string)
+    return ends != keys
 
 
 def loads_noting_repeats(text: str) -> tuple[Any, list[str]]:

@@ -1052,7 +1052,9 @@ def test_the_alias_named_is_the_one_that_passes_the_limit(text: str) -> None:
 
 
 _JSON_SPACE = st.sampled_from(["", " ", "\n", " \t", "\r\n  "])
-_JSON_TEXT = st.sampled_from(["x", "a: b", 'say \\": no', "\\u003a", "\\\\", "[{", ""])
+_JSON_TEXT = st.sampled_from(
+    ["x", "a: b", 'say \\": no', '{\\"k\\" :1}', "\\u003a", "\\\\", "[{", ""]
+)
 
 
 @st.composite
@@ -1067,7 +1069,7 @@ def json_texts(draw: st.DrawFn, depth: int = 0) -> str:
     if kind == "list":
         items = draw(st.lists(json_texts(depth + 1), max_size=3))
         return "[" + ",".join(draw(_JSON_SPACE) + item for item in items) + "]"
-    keys = draw(st.lists(st.sampled_from(["a", "b", "c:d", 'e\\"', "a b"]), max_size=5))
+    keys = draw(st.lists(st.sampled_from(["a", "b", "c:d", 'e\\"', "f\\\\", "a b"]), max_size=5))
     members = [
         f'{draw(_JSON_SPACE)}"{key}"{draw(_JSON_SPACE)}:{draw(_JSON_SPACE)}'
         + draw(json_texts(depth + 1))
