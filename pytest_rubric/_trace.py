@@ -85,10 +85,17 @@ class Trace:
         """This trace as a result keeps it: each tool result and passage text through ``cut``
         (redacted, then cut to :data:`TRACE_TEXT_LIMIT` characters with a count); the trace
         itself when nothing changed."""
+        # A part copied only when cut changed it (most are short): 12 copies a trace took
+        # longer than the cuts.
         calls = tuple(
-            c if c.result is None else replace(c, result=cut(c.result)) for c in self.tool_calls
+            c
+            if c.result is None or (kept := cut(c.result)) == c.result
+            else replace(c, result=kept)
+            for c in self.tool_calls
         )
-        passages = tuple(replace(p, text=cut(p.text)) for p in self.context)
+        passages = tuple(
+            p if (text := cut(p.text)) == p.text else replace(p, text=text) for p in self.context
+        )
         if calls == self.tool_calls and passages == self.context:
             return self
         return replace(self, tool_calls=calls, context=passages)
