@@ -232,11 +232,13 @@ class Case(Rubric):
 
     @property
     def fixed_context(self) -> tuple[Passage, ...]:
+        if not self.context:
+            return ()
         return tuple(
             Passage(text=p)
             if isinstance(p, str)
             else Passage(text=p.text, id=None if p.id is None else str(p.id), source=p.source)
-            for p in self.context or ()
+            for p in self.context
         )
 
     @model_validator(mode="after")
