@@ -192,7 +192,9 @@ class CaseResult:
     def errors(self) -> list[CriterionResult]:
         """The substance criteria that ended in ERROR, in every sample: one makes the item an
         ERROR (see :attr:`CriterionResult.item_error`)."""
-        return [c for s in self.sample_list for c in s.criteria if c.item_error]
+        if not self.samples:  # graded once: its own criteria, with no Sample made to ask
+            return [c for c in self.criteria if c.item_error]
+        return [c for s in self.samples for c in s.criteria if c.item_error]
 
     @property
     def skipped(self) -> list[CriterionResult]:

@@ -160,7 +160,9 @@ class Rubric(BaseModel):
 
     @model_validator(mode="after")
     def _conversation_shape(self) -> Rubric:
-        turns = self.messages or ()
+        turns = self.messages
+        if not turns:  # a plain question: nothing to check
+            return self
         roles = [m.role for m in turns]
         first_other = next((i for i, r in enumerate(roles) if r != "system"), len(roles))
         late = next((i for i, r in enumerate(roles) if r == "system" and i > first_other), None)
@@ -171,7 +173,7 @@ class Rubric(BaseModel):
                 hint="put system turns first; model APIs take them only at the start",
                 path=(late, "role"),
             )
-        if turns and self.question is None and roles[-1] != "user":
+        if self.question is None and roles[-1] != "user":
             raise FieldError(
                 "messages",
                 f"the conversation ends with a {roles[-1]} turn; the response under test answers "
@@ -232,11 +234,13 @@ class Case(Rubric):
 
     @property
     def fixed_context(self) -> tuple[Passage, ...]:
+        if not self.context:
+            return ()
         return tuple(
             Passage(text=p)
             if isinstance(p, str)
             else Passage(text=p.text, id=None if p.id is None else str(p.id), source=p.source)
-            for p in self.context or ()
+            for p in self.context
         )
 
     @model_validator(mode="after")

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from .._llm.base import Judged
 
 NO_JUDGE_REASON = f"no judge configured: {SET_A_JUDGE} to grade it"
+# The criteria whose result quotes what they require (made once: ``A | B`` is a new object).
+_STATED = Requirement | Extract
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,22 +255,24 @@ class Grader:
         llm_raw_score: float | None = None,
     ) -> CaseResult:
         substance = score_results(criteria)
-        # An answer that claims an action its trace does not show (claims_backed UNMET).
-        unbacked = any(c.type == "claims_backed" and c.verdict is Verdict.UNMET for c in criteria)
-        wrong_claim = any(
-            c.axis == "substance" and c.weight < 0 and c.verdict is Verdict.MET for c in criteria
-        )
         passed = passes(
             criteria, case_score=substance.score, min_score=compiled.min_score, scored=substance
         )
-        # Style is the mean of the style criteria that were decided: one that could not be
-        # evaluated is left out of it, and flags the result, but never fails it.
-        style_credits = [
-            c.credit
-            for c in criteria
-            if c.axis == "style" and c.verdict in (Verdict.MET, Verdict.UNMET)
-        ]
-        style_error = any(c.axis == "style" and c.verdict is Verdict.ERROR for c in criteria)
+        # In one pass: a known-wrong claim made (a negative substance weight MET); an answer
+        # that claims an action its trace does not show (claims_backed UNMET); style, the
+        # mean of the style criteria that were decided: one that could not be evaluated is
+        # left out of it, and flags the result, but never fails it.
+        wrong_claim = unbacked = style_error = False
+        style_credits: list[float] = []
+        for c in criteria:
+            if c.axis == "style":
+                if c.verdict in (Verdict.MET, Verdict.UNMET):
+                    style_credits.append(c.credit)
+                style_error = style_error or c.verdict is Verdict.ERROR
+            elif c.axis == "substance" and c.weight < 0 and c.verdict is Verdict.MET:
+                wrong_claim = True
+            if c.type == "claims_backed" and c.verdict is Verdict.UNMET:
+                unbacked = True
         # Measured on what the answer says: a JSON answer's string values, not its syntax.
         styled = style.style_text(answer.text, compiled.style_field)
         fluency = style.fluency(styled)
@@ -337,6 +341,6 @@ class Grader:
             evidence_ok=outcome.evidence_ok,
             judges=dict(outcome.judges) if outcome.judges else None,
             requirement=clip(criterion.requirement, *self.secrets)
-            if isinstance(criterion, Requirement | Extract)
+            if isinstance(criterion, _STATED)
             else None,
         )

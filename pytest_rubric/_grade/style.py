@@ -133,8 +133,8 @@ def fluency(text: str) -> float:
         if (p[0].isupper() or p[0].isdigit()) and p.rstrip().endswith(_ENDS_WELL)
     )
     punctuation = well_formed / len(sentences) if sentences else 0.0
-    head = [w.casefold() for w in words[:100]]
-    variety = len(set(head)) / len(head)
+    head = words[:100]
+    variety = len(set(map(str.casefold, head))) / len(head)
     return (length + shape + punctuation + variety) / 4
 
 

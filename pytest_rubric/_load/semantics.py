@@ -76,7 +76,7 @@ def _pattern_problems(
     problem: Callable[[Regex], tuple[str, str] | None],
 ) -> Iterator[Problem]:
     """The ``problem`` of each regex, located at its pattern."""
-    for where, label, criteria in _criteria(data, suite):
+    for where, index, criteria in _criteria(data, suite):
         for j, criterion in criteria:
             for regex, inside in _regexes(criterion):
                 found = problem(regex)
@@ -84,7 +84,7 @@ def _pattern_problems(
                     yield Problem(
                         found[0],
                         line=locator.line((*where, j, *inside, "pattern")),
-                        case=label,
+                        case=None if index is None else _case_label(data, index),
                         criterion=criterion.id,
                         field=dotted((*inside, "pattern")),
                         hint=found[1],
@@ -221,7 +221,6 @@ def semantic_problems(
     else:
         global_criteria, cases = _valid_parts(data)
     for i, case in cases:
-        label = item_label(value_at(data, "cases", i, "id"), i)
         everything = [*global_criteria, *case.criteria]
         overflow = _overflowing_weights(everything)
         if overflow is not None:
@@ -230,7 +229,7 @@ def semantic_problems(
                     f"the case's {overflow} add up to more than a number can hold, so its "
                     "score cannot be computed",
                     line=locator.case_line(i),
-                    case=label,
+                    case=_case_label(data, i),
                     field="criteria",
                     hint="use smaller weights and penalties: only their ratios matter",
                 )
@@ -241,7 +240,7 @@ def semantic_problems(
                     "the case has no substance criterion with a non-zero weight, so it cannot "
                     "be scored",
                     line=locator.case_line(i),
-                    case=label,
+                    case=_case_label(data, i),
                     field="criteria",
                     hint="add a criterion with `axis: substance` (the default) and a non-zero weight",
                 )
@@ -251,24 +250,27 @@ def semantic_problems(
     return problems
 
 
+def _case_label(data: dict[str, Any], index: int) -> str:
+    """How a problem names case ``index`` (made only for a problem: most cases have none)."""
+    return item_label(value_at(data, "cases", index, "id"), index)
+
+
 def _criteria(
     data: dict[str, Any], suite: Suite | None
-) -> Iterator[tuple[tuple[str | int, ...], str | None, list[tuple[int, Criterion]]]]:
-    """(where in the data, the case's label, the criteria with their indexes) of the global
+) -> Iterator[tuple[tuple[str | int, ...], int | None, list[tuple[int, Criterion]]]]:
+    """(where in the data, the case's index, the criteria with their indexes) of the global
     criteria and of each case: those that validate alone when the suite does not."""
     if suite is not None:
         yield ("global",), None, list(enumerate(suite.global_criteria))
         for i, case in enumerate(suite.cases):
-            label = item_label(value_at(data, "cases", i, "id"), i)
-            yield ("cases", i, "criteria"), label, list(enumerate(case.criteria))
+            yield ("cases", i, "criteria"), i, list(enumerate(case.criteria))
         return
     raw_global = data.get("global", data.get("global_criteria"))
     yield ("global",), None, _valid_criteria(raw_global)
     raw_cases = data.get("cases")
     for i, raw in enumerate(raw_cases if isinstance(raw_cases, list) else ()):
         raw_criteria = raw.get("criteria") if isinstance(raw, dict) else None
-        label = item_label(value_at(data, "cases", i, "id"), i)
-        yield ("cases", i, "criteria"), label, _valid_criteria(raw_criteria)
+        yield ("cases", i, "criteria"), i, _valid_criteria(raw_criteria)
 
 
 def _valid_criteria(raw: Any) -> list[tuple[int, Criterion]]:

@@ -22,7 +22,7 @@ import pytest
 
 from .._defaults import PassWhen, named
 from .._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
-from .._grade.grader import CompiledRubric, Grader
+from .._grade.grader import CompiledRubric, Grader, context_of
 from .._grade.scoring import score as score_results
 from .._grade.sources import Source, Target
 from .._guards.calls import UserCodeError, described, make_importable, resolve_import
@@ -30,6 +30,7 @@ from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite
 from .._render.table import answer_lines, criteria_table, since_baseline
 from .._schema import own_mark
+from ..criteria.check import Answer
 from ..judge.requests import JudgeKey
 from .heap import paused
 from .inputs import no_response
@@ -38,7 +39,6 @@ from .judging import answer_key
 
 if TYPE_CHECKING:
     from .._results import CaseResult
-    from ..criteria.check import Answer
     from ..criteria.model import CriterionModel
     from .inputs import ResponseDir
     from .session import RubricSession
@@ -75,9 +75,6 @@ def evaluate(
     ``of_sample(i)``); without a session the judged criteria are SKIPPED. A response may
     carry its trace (an :class:`~pytest_rubric.criteria.check.Answer`).
     """
-    from .._grade.grader import context_of
-    from ..criteria.check import Answer
-
     answers = [r if isinstance(r, Answer) else Answer(r) for r in responses]
     texts = [a.text for a in answers]
     judged = (
@@ -85,7 +82,8 @@ def evaluate(
             [key.of_sample(i) for i in range(len(answers))],
             compiled,
             texts,
-            [context_of(a.trace, compiled.rubric) for a in answers],
+            # What the judge is shown beside each answer: none without a judged criterion.
+            [context_of(a.trace, compiled.rubric) for a in answers] if compiled.judged else (),
         )
         if session is not None
         else [None] * len(answers)
@@ -173,9 +171,11 @@ class RubricFile(pytest.File):
         suite = loaded.suite
         make_importable(self.config.rootpath, self.path.parent)  # for callables and targets
         failed: set[str] = set()  # import paths already reported
+        answering: list[list[tuple[str, str, str]]] = []  # each case's targets_of
         for i, case in enumerate(suite.cases):
             subjects: dict[str, str] = {}
-            for subject, path, field in self.targets_of(case, loaded):
+            answering.append(self.targets_of(case, loaded))
+            for subject, path, field in answering[i]:
                 where = Problem("", line=loaded.case_lines[i], case=case.id, field=field)
                 if not (case.target or case.targets) and field in ("target", "targets"):
                     # The file's own target: its line, once for the file, not each case's.
@@ -218,6 +218,7 @@ class RubricFile(pytest.File):
 
         grader = session.grader
         too_many: list[Problem] = []
+        suite_name = loaded.name
         for i, case in enumerate(suite.cases):
             compiled = grader.compile(
                 case,
@@ -227,7 +228,9 @@ class RubricFile(pytest.File):
             )
             # The case's own, else the file's, else the run's.
             repeat = int(_first(case.repeat, suite.repeat, session.settings.repeat))
-            sources = self._sources(case, loaded, dirs, targets, repeat=repeat, problems=too_many)
+            sources = self._sources(
+                case, loaded, dirs, targets, answering[i], repeat=repeat, problems=too_many
+            )
             if not sources:  # one item, with no subject, that says why
                 sources = {"": Source(unavailable=no_response(case.id, dirs))}
             for subject, source in sources.items():
@@ -235,7 +238,7 @@ class RubricFile(pytest.File):
                     self,
                     name=f"{case.id}[{subject}]" if subject else case.id,
                     compiled=compiled,
-                    suite_name=loaded.name,
+                    suite_name=suite_name,
                     subject=subject,
                     source=source,
                     line=loaded.case_lines[i],
@@ -272,6 +275,7 @@ class RubricFile(pytest.File):
         loaded: LoadedSuite,
         dirs: list[ResponseDir],
         targets: dict[str, Target],
+        answering: list[tuple[str, str, str]],
         *,
         repeat: int,
         problems: list[Problem],
@@ -342,7 +346,7 @@ class RubricFile(pytest.File):
                         f"{response_file.path}:{entry[1]}",
                     )
         session = self.rubric_session
-        for subject, path, _ in self.targets_of(case, loaded):
+        for subject, path, _ in answering:
             source = Source(
                 target=targets[path],
                 target_name=path,
@@ -466,7 +470,13 @@ class RubricItem(pytest.Item):
         )
         # Without a judge at all, a case of judged criteria only has nothing to score; one
         # whose judge has no key is graded on what can be (see _grade.bounds).
-        if not result.errors and session.unjudged is None and score_results(result.criteria).empty:
+        # (Nothing weighted graded has no positive weight: ``possible`` is 0 first.)
+        if (
+            not result.errors
+            and session.unjudged is None
+            and result.possible == 0
+            and score_results(result.criteria).empty
+        ):
             pytest.skip(
                 f"nothing graded: {result.skipped[0].reason}"
                 if result.skipped

@@ -25,7 +25,7 @@ class JudgeKey:
     call: str = ""  # an assert_rubric call's own id: calls in one test never share a verdict
 
     def of_sample(self, sample: int) -> JudgeKey:
-        return replace(self, sample=sample)
+        return self if sample == self.sample else replace(self, sample=sample)
 
     def probed(self, kind: str) -> JudgeKey:
         return replace(self, probe=kind)
