@@ -13,15 +13,18 @@ import os
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .._defaults import RetryPolicy, named
-from .._grade.style import StyleThresholds
-from .._llm.cost import CostSettings, parse_prices
+from . import parsers
 from .outputs import OUTPUTS
 from .settings import BY_KEY, DEFAULT_PATTERNS, OPTIONS, Option, Settings, argparse_type
+
+if TYPE_CHECKING:
+    from .._grade.style import StyleThresholds
+    from .._llm.cost import CostSettings
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -134,8 +137,10 @@ def _responses_dir(config: pytest.Config) -> Path | None:
 
 def _cost(config: pytest.Config) -> CostSettings:
     """Ini ``rubric_judge_prices``, ``--rubric-judge-price`` and ``--rubric-max-cost``."""
+    from .._llm.cost import CostSettings
+
     try:
-        prices = parse_prices(given(config, "judge_prices"))
+        prices = parsers.prices(given(config, "judge_prices"))
     except ValueError as exc:
         raise pytest.UsageError(f"ini option rubric_judge_prices: {exc}") from None
     max_cost = given(config, "max_cost")
@@ -144,6 +149,17 @@ def _cost(config: pytest.Config) -> CostSettings:
         price=given(config, "judge_price"),
         max_cost=float(max_cost) if max_cost is not None else None,
         max_cost_shown=max_cost.strip() if max_cost is not None else "",
+    )
+
+
+def _thresholds(config: pytest.Config) -> StyleThresholds:
+    from .._grade.style import StyleThresholds
+
+    return StyleThresholds(
+        confident=given(config, "confident_threshold"),
+        hedged=given(config, "hedged_threshold"),
+        low_score=given(config, "low_score"),
+        high_score=given(config, "high_score"),
     )
 
 
@@ -263,12 +279,7 @@ _READERS: dict[str, Callable[[pytest.Config], Any]] = {
     "output_paths": lambda config: {o.name: _path(config, o.name) for o in OUTPUTS},
     "baseline_path": lambda config: _path(config, "baseline"),
     "history_path": lambda config: _path(config, "history"),
-    "thresholds": lambda config: StyleThresholds(
-        confident=given(config, "confident_threshold"),
-        hedged=given(config, "hedged_threshold"),
-        low_score=given(config, "low_score"),
-        high_score=given(config, "high_score"),
-    ),
+    "thresholds": _thresholds,
     "judges": _judges,
     "judge_source": _judge_source,
     "retry": lambda config: RetryPolicy(

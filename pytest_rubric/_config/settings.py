@@ -11,10 +11,11 @@ a run's settings from them; ``docs/hooks.py`` writes the options page from
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._defaults import (
     CACHE_MODES,
@@ -29,10 +30,12 @@ from .._defaults import (
     RetryPolicy,
     parse_pass_when,
 )
-from .._grade.style import StyleThresholds
-from .._llm.cost import CostSettings, parse_price
 from . import parsers
 from .outputs import OUTPUTS
+
+if TYPE_CHECKING:
+    from .._grade.style import StyleThresholds
+    from .._llm.cost import CostSettings
 
 SUMMARY_MODES = ("auto", "on", "off")
 DEFAULT_PATTERNS = ("*.rubric.yaml", "*.rubric.yml", "*.rubric.json")
@@ -102,10 +105,18 @@ def switch(key: str, help: str) -> Any:
     return option(key, help, action="store_true", default=False)
 
 
-def setting(*options: Option, default: Any = _NO_DEFAULT) -> Any:
+def setting(*options: Option, default: Any = _NO_DEFAULT, factory: str | None = None) -> Any:
     """A field of :class:`Settings` set by ``options`` (several: its reader in
     ``_config.options`` makes one value of them); its default is its first option's,
-    unless given."""
+    unless given, or a new ``factory`` (``"module:Class"``, imported when a default is made:
+    the style axis and the prices are not the start-up's to load)."""
+    if factory is not None:
+        module, _, name = factory.partition(":")
+
+        def made() -> Any:
+            return getattr(importlib.import_module(module), name)()
+
+        return field(default_factory=made, metadata={"options": options})
     if default is _NO_DEFAULT:
         default = options[0].default
     if isinstance(default, list | dict):
@@ -316,7 +327,7 @@ class Settings:
                 ),
             )
         ),
-        default=StyleThresholds(),
+        factory="pytest_rubric._grade.style:StyleThresholds",
     )
     # --- process-wide speed switches (see _session/heap.py) ---------------------------------------
     gc_freeze: bool = ini_key(
@@ -472,7 +483,7 @@ class Settings:
             "0.15,0.60: the usage line shows the cost and what the cache saved (overrides ini "
             "rubric_judge_prices for the judge).",
             metavar="IN,OUT",
-            parse=parse_price,
+            parse=parsers.price,
         ),
         ini_option(
             "judge_prices",
@@ -488,7 +499,7 @@ class Settings:
             metavar="USD",
             parse=parsers.budget,
         ),
-        default=CostSettings(),
+        factory="pytest_rubric._llm.cost:CostSettings",
     )
     # --- auditing the judge ----------------------------------------------------------------------
     judge_evidence: str = option(
