@@ -3,9 +3,10 @@ is declared here, once, as the field of :class:`Settings` it sets.
 
 A field's :class:`Option` (or, for a value several options make, its options)
 says the flag, the ini key, the help, the default and the reader of a value.
-``_config.options`` registers them with pytest (``pytest_addoption``) and reads
-a run's settings from them; ``docs/hooks.py`` writes the options page from
-:data:`OPTIONS`. Adding an option is adding a field here.
+:func:`add_options` registers them with pytest (``pytest_addoption``), the one part of the
+plugin's options every pytest run loads; ``_config.options`` reads a run's settings from
+them once it has rubric work; ``docs/hooks.py`` writes the options page from :data:`OPTIONS`.
+Adding an option is adding a field here.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from .._defaults import (
     CACHE_MODES,
@@ -571,6 +574,61 @@ OPTIONS: tuple[Option, ...] = tuple(
 )
 """Every option, in the order of the options page and ``pytest --help``."""
 BY_KEY = {option.key: option for option in OPTIONS}
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Every ``--rubric-*`` flag (one group) and ini key of :data:`OPTIONS`."""
+    group = parser.getgroup("rubric", "rubric-based assertions on LLM output (pytest-rubric)")
+    for option in OPTIONS:
+        if option.flag:
+            kwargs: dict[str, Any] = {"dest": option.dest, "help": option.help}
+            if option.action is not None:
+                kwargs["action"] = option.action
+            if option.action != "store_true":
+                reader = argparse_type(option.parse) if option.parse is not None else None
+                kwargs |= {"default": option.flag_default, "metavar": option.metavar}
+                kwargs |= {"choices": option.choices, "type": reader}
+            elif option.ini:
+                kwargs["default"] = None  # not given: the ini key decides
+            group.addoption(option.flag_text, **kwargs)
+        if option.ini:
+            parser.addini(
+                option.dest,
+                option.ini_help or option.help,
+                type=option.ini_type,  # type: ignore[arg-type]
+                default=_ini_default(option),
+            )
+
+
+def _ini_default(option: Option) -> Any:
+    return option.default if option.ini_type != "string" else ""
+
+
+# Ini keys that ask for no rubric work by themselves: where rubric files are (the plugin adds
+# ``rubric_dirs`` to a run that names no path, and starts the session then) and the heap's
+# tricks, which apply only once rubric files are collected.
+_ONLY_WITH_RUBRIC_FILES = frozenset({"dirs", "file_patterns", "gc_freeze", "gc_pause", "fast_exit"})
+
+
+def configured(config: pytest.Config) -> bool:
+    """Whether the run gives any ``--rubric-*`` flag a value other than its default, or sets
+    an ini key other than those of ``_ONLY_WITH_RUBRIC_FILES``: then ``plugin`` starts the
+    session at configure, as every run did before it started on first need."""
+    for option in OPTIONS:
+        if option.flag:
+            value = config.getoption(option.dest)
+            if value not in (None, [], False) and value != option.flag_default:
+                return True
+        own_only = option.key in _ONLY_WITH_RUBRIC_FILES
+        if option.ini and not own_only and config.getini(option.dest) != _ini_default(option):
+            return True
+    return False
+
+
+def file_patterns(config: pytest.Config) -> tuple[str, ...]:
+    """Ini ``rubric_file_patterns``, else the default (``plugin`` reads it before the settings
+    too)."""
+    return tuple(config.getini("rubric_file_patterns")) or DEFAULT_PATTERNS
 
 
 def argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
