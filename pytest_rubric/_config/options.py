@@ -20,7 +20,7 @@ import pytest
 from .._defaults import RetryPolicy, named
 from . import parsers
 from .outputs import OUTPUTS
-from .settings import BY_KEY, Settings, file_patterns
+from .settings import BY_KEY, Settings, file_patterns, reader
 
 if TYPE_CHECKING:
     from .._grade.style import StyleThresholds
@@ -45,7 +45,7 @@ def given(config: pytest.Config, key: str) -> Any:
             if option.parse is None:
                 return text
             try:
-                return option.parse(text)
+                return reader(option.parse)(text)
             except ValueError as exc:
                 raise pytest.UsageError(f"ini option {option.dest} = {exc}") from None
     return option.default

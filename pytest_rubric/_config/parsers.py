@@ -1,4 +1,5 @@
-"""Readers of option values: one per kind of value, for a flag and an ini line alike.
+"""Readers of option values: one per kind of value, for a flag and an ini line alike, named
+by the options of ``_config.settings`` and imported when a value is read.
 
 Each takes the text a user wrote and returns the value, or raises
 ``ValueError`` whose message completes "``--rubric-x VALUE``" or "ini option
@@ -11,7 +12,13 @@ import math
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from .._defaults import MAX_CALL_TIMEOUT, PROBE_KINDS, SHOW_RESPONSE
+from .._defaults import (
+    MAX_CALL_TIMEOUT,
+    PROBE_KINDS,
+    RESPONSE_CACHE_MODES,
+    SHOW_RESPONSE,
+    SUMMARY_MODES,
+)
 
 if TYPE_CHECKING:
     from .._llm.cost import Price
@@ -176,6 +183,10 @@ def one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
         return value
 
     return choice
+
+
+response_cache_mode = one_of(RESPONSE_CACHE_MODES)
+summary_mode = one_of(SUMMARY_MODES)
 
 
 def seconds(text: str) -> float:

@@ -31,16 +31,13 @@ from .._defaults import (
     RESPONSE_CACHE_MODES,
     SHOW_RESPONSE,
     RetryPolicy,
-    parse_pass_when,
 )
-from . import parsers
 from .outputs import OUTPUTS
 
 if TYPE_CHECKING:
     from .._grade.style import StyleThresholds
     from .._llm.cost import CostSettings
 
-SUMMARY_MODES = ("auto", "on", "off")
 DEFAULT_PATTERNS = ("*.rubric.yaml", "*.rubric.yml", "*.rubric.json")
 _RETRY = RetryPolicy()
 
@@ -56,7 +53,9 @@ class Option:
     default: Any = None  # what a run uses when neither is set (shown in the docs)
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
-    parse: Callable[[str], Any] | None = None  # a flag's and an ini line's reader
+    # A flag's and an ini line's reader, by name (see reader): a run that sets no option
+    # never imports the readers.
+    parse: str | None = None
     action: str | None = None  # "append", "store_true"
     ini_type: str = "string"  # pytest's addini type: string, bool, paths, linelist
     ini_help: str | None = None  # the ini key's own help, when it differs
@@ -114,12 +113,7 @@ def setting(*options: Option, default: Any = _NO_DEFAULT, factory: str | None = 
     unless given, or a new ``factory`` (``"module:Class"``, imported when a default is made:
     the style axis and the prices are not the start-up's to load)."""
     if factory is not None:
-        module, _, name = factory.partition(":")
-
-        def made() -> Any:
-            return getattr(importlib.import_module(module), name)()
-
-        return field(default_factory=made, metadata={"options": options})
+        return field(default_factory=lambda: reader(factory)(), metadata={"options": options})
     if default is _NO_DEFAULT:
         default = options[0].default
     if isinstance(default, list | dict):
@@ -188,7 +182,7 @@ class Settings:
         "rubric_response_cache.",
         ini=True,
         choices=RESPONSE_CACHE_MODES,
-        parse=parsers.one_of(RESPONSE_CACHE_MODES),
+        parse="response_cache_mode",
         default="off",
         ini_help="answers of targets and models: off (default, called every run), use, replay",
     )
@@ -198,7 +192,7 @@ class Settings:
         "a target or --rubric-model is asked N times; also ini rubric_repeat.",
         ini=True,
         metavar="N",
-        parse=parsers.whole,
+        parse="whole",
         default=1,
         ini_help="answers per item where the file sets no repeat (1)",
     )
@@ -207,27 +201,27 @@ class Settings:
         "how an item's samples pass where the file sets no `pass_when`: mean (default), "
         "all, any, or a pass rate X in (0, 1].",
         metavar="RULE",
-        parse=parse_pass_when,
+        parse="pytest_rubric._defaults:parse_pass_when",
         default="mean",
     )
     min_score: float = ini_key(
         "min_score",
         "pass mark of cases that set none (default 0.8)",
-        parse=parsers.fraction,
+        parse="fraction",
         default=DEFAULT_MIN_SCORE,
     )
     call_timeout: float = ini_key(
         "call_timeout",
         "seconds a `callable` criterion or a `target` may run before it is ERROR, unless it "
         "sets `timeout:` (default 60)",
-        parse=parsers.seconds,
+        parse="seconds",
         default=DEFAULT_CALL_TIMEOUT,
     )
     check_timeout: float = ini_key(
         "check_timeout",
         "seconds a check whose cost can grow faster than the answer (a JSON validation, "
         "evidence matching) may run before its criterion is ERROR (default 5)",
-        parse=parsers.seconds,
+        parse="seconds",
         default=DEFAULT_CHECK_TIMEOUT,
     )
     # --- outputs and gates -----------------------------------------------------------------------
@@ -254,14 +248,14 @@ class Settings:
         "max_drop",
         "the correctness drop per subject that --rubric-baseline tolerates (default 0).",
         metavar="X",
-        parse=parsers.fraction,
+        parse="fraction",
         default=0.0,
     )
     fail_under: float | None = option(
         "fail_under",
         "fail the session when a subject's mean correctness is below X (0 to 1).",
         metavar="X",
-        parse=parsers.fraction,
+        parse="fraction",
     )
     confidence: float = option(
         "confidence",
@@ -269,7 +263,7 @@ class Settings:
         "ini rubric_confidence.",
         ini=True,
         metavar="LEVEL",
-        parse=parsers.level,
+        parse="level",
         default=0.95,
         ini_help="confidence level of intervals and tiers (0.95)",
     )
@@ -280,14 +274,14 @@ class Settings:
         "(now - baseline) lies wholly below -max_drop, a case's flip when its passing samples "
         "fell significantly (one-sided Fisher); a flip within noise is a note.",
         metavar="C",
-        parse=parsers.level,
+        parse="level",
     )
     # --- the terminal and the style axis ---------------------------------------------------------
     summary: str = ini_key(
         "summary",
         "the rubric summary at the end of the run: auto (when rubric items ran, assert_rubric "
         "graded a subject named with subject=, or a gate ran), on, off (default auto)",
-        parse=parsers.one_of(SUMMARY_MODES),
+        parse="summary_mode",
         default="auto",
     )
     style_field: str | None = ini_key(
@@ -295,18 +289,18 @@ class Settings:
         "where fluency and confidence are measured in an answer that is a JSON object: the "
         "value at this JSON Pointer (e.g. /answer); by default its string values, never its "
         "raw JSON text. A rubric file's `style_field:` wins.",
-        parse=parsers.json_pointer,
+        parse="json_pointer",
     )
     show_response: int = ini_key(
         "show_response",
         "characters of the response a failing rubric item shows beside its criteria (terminal, "
         "JUnit system-out, Markdown); 0 hides it (default 1000)",
-        parse=parsers.show_response,
+        parse="show_response",
         default=SHOW_RESPONSE,
     )
     thresholds: StyleThresholds = setting(
         *(
-            ini_option(key, help, parse=parsers.fraction, default=default)
+            ini_option(key, help, parse="fraction", default=default)
             for key, help, default in (
                 (
                     "confident_threshold",
@@ -391,7 +385,7 @@ class Settings:
         "judge calls in flight at most, across the session (default 8); xdist workers "
         "share it, N // workers each.",
         metavar="N",
-        parse=parsers.positive_int,
+        parse="positive_int",
         default=8,
     )
     votes: int = option(
@@ -400,7 +394,7 @@ class Settings:
         "criteria whose samples disagree are flagged unstable.",
         ini=True,
         metavar="K",
-        parse=parsers.whole,
+        parse="whole",
         default=1,
         ini_help="judge samples per criterion (1)",
     )
@@ -410,25 +404,25 @@ class Settings:
             "give up on one judge call after SECONDS (default 60), however slowly the "
             "server sends its reply; it is retried.",
             metavar="SECONDS",
-            parse=parsers.positive_seconds,
+            parse="positive_seconds",
             default=_RETRY.timeout,
         ),
         ini_option(
             "judge_attempts",
             "attempts per judge call, the first included (4)",
-            parse=parsers.attempts,
+            parse="attempts",
             default=_RETRY.attempts,
         ),
         ini_option(
             "judge_backoff",
             "first retry delay in seconds, doubled each time (0.5)",
-            parse=parsers.positive,
+            parse="positive",
             default=_RETRY.backoff,
         ),
         ini_option(
             "judge_retry_budget",
             "retries per session (per xdist worker) across all judge calls (200)",
-            parse=parsers.attempts,
+            parse="attempts",
             default=_RETRY.budget,
         ),
         default=_RETRY,
@@ -444,7 +438,7 @@ class Settings:
         "with --rubric-judge-batch, wait SECONDS at most for a batch (default 3600); "
         "then it is cancelled and its criteria are ERROR.",
         metavar="SECONDS",
-        parse=parsers.positive_seconds,
+        parse="positive_seconds",
         default=3600.0,
     )
     cache_mode: str = option(
@@ -486,7 +480,7 @@ class Settings:
             "0.15,0.60: the usage line shows the cost and what the cache saved (overrides ini "
             "rubric_judge_prices for the judge).",
             metavar="IN,OUT",
-            parse=parsers.price,
+            parse="price",
         ),
         ini_option(
             "judge_prices",
@@ -500,7 +494,7 @@ class Settings:
             "start no judge or model call once this many dollars are spent (xdist workers "
             "each get an equal share); the criteria left are ERROR. Needs prices.",
             metavar="USD",
-            parse=parsers.budget,
+            parse="budget",
         ),
         factory="pytest_rubric._llm.cost:CostSettings",
     )
@@ -519,7 +513,7 @@ class Settings:
         "against the file's `calibration:` labels) is below K is ERROR.",
         ini=True,
         metavar="K",
-        parse=parsers.kappa,
+        parse="kappa",
         ini_help="judged criteria of a suite whose calibration kappa is below this are ERROR",
     )
     judge_probe: int = option(
@@ -528,7 +522,7 @@ class Settings:
         "rewritten confident and hedged, and report the verdicts that changed with tone alone.",
         ini=True,
         metavar="N",
-        parse=parsers.whole,
+        parse="whole",
         default=0,
         ini_help="criteria the style probe judges again (0)",
     )
@@ -539,7 +533,7 @@ class Settings:
         "the criteria in reverse order). Default: tone.",
         ini=True,
         metavar="KINDS",
-        parse=parsers.probe_kinds,
+        parse="probe_kinds",
         default=("tone",),
         ini_help="what the probed criteria are judged again on: tone, length, position, "
         "comma-separated (tone)",
@@ -549,7 +543,7 @@ class Settings:
         "fail the session when the style probe's share of flipped verdicts is above X "
         "(every probe kind's: see --rubric-judge-probe-kinds).",
         metavar="X",
-        parse=parsers.fraction,
+        parse="fraction",
     )
     max_flips: Mapping[str, float] = option(
         "judge_max_flips",
@@ -557,7 +551,7 @@ class Settings:
         "(repeatable; overrides --rubric-judge-max-style-flips for that kind).",
         action="append",
         metavar="KIND=X",
-        parse=parsers.kind_limit,
+        parse="kind_limit",
         field_default={},
     )
 
@@ -631,17 +625,26 @@ def file_patterns(config: pytest.Config) -> tuple[str, ...]:
     return tuple(config.getini("rubric_file_patterns")) or DEFAULT_PATTERNS
 
 
-def argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+def reader(name: str) -> Any:
+    """What ``name`` names, imported now: a function of ``_config.parsers`` (the readers of
+    option values), or ``"module:name"``."""
+    module, _, attr = name.rpartition(":")
+    return getattr(importlib.import_module(module or "pytest_rubric._config.parsers"), attr)
+
+
+def argparse_type(parse: str) -> Callable[[str], Any]:
+    """The reader ``parse`` (see :func:`reader`) as an argparse type."""
+
     def read(text: str) -> Any:
         try:
-            return parse(text)
+            return reader(parse)(text)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
-    read.__name__ = parse.__name__  # argparse names a type by it
+    read.__name__ = parse.rpartition(":")[2]  # argparse names a type by it
     return read
 
 
 # argparse types of the same readers, for the commands of python -m pytest_rubric
-fraction = argparse_type(parsers.fraction)
-positive_int = argparse_type(parsers.positive_int)
+fraction = argparse_type("fraction")
+positive_int = argparse_type("positive_int")
