@@ -126,7 +126,7 @@ def _render_html(html_from: str | None) -> Any:
 
 def child(n: int, out: Path, html_from: str | None, trace: bool) -> dict[str, Any]:
     """One measurement, in this process: build, report, write every output."""
-    from pytest_rubric._config.outputs import write_outputs
+    from pytest_rubric._render.files import write_outputs
     from pytest_rubric._report.gates import Gates
     from pytest_rubric._report.report import build_report
 

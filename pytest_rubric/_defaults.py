@@ -56,6 +56,7 @@ CACHE_MODES = ("use", "refresh", "off", "replay")
 # --rubric-response-cache: the application under test is called unless a run asks otherwise.
 RESPONSE_CACHE_MODES = ("off", "use", "replay")
 EVIDENCE_MODES = ("check", "require", "off")  # --rubric-judge-evidence, see judge.evidence
+SUMMARY_MODES = ("auto", "on", "off")  # ini rubric_summary
 # --rubric-judge-probe-kinds: what the probed criteria are judged again on (see _session.auditing).
 PROBE_KINDS = ("tone", "length", "position")
 DEFAULT_MIN_SCORE = 0.8  # the pass mark of cases that set none (ini rubric_min_score)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._config.options import add_options, configured, file_patterns
+from ._config.settings import add_options, configured, file_patterns
 from ._defaults import SET_A_JUDGE, first_data_file, is_rubric_file
 from ._session.items import CURRENT_ITEM, RESULTS_KEY, is_rubric_item
 from ._session.started import SESSION_KEY, STARTER_KEY

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._config.outputs import unwritable
 from .._config.settings import DEFAULT_PATTERNS
 from .._load.traces import as_fields
+from .._render.files import unwritable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

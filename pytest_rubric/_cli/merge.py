@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import importers
-from .._config.outputs import OUTPUTS, write_outputs
+from .._config.outputs import OUTPUTS
 from .._config.settings import fraction
 from .._errors import DocumentError
 from .._guards.outgoing import outgoing_streams
+from .._render.files import write_outputs
 from .._render.summary import terminal_lines
 from .._report.document import Document, load_document
 from .._report.gates import Gates

@@ -1,5 +1,5 @@
-"""Reads the options ``_config.settings`` declares: registers them with pytest, and reads a
-run's :class:`~.settings.Settings` from its flags and ini (:func:`read_settings`).
+"""Reads a run's :class:`~.settings.Settings` from its flags and ini (:func:`read_settings`),
+once the run has rubric work: the options ``_config.settings`` declares and registers.
 
 A field set by one option is read by :func:`given` (the flag, else the ini
 key, else the default); the few that need more (a path relative to where
@@ -13,64 +13,18 @@ import os
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .._defaults import RetryPolicy, named
-from .._grade.style import StyleThresholds
-from .._llm.cost import CostSettings, parse_prices
+from . import parsers
 from .outputs import OUTPUTS
-from .settings import BY_KEY, DEFAULT_PATTERNS, OPTIONS, Option, Settings, argparse_type
+from .settings import BY_KEY, Settings, file_patterns, reader
 
-
-def add_options(parser: pytest.Parser) -> None:
-    """Every ``--rubric-*`` flag (one group) and ini key of :data:`~.settings.OPTIONS`."""
-    group = parser.getgroup("rubric", "rubric-based assertions on LLM output (pytest-rubric)")
-    for option in OPTIONS:
-        if option.flag:
-            kwargs: dict[str, Any] = {"dest": option.dest, "help": option.help}
-            if option.action is not None:
-                kwargs["action"] = option.action
-            if option.action != "store_true":
-                reader = argparse_type(option.parse) if option.parse is not None else None
-                kwargs |= {"default": option.flag_default, "metavar": option.metavar}
-                kwargs |= {"choices": option.choices, "type": reader}
-            elif option.ini:
-                kwargs["default"] = None  # not given: the ini key decides
-            group.addoption(option.flag_text, **kwargs)
-        if option.ini:
-            parser.addini(
-                option.dest,
-                option.ini_help or option.help,
-                type=option.ini_type,  # type: ignore[arg-type]
-                default=_ini_default(option),
-            )
-
-
-def _ini_default(option: Option) -> Any:
-    return option.default if option.ini_type != "string" else ""
-
-
-# Ini keys that ask for no rubric work by themselves: where rubric files are (the plugin adds
-# ``rubric_dirs`` to a run that names no path, and starts the session then) and the heap's
-# tricks, which apply only once rubric files are collected.
-_ONLY_WITH_RUBRIC_FILES = frozenset({"dirs", "file_patterns", "gc_freeze", "gc_pause", "fast_exit"})
-
-
-def configured(config: pytest.Config) -> bool:
-    """Whether the run gives any ``--rubric-*`` flag a value other than its default, or sets
-    an ini key other than those of ``_ONLY_WITH_RUBRIC_FILES``: then ``plugin`` starts the
-    session at configure, as every run did before it started on first need."""
-    for option in OPTIONS:
-        if option.flag:
-            value = config.getoption(option.dest)
-            if value not in (None, [], False) and value != option.flag_default:
-                return True
-        own_only = option.key in _ONLY_WITH_RUBRIC_FILES
-        if option.ini and not own_only and config.getini(option.dest) != _ini_default(option):
-            return True
-    return False
+if TYPE_CHECKING:
+    from .._grade.style import StyleThresholds
+    from .._llm.cost import CostSettings
 
 
 def given(config: pytest.Config, key: str) -> Any:
@@ -91,7 +45,7 @@ def given(config: pytest.Config, key: str) -> Any:
             if option.parse is None:
                 return text
             try:
-                return option.parse(text)
+                return reader(option.parse)(text)
             except ValueError as exc:
                 raise pytest.UsageError(f"ini option {option.dest} = {exc}") from None
     return option.default
@@ -104,11 +58,6 @@ def read_settings(config: pytest.Config) -> Settings:
         read = _READERS.get(f.name)
         values[f.name] = read(config) if read else given(config, f.metadata["options"][0].key)
     return Settings(**values)
-
-
-def file_patterns(config: pytest.Config) -> tuple[str, ...]:
-    """Ini ``rubric_file_patterns`` (``plugin`` reads it before the settings too)."""
-    return tuple(given(config, "file_patterns")) or DEFAULT_PATTERNS
 
 
 def _path(config: pytest.Config, key: str) -> Path | None:
@@ -134,8 +83,10 @@ def _responses_dir(config: pytest.Config) -> Path | None:
 
 def _cost(config: pytest.Config) -> CostSettings:
     """Ini ``rubric_judge_prices``, ``--rubric-judge-price`` and ``--rubric-max-cost``."""
+    from .._llm.cost import CostSettings
+
     try:
-        prices = parse_prices(given(config, "judge_prices"))
+        prices = parsers.prices(given(config, "judge_prices"))
     except ValueError as exc:
         raise pytest.UsageError(f"ini option rubric_judge_prices: {exc}") from None
     max_cost = given(config, "max_cost")
@@ -144,6 +95,17 @@ def _cost(config: pytest.Config) -> CostSettings:
         price=given(config, "judge_price"),
         max_cost=float(max_cost) if max_cost is not None else None,
         max_cost_shown=max_cost.strip() if max_cost is not None else "",
+    )
+
+
+def _thresholds(config: pytest.Config) -> StyleThresholds:
+    from .._grade.style import StyleThresholds
+
+    return StyleThresholds(
+        confident=given(config, "confident_threshold"),
+        hedged=given(config, "hedged_threshold"),
+        low_score=given(config, "low_score"),
+        high_score=given(config, "high_score"),
     )
 
 
@@ -263,12 +225,7 @@ _READERS: dict[str, Callable[[pytest.Config], Any]] = {
     "output_paths": lambda config: {o.name: _path(config, o.name) for o in OUTPUTS},
     "baseline_path": lambda config: _path(config, "baseline"),
     "history_path": lambda config: _path(config, "history"),
-    "thresholds": lambda config: StyleThresholds(
-        confident=given(config, "confident_threshold"),
-        hedged=given(config, "hedged_threshold"),
-        low_score=given(config, "low_score"),
-        high_score=given(config, "high_score"),
-    ),
+    "thresholds": _thresholds,
     "judges": _judges,
     "judge_source": _judge_source,
     "retry": lambda config: RetryPolicy(

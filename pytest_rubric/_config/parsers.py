@@ -1,4 +1,5 @@
-"""Readers of option values: one per kind of value, for a flag and an ini line alike.
+"""Readers of option values: one per kind of value, for a flag and an ini line alike, named
+by the options of ``_config.settings`` and imported when a value is read.
 
 Each takes the text a user wrote and returns the value, or raises
 ``ValueError`` whose message completes "``--rubric-x VALUE``" or "ini option
@@ -8,9 +9,19 @@ Each takes the text a user wrote and returns the value, or raises
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from .._defaults import MAX_CALL_TIMEOUT, PROBE_KINDS, SHOW_RESPONSE
+from .._defaults import (
+    MAX_CALL_TIMEOUT,
+    PROBE_KINDS,
+    RESPONSE_CACHE_MODES,
+    SHOW_RESPONSE,
+    SUMMARY_MODES,
+)
+
+if TYPE_CHECKING:
+    from .._llm.cost import Price
 
 
 def _number(
@@ -40,6 +51,59 @@ def budget(text: str) -> str:
     """Dollars, kept as written (the summary shows them so)."""
     _number(text, lambda v: math.isfinite(v) and v > 0, "a positive number of dollars")
     return text
+
+
+def _dollars(text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{what} {text!r} is not a number of dollars") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what} {text!r} must be a finite number, 0 or more")
+    return value
+
+
+def price(text: str) -> Price:
+    """``IN,OUT`` (``--rubric-judge-price``), dollars per million tokens."""
+    from .._llm.cost import Price
+
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2:
+        raise ValueError(
+            f"{text!r} is not IN,OUT: write the input and output prices in dollars per million "
+            "tokens, e.g. 0.15,0.60"
+        )
+    return Price(_dollars(parts[0], "input price"), _dollars(parts[1], "output price"))
+
+
+def prices(lines: Iterable[str]) -> dict[str, Price]:
+    """Ini ``rubric_judge_prices``: one ``MODEL IN OUT`` per line, blank lines ignored; a line
+    may add ``BATCH_IN BATCH_OUT``, the batch API's prices (default: half the live ones)."""
+    from .._llm.cost import Price
+
+    read: dict[str, Price] = {}
+    for line in lines:
+        words = line.split()
+        if not words:
+            continue
+        if len(words) not in (3, 5):
+            raise ValueError(
+                f"the line {line.strip()!r} is not MODEL IN OUT: write a model and its input and "
+                "output prices in dollars per million tokens, e.g. gpt-4o-mini 0.15 0.60 (then, "
+                "optionally, its batch prices: gpt-4o-mini 0.15 0.60 0.075 0.30)"
+            )
+        model, low, high, *batch = words
+        if model in read:
+            raise ValueError(f"model {model!r} is priced twice")
+        read[model] = Price(
+            _dollars(low, f"{model}'s input price"),
+            _dollars(high, f"{model}'s output price"),
+            *(
+                _dollars(value, f"{model}'s batch {what} price")
+                for value, what in zip(batch, ("input", "output"), strict=False)
+            ),
+        )
+    return read
 
 
 def level(text: str) -> float:
@@ -119,6 +183,10 @@ def one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
         return value
 
     return choice
+
+
+response_cache_mode = one_of(RESPONSE_CACHE_MODES)
+summary_mode = one_of(SUMMARY_MODES)
 
 
 def seconds(text: str) -> float:

@@ -3,18 +3,22 @@ is declared here, once, as the field of :class:`Settings` it sets.
 
 A field's :class:`Option` (or, for a value several options make, its options)
 says the flag, the ini key, the help, the default and the reader of a value.
-``_config.options`` registers them with pytest (``pytest_addoption``) and reads
-a run's settings from them; ``docs/hooks.py`` writes the options page from
-:data:`OPTIONS`. Adding an option is adding a field here.
+:func:`add_options` registers them with pytest (``pytest_addoption``), the one part of the
+plugin's options every pytest run loads; ``_config.options`` reads a run's settings from
+them once it has rubric work; ``docs/hooks.py`` writes the options page from :data:`OPTIONS`.
+Adding an option is adding a field here.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from .._defaults import (
     CACHE_MODES,
@@ -27,14 +31,13 @@ from .._defaults import (
     RESPONSE_CACHE_MODES,
     SHOW_RESPONSE,
     RetryPolicy,
-    parse_pass_when,
 )
-from .._grade.style import StyleThresholds
-from .._llm.cost import CostSettings, parse_price
-from . import parsers
 from .outputs import OUTPUTS
 
-SUMMARY_MODES = ("auto", "on", "off")
+if TYPE_CHECKING:
+    from .._grade.style import StyleThresholds
+    from .._llm.cost import CostSettings
+
 DEFAULT_PATTERNS = ("*.rubric.yaml", "*.rubric.yml", "*.rubric.json")
 _RETRY = RetryPolicy()
 
@@ -50,7 +53,9 @@ class Option:
     default: Any = None  # what a run uses when neither is set (shown in the docs)
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
-    parse: Callable[[str], Any] | None = None  # a flag's and an ini line's reader
+    # A flag's and an ini line's reader, by name (see reader): a run that sets no option
+    # never imports the readers.
+    parse: str | None = None
     action: str | None = None  # "append", "store_true"
     ini_type: str = "string"  # pytest's addini type: string, bool, paths, linelist
     ini_help: str | None = None  # the ini key's own help, when it differs
@@ -102,10 +107,13 @@ def switch(key: str, help: str) -> Any:
     return option(key, help, action="store_true", default=False)
 
 
-def setting(*options: Option, default: Any = _NO_DEFAULT) -> Any:
+def setting(*options: Option, default: Any = _NO_DEFAULT, factory: str | None = None) -> Any:
     """A field of :class:`Settings` set by ``options`` (several: its reader in
     ``_config.options`` makes one value of them); its default is its first option's,
-    unless given."""
+    unless given, or a new ``factory`` (``"module:Class"``, imported when a default is made:
+    the style axis and the prices are not the start-up's to load)."""
+    if factory is not None:
+        return field(default_factory=lambda: reader(factory)(), metadata={"options": options})
     if default is _NO_DEFAULT:
         default = options[0].default
     if isinstance(default, list | dict):
@@ -174,7 +182,7 @@ class Settings:
         "rubric_response_cache.",
         ini=True,
         choices=RESPONSE_CACHE_MODES,
-        parse=parsers.one_of(RESPONSE_CACHE_MODES),
+        parse="response_cache_mode",
         default="off",
         ini_help="answers of targets and models: off (default, called every run), use, replay",
     )
@@ -184,7 +192,7 @@ class Settings:
         "a target or --rubric-model is asked N times; also ini rubric_repeat.",
         ini=True,
         metavar="N",
-        parse=parsers.whole,
+        parse="whole",
         default=1,
         ini_help="answers per item where the file sets no repeat (1)",
     )
@@ -193,27 +201,27 @@ class Settings:
         "how an item's samples pass where the file sets no `pass_when`: mean (default), "
         "all, any, or a pass rate X in (0, 1].",
         metavar="RULE",
-        parse=parse_pass_when,
+        parse="pytest_rubric._defaults:parse_pass_when",
         default="mean",
     )
     min_score: float = ini_key(
         "min_score",
         "pass mark of cases that set none (default 0.8)",
-        parse=parsers.fraction,
+        parse="fraction",
         default=DEFAULT_MIN_SCORE,
     )
     call_timeout: float = ini_key(
         "call_timeout",
         "seconds a `callable` criterion or a `target` may run before it is ERROR, unless it "
         "sets `timeout:` (default 60)",
-        parse=parsers.seconds,
+        parse="seconds",
         default=DEFAULT_CALL_TIMEOUT,
     )
     check_timeout: float = ini_key(
         "check_timeout",
         "seconds a check whose cost can grow faster than the answer (a JSON validation, "
         "evidence matching) may run before its criterion is ERROR (default 5)",
-        parse=parsers.seconds,
+        parse="seconds",
         default=DEFAULT_CHECK_TIMEOUT,
     )
     # --- outputs and gates -----------------------------------------------------------------------
@@ -240,14 +248,14 @@ class Settings:
         "max_drop",
         "the correctness drop per subject that --rubric-baseline tolerates (default 0).",
         metavar="X",
-        parse=parsers.fraction,
+        parse="fraction",
         default=0.0,
     )
     fail_under: float | None = option(
         "fail_under",
         "fail the session when a subject's mean correctness is below X (0 to 1).",
         metavar="X",
-        parse=parsers.fraction,
+        parse="fraction",
     )
     confidence: float = option(
         "confidence",
@@ -255,7 +263,7 @@ class Settings:
         "ini rubric_confidence.",
         ini=True,
         metavar="LEVEL",
-        parse=parsers.level,
+        parse="level",
         default=0.95,
         ini_help="confidence level of intervals and tiers (0.95)",
     )
@@ -266,14 +274,14 @@ class Settings:
         "(now - baseline) lies wholly below -max_drop, a case's flip when its passing samples "
         "fell significantly (one-sided Fisher); a flip within noise is a note.",
         metavar="C",
-        parse=parsers.level,
+        parse="level",
     )
     # --- the terminal and the style axis ---------------------------------------------------------
     summary: str = ini_key(
         "summary",
         "the rubric summary at the end of the run: auto (when rubric items ran, assert_rubric "
         "graded a subject named with subject=, or a gate ran), on, off (default auto)",
-        parse=parsers.one_of(SUMMARY_MODES),
+        parse="summary_mode",
         default="auto",
     )
     style_field: str | None = ini_key(
@@ -281,18 +289,18 @@ class Settings:
         "where fluency and confidence are measured in an answer that is a JSON object: the "
         "value at this JSON Pointer (e.g. /answer); by default its string values, never its "
         "raw JSON text. A rubric file's `style_field:` wins.",
-        parse=parsers.json_pointer,
+        parse="json_pointer",
     )
     show_response: int = ini_key(
         "show_response",
         "characters of the response a failing rubric item shows beside its criteria (terminal, "
         "JUnit system-out, Markdown); 0 hides it (default 1000)",
-        parse=parsers.show_response,
+        parse="show_response",
         default=SHOW_RESPONSE,
     )
     thresholds: StyleThresholds = setting(
         *(
-            ini_option(key, help, parse=parsers.fraction, default=default)
+            ini_option(key, help, parse="fraction", default=default)
             for key, help, default in (
                 (
                     "confident_threshold",
@@ -316,7 +324,7 @@ class Settings:
                 ),
             )
         ),
-        default=StyleThresholds(),
+        factory="pytest_rubric._grade.style:StyleThresholds",
     )
     # --- process-wide speed switches (see _session/heap.py) ---------------------------------------
     gc_freeze: bool = ini_key(
@@ -377,7 +385,7 @@ class Settings:
         "judge calls in flight at most, across the session (default 8); xdist workers "
         "share it, N // workers each.",
         metavar="N",
-        parse=parsers.positive_int,
+        parse="positive_int",
         default=8,
     )
     votes: int = option(
@@ -386,7 +394,7 @@ class Settings:
         "criteria whose samples disagree are flagged unstable.",
         ini=True,
         metavar="K",
-        parse=parsers.whole,
+        parse="whole",
         default=1,
         ini_help="judge samples per criterion (1)",
     )
@@ -396,25 +404,25 @@ class Settings:
             "give up on one judge call after SECONDS (default 60), however slowly the "
             "server sends its reply; it is retried.",
             metavar="SECONDS",
-            parse=parsers.positive_seconds,
+            parse="positive_seconds",
             default=_RETRY.timeout,
         ),
         ini_option(
             "judge_attempts",
             "attempts per judge call, the first included (4)",
-            parse=parsers.attempts,
+            parse="attempts",
             default=_RETRY.attempts,
         ),
         ini_option(
             "judge_backoff",
             "first retry delay in seconds, doubled each time (0.5)",
-            parse=parsers.positive,
+            parse="positive",
             default=_RETRY.backoff,
         ),
         ini_option(
             "judge_retry_budget",
             "retries per session (per xdist worker) across all judge calls (200)",
-            parse=parsers.attempts,
+            parse="attempts",
             default=_RETRY.budget,
         ),
         default=_RETRY,
@@ -430,7 +438,7 @@ class Settings:
         "with --rubric-judge-batch, wait SECONDS at most for a batch (default 3600); "
         "then it is cancelled and its criteria are ERROR.",
         metavar="SECONDS",
-        parse=parsers.positive_seconds,
+        parse="positive_seconds",
         default=3600.0,
     )
     cache_mode: str = option(
@@ -472,7 +480,7 @@ class Settings:
             "0.15,0.60: the usage line shows the cost and what the cache saved (overrides ini "
             "rubric_judge_prices for the judge).",
             metavar="IN,OUT",
-            parse=parse_price,
+            parse="price",
         ),
         ini_option(
             "judge_prices",
@@ -486,9 +494,9 @@ class Settings:
             "start no judge or model call once this many dollars are spent (xdist workers "
             "each get an equal share); the criteria left are ERROR. Needs prices.",
             metavar="USD",
-            parse=parsers.budget,
+            parse="budget",
         ),
-        default=CostSettings(),
+        factory="pytest_rubric._llm.cost:CostSettings",
     )
     # --- auditing the judge ----------------------------------------------------------------------
     judge_evidence: str = option(
@@ -505,7 +513,7 @@ class Settings:
         "against the file's `calibration:` labels) is below K is ERROR.",
         ini=True,
         metavar="K",
-        parse=parsers.kappa,
+        parse="kappa",
         ini_help="judged criteria of a suite whose calibration kappa is below this are ERROR",
     )
     judge_probe: int = option(
@@ -514,7 +522,7 @@ class Settings:
         "rewritten confident and hedged, and report the verdicts that changed with tone alone.",
         ini=True,
         metavar="N",
-        parse=parsers.whole,
+        parse="whole",
         default=0,
         ini_help="criteria the style probe judges again (0)",
     )
@@ -525,7 +533,7 @@ class Settings:
         "the criteria in reverse order). Default: tone.",
         ini=True,
         metavar="KINDS",
-        parse=parsers.probe_kinds,
+        parse="probe_kinds",
         default=("tone",),
         ini_help="what the probed criteria are judged again on: tone, length, position, "
         "comma-separated (tone)",
@@ -535,7 +543,7 @@ class Settings:
         "fail the session when the style probe's share of flipped verdicts is above X "
         "(every probe kind's: see --rubric-judge-probe-kinds).",
         metavar="X",
-        parse=parsers.fraction,
+        parse="fraction",
     )
     max_flips: Mapping[str, float] = option(
         "judge_max_flips",
@@ -543,7 +551,7 @@ class Settings:
         "(repeatable; overrides --rubric-judge-max-style-flips for that kind).",
         action="append",
         metavar="KIND=X",
-        parse=parsers.kind_limit,
+        parse="kind_limit",
         field_default={},
     )
 
@@ -562,17 +570,81 @@ OPTIONS: tuple[Option, ...] = tuple(
 BY_KEY = {option.key: option for option in OPTIONS}
 
 
-def argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+def add_options(parser: pytest.Parser) -> None:
+    """Every ``--rubric-*`` flag (one group) and ini key of :data:`OPTIONS`."""
+    group = parser.getgroup("rubric", "rubric-based assertions on LLM output (pytest-rubric)")
+    for option in OPTIONS:
+        if option.flag:
+            kwargs: dict[str, Any] = {"dest": option.dest, "help": option.help}
+            if option.action is not None:
+                kwargs["action"] = option.action
+            if option.action != "store_true":
+                reader = argparse_type(option.parse) if option.parse is not None else None
+                kwargs |= {"default": option.flag_default, "metavar": option.metavar}
+                kwargs |= {"choices": option.choices, "type": reader}
+            elif option.ini:
+                kwargs["default"] = None  # not given: the ini key decides
+            group.addoption(option.flag_text, **kwargs)
+        if option.ini:
+            parser.addini(
+                option.dest,
+                option.ini_help or option.help,
+                type=option.ini_type,  # type: ignore[arg-type]
+                default=_ini_default(option),
+            )
+
+
+def _ini_default(option: Option) -> Any:
+    return option.default if option.ini_type != "string" else ""
+
+
+# Ini keys that ask for no rubric work by themselves: where rubric files are (the plugin adds
+# ``rubric_dirs`` to a run that names no path, and starts the session then) and the heap's
+# tricks, which apply only once rubric files are collected.
+_ONLY_WITH_RUBRIC_FILES = frozenset({"dirs", "file_patterns", "gc_freeze", "gc_pause", "fast_exit"})
+
+
+def configured(config: pytest.Config) -> bool:
+    """Whether the run gives any ``--rubric-*`` flag a value other than its default, or sets
+    an ini key other than those of ``_ONLY_WITH_RUBRIC_FILES``: then ``plugin`` starts the
+    session at configure, as every run did before it started on first need."""
+    for option in OPTIONS:
+        if option.flag:
+            value = config.getoption(option.dest)
+            if value not in (None, [], False) and value != option.flag_default:
+                return True
+        own_only = option.key in _ONLY_WITH_RUBRIC_FILES
+        if option.ini and not own_only and config.getini(option.dest) != _ini_default(option):
+            return True
+    return False
+
+
+def file_patterns(config: pytest.Config) -> tuple[str, ...]:
+    """Ini ``rubric_file_patterns``, else the default (``plugin`` reads it before the settings
+    too)."""
+    return tuple(config.getini("rubric_file_patterns")) or DEFAULT_PATTERNS
+
+
+def reader(name: str) -> Any:
+    """What ``name`` names, imported now: a function of ``_config.parsers`` (the readers of
+    option values), or ``"module:name"``."""
+    module, _, attr = name.rpartition(":")
+    return getattr(importlib.import_module(module or "pytest_rubric._config.parsers"), attr)
+
+
+def argparse_type(parse: str) -> Callable[[str], Any]:
+    """The reader ``parse`` (see :func:`reader`) as an argparse type."""
+
     def read(text: str) -> Any:
         try:
-            return parse(text)
+            return reader(parse)(text)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
-    read.__name__ = parse.__name__  # argparse names a type by it
+    read.__name__ = parse.rpartition(":")[2]  # argparse names a type by it
     return read
 
 
 # argparse types of the same readers, for the commands of python -m pytest_rubric
-fraction = argparse_type(parsers.fraction)
-positive_int = argparse_type(parsers.positive_int)
+fraction = argparse_type("fraction")
+positive_int = argparse_type("positive_int")

@@ -1,17 +1,17 @@
 """What judging costs in dollars, and the budget that stops new calls once it is spent.
 
-Prices are dollars per million tokens (ini ``rubric_judge_prices``, ``--rubric-judge-price``);
-a run's cost comes from :class:`~pytest_rubric._llm.base.CallStats`' token counts, so an
-xdist controller prices the whole run as one process would. ``--rubric-max-cost`` is a
-:class:`Budget`: a call starts only while the spend so far is below it (each worker gets an
-equal share), so at most the calls in flight overshoot it.
+Prices are dollars per million tokens (ini ``rubric_judge_prices``, ``--rubric-judge-price``,
+read by ``_config.parsers``); a run's cost comes from
+:class:`~pytest_rubric._llm.base.CallStats`' token counts, so an xdist controller prices the
+whole run as one process would. ``--rubric-max-cost`` is a :class:`Budget`: a call starts only
+while the spend so far is below it (each worker gets an equal share), so at most the calls in
+flight overshoot it.
 """
 
 from __future__ import annotations
 
-import math
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from .._errors import BudgetSpent
@@ -38,55 +38,6 @@ class Price:
             self.input / 2 if self.batch_input is None else self.batch_input,
             self.output / 2 if self.batch_output is None else self.batch_output,
         )
-
-
-def _dollars(text: str, what: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"{what} {text!r} is not a number of dollars") from None
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{what} {text!r} must be a finite number, 0 or more")
-    return value
-
-
-def parse_price(text: str) -> Price:
-    """``IN,OUT`` (``--rubric-judge-price``), dollars per million tokens."""
-    parts = [p.strip() for p in text.split(",")]
-    if len(parts) != 2:
-        raise ValueError(
-            f"{text!r} is not IN,OUT: write the input and output prices in dollars per million "
-            "tokens, e.g. 0.15,0.60"
-        )
-    return Price(_dollars(parts[0], "input price"), _dollars(parts[1], "output price"))
-
-
-def parse_prices(lines: Iterable[str]) -> dict[str, Price]:
-    """Ini ``rubric_judge_prices``: one ``MODEL IN OUT`` per line, blank lines ignored; a line
-    may add ``BATCH_IN BATCH_OUT``, the batch API's prices (default: half the live ones)."""
-    prices: dict[str, Price] = {}
-    for line in lines:
-        words = line.split()
-        if not words:
-            continue
-        if len(words) not in (3, 5):
-            raise ValueError(
-                f"the line {line.strip()!r} is not MODEL IN OUT: write a model and its input and "
-                "output prices in dollars per million tokens, e.g. gpt-4o-mini 0.15 0.60 (then, "
-                "optionally, its batch prices: gpt-4o-mini 0.15 0.60 0.075 0.30)"
-            )
-        model, low, high, *batch = words
-        if model in prices:
-            raise ValueError(f"model {model!r} is priced twice")
-        prices[model] = Price(
-            _dollars(low, f"{model}'s input price"),
-            _dollars(high, f"{model}'s output price"),
-            *(
-                _dollars(value, f"{model}'s batch {what} price")
-                for value, what in zip(batch, ("input", "output"), strict=False)
-            ),
-        )
-    return prices
 
 
 @dataclass(frozen=True, slots=True)

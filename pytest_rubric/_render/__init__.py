@@ -1,2 +1,3 @@
 """The session report to text: terminal summary and tables, JSON, HTML, Markdown, CSV,
-JUnit properties. Each renderer reads data, never printed text."""
+JUnit properties, and the output files written (``files``). Each renderer reads data, never
+printed text."""

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from .._config.outputs import Unwritten, unwritable
 from .._guards.outgoing import outgoing
+from .._render.files import Unwritten, unwritable
 from .._results import CaseResult, Verdict
 
 JUNIT_PROPERTIES = frozenset(

@@ -49,10 +49,10 @@ from .xdist import Role
 
 if TYPE_CHECKING:
     # Imported where used: plain pytest runs load no grading or report code.
-    from .._config.outputs import Unwritten
     from .._config.settings import Settings
     from .._grade.grader import CompiledRubric, Grader
     from .._llm.base import Judged
+    from .._render.files import Unwritten
     from .._report.report import SessionReport
     from .._report.run import RunInfo
     from .._trace import Passage
@@ -457,7 +457,7 @@ class RubricSession:
         self.report = self._build_report(gates=True, complete=complete)
         if self.report.gates.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        from .._config.outputs import write_outputs  # the renderers: only at the end
+        from .._render.files import write_outputs  # the renderers: only at the end
 
         history = self.settings.history_path
         if history is not None and self.report.shown:

@@ -14,9 +14,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from .._config.outputs import unwritable
 from .._errors import Problem
 from .._load.locate import problems_from_validation
+from .._render.files import unwritable
 from .._schema import Suite
 
 

@@ -15,7 +15,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_rubric._config.outputs import write_outputs
 from pytest_rubric._guards.outgoing import (
     _ESCAPED,
     _outgoing,
@@ -25,6 +24,7 @@ from pytest_rubric._guards.outgoing import (
     outgoing_data,
 )
 from pytest_rubric._guards.secrets import Secret, redact, whole_characters
+from pytest_rubric._render.files import write_outputs
 from pytest_rubric._render.summary import terminal_lines
 from pytest_rubric._render.table import answer_lines, criteria_table
 from pytest_rubric._report.report import build_report

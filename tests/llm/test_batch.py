@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_rubric._config import parsers
 from pytest_rubric._defaults import RetryPolicy
 from pytest_rubric._errors import JudgeError
 from pytest_rubric._guards.secrets import Secret
@@ -18,7 +19,7 @@ from pytest_rubric._llm import batch as batch_module
 from pytest_rubric._llm.base import Reply, Sampling
 from pytest_rubric._llm.batch import BatchFailure, BatchQueue, BatchRequest, BatchResult, run_batch
 from pytest_rubric._llm.clients import AnthropicClient, OpenAIClient
-from pytest_rubric._llm.cost import Price, parse_prices
+from pytest_rubric._llm.cost import Price
 from pytest_rubric._llm.http import HTTPClient
 from pytest_rubric._llm.providers import ModelSpec
 from tests.conftest import RUN_MODES
@@ -237,13 +238,13 @@ def test_closing_the_queue_cancels_the_running_batch(fake_llm: FakeLLM) -> None:
 
 
 def test_the_batch_price_is_half_the_live_one_unless_the_ini_line_gives_it() -> None:
-    prices = parse_prices(["cheap 0.15 0.60", "given 1 2 0.3 0.4"])
+    prices = parsers.prices(["cheap 0.15 0.60", "given 1 2 0.3 0.4"])
     assert prices["cheap"].batch() == Price(0.075, 0.30)
     assert prices["given"] == Price(1, 2, 0.3, 0.4) and prices["given"].batch() == Price(0.3, 0.4)
     with pytest.raises(ValueError, match=r"'odd 1 2 3' is not MODEL IN OUT.*batch prices"):
-        parse_prices(["odd 1 2 3"])
+        parsers.prices(["odd 1 2 3"])
     with pytest.raises(ValueError, match=r"given's batch output price '-1'"):
-        parse_prices(["given 1 2 0.3 -1"])
+        parsers.prices(["given 1 2 0.3 -1"])
 
 
 def test_a_full_batch_is_sent_at_once_and_the_next_calls_gather_another(

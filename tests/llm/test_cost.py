@@ -10,16 +10,10 @@ from typing import Any
 
 import pytest
 
+from pytest_rubric._config import parsers
 from pytest_rubric._errors import BudgetSpent, JudgeError
 from pytest_rubric._llm.base import CallStats
-from pytest_rubric._llm.cost import (
-    Budget,
-    CostSettings,
-    Price,
-    money,
-    parse_price,
-    parse_prices,
-)
+from pytest_rubric._llm.cost import Budget, CostSettings, Price, money
 from tests.fake_llm import FakeLLM, text, verdict
 from tests.judge.test_judge_e2e import judge_args
 
@@ -30,7 +24,7 @@ def test_a_price_is_dollars_per_million_tokens_in_and_out() -> None:
 
 
 def test_ini_prices_one_model_a_line() -> None:
-    prices = parse_prices(["gpt-4o-mini 0.15 0.60", "", "  openai:big  5 15 "])
+    prices = parsers.prices(["gpt-4o-mini 0.15 0.60", "", "  openai:big  5 15 "])
     assert prices == {"gpt-4o-mini": Price(0.15, 0.6), "openai:big": Price(5, 15)}
 
 
@@ -46,14 +40,14 @@ def test_ini_prices_one_model_a_line() -> None:
 )
 def test_a_bad_price_line_says_what_to_write(lines: list[str], message: str) -> None:
     with pytest.raises(ValueError) as info:
-        parse_prices(lines)
+        parsers.prices(lines)
     assert info.match(message.replace("*", ".*").replace("(", r"\(").replace(")", r"\)"))
 
 
 def test_the_flag_price_is_in_comma_out() -> None:
-    assert parse_price("0.15,0.60") == Price(0.15, 0.6)
+    assert parsers.price("0.15,0.60") == Price(0.15, 0.6)
     with pytest.raises(ValueError, match="not IN,OUT"):
-        parse_price("0.15")
+        parsers.price("0.15")
 
 
 def test_the_judge_price_comes_from_the_flag_then_the_ini_by_full_name_then_model() -> None:

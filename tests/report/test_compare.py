@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from pytest_rubric._cli.merge import main as merge_main
-from pytest_rubric._config.outputs import OUTPUTS, write_outputs
+from pytest_rubric._config.outputs import OUTPUTS
 from pytest_rubric._guards.outgoing import outgoing
 from pytest_rubric._llm.base import mean_raw_score
 from pytest_rubric._render.csv import HEADER, boundary, cell, csv_chunks
+from pytest_rubric._render.files import write_outputs
 from pytest_rubric._report import stats as _stats
 from pytest_rubric._report.document import PairModel, written
 from pytest_rubric._report.leaderboard import compare, paired, pairwise

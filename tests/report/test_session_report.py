@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_rubric._cli.merge import _parser
-from pytest_rubric._config.outputs import OUTPUTS, write_outputs
+from pytest_rubric._config.outputs import OUTPUTS
+from pytest_rubric._render.files import write_outputs
 from pytest_rubric._render.markdown import render_markdown
 from pytest_rubric._render.summary import terminal_lines
 from pytest_rubric._report.document import json_chunks
