@@ -529,6 +529,8 @@ def json_chunks(report: SessionReport) -> Iterator[str]:
 
 # How json writes the floats that are not numbers.
 _NOT_NUMBERS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+_KINDS = frozenset({str, dict, list, tuple, bool, int, float, type(None)})
+_BASES = (str, dict, list, tuple, int, float)  # what json writes a subclass of as its base
 
 
 def indented(value: Any, text: Mapping[str, str], indent: str = "\n") -> str:
@@ -536,39 +538,45 @@ def indented(value: Any, text: Mapping[str, str], indent: str = "\n") -> str:
     included, byte for byte; but the strings are written by json's C function, where its
     indented writer is pure Python (a result with a trace holds hundreds of values, and
     took twice as long). ``indent`` is a new line and ``value``'s indentation."""
-    if isinstance(value, str):
+    kind = type(value)
+    if kind not in _KINDS:  # an enum member, say
+        kind = next((base for base in _BASES if isinstance(value, base)), kind)
+    if kind is str:
         return encode_basestring_ascii(text[value])
     inner = indent + "  "
-    if isinstance(value, dict):
-        brackets = "{}"
+    if kind is dict:
         items = [
-            (encode_basestring_ascii(text[k]) if isinstance(k, str) else _key(k))
+            (encode_basestring_ascii(text[k]) if type(k) is str else _key(k, text))
             + ": "
             + indented(v, text, inner)
             for k, v in value.items()
         ]
-    elif isinstance(value, list | tuple):
-        brackets = "[]"
+    elif kind is list or kind is tuple:
         items = [indented(v, text, inner) for v in value]
-    elif value is None or isinstance(value, bool):
-        return "null" if value is None else "true" if value else "false"
-    elif isinstance(value, int):
+    elif value is None:
+        return "null"
+    elif kind is bool:
+        return "true" if value else "false"
+    elif kind is int:
         return int.__repr__(value)
-    elif isinstance(value, float):
+    elif kind is float:
         written = float.__repr__(value)
         return _NOT_NUMBERS.get(written, written)
     else:
         raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+    brackets = "{}" if kind is dict else "[]"
     if not items:
         return brackets
     return brackets[0] + inner + ("," + inner).join(items) + indent + brackets[1]
 
 
-def _key(key: object) -> str:
-    """json's text for a key that is not a string."""
+def _key(key: object, text: Mapping[str, str]) -> str:
+    """json's text for a key that is not a plain string."""
+    if isinstance(key, str):
+        return encode_basestring_ascii(text[key])
     if key is not None and not isinstance(key, int | float):
         raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
-    return f'"{indented(key, {})}"'
+    return f'"{indented(key, text)}"'
 
 
 def result_data(result: CaseResult) -> dict[str, Any]:

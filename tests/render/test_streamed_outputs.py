@@ -75,6 +75,7 @@ _strings = st.text() | st.sampled_from(["\x1b[31m", "\ud83d", "https://u:p@h/x?k
 _scalars = st.none() | st.booleans() | st.integers() | st.floats() | _strings
 _scalars |= st.sampled_from([_Word.MET, _Level.HIGH, -0.0, 1e16, float("nan")])
 _keys = _strings | st.integers() | st.floats() | st.booleans() | st.none()
+_keys |= st.sampled_from([_Word.MET, _Level.HIGH])
 _values = st.recursive(
     _scalars,
     lambda inner: (
