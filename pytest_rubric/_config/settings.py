@@ -122,7 +122,9 @@ def setting(*options: Option, default: Any = _NO_DEFAULT, factory: str | None = 
     return field(default=default, metadata={"options": options})
 
 
-@dataclass(frozen=True, slots=True)
+# No __eq__ or __repr__: nothing compares or prints a run's settings, and a dataclass
+# compiles each method from source at import, here on every pytest run's start-up.
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Settings:
     """Every option of the plugin, resolved from flags and ini once (``_config.options``)."""
 

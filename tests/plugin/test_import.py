@@ -125,22 +125,16 @@ def pytest_rubric_path() -> str:
 
 
 # What loading the plugin may import of the package: the option table and what tells a rubric
-# file or item. The session, its settings, the results and every heavy dependency wait.
+# file or item. The session, its settings, the readers of option values, the results, the output
+# writers and every heavy dependency wait: an installed plugin's modules load through pytest's
+# rewrite hook, which without a bytecode cache parses and compiles each on every run.
 PLUGIN_MODULES = {
     "pytest_rubric",
     "pytest_rubric.plugin",
     "pytest_rubric._config",
-    "pytest_rubric._config.options",
-    "pytest_rubric._config.settings",  # the options table: each option with the field it sets
-    "pytest_rubric._config.outputs",
-    "pytest_rubric._config.parsers",
+    "pytest_rubric._config.settings",  # the options table, and its registration with pytest
+    "pytest_rubric._config.outputs",  # the outputs' registry, which makes four of its flags
     "pytest_rubric._defaults",
-    "pytest_rubric._errors",
-    # The settings' two records of their own (stdlib dataclasses, no dependency)
-    "pytest_rubric._grade",
-    "pytest_rubric._grade.style",
-    "pytest_rubric._llm",
-    "pytest_rubric._llm.cost",
     "pytest_rubric._session",
     "pytest_rubric._session.items",
     "pytest_rubric._session.started",
