@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_rubric._config.options import given
-from pytest_rubric._config.settings import BY_KEY, OPTIONS
+from pytest_rubric._config.settings import BY_KEY, OPTIONS, reader
 
 # A value for each option that has both a flag and an ini key read by the same reader.
 SAMPLES = {
@@ -17,6 +17,13 @@ SAMPLES = {
     "judge_probe_kinds": ("tone,length", ("tone", "length")),
     "response_cache": ("use", "use"),
 }
+
+
+def test_every_reader_an_option_names_exists() -> None:
+    """Options name their readers, imported when a value is read: a misspelt name would
+    fail only the run that sets that option."""
+    named = {o.key: o.parse for o in OPTIONS if o.parse is not None}
+    assert {key: name for key, name in named.items() if not callable(reader(name))} == {}
 
 
 def test_every_option_with_a_flag_and_an_ini_key_has_a_sample_here() -> None:
