@@ -312,9 +312,7 @@ def _count(attributes: Mapping[str, Any], *names: str) -> int | None:
 def _total(counts: list[int | None]) -> int | None:
     """The sum, or ``None`` when one is unknown or there is none: a partial sum would
     understate what a limit on it checks."""
-    if not counts or None in counts:
-        return None
-    return sum(c for c in counts if c is not None)
+    return None if not counts or None in counts else sum(c for c in counts if c is not None)
 
 
 def _object(value: Any) -> dict[str, Any] | None:

@@ -38,9 +38,7 @@ def pytest_rubric_make_judge(config: pytest.Config) -> JudgeClient | None:
 
 
 @pytest.hookspec
-def pytest_rubric_criterion_types(
-    config: pytest.Config,
-) -> Sequence[type[CriterionModel]] | None:
+def pytest_rubric_criterion_types(config: pytest.Config) -> Sequence[type[CriterionModel]] | None:
     """Return criterion types to add to the built-in ones, for rubric files in its scope.
 
     Each is a ``pytest_rubric.criteria.CriterionModel`` subclass with a

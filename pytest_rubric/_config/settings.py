@@ -72,9 +72,7 @@ class Option:
     @property
     def flag_default(self) -> Any:
         """None where an ini key can fill it in: a flag that is given always wins."""
-        if self.ini or self.action == "append":
-            return None
-        return self.default
+        return None if self.ini or self.action == "append" else self.default
 
 
 _NO_DEFAULT: Any = object()
@@ -229,8 +227,7 @@ class Settings:
     # --- outputs and gates -----------------------------------------------------------------------
     # by OUTPUTS name: --rubric-json, --rubric-html, --rubric-markdown, --rubric-csv
     output_paths: Mapping[str, Path | None] = setting(
-        *(Option(output.name, output.run_help, metavar="PATH") for output in OUTPUTS),
-        default={},
+        *(Option(output.name, output.run_help, metavar="PATH") for output in OUTPUTS), default={}
     )
     baseline_path: Path | None = option(
         "baseline",

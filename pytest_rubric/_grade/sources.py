@@ -68,12 +68,7 @@ class Source:
         return isinstance(self.target, LiveModel)
 
     def fetch_samples(
-        self,
-        case: Any,
-        *,
-        repeat: int,
-        concurrency: int,
-        raised: list[BaseException] | None = None,
+        self, case: Any, *, repeat: int, concurrency: int, raised: list[BaseException] | None = None
     ) -> tuple[list[Answer], None] | tuple[None, str]:
         """The answer of each sample, or None and why one is missing; ``repeat`` asked at most
         ``concurrency`` at once. What a user's target raised is appended to ``raised``."""

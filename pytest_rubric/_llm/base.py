@@ -44,9 +44,7 @@ class Sampling:
     @classmethod
     def of(cls, sample: int, samples: int) -> Sampling:
         """The parameters of sample ``sample`` (0-based) out of ``samples``."""
-        if samples <= 1:
-            return cls()
-        return cls(temperature=SAMPLE_TEMPERATURE, seed=SEED + sample)
+        return cls() if samples <= 1 else cls(temperature=SAMPLE_TEMPERATURE, seed=SEED + sample)
 
 
 @dataclass(frozen=True, slots=True)

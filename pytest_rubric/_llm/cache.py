@@ -225,7 +225,7 @@ class CacheFile:
             (
                 "INSERT OR REPLACE INTO unusable (key, reason, created) VALUES (?, ?, ?)",
                 lambda: (key, outgoing(clip(reason, *self._secrets, limit=MAX_TEXT)), time.time()),
-            ),
+            )
         )
 
     def _write(self, *statements: tuple[str, Callable[[], tuple[Any, ...]]]) -> None:
@@ -381,13 +381,7 @@ class CachedCalls:
                 self.stats.elsewhere[recorded] = self.stats.elsewhere.get(recorded, 0) + 1
 
     def store(
-        self,
-        reply: Reply,
-        *,
-        provider: str,
-        model: str,
-        parsed: Any,
-        endpoint: str | None = None,
+        self, reply: Reply, *, provider: str, model: str, parsed: Any, endpoint: str | None = None
     ) -> None:
         """Keep ``reply`` (one :meth:`lookup` gave a key for, and not itself from the cache),
         recorded against ``endpoint`` (without userinfo or query string)."""

@@ -226,8 +226,7 @@ class AnthropicClient(HTTPClient):
                 text = "\n".join(json.dumps(block.get("input")) for block in calls)
             except (ValueError, RecursionError):  # nested too deep to write back
                 raise self._fail(
-                    "the tool call's input cannot be read back as JSON",
-                    hint="check the endpoint",
+                    "the tool call's input cannot be read back as JSON", hint="check the endpoint"
                 ) from None
             return Reply(text, *tokens, structured=True)
         texts = [

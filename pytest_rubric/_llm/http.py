@@ -139,11 +139,7 @@ class HTTPClient:
     """The shared HTTP machinery: one client, retries, statistics, redaction."""
 
     def __init__(
-        self,
-        spec: ModelSpec,
-        *,
-        key: Secret | None,
-        policy: RetryPolicy | None = None,
+        self, spec: ModelSpec, *, key: Secret | None, policy: RetryPolicy | None = None
     ) -> None:
         self.spec = spec
         self.key = key

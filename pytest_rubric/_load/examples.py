@@ -89,12 +89,7 @@ def examples_of(
 
 
 def read_labelled(
-    path: Path,
-    model: type[M],
-    *,
-    what: str,
-    field: str,
-    example: str,
+    path: Path, model: type[M], *, what: str, field: str, example: str
 ) -> tuple[list[tuple[int, M]], list[Problem]]:
     """A JSONL file of labelled examples, each validated as ``model`` with its line number,
     and a problem for each line that is not one."""

@@ -121,9 +121,7 @@ def _answer(result: CaseResult, show_response: int) -> list[str]:
         for c in result.criteria
         if c.requirement is not None and (c.went_wrong or c.verdict.value == "ERROR")
     ]
-    if not shown:
-        return []
-    return ["", f"#### {code(result.nodeid or result.case)}", "", *shown]
+    return ["", f"#### {code(result.nodeid or result.case)}", "", *shown] if shown else []
 
 
 def _gates(gates: GateReport) -> list[str]:

@@ -289,11 +289,7 @@ def _case_entries(
 
 
 def _flip(
-    name: str,
-    was: CaseResult,
-    current: CaseResult,
-    gate_confidence: float | None,
-    threshold: float,
+    name: str, was: CaseResult, current: CaseResult, gate_confidence: float | None, threshold: float
 ) -> tuple[bool, str]:
     """Whether a case that passed in the baseline and fails now fails the gate, and why."""
     if current.errors:  # not an answer graded worse: nothing was measured
@@ -421,10 +417,7 @@ def _compare(
         # Over the cases both runs graded: added or removed cases cannot hide a drop.
         entries.append(
             _subject_entry(
-                delta,
-                _stats.mean([b for _, b in pairs]),
-                _stats.mean([a for a, _ in pairs]),
-                asked,
+                delta, _stats.mean([b for _, b in pairs]), _stats.mean([a for a, _ in pairs]), asked
             )
         )
     if old and not any(key in new for key in old):

@@ -139,10 +139,7 @@ TRACE_COLUMNS: tuple[Column, ...] = (
         lambda r: _cell(r.traced.tool_calls if r.traced else None, lambda v: f"{v:.1f}"),
         wide_header="tool calls per answer",
     ),
-    Column(
-        "latency p50",
-        lambda r: _cell(r.traced.latency_s_p50 if r.traced else None, _seconds),
-    ),
+    Column("latency p50", lambda r: _cell(r.traced.latency_s_p50 if r.traced else None, _seconds)),
     Column(
         "cost",
         lambda r: _cell(r.traced.cost_usd if r.traced else None, lambda v: f"${v:.4f}"),

@@ -30,10 +30,7 @@ def mean(values: Sequence[float]) -> float:
 
 
 def _augmented(
-    values: Sequence[float],
-    pseudo: Sequence[tuple[float, float]],
-    z: float,
-    bounds: Interval,
+    values: Sequence[float], pseudo: Sequence[tuple[float, float]], z: float, bounds: Interval
 ) -> Interval:
     """The mean of ``values`` joined by weighted ``pseudo`` values ``(value, weight)``, plus
     or minus ``z`` standard errors of that augmented sample; clipped to ``bounds`` and
@@ -199,9 +196,7 @@ def cohen_kappa(a: Sequence[object], b: Sequence[object]) -> float | None:
     observed = sum(x == y for x, y in zip(a, b, strict=True)) / n
     categories = set(a) | set(b)
     expected = math.fsum((list(a).count(k) / n) * (list(b).count(k) / n) for k in categories)
-    if expected >= 1:
-        return None
-    return (observed - expected) / (1 - expected)
+    return None if expected >= 1 else (observed - expected) / (1 - expected)
 
 
 def fleiss_kappa(ratings: Sequence[Sequence[object]]) -> float | None:
@@ -227,6 +222,4 @@ def fleiss_kappa(ratings: Sequence[Sequence[object]]) -> float | None:
         agreement.append(sum(c * (c - 1) for c in counts.values()) / (m * (m - 1)))
     p_bar = mean(agreement)
     p_e = math.fsum((t / (n * m)) ** 2 for t in totals.values())
-    if p_e >= 1:
-        return None
-    return (p_bar - p_e) / (1 - p_e)
+    return None if p_e >= 1 else (p_bar - p_e) / (1 - p_e)

@@ -306,9 +306,7 @@ def _default(ctx: Conversion, value: Any) -> dict[str, Any] | None:
             value = ctx.tree.document(ctx.tree.path(value), value).data
         except Unmappable as exc:
             ctx.unmapped(
-                ctx.at(("defaultTest",)),
-                "defaultTest",
-                f"{exc}; no test is written without it",
+                ctx.at(("defaultTest",)), "defaultTest", f"{exc}; no test is written without it"
             )
             return None
     if not isinstance(value, dict):

@@ -108,9 +108,7 @@ _SPACES = re.compile(r"\s+")
 def _char(ch: str) -> str:
     if ch in _META:
         return "\\" + ch
-    if ch.isprintable():
-        return ch
-    return f"\\x{{{ord(ch):x}}}"
+    return ch if ch.isprintable() else f"\\x{{{ord(ch):x}}}"
 
 
 def literal(text: str) -> str:
@@ -362,9 +360,7 @@ def _anywhere(value: Any, found: Callable[[dict[str, Any]], bool]) -> bool:
     """Whether ``found`` holds for a mapping anywhere in ``value``."""
     if isinstance(value, dict):
         return found(value) or any(_anywhere(v, found) for v in value.values())
-    if isinstance(value, list):
-        return any(_anywhere(v, found) for v in value)
-    return False
+    return isinstance(value, list) and any(_anywhere(v, found) for v in value)
 
 
 def _slug(kind: str, value: Any) -> str:

@@ -129,10 +129,7 @@ def _text(value: Any, name: str = "") -> str:
 
 
 def render(
-    text: str,
-    vars_: dict[str, Any],
-    missing: set[str] | None = None,
-    budget: Budget | None = None,
+    text: str, vars_: dict[str, Any], missing: set[str] | None = None, budget: Budget | None = None
 ) -> str:
     """``text`` rendered as a Nunjucks template with ``vars_`` (a var no one sets is empty
     text, and its name is noted in ``missing``); each part made is spent from ``budget``."""
