@@ -259,8 +259,9 @@ def _tool_call(span: ReadableSpan, attributes: Mapping[str, Any], keys: list[Any
         # `tool.parameters` may hold them too, or the tool's JSON Schema, which is not a call.
         arguments = _object(attributes.get("input.value"))
         if arguments is None:
-            parameters = _object(attributes.get("tool.parameters"))
-            arguments = None if _is_schema(parameters) else parameters
+            parameters = _object(attributes.get("tool.parameters")) or {}
+            schema = parameters.get("type") == "object" and "properties" in parameters
+            arguments = None if schema else parameters
     failed = span.status.status_code is StatusCode.ERROR or "error.type" in attributes
     result = attributes.get("gen_ai.tool.call.result", attributes.get("output.value"))
     return ToolCall(
@@ -324,10 +325,6 @@ def _object(value: Any) -> dict[str, Any] | None:
         except ValueError:
             return None
     return value if isinstance(value, dict) else None
-
-
-def _is_schema(value: dict[str, Any] | None) -> bool:
-    return value is not None and value.get("type") == "object" and "properties" in value
 
 
 def _text(value: Any) -> str:

@@ -120,9 +120,7 @@ def contained(raised: BaseException, *, deadline: float | None = None) -> BaseEx
     asked. Raise what it returns with ``raise``: its cause is set."""
     if isinstance(raised, KeyboardInterrupt):
         return raised
-    within = PRINT_BOUND
-    if deadline is not None:
-        within = min(within, deadline - time.monotonic())
+    within = PRINT_BOUND if deadline is None else min(PRINT_BOUND, deadline - time.monotonic())
     text, chain_prints = _printed(raised, within)
     if text is not None and chain_prints and isinstance(raised, Exception):
         return raised

@@ -146,12 +146,8 @@ class Recordings:
     def unused(self, wheres: Iterable[str]) -> dict[str, list[str]]:
         """The entries of the files ``wheres`` that no request of the run used, by file."""
         with self._lock:
-            found = {}
-            for where in wheres:
-                keys = sorted(set(self._load(where)) - self.used.get(where, set()))
-                if keys:
-                    found[where] = keys
-            return found
+            found = {w: sorted(set(self._load(w)) - self.used.get(w, set())) for w in wheres}
+        return {where: keys for where, keys in found.items() if keys}
 
     def orphans(self, kept: Iterable[str], rubric_files: Iterable[str]) -> dict[str, list[str]]:
         """Recording files of the rubric files ``rubric_files`` (node ids) that are not in

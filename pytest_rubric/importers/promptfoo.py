@@ -275,9 +275,7 @@ def _convert_config(ctx: Conversion) -> dict[str, Any] | None:
     tests = [t for n, raw in enumerate(raw_tests, start=1) if (t := _merge(ctx, n, raw, default))]
     if len(ctx.problems) > before:
         return None
-    cases: list[dict[str, Any]] = []
-    for test in tests:
-        cases += _cases(ctx, test, prompts)
+    cases = [case for test in tests for case in _cases(ctx, test, prompts)]
     if len(ctx.problems) > before:
         return None
     _config_notes(ctx, data)
