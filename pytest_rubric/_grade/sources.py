@@ -162,10 +162,7 @@ class Source:
             return self.runner.call(self.target, case, timeout=self.timeout)
 
         started = time.perf_counter()
-        if self.tracer is None:
-            value, spans = call(), None
-        else:
-            value, spans = self.tracer.traced(call)
+        value, spans = (call(), None) if self.tracer is None else self.tracer.traced(call)
         return value, spans, time.perf_counter() - started
 
     def _count(self, *, replayed: bool) -> None:
