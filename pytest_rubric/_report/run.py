@@ -143,10 +143,8 @@ def git_commit(start: Path) -> str | None:
             if pointer is None or not pointer.startswith("gitdir:"):
                 return None
             gitdir = directory / pointer.removeprefix("gitdir:").strip()
-        common = gitdir
         commondir = _small(gitdir / "commondir")
-        if commondir is not None:
-            common = gitdir / commondir
+        common = gitdir if commondir is None else gitdir / commondir
         head = _small(gitdir / "HEAD")
         for _ in range(_REF_DEPTH):
             if head is None or not head.startswith("ref:"):

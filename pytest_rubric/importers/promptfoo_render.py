@@ -231,9 +231,8 @@ def render_prompt(template: str, vars_: dict[str, Any], budget: Budget | None = 
         return Rendered(render(template, vars_, missing, budget), None, missing)
     data = _render_strings(parsed, vars_, missing, budget)
     messages = _chat(data)
-    if messages is not None:
-        return Rendered(None, messages, missing)
-    return Rendered(json_stringify(data, 2), None, missing)
+    question = None if messages is not None else json_stringify(data, 2)
+    return Rendered(question, messages, missing)
 
 
 def _render_strings(
