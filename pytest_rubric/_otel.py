@@ -147,10 +147,9 @@ class SpanCapture:
                     self._collector.open(trace_id)
                 else:
                     got._problem = (
-                        "--rubric-otel: the tracer provider's sampler dropped the plugin's "
-                        "span, so the call's spans cannot be read; sample every trace while "
-                        "testing (OTEL_TRACES_SAMPLER=always_on, or a ParentBased(ALWAYS_ON) "
-                        "sampler)"
+                        "--rubric-otel: the tracer provider's sampler dropped the plugin's span, "
+                        "so the call's spans cannot be read; sample every trace while testing "
+                        "(OTEL_TRACES_SAMPLER=always_on, or a ParentBased(ALWAYS_ON) sampler)"
                     )
                 yield got
         finally:

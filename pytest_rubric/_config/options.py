@@ -123,8 +123,7 @@ def _otel(config: pytest.Config) -> bool:
     if not found:
         raise pytest.UsageError(
             "--rubric-otel (ini rubric_otel) reads the application's OpenTelemetry spans "
-            "through opentelemetry-sdk, which is not installed: pip install "
-            "pytest-rubric[otel]"
+            "through opentelemetry-sdk, which is not installed: pip install pytest-rubric[otel]"
         )
     return True
 

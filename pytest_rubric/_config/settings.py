@@ -177,9 +177,8 @@ class Settings:
     )
     response_cache_mode: str = option(
         "response_cache",
-        "answers of targets and --rubric-model: off (default: called on every run), use "
-        "(record and replay), replay (call nothing; a miss is an ERROR); also ini "
-        "rubric_response_cache.",
+        "answers of targets and --rubric-model: off (default: called on every run), use (record "
+        "and replay), replay (call nothing; a miss is an ERROR); also ini rubric_response_cache.",
         ini=True,
         choices=RESPONSE_CACHE_MODES,
         parse="response_cache_mode",
@@ -500,9 +499,8 @@ class Settings:
     # --- auditing the judge ----------------------------------------------------------------------
     judge_evidence: str = option(
         "judge_evidence",
-        "the quotes a judge's MET must give: check (default: flag a MET none of whose "
-        "quotes is in the response), require (such a MET on a positive criterion counts as "
-        "UNMET), off.",
+        "the quotes a judge's MET must give: check (default: flag a MET none of whose quotes is in "
+        "the response), require (such a MET on a positive criterion counts as UNMET), off.",
         choices=EVIDENCE_MODES,
         default="check",
     )

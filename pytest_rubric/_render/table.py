@@ -55,8 +55,7 @@ def criteria_table(result: CaseResult) -> str:
     ]
     headline = (
         f"rubric {result.case}[{result.subject}]: score {result.score:.2f} "
-        f"({mark_text(result.min_score)}, raw {result.raw_score:g}) "
-        f"{result.status.upper()}"
+        f"({mark_text(result.min_score)}, raw {result.raw_score:g}) {result.status.upper()}"
     )
     header, *table = render_table(
         ("", "criterion", "type", "verdict", "weight", "reason"), rows, right={4}

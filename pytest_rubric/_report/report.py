@@ -228,7 +228,6 @@ def _unstable(results: Sequence[CaseResult]) -> Note | None:
     return Note(
         Severity.INFO,
         f"{len(unstable)} judged criteria unstable (their judge samples, or a panel's judges, "
-        "disagreed); "
-        "the verdicts below are majority votes or means:",
+        "disagreed); the verdicts below are majority votes or means:",
         tuple(details),
     )

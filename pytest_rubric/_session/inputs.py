@@ -176,8 +176,7 @@ def live_models(
             if cost.max_cost is not None and price is None:
                 raise ValueError(
                     f"--rubric-max-cost needs the price of model {spec.model}: add a line "
-                    f"`{spec.model} IN OUT` (dollars per million tokens) to ini "
-                    "rubric_judge_prices"
+                    f"`{spec.model} IN OUT` (dollars per million tokens) to ini rubric_judge_prices"
                 )
             live[subject] = LiveModel(
                 spec,

@@ -231,8 +231,7 @@ class RubricSession:
             warn(  # the message says where; no line of the file is echoed
                 f"{option} {folder} holds no rubric file ({patterns}) "
                 f"but YAML or JSON files, such as {shown}: rename it to match, as "
-                f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini "
-                "rubric_file_patterns"
+                f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini rubric_file_patterns"
             )
 
     def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
