@@ -275,8 +275,7 @@ def _documents(attributes: Mapping[str, Any], keys: list[Any]) -> list[Passage]:
     """OpenInference's ``retrieval.documents.N.document.{id,content,metadata}``, by N."""
     found: dict[int, dict[str, Any]] = {}
     for key, value in attributes.items():
-        match = _DOCUMENT.fullmatch(key)
-        if match is not None:
+        if (match := _DOCUMENT.fullmatch(key)) is not None:
             found.setdefault(int(match[1]), {})[match[2]] = value
     passages = []
     for _, document in sorted(found.items()):

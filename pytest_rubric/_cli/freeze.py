@@ -183,8 +183,7 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
     ]:
         name, value = named(given)
         subject = name or value.rpartition(":")[2]
-        why = file_subject_problem(subject)
-        if why is not None:
+        if (why := file_subject_problem(subject)) is not None:
             raise ValueError(f"{flag} {given}: subject {subject!r} cannot name a file: {why}")
         if subject in seen:
             raise ValueError(

@@ -40,8 +40,7 @@ def given(config: pytest.Config, key: str) -> Any:
         raw = config.getini(option.dest)
         if option.ini_type != "string":
             return raw
-        text = str(raw or "").strip()
-        if text:
+        if text := str(raw or "").strip():
             if option.parse is None:
                 return text
             try:
@@ -70,8 +69,7 @@ def _path(config: pytest.Config, key: str) -> Path | None:
 
 
 def _dirs(config: pytest.Config) -> tuple[Path, ...]:
-    flag_dirs = config.getoption("rubric_dirs")
-    if flag_dirs:
+    if flag_dirs := config.getoption("rubric_dirs"):
         return tuple(config.invocation_params.dir / p for p in flag_dirs)
     return tuple(Path(p) for p in config.getini("rubric_dirs"))
 

@@ -70,8 +70,7 @@ def running(deadline: Deadline) -> Iterator[None]:
 
 def tick() -> None:
     """Raise :class:`CheckTimeout` when the running deadline has passed."""
-    deadline = _running.deadline
-    if deadline is not None:
+    if (deadline := _running.deadline) is not None:
         deadline.check()
 
 

@@ -93,8 +93,7 @@ class OpenAIClient(HTTPClient):
     ) -> Reply:
         if schema is not None and self._mode is None:
             turns = (("system", system), ("user", user))
-            data = await self._settle(turns, schema, sampling)
-            if data is not None:
+            if (data := await self._settle(turns, schema, sampling)) is not None:
                 return self._read(data)
         return await super().send(system, user, schema=schema, sampling=sampling)
 

@@ -98,10 +98,8 @@ class Locator:
 
     def line(self, data_path: Sequence[str | int]) -> int | None:
         """The line of the key at ``data_path`` (from 1), or of the deepest one found."""
-        if self._lines is not None:
-            known = self._lines.get(tuple(data_path))
-            if known is not None:
-                return known
+        if self._lines is not None and (known := self._lines.get(tuple(data_path))) is not None:
+            return known
         node = self._root()
         if node is None:
             return None

@@ -81,8 +81,7 @@ def load_response_dir(directory: Path) -> tuple[list[ResponseFile], list[Problem
     """Read every ``<subject>.jsonl`` in ``directory``; bad lines and names become problems."""
     files, problems = [], []
     for path in sorted(directory.glob("*.jsonl")):
-        why = subject_problem(path.stem)
-        if why is not None:
+        if (why := subject_problem(path.stem)) is not None:
             # Located on the folder: a file name with a line break would break the message too.
             problems.append(
                 Problem(

@@ -79,8 +79,7 @@ def _pattern_problems(
     for where, index, criteria in _criteria(data, suite):
         for j, criterion in criteria:
             for regex, inside in _regexes(criterion):
-                found = problem(regex)
-                if found is not None:
+                if (found := problem(regex)) is not None:
                     yield Problem(
                         found[0],
                         line=locator.line((*where, j, *inside, "pattern")),
@@ -193,8 +192,7 @@ def _subject_problems(case: dict[str, Any], index: int, locator: Locator) -> Ite
     if isinstance(case.get("subject"), str):
         subjects.append((case["subject"], ("subject",)))
     for name, where in subjects:
-        why = subject_problem(name)
-        if why is not None:
+        if (why := subject_problem(name)) is not None:
             yield Problem(
                 f"the subject name {name!r} cannot be used: {why}",
                 line=locator.line(("cases", index, *where)),
@@ -222,8 +220,7 @@ def semantic_problems(
         global_criteria, cases = _valid_parts(data)
     for i, case in cases:
         everything = [*global_criteria, *case.criteria]
-        overflow = _overflowing_weights(everything)
-        if overflow is not None:
+        if (overflow := _overflowing_weights(everything)) is not None:
             problems.append(
                 Problem(
                     f"the case's {overflow} add up to more than a number can hold, so its "

@@ -521,8 +521,7 @@ def _gates(gates: GateReport) -> str:
         parts.append(f'<p class="bad">Gate failed:</p><ul>{_items(gates.regressions)}</ul>')
     else:
         parts.append('<p class="good">Gate passed.</p>')
-    notes = gates.noted
-    if notes:
+    if notes := gates.noted:
         parts.append(f"<p>Notes:</p><ul>{_items(notes)}</ul>")
     return "".join(parts)
 

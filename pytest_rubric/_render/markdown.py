@@ -83,8 +83,7 @@ def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> s
     if report.gates.active:
         lines += _gates(report.gates)
         lines += _regressed(report.gates, report.show_response)
-    failing = report.failing
-    if failing:
+    if failing := report.failing:
         lines += ["", f"### Failing cases ({len(failing)})", ""]
         lines += _table(
             ("case", "subject", "status", "score", "min_score", "why"),
@@ -135,8 +134,7 @@ def _gates(gates: GateReport) -> list[str]:
         lines += [f"- {escape(reason, limit=300)}" for reason in gates.regressions]
     else:
         lines.append("Gate passed.")
-    notes = gates.noted
-    if notes:
+    if notes := gates.noted:
         lines += ["", "Notes:"]
         lines += [f"- {escape(note, limit=300)}" for note in notes]
     return lines

@@ -67,8 +67,7 @@ def criteria_table(result: CaseResult) -> str:
             one_line = " ".join(c.requirement.split())
             lines.append(f"     requirement: {shorten(one_line, SHOW_REQUIREMENT)}")
     lines += [f"  - {reason}" for reason in result.failure_reasons()]
-    skipped = result.skipped
-    if skipped:
+    if skipped := result.skipped:
         lines.append(f"  ({len(skipped)} judged criteria SKIPPED: {skipped[0].reason})")
     return "\n".join(lines)
 

@@ -183,11 +183,9 @@ def _notes(
                 "passed.",
             )
         )
-    unstable = _unstable(results)
-    if unstable is not None:
+    if (unstable := _unstable(results)) is not None:
         notes.append(unstable)
-    skipped = sum(len(r.skipped) for r in results)
-    if skipped:
+    if skipped := sum(len(r.skipped) for r in results):
         notes.append(_skipped(results, skipped))
     return tuple(notes)
 

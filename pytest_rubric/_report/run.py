@@ -167,8 +167,7 @@ def _ref(gitdir: Path, common: Path, ref: str) -> str | None:
     if not ref.startswith("refs/") or ".." in ref.split("/"):
         return None
     for folder in (gitdir, common):
-        loose = _small(folder / ref)
-        if loose is not None:
+        if (loose := _small(folder / ref)) is not None:
             return loose
     packed = common / "packed-refs"
     if packed.is_file():

@@ -289,8 +289,7 @@ class Judging:
             for name, stats in self.usage.items()
             if stats.estimated and priced
         ]
-        elsewhere = elsewhere_line(self.usage.values())
-        if elsewhere is not None:
+        if (elsewhere := elsewhere_line(self.usage.values())) is not None:
             lines.append(Note(Severity.WARNING, elsewhere))
         over_budget = sum(stats.over_budget for stats in self.usage.values())
         if over_budget:
@@ -313,8 +312,7 @@ class Judging:
     def add_usage(self, judges: dict[str, Any]) -> None:
         """Fold an xdist worker's judge usage into the controller's."""
         for name, counts in judges.items():
-            stats = self.usage.get(name)
-            if stats is not None:
+            if (stats := self.usage.get(name)) is not None:
                 for field_name, value in _counts(stats).items():
                     setattr(stats, field_name, value + int(counts.get(field_name, 0)))
                 for endpoint, n in counts.get("elsewhere", {}).items():

@@ -50,8 +50,7 @@ class Results:
         if report.when == "setup":
             self._by_node.pop(nodeid, None)
             self._rerun.discard(nodeid)
-            if_lost = getattr(report, "rubric_if_lost", None)
-            if if_lost:
+            if if_lost := getattr(report, "rubric_if_lost", None):
                 self._if_lost[nodeid] = if_lost
         elif report.when == "teardown":
             self._if_lost.pop(nodeid, None)
@@ -74,8 +73,7 @@ class Results:
     def crashed(self, report: pytest.TestReport) -> None:
         """The xdist worker running ``report``'s item died: the report (xdist's, about to be
         logged) carries the ERROR result the item's setup sent, and counts as an error."""
-        results = self._if_lost.pop(report.nodeid, None)
-        if results:
+        if results := self._if_lost.pop(report.nodeid, None):
             report.rubric_results = results  # type: ignore[attr-defined]
             report.rubric_item = True  # type: ignore[attr-defined]
             report.rubric_error = True  # type: ignore[attr-defined]

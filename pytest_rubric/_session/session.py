@@ -194,8 +194,7 @@ class RubricSession:
         )
         if self.recordings:
             self.recordings.collected(items)
-        unavailable = self.unjudged
-        if unavailable is not None:
+        if (unavailable := self.unjudged) is not None:
             # A skip mark: -rs reports the skip at the item's file, not inside the plugin.
             # Rubric items run: each is graded on what can be (see _grade.bounds).
             skip = pytest.mark.skip(reason=unavailable)
@@ -523,8 +522,7 @@ class _ReportHooks:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         state = self.state
         report = state.report or state._build_report(gates=False)  # a dry run built none
-        failed_gates = len(report.gates.regressions)
-        if failed_gates:
+        if failed_gates := len(report.gates.regressions):
             # pytest's last line counts the reports under every key of ``stats``: "3 passed,
             # 1 rubric gate failed". Other plugins read those reports as reports (hypothesis
             # reads each one's ``__dict__``), so each failed gate is a report too.

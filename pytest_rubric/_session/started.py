@@ -24,8 +24,6 @@ def session_of(config: pytest.Config) -> RubricSession | None:
     """The session's :class:`RubricSession`, started now if it was not; None when the plugin
     is not configured in ``config`` (``-p no:rubric``, or a config of pytest's own making)."""
     state = config.stash.get(SESSION_KEY, None)
-    if state is None:
-        start = config.stash.get(STARTER_KEY, None)
-        if start is not None:
-            state = start()
+    if state is None and (start := config.stash.get(STARTER_KEY, None)) is not None:
+        state = start()
     return state

@@ -59,8 +59,7 @@ class Role:
 
     @classmethod
     def of(cls, config: pytest.Config) -> Role:
-        workerinput = getattr(config, "workerinput", None)
-        if workerinput is not None:
+        if (workerinput := getattr(config, "workerinput", None)) is not None:
             return cls(
                 worker_id=str(workerinput.get("workerid")),
                 workers=max(1, int(workerinput.get("workercount") or 1)),
@@ -159,6 +158,5 @@ class ControllerHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any) -> None:
-        stats = getattr(node, "workeroutput", {}).get(STATS_KEY)
-        if stats:
+        if stats := getattr(node, "workeroutput", {}).get(STATS_KEY):
             self.state.add_worker_stats(stats)

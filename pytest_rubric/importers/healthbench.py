@@ -54,8 +54,7 @@ def convert(data: Path, *, responses: dict[str, Path] | None = None) -> Output:
     if responses:
         suite["responses"] = "responses/"
         for subject, path in responses.items():
-            why = file_subject_problem(subject)
-            if why is not None:
+            if (why := file_subject_problem(subject)) is not None:
                 problems.append(
                     Problem(
                         f"--responses {subject}={path}: the subject {subject!r} cannot name its "
@@ -69,8 +68,7 @@ def convert(data: Path, *, responses: dict[str, Path] | None = None) -> Output:
             output.responses[f"responses/{subject}.jsonl"] = [
                 {"id": pid, "response": rows[pid]} for pid in known
             ]
-            missing = len(cases) - len(known)
-            if missing:
+            if missing := len(cases) - len(known):
                 output.notes.append(
                     f"{subject}: {missing} of {len(cases)} example(s) have no completion in "
                     f"{path}; those items will be ERRORs (no response)"

@@ -201,8 +201,7 @@ def criterion(item: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         raise Unmappable(
             "a negative weight lowers promptfoo's total weight; no rubric weight does that"
         )
-    extra = sorted(set(item) - _QUIET_KEYS - _IGNORED)
-    if extra:
+    if extra := sorted(set(item) - _QUIET_KEYS - _IGNORED):
         raise Unmappable(
             f"{', '.join(f'`{k}`' for k in extra)} on the assertion changes how it is graded "
             "and is not mapped"

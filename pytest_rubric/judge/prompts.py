@@ -408,8 +408,7 @@ def verdict_schema(criterion: JudgedCriterion) -> dict[str, Any]:
             "minimum": criterion.min_score,
             "maximum": criterion.max_score,
         }
-        whole = whole_scale(criterion)
-        if whole is not None:
+        if (whole := whole_scale(criterion)) is not None:
             field = {**field, "type": "integer", "enum": whole}
         return reply_schema("score", score=field)
     verdict = {"type": "string", "enum": ["MET", "UNMET"]}

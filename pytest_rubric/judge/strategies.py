@@ -207,8 +207,7 @@ async def _one_shot(transport: Transport, request: JudgeRequest, sample: int) ->
         first = await ask(transport, prompt, read, label=label, sample=sample)
     except JudgeError as exc:
         return Judged(_errors(criteria, str(exc)), injection_suspected=suspected)
-    problems = _problems(first)
-    if problems is not None:
+    if (problems := _problems(first)) is not None:
         # One more try for the criteria the reply left out or got wrong.
         try:
             second = await ask(

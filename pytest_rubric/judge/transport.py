@@ -116,8 +116,7 @@ class Transport:
             if self.batch is not None:  # first: cancelling a batch still needs the client
                 with contextlib.suppress(Exception):
                     self.submit(self.batch.aclose()).result(timeout=15)
-            aclose = getattr(self.client, "aclose", None)
-            if aclose is not None:
+            if (aclose := getattr(self.client, "aclose", None)) is not None:
                 with contextlib.suppress(Exception):  # closing must never fail a run
                     self.submit(aclose()).result(timeout=5)
             self._loop.call_soon_threadsafe(self._loop.stop)
@@ -152,8 +151,7 @@ class Transport:
                 "(and a judge) to record it, and commit the cache"
             )
         problem = self.recordings.problem(where)
-        misfit = self._misfits.get(where)
-        if misfit is not None:
+        if (misfit := self._misfits.get(where)) is not None:
             problem = f"a reply it holds did not fit the protocol: {shorten(misfit, _SHOWN)}"
         return (
             f"--rubric-cache replay: no recorded reply of judge {self.name} for "
