@@ -288,6 +288,5 @@ def ini_patterns(start: Path) -> tuple[str, ...] | None:
                     found = None if text is None else text.splitlines()
             except (OSError, ValueError, configparser.Error) as exc:
                 raise ValueError(f"{path}: cannot read rubric_file_patterns: {exc}") from None
-            patterns = tuple(str(p).strip() for p in found or () if str(p).strip())
-            return patterns or None
+            return tuple(str(p).strip() for p in found or () if str(p).strip()) or None
     return None

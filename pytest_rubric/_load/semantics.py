@@ -262,8 +262,7 @@ def _criteria(
         for i, case in enumerate(suite.cases):
             yield ("cases", i, "criteria"), i, list(enumerate(case.criteria))
         return
-    raw_global = data.get("global", data.get("global_criteria"))
-    yield ("global",), None, _valid_criteria(raw_global)
+    yield ("global",), None, _valid_criteria(data.get("global", data.get("global_criteria")))
     raw_cases = data.get("cases")
     for i, raw in enumerate(raw_cases if isinstance(raw_cases, list) else ()):
         raw_criteria = raw.get("criteria") if isinstance(raw, dict) else None

@@ -391,8 +391,7 @@ def _prompt_files(raw: str, label: str | None, tree: Tree) -> list[Prompt]:
 def _prompt_file(path: Path, shown: str, tree: Tree) -> list[str]:
     suffix = path.suffix.lower()
     if suffix == ".txt":
-        text = tree.text(path, shown)
-        return [p.strip() for p in text.split(_PROMPT_DELIMITER) if p.strip()]
+        return [p.strip() for p in tree.text(path, shown).split(_PROMPT_DELIMITER) if p.strip()]
     if suffix == ".json":
         return [tree.text(path, shown)]
     if suffix == ".jsonl":

@@ -334,8 +334,7 @@ def _schema(value: Any) -> Any:
         try:
             value = parse_yaml(value, Path("is-json")).data
         except RubricLoadError as exc:
-            problem = exc.problems[0]
-            raise ValueError(f"the schema is not YAML or JSON: {problem.message}") from None
+            raise ValueError(f"the schema is not YAML or JSON: {exc.problems[0].message}") from None
     if not isinstance(value, dict | bool):
         raise ValueError("is-json's value must be a JSON schema (a mapping)")
     if _anywhere(value, lambda v: "format" in v):

@@ -265,8 +265,7 @@ def parse_yaml(text: str, path: Path) -> Parsed:
                 )
             ],
         )
-    data = _yaml12(parsed.data, parsed.node)
-    return Parsed(data, _lines(parsed.node))
+    return Parsed(_yaml12(parsed.data, parsed.node), _lines(parsed.node))
 
 
 def _yaml12(data: Any, node: Any) -> Any:

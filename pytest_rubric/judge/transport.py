@@ -193,8 +193,7 @@ class Transport:
             return dataclasses.replace(looked, key=digest)
         if self.budget is not None:
             self.budget.admit()  # no wait for a slot once the budget is spent
-        reply = await self._complete(prompt, user, sample)
-        return dataclasses.replace(reply, key=looked.key)
+        return dataclasses.replace(await self._complete(prompt, user, sample), key=looked.key)
 
     def store(self, reply: Reply, parsed: Any) -> None:
         """Keep a reply that passed validation (never an error, never a partial one)."""
