@@ -72,9 +72,7 @@ def item_passes(
     samples: Sequence[Any], *, pass_when: PassWhen, min_score: float | None, score: float
 ) -> bool:
     """Whether an item with these graded ``samples`` and mean ``score`` passes by ``pass_when``."""
-    if not samples:
-        return False
-    if any(c.item_error for s in samples for c in s.criteria):
+    if not samples or any(c.item_error for s in samples for c in s.criteria):
         return False
     passed = sum(bool(s.passed) for s in samples)
     if pass_when == "all":

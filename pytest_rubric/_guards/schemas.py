@@ -176,8 +176,7 @@ def _resource_problems(schema: dict[str, Any], nodes: dict[SchemaPath, Any]) -> 
                     message = f"{named} names a value that is not a schema"
                 problems.append(SchemaProblem((*path, keyword), message, hint))
             problems += _pattern_problems(contents, path)
-        for sub in resource.subresources():
-            pending.append((sub, resolver.in_subresource(sub)))
+        pending += [(sub, resolver.in_subresource(sub)) for sub in resource.subresources()]
     return problems
 
 
