@@ -39,12 +39,8 @@ class Problem:
             where.append(f"{path}:{self.line}" if self.line else str(path))
         elif self.line:
             where.append(f"line {self.line}")
-        if self.case:
-            where.append(f"case {self.case!r}")
-        if self.criterion:
-            where.append(f"criterion {self.criterion!r}")
-        if self.field:
-            where.append(f"field {self.field!r}")
+        named = (("case", self.case), ("criterion", self.criterion), ("field", self.field))
+        where += [f"{label} {value!r}" for label, value in named if value]
         text = ", ".join(where) + (": " if where else "") + self.message
         if self.hint:
             text += f"\n    -> {self.hint}"
