@@ -172,16 +172,12 @@ def flags(
     """The style flags of one answer, in a fixed order. An answer that claims an action its
     trace does not show is confidently wrong unless it hedges: stating "your refund has been
     issued" plainly is already asserting it."""
-    found = []
     assertive = confidence_ >= thresholds.confident
-    if (assertive and score < thresholds.low_score) or (
-        unbacked_claim and confidence_ > thresholds.hedged
-    ):
-        found.append("confidently_wrong")
-    if confidence_ <= thresholds.hedged and score >= thresholds.high_score:
-        found.append("hedged_but_right")
-    if wrong_claim:
-        found.append("known_wrong_claim")
-    if unbacked_claim:
-        found.append("unbacked_claim")
-    return found
+    found = {
+        "confidently_wrong": (assertive and score < thresholds.low_score)
+        or (unbacked_claim and confidence_ > thresholds.hedged),
+        "hedged_but_right": confidence_ <= thresholds.hedged and score >= thresholds.high_score,
+        "known_wrong_claim": wrong_claim,
+        "unbacked_claim": unbacked_claim,
+    }
+    return [flag for flag, on in found.items() if on]
