@@ -341,10 +341,8 @@ def fence_token() -> str:
 
 
 def data_rule(question: Question, token: str, reference: str | None = None) -> str:
-    rule = _CONVERSATION_RULE if isinstance(question, tuple) else _DATA_RULE
-    if reference is not None:
-        return rule.format(token=token) + "\n\n" + _REFERENCE_RULE.format(token=token)
-    return rule.format(token=token)
+    rule = (_CONVERSATION_RULE if isinstance(question, tuple) else _DATA_RULE).format(token=token)
+    return rule if reference is None else rule + "\n\n" + _REFERENCE_RULE.format(token=token)
 
 
 def user_message(
