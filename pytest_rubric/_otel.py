@@ -279,8 +279,7 @@ def _documents(attributes: Mapping[str, Any], keys: list[Any]) -> list[Passage]:
             found.setdefault(int(match[1]), {})[match[2]] = value
     passages = []
     for _, document in sorted(found.items()):
-        metadata = _object(document.get("metadata")) or {}
-        source = metadata.get("source")
+        source = (_object(document.get("metadata")) or {}).get("source")
         ident = document.get("id")
         passages.append(
             Passage(

@@ -132,8 +132,7 @@ def _folder(directory: Path) -> Path:
     :class:`_Refused`."""
     evals = directory / "evals"
     try:
-        root = directory.resolve()
-        if evals.is_symlink() and not evals.resolve().is_relative_to(root):
+        if evals.is_symlink() and not evals.resolve().is_relative_to(directory.resolve()):
             raise _Refused(
                 f"{evals} is a symlink to {evals.resolve()}, outside {directory}; init writes "
                 "only inside the project: remove the link, or give another DIR"

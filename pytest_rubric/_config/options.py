@@ -63,8 +63,7 @@ def _path(config: pytest.Config, key: str) -> Path | None:
     """A path option, None when not set: a flag's relative to where pytest runs, an ini
     key's to the rootdir."""
     value = given(config, key)
-    flag = config.getoption(BY_KEY[key].dest)
-    here = config.invocation_params.dir if flag else config.rootpath
+    here = config.invocation_params.dir if config.getoption(BY_KEY[key].dest) else config.rootpath
     return here / str(value).strip() if value else None
 
 

@@ -395,8 +395,7 @@ async def run_batch(
     ids = [r.custom_id for r in requests]
     wire: _OpenAIBatch | _AnthropicBatch
     wire = _OpenAIBatch(client) if isinstance(client, OpenAIClient) else _AnthropicBatch(client)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    deadline = asyncio.get_running_loop().time() + timeout
     batch_id = await wire.submit(requests)
     try:
         ended = await _wait(wire, batch_id, deadline, first_poll=first_poll, max_poll=max_poll)
@@ -507,8 +506,7 @@ class BatchQueue:
         self._characters += len(system) + len(user)
         if self._timer is not None:
             self._timer.cancel()
-        full = self._characters >= MAX_BATCH_CHARACTERS
-        if full or len(self._gathered) >= MAX_BATCH_REQUESTS:
+        if self._characters >= MAX_BATCH_CHARACTERS or len(self._gathered) >= MAX_BATCH_REQUESTS:
             self._flush()
         else:
             self._timer = loop.call_later(self.quiet, self._flush)

@@ -66,8 +66,7 @@ class CostSettings:
 def money(dollars: float) -> str:
     """Dollars as the usage line shows them: cents at least, and the digits a small cost needs
     (``$1.50``, ``$0.0123``, ``$0.000015``)."""
-    text = f"{dollars:.6f}".rstrip("0")
-    whole, _, cents = text.partition(".")
+    whole, _, cents = f"{dollars:.6f}".rstrip("0").partition(".")
     return f"${whole}.{cents.ljust(2, '0')}"
 
 

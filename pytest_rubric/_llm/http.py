@@ -249,9 +249,8 @@ class HTTPClient:
             if batch_url
             else f"at {public_url(self._endpoint())}"
         )
-        message = f"judge {self.spec.name} {where}: {what}; {hint}"
         return JudgeError(
-            message,
+            f"judge {self.spec.name} {where}: {what}; {hint}",
             what=what,
             status=status,
             retryable=retryable,

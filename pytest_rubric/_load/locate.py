@@ -239,8 +239,7 @@ def _allowed_fields(where: _Where, types: Types) -> list[str]:
     for name, info in model.model_fields.items():
         if where.body and name in CriterionModel.model_fields:
             continue  # a field's body has no id, weight, axis... of its own
-        alias = info.validation_alias
-        choices = getattr(alias, "choices", None)
+        choices = getattr(info.validation_alias, "choices", None)
         names += [str(choices[0])] if choices else [name]  # the documented spelling only
     return names
 

@@ -108,9 +108,8 @@ def merged(runs: Sequence[RunInfo]) -> RunInfo | None:
     starts = [s if s.tzinfo is not None else s.replace(tzinfo=UTC) for s in starts]
     start = min(starts)
     end = max(s + timedelta(seconds=run.duration_s) for s, run in zip(starts, runs, strict=True))
-    first = runs[0]
     return replace(
-        first,
+        runs[0],
         started_at=iso_time(start.timestamp()),
         duration_s=round((end - start).total_seconds(), 3),
         judges=tuple(dict.fromkeys(judge for run in runs for judge in run.judges)),

@@ -60,8 +60,7 @@ def _find(path_text: str, item: pytest.Item | None) -> Path:
 def _rubric_from_path(
     spec: str | os.PathLike[str], item: pytest.Item | None
 ) -> tuple[Rubric, Sequence[Any], Mark, str]:
-    text = os.fspath(spec)
-    path_text, _, case_id = text.partition("::")
+    path_text, _, case_id = os.fspath(spec).partition("::")
     path = _find(path_text, item)
     make_importable(path.parent)
     loaded = load_suite(path, added=() if item is None else added_criterion_types(item))

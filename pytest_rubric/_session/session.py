@@ -69,8 +69,7 @@ def _rootdir_moved(config: pytest.Config) -> str | None:
     separate = any(a == "--rubric-baseline" and b == given for a, b in pairwise(args))
     if config.inipath is not None or config.option.rootdir or not separate:
         return None
-    where = config.invocation_params.dir
-    if Path(given).resolve().is_relative_to(where.resolve()):
+    if Path(given).resolve().is_relative_to(config.invocation_params.dir.resolve()):
         return None
     return (
         f"--rubric-baseline {given}: with no ini file, pytest took this path for a test path "
@@ -113,15 +112,14 @@ class RubricSession:
         )
         # This process's share of --rubric-max-cost: one for the judge and the model.
         budget = settings.cost.budget(share=role.workers)
-        # One cache warning per run: under xdist the controller opens the cache too
-        # (Judging.start) and reports it; the workers, which find the same file, do not.
-        config_warning = config.issue_config_time_warning if role.reports else None
         self.caches = Caches(
             cache_dir=settings.cache_dir,
             cache_mode=settings.cache_mode,
             response_cache_mode=settings.response_cache_mode,
             recordings_dir=settings.recordings_dir,
-            config_warning=config_warning,
+            # One cache warning per run: under xdist the controller opens the cache too
+            # (Judging.start) and reports it; the workers, which find the same file, do not.
+            config_warning=config.issue_config_time_warning if role.reports else None,
         )
         self.results = Results(baseline=settings.baseline_path)
         if role.reports and (moved := _rootdir_moved(config)) is not None:

@@ -170,8 +170,7 @@ def _whole(text: str, secrets: Secrets) -> tuple[list[_Found], bool]:
     if isinstance(value, dict):
         return [_Found(value, repeated)], False
     objects, _ = _objects(text)
-    many = sum(f.grades for f in objects)
-    if many > 1:
+    if sum(f.grades for f in objects) > 1:
         return objects, False  # said as the tolerant reading says it: several grades
     raise ReplyError(
         "the reply was asked for as a tool call, but its input is not one JSON object (it "
