@@ -57,8 +57,7 @@ class _Collector(SpanProcessor):
         self._over: set[int] = set()  # traces that ended more than `limit` spans
 
     def on_end(self, span: ReadableSpan) -> None:
-        context = span.context
-        if context is None:
+        if (context := span.context) is None:
             return
         with self._lock:
             kept = self._open.get(context.trace_id)

@@ -83,8 +83,7 @@ def prices(lines: Iterable[str]) -> dict[str, Price]:
 
     read: dict[str, Price] = {}
     for line in lines:
-        words = line.split()
-        if not words:
+        if not (words := line.split()):
             continue
         if len(words) not in (3, 5):
             raise ValueError(

@@ -108,8 +108,7 @@ SEPARATOR = "\n\n"  # between the answer and its padding: a paragraph of its own
 
 def paddable(text: str) -> bool:
     """Whether padding leaves the answer's structure alone: not for an empty or a JSON one."""
-    stripped = text.strip()
-    if not stripped:
+    if not (stripped := text.strip()):
         return False
     if stripped[0] not in "[{":
         return True

@@ -115,8 +115,7 @@ def _strings(value: object) -> list[str]:
 
 def fluency(text: str) -> float:
     """How well-formed an answer reads: the mean of length, shape, punctuation and variety."""
-    words = _WORD.findall(text)
-    if not words:
+    if not (words := _WORD.findall(text)):
         return 0.0
     length = min(len(words) / 40, 1.0)
     sentences = [p for p in _SENTENCE_END.split(text.strip()) if p]

@@ -363,8 +363,7 @@ class CachedCalls:
             if self.stats is not None:
                 self.stats.cache_misses += 1
             if self.mode == "replay":
-                reason = self.cache.unusable(key)
-                if reason is None:
+                if (reason := self.cache.unusable(key)) is None:
                     raise JudgeError(missing)
                 return Reply("", key=key, cached=True, unusable=reason)
         return Reply("", key=key)

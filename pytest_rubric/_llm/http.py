@@ -44,8 +44,7 @@ MAX_REPLY_BYTES = 1024 * 1024
 
 def retry_delay(response: httpx.Response) -> float | None:
     """The seconds a 429's ``Retry-After`` asks for, or None (absent, or an HTTP date)."""
-    value = response.headers.get("retry-after")
-    if value is None:
+    if (value := response.headers.get("retry-after")) is None:
         return None
     try:
         return max(0.0, float(value))

@@ -32,8 +32,7 @@ def examples_of(
     problems that make one unusable (located in the rubric file, or in the JSONL file)."""
     from ..criteria.judge import Requirement
 
-    raw = suite.calibration
-    if raw is None:
+    if (raw := suite.calibration) is None:
         return [], []
     problems: list[Problem] = []
     where: Path | None = None

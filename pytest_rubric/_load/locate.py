@@ -100,8 +100,7 @@ class Locator:
         """The line of the key at ``data_path`` (from 1), or of the deepest one found."""
         if self._lines is not None and (known := self._lines.get(tuple(data_path))) is not None:
             return known
-        node = self._root()
-        if node is None:
+        if (node := self._root()) is None:
             return None
         steps = list(data_path)
         if self._bare and steps and steps[0] == "cases":

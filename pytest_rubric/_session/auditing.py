@@ -120,11 +120,9 @@ class Audit:
     def below_min_kappa(self, key: JudgeKey) -> str | None:
         """Why the judged criteria of ``key`` are ERROR: its suite's calibration kappa is
         below ``--rubric-judge-min-kappa``; None when it is not."""
-        floor = self.min_kappa
-        if floor is None:
+        if (floor := self.min_kappa) is None:
             return None
-        calibration = self.calibration_of(key.file)
-        if calibration is None:
+        if (calibration := self.calibration_of(key.file)) is None:
             return None
         if calibration.kappa is None:
             return (
@@ -209,8 +207,7 @@ class Audit:
         for one in getattr(runner, "runners", (runner,)):
             again = {kind: one.result(probe) for kind, probe in probes}
             for c in criteria:
-                outcome = judged.outcomes.get(c.id)
-                if outcome is None:
+                if (outcome := judged.outcomes.get(c.id)) is None:
                     continue
                 original = dict(outcome.judges).get(one.name, str(outcome.verdict))
                 if not isinstance(original, str):  # a panel judge's score: MET in the upper half

@@ -63,11 +63,9 @@ def set_aside(config: pytest.Config) -> Unwritten | None:
     of the run and what could not be written is returned (None otherwise)."""
     from _pytest.junitxml import xml_key
 
-    xml = config.stash.get(xml_key, None)
-    if xml is None:
+    if (xml := config.stash.get(xml_key, None)) is None:
         return None
-    reason = unwritable(Path(xml.logfile))
-    if reason is None:
+    if (reason := unwritable(Path(xml.logfile))) is None:
         return None
     del config.stash[xml_key]
     config.pluginmanager.unregister(xml)
@@ -96,8 +94,7 @@ def record_as_error(config: pytest.Config, report: pytest.TestReport) -> None:
     without ``--junitxml``); called after JUnit has written the ``failure``."""
     from _pytest.junitxml import xml_key
 
-    xml = config.stash.get(xml_key, None)
-    if xml is None:
+    if (xml := config.stash.get(xml_key, None)) is None:
         return
     for element in xml.node_reporter(report).nodes:
         if element.tag == "failure":

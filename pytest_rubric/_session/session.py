@@ -218,8 +218,7 @@ class RubricSession:
             return
         settings = self.settings
         for directory in settings.dirs:
-            found = first_data_file(directory, settings.patterns)
-            if found is None:
+            if (found := first_data_file(directory, settings.patterns)) is None:
                 continue
             option = "--rubric-dir" if settings.dirs_from_flag else "ini rubric_dirs"
             here = self.config.invocation_params.dir

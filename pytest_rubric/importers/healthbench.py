@@ -27,8 +27,7 @@ def convert(data: Path, *, responses: dict[str, Path] | None = None) -> Output:
     cases: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
     for number, row in _lines(data, problems):
-        case = _case(row, data, number, problems)
-        if case is None:
+        if (case := _case(row, data, number, problems)) is None:
             continue
         if case["id"] in seen:
             problems.append(

@@ -132,8 +132,7 @@ class Tree:
         name = ref.removeprefix(FILE)
         where = (base or self.root).resolve()
         if GLOB.search(name):
-            found = self._glob(name, where, ref)
-            if not found:
+            if not (found := self._glob(name, where, ref)):
                 raise Unmappable(f"{ref} matches no file")
             return [self._inside(p, ref) for p in found]
         return [self._inside(where / name, ref)]

@@ -170,8 +170,7 @@ class Transport:
         user = prompt.user + feedback
         key = self._key(prompt, user, sample)
         digest = cache_key(**key)
-        recorded = self._recorded_reply(digest)
-        if recorded is not None:
+        if (recorded := self._recorded_reply(digest)) is not None:
             return recorded
         looked = self.cache.lookup(
             key,
