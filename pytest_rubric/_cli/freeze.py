@@ -30,7 +30,6 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def add_commands(commands: Any) -> None:
-    """The ``collect`` sub-command of ``python -m pytest_rubric``."""
     cmd = commands.add_parser(
         "collect",
         help="ask models or targets every case and write their answers as responses files",

@@ -96,7 +96,6 @@ INI_LINES = "[pytest]\nrubric_dirs = evals\n"
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """The ``init`` command."""
     cmd = commands.add_parser(
         "init",
         help="write a starter evals/ folder: an example rubric file and a target",

@@ -53,7 +53,6 @@ class ModelSpec:
 
     @property
     def entry(self) -> Provider:
-        """The provider's registry entry."""
         return PROVIDERS[self.provider]
 
 
