@@ -255,8 +255,7 @@ def _tool_call(span: ReadableSpan, attributes: Mapping[str, Any], keys: list[Any
     else:
         # OpenInference records a call's arguments as its input (`input.value`, JSON); its
         # `tool.parameters` may hold them too, or the tool's JSON Schema, which is not a call.
-        arguments = _object(attributes.get("input.value"))
-        if arguments is None:
+        if (arguments := _object(attributes.get("input.value"))) is None:
             parameters = _object(attributes.get("tool.parameters")) or {}
             schema = parameters.get("type") == "object" and "properties" in parameters
             arguments = None if schema else parameters

@@ -57,8 +57,7 @@ def _rewrite(text: str, pattern: re.Pattern[str], table: Mapping[str, str]) -> s
             # "May" inside a sentence is a month or a name, not a hedge ("I think" is one).
             out.append(match.group())
             continue
-        new = table[key]
-        if not new:
+        if not (new := table[key]):
             out.append(match["pre"] if opens else "")
             capitalize = opens
             if not opens and text[last : last + 1] in (".", "!", "?") and out[-2].endswith(","):

@@ -126,8 +126,7 @@ def search(compiled: Any, text: str) -> Any:
     :class:`CheckTimeout`."""
     if type(compiled).__module__ == "re2":  # linear in the text; anything else is bounded
         return compiled.search(text)
-    deadline = _running.deadline
-    if deadline is not None:
+    if (deadline := _running.deadline) is not None:
         deadline.check()
     bound = PATTERN_TIMEOUT if deadline is None else min(PATTERN_TIMEOUT, deadline.remaining())
     try:

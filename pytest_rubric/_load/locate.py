@@ -109,8 +109,7 @@ class Locator:
         for step in steps:
             if isinstance(node, yaml.MappingNode):
                 wanted = _FIELD_ALIASES.get(str(step), str(step)) if isinstance(step, str) else step
-                keys = self._keys.get(id(node))
-                if keys is None:
+                if (keys := self._keys.get(id(node))) is None:
                     keys = self._keys[id(node)] = {}
                     for position, (k, _) in enumerate(node.value):
                         if isinstance(k, yaml.ScalarNode):

@@ -775,8 +775,7 @@ def parse_document(text: str, *, name: str) -> Document:
     audit = read["judge_audit"]
     # The models name the dataclasses' fields, but for the cache's, a part of its own.
     calibration = [Calibration(**c) for c in (audit["calibration"] if audit else ())]
-    run = read["run"]
-    if run is not None:
+    if (run := read["run"]) is not None:
         run.update({f"cache_{k}": v for k, v in run.pop("cache").items()})
         run = TypeAdapter(RunInfo).validate_python(run)  # its judges too
     # A pass prints as a note only when it is a flip within noise (the one kind of passing

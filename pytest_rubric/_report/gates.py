@@ -180,8 +180,7 @@ def case_changes(
     """Every item whose outcome changed, appeared or disappeared, kind by kind."""
     changes = []
     for key, now in new.items():
-        was = old.get(key)
-        if was is None:
+        if (was := old.get(key)) is None:
             changes.append(CaseChange("appeared", now.nodeid, now.subject, None, now.score))
         elif was.passed != now.passed:
             changes.append(changed(was, now))
@@ -469,8 +468,7 @@ def _flip_entries(kind: str, probes: Sequence[ProbeFigures], limit: float) -> li
 def _min_kappa_entries(calibration: Sequence[Calibration], min_kappa: float) -> list[GateEntry]:
     entries = []
     for c in calibration:
-        kappa = c.kappa
-        if kappa is None:
+        if (kappa := c.kappa) is None:
             below = True
             verdict = f"kappa cannot be computed (n {c.n}), so it is not at least"
         else:

@@ -70,8 +70,7 @@ class Inputs:
 
     def response_dir(self, directory: Path) -> ResponseDir:
         """The subject files of ``directory``, read on first use and shared by every rubric file."""
-        cached = self._dirs.get(directory)
-        if cached is None:
+        if (cached := self._dirs.get(directory)) is None:
             if directory.is_dir():
                 from .._load.responses import load_response_dir
 

@@ -118,8 +118,7 @@ def _text(value: Any, name: str = "") -> str:
     var's when it is written inside another var's value."""
     if value is None:
         return ""
-    text = js_string(value)
-    if text is None:
+    if (text := js_string(value)) is None:
         shown = abridged(json.dumps(value, ensure_ascii=False, default=str))
         raise Unmappable(
             f"{f'var {name!r}' if name else 'a var'} is {shown}: a list or an object renders "

@@ -307,8 +307,7 @@ def _number(value: Any) -> float | None:
 
 def _score(obj: dict[str, Any], low: float, high: float, where: str, secrets: Secrets) -> float:
     raw = obj.get("score")
-    score = _number(raw)
-    if score is None:
+    if (score := _number(raw)) is None:
         raise ReplyError(f'{where}missing "score" (a number from {low:g} to {high:g})')
     if not low <= score <= high:
         raise ReplyError(f"{where}score {_quote(raw, secrets)} is out of range {low:g}-{high:g}")

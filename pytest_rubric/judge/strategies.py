@@ -98,8 +98,7 @@ async def ask(
                 f"judge {transport.name} replied out of protocol twice: {second}; "
                 f"{better} may follow the protocol better"
             ) from None
-    problems = _problems(parsed)
-    if problems is None:
+    if (problems := _problems(parsed)) is None:
         transport.store(reply, parsed)
     else:
         transport.unusable(reply, problems)

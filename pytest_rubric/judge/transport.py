@@ -136,8 +136,7 @@ class Transport:
         where = self._recording.get()
         if self.recordings is None or where is None or self.cache.mode not in ("use", "replay"):
             return None
-        found = self.recordings.fetch(where, digest)
-        if found is not None:
+        if (found := self.recordings.fetch(where, digest)) is not None:
             self.cache.hit(found)
         return found
 
