@@ -78,9 +78,7 @@ class CriterionResult:
         """Went the right way: MET for a positive weight, UNMET for a negative one."""
         if self.verdict is Verdict.MET:
             return self.weight >= 0
-        if self.verdict is Verdict.UNMET:
-            return self.weight < 0
-        return False
+        return self.verdict is Verdict.UNMET and self.weight < 0
 
     @property
     def went_wrong(self) -> bool:

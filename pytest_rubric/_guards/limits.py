@@ -269,9 +269,7 @@ def _whole(value: Any) -> Any:
         return whole_characters(value)
     if isinstance(value, dict):
         return {_whole(k): _whole(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_whole(v) for v in value]
-    return value
+    return [_whole(v) for v in value] if isinstance(value, list) else value
 
 
 # --- JSONL --------------------------------------------------------------------------------------

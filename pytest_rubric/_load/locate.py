@@ -132,9 +132,7 @@ class Locator:
         return line + 1
 
     def case_line(self, index: int) -> int | None:
-        if self._node is None and self._lines is None:
-            return None
-        return self.line(("cases", index))
+        return None if self._node is None and self._lines is None else self.line(("cases", index))
 
 
 # --- turning pydantic errors into problems ------------------------------------------------------

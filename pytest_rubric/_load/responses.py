@@ -32,9 +32,7 @@ class ResponseFile:
         self, entry: tuple[str, int], more: list[tuple[str, int]]
     ) -> tuple[Trace | None, ...]:
         """The traces of a case's lines (its first, then ``more``), or () when none has one."""
-        if not self.traces:
-            return ()
-        return tuple(self.traces.get(line) for _, line in (entry, *more))
+        return tuple(self.traces.get(line) for _, line in (entry, *more)) if self.traces else ()
 
 
 # --- subjects -----------------------------------------------------------------------------------

@@ -107,9 +107,7 @@ def _plain_id(value: Any) -> str | None:
     """An id as the schema reads it (``7`` is "7"), or None when it is not usable as one."""
     if type(value) is str:
         return value
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        return None
-    return str(value)
+    return None if isinstance(value, bool) or not isinstance(value, str | int) else str(value)
 
 
 def _criterion_ids(criteria: Any, prefix: str) -> list[tuple[int, str]]:
@@ -288,9 +286,7 @@ def _overflowing_weights(criteria: Sequence[Criterion]) -> str | None:
     weights = [c.effective_weight for c in criteria]
     if not math.isfinite(sum(w for w in weights if w > 0)):
         return "weights"
-    if not math.isfinite(sum(-w for w in weights if w < 0)):
-        return "penalties"
-    return None
+    return None if math.isfinite(sum(-w for w in weights if w < 0)) else "penalties"
 
 
 def _valid_parts(data: dict[str, Any]) -> tuple[Sequence[Criterion], list[tuple[int, Case]]]:
