@@ -163,8 +163,7 @@ def _command(argv: Sequence[str] | None) -> int:
     if args.command != "merge":
         return int(args.run(args))
     for name in ("confidence", "gate_confidence"):
-        value = getattr(args, name)
-        if value is not None and not 0 < value < 1:
+        if (value := getattr(args, name)) is not None and not 0 < value < 1:
             parser.error(f"--{name.replace('_', '-')} {value:g}: write a number between 0 and 1")
     try:
         shards = merge(args.documents, allow_incomplete=args.allow_incomplete)

@@ -134,8 +134,7 @@ class Source:
         except ShapeError as exc:
             shapes = "; ".join(RETURN_SHAPES)
             return None, f"{what} returned {exc}; a target returns one of: {shapes}"
-        trace = merged(returned, spans)
-        if trace is not None and trace.latency_s is None:
+        if (trace := merged(returned, spans)) is not None and trace.latency_s is None:
             trace = replace(trace, latency_s=latency)
         self._count(replayed=False)
         if looked is not None and self.cache is not None:

@@ -352,8 +352,7 @@ class CachedCalls:
             return Reply("")
         key = cache_key(**parts)
         if self.mode in ("use", "replay"):
-            found = self.cache.fetch(key)
-            if found is None and legacy is not None:
+            if (found := self.cache.fetch(key)) is None and legacy is not None:
                 # Keyed by the URL the call goes to now: recorded against this endpoint.
                 found = self.cache.fetch(cache_key(**legacy))
                 found = replace(found, endpoint=endpoint) if found is not None else None

@@ -46,8 +46,7 @@ def _unrunnable(regex: Regex) -> tuple[str, str] | None:
             f"in YAML write the pattern in single quotes ('{_meant(regex.pattern)}'); in JSON "
             f'or double-quoted YAML double the backslash ("{_meant(regex.pattern, backslash=2)}")',
         )
-    why = pattern_error(regex)
-    if why is None or not why.unsupported:
+    if (why := pattern_error(regex)) is None or not why.unsupported:
         return None
     return (
         f"the pattern {as_written(regex.pattern)} needs what the RE2 engine does not have "
@@ -142,8 +141,7 @@ def _raw_problems(data: dict[str, Any], locator: Locator) -> Iterator[Problem]:
     for i, case in enumerate(cases):
         if type(case) is not dict:
             continue
-        case_id = _plain_id(case.get("id"))
-        if case_id is not None and case_id in seen_cases:
+        if (case_id := _plain_id(case.get("id"))) is not None and case_id in seen_cases:
             first = locator.line(("cases", seen_cases[case_id]))
             yield Problem(
                 f"duplicate case id {case_id!r}: a case of this id is already at line {first}, "

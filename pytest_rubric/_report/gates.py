@@ -276,8 +276,7 @@ def _case_entries(
         thresholds = {s: _stats.tarone_threshold(f, alpha) for s, f in floors.items()}
     entries = []
     for key, was in old.items():
-        current = new.get(key)
-        if current is None or not was.passed or current.passed:
+        if (current := new.get(key)) is None or not was.passed or current.passed:
             continue
         subject = key[2]
         failed, message = _flip(

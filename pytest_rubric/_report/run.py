@@ -138,8 +138,7 @@ def git_commit(start: Path) -> str | None:
             return None
         gitdir = dot_git
         if dot_git.is_file():
-            pointer = _small(dot_git)
-            if pointer is None or not pointer.startswith("gitdir:"):
+            if (pointer := _small(dot_git)) is None or not pointer.startswith("gitdir:"):
                 return None
             gitdir = directory / pointer.removeprefix("gitdir:").strip()
         commondir = _small(gitdir / "commondir")

@@ -107,8 +107,7 @@ class JudgeRecordings:
         from .._llm.recordings import location
 
         for item in items:
-            parent = item.parent
-            if parent is not None and is_rubric_item(item):
+            if (parent := item.parent) is not None and is_rubric_item(item):
                 self.files.add(parent.nodeid)
                 self.cases.add(location(parent.nodeid, item.compiled.rubric.id))
 

@@ -243,8 +243,7 @@ class RubricSession:
         it, as it would without the plugin). pytest's counters are never edited."""
         option = session.config.option
         before = getattr(option, "continue_on_collection_errors", False)
-        errors = self.inputs.collection_errors
-        if errors and session.testsfailed == errors:
+        if (errors := self.inputs.collection_errors) and session.testsfailed == errors:
             option.continue_on_collection_errors = True
         try:
             return (yield)

@@ -600,8 +600,7 @@ def assertion_from_string(expected: str) -> dict[str, Any]:
         return {"type": "javascript", "value": expected[len(FILE) :].strip()}
     if expected.startswith(FILE) and (expected.endswith(".py") or ".py:" in expected):
         return {"type": "python", "value": expected[len(FILE) :].strip()}
-    found = _CSV_ASSERTION.match(expected)
-    if found is None or found[2] not in CSV_TYPES:
+    if (found := _CSV_ASSERTION.match(expected)) is None or found[2] not in CSV_TYPES:
         return {"type": "equals", "value": expected}
     inverse, kind, threshold, value = found.groups()
     assertion: dict[str, Any] = {"type": f"not-{kind}" if inverse else kind}

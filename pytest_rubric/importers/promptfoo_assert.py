@@ -299,8 +299,7 @@ def _strings(value: Any, kind: str) -> list[str]:
     elif isinstance(value, list):
         items = []
         for v in value:
-            text = js_string(v)
-            if text is None or isinstance(v, bool | float):
+            if (text := js_string(v)) is None or isinstance(v, bool | float):
                 raise Unmappable(f"list item {v!r} renders differently in JavaScript")
             items.append(text)
     else:

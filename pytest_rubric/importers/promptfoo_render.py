@@ -92,8 +92,7 @@ def prepare(vars_: dict[str, Any], tree: Tree) -> dict[str, Any]:
         for key, value in ready.items():
             if not isinstance(value, str):
                 continue
-            found = _PLACEHOLDER.search(value)
-            if found and ready.get(found[1]) is not None:
+            if (found := _PLACEHOLDER.search(value)) and ready.get(found[1]) is not None:
                 ready[key] = value.replace(found[0], _text(ready[found[1]], found[1]), 1)
                 tree.budget.spend(text=len(ready[key]))
                 changed = True

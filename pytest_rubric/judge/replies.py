@@ -386,8 +386,7 @@ def _extracted(
     fits, what, _, _ = RETURNS[criterion.returns]
     if "value" not in obj:
         raise ReplyError(f'{where}missing "value" ({what}, or null when the response gives none)')
-    value = obj["value"]
-    if value is not None and not fits(value):
+    if (value := obj["value"]) is not None and not fits(value):
         raise ReplyError(f'{where}"value" must be {what} or null, got {_quote(value, secrets)}')
     # Quotes are evidence, not the grade: a reply that gives none has none (as a verdict
     # without evidence is only flagged), but a field that is not a list of quotes is no reply.

@@ -288,8 +288,7 @@ class Transport:
                     text = await text
             return plain(text)  # a str subclass's own methods never read the verdict
         except asyncio.CancelledError as raised:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
+            if (task := asyncio.current_task()) is not None and task.cancelling():
                 raise  # ours: the call is being cancelled
             kept = await asyncio.to_thread(contained, raised, deadline=deadline)
         except BaseException as raised:
