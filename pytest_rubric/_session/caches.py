@@ -43,12 +43,11 @@ class Caches:
 
     def recordings(self) -> Recordings | None:
         """The judge's recordings folder (``--rubric-recordings``), or None."""
-        directory = self.recordings_dir
-        if self._recordings is None and directory is not None:
+        if self._recordings is None and self.recordings_dir is not None:
             from .._guards.secrets import known_keys
             from .._llm.recordings import Recordings
 
-            self._recordings = Recordings(directory, secrets=known_keys())
+            self._recordings = Recordings(self.recordings_dir, secrets=known_keys())
         return self._recordings
 
     def judge(self) -> CacheFile | None:
@@ -59,11 +58,10 @@ class Caches:
         """What the application's answers go through with ``--rubric-response-cache use`` or
         ``replay`` (the same file as the judge's, whatever ``--rubric-cache`` says); None
         without it: targets and models are then called on every run."""
-        mode = self.response_cache_mode
-        if self._responses is None and mode != "off":
+        if self._responses is None and self.response_cache_mode != "off":
             from .._llm.cache import CachedCalls
 
-            self._responses = CachedCalls(self._open(), mode)
+            self._responses = CachedCalls(self._open(), self.response_cache_mode)
         return self._responses
 
     def _open(self) -> CacheFile:

@@ -317,8 +317,7 @@ def _judged(base: str, value: Any, item: dict[str, Any]) -> tuple[dict[str, Any]
             f"{base} without a rubric text (promptfoo then grades with the test's rubricPrompt)"
         )
     notes = []
-    threshold = item.get("threshold")
-    if is_number(threshold):
+    if is_number(threshold := item.get("threshold")):
         notes.append(
             f"threshold {threshold:g} on the grader's 0-1 score is not kept: the judge's MET "
             "stands for promptfoo's pass"

@@ -218,8 +218,7 @@ class Transport:
     def unusable(self, reply: Reply, reason: str) -> None:
         """Record that a reply did not fit the protocol, and why (the reply is never kept)."""
         self.cache.unusable(reply, reason)
-        where = self._recording.get()
-        if reply.cached and where is not None:
+        if reply.cached and (where := self._recording.get()) is not None:
             self._misfits[where] = reason
 
     def _key(self, prompt: Prompt, user: str, sample: int) -> dict[str, Any]:
