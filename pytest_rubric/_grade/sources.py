@@ -320,12 +320,11 @@ class LiveModel:
     def __call__(self, case: Case, *, sample: int = 0, samples: int = 1) -> str:
         """The model's answer to ``case`` (sample ``sample`` of ``samples``, each its own draw);
         a conversation is sent as it is, without our system turn."""
-        turns = case.conversation
         if self._budget is not None:
             self._budget.admit()
         reply = asyncio.run(
             self._ask(
-                turns or (("system", self.SYSTEM), ("user", case.question or "")),
+                case.conversation or (("system", self.SYSTEM), ("user", case.question or "")),
                 Sampling.of(sample, samples),
             )
         )

@@ -159,10 +159,9 @@ class JudgeRecordings:
     def _gone(self, store: Recordings) -> dict[str, list[str]]:
         """Recording files whose rubric file no longer exists under the rootdir."""
         found: dict[str, list[str]] = {}
-        root = self.rootpath
         for path in sorted(store.directory.rglob("*.json")):
             where = path.relative_to(store.directory).as_posix()
             rubric = unquote(where.rpartition("/")[0])
-            if rubric and rubric not in self.files and not (root / rubric).exists():
+            if rubric and rubric not in self.files and not (self.rootpath / rubric).exists():
                 found[where] = store.unused([where]).get(where, ["(unreadable)"])
         return found
