@@ -683,14 +683,10 @@ def _where(loc: tuple[int | str, ...]) -> str:
 
 def _got(value: Any) -> str:
     """A wrong value as the user wrote it in JSON, cut short and redacted."""
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return "an object" if isinstance(value, dict) else "a list"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)  # null, true or false
     return shorten(repr(value), _QUOTED, *known_keys())  # redacted before the cut
 
 

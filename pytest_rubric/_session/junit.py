@@ -44,8 +44,7 @@ def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
         ),
         _repeated("rubric_passed", "true" if result.passed else "false"),
     ]
-    failed = [c.id for c in result.criteria if c.went_wrong or c.verdict is Verdict.ERROR]
-    if failed:
+    if failed := [c.id for c in result.criteria if c.went_wrong or c.verdict is Verdict.ERROR]:
         properties.append(("rubric_failed_criteria", outgoing(",".join(failed))))
     return properties
 
