@@ -60,9 +60,8 @@ def merge(paths: Sequence[Path], *, allow_incomplete: bool = False) -> Document:
         seen = {(c.suite, c.judge) for c in together.calibration}
         together.calibration += [c for c in document.calibration if (c.suite, c.judge) not in seen]
         together.gates += document.gates
-        shard = document.results
         seen_here: set[str] = set()
-        for nodeid in (r.nodeid for r in shard):
+        for nodeid in (r.nodeid for r in document.results):
             if nodeid in seen_here:
                 raise DocumentError(
                     f"{path} holds {nodeid} twice: one run records an item once, so this "
@@ -75,7 +74,7 @@ def merge(paths: Sequence[Path], *, allow_incomplete: bool = False) -> Document:
                     "(split the suite with disjoint paths, -k expressions or a shard plugin)"
                 )
             owner[nodeid] = path
-        together.results += shard
+        together.results += document.results
     together.run = merged(runs)
     return together
 

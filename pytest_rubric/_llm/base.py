@@ -89,8 +89,7 @@ def mean_raw_score(scores: Iterable[float | None]) -> float | None:
     """The mean of several holistic 0-100 replies (judge samples, a panel's judges, an
     item's repeated answers); None when there is none, or when one of them is missing (a
     failed call has no score, and a mean without it would not be the same mean)."""
-    values = list(scores)
-    if not values or any(v is None for v in values):
+    if not (values := list(scores)) or any(v is None for v in values):
         return None
     return math.fsum(v for v in values if v is not None) / len(values)
 

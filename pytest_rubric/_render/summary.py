@@ -123,14 +123,12 @@ def _passed(gates: GateReport) -> str:
         )
     if asked.fail_under is not None:
         parts.append(f"every subject at or above {asked.fail_under:g} (--rubric-fail-under)")
-    limits = asked.max_flips
-    if "tone" in limits:
+    for kind, limit in sorted(asked.max_flips.items(), key=lambda kl: (kl[0] != "tone", kl[0])):
         parts.append(
-            f"judge style sensitivity at most {limits['tone']:g} (--rubric-judge-max-style-flips)"
+            f"judge style sensitivity at most {limit:g} (--rubric-judge-max-style-flips)"
+            if kind == "tone"
+            else f"judge {kind} sensitivity at most {limit:g} (the {kind} probe's limit)"
         )
-    for kind, limit in sorted(limits.items()):
-        if kind != "tone":
-            parts.append(f"judge {kind} sensitivity at most {limit:g} (the {kind} probe's limit)")
     if asked.min_kappa is not None:
         parts.append(
             f"every calibrated suite's kappa at least {asked.min_kappa:g} "

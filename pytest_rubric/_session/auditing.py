@@ -142,8 +142,7 @@ class Audit:
     def plan_probe(self, items: Sequence[pytest.Item]) -> None:
         """Choose the criteria the probes judge again (``--rubric-judge-probe N``); every
         xdist worker collects every item, so each makes the same choice."""
-        n = self.probes
-        if not n or not self.judging.names or self.judging.dry_run:
+        if not self.probes or not self.judging.names or self.judging.dry_run:
             return
         from .._report.audit import probe_plan
 
@@ -156,7 +155,7 @@ class Audit:
             for item in items
             if is_rubric_item(item)
         ]
-        self.probe_plan = probe_plan(sorted(candidates), n)
+        self.probe_plan = probe_plan(sorted(candidates), self.probes)
 
     def _probe_requests(
         self, request: JudgeRequest, compiled: CompiledRubric

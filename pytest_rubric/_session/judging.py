@@ -54,8 +54,7 @@ class JudgeSetup:
 
 def answer_key(item: pytest.Item) -> JudgeKey:
     """The judge's key for a rubric item's first answer (``of_sample(i)`` for the others)."""
-    parent = item.parent
-    return JudgeKey(parent.nodeid if parent is not None else "", item.nodeid)
+    return JudgeKey(item.parent.nodeid if item.parent is not None else "", item.nodeid)
 
 
 @dataclass(eq=False)
@@ -291,8 +290,7 @@ class Judging:
         ]
         if (elsewhere := elsewhere_line(self.usage.values())) is not None:
             lines.append(Note(Severity.WARNING, elsewhere))
-        over_budget = sum(stats.over_budget for stats in self.usage.values())
-        if over_budget:
+        if over_budget := sum(stats.over_budget for stats in self.usage.values()):
             lines.append(
                 Note(
                     Severity.ERROR,

@@ -453,8 +453,7 @@ class RubricSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         from .._render.files import write_outputs  # the renderers: only at the end
 
-        history = self.settings.history_path
-        if history is not None and self.report.shown:
+        if (history := self.settings.history_path) is not None and self.report.shown:
             from .._report.history import with_trend
 
             self.report = with_trend(self.report, history, warn=warn)

@@ -65,9 +65,8 @@ class Role:
                 workers=max(1, int(workerinput.get("workercount") or 1)),
                 whole_files=bool(workerinput.get(WHOLE_FILES_KEY)),
             )
-        option = config.option
-        dist = getattr(option, "dist", "no")
-        return cls(hands_out=bool(getattr(option, "numprocesses", None)) and dist != "no")
+        dist = getattr(config.option, "dist", "no")
+        return cls(hands_out=bool(getattr(config.option, "numprocesses", None)) and dist != "no")
 
     @property
     def reports(self) -> bool:

@@ -833,8 +833,7 @@ def _test_not_kept(ctx: Conversion, test: Test) -> str | None:
         return "assertScoringFunction replaces promptfoo's weighted mean with code"
     if not test.asserts:
         return "it has no assertion (promptfoo passes it whatever the answer); nothing to grade"
-    threshold = test.threshold
-    if threshold is not None and not is_number(threshold):
+    if (threshold := test.threshold) is not None and not is_number(threshold):
         return f"threshold {threshold!r} is not a number"
     if is_number(threshold) and threshold and not 0 < threshold <= 1:
         return (
