@@ -273,12 +273,11 @@ class Judging:
         from .._llm.base import elsewhere_line
         from .._report.report import Note, Severity
 
-        setup = self.setup
         lines = [
             Note(Severity.INFO, stats.line(name, price=self.prices.get(name)))
             for name, stats in self.usage.items()
         ]
-        priced = setup.cost.max_cost is not None or any(self.prices.values())
+        priced = self.setup.cost.max_cost is not None or any(self.prices.values())
         lines += [
             Note(
                 Severity.WARNING,
@@ -294,7 +293,7 @@ class Judging:
             lines.append(
                 Note(
                     Severity.ERROR,
-                    f"cost budget of ${setup.cost.max_cost_shown} spent: {over_budget} judged "
+                    f"cost budget of ${self.setup.cost.max_cost_shown} spent: {over_budget} judged "
                     f"{'criterion' if over_budget == 1 else 'criteria'} left ERROR",
                 )
             )
