@@ -32,10 +32,8 @@ def given(config: pytest.Config, key: str) -> Any:
     (read by the same reader; a wrong value is a usage error naming the key), else the
     default."""
     option = BY_KEY[key]
-    if option.flag:
-        value = config.getoption(option.dest)
-        if value not in (None, []):
-            return value
+    if option.flag and (value := config.getoption(option.dest)) not in (None, []):
+        return value
     if option.ini:
         raw = config.getini(option.dest)
         if option.ini_type != "string":

@@ -176,8 +176,7 @@ def kind_limit(text: str) -> tuple[str, float]:
 
 def one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
     def choice(text: str) -> str:
-        value = text.strip().lower()
-        if value not in choices:
+        if (value := text.strip().lower()) not in choices:
             raise ValueError(f"{text!r} must be one of {', '.join(choices)}")
         return value
 

@@ -26,8 +26,7 @@ def make_importable(*folders: Path) -> None:
     """Append ``folders`` (the rootdir, the rubric file's folder) to the import path: a
     ``checks.py`` beside ``pytest.ini`` imports, and never shadows an installed package."""
     for folder in folders:
-        entry = str(folder)
-        if entry not in sys.path:
+        if (entry := str(folder)) not in sys.path:
             sys.path.append(entry)
 
 

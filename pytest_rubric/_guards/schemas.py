@@ -262,8 +262,7 @@ def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> It
         return
     seen: set[Any] = set()
     for item in instance:
-        key = _identity(item)
-        if key in seen:
+        if (key := _identity(item)) in seen:
             yield ValidationError(f"{shorten(repr(instance), 80)} has non-unique elements")
             return
         seen.add(key)

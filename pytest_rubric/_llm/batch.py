@@ -448,8 +448,7 @@ async def _wait(
             status, retry_after = None, exc.retry_after  # an outage: keep waiting
         if status is not None and status.ended:
             return status
-        remaining = deadline - loop.time()
-        if remaining <= 0:
+        if (remaining := deadline - loop.time()) <= 0:
             return None
         wait = delay if retry_after is None else max(retry_after, MIN_RETRY_AFTER)
         await asyncio.sleep(max(0.0, min(wait, max_poll, remaining)))

@@ -157,8 +157,7 @@ class Recordings:
         for file in rubric_files:
             folder = location(file, "x").rpartition("/")[0]
             for path in sorted(self.path(folder).glob("*.json")):
-                where = f"{folder}/{path.name}"
-                if where not in kept:
+                if (where := f"{folder}/{path.name}") not in kept:
                     with self._lock:
                         found[where] = sorted(self._load(where)) or ["(unreadable)"]
         return found

@@ -96,8 +96,7 @@ def detectable_drop(
 
     None for fewer than two cases, or when no drop down to 0 is caught that often.
     """
-    n = len(cases)
-    if n < 2:
+    if (n := len(cases)) < 2:
         return None
     means = [mean(c) for c in cases]
     m = mean(means)
@@ -190,8 +189,7 @@ def cohen_kappa(a: Sequence[object], b: Sequence[object]) -> float | None:
     """
     if len(a) != len(b):
         raise ValueError(f"cohen_kappa: {len(a)} labels against {len(b)}")
-    n = len(a)
-    if n == 0:
+    if (n := len(a)) == 0:
         return None
     observed = sum(x == y for x, y in zip(a, b, strict=True)) / n
     categories = set(a) | set(b)
@@ -210,8 +208,7 @@ def fleiss_kappa(ratings: Sequence[Sequence[object]]) -> float | None:
     """
     if not ratings:
         return None
-    m = len(ratings[0])
-    if m < 2 or any(len(row) != m for row in ratings):
+    if (m := len(ratings[0])) < 2 or any(len(row) != m for row in ratings):
         raise ValueError("fleiss_kappa: every item needs the same number (>= 2) of ratings")
     n = len(ratings)
     totals: Counter[object] = Counter()

@@ -165,8 +165,7 @@ def live_models(
         name, value = named(given)
         try:
             spec = ModelSpec.parse(value)
-            subject = name or spec.model
-            if subject in by_subject:
+            if (subject := name or spec.model) in by_subject:
                 raise ValueError(
                     f"{given} and --rubric-target {by_subject[subject]} are both subject "
                     f"{subject!r}; name one of them (NAME=...)"

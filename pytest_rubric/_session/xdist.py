@@ -110,8 +110,7 @@ class WorkerHooks:
                 self._by_file.setdefault(_file_of(one), []).append(one)
         if self._by_file:
             for known in list(ahead):
-                name = _file_of(known)
-                if name not in self._files_started:
+                if (name := _file_of(known)) not in self._files_started:
                     self._files_started.add(name)
                     ahead += self._by_file.get(name, ())
         return ahead

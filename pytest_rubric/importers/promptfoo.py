@@ -211,8 +211,7 @@ def convert(configs: list[Path]) -> Output:
     names: dict[str, Path] = {}
     budget = Budget()  # the whole import's: every config spends from it
     for path in configs:
-        name = f"{_stem(path)}.rubric.yaml"
-        if name in names:
+        if (name := f"{_stem(path)}.rubric.yaml") in names:
             problems.append(
                 Problem(
                     f"would write {name} again (also from {names[name]})",

@@ -196,8 +196,7 @@ def criterion(item: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     kind: str = item["type"]
     inverse = kind.startswith("not-")
     base = kind[4:] if inverse else kind
-    weight = item.get("weight", 1)
-    if weight < 0:
+    if (weight := item.get("weight", 1)) < 0:
         raise Unmappable(
             "a negative weight lowers promptfoo's total weight; no rubric weight does that"
         )
@@ -373,8 +372,7 @@ def _slug(kind: str, value: Any) -> str:
 def check_type(kind: str) -> None:
     """Raise :class:`Unmappable` for an assertion type with no counterpart, before anything
     its value names (a script, a file) is read."""
-    base = kind.removeprefix("not-")
-    if base not in _MAPPED:
+    if (base := kind.removeprefix("not-")) not in _MAPPED:
         raise Unmappable(
             _TYPES.get(base) or f"promptfoo's {base!r} assertion has no counterpart here"
         )

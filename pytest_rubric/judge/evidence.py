@@ -117,8 +117,7 @@ class Quoted:
 
     def _negated_before(self, start: int) -> bool:
         """Whether the word before the one at ``start``, in its clause, is a negation."""
-        index = bisect.bisect_left(self.starts, start)
-        if index == 0 or self.clause[index]:
+        if (index := bisect.bisect_left(self.starts, start)) == 0 or self.clause[index]:
             return False
         previous = self.text[self.starts[index - 1] : start - 1]
         return previous in NEGATIONS or previous.endswith("n't")

@@ -414,8 +414,7 @@ def _one_shot(
     for entry in entries:
         if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
             raise ReplyError('every entry of "criteria" needs an "id"')
-        cid = entry["id"]
-        if cid not in by_id:
+        if (cid := entry["id"]) not in by_id:
             raise ReplyError(
                 f"unknown criterion id {_quote(cid, secrets)}; the ids are {', '.join(by_id)}"
             )
