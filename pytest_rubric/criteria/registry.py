@@ -6,7 +6,6 @@ and ``extract``, the loader's "did you mean" and the docs' table derive from it.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib
 from collections.abc import Iterable, Mapping
@@ -143,8 +142,10 @@ def validate_criterion(value: Any, info: ValidationInfo) -> Any:
     added = _added(info)
     model = _by_tag(added).get(_criterion_tag(value))  # type: ignore[arg-type]
     if model is not None:
-        with contextlib.suppress(ValidationError):
-            return model.model_validate(value, context=info.context)
+        try:
+            return model.__pydantic_validator__.validate_python(value, context=info.context)
+        except ValidationError:
+            pass
     return _union(added).validate_python(value, context=info.context)
 
 
