@@ -11,14 +11,7 @@ import importlib
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Union
 
-from pydantic import (
-    Discriminator,
-    PlainValidator,
-    Tag,
-    TypeAdapter,
-    ValidationError,
-    ValidationInfo,
-)
+from pydantic import Discriminator, PlainValidator, Tag, TypeAdapter, ValidationInfo
 
 from .all_of import AllOf
 from .any_of import AnyOf
@@ -144,7 +137,7 @@ def validate_criterion(value: Any, info: ValidationInfo) -> Any:
     if model is not None:
         try:
             return model.__pydantic_validator__.validate_python(value, context=info.context)
-        except ValidationError:
+        except ValueError:  # pydantic's ValidationError: the union says it
             pass
     return _union(added).validate_python(value, context=info.context)
 
