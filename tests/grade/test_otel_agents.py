@@ -405,17 +405,16 @@ def exported(where: Path) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["one-process", "xdist-n2"])
 def test_concurrent_async_targets_each_run_in_a_trace_of_their_own(
-    team: pytest.Pytester, model: FakeLLM, mode: list[str]
+    team: pytest.Pytester, model: FakeLLM
 ) -> None:
     """Three cases, three samples each (asked at once, each an async target on its own
-    loop), in one process and in two: every call is one trace rooted at the plugin's span,
-    holding exactly that call's model and tool spans."""
-    if mode:  # the controller in process: the application and its tracing run in the workers
-        result = team.runpytest(*mode, "--rubric-concurrency=3")
-    else:  # the application sets the process's tracer provider, once for good
-        result = team.runpytest_subprocess("--rubric-concurrency=3", timeout=180)
+    loop): every call is one trace rooted at the plugin's span, holding exactly that call's
+    model and tool spans. Calls share a trace only within a process, so one process is where
+    they are told apart; test_an_agent_graded_on_its_spans_alone_with_no_change_to_it runs
+    the flag in xdist workers."""
+    # The application sets the process's tracer provider, once for good: a process of its own.
+    result = team.runpytest_subprocess("--rubric-concurrency=3", timeout=180)
     result.assert_outcomes(passed=4)
     spans = exported(team.path)
     roots = [s for s in spans if s["name"] == SPAN_NAME]
@@ -543,7 +542,8 @@ def test_an_agent_graded_on_its_spans_alone_with_no_change_to_it(
     team: pytest.Pytester, write: Write, model: FakeLLM
 ) -> None:
     """The targets return text only: the tool calls come from the spans the instrumented
-    application records, so the agent that claims a refund it never issued fails on them."""
+    application records, so the agent that claims a refund it never issued fails on them.
+    Under xdist: each worker reads its own spans, and the traces reach the controller's JSON."""
 
     def models(request: Recorded) -> Action:
         if request.body.get("model") == "hasty-1":
@@ -553,12 +553,14 @@ def test_an_agent_graded_on_its_spans_alone_with_no_change_to_it(
     model.respond_with(models)
     write("evals/hasty.py", HASTY)
     write("evals/refunds.rubric.yaml", GRADED)
-    result = team.runpytest_subprocess(
+    # The controller in process: the application and its tracing run in the workers.
+    result = team.runpytest(
         "evals/refunds.rubric.yaml",
         "--rubric-target=targets:support_agent",
         "--rubric-target=hasty:hasty_agent",
         "--rubric-json=out.json",
-        timeout=180,
+        "-n",
+        "2",
     )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
