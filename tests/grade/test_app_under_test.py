@@ -433,7 +433,7 @@ def test_collect_freezes_answers_that_responses_then_grade(
     )
     fake_llm.respond_with(lambda request: text("It is 42."))
     # The command in process, as tests/cli's merge runs: `python -m pytest_rubric` is its
-    # main (e2e/test_traces and plugin/test_messages run collect as a module).
+    # main (cli/test_merge and guards/test_round4_replies run the module itself).
     command = ["collect", "--rubric-dir", "evals"]
     env = {"OPENAI_BASE_URL": fake_llm.openai_url, "OPENAI_API_KEY": "sk-test"}
     with pytest.MonkeyPatch.context() as mp:
