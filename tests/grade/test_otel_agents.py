@@ -441,7 +441,8 @@ from pathlib import Path
 
 def pytest_unconfigure(config):
     loaded = sorted(m for m in sys.modules if m.split(".")[0] == "opentelemetry")
-    Path("otel-modules.txt").write_text("\\n".join(loaded), encoding="utf-8")
+    with Path("otel-modules.txt").open("a", encoding="utf-8") as listed:
+        listed.write(" ".join(loaded) + "\\n")  # a line a session
 """
 
 
@@ -465,15 +466,19 @@ def test_a_session_without_the_flag_imports_no_opentelemetry_module(
     )
     write("conftest.py", MODULES)
     pytester.makeini("[pytest]\nrubric_dirs = evals\n")
-    listed = pytester.path / "otel-modules.txt"
-
-    result = pytester.runpytest_subprocess(timeout=120)
-    result.assert_outcomes(passed=1)
-    assert listed.read_text(encoding="utf-8") == ""
-
-    result = pytester.runpytest_subprocess("--rubric-otel", timeout=120)
-    result.assert_outcomes(passed=1)
-    assert "opentelemetry.sdk.trace" in listed.read_text(encoding="utf-8").split()
+    # Without the flag, then with it, one after the other in one fresh interpreter: what the
+    # first session imported is still there when the second starts.
+    probe = (
+        "import pytest\n"
+        "for args in ([], ['--rubric-otel']):\n"
+        "    print('->', int(pytest.main(['-q', '-p', 'no:cacheprovider', *args])))\n"
+    )
+    done = pytester.run(sys.executable, "-c", probe, timeout=120)
+    assert [line for line in done.outlines if line.startswith("-> ")] == ["-> 0", "-> 0"]
+    assert len([line for line in done.outlines if line.startswith("1 passed")]) == 2
+    without, with_flag = (pytester.path / "otel-modules.txt").read_text().splitlines()
+    assert without == ""
+    assert "opentelemetry.sdk.trace" in with_flag.split()
 
 
 @pytest.mark.parametrize(
