@@ -187,12 +187,15 @@ class CaseResult:
         return wilson(sum(s.passed for s in samples), len(samples), self.level)
 
     @property
+    def every_criterion(self) -> list[CriterionResult]:
+        """Every sample's criteria; graded once, its own, with no :class:`Sample` made to ask."""
+        return [c for s in self.samples for c in s.criteria] if self.samples else self.criteria
+
+    @property
     def errors(self) -> list[CriterionResult]:
         """The substance criteria that ended in ERROR, in every sample: one makes the item an
         ERROR (see :attr:`CriterionResult.item_error`)."""
-        if not self.samples:  # graded once: its own criteria, with no Sample made to ask
-            return [c for c in self.criteria if c.item_error]
-        return [c for s in self.samples for c in s.criteria if c.item_error]
+        return [c for c in self.every_criterion if c.item_error]
 
     @property
     def skipped(self) -> list[CriterionResult]:

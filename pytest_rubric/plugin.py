@@ -20,7 +20,7 @@ import pytest
 
 from ._config.settings import add_options, configured, file_patterns
 from ._defaults import SET_A_JUDGE, first_data_file, is_rubric_file
-from ._session.items import CURRENT_ITEM, RESULTS_KEY, is_rubric_item
+from ._session.items import CURRENT_ITEM, RESULTS_KEY, is_rubric_item, settle
 from ._session.started import SESSION_KEY, STARTER_KEY
 from ._session.xdist import Role
 
@@ -172,7 +172,6 @@ def pytest_runtest_makereport(
         path, line, _ = item.reportinfo()
         report.longrepr = (os.fspath(path), (line or 0) + 1, report.longrepr[2])
     if pending and (report.when != "setup" or not report.passed):
-        from ._session.items import settle
         from ._session.junit import junit_properties
 
         del item.stash[RESULTS_KEY]

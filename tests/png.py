@@ -5,7 +5,10 @@ from __future__ import annotations
 import struct
 import zlib
 from collections import Counter
+from itertools import accumulate
 from pathlib import Path
+
+_LOW = (255).__and__  # a byte of a running sum, applied by map() without a Python call
 
 
 def pixels(path: Path) -> tuple[int, int, list[bytes]]:
@@ -29,19 +32,26 @@ def pixels(path: Path) -> tuple[int, int, list[bytes]]:
     bpp = 3 if colour == 2 else 4
     raw = zlib.decompress(idat)
     stride = width * bpp
+    # Up adds the row above byte by byte: as one integer, the low seven bits of each byte
+    # summed (no carry crosses a byte) and the top bit set by XOR.
+    high = int.from_bytes(b"\x80" * stride, "little")
+    low = high ^ ((1 << 8 * stride) - 1)
     rows: list[bytes] = []
-    previous = bytearray(stride)
+    previous = bytes(stride)
     for y in range(height):
         start = y * (stride + 1)
-        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
-        # Whole-row work where a filter allows it (none, up): most rows of a screenshot.
+        kind, line = raw[start], raw[start + 1 : start + 1 + stride]
+        # Whole-row work where a filter allows it (none, up, sub): most rows of a screenshot.
         if kind == 2:
-            line = bytearray((a + b) & 0xFF for a, b in zip(line, previous, strict=True))
-        elif kind == 1:
-            for i in range(bpp, stride):
-                line[i] = (line[i] + line[i - bpp]) & 0xFF
+            a, b = int.from_bytes(line, "little"), int.from_bytes(previous, "little")
+            line = (((a & low) + (b & low)) ^ ((a ^ b) & high)).to_bytes(stride, "little")
+        elif kind == 1:  # each channel a running sum along the row
+            decoded = bytearray(stride)
+            for channel in range(bpp):
+                decoded[channel::bpp] = bytes(map(_LOW, accumulate(line[channel::bpp])))
+            line = bytes(decoded)
         elif kind in (3, 4):
-            _unfilter(kind, line, previous, bpp)
+            line = _unfilter(kind, line, previous, bpp)
         previous = line
         if bpp == 4:
             line = bytearray(line)
@@ -50,26 +60,35 @@ def pixels(path: Path) -> tuple[int, int, list[bytes]]:
     return width, height, rows
 
 
-def _unfilter(kind: int, line: bytearray, previous: bytearray, bpp: int) -> None:
+def _unfilter(kind: int, line: bytes, previous: bytes, bpp: int) -> bytes:
     """Average (3) and Paeth (4) read the byte just decoded to their left: byte by byte."""
-    for i in range(len(line)):
-        left = line[i - bpp] if i >= bpp else 0
-        up = previous[i]
+    out = bytearray(line)
+    for i in range(bpp):  # no pixel to the left: both add the byte above (Average, half of it)
+        out[i] = (out[i] + (previous[i] // 2 if kind == 3 else previous[i])) & 0xFF
+    for i in range(bpp, len(out)):
+        left, up = out[i - bpp], previous[i]
         if kind == 3:
-            line[i] = (line[i] + (left + up) // 2) & 0xFF
+            out[i] = (out[i] + (left + up) // 2) & 0xFF
             continue
-        corner = previous[i - bpp] if i >= bpp else 0
-        p = left + up - corner
-        pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
-        pred = left if pa <= pb and pa <= pc else up if pb <= pc else corner
-        line[i] = (line[i] + pred) & 0xFF
+        corner = previous[i - bpp]
+        if up == corner:  # p is left: the nearest
+            pred = left
+        elif left == corner:  # p is up
+            pred = up
+        else:  # the distances of left, up and corner from p = left + up - corner
+            pa, pb = abs(up - corner), abs(left - corner)
+            pc = abs(left + up - 2 * corner)
+            pred = left if pa <= pb and pa <= pc else up if pb <= pc else corner
+        out[i] = (out[i] + pred) & 0xFF
+    return bytes(out)
 
 
 def colours(path: Path, step: int = 3) -> Counter[tuple[int, int, int]]:
-    """How often each RGB colour occurs, sampling every ``step``-th pixel of every row."""
+    """How often each RGB colour occurs, sampling every ``step``-th pixel of every
+    ``step``-th row."""
     _, _, rows = pixels(path)
     counts: Counter[tuple[int, int, int]] = Counter()
+    skip = 3 * step
     for row in rows[::step]:
-        for i in range(0, len(row) - 2, 3 * step):
-            counts[(row[i], row[i + 1], row[i + 2])] += 1
+        counts.update(zip(row[0::skip], row[1::skip], row[2::skip], strict=True))
     return counts

@@ -34,7 +34,9 @@ def _tree(module: str) -> ast.Module:
 
 
 def _imports(module: str) -> set[str]:
-    """The package's modules ``module`` imports, at any depth of its code."""
+    """The package's modules ``module`` imports, at any depth of its code (under
+    ``TYPE_CHECKING`` too): for each name imported, the module it is, or else the module that
+    holds it."""
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
@@ -46,7 +48,7 @@ def _imports(module: str) -> set[str]:
                 target = ".".join([*base, node.module] if node.module else base)
             else:
                 target = node.module or ""
-            targets = [f"{target}.{a.name}" for a in node.names] + [target]
+            targets = [f"{target}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         for target in targets:
@@ -54,7 +56,6 @@ def _imports(module: str) -> set[str]:
                 target = target.rpartition(".")[0]
             if target and target != module and target.startswith(NAME):
                 found.add(target)
-                break
     return found
 
 

@@ -55,7 +55,7 @@ def _graded(result: CaseResult, *, best: bool) -> tuple[float, bool]:
 
 def bounds(result: CaseResult) -> Bounds | None:
     """The bounds of ``result`` over its skipped criteria's verdicts; None when none was."""
-    if not any(c.verdict is Verdict.SKIPPED for s in result.sample_list for c in s.criteria):
+    if not any(c.verdict is Verdict.SKIPPED for c in result.every_criterion):
         return None
     low, passes_at_worst = _graded(result, best=False)
     high, passes_at_best = _graded(result, best=True)

@@ -56,7 +56,7 @@ def closed_registry() -> Any:
 
 # --- JSON Schema: what a schema may not hold, found when the rubric loads -----------------------
 
-_REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
+REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
 SchemaPath = tuple[str | int, ...]
 
 
@@ -153,7 +153,7 @@ def _resource_problems(schema: dict[str, Any], nodes: dict[SchemaPath, Any]) -> 
                         "remove it: the `$schema` at the top sets the draft of the whole schema",
                     )
                 )
-            for keyword in _REFERENCES:
+            for keyword in REFERENCES:
                 reference = contents.get(keyword)
                 if not isinstance(reference, str):
                     continue

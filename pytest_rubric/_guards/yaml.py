@@ -394,7 +394,11 @@ class _Stream:
                     inner = {"cases": "cases", "targets": "targets"}.get(key, "other")
                 elif role == "targets":
                     self.lines[("targets", key)] = _line(key_event)
-            mapping[key] = self.value(get(), depth + 1, inner)
+            event = get()
+            if type(event) is _ScalarEvent and event.anchor is None:  # most values: no call
+                mapping[key] = self.scalar(event)
+            else:
+                mapping[key] = self.value(event, depth + 1, inner)
             key_event = get()
         return mapping
 

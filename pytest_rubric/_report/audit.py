@@ -163,11 +163,10 @@ def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] =
             counts[0] += 1
             counts[1] += verdicts[1] != verdicts[0]
             counts[2] += verdicts[2] != verdicts[0]
-        for sample in result.sample_list:
-            for c in sample.criteria:
-                if c.evidence_ok is not None:
-                    checked += 1
-                    unsupported += not c.evidence_ok
+        for c in result.every_criterion:
+            if c.evidence_ok is not None:
+                checked += 1
+                unsupported += not c.evidence_ok
     figures = [ProbeFigures(j, "tone", n, c + h, c, h) for j, (n, c, h) in probes.items()]
     figures += [ProbeFigures(judge, kind, *counts) for (judge, kind), counts in kinds.items()]
     return JudgeAudit(
@@ -186,17 +185,14 @@ def _panel(results: Sequence[CaseResult]) -> dict[str, Any]:
     votes: list[dict[str, str]] = []
     unstable = 0
     for result in results:
-        for sample in result.sample_list:
-            for c in sample.criteria:
-                if not c.judges:
-                    continue
-                names.update(c.judges)
-                unstable += c.unstable
-                decided = {
-                    n: v for n, v in c.judges.items() if isinstance(v, str) and v in _DECIDED
-                }
-                if decided:
-                    votes.append(decided)
+        for c in result.every_criterion:
+            if not c.judges:
+                continue
+            names.update(c.judges)
+            unstable += c.unstable
+            decided = {n: v for n, v in c.judges.items() if isinstance(v, str) and v in _DECIDED}
+            if decided:
+                votes.append(decided)
     if not names:
         return {}
     judges = sorted(names)

@@ -66,7 +66,9 @@ class TraceFigures:
     @classmethod
     def of(cls, results: Sequence[CaseResult]) -> TraceFigures | None:
         """The figures of a subject's answers with traces; None when none has one."""
-        traces = [s.trace for r in results for s in r.sample_list if s.trace is not None]
+        # A result graded once is its own sample: no Sample made to ask it.
+        samples = (r.samples or (r,) for r in results)
+        traces = [s.trace for each in samples for s in each if s.trace is not None]
         if not traces:
             return None
         latencies = sorted(t.latency_s for t in traces if t.latency_s is not None)
@@ -225,7 +227,9 @@ def leaderboard(
                 correctness_ci=_stats.mean_interval([r.score for r in rs], level),
                 n_cases=len(rs),
                 detectable_drop=_stats.detectable_drop(
-                    [[s.score for s in r.sample_list] for r in rs], gate_level, max_drop=max_drop
+                    [[s.score for s in r.samples or (r,)] for r in rs],
+                    gate_level,
+                    max_drop=max_drop,
                 ),
                 passed_ci=wilson(passed, len(rs), level),
                 traced=TraceFigures.of(rs),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .._guards.outgoing import outgoing
+from .._guards.outgoing import outgoing, outgoing_strings
 from .._render.files import Unwritten, unwritable
 from .._results import CaseResult, Verdict
 
@@ -34,9 +34,10 @@ JUNIT_PROPERTIES = frozenset(
 
 def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
     """What ``--junitxml`` carries of a result (each name one of ``JUNIT_PROPERTIES``)."""
+    fit = outgoing_strings()  # the environment's keys read once for the result's texts
     properties = [
-        ("rubric_case", outgoing(result.case)),  # the texts a rubric or a user wrote
-        _repeated("rubric_subject", outgoing(result.subject)),
+        ("rubric_case", fit[result.case]),  # the texts a rubric or a user wrote
+        _repeated("rubric_subject", fit[result.subject]),
         _repeated("rubric_score", f"{result.score:.4f}"),
         # "none": a report-only case, which has no pass mark
         _repeated(
@@ -45,7 +46,7 @@ def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
         _repeated("rubric_passed", "true" if result.passed else "false"),
     ]
     if failed := [c.id for c in result.criteria if c.went_wrong or c.verdict is Verdict.ERROR]:
-        properties.append(("rubric_failed_criteria", outgoing(",".join(failed))))
+        properties.append(("rubric_failed_criteria", fit[",".join(failed)]))
     return properties
 
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, ValidationInfo
 
 from .._guards.limits import PlainNumber
-from .._guards.schemas import SchemaProblem, draft_of, schema_problems
+from .._guards.schemas import REFERENCES, SchemaProblem, draft_of, schema_problems
 from .._guards.secrets import shorten
 from .._results import Outcome
 from .check import Answer, Check, error, unmet
@@ -194,8 +194,8 @@ def valid_schema(
     patterns); else :class:`FieldError` on its field, at the path of the problem."""
     field = str(info.field_name).removeprefix("json_")  # `json`'s is written `schema`
     if schema is not None:
-        text = json.dumps(schema, sort_keys=True)
-        problem = _schema_problem(json.dumps(_shape(schema), sort_keys=True))
+        shape = json.dumps(_shape(schema), sort_keys=True)
+        problem = _schema_problem(shape)
         if problem is not None:
             path, message = problem
             raise FieldError(
@@ -205,7 +205,8 @@ def valid_schema(
                 "lists the keywords)",
                 path=path,
             )
-        unsafe = _unsafe(text)
+        # Cases that differ only in a `const` (the order each must have) share one check.
+        unsafe = _unsafe(shape if _same_in_shape(schema) else json.dumps(schema, sort_keys=True))
         if unsafe:
             first = unsafe[0]
             listed = "; ".join(f"at {pointer_text(p.path)}, {p.message}" for p in unsafe[:3])
@@ -262,6 +263,28 @@ def _shape(schema: Any) -> Any:
         else:
             shaped[key] = _shape(value)
     return shaped
+
+
+def _same_in_shape(value: Any) -> bool:
+    """Whether :func:`_unsafe` finds in ``value``'s :func:`_shape` what it finds in ``value``:
+    nothing in it refers (a reference could reach a blanked value), no number is infinite or
+    NaN, and no value the shape blanks is a mapping or a list (the check reads their keys)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_same_in_shape(item) for item in value)
+    if not isinstance(value, dict):
+        return True
+    if any(key in value for key in REFERENCES):
+        return False
+    for key, item in value.items():
+        blanked = [item] if key in _ANY_VALUE else item if key == "enum" else None
+        if isinstance(blanked, list):
+            if not all(_same_in_shape(b) and not isinstance(b, dict | list) for b in blanked):
+                return False
+        elif not _same_in_shape(item):
+            return False
+    return True
 
 
 def pointer_text(path: Any) -> str:

@@ -137,7 +137,9 @@ Timeout = Annotated[float, NotBool, Field(gt=0, le=MAX_CALL_TIMEOUT, allow_inf_n
 class CriterionModel(BaseModel):
     """The fields every criterion has; a type adds ``type: Literal[...]`` and its own."""
 
-    model_config = MODEL_CONFIG
+    # A type's validator is built when a file first names it (see registry.validate_criterion):
+    # most runs read a few of the twenty types.
+    model_config = ConfigDict(**MODEL_CONFIG, defer_build=True)
     # What a type's `type:` reads, set from its literal by __pydantic_init_subclass__.
     tag: ClassVar[str] = ""
     is_judged: ClassVar[bool] = False  # graded by the judge, never compiled into a check

@@ -128,10 +128,23 @@ def _added(info: ValidationInfo) -> tuple[type[CriterionModel], ...]:
 
 
 def validate_criterion(value: Any, info: ValidationInfo) -> Any:
-    """A criterion as written, read as the type it names among the session's types."""
+    """A criterion as written, read as the type it names among the session's types: by that
+    type alone, and when it does not validate, by the union, whose errors name the type."""
     if isinstance(value, CriterionModel):
         return value  # built in Python
-    return _union(_added(info)).validate_python(value, context=info.context)
+    added = _added(info)
+    model = _by_tag(added).get(_criterion_tag(value))  # type: ignore[arg-type]
+    if model is not None:
+        try:
+            return model.__pydantic_validator__.validate_python(value, context=info.context)
+        except ValueError:  # pydantic's ValidationError: the union says it
+            pass
+    return _union(added).validate_python(value, context=info.context)
+
+
+@functools.lru_cache(maxsize=32)
+def _by_tag(added: tuple[type[CriterionModel], ...]) -> dict[str, type[CriterionModel]]:
+    return criterion_types(added)
 
 
 # What a body may not say: it is one part of its criterion, weighted as a whole.

@@ -45,30 +45,46 @@ def shard_runs(
     env = {**os.environ, "PY_COLORS": "0", "PYTEST_ADDOPTS": INNER_ADDOPTS}
     env.pop("GITHUB_STEP_SUMMARY", None)
 
-    def run(*args: str) -> pytest.RunResult:
-        started = time.monotonic()
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-            cwd=directory,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        lines = done.stdout.splitlines(), done.stderr.splitlines()
-        return pytest.RunResult(done.returncode, *lines, time.monotonic() - started)
-
     evals = "examples/evals"
     first = [f"{evals}/finance.rubric.yaml", f"{evals}/statistics.rubric.yaml"]
-    runs = {
-        "whole": run(
+    argvs = {
+        "whole": [
             evals,
             *("--rubric-json", "whole.json", "--rubric-html", "whole.html"),
             *("--rubric-markdown", "w.md"),
-        ),
-        "a": run(*first, "--rubric-json", "a.json"),
-        "b": run(evals, "--rubric-json", "b.json", *(f"--deselect={f}" for f in first)),
+        ],
+        "a": [*first, "--rubric-json", "a.json"],
+        "b": [evals, "--rubric-json", "b.json", *(f"--deselect={f}" for f in first)],
+    }
+    # The three runs one after the other in one fresh interpreter (the example's modules
+    # stay out of this one), each run's exit status and output printed as JSON.
+    probe = (
+        "import contextlib, io, json, pytest\n"
+        "runs = []\n"
+        f"for argv in {list(argvs.values())!r}:\n"
+        "    out, err = io.StringIO(), io.StringIO()\n"
+        "    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):\n"
+        "        code = pytest.main(['-p', 'no:cacheprovider', *argv])\n"
+        "    runs.append([int(code), out.getvalue(), err.getvalue()])\n"
+        "print(json.dumps(runs))\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    took = time.monotonic() - started
+    runs = {
+        name: pytest.RunResult(code, out.splitlines(), err.splitlines(), took)
+        for name, (code, out, err) in zip(
+            argvs, json.loads(done.stdout.splitlines()[-1]), strict=True
+        )
     }
     for name in SHARD_FILES:
         run_name = name.removesuffix(".json") if name.endswith(".json") else "whole"

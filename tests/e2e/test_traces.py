@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from xml.etree import ElementTree
 
 import pytest
 
+from pytest_rubric._cli.merge import main as cli
 from tests.conftest import EXAMPLES
 from tests.fake_llm import Action, FakeLLM, Recorded, json_reply, text, tool_calls
 
@@ -282,20 +282,12 @@ def test_retrieval_failures_show_in_context_recall_and_citations_name_passages(
     )
 
 
-def test_a_trace_collected_once_grades_offline(project: pytest.Pytester) -> None:
-    collected = project.run(
-        sys.executable,
-        "-m",
-        "pytest_rubric",
-        "collect",
-        "--rubric-dir",
-        "evals",
-        "--target",
-        "hasty=targets:hasty",
-        "--out",
-        "answers",
-    )
-    assert collected.ret == 0, collected.stderr.str()
+def test_a_trace_collected_once_grades_offline(
+    project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # In process, in the project's folder, as `python -m pytest_rubric collect` runs main().
+    argv = ["collect", "--rubric-dir", "evals", "--target", "hasty=targets:hasty"]
+    assert cli([*argv, "--out", "answers"]) == 0, capsys.readouterr().err
     line = json.loads((project.path / "answers/hasty.jsonl").read_text().splitlines()[0])
     assert line["response"] == REFUND_DONE and line["messages"] and line["usage"]
     (project.path / "evals/agent.rubric.yaml").write_text(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from pytest_rubric._cli.merge import main as cli
 from tests.fake_llm import FakeLLM, Recorded, text
 
 Write = Callable[[str, str], Path]
@@ -408,6 +408,7 @@ def test_collect_freezes_answers_that_responses_then_grade(
     write: Write,
     fake_llm: FakeLLM,
     rubric_json: Callable[[], dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """llm-rubric-eval's collect-then-score: ask once, write responses files, grade later."""
     write("app/__init__.py", "")
@@ -431,27 +432,24 @@ def test_collect_freezes_answers_that_responses_then_grade(
         """,
     )
     fake_llm.respond_with(lambda request: text("It is 42."))
-    command = [sys.executable, "-m", "pytest_rubric", "collect", "--rubric-dir", "evals"]
+    # The command in process, as tests/cli's merge runs: `python -m pytest_rubric` is its
+    # main (cli/test_merge and guards/test_round4_replies run the module itself).
+    command = ["collect", "--rubric-dir", "evals"]
     env = {"OPENAI_BASE_URL": fake_llm.openai_url, "OPENAI_API_KEY": "sk-test"}
     with pytest.MonkeyPatch.context() as mp:
         for name, value in env.items():
             mp.setenv(name, value)
-        done = pytester.run(
-            *command,
-            "--target",
-            "targets:support_bot",
-            "--model",
-            "m1=openai:m1",
-            "--out",
-            "answers",
+        frozen = ["--target", "targets:support_bot", "--model", "m1=openai:m1", "--out", "answers"]
+        code = cli([*command, *frozen])
+        assert code == 0, capsys.readouterr().err
+        capsys.readouterr()
+        assert cli([*command, "--target", "targets:support_bot", "--out", "answers"]) == 2
+        pytest.LineMatcher(capsys.readouterr().err.splitlines()).fnmatch_lines(
+            ["*answers/support_bot.jsonl already exist(s); pass --force*"]
         )
-        assert done.ret == 0, done.stderr.str()
-        again = pytester.run(*command, "--target", "targets:support_bot", "--out", "answers")
-        assert again.ret == 2
-        again.stderr.fnmatch_lines(["*answers/support_bot.jsonl already exist(s); pass --force*"])
-        failed = pytester.run(*command, "--target", "targets:broken", "--out", "broken")
-    assert failed.ret == 1
-    failed.stderr.fnmatch_lines(
+        code = cli([*command, "--target", "targets:broken", "--out", "broken"])
+    assert code == 1
+    pytest.LineMatcher(capsys.readouterr().err.splitlines()).fnmatch_lines(
         [
             "*not written: *support.rubric.yaml: suite 'support', case 'refund_window': "
             "sample 1 of 2: target targets:broken raised OSError: no route*"

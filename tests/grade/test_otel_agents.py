@@ -405,17 +405,16 @@ def exported(where: Path) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["one-process", "xdist-n2"])
 def test_concurrent_async_targets_each_run_in_a_trace_of_their_own(
-    team: pytest.Pytester, model: FakeLLM, mode: list[str]
+    team: pytest.Pytester, model: FakeLLM
 ) -> None:
     """Three cases, three samples each (asked at once, each an async target on its own
-    loop), in one process and in two: every call is one trace rooted at the plugin's span,
-    holding exactly that call's model and tool spans."""
-    if mode:  # the controller in process: the application and its tracing run in the workers
-        result = team.runpytest(*mode, "--rubric-concurrency=3")
-    else:  # the application sets the process's tracer provider, once for good
-        result = team.runpytest_subprocess("--rubric-concurrency=3", timeout=180)
+    loop): every call is one trace rooted at the plugin's span, holding exactly that call's
+    model and tool spans. Calls share a trace only within a process, so one process is where
+    they are told apart; test_an_agent_graded_on_its_spans_alone_with_no_change_to_it runs
+    the flag in xdist workers."""
+    # The application sets the process's tracer provider, once for good: a process of its own.
+    result = team.runpytest_subprocess("--rubric-concurrency=3", timeout=180)
     result.assert_outcomes(passed=4)
     spans = exported(team.path)
     roots = [s for s in spans if s["name"] == SPAN_NAME]
@@ -442,7 +441,8 @@ from pathlib import Path
 
 def pytest_unconfigure(config):
     loaded = sorted(m for m in sys.modules if m.split(".")[0] == "opentelemetry")
-    Path("otel-modules.txt").write_text("\\n".join(loaded), encoding="utf-8")
+    with Path("otel-modules.txt").open("a", encoding="utf-8") as listed:
+        listed.write(" ".join(loaded) + "\\n")  # a line a session
 """
 
 
@@ -466,15 +466,19 @@ def test_a_session_without_the_flag_imports_no_opentelemetry_module(
     )
     write("conftest.py", MODULES)
     pytester.makeini("[pytest]\nrubric_dirs = evals\n")
-    listed = pytester.path / "otel-modules.txt"
-
-    result = pytester.runpytest_subprocess(timeout=120)
-    result.assert_outcomes(passed=1)
-    assert listed.read_text(encoding="utf-8") == ""
-
-    result = pytester.runpytest_subprocess("--rubric-otel", timeout=120)
-    result.assert_outcomes(passed=1)
-    assert "opentelemetry.sdk.trace" in listed.read_text(encoding="utf-8").split()
+    # Without the flag, then with it, one after the other in one fresh interpreter: what the
+    # first session imported is still there when the second starts.
+    probe = (
+        "import pytest\n"
+        "for args in ([], ['--rubric-otel']):\n"
+        "    print('->', int(pytest.main(['-q', '-p', 'no:cacheprovider', *args])))\n"
+    )
+    done = pytester.run(sys.executable, "-c", probe, timeout=120)
+    assert [line for line in done.outlines if line.startswith("-> ")] == ["-> 0", "-> 0"]
+    assert len([line for line in done.outlines if line.startswith("1 passed")]) == 2
+    without, with_flag = (pytester.path / "otel-modules.txt").read_text().splitlines()
+    assert without == ""
+    assert "opentelemetry.sdk.trace" in with_flag.split()
 
 
 @pytest.mark.parametrize(
@@ -543,7 +547,8 @@ def test_an_agent_graded_on_its_spans_alone_with_no_change_to_it(
     team: pytest.Pytester, write: Write, model: FakeLLM
 ) -> None:
     """The targets return text only: the tool calls come from the spans the instrumented
-    application records, so the agent that claims a refund it never issued fails on them."""
+    application records, so the agent that claims a refund it never issued fails on them.
+    Under xdist: each worker reads its own spans, and the traces reach the controller's JSON."""
 
     def models(request: Recorded) -> Action:
         if request.body.get("model") == "hasty-1":
@@ -553,12 +558,14 @@ def test_an_agent_graded_on_its_spans_alone_with_no_change_to_it(
     model.respond_with(models)
     write("evals/hasty.py", HASTY)
     write("evals/refunds.rubric.yaml", GRADED)
-    result = team.runpytest_subprocess(
+    # The controller in process: the application and its tracing run in the workers.
+    result = team.runpytest(
         "evals/refunds.rubric.yaml",
         "--rubric-target=targets:support_agent",
         "--rubric-target=hasty:hasty_agent",
         "--rubric-json=out.json",
-        timeout=180,
+        "-n",
+        "2",
     )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(

@@ -32,6 +32,7 @@ from pytest_rubric._load.loader import load_suite
 from pytest_rubric._results import Outcome, Verdict
 from pytest_rubric.criteria import Json
 from pytest_rubric.criteria import json as _json_criterion
+from pytest_rubric.criteria import json_text as _json_text
 from pytest_rubric.criteria.check import Answer, CheckContext
 from pytest_rubric.judge.evidence import Quoted, check_evidence
 from tests.conftest import HANG_GUARD, examples
@@ -159,6 +160,75 @@ def test_what_a_schema_may_not_hold_is_found_at_its_path(
     assert (problem.path, says in problem.message) == (where, True)
     with pytest.raises(ValidationError, match="`schema` cannot be used"):
         Json(id="j", schema=schema)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.sampled_from(["#", "(x"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["$ref", "pattern", "a"]), inner, max_size=2)
+    ),
+    max_leaves=6,
+)
+_NAMES = st.sampled_from(["a", "const", "$ref"])
+
+
+def _schema(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.fixed_dictionaries(
+        {},
+        optional={
+            "const": _JSON,
+            "default": _JSON,
+            "enum": st.lists(_JSON, min_size=1, max_size=3),
+            "minimum": st.floats(),
+            "pattern": st.sampled_from(["^a", "(x"]),
+            "$ref": st.sampled_from(
+                ["#", "#/$defs/a", "#/properties/a/const", "#/enum/0", "urn:x"]
+            ),
+            "$schema": st.just("http://json-schema.org/draft-07/schema#"),
+            "properties": st.dictionaries(_NAMES, inner, max_size=2),
+            "$defs": st.dictionaries(_NAMES, inner, max_size=2),
+            "patternProperties": st.dictionaries(
+                st.sampled_from(["^a", "[z-a]"]), inner, max_size=1
+            ),
+            "unevaluatedProperties": st.booleans(),
+            "items": inner,
+            "allOf": st.lists(inner, min_size=1, max_size=2),
+        },
+    )
+
+
+SCHEMAS = st.recursive(st.booleans() | _schema(st.booleans()), _schema, max_leaves=6)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(schema=SCHEMAS)
+def test_schemas_that_differ_only_where_the_shape_blanks_share_one_safety_check(
+    schema: dict[str, Any],
+) -> None:
+    """A rubric's cases each name their own `const`; the check of what a schema may not hold
+    is made once for their shape, and only where it finds there what it finds in each."""
+    if not isinstance(schema, dict) or "$schema" in schema:
+        return  # a `$schema` at the top sets the draft; below it, a problem the test looks for
+    if _json_text._same_in_shape(schema):
+        assert schema_problems(_json_text._shape(schema)) == schema_problems(schema)
+
+
+@pytest.mark.parametrize(
+    ("schema", "shared"),
+    [
+        ({"properties": {"order_id": {"const": "7"}}, "required": ["order_id"]}, True),
+        # A reference can reach what the shape blanks; a `const` can hold what the check reads.
+        ({"$ref": "#/enum/0", "enum": [False]}, False),
+        ({"const": {"patternProperties": {"^a": {}}, "unevaluatedProperties": False}}, False),
+        ({"properties": {"a": {"enum": [1, float("inf")]}}}, False),
+    ],
+)
+def test_the_safety_check_is_shared_only_where_the_shape_finds_the_same(
+    schema: dict[str, Any], shared: bool
+) -> None:
+    same = schema_problems(_json_text._shape(schema)) == schema_problems(schema)
+    assert (_json_text._same_in_shape(schema), same) == (shared, shared)
 
 
 def test_the_validator_itself_refuses_to_retrieve(fake_llm: FakeLLM) -> None:

@@ -121,12 +121,16 @@ def test_what_can_change_a_verdict_misses(
     assert len(setup.requests) == 2
 
 
+# In process: workers read the cache as test_four_xdist_workers_share_one_cache's warm run
+# does; what a replay adds (no server, no key, a miss an ERROR) is each item's own, and its
+# result reaches the controller as every result does (report/test_document_roundtrip).
+@pytest.mark.parametrize("mode", ["no-xdist", "xdist-n0"])
 def test_replay_serves_the_cache_with_the_server_gone_and_a_miss_is_an_error(
     pytester: pytest.Pytester,
     write: Write,
     setup: FakeLLM,
     monkeypatch: pytest.MonkeyPatch,
-    run_mode: list[str],
+    mode: str,
 ) -> None:
     # Recorded in process: test_four_xdist_workers_share_one_cache records with workers.
     _run(pytester, setup).assert_outcomes(passed=1)
@@ -147,7 +151,7 @@ def test_replay_serves_the_cache_with_the_server_gone_and_a_miss_is_an_error(
         "--rubric-cache=replay",
         "--rubric-json",
         "out.json",
-        *run_mode,
+        *RUN_MODES[mode],
     )
     result.assert_outcomes(passed=1, errors=1)
     horizon = {r["case"]: r["criteria"][1] for r in _results(pytester)}

@@ -73,57 +73,6 @@ def test_every_public_error_is_a_rubric_error() -> None:
     assert issubclass(pytest_rubric.RubricAssertionError, AssertionError)
 
 
-def _imports(root: Path) -> dict[str, set[str]]:
-    """Each module of the package and the package modules it imports, anywhere in its
-    text: at the top, inside functions and under ``TYPE_CHECKING`` alike."""
-    modules = {}
-    for path in root.rglob("*.py"):
-        parts = path.with_suffix("").relative_to(root.parent).parts
-        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    graph: dict[str, set[str]] = {name: set() for name in modules}
-    for name, path in modules.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom):
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                target = ".".join([*base, node.module] if node.module else base)
-                if not node.level:
-                    target = node.module or ""
-                subs = {f"{target}.{a.name}" for a in node.names} & modules.keys()
-                graph[name] |= subs
-                if len(subs) < len(node.names) and target in modules:
-                    graph[name].add(target)
-            elif isinstance(node, ast.Import):
-                graph[name] |= {a.name for a in node.names} & modules.keys()
-        graph[name].discard(name)
-    return graph
-
-
-def test_the_package_has_no_import_cycle() -> None:
-    graph = _imports(Path(pytest_rubric_path()).parent)
-    # The package's __init__ names every public module lazily; it is nobody's dependency.
-    graph = {k: v - {"pytest_rubric"} for k, v in graph.items()}
-    done: set[str] = set()
-
-    def visit(name: str, path: list[str]) -> None:
-        if name in path:
-            raise AssertionError("import cycle: " + " -> ".join([*path[path.index(name) :], name]))
-        if name in done:
-            return
-        for target in sorted(graph[name]):
-            visit(target, [*path, name])
-        done.add(name)
-
-    for name in sorted(graph):
-        visit(name, [])
-
-
-def pytest_rubric_path() -> str:
-    import pytest_rubric
-
-    return str(pytest_rubric.__file__)
-
-
 # What loading the plugin may import of the package: the option table and what tells a rubric
 # file or item. The session, its settings, the readers of option values, the results, the output
 # writers and every heavy dependency wait: an installed plugin's modules load through pytest's

@@ -10,11 +10,12 @@ Each test runs a project laid out as a team's: an ``app/`` package, unit tests i
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from pytest_rubric._cli.merge import main as cli
 
 APP = """
 def answer(question: str) -> str:
@@ -163,23 +164,13 @@ def test_the_misnamed_rubric_file_warning_names_the_users_file_and_echoes_no_lin
     ids=["pytest.ini", "pyproject.toml"],
 )
 def test_collect_finds_the_files_the_ini_patterns_name(
-    team: pytest.Pytester, config_file: str, text: str
+    team: pytest.Pytester, config_file: str, text: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (team.path / "pytest.ini").unlink()
     (team.path / config_file).write_text(text)
     (team.path / "evals/versions.rubric.yaml").rename(team.path / "evals/versions.eval.yaml")
-    done = team.run(
-        sys.executable,
-        "-m",
-        "pytest_rubric",
-        "collect",
-        "--rubric-dir",
-        "evals",
-        "--target",
-        "targets:version_bot",
-        "--out",
-        "answers",
-    )
-    assert done.ret == 0, done.stderr.str()
+    # In process, in the project's folder, as `python -m pytest_rubric collect` runs main().
+    argv = ["collect", "--rubric-dir", "evals", "--target", "targets:version_bot"]
+    assert cli([*argv, "--out", "answers"]) == 0, capsys.readouterr().err
     rows = [json.loads(line) for line in (team.path / "answers/version_bot.jsonl").open()]
     assert [row["id"] for row in rows] == ["latest"]
