@@ -224,8 +224,7 @@ def _suites(dirs: Sequence[Path]) -> list[Any]:
     files = sorted(
         {p for d in dirs for pattern in patterns for p in d.rglob(pattern) if p.is_file()}
     )
-    missing = [str(d) for d in dirs if not d.is_dir()]
-    if missing:
+    if missing := [str(d) for d in dirs if not d.is_dir()]:
         raise ValueError(f"--rubric-dir {missing[0]} is not a directory")
     if not files:
         raise ValueError(

@@ -85,7 +85,6 @@ def skip_reason(result: CaseResult) -> str:
     parts = [f"score between {low:.2f} and {high:.2f} whatever the judge says; min_score {mark}"]
     if result.n_samples > 1 and result.pass_when != "mean":
         parts.append(f"pass_when {result.pass_when}")
-    required = [c.id for c in result.criteria if c.required and c.verdict is Verdict.SKIPPED]
-    if required:
+    if required := [c.id for c in result.criteria if c.required and c.verdict is Verdict.SKIPPED]:
         parts.append(f"required criterion {required[0]!r} needs the judge")
     return f"{'; '.join(parts)} ({why})"

@@ -218,8 +218,7 @@ class AnthropicClient(HTTPClient):
         blocks = data.get("content")
         if not isinstance(blocks, list):
             raise self._fail("the reply has no content blocks", hint="check the endpoint")
-        calls = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
-        if calls:
+        if calls := [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]:
             # The tool calls alone (two are two objects, as the reply reader sees them).
             try:
                 text = "\n".join(json.dumps(block.get("input")) for block in calls)

@@ -91,8 +91,7 @@ class Recordings:
     def fetch(self, where: str, key: str) -> Reply | None:
         """The recorded reply to request ``key`` in file ``where`` (``cached`` set), or None."""
         with self._lock:
-            entry = self.new.get(where, {}).get(key) or self._load(where).get(key)
-            if entry is None:
+            if (entry := self.new.get(where, {}).get(key) or self._load(where).get(key)) is None:
                 return None
             self.used.setdefault(where, set()).add(key)
         return Reply(entry["reply"], entry["tokens_in"], entry["tokens_out"], key=key, cached=True)

@@ -558,8 +558,7 @@ def _changes(report: SessionReport, shown: set[str]) -> str:
         )
 
     for kind in CHANGE_KINDS:
-        changes = [c for c in gates.changes if c.kind == kind]
-        if changes:
+        if changes := [c for c in gates.changes if c.kind == kind]:
             parts.append(
                 f'<h3 class="{kind}">{len(changes)} {kind}</h3><ul>{_items(changes, item)}</ul>'
             )

@@ -383,8 +383,7 @@ def _compare(
     old, new = _keyed(baseline), _keyed(results)
     entries = _case_entries(old, new, asked.gate_confidence)
     notes = []
-    missing = [k for k in old if k not in new]
-    if missing:
+    if missing := [k for k in old if k not in new]:
         notes.append(
             f"{len(missing)} baseline case(s) did not run this time, e.g. {_name(missing[0])}"
         )

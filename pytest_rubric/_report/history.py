@@ -113,8 +113,7 @@ def _open(path: Path) -> sqlite3.Connection:
                 f"{what}: written by a newer pytest-rubric (history schema {version}; this one "
                 f"reads up to {SCHEMA_VERSION}); upgrade pytest-rubric, or give another file"
             )
-        foreign = sorted(n for n in names - _OURS if not n.startswith("sqlite_"))
-        if foreign:
+        if foreign := sorted(n for n in names - _OURS if not n.startswith("sqlite_")):
             raise HistoryError(
                 f"{what}: it holds {', '.join(foreign[:3])}, which a pytest-rubric history does "
                 "not: not ours; give another file"

@@ -68,8 +68,7 @@ class TraceFigures:
         """The figures of a subject's answers with traces; None when none has one."""
         # A result graded once is its own sample: no Sample made to ask it.
         samples = (r.samples or (r,) for r in results)
-        traces = [s.trace for each in samples for s in each if s.trace is not None]
-        if not traces:
+        if not (traces := [s.trace for each in samples for s in each if s.trace is not None]):
             return None
         latencies = sorted(t.latency_s for t in traces if t.latency_s is not None)
         costs = [t.usage.cost_usd for t in traces]

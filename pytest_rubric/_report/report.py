@@ -174,8 +174,7 @@ def _notes(
                 "Style-weighted ranks differ from correctness ranks only within noise.",
             )
         )
-    errored = sum(1 for r in results if r.errors)
-    if errored:
+    if errored := sum(1 for r in results if r.errors):
         notes.append(
             Note(
                 Severity.INFO,

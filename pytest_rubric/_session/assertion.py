@@ -66,8 +66,7 @@ def _rubric_from_path(
     loaded = load_suite(path, added=() if item is None else added_criterion_types(item))
     cases = loaded.suite.cases
     if case_id:
-        matches = [c for c in cases if c.id == case_id]
-        if not matches:
+        if not (matches := [c for c in cases if c.id == case_id]):
             known = ", ".join(c.id for c in cases)
             raise ValueError(f"{path} has no case {case_id!r}; its cases are: {known}")
         case = matches[0]

@@ -164,8 +164,7 @@ class Audit:
         (``request``), and each probe of it, ``(kind, request)``, for the kinds of
         ``--rubric-judge-probe-kinds`` (none when the item is not probed)."""
         ids = self.probe_plan.get(request.key.node, ())
-        criteria = [c for c in compiled.judged_criteria if c.id in ids]
-        if not criteria:
+        if not (criteria := [c for c in compiled.judged_criteria if c.id in ids]):
             return [], []
         from .._grade.restyle import pad, paddable, restyle
 

@@ -25,8 +25,7 @@ from collections.abc import Iterator
 @contextlib.contextmanager
 def paused(*, enabled: bool = True) -> Iterator[None]:
     """Pause the cyclic garbage collector in the block, when ``enabled``; nests."""
-    collecting = enabled and gc.isenabled()
-    if collecting:
+    if collecting := enabled and gc.isenabled():
         gc.disable()
     try:
         yield

@@ -72,8 +72,7 @@ def convert(data: Path, *, responses: dict[str, Path] | None = None) -> Output:
                     f"{subject}: {missing} of {len(cases)} example(s) have no completion in "
                     f"{path}; those items will be ERRORs (no response)"
                 )
-            extra = [pid for pid in rows if pid not in seen]
-            if extra:
+            if extra := [pid for pid in rows if pid not in seen]:
                 output.notes.append(
                     f"{subject}: {len(extra)} completion(s) in {path} match no example "
                     f"(e.g. prompt_id {extra[0]!r}); not written"

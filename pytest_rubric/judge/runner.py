@@ -184,8 +184,7 @@ def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: boo
     is the share of samples that gave the most common grade: below 1, ``unstable``."""
     pairs = tuple((o.verdict, o.credit) for o in samples)
     k = len(samples)
-    errors = [(i, o) for i, o in enumerate(samples) if o.verdict is Verdict.ERROR]
-    if errors:
+    if errors := [(i, o) for i, o in enumerate(samples) if o.verdict is Verdict.ERROR]:
         i, first = errors[0]
         return Outcome(
             Verdict.ERROR,
@@ -258,8 +257,7 @@ def combine_panel(criterion: JudgedCriterion, outcomes: Mapping[str, Outcome]) -
         judges = tuple((n, low + o.credit * (high - low)) for n, o in outcomes.items())
     else:
         judges = tuple((n, str(o.verdict)) for n, o in outcomes.items())
-    failed = [(n, o) for n, o in outcomes.items() if o.verdict is Verdict.ERROR]
-    if failed:
+    if failed := [(n, o) for n, o in outcomes.items() if o.verdict is Verdict.ERROR]:
         name, first = failed[0]
         return Outcome(
             Verdict.ERROR,
