@@ -101,8 +101,7 @@ def run(args: argparse.Namespace) -> int:
         subjects = _subjects(args)
         suites = _suites(args.dirs)
         paths = {s.name: args.out / f"{s.name}.jsonl" for s in subjects}
-        existing = [str(p) for p in paths.values() if p.exists()]
-        if existing and not args.force:
+        if (existing := [str(p) for p in paths.values() if p.exists()]) and not args.force:
             raise ValueError(
                 f"{', '.join(existing)} already exist(s); pass --force to overwrite, or choose "
                 "another --out"
