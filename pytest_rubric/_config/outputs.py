@@ -57,6 +57,7 @@ OUTPUTS: tuple[Output, ...] = (
         "pytest_rubric._report.document:json_chunks",
         "write every result and the leaderboard to PATH as JSON.",
         "write the merged document here",
+        own_boundary="pytest_rubric._report.document:boundary",
     ),
     Output(
         "html",

@@ -527,6 +527,14 @@ def json_chunks(report: SessionReport) -> Iterator[str]:
     yield end + ",\n" + indented(tail, outgoing_strings())[2:] + "\n"
 
 
+def boundary(text: str) -> str:
+    r"""The JSON's outgoing boundary: ``text`` as it is, since every string in it passed the
+    boundary as :func:`json_chunks` wrote it. Passed again, an escaped control character
+    (``\x07``) would read as part of a URL around it, and cutting that URL's query could take
+    the backslash that escapes a quote, so the text would no longer be JSON."""
+    return text
+
+
 # How json writes the floats that are not numbers.
 _NOT_NUMBERS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 _KINDS = frozenset({str, dict, list, tuple, bool, int, float, type(None)})

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._guards.outgoing import outgoing
+from .._guards.outgoing import outgoing, outgoing_data
 from .run import HistoryRun
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ def append(path: Path, report: SessionReport) -> None:
                 (
                     str(run.get("started_at") or ""),
                     run.get("git_commit"),
-                    outgoing(json.dumps(run, sort_keys=True)),
+                    json.dumps(outgoing_data(run), sort_keys=True),
                 ),
             )
             run_id = cursor.lastrowid

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pytest_rubric._guards.outgoing import (
@@ -83,6 +83,9 @@ hostile_text = st.lists(
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(text=hostile_text)
+# A control character escaped once read as part of the URL around it when the JSON's text
+# passed the boundary again, and cutting the query took the backslash before a quote.
+@example(text='\x1b]8;;https://evil.example/\x07click\x1b]8;;\x07?"')
 def test_hostile_text_leaves_through_every_writer_defused(
     text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
