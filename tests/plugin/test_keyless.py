@@ -121,14 +121,14 @@ def test_a_keyless_run_over_a_regression_fails(team: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["FAILED evals/wine.rubric.yaml::fish[[]wine_bot[]]*"])
 
 
-# In process: whether a worker has the judge's key is read as here, and the results with
-# their skipped criteria reach an xdist controller as every result does
-# (report/test_document_roundtrip), where the verbose word is chosen from them.
+# In every run mode: a run without the judge's key never passes on what it could not grade,
+# checked as CI runs it too (with -n, where the controller chooses the verbose word).
 def test_a_keyless_run_passes_skips_and_fails_each_case_on_what_can_be_graded(
-    team: pytest.Pytester,
+    team: pytest.Pytester, run_mode: list[str]
 ) -> None:
-    result = team.runpytest("-v", "-rs", "--rubric-json", "out.json")
+    result = team.runpytest("-v", "-rs", "--rubric-json", "out.json", *run_mode)
     result.assert_outcomes(passed=2, failed=1, skipped=1)
+    # Verbose lines read "item PASSED ..." without xdist, "[gw0] ... PASSED ... item" with it.
     assert _line_with(result, "steak[wine_bot]", "PASSED (judged criteria skipped)")
     assert _line_with(result, "fish[wine_bot]", "FAILED")
     lines_in_any_order(
