@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import JudgeError
-from .._guards.outgoing import outgoing
+from .._guards.outgoing import outgoing, outgoing_data
 from .._guards.secrets import MAX_TEXT, Secret, clip, public_url
 from .base import CallStats, Reply, token_count
 from .http import MAX_REPLY_BYTES
@@ -206,7 +206,10 @@ class CacheFile:
                     provider,
                     model,
                     outgoing(raw, *self._secrets),  # the boundary text leaves the process by
-                    outgoing(json.dumps(parsed, default=str), *self._secrets),
+                    json.dumps(  # string by string, as _report.document.boundary says why
+                        outgoing_data(parsed, *self._secrets),
+                        default=lambda value: outgoing(str(value), *self._secrets),
+                    ),
                     tokens[0],
                     tokens[1],
                     time.time(),

@@ -528,10 +528,9 @@ def json_chunks(report: SessionReport) -> Iterator[str]:
 
 
 def boundary(text: str) -> str:
-    r"""The JSON's outgoing boundary: ``text`` as it is, since every string in it passed the
-    boundary as :func:`json_chunks` wrote it. Passed again, an escaped control character
-    (``\x07``) would read as part of a URL around it, and cutting that URL's query could take
-    the backslash that escapes a quote, so the text would no longer be JSON."""
+    r"""The JSON's outgoing boundary: none, as every string passed it in :func:`json_chunks`.
+    Again, an escaped ``\x07`` could join the URL before it, and cutting the URL's query
+    could take the backslash that escapes a quote: the text would no longer be JSON."""
     return text
 
 

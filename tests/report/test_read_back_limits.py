@@ -610,3 +610,14 @@ def test_the_reader_refuses_json_that_is_not_a_plain_document() -> None:
         with pytest.raises(DocumentError, match=r"^doc\.json: ") as info:
             parse_document(text, name="doc.json")
         assert expected in str(info.value)
+
+
+def test_a_stored_reply_is_json_whatever_its_text(tmp_path: Path) -> None:
+    """A control character, then a URL's query before a quote: the parsed reply is stored as
+    JSON that reads back (cutting the query once took the backslash before the quote)."""
+    cache = CacheFile(tmp_path)
+    text = 'see https://x.example/\x07?"'
+    cache.put("k", provider="p", model="m", raw="{}", parsed={"trace": {"text": text}})
+    found = cache.fetch("k")
+    assert found is not None and found.parsed is not None
+    assert json.loads(found.parsed) == {"trace": {"text": 'see https://x.example/\\x07?"'}}
