@@ -60,7 +60,9 @@ class GateEntry:
     nodeid: str | None
     failed: bool
     message: str
-    quiet: bool = False  # a pass with nothing to tell: in the JSON, not printed as a note
+    # A pass with nothing to tell: in the JSON, not printed as a note. Not part of what makes
+    # two entries the same outcome (shards carry the same judge's figures, read back quiet).
+    quiet: bool = field(default=False, compare=False)
 
     @property
     def note(self) -> bool:
@@ -517,15 +519,10 @@ def run_gates(
     if asked.min_kappa is not None:
         applied.add("min-kappa")
         entries += _min_kappa_entries(calibration, asked.min_kappa)
-    seen = {_identity(e) for e in entries}
+    seen = set(entries)
     for entry in asked.carried:
-        if entry.gate not in applied and _identity(entry) not in seen:
-            seen.add(_identity(entry))
+        if entry.gate not in applied and entry not in seen:
+            seen.add(entry)
             entries.append(entry)
     entries.sort(key=lambda e: ORDER.get(e.gate, len(ORDER)))  # stable: gate by gate
     return GateReport(asked, delta_level, tuple(deltas), tuple(entries), tuple(notes), changes)
-
-
-def _identity(entry: GateEntry) -> tuple[object, ...]:
-    """What makes two entries the same outcome (shards carry the same judge's figures)."""
-    return (entry.gate, entry.subject, entry.nodeid, entry.failed, entry.message)
