@@ -549,12 +549,13 @@ def test_the_linear_url_scan_finds_what_the_regex_found(pieces: list[str]) -> No
 # Every shape a megabyte long, through the boundary and a judge cache (bench/bench_outgoing.py
 # measures each). In a child process: a regex holds the interpreter, so only a process can be
 # stopped from outside, and the bound is generous (a quadratic pattern takes many minutes).
-# outgoing_data is not called: it makes each string of a document fit by the same function as
-# outgoing, with the same keys, so on one string it would repeat outgoing's pass.
+# Neither outgoing nor outgoing_data is called on its own: the cache's put passes the raw
+# reply through outgoing and the parsed one through outgoing_data, with the same key, so a
+# call of either here would repeat a pass the cache makes.
 _LINEAR = """
 import sys, tempfile
 from pathlib import Path
-from pytest_rubric._guards.outgoing import inert_mentions, outgoing
+from pytest_rubric._guards.outgoing import inert_mentions
 from pytest_rubric._guards.secrets import Secret
 from pytest_rubric._llm.cache import CacheFile
 
@@ -569,7 +570,6 @@ shapes = [
 with tempfile.TemporaryDirectory() as folder:
     cache = CacheFile(Path(folder), secrets=[key])
     for i, text in enumerate(shapes):
-        outgoing(text, key)
         inert_mentions(text)
         cache.put(str(i), provider="p", model="m", raw=text, parsed={"reason": text})
 print("done", len(shapes))
