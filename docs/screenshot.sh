@@ -9,7 +9,7 @@ trap 'rm -rf "$out"' EXIT
 run=(chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run
      --disable-background-networking --disable-component-update --disable-sync
      --proxy-server=127.0.0.1:9 "--host-resolver-rules=MAP * ~NOTFOUND"
-     "--user-data-dir=$out/profile" --window-size=1000,1100 --hide-scrollbars
+     "--user-data-dir=$out/profile" --window-size=1100,1100 --hide-scrollbars
      "--screenshot=docs/report.png" "file://$out/report.html")
 if unshare -n true 2>/dev/null; then unshare -n "${run[@]}" 2>/dev/null; else "${run[@]}" 2>/dev/null; fi
 echo "wrote docs/report.png"
