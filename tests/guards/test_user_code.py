@@ -59,13 +59,13 @@ cases:
 """
 
 
-@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["in-process", "n2"])
+@pytest.mark.parametrize("mode", [[], ["-n", "1"]], ids=["in-process", "worker"])
 def test_base_exceptions_of_targets_and_callables_are_errors_in_every_output(
     pytester: pytest.Pytester, write: Write, mode: list[str]
 ) -> None:
     write("evals/targets.py", TARGETS)
     write("evals/e.rubric.yaml", SUITE)
-    # The controller in process; under -n 2 the exceptions are raised in the workers.
+    # The controller in process; under -n 1 the exceptions are raised in its worker.
     result = pytester.runpytest(
         *mode, "--rubric-dir=evals", "--rubric-json=out.json", "--junitxml=j.xml"
     )
