@@ -576,6 +576,7 @@ print("done", len(shapes))
 """
 
 
+@pytest.mark.slow
 def test_a_megabyte_of_any_shape_passes_the_boundary_in_linear_time() -> None:
     done = subprocess.run(
         [sys.executable, "-c", _LINEAR, KEY], capture_output=True, text=True, timeout=120

@@ -573,6 +573,7 @@ NEIGHBOURS = {
 }
 
 
+@pytest.mark.slow
 def test_with_every_neighbour_plugin_active_runs_end_cleanly_and_agree_in_any_order(
     team: pytest.Pytester,
 ) -> None:
