@@ -132,13 +132,14 @@ def run(args: argparse.Namespace) -> int:
                 if answers is None:
                     subject.failed.append(f"{where}: {problem}")
                     continue
-                # The trace beside the response, so a trace collected once grades offline.
+                # The trace beside the response, so a trace collected once grades offline (a
+                # case's own context is not the application's: the case gives it again).
                 subject.rows += [
                     {
                         "id": case.id,
                         "suite": loaded.name,
                         "response": answer.text,
-                        **(as_fields(answer.trace) if answer.trace is not None else {}),
+                        **(as_fields(t) if (t := answer.trace) and t.source != "case" else {}),
                     }
                     for answer in answers
                 ]

@@ -24,6 +24,7 @@ from .._llm.providers import ModelSpec, read_key
 from .._load.traces import RETURN_SHAPES, ShapeError, merged, read_returned, recorded_trace
 from .._trace import Trace
 from ..criteria.check import Answer
+from .grader import with_case_context
 
 if TYPE_CHECKING:
     from .._llm.cache import CachedCalls
@@ -134,7 +135,9 @@ class Source:
         except ShapeError as exc:
             shapes = "; ".join(RETURN_SHAPES)
             return None, f"{what} returned {exc}; a target returns one of: {shapes}"
-        if (trace := merged(returned, spans)) is not None and trace.latency_s is None:
+        # A str answer to a case with its own context: the case's trace, the call still timed.
+        trace = merged(returned, spans) or with_case_context(None, case)
+        if trace is not None and trace.latency_s is None:
             trace = replace(trace, latency_s=latency)
         self._count(replayed=False)
         if looked is not None and self.cache is not None:

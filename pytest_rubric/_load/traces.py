@@ -133,18 +133,15 @@ def _text(content: Any) -> str:
     return json.dumps(content, default=str) if isinstance(content, Mapping) else str(content)
 
 
-def _arguments(raw: Any) -> dict[str, Any] | None:
-    if raw is None or raw == "":
-        return {}
+def _arguments(raw: Any) -> dict[str, Any]:
+    """A call's arguments: a JSON object, or ``{}`` (none, not JSON, a list)."""
     if isinstance(raw, Mapping):
         return dict(raw)
-    if isinstance(raw, str):
-        try:
-            parsed = json.loads(raw)
-        except (ValueError, RecursionError):  # not JSON, or nested past the parser
-            return None
-        return parsed if isinstance(parsed, dict) else None
-    return None
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) and raw else None
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser
+        parsed = None
+    return parsed if isinstance(parsed, dict) else {}
 
 
 def _failed(content: str) -> bool:
@@ -163,9 +160,9 @@ def _failed(content: str) -> bool:
 def read_messages(messages: Any) -> tuple[tuple[ToolCall, ...], int]:
     """The tool calls and the number of model calls (assistant messages) of an OpenAI chat
     conversation, of dicts or the SDK's objects. A call is ``ok`` when its ``tool`` message
-    exists and holds no JSON object with an ``error`` key, and its arguments are a JSON
-    object (else ``{}``: they cannot have been used as asked)."""
-    requested: list[tuple[Any, str, dict[str, Any] | None]] = []
+    exists and holds no JSON object with an ``error`` key: the tool says whether it worked.
+    Arguments that are not a JSON object (not JSON, or a list) are kept as ``{}``."""
+    requested: list[tuple[Any, str, dict[str, Any]]] = []
     results: dict[Any, str] = {}
     llm_calls = 0
     for index, message in enumerate(_items(messages, "messages")):
@@ -189,8 +186,8 @@ def read_messages(messages: Any) -> tuple[tuple[ToolCall, ...], int]:
     calls = []
     for call_id, name, arguments in requested:
         result = results.get(call_id) if call_id is not None else None
-        ok = result is not None and arguments is not None and not _failed(result)
-        calls.append(ToolCall(name=name, arguments=arguments or {}, ok=ok, result=result))
+        ok = result is not None and not _failed(result)
+        calls.append(ToolCall(name=name, arguments=arguments, ok=ok, result=result))
     return tuple(calls), llm_calls
 
 

@@ -212,10 +212,7 @@ def valid_schema(
             listed = "; ".join(f"at {pointer_text(p.path)}, {p.message}" for p in unsafe[:3])
             more = f" (+{len(unsafe) - 3} more)" if len(unsafe) > 3 else ""
             raise FieldError(
-                field,
-                f"`{field}` cannot be used: {listed}{more}",
-                hint=first.hint,
-                path=first.path,
+                field, f"`{field}` cannot be used: {listed}{more}", hint=first.hint, path=first.path
             )
     return schema
 

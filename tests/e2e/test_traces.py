@@ -372,6 +372,43 @@ def test_a_case_gives_a_fixed_context_and_no_context_is_an_error(
     assert fixed["samples"][0]["trace"]["source"] == "case"
 
 
+def test_a_plain_answer_to_a_case_with_its_context_keeps_the_calls_latency(
+    project: pytest.Pytester, write: Write
+) -> None:
+    """A target returning a str for a case that gives its own context: the trace is the
+    case's, and still measured; recorded, it replays the same; collect writes no context."""
+    write("evals/plain.py", "def answer(question):\n    return 'Within 30 days [1].'\n")
+    write(
+        "evals/timed.rubric.yaml",
+        """
+        suite: timed
+        target: plain:answer
+        cases:
+          - id: q
+            question: "When are refunds issued?"
+            context: ["Refunds are issued within 30 days of delivery."]
+            criteria:
+              - {id: cites, type: citations}
+              - {id: quick, type: trace_limits, max_latency_s: 600}
+        """,
+    )
+    traces = []
+    for mode in ("use", "replay"):
+        result = project.runpytest(
+            "evals/timed.rubric.yaml", "--rubric-response-cache", mode, "--rubric-json=out.json"
+        )
+        result.assert_outcomes(passed=1)
+        traces.append(_document(project)["results"][0]["samples"][0]["trace"])
+    assert traces[0]["source"] == "case" and traces[0]["context"][0]["id"] is None
+    assert isinstance(traces[0]["latency_s"], float) and traces[0]["latency_s"] >= 0
+    assert traces[1] == traces[0]
+    assert cli(["collect", "--rubric-dir", "evals", "--target", "plain:answer", "--out", "ans"]) == 0
+    lines = (project.path / "ans" / "answer.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines if '"q"' in line] == [
+        {"id": "q", "suite": "timed", "response": "Within 30 days [1]."}
+    ]
+
+
 def test_grounded_verifies_the_judges_quotes_against_the_context(
     project: pytest.Pytester, write: Write, fake_llm: FakeLLM
 ) -> None:
