@@ -1,7 +1,7 @@
 """The documented GitHub Actions recipe, run the way GitHub runs it, on a team's project.
 
-The recipe is the ```yaml block of the "In GitHub Actions" section of docs/guides/ci.md
-(the README links there), parsed as a user copies it. Its ``run:`` steps run in order under
+The recipe is the ```yaml block of the README's "In CI" section (docs/guides/ci.md shows it
+too, included from there), parsed as a user copies it. Its ``run:`` steps run in order under
 bash, with the environment a runner gives them and GitHub's rules for which steps run after
 a failure. Its ``uses:`` steps are stood in for by what each action does: the checkout is a
 fresh clone (the committed recordings come along, nothing else does), and the artifact
@@ -29,7 +29,8 @@ import yaml
 
 from tests.conftest import INNER_ADDOPTS
 
-CI_GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "ci.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
 
 
 def declared(inputs: str) -> frozenset[str]:
@@ -71,9 +72,9 @@ REFUND_CASE = "evals/support.rubric.yaml::refund_window[support_bot]"
 
 
 def recipe_text() -> str:
-    """The ```yaml block of the CI guide's "In GitHub Actions" section, as users copy it."""
-    text = CI_GUIDE.read_text(encoding="utf-8")
-    section = text.index("\n## In GitHub Actions\n")
+    """The ```yaml block of the README's "In CI" section, as users copy it."""
+    text = README.read_text(encoding="utf-8")
+    section = text.index("\n## In CI\n")
     start = text.index("```yaml\n", section) + len("```yaml\n")
     next_heading = text.find("\n#", section + 1)
     assert next_heading == -1 or start < next_heading, "the section has no ```yaml block"
