@@ -179,7 +179,7 @@ class Source:
             "subject": self.subject,
             "of": self.target_name,
             "by": self.target.identity(sample, samples),
-            "case": case.model_dump(mode="json"),
+            "case": case.model_dump(mode="json", serialize_as_any=True),  # each criterion whole
             "sample": sample,
             "samples": samples,
         }
