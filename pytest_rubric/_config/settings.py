@@ -459,7 +459,7 @@ class Settings:
     recordings_prune: bool = switch(
         "recordings_prune",
         "delete the recorded entries no request of the run used, after a run that collected "
-        "every rubric file (never after a selection: -k, -m, node ids, --lf, --deselect).",
+        "every rubric file (never after a selection: -k, -m, node ids or files, --lf, --deselect).",
     )
     cache_dir: Path = ini_key(
         "cache_dir",

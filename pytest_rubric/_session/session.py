@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .._config.options import read_settings
-from .._defaults import first_data_file
+from .._defaults import first_data_file, is_rubric_file
 from .._guards.outgoing import outgoing, rubric_warning, warn
 from .._results import CaseResult, Outcome, Verdict
 from . import heap, xdist
@@ -79,10 +79,13 @@ def _rootdir_moved(config: pytest.Config) -> str | None:
     )
 
 
-def _selection(config: pytest.Config, *, reruns: bool) -> str | None:
+def _selection(config: pytest.Config, settings: Settings, *, reruns: bool) -> str | None:
     """Why the command line collects only part of the suite (None: it names no selection):
-    -k, -m, --deselect, node ids and, with ``reruns``, --lf and --sw."""
-    option = config.option
+    -k, -m, --deselect, node ids, a rubric file or a folder inside the rubric dirs named
+    and, with ``reruns``, --lf and --sw."""
+    option, roots = config.option, {d.resolve() for d in settings.dirs}
+    paths = [(config.invocation_params.dir / a).resolve() for a in config.args if "::" not in a]
+    named = any(is_rubric_file(p, settings.patterns) or roots & {*p.parents} for p in paths)
     for given, why in (
         (getattr(option, "keyword", ""), "-k"),
         (getattr(option, "markexpr", ""), "-m"),
@@ -90,6 +93,7 @@ def _selection(config: pytest.Config, *, reruns: bool) -> str | None:
         (reruns and getattr(option, "lf", False), "--lf"),
         (reruns and getattr(option, "stepwise", False), "--sw"),
         (any("::" in arg for arg in config.args), "node ids"),
+        (named, "named rubric files or folders"),
     ):
         if given:
             return why
@@ -185,10 +189,8 @@ class RubricSession:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Collection is over: report unused responses, start judging, arrange a quick exit."""
         items = session.items
-        here = self.config.invocation_params.dir
         self.inputs.warn_unused(
-            narrowed=_selection(self.config, reruns=False) is not None
-            or any((here / arg).is_file() for arg in self.config.args)
+            narrowed=_selection(self.config, self.settings, reruns=False) is not None
         )
         if self.recordings:
             self.recordings.collected(items)
@@ -444,7 +446,7 @@ class RubricSession:
             return
         if self.recordings:  # the workers' share came as data
             self.recordings.collection_errors += self.inputs.collection_errors
-            self.recordings.finish(_selection(self.config, reruns=True))
+            self.recordings.finish(_selection(self.config, self.settings, reruns=True))
         # Ctrl-C (pytest's INTERRUPTED; a collection that stopped too): the results are a
         # part of the run, and the JSON says so.
         complete = session.exitstatus != pytest.ExitCode.INTERRUPTED

@@ -287,11 +287,15 @@ def test_rerecording_one_case_changes_one_file_and_unused_entries_are_pruned_aft
         ["recordings: 1 unused; run with --rubric-recordings-prune to delete them"]
     )
     # After a selection, nothing is pruned.
-    for selection in (["-k", "leave"], ["evals/faq.rubric.yaml::leave[hr_bot]"]):
+    for selection in (
+        ["-k", "leave"],
+        ["evals/faq.rubric.yaml::leave[hr_bot]"],
+        ["evals/faq.rubric.yaml"],
+    ):
         result = repository.runpytest("--rubric-recordings-prune", *selection)
         result.stdout.fnmatch_lines(["recordings: not pruned: this run was a selection (*"])
         assert len(entries(recording(repository, "leave"))) == 2
-    result = repository.runpytest("--rubric-recordings-prune")
+    result = repository.runpytest("--rubric-recordings-prune", "evals", "tests")  # every file
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["recordings: 1 unused deleted"])
     assert len(entries(recording(repository, "leave"))) == 1
