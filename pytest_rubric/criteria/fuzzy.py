@@ -22,20 +22,23 @@ class Fuzzy(CriterionModel):
 
 
 class _FuzzyCheck(Check[Fuzzy]):
-    __slots__ = ("needles", "partial_ratio")
+    __slots__ = ("fuzz", "needles")
 
     def __init__(self, c: Fuzzy) -> None:
         from rapidfuzz import fuzz  # imported by the first fuzzy criterion
 
         super().__init__(c)
         self.needles = tuple((p, normalize(p)) for p in c.any_of)
-        self.partial_ratio = fuzz.partial_ratio
+        self.fuzz = fuzz
 
     def run(self, answer: Answer, case: object) -> Outcome:
-        threshold = self.c.threshold
+        threshold, text = self.c.threshold, answer.folded
         best, best_phrase = 0.0, self.c.any_of[0]
         for phrase, needle in self.needles:
-            score = self.partial_ratio(needle, answer.folded) if answer.folded else 0.0
+            # A span of the answer: an answer shorter than the phrase is one span, scored whole
+            # (partial_ratio would look for the answer inside the phrase instead).
+            ratio = self.fuzz.partial_ratio if len(text) >= len(needle) else self.fuzz.ratio
+            score = ratio(needle, text) if text else 0.0
             if score > best:
                 best, best_phrase = score, phrase
             if best >= threshold:

@@ -412,7 +412,9 @@ def test_fuzzy_threshold_at_and_below() -> None:
 
 
 def test_fuzzy_reason_reports_the_best_score() -> None:
-    outcome = check({"type": "fuzzy", "any_of": ["net present value"]}, "net presnt value")
+    outcome = check(
+        {"type": "fuzzy", "any_of": ["net present value"]}, "the net presnt value is positive"
+    )
     assert "best match 94" in outcome.reason
     assert "threshold 90" in outcome.reason
 
@@ -427,6 +429,18 @@ def test_fuzzy_matches_normalized_text() -> None:
 def test_fuzzy_any_phrase_is_enough() -> None:
     fuzzy = {"type": "fuzzy", "any_of": ["zzzzzz", "net present value"]}
     assert verdict(fuzzy, "the net present value") is MET
+
+
+@pytest.mark.parametrize("text", ["a", "Paris", "net present"])
+def test_fuzzy_an_answer_shorter_than_the_phrase_is_scored_whole_not_found_inside_it(
+    text: str,
+) -> None:
+    outcome = check({"type": "fuzzy", "any_of": ["the net present value of Paris a"]}, text)
+    assert outcome.verdict is UNMET, outcome.reason
+
+
+def test_fuzzy_an_answer_as_long_as_the_phrase_with_a_typo_still_matches() -> None:
+    assert verdict({"type": "fuzzy", "any_of": ["net present value"]}, "net presnt value") is MET
 
 
 @pytest.mark.parametrize("text", ["", "   ", "xyz"])
