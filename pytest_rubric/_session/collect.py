@@ -34,7 +34,7 @@ from ..criteria.check import Answer
 from ..judge.requests import JudgeKey
 from .heap import paused
 from .inputs import no_response
-from .items import record
+from .items import RESULTS_KEY, record
 from .judging import answer_key
 
 if TYPE_CHECKING:
@@ -489,16 +489,17 @@ class RubricItem(pytest.Item):
         if isinstance(excinfo.value, RubricAssertionError | RubricEvaluationError):
             # The criterion table (or why there is no answer), then what the application was
             # asked and said.
-            result = excinfo.value.result
-            if result is None and excinfo.value.__cause__ is not None:
-                return _application_traceback(self.config, excinfo.value.__cause__, excinfo.value)
+            result, cause = excinfo.value.result, excinfo.value.__cause__
+            show = self.rubric_session.settings.show_response
+            baseline = self.rubric_session.results.baseline
+            if result is None and cause is not None:  # the target raised: its ERROR result
+                unanswered = [r.result for r in self.stash.get(RESULTS_KEY, [])][-1:]
+                since = [line for r in unanswered for line in since_baseline(r, baseline, show)]
+                return _application_traceback(self.config, cause, excinfo.value, since)
             if result is None:
                 return outgoing(str(excinfo.value))
-            show = self.rubric_session.settings.show_response
             lines = [str(excinfo.value), *answer_lines(result, show_response=show)]
-            baseline = self.rubric_session.results.baseline
-            lines += since_baseline(result, baseline, show_response=show) if baseline else []
-            return outgoing("\n".join(lines))
+            return outgoing("\n".join([*lines, *since_baseline(result, baseline, show)]))
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -520,11 +521,12 @@ def _calling(entry: Any) -> bool:
 
 
 def _application_traceback(
-    config: pytest.Config, raised: BaseException, error: BaseException
+    config: pytest.Config, raised: BaseException, error: BaseException, since: list[str]
 ) -> Any:
     """The report of ``raised``, what a target raised, from the target's first frame (the
     plugin's frames that called it, and ``asyncio``'s, cut as pytest cuts its own), in the
-    style ``--tb`` asks for; ``error`` (why the item has no answer) is its ``rubric`` section."""
+    style ``--tb`` asks for; ``error`` (why the item has no answer) and ``since`` (the
+    baseline's answer, when it passed there) are its ``rubric`` section."""
     info = pytest.ExceptionInfo.from_exception(raised)
     entries = list(info.traceback)
     first = next((i for i, entry in enumerate(entries) if not _calling(entry)), 0)
@@ -541,7 +543,7 @@ def _application_traceback(
         tbfilter=False,
         truncate_locals=config.get_verbosity() <= 1,
     )
-    shown.addsection("rubric", str(error))
+    shown.addsection("rubric", "\n".join([str(error), *since]))
     return _scrubbed(shown)
 
 

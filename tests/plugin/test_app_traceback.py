@@ -126,3 +126,26 @@ def test_junit_carries_the_traceback(pytester: pytest.Pytester, team: None) -> N
     assert "evals/targets.py:5" in body
     assert "app/bot.py:5" in body
     assert "pytest_rubric" not in body
+
+
+def test_a_case_that_passed_in_the_baseline_shows_its_answer_there_after_the_traceback(
+    pytester: pytest.Pytester, team: None, write: Write
+) -> None:
+    write("evals/targets.py", "def hr_bot(question: str) -> str:\n    return 'Yes, remote.'\n")
+    pytester.runpytest("evals", "--rubric-json=main.json").assert_outcomes(passed=1)
+    write(
+        "evals/targets.py",
+        "from app.bot import answer\n\n\ndef hr_bot(question):\n    return answer(question)\n",
+    )
+    result = pytester.runpytest("evals", "--rubric-baseline=main.json", "--tb=short")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*app/bot.py:5: in parse_reply",
+            "*- rubric -*",
+            "target targets:hr_bot raised JSONDecodeError: Expecting value*",
+            "since the baseline:",
+            "verdicts changed: says MET -> ERROR",
+            "baseline (score 1.00): Yes, remote.",
+        ]
+    )
