@@ -402,7 +402,9 @@ def test_a_plain_answer_to_a_case_with_its_context_keeps_the_calls_latency(
     assert traces[0]["source"] == "case" and traces[0]["context"][0]["id"] is None
     assert isinstance(traces[0]["latency_s"], float) and traces[0]["latency_s"] >= 0
     assert traces[1] == traces[0]
-    assert cli(["collect", "--rubric-dir", "evals", "--target", "plain:answer", "--out", "ans"]) == 0
+    assert (
+        cli(["collect", "--rubric-dir", "evals", "--target", "plain:answer", "--out", "ans"]) == 0
+    )
     lines = (project.path / "ans" / "answer.jsonl").read_text(encoding="utf-8").splitlines()
     assert [json.loads(line) for line in lines if '"q"' in line] == [
         {"id": "q", "suite": "timed", "response": "Within 30 days [1]."}
