@@ -530,10 +530,13 @@ def _application_traceback(
     info = pytest.ExceptionInfo.from_exception(raised)
     entries = list(info.traceback)
     first = next((i for i, entry in enumerate(entries) if not _calling(entry)), 0)
-    info.traceback = info.traceback[first:].filter(info)
+    tb = info.traceback[first:].filter(info)
     style = config.getoption("tbstyle", "auto")
+    if style == "auto" and len(tb) > 2:  # as pytest's test functions: the middle entries short
+        tb = type(tb)((tb[0], *(e.with_repr_style("short") for e in tb[1:-1]), tb[-1]))
+    info.traceback = tb
     if style == "auto":
-        style = "long"  # as pytest's own test functions do
+        style = "long"
     # An exception that does not print may be a frame's argument or local: none is shown.
     values = not (isinstance(raised, UserCodeError) and raised.unprintable)
     shown = info.getrepr(

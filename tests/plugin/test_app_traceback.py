@@ -102,6 +102,8 @@ def test_a_target_that_raises_shows_its_traceback(pytester: pytest.Pytester, tea
         ("native", ['*File "*app/bot.py", line 5, in parse_reply'], ["E  *"]),
         ("line", ["*JSONDecodeError: Expecting value*"], ["*targets.py:5*"]),
         ("no", [], ["*targets.py*", "*- rubric -*"]),
+        # auto, as for a test function: the first and last entries long, the middle short.
+        ("auto", ["*def hr_bot(question: str) -> str:", "*app/bot.py:10: in answer"], []),
     ],
 )
 def test_the_traceback_honours_tb(
