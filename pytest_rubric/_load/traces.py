@@ -288,7 +288,7 @@ def as_messages(trace: Trace) -> list[dict[str, Any]]:
         )
         for i, c in enumerate(trace.tool_calls, 1):
             content = c.result or ""
-            if not c.ok:
+            if not c.ok and not _failed(content):  # a tool's own error object is kept as it is
                 content = json.dumps({"error": c.result or "the call failed"})
             messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": content})
         llm_calls -= 1

@@ -152,7 +152,7 @@ calls_strategy = st.lists(
         name=names,
         arguments=st.dictionaries(st.sampled_from(["id", "amount"]), st.integers(0, 99)),
         ok=st.booleans(),
-        result=st.one_of(st.none(), st.text(max_size=20)),
+        result=st.one_of(st.none(), st.text(max_size=20), st.just('{"error": "denied"}')),
     ),
     max_size=6,
 )
@@ -170,6 +170,12 @@ def test_the_fields_collect_writes_read_back_to_the_same_calls(
     ]
     # Model calls survive whenever there were any (no messages at all: none were shown).
     assert back.llm_calls == (trace.llm_calls or None)
+
+
+def test_a_failed_calls_own_error_object_is_written_as_it_is() -> None:
+    trace = Trace("returned", (ToolCall("refund", {"id": 1}, False, '{"error": "denied"}'),), 1)
+    back = read_trace(json.loads(json.dumps(as_fields(trace))), source="responses")
+    assert back.tool_calls == trace.tool_calls
 
 
 @given(st.recursive(st.none() | st.integers() | st.text(max_size=5), st.lists, max_leaves=8))
