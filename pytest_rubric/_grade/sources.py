@@ -173,7 +173,9 @@ class Source:
 
     def _key(self, case: Any, sample: int, samples: int) -> dict[str, Any]:
         """What an answer may depend on: the whole case, the sample, the subject, and what
-        answers (a target's source file, or a model's request)."""
+        answers (a target's source file, or a model's request, whose sampling the number of
+        samples sets). A target's answers do not depend on how many there are: a case recorded
+        once replays its first sample when ``repeat`` grows."""
         return {
             "kind": "answer",
             "subject": self.subject,
@@ -181,7 +183,6 @@ class Source:
             "by": self.target.identity(sample, samples),
             "case": case.model_dump(mode="json", serialize_as_any=True),  # each criterion whole
             "sample": sample,
-            "samples": samples,
         }
 
 

@@ -123,6 +123,9 @@ def test_answers_replay_only_when_asked_and_the_summary_says_so(
     live = pytester.runpytest()
     live.assert_outcomes(passed=1, failed=1)
     live.stdout.no_fnmatch_line("*replayed from the cache*")
+    # More samples: the recorded one is the first, the second is asked.
+    grown = pytester.runpytest("--rubric-response-cache=use", "--rubric-repeat=2")
+    grown.stdout.fnmatch_lines(["*responses: 1 of 2 replayed from the cache*"])
 
 
 def test_the_ini_sets_the_response_cache_and_replay_calls_nothing(
