@@ -81,6 +81,10 @@ def boundary(text: str) -> str:
     return buffer.getvalue()
 
 
+def _number(value: float) -> str:
+    return cell(repr(value) if isinstance(value, float) else str(value))
+
+
 def _flag(value: bool) -> str:
     return "true" if value else "false"
 
@@ -98,11 +102,11 @@ def _rows(report: SessionReport) -> Iterator[list[str]]:
                     cell(c.id),
                     cell(c.type),
                     cell(c.axis),
-                    cell(repr(c.weight)),
+                    _number(c.weight),
                     cell(str(c.verdict)),
                     _flag(c.ok),
-                    cell(repr(c.credit)),
-                    cell(repr(sample.score)),
+                    _number(c.credit),
+                    _number(sample.score),
                     _flag(sample.passed),
                     cell(with_requirement(c)),
                 ]
