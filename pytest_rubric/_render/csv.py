@@ -10,6 +10,8 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import math
+import re
 import unicodedata
 from collections.abc import Iterator
 
@@ -37,8 +39,7 @@ RECORD_END = "\r\n"  # RFC 4180's; the only carriage returns in the file (see bo
 
 
 def cell(text: str) -> str:
-    """A cell fit for a spreadsheet: ``'`` in front of a formula's start, a number's sign
-    too (``-1.5`` is written ``'-1.5``: a spreadsheet reads ``-`` as a formula's start).
+    """A text cell fit for a spreadsheet: ``'`` in front of a formula's start.
 
     The outgoing boundary is applied after, cell by cell (:func:`boundary`). Nothing it
     changes can start a formula (a key becomes ``***``, a carriage return or another
@@ -47,18 +48,21 @@ def cell(text: str) -> str:
 
 
 _STARTS = frozenset("=+-@")
+_NUMBER = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*")
 
 
 def _formula(text: str) -> bool:
     """Whether a spreadsheet could read ``text`` as a formula: its first character past spaces
     and invisible format characters is ``=``, ``+``, ``-`` or ``@`` in any compatibility form
-    (full-width ``＝``), or it starts with a tab or a carriage return."""
+    (full-width ``＝``), or it starts with a tab or a carriage return; a number is not."""
     if text.startswith(("\t", "\r")):
         return True
     for char in text:
         if char.isspace() or unicodedata.category(char) == "Cf":
             continue  # a space, or a zero-width one: a spreadsheet may skip it
-        return unicodedata.normalize("NFKC", char)[:1] in _STARTS
+        if unicodedata.normalize("NFKC", char)[:1] not in _STARTS:
+            return False
+        return _NUMBER.fullmatch(text) is None
     return False
 
 
@@ -82,7 +86,9 @@ def boundary(text: str) -> str:
 
 
 def _number(value: float) -> str:
-    return cell(repr(value) if isinstance(value, float) else str(value))
+    if not math.isfinite(value):  # a result never holds one; a cell never runs one
+        return cell(repr(value))
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 def _flag(value: bool) -> str:

@@ -124,7 +124,7 @@ def test_a_carriage_return_is_prefixed_at_the_start_and_escaped_so_no_record_is_
     assert boundary(text) == "a,b\r\n'\\x0d=1+1,x\\x0dy\r\n"
 
 
-def test_the_csv_round_trips_commas_quotes_newlines_and_prefixes_every_formula_start(
+def test_the_csv_round_trips_commas_quotes_newlines_and_keeps_numbers_numbers(
     tmp_path: Path,
 ) -> None:
     hostile = 'say "hi", then\nnew line\r\nand =1+1'
@@ -150,7 +150,7 @@ def test_the_csv_round_trips_commas_quotes_newlines_and_prefixes_every_formula_s
     assert (url["criterion"], url["weight"], url["verdict"]) == ("c", "1.0", "MET")
     assert first["subject"] == "'=cmd|' /C calc'!A0"
     assert first["reason"] == 'say "hi", then\nnew line\\x0d\nand =1+1'
-    assert (first["weight"], first["credit"], first["score"]) == ("'-2.0", "1.0", "1.0")
+    assert (first["weight"], first["credit"], first["score"]) == ("-2.0", "1.0", "1.0")
     assert (first["verdict"], first["ok"], first["passed"], first["sample"]) == (
         "MET",
         "false",
