@@ -173,9 +173,7 @@ class Source:
 
     def _key(self, case: Any, sample: int, samples: int) -> dict[str, Any]:
         """What an answer may depend on: the whole case, the sample, the subject, and what
-        answers (a target's source file, or a model's request, whose sampling the number of
-        samples sets). A target's answers do not depend on how many there are: a case recorded
-        once replays its first sample when ``repeat`` grows."""
+        answers (a target's source file; a model's request, its sampling set by how many)."""
         return {
             "kind": "answer",
             "subject": self.subject,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import io
 import itertools
-import math
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -85,12 +84,6 @@ def boundary(text: str) -> str:
     return buffer.getvalue()
 
 
-def _number(value: float) -> str:
-    if not math.isfinite(value):  # a result never holds one; a cell never runs one
-        return cell(repr(value))
-    return repr(value) if isinstance(value, float) else str(value)
-
-
 def _flag(value: bool) -> str:
     return "true" if value else "false"
 
@@ -108,11 +101,11 @@ def _rows(report: SessionReport) -> Iterator[list[str]]:
                     cell(c.id),
                     cell(c.type),
                     cell(c.axis),
-                    _number(c.weight),
+                    cell(repr(c.weight)),
                     cell(str(c.verdict)),
                     _flag(c.ok),
-                    _number(c.credit),
-                    _number(sample.score),
+                    cell(repr(c.credit)),
+                    cell(repr(sample.score)),
                     _flag(sample.passed),
                     cell(with_requirement(c)),
                 ]
