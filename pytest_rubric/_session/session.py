@@ -531,8 +531,6 @@ class _ReportHooks:
             # The workers collected: what the command line's subjects replaced is known now.
             for said in self.state.pytest_report_collectionfinish():
                 terminalreporter.write_line(said)
-        if self.state.recordings and self.state.recordings.line is not None:
-            terminalreporter.write_line(outgoing(self.state.recordings.line))
         # ini rubric_summary; auto: when rubric items ran, assert_rubric graded a named
         # subject, or a gate ran
         results, mode = state.results, state.settings.summary
@@ -545,6 +543,8 @@ class _ReportHooks:
             terminalreporter.section("rubric summary")
             for line in terminal_lines(report):
                 terminalreporter.line(outgoing(line.text), **line.markup)
+        if self.state.recordings and self.state.recordings.line is not None:  # in the summary
+            terminalreporter.write_line(outgoing(self.state.recordings.line))
         for unwritten in self.state.unwritten:  # one error line each; the run went on
             terminalreporter.write_line(f"rubric: ERROR {unwritten.line}", red=True, bold=True)
 

@@ -283,8 +283,11 @@ def test_rerecording_one_case_changes_one_file_and_unused_entries_are_pruned_aft
     ]
     # The old wording's reply is now recorded but used by no request.
     assert len(entries(recording(repository, "leave"))) == 2
-    result.stdout.fnmatch_lines(
-        ["recordings: 1 unused; run with --rubric-recordings-prune to delete them"]
+    result.stdout.fnmatch_lines(  # in the summary
+        [
+            "*= rubric summary =*",
+            "recordings: 1 unused; run with --rubric-recordings-prune to delete them",
+        ]
     )
     # After a selection, nothing is pruned.
     for selection in (
