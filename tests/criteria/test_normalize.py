@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -56,14 +58,20 @@ def test_casefold_makes_sharp_s_equal_to_ss() -> None:
     assert normalize("Straße") == normalize("STRASSE") == normalize("strasse")
 
 
-@pytest.mark.parametrize("dash", [chr(c) for c in range(0x2010, 0x2016)])
+# Every character Unicode calls a dash (category Pd: hyphens, dashes, wave dashes), all in
+# its first two planes.
+DASHES = [chr(c) for c in range(0x20000) if unicodedata.category(chr(c)) == "Pd"]
+
+
+@pytest.mark.parametrize("dash", DASHES, ids=[f"U+{ord(d):04X}" for d in DASHES])
 def test_every_dash_becomes_hyphen_minus(dash: str) -> None:
     assert normalize(f"long{dash}term") == "long-term"
 
 
 @pytest.mark.parametrize(
     "minus",
-    ["\u2212", "\ufe63", "\uff0d"],  # minus sign, small hyphen-minus, fullwidth hyphen-minus
+    # minus sign, small and fullwidth hyphen-minus, superscript, modifier and heavy minus
+    ["\u2212", "\ufe63", "\uff0d", "\u207b", "\u02d7", "\u2796"],
 )
 def test_minus_signs_become_hyphen_minus(minus: str) -> None:
     assert normalize(f"{minus}3.5") == "-3.5"
