@@ -453,7 +453,7 @@ class RubricSession:
         self.report = self._build_report(gates=True, complete=complete)
         if self.report.gates.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        from .._render.files import write_outputs  # the renderers: only at the end
+        from .._render.files import Unwritten, write_outputs  # the renderers: only at the end
 
         if (history := self.settings.history_path) is not None and self.report.shown:
             from .._report.history import with_trend
@@ -465,8 +465,9 @@ class RubricSession:
 
             try:
                 append(history, self.report)
-            except HistoryError as exc:  # never a lost run: its outputs are written already
-                warn(str(exc))
+            except HistoryError as exc:  # an output not written: one error line, as the others
+                reason = str(exc).removeprefix(f"--rubric-history {history}: ")
+                self.unwritten.append(Unwritten("--rubric-history", str(history), reason))
 
     # --- the end --------------------------------------------------------------------------------
 

@@ -83,7 +83,7 @@ def test_merged_shards_append_once(
     assert dict((s[0], s[1]) for s in run.subjects) == {"good": 1.0, "bad": 0.5}
 
 
-def test_a_newer_or_broken_history_is_one_warning_and_never_a_lost_run(
+def test_a_history_that_cannot_be_written_is_one_error_line_and_never_a_lost_run(
     pytester: pytest.Pytester, write: Write, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write("s.rubric.yaml", SUITE)
@@ -95,8 +95,8 @@ def test_a_newer_or_broken_history_is_one_warning_and_never_a_lost_run(
     result.assert_outcomes(passed=3, failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
-        ["*RubricWarning: --rubric-history */newer.sqlite3: written by a newer pytest-rubric "
-         "(history schema 99; this one reads up to 1)*"]
+        ["rubric: ERROR cannot write --rubric-history */newer.sqlite3: written by a newer "
+         "pytest-rubric (history schema 99; this one reads up to 1)*"]
     )  # fmt: skip
     assert (pytester.path / "out.json").exists()
     capsys.readouterr()
@@ -107,6 +107,11 @@ def test_a_newer_or_broken_history_is_one_warning_and_never_a_lost_run(
     result = pytester.runpytest("--rubric-history=junk.sqlite3")
     result.assert_outcomes(passed=3, failed=1)
     assert result.stdout.str().count("junk.sqlite3: not a readable SQLite database") == 1
+    (pytester.path / "folder").mkdir()
+    result = pytester.runpytest("--rubric-history=folder")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["rubric: ERROR cannot write --rubric-history */folder: not a *"])
+    assert "RubricWarning" not in result.stdout.str()
 
 
 def test_an_older_history_is_migrated(pytester: pytest.Pytester, write: Write) -> None:
