@@ -164,8 +164,7 @@ class RubricFile(pytest.File):
             local = session.inputs.response_dir(loaded.responses_dir)
             problems += [replace(p, field=p.field or "responses") for p in local.problems]
             dirs.append(local)
-        global_dir = session.inputs.global_responses()
-        if global_dir is not None:
+        if (global_dir := session.inputs.global_responses()) is not None:
             dirs.append(global_dir)
         targets: dict[str, Target] = {}  # by import path, resolved once per file
         suite = loaded.suite
