@@ -77,8 +77,7 @@ def _start(config: pytest.Config) -> RubricSession:
 
 
 def _thaw(config: pytest.Config) -> None:
-    state = config.stash.get(SESSION_KEY, None)
-    if state is not None:
+    if (state := config.stash.get(SESSION_KEY, None)) is not None:
         state.thaw()
 
 
@@ -115,8 +114,7 @@ def pytest_collection(session: pytest.Session) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    state = config.stash.get(SESSION_KEY, None)
-    if state is not None:
+    if (state := config.stash.get(SESSION_KEY, None)) is not None:
         state.close()
     for name in _HOOKS:
         config.pluginmanager.unregister(name=name)

@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from .._errors import Problem
 from .._guards.engines import PATTERN_TIMEOUT
@@ -266,8 +266,6 @@ def _criteria(
 
 
 def _valid_criteria(raw: Any) -> list[tuple[int, Criterion]]:
-    from pydantic import TypeAdapter
-
     adapter: TypeAdapter[Criterion] = TypeAdapter(Criterion)
     valid = []
     for j, entry in enumerate(raw if isinstance(raw, list) else ()):

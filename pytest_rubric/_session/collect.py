@@ -164,8 +164,7 @@ class RubricFile(pytest.File):
             local = session.inputs.response_dir(loaded.responses_dir)
             problems += [replace(p, field=p.field or "responses") for p in local.problems]
             dirs.append(local)
-        global_dir = session.inputs.global_responses()
-        if global_dir is not None:
+        if (global_dir := session.inputs.global_responses()) is not None:
             dirs.append(global_dir)
         targets: dict[str, Target] = {}  # by import path, resolved once per file
         suite = loaded.suite
@@ -528,8 +527,7 @@ def _application_traceback(
     style ``--tb`` asks for; ``error`` (why the item has no answer) and ``since`` (the
     baseline's answer, when it passed there) are its ``rubric`` section."""
     info = pytest.ExceptionInfo.from_exception(raised)
-    entries = list(info.traceback)
-    first = next((i for i, entry in enumerate(entries) if not _calling(entry)), 0)
+    first = next((i for i, entry in enumerate(info.traceback) if not _calling(entry)), 0)
     tb = info.traceback[first:].filter(info)
     style = config.getoption("tbstyle", "auto")
     if style == "auto" and len(tb) > 2:  # as pytest's test functions: the middle entries short

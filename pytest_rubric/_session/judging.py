@@ -164,7 +164,7 @@ class Judging:
             )
 
     def _run(self, clients: Sequence[Any], names: Sequence[str]) -> None:
-        from ..judge.runner import JudgeRunner
+        from ..judge.runner import JudgeRunner, Panel
 
         setup = self.setup
         # The bound is for the whole run: xdist workers share it (and a panel's judges).
@@ -195,12 +195,7 @@ class Judging:
                     runner.transport.client, timeout=setup.judge_batch_timeout
                 )
         self.usage = {runner.name: runner.stats for runner in runners}
-        if len(runners) == 1:
-            self.runner = runners[0]
-        else:
-            from ..judge.runner import Panel
-
-            self.runner = Panel(runners)
+        self.runner = runners[0] if len(runners) == 1 else Panel(runners)
 
     # --- what the judge is asked ------------------------------------------------------------------
 

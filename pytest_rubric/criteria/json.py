@@ -86,10 +86,8 @@ class _JsonCheck(Check[Json]):
             )
         if problem is not None:
             return unmet(problem)
-        if self.validator is not None:
-            outcome = self._validate(value)
-            if outcome is not None:
-                return outcome
+        if self.validator is not None and (outcome := self._validate(value)) is not None:
+            return outcome
         if not self.fields:
             return met("valid JSON" if self.validator is None else "valid JSON matching the schema")
         return self._fields(value, case)
