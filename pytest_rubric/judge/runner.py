@@ -106,13 +106,7 @@ class JudgeRunner:
             return runs[0]
         return Judged(
             {
-                c.id: combine(
-                    c,
-                    [run.outcomes[c.id] for run in runs],
-                    # an extraction: the majority of its checked outcomes, whatever the grader
-                    mean=c.kind in ("score", "grounded")
-                    or (self.strategy.mean and c.kind != "extract"),
-                )
+                c.id: combine(c, [run.outcomes[c.id] for run in runs], mean=averaged(c, self))
                 for c in request.criteria
             },
             injection_suspected=any(run.injection_suspected for run in runs),
@@ -156,6 +150,14 @@ class JudgeRunner:
                 for cid, o in judged.outcomes.items()
             },
         )
+
+
+def averaged(criterion: JudgedCriterion, runner: JudgeRunner) -> bool:
+    """Whether several grades of ``criterion`` (samples, a panel's judges) combine by their
+    mean credit (a score, a grounded share, the holistic grader's share) rather than by
+    majority; an extraction's checked outcome is always by majority, whatever the grader."""
+    kind = criterion.kind
+    return kind in ("score", "grounded") or (runner.strategy.mean and kind != "extract")
 
 
 def tally(
@@ -232,7 +234,11 @@ class Panel:
         by_judge = {runner.name: runner.result(request) for runner in self.runners}
         return Judged(
             {
-                c.id: combine_panel(c, {name: j.outcomes[c.id] for name, j in by_judge.items()})
+                c.id: combine_panel(
+                    c,
+                    {name: j.outcomes[c.id] for name, j in by_judge.items()},
+                    mean=averaged(c, self.runners[0]),
+                )
                 for c in request.criteria
             },
             injection_suspected=any(j.injection_suspected for j in by_judge.values()),
@@ -244,11 +250,13 @@ class Panel:
             runner.close()
 
 
-def combine_panel(criterion: JudgedCriterion, outcomes: Mapping[str, Outcome]) -> Outcome:
+def combine_panel(
+    criterion: JudgedCriterion, outcomes: Mapping[str, Outcome], *, mean: bool
+) -> Outcome:
     """One outcome from each judge's outcome of ``criterion``: any judge's ERROR makes it ERROR
     (a panel that could not sit is not a panel's grade); else as :func:`tally` combines
-    them. It keeps ``judges``, each judge's verdict (score kind: its score), and its
-    ``agreement``: below 1 it is ``unstable``."""
+    them (``mean``: see :func:`averaged`). It keeps ``judges``, each judge's verdict (score
+    kind: its score), and its ``agreement``: below 1 it is ``unstable``."""
     k = len(outcomes)
     score = criterion.kind == "score"
     judges: tuple[tuple[str, str | float], ...]
@@ -266,8 +274,8 @@ def combine_panel(criterion: JudgedCriterion, outcomes: Mapping[str, Outcome]) -
             judges=judges,
         )
     values = list(outcomes.values())
-    verdict, credit, agreement = tally(criterion, values, mean=score)
-    if score:
+    verdict, credit, agreement = tally(criterion, values, mean=mean)
+    if mean:
         summary = f"panel mean credit {credit:.2f} of {k} judges"
     else:
         summary = f"panel: {sum(o.verdict is verdict for o in values)} of {k} judges {verdict}"

@@ -28,7 +28,7 @@ from pytest_rubric.judge.evidence import NEGATIONS, Quoted, check_evidence
 from pytest_rubric.judge.prompts import holistic, injection_suspected, one_shot, per_criterion
 from pytest_rubric.judge.replies import read_one, read_one_shot
 from pytest_rubric.judge.runner import combine_panel
-from tests.fake_llm import Action, FakeLLM, Recorded, json_reply
+from tests.fake_llm import Action, FakeLLM, Recorded, json_reply, score
 
 Write = Callable[[str, str], Path]
 
@@ -615,7 +615,7 @@ def _merged_audit_is_the_runs(pytester: pytest.Pytester) -> None:
 
 def _judged_by(*verdicts: str, weight: float = 1.0) -> Outcome:
     outcomes = {f"j{i}": Outcome(Verdict(v), 1.0 if v == "MET" else 0.0, f"r{i}") for i, v in enumerate(verdicts)}  # fmt: skip
-    return combine_panel(Requirement(id="c", requirement="r", weight=weight), outcomes)
+    return combine_panel(Requirement(id="c", requirement="r", weight=weight), outcomes, mean=False)
 
 
 def test_a_panel_takes_the_majority_ties_go_against_the_answer_scores_average() -> None:
@@ -629,6 +629,7 @@ def test_a_panel_takes_the_majority_ties_go_against_the_answer_scores_average() 
     failed = combine_panel(
         Requirement(id="c", requirement="r"),
         {"a": Outcome(MET, 1.0, "ok"), "b": Outcome(Verdict.ERROR, 0.0, "timed out")},
+        mean=False,
     )
     assert (
         failed.verdict is Verdict.ERROR and "1 of 2 judges of the panel failed; b" in failed.reason
@@ -636,6 +637,7 @@ def test_a_panel_takes_the_majority_ties_go_against_the_answer_scores_average() 
     scored = combine_panel(
         Requirement(id="s", requirement="r", kind="score", min_score=0, max_score=10),
         {"a": Outcome(MET, 0.8, "ok"), "b": Outcome(UNMET, 0.3, "meh")},
+        mean=True,
     )
     assert scored.credit == pytest.approx(0.55) and scored.verdict is MET
     assert dict(scored.judges) == {"a": pytest.approx(8.0), "b": pytest.approx(3.0)}
@@ -655,10 +657,10 @@ def test_a_panel_combines_extractions_by_the_majority_of_their_checked_outcomes(
         "b": Outcome(MET, 1.0, "0.05 is within 0.001"),
         "c": Outcome(UNMET, 0.0, "0.5 is not"),
     }
-    combined = combine_panel(rate, checked)
+    combined = combine_panel(rate, checked, mean=False)
     assert (combined.verdict, combined.credit) == (MET, 1.0)
     assert dict(combined.judges) == {"a": "MET", "b": "MET", "c": "UNMET"}
-    split = combine_panel(rate, {"a": checked["a"], "c": checked["c"]})
+    split = combine_panel(rate, {"a": checked["a"], "c": checked["c"]}, mean=False)
     assert split.verdict is UNMET  # a tie goes against the answer
 
 
@@ -690,6 +692,40 @@ cases:
 def _panel_judge(request: Recorded) -> Action:
     """Judges a and b are fair; c says MET whenever the answer sounds sure."""
     return (_biased if request.body["model"] == "c" else _fair)(request)
+
+
+def test_a_panel_of_holistic_judges_averages_their_scores(
+    pytester: pytest.Pytester,
+    write: Write,
+    fake_llm: FakeLLM,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    """Each judge gives the judged criteria one 0-100 score: the panel's is their mean (80 and
+    60 give 0.7), never a vote on each judge's share read as a verdict."""
+    write(
+        "evals/h.rubric.yaml",
+        """
+        min_score: 0.5
+        cases:
+          - id: q
+            response: "The horizon is one day."
+            criteria:
+              - {id: a, requirement: "Says the horizon"}
+              - {id: b, requirement: "Says it is one day"}
+        """,
+    )
+    fake_llm.respond_with(lambda request: score(80 if request.body["model"] == "a" else 60))
+    result = pytester.runpytest(
+        "--rubric-judge=openai:a",
+        "--rubric-judge=openai:b",
+        f"--rubric-judge-url={fake_llm.openai_url}",
+        "--rubric-grader=holistic",
+        "--rubric-json=out.json",
+    )
+    result.assert_outcomes(passed=1)
+    (case,) = rubric_json()["results"]
+    assert case["score"] == pytest.approx(0.7) and case["llm_raw_score"] == pytest.approx(70)
+    assert [c["credit"] for c in case["criteria"]] == [pytest.approx(0.7)] * 2
 
 
 def test_a_panel_grades_every_criterion_with_every_judge_and_measures_their_agreement(
