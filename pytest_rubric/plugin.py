@@ -242,8 +242,7 @@ def rubric_judge(request: pytest.FixtureRequest) -> JudgeClient:
     judging = _start(request.config).judging
     if judging.runner is None:
         pytest.skip(judging.unavailable or NO_JUDGE_SKIP)
-    client: JudgeClient = judging.runner.client
-    return client
+    return judging.runner.transport.for_tests()
 
 
 @pytest.fixture

@@ -223,7 +223,7 @@ class Panel:
     def __init__(self, runners: Sequence[JudgeRunner]) -> None:
         self.runners = tuple(runners)
         self.name = " + ".join(r.name for r in runners)
-        self.client = runners[0].client  # the rubric_judge fixture's: the first judge
+        self.transport = runners[0].transport  # the rubric_judge fixture's: the first judge
 
     def schedule(self, request: JudgeRequest) -> None:
         for runner in self.runners:

@@ -549,6 +549,41 @@ def test_llm_judge_python_test_is_skipped_without_a_judge(
     )
 
 
+def test_the_judge_fixture_serves_every_tests_event_loop(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
+) -> None:
+    """pytest-asyncio gives each test its own loop, asyncio.run makes one, and the grader
+    judges on the plugin's: the fixture's calls run on the judge's own loop, so all work."""
+    write(
+        "test_fixture.py",
+        """
+        import asyncio
+
+        import pytest
+
+        from pytest_rubric import Rubric
+
+        def test_grader_first(rubric_grader):
+            rubric = Rubric(criteria=[{"id": "r", "requirement": "Says yes"}])
+            assert rubric_grader.grade("yes", rubric_grader.compile(rubric)).passed
+
+        @pytest.mark.asyncio
+        async def test_one_loop(rubric_judge):
+            assert "MET" in await rubric_judge.complete("system", "user")
+
+        @pytest.mark.asyncio
+        async def test_another_loop(rubric_judge):
+            assert "MET" in await rubric_judge.complete("system", "user")
+
+        def test_asyncio_run(rubric_judge):
+            assert "MET" in asyncio.run(rubric_judge.complete("system", "user"))
+        """,
+    )
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    result = pytester.runpytest(*judge_args(fake_llm))
+    result.assert_outcomes(passed=4)
+
+
 def test_custom_judge_from_the_hook(pytester: pytest.Pytester, judged_file: Path) -> None:
     pytester.makeconftest(
         """
