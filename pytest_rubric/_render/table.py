@@ -101,10 +101,12 @@ def answer_lines(result: CaseResult, *, show_response: int = SHOW_RESPONSE) -> l
 
 
 def _labelled(shown: Iterable[tuple[str, str]]) -> list[str]:
-    """``label: text``, each further line of a text indented under its first."""
+    """``label: text``, each further line of a text indented under its first. Lines end at
+    ``\n`` only: a carriage return, a form feed or NEL stays in its line, for the outgoing
+    boundary to show escaped (``splitlines`` would break the line there instead)."""
     lines = []
     for label, text in shown:
-        first, *rest = text.splitlines() or [""]
+        first, *rest = text.split("\n")
         lines += [f"{label}: {first}", *(f"  {line}" for line in rest)]
     return lines
 

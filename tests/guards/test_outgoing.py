@@ -157,7 +157,7 @@ def test_a_session_with_hostile_text_ends_with_pytests_last_line_and_defused_out
         cases:
           - id: judged
             question: "Q?"
-            response: "An answer \\U0001F600 with \\x1b[31m colour"
+            response: "An answer \\U0001F600 with \\x1b[31m colour\\r\\v\\f\\x1c\\x1d\\x1e\\x85 end"
             criteria: [{id: says, requirement: "Says it"}]
           - id: broken
             target: app:answer
@@ -177,11 +177,15 @@ def test_a_session_with_hostile_text_ends_with_pytests_last_line_and_defused_out
     result.assert_outcomes(failed=1, errors=1)
     output = result.stdout.str()
     _check(output)
+    # Line breaks other than \n stay in the response's line, escaped (not split there).
+    line_breaks = "colour\\x0d\\x0b\\x0c\\x1c\\x1d\\x1e\\x85 end"
+    assert f"response: An answer \U0001f600 with \\x1b[31m {line_breaks}" in output
     assert re.search(r"=+ 1 failed, 1 error in [\d.]+s", result.stdout.lines[-1])
     for name in ("out.json", "out.html", "junit.xml", "summary.md"):
         written = (pytester.path / name).read_text(encoding="utf-8")
         assert written.strip(), name
         _check(written)
+    assert line_breaks in (pytester.path / "junit.xml").read_text(encoding="utf-8")
     assert "@octocat" not in summary.read_text(encoding="utf-8")
     document = json.loads((pytester.path / "out.json").read_text(encoding="utf-8"))
     reasons = [c["reason"] for r in document["results"] for c in r["criteria"]]
