@@ -39,10 +39,13 @@ _LAZY = {
     "Verdict": "._results",
     "assert_rubric": "._session.assertion",
 }
+# The style probe's rewrite, ``pytest_rubric.restyle(text, to="confident")`` as the judge
+# audit names it: reachable here, not one of the twelve.
+_TOOLS = {"restyle": "._grade.restyle"}
 
 
 def __getattr__(name: str) -> Any:
-    if (module := _LAZY.get(name)) is None:
+    if (module := _LAZY.get(name) or _TOOLS.get(name)) is None:
         raise AttributeError(f"module 'pytest_rubric' has no attribute {name!r}")
     value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value

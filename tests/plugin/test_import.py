@@ -57,6 +57,9 @@ def test_the_public_surface_is_at_most_twelve_names_with_no_old_ones() -> None:
     with pytest.raises(AttributeError):
         pytest_rubric.Judge  # noqa: B018  # the deprecated alias went before 1.0
     assert not hasattr(pytest_rubric.CriterionResult, "samples")
+    # The style probe's rewrite, as the judge audit names it: there, not one of the twelve.
+    assert pytest_rubric.restyle("I think it is 42.", to="confident").endswith("It is 42.")
+    assert "restyle" not in pytest_rubric.__all__
 
 
 def test_every_public_error_is_a_rubric_error() -> None:
