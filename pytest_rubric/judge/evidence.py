@@ -5,8 +5,9 @@ is in the response word for word, whole words to whole words, up to case, whites
 punctuation and Unicode forms (NFKC, dashes and curly quotes as ASCII): a number or a word
 that differs (``$1M`` for ``$9M``, ``decrease`` for ``increase``) is not found, however
 similar. A quote right after a negation of its clause (``not``, ``no``, ``never``,
-``without``, ``cannot``, ``...n't``) is not found either, nor one shorter than
-:data:`MIN_QUOTE`. The search is linear, under ini ``rubric_check_timeout`` (past it, ERROR).
+``without``, ``cannot``, ``...n't``) is not found either, nor a single letter (a digit is a
+number: ``5`` is found). The search is linear, under ini ``rubric_check_timeout`` (past it,
+ERROR).
 
 Modes:
 
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 # A score is not a claim a quote supports; an extraction's outcome is its check's, not the
 # judge's (the judge reads, the check decides).
 _UNQUOTED = frozenset({"score", "extract"})
-MIN_QUOTE = 4  # normalized characters: a shorter "quote" supports nothing
 NEGATIONS = frozenset({"not", "no", "never", "without", "cannot"})
 """Words that turn a statement around; with any word ending in ``n't``."""
 
@@ -101,9 +101,9 @@ class Quoted:
         """Whether ``quote`` is in the response (see the module's docstring); raises
         :class:`~pytest_rubric._guards.engines.CheckTimeout` past ``deadline``."""
         needle = Quoted(quote).text
-        if len(needle) < MIN_QUOTE or len(needle) > len(self.text):
-            # "a" or "is" is in every answer; a quote longer than the answer was not taken
-            # from it (wrapping the answer in invented text does not make it a quote).
+        if (len(needle) < 2 and not needle.isdigit()) or len(needle) > len(self.text):
+            # "a" is in every answer ("42", "1%", "5" and "no" are claims); a quote longer
+            # than the answer was not taken from it (wrapping it in invented text is no quote).
             return False
         deadline = deadline or Deadline(DEFAULT_CHECK_TIMEOUT)
         padded = f" {self.text} "

@@ -823,14 +823,16 @@ def test_calibration_figures_and_score_labels() -> None:
 
 
 def test_evidence_is_checked_only_where_a_quote_means_something() -> None:
-    """A one-letter 'quote' supports nothing; a short one must be in the answer as written;
+    """A one-letter 'quote' supports nothing, a short one (a number, "no") does when it is in
+    the answer as written;
     a holistic score, a score kind and an extraction are never demoted for want of quotes;
     a label's quotes are read and checked like a verdict's."""
     from pytest_rubric.judge.evidence import Quoted, check_evidence
     from pytest_rubric.judge.replies import read_one
 
-    answer = "The capital of France is Paris."
-    assert not Quoted(answer).has("a") and not Quoted(answer).has("is")
+    answer = "The capital of France is Paris, 2 hours away at 42 km/h, 1% of the time."
+    assert not Quoted(answer).has("a") and not Quoted(answer).has("3")
+    assert all(Quoted(answer).has(q) for q in ("2", "42", "1%", "is", "is Paris"))
     assert Quoted(answer).has("Paris") and not Quoted(answer).has("Lyon")
     assert Quoted(answer).has("the capital of france is paris")
     met = Outcome(MET, 1.0, "holistic 80/100: fine")
