@@ -10,18 +10,18 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-# Every dash (Unicode's Pd, as NFKD leaves it) and minus sign to "-", curly quotes to straight.
-_DASHES = (
-    "\u058a\u05be\u1400\u1806\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2053\u2212\u02d7\u2796"
-    "\u2e17\u2e1a\u2e3a\u2e3b\u2e40\u2e5d\u301c\u3030\u30a0\ufe58\ufe63\uff0d\U00010ead"
-)
-_TRANSLATE = str.maketrans(
-    {
-        **dict.fromkeys(_DASHES, "-"),
-        **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032", "'"),
-        **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb", '"'),
-    }
-)
+# Every dash (Unicode's Pd, as NFKD and NFKC leave it) and minus sign to "-", curly quotes
+# to straight ones: for answers here, and for the judge's quotes (judge.evidence).
+PLAIN = {
+    **dict.fromkeys(
+        "\u058a\u05be\u1400\u1806\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2053\u2212\u02d7"
+        "\u2796\u2e17\u2e1a\u2e3a\u2e3b\u2e40\u2e5d\u301c\u3030\u30a0\ufe58\ufe63\uff0d\U00010ead",
+        "-",
+    ),
+    **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032", "'"),
+    **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb", '"'),
+}
+_TRANSLATE = str.maketrans(PLAIN)
 
 
 def _fold(text: str) -> str:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from .._defaults import DEFAULT_CHECK_TIMEOUT
 from .._guards.engines import CheckTimeout, Deadline
 from .._results import Outcome, Verdict
+from ..criteria.normalize import PLAIN
 
 if TYPE_CHECKING:
     from ..criteria.extract import JudgedCriterion
@@ -45,20 +46,12 @@ _UNQUOTED = frozenset({"score", "extract"})
 NEGATIONS = frozenset({"not", "no", "never", "without", "cannot"})
 """Words that turn a statement around; with any word ending in ``n't``."""
 
-# Every dash and minus sign to "-", curly quotes to straight ones (NFKC keeps them apart);
-# characters that show nothing (a soft hyphen, zero-width spaces and joiners, direction
-# marks, a BOM) dropped, so that "re\u00advenue" is "revenue" as it reads.
-_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\u2e3a\u2e3b\ufe58\ufe63"
+# Dashes and curly quotes plain, as for criteria (NFKC keeps them apart); characters that
+# show nothing (a soft hyphen, zero-width spaces and joiners, direction marks, a BOM)
+# dropped, so that "re\u00advenue" is "revenue" as it reads.
 _INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
 _INVISIBLE += "\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\ufeff"
-_FOLD = str.maketrans(
-    {
-        **dict.fromkeys(_INVISIBLE),
-        **dict.fromkeys(_DASHES, "-"),
-        **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032", "'"),
-        **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb", '"'),
-    }
-)
+_FOLD = str.maketrans({**dict.fromkeys(_INVISIBLE), **PLAIN})
 # The words of normalized text, in one linear pass (possessive: no backtracking):
 # a number, with the sign written against it and its decimal or group separators;
 # a word of letters and digits, with the apostrophes inside it ("won't"); or one
