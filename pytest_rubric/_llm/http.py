@@ -281,10 +281,7 @@ class HTTPClient:
                 async with self._slot():
                     if attempt == 0 and self.admit is not None:
                         self.admit()
-                    data = await self._post_once(payload)
-                    if not isinstance(data.get("usage"), dict):  # see ``_tokens``
-                        data[_ASKED] = len(json.dumps(payload, ensure_ascii=False))
-                    return data
+                    return await self._post_once(payload)
             except JudgeError as exc:
                 if not exc.retryable:
                     raise
@@ -332,6 +329,8 @@ class HTTPClient:
             raise self._fail(
                 "the reply is not a JSON object", hint="check the endpoint", retryable=True
             )
+        if not isinstance(data.get("usage"), dict):  # for the estimate: see ``_tokens``
+            data[_ASKED] = len(json.dumps(payload, ensure_ascii=False))
         return data
 
     async def _request(

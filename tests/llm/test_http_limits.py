@@ -235,6 +235,25 @@ def test_json_nested_100000_deep_is_retried_like_a_body_that_is_not_json(
     assert judge.stats.retries == 1
 
 
+def test_a_reply_without_usage_is_estimated_while_the_output_mode_settles_too(
+    fake_llm: FakeLLM,
+) -> None:
+    """The first graded call finds the server's output mode: its reply is estimated from the
+    characters it sent, as every later one's is."""
+    reply = {"choices": [{"message": {"content": '{"reason": "r", "verdict": "MET"}'}}]}
+    fake_llm.script(raw(json.dumps(reply)))
+    judge = _client(fake_llm)
+
+    async def run() -> None:
+        try:
+            await judge.send("system", "user", schema={"type": "object"})
+        finally:
+            await judge.aclose()
+
+    asyncio.run(run())
+    assert judge.stats.estimated == 1 and judge.stats.tokens_in > 0
+
+
 @pytest.mark.parametrize(
     "usage",
     [
