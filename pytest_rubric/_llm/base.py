@@ -107,7 +107,6 @@ class CallStats:
     cache_misses: int = 0
     saved_in: int = 0  # the tokens the cache hits cost when they were first judged
     saved_out: int = 0
-    over_budget: int = 0  # criteria left ERROR once --rubric-max-cost was spent
     estimated: int = 0  # replies without `usage`: their tokens estimated (4 characters each)
     fallbacks: list[str] = field(default_factory=list)
     # Cache hits recorded against an endpoint other than this judge's, by that endpoint.

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .._defaults import SET_A_JUDGE, RetryPolicy
-from .._results import Outcome, Verdict
+from .._results import CaseResult, Outcome, Verdict
 from ..judge.requests import JudgeKey, JudgeRequest
 from .caches import Caches
 from .items import is_rubric_item
@@ -262,9 +262,10 @@ class Judging:
 
     # --- usage ----------------------------------------------------------------------------------
 
-    def usage_lines(self) -> list[Note]:
+    def usage_lines(self, results: Sequence[CaseResult]) -> list[Note]:
         """What the summary says of each judge's calls, tokens and cost, then what a reader
-        should act on, each with its severity."""
+        should act on, each with its severity: among it, how many criteria of ``results`` the
+        spent budget left ERROR (a judge's call refused, or the model's that answers)."""
         from .._llm.base import elsewhere_line
         from .._report.report import Note, Severity
 
@@ -284,12 +285,14 @@ class Judging:
         ]
         if (elsewhere := elsewhere_line(self.usage.values())) is not None:
             lines.append(Note(Severity.WARNING, elsewhere))
-        if over_budget := sum(stats.over_budget for stats in self.usage.values()):
+        spent = f"cost budget of ${self.setup.cost.max_cost_shown} spent"
+        left = [c for r in results for s in r.sample_list for c in s.criteria if spent in c.reason]
+        if over_budget := sum(c.verdict is Verdict.ERROR for c in left):
             lines.append(
                 Note(
                     Severity.ERROR,
-                    f"cost budget of ${self.setup.cost.max_cost_shown} spent: {over_budget} judged "
-                    f"{'criterion' if over_budget == 1 else 'criteria'} left ERROR",
+                    f"{spent}: {over_budget} {'criterion' if over_budget == 1 else 'criteria'} "
+                    "left ERROR",
                 )
             )
         return lines

@@ -405,7 +405,7 @@ class RubricSession:
                 max_flips=settings.flip_limits if gates else {},
                 min_kappa=settings.min_kappa if gates else None,
             ),
-            judge_usage=self.judging.usage_lines(),
+            judge_usage=self.judging.usage_lines(self.results.all),
             thresholds=settings.thresholds,
             level=settings.confidence,
             calibration=self.audit.calibrations(),

@@ -84,12 +84,6 @@ class JudgeRunner:
         except Exception as exc:  # a grade that could not be obtained is ERROR, never a crash
             reason = f"judge {self.name} failed: {type(exc).__name__}: {exc}"
             judged = Judged({c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in request.criteria})
-        if (budget := self.transport.budget) is not None:
-            # The summary counts the criteria the spent budget left ERROR.
-            self.stats.over_budget += sum(
-                o.verdict is Verdict.ERROR and budget.message in o.reason
-                for o in judged.outcomes.values()
-            )
         # A judge may echo anything, the key included: no reason leaves unredacted.
         secrets = self.transport.secrets
         return dataclasses.replace(

@@ -209,7 +209,7 @@ def test_the_budget_stops_new_calls_and_leaves_the_rest_error(
         [
             "judge openai:test-model: 2 calls, 0 retries, 0 errors, tokens 20 in / 10 out, "
             "cost $0.04, cache 0 hits / 5 misses (saved $0.00)",
-            "cost budget of $0.03 spent: 3 judged criteria left ERROR",
+            "cost budget of $0.03 spent: 3 criteria left ERROR",
         ],
         consecutive=True,
     )
@@ -230,7 +230,7 @@ def test_xdist_workers_share_the_budget_out(
     result.stdout.fnmatch_lines(
         [
             "judge openai:test-model: 2 calls, *cost $0.04, *",
-            "cost budget of $0.04 spent: 6 judged criteria left ERROR",
+            "cost budget of $0.04 spent: 6 criteria left ERROR",
         ]
     )
 
@@ -275,7 +275,8 @@ def test_model_calls_share_the_budget(
     result = pytester.runpytest("--rubric-model=openai:tiny", "--rubric-max-cost=0.01")
     result.assert_outcomes(passed=1, errors=2)  # $0.02 for the first answer
     assert len(fake_llm.requests) == 1
-    result.stdout.fnmatch_lines(["*cost budget of $0.01 spent*"])
+    # The summary counts the criteria of the answers the budget refused too.
+    result.stdout.fnmatch_lines(["cost budget of $0.01 spent: 2 criteria left ERROR"])
     # A model without a price cannot be budgeted.
     result = pytester.runpytest("--rubric-model=openai:other", "--rubric-max-cost=1")
     result.stderr.fnmatch_lines(["*--rubric-max-cost needs the price of model other*"])
@@ -305,7 +306,7 @@ def test_replies_without_usage_are_estimated_so_a_budget_still_binds(
     # and red, where the judge's usage line is plain.
     yellow, red = "\x1b[33m", "\x1b[31m"
     assert f"{yellow}warning: judge openai:test-model sent" in result.stdout.str()
-    assert re.search(re.escape(red) + r"[^\n]*judged criteri(a|on) left ERROR", result.stdout.str())
+    assert re.search(re.escape(red) + r"[^\n]*criteri(a|on) left ERROR", result.stdout.str())
     assert not re.search(r"\x1b\[3\dmjudge openai:test-model: \d+ calls", result.stdout.str())
     result.stdout.fnmatch_lines(
         [
