@@ -436,7 +436,18 @@ class RubricItem(pytest.Item):
     def runtest(self) -> None:
         """Obtain the response, grade it, assert the grade: in the call phase, so that
         ``--setup-plan``, ``--setup-only`` and ``--collect-only`` stay dry runs. An answer that
-        could not be evaluated raises :class:`RubricEvaluationError`: an error, never a pass."""
+        could not be evaluated raises :class:`RubricEvaluationError`: an error, never a pass;
+        an item stopped from outside (pytest-timeout's failure) is an ERROR in every output."""
+        try:
+            self._grade()
+        except (RubricAssertionError, RubricEvaluationError, pytest.skip.Exception):
+            raise
+        except (Exception, pytest.fail.Exception) as exc:
+            if RESULTS_KEY not in self.stash:
+                record(self, self._unavailable(f"the item was stopped: {described(exc)}"))
+            raise
+
+    def _grade(self) -> None:
         session = self.rubric_session
         grader = session.grader
         raised: list[BaseException] = []

@@ -352,6 +352,26 @@ def test_answer(checked):
 """
 
 
+def test_an_item_pytest_timeout_stops_is_an_error_in_every_output(team: pytest.Pytester) -> None:
+    """pytest-timeout fails an item whose target outlasts --timeout: the item's result is an
+    ERROR in the JSON (and so the leaderboard and gates), not missing from it."""
+    (team.path / "evals/slow.py").write_text(
+        "import time\n\n\ndef answer(question):\n    time.sleep(5)\n    return 'x'\n"
+    )
+    (team.path / "evals/slow.rubric.yaml").write_text(
+        "cases:\n  - id: slow\n    target: slow:answer\n    question: q\n    timeout: 60\n"
+        "    criteria: [{id: p, type: any_of, any_of: [x]}]\n"
+    )
+    # In a process of its own: the timeout's alarm signal is the process's.
+    result = team.runpytest_subprocess(
+        "evals/slow.rubric.yaml", "--timeout=1", "--rubric-json=out.json", timeout=120
+    )
+    result.assert_outcomes(failed=1)
+    (item,) = _json(team)["results"]
+    assert [c["verdict"] for c in item["criteria"]] == ["ERROR"] and not item["passed"]
+    assert "the item was stopped: Failed: Timeout (>1.0s)" in item["criteria"][0]["reason"]
+
+
 def test_a_result_a_teardown_recorded_reaches_junit(team: pytest.Pytester) -> None:
     """JUnit reads the properties off the teardown report: a fixture's ``assert_rubric``
     after its ``yield`` is recorded in that phase, and its properties are there too."""
