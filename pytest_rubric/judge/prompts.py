@@ -399,7 +399,8 @@ def verdict_schema(criterion: JudgedCriterion) -> dict[str, Any]:
         value = {"type": [RETURNS[criterion.returns][3], "null"]}
         return reply_schema("value", "evidence", value=value, evidence=EVIDENCE_SCHEMA)
     if criterion.kind == "label":
-        return reply_schema("label", label={"type": "string", "enum": list(criterion.labels or ())})
+        label = {"type": "string", "enum": list(criterion.labels or ())}
+        return reply_schema("label", label=label, evidence=EVIDENCE_SCHEMA)  # quotes, as a MET's
     if criterion.kind == "score":
         field: dict[str, Any] = {
             "type": "number",

@@ -66,6 +66,8 @@ def test_the_prompts_list_the_labels_and_the_schemas_enumerate_them() -> None:
     assert "passes as" not in prompt.system  # the judge labels; it is not told what passes
     assert prompt.schema["properties"]["label"]["enum"] == ["correct", "partly correct", "wrong"]
     assert prompt.schema["required"] == ["reason", "label"]
+    # A pass label is checked for quotes as a MET is: the schema lets the judge give them.
+    assert prompt.schema["properties"]["evidence"]["type"] == "array"
     shot = one_shot([LABEL], question="q", response="r")
     assert '"label" instead of "verdict"' in shot.system
     (entry,) = shot.schema["properties"]["criteria"]["prefixItems"]
