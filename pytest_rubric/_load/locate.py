@@ -170,14 +170,9 @@ class _Where:
     body: bool = False  # in the body of a `json` criterion's field: `tag` is the body's type
 
     def data_path(self) -> tuple[str | int, ...]:
-        head: tuple[str | int, ...] = ()
-        if self.case_index is not None:
-            head = ("cases", self.case_index)
+        head: tuple[str | int, ...] = () if self.case_index is None else ("cases", self.case_index)
         if self.container is not None:
-            head += (
-                self.container,
-                self.criterion_index if self.criterion_index is not None else 0,
-            )
+            head += (self.container, self.criterion_index or 0)
         return head + self.field
 
 
