@@ -242,10 +242,13 @@ def item_label(given_id: Any, index: int) -> str:
     return str(given_id)
 
 
+def case_label(data: Any, index: int) -> str:
+    """How a problem names case ``index`` (made only for a problem: most cases have none)."""
+    return item_label(value_at(data, "cases", index, "id"), index)
+
+
 def _labels(data: Any, where: _Where) -> tuple[str | None, str | None]:
-    case_id = None
-    if where.case_index is not None:
-        case_id = item_label(value_at(data, "cases", where.case_index, "id"), where.case_index)
+    case_id = None if where.case_index is None else case_label(data, where.case_index)
     criterion_id = None
     if where.container is not None:
         criterion_id = value_at(
