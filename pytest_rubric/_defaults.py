@@ -6,6 +6,7 @@ Standard library only, and no other module of the package: everything may import
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import threading
@@ -137,11 +138,8 @@ def parse_pass_when(value: Any) -> PassWhen:
     if isinstance(value, str):
         if value in ("mean", "all", "any"):
             return value
-        try:
-            number = float(value)
-        except ValueError:
-            raise ValueError(f"{value!r} is not a pass rule; {_PASS_HINT}") from None
-        value = number
+        with contextlib.suppress(ValueError):  # else the str is refused just below
+            value = float(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{value!r} is not a pass rule; {_PASS_HINT}")
     if not 0 < value <= 1:

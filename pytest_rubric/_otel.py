@@ -252,13 +252,12 @@ def _tool_call(span: ReadableSpan, attributes: Mapping[str, Any], keys: list[Any
         name = span.name.removeprefix(_EXECUTE_TOOL).strip() or span.name
     if "gen_ai.tool.call.arguments" in attributes:
         arguments = _object(attributes["gen_ai.tool.call.arguments"])
-    else:
-        # OpenInference records a call's arguments as its input (`input.value`, JSON); its
-        # `tool.parameters` may hold them too, or the tool's JSON Schema, which is not a call.
-        if (arguments := _object(attributes.get("input.value"))) is None:
-            parameters = _object(attributes.get("tool.parameters")) or {}
-            schema = parameters.get("type") == "object" and "properties" in parameters
-            arguments = None if schema else parameters
+    # OpenInference records a call's arguments as its input (`input.value`, JSON); its
+    # `tool.parameters` may hold them too, or the tool's JSON Schema, which is not a call.
+    elif (arguments := _object(attributes.get("input.value"))) is None:
+        parameters = _object(attributes.get("tool.parameters")) or {}
+        schema = parameters.get("type") == "object" and "properties" in parameters
+        arguments = None if schema else parameters
     failed = span.status.status_code is StatusCode.ERROR or "error.type" in attributes
     result = attributes.get("gen_ai.tool.call.result", attributes.get("output.value"))
     return ToolCall(

@@ -137,9 +137,7 @@ def _public_urls(text: str) -> str:
     for start, end in _url_spans(text):
         parts += [text[written:start], _public(text[start:end])]
         written = end
-    if not parts:
-        return text
-    parts.append(text[written:])
+    parts.append(text[written:])  # all of it when no URL was found
     return "".join(parts)
 
 

@@ -170,14 +170,9 @@ class _Where:
     body: bool = False  # in the body of a `json` criterion's field: `tag` is the body's type
 
     def data_path(self) -> tuple[str | int, ...]:
-        head: tuple[str | int, ...] = ()
-        if self.case_index is not None:
-            head = ("cases", self.case_index)
+        head: tuple[str | int, ...] = () if self.case_index is None else ("cases", self.case_index)
         if self.container is not None:
-            head += (
-                self.container,
-                self.criterion_index if self.criterion_index is not None else 0,
-            )
+            head += (self.container, self.criterion_index or 0)
         return head + self.field
 
 
@@ -247,10 +242,13 @@ def item_label(given_id: Any, index: int) -> str:
     return str(given_id)
 
 
+def case_label(data: Any, index: int) -> str:
+    """How a problem names case ``index`` (made only for a problem: most cases have none)."""
+    return item_label(value_at(data, "cases", index, "id"), index)
+
+
 def _labels(data: Any, where: _Where) -> tuple[str | None, str | None]:
-    case_id = None
-    if where.case_index is not None:
-        case_id = item_label(value_at(data, "cases", where.case_index, "id"), where.case_index)
+    case_id = None if where.case_index is None else case_label(data, where.case_index)
     criterion_id = None
     if where.container is not None:
         criterion_id = value_at(

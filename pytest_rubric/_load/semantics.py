@@ -19,7 +19,7 @@ from .._guards.secrets import shorten
 from .._schema import Case, Criterion, Suite, default_ids
 from ..criteria.json import Json
 from ..criteria.regex import Regex, pattern_error
-from .locate import Locator, dotted, item_label, value_at
+from .locate import Locator, case_label, dotted, item_label
 from .responses import safe_subject, subject_problem
 
 
@@ -82,7 +82,7 @@ def _pattern_problems(
                     yield Problem(
                         found[0],
                         line=locator.line((*where, j, *inside, "pattern")),
-                        case=None if index is None else _case_label(data, index),
+                        case=None if index is None else case_label(data, index),
                         criterion=criterion.id,
                         field=dotted((*inside, "pattern")),
                         hint=found[1],
@@ -222,7 +222,7 @@ def semantic_problems(
                     f"the case's {overflow} add up to more than a number can hold, so its "
                     "score cannot be computed",
                     line=locator.case_line(i),
-                    case=_case_label(data, i),
+                    case=case_label(data, i),
                     field="criteria",
                     hint="use smaller weights and penalties: only their ratios matter",
                 )
@@ -233,7 +233,7 @@ def semantic_problems(
                     "the case has no substance criterion with a non-zero weight, so it cannot "
                     "be scored",
                     line=locator.case_line(i),
-                    case=_case_label(data, i),
+                    case=case_label(data, i),
                     field="criteria",
                     hint="add a criterion with `axis: substance` (the default) and a non-zero weight",
                 )
@@ -241,11 +241,6 @@ def semantic_problems(
     if failed or problems:
         problems += _pattern_problems(data, suite, locator, _invalid)
     return problems
-
-
-def _case_label(data: dict[str, Any], index: int) -> str:
-    """How a problem names case ``index`` (made only for a problem: most cases have none)."""
-    return item_label(value_at(data, "cases", index, "id"), index)
 
 
 def _criteria(
