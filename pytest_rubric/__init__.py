@@ -38,14 +38,12 @@ _LAZY = {
     "RubricWarning": "._errors",
     "Verdict": "._results",
     "assert_rubric": "._session.assertion",
+    "restyle": "._grade.restyle",  # the judge audit's pytest_rubric.restyle: not in __all__
 }
-# The style probe's rewrite, ``pytest_rubric.restyle(text, to="confident")`` as the judge
-# audit names it: reachable here, not one of the twelve.
-_TOOLS = {"restyle": "._grade.restyle"}
 
 
 def __getattr__(name: str) -> Any:
-    if (module := _LAZY.get(name) or _TOOLS.get(name)) is None:
+    if (module := _LAZY.get(name)) is None:
         raise AttributeError(f"module 'pytest_rubric' has no attribute {name!r}")
     value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
@@ -56,4 +54,4 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_LAZY])
 
 
-__all__ = sorted(_LAZY)
+__all__ = sorted(_LAZY.keys() - {"restyle"})  # the twelve

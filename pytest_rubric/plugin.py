@@ -242,7 +242,9 @@ def rubric_judge(request: pytest.FixtureRequest) -> JudgeClient:
     judging = _start(request.config).judging
     if judging.runner is None:
         pytest.skip(judging.unavailable or NO_JUDGE_SKIP)
-    return judging.runner.transport.for_tests()
+    from .judge.transport import OnJudgeLoop
+
+    return OnJudgeLoop(judging.runner.transport)
 
 
 @pytest.fixture

@@ -84,10 +84,6 @@ def boundary(text: str) -> str:
     return buffer.getvalue()
 
 
-def _flag(value: bool) -> str:
-    return "true" if value else "false"
-
-
 def _rows(report: SessionReport) -> Iterator[list[str]]:
     for r in report.results:
         for index, sample in enumerate(r.sample_list, start=1):
@@ -103,10 +99,10 @@ def _rows(report: SessionReport) -> Iterator[list[str]]:
                     cell(c.axis),
                     cell(repr(c.weight)),
                     cell(str(c.verdict)),
-                    _flag(c.ok),
+                    str(c.ok).lower(),
                     cell(repr(c.credit)),
                     cell(repr(sample.score)),
-                    _flag(sample.passed),
+                    str(sample.passed).lower(),
                     cell(with_requirement(c)),
                 ]
 

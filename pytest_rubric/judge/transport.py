@@ -111,11 +111,6 @@ class Transport:
     def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
-    def for_tests(self) -> OnJudgeLoop:
-        """The client as the ``rubric_judge`` fixture gives it: its calls run on this loop, so
-        any test's loop (each test's own, under pytest-asyncio) or ``asyncio.run`` awaits them."""
-        return OnJudgeLoop(self)
-
     def close(self) -> None:
         if not self._loop.is_closed():
             if self.batch is not None:  # first: cancelling a batch still needs the client
@@ -306,18 +301,17 @@ class Transport:
 
 
 class OnJudgeLoop:
-    """A judge client whose ``complete`` runs on its transport's loop (the loop its HTTP
-    connections and concurrency bound belong to); anything else is the client's."""
+    """The judge client as the ``rubric_judge`` fixture gives it: ``complete`` runs on its
+    transport's loop (the one its HTTP connections and concurrency bound belong to), so any
+    test's loop (each test's own, under pytest-asyncio) or ``asyncio.run`` awaits it; anything
+    else is the client's."""
 
     def __init__(self, transport: Transport) -> None:
         self._transport = transport
 
     async def complete(self, system: str, user: str) -> str:
-        async def call() -> Any:
-            text = self._transport.client.complete(system, user)
-            return await text if inspect.isawaitable(text) else text
-
-        return await asyncio.wrap_future(self._transport.submit(call()))
+        call = self._transport._user_complete(system, user)  # bounded, as the grader's calls
+        return await asyncio.wrap_future(self._transport.submit(call))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport.client, name)
