@@ -61,7 +61,9 @@ def compile_regex(
 def pattern_error(c: Regex) -> PatternError | None:
     """Why ``c``'s pattern does not compile (``unsupported``: it needs what RE2 lacks), or None."""
     try:
-        RegexCheck(c)  # compiles the pattern as a run does
+        compile_regex(
+            c.pattern, case_sensitive=c.case_sensitive, engine=c.engine, normalize=c.normalize
+        )
     except PatternError as exc:
         return exc
     return None
