@@ -132,8 +132,7 @@ def run(args: argparse.Namespace) -> int:
                 if answers is None:
                     subject.failed.append(f"{where}: {problem}")
                     continue
-                # The trace beside the response, so a trace collected once grades offline (a
-                # case's own context is not the application's: the case gives it again).
+                # The trace beside the response (not a case's own context), to grade offline.
                 subject.rows += [
                     {
                         "id": case.id,

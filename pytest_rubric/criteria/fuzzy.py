@@ -35,8 +35,7 @@ class _FuzzyCheck(Check[Fuzzy]):
         threshold, text = self.c.threshold, answer.folded
         best, best_phrase = 0.0, self.c.any_of[0]
         for phrase, needle in self.needles:
-            # A span of the answer: an answer shorter than the phrase is one span, scored whole
-            # (partial_ratio would look for the answer inside the phrase instead).
+            # An answer shorter than the phrase is one span (not looked for inside the phrase).
             ratio = self.fuzz.partial_ratio if len(text) >= len(needle) else self.fuzz.ratio
             score = ratio(needle, text) if text else 0.0
             if score > best:
