@@ -163,10 +163,9 @@ def pytest_runtest_makereport(
         if call.excinfo.errisinstance(RubricEvaluationError):
             report.rubric_error = True  # type: ignore[attr-defined]
     pending = item.stash.get(RESULTS_KEY, None)
-    bounded = pending and any(r.result.skipped_bounds is not None for r in pending)
-    if bounded and report.skipped and isinstance(report.longrepr, tuple):
-        # Skipped for its bounds (see _grade.bounds): -rs shows the item's own file and line,
-        # as for a skip mark, not the line inside the plugin that skipped it.
+    if report.skipped and isinstance(report.longrepr, tuple) and report.longrepr[0].startswith(_PLUGIN):
+        # Skipped by the plugin (its bounds, nothing graded, no judge for rubric_judge): -rs
+        # shows the item's own file and line, as for a skip mark, not the plugin's.
         path, line, _ = item.reportinfo()
         report.longrepr = (os.fspath(path), (line or 0) + 1, report.longrepr[2])
     if pending and (report.when != "setup" or not report.passed):
@@ -213,6 +212,7 @@ def pytest_report_from_serializable() -> Generator[None, object, object]:
 
 # The report attributes that carry results: a phase's own, and a setup's for a lost worker.
 _CARRIED = ("rubric_results", "rubric_if_lost")
+_PLUGIN = os.path.dirname(os.path.abspath(__file__)) + os.sep  # where a skip of ours is raised
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -547,6 +547,9 @@ def test_llm_judge_python_test_is_skipped_without_a_judge(
             "SKIPPED * needs an LLM judge: set --rubric-judge PROVIDER:MODEL (or ini rubric_judge, or the RUBRIC_JUDGE variable)*"
         ]
     )
+    # Each skip at the test's own file and line, the fixture's too, never the plugin's.
+    assert result.stdout.str().count("test_j.py:") == 2
+    result.stdout.no_fnmatch_line("SKIPPED*pytest_rubric*")
 
 
 def test_the_judge_fixture_serves_every_tests_event_loop(
