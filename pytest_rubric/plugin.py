@@ -163,11 +163,12 @@ def pytest_runtest_makereport(
         if call.excinfo.errisinstance(RubricEvaluationError):
             report.rubric_error = True  # type: ignore[attr-defined]
     pending = item.stash.get(RESULTS_KEY, None)
-    if report.skipped and isinstance(report.longrepr, tuple) and report.longrepr[0].startswith(_PLUGIN):
+    skip = report.longrepr if report.skipped else None
+    if isinstance(skip, tuple) and skip[0].startswith(_PLUGIN):
         # Skipped by the plugin (its bounds, nothing graded, no judge for rubric_judge): -rs
         # shows the item's own file and line, as for a skip mark, not the plugin's.
         path, line, _ = item.reportinfo()
-        report.longrepr = (os.fspath(path), (line or 0) + 1, report.longrepr[2])
+        report.longrepr = (os.fspath(path), (line or 0) + 1, skip[2])
     if pending and (report.when != "setup" or not report.passed):
         from ._session.junit import junit_properties
 

@@ -156,3 +156,13 @@ def test_only_the_composition_root_is_handed_the_config_or_the_settings() -> Non
             names = {ast.unparse(f).strip("'\"") for f in fields}
             handed = {n for n in names for part in n.split(" | ") if part in whole}
             assert not handed, f"{module}.{node.name} is handed {sorted(handed)}"
+
+
+def test_no_two_classes_share_a_name() -> None:
+    """One word, one meaning: a class name names one class of the package."""
+    where: dict[str, list[str]] = {}
+    for module in MODULES:
+        for node in ast.walk(_tree(module)):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(module)
+    assert {name: found for name, found in where.items() if len(found) > 1} == {}

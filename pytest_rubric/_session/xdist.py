@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import pytest
 
 
-class RubricSession(Protocol):
+class SessionView(Protocol):
     """What these hooks need of ``_session.session.RubricSession``."""
 
     role: Role
@@ -81,7 +81,7 @@ class Role:
         return self.worker_id in (None, "gw0")
 
 
-def register(config: pytest.Config, state: RubricSession) -> None:
+def register(config: pytest.Config, state: SessionView) -> None:
     """Register the hooks this process needs; none when pytest-xdist is not installed."""
     if not state.role.reports:
         config.pluginmanager.register(WorkerHooks(state), "rubric-xdist-worker")
@@ -92,7 +92,7 @@ def register(config: pytest.Config, state: RubricSession) -> None:
 class WorkerHooks:
     """An xdist worker's part: judge ahead what it will run, report its usage."""
 
-    def __init__(self, state: RubricSession) -> None:
+    def __init__(self, state: SessionView) -> None:
         self.state = state
         self._by_file: dict[str, list[pytest.Item]] | None = None  # loadfile, loadscope
         self._files_started: set[str] = set()
@@ -141,7 +141,7 @@ class ControllerHooks:
     """The xdist controller's part: tell workers how items are handed out, add up their
     judge usage."""
 
-    def __init__(self, state: RubricSession) -> None:
+    def __init__(self, state: SessionView) -> None:
         self.state = state
 
     @pytest.hookimpl(optionalhook=True)

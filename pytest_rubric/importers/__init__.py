@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import promptfoo
-from ._common import ImportFailed, Output, write
+from ._common import Imported, ImportFailed, write
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,14 +53,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _output_arguments(
-    sub: argparse.ArgumentParser, convert: Callable[[argparse.Namespace], Output]
+    sub: argparse.ArgumentParser, convert: Callable[[argparse.Namespace], Imported]
 ) -> None:
     sub.add_argument("--out", type=Path, required=True, metavar="DIR", help="where to write")
     sub.add_argument("--force", action="store_true", help="overwrite files that exist")
     sub.set_defaults(convert=convert)
 
 
-def _healthbench(args: argparse.Namespace) -> Output:
+def _healthbench(args: argparse.Namespace) -> Imported:
     from .healthbench import convert
 
     responses: dict[str, Path] = {}

@@ -31,7 +31,7 @@ class ImportFailed(Exception):
 
 
 @dataclass
-class Output:
+class Imported:
     """What an import produces: files by path relative to the output folder, and notes."""
 
     rubrics: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -67,7 +67,7 @@ def validated(name: str, data: dict[str, Any]) -> list[Problem]:
     return []
 
 
-def write(output: Output, directory: Path, *, force: bool = False) -> list[Path]:
+def write(output: Imported, directory: Path, *, force: bool = False) -> list[Path]:
     """Write ``output`` under ``directory``; the paths written. Raise :class:`ImportFailed`,
     writing nothing, when a path would leave ``directory`` or, without ``force``, names a
     file that exists."""

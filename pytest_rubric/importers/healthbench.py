@@ -13,7 +13,7 @@ from typing import Any
 from .._errors import Problem
 from .._guards.limits import NotRegular, read_jsonl
 from .._load.responses import file_subject_problem
-from ._common import ImportFailed, Output, abridged, is_number, validated
+from ._common import Imported, ImportFailed, abridged, is_number, validated
 
 RUBRIC_FILE = "healthbench.rubric.yaml"
 _ROLES = ("system", "user", "assistant")
@@ -21,7 +21,7 @@ _ID_BREAKERS = ("::", "[", "]", "\n", "\r")
 _TURN = 'write it as {"role": "user", "content": "..."}'
 
 
-def convert(data: Path, *, responses: dict[str, Path] | None = None) -> Output:
+def convert(data: Path, *, responses: dict[str, Path] | None = None) -> Imported:
     """The suite (and responses) for a HealthBench JSONL file; raise :class:`ImportFailed`."""
     problems: list[Problem] = []
     cases: list[dict[str, Any]] = []
@@ -49,7 +49,7 @@ def convert(data: Path, *, responses: dict[str, Path] | None = None) -> Output:
         )
     # HealthBench has no pass mark: the cases are report-only, their scores still reported.
     suite: dict[str, Any] = {"suite": "healthbench", "min_score": None}
-    output = Output()
+    output = Imported()
     if responses:
         suite["responses"] = "responses/"
         for subject, path in responses.items():

@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import Problem, RubricLoadError
-from ._common import ImportFailed, Output, abridged, is_number, validated
+from ._common import Imported, ImportFailed, abridged, is_number, validated
 from .promptfoo_assert import CSV_TYPES, MODEL_GRADED, check_type, criterion
 from .promptfoo_files import (
     CODE,
     FILE,
     GLOB,
-    Budget,
     Parsed,
+    Quota,
     TooLarge,
     Tree,
     Unmappable,
@@ -103,7 +103,7 @@ class Conversion:
     note gives."""
 
     def __init__(
-        self, path: Path, problems: list[Problem], notes: list[str], budget: Budget
+        self, path: Path, problems: list[Problem], notes: list[str], budget: Quota
     ) -> None:
         self.path, self.problems, self.notes = path, problems, notes
         self.budget = budget  # the whole import's, shared by every config
@@ -151,7 +151,7 @@ def shown_value(value: Any) -> str:
 
 
 @dataclass
-class Prompt:
+class PromptTemplate:
     label: str
     template: str
     where: str = ""  # file:line of its entry in the config
@@ -204,12 +204,12 @@ class Test:
     scoring_function: Any = None
 
 
-def convert(configs: list[Path]) -> Output:
+def convert(configs: list[Path]) -> Imported:
     """The suite for each promptfoo config (one rubric file each); raise :class:`ImportFailed`."""
     problems: list[Problem] = []
-    output = Output()
+    output = Imported()
     names: dict[str, Path] = {}
-    budget = Budget()  # the whole import's: every config spends from it
+    budget = Quota()  # the whole import's: every config spends from it
     for path in configs:
         if (name := f"{_stem(path)}.rubric.yaml") in names:
             problems.append(
@@ -314,7 +314,7 @@ def _default(ctx: Conversion, value: Any) -> dict[str, Any] | None:
     return value
 
 
-def _prompts(ctx: Conversion, value: Any) -> list[Prompt]:
+def _prompts(ctx: Conversion, value: Any) -> list[PromptTemplate]:
     """Each prompt of ``prompts:`` (a prompt, a list, or the legacy map of path to label).
 
     A plain string is a file when it says ``file://``, or when it is one word ending in a
@@ -336,7 +336,7 @@ def _prompts(ctx: Conversion, value: Any) -> list[Prompt]:
             ("prompts",),
         )
         return []
-    prompts: list[Prompt] = []
+    prompts: list[PromptTemplate] = []
     for i, item in enumerate(items):
         raw = item.get("raw") or item.get("id") if isinstance(item, dict) else item
         label = item.get("label") if isinstance(item, dict) else None
@@ -348,7 +348,7 @@ def _prompts(ctx: Conversion, value: Any) -> list[Prompt]:
             if _looks_like_file(raw):
                 found = _prompt_files(raw, label, ctx.tree)
             else:  # promptfoo labels an inline prompt with its own text
-                found = [Prompt(label or abridged(" ".join(raw.split())), raw)]
+                found = [PromptTemplate(label or abridged(" ".join(raw.split())), raw)]
         except Unmappable as exc:
             ctx.unmapped(where, f"prompt {shown_value(raw)}", f"{exc}; no case asks it")
             continue
@@ -365,7 +365,7 @@ def _looks_like_file(raw: str) -> bool:
     return "\n" not in raw and " " not in raw and head.lower().endswith(_PROMPT_FILES)
 
 
-def _prompt_files(raw: str, label: str | None, tree: Tree) -> list[Prompt]:
+def _prompt_files(raw: str, label: str | None, tree: Tree) -> list[PromptTemplate]:
     name = raw.removeprefix(FILE)
     head, _, function = name.partition(":") if not GLOB.search(name) else (name, "", "")
     if head.lower().endswith(CODE):
@@ -374,14 +374,14 @@ def _prompt_files(raw: str, label: str | None, tree: Tree) -> list[Prompt]:
         raise Unmappable(f"{raw}: Markdown and Jinja prompt files are not read")
     if function:
         raise Unmappable(f"{raw} names a function, which only code prompt files have")
-    prompts: list[Prompt] = []
+    prompts: list[PromptTemplate] = []
     for path in tree.paths(head):
         shown = str(path.relative_to(tree.root))
         found = _prompt_file(path, shown, tree)
         many = len(found) > 1
         for k, text in enumerate(found):
             tag = f"{shown} #{k + 1}" if many else shown
-            prompts.append(Prompt(f"{label}: {tag}" if label else tag, text))
+            prompts.append(PromptTemplate(f"{label}: {tag}" if label else tag, text))
     if not prompts:
         raise Unmappable(f"{raw} holds no prompt")
     return prompts
@@ -493,7 +493,7 @@ def _test_files(ref: str, tree: Tree) -> list[RawTest]:
     return found
 
 
-def _jsonl_tests(text: str, shown: str, base: Path, budget: Budget) -> list[RawTest]:
+def _jsonl_tests(text: str, shown: str, base: Path, budget: Quota) -> list[RawTest]:
     tests: list[RawTest] = []
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
@@ -506,7 +506,7 @@ def _jsonl_tests(text: str, shown: str, base: Path, budget: Budget) -> list[RawT
     return tests
 
 
-def _csv_tests(text: str, shown: str, base: Path, budget: Budget) -> list[RawTest]:
+def _csv_tests(text: str, shown: str, base: Path, budget: Quota) -> list[RawTest]:
     reader = csv.reader(io.StringIO(text))
     try:
         header = [h.strip() for h in next(reader)]
@@ -770,7 +770,7 @@ def _assertion(
     return Assertion(tag, where, item)
 
 
-def _cases(ctx: Conversion, test: Test, prompts: list[Prompt]) -> list[dict[str, Any]]:
+def _cases(ctx: Conversion, test: Test, prompts: list[PromptTemplate]) -> list[dict[str, Any]]:
     """The test's cases (each vars combination x each prompt); the test is counted as
     written when one case is, else listed once with the reason."""
     problems = len(ctx.problems)
@@ -927,7 +927,7 @@ def _file_value(ctx: Conversion, ref: str) -> Any:
 def _case(
     ctx: Conversion,
     test: Test,
-    prompt: Prompt,
+    prompt: PromptTemplate,
     vars_: dict[str, Any],
     criteria: list[dict[str, Any]],
     lost: int,

@@ -11,7 +11,7 @@ past :data:`MAX_WALKED` entries.
 
 The whole import is bounded in total, whatever the number of tests or the size of their
 vars: what it reads, and the tests, cases and text it makes, are spent from one
-:class:`Budget` as they are made, and past a limit it stops (:class:`TooLarge`).
+:class:`Quota` as they are made, and past a limit it stops (:class:`TooLarge`).
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ class Unmappable(ValueError):
 
 
 class TooLarge(Exception):
-    """The import passed its :class:`Budget`: it stops, and nothing is written."""
+    """The import passed its :class:`Quota`: it stops, and nothing is written."""
 
 
-class Budget:
+class Quota:
     """What the whole import may make, spent as it is made (see :data:`MAX_CASES`)."""
 
     def __init__(self) -> None:
@@ -114,10 +114,10 @@ class Parsed:
 class Tree:
     """The config's directory: the only place its ``file://`` references are read from."""
 
-    def __init__(self, config: Path, budget: Budget | None = None) -> None:
+    def __init__(self, config: Path, budget: Quota | None = None) -> None:
         self.config = config
         self.root = config.parent.resolve()
-        self.budget = Budget() if budget is None else budget  # what is read is spent
+        self.budget = Quota() if budget is None else budget  # what is read is spent
 
     def shown(self, path: Path) -> str:
         """A path as messages show it: next to the config's, as the user named that one."""

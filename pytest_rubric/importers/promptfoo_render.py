@@ -12,7 +12,7 @@ sets renders as empty text, as in Nunjucks; a template jinja2 cannot read or ren
 An imported config is untrusted input: the sandbox refuses attributes and calls
 outside plain data, a template renders at most :data:`MAX_RENDERED` characters, and its
 loops over ``range`` at most :data:`MAX_LOOPS` steps in all. What it renders is spent
-from the whole import's :class:`~.promptfoo_files.Budget` as it is made.
+from the whole import's :class:`~.promptfoo_files.Quota` as it is made.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import Problem
 from ._common import ImportFailed, abridged
 from .promptfoo_assert import js_string
-from .promptfoo_files import CODE, FILE, Budget, Tree, Unmappable, json_stringify
+from .promptfoo_files import CODE, FILE, Quota, Tree, Unmappable, json_stringify
 
 if TYPE_CHECKING:
     from jinja2.sandbox import SandboxedEnvironment
@@ -127,7 +127,7 @@ def _text(value: Any, name: str = "") -> str:
 
 
 def render(
-    text: str, vars_: dict[str, Any], missing: set[str] | None = None, budget: Budget | None = None
+    text: str, vars_: dict[str, Any], missing: set[str] | None = None, budget: Quota | None = None
 ) -> str:
     """``text`` rendered as a Nunjucks template with ``vars_`` (a var no one sets is empty
     text, and its name is noted in ``missing``); each part made is spent from ``budget``."""
@@ -219,7 +219,7 @@ def _bounded_range(steps: list[int], *args: int) -> Iterator[int]:
         yield value
 
 
-def render_prompt(template: str, vars_: dict[str, Any], budget: Budget | None = None) -> Rendered:
+def render_prompt(template: str, vars_: dict[str, Any], budget: Quota | None = None) -> Rendered:
     """The prompt as the provider receives it; a chat (a JSON list of role and content)
     becomes messages. What is rendered is spent from ``budget``."""
     missing: set[str] = set()
@@ -234,7 +234,7 @@ def render_prompt(template: str, vars_: dict[str, Any], budget: Budget | None = 
 
 
 def _render_strings(
-    data: Any, vars_: dict[str, Any], missing: set[str], budget: Budget | None
+    data: Any, vars_: dict[str, Any], missing: set[str], budget: Quota | None
 ) -> Any:
     """renderVarsInObject: every string in the JSON rendered, keys left as they are."""
     if isinstance(data, str):

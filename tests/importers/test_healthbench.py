@@ -226,13 +226,13 @@ def test_an_existing_file_is_kept_unless_force(project: Path) -> None:
 
 
 def test_an_importer_writes_only_inside_its_output_folder(tmp_path: Path) -> None:
-    from pytest_rubric.importers._common import ImportFailed, Output, write
+    from pytest_rubric.importers._common import Imported, ImportFailed, write
 
     out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
     elsewhere.mkdir()
     (out / "responses").mkdir(parents=True)
     (out / "responses" / "link.jsonl").symlink_to(elsewhere / "target.jsonl")
-    output = Output(
+    output = Imported(
         rubrics={"../escape.rubric.yaml": {"cases": []}},
         responses={"responses/link.jsonl": [{"id": "q1", "response": "x"}]},
     )

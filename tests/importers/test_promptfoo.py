@@ -25,7 +25,7 @@ from pytest_rubric._cli.merge import main
 from pytest_rubric._load.loader import load_suite
 from pytest_rubric.criteria.check import Answer, CheckContext
 from pytest_rubric.criteria.regex import Regex
-from pytest_rubric.importers._common import ImportFailed, Output, write
+from pytest_rubric.importers._common import Imported, ImportFailed, write
 from pytest_rubric.importers.promptfoo import assertion_from_string, convert
 from pytest_rubric.importers.promptfoo_assert import (
     all_pattern,
@@ -64,7 +64,7 @@ def write_config(tmp_path: Path, text: str, name: str = "promptfooconfig.yaml") 
     return path
 
 
-def criteria_of(output: Output) -> list[dict[str, Any]]:
+def criteria_of(output: Imported) -> list[dict[str, Any]]:
     (suite,) = output.rubrics.values()
     return [c for case in suite["cases"] for c in case["criteria"]]
 
