@@ -11,6 +11,7 @@ from the code: a flag added there is documented here on the next build.
 from __future__ import annotations
 
 import typing
+from pathlib import Path
 from typing import Any
 
 _MARKERS = {
@@ -19,10 +20,15 @@ _MARKERS = {
 }
 
 
-def on_page_markdown(markdown: str, **_: Any) -> str:
+def on_page_markdown(markdown: str, page: Any = None, **_: Any) -> str:
     for marker, build in _MARKERS.items():
         if marker in markdown:
             markdown = markdown.replace(marker, build())
+    # CONTRIBUTING.md links into docs/ as the repository's root sees it; included on the site
+    # in development/, its links are read from there.
+    if page is not None and page.file.src_uri == "development/contributing.md":
+        text = (Path(__file__).parent.parent / "CONTRIBUTING.md").read_text(encoding="utf-8")
+        markdown = markdown.replace('--8<-- "CONTRIBUTING.md"', text.replace("](docs/", "](../"))
     return markdown
 
 

@@ -147,7 +147,7 @@ class Transport:
             return (
                 f"--rubric-cache replay: no cached reply of judge {self.name} for "
                 f"{label or 'this call'}: it was never recorded; run once with --rubric-cache use "
-                "(and a judge) to record it, and commit the cache"
+                "(and a judge) to record it, with --rubric-recordings DIR to commit it"
             )
         problem = self.recordings.problem(where)
         if (misfit := self._misfits.get(where)) is not None:
