@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ._config.settings import add_options, configured, file_patterns
-from ._defaults import SET_A_JUDGE, first_data_file, is_rubric_file
+from ._defaults import PROVIDERS, SET_A_JUDGE, first_data_file, is_rubric_file
 from ._session.items import CURRENT_ITEM, RESULTS_KEY, is_rubric_item, settle
 from ._session.started import SESSION_KEY, STARTER_KEY
 from ._session.xdist import Role
@@ -37,8 +37,8 @@ teardown report carries them: kept only while the item's protocol runs, not on t
 (``user_properties``) or in its stash, which would hold them for the rest of a long session
 beside JUnit's own copy."""
 
-NO_JUDGE_SKIP = (
-    f"needs an LLM judge: {SET_A_JUDGE} and the key in OPENAI_API_KEY or ANTHROPIC_API_KEY"
+NO_JUDGE_SKIP = f"needs an LLM judge: {SET_A_JUDGE} and the key in " + " or ".join(
+    p.key_variable for p in PROVIDERS.values()
 )
 
 

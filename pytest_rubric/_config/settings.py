@@ -365,8 +365,8 @@ class Settings:
     judge_source: str = "--rubric-judge"
     judge_url: str | None = option(
         "judge_url",
-        "the judge's base URL (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the "
-        "provider's), e.g. http://127.0.0.1:8080/v1 for a local server; also ini "
+        f"the judge's base URL (default: {' / '.join(p.url_variable for p in PROVIDERS.values())},"
+        " else the provider's), e.g. http://127.0.0.1:8080/v1 for a local server; also ini "
         "rubric_judge_url. Keys still come from the environment only.",
         ini=True,
         metavar="URL",
