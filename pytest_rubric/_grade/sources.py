@@ -339,6 +339,7 @@ class LiveModel:
         from .._llm.clients import make_client  # httpx: only when a model is asked
 
         client = make_client(self.spec, environ=self._environ, policy=self._policy)
+        client.role = "model"
         try:
             return await client.chat(turns, sampling=sampling)
         finally:

@@ -142,6 +142,7 @@ class HTTPClient:
     ) -> None:
         self.spec = spec
         self.key = key
+        self.role = "judge"  # "model" for the application's (--rubric-model): what errors say
         self.policy = policy or RetryPolicy()
         self.stats = CallStats()
         # The run's concurrency bound (the transport sets it), taken per HTTP attempt.
@@ -248,8 +249,10 @@ class HTTPClient:
             if batch_url
             else f"at {public_url(self._endpoint())}"
         )
+        if self.role == "model":  # its endpoint is the provider's variable, not the judge's flag
+            hint = hint.replace("--rubric-judge-url", self.spec.entry.url_variable)
         return JudgeError(
-            f"judge {self.spec.name} {where}: {what}; {hint}",
+            f"{self.role} {self.spec.name} {where}: {what}; {hint}",
             what=what,
             status=status,
             retryable=retryable,

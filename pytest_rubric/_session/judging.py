@@ -288,13 +288,8 @@ class Judging:
         spent = f"cost budget of ${self.setup.cost.max_cost_shown} spent"
         left = [c for r in results for s in r.sample_list for c in s.criteria if spent in c.reason]
         if over_budget := sum(c.verdict is Verdict.ERROR for c in left):
-            lines.append(
-                Note(
-                    Severity.ERROR,
-                    f"{spent}: {over_budget} {'criterion' if over_budget == 1 else 'criteria'} "
-                    "left ERROR",
-                )
-            )
+            many = "criterion" if over_budget == 1 else "criteria"
+            lines.append(Note(Severity.ERROR, f"{spent}: {over_budget} {many} left ERROR"))
         return lines
 
     def worker_usage(self) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_rubric._cli.merge import main as cli
-from tests.fake_llm import FakeLLM, Recorded, text
+from tests.fake_llm import FakeLLM, Recorded, status, text
 
 Write = Callable[[str, str], Path]
 
@@ -313,6 +313,25 @@ def test_repeated_models_each_get_a_leaderboard_row(
     assert (rows["m1"]["passed"], rows["fine-tuned"]["passed"]) == (2, 0)
     assert sorted(r.body["model"] for r in fake_llm.requests) == ["m1", "m1", "m2", "m2"]
     result.stdout.fnmatch_lines(["FAILED m.rubric.yaml::q1[[]fine-tuned[]]*"])
+
+
+def test_a_model_that_cannot_be_reached_says_model_and_where_its_address_is_set(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The application's model is no judge: its failure says model, and its endpoint is the
+    provider's variable (OPENAI_BASE_URL), not --rubric-judge-url."""
+    write(
+        "m.rubric.yaml",
+        "cases:\n  - id: q\n    question: 'Q?'\n    criteria: [{id: v, type: number, value: 42}]\n",
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_url)
+    fake_llm.respond_with(lambda request: status(404))
+    result = pytester.runpytest("--rubric-model=openai:m1", "--rubric-json=out.json")
+    result.assert_outcomes(errors=1)
+    (item,) = json.loads((pytester.path / "out.json").read_text())["results"]
+    reason = item["criteria"][0]["reason"]
+    assert "model openai:m1 at " in reason and "check OPENAI_BASE_URL and the model name" in reason
+    assert "judge" not in reason.replace("JudgeError", "")
 
 
 @pytest.mark.parametrize(
