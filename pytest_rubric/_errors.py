@@ -83,9 +83,10 @@ class RubricAssertionError(_ResultError, AssertionError):
     """The response scored below ``min_score`` or a ``required`` criterion went wrong."""
 
 
-class JudgeError(RubricError):
-    """A judge call that failed after its retries; the criterion becomes ERROR. ``what`` is
-    the failure alone (``HTTP 500: overloaded``); the message adds the judge and what to try."""
+class LLMError(RubricError):
+    """A call to a provider (a judge's, or the application's model's) that failed after its
+    retries; what it grades or answers becomes ERROR. ``what`` is the failure alone (``HTTP
+    500: overloaded``); the message adds who called, where, and what to try."""
 
     def __init__(
         self,
@@ -105,7 +106,7 @@ class JudgeError(RubricError):
         self.hint = hint  # what to try, as the message ends: the last attempt's is kept
 
 
-class BudgetSpent(JudgeError):
+class BudgetSpent(LLMError):
     """``--rubric-max-cost`` is spent: a judge or model call did not start (the criteria it
     would have graded are ERROR with ``cost budget of $X spent``)."""
 
@@ -131,7 +132,7 @@ for _exc in (
     BudgetSpent,
     RubricEvaluationError,
     RubricAssertionError,
-    JudgeError,
+    LLMError,
     DocumentError,
     RubricWarning,
 ):

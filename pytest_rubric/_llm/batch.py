@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._defaults import PROVIDERS
-from .._errors import BudgetSpent, JudgeError
+from .._errors import BudgetSpent, LLMError
 from .._guards.limits import unique_keys
 from .._guards.secrets import public_url, redact
 from .base import Reply, Sampling
@@ -108,7 +108,7 @@ class _Wire:
         """The failure of a request that one live call may still get a reply to."""
         return BatchFailure(self.failure(what, hint=hint), retry_live=True)
 
-    def _fail(self, url: str, what: str, **kwargs: Any) -> JudgeError:
+    def _fail(self, url: str, what: str, **kwargs: Any) -> LLMError:
         return self.client._fail(what, batch_url=url, **kwargs)
 
     def _quote(self, text: str) -> str:
@@ -160,7 +160,7 @@ class _Wire:
         for attempt in range(policy.attempts):
             try:
                 return await send()
-            except JudgeError as exc:
+            except LLMError as exc:
                 again = exc.retryable and (resend or exc.status in (429, 503))
                 if not again or attempt + 1 == policy.attempts:
                     raise
@@ -215,7 +215,7 @@ class _Wire:
             return self.asked_live("a result's body is not a JSON object", hint="it was asked live")
         try:
             return self.client._read(body)
-        except JudgeError as exc:
+        except LLMError as exc:
             return BatchFailure(str(exc), retry_live=True)
 
 
@@ -389,7 +389,7 @@ async def run_batch(
 ) -> dict[str, BatchResult]:
     """Send ``requests`` (unique custom ids) as one batch through ``client``'s provider;
     return each ``custom_id``'s reply or failure. Raises
-    :class:`~pytest_rubric._errors.JudgeError` when the batch could not be submitted."""
+    :class:`~pytest_rubric._errors.LLMError` when the batch could not be submitted."""
     if not requests:
         return {}
     ids = [r.custom_id for r in requests]
@@ -442,7 +442,7 @@ async def _wait(
     while True:
         try:
             status, retry_after = await wire.poll(batch_id)
-        except JudgeError as exc:
+        except LLMError as exc:
             if not exc.retryable:
                 raise
             status, retry_after = None, exc.retry_after  # an outage: keep waiting
@@ -457,7 +457,7 @@ async def _wait(
 
 async def _cancel(wire: _OpenAIBatch | _AnthropicBatch, batch_id: str) -> None:
     """Ask the provider to cancel the batch; a failure to is not waited out."""
-    with contextlib.suppress(JudgeError, TimeoutError):
+    with contextlib.suppress(LLMError, TimeoutError):
         async with asyncio.timeout(_CANCEL_TIMEOUT):
             await wire.cancel(batch_id)
 
@@ -470,7 +470,7 @@ class BatchQueue:
     joined it for ``quiet`` seconds (the session schedules its work all at once) or once it
     holds :data:`MAX_BATCH_REQUESTS` or :data:`MAX_BATCH_CHARACTERS`. A call whose result is
     missing or errored is made once live; any other failure is a
-    :class:`~pytest_rubric._errors.JudgeError`.
+    :class:`~pytest_rubric._errors.LLMError`.
     """
 
     client: HTTPClient
@@ -513,13 +513,13 @@ class BatchQueue:
         if isinstance(result, Reply):
             return result
         if not result.retry_live:
-            raise JudgeError(result.reason)
+            raise LLMError(result.reason)
         try:
             return await self.client.send(system, user, schema=schema, sampling=sampling)
         except BudgetSpent:
             raise  # the call did not start: the budget's own words, as for any call
-        except JudgeError as exc:
-            raise JudgeError(f"{exc} (asked live after: {result.reason})") from None
+        except LLMError as exc:
+            raise LLMError(f"{exc} (asked live after: {result.reason})") from None
 
     async def aclose(self) -> None:
         """The run is over: cancel the batches still running (the provider's too, see
@@ -563,7 +563,7 @@ class BatchQueue:
             raise
         except Exception as exc:  # no call may be left waiting
             reason = str(exc)
-            if not isinstance(exc, JudgeError):
+            if not isinstance(exc, LLMError):
                 failed = f"the batch failed ({type(exc).__name__}: {exc})"
                 reason = redact(f"judge {self.client.spec.name}: {failed}", self.client.key)
             failure = BatchFailure(reason, retry_live=False)

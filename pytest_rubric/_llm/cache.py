@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .._errors import JudgeError
+from .._errors import LLMError
 from .._guards.outgoing import outgoing, outgoing_data
 from .._guards.secrets import MAX_TEXT, Secret, clip, public_url
 from .base import CallStats, Reply, token_count
@@ -347,7 +347,7 @@ class CachedCalls:
         legacy: Mapping[str, Any] | None = None,
     ) -> Reply:
         """The stored reply for the call ``parts`` describe (``cached`` set), or an empty one
-        carrying the key to store under. With ``replay`` a miss raises ``JudgeError(missing)``,
+        carrying the key to store under. With ``replay`` a miss raises ``LLMError(missing)``,
         unless the last reply was unusable: the empty reply then says why (``unusable``).
         ``legacy``: the call as an earlier version keyed it, looked up when ``parts`` miss.
         """
@@ -366,7 +366,7 @@ class CachedCalls:
                 self.stats.cache_misses += 1
             if self.mode == "replay":
                 if (reason := self.cache.unusable(key)) is None:
-                    raise JudgeError(missing)
+                    raise LLMError(missing)
                 return Reply("", key=key, cached=True, unusable=reason)
         return Reply("", key=key)
 

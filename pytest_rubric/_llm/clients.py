@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._defaults import RetryPolicy
-from .._errors import JudgeError
+from .._errors import LLMError
 from .base import Reply, Sampling
 from .http import HTTPClient
 from .providers import ModelSpec, read_key
@@ -108,7 +108,7 @@ class OpenAIClient(HTTPClient):
         i = 0
         admit = self.admit  # --rubric-max-cost: once, before the first attempt
         while True:
-            failed: JudgeError | None = None
+            failed: LLMError | None = None
             async with self._slot():
                 if admit is not None and self._mode is None:
                     admit()
@@ -120,7 +120,7 @@ class OpenAIClient(HTTPClient):
                     payload = self._payload(turns, schema, mode, sampling)
                     try:
                         data = await self._post_once(payload)
-                    except JudgeError as exc:
+                    except LLMError as exc:
                         if self._falls_back(exc, i):
                             i += 1
                         elif exc.retryable:
@@ -132,7 +132,7 @@ class OpenAIClient(HTTPClient):
                         return data
             try:
                 data = await self.post(payload, failed=failed)
-            except JudgeError as exc:
+            except LLMError as exc:
                 if not self._falls_back(exc, i):
                     raise
                 i += 1
@@ -140,7 +140,7 @@ class OpenAIClient(HTTPClient):
             self._mode = self._mode or mode
             return data
 
-    def _falls_back(self, exc: JudgeError, i: int) -> bool:
+    def _falls_back(self, exc: LLMError, i: int) -> bool:
         """Whether mode ``i`` was rejected and a next one is left (recorded if so)."""
         if exc.status is None or exc.status < 400 or i + 1 == len(self._MODES):
             return False

@@ -8,7 +8,7 @@ Nothing a server sends is taken on faith:
   replies, with exponential backoff and full jitter, a bounded number of attempts per call
   and a retry budget per client; a concurrency slot is held per attempt, never while
   waiting to retry; a redirect is an error naming its target, never a reply;
-* a call that still fails raises :class:`~pytest_rubric._errors.JudgeError` naming the
+* a call that still fails raises :class:`~pytest_rubric._errors.LLMError` naming the
   provider, model and status and what to try, never holding the key (redacted, then cut).
 
 The wires (what is posted, how the reply is read) are in :mod:`~pytest_rubric._llm.clients`.
@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._defaults import RetryPolicy
-from .._errors import JudgeError
+from .._errors import LLMError
 from .._guards.limits import RepeatedKey, unique_keys
 from .._guards.secrets import Secret, clip, public_url, redact
 from .base import CallStats, Reply, Sampling, token_count
@@ -98,7 +98,7 @@ def error_text(body: bytes | None, reason: str) -> str:
         return text or reason
 
 
-# How much of a provider's text a JudgeError quotes (cut after the key is redacted).
+# How much of a provider's text a LLMError quotes (cut after the key is redacted).
 _QUOTE_ERROR = 200
 _QUOTE_BODY = 80
 _WHICH_ENDPOINT = "is --rubric-judge-url an OpenAI-compatible or Anthropic endpoint?"
@@ -240,7 +240,7 @@ class HTTPClient:
         retryable: bool = False,
         retry_after: float | None = None,
         batch_url: str | None = None,
-    ) -> JudgeError:
+    ) -> LLMError:
         """The error of a call (or, at ``batch_url``, of a batch API's exchange)."""
         # Whatever ``what`` quotes went through _quote; this catches the rest.
         what = redact(what, self.key)
@@ -251,7 +251,7 @@ class HTTPClient:
         )
         if self.role == "model":  # its endpoint is the provider's variable, not the judge's flag
             hint = hint.replace("--rubric-judge-url", self.spec.entry.url_variable)
-        return JudgeError(
+        return LLMError(
             f"{self.role} {self.spec.name} {where}: {what}; {hint}",
             what=what,
             status=status,
@@ -261,12 +261,12 @@ class HTTPClient:
         )
 
     async def post(
-        self, payload: dict[str, Any], *, failed: JudgeError | None = None
+        self, payload: dict[str, Any], *, failed: LLMError | None = None
     ) -> dict[str, Any]:
         """POST ``payload``; retry what is worth retrying; return the reply's JSON. ``failed``:
         a first attempt's error made elsewhere (an output-mode probe), retried from."""
         policy = self.policy
-        last: JudgeError | None = failed
+        last: LLMError | None = failed
         for attempt in range(1 if failed else 0, policy.attempts):
             if attempt:
                 if self._budget <= 0:
@@ -285,7 +285,7 @@ class HTTPClient:
                     if attempt == 0 and self.admit is not None:
                         self.admit()
                     return await self._post_once(payload)
-            except JudgeError as exc:
+            except LLMError as exc:
                 if not exc.retryable:
                     raise
                 last = exc
@@ -297,7 +297,7 @@ class HTTPClient:
             hint=HINTS.get(last.status or 0) or last.hint or "try again later",
         )
 
-    def _delay(self, attempt: int, last: JudgeError | None) -> float:
+    def _delay(self, attempt: int, last: LLMError | None) -> float:
         """The wait before retry ``attempt`` (1: the first): ``last``'s Retry-After, capped,
         else the backoff with full jitter."""
         if last is not None and last.retry_after is not None:

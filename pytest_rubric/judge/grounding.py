@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._errors import JudgeError
+from .._errors import LLMError
 from .._guards.engines import CheckTimeout, Deadline
 from .._guards.secrets import shorten
 from .._results import Outcome, Verdict
@@ -157,6 +157,6 @@ async def grade_grounded(
             label=f"criterion {criterion.id!r}",
             sample=sample,
         )
-    except JudgeError as exc:
+    except LLMError as exc:
         return Outcome(Verdict.ERROR, 0.0, str(exc))
     return supported(reason, claims, context, timeout=timeout)

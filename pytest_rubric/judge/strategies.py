@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._defaults import GRADERS
-from .._errors import JudgeError
+from .._errors import LLMError
 from .._guards.calls import resolve_import
 from .._guards.secrets import clip
 from .._llm.base import Judged, Reply
@@ -82,19 +82,19 @@ async def ask(
         retry = _FEEDBACK.format(error=exc)
         try:
             reply, parsed = await _attempt(transport, prompt, read, retry, label, sample)
-        except (ReplyError, JudgeError) as second:
+        except (ReplyError, LLMError) as second:
             if isinstance(second, ReplyError):
                 # No usable reply: the usage line counts the call as an error.
                 transport.stats.errors += 1
             if isinstance(exc, UnusableReplay):
-                raise JudgeError(exc.message) from None
-            if isinstance(second, JudgeError):
+                raise LLMError(exc.message) from None
+            if isinstance(second, LLMError):
                 raise
             # What to try next: never the grader in use.
             better = "a larger model, or --rubric-grader per-criterion,"
             if transport.strategy == "per-criterion":
                 better = "a larger model"
-            raise JudgeError(
+            raise LLMError(
                 f"judge {transport.name} replied out of protocol twice: {second}; "
                 f"{better} may follow the protocol better"
             ) from None
@@ -184,7 +184,7 @@ async def _per_criterion(transport: Transport, request: JudgeRequest, sample: in
                 label=f"criterion {criterion.id!r}",
                 sample=sample,
             )
-        except JudgeError as exc:
+        except LLMError as exc:
             return Outcome(Verdict.ERROR, 0.0, str(exc))
         return _outcome(graded)
 
@@ -204,7 +204,7 @@ async def _one_shot(transport: Transport, request: JudgeRequest, sample: int) ->
     label = "criteria " + ", ".join(repr(c.id) for c in criteria)
     try:
         first = await ask(transport, prompt, read, label=label, sample=sample)
-    except JudgeError as exc:
+    except LLMError as exc:
         return Judged(_errors(criteria, str(exc)), injection_suspected=suspected)
     if (problems := _problems(first)) is not None:
         # One more try for the criteria the reply left out or got wrong.
@@ -218,7 +218,7 @@ async def _one_shot(transport: Transport, request: JudgeRequest, sample: int) ->
                 feedback=_FEEDBACK.format(error=problems),
                 again=False,
             )
-        except (JudgeError, ReplyError):
+        except (LLMError, ReplyError):
             second = {}
         for cid, graded in first.items():
             if isinstance(graded, ReplyError) and isinstance(second.get(cid), Graded):
@@ -251,7 +251,7 @@ async def _holistic(transport: Transport, request: JudgeRequest, sample: int) ->
             label="the holistic score",
             sample=sample,
         )
-    except JudgeError as exc:
+    except LLMError as exc:
         return Judged(_errors(criteria, str(exc)), injection_suspected=suspected)
     credit = score / 100
     # Judged criteria that are all errors to avoid have no positive weight to earn s/100 of:

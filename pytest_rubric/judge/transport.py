@@ -4,7 +4,7 @@ A :class:`Transport` owns an event loop in a background thread and the client. A
 client takes a slot per HTTP attempt (see :mod:`~pytest_rubric._llm.http`); a user's client
 holds one for its whole call, bounded by ``--rubric-judge-timeout``. :meth:`Transport.call`
 is the one way a prompt reaches the judge: through the cache and the recordings, counted,
-and with whatever a client raises turned into :class:`~pytest_rubric._errors.JudgeError`.
+and with whatever a client raises turned into :class:`~pytest_rubric._errors.LLMError`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._errors import BudgetSpent, JudgeError
+from .._errors import BudgetSpent, LLMError
 from .._guards.calls import contained, described, plain
 from .._guards.secrets import Secret, known_keys, redact, shorten
 from .._llm.base import CallStats, Reply, Sampling
@@ -257,22 +257,20 @@ class Transport:
             raise
         except TimeoutError:
             self.stats.errors += 1
-            raise JudgeError(
+            raise LLMError(
                 f"judge {self.name} gave no reply within {self.timeout:g} s "
                 "(--rubric-judge-timeout)"
             ) from None
-        except JudgeError:
+        except LLMError:
             self.stats.errors += 1
             raise
         except Exception as exc:  # a user's client: its failure is ERROR, not a crash
             self.stats.errors += 1
-            raise JudgeError(
+            raise LLMError(
                 redact(f"judge {self.name} raised {described(exc)}", *self.secrets)
             ) from None
         if not isinstance(text, str):
-            raise JudgeError(
-                f"judge {self.name} returned {type(text).__name__}, not the reply text"
-            )
+            raise LLMError(f"judge {self.name} returned {type(text).__name__}, not the reply text")
         return Reply(text)
 
     async def _user_complete(self, system: str, user: str) -> Any:

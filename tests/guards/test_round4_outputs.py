@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_rubric._cli.merge import main as cli
-from pytest_rubric._errors import JudgeError
+from pytest_rubric._errors import LLMError
 from tests.conftest import HANG_GUARD, SUPPORT, lines_in_any_order
 from tests.guards.test_user_code import JUDGED
 
@@ -327,7 +327,7 @@ def test_a_cached_reply_larger_than_a_live_one_is_a_miss(tmp_path: Path) -> None
     assert calls.lookup({"call": "small"}, missing="").cached
     assert calls.lookup({"call": "answer"}, missing="").text == big
     assert calls.stats.cache_misses == 2
-    with pytest.raises(JudgeError, match="not recorded"):  # replay: a miss like any other
+    with pytest.raises(LLMError, match="not recorded"):  # replay: a miss like any other
         CachedCalls(cache, "replay").lookup({"call": "big"}, missing="not recorded")
     cache.close()
 

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_rubric._config import parsers
 from pytest_rubric._defaults import RetryPolicy
-from pytest_rubric._errors import JudgeError
+from pytest_rubric._errors import LLMError
 from pytest_rubric._guards.secrets import Secret
 from pytest_rubric._llm import batch as batch_module
 from pytest_rubric._llm.base import Reply, Sampling
@@ -166,7 +166,7 @@ def test_a_rejected_submission_names_the_batch_endpoint_never_the_key(
     fake_llm: FakeLLM, provider: str
 ) -> None:
     fake_llm.script_batch_control(status(401, body={"error": {"message": f"bad key {KEY}"}}))
-    with pytest.raises(JudgeError) as caught:
+    with pytest.raises(LLMError) as caught:
         _run(_client(fake_llm, provider), _requests(1))
     message = str(caught.value)
     assert "HTTP 401: bad key ***" in message and "check the API key" in message
@@ -179,11 +179,11 @@ def test_a_redirect_is_refused_and_a_missing_route_says_the_batch_api_is_needed(
 ) -> None:
     fake_llm.script_batch_control(redirect("http://elsewhere.example/v1/files"))
     with pytest.raises(
-        JudgeError, match=r"HTTP 307: redirected to 'http://elsewhere.example/v1/files'"
+        LLMError, match=r"HTTP 307: redirected to 'http://elsewhere.example/v1/files'"
     ):
         _run(_client(fake_llm, "openai"), _requests(1))
     fake_llm.script_batch_control(status(404))
-    with pytest.raises(JudgeError, match=r"HTTP 404.*serve the provider's batch API"):
+    with pytest.raises(LLMError, match=r"HTTP 404.*serve the provider's batch API"):
         _run(_client(fake_llm, "openai"), _requests(1))
 
 
@@ -200,7 +200,7 @@ def test_a_results_url_on_another_host_is_not_sent_the_key(fake_llm: FakeLLM) ->
         raw(json.dumps(ended)),
     )
     with pytest.raises(
-        JudgeError, match=r"results_url is on another host \('https://collector.example/results'\)"
+        LLMError, match=r"results_url is on another host \('https://collector.example/results'\)"
     ):
         _run(_client(fake_llm, "anthropic"), _requests(1))
     assert not any("collector" in r.path for r in fake_llm.requests)
@@ -212,7 +212,7 @@ def test_a_batch_creation_is_sent_again_only_when_the_server_refused_it(fake_llm
     assert isinstance(_run(_client(fake_llm, "anthropic"), _requests(1))["rubric-0"], Reply)
     fake_llm.requests.clear()
     fake_llm.script_batch_control(status(500))  # perhaps created: a second could bill twice
-    with pytest.raises(JudgeError, match="HTTP 500"):
+    with pytest.raises(LLMError, match="HTTP 500"):
         _run(_client(fake_llm, "anthropic"), _requests(1))
     assert len(fake_llm.requests) == 1
 
@@ -228,7 +228,7 @@ def test_closing_the_queue_cancels_the_running_batch(fake_llm: FakeLLM) -> None:
         while not any(r.method == "GET" for r in fake_llm.requests):
             await asyncio.sleep(0.01)
         await queue.aclose()
-        with pytest.raises(JudgeError, match="the run ended before its batch did"):
+        with pytest.raises(LLMError, match="the run ended before its batch did"):
             await call
         await client.aclose()
 

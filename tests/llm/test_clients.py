@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from pytest_rubric._defaults import RetryPolicy
-from pytest_rubric._errors import JudgeError
+from pytest_rubric._errors import LLMError
 from pytest_rubric._guards.secrets import Secret, public_url, redact
 from pytest_rubric._llm.clients import OpenAIClient, make_client
 from pytest_rubric._llm.providers import ModelSpec
@@ -30,7 +30,7 @@ async def _complete(judge: OpenAIClient) -> str:
 def test_the_session_retry_budget_bounds_retries(fake_llm: FakeLLM) -> None:
     fake_llm.respond_with(lambda request: status(500))
     judge = _judge(fake_llm, budget=2, attempts=10)
-    with pytest.raises(JudgeError, match=r"HTTP 500.*retry budget \(2\) is spent"):
+    with pytest.raises(LLMError, match=r"HTTP 500.*retry budget \(2\) is spent"):
         asyncio.run(_complete(judge))
     assert len(fake_llm.requests) == 3  # the first try and two retries
     assert judge.stats.retries == 2
@@ -38,7 +38,7 @@ def test_the_session_retry_budget_bounds_retries(fake_llm: FakeLLM) -> None:
 
 def test_a_client_error_is_not_retried(fake_llm: FakeLLM) -> None:
     fake_llm.respond_with(lambda request: status(404))
-    with pytest.raises(JudgeError, match=r"HTTP 404.*check --rubric-judge-url and the model name"):
+    with pytest.raises(LLMError, match=r"HTTP 404.*check --rubric-judge-url and the model name"):
         asyncio.run(_complete(_judge(fake_llm)))
     assert len(fake_llm.requests) == 1
 
@@ -50,7 +50,7 @@ def test_an_error_names_the_endpoint_without_its_userinfo_or_query(fake_llm: Fak
     host = fake_llm.url.removeprefix("http://")
     spec = ModelSpec.parse("openai:m", url=f"http://who:tok-user@{host}/v1?api-key=tok-query")
     judge = OpenAIClient(spec, key=None, policy=RetryPolicy(backoff=0.01))
-    with pytest.raises(JudgeError) as caught:
+    with pytest.raises(LLMError) as caught:
         asyncio.run(_complete(judge))
     assert fake_llm.requests[0].path == "/v1/chat/completions?api-key=tok-query"
     assert str(caught.value).startswith(

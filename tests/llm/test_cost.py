@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_rubric._config import parsers
-from pytest_rubric._errors import BudgetSpent, JudgeError
+from pytest_rubric._errors import BudgetSpent, LLMError
 from pytest_rubric._llm.base import CallStats
 from pytest_rubric._llm.cost import Budget, CostSettings, Price, money
 from tests.fake_llm import FakeLLM, text, verdict
@@ -91,7 +91,7 @@ def test_a_budget_admits_calls_while_the_spend_is_below_it() -> None:
     stats.tokens_in += 10  # $0.025
     with pytest.raises(BudgetSpent) as info:
         budget.admit()
-    assert isinstance(info.value, JudgeError)
+    assert isinstance(info.value, LLMError)
     assert str(info.value) == "cost budget of $0.02 spent (--rubric-max-cost)"
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_rubric._defaults import RetryPolicy
-from pytest_rubric._errors import JudgeError
+from pytest_rubric._errors import LLMError
 from pytest_rubric._llm.clients import make_client
 from pytest_rubric._llm.http import MAX_REPLY_BYTES, HTTPClient
 from pytest_rubric._llm.providers import ModelSpec
@@ -196,7 +196,7 @@ def test_a_key_cut_short_by_an_error_quote_does_not_leak(
 def test_a_key_cut_short_in_a_body_that_is_not_json_does_not_leak(fake_llm: FakeLLM) -> None:
     """A non-JSON body is quoted up to 80 characters; the key starts at 70."""
     fake_llm.respond_with(lambda request: raw("y" * 70 + KEY, content_type="text/plain"))
-    with pytest.raises(JudgeError, match="the reply is not JSON") as raised:
+    with pytest.raises(LLMError, match="the reply is not JSON") as raised:
         _complete(_client(fake_llm, attempts=1))
     assert KEY[:10] not in str(raised.value)
     assert "y" * 70 + "***" in str(raised.value)
