@@ -137,9 +137,9 @@ def supported(
 
 
 async def grade_grounded(
-    transport: Transport, criterion: Grounded, request: JudgeRequest, sample: int, timeout: float
+    transport: Transport, criterion: Grounded, request: JudgeRequest, vote: int, timeout: float
 ) -> Outcome:
-    """One sample of a ``grounded`` criterion of ``request``: ERROR without a context, or the
+    """One vote on a ``grounded`` criterion of ``request``: ERROR without a context, or the
     judge's claims checked against it (within ``timeout`` seconds)."""
     from .strategies import ask, reader  # strategies' retry with the error fed back
 
@@ -155,7 +155,7 @@ async def grade_grounded(
             prompt,
             reader(transport, response, read_grounded),
             label=f"criterion {criterion.id!r}",
-            sample=sample,
+            vote=vote,
         )
     except LLMError as exc:
         return Outcome(Verdict.ERROR, 0.0, str(exc))

@@ -95,7 +95,7 @@ class JudgeRunner:
         )
 
     async def _grade(self, request: JudgeRequest) -> Judged:
-        runs = await asyncio.gather(*(self._sample(request, i) for i in range(self.votes)))
+        runs = await asyncio.gather(*(self._vote(request, i) for i in range(self.votes)))
         if self.votes == 1:
             return runs[0]
         return Judged(
@@ -107,26 +107,26 @@ class JudgeRunner:
             llm_raw_score=mean_raw_score(run.llm_raw_score for run in runs),
         )
 
-    async def _sample(self, request: JudgeRequest, sample: int) -> Judged:
-        """One sample of an answer's grades, MET verdicts' evidence checked; ``grounded``
+    async def _vote(self, request: JudgeRequest, vote: int) -> Judged:
+        """One vote on an answer's grades, MET verdicts' evidence checked; ``grounded``
         criteria are asked on their own (see ``judge.grounding``)."""
         grounded = [c for c in request.criteria if c.kind == "grounded"]
         rest = [c for c in request.criteria if c.kind != "grounded"]
         parts = [
-            grade_grounded(self.transport, c, request, sample, self.check_timeout) for c in grounded
+            grade_grounded(self.transport, c, request, vote, self.check_timeout) for c in grounded
         ]
         judged, outcomes = await asyncio.gather(
-            self._strategy_sample(dataclasses.replace(request, criteria=rest), sample),
+            self._strategy_vote(dataclasses.replace(request, criteria=rest), vote),
             asyncio.gather(*parts),
         )
         graded = dict(zip((c.id for c in grounded), outcomes, strict=True))
         return dataclasses.replace(judged, outcomes={**judged.outcomes, **graded})
 
-    async def _strategy_sample(self, request: JudgeRequest, sample: int) -> Judged:
-        """The strategy's grades of one sample (:meth:`_sample`, but ``grounded``)."""
+    async def _strategy_vote(self, request: JudgeRequest, vote: int) -> Judged:
+        """The strategy's grades of one vote (:meth:`_vote`, but ``grounded``)."""
         if not request.criteria:
             return Judged({})
-        judged = await self.strategy.grade(self.transport, request, sample)
+        judged = await self.strategy.grade(self.transport, request, vote)
         if self.strategy.mean:
             return judged  # a holistic grade is one score for the whole rubric: nothing to quote
         by_id = {c.id: c for c in request.criteria}
@@ -174,13 +174,13 @@ def tally(
     return verdict, 1.0 if verdict is Verdict.MET else 0.0, max(met, k - met) / k
 
 
-def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: bool) -> Outcome:
-    """One outcome from K samples of one criterion: ERROR if any sample is (a grade not
-    obtained K times is not a K-sample grade), else as :func:`tally` decides. ``agreement``
-    is the share of samples that gave the most common grade: below 1, ``unstable``."""
-    pairs = tuple((o.verdict, o.credit) for o in samples)
-    k = len(samples)
-    if errors := [(i, o) for i, o in enumerate(samples) if o.verdict is Verdict.ERROR]:
+def combine(criterion: JudgedCriterion, votes: Sequence[Outcome], *, mean: bool) -> Outcome:
+    """One outcome from K votes on one criterion: ERROR if any vote is (a grade not obtained K
+    times is not a K-vote grade), else as :func:`tally` decides. ``agreement`` is the share of
+    votes that gave the most common grade: below 1, ``unstable``."""
+    pairs = tuple((o.verdict, o.credit) for o in votes)
+    k = len(votes)
+    if errors := [(i, o) for i, o in enumerate(votes) if o.verdict is Verdict.ERROR]:
         i, first = errors[0]
         return Outcome(
             Verdict.ERROR,
@@ -188,23 +188,23 @@ def combine(criterion: JudgedCriterion, samples: Sequence[Outcome], *, mean: boo
             f"{len(errors)} of {k} judge samples failed; sample {i + 1}: {first.reason}",
             votes=pairs,
         )
-    verdict, credit, agreement = tally(criterion, samples, mean=mean)
+    verdict, credit, agreement = tally(criterion, votes, mean=mean)
     if mean:
-        reason = samples[0].reason
+        reason = votes[0].reason
         summary = f"mean credit {credit:.2f} of {k} samples"
     else:
-        reason = next(o.reason for o in samples if o.verdict is verdict)
-        summary = f"{sum(o.verdict is verdict for o in samples)} of {k} samples {verdict}"
-    # The samples that make the verdict: one that `require` turned to UNMET does not count
+        reason = next(o.reason for o in votes if o.verdict is verdict)
+        summary = f"{sum(o.verdict is verdict for o in votes)} of {k} samples {verdict}"
+    # The votes that make the verdict: one that `require` turned to UNMET does not count
     # against a MET the others support with their quotes.
-    checked = [o.evidence_ok for o in samples if o.evidence_ok is not None and o.verdict is verdict]
+    checked = [o.evidence_ok for o in votes if o.evidence_ok is not None and o.verdict is verdict]
     return Outcome(
         verdict,
         credit,
         f"{reason} ({summary})",
         agreement=agreement,
         votes=pairs,
-        # A MET sample whose quotes were not found leaves the criterion unsupported.
+        # A MET vote whose quotes were not found leaves the criterion unsupported.
         evidence_ok=all(checked) if checked and verdict is Verdict.MET else None,
     )
 

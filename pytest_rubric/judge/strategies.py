@@ -49,12 +49,12 @@ _FEEDBACK = (
 
 @dataclass(frozen=True, slots=True)
 class Strategy:
-    """One ``--rubric-grader``: how one sample is graded, and how samples are combined."""
+    """One ``--rubric-grader``: how one vote is graded, and how votes are combined."""
 
     grade: Callable[[Transport, JudgeRequest, int], Awaitable[Judged]]
-    """``grade(transport, request, sample)``: one sample's outcomes of ``request.criteria``."""
+    """``grade(transport, request, vote)``: one vote's outcomes of ``request.criteria``."""
     mean: bool = False
-    """Combine samples by their mean credit for every criterion (not only score kind)."""
+    """Combine votes by their mean credit for every criterion (not only score kind)."""
 
 
 async def ask(
@@ -63,7 +63,7 @@ async def ask(
     read: Callable[[Reply], Any],
     *,
     label: str,
-    sample: int,
+    vote: int,
     feedback: str = "",
     again: bool = True,
 ) -> Any:
@@ -75,13 +75,13 @@ async def ask(
     retry's recorded reply.
     """
     try:
-        reply, parsed = await _attempt(transport, prompt, read, feedback, label, sample)
+        reply, parsed = await _attempt(transport, prompt, read, feedback, label, vote)
     except ReplyError as exc:
         if not again:
             raise
         retry = _FEEDBACK.format(error=exc)
         try:
-            reply, parsed = await _attempt(transport, prompt, read, retry, label, sample)
+            reply, parsed = await _attempt(transport, prompt, read, retry, label, vote)
         except (ReplyError, LLMError) as second:
             if isinstance(second, ReplyError):
                 # No usable reply: the usage line counts the call as an error.
@@ -111,11 +111,11 @@ async def _attempt(
     read: Callable[[Reply], Any],
     feedback: str,
     label: str,
-    sample: int,
+    vote: int,
 ) -> tuple[Reply, Any]:
     """One call and its reading; a reply that does not fit (whatever ``read`` raises) is
     recorded as unusable and raised as ReplyError, never a crash."""
-    reply = await transport.call(prompt, feedback=feedback, label=label, sample=sample)
+    reply = await transport.call(prompt, feedback=feedback, label=label, vote=vote)
     try:
         parsed = read(reply)
     except Exception as exc:
@@ -171,7 +171,7 @@ def _asked(request: JudgeRequest) -> dict[str, Any]:
     }
 
 
-async def _per_criterion(transport: Transport, request: JudgeRequest, sample: int) -> Judged:
+async def _per_criterion(transport: Transport, request: JudgeRequest, vote: int) -> Judged:
     criteria, response = request.criteria, request.response
     prompts = [per_criterion(c, **_asked(request)) for c in criteria]
 
@@ -182,7 +182,7 @@ async def _per_criterion(transport: Transport, request: JudgeRequest, sample: in
                 prompt,
                 reader(transport, response, read_one, criterion),
                 label=f"criterion {criterion.id!r}",
-                sample=sample,
+                vote=vote,
             )
         except LLMError as exc:
             return Outcome(Verdict.ERROR, 0.0, str(exc))
@@ -195,7 +195,7 @@ async def _per_criterion(transport: Transport, request: JudgeRequest, sample: in
     )
 
 
-async def _one_shot(transport: Transport, request: JudgeRequest, sample: int) -> Judged:
+async def _one_shot(transport: Transport, request: JudgeRequest, vote: int) -> Judged:
     criteria, response = request.criteria, request.response
     prompt = one_shot(criteria, **_asked(request))
     suspected = injection_suspected(response, prompt.token)
@@ -203,7 +203,7 @@ async def _one_shot(transport: Transport, request: JudgeRequest, sample: int) ->
     read = reader(transport, response, read_one_shot, criteria)
     label = "criteria " + ", ".join(repr(c.id) for c in criteria)
     try:
-        first = await ask(transport, prompt, read, label=label, sample=sample)
+        first = await ask(transport, prompt, read, label=label, vote=vote)
     except LLMError as exc:
         return Judged(_errors(criteria, str(exc)), injection_suspected=suspected)
     if (problems := _problems(first)) is not None:
@@ -214,7 +214,7 @@ async def _one_shot(transport: Transport, request: JudgeRequest, sample: int) ->
                 prompt,
                 read,
                 label=label,
-                sample=sample,
+                vote=vote,
                 feedback=_FEEDBACK.format(error=problems),
                 again=False,
             )
@@ -239,7 +239,7 @@ async def _one_shot(transport: Transport, request: JudgeRequest, sample: int) ->
     return Judged(outcomes, injection_suspected=suspected)
 
 
-async def _holistic(transport: Transport, request: JudgeRequest, sample: int) -> Judged:
+async def _holistic(transport: Transport, request: JudgeRequest, vote: int) -> Judged:
     criteria = [c for c in request.criteria if isinstance(c, Requirement)]
     prompt = holistic(criteria, **_asked(request))
     suspected = injection_suspected(request.response, prompt.token)
@@ -249,7 +249,7 @@ async def _holistic(transport: Transport, request: JudgeRequest, sample: int) ->
             prompt,
             reader(transport, request.response, read_holistic),
             label="the holistic score",
-            sample=sample,
+            vote=vote,
         )
     except LLMError as exc:
         return Judged(_errors(criteria, str(exc)), injection_suspected=suspected)
@@ -272,14 +272,14 @@ async def _holistic(transport: Transport, request: JudgeRequest, sample: int) ->
     return Judged(outcomes, injection_suspected=suspected, llm_raw_score=score)
 
 
-async def _holistic_and_extract(transport: Transport, request: JudgeRequest, sample: int) -> Judged:
+async def _holistic_and_extract(transport: Transport, request: JudgeRequest, vote: int) -> Judged:
     """One holistic score for the judged criteria; an ``extract`` criterion is read on its own
     call (as per-criterion reads it) and its check decides."""
     reads = [c for c in request.criteria if c.kind == "extract"]
     graded = any(isinstance(c, Requirement) for c in request.criteria)  # `grounded`: grounding
-    parts = [_per_criterion(transport, replace(request, criteria=reads), sample)] if reads else []
+    parts = [_per_criterion(transport, replace(request, criteria=reads), vote)] if reads else []
     if graded or not reads:
-        parts.append(_holistic(transport, request, sample))
+        parts.append(_holistic(transport, request, vote))
     done = await asyncio.gather(*parts)
     return Judged(
         {cid: o for part in done for cid, o in part.outcomes.items()},

@@ -161,13 +161,13 @@ class Transport:
         )
 
     async def call(
-        self, prompt: Prompt, *, feedback: str = "", label: str = "", sample: int = 0
+        self, prompt: Prompt, *, feedback: str = "", label: str = "", vote: int = 0
     ) -> Reply:
         """One judge call under the concurrency bound, through the cache (an uncached one only
         while ``--rubric-max-cost`` is not spent); :class:`UnusableReplay` for a replayed call
         whose last reply was unusable."""
         user = prompt.user + feedback
-        key = self._key(prompt, user, sample)
+        key = self._key(prompt, user, vote)
         digest = cache_key(**key)
         if (recorded := self._recorded_reply(digest)) is not None:
             return recorded
@@ -191,7 +191,7 @@ class Transport:
             return dataclasses.replace(looked, key=digest)
         if self.budget is not None:
             self.budget.admit()  # no wait for a slot once the budget is spent
-        return dataclasses.replace(await self._complete(prompt, user, sample), key=looked.key)
+        return dataclasses.replace(await self._complete(prompt, user, vote), key=looked.key)
 
     def store(self, reply: Reply, parsed: Any) -> None:
         """Keep a reply that passed validation (never an error, never a partial one)."""
@@ -221,7 +221,7 @@ class Transport:
         if reply.cached and (where := self._recording.get()) is not None:
             self._misfits[where] = reason
 
-    def _key(self, prompt: Prompt, user: str, sample: int) -> dict[str, Any]:
+    def _key(self, prompt: Prompt, user: str, vote: int) -> dict[str, Any]:
         """Everything that can change the verdict, and nothing of where the call goes (the
         provider and model are in ``judge``); the per-call fence token is masked."""
         return {
@@ -231,11 +231,11 @@ class Transport:
             "system": prompt.system.replace(prompt.token, "{TOKEN}"),
             "user": user.replace(prompt.token, "{TOKEN}"),
             "schema": prompt.schema if self._builtin else None,
-            "sampling": dataclasses.asdict(Sampling.of(sample, self.votes)),
-            "sample": sample,
+            "sampling": dataclasses.asdict(Sampling.of(vote, self.votes)),
+            "sample": vote,  # the key's name kept: replies recorded before are found
         }
 
-    async def _complete(self, prompt: Prompt, user: str, sample: int) -> Reply:
+    async def _complete(self, prompt: Prompt, user: str, vote: int) -> Reply:
         self.stats.calls += 1  # one per judge call, whatever its retries
         try:
             if isinstance(self.client, HTTPClient):
@@ -245,7 +245,7 @@ class Transport:
                     prompt.system,
                     user,
                     schema=prompt.schema,
-                    sampling=Sampling.of(sample, self.votes),
+                    sampling=Sampling.of(vote, self.votes),
                 )
             # A user's client retries as it likes: its whole call holds the slot.
             async with self._semaphore:

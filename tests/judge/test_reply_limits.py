@@ -336,7 +336,7 @@ def test_anything_judging_raises_is_an_error_for_each_criterion(
         raise KeyError("a bug in grading")
 
     judge = session('{"reason": "r", "verdict": "MET"}')
-    monkeypatch.setattr(judge, "_sample", broken)
+    monkeypatch.setattr(judge, "_vote", broken)
     judged = judge.result(
         JudgeRequest(JudgeKey("k"), [BOOL, SCORE], question=None, response="an answer")
     )
