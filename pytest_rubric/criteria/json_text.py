@@ -12,6 +12,7 @@ import functools
 import json
 import math
 import re
+import sys
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, ValidationInfo
@@ -55,14 +56,15 @@ def resolve_pointer(document: Any, pointer: str) -> Any:
 
 
 def first_non_finite(value: Any) -> tuple[str | int, ...] | None:
-    """The path of the first number in parsed JSON that is not finite, or None. Iterative and
-    linear: an answer may nest deeper than the interpreter's stack."""
+    """The path of the first number in parsed JSON that is not finite (NaN, infinite, or an
+    integer past every float: 400 digits), or None. Iterative and linear: an answer may nest
+    deeper than the interpreter's stack."""
     # (value, the index of its parent here, its key there); a path is built only when found.
     nodes: list[tuple[Any, int, str | int]] = [(value, -1, "")]
     index = 0
     while index < len(nodes):
         node = nodes[index][0]
-        if type(node) is float and not math.isfinite(node):
+        if type(node) in (int, float) and not -sys.float_info.max <= node <= sys.float_info.max:
             path: list[str | int] = []
             while index > 0:
                 _, index, key = nodes[index]

@@ -562,7 +562,15 @@ def test_a_number_too_large_to_check_is_an_error() -> None:
 
 
 @pytest.mark.parametrize(
-    "answer", ['{"count": 1e400}', '{"count": -1e400}', "[1, 2, 1e999]", "1e309"]
+    "answer",
+    [
+        '{"count": 1e400}',
+        '{"count": -1e400}',
+        "[1, 2, 1e999]",
+        "1e309",
+        '{"count": ' + "9" * 400 + "}",
+    ],
+    ids=["1e400", "-1e400", "1e999-in-a-list", "1e309", "400-digits"],
 )
 def test_a_number_that_is_not_finite_fits_no_schema(answer: str) -> None:
     schema = {"type": ["object", "array", "number"], "properties": {"count": {"minimum": 0}}}
