@@ -321,13 +321,16 @@ def _explain(
         shown = f"`{leaf}`" if leaf and leaf.strip() == leaf else repr(leaf)  # "" or " x"
         return f"unknown field {shown}", " ".join(h for h in (hint, listing) if h) or None
     if kind == "union_tag_invalid":
-        tag = str(error.get("ctx", {}).get("tag", error.get("input")))
+        ctx = error.get("ctx", {})  # the types allowed here (a field's check: deterministic)
+        tag, allowed = str(ctx.get("tag", error.get("input"))), list(types)
+        allowed = [t for t in allowed if f"'{t}'" in str(ctx.get("expected_tags", allowed))]
         other = _OTHER_TOOLS.get(tag.lower())
-        close = [other] if other else difflib.get_close_matches(tag, list(types), n=1, cutoff=0.5)
+        close = [other] if other else difflib.get_close_matches(tag, allowed, n=1, cutoff=0.5)
         hint = (f"did you mean `type: {close[0]}`? " if close else "") + (
-            f"use one of {', '.join(types)}"
+            f"use one of {', '.join(allowed)}"
         )
-        return f"unknown criterion type {tag!r}", hint
+        known = f"criterion type {tag!r} cannot be used here"  # a judged one in a field, say
+        return known if tag in types else f"unknown criterion type {tag!r}", hint
     if kind == "union_tag_not_found":
         return "criterion has no `type`", (
             f"add `type:` (one of {', '.join(types)}), or a `requirement:` for a judged criterion"

@@ -56,9 +56,8 @@ def resolve_pointer(document: Any, pointer: str) -> Any:
 
 
 def first_non_finite(value: Any) -> tuple[str | int, ...] | None:
-    """The path of the first number in parsed JSON that is not finite (NaN, infinite, or an
-    integer past every float: 400 digits), or None. Iterative and linear: an answer may nest
-    deeper than the interpreter's stack."""
+    """The path of the first number in parsed JSON that is not finite (NaN, infinite, past
+    every float: 400 digits), or None. Iterative and linear: answers nest past the stack."""
     # (value, the index of its parent here, its key there); a path is built only when found.
     nodes: list[tuple[Any, int, str | int]] = [(value, -1, "")]
     index = 0

@@ -147,9 +147,8 @@ class JudgeRunner:
 
 
 def averaged(criterion: JudgedCriterion, runner: JudgeRunner) -> bool:
-    """Whether several grades of ``criterion`` (samples, a panel's judges) combine by their
-    mean credit (a score, a grounded share, the holistic grader's share) rather than by
-    majority; an extraction's checked outcome is always by majority, whatever the grader."""
+    """Whether several grades of ``criterion`` (votes, a panel's judges) combine by their mean
+    credit (a score, a grounded share, the holistic grader's) or by majority (an extraction)."""
     kind = criterion.kind
     return kind in ("score", "grounded") or (runner.strategy.mean and kind != "extract")
 

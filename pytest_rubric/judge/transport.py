@@ -299,10 +299,9 @@ class Transport:
 
 
 class OnJudgeLoop:
-    """The judge client as the ``rubric_judge`` fixture gives it: ``complete`` runs on its
-    transport's loop (the one its HTTP connections and concurrency bound belong to), so any
-    test's loop (each test's own, under pytest-asyncio) or ``asyncio.run`` awaits it; anything
-    else is the client's."""
+    """The ``rubric_judge`` fixture's client: ``complete`` runs on the transport's loop (its
+    HTTP connections' and bound's), awaited from any test's (pytest-asyncio's, asyncio.run's);
+    the rest is the client's."""
 
     def __init__(self, transport: Transport) -> None:
         self._transport = transport

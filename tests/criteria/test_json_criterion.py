@@ -298,9 +298,14 @@ def test_field_mistakes_are_all_reported_at_their_lines(tmp_path: Path) -> None:
                   /a: {type: numbr}
                   /b: {type: number, valu: 3}
                   /c: {type: forbidden, phrases: [x]}
+                  /d: {type: judge, requirement: "Says it"}
         """,
     )
     found = {(p.line, p.field): p.message for p in problems}
+    # A judged type in a field: not "unknown", and the hint lists the types a field takes.
+    judged = next(p for p in problems if p.line == 12)
+    assert judged.message == "criterion type 'judge' cannot be used here"
+    assert judged.hint is not None and "judge" not in judged.hint and "regex" in judged.hint
     assert all(p.criterion == "order" and p.case == "q1" for p in problems)
     assert found[(7, "fields./total")].startswith("a field's check takes no `weight`")
     assert found[(8, "fields.total")].startswith("'total' is not a JSON Pointer")
@@ -308,7 +313,7 @@ def test_field_mistakes_are_all_reported_at_their_lines(tmp_path: Path) -> None:
     assert found[(10, "fields./b.valu")] == "unknown field `valu`"
     assert found[(10, "fields./b.value")] == "missing required field `value`"
     assert found[(11, "fields./c")].startswith("a field cannot be checked with `forbidden`")
-    assert len(problems) == 6
+    assert len(problems) == 7
     bodies_ok = tmp_path / "ok.rubric.yaml"
     bodies_ok.write_text(
         "cases:\n  - id: q1\n    criteria:\n      - id: order\n        type: json\n"
