@@ -98,7 +98,7 @@ def error_text(body: bytes | None, reason: str) -> str:
         return text or reason
 
 
-# How much of a provider's text a LLMError quotes (cut after the key is redacted).
+# How much of a provider's text an LLMError quotes (cut after the key is redacted).
 _QUOTE_ERROR = 200
 _QUOTE_BODY = 80
 _WHICH_ENDPOINT = "is --rubric-judge-url an OpenAI-compatible or Anthropic endpoint?"

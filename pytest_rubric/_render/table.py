@@ -102,7 +102,7 @@ def answer_lines(result: CaseResult, *, show_response: int = SHOW_RESPONSE) -> l
 
 def _labelled(shown: Iterable[tuple[str, str]]) -> list[str]:
     """``label: text``, each further line of a text indented under its first. Lines end at
-    ``\n`` only (not at CR, FF or NEL, as ``splitlines``'s do): the boundary escapes those."""
+    ``\\n`` only (not at CR, FF or NEL, as ``splitlines``'s do): the boundary escapes those."""
     lines = []
     for label, text in shown:
         first, *rest = text.split("\n")
