@@ -30,8 +30,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.trace import StatusCode
 
 from ._errors import SpansUnreadable
-from ._guards.secrets import clip, known_keys
-from ._trace import TRACE_TEXT_LIMIT, Passage, ToolCall, Trace, Usage
+from ._trace import Passage, ToolCall, Trace, Usage
 
 SPAN_NAME = "pytest-rubric target"
 """The plugin's span around each target call: the root of the call's trace."""
@@ -209,7 +208,6 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
     are unknown (``None``) when one of them does not give its figure. Cost is never read
     from spans: it is known only when the application returns ``usage.cost_usd``.
     """
-    keys = known_keys()
     calls: list[ToolCall] = []
     passages: list[Passage] = []
     llm_calls = 0
@@ -220,14 +218,14 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
         operation = attributes.get("gen_ai.operation.name")
         kind = str(attributes.get("openinference.span.kind", "")).upper()
         if operation == _EXECUTE_TOOL or kind == "TOOL":
-            calls.append(_tool_call(span, attributes, keys))
+            calls.append(_tool_call(span, attributes))
         elif operation in _INFERENCE or kind == "LLM":
             llm_calls += 1
             tokens.append(_tokens(attributes))
         elif operation == _EMBEDDINGS or kind == "EMBEDDING":
             tokens.append(_tokens(attributes))
         elif kind == "RETRIEVER":
-            passages.extend(_documents(attributes, keys))
+            passages.extend(_documents(attributes))
         else:
             continue
         seen = True
@@ -246,7 +244,7 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
     )
 
 
-def _tool_call(span: ReadableSpan, attributes: Mapping[str, Any], keys: list[Any]) -> ToolCall:
+def _tool_call(span: ReadableSpan, attributes: Mapping[str, Any]) -> ToolCall:
     name = attributes.get("gen_ai.tool.name") or attributes.get("tool.name")
     if not name:  # the span name, "execute_tool {gen_ai.tool.name}" by the conventions
         name = span.name.removeprefix(_EXECUTE_TOOL).strip() or span.name
@@ -264,11 +262,11 @@ def _tool_call(span: ReadableSpan, attributes: Mapping[str, Any], keys: list[Any
         name=str(name),
         arguments=arguments or {},
         ok=not failed,
-        result=None if result is None else clip(_text(result), *keys, limit=TRACE_TEXT_LIMIT),
+        result=None if result is None else _text(result),
     )
 
 
-def _documents(attributes: Mapping[str, Any], keys: list[Any]) -> list[Passage]:
+def _documents(attributes: Mapping[str, Any]) -> list[Passage]:
     """OpenInference's ``retrieval.documents.N.document.{id,content,metadata}``, by N."""
     found: dict[int, dict[str, Any]] = {}
     for key, value in attributes.items():
@@ -280,7 +278,7 @@ def _documents(attributes: Mapping[str, Any], keys: list[Any]) -> list[Passage]:
         ident = document.get("id")
         passages.append(
             Passage(
-                text=clip(_text(document.get("content", "")), *keys, limit=TRACE_TEXT_LIMIT),
+                text=_text(document.get("content", "")),
                 id=None if ident is None else str(ident),
                 source=source if isinstance(source, str) else None,
             )

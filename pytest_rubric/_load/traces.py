@@ -159,9 +159,10 @@ def read_messages(messages: Any) -> tuple[tuple[ToolCall, ...], int]:
     """The tool calls and the number of model calls (assistant messages) of an OpenAI chat
     conversation, of dicts or the SDK's objects. A call is ``ok`` when its ``tool`` message
     exists and holds no JSON object with an ``error`` key: the tool says whether it worked.
-    Arguments that are not a JSON object (not JSON, or a list) are kept as ``{}``."""
-    requested: list[tuple[Any, str, dict[str, Any]]] = []
-    results: dict[Any, str] = {}
+    Arguments that are not a JSON object (not JSON, or a list) are kept as ``{}``. A tool
+    message answers the first call of its ``tool_call_id`` still unanswered (ids may repeat)."""
+    requested: list[list[Any]] = []  # each call's [name, arguments, result]
+    waiting: dict[Any, list[int]] = {}  # by call id, the calls not answered yet, in order
     llm_calls = 0
     for index, message in enumerate(_items(messages, "messages")):
         role = _get(message, "role")
@@ -178,14 +179,12 @@ def read_messages(messages: Any) -> tuple[tuple[ToolCall, ...], int]:
                     raise ShapeError(
                         f'"messages" item {index}: a tool call without "function.name"'
                     )
-                requested.append((_get(call, "id"), name, _arguments(_get(function, "arguments"))))
-        elif role == "tool":
-            results[_get(message, "tool_call_id")] = _text(_get(message, "content"))
-    calls = []
-    for call_id, name, arguments in requested:
-        result = results.get(call_id) if call_id is not None else None
-        ok = result is not None and not _failed(result)
-        calls.append(ToolCall(name=name, arguments=arguments, ok=ok, result=result))
+                if (call_id := _get(call, "id")) is not None:
+                    waiting.setdefault(call_id, []).append(len(requested))
+                requested.append([name, _arguments(_get(function, "arguments")), None])
+        elif role == "tool" and (queue := waiting.get(_get(message, "tool_call_id"))):
+            requested[queue.pop(0)][2] = _text(_get(message, "content"))
+    calls = [ToolCall(n, a, r is not None and not _failed(r), r) for n, a, r in requested]
     return tuple(calls), llm_calls
 
 

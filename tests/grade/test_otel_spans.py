@@ -165,19 +165,24 @@ def test_any_arguments_read_as_a_json_object(arguments: Any) -> None:
     json.dumps(written(TraceModel, trace))  # the trace travels as JSON
 
 
-def test_a_tool_result_is_cut_with_a_count_and_redacted_of_keys(
+def test_a_tool_result_is_read_whole_and_kept_cut_with_a_count_and_redacted_of_keys(
     spans: SpanCapture, tracer: trace_api.Tracer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The criteria read a span's text whole, as a returned trace's (a fact past 2,000
+    characters is still found); the result keeps it redacted and cut, with the true count."""
+    from pytest_rubric._grade.grader import Grader
+
     key = "sk-live-0123456789abcdefghij"
     monkeypatch.setenv("OPENAI_API_KEY", key)
     result = f"token {key} " + "x" * 5_000
     trace = read(spans, lambda: execute_tool(tracer, "t", "{}", gen_ai__tool__call__result=result))
     assert trace is not None
-    (call,) = trace.tool_calls
-    assert call.result is not None
-    assert key not in call.result and key[:12] not in call.result
-    assert call.result.endswith("more characters]")
-    assert len(call.result) < 2_100
+    assert trace.tool_calls[0].result == result
+    (kept,) = trace.clipped(Grader()._clip).tool_calls
+    assert kept.result is not None
+    assert key not in kept.result and key[:12] not in kept.result
+    assert kept.result.endswith(f"[{len(result) - 2_000 - len(key) + 3:,} more characters]")
+    assert len(kept.result) < 2_100
 
 
 # --- OpenInference -------------------------------------------------------------------------------

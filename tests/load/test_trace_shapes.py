@@ -73,6 +73,22 @@ def test_arguments_that_are_not_a_json_object_are_kept_empty_and_the_tool_says_o
     assert read_messages(messages)[0] == (ToolCall("lookup", {}, True, '{"status": "ok"}'),)
 
 
+def test_a_reused_call_id_is_answered_by_the_first_tool_message_after_each_call() -> None:
+    """Providers may reuse ids across turns: each tool message answers the first call of its
+    id still unanswered, never a later call's."""
+    messages = [
+        {"role": "assistant", "tool_calls": [call("call_0", "lookup", {})]},
+        {"role": "tool", "tool_call_id": "call_0", "content": '{"error": "service down"}'},
+        {"role": "assistant", "tool_calls": [call("call_0", "refund", {"id": 1})]},
+        {"role": "tool", "tool_call_id": "call_0", "content": '{"refunded": 30}'},
+        {"role": "assistant", "content": "Done."},
+    ]
+    assert read_messages(messages)[0] == (
+        ToolCall("lookup", {}, False, '{"error": "service down"}'),
+        ToolCall("refund", {"id": 1}, True, '{"refunded": 30}'),
+    )
+
+
 def test_a_tool_result_that_is_json_without_error_is_ok() -> None:
     messages = [
         {"role": "assistant", "tool_calls": [call("a", "t", {})]},
