@@ -285,6 +285,8 @@ class Judging:
         ]
         if (elsewhere := elsewhere_line(self.usage.values())) is not None:
             lines.append(Note(Severity.WARNING, elsewhere))
+        if self.setup.cost.max_cost is None:  # no budget: no result to read (200,000 items)
+            return lines
         spent = f"cost budget of ${self.setup.cost.max_cost_shown} spent"
         left = [c for r in results for s in r.sample_list for c in s.criteria if spent in c.reason]
         if over_budget := sum(c.verdict is Verdict.ERROR for c in left):
