@@ -27,6 +27,7 @@ from .._load.traces import as_fields
 from .._render.files import unwritable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+_TRUE = ("1", "on", "t", "true", "y", "yes")  # an ini boolean, as pytest reads one
 
 
 def add_commands(commands: Any) -> None:
@@ -69,6 +70,12 @@ def add_commands(commands: Any) -> None:
         "--out", required=True, type=Path, metavar="DIR", help="where <subject>.jsonl goes"
     )
     cmd.add_argument("--force", action="store_true", help="overwrite existing answer files")
+    cmd.add_argument(
+        "--rubric-otel",
+        dest="otel",
+        action="store_true",
+        help="read each target call's OpenTelemetry spans into its trace, as pytest's flag does",
+    )
     cmd.add_argument(
         "--concurrency",
         type=int,
@@ -132,13 +139,13 @@ def run(args: argparse.Namespace) -> int:
                 if answers is None:
                     subject.failed.append(f"{where}: {problem}")
                     continue
-                # The trace beside the response (not a case's own context), to grade offline.
+                # The trace beside the response, to grade offline.
                 subject.rows += [
                     {
                         "id": case.id,
                         "suite": loaded.name,
                         "response": answer.text,
-                        **(as_fields(t) if (t := answer.trace) and t.source != "case" else {}),
+                        **(as_fields(answer.trace) if answer.trace else {}),
                     }
                     for answer in answers
                 ]
@@ -174,6 +181,17 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
         )
     make_importable(Path.cwd(), *(d.resolve() for d in args.dirs))
     runner = CallRunner()
+    tracer = None
+    otel = args.otel or (ini_values(Path.cwd(), "rubric_otel") or ("",))[0].lower() in _TRUE
+    if otel:  # an application instrumented already: its spans, written as trace fields
+        try:
+            from .._otel import SpanCapture
+        except ImportError:
+            raise ValueError(
+                "--rubric-otel (ini rubric_otel) reads spans through opentelemetry-sdk, which "
+                "is not installed: pip install pytest-rubric[otel]"
+            ) from None
+        tracer = SpanCapture()
     subjects: list[_Subject] = []
     seen: dict[str, str] = {}
     for flag, given in [("--model", m) for m in args.models] + [
@@ -208,6 +226,7 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
                 subject=subject,
                 timeout=args.timeout,
                 runner=runner,
+                tracer=tracer,
             )
         subjects.append(_Subject(subject, f"{flag} {given}", source))
     return subjects
@@ -219,7 +238,7 @@ def _suites(dirs: Sequence[Path]) -> list[Any]:
     from .._errors import RubricLoadError
     from .._load.loader import load_suite
 
-    patterns = ini_patterns(Path.cwd()) or DEFAULT_PATTERNS
+    patterns = ini_values(Path.cwd(), "rubric_file_patterns") or DEFAULT_PATTERNS
     files = sorted(
         {p for d in dirs for pattern in patterns for p in d.rglob(pattern) if p.is_file()}
     )
@@ -252,10 +271,11 @@ _INI_FILES = (
 )
 
 
-def ini_patterns(start: Path) -> tuple[str, ...] | None:
-    """``rubric_file_patterns`` from the configuration file pytest would read, found from
-    ``start`` upward as pytest finds it; None when that file does not set it (or none is
-    found). ``collect`` runs without pytest, so it reads the file itself."""
+def ini_values(start: Path, key: str) -> tuple[str, ...] | None:
+    """The ini ``key``'s values (``rubric_file_patterns``, one per line; ``rubric_otel``)
+    from the configuration file pytest would read, found from ``start`` upward as pytest finds
+    it; None when that file does not set it (or none is found). ``collect`` runs without
+    pytest, so it reads the file itself."""
     import configparser
     import tomllib
 
@@ -267,12 +287,12 @@ def ini_patterns(start: Path) -> tuple[str, ...] | None:
             try:
                 if name.endswith(".toml"):
                     table: Any = tomllib.loads(path.read_text(encoding="utf-8"))
-                    for key in section or ():
-                        table = table.get(key) if isinstance(table, dict) else None
+                    for part in section or ():
+                        table = table.get(part) if isinstance(table, dict) else None
                     if not isinstance(table, dict):
                         continue
-                    value = table.get("rubric_file_patterns")
-                    found = [value] if isinstance(value, str) else value
+                    value = table.get(key)
+                    found: list[Any] | None = value if isinstance(value, list) else [value]
                 else:
                     parser = configparser.ConfigParser(interpolation=None)
                     parser.read_string(path.read_text(encoding="utf-8"))
@@ -281,9 +301,12 @@ def ini_patterns(start: Path) -> tuple[str, ...] | None:
                         if section is None:
                             return None  # pytest.ini without [pytest]: pytest's, and unset
                         continue
-                    text = parser.get(heading, "rubric_file_patterns", fallback=None)
+                    text = parser.get(heading, key, fallback=None)
                     found = None if text is None else text.splitlines()
             except (OSError, ValueError, configparser.Error) as exc:
-                raise ValueError(f"{path}: cannot read rubric_file_patterns: {exc}") from None
-            return tuple(str(p).strip() for p in found or () if str(p).strip()) or None
+                raise ValueError(f"{path}: cannot read {key}: {exc}") from None
+            return (
+                tuple(str(p).strip() for p in found or () if p is not None and str(p).strip())
+                or None
+            )
     return None

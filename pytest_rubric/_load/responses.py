@@ -125,7 +125,7 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
             continue
         fields = {name: entry.get(name) for name in TRACE_FIELDS}
         latency = entry.get("latency_s")
-        if any(v is not None for v in fields.values()):
+        if latency is not None or any(v is not None for v in fields.values()):
             if latency is not None and (
                 isinstance(latency, bool) or not isinstance(latency, int | float) or latency < 0
             ):

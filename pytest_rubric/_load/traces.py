@@ -285,8 +285,10 @@ def as_messages(trace: Trace) -> list[dict[str, Any]]:
         )
         for i, c in enumerate(trace.tool_calls, 1):
             content = c.result or ""
+            if c.result is None and not c.ok:  # failed with no result: no tool message, as read
+                continue
             if not c.ok and not _failed(content):  # a tool's own error object is kept as it is
-                content = json.dumps({"error": c.result or "the call failed"})
+                content = json.dumps({"error": c.result})
             messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": content})
         llm_calls -= 1
     messages += [{"role": "assistant", "content": ""} for _ in range(max(0, llm_calls))]
@@ -294,13 +296,14 @@ def as_messages(trace: Trace) -> list[dict[str, Any]]:
 
 
 def as_fields(trace: Trace) -> dict[str, Any]:
-    """The trace as the fields of a responses line beside ``response``."""
+    """The trace as the fields of a responses line beside ``response``: all it knows (no
+    calls made is known too), but a case's own ``context:``, which the case gives again."""
     fields: dict[str, Any] = {}
-    if trace.context:
+    if trace.context and trace.source != "case":
         fields["context"] = [
             {"id": p.id, "text": p.text, "source": p.source} for p in trace.context
         ]
-    if trace.tool_calls or trace.llm_calls:
+    if trace.tool_calls or trace.llm_calls is not None:
         fields["messages"] = as_messages(trace)
     if trace.usage != Usage():
         fields["usage"] = asdict(trace.usage)

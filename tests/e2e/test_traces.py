@@ -376,7 +376,8 @@ def test_a_plain_answer_to_a_case_with_its_context_keeps_the_calls_latency(
     project: pytest.Pytester, write: Write
 ) -> None:
     """A target returning a str for a case that gives its own context: the trace is the
-    case's, and still measured; recorded, it replays the same; collect writes no context."""
+    case's, and still measured; recorded, it replays the same; collect writes the latency, not
+    the case's context, and the answers it wrote grade as the run did."""
     write("evals/plain.py", "def answer(question):\n    return 'Within 30 days [1].'\n")
     write(
         "evals/timed.rubric.yaml",
@@ -406,9 +407,13 @@ def test_a_plain_answer_to_a_case_with_its_context_keeps_the_calls_latency(
         cli(["collect", "--rubric-dir", "evals", "--target", "plain:answer", "--out", "ans"]) == 0
     )
     lines = (project.path / "ans" / "answer.jsonl").read_text(encoding="utf-8").splitlines()
-    assert [json.loads(line) for line in lines if '"q"' in line] == [
-        {"id": "q", "suite": "timed", "response": "Within 30 days [1]."}
-    ]
+    [written] = [json.loads(line) for line in lines if '"q"' in line]
+    assert written.pop("latency_s") >= 0
+    assert written == {"id": "q", "suite": "timed", "response": "Within 30 days [1]."}
+    suite = (project.path / "evals" / "timed.rubric.yaml").read_text(encoding="utf-8")
+    write("evals/timed.rubric.yaml", suite.replace("target: plain:answer", "responses: ../ans"))
+    result = project.runpytest("evals/timed.rubric.yaml", "-v")
+    result.stdout.fnmatch_lines(["*timed.rubric.yaml::q?answer? PASSED*"])
 
 
 def test_grounded_verifies_the_judges_quotes_against_the_context(

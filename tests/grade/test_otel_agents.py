@@ -594,3 +594,24 @@ def test_an_agent_graded_on_its_spans_alone_with_no_change_to_it(
     rows = {row["subject"]: row for row in document["leaderboard"]}
     assert rows["support_agent"]["tool_calls"] == 3.0
     assert rows["hasty_agent"]["tool_calls"] == 0.0
+
+
+def test_collect_writes_the_trace_the_spans_show_and_it_grades_offline(
+    team: pytest.Pytester, write: Write
+) -> None:
+    """``collect`` reads the spans as a run does (the ini's ``rubric_otel``, or its
+    ``--rubric-otel``): the answers it writes carry the calls, and grade as the run did."""
+    (team.path / "evals/support.rubric.yaml").unlink()
+    write("evals/refunds.rubric.yaml", GRADED)
+    collect = (sys.executable, "-m", "pytest_rubric", "collect", "--rubric-dir", "evals")
+    done = team.run(*collect, "--target", "targets:support_agent", "--out", "answers")
+    assert done.ret == 0, done.stderr.str()
+    [line] = [json.loads(t) for t in (team.path / "answers/support_agent.jsonl").open()]
+    assert [c["function"]["name"] for m in line["messages"] for c in m.get("tool_calls", ())] == [
+        "lookup_order",
+        "issue_refund",
+        "issue_refund",
+    ]
+    write("evals/refunds.rubric.yaml", GRADED.replace("cases:", "responses: ../answers\ncases:"))
+    result = team.runpytest("evals/refunds.rubric.yaml", "-o", "rubric_otel=false", "-v")
+    result.stdout.fnmatch_lines(["*refund_a1?support_agent? PASSED*"])

@@ -184,8 +184,11 @@ def test_the_fields_collect_writes_read_back_to_the_same_calls(
     assert [(c.name, c.arguments, c.ok) for c in back.tool_calls] == [
         (c.name, c.arguments, c.ok) for c in calls
     ]
-    # Model calls survive whenever there were any (no messages at all: none were shown).
-    assert back.llm_calls == (trace.llm_calls or None)
+    # Model calls survive, none made too; a failed call that left no result leaves none.
+    assert back.llm_calls == trace.llm_calls
+    assert [c.result is None for c in back.tool_calls if not c.ok] == [
+        c.result is None for c in calls if not c.ok
+    ]
 
 
 def test_a_failed_calls_own_error_object_is_written_as_it_is() -> None:
