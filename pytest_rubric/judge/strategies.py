@@ -240,7 +240,7 @@ async def _one_shot(transport: Transport, request: JudgeRequest, vote: int) -> J
 
 
 async def _holistic(transport: Transport, request: JudgeRequest, vote: int) -> Judged:
-    criteria = [c for c in request.criteria if isinstance(c, Requirement)]
+    criteria = [c for c in request.criteria if isinstance(c, Requirement) and not _apart(c)]
     prompt = holistic(criteria, **_asked(request))
     suspected = injection_suspected(request.response, prompt.token)
     try:
@@ -272,11 +272,18 @@ async def _holistic(transport: Transport, request: JudgeRequest, vote: int) -> J
     return Judged(outcomes, injection_suspected=suspected, llm_raw_score=score)
 
 
-async def _holistic_and_extract(transport: Transport, request: JudgeRequest, vote: int) -> Judged:
-    """One holistic score for the judged criteria; an ``extract`` criterion is read on its own
-    call (as per-criterion reads it) and its check decides."""
-    reads = [c for c in request.criteria if c.kind == "extract"]
-    graded = any(isinstance(c, Requirement) for c in request.criteria)  # `grounded`: grounding
+def _apart(c: JudgedCriterion) -> bool:
+    """Whether one score for the answer cannot stand for ``c``: an ``extract`` (its check
+    decides), a style criterion (style is never part of the score) and a ``required`` error
+    (its own verdict fails the case), each judged on its own call, as per-criterion does."""
+    return c.kind == "extract" or c.axis == "style" or (c.required and c.effective_weight < 0)
+
+
+async def _holistic_and_apart(transport: Transport, request: JudgeRequest, vote: int) -> Judged:
+    """One holistic score for the judged substance criteria; those :func:`_apart` says, each
+    on its own call."""
+    reads = [c for c in request.criteria if _apart(c)]
+    graded = any(isinstance(c, Requirement) and not _apart(c) for c in request.criteria)
     parts = [_per_criterion(transport, replace(request, criteria=reads), vote)] if reads else []
     if graded or not reads:
         parts.append(_holistic(transport, request, vote))
@@ -290,7 +297,7 @@ async def _holistic_and_extract(transport: Transport, request: JudgeRequest, vot
 
 PER_CRITERION = Strategy(_per_criterion)
 ONE_SHOT = Strategy(_one_shot)
-HOLISTIC = Strategy(_holistic_and_extract, mean=True)
+HOLISTIC = Strategy(_holistic_and_apart, mean=True)
 
 
 STRATEGIES: dict[str, Strategy] = {name: resolve_import(path) for name, path in GRADERS.items()}
