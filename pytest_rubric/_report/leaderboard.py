@@ -56,8 +56,9 @@ class SubjectRow:
 @dataclass(frozen=True, slots=True)
 class TraceFigures:
     """What a subject's traces add to its row: the mean number of tool calls per answer (None
-    when no trace shows its calls), the median latency (None when no trace has one) and the summed cost (None when an answer's
-    cost is unknown: a sum over part of the answers would understate it)."""
+    when no trace shows its calls), the median latency (None when no trace has one) and the
+    summed cost (None when an answer's cost is unknown, one without a trace too: a sum over
+    part of the answers would understate it)."""
 
     tool_calls: float | None
     latency_s_p50: float | None
@@ -65,13 +66,13 @@ class TraceFigures:
 
     @classmethod
     def of(cls, results: Sequence[CaseResult]) -> TraceFigures | None:
-        """The figures of a subject's answers with traces; None when none has one."""
-        # A result graded once is its own sample: no Sample made to ask it.
-        samples = (r.samples or (r,) for r in results)
-        if not (traces := [s.trace for each in samples for s in each if s.trace is not None]):
+        """The figures of a subject's answers with traces; None when none has one. A result
+        graded once is its own sample: no Sample made to ask it."""
+        answers = [s.trace for r in results for s in (r.samples or (r,))]
+        if not (traces := [t for t in answers if t is not None]):
             return None
         latencies = sorted(t.latency_s for t in traces if t.latency_s is not None)
-        costs = [t.usage.cost_usd for t in traces]
+        costs = [None if t is None else t.usage.cost_usd for t in answers]
         # Only traces that show calls count (a retriever's context alone says nothing of them).
         calls = [len(t.tool_calls) for t in traces if t.tool_calls or t.llm_calls is not None]
         return cls(

@@ -112,3 +112,23 @@ def test_every_output_is_a_run_flag_and_a_merge_flag(pytester: pytest.Pytester) 
         assert f"--rubric-{output.name}=PATH" in help_text
         assert hasattr(merge_args, output.name)
         assert callable(output.render)
+
+
+def test_a_subjects_cost_is_unknown_when_one_of_its_answers_has_no_trace() -> None:
+    from dataclasses import replace
+
+    from pytest_rubric._report.leaderboard import TraceFigures
+    from pytest_rubric._trace import Trace, Usage
+
+    def traced(case: str, cost: float | None) -> CaseResult:
+        trace = Trace("returned", usage=Usage(cost_usd=cost), latency_s=1.0)
+        return replace(_result(case, "bot", 1.0, 0.5), trace=trace)
+
+    def cost(*results: CaseResult) -> float | None:
+        figures = TraceFigures.of(results)
+        return None if figures is None else figures.cost_usd
+
+    assert cost(traced("a", 0.25), traced("b", 0.5)) == 0.75
+    assert cost(traced("a", 0.25), traced("b", None)) is None
+    assert cost(traced("a", 0.25), _result("b", "bot", 1.0, 0.5)) is None  # b's is not known
+    assert TraceFigures.of([_result("b", "bot", 1.0, 0.5)]) is None  # no trace: no figures
