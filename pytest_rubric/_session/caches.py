@@ -96,6 +96,7 @@ class JudgeRecordings:
     rootpath: Path  # where a rubric file's recordings say it is
     prune: bool  # --rubric-recordings-prune
     cases: set[str] = field(default_factory=set)  # the recording files of the collected cases
+    graded: set[str] = field(default_factory=set)  # of those graded with a judge at hand
     files: set[str] = field(default_factory=set)  # the collected rubric files' node ids
     deselected: int = 0
     collection_errors: int = 0
@@ -114,6 +115,7 @@ class JudgeRecordings:
         return {
             **self.store.state(),
             "cases": sorted(self.cases),
+            "graded": sorted(self.graded),
             "files": sorted(self.files),
             "deselected": self.deselected,
             "collection_errors": self.collection_errors,
@@ -122,6 +124,7 @@ class JudgeRecordings:
     def add_state(self, state: dict[str, Any]) -> None:
         self.store.add_state(state)
         self.cases.update(state.get("cases", ()))
+        self.graded.update(state.get("graded", ()))
         self.files.update(state.get("files", ()))
         # Every worker collects the whole session: the most any one saw.
         self.deselected = max(self.deselected, int(state.get("deselected", 0)))
@@ -132,7 +135,10 @@ class JudgeRecordings:
         ``selection``: why the run's command line did not collect every rubric file."""
         store = self.store
         store.flush()
-        unused = store.unused(set(store.used) & self.cases)
+        # A case whose requests used none of its entries (its judged criterion removed or
+        # reworded) counts as much as one that used some; one not graded (deselected, the run
+        # stopped, its target raised, no judge) is not judged by its entries.
+        unused = store.unused((set(store.used) | self.graded) & self.cases)
         if selection is None and self.deselected:
             selection = "deselected items"
         if selection is None and self.collection_errors:

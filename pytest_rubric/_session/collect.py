@@ -492,6 +492,11 @@ class RubricItem(pytest.Item):
                 if result.skipped
                 else "nothing graded"
             )
+        parent = self.parent
+        if session.recordings is not None and session.judging.names and parent is not None:
+            from .._llm.recordings import location  # graded with a judge at hand: see caches
+
+            session.recordings.graded.add(location(parent.nodeid, self.compiled.rubric.id))
         record(self, result)
         raise_for(result)
 

@@ -319,6 +319,31 @@ def test_the_recording_of_a_case_removed_is_unused(repository: pytest.Pytester) 
     assert recording(repository, "remote").exists()
 
 
+def test_the_recording_of_a_judged_criterion_removed_is_unused_once_its_case_is_graded(
+    repository: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A case graded with a judge at hand whose requests used none of its entries: they are
+    unused (a criterion removed, a requirement reworded); graded with no judge, they are not."""
+    repository.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
+    faq = repository.path / "evals/faq.rubric.yaml"
+    reworded = FAQ.replace("Says whether the leave is paid", "Says it is paid")
+    faq.write_text(reworded)
+    result = repository.runpytest("--rubric-cache", "replay")  # the new wording: a miss
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["recordings: 1 unused; *"])
+    faq.write_text(reworded.replace('      - {id: paid, requirement: "Says it is paid"}\n', ""))
+    with monkeypatch.context() as keyless:  # the provider's own URL, no key: no judge to ask
+        keyless.delenv("OPENAI_API_KEY")
+        result = repository.runpytest("-o", "rubric_judge_url=", "--rubric-recordings-prune")
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.no_fnmatch_line("recordings:*")
+    result = repository.runpytest("--rubric-cache", "replay", "--rubric-recordings-prune")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["recordings: 1 unused deleted"])
+    assert not recording(repository, "leave").exists()
+    assert len(entries(recording(repository, "remote"))) == 1
+
+
 # --- xdist ------------------------------------------------------------------------------------
 
 TWO_SUBJECTS = """
