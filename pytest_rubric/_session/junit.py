@@ -38,10 +38,11 @@ def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
     properties = [
         ("rubric_case", fit[result.case]),  # the texts a rubric or a user wrote
         _repeated("rubric_subject", fit[result.subject]),
-        _repeated("rubric_score", f"{result.score:.4f}"),
-        # "none": a report-only case, which has no pass mark
+        # Whole (the shortest text that reads back as the JSON's number); "none": a
+        # report-only case, which has no pass mark.
+        _repeated("rubric_score", repr(result.score)),
         _repeated(
-            "rubric_min_score", "none" if result.min_score is None else f"{result.min_score:.4f}"
+            "rubric_min_score", "none" if result.min_score is None else repr(result.min_score)
         ),
         _repeated("rubric_passed", "true" if result.passed else "false"),
     ]

@@ -299,8 +299,8 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
         [
             ("rubric_case", "var"),
             ("rubric_subject", "careful"),
-            ("rubric_score", "1.0000"),
-            ("rubric_min_score", "0.8000"),
+            ("rubric_score", "1.0"),
+            ("rubric_min_score", "0.8"),
             ("rubric_passed", "true"),
         ],
     )

@@ -382,7 +382,7 @@ def test_a_result_a_teardown_recorded_reaches_junit(team: pytest.Pytester) -> No
         p.get("name"): p.get("value") for p in ET.parse(team.path / "junit.xml").iter("property")
     }
     assert properties["rubric_subject"] == "bot"
-    assert properties["rubric_score"] == "1.0000"
+    assert properties["rubric_score"] == "1.0"
     assert properties["rubric_passed"] == "true"
 
 

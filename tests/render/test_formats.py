@@ -254,11 +254,11 @@ def test_junit_carries_the_rubric_properties(pytester: pytest.Pytester, suite: P
     assert props["var[careful]"] == {
         "rubric_case": "var",
         "rubric_subject": "careful",
-        "rubric_score": "1.0000",
-        "rubric_min_score": "0.8000",
+        "rubric_score": "1.0",
+        "rubric_min_score": "0.8",
         "rubric_passed": "true",
     }
-    assert props["var[bold]"]["rubric_score"] == "0.0000"
+    assert props["var[bold]"]["rubric_score"] == "0.0"
     assert props["var[bold]"]["rubric_failed_criteria"] == "day,wrong"
     assert props["var[bold]"]["rubric_passed"] == "false"
 
