@@ -532,11 +532,10 @@ class _ReportHooks:
             # The workers collected: what the command line's subjects replaced is known now.
             for said in self.state.pytest_report_collectionfinish():
                 terminalreporter.write_line(said)
-        # ini rubric_summary; auto: when rubric items ran, assert_rubric graded two or more
-        # subjects (named with subject=: there is something to compare), or a gate ran
+        # ini rubric_summary; auto: when rubric items ran, assert_rubric graded a named
+        # subject, or a gate ran
         results, mode = state.results, state.settings.summary
-        compared = len(results.assert_subjects) > 1
-        wanted = results.rubric_items_ran or compared or report.gates.active
+        wanted = results.rubric_items_ran or results.assert_subjects or report.gates.active
         if mode != "auto":
             wanted = mode == "on" and report.shown
         if wanted and terminalreporter.config.get_verbosity() >= -1:
