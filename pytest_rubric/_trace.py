@@ -21,10 +21,6 @@ from typing import Any, Literal
 
 TraceSource = Literal["returned", "otel", "responses", "case"]
 
-# Text copied from a trace into a result (a tool's result, a passage) is cut to this many
-# characters, with a count of what was cut, like every other text a result keeps.
-TRACE_TEXT_LIMIT = 2_000
-
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -83,8 +79,8 @@ class Trace:
 
     def clipped(self, cut: Callable[[str], str]) -> Trace:
         """This trace as a result keeps it: each tool result and passage text through ``cut``
-        (redacted, then cut to :data:`TRACE_TEXT_LIMIT` characters with a count); the trace
-        itself when nothing changed."""
+        (redacted, then cut to :data:`pytest_rubric._guards.secrets.MAX_TEXT` characters
+        with a count); the trace itself when nothing changed."""
         # A part copied only when cut changed it (most are short): 12 copies a trace took
         # longer than the cuts.
         calls = tuple(
