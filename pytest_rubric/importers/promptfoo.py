@@ -275,8 +275,6 @@ def _convert_config(ctx: Conversion) -> dict[str, Any] | None:
     if len(ctx.problems) > before:
         return None
     cases = [case for test in tests for case in _cases(ctx, test, prompts)]
-    if len(ctx.problems) > before:
-        return None
     _config_notes(ctx, data)
     ctx.note(
         f"{ctx.path}: {ctx.written} of {ctx.tests} tests written as {len(cases)} cases "
@@ -773,7 +771,6 @@ def _assertion(
 def _cases(ctx: Conversion, test: Test, prompts: list[PromptTemplate]) -> list[dict[str, Any]]:
     """The test's cases (each vars combination x each prompt); the test is counted as
     written when one case is, else listed once with the reason."""
-    problems = len(ctx.problems)
     why = _test_not_kept(ctx, test)
     # Every assertion of a test left out whole that could not be mapped anyway is listed too:
     # removing the reason the test is left out is not enough.
@@ -817,7 +814,7 @@ def _cases(ctx: Conversion, test: Test, prompts: list[PromptTemplate]) -> list[d
                 cases.append(case)
     if cases:
         ctx.written += 1
-    elif len(ctx.problems) == problems:  # else the config is refused anyway
+    else:
         ctx.skip(
             test.where, test.label, why or "no prompt could be asked with its vars (see above)"
         )
