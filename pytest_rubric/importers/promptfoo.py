@@ -154,7 +154,7 @@ def shown_value(value: Any) -> str:
 class PromptTemplate:
     label: str
     template: str
-    where: str = ""  # file:line of its entry in the config
+    where: str  # file:line of its entry in the config
 
 
 @dataclass
@@ -344,14 +344,12 @@ def _prompts(ctx: Conversion, value: Any) -> list[PromptTemplate]:
             if not isinstance(raw, str) or not raw.strip():
                 raise Unmappable("a prompt is text, a file:// path, or {raw: ..., label: ...}")
             if _looks_like_file(raw):
-                found = _prompt_files(raw, label, ctx.tree)
+                found = _prompt_files(raw, label, ctx.tree, where)
             else:  # promptfoo labels an inline prompt with its own text
-                found = [PromptTemplate(label or abridged(" ".join(raw.split())), raw)]
+                found = [PromptTemplate(label or abridged(" ".join(raw.split())), raw, where)]
         except Unmappable as exc:
             ctx.unmapped(where, f"prompt {shown_value(raw)}", f"{exc}; no case asks it")
             continue
-        for prompt in found:
-            prompt.where = where
         prompts += found
     return prompts
 
@@ -363,7 +361,7 @@ def _looks_like_file(raw: str) -> bool:
     return "\n" not in raw and " " not in raw and head.lower().endswith(_PROMPT_FILES)
 
 
-def _prompt_files(raw: str, label: str | None, tree: Tree) -> list[PromptTemplate]:
+def _prompt_files(raw: str, label: str | None, tree: Tree, where: str) -> list[PromptTemplate]:
     name = raw.removeprefix(FILE)
     head, _, function = name.partition(":") if not GLOB.search(name) else (name, "", "")
     if head.lower().endswith(CODE):
@@ -376,10 +374,9 @@ def _prompt_files(raw: str, label: str | None, tree: Tree) -> list[PromptTemplat
     for path in tree.paths(head):
         shown = str(path.relative_to(tree.root))
         found = _prompt_file(path, shown, tree)
-        many = len(found) > 1
         for k, text in enumerate(found):
-            tag = f"{shown} #{k + 1}" if many else shown
-            prompts.append(PromptTemplate(f"{label}: {tag}" if label else tag, text))
+            tag = f"{shown} #{k + 1}" if len(found) > 1 else shown
+            prompts.append(PromptTemplate(f"{label}: {tag}" if label else tag, text, where))
     if not prompts:
         raise Unmappable(f"{raw} holds no prompt")
     return prompts
@@ -850,10 +847,9 @@ def _test_not_kept(ctx: Conversion, test: Test) -> str | None:
 def _what(test: Test, a: Assertion) -> str:
     """How a listing names an assertion: a defaultTest assertion is listed once, for every
     test, unless its reason is the test's own."""
-    kind = a.kind
-    return (
-        f"{a.label} ({kind}), in every test" if a.default else f"{test.label}, {a.label} ({kind})"
-    )
+    if a.default:
+        return f"{a.label} ({a.kind}), in every test"
+    return f"{test.label}, {a.label} ({a.kind})"
 
 
 def _criteria(
