@@ -452,13 +452,10 @@ def _gather_tests(ctx: Conversion, data: dict[str, Any]) -> list[tuple[str, RawT
         except Unmappable as exc:
             ctx.note(f"not mapped: {ctx.path}:{line}: tests from {item}: {exc}")
     found = [(f"test {i}", t) for i, t in enumerate(tests, start=1)]
-    if scenarios is None:
-        return found
-    if not isinstance(scenarios, list):
+    if scenarios is not None and not isinstance(scenarios, list):
         ctx.problem("`scenarios` must be a list", ("scenarios",))
-        return found
-    for s, scenario in enumerate(scenarios):
-        found += _scenario(ctx, s, scenario)
+    elif scenarios:
+        found += [t for s, scenario in enumerate(scenarios) for t in _scenario(ctx, s, scenario)]
     return found
 
 
