@@ -296,11 +296,10 @@ def _strings(value: Any, kind: str) -> list[str]:
         else:
             items = [v.strip() for v in value.split(",")]
     elif isinstance(value, list):
-        items = []
-        for v in value:
-            if (text := js_string(v)) is None or isinstance(v, bool | float):
-                raise Unmappable(f"list item {v!r} renders differently in JavaScript")
-            items.append(text)
+        # Strings and integers only: JavaScript writes them as str() does.
+        if odd := [v for v in value if isinstance(v, bool) or not isinstance(v, str | int)]:
+            raise Unmappable(f"list item {odd[0]!r} renders differently in JavaScript")
+        items = [str(v) for v in value]
     else:
         raise ValueError(f"{kind} needs a list of strings as `value`")
     if not items:
