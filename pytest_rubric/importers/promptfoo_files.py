@@ -314,6 +314,5 @@ def _lines(root: Any) -> dict[tuple[Any, ...], int]:
 
 def json_stringify(value: Any, indent: int | None = None) -> str:
     """``JSON.stringify(value, null, indent)``."""
-    if indent is None:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return json.dumps(value, ensure_ascii=False, indent=indent)
+    separators = (",", ":") if indent is None else (",", ": ")
+    return json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
