@@ -253,17 +253,13 @@ def parse_yaml(text: str, path: Path) -> Parsed:
     parsed = _parse_yaml(text, path, node_tree=True)
     if parsed.duplicates:
         dup = parsed.duplicates[0]
-        raise RubricLoadError(
-            path,
-            [
-                Problem(
-                    f"key {dup.key!r} is given twice"
-                    + (f" (lines {dup.lines[0]} and {dup.lines[1]})" if dup.lines else ""),
-                    line=dup.lines[1] if dup.lines else None,
-                    hint="keep one",
-                )
-            ],
+        lines = f" (lines {dup.lines[0]} and {dup.lines[1]})" if dup.lines else ""
+        problem = Problem(
+            f"key {dup.key!r} is given twice{lines}",
+            line=dup.lines[1] if dup.lines else None,
+            hint="keep one",
         )
+        raise RubricLoadError(path, [problem])
     return Parsed(_yaml12(parsed.data, parsed.node), _lines(parsed.node))
 
 
