@@ -172,21 +172,19 @@ def _messages(prompt: Any, problem: Any) -> list[dict[str, str]]:
         where = f"prompt[{i}]"
         if not isinstance(turn, dict):
             problem(where, f"a message must be an object, got {_shown(turn)}", _TURN)
-            continue
-        if turn.get("role") not in _ROLES:
+        elif turn.get("role") not in _ROLES:
             problem(
                 f"{where}.role",
                 f"role must be one of {', '.join(_ROLES)}, got {_shown(turn.get('role'))}",
             )
-            continue
-        if not isinstance(turn.get("content"), str):
+        elif not isinstance(turn.get("content"), str):
             problem(
                 f"{where}.content",
                 f"content must be text, got {_shown(turn.get('content'))}",
                 _TURN,
             )
-            continue
-        turns.append({"role": turn["role"], "content": turn["content"]})
+        else:
+            turns.append({"role": turn["role"], "content": turn["content"]})
     if turns and turns[-1]["role"] != "user":
         problem(
             f"prompt[{len(prompt) - 1}]",
