@@ -409,9 +409,7 @@ def _csv_prompts(text: str) -> list[str]:
 def _config_notes(ctx: Conversion, data: dict[str, Any]) -> None:
     value = data.get("providers")
     providers = []
-    for item in (
-        [value] if isinstance(value, str | dict) else value if isinstance(value, list) else []
-    ):
+    for item in value if isinstance(value, list) else [value]:
         if isinstance(item, str):
             providers.append(item)
         elif isinstance(item, dict) and isinstance(item.get("id"), str):
