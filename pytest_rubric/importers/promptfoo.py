@@ -861,13 +861,12 @@ def _criteria(
             mapped, notes = criterion(_values(ctx, a.item, vars_))
         except Unmappable as exc:
             lost.append((a.where, what, str(exc)))
-            continue
         except ValueError as exc:  # promptfoo fails the test on it (an invariant)
             lost.append((a.where, what, f"promptfoo refuses it: {exc}"))
-            continue
-        for text in notes:
-            ctx.note(f"{a.where}: {what}: {text}")
-        criteria.append(mapped)
+        else:
+            for text in notes:
+                ctx.note(f"{a.where}: {what}: {text}")
+            criteria.append(mapped)
     written = any(c.get("weight", 1) > 0 for c in criteria)
     for where, what, why in lost:
         if written and not what.endswith("in every test"):
