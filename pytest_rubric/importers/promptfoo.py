@@ -737,11 +737,10 @@ def _assertion(
             )
             return Assertion(tag, where, None)
         target = ctx.templates[found.group(1)]
-        item = (
-            {**target, **{k: v for k, v in item.items() if k != "$ref"}}
-            if isinstance(target, dict)
-            else target
-        )
+        if isinstance(target, dict):
+            item = {**target, **{k: v for k, v in item.items() if k != "$ref"}}
+        else:
+            item = target
         tag += f" ($ref {found.group(1)})"
     if isinstance(item, dict) and "weight" in item and not is_number(item["weight"]):
         ctx.problem(
