@@ -231,8 +231,7 @@ def criterion(item: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     metric = item.get("metric")
     metric = metric.strip() if isinstance(metric, str) else ""
     # A named metric is what the author called the check; else the check and its value.
-    name = _slug("", metric).strip("-") if metric else ""
-    out: dict[str, Any] = {"id": name or _slug(kind, value), **body}
+    out: dict[str, Any] = {"id": _slug("", metric).strip("-") or _slug(kind, value), **body}
     if weight != 1:
         out["weight"] = weight
     if metric:
