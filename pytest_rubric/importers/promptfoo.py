@@ -956,8 +956,6 @@ def _case(
 
 
 def _case_id(test: Test, k: int, n_combos: int, j: int, n_prompts: int) -> str:
-    slug = ""
-    if test.description:
-        slug = re.sub(r"[^a-z0-9]+", "-", test.description.lower()).strip("-")[:40].strip("-")
+    slug = re.sub(r"[^a-z0-9]+", "-", (test.description or "").lower()).strip("-")[:40].strip("-")
     base = f"t{test.number}" + (f"-{slug}" if slug else "")
     return base + (f"-v{k + 1}" if n_combos > 1 else "") + (f"-p{j + 1}" if n_prompts > 1 else "")
