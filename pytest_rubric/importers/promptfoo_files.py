@@ -219,13 +219,6 @@ class Tree:
             ) from None
 
 
-def _name_matches(pattern: str, name: str) -> bool:
-    """One name against one part of a glob: a hidden name only when the part says so."""
-    if name.startswith(".") and not pattern.startswith("."):
-        return False
-    return fnmatch.fnmatchcase(name, pattern)
-
-
 def _matches(pattern: tuple[str, ...], path: tuple[str, ...], *, folder: bool = False) -> bool:
     """Whether the names of ``path`` match the parts of ``pattern`` (``**``: any folders);
     with ``folder``, whether ``path`` is a folder a match may lie under."""
@@ -240,7 +233,13 @@ def _matches(pattern: tuple[str, ...], path: tuple[str, ...], *, folder: bool = 
             return match(i + 1, j) or (
                 j < len(path) and not path[j].startswith(".") and match(i, j + 1)
             )
-        return j < len(path) and _name_matches(pattern[i], path[j]) and match(i + 1, j + 1)
+        # One name against one part: a hidden name only when the part says so.
+        return (
+            j < len(path)
+            and (pattern[i].startswith(".") or not path[j].startswith("."))
+            and fnmatch.fnmatchcase(path[j], pattern[i])
+            and match(i + 1, j + 1)
+        )
 
     return match(0, 0)
 
