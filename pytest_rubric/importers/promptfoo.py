@@ -618,11 +618,12 @@ def _scenario(ctx: Conversion, s: int, scenario: Any) -> list[tuple[str, RawTest
     for c, data in enumerate(scenario["config"]):
         for t, test in enumerate(tests if isinstance(tests, list) else []):
             label = f"scenario {s + 1}, config {c + 1}, test {t + 1}"
+            at = (*where, "tests", t)
             ctx.budget.spend(tests=1)  # configs x tests: counted as the product is made
             if not isinstance(data, dict) or not isinstance(test, dict):
                 ctx.tests += 1
                 ctx.skip(
-                    ctx.at((*where, "tests", t)),
+                    ctx.at(at),
                     label,
                     "a scenario's config entries and tests are mappings (tests from files "
                     "are not read there)",
@@ -634,7 +635,6 @@ def _scenario(ctx: Conversion, s: int, scenario: Any) -> list[tuple[str, RawTest
                 mine, theirs = data.get(key), test.get(key)
                 if isinstance(mine, dict) and isinstance(theirs, dict | None):
                     merged[key] = {**mine, **(theirs or {})}
-            at = (*where, "tests", t)
             found.append(
                 (label, RawTest(merged, str(ctx.path), ctx.parsed.line(at), ctx.tree.root, at))
             )
@@ -922,13 +922,13 @@ def _case(
     template = (
         f"{test.options.get('prefix') or ''}{prompt.template}{test.options.get('suffix') or ''}"
     )
+    shown = shown_value(prompt.label)
     try:
         rendered = render_prompt(template, vars_, ctx.budget)
     except Unmappable as exc:
-        ctx.unmapped(prompt.where, f"prompt {shown_value(prompt.label)}", f"{exc}; no case asks it")
+        ctx.unmapped(prompt.where, f"prompt {shown}", f"{exc}; no case asks it")
         return None
     if rendered.missing:
-        shown = shown_value(prompt.label)
         ctx.note(f"{test.where}: {test.label}: prompt {shown} uses {_unset(rendered.missing)}")
     case: dict[str, Any] = {"id": ""}
     if rendered.messages is not None:
