@@ -219,14 +219,8 @@ def before_and_after(change: CaseChange, *, limit: int = MAX_TEXT) -> list[tuple
     Markdown and the HTML alike: the criteria whose verdict changed, then the baseline's
     response beside today's (each cut to ``limit`` characters, redacted of the keys known
     now; ``limit`` 0 shows no response)."""
-    rows = []
-    if change.verdicts:
-        rows.append(
-            (
-                "verdicts changed",
-                ", ".join(f"{cid} {there} -> {now}" for cid, there, now in change.verdicts),
-            )
-        )
+    verdicts = ", ".join(f"{cid} {there} -> {now}" for cid, there, now in change.verdicts)
+    rows = [("verdicts changed", verdicts)] if verdicts else []
     keys = known_keys()
     for label, score, response in (
         ("baseline", change.before, change.response_before),
