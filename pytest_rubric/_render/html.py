@@ -115,11 +115,10 @@ class _Filters:
         combos: list[list[tuple[str, str]]] = [[]]
         for group in groups:
             combos = [[*c, *choice] for c in combos for choice in ([], *([o] for o in group))]
-        for combo in combos:
-            if combo:
-                checked = "~".join(f"#{ident}:checked" for ident, _ in combo)
-                wanted = "".join(f".{key}" for _, key in combo)
-                rules.append(f"{checked}~.list .case:not(:has(.a{wanted})){{display:none}}")
+        for combo in combos[1:]:  # the first is the empty one: no radio checked
+            checked = "~".join(f"#{ident}:checked" for ident, _ in combo)
+            wanted = "".join(f".{key}" for _, key in combo)
+            rules.append(f"{checked}~.list .case:not(:has(.a{wanted})){{display:none}}")
         return "\n".join(rules)
 
 
