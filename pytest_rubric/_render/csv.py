@@ -56,13 +56,9 @@ def _formula(text: str) -> bool:
     (full-width ``＝``), or it starts with a tab or a carriage return; a number is not."""
     if text.startswith(("\t", "\r")):
         return True
-    for char in text:
-        if char.isspace() or unicodedata.category(char) == "Cf":
-            continue  # a space, or a zero-width one: a spreadsheet may skip it
-        if unicodedata.normalize("NFKC", char)[:1] not in _STARTS:
-            return False
-        return _NUMBER.fullmatch(text) is None
-    return False
+    # Past spaces and zero-width ones: a spreadsheet may skip them.
+    first = next((c for c in text if not c.isspace() and unicodedata.category(c) != "Cf"), "")
+    return unicodedata.normalize("NFKC", first)[:1] in _STARTS and _NUMBER.fullmatch(text) is None
 
 
 _BATCH = 1000  # rows through the boundary at a time: the keys looked up once a batch

@@ -115,11 +115,10 @@ class _Filters:
         combos: list[list[tuple[str, str]]] = [[]]
         for group in groups:
             combos = [[*c, *choice] for c in combos for choice in ([], *([o] for o in group))]
-        for combo in combos:
-            if combo:
-                checked = "~".join(f"#{ident}:checked" for ident, _ in combo)
-                wanted = "".join(f".{key}" for _, key in combo)
-                rules.append(f"{checked}~.list .case:not(:has(.a{wanted})){{display:none}}")
+        for combo in combos[1:]:  # the first is the empty one: no radio checked
+            checked = "~".join(f"#{ident}:checked" for ident, _ in combo)
+            wanted = "".join(f".{key}" for _, key in combo)
+            rules.append(f"{checked}~.list .case:not(:has(.a{wanted})){{display:none}}")
         return "\n".join(rules)
 
 
@@ -173,16 +172,13 @@ def _section(results: Sequence[CaseResult], filters: _Filters) -> str:
     by_case: dict[tuple[str, str], list[CaseResult]] = defaultdict(list)
     for r in results:
         by_case[(r.suite, r.case)].append(r)
-    parts = []
-    for (suite, case), answers in by_case.items():
-        question = answers[0].question
-        parts.append(
-            f'<section class="case"><h3>{e(case)} <small>{e(suite)}</small></h3>'
-            + (f'<p class="question">{e(question)}</p>' if question else "")
-            + "".join(_answer(a, filters.classes(a)) for a in answers)
-            + "</section>"
-        )
-    return "".join(parts)
+    return "".join(
+        f'<section class="case"><h3>{e(case)} <small>{e(suite)}</small></h3>'
+        + (f'<p class="question">{e(answers[0].question)}</p>' if answers[0].question else "")
+        + "".join(_answer(a, filters.classes(a)) for a in answers)
+        + "</section>"
+        for (suite, case), answers in by_case.items()
+    )
 
 
 def answers(results: Sequence[CaseResult], subjects: Sequence[str]) -> tuple[str, str, set[str]]:
@@ -419,7 +415,6 @@ def trend(report: SessionReport, subjects: Sequence[str]) -> str:
         for x, value, low, high, run in points:
             when = f"{run.started_at} {(run.git_commit or '')[:12]}".strip()
             ci = (low, high) if low is not None and high is not None else None
-            tip = f"{name}: {interval_text(value, ci)}"
             if low is not None and high is not None:
                 parts.append(
                     f'<line x1="{x:.1f}" y1="{_y(low):.1f}" x2="{x:.1f}" y2="{_y(high):.1f}" '
@@ -427,7 +422,7 @@ def trend(report: SessionReport, subjects: Sequence[str]) -> str:
                 )
             parts.append(
                 f'<circle cx="{x:.1f}" cy="{_y(value):.1f}" r="3.5">'
-                f"<title>{e(f'{tip} ({when})')}</title></circle>"
+                f"<title>{e(f'{name}: {interval_text(value, ci)} ({when})')}</title></circle>"
             )
         parts.append("</g>")
     parts.append("</svg>")
@@ -490,12 +485,12 @@ def _pairwise(report: SessionReport) -> str:
     by_pair = {(p.a, p.b): (p, False) for p in report.pairwise}
     by_pair |= {(p.b, p.a): (p, True) for p in report.pairwise}
     header = "<tr><th></th>" + "".join(f"<th>{e(s)}</th>" for s in subjects) + "</tr>"
-    body = ""
-    for row in subjects:
-        cells = "".join(
-            _pair_cell(*by_pair.get((row, column), (None, False))) for column in subjects
-        )
-        body += f"<tr><th>{e(row)}</th>{cells}</tr>"
+    body = "".join(
+        f"<tr><th>{e(row)}</th>"
+        + "".join(_pair_cell(*by_pair.get((row, column), (None, False))) for column in subjects)
+        + "</tr>"
+        for row in subjects
+    )
     return (
         "<h2>Pairwise</h2><p>Each cell: the row's subject against the column's over the cases "
         "both answered, as wins–losses–ties, then the mean score difference (row minus "

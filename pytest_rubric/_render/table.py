@@ -20,11 +20,10 @@ def render_table(
     widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
 
     def line(cells: Sequence[str]) -> str:
-        out = [
+        return "  ".join(
             str(c).rjust(w) if i in right else str(c).ljust(w)
             for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return "  ".join(out).rstrip()
+        ).rstrip()
 
     return [line(header), *(line(r) for r in rows)]
 

@@ -113,8 +113,7 @@ class JudgeAudit:
         several = len({p.judge for p in self.probes}) > 1
         others = [p for p in self.probes if p.kind != "tone"]
         lines += [f"{p.line}, judge {p.judge}" if several else p.line for p in others]
-        if self.panel:
-            panel = self.panel
+        if panel := self.panel:
             lines.append(
                 f"judge panel: {len(panel['judges'])} judges, {panel['n']} criteria every judge "
                 f"decided, Fleiss' kappa {fixed(panel['fleiss_kappa'])}, {panel['unstable']} "

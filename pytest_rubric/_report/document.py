@@ -754,11 +754,10 @@ def parse_document(text: str, *, name: str) -> Document:
     if type(version) is not int or version != VERSION:  # true == 1 in Python, not here
         what = f"version {_got(version)} is not {VERSION}" if "version" in data else "no version"
         raise DocumentError(f"{name}: {what}; write it again with this pytest-rubric")
-    try:
-        model = DocumentModel.model_validate(data)
+    try:  # validated, every default filled in, unknown fields left out
+        read = DocumentModel.model_validate(data).model_dump()
     except ValidationError as exc:
         raise _invalid(name, exc) from None
-    read = model.model_dump()  # validated, every default filled in, unknown fields left out
     results, recomputed = [], []
     for index, entry in enumerate(read["results"]):
         result = _recomputed(entry)

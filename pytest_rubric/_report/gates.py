@@ -219,14 +219,8 @@ def before_and_after(change: CaseChange, *, limit: int = MAX_TEXT) -> list[tuple
     Markdown and the HTML alike: the criteria whose verdict changed, then the baseline's
     response beside today's (each cut to ``limit`` characters, redacted of the keys known
     now; ``limit`` 0 shows no response)."""
-    rows = []
-    if change.verdicts:
-        rows.append(
-            (
-                "verdicts changed",
-                ", ".join(f"{cid} {there} -> {now}" for cid, there, now in change.verdicts),
-            )
-        )
+    verdicts = ", ".join(f"{cid} {there} -> {now}" for cid, there, now in change.verdicts)
+    rows = [("verdicts changed", verdicts)] if verdicts else []
     keys = known_keys()
     for label, score, response in (
         ("baseline", change.before, change.response_before),
@@ -519,10 +513,7 @@ def run_gates(
     if asked.min_kappa is not None:
         applied.add("min-kappa")
         entries += _min_kappa_entries(calibration, asked.min_kappa)
-    seen = set(entries)
-    for entry in asked.carried:
-        if entry.gate not in applied and entry not in seen:
-            seen.add(entry)
-            entries.append(entry)
+    # Each carried outcome once (shards repeat the same judge's); none of a gate applied here.
+    entries += [e for e in dict.fromkeys(asked.carried) if e.gate not in applied]
     entries.sort(key=lambda e: ORDER.get(e.gate, len(ORDER)))  # stable: gate by gate
     return GateReport(asked, delta_level, tuple(deltas), tuple(entries), tuple(notes), changes)

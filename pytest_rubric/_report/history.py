@@ -147,15 +147,14 @@ def append(path: Path, report: SessionReport) -> None:
     try:
         db.execute("BEGIN IMMEDIATE")
         with db:  # committed, or rolled back on any error
-            cursor = db.execute(
+            run_id = db.execute(
                 "INSERT INTO runs (started_at, git_commit, run) VALUES (?, ?, ?)",
                 (
                     str(run.get("started_at") or ""),
                     run.get("git_commit"),
                     json.dumps(outgoing_data(run), sort_keys=True),
                 ),
-            )
-            run_id = cursor.lastrowid
+            ).lastrowid
             db.executemany(
                 "INSERT INTO subjects VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [

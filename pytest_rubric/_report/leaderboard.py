@@ -327,9 +327,7 @@ def rank_noise(rows: Sequence[SubjectRow], pairs: Iterable[Pair]) -> RankNoise:
     opposite = significant = False
     for pair in pairs:
         a, b = row[pair.a], row[pair.b]
-        by_correctness = _order(a.correctness, b.correctness)
-        by_naive = _order(a.naive_score, b.naive_score)
-        if by_correctness and by_naive and by_correctness != by_naive:
+        if _order(a.correctness, b.correctness) * _order(a.naive_score, b.naive_score) < 0:
             opposite = True
             significant = significant or not _stats.contains_zero(pair.ci)
     return RankNoise(disagree=significant, within_noise=opposite and not significant)

@@ -192,8 +192,7 @@ def cohen_kappa(a: Sequence[object], b: Sequence[object]) -> float | None:
     if (n := len(a)) == 0:
         return None
     observed = sum(x == y for x, y in zip(a, b, strict=True)) / n
-    categories = set(a) | set(b)
-    expected = math.fsum((list(a).count(k) / n) * (list(b).count(k) / n) for k in categories)
+    expected = math.fsum((list(a).count(k) / n) * (list(b).count(k) / n) for k in set(a) | set(b))
     return None if expected >= 1 else (observed - expected) / (1 - expected)
 
 
