@@ -87,13 +87,12 @@ def error_text(body: bytes | None, reason: str) -> str:
         return f"{reason} (an error body above {MAX_REPLY_BYTES:,} bytes, not read)"
     text = body.decode("utf-8", errors="replace")
     try:
-        data = json.loads(text)
-        if isinstance(data, dict):
-            error = data.get("error", data)
-            if isinstance(error, dict):
-                error = error.get("message") or error
-            return str(error)
-        return str(data)
+        error = json.loads(text)
+        if isinstance(error, dict):
+            error = error.get("error", error)
+        if isinstance(error, dict):
+            error = error.get("message") or error
+        return str(error)
     except (ValueError, RecursionError):  # str() of a deep structure recurses too
         return text or reason
 
