@@ -153,15 +153,14 @@ class CacheFile:
         # Only text is a reply: anything else in the column was not written by us.
         if row is None or not isinstance(row[0], str):
             return None
-        # As it was stored (sanitized); again, for a file edited by hand: it is shown.
-        endpoint = public_url(row[3]) if isinstance(row[3], str) else None
         return Reply(
             row[0],
             token_count(row[1]),
             token_count(row[2]),
             key=key,
             cached=True,
-            endpoint=endpoint,
+            # As it was stored (sanitized); again, for a file edited by hand: it is shown.
+            endpoint=public_url(row[3]) if isinstance(row[3], str) else None,
             parsed=row[4] if isinstance(row[4], str) else None,
         )
 
