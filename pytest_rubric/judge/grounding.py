@@ -97,16 +97,14 @@ def read_grounded(
     claims = obj.get("claims")
     if not isinstance(claims, list):
         raise ReplyError('missing "claims" (a list of {"claim", "quote"} objects)')
-    pairs = []
-    for index, entry in enumerate(claims):
+    for number, entry in enumerate(claims, 1):
         if not (
             isinstance(entry, dict)
             and isinstance(entry.get("claim"), str)
             and isinstance(entry.get("quote"), str)
         ):
-            raise ReplyError(f'"claims" entry {index + 1} must be {{"claim": str, "quote": str}}')
-        pairs.append((entry["claim"], entry["quote"]))
-    return reason.strip(), pairs
+            raise ReplyError(f'"claims" entry {number} must be {{"claim": str, "quote": str}}')
+    return reason.strip(), [(entry["claim"], entry["quote"]) for entry in claims]
 
 
 def supported(
