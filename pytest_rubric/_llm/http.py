@@ -243,11 +243,7 @@ class HTTPClient:
         """The error of a call (or, at ``batch_url``, of a batch API's exchange)."""
         # Whatever ``what`` quotes went through _quote; this catches the rest.
         what = redact(what, self.key)
-        where = (
-            f"batch at {public_url(batch_url)}"
-            if batch_url
-            else f"at {public_url(self._endpoint())}"
-        )
+        where = f"{'batch ' if batch_url else ''}at {public_url(batch_url or self._endpoint())}"
         if self.role == "model":  # its endpoint is the provider's variable, not the judge's flag
             hint = hint.replace("--rubric-judge-url", self.spec.entry.url_variable)
         return LLMError(
