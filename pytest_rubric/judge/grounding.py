@@ -72,17 +72,13 @@ def grounding(
         "list means the response makes no factual claim.",
     ]
     passages = "".join(
-        f'<passage-{token} id="{ident}">\n{p.text}\n</passage-{token}>\n'
-        for ident, p in zip(_ids(context), context, strict=True)
+        f'<passage-{token} id="{p.id if p.id is not None else i}">\n{p.text}\n</passage-{token}>\n'
+        for i, p in enumerate(context, 1)
     )
     fenced = f"<context-{token}>\n{passages}</context-{token}>\n"
     return assembled(
         parts, GROUNDED_SCHEMA, token, [criterion], guidance, question, response, context=fenced
     )
-
-
-def _ids(context: Sequence[Passage]) -> list[str]:
-    return [p.id if p.id is not None else str(i) for i, p in enumerate(context, 1)]
 
 
 def read_grounded(
