@@ -58,15 +58,13 @@ async def read_capped(response: httpx.Response, cap: int = MAX_REPLY_BYTES) -> b
     # Bounded before int(): a 5,000-digit length would raise instead of being refused.
     if declared.isdigit() and len(declared) <= 18 and int(declared) > cap:
         return None
-    chunks: list[bytes] = []
-    size = 0
+    body = bytearray()
     # Decoded bytes are counted, so a compressed body is held to the cap too.
     async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > cap:
+        body += chunk
+        if len(body) > cap:
             return None
-        chunks.append(chunk)
-    return b"".join(chunks)
+    return bytes(body)
 
 
 HINTS = {
