@@ -385,8 +385,7 @@ class CachedCalls:
     ) -> None:
         """Keep ``reply`` (one :meth:`lookup` gave a key for, and not itself from the cache),
         recorded against ``endpoint`` (without userinfo or query string)."""
-        if self._recordable(reply):
-            assert self.cache is not None and reply.key is not None
+        if self.cache is not None and reply.key is not None and not reply.cached:
             self.cache.put(
                 reply.key,
                 provider=provider,
@@ -400,9 +399,5 @@ class CachedCalls:
     def unusable(self, reply: Reply, reason: str) -> None:
         """Record that ``reply`` (one :meth:`lookup` gave a key for) did not fit, and why: it
         is not stored, but ``replay`` can then say so."""
-        if self._recordable(reply):
-            assert self.cache is not None and reply.key is not None
+        if self.cache is not None and reply.key is not None and not reply.cached:
             self.cache.mark_unusable(reply.key, reason)
-
-    def _recordable(self, reply: Reply) -> bool:
-        return self.cache is not None and reply.key is not None and not reply.cached
