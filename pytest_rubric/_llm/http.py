@@ -262,11 +262,11 @@ class HTTPClient:
         last: LLMError | None = failed
         for attempt in range(1 if failed else 0, policy.attempts):
             if attempt:
+                assert last is not None  # a retry follows a failure: this loop's, or ``failed``
                 if self._budget <= 0:
                     raise self._fail(
-                        f"{last.what if last else 'failed'}; the session's retry budget "
-                        f"({policy.budget}) is spent",
-                        status=last.status if last else None,
+                        f"{last.what}; the session's retry budget ({policy.budget}) is spent",
+                        status=last.status,
                         hint="the provider is failing a lot: check its status, or lower --rubric-concurrency",
                     )
                 self._budget -= 1
