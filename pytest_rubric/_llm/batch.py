@@ -409,20 +409,20 @@ async def run_batch(
             f"batch {batch_id} did not end within {timeout:g} s and was cancelled",
             hint="raise --rubric-judge-batch-timeout, or judge live without --rubric-judge-batch",
         )
-        return {i: BatchFailure(reason, retry_live=False) for i in ids}
-    if ended.failed is not None:
+    elif ended.failed is not None:
         reason = wire.failure(
             f"batch {batch_id} {ended.failed}",
             hint="see the provider's batch page; judge live without --rubric-judge-batch",
         )
-        return {i: BatchFailure(reason, retry_live=False) for i in ids}
-    results = await wire.results(batch_id, ended, set(ids))
-    for custom_id in ids:
-        results.setdefault(
-            custom_id,
-            wire.asked_live(f"batch {batch_id} ended without a result for request {custom_id}"),
-        )
-    return results
+    else:
+        results = await wire.results(batch_id, ended, set(ids))
+        for custom_id in ids:
+            results.setdefault(
+                custom_id,
+                wire.asked_live(f"batch {batch_id} ended without a result for request {custom_id}"),
+            )
+        return results
+    return {i: BatchFailure(reason, retry_live=False) for i in ids}
 
 
 MIN_RETRY_AFTER = 1.0  # seconds: the least a poll waits when the server says how long
@@ -543,7 +543,6 @@ class BatchQueue:
 
     async def _run(self, gathered: list[tuple[BatchRequest, asyncio.Future[BatchResult]]]) -> None:
         requests = [request for request, _ in gathered]
-        results: dict[str, BatchResult]
         try:
             results = await run_batch(
                 self.client,
@@ -566,8 +565,7 @@ class BatchQueue:
             if not isinstance(exc, LLMError):
                 failed = f"the batch failed ({type(exc).__name__}: {exc})"
                 reason = redact(f"judge {self.client.spec.name}: {failed}", self.client.key)
-            failure = BatchFailure(reason, retry_live=False)
-            results = {r.custom_id: failure for r in requests}
+            results = {r.custom_id: BatchFailure(reason, retry_live=False) for r in requests}
         for request, future in gathered:
             if not future.done():
                 future.set_result(results[request.custom_id])

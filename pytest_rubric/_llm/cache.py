@@ -153,15 +153,14 @@ class CacheFile:
         # Only text is a reply: anything else in the column was not written by us.
         if row is None or not isinstance(row[0], str):
             return None
-        # As it was stored (sanitized); again, for a file edited by hand: it is shown.
-        endpoint = public_url(row[3]) if isinstance(row[3], str) else None
         return Reply(
             row[0],
             token_count(row[1]),
             token_count(row[2]),
             key=key,
             cached=True,
-            endpoint=endpoint,
+            # As it was stored (sanitized); again, for a file edited by hand: it is shown.
+            endpoint=public_url(row[3]) if isinstance(row[3], str) else None,
             parsed=row[4] if isinstance(row[4], str) else None,
         )
 
@@ -386,8 +385,7 @@ class CachedCalls:
     ) -> None:
         """Keep ``reply`` (one :meth:`lookup` gave a key for, and not itself from the cache),
         recorded against ``endpoint`` (without userinfo or query string)."""
-        if self._recordable(reply):
-            assert self.cache is not None and reply.key is not None
+        if self.cache is not None and reply.key is not None and not reply.cached:
             self.cache.put(
                 reply.key,
                 provider=provider,
@@ -401,9 +399,5 @@ class CachedCalls:
     def unusable(self, reply: Reply, reason: str) -> None:
         """Record that ``reply`` (one :meth:`lookup` gave a key for) did not fit, and why: it
         is not stored, but ``replay`` can then say so."""
-        if self._recordable(reply):
-            assert self.cache is not None and reply.key is not None
+        if self.cache is not None and reply.key is not None and not reply.cached:
             self.cache.mark_unusable(reply.key, reason)
-
-    def _recordable(self, reply: Reply) -> bool:
-        return self.cache is not None and reply.key is not None and not reply.cached

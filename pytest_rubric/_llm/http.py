@@ -58,15 +58,13 @@ async def read_capped(response: httpx.Response, cap: int = MAX_REPLY_BYTES) -> b
     # Bounded before int(): a 5,000-digit length would raise instead of being refused.
     if declared.isdigit() and len(declared) <= 18 and int(declared) > cap:
         return None
-    chunks: list[bytes] = []
-    size = 0
+    body = bytearray()
     # Decoded bytes are counted, so a compressed body is held to the cap too.
     async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > cap:
+        body += chunk
+        if len(body) > cap:
             return None
-        chunks.append(chunk)
-    return b"".join(chunks)
+    return bytes(body)
 
 
 HINTS = {
@@ -87,13 +85,12 @@ def error_text(body: bytes | None, reason: str) -> str:
         return f"{reason} (an error body above {MAX_REPLY_BYTES:,} bytes, not read)"
     text = body.decode("utf-8", errors="replace")
     try:
-        data = json.loads(text)
-        if isinstance(data, dict):
-            error = data.get("error", data)
-            if isinstance(error, dict):
-                error = error.get("message") or error
-            return str(error)
-        return str(data)
+        error = json.loads(text)
+        if isinstance(error, dict):
+            error = error.get("error", error)
+        if isinstance(error, dict):
+            error = error.get("message") or error
+        return str(error)
     except (ValueError, RecursionError):  # str() of a deep structure recurses too
         return text or reason
 
@@ -244,11 +241,7 @@ class HTTPClient:
         """The error of a call (or, at ``batch_url``, of a batch API's exchange)."""
         # Whatever ``what`` quotes went through _quote; this catches the rest.
         what = redact(what, self.key)
-        where = (
-            f"batch at {public_url(batch_url)}"
-            if batch_url
-            else f"at {public_url(self._endpoint())}"
-        )
+        where = f"{'batch ' if batch_url else ''}at {public_url(batch_url or self._endpoint())}"
         if self.role == "model":  # its endpoint is the provider's variable, not the judge's flag
             hint = hint.replace("--rubric-judge-url", self.spec.entry.url_variable)
         return LLMError(
@@ -269,11 +262,11 @@ class HTTPClient:
         last: LLMError | None = failed
         for attempt in range(1 if failed else 0, policy.attempts):
             if attempt:
+                assert last is not None  # a retry follows a failure: this loop's, or ``failed``
                 if self._budget <= 0:
                     raise self._fail(
-                        f"{last.what if last else 'failed'}; the session's retry budget "
-                        f"({policy.budget}) is spent",
-                        status=last.status if last else None,
+                        f"{last.what}; the session's retry budget ({policy.budget}) is spent",
+                        status=last.status,
                         hint="the provider is failing a lot: check its status, or lower --rubric-concurrency",
                     )
                 self._budget -= 1

@@ -62,12 +62,11 @@ def read_key(
     """``spec``'s API key, from the environment only; :class:`ValueError` when the provider's
     own endpoint would be called without one (a local endpoint may need none)."""
     environ = os.environ if environ is None else environ
-    variable = spec.entry.key_variable
-    raw = environ.get(variable, "")
-    key = Secret(raw) if raw else None
-    if key is None and spec.url == spec.entry.url and require_key:
+    if raw := environ.get(spec.entry.key_variable):
+        return Secret(raw)
+    if spec.url == spec.entry.url and require_key:
         raise ValueError(
-            f"{spec.name} needs an API key: set {variable} in the "
+            f"{spec.name} needs an API key: set {spec.entry.key_variable} in the "
             "environment (keys are never read from flags or files)"
         )
-    return key
+    return None

@@ -72,17 +72,13 @@ def grounding(
         "list means the response makes no factual claim.",
     ]
     passages = "".join(
-        f'<passage-{token} id="{ident}">\n{p.text}\n</passage-{token}>\n'
-        for ident, p in zip(_ids(context), context, strict=True)
+        f'<passage-{token} id="{p.id if p.id is not None else i}">\n{p.text}\n</passage-{token}>\n'
+        for i, p in enumerate(context, 1)
     )
     fenced = f"<context-{token}>\n{passages}</context-{token}>\n"
     return assembled(
         parts, GROUNDED_SCHEMA, token, [criterion], guidance, question, response, context=fenced
     )
-
-
-def _ids(context: Sequence[Passage]) -> list[str]:
-    return [p.id if p.id is not None else str(i) for i, p in enumerate(context, 1)]
 
 
 def read_grounded(
@@ -97,16 +93,14 @@ def read_grounded(
     claims = obj.get("claims")
     if not isinstance(claims, list):
         raise ReplyError('missing "claims" (a list of {"claim", "quote"} objects)')
-    pairs = []
-    for index, entry in enumerate(claims):
+    for number, entry in enumerate(claims, 1):
         if not (
             isinstance(entry, dict)
             and isinstance(entry.get("claim"), str)
             and isinstance(entry.get("quote"), str)
         ):
-            raise ReplyError(f'"claims" entry {index + 1} must be {{"claim": str, "quote": str}}')
-        pairs.append((entry["claim"], entry["quote"]))
-    return reason.strip(), pairs
+            raise ReplyError(f'"claims" entry {number} must be {{"claim": str, "quote": str}}')
+    return reason.strip(), [(entry["claim"], entry["quote"]) for entry in claims]
 
 
 def supported(

@@ -425,8 +425,7 @@ def _one_shot(
         except ReplyError as exc:
             found[cid] = exc
     for cid in by_id:
-        if cid not in found:
-            found[cid] = ReplyError(f"criterion {cid!r} is missing from the reply")
+        found.setdefault(cid, ReplyError(f"criterion {cid!r} is missing from the reply"))
     return found
 
 

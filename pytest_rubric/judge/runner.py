@@ -85,11 +85,10 @@ class JudgeRunner:
             reason = f"judge {self.name} failed: {type(exc).__name__}: {exc}"
             judged = Judged({c.id: Outcome(Verdict.ERROR, 0.0, reason) for c in request.criteria})
         # A judge may echo anything, the key included: no reason leaves unredacted.
-        secrets = self.transport.secrets
         return dataclasses.replace(
             judged,
             outcomes={
-                cid: dataclasses.replace(o, reason=redact(o.reason, *secrets))
+                cid: dataclasses.replace(o, reason=redact(o.reason, *self.transport.secrets))
                 for cid, o in judged.outcomes.items()
             },
         )
@@ -166,10 +165,8 @@ def tally(
         verdict = Verdict.MET if credit >= 0.5 else Verdict.UNMET
         return verdict, credit, max(credits.count(c) for c in credits) / k
     met = sum(o.verdict is Verdict.MET for o in outcomes)
-    if met * 2 == k:
-        verdict = Verdict.MET if criterion.effective_weight < 0 else Verdict.UNMET
-    else:
-        verdict = Verdict.MET if met * 2 > k else Verdict.UNMET
+    wins = met * 2 > k or (met * 2 == k and criterion.effective_weight < 0)
+    verdict = Verdict.MET if wins else Verdict.UNMET
     return verdict, 1.0 if verdict is Verdict.MET else 0.0, max(met, k - met) / k
 
 
@@ -251,9 +248,8 @@ def combine_panel(
     them (``mean``: see :func:`averaged`). It keeps ``judges``, each judge's verdict (score
     kind: its score), and its ``agreement``: below 1 it is ``unstable``."""
     k = len(outcomes)
-    score = criterion.kind == "score"
     judges: tuple[tuple[str, str | float], ...]
-    if score:  # only a judge criterion has a score kind, and its range
+    if criterion.kind == "score":  # only a judge criterion has a score kind, and its range
         low, high = getattr(criterion, "min_score", 0.0), getattr(criterion, "max_score", 1.0)
         judges = tuple((n, low + o.credit * (high - low)) for n, o in outcomes.items())
     else:

@@ -203,10 +203,9 @@ class Transport:
             endpoint=self.endpoint,
         )
         where = self._recording.get()
-        mode = self.cache.mode
         if self.recordings is None or where is None or reply.key is None:
             return
-        if mode in ("use", "refresh"):
+        if (mode := self.cache.mode) in ("use", "refresh"):
             self.recordings.record(
                 where,
                 reply.key,
