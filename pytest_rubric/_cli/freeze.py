@@ -272,11 +272,13 @@ _INI_FILES = (
 
 
 def ini_values(start: Path, key: str) -> tuple[str, ...] | None:
-    """The ini ``key``'s values (``rubric_file_patterns``, one per line; ``rubric_otel``)
-    from the configuration file pytest would read, found from ``start`` upward as pytest finds
-    it; None when that file does not set it (or none is found). ``collect`` runs without
-    pytest, so it reads the file itself."""
+    """The ini ``key``'s values (``rubric_file_patterns``, ``rubric_otel``), split as pytest
+    splits an ``args`` value (by spaces and lines, quotes kept together), from the
+    configuration file pytest would read, found from ``start`` upward as pytest finds it; None
+    when that file does not set it (or none is found). ``collect`` runs without pytest, so it
+    reads the file itself."""
     import configparser
+    import shlex
     import tomllib
 
     for folder in (start.resolve(), *start.resolve().parents):
@@ -292,6 +294,8 @@ def ini_values(start: Path, key: str) -> tuple[str, ...] | None:
                     if not isinstance(table, dict):
                         continue
                     value = table.get(key)
+                    if isinstance(value, str):
+                        value = shlex.split(value)
                     found: list[Any] | None = value if isinstance(value, list) else [value]
                 else:
                     parser = configparser.ConfigParser(interpolation=None)
@@ -302,7 +306,7 @@ def ini_values(start: Path, key: str) -> tuple[str, ...] | None:
                             return None  # pytest.ini without [pytest]: pytest's, and unset
                         continue
                     text = parser.get(heading, key, fallback=None)
-                    found = None if text is None else text.splitlines()
+                    found = None if text is None else shlex.split(text)
             except (OSError, ValueError, configparser.Error) as exc:
                 raise ValueError(f"{path}: cannot read {key}: {exc}") from None
             return (

@@ -141,8 +141,8 @@ class Settings:
     dirs_from_flag: bool = False  # --rubric-dir (only these run) rather than ini rubric_dirs
     patterns: tuple[str, ...] = ini_key(
         "file_patterns",
-        "glob patterns of rubric file names",
-        ini_type="linelist",
+        "glob patterns of rubric file names, separated by spaces or lines (as python_files)",
+        ini_type="args",
         default=list(DEFAULT_PATTERNS),
     )
     responses_dir: Path | None = option(

@@ -54,10 +54,20 @@ def test_rubric_dir_is_repeatable(pytester: pytest.Pytester, write: Write) -> No
 
 
 def test_ini_rubric_dirs_and_file_patterns(pytester: pytest.Pytester, write: Write) -> None:
+    """Patterns are separated by spaces or lines, as pytest's own ``python_files``."""
     write("evals/basics.evals.yaml", SIMPLE)
-    pytester.makeini("[pytest]\nrubric_dirs = evals\nrubric_file_patterns = *.evals.yaml\n")
+    write("evals/more.checks.yaml", SIMPLE)
+    write("evals/left.rubric.yaml", SIMPLE)  # the default pattern no longer applies
+    pytester.makeini(
+        "[pytest]\nrubric_dirs = evals\nrubric_file_patterns = *.evals.yaml\n    *.checks.yaml\n"
+    )
     result = pytester.runpytest("-q")
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=2, failed=2)
+    pytester.makeini(
+        "[pytest]\nrubric_dirs = evals\nrubric_file_patterns = *.evals.yaml *.checks.yaml\n"
+    )
+    result = pytester.runpytest("-q")
+    result.assert_outcomes(passed=2, failed=2)
 
 
 @pytest.mark.parametrize(

@@ -160,8 +160,12 @@ def test_the_misnamed_rubric_file_warning_names_the_users_file_and_echoes_no_lin
     [
         ("pytest.ini", "[pytest]\nrubric_dirs = evals\nrubric_file_patterns =\n    *.eval.yaml\n"),
         ("pyproject.toml", '[tool.pytest.ini_options]\nrubric_file_patterns = ["*.eval.yaml"]\n'),
+        (
+            "pytest.ini",
+            "[pytest]\nrubric_dirs = evals\nrubric_file_patterns = *.x.yaml *.eval.yaml\n",
+        ),
     ],
-    ids=["pytest.ini", "pyproject.toml"],
+    ids=["pytest.ini", "pyproject.toml", "pytest.ini-one-line"],
 )
 def test_collect_finds_the_files_the_ini_patterns_name(
     team: pytest.Pytester, config_file: str, text: str, capsys: pytest.CaptureFixture[str]
