@@ -314,7 +314,7 @@ def _object(value: Any) -> dict[str, Any] | None:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser
             return None
     return value if isinstance(value, dict) else None
 

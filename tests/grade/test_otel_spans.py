@@ -143,7 +143,12 @@ def test_missing_attributes_read_as_unknown_never_as_zero(
     assert trace.usage == Usage()
 
 
-@pytest.mark.parametrize("arguments", ["order A1", "[1, 2]", '"A1"', "{not json", "", "null", "42"])
+DEEP = '{"a": ' * 100_000 + "1" + "}" * 100_000  # nested past the JSON parser
+
+
+@pytest.mark.parametrize(
+    "arguments", ["order A1", "[1, 2]", '"A1"', "{not json", "", "null", "42", DEEP]
+)
 def test_arguments_that_are_not_a_json_object_are_no_arguments(
     spans: SpanCapture, tracer: trace_api.Tracer, arguments: str
 ) -> None:
