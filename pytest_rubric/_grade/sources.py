@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._defaults import ResponseTally, RetryPolicy
-from .._errors import SpansUnreadable
+from .._errors import LLMError, SpansUnreadable
 from .._guards.calls import CallRunner, CallTimeout, call_user, described
 from .._guards.secrets import known_keys, redact
 from .._llm.base import CallStats, Reply, Sampling
@@ -118,23 +118,26 @@ class Source:
                     + "; record it with --rubric-response-cache use, or run without "
                     "--rubric-response-cache to call the application",
                 )
-                if looked.cached:
-                    self._count(replayed=True)
-                    return Answer(looked.text, recorded_trace(looked.parsed)), None
-            value, spans, latency = self._call(case, sample, samples)
+        except LLMError as exc:  # a miss under replay: no call was made, nothing raised
+            return None, str(exc)
+        if looked is not None and looked.cached:
+            self._count(replayed=True)
+            return Answer(looked.text, recorded_trace(looked.parsed)), None
+        try:
+            (text, returned), spans, latency = self._call(case, sample, samples)
         except SpansUnreadable as exc:
             return None, f"{what}: {exc}"
         except CallTimeout as exc:
             return None, f"{what} {exc}"
+        except ShapeError as exc:
+            shapes = "; ".join(RETURN_SHAPES)
+            return None, f"{what} returned {exc}; a target returns one of: {shapes}"
         except Exception as exc:  # user code's BaseExceptions arrive contained (_calls)
             if raised is not None and not self.live:
                 raised.append(exc)
             return None, f"{what} raised {described(exc)}"
-        try:
-            text, returned = read_returned(value, latency_s=latency)
-        except ShapeError as exc:
-            shapes = "; ".join(RETURN_SHAPES)
-            return None, f"{what} returned {exc}; a target returns one of: {shapes}"
+        if returned is not None:  # the call's wall time, as the plugin measured it
+            returned = replace(returned, latency_s=latency)
         # A str answer to a case with its own context: the case's trace, the call still timed.
         trace = merged(returned, spans) or with_case_context(None, case)
         if trace is not None and trace.latency_s is None:
@@ -152,16 +155,19 @@ class Source:
             )
         return Answer(text, trace), None
 
-    def _call(self, case: Any, sample: int, samples: int) -> tuple[Any, Trace | None, float]:
-        """The one call of the application: what it returned, the trace ``tracer`` read around
-        it (``--rubric-otel``) and its wall time in seconds."""
+    def _call(
+        self, case: Any, sample: int, samples: int
+    ) -> tuple[tuple[str, Trace | None], Trace | None, float]:
+        """The one call of the application: the answer and trace it returned (read within
+        the call's bound: an object's properties are its code too), the trace ``tracer`` read
+        around it (``--rubric-otel``) and its wall time in seconds."""
 
         def call() -> Any:
             if self.live:
-                return self.target(case, sample=sample, samples=samples)
+                return read_returned(self.target(case, sample=sample, samples=samples))
             if self.runner is None or self.timeout is None:
-                return call_user(self.target, case)
-            return self.runner.call(self.target, case, timeout=self.timeout)
+                return call_user(self.target, case, then=read_returned)
+            return self.runner.call(self.target, case, timeout=self.timeout, then=read_returned)
 
         started = time.perf_counter()
         value, spans = (call(), None) if self.tracer is None else self.tracer.traced(call)

@@ -181,14 +181,20 @@ def plain(value: Any, _depth: int = 0, _done: dict[int, Any] | None = None) -> A
     return made
 
 
-def call_user(function: Any, *args: Any, deadline: float | None = None) -> Any:
-    """``function(*args)``, awaited if async, as :func:`plain` data; what it raises is
-    :func:`contained`."""
+def call_user(
+    function: Any,
+    *args: Any,
+    deadline: float | None = None,
+    then: Callable[[Any], Any] | None = None,
+) -> Any:
+    """``function(*args)``, awaited if async, as :func:`plain` data, passed through ``then``
+    (reading what a target returned runs its code too: an object's properties); what either
+    raises is :func:`contained`."""
     with containing(deadline=deadline):
         value = function(*args)
         if inspect.isawaitable(value):
             value = asyncio.run(_awaited(value))
-        return plain(value)
+        return plain(value) if then is None else then(plain(value))
 
 
 async def _awaited(value: Any) -> Any:
@@ -226,8 +232,11 @@ class CallRunner:
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
 
-    def call(self, function: Any, *args: Any, timeout: float) -> Any:
-        """``function(*args)``, awaited if async, or :class:`CallTimeout` after ``timeout`` s."""
+    def call(
+        self, function: Any, *args: Any, timeout: float, then: Callable[[Any], Any] | None = None
+    ) -> Any:
+        """``function(*args)``, awaited if async and passed through ``then`` (see
+        :func:`call_user`), or :class:`CallTimeout` after ``timeout`` s."""
         with self._lock:
             worker = self._idle.pop() if self._idle else _Worker()
         context = contextvars.copy_context()
@@ -239,7 +248,8 @@ class CallRunner:
 
         def job() -> None:
             try:
-                outcome.append((True, context.run(call_user, function, *args, deadline=deadline)))
+                value = context.run(call_user, function, *args, deadline=deadline, then=then)
+                outcome.append((True, value))
             except BaseException as exc:  # handed to the caller (contained by call_user)
                 outcome.append((False, exc))
             finally:

@@ -42,7 +42,7 @@ def _get(value: Any, name: str) -> Any:
     return getattr(value, name, None)
 
 
-def read_returned(value: Any, *, latency_s: float | None = None) -> tuple[str, Trace | None]:
+def read_returned(value: Any) -> tuple[str, Trace | None]:
     """The answer and trace (None when it has none of :data:`TRACE_FIELDS`) of what a target
     returned; :class:`ShapeError` naming what is wrong."""
     if isinstance(value, str):
@@ -62,7 +62,7 @@ def read_returned(value: Any, *, latency_s: float | None = None) -> tuple[str, T
     fields = {name: _get(value, name) for name in TRACE_FIELDS}
     if all(v is None for v in fields.values()):
         return answer, None
-    return answer, read_trace(fields, source="returned", latency_s=latency_s)
+    return answer, read_trace(fields, source="returned")
 
 
 def read_trace(

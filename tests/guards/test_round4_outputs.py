@@ -141,6 +141,26 @@ def fine(question):
     return "One day."
 
 
+class Answered:
+    # What a target returns is read within its bound: its properties are its code too.
+    def __init__(self, block):
+        self.block = block
+
+    @property
+    def answer(self):
+        if self.block:
+            threading.Event().wait()
+        raise RaisesWhenPrinted()
+
+
+def answer_raises(question):
+    return Answered(block=False)
+
+
+def answer_blocks(question):
+    return Answered(block=True)
+
+
 def check_raises(response, case):
     raise RaisesWhenPrinted()
 
@@ -161,7 +181,8 @@ def check_returns_odd(response, case):
 
 FIGHTING_SUITE = """
 targets: {raises: "targets:raises", blocks: "targets:blocks", chain: "targets:repr_blocks",
-          lies: "targets:lies", fine: "targets:fine"}
+          lies: "targets:lies", fine: "targets:fine", answer_raises: "targets:answer_raises",
+          answer_blocks: "targets:answer_blocks"}
 cases:
   - id: horizon
     question: "What is the horizon?"
@@ -185,13 +206,15 @@ def test_exceptions_that_do_not_print_are_errors_within_the_calls_bound(
     write("evals/targets.py", FIGHTING)
     write("evals/e.rubric.yaml", FIGHTING_SUITE)
     result = pytester.runpytest("--rubric-dir=evals", "--rubric-json=out.json", "--tb=short")
-    result.assert_outcomes(passed=1, failed=1, errors=8)  # lies: its own text fails
+    result.assert_outcomes(passed=1, failed=1, errors=12)  # lies: its own text fails
     lines_in_any_order(
         result,
         [
             "*target targets:raises raised RaisesWhenPrinted: <unprintable RaisesWhenPrinted>*",
             "*target targets:blocks raised BlocksWhenPrinted: <unprintable BlocksWhenPrinted>*",
             "*target targets:repr_blocks raised ValueError: the cause does not print*",
+            "*target targets:answer_raises raised RaisesWhenPrinted: <unprintable Raises*",
+            "*target targets:answer_blocks did not return within 2 s*",
             "*targets:check_raises raised RaisesWhenPrinted: <unprintable RaisesWhenPrinted>*",
             "*targets:check_blocks raised BlocksWhenPrinted: <unprintable BlocksWhenPrinted>*",
             "*targets:check_returns_odd returned ?<Odd object>?; *",
@@ -201,7 +224,7 @@ def test_exceptions_that_do_not_print_are_errors_within_the_calls_bound(
         ],
     )
     results = rubric_json()["results"]
-    assert len(results) == 10  # no result lost
+    assert len(results) == 14  # no result lost
     by = {(r["subject"], r["case"]): r for r in results}
     assert by["lies", "horizon"]["criteria"][0]["verdict"] == "UNMET"  # the plain str it holds
     assert by["lies", "horizon"]["response"] == "Nothing useful."
