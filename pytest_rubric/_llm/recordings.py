@@ -96,6 +96,12 @@ class Recordings:
             self.used.setdefault(where, set()).add(key)
         return Reply(entry["reply"], entry["tokens_in"], entry["tokens_out"], key=key, cached=True)
 
+    def requested(self, where: str, key: str) -> None:
+        """Count request ``key``'s entry in file ``where`` as used though the run did not read
+        it (``--rubric-cache off``): a request of the run still has it."""
+        with self._lock:
+            self.used.setdefault(where, set()).add(key)
+
     def record(
         self, where: str, key: str, *, judge: str, reply: Reply, replace: bool = False
     ) -> None:

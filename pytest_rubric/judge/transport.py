@@ -134,7 +134,10 @@ class Transport:
     def _recorded_reply(self, digest: str) -> Reply | None:
         """The reply recorded for the call ``digest`` names, counted as a cache hit."""
         where = self._recording.get()
-        if self.recordings is None or where is None or self.cache.mode not in ("use", "replay"):
+        if self.recordings is None or where is None:
+            return None
+        if self.cache.mode not in ("use", "replay"):
+            self.recordings.requested(where, digest)  # not read, and not unused either
             return None
         if (found := self.recordings.fetch(where, digest)) is not None:
             self.cache.hit(found)

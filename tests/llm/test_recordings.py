@@ -308,6 +308,11 @@ def test_rerecording_one_case_changes_one_file_and_unused_entries_are_pruned_aft
 
 def test_the_recording_of_a_case_removed_is_unused(repository: pytest.Pytester) -> None:
     repository.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
+    # Asked again without the cache, every entry is still some request's: none is unused.
+    result = repository.runpytest("--rubric-cache", "off", "--rubric-recordings-prune")
+    result.assert_outcomes(passed=3)
+    result.stdout.no_fnmatch_line("recordings:*")
+    assert recording(repository, "leave").exists()
     faq = repository.path / "evals/faq.rubric.yaml"
     faq.write_text(FAQ.split("  - id: leave")[0])
     result = repository.runpytest()
