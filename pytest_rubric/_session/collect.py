@@ -509,7 +509,9 @@ class RubricItem(pytest.Item):
             baseline = self.rubric_session.results.baseline
             if result is None and cause is not None:  # the target raised: its ERROR result
                 unanswered = [r.result for r in self.stash.get(RESULTS_KEY, [])][-1:]
-                since = [line for r in unanswered for line in since_baseline(r, baseline, show)]
+                # What it was asked (it said nothing), then its answer in the baseline.
+                since = [line for r in unanswered for line in answer_lines(r, show_response=0)]
+                since += [line for r in unanswered for line in since_baseline(r, baseline, show)]
                 return _application_traceback(self.config, cause, excinfo.value, since)
             if result is None:
                 return outgoing(str(excinfo.value))

@@ -86,7 +86,11 @@ def test_a_target_that_raises_shows_its_traceback(pytester: pytest.Pytester, tea
         ]
     )
     result.stdout.fnmatch_lines(
-        ["*- rubric -*", "target targets:hr_bot raised JSONDecodeError: Expecting value*"]
+        [
+            "*- rubric -*",
+            "target targets:hr_bot raised JSONDecodeError: Expecting value*",
+            "question: Can I work remotely?",  # what made it raise
+        ]
     )
     assert "pytest_rubric" not in out  # the plugin's frames are cut
 
