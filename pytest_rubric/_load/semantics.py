@@ -154,19 +154,30 @@ def _raw_problems(data: dict[str, Any], locator: Locator) -> Iterator[Problem]:
             )
         elif case_id is not None:
             seen_cases[case_id] = i
-        seen: set[str] = set()
-        for j, criterion_id in _criterion_ids(case.get("criteria"), "c"):
+        seen: dict[str, int] = {}  # each id's first criterion
+        raw: Any = case.get("criteria")
+        for j, criterion_id in _criterion_ids(raw, "c"):
             if criterion_id in seen or criterion_id in global_ids:
                 origin = "in `global`" if criterion_id in global_ids else "earlier in this case"
+                # An id that no one wrote: a criterion without one is named by its position.
+                unnamed = [
+                    k for k in (seen.get(criterion_id), j) if k is not None and "id" not in raw[k]
+                ]
                 yield Problem(
-                    f"criterion id {criterion_id!r} is used twice (also {origin})",
+                    f"criterion id {criterion_id!r} is used twice (also {origin})"
+                    + "".join(
+                        f"; criterion {k + 1} has no id and is named {criterion_id!r} by its "
+                        "position"
+                        for k in unnamed
+                    ),
                     line=locator.line(("cases", i, "criteria", j, "id")),
                     case=item_label(case.get("id"), i),
                     criterion=criterion_id,
                     field="id",
-                    hint="give every criterion of a case a unique id",
+                    hint="give every criterion of a case a unique id"
+                    + (", written out where one has none" if unnamed else ""),
                 )
-            seen.add(criterion_id)
+            seen.setdefault(criterion_id, j)
         if "responses" in case or "subject" in case:
             yield from _subject_problems(case, i, locator)
 

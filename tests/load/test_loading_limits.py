@@ -225,6 +225,35 @@ def test_a_bad_weight_and_a_duplicate_id_are_reported_together(
     )
 
 
+def test_an_id_given_by_position_that_another_criterion_uses_says_so(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """A criterion without an id is named c<position>: the error says which one, not only
+    that 'c2' (written once) is used twice."""
+    write(
+        "ids.rubric.yaml",
+        """
+        cases:
+          - id: q1
+            response: "abc"
+            criteria:
+              - {id: c2, type: any_of, any_of: ["abc"]}
+              - {type: any_of, any_of: ["a"]}
+        """,
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "  ids.rubric.yaml:6, case 'q1', criterion 'c2', field 'id': criterion id 'c2' is "
+            "used twice (also earlier in this case); criterion 2 has no id and is named 'c2' "
+            "by its position",
+            "    -> give every criterion of a case a unique id, written out where one has none",
+        ],
+        consecutive=True,
+    )
+
+
 def test_utf8_bom_is_accepted_in_json_yaml_and_jsonl(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\n")
     bom = b"\xef\xbb\xbf"
