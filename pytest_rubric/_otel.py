@@ -212,7 +212,7 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
     passages: list[Passage] = []
     llm_calls = 0
     tokens: list[tuple[int | None, int | None]] = []
-    seen = False
+    seen = retrieved = False
     for span in sorted(spans, key=lambda s: (s.start_time or 0, s.end_time or 0)):
         attributes: Mapping[str, Any] = span.attributes or {}
         operation = attributes.get("gen_ai.operation.name")
@@ -226,6 +226,7 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
             tokens.append(_tokens(attributes))
         elif kind == "RETRIEVER":
             passages.extend(_documents(attributes))
+            retrieved = True
         else:
             continue
         seen = True
@@ -236,6 +237,7 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
         tool_calls=tuple(calls),
         llm_calls=llm_calls,
         context=tuple(passages),
+        context_known=retrieved,
         usage=Usage(
             input_tokens=_total([t[0] for t in tokens]),
             output_tokens=_total([t[1] for t in tokens]),

@@ -65,14 +65,17 @@ class Trace:
     """What one call of the application did: see the module docstring.
 
     ``llm_calls`` is ``None`` when the source cannot tell (a responses line with context
-    only); ``latency_s`` is the target call's wall time, measured by the plugin, ``None``
-    for written responses. ``metadata`` is the application's own, kept in the JSON.
+    only); ``context_known`` says the source told what was retrieved, so an empty
+    ``context`` is a retrieval that found nothing, not a context never given. ``latency_s``
+    is the target call's wall time, measured by the plugin, ``None`` for written responses.
+    ``metadata`` is the application's own, kept in the JSON.
     """
 
     source: TraceSource
     tool_calls: tuple[ToolCall, ...] = ()
     llm_calls: int | None = None
     context: tuple[Passage, ...] = ()
+    context_known: bool = False
     usage: Usage = Usage()
     latency_s: float | None = None
     metadata: dict[str, Any] | None = None

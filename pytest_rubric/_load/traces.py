@@ -83,6 +83,7 @@ def read_trace(
         tool_calls=tool_calls,
         llm_calls=llm_calls,
         context=context,
+        context_known=fields.get("context") is not None,
         usage=usage,
         latency_s=latency_s,
         metadata=metadata,
@@ -250,6 +251,7 @@ def merged(returned: Trace | None, spans: Trace | None) -> Trace | None:
         tool_calls=returned.tool_calls if told else spans.tool_calls,
         llm_calls=returned.llm_calls if told else spans.llm_calls,
         context=returned.context or spans.context,
+        context_known=returned.context_known or spans.context_known,
         usage=Usage(
             input_tokens=_first(returned.usage.input_tokens, spans.usage.input_tokens),
             output_tokens=_first(returned.usage.output_tokens, spans.usage.output_tokens),
@@ -299,7 +301,7 @@ def as_fields(trace: Trace) -> dict[str, Any]:
     """The trace as the fields of a responses line beside ``response``: all it knows (no
     calls made is known too), but a case's own ``context:``, which the case gives again."""
     fields: dict[str, Any] = {}
-    if trace.context and trace.source != "case":
+    if (trace.context or trace.context_known) and trace.source != "case":
         fields["context"] = [
             {"id": p.id, "text": p.text, "source": p.source} for p in trace.context
         ]
@@ -328,6 +330,7 @@ def recorded_trace(parsed: str | None) -> Trace | None:
                 tool_calls=tuple(ToolCall(**c) for c in trace.get("tool_calls", ())),
                 llm_calls=trace.get("llm_calls"),
                 context=tuple(Passage(**p) for p in trace.get("context", ())),
+                context_known=trace.get("context_known") is True,
                 usage=Usage(**(trace.get("usage") or {})),
                 latency_s=trace.get("latency_s"),
                 metadata=trace.get("metadata"),

@@ -42,9 +42,10 @@ def calls_of(answer: Answer) -> tuple[ToolCall, ...] | Outcome:
 
 
 def context_of(answer: Answer) -> Trace | Outcome:
-    """The answer's trace when it has a context, or ERROR saying there is none."""
+    """The answer's trace when it has a context (an empty one when its source said nothing
+    was retrieved), or ERROR saying there is none."""
     trace = answer.trace
-    if trace is None or not trace.context:
+    if trace is None or not (trace.context or trace.context_known):
         return error(NO_CONTEXT)
     return trace
 

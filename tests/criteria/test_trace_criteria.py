@@ -229,6 +229,20 @@ def test_context_criteria_without_a_context_are_error() -> None:
         assert outcome.verdict is Verdict.ERROR and "no context" in outcome.reason
 
 
+def test_a_retrieval_that_found_nothing_is_a_retrieval_failure_not_a_missing_context() -> None:
+    """``"context": []`` returned: the retriever was asked and found nothing, so nothing
+    needed was retrieved (UNMET), where a trace that never said is ERROR."""
+    from pytest_rubric._load.traces import read_returned
+
+    _, empty = read_returned({"answer": "Within 30 days [1].", "context": []})
+    assert empty is not None and empty.context == () and empty.context_known
+    recall = run({"type": "context_recall", "facts": [["30 days"]]}, trace=empty)
+    assert recall.verdict is Verdict.UNMET and recall.credit == 0.0
+    assert "a retrieval failure" in recall.reason
+    cites = run({"type": "citations"}, "Within 30 days [1].", empty)
+    assert cites.verdict is Verdict.UNMET and "not in the context" in cites.reason
+
+
 # --- claims_backed -----------------------------------------------------------------------------
 
 CLAIMS = {

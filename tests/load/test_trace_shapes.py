@@ -213,7 +213,9 @@ def test_a_responses_line_carries_a_trace_and_a_bad_field_is_located(tmp_path: P
         "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8"
     )
     (found,), problems = load_response_dir(tmp_path)
-    assert found.traces == {1: Trace("responses", context=(Passage("p"),), latency_s=0.5)}
+    assert found.traces == {
+        1: Trace("responses", context=(Passage("p"),), context_known=True, latency_s=0.5)
+    }
     (problem,) = problems
     assert (problem.line, problem.case, problem.field) == (2, "q2", "usage")
     assert '"usage.input_tokens"' in problem.message
