@@ -264,6 +264,15 @@ def test_openinference_tool_llm_and_retriever_spans(
     assert trace.usage == Usage(input_tokens=40, output_tokens=8)
 
 
+def test_a_retriever_span_with_no_documents_is_a_context_known_empty(
+    spans: SpanCapture, tracer: trace_api.Tracer
+) -> None:
+    trace = read(spans, lambda: span(tracer, "retrieve", openinference__span__kind="RETRIEVER"))
+    assert trace is not None and trace.context == () and trace.context_known
+    chat_only = read(spans, lambda: chat(tracer))
+    assert chat_only is not None and not chat_only.context_known  # it never said
+
+
 def test_an_agent_span_totalling_tokens_is_not_counted_twice(
     spans: SpanCapture, tracer: trace_api.Tracer
 ) -> None:
