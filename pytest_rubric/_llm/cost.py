@@ -72,25 +72,37 @@ def money(dollars: float) -> str:
 
 class Budget:
     """``--rubric-max-cost``: the dollars one process may spend; the spend is read from its
-    sources (one judge's or model's tokens so far, a failed call's included)."""
+    sources (one judge's or model's tokens so far, a failed call's included), and what the
+    calls sent through the batch API hold until their batch ends (their tokens are counted
+    only then, so without it a batch would start every call it gathers)."""
 
     def __init__(self, limit: float, *, shown: str) -> None:
         self.limit = limit
         self.shown = shown  # the budget as the user wrote it (the whole run's, not a share)
         self._sources: list[Callable[[], float]] = []
+        self._held = 0.0
         self._lock = threading.Lock()
 
     def add_source(self, spent: Callable[[], float]) -> None:
         with self._lock:
             self._sources.append(spent)
 
-    def admit(self) -> None:
-        """Let a call start while the spend so far is below the limit, or raise
-        :class:`BudgetSpent`."""
+    def admit(self, hold: float = 0.0) -> None:
+        """Let a call start while the spend so far (and what is held) is below the limit,
+        holding ``hold`` dollars for it until :meth:`release`; or raise :class:`BudgetSpent`."""
         with self._lock:
-            sources = list(self._sources)
-        if sum(source() for source in sources) >= self.limit:
+            sources, held = list(self._sources), self._held
+        if sum(source() for source in sources) + held >= self.limit:
             raise BudgetSpent(self.message)
+        if hold:
+            with self._lock:
+                self._held += hold
+
+    def release(self, hold: float) -> None:
+        """The call :meth:`admit` held ``hold`` for has ended: its tokens are counted now."""
+        if hold:
+            with self._lock:
+                self._held -= hold
 
     @property
     def message(self) -> str:

@@ -88,6 +88,7 @@ class Transport:
         self.stats = client.stats if self._builtin else CallStats()
         self.cache = CachedCalls(cache, cache_mode, stats=self.stats)
         self.budget = budget
+        self.price = price
         if budget is not None and price is not None:
             stats = self.stats
             budget.add_source(lambda: stats.cost(price))
@@ -192,9 +193,19 @@ class Transport:
         if looked.cached:
             # Free: served whatever the budget (under this version's key, to be recorded).
             return dataclasses.replace(looked, key=digest)
-        if self.budget is not None:
-            self.budget.admit()  # no wait for a slot once the budget is spent
-        return dataclasses.replace(await self._complete(prompt, user, vote), key=looked.key)
+        if self.budget is None:
+            return dataclasses.replace(await self._complete(prompt, user, vote), key=looked.key)
+        # A batched call's tokens are counted when its batch ends: till then it holds what its
+        # prompt costs (4 characters a token), so a batch gathers no more than the budget.
+        hold = 0.0
+        if self.batch is not None and self.price is not None:
+            hold = self.price.cost((len(prompt.system) + len(user)) // 4, 0)
+        self.budget.admit(hold)  # no wait for a slot once the budget is spent
+        try:
+            reply = await self._complete(prompt, user, vote)
+        finally:
+            self.budget.release(hold)
+        return dataclasses.replace(reply, key=looked.key)
 
     def store(self, reply: Reply, parsed: Any) -> None:
         """Keep a reply that passed validation (never an error, never a partial one)."""

@@ -422,6 +422,25 @@ def test_a_reply_that_does_not_fit_is_retried_in_a_later_batch(
     assert "I think it is fine." in json.dumps(fake_llm.batched[1].body)
 
 
+def test_the_budget_holds_for_calls_gathered_into_a_batch(
+    pytester: pytest.Pytester,
+    batched_file: Path,
+    fake_llm: FakeLLM,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    """A batch's tokens are counted when it ends: until then each gathered call holds what
+    its prompt costs, so a budget that one prompt spends lets no second call join."""
+    fake_llm.respond_with(by_requirement({"horizon is one day"}))
+    result = pytester.runpytest(
+        *judge_args(fake_llm, "openai", "--rubric-judge-batch", "--rubric-max-cost=0.00001"),
+        "--rubric-json=out.json",
+    )
+    refused = [c for c in _criteria(rubric_json).values() if c["verdict"] == "ERROR"]
+    assert len(fake_llm.batched) == 1 and len(refused) == 1
+    assert "cost budget of $0.00001 spent" in refused[0]["reason"]
+    result.stdout.fnmatch_lines(["*cost budget of $0.00001 spent: 1 criterion left ERROR*"])
+
+
 def test_an_ini_line_may_give_the_batch_price(
     pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
 ) -> None:
