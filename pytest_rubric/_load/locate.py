@@ -341,14 +341,12 @@ def _explain(
     if kind in ("model_type", "model_attributes_type", "dict_type"):
         if where.field:
             what = f"`{field_name}`"
+        elif where.container:
+            what = "a criterion"
+        elif where.case_index is not None:
+            what = "a case"
         else:
-            what = (
-                "a criterion"
-                if where.container
-                else "a case"
-                if where.case_index is not None
-                else "the file"
-            )
+            what = "the file"
         return f"{what} must be a mapping, got {kind_of(error.get('input'))}", (
             "write it as `{id: ..., type: ..., ...}` or as a nested block"
             if where.container
