@@ -30,6 +30,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.trace import StatusCode
 
 from ._errors import SpansUnreadable
+from ._load.traces import json_object
 from ._trace import Passage, ToolCall, Trace, Usage
 
 SPAN_NAME = "pytest-rubric target"
@@ -251,11 +252,11 @@ def _tool_call(span: ReadableSpan, attributes: Mapping[str, Any]) -> ToolCall:
     if not name:  # the span name, "execute_tool {gen_ai.tool.name}" by the conventions
         name = span.name.removeprefix(_EXECUTE_TOOL).strip() or span.name
     if "gen_ai.tool.call.arguments" in attributes:
-        arguments = _object(attributes["gen_ai.tool.call.arguments"])
+        arguments = json_object(attributes["gen_ai.tool.call.arguments"])
     # OpenInference records a call's arguments as its input (`input.value`, JSON); its
     # `tool.parameters` may hold them too, or the tool's JSON Schema, which is not a call.
-    elif (arguments := _object(attributes.get("input.value"))) is None:
-        parameters = _object(attributes.get("tool.parameters")) or {}
+    elif (arguments := json_object(attributes.get("input.value"))) is None:
+        parameters = json_object(attributes.get("tool.parameters")) or {}
         schema = parameters.get("type") == "object" and "properties" in parameters
         arguments = None if schema else parameters
     failed = span.status.status_code is StatusCode.ERROR or "error.type" in attributes
@@ -276,7 +277,7 @@ def _documents(attributes: Mapping[str, Any]) -> list[Passage]:
             found.setdefault(int(match[1]), {})[match[2]] = value
     passages = []
     for _, document in sorted(found.items()):
-        source = (_object(document.get("metadata")) or {}).get("source")
+        source = (json_object(document.get("metadata")) or {}).get("source")
         ident = document.get("id")
         passages.append(
             Passage(
@@ -308,17 +309,6 @@ def _total(counts: list[int | None]) -> int | None:
     """The sum, or ``None`` when one is unknown or there is none: a partial sum would
     understate what a limit on it checks."""
     return None if not counts or None in counts else sum(c for c in counts if c is not None)
-
-
-def _object(value: Any) -> dict[str, Any] | None:
-    """A JSON object given as text (attributes hold no mappings), or ``None``: arguments
-    that are not a JSON object are no arguments the criteria can read."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):  # not JSON, or nested past the parser
-            return None
-    return value if isinstance(value, dict) else None
 
 
 def _text(value: Any) -> str:

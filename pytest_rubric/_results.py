@@ -156,19 +156,19 @@ class CaseResult:
     @property
     def sample_list(self) -> list[Sample]:
         """Every sample; a result graded once is its own one sample."""
-        if self.samples:
-            return list(self.samples)
-        return [
-            Sample(
-                self.score,
-                self.raw_score,
-                self.passed,
-                self.criteria,
-                self.response,
-                self.llm_raw_score,
-                self.trace,
-            )
-        ]
+        return list(self.samples) if self.samples else [self.as_sample()]
+
+    def as_sample(self) -> Sample:
+        """This result as one :class:`Sample`: a result graded once is its own sample."""
+        return Sample(
+            self.score,
+            self.raw_score,
+            self.passed,
+            self.criteria,
+            self.response,
+            self.llm_raw_score,
+            self.trace,
+        )
 
     @property
     def n_samples(self) -> int:

@@ -234,13 +234,11 @@ class Case(Rubric):
 
     @property
     def fixed_context(self) -> tuple[Passage, ...]:
-        if not self.context:
-            return ()
         return tuple(
             Passage(text=p)
             if isinstance(p, str)
             else Passage(text=p.text, id=None if p.id is None else str(p.id), source=p.source)
-            for p in self.context
+            for p in self.context or ()
         )
 
     @model_validator(mode="after")

@@ -21,7 +21,7 @@ from .._defaults import (
 from .._guards.calls import CallRunner
 from .._guards.secrets import Secret, clip, known_keys, whole_characters
 from .._llm.base import mean_raw_score
-from .._results import CaseResult, CriterionResult, Outcome, Sample, Verdict
+from .._results import CaseResult, CriterionResult, Outcome, Verdict
 from .._schema import REPORT_ONLY, Criterion, Mark, Rubric, own_mark
 from .._trace import Passage, Trace
 from ..criteria.check import Answer, Check, CheckContext
@@ -196,11 +196,7 @@ class Grader:
             if pass_when == first.pass_when and level == first.level and not probe:
                 return first  # as grade built it: no copy for the common case
             return replace(first, pass_when=pass_when, level=level, probe=tuple(probe))
-        kept = [
-            Sample(s.score, s.raw_score, s.passed, s.criteria, s.response, s.llm_raw_score, s.trace)
-            for s in samples
-        ]
-
+        kept = [s.as_sample() for s in samples]
         score = mean([s.score for s in samples])
         styles = [s.style_score for s in samples if s.style_score is not None]
         flags = tuple(dict.fromkeys(f for s in samples for f in s.flags))

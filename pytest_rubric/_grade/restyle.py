@@ -124,10 +124,8 @@ def pad(text: str) -> str:
         return text
     added: list[str] = []
     length = 0
-    index = 0
     while length < len(text):
-        sentence = PADDING[index % len(PADDING)]
+        sentence = PADDING[len(added) % len(PADDING)]
         added.append(sentence)
         length += len(sentence) + 1
-        index += 1
     return text + SEPARATOR + " ".join(added)

@@ -112,14 +112,10 @@ def schema_problems(schema: Any) -> list[SchemaProblem]:
 
 def _nodes(value: Any, path: SchemaPath) -> Iterator[tuple[SchemaPath, Any]]:
     """Every mapping and list in ``value`` with its path, in the order of the document."""
-    if isinstance(value, dict):
+    if isinstance(value, dict | list):
         yield path, value
-        for key, item in value.items():
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
             yield from _nodes(item, (*path, key))
-    elif isinstance(value, list):
-        yield path, value
-        for index, item in enumerate(value):
-            yield from _nodes(item, (*path, index))
 
 
 def _resource_problems(schema: dict[str, Any], nodes: dict[SchemaPath, Any]) -> list[SchemaProblem]:

@@ -235,11 +235,14 @@ def _allowed_fields(where: _Where, types: Types) -> list[str]:
     return names
 
 
+def plain_id(value: Any) -> str | None:
+    """An id as the schema reads it (``7`` is "7"), or None when it is not usable as one."""
+    return None if isinstance(value, bool) or not isinstance(value, str | int) else str(value)
+
+
 def item_label(given_id: Any, index: int) -> str:
     """How a problem names a case or criterion: its id, or its position when the id is unusable."""
-    if isinstance(given_id, bool) or not isinstance(given_id, str | int) or given_id == "":
-        return f"#{index + 1}"
-    return str(given_id)
+    return plain_id(given_id) or f"#{index + 1}"
 
 
 def case_label(data: Any, index: int) -> str:
@@ -338,14 +341,12 @@ def _explain(
     if kind in ("model_type", "model_attributes_type", "dict_type"):
         if where.field:
             what = f"`{field_name}`"
+        elif where.container:
+            what = "a criterion"
+        elif where.case_index is not None:
+            what = "a case"
         else:
-            what = (
-                "a criterion"
-                if where.container
-                else "a case"
-                if where.case_index is not None
-                else "the file"
-            )
+            what = "the file"
         return f"{what} must be a mapping, got {kind_of(error.get('input'))}", (
             "write it as `{id: ..., type: ..., ...}` or as a nested block"
             if where.container

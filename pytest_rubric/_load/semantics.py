@@ -19,7 +19,7 @@ from .._guards.secrets import shorten
 from .._schema import Case, Criterion, Suite, default_ids
 from ..criteria.json import Json
 from ..criteria.regex import Regex, pattern_error
-from .locate import Locator, case_label, dotted, item_label
+from .locate import Locator, case_label, dotted, item_label, plain_id
 from .responses import safe_subject, subject_problem
 
 
@@ -102,13 +102,6 @@ def _meant(pattern: str, *, backslash: int = 1) -> str:
     return shorten(meant, 60)
 
 
-def _plain_id(value: Any) -> str | None:
-    """An id as the schema reads it (``7`` is "7"), or None when it is not usable as one."""
-    if type(value) is str:
-        return value
-    return None if isinstance(value, bool) or not isinstance(value, str | int) else str(value)
-
-
 def _criterion_ids(criteria: Any, prefix: str) -> list[tuple[int, str]]:
     """The usable ids of raw criteria, those absent named by position as validation names them."""
     if type(criteria) is not list:
@@ -116,7 +109,7 @@ def _criterion_ids(criteria: Any, prefix: str) -> list[tuple[int, str]]:
     return [
         (j, criterion_id)
         for j, criterion in enumerate(default_ids(criteria, prefix))
-        if type(criterion) is dict and (criterion_id := _plain_id(criterion["id"])) is not None
+        if type(criterion) is dict and (criterion_id := plain_id(criterion["id"])) is not None
     ]
 
 
@@ -141,7 +134,7 @@ def _raw_problems(data: dict[str, Any], locator: Locator) -> Iterator[Problem]:
     for i, case in enumerate(cases):
         if type(case) is not dict:
             continue
-        if (case_id := _plain_id(case.get("id"))) is not None and case_id in seen_cases:
+        if (case_id := plain_id(case.get("id"))) is not None and case_id in seen_cases:
             first = locator.line(("cases", seen_cases[case_id]))
             yield Problem(
                 f"duplicate case id {case_id!r}: a case of this id is already at line {first}, "

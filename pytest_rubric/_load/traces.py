@@ -132,15 +132,20 @@ def _text(content: Any) -> str:
     return json.dumps(content, default=str) if isinstance(content, Mapping) else str(content)
 
 
+def json_object(value: Any) -> dict[str, Any] | None:
+    """A JSON object, given as one or as its text (span attributes hold no mappings), or
+    ``None``: arguments that are not a JSON object are no arguments the criteria can read."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser
+            return None
+    return value if isinstance(value, dict) else None
+
+
 def _arguments(raw: Any) -> dict[str, Any]:
     """A call's arguments: a JSON object, or ``{}`` (none, not JSON, a list)."""
-    if isinstance(raw, Mapping):
-        return dict(raw)
-    try:
-        parsed = json.loads(raw) if isinstance(raw, str) and raw else None
-    except (ValueError, RecursionError):  # not JSON, or nested past the parser
-        parsed = None
-    return parsed if isinstance(parsed, dict) else {}
+    return dict(raw) if isinstance(raw, Mapping) else (json_object(raw) or {})
 
 
 def _failed(content: str) -> bool:

@@ -7,7 +7,7 @@ and ``extract``, the loader's "did you mean" and the docs' table derive from it.
 from __future__ import annotations
 
 import functools
-import importlib
+import pkgutil
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Union
 
@@ -63,11 +63,7 @@ CONTEXT_KEY = "criterion_types"
 
 @functools.cache
 def _builtin() -> tuple[type[CriterionModel], ...]:
-    composite = []
-    for path in COMPOSITE:
-        module, _, name = path.partition(":")
-        composite.append(getattr(importlib.import_module(module), name))
-    return (*DETERMINISTIC, *composite)
+    return (*DETERMINISTIC, *(pkgutil.resolve_name(path) for path in COMPOSITE))
 
 
 def criterion_types(added: Iterable[type[CriterionModel]] = ()) -> dict[str, type[CriterionModel]]:
