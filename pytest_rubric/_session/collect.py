@@ -215,11 +215,9 @@ class RubricFile(pytest.File):
         if problems:
             raise RubricLoadError(self.path, problems)
 
-        grader = session.grader
         too_many: list[Problem] = []
-        suite_name = loaded.name
         for i, case in enumerate(suite.cases):
-            compiled = grader.compile(
+            compiled = session.grader.compile(
                 case,
                 global_criteria=suite.global_criteria,
                 min_score=own_mark(case, suite),
@@ -237,7 +235,7 @@ class RubricFile(pytest.File):
                     self,
                     name=f"{case.id}[{subject}]" if subject else case.id,
                     compiled=compiled,
-                    suite_name=suite_name,
+                    suite_name=loaded.name,
                     subject=subject,
                     source=source,
                     line=loaded.case_lines[i],
@@ -449,7 +447,6 @@ class RubricItem(pytest.Item):
 
     def _grade(self) -> None:
         session = self.rubric_session
-        grader = session.grader
         raised: list[BaseException] = []
         responses, problem = self.source.fetch_samples(
             self.compiled.rubric,
@@ -468,7 +465,7 @@ class RubricItem(pytest.Item):
             )
         result = evaluate(
             session,
-            grader,
+            session.grader,
             self.compiled,
             responses,
             key=answer_key(self),
