@@ -298,8 +298,7 @@ class RubricFile(pytest.File):
         for directory in dirs:
             for response_file in directory.files:
                 entry = response_file.entries.get(case.id)
-                suite = response_file.suites.get(case.id)
-                if entry is not None and suite not in (None, loaded.name):
+                if response_file.suites.get(case.id) not in (None, loaded.name):
                     entry = None
                 if entry is None:
                     add(
