@@ -97,7 +97,6 @@ class Judging:
                 )
             names = [str(getattr(custom, "name", None) or type(custom).__name__)]
         elif setup.judges:
-            flag = setup.judge_source == "--rubric-judge"
             try:
                 specs = [ModelSpec.parse(judge, url=setup.judge_url) for judge in setup.judges]
             except ValueError as exc:
@@ -107,7 +106,7 @@ class Judging:
                     # Replay makes no call at all, so it needs no key.
                     read_key(spec, require_key=setup.cache_mode != "replay")
                 except ValueError as exc:
-                    if flag:  # asked for on this command line: a usage error
+                    if setup.judge_source == "--rubric-judge":  # asked for on this command line
                         raise pytest.UsageError(f"--rubric-judge: {exc}") from None
                     # Set in the ini or the environment (a colleague's checkout, a fork's
                     # CI): the session runs, and what needs the judge says why it did not.
