@@ -316,7 +316,6 @@ class RubricFile(pytest.File):
                     directory.used.add((response_file.subject, case.id))
                     more = response_file.more.get(case.id, [])
                     if len(more) >= repeat:
-                        extra = more[repeat - 1]
                         problems.append(
                             Problem(
                                 f"{1 + len(more)} responses for case {case.id!r} "
@@ -324,7 +323,7 @@ class RubricFile(pytest.File):
                                 f"the case has repeat: {repeat}; each line with its id is one "
                                 "sample",
                                 path=response_file.path,
-                                line=extra[1],
+                                line=more[repeat - 1][1],
                                 case=case.id,
                                 field="id",
                                 hint=f"keep at most {repeat} line(s) with this id, or set "
@@ -388,8 +387,7 @@ class RubricItem(pytest.Item):
         # The node id as a string, which pytest parses as it parses a node id read back from
         # its cache or a command line ("case[subject]": name "case", parameters "subject"), so
         # --lf, --ff, --sw and ``path::case`` find the item as they find a parametrized test.
-        parent = kwargs["parent"]
-        kwargs.setdefault("nodeid", f"{parent.nodeid}::{kwargs['name']}")
+        kwargs.setdefault("nodeid", f"{kwargs['parent'].nodeid}::{kwargs['name']}")
         super().__init__(**kwargs)
         self.repeat = repeat
         self.pass_when = pass_when
