@@ -198,8 +198,6 @@ class Audit:
         if runner is None or judged is None:  # first: every unjudged item asks
             return []
         criteria, probes = self._probe_requests(request, compiled)
-        if not probes:
-            return []
         records = []
         # A panel's judges are probed one by one: the audit is per judge.
         for one in getattr(runner, "runners", (runner,)):
