@@ -225,9 +225,8 @@ class RubricSession:
             option = "--rubric-dir" if settings.dirs_from_flag else "ini rubric_dirs"
             here = self.config.invocation_params.dir
             folder, shown = os.path.relpath(directory, here), os.path.relpath(found, here)
-            patterns = ", ".join(settings.patterns)
             warn(  # the message says where; no line of the file is echoed
-                f"{option} {folder} holds no rubric file ({patterns}) "
+                f"{option} {folder} holds no rubric file ({', '.join(settings.patterns)}) "
                 f"but YAML or JSON files, such as {shown}: rename it to match, as "
                 f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini rubric_file_patterns"
             )
