@@ -75,8 +75,7 @@ class Judging:
     run_judges: tuple[RunJudge, ...] = ()  # the same judges, for the JSON's run
     usage: dict[str, CallStats] = field(default_factory=dict)  # every judge's, by name
     prices: dict[str, Price | None] = field(default_factory=dict)  # every judge's, by name
-    # Node ids whose judging was started.
-    _scheduled: set[str] = field(default_factory=set, init=False)
+    _scheduled: set[str] = field(default_factory=set, init=False)  # node ids whose judging started
     # A collected rubric file's (by node id) judge_instructions: and judge_examples:.
     guidance: dict[str, Guidance] = field(default_factory=dict, init=False)
 

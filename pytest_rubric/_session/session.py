@@ -159,8 +159,7 @@ class RubricSession:
             else JudgeRecordings(store, config.rootpath, settings.recordings_prune)
         )
         self.report: SessionReport | None = None  # set by finish(), once every result is in
-        # Outputs that could not be written (shown as error lines at the end; see outputs)
-        self.unwritten: list[Unwritten] = []
+        self.unwritten: list[Unwritten] = []  # outputs not written: error lines at the end
         self._frozen = False  # whether pytest_collection_finish froze the heap (see heap)
 
     @functools.cached_property
