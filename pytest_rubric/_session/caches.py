@@ -142,8 +142,7 @@ class JudgeRecordings:
         if selection is None and self.collection_errors:
             selection = "rubric files that failed to load"
         if selection is None:
-            unused.update(store.orphans(self.cases, self.files))
-            unused.update(self._gone(store))
+            unused.update(store.orphans(self.cases, self.files) | self._gone(store))
         count = sum(len(keys) for keys in unused.values())
         if self.prune:
             if selection is not None:
