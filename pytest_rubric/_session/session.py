@@ -152,12 +152,9 @@ class RubricSession:
             probe_kinds=settings.probe_kinds,
             min_kappa=settings.min_kappa,
         )
-        store = self.caches.recordings()  # --rubric-recordings: what the run did with them
-        self.recordings = (
-            None
-            if store is None
-            else JudgeRecordings(store, config.rootpath, settings.recordings_prune)
-        )
+        self.recordings: JudgeRecordings | None = None  # what the run did with --rubric-recordings
+        if (store := self.caches.recordings()) is not None:
+            self.recordings = JudgeRecordings(store, config.rootpath, settings.recordings_prune)
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         self.unwritten: list[Unwritten] = []  # outputs not written: error lines at the end
         self._frozen = False  # whether pytest_collection_finish froze the heap (see heap)
