@@ -178,8 +178,7 @@ def pytest_runtest_makereport(
             report.rubric_results = results  # type: ignore[attr-defined]
             if is_rubric_item(item):
                 report.rubric_item = True  # type: ignore[attr-defined]
-            properties = [p for r in results for p in junit_properties(r)]
-            _PROPERTIES.setdefault(item, []).extend(properties)
+            _PROPERTIES.setdefault(item, []).extend(p for r in results for p in junit_properties(r))
     # JUnit reads the properties off the teardown report: each attempt's carries its own
     # (pytest-rerunfailures runs an item again), those of a result its teardown recorded too.
     if report.when == "teardown" and (carried := _PROPERTIES.pop(item, None)):

@@ -165,16 +165,16 @@ def _repeatable(key: str) -> Callable[[pytest.Config], tuple[str, ...]]:
         seen_names: dict[str, str] = {}
         for text in values:
             name, value = named(text)
-            default = value.rpartition(":")[2]
+            subject = name or value.rpartition(":")[2]
             if value in seen_values:
                 raise pytest.UsageError(f"{flag} {value} is given twice; give each subject once")
-            if (name or default) in seen_names:
+            if subject in seen_names:
                 raise pytest.UsageError(
-                    f"{flag}: {seen_names[name or default]} and {text} are both subject "
-                    f"{name or default!r}; name one of them, {flag} OTHER={value}"
+                    f"{flag}: {seen_names[subject]} and {text} are both subject "
+                    f"{subject!r}; name one of them, {flag} OTHER={value}"
                 )
             seen_values.add(value)
-            seen_names[name or default] = text
+            seen_names[subject] = text
         return values
 
     return read

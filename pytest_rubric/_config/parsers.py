@@ -157,8 +157,7 @@ def show_response(text: str) -> int:
 def probe_kinds(text: str) -> tuple[str, ...]:
     """Probe kinds, comma-separated, each once."""
     kinds = tuple(k.strip().lower() for k in text.split(",") if k.strip())
-    unknown = [k for k in kinds if k not in PROBE_KINDS]
-    if unknown or not kinds:
+    if not kinds or any(k not in PROBE_KINDS for k in kinds):
         raise ValueError(
             f"{text!r}: the probe kinds are {', '.join(PROBE_KINDS)} (comma-separated)"
         )

@@ -115,8 +115,7 @@ def setting(*options: Option, default: Any = _NO_DEFAULT, factory: str | None = 
     if default is _NO_DEFAULT:
         default = options[0].default
     if isinstance(default, list | dict):
-        kind = type(default)
-        return field(default_factory=lambda: kind(default), metadata={"options": options})
+        return field(default_factory=lambda: type(default)(default), metadata={"options": options})
     return field(default=default, metadata={"options": options})
 
 

@@ -198,8 +198,7 @@ class RubricFixture:
         nodeid = item.nodeid if item is not None else ""
         case = None
         if item is not None and parsed.id == "rubric":
-            pending = item.stash.get(RESULTS_KEY, [])
-            count = sum(1 for r in pending if r.result.nodeid == item.nodeid) + 1
+            count = sum(r.result.nodeid == item.nodeid for r in item.stash.get(RESULTS_KEY, [])) + 1
             case = item.name if count == 1 else f"{item.name}#{count}"
         result = evaluate(
             session,

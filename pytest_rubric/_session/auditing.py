@@ -169,16 +169,15 @@ class Audit:
         from .._grade.restyle import pad, paddable, restyle
 
         key, response = request.key, request.response
-        kinds = self.probe_kinds
         probes: list[tuple[str, JudgeRequest]] = []
-        if "tone" in kinds:
+        if "tone" in self.probe_kinds:
             probes += [
                 (tone, request.again(key.probed(tone), criteria, restyle(response, to=tone)))
                 for tone in ("confident", "hedged")
             ]
-        if "length" in kinds and paddable(response):  # prose after JSON would break it
+        if "length" in self.probe_kinds and paddable(response):  # prose after JSON would break it
             probes.append(("length", request.again(key.probed("length"), criteria, pad(response))))
-        if "position" in kinds and len(compiled.judged_criteria) > 1:
+        if "position" in self.probe_kinds and len(compiled.judged_criteria) > 1:
             # The whole case again, its criteria in reverse order (a one-shot call grades
             # them together, so every criterion moves but a middle one).
             reverse = list(reversed(compiled.judged_criteria))
@@ -198,8 +197,6 @@ class Audit:
         if runner is None or judged is None:  # first: every unjudged item asks
             return []
         criteria, probes = self._probe_requests(request, compiled)
-        if not probes:
-            return []
         records = []
         # A panel's judges are probed one by one: the audit is per judge.
         for one in getattr(runner, "runners", (runner,)):

@@ -70,15 +70,13 @@ class Caches:
             from .._llm.cache import CacheFile
 
             self._file = CacheFile(self.cache_dir, secrets=known_keys())
-            warning = self._file.take_warning()
-            if warning is not None and self.config_warning is not None:
+            if (warning := self._file.take_warning()) is not None and self.config_warning:
                 self.config_warning(rubric_warning(warning), 2)
         return self._file
 
     def warn_trouble(self) -> None:
         """A lookup or a write of the cache failed (in the judge's thread): warn, in the item."""
-        warning = self._file.take_warning() if self._file is not None else None
-        if warning is not None:
+        if self._file is not None and (warning := self._file.take_warning()) is not None:
             warn(warning)
 
     def close(self) -> None:
@@ -144,8 +142,7 @@ class JudgeRecordings:
         if selection is None and self.collection_errors:
             selection = "rubric files that failed to load"
         if selection is None:
-            unused.update(store.orphans(self.cases, self.files))
-            unused.update(self._gone(store))
+            unused.update(store.orphans(self.cases, self.files) | self._gone(store))
         count = sum(len(keys) for keys in unused.values())
         if self.prune:
             if selection is not None:

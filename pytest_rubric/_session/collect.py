@@ -215,11 +215,9 @@ class RubricFile(pytest.File):
         if problems:
             raise RubricLoadError(self.path, problems)
 
-        grader = session.grader
         too_many: list[Problem] = []
-        suite_name = loaded.name
         for i, case in enumerate(suite.cases):
-            compiled = grader.compile(
+            compiled = session.grader.compile(
                 case,
                 global_criteria=suite.global_criteria,
                 min_score=own_mark(case, suite),
@@ -237,7 +235,7 @@ class RubricFile(pytest.File):
                     self,
                     name=f"{case.id}[{subject}]" if subject else case.id,
                     compiled=compiled,
-                    suite_name=suite_name,
+                    suite_name=loaded.name,
                     subject=subject,
                     source=source,
                     line=loaded.case_lines[i],
@@ -300,8 +298,7 @@ class RubricFile(pytest.File):
         for directory in dirs:
             for response_file in directory.files:
                 entry = response_file.entries.get(case.id)
-                suite = response_file.suites.get(case.id)
-                if entry is not None and suite not in (None, loaded.name):
+                if response_file.suites.get(case.id) not in (None, loaded.name):
                     entry = None
                 if entry is None:
                     add(
@@ -319,7 +316,6 @@ class RubricFile(pytest.File):
                     directory.used.add((response_file.subject, case.id))
                     more = response_file.more.get(case.id, [])
                     if len(more) >= repeat:
-                        extra = more[repeat - 1]
                         problems.append(
                             Problem(
                                 f"{1 + len(more)} responses for case {case.id!r} "
@@ -327,7 +323,7 @@ class RubricFile(pytest.File):
                                 f"the case has repeat: {repeat}; each line with its id is one "
                                 "sample",
                                 path=response_file.path,
-                                line=extra[1],
+                                line=more[repeat - 1][1],
                                 case=case.id,
                                 field="id",
                                 hint=f"keep at most {repeat} line(s) with this id, or set "
@@ -391,8 +387,7 @@ class RubricItem(pytest.Item):
         # The node id as a string, which pytest parses as it parses a node id read back from
         # its cache or a command line ("case[subject]": name "case", parameters "subject"), so
         # --lf, --ff, --sw and ``path::case`` find the item as they find a parametrized test.
-        parent = kwargs["parent"]
-        kwargs.setdefault("nodeid", f"{parent.nodeid}::{kwargs['name']}")
+        kwargs.setdefault("nodeid", f"{kwargs['parent'].nodeid}::{kwargs['name']}")
         super().__init__(**kwargs)
         self.repeat = repeat
         self.pass_when = pass_when
@@ -449,7 +444,6 @@ class RubricItem(pytest.Item):
 
     def _grade(self) -> None:
         session = self.rubric_session
-        grader = session.grader
         raised: list[BaseException] = []
         responses, problem = self.source.fetch_samples(
             self.compiled.rubric,
@@ -468,7 +462,7 @@ class RubricItem(pytest.Item):
             )
         result = evaluate(
             session,
-            grader,
+            session.grader,
             self.compiled,
             responses,
             key=answer_key(self),

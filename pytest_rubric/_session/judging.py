@@ -75,8 +75,7 @@ class Judging:
     run_judges: tuple[RunJudge, ...] = ()  # the same judges, for the JSON's run
     usage: dict[str, CallStats] = field(default_factory=dict)  # every judge's, by name
     prices: dict[str, Price | None] = field(default_factory=dict)  # every judge's, by name
-    # Node ids whose judging was started.
-    _scheduled: set[str] = field(default_factory=set, init=False)
+    _scheduled: set[str] = field(default_factory=set, init=False)  # node ids whose judging started
     # A collected rubric file's (by node id) judge_instructions: and judge_examples:.
     guidance: dict[str, Guidance] = field(default_factory=dict, init=False)
 
@@ -97,7 +96,6 @@ class Judging:
                 )
             names = [str(getattr(custom, "name", None) or type(custom).__name__)]
         elif setup.judges:
-            flag = setup.judge_source == "--rubric-judge"
             try:
                 specs = [ModelSpec.parse(judge, url=setup.judge_url) for judge in setup.judges]
             except ValueError as exc:
@@ -107,7 +105,7 @@ class Judging:
                     # Replay makes no call at all, so it needs no key.
                     read_key(spec, require_key=setup.cache_mode != "replay")
                 except ValueError as exc:
-                    if flag:  # asked for on this command line: a usage error
+                    if setup.judge_source == "--rubric-judge":  # asked for on this command line
                         raise pytest.UsageError(f"--rubric-judge: {exc}") from None
                     # Set in the ini or the environment (a colleague's checkout, a fork's
                     # CI): the session runs, and what needs the judge says why it did not.

@@ -152,15 +152,11 @@ class RubricSession:
             probe_kinds=settings.probe_kinds,
             min_kappa=settings.min_kappa,
         )
-        store = self.caches.recordings()  # --rubric-recordings: what the run did with them
-        self.recordings = (
-            None
-            if store is None
-            else JudgeRecordings(store, config.rootpath, settings.recordings_prune)
-        )
+        self.recordings: JudgeRecordings | None = None  # what the run did with --rubric-recordings
+        if (store := self.caches.recordings()) is not None:
+            self.recordings = JudgeRecordings(store, config.rootpath, settings.recordings_prune)
         self.report: SessionReport | None = None  # set by finish(), once every result is in
-        # Outputs that could not be written (shown as error lines at the end; see outputs)
-        self.unwritten: list[Unwritten] = []
+        self.unwritten: list[Unwritten] = []  # outputs not written: error lines at the end
         self._frozen = False  # whether pytest_collection_finish froze the heap (see heap)
 
     @functools.cached_property
@@ -225,9 +221,8 @@ class RubricSession:
             option = "--rubric-dir" if settings.dirs_from_flag else "ini rubric_dirs"
             here = self.config.invocation_params.dir
             folder, shown = os.path.relpath(directory, here), os.path.relpath(found, here)
-            patterns = ", ".join(settings.patterns)
             warn(  # the message says where; no line of the file is echoed
-                f"{option} {folder} holds no rubric file ({patterns}) "
+                f"{option} {folder} holds no rubric file ({', '.join(settings.patterns)}) "
                 f"but YAML or JSON files, such as {shown}: rename it to match, as "
                 f"{Path(shown).stem}.rubric{Path(shown).suffix}, or set ini rubric_file_patterns"
             )
