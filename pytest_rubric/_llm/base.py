@@ -108,13 +108,18 @@ class CallStats:
     saved_in: int = 0  # the tokens the cache hits cost when they were first judged
     saved_out: int = 0
     estimated: int = 0  # replies without `usage`: their tokens estimated (4 characters each)
+    # Of the tokens above, those of calls asked live after their batch (--rubric-judge-batch):
+    # they cost the live price.
+    live_in: int = 0
+    live_out: int = 0
     fallbacks: list[str] = field(default_factory=list)
     # Cache hits recorded against an endpoint other than this judge's, by that endpoint.
     elsewhere: dict[str, int] = field(default_factory=dict)
 
     def cost(self, price: Price) -> float:
         """Dollars spent on this judge's calls so far."""
-        return price.cost(self.tokens_in, self.tokens_out)
+        batched = price.cost(self.tokens_in - self.live_in, self.tokens_out - self.live_out)
+        return batched + (price.live or price).cost(self.live_in, self.live_out)
 
     def line(self, name: str, *, price: Price | None = None) -> str:
         """The usage line; with a price, what the calls cost and what the cache saved."""

@@ -515,11 +515,14 @@ class BatchQueue:
         if not result.retry_live:
             raise LLMError(result.reason)
         try:
-            return await self.client.send(system, user, schema=schema, sampling=sampling)
+            reply = await self.client.send(system, user, schema=schema, sampling=sampling)
         except BudgetSpent:
             raise  # the call did not start: the budget's own words, as for any call
         except LLMError as exc:
             raise LLMError(f"{exc} (asked live after: {result.reason})") from None
+        self.client.stats.live_in += reply.tokens_in  # at the live price, not the batch's
+        self.client.stats.live_out += reply.tokens_out
+        return reply
 
     async def aclose(self) -> None:
         """The run is over: cancel the batches still running (the provider's too, see

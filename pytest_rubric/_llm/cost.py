@@ -28,6 +28,8 @@ class Price:
     # Through the provider's batch API (--rubric-judge-batch): None, half the live price.
     batch_input: float | None = None
     batch_output: float | None = None
+    # A batch price's live one: what a call asked live after its batch (a missing result) costs.
+    live: Price | None = field(default=None, kw_only=True)
 
     def cost(self, tokens_in: int, tokens_out: int) -> float:
         return (tokens_in * self.input + tokens_out * self.output) / _PER
@@ -37,6 +39,7 @@ class Price:
         return Price(
             self.input / 2 if self.batch_input is None else self.batch_input,
             self.output / 2 if self.batch_output is None else self.batch_output,
+            live=self,
         )
 
 

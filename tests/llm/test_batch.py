@@ -239,8 +239,9 @@ def test_closing_the_queue_cancels_the_running_batch(fake_llm: FakeLLM) -> None:
 
 def test_the_batch_price_is_half_the_live_one_unless_the_ini_line_gives_it() -> None:
     prices = parsers.prices(["cheap 0.15 0.60", "given 1 2 0.3 0.4"])
-    assert prices["cheap"].batch() == Price(0.075, 0.30)
-    assert prices["given"] == Price(1, 2, 0.3, 0.4) and prices["given"].batch() == Price(0.3, 0.4)
+    assert prices["cheap"].batch() == Price(0.075, 0.30, live=prices["cheap"])
+    assert prices["given"] == Price(1, 2, 0.3, 0.4)
+    assert prices["given"].batch() == Price(0.3, 0.4, live=prices["given"])
     with pytest.raises(ValueError, match=r"'odd 1 2 3' is not MODEL IN OUT.*batch prices"):
         parsers.prices(["odd 1 2 3"])
     with pytest.raises(ValueError, match=r"given's batch output price '-1'"):
@@ -349,6 +350,8 @@ def test_missing_and_errored_results_are_asked_live_once(
     criteria = _criteria(rubric_json)
     assert (criteria["horizon"]["verdict"], criteria["max_loss"]["verdict"]) == ("MET", "UNMET")
     assert len(fake_llm.batched) == 2 and len(_live(fake_llm)) == 2
+    # Asked live, they cost the live price: 20 in and 10 out at $1000/M and $2000/M.
+    result.stdout.fnmatch_lines(["judge openai:test-model: 2 calls, *, cost $0.04, *"])
 
 
 def test_a_live_retry_that_fails_leaves_the_criteria_error(
