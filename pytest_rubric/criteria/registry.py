@@ -7,7 +7,6 @@ and ``extract``, the loader's "did you mean" and the docs' table derive from it.
 from __future__ import annotations
 
 import functools
-import pkgutil
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Union
 
@@ -63,6 +62,8 @@ CONTEXT_KEY = "criterion_types"
 
 @functools.cache
 def _builtin() -> tuple[type[CriterionModel], ...]:
+    import pkgutil  # here: a run's start-up needs none of it until the first rubric file
+
     return (*DETERMINISTIC, *(pkgutil.resolve_name(path) for path in COMPOSITE))
 
 
