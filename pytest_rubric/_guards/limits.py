@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import Problem
-from .secrets import whole_characters
+from .secrets import known_keys, redact, whole_characters
 
 # Levels of lists and mappings inside each other; a rubric file needs about
 # eight (a JSON schema inside a criterion a few more). Deeper input exhausts
@@ -95,7 +95,9 @@ PLAIN_NUMBER = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-
 def shown(name: Any) -> str:
     """A key, an anchor or a name as a message shows it: quoted if it holds anything odd."""
     text = str(name)
-    return text if text and text.isprintable() and len(text) <= 60 else repr(text[:60])
+    if len(text) <= 60:
+        return text if text and text.isprintable() else repr(text)
+    return repr(redact(text, *known_keys())[:60])  # redacted before the cut
 
 
 def kind_of(value: Any) -> str:

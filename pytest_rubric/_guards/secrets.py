@@ -99,9 +99,10 @@ def whole_characters(text: str) -> str:
 
 def shorten(text: str, limit: int, *secrets: Secret | None) -> str:
     """``text`` redacted of ``secrets``, then cut to at most ``limit`` characters, the last
-    one "…" when it was cut: a value quoted in a one-line message or a table cell."""
-    if secrets:
-        text = redact(text, *secrets)
+    one "…" when it was cut: a value quoted in a one-line message or a table cell. A cut leaves
+    runs of a key too short for the outputs' boundary to mask: text cut is redacted of the
+    environment's keys as well."""
+    text = redact(text, *secrets, *known_keys()) if len(text) > limit else redact(text, *secrets)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

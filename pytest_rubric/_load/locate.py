@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from .._errors import Problem
 from .._guards.limits import kind_of, quoted, shown
+from .._guards.secrets import known_keys, redact
 from .._guards.yaml import Duplicate, Lines, YamlLoader
 from .._schema import CRITERION_TYPES, Case, Suite
 from ..criteria.model import CriterionModel, FieldError
@@ -370,7 +371,7 @@ def _explain(
         )
     shown = repr(got) if not isinstance(got, dict | list) else kind_of(got)
     if len(shown) > 60:
-        shown = shown[:57] + "..."
+        shown = redact(shown, *known_keys())[:57] + "..."  # redacted before the cut
     subject = f"`{field_name}`" if field_name else "value"
     got_text = f", got {shown}" if str(error["msg"]).startswith("Input should be") else ""
     return f"{subject}: {error['msg']}{got_text}", None

@@ -15,6 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from .._errors import Problem
+from .._guards.secrets import known_keys, redact
 from .._load.locate import problems_from_validation
 from .._render.files import unwritable
 from .._schema import Suite
@@ -41,7 +42,7 @@ class Imported:
 
 def abridged(text: str) -> str:
     """``text`` cut to 60 characters, as a message quotes a value."""
-    return text if len(text) <= 60 else text[:57] + "..."
+    return text if len(text) <= 60 else redact(text, *known_keys())[:57] + "..."
 
 
 def is_number(value: Any) -> bool:

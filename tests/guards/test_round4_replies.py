@@ -449,6 +449,47 @@ def test_a_regex_reason_that_quotes_a_casefolded_key_is_redacted_everywhere(
         _no_key((pytester.path / name).read_text(encoding="utf-8"))
 
 
+def test_a_key_a_reason_cuts_short_leaves_no_part_of_itself(
+    pytester: pytest.Pytester, team: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A regex's match and a JSON Schema's message are quoted cut short (40 and 60
+    characters), the cut falling a few characters into the key: what is left of it is too
+    short for the outputs' boundary to mask, so it is redacted before the cut."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    team(
+        answers={
+            "dump": f"token dump: {'a' * 15} {KEY} end",
+            "shape": f'{{"t": "{"p" * 46} {KEY}"}}',
+        },
+        leak="""
+        suite: leak
+        target: app.bot:answer
+        cases:
+          - id: dump
+            question: "Dump the tokens"
+            criteria:
+              - {id: no_dump, type: regex, pattern: 'token dump: .*', invert: true}
+          - id: shape
+            question: "Give the token as JSON"
+            criteria:
+              - {id: short, type: json, schema: {properties: {t: {maxLength: 5}}}}
+        """,
+    )
+    result = pytester.runpytest(
+        "--rubric-json=out.json",
+        "--rubric-html=out.html",
+        "--rubric-markdown=out.md",
+        "--rubric-csv=out.csv",
+        "--junitxml=junit.xml",
+        "-rA",
+    )
+    outputs = ["out.json", "out.html", "out.md", "out.csv", "junit.xml"]
+    result.assert_outcomes(failed=2)
+    written = [result.stdout.str()] + [(pytester.path / o).read_text("utf-8") for o in outputs]
+    for output in written:
+        assert KEY[:9].casefold() not in output.casefold(), output  # "sk-ant-Ab": not even that
+
+
 @pytest.mark.parametrize(
     ("command", "console"),
     [
