@@ -15,6 +15,7 @@ import bisect
 import math
 from collections import Counter
 from collections.abc import Sequence
+from fractions import Fraction
 
 from .._results import z_of
 
@@ -185,15 +186,17 @@ def cohen_kappa(a: Sequence[object], b: Sequence[object]) -> float | None:
 
     ``p_o`` is the share of items they label alike, ``p_e`` the share expected
     by chance from each rater's own frequencies: the sum over categories of
-    ``p_a(k) x p_b(k)``. None with no items, or when ``p_e`` is 1.
+    ``p_a(k) x p_b(k)``. None with no items, or when ``p_e`` is 1. Computed in exact
+    fractions (counts over counts), so a kappa of 0.4 is 0.4 and meets a gate of 0.4.
     """
     if len(a) != len(b):
         raise ValueError(f"cohen_kappa: {len(a)} labels against {len(b)}")
     if (n := len(a)) == 0:
         return None
-    observed = sum(x == y for x, y in zip(a, b, strict=True)) / n
-    expected = math.fsum((list(a).count(k) / n) * (list(b).count(k) / n) for k in set(a) | set(b))
-    return None if expected >= 1 else (observed - expected) / (1 - expected)
+    observed = Fraction(sum(x == y for x, y in zip(a, b, strict=True)), n)
+    counts_a, counts_b = Counter(a), Counter(b)
+    expected = Fraction(sum(counts_a[k] * counts_b[k] for k in counts_a), n * n)
+    return None if expected >= 1 else float((observed - expected) / (1 - expected))
 
 
 def fleiss_kappa(ratings: Sequence[Sequence[object]]) -> float | None:
@@ -211,11 +214,11 @@ def fleiss_kappa(ratings: Sequence[Sequence[object]]) -> float | None:
         raise ValueError("fleiss_kappa: every item needs the same number (>= 2) of ratings")
     n = len(ratings)
     totals: Counter[object] = Counter()
-    agreement = []
+    agreeing = 0  # pairs of raters of one item who agree, over every item; exact, as above
     for row in ratings:
         counts = Counter(row)
         totals.update(counts)
-        agreement.append(sum(c * (c - 1) for c in counts.values()) / (m * (m - 1)))
-    p_bar = mean(agreement)
-    p_e = math.fsum((t / (n * m)) ** 2 for t in totals.values())
-    return None if p_e >= 1 else (p_bar - p_e) / (1 - p_e)
+        agreeing += sum(c * (c - 1) for c in counts.values())
+    p_bar = Fraction(agreeing, n * m * (m - 1))
+    p_e = Fraction(sum(t * t for t in totals.values()), (n * m) ** 2)
+    return None if p_e >= 1 else float((p_bar - p_e) / (1 - p_e))
