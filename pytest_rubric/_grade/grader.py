@@ -63,9 +63,10 @@ class CompiledRubric:
 
 
 def with_case_context(trace: Trace | None, rubric: Rubric) -> Trace | None:
-    """The trace with the case's fixed ``context:`` as its context when it gives none."""
+    """The trace with the case's fixed ``context:`` as its context when it gives none (an
+    empty context the application reported is its retriever's, and kept)."""
     fixed = getattr(rubric, "fixed_context", ())
-    if not fixed or (trace is not None and trace.context):
+    if not fixed or (trace is not None and (trace.context or trace.context_known)):
         return trace
     if trace is None:
         return Trace(source="case", context=fixed)

@@ -372,6 +372,33 @@ def test_a_case_gives_a_fixed_context_and_no_context_is_an_error(
     assert fixed["samples"][0]["trace"]["source"] == "case"
 
 
+def test_an_empty_context_the_application_reports_is_not_replaced_by_the_cases(
+    project: pytest.Pytester, write: Write
+) -> None:
+    """The case's fixed context stands in when the answer brings none; a retriever that
+    found nothing brought one (empty), so its recall is 0, not the case's passage's."""
+    write(
+        "evals/rag.py", "def answer(question):\n    return {'answer': 'No idea.', 'context': []}\n"
+    )
+    write(
+        "evals/empty.rubric.yaml",
+        """
+        suite: empty
+        target: rag:answer
+        cases:
+          - id: q
+            question: "When are refunds issued?"
+            context: ["Refunds are issued within 30 days."]
+            criteria:
+              - {id: recall, type: context_recall, facts: [["30 days"]]}
+        """,
+    )
+    result = project.runpytest("evals/empty.rubric.yaml", "--rubric-json=out.json")
+    result.assert_outcomes(failed=1)
+    trace = _document(project)["results"][0]["samples"][0]["trace"]
+    assert trace["source"] == "returned" and trace["context"] == []
+
+
 def test_a_plain_answer_to_a_case_with_its_context_keeps_the_calls_latency(
     project: pytest.Pytester, write: Write
 ) -> None:
