@@ -99,9 +99,10 @@ class Inputs:
         unless the run collects only part of the suite (``narrowed``: a CI shard, a file run
         by hand), or another xdist worker warns. Collection is over, so the folders go after
         this: nothing reads them again, and their text and line per case would stay to the end
-        of the session."""
+        of the session. A folder with a problem failed its rubric files, so used none of its
+        lines."""
         for loaded in self._dirs.values():
-            if self.warns and not narrowed:
+            if self.warns and not narrowed and not loaded.problems:
                 for response_file in loaded.files:
                     for case_id, (_, line) in response_file.entries.items():
                         if (response_file.subject, case_id) not in loaded.used:

@@ -224,6 +224,29 @@ def test_response_without_a_case_is_reported_as_a_warning(
     )
 
 
+def test_a_responses_file_with_a_bad_line_warns_about_none_of_its_good_ones(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """The bad line fails the rubric file's collection, so no case used the good lines: they
+    match cases all the same, and no warning tells the user to change them."""
+    write(
+        "fin.rubric.yaml",
+        """
+        responses: answers/
+        cases:
+          - id: q1
+            criteria: [{id: four, type: number, value: 4}]
+          - id: q2
+            criteria: [{id: four, type: number, value: 4}]
+        """,
+    )
+    write("answers/model-a.jsonl", '{"id": "q1", "response": "4"}\n{"id": "q2", "response": 4}\n')
+    result = pytester.runpytest("-q")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*model-a.jsonl:2, case 'q2', field 'response'*"])
+    result.stdout.no_fnmatch_line("*matches no collected case*")
+
+
 @pytest.mark.parametrize(
     "narrowing", [["fin.rubric.yaml"], ["fin.rubric.yaml::q1"], ["-k", "q1"], ["--deselect=x"]]
 )
