@@ -277,7 +277,8 @@ class Settings:
     summary: str = ini_key(
         "summary",
         "the rubric summary at the end of the run: auto (when rubric items ran, assert_rubric "
-        "graded a subject named with subject=, or a gate ran), on, off (default auto)",
+        "graded two or more subjects named with subject=, or a gate ran), on, off (default "
+        "auto)",
         parse="summary_mode",
         default="auto",
     )

@@ -23,7 +23,7 @@ class Results:
         # die running it (see xdist), until the item's teardown
         self._if_lost: dict[str, list[CaseResult]] = {}
         self.rubric_items_ran = False
-        self.assert_subjects = False  # assert_rubric graded with subject=
+        self.assert_subjects: set[str] = set()  # the subjects assert_rubric graded (subject=)
         self.baseline: list[CaseResult] | None = None
         if baseline is not None:
             from .._errors import DocumentError
@@ -68,7 +68,7 @@ class Results:
             if from_rubric_item:
                 self.rubric_items_ran = True
             elif result.ranked:
-                self.assert_subjects = True
+                self.assert_subjects.add(result.subject)
 
     def crashed(self, report: pytest.TestReport) -> None:
         """The xdist worker running ``report``'s item died: the report (xdist's, about to be

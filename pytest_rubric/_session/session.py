@@ -527,10 +527,10 @@ class _ReportHooks:
             # The workers collected: what the command line's subjects replaced is known now.
             for said in self.state.pytest_report_collectionfinish():
                 terminalreporter.write_line(said)
-        # ini rubric_summary; auto: when rubric items ran, assert_rubric graded a named
-        # subject, or a gate ran
+        # ini rubric_summary; auto: when rubric items ran, assert_rubric graded two or more
+        # subjects (a leaderboard of one ranks nothing), or a gate ran
         results, mode = state.results, state.settings.summary
-        wanted = results.rubric_items_ran or results.assert_subjects or report.gates.active
+        wanted = results.rubric_items_ran or len(results.assert_subjects) > 1 or report.gates.active
         if mode != "auto":
             wanted = mode == "on" and report.shown
         if wanted and terminalreporter.config.get_verbosity() >= -1:

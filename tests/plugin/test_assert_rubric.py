@@ -237,7 +237,7 @@ from pytest_rubric import assert_rubric
 CRITERIA = [{"id": "city", "type": "any_of", "any_of": ["paris"]}]
 
 def test_one():
-    assert_rubric("Paris", CRITERIA)
+    assert_rubric("Paris", CRITERIA, subject=FIRST)
 
 def test_two():
     assert_rubric("Paris.", CRITERIA, subject=SECOND)
@@ -245,20 +245,28 @@ def test_two():
 
 
 @pytest.mark.parametrize(
-    ("ini", "second", "rubric_file", "shown"),
+    ("ini", "subjects", "rubric_file", "shown"),
     [
-        ("", None, False, False),  # plain assertions in unit tests print nothing
-        ("", "other", False, True),  # assert_rubric graded a subject named with subject=
-        ("", None, True, True),  # rubric items ran
-        ("rubric_summary = on", None, False, True),
-        ("rubric_summary = off", "other", True, False),
+        ("", (None, None), False, False),  # plain assertions in unit tests print nothing
+        ("", (None, "other"), False, False),  # one subject: a leaderboard of one ranks nothing
+        ("", ("one", "other"), False, True),  # assert_rubric graded two subjects
+        ("", (None, None), True, True),  # rubric items ran
+        ("rubric_summary = on", (None, None), False, True),
+        ("rubric_summary = off", ("one", "other"), True, False),
     ],
 )
 def test_ini_rubric_summary_decides_when_the_summary_is_printed(
-    pytester: pytest.Pytester, ini: str, second: str | None, rubric_file: bool, shown: bool
+    pytester: pytest.Pytester,
+    ini: str,
+    subjects: tuple[str | None, str | None],
+    rubric_file: bool,
+    shown: bool,
 ) -> None:
     pytester.makeini(f"[pytest]\n{ini}\n")
-    pytester.makepyfile(test_answers=SUMMARY_TESTS.replace("SECOND", repr(second)))
+    first, second = (repr(s) for s in subjects)
+    pytester.makepyfile(
+        test_answers=SUMMARY_TESTS.replace("FIRST", first).replace("SECOND", second)
+    )
     if rubric_file:
         pytester.makefile(
             ".rubric.yaml",
