@@ -90,16 +90,19 @@ class Budget:
         with self._lock:
             self._sources.append(spent)
 
-    def admit(self, hold: float = 0.0) -> None:
-        """Let a call start while the spend so far (and what is held) is below the limit,
-        holding ``hold`` dollars for it until :meth:`release`; or raise :class:`BudgetSpent`."""
+    def admit(self, hold: float = 0.0) -> bool:
+        """Let a call start while the spend so far is below the limit, or raise
+        :class:`BudgetSpent`; a batched call joins only while what the gathered calls hold is
+        too, holding ``hold`` till :meth:`release`. Else False: what is held is not spent, so it
+        waits for a release and asks again (a later batch, or refused on the spend recorded)."""
         with self._lock:
-            sources, held = list(self._sources), self._held
-        if sum(source() for source in sources) + held >= self.limit:
+            sources = list(self._sources)
+        if (spent := sum(source() for source in sources)) >= self.limit:
             raise BudgetSpent(self.message)
-        if hold:
-            with self._lock:
+        with self._lock:
+            if admitted := not hold or spent + self._held < self.limit:
                 self._held += hold
+        return admitted
 
     def release(self, hold: float) -> None:
         """The call :meth:`admit` held ``hold`` for has ended: its tokens are counted now."""

@@ -98,6 +98,7 @@ class Transport:
         self.secrets += known_keys()
         self._loop = asyncio.new_event_loop()
         self._semaphore = asyncio.Semaphore(concurrency)
+        self._released = asyncio.Condition()  # a batched call's hold (see call)
         if self._builtin:
             client.limiter = self._semaphore
             if budget is not None:
@@ -196,15 +197,18 @@ class Transport:
         if self.budget is None:
             return dataclasses.replace(await self._complete(prompt, user, vote), key=looked.key)
         # A batched call's tokens are counted when its batch ends: till then it holds what its
-        # prompt costs (4 characters a token), so a batch gathers no more than the budget.
-        hold = 0.0
+        # prompt costs (4 characters a token), and a call the holds keep out waits (Budget.admit).
+        hold, budget = 0.0, self.budget
         if self.batch is not None and self.price is not None:
             hold = self.price.cost((len(prompt.system) + len(user)) // 4, 0)
-        self.budget.admit(hold)  # no wait for a slot once the budget is spent
+        async with self._released:  # no wait for a slot once the budget is spent
+            await self._released.wait_for(lambda: budget.admit(hold))
         try:
             reply = await self._complete(prompt, user, vote)
         finally:
             self.budget.release(hold)
+            async with self._released:
+                self._released.notify_all()
         return dataclasses.replace(reply, key=looked.key)
 
     def store(self, reply: Reply, parsed: Any) -> None:

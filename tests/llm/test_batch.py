@@ -36,6 +36,7 @@ from tests.fake_llm import (
     verdict,
 )
 from tests.judge.test_judge_e2e import JUDGED, by_requirement, judge_args
+from tests.llm.test_cost import _cases
 
 Write = Callable[[str, str], Path]
 
@@ -442,6 +443,25 @@ def test_the_budget_holds_for_calls_gathered_into_a_batch(
     assert len(fake_llm.batched) == 1 and len(refused) == 1
     assert "cost budget of $0.00001 spent" in refused[0]["reason"]
     result.stdout.fnmatch_lines(["*cost budget of $0.00001 spent: 1 criterion left ERROR*"])
+
+
+def test_a_call_the_holds_keep_out_waits_for_the_batch_and_joins_the_next(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
+) -> None:
+    """What gathered calls hold is not spent: the calls their holds keep out of a batch wait
+    till it ends, then join the next on the spend recorded, as a live run's would start."""
+    write("cost.rubric.yaml", _cases(6))
+    fake_llm.script_batch(poll_after=0)
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    result = pytester.runpytest(
+        *judge_args(fake_llm, "openai", "--rubric-judge-batch", "--rubric-max-cost=0.5"),
+        "--rubric-judge-price=1000,1000",
+    )
+    result.assert_outcomes(passed=6)
+    created = [r for r in fake_llm.requests if r.path.endswith("/batches")]
+    assert len(created) > 1 and len(fake_llm.batched) == 6 and _live(fake_llm) == []
+    # 6 calls of 10 in and 5 out at half of $1000/M: $0.045, far below the $0.5 budget.
+    result.stdout.fnmatch_lines(["judge openai:test-model: 6 calls, *, cost $0.045, *"])
 
 
 def test_an_ini_line_may_give_the_batch_price(

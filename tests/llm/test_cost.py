@@ -95,6 +95,14 @@ def test_a_budget_admits_calls_while_the_spend_is_below_it() -> None:
     assert str(info.value) == "cost budget of $0.02 spent (--rubric-max-cost)"
 
 
+def test_what_batched_calls_hold_keeps_a_call_out_without_refusing_it() -> None:
+    budget = Budget(0.02, shown="0.02")
+    assert budget.admit(0.03)  # the first joins whatever it holds
+    assert budget.admit(0.01) is False and budget.admit()  # held, not spent: a live call starts
+    budget.release(0.03)
+    assert budget.admit(0.01)
+
+
 def test_each_xdist_worker_gets_an_equal_share_and_the_message_names_the_whole() -> None:
     settings = CostSettings(max_cost=1.0, max_cost_shown="1")
     budget = settings.budget(share=4)
