@@ -502,6 +502,8 @@ class RubricItem(pytest.Item):
             show = self.rubric_session.settings.show_response
             baseline = self.rubric_session.results.baseline
             if result is None and cause is not None:  # the target raised: its ERROR result
+                if isinstance(cause, UserCodeError) and cause.__cause__ is not None:
+                    cause = cause.__cause__  # a SystemExit and the like: its own frames
                 unanswered = [r.result for r in self.stash.get(RESULTS_KEY, [])][-1:]
                 # What it was asked (it said nothing), then its answer in the baseline.
                 since = [line for r in unanswered for line in answer_lines(r, show_response=0)]

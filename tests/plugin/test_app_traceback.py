@@ -95,6 +95,24 @@ def test_a_target_that_raises_shows_its_traceback(pytester: pytest.Pytester, tea
     assert "pytest_rubric" not in out  # the plugin's frames are cut
 
 
+@pytest.mark.parametrize("raised", ["SystemExit(3)", "GeneratorExit()", "asyncio.CancelledError()"])
+def test_a_target_that_exits_shows_its_traceback_and_no_frame_of_the_plugin(
+    pytester: pytest.Pytester, team: None, write: Write, raised: str
+) -> None:
+    """A ``BaseException`` that is not an ``Exception`` is an ERROR like any other: the
+    application's frames, the plugin's cut, and what it raised in the short summary."""
+    write(
+        "evals/targets.py",
+        f"import asyncio\n\n\ndef hr_bot(question: str) -> str:\n    raise {raised}\n",
+    )
+    result = pytester.runpytest("--tb=long", "evals", "-rE")
+    result.assert_outcomes(errors=1)
+    name = raised.split("(")[0].rpartition(".")[2]
+    result.stdout.fnmatch_lines([f">       raise {raised}", f"*evals/targets.py:5: {name}"])
+    result.stdout.fnmatch_lines([f"ERROR evals/hr.rubric.yaml::remote?hr_bot? - *{name}*"])
+    assert "pytest_rubric" not in result.stdout.str()
+
+
 @pytest.mark.parametrize(
     ("tb", "shown", "hidden"),
     [
