@@ -12,6 +12,7 @@ import contextlib
 import contextvars
 import difflib
 import importlib
+import importlib.util
 import inspect
 import queue
 import sys
@@ -28,6 +29,22 @@ def make_importable(*folders: Path) -> None:
     for folder in folders:
         if (entry := str(folder)) not in sys.path:
             sys.path.append(entry)
+
+
+def shadowed(module: str, folder: Path) -> str | None:
+    """Why the top-level ``module`` a rubric file in ``folder`` names, which has one of that
+    name beside it, would not be that one: another comes first on the import path."""
+    own = [folder / f"{module}.py", folder / module / "__init__.py"]
+    if not any(p.is_file() for p in own):
+        return None
+    try:  # where the import would find it, importing nothing
+        found = importlib.util.find_spec(module)
+    except Exception:  # the import says why
+        return None
+    origin = Path(found.origin).resolve() if found is not None and found.origin else None
+    if origin in [p.resolve() for p in own]:
+        return None
+    return f"module {module!r} would be imported from {origin}, not from beside this rubric file"
 
 
 def resolve_import(path: str) -> Any:

@@ -25,11 +25,18 @@ from .._errors import Problem, RubricAssertionError, RubricEvaluationError, Rubr
 from .._grade.grader import CompiledRubric, Grader, context_of
 from .._grade.scoring import score as score_results
 from .._grade.sources import Source, Target
-from .._guards.calls import UserCodeError, described, make_importable, resolve_import
+from .._guards.calls import (
+    UserCodeError,
+    described,
+    make_importable,
+    resolve_import,
+    shadowed,
+)
 from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite
 from .._render.table import answer_lines, criteria_table, since_baseline
 from .._schema import own_mark
+from ..criteria.callable import CallableCriterion
 from ..criteria.check import Answer
 from ..judge.requests import JudgeKey
 from .heap import paused
@@ -212,6 +219,12 @@ class RubricFile(pytest.File):
                     problems.append(
                         replace(where, message=f"target {path!r} cannot be called: {exc}")
                     )
+        every = [*suite.global_criteria, *(c for case in suite.cases for c in case.criteria)]
+        paths = {*targets, *(c.function for c in every if isinstance(c, CallableCriterion))}
+        for module in sorted({path.partition(":")[0].partition(".")[0] for path in paths}):
+            if why := shadowed(module, self.path.parent):
+                hint = "rename one of them: Python imports one module of a name"
+                problems.append(Problem(why, hint=hint))
         if problems:
             raise RubricLoadError(self.path, problems)
 

@@ -450,6 +450,35 @@ def test_callables_and_targets_import_from_the_rootdir_and_the_rubric_folder_und
     result.assert_outcomes(passed=1)
 
 
+def test_two_rubric_folders_with_a_module_of_one_name_are_told_apart_not_mixed_up(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """Python imports one module of a name: the second folder's ``checks.py`` would silently
+    be the first's (its target answering with the other's words), so its file says so."""
+    pytester.makeini("[pytest]\nrubric_dirs = evals\n")
+    for name in ("a", "b"):
+        write(f"evals/{name}/checks.py", f"def t(question):\n    return 'from {name}'\n")
+        write(
+            f"evals/{name}/s.rubric.yaml",
+            f"""
+            target: checks:t
+            cases:
+              - id: q
+                question: "q?"
+                criteria: [{{id: own, type: any_of, any_of: ["from {name}"]}}]
+            """,
+        )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "  evals/b/s.rubric.yaml: module 'checks' would be imported from *evals/a/checks.py, "
+            "not from beside this rubric file",
+            "    -> rename one of them: Python imports one module of a name",
+        ]
+    )
+
+
 def test_an_empty_responses_folder_says_what_is_missing_not_to_set_it(
     pytester: pytest.Pytester, write: Write
 ) -> None:
