@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.trace import StatusCode
 
 from ._errors import SpansUnreadable
-from ._load.traces import json_object
+from ._load.traces import finite, json_object
 from ._trace import Passage, ToolCall, Trace, Usage
 
 SPAN_NAME = "pytest-rubric target"
@@ -300,7 +300,7 @@ def _tokens(attributes: Mapping[str, Any]) -> tuple[int | None, int | None]:
 def _count(attributes: Mapping[str, Any], *names: str) -> int | None:
     for name in names:
         value = attributes.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0 and finite(value):
             return value
     return None
 

@@ -6,12 +6,12 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, replace
 from typing import Any, TypeVar
 
 from .._trace import Passage, ToolCall, Trace, TraceSource, Usage
+from ..criteria.json_text import first_non_finite
 
 FIELD_SHAPES = (  # the fields beside the answer, as errors describe them
     '"context" (a list of str or of {"id", "text", "source"}), "messages" (OpenAI chat '
@@ -148,6 +148,11 @@ def _arguments(raw: Any) -> dict[str, Any]:
     return dict(raw) if isinstance(raw, Mapping) else (json_object(raw) or {})
 
 
+def finite(value: Any) -> bool:
+    """Whether every number in ``value`` is finite (the one rule: a ``json`` criterion's)."""
+    return first_non_finite(value) is None
+
+
 def _failed(content: str) -> bool:
     """A tool message whose content is a JSON object with an ``error`` key reports a failure."""
     if not content.lstrip().startswith("{"):
@@ -221,7 +226,7 @@ def read_context(context: Any) -> tuple[Passage, ...]:
 def _count(value: Any, name: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or not finite(value):
         raise ShapeError(f'"usage.{name}" is {value!r}, not a whole number of tokens')
     return value
 
@@ -232,10 +237,7 @@ def read_usage(usage: Any) -> Usage:
         raise ShapeError(f'"usage" is {type(usage).__name__}, not a mapping')
     cost = _get(usage, "cost_usd")
     if cost is not None and (
-        isinstance(cost, bool)
-        or not isinstance(cost, int | float)
-        or not math.isfinite(cost)
-        or cost < 0
+        isinstance(cost, bool) or not isinstance(cost, int | float) or not finite(cost) or cost < 0
     ):
         raise ShapeError(f'"usage.cost_usd" is {cost!r}, not a non-negative number')
     return Usage(

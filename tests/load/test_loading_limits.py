@@ -351,6 +351,28 @@ def test_subject_file_name_that_breaks_ids_is_a_collection_error(
     )
 
 
+@pytest.mark.parametrize("number", ["NaN", "-Infinity", "1e999", "1" + "0" * 400])
+def test_a_latency_that_is_not_finite_is_a_located_error(
+    pytester: pytest.Pytester, write: Write, number: str
+) -> None:
+    # It was read as it is: `latency_s nan <= 5` MET, and NaN in a --rubric-json document.
+    write(
+        "fin.rubric.yaml",
+        """
+        responses: answers/
+        cases:
+          - id: q1
+            criteria: [{id: quick, type: trace_limits, max_latency_s: 5}]
+        """,
+    )
+    write("answers/bot.jsonl", f'{{"id": "q1", "response": "4", "latency_s": {number}}}\n')
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["  */answers/bot.jsonl:1, case 'q1', field 'latency_s': `latency_s` must be a number*"]
+    )
+
+
 # --- aliases ------------------------------------------------------------------------------------
 
 

@@ -132,6 +132,8 @@ def test_objects_with_the_attributes_are_read_like_mappings() -> None:
         ({"answer": "a", "messages": [5]}, '"messages" item 0 is int', "messages"),
         ({"answer": "a", "usage": {"input_tokens": -1}}, '"usage.input_tokens"', "usage"),
         ({"answer": "a", "usage": {"cost_usd": "1"}}, '"usage.cost_usd"', "usage"),
+        ({"answer": "a", "usage": {"cost_usd": 10**400}}, '"usage.cost_usd"', "usage"),
+        ({"answer": "a", "usage": {"output_tokens": 10**400}}, '"usage.output_tokens"', "usage"),
         ({"answer": "a", "metadata": [1]}, '"metadata" is list, not a dict', "metadata"),
     ],
 )
