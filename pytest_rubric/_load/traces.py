@@ -143,9 +143,15 @@ def json_object(value: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _arguments(raw: Any) -> dict[str, Any]:
-    """A call's arguments: a JSON object, or ``{}`` (none, not JSON, a list)."""
-    return dict(raw) if isinstance(raw, Mapping) else (json_object(raw) or {})
+def arguments(raw: Any) -> dict[str, Any] | str:
+    """A call's arguments: a JSON object, or ``{}`` (none, not JSON, a list). Arguments
+    holding a number that is not finite (``NaN``, ``1e999``) are kept as their JSON text:
+    no ``args`` schema fits them, as no schema fits such an answer, and the trace in the
+    outputs stays JSON (RFC 8259 has no NaN)."""
+    parsed = dict(raw) if isinstance(raw, Mapping) else (json_object(raw) or {})
+    if finite(parsed):
+        return parsed
+    return raw if isinstance(raw, str) else json.dumps(parsed, default=str)
 
 
 def finite(value: Any) -> bool:
@@ -192,7 +198,7 @@ def read_messages(messages: Any) -> tuple[tuple[ToolCall, ...], int]:
                     )
                 if (call_id := _get(call, "id")) is not None:
                     waiting.setdefault(call_id, []).append(len(requested))
-                requested.append([name, _arguments(_get(function, "arguments")), None])
+                requested.append([name, arguments(_get(function, "arguments")), None])
         elif role == "tool" and (queue := waiting.get(_get(message, "tool_call_id"))):
             requested[queue.pop(0)][2] = _text(_get(message, "content"))
     calls = [ToolCall(n, a, r is not None and not _failed(r), r) for n, a, r in requested]
@@ -286,7 +292,7 @@ def as_messages(trace: Trace) -> list[dict[str, Any]]:
                     {
                         "id": f"call_{i}",
                         "type": "function",
-                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                        "function": {"name": c.name, "arguments": _text(c.arguments)},
                     }
                     for i, c in enumerate(trace.tool_calls, 1)
                 ],

@@ -139,7 +139,7 @@ class ToolCallModel(_Part):
     """One tool call of a ``trace``."""
 
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] | str  # its JSON text when a number in it is not finite
     ok: bool
     result: str | None = None
 

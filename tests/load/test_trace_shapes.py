@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,21 @@ def test_arguments_that_are_not_a_json_object_are_kept_empty_and_the_tool_says_o
         {"role": "tool", "tool_call_id": "a", "content": '{"status": "ok"}'},
     ]
     assert read_messages(messages)[0] == (ToolCall("lookup", {}, True, '{"status": "ok"}'),)
+
+
+def test_arguments_holding_a_number_that_is_not_finite_are_kept_as_their_json_text() -> None:
+    messages = [
+        {"role": "assistant", "tool_calls": [call("a", "t", '{"n": 1e999}')]},
+        {
+            "role": "assistant",
+            "tool_calls": [{"function": {"name": "u", "arguments": {"n": math.nan}}}],
+        },
+    ]
+    calls, _ = read_messages(messages)
+    assert [c.arguments for c in calls] == ['{"n": 1e999}', '{"n": NaN}']
+    assert (
+        read_trace(as_fields(Trace("returned", calls, 2)), source="responses").tool_calls == calls
+    )
 
 
 def test_a_reused_call_id_is_answered_by_the_first_tool_message_after_each_call() -> None:
