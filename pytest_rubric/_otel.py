@@ -30,7 +30,8 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.trace import StatusCode
 
 from ._errors import SpansUnreadable
-from ._load.traces import json_object
+from ._load.traces import arguments as call_arguments
+from ._load.traces import finite, json_object
 from ._trace import Passage, ToolCall, Trace, Usage
 
 SPAN_NAME = "pytest-rubric target"
@@ -252,7 +253,7 @@ def _tool_call(span: ReadableSpan, attributes: Mapping[str, Any]) -> ToolCall:
     if not name:  # the span name, "execute_tool {gen_ai.tool.name}" by the conventions
         name = span.name.removeprefix(_EXECUTE_TOOL).strip() or span.name
     if "gen_ai.tool.call.arguments" in attributes:
-        arguments = json_object(attributes["gen_ai.tool.call.arguments"])
+        arguments = attributes["gen_ai.tool.call.arguments"]  # read below, its text kept
     # OpenInference records a call's arguments as its input (`input.value`, JSON); its
     # `tool.parameters` may hold them too, or the tool's JSON Schema, which is not a call.
     elif (arguments := json_object(attributes.get("input.value"))) is None:
@@ -263,7 +264,7 @@ def _tool_call(span: ReadableSpan, attributes: Mapping[str, Any]) -> ToolCall:
     result = attributes.get("gen_ai.tool.call.result", attributes.get("output.value"))
     return ToolCall(
         name=str(name),
-        arguments=arguments or {},
+        arguments=call_arguments(arguments),
         ok=not failed,
         result=None if result is None else _text(result),
     )
@@ -300,7 +301,7 @@ def _tokens(attributes: Mapping[str, Any]) -> tuple[int | None, int | None]:
 def _count(attributes: Mapping[str, Any], *names: str) -> int | None:
     for name in names:
         value = attributes.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0 and finite(value):
             return value
     return None
 

@@ -24,11 +24,12 @@ TraceSource = Literal["returned", "otel", "responses", "case"]
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """One call of a tool: its name, its arguments (a JSON object), whether it succeeded,
-    and its result as text (``None`` when the trace does not show one)."""
+    """One call of a tool: its name, its arguments (a JSON object; its text when it holds a
+    number that is not finite, which no ``args`` fits), whether it succeeded, and its result
+    as text (``None`` when the trace does not show one)."""
 
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] | str
     ok: bool
     result: str | None = None
 

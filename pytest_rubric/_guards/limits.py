@@ -8,10 +8,12 @@ Python cannot read is a problem, and a key given twice is reported (the YAML sid
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +113,15 @@ def quoted(name: Any) -> str:
     """A key as a message shows it: in backquotes, or as a repr if it holds anything odd."""
     text = shown(name)
     return f"`{text}`" if text == str(name) and isinstance(name, str) else text
+
+
+def overflowing(weights: Iterable[float]) -> str | None:
+    """Which sum of a case's ``weights`` overflows, "weights" or "penalties", or None: an
+    infinite sum makes every score NaN or 1.0 (a rubric file's, or a document's read back)."""
+    weights = list(weights)
+    if not math.isfinite(sum(w for w in weights if w > 0)):
+        return "weights"
+    return None if math.isfinite(sum(-w for w in weights if w < 0)) else "penalties"
 
 
 # --- JSON ---------------------------------------------------------------------------------------

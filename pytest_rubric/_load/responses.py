@@ -11,7 +11,7 @@ from pathlib import Path
 from .._errors import Problem
 from .._guards.limits import NotRegular, read_jsonl
 from .._trace import Trace
-from .traces import FIELD_SHAPES, TRACE_FIELDS, ShapeError, read_trace
+from .traces import FIELD_SHAPES, TRACE_FIELDS, ShapeError, finite, read_trace
 
 
 @dataclass(slots=True)
@@ -127,7 +127,10 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
         latency = entry.get("latency_s")
         if latency is not None or any(v is not None for v in fields.values()):
             if latency is not None and (
-                isinstance(latency, bool) or not isinstance(latency, int | float) or latency < 0
+                isinstance(latency, bool)
+                or not isinstance(latency, int | float)
+                or not finite(latency)
+                or latency < 0
             ):
                 bad("`latency_s` must be a number of seconds", case=str(case_id), field="latency_s")
                 continue

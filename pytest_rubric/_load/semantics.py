@@ -6,7 +6,6 @@ failed (in the raw data, or what validates alone), so one round of errors lists 
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -14,6 +13,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from .._errors import Problem
 from .._guards.engines import PATTERN_TIMEOUT
+from .._guards.limits import overflowing
 from .._guards.outgoing import as_written
 from .._guards.secrets import shorten
 from .._schema import Case, Criterion, Suite, default_ids
@@ -220,7 +220,7 @@ def semantic_problems(
         global_criteria, cases = _valid_parts(data)
     for i, case in cases:
         everything = [*global_criteria, *case.criteria]
-        if (overflow := _overflowing_weights(everything)) is not None:
+        if (overflow := overflowing(c.effective_weight for c in everything)) is not None:
             problems.append(
                 Problem(
                     f"the case's {overflow} add up to more than a number can hold, so its "
@@ -273,15 +273,6 @@ def _valid_criteria(raw: Any) -> list[tuple[int, Criterion]]:
         with contextlib.suppress(ValidationError):
             valid.append((j, adapter.validate_python({"id": f"criterion {j + 1}", **entry})))
     return valid
-
-
-def _overflowing_weights(criteria: Sequence[Criterion]) -> str | None:
-    """Which of a case's sums overflows, "weights" or "penalties", or None: an infinite sum
-    makes every score NaN or 1.0."""
-    weights = [c.effective_weight for c in criteria]
-    if not math.isfinite(sum(w for w in weights if w > 0)):
-        return "weights"
-    return None if math.isfinite(sum(-w for w in weights if w < 0)) else "penalties"
 
 
 def _valid_parts(data: dict[str, Any]) -> tuple[Sequence[Criterion], list[tuple[int, Case]]]:

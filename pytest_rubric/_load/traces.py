@@ -6,12 +6,12 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, replace
 from typing import Any, TypeVar
 
 from .._trace import Passage, ToolCall, Trace, TraceSource, Usage
+from ..criteria.json_text import first_non_finite
 
 FIELD_SHAPES = (  # the fields beside the answer, as errors describe them
     '"context" (a list of str or of {"id", "text", "source"}), "messages" (OpenAI chat '
@@ -143,9 +143,20 @@ def json_object(value: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _arguments(raw: Any) -> dict[str, Any]:
-    """A call's arguments: a JSON object, or ``{}`` (none, not JSON, a list)."""
-    return dict(raw) if isinstance(raw, Mapping) else (json_object(raw) or {})
+def arguments(raw: Any) -> dict[str, Any] | str:
+    """A call's arguments: a JSON object, or ``{}`` (none, not JSON, a list). Arguments
+    holding a number that is not finite (``NaN``, ``1e999``) are kept as their JSON text:
+    no ``args`` schema fits them, as no schema fits such an answer, and the trace in the
+    outputs stays JSON (RFC 8259 has no NaN)."""
+    parsed = dict(raw) if isinstance(raw, Mapping) else (json_object(raw) or {})
+    if finite(parsed):
+        return parsed
+    return raw if isinstance(raw, str) else json.dumps(parsed, default=str)
+
+
+def finite(value: Any) -> bool:
+    """Whether every number in ``value`` is finite (the one rule: a ``json`` criterion's)."""
+    return first_non_finite(value) is None
 
 
 def _failed(content: str) -> bool:
@@ -187,7 +198,7 @@ def read_messages(messages: Any) -> tuple[tuple[ToolCall, ...], int]:
                     )
                 if (call_id := _get(call, "id")) is not None:
                     waiting.setdefault(call_id, []).append(len(requested))
-                requested.append([name, _arguments(_get(function, "arguments")), None])
+                requested.append([name, arguments(_get(function, "arguments")), None])
         elif role == "tool" and (queue := waiting.get(_get(message, "tool_call_id"))):
             requested[queue.pop(0)][2] = _text(_get(message, "content"))
     calls = [ToolCall(n, a, r is not None and not _failed(r), r) for n, a, r in requested]
@@ -221,7 +232,7 @@ def read_context(context: Any) -> tuple[Passage, ...]:
 def _count(value: Any, name: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or not finite(value):
         raise ShapeError(f'"usage.{name}" is {value!r}, not a whole number of tokens')
     return value
 
@@ -232,10 +243,7 @@ def read_usage(usage: Any) -> Usage:
         raise ShapeError(f'"usage" is {type(usage).__name__}, not a mapping')
     cost = _get(usage, "cost_usd")
     if cost is not None and (
-        isinstance(cost, bool)
-        or not isinstance(cost, int | float)
-        or not math.isfinite(cost)
-        or cost < 0
+        isinstance(cost, bool) or not isinstance(cost, int | float) or not finite(cost) or cost < 0
     ):
         raise ShapeError(f'"usage.cost_usd" is {cost!r}, not a non-negative number')
     return Usage(
@@ -284,7 +292,7 @@ def as_messages(trace: Trace) -> list[dict[str, Any]]:
                     {
                         "id": f"call_{i}",
                         "type": "function",
-                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                        "function": {"name": c.name, "arguments": _text(c.arguments)},
                     }
                     for i, c in enumerate(trace.tool_calls, 1)
                 ],

@@ -122,7 +122,9 @@ def trace_lines(trace: Trace | None) -> list[str]:
     if trace.tool_calls or trace.llm_calls is not None:
         lines.append(f"tool calls ({len(trace.tool_calls)}, {trace.source}):")
         for call in trace.tool_calls:
-            arguments = json.dumps(call.arguments, ensure_ascii=False, default=str)
+            arguments = call.arguments
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments, ensure_ascii=False, default=str)
             shown = shorten(arguments, _SHOWN_ARGUMENTS, *known_keys())
             lines.append(f"  {call.name} {shown} {'ok' if call.ok else 'FAILED'}")
     if trace.context:

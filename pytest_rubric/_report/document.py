@@ -45,7 +45,7 @@ from pydantic import (
 from .._defaults import parse_pass_when
 from .._errors import DocumentError
 from .._grade.scoring import item_passes, passes, score
-from .._guards.limits import RepeatedKey, unique_keys
+from .._guards.limits import RepeatedKey, overflowing, unique_keys
 from .._guards.secrets import known_keys, shorten
 from .._llm.base import mean_raw_score
 from .._results import CaseResult, Sample
@@ -126,11 +126,20 @@ class CriterionResultModel(_Part):
         return data
 
 
+def _summable(criteria: list[CriterionResultModel]) -> list[CriterionResultModel]:
+    if (overflow := overflowing(c.weight for c in criteria)) is not None:  # as in a rubric
+        raise ValueError(f"expected {overflow} whose sum a number can hold")
+    return criteria
+
+
+Criteria = Annotated[list[CriterionResultModel], AfterValidator(_summable)]
+
+
 class ToolCallModel(_Part):
     """One tool call of a ``trace``."""
 
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] | str  # its JSON text when a number in it is not finite
     ok: bool
     result: str | None = None
 
@@ -172,7 +181,7 @@ class SampleModel(_Part):
     score: Fraction
     raw_score: float
     passed: bool
-    criteria: list[CriterionResultModel]
+    criteria: Criteria
     response: str = ""
     llm_raw_score: RawScore | None = None
     trace: TraceModel | None = None
@@ -193,7 +202,7 @@ class ResultModel(_Part):
     raw_score: float
     min_score: float | None  # any pass mark (assert_rubric's is not bounded); null: report-only
     passed: bool
-    criteria: list[CriterionResultModel]
+    criteria: Criteria
     fluency: Fraction
     confidence: Fraction
     naive_score: Fraction

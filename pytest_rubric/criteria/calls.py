@@ -12,6 +12,7 @@ from .._guards.schemas import schema_validator
 from .._results import Outcome
 from .._trace import ToolCall, Trace
 from .check import Answer, error
+from .json_text import NOT_FINITE
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -72,7 +73,11 @@ class CallMatcher:
         validator = self.validator
         try:
             with running(Deadline(self.timeout)):
-                return [c for c in named if validator.is_valid(c.arguments)]
+                return [
+                    c
+                    for c in named
+                    if isinstance(c.arguments, dict) and validator.is_valid(c.arguments)
+                ]
         except CheckTimeout as exc:
             return error(f"the `args` check of {self.name} could not finish: {exc}")
         except (OverflowError, RecursionError) as exc:
@@ -80,3 +85,10 @@ class CallMatcher:
                 f"the `args` check of {self.name} could not finish ({type(exc).__name__}): the "
                 "arguments are too deep or their numbers too large to check"
             )
+
+    def unfit(self, calls: tuple[ToolCall, ...]) -> str:
+        """Why calls of the tool fit no ``args``: kept as text (see ``_load.traces``), their
+        arguments hold a number that is not finite; ``""`` when none does."""
+        n = sum(c.name == self.name and isinstance(c.arguments, str) for c in calls)
+        shown = n and self.validator is not None
+        return f"; the args of {n} call(s) of {self.name}: {NOT_FINITE}" if shown else ""

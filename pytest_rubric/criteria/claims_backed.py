@@ -86,6 +86,7 @@ class _ClaimsBackedCheck(Check[ClaimsBacked]):
             if not backing:
                 unbacked.append(
                     f"{claim.id} ({short(said)}) without a successful {claim.tool} call"
+                    + matcher.unfit(calls)
                 )
         if not made:
             return met("the answer makes none of the claims")

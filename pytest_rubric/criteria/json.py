@@ -17,6 +17,7 @@ from .._results import Outcome, Verdict
 from .check import Answer, Check, CheckContext, error, met, unmet
 from .json_text import (
     MISSING,
+    NOT_FINITE,
     JsonPointer,
     NestedTooDeeply,
     Schema,
@@ -100,10 +101,7 @@ class _JsonCheck(Check[Json]):
         assert self.validator is not None
         where = first_non_finite(value)
         if where is not None:
-            return unmet(
-                f"does not fit the schema at {pointer_text(where)}: a number that is not finite "
-                "(it overflowed) fits no schema"
-            )
+            return unmet(f"does not fit the schema at {pointer_text(where)}: {NOT_FINITE}")
         try:
             with running(Deadline(self.timeout)):
                 errors = sorted(

@@ -55,6 +55,9 @@ def resolve_pointer(document: Any, pointer: str) -> Any:
     return value
 
 
+NOT_FINITE = "a number that is not finite (it overflowed) fits no schema"
+
+
 def first_non_finite(value: Any) -> tuple[str | int, ...] | None:
     """The path of the first number in parsed JSON that is not finite (NaN, infinite, past
     every float: 400 digits), or None. Iterative and linear: answers nest past the stack."""

@@ -83,4 +83,5 @@ class _ToolCalledCheck(Check[ToolCalled]):
         seen = ", ".join(dict.fromkeys(c.name for c in calls)) or "no tool calls"
         return unmet(
             f"{said}; {self.c.tool} called {named} time(s) in all; the trace shows: {seen}"
+            + self.matcher.unfit(calls)
         )

@@ -157,6 +157,15 @@ def test_arguments_that_are_not_a_json_object_are_no_arguments(
     assert trace.tool_calls == (ToolCall(name="refund", arguments={}, ok=True),)
 
 
+@pytest.mark.parametrize("arguments", ['{"amount": NaN}', '{"amount": -1e999}'])
+def test_arguments_holding_a_number_that_is_not_finite_are_kept_as_their_text(
+    spans: SpanCapture, tracer: trace_api.Tracer, arguments: str
+) -> None:
+    trace = read(spans, lambda: execute_tool(tracer, "refund", arguments))
+    assert trace is not None
+    assert trace.tool_calls == (ToolCall(name="refund", arguments=arguments, ok=True),)
+
+
 @given(arguments=st.text(max_size=200) | st.dictionaries(st.text(max_size=5), st.integers()))
 def test_any_arguments_read_as_a_json_object(arguments: Any) -> None:
     provider = TracerProvider()

@@ -351,6 +351,76 @@ def test_subject_file_name_that_breaks_ids_is_a_collection_error(
     )
 
 
+@pytest.mark.parametrize("number", ["NaN", "-Infinity", "1e999", "1" + "0" * 400])
+def test_a_latency_that_is_not_finite_is_a_located_error(
+    pytester: pytest.Pytester, write: Write, number: str
+) -> None:
+    # It was read as it is: `latency_s nan <= 5` MET, and NaN in a --rubric-json document.
+    write(
+        "fin.rubric.yaml",
+        """
+        responses: answers/
+        cases:
+          - id: q1
+            criteria: [{id: quick, type: trace_limits, max_latency_s: 5}]
+        """,
+    )
+    write("answers/bot.jsonl", f'{{"id": "q1", "response": "4", "latency_s": {number}}}\n')
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["  */answers/bot.jsonl:1, case 'q1', field 'latency_s': `latency_s` must be a number*"]
+    )
+
+
+def test_tool_args_holding_a_number_that_is_not_finite_fit_no_schema_and_stay_json(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    # NaN passed `maximum: 100`, 1e999 `minimum: 0`, and the document held NaN and Infinity.
+    write(
+        "fin.rubric.yaml",
+        """
+        responses: answers/
+        cases:
+          - id: q1
+            criteria:
+              - {id: capped, type: tool_called, tool: refund, args: {properties: {amount: {maximum: 100}}}}
+              - id: backed
+                type: claims_backed
+                claims: [{id: r, any_of: [refunded], tool: refund, args: {properties: {amount: {minimum: 0}}}}]
+        """,
+    )
+    for subject, number in [("nan", "NaN"), ("big", "1e999")]:
+        arguments = f'{{"amount": {number}}}'
+        call = {
+            "id": "a",
+            "type": "function",
+            "function": {"name": "refund", "arguments": arguments},
+        }
+        messages = [
+            {"role": "assistant", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "a", "content": "{}"},
+        ]
+        line = {"id": "q1", "response": "refunded", "messages": messages}
+        write(f"answers/{subject}.jsonl", json.dumps(line) + "\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--rubric-json=out.json")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        ["*capped*UNMET*refund: a number that is not finite (it overflowed) fits no schema"] * 2
+    )
+
+    def refused(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON")
+
+    document = json.loads((pytester.path / "out.json").read_text(), parse_constant=refused)
+    shown = {r["subject"]: r["samples"][0]["trace"]["tool_calls"] for r in document["results"]}
+    assert {s: c[0]["arguments"] for s, c in shown.items()} == {
+        "nan": '{"amount": NaN}',
+        "big": '{"amount": 1e999}',
+    }
+    assert all("fits no schema" in c["reason"] for r in document["results"] for c in r["criteria"])
+
+
 # --- aliases ------------------------------------------------------------------------------------
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,21 @@ def test_arguments_that_are_not_a_json_object_are_kept_empty_and_the_tool_says_o
     assert read_messages(messages)[0] == (ToolCall("lookup", {}, True, '{"status": "ok"}'),)
 
 
+def test_arguments_holding_a_number_that_is_not_finite_are_kept_as_their_json_text() -> None:
+    messages = [
+        {"role": "assistant", "tool_calls": [call("a", "t", '{"n": 1e999}')]},
+        {
+            "role": "assistant",
+            "tool_calls": [{"function": {"name": "u", "arguments": {"n": math.nan}}}],
+        },
+    ]
+    calls, _ = read_messages(messages)
+    assert [c.arguments for c in calls] == ['{"n": 1e999}', '{"n": NaN}']
+    assert (
+        read_trace(as_fields(Trace("returned", calls, 2)), source="responses").tool_calls == calls
+    )
+
+
 def test_a_reused_call_id_is_answered_by_the_first_tool_message_after_each_call() -> None:
     """Providers may reuse ids across turns: each tool message answers the first call of its
     id still unanswered, never a later call's."""
@@ -132,6 +148,8 @@ def test_objects_with_the_attributes_are_read_like_mappings() -> None:
         ({"answer": "a", "messages": [5]}, '"messages" item 0 is int', "messages"),
         ({"answer": "a", "usage": {"input_tokens": -1}}, '"usage.input_tokens"', "usage"),
         ({"answer": "a", "usage": {"cost_usd": "1"}}, '"usage.cost_usd"', "usage"),
+        ({"answer": "a", "usage": {"cost_usd": 10**400}}, '"usage.cost_usd"', "usage"),
+        ({"answer": "a", "usage": {"output_tokens": 10**400}}, '"usage.output_tokens"', "usage"),
         ({"answer": "a", "metadata": [1]}, '"metadata" is list, not a dict', "metadata"),
     ],
 )

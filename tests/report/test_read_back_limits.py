@@ -329,6 +329,18 @@ def _delete(*where: str | int) -> Callable[[dict[str, Any]], None]:
     return change
 
 
+def _overflowing(data: dict[str, Any]) -> None:
+    """Two weights, each finite, whose sum is not: every score NaN or 0 (a collection error in
+    a rubric file)."""
+    result = data["results"][0]
+    result["criteria"] = [{**result["criteria"][0], "weight": 1e308}] * 2
+
+
+OVERFLOWING = (
+    "results[0].criteria: value error, expected weights whose sum a number can hold, got a list"
+)
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -340,8 +352,9 @@ def _delete(*where: str | int) -> Callable[[dict[str, Any]], None]:
         (_set("results", 0, "criteria", 0, "credit", value=math.nan), "results[0].criteria[0].credit: expected a finite number, got nan"),
         (_set("results", 0, "flags", value="confidently_wrong"), "results[0].flags: expected a list, got 'confidently_wrong'"),
         (_delete("results", 1, "score"), "results[1].score: missing"),
+        (_overflowing, OVERFLOWING),
     ],
-    ids=["string-score", "nan-score", "inf-score", "bool-score", "string-min-score", "nan-credit", "string-flags", "missing-score"],
+    ids=["string-score", "nan-score", "inf-score", "bool-score", "string-min-score", "nan-credit", "string-flags", "missing-score", "overflowing-weights"],
 )  # fmt: skip
 def test_a_mistyped_baseline_stops_the_run_before_the_tests_naming_the_field(
     pytester: pytest.Pytester, base: Path, change: Callable[[dict[str, Any]], None], message: str
@@ -392,6 +405,14 @@ def test_a_document_of_an_older_version_without_run_still_merges(
     assert json.loads((pytester.path / "merged.json").read_text())["run"] == run
     main(["merge", "a.json", "--json", "merged.json"])
     assert json.loads((pytester.path / "merged.json").read_text())["run"] is None
+
+
+def test_merge_refuses_weights_whose_sum_overflows(
+    shard: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _edit(shard, _overflowing)
+    assert main(["merge", "a.json"]) == 2
+    assert f"a.json: {OVERFLOWING}" in capsys.readouterr().err
 
 
 def test_merge_recomputes_passed_from_the_criteria(
