@@ -113,7 +113,8 @@ class CaseResult:
 
     ``score`` is the substance score in [0, 1]; style never enters it. ``fluency`` and
     ``confidence`` are the style heuristics (``pytest_rubric._grade.style``),
-    ``style_score`` the mean credit of the ``axis: style`` criteria that ran, or None, and
+    ``style_score`` the mean of how far each ``axis: style`` criterion that ran went the right
+    way (its credit, 1 - credit for a negative weight), or None, and
     ``naive_score`` what a rubric rewarding how an answer reads would have given. With
     ``repeat`` N > 1, ``samples`` holds each answer's grade: the scores are then means,
     ``criteria`` and ``response`` the first sample's, and ``passed`` the ``pass_when``

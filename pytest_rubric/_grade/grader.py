@@ -257,14 +257,15 @@ class Grader:
         )
         # In one pass: a known-wrong claim made (a negative substance weight MET); an answer
         # that claims an action its trace does not show (claims_backed UNMET); style, the
-        # mean of the style criteria that were decided: one that could not be evaluated is
-        # left out of it, and flags the result, but never fails it.
+        # mean of the style criteria that were decided, each by how far it went the right way
+        # (a negative weight's credit is the error happening): one that could not be
+        # evaluated is left out of it, and flags the result, but never fails it.
         wrong_claim = unbacked = style_error = False
         style_credits: list[float] = []
         for c in criteria:
             if c.axis == "style":
                 if c.verdict in (Verdict.MET, Verdict.UNMET):
-                    style_credits.append(c.credit)
+                    style_credits.append(c.credit if c.weight >= 0 else 1 - c.credit)
                 style_error = style_error or c.verdict is Verdict.ERROR
             elif c.axis == "substance" and c.weight < 0 and c.verdict is Verdict.MET:
                 wrong_claim = True

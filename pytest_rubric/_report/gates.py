@@ -375,7 +375,10 @@ def _compare(
 ) -> tuple[list[GateEntry], list[str], list[SubjectDelta], tuple[CaseChange, ...]]:
     """``baseline-case`` and ``baseline-subject`` on this run's ``results``: their entries, the
     notes about cases that did not run, each subject's delta (with the paired interval of
-    (now - baseline) over the cases both runs graded, at ``delta_level``) and the changes."""
+    (now - baseline) over the cases both runs graded, at ``delta_level``) and the changes. A
+    case the baseline left undecided (SKIPPED, see _grade.bounds) was in none of its figures:
+    it is compared as one the baseline does not have."""
+    baseline = [r for r in baseline if r.skipped_bounds is None]
     old, new = _keyed(baseline), _keyed(results)
     entries = _case_entries(old, new, asked.gate_confidence)
     notes = []

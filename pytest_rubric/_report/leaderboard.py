@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .._grade.scoring import score
-from .._results import CaseResult, wilson
+from .._results import CaseResult, Verdict, wilson
 from . import stats as _stats
 
 _TIE = 1e-9
@@ -352,10 +352,10 @@ class Breakdown:
 
 
 def _tag_scores(result: CaseResult) -> dict[str, float]:
-    """The result's score over the criteria of each tag it has with a positive weight."""
-    tags = {
-        tag for c in result.criteria if c.axis == "substance" and c.weight > 0 for tag in c.tags
-    }
+    """The result's score over the criteria of each tag it graded with a positive weight: a tag
+    whose criteria were all SKIPPED has no score here, not 0."""
+    graded = [c for c in result.criteria if c.verdict is not Verdict.SKIPPED]
+    tags = {tag for c in graded if c.axis == "substance" and c.weight > 0 for tag in c.tags}
     scores = {}
     for tag in sorted(tags):
         per_sample = [

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from .._errors import Problem, RubricLoadError
 from .._grade.grader import CompiledRubric, Grader
-from .._grade.scoring import score as score_results
+from .._grade.scoring import unscored
 from .._guards.calls import make_importable
 from .._load.loader import load_suite
 from .._load.locate import problems_from_validation
@@ -217,7 +217,7 @@ class RubricFixture:
             item is not None
             and result.skipped
             and (session is None or session.unjudged is None)
-            and score_results(result.criteria).empty
+            and unscored(result)
         ):
             pytest.skip(f"nothing graded: {result.skipped[0].reason}")
         if item is not None:

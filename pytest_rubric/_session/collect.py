@@ -23,7 +23,7 @@ import pytest
 from .._defaults import PassWhen, named
 from .._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from .._grade.grader import CompiledRubric, Grader, context_of
-from .._grade.scoring import score as score_results
+from .._grade.scoring import unscored
 from .._grade.sources import Source, Target
 from .._guards.calls import (
     UserCodeError,
@@ -485,15 +485,9 @@ class RubricItem(pytest.Item):
             pass_when=self.pass_when,
             level=session.settings.confidence,
         )
-        # Without a judge at all, a case of judged criteria only has nothing to score; one
-        # whose judge has no key is graded on what can be (see _grade.bounds).
-        # (Nothing weighted graded has no positive weight: ``possible`` is 0 first.)
-        if (
-            not result.errors
-            and session.unjudged is None
-            and result.possible == 0
-            and score_results(result.criteria).empty
-        ):
+        # Without a judge at all, a case whose positive criteria are all judged has nothing to
+        # score; one whose judge has no key is graded on what can be (see _grade.bounds).
+        if session.unjudged is None and unscored(result):
             pytest.skip(
                 f"nothing graded: {result.skipped[0].reason}"
                 if result.skipped

@@ -174,6 +174,11 @@ def test_style_axis_criteria_feed_style_score() -> None:
     result = grade(hit("a"), hit("s1", axis="style"), miss("s2", axis="style"))
     assert result.style_score == 0.5
     assert grade(hit("a")).style_score is None
+    # Each counts its going the right way: a negative weight's error that did not happen is a
+    # good style, a forbidden phrase said a bad one.
+    assert grade(hit("a"), miss("s", -1, axis="style"), hit("t", axis="style")).style_score == 1
+    forbidden = {"id": "f", "type": "forbidden", "phrases": ["hit"], "axis": "style"}
+    assert grade(hit("a"), forbidden).style_score == 0
 
 
 def broken_style(cid: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import lines_in_any_order
+from tests.fake_llm import FakeLLM, verdict
 
 WINE = """
 def answer(question: str) -> str:
@@ -207,3 +208,21 @@ def test_without_any_judge_a_case_scores_what_ran(team: pytest.Pytester) -> None
     result = team.runpytest("evals", "-v")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*chablis*PASSED (judged criteria skipped)*"])
+
+
+def test_a_baseline_case_left_undecided_is_not_compared(
+    team: pytest.Pytester, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keyless run's undecided Chablis case is in its JSON (0.80 on what ran) but not in
+    its leaderboard (steak, 1.000): the gate of a run with the judge (steak 1.000, Chablis
+    0.40) reads it as a case the baseline does not have, never as a drop of 0.900 -> 0.700."""
+    team.runpytest("-k", "steak or chablis", "--rubric-json", "base.json")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    fake_llm.respond_with(lambda r: verdict("UNMET" if "accurate" in str(r.body) else "MET"))
+    result = team.runpytest(
+        "-k", "steak or chablis", f"--rubric-judge-url={fake_llm.openai_url}",
+        "--rubric-baseline", "base.json", "--rubric-json", "now.json",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1, failed=1, deselected=2)
+    gates = json.loads((team.path / "now.json").read_text())["gates"]
+    assert [(g["gate"], g["failed"]) for g in gates] == [("baseline-subject", False)]

@@ -133,21 +133,35 @@ def test_judged_criteria_are_skipped_without_a_judge(
             response: "It is 4."
             criteria:
               - {id: explains, weight: 3, requirement: "Explains why"}
+          # Every positive weight judged: its error criterion alone would pass it at 1.0,
+          # unless that one is required and went the wrong way.
+          - id: judged_positives
+            response: "It is 4."
+            criteria:
+              - {id: five, type: forbidden, phrases: ["5"]}
+              - {id: explains, weight: 3, requirement: "Explains why"}
+          - id: required_error
+            response: "It is 4."
+            criteria:
+              - {id: four, type: forbidden, phrases: ["4"], required: true}
+              - {id: explains, weight: 3, requirement: "Explains why"}
         """,
     )
     result = pytester.runpytest("-v", "-rs")
-    result.assert_outcomes(passed=1, skipped=1)
+    result.assert_outcomes(passed=1, skipped=2, failed=1)
     lines_in_any_order(
         result,
         [
             "j.rubric.yaml::mixed[[]inline[]] PASSED (judged criteria skipped)*",
             "j.rubric.yaml::judged_only[[]inline[]] SKIPPED*",
+            "j.rubric.yaml::judged_positives[[]inline[]] SKIPPED*",
+            "j.rubric.yaml::required_error[[]inline[]] FAILED*",
         ],
     )
     result.stdout.fnmatch_lines(
         ["SKIPPED * nothing graded: no judge configured: set --rubric-judge PROVIDER:MODEL*"]
     )
-    result.stdout.fnmatch_lines(["1 judged criteria SKIPPED (no judge configured)*"])
+    result.stdout.fnmatch_lines(["2 judged criteria SKIPPED (no judge configured)*"])
 
 
 def test_broken_file_is_one_collection_error_and_the_rest_still_runs(

@@ -168,7 +168,9 @@ def test_breakdowns_by_suite_and_by_tag() -> None:
     tagged = CaseResult(
         "t.rubric.yaml::q[a]", "t", "q", "a", 0.5, 1.0, 0.5, True,
         [_criterion("x", True, tags=("axis:accuracy",)),
-         _criterion("y", False, tags=("axis:accuracy", "theme:hedging"))],
+         _criterion("y", False, tags=("axis:accuracy", "theme:hedging")),
+         CriterionResult("z", "judge", "substance", 1.0, Verdict.SKIPPED, 0.0, "no judge",
+                         tags=("judged",))],
         0.5, 0.5, 0.5,
     )  # fmt: skip
     results = [tagged, _result("q2", "a", 1.0, suite="u")]
@@ -176,6 +178,7 @@ def test_breakdowns_by_suite_and_by_tag() -> None:
     assert entries[("suite", "t", "a")].score == 0.5 and entries[("suite", "u", "a")].n == 1
     assert entries[("tag", "axis:accuracy", "a")].score == 0.5
     assert entries[("tag", "theme:hedging", "a")].score == 0.0
+    assert ("tag", "judged", "a") not in entries  # nothing of it graded: no score, not 0
     lo, hi = entries[("tag", "theme:hedging", "a")].ci  # type: ignore[misc]
     assert lo == 0.0 < hi  # one result at 0: not certainty either
     # One suite alone: no suite entries.
