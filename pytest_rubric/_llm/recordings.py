@@ -24,6 +24,7 @@ ERROR of a replay that needed it. The process that writes outputs writes the fil
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -53,10 +54,20 @@ def location(file: str, name: str) -> str:
     return "/".join([*parts, _plain(name) + ".json"])
 
 
+# Bytes of a part of a recording's path, at most: file systems refuse names past 255, and a
+# long id, percent-encoded (9 bytes a Chinese character), passes that.
+_MAX_PART = 200
+
+
 def _plain(part: str) -> str:
     if part in (".", ".."):
         return part.replace(".", "%2E")
-    return quote(part, safe=" !#$&'()+,;=@[]^_`{}~-.")
+    plain = quote(part, safe=" !#$&'()+,;=@[]^_`{}~-.")  # ASCII: a character is a byte
+    if len(plain) <= _MAX_PART:
+        return plain
+    # Cut (never inside an escape), and told apart by a hash of the whole: the same each run.
+    kept = re.sub("%[0-9A-F]?$", "", plain[: _MAX_PART - 17])
+    return f"{kept}~{hashlib.sha256(part.encode()).hexdigest()[:16]}"
 
 
 class Recordings:

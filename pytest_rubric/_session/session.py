@@ -439,17 +439,22 @@ class RubricSession:
         """The controller's end of the run: apply the gates, write every output."""
         if self.dry_run:
             return
+        from .._render.files import Unwritten, write_outputs  # the renderers: only at the end
+
         if self.recordings:  # the workers' share came as data
             self.recordings.collection_errors += self.inputs.collection_errors
-            self.recordings.finish(_selection(self.config, self.settings, reruns=True))
+            try:
+                self.recordings.finish(_selection(self.config, self.settings, reruns=True))
+            except OSError as exc:  # an output not written: one error line, as the others
+                where = str(self.recordings.store.directory)
+                reason = exc.strerror or str(exc)
+                self.unwritten.append(Unwritten("--rubric-recordings", where, reason))
         # Ctrl-C (pytest's INTERRUPTED; a collection that stopped too): the results are a
         # part of the run, and the JSON says so.
         complete = session.exitstatus != pytest.ExitCode.INTERRUPTED
         self.report = self._build_report(gates=True, complete=complete)
         if self.report.gates.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        from .._render.files import Unwritten, write_outputs  # the renderers: only at the end
-
         if (history := self.settings.history_path) is not None and self.report.shown:
             from .._report.history import with_trend
 

@@ -117,6 +117,30 @@ def test_each_case_is_one_readable_file(team: pytest.Pytester) -> None:
     assert (team.path / ".rubric_cache/.gitignore").read_text().splitlines()[-1] == "*"
 
 
+def test_a_long_case_id_records_and_a_folder_that_cannot_be_written_is_one_error_line(
+    team: pytest.Pytester,
+) -> None:
+    long = "退休金计划的雇主缴费比例是多少以及何时开始生效呢请说明一下"
+    faq = (team.path / "evals/faq.rubric.yaml").read_text().replace("id: remote", f"id: {long}")
+    (team.path / "evals/faq.rubric.yaml").write_text(faq)
+    team.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
+    shutil.rmtree(team.path / ".rubric_cache")  # replayed from the recordings alone
+    result = team.runpytest("--rubric-cache", "replay")
+    result.assert_outcomes(passed=3)
+    shutil.rmtree(team.path / ".rubric_cache")  # asked again, so recorded again
+    (team.path / "taken").write_text("a file, not a folder\n")
+    result = team.runpytest(
+        "--rubric-cache", "use", "--rubric-recordings", "taken", "--rubric-json", "out.json"
+    )
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        ["rubric: ERROR cannot write --rubric-recordings */taken: Not a directory"]
+    )
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert (team.path / "out.json").exists()
+
+
 def test_a_clone_without_a_key_replays_the_same_verdicts(
     team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, fake_llm: FakeLLM
 ) -> None:
@@ -398,7 +422,7 @@ def test_workers_recording_one_case_lose_no_entry(
     file=st.lists(st.sampled_from(["..", ".", "evals", "a b", "x%2F", "é", ""]), max_size=4).map(
         "/".join
     ),
-    case=st.text(min_size=1, max_size=20),
+    case=st.text(min_size=1, max_size=100),
 )
 def test_a_recording_never_climbs_out_of_its_folder(file: str, case: str) -> None:
     root = Path("/recordings")
@@ -406,6 +430,15 @@ def test_a_recording_never_climbs_out_of_its_folder(file: str, case: str) -> Non
     path = (root / where).resolve()
     assert path.is_relative_to(root) and path.name.endswith(".json")
     assert "/" not in where.rpartition("/")[2][: -len(".json")]  # one file per case
+    assert all(len(part.encode()) <= 255 for part in where.split("/"))  # a name the OS takes
+
+
+def test_long_case_ids_are_cut_to_a_file_name_and_kept_apart() -> None:
+    """Percent-encoded, 29 Chinese characters are 270 bytes, past what a file system names."""
+    long = "退休金计划的雇主缴费比例是多少以及何时开始生效呢请说明一下"
+    names = {location("evals/f.rubric.yaml", long + end) for end in ("", "?", "!")}
+    assert len(names) == 3 and all(len(n.rpartition("/")[2]) <= 255 for n in names)
+    assert location("evals/f.rubric.yaml", long) == location("evals/f.rubric.yaml", long)
 
 
 def test_a_recording_is_named_as_the_node_id_reads() -> None:
