@@ -24,7 +24,12 @@ from .._results import Outcome
 from .check import Answer, Check, error, unmet
 from .model import CriterionModel, FieldError
 
-_FENCED = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
+# A fenced block (``` or ~~~) closed, as Markdown closes it, on a line of its own: a fence
+# inside a JSON string ('{"code": "```"}') does not end it. Else one closed at a line's end.
+_FENCED = (
+    re.compile(r"(?P<fence>```|~~~)[^\n`~]*\n(?P<body>.*?)\n[ \t]*(?P=fence)", re.DOTALL),
+    re.compile(r"```[^\n`]*\n(?P<body>.*?)```", re.DOTALL),
+)
 _INDEX = re.compile(r"0|[1-9][0-9]*")
 
 
@@ -130,10 +135,11 @@ def parse_json(text: str) -> tuple[Any, str | None]:
     value, problem = parse_whole(text)
     if problem is None:
         return value, None
-    block = _FENCED.search(text)
-    if block is None:
+    blocks = [block["body"] for pattern in _FENCED if (block := pattern.search(text))]
+    if not blocks:
         return None, f"{problem} and no fenced block"
-    value, in_block = parse_whole(block.group(1))
+    parsed = [parse_whole(body) for body in blocks]
+    value, in_block = next((p for p in parsed if p[1] is None), parsed[0])
     return (value, None) if in_block is None else (None, f"fenced block is {in_block}")
 
 

@@ -508,6 +508,10 @@ SCHEMA = {
         ('```json\n{"a": 1}\n```', MET),
         ('Here it is:\n```\n{"a": 1}\n```\nDone.', MET),
         ('```json\n{"a": 1}\n```\n```json\n{bad}\n```', MET),  # the first fenced block
+        # A fence closes on a line of its own: one inside a JSON string does not end it.
+        ('```json\n{"code": "```"}\n```', MET),
+        ('~~~\n{"a": 1}\n~~~', MET),
+        ('Sure: ```json\n{"a": 1}``` (closed on its line)', MET),
         ("not json", UNMET),
         ("", UNMET),
         ('{"a": 1,}', UNMET),
