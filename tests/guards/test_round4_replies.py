@@ -587,6 +587,22 @@ def test_the_linear_url_scan_finds_what_the_regex_found(pieces: list[str]) -> No
     assert _public_urls(text) == _OLD_URL.sub(lambda m: _public(m.group()), text)
 
 
+_NAME = st.from_regex(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*", fullmatch=True)
+
+
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
+@given(
+    host=_NAME, user=_NAME, token=_NAME, after=st.sampled_from(["", ":", ": no", ":x/y", ":8/v"])
+)
+def test_a_url_loses_its_userinfo_never_its_host(
+    host: str, user: str, token: str, after: str
+) -> None:
+    said = f"batch at https://{host}{after} failed"  # "host:" is no "user:token"
+    assert _public_urls(said) == said
+    assert _public_urls(f"at https://{user}:{token}@{host}{after}") == f"at https://{host}{after}"
+    assert _public(f"https://{user}:{token}…") == "https://***"  # its "@host" cut off
+
+
 # Every shape a megabyte long, through the boundary and a judge cache (bench/bench_outgoing.py
 # measures each). In a child process: a regex holds the interpreter, so only a process can be
 # stopped from outside, and the bound is generous (a quadratic pattern takes many minutes).
