@@ -207,3 +207,22 @@ def test_without_any_judge_a_case_scores_what_ran(team: pytest.Pytester) -> None
     result = team.runpytest("evals", "-v")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*chablis*PASSED (judged criteria skipped)*"])
+
+
+def test_a_keyless_gate_that_measured_nothing_says_the_key_is_missing(
+    team: pytest.Pytester,
+) -> None:
+    """The files have calibration examples: the kappa gate fails for the missing key, and so
+    does the style probe's, neither asking for examples that are there."""
+    labels = '[{case: chablis, criterion: accurate, response: "Dry.", verdict: MET}]'
+    path = team.path / "evals/wine.rubric.yaml"
+    path.write_text(f"calibration: {labels}\n{path.read_text()}")
+    (team.path / "pytest.ini").write_text(f"{INI}rubric_judge_min_kappa = 0.5\n")
+    result = team.runpytest("evals", "--rubric-judge-max-style-flips=0.2")
+    result.stdout.fnmatch_lines_random(
+        [
+            f"*the style probe judged no verdict again ({NO_KEY}), so *measured nothing",
+            f"*no calibration label was graded ({NO_KEY}), so *min-kappa measured nothing",
+        ]
+    )
+    assert "add `calibration:` examples" not in result.stdout.str()
