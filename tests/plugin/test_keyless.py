@@ -226,3 +226,17 @@ def test_a_keyless_gate_that_measured_nothing_says_the_key_is_missing(
         ]
     )
     assert "add `calibration:` examples" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("ini", [INI, "[pytest]\nrubric_dirs = evals\n"], ids=["keyless", "none"])
+def test_grounded_without_a_context_is_error_without_a_judge(
+    team: pytest.Pytester, ini: str
+) -> None:
+    """Seeing that an answer has no context to check needs no judge: ERROR, as with one."""
+    (team.path / "pytest.ini").write_text(ini)
+    (team.path / "evals/wine.rubric.yaml").write_text(
+        'cases:\n  - {id: rag, response: "Dry.", criteria: [{id: g, type: grounded}]}\n'
+    )
+    result = team.runpytest("evals", "-rA")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*g *grounded *ERROR *the answer has no context to check*"])
