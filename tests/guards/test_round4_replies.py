@@ -292,8 +292,11 @@ def _tool(grade: dict[str, Any]) -> dict[str, Any]:
             ),
             "ERROR",
         ),
+        # No call of the forced `grade` tool: no reply, whatever the text or the call holds.
+        (_anthropic({"type": "text", "text": json.dumps(GRADES["per-criterion"][0])}), "ERROR"),
+        (_anthropic({**_tool(GRADES["per-criterion"][0]), "name": "other"}), "ERROR"),
     ],
-    ids=["text-beside-the-call", "two-calls", "a-key-twice"],
+    ids=["text-beside-the-call", "two-calls", "a-key-twice", "text-alone", "another-tool"],
 )
 def test_only_the_tool_call_is_read(
     pytester: pytest.Pytester,
@@ -307,6 +310,8 @@ def test_only_the_tool_call_is_read(
     result = pytester.runpytest(*_judge(fake_llm, "anthropic", "per-criterion"))
     result.assert_outcomes(**{"failed" if expected == "UNMET" else "errors": 1})
     assert _criterion(pytester)[1]["verdict"] == expected
+    if '"name": "grade"' not in body:  # a bad reply, asked once more
+        assert len(fake_llm.requests) == 2
 
 
 # --- evidence is the answer's own words --------------------------------------------------------
