@@ -26,6 +26,7 @@ from .._schema import REPORT_ONLY, Criterion, Mark, Rubric, own_mark
 from .._trace import Passage, Trace
 from ..criteria.check import Answer, Check, CheckContext
 from ..criteria.extract import Extract, JudgedCriterion
+from ..criteria.grounded import Grounded
 from ..criteria.judge import Requirement
 from . import style
 from .scoring import item_passes, passes
@@ -156,6 +157,10 @@ class Grader:
         ):
             if check is not None:
                 outcome = check(answer, compiled.rubric)
+            elif isinstance(criterion, Grounded) and not (answer.trace and answer.trace.context):
+                from ..criteria.calls import NO_CONTEXT  # seeing there is none needs no judge
+
+                outcome = Outcome(Verdict.ERROR, 0.0, NO_CONTEXT)
             else:  # judged: the judge's outcome, if it was asked
                 outcome = (
                     judged.outcomes.get(criterion.id) if judged is not None else None

@@ -144,10 +144,10 @@ def _public_urls(text: str) -> str:
 def _public(url: str) -> str:
     scheme, _, rest = url.partition("://")
     authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    _, colon, port = authority.rpartition(":")
-    if "@" not in authority and colon and not port.isdigit() and not authority.endswith("]"):
-        # "user:token" with its "@host" cut off (a text cut short): the host is gone, and
-        # what is left may be the credential.
+    if "@" not in authority and ":" in authority and authority.endswith("…"):
+        # "user:token" with its "@host" cut off (a text cut short, "…"): the host is gone, and
+        # what is left may be the credential. Uncut, only what precedes an "@" is userinfo:
+        # "https://api.anthropic.com: failed" keeps its host.
         url = f"{scheme}://***{rest[len(authority) :]}"
     return public_url(url) if _UNSAFE_URL.search(url) else url
 

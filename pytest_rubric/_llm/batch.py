@@ -214,7 +214,7 @@ class _Wire:
         if not isinstance(body, dict):
             return self.asked_live("a result's body is not a JSON object", hint="it was asked live")
         try:
-            return self.client._read(body)
+            return self.client._read(body, True)  # a batched call is a judge's, with its schema
         except LLMError as exc:
             return BatchFailure(str(exc), retry_live=True)
 

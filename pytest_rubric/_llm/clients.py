@@ -149,7 +149,7 @@ class OpenAIClient(HTTPClient):
         self.stats.fallbacks.append(f"{self._MODES[i]} -> {self._MODES[i + 1]} (HTTP {exc.status})")
         return True
 
-    def _read(self, data: dict[str, Any]) -> Reply:
+    def _read(self, data: dict[str, Any], forced: bool = False) -> Reply:
         # The message content alone is read (never a tool call, a refusal or reasoning), as
         # prose is. Counted first: the tokens were spent even when the reply is unusable.
         tokens = self._tokens(data, ("prompt_tokens", "completion_tokens"))
@@ -212,13 +212,16 @@ class AnthropicClient(HTTPClient):
             payload["system"] = system
         return payload
 
-    def _read(self, data: dict[str, Any]) -> Reply:
+    def _read(self, data: dict[str, Any], forced: bool = False) -> Reply:
         # Counted first: the tokens were spent even when the reply is unusable.
         tokens = self._tokens(data, ("input_tokens", "output_tokens"))
         blocks = data.get("content")
         if not isinstance(blocks, list):
             raise self._fail("the reply has no content blocks", hint="check the endpoint")
-        if calls := [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]:
+        calls = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+        if forced:  # the forced `grade` call alone: without one, the reply holds no object
+            calls = [b for b in calls if b.get("name") == "grade"]
+        if calls or forced:
             # The tool calls alone (two are two objects, as the reply reader sees them).
             try:
                 text = "\n".join(json.dumps(block.get("input")) for block in calls)

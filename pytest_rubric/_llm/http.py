@@ -189,7 +189,9 @@ class HTTPClient:
         sampling: Sampling | None = None,
     ) -> Reply:
         """Send the two messages; return the reply (JSON text when ``schema`` is given)."""
-        return self._read(await self.post(self._graded(system, user, schema, sampling)))
+        return self._read(
+            await self.post(self._graded(system, user, schema, sampling)), schema is not None
+        )
 
     async def chat(
         self, turns: Sequence[tuple[str, str]], *, sampling: Sampling | None = None
@@ -203,8 +205,9 @@ class HTTPClient:
         """The payload of a judge call (a batch request's too)."""
         raise NotImplementedError
 
-    def _read(self, data: dict[str, Any]) -> Reply:
-        """The reply a call's JSON holds (a batch result's too), its tokens counted."""
+    def _read(self, data: dict[str, Any], forced: bool = False) -> Reply:
+        """The reply a call's JSON holds (a batch result's too), its tokens counted; ``forced``
+        (the request asked for a schema): only its structured output."""
         raise NotImplementedError
 
     def _tokens(self, data: dict[str, Any], names: tuple[str, str]) -> tuple[int, int]:

@@ -132,6 +132,9 @@ class Gates:
     # Each probe kind's limit on its share of flips, by kind (tone's is the style probe's).
     max_flips: Mapping[str, float] = field(default_factory=dict)
     min_kappa: float | None = None
+    # Why no judge could be asked (none configured, or its key missing): what a gate that
+    # measured nothing then says, rather than guess.
+    unjudged: str | None = None
     # Entries an earlier run wrote (``merge`` reads them from the shards): those of a gate
     # applied here are replaced by this run's verdicts, the others kept.
     carried: Sequence[GateEntry] = ()
@@ -434,7 +437,9 @@ def _fail_under_entries(now: Mapping[str, float], fail_under: float) -> list[Gat
     return entries
 
 
-def _flip_entries(kind: str, probes: Sequence[ProbeFigures], limit: float) -> list[GateEntry]:
+def _flip_entries(
+    kind: str, probes: Sequence[ProbeFigures], limit: float, unjudged: str | None
+) -> list[GateEntry]:
     """The ``style-flips`` gate (kind ``tone``), ``length-flips`` or ``position-flips``: one
     entry per judge; one that failed when the probe judged nothing again (a gate that
     measured nothing must not pass)."""
@@ -453,16 +458,18 @@ def _flip_entries(kind: str, probes: Sequence[ProbeFigures], limit: float) -> li
         )
         entries.append(GateEntry(gate, None, None, over, message, quiet=not over))
     if not any(p.probed for p in probes):
+        why = unjudged or "every probe call failed, or no judged substance criterion ran"
         message = (
-            f"the {'style' if tone else kind} probe judged no verdict again (every probe call "
-            "failed, or no judged substance criterion ran), so "
+            f"the {'style' if tone else kind} probe judged no verdict again ({why}), so "
             f"{flag if tone else f'its limit ({flag})'} measured nothing"
         )
         entries.append(GateEntry(gate, None, None, True, message))
     return entries
 
 
-def _min_kappa_entries(calibration: Sequence[Calibration], min_kappa: float) -> list[GateEntry]:
+def _min_kappa_entries(
+    calibration: Sequence[Calibration], min_kappa: float, unjudged: str | None
+) -> list[GateEntry]:
     entries = []
     for c in calibration:
         if (kappa := c.kappa) is None:
@@ -478,9 +485,11 @@ def _min_kappa_entries(calibration: Sequence[Calibration], min_kappa: float) -> 
         )
         entries.append(GateEntry("min-kappa", None, None, below, message, quiet=not below))
     if not any(c.n for c in calibration):
+        why = unjudged or ("the judge decided none of them" if calibration else None)
         message = (
-            "no calibration label was graded, so --rubric-judge-min-kappa measured nothing; "
-            "add `calibration:` examples to the rubric files"
+            f"no calibration label was graded{f' ({why})' if why else ''}, so "
+            "--rubric-judge-min-kappa measured nothing"
+            + ("" if why else "; add `calibration:` examples to the rubric files")
         )
         entries.append(GateEntry("min-kappa", None, None, True, message))
     return entries
@@ -512,10 +521,10 @@ def run_gates(
         entries += _fail_under_entries(now, asked.fail_under)
     for kind, limit in sorted(asked.max_flips.items()):
         applied.add("style-flips" if kind == "tone" else f"{kind}-flips")
-        entries += _flip_entries(kind, [p for p in probes if p.kind == kind], limit)
+        entries += _flip_entries(kind, [p for p in probes if p.kind == kind], limit, asked.unjudged)
     if asked.min_kappa is not None:
         applied.add("min-kappa")
-        entries += _min_kappa_entries(calibration, asked.min_kappa)
+        entries += _min_kappa_entries(calibration, asked.min_kappa, asked.unjudged)
     # Each carried outcome once (shards repeat the same judge's); none of a gate applied here.
     entries += [e for e in dict.fromkeys(asked.carried) if e.gate not in applied]
     entries.sort(key=lambda e: ORDER.get(e.gate, len(ORDER)))  # stable: gate by gate

@@ -384,6 +384,7 @@ class RubricSession:
         return lines
 
     def _build_report(self, *, gates: bool, complete: bool = True) -> SessionReport:
+        from .._grade.grader import NO_JUDGE_REASON  # loaded by whatever graded the results
         from .._report.gates import Gates
         from .._report.report import build_report
 
@@ -399,6 +400,8 @@ class RubricSession:
                 fail_under=settings.fail_under if gates else None,
                 max_flips=settings.flip_limits if gates else {},
                 min_kappa=settings.min_kappa if gates else None,
+                unjudged=self.judging.unavailable
+                or (None if self.judging.names else NO_JUDGE_REASON),
             ),
             judge_usage=self.judging.usage_lines(self.results.all),
             thresholds=settings.thresholds,

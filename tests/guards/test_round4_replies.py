@@ -292,8 +292,11 @@ def _tool(grade: dict[str, Any]) -> dict[str, Any]:
             ),
             "ERROR",
         ),
+        # No call of the forced `grade` tool: no reply, whatever the text or the call holds.
+        (_anthropic({"type": "text", "text": json.dumps(GRADES["per-criterion"][0])}), "ERROR"),
+        (_anthropic({**_tool(GRADES["per-criterion"][0]), "name": "other"}), "ERROR"),
     ],
-    ids=["text-beside-the-call", "two-calls", "a-key-twice"],
+    ids=["text-beside-the-call", "two-calls", "a-key-twice", "text-alone", "another-tool"],
 )
 def test_only_the_tool_call_is_read(
     pytester: pytest.Pytester,
@@ -307,6 +310,8 @@ def test_only_the_tool_call_is_read(
     result = pytester.runpytest(*_judge(fake_llm, "anthropic", "per-criterion"))
     result.assert_outcomes(**{"failed" if expected == "UNMET" else "errors": 1})
     assert _criterion(pytester)[1]["verdict"] == expected
+    if '"name": "grade"' not in body:  # a bad reply, asked once more
+        assert len(fake_llm.requests) == 2
 
 
 # --- evidence is the answer's own words --------------------------------------------------------
@@ -585,6 +590,22 @@ _URLISH += ["@", "?", "#", "u:p@", " ", "'", "\x1b", "h", "x:1", "[::1]", "é"]
 def test_the_linear_url_scan_finds_what_the_regex_found(pieces: list[str]) -> None:
     text = "".join(pieces)
     assert _public_urls(text) == _OLD_URL.sub(lambda m: _public(m.group()), text)
+
+
+_NAME = st.from_regex(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*", fullmatch=True)
+
+
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
+@given(
+    host=_NAME, user=_NAME, token=_NAME, after=st.sampled_from(["", ":", ": no", ":x/y", ":8/v"])
+)
+def test_a_url_loses_its_userinfo_never_its_host(
+    host: str, user: str, token: str, after: str
+) -> None:
+    said = f"batch at https://{host}{after} failed"  # "host:" is no "user:token"
+    assert _public_urls(said) == said
+    assert _public_urls(f"at https://{user}:{token}@{host}{after}") == f"at https://{host}{after}"
+    assert _public(f"https://{user}:{token}…") == "https://***"  # its "@host" cut off
 
 
 # Every shape a megabyte long, through the boundary and a judge cache (bench/bench_outgoing.py

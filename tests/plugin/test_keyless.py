@@ -226,3 +226,36 @@ def test_a_baseline_case_left_undecided_is_not_compared(
     result.assert_outcomes(passed=1, failed=1, deselected=2)
     gates = json.loads((team.path / "now.json").read_text())["gates"]
     assert [(g["gate"], g["failed"]) for g in gates] == [("baseline-subject", False)]
+
+
+def test_a_keyless_gate_that_measured_nothing_says_the_key_is_missing(
+    team: pytest.Pytester,
+) -> None:
+    """The files have calibration examples: the kappa gate fails for the missing key, and so
+    does the style probe's, neither asking for examples that are there."""
+    labels = '[{case: chablis, criterion: accurate, response: "Dry.", verdict: MET}]'
+    path = team.path / "evals/wine.rubric.yaml"
+    path.write_text(f"calibration: {labels}\n{path.read_text()}")
+    (team.path / "pytest.ini").write_text(f"{INI}rubric_judge_min_kappa = 0.5\n")
+    result = team.runpytest("evals", "--rubric-judge-max-style-flips=0.2")
+    result.stdout.fnmatch_lines_random(
+        [
+            f"*the style probe judged no verdict again ({NO_KEY}), so *measured nothing",
+            f"*no calibration label was graded ({NO_KEY}), so *min-kappa measured nothing",
+        ]
+    )
+    assert "add `calibration:` examples" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("ini", [INI, "[pytest]\nrubric_dirs = evals\n"], ids=["keyless", "none"])
+def test_grounded_without_a_context_is_error_without_a_judge(
+    team: pytest.Pytester, ini: str
+) -> None:
+    """Seeing that an answer has no context to check needs no judge: ERROR, as with one."""
+    (team.path / "pytest.ini").write_text(ini)
+    (team.path / "evals/wine.rubric.yaml").write_text(
+        'cases:\n  - {id: rag, response: "Dry.", criteria: [{id: g, type: grounded}]}\n'
+    )
+    result = team.runpytest("evals", "-rA")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*g *grounded *ERROR *the answer has no context to check*"])
