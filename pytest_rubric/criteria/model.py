@@ -21,6 +21,7 @@ from pydantic import (
 from .._defaults import MAX_CALL_TIMEOUT
 from .._guards.limits import PlainNumber
 from .._guards.secrets import shorten
+from .._load.responses import safe_subject, subject_problem
 
 if TYPE_CHECKING:
     from .check import Check, CheckContext
@@ -91,10 +92,12 @@ def _int_to_str(value: Any) -> Any:
 
 
 def _check_id(value: str) -> str:
-    if "::" in value or "[" in value or "]" in value or "\n" in value or "\r" in value:
-        raise ValueError(
-            f"id {value!r} contains '::', '[', ']' or a line break, which break test ids; "
-            "use letters, digits, '_', '-' or '.'"
+    if (why := subject_problem(value)) is not None:  # an id goes into test ids, as subjects do
+        raise FieldError(
+            "id",
+            f"the id {value!r} cannot be used: {why}",
+            hint="use letters, digits, '_', '-' or '.'"
+            + (f", such as {safe_subject(value)!r}" if value.strip() else ""),
         )
     return value
 

@@ -254,6 +254,41 @@ def test_an_id_given_by_position_that_another_criterion_uses_says_so(
     )
 
 
+def test_an_id_with_a_control_character_is_refused_and_never_printed_raw(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """Case and criterion ids go into test ids, which pytest prints raw (``-v``, the summary):
+    an escape, bell, backspace, DEL, C1 or bidi override is refused as in a subject name."""
+    write("good.rubric.yaml", GOOD)
+    write(
+        "ids.rubric.yaml",
+        r"""
+        cases:
+          - id: "hb\e7\aid\b\x7f\x9b\u202e"
+            response: "x"
+            criteria: [{id: "c\x08", type: any_of, any_of: [x]}]
+        """,
+    )
+    result = pytester.runpytest("-v")
+    result.assert_outcomes(passed=1, errors=1)
+    why = "cannot be used: a line break or another control character breaks test ids and the "
+    why += "summary table"
+    case = r"case 'hb\x1b7\x07id\x08\x7f\x9b\u202e'"
+    result.stdout.fnmatch_lines(
+        [
+            "ids.rubric.yaml: 2 problems in rubric file",
+            exact(f"  ids.rubric.yaml:2, {case}, field 'id': the id {case[5:]} {why}"),
+            exact("    -> use letters, digits, '_', '-' or '.', such as 'hb_7_id____'"),
+            exact(
+                rf"  ids.rubric.yaml:4, {case}, criterion 'c\x08', field 'id': the id 'c\x08' {why}"
+            ),
+            "    -> use letters, digits, '_', '-' or '.', such as 'c_'",
+        ],
+        consecutive=True,
+    )
+    assert not any(c in result.stdout.str() for c in "\x1b\x07\x08\x7f\x9b\u202e")
+
+
 def test_utf8_bom_is_accepted_in_json_yaml_and_jsonl(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\n")
     bom = b"\xef\xbb\xbf"
