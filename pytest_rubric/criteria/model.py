@@ -68,7 +68,11 @@ def check_import_path(value: str) -> str:
 
 def _not_blank(value: str) -> str:
     if not value.strip():
-        raise ValueError("a phrase must contain more than whitespace (it would match every answer)")
+        raise FieldError(
+            "phrase",
+            "a phrase must contain more than whitespace (it would match every answer)",
+            hint="write the words to look for, or remove the item",
+        )
     return value
 
 
@@ -118,7 +122,7 @@ def _not_bool(value: Any) -> Any:
     if isinstance(value, str) and not isinstance(value, PlainNumber):
         raise ValueError(
             f"must be a number, got the text {shorten(repr(value), 40)}; write the number "
-            "without quotes, such as 2 or 0.5"
+            "without quotes, such as 1 or 0.5"
         )
     return value
 
