@@ -20,8 +20,8 @@ from pydantic import (
 
 from .._defaults import MAX_CALL_TIMEOUT
 from .._guards.limits import PlainNumber
+from .._guards.outgoing import safe_subject, subject_problem
 from .._guards.secrets import shorten
-from .._load.responses import safe_subject, subject_problem
 
 if TYPE_CHECKING:
     from .check import Check, CheckContext

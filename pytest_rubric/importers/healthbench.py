@@ -12,7 +12,8 @@ from typing import Any
 
 from .._errors import Problem
 from .._guards.limits import NotRegular, read_jsonl
-from .._load.responses import file_subject_problem, subject_problem
+from .._guards.outgoing import subject_problem
+from .._load.responses import file_subject_problem
 from ._common import Imported, ImportFailed, abridged, is_number, validated
 
 RUBRIC_FILE = "healthbench.rubric.yaml"
