@@ -1,6 +1,6 @@
 """The one boundary text passes on its way out of the process: :func:`outgoing`, what every
 renderer and error path calls last, and its forms for a document, Markdown, a command's
-streams and the plugin's warnings.
+streams and the plugin's warnings; and the names refused before they reach a test id.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import contextlib
 import io
 import re
 import sys
+import unicodedata
 import warnings
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
@@ -243,3 +244,32 @@ def warn(message: str, *, where: str | None = None) -> None:
     of the file a warning is about."""
     warning = rubric_warning(message, where=where)
     warnings.warn_explicit(warning, type(warning), filename=_NO_FILE, lineno=0)
+
+
+# --- names that go into test ids: subjects, case and criterion ids ------------------------------
+
+# Characters that would break a test id (`path::case[subject]`), or a line of
+# the summary table: "::" and brackets, line breaks and other control or
+# format characters (a right-to-left override would reorder the table).
+_BREAKS_IDS = re.compile(r"::|[\[\]]")
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def subject_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a subject (or be a case's or criterion's id), which goes into
+    test ids and tables; None if it can."""
+    if not name.strip():
+        return "it is empty"
+    if _BREAKS_IDS.search(name):
+        return "'::', '[' and ']' break test ids"
+    # What str.isprintable() passes holds none of them: most names are checked no further.
+    if not name.isprintable() and any(unicodedata.category(ch) in _INVISIBLE for ch in name):
+        return "a line break or another control character breaks test ids and the summary table"
+    return None
+
+
+def safe_subject(name: str) -> str:
+    """``name`` with what :func:`subject_problem` refuses replaced by '_'."""
+    name = _BREAKS_IDS.sub("_", name)
+    name = "".join("_" if unicodedata.category(ch) in _INVISIBLE else ch for ch in name)
+    return name.strip() or "subject"

@@ -373,5 +373,24 @@ def _explain(
     if len(shown) > 60:
         shown = redact(shown, *known_keys())[:57] + "..."  # redacted before the cut
     subject = f"`{field_name}`" if field_name else "value"
-    got_text = f", got {shown}" if str(error["msg"]).startswith("Input should be") else ""
-    return f"{subject}: {error['msg']}{got_text}", None
+    msg = str(error["msg"])
+    got_text = f", got {shown}" if msg.startswith("Input should be") else ""
+    # What to write, by pydantic's kind of error (an empty mapping is not an empty list).
+    hint = None if isinstance(got, dict) else _HINTS.get(kind)
+    msg = msg.replace("Tuple", "List").replace("a valid tuple", "a list")  # a YAML list is a list
+    msg = msg.replace(" after validation", "")
+    named = f"{leaf}: " if leaf and not leaf.isdigit() else ""  # not an item of a list
+    return f"{subject}: {msg}{got_text}", hint and hint.format(named, **error.get("ctx", {}))
+
+
+_HINTS = {
+    "too_short": "write at least one item: `{0}[...]`",
+    "tuple_type": "write a list: `{0}[...]`",
+    "list_type": "write a list: `{0}[...]`",
+    "greater_than_equal": "write a number of {ge} or more",
+    "greater_than": "write a number above {gt}",
+    "less_than_equal": "write a number of {le} or less",
+    "less_than": "write a number below {lt}",
+    "bool_parsing": "write true or false",
+    "bool_type": "write true or false",
+}

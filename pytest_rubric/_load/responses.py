@@ -3,13 +3,12 @@ and the subject names they give, which go into test ids and the summary table.""
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._errors import Problem
 from .._guards.limits import NotRegular, read_jsonl
+from .._guards.outgoing import safe_subject, subject_problem
 from .._trace import Trace
 from .traces import FIELD_SHAPES, TRACE_FIELDS, ShapeError, finite, read_trace
 
@@ -37,23 +36,6 @@ class ResponseFile:
 
 # --- subjects -----------------------------------------------------------------------------------
 
-# Characters that would break a test id (`path::case[subject]`), or a line of
-# the summary table: "::" and brackets, line breaks and other control or
-# format characters (a right-to-left override would reorder the table).
-_BREAKS_IDS = re.compile(r"::|[\[\]]")
-_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-
-
-def subject_problem(name: str) -> str | None:
-    """Why ``name`` cannot name a subject, which goes into test ids and tables; None if it can."""
-    if not name.strip():
-        return "it is empty"
-    if _BREAKS_IDS.search(name):
-        return "'::', '[' and ']' break test ids"
-    if any(unicodedata.category(ch) in _INVISIBLE for ch in name):
-        return "a line break or another control character breaks test ids and the summary table"
-    return None
-
 
 def file_subject_problem(name: str) -> str | None:
     """Why ``name`` cannot name the file ``<name>.jsonl`` that ``collect`` or an importer
@@ -63,13 +45,6 @@ def file_subject_problem(name: str) -> str | None:
     if why is None and ("/" in name or "\\" in name or ".." in name or name.strip() == "."):
         why = "a path separator or '..' would write outside the output folder"
     return why
-
-
-def safe_subject(name: str) -> str:
-    """``name`` with what :func:`subject_problem` refuses replaced by '_'."""
-    name = _BREAKS_IDS.sub("_", name)
-    name = "".join("_" if unicodedata.category(ch) in _INVISIBLE else ch for ch in name)
-    return name.strip() or "subject"
 
 
 # --- responses files ----------------------------------------------------------------------------

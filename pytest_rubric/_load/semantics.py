@@ -14,13 +14,12 @@ from pydantic import TypeAdapter, ValidationError
 from .._errors import Problem
 from .._guards.engines import PATTERN_TIMEOUT
 from .._guards.limits import overflowing
-from .._guards.outgoing import as_written
+from .._guards.outgoing import as_written, safe_subject, subject_problem
 from .._guards.secrets import shorten
 from .._schema import Case, Criterion, Suite, default_ids
 from ..criteria.json import Json
 from ..criteria.regex import Regex, pattern_error
 from .locate import Locator, case_label, dotted, item_label, plain_id
-from .responses import safe_subject, subject_problem
 
 
 def _regexes(criterion: Criterion) -> list[tuple[Regex, tuple[str, ...]]]:

@@ -16,9 +16,10 @@ from .._grade.grader import CompiledRubric, Grader
 from .._grade.scoring import unscored
 from .._guards.calls import make_importable
 from .._load.loader import load_suite
-from .._load.locate import problems_from_validation
+from .._load.locate import Locator, validation_problems
+from .._load.semantics import semantic_problems
 from .._results import CaseResult
-from .._schema import Mark, Rubric, own_mark
+from .._schema import Criterion, Mark, Rubric, Suite, own_mark
 from ..criteria.check import Answer
 from ..criteria.registry import CONTEXT_KEY
 from ..judge.requests import JudgeKey
@@ -81,19 +82,47 @@ def _rubric_from_path(
 
 
 def _to_rubric(
-    rubric: RubricSpec, item: pytest.Item | None
+    rubric: RubricSpec, item: pytest.Item | None, min_score: float | None
 ) -> tuple[Rubric, Sequence[Any], Mark, str | None]:
-    if isinstance(rubric, Rubric):
-        return rubric, (), own_mark(rubric), None
+    mark = {} if min_score is None else {"min_score": min_score}
     if isinstance(rubric, str | os.PathLike):
-        return _rubric_from_path(rubric, item)
-    data = {"criteria": list(rubric)} if isinstance(rubric, list | tuple) else rubric
+        case, global_criteria, own, suite = _rubric_from_path(rubric, item)
+        _checked({"id": case.id, **mark}, item, given=case, global_criteria=global_criteria)
+        return case, global_criteria, own, suite
+    if isinstance(rubric, Rubric):
+        return _checked({"id": rubric.id, **mark}, item, given=rubric), (), own_mark(rubric), None
+    data = rubric if isinstance(rubric, dict) else {"criteria": list(rubric)}
+    parsed = _checked({**data, **mark}, item)
+    return parsed, (), own_mark(parsed), None
+
+
+def _checked(
+    data: dict[str, Any],
+    item: pytest.Item | None,
+    *,
+    given: Rubric | None = None,
+    global_criteria: Sequence[Criterion] = (),
+) -> Rubric:
+    """``data`` validated, then checked as a rubric file's case is (the same problems in the
+    same words: a pass mark above 1, no substance criterion...). With ``given``, ``data`` holds
+    what this call adds to that rubric (its pass mark), and ``given`` is checked."""
+    locator = Locator("", None, bare_list=False)
+    problems, parsed = [], given
     try:
         added = () if item is None else tuple(added_criterion_types(item))
-        parsed = Rubric.model_validate(data, context={CONTEXT_KEY: added})
+        validated = Rubric.model_validate(data, context={CONTEXT_KEY: added})
+        parsed = given or validated
     except ValidationError as exc:
-        raise RubricLoadError("<assert_rubric>", problems_from_validation(exc, data)) from None
-    return parsed, (), own_mark(parsed), None
+        problems = validation_problems(exc, data, locator)
+    suite = None
+    if parsed is not None:
+        suite = Suite.model_construct(global_criteria=global_criteria, cases=[parsed])
+    problems += semantic_problems(
+        {"cases": [{"id": "rubric", **data}]}, suite, locator, failed=bool(problems)
+    )
+    if problems or parsed is None:
+        raise RubricLoadError("<assert_rubric>", problems)
+    return parsed
 
 
 def _answer(response: Any) -> Answer:
@@ -146,7 +175,8 @@ def assert_rubric(
         message is the per-criterion table and ``.result`` the result.
     :raises RubricEvaluationError: when a criterion could not be evaluated
         (ERROR): the test fails, it never passes.
-    :raises RubricLoadError: when the rubric itself is malformed.
+    :raises RubricLoadError: when the rubric is one a rubric file could not hold (malformed,
+        no substance criterion to score, a ``min_score`` outside 0 to 1), in the same words.
 
     Inside a pytest test the result also joins the session's ``rubric
     summary``, JSON and other outputs; the node id is the test's.
@@ -185,7 +215,7 @@ class RubricFixture:
         answer = _answer(response)
         if item is not None:
             make_importable(item.config.rootpath)  # for `callable:` criteria, as in rubric files
-        parsed, global_criteria, own_mark, suite = _to_rubric(rubric, item)
+        parsed, global_criteria, own_mark, suite = _to_rubric(rubric, item, min_score)
         if query is not None:
             parsed = parsed.model_copy(update={"question": query})
         session = session_of(item.config) if item is not None else None

@@ -20,6 +20,7 @@ from pydantic import (
 
 from .._defaults import MAX_CALL_TIMEOUT
 from .._guards.limits import PlainNumber
+from .._guards.outgoing import safe_subject, subject_problem
 from .._guards.secrets import shorten
 
 if TYPE_CHECKING:
@@ -67,7 +68,11 @@ def check_import_path(value: str) -> str:
 
 def _not_blank(value: str) -> str:
     if not value.strip():
-        raise ValueError("a phrase must contain more than whitespace (it would match every answer)")
+        raise FieldError(
+            "phrase",
+            "a phrase must contain more than whitespace (it would match every answer)",
+            hint="write the words to look for, or remove the item",
+        )
     return value
 
 
@@ -91,10 +96,12 @@ def _int_to_str(value: Any) -> Any:
 
 
 def _check_id(value: str) -> str:
-    if "::" in value or "[" in value or "]" in value or "\n" in value or "\r" in value:
-        raise ValueError(
-            f"id {value!r} contains '::', '[', ']' or a line break, which break test ids; "
-            "use letters, digits, '_', '-' or '.'"
+    if (why := subject_problem(value)) is not None:  # an id goes into test ids, as subjects do
+        raise FieldError(
+            "id",
+            f"the id {value!r} cannot be used: {why}",
+            hint="use letters, digits, '_', '-' or '.'"
+            + (f", such as {safe_subject(value)!r}" if value.strip() else ""),
         )
     return value
 
@@ -115,7 +122,7 @@ def _not_bool(value: Any) -> Any:
     if isinstance(value, str) and not isinstance(value, PlainNumber):
         raise ValueError(
             f"must be a number, got the text {shorten(repr(value), 40)}; write the number "
-            "without quotes, such as 2 or 0.5"
+            "without quotes, such as 1 or 0.5"
         )
     return value
 

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 # to straight ones: for answers here, and for the judge's quotes (judge.evidence).
 PLAIN = {
     **dict.fromkeys(
-        "\u058a\u05be\u1400\u1806\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2053\u2212\u02d7"
+        "\u058a\u05be\u1400\u1806\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2052\u2053\u2212\u02d7"
         "\u2796\u2e17\u2e1a\u2e3a\u2e3b\u2e40\u2e5d\u301c\u3030\u30a0\ufe58\ufe63\uff0d\U00010ead",
         "-",
     ),
     **dict.fromkeys("\u2018\u2019\u201a\u201b\u2032", "'"),
-    **dict.fromkeys("\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb", '"'),
+    **dict.fromkeys("\u201c\u201d\u201e\u201f\u2e42\u2033\u00ab\u00bb", '"'),
 }
 _TRANSLATE = str.maketrans(PLAIN)
 

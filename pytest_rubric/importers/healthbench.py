@@ -12,12 +12,12 @@ from typing import Any
 
 from .._errors import Problem
 from .._guards.limits import NotRegular, read_jsonl
+from .._guards.outgoing import subject_problem
 from .._load.responses import file_subject_problem
 from ._common import Imported, ImportFailed, abridged, is_number, validated
 
 RUBRIC_FILE = "healthbench.rubric.yaml"
 _ROLES = ("system", "user", "assistant")
-_ID_BREAKERS = ("::", "[", "]", "\n", "\r")
 _TURN = 'write it as {"role": "user", "content": "..."}'
 
 
@@ -110,11 +110,9 @@ def _case(
     before = len(problems)
     if not isinstance(prompt_id, str) or not prompt_id.strip():
         problem("prompt_id", "missing or not a non-empty string", 'add "prompt_id": "..."')
-    elif any(b in prompt_id for b in _ID_BREAKERS):
+    elif (why := subject_problem(prompt_id)) is not None:  # it becomes the case's id
         problem(
-            "prompt_id",
-            f"prompt_id {prompt_id!r} contains '::', '[', ']' or a line break, which break test ids",
-            "rename it in the data",
+            "prompt_id", f"prompt_id {prompt_id!r} cannot be used: {why}", "rename it in the data"
         )
     messages = _messages(row.get("prompt"), problem)
     criteria: list[dict[str, Any]] = []

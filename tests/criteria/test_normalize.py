@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 import pytest
@@ -70,8 +71,9 @@ def test_every_dash_becomes_hyphen_minus(dash: str) -> None:
 
 @pytest.mark.parametrize(
     "minus",
-    # minus sign, small and fullwidth hyphen-minus, superscript, modifier and heavy minus
-    ["\u2212", "\ufe63", "\uff0d", "\u207b", "\u02d7", "\u2796"],
+    # minus sign, small and fullwidth hyphen-minus, superscript, subscript, modifier, heavy and
+    # commercial minus
+    ["\u2212", "\ufe63", "\uff0d", "\u207b", "\u208b", "\u02d7", "\u2796", "\u2052"],
 )
 def test_minus_signs_become_hyphen_minus(minus: str) -> None:
     assert normalize(f"{minus}3.5") == "-3.5"
@@ -95,6 +97,19 @@ def test_all_dashes_in_one_string() -> None:
 )
 def test_curly_quotes_become_straight(text: str, expected: str) -> None:
     assert normalize(text) == expected
+
+
+# Every curly quotation mark Unicode names (left and right, and the low and reversed -9 forms).
+CURLY = re.compile(
+    r"(LEFT|RIGHT) (SINGLE|DOUBLE) QUOTATION MARK|(SINGLE|DOUBLE) .*-9 QUOTATION MARK"
+)
+QUOTES = [chr(c) for c in range(0x20000) if CURLY.fullmatch(unicodedata.name(chr(c), ""))]
+
+
+@pytest.mark.parametrize("quote", QUOTES, ids=[f"U+{ord(q):04X}" for q in QUOTES])
+def test_every_curly_quote_becomes_straight(quote: str) -> None:
+    straight = "'" if "SINGLE" in unicodedata.name(quote) else '"'
+    assert normalize(f"{quote}x{quote}") == f"{straight}x{straight}"
 
 
 @pytest.mark.parametrize(

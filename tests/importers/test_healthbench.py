@@ -182,6 +182,24 @@ def test_bad_input_is_located_and_nothing_is_written(project: Path) -> None:
     assert not (project / "evals").exists()
 
 
+def test_a_prompt_id_with_a_control_character_is_refused_and_nothing_written(
+    project: Path,
+) -> None:
+    """It becomes a case id, which pytest prints raw in ``-v`` lines and the summary."""
+    row = json.loads((DATA / "healthbench_sample.jsonl").read_text().splitlines()[0])
+    row["prompt_id"] = "hb\x1b7\x07id\b\x7f\x9b\u202e"
+    (project / "bad.jsonl").write_text(json.dumps(row) + "\n")
+    done = _import_in_process("bad.jsonl", "--out", "evals")
+    assert done.returncode == 2
+    shown = "'hb\\x1b7\\x07id\\x08\\x7f\\x9b\\u202e'"
+    assert (
+        f"bad.jsonl:1, case {shown}, field 'prompt_id': prompt_id {shown} cannot be used: a line "
+        "break or another control character breaks test ids and the summary table\n"
+        "    -> rename it in the data" in done.stderr
+    )
+    assert not (project / "evals").exists()
+
+
 @pytest.mark.parametrize("subject", ["../../x", "org/model", "org\\model", "..", "a..b"])
 def test_a_subject_that_is_not_a_file_name_is_refused_and_nothing_written(
     project: Path, subject: str

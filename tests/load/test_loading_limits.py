@@ -216,10 +216,55 @@ def test_a_bad_weight_and_a_duplicate_id_are_reported_together(
         [
             "two.rubric.yaml: 2 problems in rubric file",
             "  two.rubric.yaml:5, case 'q1', criterion 'four', field 'weight': must be a number,"
-            " got the text 'heavy'; write the number without quotes, such as 2 or 0.5",
+            " got the text 'heavy'; write the number without quotes, such as 1 or 0.5",
             "  two.rubric.yaml:6, case 'q1', criterion 'four', field 'id': criterion id 'four'"
             " is used twice (also earlier in this case)",
             "    -> give every criterion of a case a unique id",
+        ],
+        consecutive=True,
+    )
+
+
+def test_a_wrong_value_says_what_to_write_instead(pytester: pytest.Pytester, write: Write) -> None:
+    """Hints by pydantic's kind of error, for every field alike; a YAML list is a list."""
+    write("good.rubric.yaml", GOOD)
+    write(
+        "bad.rubric.yaml",
+        """
+        cases:
+          - id: q1
+            response: x
+            min_score: 1.5
+            criteria:
+              - {id: a, type: any_of, any_of: []}
+              - {id: b, type: all_of, all_of: "x", required: maybe}
+              - {id: c, type: number, value: 1, abs_tol: -2}
+              - {id: d, type: any_of, any_of: [x, "   "]}
+        """,
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "bad.rubric.yaml: 6 problems in rubric file",
+            "  bad.rubric.yaml:6, case 'q1', criterion 'a', field 'any_of': `any_of`: List should"
+            " have at least 1 item, not 0",
+            "    -> write at least one item: `any_of: [[]...]`",
+            "  bad.rubric.yaml:7, case 'q1', criterion 'b', field 'required': `required`: Input"
+            " should be a valid boolean, unable to interpret input, got 'maybe'",
+            "    -> write true or false",
+            "  bad.rubric.yaml:7, case 'q1', criterion 'b', field 'all_of': `all_of`: Input should"
+            " be a list, got 'x'",
+            "    -> write a list: `all_of: [[]...]`",
+            "  bad.rubric.yaml:8, case 'q1', criterion 'c', field 'abs_tol': `abs_tol`: Input"
+            " should be greater than or equal to 0, got -2",
+            "    -> write a number of 0 or more",
+            "  bad.rubric.yaml:9, case 'q1', criterion 'd', field 'any_of.1': a phrase must contain"
+            " more than whitespace (it would match every answer)",
+            "    -> write the words to look for, or remove the item",
+            "  bad.rubric.yaml:4, case 'q1', field 'min_score': `min_score`: Input should be less"
+            " than or equal to 1, got 1.5",
+            "    -> write a number of 1 or less",
         ],
         consecutive=True,
     )
@@ -252,6 +297,41 @@ def test_an_id_given_by_position_that_another_criterion_uses_says_so(
         ],
         consecutive=True,
     )
+
+
+def test_an_id_with_a_control_character_is_refused_and_never_printed_raw(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """Case and criterion ids go into test ids, which pytest prints raw (``-v``, the summary):
+    an escape, bell, backspace, DEL, C1 or bidi override is refused as in a subject name."""
+    write("good.rubric.yaml", GOOD)
+    write(
+        "ids.rubric.yaml",
+        r"""
+        cases:
+          - id: "hb\e7\aid\b\x7f\x9b\u202e"
+            response: "x"
+            criteria: [{id: "c\x08", type: any_of, any_of: [x]}]
+        """,
+    )
+    result = pytester.runpytest("-v")
+    result.assert_outcomes(passed=1, errors=1)
+    why = "cannot be used: a line break or another control character breaks test ids and the "
+    why += "summary table"
+    case = r"case 'hb\x1b7\x07id\x08\x7f\x9b\u202e'"
+    result.stdout.fnmatch_lines(
+        [
+            "ids.rubric.yaml: 2 problems in rubric file",
+            exact(f"  ids.rubric.yaml:2, {case}, field 'id': the id {case[5:]} {why}"),
+            exact("    -> use letters, digits, '_', '-' or '.', such as 'hb_7_id____'"),
+            exact(
+                rf"  ids.rubric.yaml:4, {case}, criterion 'c\x08', field 'id': the id 'c\x08' {why}"
+            ),
+            "    -> use letters, digits, '_', '-' or '.', such as 'c_'",
+        ],
+        consecutive=True,
+    )
+    assert not any(c in result.stdout.str() for c in "\x1b\x07\x08\x7f\x9b\u202e")
 
 
 def test_utf8_bom_is_accepted_in_json_yaml_and_jsonl(pytester: pytest.Pytester) -> None:

@@ -90,6 +90,22 @@ def test_malformed_criteria_raise_a_load_error_that_says_what_to_write() -> None
     assert "did you mean `type: any_of`?" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("rubric", "min_score", "expected"),
+    [
+        ([], None, "case 'rubric', field 'criteria': the case has no substance criterion"),
+        ([{"id": "r", "type": "any_of", "any_of": ["x"], "axis": "style"}], None, "no substance"),
+        ({"criteria": [{"type": "any_of", "any_of": ["x"], "weight": 0}]}, 0, "no substance"),
+        (CRITERIA, 1.5, "field 'min_score': `min_score`: Input should be less than or equal to 1"),
+        (Rubric(criteria=[AnyOf(id="p", any_of=["x"], axis="style")]), None, "no substance"),
+    ],
+)
+def test_a_rubric_is_checked_as_a_file_case_is(rubric: Any, min_score: Any, expected: str) -> None:
+    with pytest.raises(RubricLoadError, match="1 problem in rubric file") as info:
+        assert_rubric("x", rubric, min_score=min_score)
+    assert expected in str(info.value)
+
+
 def test_path_with_case_id_uses_the_file_globals_and_min_score(tmp_path: Path) -> None:
     path = tmp_path / "fin.rubric.yaml"
     path.write_text(
