@@ -14,6 +14,7 @@ import difflib
 import importlib
 import importlib.util
 import inspect
+import pkgutil
 import queue
 import sys
 import threading
@@ -51,8 +52,13 @@ def resolve_import(path: str) -> Any:
     """Import ``"package.module:name"`` (``name`` may be dotted) and return the object; a name
     the module lacks raises :class:`AttributeError` naming the closest names it has."""
     module_name, _, attr = path.partition(":")
-    with containing():
-        obj: Any = importlib.import_module(module_name)
+    try:
+        with containing():
+            obj: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:  # the module named, not one it imports: the names near
+        if exc.name is None or not f"{module_name}.".startswith(f"{exc.name}."):
+            raise
+        raise ModuleNotFoundError(f"{exc}{_near(exc.name)}", name=exc.name) from None
     owner = module_name
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -63,6 +69,25 @@ def resolve_import(path: str) -> Any:
         obj = getattr(obj, part)
         owner = f"{owner}.{part}"
     return obj
+
+
+def _near(module: str) -> str:
+    """The "did you mean 'app.bot'?" for a module that is not there, from its package's modules
+    (for a top-level one, the project's: the import path outside the interpreter's own
+    folders); "" when none is close."""
+    package, _, name = module.rpartition(".")
+    installed = (sys.prefix, sys.base_prefix)
+    try:
+        where = (
+            importlib.import_module(package).__path__
+            if package
+            else [p for p in sys.path if not p.startswith(installed)]
+        )
+    except Exception:  # the package itself is what is missing, or raises
+        return ""
+    known = [m.name for m in pkgutil.iter_modules(where)]
+    close = [f"{package}.{c}" if package else c for c in difflib.get_close_matches(name, known)]
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
 class UserCodeError(Exception):

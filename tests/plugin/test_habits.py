@@ -558,6 +558,11 @@ def test_an_unknown_target_or_function_name_says_which_one_was_meant(
     )
     result = team.runpytest("evals/support.rubric.yaml::warranty")
     result.stdout.fnmatch_lines(["*'targets' has no 'supportbot'; did you mean 'support_bot'?*"])
+    rubric.write_text(SUPPORT.replace("targets:support_bot", "target:support_bot"))
+    result = team.runpytest("evals/")
+    result.stdout.fnmatch_lines(
+        ["*No module named 'target'; did you mean 'targets'?*"]  # the module's name too
+    )
 
 
 # --- A good neighbour, all plugins at once ----------------------------------------------------
