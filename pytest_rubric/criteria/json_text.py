@@ -239,8 +239,17 @@ def _plain_numbers(value: Any) -> Any:
 
 # The schemas a criterion gives, checked when the rubric loads: `json`'s and the one the
 # arguments of a call must fit (`args`). An unquoted 1e3 in them is a number: see PlainNumber.
+def _schema_value(value: Any) -> Any:
+    if isinstance(value, str) and not isinstance(value, PlainNumber):  # its JSON text, quoted
+        raise ValueError(
+            "a JSON Schema is a mapping (or true or false), not text: write it unquoted, such "
+            "as {type: array}"
+        )
+    return _plain_numbers(value)
+
+
 Schema = Annotated[
-    dict[str, Any] | bool | None, BeforeValidator(_plain_numbers), AfterValidator(valid_schema)
+    dict[str, Any] | bool | None, BeforeValidator(_schema_value), AfterValidator(valid_schema)
 ]
 
 

@@ -609,6 +609,23 @@ def test_an_invalid_json_schema_is_one_problem_at_its_path() -> None:
     assert problem.hint is not None and "2020-12" in problem.hint
 
 
+def test_a_schema_written_as_quoted_json_text_is_one_problem_saying_so() -> None:
+    """Not pydantic's two union branches ("schema.dict[str,any]", "schema.bool")."""
+    problem = one_problem(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - {id: j, type: json, schema: '{"type": "array"}'}
+        """
+    )
+    assert (problem.case, problem.criterion, problem.field) == ("q1", "j", "schema")
+    assert problem.message == (
+        "a JSON Schema is a mapping (or true or false), not text: write it unquoted, such as "
+        "{type: array}"
+    )
+
+
 @pytest.mark.parametrize(
     ("schema", "path"),
     [
