@@ -115,9 +115,8 @@ class Recordings:
         }
         with self._lock:
             self.used.setdefault(where, set()).add(key)
-            if not replace and (self._load(where).get(key) or self.new.get(where, {}).get(key)):
-                return
-            if self._load(where).get(key) == entry:
+            kept = self._load(where).get(key)
+            if kept == entry or (not replace and (kept or self.new.get(where, {}).get(key))):
                 return
             self.new.setdefault(where, {})[key] = entry
 

@@ -121,11 +121,9 @@ class WorkerHooks:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         """A rubric item's setup report carries its result should this worker die running it."""
         report = yield
-        if_lost = getattr(item, "if_lost", None)
-        if call.when == "setup" and report.passed and if_lost is not None:
-            results = if_lost()
-            if results:
-                report.rubric_if_lost = results  # type: ignore[attr-defined]
+        if_lost = getattr(item, "if_lost", None) if call.when == "setup" and report.passed else None
+        if if_lost is not None and (results := if_lost()):
+            report.rubric_if_lost = results  # type: ignore[attr-defined]
         return report
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
