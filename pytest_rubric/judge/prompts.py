@@ -127,16 +127,14 @@ def one_shot(
         )
     # One entry per criterion, in order, each with its own id and reply shape: a server
     # that constrains decoding to the schema (llama.cpp) then cannot leave one out.
-    entries = []
-    for c in criteria:
-        own = verdict_schema(c)
-        entries.append(
-            {
-                **own,
-                "properties": {"id": {"const": c.id}, **own["properties"]},
-                "required": ["id", *own["required"]],
-            }
-        )
+    entries = [
+        {
+            **own,
+            "properties": {"id": {"const": c.id}, **own["properties"]},
+            "required": ["id", *own["required"]],
+        }
+        for c, own in zip(criteria, map(verdict_schema, criteria), strict=True)
+    ]
     schema = {
         "type": "object",
         "properties": {
