@@ -77,14 +77,12 @@ def write_answers(config: pytest.Config, report: pytest.TestReport, *, show_resp
     ``system-out`` (nothing without ``--junitxml``)."""
     from .._render.table import answer_lines
 
-    xml = config.stash.get(xml_key, None)
     results = getattr(report, "rubric_results", ())
     text = "\n".join(line for r in results for line in answer_lines(r, show_response=show_response))
-    if xml is None or not text:
-        return
-    element = ET.Element("system-out")
-    element.text = bin_xml_escape(outgoing(text))
-    xml.node_reporter(report).append(element)
+    if text and (xml := config.stash.get(xml_key, None)) is not None:
+        element = ET.Element("system-out")
+        element.text = bin_xml_escape(outgoing(text))
+        xml.node_reporter(report).append(element)
 
 
 def record_as_error(config: pytest.Config, report: pytest.TestReport) -> None:

@@ -99,10 +99,7 @@ class WorkerHooks:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
-        self.state.judging.schedule_items(self.items_ahead(item, nextitem))
-
-    def items_ahead(self, item: pytest.Item, nextitem: pytest.Item | None) -> list[pytest.Item]:
-        """The items this worker is known to run from ``item`` on, ``item`` first."""
+        """Judge ahead the items this worker is known to run from ``item`` on, ``item`` first."""
         ahead = [item] if nextitem is None else [item, nextitem]
         if self._by_file is None:
             self._by_file = {}
@@ -113,7 +110,7 @@ class WorkerHooks:
                 if (name := _file_of(known)) not in self._files_started:
                     self._files_started.add(name)
                     ahead += self._by_file.get(name, ())
-        return ahead
+        self.state.judging.schedule_items(ahead)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
