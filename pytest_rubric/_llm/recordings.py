@@ -49,8 +49,7 @@ CALIBRATION = "[calibration]"  # a name no case id can have ('[' breaks node ids
 def location(file: str, name: str) -> str:
     """``<file>/<name>.json``, the recording of case ``name`` of rubric file ``file`` (a node
     id), every part a plain file name: none may climb out of the recordings folder."""
-    parts = [_plain(part) for part in file.split("/") if part]
-    return "/".join([*parts, _plain(name) + ".json"])
+    return "/".join([*(_plain(part) for part in file.split("/") if part), _plain(name) + ".json"])
 
 
 def _plain(part: str) -> str:
