@@ -37,8 +37,7 @@ def run(args: argparse.Namespace) -> int:
     if skipped:
         warning = skipped_warning(args.path, skipped)
         print(f"pytest-rubric history: warning: {warning}", file=sys.stderr)
-    for line in history_lines(runs):
-        print(line)
+    print("\n".join(history_lines(runs)))
     return 0
 
 

@@ -28,16 +28,13 @@ class Output:
     run_help: str
     merge_help: str
     append_to: str | None = None  # an environment variable naming a file to append it to
-    # "module:function": a boundary of the format's own, for a text whose structure the
-    # whole-text one would break (CSV: cell by cell). None: ``outgoing`` on the whole text.
-    own_boundary: str | None = None
+    # "module:function": the outgoing boundary, on the whole text unless the format has its
+    # own for a text whose structure the whole-text one would break (CSV: cell by cell).
+    own_boundary: str = "pytest_rubric._guards.outgoing:outgoing"
 
     def boundary(self, text: str) -> str:
-        """``text`` through the outgoing boundary (the format's own, when it has one)."""
-        if self.own_boundary is None:
-            from .._guards.outgoing import outgoing  # its patterns: only when a file is written
-
-            return outgoing(text)
+        """``text`` through the outgoing boundary (the format's own, when it has one), imported
+        only when a file is written."""
         from .._guards.calls import resolve_import
 
         own: Callable[[str], str] = resolve_import(self.own_boundary)

@@ -14,9 +14,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from .cost import Price, money
+
 if TYPE_CHECKING:
     from .._results import Outcome
-    from .cost import Price
 
 
 SEED = 1234
@@ -123,8 +124,6 @@ class CallStats:
 
     def line(self, name: str, *, price: Price | None = None) -> str:
         """The usage line; with a price, what the calls cost and what the cache saved."""
-        from .cost import money
-
         text = (
             f"judge {name}: {self.calls} calls, {self.retries} retries, {self.errors} errors, "
             f"tokens {self.tokens_in} in / {self.tokens_out} out"
@@ -150,10 +149,7 @@ def elsewhere_line(usage: Iterable[CallStats]) -> str | None:
     """The one line that says how many judge cache hits were recorded against another
     endpoint than the one the run names (and which), or None when none were."""
     usage = list(usage)
-    counts: Counter[str] = Counter()
-    for stats in usage:
-        counts.update(stats.elsewhere)
-    if not counts:
+    if not (counts := sum((Counter(stats.elsewhere) for stats in usage), Counter[str]())):
         return None
     hits = sum(stats.cache_hits for stats in usage)
     n = sum(counts.values())

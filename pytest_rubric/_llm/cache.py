@@ -376,8 +376,7 @@ class CachedCalls:
             self.stats.cache_hits += 1
             self.stats.saved_in += found.tokens_in
             self.stats.saved_out += found.tokens_out
-            recorded = found.endpoint
-            if recorded is not None and endpoint is not None and recorded != endpoint:
+            if endpoint is not None and (recorded := found.endpoint) not in (None, endpoint):
                 self.stats.elsewhere[recorded] = self.stats.elsewhere.get(recorded, 0) + 1
 
     def store(

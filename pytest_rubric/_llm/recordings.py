@@ -50,8 +50,7 @@ CALIBRATION = "[calibration]"  # a name no case id can have ('[' breaks node ids
 def location(file: str, name: str) -> str:
     """``<file>/<name>.json``, the recording of case ``name`` of rubric file ``file`` (a node
     id), every part a plain file name: none may climb out of the recordings folder."""
-    parts = [_plain(part) for part in file.split("/") if part]
-    return "/".join([*parts, _plain(name) + ".json"])
+    return "/".join([*(_plain(part) for part in file.split("/") if part), _plain(name) + ".json"])
 
 
 # Bytes of a part of a recording's path, at most: file systems refuse names past 255, and a
@@ -126,9 +125,8 @@ class Recordings:
         }
         with self._lock:
             self.used.setdefault(where, set()).add(key)
-            if not replace and (self._load(where).get(key) or self.new.get(where, {}).get(key)):
-                return
-            if self._load(where).get(key) == entry:
+            kept = self._load(where).get(key)
+            if kept == entry or (not replace and (kept or self.new.get(where, {}).get(key))):
                 return
             self.new.setdefault(where, {})[key] = entry
 

@@ -14,6 +14,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
+from .._guards.outgoing import outgoing_data
 from .._report.report import SessionReport
 from .table import with_requirement
 
@@ -70,8 +71,6 @@ def boundary(text: str) -> str:
     the next cells (the URL pattern stops at a space or a quote, not a comma) and lose them
     with its query string, and its carriage returns would be escaped. A carriage return in
     a cell is escaped (``\\x0d``), so the only ones left in the file end its records."""
-    from .._guards.outgoing import outgoing_data
-
     source = csv.reader(io.StringIO(text, newline=""))
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator=RECORD_END)

@@ -511,14 +511,13 @@ def _items(entries: Sequence[Any], item: Callable[[Any], str] = e) -> str:
 
 def _gates(gates: GateReport) -> str:
     """The gates' verdict and notes (a baseline's deltas are in :func:`_changes`, at the top)."""
-    parts = ["<h2>Gates</h2>"]
-    if gates.failed:
-        parts.append(f'<p class="bad">Gate failed:</p><ul>{_items(gates.regressions)}</ul>')
-    else:
-        parts.append('<p class="good">Gate passed.</p>')
-    if notes := gates.noted:
-        parts.append(f"<p>Notes:</p><ul>{_items(notes)}</ul>")
-    return "".join(parts)
+    verdict = (
+        f'<p class="bad">Gate failed:</p><ul>{_items(gates.regressions)}</ul>'
+        if gates.failed
+        else '<p class="good">Gate passed.</p>'
+    )
+    notes = f"<p>Notes:</p><ul>{_items(gates.noted)}</ul>" if gates.noted else ""
+    return f"<h2>Gates</h2>{verdict}{notes}"
 
 
 def _changes(report: SessionReport, shown: set[str]) -> str:

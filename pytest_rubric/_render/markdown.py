@@ -135,8 +135,7 @@ def _gates(gates: GateReport) -> list[str]:
     else:
         lines.append("Gate passed.")
     if notes := gates.noted:
-        lines += ["", "Notes:"]
-        lines += [f"- {escape(note, limit=300)}" for note in notes]
+        lines += ["", "Notes:", *(f"- {escape(note, limit=300)}" for note in notes)]
     return lines
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
 from .._results import CaseResult
@@ -178,8 +179,6 @@ def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] =
 
 def _panel(results: Sequence[CaseResult]) -> dict[str, Any]:
     """The panel's agreement, from every sample's judged criteria (empty without a panel)."""
-    from itertools import combinations
-
     names: set[str] = set()
     votes: list[dict[str, str]] = []
     unstable = 0

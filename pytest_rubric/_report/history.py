@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -248,8 +249,6 @@ def with_trend(report: SessionReport, path: Path, *, warn: Callable[[str], None]
     """``report`` with its ``trend``: the last runs of the history at ``path`` and this one,
     oldest first. A history that cannot be read adds nothing (appending says why, once); its
     rows of the wrong type are skipped, said once through ``warn``."""
-    from dataclasses import replace
-
     skipped: list[str] = []
     try:
         past = read_runs(path, last=TREND_RUNS - 1, skipped=skipped)

@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from _pytest.junitxml import bin_xml_escape, xml_key
 
 from .._guards.outgoing import outgoing, outgoing_strings
 from .._render.files import Unwritten, unwritable
@@ -62,8 +63,6 @@ def _repeated(name: str, value: str) -> tuple[str, str]:
 def set_aside(config: pytest.Config) -> Unwritten | None:
     """When ``--junitxml`` names a path that cannot be written: JUnit's writer is taken out
     of the run and what could not be written is returned (None otherwise)."""
-    from _pytest.junitxml import xml_key
-
     if (xml := config.stash.get(xml_key, None)) is None:
         return None
     if (reason := unwritable(Path(xml.logfile))) is None:
@@ -76,25 +75,19 @@ def set_aside(config: pytest.Config) -> Unwritten | None:
 def write_answers(config: pytest.Config, report: pytest.TestReport, *, show_response: int) -> None:
     """Add the question and the response of a failed rubric item to its test case's
     ``system-out`` (nothing without ``--junitxml``)."""
-    from _pytest.junitxml import bin_xml_escape, xml_key
-
     from .._render.table import answer_lines
 
-    xml = config.stash.get(xml_key, None)
     results = getattr(report, "rubric_results", ())
     text = "\n".join(line for r in results for line in answer_lines(r, show_response=show_response))
-    if xml is None or not text:
-        return
-    element = ET.Element("system-out")
-    element.text = bin_xml_escape(outgoing(text))
-    xml.node_reporter(report).append(element)
+    if text and (xml := config.stash.get(xml_key, None)) is not None:
+        element = ET.Element("system-out")
+        element.text = bin_xml_escape(outgoing(text))
+        xml.node_reporter(report).append(element)
 
 
 def record_as_error(config: pytest.Config, report: pytest.TestReport) -> None:
     """Record ``report``'s failed call as an ``error`` in its JUnit test case (nothing
     without ``--junitxml``); called after JUnit has written the ``failure``."""
-    from _pytest.junitxml import xml_key
-
     if (xml := config.stash.get(xml_key, None)) is None:
         return
     for element in xml.node_reporter(report).nodes:

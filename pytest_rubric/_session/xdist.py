@@ -99,10 +99,7 @@ class WorkerHooks:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
-        self.state.judging.schedule_items(self.items_ahead(item, nextitem))
-
-    def items_ahead(self, item: pytest.Item, nextitem: pytest.Item | None) -> list[pytest.Item]:
-        """The items this worker is known to run from ``item`` on, ``item`` first."""
+        """Judge ahead the items this worker is known to run from ``item`` on, ``item`` first."""
         ahead = [item] if nextitem is None else [item, nextitem]
         if self._by_file is None:
             self._by_file = {}
@@ -113,7 +110,7 @@ class WorkerHooks:
                 if (name := _file_of(known)) not in self._files_started:
                     self._files_started.add(name)
                     ahead += self._by_file.get(name, ())
-        return ahead
+        self.state.judging.schedule_items(ahead)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -121,11 +118,9 @@ class WorkerHooks:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         """A rubric item's setup report carries its result should this worker die running it."""
         report = yield
-        if_lost = getattr(item, "if_lost", None)
-        if call.when == "setup" and report.passed and if_lost is not None:
-            results = if_lost()
-            if results:
-                report.rubric_if_lost = results  # type: ignore[attr-defined]
+        if_lost = getattr(item, "if_lost", None) if call.when == "setup" and report.passed else None
+        if if_lost is not None and (results := if_lost()):
+            report.rubric_if_lost = results  # type: ignore[attr-defined]
         return report
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

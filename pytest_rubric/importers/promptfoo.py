@@ -780,9 +780,12 @@ def _cases(ctx: Conversion, test: Test, prompts: list[PromptTemplate]) -> list[d
             )
         except Unmappable as exc:
             why = f"vars: {exc}"
+    slug = re.sub(r"[^a-z0-9]+", "-", (test.description or "").lower()).strip("-")[:40].strip("-")
+    base = f"t{test.number}" + (f"-{slug}" if slug else "")
     cases: list[dict[str, Any]] = []
     for k, combo in enumerate(combos):
         which = f"{test.label}, vars combination {k + 1}" if len(combos) > 1 else test.label
+        variant = f"{base}-v{k + 1}" if len(combos) > 1 else base
         ctx.budget.spend(cases=len(prompts))  # before any of them is made
         try:
             vars_ = prepare(combo, ctx.tree)
@@ -800,7 +803,7 @@ def _cases(ctx: Conversion, test: Test, prompts: list[PromptTemplate]) -> list[d
         for j, prompt in enumerate(prompts):
             case = _case(ctx, test, prompt, vars_, criteria, lost, len(prompts) > 1)
             if case is not None:
-                case["id"] = _case_id(test, k, len(combos), j, len(prompts))
+                case["id"] = f"{variant}-p{j + 1}" if len(prompts) > 1 else variant
                 ctx.budget.spend_on(case)  # the text it is written as
                 cases.append(case)
     if cases:
@@ -953,9 +956,3 @@ def _case(
         case["tags"] = [PARTIAL_TAG]
     case["criteria"] = [dict(c) for c in criteria]
     return case
-
-
-def _case_id(test: Test, k: int, n_combos: int, j: int, n_prompts: int) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", (test.description or "").lower()).strip("-")[:40].strip("-")
-    base = f"t{test.number}" + (f"-{slug}" if slug else "")
-    return base + (f"-v{k + 1}" if n_combos > 1 else "") + (f"-p{j + 1}" if n_prompts > 1 else "")

@@ -127,16 +127,14 @@ def one_shot(
         )
     # One entry per criterion, in order, each with its own id and reply shape: a server
     # that constrains decoding to the schema (llama.cpp) then cannot leave one out.
-    entries = []
-    for c in criteria:
-        own = verdict_schema(c)
-        entries.append(
-            {
-                **own,
-                "properties": {"id": {"const": c.id}, **own["properties"]},
-                "required": ["id", *own["required"]],
-            }
-        )
+    entries = [
+        {
+            **own,
+            "properties": {"id": {"const": c.id}, **own["properties"]},
+            "required": ["id", *own["required"]],
+        }
+        for c, own in zip(criteria, map(verdict_schema, criteria), strict=True)
+    ]
     schema = {
         "type": "object",
         "properties": {
@@ -332,22 +330,6 @@ def assembled(
         f"</judge-example-{token}>\n"
         for e in examples
     )
-    user = shown + context + user_message(question, response, token, reference)
-    return Prompt("\n\n".join(parts), user, schema, token)
-
-
-def fence_token() -> str:
-    return secrets.token_hex(8)
-
-
-def data_rule(question: Question, token: str, reference: str | None = None) -> str:
-    rule = (_CONVERSATION_RULE if isinstance(question, tuple) else _DATA_RULE).format(token=token)
-    return rule if reference is None else rule + "\n\n" + _REFERENCE_RULE.format(token=token)
-
-
-def user_message(
-    question: Question, response: str, token: str, reference: str | None = None
-) -> str:
     if isinstance(question, tuple):
         turns = "".join(
             f'<turn-{token} role="{role}">\n{content}\n</turn-{token}>\n'
@@ -358,7 +340,17 @@ def user_message(
         asked = f"<question-{token}>\n{question or '(no question given)'}\n</question-{token}>\n"
     if reference is not None:
         asked += f"<reference-{token}>\n{reference}\n</reference-{token}>\n"
-    return f"{asked}<response-{token}>\n{response}\n</response-{token}>"
+    user = f"{shown}{context}{asked}<response-{token}>\n{response}\n</response-{token}>"
+    return Prompt("\n\n".join(parts), user, schema, token)
+
+
+def fence_token() -> str:
+    return secrets.token_hex(8)
+
+
+def data_rule(question: Question, token: str, reference: str | None = None) -> str:
+    rule = (_CONVERSATION_RULE if isinstance(question, tuple) else _DATA_RULE).format(token=token)
+    return rule if reference is None else rule + "\n\n" + _REFERENCE_RULE.format(token=token)
 
 
 _FENCE = re.compile(

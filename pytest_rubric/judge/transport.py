@@ -255,7 +255,7 @@ class Transport:
     async def _complete(self, prompt: Prompt, user: str, vote: int) -> Reply:
         self.stats.calls += 1  # one per judge call, whatever its retries
         try:
-            if isinstance(self.client, HTTPClient):
+            if self._builtin:
                 # No slot here: the client takes one per attempt.
                 send = self.client.send if self.batch is None else self.batch.send
                 return await send(
