@@ -276,18 +276,15 @@ def _documents(attributes: Mapping[str, Any]) -> list[Passage]:
     for key, value in attributes.items():
         if (match := _DOCUMENT.fullmatch(key)) is not None:
             found.setdefault(int(match[1]), {})[match[2]] = value
-    passages = []
-    for _, document in sorted(found.items()):
-        source = (json_object(document.get("metadata")) or {}).get("source")
-        ident = document.get("id")
-        passages.append(
-            Passage(
-                text=_text(document.get("content", "")),
-                id=None if ident is None else str(ident),
-                source=source if isinstance(source, str) else None,
-            )
+    return [
+        Passage(
+            text=_text(document.get("content", "")),
+            id=None if document.get("id") is None else str(document["id"]),
+            source=source if isinstance(source, str) else None,
         )
-    return passages
+        for _, document in sorted(found.items())
+        for source in [(json_object(document.get("metadata")) or {}).get("source")]
+    ]
 
 
 def _tokens(attributes: Mapping[str, Any]) -> tuple[int | None, int | None]:

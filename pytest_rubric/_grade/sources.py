@@ -89,12 +89,10 @@ class Source:
                     range(repeat),
                 )
             )
-        answers = []
         for index, (answer, problem) in enumerate(fetched):
             if answer is None:
                 return None, f"sample {index + 1} of {repeat}: {problem}"
-            answers.append(answer)
-        return answers, None
+        return [answer for answer, _ in fetched if answer is not None], None
 
     def fetch(
         self,
