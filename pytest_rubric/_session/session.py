@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import platform
 import sys
 import time
 from collections.abc import Generator, Sequence
@@ -413,8 +414,6 @@ class RubricSession:
         """Which run this is (the JSON's ``run``): on an xdist controller, the judge cache's
         hits and misses are the workers' summed (see ``add_worker_stats``); ``complete``
         False when the session was interrupted."""
-        import platform
-
         from .._report.run import RunInfo, git_commit, iso_time, plugin_version
 
         usage = self.judging.usage.values()
