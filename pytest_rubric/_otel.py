@@ -214,7 +214,7 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
     passages: list[Passage] = []
     llm_calls = 0
     tokens: list[tuple[int | None, int | None]] = []
-    seen = retrieved = False
+    retrieved = False
     for span in sorted(spans, key=lambda s: (s.start_time or 0, s.end_time or 0)):
         attributes: Mapping[str, Any] = span.attributes or {}
         operation = attributes.get("gen_ai.operation.name")
@@ -229,10 +229,7 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
         elif kind == "RETRIEVER":
             passages.extend(_documents(attributes))
             retrieved = True
-        else:
-            continue
-        seen = True
-    if not seen:
+    if not (calls or tokens or retrieved):  # no span of either convention
         return None
     return Trace(
         source="otel",
