@@ -171,16 +171,12 @@ def _parse_json(text: str, path: Path) -> _Parsed:
     try:
         data, repeated = json_loads(text)
     except json.JSONDecodeError as exc:
-        raise RubricLoadError(
-            path,
-            [
-                Problem(
-                    f"invalid JSON: {exc.msg} (column {exc.colno})",
-                    line=exc.lineno,
-                    hint="fix the JSON syntax; a trailing comma or a missing quote is the usual cause",
-                )
-            ],
-        ) from None
+        problem = Problem(
+            f"invalid JSON: {exc.msg} (column {exc.colno})",
+            line=exc.lineno,
+            hint="fix the JSON syntax; a trailing comma or a missing quote is the usual cause",
+        )
+        raise RubricLoadError(path, [problem]) from None
     except Limit as exc:  # nesting, a number Python refuses, a lone surrogate
         raise RubricLoadError(path, [exc.problem]) from None
     if not repeated:
