@@ -43,7 +43,6 @@ MAX_SPANS = 10_000
 # GenAI semantic conventions: the operations that are a call of a model (the inference
 # span), and the one that is a tool's execution.
 _INFERENCE = frozenset({"chat", "text_completion", "generate_content"})
-_EMBEDDINGS = "embeddings"
 _EXECUTE_TOOL = "execute_tool"
 _DOCUMENT = re.compile(r"retrieval\.documents\.(\d+)\.document\.(id|content|metadata)")
 
@@ -224,7 +223,7 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
         elif operation in _INFERENCE or kind == "LLM":
             llm_calls += 1
             tokens.append(_tokens(attributes))
-        elif operation == _EMBEDDINGS or kind == "EMBEDDING":
+        elif operation == "embeddings" or kind == "EMBEDDING":
             tokens.append(_tokens(attributes))
         elif kind == "RETRIEVER":
             passages.extend(_documents(attributes))
