@@ -43,7 +43,6 @@ MAX_SPANS = 10_000
 # GenAI semantic conventions: the operations that are a call of a model (the inference
 # span), and the one that is a tool's execution.
 _INFERENCE = frozenset({"chat", "text_completion", "generate_content"})
-_EMBEDDINGS = "embeddings"
 _EXECUTE_TOOL = "execute_tool"
 _DOCUMENT = re.compile(r"retrieval\.documents\.(\d+)\.document\.(id|content|metadata)")
 
@@ -214,7 +213,7 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
     passages: list[Passage] = []
     llm_calls = 0
     tokens: list[tuple[int | None, int | None]] = []
-    seen = retrieved = False
+    retrieved = False
     for span in sorted(spans, key=lambda s: (s.start_time or 0, s.end_time or 0)):
         attributes: Mapping[str, Any] = span.attributes or {}
         operation = attributes.get("gen_ai.operation.name")
@@ -224,15 +223,12 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
         elif operation in _INFERENCE or kind == "LLM":
             llm_calls += 1
             tokens.append(_tokens(attributes))
-        elif operation == _EMBEDDINGS or kind == "EMBEDDING":
+        elif operation == "embeddings" or kind == "EMBEDDING":
             tokens.append(_tokens(attributes))
         elif kind == "RETRIEVER":
             passages.extend(_documents(attributes))
             retrieved = True
-        else:
-            continue
-        seen = True
-    if not seen:
+    if not (calls or tokens or retrieved):  # no span of either convention
         return None
     return Trace(
         source="otel",
@@ -276,18 +272,15 @@ def _documents(attributes: Mapping[str, Any]) -> list[Passage]:
     for key, value in attributes.items():
         if (match := _DOCUMENT.fullmatch(key)) is not None:
             found.setdefault(int(match[1]), {})[match[2]] = value
-    passages = []
-    for _, document in sorted(found.items()):
-        source = (json_object(document.get("metadata")) or {}).get("source")
-        ident = document.get("id")
-        passages.append(
-            Passage(
-                text=_text(document.get("content", "")),
-                id=None if ident is None else str(ident),
-                source=source if isinstance(source, str) else None,
-            )
+    return [
+        Passage(
+            text=_text(document.get("content", "")),
+            id=None if document.get("id") is None else str(document["id"]),
+            source=source if isinstance(source, str) else None,
         )
-    return passages
+        for _, document in sorted(found.items())
+        for source in [(json_object(document.get("metadata")) or {}).get("source")]
+    ]
 
 
 def _tokens(attributes: Mapping[str, Any]) -> tuple[int | None, int | None]:

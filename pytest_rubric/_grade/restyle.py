@@ -17,7 +17,6 @@ from typing import Literal
 
 from .style import ASSERTIVE, HEDGES
 
-TONES = ("confident", "hedged")
 OPENING = "Without question: "
 
 # What each marker becomes in the other tone (markers kept as they are left out).
@@ -88,7 +87,7 @@ def restyle(text: str, *, to: Literal["confident", "hedged"]) -> str:
         return body[:lead] + OPENING + body[lead:]
     if to == "hedged":
         return _rewrite(text, _HEDGED, _TO_HEDGED)
-    raise ValueError(f"restyle: to={to!r}; use one of {', '.join(TONES)}")
+    raise ValueError(f"restyle: to={to!r}; use one of confident, hedged")
 
 
 PADDING: tuple[str, ...] = (
@@ -101,8 +100,6 @@ PADDING: tuple[str, ...] = (
     "It is here for length alone.",
     "The layout of this text is plain.",
 )
-
-SEPARATOR = "\n\n"  # between the answer and its padding: a paragraph of its own
 
 
 def paddable(text: str) -> bool:
@@ -128,4 +125,4 @@ def pad(text: str) -> str:
         sentence = PADDING[len(added) % len(PADDING)]
         added.append(sentence)
         length += len(sentence) + 1
-    return text + SEPARATOR + " ".join(added)
+    return text + "\n\n" + " ".join(added)  # the padding: a paragraph of its own

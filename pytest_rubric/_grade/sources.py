@@ -8,8 +8,11 @@ asks for it.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import inspect
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -80,8 +83,6 @@ class Source:
         if repeat == 1:
             answer, problem = self.fetch(case, raised=raised)
             return (None, problem or "no response") if answer is None else ([answer], None)
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(max_workers=max(1, min(repeat, concurrency))) as pool:
             fetched = list(
                 pool.map(
@@ -89,12 +90,10 @@ class Source:
                     range(repeat),
                 )
             )
-        answers = []
         for index, (answer, problem) in enumerate(fetched):
             if answer is None:
                 return None, f"sample {index + 1} of {repeat}: {problem}"
-            answers.append(answer)
-        return answers, None
+        return [answer for answer, _ in fetched if answer is not None], None
 
     def fetch(
         self,
@@ -203,8 +202,6 @@ _TEXT_NAMES = frozenset({"question", "prompt", "text"})
 def target_form(function: Any) -> tuple[str, str]:
     """How to call a target: ``("question" | "case" | "messages", parameter name)``, or
     :class:`TypeError` listing the signatures a target may have."""
-    import inspect
-
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError) as exc:
@@ -275,9 +272,6 @@ class Target:
 
 def fingerprint(function: Any) -> str:
     """A hash of the source file that defines ``function`` ("" when there is none to read)."""
-    import hashlib
-    import inspect
-
     try:
         path = inspect.getsourcefile(function)
         data = Path(path).read_bytes() if path else b""

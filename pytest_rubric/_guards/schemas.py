@@ -239,16 +239,14 @@ def _additional_properties(validator: Any, extra: Any, instance: Any, schema: An
             yield from validator.descend(instance[key], extra, path=key)
     elif not extra and extras:
         listed = ", ".join(repr(key) for key in sorted(extras, key=str))
-        verb = "was" if len(extras) == 1 else "were"
-        if patterns:
-            yield ValidationError(
-                f"{listed} {'does' if len(extras) == 1 else 'do'} not match any of the regexes: "
-                + ", ".join(repr(p) for p in sorted(patterns))
-            )
-        else:
-            yield ValidationError(
-                f"Additional properties are not allowed ({listed} {verb} unexpected)"
-            )
+        one = len(extras) == 1
+        yield ValidationError(
+            f"{listed} {'does' if one else 'do'} not match any of the regexes: "
+            + ", ".join(repr(p) for p in sorted(patterns))
+            if patterns
+            else f"Additional properties are not allowed ({listed} {'was' if one else 'were'} "
+            "unexpected)"
+        )
 
 
 def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator[Any]:

@@ -196,12 +196,8 @@ def construct(
                     firsts = firsts or first_keys(node)
                     repeated(node, firsts[key], key_node, key)
                 result[key] = build(value_node, depth + 1)
-            if merged:
-                combined: dict[Any, Any] = {}
-                for source in reversed(merged):
-                    combined.update(source)
-                combined.update(result)
-                result = combined
+            if merged:  # its own keys over the merged ones, an earlier mapping over a later
+                result = {k: v for source in (*reversed(merged), result) for k, v in source.items()}
         if alias:
             copying = False
             aliases += 1

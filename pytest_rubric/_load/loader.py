@@ -105,7 +105,7 @@ def parse_suite(
         raise RubricLoadError(path, [Problem(str(exc))]) from None
     # Editors on Windows start UTF-8 files with a BOM, which json.loads rejects.
     text = text.removeprefix("\ufeff")
-    parsed = _parse(text, path)
+    parsed = _parse_json(text, path) if path.suffix == ".json" else _parse_yaml(text, path)
     data = parsed.data
     bare_list = isinstance(data, list)
     if bare_list:
@@ -167,29 +167,18 @@ class _Parsed:
     lines: Lines | None = None  # a streamed YAML file's (see _guards.yaml.stream)
 
 
-def _parse(text: str, path: Path) -> _Parsed:
-    if path.suffix != ".json":
-        return _parse_yaml(text, path)
-    try:
-        return _parse_json(text, path)
-    except Limit as exc:
-        raise RubricLoadError(path, [exc.problem]) from None
-
-
 def _parse_json(text: str, path: Path) -> _Parsed:
     try:
         data, repeated = json_loads(text)
     except json.JSONDecodeError as exc:
-        raise RubricLoadError(
-            path,
-            [
-                Problem(
-                    f"invalid JSON: {exc.msg} (column {exc.colno})",
-                    line=exc.lineno,
-                    hint="fix the JSON syntax; a trailing comma or a missing quote is the usual cause",
-                )
-            ],
-        ) from None
+        problem = Problem(
+            f"invalid JSON: {exc.msg} (column {exc.colno})",
+            line=exc.lineno,
+            hint="fix the JSON syntax; a trailing comma or a missing quote is the usual cause",
+        )
+        raise RubricLoadError(path, [problem]) from None
+    except Limit as exc:  # nesting, a number Python refuses, a lone surrogate
+        raise RubricLoadError(path, [exc.problem]) from None
     if not repeated:
         return _Parsed(data, None, [])
     # json reports no positions: the lines of both keys come from the YAML

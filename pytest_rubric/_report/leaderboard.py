@@ -209,32 +209,29 @@ def leaderboard(
     naive = {s: _stats.mean([r.naive_score for r in rs]) for s, rs in grouped.items()}
     rank, naive_rank = _ranks(correctness), _ranks(naive)
     gate_level = level if gate_confidence is None else gate_confidence
-    rows = []
-    for subject, rs in grouped.items():
-        passed = sum(r.passed for r in rs)
-        rows.append(
-            SubjectRow(
-                subject=subject,
-                rank=rank[subject],
-                correctness=correctness[subject],
-                fluency=_stats.mean([r.fluency for r in rs]),
-                confidence=_stats.mean([r.confidence for r in rs]),
-                naive_score=naive[subject],
-                naive_rank=naive_rank[subject],
-                confidently_wrong=sum("confidently_wrong" in r.flags for r in rs),
-                passed=passed,
-                total=len(rs),
-                correctness_ci=_stats.mean_interval([r.score for r in rs], level),
-                n_cases=len(rs),
-                detectable_drop=_stats.detectable_drop(
-                    [[s.score for s in r.samples or (r,)] for r in rs],
-                    gate_level,
-                    max_drop=max_drop,
-                ),
-                passed_ci=wilson(passed, len(rs), level),
-                traced=TraceFigures.of(rs),
-            )
+    rows = [
+        SubjectRow(
+            subject=subject,
+            rank=rank[subject],
+            correctness=correctness[subject],
+            fluency=_stats.mean([r.fluency for r in rs]),
+            confidence=_stats.mean([r.confidence for r in rs]),
+            naive_score=naive[subject],
+            naive_rank=naive_rank[subject],
+            confidently_wrong=sum("confidently_wrong" in r.flags for r in rs),
+            passed=passed,
+            total=len(rs),
+            correctness_ci=_stats.mean_interval([r.score for r in rs], level),
+            n_cases=len(rs),
+            detectable_drop=_stats.detectable_drop(
+                [[s.score for s in r.samples or (r,)] for r in rs], gate_level, max_drop=max_drop
+            ),
+            passed_ci=wilson(passed, len(rs), level),
+            traced=TraceFigures.of(rs),
         )
+        for subject, rs in grouped.items()
+        for passed in [sum(r.passed for r in rs)]
+    ]
     rows.sort(key=lambda row: (row.rank, row.subject))
     top: SubjectRow | None = None  # the first subject of the current tier
     for row in rows:
@@ -356,14 +353,12 @@ def _tag_scores(result: CaseResult) -> dict[str, float]:
     whose criteria were all SKIPPED has no score here, not 0."""
     graded = [c for c in result.criteria if c.verdict is not Verdict.SKIPPED]
     tags = {tag for c in graded if c.axis == "substance" and c.weight > 0 for tag in c.tags}
-    scores = {}
-    for tag in sorted(tags):
-        per_sample = [
-            score(c for c in sample.criteria if tag in c.tags).score
-            for sample in result.sample_list
-        ]
-        scores[tag] = _stats.mean(per_sample)
-    return scores
+    return {
+        tag: _stats.mean(
+            [score(c for c in s.criteria if tag in c.tags).score for s in result.sample_list]
+        )
+        for tag in sorted(tags)
+    }
 
 
 def breakdowns(
@@ -372,28 +367,19 @@ def breakdowns(
     """Suite entries (when there are several suites), then tag entries; within a group by
     key, and within a key in ``subjects`` order (the leaderboard's)."""
     order = {s: i for i, s in enumerate(subjects)}
-    entries: list[Breakdown] = []
     suites: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     tags: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
         suites[r.suite][r.subject].append(r.score)
         for tag, value in _tag_scores(r).items():
             tags[tag][r.subject].append(value)
-    for group, by_key in [*([("suite", suites)] if len(suites) > 1 else []), ("tag", tags)]:
-        for key in sorted(by_key):
-            for subject in sorted(by_key[key], key=lambda s: order.get(s, len(order))):
-                values = by_key[key][subject]
-                entries.append(
-                    Breakdown(
-                        subject,
-                        group,
-                        key,
-                        _stats.mean(values),
-                        _stats.mean_interval(values, level),
-                        len(values),
-                    )
-                )
-    return tuple(entries)
+    return tuple(
+        Breakdown(subject, group, key, _stats.mean(vs), _stats.mean_interval(vs, level), len(vs))
+        for group, by_key in [*([("suite", suites)] if len(suites) > 1 else []), ("tag", tags)]
+        for key in sorted(by_key)
+        for subject in sorted(by_key[key], key=lambda s: order.get(s, len(order)))
+        for vs in [by_key[key][subject]]  # the subject's scores of this suite or tag
+    )
 
 
 def breakdown_tables(

@@ -17,12 +17,11 @@ from typing import TYPE_CHECKING
 from .._defaults import SHOW_RESPONSE
 from .._grade.style import StyleThresholds
 from .._results import CaseResult
-from .audit import JudgeAudit, audit
+from .audit import Calibration, JudgeAudit, audit
 from .gates import GateReport, Gates, run_gates
 from .leaderboard import SubjectRow, breakdowns, leaderboard, pairwise, rank_noise
 
 if TYPE_CHECKING:
-    from .audit import Calibration
     from .leaderboard import Breakdown, Pair, RankNoise
     from .run import HistoryRun, RunInfo
 

@@ -20,6 +20,7 @@ from urllib.parse import unquote
 import pytest
 
 from .._guards.outgoing import rubric_warning, warn
+from .._guards.secrets import known_keys
 from .items import is_rubric_item
 
 if TYPE_CHECKING:
@@ -44,7 +45,6 @@ class Caches:
     def recordings(self) -> Recordings | None:
         """The judge's recordings folder (``--rubric-recordings``), or None."""
         if self._recordings is None and self.recordings_dir is not None:
-            from .._guards.secrets import known_keys
             from .._llm.recordings import Recordings
 
             self._recordings = Recordings(self.recordings_dir, secrets=known_keys())
@@ -66,8 +66,7 @@ class Caches:
 
     def _open(self) -> CacheFile:
         if self._file is None:
-            from .._guards.secrets import known_keys  # no httpx: an xdist controller skips it
-            from .._llm.cache import CacheFile
+            from .._llm.cache import CacheFile  # no httpx: an xdist controller skips it
 
             self._file = CacheFile(self.cache_dir, secrets=known_keys())
             if (warning := self._file.take_warning()) is not None and self.config_warning:

@@ -12,12 +12,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .._defaults import ResponseTally, named
+from .._defaults import ResponseTally, RetryPolicy, named
 from .._errors import Problem
 from .._guards.outgoing import warn
 
 if TYPE_CHECKING:
-    from .._defaults import RetryPolicy
     from .._grade.sources import LiveModel
     from .._llm.cost import Budget, CostSettings
     from .._load.responses import ResponseFile

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import platform
 import sys
 import time
 from collections.abc import Generator, Sequence
@@ -37,6 +38,7 @@ import pytest
 from .._config.options import read_settings
 from .._defaults import first_data_file, is_rubric_file
 from .._guards.outgoing import outgoing, rubric_warning, warn
+from .._render.files import Unwritten, write_outputs
 from .._results import CaseResult, Outcome, Verdict
 from . import heap, xdist
 from .auditing import Audit
@@ -44,6 +46,7 @@ from .caches import Caches, JudgeRecordings
 from .inputs import Inputs, live_models
 from .items import is_rubric_item
 from .judging import JudgeSetup, Judging, every
+from .junit import record_as_error, set_aside, write_answers
 from .results import Results
 from .xdist import Role
 
@@ -52,7 +55,6 @@ if TYPE_CHECKING:
     from .._config.settings import Settings
     from .._grade.grader import CompiledRubric, Grader
     from .._llm.base import Judged
-    from .._render.files import Unwritten
     from .._report.report import SessionReport
     from .._report.run import RunInfo
     from .._trace import Passage
@@ -416,8 +418,6 @@ class RubricSession:
         """Which run this is (the JSON's ``run``): on an xdist controller, the judge cache's
         hits and misses are the workers' summed (see ``add_worker_stats``); ``complete``
         False when the session was interrupted."""
-        import platform
-
         from .._report.run import RunInfo, git_commit, iso_time, plugin_version
 
         usage = self.judging.usage.values()
@@ -501,8 +501,6 @@ class _ReportHooks:
         what the application was asked and said, in its ``system-out``."""
         result = yield
         if report.failed:
-            from .junit import record_as_error, write_answers
-
             config = self.state.config
             if getattr(report, "rubric_error", False):
                 record_as_error(config, report)
@@ -515,8 +513,6 @@ class _ReportHooks:
 
     def set_junit_aside(self, config: pytest.Config) -> None:
         """A ``--junitxml`` path that cannot be written is known before a test runs."""
-        from .junit import set_aside
-
         if (unwritten := set_aside(config)) is not None:
             self.state.unwritten.append(unwritten)
 

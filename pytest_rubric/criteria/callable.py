@@ -35,9 +35,6 @@ class CallableCriterion(CriterionModel):
         return _CallableCheck(self, function, context.call_timeout, context.runner)
 
 
-_CALLABLE_CONTRACT = "return a bool, a float in [0, 1] or (value, reason)"
-
-
 class _Shown(reprlib.Repr):
     """reprlib's bounded repr that never runs the application's own ``__repr__`` (one may
     raise or block): an object of another class is shown by its class's name."""
@@ -85,4 +82,6 @@ class _CallableCheck(Check[CallableCriterion]):
             return met(reason) if value else unmet(reason)
         if isinstance(value, int | float) and math.isfinite(value) and 0 <= value <= 1:
             return credited(float(value), self.c.threshold, reason)
-        return error(f"{path} returned {_shown(value)}; {_CALLABLE_CONTRACT}")
+        return error(
+            f"{path} returned {_shown(value)}; return a bool, a float in [0, 1] or (value, reason)"
+        )

@@ -80,10 +80,7 @@ class RegexCheck(Check[Regex]):
 
     def run(self, answer: Answer, case: object) -> Outcome:
         c = self.c
-        if not c.normalize:
-            text = answer.text
-        else:
-            text = answer.cased if c.case_sensitive else answer.folded
+        text = (answer.cased if c.case_sensitive else answer.folded) if c.normalize else answer.text
         # engine: python can take exponential time on a short answer ((a+)+$ on 51
         # characters): its every search is bounded in time.
         try:

@@ -52,12 +52,6 @@ class ToolCalled(CriterionModel):
         return _ToolCalledCheck(self, context)
 
 
-def _wanted(low: int, high: int | None) -> str:
-    if high is None:
-        return f"at least {low}"
-    return f"exactly {low}" if low == high else f"{low} to {high}"
-
-
 class _ToolCalledCheck(Check[ToolCalled]):
     __slots__ = ("matcher",)
 
@@ -76,7 +70,11 @@ class _ToolCalledCheck(Check[ToolCalled]):
         n = len(matching)
         what = self.c.tool + (" with matching args" if self.c.args is not None else "")
         what += " that succeeded" if self.c.ok else ""
-        said = f"{n} call(s) of {what} (wanted {_wanted(low, high)})"
+        if high is None:
+            wanted = f"at least {low}"
+        else:
+            wanted = f"exactly {low}" if low == high else f"{low} to {high}"
+        said = f"{n} call(s) of {what} (wanted {wanted})"
         if n >= low and (high is None or n <= high):
             return met(said)
         named = sum(c.name == self.c.tool for c in calls)

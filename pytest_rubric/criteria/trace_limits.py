@@ -8,7 +8,6 @@ from typing import ClassVar, Literal
 from pydantic import model_validator
 
 from .._results import Outcome
-from .._trace import Trace
 from .calls import NO_TRACE
 from .check import Answer, Check, CheckContext, error, met, unmet
 from .model import Count, CriterionModel, FieldError, NonNegative
@@ -37,18 +36,6 @@ class TraceLimits(CriterionModel):
         return _TraceLimitsCheck(self)
 
 
-def _figures(trace: Trace) -> dict[str, tuple[float | int | None, str]]:
-    """Each limit's figure in the trace (None: the trace lacks it) and where it comes from."""
-    calls_known = bool(trace.tool_calls) or trace.llm_calls is not None
-    return {
-        "max_tool_calls": (len(trace.tool_calls) if calls_known else None, "tool calls"),
-        "max_llm_calls": (trace.llm_calls, "model calls"),
-        "max_latency_s": (trace.latency_s, "latency_s"),
-        "max_tokens": (trace.usage.tokens, "tokens (usage.input_tokens + output_tokens)"),
-        "max_cost_usd": (trace.usage.cost_usd, "cost (usage.cost_usd)"),
-    }
-
-
 class _TraceLimitsCheck(Check[TraceLimits]):
     __slots__ = ()
 
@@ -56,7 +43,15 @@ class _TraceLimitsCheck(Check[TraceLimits]):
         trace = answer.trace
         if trace is None:
             return error(NO_TRACE)
-        figures = _figures(trace)
+        calls_known = bool(trace.tool_calls) or trace.llm_calls is not None
+        # Each limit's figure in the trace (None: the trace lacks it) and where it comes from.
+        figures: dict[str, tuple[float | int | None, str]] = {
+            "max_tool_calls": (len(trace.tool_calls) if calls_known else None, "tool calls"),
+            "max_llm_calls": (trace.llm_calls, "model calls"),
+            "max_latency_s": (trace.latency_s, "latency_s"),
+            "max_tokens": (trace.usage.tokens, "tokens (usage.input_tokens + output_tokens)"),
+            "max_cost_usd": (trace.usage.cost_usd, "cost (usage.cost_usd)"),
+        }
         held, broken, missing = [], [], []
         for name in _LIMITS:
             limit = getattr(self.c, name)
