@@ -22,8 +22,9 @@ def pytest_rubric_make_judge(config: pytest.Config) -> JudgeClient | None:
     a reply that does not fit it is retried once, then the criterion is ERROR,
     and so is any exception ``complete`` raises.
 
-    An optional ``name`` attribute names the judge in the summary. For example,
-    in ``conftest.py``::
+    An optional ``name`` attribute names the judge in the summary. The judge is made as the
+    session starts, before the conftest files of the folders collected are read: write the
+    hook in the rootdir's ``conftest.py`` (or a plugin). For example::
 
         class MyJudge:
             name = "my-gateway"
