@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, replace
 from typing import Any, TypeVar
 
+from .._guards.limits import Limit, json_loads
 from .._trace import Passage, ToolCall, Trace, TraceSource, Usage
 from ..criteria.json_text import first_non_finite
 
@@ -332,8 +333,6 @@ def as_fields(trace: Trace) -> dict[str, Any]:
 def recorded_trace(parsed: str | None) -> Trace | None:
     """The trace the response cache kept beside an answer; None when there is none, or it
     cannot be read (a cache edited by hand)."""
-    from .._guards.limits import Limit, json_loads
-
     try:
         data = json_loads(parsed, whole=True)[0] if parsed else None
         trace = data.get("trace") if isinstance(data, dict) else None

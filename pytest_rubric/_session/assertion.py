@@ -18,6 +18,7 @@ from .._guards.calls import make_importable
 from .._load.loader import load_suite
 from .._load.locate import Locator, validation_problems
 from .._load.semantics import semantic_problems
+from .._load.traces import RETURN_SHAPES, ShapeError, read_returned
 from .._results import CaseResult
 from .._schema import Criterion, Mark, Rubric, Suite, own_mark
 from ..criteria.check import Answer
@@ -127,8 +128,6 @@ def _checked(
 
 def _answer(response: Any) -> Answer:
     """The answer and its trace, as a target's return is read (``_load.traces``)."""
-    from .._load.traces import RETURN_SHAPES, ShapeError, read_returned
-
     try:
         text, trace = read_returned(response)
     except ShapeError as exc:
