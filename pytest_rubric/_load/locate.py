@@ -377,12 +377,10 @@ def _explain(
 
 _HINTS = {
     "too_short": "write at least one item: `{0}[...]`",
-    "tuple_type": "write a list: `{0}[...]`",
-    "list_type": "write a list: `{0}[...]`",
+    **dict.fromkeys(("tuple_type", "list_type"), "write a list: `{0}[...]`"),
     "greater_than_equal": "write a number of {ge} or more",
     "greater_than": "write a number above {gt}",
     "less_than_equal": "write a number of {le} or less",
     "less_than": "write a number below {lt}",
-    "bool_parsing": "write true or false",
-    "bool_type": "write true or false",
+    **dict.fromkeys(("bool_parsing", "bool_type"), "write true or false"),
 }

@@ -25,13 +25,7 @@ from .._errors import Problem, RubricAssertionError, RubricEvaluationError, Rubr
 from .._grade.grader import CompiledRubric, Grader, context_of
 from .._grade.scoring import unscored
 from .._grade.sources import Source, Target
-from .._guards.calls import (
-    UserCodeError,
-    described,
-    make_importable,
-    resolve_import,
-    shadowed,
-)
+from .._guards.calls import UserCodeError, described, make_importable, resolve_import, shadowed
 from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite
 from .._render.table import answer_lines, criteria_table, since_baseline
