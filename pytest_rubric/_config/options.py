@@ -9,6 +9,7 @@ make) have their reader in :data:`_READERS`, by field name.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import fields
@@ -103,8 +104,6 @@ def _otel(config: pytest.Config) -> bool:
     for, not imported: the spans are read only once a target is called)."""
     if not given(config, "otel"):
         return False
-    import importlib.util
-
     try:
         found = importlib.util.find_spec("opentelemetry.sdk.trace") is not None
     except ModuleNotFoundError:  # not even the opentelemetry package
