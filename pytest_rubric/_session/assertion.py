@@ -6,7 +6,7 @@ import os
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -15,6 +15,7 @@ from .._errors import Problem, RubricLoadError
 from .._grade.grader import CompiledRubric, Grader
 from .._grade.scoring import unscored
 from .._guards.calls import make_importable
+from .._llm.base import Judged
 from .._load.loader import load_suite
 from .._load.locate import Locator, validation_problems
 from .._load.semantics import semantic_problems
@@ -27,10 +28,6 @@ from ..judge.requests import JudgeKey
 from .collect import added_criterion_types, evaluate, raise_for
 from .items import CURRENT_ITEM, RESULTS_KEY, record
 from .started import session_of
-
-if TYPE_CHECKING:
-    from .._llm.base import Judged
-
 
 # What ``assert_rubric`` and the ``rubric`` fixture accept as a rubric.
 RubricSpec = Rubric | Sequence[dict[str, Any]] | dict[str, Any] | str | os.PathLike[str]
