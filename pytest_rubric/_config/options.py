@@ -9,22 +9,21 @@ make) have their reader in :data:`_READERS`, by field name.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
 from .._defaults import RetryPolicy, named
+from .._grade.style import StyleThresholds
+from .._llm.cost import CostSettings
 from . import parsers
 from .outputs import OUTPUTS
 from .settings import BY_KEY, Settings, file_patterns, reader
-
-if TYPE_CHECKING:
-    from .._grade.style import StyleThresholds
-    from .._llm.cost import CostSettings
 
 
 def given(config: pytest.Config, key: str) -> Any:
@@ -78,8 +77,6 @@ def _responses_dir(config: pytest.Config) -> Path | None:
 
 def _cost(config: pytest.Config) -> CostSettings:
     """Ini ``rubric_judge_prices``, ``--rubric-judge-price`` and ``--rubric-max-cost``."""
-    from .._llm.cost import CostSettings
-
     try:
         prices = parsers.prices(given(config, "judge_prices"))
     except ValueError as exc:
@@ -94,8 +91,6 @@ def _cost(config: pytest.Config) -> CostSettings:
 
 
 def _thresholds(config: pytest.Config) -> StyleThresholds:
-    from .._grade.style import StyleThresholds
-
     return StyleThresholds(
         confident=given(config, "confident_threshold"),
         hedged=given(config, "hedged_threshold"),
@@ -109,8 +104,6 @@ def _otel(config: pytest.Config) -> bool:
     for, not imported: the spans are read only once a target is called)."""
     if not given(config, "otel"):
         return False
-    import importlib.util
-
     try:
         found = importlib.util.find_spec("opentelemetry.sdk.trace") is not None
     except ModuleNotFoundError:  # not even the opentelemetry package

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 from .._defaults import (
     MAX_CALL_TIMEOUT,
@@ -19,9 +18,7 @@ from .._defaults import (
     SHOW_RESPONSE,
     SUMMARY_MODES,
 )
-
-if TYPE_CHECKING:
-    from .._llm.cost import Price
+from .._llm.cost import Price
 
 
 def _number(
@@ -65,8 +62,6 @@ def _dollars(text: str, what: str) -> float:
 
 def price(text: str) -> Price:
     """``IN,OUT`` (``--rubric-judge-price``), dollars per million tokens."""
-    from .._llm.cost import Price
-
     parts = [p.strip() for p in text.split(",")]
     if len(parts) != 2:
         raise ValueError(
@@ -79,8 +74,6 @@ def price(text: str) -> Price:
 def prices(lines: Iterable[str]) -> dict[str, Price]:
     """Ini ``rubric_judge_prices``: one ``MODEL IN OUT`` per line, blank lines ignored; a line
     may add ``BATCH_IN BATCH_OUT``, the batch API's prices (default: half the live ones)."""
-    from .._llm.cost import Price
-
     read: dict[str, Price] = {}
     for line in lines:
         if not (words := line.split()):

@@ -12,8 +12,9 @@ import sys
 import unicodedata
 import warnings
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
+from .._errors import RubricWarning
 from .secrets import (
     MAX_TEXT,
     Secret,
@@ -24,9 +25,6 @@ from .secrets import (
     shorten,
     whole_characters,
 )
-
-if TYPE_CHECKING:
-    from .._errors import RubricWarning
 
 # Terminal control: C0 but tab and newline, DEL, C1 (an escape sequence starts with one of
 # these, so escaping its first character disarms all of it).
@@ -230,8 +228,6 @@ _WHERE = 300
 def rubric_warning(message: str, *, where: str | None = None) -> RubricWarning:
     """A :class:`~pytest_rubric.RubricWarning` saying ``message``, its location ``where`` (a
     user's file and line) first: cut, then made fit to leave the process."""
-    from .._errors import RubricWarning
-
     # Made fit first, then cut: a cut must not leave a piece of a key redaction would miss.
     text = outgoing(message)
     if where is not None:

@@ -106,6 +106,12 @@ def shorten(text: str, limit: int, *secrets: Secret | None) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def abridged(text: str) -> str:
+    """``text`` cut to 60 characters, "..." its last three, as a located message quotes a
+    value; redacted of the environment's keys before the cut, as :func:`shorten` is."""
+    return text if len(text) <= 60 else redact(text, *known_keys())[:57] + "..."
+
+
 # RFC 3986's split (as urllib's and httpx's): scheme, then "//" and the authority up to the
 # first "/", "?" or "#", then the path up to the query or fragment. Every part may be
 # missing, so it matches any text, from its start.

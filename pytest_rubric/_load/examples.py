@@ -11,18 +11,20 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
 from .._errors import Problem
+from .._guards.limits import NotRegular, read_jsonl
 from .._schema import CalibrationExample, JudgeExample
+from ..criteria.extract import Extract
+from ..criteria.judge import Requirement
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from .._schema import Suite
-    from ..criteria.judge import Requirement
     from ..judge.prompts import Guidance
     from .locate import Locator
 
-M = TypeVar("M", bound="BaseModel")
+M = TypeVar("M", bound=BaseModel)
 
 
 def examples_of(
@@ -30,8 +32,6 @@ def examples_of(
 ) -> tuple[list[tuple[CalibrationExample, Requirement, Any]], list[Problem]]:
     """The suite's calibration examples, each with its judged criterion and case, and the
     problems that make one unusable (located in the rubric file, or in the JSONL file)."""
-    from ..criteria.judge import Requirement
-
     if (raw := suite.calibration) is None:
         return [], []
     problems: list[Problem] = []
@@ -92,10 +92,6 @@ def read_labelled(
 ) -> tuple[list[tuple[int, M]], list[Problem]]:
     """A JSONL file of labelled examples, each validated as ``model`` with its line number,
     and a problem for each line that is not one."""
-    from pydantic import ValidationError
-
-    from .._guards.limits import NotRegular, read_jsonl
-
     try:
         rows, problems = read_jsonl(path, example=example)
     except (OSError, UnicodeDecodeError, NotRegular) as exc:
@@ -136,8 +132,6 @@ def guidance_of(
 ) -> tuple[Guidance, list[Problem]]:
     """The file's guidance for its judge, and the problems that make an example unusable
     (located in the rubric file, or in the JSONL file: file, line and field)."""
-    from ..criteria.extract import Extract
-    from ..criteria.judge import Requirement
     from ..judge.prompts import Guidance
 
     problems: list[Problem] = []

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from .._errors import Problem
 from .._guards.limits import kind_of, quoted, shown
-from .._guards.secrets import known_keys, redact
+from .._guards.secrets import abridged
 from .._guards.yaml import Duplicate, Lines, YamlLoader
 from .._schema import CRITERION_TYPES, Case, Suite
 from ..criteria.model import CriterionModel, FieldError
@@ -144,12 +144,6 @@ def validation_problems(
 ) -> list[Problem]:
     """A problem for each of pydantic's errors worth showing."""
     return [_problem(e, data, locator) for e in _errors(exc)]
-
-
-def problems_from_validation(exc: ValidationError, data: Any) -> list[Problem]:
-    """Problems for criteria given in Python (``assert_rubric``): located without lines."""
-    locator = Locator("", None, bare_list=False)
-    return validation_problems(exc, data if isinstance(data, dict) else {}, locator)
 
 
 def _errors(exc: ValidationError) -> list[Any]:
@@ -369,9 +363,7 @@ def _explain(
             f"`{field_name}` must be text, but YAML read a bare yes/no/on/off/true/false as {got}",
             (f'quote it: `{leaf}: "..."`'),
         )
-    shown = repr(got) if not isinstance(got, dict | list) else kind_of(got)
-    if len(shown) > 60:
-        shown = redact(shown, *known_keys())[:57] + "..."  # redacted before the cut
+    shown = abridged(repr(got) if not isinstance(got, dict | list) else kind_of(got))
     subject = f"`{field_name}`" if field_name else "value"
     msg = str(error["msg"])
     got_text = f", got {shown}" if msg.startswith("Input should be") else ""
@@ -385,12 +377,10 @@ def _explain(
 
 _HINTS = {
     "too_short": "write at least one item: `{0}[...]`",
-    "tuple_type": "write a list: `{0}[...]`",
-    "list_type": "write a list: `{0}[...]`",
+    **dict.fromkeys(("tuple_type", "list_type"), "write a list: `{0}[...]`"),
     "greater_than_equal": "write a number of {ge} or more",
     "greater_than": "write a number above {gt}",
     "less_than_equal": "write a number of {le} or less",
     "less_than": "write a number below {lt}",
-    "bool_parsing": "write true or false",
-    "bool_type": "write true or false",
+    **dict.fromkeys(("bool_parsing", "bool_type"), "write true or false"),
 }

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, replace
 from typing import Any, TypeVar
 
+from .._guards.limits import Limit, json_loads
 from .._trace import Passage, ToolCall, Trace, TraceSource, Usage
 from ..criteria.json_text import first_non_finite
 
@@ -69,31 +70,28 @@ def read_trace(
     fields: Mapping[str, Any], *, source: TraceSource, latency_s: float | None = None
 ) -> Trace:
     """A trace from :data:`TRACE_FIELDS` (each may be None), or :class:`ShapeError`."""
-    tool_calls: tuple[ToolCall, ...] = ()
-    llm_calls = None
-    if fields.get("messages") is not None:
-        tool_calls, llm_calls = _field("messages", read_messages, fields["messages"])
-    context = (
-        () if fields.get("context") is None else _field("context", read_context, fields["context"])
-    )
-    usage = Usage() if fields.get("usage") is None else _field("usage", read_usage, fields["usage"])
-    metadata = _field("metadata", _metadata, fields.get("metadata"))
+    no_calls: tuple[tuple[ToolCall, ...], int | None] = ((), None)
+    tool_calls, llm_calls = _field(fields, "messages", read_messages, no_calls)
     return Trace(
         source=source,
         tool_calls=tool_calls,
         llm_calls=llm_calls,
-        context=context,
+        context=_field(fields, "context", read_context, ()),
         context_known=fields.get("context") is not None,
-        usage=usage,
+        usage=_field(fields, "usage", read_usage, Usage()),
         latency_s=latency_s,
-        metadata=metadata,
+        metadata=_field(fields, "metadata", _metadata, None),
     )
 
 
 T = TypeVar("T")
 
 
-def _field(name: str, read: Callable[[Any], T], value: Any) -> T:
+def _field(fields: Mapping[str, Any], name: str, read: Callable[[Any], T], absent: T) -> T:
+    """Field ``name`` of ``fields`` read by ``read`` (``absent`` when it is None); a
+    :class:`ShapeError` names the field."""
+    if (value := fields.get(name)) is None:
+        return absent
     try:
         return read(value)
     except ShapeError as exc:
@@ -101,9 +99,7 @@ def _field(name: str, read: Callable[[Any], T], value: Any) -> T:
         raise
 
 
-def _metadata(metadata: Any) -> dict[str, Any] | None:
-    if metadata is None:
-        return None
+def _metadata(metadata: Any) -> dict[str, Any]:
     if not isinstance(metadata, Mapping):
         raise ShapeError(f'"metadata" is {type(metadata).__name__}, not a dict')
     try:
@@ -332,8 +328,6 @@ def as_fields(trace: Trace) -> dict[str, Any]:
 def recorded_trace(parsed: str | None) -> Trace | None:
     """The trace the response cache kept beside an answer; None when there is none, or it
     cannot be read (a cache edited by hand)."""
-    from .._guards.limits import Limit, json_loads
-
     try:
         data = json_loads(parsed, whole=True)[0] if parsed else None
         trace = data.get("trace") if isinstance(data, dict) else None

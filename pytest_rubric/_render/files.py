@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._config.outputs import OUTPUTS
+from .._guards.outgoing import outgoing
 
 if TYPE_CHECKING:
     from .._report.report import SessionReport
@@ -29,8 +30,6 @@ class Unwritten:
 
     @property
     def line(self) -> str:
-        from .._guards.outgoing import outgoing  # its patterns: only when there is a line
-
         return outgoing(f"cannot write {self.output} {self.path}: {self.reason}")
 
 

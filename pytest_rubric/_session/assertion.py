@@ -6,7 +6,7 @@ import os
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -15,9 +15,11 @@ from .._errors import Problem, RubricLoadError
 from .._grade.grader import CompiledRubric, Grader
 from .._grade.scoring import unscored
 from .._guards.calls import make_importable
+from .._llm.base import Judged
 from .._load.loader import load_suite
 from .._load.locate import Locator, validation_problems
 from .._load.semantics import semantic_problems
+from .._load.traces import RETURN_SHAPES, ShapeError, read_returned
 from .._results import CaseResult
 from .._schema import Criterion, Mark, Rubric, Suite, own_mark
 from ..criteria.check import Answer
@@ -26,10 +28,6 @@ from ..judge.requests import JudgeKey
 from .collect import added_criterion_types, evaluate, raise_for
 from .items import CURRENT_ITEM, RESULTS_KEY, record
 from .started import session_of
-
-if TYPE_CHECKING:
-    from .._llm.base import Judged
-
 
 # What ``assert_rubric`` and the ``rubric`` fixture accept as a rubric.
 RubricSpec = Rubric | Sequence[dict[str, Any]] | dict[str, Any] | str | os.PathLike[str]
@@ -127,8 +125,6 @@ def _checked(
 
 def _answer(response: Any) -> Answer:
     """The answer and its trace, as a target's return is read (``_load.traces``)."""
-    from .._load.traces import RETURN_SHAPES, ShapeError, read_returned
-
     try:
         text, trace = read_returned(response)
     except ShapeError as exc:
@@ -243,14 +239,13 @@ class RubricFixture:
             case=case,
             ranked=subject is not None,
         )
-        if (
-            item is not None
-            and result.skipped
-            and (session is None or session.unjudged is None)
-            and unscored(result)
-        ):
-            pytest.skip(f"nothing graded: {result.skipped[0].reason}")
         if item is not None:
+            if (
+                result.skipped
+                and (session is None or session.unjudged is None)
+                and unscored(result)
+            ):
+                pytest.skip(f"nothing graded: {result.skipped[0].reason}")
             # An undecided result is skipped, not raised: it is in the outputs with its bounds.
             raised = result.skipped_bounds is None and (bool(result.errors) or not result.passed)
             record(item, result, raised=raised)

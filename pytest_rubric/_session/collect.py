@@ -25,13 +25,7 @@ from .._errors import Problem, RubricAssertionError, RubricEvaluationError, Rubr
 from .._grade.grader import CompiledRubric, Grader, context_of
 from .._grade.scoring import unscored
 from .._grade.sources import Source, Target
-from .._guards.calls import (
-    UserCodeError,
-    described,
-    make_importable,
-    resolve_import,
-    shadowed,
-)
+from .._guards.calls import UserCodeError, described, make_importable, resolve_import, shadowed
 from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite
 from .._render.table import answer_lines, criteria_table, since_baseline
@@ -554,14 +548,12 @@ def _application_traceback(
     if style == "auto" and len(tb) > 2:  # as pytest's test functions: the middle entries short
         tb = type(tb)((tb[0], *(e.with_repr_style("short") for e in tb[1:-1]), tb[-1]))
     info.traceback = tb
-    if style == "auto":
-        style = "long"
     # An exception that does not print may be a frame's argument or local: none is shown.
     values = not (isinstance(raised, UserCodeError) and raised.unprintable)
     shown = info.getrepr(
         funcargs=values,
         showlocals=values and config.getoption("showlocals", False),
-        style=style,
+        style="long" if style == "auto" else style,
         tbfilter=False,
         truncate_locals=config.get_verbosity() <= 1,
     )

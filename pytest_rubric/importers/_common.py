@@ -15,8 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from .._errors import Problem
-from .._guards.secrets import known_keys, redact
-from .._load.locate import problems_from_validation
+from .._load.locate import Locator, validation_problems
 from .._render.files import unwritable
 from .._schema import Suite
 
@@ -40,11 +39,6 @@ class Imported:
     notes: list[str] = field(default_factory=list)  # printed: what was not mapped, and why
 
 
-def abridged(text: str) -> str:
-    """``text`` cut to 60 characters, as a message quotes a value."""
-    return text if len(text) <= 60 else redact(text, *known_keys())[:57] + "..."
-
-
 def is_number(value: Any) -> bool:
     """A finite JSON or YAML number that a float holds (a bool is not one, nor an integer
     of 400 digits: past 1.8e308 a float is infinite)."""
@@ -63,7 +57,7 @@ def validated(name: str, data: dict[str, Any]) -> list[Problem]:
     except ValidationError as exc:
         return [
             Problem(f"the converted suite does not load: {p.render()}", path=name)
-            for p in problems_from_validation(exc, data)
+            for p in validation_problems(exc, data, Locator("", None, bare_list=False))
         ]
     return []
 

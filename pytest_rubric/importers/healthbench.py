@@ -13,8 +13,9 @@ from typing import Any
 from .._errors import Problem
 from .._guards.limits import NotRegular, read_jsonl
 from .._guards.outgoing import subject_problem
+from .._guards.secrets import abridged
 from .._load.responses import file_subject_problem
-from ._common import Imported, ImportFailed, abridged, is_number, validated
+from ._common import Imported, ImportFailed, is_number, validated
 
 RUBRIC_FILE = "healthbench.rubric.yaml"
 _ROLES = ("system", "user", "assistant")

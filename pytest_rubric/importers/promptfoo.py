@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import Problem, RubricLoadError
-from ._common import Imported, ImportFailed, abridged, is_number, validated
+from .._guards.secrets import abridged
+from ._common import Imported, ImportFailed, is_number, validated
 from .promptfoo_assert import CSV_TYPES, MODEL_GRADED, check_type, criterion
 from .promptfoo_files import (
     CODE,

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import Problem
-from ._common import ImportFailed, abridged
+from .._guards.secrets import abridged
+from ._common import ImportFailed
 from .promptfoo_assert import js_string
 from .promptfoo_files import CODE, FILE, Quota, Tree, Unmappable, json_stringify
 

@@ -29,16 +29,12 @@ import dataclasses
 import re
 import unicodedata
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from .._defaults import DEFAULT_CHECK_TIMEOUT
 from .._guards.engines import CheckTimeout, Deadline
 from .._results import Outcome, Verdict
+from ..criteria.extract import JudgedCriterion
 from ..criteria.normalize import PLAIN
-
-if TYPE_CHECKING:
-    from ..criteria.extract import JudgedCriterion
-
 
 # A score is not a claim a quote supports; an extraction's outcome is its check's, not the
 # judge's (the judge reads, the check decides).

@@ -126,8 +126,7 @@ def supported(
         shown = "; ".join(repr(shorten(c, 80)) for c in unsupported[:5])
         more = f" (+{len(unsupported) - 5} more)" if len(unsupported) > 5 else ""
         said += f"; unsupported: {shown}{more}"
-    verdict = Verdict.MET if not unsupported else Verdict.UNMET
-    return Outcome(verdict, credit, f"{said} ({reason})")
+    return Outcome(Verdict.UNMET if unsupported else Verdict.MET, credit, f"{said} ({reason})")
 
 
 async def grade_grounded(
