@@ -442,8 +442,6 @@ class RubricSession:
         """The controller's end of the run: apply the gates, write every output."""
         if self.dry_run:
             return
-        from .._render.files import Unwritten, write_outputs  # the renderers: only at the end
-
         if self.recordings:  # the workers' share came as data
             self.recordings.collection_errors += self.inputs.collection_errors
             try:
