@@ -24,12 +24,11 @@ from .._results import Outcome
 from .check import Answer, Check, error, unmet
 from .model import CriterionModel, FieldError
 
-# A fenced block (``` or ~~~) closed, as Markdown closes it, on a line of its own: a fence
-# inside a JSON string ('{"code": "```"}') does not end it. Else one closed at a line's end.
-_FENCED = (
-    re.compile(r"(?P<fence>```|~~~)[^\n`~]*\n(?P<body>.*?)\n[ \t]*(?P=fence)", re.DOTALL),
-    re.compile(r"```[^\n`]*\n(?P<body>.*?)```", re.DOTALL),
-)
+# A fenced block opens with ``` or ~~~ (and an info string) and closes, as Markdown closes it,
+# with the same fence on a line of its own: one inside a JSON string ('{"code": "```"}') does
+# not end it. A ``` block with no such line may close at a line's end.
+_OPENING = re.compile(r"(```|~~~)[^\n`~]*\n")
+_CLOSING = {f: re.compile(rf"^[ \t]*{f}[ \t]*$", re.MULTILINE) for f in ("```", "~~~")}
 _INDEX = re.compile(r"0|[1-9][0-9]*")
 
 
@@ -135,11 +134,14 @@ def parse_json(text: str) -> tuple[Any, str | None]:
     value, problem = parse_whole(text)
     if problem is None:
         return value, None
-    blocks = [block["body"] for pattern in _FENCED if (block := pattern.search(text))]
-    if not blocks:
+    if (opening := _OPENING.search(text)) is None:
         return None, f"{problem} and no fenced block"
-    parsed = [parse_whole(body) for body in blocks]
-    value, in_block = next((p for p in parsed if p[1] is None), parsed[0])
+    fence, rest = opening[1], text[opening.end() :]
+    closing = _CLOSING[fence].search(rest)
+    end = closing.start() if closing else rest.find(fence) if fence == "```" else -1
+    if end < 0:
+        return None, f"{problem} and no fenced block"
+    value, in_block = parse_whole(rest[:end])
     return (value, None) if in_block is None else (None, f"fenced block is {in_block}")
 
 

@@ -67,23 +67,45 @@ class NumberCheck(Check[Number]):
         return math.isfinite(x) and abs(x - value) <= self.tol + 1e-12 * max(abs(x), abs(value))
 
     def on_json(self, value: object, case: object) -> Outcome:
-        """A JSON number is compared itself; any other value is read as text."""
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        """A JSON number is compared itself, and so is each number in a list or an object
+        (their compact text would read ``[12,345]`` as 12345); a string is read as text."""
+        if isinstance(value, str):
             return super().on_json(value, case)
-        try:
-            x = float(value)
-        except OverflowError:  # an integer of 400 digits: a number, beyond every tolerance
-            x = math.inf if value > 0 else -math.inf
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return self.among(tuple(_numbers_in(value)))
+        x = _float(value)
         if self.within(x):
             return met(f"{x:g} (target {self.target})")
         return unmet(f"{x:g} is not within {self.target}")
 
     def run(self, answer: Answer, case: object) -> Outcome:
+        return self.among(answer.numbers)
+
+    def among(self, numbers: tuple[float, ...]) -> Outcome:
         target = self.target
-        for x in answer.numbers:
+        for x in numbers:
             if self.within(x):
                 return met(f"found {x:g} (target {target})")
-        if not answer.numbers:
+        if not numbers:
             return unmet(f"no number in the answer (target {target})")
-        seen = ", ".join(f"{x:g}" for x in answer.numbers[:4])
+        seen = ", ".join(f"{x:g}" for x in numbers[:4])
         return unmet(f"no number within {target}; saw {seen}")
+
+
+def _float(value: int | float) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an integer of 400 digits: a number, beyond every tolerance
+        return math.inf if value > 0 else -math.inf
+
+
+def _numbers_in(value: object) -> list[float]:
+    """The JSON numbers in ``value`` (a list or an object, as parsed), in document order."""
+    found, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict | list):
+            stack += reversed(item.values() if isinstance(item, dict) else item)
+        elif isinstance(item, int | float) and not isinstance(item, bool):
+            found.append(_float(item))
+    return found

@@ -512,6 +512,7 @@ SCHEMA = {
         ('```json\n{"code": "```"}\n```', MET),
         ('~~~\n{"a": 1}\n~~~', MET),
         ('Sure: ```json\n{"a": 1}``` (closed on its line)', MET),
+        ('Draft:\n~~~\n{"k": oops}\n~~~\nFinal:\n```json\n{"k": 1}\n```', UNMET),  # the first
         ("not json", UNMET),
         ("", UNMET),
         ('{"a": 1,}', UNMET),
@@ -882,6 +883,21 @@ def test_a_verdict_reason_is_cut_once_to_2000_characters_with_the_true_count() -
     assert result.verdict is UNMET
     assert result.reason.startswith("missing kkk")
     assert result.reason == "missing " + "k" * 1_992 + "… [4,998,000 more characters]"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [(345, Verdict.MET), (12, Verdict.MET), (12345, Verdict.UNMET)]
+)
+def test_a_number_check_on_a_json_list_compares_each_of_its_numbers(
+    value: int, expected: Verdict
+) -> None:
+    """``[12, 345]`` as compact text is ``[12,345]``, which reads as 12345 (a thousands
+    separator): the list's numbers are compared as the values they are."""
+    answer = '{"quantities": [12, 345], "nested": {"n": [1.5]}}'
+    number = {"type": "number", "value": value}
+    assert check({**number, "field": "/quantities"}, answer).verdict is expected
+    fields = {"/quantities": number}
+    assert check({"type": "json", "fields": fields}, answer).verdict is expected
 
 
 def test_a_json_reason_has_room_for_every_failed_field() -> None:
