@@ -90,7 +90,11 @@ def write(output: Imported, directory: Path, *, force: bool = False) -> list[Pat
 
 
 class _Dumper(yaml.SafeDumper):
-    """Text of several lines as a literal block (``|``), as a person writes a prompt."""
+    """Text of several lines as a literal block (``|``), as a person writes a prompt; a value
+    two cases share written out in each, never as ``&id001`` and ``*id001``."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

@@ -175,6 +175,27 @@ def test_string_checks_read_like_a_person_wrote_them(
     assert {k: criterion[k] for k in expected} == expected
 
 
+def test_what_two_prompts_share_is_written_out_in_each_never_as_an_alias(tmp_path: Path) -> None:
+    """Two prompts make two cases of one test, which share its assertions' objects: a person
+    writes the schema twice, not ``&id001`` and ``*id001``."""
+    config = write_config(
+        tmp_path,
+        """
+        prompts: ["Q1 {{q}}", "Q2 {{q}}"]
+        tests:
+          - vars: {q: status}
+            assert:
+              - {type: is-json, value: {type: object, required: [status]}}
+        """,
+    )
+    out = tmp_path / "out"
+    assert main(["import", "promptfoo", str(config), "--out", str(out)]) == 0
+    (written,) = out.glob("*.rubric.yaml")
+    text = written.read_text(encoding="utf-8")
+    assert "&id" not in text and "*id" not in text
+    assert text.count("required:") == 2
+
+
 def test_not_forms_invert_the_verdict(tmp_path: Path) -> None:
     """assertions/index.ts runAssertion: ``inverse = type.startsWith('not-')``, and each
     handler passes on ``check !== inverse``."""
