@@ -389,12 +389,12 @@ class Settings:
     votes: int = option(
         "judge_samples",
         "judge every criterion K times (default 1): majority verdict, mean score; "
-        "criteria whose samples disagree are flagged unstable.",
+        "criteria whose votes disagree are flagged unstable.",
         ini=True,
         metavar="K",
         parse="whole",
         default=1,
-        ini_help="judge samples per criterion (1)",
+        ini_help="judge votes per criterion (1)",
     )
     retry: RetryPolicy = setting(
         Option(

@@ -209,7 +209,7 @@ def _skipped(results: Sequence[CaseResult], skipped: int) -> Note:
 
 
 def _unstable(results: Sequence[CaseResult]) -> Note | None:
-    """Judged criteria whose samples disagreed (``--rubric-judge-samples``), worst first."""
+    """Judged criteria whose votes disagreed (``--rubric-judge-samples``), worst first."""
     unstable = sorted(
         (c.agreement or 0.0, r.nodeid or f"{r.case}[{r.subject}]", c.id)
         for r in results
@@ -223,7 +223,7 @@ def _unstable(results: Sequence[CaseResult]) -> Note | None:
         details[_SHOWN:] = [f"... and {len(details) - _SHOWN} more (see --rubric-json)"]
     return Note(
         Severity.INFO,
-        f"{len(unstable)} judged criteria unstable (their judge samples, or a panel's judges, "
+        f"{len(unstable)} judged criteria unstable (their judge's votes, or a panel's judges, "
         "disagreed); the verdicts below are majority votes or means:",
         tuple(details),
     )

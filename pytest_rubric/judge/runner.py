@@ -181,16 +181,16 @@ def combine(criterion: JudgedCriterion, votes: Sequence[Outcome], *, mean: bool)
         return Outcome(
             Verdict.ERROR,
             0.0,
-            f"{len(errors)} of {k} judge samples failed; sample {i + 1}: {first.reason}",
+            f"{len(errors)} of {k} judge votes failed; vote {i + 1}: {first.reason}",
             votes=pairs,
         )
     verdict, credit, agreement = tally(criterion, votes, mean=mean)
     if mean:
         reason = votes[0].reason
-        summary = f"mean credit {credit:.2f} of {k} samples"
+        summary = f"mean credit {credit:.2f} of {k} votes"
     else:
         reason = next(o.reason for o in votes if o.verdict is verdict)
-        summary = f"{sum(o.verdict is verdict for o in votes)} of {k} samples {verdict}"
+        summary = f"{sum(o.verdict is verdict for o in votes)} of {k} votes {verdict}"
     # The votes that make the verdict: one that `require` turned to UNMET does not count
     # against a MET the others support with their quotes.
     checked = [o.evidence_ok for o in votes if o.evidence_ok is not None and o.verdict is verdict]

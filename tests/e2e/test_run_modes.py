@@ -92,7 +92,7 @@ APP_FAILURE = [
 # and the regressed case's response before and after (report/test_before_and_after): each
 # failure report is made where its item ran.
 REQUIREMENT_SHOWN = [
-    "x  horizon    judge      UNMET         1  judged on content (3 of 3 samples UNMET)",
+    "x  horizon    judge      UNMET         1  judged on content (3 of 3 votes UNMET)",
     "     requirement: Says the horizon is one day",
 ]
 BEFORE_AND_AFTER = [

@@ -276,7 +276,7 @@ def test_samples_take_the_majority_of_the_checked_outcomes(
     result.assert_outcomes(passed=1)
     rate = rubric_json()["results"][0]["criteria"][0]
     assert (rate["verdict"], rate["credit"]) == ("MET", 1.0)
-    assert rate["reason"].endswith("(2 of 3 samples MET)")
+    assert rate["reason"].endswith("(2 of 3 votes MET)")
 
 
 def test_the_bundled_example_catches_the_fluent_wrong_rate(

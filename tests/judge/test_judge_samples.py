@@ -40,7 +40,7 @@ def _o(verdict_: Verdict, credit: float | None = None, reason: str = "r") -> Out
 def test_the_majority_verdict_wins_and_the_agreement_is_kept() -> None:
     out = combine(_criterion(), [_o(MET, reason="a"), _o(UNMET, reason="b"), _o(MET)], mean=False)
     assert (out.verdict, out.credit, out.agreement) == (MET, 1.0, pytest.approx(2 / 3))
-    assert out.reason == "a (2 of 3 samples MET)"
+    assert out.reason == "a (2 of 3 votes MET)"
     assert out.votes == ((MET, 1.0), (UNMET, 0.0), (MET, 1.0))
 
 
@@ -68,7 +68,7 @@ def test_score_kind_takes_the_mean_credit() -> None:
 def test_one_failed_sample_makes_the_criterion_error() -> None:
     out = combine(_criterion(), [_o(MET), _o(ERROR, 0.0, "HTTP 500"), _o(MET)], mean=False)
     assert out.verdict is ERROR and out.credit == 0.0
-    assert out.reason == "1 of 3 judge samples failed; sample 2: HTTP 500"
+    assert out.reason == "1 of 3 judge votes failed; vote 2: HTTP 500"
 
 
 @given(
@@ -157,7 +157,7 @@ def test_disagreeing_samples_are_flagged_unstable(
         [
             "*--rubric-judge-samples 3*",
             "*rubric summary*",
-            "1 judged criteria unstable (their judge samples, or a panel's judges, disagreed); the "
+            "1 judged criteria unstable (their judge's votes, or a panel's judges, disagreed); the "
             "verdicts below are "
             "majority votes or means:",
             "  c.rubric.yaml::q1[a] horizon: agreement 0.67",
@@ -207,7 +207,7 @@ def test_a_failed_sample_is_an_error_and_only_it_is_asked_again(
     )
     result = _run(pytester, fake_llm, "--rubric-judge-samples=3", "c.rubric.yaml::q1[a]")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*1 of 3 judge samples failed; sample 2: *HTTP 503*"])
+    result.stdout.fnmatch_lines(["*1 of 3 judge votes failed; vote 2: *HTTP 503*"])
     fake_llm.respond_with(lambda request: verdict("MET"))
     before = len(fake_llm.requests)
     _run(pytester, fake_llm, "--rubric-judge-samples=3", "c.rubric.yaml::q1[a]").assert_outcomes(
