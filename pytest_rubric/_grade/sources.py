@@ -121,7 +121,13 @@ class Source:
             return None, str(exc)
         if looked is not None and looked.cached:
             self._count(replayed=True)
-            return Answer(looked.text, recorded_trace(looked.parsed)), None
+            try:
+                return Answer(looked.text, recorded_trace(looked.parsed)), None
+            except ShapeError as exc:  # the cache is data: read as what a target returns is
+                return None, (
+                    f"{what}: its answer in the response cache cannot be used: {exc}; record it "
+                    "again with --rubric-response-cache use"
+                )
         try:
             (text, returned), spans, latency = self._call(case, sample, samples)
         except SpansUnreadable as exc:

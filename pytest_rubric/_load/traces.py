@@ -326,22 +326,42 @@ def as_fields(trace: Trace) -> dict[str, Any]:
 
 
 def recorded_trace(parsed: str | None) -> Trace | None:
-    """The trace the response cache kept beside an answer; None when there is none, or it
-    cannot be read (a cache edited by hand)."""
+    """The trace the response cache kept beside an answer, None when there is none. The cache
+    is data from elsewhere (edited, copied in): a trace no target could have returned is a
+    :class:`ShapeError`, as what a target returns is, never read as it stands."""
     try:
         data = json_loads(parsed, whole=True)[0] if parsed else None
         trace = data.get("trace") if isinstance(data, dict) else None
-        if isinstance(trace, dict):  # as the response cache wrote it: dataclasses.asdict
-            return Trace(
-                source=trace["source"],
-                tool_calls=tuple(ToolCall(**c) for c in trace.get("tool_calls", ())),
-                llm_calls=trace.get("llm_calls"),
-                context=tuple(Passage(**p) for p in trace.get("context", ())),
-                context_known=trace.get("context_known") is True,
-                usage=Usage(**(trace.get("usage") or {})),
-                latency_s=trace.get("latency_s"),
-                metadata=trace.get("metadata"),
-            )
-    except (ValueError, KeyError, TypeError, AttributeError, Limit, RecursionError):
-        pass
-    return None
+        if not isinstance(trace, dict):
+            return None
+        built = Trace(  # as the response cache wrote it: dataclasses.asdict
+            source=trace["source"],
+            tool_calls=tuple(ToolCall(**c) for c in trace.get("tool_calls", ())),
+            llm_calls=_count(trace.get("llm_calls"), "llm_calls"),
+            context=tuple(Passage(**p) for p in trace.get("context", ())),
+            context_known=trace.get("context_known") is True,
+            usage=read_usage(trace.get("usage") or {}),
+            latency_s=trace.get("latency_s"),
+            metadata=trace.get("metadata"),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError, Limit, RecursionError) as exc:
+        raise ShapeError(f"its trace cannot be read ({exc})") from None
+    latency = built.latency_s
+    if not (
+        built.source in ("returned", "otel", "responses", "case")
+        and all(
+            type(c.name) is str
+            and type(c.ok) is bool
+            and isinstance(c.arguments, dict | str)
+            and finite(c.arguments)
+            and (c.result is None or type(c.result) is str)
+            for c in built.tool_calls
+        )
+        and all(type(p.text) is str for p in built.context)
+        and (
+            latency is None or (type(latency) in (int, float) and finite(latency) and latency >= 0)
+        )
+        and (built.metadata is None or isinstance(built.metadata, dict))
+    ):
+        raise ShapeError("its trace holds a value no target could have returned")
+    return built

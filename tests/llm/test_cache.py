@@ -4,6 +4,7 @@ replay runs offline, errors are never stored."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -302,6 +303,45 @@ def test_responses_collected_live_are_cached_and_replayed(
     # --rubric-cache is the judge's: replaying it never replays the application.
     result = pytester.runpytest("--rubric-model=openai:tiny", "--rubric-cache=replay")
     result.assert_outcomes(errors=1)  # called live, and the server is gone
+
+
+def test_a_replayed_trace_edited_into_no_targets_is_an_error_never_a_verdict(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """The response cache is data from elsewhere: its trace is read as carefully as one a
+    target returns (a cost of NaN, a negative latency, a tool named 5 are refused), so the
+    item is an ERROR saying so, and the JSON stays JSON."""
+    write(
+        "bot.py",
+        "def answer(question):\n    return {'answer': 'Done.', 'usage': {'cost_usd': 0.01}}\n",
+    )
+    write(
+        "m.rubric.yaml",
+        """
+        target: bot:answer
+        cases:
+          - id: q1
+            question: "Do it"
+            criteria: [{id: cheap, type: trace_limits, max_cost_usd: 1}]
+        """,
+    )
+    pytester.runpytest("--rubric-response-cache=use").assert_outcomes(passed=1)
+    (database,) = (pytester.path / ".rubric_cache").glob("*.sqlite3")
+    with sqlite3.connect(database) as connection:
+        (parsed,) = connection.execute("SELECT parsed FROM replies").fetchone()
+        data = json.loads(parsed)
+        data["trace"]["usage"]["cost_usd"] = float("nan")
+        connection.execute("UPDATE replies SET parsed = ?", (json.dumps(data),))
+    result = pytester.runpytest("--rubric-response-cache=replay", "--rubric-json=out.json")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*its answer in the response cache cannot be used: its trace cannot be read (*cost_usd*"]
+    )
+    json.loads((pytester.path / "out.json").read_text(), parse_constant=_no_constant)
+
+
+def _no_constant(name: str) -> None:
+    raise AssertionError(f"{name} is not JSON")
 
 
 # ------------------------------------------------------------- endpoints, unusable replies
