@@ -35,9 +35,13 @@ def score(results: Iterable[CriterionResult]) -> Score:
     the negative ones, so it never raises a score."""
     substance = [r for r in results if r.axis == "substance"]
     ran = [r for r in substance if r.verdict in (Verdict.MET, Verdict.UNMET)]
-    earned = sum(r.weight * r.credit for r in ran)
-    positive = sum(r.weight for r in substance if r.weight > 0 and r.verdict is not Verdict.SKIPPED)
-    negative = sum(-r.weight for r in ran if r.weight < 0)
+    # Floats from the start: an empty sum is the int 0, which JSON writes "0" in process and
+    # "0.0" once a result crossed from an xdist worker.
+    earned = sum((r.weight * r.credit for r in ran), 0.0)
+    positive = sum(
+        (r.weight for r in substance if r.weight > 0 and r.verdict is not Verdict.SKIPPED), 0.0
+    )
+    negative = sum((-r.weight for r in ran if r.weight < 0), 0.0)
     if positive > 0:
         value = earned / positive
     elif negative > 0:

@@ -139,6 +139,14 @@ STRAY_WARNING = (
     "matches no collected case*"
 )
 
+RAISES = """
+target: bot:careful
+cases:
+  - id: boom
+    question: "Anything?"
+    criteria: [{id: any, type: any_of, any_of: [x]}]
+"""
+
 # A rubric file too deep to load: one collection error, and the rest of the session runs.
 DEEP = '{"cases": ' + "[" * 100_000 + "]" * 100_000 + "}"
 DEEP_PROBLEM = [
@@ -216,6 +224,9 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
     # render/test_summary's two subjects, plain and bold: their JSON (leaderboard with style
     # scores, rankings) is compared with the rest; the baseline has none of their cases.
     write("arith.rubric.yaml", TWO_SUBJECTS.replace("bold:", "brash:"))
+    # A target that raises: its result has no criterion that ran (every sum of it empty).
+    write("bot.py", "def careful(question):\n    raise ValueError('down')\n")
+    write("t.rubric.yaml", RAISES)
 
     seen: dict[str, dict[str, Any]] = {}
     for mode, args in RUN_MODES.items():
@@ -231,7 +242,7 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
             f"--junitxml={mode}.xml",
             *args,
         )
-        result.assert_outcomes(passed=7, failed=6, errors=2, warnings=1)
+        result.assert_outcomes(passed=7, failed=6, errors=3, warnings=1)
         result.stdout.fnmatch_lines([STRAY_WARNING])
         result.stdout.fnmatch_lines(DEEP_PROBLEM, consecutive=True)
         result.stdout.fnmatch_lines(APP_FAILURE, consecutive=True)
