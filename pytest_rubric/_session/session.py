@@ -159,6 +159,7 @@ class RubricSession:
             self.recordings = JudgeRecordings(store, config.rootpath, settings.recordings_prune)
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         self.unwritten: list[Unwritten] = []  # outputs not written: error lines at the end
+        self.stopped_at_maxfail = False  # xdist stopped it for -x / --maxfail, not a Ctrl-C
         self._frozen = False  # whether pytest_collection_finish froze the heap (see heap)
 
     @functools.cached_property
@@ -452,7 +453,7 @@ class RubricSession:
                 self.unwritten.append(Unwritten("--rubric-recordings", where, reason))
         # Ctrl-C (pytest's INTERRUPTED; a collection that stopped too): the results are a
         # part of the run, and the JSON says so.
-        complete = session.exitstatus != pytest.ExitCode.INTERRUPTED
+        complete = session.exitstatus != pytest.ExitCode.INTERRUPTED or self.stopped_at_maxfail
         self.report = self._build_report(gates=True, complete=complete)
         if self.report.gates.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -508,6 +509,12 @@ class _ReportHooks:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.set_junit_aside(session.config)
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """xdist stops a run at ``-x`` (``--maxfail``) as a Ctrl-C is stopped: that run went as
+        asked, complete as it is without xdist."""
+        stop = excinfo.typename == "Interrupted" and str(excinfo.value).startswith("stopping after")
+        self.state.stopped_at_maxfail = stop
 
     def set_junit_aside(self, config: pytest.Config) -> None:
         """A ``--junitxml`` path that cannot be written is known before a test runs."""

@@ -598,6 +598,24 @@ def test_an_interrupted_run_says_so_and_merge_refuses_it_unless_allowed(
     assert json.loads((pytester.path / "m.json").read_text())["run"]["complete"] is False
 
 
+@pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["no-xdist", "xdist-n2"])
+def test_a_run_stopped_by_x_is_complete_in_every_mode(
+    pytester: pytest.Pytester, write: Write, mode: list[str]
+) -> None:
+    """``-x`` is asked for, not a Ctrl-C: xdist stops such a run by raising an interrupt of its
+    own, and the JSON said it was interrupted (``merge`` refused it) only under xdist."""
+    write(
+        "evals/x.rubric.yaml",
+        """
+        cases:
+          - {id: a, response: "no", criteria: [{id: c, type: any_of, any_of: ["yes"]}]}
+          - {id: b, response: "no", criteria: [{id: c, type: any_of, any_of: ["yes"]}]}
+        """,
+    )
+    pytester.runpytest("--rubric-dir=evals", "-x", "--rubric-json=x.json", *mode)
+    assert json.loads((pytester.path / "x.json").read_text())["run"]["complete"] is True
+
+
 # --- batch files and polls --------------------------------------------------------------------
 
 
