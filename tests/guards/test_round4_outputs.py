@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -355,12 +356,15 @@ def test_a_cached_reply_larger_than_a_live_one_is_a_miss(tmp_path: Path) -> None
     cache.close()
 
 
-def test_a_response_cache_trace_nested_past_the_limit_is_no_trace() -> None:
-    from pytest_rubric._load.traces import recorded_trace
+def test_a_response_cache_trace_nested_past_the_limit_cannot_be_read() -> None:
+    """Read as a target's return is: an error naming it (its item ERROR), never no trace."""
+    from pytest_rubric._load.traces import ShapeError, recorded_trace
 
     deep = '{"trace": ' + "[" * 100_000 + "]" * 100_000 + "}"
-    assert recorded_trace(deep) is None
-    assert recorded_trace('{"trace": {"x": ' + "9" * 5000 + "}}") is None
+    with pytest.raises(ShapeError, match="nested more than 100 levels"):
+        recorded_trace(deep)
+    with pytest.raises(ShapeError, match="cannot be read"):
+        recorded_trace('{"trace": {"x": ' + "9" * 5000 + "}}")
 
 
 def test_a_healthbench_points_of_400_digits_is_a_located_error(
@@ -539,9 +543,17 @@ def test_an_item_whose_worker_crashed_is_an_error_in_every_output(
         "--rubric-json=out.json",
         "--rubric-csv=out.csv",
         "--rubric-history=h.sqlite3",
+        "--junitxml=j.xml",
     )
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["ERROR evals/e.rubric.yaml::horizon?crash? - worker * crashed*"])
+    (crashed,) = [
+        c
+        for c in ET.parse(pytester.path / "j.xml").iter("testcase")
+        if "crash" in c.get("name", "")
+    ]
+    properties = {p.get("name"): p.get("value") for p in crashed.iter("property")}
+    assert properties["rubric_passed"] == "false" and properties["rubric_subject"] == "crash"
     document = json.loads((pytester.path / "out.json").read_text())
     by = {r["subject"]: r for r in document["results"]}
     assert by["crash"]["passed"] is False
