@@ -85,6 +85,16 @@ def write_answers(config: pytest.Config, report: pytest.TestReport, *, show_resp
         xml.node_reporter(report).append(element)
 
 
+def record_properties(config: pytest.Config, report: pytest.TestReport) -> None:
+    """Add the properties of ``report``'s results to its test case: of an item whose xdist
+    worker died, which has no teardown report for JUnit to read them from."""
+    if (xml := config.stash.get(xml_key, None)) is not None:
+        reporter = xml.node_reporter(report)
+        for result in getattr(report, "rubric_results", ()):
+            for name, value in junit_properties(result):
+                reporter.add_property(name, value)
+
+
 def record_as_error(config: pytest.Config, report: pytest.TestReport) -> None:
     """Record ``report``'s failed call as an ``error`` in its JUnit test case (nothing
     without ``--junitxml``); called after JUnit has written the ``failure``."""

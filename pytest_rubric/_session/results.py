@@ -77,3 +77,4 @@ class Results:
             report.rubric_results = results  # type: ignore[attr-defined]
             report.rubric_item = True  # type: ignore[attr-defined]
             report.rubric_error = True  # type: ignore[attr-defined]
+            report.rubric_crashed = True  # type: ignore[attr-defined]  # no teardown follows

@@ -46,7 +46,7 @@ from .caches import Caches, JudgeRecordings
 from .inputs import Inputs, live_models
 from .items import is_rubric_item
 from .judging import JudgeSetup, Judging, every
-from .junit import record_as_error, set_aside, write_answers
+from .junit import record_as_error, record_properties, set_aside, write_answers
 from .results import Results
 from .xdist import Role
 
@@ -505,6 +505,8 @@ class _ReportHooks:
                 record_as_error(config, report)
             if getattr(report, "rubric_item", False):
                 write_answers(config, report, show_response=self.state.settings.show_response)
+            if getattr(report, "rubric_crashed", False):
+                record_properties(config, report)
         return result
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
