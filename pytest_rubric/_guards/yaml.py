@@ -342,8 +342,7 @@ class _Stream:
         if not isinstance(get(), yaml.DocumentStartEvent):
             return None  # an empty stream: the file is empty
         first = get()
-        bare = isinstance(first, yaml.SequenceStartEvent)
-        data = self.value(first, 1, "root", bare=bare)
+        data = self.value(first, 1, "root", bare=isinstance(first, yaml.SequenceStartEvent))
         if not isinstance(get(), yaml.DocumentEndEvent) or not isinstance(
             get(), yaml.StreamEndEvent
         ):
