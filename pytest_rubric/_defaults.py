@@ -93,9 +93,6 @@ def is_rubric_file(path: Path, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns)
 
 
-_DATA_SUFFIXES = (".yaml", ".yml", ".json")
-
-
 def first_data_file(directory: Path, patterns: Sequence[str]) -> Path | None:
     """The first YAML or JSON file under ``directory`` (in name order) when no file there
     matches ``patterns``; None when one does, or there is none."""
@@ -105,7 +102,7 @@ def first_data_file(directory: Path, patterns: Sequence[str]) -> Path | None:
         for name in sorted(files):
             if is_rubric_file(Path(name), tuple(patterns)):
                 return None
-            if first is None and name.endswith(_DATA_SUFFIXES):
+            if first is None and name.endswith((".yaml", ".yml", ".json")):
                 first = Path(root) / name
     return first
 

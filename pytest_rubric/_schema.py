@@ -52,7 +52,7 @@ Repeat = Annotated[int, BeforeValidator(parse_repeat)]
 PassWhenField = Annotated[str | float, BeforeValidator(parse_pass_when)]
 
 
-_ROLES = ("system", "user", "assistant")
+ROLES = ("system", "user", "assistant")
 _TURN_EXAMPLE = 'messages:\n      - {role: user, content: "..."}'
 
 
@@ -96,7 +96,7 @@ def _turn_problem(turn: Any, turn_n: str) -> tuple[str, str, tuple[str, ...]] | 
     missing = [name for name in ("role", "content") if name not in turn]
     if missing:
         return f"{where} has no `{missing[0]}`", shape, ()
-    if turn["role"] not in _ROLES:
+    if turn["role"] not in ROLES:
         return f"{where} has role {turn['role']!r}", "use one of system, user, assistant", ("role",)
     if not isinstance(turn["content"], str):
         message = f"{where}: `content` must be text, got {_kind(turn['content'])}"

@@ -9,7 +9,7 @@ import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import fmean as mean
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._defaults import (
     DEFAULT_CALL_TIMEOUT,
@@ -20,10 +20,11 @@ from .._defaults import (
 )
 from .._guards.calls import CallRunner
 from .._guards.secrets import Secret, clip, known_keys, whole_characters
-from .._llm.base import mean_raw_score
+from .._llm.base import Judged, mean_raw_score
 from .._results import CaseResult, CriterionResult, Outcome, Verdict
 from .._schema import REPORT_ONLY, Criterion, Mark, Rubric, own_mark
 from .._trace import Passage, Trace
+from ..criteria.calls import NO_CONTEXT
 from ..criteria.check import Answer, Check, CheckContext
 from ..criteria.extract import Extract, JudgedCriterion
 from ..criteria.grounded import Grounded
@@ -31,9 +32,6 @@ from ..criteria.judge import Requirement
 from . import style
 from .scoring import item_passes, passes
 from .scoring import score as score_results
-
-if TYPE_CHECKING:
-    from .._llm.base import Judged
 
 NO_JUDGE_REASON = f"no judge configured: {SET_A_JUDGE} to grade it"
 # The criteria whose result quotes what they require (made once: ``A | B`` is a new object).
@@ -69,9 +67,7 @@ def with_case_context(trace: Trace | None, rubric: Rubric) -> Trace | None:
     fixed = getattr(rubric, "fixed_context", ())
     if not fixed or (trace is not None and (trace.context or trace.context_known)):
         return trace
-    if trace is None:
-        return Trace(source="case", context=fixed)
-    return replace(trace, context=fixed)
+    return Trace(source="case", context=fixed) if trace is None else replace(trace, context=fixed)
 
 
 def context_of(trace: Trace | None, rubric: Rubric) -> tuple[Passage, ...]:
@@ -158,9 +154,7 @@ class Grader:
             if check is not None:
                 outcome = check(answer, compiled.rubric)
             elif isinstance(criterion, Grounded) and not (answer.trace and answer.trace.context):
-                from ..criteria.calls import NO_CONTEXT  # seeing there is none needs no judge
-
-                outcome = Outcome(Verdict.ERROR, 0.0, NO_CONTEXT)
+                outcome = Outcome(Verdict.ERROR, 0.0, NO_CONTEXT)  # seeing none needs no judge
             else:  # judged: the judge's outcome, if it was asked
                 outcome = (
                     judged.outcomes.get(criterion.id) if judged is not None else None

@@ -141,8 +141,7 @@ def confidence(folded: str) -> float:
     """How assertive an answer sounds, in [0, 1]; ``folded`` is the normalized answer."""
     assertive = len(_ASSERTIVE.findall(folded))
     hedges = len(_HEDGES.findall(folded)) + folded.count("?")
-    value = 0.5 + 0.5 * (assertive - hedges) / max(assertive + hedges, 2)
-    return min(1.0, max(0.0, value))
+    return min(1.0, max(0.0, 0.5 + 0.5 * (assertive - hedges) / max(assertive + hedges, 2)))
 
 
 def naive_score(score: float, fluency_: float, confidence_: float) -> float:

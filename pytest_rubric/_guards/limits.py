@@ -268,8 +268,7 @@ _HALF_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def _lone(text: str, match: re.Match[str]) -> bool:
-    high = match.group()[2].lower() in "89ab"
-    if high:
+    if match.group()[2].lower() in "89ab":  # a high surrogate
         after = text[match.end() : match.end() + 6]
         return not re.fullmatch(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}", after)
     before = text[max(0, match.start() - 6) : match.start()]

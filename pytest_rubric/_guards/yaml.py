@@ -129,8 +129,7 @@ def construct(
     """Build the data of a node tree (mappings, lists and strings here, several times quicker
     than the generic constructor), and find the keys given twice in a mapping. A list or
     mapping met a second time starts a copy whose every node is counted, stopping past
-    MAX_ALIAS_NODES. ``anchors=False``: the text holds no '&', so no node is met twice.
-    """
+    MAX_ALIAS_NODES. ``anchors=False``: the text holds no '&', so no node is met twice."""
     found: list[tuple[yaml.Node, Any, int, int]] = []  # (mapping, key, first line, second line)
     finished: dict[int, bool] = {}  # id of each list and mapping met -> whether it is built
     aliases = 0  # aliases to lists and mappings met in the text so far (not within copies)
@@ -342,8 +341,7 @@ class _Stream:
         if not isinstance(get(), yaml.DocumentStartEvent):
             return None  # an empty stream: the file is empty
         first = get()
-        bare = isinstance(first, yaml.SequenceStartEvent)
-        data = self.value(first, 1, "root", bare=bare)
+        data = self.value(first, 1, "root", bare=isinstance(first, yaml.SequenceStartEvent))
         if not isinstance(get(), yaml.DocumentEndEvent) or not isinstance(
             get(), yaml.StreamEndEvent
         ):

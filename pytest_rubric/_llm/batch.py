@@ -278,8 +278,7 @@ class _OpenAIBatch(_Wire):
             return "the provider gave no reason"
         first = listed[0] if isinstance(listed[0], dict) else {}
         text = f"{first.get('code', 'error')}: {first.get('message', '')}"
-        more = f" and {len(listed) - 1} more" if len(listed) > 1 else ""
-        return self._quote(text) + more
+        return self._quote(text) + (f" and {len(listed) - 1} more" if len(listed) > 1 else "")
 
     async def cancel(self, batch_id: str) -> None:
         await self.json("POST", self.client.spec.endpoint(f"/batches/{batch_id}/cancel"))

@@ -348,8 +348,7 @@ class CachedCalls:
         """The stored reply for the call ``parts`` describe (``cached`` set), or an empty one
         carrying the key to store under. With ``replay`` a miss raises ``LLMError(missing)``,
         unless the last reply was unusable: the empty reply then says why (``unusable``).
-        ``legacy``: the call as an earlier version keyed it, looked up when ``parts`` miss.
-        """
+        ``legacy``: the call as an earlier version keyed it, looked up when ``parts`` miss."""
         if self.cache is None:
             return Reply("")
         key = cache_key(**parts)

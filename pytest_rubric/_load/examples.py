@@ -15,12 +15,11 @@ from pydantic import BaseModel, ValidationError
 
 from .._errors import Problem
 from .._guards.limits import NotRegular, read_jsonl
-from .._schema import CalibrationExample, JudgeExample
+from .._schema import CalibrationExample, JudgeExample, Suite
 from ..criteria.extract import Extract
 from ..criteria.judge import Requirement
 
 if TYPE_CHECKING:
-    from .._schema import Suite
     from ..judge.prompts import Guidance
     from .locate import Locator
 

@@ -29,19 +29,18 @@ from .._guards.calls import UserCodeError, described, make_importable, resolve_i
 from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite
 from .._render.table import answer_lines, criteria_table, since_baseline
+from .._results import CaseResult
 from .._schema import own_mark
 from ..criteria.callable import CallableCriterion
 from ..criteria.check import Answer
+from ..criteria.model import CriterionModel
 from ..judge.requests import JudgeKey
 from .heap import paused
-from .inputs import no_response
+from .inputs import ResponseDir, no_response
 from .items import RESULTS_KEY, record
 from .judging import answer_key
 
 if TYPE_CHECKING:
-    from .._results import CaseResult
-    from ..criteria.model import CriterionModel
-    from .inputs import ResponseDir
     from .session import RubricSession
 
 

@@ -44,7 +44,6 @@ STATS_KEY = "rubric_judge_stats"  # in workeroutput: one worker's judge usage
 # In workerinput: the controller's --dist hands each worker whole files (a worker's own
 # --dist is always "no").
 WHOLE_FILES_KEY = "rubric_whole_files"
-_WHOLE_FILE_MODES = frozenset({"loadfile", "loadscope"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +141,7 @@ class ControllerHooks:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         dist = getattr(node.config.option, "dist", "no")
-        node.workerinput[WHOLE_FILES_KEY] = dist in _WHOLE_FILE_MODES
+        node.workerinput[WHOLE_FILES_KEY] = dist in {"loadfile", "loadscope"}
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, report: pytest.TestReport) -> None:

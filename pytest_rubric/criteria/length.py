@@ -55,6 +55,4 @@ class _LengthCheck(Check[Length]):
                 problems.append(f"{count} {unit} < min {low}")
             if high is not None and count > high:
                 problems.append(f"{count} {unit} > max {high}")
-        if problems:
-            return unmet("; ".join(problems))
-        return met(f"{words} words, {chars} chars")
+        return unmet("; ".join(problems)) if problems else met(f"{words} words, {chars} chars")

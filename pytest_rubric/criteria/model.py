@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -22,9 +22,7 @@ from .._defaults import MAX_CALL_TIMEOUT
 from .._guards.limits import PlainNumber
 from .._guards.outgoing import safe_subject, subject_problem
 from .._guards.secrets import shorten
-
-if TYPE_CHECKING:
-    from .check import Check, CheckContext
+from .check import Check, CheckContext
 
 
 class FieldError(ValueError):
@@ -90,9 +88,7 @@ def _not_blank_tag(value: str) -> str:
 
 def _int_to_str(value: Any) -> Any:
     """``id: 7`` (a plain questions.json numbers its questions) is the id "7"."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return value
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 def _check_id(value: str) -> str:

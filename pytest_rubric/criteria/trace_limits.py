@@ -66,6 +66,4 @@ class _TraceLimitsCheck(Check[TraceLimits]):
                 held.append(f"{what} {figure:g} <= {limit:g}")
         if missing:
             return error("; ".join(missing) + "; a limit on a figure the trace lacks is never MET")
-        if broken:
-            return unmet("; ".join(broken))
-        return met("; ".join(held))
+        return unmet("; ".join(broken)) if broken else met("; ".join(held))

@@ -15,10 +15,10 @@ from .._guards.limits import NotRegular, read_jsonl
 from .._guards.outgoing import subject_problem
 from .._guards.secrets import abridged
 from .._load.responses import file_subject_problem
+from .._schema import ROLES
 from ._common import Imported, ImportFailed, is_number, validated
 
 RUBRIC_FILE = "healthbench.rubric.yaml"
-_ROLES = ("system", "user", "assistant")
 _TURN = 'write it as {"role": "user", "content": "..."}'
 
 
@@ -171,10 +171,10 @@ def _messages(prompt: Any, problem: Any) -> list[dict[str, str]]:
         where = f"prompt[{i}]"
         if not isinstance(turn, dict):
             problem(where, f"a message must be an object, got {_shown(turn)}", _TURN)
-        elif turn.get("role") not in _ROLES:
+        elif turn.get("role") not in ROLES:
             problem(
                 f"{where}.role",
-                f"role must be one of {', '.join(_ROLES)}, got {_shown(turn.get('role'))}",
+                f"role must be one of {', '.join(ROLES)}, got {_shown(turn.get('role'))}",
             )
         elif not isinstance(turn.get("content"), str):
             problem(

@@ -78,8 +78,6 @@ _CSV_ASSERTION = re.compile(r"^(not-)?([a-z0-9-]+)(?:\((\d+(?:\.\d+)?)\))?(?::([
 # The prefixes of a cell that names its assertion's type (an llm-rubric's text is not trimmed).
 _CSV_PREFIXES = [("javascript:", "javascript"), ("fn:", "javascript"), ("eval:", "javascript")]
 _CSV_PREFIXES += [("grade:", "llm-rubric"), ("llm-rubric:", "llm-rubric"), ("python:", "python")]
-_CSV_ARRAY = {"contains-all", "contains-any", "icontains-all", "icontains-any"}
-_CSV_RAW = {"contains-json", "is-json"}
 _CSV_THRESHOLD = {
     "answer-relevance",
     "classifier",
@@ -594,9 +592,9 @@ def assertion_from_string(expected: str) -> dict[str, Any]:
         return {"type": "equals", "value": expected}
     inverse, kind, threshold, value = found.groups()
     assertion: dict[str, Any] = {"type": f"not-{kind}" if inverse else kind}
-    if kind in _CSV_ARRAY:
+    if kind in {"contains-all", "contains-any", "icontains-all", "icontains-any"}:
         assertion["value"] = [v.strip() for v in value.split(",")] if value else value
-    elif kind in _CSV_RAW:
+    elif kind in {"contains-json", "is-json"}:
         assertion["value"] = value
     else:
         assertion["value"] = value.strip() if value is not None else None

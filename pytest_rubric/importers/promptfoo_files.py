@@ -33,9 +33,6 @@ from .._guards.limits import NotRegular, PlainNumber, read_text
 FILE = "file://"
 GLOB = re.compile(r"[*?\[]")
 CODE = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".py", ".rb")
-# js-yaml reads YAML 1.2, where only true/false are booleans; PyYAML (1.1) also reads yes/no/on/off.
-_YAML12_BOOLS = {"true", "false"}
-_BOOL_TAG = "tag:yaml.org,2002:bool"
 MAX_WALKED = 100_000  # directory entries one glob may look at
 # The text a whole import may make (read, rendered, written): no file read is larger.
 MAX_TEXT = 256 * 1024 * 1024
@@ -281,8 +278,10 @@ def _yaml12(data: Any, node: Any) -> Any:
     for key, child in children:
         if (
             isinstance(child, yaml.ScalarNode)
-            and child.tag == _BOOL_TAG
-            and child.value.lower() not in _YAML12_BOOLS
+            and child.tag == "tag:yaml.org,2002:bool"
+            # js-yaml reads YAML 1.2, where only true/false are booleans; PyYAML (1.1) also
+            # reads yes/no/on/off.
+            and child.value.lower() not in {"true", "false"}
         ):
             data[key] = child.value
         else:

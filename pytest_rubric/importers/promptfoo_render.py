@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import Problem
 from .._guards.secrets import abridged
+from .._schema import ROLES
 from ._common import ImportFailed
 from .promptfoo_assert import js_string
 from .promptfoo_files import CODE, FILE, Quota, Tree, Unmappable, json_stringify
@@ -41,10 +42,8 @@ MAX_COMBINATIONS = 10_000
 # wrote for a model, never megabytes, and a template that loops more is not one.
 MAX_RENDERED = 1_000_000
 MAX_LOOPS = 100_000
-_TEMPLATE = ("{{", "{%", "{#")
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")  # resolveVariables' own pattern
 _BINARY = (".pdf", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".mp3", ".wav", ".mp4")
-_ROLES = ("system", "user", "assistant")
 
 
 @dataclass(frozen=True)
@@ -132,7 +131,7 @@ def render(
 ) -> str:
     """``text`` rendered as a Nunjucks template with ``vars_`` (a var no one sets is empty
     text, and its name is noted in ``missing``); each part made is spent from ``budget``."""
-    if not any(mark in text for mark in _TEMPLATE):
+    if not any(mark in text for mark in ("{{", "{%", "{#")):
         return text
     env = _environment()  # first: it says what to install when jinja2 is not
     from jinja2 import TemplateError
@@ -230,8 +229,7 @@ def render_prompt(template: str, vars_: dict[str, Any], budget: Quota | None = N
         return Rendered(render(template, vars_, missing, budget), None, missing)
     data = _render_strings(parsed, vars_, missing, budget)
     messages = _chat(data)
-    question = None if messages is not None else json_stringify(data, 2)
-    return Rendered(question, messages, missing)
+    return Rendered(None if messages is not None else json_stringify(data, 2), messages, missing)
 
 
 def _render_strings(
@@ -252,7 +250,7 @@ def _render_strings(
 def _chat(data: Any) -> list[dict[str, str]] | None:
     if not (isinstance(data, list) and data and all(isinstance(t, dict) for t in data)):
         return None
-    if not all(t.get("role") in _ROLES for t in data):
+    if not all(t.get("role") in ROLES for t in data):
         return None
     if not all(isinstance(t.get("content"), str) for t in data):
         raise Unmappable("a chat turn's content is not text (images, tool calls)")

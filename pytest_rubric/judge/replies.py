@@ -32,7 +32,6 @@ _FENCED = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 _TOKENS = re.compile(r'\\.|[{}"]', re.DOTALL)
 # How much of a value a ReplyError quotes: enough to recognise it, never a whole reply.
 _QUOTED = 60
-_VERDICTS = ("MET", "UNMET")
 
 T = TypeVar("T")
 Secrets = Sequence[Secret | None]
@@ -338,7 +337,7 @@ def _grade(obj: dict[str, Any], criterion: JudgedCriterion, where: str, secrets:
     else:
         verdict = obj.get("verdict")
         # Exactly as the prompt and the schema spell it: "met" or " MET" is out of protocol.
-        if not isinstance(verdict, str) or verdict not in _VERDICTS:
+        if not isinstance(verdict, str) or verdict not in ("MET", "UNMET"):
             raise ReplyError(
                 f'{where}"verdict" must be exactly "MET" or "UNMET", got {_quote(verdict, secrets)}'
             )
