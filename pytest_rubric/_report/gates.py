@@ -199,8 +199,10 @@ def case_changes(
 
 def changed(was: CaseResult, now: CaseResult) -> CaseChange:
     """An item that passed in one run and not the other: ``regressed`` or ``improved``, with
-    both responses and the verdicts that changed."""
+    both responses and the verdicts that changed (a criterion added or removed since is
+    ``absent`` on its other side)."""
     there = {c.id: c.verdict.value for c in was.criteria}
+    here = {c.id for c in now.criteria}
     return CaseChange(
         "improved" if now.passed else "regressed",
         now.nodeid,
@@ -210,10 +212,11 @@ def changed(was: CaseResult, now: CaseResult) -> CaseChange:
         response_before=was.response,
         response_after=now.response,
         verdicts=tuple(
-            (c.id, there[c.id], c.verdict.value)
+            (c.id, there.get(c.id, "absent"), c.verdict.value)
             for c in now.criteria
-            if c.id in there and there[c.id] != c.verdict.value
-        ),
+            if there.get(c.id) != c.verdict.value
+        )
+        + tuple((cid, verdict, "absent") for cid, verdict in there.items() if cid not in here),
     )
 
 

@@ -74,6 +74,24 @@ def test_the_failure_report_shows_before_and_after(team: pytest.Pytester) -> Non
     )
 
 
+def test_criteria_added_and_removed_since_the_baseline_are_said_so(
+    team: pytest.Pytester,
+) -> None:
+    """A case that regressed because a criterion was added (or renamed) shows it: the
+    verdicts that changed alone would say nothing of why."""
+    rubric = team.path / "evals/remote.rubric.yaml"
+    text = rubric.read_text().replace("id: remote, type: any_of", "id: remote_ok, type: any_of")
+    rubric.write_text(
+        text.replace(
+            '["remote"]}', '["remote"]}\n      - {id: extra, type: any_of, any_of: ["never"]}'
+        )
+    )
+    result = team.runpytest("--rubric-baseline", "main.json")
+    result.stdout.fnmatch_lines(
+        ["verdicts changed: *remote_ok absent -> *, extra absent -> UNMET, remote MET -> absent"]
+    )
+
+
 def test_the_markdown_and_the_html_show_before_and_after(team: pytest.Pytester) -> None:
     result = team.runpytest(
         "--rubric-baseline", "main.json", "--rubric-markdown", "out.md", "--rubric-html", "out.html"
