@@ -15,8 +15,7 @@ one SQLite file (WAL mode) shared by every process of a run.
 Only replies that passed validation are stored (redacted, with the parsed verdict, tokens,
 endpoint and time). A reply that did not fit is never stored, but the reason is (table
 ``unusable``): ``replay`` then replays the retry that followed it (see
-:func:`~pytest_rubric.judge.strategies.ask`). A file of the previous version (no
-``endpoint`` column, no ``unusable`` table) is brought up to date when it is opened.
+:func:`~pytest_rubric.judge.strategies.ask`).
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ from .base import CallStats, Reply, token_count
 from .http import MAX_REPLY_BYTES
 
 # A cache of this version holds these two tables (and SQLite's own sqlite_* objects), nothing
-# else; the previous version's lacks the replies' last column and the unusable table.
+# else.
 _TABLES = {
     "replies": (
         "key TEXT PRIMARY KEY",
@@ -63,7 +62,6 @@ _COLUMNS = {
     table: tuple((c.split()[0], c.split()[1], int("PRIMARY KEY" in c)) for c in columns)
     for table, columns in _TABLES.items()
 }
-_PREVIOUS_REPLIES = _COLUMNS["replies"][:-1]
 _OURS = {("table", name) for name in _COLUMNS}
 
 
@@ -108,11 +106,9 @@ class CacheFile:
         db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         try:
             # Read before writing: a foreign file is never converted to WAL or given a table.
-            previous = _check_schema(db)
+            _check_schema(db)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            if previous:
-                _migrate(db)
             for statement in _SCHEMA:
                 db.execute(statement)
             db.commit()
@@ -260,9 +256,10 @@ def _columns(db: sqlite3.Connection, table: str) -> tuple[tuple[str, str, int], 
     )
 
 
-def _check_schema(db: sqlite3.Connection) -> bool:
-    """Raise :class:`_Unusable` unless ``db`` is empty or holds this cache's tables alone;
-    return whether it is the previous version's. A file that is not a database fails here
+def _check_schema(db: sqlite3.Connection) -> None:
+    """Raise :class:`_Unusable` unless ``db`` is empty or holds this cache's tables alone (a
+    cache an earlier, unreleased version wrote is not upgraded: the package keeps no shims
+    before 1.0, and a cache only saves calls). A file that is not a database fails here
     (``sqlite3.DatabaseError``: reading the schema reads its first page)."""
     objects = db.execute("SELECT type, name FROM sqlite_master").fetchall()
     foreign = sorted(
@@ -273,30 +270,10 @@ def _check_schema(db: sqlite3.Connection) -> bool:
     if foreign:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
         raise _Unusable(f"it holds {shown}, which a pytest-rubric cache does not: not ours")
-    present = {name for kind, name in objects if kind == "table"}
-    previous = False
-    for table in sorted(present & set(_COLUMNS)):
-        columns = _columns(db, table)
-        if table == "replies" and columns == _PREVIOUS_REPLIES and "unusable" not in present:
-            previous = True
-        elif columns != _COLUMNS[table]:
+    for table in sorted({name for kind, name in objects if kind == "table"} & set(_COLUMNS)):
+        if (columns := _columns(db, table)) != _COLUMNS[table]:
             names = ", ".join(str(c[0]) for c in columns[:8])
             raise _Unusable(f"its {table} table has other columns ({names}): not ours")
-    return previous
-
-
-def _migrate(db: sqlite3.Connection) -> None:
-    """Bring a cache of the previous version up to date: its replies gain the ``endpoint``
-    column (unknown, NULL, for the rows it holds). Several xdist workers may open the file at
-    once: the first one to take the write lock adds the column, the others find it there."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        if _columns(db, "replies") == _PREVIOUS_REPLIES:
-            db.execute(f"ALTER TABLE replies ADD COLUMN {_TABLES['replies'][-1]}")
-        db.commit()
-    except BaseException:
-        db.rollback()
-        raise
 
 
 def _ignore(directory: Path) -> None:

@@ -455,43 +455,6 @@ def test_a_reply_that_fit_only_when_asked_again_replays_as_it_was_graded(
     assert _results(pytester) == recorded
 
 
-def test_a_cache_of_the_previous_version_opens_and_still_replays(
-    pytester: pytest.Pytester,
-    team: Callable[..., None],
-    fake_llm: FakeLLM,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import sqlite3
-
-    from pytest_rubric.judge.transport import Transport
-
-    team()
-    fake_llm.respond_with(lambda request: verdict("MET"))
-    # Recorded as the previous version keyed a judge call: with the endpoint's URL.
-    key = Transport._key
-    with monkeypatch.context() as patch:
-        patch.setattr(
-            Transport,
-            "_key",
-            lambda self, *args: {**key(self, *args), "endpoint": self.client.spec.url},
-        )
-        _judged(pytester, fake_llm.openai_url).assert_outcomes(passed=2)
-    path = pytester.path / ".rubric_cache" / "judge.sqlite3"
-    with sqlite3.connect(path) as db:  # ... and its schema: no endpoint, no unusable table
-        db.execute("ALTER TABLE replies DROP COLUMN endpoint")
-        db.execute("DROP TABLE unusable")
-    db.close()
-
-    result = _judged(pytester, fake_llm.openai_url, "--rubric-cache=replay")
-    result.assert_outcomes(passed=2)  # no warning: the file is ours, brought up to date
-    assert len(fake_llm.requests) == 2
-    with sqlite3.connect(path) as db:
-        columns = [row[1] for row in db.execute("PRAGMA table_info(replies)")]
-        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
-    db.close()
-    assert columns[-1] == "endpoint" and "unusable" in tables
-
-
 def test_the_endpoint_line_names_the_endpoints_most_hits_came_from() -> None:
     from pytest_rubric._llm.base import CallStats, elsewhere_line
 
