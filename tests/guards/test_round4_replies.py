@@ -403,6 +403,17 @@ KEY = "sk-ant-AbCdEfGh1234567890QrStUvWx"
 ESCAPES = "\x1b[2J\x1b[H\x1b]52;c;cm0gLXJmIH4=\x07"
 
 
+# Every output a run writes, and the flags that write them.
+OUTPUTS = ["out.json", "out.html", "out.md", "out.csv", "junit.xml"]
+EVERY_OUTPUT = [
+    *(
+        f"--rubric-{kind}=out.{suffix}"
+        for kind, suffix in [("json", "json"), ("html", "html"), ("markdown", "md"), ("csv", "csv")]
+    ),
+    "--junitxml=junit.xml",
+]
+
+
 def _no_key(text: str) -> None:
     """Neither the key in any case, nor a run of 12 of its characters, nor a raw escape."""
     folded = text.casefold()
@@ -437,20 +448,12 @@ def test_a_regex_reason_that_quotes_a_casefolded_key_is_redacted_everywhere(
               - {id: no_key, type: regex, pattern: 'sk-ant-[a-z0-9]+', invert: true}
         """,
     )
-    outputs = ["out.json", "out.html", "out.md", "out.csv", "junit.xml"]
-    result = pytester.runpytest(
-        "--rubric-json=out.json",
-        "--rubric-html=out.html",
-        "--rubric-markdown=out.md",
-        "--rubric-csv=out.csv",
-        "--junitxml=junit.xml",
-        "-rA",
-    )
+    result = pytester.runpytest(*EVERY_OUTPUT, "-rA")
     result.assert_outcomes(failed=1)
     reason = json.loads((pytester.path / "out.json").read_text())["results"][0]["criteria"][0]
     assert "***" in reason["reason"], reason  # the match was quoted, and redacted
     _no_key(result.stdout.str() + result.stderr.str())
-    for name in outputs:
+    for name in OUTPUTS:
         _no_key((pytester.path / name).read_text(encoding="utf-8"))
 
 
@@ -480,17 +483,9 @@ def test_a_key_a_reason_cuts_short_leaves_no_part_of_itself(
               - {id: short, type: json, schema: {properties: {t: {maxLength: 5}}}}
         """,
     )
-    result = pytester.runpytest(
-        "--rubric-json=out.json",
-        "--rubric-html=out.html",
-        "--rubric-markdown=out.md",
-        "--rubric-csv=out.csv",
-        "--junitxml=junit.xml",
-        "-rA",
-    )
-    outputs = ["out.json", "out.html", "out.md", "out.csv", "junit.xml"]
+    result = pytester.runpytest(*EVERY_OUTPUT, "-rA")
     result.assert_outcomes(failed=2)
-    written = [result.stdout.str()] + [(pytester.path / o).read_text("utf-8") for o in outputs]
+    written = [result.stdout.str()] + [(pytester.path / o).read_text("utf-8") for o in OUTPUTS]
     for output in written:
         assert KEY[:9].casefold() not in output.casefold(), output  # "sk-ant-Ab": not even that
 
