@@ -94,7 +94,7 @@ class OpenAIClient(HTTPClient):
         if schema is not None and self._mode is None:
             turns = (("system", system), ("user", user))
             if (data := await self._settle(turns, schema, sampling)) is not None:
-                return self._read(data)
+                return self._read(data, True)
         return await super().send(system, user, schema=schema, sampling=sampling)
 
     async def _settle(
@@ -159,6 +159,8 @@ class OpenAIClient(HTTPClient):
             raise self._fail(
                 "the reply has no choices[0].message.content", hint="check the endpoint"
             ) from None
+        if content is None and forced:  # tool calls or a refusal where the schema was asked:
+            return Reply("", *tokens)  # no object, a reply outside the protocol (asked again)
         if not isinstance(content, str):
             raise self._fail("the reply's message content is not text", hint="check the endpoint")
         return Reply(content, *tokens)

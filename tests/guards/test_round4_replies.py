@@ -314,6 +314,23 @@ def test_only_the_tool_call_is_read(
         assert len(fake_llm.requests) == 2
 
 
+def test_an_openai_reply_with_no_text_where_its_schema_was_asked_is_asked_once_more(
+    pytester: pytest.Pytester, bot_answers: Callable[[str], None], fake_llm: FakeLLM
+) -> None:
+    """A message of tool calls (content null) where the json_schema output was asked is a
+    reply outside the protocol, as Anthropic's without its forced call: one re-ask, then
+    ERROR, never a failure of the endpoint on the first."""
+    bot_answers(SAID)
+    call = {"id": "c1", "type": "function", "function": {"name": "grade", "arguments": "{}"}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    body = json.dumps({"choices": [{"index": 0, "message": message}], "usage": {}})
+    fake_llm.respond_with(lambda _: raw(body))
+    result = pytester.runpytest(*_judge(fake_llm, "openai", "per-criterion"))
+    result.assert_outcomes(errors=1)
+    assert _criterion(pytester)[1]["verdict"] == "ERROR"
+    assert len(fake_llm.requests) == 2
+
+
 # --- evidence is the answer's own words --------------------------------------------------------
 
 STATEMENT = "Our revenue will decrease by $1M in 2025, down 1.5% from the year before."
