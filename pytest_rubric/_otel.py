@@ -31,7 +31,7 @@ from opentelemetry.trace import StatusCode
 
 from ._errors import SpansUnreadable
 from ._load.traces import arguments as call_arguments
-from ._load.traces import finite, json_object
+from ._load.traces import json_object, non_negative
 from ._trace import Passage, ToolCall, Trace, Usage
 
 SPAN_NAME = "pytest-rubric target"
@@ -294,7 +294,7 @@ def _tokens(attributes: Mapping[str, Any]) -> tuple[int | None, int | None]:
 def _count(attributes: Mapping[str, Any], *names: str) -> int | None:
     for name in names:
         value = attributes.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0 and finite(value):
+        if isinstance(value, int) and non_negative(value):
             return value
     return None
 

@@ -10,7 +10,7 @@ from .._errors import Problem
 from .._guards.limits import NotRegular, read_jsonl
 from .._guards.outgoing import safe_subject, subject_problem
 from .._trace import Trace
-from .traces import FIELD_SHAPES, TRACE_FIELDS, ShapeError, finite, read_trace
+from .traces import FIELD_SHAPES, TRACE_FIELDS, ShapeError, non_negative, read_trace
 
 
 @dataclass(slots=True)
@@ -101,12 +101,7 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
         fields = {name: entry.get(name) for name in TRACE_FIELDS}
         latency = entry.get("latency_s")
         if latency is not None or any(v is not None for v in fields.values()):
-            if latency is not None and (
-                isinstance(latency, bool)
-                or not isinstance(latency, int | float)
-                or not finite(latency)
-                or latency < 0
-            ):
+            if latency is not None and not non_negative(latency):
                 bad("`latency_s` must be a number of seconds", case=str(case_id), field="latency_s")
                 continue
             try:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, replace
 from typing import Any, TypeVar
@@ -26,6 +27,7 @@ RETURN_SHAPES = (  # what a target may return, as errors list it
     "an object with those attributes (a dataclass, a pydantic model)",
 )
 TRACE_FIELDS = ("context", "messages", "usage", "metadata")  # beside the answer
+_MAX = sys.float_info.max
 
 
 class ShapeError(ValueError):
@@ -150,6 +152,12 @@ def arguments(raw: Any) -> dict[str, Any] | str:
     return raw if isinstance(raw, str) else json.dumps(parsed, default=str)
 
 
+def non_negative(value: Any) -> bool:
+    """Whether ``value`` is a figure a trace may hold (tokens, a cost, a latency): a number
+    (never a bool), finite (not NaN, not past every float: 400 digits) and 0 or more."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= _MAX
+
+
 def finite(value: Any) -> bool:
     """Whether every number in ``value`` is finite (the one rule: a ``json`` criterion's)."""
     return first_non_finite(value) is None
@@ -228,7 +236,7 @@ def read_context(context: Any) -> tuple[Passage, ...]:
 def _count(value: Any, name: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or not finite(value):
+    if not isinstance(value, int) or not non_negative(value):
         raise ShapeError(f'"usage.{name}" is {value!r}, not a whole number of tokens')
     return value
 
@@ -238,9 +246,7 @@ def read_usage(usage: Any) -> Usage:
     if isinstance(usage, str | int | float | list | tuple):
         raise ShapeError(f'"usage" is {type(usage).__name__}, not a mapping')
     cost = _get(usage, "cost_usd")
-    if cost is not None and (
-        isinstance(cost, bool) or not isinstance(cost, int | float) or not finite(cost) or cost < 0
-    ):
+    if cost is not None and not non_negative(cost):
         raise ShapeError(f'"usage.cost_usd" is {cost!r}, not a non-negative number')
     return Usage(
         input_tokens=_count(_get(usage, "input_tokens"), "input_tokens"),
@@ -358,9 +364,7 @@ def recorded_trace(parsed: str | None) -> Trace | None:
             for c in built.tool_calls
         )
         and all(type(p.text) is str for p in built.context)
-        and (
-            latency is None or (type(latency) in (int, float) and finite(latency) and latency >= 0)
-        )
+        and (latency is None or non_negative(latency))
         and (built.metadata is None or isinstance(built.metadata, dict))
     ):
         raise ShapeError("its trace holds a value no target could have returned")
