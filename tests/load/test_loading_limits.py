@@ -446,7 +446,7 @@ def test_a_latency_that_is_not_finite_is_a_located_error(
         """,
     )
     write("answers/bot.jsonl", f'{{"id": "q1", "response": "4", "latency_s": {number}}}\n')
-    result = pytester.runpytest("-p", "no:cacheprovider")
+    result = pytester.runpytest()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         ["  */answers/bot.jsonl:1, case 'q1', field 'latency_s': `latency_s` must be a number*"]
@@ -483,7 +483,7 @@ def test_tool_args_holding_a_number_that_is_not_finite_fit_no_schema_and_stay_js
         ]
         line = {"id": "q1", "response": "refunded", "messages": messages}
         write(f"answers/{subject}.jsonl", json.dumps(line) + "\n")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--rubric-json=out.json")
+    result = pytester.runpytest("--rubric-json=out.json")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         ["*capped*UNMET*refund: a number that is not finite (it overflowed) fits no schema"] * 2
