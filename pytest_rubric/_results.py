@@ -108,6 +108,24 @@ class Sample:
 
 
 @dataclass(frozen=True, slots=True)
+class ProbeRecord:
+    """One probed criterion judged again by one judge (``--rubric-judge-probe``; the audit
+    counts the flips: ``_report.audit``). ``original`` is its verdict on the answer; the
+    tone probe's record holds its verdicts on the two rewrites, ``confident`` and
+    ``hedged``, another kind's the verdict judged again, ``probed``, and whether the
+    criterion's weight is ``negative`` (a padded answer's flip counts in its favour only)."""
+
+    criterion: str
+    judge: str
+    original: Verdict
+    kind: str = "tone"
+    confident: Verdict | None = None
+    hedged: Verdict | None = None
+    probed: Verdict | None = None
+    negative: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class CaseResult:
     """The grade of one response against one case.
 
@@ -143,7 +161,7 @@ class CaseResult:
     pass_when: str | float = "mean"
     level: float = 0.95  # the confidence level of pass_rate_ci
     samples: tuple[Sample, ...] = ()
-    probe: tuple[dict[str, str], ...] = ()  # see _report.audit
+    probe: tuple[ProbeRecord, ...] = ()
     # False for an assert_rubric call without ``subject=``: a check inside a unit test, counted
     # in the summary's "assertions" line, never ranked on the leaderboard as a subject.
     ranked: bool = True

@@ -21,7 +21,7 @@ from .._defaults import (
 from .._guards.calls import CallRunner
 from .._guards.secrets import Secret, clip, known_keys, whole_characters
 from .._llm.base import Judged, mean_raw_score
-from .._results import CaseResult, CriterionResult, Outcome, Verdict
+from .._results import CaseResult, CriterionResult, Outcome, ProbeRecord, Verdict
 from .._schema import REPORT_ONLY, Criterion, Mark, Rubric, own_mark
 from .._trace import Passage, Trace
 from ..criteria.calls import NO_CONTEXT
@@ -187,7 +187,7 @@ class Grader:
         *,
         pass_when: PassWhen = "mean",
         level: float = 0.95,
-        probe: Sequence[dict[str, str]] = (),
+        probe: Sequence[ProbeRecord] = (),
     ) -> CaseResult:
         """One item's result from its graded samples (``repeat``): means, the first sample's
         criteria and response, the verdict of ``pass_when``, the audit's ``probe`` records."""

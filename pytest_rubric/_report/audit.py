@@ -2,11 +2,9 @@
 
 * **Probes** (``--rubric-judge-probe N``, ``--rubric-judge-probe-kinds``; what each kind
   changes and counts as a flip: docs/guides/judge-bias.md): up to N judged substance
-  criteria (:func:`probe_plan`) are judged again, each leaving a record in its result's
-  ``probe``: a dict of ``criterion``, ``judge`` and its verdict on the answer,
-  ``original``; for tone its verdicts on the rewrites, ``confident`` and ``hedged``; for
-  another kind, ``kind``, the verdict judged again, ``probed``, and the criterion's
-  ``weight``, ``positive`` or ``negative``. :class:`ProbeFigures` counts the flips.
+  criteria (:func:`probe_plan`) are judged again, each leaving a
+  :class:`~pytest_rubric._results.ProbeRecord` in its result's ``probe``.
+  :class:`ProbeFigures` counts the flips.
 * **Evidence** (``--rubric-judge-evidence``): :class:`EvidenceAudit`.
 * **Panel** (``--rubric-judge`` repeated): Cohen's kappa for each pair of judges over the
   criteria both decided, Fleiss' kappa over those every judge decided (score-kind criteria
@@ -27,7 +25,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
-from .._results import CaseResult
+from .._results import CaseResult, ProbeRecord, Verdict
 from .leaderboard import fixed
 from .stats import cohen_kappa, fleiss_kappa
 
@@ -133,12 +131,12 @@ class JudgeAudit:
         return lines
 
 
-def _flipped(record: Mapping[str, str]) -> bool:
+def _flipped(record: ProbeRecord) -> bool:
     """Whether a decided record of a kind other than tone is a flip."""
-    original, probed = record["original"], record["probed"]
-    if record["kind"] != "length":
+    original, probed = record.original, record.probed
+    if record.kind != "length":
         return original != probed
-    favoured = ("MET", "UNMET") if record.get("weight") == "negative" else ("UNMET", "MET")
+    favoured = (Verdict.MET, Verdict.UNMET) if record.negative else (Verdict.UNMET, Verdict.MET)
     return (original, probed) == favoured
 
 
@@ -150,16 +148,16 @@ def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] =
     checked = unsupported = 0
     for result in results:
         for record in result.probe:
-            if record.get("kind", "tone") != "tone":
-                if record["original"] in _DECIDED and record["probed"] in _DECIDED:
-                    counts = kinds[(record["judge"], record["kind"])]
+            if record.kind != "tone":
+                if record.original in _DECIDED and record.probed in _DECIDED:
+                    counts = kinds[(record.judge, record.kind)]
                     counts[0] += 1
                     counts[1] += _flipped(record)
                 continue
-            verdicts = (record["original"], record["confident"], record["hedged"])
+            verdicts = (record.original, record.confident, record.hedged)
             if not all(v in _DECIDED for v in verdicts):
                 continue
-            counts = probes[record["judge"]]
+            counts = probes[record.judge]
             counts[0] += 1
             counts[1] += verdicts[1] != verdicts[0]
             counts[2] += verdicts[2] != verdicts[0]

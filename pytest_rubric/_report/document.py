@@ -187,6 +187,27 @@ class SampleModel(_Part):
     trace: TraceModel | None = None
 
 
+class ProbeRecordModel(_Part):
+    """One entry of a result's ``probe``: a probed criterion judged again by one judge
+    (see :class:`~pytest_rubric._results.ProbeRecord`)."""
+
+    left_out: ClassVar[Mapping[str, Any]] = {
+        "confident": None,
+        "hedged": None,
+        "probed": None,
+        "negative": False,
+    }
+
+    criterion: str
+    judge: str
+    kind: Literal["tone", "length", "position"]
+    original: VerdictName
+    confident: VerdictName | None = None  # tone: the verdicts on the two rewrites
+    hedged: VerdictName | None = None
+    probed: VerdictName | None = None  # another kind: the verdict judged again
+    negative: bool = False  # the criterion's weight is negative
+
+
 class ResultModel(_Part):
     """One entry of ``results``: the grade of one response against one case."""
 
@@ -215,7 +236,7 @@ class ResultModel(_Part):
     pass_when: Annotated[str | float, BeforeValidator(parse_pass_when)] = "mean"
     level: Annotated[float, Field(gt=0, lt=1)] = 0.95
     samples: list[SampleModel] | None = None  # the item is recomputed from these
-    probe: list[dict[str, str]] = []  # the probes' records (see _report.audit); written if any
+    probe: list[ProbeRecordModel] = []  # written when the item was probed
     ranked: bool = True  # false: an assert_rubric call without subject= (written only then)
     # The holistic grader's 0-100 reply; null for other graders. With samples, their mean.
     llm_raw_score: RawScore | None = None

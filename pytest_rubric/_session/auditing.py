@@ -8,13 +8,13 @@ the judge knows nothing of it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .._llm.recordings import CALIBRATION, location
-from .._results import Verdict
+from .._results import ProbeRecord, Verdict
 from ..judge.requests import JudgeKey, JudgeRequest
 from .items import is_rubric_item
 from .judging import Judging
@@ -190,7 +190,7 @@ class Audit:
 
     def probe(
         self, request: JudgeRequest, compiled: CompiledRubric, judged: Judged | None
-    ) -> list[dict[str, str]]:
+    ) -> list[ProbeRecord]:
         """The probes' records for an item's first answer (none when it is not probed): each
         judge's verdicts on it (``judged``) and judged again for each kind."""
         runner = self.judging.runner
@@ -204,29 +204,26 @@ class Audit:
             for c in criteria:
                 if (outcome := judged.outcomes.get(c.id)) is None:
                     continue
-                original = dict(outcome.judges).get(one.name, str(outcome.verdict))
+                original = dict(outcome.judges).get(one.name, outcome.verdict)
                 if not isinstance(original, str):  # a panel judge's score: MET in the upper half
                     share = (original - c.min_score) / (c.max_score - c.min_score)
                     original = "MET" if share >= 0.5 else "UNMET"
+                record = ProbeRecord(c.id, one.name, Verdict(original))
                 if "confident" in again:
                     records.append(
-                        {
-                            "criterion": c.id,
-                            "judge": one.name,
-                            "original": str(original),
-                            "confident": str(again["confident"].outcomes[c.id].verdict),
-                            "hedged": str(again["hedged"].outcomes[c.id].verdict),
-                        }
+                        replace(
+                            record,
+                            confident=again["confident"].outcomes[c.id].verdict,
+                            hedged=again["hedged"].outcomes[c.id].verdict,
+                        )
                     )
                 records += [
-                    {
-                        "kind": kind,
-                        "criterion": c.id,
-                        "judge": one.name,
-                        "original": str(original),
-                        "probed": str(again[kind].outcomes[c.id].verdict),
-                        "weight": "negative" if c.effective_weight < 0 else "positive",
-                    }
+                    replace(
+                        record,
+                        kind=kind,
+                        probed=again[kind].outcomes[c.id].verdict,
+                        negative=c.effective_weight < 0,
+                    )
                     for kind in ("length", "position")
                     if kind in again
                 ]

@@ -39,7 +39,7 @@ from .._config.options import read_settings
 from .._defaults import first_data_file, is_rubric_file
 from .._guards.outgoing import outgoing, rubric_warning, warn
 from .._render.files import Unwritten, write_outputs
-from .._results import CaseResult, Outcome, Verdict
+from .._results import CaseResult, Outcome, ProbeRecord, Verdict
 from . import heap, xdist
 from .auditing import Audit
 from .caches import Caches, JudgeRecordings
@@ -302,7 +302,7 @@ class RubricSession:
 
     def probe(
         self, key: JudgeKey, compiled: CompiledRubric, response: str, judged: Judged | None
-    ) -> list[dict[str, str]]:
+    ) -> list[ProbeRecord]:
         """The probes' records for an item's first answer (see ``auditing``)."""
         if judged is None or key.node not in self.audit.probe_plan:
             return []

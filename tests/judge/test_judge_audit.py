@@ -20,7 +20,7 @@ from pytest_rubric._grade.style import ASSERTIVE, HEDGES, confidence
 from pytest_rubric._load.loader import parse_suite
 from pytest_rubric._report.audit import audit, label_met, measure, probe_plan
 from pytest_rubric._report.document import JudgeAuditModel, written
-from pytest_rubric._results import CaseResult, Outcome, Verdict
+from pytest_rubric._results import CaseResult, Outcome, ProbeRecord, Verdict
 from pytest_rubric._schema import CalibrationExample
 from pytest_rubric.criteria.judge import Requirement
 from pytest_rubric.criteria.normalize import normalize
@@ -366,7 +366,7 @@ def test_the_probe_plan_is_deterministic_and_spread_over_subjects_then_cases() -
     assert sum(map(len, probe_plan(candidates, 100).values())) == 12
 
 
-def _result(probe: list[dict[str, str]]) -> CaseResult:
+def _result(probe: list[ProbeRecord]) -> CaseResult:
     return CaseResult(
         nodeid="n", suite="s", case="c", subject="x", score=1.0, raw_score=1.0, min_score=0.5,
         passed=True, criteria=[], fluency=0.5, confidence=0.5, naive_score=0.5, probe=probe,
@@ -374,14 +374,10 @@ def _result(probe: list[dict[str, str]]) -> CaseResult:
 
 
 def test_flips_are_counted_per_rewrite_and_errors_are_not_probed() -> None:
-    def record(judge: str, original: str, confident: str, hedged: str) -> dict[str, str]:
-        return {
-            "criterion": "c",
-            "judge": judge,
-            "original": original,
-            "confident": confident,
-            "hedged": hedged,
-        }
+    def record(judge: str, original: str, confident: str, hedged: str) -> ProbeRecord:
+        return ProbeRecord(
+            "c", judge, Verdict(original), confident=Verdict(confident), hedged=Verdict(hedged)
+        )
 
     found = audit(
         [

@@ -20,7 +20,7 @@ from pytest_rubric._load.loader import load_suite, parse_suite
 from pytest_rubric._report.audit import ProbeFigures, audit
 from pytest_rubric._report.document import JudgeAuditModel, written
 from pytest_rubric._report.gates import Gates, run_gates
-from pytest_rubric._results import CaseResult, Verdict
+from pytest_rubric._results import CaseResult, ProbeRecord, Verdict
 from pytest_rubric._schema import JudgeExample
 from pytest_rubric.criteria.judge import Requirement
 from pytest_rubric.judge.prompts import Guidance, one_shot, per_criterion
@@ -106,23 +106,17 @@ def test_every_deterministic_criterion_of_the_examples_is_blind_to_the_padding()
 # --- the audit's figures and the gate ---------------------------------------------------------
 
 
-def _result(probe: list[dict[str, str]]) -> CaseResult:
+def _result(probe: list[ProbeRecord]) -> CaseResult:
     return CaseResult(
         nodeid="n", suite="s", case="c", subject="x", score=1.0, raw_score=1.0, min_score=0.5,
         passed=True, criteria=[], fluency=0.5, confidence=0.5, naive_score=0.5, probe=probe,
     )  # fmt: skip
 
 
-def _kind(kind: str, original: str, probed: str, *, negative: bool = False) -> dict[str, str]:
-    weight = "negative" if negative else "positive"
-    return {
-        "kind": kind,
-        "criterion": "c",
-        "judge": "j",
-        "original": original,
-        "probed": probed,
-        "weight": weight,
-    }
+def _kind(kind: str, original: str, probed: str, *, negative: bool = False) -> ProbeRecord:
+    return ProbeRecord(
+        "c", "j", Verdict(original), kind=kind, probed=Verdict(probed), negative=negative
+    )
 
 
 def test_length_counts_flips_in_the_answers_favour_position_any_change() -> None:
@@ -134,7 +128,7 @@ def test_length_counts_flips_in_the_answers_favour_position_any_change() -> None
         _kind("position", "MET", "UNMET"),
         _kind("position", "UNMET", "MET"),
         _kind("position", "MET", "MET"),
-        {"criterion": "c", "judge": "j", "original": "MET", "confident": "MET", "hedged": "UNMET"},
+        ProbeRecord("c", "j", Verdict.MET, confident=Verdict.MET, hedged=Verdict.UNMET),
     ]
     judge_audit = audit([_result(records)])
     assert written(JudgeAuditModel, judge_audit)["probes"] == [

@@ -17,7 +17,7 @@ from pytest_rubric._report.document import (
     result_data,
     result_of,
 )
-from pytest_rubric._results import CaseResult, CriterionResult, Sample, Verdict
+from pytest_rubric._results import CaseResult, CriterionResult, ProbeRecord, Sample, Verdict
 from pytest_rubric._trace import Passage, ToolCall, Trace, Usage
 from tests.conftest import examples
 
@@ -70,6 +70,11 @@ traces = maybe(
     )
 )  # fmt: skip
 
+verdicts = st.sampled_from(list(Verdict))
+probes = st.one_of(
+    st.builds(ProbeRecord, criterion=st.text(max_size=3), judge=st.text(max_size=3), original=verdicts, confident=verdicts, hedged=verdicts),
+    st.builds(ProbeRecord, criterion=st.text(max_size=3), judge=st.text(max_size=3), original=verdicts, kind=st.sampled_from(["length", "position"]), probed=verdicts, negative=st.booleans()),
+)  # fmt: skip
 samples = st.builds(
     Sample, score=fractions, raw_score=fractions, passed=st.booleans(),
     criteria=st.lists(criteria(), max_size=2), response=st.text(max_size=6),
@@ -90,7 +95,7 @@ def results(draw: st.DrawFn) -> CaseResult:
         possible=draw(fractions), tags=tuple(draw(st.lists(st.text(max_size=3), max_size=2))),
         pass_when=draw(st.sampled_from(["mean", "all", "any", 0.5])), level=draw(st.sampled_from([0.9, 0.95])),
         samples=tuple(several),
-        probe=tuple(draw(st.lists(st.fixed_dictionaries({"criterion": st.text(max_size=3), "judge": st.text(max_size=3)}), max_size=1))),
+        probe=tuple(draw(st.lists(probes, max_size=2))),
         ranked=draw(st.booleans()), llm_raw_score=draw(maybe(st.floats(0, 100))),
         trace=several[0].trace if several else draw(traces),
         skipped_bounds=draw(maybe(st.tuples(fractions, fractions))),
