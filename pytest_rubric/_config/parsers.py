@@ -128,15 +128,6 @@ def whole(text: str) -> int:
     return int(value)
 
 
-def json_pointer(text: str) -> str:
-    """A JSON Pointer (RFC 6901): '' or '/a/b', '~' written only as '~0' or '~1'."""
-    from ..criteria.json_text import is_pointer
-
-    if not is_pointer(text):
-        raise ValueError(f"{text!r} is not a JSON Pointer; write it as in RFC 6901, e.g. /answer")
-    return text
-
-
 def show_response(text: str) -> int:
     """Characters of the response a failing item shows; 0 hides it."""
     if not text.strip().isdigit():

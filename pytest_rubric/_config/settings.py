@@ -287,7 +287,7 @@ class Settings:
         "where fluency and confidence are measured in an answer that is a JSON object: the "
         "value at this JSON Pointer (e.g. /answer); by default its string values, never its "
         "raw JSON text. A rubric file's `style_field:` wins.",
-        parse="json_pointer",
+        parse="pytest_rubric.criteria.json_text:check_pointer",
     )
     show_response: int = ini_key(
         "show_response",

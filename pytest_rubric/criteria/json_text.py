@@ -148,7 +148,9 @@ def parse_json(text: str) -> tuple[Any, str | None]:
 # --- field: one value of a JSON answer -----------------------------------------------------
 
 
-def _check_pointer(pointer: str) -> str:
+def check_pointer(pointer: str) -> str:
+    """A JSON Pointer (RFC 6901), a rubric file's ``field:`` and ``rubric_style_field`` alike:
+    '' or '/a/b', '~' written only as '~0' or '~1'."""
     if not is_pointer(pointer):
         raise ValueError(
             f"{pointer!r} is not a JSON Pointer; write it as in RFC 6901: '/total', "
@@ -157,7 +159,7 @@ def _check_pointer(pointer: str) -> str:
     return pointer
 
 
-JsonPointer = Annotated[str, AfterValidator(_check_pointer)]
+JsonPointer = Annotated[str, AfterValidator(check_pointer)]
 
 
 class FieldScoped(CriterionModel):

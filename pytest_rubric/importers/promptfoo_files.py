@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from .._errors import Problem, RubricLoadError
+from .._errors import RubricLoadError
 from .._guards.limits import NotRegular, PlainNumber, read_text
 
 FILE = "file://"
@@ -245,17 +245,14 @@ def parse_yaml(text: str, path: Path) -> Parsed:
     """YAML (or JSON) as js-yaml reads it: YAML 1.2 booleans and numbers, with the limits of
     the plugin's own loader (nesting, aliases, keys given twice); raise ``RubricLoadError``."""
     from .._load.loader import _parse_yaml
+    from .._load.locate import duplicate_problem
 
     parsed = _parse_yaml(text, path, node_tree=True)
     if parsed.duplicates:
-        dup = parsed.duplicates[0]
-        lines = f" (lines {dup.lines[0]} and {dup.lines[1]})" if dup.lines else ""
-        problem = Problem(
-            f"key {dup.key!r} is given twice{lines}",
-            line=dup.lines[1] if dup.lines else None,
-            hint="keep one",
+        duplicate = duplicate_problem(
+            parsed.duplicates[0], parsed.data, bare_list=False, json_file=path.suffix == ".json"
         )
-        raise RubricLoadError(path, [problem])
+        raise RubricLoadError(path, [duplicate])
     return Parsed(_yaml12(parsed.data, parsed.node), _lines(parsed.node))
 
 

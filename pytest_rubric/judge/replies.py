@@ -259,7 +259,7 @@ def _outermost_braces(text: str) -> list[tuple[int, int]]:
     return closed
 
 
-def _reason(obj: dict[str, Any], where: str, secrets: Secrets) -> str:
+def read_reason(obj: dict[str, Any], where: str, secrets: Secrets) -> str:
     reason = obj.get("reason")
     if not isinstance(reason, str) or not reason.strip():
         raise ReplyError(f'{where}missing "reason" (a non-empty string)')
@@ -282,6 +282,8 @@ REASON_DESCRIPTIONS = (
     # label and extract kinds
     "in one or two sentences of your own, why that label fits the response",
     "in one or two sentences of your own, where the response gives it and how you read it",
+    # grounded (judge/grounding.py)
+    "in one or two sentences of your own, how far the context supports the response",
 )
 _WORDS = re.compile(r"[a-z0-9]+")
 
@@ -314,7 +316,7 @@ def _score(obj: dict[str, Any], low: float, high: float, where: str, secrets: Se
 
 
 def _grade(obj: dict[str, Any], criterion: JudgedCriterion, where: str, secrets: Secrets) -> Graded:
-    reason = _reason(obj, where, secrets)
+    reason = read_reason(obj, where, secrets)
     if criterion.kind == "extract":
         return _extracted(obj, criterion, reason, where, secrets)
     if criterion.kind == "score":
@@ -429,7 +431,7 @@ def _one_shot(
 
 
 def _holistic(obj: dict[str, Any], secrets: Secrets) -> tuple[float, str]:
-    reason = _reason(obj, "", secrets)
+    reason = read_reason(obj, "", secrets)
     return _score(obj, 0, 100, "", secrets), reason
 
 

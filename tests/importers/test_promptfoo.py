@@ -571,6 +571,10 @@ def test_the_command_writes_what_maps_and_prints_what_does_not(tmp_path: Path) -
             "prompts: [hi]\ntests: [{vars: {x: 2001-02-30}, assert: [{type: contains, value: a}]}]\n",
             "promptfooconfig.yaml:2: cannot read the value 2001-02-30",
         ),
+        (  # a key given twice: the problem a rubric file's has, with both lines
+            "prompts: [hi]\ntests:\n  - vars: {x: 1}\n    vars: {x: 2}\n",
+            "promptfooconfig.yaml:4: the key `vars` is given twice in one mapping (lines 3 and 4)",
+        ),
     ],
 )
 def test_bad_input_is_located_and_nothing_is_written(

@@ -43,6 +43,10 @@ def test_a_reply_is_read_strictly() -> None:
     for bad in ({"reason": "ok"}, {"reason": "", "claims": []}, {"reason": "r", "claims": [1]}):
         with pytest.raises(ReplyError):
             read_grounded(json.dumps(bad))
+    # The reason is read as every judged reply's is: a copy of its description is no reason.
+    copied = {"reason": "how far the context supports the response", "claims": []}
+    with pytest.raises(ReplyError, match="the template's placeholder"):
+        read_grounded(json.dumps(copied))
 
 
 def test_credit_is_the_share_of_claims_whose_quote_is_in_the_context() -> None:
