@@ -24,7 +24,7 @@ FIELD_SHAPES = (  # the fields beside the answer, as errors describe them
 RETURN_SHAPES = (  # what a target may return, as errors list it
     "a str (the answer)",
     f'a mapping with "answer" (a str, required) and any of {FIELD_SHAPES}',
-    "an object with those attributes (a dataclass, a pydantic model)",
+    "an object with those attributes (a dataclass, a pydantic model, a named tuple)",
 )
 TRACE_FIELDS = ("context", "messages", "usage", "metadata")  # beside the answer
 _MAX = sys.float_info.max
@@ -54,10 +54,11 @@ def read_returned(value: Any) -> tuple[str, Trace | None]:
         if "answer" not in value:
             keys = ", ".join(repr(k) for k in list(value)[:6]) or "no keys"
             raise ShapeError(f'a mapping without "answer" (it has {keys})')
-    elif value is None or isinstance(value, int | float | bytes | list | tuple | set):
-        raise ShapeError(f"{type(value).__name__}")
-    elif not hasattr(value, "answer"):
-        raise ShapeError(f"{type(value).__name__}, an object without an `answer` attribute")
+    elif not hasattr(value, "answer"):  # a named tuple with one is an object with the fields
+        plain = value is None or isinstance(value, int | float | bytes | list | tuple | set)
+        raise ShapeError(
+            type(value).__name__ + ("" if plain else ", an object without an `answer` attribute")
+        )
     answer = _get(value, "answer")
     if not isinstance(answer, str):
         raise ShapeError(f'"answer" is {type(answer).__name__}, not a str')

@@ -9,7 +9,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from hypothesis import given
@@ -119,6 +119,11 @@ class Returned:
     context: list[Any]
 
 
+class Named(NamedTuple):
+    answer: str
+    context: list[str]
+
+
 class Reply(BaseModel):
     answer: str
     usage: dict[str, Any]
@@ -134,12 +139,16 @@ def test_objects_with_the_attributes_are_read_like_mappings() -> None:
     )
     assert trace is not None and trace.usage == Usage(3, None, 0.5)
     assert trace.metadata == {"run": 1} and trace.llm_calls is None
+    # A named tuple is an object with those attributes too; a plain tuple is not one.
+    text, trace = read_returned(Named("c", ["p1"]))
+    assert text == "c" and trace is not None and trace.context == (Passage("p1"),)
 
 
 @pytest.mark.parametrize(
     ("value", "said", "field"),
     [
         (42, "int", None),
+        (("a", ["p1"]), "tuple", None),
         (None, "NoneType", None),
         ({"text": "x"}, "a mapping without \"answer\" (it has 'text')", None),
         ({"answer": 3}, '"answer" is int, not a str', None),
