@@ -371,7 +371,14 @@ def scatter(
     legend += (
         '<li><svg width="20" height="20" viewBox="0 0 20 20" aria-hidden="true">'
         '<circle cx="10" cy="10" r="8" fill="none" stroke="#C00" stroke-width="2"/></svg> '
-        f"flagged confidently_wrong (confidence &ge; {thresholds.confident:g}, score &lt; {low:g})</li>"
+        f"flagged confidently_wrong (confidence &ge; {thresholds.confident:g}, score &lt; {low:g}"
+        # An agent's unhedged claim of an action its trace does not show is one too.
+        + (
+            f"; or an unbacked claim, confidence &gt; {thresholds.hedged:g}"
+            if any("unbacked_claim" in r.flags for r in results)
+            else ""
+        )
+        + ")</li>"
     )
     if rows:
         legend += (

@@ -4,6 +4,7 @@ scatter mark per spot, and every in-page link still landing on the page."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -67,3 +68,15 @@ def test_small_runs_list_every_answer_failing_first() -> None:
     # A filter per subject, status and flag, as radios; "all" checked in each group.
     assert re.findall(r'id="(f[stf]-all)" checked', page) == ["fs-all", "ft-all", "ff-all"]
     assert "#fs-s0:checked~.list .a:not(.s0){display:none}" in page
+
+
+def test_the_legend_says_an_unbacked_claim_is_flagged_too_only_when_one_is() -> None:
+    """An agent's unhedged claim of an action its trace lacks is ringed as confidently_wrong
+    at any confidence above the hedged threshold, so the legend says so when one is plotted."""
+    results = [_result(i, passed=i % 2 == 0) for i in range(4)]
+    plain = _html.render_html(build_report(results))
+    assert "flagged confidently_wrong (confidence &ge; 0.7, score &lt; 0.5)</li>" in plain
+    flags = ("confidently_wrong", "unbacked_claim")
+    unbacked = replace(results[1], case="agent", confidence=0.5, flags=flags)
+    page = _html.render_html(build_report([*results, unbacked]))
+    assert "score &lt; 0.5; or an unbacked claim, confidence &gt; 0.35)</li>" in page
