@@ -15,7 +15,8 @@ from .._defaults import SHOW_QUESTION
 from .._guards.outgoing import inert_mentions, outgoing
 from .._guards.secrets import shorten
 from .._report.gates import DELTA_HEADER, GateReport, before_and_after
-from .._report.leaderboard import COLUMNS, breakdown_tables
+from .._report.leaderboard import breakdown_tables
+from .._report.leaderboard import columns as board_columns
 from .._report.report import SessionReport, Severity
 from .._results import CaseResult
 from .table import trace_lines, with_requirement
@@ -61,10 +62,11 @@ def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> s
     if not report.results:
         return "\n".join([*lines, "No rubric results.", ""])
     lines += [f"{report.passed} of {len(report.results)} answers passed.", ""]
+    shown = board_columns(report.leaderboard)
     lines += _table(
-        [column.header for column in COLUMNS],
+        [column.header for column in shown],
         [
-            [escape(c.cell(row)) if c.text else c.cell(row) for c in COLUMNS]
+            [escape(c.cell(row)) if c.text else c.cell(row) for c in shown]
             for row in report.leaderboard
         ],
     )

@@ -58,15 +58,17 @@ def terminal_lines(report: SessionReport, *, board_when_empty: bool = False) -> 
     the leaderboard's header without results (``merge`` says what it merged)."""
     lines: list[Line] = []
     if report.leaderboard or board_when_empty:
-        # One subject stands among no others: no rank, naive rank or tier to show.
-        alone = len(report.leaderboard) == 1
-        columns = [c for c in board_columns(report.leaderboard) if not (c.ranking and alone)]
+        columns = board_columns(report.leaderboard)
         cells = [[column.cell(row) for column in columns] for row in report.leaderboard]
         right = {i for i, column in enumerate(columns) if not column.text}
         table = render_table([column.header for column in columns], cells, right=right)
         lines += [Line(text) for text in table]
         if report.leaderboard:
-            tiers = "" if alone else "; subjects in one tier are not told apart by this suite"
+            tiers = (
+                ""
+                if len(report.leaderboard) == 1
+                else "; subjects in one tier are not told apart by this suite"
+            )
             lines.append(Line(f"correctness [{report.level:g} interval over cases]{tiers}"))
     passed, failed = report.assertions
     if passed or failed:

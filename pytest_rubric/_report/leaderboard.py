@@ -152,9 +152,12 @@ TRACE_COLUMNS: tuple[Column, ...] = (
 
 
 def columns(rows: Sequence[SubjectRow]) -> tuple[Column, ...]:
-    """The leaderboard's columns for ``rows``: :data:`TRACE_COLUMNS` only when some subject
-    has traces."""
-    return COLUMNS + (TRACE_COLUMNS if any(row.traced is not None for row in rows) else ())
+    """The leaderboard's columns for ``rows``, in every output that shows it: no rank, naive
+    rank or tier with one subject (it stands among no others), :data:`TRACE_COLUMNS` only
+    when some subject has traces."""
+    alone = len(rows) == 1
+    shown = tuple(c for c in COLUMNS if not (c.ranking and alone))
+    return shown + (TRACE_COLUMNS if any(row.traced is not None for row in rows) else ())
 
 
 def _ranks(values: dict[str, float]) -> dict[str, int]:
