@@ -9,7 +9,9 @@ fields beside it, ``context``, ``messages``, ``usage``..., when the answer has a
 wanted, without asking again. A subject is called exactly as a run would call
 it (:class:`~pytest_rubric._grade.sources.Source`): a target with what its signature
 names, a model with the same request. A case whose call failed is listed, not
-written; no file is overwritten without ``--force``.
+written; no file is overwritten without ``--force``. What is written passes the outgoing
+boundary, as the response cache's answers do (keys redacted, URLs without userinfo or query
+string, control characters escaped).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .._config.settings import DEFAULT_PATTERNS
+from .._guards.outgoing import outgoing_data
 from .._load.traces import as_fields
 from .._render.files import unwritable
 
@@ -150,7 +153,10 @@ def run(args: argparse.Namespace) -> int:
                     for answer in answers
                 ]
     for subject in subjects:
-        text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in subject.rows)
+        # Through the boundary, as the response cache keeps answers: a key the application
+        # echoed must not reach a file a team commits.
+        rows = outgoing_data(subject.rows)
+        text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
         try:
             paths[subject.name].write_text(text, encoding="utf-8")
         except OSError as exc:  # a full disk, say: the others are still written

@@ -563,6 +563,44 @@ def test_every_command_prints_through_the_outgoing_boundary(
     assert "***" in printed and "\\x1b" in printed  # said, redacted and escaped
 
 
+def test_collected_answers_are_written_through_the_boundary_as_the_response_cache_keeps_them(
+    pytester: pytest.Pytester, write: Callable[[str, str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A responses file collect writes is committed and shared: an answer or a trace that
+    echoes a key, in any letter case, is written redacted, as the response cache stores it."""
+    write(
+        "evals/support.rubric.yaml",
+        """
+        suite: support
+        cases:
+          - id: refund
+            question: "Can I get a refund?"
+            criteria: [{id: days, type: any_of, any_of: ["30 days"]}]
+        """,
+    )
+    write(
+        "targets.py",
+        f"""
+        def leaky(case):
+            return {{
+                "answer": "Refunds take 30 days. Debug: {KEY.swapcase()}",
+                "context": ["config {KEY}"],
+            }}
+        """,
+    )
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    done = pytester.run(
+        sys.executable, "-m", "pytest_rubric", "collect", "--rubric-dir", "evals",
+        "--target", "targets:leaky", "--out", "answers",
+    )  # fmt: skip
+    assert done.ret == 0, done.stderr.str()
+    written = (pytester.path / "answers" / "leaky.jsonl").read_text("utf-8")
+    _no_key(written)
+    (row,) = [json.loads(line) for line in written.splitlines()]
+    assert row["response"] == "Refunds take 30 days. Debug: ***"
+    assert row["context"] == [{"id": None, "text": "config ***", "source": None}]
+
+
 def test_no_warning_echoes_a_line_of_a_users_file(
     pytester: pytest.Pytester, write: Callable[[str, str], Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
