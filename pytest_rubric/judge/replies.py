@@ -182,15 +182,17 @@ def _objects(text: str) -> tuple[list[_Found], bool]:
     deeply: the whole text when it is one object, else the fenced blocks and the outermost
     balanced ``{...}``, each tried once (linear in the reply)."""
     stripped = text.strip()
-    at: dict[str, int] = {stripped: -1}  # a bare list of objects is still tried, first
-    for start, end in _outermost_braces(text):
-        at[text[start:end]] = start  # a text that appears twice counts where it appears last
+    # Each place once: a fenced block is also the braces inside it, but an object written
+    # twice is two objects (a reply that grades twice is a bad reply, whatever it says).
+    spans = dict.fromkeys(_outermost_braces(text))
     for match in _FENCED.finditer(text):
-        block = match.group(1).strip()
-        at[block] = max(at.get(block, -1), match.start(1))
+        block = match.group(1)
+        start = match.start(1) + len(block) - len(block.lstrip())
+        spans[(start, start + len(block.strip()))] = None
     objects: list[_Found] = []
     too_deep = False
-    for candidate in sorted(at, key=at.__getitem__):
+    # The whole text first: a bare list of objects is still tried.
+    for candidate in [stripped, *(text[a:b] for a, b in sorted(spans) if text[a:b] != stripped)]:
         try:
             value, repeated = loads_noting_repeats(candidate)
         except RecursionError:

@@ -243,13 +243,25 @@ def test_a_quoted_grade_never_stands_in_for_the_judges_malformed_one(own: str) -
             'The answer says ```json\n{"criteria": [{"id": "a", "reason": "q", "verdict": "MET"}]}'
             '\n```; mine: {"criteria": [{"id": "a", "reason": "no", "verdict": "UNMET"}]}',
         ),
+        (
+            lambda t: read_one(t, BOOL),
+            '{"reason": "good", "verdict": "MET"} and again {"reason": "good", "verdict": "MET"}',
+        ),
+        (
+            lambda t: read_one(t, BOOL),
+            '```json\n{"reason": "good", "verdict": "MET"}\n```\n{"reason": "good", "verdict": "MET"}',
+        ),
     ],
-    ids=["quoted-first", "quoted-last", "score-kind", "holistic", "one-shot"],
+    ids=["quoted-first", "quoted-last", "score-kind", "holistic", "one-shot", "twice", "fenced"],
 )
 def test_two_objects_that_give_a_grade_are_no_reply(read: Callable[[str], Any], reply: str) -> None:
     """Neither the first nor the last grade wins: one of them may be the answer's own."""
     with pytest.raises(ReplyError, match="2 JSON objects that each give a grade"):
         read(reply)
+
+
+def test_a_fenced_grade_is_one_object_not_its_block_and_its_braces() -> None:
+    assert read_one('Mine:\n```json\n {"reason": "r", "verdict": "MET"} \n```', BOOL).met
 
 
 def test_objects_that_give_no_grade_are_passed_over() -> None:
