@@ -2,7 +2,8 @@
 
 A reply that says MET carries ``"evidence": ["quote", ..]``. A quote is *found* only when it
 is in the response word for word, whole words to whole words, up to case, whitespace,
-punctuation and Unicode forms (NFKC, dashes and curly quotes as ASCII): a number or a word
+punctuation (inside a word too: ``don't`` is ``dont``, ``U.S.`` is ``US``, ``1,000`` is
+``1000``) and Unicode forms (NFKC, dashes and curly quotes as ASCII): a number or a word
 that differs (``$1M`` for ``$9M``, ``decrease`` for ``increase``) is not found, however
 similar. A quote right after a negation of its clause (``not``, ``no``, ``never``,
 ``without``, ``cannot``, ``...n't``) is not found either, nor a single letter (a digit is a
@@ -54,9 +55,12 @@ _FOLD = str.maketrans({**dict.fromkeys(_INVISIBLE), **PLAIN})
 # character that is neither a word's nor a space (punctuation, dropped, or a symbol, kept).
 _TOKEN = re.compile(
     r"(?<![^\W_])[-+]?\d++(?:[.,]\d++)*+"
+    r"|(?<![^\W_])[^\W\d_](?:\.[^\W\d_])++\.?(?![^\W_])"  # letters with dots: "u.s.", "e.g."
     r"|[^\W_]++(?:'[^\W_]++)*+"
     r"|[^\w\s]"
 )
+# A comma before three digits groups them: "1,000" is "1000" ("1,5" and "3.5" keep theirs).
+_GROUPED = re.compile(r",(?=\d{3}(?!\d))")
 # Punctuation that ends a clause: a negation before it does not reach the words after it.
 _CLAUSE_END = frozenset(".!?;:,\u3002\u3001")
 
@@ -66,19 +70,26 @@ class Quoted:
     joined by single spaces, where each starts in that string, and which of them start a
     clause."""
 
-    __slots__ = ("clause", "starts", "text")
+    __slots__ = ("clause", "negation", "starts", "text")
 
     def __init__(self, response: str) -> None:
         folded = unicodedata.normalize("NFKC", response).casefold().translate(_FOLD)
         words: list[str] = []
         self.starts: list[int] = []
         self.clause: list[bool] = []
+        self.negation: list[bool] = []
         at, new_clause = 0, True
         for match in _TOKEN.finditer(folded):
             word = match.group()
             if len(word) == 1 and unicodedata.category(word)[0] == "P" and not word.isalnum():
                 new_clause = new_clause or word in _CLAUSE_END
                 continue
+            self.negation.append(word in NEGATIONS or word.endswith("n't"))
+            # Punctuation inside a word is not a word: "don't" is "dont", "u.s." is "us".
+            if word[-1].isdigit():
+                word = _GROUPED.sub("", word) if "," in word else word
+            elif "'" in word or "." in word:
+                word = word.replace("'", "").replace(".", "")
             words.append(word)
             self.starts.append(at)
             self.clause.append(new_clause)
@@ -108,8 +119,7 @@ class Quoted:
         """Whether the word before the one at ``start``, in its clause, is a negation."""
         if (index := bisect.bisect_left(self.starts, start)) == 0 or self.clause[index]:
             return False
-        previous = self.text[self.starts[index - 1] : start - 1]
-        return previous in NEGATIONS or previous.endswith("n't")
+        return self.negation[index - 1]
 
 
 def check_evidence(

@@ -352,6 +352,27 @@ def test_a_quote_is_found_up_to_case_whitespace_punctuation_and_unicode_forms(qu
 
 
 @pytest.mark.parametrize(
+    ("response", "quote"),
+    [
+        ("It is, e.g., a cat.", "it is eg a cat"),
+        ("Made in the U.S. by hand.", "made in the US by hand"),
+        ("You don't need it.", "you dont need it"),
+        ("It costs 1,000,000.50 dollars.", "costs 1000000.50 dollars"),
+        ("It costs 1000 dollars.", "costs 1,000 dollars"),
+    ],
+)
+def test_punctuation_inside_a_word_or_a_number_is_punctuation_too(
+    response: str, quote: str
+) -> None:
+    """An apostrophe, an abbreviation's dots and a thousands comma are punctuation; a decimal
+    point or a comma before other than three digits is part of the number, and a negation
+    written with an apostrophe still turns its clause around."""
+    assert Quoted(response).has(quote)
+    assert not Quoted("It is 1,5 or 3.5 now").has("it is 15 or 35 now")
+    assert not Quoted("You don't need it.").has("need it")
+
+
+@pytest.mark.parametrize(
     "quote",
     [
         "our revenue will decrease by $9M in 2025",  # a number
