@@ -15,6 +15,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -66,6 +67,10 @@ def _wrong(started_at: object, commit: object) -> str | None:
     """What is of the wrong type in a run's row, or None."""
     if type(started_at) is not str:
         return f"started_at is {type(started_at).__name__}"
+    try:  # a number written there is text to SQLite, but no time
+        datetime.fromisoformat(started_at)
+    except ValueError:
+        return "started_at is not an ISO 8601 time"
     if commit is not None and type(commit) is not str:
         return f"git_commit is {type(commit).__name__}"
     return None

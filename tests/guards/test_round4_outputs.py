@@ -300,7 +300,7 @@ def test_a_history_with_values_of_the_wrong_type_is_one_warning_and_those_rows_s
     pytester: pytest.Pytester, team: Callable[..., None], capsys: pytest.CaptureFixture[str]
 ) -> None:
     team(support=PASSING)
-    for _ in range(3):
+    for _ in range(4):
         pytester.runpytest("--rubric-history=h.sqlite3").assert_outcomes(passed=2)
     db = sqlite3.connect(pytester.path / "h.sqlite3")
     with db:
@@ -309,19 +309,20 @@ def test_a_history_with_values_of_the_wrong_type_is_one_warning_and_those_rows_s
         db.execute("UPDATE runs SET started_at = x'00' WHERE id = 3")  # bytes, not text
         db.execute("UPDATE runs SET git_commit = x'c3' WHERE id = 2")
         db.execute("UPDATE subjects SET ci_high = 1e308 WHERE run_id = 3")  # not in [0, 1]
+        db.execute("UPDATE runs SET started_at = 12345 WHERE id = 4")  # text, not a time
     db.close()
 
     result = pytester.runpytest("--rubric-history=h.sqlite3", "--rubric-html=r.html")
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(passed=2, warnings=1)
-    result.stdout.fnmatch_lines(["*--rubric-history *h.sqlite3: 5 rows with values of the wrong*"])
+    result.stdout.fnmatch_lines(["*--rubric-history *h.sqlite3: 6 rows with values of the wrong*"])
     assert "Correctness over the last" in (pytester.path / "r.html").read_text()
 
     capsys.readouterr()
     assert cli(["history", "h.sqlite3"]) == 0  # the command reads what it can
     out, err = capsys.readouterr()
-    assert err.count("warning") == 1 and "5 rows with values of the wrong type" in err
-    assert len(out.splitlines()) == 2  # runs 1 (without its subject) and 4
+    assert err.count("warning") == 1 and "6 rows with values of the wrong type" in err
+    assert len(out.splitlines()) == 2  # runs 1 (without its subject) and 5
 
 
 def test_a_cached_reply_larger_than_a_live_one_is_a_miss(tmp_path: Path) -> None:
