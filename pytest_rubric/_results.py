@@ -74,11 +74,17 @@ class CriterionResult:
         return self.agreement is not None and self.agreement < 1
 
     @property
+    def negative(self) -> bool:
+        """An error to avoid: its weight is negative, ``-0.0`` included (a ``forbidden``
+        criterion with ``penalty: 0``, which only its ``required`` makes count)."""
+        return math.copysign(1.0, self.weight) < 0
+
+    @property
     def ok(self) -> bool:
         """Went the right way: MET for a positive weight, UNMET for a negative one."""
         if self.verdict is Verdict.MET:
-            return self.weight >= 0
-        return self.verdict is Verdict.UNMET and self.weight < 0
+            return not self.negative
+        return self.verdict is Verdict.UNMET and self.negative
 
     @property
     def went_wrong(self) -> bool:

@@ -27,7 +27,7 @@ class Bounds:
 def _extreme(criterion: CriterionResult, *, best: bool) -> CriterionResult:
     """A skipped criterion as the judge could have decided it: MET helps a positive weight,
     UNMET a negative one (an error that did not happen)."""
-    met = (criterion.weight >= 0) == best
+    met = criterion.negative != best
     return replace(
         criterion, verdict=Verdict.MET if met else Verdict.UNMET, credit=1.0 if met else 0.0
     )
@@ -63,6 +63,25 @@ def bounds(result: CaseResult) -> Bounds | None:
         "passed" if passes_at_worst else "failed" if not passes_at_best else "undecided"
     )
     return Bounds(low, high, verdict)
+
+
+def unscored(result: CaseResult) -> bool:
+    """Whether ``result``, graded with no judge configured, has nothing to score: nothing
+    weighted ran, or every positive weight was SKIPPED (what ran, its error criteria alone,
+    would score 1.0 if none was made), and nothing that ran decided it (an ERROR, a required
+    one gone wrong, an error made that fails the case whatever the judge says)."""
+    if (
+        result.errors
+        or result.possible
+        or any(c.required and c.went_wrong for c in result.criteria)
+    ):
+        return False
+    if score(result.criteria).empty:
+        return True
+    if not any(c.axis == "substance" and c.weight > 0 for c in result.skipped):
+        return False
+    found = bounds(result)
+    return found is None or found.verdict != "failed"
 
 
 def settle_unjudged(result: CaseResult) -> CaseResult:

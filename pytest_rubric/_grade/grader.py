@@ -264,9 +264,9 @@ class Grader:
         for c in criteria:
             if c.axis == "style":
                 if c.verdict in (Verdict.MET, Verdict.UNMET):
-                    style_credits.append(c.credit if c.weight >= 0 else 1 - c.credit)
+                    style_credits.append(1 - c.credit if c.negative else c.credit)
                 style_error = style_error or c.verdict is Verdict.ERROR
-            elif c.axis == "substance" and c.weight < 0 and c.verdict is Verdict.MET:
+            elif c.axis == "substance" and c.negative and c.verdict is Verdict.MET:
                 wrong_claim = True
             if c.type == "claims_backed" and c.verdict is Verdict.UNMET:
                 unbacked = True

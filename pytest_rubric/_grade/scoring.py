@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._defaults import PassWhen
-from .._results import CaseResult, CriterionResult, Verdict
+from .._results import CriterionResult, Verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,21 +50,6 @@ def score(results: Iterable[CriterionResult]) -> Score:
         value = 0.0
     return Score(
         score=min(1.0, max(0.0, value)), raw_score=earned, positive=positive, negative=negative
-    )
-
-
-def unscored(result: CaseResult) -> bool:
-    """Whether ``result``, graded with no judge configured, has nothing to score: nothing
-    weighted ran, or every positive weight was SKIPPED (what ran, its error criteria alone,
-    would score 1.0) and nothing that ran decided it (an ERROR, a required one gone wrong)."""
-    if (
-        result.errors
-        or result.possible
-        or any(c.required and c.went_wrong for c in result.criteria)
-    ):
-        return False
-    return score(result.criteria).empty or any(
-        c.axis == "substance" and c.weight > 0 for c in result.skipped
     )
 
 

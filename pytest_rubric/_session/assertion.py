@@ -12,8 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from .._errors import Problem, RubricLoadError
+from .._grade.bounds import unscored
 from .._grade.grader import CompiledRubric, Grader
-from .._grade.scoring import unscored
 from .._guards.calls import make_importable
 from .._llm.base import Judged
 from .._load.loader import load_suite

@@ -22,8 +22,8 @@ import pytest
 
 from .._defaults import PassWhen, named
 from .._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
+from .._grade.bounds import settle_unjudged, skip_reason, unscored
 from .._grade.grader import CompiledRubric, Grader, context_of
-from .._grade.scoring import unscored
 from .._grade.sources import Source, Target
 from .._guards.calls import UserCodeError, described, make_importable, resolve_import, shadowed
 from .._guards.outgoing import outgoing
@@ -104,8 +104,6 @@ def evaluate(
     probe = session.probe(key, compiled, texts[0], judged[0]) if session is not None else []
     result = grader.combine(samples, pass_when=pass_when, level=level, probe=probe)
     if session is not None and session.unjudged is not None:
-        from .._grade.bounds import settle_unjudged
-
         result = settle_unjudged(result)  # graded on what can be: see _grade.bounds
     return result
 
@@ -119,8 +117,6 @@ def raise_for(result: CaseResult) -> None:
     if result.errors:
         raise RubricEvaluationError(outgoing(criteria_table(result)), result=result)
     if result.skipped_bounds is not None:  # the missing judge could still pass or fail it
-        from .._grade.bounds import skip_reason
-
         pytest.skip(outgoing(skip_reason(result)))
     if not result.passed:
         raise RubricAssertionError(outgoing(criteria_table(result)), result=result)

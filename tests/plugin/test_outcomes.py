@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -145,10 +146,22 @@ def test_judged_criteria_are_skipped_without_a_judge(
             criteria:
               - {id: four, type: forbidden, phrases: ["4"], required: true}
               - {id: explains, weight: 3, requirement: "Explains why"}
+          # An error made that fails the case whatever the judge says: (3 - 1) / 3 at best.
+          - id: error_made
+            response: "It is 4."
+            criteria:
+              - {id: four, type: forbidden, phrases: ["4"]}
+              - {id: explains, weight: 3, requirement: "Explains why"}
+          # The same error, which the judge could still outweigh: (10 - 1) / 10 at best.
+          - id: error_outweighed
+            response: "It is 4."
+            criteria:
+              - {id: four, type: forbidden, phrases: ["4"]}
+              - {id: explains, weight: 10, requirement: "Explains why"}
         """,
     )
     result = pytester.runpytest("-v", "-rs")
-    result.assert_outcomes(passed=1, skipped=2, failed=1)
+    result.assert_outcomes(passed=1, skipped=3, failed=2)
     lines_in_any_order(
         result,
         [
@@ -156,12 +169,41 @@ def test_judged_criteria_are_skipped_without_a_judge(
             "j.rubric.yaml::judged_only[[]inline[]] SKIPPED*",
             "j.rubric.yaml::judged_positives[[]inline[]] SKIPPED*",
             "j.rubric.yaml::required_error[[]inline[]] FAILED*",
+            "j.rubric.yaml::error_made[[]inline[]] FAILED*",
+            "j.rubric.yaml::error_outweighed[[]inline[]] SKIPPED*",
         ],
     )
+    result.stdout.fnmatch_lines(["*x  four  *forbidden  MET*"])
     result.stdout.fnmatch_lines(
         ["SKIPPED * nothing graded: no judge configured: set --rubric-judge PROVIDER:MODEL*"]
     )
-    result.stdout.fnmatch_lines(["2 judged criteria SKIPPED (no judge configured)*"])
+    result.stdout.fnmatch_lines(["3 judged criteria SKIPPED (no judge configured)*"])
+
+
+def test_a_forbidden_claim_with_no_penalty_counts_through_required_alone(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """``penalty: 0`` is a weight of -0.0: still an error to avoid, so a clean answer went the
+    right way and the claim made fails the case, flagged as a known-wrong claim."""
+    write(
+        "f.rubric.yaml",
+        """
+        cases:
+          - id: q
+            responses: {clean: "It is 4.", wrong: "It is 5."}
+            criteria:
+              - {id: four, type: number, value: 4}
+              - {id: five, type: forbidden, phrases: ["is 5"], penalty: 0, required: true}
+        """,
+    )
+    result = pytester.runpytest("-v", "--rubric-json=out.json")
+    lines_in_any_order(result, ["*::q[[]clean[]] PASSED*", "*::q[[]wrong[]] FAILED*"])
+    results = {
+        r["subject"]: r for r in json.loads((pytester.path / "out.json").read_text())["results"]
+    }
+    assert [c["ok"] for c in results["clean"]["criteria"]] == [True, True]
+    assert [c["ok"] for c in results["wrong"]["criteria"]] == [False, False]
+    assert "known_wrong_claim" in results["wrong"]["flags"]
 
 
 def test_broken_file_is_one_collection_error_and_the_rest_still_runs(
