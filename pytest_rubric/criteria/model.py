@@ -163,9 +163,15 @@ class CriterionModel(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _one_weight(cls, data: Any) -> Any:
+    def _fields_together(cls, data: Any) -> Any:
         if isinstance(data, dict) and "weight" in data and "points" in data:
             raise FieldError("points", "give `weight` or its alias `points`, not both")
+        if isinstance(data, dict) and data.get("axis") == "style" and data.get("required"):
+            raise FieldError(
+                "required",
+                "style never fails a case, so a style criterion cannot be required; drop "
+                "`required: true`, or make it a substance criterion",
+            )
         return data
 
     @property

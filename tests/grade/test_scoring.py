@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from pytest_rubric import CaseResult, CriterionResult, Grader, Rubric, Verdict
 from pytest_rubric._grade.scoring import score
@@ -224,10 +225,9 @@ def test_required_criterion_going_wrong_fails_even_at_score_one() -> None:
     assert any("required criterion 'must'" in r for r in result.failure_reasons())
 
 
-def test_required_style_criterion_going_wrong_fails_at_score_one() -> None:
-    result = grade(hit("a", 1), miss("tone", 1, axis="style", required=True))
-    assert result.score == 1.0
-    assert result.passed is False
+def test_a_style_criterion_cannot_be_required_style_never_fails_a_case() -> None:
+    with pytest.raises(ValidationError, match="style never fails a case"):
+        grade(hit("a", 1), miss("tone", 1, axis="style", required=True))
 
 
 def test_required_negative_criterion_that_hits_fails() -> None:

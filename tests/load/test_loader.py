@@ -274,6 +274,25 @@ def test_problem_in_a_global_criterion_is_located() -> None:
     assert problem.line == 3
 
 
+def test_a_required_style_criterion_is_an_error_style_never_fails_a_case() -> None:
+    problem = one_problem(
+        """\
+        cases:
+          - id: q1
+            criteria:
+              - {id: a, type: any_of, any_of: [x]}
+              - {id: tone, type: length, max_words: 50, axis: style, required: true}
+        """
+    )
+    assert "style never fails a case" in problem.message
+    assert (problem.line, problem.case, problem.criterion, problem.field) == (
+        5,
+        "q1",
+        "tone",
+        "required",
+    )
+
+
 # --- unknown types and fields --------------------------------------------------------------------
 
 
