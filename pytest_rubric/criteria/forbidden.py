@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import model_validator
@@ -27,10 +28,15 @@ class Forbidden(FieldScoped):
     @classmethod
     def _penalty_not_weight(cls, data: Any) -> Any:
         if isinstance(data, dict) and ("weight" in data or "points" in data):
+            field = "weight" if "weight" in data else "points"
+            given = data[field]
+            # The size the user meant, when it is a number: `weight: -3` is `penalty: 3`.
+            size = abs(given) if type(given) in (int, float) and math.isfinite(given) else 2
             raise FieldError(
-                "weight" if "weight" in data else "points",
+                field,
                 "a forbidden criterion is weighted by `penalty` (a positive number that is "
-                "subtracted when the claim occurs); write `penalty: 2` instead of `weight`",
+                f"subtracted when the claim occurs); write `penalty: {size:g}` instead of "
+                f"`{field}`",
             )
         return data
 

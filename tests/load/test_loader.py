@@ -274,6 +274,23 @@ def test_problem_in_a_global_criterion_is_located() -> None:
     assert problem.line == 3
 
 
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [("weight: -3", "penalty: 3"), ("points: 1.5", "penalty: 1.5"), ("weight: x", "penalty: 2")],
+)
+def test_a_forbidden_weight_says_the_penalty_to_write_instead(given: str, said: str) -> None:
+    problem = one_problem(
+        f"""\
+        cases:
+          - id: q1
+            criteria:
+              - {{id: a, type: any_of, any_of: [x]}}
+              - {{id: f, type: forbidden, phrases: [y], {given}}}
+        """
+    )
+    assert f"write `{said}` instead of `{given.split(':')[0]}`" in problem.message
+
+
 def test_a_required_style_criterion_is_an_error_style_never_fails_a_case() -> None:
     problem = one_problem(
         """\
