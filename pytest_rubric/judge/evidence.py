@@ -37,9 +37,10 @@ from .._results import Outcome, Verdict
 from ..criteria.extract import JudgedCriterion
 from ..criteria.normalize import PLAIN
 
-# A score is not a claim a quote supports; an extraction's outcome is its check's, not the
-# judge's (the judge reads, the check decides).
-_UNQUOTED = frozenset({"score", "extract"})
+# A score or a label is not a claim a quote supports (their replies are {"reason", "score"}
+# and {"reason", "label"}); an extraction's outcome is its check's, not the judge's (the
+# judge reads, the check decides).
+_UNQUOTED = frozenset({"score", "label", "extract"})
 NEGATIONS = frozenset({"not", "no", "never", "without", "cannot"})
 """Words that turn a statement around; with any word ending in ``n't``."""
 

@@ -32,7 +32,9 @@ if TYPE_CHECKING:
     from ..criteria.extract import Extract, JudgedCriterion
     from ..criteria.judge import Requirement
 
-TEMPLATE_VERSION = 4  # 2: no placeholder to copy; 3: reference, evidence; 4: whole-number scales
+# 2: no placeholder to copy; 3: reference, evidence; 4: whole-number scales; 5: a label quotes
+# nothing (its reply is {"reason", "label"})
+TEMPLATE_VERSION = 5
 
 
 def per_criterion(
@@ -70,7 +72,7 @@ def per_criterion(
         "Reply with one JSON object and nothing else, with two fields in this order: "
         f'"reason", a string: {reason}; then {last}.'
     )
-    if criterion.kind != "score":
+    if criterion.kind not in ("score", "label"):  # their replies quote nothing
         parts.append(EVIDENCE_RULE)
     schema = verdict_schema(criterion)
     return assembled(parts, schema, token, [criterion], guidance, question, response, reference)
@@ -392,7 +394,7 @@ def verdict_schema(criterion: JudgedCriterion) -> dict[str, Any]:
         return reply_schema("value", "evidence", value=value, evidence=EVIDENCE_SCHEMA)
     if criterion.kind == "label":
         label = {"type": "string", "enum": list(criterion.labels or ())}
-        return reply_schema("label", label=label, evidence=EVIDENCE_SCHEMA)  # quotes, as a MET's
+        return reply_schema("label", label=label)
     if criterion.kind == "score":
         field: dict[str, Any] = {
             "type": "number",

@@ -66,8 +66,8 @@ def test_the_prompts_list_the_labels_and_the_schemas_enumerate_them() -> None:
     assert "passes as" not in prompt.system  # the judge labels; it is not told what passes
     assert prompt.schema["properties"]["label"]["enum"] == ["correct", "partly correct", "wrong"]
     assert prompt.schema["required"] == ["reason", "label"]
-    # A pass label is checked for quotes as a MET is: the schema lets the judge give them.
-    assert prompt.schema["properties"]["evidence"]["type"] == "array"
+    # A label reply is {"reason", "label"}: it quotes nothing, so it is asked for nothing.
+    assert "evidence" not in prompt.schema["properties"] and '"evidence"' not in prompt.system
     shot = one_shot([LABEL], question="q", response="r")
     assert '"label" instead of "verdict"' in shot.system
     (entry,) = shot.schema["properties"]["criteria"]["prefixItems"]
@@ -132,9 +132,17 @@ def test_a_label_criterion_end_to_end(
     provider: str,
     rubric_json: Callable[[], dict[str, Any]],
 ) -> None:
-    _run(pytester, write, fake_llm, provider, "correct").assert_outcomes(passed=1)
-    criteria = {c["id"]: c for c in rubric_json()["results"][0]["criteria"]}
+    # The reply in the contract's shape, no quotes: a pass label earns its credit, unflagged,
+    # even where MET verdicts must quote the response.
+    pytester.makeini("[pytest]\nrubric_judge_backoff = 0.01\nrubric_judge_evidence = require\n")
+    write("labels.rubric.yaml", LABELLED)
+    fake_llm.respond_with(_labeller("correct"))
+    result = pytester.runpytest(*judge_args(fake_llm, provider), "--rubric-json", "out.json")
+    result.assert_outcomes(passed=1)
+    (graded,) = rubric_json()["results"]
+    criteria = {c["id"]: c for c in graded["criteria"]}
     assert (criteria["rate"]["verdict"], criteria["rate"]["credit"]) == ("MET", 1.0)
+    assert "evidence_ok" not in criteria["rate"] and graded["flags"] == []
     assert criteria["rate"]["reason"] == "label 'correct': read the rate"
     label_call = next(r for r in fake_llm.requests if "label it" in json.dumps(r.body))
     if provider == "anthropic":
