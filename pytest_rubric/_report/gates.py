@@ -448,9 +448,8 @@ def _flip_entries(
     measured nothing must not pass)."""
     tone = kind == "tone"
     gate = "style-flips" if tone else f"{kind}-flips"
-    flag = "--rubric-judge-max-style-flips"
-    if not tone:
-        flag = f"--rubric-judge-max-flips {kind}, else {flag}"
+    # Where the limit may come from: every kind's may be set either way.
+    flag = f"--rubric-judge-max-flips {kind}, else --rubric-judge-max-style-flips"
     entries = []
     for p in probes:
         over = p.sensitivity > limit
@@ -464,7 +463,7 @@ def _flip_entries(
         why = unjudged or "every probe call failed, or no judged substance criterion ran"
         message = (
             f"the {'style' if tone else kind} probe judged no verdict again ({why}), so "
-            f"{flag if tone else f'its limit ({flag})'} measured nothing"
+            f"its limit ({flag}) measured nothing"
         )
         entries.append(GateEntry(gate, None, None, True, message))
     return entries

@@ -468,7 +468,7 @@ def test_the_probe_catches_a_biased_judge_and_clears_a_fair_one(
             "*",
             "rubric gate FAILED (1):",
             "  - judge openai:m: 3 of 6 probed verdicts changed with tone alone (0.500), above "
-            "0.2 (--rubric-judge-max-style-flips)",
+            "0.2 (--rubric-judge-max-flips tone, else --rubric-judge-max-style-flips)",
         ]
     )
     audit_ = rubric_json()["judge_audit"]
@@ -485,7 +485,7 @@ def test_the_probe_catches_a_biased_judge_and_clears_a_fair_one(
     assert rubric_json()["gates"] == [
         {"gate": "style-flips", "subject": None, "nodeid": None, "failed": True,
          "message": "judge openai:m: 3 of 6 probed verdicts changed with tone alone (0.500), "
-         "above 0.2 (--rubric-judge-max-style-flips)"}
+         "above 0.2 (--rubric-judge-max-flips tone, else --rubric-judge-max-style-flips)"}
     ]  # fmt: skip
     probed = [r for r in rubric_json()["results"] if r.get("probe")]
     assert sorted(r["nodeid"].split("::")[1] for r in probed) == [
