@@ -76,7 +76,8 @@ class BatchRequest:
 @dataclass(frozen=True, slots=True)
 class BatchFailure:
     """Why a request of a batch has no reply; ``retry_live``: one live call may still get it
-    (its result was missing or errored), not when the batch failed or did not end in time."""
+    (its result was missing or errored, or the batch ended without results), not when the
+    run ended first or the batch could not be sent."""
 
     reason: str
     retry_live: bool
@@ -402,16 +403,18 @@ async def run_batch(
         # The session is closing (interrupted, -x): a batch left running is still billed.
         await _cancel(wire, batch_id)
         raise
+    # A batch that ends with no results (it failed, or was cancelled past the timeout) left
+    # every request missing from them: each is asked live once, as a missing one is.
     if ended is None:
         await _cancel(wire, batch_id)
-        reason = wire.failure(
+        failure = wire.asked_live(
             f"batch {batch_id} did not end within {timeout:g} s and was cancelled",
-            hint="raise --rubric-judge-batch-timeout, or judge live without --rubric-judge-batch",
+            hint="it was asked live; raise --rubric-judge-batch-timeout to wait longer",
         )
     elif ended.failed is not None:
-        reason = wire.failure(
+        failure = wire.asked_live(
             f"batch {batch_id} {ended.failed}",
-            hint="see the provider's batch page; judge live without --rubric-judge-batch",
+            hint="it was asked live; see the provider's batch page",
         )
     else:
         results = await wire.results(batch_id, ended, set(ids))
@@ -421,7 +424,7 @@ async def run_batch(
                 wire.asked_live(f"batch {batch_id} ended without a result for request {custom_id}"),
             )
         return results
-    return {i: BatchFailure(reason, retry_live=False) for i in ids}
+    return dict.fromkeys(ids, failure)
 
 
 MIN_RETRY_AFTER = 1.0  # seconds: the least a poll waits when the server says how long

@@ -130,19 +130,19 @@ def test_a_batch_that_never_ends_times_out_and_is_cancelled(
     fake_llm.script_batch(never_ends=True)
     fake_llm.respond_with(lambda request: verdict("MET"))
     results = _run(_client(fake_llm, provider), _requests(2), timeout=0.3)
-    for result in results.values():
-        assert isinstance(result, BatchFailure) and not result.retry_live
+    for result in results.values():  # no result came: each request is asked live once
+        assert isinstance(result, BatchFailure) and result.retry_live
         assert "did not end within 0.3 s and was cancelled" in result.reason
         assert "--rubric-judge-batch-timeout" in result.reason
     assert fake_llm.requests[-1].path.endswith("/cancel")
 
 
-def test_a_failed_batch_fails_every_request_for_good(fake_llm: FakeLLM) -> None:
+def test_a_failed_batch_leaves_every_request_to_be_asked_live(fake_llm: FakeLLM) -> None:
     fake_llm.script_batch(end="failed")
     fake_llm.respond_with(lambda request: verdict("MET"))
     results = _run(_client(fake_llm, "openai"), _requests(2))
     for result in results.values():
-        assert isinstance(result, BatchFailure) and not result.retry_live
+        assert isinstance(result, BatchFailure) and result.retry_live
         assert "failed (batch_failed: FakeLLM: the batch failed)" in result.reason
 
 
@@ -382,26 +382,37 @@ def test_a_live_retry_that_fails_leaves_the_criteria_error(
     assert KEY not in output and KEY[:16] not in output
 
 
-def test_a_batch_that_never_ends_times_out_into_error(
+@pytest.mark.parametrize("live", ["MET", "down"])
+def test_a_batch_that_never_ends_times_out_and_its_requests_are_asked_live(
     pytester: pytest.Pytester,
     batched_file: Path,
     fake_llm: FakeLLM,
     rubric_json: Callable[[], dict[str, Any]],
+    live: str,
 ) -> None:
+    """A request the batch gave no result for is asked live once, then ERROR: a cancelled
+    batch's requests alike."""
     fake_llm.script_batch(never_ends=True, poll_after=0.05)
-    fake_llm.respond_with(lambda request: verdict("MET"))
+    if live == "MET":
+        fake_llm.respond_with(by_requirement({"horizon is one day"}))
+    else:
+        fake_llm.respond_with(lambda request: status(400))
     result = pytester.runpytest(
         *judge_args(fake_llm, "openai", "--rubric-judge-batch", "--rubric-judge-batch-timeout=1"),
         "--rubric-json=out.json",
     )
-    result.assert_outcomes(errors=1)
     criteria = _criteria(rubric_json)
+    assert len(_live(fake_llm)) == 2  # each of the two criteria, once
+    assert any(r.path.endswith("/cancel") for r in fake_llm.requests)
+    if live == "MET":  # graded as the live run grades it
+        result.assert_outcomes(passed=1)
+        assert [criteria[cid]["verdict"] for cid in ("horizon", "max_loss")] == ["MET", "UNMET"]
+        return
+    result.assert_outcomes(errors=1)
     for cid in ("horizon", "max_loss"):
         assert criteria[cid]["verdict"] == "ERROR"
         assert "did not end within 1 s and was cancelled" in criteria[cid]["reason"]
-    assert _live(fake_llm) == []  # never asked live: the batch did not fail, it was too slow
     result.stdout.fnmatch_lines(["rubric: * --rubric-judge-batch --rubric-judge-batch-timeout 1"])
-    assert fake_llm.requests[-1].path.endswith("/cancel")
 
 
 def test_a_reply_that_does_not_fit_is_retried_in_a_later_batch(
