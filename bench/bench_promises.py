@@ -261,6 +261,9 @@ def _jobs(quick: bool) -> list[tuple[str, tuple[Any, ...]]]:
             for level in (0.95, 0.99):
                 seed += 1
                 jobs.append(("coverage", (family, n, level, 2000 // scale, seed)))
+    for level in (0.8, 0.9):  # below the default, where Agresti-Coull alone dips
+        seed += 1
+        jobs.append(("coverage", (next(iter(FAMILIES)), 12, level, 2000 // scale, seed)))
     for n in (10, 30):
         seed += 1
         jobs.append(("pairs", (n, 0.95, 2000 // scale, seed)))

@@ -50,6 +50,11 @@ def test_the_mean_interval_of_pass_fail_cases_is_agresti_coull() -> None:
     lo, hi = _stats.mean_interval([1.0] * 10)  # type: ignore[misc]
     assert (lo, hi) == (pytest.approx(0.679113, abs=1e-6), 1.0)
     assert _stats.mean_interval([]) is None
+    # Below 0.95 it is computed at the level that halves the chance of a miss (at most 0.95).
+    assert _stats.mean_interval([1.0] * 6 + [0.0] * 6, 0.8) == pytest.approx(
+        _agresti_coull(6, 12, 0.9), abs=1e-12
+    )
+    assert _stats.covering(0.99) == 0.99 and _stats.covering(0.9) == 0.95
 
 
 def _binomial_coverage(n: int, level: float, grid: int = 400) -> list[float]:
@@ -69,8 +74,8 @@ def _binomial_coverage(n: int, level: float, grid: int = 400) -> list[float]:
     return coverage
 
 
-@pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
-@pytest.mark.parametrize("n", [10, 11, 20, 30])
+@pytest.mark.parametrize("level", [0.5, 0.8, 0.9, 0.95, 0.99])
+@pytest.mark.parametrize("n", [10, 11, 12, 13, 20, 30])
 def test_exact_binomial_coverage_keeps_the_promise(n: int, level: float) -> None:
     # docs/explanation/statistics.md: at least level - 0.05 at every true
     # mean, level - 0.02 on average over true means, from n = 10 cases.
