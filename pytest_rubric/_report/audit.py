@@ -48,8 +48,9 @@ _CHANGED = {
 @dataclass(frozen=True, slots=True)
 class ProbeFigures:
     """One judge's figures for one probe kind (an entry of ``judge_audit.probes``); tone's are
-    the style probe's too (``judge_audit.style_probe``), with the flips between the answer
-    and each rewrite."""
+    the style probe's too (``judge_audit.style_probe``): ``flips`` counts every verdict that
+    changed with tone alone, ``flips_confident`` those that changed in the answer's favour
+    once it sounded sure, ``flips_hedged`` those that changed once it was hedged."""
 
     judge: str
     kind: str
@@ -131,19 +132,24 @@ class JudgeAudit:
         return lines
 
 
+def _favoured(record: ProbeRecord, again: Verdict | None) -> bool:
+    """Whether the verdict judged ``again`` changed in the answer's favour: MET for a
+    positive weight, UNMET for an error to avoid."""
+    favoured = (Verdict.MET, Verdict.UNMET) if record.negative else (Verdict.UNMET, Verdict.MET)
+    return (record.original, again) == favoured
+
+
 def _flipped(record: ProbeRecord) -> bool:
     """Whether a decided record of a kind other than tone is a flip."""
-    original, probed = record.original, record.probed
     if record.kind != "length":
-        return original != probed
-    favoured = (Verdict.MET, Verdict.UNMET) if record.negative else (Verdict.UNMET, Verdict.MET)
-    return (original, probed) == favoured
+        return record.original != record.probed
+    return _favoured(record, record.probed)
 
 
 def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] = ()) -> JudgeAudit:
     """The judge audit of ``results`` (a probe record with an ERROR in it is not counted),
     with the calibration figures measured at the start of the session (or read back)."""
-    probes: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    probes: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     kinds: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     checked = unsupported = 0
     for result in results:
@@ -157,15 +163,16 @@ def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] =
             verdicts = (record.original, record.confident, record.hedged)
             if not all(v in _DECIDED for v in verdicts):
                 continue
-            counts = probes[record.judge]
+            counts = probes[record.judge]  # probed, flips, flips_confident, flips_hedged
             counts[0] += 1
-            counts[1] += verdicts[1] != verdicts[0]
-            counts[2] += verdicts[2] != verdicts[0]
+            counts[1] += (verdicts[1] != verdicts[0]) + (verdicts[2] != verdicts[0])
+            counts[2] += _favoured(record, record.confident)  # sounding sure paid
+            counts[3] += verdicts[2] != verdicts[0]
         for c in result.every_criterion:
             if c.evidence_ok is not None:
                 checked += 1
                 unsupported += not c.evidence_ok
-    figures = [ProbeFigures(j, "tone", n, c + h, c, h) for j, (n, c, h) in probes.items()]
+    figures = [ProbeFigures(j, "tone", *counts) for j, counts in probes.items()]
     figures += [ProbeFigures(judge, kind, *counts) for (judge, kind), counts in kinds.items()]
     return JudgeAudit(
         probes=tuple(sorted(figures, key=lambda p: (p.judge, _KIND_ORDER.get(p.kind, 9)))),

@@ -208,7 +208,8 @@ class Audit:
                 if not isinstance(original, str):  # a panel judge's score: MET in the upper half
                     share = (original - c.min_score) / (c.max_score - c.min_score)
                     original = "MET" if share >= 0.5 else "UNMET"
-                record = ProbeRecord(c.id, one.name, Verdict(original))
+                negative = c.effective_weight < 0
+                record = ProbeRecord(c.id, one.name, Verdict(original), negative=negative)
                 if "confident" in again:
                     records.append(
                         replace(
@@ -222,7 +223,6 @@ class Audit:
                         record,
                         kind=kind,
                         probed=again[kind].outcomes[c.id].verdict,
-                        negative=c.effective_weight < 0,
                     )
                     for kind in ("length", "position")
                     if kind in again

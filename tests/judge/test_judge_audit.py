@@ -373,6 +373,37 @@ def _result(probe: list[ProbeRecord]) -> CaseResult:
     )  # fmt: skip
 
 
+def test_flips_confident_counts_only_changes_in_the_answers_favour() -> None:
+    """Sounding sure paid: a requirement turned MET, an error turned UNMET. A change against
+    the answer is a flip all the same (style_sensitivity), not one in its favour."""
+
+    def record(original: str, confident: str, *, negative: bool = False) -> ProbeRecord:
+        return ProbeRecord(
+            "c",
+            "j",
+            Verdict(original),
+            confident=Verdict(confident),
+            hedged=Verdict(original),
+            negative=negative,
+        )
+
+    found = audit(
+        [
+            _result(
+                [
+                    record("UNMET", "MET"),  # in its favour
+                    record("MET", "UNMET"),  # against it
+                    record("MET", "UNMET", negative=True),  # an error no longer seen: favour
+                    record("UNMET", "MET", negative=True),  # an error now seen: against
+                ]
+            )
+        ]
+    )
+    (probe,) = found.style_probe
+    assert (probe.probed, probe.flips, probe.flips_confident, probe.flips_hedged) == (4, 4, 2, 0)
+    assert probe.sensitivity == 4 / 8
+
+
 def test_flips_are_counted_per_rewrite_and_errors_are_not_probed() -> None:
     def record(judge: str, original: str, confident: str, hedged: str) -> ProbeRecord:
         return ProbeRecord(
