@@ -5,15 +5,17 @@ each a :class:`Rubric` with criteria, read as the type their ``type`` names in
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
     AliasChoices,
     BaseModel,
     BeforeValidator,
+    Discriminator,
     Field,
     PlainValidator,
+    Tag,
     model_validator,
 )
 
@@ -273,6 +275,21 @@ class JudgeExample(BaseModel):
     reason: str
 
 
+def _list_or_path(value: Any) -> str:
+    return PATH_TAG if isinstance(value, str) else LIST_TAG
+
+
+# A field written as a list of examples or as the path of a JSONL file of them: validated as
+# the shape the file wrote, so a bad example is not also "not a string". The tags are no
+# key a file can write; the loader leaves them out of the field it names.
+LIST_TAG, PATH_TAG = "(list)", "(path)"
+T = TypeVar("T")
+ListOrPath = Annotated[
+    Annotated[list[T], Tag(LIST_TAG)] | Annotated[str, Tag(PATH_TAG)],
+    Discriminator(_list_or_path),
+]
+
+
 class Suite(BaseModel):
     """A rubric file: cases plus file-level defaults and ``global`` criteria."""
 
@@ -286,10 +303,10 @@ class Suite(BaseModel):
     target_fixed: bool = False  # keep target(s) when the command line names subjects
     repeat: Repeat | None = None
     pass_when: PassWhenField | None = None
-    calibration: list[CalibrationExample] | str | None = None  # see _load.examples
+    calibration: ListOrPath[CalibrationExample] | None = None  # see _load.examples
     judge_instructions: str | None = None  # see _load.examples
     style_field: JsonPointer | None = None  # where style is measured in a JSON answer
-    judge_examples: list[JudgeExample] | str | None = None  # see _load.examples
+    judge_examples: ListOrPath[JudgeExample] | None = None  # see _load.examples
     global_criteria: GlobalCriteria = Field(
         default=[], validation_alias=AliasChoices("global", "global_criteria")
     )

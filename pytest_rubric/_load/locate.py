@@ -18,7 +18,7 @@ from .._errors import Problem
 from .._guards.limits import kind_of, quoted, shown
 from .._guards.secrets import abridged
 from .._guards.yaml import Duplicate, Lines, YamlLoader
-from .._schema import CRITERION_TYPES, Case, Suite
+from .._schema import CRITERION_TYPES, LIST_TAG, PATH_TAG, Case, Suite
 from ..criteria.model import CriterionModel, FieldError
 
 _FIELD_ALIASES = {"global_criteria": "global", "json_schema": "schema"}
@@ -259,7 +259,7 @@ def _labels(data: Any, where: _Where) -> tuple[str | None, str | None]:
 
 
 def _problem(error: Any, data: dict[str, Any], locator: Locator) -> Problem:
-    loc: tuple[str | int, ...] = tuple(error["loc"])
+    loc: tuple[str | int, ...] = tuple(p for p in error["loc"] if p not in (LIST_TAG, PATH_TAG))
     where = _where(loc, types=locator.types)
     kind: str = error["type"]
     case_id, criterion_id = _labels(data, where)

@@ -291,6 +291,34 @@ def test_a_forbidden_weight_says_the_penalty_to_write_instead(given: str, said: 
     assert f"write `{said}` instead of `{given.split(':')[0]}`" in problem.message
 
 
+@pytest.mark.parametrize(
+    ("field", "example"),
+    [
+        ("calibration", '{case: q1, criterion: j, response: "b", verdict: %s}'),
+        ("judge_examples", '{criterion: j, response: "b", verdict: %s, reason: r}'),
+    ],
+)
+def test_a_bad_example_is_one_problem_on_its_line_not_also_not_a_path(
+    field: str, example: str
+) -> None:
+    """The field is a list of examples or the path of a JSONL file: a list is read as a list,
+    so its bad example is the one problem, located, and never also "not a string"."""
+    problem = one_problem(
+        f"""\
+        {field}:
+          - {example % "MET"}
+          - {example % "maybe"}
+        cases:
+          - id: q1
+            response: "x"
+            criteria:
+              - {{id: j, type: judge, requirement: "Says x"}}
+        """
+    )
+    assert (problem.line, problem.field) == (3, f"{field}.1.verdict")
+    assert "'MET' or 'UNMET'" in problem.message
+
+
 def test_a_required_style_criterion_is_an_error_style_never_fails_a_case() -> None:
     problem = one_problem(
         """\
