@@ -437,6 +437,12 @@ def _fail_under_entries(now: Mapping[str, float], fail_under: float) -> list[Gat
             f"{'below' if below else 'at or above'} --rubric-fail-under {fail_under:g}"
         )
         entries.append(GateEntry("fail-under", subject, None, below, message, quiet=not below))
+    if not now:  # a gate that measured nothing must not pass
+        message = (
+            f"no subject was graded in this run, so --rubric-fail-under {fail_under:g} measured "
+            "nothing; run the rubric files it gates, or leave the flag out of this run"
+        )
+        entries.append(GateEntry("fail-under", None, None, True, message))
     return entries
 
 

@@ -123,6 +123,21 @@ def test_fail_under_fails_a_session_whose_cases_all_passed(
     assert "rubric gate" not in passing.outlines[-1]
 
 
+def test_fail_under_with_no_subject_graded_measured_nothing_and_fails(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """A run of unit tests only, or a selection with no rubric item, cannot say every subject
+    is at or above the mark: the gate measured nothing, and says so."""
+    _suite(write, q2="Twenty, I think.")
+    pytester.makepyfile(test_unit="def test_x():\n    assert True\n")
+    result = pytester.runpytest("test_unit.py", "--rubric-fail-under", "0.8")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["  - no subject was graded in this run, so --rubric-fail-under 0.8 measured nothing*"]
+    )
+
+
 def test_an_error_now_is_a_regression(
     pytester: pytest.Pytester, write: Write, baseline: Path
 ) -> None:
