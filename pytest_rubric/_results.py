@@ -12,7 +12,6 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from ._trace import Trace
 
@@ -40,10 +39,19 @@ class Outcome:
     credit: float
     reason: str
     agreement: float | None = None
-    votes: tuple[tuple[Verdict, float], ...] = ()  # each judge sample's (verdict, credit)
+    votes: tuple[tuple[Verdict, float], ...] = ()  # each vote's (verdict, credit)
     evidence: tuple[str, ...] | None = None  # the judge's quotes (a MET reply's "evidence")
     evidence_ok: bool | None = None  # a judged MET whose quotes were checked: found or not
     judges: tuple[tuple[str, str | float], ...] = ()  # a panel's: each judge's verdict or score
+
+
+@dataclass(frozen=True, slots=True)
+class Vote:
+    """One of the judge's votes on a criterion (``--rubric-judge-samples``): the JSON's
+    ``samples``."""
+
+    verdict: Verdict
+    credit: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +68,7 @@ class CriterionResult:
     reason: str
     required: bool = False
     agreement: float | None = None
-    # Each judge sample's verdict and credit (--rubric-judge-samples); the JSON's "samples".
-    votes: list[dict[str, Any]] | None = None
+    votes: tuple[Vote, ...] | None = None  # with several votes only
     tags: tuple[str, ...] = ()  # its own and its case's
     evidence_ok: bool | None = None  # judged MET, quotes checked (--rubric-judge-evidence)
     judges: dict[str, str | float] | None = None  # a panel's: each judge's verdict or score
@@ -70,7 +77,7 @@ class CriterionResult:
 
     @property
     def unstable(self) -> bool:
-        """Judged several times (``--rubric-judge-samples``), and the samples disagreed."""
+        """Judged several times (``--rubric-judge-samples``), and the votes disagreed."""
         return self.agreement is not None and self.agreement < 1
 
     @property

@@ -241,7 +241,7 @@ def test_a_stale_reference_is_found() -> None:
 # the repository): the reader can follow neither.
 # The words may wrap across a line break ("issue\n24").
 _CITATION = re.compile(
-    r"\b[Ii]ssues?\s+#?\d+|\bDESIGN\b|[Dd]esign\s+page|\bthe\s+design\b|\.\./shared"
+    r"\b[Ii]ssues?\s+#?\d+|\bDESIGN\b|[Dd]esign\s+page|\b[Tt]he\s+design\b|\.\./shared"
 )
 
 

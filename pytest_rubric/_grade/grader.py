@@ -21,7 +21,7 @@ from .._defaults import (
 from .._guards.calls import CallRunner
 from .._guards.secrets import Secret, clip, known_keys, whole_characters
 from .._llm.base import Judged, mean_raw_score
-from .._results import CaseResult, CriterionResult, Outcome, ProbeRecord, Verdict
+from .._results import CaseResult, CriterionResult, Outcome, ProbeRecord, Verdict, Vote
 from .._schema import REPORT_ONLY, Criterion, Mark, Rubric, own_mark
 from .._trace import Passage, Trace
 from ..criteria.calls import NO_CONTEXT
@@ -331,9 +331,7 @@ class Grader:
             reason=clip(outcome.reason, *self.secrets),
             required=criterion.required,
             agreement=outcome.agreement,
-            votes=[{"verdict": str(v), "credit": c} for v, c in outcome.votes]
-            if outcome.votes
-            else None,
+            votes=tuple(Vote(v, c) for v, c in outcome.votes) or None,
             tags=tags,
             evidence_ok=outcome.evidence_ok,
             judges=dict(outcome.judges) if outcome.judges else None,

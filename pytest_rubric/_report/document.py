@@ -85,7 +85,7 @@ class _Part(BaseModel):
 
 
 class CriterionSampleModel(_Part):
-    """One judge sample of a criterion (``--rubric-judge-samples``)."""
+    """One of the judge's votes on a criterion (``--rubric-judge-samples``)."""
 
     verdict: VerdictName
     credit: Fraction
@@ -517,8 +517,6 @@ def _plan(model: type[_Part]) -> _Plan:
 def written(model: type[_Part], described: Any) -> dict[str, Any]:
     """``described`` (a result, a row, the run, ...) as the part ``model`` of the document."""
     plan = _plan(model)
-    if type(described) is dict:  # a judge sample of a criterion (CriterionResult.votes)
-        return {name: described[name] for name in plan.names}
     data = dict.fromkeys(plan.names)  # the model's order
     data.update(zip(plan.direct, plan.attributes(described), strict=True))
     for name, get in plan.elsewhere:
@@ -630,7 +628,7 @@ def _results() -> TypeAdapter[CaseResult]:
 
 
 def _votes(criteria: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """A criterion's ``samples`` are its judge samples, the ``votes`` of its dataclass."""
+    """A criterion's ``samples`` are the judge's votes, the ``votes`` of its dataclass."""
     return [{**c, "votes": c.get("samples")} for c in criteria]
 
 

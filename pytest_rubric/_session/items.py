@@ -44,8 +44,8 @@ class RubricItemView(Protocol):
     nothing before collection imports the collector."""
 
     nodeid: str
-    source: Any  # _collect._Source: where the answer comes from
-    compiled: Any  # _grader.CompiledRubric
+    source: Any  # _grade.sources.Source: where the answer comes from
+    compiled: Any  # _grade.grader.CompiledRubric
 
     def release(self) -> None: ...
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import inspect
+import re
 import textwrap
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -49,6 +51,21 @@ def test_a_conftest_type_grades_rubric_files_under_it(
     result = pytester.runpytest("-rA")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*long_enough*4 words < 50*"])
+
+
+def test_the_reference_pages_example_runs_as_written(pytester: pytest.Pytester) -> None:
+    """docs/reference/fixtures.md's conftest and rubric file, copied as a reader would."""
+    page = (Path(__file__).parents[2] / "docs" / "reference" / "fixtures.md").read_text("utf-8")
+    for body in re.findall(r"```(?:python|yaml)\n(.*?)```", page, re.S):
+        body = textwrap.dedent(body)
+        if body.startswith(("# evals/conftest.py", "# evals/support.rubric.yaml")):
+            name = body.splitlines()[0][2:]
+            (pytester.path / name).parent.mkdir(exist_ok=True)
+            (pytester.path / name).write_text(body, encoding="utf-8")
+    assert (pytester.path / "evals" / "support.rubric.yaml").exists()
+    result = pytester.runpytest("evals", "-v")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*support.rubric.yaml::refund*PASSED*"])
 
 
 def test_a_type_outside_the_conftest_scope_is_unknown(

@@ -1,4 +1,5 @@
-"""The design's substance formulas, through the grader and through _scoring.score directly."""
+"""The substance formulas (docs/explanation/scoring.md), through the grader and through
+_grade.scoring.score directly."""
 
 from __future__ import annotations
 
@@ -293,7 +294,7 @@ def test_rubric_min_score_and_override() -> None:
     assert lenient.grade(HIT, unmarked).passed is True
 
 
-# --- _scoring.score directly ---------------------------------------------------------------------
+# --- _grade.scoring.score directly ---------------------------------------------------------------------
 
 
 def result(weight: float, verdict: Verdict, credit: float | None = None, axis: str = "substance"):

@@ -201,7 +201,7 @@ def test_assert_rubric_in_a_test_is_graded_on_what_can_be(team: pytest.Pytester)
 
 
 def test_without_any_judge_a_case_scores_what_ran(team: pytest.Pytester) -> None:
-    """The design's scoring rule stands when no judge is configured at all: the Chablis case
+    """The scoring rule stands when no judge is configured at all: the Chablis case
     scores its deterministic points (4 of 5, 0.80) and passes, where a keyless run, whose
     judge is on its way, skips it."""
     (team.path / "pytest.ini").write_text("[pytest]\nrubric_dirs = evals\npythonpath = .\n")

@@ -17,7 +17,7 @@ from pytest_rubric._report.document import (
     result_data,
     result_of,
 )
-from pytest_rubric._results import CaseResult, CriterionResult, ProbeRecord, Sample, Verdict
+from pytest_rubric._results import CaseResult, CriterionResult, ProbeRecord, Sample, Verdict, Vote
 from pytest_rubric._trace import Passage, ToolCall, Trace, Usage
 from tests.conftest import examples
 
@@ -30,12 +30,12 @@ def criteria(draw: st.DrawFn) -> CriterionResult:
     votes = draw(
         maybe(
             st.lists(
-                st.fixed_dictionaries(
-                    {"verdict": st.sampled_from(["MET", "UNMET"]), "credit": fractions}
+                st.builds(
+                    Vote, verdict=st.sampled_from([Verdict.MET, Verdict.UNMET]), credit=fractions
                 ),
                 min_size=2,
                 max_size=3,
-            )
+            ).map(tuple)
         )
     )
     judges = draw(

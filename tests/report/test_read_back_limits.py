@@ -37,7 +37,7 @@ from pytest_rubric._report.document import (
 from pytest_rubric._report.gates import Gates, run_gates
 from pytest_rubric._report.report import build_report
 from pytest_rubric._report.run import RunInfo, RunJudge
-from pytest_rubric._results import CaseResult, CriterionResult, Verdict
+from pytest_rubric._results import CaseResult, CriterionResult, Verdict, Vote
 from tests.conftest import examples
 from tests.fake_llm import FakeLLM, verdict
 
@@ -530,7 +530,7 @@ def _results() -> list[CaseResult]:
 
     judged = CriterionResult(
         "j", "judge", "style", 1.0, Verdict.MET, 1.0, "ok", required=True, agreement=2 / 3,
-        votes=[{"verdict": "MET", "credit": 1.0}, {"verdict": "UNMET", "credit": 0.0}],
+        votes=(Vote(Verdict.MET, 1.0), Vote(Verdict.UNMET, 0.0)),
     )  # fmt: skip
     return [
         CaseResult(
