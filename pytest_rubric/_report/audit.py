@@ -20,10 +20,10 @@ so a serial run, an xdist run and ``merge`` report the same audit.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._results import CaseResult, ProbeRecord, Verdict
 from .leaderboard import fixed
@@ -87,12 +87,33 @@ class EvidenceAudit:
 
 
 @dataclass(frozen=True, slots=True)
+class PanelPair:
+    """Two judges of a panel: Cohen's kappa over the ``n`` criteria both decided."""
+
+    judges: tuple[str, str]
+    n: int
+    kappa: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Panel:
+    """A panel's agreement (``judge_audit.panel``): Fleiss' kappa over the ``n`` criteria
+    every judge decided, each pair's kappa, and the criteria its judges disagreed on."""
+
+    judges: tuple[str, ...]
+    n: int
+    fleiss_kappa: float | None
+    pairs: tuple[PanelPair, ...]
+    unstable: int
+
+
+@dataclass(frozen=True, slots=True)
 class JudgeAudit:
     """The ``judge_audit`` of a report."""
 
     evidence: EvidenceAudit = field(default_factory=EvidenceAudit)
     calibration: tuple[Calibration, ...] = ()
-    panel: Mapping[str, Any] = field(default_factory=dict)
+    panel: Panel | None = None  # with a panel of judges only
     probes: tuple[ProbeFigures, ...] = ()  # per judge and kind, tone included
 
     @property
@@ -115,14 +136,13 @@ class JudgeAudit:
         lines += [f"{p.line}, judge {p.judge}" if several else p.line for p in others]
         if panel := self.panel:
             lines.append(
-                f"judge panel: {len(panel['judges'])} judges, {panel['n']} criteria every judge "
-                f"decided, Fleiss' kappa {fixed(panel['fleiss_kappa'])}, {panel['unstable']} "
-                "unstable"
+                f"judge panel: {len(panel.judges)} judges, {panel.n} criteria every judge "
+                f"decided, Fleiss' kappa {fixed(panel.fleiss_kappa)}, {panel.unstable} unstable"
             )
             lines += [
-                f"judge panel: {pair['judges'][0]} vs {pair['judges'][1]}: kappa "
-                f"{fixed(pair['kappa'])} (n {pair['n']})"
-                for pair in panel["pairs"]
+                f"judge panel: {pair.judges[0]} vs {pair.judges[1]}: kappa "
+                f"{fixed(pair.kappa)} (n {pair.n})"
+                for pair in panel.pairs
             ]
         if self.evidence.checked:
             lines.append(
@@ -182,8 +202,8 @@ def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] =
     )
 
 
-def _panel(results: Sequence[CaseResult]) -> dict[str, Any]:
-    """The panel's agreement, from every sample's judged criteria (empty without a panel)."""
+def _panel(results: Sequence[CaseResult]) -> Panel | None:
+    """The panel's agreement, from every sample's judged criteria (None without a panel)."""
     names: set[str] = set()
     votes: list[dict[str, str]] = []
     unstable = 0
@@ -197,21 +217,15 @@ def _panel(results: Sequence[CaseResult]) -> dict[str, Any]:
             if decided:
                 votes.append(decided)
     if not names:
-        return {}
+        return None
     judges = sorted(names)
     pairs = []
     for a, b in combinations(judges, 2):
         both = [(v[a], v[b]) for v in votes if a in v and b in v]
         kappa = cohen_kappa([x for x, _ in both], [y for _, y in both])
-        pairs.append({"judges": [a, b], "n": len(both), "kappa": kappa})
+        pairs.append(PanelPair((a, b), len(both), kappa))
     everyone = [[v[n] for n in judges] for v in votes if len(v) == len(judges)]
-    return {
-        "judges": judges,
-        "n": len(everyone),
-        "fleiss_kappa": fleiss_kappa(everyone),
-        "pairs": pairs,
-        "unstable": unstable,
-    }
+    return Panel(tuple(judges), len(everyone), fleiss_kappa(everyone), tuple(pairs), unstable)
 
 
 def probe_plan(

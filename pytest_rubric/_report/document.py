@@ -352,14 +352,41 @@ class EvidenceAuditModel(_Part):
     unsupported: Count
 
 
+class PanelPairModel(_Part):
+    """One pair of a panel's judges."""
+
+    judges: Annotated[list[str], Field(min_length=2, max_length=2)]
+    n: Count
+    kappa: Annotated[float, Field(ge=-1, le=1)] | None
+
+
+class PanelModel(_Part):
+    """``judge_audit.panel``: how a panel's judges agreed (``{}`` without a panel)."""
+
+    judges: list[str]
+    n: Count
+    fleiss_kappa: Annotated[float, Field(ge=-1, le=1)] | None
+    pairs: list[PanelPairModel]
+    unstable: Count
+
+
+def _no_panel(value: Any) -> Any:
+    """A document without a panel writes ``{}``: read as none."""
+    return None if value == {} else value
+
+
 class JudgeAuditModel(_Part):
     """``judge_audit``. Read back it is only checked: it is recomputed from the results."""
 
     calibration: list[CalibrationModel] = []
     style_probe: list[StyleProbeModel] = []
     probes: list[ProbeFiguresModel] = []  # per judge and kind (tone too); older documents: none
-    panel: dict[str, Any] = {}
+    panel: Annotated[PanelModel | None, BeforeValidator(_no_panel)] = None
     evidence: EvidenceAuditModel = EvidenceAuditModel(checked=0, unsupported=0)
+
+    @classmethod
+    def trimmed(cls, data: dict[str, Any], described: Any) -> dict[str, Any]:
+        return {**data, "panel": data["panel"] or {}}  # no panel: written {}, as it always was
 
 
 def _iso_time(text: str) -> str:
