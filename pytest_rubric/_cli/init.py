@@ -3,9 +3,11 @@
 It writes ``evals/example.rubric.yaml`` (one commented example of each family of
 criteria, graded offline) and ``evals/targets.py`` (the adapter the rubric file calls:
 a function with the ``question: str`` signature), prints the ini lines to add, and never
-overwrites a file. The example never calls a function its module lacks: when
-``evals/targets.py`` exists without an ``answer``, the example's target goes to a new
-``evals/example_targets.py``, and the rubric file names that.
+overwrites a file. The example only ever calls a target it wrote: when ``evals/targets.py``
+exists (the team's own, whose ``answer``, if it has one, may take other parameters or
+answer other questions), the example's target goes to a new ``evals/example_targets.py``
+and the rubric file names that; when that exists too, the example's case is answered in
+writing. Either way the next run is as green as the one before.
 
 A folder it cannot write in (``evals`` is a file, or a symlink out of ``DIR``; a place the
 system refuses) ends it with one error line naming the path and the reason, exit status 2,
@@ -15,11 +17,8 @@ and nothing written outside ``DIR``.
 from __future__ import annotations
 
 import argparse
-import ast
 import sys
 from pathlib import Path
-
-from .._guards.limits import NotRegular, read_text
 
 EXAMPLE = """\
 # A starter rubric file. Each case is one test item per subject: run `pytest evals/`.
@@ -149,11 +148,16 @@ def _folder(directory: Path) -> Path:
 
 def _init(directory: Path) -> int:
     evals = _folder(directory)
-    module, write_targets = _target_module(evals)
+    if _taken(evals / "example.rubric.yaml"):  # an earlier init's, kept with the target it names
+        print(f"kept {evals / 'example.rubric.yaml'} (it exists; nothing was written over it)")
+        print("\nAdd to pytest.ini, if it is not there yet:\n\n" + INI_LINES)
+        return 0
+    module = next(
+        (m for m in ("targets", "example_targets") if not _taken(evals / f"{m}.py")), None
+    )
     example = EXAMPLE
     if module is None:
-        # Both candidate modules exist without an `answer`: the example's case is answered
-        # in writing until one is added.
+        # Both candidate modules are the team's: the example's case is answered in writing.
         example = example.replace(
             "    target: targets:answer",
             "    # target: targets:answer  (once evals/targets.py has `answer`)\n"
@@ -164,7 +168,7 @@ def _init(directory: Path) -> int:
             "evals/targets.py", f"evals/{module}.py"
         )
     files = [("example.rubric.yaml", example)]
-    if module is not None and write_targets:
+    if module is not None:
         files.append((f"{module}.py", TARGETS.replace("MODULE", module)))
     for name, text in files:
         path = evals / name
@@ -177,9 +181,10 @@ def _init(directory: Path) -> int:
             raise _Refused(f"cannot write {path}: {_why(exc)}") from None
         else:
             print(f"wrote {path}")
-    if module != "targets" and (evals / "targets.py").exists():
+    if module != "targets":
         print(
-            f"kept {evals / 'targets.py'} (it exists and has no `answer`; nothing was written over it)"
+            f"kept {evals / 'targets.py'} (it exists: the example calls a target of its own, "
+            "and nothing was written over it)"
         )
     if module is None:
         print(
@@ -194,34 +199,5 @@ def _init(directory: Path) -> int:
     return 0
 
 
-def _target_module(evals: Path) -> tuple[str | None, bool]:
-    """The module the example's target is in, and whether to write it: ``targets`` unless it
-    exists without an ``answer``, then ``example_targets`` likewise, else none."""
-    for module in ("targets", "example_targets"):
-        path = evals / f"{module}.py"
-        if not path.exists() and not path.is_symlink():  # a dangling link is there too
-            return module, True
-        if _defines(path, "answer"):
-            return module, False
-    return None, False
-
-
-def _defines(path: Path, name: str) -> bool:
-    """Whether the module at ``path`` defines ``name`` at its top level (read, not run; a
-    symlink out of the folder, or what is not a regular file, is never read)."""
-    try:
-        if path.is_symlink() and not path.resolve().is_relative_to(path.parent.resolve()):
-            return False
-        tree = ast.parse(read_text(path))
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError, NotRegular):
-        return False
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names.update(t.id for t in targets if isinstance(t, ast.Name))
-        elif isinstance(node, ast.ImportFrom | ast.Import):
-            names.update(a.asname or a.name.rpartition(".")[2] for a in node.names)
-    return name in names
+def _taken(path: Path) -> bool:
+    return path.exists() or path.is_symlink()  # a dangling link is there too

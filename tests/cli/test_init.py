@@ -68,15 +68,36 @@ def test_init_beside_an_existing_adapter_keeps_the_run_green(
     result.stdout.fnmatch_lines(["*::capital_of_france[[]answer[]] PASSED*"])
 
 
-def test_init_uses_the_adapters_answer_when_it_has_one(
-    pytester: pytest.Pytester, team: None, write: Write, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "def answer(question: str, history: list) -> str:\n    return 'Paris'\n",
+        "def answer(question: str) -> str:\n    return 'Lyon'\n",  # the team's real app
+    ],
+    ids=["other-parameters", "other-answers"],
+)
+def test_init_never_calls_the_teams_own_answer(
+    pytester: pytest.Pytester,
+    team: None,
+    write: Write,
+    capsys: pytest.CaptureFixture[str],
+    answer: str,
 ) -> None:
-    write(
-        "evals/targets.py", TARGETS + "\n\ndef answer(question: str) -> str:\n    return 'Paris'\n"
+    """An ``answer`` the team wrote may take other parameters or answer other questions: the
+    example calls the target init writes, so the next run is as green as the one before."""
+    write("evals/targets.py", TARGETS + "\n\n" + answer)
+    pytester.runpytest().assert_outcomes(passed=2)
+    out = init(capsys)
+    assert (
+        "target: example_targets:answer"
+        in (pytester.path / "evals/example.rubric.yaml").read_text()
     )
-    init(capsys)
-    assert not (pytester.path / "evals/example_targets.py").exists()
-    assert "target: targets:answer" in (pytester.path / "evals/example.rubric.yaml").read_text()
+    assert "wrote" in out and "example_targets.py" in out
+    pytester.runpytest().assert_outcomes(passed=4)
+    # Run again, init writes nothing: the example it wrote is kept, with the target it names.
+    again = init(capsys)
+    assert "wrote" not in again and "kept" in again
+    pytester.runpytest().assert_outcomes(passed=4)
 
 
 def test_init_with_no_free_module_names_no_target_and_says_what_to_add(

@@ -482,10 +482,9 @@ def test_init_writes_a_starter_that_runs_offline_and_never_overwrites(
     assert f"kept {project / 'evals/targets.py'}" in out
     assert "[pytest]\nrubric_dirs = evals\n" in out
     assert (project / "evals/targets.py").read_text() == "MINE = True\n"
-    (project / "evals/targets.py").unlink()
-    assert main(["init", str(project)]) == 0
-    assert f"wrote {project / 'evals/targets.py'}" in capsys.readouterr().out
-    assert "def answer(question: str) -> str:" in (project / "evals/targets.py").read_text()
+    assert "def answer(question: str) -> str:" in (project / "evals/example_targets.py").read_text()
+    assert main(["init", str(project)]) == 0  # again: the example it wrote is kept, as it is
+    assert "wrote" not in capsys.readouterr().out
     # With the ini lines it printed, the example's items run offline, and pass.
     (project / "pytest.ini").write_text("[pytest]\nrubric_dirs = evals\n")
     result = pytester.runpytest("-v")
