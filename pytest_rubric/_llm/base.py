@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import math
 import types
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from .cost import Price, money
+from .cost import Price
 
 if TYPE_CHECKING:
     from .._results import Outcome
@@ -121,43 +120,3 @@ class CallStats:
         """Dollars spent on this judge's calls so far."""
         batched = price.cost(self.tokens_in - self.live_in, self.tokens_out - self.live_out)
         return batched + (price.live or price).cost(self.live_in, self.live_out)
-
-    def line(self, name: str, *, price: Price | None = None) -> str:
-        """The usage line; with a price, what the calls cost and what the cache saved."""
-        text = (
-            f"judge {name}: {self.calls} calls, {self.retries} retries, {self.errors} errors, "
-            f"tokens {self.tokens_in} in / {self.tokens_out} out"
-        )
-        if price is not None:
-            text += f", cost {money(self.cost(price))}"
-        if self.cache_hits or self.cache_misses:
-            text += f", cache {self.cache_hits} hits / {self.cache_misses} misses"
-            if price is not None:
-                text += f" (saved {money(price.cost(self.saved_in, self.saved_out))})"
-        if self.fallbacks:
-            text += f"; output mode fell back: {', '.join(dict.fromkeys(self.fallbacks))}"
-        if self.estimated:
-            text += f"; {self.estimated} replies without usage, estimated"
-        return text
-
-
-# Endpoints a summary line names; the rest are counted.
-_SHOWN_ENDPOINTS = 3
-
-
-def elsewhere_line(usage: Iterable[CallStats]) -> str | None:
-    """The one line that says how many judge cache hits were recorded against another
-    endpoint than the one the run names (and which), or None when none were."""
-    usage = list(usage)
-    if not (counts := sum((Counter(stats.elsewhere) for stats in usage), Counter[str]())):
-        return None
-    hits = sum(stats.cache_hits for stats in usage)
-    n = sum(counts.values())
-    shown = sorted(counts, key=lambda endpoint: (-counts[endpoint], endpoint))
-    where = ", ".join(shown[:_SHOWN_ENDPOINTS])
-    if len(shown) > _SHOWN_ENDPOINTS:
-        where += f" and {len(shown) - _SHOWN_ENDPOINTS} more"
-    return (
-        f"judge cache: {n} of {hits} hits {'was' if n == 1 else 'were'} recorded against "
-        f"another endpoint ({where})"
-    )

@@ -6,12 +6,16 @@ from that (:attr:`Line.markup`), and ``merge`` prints the text alone.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .._llm.base import CallStats
+from .._llm.cost import Price, money
 from .._report.gates import GateReport
 from .._report.leaderboard import breakdown_tables
 from .._report.leaderboard import columns as board_columns
-from .._report.report import SessionReport, Severity
+from .._report.report import JudgeUsage, SessionReport, Severity
 from .table import render_table
 
 _MARK = {Severity.WARNING: "! ", Severity.CAUTION: "~ "}
@@ -79,10 +83,71 @@ def terminal_lines(report: SessionReport, *, board_when_empty: bool = False) -> 
     for note in report.notes:
         lines.append(Line(_MARK.get(note.severity, "") + note.text, note.severity))
         lines += [Line(f"  {detail}", note.severity) for detail in note.details]
-    lines += [Line(usage.text, usage.severity) for usage in report.judge_usage]
+    lines += _usage_lines(report.judge_usage)
     if report.judge_audit.shown:
         lines += [Line("judge audit"), *(Line(text) for text in report.judge_audit.lines())]
     return lines + _gate_lines(report.gates)
+
+
+def _usage_lines(usage: JudgeUsage) -> list[Line]:
+    """A line per judge (calls, tokens, cost, cache), then what a reader should act on."""
+    lines = [Line(_judge_line(name, stats, price)) for name, stats, price in usage.judges]
+    lines += [
+        Line(
+            f"warning: judge {name} sent {stats.estimated} replies without `usage`; with "
+            "prices or a budget set, their tokens are estimated at 4 characters per token",
+            Severity.WARNING,
+        )
+        for name, stats, _ in usage.judges
+        if stats.estimated and usage.priced
+    ]
+    if (elsewhere := _elsewhere_line([stats for _, stats, _ in usage.judges])) is not None:
+        lines.append(Line(elsewhere, Severity.WARNING))
+    if usage.over_budget:
+        many = "criterion" if usage.over_budget == 1 else "criteria"
+        text = f"cost budget of ${usage.max_cost} spent: {usage.over_budget} {many} left ERROR"
+        lines.append(Line(text, Severity.ERROR))
+    return lines
+
+
+def _judge_line(name: str, stats: CallStats, price: Price | None) -> str:
+    """One judge's usage; with a price, what the calls cost and what the cache saved."""
+    text = (
+        f"judge {name}: {stats.calls} calls, {stats.retries} retries, {stats.errors} errors, "
+        f"tokens {stats.tokens_in} in / {stats.tokens_out} out"
+    )
+    if price is not None:
+        text += f", cost {money(stats.cost(price))}"
+    if stats.cache_hits or stats.cache_misses:
+        text += f", cache {stats.cache_hits} hits / {stats.cache_misses} misses"
+        if price is not None:
+            text += f" (saved {money(price.cost(stats.saved_in, stats.saved_out))})"
+    if stats.fallbacks:
+        text += f"; output mode fell back: {', '.join(dict.fromkeys(stats.fallbacks))}"
+    if stats.estimated:
+        text += f"; {stats.estimated} replies without usage, estimated"
+    return text
+
+
+# Endpoints the judge cache's line names; the rest are counted.
+_SHOWN_ENDPOINTS = 3
+
+
+def _elsewhere_line(usage: Sequence[CallStats]) -> str | None:
+    """How many judge cache hits were recorded against another endpoint than the one the run
+    names (and which), or None when none were."""
+    if not (counts := sum((Counter(stats.elsewhere) for stats in usage), Counter[str]())):
+        return None
+    hits = sum(stats.cache_hits for stats in usage)
+    n = sum(counts.values())
+    shown = sorted(counts, key=lambda endpoint: (-counts[endpoint], endpoint))
+    where = ", ".join(shown[:_SHOWN_ENDPOINTS])
+    if len(shown) > _SHOWN_ENDPOINTS:
+        where += f" and {len(shown) - _SHOWN_ENDPOINTS} more"
+    return (
+        f"judge cache: {n} of {hits} hits {'was' if n == 1 else 'were'} recorded against "
+        f"another endpoint ({where})"
+    )
 
 
 def _gate_lines(gates: GateReport) -> list[Line]:

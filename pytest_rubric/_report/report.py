@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 from .._defaults import SHOW_RESPONSE
 from .._grade.style import StyleThresholds
+from .._llm.base import CallStats
+from .._llm.cost import Price
 from .._results import CaseResult
 from .audit import Calibration, JudgeAudit, audit
 from .gates import GateReport, Gates, run_gates
@@ -46,6 +48,18 @@ class Note:
 
 
 @dataclass(frozen=True, slots=True)
+class JudgeUsage:
+    """What the judges' calls took over the run, for the summary to say: each judge's figures
+    and price, whether prices or a budget were set (replies without ``usage`` were then
+    estimated), and the budget given with the criteria it left ERROR once spent."""
+
+    judges: tuple[tuple[str, CallStats, Price | None], ...] = ()
+    priced: bool = False
+    max_cost: str | None = None  # --rubric-max-cost, as given
+    over_budget: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class SessionReport:
     """What a session (or a merge of shards) reports, computed once."""
 
@@ -54,7 +68,7 @@ class SessionReport:
     rankings_disagree: bool
     gates: GateReport = field(default_factory=GateReport)
     notes: tuple[Note, ...] = ()  # in the order the summary prints them
-    judge_usage: tuple[Note, ...] = ()  # a line per judge (calls, tokens, cache), then warnings
+    judge_usage: JudgeUsage = field(default_factory=JudgeUsage)
     thresholds: StyleThresholds = field(default_factory=StyleThresholds)
     rankings_differ_within_noise: bool = False
     breakdowns: tuple[Breakdown, ...] = ()
@@ -96,7 +110,7 @@ def build_report(
     results: Iterable[CaseResult],
     *,
     gates: Gates | None = None,
-    judge_usage: Sequence[Note] = (),
+    judge_usage: JudgeUsage | None = None,
     thresholds: StyleThresholds | None = None,
     level: float = 0.95,
     calibration: Sequence[Calibration] = (),
@@ -136,7 +150,7 @@ def build_report(
         rankings_disagree=noise.disagree,
         gates=found,
         notes=_notes(ordered, noise, responses_replayed),
-        judge_usage=tuple(judge_usage),
+        judge_usage=judge_usage or JudgeUsage(),
         thresholds=thresholds or StyleThresholds(),
         rankings_differ_within_noise=noise.within_noise,
         breakdowns=breakdowns(

@@ -4,7 +4,7 @@ xdist workers on the controller). It knows nothing of the audit: the session com
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .._llm.base import CallStats, Judged
     from .._llm.cost import Budget, CostSettings, Price
     from .._llm.providers import ModelSpec
-    from .._report.report import Note
+    from .._report.report import JudgeUsage
     from .._report.run import RunJudge
     from .._trace import Passage
     from ..judge.prompts import Guidance
@@ -260,37 +260,21 @@ class Judging:
 
     # --- usage ----------------------------------------------------------------------------------
 
-    def usage_lines(self, results: Sequence[CaseResult]) -> list[Note]:
-        """What the summary says of each judge's calls, tokens and cost, then what a reader
-        should act on, each with its severity: among it, how many criteria of ``results`` the
-        spent budget left ERROR (a judge's call refused, or the model's that answers)."""
-        from .._llm.base import elsewhere_line
-        from .._report.report import Note, Severity
+    def judge_usage(self, results: Sequence[CaseResult]) -> JudgeUsage:
+        """Each judge's calls, tokens and price, for the summary; with a budget, how many
+        criteria of ``results`` it left ERROR once spent (a judge's call refused, or the
+        model's that answers)."""
+        from .._report.report import JudgeUsage
 
-        lines = [
-            Note(Severity.INFO, stats.line(name, price=self.prices.get(name)))
-            for name, stats in self.usage.items()
-        ]
-        priced = self.setup.cost.max_cost is not None or any(self.prices.values())
-        lines += [
-            Note(
-                Severity.WARNING,
-                f"warning: judge {name} sent {stats.estimated} replies without `usage`; with prices "
-                "or a budget set, their tokens are estimated at 4 characters per token",
-            )
-            for name, stats in self.usage.items()
-            if stats.estimated and priced
-        ]
-        if (elsewhere := elsewhere_line(self.usage.values())) is not None:
-            lines.append(Note(Severity.WARNING, elsewhere))
-        if self.setup.cost.max_cost is None:  # no budget: no result to read (200,000 items)
-            return lines
-        spent = f"cost budget of ${self.setup.cost.max_cost_shown} spent"
+        cost = self.setup.cost
+        judges = tuple((name, stats, self.prices.get(name)) for name, stats in self.usage.items())
+        usage = JudgeUsage(judges, priced=cost.max_cost is not None or any(self.prices.values()))
+        if cost.max_cost is None:  # no budget: no result to read (200,000 items)
+            return usage
+        spent = f"cost budget of ${cost.max_cost_shown} spent"  # the refused call's reason
         left = [c for r in results for s in r.sample_list for c in s.criteria if spent in c.reason]
-        if over_budget := sum(c.verdict is Verdict.ERROR for c in left):
-            many = "criterion" if over_budget == 1 else "criteria"
-            lines.append(Note(Severity.ERROR, f"{spent}: {over_budget} {many} left ERROR"))
-        return lines
+        over = sum(c.verdict is Verdict.ERROR for c in left)
+        return replace(usage, max_cost=cost.max_cost_shown, over_budget=over)
 
     def worker_usage(self) -> dict[str, Any]:
         """This worker's usage of each judge, for the controller (:meth:`add_usage`)."""

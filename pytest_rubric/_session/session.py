@@ -406,7 +406,7 @@ class RubricSession:
                 unjudged=self.judging.unavailable
                 or (None if self.judging.names else NO_JUDGE_REASON),
             ),
-            judge_usage=self.judging.usage_lines(self.results.all),
+            judge_usage=self.judging.judge_usage(self.results.all),
             thresholds=settings.thresholds,
             level=settings.confidence,
             calibration=self.audit.calibrations(),

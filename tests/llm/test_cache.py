@@ -456,12 +456,18 @@ def test_a_reply_that_fit_only_when_asked_again_replays_as_it_was_graded(
 
 
 def test_the_endpoint_line_names_the_endpoints_most_hits_came_from() -> None:
-    from pytest_rubric._llm.base import CallStats, elsewhere_line
+    from pytest_rubric._llm.base import CallStats
+    from pytest_rubric._render.summary import terminal_lines
+    from pytest_rubric._report.report import JudgeUsage, build_report
 
-    assert elsewhere_line([CallStats(cache_hits=3)]) is None
+    def said(*stats: CallStats) -> list[str]:
+        usage = JudgeUsage(tuple((f"j{i}", s, None) for i, s in enumerate(stats)))
+        return [line.text for line in terminal_lines(build_report([], judge_usage=usage))]
+
+    assert not any("another endpoint" in text for text in said(CallStats(cache_hits=3)))
     a = CallStats(cache_hits=10, elsewhere={"http://a/v1": 1, "http://b/v1": 4})
     b = CallStats(cache_hits=6, elsewhere={"http://c/v1": 2, "http://d/v1": 2, "http://a/v1": 1})
-    assert elsewhere_line([a, b]) == (
+    assert said(a, b)[-1] == (
         "judge cache: 10 of 16 hits were recorded against another endpoint "
         "(http://b/v1, http://a/v1, http://c/v1 and 1 more)"
     )

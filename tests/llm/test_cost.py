@@ -14,6 +14,8 @@ from pytest_rubric._config import parsers
 from pytest_rubric._errors import BudgetSpent, LLMError
 from pytest_rubric._llm.base import CallStats
 from pytest_rubric._llm.cost import Budget, CostSettings, Price, money
+from pytest_rubric._render.summary import terminal_lines
+from pytest_rubric._report.report import JudgeUsage, build_report
 from tests.fake_llm import FakeLLM, text, verdict
 from tests.judge.test_judge_e2e import judge_args
 
@@ -68,17 +70,26 @@ def test_money(dollars: float, shown: str) -> None:
     assert money(dollars) == shown
 
 
+def _usage_text(*judges: tuple[str, CallStats, Price | None], **usage: Any) -> list[str]:
+    """What the summary says of the judges' usage (the report carries it as data)."""
+    report = build_report([], judge_usage=JudgeUsage(judges, **usage))
+    return [line.text for line in terminal_lines(report)]
+
+
 def test_the_usage_line_adds_the_cost_and_what_the_cache_saved() -> None:
     stats = CallStats(calls=2, tokens_in=2000, tokens_out=1000, cache_hits=3, cache_misses=2)
     stats.saved_in, stats.saved_out = 3000, 1500
-    assert stats.line("j", price=Price(1, 2)) == (
+    assert _usage_text(("j", stats, Price(1, 2))) == [
         "judge j: 2 calls, 0 retries, 0 errors, tokens 2000 in / 1000 out, cost $0.004, "
         "cache 3 hits / 2 misses (saved $0.006)"
-    )
+    ]
     # Without a price the line is what it always was.
-    assert stats.line("j") == (
+    assert _usage_text(("j", stats, None)) == [
         "judge j: 2 calls, 0 retries, 0 errors, tokens 2000 in / 1000 out, cache 3 hits / 2 misses"
-    )
+    ]
+    # A spent budget is said after, with how many criteria it left ERROR.
+    spent = _usage_text(("j", stats, None), max_cost="0.03", over_budget=2)
+    assert spent[-1] == "cost budget of $0.03 spent: 2 criteria left ERROR"
 
 
 def test_a_budget_admits_calls_while_the_spend_is_below_it() -> None:
