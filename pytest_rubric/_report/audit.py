@@ -87,7 +87,7 @@ class EvidenceAudit:
 
 
 @dataclass(frozen=True, slots=True)
-class PanelPair:
+class PairAgreement:
     """Two judges of a panel: Cohen's kappa over the ``n`` criteria both decided."""
 
     judges: tuple[str, str]
@@ -96,14 +96,14 @@ class PanelPair:
 
 
 @dataclass(frozen=True, slots=True)
-class Panel:
+class PanelAgreement:
     """A panel's agreement (``judge_audit.panel``): Fleiss' kappa over the ``n`` criteria
     every judge decided, each pair's kappa, and the criteria its judges disagreed on."""
 
     judges: tuple[str, ...]
     n: int
     fleiss_kappa: float | None
-    pairs: tuple[PanelPair, ...]
+    pairs: tuple[PairAgreement, ...]
     unstable: int
 
 
@@ -113,7 +113,7 @@ class JudgeAudit:
 
     evidence: EvidenceAudit = field(default_factory=EvidenceAudit)
     calibration: tuple[Calibration, ...] = ()
-    panel: Panel | None = None  # with a panel of judges only
+    panel: PanelAgreement | None = None  # with a panel of judges only
     probes: tuple[ProbeFigures, ...] = ()  # per judge and kind, tone included
 
     @property
@@ -202,7 +202,7 @@ def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] =
     )
 
 
-def _panel(results: Sequence[CaseResult]) -> Panel | None:
+def _panel(results: Sequence[CaseResult]) -> PanelAgreement | None:
     """The panel's agreement, from every sample's judged criteria (None without a panel)."""
     names: set[str] = set()
     votes: list[dict[str, str]] = []
@@ -223,9 +223,11 @@ def _panel(results: Sequence[CaseResult]) -> Panel | None:
     for a, b in combinations(judges, 2):
         both = [(v[a], v[b]) for v in votes if a in v and b in v]
         kappa = cohen_kappa([x for x, _ in both], [y for _, y in both])
-        pairs.append(PanelPair((a, b), len(both), kappa))
+        pairs.append(PairAgreement((a, b), len(both), kappa))
     everyone = [[v[n] for n in judges] for v in votes if len(v) == len(judges)]
-    return Panel(tuple(judges), len(everyone), fleiss_kappa(everyone), tuple(pairs), unstable)
+    return PanelAgreement(
+        tuple(judges), len(everyone), fleiss_kappa(everyone), tuple(pairs), unstable
+    )
 
 
 def probe_plan(
