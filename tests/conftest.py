@@ -14,14 +14,21 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 # Property tests run a bounded number of examples so `make test` stays quick: half
-# hypothesis's default of 100, and half of what a test asks for through `examples`. Each run
-# of CI draws new ones; HYPOTHESIS_PROFILE=fuzz runs two hundred times as many, to hunt for new
-# bugs. Nothing timed: a deadline or the too-slow check is a wall-clock assertion (a busy
-# machine failed one example at 287 ms).
+# hypothesis's default of 100, and half of what a test asks for through `examples`. Every run
+# draws the same ones (derandomized): the suite is never flaky, and a failure reproduces;
+# HYPOTHESIS_PROFILE=fuzz draws new ones, two hundred times as many, to hunt for new bugs
+# (a bug it finds becomes an @example). Nothing timed: a deadline or the too-slow check is a
+# wall-clock assertion (a busy machine failed one example at 287 ms).
 settings.register_profile(
-    "suite", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "suite",
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
 )
-settings.register_profile("fuzz", parent=settings.get_profile("suite"), max_examples=10_000)
+settings.register_profile(
+    "fuzz", parent=settings.get_profile("suite"), max_examples=10_000, derandomize=False
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 

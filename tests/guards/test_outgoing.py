@@ -65,9 +65,11 @@ def _check(text: str) -> None:
 
 
 def _result(text: str) -> CaseResult:
+    # Every field holds the text whole, as a run gives it: the plugin never cuts a URL without
+    # saying so ("..."), which the boundary reads as a cut that may have kept a credential.
     criterion = CriterionResult(text or "c", "judge", "substance", 1.0, Verdict.UNMET, 0.0, text)
     return CaseResult(
-        f"e.rubric.yaml::{text[:40]}[{text[:20]}]", text[:30], text[:40], text[:20] or "s",
+        f"e.rubric.yaml::{text}[{text}]", text, text, text or "s",
         0.0, 0.0, 0.8, False, [criterion], 0.5, 0.5, 0.3, question=text, response=text,
     )  # fmt: skip
 
@@ -86,6 +88,7 @@ hostile_text = st.lists(
 # A control character escaped once read as part of the URL around it when the JSON's text
 # passed the boundary again, and cutting the query took the backslash before a quote.
 @example(text='\x1b]8;;https://evil.example/\x07click\x1b]8;;\x07?"')
+@example(text="000000000000https://team:tok-userinfo-42@gateway.example/v1?api-key=tok-query-42")
 def test_hostile_text_leaves_through_every_writer_defused(
     text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
