@@ -3,6 +3,7 @@ what the terminal shows of them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,10 @@ class Results:
             self._if_lost.pop(nodeid, None)
         if str(report.outcome) == "rerun":  # not one of pytest's own outcomes
             self._rerun.add(nodeid)
+        elif getattr(report, "rubric_crashed", False):
+            # A last attempt that crashed its worker: its only report (pytest-rerunfailures
+            # reports an attempt once it ends, so no setup report came before it).
+            self._rerun.discard(nodeid)
         if nodeid in self._rerun:
             if report.when == "teardown":
                 report.user_properties = [
@@ -70,10 +75,11 @@ class Results:
             elif result.ranked:
                 self.assert_subjects.add(result.subject)
 
-    def crashed(self, report: pytest.TestReport) -> None:
+    def crashed(self, report: pytest.TestReport, lost: Callable[[str], list[CaseResult]]) -> None:
         """The xdist worker running ``report``'s item died: the report (xdist's, about to be
-        logged) carries the ERROR result the item's setup sent, and counts as an error."""
-        if results := self._if_lost.pop(report.nodeid, None):
+        logged) carries the ERROR result the item's setup sent, or else ``lost`` makes for
+        its node id, and counts as an error."""
+        if results := self._if_lost.pop(report.nodeid, None) or lost(report.nodeid):
             report.rubric_results = results  # type: ignore[attr-defined]
             report.rubric_item = True  # type: ignore[attr-defined]
             report.rubric_error = True  # type: ignore[attr-defined]

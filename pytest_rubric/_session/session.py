@@ -313,6 +313,13 @@ class RubricSession:
 
     # --- xdist ----------------------------------------------------------------------------------
 
+    def lost(self, nodeid: str) -> list[CaseResult]:
+        """The ERROR result of a rubric item whose worker died before it said what to record
+        (see ``collect.lost_results``)."""
+        from .collect import lost_results
+
+        return lost_results(self, self.config, nodeid)
+
     def worker_stats(self) -> dict[str, Any]:
         """What an xdist worker sends the controller (:meth:`add_worker_stats`): answers,
         judge usage, calibration, the targets replaced and pinned, the recordings."""
@@ -451,9 +458,14 @@ class RubricSession:
                 where = str(self.recordings.store.directory)
                 reason = exc.strerror or str(exc)
                 self.unwritten.append(Unwritten("--rubric-recordings", where, reason))
-        # Ctrl-C (pytest's INTERRUPTED; a collection that stopped too): the results are a
-        # part of the run, and the JSON says so.
-        complete = session.exitstatus != pytest.ExitCode.INTERRUPTED or self.stopped_at_maxfail
+        # Ctrl-C (pytest's INTERRUPTED; a collection that stopped too) or an internal error
+        # (xdist losing track of a crashed worker's items, say): the results are a part of the
+        # run, and the JSON says so.
+        stopped = session.exitstatus in (
+            pytest.ExitCode.INTERRUPTED,
+            pytest.ExitCode.INTERNAL_ERROR,
+        )
+        complete = not stopped or self.stopped_at_maxfail
         self.report = self._build_report(gates=True, complete=complete)
         if self.report.gates.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

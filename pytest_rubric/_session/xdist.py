@@ -38,6 +38,7 @@ class SessionView(Protocol):
 
     def worker_stats(self) -> dict[str, Any]: ...
     def add_worker_stats(self, data: dict[str, Any]) -> None: ...
+    def lost(self, nodeid: str) -> list[Any]: ...
 
 
 STATS_KEY = "rubric_judge_stats"  # in workeroutput: one worker's judge usage
@@ -146,7 +147,7 @@ class ControllerHooks:
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, report: pytest.TestReport) -> None:
         """A worker died running ``report``'s item: its result is the ERROR its setup sent."""
-        self.state.results.crashed(report)
+        self.state.results.crashed(report, self.state.lost)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any) -> None:

@@ -520,8 +520,11 @@ def interrupted(question):
 """
 
 
+# pytest-rerunfailures runs the crashed item again, and reports an attempt only once it
+# ends: the item's last attempt crashes before any report of it reached the controller.
+@pytest.mark.parametrize("reruns", [[], ["--reruns=1"]], ids=["once", "reruns"])
 def test_an_item_whose_worker_crashed_is_an_error_in_every_output(
-    pytester: pytest.Pytester, write: Write
+    pytester: pytest.Pytester, write: Write, reruns: list[str]
 ) -> None:
     write("evals/targets.py", LOSING)
     write(
@@ -545,13 +548,14 @@ def test_an_item_whose_worker_crashed_is_an_error_in_every_output(
         "--rubric-csv=out.csv",
         "--rubric-history=h.sqlite3",
         "--junitxml=j.xml",
+        *reruns,
     )
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["ERROR evals/e.rubric.yaml::horizon?crash? - worker * crashed*"])
     (crashed,) = [
         c
         for c in ET.parse(pytester.path / "j.xml").iter("testcase")
-        if "crash" in c.get("name", "")
+        if "crash" in c.get("name", "") and c.find("error") is not None
     ]
     properties = {p.get("name"): p.get("value") for p in crashed.iter("property")}
     assert properties["rubric_passed"] == "false" and properties["rubric_subject"] == "crash"
@@ -609,6 +613,31 @@ def test_an_interrupted_run_says_so_and_merge_refuses_it_unless_allowed(
     assert "--allow-incomplete" in err
     assert cli(["merge", "whole.json", "b.json", "--allow-incomplete", "--json", "m.json"]) == 0
     assert json.loads((pytester.path / "m.json").read_text())["run"]["complete"] is False
+
+
+def test_a_run_ended_by_an_internal_error_is_not_complete(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """An internal error ends the run with items left unrun (xdist losing track of a crashed
+    worker's file under --dist loadfile, say): its JSON is a part of a run, as a Ctrl-C's."""
+    write("evals/targets.py", LOSING)
+    write(
+        "evals/i.rubric.yaml",
+        """
+        target: "targets:fine"
+        cases:
+          - {id: a, question: "?", criteria: [{id: c, type: any_of, any_of: ["one day"]}]}
+          - {id: b, question: "?", criteria: [{id: c, type: any_of, any_of: ["one day"]}]}
+        """,
+    )
+    pytester.makeconftest(
+        "def pytest_runtest_logreport(report):\n"
+        "    if report.when == 'call':\n"
+        "        raise RuntimeError('a plugin broke')\n"
+    )
+    ended = pytester.runpytest("--rubric-dir=evals", "--rubric-json=i.json")
+    assert ended.ret == pytest.ExitCode.INTERNAL_ERROR
+    assert json.loads((pytester.path / "i.json").read_text())["run"]["complete"] is False
 
 
 @pytest.mark.parametrize("mode", [["-p", "no:xdist"], ["-n", "2"]], ids=["no-xdist", "xdist-n2"])
