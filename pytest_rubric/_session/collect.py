@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .._defaults import PassWhen, is_rubric_file, named
+from .._defaults import PassWhen, named
 from .._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from .._grade.bounds import settle_unjudged, skip_reason, unscored
 from .._grade.grader import CompiledRubric, Grader, context_of
@@ -39,6 +39,7 @@ from .heap import paused
 from .inputs import ResponseDir, no_response
 from .items import RESULTS_KEY, record
 from .judging import answer_key
+from .results import CRASHED
 
 if TYPE_CHECKING:
     from .session import RubricSession
@@ -48,40 +49,6 @@ def added_criterion_types(node: pytest.Item | pytest.Collector) -> list[type[Cri
     """The criterion types the plugins and conftests in ``node``'s scope add."""
     added = node.ihook.pytest_rubric_criterion_types(config=node.config)
     return [model for models in added for model in models]
-
-
-CRASHED = (
-    "the xdist worker running it crashed (its process ended: os._exit, a signal, out of "
-    "memory), so its answer was never graded"
-)
-
-
-def lost_results(session: RubricSession, config: pytest.Config, nodeid: str) -> list[CaseResult]:
-    """The ERROR result of the rubric item ``nodeid``, read from its file by the xdist
-    controller, whose worker died before the item's setup report arrived (pytest-rerunfailures
-    reports an attempt once it ends); none when ``nodeid`` names no rubric item."""
-    path, _, name = nodeid.partition("::")
-    if not (
-        name.endswith("]") and is_rubric_file(config.rootpath / path, session.settings.patterns)
-    ):
-        return []
-    try:
-        loaded = load_suite(config.rootpath / path)
-    except (RubricLoadError, OSError):
-        return []
-    for case in loaded.suite.cases:
-        if name.startswith(f"{case.id}[") and (subject := name[len(case.id) + 1 : -1]):
-            compiled = session.grader.compile(
-                case,
-                global_criteria=loaded.suite.global_criteria,
-                min_score=own_mark(case, loaded.suite),
-                style_field=loaded.suite.style_field,
-            )
-            unavailable = session.grader.unavailable
-            return [
-                unavailable(compiled, CRASHED, nodeid=nodeid, suite=loaded.name, subject=subject)
-            ]
-    return []
 
 
 def _first(*values: Any) -> Any:

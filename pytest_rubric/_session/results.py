@@ -5,11 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+from .._defaults import is_rubric_file
+from .._errors import RubricLoadError
 from .._results import CaseResult
 from .junit import JUNIT_PROPERTIES
+
+if TYPE_CHECKING:
+    from .._grade.grader import Grader
 
 
 class Results:
@@ -84,3 +90,40 @@ class Results:
             report.rubric_item = True  # type: ignore[attr-defined]
             report.rubric_error = True  # type: ignore[attr-defined]
             report.rubric_crashed = True  # type: ignore[attr-defined]  # no teardown follows
+
+
+CRASHED = (
+    "the xdist worker running it crashed (its process ended: os._exit, a signal, out of "
+    "memory), so its answer was never graded"
+)
+
+
+def lost_results(
+    grader: Grader, patterns: tuple[str, ...], rootpath: Path, nodeid: str
+) -> list[CaseResult]:
+    """The ERROR result of the rubric item ``nodeid``, read from its file by the xdist
+    controller, whose worker died before the item's setup report arrived (pytest-rerunfailures
+    reports an attempt once it ends); none when ``nodeid`` names no rubric item."""
+    from .._load.loader import load_suite
+    from .._schema import own_mark
+
+    path, _, name = nodeid.partition("::")
+    if not (name.endswith("]") and is_rubric_file(rootpath / path, patterns)):
+        return []
+    try:
+        loaded = load_suite(rootpath / path)
+    except (RubricLoadError, OSError):
+        return []
+    for case in loaded.suite.cases:
+        if name.startswith(f"{case.id}[") and (subject := name[len(case.id) + 1 : -1]):
+            compiled = grader.compile(
+                case,
+                global_criteria=loaded.suite.global_criteria,
+                min_score=own_mark(case, loaded.suite),
+                style_field=loaded.suite.style_field,
+            )
+            suite = loaded.name
+            return [
+                grader.unavailable(compiled, CRASHED, nodeid=nodeid, suite=suite, subject=subject)
+            ]
+    return []

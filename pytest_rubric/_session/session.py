@@ -47,7 +47,7 @@ from .inputs import Inputs, live_models
 from .items import is_rubric_item
 from .judging import JudgeSetup, Judging, every
 from .junit import record_as_error, record_properties, set_aside, write_answers
-from .results import Results
+from .results import Results, lost_results
 from .xdist import Role
 
 if TYPE_CHECKING:
@@ -315,10 +315,8 @@ class RubricSession:
 
     def lost(self, nodeid: str) -> list[CaseResult]:
         """The ERROR result of a rubric item whose worker died before it said what to record
-        (see ``collect.lost_results``)."""
-        from .collect import lost_results
-
-        return lost_results(self, self.config, nodeid)
+        (see ``results.lost_results``)."""
+        return lost_results(self.grader, self.settings.patterns, self.config.rootpath, nodeid)
 
     def worker_stats(self) -> dict[str, Any]:
         """What an xdist worker sends the controller (:meth:`add_worker_stats`): answers,
