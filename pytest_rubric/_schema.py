@@ -228,7 +228,9 @@ class Case(Rubric):
     subject: str | None = None
     target: TargetPath | None = None
     targets: Targets | None = None
-    timeout: Timeout | None = None  # for the target; default: ini rubric_call_timeout (60 s)
+    # For the target and the callables (a criterion's own wins); default: ini
+    # rubric_call_timeout (60 s).
+    timeout: Timeout | None = None
     repeat: Repeat | None = None  # default: the file's, else --rubric-repeat (1)
     pass_when: PassWhenField | None = None  # default: the file's, else --rubric-pass-when (mean)
     tags: Tags = ()

@@ -116,7 +116,10 @@ class Grader:
         """Prepare ``rubric`` for grading; ``min_score`` and ``style_field`` (None: the rubric's
         own, else the grader's) override."""
         criteria = (*global_criteria, *rubric.criteria)
-        checks = tuple(None if c.is_judged else c.compile(self.context) for c in criteria)
+        context = self.context  # a case's `timeout:` bounds its callables, as its target
+        if (timeout := getattr(rubric, "timeout", None)) is not None:
+            context = replace(context, call_timeout=timeout)
+        checks = tuple(None if c.is_judged else c.compile(context) for c in criteria)
         mark = own_mark(rubric) if min_score is None else min_score
         mark = self.default_min_score if mark is None else mark
         return CompiledRubric(

@@ -51,9 +51,20 @@ _REPR = _Shown()
 _REPR.maxstring = _REPR.maxother = _REPR.maxlong = 2_000
 
 
+# A returned string is quoted up to this many characters, with a count of the rest: its
+# reason then stays within the grader's 2,000, which would cut it a second time.
+_QUOTED = 1_800
+
+
 def _shown(value: Any) -> str:
-    """A returned value for a reason: keys redacted before reprlib cuts a long string."""
-    return _REPR.repr(redact(value, *known_keys()) if isinstance(value, str) else value)
+    """A returned value for a reason: a string redacted of keys, then cut with a count of
+    what was cut; anything else as reprlib bounds it."""
+    if not isinstance(value, str):
+        return _REPR.repr(value)
+    text = redact(value, *known_keys())
+    if len(text) <= _QUOTED:
+        return repr(text)
+    return f"{text[:_QUOTED]!r}… [{len(text) - _QUOTED:,} more characters]"
 
 
 class _CallableCheck(Check[CallableCriterion]):

@@ -12,6 +12,10 @@ from .check import Answer, Check, CheckContext, met, unmet
 from .json_text import FieldScoped, on_field
 from .model import FieldError, Finite, NonNegative
 
+# Numbers in reasons with every digit they were written with (up to float's precision), not
+# the six of "g": "saw 102.0001" beside "within 100 ± 2", never "saw 102".
+_SHOWN = ".15g"
+
 
 class Number(FieldScoped):
     """MET when some number in the answer is within tolerance of ``value``."""
@@ -54,7 +58,7 @@ class NumberCheck(Check[Number]):
     def target(self) -> str:
         """The target as a reason says it; made with the reason, as every check stays alive to
         the end of the session."""
-        return f"{self.c.value:g}" + (f" ± {self.tol:g}" if self.tol else "")
+        return f"{self.c.value:{_SHOWN}}" + (f" ± {self.tol:{_SHOWN}}" if self.tol else "")
 
     def within(self, x: float) -> bool:
         """Whether ``x`` is within the tolerance; a number that is not finite never is."""
@@ -75,8 +79,8 @@ class NumberCheck(Check[Number]):
             return self.among(tuple(_numbers_in(value)))
         x = _float(value)
         if self.within(x):
-            return met(f"{x:g} (target {self.target})")
-        return unmet(f"{x:g} is not within {self.target}")
+            return met(f"{x:{_SHOWN}} (target {self.target})")
+        return unmet(f"{x:{_SHOWN}} is not within {self.target}")
 
     def run(self, answer: Answer, case: object) -> Outcome:
         return self.among(answer.numbers)
@@ -85,10 +89,10 @@ class NumberCheck(Check[Number]):
         target = self.target
         for x in numbers:
             if self.within(x):
-                return met(f"found {x:g} (target {target})")
+                return met(f"found {x:{_SHOWN}} (target {target})")
         if not numbers:
             return unmet(f"no number in the answer (target {target})")
-        seen = ", ".join(f"{x:g}" for x in numbers[:4])
+        seen = ", ".join(f"{x:{_SHOWN}}" for x in numbers[:4])
         return unmet(f"no number within {target}; saw {seen}")
 
 

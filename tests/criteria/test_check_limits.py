@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_rubric import Grader, Rubric
 from pytest_rubric._guards.calls import CallRunner, CallTimeout
 from pytest_rubric._results import Verdict
 from pytest_rubric.criteria import Json, Number
@@ -214,13 +215,19 @@ def test_a_callable_that_never_returns_is_an_error_not_a_hang(
             criteria:
               - {id: fine, type: callable, function: "slowchecks:quick", timeout: 30}
               - {id: by_ini, type: callable, function: "slowchecks:hangs_async"}
+          - id: q3
+            response: "anything"
+            timeout: 0.3  # the case's bound: its callables', as its target's
+            criteria:
+              - {id: fine, type: callable, function: "slowchecks:quick", timeout: 30}
+              - {id: by_case, type: callable, function: "slowchecks:hangs"}
         """,
     )
     # The quick calls have their own bound: they need not beat 0.3 s on a loaded machine.
     pytester.makeini("[pytest]\nrubric_call_timeout = 0.3\n")
     pytester.syspathinsert()
     result = pytester.runpytest("--rubric-dir", "evals", "--rubric-json", "out.json")
-    result.assert_outcomes(errors=2)
+    result.assert_outcomes(errors=3)
     criteria = {c["id"]: c for r in rubric_json()["results"] for c in r["criteria"]}
     assert criteria["sync"]["verdict"] == criteria["by_ini"]["verdict"] == "ERROR"
     assert criteria["sync"]["reason"].startswith("slowchecks:hangs did not return within 0.3 s")
@@ -228,6 +235,32 @@ def test_a_callable_that_never_returns_is_an_error_not_a_hang(
         "slowchecks:hangs_async did not return within 0.3 s"
     )
     assert criteria["fine"]["verdict"] == "MET"
+    # Without the ini's bound, the case's holds its callable that never returns.
+    pytester.makeini("[pytest]\n")
+    result = pytester.runpytest("--rubric-dir", "evals", "-k", "q3", "--rubric-json", "out.json")
+    result.assert_outcomes(errors=1)
+    (case,) = rubric_json()["results"]
+    by_case = {c["id"]: c for c in case["criteria"]}["by_case"]
+    assert by_case["reason"].startswith("slowchecks:hangs did not return within 0.3 s")
+
+
+@pytest.mark.parametrize(
+    ("returned", "verdict"), [("'y' * 5000", Verdict.ERROR), ("(True, 'y' * 5000)", Verdict.MET)]
+)
+def test_a_long_returned_text_is_cut_once_with_the_count_of_what_was_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, returned: str, verdict: Verdict
+) -> None:
+    module = f"longchecks_{verdict.value.lower()}"  # one module a case: imports are cached
+    (tmp_path / f"{module}.py").write_text(f"def check(response, case):\n    return {returned}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    grader = Grader()
+    rubric = Rubric(criteria=[{"id": "c", "type": "callable", "function": f"{module}:check"}])
+    (criterion,) = grader.grade("an answer", grader.compile(rubric)).criteria
+    assert criterion.verdict is verdict
+    assert criterion.reason.count("more characters]") == 1 and "..." not in criterion.reason
+    kept = criterion.reason.count("y")
+    said = int(criterion.reason.rpartition("… [")[2].split(" ")[0].replace(",", ""))
+    assert kept + said == 5000 and len(criterion.reason) <= 2_000 + 30
 
 
 @pytest.mark.timeout(HANG_GUARD)

@@ -387,6 +387,21 @@ def test_number_reason_shows_target_and_what_was_seen() -> None:
     assert "1157.65" in outcome.reason and "3" in outcome.reason
 
 
+@pytest.mark.parametrize(
+    ("criterion", "text", "said"),
+    [
+        ({"value": 100, "abs_tol": 2}, "102.0001", "no number within 100 ± 2; saw 102.0001"),
+        ({"value": 1157.63, "abs_tol": 0.01}, "1157.6401", "saw 1157.6401"),
+        ({"value": 1000}, "1000.0000001", "no number within 1000; saw 1000.0000001"),
+    ],
+)
+def test_a_number_reason_never_rounds_what_it_saw_into_the_target(
+    criterion: dict[str, Any], text: str, said: str
+) -> None:
+    outcome = check({"type": "number", **criterion}, text)
+    assert outcome.verdict is UNMET and said in outcome.reason
+
+
 def test_number_exact_small_values() -> None:
     assert verdict({"type": "number", "value": 1e-10}, "p = 2e-10") is UNMET
     assert verdict({"type": "number", "value": 0}, "0.0000000005") is UNMET
