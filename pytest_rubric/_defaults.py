@@ -10,7 +10,7 @@ import contextlib
 import fnmatch
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,6 +114,26 @@ def named(text: str) -> tuple[str | None, str]:
     if sep and name.strip() and ":" not in name:
         return name.strip(), value.strip()
     return None, text.strip()
+
+
+def subject_clash(flag: str, texts: Iterable[str]) -> str | None:
+    """Why the ``[NAME=]VALUE`` subjects ``texts`` given with ``flag`` clash, or None: the same
+    value, or two subjects of one name (nothing given is ever dropped in silence)."""
+    values: set[str] = set()
+    names: dict[str, str] = {}
+    for text in texts:
+        name, value = named(text)
+        subject = name or value.rpartition(":")[2]
+        if value in values:
+            return f"{flag} {value} is given twice; give each subject once"
+        if subject in names:
+            return (
+                f"{flag}: {names[subject]} and {text} are both subject {subject!r}; name one of "
+                f"them, {flag} OTHER={value}"
+            )
+        values.add(value)
+        names[subject] = text
+    return None
 
 
 # ``repeat:`` and ``pass_when:`` as written: how many samples an item gets, and the rule they

@@ -122,18 +122,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"pytest-rubric collect: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    suite_of: dict[str, str] = {}  # a responses file holds one case per id
     for loaded in suites:
-        for case in loaded.suite.cases:
+        for case in loaded.suite.cases:  # each line names its suite: ids may repeat across them
             where = f"{loaded.path}: suite {loaded.name!r}, case {case.id!r}"
-            if suite_of.setdefault(case.id, loaded.name) != loaded.name:
-                for subject in subjects:
-                    subject.failed.append(
-                        f"{where}: suite {suite_of[case.id]!r} has a case of this id too, and a "
-                        "responses file holds one case per id; collect each suite into its own "
-                        "--out folder"
-                    )
-                continue
             repeat = int(case.repeat or loaded.suite.repeat or 1)
             for subject in subjects:
                 answers, problem = subject.source.fetch_samples(
@@ -175,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _subjects(args: argparse.Namespace) -> list[_Subject]:
     """Every subject given, each once; a clash of names or values is an error."""
-    from .._defaults import RetryPolicy, named
+    from .._defaults import RetryPolicy, named, subject_clash
     from .._grade.sources import LiveModel, Source, Target
     from .._guards.calls import CallRunner, make_importable, resolve_import
     from .._llm.providers import ModelSpec
@@ -198,6 +189,9 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
                 "is not installed: pip install pytest-rubric[otel]"
             ) from None
         tracer = SpanCapture()
+    for flag, texts in (("--model", args.models), ("--target", args.targets)):
+        if (clash := subject_clash(flag, texts)) is not None:  # as pytest's flags are read
+            raise ValueError(clash)
     subjects: list[_Subject] = []
     seen: dict[str, str] = {}
     for flag, given in [("--model", m) for m in args.models] + [

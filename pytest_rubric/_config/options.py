@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from .._defaults import RetryPolicy, named
+from .._defaults import RetryPolicy, subject_clash
 from .._grade.style import StyleThresholds
 from .._llm.cost import CostSettings
 from . import parsers
@@ -152,22 +152,9 @@ def _repeatable(key: str) -> Callable[[pytest.Config], tuple[str, ...]]:
     error (nothing given is ever dropped in silence)."""
 
     def read(config: pytest.Config) -> tuple[str, ...]:
-        flag = BY_KEY[key].flag_text
         values = tuple(v.strip() for v in given(config, key) or ())
-        seen_values: set[str] = set()
-        seen_names: dict[str, str] = {}
-        for text in values:
-            name, value = named(text)
-            subject = name or value.rpartition(":")[2]
-            if value in seen_values:
-                raise pytest.UsageError(f"{flag} {value} is given twice; give each subject once")
-            if subject in seen_names:
-                raise pytest.UsageError(
-                    f"{flag}: {seen_names[subject]} and {text} are both subject "
-                    f"{subject!r}; name one of them, {flag} OTHER={value}"
-                )
-            seen_values.add(value)
-            seen_names[subject] = text
+        if (clash := subject_clash(BY_KEY[key].flag_text, values)) is not None:
+            raise pytest.UsageError(clash)
         return values
 
     return read

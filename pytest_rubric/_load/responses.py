@@ -19,13 +19,18 @@ class ResponseFile:
 
     path: Path
     subject: str
-    entries: dict[str, tuple[str, int]] = field(default_factory=dict)
-    suites: dict[str, str | None] = field(default_factory=dict)
-    # Further lines with the same id: more samples of that case (`repeat`), in file order.
+    # By (suite, id): a line's optional "suite" restricts it to the file of that suite, so
+    # two suites' cases of one id each have their lines; None: any suite's.
+    entries: dict[tuple[str | None, str], tuple[str, int]] = field(default_factory=dict)
+    # Further lines with the same key: more samples of that case (`repeat`), in file order.
     # How many a case may have is the case's `repeat`, checked when it is collected.
-    more: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    more: dict[tuple[str | None, str], list[tuple[str, int]]] = field(default_factory=dict)
     # The trace a line carries beside its response (context, messages, usage...), by line.
     traces: dict[int, Trace] = field(default_factory=dict)
+
+    def key_of(self, suite: str, case_id: str) -> tuple[str | None, str] | None:
+        """Where the lines of ``suite``'s case ``case_id`` are: its suite's, else any suite's."""
+        return next((k for k in ((suite, case_id), (None, case_id)) if k in self.entries), None)
 
     def traces_of(
         self, entry: tuple[str, int], more: list[tuple[str, int]]
@@ -114,11 +119,11 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
                     field=exc.field or "response",
                 )
                 continue
-        if str(case_id) in target.entries:
-            target.more.setdefault(str(case_id), []).append((text, number))
-            continue
-        target.entries[str(case_id)] = (text, number)
         suite = entry.get("suite")
-        target.suites[str(case_id)] = suite if isinstance(suite, str) else None
+        key = (suite if isinstance(suite, str) else None, str(case_id))
+        if key in target.entries:
+            target.more.setdefault(key, []).append((text, number))
+            continue
+        target.entries[key] = (text, number)
     problems.sort(key=lambda p: p.line or 0)
     return problems

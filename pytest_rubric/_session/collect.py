@@ -300,10 +300,8 @@ class RubricFile(pytest.File):
             add(subject, Source(text=text), "`responses:`")
         for directory in dirs:
             for response_file in directory.files:
-                entry = response_file.entries.get(case.id)
-                if response_file.suites.get(case.id) not in (None, loaded.name):
-                    entry = None
-                if entry is None:
+                key = response_file.key_of(loaded.name, case.id)
+                if key is None:
                     add(
                         response_file.subject,
                         Source(
@@ -316,8 +314,8 @@ class RubricFile(pytest.File):
                         str(response_file.path),
                     )
                 else:
-                    directory.used.add((response_file.subject, case.id))
-                    more = response_file.more.get(case.id, [])
+                    directory.used.add((response_file.subject, key))
+                    entry, more = response_file.entries[key], response_file.more.get(key, [])
                     if len(more) >= repeat:
                         problems.append(
                             Problem(

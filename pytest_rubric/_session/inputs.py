@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 class ResponseDir:
     files: list[ResponseFile]
     problems: list[Problem]
-    used: set[tuple[str, str]] = field(default_factory=set)  # (subject, case id)
+    used: set[tuple[str, tuple[str | None, str]]] = field(default_factory=set)  # (subject, key)
 
 
 @dataclass(eq=False, kw_only=True)
@@ -103,8 +103,9 @@ class Inputs:
         for loaded in self._dirs.values():
             if self.warns and not narrowed and not loaded.problems:
                 for response_file in loaded.files:
-                    for case_id, (_, line) in response_file.entries.items():
-                        if (response_file.subject, case_id) not in loaded.used:
+                    for key, (_, line) in response_file.entries.items():
+                        if (response_file.subject, key) not in loaded.used:
+                            case_id = key[1]
                             # Where, in the text: pytest would echo the line (a key, 30 MB).
                             shown = os.path.relpath(response_file.path, self.here)
                             warn(

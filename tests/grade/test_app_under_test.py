@@ -428,6 +428,36 @@ def test_the_json_reads_back_what_the_target_said(
     assert json.dumps(result)  # plain data
 
 
+def test_collect_writes_two_suites_cases_of_one_id_and_each_grades_its_own(
+    pytester: pytest.Pytester, write: Write, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each line names its suite, so one responses folder holds both suites' answers."""
+    write("app/__init__.py", "")
+    write("app/bot.py", BOT.format(policy=GOOD))
+    write("evals/targets.py", ADAPTER)
+    for suite, phrase in (("support", "30 days"), ("returns", "full refund")):
+        write(
+            f"evals/{suite}.rubric.yaml",
+            f"""
+            suite: {suite}
+            cases:
+              - id: window
+                question: "How long do I have to return a jacket?"
+                criteria: [{{id: said, type: any_of, any_of: ["{phrase}"]}}]
+            """,
+        )
+    frozen = ["--rubric-dir", "evals", "--target", "targets:support_bot", "--out", "answers"]
+    assert cli(["collect", *frozen]) == 0, capsys.readouterr().err
+    rows = [json.loads(line) for line in (pytester.path / "answers/support_bot.jsonl").open()]
+    assert sorted((r["suite"], r["id"]) for r in rows) == [
+        ("returns", "window"),
+        ("support", "window"),
+    ]
+    pytester.makeini("[pytest]\n")
+    result = pytester.runpytest("--rubric-dir=evals", "--rubric-responses=answers")
+    result.assert_outcomes(passed=2)
+
+
 def test_collect_freezes_answers_that_responses_then_grade(
     pytester: pytest.Pytester,
     write: Write,
@@ -472,6 +502,10 @@ def test_collect_freezes_answers_that_responses_then_grade(
         pytest.LineMatcher(capsys.readouterr().err.splitlines()).fnmatch_lines(
             ["*answers/support_bot.jsonl already exist(s); pass --force*"]
         )
+        # One application under two names is asked twice for nothing: refused, as by pytest.
+        twice = ["--target", "a=targets:support_bot", "--target", "b=targets:support_bot"]
+        assert cli([*command, *twice, "--out", "twice"]) == 2
+        assert "--target targets:support_bot is given twice" in capsys.readouterr().err
         code = cli([*command, "--target", "targets:broken", "--out", "broken"])
     assert code == 1
     pytest.LineMatcher(capsys.readouterr().err.splitlines()).fnmatch_lines(

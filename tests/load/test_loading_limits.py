@@ -740,7 +740,7 @@ def test_duplicate_key_in_a_jsonl_line_is_a_problem(tmp_path: Path) -> None:
     files, found = load_response_dir(tmp_path)
     assert [(p.line, p.field) for p in found] == [(2, "response")]
     assert "the key `response` is given twice" in found[0].message
-    assert list(files[0].entries) == ["q1"]
+    assert list(files[0].entries) == [(None, "q1")]
 
 
 def test_a_json_key_given_twice_with_spaces_before_its_colon_is_found() -> None:

@@ -166,6 +166,31 @@ def test_responses_folder_of_subject_files(pytester: pytest.Pytester, write: Wri
     )
 
 
+def test_a_lines_suite_gives_each_suites_case_of_one_id_its_own_line(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """Two suites with a case of one id, in one responses folder: each line's ``suite`` says
+    whose it is, so they are neither two samples of one case nor missing, and no warning."""
+    for suite in ("one", "two"):
+        write(
+            f"evals/{suite}.rubric.yaml",
+            f"""
+            suite: {suite}
+            responses: ../answers/
+            cases:
+              - id: shared
+                criteria: [{{id: said, type: any_of, any_of: ["{suite}"]}}]
+            """,
+        )
+    write(
+        "answers/al.jsonl",
+        '{"id": "shared", "suite": "one", "response": "one"}\n'
+        '{"id": "shared", "suite": "two", "response": "two"}\n',
+    )
+    result = pytester.runpytest("--rubric-dir", "evals", "-v", "-W", "error::UserWarning")
+    result.assert_outcomes(passed=2)
+
+
 def test_case_missing_from_a_subject_file_is_an_error_not_dropped(
     pytester: pytest.Pytester, write: Write
 ) -> None:
