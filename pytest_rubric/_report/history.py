@@ -25,7 +25,7 @@ from .run import HistoryRun
 if TYPE_CHECKING:
     from .report import SessionReport
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 1: runs, subjects, items; 2: each leaderboard row whole
 _TIMEOUT = 10.0  # seconds to wait for another writer's lock
 
 _SCHEMA = (
@@ -53,10 +53,25 @@ _SCHEMA = (
         passed INTEGER NOT NULL,
         errors INTEGER NOT NULL
     )""",
+    # A leaderboard row as the JSON writes it (fluency, naive rank, tier, trace figures...).
+    """CREATE TABLE IF NOT EXISTS leaderboard (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        subject TEXT NOT NULL,
+        row TEXT NOT NULL
+    )""",
     "CREATE INDEX IF NOT EXISTS subjects_by_run ON subjects (run_id)",
     "CREATE INDEX IF NOT EXISTS items_by_run ON items (run_id)",
+    "CREATE INDEX IF NOT EXISTS leaderboard_by_run ON leaderboard (run_id)",
 )
-_OURS = {"runs", "subjects", "items", "subjects_by_run", "items_by_run"}
+_OURS = {
+    "runs",
+    "subjects",
+    "items",
+    "leaderboard",
+    "subjects_by_run",
+    "items_by_run",
+    "leaderboard_by_run",
+}
 
 
 class HistoryError(Exception):
@@ -125,7 +140,7 @@ def _open(path: Path) -> sqlite3.Connection:
                 "not: not ours; give another file"
             )
         db.execute("PRAGMA journal_mode=WAL")
-        if version < SCHEMA_VERSION:  # 0 (new, or before versions) -> 1: the tables now
+        if version < SCHEMA_VERSION:  # 0 (new, or before versions), 1 -> 2: the tables now
             db.execute("BEGIN IMMEDIATE")
             with db:  # committed, or rolled back on any error
                 for statement in _SCHEMA:
@@ -146,7 +161,7 @@ def _open(path: Path) -> sqlite3.Connection:
 def append(path: Path, report: SessionReport) -> None:
     """Append the run ``report`` describes: its metadata, leaderboard and items, in one
     transaction. Raises :class:`HistoryError` when the file cannot be used."""
-    from .document import RunModel, written
+    from .document import LeaderboardRowModel, RunModel, written
 
     run = written(RunModel, report.run) if report.run is not None else {}
     db = _open(path)
@@ -172,6 +187,19 @@ def append(path: Path, report: SessionReport) -> None:
                         *(row.correctness_ci or (None, None)),
                         row.passed,
                         row.total,
+                    )
+                    for row in report.leaderboard
+                ],
+            )
+            db.executemany(
+                "INSERT INTO leaderboard VALUES (?, ?, ?)",
+                [
+                    (
+                        run_id,
+                        outgoing(row.subject),
+                        json.dumps(
+                            outgoing_data(written(LeaderboardRowModel, row)), sort_keys=True
+                        ),
                     )
                     for row in report.leaderboard
                 ],

@@ -3,6 +3,7 @@ pytest_rubric history`` (docs/guides/history.md)."""
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from collections.abc import Callable
@@ -36,7 +37,8 @@ def test_each_run_is_appended_and_history_prints_one_row_per_run(
 ) -> None:
     write("s.rubric.yaml", SUITE)
     for _ in range(2):
-        pytester.runpytest("--rubric-history=h.sqlite3").assert_outcomes(passed=3, failed=1)
+        result = pytester.runpytest("--rubric-history=h.sqlite3", "--rubric-json=out.json")
+        result.assert_outcomes(passed=3, failed=1)
     runs = read_runs(pytester.path / "h.sqlite3")
     assert len(runs) == 2
     assert [s[0] for s in runs[-1].subjects] == ["good", "bad"]  # in rank order
@@ -46,7 +48,11 @@ def test_each_run_is_appended_and_history_prints_one_row_per_run(
         assert db.execute("SELECT COUNT(*) FROM items").fetchone() == (8,)
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        # Each run's leaderboard, every row whole, as the JSON writes it.
+        rows = db.execute("SELECT row FROM leaderboard WHERE run_id = 2").fetchall()
     db.close()
+    document = json.loads((pytester.path / "out.json").read_text())
+    assert [json.loads(row) for (row,) in rows] == document["leaderboard"]
 
     capsys.readouterr()
     lines = _rows(capsys, "h.sqlite3")
@@ -96,7 +102,7 @@ def test_a_history_that_cannot_be_written_is_one_error_line_and_never_a_lost_run
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         ["rubric: ERROR cannot write --rubric-history */newer.sqlite3: written by a newer "
-         "pytest-rubric (history schema 99; this one reads up to 1)*"]
+         "pytest-rubric (history schema 99; this one reads up to 2)*"]
     )  # fmt: skip
     assert (pytester.path / "out.json").exists()
     capsys.readouterr()
