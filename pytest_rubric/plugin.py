@@ -239,8 +239,11 @@ def rubric_judge(request: pytest.FixtureRequest) -> JudgeClient:
         async def check(rubric_judge):
             reply = await rubric_judge.complete("Answer with one word.", "Capital of France?")
     """
-    judging = _start(request.config).judging
+    state = _start(request.config)
+    judging = state.judging
     if judging.runner is None:
+        if judging.unavailable is not None and state.settings.require_judge:
+            pytest.fail(judging.unavailable, pytrace=False)  # as for a test marked llm_judge
         pytest.skip(judging.unavailable or NO_JUDGE_SKIP)
     from .judge.transport import OnJudgeLoop
 

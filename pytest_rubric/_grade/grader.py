@@ -97,12 +97,20 @@ class Grader:
         # environment, the only place keys come from.
         self.secrets = tuple(known_keys() if secrets is None else secrets)
         self._judge: Callable[[CompiledRubric, str], Judged | None] | None = None
+        self._settle: Callable[[CaseResult], CaseResult] | None = None
 
-    def with_judge(self, judge: Callable[[CompiledRubric, str], Judged | None]) -> Grader:
+    def with_judge(
+        self,
+        judge: Callable[[CompiledRubric, str], Judged | None],
+        *,
+        settle: Callable[[CaseResult], CaseResult] | None = None,
+    ) -> Grader:
         """This grader, asking ``judge(compiled, response)`` for the judged criteria when
-        :meth:`grade` is given no ``judged``: the ``rubric_grader`` fixture's."""
+        :meth:`grade` is given no ``judged``, each result then through ``settle`` (a judge
+        without its key: graded on what can be, see ``_grade.bounds``): the ``rubric_grader``
+        fixture's."""
         bound = copy.copy(self)
-        bound._judge = judge
+        bound._judge, bound._settle = judge, settle
         return bound
 
     def compile(
@@ -171,7 +179,7 @@ class Grader:
                 flags.append("unstable")
             if any(c.evidence_ok is False for c in criteria):
                 flags.append("unsupported_evidence")
-        return self.result(
+        result = self.result(
             criteria,
             compiled=compiled,
             answer=answer,
@@ -183,6 +191,7 @@ class Grader:
             judged_flags=flags,
             llm_raw_score=judged.llm_raw_score if judged is not None else None,
         )
+        return result if self._settle is None else self._settle(result)
 
     def combine(
         self,

@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from .._errors import Problem, RubricLoadError
-from .._grade.bounds import unscored
+from .._grade.bounds import settle_unjudged, unscored
 from .._grade.grader import CompiledRubric, Grader
 from .._guards.calls import make_importable
 from .._llm.base import Judged
@@ -266,4 +266,6 @@ def grader_for(item: pytest.Item) -> Grader:
         (judged,) = session.judge_samples([key], compiled, [response])
         return judged
 
-    return session.grader.with_judge(judge)
+    # A judge without its key: a result the judge could still pass or fail is not passed.
+    settle = settle_unjudged if session.unjudged is not None else None
+    return session.grader.with_judge(judge, settle=settle)

@@ -200,6 +200,40 @@ def test_assert_rubric_in_a_test_is_graded_on_what_can_be(team: pytest.Pytester)
     )
 
 
+def test_the_rubric_grader_fixture_is_graded_on_what_can_be(team: pytest.Pytester) -> None:
+    """``rubric_grader.grade()`` hides no pass or fail either: a result the judge could still
+    fail is not passed, and carries its bounds."""
+    team.makepyfile(
+        test_graded="""
+        from pytest_rubric import Rubric
+
+        CRITERIA = [
+            {"id": "dry", "type": "any_of", "any_of": ["dry"]},
+            {"id": "accurate", "type": "judge", "requirement": "It is accurate"},
+        ]
+
+        def test_undecided(rubric_grader):
+            result = rubric_grader.grade("It is dry.", rubric_grader.compile(Rubric(criteria=CRITERIA)))
+            assert not result.passed and result.skipped_bounds == (0.5, 1.0)
+
+        def test_failed_whatever(rubric_grader):
+            result = rubric_grader.grade("It is red.", rubric_grader.compile(Rubric(criteria=CRITERIA)))
+            assert not result.passed and result.skipped_bounds is None
+        """
+    )
+    team.runpytest("test_graded.py").assert_outcomes(passed=2)
+
+
+def test_the_rubric_judge_fixture_is_an_error_with_require_judge(team: pytest.Pytester) -> None:
+    """As for a test marked llm_judge: skipped without the key, an error when a judge is
+    required."""
+    team.makepyfile(test_judge="def test_asks(rubric_judge):\n    pass\n")
+    team.runpytest("test_judge.py").assert_outcomes(skipped=1)
+    required = team.runpytest("test_judge.py", "--rubric-require-judge")
+    required.assert_outcomes(errors=1)
+    required.stdout.fnmatch_lines(["*no key for judge*"])
+
+
 def test_without_any_judge_a_case_scores_what_ran(team: pytest.Pytester) -> None:
     """The scoring rule stands when no judge is configured at all: the Chablis case
     scores its deterministic points (4 of 5, 0.80) and passes, where a keyless run, whose
