@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .._errors import Problem
 from .._guards.limits import kind_of, quoted, shown
@@ -79,10 +79,12 @@ class Locator:
         bare_list: bool,
         types: Types = CRITERION_TYPES,
         lines: Lines | None = None,
+        top: type[BaseModel] = Suite,
     ) -> None:
         self._text, self._node, self._bare = text, node, bare_list
         self._lines = lines  # a streamed YAML file's: the tree is composed for any other line
         self.types = types  # the criterion types the file was read with
+        self.top = top  # what the data is: a rubric file, or assert_rubric's one rubric
         self._parsed = node is not None
         # Per mapping node, where each key is first: a file with thousands of
         # problems in one mapping (unknown keys, say) is located in linear time.
@@ -212,7 +214,7 @@ def value_at(data: Any, *steps: str | int) -> Any:
     return data
 
 
-def _allowed_fields(where: _Where, types: Types) -> list[str]:
+def _allowed_fields(where: _Where, types: Types, top: type[BaseModel]) -> list[str]:
     if where.tag is not None:
         model: Any = types[where.tag]
     elif where.container is not None:
@@ -220,7 +222,7 @@ def _allowed_fields(where: _Where, types: Types) -> list[str]:
     elif where.case_index is not None:
         model = Case
     else:
-        model = Suite
+        model = top
     names = []
     for name, info in model.model_fields.items():
         if where.body and name in CriterionModel.model_fields:
@@ -276,7 +278,7 @@ def _problem(error: Any, data: dict[str, Any], locator: Locator) -> Problem:
     if field_name is not None:
         field_name = _FIELD_ALIASES.get(field_name, field_name)
     line = locator.line((*where.data_path(), *inside))
-    message, hint = _explain(kind, error, where, field_name, locator.types)
+    message, hint = _explain(kind, error, where, field_name, locator)
     return Problem(
         message, line=line, case=case_id, criterion=criterion_id, field=field_name, hint=hint
     )
@@ -297,8 +299,9 @@ _OTHER_TOOLS: dict[str, str] = {
 
 
 def _explain(
-    kind: str, error: Any, where: _Where, field_name: str | None, types: Types
+    kind: str, error: Any, where: _Where, field_name: str | None, locator: Locator
 ) -> tuple[str, str | None]:
+    types = locator.types
     leaf = str(where.field[-1]) if where.field else None
     if kind == "missing":
         return f"missing required field `{leaf}`", (
@@ -307,7 +310,7 @@ def _explain(
             else ("add\n    " + EXAMPLES[leaf] if leaf in EXAMPLES else f"add `{leaf}: ...`")
         )
     if kind == "extra_forbidden":
-        allowed = _allowed_fields(where, types)
+        allowed = _allowed_fields(where, types, locator.top)
         close = difflib.get_close_matches(str(leaf), allowed, n=1, cutoff=0.5)
         hint = f"did you mean `{close[0]}`?" if close else None
         if leaf == "criteria" and where.case_index is None and where.tag is None:

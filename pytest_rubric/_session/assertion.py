@@ -37,18 +37,18 @@ def _find(path_text: str, item: pytest.Item | None) -> Path:
     """A relative path is looked for under the rootdir, then in the calling test's folder
     (outside a test: the current directory), so it does not depend on where pytest runs."""
     path = Path(path_text)
-    if path.is_absolute():
+    if path.is_absolute() and path.is_file():
         return path
     bases = [item.config.rootpath, item.path.parent] if item is not None else [Path.cwd()]
     for base in dict.fromkeys(bases):
         if (base / path).is_file():
             return base / path
+    where = " or ".join(f"{str(b)!r}" for b in dict.fromkeys(bases))
     raise RubricLoadError(
         path_text,
         [
             Problem(
-                "no such rubric file under "
-                + " or ".join(f"{str(b)!r}" for b in dict.fromkeys(bases)),
+                "no such rubric file" + ("" if path.is_absolute() else f" under {where}"),
                 hint="give the path relative to the rootdir (the folder of pytest.ini), for "
                 "example 'evals/faq.rubric.yaml::q1', or relative to the test's folder",
             )
@@ -67,14 +67,22 @@ def _rubric_from_path(
     if case_id:
         if not (matches := [c for c in cases if c.id == case_id]):
             known = ", ".join(c.id for c in cases)
-            raise ValueError(f"{path} has no case {case_id!r}; its cases are: {known}")
+            raise RubricLoadError(
+                path, [Problem(f"no case {case_id!r}", hint=f"name one of its cases: {known}")]
+            )
         case = matches[0]
     elif len(cases) == 1:
         case = cases[0]
     else:
-        raise ValueError(
-            f"{path} has {len(cases)} cases; name one as '{path_text}::<case id>' "
-            f"(for example '{path_text}::{cases[0].id}')"
+        raise RubricLoadError(
+            path,
+            [
+                Problem(
+                    f"{len(cases)} cases, and no case named",
+                    hint=f"name one as '{path_text}::<case id>' (for example "
+                    f"'{path_text}::{cases[0].id}')",
+                )
+            ],
         )
     return case, loaded.suite.global_criteria, own_mark(case, loaded.suite), loaded.name
 
@@ -104,7 +112,7 @@ def _checked(
     """``data`` validated, then checked as a rubric file's case is (the same problems in the
     same words: a pass mark above 1, no substance criterion...). With ``given``, ``data`` holds
     what this call adds to that rubric (its pass mark), and ``given`` is checked."""
-    locator = Locator("", None, bare_list=False)
+    locator = Locator("", None, bare_list=False, top=Rubric)
     problems, parsed = [], given
     try:
         added = () if item is None else tuple(added_criterion_types(item))

@@ -90,6 +90,16 @@ def test_malformed_criteria_raise_a_load_error_that_says_what_to_write() -> None
     assert "did you mean `type: any_of`?" in str(info.value)
 
 
+def test_an_unknown_key_of_a_rubric_dict_lists_what_a_rubric_takes() -> None:
+    """A rubric dict is one rubric, not a rubric file: the keys it may hold are a rubric's."""
+    with pytest.raises(RubricLoadError) as info:
+        assert_rubric("x", {"criteria": CRITERIA, "quesiton": "What?", "repeat": 3})
+    said = str(info.value)
+    assert "field 'quesiton': unknown field `quesiton`" in said
+    assert "did you mean `question`?" in said and "did you mean `repeat`" not in said
+    assert "Allowed here: id, question, messages, criteria, min_score" in said
+
+
 @pytest.mark.parametrize(
     ("rubric", "min_score", "expected"),
     [
@@ -126,10 +136,14 @@ cases:
     assert [c.id for c in result.criteria] == ["no_guarantee", "npv", "rate"]
     with pytest.raises(RubricAssertionError):
         assert_rubric("NPV is guaranteed", f"{path}::q1")
-    with pytest.raises(ValueError, match=r"has 2 cases; name one as '.*::<case id>'"):
+    # A rubric error, as every mistake in a rubric is (RubricError catches it), saying what to
+    # write instead.
+    with pytest.raises(RubricLoadError, match=r"2 cases, and no case named") as info:
         assert_rubric("x", path)
-    with pytest.raises(ValueError, match=r"has no case 'q3'; its cases are: q1, q2"):
+    assert "name one as '" in str(info.value) and "::<case id>'" in str(info.value)
+    with pytest.raises(RubricLoadError, match=r"no case 'q3'") as info:
         assert_rubric("x", f"{path}::q3")
+    assert "name one of its cases: q1, q2" in str(info.value)
 
 
 def test_results_join_the_session_summary_and_json(
