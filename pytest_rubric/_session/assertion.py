@@ -232,7 +232,11 @@ class RubricFixture:
         nodeid = item.nodeid if item is not None else ""
         case = None
         if item is not None and parsed.id == "rubric":
-            count = sum(r.result.nodeid == item.nodeid for r in item.stash.get(RESULTS_KEY, [])) + 1
+            # The test's n-th call for this subject: subjects graded on one question in one
+            # test share its case, so they are compared on it.
+            graded = [r.result for r in item.stash.get(RESULTS_KEY, [])]
+            mine = subject or "inline"
+            count = sum(r.nodeid == item.nodeid and r.subject == mine for r in graded) + 1
             case = item.name if count == 1 else f"{item.name}#{count}"
         result = evaluate(
             session,

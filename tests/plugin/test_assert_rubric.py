@@ -5,6 +5,7 @@ summary, the JSON and JUnit the same without xdist, with ``-n 0`` and with ``-n 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,36 @@ cases:
     with pytest.raises(RubricLoadError, match=r"no case 'q3'") as info:
         assert_rubric("x", f"{path}::q3")
     assert "name one of its cases: q1, q2" in str(info.value)
+
+
+def test_subjects_graded_on_one_question_in_one_test_share_its_case(
+    pytester: pytest.Pytester,
+) -> None:
+    """Each subject's n-th call in a test is its n-th case: the parametrized test's two
+    subjects are compared case by case (pairwise shares every question)."""
+    pytester.makepyfile(
+        test_two="""
+        import pytest
+        from pytest_rubric import assert_rubric
+
+        CRITERIA = [
+            {"id": "four", "type": "number", "value": 4},
+            {"id": "sum", "type": "any_of", "any_of": ["sum"]},
+        ]
+
+        @pytest.mark.parametrize("q", range(3))
+        def test_both(q):
+            assert_rubric("The sum is 4.", CRITERIA, subject="good", min_score=0.5)
+            assert_rubric("The sum is 4, or 5.", CRITERIA, subject="good", min_score=0.5)
+            assert_rubric("It is 4.", CRITERIA, subject="bad", min_score=0.5)
+        """
+    )
+    pytester.runpytest("--rubric-json=out.json").assert_outcomes(passed=3)
+    document = json.loads((pytester.path / "out.json").read_text())
+    cases = {(r["subject"], r["case"]) for r in document["results"]}
+    assert ("good", "test_both[0]") in cases and ("good", "test_both[0]#2") in cases
+    (pair,) = document["pairwise"]
+    assert pair["shared"] == 3  # the first call of each subject in each of the three tests
 
 
 def test_results_join_the_session_summary_and_json(
