@@ -62,14 +62,18 @@ def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> s
     if not report.results:
         return "\n".join([*lines, "No rubric results.", ""])
     lines += [f"{report.passed} of {len(report.results)} answers passed.", ""]
-    shown = board_columns(report.leaderboard)
-    lines += _table(
-        [column.header for column in shown],
-        [
-            [escape(c.cell(row)) if c.text else c.cell(row) for c in shown]
-            for row in report.leaderboard
-        ],
-    )
+    passed, failed = report.assertions  # assert_rubric calls without a subject
+    if passed or failed:
+        lines += [f"assertions: {passed} passed, {failed} failed", ""]
+    if report.leaderboard:  # none when every result is such an assertion
+        shown = board_columns(report.leaderboard)
+        lines += _table(
+            [column.header for column in shown],
+            [
+                [escape(c.cell(row)) if c.text else c.cell(row) for c in shown]
+                for row in report.leaderboard
+            ],
+        )
     for note in report.notes:
         # INFO notes are the terminal's: this page shows what a reader must act on.
         if note.severity is not Severity.INFO:

@@ -197,6 +197,31 @@ def test_markdown_file_and_step_summary(
     assert answers.startswith("- question: ") and "\n- response: " in answers
 
 
+def test_a_step_summary_of_plain_assertions_counts_them_and_draws_no_empty_table(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``assert_rubric`` without ``subject=`` ranks nobody: the page says how many passed, as
+    the terminal does, and has no leaderboard of no rows."""
+    pytester.makepyfile(
+        test_plain="""
+        from pytest_rubric import assert_rubric
+
+        CRITERIA = [{"id": "four", "type": "number", "value": 4}]
+
+        def test_ok():
+            assert_rubric("It is 4.", CRITERIA)
+
+        def test_bad():
+            assert_rubric("It is 5.", CRITERIA)
+        """
+    )
+    step = pytester.path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    pytester.runpytest().assert_outcomes(passed=1, failed=1)
+    page = step.read_text(encoding="utf-8")
+    assert "assertions: 1 passed, 1 failed" in page and "| rank |" not in page
+
+
 def test_no_step_summary_without_results(
     pytester: pytest.Pytester, write: Write, monkeypatch: pytest.MonkeyPatch
 ) -> None:
