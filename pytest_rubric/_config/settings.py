@@ -381,7 +381,8 @@ class Settings:
     concurrency: int = option(
         "concurrency",
         "judge calls in flight at most, across the session (default 8); xdist workers "
-        "share it, N // workers each.",
+        "and a panel's judges share it, N // (workers x judges) each, and at least one "
+        "(the header says so when N is below that).",
         metavar="N",
         parse="positive_int",
         default=8,

@@ -74,6 +74,7 @@ class Judging:
     unavailable: str | None = None
     run_judges: tuple[RunJudge, ...] = ()  # the same judges, for the JSON's run
     usage: dict[str, CallStats] = field(default_factory=dict)  # every judge's, by name
+    clients: int = 0  # judge clients in the run: its processes times its judges
     prices: dict[str, Price | None] = field(default_factory=dict)  # every judge's, by name
     _scheduled: set[str] = field(default_factory=set, init=False)  # node ids whose judging started
     # A collected rubric file's (by node id) judge_instructions: and judge_examples:.
@@ -121,6 +122,7 @@ class Judging:
             _check_batch(specs)
         self.names = tuple(names)
         self._price(specs, names)
+        self.clients = self.role.workers * len(names)  # each asks one call at a time at least
         if self.role.hands_out:
             # The workers judge; the controller adds up their usage. It skips the
             # client, its event loop and the httpx import (workers start sooner).

@@ -345,8 +345,9 @@ class RubricSession:
 
     # --- the report -----------------------------------------------------------------------------
 
-    def pytest_report_header(self) -> str | None:
-        """One line that reproduces where rubrics come from."""
+    def pytest_report_header(self) -> list[str]:
+        """One line that reproduces where rubrics come from; one more when the judge's bound
+        on calls in flight cannot hold."""
         settings = self.settings
         # The ini's rubric_dirs are not added to a command line that names paths.
         named = self.config.args_source is pytest.Config.ArgsSource.ARGS
@@ -372,7 +373,14 @@ class RubricSession:
             parts.append(f"--rubric-pass-when {settings.pass_when}")
         if settings.confidence != 0.95:
             parts.append(f"--rubric-confidence {settings.confidence:g}")
-        return f"rubric: {' '.join(parts)}" if parts else None
+        lines = [f"rubric: {' '.join(parts)}"] if parts else []
+        if settings.concurrency < (clients := self.judging.clients):
+            lines.append(
+                f"rubric: --rubric-concurrency {settings.concurrency} is below the run's "
+                f"{clients} judge clients (xdist workers x judges), each of which asks one call "
+                f"at a time: up to {clients} may be in flight"
+            )
+        return lines
 
     def pytest_report_collectionfinish(self) -> list[str]:
         """What the command line's subjects did to the targets rubric files name (collection

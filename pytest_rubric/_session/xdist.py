@@ -66,7 +66,10 @@ class Role:
                 whole_files=bool(workerinput.get(WHOLE_FILES_KEY)),
             )
         dist = getattr(config.option, "dist", "no")
-        return cls(hands_out=bool(getattr(config.option, "numprocesses", None)) and dist != "no")
+        hands_out = bool(getattr(config.option, "numprocesses", None)) and dist != "no"
+        # The controller's workers: xdist lists one execution spec each (-n N, "auto" resolved).
+        workers = len(getattr(config.option, "tx", None) or ()) if hands_out else 1
+        return cls(hands_out=hands_out, workers=max(1, workers))
 
     @property
     def reports(self) -> bool:

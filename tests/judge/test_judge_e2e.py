@@ -792,6 +792,25 @@ def test_judge_calls_of_all_items_run_concurrently(pytester: pytest.Pytester, wr
     assert len({_user(r) for r in fake.requests}) == 8
 
 
+def test_a_bound_below_the_judge_clients_is_said_in_the_header(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
+) -> None:
+    """Each xdist worker asks one call at a time at least: a bound of 1 under -n 2 cannot hold,
+    and the header says so rather than a silent 2 in flight."""
+    pytester.makeini(FAST_RETRIES)
+    write(
+        "one.rubric.yaml", "cases:\n  - {id: q, response: a, criteria: [{id: j, requirement: R}]}\n"
+    )
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    bound = judge_args(fake_llm, "openai", "--rubric-concurrency=1")
+    result = pytester.runpytest(*bound, "-n", "2")
+    result.stdout.fnmatch_lines(
+        ["rubric: --rubric-concurrency 1 is below the run's 2 judge clients *up to 2 may be*"]
+    )
+    result = pytester.runpytest(*bound, "-p", "no:xdist")
+    result.stdout.no_fnmatch_line("*is below the run's*")
+
+
 def _judged_under_xdist(
     pytester: pytest.Pytester, write: Write, n: int, *dist: str, gather: int
 ) -> FakeLLM:
