@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from .._defaults import PROVIDERS, Provider
 from .._guards.secrets import Secret, public_url
@@ -33,6 +34,12 @@ class ModelSpec:
                 f"anthropic:claude-3-5-haiku-latest (providers: {', '.join(PROVIDERS)})"
             )
         base = url or environ.get(entry.url_variable) or entry.url
+        if "@" in urlsplit(base).netloc:  # the HTTP client would send it instead of the key
+            raise ValueError(
+                f"the URL {public_url(base)} is given with a user and password before its host; "
+                f"keys come from the environment only: drop them from the URL and set "
+                f"{entry.key_variable}"
+            )
         return cls(provider=name, model=model, url=base.rstrip("/"))
 
     @property

@@ -48,7 +48,8 @@ def test_an_error_names_the_endpoint_without_its_userinfo_or_query(fake_llm: Fak
         lambda request: redirect("http://who:tok-location@elsewhere.example/v1?sig=tok-sig")
     )
     host = fake_llm.url.removeprefix("http://")
-    spec = ModelSpec.parse("openai:m", url=f"http://who:tok-user@{host}/v1?api-key=tok-query")
+    # Made directly: parse refuses a URL with userinfo (below); the client never shows one.
+    spec = ModelSpec("openai", "m", f"http://who:tok-user@{host}/v1?api-key=tok-query")
     judge = OpenAIClient(spec, key=None, policy=RetryPolicy(backoff=0.01))
     with pytest.raises(LLMError) as caught:
         asyncio.run(_complete(judge))
@@ -58,6 +59,21 @@ def test_an_error_names_the_endpoint_without_its_userinfo_or_query(fake_llm: Fak
         "'http://elsewhere.example/v1'"
     )
     assert "tok-" not in str(caught.value)
+
+
+@pytest.mark.parametrize("given", ["url", "environ"])
+def test_a_judge_url_with_a_user_and_password_is_refused_keys_come_from_the_environment(
+    given: str,
+) -> None:
+    """The HTTP client would send the URL's userinfo in place of the key: a credential from a
+    flag or a file, which the contract rules out. Refused, and never echoed."""
+    url = "http://alice:hunter2secret@gateway.example/v1?api-version=1"
+    with pytest.raises(ValueError, match="keys come from the environment only") as caught:
+        if given == "url":
+            ModelSpec.parse("openai:m", url=url)
+        else:
+            ModelSpec.parse("anthropic:m", environ={"ANTHROPIC_BASE_URL": url})
+    assert "hunter2" not in str(caught.value) and "alice" not in str(caught.value)
 
 
 def test_retry_after_is_capped(fake_llm: FakeLLM) -> None:
