@@ -96,6 +96,11 @@ class CacheFile:
                 "folder), or pass --rubric-cache off"
             )
 
+    @property
+    def usable(self) -> bool:
+        """Whether the file could be opened (else every lookup misses, and it said why once)."""
+        return self._db is not None
+
     def _open(self, directory: Path) -> sqlite3.Connection:
         if directory.exists() and not directory.is_dir():
             raise _Unusable(f"{directory} is a file, not a folder")

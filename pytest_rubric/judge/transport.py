@@ -149,9 +149,15 @@ class Transport:
         """What a replay that finds no reply says: where it looked and what records it."""
         where = self._recording.get()
         if self.recordings is None or where is None:
+            file = self.cache.cache
+            why = (
+                f"the judge cache {file.path} cannot be used (see its warning)"
+                if file is not None and not file.usable
+                else "it was never recorded"
+            )
             return (
                 f"--rubric-cache replay: no cached reply of judge {self.name} for "
-                f"{label or 'this call'}: it was never recorded; run once with --rubric-cache use "
+                f"{label or 'this call'}: {why}; run once with --rubric-cache use "
                 "(and a judge) to record it, with --rubric-recordings DIR to commit it"
             )
         problem = self.recordings.problem(where)

@@ -176,6 +176,19 @@ def test_a_broken_cache_is_one_warning_in_every_run_mode(
     _assert_one_cache_warning(result, db, "*")  # once, not once per xdist worker
 
 
+def test_a_replay_through_a_broken_cache_says_the_cache_not_never_recorded(
+    pytester: pytest.Pytester, write: Write, judge: FakeLLM
+) -> None:
+    _judged(write)
+    db = _db(pytester)
+    db.parent.mkdir()
+    db.write_bytes(b"SQLite format 3\x00" + os.urandom(4000))
+    result = _run(pytester, judge, "--rubric-cache=replay", "-rA")
+    result.assert_outcomes(errors=1, warnings=1)
+    result.stdout.fnmatch_lines(["*the judge cache * cannot be used (see its warning)*"])
+    result.stdout.no_fnmatch_line("*it was never recorded*")
+
+
 def test_a_cache_folder_that_is_a_file_is_one_warning(
     pytester: pytest.Pytester, write: Write, judge: FakeLLM
 ) -> None:
