@@ -60,15 +60,18 @@ def merge(paths: Sequence[Path], *, allow_incomplete: bool = False) -> Document:
         seen = {(c.suite, c.judge) for c in together.calibration}
         together.calibration += [c for c in document.calibration if (c.suite, c.judge) not in seen]
         together.gates += document.gates
-        seen_here: set[str] = set()
-        for nodeid in (r.nodeid for r in document.results):
-            if nodeid in seen_here:
+        # One result per item; a test's assert_rubric calls are several, each its own case
+        # and subject under the test's node id.
+        seen_here: set[tuple[str, str, str]] = set()
+        for r in document.results:
+            nodeid = r.nodeid
+            if (nodeid, r.case, r.subject) in seen_here:
                 raise DocumentError(
                     f"{path} holds {nodeid} twice: one run records an item once, so this "
                     "document was edited or concatenated; write each item's result once"
                 )
-            seen_here.add(nodeid)
-            if nodeid in owner:
+            seen_here.add((nodeid, r.case, r.subject))
+            if owner.get(nodeid, path) != path:
                 raise DocumentError(
                     f"{nodeid} is in both {owner[nodeid]} and {path}: shards must not overlap "
                     "(split the suite with disjoint paths, -k expressions or a shard plugin)"

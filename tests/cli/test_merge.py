@@ -170,6 +170,30 @@ def test_overlapping_shards_and_foreign_files_are_input_errors(
     assert f"six.json holds {document['results'][0]['nodeid']} twice" in capsys.readouterr().err
 
 
+def test_a_tests_several_assert_rubric_results_merge(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One test, three calls: three results under its node id, each its own case and
+    subject. A run's document is a shard like any other."""
+    pytester.makepyfile(
+        test_a="""
+        from pytest_rubric import assert_rubric
+
+        C = [{"id": "c", "type": "any_of", "any_of": ["paris"]}]
+
+        def test_capital():
+            assert_rubric("Paris.", C, subject="careful")
+            assert_rubric("PARIS!", C, subject="careful")
+            assert_rubric("Paris", C, subject="bold")
+        """
+    )
+    pytester.runpytest("--rubric-json=r.json").assert_outcomes(passed=1)
+    capsys.readouterr()
+    assert main(["merge", "r.json", "--json", "m.json"]) == 0, capsys.readouterr().err
+    merged = json.loads((pytester.path / "m.json").read_text())
+    assert len(merged["results"]) == 3
+
+
 def test_a_merge_of_passing_shards_exits_zero(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -82,7 +82,7 @@ def test_a_failure_it_expects():  # caught, so it counts nowhere
         assert_rubric("Lyon.", CRITERIA, subject="caught")
 """
 APP_FAILURE = [
-    "E       pytest_rubric.RubricAssertionError: rubric test_capital#3[[]bold[]]: "
+    "E       pytest_rubric.RubricAssertionError: rubric test_capital[[]bold[]]: "
     "score 0.00 (min_score 0.80, raw 0) FAILED",
     "E          criterion  type    verdict  weight  reason",
     "E       x  capital    any_of  UNMET         1  none of 'paris' found",
@@ -317,10 +317,11 @@ def test_what_a_user_sees_is_the_same_in_every_run_mode(
     )
     assert junit["s.rubric.yaml::var[bold]"][0] == ["failure"]
     app = junit["test_app::test_capital"][1]
+    # Each subject's n-th call is the test's n-th case: careful's two, then bold's first.
     assert [value for name, value in app if name == "rubric_case"] == [
         "test_capital",
         "test_capital#2",
-        "test_capital#3",
+        "test_capital",
     ]
     assert junit["test_app::test_capital"][0] == ["failure"]
     for mode, other in zip(list(seen)[1:], others, strict=True):
