@@ -45,8 +45,8 @@ def merge(paths: Sequence[Path], *, allow_incomplete: bool = False) -> Document:
     """
     together = Document([])
     runs: list[RunInfo] = []
-    owner: dict[str, Path] = {}
-    for path in paths:
+    owner: dict[str, tuple[int, Path]] = {}  # each node id's shard: its place, its path
+    for shard, path in enumerate(paths):
         document = load_document(path)
         if document.run is not None and not document.run.complete and not allow_incomplete:
             raise DocumentError(
@@ -71,12 +71,12 @@ def merge(paths: Sequence[Path], *, allow_incomplete: bool = False) -> Document:
                     "document was edited or concatenated; write each item's result once"
                 )
             seen_here.add((nodeid, r.case, r.subject))
-            if owner.get(nodeid, path) != path:
+            if owner.setdefault(nodeid, (shard, path))[0] != shard:
                 raise DocumentError(
-                    f"{nodeid} is in both {owner[nodeid]} and {path}: shards must not overlap "
-                    "(split the suite with disjoint paths, -k expressions or a shard plugin)"
+                    f"{nodeid} is in both {owner[nodeid][1]} and {path}: shards must not "
+                    "overlap (split the suite with disjoint paths, -k expressions or a shard "
+                    "plugin)"
                 )
-            owner[nodeid] = path
         together.results += document.results
     together.run = merged(runs)
     return together
