@@ -807,7 +807,7 @@ def test_a_bound_below_the_judge_clients_is_said_in_the_header(
     result.stdout.fnmatch_lines(
         ["rubric: --rubric-concurrency 1 is below the run's 2 judge clients *up to 2 may be*"]
     )
-    result = pytester.runpytest(*bound, "-p", "no:xdist")
+    result = pytester.runpytest(*bound)  # one process, one judge: the bound holds
     result.stdout.no_fnmatch_line("*is below the run's*")
 
 
