@@ -12,13 +12,15 @@ from dataclasses import dataclass
 
 from .._llm.base import CallStats
 from .._llm.cost import Price, money
-from .._report.gates import GateReport
+from .._report.gates import GateReport, before_and_after
 from .._report.leaderboard import breakdown_tables
 from .._report.leaderboard import columns as board_columns
 from .._report.report import JudgeUsage, SessionReport, Severity
-from .table import render_table
+from .table import labelled, render_table
 
 _MARK = {Severity.WARNING: "! ", Severity.CAUTION: "~ "}
+# Report-only cases shown with their before and after in the summary; the rest are counted.
+_SHOWN_CHANGES = 5
 _MARKUP: dict[Severity, dict[str, bool]] = {
     Severity.INFO: {},
     Severity.CAUTION: {"cyan": True},
@@ -86,7 +88,7 @@ def terminal_lines(report: SessionReport, *, board_when_empty: bool = False) -> 
     lines += _usage_lines(report.judge_usage)
     if report.judge_audit.shown:
         lines += [Line("judge audit"), *(Line(text) for text in report.judge_audit.lines())]
-    return lines + _gate_lines(report.gates)
+    return lines + _gate_lines(report.gates, report.show_response)
 
 
 def _usage_lines(usage: JudgeUsage) -> list[Line]:
@@ -150,7 +152,7 @@ def _elsewhere_line(usage: Sequence[CallStats]) -> str | None:
     )
 
 
-def _gate_lines(gates: GateReport) -> list[Line]:
+def _gate_lines(gates: GateReport, show_response: int) -> list[Line]:
     if not gates.active:
         return []
     lines: list[Line] = []
@@ -165,6 +167,17 @@ def _gate_lines(gates: GateReport) -> list[Line]:
             subject, before, after, change = d.cells(missing="-")
             change = "" if d.change is None else f" ({change})"
             lines.append(Line(f"  {subject}: {before} -> {after}{change}"))
+    # A report-only case passes whatever it scores, so no failure report shows its change.
+    scored_lower = [c for c in gates.changes if c.kind == "regressed" and c.report_only]
+    for lower in scored_lower[:_SHOWN_CHANGES]:
+        lines.append(Line(f"  scored lower (report-only): {lower.nodeid}"))
+        rows = labelled(before_and_after(lower, limit=show_response))
+        lines += [Line(f"    {text}") for text in rows]
+    if len(scored_lower) > _SHOWN_CHANGES:
+        more = len(scored_lower) - _SHOWN_CHANGES
+        lines.append(
+            Line(f"  ... and {more} more scored lower: see --rubric-markdown or --rubric-html")
+        )
     lines += [Line(f"  note: {note}") for note in gates.noted]
     if gates.failed:
         lines.append(Line(f"rubric gate FAILED ({len(gates.regressions)}):", Severity.ERROR))

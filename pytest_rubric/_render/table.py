@@ -83,7 +83,7 @@ def since_baseline(
     if result.passed or was is None or not was.passed:
         return []
     rows = before_and_after(changed(was, result), limit=show_response)
-    return ["", "since the baseline:", *_labelled(rows)]
+    return ["", "since the baseline:", *labelled(rows)]
 
 
 def answer_lines(result: CaseResult, *, show_response: int = SHOW_RESPONSE) -> list[str]:
@@ -96,10 +96,10 @@ def answer_lines(result: CaseResult, *, show_response: int = SHOW_RESPONSE) -> l
         shown.append(("question", clip(result.question, *keys, limit=SHOW_QUESTION)))
     if show_response > 0:
         shown.append(("response", clip(result.response, *keys, limit=show_response)))
-    return _labelled(shown) + trace_lines(result.trace)
+    return labelled(shown) + trace_lines(result.trace)
 
 
-def _labelled(shown: Iterable[tuple[str, str]]) -> list[str]:
+def labelled(shown: Iterable[tuple[str, str]]) -> list[str]:
     """``label: text``, each further line of a text indented under its first. Lines end at
     ``\\n`` only (not at CR, FF or NEL, as ``splitlines``'s do): the boundary escapes those."""
     lines = []

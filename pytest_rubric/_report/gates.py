@@ -19,6 +19,7 @@ side is reported, never a failure (deselecting is a choice the command line show
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -100,8 +101,9 @@ DELTA_HEADER = ("subject", "baseline", "now", "change")
 
 @dataclass(frozen=True, slots=True)
 class CaseChange:
-    """One item that changed since the baseline: ``regressed`` (passed there, not now),
-    ``improved`` (the other way), ``appeared`` (new) or ``disappeared`` (gone)."""
+    """One item that changed since the baseline: ``regressed`` (passed there, not now; a
+    report-only case, which passes either way: scored lower now), ``improved`` (the other
+    way), ``appeared`` (new) or ``disappeared`` (gone)."""
 
     kind: str
     nodeid: str
@@ -113,6 +115,8 @@ class CaseChange:
     response_before: str | None = None
     response_after: str | None = None
     verdicts: tuple[tuple[str, str, str], ...] = ()
+    # A report-only case that passed in both runs: no failure report shows what changed.
+    report_only: bool = False
 
 
 CHANGE_KINDS = ("regressed", "improved", "appeared", "disappeared")
@@ -187,7 +191,7 @@ def case_changes(
     for key, now in new.items():
         if (was := old.get(key)) is None:
             changes.append(CaseChange("appeared", now.nodeid, now.subject, None, now.score))
-        elif was.passed != now.passed:
+        elif was.passed != now.passed or _report_only_moved(was, now):
             changes.append(changed(was, now))
     changes += [
         CaseChange("disappeared", was.nodeid, was.subject, was.score, None)
@@ -197,14 +201,28 @@ def case_changes(
     return tuple(sorted(changes, key=lambda c: (CHANGE_KINDS.index(c.kind), c.nodeid)))
 
 
+def _report_only_moved(was: CaseResult, now: CaseResult) -> bool:
+    """Whether a report-only case that passed in both runs scored differently: its score is
+    what it reports (an imported HealthBench suite's regression is a score that fell)."""
+    return (
+        was.min_score is None
+        and now.min_score is None
+        and was.passed
+        and now.passed
+        and not math.isclose(was.score, now.score, abs_tol=EPSILON)
+    )
+
+
 def changed(was: CaseResult, now: CaseResult) -> CaseChange:
-    """An item that passed in one run and not the other: ``regressed`` or ``improved``, with
-    both responses and the verdicts that changed (a criterion added or removed since is
-    ``absent`` on its other side)."""
+    """An item that passed in one run and not the other, or a report-only one that scored
+    differently: ``regressed`` or ``improved``, with both responses and the verdicts that
+    changed (a criterion added or removed since is ``absent`` on its other side)."""
     there = {c.id: c.verdict.value for c in was.criteria}
     here = {c.id for c in now.criteria}
+    report_only = _report_only_moved(was, now)
+    better = now.score > was.score if report_only else now.passed
     return CaseChange(
-        "improved" if now.passed else "regressed",
+        "improved" if better else "regressed",
         now.nodeid,
         now.subject,
         was.score,
@@ -217,6 +235,7 @@ def changed(was: CaseResult, now: CaseResult) -> CaseChange:
             if there.get(c.id) != c.verdict.value
         )
         + tuple((cid, verdict, "absent") for cid, verdict in there.items() if cid not in here),
+        report_only=report_only,
     )
 
 
@@ -350,12 +369,16 @@ def _shares_no_case(
     rootdir: str | None,
     old: Mapping[tuple[str, str, str, int], CaseResult],
     new: Mapping[tuple[str, str, str, int], CaseResult],
+    unjudged: str | None,
 ) -> str:
-    """Why a baseline shares no case: cases are matched by node id, and node ids are
-    relative to pytest's rootdir. With no ini file, pytest takes the rootdir from the paths
-    on the command line, and ``--rubric-baseline PATH`` (with a space) is one of them: a
-    baseline kept elsewhere moves the rootdir, and every node id with it."""
+    """Why a baseline shares no case: nothing was graded without the judge, or cases are
+    matched by node id, and node ids are relative to pytest's rootdir. With no ini file,
+    pytest takes the rootdir from the paths on the command line, and ``--rubric-baseline
+    PATH`` (with a space) is one of them: a baseline kept elsewhere moves the rootdir, and
+    every node id with it."""
     message = f"the baseline ({name}) shares no case with this run: nothing was compared"
+    if not new and unjudged is not None:  # every case needed the judge
+        return f"{message}: no case was graded without the judge ({unjudged})"
     if rootdir is None:
         return f"{message}; give the baseline of this suite"
     was = next(iter(old))[0]
@@ -423,7 +446,8 @@ def _compare(
             )
         )
     if old and not any(key in new for key in old):
-        message = _shares_no_case(asked.baseline_name or "baseline", asked.rootdir, old, new)
+        name = asked.baseline_name or "baseline"
+        message = _shares_no_case(name, asked.rootdir, old, new, asked.unjudged)
         entries.append(GateEntry("baseline-case", None, None, True, message))
     return entries, notes, deltas, case_changes(old, new)
 

@@ -252,11 +252,7 @@ class RubricFixture:
             ranked=subject is not None,
         )
         if item is not None:
-            if (
-                result.skipped
-                and (session is None or session.unjudged is None)
-                and unscored(result)
-            ):
+            if result.skipped and result.skipped_bounds is None and unscored(result):
                 pytest.skip(f"nothing graded: {result.skipped[0].reason}")
             # An undecided result is skipped, not raised: it is in the outputs with its bounds.
             raised = result.skipped_bounds is None and (bool(result.errors) or not result.passed)

@@ -467,9 +467,11 @@ class RubricItem(pytest.Item):
             pass_when=self.pass_when,
             level=session.settings.confidence,
         )
-        # Without a judge at all, a case whose positive criteria are all judged has nothing to
-        # score; one whose judge has no key is graded on what can be (see _grade.bounds).
-        if session.unjudged is None and unscored(result):
+        # A case whose positive criteria are all judged has nothing to score, without a judge
+        # or with one that has no key (a pass whatever the judge says, as a report-only case
+        # is, would be a score of 0 in every figure); one the judge could still pass or fail
+        # keeps its bounds (see _grade.bounds).
+        if result.skipped_bounds is None and unscored(result):
             pytest.skip(
                 f"nothing graded: {result.skipped[0].reason}"
                 if result.skipped

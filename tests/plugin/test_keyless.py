@@ -187,14 +187,18 @@ def test_assert_rubric_in_a_test_is_graded_on_what_can_be(team: pytest.Pytester)
 
         def test_undecided():
             assert_rubric("It is dry.", CRITERIA, min_score=0.6)
+
+        def test_nothing_to_score():
+            assert_rubric("It is dry.", {"criteria": CRITERIA[2:], "min_score": None})
         """
     )
     result = team.runpytest("test_inline.py", "-rfs")
-    result.assert_outcomes(failed=1, skipped=1)
+    result.assert_outcomes(failed=1, skipped=2)
     lines_in_any_order(
         result,
         [
             "*score between 0.33 and 0.67 whatever the judge says; min_score 0.60*",
+            f"*test_inline.py:*: nothing graded: {NO_KEY}",
             "FAILED test_inline.py::test_regression*",
         ],
     )
@@ -293,3 +297,37 @@ def test_grounded_without_a_context_is_error_without_a_judge(
     result = team.runpytest("evals", "-rA")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*g *grounded *ERROR *the answer has no context to check*"])
+
+
+def test_a_report_only_case_with_nothing_to_grade_is_skipped_not_scored_zero(
+    team: pytest.Pytester, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An imported HealthBench case is report-only and judged throughout: keyless, it passes
+    whatever the judge says but has nothing to score. It is skipped, as without a judge, not
+    scored 0 in the leaderboard and a baseline's drop of 1.000 -> 0.000."""
+    (team.path / "evals/wine.rubric.yaml").write_text(
+        "min_score: null\ntarget: targets:wine_bot\ncases:\n"
+        '  - {id: chablis, question: "What is Chablis?", criteria: '
+        '[{id: accurate, type: judge, requirement: "It is accurate"}]}\n'
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    fake_llm.respond_with(lambda r: verdict("MET"))
+    judged = ["evals", f"--rubric-judge-url={fake_llm.openai_url}", "--rubric-json", "base.json"]
+    team.runpytest(*judged).assert_outcomes(passed=1)
+    monkeypatch.delenv("OPENAI_API_KEY")
+    result = team.runpytest(
+        "evals", "-rs", "--rubric-baseline", "base.json", "--rubric-json", "now.json"
+    )
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(
+        [f"SKIPPED [[]1[]] evals/wine.rubric.yaml:*: nothing graded: {NO_KEY}"]
+    )
+    # Nothing compared is no pass either: the gate says why.
+    result.stdout.fnmatch_lines(
+        [
+            "*the baseline (base.json) shares no case with this run: nothing was compared: no "
+            f"case was graded without the judge ({NO_KEY})"
+        ]
+    )
+    assert "0.000" not in result.stdout.str()
+    assert json.loads((team.path / "now.json").read_text())["leaderboard"] == []

@@ -108,3 +108,33 @@ def test_the_markdown_and_the_html_show_before_and_after(team: pytest.Pytester) 
     assert html.escape(GOOD) in changes
     assert REGRESSED in changes
     assert "days MET -&gt; UNMET" in changes
+
+
+def test_a_report_only_case_that_scored_lower_shows_before_and_after(
+    team: pytest.Pytester, write: Write
+) -> None:
+    """A report-only case (an imported HealthBench suite's) passes whatever it scores: its
+    regression is a lower score, shown before and after in the summary (there is no failure
+    report), the Markdown and the HTML, beside the subject's drop."""
+    rubric = team.path / "evals/remote.rubric.yaml"
+    rubric.write_text(f"min_score: null\n{rubric.read_text()}")
+    write("app/bot.py", app(GOOD))
+    team.runpytest("--rubric-json", "main.json").assert_outcomes(passed=2)
+    write("app/bot.py", app(REGRESSED))
+    result = team.runpytest(
+        "--rubric-baseline", "main.json", "--rubric-markdown", "out.md", "--rubric-html", "out.html"
+    )
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "  scored lower (report-only): evals/remote.rubric.yaml::remote[[]hr_bot[]]",
+            "    verdicts changed: days MET -> UNMET, approval MET -> UNMET, no_vague UNMET -> MET",
+            f"    baseline (score 1.00): {GOOD}",
+            f"    now (score 0.*): {REGRESSED}",
+        ],
+        consecutive=True,
+    )
+    result.stdout.fnmatch_lines(["rubric gate FAILED (1):", "*hr_bot: correctness 1.000 -> 0.*"])
+    assert "### Regressed since the baseline" in (team.path / "out.md").read_text()
+    page = (team.path / "out.html").read_text()
+    assert REGRESSED in page[page.index('id="changes"') :]
