@@ -74,15 +74,25 @@ class Source:
     def fetch_samples(
         self, case: Any, *, repeat: int, concurrency: int, raised: list[BaseException] | None = None
     ) -> tuple[list[Answer], None] | tuple[None, str]:
-        """The answer of each sample, or None and why one is missing; ``repeat`` asked at most
-        ``concurrency`` at once. What a user's target raised is appended to ``raised``."""
+        """The answer of each sample, or None and why the first missing one is missing."""
+        fetched = self.fetch_each(case, repeat=repeat, concurrency=concurrency, raised=raised)
+        if problem := next((p for a, p in fetched if a is None), None):
+            return None, problem
+        return [a for a, _ in fetched if a is not None], None
+
+    def fetch_each(
+        self, case: Any, *, repeat: int, concurrency: int, raised: list[BaseException] | None = None
+    ) -> list[tuple[Answer, None] | tuple[None, str]]:
+        """Each sample's answer, or None and why it is missing (``sample i of n: ...`` under
+        ``repeat``); ``repeat`` asked at most ``concurrency`` at once. What a user's target
+        raised is appended to ``raised``."""
         if self.unavailable is not None:
-            return None, self.unavailable
+            return [(None, self.unavailable)]
         if self.text is not None:
-            return self.written, None
+            return [(answer, None) for answer in self.written]
         if repeat == 1:
             answer, problem = self.fetch(case, raised=raised)
-            return (None, problem or "no response") if answer is None else ([answer], None)
+            return [(None, problem or "no response") if answer is None else (answer, None)]
         with ThreadPoolExecutor(max_workers=max(1, min(repeat, concurrency))) as pool:
             fetched = list(
                 pool.map(
@@ -90,10 +100,12 @@ class Source:
                     range(repeat),
                 )
             )
-        for index, (answer, problem) in enumerate(fetched):
-            if answer is None:
-                return None, f"sample {index + 1} of {repeat}: {problem}"
-        return [answer for answer, _ in fetched if answer is not None], None
+        return [
+            (None, f"sample {index + 1} of {repeat}: {problem}")
+            if answer is None
+            else (answer, None)
+            for index, (answer, problem) in enumerate(fetched)
+        ]
 
     def fetch(
         self,

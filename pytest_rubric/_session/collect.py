@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,18 +69,23 @@ def evaluate(
     ranked: bool = True,
     pass_when: PassWhen = "mean",
     level: float = 0.95,
+    missing: Mapping[int, str] | None = None,
 ) -> CaseResult:
     """The result of ``responses`` (one per sample, at least one) to ``compiled``.
 
     ``key`` is the judge's key of the first sample (the others are its
     ``of_sample(i)``); without a session the judged criteria are SKIPPED. A response may
-    carry its trace (an :class:`~pytest_rubric.criteria.check.Answer`).
+    carry its trace (an :class:`~pytest_rubric.criteria.check.Answer`). ``missing``: the
+    samples, by their place among all of them, that have no answer, and why: each is a
+    sample whose every criterion is ERROR, beside the others graded (the item is an ERROR).
     """
+    missing = missing or {}
     answers = [r if isinstance(r, Answer) else Answer(r) for r in responses]
     texts = [a.text for a in answers]
+    places = [i for i in range(len(answers) + len(missing)) if i not in missing]
     judged = (
         session.judge_samples(
-            [key.of_sample(i) for i in range(len(answers))],
+            [key.of_sample(i) for i in places],
             compiled,
             texts,
             # What the judge is shown beside each answer: none without a judged criterion.
@@ -102,7 +107,16 @@ def evaluate(
         )
         for response, verdicts in zip(answers, judged, strict=True)
     ]
-    probe = session.probe(key, compiled, texts[0], judged[0]) if session is not None else []
+    for place, reason in sorted(missing.items()):
+        unanswered = grader.unavailable(
+            compiled, reason, nodeid=nodeid, suite=suite, subject=subject
+        )
+        samples.insert(place, unanswered)
+    probe = (
+        session.probe(key, compiled, texts[0], judged[0])
+        if session is not None and not missing  # an ERROR item is not probed
+        else []
+    )
     result = grader.combine(samples, pass_when=pass_when, level=level, probe=probe)
     if session is not None and session.unjudged is not None:
         result = settle_unjudged(result)  # graded on what can be: see _grade.bounds
@@ -417,6 +431,24 @@ class RubricItem(pytest.Item):
         whose target called ``os._exit``): every criterion ERROR, as for a missing answer."""
         return [self._unavailable(CRASHED)] if self.subject else []
 
+    def _evaluate(
+        self, responses: list[Answer], missing: Mapping[int, str] | None = None
+    ) -> CaseResult:
+        session = self.rubric_session
+        return evaluate(
+            session,
+            session.grader,
+            self.compiled,
+            responses,
+            key=answer_key(self),
+            nodeid=self.nodeid,
+            suite=self.suite_name,
+            subject=self.subject,
+            pass_when=self.pass_when,
+            level=session.settings.confidence,
+            missing=missing,
+        )
+
     def _unavailable(self, reason: str) -> CaseResult:
         """The result of an answer that could not be had: every criterion ERROR."""
         return self.rubric_session.grader.unavailable(
@@ -440,33 +472,34 @@ class RubricItem(pytest.Item):
     def _grade(self) -> None:
         session = self.rubric_session
         raised: list[BaseException] = []
-        responses, problem = self.source.fetch_samples(
+        fetched = self.source.fetch_each(
             self.compiled.rubric,
             repeat=self.repeat,
             concurrency=session.settings.concurrency,
             raised=raised,
         )
-        if responses is None:
-            problem = problem or "no response"
+        responses = [answer for answer, _ in fetched if answer is not None]
+        missing = {i: problem for i, (_, problem) in enumerate(fetched) if problem is not None}
+        if missing:
+            # The samples that answered are graded beside the ones that did not (each of
+            # their criteria ERROR): the item keeps its samples, their traces and its rules.
+            result = (
+                self._evaluate(responses, missing)
+                if responses
+                else session.grader.combine(
+                    [self._unavailable(problem) for problem in missing.values()],
+                    pass_when=self.pass_when,
+                    level=session.settings.confidence,
+                )
+            )
             if self.subject:
-                record(self, self._unavailable(problem))
+                record(self, result)
             # Never a pass; what the application raised, if it did, is the error's cause:
             # its traceback is the report's.
-            raise RubricEvaluationError(outgoing(problem), result=None) from (
+            raise RubricEvaluationError(outgoing(next(iter(missing.values()))), result=None) from (
                 raised[0] if raised else None
             )
-        result = evaluate(
-            session,
-            session.grader,
-            self.compiled,
-            responses,
-            key=answer_key(self),
-            nodeid=self.nodeid,
-            suite=self.suite_name,
-            subject=self.subject,
-            pass_when=self.pass_when,
-            level=session.settings.confidence,
-        )
+        result = self._evaluate(responses)
         # A case whose positive criteria are all judged has nothing to score, without a judge
         # or with one that has no key (a pass whatever the judge says, as a report-only case
         # is, would be a score of 0 in every figure); one the judge could still pass or fail

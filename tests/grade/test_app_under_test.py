@@ -532,3 +532,46 @@ def test_collect_freezes_answers_that_responses_then_grade(
     assert graded["refund_window", "support_bot"]["n_samples"] == 2
     assert not graded["refund_window", "m1"]["passed"]
     assert len(fake_llm.requests) == 3  # grading asked nobody
+
+
+def test_a_sample_whose_target_raised_leaves_the_others_graded_in_an_error_item(
+    pytester: pytest.Pytester, team: Callable[[str], None], write: Write
+) -> None:
+    """Under ``repeat: 3`` the application fails once: the item is an ERROR whose traceback is
+    the application's, and its result keeps the two answers it gave, graded, beside the one
+    it did not (every criterion ERROR), with the file's ``pass_when``."""
+    write(
+        "evals/targets.py",
+        ADAPTER
+        + textwrap.dedent(
+            """
+            import itertools
+
+            _calls = itertools.count()
+
+
+            def flaky_bot(question: str) -> str:
+                if next(_calls) == 1:
+                    raise ConnectionError("the order service timed out")
+                return answer(question)
+            """
+        ),
+    )
+    write(
+        "evals/support.rubric.yaml",
+        SUITE.replace("support_bot", "flaky_bot").replace(
+            "cases:", "repeat: 3\npass_when: any\ncases:"
+        ),
+    )
+    result = pytester.runpytest("--rubric-json=out.json", "--rubric-concurrency=1", "--tb=short")
+    result.assert_outcomes(passed=1, errors=1)  # the unit test, and the item
+    result.stdout.fnmatch_lines(
+        ["*raise ConnectionError*", "E   ConnectionError: the order service timed out"]
+    )
+    (item,) = json.loads((pytester.path / "out.json").read_text())["results"]
+    assert (item["passed"], item["pass_when"], item["n_samples"]) == (False, "any", 3)
+    verdicts = [[c["verdict"] for c in s["criteria"]] for s in item["samples"]]
+    assert verdicts == [["MET", "MET", "UNMET"], ["ERROR"] * 3, ["MET", "MET", "UNMET"]]
+    assert [s["response"] for s in item["samples"]] == [GOOD, "", GOOD]
+    reason = item["samples"][1]["criteria"][0]["reason"]
+    assert reason.startswith("sample 2 of 3: target targets:flaky_bot raised ConnectionError")
