@@ -654,8 +654,10 @@ def _prose(characters: int, seed: int) -> str:
 
     pick = random.Random(seed).choice
     words: list[str] = []
-    while sum(len(w) + 1 for w in words) < characters:
+    length = 0
+    while length < characters:
         words.append(pick(_VOCABULARY))
+        length += len(words[-1]) + 1
     return " ".join(words)
 
 
