@@ -17,7 +17,9 @@ Keys sorted, two-space indents, a trailing newline: re-recording one case change
 file a reviewer can read. A recording may come from another branch, so it is untrusted: a
 file is read within limits (size, nesting, entries, each reply no larger than a live one),
 its replies are validated as live ones are, and a file that cannot be read is named in the
-ERROR of a replay that needed it. The process that writes outputs writes the files
+ERROR of a replay that needed it, and never written over or deleted: it may hold another
+branch's entries (a merge conflict left in it), so a run leaves it as it was and says so
+(:attr:`Recordings.unreadable`). The process that writes outputs writes the files
 (:meth:`Recordings.flush`); xdist workers hand their share over (:meth:`Recordings.state`).
 """
 
@@ -80,6 +82,9 @@ class Recordings:
         self._problems: dict[str, str] = {}  # a file that cannot be read, and why
         self.new: dict[str, dict[str, dict[str, Any]]] = {}  # recorded in this process
         self.used: dict[str, set[str]] = {}  # the entries this run's requests found
+        # A file flush or prune left as it was, as it cannot be read: this run's new entries
+        # for it, not written (0: it was to be pruned).
+        self.unreadable: dict[str, int] = {}
 
     def path(self, where: str) -> Path:
         return self.directory / where
@@ -148,11 +153,16 @@ class Recordings:
 
     def flush(self) -> None:
         """Write this run's entries into their files (merged with what each holds now, and
-        replaced atomically)."""
+        replaced atomically); a file that cannot be read is left as it was (:attr:`unreadable`)."""
         with self._lock:
             for where, entries in sorted(self.new.items()):
                 self._files.pop(where, None)  # read again: the file may have changed since
-                merged = {**self._load(where), **entries}
+                self._problems.pop(where, None)
+                kept = self._load(where)
+                if where in self._problems:  # {} for what it holds: written, it would be lost
+                    self.unreadable[where] = len(entries)
+                    continue
+                merged = {**kept, **entries}
                 self._write(where, merged)
                 self._files[where] = merged
             self.new = {}
@@ -177,15 +187,19 @@ class Recordings:
         return found
 
     def prune(self, unused: Mapping[str, Iterable[str]]) -> int:
-        """Delete ``unused`` entries (a file left empty goes); how many were deleted."""
+        """Delete ``unused`` entries (a file left empty goes); how many were deleted. A file
+        that cannot be read is left as it was (:attr:`unreadable`)."""
         deleted = 0
         with self._lock:
             for where, keys in unused.items():
                 entries = dict(self._load(where))
+                if where in self._problems:
+                    self.unreadable.setdefault(where, 0)
+                    continue
                 gone = [key for key in keys if key in entries]
                 for key in gone:
                     del entries[key]
-                deleted += len(gone) or (where in self._problems)
+                deleted += len(gone)
                 if entries:
                     self._write(where, entries)
                 else:
@@ -199,7 +213,7 @@ class Recordings:
         if where not in self._files:
             try:
                 self._files[where] = _read(self.path(where))
-            except FileNotFoundError:
+            except (FileNotFoundError, NotADirectoryError):  # no file (a parent is a file)
                 self._files[where] = {}
             except (OSError, NotRegular, ValueError, Limit) as exc:
                 self._files[where] = {}

@@ -2,7 +2,8 @@
 application's answers (``--rubric-cache``, ``--rubric-response-cache``); and its part of
 ``--rubric-recordings``: what was collected, what the run used, and at the end, writing what
 was recorded, counting what no request used and, when asked after a run that collected every
-rubric file, deleting it (as syrupy does for unused snapshots).
+rubric file, deleting it (as syrupy does for unused snapshots); a file it cannot read (a
+merge conflict left in it) is neither written nor deleted, and the summary says so.
 
 Under xdist the workers judge and the controller writes: each worker hands over what it
 collected, used and recorded as plain data (:meth:`JudgeRecordings.state`), so no two
@@ -87,7 +88,7 @@ class Caches:
 
 @dataclass(eq=False)
 class JudgeRecordings:
-    """What the run did with the recordings folder, and the line the summary shows."""
+    """What the run did with the recordings folder, and the lines the summary shows."""
 
     store: Recordings
     rootpath: Path  # where a rubric file's recordings say it is
@@ -158,6 +159,13 @@ class JudgeRecordings:
                 f"recordings: {count} unused; run with --rubric-recordings-prune to delete them"
             )
 
+    @property
+    def warnings(self) -> list[str]:
+        """For the summary: a line for each recording file the run could not read, and so
+        left as it was (said even when writing another file failed)."""
+        store = self.store
+        return [_left(store, where, new) for where, new in sorted(store.unreadable.items())]
+
     def _gone(self, store: Recordings) -> dict[str, list[str]]:
         """Recording files whose rubric file no longer exists under the rootdir."""
         found: dict[str, list[str]] = {}
@@ -167,3 +175,14 @@ class JudgeRecordings:
             if rubric and rubric not in self.files and not (self.rootpath / rubric).exists():
                 found[where] = store.unused([where]).get(where, ["(unreadable)"])
         return found
+
+
+def _left(store: Recordings, where: str, new: int) -> str:
+    """What a run says of a recording file it could not read and so left as it was."""
+    entries = "entry" if new == 1 else "entries"
+    return (
+        f"recordings: warning: {store.shown(where)} cannot be read ({store.problem(where)}): "
+        "left as it was, "
+        + (f"this run's {new} new {entries} for it not written" if new else "not pruned")
+        + "; resolve a merge conflict left in it, or fix or delete the file, then run again"
+    )

@@ -568,8 +568,11 @@ class _ReportHooks:
             terminalreporter.section("rubric summary")
             for line in terminal_lines(report):
                 terminalreporter.line(outgoing(line.text), **line.markup)
-        if self.state.recordings and self.state.recordings.line is not None:  # in the summary
-            terminalreporter.write_line(outgoing(self.state.recordings.line))
+        if self.state.recordings:  # in the summary
+            if self.state.recordings.line is not None:
+                terminalreporter.write_line(outgoing(self.state.recordings.line))
+            for warning in self.state.recordings.warnings:  # the run went on
+                terminalreporter.write_line(outgoing(warning), yellow=True)
         for unwritten in self.state.unwritten:  # one error line each; the run went on
             terminalreporter.write_line(f"rubric: ERROR {unwritten.line}", red=True, bold=True)
 

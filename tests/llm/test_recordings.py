@@ -186,6 +186,75 @@ def test_a_recording_left_with_a_merge_conflict_is_named_in_the_error(
     )
 
 
+def conflicted(path: Path) -> bytes:
+    """Leave ``path`` as git leaves it when another branch recorded another reply to the same
+    request: both sides inside the object, between the markers."""
+    ours = entries(path)
+    other = json.dumps({"reason": "the other branch's judge", "verdict": "UNMET"})
+    theirs = {key: {**entry, "reply": other} for key, entry in ours.items()}
+
+    def inside(data: dict[str, Any]) -> str:
+        return "".join(json.dumps(data, indent=2, sort_keys=True).splitlines(True)[1:-1])
+
+    text = f"{{\n<<<<<<< HEAD\n{inside(ours)}=======\n{inside(theirs)}>>>>>>> other\n}}\n"
+    path.write_text(text)
+    return text.encode()
+
+
+LEFT = (
+    "recordings: warning: recordings/evals/faq.rubric.yaml/remote.json cannot be read "
+    "(it is not JSON (line 2: Expecting property name enclosed in double quotes); a merge "
+    "conflict left in it?): left as it was, {done}; resolve a merge conflict left in it, or "
+    "fix or delete the file, then run again"
+)
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("mode", list(RUN_MODES))
+def test_a_recording_left_with_a_merge_conflict_is_never_written_over(
+    team: pytest.Pytester, mode: str
+) -> None:
+    """Merged with {} for what it holds, it would be rewritten as clean JSON holding this
+    run's entries alone: the other branch's lost, and the conflict resolved for git."""
+    team.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
+    conflict = conflicted(recording(team, "remote"))
+    recording(team, "leave").unlink()  # written again by the run, from the local cache
+    result = team.runpytest("--rubric-cache", "use", *RUN_MODES[mode])
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.OK
+    assert recording(team, "remote").read_bytes() == conflict
+    assert len(entries(recording(team, "leave"))) == 1
+    said = LEFT.format(done="this run's 1 new entry for it not written")
+    result.stdout.fnmatch_lines([said])
+    assert result.stdout.str().count("remote.json cannot be read") == 1
+    recording(team, "remote").unlink()  # as the warning says: the next run writes it
+    result = team.runpytest("--rubric-cache", "use", *RUN_MODES[mode])
+    result.assert_outcomes(passed=3)
+    result.stdout.no_fnmatch_line("recordings:*")
+    assert len(entries(recording(team, "remote"))) == 1
+
+
+@pytest.mark.hostile
+def test_a_recording_left_with_a_merge_conflict_is_never_pruned(team: pytest.Pytester) -> None:
+    team.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
+    conflict = conflicted(recording(team, "remote"))
+    # The case removed (its recording an orphan), the other's criterion reworded (its old
+    # entry unused): a full run prunes the one it can read.
+    faq = team.path / "evals/faq.rubric.yaml"
+    header, _, leave = FAQ.partition("  - id: remote")
+    leave = "  - id: leave" + leave.partition("  - id: leave")[2]
+    faq.write_text(header + leave.replace("Says whether the leave is paid", "Says it is paid"))
+    result = team.runpytest("--rubric-cache", "use", "--rubric-recordings-prune")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK
+    assert recording(team, "remote").read_bytes() == conflict
+    assert len(entries(recording(team, "leave"))) == 1
+    result.stdout.fnmatch_lines(
+        ["recordings: 1 unused deleted", LEFT.format(done="not pruned")], consecutive=True
+    )
+    assert result.stdout.str().count("remote.json cannot be read") == 1
+
+
 @pytest.mark.hostile
 @pytest.mark.parametrize(
     "entry",
