@@ -56,15 +56,19 @@ def _rewrite(text: str, pattern: re.Pattern[str], table: Mapping[str, str]) -> s
             # "May" inside a sentence is a month or a name, not a hedge ("I think" is one).
             out.append(match.group())
             continue
+        # The space before a marker is kept once, and the text's own indent: "I think
+        # perhaps it" loses both markers and the space between them.
+        spaced = match.start() == 0 or before[-1:] not in ("", " ", "\t")
+        pre = match["pre"] if spaced else ""
         if not (new := table[key]):
-            out.append(match["pre"] if opens else "")
+            out.append(pre if opens else "")
             capitalize = opens
             if not opens and text[last : last + 1] in (".", "!", "?") and out[-2].endswith(","):
                 out[-2] = out[-2][:-1]  # "One day, I think." -> "One day.", not "One day,."
             continue
         if found[:1].isupper():
             new = new[:1].upper() + new[1:]
-        out.append(match["pre"] + new + match["comma"])
+        out.append(pre + new + match["comma"])
     out.append(_opened(text[last:], capitalize))
     return "".join(out)
 

@@ -323,6 +323,9 @@ def test_restyle_changes_only_tone_markers_and_is_idempotent(text: str) -> None:
         assert restyle(text, to=tone) == once  # deterministic
         assert restyle(once, to=tone) == once  # a rewrite of a rewrite is itself
         assert _skeleton(once) == _skeleton(text)
+        # No space appears where the text had none: a removed marker takes its own along.
+        assert len(once) - len(once.lstrip(" \t")) <= len(text) - len(text.lstrip(" \t"))
+        assert "  " not in once or "  " in text
 
 
 def test_restyle_moves_the_confidence_heuristic_both_ways() -> None:
@@ -337,6 +340,13 @@ def test_restyle_moves_the_confidence_heuristic_both_ways() -> None:
     )
     assert confidence(normalize(confident)) > confidence(normalize(text))
     assert confidence(normalize(hedged)) < confidence(normalize(text))
+    # Two hedges opening a sentence go with the space between them.
+    assert restyle("I think perhaps it is one day.", to="confident") == (
+        "Without question: It is one day."
+    )
+    assert restyle("Done. I think maybe it works.", to="confident") == (
+        "Without question: Done. It works."
+    )
     # A capitalized "May" inside a sentence is a month; what may carry substance is kept.
     assert restyle("It rained in May, never 100% dry.", to="confident") == (
         "Without question: It rained in May, never 100% dry."
