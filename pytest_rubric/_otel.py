@@ -31,8 +31,8 @@ from opentelemetry.trace import StatusCode
 
 from ._errors import SpansUnreadable
 from ._load.traces import arguments as call_arguments
-from ._load.traces import json_object, non_negative
-from ._trace import Passage, ToolCall, Trace, Usage
+from ._load.traces import json_object, within
+from ._trace import MAX_TOKENS, Passage, ToolCall, Trace, Usage
 
 SPAN_NAME = "pytest-rubric target"
 """The plugin's span around each target call: the root of the call's trace."""
@@ -206,7 +206,8 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
     counted again. ``llm_calls`` counts inference spans (``chat``, ``text_completion``,
     ``generate_content``; OpenInference ``LLM``). Tokens are summed over the model spans
     (inference and embeddings; an agent's span that totals them is not counted twice), and
-    are unknown (``None``) when one of them does not give its figure. Cost is never read
+    are unknown (``None``) when one of them does not give its figure (or gives one past
+    :data:`~pytest_rubric._trace.MAX_TOKENS`, as the total may not be). Cost is never read
     from spans: it is known only when the application returns ``usage.cost_usd``.
     """
     calls: list[ToolCall] = []
@@ -294,15 +295,19 @@ def _tokens(attributes: Mapping[str, Any]) -> tuple[int | None, int | None]:
 def _count(attributes: Mapping[str, Any], *names: str) -> int | None:
     for name in names:
         value = attributes.get(name)
-        if isinstance(value, int) and non_negative(value):
+        if isinstance(value, int) and within(value, MAX_TOKENS):
             return value
     return None
 
 
 def _total(counts: list[int | None]) -> int | None:
     """The sum, or ``None`` when one is unknown or there is none: a partial sum would
-    understate what a limit on it checks."""
-    return None if not counts or None in counts else sum(c for c in counts if c is not None)
+    understate what a limit on it checks; and past :data:`MAX_TOKENS`, as a span's own count
+    past it is: no trace holds more."""
+    if not counts or None in counts:
+        return None
+    total = sum(c for c in counts if c is not None)
+    return total if total <= MAX_TOKENS else None
 
 
 def _text(value: Any) -> str:

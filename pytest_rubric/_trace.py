@@ -21,6 +21,19 @@ from typing import Any, Literal
 
 TraceSource = Literal["returned", "otel", "responses", "case"]
 
+# The most a trace's figures may be. Past any real answer (a trillion tokens, a million
+# dollars, eleven days: every call the plugin times out within a day), so a figure beyond one
+# is a unit slip or a corrupt file, refused where a trace is read as NaN is (a target's
+# return, a responses line, the response cache, a --rubric-json read back); and small enough
+# that no aggregate of them overflows a float: a subject's summed cost over 200,000 answers
+# is at most 2e11 dollars, where a float holds 1.8e308.
+MAX_TOKENS = 10**12
+"""Input tokens, or output tokens, of one answer."""
+MAX_COST_USD = 1e6
+"""US dollars one answer cost (``usage.cost_usd``)."""
+MAX_LATENCY_S = 1e6
+"""Seconds one call of the application took (``latency_s``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:

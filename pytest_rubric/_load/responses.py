@@ -9,8 +9,8 @@ from pathlib import Path
 from .._errors import Problem
 from .._guards.limits import NotRegular, read_jsonl
 from .._guards.outgoing import safe_subject, subject_problem
-from .._trace import Trace
-from .traces import FIELD_SHAPES, TRACE_FIELDS, ShapeError, non_negative, read_trace
+from .._trace import MAX_LATENCY_S, Trace
+from .traces import FIELD_SHAPES, SECONDS, TRACE_FIELDS, ShapeError, read_trace, shown, within
 
 
 @dataclass(slots=True)
@@ -106,8 +106,13 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
         fields = {name: entry.get(name) for name in TRACE_FIELDS}
         latency = entry.get("latency_s")
         if latency is not None or any(v is not None for v in fields.values()):
-            if latency is not None and not non_negative(latency):
-                bad("`latency_s` must be a number of seconds", case=str(case_id), field="latency_s")
+            if latency is not None and not within(latency, MAX_LATENCY_S):
+                bad(
+                    f"`latency_s` must be {SECONDS}, not {shown(latency)}",
+                    hint='write the wall time of its call in seconds, e.g. "latency_s": 1.2',
+                    case=str(case_id),
+                    field="latency_s",
+                )
                 continue
             try:
                 target.traces[number] = read_trace(fields, source="responses", latency_s=latency)

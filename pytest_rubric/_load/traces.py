@@ -6,13 +6,21 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, replace
 from typing import Any, TypeVar
 
 from .._guards.limits import Limit, json_loads
-from .._trace import Passage, ToolCall, Trace, TraceSource, Usage
+from .._trace import (
+    MAX_COST_USD,
+    MAX_LATENCY_S,
+    MAX_TOKENS,
+    Passage,
+    ToolCall,
+    Trace,
+    TraceSource,
+    Usage,
+)
 from ..criteria.json_text import first_non_finite
 
 FIELD_SHAPES = (  # the fields beside the answer, as errors describe them
@@ -27,7 +35,10 @@ RETURN_SHAPES = (  # what a target may return, as errors list it
     "an object with those attributes (a dataclass, a pydantic model, a named tuple)",
 )
 TRACE_FIELDS = ("context", "messages", "usage", "metadata")  # beside the answer
-_MAX = sys.float_info.max
+# What each figure must be, as errors say it: the bounds of :mod:`pytest_rubric._trace`.
+TOKENS = f"a whole number of tokens from 0 to {MAX_TOKENS:,}"
+DOLLARS = f"a number of US dollars from 0 to {MAX_COST_USD:,.0f}"
+SECONDS = f"a number of seconds from 0 to {MAX_LATENCY_S:,.0f}"
 
 
 class ShapeError(ValueError):
@@ -153,10 +164,21 @@ def arguments(raw: Any) -> dict[str, Any] | str:
     return raw if isinstance(raw, str) else json.dumps(parsed, default=str)
 
 
-def non_negative(value: Any) -> bool:
+def within(value: Any, maximum: float) -> bool:
     """Whether ``value`` is a figure a trace may hold (tokens, a cost, a latency): a number
-    (never a bool), finite (not NaN, not past every float: 400 digits) and 0 or more."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= _MAX
+    (never a bool) from 0 to ``maximum`` (:data:`~pytest_rubric._trace.MAX_TOKENS`,
+    ``MAX_COST_USD``, ``MAX_LATENCY_S``), so finite too (not NaN, not ``1e309``). The bound
+    is what keeps a leaderboard's sums and medians of them finite."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= maximum
+
+
+def shown(value: Any) -> str:
+    """A figure as an error names it: its repr, cut short (a number of 400 digits)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int past the digits Python will print
+        return "a number of thousands of digits"
+    return text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"
 
 
 def finite(value: Any) -> bool:
@@ -237,8 +259,8 @@ def read_context(context: Any) -> tuple[Passage, ...]:
 def _count(value: Any, name: str) -> int | None:
     if value is None:
         return None
-    if not isinstance(value, int) or not non_negative(value):
-        raise ShapeError(f'"usage.{name}" is {value!r}, not a whole number of tokens')
+    if not isinstance(value, int) or not within(value, MAX_TOKENS):
+        raise ShapeError(f'"usage.{name}" is {shown(value)}, not {TOKENS}')
     return value
 
 
@@ -247,8 +269,8 @@ def read_usage(usage: Any) -> Usage:
     if isinstance(usage, str | int | float | list | tuple):
         raise ShapeError(f'"usage" is {type(usage).__name__}, not a mapping')
     cost = _get(usage, "cost_usd")
-    if cost is not None and not non_negative(cost):
-        raise ShapeError(f'"usage.cost_usd" is {cost!r}, not a non-negative number')
+    if cost is not None and not within(cost, MAX_COST_USD):
+        raise ShapeError(f'"usage.cost_usd" is {shown(cost)}, not {DOLLARS}')
     return Usage(
         input_tokens=_count(_get(usage, "input_tokens"), "input_tokens"),
         output_tokens=_count(_get(usage, "output_tokens"), "output_tokens"),
@@ -365,7 +387,7 @@ def recorded_trace(parsed: str | None) -> Trace | None:
             for c in built.tool_calls
         )
         and all(type(p.text) is str for p in built.context)
-        and (latency is None or non_negative(latency))
+        and (latency is None or within(latency, MAX_LATENCY_S))
         and (built.metadata is None or isinstance(built.metadata, dict))
     ):
         raise ShapeError("its trace holds a value no target could have returned")

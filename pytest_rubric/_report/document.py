@@ -49,6 +49,7 @@ from .._guards.limits import RepeatedKey, overflowing, unique_keys
 from .._guards.secrets import known_keys, shorten
 from .._llm.base import mean_raw_score
 from .._results import CaseResult, Sample
+from .._trace import MAX_COST_USD, MAX_LATENCY_S, MAX_TOKENS
 from .audit import Calibration
 from .gates import GateEntry
 from .report import SessionReport
@@ -152,24 +153,31 @@ class PassageModel(_Part):
     source: str | None = None
 
 
-class UsageModel(_Part):
-    """A ``trace``'s ``usage``: each figure null when the application did not give it."""
+Tokens = Annotated[int, Field(ge=0, le=MAX_TOKENS)]
+Dollars = Annotated[float, Field(ge=0, le=MAX_COST_USD)]
+Seconds = Annotated[float, Field(ge=0, le=MAX_LATENCY_S)]
 
-    input_tokens: Count | None = None
-    output_tokens: Count | None = None
-    cost_usd: Annotated[float, Field(ge=0)] | None = None
+
+class UsageModel(_Part):
+    """A ``trace``'s ``usage``: each figure null when the application did not give it; tokens
+    at most 10**12 each, ``cost_usd`` at most 1,000,000, as a trace is read."""
+
+    input_tokens: Tokens | None = None
+    output_tokens: Tokens | None = None
+    cost_usd: Dollars | None = None
 
 
 class TraceModel(_Part):
     """A sample's ``trace``: what the application did on the way to its answer (null when
-    there is none). ``result`` and ``text`` are cut to 2,000 characters with a count."""
+    there is none). ``result`` and ``text`` are cut to 2,000 characters with a count;
+    ``latency_s`` is at most 1,000,000, as a trace is read."""
 
     source: Literal["returned", "otel", "responses", "case"]
     tool_calls: list[ToolCallModel] = []
     llm_calls: Count | None = None
     context: list[PassageModel] = []
     usage: UsageModel = UsageModel()
-    latency_s: Annotated[float, Field(ge=0)] | None = None
+    latency_s: Seconds | None = None
     metadata: dict[str, Any] | None = None  # written when the application gave some
     left_out: ClassVar[Mapping[str, Any]] = {"metadata": None}
 
@@ -275,8 +283,8 @@ class LeaderboardRowModel(_Part):
     passed_ci: list[Fraction] | None = None
     # Subjects with traces only: mean tool calls per answer, median latency, summed cost.
     tool_calls: Annotated[float, Field(ge=0)] | None = None
-    latency_s_p50: Annotated[float, Field(ge=0)] | None = None
-    cost_usd: Annotated[float, Field(ge=0)] | None = None
+    latency_s_p50: Seconds | None = None  # a median: never past the largest latency
+    cost_usd: Annotated[float, Field(ge=0)] | None = None  # a sum: past one answer's bound
 
     @classmethod
     def trimmed(cls, data: dict[str, Any], described: Any) -> dict[str, Any]:

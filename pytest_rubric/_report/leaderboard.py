@@ -18,13 +18,13 @@ docs/guides/repeats.md), each mean with its interval.
 from __future__ import annotations
 
 import math
-import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .._grade.scoring import score
 from .._results import CaseResult, Verdict, wilson
+from .._trace import MAX_COST_USD
 from . import stats as _stats
 
 _TIE = 1e-9
@@ -58,7 +58,13 @@ class TraceFigures:
     """What a subject's traces add to its row: the mean number of tool calls per answer (None
     when no trace shows its calls), the median latency (None when no trace has one) and the
     summed cost (None when an answer's cost is unknown, one without a trace too: a sum over
-    part of the answers would understate it)."""
+    part of the answers would understate it).
+
+    Each is a finite number whatever the figures, so every output writes it and strict JSON
+    reads it back: the median of two latencies is the midpoint ``lo + (hi - lo) / 2``, never
+    past ``hi`` (``(lo + hi) / 2`` is inf for 1.5e308 and 1.6e308); a cost is summed only
+    when each is at most :data:`~pytest_rubric._trace.MAX_COST_USD`, which every reader of a
+    trace holds it to (200,000 answers at that bound sum to 2e11), and is unknown otherwise."""
 
     tool_calls: float | None
     latency_s_p50: float | None
@@ -77,9 +83,26 @@ class TraceFigures:
         calls = [len(t.tool_calls) for t in traces if t.tool_calls or t.llm_calls is not None]
         return cls(
             tool_calls=_stats.mean(calls) if calls else None,
-            latency_s_p50=statistics.median(latencies) if latencies else None,
-            cost_usd=None if None in costs else math.fsum(c for c in costs if c is not None),
+            latency_s_p50=_median(latencies) if latencies else None,
+            cost_usd=_total(costs),
         )
+
+
+def _median(ordered: Sequence[float]) -> float:
+    """The median of ``ordered`` figures (sorted, 0 or more, finite), never past the largest."""
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    low, high = ordered[middle - 1], ordered[middle]
+    return low + (high - low) / 2
+
+
+def _total(costs: Sequence[float | None]) -> float | None:
+    """The sum of the costs, or None when one is unknown, or is no cost a trace may hold (a
+    trace built by hand): bounded, n of them sum to at most n * MAX_COST_USD."""
+    if not all(c is not None and 0 <= c <= MAX_COST_USD for c in costs):
+        return None
+    return math.fsum(c for c in costs if c is not None)
 
 
 def _seconds(value: float) -> str:

@@ -26,7 +26,7 @@ from opentelemetry.trace import Status, StatusCode
 from pytest_rubric._errors import SpansUnreadable
 from pytest_rubric._otel import SPAN_NAME, SpanCapture
 from pytest_rubric._report.document import TraceModel, written
-from pytest_rubric._trace import Passage, ToolCall, Trace, Usage
+from pytest_rubric._trace import MAX_TOKENS, Passage, ToolCall, Trace, Usage
 
 
 @pytest.fixture
@@ -141,6 +141,27 @@ def test_missing_attributes_read_as_unknown_never_as_zero(
     assert trace.llm_calls == 2
     # One model call gave no tokens: a sum of the others would understate a token limit.
     assert trace.usage == Usage()
+
+
+def test_token_counts_past_the_bound_read_as_unknown(
+    spans: SpanCapture, tracer: trace_api.Tracer
+) -> None:
+    """A span's count past ``MAX_TOKENS``, or a total past it, is no count a trace holds (a
+    returned one is refused): unknown, as a missing one is."""
+
+    def agent() -> None:
+        chat(tracer, gen_ai__usage__input_tokens=10**13, gen_ai__usage__output_tokens=6 * 10**11)
+        chat(tracer, gen_ai__usage__input_tokens=1, gen_ai__usage__output_tokens=6 * 10**11)
+
+    trace = read(spans, agent)
+    assert trace is not None and trace.usage == Usage()
+
+    def at_the_bound() -> None:
+        chat(tracer, gen_ai__usage__input_tokens=MAX_TOKENS - 1, gen_ai__usage__output_tokens=0)
+        chat(tracer, gen_ai__usage__input_tokens=1, gen_ai__usage__output_tokens=0)
+
+    trace = read(spans, at_the_bound)
+    assert trace is not None and trace.usage == Usage(MAX_TOKENS, 0)
 
 
 DEEP = '{"a": ' * 100_000 + "1" + "}" * 100_000  # nested past the JSON parser
