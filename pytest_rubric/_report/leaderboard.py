@@ -61,8 +61,8 @@ class TraceFigures:
     part of the answers would understate it).
 
     Each is a finite number whatever the figures, so every output writes it and strict JSON
-    reads it back: the median of two latencies is the midpoint ``lo + (hi - lo) / 2``, never
-    past ``hi`` (``(lo + hi) / 2`` is inf for 1.5e308 and 1.6e308); a cost is summed only
+    reads it back: the median of two latencies is ``(lo + hi) / 2``, or ``lo + (hi - lo) / 2``
+    where that is inf (for 1.5e308 and 1.6e308); a cost is summed only
     when each is at most :data:`~pytest_rubric._trace.MAX_COST_USD`, which every reader of a
     trace holds it to (200,000 answers at that bound sum to 2e11), and is unknown otherwise."""
 
@@ -94,7 +94,8 @@ def _median(ordered: Sequence[float]) -> float:
     if len(ordered) % 2:
         return ordered[middle]
     low, high = ordered[middle - 1], ordered[middle]
-    return low + (high - low) / 2
+    mean = (low + high) / 2  # statistics.median's, to the last bit
+    return mean if math.isfinite(mean) else low + (high - low) / 2
 
 
 def _total(costs: Sequence[float | None]) -> float | None:
