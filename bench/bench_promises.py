@@ -5,8 +5,8 @@ are drawn many times, and the figures the plugin prints are checked against the
 truth. Everything goes through the functions a run uses: ``leaderboard`` (the
 correctness interval, ``passed_ci``, tiers, ``detectable_drop``), ``gates.run_gates``
 (the baseline gate, case and subject) and ``paired`` with
-``_report.stats.paired_difference`` (tiers, deltas, pairwise). Each subject of a
-leaderboard is one replication, so one call judges hundreds of them.
+``_report.stats.paired_interval`` (tiers, pairwise). Each subject of a leaderboard is
+one replication, so one call judges hundreds of them.
 
 The families drawn:
 
@@ -149,7 +149,7 @@ PAIRS = ((0.5, 0.5), (0.95, 0.95), (0.99, 0.95), (0.9, 0.8), (0.2, 0.02), (0.7, 
 
 
 def pair_coverage(n: int, level: float, reps: int, seed: int) -> dict[str, Any]:
-    """Share of paired intervals (what tiers and deltas use) holding the true difference."""
+    """Share of paired intervals (what tiers and pairwise use) holding the true difference."""
     rng = random.Random(seed)
     by_pair = {}
     for a, b in PAIRS:
@@ -157,7 +157,7 @@ def pair_coverage(n: int, level: float, reps: int, seed: int) -> dict[str, Any]:
         for _ in range(reps):
             first = results_of("a", pass_fail(rng, a, n))
             second = results_of("b", pass_fail(rng, b, n))
-            interval = _stats.paired_difference(paired(first, second), level)
+            interval = _stats.paired_interval(paired(first, second), level)
             assert interval is not None
             held += interval[0] <= a - b <= interval[1]
         by_pair[f"{a:g}-{b:g}"] = held / reps
@@ -234,7 +234,7 @@ def tiers(n: int, level: float, reps: int, seed: int) -> dict[str, Any]:
             results += results_of(f"s{j}", pass_fail(rng, p, n))
         rows = {row.subject: row for row in leaderboard(results, level=level)}
         together = rows["s0"].tier == rows["s4"].tier
-        interval = _stats.paired_difference(
+        interval = _stats.paired_interval(
             paired(
                 [r for r in results if r.subject == "s0"], [r for r in results if r.subject == "s4"]
             ),
@@ -279,6 +279,12 @@ def _jobs(quick: bool) -> list[tuple[str, tuple[Any, ...]]]:
     for n in (30, 100):
         seed += 1
         jobs.append(("tiers", (n, 0.95, 1000 // scale, seed)))
+    # Below the default, last so the jobs above keep their seeds (and their figures).
+    for n in (10, 13):
+        seed += 1
+        jobs.append(("pairs", (n, 0.8, 2000 // scale, seed)))
+    seed += 1
+    jobs.append(("tiers", (30, 0.8, 1000 // scale, seed)))
     return jobs
 
 
@@ -342,7 +348,7 @@ def rows(found: Sequence[dict[str, Any]]) -> list[tuple[str, str, str, bool]]:
                 f["equal_share"] >= level - 0.02,
             ))  # fmt: skip
             out.append((
-                f"chain of five, first and last share a tier, n={n}",
+                f"chain of five, first and last share a tier, n={n}, {level:g}",
                 f"{f['chain_first_last_share']:.3f}, of them resolved: "
                 f"{f['chain_shared_though_resolved']:.3f}",
                 "resolved: 0",

@@ -265,9 +265,7 @@ def leaderboard(
         if top is None:
             top = row
             continue
-        interval = _stats.paired_difference(
-            paired(grouped[top.subject], grouped[row.subject]), level
-        )
+        interval = _stats.paired_interval(paired(grouped[top.subject], grouped[row.subject]), level)
         if _stats.contains_zero(interval):
             row.tier = top.tier
         else:
@@ -301,7 +299,7 @@ def compare(a: str, b: str, pairs: Sequence[tuple[float, float]], level: float) 
         losses=losses,
         ties=len(pairs) - wins - losses,
         diff=_stats.mean([x - y for x, y in pairs]) if pairs else None,
-        ci=_stats.paired_difference(pairs, level),
+        ci=_stats.paired_interval(pairs, level),
     )
 
 

@@ -3,7 +3,8 @@
 :func:`mean_interval` is Agresti-Coull carried over to mean scores in [0, 1] (``z^2 / 2``
 pseudo-cases at 0 and as many at 1), :func:`paired_difference` the adjusted Wald interval
 of Bonett and Price (2012) for paired differences (``z^2 / 4`` pseudo-pairs at -1 and at
-+1); why, and the coverage ``bench/bench_promises.py`` measures:
++1), :func:`paired_interval` that one as the leaderboard reports it (tiers, pairwise);
+why, and the coverage ``bench/bench_promises.py`` measures:
 docs/explanation/statistics.md. Every figure is a closed form over exactly rounded sums
 (``math.fsum``): the same values give the same interval byte for byte, in any order, in any
 process.
@@ -48,10 +49,11 @@ def _augmented(
 
 
 def covering(level: float) -> float:
-    """The level :func:`mean_interval` is computed at to cover at least ``level - 0.05`` at
-    every true mean: below 0.95 the one that halves the chance of a miss, at most 0.95
-    (Agresti-Coull dips under the promise there: 0.848 at 0.9, 0.68 at 0.8, computed
-    exactly); ``level`` itself from 0.95 up."""
+    """The level :func:`mean_interval` and :func:`paired_interval` are computed at to cover
+    at least ``level - 0.05`` at every true mean: below 0.95 the one that halves the chance
+    of a miss, at most 0.95 (both dip under the promise there, computed exactly:
+    Agresti-Coull to 0.848 at 0.9 and 0.68 at 0.8, Bonett-Price to 0.71 at 0.8);
+    ``level`` itself from 0.95 up."""
     return max(level, min(0.95, 1 - (1 - level) / 2))
 
 
@@ -73,6 +75,15 @@ def paired_difference(pairs: Sequence[tuple[float, float]], level: float = 0.95)
     z = z_of(level)
     pseudo = ((-1.0, z * z / 4), (1.0, z * z / 4))
     return _augmented([a - b for a, b in pairs], pseudo, z, (-1.0, 1.0))
+
+
+def paired_interval(pairs: Sequence[tuple[float, float]], level: float = 0.95) -> Interval | None:
+    """The interval at ``level`` of the mean of ``a - b`` over paired cases ``(a, b)`` that
+    the leaderboard reports and reads (``pairwise``, tiers, ranks that disagree): as wide
+    as the coverage promise needs (:func:`covering`), like :func:`mean_interval`. The
+    baseline gate's test stays :func:`paired_difference` at its own level: its promise is
+    a false-alarm rate, and :func:`detectable_drop` models that interval."""
+    return paired_difference(pairs, covering(level))
 
 
 def _variance(values: Sequence[float]) -> float:
