@@ -416,6 +416,7 @@ def _compare(
             f"{len(missing)} baseline case(s) did not run this time, e.g. {_name(missing[0])}"
         )
     deltas: list[SubjectDelta] = []
+    shares_none = bool(old) and not any(key in new for key in old)  # one failure says it all
     mine, theirs = by_subject(results), by_subject(baseline)
     before = {subject: _stats.mean([r.score for r in rs]) for subject, rs in theirs.items()}
     for subject in sorted(before.keys() | now.keys()):
@@ -432,6 +433,8 @@ def _compare(
         deltas.append(delta)
         if delta.before is None or delta.after is None:
             continue
+        if not pairs and shares_none:
+            continue
         if not pairs:  # a gate that compared nothing must not pass
             message = (
                 f"subject {subject}: no case of it was graded in both runs, so nothing was "
@@ -445,7 +448,7 @@ def _compare(
                 delta, _stats.mean([b for _, b in pairs]), _stats.mean([a for a, _ in pairs]), asked
             )
         )
-    if old and not any(key in new for key in old):
+    if shares_none:
         name = asked.baseline_name or "baseline"
         message = _shares_no_case(name, asked.rootdir, old, new, asked.unjudged)
         entries.append(GateEntry("baseline-case", None, None, True, message))

@@ -382,6 +382,7 @@ def test_a_baseline_that_shares_no_case_names_the_rootdir_and_what_to_do(
     rootdir = pytester.path.parent
     result.stdout.fnmatch_lines(
         [
+            "rubric gate FAILED (1):",  # once, not again for each subject
             f"  - the baseline ({main}) shares no case with this run: nothing was compared. "
             f"Cases are matched by node id, relative to pytest's rootdir, {rootdir} in this run; "
             "the baseline's node ids read like evals/faq.rubric.yaml::a[[]bot[]], this run's "
