@@ -51,10 +51,36 @@ class Secret:
 def redact(text: str, *secrets: Secret | None) -> str:
     """``text`` with every secret's value replaced by ``***``, in whatever letter case; for a
     key of 12 characters or more every run of 12 or more of its characters too (one ``***``
-    per run). Keys of 4 to 11 characters are replaced only whole."""
+    per run). Keys of 4 to 11 characters are replaced only whole. A key written with JSON
+    escapes (``sk-\u0031...``, a judge's reply kept as its text in the recordings and the
+    cache) is a key: where one is found only so, those escapes are written as the characters
+    they stand for, which JSON reads the same, and the key masked."""
     keys = [_caseless(s.reveal()) for s in secrets if s is not None and len(s.reveal()) >= _MIN_KEY]
     if not keys:
         return text
+    masked = _redacted(text, keys)
+    if (
+        "\\u" in text
+        and (unescaped := _ESCAPE.sub(_unescaped, text)) != text
+        and (found := _redacted(unescaped, keys)) != unescaped
+    ):
+        return found
+    return masked
+
+
+# A JSON escape of a printable ASCII character other than a quote or a backslash, which may
+# be written in its place: "\\u0031" (an escaped backslash, then text) is left as it is.
+_ESCAPE = re.compile(r"(\\+)u(00[2-7][0-9a-fA-F])")
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    slashes, code = match[1], chr(int(match[2], 16))
+    if len(slashes) % 2 == 0 or code in '"\\\x7f':
+        return match[0]
+    return slashes[:-1] + code
+
+
+def _redacted(text: str, keys: list[str]) -> str:
     long_keys = [k for k in keys if len(k) >= FRAGMENT]
     short_keys = [k for k in keys if len(k) < FRAGMENT]
     # A key that contains "*" could re-form around a mask; only then is a second

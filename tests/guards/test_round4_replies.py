@@ -468,6 +468,21 @@ def test_a_key_is_redacted_in_any_letter_case(flips: list[bool], cut: int) -> No
     _no_key(shown)
 
 
+@settings(max_examples=examples(100), deadline=None, derandomize=True)
+@given(escaped=st.lists(st.booleans(), min_size=len(KEY), max_size=len(KEY)))
+def test_a_key_written_with_json_escapes_is_redacted(escaped: list[bool]) -> None:
+    """A reply kept as its JSON text (recordings, the cache) may spell the key with escapes:
+    read as JSON, what is kept holds no run of 12 of its characters."""
+    written = "".join(
+        f"\\u{ord(c):04x}" if flip and c not in '"\\' else c
+        for c, flip in zip(KEY, escaped, strict=True)
+    )
+    shown = outgoing(f'{{"reason": "the key is {written}"}}', Secret(KEY))
+    _no_key(json.loads(shown)["reason"])
+    if not any(escaped):
+        assert shown == '{"reason": "the key is ***"}'
+
+
 def test_a_regex_reason_that_quotes_a_casefolded_key_is_redacted_everywhere(
     pytester: pytest.Pytester, team: Callable[..., None], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +25,7 @@ from hypothesis import strategies as st
 
 from pytest_rubric._llm.recordings import location
 from tests.conftest import RUN_MODES, graded, team_project
-from tests.fake_llm import FakeLLM, Recorded, verdict
+from tests.fake_llm import FakeLLM, Recorded, text, verdict
 
 Write = Callable[[str, str], Path]
 
@@ -512,3 +513,38 @@ def test_long_case_ids_are_cut_to_a_file_name_and_kept_apart() -> None:
 
 def test_a_recording_is_named_as_the_node_id_reads() -> None:
     assert location("evals/faq.rubric.yaml", "q1") == "evals/faq.rubric.yaml/q1.json"
+
+
+def _decoded(value: Any) -> str:
+    """Every string in ``value``, JSON text inside strings decoded too."""
+    if isinstance(value, dict):
+        return " ".join(_decoded(v) for v in value.values())
+    if isinstance(value, list):
+        return " ".join(_decoded(v) for v in value)
+    if isinstance(value, str):
+        try:
+            inner = json.loads(value)
+        except ValueError:
+            return value
+        return value + " " + _decoded(inner)
+    return str(value)
+
+
+def test_a_key_a_judge_writes_with_json_escapes_is_in_no_recording_or_cache(
+    team: pytest.Pytester, fake_llm: FakeLLM
+) -> None:
+    """A judge (or a proxy before it, which sees the key) writes the key into its reason with
+    a JSON escape or two: the recordings a team commits, and the cache, hold it masked."""
+    escaped = "sk-test-\\u00301234567\\u00389abcdef"  # the key, two of its digits escaped
+    fake_llm.respond_with(
+        lambda request: text(f'{{"verdict": "MET", "reason": "the key is {escaped}"}}')
+    )
+    team.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
+    kept = [_decoded(entries(recording(team, case))) for case in ("remote", "leave")]
+    with sqlite3.connect(team.path / ".rubric_cache/judge.sqlite3") as db:
+        for table in [
+            row[0] for row in db.execute("select name from sqlite_master where type = 'table'")
+        ]:
+            kept += [_decoded(list(row)) for row in db.execute(f"select * from {table}")]
+    assert any("the key is ***" in text for text in kept)
+    assert not any("123456789abcdef" in text for text in kept)
