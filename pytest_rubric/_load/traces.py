@@ -356,8 +356,9 @@ def as_fields(trace: Trace) -> dict[str, Any]:
 
 def recorded_trace(parsed: str | None) -> Trace | None:
     """The trace the response cache kept beside an answer, None when there is none. The cache
-    is data from elsewhere (edited, copied in): a trace no target could have returned is a
-    :class:`ShapeError`, as what a target returns is, never read as it stands."""
+    is data from elsewhere (edited, copied in): its context, usage and metadata are read by
+    the readers of what a target returns (a passage's id of 7 is "7", as a target's is), and
+    a trace no target could have returned is a :class:`ShapeError`, never read as it stands."""
     try:
         data = json_loads(parsed, whole=True)[0] if parsed else None
         trace = data.get("trace") if isinstance(data, dict) else None
@@ -367,11 +368,11 @@ def recorded_trace(parsed: str | None) -> Trace | None:
             source=trace["source"],
             tool_calls=tuple(ToolCall(**c) for c in trace.get("tool_calls", ())),
             llm_calls=_count(trace.get("llm_calls"), "llm_calls"),
-            context=tuple(Passage(**p) for p in trace.get("context", ())),
+            context=_field(trace, "context", read_context, ()),
             context_known=trace.get("context_known") is True,
-            usage=read_usage(trace.get("usage") or {}),
+            usage=_field(trace, "usage", read_usage, Usage()),
             latency_s=trace.get("latency_s"),
-            metadata=trace.get("metadata"),
+            metadata=_field(trace, "metadata", _metadata, None),
         )
     except (ValueError, KeyError, TypeError, AttributeError, Limit, RecursionError) as exc:
         raise ShapeError(f"its trace cannot be read ({exc})") from None
@@ -386,9 +387,7 @@ def recorded_trace(parsed: str | None) -> Trace | None:
             and (c.result is None or type(c.result) is str)
             for c in built.tool_calls
         )
-        and all(type(p.text) is str for p in built.context)
         and (latency is None or within(latency, MAX_LATENCY_S))
-        and (built.metadata is None or isinstance(built.metadata, dict))
     ):
         raise ShapeError("its trace holds a value no target could have returned")
     return built

@@ -172,6 +172,23 @@ def test_the_response_cache_and_a_document_hold_a_trace_to_the_same_bounds() -> 
     )
 
 
+def test_the_response_cache_trace_is_read_by_the_readers_of_a_returned_one() -> None:
+    """A passage id or source that is not text is made text, as a target's is; metadata that
+    JSON cannot hold (NaN) is refused, as a target's is."""
+    context = [{"text": "t", "id": 7, "source": ["a", 2]}, {"text": "u", "id": {"x": [1]}}]
+    cached = {"response": "done", "trace": {"source": "returned", "context": context}}
+    trace = recorded_trace(json.dumps(cached))
+    _, returned = read_returned({"answer": "done", "context": context})
+    assert trace is not None and returned is not None
+    assert trace.context == returned.context
+    assert [(p.id, p.source) for p in trace.context] == [("7", "['a', 2]"), ("{'x': [1]}", None)]
+    cached["trace"]["metadata"] = {"x": math.nan}
+    with pytest.raises(ShapeError, match='"metadata" cannot be written as JSON'):
+        recorded_trace(json.dumps(cached))
+    with pytest.raises(ShapeError, match='"metadata" cannot be written as JSON'):
+        read_returned({"answer": "done", "metadata": {"x": math.nan}})
+
+
 # --- the aggregates --------------------------------------------------------------------------
 
 

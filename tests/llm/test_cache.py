@@ -344,6 +344,83 @@ def _no_constant(name: str) -> None:
     raise AssertionError(f"{name} is not JSON")
 
 
+# The team's RAG bot: it returns its answer with the passage it retrieved and its metadata,
+# and counts its calls in calls.txt (a replayed answer is no call).
+RAG_SUITE = """
+suite: support
+target: app.bot:answer
+cases:
+  - id: refund
+    question: "Can I get a refund after 30 days?"
+    criteria:
+      - {id: window, type: any_of, any_of: ["30 days"]}
+"""
+RAG_BOT = """
+from pathlib import Path
+
+
+def answer(case):
+    with Path("calls.txt").open("a") as calls:
+        calls.write("called\\n")
+    return {
+        "answer": "No: refunds are possible within 30 days of purchase only [policy].",
+        "context": [{"id": "policy", "text": "Refunds within 30 days.", "source": "kb"}],
+        "metadata": {"retriever": "bm25"},
+    }
+"""
+
+
+def _recorded(pytester: pytest.Pytester, write: Write, team: Callable[..., None]) -> None:
+    """The team's RAG bot, its answer recorded in the response cache."""
+    team(support=RAG_SUITE)
+    write("app/bot.py", RAG_BOT)
+    pytester.runpytest("--rubric-response-cache=use").assert_outcomes(passed=1)
+
+
+def _edit_trace(pytester: pytest.Pytester, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Edit the trace of the one answer the response cache holds, as a hand or a copy could."""
+    (database,) = (pytester.path / ".rubric_cache").glob("*.sqlite3")
+    with sqlite3.connect(database) as connection:
+        (parsed,) = connection.execute("SELECT parsed FROM replies").fetchone()
+        data = json.loads(parsed)
+        edit(data["trace"])
+        connection.execute("UPDATE replies SET parsed = ?", (json.dumps(data),))
+
+
+def _calls(pytester: pytest.Pytester) -> int:
+    return (pytester.path / "calls.txt").read_text().count("called")
+
+
+def test_a_replayed_passage_id_that_is_not_text_reads_as_a_returned_one(
+    pytester: pytest.Pytester, write: Write, team: Callable[..., None]
+) -> None:
+    """A passage id or source that is not text (a target returning ``id: 7`` gives "7") is
+    read as the reader of what a target returns reads it: the all-pass run replays it, writes
+    every output, ends 0, and its JSON is a baseline the next run takes."""
+    _recorded(pytester, write, team)
+
+    def edit(trace: dict[str, Any]) -> None:
+        trace["context"][0].update(id={"x": [1]}, source=["a", 2])
+
+    _edit_trace(pytester, edit)
+    result = pytester.runpytest(
+        "--rubric-response-cache=replay",
+        "--rubric-json=out.json",
+        "--rubric-html=out.html",
+        "--rubric-markdown=out.md",
+    )
+    result.assert_outcomes(passed=1)
+    assert result.ret == 0
+    assert _calls(pytester) == 1  # replayed: the bot was not called again
+    document = json.loads((pytester.path / "out.json").read_text(), parse_constant=_no_constant)
+    (passage,) = document["results"][0]["samples"][0]["trace"]["context"]
+    assert (passage["id"], passage["source"]) == ("{'x': [1]}", "['a', 2]")
+    assert (pytester.path / "out.html").is_file() and (pytester.path / "out.md").is_file()
+    again = pytester.runpytest("--rubric-response-cache=replay", "--rubric-baseline=out.json")
+    again.assert_outcomes(passed=1)
+    assert again.ret == 0
+
+
 # ------------------------------------------------------------- endpoints, unusable replies
 
 
