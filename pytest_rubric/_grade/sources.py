@@ -132,14 +132,19 @@ class Source:
         except LLMError as exc:  # a miss under replay: no call was made, nothing raised
             return None, str(exc)
         if looked is not None and looked.cached:
-            self._count(replayed=True)
-            try:
-                return Answer(looked.text, recorded_trace(looked.parsed)), None
-            except ShapeError as exc:  # the cache is data: read as what a target returns is
-                return None, (
-                    f"{what}: its answer in the response cache cannot be used: {exc}; record it "
-                    "again with --rubric-response-cache use"
-                )
+            try:  # the cache is data: its trace read as what a target returns is
+                trace = recorded_trace(looked.parsed)
+            except ShapeError as exc:
+                # A miss: under `use` the application is called and its answer stored over
+                # this one; under `replay` a miss like any other, saying why.
+                if self.cache is None or self.cache.mode == "replay":
+                    return None, (
+                        f"{what}: its answer in the response cache cannot be used: {exc}; record "
+                        "it again with --rubric-response-cache use"
+                    )
+            else:
+                self._count(replayed=True)
+                return Answer(looked.text, trace), None
         try:
             (text, returned), spans, latency = self._call(case, sample, samples)
         except SpansUnreadable as exc:

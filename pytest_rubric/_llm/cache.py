@@ -13,7 +13,8 @@ cache; ``replay`` makes no call, and a miss is an ERROR naming the criterion.
 one SQLite file (WAL mode) shared by every process of a run.
 
 Only replies that passed validation are stored (redacted, with the parsed verdict, tokens,
-endpoint and time). A reply that did not fit is never stored, but the reason is (table
+endpoint and time), and only within a live reply's cap, a target's answer too: a row above
+it is never stored, and a miss when one is found (edited, copied in). A reply that did not fit is never stored, but the reason is (table
 ``unusable``): ``replay`` then replays the retry that followed it (see
 :func:`~pytest_rubric.judge.strategies.ask`).
 """
@@ -142,11 +143,11 @@ class CacheFile:
     def fetch(self, key: str) -> Reply | None:
         """The stored reply for ``key`` with the tokens it cost when it was judged and the
         endpoint it was recorded against, or None."""
-        # A stored reply is held to a live one's cap (a target's answer had none): a miss.
+        # A stored row is held to a live reply's cap, a target's answer and trace too: a row
+        # above it (edited, or copied in) is a miss, never read into memory.
         row = self._row(
             "SELECT raw, tokens_in, tokens_out, endpoint, parsed FROM replies WHERE key = ? "
-            "AND (provider = 'target' OR (length(CAST(raw AS BLOB)) <= ? "
-            "AND IFNULL(length(CAST(parsed AS BLOB)), 0) <= ?))",
+            "AND length(CAST(raw AS BLOB)) <= ? AND IFNULL(length(CAST(parsed AS BLOB)), 0) <= ?",
             key,
             MAX_REPLY_BYTES,
             MAX_REPLY_BYTES,
@@ -195,26 +196,28 @@ class CacheFile:
         endpoint: str | None = None,
     ) -> None:
         """Store a reply with its tokens (in, out) and endpoint (None: a user's own judge); it
-        is now the last reply to ``key``, no longer unusable. A failure is reported, never
-        raised."""
+        is now the last reply to ``key``, no longer unusable. A reply above the cap
+        :meth:`fetch` holds rows to (a target's answer of megabytes) is not stored, and an
+        older one under ``key`` is dropped: it would never be served. A failure is reported,
+        never raised."""
+        try:
+            stored = outgoing(raw, *self._secrets)  # the boundary text leaves the process by
+            read = json.dumps(  # string by string, as _report.document.boundary says why
+                outgoing_data(parsed, *self._secrets),
+                default=lambda value: outgoing(str(value), *self._secrets),
+            )
+        except (ValueError, RecursionError) as exc:
+            with self._lock:
+                self._trouble("could not store a reply", exc)
+            return
+        if max(_size(stored), _size(read)) > MAX_REPLY_BYTES:
+            self._write(("DELETE FROM replies WHERE key = ?", lambda: (key,)))
+            return
         self._write(
             (
                 "INSERT OR REPLACE INTO replies (key, provider, model, raw, parsed, tokens_in, "
                 "tokens_out, created, endpoint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                lambda: (
-                    key,
-                    provider,
-                    model,
-                    outgoing(raw, *self._secrets),  # the boundary text leaves the process by
-                    json.dumps(  # string by string, as _report.document.boundary says why
-                        outgoing_data(parsed, *self._secrets),
-                        default=lambda value: outgoing(str(value), *self._secrets),
-                    ),
-                    tokens[0],
-                    tokens[1],
-                    time.time(),
-                    endpoint,
-                ),
+                lambda: (key, provider, model, stored, read, *tokens, time.time(), endpoint),
             ),
             ("DELETE FROM unusable WHERE key = ?", lambda: (key,)),
         )
@@ -292,6 +295,11 @@ def _ignore(directory: Path) -> None:
                 "committed.\n# Commit recordings instead (--rubric-recordings).\n*\n",
                 encoding="utf-8",
             )
+
+
+def _size(text: str) -> int:
+    """The bytes ``text`` takes in the store (UTF-8), as ``length(CAST(... AS BLOB))`` counts."""
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _error_text(exc: BaseException) -> str:

@@ -326,39 +326,69 @@ def test_a_history_with_values_of_the_wrong_type_is_one_warning_and_those_rows_s
 
 
 def test_a_cached_reply_larger_than_a_live_one_is_a_miss(tmp_path: Path) -> None:
+    """A row above a live reply's cap (its reply or its parsed column; a target's recorded
+    answer too, which had no cap when live) is a miss, never read into memory."""
     from pytest_rubric._llm.base import CallStats
     from pytest_rubric._llm.cache import CachedCalls, CacheFile
     from pytest_rubric._llm.http import MAX_REPLY_BYTES
 
     cache = CacheFile(tmp_path)
-    big = '{"verdict": "MET", "reason": "' + "x" * MAX_REPLY_BYTES + '"}'
     calls = CachedCalls(cache, "use", stats=CallStats())
-    for name, raw in (("big", big), ("small", '{"verdict": "MET"}')):
+    keys = {}
+    providers = {"big": "openai", "parsed": "openai", "small": "openai"}
+    for name, provider in {**providers, "answer": "target", "answer trace": "target"}.items():
         key = calls.lookup({"call": name}, missing="").key
         assert key is not None
-        cache.put(key, provider="openai", model="m", raw=raw, parsed={})
-    # A parsed column past the cap is refused too; a target's answer had no cap when live.
-    key = calls.lookup({"call": "parsed"}, missing="").key
-    assert key is not None
-    cache.put(key, provider="openai", model="m", raw="{}", parsed=["y" * MAX_REPLY_BYTES])
-    answer = calls.lookup({"call": "answer"}, missing="").key
-    assert answer is not None
-    cache.put(answer, provider="target", model="app:answer", raw=big, parsed={})
+        cache.put(key, provider=provider, model="m", raw='{"verdict": "MET"}', parsed={})
+        keys[name] = key
+    big = '{"verdict": "MET", "reason": "' + "x" * MAX_REPLY_BYTES + '"}'
+    with sqlite3.connect(cache.path) as connection:  # rows grown past the cap, as a copy could
+        for name, column, value in (
+            ("big", "raw", big),
+            ("parsed", "parsed", json.dumps(["y" * MAX_REPLY_BYTES])),
+            ("answer", "raw", big),
+            ("answer trace", "parsed", json.dumps({"trace": {"metadata": big}})),
+        ):
+            connection.execute(
+                f"UPDATE replies SET {column} = ? WHERE key = ?", (value, keys[name])
+            )
     assert calls.stats is not None
     calls.stats.cache_misses = 0
 
-    assert not calls.lookup({"call": "big"}, missing="").cached  # a miss: asked again
-    assert not calls.lookup({"call": "parsed"}, missing="").cached
+    for name in ("big", "parsed", "answer", "answer trace"):
+        assert not calls.lookup({"call": name}, missing="").cached, name  # a miss: asked again
     assert calls.lookup({"call": "small"}, missing="").cached
-    assert calls.lookup({"call": "answer"}, missing="").text == big
-    assert calls.stats.cache_misses == 2
+    assert calls.stats.cache_misses == 4
     with pytest.raises(LLMError, match="not recorded"):  # replay: a miss like any other
-        CachedCalls(cache, "replay").lookup({"call": "big"}, missing="not recorded")
+        CachedCalls(cache, "replay").lookup({"call": "answer"}, missing="not recorded")
+    cache.close()
+
+
+def test_a_reply_larger_than_the_cache_serves_is_never_stored(tmp_path: Path) -> None:
+    """A target's answer of megabytes is not written, and the answer it replaces is dropped:
+    neither would be served."""
+    from pytest_rubric._llm.cache import CachedCalls, CacheFile
+    from pytest_rubric._llm.http import MAX_REPLY_BYTES
+
+    cache = CacheFile(tmp_path)
+    calls = CachedCalls(cache, "use")
+    key = calls.lookup({"call": "answer"}, missing="").key
+    assert key is not None
+    cache.put(key, provider="target", model="app:answer", raw="small", parsed={})
+    assert calls.lookup({"call": "answer"}, missing="").text == "small"
+    cache.put(
+        key, provider="target", model="app:answer", raw="x" * (MAX_REPLY_BYTES + 1), parsed={}
+    )
+    assert not calls.lookup({"call": "answer"}, missing="").cached
+    with sqlite3.connect(cache.path) as connection:
+        assert connection.execute("SELECT count(*) FROM replies").fetchone() == (0,)
+    assert cache.take_warning() is None  # not a failure: the answer is asked for again
     cache.close()
 
 
 def test_a_response_cache_trace_nested_past_the_limit_cannot_be_read() -> None:
-    """Read as a target's return is: an error naming it (its item ERROR), never no trace."""
+    """Read as a target's return is: an error naming it (a miss: the application is asked
+    again under ``use``, the item an ERROR saying why under ``replay``), never no trace."""
     from pytest_rubric._load.traces import ShapeError, recorded_trace
 
     deep = '{"trace": ' + "[" * 100_000 + "]" * 100_000 + "}"

@@ -421,6 +421,35 @@ def test_a_replayed_passage_id_that_is_not_text_reads_as_a_returned_one(
     assert again.ret == 0
 
 
+def test_a_recorded_trace_the_reader_refuses_is_a_miss_recorded_again_under_use(
+    pytester: pytest.Pytester, write: Write, team: Callable[..., None]
+) -> None:
+    """Metadata holding NaN is refused, as a target's is: under ``replay`` the item is an
+    ERROR saying why (and the JSON stays JSON); following its advice, ``use``, calls the bot
+    and records its answer over the bad one, which ``replay`` then serves."""
+    _recorded(pytester, write, team)
+    _edit_trace(pytester, lambda trace: trace.update(metadata={"x": float("nan")}))
+    result = pytester.runpytest("--rubric-response-cache=replay", "--rubric-json=out.json")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*target app.bot:answer: its answer in the response cache cannot be used: its trace "
+            "cannot be read (*metadata*); record it again with --rubric-response-cache use*"
+        ]
+    )
+    json.loads((pytester.path / "out.json").read_text(), parse_constant=_no_constant)
+    assert _calls(pytester) == 1
+
+    pytester.runpytest("--rubric-response-cache=use").assert_outcomes(passed=1)
+    assert _calls(pytester) == 2  # a miss: the bot was asked, and its answer recorded
+    result = pytester.runpytest("--rubric-response-cache=replay", "--rubric-json=out.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*responses: 1 of 1 replayed from the cache*"])
+    assert _calls(pytester) == 2
+    document = json.loads((pytester.path / "out.json").read_text(), parse_constant=_no_constant)
+    assert document["results"][0]["samples"][0]["trace"]["metadata"] == {"retriever": "bm25"}
+
+
 # ------------------------------------------------------------- endpoints, unusable replies
 
 
