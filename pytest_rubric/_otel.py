@@ -30,8 +30,9 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.trace import StatusCode
 
 from ._errors import SpansUnreadable
+from ._guards.secrets import shorten
 from ._load.traces import arguments as call_arguments
-from ._load.traces import json_object, within
+from ._load.traces import json_object, shown, within
 from ._trace import MAX_TOKENS, Passage, ToolCall, Trace, Usage
 
 SPAN_NAME = "pytest-rubric target"
@@ -44,7 +45,7 @@ MAX_SPANS = 10_000
 # span), and the one that is a tool's execution.
 _INFERENCE = frozenset({"chat", "text_completion", "generate_content"})
 _EXECUTE_TOOL = "execute_tool"
-_DOCUMENT = re.compile(r"retrieval\.documents\.(\d+)\.document\.(id|content|metadata)")
+_DOCUMENT = re.compile(r"retrieval\.documents\.([0-9]+)\.document\.(id|content|metadata)")
 
 
 class _Collector(SpanProcessor):
@@ -102,7 +103,8 @@ class Captured:
         instrumented, and nothing is known of its tool or model calls.
 
         Raises :class:`~pytest_rubric._errors.SpansUnreadable` when the spans could not be
-        read whole (sampled out, more than :data:`MAX_SPANS`).
+        read whole (sampled out, more than :data:`MAX_SPANS`, a span :func:`read_spans`
+        cannot read).
         """
         if self._problem is not None:
             raise SpansUnreadable(self._problem)
@@ -208,7 +210,9 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
     (inference and embeddings; an agent's span that totals them is not counted twice), and
     are unknown (``None``) when one of them does not give its figure (or gives one past
     :data:`~pytest_rubric._trace.MAX_TOKENS`, as the total may not be). Cost is never read
-    from spans: it is known only when the application returns ``usage.cost_usd``.
+    from spans: it is known only when the application returns ``usage.cost_usd``. A span
+    whose attributes cannot be read (an int of thousands of digits where text goes) is
+    :class:`~pytest_rubric._errors.SpansUnreadable` naming it.
     """
     calls: list[ToolCall] = []
     passages: list[Passage] = []
@@ -218,17 +222,26 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
     for span in sorted(spans, key=lambda s: (s.start_time or 0, s.end_time or 0)):
         attributes: Mapping[str, Any] = span.attributes or {}
         operation = attributes.get("gen_ai.operation.name")
-        kind = str(attributes.get("openinference.span.kind", "")).upper()
-        if operation == _EXECUTE_TOOL or kind == "TOOL":
-            calls.append(_tool_call(span, attributes))
-        elif operation in _INFERENCE or kind == "LLM":
-            llm_calls += 1
-            tokens.append(_tokens(attributes))
-        elif operation == "embeddings" or kind == "EMBEDDING":
-            tokens.append(_tokens(attributes))
-        elif kind == "RETRIEVER":
-            passages.extend(_documents(attributes))
-            retrieved = True
+        try:
+            kind = str(attributes.get("openinference.span.kind", "")).upper()
+            if operation == _EXECUTE_TOOL or kind == "TOOL":
+                calls.append(_tool_call(span, attributes))
+            elif operation in _INFERENCE or kind == "LLM":
+                llm_calls += 1
+                tokens.append(_tokens(attributes))
+            elif operation == "embeddings" or kind == "EMBEDDING":
+                tokens.append(_tokens(attributes))
+            elif kind == "RETRIEVER":
+                passages.extend(_documents(attributes))
+                retrieved = True
+        except (ValueError, TypeError, OverflowError) as exc:
+            # The application's spans are data: one that cannot be read (an int attribute
+            # of 5,000 digits, past what Python prints) is the trace's problem, never a
+            # crash blamed on the target.
+            raise SpansUnreadable(
+                f"--rubric-otel: the span {shown(span.name)} cannot be read "
+                f"({type(exc).__name__}: {shorten(str(exc), 200)}); the call's trace is not read"
+            ) from None
     if not (calls or tokens or retrieved):  # no span of either convention
         return None
     return Trace(
@@ -268,18 +281,20 @@ def _tool_call(span: ReadableSpan, attributes: Mapping[str, Any]) -> ToolCall:
 
 
 def _documents(attributes: Mapping[str, Any]) -> list[Passage]:
-    """OpenInference's ``retrieval.documents.N.document.{id,content,metadata}``, by N."""
-    found: dict[int, dict[str, Any]] = {}
+    """OpenInference's ``retrieval.documents.N.document.{id,content,metadata}``, by N. N is
+    ordered as the number it writes, never made an ``int``: an N of 5,000 digits is past
+    what Python converts (the application's spans are data, whatever they hold)."""
+    found: dict[str, dict[str, Any]] = {}
     for key, value in attributes.items():
         if (match := _DOCUMENT.fullmatch(key)) is not None:
-            found.setdefault(int(match[1]), {})[match[2]] = value
+            found.setdefault(match[1].lstrip("0") or "0", {})[match[2]] = value
     return [
         Passage(
             text=_text(document.get("content", "")),
             id=None if document.get("id") is None else str(document["id"]),
             source=source if isinstance(source, str) else None,
         )
-        for _, document in sorted(found.items())
+        for _, document in sorted(found.items(), key=lambda item: (len(item[0]), item[0]))
         for source in [(json_object(document.get("metadata")) or {}).get("source")]
     ]
 

@@ -615,3 +615,87 @@ def test_collect_writes_the_trace_the_spans_show_and_it_grades_offline(
     write("evals/refunds.rubric.yaml", GRADED.replace("cases:", "responses: ../answers\ncases:"))
     result = team.runpytest("evals/refunds.rubric.yaml", "-o", "rubric_otel=false", "-v")
     result.stdout.fnmatch_lines(["*refund_a1?support_agent? PASSED*"])
+
+
+# A retriever of the team's, traced by hand as a framework would: what the
+# application records is data, read or refused, never a crash of the plugin's blamed on it.
+RETRIEVERS = '''
+import app.telemetry  # noqa: F401  (the application's own setup)
+from opentelemetry import trace
+
+tracer = trace.get_tracer("app.retriever")
+POLICY = "Refunds are possible within 30 days."
+
+
+def retrieve(*documents):
+    attributes = {"openinference.span.kind": "RETRIEVER"}
+    for n, document in documents:
+        attributes.update(document_attributes(n, document))
+    with tracer.start_as_current_span("retrieve", attributes=attributes):
+        pass
+
+
+def document_attributes(n, document):
+    return {f"retrieval.documents.{n}.document.{k}": v for k, v in document.items()}
+
+
+def far(question: str) -> str:
+    """The policy, then a document whose N has 5,000 digits: read last."""
+    retrieve((0, {"content": POLICY}), ("9" * 5000, {"id": "shipping", "content": "3 days."}))
+    return "Within 30 days."
+
+
+def huge_id(question: str) -> str:
+    """A document id that is an int of 5,000 digits, which Python will not print."""
+    retrieve((0, {"id": 10**5000, "content": POLICY}))
+    return "Within 30 days."
+'''
+
+
+def _policy_run(team: pytest.Pytester, write: Write, **targets: str) -> pytest.RunResult:
+    """The team's policy case asked of ``targets`` (name: function of ``RETRIEVERS``)."""
+    write("evals/retrievers.py", RETRIEVERS)
+    named = ", ".join(f'{name}: "retrievers:{function}"' for name, function in targets.items())
+    write(
+        "evals/policy.rubric.yaml",
+        f"""
+        suite: policy
+        targets: {{{named}}}
+        cases:
+          - id: refund_window
+            question: "How long do I have to ask for a refund?"
+            criteria:
+              - {{id: window, type: any_of, any_of: ["30 days"]}}
+              - {{id: read, type: trace_limits, max_llm_calls: 1}}
+        """,
+    )
+    # The application sets the process's tracer provider, once for good: a process of its own.
+    return team.runpytest_subprocess(
+        "evals/policy.rubric.yaml", "--rubric-json=out.json", timeout=180
+    )
+
+
+def _samples(team: pytest.Pytester) -> dict[str, dict[str, Any]]:
+    document = json.loads((team.path / "out.json").read_text(encoding="utf-8"))
+    return {r["subject"]: r["samples"][0] for r in document["results"]}
+
+
+def test_spans_the_plugin_cannot_read_are_never_blamed_on_the_target(
+    team: pytest.Pytester, write: Write
+) -> None:
+    """A document index of 5,000 digits is read in its place; an id Python will not print
+    makes the trace unreadable: an ERROR naming the span, not one the target raised."""
+    result = _policy_run(team, write, far="far", huge_id="huge_id")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*target retrievers:huge_id: --rubric-otel: the span 'retrieve' cannot be read "
+            "(ValueError: Exceeds the limit (4300 digits)*; the call's trace is not read*",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*raised ValueError*")
+    far = _samples(team)["far"]["trace"]
+    assert [(p["id"], p["text"]) for p in far["context"]] == [
+        (None, "Refunds are possible within 30 days."),
+        ("shipping", "3 days."),
+    ]

@@ -294,6 +294,57 @@ def test_openinference_tool_llm_and_retriever_spans(
     assert trace.usage == Usage(input_tokens=40, output_tokens=8)
 
 
+def test_a_document_index_of_thousands_of_digits_is_read_in_its_place(
+    spans: SpanCapture, tracer: trace_api.Tracer
+) -> None:
+    """N only orders the documents: one past the digits Python converts (4,300) is read last,
+    and N written with leading zeros is the same N."""
+    nines = "9" * 5000
+    documents = {
+        f"retrieval.documents.{nines}.document.content": "Read last.",
+        "retrieval.documents.010.document.id": "ten",
+        "retrieval.documents.10.document.content": "Tenth.",
+        "retrieval.documents.2.document.content": "Second.",
+    }
+    trace = read(
+        spans,
+        lambda: span(
+            tracer,
+            "retrieve",
+            openinference__span__kind="RETRIEVER",
+            **{k.replace(".", "__"): v for k, v in documents.items()},
+        ),
+    )
+    assert trace is not None
+    assert trace.context == (
+        Passage(text="Second."),
+        Passage(text="Tenth.", id="ten"),
+        Passage(text="Read last."),
+    )
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {"retrieval__documents__0__document__id": 10**5000},
+        {"retrieval__documents__0__document__content": 10**5000},
+    ],
+)
+def test_a_span_that_cannot_be_read_is_unreadable_naming_it(
+    spans: SpanCapture, tracer: trace_api.Tracer, attributes: dict[str, Any]
+) -> None:
+    """An int of 5,000 digits where text goes is past what Python prints: the call's spans
+    cannot be read, and the error names the span (never a ValueError of the plugin's)."""
+    with spans.capture() as got:
+        span(tracer, "retrieve", openinference__span__kind="RETRIEVER", **attributes)
+    with pytest.raises(SpansUnreadable) as raised:
+        got.trace()
+    assert str(raised.value).startswith(
+        "--rubric-otel: the span 'retrieve' cannot be read (ValueError: Exceeds the limit"
+    )
+    assert str(raised.value).endswith("; the call's trace is not read")
+
+
 def test_a_retriever_span_with_no_documents_is_a_context_known_empty(
     spans: SpanCapture, tracer: trace_api.Tracer
 ) -> None:
