@@ -58,7 +58,9 @@ class _Collector(SpanProcessor):
         self._over: set[int] = set()  # traces that ended more than `limit` spans
 
     def on_end(self, span: ReadableSpan) -> None:
-        if (context := span.context) is None:
+        # The plugin's own span, the one without a parent in a trace it opened, is not the
+        # application's: it ends last, and would make the limit's last span one too many.
+        if (context := span.context) is None or span.parent is None:
             return
         with self._lock:
             kept = self._open.get(context.trace_id)

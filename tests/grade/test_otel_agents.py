@@ -617,7 +617,7 @@ def test_collect_writes_the_trace_the_spans_show_and_it_grades_offline(
     result.stdout.fnmatch_lines(["*refund_a1?support_agent? PASSED*"])
 
 
-# A retriever of the team's, traced by hand as a framework would: what the
+# A retriever and a busy agent of the team's, traced by hand as a framework would: what the
 # application records is data, read or refused, never a crash of the plugin's blamed on it.
 RETRIEVERS = '''
 import app.telemetry  # noqa: F401  (the application's own setup)
@@ -649,6 +649,23 @@ def huge_id(question: str) -> str:
     """A document id that is an int of 5,000 digits, which Python will not print."""
     retrieve((0, {"id": 10**5000, "content": POLICY}))
     return "Within 30 days."
+
+
+def busy(question: str) -> str:
+    """Exactly 10,000 spans: 9,999 steps, then one model call."""
+    for n in range(9_999):
+        with tracer.start_as_current_span(f"step {n}"):
+            pass
+    with tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}):
+        pass
+    return "Within 30 days."
+
+
+def busier(question: str) -> str:
+    """One span more than a call may end."""
+    with tracer.start_as_current_span("one more"):
+        pass
+    return busy(question)
 '''
 
 
@@ -699,3 +716,16 @@ def test_spans_the_plugin_cannot_read_are_never_blamed_on_the_target(
         (None, "Refunds are possible within 30 days."),
         ("shipping", "3 days."),
     ]
+
+
+def test_a_call_of_as_many_spans_as_a_call_may_end_is_read(
+    team: pytest.Pytester, write: Write
+) -> None:
+    """Exactly 10,000 of the application's spans (the guide's "at most 10,000 per call") are
+    read: the plugin's own span is not one of them; one more is refused."""
+    result = _policy_run(team, write, busy="busy", busier="busier")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*target retrievers:busier: --rubric-otel: the call ended more than 10,000 spans*"]
+    )
+    assert _samples(team)["busy"]["trace"]["llm_calls"] == 1

@@ -494,6 +494,24 @@ def test_a_call_with_more_spans_than_kept_is_an_error_not_a_partial_trace(
     assert capture._collector._open == {}
 
 
+def test_a_call_with_as_many_spans_as_kept_is_read_whole(
+    provider: TracerProvider, tracer: trace_api.Tracer
+) -> None:
+    """The limit counts the application's spans: the plugin's own, which ends last, is not
+    one of them."""
+    capture = SpanCapture(provider=provider, limit=3)
+    with capture.capture() as got:
+        for n in range(3):
+            execute_tool(tracer, f"t{n}", "{}")
+    trace = got.trace()
+    assert trace is not None and [c.name for c in trace.tool_calls] == ["t0", "t1", "t2"]
+    with capture.capture() as got:
+        for n in range(4):
+            execute_tool(tracer, f"t{n}", "{}")
+    with pytest.raises(SpansUnreadable, match="more than 3 spans"):
+        got.trace()
+
+
 def test_a_sampler_that_drops_the_plugins_span_is_an_error() -> None:
     capture = SpanCapture(provider=TracerProvider(sampler=ALWAYS_OFF))
     with capture.capture() as got:
