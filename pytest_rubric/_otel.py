@@ -209,7 +209,8 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
     order they started; a tool call a model requested, recorded on its chat span, is not
     counted again. ``llm_calls`` counts inference spans (``chat``, ``text_completion``,
     ``generate_content``; OpenInference ``LLM``). Tokens are summed over the model spans
-    (inference and embeddings; an agent's span that totals them is not counted twice), and
+    (inference and embeddings; an agent's span that totals them is not counted twice; an
+    embedding writes no output tokens, so its spans need not give that figure), and
     are unknown (``None``) when one of them does not give its figure (or gives one past
     :data:`~pytest_rubric._trace.MAX_TOKENS`, as the total may not be). Cost is never read
     from spans: it is known only when the application returns ``usage.cost_usd``. A span
@@ -232,7 +233,8 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
                 llm_calls += 1
                 tokens.append(_tokens(attributes))
             elif operation == "embeddings" or kind == "EMBEDDING":
-                tokens.append(_tokens(attributes))
+                given, output = _tokens(attributes)  # an embedding writes no tokens
+                tokens.append((given, 0 if output is None else output))
             elif kind == "RETRIEVER":
                 passages.extend(_documents(attributes))
                 retrieved = True

@@ -382,6 +382,22 @@ def test_an_agent_span_totalling_tokens_is_not_counted_twice(
     assert trace.usage == Usage(input_tokens=30, output_tokens=6)
 
 
+def test_an_embeddings_span_without_output_tokens_writes_none(
+    spans: SpanCapture, tracer: trace_api.Tracer
+) -> None:
+    """An embedding produces no tokens: the GenAI conventions and OpenInference record its
+    input tokens alone, which must not make the call's output tokens unknown."""
+
+    def rag() -> None:
+        span(tracer, "embed", gen_ai__operation__name="embeddings", gen_ai__usage__input_tokens=5)
+        span(tracer, "embed", openinference__span__kind="EMBEDDING", llm__token_count__prompt=3)
+        chat(tracer, gen_ai__usage__input_tokens=15, gen_ai__usage__output_tokens=4)
+
+    trace = read(spans, rag)
+    assert trace is not None
+    assert trace.usage == Usage(input_tokens=23, output_tokens=4)
+
+
 def test_a_call_without_a_span_of_either_convention_has_no_trace(
     spans: SpanCapture, tracer: trace_api.Tracer
 ) -> None:
