@@ -186,6 +186,7 @@ def _command(argv: Sequence[str] | None) -> int:
             # The shards' verdicts of gates this merge does not apply itself (the judge's, or
             # a baseline given to the shards and not to the merge) are kept, never dropped.
             carried=shards.gates,
+            flag="--",  # its messages name this command's flags: --max-drop, not --rubric-
         ),
         level=args.confidence,
         calibration=shards.calibration,

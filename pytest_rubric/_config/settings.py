@@ -435,7 +435,8 @@ class Settings:
     judge_batch_timeout: float = option(
         "judge_batch_timeout",
         "with --rubric-judge-batch, wait SECONDS at most for a batch (default 3600); "
-        "then it is cancelled and its criteria are ERROR.",
+        "then it is cancelled and each of its requests is asked once live, its criteria "
+        "ERROR only if that fails too.",
         metavar="SECONDS",
         parse="positive_seconds",
         default=3600.0,

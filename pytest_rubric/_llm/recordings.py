@@ -19,7 +19,10 @@ file is read within limits (size, nesting, entries, each reply no larger than a 
 its replies are validated as live ones are, and a file that cannot be read is named in the
 ERROR of a replay that needed it, and never written over or deleted: it may hold another
 branch's entries (a merge conflict left in it), so a run leaves it as it was and says so
-(:attr:`Recordings.unreadable`). The process that writes outputs writes the files
+(:attr:`Recordings.unreadable`). A path that goes through a symbolic link (a folder or a
+file of the recordings that is one, committed on a branch) is such a file too: it may lead
+anywhere, and writes stay inside the folder, so nothing is read, written or deleted through
+it, and the run names the link once. The process that writes outputs writes the files
 (:meth:`Recordings.flush`); xdist workers hand their share over (:meth:`Recordings.state`).
 """
 
@@ -30,6 +33,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping
@@ -151,6 +155,13 @@ class Recordings:
             for where, entries in (state.get("new") or {}).items():
                 self.new.setdefault(where, {}).update(entries)
 
+    def _left_as_it_was(self, where: str, new: int) -> None:
+        """Count file ``where``, which cannot be read, as left as it was with ``new`` entries
+        of this run not written; a file under a symbolic link is counted as the link, which
+        the summary names once however many files are under it."""
+        blamed = self._link(where) or where
+        self.unreadable[blamed] = self.unreadable.get(blamed, 0) + new
+
     def flush(self) -> None:
         """Write this run's entries into their files (merged with what each holds now, and
         replaced atomically); a file that cannot be read is left as it was (:attr:`unreadable`)."""
@@ -160,7 +171,7 @@ class Recordings:
                 self._problems.pop(where, None)
                 kept = self._load(where)
                 if where in self._problems:  # {} for what it holds: written, it would be lost
-                    self.unreadable[where] = len(entries)
+                    self._left_as_it_was(where, len(entries))
                     continue
                 merged = {**kept, **entries}
                 self._write(where, merged)
@@ -194,7 +205,7 @@ class Recordings:
             for where, keys in unused.items():
                 entries = dict(self._load(where))
                 if where in self._problems:
-                    self.unreadable.setdefault(where, 0)
+                    self._left_as_it_was(where, 0)
                     continue
                 gone = [key for key in keys if key in entries]
                 for key in gone:
@@ -208,8 +219,30 @@ class Recordings:
                 self._files[where] = entries
         return deleted
 
+    def _link(self, where: str) -> str | None:
+        """The first of ``where``'s paths (``evals``, ``evals/faq.rubric.yaml``, ... ``where``
+        itself) that is a symbolic link, or None; the folder itself is the user's choice."""
+        parts = where.split("/")
+        for n in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:n])
+            try:
+                mode = os.lstat(self.path(prefix)).st_mode
+            except OSError:  # absent (and so is all below it), or under a file
+                return None
+            if stat.S_ISLNK(mode):
+                return prefix
+        return None
+
     def _load(self, where: str) -> dict[str, dict[str, Any]]:
-        """The entries of file ``where`` (read once); {} for none or an unreadable one."""
+        """The entries of file ``where`` (read once); {} for none or an unreadable one (one
+        under a symbolic link is never read)."""
+        if where not in self._files and (link := self._link(where)) is not None:
+            self._files[where] = {}
+            self._problems[where] = (
+                ("it is" if link == where else f"it is under {self.shown(link)},")
+                + " a symbolic link, which may lead out of the recordings folder: nothing is "
+                "read, written or deleted through one; put a folder or a file in its place"
+            )
         if where not in self._files:
             try:
                 self._files[where] = _read(self.path(where))

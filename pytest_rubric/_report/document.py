@@ -8,13 +8,16 @@ from an xdist worker to the controller as the same data (:func:`result_data`).
 
 A document read back is input like any other (edited by hand, cut short, written by
 something else), so it is validated before anything uses it: strict types (``"0.8"`` is
-not a number, ``true`` is not 1), finite numbers (a NaN would silently turn a gate off),
-every field a run writes present, unknown fields ignored (a newer version's document still
-reads). A failure is a :class:`DocumentError` naming the file and each bad field, e.g.
-``base.json: results[3].score: expected a number, got 'high'``. ``passed`` and ``score`` are
-recomputed from the criteria (:func:`pytest_rubric._grade.scoring.passes`), so a shard
-cannot claim a pass its criteria do not show; the leaderboard, breakdowns, pairs and audit
-are only checked, a report recomputes them.
+not a number, ``true`` is not 1), finite numbers everywhere, a trace's metadata and a tool
+call's arguments included (a NaN would silently turn a gate off, and JSON has none), each
+number within the range a run can write (``min_score`` from 0 to 1, as in a rubric file),
+each credit one its verdict can have, every field a run writes present, unknown fields
+ignored (a newer version's document still reads). A failure is a :class:`DocumentError`
+naming the file and each bad field, e.g. ``base.json: results[3].score: expected a number,
+got 'high'``. ``passed`` and ``score`` are recomputed from the criteria
+(:func:`pytest_rubric._grade.scoring.passes`), so a shard cannot claim a pass its criteria
+do not show; the leaderboard, breakdowns, pairs and audit are only checked, a report
+recomputes them.
 """
 
 from __future__ import annotations
@@ -40,7 +43,9 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
 )
+from pydantic_core import PydanticCustomError
 
 from .._defaults import parse_pass_when
 from .._errors import DocumentError
@@ -69,6 +74,70 @@ RawScore = Annotated[float, Field(ge=0, le=100)]
 VerdictName = Literal["MET", "UNMET", "ERROR", "SKIPPED"]
 
 
+def _credit_of_verdict(credit: float, info: ValidationInfo) -> float:
+    """A credit its verdict can have, as grading gives them: ERROR and SKIPPED earn none,
+    UNMET less than full credit (a partial one below its mark: a metric's, a judge's score),
+    MET any. The score sums the credits: an UNMET criterion holding credit 1 would count as
+    met, so the verdict and the credit must agree (the verdict, read first, is in ``info``)."""
+    verdict = info.data.get("verdict")  # absent when the verdict itself is wrong
+    if verdict in ("ERROR", "SKIPPED") and credit != 0:
+        expected = "0"
+    elif verdict == "UNMET" and credit >= 1:
+        expected = "less than 1"
+    else:
+        return credit
+    raise PydanticCustomError(
+        "credit_of_verdict",
+        "credit {expected} with verdict {verdict}",
+        {"expected": expected, "verdict": verdict},
+    )
+
+
+Credit = Annotated[float, Field(ge=0, le=1), AfterValidator(_credit_of_verdict)]
+"""A criterion's (or a vote's) credit: a :data:`Fraction` its ``verdict`` can have."""
+
+
+def _finite_data(value: Any) -> Any:
+    """Data an application gave as it was (a trace's ``metadata``, a tool call's
+    ``arguments``), whose every number a run wrote finite (JSON has no NaN or infinity; such
+    arguments are kept as their text), refused at the first number that is not, named by
+    where it is. Iterative: the data may nest as deep as the parser went."""
+    nodes: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while nodes:
+        node, within = nodes.pop()
+        if type(node) is float and not math.isfinite(node):
+            raise PydanticCustomError(
+                "finite_number", "a finite number", {"within": within, "found": node}
+            )
+        if type(node) is dict:
+            nodes += [(v, (*within, k)) for k, v in reversed(node.items())]
+        elif type(node) is list:
+            nodes += [(v, (*within, i)) for i, v in reversed(list(enumerate(node)))]
+    return value
+
+
+def _pass_rule(value: Any) -> str | float:
+    """``pass_when`` as a run writes it: ``"mean"``, ``"all"``, ``"any"``, or a number in
+    (0, 1]; never a number in a string, which only the command line and the ini give."""
+    try:
+        if isinstance(value, str) and value not in ("mean", "all", "any"):
+            raise ValueError(value)
+        return parse_pass_when(value)
+    except ValueError:
+        raise PydanticCustomError("pass_rule", "a pass rule") from None
+
+
+def _counted(n_samples: int | None, info: ValidationInfo) -> int | None:
+    """``n_samples`` as a run writes it: the number of ``samples`` (1 without any). It is
+    recomputed from them anyway; one that disagrees is from an edited document."""
+    if n_samples is None or "samples" not in info.data:  # absent: the samples are wrong
+        return n_samples
+    expected = len(info.data["samples"] or ()) or 1
+    if n_samples != expected:
+        raise PydanticCustomError("sample_count", "the number of samples", {"expected": expected})
+    return n_samples
+
+
 class _Part(BaseModel):
     """A part of the document. A run writes each field from the attribute of the same name
     of what it describes, unless :attr:`sources` names another (a dotted path, or ``""``
@@ -89,7 +158,7 @@ class CriterionSampleModel(_Part):
     """One of the judge's votes on a criterion (``--rubric-judge-samples``)."""
 
     verdict: VerdictName
-    credit: Fraction
+    credit: Credit  # after the verdict, which bounds it
 
 
 class CriterionResultModel(_Part):
@@ -109,7 +178,7 @@ class CriterionResultModel(_Part):
     weight: float
     verdict: VerdictName
     ok: bool  # derived from verdict and weight; recomputed, but a run always writes it
-    credit: Fraction
+    credit: Credit  # after the verdict, which bounds it
     reason: str
     required: bool = False
     requirement: str | None = None  # a judged criterion's, as the rubric states it; null otherwise
@@ -140,7 +209,8 @@ class ToolCallModel(_Part):
     """One tool call of a ``trace``."""
 
     name: str
-    arguments: dict[str, Any] | str  # its JSON text when a number in it is not finite
+    # Its JSON text when a number in it is not finite: as an object, every number finite.
+    arguments: Annotated[dict[str, Any] | str, AfterValidator(_finite_data)]
     ok: bool
     result: str | None = None
 
@@ -178,7 +248,8 @@ class TraceModel(_Part):
     context: list[PassageModel] = []
     usage: UsageModel = UsageModel()
     latency_s: Seconds | None = None
-    metadata: dict[str, Any] | None = None  # written when the application gave some
+    # Written when the application gave some; every number in it finite, as a run writes it.
+    metadata: Annotated[dict[str, Any] | None, AfterValidator(_finite_data)] = None
     left_out: ClassVar[Mapping[str, Any]] = {"metadata": None}
 
 
@@ -229,7 +300,7 @@ class ResultModel(_Part):
     subject: str
     score: Fraction
     raw_score: float
-    min_score: float | None  # any pass mark (assert_rubric's is not bounded); null: report-only
+    min_score: Fraction | None  # as a rubric file or assert_rubric allows; null: report-only
     passed: bool
     criteria: Criteria
     fluency: Fraction
@@ -241,7 +312,7 @@ class ResultModel(_Part):
     response: str = ""
     possible: float = 0.0
     tags: list[str] = []
-    pass_when: Annotated[str | float, BeforeValidator(parse_pass_when)] = "mean"
+    pass_when: Annotated[str | float, BeforeValidator(_pass_rule)] = "mean"
     level: Annotated[float, Field(gt=0, lt=1)] = 0.95
     samples: list[SampleModel] | None = None  # the item is recomputed from these
     probe: list[ProbeRecordModel] = []  # written when the item was probed
@@ -251,8 +322,8 @@ class ResultModel(_Part):
     # [low, high]: SKIPPED because the judge (set in the ini or the environment) had no key and
     # could still pass or fail the case: its score at worst and at best; null otherwise.
     skipped_bounds: Annotated[list[Fraction], Field(min_length=2, max_length=2)] | None = None
-    # Checked, then recomputed from the samples:
-    n_samples: Annotated[int, Field(ge=1)] | None = None
+    # Checked (n_samples against the samples), then recomputed from the samples:
+    n_samples: Annotated[Annotated[int, Field(ge=1)] | None, AfterValidator(_counted)] = None
     pass_rate: Fraction | None = None
     pass_rate_ci: list[Fraction] | None = None
 
@@ -770,17 +841,27 @@ _EXPECTED = {
     "model_type": "an object",
     "dict_type": "an object",
     "literal_error": "one of {expected}",
-    "greater_than_equal": "at least {ge}",
-    "less_than_equal": "at most {le}",
+    "credit_of_verdict": "{expected} with verdict {verdict}",
+    "pass_rule": '"mean", "all", "any" or a number from 0 (excluded) to 1',
+    "sample_count": "{expected}, the number of samples",
+    "greater_than_equal": "at least {ge:g}",
+    "less_than_equal": "at most {le:g}",
 }
 
 
 def _problem(error: Any) -> str:
-    """One pydantic error as ``where: expected what, got what``."""
-    where, kind, ctx = _where(tuple(error["loc"])), error["type"], error.get("ctx") or {}
+    """One pydantic error as ``where: expected what, got what``; an error inside data kept as
+    it was (``metadata``) says where in it (``within``) and what it ``found`` there."""
+    kind, ctx = error["type"], error.get("ctx") or {}
+    # Keys of the application's data, quoted as values are: cut short and redacted.
+    within = tuple(
+        p if isinstance(p, int) else shorten(p, _QUOTED, *known_keys())
+        for p in ctx.get("within", ())
+    )
+    where = _where((*error["loc"], *within))
     if kind == "missing":
         return f"{where}: missing"
-    got = _got(error.get("input"))
+    got = _got(ctx["found"] if "found" in ctx else error.get("input"))
     if kind not in _EXPECTED:  # a kind this version does not phrase itself: pydantic's own words
         message = str(error["msg"])
         return f"{where}: {message[:1].lower() + message[1:]}, got {got}"

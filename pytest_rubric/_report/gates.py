@@ -142,6 +142,9 @@ class Gates:
     # Entries an earlier run wrote (``merge`` reads them from the shards): those of a gate
     # applied here are replaced by this run's verdicts, the others kept.
     carried: Sequence[GateEntry] = ()
+    # What the messages put before a flag's name: the command's own, "--" for merge's
+    # --max-drop, --fail-under and --gate-confidence.
+    flag: str = "--rubric-"
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +287,7 @@ def _case_entries(
     old: Mapping[tuple[str, str, str, int], CaseResult],
     new: Mapping[tuple[str, str, str, int], CaseResult],
     gate_confidence: float | None,
+    flag: str,
 ) -> list[GateEntry]:
     """``baseline-case``: one entry per case that passed in the baseline and fails now."""
     thresholds: dict[str, float] = {}
@@ -301,14 +305,19 @@ def _case_entries(
             continue
         subject = key[2]
         failed, message = _flip(
-            _name(key), was, current, gate_confidence, thresholds.get(subject, 0.0)
+            _name(key), was, current, gate_confidence, thresholds.get(subject, 0.0), flag
         )
         entries.append(GateEntry("baseline-case", subject, current.nodeid, failed, message))
     return entries
 
 
 def _flip(
-    name: str, was: CaseResult, current: CaseResult, gate_confidence: float | None, threshold: float
+    name: str,
+    was: CaseResult,
+    current: CaseResult,
+    gate_confidence: float | None,
+    threshold: float,
+    flag: str,
 ) -> tuple[bool, str]:
     """Whether a case that passed in the baseline and fails now fails the gate, and why."""
     if current.errors:  # not an answer graded worse: nothing was measured
@@ -325,7 +334,7 @@ def _flip(
     verdict = (
         "beyond noise"
         if failed
-        else f"within noise at --rubric-gate-confidence {gate_confidence:g} (not a failure)"
+        else f"within noise at {flag}gate-confidence {gate_confidence:g} (not a failure)"
     )
     return failed, (
         f"{message}: {b} of {k2} sample(s) pass now, {a} of {k1} in the baseline, {verdict}; "
@@ -336,7 +345,7 @@ def _flip(
 def _subject_entry(delta: SubjectDelta, before: float, after: float, asked: Gates) -> GateEntry:
     """``baseline-subject``: the verdict on one subject found in both runs, ``before`` and
     ``after`` its correctness over the cases both graded."""
-    max_drop, gate_confidence = asked.max_drop, asked.gate_confidence
+    max_drop, gate_confidence, flag = asked.max_drop, asked.gate_confidence, asked.flag
     subject, drop = delta.subject, before - after
     head = f"subject {subject}: correctness {before:.3f} -> {after:.3f}"
     if delta.partial:
@@ -344,22 +353,22 @@ def _subject_entry(delta: SubjectDelta, before: float, after: float, asked: Gate
     interval = delta.interval
     if not drop > max_drop + EPSILON:
         failed, quiet = False, True
-        message = f"{head}, no drop beyond --rubric-max-drop {max_drop:g}"
+        message = f"{head}, no drop beyond {flag}max-drop {max_drop:g}"
     elif gate_confidence is None:
         failed, quiet = True, False
-        message = f"{head}, a drop of {drop:.3f} (more than --rubric-max-drop {max_drop:g})"
+        message = f"{head}, a drop of {drop:.3f} (more than {flag}max-drop {max_drop:g})"
     elif interval is not None and interval[1] < -max_drop - EPSILON:
         failed, quiet = True, False
         message = (
             f"{head}, a drop of {drop:.3f}; its {gate_confidence:g} interval over "
             f"{delta.shared} shared cases, [{interval[0]:+.3f}, {interval[1]:+.3f}], lies "
-            f"below -{max_drop:g} (--rubric-max-drop, --rubric-gate-confidence)"
+            f"below -{max_drop:g} ({flag}max-drop, {flag}gate-confidence)"
         )
     else:
         failed, quiet = False, False
         message = (
             f"subject {subject}: the drop of {drop:.3f} is within noise at "
-            f"--rubric-gate-confidence {gate_confidence:g} (not a failure)"
+            f"{flag}gate-confidence {gate_confidence:g} (not a failure)"
         )
     return GateEntry("baseline-subject", subject, None, failed, message, quiet=quiet)
 
@@ -370,6 +379,7 @@ def _shares_no_case(
     old: Mapping[tuple[str, str, str, int], CaseResult],
     new: Mapping[tuple[str, str, str, int], CaseResult],
     unjudged: str | None,
+    flag: str,
 ) -> str:
     """Why a baseline shares no case: nothing was graded without the judge, or cases are
     matched by node id, and node ids are relative to pytest's rootdir. With no ini file,
@@ -391,7 +401,7 @@ def _shares_no_case(
         f"in this run{seen}. With no ini file pytest takes the rootdir from the paths on the "
         "command line, the baseline's too: add an ini file (pytest.ini, or "
         "[tool.pytest.ini_options] in pyproject.toml) at the project's root, or pass "
-        "--rootdir, or write --rubric-baseline=PATH; else give the baseline of this suite"
+        f"--rootdir, or write {flag}baseline=PATH; else give the baseline of this suite"
     )
 
 
@@ -409,7 +419,7 @@ def _compare(
     it is compared as one the baseline does not have."""
     baseline = [r for r in baseline if r.skipped_bounds is None]
     old, new = _keyed(baseline), _keyed(results)
-    entries = _case_entries(old, new, asked.gate_confidence)
+    entries = _case_entries(old, new, asked.gate_confidence, asked.flag)
     notes = []
     if missing := [k for k in old if k not in new]:
         notes.append(
@@ -450,23 +460,23 @@ def _compare(
         )
     if shares_none:
         name = asked.baseline_name or "baseline"
-        message = _shares_no_case(name, asked.rootdir, old, new, asked.unjudged)
+        message = _shares_no_case(name, asked.rootdir, old, new, asked.unjudged, asked.flag)
         entries.append(GateEntry("baseline-case", None, None, True, message))
     return entries, notes, deltas, case_changes(old, new)
 
 
-def _fail_under_entries(now: Mapping[str, float], fail_under: float) -> list[GateEntry]:
+def _fail_under_entries(now: Mapping[str, float], fail_under: float, flag: str) -> list[GateEntry]:
     entries = []
     for subject, value in sorted(now.items()):
         below = value < fail_under - EPSILON
         message = (
             f"subject {subject}: correctness {value:.3f} is "
-            f"{'below' if below else 'at or above'} --rubric-fail-under {fail_under:g}"
+            f"{'below' if below else 'at or above'} {flag}fail-under {fail_under:g}"
         )
         entries.append(GateEntry("fail-under", subject, None, below, message, quiet=not below))
     if not now:  # a gate that measured nothing must not pass
         message = (
-            f"no subject was graded in this run, so --rubric-fail-under {fail_under:g} measured "
+            f"no subject was graded in this run, so {flag}fail-under {fail_under:g} measured "
             "nothing; run the rubric files it gates, or leave the flag out of this run"
         )
         entries.append(GateEntry("fail-under", None, None, True, message))
@@ -553,7 +563,7 @@ def run_gates(
         entries, notes, deltas, changes = _compare(results, asked.baseline, asked, now, delta_level)
     if asked.fail_under is not None:
         applied.add("fail-under")
-        entries += _fail_under_entries(now, asked.fail_under)
+        entries += _fail_under_entries(now, asked.fail_under, asked.flag)
     for kind, limit in sorted(asked.max_flips.items()):
         applied.add("style-flips" if kind == "tone" else f"{kind}-flips")
         entries += _flip_entries(kind, [p for p in probes if p.kind == kind], limit, asked.unjudged)

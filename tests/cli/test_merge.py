@@ -232,5 +232,77 @@ def test_merge_writes_the_reports_and_applies_the_gates_of_the_whole(
     assert "rubric gate passed" in capsys.readouterr().out
     assert main(["merge", "b.json", "--baseline", "whole.json", "--fail-under", "0.9"]) == 1
     out = capsys.readouterr().out
-    assert "note: " in out and "is below --rubric-fail-under 0.9" in out
+    assert "note: " in out and "is below --fail-under 0.9" in out
     assert main(["merge", "a.json", "--baseline", "junk.json"]) == 2
+
+
+NINE = """
+min_score: 1
+cases:
+{cases}
+"""
+
+
+def _nine(pytester: pytest.Pytester, wrong: int, json_path: str) -> None:
+    """Nine cases of subject a, ``wrong`` of them answered wrong, run into ``json_path``."""
+    cases = "".join(
+        f"  - id: q{i}\n    responses: {{a: {'five' if i < wrong else 'four'}}}\n"
+        "    criteria: [{id: four, type: any_of, any_of: [four]}]\n"
+        for i in range(9)
+    )
+    (pytester.path / "s.rubric.yaml").write_text(NINE.format(cases=cases))
+    pytester.runpytest("s.rubric.yaml", "--rubric-json", json_path)
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (
+            ["--max-drop", "0.02"],
+            [
+                "*s.rubric.yaml::q0[[]a] passed in the baseline and fails now (score 0.00, min_score 1.00)",
+                "*subject a: correctness 1.000 -> 0.889, a drop of 0.111 (more than --max-drop 0.02)",
+            ],
+        ),
+        (
+            ["--max-drop", "0.02", "--gate-confidence", "0.9"],
+            [
+                "*q0[[]a] passed in the baseline and fails now *, within noise at --gate-confidence 0.9 (not a failure)*",
+                "*subject a: the drop of 0.111 is within noise at --gate-confidence 0.9 (not a failure)",
+            ],
+        ),
+        (["--fail-under", "0.9"], ["*subject a: correctness 0.889 is below --fail-under 0.9"]),
+    ],
+    ids=["max-drop", "gate-confidence", "fail-under"],
+)  # fmt: skip
+def test_merge_gates_name_the_flags_of_merge(
+    pytester: pytest.Pytester,
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    said: list[str],
+) -> None:
+    """The user typed merge's --max-drop, so its gate says --max-drop, not the pytest flag
+    --rubric-max-drop that merge has not got: in the summary and in the merged document."""
+    pytester.makeini("[pytest]\n")
+    _nine(pytester, 0, "base.json")
+    _nine(pytester, 1, "now.json")
+    code = main(["merge", "now.json", "--baseline", "base.json", "--json", "m.json", *flags])
+    assert code == 1
+    out = capsys.readouterr().out
+    pytest.LineMatcher(out.splitlines()).fnmatch_lines(said)
+    gates = [e["message"] for e in _load(pytester.path / "m.json")["gates"]]
+    assert gates and not [m for m in gates if "--rubric-" in m]
+    entries = [line for line in out.splitlines() if line.startswith(("  - ", "  note: "))]
+    assert entries and not [line for line in entries if "--rubric-" in line]
+
+
+def test_a_merge_with_nothing_to_gate_names_its_own_flag(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytester.makeini("[pytest]\n")
+    (pytester.path / "s.rubric.yaml").write_text("cases: []\n")
+    pytester.runpytest("s.rubric.yaml", "--rubric-json", "empty.json")
+    assert main(["merge", "empty.json", "--fail-under", "0.5"]) == 1
+    out = capsys.readouterr().out
+    assert "so --fail-under 0.5 measured nothing" in out
+    assert "--rubric-" not in out

@@ -415,6 +415,17 @@ def test_a_batch_that_never_ends_times_out_and_its_requests_are_asked_live(
     result.stdout.fnmatch_lines(["rubric: * --rubric-judge-batch --rubric-judge-batch-timeout 1"])
 
 
+def test_the_help_says_what_a_batch_that_times_out_does(pytester: pytest.Pytester) -> None:
+    """As the test above shows and the judge guide says: asked live, not ERROR at once."""
+    shown = " ".join(pytester.runpytest("--help").stdout.str().split())
+    help_text = shown.partition("--rubric-judge-batch-timeout=SECONDS")[2][:300]
+    assert "then it is cancelled and each of its requests is asked once live, its criteria" in (
+        help_text
+    )
+    assert "ERROR only if that fails too." in help_text
+    assert "cancelled and its criteria are ERROR" not in shown
+
+
 def test_a_reply_that_does_not_fit_is_retried_in_a_later_batch(
     pytester: pytest.Pytester,
     batched_file: Path,

@@ -301,6 +301,89 @@ def test_a_recorded_reply_is_validated_as_a_live_one(
     )
 
 
+LINKED = (
+    "recordings: warning: {where} cannot be read (it is a symbolic link, which may lead out "
+    "of the recordings folder: nothing is read, written or deleted through one; put a folder "
+    "or a file in its place): left as it was, {done}; resolve a merge conflict left in it, or "
+    "fix or delete the file, then run again"
+)
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder``, with its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def elsewhere(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder outside the project, where a link committed on a branch may point."""
+    return tmp_path_factory.mktemp("elsewhere")
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("mode", list(RUN_MODES))
+def test_a_recordings_folder_that_is_a_symlink_is_never_written_through(
+    team: pytest.Pytester, elsewhere: Path, mode: str
+) -> None:
+    (team.path / "recordings").mkdir()
+    (team.path / "recordings/evals").symlink_to(elsewhere, target_is_directory=True)
+    result = team.runpytest("--rubric-cache", "use", *RUN_MODES[mode])
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.OK
+    assert files(elsewhere) == {}  # nothing made there, not even a folder
+    assert list(elsewhere.iterdir()) == []
+    done = "this run's 2 new entries for it not written"
+    result.stdout.fnmatch_lines([LINKED.format(where="recordings/evals", done=done)])
+    assert result.stdout.str().count("a symbolic link") == 1  # the link, once: not each file
+
+
+@pytest.mark.hostile
+def test_recordings_through_a_symlink_are_never_pruned(
+    team: pytest.Pytester, elsewhere: Path
+) -> None:
+    team.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
+    # The recordings moved out of the project, a link left in their place.
+    shutil.move(team.path / "recordings/evals", elsewhere / "evals")
+    (team.path / "recordings/evals").symlink_to(elsewhere / "evals", target_is_directory=True)
+    before = files(elsewhere)
+    faq = team.path / "evals/faq.rubric.yaml"
+    header, _, leave = FAQ.partition("  - id: remote")
+    faq.write_text(header + "  - id: leave" + leave.partition("  - id: leave")[2])
+    result = team.runpytest("--rubric-cache", "use", "--rubric-recordings-prune")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK
+    assert files(elsewhere) == before  # remote.json, an orphan, still there
+    done = "this run's 1 new entry for it not written"
+    result.stdout.fnmatch_lines([LINKED.format(where="recordings/evals", done=done)])
+    result.stdout.no_fnmatch_line("recordings: * unused deleted")
+
+
+@pytest.mark.hostile
+def test_a_recording_file_that_is_a_symlink_is_neither_read_nor_written(
+    team: pytest.Pytester, elsewhere: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    team.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
+    target = elsewhere / "remote.json"
+    shutil.move(recording(team, "remote"), target)
+    recording(team, "remote").symlink_to(target)
+    before = target.read_bytes()
+    shutil.rmtree(team.path / ".rubric_cache")
+    with monkeypatch.context() as keyless:
+        keyless.delenv("OPENAI_API_KEY")
+        result = team.runpytest("--rubric-cache", "replay")
+    result.assert_outcomes(passed=2, errors=1)  # its reply, however good, not replayed
+    result.stdout.fnmatch_lines(
+        ["*remote.json (the file cannot be read: it is a symbolic link, which may lead out*"]
+    )
+    result = team.runpytest("--rubric-cache", "use")
+    result.assert_outcomes(passed=3)
+    assert target.read_bytes() == before
+    assert recording(team, "remote").is_symlink()
+    where = "recordings/evals/faq.rubric.yaml/remote.json"
+    done = "this run's 1 new entry for it not written"
+    result.stdout.fnmatch_lines([LINKED.format(where=where, done=done)])
+
+
 # --- git --------------------------------------------------------------------------------------
 
 

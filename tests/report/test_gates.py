@@ -312,13 +312,13 @@ def test_every_gate_outcome_is_in_the_json_and_kept_through_merge(
     # A merge given no gate keeps every outcome, and fails as the run did.
     assert merge_main(["merge", "out.json", "--json", "merged.json"]) == 1
     assert json.loads((pytester.path / "merged.json").read_text())["gates"] == gates
-    # A merge applying a gate itself judges it again; the others are kept.
+    # A merge applying a gate itself judges it again, naming its own flag; the others are kept.
     assert merge_main(["merge", "out.json", "--fail-under", "0.4", "--json", "merged.json"]) == 1
     merged = json.loads((pytester.path / "merged.json").read_text())["gates"]
     assert merged[:2] == gates[:2]
     assert merged[2] == {
         "gate": "fail-under", "subject": "a", "nodeid": None, "failed": False,
-        "message": "subject a: correctness 0.500 is at or above --rubric-fail-under 0.4",
+        "message": "subject a: correctness 0.500 is at or above --fail-under 0.4",
     }  # fmt: skip
 
 

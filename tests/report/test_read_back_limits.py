@@ -354,6 +354,63 @@ OVERFLOWING = (
 )
 
 
+def _traced(**trace: Any) -> Callable[[dict[str, Any]], None]:
+    """The first result's one sample given a trace holding ``trace``."""
+    return _set("results", 0, "samples", 0, "trace", value={"source": "returned", **trace})
+
+
+def _graded(verdict: str, credit: float) -> Callable[[dict[str, Any]], None]:
+    """The first criterion given ``verdict`` and ``credit``, in the result and its sample, as
+    an edited document would (``ok`` as a run derives it)."""
+
+    def change(data: dict[str, Any]) -> None:
+        result = data["results"][0]
+        for criterion in (result["criteria"][0], result["samples"][0]["criteria"][0]):
+            criterion.update(verdict=verdict, ok=verdict == "MET", credit=credit)
+
+    return change
+
+
+# What a run never writes and a reader refuses rather than count: a NaN where any value may
+# be (the application's metadata, a tool call's arguments), a pass mark no rubric file can
+# set, a credit its verdict cannot have (an UNMET worth full credit would count as met), a
+# count of samples that is not theirs, a pass rule written as a string.
+INCONSISTENT = {
+    "nan-metadata": (
+        _traced(metadata={"x": math.nan}),
+        "results[0].samples[0].trace.metadata.x: expected a finite number, got nan",
+    ),
+    "inf-argument": (
+        _traced(tool_calls=[{"name": "t", "arguments": {"a": [1, math.inf]}, "ok": True}]),
+        "results[0].samples[0].trace.tool_calls[0].arguments.a[1]: expected a finite number, got inf",
+    ),
+    "negative-min-score": (
+        _set("results", 0, "min_score", value=-5),
+        "results[0].min_score: expected at least 0, got -5",
+    ),
+    "min-score-above-1": (
+        _set("results", 0, "min_score", value=1.5),
+        "results[0].min_score: expected at most 1, got 1.5",
+    ),
+    "unmet-full-credit": (
+        _graded("UNMET", 1.0),
+        "results[0].criteria[0].credit: expected less than 1 with verdict UNMET, got 1.0",
+    ),
+    "error-credit": (
+        _graded("ERROR", 1.0),
+        "results[0].criteria[0].credit: expected 0 with verdict ERROR, got 1.0",
+    ),
+    "n-samples": (
+        _set("results", 0, "n_samples", value=1_000_000),
+        "results[0].n_samples: expected 1, the number of samples, got 1000000",
+    ),
+    "string-pass-when": (
+        _set("results", 0, "pass_when", value="0.5"),
+        """results[0].pass_when: expected "mean", "all", "any" or a number from 0 (excluded) to 1, got '0.5'""",
+    ),
+}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -366,8 +423,9 @@ OVERFLOWING = (
         (_set("results", 0, "flags", value="confidently_wrong"), "results[0].flags: expected a list, got 'confidently_wrong'"),
         (_delete("results", 1, "score"), "results[1].score: missing"),
         (_overflowing, OVERFLOWING),
+        *INCONSISTENT.values(),
     ],
-    ids=["string-score", "nan-score", "inf-score", "bool-score", "string-min-score", "nan-credit", "string-flags", "missing-score", "overflowing-weights"],
+    ids=["string-score", "nan-score", "inf-score", "bool-score", "string-min-score", "nan-credit", "string-flags", "missing-score", "overflowing-weights", *INCONSISTENT],
 )  # fmt: skip
 def test_a_mistyped_baseline_stops_the_run_before_the_tests_naming_the_field(
     pytester: pytest.Pytester, base: Path, change: Callable[[dict[str, Any]], None], message: str
@@ -433,8 +491,9 @@ def test_merge_recomputes_passed_from_the_criteria(
 ) -> None:
     assert main(["merge", "a.json"]) == 0
     capsys.readouterr()
-    # The shard says passed, with its one criterion an ERROR.
+    # The shard says passed, with its one criterion an ERROR (which earns no credit).
     _edit(shard, _set("results", 0, "criteria", 0, "verdict", value="ERROR"))
+    _edit(shard, _set("results", 0, "criteria", 0, "credit", value=0.0))
     assert json.loads(shard.read_text())["results"][0]["passed"] is True
 
     assert main(["merge", "a.json", "--json", "merged.json"]) == 1
@@ -479,8 +538,9 @@ def test_merge_recomputes_the_score_from_the_criteria(
         (_set("run", "started_at", value="yesterday"), "run.started_at: value error, expected an ISO 8601 time, e.g. 2026-12-04T09:30:00Z, got 'yesterday'"),
         (_set("run", "cache", "hits", value=-1), "run.cache.hits: expected at least 0, got -1"),
         (_delete("run", "judges"), "run.judges: missing"),
+        *INCONSISTENT.values(),
     ],
-    ids=["string-weight", "string-passed", "unknown-verdict", "int-subject", "null-fluency", "missing-credit", "nan-total", "int-bool", "run-time", "run-hits", "run-judges"],
+    ids=["string-weight", "string-passed", "unknown-verdict", "int-subject", "null-fluency", "missing-credit", "nan-total", "int-bool", "run-time", "run-hits", "run-judges", *INCONSISTENT],
 )  # fmt: skip
 def test_merge_of_a_mistyped_shard_is_exit_2_naming_the_field(
     pytester: pytest.Pytester,
@@ -495,6 +555,21 @@ def test_merge_of_a_mistyped_shard_is_exit_2_naming_the_field(
     assert f"pytest-rubric merge: error: a.json: {message}\n" in err
     assert "write it again with --rubric-json" in err
     assert not (pytester.path / "merged.json").exists()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [_graded("UNMET", 0.5), _graded("MET", 0.5), _traced(metadata={"n": 10**400, "x": [1.5]})],
+    ids=["unmet-partial-credit", "met-partial-credit", "huge-int-metadata"],
+)
+def test_merge_keeps_what_a_run_can_write(
+    shard: Path, capsys: pytest.CaptureFixture[str], change: Callable[[dict[str, Any]], None]
+) -> None:
+    """A partial credit below the mark (a metric's, a judge's score) and an application's
+    metadata holding a whole number no float holds are a run's own: read, never refused."""
+    _edit(shard, change)
+    assert main(["merge", "a.json"]) in (0, 1)
+    assert "error" not in capsys.readouterr().err
 
 
 def test_what_a_run_writes_is_a_valid_document(
@@ -512,6 +587,7 @@ def test_what_a_run_writes_is_a_valid_document(
               - {id: horizon, requirement: "Says one day"}
               - {id: clear, requirement: "Is clear", axis: style}
               - {id: wrong, type: forbidden, phrases: [week]}
+              - {id: half, type: metric, expected: [day, hour], threshold: 1}
           - id: q2
             response: "Broken."
             criteria: [{id: bad, type: regex, pattern: "("}]
