@@ -176,7 +176,7 @@ def _gate_lines(gates: GateReport, show_response: int) -> list[Line]:
     if len(scored_lower) > _SHOWN_CHANGES:
         more = len(scored_lower) - _SHOWN_CHANGES
         lines.append(
-            Line(f"  ... and {more} more scored lower: see --rubric-markdown or --rubric-html")
+            Line(f"  ... and {more} more scored lower: see the Markdown or the HTML report")
         )
     lines += [Line(f"  note: {note}") for note in gates.noted]
     if gates.failed:
@@ -194,15 +194,15 @@ def _passed(gates: GateReport) -> str:
     if gates.baseline is not None and asked.gate_confidence is None:
         parts.append(
             f"no case regressed, no subject dropped more than {asked.max_drop:g} "
-            "(--rubric-max-drop)"
+            f"({asked.flag}max-drop)"
         )
     elif gates.baseline is not None:
         parts.append(
             f"no case fell and no subject dropped more than {asked.max_drop:g} beyond noise "
-            f"(--rubric-max-drop, --rubric-gate-confidence {asked.gate_confidence:g})"
+            f"({asked.flag}max-drop, {asked.flag}gate-confidence {asked.gate_confidence:g})"
         )
     if asked.fail_under is not None:
-        parts.append(f"every subject at or above {asked.fail_under:g} (--rubric-fail-under)")
+        parts.append(f"every subject at or above {asked.fail_under:g} ({asked.flag}fail-under)")
     for kind, limit in sorted(asked.max_flips.items(), key=lambda kl: (kl[0] != "tone", kl[0])):
         parts.append(
             f"judge style sensitivity at most {limit:g} (--rubric-judge-max-style-flips)"

@@ -229,7 +229,11 @@ def test_merge_writes_the_reports_and_applies_the_gates_of_the_whole(
 
     # Against the whole run as baseline nothing regressed; a drop is named.
     assert main(["merge", "a.json", "b.json", "--baseline", "whole.json"]) == 1  # cases fail
-    assert "rubric gate passed" in capsys.readouterr().out
+    passed = capsys.readouterr().out
+    assert (
+        "rubric gate passed: no case regressed, no subject dropped more than 0 (--max-drop)"
+        in passed
+    )
     assert main(["merge", "b.json", "--baseline", "whole.json", "--fail-under", "0.9"]) == 1
     out = capsys.readouterr().out
     assert "note: " in out and "is below --fail-under 0.9" in out
