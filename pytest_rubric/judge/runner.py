@@ -246,14 +246,19 @@ def combine_panel(
     """One outcome from each judge's outcome of ``criterion``: any judge's ERROR makes it ERROR
     (a panel that could not sit is not a panel's grade); else as :func:`tally` combines
     them (``mean``: see :func:`averaged`). It keeps ``judges``, each judge's verdict (score
-    kind: its score), and its ``agreement``: below 1 it is ``unstable``."""
+    kind: its score; ERROR, whatever the kind, for a judge whose call failed), and its
+    ``agreement``: below 1 it is ``unstable``."""
     k = len(outcomes)
-    judges: tuple[tuple[str, str | float], ...]
-    if criterion.kind == "score":  # only a judge criterion has a score kind, and its range
-        low, high = getattr(criterion, "min_score", 0.0), getattr(criterion, "max_score", 1.0)
-        judges = tuple((n, low + o.credit * (high - low)) for n, o in outcomes.items())
-    else:
-        judges = tuple((n, str(o.verdict)) for n, o in outcomes.items())
+    low, high = getattr(criterion, "min_score", 0.0), getattr(criterion, "max_score", 1.0)
+
+    def given(o: Outcome) -> str | float:
+        # A failed call's credit 0.0 is no score: read as the range's minimum, it would be a
+        # verdict the judge never gave (and the probe would count flips from it).
+        if criterion.kind != "score" or o.verdict is Verdict.ERROR:
+            return str(o.verdict)
+        return low + o.credit * (high - low)  # only a judge criterion has a score kind
+
+    judges = tuple((n, given(o)) for n, o in outcomes.items())
     if failed := [(n, o) for n, o in outcomes.items() if o.verdict is Verdict.ERROR]:
         name, first = failed[0]
         return Outcome(

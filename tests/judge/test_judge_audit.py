@@ -28,7 +28,7 @@ from pytest_rubric.judge.evidence import NEGATIONS, Quoted, check_evidence
 from pytest_rubric.judge.prompts import holistic, injection_suspected, one_shot, per_criterion
 from pytest_rubric.judge.replies import read_one, read_one_shot
 from pytest_rubric.judge.runner import combine_panel
-from tests.fake_llm import Action, FakeLLM, Recorded, json_reply, score
+from tests.fake_llm import Action, FakeLLM, Recorded, json_reply, score, status
 
 Write = Callable[[str, str], Path]
 
@@ -678,6 +678,72 @@ def test_a_panel_takes_the_majority_ties_go_against_the_answer_scores_average() 
     )
     assert scored.credit == pytest.approx(0.55) and scored.verdict is MET
     assert dict(scored.judges) == {"a": pytest.approx(8.0), "b": pytest.approx(3.0)}
+
+
+def test_a_panel_judge_whose_call_failed_shows_error_whatever_the_kind() -> None:
+    """A failed call's credit 0.0 is no score: read as the range's minimum it would be a
+    verdict the judge never gave."""
+    scored = combine_panel(
+        Requirement(id="s", requirement="r", kind="score", min_score=1, max_score=10),
+        {"a": Outcome(MET, 7 / 9, "ok"), "b": Outcome(Verdict.ERROR, 0.0, "HTTP 500")},
+        mean=True,
+    )
+    assert scored.verdict is Verdict.ERROR
+    assert dict(scored.judges) == {"a": pytest.approx(8.0), "b": "ERROR"}
+
+
+SCORED = """
+suite: scored
+min_score: 0
+cases:
+  - id: sum
+    question: "What is 2+2?"
+    responses: {plain: "It is 4.", wrong: "It is 5."}
+    criteria:
+      - {id: quality, kind: score, min_score: 1, max_score: 10, requirement: "Rates quality"}
+      - {id: four, requirement: "Says the answer is 4"}
+"""
+
+
+def _fails_on_the_originals(request: Recorded) -> Action:
+    """Judge b's calls on the original answers fail; every other call is judged on content."""
+    answer = _answer(request)
+    if request.body["model"] == "b" and answer in ("It is 4.", "It is 5."):
+        return status(500)
+    if "Rates quality" in _system(request):
+        return score(8)
+    met = "4" in answer
+    return json_reply({"reason": "r", "verdict": "MET" if met else "UNMET", "evidence": ["4"]})
+
+
+def test_a_panel_judge_that_failed_on_the_original_is_not_probed(
+    pytester: pytest.Pytester,
+    write: Write,
+    fake_llm: FakeLLM,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    """Judge b has no verdict on the original answer, so none of its rewrites can flip from
+    it: not for a score kind either (its failed score is ERROR, not the range's minimum)."""
+    pytester.makeini("[pytest]\nrubric_judge_attempts = 1\n")
+    write("evals/scored.rubric.yaml", SCORED)
+    fake_llm.respond_with(_fails_on_the_originals)
+    pytester.runpytest(
+        "--rubric-judge=openai:a",
+        "--rubric-judge=openai:b",
+        f"--rubric-judge-url={fake_llm.openai_url}",
+        "--rubric-judge-probe=4",
+        "--rubric-cache=off",
+        "--rubric-json=out.json",
+    )
+    document = rubric_json()
+    for case in document["results"]:
+        quality = next(c for c in case["criteria"] if c["id"] == "quality")
+        assert quality["judges"] == {"openai:a": 8.0, "openai:b": "ERROR"}
+    probes = {p["judge"]: p for p in document["judge_audit"]["style_probe"]}
+    assert probes["openai:a"]["probed"] == 4
+    assert probes.get("openai:b", {"probed": 0, "flips_confident": 0})["probed"] == 0
+    panel = document["judge_audit"]["panel"]
+    assert (panel["n"], panel["pairs"][0]["n"]) == (0, 0)  # b decided nothing
 
 
 def test_a_panel_combines_extractions_by_the_majority_of_their_checked_outcomes() -> None:
