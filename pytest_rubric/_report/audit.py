@@ -71,8 +71,11 @@ class ProbeFigures:
 
     @property
     def line(self) -> str:
+        name = "style" if self.kind == "tone" else self.kind
+        if not self.verdicts:
+            return f"judge {name} probe: no verdict judged again (each had an ERROR)"
         return (
-            f"judge {'style' if self.kind == 'tone' else self.kind} probe: {self.flips} of "
+            f"judge {name} probe: {self.flips} of "
             f"{self.verdicts} verdicts "
             f"{_CHANGED.get(self.kind, 'changed')} ({100 * self.sensitivity:.1f} %)"
         )
@@ -128,12 +131,11 @@ class JudgeAudit:
     def lines(self) -> list[str]:
         """The ``judge audit`` block's lines, after its title."""
         lines = [c.line for c in self.calibration]
-        tone = self.style_probe
-        several = len(tone) > 1  # a panel: each line names its judge
-        lines += [f"{p.line}, judge {p.judge}" if several else p.line for p in tone]
-        several = len({p.judge for p in self.probes}) > 1
-        others = [p for p in self.probes if p.kind != "tone"]
-        lines += [f"{p.line}, judge {p.judge}" if several else p.line for p in others]
+        # A run of several judges (a panel): every probe line names its judge.
+        judges = {p.judge for p in self.probes} | set(self.panel.judges if self.panel else ())
+        several = len(judges) > 1
+        tone_first = [*self.style_probe, *(p for p in self.probes if p.kind != "tone")]
+        lines += [f"{p.line}, judge {p.judge}" if several else p.line for p in tone_first]
         if panel := self.panel:
             lines.append(
                 f"judge panel: {len(panel.judges)} judges, {panel.n} criteria every judge "
@@ -167,23 +169,24 @@ def _flipped(record: ProbeRecord) -> bool:
 
 
 def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] = ()) -> JudgeAudit:
-    """The judge audit of ``results`` (a probe record with an ERROR in it is not counted),
-    with the calibration figures measured at the start of the session (or read back)."""
+    """The judge audit of ``results`` (a probe record with an ERROR in it is not counted,
+    but its judge is there, ``probed`` 0 if nothing else of it was), with the calibration
+    figures measured at the start of the session (or read back)."""
     probes: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     kinds: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     checked = unsupported = 0
     for result in results:
         for record in result.probe:
             if record.kind != "tone":
+                counts = kinds[(record.judge, record.kind)]  # a judge probed, measured or not
                 if record.original in _DECIDED and record.probed in _DECIDED:
-                    counts = kinds[(record.judge, record.kind)]
                     counts[0] += 1
                     counts[1] += _flipped(record)
                 continue
             verdicts = (record.original, record.confident, record.hedged)
+            counts = probes[record.judge]  # probed, flips, flips_confident, flips_hedged
             if not all(v in _DECIDED for v in verdicts):
                 continue
-            counts = probes[record.judge]  # probed, flips, flips_confident, flips_hedged
             counts[0] += 1
             counts[1] += (verdicts[1] != verdicts[0]) + (verdicts[2] != verdicts[0])
             counts[2] += _favoured(record, record.confident)  # sounding sure paid

@@ -487,14 +487,22 @@ def _flip_entries(
     kind: str, probes: Sequence[ProbeFigures], limit: float, unjudged: str | None
 ) -> list[GateEntry]:
     """The ``style-flips`` gate (kind ``tone``), ``length-flips`` or ``position-flips``: one
-    entry per judge; one that failed when the probe judged nothing again (a gate that
-    measured nothing must not pass)."""
+    entry per judge, failed for a judge the probe measured nothing of; one that failed when
+    the probe judged nothing again at all (a gate that measured nothing must not pass)."""
     tone = kind == "tone"
     gate = "style-flips" if tone else f"{kind}-flips"
     # Where the limit may come from: every kind's may be set either way.
     flag = f"--rubric-judge-max-flips {kind}, else --rubric-judge-max-style-flips"
     entries = []
     for p in probes:
+        if not p.probed:  # the probe is per judge: one that measured nothing must not pass
+            message = (
+                f"judge {p.judge}: the {'style' if tone else kind} probe judged no verdict "
+                "again (each had an ERROR, on the original answer or judged again), so its "
+                f"limit ({flag}) measured nothing for this judge"
+            )
+            entries.append(GateEntry(gate, None, None, True, message))
+            continue
         over = p.sensitivity > limit
         message = (
             f"judge {p.judge}: {p.flips} of {p.verdicts} probed verdicts changed with "
@@ -502,7 +510,7 @@ def _flip_entries(
             f"{'above' if over else 'at most'} {limit:g} ({flag})"
         )
         entries.append(GateEntry(gate, None, None, over, message, quiet=not over))
-    if not any(p.probed for p in probes):
+    if not probes:
         why = unjudged or "every probe call failed, or no judged substance criterion ran"
         message = (
             f"the {'style' if tone else kind} probe judged no verdict again ({why}), so "

@@ -905,6 +905,59 @@ def test_a_panel_grades_every_criterion_with_every_judge_and_measures_their_agre
     )
 
 
+ORIGINALS = {
+    answer.split(": ", 1)[1].strip('"')
+    for answer in re.findall(r"(?:plain|sure|wrong|bluff): .*", BLUFFS)
+}
+
+
+def _rewrites_fail_for_b(request: Recorded) -> Action:
+    """Judge b judges the original answers fairly; its every call on a rewrite fails."""
+    if request.body["model"] == "b" and _answer(request) not in ORIGINALS:
+        return status(500)
+    return _fair(request)
+
+
+def test_a_panel_judge_the_probe_measured_nothing_of_fails_its_gate_by_name(
+    pytester: pytest.Pytester,
+    write: Write,
+    fake_llm: FakeLLM,
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    """The probe and its gate are per judge: judge a's figure says nothing of judge b."""
+    pytester.makeini("[pytest]\nrubric_judge_attempts = 1\n")
+    write("evals/panel.rubric.yaml", BLUFFS)
+    fake_llm.respond_with(_rewrites_fail_for_b)
+    result = pytester.runpytest(
+        "--rubric-judge=openai:a",
+        "--rubric-judge=openai:b",
+        f"--rubric-judge-url={fake_llm.openai_url}",
+        "--rubric-judge-probe=2",
+        "--rubric-judge-max-style-flips=0.5",
+        "--rubric-cache=off",
+        "--rubric-json=out.json",
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "judge audit",
+            "judge style probe: 0 of 4 verdicts changed with tone alone (0.0 %), judge openai:a",
+            "judge style probe: no verdict judged again (each had an ERROR), judge openai:b",
+        ],
+        consecutive=True,
+    )
+    audit_ = rubric_json()["judge_audit"]
+    assert [(p["judge"], p["probed"]) for p in audit_["style_probe"]] == [
+        ("openai:a", 2),
+        ("openai:b", 0),
+    ]
+    failed = [g for g in rubric_json()["gates"] if g["failed"]]
+    assert [g["gate"] for g in failed] == ["style-flips"]
+    assert failed[0]["message"].startswith(
+        "judge openai:b: the style probe judged no verdict again (each had an ERROR"
+    )
+
+
 def test_calibration_figures_and_score_labels() -> None:
     scored = Requirement(id="s", requirement="r", kind="score", min_score=1, max_score=5)
     assert label_met(CalibrationExample(case="c", criterion="s", response="r", score=3), scored)
