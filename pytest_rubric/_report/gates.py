@@ -484,11 +484,14 @@ def _fail_under_entries(now: Mapping[str, float], fail_under: float, flag: str) 
 
 
 def _flip_entries(
-    kind: str, probes: Sequence[ProbeFigures], limit: float, unjudged: str | None
+    kind: str, probes: Sequence[ProbeFigures], limit: float, unjudged: str | None, probed_any: str
 ) -> list[GateEntry]:
     """The ``style-flips`` gate (kind ``tone``), ``length-flips`` or ``position-flips``: one
     entry per judge, failed for a judge the probe measured nothing of; one that failed when
-    the probe judged nothing again at all (a gate that measured nothing must not pass)."""
+    the probe judged nothing again at all (a gate that measured nothing must not pass), saying
+    why: ``probed_any`` is ``judged`` when another kind judged answers again, ``unasked``
+    when no probe ran though judged substance criteria were graded (``--rubric-judge-probe``
+    is 0 by default), ``none`` when none was."""
     tone = kind == "tone"
     gate = "style-flips" if tone else f"{kind}-flips"
     # Where the limit may come from: every kind's may be set either way.
@@ -511,7 +514,11 @@ def _flip_entries(
         )
         entries.append(GateEntry(gate, None, None, over, message, quiet=not over))
     if not probes:
-        why = unjudged or "every probe call failed, or no judged substance criterion ran"
+        why = unjudged or {
+            "judged": f"no probed answer could be judged again by the {kind} probe",
+            "unasked": "the probe was not asked: add --rubric-judge-probe N",
+            "none": "no judged substance criterion was graded",
+        }[probed_any]
         message = (
             f"the {'style' if tone else kind} probe judged no verdict again ({why}), so "
             f"its limit ({flag}) measured nothing"
@@ -572,9 +579,18 @@ def run_gates(
     if asked.fail_under is not None:
         applied.add("fail-under")
         entries += _fail_under_entries(now, asked.fail_under, asked.flag)
+    if asked.max_flips:
+        substance = any(
+            c.requirement is not None and c.axis == "substance"
+            for r in results
+            for c in r.every_criterion
+        )
+        probed_any = "judged" if probes else "unasked" if substance else "none"
     for kind, limit in sorted(asked.max_flips.items()):
         applied.add("style-flips" if kind == "tone" else f"{kind}-flips")
-        entries += _flip_entries(kind, [p for p in probes if p.kind == kind], limit, asked.unjudged)
+        entries += _flip_entries(
+            kind, [p for p in probes if p.kind == kind], limit, asked.unjudged, probed_any
+        )
     if asked.min_kappa is not None:
         applied.add("min-kappa")
         entries += _min_kappa_entries(calibration, asked.min_kappa, asked.unjudged)

@@ -159,6 +159,31 @@ def test_each_kind_has_its_gate_per_judge_and_one_that_measured_nothing_fails() 
     assert gates.asked.max_flips == {"length": 0.5, "position": 0.1} and gates.active
 
 
+def test_a_flip_gate_that_measured_nothing_says_why() -> None:
+    """The probe is 0 by default: a flip limit without it was never measured, and the gate
+    says to ask for it, not that calls failed."""
+    from pytest_rubric._results import CriterionResult
+
+    judged = CriterionResult(
+        id="day", type="judge", axis="substance", weight=1.0, verdict=Verdict.MET, credit=1.0,
+        reason="r", requirement="Says one day",
+    )  # fmt: skip
+    result = CaseResult(
+        nodeid="n", suite="s", case="c", subject="x", score=1.0, raw_score=1.0, min_score=0.5,
+        passed=True, criteria=[judged], fluency=0.5, confidence=0.5, naive_score=0.5,
+    )  # fmt: skip
+
+    def why(results: list[CaseResult], probes: list[ProbeFigures]) -> str:
+        (entry,) = run_gates(results, Gates(max_flips={"length": 0.5}), probes=probes).entries
+        assert entry.failed
+        return entry.message
+
+    assert "(the probe was not asked: add --rubric-judge-probe N)" in why([result], [])
+    assert "(no judged substance criterion was graded)" in why([], [])
+    tone = [ProbeFigures("j", "tone", 2, 0)]
+    assert "(no probed answer could be judged again by the length probe)" in why([result], tone)
+
+
 # --- end to end: a judge biased by length and by position -------------------------------------
 
 BIASED = """\
