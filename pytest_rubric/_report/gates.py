@@ -514,11 +514,14 @@ def _flip_entries(
         )
         entries.append(GateEntry(gate, None, None, over, message, quiet=not over))
     if not probes:
-        why = unjudged or {
-            "judged": f"no probed answer could be judged again by the {kind} probe",
-            "unasked": "the probe was not asked: add --rubric-judge-probe N",
-            "none": "no judged substance criterion was graded",
-        }[probed_any]
+        why = (
+            unjudged
+            or {
+                "judged": f"no probed answer could be judged again by the {kind} probe",
+                "unasked": "the probe was not asked: add --rubric-judge-probe N",
+                "none": "no judged substance criterion was graded",
+            }[probed_any]
+        )
         message = (
             f"the {'style' if tone else kind} probe judged no verdict again ({why}), so "
             f"its limit ({flag}) measured nothing"
