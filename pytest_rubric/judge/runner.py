@@ -191,18 +191,24 @@ def combine(criterion: JudgedCriterion, votes: Sequence[Outcome], *, mean: bool)
     else:
         reason = next(o.reason for o in votes if o.verdict is verdict)
         summary = f"{sum(o.verdict is verdict for o in votes)} of {k} votes {verdict}"
-    # The votes that make the verdict: one that `require` turned to UNMET does not count
-    # against a MET the others support with their quotes.
-    checked = [o.evidence_ok for o in votes if o.evidence_ok is not None and o.verdict is verdict]
     return Outcome(
         verdict,
         credit,
         f"{reason} ({summary})",
         agreement=agreement,
         votes=pairs,
-        # A MET vote whose quotes were not found leaves the criterion unsupported.
-        evidence_ok=all(checked) if checked and verdict is Verdict.MET else None,
+        evidence_ok=_evidence(votes, verdict),
     )
+
+
+def _evidence(outcomes: Sequence[Outcome], verdict: Verdict) -> bool | None:
+    """Whether the quotes of the votes (or judges) that make ``verdict`` were found: a MET
+    one whose quotes were not leaves a MET unsupported, and METs that `require` turned to
+    UNMET make an UNMET that, as one judge's would be; one outvoted counts for nothing."""
+    checked = [
+        o.evidence_ok for o in outcomes if o.evidence_ok is not None and o.verdict is verdict
+    ]
+    return all(checked) if checked else None
 
 
 class Panel:
@@ -274,12 +280,11 @@ def combine_panel(
     else:
         summary = f"panel: {sum(o.verdict is verdict for o in values)} of {k} judges {verdict}"
     reason = next((o.reason for o in values if o.verdict is verdict), values[0].reason)
-    checked = [o.evidence_ok for o in values if o.evidence_ok is not None]
     return Outcome(
         verdict,
         credit,
         f"{reason} ({summary})",
         agreement=agreement,
         judges=judges,
-        evidence_ok=all(checked) if checked and verdict is Verdict.MET else None,
+        evidence_ok=_evidence(values, verdict),
     )

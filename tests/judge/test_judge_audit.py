@@ -655,6 +655,31 @@ def _judged_by(*verdicts: str, weight: float = 1.0) -> Outcome:
     return combine_panel(Requirement(id="c", requirement="r", weight=weight), outcomes, mean=False)
 
 
+def test_mets_require_turned_unmet_leave_the_combined_unmet_unsupported() -> None:
+    """Under `--rubric-judge-evidence require` two of three votes (or judges) said MET with a
+    quote the answer does not hold, and were turned UNMET: the criterion is UNMET for want of
+    evidence, as one judge's would be, and says so (flag and audit); a MET that was outvoted
+    counts for nothing, and a MET whose makers quoted what is there stays supported."""
+    from pytest_rubric.judge.runner import combine
+
+    turned = Outcome(UNMET, 0.0, "no quote found", evidence_ok=False)
+    supported = Outcome(MET, 1.0, "quoted", evidence_ok=True)
+    unsupported = Outcome(MET, 1.0, "invented", evidence_ok=False)
+    criterion = Requirement(id="c", requirement="r")
+    votes = combine(criterion, [turned, turned, supported], mean=False)
+    assert (votes.verdict, votes.evidence_ok) == (UNMET, False)
+    panel = combine_panel(criterion, {"a": turned, "b": turned, "c": supported}, mean=False)
+    assert (panel.verdict, panel.evidence_ok) == (UNMET, False)
+    outvoted = combine_panel(
+        criterion,
+        {"a": unsupported, "b": Outcome(UNMET, 0.0, "no"), "c": Outcome(UNMET, 0.0, "no")},
+        mean=False,
+    )
+    assert (outvoted.verdict, outvoted.evidence_ok) == (UNMET, None)
+    met = combine(criterion, [supported, supported, turned], mean=False)
+    assert (met.verdict, met.evidence_ok) == (MET, True)
+
+
 def test_a_panel_takes_the_majority_ties_go_against_the_answer_scores_average() -> None:
     two_to_one = _judged_by("MET", "MET", "UNMET")
     assert (two_to_one.verdict, two_to_one.credit, two_to_one.agreement) == (MET, 1.0, 2 / 3)
