@@ -301,8 +301,8 @@ class RubricFile(pytest.File):
             if subject in sources:
                 source = Source(
                     unavailable=(
-                        f"subject {subject!r} has two responses for case {case.id!r} "
-                        f"({origins[subject]} and {origin}); keep one"
+                        f"subject {subject!r} is given twice for case {case.id!r} "
+                        f"({origins[subject]}; and {origin}); keep one"
                     )
                 )
             sources[subject] = source
@@ -325,7 +325,7 @@ class RubricFile(pytest.File):
                                 f'{{"id": "{case.id}", "response": "..."}}'
                             )
                         ),
-                        str(response_file.path),
+                        f"{response_file.path}, which has no line for it",
                     )
                 else:
                     directory.used.add((response_file.subject, key))

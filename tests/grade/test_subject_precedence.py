@@ -113,3 +113,24 @@ def test_target_fixed_must_be_a_boolean(pytester: pytest.Pytester, team: None) -
     pinned.write_text(pinned.read_text().replace("target_fixed: true", "target_fixed: maybe"))
     result = pytester.runpytest("evals")
     result.stdout.fnmatch_lines(["*pinned.rubric.yaml*target_fixed*"])
+
+
+def test_a_responses_folder_naming_a_files_target_is_a_clash_said_as_such(
+    pytester: pytest.Pytester, team: None, write: Write
+) -> None:
+    """The collected answers of `stable` graded with its target still named in the files:
+    each of its items has two sources, said as such, even where the responses file has no
+    line for the case (`collect` left out a case whose target failed)."""
+    write("answers/stable.jsonl", '{"id": "remote", "suite": "remote", "response": "Two days."}\n')
+    result = pytester.runpytest("evals/remote.rubric.yaml", "evals/leave.rubric.yaml", "-rE",
+                                "--rubric-responses", "answers")  # fmt: skip
+    result.assert_outcomes(errors=2)
+    lines_in_any_order(
+        result,
+        [
+            "*subject 'stable' is given twice for case 'remote' (*answers/stable.jsonl:1; and "
+            "target targets:stable); keep one*",
+            "*subject 'stable' is given twice for case 'leave' (*answers/stable.jsonl, which "
+            "has no line for it; and target targets:stable); keep one*",
+        ],
+    )
