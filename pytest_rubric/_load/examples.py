@@ -7,17 +7,22 @@ stays a held-out measure.
 
 from __future__ import annotations
 
+import difflib
+import json
 import math
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from .._errors import Problem
-from .._guards.limits import NotRegular, read_jsonl
-from .._schema import CalibrationExample, JudgeExample, Suite
+from .._guards.limits import NotRegular, kind_of, read_jsonl
+from .._guards.secrets import abridged
+from .._schema import CalibrationExample, Case, JudgeExample, Suite
 from ..criteria.extract import Extract
 from ..criteria.judge import Requirement
+from .responses import path_hint, run_relative
 
 if TYPE_CHECKING:
     from ..judge.prompts import Guidance
@@ -25,38 +30,42 @@ if TYPE_CHECKING:
 
 M = TypeVar("M", bound=BaseModel)
 
+_CALIBRATION = '{"case": "...", "criterion": "...", "response": "...", "verdict": "MET"}'
+_EXAMPLE = '{"criterion": "...", "response": "...", "verdict": "MET", "reason": "..."}'
+_LINES: dict[type[BaseModel], str] = {CalibrationExample: _CALIBRATION, JudgeExample: _EXAMPLE}
+
 
 def examples_of(
-    suite: Suite, path: Path
+    suite: Suite, path: Path, locator: Locator
 ) -> tuple[list[tuple[CalibrationExample, Requirement, Any]], list[Problem]]:
     """The suite's calibration examples, each with its judged criterion and case, and the
     problems that make one unusable (located in the rubric file, or in the JSONL file)."""
     if (raw := suite.calibration) is None:
         return [], []
     problems: list[Problem] = []
+    rows: list[tuple[int | None, CalibrationExample]]
     where: Path | None = None
     if isinstance(raw, str):
-        where = path.parent / raw
-        rows, problems = read_labelled(
-            where,
-            CalibrationExample,
-            what="calibration example",
-            field="calibration",
-            example='{"case": "...", "criterion": "...", "response": "...", "verdict": "MET"}',
+        where, found, problems = _read_named(
+            raw, path, locator, CalibrationExample, "calibration", what="calibration example"
         )
-        examples = [row for _, row in rows]
+        rows = list(found)
     else:
-        examples = list(raw)
-    cases = {case.id: case for case in suite.cases}
-    found = []
-    for index, example in enumerate(examples):
-        at = f"calibration example {index + 1}"
-        case = cases.get(example.case)
-        judged = {
-            c.id: c
-            for c in (*suite.global_criteria, *(case.criteria if case else ()))
-            if isinstance(c, Requirement)
-        }
+        rows = [(None, example) for example in raw]
+    numbers = _numbers(rows, problems)
+    # A case id given twice is a problem of its own: a label is checked against the case of
+    # that id that has its criterion, so the other one adds no false problem.
+    cases: dict[str, list[Case]] = {}
+    for each in suite.cases:
+        cases.setdefault(each.id, []).append(each)
+    written = _written(json_file=where is not None)
+    examples = []
+    for index, (line, example) in enumerate(rows):
+        at = f"calibration example {numbers.get(line, index + 1)}"
+        same = cases.get(example.case, [])
+        case = next((c for c in same if example.criterion in _judged(suite, c)), None)
+        case = case or next(iter(same), None)
+        judged = _judged(suite, case)
         criterion = judged.get(example.criterion)
         if case is None:
             message, field = f"{at}: no case {example.case!r} in this file", "case"
@@ -68,58 +77,157 @@ def examples_of(
             example.verdict is not None or example.score is None or not math.isfinite(example.score)
         ):
             message, field = f"{at}: criterion {example.criterion!r} needs a score label", "score"
-            hint = f"write `score: n` ({criterion.min_score:g} to {criterion.max_score:g})"
+            span = f"{criterion.min_score:g} to {criterion.max_score:g}"
+            hint = f"write {written('score', None)} ({span})"
+            hint += " instead of `verdict`" if example.verdict is not None else ""
         elif criterion.kind != "score" and (example.score is not None or example.verdict is None):
             message = f"{at}: criterion {example.criterion!r} needs a verdict label"
-            field, hint = "verdict", "write `verdict: MET` or `verdict: UNMET`"
+            field = "verdict"
+            hint = f"write {written('verdict', 'MET')} or {written('verdict', 'UNMET')}"
+            hint += " instead of `score`" if example.score is not None else ""
         else:
-            found.append((example, criterion, case))
+            examples.append((example, criterion, case))
             continue
         problems.append(
             Problem(
                 message,
-                field=f"calibration.{field}" if where is None else field,
+                line=line if where else locator.line(("calibration", index, field)),
+                case=example.case,
+                criterion=example.criterion,
+                field=field if where else f"calibration.{field}",
                 hint=hint,
                 path=where,
             )
         )
-    return found, problems
+    problems.sort(key=lambda p: p.line or 0)
+    return examples, problems
+
+
+def _judged(suite: Suite, case: Case | None) -> dict[str, Requirement]:
+    """The judged criteria a calibration label of ``case`` may name: the file's, the case's."""
+    return {
+        c.id: c
+        for c in (*suite.global_criteria, *(case.criteria if case else ()))
+        if isinstance(c, Requirement)
+    }
+
+
+def _written(*, json_file: bool) -> Callable[[str, str | None], str]:
+    """How a hint writes a field and its value (None: a number): as a line of a JSONL file
+    does, or as YAML does."""
+    if json_file:
+        return lambda name, value: f'`"{name}": {"n" if value is None else json.dumps(value)}`'
+    return lambda name, value: f"`{name}: {'n' if value is None else value}`"
+
+
+def _numbers(rows: Sequence[tuple[int | None, Any]], problems: list[Problem]) -> dict[Any, int]:
+    """Each JSONL line's place among the file's examples (its lines that are not blank, read
+    or not), so that "example 3" is the third a reader counts."""
+    lines = {n for n, _ in rows if n is not None} | {p.line for p in problems if p.line}
+    return {line: place for place, line in enumerate(sorted(lines), start=1)}
+
+
+def _read_named(
+    written: str,
+    rubric: Path,
+    locator: Locator,
+    model: type[M],
+    field: str,
+    *,
+    what: str,
+) -> tuple[Path, list[tuple[int, M]], list[Problem]]:
+    """The JSONL file that the rubric file's ``field: written`` names, as the run names it,
+    its examples and their problems: a file that cannot be read is one, at ``field``'s line."""
+    path = run_relative(rubric.parent / written)
+    try:
+        found, problems = read_labelled(path, model, what=what)
+    except NotRegular as exc:
+        why = f"this is {exc}, not a regular file"
+    except UnicodeDecodeError as exc:
+        why = f"not UTF-8 text ({exc.reason})"
+    except OSError as exc:
+        why = (exc.strerror or type(exc).__name__).lower()  # str(exc) repeats the whole path
+    else:
+        return path, found, problems
+    otherwise = f"write the {what}s under `{field}:` as a list"
+    return (
+        path,
+        [],
+        [
+            Problem(
+                f"cannot read {path}: {why}",
+                line=locator.line((field,)),
+                field=field,
+                hint=path_hint(field, written, rubric, suffix=".jsonl", otherwise=otherwise),
+            )
+        ],
+    )
 
 
 def read_labelled(
-    path: Path, model: type[M], *, what: str, field: str, example: str
+    path: Path, model: type[M], *, what: str
 ) -> tuple[list[tuple[int, M]], list[Problem]]:
     """A JSONL file of labelled examples, each validated as ``model`` with its line number,
-    and a problem for each line that is not one."""
-    try:
-        rows, problems = read_jsonl(path, example=example)
-    except (OSError, UnicodeDecodeError, NotRegular) as exc:
-        return [], [
-            Problem(
-                f"{field}: cannot read {path.name} ({exc})",
-                field=field,
-                hint="give a JSONL file's path relative to this rubric file",
-            )
-        ]
+    and a problem for each line that is not one; raises what reading the file raises
+    (``OSError``, ``UnicodeDecodeError``, ``NotRegular``)."""
+    rows, problems = read_jsonl(path, example=_LINES[model])
+    numbers = _numbers(rows, problems)
     found: list[tuple[int, M]] = []
     for number, row in rows:
         try:
             found.append((number, model.model_validate(row)))
         except ValidationError as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            problems.append(
-                Problem(
-                    f"not a {what}: {first}",
-                    line=number,
-                    path=path,
-                    hint=f"write one object a line: {example}",
-                )
-            )
+            at = f"{what} {numbers[number]}"
+            problems += [
+                _row_problem(error, row, at=at, line=number, path=path, model=model)
+                for error in exc.errors()
+            ]
     problems.sort(key=lambda p: p.line or 0)
     return found, problems
 
 
-_EXAMPLE = '{"criterion": "...", "response": "...", "verdict": "MET", "reason": "..."}'
+def _row_problem(
+    error: Any, row: dict[str, Any], *, at: str, line: int, path: Path, model: type[BaseModel]
+) -> Problem:
+    """What is wrong with one field of a JSONL example, said in the file's own terms."""
+    name = str(error["loc"][0]) if error["loc"] else None
+    got, written = error.get("input"), _written(json_file=True)
+    fields = list(model.model_fields)
+    hint = f"the fields are {', '.join(fields)}"
+    if error["type"] == "missing":
+        message = f"{at}: missing required field `{name}`"
+        hint = f"add {written(str(name), '...')}"
+    elif error["type"] == "extra_forbidden":
+        message = f"{at}: unknown field `{name}`"
+        if close := difflib.get_close_matches(str(name), fields, n=1, cutoff=0.6):
+            hint = f"did you mean `{close[0]}`? {hint}"
+    elif name == "verdict":
+        message = f"{at}: `verdict` is MET or UNMET, not {_shown(got)}"
+        hint = f"write {written('verdict', 'MET')} or {written('verdict', 'UNMET')}"
+    else:
+        message = f"{at}: `{name}`: {error['msg']}, not {_shown(got)}"
+        hint = f"write it as this line does: {_LINES[model]}"
+    return Problem(
+        message,
+        line=line,
+        case=_label(row.get("case")),
+        criterion=_label(row.get("criterion")),
+        field=name,
+        hint=hint,
+        path=path,
+    )
+
+
+def _label(value: Any) -> str | None:
+    """A case or criterion id as a line gives it, to name the problem by; None if unusable."""
+    return value if isinstance(value, str) and value.isprintable() and len(value) <= 60 else None
+
+
+def _shown(value: Any) -> str:
+    """A value read from a JSONL line as a message quotes it: as JSON, cut to 60 characters."""
+    if isinstance(value, dict | list):
+        return kind_of(value)
+    return abridged(json.dumps(value, ensure_ascii=False))
 
 
 def _same(text: str) -> str:
@@ -138,15 +246,15 @@ def guidance_of(
     rows: list[tuple[int | None, JudgeExample]]
     where: Path | None = None
     if isinstance(raw, str):
-        where = path.parent / raw
-        found, problems = read_labelled(
-            where, JudgeExample, what="judge example", field="judge_examples", example=_EXAMPLE
+        where, found, problems = _read_named(
+            raw, path, locator, JudgeExample, "judge_examples", what="judge example"
         )
         rows = list(found)
     else:
         rows = [
             (locator.line(("judge_examples", i)), example) for i, example in enumerate(raw or ())
         ]
+    numbers = _numbers(rows, problems) if where else {}
     judged = {
         c.id
         for c in (*suite.global_criteria, *(c for case in suite.cases for c in case.criteria))
@@ -155,7 +263,7 @@ def guidance_of(
     labelled = {_same(example.response) for example, _, _ in calibration}
     examples = []
     for index, (line, example) in enumerate(rows):
-        at = f"judge example {index + 1}"
+        at = f"judge example {numbers.get(line, index + 1)}"
         if example.criterion not in judged:
             message = f"{at}: no judged criterion {example.criterion!r} in this file"
             field, hint = "criterion", f"use one of {', '.join(sorted(judged)) or '(none)'}"
@@ -176,6 +284,7 @@ def guidance_of(
             Problem(
                 message,
                 line=line,
+                criterion=example.criterion,
                 field=field if where else f"judge_examples.{field}",
                 hint=hint,
                 path=where,

@@ -6,6 +6,7 @@ locates validation errors, ``_load.semantics`` finds what validation cannot see.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 from collections.abc import Sequence
@@ -31,6 +32,7 @@ from .._schema import Suite
 from ..criteria.model import CriterionModel, share_fields_sets
 from ..criteria.registry import CONTEXT_KEY, criterion_types
 from .locate import EXAMPLES, Locator, duplicate_problem, validation_problems
+from .responses import path_hint, run_relative
 from .semantics import semantic_problems
 
 
@@ -53,9 +55,38 @@ class LoadedSuite:
 
     @property
     def responses_dir(self) -> Path | None:
+        """The folder the file's ``responses:`` names; :class:`RubricLoadError`, located at
+        that line, when there is none. Checked only here, when a run reads the answers:
+        ``python -m pytest_rubric collect`` loads the file to create that folder."""
         if self.suite.responses is None:
             return None
-        return (self.path.parent / self.suite.responses).resolve()
+        folder = self.path.parent / self.suite.responses
+        with contextlib.suppress(OSError, RuntimeError):  # a loop of symbolic links
+            folder = folder.resolve()
+        if not folder.is_dir():
+            raise RubricLoadError(self.path, [self._no_folder(folder)])
+        return folder
+
+    def _no_folder(self, folder: Path) -> Problem:
+        written = self.suite.responses or ""
+        create = f"create {run_relative(folder)} with one <subject>.jsonl per subject"
+        return Problem(
+            f"responses folder '{run_relative(folder)}' "
+            + ("is not a folder" if folder.exists() else "does not exist"),
+            line=key_line(self.path, "responses"),
+            field="responses",
+            hint=path_hint("responses", written, self.path, dirs=True, otherwise=create),
+        )
+
+
+def key_line(path: Path, key: str) -> int | None:
+    """The line of the top-level ``key`` of the rubric file ``path``, read again: a problem
+    found after loading is rare, and a streamed file keeps no line of its keys."""
+    try:
+        text = read_text(path).removeprefix("\ufeff")
+    except (OSError, UnicodeDecodeError, NotRegular):
+        return None
+    return Locator(text, None, bare_list=False).line((key,))
 
 
 def load_suite(path: Path, *, added: Sequence[type[CriterionModel]] = ()) -> LoadedSuite:
@@ -139,7 +170,7 @@ def parse_suite(
     if suite is not None:
         from .examples import examples_of, guidance_of
 
-        calibration, found = examples_of(suite, path)
+        calibration, found = examples_of(suite, path, locator)
         problems += found
         if suite.judge_instructions or suite.judge_examples is not None:
             guidance, found = guidance_of(suite, path, locator, calibration)

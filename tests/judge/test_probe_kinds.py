@@ -398,7 +398,10 @@ def test_an_example_that_is_a_calibration_response_is_a_collection_error(tmp_pat
     with pytest.raises(RubricLoadError) as caught:
         parse_suite(text, path=tmp_path / "g.rubric.yaml")
     rendered = caught.value.render(tmp_path / "g.rubric.yaml")
-    assert f"{tmp_path / 'g.rubric.yaml'}:4, field 'judge_examples.response'" in rendered
+    assert (
+        f"{tmp_path / 'g.rubric.yaml'}:4, criterion 'day', field 'judge_examples.response'"
+        in rendered
+    )
     assert "judge example 1: its response is also a calibration response" in rendered
     # From a JSONL file: located there, on its line.
     (tmp_path / "shown.jsonl").write_text(
@@ -410,9 +413,13 @@ def test_an_example_that_is_a_calibration_response_is_a_collection_error(tmp_pat
     with pytest.raises(RubricLoadError) as caught:
         parse_suite(GUIDED.format(instructions='"x"', examples="shown.jsonl"), path=tmp_path / "g.rubric.yaml")  # fmt: skip
     rendered = caught.value.render(tmp_path / "g.rubric.yaml")
-    assert f"{tmp_path / 'shown.jsonl'}:2, field 'response': judge example 2" in rendered
     assert (
-        f"{tmp_path / 'shown.jsonl'}:3, field 'criterion': judge example 3: no judged" in rendered
+        f"{tmp_path / 'shown.jsonl'}:2, criterion 'day', field 'response': judge example 2"
+        in rendered
+    )
+    assert (
+        f"{tmp_path / 'shown.jsonl'}:3, criterion 'nope', field 'criterion': judge example 3: "
+        "no judged" in rendered
     )
     # Apart from calibration, the same examples load.
     (tmp_path / "shown.jsonl").write_text(

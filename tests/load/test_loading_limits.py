@@ -377,10 +377,10 @@ def test_fifo_and_dev_zero_in_a_responses_folder_are_errors_not_hangs(
     result.stdout.fnmatch_lines(
         [
             "fin.rubric.yaml: 2 problems in rubric file",
-            "  */answers/pipe.jsonl, field 'responses': this is a named pipe (FIFO), not a"
+            "  answers/pipe.jsonl, field 'responses': this is a named pipe (FIFO), not a"
             " regular file; responses are read only from regular files",
             "    -> replace it with a regular file, or remove it from the folder",
-            "  */answers/zero.jsonl, field 'responses': this is a character device, not a"
+            "  answers/zero.jsonl, field 'responses': this is a character device, not a"
             " regular file; responses are read only from regular files",
             "    -> replace it with a regular file, or remove it from the folder",
         ],
@@ -420,7 +420,7 @@ def test_subject_file_name_that_breaks_ids_is_a_collection_error(
     result.stdout.fnmatch_lines(
         [
             "fin.rubric.yaml: 1 problem in rubric file",
-            "  */answers, field 'responses': "
+            "  answers, field 'responses': "
             + exact(
                 f"the file name '{shown}.jsonl' gives the subject name '{shown}', which cannot "
                 f"be used: {why}"
@@ -449,7 +449,7 @@ def test_a_latency_that_is_not_finite_is_a_located_error(
     result = pytester.runpytest()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        ["  */answers/bot.jsonl:1, case 'q1', field 'latency_s': `latency_s` must be a number*"]
+        ["  answers/bot.jsonl:1, case 'q1', field 'latency_s': `latency_s` must be a number*"]
     )
 
 
@@ -773,11 +773,7 @@ def _calibration_rows(tmp_path: Path, text: str) -> tuple[list[Any], list[Proble
 
     (tmp_path / "labels.jsonl").write_text(text, encoding="utf-8")
     rows, problems = read_labelled(
-        tmp_path / "labels.jsonl",
-        CalibrationExample,
-        what="calibration example",
-        field="calibration",
-        example="{}",
+        tmp_path / "labels.jsonl", CalibrationExample, what="calibration example"
     )
     return [row for _, row in rows], problems
 
