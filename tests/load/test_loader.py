@@ -969,3 +969,31 @@ def test_an_unknown_escape_in_a_string_over_lines_still_says_what_to_do() -> Non
     assert (problem.line, problem.case, problem.field) == (3, "q9", "question")
     assert problem.hint is not None
     assert problem.hint.endswith("write the string in single quotes, or double the backslash")
+
+
+@pytest.mark.parametrize(
+    ("criterion", "message", "swapped"),
+    [
+        (
+            "type: length, min_words: 60, max_words: 50",
+            "min_words (60) is greater than max_words (50)",
+            "min_words: 50, max_words: 60",
+        ),
+        (
+            "type: tool_called, tool: t, min_times: 3, max_times: 1",
+            "min_times (3) is greater than max_times (1)",
+            "min_times: 1, max_times: 3",
+        ),
+    ],
+)
+def test_a_lower_bound_above_its_upper_bound_says_what_to_write(
+    criterion: str, message: str, swapped: str
+) -> None:
+    problem = one_problem(f"cases:\n  - id: q1\n    criteria:\n      - {{id: c, {criterion}}}\n")
+    high = message.split()[-2]
+    assert (problem.criterion, problem.field, problem.message) == ("c", high, message)
+    low = message.split()[0]
+    assert problem.hint == (
+        f"write {low} no greater than {high}; if they are the wrong way round, swap them: "
+        f"`{swapped}`"
+    )
