@@ -18,7 +18,7 @@ from .._guards.outgoing import as_written, safe_subject, subject_problem
 from .._guards.secrets import shorten
 from .._schema import Case, Criterion, Suite, default_ids
 from ..criteria.json import Json
-from ..criteria.regex import Regex, pattern_error
+from ..criteria.regex import PATTERN_HINT, Regex, pattern_error
 from .locate import Locator, case_label, dotted, item_label, plain_id
 
 
@@ -61,10 +61,7 @@ def _invalid(regex: Regex) -> tuple[str, str] | None:
     exc = pattern_error(regex)
     if exc is None or exc.unsupported:  # what RE2 lacks is _unrunnable's
         return None
-    return (
-        f"invalid regex {as_written(regex.pattern)}: {exc}",
-        "fix the pattern (in YAML, write it in single quotes or double every backslash)",
-    )
+    return f"invalid regex {as_written(regex.pattern)}: {exc}", PATTERN_HINT
 
 
 def _pattern_problems(
