@@ -10,6 +10,7 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -81,8 +82,10 @@ class Locator:
         types: Types = CRITERION_TYPES,
         lines: Lines | None = None,
         top: type[BaseModel] = Suite,
+        path: Path | None = None,
     ) -> None:
         self._text, self._node, self._bare = text, node, bare_list
+        self.path = path  # the file, as a warning about it names it (None: by line alone)
         self._lines = lines  # a streamed YAML file's: the tree is composed for any other line
         self.types = types  # the criterion types the file was read with
         self.top = top  # what the data is: a rubric file, or assert_rubric's one rubric

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
+import yaml
 
-from pytest_rubric import Grader, RubricLoadError, Verdict
+from pytest_rubric import Grader, RubricLoadError, RubricWarning, Verdict
 from pytest_rubric._errors import Problem
 from pytest_rubric._load.loader import LoadedSuite, load_suite, parse_suite
+from pytest_rubric._load.locate import Locator
+from pytest_rubric._load.semantics import semantic_problems
+from pytest_rubric._schema import Suite
 from pytest_rubric.criteria import AnyOf, Forbidden, Requirement
 
 YAML = Path("x.rubric.yaml")
@@ -1138,4 +1143,51 @@ def test_a_lower_bound_above_its_upper_bound_says_what_to_write(
     assert problem.hint == (
         f"write {low} no greater than {high}; if they are the wrong way round, swap them: "
         f"`{swapped}`"
+    )
+
+
+FUZZY = "cases:\n  - id: q1\n    response: x\n    criteria:\n      - {{id: f, type: fuzzy, any_of: [x], threshold: {}}}\n"  # fmt: skip
+
+
+@pytest.mark.parametrize(("threshold", "meant"), [("0.9", "90"), ("0.855", "85.5"), ("1", "100")])
+def test_a_fuzzy_threshold_written_as_a_fraction_loads_with_a_warning(
+    threshold: str, meant: str
+) -> None:
+    """The contract's scale is rapidfuzz's 0-100: 0.9 is valid, and lets almost anything match."""
+    with pytest.warns(RubricWarning) as warned:
+        loaded = load(FUZZY.format(threshold))
+    assert loaded.suite.cases[0].criteria[0].threshold == float(threshold)  # still the contract's
+    (warning,) = warned
+    assert str(warning.message) == (
+        f"line 5, case 'q1', criterion 'f', field 'threshold': threshold {threshold} is on "
+        f"rapidfuzz's 0-100 scale; write {meant} for {meant} %"
+    )
+
+
+@pytest.mark.parametrize("threshold", ["0", "1.5", "90"])
+def test_a_fuzzy_threshold_on_the_0_100_scale_loads_without_a_warning(threshold: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load(FUZZY.format(threshold))
+
+
+def test_the_fuzzy_threshold_warning_names_the_file_when_the_locator_knows_it() -> None:
+    text = FUZZY.format("0.9")
+    data = yaml.safe_load(text)
+    locator = Locator(text, None, bare_list=False, path=Path("evals/x.rubric.yaml"))
+    with pytest.warns(RubricWarning, match=r"^evals/x\.rubric\.yaml:5, case 'q1', criterion 'f'"):
+        semantic_problems(data, Suite.model_validate(data), locator, failed=False)
+
+
+def test_a_fuzzy_threshold_written_as_a_fraction_is_warned_about_at_collection(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".rubric.yaml", f=FUZZY.format("0.9"))
+    result = pytester.runpytest("-p", "no:xdist", "--collect-only")
+    result.assert_outcomes()
+    result.stdout.fnmatch_lines(
+        [
+            "*RubricWarning: line 5, case 'q1', criterion 'f', field 'threshold': threshold 0.9 "
+            "is on rapidfuzz's 0-100 scale; write 90 for 90 %",
+        ]
     )
