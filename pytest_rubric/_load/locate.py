@@ -7,8 +7,10 @@ something is wrong.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -80,8 +82,10 @@ class Locator:
         types: Types = CRITERION_TYPES,
         lines: Lines | None = None,
         top: type[BaseModel] = Suite,
+        path: Path | None = None,
     ) -> None:
         self._text, self._node, self._bare = text, node, bare_list
+        self.path = path  # the file, as a warning about it names it (None: by line alone)
         self._lines = lines  # a streamed YAML file's: the tree is composed for any other line
         self.types = types  # the criterion types the file was read with
         self.top = top  # what the data is: a rubric file, or assert_rubric's one rubric
@@ -103,8 +107,22 @@ class Locator:
         """The line of the key at ``data_path`` (from 1), or of the deepest one found."""
         if self._lines is not None and (known := self._lines.get(tuple(data_path))) is not None:
             return known
+        line, _ = self._walk(data_path)
+        return None if line is None else line + 1
+
+    def written(self, data_path: Sequence[str | int]) -> str | None:
+        """The value at ``data_path`` as the file writes it, when it is a bare (unquoted)
+        word: what YAML made a boolean or a number of."""
+        _, node = self._walk(data_path)
+        if isinstance(node, yaml.ScalarNode) and not node.style:
+            return str(node.value)
+        return None
+
+    def _walk(self, data_path: Sequence[str | int]) -> tuple[int | None, yaml.Node | None]:
+        """The line (from 0) of the key at ``data_path``, or of the deepest one found, and the
+        value's node when the whole path was found."""
         if (node := self._root()) is None:
-            return None
+            return None, None
         steps = list(data_path)
         if self._bare and steps and steps[0] == "cases":
             steps = steps[1:]
@@ -119,7 +137,7 @@ class Locator:
                             keys.setdefault(k.value, position)
                 found = [keys[s] for s in (step, wanted) if isinstance(s, str) and s in keys]
                 if not found:
-                    break
+                    return line, None
                 k, v = node.value[min(found)]
                 line = k.start_mark.line
                 node = v
@@ -131,8 +149,8 @@ class Locator:
                 node = node.value[step]
                 line = node.start_mark.line
             else:
-                break
-        return line + 1
+                return line, None
+        return line, node
 
     def case_line(self, index: int) -> int | None:
         return None if self._node is None and self._lines is None else self.line(("cases", index))
@@ -149,10 +167,11 @@ def validation_problems(
 
 
 def _errors(exc: ValidationError) -> list[Any]:
-    # A list whose items failed is not also "too short".
+    # A list whose items failed is not also "too short": pydantic counts only the items that
+    # validated (a claim without its `tool` left `claims` with "0 items").
     errors = exc.errors()
     failed_items = {
-        tuple(e["loc"][:-1]) for e in errors if e["loc"] and isinstance(e["loc"][-1], int)
+        tuple(e["loc"][:i]) for e in errors for i, step in enumerate(e["loc"]) if type(step) is int
     }
     return [e for e in errors if not (e["type"] == "too_short" and tuple(e["loc"]) in failed_items)]
 
@@ -247,6 +266,32 @@ def case_label(data: Any, index: int) -> str:
     return item_label(value_at(data, "cases", index, "id"), index)
 
 
+def _other_types_field(name: str, tag: str, types: Types) -> str | None:
+    """What to say of a field that type ``tag`` lacks but other types have (a judge's
+    `requirement` on `grounded`), or None when it is no field of theirs."""
+    if name in CriterionModel.model_fields:  # every criterion's, so not a type's own
+        return None
+    others = [f"`{t}`" for t, model in types.items() if t != tag and name in model.model_fields]
+    if not others:
+        return None
+    said = (
+        f"`{tag}` has no `{name}` (a field of {', '.join(others[:3])}{', ...' * (len(others) > 3)})"
+    )
+    fixed = getattr(types[tag], name, None)  # what the type sets itself (grounded's requirement)
+    return said + (f'; its {name} is always "{fixed}".' if isinstance(fixed, str) else ".")
+
+
+def _inside_model(data: Any, where: _Where, field: str) -> bool:
+    """Whether a :class:`FieldError` about ``field`` came from the validator of a model
+    nested at ``where`` (its value a mapping), not from a field's own validator, whose
+    error pydantic already places at that field (``args``, ``schema``)."""
+    last = str(where.field[-1])
+    return isinstance(value_at(data, *where.data_path()), dict) and field not in (
+        last,
+        _FIELD_ALIASES.get(last, last),
+    )
+
+
 def _labels(data: Any, where: _Where) -> tuple[str | None, str | None]:
     case_id = None if where.case_index is None else case_label(data, where.case_index)
     criterion_id = None
@@ -271,8 +316,10 @@ def _problem(error: Any, data: dict[str, Any], locator: Locator) -> Problem:
     cause = error.get("ctx", {}).get("error")
     inside: tuple[str | int, ...] = ()
     if isinstance(cause, FieldError):
-        if not where.field:
-            where.field = (cause.field,)  # a model validator's finding, about one of its fields
+        if not where.field or _inside_model(data, where, cause.field):
+            # A model validator's finding, about one of its fields: a criterion's, or a
+            # model's within a field (the `pattern` of claims.0).
+            where.field = (*where.field, cause.field)
         inside = cause.path  # further into the field's value, for the line
     field_name = dotted(where.field) if where.field else None
     if field_name is not None:
@@ -313,6 +360,8 @@ def _explain(
         allowed = _allowed_fields(where, types, locator.top)
         close = difflib.get_close_matches(str(leaf), allowed, n=1, cutoff=0.5)
         hint = f"did you mean `{close[0]}`?" if close else None
+        if where.tag is not None and (other := _other_types_field(str(leaf), where.tag, types)):
+            hint = other  # a field of other types is no misspelling of a near name here
         if leaf == "criteria" and where.case_index is None and where.tag is None:
             hint = (
                 "`criteria` belongs to a case: indent it under the case's `- id:` line, level "
@@ -345,11 +394,13 @@ def _explain(
             what = "a case"
         else:
             what = "the file"
-        return f"{what} must be a mapping, got {kind_of(error.get('input'))}", (
-            "write it as `{id: ..., type: ..., ...}` or as a nested block"
-            if where.container
-            else None
-        )
+        if where.field:
+            hint = f"write a mapping: `{_named(leaf)}{{name: value, ...}}`"
+        elif where.container:
+            hint = "write it as `{id: ..., type: ..., ...}` or as a nested block"
+        else:
+            hint = None
+        return f"{what} must be a mapping, got {kind_of(error.get('input'))}", hint
     if kind == "value_error":
         msg = str(error["msg"]).removeprefix("Value error, ")
         cause = error.get("ctx", {}).get("error")
@@ -361,26 +412,78 @@ def _explain(
         )
     if kind in ("too_short", "string_too_short") and got == "":
         return f"`{field_name}` is empty", f"write `{leaf}: ...` with some text, or leave it out"
-    if kind == "string_type" and isinstance(got, bool):
-        return (
-            f"`{field_name}` must be text, but YAML read a bare yes/no/on/off/true/false as {got}",
-            (f'quote it: `{leaf}: "..."`'),
-        )
+    named = _named(leaf)
+    if kind in ("string_type", "literal_error", "enum") and isinstance(got, bool | int | float):
+        # What YAML made of a bare word: quoting it gives text, which is all a text field
+        # needs; a field of a few values needs one of them (`verdict: "YES"` is no verdict).
+        written = locator.written(where.data_path())
+        if isinstance(got, bool):
+            read = f"YAML read a bare yes/no/on/off/true/false as {got}"
+        else:
+            read = f"YAML read the bare {written or got} as a number"
+        if kind == "string_type":
+            return f"`{field_name}` must be text, but {read}", f'quote it: `{named}"..."`'
+        expected = str(error.get("ctx", {}).get("expected", "one of its values"))
+        hint = _one_of(expected, named, written, bare=True)
+        return f"`{field_name}` must be {expected}, but {read}", hint
     shown = abridged(repr(got) if not isinstance(got, dict | list) else kind_of(got))
     subject = f"`{field_name}`" if field_name else "value"
     msg = str(error["msg"])
-    got_text = f", got {shown}" if msg.startswith("Input should be") else ""
-    # What to write, by pydantic's kind of error (an empty mapping is not an empty list).
-    hint = None if isinstance(got, dict) else _HINTS.get(kind)
+    got_text = f", got {shown}" if msg.startswith("Input should be") and ", got" not in msg else ""
     msg = msg.replace("Tuple", "List").replace("a valid tuple", "a list")  # a YAML list is a list
     msg = msg.replace(" after validation", "")
-    named = f"{leaf}: " if leaf and not leaf.isdigit() else ""  # not an item of a list
-    return f"{subject}: {msg}{got_text}", hint and hint.format(named, **error.get("ctx", {}))
+    return f"{subject}: {msg}{got_text}", _hint(kind, error, got, named)
+
+
+def _named(leaf: str | None) -> str:
+    """How a hint's example writes the field: ``question: ``, nothing for a list's item."""
+    return f"{leaf}: " if leaf and not leaf.isdigit() else ""
+
+
+def _hint(kind: str, error: Any, got: Any, named: str) -> str | None:
+    """What to write, by pydantic's kind of error and the type the field wants."""
+    ctx = error.get("ctx", {})
+    if kind in ("literal_error", "enum"):
+        return _one_of(str(ctx.get("expected", "")), named, got if isinstance(got, str) else None)
+    if kind == "string_type":
+        # A mapping in a text field is most often text holding ": " (`tags: [theme: x]`).
+        held = '; quote text that holds ": "' if isinstance(got, dict) else ""
+        return f'write a string: `{named}"..."`{held}'
+    if kind == "float_type" and isinstance(got, int) and not isinstance(got, bool):
+        return f"write a number a float holds (below 1.8e308), such as `{named}2.1e6`"
+    if kind in ("too_short", "too_long") and isinstance(got, dict):
+        return None  # an empty mapping is not an empty list
+    hint = _HINTS.get(kind)
+    return hint and hint.format(named, **ctx)
+
+
+def _one_of(expected: str, named: str, written: str | None, *, bare: bool = False) -> str | None:
+    """The hint for a field of a few values (pydantic's ``expected``: "'MET' or 'UNMET'"),
+    given what was written there (``bare``: a word YAML made a boolean or a number of)."""
+    values = re.findall(r"'([^']*)'", expected)
+    if not values:
+        return None
+    if bare and written in values:  # quoted, it is the value
+        return f'quote it: `{named}"{written}"`'
+    close = [v for v in values if written is not None and v.casefold() == written.casefold()]
+    close = close or difflib.get_close_matches(written or "", values, n=1, cutoff=0.6)
+    if len(values) <= 3:
+        listing = "write " + " or ".join(f"`{named}{v}`" for v in values)
+    else:
+        listing = f"write one of {', '.join(values)}"
+    not_quoted = (
+        f" (quoted, `{written}` is still none of them)" if bare and written and not close else ""
+    )
+    return (f"did you mean `{named}{close[0]}`? " if close else "") + listing + not_quoted
 
 
 _HINTS = {
     "too_short": "write at least one item: `{0}[...]`",
+    "too_long": "write at most {max_length} items",
+    "string_too_long": "shorten it to {max_length} characters or fewer",
     **dict.fromkeys(("tuple_type", "list_type"), "write a list: `{0}[...]`"),
+    **dict.fromkeys(("float_type", "float_parsing"), "write a number: `{0}1`"),
+    **dict.fromkeys(("int_type", "int_parsing", "int_from_float"), "write a whole number: `{0}3`"),
     "greater_than_equal": "write a number of {ge} or more",
     "greater_than": "write a number above {gt}",
     "less_than_equal": "write a number of {le} or less",

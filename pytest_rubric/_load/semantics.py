@@ -1,34 +1,40 @@
 """Problems validation cannot see: ids used twice, subject names that would break test ids,
 regex patterns RE2 cannot run, cases that cannot be scored; looked for even when validation
 failed (in the raw data, or what validates alone), so one round of errors lists them all.
+A value that is valid but most likely a mistake (a fuzzy threshold written as a fraction) is
+a :class:`~pytest_rubric.RubricWarning` when the file loads.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
 from .._errors import Problem
 from .._guards.engines import PATTERN_TIMEOUT
 from .._guards.limits import overflowing
-from .._guards.outgoing import as_written, safe_subject, subject_problem
+from .._guards.outgoing import as_written, safe_subject, subject_problem, warn
 from .._guards.secrets import shorten
 from .._schema import Case, Criterion, Suite, default_ids
+from ..criteria.fuzzy import Fuzzy
 from ..criteria.json import Json
-from ..criteria.regex import Regex, pattern_error
+from ..criteria.regex import PATTERN_HINT, Regex, pattern_error
 from .locate import Locator, case_label, dotted, item_label, plain_id
 
+_Kind = TypeVar("_Kind", Regex, Fuzzy)
 
-def _regexes(criterion: Criterion) -> list[tuple[Regex, tuple[str, ...]]]:
-    """A criterion's regexes (its own, or its json fields'), with where each sits in it."""
-    if isinstance(criterion, Regex):
+
+def _of_kind(criterion: Criterion, kind: type[_Kind]) -> list[tuple[_Kind, tuple[str, ...]]]:
+    """A criterion of type ``kind`` (itself, or its json fields), with where each sits in it."""
+    if isinstance(criterion, kind):
         return [(criterion, ())]
     if isinstance(criterion, Json):
         fields = (criterion.fields or {}).items()
-        return [(body, ("fields", p)) for p, body in fields if isinstance(body, Regex)]
+        return [(body, ("fields", p)) for p, body in fields if isinstance(body, kind)]
     return []
 
 
@@ -61,10 +67,7 @@ def _invalid(regex: Regex) -> tuple[str, str] | None:
     exc = pattern_error(regex)
     if exc is None or exc.unsupported:  # what RE2 lacks is _unrunnable's
         return None
-    return (
-        f"invalid regex {as_written(regex.pattern)}: {exc}",
-        "fix the pattern (in YAML, write it in single quotes or double every backslash)",
-    )
+    return f"invalid regex {as_written(regex.pattern)}: {exc}", PATTERN_HINT
 
 
 def _pattern_problems(
@@ -76,7 +79,7 @@ def _pattern_problems(
     """The ``problem`` of each regex, located at its pattern."""
     for where, index, criteria in _criteria(data, suite):
         for j, criterion in criteria:
-            for regex, inside in _regexes(criterion):
+            for regex, inside in _of_kind(criterion, Regex):
                 if (found := problem(regex)) is not None:
                     yield Problem(
                         found[0],
@@ -201,13 +204,32 @@ def _subject_problems(case: dict[str, Any], index: int, locator: Locator) -> Ite
             )
 
 
+def _fraction_thresholds(
+    data: dict[str, Any], suite: Suite | None, locator: Locator
+) -> Iterator[Problem]:
+    """A fuzzy threshold written as a fraction (0.9 for 90 %): valid on rapidfuzz's 0-100
+    scale, where it lets almost any answer match."""
+    for where, index, criteria in _criteria(data, suite):
+        for j, criterion in criteria:
+            for fuzzy, inside in _of_kind(criterion, Fuzzy):
+                if 0 < (threshold := fuzzy.threshold) <= 1:
+                    yield Problem(
+                        f"threshold {threshold:g} is on rapidfuzz's 0-100 scale; write "
+                        f"{threshold * 100:g} for {threshold * 100:g} %",
+                        line=locator.line((*where, j, *inside, "threshold")),
+                        case=None if index is None else case_label(data, index),
+                        criterion=criterion.id if index is not None else f"global {criterion.id}",
+                        field=dotted((*inside, "threshold")),
+                    )
+
+
 def semantic_problems(
     data: dict[str, Any], suite: Suite | None, locator: Locator, *, failed: bool
 ) -> list[Problem]:
     """Problems validation cannot see (see the module's docstring). When the file is a
     collection error anyway (``failed``: validation found problems, or this does), the
     patterns no engine compiles (ERROR when graded) are listed too, so that one round of
-    fixes is enough."""
+    fixes is enough; when it loads, what is most likely a mistake is a warning."""
     problems = [
         *_raw_problems(data, locator),
         *_pattern_problems(data, suite, locator, _unrunnable),
@@ -243,7 +265,19 @@ def semantic_problems(
             )
     if failed or problems:
         problems += _pattern_problems(data, suite, locator, _invalid)
+    else:
+        shown = None if locator.path is None else _relative(locator.path)
+        for suspicious in _fraction_thresholds(data, suite, locator):
+            warn(suspicious.render(shown))
     return problems
+
+
+def _relative(path: Path) -> Path | str:
+    """``path`` as a warning shows it: from where pytest runs, when it is below."""
+    try:
+        return path.resolve().relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 def _criteria(

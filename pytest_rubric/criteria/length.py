@@ -8,7 +8,7 @@ from pydantic import model_validator
 
 from .._results import Outcome
 from .check import Answer, Check, CheckContext, met, unmet
-from .model import Count, CriterionModel, FieldError
+from .model import Count, CriterionModel, FieldError, crossed
 
 
 class Length(CriterionModel):
@@ -31,9 +31,7 @@ class Length(CriterionModel):
             (self.min_chars, self.max_chars, "chars"),
         ):
             if low is not None and high is not None and low > high:
-                raise FieldError(
-                    f"max_{name}", f"min_{name} ({low}) is greater than max_{name} ({high})"
-                )
+                raise crossed(f"min_{name}", low, f"max_{name}", high)
         return self
 
     def compile(self, context: CheckContext) -> Check[Length]:

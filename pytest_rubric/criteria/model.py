@@ -38,6 +38,16 @@ class FieldError(ValueError):
         self.path = path
 
 
+def crossed(low: str, low_value: int, high: str, high_value: int) -> FieldError:
+    """The error of a lower bound written above its upper bound, on the upper bound."""
+    return FieldError(
+        high,
+        f"{low} ({low_value}) is greater than {high} ({high_value})",
+        hint=f"write {low} no greater than {high}; if they are the wrong way round, swap "
+        f"them: `{low}: {high_value}, {high}: {low_value}`",
+    )
+
+
 MODEL_CONFIG = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 

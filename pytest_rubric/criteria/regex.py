@@ -22,6 +22,12 @@ from .check import Answer, Broken, Check, CheckContext, error, met, short, unmet
 from .json_text import FieldScoped, on_field
 from .normalize import normalize_pattern
 
+# What to do about a pattern that does not compile: in double quotes, a file's escapes take
+# its backslashes.
+PATTERN_HINT = "fix the pattern (in YAML, write it in single quotes or double every backslash)"
+# What to do about one that needs what RE2 lacks, where no other engine can be chosen.
+RE2_HINT = "RE2 has no backreferences and no lookaround: rewrite the pattern without them"
+
 
 class Regex(FieldScoped):
     """MET when the pattern matches the normalized answer (or, inverted, does not)."""
@@ -38,11 +44,7 @@ class Regex(FieldScoped):
         try:
             return on_field(self, RegexCheck(self))
         except PatternError as exc:
-            return Broken(
-                self,
-                f"invalid regex {as_written(self.pattern)}: {exc}; fix the pattern (in YAML, write it in "
-                "single quotes or double every backslash)",
-            )
+            return Broken(self, f"invalid regex {as_written(self.pattern)}: {exc}; {PATTERN_HINT}")
 
 
 @functools.lru_cache(maxsize=4096)

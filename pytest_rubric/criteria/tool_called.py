@@ -11,7 +11,7 @@ from .._results import Outcome
 from .calls import CallMatcher, calls_of
 from .check import Answer, Check, CheckContext, met, unmet
 from .json_text import Schema
-from .model import Count, CriterionModel, FieldError, Phrase
+from .model import Count, CriterionModel, FieldError, Phrase, crossed
 
 
 class ToolCalled(CriterionModel):
@@ -36,7 +36,7 @@ class ToolCalled(CriterionModel):
             )
         low, high = self.min_times, self.max_times
         if low is not None and high is not None and low > high:
-            raise FieldError("max_times", f"min_times ({low}) is greater than max_times ({high})")
+            raise crossed("min_times", low, "max_times", high)
         return self
 
     @property

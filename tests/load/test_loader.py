@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
+import yaml
 
-from pytest_rubric import Grader, RubricLoadError, Verdict
+from pytest_rubric import Grader, RubricLoadError, RubricWarning, Verdict
 from pytest_rubric._errors import Problem
 from pytest_rubric._load.loader import LoadedSuite, load_suite, parse_suite
+from pytest_rubric._load.locate import Locator
+from pytest_rubric._load.semantics import semantic_problems
+from pytest_rubric._schema import Suite
 from pytest_rubric.criteria import AnyOf, Forbidden, Requirement
 
 YAML = Path("x.rubric.yaml")
@@ -917,3 +922,272 @@ def test_an_unquoted_number_yaml_1_1_reads_as_text_is_still_a_number(written: st
     )
     (criterion,) = loaded.suite.cases[0].criteria
     assert criterion.abs_tol == float(written)
+
+
+# --- what to write instead, for every kind of mistake ------------------------------------------
+
+CLAIMS = "cases:\n  - id: q1\n    response: x\n    criteria:\n      - id: c\n        type: claims_backed\n        claims:\n"  # fmt: skip
+
+
+def test_a_claim_without_its_tool_is_that_one_problem_not_also_an_empty_list() -> None:
+    """pydantic counts the claims that validated: `claims` (one claim) is not "0 items"."""
+    problem = one_problem(CLAIMS + "          - id: refund\n            any_of: [refunded]\n")
+    assert (problem.line, problem.case, problem.criterion) == (8, "q1", "c")
+    assert (problem.field, problem.message) == ("claims.0.tool", "missing required field `tool`")
+
+
+def test_a_claims_pattern_that_does_not_compile_is_named_and_says_how_to_write_it() -> None:
+    problem = one_problem(
+        CLAIMS + '          - {id: refund, pattern: "(issued", tool: issue_refund}\n'
+    )
+    assert (problem.line, problem.criterion, problem.field) == (8, "c", "claims.0.pattern")
+    assert problem.message.startswith("invalid pattern '(issued': missing )")
+    assert problem.hint is not None
+    assert "in YAML, write it in single quotes or double every backslash" in problem.hint
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "labels", "hint"),
+    [
+        (  # block mapping
+            'cases:\n  - id: q1\n    criteria:\n      - id: c\n        type: regex\n        pattern: "\\d+ people"\n',
+            6,
+            ("q1", "c", "pattern"),
+            "write the string in single quotes, `pattern: '\\d+ people'`, or double the "
+            'backslash, `pattern: "\\\\d+ people"`',
+        ),
+        (  # flow mapping, which the parser reads whole: found all the same
+            'cases:\n  - id: q1\n    criteria:\n      - {id: c, type: regex, pattern: "^\\d\\.\\d$"}\n',
+            4,
+            ("q1", "c", "pattern"),
+            "write the string in single quotes, `pattern: '^\\d\\.\\d$'`, or double the "
+            'backslash, `pattern: "^\\\\d\\\\.\\\\d$"`',
+        ),
+        (  # an escape YAML knows stays as written; single quotes would change it
+            '- id: q1\n  criteria:\n    - {type: any_of, any_of: [a]}\n    - {type: regex, pattern: "a\\tb\\s"}\n',
+            4,
+            ("q1", "#2", "pattern"),
+            'double the backslash, `pattern: "a\\tb\\\\s"`',
+        ),
+        (  # another string of the kind after it: still found
+            'global:\n  - {id: g, type: any_of, any_of: ["\\w+"]}\ncases:\n  - {id: q1, question: "\\d"}\n',
+            2,
+            (None, "global g", "any_of.0"),
+            "write the string in single quotes, `'\\w+'`, or double the backslash, `\"\\\\w+\"`",
+        ),
+    ],
+)
+def test_an_unknown_escape_in_double_quotes_says_to_single_quote_or_double_the_backslash(
+    text: str, line: int, labels: tuple[str | None, str, str], hint: str
+) -> None:
+    problem = one_problem(text)
+    assert problem.message.startswith("invalid YAML: \\")
+    assert "in a double-quoted string starts no escape YAML knows" in problem.message
+    assert (problem.line, (problem.case, problem.criterion, problem.field)) == (line, labels)
+    assert problem.hint is not None and problem.hint.endswith(hint), problem.hint
+    assert problem.hint.startswith("in double quotes a backslash starts an escape")
+
+
+def test_an_unknown_escape_in_a_string_over_lines_still_says_what_to_do() -> None:
+    problem = one_problem('cases:\n  - question: "what\n      is \\d"\n    id: q9\n')
+    assert (problem.line, problem.case, problem.field) == (3, "q9", "question")
+    assert problem.hint is not None
+    assert problem.hint.endswith("write the string in single quotes, or double the backslash")
+
+
+EXAMPLE = "judge_examples:\n  - {{criterion: j, response: b, verdict: {}, reason: r}}\ncases:\n  - id: q1\n    response: x\n    criteria: [{{id: j, type: judge, requirement: Says x}}]\n"  # fmt: skip
+
+
+def test_a_bare_word_yaml_reads_as_a_boolean_in_a_field_of_a_few_values_says_them() -> None:
+    problem = one_problem(EXAMPLE.format("YES"))
+    assert problem.field == "judge_examples.0.verdict"
+    assert problem.message == (
+        "`judge_examples.0.verdict` must be 'MET' or 'UNMET', but YAML read a bare "
+        "yes/no/on/off/true/false as True"
+    )
+    # Quoting would not help: "YES" is no verdict either.
+    assert (
+        problem.hint
+        == "write `verdict: MET` or `verdict: UNMET` (quoted, `YES` is still none of them)"
+    )
+    quoted = one_problem(EXAMPLE.format('"YES"'))
+    assert quoted.hint == "write `verdict: MET` or `verdict: UNMET`"
+    assert one_problem(EXAMPLE.format("met")).hint == (
+        "did you mean `verdict: MET`? write `verdict: MET` or `verdict: UNMET`"
+    )
+
+
+@pytest.mark.parametrize(
+    ("written", "field", "message", "hint"),
+    [
+        (  # a bare number where text goes: quote it
+            "    question: 42\n",
+            "question",
+            "`question` must be text, but YAML read the bare 42 as a number",
+            'quote it: `question: "..."`',
+        ),
+        (
+            "    reference: [Paris]\n",
+            "reference",
+            "`reference`: Input should be a valid string, got list",
+            'write a string: `reference: "..."`',
+        ),
+        (
+            "    responses: {good: [hello, there]}\n",
+            "responses.good",
+            "`responses.good`: Input should be a valid string, got list",
+            'write a string: `good: "..."`',
+        ),
+        (
+            "    targets: {conv: 5}\n",
+            "targets.conv",
+            "`targets.conv` must be text, but YAML read the bare 5 as a number",
+            'quote it: `conv: "..."`',
+        ),
+        (
+            "    metadata: [1]\n",
+            "metadata",
+            "`metadata` must be a mapping, got list",
+            "write a mapping: `metadata: {name: value, ...}`",
+        ),
+    ],
+)
+def test_a_value_of_the_wrong_type_says_what_to_write(
+    written: str, field: str, message: str, hint: str
+) -> None:
+    problem = one_problem(
+        "cases:\n  - id: q1\n    response: x\n"
+        + written
+        + "    criteria: [{id: a, type: any_of, any_of: [x]}]\n"
+    )
+    assert (problem.line, problem.case, problem.field) == (4, "q1", field)
+    assert (problem.message, problem.hint) == (message, hint)
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "hint"),
+    [
+        ('judge_instructions: ["Be strict"]\n', "judge_instructions", 'write a string: `judge_instructions: "..."`'),
+        ("global:\n    {id: g, type: any_of, any_of: [x]}\n", "global", "write a list: `global: [...]`"),
+    ],
+)  # fmt: skip
+def test_a_files_field_of_the_wrong_type_says_what_to_write(
+    text: str, field: str, hint: str
+) -> None:
+    problem = one_problem(
+        text + "cases:\n  - {id: q1, criteria: [{id: a, type: any_of, any_of: [x]}]}\n"
+    )
+    assert (problem.line, problem.field, problem.hint) == (1, field, hint)
+
+
+@pytest.mark.parametrize(
+    ("criterion", "field", "hint"),
+    [
+        ('tags: [1, "theme: x"]', "tags.0", 'quote it: `"..."`'),
+        ("tags: [theme: x]", "tags.0", 'write a string: `"..."`; quote text that holds ": "'),
+        ("type: number, value: " + "9" * 400, "value", "write a number a float holds (below 1.8e308), such as `value: 2.1e6`"),
+        ("type: number, value: [1]", "value", "write a number: `value: 1`"),
+        ("type: length, min_words: 1.5", "min_words", "write a whole number: `min_words: 3`"),
+        ("type: tool_sequence, tools: [a], match: any", "match", "write one of subsequence, exact, unordered, subset, superset"),
+    ],
+)  # fmt: skip
+def test_a_criterions_field_of_the_wrong_type_says_what_to_write(
+    criterion: str, field: str, hint: str
+) -> None:
+    if "type:" not in criterion:
+        criterion = f"type: any_of, any_of: [x], {criterion}"
+    problem = one_problem(f"cases:\n  - id: q1\n    criteria:\n      - {{id: c, {criterion}}}\n")
+    assert (problem.line, problem.criterion, problem.field, problem.hint) == (4, "c", field, hint)
+    assert ", got" not in problem.message.partition(", got")[2]  # pydantic's "got" said once
+
+
+def test_a_field_of_another_type_is_not_taken_for_a_misspelled_near_name() -> None:
+    """`requirement` on `grounded` is not a misspelled `required`: it is the judge's field."""
+    problem = one_problem(
+        "cases:\n  - id: q1\n    criteria:\n      - {id: g, type: grounded, requirement: x}\n"
+    )
+    assert (problem.criterion, problem.field) == ("g", "requirement")
+    assert problem.message == "unknown field `requirement`"
+    assert problem.hint is not None and "did you mean" not in problem.hint
+    assert problem.hint.startswith(
+        "`grounded` has no `requirement` (a field of `judge`); its requirement is always "
+        '"every factual claim of the response is supported by the retrieved context".'
+    )
+    assert problem.hint.endswith(
+        "Allowed here: id, weight, axis, required, description, tags, type."
+    )
+
+
+@pytest.mark.parametrize(
+    ("criterion", "message", "swapped"),
+    [
+        (
+            "type: length, min_words: 60, max_words: 50",
+            "min_words (60) is greater than max_words (50)",
+            "min_words: 50, max_words: 60",
+        ),
+        (
+            "type: tool_called, tool: t, min_times: 3, max_times: 1",
+            "min_times (3) is greater than max_times (1)",
+            "min_times: 1, max_times: 3",
+        ),
+    ],
+)
+def test_a_lower_bound_above_its_upper_bound_says_what_to_write(
+    criterion: str, message: str, swapped: str
+) -> None:
+    problem = one_problem(f"cases:\n  - id: q1\n    criteria:\n      - {{id: c, {criterion}}}\n")
+    high = message.split()[-2]
+    assert (problem.criterion, problem.field, problem.message) == ("c", high, message)
+    low = message.split()[0]
+    assert problem.hint == (
+        f"write {low} no greater than {high}; if they are the wrong way round, swap them: "
+        f"`{swapped}`"
+    )
+
+
+FUZZY = "cases:\n  - id: q1\n    response: x\n    criteria:\n      - {{id: f, type: fuzzy, any_of: [x], threshold: {}}}\n"  # fmt: skip
+
+
+@pytest.mark.parametrize(("threshold", "meant"), [("0.9", "90"), ("0.855", "85.5"), ("1", "100")])
+def test_a_fuzzy_threshold_written_as_a_fraction_loads_with_a_warning(
+    threshold: str, meant: str
+) -> None:
+    """The contract's scale is rapidfuzz's 0-100: 0.9 is valid, and lets almost anything match."""
+    with pytest.warns(RubricWarning) as warned:
+        loaded = load(FUZZY.format(threshold))
+    assert loaded.suite.cases[0].criteria[0].threshold == float(threshold)  # still the contract's
+    (warning,) = warned
+    assert str(warning.message) == (
+        f"line 5, case 'q1', criterion 'f', field 'threshold': threshold {threshold} is on "
+        f"rapidfuzz's 0-100 scale; write {meant} for {meant} %"
+    )
+
+
+@pytest.mark.parametrize("threshold", ["0", "1.5", "90"])
+def test_a_fuzzy_threshold_on_the_0_100_scale_loads_without_a_warning(threshold: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load(FUZZY.format(threshold))
+
+
+def test_the_fuzzy_threshold_warning_names_the_file_when_the_locator_knows_it() -> None:
+    text = FUZZY.format("0.9")
+    data = yaml.safe_load(text)
+    locator = Locator(text, None, bare_list=False, path=Path("evals/x.rubric.yaml"))
+    with pytest.warns(RubricWarning, match=r"^evals/x\.rubric\.yaml:5, case 'q1', criterion 'f'"):
+        semantic_problems(data, Suite.model_validate(data), locator, failed=False)
+
+
+def test_a_fuzzy_threshold_written_as_a_fraction_is_warned_about_at_collection(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".rubric.yaml", f=FUZZY.format("0.9"))
+    result = pytester.runpytest("-p", "no:xdist", "--collect-only")
+    result.assert_outcomes()
+    result.stdout.fnmatch_lines(
+        [
+            "*RubricWarning: line 5, case 'q1', criterion 'f', field 'threshold': threshold 0.9 "
+            "is on rapidfuzz's 0-100 scale; write 90 for 90 %",
+        ]
+    )
