@@ -141,7 +141,9 @@ def parse_suite(
     bare_list = isinstance(data, list)
     if bare_list:
         data = {"cases": data}
-    locator = Locator(text, parsed.node, bare_list=bare_list, types=types, lines=parsed.lines)
+    locator = Locator(
+        text, parsed.node, bare_list=bare_list, types=types, lines=parsed.lines, path=path
+    )
     problems = [
         duplicate_problem(d, data, bare_list=bare_list, json_file=path.suffix == ".json")
         for d in parsed.duplicates

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
@@ -24,6 +23,7 @@ from ..criteria.fuzzy import Fuzzy
 from ..criteria.json import Json
 from ..criteria.regex import PATTERN_HINT, Regex, pattern_error
 from .locate import Locator, case_label, dotted, item_label, plain_id
+from .responses import run_relative
 
 _Kind = TypeVar("_Kind", Regex, Fuzzy)
 
@@ -266,18 +266,10 @@ def semantic_problems(
     if failed or problems:
         problems += _pattern_problems(data, suite, locator, _invalid)
     else:
-        shown = None if locator.path is None else _relative(locator.path)
+        shown = None if locator.path is None else run_relative(locator.path)
         for suspicious in _fraction_thresholds(data, suite, locator):
             warn(suspicious.render(shown))
     return problems
-
-
-def _relative(path: Path) -> Path | str:
-    """``path`` as a warning shows it: from where pytest runs, when it is below."""
-    try:
-        return path.resolve().relative_to(Path.cwd())
-    except ValueError:
-        return path
 
 
 def _criteria(

@@ -1159,7 +1159,7 @@ def test_a_fuzzy_threshold_written_as_a_fraction_loads_with_a_warning(
     assert loaded.suite.cases[0].criteria[0].threshold == float(threshold)  # still the contract's
     (warning,) = warned
     assert str(warning.message) == (
-        f"line 5, case 'q1', criterion 'f', field 'threshold': threshold {threshold} is on "
+        f"x.rubric.yaml:5, case 'q1', criterion 'f', field 'threshold': threshold {threshold} is on "
         f"rapidfuzz's 0-100 scale; write {meant} for {meant} %"
     )
 
@@ -1183,11 +1183,12 @@ def test_a_fuzzy_threshold_written_as_a_fraction_is_warned_about_at_collection(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makefile(".rubric.yaml", f=FUZZY.format("0.9"))
-    result = pytester.runpytest("-p", "no:xdist", "--collect-only")
+    result = pytester.runpytest("--collect-only")
     result.assert_outcomes()
     result.stdout.fnmatch_lines(
         [
-            "*RubricWarning: line 5, case 'q1', criterion 'f', field 'threshold': threshold 0.9 "
+            "*RubricWarning: f.rubric.yaml:5, case 'q1', criterion 'f', field 'threshold': "
+            "threshold 0.9 "
             "is on rapidfuzz's 0-100 scale; write 90 for 90 %",
         ]
     )
