@@ -140,14 +140,13 @@ _HEX_ESCAPES = re.compile(r"x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}")
 
 
 def _escape_problem(text: str, exc: yaml.MarkedYAMLError) -> Problem:
-    """The problem of a double-quoted string holding an escape YAML does not know: the field
-    it is in, and the string written as meant, in single quotes or with its backslash doubled."""
+    """The problem of a double-quoted string holding an escape YAML does not know, at its
+    line (the file does not parse, so, as for any YAML syntax error, no case or field is
+    named): the string written as meant, in single quotes or with its backslash doubled."""
     mark, start = exc.problem_mark, exc.context_mark or exc.problem_mark
     span = None if start is None else _quoted_span(text, start.line, start.column)
     what, hint = "", "write the string in single quotes, or double the backslash"
-    path: tuple[str | int, ...] = ()
-    ids: dict[tuple[str | int, ...], str] = {}
-    if span is not None and start is not None:
+    if span is not None:
         raw = text[span[0] + 1 : span[1] - 1]
         parts, unknown = [], []
         i = 0
@@ -163,28 +162,24 @@ def _escape_problem(text: str, exc: yaml.MarkedYAMLError) -> Problem:
             parts.append("\\\\" if raw[i] == "\\" else raw[i])
             i += 1
         what = f"\\{unknown[0]}" if unknown and unknown[0].isprintable() else ""
-        path, ids = _path_of(text, span, (start.line, start.column))
-        key = f"{path[-1]}: " if path and isinstance(path[-1], str) else ""
+        before = text[text.rfind("\n", 0, span[0]) + 1 : span[0]]  # the line up to the quote
+        key = f"{found[1]}: " if (found := _KEY.search(before)) else ""
         if len(raw) <= _SHOWN and "\n" not in raw:
             single = len(parts) == len(raw) and "'" not in raw  # no escape YAML knows either
             hint = f'double the backslash, `{key}"{"".join(parts)}"`'
             if single:
                 hint = f"write the string in single quotes, `{key}'{raw}'`, or {hint}"
-    case, criterion, field = _labels(path, ids)
     return Problem(
         f"invalid YAML: {what or 'a backslash'} in a double-quoted string starts no escape "
         "YAML knows",
         line=None if mark is None else mark.line + 1,
-        case=case,
-        criterion=criterion,
-        field=field,
         hint=f"in double quotes a backslash starts an escape, and {what or 'this one'} is "
         f"none: {hint}",
     )
 
 
 _SHOWN = 80  # the longest string a hint writes out
-_REPAIRS = 20  # strings of the kind repaired, at most, to find where the first one is
+_KEY = re.compile(r"([\w-]+):\s*$")  # the key the string is the value of, on its line
 
 
 def _quoted_span(text: str, line: int, column: int) -> tuple[int, int] | None:
@@ -203,80 +198,6 @@ def _quoted_span(text: str, line: int, column: int) -> tuple[int, int] | None:
         else:
             i += 1
     return None
-
-
-def _path_of(
-    text: str, span: tuple[int, int], at: tuple[int, int]
-) -> tuple[tuple[str | int, ...], dict[tuple[str | int, ...], str]]:
-    """The data path of the string at ``at`` (line and column from 0) and the ``id`` of
-    each mapping on the way: from the document with that string, and each string after it
-    that YAML cannot read, made empty. (The parser reads a flow mapping whole before it
-    says anything of it, so its events cannot tell.)"""
-    repaired = text[: span[0]] + '""' + text[span[1] :]
-    root = None
-    for _ in range(_REPAIRS):
-        try:
-            root = yaml.compose(repaired, Loader=_BaseLoader)
-            break
-        except yaml.MarkedYAMLError as exc:
-            start = exc.context_mark
-            later = None
-            if str(exc.problem).startswith(_ESCAPE_ERRORS) and start is not None:
-                later = _quoted_span(repaired, start.line, start.column)
-            if later is None or later[0] <= span[0]:
-                return (), {}
-            repaired = repaired[: later[0]] + '""' + repaired[later[1] :]
-        except Exception:  # whatever else stops it (nesting, a second document): no labels
-            return (), {}
-    ids: dict[tuple[str | int, ...], str] = {}
-    stack: list[tuple[yaml.Node, tuple[str | int, ...]]] = [] if root is None else [(root, ())]
-    while stack:
-        node, path = stack.pop()
-        if (node.start_mark.line, node.start_mark.column) == at and isinstance(
-            node, yaml.ScalarNode
-        ):
-            return path, ids
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode):
-                    if key.value == "id" and isinstance(value, yaml.ScalarNode):
-                        ids[path] = value.value
-                    if (key.start_mark.line, key.start_mark.column) == at:
-                        return path, ids  # the string is a key: the path ends at its mapping
-            stack += [
-                (v, (*path, k.value))
-                for k, v in reversed(node.value)
-                if isinstance(k, yaml.ScalarNode)
-            ]
-        elif isinstance(node, yaml.SequenceNode):
-            stack += [(v, (*path, i)) for i, v in reversed(list(enumerate(node.value)))]
-    return (), {}
-
-
-def _labels(
-    path: tuple[str | int, ...], ids: dict[tuple[str | int, ...], str]
-) -> tuple[str | None, str | None, str | None]:
-    """The case, criterion and field a problem names for ``path``, as ``_load.locate`` names
-    them: by id, or by position (``#2``) when the id is not known."""
-    if path[:1] and isinstance(path[0], int):  # a bare list of cases
-        path = ("cases", *path)
-        ids = {("cases", *k): v for k, v in ids.items()}
-    case = criterion = None
-    rest = list(path)
-    if rest[:1] == ["cases"] and len(rest) > 1 and isinstance(rest[1], int):
-        case = ids.get(tuple(rest[:2])) or f"#{rest[1] + 1}"
-        head, rest = rest[:2], rest[2:]
-    else:
-        head = []
-    if rest[:1] in (["criteria"], ["global"], ["global_criteria"]) and len(rest) > 1:
-        index = rest[1]
-        if isinstance(index, int):
-            criterion = ids.get(tuple(head + rest[:2])) or f"#{index + 1}"
-            if rest[0] != "criteria":
-                criterion = f"global {criterion}"
-            rest = rest[2:]
-    field = ".".join(str(step) for step in rest) or None
-    return case, criterion, field
 
 
 @dataclass(frozen=True, slots=True)
