@@ -3,6 +3,9 @@ and the error without jinja2 installed."""
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -56,6 +59,185 @@ def test_a_template_renders_within_bounds() -> None:
     with pytest.raises(Unmappable, match=f"more than {MAX_LOOPS:,} steps"):
         render(nested, {})
     assert render("{% for i in range(3) %}{{ i }}{% endfor %}", {}) == "012"
+
+
+# Templates of a few bytes that made GBs (or ran for ever) before they were bounded, each with
+# the bound that now refuses it: what would pass it is named, nothing of that size is made.
+# A template compiles without running anything (jinja2 folded constants while compiling,
+# outside every bound), and one operation cannot make a value past the bound before it is seen.
+AT_ONCE = "would make more than {MAX_RENDERED:,} characters at once ({what})"
+IN_ALL = "makes more than {MAX_MADE:,} characters in all on the way to its text ({what})"
+DIGITS = "would make a number of more than {MAX_DIGITS:,} digits ({what})"
+READ = "reads more than {MAX_READ:,} characters in all ({what})"
+STEPS = "loops and calls run more than {MAX_LOOPS:,} steps"
+HOSTILE = {
+    # operators
+    "{{ 'a' * 1500000000 }}": AT_ONCE.replace("{what}", "`*`"),
+    "{% set x = [1] * 300000000 %}{{ x | length }}": AT_ONCE.replace("{what}", "`*`"),
+    "{{ '%0999999999d' % 1 }}": AT_ONCE.replace("{what}", "`%`"),
+    "{{ '%*d' % (10 ** 9, 1) }}": AT_ONCE.replace("{what}", "`%`"),
+    "{{ ('%(a)s' * 100000) % {'a': doc} }}": AT_ONCE.replace("{what}", "`%`"),
+    "{{ ('x' * 999999).join(['a'] * 999999) }}": AT_ONCE.replace("{what}", "`*`"),
+    "{{ 10 ** (10 ** 8) }}": DIGITS.replace("{what}", "`**`"),
+    "{{ (10 ** 4000) * (10 ** 4000) }}": DIGITS.replace("{what}", "`*`"),
+    "{% set ns = namespace(s='x') %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}"
+    "{% endfor %}": AT_ONCE.replace("{what}", "`~`"),
+    # the methods of a text
+    "{{ 'a'.ljust(10 ** 9) }}": AT_ONCE.replace("{what}", "str.ljust"),
+    "{{ 'a'.center(10 ** 9) }}": AT_ONCE.replace("{what}", "str.center"),
+    "{{ 'a'.zfill(10 ** 9) }}": AT_ONCE.replace("{what}", "str.zfill"),
+    "{{ ('\t' * 1000).expandtabs(10 ** 6) }}": AT_ONCE.replace("{what}", "str.expandtabs"),
+    "{{ ('a' * 900000).replace('a', 'bb') }}": AT_ONCE.replace("{what}", "str.replace"),
+    "{{ ('x' * 999999).join(['a'] * 999) }}": AT_ONCE.replace("{what}", "str.join"),
+    "{{ 'a'.encode().center(10 ** 9) }}": AT_ONCE.replace("{what}", "bytes.center"),
+    "{{ '{:>1000000000}'.format(1) }}": AT_ONCE.replace("{what}", "str.format"),
+    "{{ '{:>{}}'.format(1, 10 ** 9) }}": AT_ONCE.replace("{what}", "str.format"),
+    "{{ ('{0}' * 100000).format(doc) }}": AT_ONCE.replace("{what}", "str.format"),
+    # filters
+    "{{ 'ab' | center(1500000000) }}": AT_ONCE.replace("{what}", "the filter center"),
+    "{{ 'x' | indent(1500000000, true) }}": AT_ONCE.replace("{what}", "the filter indent"),
+    "{{ '%0999999999d' | format(1) }}": AT_ONCE.replace("{what}", "the filter format"),
+    "{{ ('a' * 900000) | replace('a', 'aa') }}": AT_ONCE.replace("{what}", "the filter replace"),
+    "{{ (['a'] * 999) | join('x' * 999999) }}": AT_ONCE.replace("{what}", "the filter join"),
+    "{{ ('a ' * 400000) | wordwrap(1, wrapstring='x' * 1000) }}": AT_ONCE.replace(
+        "{what}", "the filter wordwrap"
+    ),
+    "{{ ([doc] * 1000) | first }}": AT_ONCE.replace("{what}", "`*`"),
+    "{{ (([1] * 10) | batch(999999, 'x')) | list }}": AT_ONCE.replace("{what}", "the filter batch"),
+    "{{ ['a', 'b'] | map('center', 999999) | join }}": AT_ONCE.replace("{what}", "the filter join"),
+    "{% filter center(10 ** 9) %}ab{% endfilter %}": AT_ONCE.replace("{what}", "the filter center"),
+    "{{ lipsum(10 ** 6) }}": AT_ONCE.replace("{what}", "lipsum()"),
+    # what a template keeps, loop after loop
+    "{% set keep = [] %}{% for i in range(100000) %}{{ keep.append(doc[i:]) }}{% endfor %}": (
+        IN_ALL.replace("{what}", "a slice")
+    ),
+    "{% set x %}{% for i in range(100000) %}{{ doc[i:] }}{% endfor %}{% endset %}": (
+        IN_ALL.replace("{what}", "a slice")
+    ),
+    "{% set l = [1] %}{% for i in range(40) %}{{ l.extend(l) }}{% endfor %}": AT_ONCE.replace(
+        "{what}", "list.extend"
+    ),
+    # time
+    "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(60) }}": (
+        STEPS
+    ),
+    "{% for a in doc %}{% for b in doc %}{% endfor %}{% endfor %}": STEPS,
+    "{% for i in range(100000) %}{{ doc.count('y') }}{% endfor %}": READ.replace(
+        "{what}", "str.count"
+    ),
+    "{% for i in range(100000) %}{% if 'y' in doc %}{% endif %}{% endfor %}": READ.replace(
+        "{what}", "a comparison"
+    ),
+    "{% set a = range(99999) | list %}{% set b = range(99999) | list %}"
+    "{% for i in range(99999) %}{% if a == b %}{% endif %}{% endfor %}": READ.replace(
+        "{what}", "a comparison"
+    ),
+    # what jinja2 or Python raise beyond the errors of a template
+    "{{ 'abc' | truncate(1, end='x' * 999999) }}": "fails to render: expected length",
+    "{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}": "deeper than Python follows",
+    "{{ " + "9" * 5000 + " }}": "does not read as Nunjucks here: Exceeds the limit",
+    "{% if 1 %}" * 200 + "x" + "{% endif %}" * 200: "nests deeper than Python can compile",
+    "{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}": "nests deeper than Python can compile",
+    "{{ 'x' }}" + " " * MAX_RENDERED: f"longer than {MAX_RENDERED:,} characters",
+}
+
+
+@pytest.mark.parametrize(("template", "reason"), HOSTILE.items(), ids=[t[:60] for t in HOSTILE])
+@pytest.mark.hostile
+def test_a_template_that_would_make_too_much_is_refused_before_it_does(
+    template: str, reason: str
+) -> None:
+    """Each is refused with the bound it would pass, whatever memory the machine has: the
+    reason is one no size check after the fact gives."""
+    expected = reason.format(**vars(promptfoo_render))
+    with pytest.raises(Unmappable, match=re.escape(expected)):
+        render(template, {"doc": "x" * 900_000})
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ("{{ 'ab' * 3 }}|{{ ([1] * 2) | length }}|{{ 2 ** 10 }}|{{ 7 // 2 }}", "ababab|2|1024|3"),
+        ("{{ '%5s|%-4d|%.2f' % ('a', 7, 3.14159) }}", "    a|7   |3.14"),
+        (
+            "{{ '{:>5}|{name}'.format('a', name='b') }}|{{ '{x}'.format_map({'x': 1}) }}",
+            "    a|b|1",
+        ),
+        (
+            "{{ 'a b c' | wordwrap(3) }}|{{ 'ab' | center(6) }}|{{ 'x\ny' | indent(2) }}",
+            "a b\nc|  ab  |x\n  y",
+        ),
+        (
+            "{{ ['a', 'b'] | map('upper') | join('-') }}|{{ 'hello'[1:3] }}{{ 'abc'[::-1] }}",
+            "A-B|elcba",
+        ),
+        (
+            "{% macro m(x) %}<{{ x }}>{% endmacro %}{% set s %}{{ m(1) }}{% endset %}{{ s ~ '!' }}",
+            "<1>!",
+        ),
+        (
+            "{% for x in 'ab' recursive %}{{ x }}{% endfor %}{{ 'a' in 'cat' }}{{ 3 is in([3]) }}",
+            "abtruetrue",
+        ),
+        ("{{ '  x  ' | trim | replace('x', 'y') | truncate(5) }}|{{ 99 ** 30 > 0 }}", "y|true"),
+    ],
+)
+def test_ordinary_templates_render_within_every_bound(template: str, expected: str) -> None:
+    assert render(template, {}) == expected
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="rlimits are POSIX")
+@pytest.mark.hostile
+def test_an_import_lists_each_hostile_prompt_and_writes_the_rest(tmp_path: Path) -> None:
+    """End to end, in a process held to 2 GiB: the red team's configs of a hundred bytes each,
+    as prompts of one config. Each is listed with its reason, the plain prompt asks both tests,
+    and the import ends as documented (exit status 0), never with a MemoryError traceback."""
+    hostile = [
+        "{{ 'a' * 1500000000 }}",
+        "{{ 'ab' | center(1500000000) }}",
+        "{{ 'x' | indent(1500000000, true) }}",
+        "{{ '%0999999999d' % 1 }}",
+        "{% set x = [1] * 300000000 %}{{ x | length }}",
+        "{{ ('a' * 900000) | replace('a', '" + "a" * 365 + "') }}",
+    ]
+    prompts = "".join(f"  - {json.dumps(p)}\n" for p in [*hostile, "Hi {{ name }}"])
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        f"prompts:\n{prompts}tests:\n"
+        "  - vars: {name: Ada}\n    assert: [{type: icontains, value: ada}]\n"
+        "  - vars: {name: Bo}\n    assert: [{type: icontains, value: bo}]\n"
+    )
+    limited = (
+        "import resource, runpy\n"
+        "hard = resource.getrlimit(resource.RLIMIT_AS)[1]\n"
+        "cap = 2 << 30 if hard == resource.RLIM_INFINITY else min(2 << 30, hard)\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (cap, hard))\n"
+        "runpy.run_module('pytest_rubric', run_name='__main__')\n"
+    )
+    command = ["import", "promptfoo", "promptfooconfig.yaml", "--out", "out"]
+    done = subprocess.run(
+        [sys.executable, "-c", limited, *command],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    for line, reason in zip(
+        range(2, 8),
+        ["`*`", "the filter center", "the filter indent", "`%`", "`*`", "the filter replace"],
+        strict=True,
+    ):
+        assert re.search(
+            rf"not mapped: promptfooconfig.yaml:{line}: prompt .*: the template would make more "
+            rf"than {MAX_RENDERED:,} characters at once \({re.escape(reason)}\); no case asks it",
+            done.stdout,
+        ), (line, done.stdout)
+    assert "2 of 2 tests written as 2 cases (7 prompts)" in done.stdout
+    written = (tmp_path / "out" / "promptfooconfig.rubric.yaml").read_text()
+    assert "question: Hi Ada" in written and "question: Hi Bo" in written
 
 
 def test_without_jinja2_a_config_with_templates_says_what_to_install(
