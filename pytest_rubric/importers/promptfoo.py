@@ -20,6 +20,7 @@ from typing import Any
 from .._errors import Problem, RubricLoadError
 from .._guards.secrets import abridged
 from ._common import Imported, ImportFailed, is_number, validated
+from .nunjucks import render
 from .promptfoo_assert import CSV_TYPES, MODEL_GRADED, check_type, criterion
 from .promptfoo_files import (
     CODE,
@@ -34,7 +35,7 @@ from .promptfoo_files import (
     json_stringify,
     parse_yaml,
 )
-from .promptfoo_render import combinations, prepare, render, render_prompt
+from .promptfoo_render import combinations, prepare, render_prompt
 
 PARTIAL_TAG = "promptfoo:partial"
 _CONFIG_KEYS = {

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_rubric.importers import promptfoo_render
+from pytest_rubric.importers import nunjucks
 from pytest_rubric.importers._common import ImportFailed
 from pytest_rubric.importers.promptfoo import convert
 from pytest_rubric.importers.promptfoo_files import Unmappable
-from pytest_rubric.importers.promptfoo_render import MAX_LOOPS, MAX_RENDERED, render
+from pytest_rubric.importers.nunjucks import MAX_LOOPS, MAX_RENDERED, render
 
 
 def test_nunjucks_beyond_a_var_renders_as_promptfoo_renders_it() -> None:
@@ -149,7 +149,7 @@ def test_a_template_that_would_make_too_much_is_refused_before_it_does(
 ) -> None:
     """Each is refused with the bound it would pass, whatever memory the machine has: the
     reason is one no size check after the fact gives."""
-    expected = reason.format(**vars(promptfoo_render))
+    expected = reason.format(**vars(nunjucks))
     with pytest.raises(Unmappable, match=re.escape(expected)):
         render(template, {"doc": "x" * 900_000})
 
@@ -245,7 +245,7 @@ def test_without_jinja2_a_config_with_templates_says_what_to_install(
 ) -> None:
     monkeypatch.setitem(sys.modules, "jinja2", None)  # as if it were not installed
     monkeypatch.setitem(sys.modules, "jinja2.sandbox", None)
-    promptfoo_render._environment.cache_clear()
+    nunjucks._environment.cache_clear()
     try:
         plain = tmp_path / "plain.yaml"
         plain.write_text("prompts: ['Hi']\ntests: [{assert: [{type: contains, value: Hi}]}]\n")
@@ -258,6 +258,6 @@ def test_without_jinja2_a_config_with_templates_says_what_to_install(
         with pytest.raises(ImportFailed) as failed:
             convert([config])
     finally:
-        promptfoo_render._environment.cache_clear()
+        nunjucks._environment.cache_clear()
     assert "jinja2 is not installed" in str(failed.value)
     assert "pip install pytest-rubric[import]" in str(failed.value)
