@@ -71,7 +71,6 @@ def jsonl(*lines: dict[str, Any]) -> str:
 def test_a_cost_past_the_bound_is_an_error_naming_it_and_every_output_is_written(
     pytester: pytest.Pytester,
     team: Callable[..., None],
-    run_mode: list[str],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     answers = {
@@ -79,7 +78,7 @@ def test_a_cost_past_the_bound_is_an_error_naming_it_and_every_output_is_written
     }
     team(support=PASSING, answers=answers)
     result = pytester.runpytest(
-        *run_mode, "--rubric-json=out.json", "--rubric-html=out.html", "--rubric-csv=out.csv"
+        "--rubric-json=out.json", "--rubric-html=out.html", "--rubric-csv=out.csv"
     )
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(

@@ -13,9 +13,9 @@ import pytest
 
 from pytest_rubric.importers import nunjucks
 from pytest_rubric.importers._common import ImportFailed
+from pytest_rubric.importers.nunjucks import MAX_LOOPS, MAX_RENDERED, render
 from pytest_rubric.importers.promptfoo import convert
 from pytest_rubric.importers.promptfoo_files import Unmappable
-from pytest_rubric.importers.nunjucks import MAX_LOOPS, MAX_RENDERED, render
 
 
 def test_nunjucks_beyond_a_var_renders_as_promptfoo_renders_it() -> None:

@@ -86,10 +86,10 @@ def _edit(pytester: pytest.Pytester, name: str, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
-def _one_problem(pytester: pytest.Pytester, *lines: str, run: tuple[str, ...] = ()) -> None:
+def _one_problem(pytester: pytest.Pytester, *lines: str) -> None:
     """The support file is the one collection error, with exactly ``lines`` as its problem,
     which name no file by its absolute path; the unit test and the other rubric file pass."""
-    result = pytester.runpytest(*run)
+    result = pytester.runpytest()
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines(
         ["evals/support.rubric.yaml: 1 problem in rubric file", *lines], consecutive=True
@@ -150,7 +150,7 @@ def test_a_key_naming_a_missing_file_is_located_at_its_line(
 
 
 def test_a_missing_folder_with_no_name_near_it_says_to_create_it(
-    pytester: pytest.Pytester, team: None, run_mode: list[str]
+    pytester: pytest.Pytester, team: None
 ) -> None:
     _edit(pytester, "evals/support.rubric.yaml", "responses: answers/", "responses: ../frozen/")
     _one_problem(
@@ -159,7 +159,6 @@ def test_a_missing_folder_with_no_name_near_it_says_to_create_it(
         "exist",
         "    -> create frozen with one <subject>.jsonl per subject, or fix the path "
         "(`responses:` is a path relative to this rubric file's folder, evals)",
-        run=tuple(run_mode),
     )
 
 
