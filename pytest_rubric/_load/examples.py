@@ -22,7 +22,7 @@ from .._guards.secrets import abridged
 from .._schema import CalibrationExample, Case, JudgeExample, Suite
 from ..criteria.extract import Extract
 from ..criteria.judge import Requirement
-from .responses import path_hint, run_relative
+from .locate import path_hint, run_relative
 
 if TYPE_CHECKING:
     from ..judge.prompts import Guidance

@@ -31,8 +31,14 @@ from .._guards.yaml import AliasLimit, Duplicate, Lines, YamlLoader, construct, 
 from .._schema import Suite
 from ..criteria.model import CriterionModel, share_fields_sets
 from ..criteria.registry import CONTEXT_KEY, criterion_types
-from .locate import EXAMPLES, Locator, duplicate_problem, validation_problems
-from .responses import path_hint, run_relative
+from .locate import (
+    EXAMPLES,
+    Locator,
+    duplicate_problem,
+    path_hint,
+    run_relative,
+    validation_problems,
+)
 from .semantics import semantic_problems
 
 

@@ -1,5 +1,6 @@
 """Problems located in a rubric file: pydantic's errors and repeated keys, each a
-:class:`Problem` naming the line, case, criterion and field, and what to write instead.
+:class:`Problem` naming the line, case, criterion and field, and what to write instead; and
+the files a rubric file names, as problems name them (:func:`run_relative`, :func:`path_hint`).
 Lines come from the YAML node tree, composed for a streamed YAML or a JSON file only when
 something is wrong.
 """
@@ -7,10 +8,11 @@ something is wrong.
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import yaml
@@ -490,3 +492,57 @@ _HINTS = {
     "less_than": "write a number below {lt}",
     **dict.fromkeys(("bool_parsing", "bool_type"), "write true or false"),
 }
+
+
+# Files a rubric file names, as a problem names them --------------------------------------
+
+
+def run_relative(path: Path) -> Path:
+    """``path`` as a problem names another file than the rubric file: relative to the folder
+    pytest runs in when it is under it (as the rubric file itself is named), else as given."""
+    try:
+        here = Path.cwd()
+    except OSError:  # the working folder was removed
+        return path
+    if path.is_relative_to(here):
+        return path.relative_to(here)
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):  # a loop of symbolic links
+        return path
+    return resolved.relative_to(here) if resolved.is_relative_to(here) else path
+
+
+def near_names(path: Path, *, dirs: bool = False, suffix: str = "") -> str | None:
+    """The name beside the missing ``path`` that it most likely misspells, for a "did you
+    mean": a folder, or a file ending in ``suffix`` (compared without it: ``ex.jsonl`` is
+    not ``calib.jsonl``); the first 1000 entries are looked at."""
+    try:
+        names = {
+            entry.name.removesuffix(suffix): entry.name
+            for entry in itertools.islice(path.parent.iterdir(), 1000)
+            if (entry.is_dir() if dirs else entry.is_file() and entry.name.endswith(suffix))
+        }
+    except OSError:
+        return None
+    close = difflib.get_close_matches(path.name.removesuffix(suffix), names, n=1, cutoff=0.6)
+    return names[close[0]] if close else None
+
+
+def path_hint(
+    key: str, written: str, rubric: Path, *, dirs: bool = False, suffix: str = "", otherwise: str
+) -> str:
+    """What to write when the rubric file's ``key: written`` names no file (or folder) it can
+    read: the name beside it that ``written`` most likely misspells, else ``otherwise``; and
+    that the path is relative to the rubric file's folder."""
+    relative = (
+        f"`{key}:` is a path relative to this rubric file's folder, {run_relative(rubric.parent)}"
+    )
+    target = rubric.parent / written
+    if close := near_names(target, dirs=dirs, suffix=suffix):
+        fixed = f"{PurePath(written).parent / close}{'/' if dirs else ''}"
+        return f"did you mean `{key}: {fixed}`? ({relative})"
+    return f"{otherwise}, or fix the path ({relative})"
+
+
+# --- responses files ----------------------------------------------------------------------------

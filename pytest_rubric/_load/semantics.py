@@ -22,8 +22,7 @@ from .._schema import Case, Criterion, Suite, default_ids
 from ..criteria.fuzzy import Fuzzy
 from ..criteria.json import Json
 from ..criteria.regex import PATTERN_HINT, Regex, pattern_error
-from .locate import Locator, case_label, dotted, item_label, plain_id
-from .responses import run_relative
+from .locate import Locator, case_label, dotted, item_label, plain_id, run_relative
 
 _Kind = TypeVar("_Kind", Regex, Fuzzy)
 
