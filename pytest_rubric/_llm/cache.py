@@ -200,6 +200,8 @@ class CacheFile:
         :meth:`fetch` holds rows to (a target's answer of megabytes) is not stored, and an
         older one under ``key`` is dropped: it would never be served. A failure is reported,
         never raised."""
+        if self._db is None:  # closed, or never opened: nothing to write it through
+            return
         try:
             stored = outgoing(raw, *self._secrets)  # the boundary text leaves the process by
             read = json.dumps(  # string by string, as _report.document.boundary says why
