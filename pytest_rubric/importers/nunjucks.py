@@ -1,18 +1,21 @@
 """Nunjucks templates, as promptfoo renders them, by jinja2's sandboxed environment (the
 ``import`` extra: ``pip install pytest-rubric[import]``), whose syntax Nunjucks copies: a var
 no one sets renders as empty text, as in Nunjucks, and a value is written as JavaScript writes
-it; a template jinja2 cannot read or render (promptfoo's own JavaScript filters, say) is
-:class:`~.promptfoo_files.Unmappable`.
+it. What jinja2 has and Nunjucks has not is not rendered, since promptfoo would not render it
+so: a method of a text, a list or a mapping (Nunjucks calls JavaScript's), an operator on
+anything but numbers or two texts (``'ab' * 3`` is ``NaN`` there), jinja2's own filters
+(``format``, ``map``, ``wordwrap``, ...) and globals (``namespace``, ``lipsum``, ``dict``).
+Such a template, or one jinja2 cannot read or render (promptfoo's own JavaScript filters, say),
+is :class:`~.promptfoo_files.Unmappable`.
 
-An imported config is untrusted input: the sandbox refuses attributes and calls
-outside plain data, a template renders at most :data:`MAX_RENDERED` characters, its
-loops and calls run at most :data:`MAX_LOOPS` steps in all, and it reads at most
-:data:`MAX_READ` characters. Nothing is computed while a template is compiled (jinja2 would
-fold constants there, outside every bound), and what it computes on the way is bounded before
-it is made: no operator, filter, method, slice or block makes more than
-:data:`MAX_RENDERED` characters (or a number of more than :data:`MAX_DIGITS` digits), and
-one render makes at most :data:`MAX_MADE` in all. What it renders is spent from the whole
-import's :class:`~.promptfoo_files.Quota` as it is made.
+An imported config is untrusted input: the sandbox refuses attributes outside plain data, a
+template renders at most :data:`MAX_RENDERED` characters, its loops and calls run at most
+:data:`MAX_LOOPS` steps in all, and it reads at most :data:`MAX_READ` characters. Nothing is
+computed while a template is compiled (jinja2 would fold constants there, outside every
+bound), and what it computes on the way is bounded before it is made: no operator, filter,
+slice or block makes more than :data:`MAX_RENDERED` characters (or a number of more than
+:data:`MAX_DIGITS` digits), and one render makes at most :data:`MAX_MADE` in all. What it
+renders is spent from the whole import's :class:`~.promptfoo_files.Quota` as it is made.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -230,8 +232,6 @@ def _measure(value: Any, limit: int = MAX_MADE) -> int:
         elif isinstance(item, Collection) and not isinstance(item, range):
             size += 2 + 2 * len(item)
             stack += item
-        elif isinstance(attrs := getattr(item, "_Namespace__attrs", None), dict):
-            stack.append(attrs)  # a jinja2 namespace() writes the dict it keeps here
         else:  # a float, a range, a macro, a generator: short whatever they hold
             size += 32
     return size
@@ -248,20 +248,9 @@ def _length(value: Any) -> int:
     return 10 * len(value) if isinstance(value, _DATA) else 0
 
 
-def _written(value: Any) -> int:
-    """About how many characters formatting ``value`` writes (``%f`` writes a float's every
-    digit, up to 330)."""
-    return 330 if isinstance(value, float) else _measure(value)
-
-
 def _digits(number: int) -> int:
     """At least the number of digits ``number`` has, counted from its bits."""
     return number.bit_length() * 30103 // 100_000 + 1
-
-
-def _width(digits: str) -> int:
-    """A width or a precision written in a format (too many digits: past every bound)."""
-    return int(digits) if len(digits) <= 9 else MAX_MADE + 1
 
 
 def _int(value: Any) -> int:
@@ -275,109 +264,34 @@ def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], at: int, name: str, defa
 
 # Line breaks as str.splitlines sees them.
 _BREAKS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
-# After a "%" and its "(key)": flags, width, precision, length and conversion.
-_PRINTF = re.compile(r"[-#0 +]*(\*|\d+)?(?:\.(\*|\d*))?[hlL]?(.)", re.DOTALL)
-_SEQUENCES = (str, bytes, list, tuple)
+_NUMBERS = (int, float)
 
 
-def _printf_size(text: str | bytes, args: Any) -> int:
-    """About how long ``text % args`` is: the text, and for each conversion its width, its
-    precision and its value written out (a mapping's value as often as the text names it)."""
-    if isinstance(text, bytes):
-        text = text.decode("latin-1")
-    positional = list(args) if isinstance(args, tuple) else [args]
-    size, at, taken = len(text), 0, 0
-
-    def take() -> Any:
-        nonlocal taken
-        taken += 1
-        return positional[taken - 1] if taken <= len(positional) else None
-
-    while at := text.find("%", at) + 1:
-        key = None
-        if text.startswith("(", at):  # Python's own scan: to the matching parenthesis
-            start, depth = at + 1, 0
-            while (close := text.find(")", at)) != -1:
-                depth += text.count("(", at, close) - 1
-                at = close + 1
-                if depth <= 0:
-                    break
-            else:
-                break  # Python refuses the format
-            key = text[start : at - 1]
-        if (match := _PRINTF.match(text, at)) is None:
-            break
-        at = match.end()
-        width, precision, kind = match.groups()
-        if kind == "%":
-            continue
-        for number in (width, precision):
-            size += _int(take()) if number == "*" else _width(number) if number else 0
-        if key is None:
-            size += _written(take())
-        elif isinstance(args, Mapping):
-            size += _written(args.get(key))
-    return size
-
-
-def _binop_size(operator: str, left: Any, right: Any) -> int | None:
-    """About how long a text or list ``left <operator> right`` is, where an operator can make
-    much more than it is given; None where it cannot."""
-    if operator == "*":
-        if isinstance(left, int) and isinstance(right, _SEQUENCES):
-            left, right = right, left
-        if isinstance(left, _SEQUENCES) and isinstance(right, int):
-            return len(left) * _int(right)
-    elif operator == "+" and isinstance(left, _SEQUENCES) and isinstance(right, _SEQUENCES):
-        return len(left) + len(right)
-    elif operator == "%" and isinstance(left, str | bytes):
-        return _printf_size(left, right)
-    return None
-
-
-def _binop_digits(operator: str, left: Any, right: Any) -> int | None:
-    """At least the digits of the number ``left <operator> right``, where it can have many
-    more than both; None where it cannot."""
-    if not (isinstance(left, int) and isinstance(right, int)):
-        return None
-    if operator == "*":
-        return _digits(left) + _digits(right)
-    if operator == "**" and right > 0 and abs(left) > 1:
-        # Past this many, the result has more digits than any bound, whatever ``left`` is.
-        if right > 4 * MAX_DIGITS:
-            return right
-        return int(right * math.log10(abs(left))) + 1
-    return None
-
-
-def _method_size(text: str | bytes, name: str, args: tuple[Any, ...], kwargs: Any) -> int | None:
-    """About how long ``text.name(*args, **kwargs)`` is, for the methods of a text that can
-    make much more than it (``join`` is measured on its items); None for the others, which
-    make at most a few times ``text``."""
-    size = len(text)
-    if name in ("center", "ljust", "rjust", "zfill"):
-        return max(size, _int(_arg(args, kwargs, 0, "width", 0)))
-    if name == "expandtabs":
-        tabs = text.count("\t") if isinstance(text, str) else text.count(b"\t")
-        return size + tabs * _int(_arg(args, kwargs, 0, "tabsize", 8))
-    if name == "replace":
-        old, new = _arg(args, kwargs, 0, "old", None), _arg(args, kwargs, 1, "new", None)
-        kind = str if isinstance(text, str) else bytes
-        if not (isinstance(old, kind) and isinstance(new, kind)):
-            return None  # the method itself refuses them
-        found = text.count(old) if old else size + 1  # type: ignore[arg-type]
-        if isinstance(count := _arg(args, kwargs, 2, "count", -1), int) and count >= 0:
-            found = min(found, count)
-        return size + found * max(len(new) - len(old), 0)
-    if name == "translate" and isinstance(table := _arg(args, kwargs, 0, "table", None), Mapping):
-        longest = max((len(v) for v in table.values() if isinstance(v, str | bytes)), default=1)
-        return size * max(longest, 1)
-    return None
+def _binop_made(operator: str, left: Any, right: Any) -> tuple[int, int]:
+    """What ``left <operator> right`` would make, as (characters, digits): an operator of
+    Nunjucks's, on numbers or (``+``) on two texts; anything else is refused, as JavaScript
+    does something else with it."""
+    if isinstance(left, _NUMBERS) and isinstance(right, _NUMBERS):
+        if not (isinstance(left, int) and isinstance(right, int)):
+            return 0, 0
+        if operator == "*":
+            return 0, _digits(left) + _digits(right)
+        if operator == "**" and right > 0 and abs(left) > 1:
+            # Past this many, the result has more digits than any bound, whatever ``left`` is.
+            return 0, right if right > 4 * MAX_DIGITS else int(right * math.log10(abs(left))) + 1
+        return 0, 0
+    if operator == "+" and isinstance(left, str) and isinstance(right, str):
+        return len(left) + len(right), 0
+    kinds = f"{type(left).__name__} and {type(right).__name__}"
+    raise Unmappable(
+        f"the template uses `{operator}` on {kinds}, which Nunjucks does not do as jinja2 "
+        "does (in JavaScript, `'ab' * 3` is NaN)"
+    )
 
 
 def _joined_size(items: Iterable[Any], separator: int) -> int:
     """About how long ``items`` joined with a separator ``separator`` characters long is (the
-    separator written out once more, as a filter writes it before joining)."""
+    separator written out once more, as the filter writes it before joining)."""
     size = separator
     for item in items:
         size += _measure(item) + separator
@@ -386,40 +300,8 @@ def _joined_size(items: Iterable[Any], separator: int) -> int:
     return size
 
 
-# Filters that return one of what they are given, and make nothing.
-_PICKS = frozenset(
-    {"attr", "count", "d", "default", "first", "last", "length", "max", "min", "random"}
-)
-# Filters that write their value and arguments out as text (str() of a list) before anything.
-_WRITES = frozenset(
-    {
-        "capitalize",
-        "center",
-        "e",
-        "escape",
-        "forceescape",
-        "format",
-        "indent",
-        "lower",
-        "replace",
-        "safe",
-        "string",
-        "striptags",
-        "title",
-        "trim",
-        "truncate",
-        "upper",
-        "urlencode",
-        "urlize",
-        "wordcount",
-        "wordwrap",
-        "xmlattr",
-    }
-)
-
-
 def _filter_size(
-    name: str, value: Any, args: tuple[Any, ...], kwargs: dict[str, Any], newline: str
+    name: str, value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[Any, int | None]:
     """About how long what the filter ``name`` makes is, where it can make much more than it
     is given (None where it cannot), and the value to give it (a generator read into a list,
@@ -427,65 +309,29 @@ def _filter_size(
     if name == "join":
         items = value if isinstance(value, str | Mapping) else list(value)
         return items, _joined_size(items, _measure(_arg(args, kwargs, 0, "d", "")))
-    if name == "sum" and not isinstance(_arg(args, kwargs, 1, "start", 0), int | float):
+    if name == "sum" and not isinstance(_arg(args, kwargs, 1, "start", 0), _NUMBERS):
         items = list(value)  # each partial sum is a new list: n of them, each up to the whole
         return items, len(items) * _measure(items) // 2
-    if name in ("center", "indent", "wordwrap", "tojson", "pprint"):
-        return value, _layout_size(name, value, args, kwargs, newline)
+    if name in ("center", "indent"):
+        text = value if isinstance(value, str) else ""
+        size = len(text) if isinstance(value, str) else _measure(value)
+        if name == "center":
+            return value, max(size, _int(_arg(args, kwargs, 0, "width", 80)))
+        width = _arg(args, kwargs, 0, "width", 4)
+        indention = len(width) if isinstance(width, str) else _int(width)
+        return value, size + (sum(map(text.count, _BREAKS)) + 2) * indention
     if name == "replace":
         old, new = (str(_arg(args, kwargs, i, n, "")) for i, n in ((0, "old"), (1, "new")))
-        count = _arg(args, kwargs, 2, "count", None)
-        return value, _method_size(
-            str(value), "replace", (old, new, -1 if count is None else count), {}
-        )
-    if name == "format":
-        return value, _printf_size(str(value), kwargs or tuple(args))
+        text = str(value)
+        found = text.count(old) if old else len(text) + 1
+        if isinstance(count := _arg(args, kwargs, 2, "count", None), int) and count >= 0:
+            found = min(found, count)
+        return value, len(text) + found * max(len(new) - len(old), 0)
     if name in ("batch", "slice"):  # each batch a new list, the last one filled
         count = _arg(args, kwargs, 0, "linecount" if name == "batch" else "slices", 0)
         fill = _arg(args, kwargs, 1, "fill_with", None)
         return value, _int(count) * (4 + (0 if fill is None else _measure(fill)))
     return value, None
-
-
-def _layout_size(
-    name: str, value: Any, args: tuple[Any, ...], kwargs: dict[str, Any], newline: str
-) -> int:
-    """About how long the filter ``name`` that lays ``value`` out in lines makes it: each
-    line's indent or wrapping, each level's indent."""
-    text = value if isinstance(value, str) else ""
-    size = len(text) if isinstance(value, str) else _measure(value)
-    if name == "center":
-        return max(size, _int(_arg(args, kwargs, 0, "width", 80)))
-    if name == "indent":
-        width = _arg(args, kwargs, 0, "width", 4)
-        indention = len(width) if isinstance(width, str) else _int(width)
-        return size + (sum(map(text.count, _BREAKS)) + 2) * indention
-    if name == "wordwrap":
-        wrapstring = _arg(args, kwargs, 2, "wrapstring", None) or newline
-        width = max(_int(_arg(args, kwargs, 0, "width", 79)), 1)
-        # Greedy wrapping: two lines in a row hold more than ``width`` characters.
-        lines = min(size, 2 * size // width) + sum(map(text.count, _BREAKS)) + 1
-        return size + lines * _measure(wrapstring)
-    if name == "tojson":
-        indent = _arg(args, kwargs, 0, "indent", None)
-        step = len(indent) if isinstance(indent, str) else _int(indent)
-        return 6 * size + step * (1 + size * _depth(value))  # its indent is made first
-    return size * (_depth(value) + 1)  # pprint: one level's indent more on each line
-
-
-def _depth(value: Any) -> int:
-    """How deep lists and mappings nest in ``value`` (counted no deeper than it can be
-    measured)."""
-    deepest, stack, seen = 0, [(value, 0)], 0
-    while stack and seen <= MAX_RENDERED:
-        item, depth = stack.pop()
-        seen += 1
-        deepest = max(deepest, depth)
-        if isinstance(item, Mapping):
-            stack += ((v, depth + 1) for v in item.values())
-        elif isinstance(item, Collection) and not isinstance(item, str | bytes | range):
-            stack += ((v, depth + 1) for v in item)
-    return deepest
 
 
 def _counted(work: _Work, iterable: Iterable[Any]) -> Iterator[Any]:
@@ -521,22 +367,17 @@ _COMPARING = frozenset(
 @functools.cache
 def _environment() -> SandboxedEnvironment:
     """jinja2's sandbox, set as promptfoo sets Nunjucks: no autoescaping, a var no one sets
-    (or an attribute of one) is empty text, and a value is written as JavaScript writes it.
-    This one compiles; each render has one of its own (``type(env)(work)``)."""
+    (or an attribute of one) is empty text, a value is written as JavaScript writes it, and
+    only Nunjucks's filters and globals. This one compiles; each render has one of its own
+    (``type(env)(work)``)."""
     try:
         from jinja2 import ChainableUndefined, Undefined, nodes, pass_context
-        from jinja2.exceptions import SecurityError
+        from jinja2.exceptions import SecurityError, TemplateSyntaxError
         from jinja2.filters import FILTERS
-        from jinja2.runtime import BlockReference, LoopContext, Macro, markup_join, str_join
-        from jinja2.sandbox import (
-            SandboxedEnvironment,
-            SandboxedEscapeFormatter,
-            SandboxedFormatter,
-        )
+        from jinja2.runtime import markup_join, str_join
+        from jinja2.sandbox import SandboxedEnvironment
         from jinja2.tests import TESTS
-        from jinja2.utils import generate_lorem_ipsum
         from jinja2.visitor import NodeTransformer
-        from markupsafe import Markup
     except ImportError:
         raise ImportFailed(
             [
@@ -555,6 +396,10 @@ def _environment() -> SandboxedEnvironment:
         would make before it is made."""
 
         def visit_For(self, node: nodes.For) -> nodes.Node:
+            if node.recursive:
+                raise TemplateSyntaxError(
+                    "a recursive loop is jinja2's: Nunjucks has none", node.lineno
+                )
             self.generic_visit(node)
             node.iter = nodes.Filter(node.iter, _LOOP, [], [], None, None, lineno=node.lineno)
             return node
@@ -581,38 +426,13 @@ def _environment() -> SandboxedEnvironment:
 
         def visit_Filter(self, node: nodes.Filter) -> nodes.Node:
             self.generic_visit(node)
-            if node.name not in FILTERS:
+            if node.name not in _NUNJUCKS_FILTERS:
                 return node  # compiling says the filter does not exist
             named = [nodes.Const(node.name, lineno=node.lineno), *node.args]
             return nodes.Filter(
                 node.node, _FILTER, named, node.kwargs, node.dyn_args, node.dyn_kwargs,
                 lineno=node.lineno,
             )  # fmt: skip
-
-    class Formatter(SandboxedFormatter):
-        """``str.format`` in the sandbox, each field measured before it is written."""
-
-        def __init__(self, env: Sandbox, **kwargs: Any) -> None:
-            super().__init__(env, **kwargs)
-            self.work = env.work
-            self.size = 0
-
-        def vformat(self, format_string: str, args: Any, kwargs: Any) -> str:
-            self.size = len(format_string)
-            return super().vformat(format_string, args, kwargs)
-
-        def convert_field(self, value: Any, conversion: str | None) -> Any:
-            if conversion:  # !r, !s, !a: the value written out first
-                self.work.ahead(self.size + _measure(value), "str.format")
-            return super().convert_field(value, conversion)
-
-        def format_field(self, value: Any, format_spec: str) -> Any:
-            self.size += _written(value) + sum(map(_width, re.findall(r"\d+", format_spec)))
-            self.work.ahead(self.size, "str.format")
-            return super().format_field(value, format_spec)
-
-    class EscapeFormatter(Formatter, SandboxedEscapeFormatter):
-        """``Markup.format``, measured the same way."""
 
     def sandbox(context: Context) -> Sandbox:
         return context.environment  # type: ignore[return-value]
@@ -675,8 +495,8 @@ def _environment() -> SandboxedEnvironment:
     }
 
     class Sandbox(SandboxedEnvironment):
-        # Each operator that can make a long text, a long list or a long number.
-        intercepted_binops = frozenset({"+", "-", "*", "**", "%"})
+        # Every operator: each is checked as it runs (see ``_binop_made``), none folded.
+        intercepted_binops = frozenset({"+", "-", "*", "/", "//", "%", "**"})
 
         def __init__(self, work: _Work) -> None:
             super().__init__(
@@ -687,7 +507,8 @@ def _environment() -> SandboxedEnvironment:
                 optimized=False,  # no constant folded while compiling, outside every bound
             )
             self.work = work
-            self.filters.update(own_filters)
+            self.filters = {name: FILTERS[name] for name in _NUNJUCKS_FILTERS} | own_filters
+            self.globals = {name: self.globals[name] for name in ("range", "cycler", "joiner")}
             self.tests.update(compared_tests)
 
         def parse(
@@ -712,70 +533,27 @@ def _environment() -> SandboxedEnvironment:
 
         def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
             what = f"`{operator}`"
-            if (size := _binop_size(operator, left, right)) is not None:
-                self.work.ahead(size, what)
-            if (digits := _binop_digits(operator, left, right)) is not None:
-                self.work.digits(digits, what)
+            size, digits = _binop_made(operator, left, right)
+            self.work.ahead(size, what)
+            self.work.digits(digits, what)
             result = self.binop_table[operator](left, right)
             self.work.spend(result, what)
             return result
 
         def call(self, context: Context, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
+            """A macro, ``caller()``, ``range()``, a cycler or a joiner: a method of plain data
+            is Python's, where Nunjucks would call JavaScript's."""
             self.work.step()
-            owner, name = getattr(obj, "__self__", None), getattr(obj, "__name__", "")
-            what = f"{type(owner).__name__}.{name}" if owner is not None else f"{name}()"
-            if name not in _QUICK_METHODS:
-                self.work.reads(_length(owner), what)
-            if isinstance(obj, LoopContext) and args:  # a recursive loop's loop(items)
-                args = (_counted(self.work, args[0]), *args[1:])
-            elif isinstance(owner, str | bytes) and name == "join" and args:
-                items = list(args[0])
-                self.work.ahead(_joined_size(items, len(owner)), what)
-                args = (items, *args[1:])
-            elif isinstance(owner, str | bytes):
-                if (size := _method_size(owner, name, args, kwargs)) is not None:
-                    self.work.ahead(size, what)
-            elif isinstance(owner, int) and name == "to_bytes":
-                self.work.ahead(_int(_arg(args, kwargs, 0, "length", 1)), what)
-            elif isinstance(owner, list | dict | set) and name in _KEEPS:
-                # What a list or mapping keeps from the loop that fills it counts as made.
-                args = tuple(list(a) if isinstance(a, Iterator) else a for a in args)
-                self.work.spend([*args, *kwargs.values()], what)
-            elif obj is generate_lorem_ipsum:  # lipsum(n, html, min, max): n paragraphs
-                words = (
-                    _int(_arg(args, kwargs, at, key, 0)) for at, key in ((2, "min"), (3, "max"))
+            if isinstance(owner := getattr(obj, "__self__", None), (*_DATA, *_NUMBERS)):
+                raise Unmappable(
+                    f"the template calls {type(owner).__name__}.{obj.__name__}, a method of "
+                    "Python's that Nunjucks does not have (it calls JavaScript's)"
                 )
-                paragraphs = _int(_arg(args, kwargs, 0, "n", 5))
-                self.work.ahead(paragraphs * max(*words, 100) * 16, "lipsum()")
-            result = super().call(context, obj, *args, **kwargs)
-            # A macro's or a block's text is counted as its block is joined.
-            if result is not owner and not isinstance(obj, Macro | BlockReference | LoopContext):
-                self.work.spend(result, what)
-            return result
+            return super().call(context, obj, *args, **kwargs)
 
-        def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
-            if super().wrap_str_format(value) is None:  # not a text's format or format_map
-                return None
-            text: str = value.__self__
-            formatter = (
-                EscapeFormatter(self, escape=text.escape)
-                if isinstance(text, Markup)
-                else Formatter(self)
-            )
-            mapping = value.__name__ == "format_map"
-
-            def formatted(*args: Any, **kwargs: Any) -> str:
-                if mapping:  # as jinja2's own wrapper checks it
-                    if kwargs:
-                        raise TypeError("format_map() takes no keyword arguments")
-                    if len(args) != 1:
-                        raise TypeError(
-                            f"format_map() takes exactly one argument ({len(args)} given)"
-                        )
-                    return type(text)(formatter.vformat(text, (), args[0]))
-                return type(text)(formatter.vformat(text, args, kwargs))
-
-            return functools.update_wrapper(formatted, value)
+        def wrap_str_format(self, value: Any) -> None:
+            """Nothing: a text's ``format`` stays Python's method, which ``call`` refuses."""
+            return None
 
         def filtered(
             self, context: Context, name: str, value: Any, args: tuple[Any, ...], kwargs: Any
@@ -785,15 +563,13 @@ def _environment() -> SandboxedEnvironment:
             if isinstance(value, str | bytes) and name in _BY_ITEM:
                 # A text gone through character by character: a Python step and an object each.
                 self.work.ahead(10 * len(value), what)
-            elif name not in _QUICK_FILTERS:
+            elif name not in _PICKS:
                 self.work.reads(_length(value), what)
-            if name == "map" and args:  # each item through the filter it names, checked
-                return self.mapped(context, value, args, kwargs)
             if name in _WRITES:
                 for item in (value, *args, *kwargs.values()):
                     if not isinstance(item, str):
                         self.work.ahead(_measure(item), what)
-            value, size = _filter_size(name, value, args, kwargs, self.newline_sequence)
+            value, size = _filter_size(name, value, args, kwargs)
             if size is not None:
                 self.work.ahead(size, what)
             result = self.call_filter(name, value, args, kwargs, context=context)
@@ -801,27 +577,29 @@ def _environment() -> SandboxedEnvironment:
                 self.work.spend(result, what)
             return result
 
-        def mapped(
-            self, context: Context, value: Any, args: tuple[Any, ...], kwargs: Any
-        ) -> Iterator[Any]:
-            if value:  # as jinja2's map: an undefined or empty value maps to nothing
-                for item in value:
-                    self.work.step()  # a call of the filter
-                    yield self.filtered(context, args[0], item, args[1:], kwargs)
-
     return Sandbox(_Work())
 
 
+# Nunjucks's own filters that jinja2 has too (``dump`` and ``nl2br`` it has not): the only
+# filters a template may use here.
+_NUNJUCKS_FILTERS = frozenset(
+    {"abs", "batch", "capitalize", "center", "d", "default", "dictsort", "e", "escape"}
+    | {"first", "float", "forceescape", "groupby", "indent", "int", "join", "last", "length"}
+    | {"list", "lower", "random", "reject", "rejectattr", "replace", "reverse", "round"}
+    | {"safe", "select", "selectattr", "slice", "sort", "string", "striptags", "sum", "title"}
+    | {"trim", "truncate", "upper", "urlencode", "urlize", "wordcount"}
+)
+# Filters that return one of what they are given (or how many it holds): they make nothing,
+# and take as long for a long text or list as for a short one.
+_PICKS = frozenset({"d", "default", "first", "last", "length", "random"})
 # Filters that go through their value item by item (a text's characters too).
 _BY_ITEM = frozenset(
-    {"batch", "dictsort", "groupby", "items", "list", "map", "max", "min", "reject"}
-    | {"rejectattr", "select", "selectattr", "slice", "sort", "sum", "unique"}
+    {"batch", "dictsort", "groupby", "list", "reject", "rejectattr", "select", "selectattr"}
+    | {"slice", "sort", "sum"}
 )
-# Filters, and methods, that take as long for a long text or list as for a short one (the
-# others count what they are given as read).
-_QUICK_FILTERS = frozenset({"attr", "count", "d", "default", "first", "last", "length", "random"})
-_QUICK_METHODS = frozenset(
-    {"add", "append", "endswith", "get", "items", "keys", "pop", "startswith", "values"}
+# Filters that write their value and arguments out as text (str() of a list) before anything.
+_WRITES = frozenset(
+    {"capitalize", "center", "e", "escape", "forceescape", "indent", "lower", "replace"}
+    | {"safe", "string", "striptags", "title", "trim", "truncate", "upper", "urlencode"}
+    | {"urlize", "wordcount"}
 )
-# The methods by which a list, a mapping or a set keeps what it is given.
-_KEEPS = frozenset({"add", "append", "extend", "insert", "setdefault", "update"})
