@@ -449,7 +449,7 @@ _CHANGES_SHOWN = 100
 
 def _leaderboard(report: SessionReport) -> str:
     shown = board_columns(report.leaderboard)
-    header = tr([column.wide for column in shown], "th")
+    header = tr([column.wide_header or column.header for column in shown], "th")
     body = "".join(tr([c.cell(row) for c in shown]) for row in report.leaderboard)
     table = f'<table class="board"><thead>{header}</thead><tbody>{body}</tbody></table>'
     for note in report.notes:
