@@ -161,13 +161,6 @@ def _favoured(record: ProbeRecord, again: Verdict | None) -> bool:
     return (record.original, again) == favoured
 
 
-def _flipped(record: ProbeRecord) -> bool:
-    """Whether a decided record of a kind other than tone is a flip."""
-    if record.kind != "length":
-        return record.original != record.probed
-    return _favoured(record, record.probed)
-
-
 def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] = ()) -> JudgeAudit:
     """The judge audit of ``results`` (a probe record with an ERROR in it is not counted,
     but its judge is there, ``probed`` 0 if nothing else of it was), with the calibration
@@ -181,7 +174,12 @@ def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] =
             if record.kind != "tone":
                 if record.original in _DECIDED and record.probed in _DECIDED:
                     counts[0] += 1
-                    counts[1] += _flipped(record)
+                    # Padding flips only in the answer's favour; another kind, either way.
+                    counts[1] += (
+                        _favoured(record, record.probed)
+                        if record.kind == "length"
+                        else record.original != record.probed
+                    )
                 continue
             verdicts = (record.original, record.confident, record.hedged)
             if not all(v in _DECIDED for v in verdicts):
