@@ -422,9 +422,9 @@ def trend(report: SessionReport, subjects: Sequence[str]) -> str:
         for x, value, low, high, run in points:
             when = f"{run.started_at} {(run.git_commit or '')[:12]}".strip()
             ci = (low, high) if low is not None and high is not None else None
-            if low is not None and high is not None:
+            if ci is not None:
                 parts.append(
-                    f'<line x1="{x:.1f}" y1="{_y(low):.1f}" x2="{x:.1f}" y2="{_y(high):.1f}" '
+                    f'<line x1="{x:.1f}" y1="{_y(ci[0]):.1f}" x2="{x:.1f}" y2="{_y(ci[1]):.1f}" '
                     'stroke-width="1.5" stroke-opacity="0.6"/>'
                 )
             parts.append(
@@ -449,7 +449,7 @@ _CHANGES_SHOWN = 100
 
 def _leaderboard(report: SessionReport) -> str:
     shown = board_columns(report.leaderboard)
-    header = tr([column.wide for column in shown], "th")
+    header = tr([column.wide_header or column.header for column in shown], "th")
     body = "".join(tr([c.cell(row) for c in shown]) for row in report.leaderboard)
     table = f'<table class="board"><thead>{header}</thead><tbody>{body}</tbody></table>'
     for note in report.notes:

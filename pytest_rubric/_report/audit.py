@@ -161,30 +161,27 @@ def _favoured(record: ProbeRecord, again: Verdict | None) -> bool:
     return (record.original, again) == favoured
 
 
-def _flipped(record: ProbeRecord) -> bool:
-    """Whether a decided record of a kind other than tone is a flip."""
-    if record.kind != "length":
-        return record.original != record.probed
-    return _favoured(record, record.probed)
-
-
 def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] = ()) -> JudgeAudit:
     """The judge audit of ``results`` (a probe record with an ERROR in it is not counted,
     but its judge is there, ``probed`` 0 if nothing else of it was), with the calibration
     figures measured at the start of the session (or read back)."""
-    probes: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    kinds: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    # Per judge and kind: probed, flips, flips_confident, flips_hedged (the last two tone's).
+    tallies: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     checked = unsupported = 0
     for result in results:
         for record in result.probe:
+            counts = tallies[(record.judge, record.kind)]  # a judge probed, measured or not
             if record.kind != "tone":
-                counts = kinds[(record.judge, record.kind)]  # a judge probed, measured or not
                 if record.original in _DECIDED and record.probed in _DECIDED:
                     counts[0] += 1
-                    counts[1] += _flipped(record)
+                    # Padding flips only in the answer's favour; another kind, either way.
+                    counts[1] += (
+                        _favoured(record, record.probed)
+                        if record.kind == "length"
+                        else record.original != record.probed
+                    )
                 continue
             verdicts = (record.original, record.confident, record.hedged)
-            counts = probes[record.judge]  # probed, flips, flips_confident, flips_hedged
             if not all(v in _DECIDED for v in verdicts):
                 continue
             counts[0] += 1
@@ -195,8 +192,7 @@ def audit(results: Sequence[CaseResult], *, calibration: Sequence[Calibration] =
             if c.evidence_ok is not None:
                 checked += 1
                 unsupported += not c.evidence_ok
-    figures = [ProbeFigures(j, "tone", *counts) for j, counts in probes.items()]
-    figures += [ProbeFigures(judge, kind, *counts) for (judge, kind), counts in kinds.items()]
+    figures = [ProbeFigures(judge, kind, *counts) for (judge, kind), counts in tallies.items()]
     return JudgeAudit(
         probes=tuple(sorted(figures, key=lambda p: (p.judge, _KIND_ORDER.get(p.kind, 9)))),
         evidence=EvidenceAudit(checked, unsupported),

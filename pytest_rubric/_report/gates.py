@@ -492,15 +492,15 @@ def _flip_entries(
     why: ``probed_any`` is ``judged`` when another kind judged answers again, ``unasked``
     when no probe ran though judged substance criteria were graded (``--rubric-judge-probe``
     is 0 by default), ``none`` when none was."""
-    tone = kind == "tone"
-    gate = "style-flips" if tone else f"{kind}-flips"
+    name = "style" if kind == "tone" else kind  # the tone probe is the style probe
+    gate = f"{name}-flips"
     # Where the limit may come from: every kind's may be set either way.
     flag = f"--rubric-judge-max-flips {kind}, else --rubric-judge-max-style-flips"
     entries = []
     for p in probes:
         if not p.probed:  # the probe is per judge: one that measured nothing must not pass
             message = (
-                f"judge {p.judge}: the {'style' if tone else kind} probe judged no verdict "
+                f"judge {p.judge}: the {name} probe judged no verdict "
                 "again (each had an ERROR, on the original answer or judged again), so its "
                 f"limit ({flag}) measured nothing for this judge"
             )
@@ -509,7 +509,7 @@ def _flip_entries(
         over = p.sensitivity > limit
         message = (
             f"judge {p.judge}: {p.flips} of {p.verdicts} probed verdicts changed with "
-            f"{'tone alone' if tone else f'the {kind} probe'} ({p.sensitivity:.3f}), "
+            f"{'tone alone' if kind == 'tone' else f'the {kind} probe'} ({p.sensitivity:.3f}), "
             f"{'above' if over else 'at most'} {limit:g} ({flag})"
         )
         entries.append(GateEntry(gate, None, None, over, message, quiet=not over))
@@ -523,7 +523,7 @@ def _flip_entries(
             }[probed_any]
         )
         message = (
-            f"the {'style' if tone else kind} probe judged no verdict again ({why}), so "
+            f"the {name} probe judged no verdict again ({why}), so "
             f"its limit ({flag}) measured nothing"
         )
         entries.append(GateEntry(gate, None, None, True, message))

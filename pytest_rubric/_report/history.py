@@ -63,15 +63,8 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS items_by_run ON items (run_id)",
     "CREATE INDEX IF NOT EXISTS leaderboard_by_run ON leaderboard (run_id)",
 )
-_OURS = {
-    "runs",
-    "subjects",
-    "items",
-    "leaderboard",
-    "subjects_by_run",
-    "items_by_run",
-    "leaderboard_by_run",
-}
+# Every table and index the schema makes: the name after CREATE ... IF NOT EXISTS.
+_OURS = {statement.split()[5] for statement in _SCHEMA}
 
 
 class HistoryError(Exception):

@@ -125,10 +125,6 @@ class Column:
     ranking: bool = False  # says where a subject stands among others: nothing with one subject
     wide_header: str | None = None  # the header where there is room for it (HTML)
 
-    @property
-    def wide(self) -> str:
-        return self.wide_header or self.header
-
 
 def fixed(value: float | None) -> str:
     """``0.827``: a figure as every output prints it; ``-`` when there is none."""

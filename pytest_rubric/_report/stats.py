@@ -178,9 +178,8 @@ def fisher_floor(before: tuple[int, int], now: tuple[int, int]) -> float:
     """The smallest p-value :func:`fisher_decline` can give with these margins (the passes
     all in the baseline): a case whose floor is above a threshold can never reach it."""
     (a, k1), (b, k2) = before, now
-    t = a + b
-    top = min(k1, t)
-    return math.comb(k1, top) * math.comb(k2, t - top) / math.comb(k1 + k2, t)
+    top = min(k1, a + b)
+    return fisher_decline((top, k1), (a + b - top, k2))
 
 
 def tarone_threshold(floors: Sequence[float], alpha: float) -> float:
