@@ -10,12 +10,11 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from .._guards.engines import PatternError, compile_pattern
-from .._guards.outgoing import as_written
 from .._results import Outcome
 from .calls import context_of
 from .check import Answer, Check, CheckContext, met, quote_list, unmet
-from .model import Count, CriterionModel, FieldError
-from .regex import PATTERN_HINT, RE2_HINT
+from .model import Count, CriterionModel
+from .regex import invalid_pattern
 
 DEFAULT_CITATION = r"\[([^\]]+)\]"
 
@@ -34,11 +33,7 @@ class Citations(CriterionModel):
         try:
             compile_pattern(pattern)
         except PatternError as exc:
-            raise FieldError(
-                "pattern",
-                f"invalid pattern {as_written(pattern)}: {exc}",
-                hint=RE2_HINT if exc.unsupported else PATTERN_HINT,
-            ) from None
+            raise invalid_pattern(pattern, exc) from None
         return pattern
 
     def compile(self, context: CheckContext) -> Check[Citations]:

@@ -11,14 +11,13 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .._guards.engines import PatternError, search
-from .._guards.outgoing import as_written
 from .._results import Outcome, Verdict
 from .calls import CallMatcher, calls_of
 from .check import Answer, Check, CheckContext, met, short
 from .json_text import Schema
 from .model import MODEL_CONFIG, CriterionModel, FieldError, Id, Phrase, Phrases
 from .normalize import compile_phrases, found
-from .regex import PATTERN_HINT, RE2_HINT, compile_regex
+from .regex import compile_regex, invalid_pattern
 
 
 class Claim(BaseModel):
@@ -42,11 +41,7 @@ class Claim(BaseModel):
             try:
                 compile_regex(self.pattern, case_sensitive=False, engine="re2")
             except PatternError as exc:
-                raise FieldError(
-                    "pattern",
-                    f"invalid pattern {as_written(self.pattern)}: {exc}",
-                    hint=RE2_HINT if exc.unsupported else PATTERN_HINT,
-                ) from None
+                raise invalid_pattern(self.pattern, exc) from None
         return self
 
 
