@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -23,7 +23,6 @@ class Citations(CriterionModel):
     """MET when the answer cites at least ``min`` passages, each one in the context."""
 
     type: Literal["citations"] = "citations"
-    reads_trace: ClassVar[bool] = True  # never a field check of a `json` criterion
     pattern: Annotated[str, Field(min_length=1)] = DEFAULT_CITATION
     min: Count = 1
 

@@ -6,7 +6,7 @@ has been issued" without issuing it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -49,7 +49,6 @@ class ClaimsBacked(CriterionModel):
     """MET when every claim the answer makes is backed by a successful call in the trace."""
 
     type: Literal["claims_backed"] = "claims_backed"
-    reads_trace: ClassVar[bool] = True  # never a field check of a `json` criterion
     claims: Annotated[tuple[Claim, ...], Field(min_length=1)]
 
     def compile(self, context: CheckContext) -> Check[ClaimsBacked]:
