@@ -91,7 +91,7 @@ def style_text(text: str, pointer: str | None = None) -> str:
         document, problem = parse_whole(text)
     except NestedTooDeeply:
         return text
-    if problem is not None or not isinstance(document, dict):
+    if problem is not None:  # else an object: the text starts with "{"
         return text
     if pointer is not None:
         found = resolve_pointer(document, pointer)
