@@ -11,9 +11,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .._guards.engines import PatternError, search
-from .._results import Outcome, Verdict
+from .._results import Outcome
 from .calls import CallMatcher, calls_of
-from .check import Answer, Check, CheckContext, met, short
+from .check import Answer, Check, CheckContext, credited, met, short
 from .json_text import Schema
 from .model import MODEL_CONFIG, CriterionModel, FieldError, Id, Phrase, Phrases
 from .normalize import compile_phrases, found
@@ -93,7 +93,7 @@ class _ClaimsBackedCheck(Check[ClaimsBacked]):
             return met("the answer makes none of the claims")
         if unbacked:
             credit = (len(made) - len(unbacked)) / len(made)
-            return Outcome(Verdict.UNMET, credit, "unbacked claim: " + "; ".join(unbacked))
+            return credited(credit, 1.0, "unbacked claim: " + "; ".join(unbacked))
         return met(f"every claim made is backed: {', '.join(made)}")
 
 
