@@ -278,7 +278,7 @@ class Grader:
                 if c.verdict in (Verdict.MET, Verdict.UNMET):
                     style_credits.append(1 - c.credit if c.negative else c.credit)
                 style_error = style_error or c.verdict is Verdict.ERROR
-            elif c.axis == "substance" and c.negative and c.verdict is Verdict.MET:
+            elif c.negative and c.verdict is Verdict.MET:  # substance
                 wrong_claim = True
             if c.type == "claims_backed" and c.verdict is Verdict.UNMET:
                 unbacked = True

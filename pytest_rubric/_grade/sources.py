@@ -213,51 +213,21 @@ class Source:
 
 
 # What a target's one parameter receives, by the form its signature names.
-TARGET_FORMS = (
-    "a parameter annotated `str`, or named `question`, `prompt` or `text`: the question text "
-    "(for a conversation, its last user message)",
-    "a parameter annotated `pytest_rubric.Case`, or named `case`: the whole case",
-    'a parameter named `messages`: the conversation, a list of {"role", "content"} dicts',
+_FORMS = "a target takes one parameter, one of: " + "; ".join(
+    (
+        "a parameter annotated `str`, or named `question`, `prompt` or `text`: the question "
+        "text (for a conversation, its last user message)",
+        "a parameter annotated `pytest_rubric.Case`, or named `case`: the whole case",
+        'a parameter named `messages`: the conversation, a list of {"role", "content"} dicts',
+    )
 )
 _TEXT_NAMES = frozenset({"question", "prompt", "text"})
-
-
-def target_form(function: Any) -> tuple[str, str]:
-    """How to call a target: ``("question" | "case" | "messages", parameter name)``, or
-    :class:`TypeError` listing the signatures a target may have."""
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"its signature cannot be read ({exc}); {_forms()}") from None
-    named = [
-        p for p in signature.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-    ]
-    required = [p for p in named if p.default is p.empty]
-    if len(required) > 1 or not named:
-        shown = ", ".join(p.name for p in named) or "no parameter"
-        raise TypeError(f"it takes {shown}; {_forms()}")
-    parameter = required[0] if required else named[0]
-    annotation = _annotation_name(parameter.annotation)
-    if annotation == "Case" or parameter.name == "case":
-        form = "case"
-    elif parameter.name == "messages":
-        form = "messages"
-    elif annotation == "str" or parameter.name in _TEXT_NAMES:
-        form = "question"
-    else:
-        raise TypeError(f"its parameter {parameter.name!r} names none of the forms; {_forms()}")
-    keyword = parameter.kind == parameter.KEYWORD_ONLY
-    return form, parameter.name if keyword else ""
 
 
 def _annotation_name(annotation: Any) -> str:
     if isinstance(annotation, str):
         return annotation.rpartition(".")[2].strip("'\"")
     return str(getattr(annotation, "__name__", ""))
-
-
-def _forms() -> str:
-    return "a target takes one parameter, one of: " + "; ".join(TARGET_FORMS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +241,32 @@ class Target:
 
     @classmethod
     def of(cls, function: Any) -> Target:
-        form, keyword = target_form(function)
+        """How to call ``function``, from its one parameter, or :class:`TypeError` listing
+        the signatures a target may have."""
+        try:
+            signature = inspect.signature(function)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"its signature cannot be read ({exc}); {_FORMS}") from None
+        named = [
+            p
+            for p in signature.parameters.values()
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
+        required = [p for p in named if p.default is p.empty]
+        if len(required) > 1 or not named:
+            shown = ", ".join(p.name for p in named) or "no parameter"
+            raise TypeError(f"it takes {shown}; {_FORMS}")
+        parameter = required[0] if required else named[0]
+        annotation = _annotation_name(parameter.annotation)
+        if annotation == "Case" or parameter.name == "case":
+            form = "case"
+        elif parameter.name == "messages":
+            form = "messages"
+        elif annotation == "str" or parameter.name in _TEXT_NAMES:
+            form = "question"
+        else:
+            raise TypeError(f"its parameter {parameter.name!r} names none of the forms; {_FORMS}")
+        keyword = parameter.name if parameter.kind == parameter.KEYWORD_ONLY else ""
         return cls(function, form, keyword, fingerprint(function))
 
     def __call__(self, case: Any) -> Any:

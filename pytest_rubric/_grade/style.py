@@ -85,32 +85,18 @@ def style_text(text: str, pointer: str | None = None) -> str:
     values (at ``pointer``, ``style_field``, when it names one), one a line."""
     if not text.lstrip().startswith("{"):
         return text
-    from ..criteria.json_text import MISSING, NestedTooDeeply, parse_whole, resolve_pointer
+    from ..criteria.json_text import MISSING, NestedTooDeeply, leaves, parse_whole, resolve_pointer
 
     try:
         document, problem = parse_whole(text)
     except NestedTooDeeply:
         return text
-    if problem is not None or not isinstance(document, dict):
+    if problem is not None:  # else an object: the text starts with "{"
         return text
     if pointer is not None:
         found = resolve_pointer(document, pointer)
         document = document if found is MISSING else found
-    return "\n".join(_strings(document))
-
-
-def _strings(value: object) -> list[str]:
-    found: list[str] = []
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            found.append(item)
-        elif isinstance(item, dict):
-            stack.extend(reversed(list(item.values())))
-        elif isinstance(item, list):
-            stack.extend(reversed(item))
-    return found
+    return "\n".join(leaf for leaf in leaves(document) if isinstance(leaf, str))
 
 
 def fluency(text: str) -> float:

@@ -5,17 +5,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
 from .._guards.engines import PatternError, compile_pattern
-from .._guards.outgoing import as_written
 from .._results import Outcome
 from .calls import context_of
 from .check import Answer, Check, CheckContext, met, quote_list, unmet
-from .model import Count, CriterionModel, FieldError
-from .regex import PATTERN_HINT, RE2_HINT
+from .model import Count, CriterionModel
+from .regex import invalid_pattern
 
 DEFAULT_CITATION = r"\[([^\]]+)\]"
 
@@ -24,7 +23,6 @@ class Citations(CriterionModel):
     """MET when the answer cites at least ``min`` passages, each one in the context."""
 
     type: Literal["citations"] = "citations"
-    reads_trace: ClassVar[bool] = True  # never a field check of a `json` criterion
     pattern: Annotated[str, Field(min_length=1)] = DEFAULT_CITATION
     min: Count = 1
 
@@ -34,11 +32,7 @@ class Citations(CriterionModel):
         try:
             compile_pattern(pattern)
         except PatternError as exc:
-            raise FieldError(
-                "pattern",
-                f"invalid pattern {as_written(pattern)}: {exc}",
-                hint=RE2_HINT if exc.unsupported else PATTERN_HINT,
-            ) from None
+            raise invalid_pattern(pattern, exc) from None
         return pattern
 
     def compile(self, context: CheckContext) -> Check[Citations]:

@@ -6,19 +6,18 @@ has been issued" without issuing it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .._guards.engines import PatternError, search
-from .._guards.outgoing import as_written
-from .._results import Outcome, Verdict
+from .._results import Outcome
 from .calls import CallMatcher, calls_of
-from .check import Answer, Check, CheckContext, met, short
+from .check import Answer, Check, CheckContext, credited, met, short
 from .json_text import Schema
 from .model import MODEL_CONFIG, CriterionModel, FieldError, Id, Phrase, Phrases
 from .normalize import compile_phrases, found
-from .regex import PATTERN_HINT, RE2_HINT, compile_regex
+from .regex import compile_regex, invalid_pattern
 
 
 class Claim(BaseModel):
@@ -42,11 +41,7 @@ class Claim(BaseModel):
             try:
                 compile_regex(self.pattern, case_sensitive=False, engine="re2")
             except PatternError as exc:
-                raise FieldError(
-                    "pattern",
-                    f"invalid pattern {as_written(self.pattern)}: {exc}",
-                    hint=RE2_HINT if exc.unsupported else PATTERN_HINT,
-                ) from None
+                raise invalid_pattern(self.pattern, exc) from None
         return self
 
 
@@ -54,7 +49,6 @@ class ClaimsBacked(CriterionModel):
     """MET when every claim the answer makes is backed by a successful call in the trace."""
 
     type: Literal["claims_backed"] = "claims_backed"
-    reads_trace: ClassVar[bool] = True  # never a field check of a `json` criterion
     claims: Annotated[tuple[Claim, ...], Field(min_length=1)]
 
     def compile(self, context: CheckContext) -> Check[ClaimsBacked]:
@@ -99,7 +93,7 @@ class _ClaimsBackedCheck(Check[ClaimsBacked]):
             return met("the answer makes none of the claims")
         if unbacked:
             credit = (len(made) - len(unbacked)) / len(made)
-            return Outcome(Verdict.UNMET, credit, "unbacked claim: " + "; ".join(unbacked))
+            return credited(credit, 1.0, "unbacked claim: " + "; ".join(unbacked))
         return met(f"every claim made is backed: {', '.join(made)}")
 
 

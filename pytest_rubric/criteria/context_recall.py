@@ -5,7 +5,7 @@ a generation failure."""
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -20,7 +20,6 @@ class ContextRecall(CriterionModel):
     """Credit: the share of ``facts`` found in the context; MET when every one is."""
 
     type: Literal["context_recall"] = "context_recall"
-    reads_trace: ClassVar[bool] = True  # never a field check of a `json` criterion
     facts: Annotated[tuple[Phrases, ...], Field(min_length=1)]
 
     def compile(self, context: CheckContext) -> Check[ContextRecall]:

@@ -14,7 +14,7 @@ from .._guards.engines import CheckTimeout, Deadline, running
 from .._guards.schemas import schema_validator
 from .._guards.secrets import shorten
 from .._results import Outcome, Verdict
-from .check import Answer, Check, CheckContext, error, met, unmet
+from .check import Answer, Check, CheckContext, credited, error, met, unmet
 from .json_text import (
     MISSING,
     NOT_FINITE,
@@ -152,8 +152,5 @@ class _JsonCheck(Check[Json]):
         if not failed:
             return met(f"all {total} fields check out")
         listed = "; ".join(f"{_shown(pointer)}: {reason}" for pointer, reason in failed)
-        return Outcome(
-            Verdict.UNMET,
-            (total - len(failed)) / total,
-            f"{total - len(failed)} of {total} fields MET; failed {listed}",
-        )
+        passed = total - len(failed)
+        return credited(passed / total, 1.0, f"{passed} of {total} fields MET; failed {listed}")

@@ -13,6 +13,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, ValidationInfo
@@ -57,6 +58,18 @@ def resolve_pointer(document: Any, pointer: str) -> Any:
         else:
             return MISSING
     return value
+
+
+def leaves(value: Any) -> Iterator[Any]:
+    """The values in parsed JSON that are neither a list nor an object, in document order.
+    Iterative: answers nest past the stack."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict | list):
+            stack += reversed(item.values() if isinstance(item, dict) else item)
+        else:
+            yield item
 
 
 NOT_FINITE = "a number that is not finite (it overflowed) fits no schema"

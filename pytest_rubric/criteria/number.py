@@ -9,7 +9,7 @@ from pydantic import model_validator
 
 from .._results import Outcome
 from .check import Answer, Check, CheckContext, met, unmet
-from .json_text import FieldScoped, on_field
+from .json_text import FieldScoped, leaves, on_field
 from .model import FieldError, Finite, NonNegative
 
 # Numbers in reasons with every digit they were written with (up to float's precision), not
@@ -76,7 +76,7 @@ class NumberCheck(Check[Number]):
         if isinstance(value, str):
             return super().on_json(value, case)
         if isinstance(value, bool) or not isinstance(value, int | float):
-            return self.among(tuple(_numbers_in(value)))
+            return self.among(tuple(_float(x) for x in leaves(value) if type(x) in (int, float)))
         x = _float(value)
         if self.within(x):
             return met(f"{x:{_SHOWN}} (target {self.target})")
@@ -101,15 +101,3 @@ def _float(value: int | float) -> float:
         return float(value)
     except OverflowError:  # an integer of 400 digits: a number, beyond every tolerance
         return math.inf if value > 0 else -math.inf
-
-
-def _numbers_in(value: object) -> list[float]:
-    """The JSON numbers in ``value`` (a list or an object, as parsed), in document order."""
-    found, stack = [], [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict | list):
-            stack += reversed(item.values() if isinstance(item, dict) else item)
-        elif isinstance(item, int | float) and not isinstance(item, bool):
-            found.append(_float(item))
-    return found

@@ -20,6 +20,7 @@ from .._guards.outgoing import as_written
 from .._results import Outcome
 from .check import Answer, Broken, Check, CheckContext, error, met, short, unmet
 from .json_text import FieldScoped, on_field
+from .model import FieldError
 from .normalize import normalize_pattern
 
 # What to do about a pattern that does not compile: in double quotes, a file's escapes take
@@ -27,6 +28,15 @@ from .normalize import normalize_pattern
 PATTERN_HINT = "fix the pattern (in YAML, write it in single quotes or double every backslash)"
 # What to do about one that needs what RE2 lacks, where no other engine can be chosen.
 RE2_HINT = "RE2 has no backreferences and no lookaround: rewrite the pattern without them"
+
+
+def invalid_pattern(pattern: str, exc: PatternError) -> FieldError:
+    """The error of a ``pattern`` RE2 must run (``citations``', a claim's) that it does not."""
+    return FieldError(
+        "pattern",
+        f"invalid pattern {as_written(pattern)}: {exc}",
+        hint=RE2_HINT if exc.unsupported else PATTERN_HINT,
+    )
 
 
 class Regex(FieldScoped):

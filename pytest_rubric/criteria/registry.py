@@ -29,6 +29,8 @@ from .tool_called import ToolCalled
 from .tool_sequence import ToolSequence
 from .trace_limits import TraceLimits
 
+# The types over the answer's trace: never a body (a field of an answer has no trace).
+_OVER_THE_TRACE = (ToolCalled, ToolSequence, TraceLimits, ContextRecall, Citations, ClaimsBacked)
 DETERMINISTIC: tuple[type[CriterionModel], ...] = (
     AnyOf,
     AllOf,
@@ -39,12 +41,7 @@ DETERMINISTIC: tuple[type[CriterionModel], ...] = (
     Length,
     Metric,
     CallableCriterion,
-    ToolCalled,
-    ToolSequence,
-    TraceLimits,
-    ContextRecall,
-    Citations,
-    ClaimsBacked,
+    *_OVER_THE_TRACE,
 )
 # The built-in types whose models hold others (`json`'s fields, `extract`'s check, read with
 # the types above) or are judged: named by path, as their modules import this one.
@@ -110,9 +107,7 @@ def _union(added: tuple[type[CriterionModel], ...], *, body: bool = False) -> Ty
         models = tuple(
             model
             for model in models
-            if model is not Forbidden
-            and model not in composite
-            and not getattr(model, "reads_trace", False)
+            if model is not Forbidden and model not in composite and model not in _OVER_THE_TRACE
         )
     members = tuple(Annotated[model, Tag(model.tag)] for model in models)
     union: Any = Annotated[Union[members], Discriminator(_criterion_tag)]  # noqa: UP007

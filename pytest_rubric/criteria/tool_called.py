@@ -3,7 +3,7 @@ arguments fit ``args`` (and that succeeded, with ``ok: true``)."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import model_validator
 
@@ -20,7 +20,6 @@ class ToolCalled(CriterionModel):
     (default: at least once; ``times: 0``: never called)."""
 
     type: Literal["tool_called"] = "tool_called"
-    reads_trace: ClassVar[bool] = True  # never a field check of a `json` criterion
     tool: Phrase
     args: Schema = None
     times: Count | None = None

@@ -11,7 +11,7 @@ of agentevals' trajectory match modes or ``subsequence`` (the default).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -27,7 +27,6 @@ class ToolSequence(CriterionModel):
     """MET when the trace's calls, by name in order, match ``tools`` as ``match`` says."""
 
     type: Literal["tool_sequence"] = "tool_sequence"
-    reads_trace: ClassVar[bool] = True  # never a field check of a `json` criterion
     tools: Annotated[tuple[Phrase, ...], Field(min_length=1)]
     match: MatchMode = "subsequence"
 

@@ -3,7 +3,7 @@ latency, tokens, cost); a limit whose figure the trace lacks is ERROR, never MET
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import model_validator
 
@@ -19,7 +19,6 @@ class TraceLimits(CriterionModel):
     """MET when every limit given holds; ERROR when the trace lacks a figure one needs."""
 
     type: Literal["trace_limits"] = "trace_limits"
-    reads_trace: ClassVar[bool] = True  # never a field check of a `json` criterion
     max_tool_calls: Count | None = None
     max_llm_calls: Count | None = None
     max_latency_s: NonNegative | None = None
