@@ -26,6 +26,7 @@ from .json_text import (
     parse_whole,
     pointer_text,
     resolve_pointer,
+    shown_pointer,
 )
 from .model import CriterionModel
 from .registry import body_reader
@@ -57,10 +58,6 @@ class Json(CriterionModel):
 
     def compile(self, context: CheckContext) -> Check[Json]:
         return _JsonCheck(self, context)
-
-
-def _shown(pointer: str) -> str:
-    return pointer if pointer else "'' (the whole answer)"
 
 
 class _JsonCheck(Check[Json]):
@@ -145,12 +142,12 @@ class _JsonCheck(Check[Json]):
             found = resolve_pointer(value, pointer)
             outcome = unmet("missing") if found is MISSING else check.on_json(found, case)
             if outcome.verdict is Verdict.ERROR:
-                return error(f"field {_shown(pointer)}: {outcome.reason}")
+                return error(f"field {shown_pointer(pointer)}: {outcome.reason}")
             if outcome.verdict is not Verdict.MET:
                 failed.append((pointer, outcome.reason))
         total = len(self.fields)
         if not failed:
             return met(f"all {total} fields check out")
-        listed = "; ".join(f"{_shown(pointer)}: {reason}" for pointer, reason in failed)
+        listed = "; ".join(f"{shown_pointer(pointer)}: {reason}" for pointer, reason in failed)
         passed = total - len(failed)
         return credited(passed / total, 1.0, f"{passed} of {total} fields MET; failed {listed}")

@@ -181,6 +181,11 @@ class FieldScoped(CriterionModel):
     field: JsonPointer | None = None
 
 
+def shown_pointer(pointer: str) -> str:
+    """A field's pointer as a reason names it (the empty one says what it points at)."""
+    return pointer if pointer else "'' (the whole answer)"
+
+
 def on_field(c: FieldScoped, check: Check[Any]) -> Check[Any]:
     """``check``, looking only at ``c.field`` of the answer when the criterion names one."""
     return check if c.field is None else _OnField(c, check)
@@ -208,7 +213,8 @@ class _OnField(Check[FieldScoped]):
         if value is MISSING:
             return unmet(f"the answer has no field {self.pointer!r}")
         outcome = self.check.on_json(value, case)
-        return dataclasses.replace(outcome, reason=f"at {self.pointer}: {outcome.reason}")
+        shown = shown_pointer(self.pointer)
+        return dataclasses.replace(outcome, reason=f"at {shown}: {outcome.reason}")
 
 
 # --- JSON Schemas in rubric files (checked when the rubric loads) --------------------------

@@ -113,6 +113,7 @@ cases:
       - {id: policy, type: regex, pattern: '^4\\.\\d$', field: /section}
       - {id: no_office, type: forbidden, phrases: ["office"], field: /answer}
       - {id: approval, type: any_of, any_of: ["manager"], field: /approval}
+      - {id: whole, type: number, value: 3, field: ""}
 """
 
 
@@ -130,6 +131,7 @@ def test_field_looks_only_at_the_value_the_pointer_names(
     assert criteria["no_office"]["verdict"] == "UNMET"
     assert criteria["approval"]["verdict"] == "UNMET"
     assert criteria["approval"]["reason"] == "the answer has no field '/approval'"
+    assert criteria["whole"]["reason"] == "at '' (the whole answer): found 3 (target 3)"
 
 
 def test_a_field_that_is_not_a_pointer_is_a_collection_error(
