@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -468,57 +469,56 @@ def _test_files(ref: str, tree: Tree) -> list[RawTest]:
     for path in tree.paths(head):
         shown = tree.shown(path)
         suffix = path.suffix.lower()
+        rows: Iterable[tuple[int | None, Any]]  # (line, test)
         if suffix == ".csv":
-            found += _csv_tests(tree.text(path, shown), shown, path.parent, tree.budget)
+            rows = _csv_tests(tree.text(path, shown), shown)
         elif suffix == ".jsonl":
-            found += _jsonl_tests(tree.text(path, shown), shown, path.parent, tree.budget)
+            rows = _jsonl_tests(tree.text(path, shown), shown)
         elif suffix in (".yaml", ".yml", ".json"):
             doc = tree.document(path, shown)
-            data = doc.data if isinstance(doc.data, list) else [doc.data]
-            tree.budget.spend(tests=len(data))
-            line = doc.line if isinstance(doc.data, list) else lambda _: 1
-            found += [RawTest(t, shown, line((i,)), path.parent) for i, t in enumerate(data)]
+            if isinstance(doc.data, list):
+                rows = [(doc.line((i,)), test) for i, test in enumerate(doc.data)]
+            else:
+                rows = [(1, doc.data)]
         else:
             raise Unmappable(f"{shown}: promptfoo reads tests from .csv, .yaml, .json and .jsonl")
+        for line, test in rows:
+            tree.budget.spend(tests=1)  # before it is made
+            found.append(RawTest(test, shown, line, path.parent))
     return found
 
 
-def _jsonl_tests(text: str, shown: str, base: Path, budget: Quota) -> list[RawTest]:
-    tests: list[RawTest] = []
+def _jsonl_tests(text: str, shown: str) -> Iterator[tuple[int, Any]]:
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        budget.spend(tests=1)
         try:
-            tests.append(RawTest(json.loads(line), shown, number, base))
+            test = json.loads(line)
         except (ValueError, RecursionError) as exc:
             raise Unmappable(f"{shown}:{number} is not JSON ({exc})") from None
-    return tests
+        yield number, test
 
 
-def _csv_tests(text: str, shown: str, base: Path, budget: Quota) -> list[RawTest]:
+def _csv_tests(text: str, shown: str) -> Iterator[tuple[int, dict[str, Any]]]:
     reader = csv.reader(io.StringIO(text))
     try:
         header = [h.strip() for h in next(reader)]
     except StopIteration:
-        return []
+        return
     except csv.Error as exc:
         raise Unmappable(f"{shown} is not CSV ({exc})") from None
-    tests: list[RawTest] = []
     end = reader.line_num
     try:
         for row in reader:
             start, end = end + 1, reader.line_num
             if not any(cell.strip() for cell in row):
                 continue
-            budget.spend(tests=1)
             cells = dict(zip(header, row + [""] * (len(header) - len(row)), strict=False))
             # promptfoo describes a row without __description as "Row #N"; here its file and
             # line say which row it is.
-            tests.append(RawTest(_csv_row(cells), shown, start, base))
+            yield start, _csv_row(cells)
     except csv.Error as exc:
         raise Unmappable(f"{shown}:{reader.line_num} is not CSV ({exc})") from None
-    return tests
 
 
 def _csv_row(row: dict[str, str]) -> dict[str, Any]:
