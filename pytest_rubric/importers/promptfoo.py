@@ -340,7 +340,7 @@ def _prompts(ctx: Conversion, value: Any) -> list[PromptTemplate]:
         raw = item.get("raw") or item.get("id") if isinstance(item, dict) else item
         label = item.get("label") if isinstance(item, dict) else None
         label = label if isinstance(label, str) and label else None
-        where = ctx.at(("prompts", i) if isinstance(value, list) else ("prompts",))
+        where = ctx.at(("prompts", i))  # `prompts:` itself when it is not a list
         try:
             if not isinstance(raw, str) or not raw.strip():
                 raise Unmappable("a prompt is text, a file:// path, or {raw: ..., label: ...}")
@@ -440,16 +440,15 @@ def _gather_tests(ctx: Conversion, data: dict[str, Any]) -> list[tuple[str, RawT
         return []
     tests: list[RawTest] = []
     for i, item in enumerate([value] if isinstance(value, str) else value or []):
-        where = ("tests", i) if isinstance(value, list) else ("tests",)
-        line = ctx.parsed.line(where)
+        where = ("tests", i)  # `tests:` itself when it is one file
         if not isinstance(item, str):
             ctx.budget.spend(tests=1)
-            tests.append(RawTest(item, str(ctx.path), line, ctx.tree.root, where))
+            tests.append(RawTest(item, str(ctx.path), ctx.parsed.line(where), ctx.tree.root, where))
             continue
         try:
             tests += _test_files(item, ctx.tree)
         except Unmappable as exc:
-            ctx.note(f"not mapped: {ctx.path}:{line}: tests from {item}: {exc}")
+            ctx.unmapped(ctx.at(where), f"tests from {item}", str(exc))
     found = [(f"test {i}", t) for i, t in enumerate(tests, start=1)]
     if scenarios is not None and not isinstance(scenarios, list):
         ctx.problem("`scenarios` must be a list", ("scenarios",))
@@ -825,7 +824,7 @@ def _test_not_kept(ctx: Conversion, test: Test) -> str | None:
         return "it has no assertion (promptfoo passes it whatever the answer); nothing to grade"
     if (threshold := test.threshold) is not None and not is_number(threshold):
         return f"threshold {threshold!r} is not a number"
-    if is_number(threshold) and threshold and not 0 < threshold <= 1:
+    if threshold and not 0 < threshold <= 1:
         return (
             f"threshold {threshold:g} is outside (0, 1]: promptfoo decides the test "
             "whatever the answer"
@@ -938,7 +937,7 @@ def _case(
         case["messages"] = rendered.messages
     else:
         case["question"] = rendered.question
-    if is_number(test.threshold) and test.threshold:
+    if test.threshold:  # a number (_test_not_kept leaves out a test with any other)
         case["min_score"] = test.threshold
         if any(c["type"] == "judge" for c in criteria):
             ctx.note(
