@@ -163,8 +163,7 @@ class RawTest:
     """A test as written, before ``defaultTest`` is merged in, with where it is written."""
 
     data: Any
-    file: str  # as messages show it
-    line: int | None
+    where: str  # file:line, as messages show it
     base: Path  # the directory its own file:// paths (vars files) are read from
     # Its place in the config, when written there (`$ref: '#/assertionTemplates/..'`
     # resolves only in the config).
@@ -443,7 +442,7 @@ def _gather_tests(ctx: Conversion, data: dict[str, Any]) -> list[tuple[str, RawT
         where = ("tests", i)  # `tests:` itself when it is one file
         if not isinstance(item, str):
             ctx.budget.spend(tests=1)
-            tests.append(RawTest(item, str(ctx.path), ctx.parsed.line(where), ctx.tree.root, where))
+            tests.append(RawTest(item, ctx.at(where), ctx.tree.root, where))
             continue
         try:
             tests += _test_files(item, ctx.tree)
@@ -483,7 +482,7 @@ def _test_files(ref: str, tree: Tree) -> list[RawTest]:
             raise Unmappable(f"{shown}: promptfoo reads tests from .csv, .yaml, .json and .jsonl")
         for line, test in rows:
             tree.budget.spend(tests=1)  # before it is made
-            found.append(RawTest(test, shown, line, path.parent))
+            found.append(RawTest(test, f"{shown}:{line}", path.parent))
     return found
 
 
@@ -634,9 +633,7 @@ def _scenario(ctx: Conversion, s: int, scenario: Any) -> list[tuple[str, RawTest
                 mine, theirs = data.get(key), test.get(key)
                 if isinstance(mine, dict) and isinstance(theirs, dict | None):
                     merged[key] = {**mine, **(theirs or {})}
-            found.append(
-                (label, RawTest(merged, str(ctx.path), ctx.parsed.line(at), ctx.tree.root, at))
-            )
+            found.append((label, RawTest(merged, ctx.at(at), ctx.tree.root, at)))
     return found
 
 
@@ -647,7 +644,7 @@ def _merge(
     ``defaultTest``) merged in as promptfoo merges it; None when it is listed instead."""
     label, raw = labelled
     ctx.tests += 1
-    where = f"{raw.file}:{raw.line}" if raw.line else raw.file
+    where = raw.where
     test = raw.data
     if not isinstance(test, dict):
         ctx.skip(where, label, "a test is a mapping (vars, assert, ...)")
