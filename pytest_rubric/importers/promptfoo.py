@@ -107,8 +107,7 @@ class Conversion:
         self, path: Path, problems: list[Problem], notes: list[str], budget: Quota
     ) -> None:
         self.path, self.problems, self.notes = path, problems, notes
-        self.budget = budget  # the whole import's, shared by every config
-        self.tree = Tree(path, budget)
+        self.tree = Tree(path, budget)  # budget: the whole import's, which every config spends
         self.parsed = Parsed(None, {})
         self.templates: dict[str, Any] = {}
         self.tests = self.written = self.listed = 0
@@ -441,7 +440,7 @@ def _gather_tests(ctx: Conversion, data: dict[str, Any]) -> list[tuple[str, RawT
     for i, item in enumerate([value] if isinstance(value, str) else value or []):
         where = ("tests", i)  # `tests:` itself when it is one file
         if not isinstance(item, str):
-            ctx.budget.spend(tests=1)
+            ctx.tree.budget.spend(tests=1)
             tests.append(RawTest(item, ctx.at(where), ctx.tree.root, where))
             continue
         try:
@@ -617,7 +616,7 @@ def _scenario(ctx: Conversion, s: int, scenario: Any) -> list[tuple[str, RawTest
         for t, test in enumerate(tests if isinstance(tests, list) else []):
             label = f"scenario {s + 1}, config {c + 1}, test {t + 1}"
             at = (*where, "tests", t)
-            ctx.budget.spend(tests=1)  # configs x tests: counted as the product is made
+            ctx.tree.budget.spend(tests=1)  # configs x tests: counted as the product is made
             if not isinstance(data, dict) or not isinstance(test, dict):
                 ctx.tests += 1
                 ctx.skip(
@@ -782,7 +781,7 @@ def _cases(ctx: Conversion, test: Test, prompts: list[PromptTemplate]) -> list[d
     for k, combo in enumerate(combos):
         which = f"{test.label}, vars combination {k + 1}" if len(combos) > 1 else test.label
         variant = f"{base}-v{k + 1}" if len(combos) > 1 else base
-        ctx.budget.spend(cases=len(prompts))  # before any of them is made
+        ctx.tree.budget.spend(cases=len(prompts))  # before any of them is made
         try:
             vars_ = prepare(combo, ctx.tree)
         except Unmappable as exc:
@@ -800,7 +799,7 @@ def _cases(ctx: Conversion, test: Test, prompts: list[PromptTemplate]) -> list[d
             case = _case(ctx, test, prompt, vars_, criteria, lost, len(prompts) > 1)
             if case is not None:
                 case["id"] = f"{variant}-p{j + 1}" if len(prompts) > 1 else variant
-                ctx.budget.spend_on(case)  # the text it is written as
+                ctx.tree.budget.spend_on(case)  # the text it is written as
                 cases.append(case)
     if cases:
         ctx.written += 1
@@ -887,7 +886,7 @@ def _values(ctx: Conversion, item: dict[str, Any], vars_: dict[str, Any]) -> dic
     def ready(value: Any) -> Any:
         if is_file_ref(value):
             return _file_value(ctx, value)
-        return render(value, vars_, missing, ctx.budget) if isinstance(value, str) else value
+        return render(value, vars_, missing, ctx.tree.budget) if isinstance(value, str) else value
 
     value = item.get("value")
     value = [ready(v) for v in value] if isinstance(value, list) else ready(value)
@@ -923,7 +922,7 @@ def _case(
     )
     shown = shown_value(prompt.label)
     try:
-        rendered = render_prompt(template, vars_, ctx.budget)
+        rendered = render_prompt(template, vars_, ctx.tree.budget)
     except Unmappable as exc:
         ctx.unmapped(prompt.where, f"prompt {shown}", f"{exc}; no case asks it")
         return None
