@@ -284,7 +284,7 @@ def _convert_config(ctx: Conversion) -> dict[str, Any] | None:
         return None
     described = data.get("description")
     # The config's description names the suite; a rubric file is named after its stem.
-    name = described.strip() if isinstance(described, str) and described.strip() else None
+    name = described.strip() if isinstance(described, str) else ""
     suite: dict[str, Any] = {"suite": name or _stem(ctx.path)}
     if any("min_score" not in c for c in cases):
         # promptfoo passes a test without a threshold only when every assertion passes.
