@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,8 +107,7 @@ class Conversion:
         self, path: Path, problems: list[Problem], notes: list[str], budget: Quota
     ) -> None:
         self.path, self.problems, self.notes = path, problems, notes
-        self.budget = budget  # the whole import's, shared by every config
-        self.tree = Tree(path, budget)
+        self.tree = Tree(path, budget)  # budget: the whole import's, which every config spends
         self.parsed = Parsed(None, {})
         self.templates: dict[str, Any] = {}
         self.tests = self.written = self.listed = 0
@@ -162,8 +162,7 @@ class RawTest:
     """A test as written, before ``defaultTest`` is merged in, with where it is written."""
 
     data: Any
-    file: str  # as messages show it
-    line: int | None
+    where: str  # file:line, as messages show it
     base: Path  # the directory its own file:// paths (vars files) are read from
     # Its place in the config, when written there (`$ref: '#/assertionTemplates/..'`
     # resolves only in the config).
@@ -285,7 +284,7 @@ def _convert_config(ctx: Conversion) -> dict[str, Any] | None:
         return None
     described = data.get("description")
     # The config's description names the suite; a rubric file is named after its stem.
-    name = described.strip() if isinstance(described, str) and described.strip() else None
+    name = described.strip() if isinstance(described, str) else ""
     suite: dict[str, Any] = {"suite": name or _stem(ctx.path)}
     if any("min_score" not in c for c in cases):
         # promptfoo passes a test without a threshold only when every assertion passes.
@@ -339,7 +338,7 @@ def _prompts(ctx: Conversion, value: Any) -> list[PromptTemplate]:
         raw = item.get("raw") or item.get("id") if isinstance(item, dict) else item
         label = item.get("label") if isinstance(item, dict) else None
         label = label if isinstance(label, str) and label else None
-        where = ctx.at(("prompts", i) if isinstance(value, list) else ("prompts",))
+        where = ctx.at(("prompts", i))  # `prompts:` itself when it is not a list
         try:
             if not isinstance(raw, str) or not raw.strip():
                 raise Unmappable("a prompt is text, a file:// path, or {raw: ..., label: ...}")
@@ -439,16 +438,15 @@ def _gather_tests(ctx: Conversion, data: dict[str, Any]) -> list[tuple[str, RawT
         return []
     tests: list[RawTest] = []
     for i, item in enumerate([value] if isinstance(value, str) else value or []):
-        where = ("tests", i) if isinstance(value, list) else ("tests",)
-        line = ctx.parsed.line(where)
+        where = ("tests", i)  # `tests:` itself when it is one file
         if not isinstance(item, str):
-            ctx.budget.spend(tests=1)
-            tests.append(RawTest(item, str(ctx.path), line, ctx.tree.root, where))
+            ctx.tree.budget.spend(tests=1)
+            tests.append(RawTest(item, ctx.at(where), ctx.tree.root, where))
             continue
         try:
             tests += _test_files(item, ctx.tree)
         except Unmappable as exc:
-            ctx.note(f"not mapped: {ctx.path}:{line}: tests from {item}: {exc}")
+            ctx.unmapped(ctx.at(where), f"tests from {item}", str(exc))
     found = [(f"test {i}", t) for i, t in enumerate(tests, start=1)]
     if scenarios is not None and not isinstance(scenarios, list):
         ctx.problem("`scenarios` must be a list", ("scenarios",))
@@ -468,57 +466,56 @@ def _test_files(ref: str, tree: Tree) -> list[RawTest]:
     for path in tree.paths(head):
         shown = tree.shown(path)
         suffix = path.suffix.lower()
+        rows: Iterable[tuple[int | None, Any]]  # (line, test)
         if suffix == ".csv":
-            found += _csv_tests(tree.text(path, shown), shown, path.parent, tree.budget)
+            rows = _csv_tests(tree.text(path, shown), shown)
         elif suffix == ".jsonl":
-            found += _jsonl_tests(tree.text(path, shown), shown, path.parent, tree.budget)
+            rows = _jsonl_tests(tree.text(path, shown), shown)
         elif suffix in (".yaml", ".yml", ".json"):
             doc = tree.document(path, shown)
-            data = doc.data if isinstance(doc.data, list) else [doc.data]
-            tree.budget.spend(tests=len(data))
-            line = doc.line if isinstance(doc.data, list) else lambda _: 1
-            found += [RawTest(t, shown, line((i,)), path.parent) for i, t in enumerate(data)]
+            if isinstance(doc.data, list):
+                rows = [(doc.line((i,)), test) for i, test in enumerate(doc.data)]
+            else:
+                rows = [(1, doc.data)]
         else:
             raise Unmappable(f"{shown}: promptfoo reads tests from .csv, .yaml, .json and .jsonl")
+        for line, test in rows:
+            tree.budget.spend(tests=1)  # before it is made
+            found.append(RawTest(test, f"{shown}:{line}", path.parent))
     return found
 
 
-def _jsonl_tests(text: str, shown: str, base: Path, budget: Quota) -> list[RawTest]:
-    tests: list[RawTest] = []
+def _jsonl_tests(text: str, shown: str) -> Iterator[tuple[int, Any]]:
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        budget.spend(tests=1)
         try:
-            tests.append(RawTest(json.loads(line), shown, number, base))
+            test = json.loads(line)
         except (ValueError, RecursionError) as exc:
             raise Unmappable(f"{shown}:{number} is not JSON ({exc})") from None
-    return tests
+        yield number, test
 
 
-def _csv_tests(text: str, shown: str, base: Path, budget: Quota) -> list[RawTest]:
+def _csv_tests(text: str, shown: str) -> Iterator[tuple[int, dict[str, Any]]]:
     reader = csv.reader(io.StringIO(text))
     try:
         header = [h.strip() for h in next(reader)]
     except StopIteration:
-        return []
+        return
     except csv.Error as exc:
         raise Unmappable(f"{shown} is not CSV ({exc})") from None
-    tests: list[RawTest] = []
     end = reader.line_num
     try:
         for row in reader:
             start, end = end + 1, reader.line_num
             if not any(cell.strip() for cell in row):
                 continue
-            budget.spend(tests=1)
             cells = dict(zip(header, row + [""] * (len(header) - len(row)), strict=False))
             # promptfoo describes a row without __description as "Row #N"; here its file and
             # line say which row it is.
-            tests.append(RawTest(_csv_row(cells), shown, start, base))
+            yield start, _csv_row(cells)
     except csv.Error as exc:
         raise Unmappable(f"{shown}:{reader.line_num} is not CSV ({exc})") from None
-    return tests
 
 
 def _csv_row(row: dict[str, str]) -> dict[str, Any]:
@@ -619,7 +616,7 @@ def _scenario(ctx: Conversion, s: int, scenario: Any) -> list[tuple[str, RawTest
         for t, test in enumerate(tests if isinstance(tests, list) else []):
             label = f"scenario {s + 1}, config {c + 1}, test {t + 1}"
             at = (*where, "tests", t)
-            ctx.budget.spend(tests=1)  # configs x tests: counted as the product is made
+            ctx.tree.budget.spend(tests=1)  # configs x tests: counted as the product is made
             if not isinstance(data, dict) or not isinstance(test, dict):
                 ctx.tests += 1
                 ctx.skip(
@@ -635,9 +632,7 @@ def _scenario(ctx: Conversion, s: int, scenario: Any) -> list[tuple[str, RawTest
                 mine, theirs = data.get(key), test.get(key)
                 if isinstance(mine, dict) and isinstance(theirs, dict | None):
                     merged[key] = {**mine, **(theirs or {})}
-            found.append(
-                (label, RawTest(merged, str(ctx.path), ctx.parsed.line(at), ctx.tree.root, at))
-            )
+            found.append((label, RawTest(merged, ctx.at(at), ctx.tree.root, at)))
     return found
 
 
@@ -648,7 +643,7 @@ def _merge(
     ``defaultTest``) merged in as promptfoo merges it; None when it is listed instead."""
     label, raw = labelled
     ctx.tests += 1
-    where = f"{raw.file}:{raw.line}" if raw.line else raw.file
+    where = raw.where
     test = raw.data
     if not isinstance(test, dict):
         ctx.skip(where, label, "a test is a mapping (vars, assert, ...)")
@@ -786,7 +781,7 @@ def _cases(ctx: Conversion, test: Test, prompts: list[PromptTemplate]) -> list[d
     for k, combo in enumerate(combos):
         which = f"{test.label}, vars combination {k + 1}" if len(combos) > 1 else test.label
         variant = f"{base}-v{k + 1}" if len(combos) > 1 else base
-        ctx.budget.spend(cases=len(prompts))  # before any of them is made
+        ctx.tree.budget.spend(cases=len(prompts))  # before any of them is made
         try:
             vars_ = prepare(combo, ctx.tree)
         except Unmappable as exc:
@@ -804,7 +799,7 @@ def _cases(ctx: Conversion, test: Test, prompts: list[PromptTemplate]) -> list[d
             case = _case(ctx, test, prompt, vars_, criteria, lost, len(prompts) > 1)
             if case is not None:
                 case["id"] = f"{variant}-p{j + 1}" if len(prompts) > 1 else variant
-                ctx.budget.spend_on(case)  # the text it is written as
+                ctx.tree.budget.spend_on(case)  # the text it is written as
                 cases.append(case)
     if cases:
         ctx.written += 1
@@ -825,7 +820,7 @@ def _test_not_kept(ctx: Conversion, test: Test) -> str | None:
         return "it has no assertion (promptfoo passes it whatever the answer); nothing to grade"
     if (threshold := test.threshold) is not None and not is_number(threshold):
         return f"threshold {threshold!r} is not a number"
-    if is_number(threshold) and threshold and not 0 < threshold <= 1:
+    if threshold and not 0 < threshold <= 1:
         return (
             f"threshold {threshold:g} is outside (0, 1]: promptfoo decides the test "
             "whatever the answer"
@@ -891,7 +886,7 @@ def _values(ctx: Conversion, item: dict[str, Any], vars_: dict[str, Any]) -> dic
     def ready(value: Any) -> Any:
         if is_file_ref(value):
             return _file_value(ctx, value)
-        return render(value, vars_, missing, ctx.budget) if isinstance(value, str) else value
+        return render(value, vars_, missing, ctx.tree.budget) if isinstance(value, str) else value
 
     value = item.get("value")
     value = [ready(v) for v in value] if isinstance(value, list) else ready(value)
@@ -927,7 +922,7 @@ def _case(
     )
     shown = shown_value(prompt.label)
     try:
-        rendered = render_prompt(template, vars_, ctx.budget)
+        rendered = render_prompt(template, vars_, ctx.tree.budget)
     except Unmappable as exc:
         ctx.unmapped(prompt.where, f"prompt {shown}", f"{exc}; no case asks it")
         return None
@@ -938,7 +933,7 @@ def _case(
         case["messages"] = rendered.messages
     else:
         case["question"] = rendered.question
-    if is_number(test.threshold) and test.threshold:
+    if test.threshold:  # a number (_test_not_kept leaves out a test with any other)
         case["min_score"] = test.threshold
         if any(c["type"] == "judge" for c in criteria):
             ctx.note(

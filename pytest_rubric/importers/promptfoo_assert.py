@@ -89,13 +89,13 @@ _TYPES = {
     "select-best": "compares the outputs of several prompts or providers with each other",
     "max-score": "compares the outputs of several prompts or providers with each other",
 }
-_STRING_KINDS = {"contains", "icontains", "starts-with", "ends-with", "equals"}
-_MAPPED = {
-    *_STRING_KINDS,
+# The checks of the answer's text, each a pattern (or, for `equals` an object, a json check).
+_TEXT_KINDS = {
+    *("contains", "icontains", "starts-with", "ends-with", "equals"),
     *("contains-any", "icontains-any", "contains-all", "icontains-all"),
-    *("regex", "levenshtein", "is-json"),
-    *MODEL_GRADED,
+    *("regex", "levenshtein"),
 }
+_MAPPED = {*_TEXT_KINDS, "is-json", *MODEL_GRADED}
 # The types a CSV `__expected` cell may start with.
 CSV_TYPES = frozenset(_TYPES).union(_MAPPED) - {"assert-set", "select-best", "max-score"}
 
@@ -208,10 +208,8 @@ def criterion(item: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     value = item.get("value")
     notes: list[str] = []
     body: dict[str, Any]
-    if base in _STRING_KINDS or base in ("contains-any", "icontains-any", "regex", "levenshtein"):
-        body = _string(base, value, item)
-    elif base in ("contains-all", "icontains-all"):
-        body = _regex(all_pattern(_strings(value, base)), base, "python")
+    if base in _TEXT_KINDS:
+        body = _text_check(base, value, item)
     elif base == "is-json":
         if inverse:
             raise Unmappable("not-is-json has no counterpart (a `json` criterion cannot invert)")
@@ -250,9 +248,11 @@ def _regex(pattern: str, base: str, engine: str = "re2") -> dict[str, Any]:
     return body
 
 
-def _string(base: str, value: Any, item: dict[str, Any]) -> dict[str, Any]:
+def _text_check(base: str, value: Any, item: dict[str, Any]) -> dict[str, Any]:
     if base in ("contains-any", "icontains-any"):
         return _regex("|".join(literal(v) for v in _strings(value, base)), base)
+    if base in ("contains-all", "icontains-all"):
+        return _regex(all_pattern(_strings(value, base)), base, "python")
     if base == "regex":
         if not isinstance(value, str):
             raise ValueError("regex needs the pattern as a string `value`")

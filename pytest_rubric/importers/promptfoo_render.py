@@ -18,7 +18,7 @@ from typing import Any
 
 from .._schema import ROLES
 from .nunjucks import render, written_as_text
-from .promptfoo_files import CODE, FILE, Quota, Tree, Unmappable, json_stringify
+from .promptfoo_files import CODE, FILE, Quota, Tree, Unmappable, is_file_ref, json_stringify
 
 # More var combinations than this from one test is not a test suite anyone reads.
 MAX_COMBINATIONS = 10_000
@@ -48,7 +48,7 @@ def combinations(vars_: dict[str, Any], tree: Tree, *, expand: bool) -> list[dic
     ``file://`` glob matches (only the dict itself without ``expand``)."""
     found: list[dict[str, Any]] = [{}]
     for key, value in vars_.items():
-        if isinstance(value, str) and value.startswith(FILE):
+        if is_file_ref(value):
             paths = tree.paths(value) if expand else [tree.path(value)]
             values: list[Any] = [_FileVar(p, f"{FILE}{tree.shown(p)}") for p in paths]
         elif expand and isinstance(value, list) and value and isinstance(value[0], str):
