@@ -182,13 +182,7 @@ class Transport:
         digest = cache_key(**key)
         if (recorded := self._recorded_reply(digest)) is not None:
             return recorded
-        looked = self.cache.lookup(
-            key,
-            missing=self._missing(label),
-            endpoint=self.endpoint,
-            # An earlier version's key: the same, with the endpoint's URL in it.
-            legacy={**key, "endpoint": self.spec.url if self.spec is not None else None},
-        )
+        looked = self.cache.lookup(key, missing=self._missing(label), endpoint=self.endpoint)
         if looked.unusable is not None:
             why = shorten(looked.unusable, _SHOWN, *self.secrets)
             raise UnusableReplay(
@@ -198,8 +192,7 @@ class Transport:
                 "judge or the prompt, then record again with --rubric-cache use",
             )
         if looked.cached:
-            # Free: served whatever the budget (under this version's key, to be recorded).
-            return dataclasses.replace(looked, key=digest)
+            return looked  # free: served whatever the budget
         if self.budget is None:
             return dataclasses.replace(await self._complete(prompt, user, vote), key=looked.key)
         # A batched call's tokens are counted when its batch ends: till then it holds what its
