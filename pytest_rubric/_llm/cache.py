@@ -257,13 +257,6 @@ class CacheFile:
                 self._db = None
 
 
-def _columns(db: sqlite3.Connection, table: str) -> tuple[tuple[str, str, int], ...]:
-    return tuple(
-        (name, str(kind).upper(), int(pk))
-        for _, name, kind, _, _, pk in db.execute(f"PRAGMA table_info({table})").fetchall()
-    )
-
-
 def _check_schema(db: sqlite3.Connection) -> None:
     """Raise :class:`_Unusable` unless ``db`` is empty or holds this cache's tables alone (a
     cache an earlier, unreleased version wrote is not upgraded: the package keeps no shims
@@ -279,7 +272,9 @@ def _check_schema(db: sqlite3.Connection) -> None:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
         raise _Unusable(f"it holds {shown}, which a pytest-rubric cache does not: not ours")
     for table in sorted({name for kind, name in objects if kind == "table"} & set(_COLUMNS)):
-        if (columns := _columns(db, table)) != _COLUMNS[table]:
+        info = db.execute(f"PRAGMA table_info({table})").fetchall()
+        columns = tuple((name, str(kind).upper(), int(pk)) for _, name, kind, _, _, pk in info)
+        if columns != _COLUMNS[table]:
             names = ", ".join(str(c[0]) for c in columns[:8])
             raise _Unusable(f"its {table} table has other columns ({names}): not ours")
 
