@@ -138,11 +138,10 @@ class Transport:
         where = self._recording.get()
         if self.recordings is None or where is None:
             return None
-        if self.cache.mode not in ("use", "replay"):
-            self.recordings.requested(where, digest)  # not read, and not unused either
+        found = self.recordings.fetch(where, digest)  # used, whether read or not
+        if found is None or self.cache.mode not in ("use", "replay"):
             return None
-        if (found := self.recordings.fetch(where, digest)) is not None:
-            self.cache.hit(found)
+        self.cache.hit(found)
         return found
 
     def _missing(self, label: str) -> str:
@@ -228,7 +227,7 @@ class Transport:
                 reply.key,
                 judge=self.name,
                 reply=reply,
-                replace=mode == "refresh" and not reply.cached,
+                replace=mode == "refresh",
             )
 
     def unusable(self, reply: Reply, reason: str) -> None:
