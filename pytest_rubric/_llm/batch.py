@@ -101,13 +101,10 @@ class _Wire:
 
     client: HTTPClient
 
-    def failure(self, what: str, *, hint: str) -> str:
-        """A failure's text: the judge, the batch endpoint, what happened, what to do."""
-        return str(self._fail(self.client.spec.url, what, hint=hint))
-
     def asked_live(self, what: str, *, hint: str = "it was asked live once more") -> BatchFailure:
-        """The failure of a request that one live call may still get a reply to."""
-        return BatchFailure(self.failure(what, hint=hint), retry_live=True)
+        """The failure of a request that one live call may still get a reply to: the judge,
+        the batch endpoint, what happened, what to do."""
+        return BatchFailure(str(self._fail(self.client.spec.url, what, hint=hint)), retry_live=True)
 
     def _fail(self, url: str, what: str, **kwargs: Any) -> LLMError:
         return self.client._fail(what, batch_url=url, **kwargs)

@@ -4,8 +4,7 @@ of call, under a key that names the call and nothing else.
 The key hashes everything that can change a verdict (provider, model, grader, template
 version, the messages with the fence token masked, the schema, the sampling, the sample),
 never a key, a header or the endpoint's URL: a cache recorded through one gateway replays
-through another (such hits are counted, :attr:`CallStats.elsewhere`). Rows an earlier
-version wrote had the endpoint in their key: :meth:`CachedCalls.lookup` finds them too.
+through another (such hits are counted, :attr:`CallStats.elsewhere`).
 
 Modes: ``use`` reads and writes; ``refresh`` calls and overwrites; ``off`` ignores the
 cache; ``replay`` makes no call, and a miss is an ERROR naming the criterion.
@@ -28,7 +27,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -259,13 +257,6 @@ class CacheFile:
                 self._db = None
 
 
-def _columns(db: sqlite3.Connection, table: str) -> tuple[tuple[str, str, int], ...]:
-    return tuple(
-        (name, str(kind).upper(), int(pk))
-        for _, name, kind, _, _, pk in db.execute(f"PRAGMA table_info({table})").fetchall()
-    )
-
-
 def _check_schema(db: sqlite3.Connection) -> None:
     """Raise :class:`_Unusable` unless ``db`` is empty or holds this cache's tables alone (a
     cache an earlier, unreleased version wrote is not upgraded: the package keeps no shims
@@ -281,7 +272,9 @@ def _check_schema(db: sqlite3.Connection) -> None:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
         raise _Unusable(f"it holds {shown}, which a pytest-rubric cache does not: not ours")
     for table in sorted({name for kind, name in objects if kind == "table"} & set(_COLUMNS)):
-        if (columns := _columns(db, table)) != _COLUMNS[table]:
+        info = db.execute(f"PRAGMA table_info({table})").fetchall()
+        columns = tuple((name, str(kind).upper(), int(pk)) for _, name, kind, _, _, pk in info)
+        if columns != _COLUMNS[table]:
             names = ", ".join(str(c[0]) for c in columns[:8])
             raise _Unusable(f"its {table} table has other columns ({names}): not ours")
 
@@ -330,26 +323,16 @@ class CachedCalls:
         self.stats = stats
 
     def lookup(
-        self,
-        parts: Mapping[str, Any],
-        *,
-        missing: str,
-        endpoint: str | None = None,
-        legacy: Mapping[str, Any] | None = None,
+        self, parts: Mapping[str, Any], *, missing: str, endpoint: str | None = None
     ) -> Reply:
         """The stored reply for the call ``parts`` describe (``cached`` set), or an empty one
         carrying the key to store under. With ``replay`` a miss raises ``LLMError(missing)``,
-        unless the last reply was unusable: the empty reply then says why (``unusable``).
-        ``legacy``: the call as an earlier version keyed it, looked up when ``parts`` miss."""
+        unless the last reply was unusable: the empty reply then says why (``unusable``)."""
         if self.cache is None:
             return Reply("")
         key = cache_key(**parts)
         if self.mode in ("use", "replay"):
-            if (found := self.cache.fetch(key)) is None and legacy is not None:
-                # Keyed by the URL the call goes to now: recorded against this endpoint.
-                found = self.cache.fetch(cache_key(**legacy))
-                found = replace(found, endpoint=endpoint) if found is not None else None
-            if found is not None:
+            if (found := self.cache.fetch(key)) is not None:
                 self.hit(found, endpoint)
                 return found
             if self.stats is not None:

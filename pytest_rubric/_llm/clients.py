@@ -44,18 +44,15 @@ class OpenAIClient(HTTPClient):
     def _headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self.key.reveal()}"} if self.key else {}
 
-    async def chat(
-        self, turns: Sequence[tuple[str, str]], *, sampling: Sampling | None = None
-    ) -> Reply:
-        return self._read(await self.post(self._payload(turns, None, "text", sampling)))
-
     def _payload(
         self,
         turns: Sequence[tuple[str, str]],
-        schema: dict[str, Any] | None,
-        mode: str,
         sampling: Sampling | None,
+        schema: dict[str, Any] | None = None,
+        mode: str | None = None,
     ) -> dict[str, Any]:
+        # Before the mode is settled (a batch request's), the first one.
+        mode = mode or self._mode or self._MODES[0]
         sampling = sampling or Sampling()
         payload: dict[str, Any] = {
             "model": self.spec.model,
@@ -75,13 +72,6 @@ class OpenAIClient(HTTPClient):
         elif schema is not None and mode == "json_object":
             payload["response_format"] = {"type": "json_object"}
         return payload
-
-    def _graded(
-        self, system: str, user: str, schema: dict[str, Any] | None, sampling: Sampling | None
-    ) -> dict[str, Any]:
-        # Before the mode is settled (a batch request's), the first one.
-        mode = self._mode or self._MODES[0]
-        return self._payload((("system", system), ("user", user)), schema, mode, sampling)
 
     async def send(
         self,
@@ -117,7 +107,7 @@ class OpenAIClient(HTTPClient):
                     if self._mode is not None:
                         return None
                     mode = self._MODES[i]
-                    payload = self._payload(turns, schema, mode, sampling)
+                    payload = self._payload(turns, sampling, schema, mode)
                     try:
                         data = await self._post_once(payload)
                     except LLMError as exc:
@@ -180,38 +170,28 @@ class AnthropicClient(HTTPClient):
             headers["x-api-key"] = self.key.reveal()
         return headers
 
-    def _graded(
-        self, system: str, user: str, schema: dict[str, Any] | None, sampling: Sampling | None
-    ) -> dict[str, Any]:
-        """A judge call's payload; a schema as a forced tool call."""
-        payload = self._payload(system, [{"role": "user", "content": user}], sampling)
-        if schema is not None:
-            payload["tools"] = [
-                {"name": "grade", "description": "Record the grade.", "input_schema": schema}
-            ]
-            payload["tool_choice"] = {"type": "tool", "name": "grade"}
-        return payload
-
-    async def chat(
-        self, turns: Sequence[tuple[str, str]], *, sampling: Sampling | None = None
-    ) -> Reply:
-        # The messages API takes system turns (only ever first, see `Rubric`) as `system`.
-        system = "\n\n".join(content for role, content in turns if role == "system")
-        messages = [{"role": r, "content": c} for r, c in turns if r != "system"]
-        return self._read(await self.post(self._payload(system or None, messages, sampling)))
-
     def _payload(
-        self, system: str | None, messages: list[dict[str, str]], sampling: Sampling | None
+        self,
+        turns: Sequence[tuple[str, str]],
+        sampling: Sampling | None,
+        schema: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
+        """The system turns (only ever first, see `Rubric`) as `system`; a schema as a forced
+        tool call."""
         sampling = sampling or Sampling()  # the messages API takes no seed
         payload: dict[str, Any] = {
             "model": self.spec.model,
             "max_tokens": sampling.max_tokens,
             "temperature": sampling.temperature,
-            "messages": messages,
+            "messages": [{"role": r, "content": c} for r, c in turns if r != "system"],
         }
-        if system is not None:
+        if system := "\n\n".join(content for role, content in turns if role == "system"):
             payload["system"] = system
+        if schema is not None:
+            payload["tools"] = [
+                {"name": "grade", "description": "Record the grade.", "input_schema": schema}
+            ]
+            payload["tool_choice"] = {"type": "tool", "name": "grade"}
         return payload
 
     def _read(self, data: dict[str, Any], forced: bool = False) -> Reply:

@@ -197,12 +197,22 @@ class HTTPClient:
         self, turns: Sequence[tuple[str, str]], *, sampling: Sampling | None = None
     ) -> Reply:
         """Send a conversation of ``(role, content)`` turns as it is; return the reply."""
-        raise NotImplementedError
+        return self._read(await self.post(self._payload(turns, sampling)))
 
     def _graded(
         self, system: str, user: str, schema: dict[str, Any] | None, sampling: Sampling | None
     ) -> dict[str, Any]:
         """The payload of a judge call (a batch request's too)."""
+        return self._payload((("system", system), ("user", user)), sampling, schema)
+
+    def _payload(
+        self,
+        turns: Sequence[tuple[str, str]],
+        sampling: Sampling | None,
+        schema: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """What is posted for ``turns``: the sampling, and ``schema`` as the API asks for a
+        structured reply."""
         raise NotImplementedError
 
     def _read(self, data: dict[str, Any], forced: bool = False) -> Reply:

@@ -108,18 +108,13 @@ class Recordings:
             return self._problems.get(where)
 
     def fetch(self, where: str, key: str) -> Reply | None:
-        """The recorded reply to request ``key`` in file ``where`` (``cached`` set), or None."""
+        """The recorded reply to request ``key`` in file ``where`` (``cached`` set), or None;
+        its entry is used: a request of the run has it, whether the run reads it or not."""
         with self._lock:
             if (entry := self.new.get(where, {}).get(key) or self._load(where).get(key)) is None:
                 return None
             self.used.setdefault(where, set()).add(key)
         return Reply(entry["reply"], entry["tokens_in"], entry["tokens_out"], key=key, cached=True)
-
-    def requested(self, where: str, key: str) -> None:
-        """Count request ``key``'s entry in file ``where`` as used though the run did not read
-        it (``--rubric-cache off``): a request of the run still has it."""
-        with self._lock:
-            self.used.setdefault(where, set()).add(key)
 
     def record(
         self, where: str, key: str, *, judge: str, reply: Reply, replace: bool = False

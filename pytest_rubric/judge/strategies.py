@@ -239,8 +239,9 @@ async def _one_shot(transport: Transport, request: JudgeRequest, vote: int) -> J
     return Judged(outcomes, injection_suspected=suspected)
 
 
-async def _holistic(transport: Transport, request: JudgeRequest, vote: int) -> Judged:
-    criteria = [c for c in request.criteria if isinstance(c, Requirement) and not _apart(c)]
+async def _holistic(
+    transport: Transport, criteria: Sequence[Requirement], request: JudgeRequest, vote: int
+) -> Judged:
     prompt = holistic(criteria, **_asked(request))
     suspected = injection_suspected(request.response, prompt.token)
     try:
@@ -283,15 +284,15 @@ async def _holistic_and_apart(transport: Transport, request: JudgeRequest, vote:
     """One holistic score for the judged substance criteria; those :func:`_apart` says, each
     on its own call."""
     reads = [c for c in request.criteria if _apart(c)]
-    graded = any(isinstance(c, Requirement) and not _apart(c) for c in request.criteria)
+    scored = [c for c in request.criteria if isinstance(c, Requirement) and not _apart(c)]
     parts = [_per_criterion(transport, replace(request, criteria=reads), vote)] if reads else []
-    if graded or not reads:
-        parts.append(_holistic(transport, request, vote))
+    if scored or not reads:
+        parts.append(_holistic(transport, scored, request, vote))
     done = await asyncio.gather(*parts)
     return Judged(
         {cid: o for part in done for cid, o in part.outcomes.items()},
         injection_suspected=any(part.injection_suspected for part in done),
-        llm_raw_score=done[-1].llm_raw_score if graded else None,
+        llm_raw_score=done[-1].llm_raw_score if scored else None,
     )
 
 

@@ -138,11 +138,10 @@ class Transport:
         where = self._recording.get()
         if self.recordings is None or where is None:
             return None
-        if self.cache.mode not in ("use", "replay"):
-            self.recordings.requested(where, digest)  # not read, and not unused either
+        found = self.recordings.fetch(where, digest)  # used, whether read or not
+        if found is None or self.cache.mode not in ("use", "replay"):
             return None
-        if (found := self.recordings.fetch(where, digest)) is not None:
-            self.cache.hit(found)
+        self.cache.hit(found)
         return found
 
     def _missing(self, label: str) -> str:
@@ -182,13 +181,7 @@ class Transport:
         digest = cache_key(**key)
         if (recorded := self._recorded_reply(digest)) is not None:
             return recorded
-        looked = self.cache.lookup(
-            key,
-            missing=self._missing(label),
-            endpoint=self.endpoint,
-            # An earlier version's key: the same, with the endpoint's URL in it.
-            legacy={**key, "endpoint": self.spec.url if self.spec is not None else None},
-        )
+        looked = self.cache.lookup(key, missing=self._missing(label), endpoint=self.endpoint)
         if looked.unusable is not None:
             why = shorten(looked.unusable, _SHOWN, *self.secrets)
             raise UnusableReplay(
@@ -198,8 +191,7 @@ class Transport:
                 "judge or the prompt, then record again with --rubric-cache use",
             )
         if looked.cached:
-            # Free: served whatever the budget (under this version's key, to be recorded).
-            return dataclasses.replace(looked, key=digest)
+            return looked  # free: served whatever the budget
         if self.budget is None:
             return dataclasses.replace(await self._complete(prompt, user, vote), key=looked.key)
         # A batched call's tokens are counted when its batch ends: till then it holds what its
@@ -235,7 +227,7 @@ class Transport:
                 reply.key,
                 judge=self.name,
                 reply=reply,
-                replace=mode == "refresh" and not reply.cached,
+                replace=mode == "refresh",
             )
 
     def unusable(self, reply: Reply, reason: str) -> None:
