@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ._session.assertion import RubricFixture
     from ._session.collect import RubricFile
     from ._session.session import RubricSession
+    from .judge.runner import JudgeRunner, Panel
 
 _PROPERTIES: dict[pytest.Item, list[tuple[str, object]]] = {}
 """The JUnit properties (``rubric_score``, ...) of the running attempt of each item, until its
@@ -221,13 +222,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     (an error with ``--rubric-require-judge`` when the configured judge has no key)."""
     if is_rubric_item(item) or item.get_closest_marker("llm_judge") is None:
         return
-    state = _start(item.config)
+    _judge_or_skip(_start(item.config))
+
+
+def _judge_or_skip(state: RubricSession) -> JudgeRunner | Panel:
+    """The session's judge; without one the test is skipped, saying what to set (it fails
+    when ``--rubric-require-judge`` is set and the configured judge has no key)."""
     judging = state.judging
-    if judging.runner is not None:
-        return
-    if judging.unavailable is not None and state.settings.require_judge:
-        pytest.fail(judging.unavailable, pytrace=False)
-    pytest.skip(judging.unavailable or NO_JUDGE_SKIP)
+    if judging.runner is None:
+        if judging.unavailable is not None and state.settings.require_judge:
+            pytest.fail(judging.unavailable, pytrace=False)
+        pytest.skip(judging.unavailable or NO_JUDGE_SKIP)
+    return judging.runner
 
 
 @pytest.fixture
@@ -239,15 +245,10 @@ def rubric_judge(request: pytest.FixtureRequest) -> JudgeClient:
         async def check(rubric_judge):
             reply = await rubric_judge.complete("Answer with one word.", "Capital of France?")
     """
-    state = _start(request.config)
-    judging = state.judging
-    if judging.runner is None:
-        if judging.unavailable is not None and state.settings.require_judge:
-            pytest.fail(judging.unavailable, pytrace=False)  # as for a test marked llm_judge
-        pytest.skip(judging.unavailable or NO_JUDGE_SKIP)
+    runner = _judge_or_skip(_start(request.config))  # as for a test marked llm_judge
     from .judge.transport import OnJudgeLoop
 
-    return OnJudgeLoop(judging.runner.transport)
+    return OnJudgeLoop(runner.transport)
 
 
 @pytest.fixture

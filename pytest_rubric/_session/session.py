@@ -186,20 +186,14 @@ class RubricSession:
     # --- collection ---------------------------------------------------------------------------
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """Collection is over: report unused responses, start judging, arrange a quick exit."""
+        """Collection is over: report unused responses, start judging, arrange a quick exit
+        (a Python test marked ``llm_judge`` without a judge is skipped as it starts: ``plugin``)."""
         items = session.items
         self.inputs.warn_unused(
             narrowed=_selection(self.config, self.settings, reruns=False) is not None
         )
         if self.recordings:
             self.recordings.collected(items)
-        if (unavailable := self.unjudged) is not None:
-            # A skip mark: -rs reports the skip at the item's file, not inside the plugin.
-            # Rubric items run: each is graded on what can be (see _grade.bounds).
-            skip = pytest.mark.skip(reason=unavailable)
-            for item in items:
-                if item.get_closest_marker("llm_judge") is not None and not is_rubric_item(item):
-                    item.add_marker(skip)
         self.audit.plan_probe(items)
         self.audit.start_calibration()
         if self.role.reports:  # a worker schedules what it is handed
