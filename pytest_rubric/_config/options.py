@@ -64,12 +64,6 @@ def _path(config: pytest.Config, key: str) -> Path | None:
     return here / str(value).strip() if value else None
 
 
-def _dirs(config: pytest.Config) -> tuple[Path, ...]:
-    if flag_dirs := config.getoption("rubric_dirs"):
-        return tuple(config.invocation_params.dir / p for p in flag_dirs)
-    return tuple(Path(p) for p in config.getini("rubric_dirs"))
-
-
 def _responses_dir(config: pytest.Config) -> Path | None:
     responses = given(config, "responses")
     return (config.invocation_params.dir / responses).resolve() if responses else None
@@ -189,7 +183,8 @@ def _judges(config: pytest.Config) -> tuple[str, ...]:
 
 # The fields a plain given() does not read, by name.
 _READERS: dict[str, Callable[[pytest.Config], Any]] = {
-    "dirs": _dirs,
+    # A flag's relative to where pytest runs; the ini's are absolute (pytest's "paths").
+    "dirs": lambda config: tuple(config.invocation_params.dir / p for p in given(config, "dirs")),
     "dirs_from_flag": lambda config: bool(config.getoption("rubric_dirs")),
     "patterns": file_patterns,
     "responses_dir": _responses_dir,
