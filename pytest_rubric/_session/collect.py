@@ -113,7 +113,7 @@ def evaluate(
         )
         samples.insert(place, unanswered)
     probe = (
-        session.probe(key, compiled, texts[0], judged[0])
+        session.audit.probe(key, compiled, texts[0], judged[0])
         if session is not None and not missing  # an ERROR item is not probed
         else []
     )

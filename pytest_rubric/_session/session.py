@@ -39,7 +39,7 @@ from .._config.options import read_settings
 from .._defaults import first_data_file, is_rubric_file
 from .._guards.outgoing import outgoing, rubric_warning, warn
 from .._render.files import Unwritten, write_outputs
-from .._results import CaseResult, Outcome, ProbeRecord, Verdict
+from .._results import CaseResult, Outcome, Verdict
 from . import heap, xdist
 from .auditing import Audit
 from .caches import Caches, JudgeRecordings
@@ -293,17 +293,6 @@ class RubricSession:
                 outcomes = every(request, Outcome(Verdict.ERROR, 0.0, uncalibrated))
             judged.append(outcomes)
         return judged
-
-    def probe(
-        self, key: JudgeKey, compiled: CompiledRubric, response: str, judged: Judged | None
-    ) -> list[ProbeRecord]:
-        """The probes' records for an item's first answer (see ``auditing``)."""
-        if judged is None or key.node not in self.audit.probe_plan:
-            return []
-        records = self.audit.probe(self.judging.request(key, compiled, response), compiled, judged)
-        if records:
-            self.caches.warn_trouble()
-        return records
 
     # --- xdist ----------------------------------------------------------------------------------
 
