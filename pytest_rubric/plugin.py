@@ -115,13 +115,11 @@ _HOOKS = ("rubric-session", "rubric-report", "rubric-xdist-worker", "rubric-xdis
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RubricFile | None:
-    config = parent.config
-    state = config.stash.get(SESSION_KEY, None)
-    patterns = state.settings.patterns if state is not None else file_patterns(config)
-    if is_rubric_file(file_path, patterns):
+    if is_rubric_file(file_path, file_patterns(parent.config)):
         from ._session.collect import RubricFile
 
-        return RubricFile.from_parent(parent, path=file_path, rubric_session=session_of(config))
+        state = session_of(parent.config)
+        return RubricFile.from_parent(parent, path=file_path, rubric_session=state)
     return None
 
 
