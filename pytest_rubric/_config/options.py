@@ -154,22 +154,17 @@ def _repeatable(key: str) -> Callable[[pytest.Config], tuple[str, ...]]:
     return read
 
 
-def _judge_source(config: pytest.Config) -> str:
-    """Where :func:`_judges` found the judges, named as the user set them."""
-    if config.getoption("rubric_judge"):
-        return "--rubric-judge"
-    if str(config.getini("rubric_judge") or "").strip():
+def _judges(config: pytest.Config) -> tuple[tuple[str, ...], str]:
+    """``--rubric-judge`` (repeatable), else the ini's lines, else ``RUBRIC_JUDGE``; and where
+    they were found, named as the user set them."""
+    if listed := config.getoption("rubric_judge"):
+        source = "--rubric-judge"
+    elif (text := str(config.getini("rubric_judge") or "")).strip():
         name = config.inipath.name if config.inipath is not None else "the ini file"
-        return f"ini rubric_judge in {name}"
-    return "env RUBRIC_JUDGE"
-
-
-def _judges(config: pytest.Config) -> tuple[str, ...]:
-    """``--rubric-judge`` (repeatable), else the ini's lines, else ``RUBRIC_JUDGE``."""
-    given = (
-        config.getoption("rubric_judge") or str(config.getini("rubric_judge") or "").splitlines()
-    )
-    judges = [j.strip() for j in given if j.strip()]
+        listed, source = text.splitlines(), f"ini rubric_judge in {name}"
+    else:
+        listed, source = [], "env RUBRIC_JUDGE"
+    judges = [j.strip() for j in listed if j.strip()]
     if not judges and os.environ.get("RUBRIC_JUDGE"):
         judges = [os.environ["RUBRIC_JUDGE"]]
     twice = next((j for i, j in enumerate(judges) if j in judges[:i]), None)
@@ -178,7 +173,7 @@ def _judges(config: pytest.Config) -> tuple[str, ...]:
             f"--rubric-judge {twice} is given twice (a panel names each judge once); to "
             "sample one judge several times, use --rubric-judge-samples K"
         )
-    return tuple(judges)
+    return tuple(judges), source
 
 
 # The fields a plain given() does not read, by name.
@@ -195,8 +190,8 @@ _READERS: dict[str, Callable[[pytest.Config], Any]] = {
     "baseline_path": lambda config: _path(config, "baseline"),
     "history_path": lambda config: _path(config, "history"),
     "thresholds": _thresholds,
-    "judges": _judges,
-    "judge_source": _judge_source,
+    "judges": lambda config: _judges(config)[0],
+    "judge_source": lambda config: _judges(config)[1],
     "retry": lambda config: RetryPolicy(
         timeout=given(config, "judge_timeout"),
         attempts=given(config, "judge_attempts"),
