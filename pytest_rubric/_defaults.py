@@ -116,14 +116,20 @@ def named(text: str) -> tuple[str | None, str]:
     return None, text.strip()
 
 
+def subject_named(text: str) -> tuple[str, str]:
+    """``[NAME=]VALUE`` as ``(subject, VALUE)``: the subject is NAME, else what VALUE names
+    after its last ``:`` (a target's function, a model)."""
+    name, value = named(text)
+    return name or value.rpartition(":")[2], value
+
+
 def subject_clash(flag: str, texts: Iterable[str]) -> str | None:
     """Why the ``[NAME=]VALUE`` subjects ``texts`` given with ``flag`` clash, or None: the same
     value, or two subjects of one name (nothing given is ever dropped in silence)."""
     values: set[str] = set()
     names: dict[str, str] = {}
     for text in texts:
-        name, value = named(text)
-        subject = name or value.rpartition(":")[2]
+        subject, value = subject_named(text)
         if value in values:
             return f"{flag} {value} is given twice; give each subject once"
         if subject in names:

@@ -11,7 +11,7 @@ hook, xdist), else on first need (a rubric file collected, a fixture, an ``llm_j
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +21,7 @@ import pytest
 from ._config.settings import add_options, configured, file_patterns
 from ._defaults import PROVIDERS, SET_A_JUDGE, first_data_file, is_rubric_file
 from ._session.items import CURRENT_ITEM, RESULTS_KEY, is_rubric_item, settle
-from ._session.started import SESSION_KEY, STARTER_KEY
+from ._session.started import SESSION_KEY, session_of
 from ._session.xdist import Role
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ._session.assertion import RubricFixture
     from ._session.collect import RubricFile
     from ._session.session import RubricSession
+    from .judge.runner import JudgeRunner, Panel
 
 _PROPERTIES: dict[pytest.Item, list[tuple[str, object]]] = {}
 """The JUnit properties (``rubric_score``, ...) of the running attempt of each item, until its
@@ -56,24 +57,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "llm_judge: the test needs an LLM judge (rubric items with judge criteria)"
     )
-    starter: Callable[[], RubricSession] = partial(_start, config)
-    config.stash[STARTER_KEY] = starter
     # The first cleanup registered is the last to run: after both of pytest's collections at
     # unconfigure (the hook's and the cleanup's), skip the frozen heap (see _session.heap).
     config.add_cleanup(partial(_thaw, config))
     if _rubric_work_asked(config):
         from ._session.session import add_rubric_dirs
 
-        add_rubric_dirs(config, _start(config).settings)
-
-
-def _start(config: pytest.Config) -> RubricSession:
-    state = config.stash.get(SESSION_KEY, None)
-    if state is None:
-        from ._session.session import start
-
-        state = config.stash[SESSION_KEY] = start(config)
-    return state
+        add_rubric_dirs(config, session_of(config).settings)
 
 
 def _thaw(config: pytest.Config) -> None:
@@ -109,7 +99,7 @@ def pytest_collection(session: pytest.Session) -> None:
         patterns = file_patterns(config)
         if not any(first_data_file(Path(d), patterns) for d in config.getini("rubric_dirs")):
             return
-        state = _start(config)
+        state = session_of(config)
     state.check_dirs()
 
 
@@ -125,13 +115,11 @@ _HOOKS = ("rubric-session", "rubric-report", "rubric-xdist-worker", "rubric-xdis
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RubricFile | None:
-    config = parent.config
-    state = config.stash.get(SESSION_KEY, None)
-    patterns = state.settings.patterns if state is not None else file_patterns(config)
-    if is_rubric_file(file_path, patterns):
+    if is_rubric_file(file_path, file_patterns(parent.config)):
         from ._session.collect import RubricFile
 
-        return RubricFile.from_parent(parent, path=file_path, rubric_session=_start(config))
+        state = session_of(parent.config)
+        return RubricFile.from_parent(parent, path=file_path, rubric_session=state)
     return None
 
 
@@ -221,13 +209,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     (an error with ``--rubric-require-judge`` when the configured judge has no key)."""
     if is_rubric_item(item) or item.get_closest_marker("llm_judge") is None:
         return
-    state = _start(item.config)
+    _judge_or_skip(session_of(item.config))
+
+
+def _judge_or_skip(state: RubricSession) -> JudgeRunner | Panel:
+    """The session's judge; without one the test is skipped, saying what to set (it fails
+    when ``--rubric-require-judge`` is set and the configured judge has no key)."""
     judging = state.judging
-    if judging.runner is not None:
-        return
-    if judging.unavailable is not None and state.settings.require_judge:
-        pytest.fail(judging.unavailable, pytrace=False)
-    pytest.skip(judging.unavailable or NO_JUDGE_SKIP)
+    if judging.runner is None:
+        if judging.unavailable is not None and state.settings.require_judge:
+            pytest.fail(judging.unavailable, pytrace=False)
+        pytest.skip(judging.unavailable or NO_JUDGE_SKIP)
+    return judging.runner
 
 
 @pytest.fixture
@@ -239,15 +232,10 @@ def rubric_judge(request: pytest.FixtureRequest) -> JudgeClient:
         async def check(rubric_judge):
             reply = await rubric_judge.complete("Answer with one word.", "Capital of France?")
     """
-    state = _start(request.config)
-    judging = state.judging
-    if judging.runner is None:
-        if judging.unavailable is not None and state.settings.require_judge:
-            pytest.fail(judging.unavailable, pytrace=False)  # as for a test marked llm_judge
-        pytest.skip(judging.unavailable or NO_JUDGE_SKIP)
+    runner = _judge_or_skip(session_of(request.config))  # as for a test marked llm_judge
     from .judge.transport import OnJudgeLoop
 
-    return OnJudgeLoop(judging.runner.transport)
+    return OnJudgeLoop(runner.transport)
 
 
 @pytest.fixture

@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _subjects(args: argparse.Namespace) -> list[_Subject]:
     """Every subject given, each once; a clash of names or values is an error."""
-    from .._defaults import RetryPolicy, named, subject_clash
+    from .._defaults import RetryPolicy, subject_clash, subject_named
     from .._grade.sources import LiveModel, Source, Target
     from .._guards.calls import CallRunner, make_importable, resolve_import
     from .._llm.providers import ModelSpec
@@ -197,8 +197,7 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
     for flag, given in [("--model", m) for m in args.models] + [
         ("--target", t) for t in args.targets
     ]:
-        name, value = named(given)
-        subject = name or value.rpartition(":")[2]
+        subject, value = subject_named(given)
         if (why := file_subject_problem(subject)) is not None:
             raise ValueError(f"{flag} {given}: subject {subject!r} cannot name a file: {why}")
         if subject in seen:

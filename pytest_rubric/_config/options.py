@@ -64,12 +64,6 @@ def _path(config: pytest.Config, key: str) -> Path | None:
     return here / str(value).strip() if value else None
 
 
-def _dirs(config: pytest.Config) -> tuple[Path, ...]:
-    if flag_dirs := config.getoption("rubric_dirs"):
-        return tuple(config.invocation_params.dir / p for p in flag_dirs)
-    return tuple(Path(p) for p in config.getini("rubric_dirs"))
-
-
 def _responses_dir(config: pytest.Config) -> Path | None:
     responses = given(config, "responses")
     return (config.invocation_params.dir / responses).resolve() if responses else None
@@ -160,22 +154,17 @@ def _repeatable(key: str) -> Callable[[pytest.Config], tuple[str, ...]]:
     return read
 
 
-def _judge_source(config: pytest.Config) -> str:
-    """Where :func:`_judges` found the judges, named as the user set them."""
-    if config.getoption("rubric_judge"):
-        return "--rubric-judge"
-    if str(config.getini("rubric_judge") or "").strip():
+def _judges(config: pytest.Config) -> tuple[tuple[str, ...], str]:
+    """``--rubric-judge`` (repeatable), else the ini's lines, else ``RUBRIC_JUDGE``; and where
+    they were found, named as the user set them."""
+    if listed := config.getoption("rubric_judge"):
+        source = "--rubric-judge"
+    elif (text := str(config.getini("rubric_judge") or "")).strip():
         name = config.inipath.name if config.inipath is not None else "the ini file"
-        return f"ini rubric_judge in {name}"
-    return "env RUBRIC_JUDGE"
-
-
-def _judges(config: pytest.Config) -> tuple[str, ...]:
-    """``--rubric-judge`` (repeatable), else the ini's lines, else ``RUBRIC_JUDGE``."""
-    given = (
-        config.getoption("rubric_judge") or str(config.getini("rubric_judge") or "").splitlines()
-    )
-    judges = [j.strip() for j in given if j.strip()]
+        listed, source = text.splitlines(), f"ini rubric_judge in {name}"
+    else:
+        listed, source = [], "env RUBRIC_JUDGE"
+    judges = [j.strip() for j in listed if j.strip()]
     if not judges and os.environ.get("RUBRIC_JUDGE"):
         judges = [os.environ["RUBRIC_JUDGE"]]
     twice = next((j for i, j in enumerate(judges) if j in judges[:i]), None)
@@ -184,12 +173,13 @@ def _judges(config: pytest.Config) -> tuple[str, ...]:
             f"--rubric-judge {twice} is given twice (a panel names each judge once); to "
             "sample one judge several times, use --rubric-judge-samples K"
         )
-    return tuple(judges)
+    return tuple(judges), source
 
 
 # The fields a plain given() does not read, by name.
 _READERS: dict[str, Callable[[pytest.Config], Any]] = {
-    "dirs": _dirs,
+    # A flag's relative to where pytest runs; the ini's are absolute (pytest's "paths").
+    "dirs": lambda config: tuple(config.invocation_params.dir / p for p in given(config, "dirs")),
     "dirs_from_flag": lambda config: bool(config.getoption("rubric_dirs")),
     "patterns": file_patterns,
     "responses_dir": _responses_dir,
@@ -200,8 +190,8 @@ _READERS: dict[str, Callable[[pytest.Config], Any]] = {
     "baseline_path": lambda config: _path(config, "baseline"),
     "history_path": lambda config: _path(config, "history"),
     "thresholds": _thresholds,
-    "judges": _judges,
-    "judge_source": _judge_source,
+    "judges": lambda config: _judges(config)[0],
+    "judge_source": lambda config: _judges(config)[1],
     "retry": lambda config: RetryPolicy(
         timeout=given(config, "judge_timeout"),
         attempts=given(config, "judge_attempts"),

@@ -189,13 +189,14 @@ class Audit:
             self.judging.schedule(probe)
 
     def probe(
-        self, request: JudgeRequest, compiled: CompiledRubric, judged: Judged | None
+        self, key: JudgeKey, compiled: CompiledRubric, response: str, judged: Judged | None
     ) -> list[ProbeRecord]:
-        """The probes' records for an item's first answer (none when it is not probed): each
-        judge's verdicts on it (``judged``) and judged again for each kind."""
+        """The probes' records for an item's first answer, ``response`` (none when it is not
+        probed): each judge's verdicts on it (``judged``) and judged again for each kind."""
         runner = self.judging.runner
-        if runner is None or judged is None:  # first: every unjudged item asks
+        if runner is None or judged is None or key.node not in self.probe_plan:
             return []
+        request = self.judging.request(key, compiled, response)
         criteria, probes = self._probe_requests(request, compiled)
         records = []
         # A panel's judges are probed one by one: the audit is per judge.
@@ -227,4 +228,6 @@ class Audit:
                     for kind in ("length", "position")
                     if kind in again
                 ]
+        if records:
+            self.judging.caches.warn_trouble()
         return records

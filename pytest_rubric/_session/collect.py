@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .._defaults import PassWhen, named
+from .._defaults import PassWhen, subject_named
 from .._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
 from .._grade.bounds import settle_unjudged, skip_reason, unscored
 from .._grade.grader import CompiledRubric, Grader, context_of
@@ -113,7 +113,7 @@ def evaluate(
         )
         samples.insert(place, unanswered)
     probe = (
-        session.probe(key, compiled, texts[0], judged[0])
+        session.audit.probe(key, compiled, texts[0], judged[0])
         if session is not None and not missing  # an ERROR item is not probed
         else []
     )
@@ -279,8 +279,8 @@ class RubricFile(pytest.File):
                     return given
                 break
         return [
-            (name or value.rpartition(":")[2], value, "--rubric-target")
-            for name, value in map(named, self.rubric_session.settings.targets)
+            (subject, value, "--rubric-target")
+            for subject, value in map(subject_named, self.rubric_session.settings.targets)
         ]
 
     def _sources(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .._defaults import ResponseTally, RetryPolicy, named
+from .._defaults import ResponseTally, RetryPolicy, named, subject_named
 from .._errors import Problem
 from .._guards.outgoing import warn
 
@@ -156,11 +156,7 @@ def live_models(
     from .._grade.sources import LiveModel
     from .._llm.providers import ModelSpec
 
-    by_subject = {
-        name or value.rpartition(":")[2]: given
-        for given in targets
-        for name, value in [named(given)]
-    }
+    by_subject = {subject_named(given)[0]: given for given in targets}
     live: dict[str, LiveModel] = {}
     for given in models:
         name, value = named(given)

@@ -39,7 +39,7 @@ from .._config.options import read_settings
 from .._defaults import first_data_file, is_rubric_file
 from .._guards.outgoing import outgoing, rubric_warning, warn
 from .._render.files import Unwritten, write_outputs
-from .._results import CaseResult, Outcome, ProbeRecord, Verdict
+from .._results import CaseResult, Outcome, Verdict
 from . import heap, xdist
 from .auditing import Audit
 from .caches import Caches, JudgeRecordings
@@ -186,20 +186,14 @@ class RubricSession:
     # --- collection ---------------------------------------------------------------------------
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """Collection is over: report unused responses, start judging, arrange a quick exit."""
+        """Collection is over: report unused responses, start judging, arrange a quick exit
+        (a Python test marked ``llm_judge`` without a judge is skipped as it starts: ``plugin``)."""
         items = session.items
         self.inputs.warn_unused(
             narrowed=_selection(self.config, self.settings, reruns=False) is not None
         )
         if self.recordings:
             self.recordings.collected(items)
-        if (unavailable := self.unjudged) is not None:
-            # A skip mark: -rs reports the skip at the item's file, not inside the plugin.
-            # Rubric items run: each is graded on what can be (see _grade.bounds).
-            skip = pytest.mark.skip(reason=unavailable)
-            for item in items:
-                if item.get_closest_marker("llm_judge") is not None and not is_rubric_item(item):
-                    item.add_marker(skip)
         self.audit.plan_probe(items)
         self.audit.start_calibration()
         if self.role.reports:  # a worker schedules what it is handed
@@ -299,17 +293,6 @@ class RubricSession:
                 outcomes = every(request, Outcome(Verdict.ERROR, 0.0, uncalibrated))
             judged.append(outcomes)
         return judged
-
-    def probe(
-        self, key: JudgeKey, compiled: CompiledRubric, response: str, judged: Judged | None
-    ) -> list[ProbeRecord]:
-        """The probes' records for an item's first answer (see ``auditing``)."""
-        if judged is None or key.node not in self.audit.probe_plan:
-            return []
-        records = self.audit.probe(self.judging.request(key, compiled, response), compiled, judged)
-        if records:
-            self.caches.warn_trouble()
-        return records
 
     # --- xdist ----------------------------------------------------------------------------------
 

@@ -3,7 +3,6 @@ first need: light, so that the plugin module imports no more than it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
@@ -14,16 +13,14 @@ if TYPE_CHECKING:
 SESSION_KEY = pytest.StashKey["RubricSession"]()
 """The session's :class:`RubricSession`, once started."""
 
-STARTER_KEY = pytest.StashKey[Callable[[], "RubricSession"]]()
-"""What starts it (``plugin``), set at configure: a run that asks for no rubric work starts it
-only when it needs one (a rubric file collected, a fixture, an ``llm_judge`` test,
-``assert_rubric``)."""
 
-
-def session_of(config: pytest.Config) -> RubricSession | None:
-    """The session's :class:`RubricSession`, started now if it was not; None when the plugin
-    is not configured in ``config`` (``-p no:rubric``, or a config of pytest's own making)."""
+def session_of(config: pytest.Config) -> RubricSession:
+    """The session's :class:`RubricSession`, started now if it was not: ``plugin`` starts it at
+    configure when the run asks for rubric work, else on first need (a rubric file collected,
+    a fixture, an ``llm_judge`` test, ``assert_rubric``)."""
     state = config.stash.get(SESSION_KEY, None)
-    if state is None and (start := config.stash.get(STARTER_KEY, None)) is not None:
-        state = start()
+    if state is None:
+        from .session import start
+
+        state = config.stash[SESSION_KEY] = start(config)
     return state
