@@ -388,20 +388,15 @@ def _explain(
             f"add `type:` (one of {', '.join(types)}), or a `requirement:` for a judged criterion"
         )
     if kind in ("model_type", "model_attributes_type", "dict_type"):
+        hint = None
         if where.field:
             what = f"`{field_name}`"
-        elif where.container:
-            what = "a criterion"
-        elif where.case_index is not None:
-            what = "a case"
-        else:
-            what = "the file"
-        if where.field:
             hint = f"write a mapping: `{_named(leaf)}{{name: value, ...}}`"
         elif where.container:
+            what = "a criterion"
             hint = "write it as `{id: ..., type: ..., ...}` or as a nested block"
         else:
-            hint = None
+            what = "a case" if where.case_index is not None else "the file"
         return f"{what} must be a mapping, got {kind_of(error.get('input'))}", hint
     if kind == "value_error":
         msg = str(error["msg"]).removeprefix("Value error, ")
