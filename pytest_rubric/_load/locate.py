@@ -538,6 +538,3 @@ def path_hint(
         fixed = f"{PurePath(written).parent / close}{'/' if dirs else ''}"
         return f"did you mean `{key}: {fixed}`? ({relative})"
     return f"{otherwise}, or fix the path ({relative})"
-
-
-# --- responses files ----------------------------------------------------------------------------
