@@ -96,15 +96,6 @@ class Locator:
         # problems in one mapping (unknown keys, say) is located in linear time.
         self._keys: dict[int, dict[str, int]] = {}
 
-    def _root(self) -> yaml.Node | None:
-        if not self._parsed and self._text:  # JSON: located through YAML, on the error path
-            self._parsed = True
-            try:
-                self._node = yaml.compose(self._text, Loader=YamlLoader)
-            except yaml.YAMLError:
-                self._node = None
-        return self._node
-
     def line(self, data_path: Sequence[str | int]) -> int | None:
         """The line of the key at ``data_path`` (from 1), or of the deepest one found."""
         if self._lines is not None and (known := self._lines.get(tuple(data_path))) is not None:
@@ -123,7 +114,13 @@ class Locator:
     def _walk(self, data_path: Sequence[str | int]) -> tuple[int | None, yaml.Node | None]:
         """The line (from 0) of the key at ``data_path``, or of the deepest one found, and the
         value's node when the whole path was found."""
-        if (node := self._root()) is None:
+        if not self._parsed and self._text:  # JSON: located through YAML, on the error path
+            self._parsed = True
+            try:
+                self._node = yaml.compose(self._text, Loader=YamlLoader)
+            except yaml.YAMLError:
+                self._node = None
+        if (node := self._node) is None:
             return None, None
         steps = list(data_path)
         if self._bare and steps and steps[0] == "cases":
