@@ -350,10 +350,9 @@ def _explain(
     types = locator.types
     leaf = str(where.field[-1]) if where.field else None
     if kind == "missing":
+        example = EXAMPLES.get(str(leaf), f"{leaf}: ...")
         return f"missing required field `{leaf}`", (
-            f"add `{EXAMPLES[leaf]}`"
-            if leaf in EXAMPLES and "\n" not in EXAMPLES[leaf]
-            else ("add\n    " + EXAMPLES[leaf] if leaf in EXAMPLES else f"add `{leaf}: ...`")
+            f"add\n    {example}" if "\n" in example else f"add `{example}`"
         )
     if kind == "extra_forbidden":
         allowed = _allowed_fields(where, types, locator.top)
