@@ -239,7 +239,7 @@ def construct(
             if copying:
                 count()
             if node.tag != _STR_TAG:
-                return scalar(node)
+                return _typed(loader, node)
             text = node.value
             if not node.style and text[:1] in _NUMBER_START and PLAIN_NUMBER.fullmatch(text):
                 return PlainNumber(text)
@@ -295,24 +295,6 @@ def construct(
             finished[id(node)] = True
         return result
 
-    def scalar(node: yaml.Node) -> Any:
-        if node.tag == _STR_TAG:
-            return node.value
-        text = node.value
-        try:
-            if node.tag == _INT_TAG and text.isdigit() and (text[0] != "0" or text == "0"):
-                return int(text)  # plain decimal digits: what the int constructor makes, sooner
-            return loader.construct_object(node)
-        except (ValueError, OverflowError) as exc:  # 30 February, a 5000-digit number
-            why = str(exc).split(";")[0]  # not "use sys.set_int_max_str_digits()"
-            raise Limit(
-                Problem(
-                    f"cannot read the value {shown(node.value)}: {why}",
-                    line=node.start_mark.line + 1,
-                    hint="quote it if it is text, or correct the value",
-                )
-            ) from None
-
     def merge(node: yaml.Node, value_node: yaml.Node, depth: int) -> list[dict[Any, Any]]:
         listed = isinstance(value_node, yaml.SequenceNode)
         for source in value_node.value if listed else [value_node]:
@@ -335,7 +317,7 @@ def construct(
             if k.tag == _MERGE_TAG:
                 firsts.setdefault(_MERGE_TAG, k)
             elif isinstance(k, yaml.ScalarNode):
-                firsts.setdefault(scalar(k), k)
+                firsts.setdefault(k.value if k.tag == _STR_TAG else _typed(loader, k), k)
         return firsts
 
     def repeated(node: yaml.Node, first: yaml.Node, again: yaml.Node, key: Any) -> None:
@@ -346,6 +328,25 @@ def construct(
     return data, [
         Duplicate(key, (first, second), paths.get(id(node))) for node, key, first, second in found
     ]
+
+
+def _typed(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    """What a scalar node of any tag but str builds; :class:`Limit` for a value YAML cannot
+    make."""
+    text = node.value
+    try:
+        if node.tag == _INT_TAG and text.isdigit() and (text[0] != "0" or text == "0"):
+            return int(text)  # plain decimal digits: what the int constructor makes, sooner
+        return loader.construct_object(node)
+    except (ValueError, OverflowError) as exc:  # 30 February, a 5000-digit number
+        why = str(exc).split(";")[0]  # not "use sys.set_int_max_str_digits()"
+        raise Limit(
+            Problem(
+                f"cannot read the value {shown(node.value)}: {why}",
+                line=node.start_mark.line + 1,
+                hint="quote it if it is text, or correct the value",
+            )
+        ) from None
 
 
 def _mapping_error(node: yaml.Node, problem: str, at: yaml.Node) -> yaml.YAMLError:
@@ -518,7 +519,5 @@ class _Stream:
             return text
         if tag == _MERGE_TAG:
             raise _Declined
-        if tag == _INT_TAG and text.isdigit() and (text[0] != "0" or text == "0"):
-            return int(text)
         node = yaml.ScalarNode(tag, text, event.start_mark, event.end_mark, event.style)
-        return self.loader.construct_object(node)
+        return _typed(self.loader, node)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import difflib
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -33,6 +33,11 @@ M = TypeVar("M", bound=BaseModel)
 _CALIBRATION = '{"case": "...", "criterion": "...", "response": "...", "verdict": "MET"}'
 _EXAMPLE = '{"criterion": "...", "response": "...", "verdict": "MET", "reason": "..."}'
 _LINES: dict[type[BaseModel], str] = {CalibrationExample: _CALIBRATION, JudgeExample: _EXAMPLE}
+# The rubric file's key that gives them, and what a problem calls one.
+_KEYS = {
+    CalibrationExample: ("calibration", "calibration example"),
+    JudgeExample: ("judge_examples", "judge example"),
+}
 
 
 def examples_of(
@@ -40,28 +45,15 @@ def examples_of(
 ) -> tuple[list[tuple[CalibrationExample, Requirement, Any]], list[Problem]]:
     """The suite's calibration examples, each with its judged criterion and case, and the
     problems that make one unusable (located in the rubric file, or in the JSONL file)."""
-    if (raw := suite.calibration) is None:
-        return [], []
-    problems: list[Problem] = []
-    rows: list[tuple[int | None, CalibrationExample]]
-    where: Path | None = None
-    if isinstance(raw, str):
-        where, found, problems = _read_named(
-            raw, path, locator, CalibrationExample, "calibration", what="calibration example"
-        )
-        rows = list(found)
-    else:
-        rows = [(None, example) for example in raw]
-    numbers = _numbers(rows, problems)
+    labels = _Labels(suite, path, locator, CalibrationExample)
     # A case id given twice is a problem of its own: a label is checked against the case of
     # that id that has its criterion, so the other one adds no false problem.
     cases: dict[str, list[Case]] = {}
     for each in suite.cases:
         cases.setdefault(each.id, []).append(each)
-    written = _written(json_file=where is not None)
+    written = _written(json_file=labels.where is not None)
     examples = []
-    for index, (line, example) in enumerate(rows):
-        at = f"calibration example {numbers.get(line, index + 1)}"
+    for index, line, at, example in labels:
         same = cases.get(example.case, [])
         case = next((c for c in same if example.criterion in _judged(suite, c)), None)
         case = case or next(iter(same), None)
@@ -88,19 +80,10 @@ def examples_of(
         else:
             examples.append((example, criterion, case))
             continue
-        problems.append(
-            Problem(
-                message,
-                line=line if where else locator.line(("calibration", index, field)),
-                case=example.case,
-                criterion=example.criterion,
-                field=field if where else f"calibration.{field}",
-                hint=hint,
-                path=where,
-            )
+        labels.refuse(
+            index, line, message, field, hint, case=example.case, criterion=example.criterion
         )
-    problems.sort(key=lambda p: p.line or 0)
-    return examples, problems
+    return examples, labels.sorted_problems()
 
 
 def _judged(suite: Suite, case: Case | None) -> dict[str, Requirement]:
@@ -127,41 +110,68 @@ def _numbers(rows: Sequence[tuple[int | None, Any]], problems: list[Problem]) ->
     return {line: place for place, line in enumerate(sorted(lines), start=1)}
 
 
-def _read_named(
-    written: str,
-    rubric: Path,
-    locator: Locator,
-    model: type[M],
-    field: str,
-    *,
-    what: str,
-) -> tuple[Path, list[tuple[int, M]], list[Problem]]:
-    """The JSONL file that the rubric file's ``field: written`` names, as the run names it,
-    its examples and their problems: a file that cannot be read is one, at ``field``'s line."""
-    path = run_relative(rubric.parent / written)
-    try:
-        found, problems = read_labelled(path, model, what=what)
-    except NotRegular as exc:
-        why = f"this is {exc}, not a regular file"
-    except UnicodeDecodeError as exc:
-        why = f"not UTF-8 text ({exc.reason})"
-    except OSError as exc:
-        why = (exc.strerror or type(exc).__name__).lower()  # str(exc) repeats the whole path
-    else:
-        return path, found, problems
-    otherwise = f"write the {what}s under `{field}:` as a list"
-    return (
-        path,
-        [],
-        [
+class _Labels(Generic[M]):
+    """The labelled examples of ``model`` a rubric file gives under its ``key``: a list, or
+    the JSONL file it names (``where``, as the run names it), each with its line there; and
+    their problems, located in the one or the other (a file that cannot be read is one, at
+    ``key``'s line)."""
+
+    def __init__(self, suite: Suite, rubric: Path, locator: Locator, model: type[M]) -> None:
+        self.key, self.what = _KEYS[model]
+        self.locator = locator
+        raw: str | list[M] | None = getattr(suite, self.key)
+        self.where: Path | None = None
+        self.rows: list[tuple[int | None, M]] = []
+        self.problems: list[Problem] = []
+        if not isinstance(raw, str):
+            self.rows = [(None, example) for example in raw or ()]
+            return
+        self.where = path = run_relative(rubric.parent / raw)
+        try:
+            found, self.problems = read_labelled(path, model, what=self.what)
+        except NotRegular as exc:
+            why = f"this is {exc}, not a regular file"
+        except UnicodeDecodeError as exc:
+            why = f"not UTF-8 text ({exc.reason})"
+        except OSError as exc:
+            why = (exc.strerror or type(exc).__name__).lower()  # str(exc) repeats the whole path
+        else:
+            self.rows = list(found)
+            return
+        otherwise = f"write the {self.what}s under `{self.key}:` as a list"
+        self.problems = [
             Problem(
                 f"cannot read {path}: {why}",
-                line=locator.line((field,)),
-                field=field,
-                hint=path_hint(field, written, rubric, suffix=".jsonl", otherwise=otherwise),
+                line=locator.line((self.key,)),
+                field=self.key,
+                hint=path_hint(self.key, raw, rubric, suffix=".jsonl", otherwise=otherwise),
             )
-        ],
-    )
+        ]
+
+    def __iter__(self) -> Iterator[tuple[int, int | None, str, M]]:
+        """Each example with its index, its line, and how a problem names it ("judge example
+        3": the third a reader counts)."""
+        numbers = _numbers(self.rows, self.problems)
+        for index, (line, example) in enumerate(self.rows):
+            yield index, line, f"{self.what} {numbers.get(line, index + 1)}", example
+
+    def refuse(
+        self, index: int, line: int | None, message: str, field: str, hint: str, **named: str
+    ) -> None:
+        """A problem of example ``index`` (the one at ``line``, in a JSONL file) at its ``field``."""
+        self.problems.append(
+            Problem(
+                message,
+                line=line if self.where else self.locator.line((self.key, index, field)),
+                field=field if self.where else f"{self.key}.{field}",
+                hint=hint,
+                path=self.where,
+                **named,
+            )
+        )
+
+    def sorted_problems(self) -> list[Problem]:
+        return sorted(self.problems, key=lambda p: p.line or 0)
 
 
 def read_labelled(
@@ -241,20 +251,7 @@ def guidance_of(
     (located in the rubric file, or in the JSONL file: file, line and field)."""
     from ..judge.prompts import Guidance
 
-    problems: list[Problem] = []
-    raw = suite.judge_examples
-    rows: list[tuple[int | None, JudgeExample]]
-    where: Path | None = None
-    if isinstance(raw, str):
-        where, found, problems = _read_named(
-            raw, path, locator, JudgeExample, "judge_examples", what="judge example"
-        )
-        rows = list(found)
-    else:
-        rows = [
-            (locator.line(("judge_examples", i)), example) for i, example in enumerate(raw or ())
-        ]
-    numbers = _numbers(rows, problems) if where else {}
+    labels = _Labels(suite, path, locator, JudgeExample)
     judged = {
         c.id
         for c in (*suite.global_criteria, *(c for case in suite.cases for c in case.criteria))
@@ -262,8 +259,7 @@ def guidance_of(
     }
     labelled = {_same(example.response) for example, _, _ in calibration}
     examples = []
-    for index, (line, example) in enumerate(rows):
-        at = f"judge example {numbers.get(line, index + 1)}"
+    for index, line, at, example in labels:
         if example.criterion not in judged:
             message = f"{at}: no judged criterion {example.criterion!r} in this file"
             field, hint = "criterion", f"use one of {', '.join(sorted(judged)) or '(none)'}"
@@ -278,17 +274,5 @@ def guidance_of(
         else:
             examples.append(example)
             continue
-        if where is None:
-            line = locator.line(("judge_examples", index, field)) or line
-        problems.append(
-            Problem(
-                message,
-                line=line,
-                criterion=example.criterion,
-                field=field if where else f"judge_examples.{field}",
-                hint=hint,
-                path=where,
-            )
-        )
-    problems.sort(key=lambda p: p.line or 0)
-    return Guidance(suite.judge_instructions or None, tuple(examples)), problems
+        labels.refuse(index, line, message, field, hint, criterion=example.criterion)
+    return Guidance(suite.judge_instructions or None, tuple(examples)), labels.sorted_problems()

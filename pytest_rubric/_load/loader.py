@@ -222,17 +222,11 @@ def _parse_json(text: str, path: Path) -> _Parsed:
         return _Parsed(data, None, [])
     # json reports no positions: the lines of both keys come from the YAML
     # parser, which reads almost all JSON.
-    loader = YamlLoader(text)
     try:
-        node = loader.get_single_node()
-        if node is None:
-            raise yaml.YAMLError("no document")
-        _, duplicates = construct(loader, node)
-    except (yaml.YAMLError, Limit, RecursionError):
-        node, duplicates = None, [Duplicate(key, None, None) for key in dict.fromkeys(repeated)]
-    finally:
-        loader.dispose()
-    return _Parsed(data, node, duplicates)
+        located = _parse_yaml(text, path, node_tree=True)
+    except RubricLoadError:  # JSON the YAML parser does not read: the keys, without lines
+        return _Parsed(data, None, [Duplicate(key, None, None) for key in dict.fromkeys(repeated)])
+    return _Parsed(data, located.node, located.duplicates)
 
 
 def _parse_yaml(text: str, path: Path, *, node_tree: bool = False) -> _Parsed:

@@ -96,15 +96,6 @@ class Locator:
         # problems in one mapping (unknown keys, say) is located in linear time.
         self._keys: dict[int, dict[str, int]] = {}
 
-    def _root(self) -> yaml.Node | None:
-        if not self._parsed and self._text:  # JSON: located through YAML, on the error path
-            self._parsed = True
-            try:
-                self._node = yaml.compose(self._text, Loader=YamlLoader)
-            except yaml.YAMLError:
-                self._node = None
-        return self._node
-
     def line(self, data_path: Sequence[str | int]) -> int | None:
         """The line of the key at ``data_path`` (from 1), or of the deepest one found."""
         if self._lines is not None and (known := self._lines.get(tuple(data_path))) is not None:
@@ -123,7 +114,13 @@ class Locator:
     def _walk(self, data_path: Sequence[str | int]) -> tuple[int | None, yaml.Node | None]:
         """The line (from 0) of the key at ``data_path``, or of the deepest one found, and the
         value's node when the whole path was found."""
-        if (node := self._root()) is None:
+        if not self._parsed and self._text:  # JSON: located through YAML, on the error path
+            self._parsed = True
+            try:
+                self._node = yaml.compose(self._text, Loader=YamlLoader)
+            except yaml.YAMLError:
+                self._node = None
+        if (node := self._node) is None:
             return None, None
         steps = list(data_path)
         if self._bare and steps and steps[0] == "cases":
@@ -353,10 +350,9 @@ def _explain(
     types = locator.types
     leaf = str(where.field[-1]) if where.field else None
     if kind == "missing":
+        example = EXAMPLES.get(str(leaf), f"{leaf}: ...")
         return f"missing required field `{leaf}`", (
-            f"add `{EXAMPLES[leaf]}`"
-            if leaf in EXAMPLES and "\n" not in EXAMPLES[leaf]
-            else ("add\n    " + EXAMPLES[leaf] if leaf in EXAMPLES else f"add `{leaf}: ...`")
+            f"add\n    {example}" if "\n" in example else f"add `{example}`"
         )
     if kind == "extra_forbidden":
         allowed = _allowed_fields(where, types, locator.top)
@@ -388,20 +384,15 @@ def _explain(
             f"add `type:` (one of {', '.join(types)}), or a `requirement:` for a judged criterion"
         )
     if kind in ("model_type", "model_attributes_type", "dict_type"):
+        hint = None
         if where.field:
             what = f"`{field_name}`"
-        elif where.container:
-            what = "a criterion"
-        elif where.case_index is not None:
-            what = "a case"
-        else:
-            what = "the file"
-        if where.field:
             hint = f"write a mapping: `{_named(leaf)}{{name: value, ...}}`"
         elif where.container:
+            what = "a criterion"
             hint = "write it as `{id: ..., type: ..., ...}` or as a nested block"
         else:
-            hint = None
+            what = "a case" if where.case_index is not None else "the file"
         return f"{what} must be a mapping, got {kind_of(error.get('input'))}", hint
     if kind == "value_error":
         msg = str(error["msg"]).removeprefix("Value error, ")
@@ -543,6 +534,3 @@ def path_hint(
         fixed = f"{PurePath(written).parent / close}{'/' if dirs else ''}"
         return f"did you mean `{key}: {fixed}`? ({relative})"
     return f"{otherwise}, or fix the path ({relative})"
-
-
-# --- responses files ----------------------------------------------------------------------------

@@ -1,7 +1,5 @@
 """Responses files: ``<subject>.jsonl`` in a folder, a ``{"id", "response"}`` per line,
-and the subject names they give, which go into test ids and the summary table; and how a
-problem names a file a rubric file names (``responses:``, ``calibration:``,
-``judge_examples:``), and what it says to write when that file cannot be read."""
+and the subject names they give, which go into test ids and the summary table."""
 
 from __future__ import annotations
 
@@ -55,7 +53,7 @@ def file_subject_problem(name: str) -> str | None:
     return why
 
 
-# --- files a rubric file names ------------------------------------------------------------------
+# --- a responses folder ---------------------------------------------------------------------------
 
 
 def load_response_dir(directory: Path) -> tuple[list[ResponseFile], list[Problem]]:

@@ -159,7 +159,7 @@ def arguments(raw: Any) -> dict[str, Any] | str:
     no ``args`` schema fits them, as no schema fits such an answer, and the trace in the
     outputs stays JSON (RFC 8259 has no NaN)."""
     parsed = dict(raw) if isinstance(raw, Mapping) else (json_object(raw) or {})
-    if finite(parsed):
+    if first_non_finite(parsed) is None:
         return parsed
     return raw if isinstance(raw, str) else json.dumps(parsed, default=str)
 
@@ -179,11 +179,6 @@ def shown(value: Any) -> str:
     except ValueError:  # an int past the digits Python will print
         return "a number of thousands of digits"
     return text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"
-
-
-def finite(value: Any) -> bool:
-    """Whether every number in ``value`` is finite (the one rule: a ``json`` criterion's)."""
-    return first_non_finite(value) is None
 
 
 def _failed(content: str) -> bool:
@@ -383,7 +378,7 @@ def recorded_trace(parsed: str | None) -> Trace | None:
             type(c.name) is str
             and type(c.ok) is bool
             and isinstance(c.arguments, dict | str)
-            and finite(c.arguments)
+            and first_non_finite(c.arguments) is None
             and (c.result is None or type(c.result) is str)
             for c in built.tool_calls
         )
