@@ -126,7 +126,7 @@ def render(
         raise Unmappable("the template nests or calls itself deeper than Python follows") from None
     except (Unmappable, TooLarge):
         raise
-    # Whatever else a filter or a method raises on what it is given (`5 | dictsort`, an
+    # Whatever else a filter or an operator raises on what it is given (`5 | dictsort`, an
     # AttributeError; truncate's own assert): a template that does not render.
     except Exception as exc:
         raise Unmappable(f"the template fails to render: {exc}") from None
