@@ -504,6 +504,11 @@ def _csv_tests(text: str, shown: str) -> Iterator[tuple[int, dict[str, Any]]]:
         return
     except csv.Error as exc:
         raise Unmappable(f"{shown} is not CSV ({exc})") from None
+    for column, name in enumerate(header, start=1):
+        try:
+            _config_index(name)
+        except ValueError as exc:
+            raise Unmappable(f"{shown}:1, column {column}: {exc}") from None
     end = reader.line_num
     try:
         for row in reader:
@@ -552,10 +557,9 @@ def _csv_row(row: dict[str, str]) -> dict[str, Any]:
         elif key == "__metadata":
             pass  # promptfoo warns and ignores it
         elif key.startswith("__config:"):
-            target, _, setting = key.removeprefix("__config:").partition(":")
-            index = 0 if target == "__expected" else int(target.removeprefix("__expected") or 0) - 1
+            index = _config_index(key)  # _csv_tests checked the header
             number = _parse_float(value)
-            if setting == "threshold" and index >= 0 and number is not None:
+            if index is not None and index >= 0 and number is not None:
                 configs.setdefault(index, {})["threshold"] = number
         else:
             vars_[key] = value
@@ -568,6 +572,25 @@ def _csv_row(row: dict[str, str]) -> dict[str, Any]:
     if metadata:
         test["metadata"] = metadata
     return test
+
+
+def _config_index(column: str) -> int | None:
+    """src/csv.ts parseConfigColumn: the index of the assertion a
+    ``__config:__expected<N>:threshold`` column sets; None for a column promptfoo ignores
+    (any other, or a ``__config:`` one not of two parts); ValueError for one it refuses."""
+    parts = column.removeprefix("__config:").split(":")
+    if not column.startswith("__config:") or len(parts) != 2:
+        return None
+    found = re.fullmatch(r"__expected([0-9]*)", parts[0])
+    if found is None or parts[1] != "threshold":
+        raise ValueError(
+            f"promptfoo refuses the column {column!r}; write __config:__expected:threshold "
+            "or __config:__expectedN:threshold, N the number of an __expectedN column"
+        )
+    if not found[1]:
+        return 0
+    digits = found[1].lstrip("0") or "0"
+    return int(digits) - 1 if len(digits) < 10 else None  # no row has a billion columns
 
 
 def _parse_float(text: str) -> float | None:

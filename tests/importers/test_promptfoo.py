@@ -474,6 +474,41 @@ def test_csv_conventions(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "column",
+    [
+        "__config:foo:threshold",  # once int('foo'): a traceback, and no listing
+        "__config:__expected1_0:threshold",  # Python's int() reads 10; promptfoo's \d+ does not
+        "__config:__expected1:weight",  # promptfoo reads only threshold there
+    ],
+)
+def test_a_csv_config_column_promptfoo_refuses_is_listed_with_its_column(
+    tmp_path: Path, column: str
+) -> None:
+    """src/csv.ts parseConfigColumn: a ``__config:TARGET:KEY`` column whose TARGET is not
+    ``__expected`` or ``__expected<N>``, or whose KEY is not ``threshold``, is an error; one
+    that is not two parts is ignored. The file is listed, and the rest of the config
+    written."""
+    (tmp_path / "tests.csv").write_text(f"q,__expected,{column}\nhi,contains: a,0.5\n")
+    (tmp_path / "ok.csv").write_text(
+        "q,__expected1,__expected2,__config:oops,__config:__expected02:threshold\n"
+        "ho,contains: b,levenshtein: ho,0.5,2\n"
+    )
+    path = write_config(
+        tmp_path, "prompts: ['{{q}}']\ntests:\n  - file://tests.csv\n  - file://ok.csv\n"
+    )
+    output = convert([path])
+    (suite,) = output.rubrics.values()
+    (case,) = suite["cases"]  # `__config:oops` ignored; parseInt reads `02` as 2
+    assert case["question"] == "ho" and case["criteria"][1]["pattern"] == "^(?:ho){e<=2}$"
+    notes = "\n".join(output.notes)
+    assert (
+        f"not mapped: {path}:3: tests from file://tests.csv: {tmp_path / 'tests.csv'}:1, "
+        f"column 3: promptfoo refuses the column {column!r}; write __config:__expected:threshold "
+        "or __config:__expectedN:threshold" in notes
+    )
+
+
 # --- listing, never dropping -------------------------------------------------------------------------
 
 
