@@ -114,9 +114,13 @@ class Conversion:
         self._seen: set[str] = set(notes)
 
     def problem(
-        self, message: str, where: tuple[Any, ...], hint: str | None = None, **kw: Any
+        self, message: str, where: tuple[Any, ...] | str, hint: str | None = None, **kw: Any
     ) -> None:
-        found = Problem(message, line=self.parsed.line(where), path=self.path, hint=hint, **kw)
+        """A problem at ``where``: a place in the config, or a test file's FILE:LINE."""
+        if isinstance(where, str):
+            found = Problem(message, path=where, hint=hint, **kw)
+        else:
+            found = Problem(message, line=self.parsed.line(where), path=self.path, hint=hint, **kw)
         if found not in self.problems:  # defaultTest's are met once per test
             self.problems.append(found)
 
@@ -763,7 +767,7 @@ def _assertion(
     if isinstance(item, dict) and "weight" in item and not is_number(item["weight"]):
         ctx.problem(
             f"{label}, {tag}: `weight` must be a number, got {item['weight']!r}",
-            key or (),
+            key or where,
             field="weight",
         )
         return Assertion(tag, where, None)

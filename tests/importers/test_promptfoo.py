@@ -630,6 +630,38 @@ def test_bad_input_is_located_and_nothing_is_written(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "line"),
+    [
+        (
+            "tests.yaml",
+            "- vars: {q: a}\n  assert: [{type: contains, value: a}]\n"
+            "- vars: {q: b}\n  assert: [{type: contains, value: b, weight: two}]\n",
+            3,
+        ),
+        (
+            "tests.jsonl",
+            '{"vars": {"q": "a"}, "assert": [{"type": "contains", "value": "a"}]}\n\n'
+            '{"assert": [{"type": "contains", "value": "b", "weight": "two"}]}\n',
+            3,
+        ),
+    ],
+)
+def test_a_bad_weight_in_a_test_file_names_that_file_and_line(
+    tmp_path: Path, name: str, text: str, line: int
+) -> None:
+    """Once located at the config's line 1, which holds no weight."""
+    (tmp_path / name).write_text(text)
+    path = write_config(tmp_path, f"prompts: ['{{{{q}}}}']\ntests: file://{name}\n")
+    with pytest.raises(ImportFailed) as info:
+        convert([path])
+    (problem,) = info.value.problems
+    assert problem.render() == (
+        f"{tmp_path / name}:{line}, field 'weight': test 2, assert[0]: `weight` must be a "
+        "number, got 'two'"
+    )
+
+
 def test_bad_input_exits_2_from_the_command_line(tmp_path: Path) -> None:
     path = write_config(tmp_path, "prompts: [hi\n")
     result = run_import(str(path), str(tmp_path / "out"))
