@@ -298,21 +298,26 @@ def _convert_config(ctx: Conversion) -> dict[str, Any] | None:
     return None if len(ctx.problems) > before else suite
 
 
-def _default(ctx: Conversion, value: Any) -> dict[str, Any] | None:
+def _default(ctx: Conversion, value: Any) -> RawTest | None:
+    """``defaultTest``, in the config or in a ``file://``. promptfoo reads that file after
+    it resolves the config's `$ref`s (util/config/load.ts), so it is read as a test file is."""
+    key = ("defaultTest",)
+    default = RawTest(value, ctx.at(key), ctx.tree.root, key)
     if is_file_ref(value):
         try:
-            value = ctx.tree.document(ctx.tree.path(value), value).data
+            path = ctx.tree.path(value)
+            data = ctx.tree.document(path, value).data
         except Unmappable as exc:
-            ctx.unmapped(
-                ctx.at(("defaultTest",)), "defaultTest", f"{exc}; no test is written without it"
-            )
+            ctx.unmapped(default.where, "defaultTest", f"{exc}; no test is written without it")
             return None
-    if not isinstance(value, dict):
+        default = RawTest(data, f"{ctx.tree.shown(path)}:1", ctx.tree.root)
+    if not isinstance(default.data, dict):
         ctx.problem(
-            "`defaultTest` must be a mapping (vars, assert, options, ...)", ("defaultTest",)
+            "`defaultTest` must be a mapping (vars, assert, options, ...)",
+            default.key or default.where,
         )
-        return {}
-    return value
+        default.data = {}
+    return default
 
 
 def _prompts(ctx: Conversion, value: Any) -> list[PromptTemplate]:
@@ -664,7 +669,7 @@ def _scenario(ctx: Conversion, s: int, scenario: Any) -> list[tuple[str, RawTest
 
 
 def _merge(
-    ctx: Conversion, number: int, labelled: tuple[str, RawTest], default: dict[str, Any]
+    ctx: Conversion, number: int, labelled: tuple[str, RawTest], default: RawTest
 ) -> Test | None:
     """Test ``number``, ``labelled`` as the config names it, with ``default`` (the config's
     ``defaultTest``) merged in as promptfoo merges it; None when it is listed instead."""
@@ -689,27 +694,27 @@ def _merge(
             f"{where}: {label}: promptfoo grades its fixed providerOutput; here each "
             "subject's answer is graded"
         )
-    vars_ = _vars(ctx, default.get("vars"), where, label, ctx.tree.root)
+    vars_ = _vars(ctx, default.data.get("vars"), where, label, ctx.tree.root)
     own = _vars(ctx, test.get("vars"), where, label, raw.base)
     if vars_ is None or own is None:
         return None
     asserts: list[Assertion] = []
-    for source, name, key in ((default, "defaultTest.", ("defaultTest",)), (test, "", raw.key)):
-        given = source.get("assert") or []
+    for source, name in ((default, "defaultTest."), (raw, "")):
+        given = source.data.get("assert") or []
         if not isinstance(given, list):
             ctx.skip(where, label, "`assert` must be a list of assertions")
             return None
         for j, item in enumerate(given):
-            at = None if key is None else (*key, "assert", j)
-            a = _assertion(ctx, item, f"{name}assert[{j}]", at, where, label)
+            at = None if source.key is None else (*source.key, "assert", j)
+            a = _assertion(ctx, item, f"{name}assert[{j}]", at, source.where, label)
             a.default = bool(name)
             asserts.append(a)
     threshold = test.get("threshold")
     if threshold is None:  # evaluator.ts: `test.threshold ?? defaultTest.threshold`
-        threshold = default.get("threshold")
-    options = {**(default.get("options") or {}), **(test.get("options") or {})}
-    metadata = {**(default.get("metadata") or {}), **(test.get("metadata") or {})}
-    scoring = test.get("assertScoringFunction", default.get("assertScoringFunction"))
+        threshold = default.data.get("threshold")
+    options = {**(default.data.get("options") or {}), **(test.get("options") or {})}
+    metadata = {**(default.data.get("metadata") or {}), **(test.get("metadata") or {})}
+    scoring = test.get("assertScoringFunction", default.data.get("assertScoringFunction"))
     vars_ = {**vars_, **own}
     return Test(
         number, label, where, description, vars_, asserts, threshold, options, metadata, scoring

@@ -662,6 +662,35 @@ def test_a_bad_weight_in_a_test_file_names_that_file_and_line(
     )
 
 
+def test_a_default_test_file_is_read_as_a_test_file(tmp_path: Path) -> None:
+    """util/config/load.ts dereferences the config's `$ref`s as it reads it; a
+    ``defaultTest: file://`` is loaded later (evaluator.ts), so its `$ref` is not resolved
+    and its problems are in that file: once all were put on the config's `defaultTest:`
+    line, and its `$ref` resolved against the config's templates."""
+    (tmp_path / "default.yaml").write_text(
+        "assert:\n  - {type: contains, value: x, weight: three}\n"
+        "  - {$ref: '#/assertionTemplates/polite'}\n"
+    )
+    path = write_config(
+        tmp_path,
+        "prompts: [hi]\nassertionTemplates:\n  polite: {type: icontains, value: please}\n"
+        "defaultTest: file://default.yaml\ntests:\n  - assert: [{type: contains, value: a}]\n",
+    )
+    with pytest.raises(ImportFailed) as info:
+        convert([path])
+    (problem,) = info.value.problems
+    assert problem.render() == (
+        f"{tmp_path / 'default.yaml'}:1, field 'weight': test 1, defaultTest.assert[0]: "
+        "`weight` must be a number, got 'three'"
+    )
+    (tmp_path / "default.yaml").write_text("assert: [{$ref: '#/assertionTemplates/polite'}]\n")
+    notes = "\n".join(convert([path]).notes)
+    assert (
+        f"not mapped: {tmp_path / 'default.yaml'}:1: defaultTest.assert[0] (?), in every test: "
+        "$ref '#/assertionTemplates/polite' in a test file is not resolved" in notes
+    )
+
+
 def test_bad_input_exits_2_from_the_command_line(tmp_path: Path) -> None:
     path = write_config(tmp_path, "prompts: [hi\n")
     result = run_import(str(path), str(tmp_path / "out"))
