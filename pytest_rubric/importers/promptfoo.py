@@ -114,9 +114,13 @@ class Conversion:
         self._seen: set[str] = set(notes)
 
     def problem(
-        self, message: str, where: tuple[Any, ...], hint: str | None = None, **kw: Any
+        self, message: str, where: tuple[Any, ...] | str, hint: str | None = None, **kw: Any
     ) -> None:
-        found = Problem(message, line=self.parsed.line(where), path=self.path, hint=hint, **kw)
+        """A problem at ``where``: a place in the config, or a test file's FILE:LINE."""
+        if isinstance(where, str):
+            found = Problem(message, path=where, hint=hint, **kw)
+        else:
+            found = Problem(message, line=self.parsed.line(where), path=self.path, hint=hint, **kw)
         if found not in self.problems:  # defaultTest's are met once per test
             self.problems.append(found)
 
@@ -294,21 +298,26 @@ def _convert_config(ctx: Conversion) -> dict[str, Any] | None:
     return None if len(ctx.problems) > before else suite
 
 
-def _default(ctx: Conversion, value: Any) -> dict[str, Any] | None:
+def _default(ctx: Conversion, value: Any) -> RawTest | None:
+    """``defaultTest``, in the config or in a ``file://``. promptfoo reads that file after
+    it resolves the config's `$ref`s (util/config/load.ts), so it is read as a test file is."""
+    key = ("defaultTest",)
+    default = RawTest(value, ctx.at(key), ctx.tree.root, key)
     if is_file_ref(value):
         try:
-            value = ctx.tree.document(ctx.tree.path(value), value).data
+            path = ctx.tree.path(value)
+            data = ctx.tree.document(path, value).data
         except Unmappable as exc:
-            ctx.unmapped(
-                ctx.at(("defaultTest",)), "defaultTest", f"{exc}; no test is written without it"
-            )
+            ctx.unmapped(default.where, "defaultTest", f"{exc}; no test is written without it")
             return None
-    if not isinstance(value, dict):
+        default = RawTest(data, f"{ctx.tree.shown(path)}:1", ctx.tree.root)
+    if not isinstance(default.data, dict):
         ctx.problem(
-            "`defaultTest` must be a mapping (vars, assert, options, ...)", ("defaultTest",)
+            "`defaultTest` must be a mapping (vars, assert, options, ...)",
+            default.key or default.where,
         )
-        return {}
-    return value
+        default.data = {}
+    return default
 
 
 def _prompts(ctx: Conversion, value: Any) -> list[PromptTemplate]:
@@ -504,6 +513,11 @@ def _csv_tests(text: str, shown: str) -> Iterator[tuple[int, dict[str, Any]]]:
         return
     except csv.Error as exc:
         raise Unmappable(f"{shown} is not CSV ({exc})") from None
+    for column, name in enumerate(header, start=1):
+        try:
+            _config_index(name)
+        except ValueError as exc:
+            raise Unmappable(f"{shown}:1, column {column}: {exc}") from None
     end = reader.line_num
     try:
         for row in reader:
@@ -552,10 +566,9 @@ def _csv_row(row: dict[str, str]) -> dict[str, Any]:
         elif key == "__metadata":
             pass  # promptfoo warns and ignores it
         elif key.startswith("__config:"):
-            target, _, setting = key.removeprefix("__config:").partition(":")
-            index = 0 if target == "__expected" else int(target.removeprefix("__expected") or 0) - 1
+            index = _config_index(key)  # _csv_tests checked the header
             number = _parse_float(value)
-            if setting == "threshold" and index >= 0 and number is not None:
+            if index is not None and index >= 0 and number is not None:
                 configs.setdefault(index, {})["threshold"] = number
         else:
             vars_[key] = value
@@ -568,6 +581,25 @@ def _csv_row(row: dict[str, str]) -> dict[str, Any]:
     if metadata:
         test["metadata"] = metadata
     return test
+
+
+def _config_index(column: str) -> int | None:
+    """src/csv.ts parseConfigColumn: the index of the assertion a
+    ``__config:__expected<N>:threshold`` column sets; None for a column promptfoo ignores
+    (any other, or a ``__config:`` one not of two parts); ValueError for one it refuses."""
+    parts = column.removeprefix("__config:").split(":")
+    if not column.startswith("__config:") or len(parts) != 2:
+        return None
+    found = re.fullmatch(r"__expected([0-9]*)", parts[0])
+    if found is None or parts[1] != "threshold":
+        raise ValueError(
+            f"promptfoo refuses the column {column!r}; write __config:__expected:threshold "
+            "or __config:__expectedN:threshold, N the number of an __expectedN column"
+        )
+    if not found[1]:
+        return 0
+    digits = found[1].lstrip("0") or "0"
+    return int(digits) - 1 if len(digits) < 10 else None  # no row has a billion columns
 
 
 def _parse_float(text: str) -> float | None:
@@ -637,7 +669,7 @@ def _scenario(ctx: Conversion, s: int, scenario: Any) -> list[tuple[str, RawTest
 
 
 def _merge(
-    ctx: Conversion, number: int, labelled: tuple[str, RawTest], default: dict[str, Any]
+    ctx: Conversion, number: int, labelled: tuple[str, RawTest], default: RawTest
 ) -> Test | None:
     """Test ``number``, ``labelled`` as the config names it, with ``default`` (the config's
     ``defaultTest``) merged in as promptfoo merges it; None when it is listed instead."""
@@ -662,27 +694,27 @@ def _merge(
             f"{where}: {label}: promptfoo grades its fixed providerOutput; here each "
             "subject's answer is graded"
         )
-    vars_ = _vars(ctx, default.get("vars"), where, label, ctx.tree.root)
+    vars_ = _vars(ctx, default.data.get("vars"), where, label, ctx.tree.root)
     own = _vars(ctx, test.get("vars"), where, label, raw.base)
     if vars_ is None or own is None:
         return None
     asserts: list[Assertion] = []
-    for source, name, key in ((default, "defaultTest.", ("defaultTest",)), (test, "", raw.key)):
-        given = source.get("assert") or []
+    for source, name in ((default, "defaultTest."), (raw, "")):
+        given = source.data.get("assert") or []
         if not isinstance(given, list):
             ctx.skip(where, label, "`assert` must be a list of assertions")
             return None
         for j, item in enumerate(given):
-            at = None if key is None else (*key, "assert", j)
-            a = _assertion(ctx, item, f"{name}assert[{j}]", at, where, label)
+            at = None if source.key is None else (*source.key, "assert", j)
+            a = _assertion(ctx, item, f"{name}assert[{j}]", at, source.where, label)
             a.default = bool(name)
             asserts.append(a)
     threshold = test.get("threshold")
     if threshold is None:  # evaluator.ts: `test.threshold ?? defaultTest.threshold`
-        threshold = default.get("threshold")
-    options = {**(default.get("options") or {}), **(test.get("options") or {})}
-    metadata = {**(default.get("metadata") or {}), **(test.get("metadata") or {})}
-    scoring = test.get("assertScoringFunction", default.get("assertScoringFunction"))
+        threshold = default.data.get("threshold")
+    options = {**(default.data.get("options") or {}), **(test.get("options") or {})}
+    metadata = {**(default.data.get("metadata") or {}), **(test.get("metadata") or {})}
+    scoring = test.get("assertScoringFunction", default.data.get("assertScoringFunction"))
     vars_ = {**vars_, **own}
     return Test(
         number, label, where, description, vars_, asserts, threshold, options, metadata, scoring
@@ -740,7 +772,7 @@ def _assertion(
     if isinstance(item, dict) and "weight" in item and not is_number(item["weight"]):
         ctx.problem(
             f"{label}, {tag}: `weight` must be a number, got {item['weight']!r}",
-            key or (),
+            key or where,
             field="weight",
         )
         return Assertion(tag, where, None)

@@ -474,6 +474,41 @@ def test_csv_conventions(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "column",
+    [
+        "__config:foo:threshold",  # once int('foo'): a traceback, and no listing
+        "__config:__expected1_0:threshold",  # Python's int() reads 10; promptfoo's \d+ does not
+        "__config:__expected1:weight",  # promptfoo reads only threshold there
+    ],
+)
+def test_a_csv_config_column_promptfoo_refuses_is_listed_with_its_column(
+    tmp_path: Path, column: str
+) -> None:
+    """src/csv.ts parseConfigColumn: a ``__config:TARGET:KEY`` column whose TARGET is not
+    ``__expected`` or ``__expected<N>``, or whose KEY is not ``threshold``, is an error; one
+    that is not two parts is ignored. The file is listed, and the rest of the config
+    written."""
+    (tmp_path / "tests.csv").write_text(f"q,__expected,{column}\nhi,contains: a,0.5\n")
+    (tmp_path / "ok.csv").write_text(
+        "q,__expected1,__expected2,__config:oops,__config:__expected02:threshold\n"
+        "ho,contains: b,levenshtein: ho,0.5,2\n"
+    )
+    path = write_config(
+        tmp_path, "prompts: ['{{q}}']\ntests:\n  - file://tests.csv\n  - file://ok.csv\n"
+    )
+    output = convert([path])
+    (suite,) = output.rubrics.values()
+    (case,) = suite["cases"]  # `__config:oops` ignored; parseInt reads `02` as 2
+    assert case["question"] == "ho" and case["criteria"][1]["pattern"] == "^(?:ho){e<=2}$"
+    notes = "\n".join(output.notes)
+    assert (
+        f"not mapped: {path}:3: tests from file://tests.csv: {tmp_path / 'tests.csv'}:1, "
+        f"column 3: promptfoo refuses the column {column!r}; write __config:__expected:threshold "
+        "or __config:__expectedN:threshold" in notes
+    )
+
+
 # --- listing, never dropping -------------------------------------------------------------------------
 
 
@@ -593,6 +628,67 @@ def test_bad_input_is_located_and_nothing_is_written(
     assert code == 2, err.getvalue()
     assert expected in err.getvalue()
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "line"),
+    [
+        (
+            "tests.yaml",
+            "- vars: {q: a}\n  assert: [{type: contains, value: a}]\n"
+            "- vars: {q: b}\n  assert: [{type: contains, value: b, weight: two}]\n",
+            3,
+        ),
+        (
+            "tests.jsonl",
+            '{"vars": {"q": "a"}, "assert": [{"type": "contains", "value": "a"}]}\n\n'
+            '{"assert": [{"type": "contains", "value": "b", "weight": "two"}]}\n',
+            3,
+        ),
+    ],
+)
+def test_a_bad_weight_in_a_test_file_names_that_file_and_line(
+    tmp_path: Path, name: str, text: str, line: int
+) -> None:
+    """Once located at the config's line 1, which holds no weight."""
+    (tmp_path / name).write_text(text)
+    path = write_config(tmp_path, f"prompts: ['{{{{q}}}}']\ntests: file://{name}\n")
+    with pytest.raises(ImportFailed) as info:
+        convert([path])
+    (problem,) = info.value.problems
+    assert problem.render() == (
+        f"{tmp_path / name}:{line}, field 'weight': test 2, assert[0]: `weight` must be a "
+        "number, got 'two'"
+    )
+
+
+def test_a_default_test_file_is_read_as_a_test_file(tmp_path: Path) -> None:
+    """util/config/load.ts dereferences the config's `$ref`s as it reads it; a
+    ``defaultTest: file://`` is loaded later (evaluator.ts), so its `$ref` is not resolved
+    and its problems are in that file: once all were put on the config's `defaultTest:`
+    line, and its `$ref` resolved against the config's templates."""
+    (tmp_path / "default.yaml").write_text(
+        "assert:\n  - {type: contains, value: x, weight: three}\n"
+        "  - {$ref: '#/assertionTemplates/polite'}\n"
+    )
+    path = write_config(
+        tmp_path,
+        "prompts: [hi]\nassertionTemplates:\n  polite: {type: icontains, value: please}\n"
+        "defaultTest: file://default.yaml\ntests:\n  - assert: [{type: contains, value: a}]\n",
+    )
+    with pytest.raises(ImportFailed) as info:
+        convert([path])
+    (problem,) = info.value.problems
+    assert problem.render() == (
+        f"{tmp_path / 'default.yaml'}:1, field 'weight': test 1, defaultTest.assert[0]: "
+        "`weight` must be a number, got 'three'"
+    )
+    (tmp_path / "default.yaml").write_text("assert: [{$ref: '#/assertionTemplates/polite'}]\n")
+    notes = "\n".join(convert([path]).notes)
+    assert (
+        f"not mapped: {tmp_path / 'default.yaml'}:1: defaultTest.assert[0] (?), in every test: "
+        "$ref '#/assertionTemplates/polite' in a test file is not resolved" in notes
+    )
 
 
 def test_bad_input_exits_2_from_the_command_line(tmp_path: Path) -> None:
