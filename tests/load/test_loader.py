@@ -279,6 +279,23 @@ def test_problem_in_a_global_criterion_is_located() -> None:
     assert problem.line == 3
 
 
+def test_a_global_regex_re2_cannot_run_is_named_as_a_global_criterion() -> None:
+    # It was "criterion 'g'": a case's criterion, for all the message said.
+    problem = one_problem(
+        """\
+        global:
+          - {id: g, type: regex, pattern: '(?=a)b'}
+        cases:
+          - {id: q1, criteria: [{id: a, type: any_of, any_of: [y]}]}
+        """
+    )
+    assert problem.render(YAML).splitlines()[0] == (
+        "x.rubric.yaml:2, criterion 'global g', field 'pattern': the pattern '(?=a)b' needs "
+        "what the RE2 engine does not have (invalid perl operator: (?=): RE2 has no "
+        "backreferences and no lookaround"
+    )
+
+
 @pytest.mark.parametrize(
     ("given", "said"),
     [("weight: -3", "penalty: 3"), ("points: 1.5", "penalty: 1.5"), ("weight: x", "penalty: 2")],
