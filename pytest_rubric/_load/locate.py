@@ -26,6 +26,8 @@ from .._schema import CRITERION_TYPES, LIST_TAG, PATH_TAG, Case, Suite
 from ..criteria.model import CriterionModel, FieldError
 
 _FIELD_ALIASES = {"global_criteria": "global", "json_schema": "schema"}
+# A field's other spelling either way: a path may name `global` where the file has `global_criteria`.
+_OTHER_SPELLING = {**_FIELD_ALIASES, **{v: k for k, v in _FIELD_ALIASES.items()}}
 EXAMPLES = {
     "cases": 'cases:\n      - id: q01\n        question: "..."\n        criteria: [...]',
     "id": "id: q01",
@@ -128,13 +130,13 @@ class Locator:
         line = node.start_mark.line
         for step in steps:
             if isinstance(node, yaml.MappingNode):
-                wanted = _FIELD_ALIASES.get(str(step), str(step)) if isinstance(step, str) else step
+                other = _OTHER_SPELLING.get(step) if isinstance(step, str) else None
                 if (keys := self._keys.get(id(node))) is None:
                     keys = self._keys[id(node)] = {}
                     for position, (k, _) in enumerate(node.value):
                         if isinstance(k, yaml.ScalarNode):
                             keys.setdefault(k.value, position)
-                found = [keys[s] for s in (step, wanted) if isinstance(s, str) and s in keys]
+                found = [keys[s] for s in (step, other) if isinstance(s, str) and s in keys]
                 if not found:
                     return line, None
                 k, v = node.value[min(found)]

@@ -92,7 +92,13 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
                 hint="replace it with a regular file, or remove it from the folder",
             )
         ]
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        return [
+            Problem(
+                f"not UTF-8 text ({exc.reason})", path=target.path, hint="save the file as UTF-8"
+            )
+        ]
+    except OSError as exc:
         return [Problem(f"cannot read: {exc}", path=target.path)]
     for number, entry in rows:
 

@@ -84,10 +84,15 @@ def _pattern_problems(
                         found[0],
                         line=locator.line((*where, j, *inside, "pattern")),
                         case=None if index is None else case_label(data, index),
-                        criterion=criterion.id,
+                        criterion=_criterion_label(criterion, index),
                         field=dotted((*inside, "pattern")),
                         hint=found[1],
                     )
+
+
+def _criterion_label(criterion: Criterion, index: int | None) -> str:
+    """How a problem names a criterion of case ``index``, or of `global` (None)."""
+    return criterion.id if index is not None else f"global {criterion.id}"
 
 
 # Control characters a double-quoted YAML or JSON string makes of a regex escape.
@@ -217,7 +222,7 @@ def _fraction_thresholds(
                         f"{threshold * 100:g} for {threshold * 100:g} %",
                         line=locator.line((*where, j, *inside, "threshold")),
                         case=None if index is None else case_label(data, index),
-                        criterion=criterion.id if index is not None else f"global {criterion.id}",
+                        criterion=_criterion_label(criterion, index),
                         field=dotted((*inside, "threshold")),
                     )
 

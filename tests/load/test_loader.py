@@ -279,6 +279,59 @@ def test_problem_in_a_global_criterion_is_located() -> None:
     assert problem.line == 3
 
 
+def test_a_global_regex_re2_cannot_run_is_named_as_a_global_criterion() -> None:
+    # It was "criterion 'g'": a case's criterion, for all the message said.
+    problem = one_problem(
+        """\
+        global:
+          - {id: g, type: regex, pattern: '(?=a)b'}
+        cases:
+          - {id: q1, criteria: [{id: a, type: any_of, any_of: [y]}]}
+        """
+    )
+    assert problem.render(YAML).splitlines()[0] == (
+        "x.rubric.yaml:2, criterion 'global g', field 'pattern': the pattern '(?=a)b' needs "
+        "what the RE2 engine does not have (invalid perl operator: (?=): RE2 has no "
+        "backreferences and no lookaround"
+    )
+
+
+@pytest.mark.parametrize("key", ["global", "global_criteria"])
+def test_problems_under_either_spelling_of_global_are_at_their_line(key: str) -> None:
+    # Under `global_criteria:` they were at line 1: the file was searched for `global:`.
+    found = problems(
+        f"""\
+        suite: s
+        {key}:
+          - {{id: lookahead, type: regex, pattern: '(?=a)b'}}
+          - {{id: unclosed, type: regex, pattern: '('}}
+        cases:
+          - {{id: q1, criteria: [{{id: a, type: any_of, any_of: [y]}}]}}
+        """
+    )
+    assert [p.render(YAML).splitlines()[0] for p in found] == [
+        "x.rubric.yaml:3, criterion 'global lookahead', field 'pattern': the pattern '(?=a)b' "
+        "needs what the RE2 engine does not have (invalid perl operator: (?=): RE2 has no "
+        "backreferences and no lookaround",
+        "x.rubric.yaml:4, criterion 'global unclosed', field 'pattern': invalid regex '(': "
+        "missing ) at position 1",
+    ]
+    with pytest.warns(RubricWarning) as warned:
+        load(
+            f"""\
+            suite: s
+            {key}:
+              - {{id: g, type: fuzzy, any_of: [x], threshold: 0.9}}
+            cases:
+              - {{id: q1, criteria: [{{id: a, type: any_of, any_of: [y]}}]}}
+            """
+        )
+    assert [str(w.message) for w in warned] == [
+        "x.rubric.yaml:3, criterion 'global g', field 'threshold': threshold 0.9 is on "
+        "rapidfuzz's 0-100 scale; write 90 for 90 %"
+    ]
+
+
 @pytest.mark.parametrize(
     ("given", "said"),
     [("weight: -3", "penalty: 3"), ("points: 1.5", "penalty: 1.5"), ("weight: x", "penalty: 2")],

@@ -354,6 +354,42 @@ def test_utf8_bom_is_accepted_in_json_yaml_and_jsonl(pytester: pytest.Pytester) 
     result.stdout.fnmatch_lines(["c.rubric.json::q1[[]bot[]] PASSED*"])
 
 
+def test_a_responses_file_that_is_not_utf8_is_said_as_a_rubric_file_is(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    # It was Python's "cannot read: 'utf-8' codec can't decode byte 0xe9 in position 29: ...".
+    write("good.rubric.yaml", GOOD)
+    (pytester.path / "latin.rubric.yaml").write_bytes(
+        textwrap.dedent(GOOD).encode("latin-1") + b"# caf\xe9\n"
+    )
+    write(
+        "fin.rubric.yaml",
+        """
+        responses: answers/
+        cases:
+          - id: q1
+            criteria: [{id: city, type: any_of, any_of: [paris]}]
+        """,
+    )
+    write("answers/ok.jsonl", '{"id": "q1", "response": "Paris"}\n')
+    (pytester.path / "answers" / "latin.jsonl").write_bytes(
+        b'{"id": "q1", "response": "caf\xe9"}\n'
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, errors=2)
+    for lines in (
+        [
+            "latin.rubric.yaml: 1 problem in rubric file",
+            "  latin.rubric.yaml: not UTF-8 text (invalid continuation byte)",
+        ],
+        [
+            "fin.rubric.yaml: 1 problem in rubric file",
+            "  answers/latin.jsonl, field 'responses': not UTF-8 text (invalid continuation byte)",
+        ],
+    ):
+        result.stdout.fnmatch_lines([*lines, "    -> save the file as UTF-8"], consecutive=True)
+
+
 @needs_posix
 def test_fifo_and_dev_zero_in_a_responses_folder_are_errors_not_hangs(
     pytester: pytest.Pytester, write: Write
