@@ -52,9 +52,10 @@ class _Filters:
         self.subject = {s: i for i, s in enumerate(subjects)}
         self.flag = {f: i for i, f in enumerate(sorted({f for r in results for f in r.flags}))}
         self.counts = Counter(key for r in results for key in self.keys(r))
+        statuses = [(s, s) for s in ("failed", "error", "skipped", "passed") if self.counts[s]]
         groups = [
             ("subject", "fs", [(f"s{i}", s) for s, i in self.subject.items()]),
-            ("status", "ft", [(s, s) for s in ("failed", "error", "passed") if self.counts[s]]),
+            ("status", "ft", statuses),
             ("flag", "ff", [(f"f{i}", f) for f, i in self.flag.items()]),
         ]
         # Each filter's label and radios (id, class, label), "all" (no class) first.
@@ -181,14 +182,36 @@ def _section(results: Sequence[CaseResult], filters: _Filters) -> str:
     )
 
 
-def answers(results: Sequence[CaseResult], subjects: Sequence[str]) -> tuple[str, str, set[str]]:
-    """Every answer, failing ones first, with the filters; the filters' CSS; and the node ids
-    given an id on the page (what a link may point at). See :data:`FULL` for many answers."""
+def _listed_or_counted(
+    name: str, group: Sequence[CaseResult], listed: bool, subjects: Sequence[str], filters: _Filters
+) -> list[str]:
+    """The ``passing`` (or ``undecided``) answers under their heading: in full when
+    ``listed``, else counted per subject."""
+    if not group:
+        return []
+    heading = f'<h3 id="{name}">{len(group)} {name}</h3>'
+    if listed:
+        return [heading, _section(group, filters)]
+    counts = Counter(r.subject for r in group)
+    body = "".join(tr([s, str(counts[s])]) for s in subjects if counts[s])
+    return [
+        f"{heading}<p>Counted, not listed: this run has more than {FULL} answers; the JSON "
+        f"report (<code>--rubric-json</code>) holds each.</p><table><thead>"
+        f"{tr(['subject', name], 'th')}</thead><tbody>{body}</tbody></table>"
+    ]
+
+
+def answers(report: SessionReport, subjects: Sequence[str]) -> tuple[str, str, set[str]]:
+    """Every answer, failing ones first, then those left undecided without the judge (see
+    _grade.bounds), with the filters; the filters' CSS; and the node ids given an id on the
+    page (what a link may point at). See :data:`FULL` for many answers."""
+    results = report.results
     filters = _Filters(results, subjects)
-    failing = [r for r in results if not r.passed]
+    failing = report.failing  # what the terminal and the Markdown count as failing
+    undecided = [r for r in results if r.skipped_bounds is not None]
     passing = [r for r in results if r.passed]
     full_failing, lines = failing[:FULL], failing[FULL:]
-    full_passing = passing if len(results) <= FULL else []
+    listed = len(results) <= FULL
     parts = []
     if full_failing:
         parts += [f'<h3 id="failing">{len(failing)} failing</h3>', _section(full_failing, filters)]
@@ -198,18 +221,9 @@ def answers(results: Sequence[CaseResult], subjects: Sequence[str]) -> tuple[str
             "the criteria that went wrong); the JSON report holds each in full.</p>"
             f'<ul class="lines">{"".join(_line(r, filters.classes(r)) for r in lines)}</ul>'
         )
-    if full_passing:
-        parts += [f'<h3 id="passing">{len(passing)} passing</h3>', _section(full_passing, filters)]
-    elif passing:
-        counts = Counter(r.subject for r in passing)
-        body = "".join(tr([s, str(counts[s])]) for s in subjects if counts[s])
-        parts.append(
-            f'<h3 id="passing">{len(passing)} passing</h3><p>Counted, not listed: this run has '
-            f"more than {FULL} answers; the JSON report (<code>--rubric-json</code>) holds "
-            f"each.</p><table><thead>{tr(['subject', 'passing'], 'th')}</thead>"
-            f"<tbody>{body}</tbody></table>"
-        )
-    shown = {r.nodeid for r in (*full_failing, *lines, *full_passing)}
+    parts += _listed_or_counted("undecided", undecided, listed, subjects, filters)
+    parts += _listed_or_counted("passing", passing, listed, subjects, filters)
+    shown = {r.nodeid for r in (*full_failing, *lines, *(undecided + passing if listed else ()))}
     page = (
         '<h2 id="answers">Answers</h2><p>Failing answers first. Filter by subject, status and '
         "flag:</p>" + filters.form("".join(parts))
@@ -600,7 +614,7 @@ def render_html(report: SessionReport, *, title: str = "pytest-rubric report") -
         header = (f"{e(label)} <code>{e(value)}</code>" for label, value in report.run.header())
         body.append(f'<p class="run">{" · ".join(header)}</p>')
     body.append(f"<p>{report.passed} of {len(results)} answers passed.</p>")
-    listing, filters_css, shown = answers(results, subjects)
+    listing, filters_css, shown = answers(report, subjects)
     body.append(_changes(report, shown))
     if results:
         body += [

@@ -524,11 +524,16 @@ class GateModel(_Part):
     """One entry of ``gates``: a gate's verdict on a subject, a case, a judge or a suite.
     Kept by ``merge`` for the gates it does not apply itself."""
 
+    left_out: ClassVar[Mapping[str, Any]] = {"note": False}
+
     gate: str
     subject: str | None
     nodeid: str | None
     failed: bool
     message: str
+    # true: a pass the run printed as a note (a flip or a drop within noise; written only
+    # then), so a merge prints it too; false: a failure or a quiet pass.
+    note: bool = False
 
 
 class DocumentModel(_Part):
@@ -924,12 +929,10 @@ def parse_document(text: str, *, name: str) -> Document:
     if (run := read["run"]) is not None:
         run.update({f"cache_{k}": v for k, v in run.pop("cache").items()})
         run = TypeAdapter(RunInfo).validate_python(run)  # its judges too
-    # A pass prints as a note only when it is a flip within noise (the one kind of passing
-    # case entry a run writes).
-    gates = [
-        GateEntry(**g, quiet=not g["failed"] and g["gate"] != "baseline-case")
-        for g in read["gates"]
-    ]
+    gates = []
+    for g in read["gates"]:
+        note = g.pop("note")
+        gates.append(GateEntry(**g, quiet=not note))
     return Document(results, recomputed, calibration, run=run, gates=gates)
 
 

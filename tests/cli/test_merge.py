@@ -247,7 +247,7 @@ cases:
 """
 
 
-def _nine(pytester: pytest.Pytester, wrong: int, json_path: str) -> None:
+def _nine(pytester: pytest.Pytester, wrong: int, json_path: str, *flags: str) -> pytest.RunResult:
     """Nine cases of subject a, ``wrong`` of them answered wrong, run into ``json_path``."""
     cases = "".join(
         f"  - id: q{i}\n    responses: {{a: {'five' if i < wrong else 'four'}}}\n"
@@ -255,7 +255,7 @@ def _nine(pytester: pytest.Pytester, wrong: int, json_path: str) -> None:
         for i in range(9)
     )
     (pytester.path / "s.rubric.yaml").write_text(NINE.format(cases=cases))
-    pytester.runpytest("s.rubric.yaml", "--rubric-json", json_path)
+    return pytester.runpytest("s.rubric.yaml", "--rubric-json", json_path, *flags)
 
 
 @pytest.mark.parametrize(
@@ -310,3 +310,21 @@ def test_a_merge_with_nothing_to_gate_names_its_own_flag(
     out = capsys.readouterr().out
     assert "so --fail-under 0.5 measured nothing" in out
     assert "--rubric-" not in out
+
+
+def test_a_merge_prints_the_notes_its_shard_printed(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A shard gated against a baseline the merge is not given: its outcomes are kept, and
+    the merge prints as notes what the shard's run printed as notes, the drop within noise
+    (a passing baseline-subject entry) as well as the flip within noise."""
+    pytester.makeini("[pytest]\n")
+    _nine(pytester, 0, "base.json")
+    gated = ("--rubric-baseline=base.json", "--rubric-max-drop=0.02")
+    shard = _nine(pytester, 1, "now.json", *gated, "--rubric-gate-confidence=0.9")
+    notes = [line for line in shard.outlines if line.startswith("  note: ")]
+    assert any("subject a: the drop of 0.111 is within noise" in note for note in notes)
+    capsys.readouterr()  # the shard's run printed there too
+    assert main(["merge", "now.json"]) == 1  # q0 fails
+    merged = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  note: ")]
+    assert merged == notes
