@@ -72,21 +72,14 @@ def criteria_table(result: CaseResult) -> str:
 
 
 def since_baseline(
-    result: CaseResult,
-    baseline: Sequence[CaseResult] | None,
-    show_response: int = SHOW_RESPONSE,
-    *,
-    occurrence: int = 0,
+    result: CaseResult, baseline: Sequence[CaseResult] | None, show_response: int = SHOW_RESPONSE
 ) -> list[str]:
     """With ``--rubric-baseline``, a case that passed there and fails now: the criteria whose
-    verdict changed, and its response there beside today's (none for any other case).
-    ``occurrence``: which of the run's results of its node id, case and subject ``result`` is
-    (a test may assert a rubric twice), paired with the baseline's of that number, as the
-    gates pair them."""
-    from .._report.gates import before_and_after, changed, compared, keyed
+    verdict changed, and its response there beside today's (none for any other case)."""
+    from .._report.gates import before_and_after, changed
 
-    key = (result.nodeid, result.case, result.subject, occurrence)
-    was = keyed(compared(baseline or ())).get(key)
+    same = (result.nodeid, result.case, result.subject)
+    was = next((w for w in baseline or () if (w.nodeid, w.case, w.subject) == same), None)
     if result.passed or was is None or not was.passed:
         return []
     rows = before_and_after(changed(was, result), limit=show_response)

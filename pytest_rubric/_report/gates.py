@@ -260,22 +260,15 @@ def before_and_after(change: CaseChange, *, limit: int = MAX_TEXT) -> list[tuple
     return rows
 
 
-def keyed(results: Sequence[CaseResult]) -> dict[tuple[str, str, str, int], CaseResult]:
+def _keyed(results: Sequence[CaseResult]) -> dict[tuple[str, str, str, int], CaseResult]:
     """Results by (node id, case, subject, occurrence): a test may assert a rubric twice."""
     seen: Counter[tuple[str, str, str]] = Counter()
-    by_key = {}
+    keyed = {}
     for r in results:
         base = (r.nodeid, r.case, r.subject)
-        by_key[(*base, seen[base])] = r
+        keyed[(*base, seen[base])] = r
         seen[base] += 1
-    return by_key
-
-
-def compared(baseline: Sequence[CaseResult]) -> list[CaseResult]:
-    """The baseline's results a run is compared with: a case the baseline left undecided
-    (SKIPPED, see _grade.bounds) was in none of its figures, so it is compared as one the
-    baseline does not have."""
-    return [r for r in baseline if r.skipped_bounds is None]
+    return keyed
 
 
 def _name(key: tuple[str, str, str, int]) -> str:
@@ -421,10 +414,11 @@ def _compare(
 ) -> tuple[list[GateEntry], list[str], list[SubjectDelta], tuple[CaseChange, ...]]:
     """``baseline-case`` and ``baseline-subject`` on this run's ``results``: their entries, the
     notes about cases that did not run, each subject's delta (with the paired interval of
-    (now - baseline) over the cases both runs graded, at ``delta_level``) and the changes;
-    over the baseline's results that are :func:`compared`."""
-    baseline = compared(baseline)
-    old, new = keyed(baseline), keyed(results)
+    (now - baseline) over the cases both runs graded, at ``delta_level``) and the changes. A
+    case the baseline left undecided (SKIPPED, see _grade.bounds) was in none of its figures:
+    it is compared as one the baseline does not have."""
+    baseline = [r for r in baseline if r.skipped_bounds is None]
+    old, new = _keyed(baseline), _keyed(results)
     entries = _case_entries(old, new, asked.gate_confidence, asked.flag)
     notes = []
     if missing := [k for k in old if k not in new]:

@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_rubric._render.table import since_baseline
-from pytest_rubric._results import CaseResult, CriterionResult, Verdict
 from tests.conftest import team_project
 
 Write = Callable[[str, str], Path]
@@ -140,35 +138,3 @@ def test_a_report_only_case_that_scored_lower_shows_before_and_after(
     assert "### Regressed since the baseline" in (team.path / "out.md").read_text()
     page = (team.path / "out.html").read_text()
     assert REGRESSED in page[page.index('id="changes"') :]
-
-
-def _asserted(response: str, *, passed: bool) -> CaseResult:
-    """One ``assert_rubric`` call of ``test_remote``, graded on case ``remote``."""
-    verdict = Verdict.MET if passed else Verdict.UNMET
-    return CaseResult(
-        nodeid="tests/test_hr.py::test_remote",
-        suite="test_hr",
-        case="remote",
-        subject="hr_bot",
-        score=float(passed),
-        raw_score=float(passed),
-        min_score=0.8,
-        passed=passed,
-        criteria=[CriterionResult("days", "any_of", "substance", 1.0, verdict, float(passed), "")],
-        fluency=0.5,
-        confidence=0.5,
-        naive_score=0.5,
-        response=response,
-    )
-
-
-def test_a_case_asserted_twice_is_paired_with_the_same_call_in_the_baseline() -> None:
-    """A test asserts case ``remote`` twice: its second call is compared with the second of
-    the baseline, as the gates pair them, not with the first."""
-    first, second = "two days a week", "two days, with approval"
-    baseline = [_asserted(first, passed=False), _asserted(second, passed=True)]
-    now = _asserted(REGRESSED, passed=False)
-    lines = since_baseline(now, baseline, occurrence=1)
-    assert lines[:3] == ["", "since the baseline:", "verdicts changed: days MET -> UNMET"]
-    assert f"baseline (score 1.00): {second}" in lines
-    assert since_baseline(now, baseline) == []  # the first call failed there too
