@@ -20,6 +20,7 @@ from .._load.loader import load_suite
 from .._load.locate import Locator, validation_problems
 from .._load.semantics import semantic_problems
 from .._load.traces import RETURN_SHAPES, ShapeError, read_returned
+from .._render.table import since_baseline
 from .._results import CaseResult
 from .._schema import Criterion, Mark, Rubric, Suite, own_mark
 from ..criteria.check import Answer
@@ -257,7 +258,13 @@ class RubricFixture:
             # An undecided result is skipped, not raised: it is in the outputs with its bounds.
             raised = result.skipped_bounds is None and (bool(result.errors) or not result.passed)
             record(item, result, raised=raised)
-        raise_for(result)
+        # With --rubric-baseline, a case that regressed: its before and after, as an item's.
+        after = (
+            since_baseline(result, session.results.baseline, session.settings.show_response)
+            if session is not None
+            else []
+        )
+        raise_for(result, after)
         return result
 
 

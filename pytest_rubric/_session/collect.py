@@ -123,18 +123,19 @@ def evaluate(
     return result
 
 
-def raise_for(result: CaseResult) -> None:
+def raise_for(result: CaseResult, after: Sequence[str] = ()) -> None:
     """Raise :class:`RubricEvaluationError` when a criterion could not be evaluated,
     :class:`RubricAssertionError` when the result did not pass; the criterion table is the
-    message, through the outgoing boundary. A result the missing judge left undecided
-    (``skipped_bounds``) is skipped, its bounds in the reason."""
+    message (then the lines ``after`` it), through the outgoing boundary. A result the missing
+    judge left undecided (``skipped_bounds``) is skipped, its bounds in the reason."""
     __tracebackhide__ = True
     if result.errors:
         raise RubricEvaluationError(outgoing(criteria_table(result)), result=result)
     if result.skipped_bounds is not None:  # the missing judge could still pass or fail it
         pytest.skip(outgoing(skip_reason(result)))
     if not result.passed:
-        raise RubricAssertionError(outgoing(criteria_table(result)), result=result)
+        message = "\n".join([criteria_table(result), *after])
+        raise RubricAssertionError(outgoing(message), result=result)
 
 
 class RubricFile(pytest.File):

@@ -138,3 +138,38 @@ def test_a_report_only_case_that_scored_lower_shows_before_and_after(
     assert "### Regressed since the baseline" in (team.path / "out.md").read_text()
     page = (team.path / "out.html").read_text()
     assert REGRESSED in page[page.index('id="changes"') :]
+
+
+def test_an_assert_rubric_that_regressed_shows_before_and_after(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """A case graded by ``assert_rubric`` in a unit test is a case too: its failure shows the
+    baseline's answer beside today's, as a rubric item's does."""
+    team_project(
+        pytester,
+        write,
+        app=app(GOOD),
+        unit_test=(
+            "from app.bot import answer\nfrom pytest_rubric import assert_rubric\n\n\n"
+            "def test_remote():\n"
+            "    rubric = {'id': 'remote', 'criteria': [\n"
+            "        {'id': 'days', 'type': 'any_of', 'any_of': ['two days']},\n"
+            "        {'id': 'approval', 'type': 'any_of', 'any_of': ['approval']},\n"
+            "    ]}\n"
+            "    assert_rubric(answer('Can I work remotely?'), rubric, min_score=1.0)\n"
+        ),
+        targets="",
+    )
+    pytester.runpytest("--rubric-json", "main.json").assert_outcomes(passed=1)
+    write("app/bot.py", app(REGRESSED))
+    result = pytester.runpytest("--rubric-baseline", "main.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*since the baseline:",
+            "*verdicts changed: days MET -> UNMET, approval MET -> UNMET",
+            f"*baseline (score 1.00): {GOOD}",
+            f"*now (score 0.00): {REGRESSED}",
+        ],
+        consecutive=True,
+    )
