@@ -151,9 +151,10 @@ class _Wire:
             raise self._fail(url, "the reply is not a JSON object", hint="check the endpoint")
         return data, retry_after
 
-    async def submitted(self, send: Callable[[], Any], *, resend: bool = True) -> Any:
-        """``send()`` retried as a live call is; without ``resend`` (a batch's creation, which
-        could be billed twice) only a request refused unread (429, 503) is sent again."""
+    async def submitted(self, url: str, send: Callable[[], Any], *, resend: bool = True) -> Any:
+        """``send()`` (an exchange with ``url``) retried as a live call is, from the same retry
+        budget; without ``resend`` (a batch's creation, which could be billed twice) only a
+        request refused unread (429, 503) is sent again."""
         policy = self.client.policy
         for attempt in range(policy.attempts):
             try:
@@ -162,7 +163,7 @@ class _Wire:
                 again = exc.retryable and (resend or exc.status in (429, 503))
                 if not again or attempt + 1 == policy.attempts:
                     raise
-                await asyncio.sleep(self.client._delay(attempt + 1, exc))
+                await self.client._retry(attempt + 1, exc, batch_url=url)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def lines(self, body: bytes) -> list[dict[str, Any]]:
@@ -183,7 +184,8 @@ class _Wire:
     async def download(self, url: str) -> bytes:
         body: bytes
         body, _ = await self.submitted(
-            lambda: self.request("GET", url, cap=MAX_RESULTS_BYTES, timeout=self.transfer_timeout)
+            url,
+            lambda: self.request("GET", url, cap=MAX_RESULTS_BYTES, timeout=self.transfer_timeout),
         )
         return body
 
@@ -236,17 +238,19 @@ class _OpenAIBatch(_Wire):
         ).encode("utf-8")
         files_url = self.client.spec.endpoint("/files")
         uploaded, _ = await self.submitted(
+            files_url,
             lambda: self.json(
                 "POST",
                 files_url,
                 files={"file": ("rubric-judge-batch.jsonl", lines, "application/jsonl")},
                 data={"purpose": "batch"},
                 timeout=self.transfer_timeout,
-            )
+            ),
         )
         file_id = self._id(files_url, uploaded.get("id"), "file id")
         batches_url = self.client.spec.endpoint("/batches")
         created, _ = await self.submitted(
+            batches_url,
             lambda: self.json(
                 "POST",
                 batches_url,
@@ -321,6 +325,7 @@ class _AnthropicBatch(_Wire):
     async def submit(self, requests: Sequence[BatchRequest]) -> str:
         url = self._url()
         created, _ = await self.submitted(
+            url,
             lambda: self.json(
                 "POST",
                 url,
