@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from .._defaults import PROVIDERS
 from .._errors import BudgetSpent, LLMError
-from .._guards.limits import unique_keys
+from .._guards.limits import RepeatedKey, unique_keys
 from .._guards.secrets import public_url, redact
 from .base import Reply, Sampling
 from .clients import AnthropicClient, OpenAIClient
@@ -141,12 +141,15 @@ class _Wire:
     ) -> tuple[dict[str, Any], float | None]:
         body, retry_after = await self.request(method, url, **kwargs)
         try:
-            data = json.loads(body)
-        except (ValueError, RecursionError):
-            text = self._quote(body.decode("utf-8", errors="replace"))
-            raise self._fail(
-                url, f"the reply is not JSON ({text!r})", hint="check the endpoint"
-            ) from None
+            # A key given twice (two statuses, two ids) is no reply, as a live one's.
+            data = json.loads(body, object_pairs_hook=unique_keys)
+        except (ValueError, RecursionError) as exc:
+            if isinstance(exc, RepeatedKey):
+                what = f"the reply gives the key {self._quote(exc.key)!r} twice in one object"
+            else:
+                text = self._quote(body.decode("utf-8", errors="replace"))
+                what = f"the reply is not JSON ({text!r})"
+            raise self._fail(url, what, hint="check the endpoint") from None
         if not isinstance(data, dict):
             raise self._fail(url, "the reply is not a JSON object", hint="check the endpoint")
         return data, retry_after

@@ -207,6 +207,20 @@ def test_a_results_url_on_another_host_is_not_sent_the_key(fake_llm: FakeLLM) ->
     assert not any("collector" in r.path for r in fake_llm.requests)
 
 
+def test_a_control_reply_that_gives_a_key_twice_is_refused_as_a_live_reply_is(
+    fake_llm: FakeLLM,
+) -> None:
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    created = '{"id": "msgbatch_x", "type": "message_batch", "processing_status": "in_progress"'
+    fake_llm.script_batch_control(
+        raw(created + "}"),
+        raw(created + ', "processing_status": "ended"}'),  # which one counts is no guess
+    )
+    with pytest.raises(LLMError, match=r"the reply gives the key 'processing_status' twice"):
+        _run(_client(fake_llm, "anthropic"), _requests(1))
+    assert not any(r.path.endswith("/results") for r in fake_llm.requests)
+
+
 def test_a_batch_creation_is_sent_again_only_when_the_server_refused_it(fake_llm: FakeLLM) -> None:
     fake_llm.respond_with(lambda request: verdict("MET"))
     fake_llm.script_batch_control(status(503))  # refused unread: sent again
