@@ -418,7 +418,7 @@ class HTTPClient:
                 batch_url=batch_url,
             )
         if status >= 400:
-            default = "see the provider's error" if batch else "see the provider's error message"
+            default = "see the provider's error message"
             hint = _NO_BATCH_API if batch and status == 404 else HINTS.get(status, default)
             raise self._fail(
                 f"HTTP {status}: {self._quote(error_text(body, response.reason_phrase), _QUOTE_ERROR)}",

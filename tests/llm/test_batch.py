@@ -188,6 +188,26 @@ def test_a_redirect_is_refused_and_a_missing_route_says_the_batch_api_is_needed(
         _run(_client(fake_llm, "openai"), _requests(1))
 
 
+def test_a_status_without_a_hint_of_its_own_is_hinted_alike_live_and_batched(
+    fake_llm: FakeLLM,
+) -> None:
+    fake_llm.script(status(418))
+    client = _client(fake_llm, "openai")
+
+    async def live() -> None:
+        try:
+            await client.send("system", "user")
+        finally:
+            await client.aclose()
+
+    with pytest.raises(LLMError) as asked_live:
+        asyncio.run(live())
+    fake_llm.script_batch_control(status(418))
+    with pytest.raises(LLMError) as batched:
+        _run(_client(fake_llm, "openai"), _requests(1))
+    assert asked_live.value.hint == batched.value.hint == "see the provider's error message"
+
+
 def test_a_results_url_on_another_host_is_not_sent_the_key(fake_llm: FakeLLM) -> None:
     fake_llm.respond_with(lambda request: verdict("MET"))
     ended = {
