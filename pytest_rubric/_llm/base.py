@@ -51,7 +51,8 @@ class Sampling:
 class Reply:
     """What one call returned: the text, the tokens the provider counted (0: not said), and,
     through the cache, its key, whether it came from it, the endpoint it was recorded against
-    and (``replay`` only) why the last reply was ``unusable`` (see ``_llm.cache``)."""
+    and (``replay`` only) why the last reply was ``unusable`` (see ``_llm.cache``); from
+    ``--rubric-recordings``, the ``recording`` file it came from."""
 
     text: str
     tokens_in: int = 0
@@ -60,6 +61,7 @@ class Reply:
     cached: bool = False
     endpoint: str | None = None
     unusable: str | None = None
+    recording: str | None = None
     parsed: str | None = None  # from the cache: what was stored beside the text, as JSON
     # The text is a forced tool call's input: it must be the object, whole.
     structured: bool = False

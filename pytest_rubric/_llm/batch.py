@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from .._defaults import PROVIDERS
 from .._errors import BudgetSpent, LLMError
-from .._guards.limits import unique_keys
+from .._guards.limits import RepeatedKey, unique_keys
 from .._guards.secrets import public_url, redact
 from .base import Reply, Sampling
 from .clients import AnthropicClient, OpenAIClient
@@ -141,19 +141,23 @@ class _Wire:
     ) -> tuple[dict[str, Any], float | None]:
         body, retry_after = await self.request(method, url, **kwargs)
         try:
-            data = json.loads(body)
-        except (ValueError, RecursionError):
-            text = self._quote(body.decode("utf-8", errors="replace"))
-            raise self._fail(
-                url, f"the reply is not JSON ({text!r})", hint="check the endpoint"
-            ) from None
+            # A key given twice (two statuses, two ids) is no reply, as a live one's.
+            data = json.loads(body, object_pairs_hook=unique_keys)
+        except (ValueError, RecursionError) as exc:
+            if isinstance(exc, RepeatedKey):
+                what = f"the reply gives the key {self._quote(exc.key)!r} twice in one object"
+            else:
+                text = self._quote(body.decode("utf-8", errors="replace"))
+                what = f"the reply is not JSON ({text!r})"
+            raise self._fail(url, what, hint="check the endpoint") from None
         if not isinstance(data, dict):
             raise self._fail(url, "the reply is not a JSON object", hint="check the endpoint")
         return data, retry_after
 
-    async def submitted(self, send: Callable[[], Any], *, resend: bool = True) -> Any:
-        """``send()`` retried as a live call is; without ``resend`` (a batch's creation, which
-        could be billed twice) only a request refused unread (429, 503) is sent again."""
+    async def submitted(self, url: str, send: Callable[[], Any], *, resend: bool = True) -> Any:
+        """``send()`` (an exchange with ``url``) retried as a live call is, from the same retry
+        budget; without ``resend`` (a batch's creation, which could be billed twice) only a
+        request refused unread (429, 503) is sent again."""
         policy = self.client.policy
         for attempt in range(policy.attempts):
             try:
@@ -162,7 +166,7 @@ class _Wire:
                 again = exc.retryable and (resend or exc.status in (429, 503))
                 if not again or attempt + 1 == policy.attempts:
                     raise
-                await asyncio.sleep(self.client._delay(attempt + 1, exc))
+                await self.client._retry(attempt + 1, exc, batch_url=url)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def lines(self, body: bytes) -> list[dict[str, Any]]:
@@ -183,7 +187,8 @@ class _Wire:
     async def download(self, url: str) -> bytes:
         body: bytes
         body, _ = await self.submitted(
-            lambda: self.request("GET", url, cap=MAX_RESULTS_BYTES, timeout=self.transfer_timeout)
+            url,
+            lambda: self.request("GET", url, cap=MAX_RESULTS_BYTES, timeout=self.transfer_timeout),
         )
         return body
 
@@ -236,17 +241,19 @@ class _OpenAIBatch(_Wire):
         ).encode("utf-8")
         files_url = self.client.spec.endpoint("/files")
         uploaded, _ = await self.submitted(
+            files_url,
             lambda: self.json(
                 "POST",
                 files_url,
                 files={"file": ("rubric-judge-batch.jsonl", lines, "application/jsonl")},
                 data={"purpose": "batch"},
                 timeout=self.transfer_timeout,
-            )
+            ),
         )
         file_id = self._id(files_url, uploaded.get("id"), "file id")
         batches_url = self.client.spec.endpoint("/batches")
         created, _ = await self.submitted(
+            batches_url,
             lambda: self.json(
                 "POST",
                 batches_url,
@@ -321,6 +328,7 @@ class _AnthropicBatch(_Wire):
     async def submit(self, requests: Sequence[BatchRequest]) -> str:
         url = self._url()
         created, _ = await self.submitted(
+            url,
             lambda: self.json(
                 "POST",
                 url,

@@ -276,15 +276,7 @@ class HTTPClient:
         for attempt in range(1 if failed else 0, policy.attempts):
             if attempt:
                 assert last is not None  # a retry follows a failure: this loop's, or ``failed``
-                if self._budget <= 0:
-                    raise self._fail(
-                        f"{last.what}; the session's retry budget ({policy.budget}) is spent",
-                        status=last.status,
-                        hint="the provider is failing a lot: check its status, or lower --rubric-concurrency",
-                    )
-                self._budget -= 1
-                self.stats.retries += 1
-                await asyncio.sleep(self._delay(attempt, last))
+                await self._retry(attempt, last)
             try:
                 # The slot is held for this attempt only, not for the sleep above.
                 async with self._slot():
@@ -302,6 +294,21 @@ class HTTPClient:
             # What the last failure called for: a refused connection is not a slow server.
             hint=HINTS.get(last.status or 0) or last.hint or "try again later",
         )
+
+    async def _retry(self, attempt: int, last: LLMError, *, batch_url: str | None = None) -> None:
+        """Wait before retry ``attempt`` (1: the first) of a call, or of a batch API's exchange
+        at ``batch_url``, counted and paid from the session's retry budget; once that is spent,
+        ``last``'s error saying so."""
+        if self._budget <= 0:
+            raise self._fail(
+                f"{last.what}; the session's retry budget ({self.policy.budget}) is spent",
+                status=last.status,
+                hint="the provider is failing a lot: check its status, or lower --rubric-concurrency",
+                batch_url=batch_url,
+            )
+        self._budget -= 1
+        self.stats.retries += 1
+        await asyncio.sleep(self._delay(attempt, last))
 
     def _delay(self, attempt: int, last: LLMError | None) -> float:
         """The wait before retry ``attempt`` (1: the first): ``last``'s Retry-After, capped,
@@ -411,7 +418,7 @@ class HTTPClient:
                 batch_url=batch_url,
             )
         if status >= 400:
-            default = "see the provider's error" if batch else "see the provider's error message"
+            default = "see the provider's error message"
             hint = _NO_BATCH_API if batch and status == 404 else HINTS.get(status, default)
             raise self._fail(
                 f"HTTP {status}: {self._quote(error_text(body, response.reason_phrase), _QUOTE_ERROR)}",

@@ -114,7 +114,14 @@ class Recordings:
             if (entry := self.new.get(where, {}).get(key) or self._load(where).get(key)) is None:
                 return None
             self.used.setdefault(where, set()).add(key)
-        return Reply(entry["reply"], entry["tokens_in"], entry["tokens_out"], key=key, cached=True)
+        return Reply(
+            entry["reply"],
+            entry["tokens_in"],
+            entry["tokens_out"],
+            key=key,
+            cached=True,
+            recording=where,
+        )
 
     def record(
         self, where: str, key: str, *, judge: str, reply: Reply, replace: bool = False

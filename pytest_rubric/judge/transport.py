@@ -233,8 +233,8 @@ class Transport:
     def unusable(self, reply: Reply, reason: str) -> None:
         """Record that a reply did not fit the protocol, and why (the reply is never kept)."""
         self.cache.unusable(reply, reason)
-        if reply.cached and (where := self._recording.get()) is not None:
-            self._misfits[where] = reason
+        if reply.recording is not None:  # never a reply of the local cache: no file held it
+            self._misfits[reply.recording] = reason
 
     def _key(self, prompt: Prompt, user: str, vote: int) -> dict[str, Any]:
         """Everything that can change the verdict, and nothing of where the call goes (the

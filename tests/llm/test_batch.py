@@ -52,8 +52,8 @@ def _polls_as_the_fake_says(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(batch_module, "MIN_RETRY_AFTER", 0.0)
 
 
-def _client(fake: FakeLLM, provider: str) -> HTTPClient:
-    policy = RetryPolicy(backoff=0.01, timeout=5.0)
+def _client(fake: FakeLLM, provider: str, **policy_: Any) -> HTTPClient:
+    policy = RetryPolicy(**{"backoff": 0.01, "timeout": 5.0, **policy_})
     if provider == "openai":
         spec = ModelSpec.parse("openai:gpt-test", url=fake.openai_url)
         return OpenAIClient(spec, key=Secret(KEY), policy=policy)
@@ -188,6 +188,26 @@ def test_a_redirect_is_refused_and_a_missing_route_says_the_batch_api_is_needed(
         _run(_client(fake_llm, "openai"), _requests(1))
 
 
+def test_a_status_without_a_hint_of_its_own_is_hinted_alike_live_and_batched(
+    fake_llm: FakeLLM,
+) -> None:
+    fake_llm.script(status(418))
+    client = _client(fake_llm, "openai")
+
+    async def live() -> None:
+        try:
+            await client.send("system", "user")
+        finally:
+            await client.aclose()
+
+    with pytest.raises(LLMError) as asked_live:
+        asyncio.run(live())
+    fake_llm.script_batch_control(status(418))
+    with pytest.raises(LLMError) as batched:
+        _run(_client(fake_llm, "openai"), _requests(1))
+    assert asked_live.value.hint == batched.value.hint == "see the provider's error message"
+
+
 def test_a_results_url_on_another_host_is_not_sent_the_key(fake_llm: FakeLLM) -> None:
     fake_llm.respond_with(lambda request: verdict("MET"))
     ended = {
@@ -207,6 +227,20 @@ def test_a_results_url_on_another_host_is_not_sent_the_key(fake_llm: FakeLLM) ->
     assert not any("collector" in r.path for r in fake_llm.requests)
 
 
+def test_a_control_reply_that_gives_a_key_twice_is_refused_as_a_live_reply_is(
+    fake_llm: FakeLLM,
+) -> None:
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    created = '{"id": "msgbatch_x", "type": "message_batch", "processing_status": "in_progress"'
+    fake_llm.script_batch_control(
+        raw(created + "}"),
+        raw(created + ', "processing_status": "ended"}'),  # which one counts is no guess
+    )
+    with pytest.raises(LLMError, match=r"the reply gives the key 'processing_status' twice"):
+        _run(_client(fake_llm, "anthropic"), _requests(1))
+    assert not any(r.path.endswith("/results") for r in fake_llm.requests)
+
+
 def test_a_batch_creation_is_sent_again_only_when_the_server_refused_it(fake_llm: FakeLLM) -> None:
     fake_llm.respond_with(lambda request: verdict("MET"))
     fake_llm.script_batch_control(status(503))  # refused unread: sent again
@@ -216,6 +250,24 @@ def test_a_batch_creation_is_sent_again_only_when_the_server_refused_it(fake_llm
     with pytest.raises(LLMError, match="HTTP 500"):
         _run(_client(fake_llm, "anthropic"), _requests(1))
     assert len(fake_llm.requests) == 1
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_batch_exchange_sent_again_is_a_retry_counted_and_spent(
+    fake_llm: FakeLLM, provider: str
+) -> None:
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    fake_llm.script_batch_control(status(503), status(503))  # the first submission, twice
+    client = _client(fake_llm, provider)
+    assert isinstance(_run(client, _requests(1))["rubric-0"], Reply)
+    assert client.stats.retries == 2  # what the run's usage line prints
+    # A retry of a batch exchange spends the session's retry budget, as a live call's does.
+    fake_llm.requests.clear()
+    fake_llm.script_batch_control(status(503), status(503))
+    client = _client(fake_llm, provider, budget=1)
+    with pytest.raises(LLMError, match=r"HTTP 503.*the session's retry budget \(1\) is spent"):
+        _run(client, _requests(1))
+    assert len(fake_llm.requests) == 2 and client.stats.retries == 1
 
 
 def test_closing_the_queue_cancels_the_running_batch(fake_llm: FakeLLM) -> None:

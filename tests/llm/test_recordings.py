@@ -632,3 +632,24 @@ def test_a_key_a_judge_writes_with_json_escapes_is_in_no_recording_or_cache(
             kept += [_decoded(list(row)) for row in db.execute(f"select * from {table}")]
     assert any("the key is ***" in text for text in kept)
     assert not any("123456789abcdef" in text for text in kept)
+
+
+def test_a_cached_reply_that_does_not_fit_blames_no_recording_file(
+    team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replay reads the recordings, then the local cache: a reply of the local cache that
+    does not fit is no fault of the recording file, which here does not even exist."""
+    team.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
+    recording(team, "remote").unlink()
+    with sqlite3.connect(team.path / ".rubric_cache/judge.sqlite3") as db:
+        db.execute("UPDATE replies SET raw = ?", ['{"verdict": "PROBABLY"}'])
+    monkeypatch.delenv("OPENAI_API_KEY")
+    result = team.runpytest("--rubric-cache", "replay")
+    result.assert_outcomes(passed=2, errors=1)  # leave's recording holds its replies
+    result.stdout.fnmatch_lines(
+        [
+            "*no recorded reply of judge openai:local for criterion 'policy' in "
+            "recordings/evals/faq.rubric.yaml/remote.json; record it with *"
+        ]
+    )
+    assert "did not fit the protocol" not in result.stdout.str()
