@@ -116,20 +116,24 @@ def named(text: str) -> tuple[str | None, str]:
     return None, text.strip()
 
 
-def subject_named(text: str) -> tuple[str, str]:
-    """``[NAME=]VALUE`` as ``(subject, VALUE)``: the subject is NAME, else what VALUE names
-    after its last ``:`` (a target's function, a model)."""
+def subject_named(text: str, *, model: bool = False) -> tuple[str, str]:
+    """``[NAME=]VALUE`` as ``(subject, VALUE)``: the subject is NAME, else what VALUE names: a
+    target's function, after its last ``:`` (``app.bot:answer``: ``answer``); with ``model``,
+    a ``PROVIDER:MODEL``'s model, after its first (``openai:llama3.1:8b``: ``llama3.1:8b``)."""
     name, value = named(text)
-    return name or value.rpartition(":")[2], value
+    # A model's name may hold ':' itself (Ollama's tags, fine-tuned models); a module never does.
+    parts = value.split(":", 1) if model else value.rsplit(":", 1)
+    return name or parts[-1], value
 
 
-def subject_clash(flag: str, texts: Iterable[str]) -> str | None:
-    """Why the ``[NAME=]VALUE`` subjects ``texts`` given with ``flag`` clash, or None: the same
-    value, or two subjects of one name (nothing given is ever dropped in silence)."""
+def subject_clash(flag: str, texts: Iterable[str], *, model: bool = False) -> str | None:
+    """Why the ``[NAME=]VALUE`` subjects ``texts`` given with ``flag`` (models, with ``model``)
+    clash, or None: the same value, or two subjects of one name (nothing given is ever dropped
+    in silence)."""
     values: set[str] = set()
     names: dict[str, str] = {}
     for text in texts:
-        subject, value = subject_named(text)
+        subject, value = subject_named(text, model=model)
         if value in values:
             return f"{flag} {value} is given twice; give each subject once"
         if subject in names:

@@ -190,16 +190,20 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
             ) from None
         tracer = SpanCapture()
     for flag, texts in (("--model", args.models), ("--target", args.targets)):
-        if (clash := subject_clash(flag, texts)) is not None:  # as pytest's flags are read
+        clash = subject_clash(flag, texts, model=flag == "--model")  # as pytest's flags are read
+        if clash is not None:
             raise ValueError(clash)
     subjects: list[_Subject] = []
     seen: dict[str, str] = {}
     for flag, given in [("--model", m) for m in args.models] + [
         ("--target", t) for t in args.targets
     ]:
-        subject, value = subject_named(given)
+        subject, value = subject_named(given, model=flag == "--model")
         if (why := file_subject_problem(subject)) is not None:
-            raise ValueError(f"{flag} {given}: subject {subject!r} cannot name a file: {why}")
+            raise ValueError(
+                f"{flag} {given}: subject {subject!r} cannot name a file: {why}; give it a "
+                f"name that can, {flag} NAME={value}"
+            )
         if subject in seen:
             raise ValueError(
                 f"{seen[subject]} and {flag} {given} are both subject {subject!r}; name one "

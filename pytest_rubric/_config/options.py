@@ -147,7 +147,8 @@ def _repeatable(key: str) -> Callable[[pytest.Config], tuple[str, ...]]:
 
     def read(config: pytest.Config) -> tuple[str, ...]:
         values = tuple(v.strip() for v in given(config, key) or ())
-        if (clash := subject_clash(BY_KEY[key].flag_text, values)) is not None:
+        clash = subject_clash(BY_KEY[key].flag_text, values, model=key == "model")
+        if clash is not None:
             raise pytest.UsageError(clash)
         return values
 

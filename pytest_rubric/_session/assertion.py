@@ -59,7 +59,7 @@ def _find(path_text: str, item: pytest.Item | None) -> Path:
 
 def _rubric_from_path(
     spec: str | os.PathLike[str], item: pytest.Item | None
-) -> tuple[Rubric, Sequence[Any], Mark, str]:
+) -> tuple[Rubric, Sequence[Any], Mark, str, str | None]:
     path_text, _, case_id = os.fspath(spec).partition("::")
     path = _find(path_text, item)
     make_importable(path.parent)
@@ -85,22 +85,26 @@ def _rubric_from_path(
                 )
             ],
         )
-    return case, loaded.suite.global_criteria, own_mark(case, loaded.suite), loaded.name
+    suite = loaded.suite
+    return case, suite.global_criteria, own_mark(case, suite), loaded.name, suite.style_field
 
 
 def _to_rubric(
     rubric: RubricSpec, item: pytest.Item | None, min_score: float | None
-) -> tuple[Rubric, Sequence[Any], Mark, str | None]:
+) -> tuple[Rubric, Sequence[Any], Mark, str | None, str | None]:
+    """The rubric, its global criteria, its own pass mark, its suite's name and its
+    ``style_field`` (the last three a rubric file's, when ``rubric`` names one)."""
     mark = {} if min_score is None else {"min_score": min_score}
     if isinstance(rubric, str | os.PathLike):
-        case, global_criteria, own, suite = _rubric_from_path(rubric, item)
+        case, global_criteria, own, suite, style_field = _rubric_from_path(rubric, item)
         _checked({"id": case.id, **mark}, item, given=case, global_criteria=global_criteria)
-        return case, global_criteria, own, suite
+        return case, global_criteria, own, suite, style_field
     if isinstance(rubric, Rubric):
-        return _checked({"id": rubric.id, **mark}, item, given=rubric), (), own_mark(rubric), None
+        checked = _checked({"id": rubric.id, **mark}, item, given=rubric)
+        return checked, (), own_mark(rubric), None, None
     data = rubric if isinstance(rubric, dict) else {"criteria": list(rubric)}
     parsed = _checked({**data, **mark}, item)
-    return parsed, (), own_mark(parsed), None
+    return parsed, (), own_mark(parsed), None, None
 
 
 def _checked(
@@ -164,8 +168,8 @@ def assert_rubric(
         ``min_score``, ``question``); a :class:`~pytest_rubric.Rubric` or
         :class:`~pytest_rubric.Case`; or the path of a rubric file, with the
         case named as ``"evals/finance.rubric.yaml::q02_var"`` (the case may
-        be left out when the file has one). A file's ``global`` criteria and
-        ``min_score`` apply.
+        be left out when the file has one). A file's ``global`` criteria,
+        ``min_score`` and ``style_field`` apply.
     :param min_score: the pass mark. Default: the rubric's own ``min_score``,
         else 0.8 (or the ini option ``rubric_min_score``).
     :param query: the question the response answers (shown in reports, given
@@ -220,7 +224,7 @@ class RubricFixture:
         answer = _answer(response)
         if item is not None:
             make_importable(item.config.rootpath)  # for `callable:` criteria, as in rubric files
-        parsed, global_criteria, own_mark, suite = _to_rubric(rubric, item, min_score)
+        parsed, global_criteria, own_mark, suite, style_field = _to_rubric(rubric, item, min_score)
         if query is not None:
             parsed = parsed.model_copy(update={"question": query})
         session = session_of(item.config) if item is not None else None
@@ -229,6 +233,7 @@ class RubricFixture:
             parsed,
             global_criteria=global_criteria,
             min_score=min_score if min_score is not None else own_mark,
+            style_field=style_field,  # a rubric file's wins over the ini's, as for its items
         )
         nodeid = item.nodeid if item is not None else ""
         case = None

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .._defaults import ResponseTally, RetryPolicy, named, subject_named
+from .._defaults import ResponseTally, RetryPolicy, subject_named
 from .._errors import Problem
 from .._guards.outgoing import warn
 
@@ -159,10 +159,10 @@ def live_models(
     by_subject = {subject_named(given)[0]: given for given in targets}
     live: dict[str, LiveModel] = {}
     for given in models:
-        name, value = named(given)
+        subject, value = subject_named(given, model=True)
         try:
             spec = ModelSpec.parse(value)
-            if (subject := name or spec.model) in by_subject:
+            if subject in by_subject:
                 raise ValueError(
                     f"{given} and --rubric-target {by_subject[subject]} are both subject "
                     f"{subject!r}; name one of them (NAME=...)"

@@ -21,6 +21,7 @@ from pytest_rubric import (
     assert_rubric,
 )
 from pytest_rubric.criteria import AnyOf
+from tests.conftest import team_project
 
 Write = Callable[[str, str], Path]
 
@@ -395,3 +396,45 @@ def test_a_rubric_path_that_is_nowhere_says_where_it_looked(pytester: pytest.Pyt
         ]
     )
     result.stdout.no_fnmatch_line("*FileNotFoundError*")
+
+
+HR_RUBRIC = """
+suite: hr
+style_field: /answer
+target: targets:json_bot
+cases:
+  - id: remote
+    question: "Can I work remotely?"
+    criteria:
+      - {id: remote, type: any_of, any_of: ["remotely"]}
+"""
+HR_APP = """
+import json
+
+
+def reply(question: str) -> str:
+    return json.dumps({"answer": "You may work remotely up to two days a week.", "section": "4.2"})
+"""
+
+
+def test_a_rubric_file_named_by_path_keeps_its_style_field(
+    pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
+) -> None:
+    """``assert_rubric(..., "path::case")`` grades the file's case as the run grades its item:
+    style is measured where the file's ``style_field:`` points, which wins over the ini's."""
+    team_project(
+        pytester,
+        write,
+        app=HR_APP,
+        unit_test="from pytest_rubric import assert_rubric\nfrom app.bot import reply\n\n\n"
+        "def test_reply():\n"
+        "    assert_rubric(reply('?'), 'evals/hr.rubric.yaml::remote', subject='asserted')\n",
+        targets="from app.bot import reply\n\n\ndef json_bot(question: str) -> str:\n"
+        "    return reply(question)\n",
+        ini="rubric_style_field = /section\n",
+    )
+    write("evals/hr.rubric.yaml", HR_RUBRIC)
+    pytester.runpytest("--rubric-json=out.json").assert_outcomes(passed=2)
+    by = {r["subject"]: r for r in rubric_json()["results"]}
+    for measure in ("fluency", "confidence", "flags"):
+        assert by["asserted"][measure] == by["json_bot"][measure], measure

@@ -1,0 +1,101 @@
+"""``python -m pytest_rubric collect``: a model's answers are frozen under the subject a live
+run gives it, so ``responses:`` grades them as the same items.
+
+The project is a team's: a ``pytest.ini`` that collects ``evals/``, a unit test in ``tests/``,
+and the rubric file, asked of local models (an Ollama-style ``llama3.1:8b``) through an
+OpenAI-compatible server (tests/fake_llm.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_rubric._cli.merge import main as cli
+from tests.fake_llm import FakeLLM, Recorded, text
+
+Write = Callable[[str, str], Path]
+
+SUPPORT = """
+suite: support
+cases:
+  - id: refund_window
+    question: "How long do I have to return a jacket?"
+    criteria: [{id: days, type: any_of, any_of: ["30 days"]}]
+"""
+# Two local models whose names differ only before their last ':'.
+MODELS = ["openai:llama3.1:8b", "openai:qwen2.5:8b"]
+
+
+def _by_model(request: Recorded) -> Any:
+    right = request.body["model"] == "llama3.1:8b"
+    return text("Within 30 days." if right else "Within 14 days.")
+
+
+@pytest.fixture
+def team(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> pytest.Pytester:
+    pytester.makeini("[pytest]\nrubric_dirs = evals\ntestpaths = tests\n")
+    write("tests/test_units.py", "def test_units():\n    assert 30 > 14\n")
+    write("evals/support.rubric.yaml", SUPPORT)
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.openai_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    fake_llm.respond_with(_by_model)
+    return pytester
+
+
+def _graded(pytester: pytest.Pytester, *args: str) -> dict[str, bool]:
+    result = pytester.runpytest("--rubric-json=out.json", *args)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stderr.str()
+    result.assert_outcomes(passed=2, failed=1)
+    results = json.loads((pytester.path / "out.json").read_text())["results"]
+    return {r["nodeid"]: r["passed"] for r in results}
+
+
+def test_a_model_whose_name_holds_a_colon_is_one_subject_live_and_frozen(
+    team: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The subject of ``openai:llama3.1:8b`` is the model, ``llama3.1:8b``, everywhere: two
+    models that share the part after their last ':' are not one subject, and ``collect``
+    writes ``llama3.1:8b.jsonl``, which grades as the live run's items."""
+    live = _graded(team, *(f"--rubric-model={m}" for m in MODELS))
+    assert live == {
+        "evals/support.rubric.yaml::refund_window[llama3.1:8b]": True,
+        "evals/support.rubric.yaml::refund_window[qwen2.5:8b]": False,
+    }
+
+    models = [arg for m in MODELS for arg in ("--model", m)]
+    code = cli(["collect", "--rubric-dir", "evals", *models, "--out", "answers"])
+    assert code == 0, capsys.readouterr().err
+    written = sorted(p.name for p in (team.path / "answers").iterdir())
+    assert written == ["llama3.1:8b.jsonl", "qwen2.5:8b.jsonl"]
+    assert _graded(team, "--rubric-responses=answers") == live
+
+
+@pytest.mark.parametrize(
+    ("model", "subject", "why"),
+    [
+        ("openai:meta-llama/Llama-3-8b", "meta-llama/Llama-3-8b", "a path separator"),
+        ("openai:ft:gpt-4o-mini:org::id", "ft:gpt-4o-mini:org::id", "'::', '[' and ']'"),
+    ],
+)
+def test_a_model_whose_name_cannot_name_a_file_is_refused_before_it_is_asked(
+    team: pytest.Pytester,
+    fake_llm: FakeLLM,
+    capsys: pytest.CaptureFixture[str],
+    model: str,
+    subject: str,
+    why: str,
+) -> None:
+    """Its subject is its name, as in a live run, and no file of another name is written in
+    its place: ``collect`` says so and how to name it."""
+    assert cli(["collect", "--rubric-dir", "evals", "--model", model, "--out", "answers"]) == 2
+    err = capsys.readouterr().err
+    assert f"--model {model}: subject {subject!r} cannot name a file: {why}" in err
+    assert f"give it a name that can, --model NAME={model}" in err
+    assert not (team.path / "answers").exists() and not fake_llm.requests
