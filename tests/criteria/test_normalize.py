@@ -59,14 +59,13 @@ def test_casefold_makes_sharp_s_equal_to_ss() -> None:
     assert normalize("Straße") == normalize("STRASSE") == normalize("strasse")
 
 
-# Every character Unicode calls a dash (category Pd: hyphens, dashes, wave dashes), all in
-# its first two planes.
-DASHES = [chr(c) for c in range(0x20000) if unicodedata.category(chr(c)) == "Pd"]
-
-
-@pytest.mark.parametrize("dash", DASHES, ids=[f"U+{ord(d):04X}" for d in DASHES])
-def test_every_dash_becomes_hyphen_minus(dash: str) -> None:
-    assert normalize(f"long{dash}term") == "long-term"
+def test_every_dash_becomes_hyphen_minus() -> None:
+    """Every character Unicode calls a dash (category Pd: hyphens, dashes, wave dashes), all in
+    its first two planes; found when the test runs (not in every worker's collection)."""
+    dashes = [chr(c) for c in range(0x20000) if unicodedata.category(chr(c)) == "Pd"]
+    assert len(dashes) > 20
+    kept = [f"U+{ord(d):04X}" for d in dashes if normalize(f"long{d}term") != "long-term"]
+    assert kept == []
 
 
 @pytest.mark.parametrize(
@@ -103,13 +102,17 @@ def test_curly_quotes_become_straight(text: str, expected: str) -> None:
 CURLY = re.compile(
     r"(LEFT|RIGHT) (SINGLE|DOUBLE) QUOTATION MARK|(SINGLE|DOUBLE) .*-9 QUOTATION MARK"
 )
-QUOTES = [chr(c) for c in range(0x20000) if CURLY.fullmatch(unicodedata.name(chr(c), ""))]
 
 
-@pytest.mark.parametrize("quote", QUOTES, ids=[f"U+{ord(q):04X}" for q in QUOTES])
-def test_every_curly_quote_becomes_straight(quote: str) -> None:
-    straight = "'" if "SINGLE" in unicodedata.name(quote) else '"'
-    assert normalize(f"{quote}x{quote}") == f"{straight}x{straight}"
+def test_every_curly_quote_becomes_straight() -> None:
+    quotes = [chr(c) for c in range(0x20000) if CURLY.fullmatch(unicodedata.name(chr(c), ""))]
+    assert len(quotes) > 8
+    kept = []
+    for quote in quotes:
+        straight = "'" if "SINGLE" in unicodedata.name(quote) else '"'
+        if normalize(f"{quote}x{quote}") != f"{straight}x{straight}":
+            kept.append(f"U+{ord(quote):04X}")
+    assert kept == []
 
 
 @pytest.mark.parametrize(
