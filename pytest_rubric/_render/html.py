@@ -21,7 +21,7 @@ from .._report.leaderboard import Pair, SubjectRow, breakdown_tables, interval_t
 from .._report.leaderboard import columns as board_columns
 from .._report.report import SessionReport, Severity
 from .._results import CaseResult, CriterionResult, mark_text
-from .table import trace_lines
+from .table import tally, trace_lines
 
 
 def e(text: object) -> str:
@@ -208,7 +208,7 @@ def answers(report: SessionReport, subjects: Sequence[str]) -> tuple[str, str, s
     results = report.results
     filters = _Filters(results, subjects)
     failing = report.failing  # what the terminal and the Markdown count as failing
-    undecided = [r for r in results if r.skipped_bounds is not None]
+    undecided = report.undecided
     passing = [r for r in results if r.passed]
     full_failing, lines = failing[:FULL], failing[FULL:]
     listed = len(results) <= FULL
@@ -613,7 +613,7 @@ def render_html(report: SessionReport, *, title: str = "pytest-rubric report") -
     if report.run is not None:
         header = (f"{e(label)} <code>{e(value)}</code>" for label, value in report.run.header())
         body.append(f'<p class="run">{" · ".join(header)}</p>')
-    body.append(f"<p>{report.passed} of {len(results)} answers passed.</p>")
+    body.append(f"<p>{e(tally(report))}</p>")
     listing, filters_css, shown = answers(report, subjects)
     body.append(_changes(report, shown))
     if results:

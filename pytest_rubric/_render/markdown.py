@@ -1,4 +1,5 @@
-"""The Markdown report: the run's header line, the leaderboard, the gates and the failing cases.
+"""The Markdown report: the run's header line, the leaderboard, the gates, the failing cases
+and those a missing judge left undecided.
 
 Written to ``--rubric-markdown PATH`` and appended to ``$GITHUB_STEP_SUMMARY``. GitHub
 renders Markdown with inline HTML, so every text from a rubric or a response is made inert
@@ -19,7 +20,7 @@ from .._report.leaderboard import breakdown_tables
 from .._report.leaderboard import columns as board_columns
 from .._report.report import SessionReport, Severity
 from .._results import CaseResult
-from .table import trace_lines, with_requirement
+from .table import score_text, tally, trace_lines, with_requirement
 
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _PUNCTUATION = re.compile(r"([\\`*_\[\]|~]|:(?=//)|(?<=www)\.)")
@@ -61,7 +62,7 @@ def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> s
         lines += [" · ".join(header), ""]
     if not report.results:
         return "\n".join([*lines, "No rubric results.", ""])
-    lines += [f"{report.passed} of {len(report.results)} answers passed.", ""]
+    lines += [tally(report), ""]
     passed, failed = report.assertions  # assert_rubric calls without a subject
     if passed or failed:
         lines += [f"assertions: {passed} passed, {failed} failed", ""]
@@ -77,7 +78,7 @@ def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> s
     for note in report.notes:
         # INFO notes are the terminal's: this page shows what a reader must act on.
         if note.severity is not Severity.INFO:
-            lines += ["", f"> **{escape(note.text, limit=200)}**"]
+            lines += ["", f"> **{escape(note.text, limit=300)}**"]
     for group, columns, rows in breakdown_tables(report.breakdowns):
         lines += ["", f"### By {group}", ""]
         lines += _table(
@@ -109,6 +110,17 @@ def render_markdown(report: SessionReport, *, title: str = "pytest-rubric") -> s
             lines.append(f"\n… and {len(failing) - _MAX_FAILURES} more (see the JSON report).")
         for r in failing[:_MAX_FAILURES]:
             lines += _answer(r, report.show_response)
+    if undecided := report.undecided:
+        lines += ["", f"### Undecided without the judge ({len(undecided)})", ""]
+        lines += _table(
+            ("case", "subject", "why"),
+            [
+                (code(r.nodeid or r.case), escape(r.subject), escape(score_text(r), limit=300))
+                for r in undecided[:_MAX_FAILURES]
+            ],
+        )
+        if len(undecided) > _MAX_FAILURES:
+            lines.append(f"\n… and {len(undecided) - _MAX_FAILURES} more (see the JSON report).")
     return "\n".join(lines) + "\n"
 
 

@@ -1,14 +1,20 @@
-"""Plain-text tables: the per-criterion failure table and the leaderboard share one renderer."""
+"""Plain-text tables (the per-criterion failure table and the leaderboard share one
+renderer), and the plain text each output says alike of a run and of an answer."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from .._defaults import SHOW_QUESTION, SHOW_RESPONSE
+from .._grade.bounds import skip_reason
 from .._guards.secrets import clip, known_keys, shorten
 from .._results import CaseResult, CriterionResult, mark_text
 from .._trace import Trace
+
+if TYPE_CHECKING:
+    from .._report.report import SessionReport
 
 SHOW_REQUIREMENT = 300  # a requirement's characters a failure table shows; the JSON has it whole
 
@@ -26,6 +32,23 @@ def render_table(
         ).rstrip()
 
     return [line(header), *(line(r) for r in rows)]
+
+
+def tally(report: SessionReport) -> str:
+    """How many answers passed, and how many a missing judge left undecided (neither passed
+    nor failed): the HTML's and the Markdown's first sentence."""
+    text = f"{report.passed} of {len(report.results)} answers passed"
+    if undecided := report.undecided:
+        text += f", {len(undecided)} left undecided without the judge"
+    return f"{text}."
+
+
+def score_text(result: CaseResult) -> str:
+    """An answer's score beside its pass mark; for one left undecided without the judge, its
+    bounds as the terminal's skip reason gives them (its score counts only what ran)."""
+    if result.skipped_bounds is not None:
+        return skip_reason(result)
+    return f"score {result.score:.2f} ({mark_text(result.min_score)})"
 
 
 def with_requirement(criterion: CriterionResult) -> str:

@@ -101,6 +101,12 @@ class SessionReport:
         return [r for r in self.results if not r.passed and r.skipped_bounds is None]
 
     @property
+    def undecided(self) -> list[CaseResult]:
+        """The cases a missing judge left undecided (SKIPPED with their bounds, see
+        _grade.bounds): neither passing nor failing, and in no figure."""
+        return [r for r in self.results if r.skipped_bounds is not None]
+
+    @property
     def ok(self) -> bool:
         """Every case passed and no gate failed."""
         return not self.failing and not self.gates.failed
@@ -215,8 +221,10 @@ def _skipped(results: Sequence[CaseResult], skipped: int) -> Note:
             "what ran. Set --rubric-judge PROVIDER:MODEL to grade them.",
         )
     undecided = sum(1 for r in results if r.skipped_bounds is not None)
+    # A warning, not the terminal's alone: a pull-request comment must not hide that the
+    # judge never ran (a key to set is something to act on).
     return Note(
-        Severity.INFO,
+        Severity.WARNING,
         f"{skipped} judged criteria SKIPPED ({why}); each case was graded on what can be, "
         f"{undecided} left undecided (SKIPPED with its bounds).",
     )

@@ -1,0 +1,147 @@
+"""The terminal, the Markdown, the HTML and JUnit tell one story of a run: what a keyless run
+skipped, a case left undecided without the judge, and a report-only case that scored lower.
+
+A team's project (``app/`` answers support questions, a unit test in ``tests/``, ``evals/``
+with a rubric file and the adapter ``evals/targets.py``, an ini file naming the judge
+in ``rubric_judge``) is run on main with the judge, then on a pull request that regresses
+the application, and by a colleague without ``OPENAI_API_KEY``, each time with every output.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import team_project
+from tests.fake_llm import FakeLLM, verdict
+
+Write = Callable[[str, str], Path]
+
+MAIN = {
+    "refund": "Refunds are possible within 30 days.",
+    "cancel": "Cancel within 24 hours from the Orders page.",
+    "hours": "We are open 9 to 5, Monday to Friday.",
+    "tone": "Hello! Happy to help.",
+}
+# The pull request: the refund answer loses its window, the report-only tone case its
+# greeting (it passes whatever it scores); the other answers stay as they were.
+REGRESSED = {**MAIN, "refund": "Refunds are decided case by case.", "tone": "Happy to help."}
+
+RUBRIC = """
+suite: support
+target: targets:bot
+min_score: 0.75
+cases:
+  - id: refund
+    question: "Can I get a refund?"
+    criteria:
+      - {id: window, type: any_of, any_of: ["30 days"]}
+  - id: cancel
+    question: "Can I cancel my order?"
+    criteria:
+      - {id: hours, type: any_of, any_of: ["24 hours"]}
+      - {id: how, requirement: "Says how to cancel"}
+  - id: hours
+    question: "When are you open?"
+    criteria:
+      - {id: days, type: any_of, any_of: ["Monday to Friday"]}
+  - id: tone
+    question: "Hi!"
+    min_score: null
+    criteria:
+      - {id: greets, type: any_of, any_of: ["hello"]}
+      - {id: helps, type: any_of, any_of: ["help"]}
+"""
+CANCEL = "evals/support.rubric.yaml::cancel[bot]"
+TONE = "evals/support.rubric.yaml::tone[bot]"
+REFUND = "evals/support.rubric.yaml::refund[bot]"
+INI = "rubric_judge = openai:gpt-4o-mini\n"
+NO_KEY = (
+    "no key for judge openai:gpt-4o-mini (ini rubric_judge in tox.ini): "
+    "set OPENAI_API_KEY in the environment"
+)
+BOUNDS = "score between 0.50 and 1.00 whatever the judge says; min_score 0.75"
+OUTPUTS = ("--rubric-markdown=out.md", "--rubric-html=out.html")
+
+
+def app(answers: dict[str, str]) -> str:
+    return f"ANSWERS = {answers!r}\n\n\ndef answer(case_id: str) -> str:\n    return ANSWERS[case_id]\n"
+
+
+@pytest.fixture
+def judged(fake_llm: FakeLLM) -> tuple[str, ...]:
+    """The arguments of a run with the judge: the fake one, which meets every criterion."""
+    fake_llm.respond_with(lambda request: verdict("MET"))
+    return (f"--rubric-judge-url={fake_llm.openai_url}", "--rubric-cache=off")
+
+
+@pytest.fixture
+def team(
+    pytester: pytest.Pytester,
+    write: Write,
+    judged: tuple[str, ...],
+    monkeypatch: pytest.MonkeyPatch,
+) -> pytest.Pytester:
+    """The project after main's run with the judge wrote ``main.json``; the application then
+    regressed as the pull request has it."""
+    team_project(
+        pytester,
+        write,
+        app=app(MAIN),
+        unit_test="from app.bot import answer\n\n\ndef test_answer():\n    assert answer('hours')\n",
+        targets="from app.bot import answer\n\n\ndef bot(case):\n    return answer(case.id)\n",
+        ini=INI,
+    )
+    write("evals/support.rubric.yaml", RUBRIC)
+    monkeypatch.delenv("RUBRIC_JUDGE", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-for-the-fake")
+    pytester.runpytest(*judged, "--rubric-json=main.json").assert_outcomes(passed=5)
+    write("app/bot.py", app(REGRESSED))
+    return pytester
+
+
+def keyless(team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.RunResult:
+    """The colleague's run of main's application, against main's results, without the key."""
+    monkeypatch.delenv("OPENAI_API_KEY")
+    (team.path / "app/bot.py").write_text(app(MAIN))
+    result = team.runpytest(
+        "-rs", "--rubric-baseline=main.json", "--rubric-json=out.json", *OUTPUTS
+    )
+    result.assert_outcomes(passed=4, skipped=1)
+    return result
+
+
+def md(text: str) -> str:
+    """``text`` as the Markdown writes it: its ``_``, ``[`` and ``]`` escaped."""
+    return re.sub(r"([_\[\]])", r"\\\1", text)
+
+
+def _section(page: str, ident: str) -> str:
+    """The HTML from ``id="ident"`` to the next ``<h2``."""
+    start = page.index(f'id="{ident}"')
+    end = page.find("<h2", start)
+    return page[start : end if end != -1 else None]
+
+
+def test_a_keyless_run_says_in_every_format_that_the_judge_was_not_asked(
+    team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pull-request comment must not hide that the judge never ran: the Markdown and the
+    HTML say what the terminal says of the judged criteria skipped, and list the case left
+    undecided with its bounds."""
+    result = keyless(team, monkeypatch)
+    note = f"1 judged criteria SKIPPED ({NO_KEY}); each case was graded on what can be, 1 left undecided*"
+    result.stdout.fnmatch_lines([f"! {note}"])  # a warning: something to act on
+    markdown = (team.path / "out.md").read_text()
+    assert "3 of 4 answers passed, 1 left undecided without the judge." in markdown
+    assert "1 judged criteria SKIPPED (no key for judge openai:gpt-4o-mini" in markdown
+    assert "### Undecided without the judge (1)" in markdown
+    assert f"`{CANCEL}`" in markdown.split("### Undecided without the judge")[1]
+    assert md(BOUNDS) in markdown.split("### Undecided without the judge")[1]
+    page = (team.path / "out.html").read_text()
+    assert "<p>3 of 4 answers passed, 1 left undecided without the judge.</p>" in page
+    assert html.escape(f"1 judged criteria SKIPPED ({NO_KEY})") in page
