@@ -416,18 +416,27 @@ def _compare(
     notes about cases that did not run, each subject's delta (with the paired interval of
     (now - baseline) over the cases both runs graded, at ``delta_level``) and the changes. A
     case the baseline left undecided (SKIPPED, see _grade.bounds) was in none of its figures:
-    it is compared as one the baseline does not have."""
+    it is compared as one the baseline does not have. One this run left undecided ran, and
+    is compared with nothing: it is noted as undecided, neither gone nor a change."""
     baseline = [r for r in baseline if r.skipped_bounds is None]
-    old, new = _keyed(baseline), _keyed(results)
+    old, everything = _keyed(baseline), _keyed(results)
+    new = {key: r for key, r in everything.items() if r.skipped_bounds is None}
+    left = everything.keys() - new.keys()
+    undecided = [key for key in old if key in left]
     entries = _case_entries(old, new, asked.gate_confidence, asked.flag)
     notes = []
-    if missing := [k for k in old if k not in new]:
+    if missing := [k for k in old if k not in everything]:
         notes.append(
             f"{len(missing)} baseline case(s) did not run this time, e.g. {_name(missing[0])}"
         )
+    if undecided:
+        notes.append(
+            f"{len(undecided)} baseline case(s) left undecided without the judge this time "
+            f"(not compared), e.g. {_name(undecided[0])}"
+        )
     deltas: list[SubjectDelta] = []
     shares_none = bool(old) and not any(key in new for key in old)  # one failure says it all
-    mine, theirs = by_subject(results), by_subject(baseline)
+    mine, theirs = by_subject(new.values()), by_subject(baseline)
     before = {subject: _stats.mean([r.score for r in rs]) for subject, rs in theirs.items()}
     for subject in sorted(before.keys() | now.keys()):
         pairs = paired(mine.get(subject, ()), theirs.get(subject, ()))
@@ -462,7 +471,8 @@ def _compare(
         name = asked.baseline_name or "baseline"
         message = _shares_no_case(name, asked.rootdir, old, new, asked.unjudged, asked.flag)
         entries.append(GateEntry("baseline-case", None, None, True, message))
-    return entries, notes, deltas, case_changes(old, new)
+    compared = {key: r for key, r in old.items() if key not in left}
+    return entries, notes, deltas, case_changes(compared, new)
 
 
 def _fail_under_entries(now: Mapping[str, float], fail_under: float, flag: str) -> list[GateEntry]:
@@ -568,9 +578,11 @@ def run_gates(
     probes: Sequence[ProbeFigures] = (),
 ) -> GateReport:
     """Apply the gates ``asked`` to this run's ``results``; ``rows``, their leaderboard if
-    already made; each delta's interval at ``gate_confidence`` if given, else ``level``."""
+    already made; each delta's interval at ``gate_confidence`` if given, else ``level``. A
+    result left undecided without the judge (``skipped_bounds``) is in no figure."""
     delta_level = asked.gate_confidence if asked.gate_confidence is not None else level
-    now = {row.subject: row.correctness for row in rows or leaderboard(results)}
+    decided = [r for r in results if r.skipped_bounds is None]
+    now = {row.subject: row.correctness for row in rows or leaderboard(decided)}
     entries: list[GateEntry] = []
     notes: list[str] = []
     deltas: list[SubjectDelta] = []

@@ -148,7 +148,7 @@ def build_report(
     noise = rank_noise(rows, pairs)
     judge_audit = audit(ordered, calibration=calibration)
     found = run_gates(
-        decided, gates, rows=rows, level=level, calibration=calibration, probes=judge_audit.probes
+        ordered, gates, rows=rows, level=level, calibration=calibration, probes=judge_audit.probes
     )
     return SessionReport(
         results=ordered,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_rubric._cli.merge import main as cli
 from tests.conftest import team_project
 from tests.fake_llm import FakeLLM, verdict
 
@@ -145,3 +146,34 @@ def test_a_keyless_run_says_in_every_format_that_the_judge_was_not_asked(
     page = (team.path / "out.html").read_text()
     assert "<p>3 of 4 answers passed, 1 left undecided without the judge.</p>" in page
     assert html.escape(f"1 judged criteria SKIPPED ({NO_KEY})") in page
+
+
+def test_a_case_left_undecided_is_neither_gone_nor_unrun(
+    team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Against a baseline that decided it, a case left undecided ran: no output calls it
+    disappeared or not run, each says it was left undecided."""
+    result = keyless(team, monkeypatch)
+    undecided = (
+        f"1 baseline case(s) left undecided without the judge this time (not compared), "
+        f"e.g. {CANCEL}"
+    )
+    result.stdout.fnmatch_lines([f"  note: {undecided}"])
+    result.stdout.no_fnmatch_line("*did not run this time*")
+    markdown = (team.path / "out.md").read_text()
+    assert f"- {md(undecided)}" in markdown
+    assert "did not run" not in markdown
+    page = (team.path / "out.html").read_text()
+    assert "disappeared" not in _section(page, "changes")
+    assert "did not run" not in page and html.escape(undecided) in page
+
+
+def test_merge_says_a_case_was_left_undecided(
+    team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keyless(team, monkeypatch)
+    capsys.readouterr()
+    cli(["merge", str(team.path / "out.json"), "--baseline", str(team.path / "main.json")])
+    out = capsys.readouterr().out
+    assert "did not run" not in out
+    assert f"left undecided without the judge this time (not compared), e.g. {CANCEL}" in out
