@@ -20,8 +20,8 @@ from .._report.gates import CHANGE_KINDS, DELTA_HEADER, CaseChange, GateReport, 
 from .._report.leaderboard import Pair, SubjectRow, breakdown_tables, interval_text
 from .._report.leaderboard import columns as board_columns
 from .._report.report import SessionReport, Severity
-from .._results import CaseResult, CriterionResult, mark_text
-from .table import tally, trace_lines
+from .._results import CaseResult, CriterionResult
+from .table import score_text, tally, trace_lines
 
 
 def e(text: object) -> str:
@@ -151,7 +151,7 @@ def _answer(r: CaseResult, classes: str) -> str:
         )
     return (
         f'<details class="{classes}" id="{anchor(r.nodeid)}"><summary><span class="status">{r.status.upper()}</span> '
-        f"{e(r.subject)}: score {r.score:.2f} ({e(mark_text(r.min_score))}){rate} {flags}</summary>"
+        f"{e(r.subject)}: {e(score_text(r))}{rate} {flags}</summary>"
         f'<table class="criteria"><thead><tr><th>criterion</th><th>type</th><th>verdict</th>'
         f"<th>weight</th><th>reason</th></tr></thead><tbody>{rows}</tbody></table>"
         f"<pre>{e(r.response)}</pre>"
@@ -617,13 +617,23 @@ def render_html(report: SessionReport, *, title: str = "pytest-rubric report") -
     listing, filters_css, shown = answers(report, subjects)
     body.append(_changes(report, shown))
     if results:
+        # An undecided answer has bounds, not a score: it is no point of the plot.
+        plotted = [r for r in results if r.skipped_bounds is None]
+        unplotted = len(results) - len(plotted)
         body += [
             "<h2>Substance against style</h2>",
             "<p>Each mark is one answer, or a subject's answers on one spot: larger, and "
             "counted (&#215;N) where the count has room. Up is more correct; right reads more "
             "fluent and confident. Style never enters the score: a point in the shaded corner reads well "
-            "and is wrong.</p>",
-            scatter(results, subjects, report.thresholds, report.leaderboard, report.level),
+            "and is wrong."
+            + (
+                f" The {unplotted} answer(s) left undecided without the judge have bounds, "
+                'not a score, and are not plotted (see <a href="#undecided">undecided</a>).'
+                if unplotted
+                else ""
+            )
+            + "</p>",
+            scatter(plotted, subjects, report.thresholds, report.leaderboard, report.level),
             "<h2>Leaderboard</h2>",
             _leaderboard(report),
             _breakdowns(report),

@@ -29,6 +29,7 @@ JUNIT_PROPERTIES = frozenset(
         "rubric_min_score",
         "rubric_passed",
         "rubric_failed_criteria",
+        "rubric_skipped_bounds",
     }
 )
 
@@ -49,6 +50,8 @@ def junit_properties(result: CaseResult) -> list[tuple[str, str]]:
     ]
     if failed := [c.id for c in result.criteria if c.went_wrong or c.verdict is Verdict.ERROR]:
         properties.append(("rubric_failed_criteria", fit[",".join(failed)]))
+    if result.skipped_bounds is not None:  # left undecided: its score counts only what ran
+        properties.append(("rubric_skipped_bounds", ",".join(map(repr, result.skipped_bounds))))
     return properties
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import re
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
@@ -66,7 +67,7 @@ NO_KEY = (
     "set OPENAI_API_KEY in the environment"
 )
 BOUNDS = "score between 0.50 and 1.00 whatever the judge says; min_score 0.75"
-OUTPUTS = ("--rubric-markdown=out.md", "--rubric-html=out.html")
+OUTPUTS = ("--rubric-markdown=out.md", "--rubric-html=out.html", "--junitxml=junit.xml")
 
 
 def app(answers: dict[str, str]) -> str:
@@ -177,3 +178,27 @@ def test_merge_says_a_case_was_left_undecided(
     out = capsys.readouterr().out
     assert "did not run" not in out
     assert f"left undecided without the judge this time (not compared), e.g. {CANCEL}" in out
+
+
+def test_a_case_left_undecided_shows_its_bounds_not_a_score(
+    team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The terminal gives an undecided case's bounds; the HTML does too, and plots no point
+    for it; JUnit carries the bounds beside the score of what ran."""
+    result = keyless(team, monkeypatch)
+    result.stdout.fnmatch_lines([f"SKIPPED * {BOUNDS} ({NO_KEY})"])
+    page = (team.path / "out.html").read_text()
+    summary = re.search(r'<details class="a s0 skipped"[^>]*><summary>(.*?)</summary>', page)
+    assert summary is not None
+    assert f"bot: {BOUNDS}" in summary.group(1) and "score 1.00" not in summary.group(1)
+    plot = page[page.index('<figure class="plot">') : page.index("</figure>")]
+    assert "cancel[bot]" not in plot
+    assert plot.count("[bot]: score") == 3  # refund, hours and tone
+    case = next(
+        c
+        for c in ET.parse(team.path / "junit.xml").iter("testcase")
+        if "cancel" in c.get("name", "")
+    )
+    properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert properties["rubric_skipped_bounds"] == "0.5,1.0"
+    assert BOUNDS in case.find("skipped").get("message", "")  # type: ignore[union-attr]
