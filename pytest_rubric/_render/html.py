@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._grade.style import StyleThresholds
-from .._report.gates import CHANGE_KINDS, DELTA_HEADER, CaseChange, GateReport, before_and_after
+from .._report.gates import CHANGE_HEADINGS, DELTA_HEADER, CaseChange, GateReport, before_and_after
 from .._report.leaderboard import Pair, SubjectRow, breakdown_tables, interval_text
 from .._report.leaderboard import columns as board_columns
 from .._report.report import SessionReport, Severity
@@ -572,10 +572,11 @@ def _changes(report: SessionReport, shown: set[str]) -> str:
             f'<table class="before-after">{rows}</table>' if rows else ""
         )
 
-    for kind in CHANGE_KINDS:
-        if changes := [c for c in gates.changes if c.kind == kind]:
+    for heading in CHANGE_HEADINGS:
+        if changes := [c for c in gates.changes if c.heading == heading]:
             parts.append(
-                f'<h3 class="{kind}">{len(changes)} {kind}</h3><ul>{_items(changes, item)}</ul>'
+                f'<h3 class="{changes[0].kind}">{len(changes)} {heading}</h3>'
+                f"<ul>{_items(changes, item)}</ul>"
             )
     return "".join(parts)
 

@@ -158,17 +158,22 @@ def _gates(gates: GateReport) -> list[str]:
 
 
 def _regressed(gates: GateReport, show_response: int) -> list[str]:
-    """With a baseline, each item that regressed: the verdicts that changed and the
-    baseline's response beside today's."""
-    regressed = [c for c in gates.changes if c.kind == "regressed"]
-    lines = ["", "### Regressed since the baseline", ""] if regressed else []
-    for change in regressed[:_MAX_FAILURES]:
-        lines += [f"#### {code(change.nodeid)}", ""]
-        lines += [
-            f"- {escape(label)}: {escape(text, limit=max(show_response, 300))}"
-            for label, text in before_and_after(change, limit=show_response)
-        ]
-        lines.append("")
+    """With a baseline, each item that regressed, then each report-only one that scored
+    lower: the verdicts that changed and the baseline's response beside today's."""
+    lines = []
+    for heading, title in (
+        ("regressed", "Regressed since the baseline"),
+        ("scored lower (report-only)", "Scored lower (report-only)"),
+    ):
+        if changes := [c for c in gates.changes if c.heading == heading]:
+            lines += ["", f"### {title}", ""]
+        for change in changes[:_MAX_FAILURES]:
+            lines += [f"#### {code(change.nodeid)}", ""]
+            lines += [
+                f"- {escape(label)}: {escape(text, limit=max(show_response, 300))}"
+                for label, text in before_and_after(change, limit=show_response)
+            ]
+            lines.append("")
     return lines
 
 

@@ -168,9 +168,9 @@ def _gate_lines(gates: GateReport, show_response: int) -> list[Line]:
             change = "" if d.change is None else f" ({change})"
             lines.append(Line(f"  {subject}: {before} -> {after}{change}"))
     # A report-only case passes whatever it scores, so no failure report shows its change.
-    scored_lower = [c for c in gates.changes if c.kind == "regressed" and c.report_only]
+    scored_lower = [c for c in gates.changes if c.heading == "scored lower (report-only)"]
     for lower in scored_lower[:_SHOWN_CHANGES]:
-        lines.append(Line(f"  scored lower (report-only): {lower.nodeid}"))
+        lines.append(Line(f"  {lower.heading}: {lower.nodeid}"))
         rows = labelled(before_and_after(lower, limit=show_response))
         lines += [Line(f"    {text}") for text in rows]
     if len(scored_lower) > _SHOWN_CHANGES:

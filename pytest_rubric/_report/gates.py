@@ -118,8 +118,25 @@ class CaseChange:
     # A report-only case that passed in both runs: no failure report shows what changed.
     report_only: bool = False
 
+    @property
+    def heading(self) -> str:
+        """What every output lists it under: a report-only case passes either way, so it
+        scored lower or higher, and never counts as regressed or improved."""
+        if self.report_only:
+            return f"scored {'lower' if self.kind == 'regressed' else 'higher'} (report-only)"
+        return self.kind
+
 
 CHANGE_KINDS = ("regressed", "improved", "appeared", "disappeared")
+# Every :attr:`CaseChange.heading`, in the order the outputs list them.
+CHANGE_HEADINGS = (
+    "regressed",
+    "scored lower (report-only)",
+    "improved",
+    "scored higher (report-only)",
+    "appeared",
+    "disappeared",
+)
 
 
 @dataclass(frozen=True, slots=True)

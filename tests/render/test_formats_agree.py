@@ -202,3 +202,30 @@ def test_a_case_left_undecided_shows_its_bounds_not_a_score(
     properties = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert properties["rubric_skipped_bounds"] == "0.5,1.0"
     assert BOUNDS in case.find("skipped").get("message", "")  # type: ignore[union-attr]
+
+
+def test_a_report_only_case_that_scored_lower_is_not_counted_as_regressed(
+    team: pytest.Pytester, judged: tuple[str, ...]
+) -> None:
+    """The gate counts only the case that fails now; the terminal lists the report-only case
+    under ``scored lower (report-only)``, and so do the Markdown and the HTML."""
+    result = team.runpytest(*judged, "--rubric-baseline=main.json", *OUTPUTS)
+    result.assert_outcomes(passed=4, failed=1)
+    result.stdout.fnmatch_lines([f"  scored lower (report-only): {TONE}"])
+    result.stdout.fnmatch_lines(
+        [
+            "rubric gate FAILED (2):",
+            f"  - {REFUND.replace('[bot]', '[[]bot[]]')} passed in the baseline*",
+            "  - subject bot: *",
+        ]
+    )
+    markdown = (team.path / "out.md").read_text()
+    regressed, _, lower = markdown.partition("### Scored lower (report-only)")
+    assert "### Regressed since the baseline" in regressed and f"`{REFUND}`" in regressed
+    assert f"`{TONE}`" not in regressed.split("### Regressed since the baseline")[1]
+    assert f"#### `{TONE}`" in lower and "- now (score 0.50): Happy to help." in lower
+    changes = _section((team.path / "out.html").read_text(), "changes")
+    assert '<h3 class="regressed">1 regressed</h3>' in changes
+    assert '<h3 class="regressed">1 scored lower (report-only)</h3>' in changes
+    lower_html = changes.split("scored lower (report-only)</h3>")[1]
+    assert TONE in lower_html and REFUND not in lower_html

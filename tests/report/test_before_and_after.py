@@ -135,9 +135,13 @@ def test_a_report_only_case_that_scored_lower_shows_before_and_after(
         consecutive=True,
     )
     result.stdout.fnmatch_lines(["rubric gate FAILED (1):", "*hr_bot: correctness 1.000 -> 0.*"])
-    assert "### Regressed since the baseline" in (team.path / "out.md").read_text()
+    markdown = (team.path / "out.md").read_text()
+    assert "### Scored lower (report-only)" in markdown
+    assert "### Regressed since the baseline" not in markdown  # it passes either way
     page = (team.path / "out.html").read_text()
-    assert REGRESSED in page[page.index('id="changes"') :]
+    changes = page[page.index('id="changes"') :]
+    assert '<h3 class="regressed">1 scored lower (report-only)</h3>' in changes
+    assert REGRESSED in changes
 
 
 def test_an_assert_rubric_that_regressed_shows_before_and_after(
