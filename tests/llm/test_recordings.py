@@ -716,3 +716,51 @@ def test_a_replay_of_a_recorded_unusable_reply_says_it_was_unusable(
     )
     assert "no recorded reply" not in result.stdout.str()
 
+
+CALIBRATION = """
+calibration:
+  - {case: leave, criterion: paid, response: "16 weeks on full salary.", verdict: MET}
+  - {case: leave, criterion: paid, response: "You get 16 weeks, paid.", verdict: UNMET}
+  - {case: leave, criterion: paid, response: "It is unpaid leave.", verdict: UNMET}
+  - {case: leave, criterion: paid, response: "Full salary, 16 weeks.", verdict: MET}
+"""
+
+
+@pytest.mark.parametrize("mode", list(RUN_MODES))
+def test_calibration_recordings_are_used_never_pruned_and_a_replay_miss_names_them(
+    team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, fake_llm: FakeLLM, mode: str
+) -> None:
+    """Calibration is graded on one worker, every worker hands over what it used."""
+    (team.path / "evals/faq.rubric.yaml").write_text(FAQ + CALIBRATION)
+    calibration = team.path / "recordings/evals/faq.rubric.yaml/[calibration].json"
+    result = team.runpytest("--rubric-cache", "use", *RUN_MODES[mode])
+    result.assert_outcomes(passed=3)
+    result.stdout.no_fnmatch_line("recordings:*")  # the run used every entry it recorded
+    assert len(entries(calibration)) == 4
+    result = team.runpytest("--rubric-cache", "use", "--rubric-recordings-prune", *RUN_MODES[mode])
+    result.assert_outcomes(passed=3)
+    result.stdout.no_fnmatch_line("recordings:*")
+    assert len(entries(calibration)) == 4
+    # A colleague replays every reply, calibration's too, from the recordings.
+    shutil.rmtree(team.path / ".rubric_cache")
+    asked = len(fake_llm.requests)
+    monkeypatch.delenv("OPENAI_API_KEY")
+    min_kappa = "--rubric-judge-min-kappa=0.5"
+    result = team.runpytest("--rubric-cache", "replay", min_kappa)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["judge calibration faq: n 4, accuracy 1.000, kappa 1.000*"])
+    assert len(fake_llm.requests) == asked
+    # Without its recording, calibration grades nothing, and says why: not the labels' fault.
+    calibration.unlink()
+    result = team.runpytest("--rubric-cache", "replay", min_kappa, *RUN_MODES[mode])
+    result.assert_outcomes(passed=1, errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*judge calibration of suite 'faq': none of its 4 examples was graded, so kappa "
+            "cannot be computed (--rubric-judge-min-kappa 0.5): --rubric-cache replay: no "
+            "recorded reply of judge openai:local for criterion 'paid' in "
+            "recordings/evals/faq.rubric.yaml/[[]calibration].json; record it with "
+            "`pytest --rubric-cache use --rubric-recordings recordings` (and a judge)*"
+        ]
+    )
+    assert "all one way" not in result.stdout.str()
