@@ -75,10 +75,18 @@ def _cost(config: pytest.Config) -> CostSettings:
         prices = parsers.prices(given(config, "judge_prices"))
     except ValueError as exc:
         raise pytest.UsageError(f"ini option rubric_judge_prices: {exc}") from None
+    price = given(config, "judge_price")
+    if price is not None and len(judges := _judges(config)[0]) > 1:
+        # One price for the panel would override, in silence, the ini's for a judge with one.
+        raise pytest.UsageError(
+            f"--rubric-judge-price prices a single judge, and this run has a panel of "
+            f"{len(judges)} ({', '.join(judges)}): price each judge with a line `MODEL IN OUT` "
+            "in ini rubric_judge_prices instead"
+        )
     max_cost = given(config, "max_cost")
     return CostSettings(
         prices=prices,
-        price=given(config, "judge_price"),
+        price=price,
         max_cost=float(max_cost) if max_cost is not None else None,
         max_cost_shown=max_cost.strip() if max_cost is not None else "",
     )

@@ -478,7 +478,7 @@ class Settings:
             "judge_price",
             "the judge's price in dollars per million input and output tokens, e.g. "
             "0.15,0.60: the usage line shows the cost and what the cache saved (overrides ini "
-            "rubric_judge_prices for the judge).",
+            "rubric_judge_prices for the judge; a panel is priced in the ini).",
             metavar="IN,OUT",
             parse="price",
         ),

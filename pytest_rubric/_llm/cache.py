@@ -14,8 +14,9 @@ one SQLite file (WAL mode) shared by every process of a run.
 Only replies that passed validation are stored (redacted, with the parsed verdict, tokens,
 endpoint and time), and only within a live reply's cap, a target's answer too: a row above
 it is never stored, and a miss when one is found (edited, copied in). A reply that did not
-fit is never stored, but the reason is (table ``unusable``): ``replay`` then replays the
-retry that followed it (see :func:`~pytest_rubric.judge.strategies.ask`).
+fit is never stored, but the reason is (table ``unusable``, and its recording's entry is
+marked so): ``replay`` then replays the retry that followed it (see
+:func:`~pytest_rubric.judge.strategies.ask`).
 """
 
 from __future__ import annotations

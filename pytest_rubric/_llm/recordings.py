@@ -13,6 +13,11 @@ cache's key, :func:`~pytest_rubric._llm.cache.cache_key`)::
       }
     }
 
+A reply that did not fit the protocol is never kept, but its request's entry is, marked with
+why (``{"judge": ..., "unusable": "the reply contains no JSON object ..."}``), as the cache's
+``unusable`` table marks it: ``--rubric-cache replay`` then feeds the same error back and
+finds the retry's entry, or says the last reply was unusable.
+
 Keys sorted, two-space indents, a trailing newline: re-recording one case changes one small
 file a reviewer can read. A recording may come from another branch, so it is untrusted: a
 file is read within limits (size, nesting, entries, each reply no larger than a live one),
@@ -43,7 +48,7 @@ from urllib.parse import quote
 
 from .._guards.limits import Limit, NotRegular, json_loads, read_text
 from .._guards.outgoing import outgoing
-from .._guards.secrets import Secret
+from .._guards.secrets import MAX_TEXT, Secret, clip
 from .base import Reply, token_count
 from .http import MAX_REPLY_BYTES
 
@@ -108,12 +113,15 @@ class Recordings:
             return self._problems.get(where)
 
     def fetch(self, where: str, key: str) -> Reply | None:
-        """The recorded reply to request ``key`` in file ``where`` (``cached`` set), or None;
-        its entry is used: a request of the run has it, whether the run reads it or not."""
+        """The recorded reply to request ``key`` in file ``where`` (``cached`` set; an empty
+        one with ``unusable`` set when the last reply did not fit), or None; its entry is used:
+        a request of the run has it, whether the run reads it or not."""
         with self._lock:
             if (entry := self.new.get(where, {}).get(key) or self._load(where).get(key)) is None:
                 return None
             self.used.setdefault(where, set()).add(key)
+        if "unusable" in entry:
+            return Reply("", key=key, cached=True, unusable=entry["unusable"], recording=where)
         return Reply(
             entry["reply"],
             entry["tokens_in"],
@@ -126,18 +134,30 @@ class Recordings:
     def record(
         self, where: str, key: str, *, judge: str, reply: Reply, replace: bool = False
     ) -> None:
-        """Keep ``reply`` (validated) as the recording of request ``key``; an entry already
-        recorded stays unless ``replace`` (``--rubric-cache refresh``)."""
+        """Keep ``reply`` (validated) as the recording of request ``key``; a reply already
+        recorded stays unless ``replace`` (``--rubric-cache refresh``), an entry marked
+        unusable never does."""
         entry = {
             "judge": judge,
             "reply": outgoing(reply.text, *self._secrets),
             "tokens_in": reply.tokens_in,
             "tokens_out": reply.tokens_out,
         }
+        self._keep(where, key, entry, replace=replace)
+
+    def mark_unusable(self, where: str, key: str, *, judge: str, reason: str) -> None:
+        """Record that the last reply to request ``key`` did not fit the protocol, and why (as
+        the cache does: redacted, kept whole up to 2,000 characters, as a replay feeds it
+        back); a reply recorded earlier under ``key`` stays: it is still a good one."""
+        reason = outgoing(clip(reason, *self._secrets, limit=MAX_TEXT))
+        self._keep(where, key, {"judge": judge, "unusable": reason}, replace=False)
+
+    def _keep(self, where: str, key: str, entry: dict[str, Any], *, replace: bool) -> None:
         with self._lock:
             self.used.setdefault(where, set()).add(key)
             kept = self._load(where).get(key)
-            if kept == entry or (not replace and (kept or self.new.get(where, {}).get(key))):
+            new = self.new.get(where, {}).get(key)
+            if kept == entry or (not replace and any(e and "reply" in e for e in (kept, new))):
                 return
             self.new.setdefault(where, {})[key] = entry
 
@@ -294,8 +314,13 @@ def _read(path: Path) -> dict[str, dict[str, Any]]:
     for key, entry in data.items():
         if not _KEY.fullmatch(key):
             raise ValueError(f"entry {key[:80]!r} is not a request's hash (64 hex digits)")
+        if isinstance(entry, dict) and isinstance(entry.get("unusable"), str):
+            # Fed back as a replay's error: held to what the cache keeps of a reason.
+            reason = entry["unusable"][:MAX_TEXT]
+            checked[key] = {"judge": str(entry.get("judge", "")), "unusable": reason}
+            continue
         if not isinstance(entry, dict) or not isinstance(entry.get("reply"), str):
-            raise ValueError(f'entry {key[:12]}... has no "reply" text')
+            raise ValueError(f'entry {key[:12]}... has no "reply" text (nor "unusable")')
         if len(entry["reply"].encode("utf-8", "surrogatepass")) > MAX_REPLY_BYTES:
             raise ValueError(
                 f"entry {key[:12]}...'s reply is larger than {MAX_REPLY_BYTES:,} bytes, "

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .._llm.recordings import CALIBRATION, location
-from .._results import ProbeRecord, Verdict
+from .._results import Outcome, ProbeRecord, Verdict
 from ..judge.requests import JudgeKey, JudgeRequest
 from .items import is_rubric_item
 from .judging import Judging
@@ -48,6 +48,11 @@ class Audit:
         """A collected rubric file's calibration examples (``(example, criterion, case)``)."""
         if examples:
             self._examples[file_id] = (suite, examples)
+
+    @property
+    def calibrated(self) -> list[str]:
+        """The rubric files (node ids) with calibration examples."""
+        return sorted(self._examples)
 
     def _calibration_requests(self, file_id: str) -> list[JudgeRequest]:
         _, examples = self._examples[file_id]
@@ -87,16 +92,25 @@ class Audit:
             return None
         from .._report.audit import label_met, measure
 
-        suite, examples = self._examples[file_id]
         pairs: list[tuple[bool, bool | None]] = []
-        requests = self._calibration_requests(file_id)
-        for request, (example, criterion, _) in zip(requests, examples, strict=True):
-            outcome = runner.result(request).outcomes[criterion.id]
+        for example, criterion, outcome in self._graded(file_id):
             decided = outcome.verdict in (Verdict.MET, Verdict.UNMET)
             judged = outcome.verdict is Verdict.MET if decided else None
             pairs.append((label_met(example, criterion), judged))
-        self._calibrated[file_id] = measure(suite, runner.name, pairs)
+        self._calibrated[file_id] = measure(self._examples[file_id][0], runner.name, pairs)
         return self._calibrated[file_id]
+
+    def _graded(self, file_id: str) -> list[tuple[Any, Any, Outcome]]:
+        """Each calibration example of ``file_id`` with its criterion and the judge's outcome
+        (waiting for it); none without a judge."""
+        if (runner := self.judging.runner) is None or file_id not in self._examples:
+            return []
+        _, examples = self._examples[file_id]
+        requests = self._calibration_requests(file_id)
+        return [
+            (example, criterion, runner.result(request).outcomes[criterion.id])
+            for request, (example, criterion, _) in zip(requests, examples, strict=True)
+        ]
 
     def calibrations(self) -> list[Calibration]:
         """Every rubric file's calibration, in node id order."""
@@ -124,6 +138,12 @@ class Audit:
             return None
         if (calibration := self.calibration_of(key.file)) is None:
             return None
+        if calibration.n == 0 and (why := self._not_graded(key.file)) is not None:
+            return (
+                f"judge calibration of suite {calibration.suite!r}: none of its "
+                f"{calibration.errors} examples was graded, so kappa cannot be computed "
+                f"(--rubric-judge-min-kappa {floor:g}): {why}"
+            )
         if calibration.kappa is None:
             return (
                 f"judge calibration of suite {calibration.suite!r}: kappa cannot be computed "
@@ -136,6 +156,12 @@ class Audit:
                 f"is below --rubric-judge-min-kappa {floor:g}"
             )
         return None
+
+    def _not_graded(self, file_id: str) -> str | None:
+        """Why the judge graded a calibration example of ``file_id`` ERROR (a replay that
+        found no recorded reply, say), the first one's; None when it graded them all."""
+        errors = (o.reason for _, _, o in self._graded(file_id) if o.verdict is Verdict.ERROR)
+        return next(errors, None)
 
     # --- probes -----------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ processes ever write one file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,20 +93,24 @@ class JudgeRecordings:
     store: Recordings
     rootpath: Path  # where a rubric file's recordings say it is
     prune: bool  # --rubric-recordings-prune
-    cases: set[str] = field(default_factory=set)  # the recording files of the collected cases
+    # The recording files of the collected cases, and of their rubric files' calibrations.
+    cases: set[str] = field(default_factory=set)
     graded: set[str] = field(default_factory=set)  # of those graded with a judge at hand
     files: set[str] = field(default_factory=set)  # the collected rubric files' node ids
     deselected: int = 0
     collection_errors: int = 0
     line: str | None = None  # for the terminal summary
 
-    def collected(self, items: Sequence[pytest.Item]) -> None:
-        from .._llm.recordings import location
+    def collected(self, items: Sequence[pytest.Item], *, calibrated: Iterable[str] = ()) -> None:
+        """The collected ``items``, and the rubric files (node ids) with ``calibrated``
+        examples: their calibration's recording is kept as a case's is."""
+        from .._llm.recordings import CALIBRATION, location
 
         for item in items:
             if (parent := item.parent) is not None and is_rubric_item(item):
                 self.files.add(parent.nodeid)
                 self.cases.add(location(parent.nodeid, item.compiled.rubric.id))
+        self.cases.update(location(file, CALIBRATION) for file in calibrated)
 
     def state(self) -> dict[str, Any]:
         """What a worker hands the controller."""

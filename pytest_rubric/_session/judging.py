@@ -157,10 +157,11 @@ class Judging:
             self.prices = {n: p if p is None else p.batch() for n, p in self.prices.items()}
         unpriced = [name for name, price in self.prices.items() if price is None]
         if setup.cost.max_cost is not None and unpriced:
+            flag = "pass --rubric-judge-price IN,OUT, or " if len(names) == 1 else ""
             raise pytest.UsageError(
-                f"--rubric-max-cost needs the price of judge {unpriced[0]}: pass "
-                f"--rubric-judge-price IN,OUT, or add a line `{models[unpriced[0]]} IN OUT` "
-                "(dollars per million tokens) to ini rubric_judge_prices"
+                f"--rubric-max-cost needs the price of judge {unpriced[0]}: {flag}add a line "
+                f"`{models[unpriced[0]]} IN OUT` (dollars per million tokens) to ini "
+                "rubric_judge_prices"
             )
 
     def _run(self, clients: Sequence[Any], names: Sequence[str]) -> None:

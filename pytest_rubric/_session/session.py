@@ -193,7 +193,7 @@ class RubricSession:
             narrowed=_selection(self.config, self.settings, reruns=False) is not None
         )
         if self.recordings:
-            self.recordings.collected(items)
+            self.recordings.collected(items, calibrated=self.audit.calibrated)
         self.audit.plan_probe(items)
         self.audit.start_calibration()
         if self.role.reports:  # a worker schedules what it is handed

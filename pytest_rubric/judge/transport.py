@@ -134,14 +134,21 @@ class Transport:
             self._recording.reset(token)
 
     def _recorded_reply(self, digest: str) -> Reply | None:
-        """The reply recorded for the call ``digest`` names, counted as a cache hit."""
+        """The reply recorded for the call ``digest`` names, counted as a cache hit; with
+        ``replay``, one whose last reply was unusable too (``unusable`` set, a miss), as the
+        cache gives it: ``use`` asks the judge again."""
         where = self._recording.get()
         if self.recordings is None or where is None:
             return None
         found = self.recordings.fetch(where, digest)  # used, whether read or not
         if found is None or self.cache.mode not in ("use", "replay"):
             return None
-        self.cache.hit(found)
+        if found.unusable is None:
+            self.cache.hit(found)
+        elif self.cache.mode == "use":
+            return None
+        else:
+            self.stats.cache_misses += 1
         return found
 
     def _missing(self, label: str) -> str:
@@ -179,9 +186,9 @@ class Transport:
         user = prompt.user + feedback
         key = self._key(prompt, user, vote)
         digest = cache_key(**key)
-        if (recorded := self._recorded_reply(digest)) is not None:
-            return recorded
-        looked = self.cache.lookup(key, missing=self._missing(label), endpoint=self.endpoint)
+        looked = self._recorded_reply(digest)
+        if looked is None:
+            looked = self.cache.lookup(key, missing=self._missing(label), endpoint=self.endpoint)
         if looked.unusable is not None:
             why = shorten(looked.unusable, _SHOWN, *self.secrets)
             raise UnusableReplay(
@@ -235,6 +242,11 @@ class Transport:
         self.cache.unusable(reply, reason)
         if reply.recording is not None:  # never a reply of the local cache: no file held it
             self._misfits[reply.recording] = reason
+        where = self._recording.get()
+        if self.recordings is None or where is None or reply.key is None or reply.cached:
+            return
+        if self.cache.mode in ("use", "refresh"):  # as store(): replay finds the retry's entry
+            self.recordings.mark_unusable(where, reply.key, judge=self.name, reason=reason)
 
     def _key(self, prompt: Prompt, user: str, vote: int) -> dict[str, Any]:
         """Everything that can change the verdict, and nothing of where the call goes (the

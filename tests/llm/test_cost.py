@@ -16,6 +16,7 @@ from pytest_rubric._llm.base import CallStats
 from pytest_rubric._llm.cost import Budget, CostSettings, Price, money
 from pytest_rubric._render.summary import terminal_lines
 from pytest_rubric._report.report import JudgeUsage, build_report
+from tests.conftest import team_project
 from tests.fake_llm import FakeLLM, text, verdict
 from tests.judge.test_judge_e2e import judge_args
 
@@ -195,6 +196,51 @@ def test_a_price_or_a_budget_that_cannot_be_used_is_a_usage_error(
     result = pytester.runpytest(*judge_args(fake_llm), *args)
     assert result.ret in (pytest.ExitCode.USAGE_ERROR, 2)
     result.stderr.fnmatch_lines([message])
+    assert not fake_llm.requests
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--rubric-judge-price", "0.15,0.60"],
+            "*--rubric-judge-price prices a single judge, and this run has a panel of 2 "
+            "(openai:small, openai:big): price each judge with a line `MODEL IN OUT` in ini "
+            "rubric_judge_prices instead*",
+        ),
+        (
+            ["--rubric-max-cost", "1"],
+            "*--rubric-max-cost needs the price of judge openai:small: add a line "
+            "`small IN OUT` (dollars per million tokens) to ini rubric_judge_prices*",
+        ),
+    ],
+)
+def test_a_panel_is_priced_judge_by_judge_in_the_ini(
+    pytester: pytest.Pytester,
+    write: Write,
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    message: str,
+) -> None:
+    """One price for the whole panel would override the ini's price of a judge that has one,
+    in silence: the flag is for a single judge."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
+    team_project(
+        pytester,
+        write,
+        app="def answer(question: str) -> str:\n    return 'Two days a week.'\n",
+        unit_test="def test_nothing():\n    pass\n",
+        targets="from app.bot import answer\n\n\ndef bot(question: str) -> str:\n"
+        "    return answer(question)\n",
+        ini=f"rubric_judge_url = {fake_llm.openai_url}\nrubric_judge_prices =\n    big 5 15\n",
+    )
+    write("evals/faq.rubric.yaml", "target: targets:bot\n" + _cases(1))
+    panel = ["--rubric-judge", "openai:small", "--rubric-judge", "openai:big"]
+    result = pytester.runpytest(*panel, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "--rubric-judge-price IN,OUT" not in result.stderr.str()
     assert not fake_llm.requests
 
 

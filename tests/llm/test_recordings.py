@@ -655,3 +655,112 @@ def test_a_cached_reply_that_does_not_fit_blames_no_recording_file(
         ]
     )
     assert "did not fit the protocol" not in result.stdout.str()
+
+
+def out_of_protocol_first(request: Recorded) -> Any:
+    """Out of protocol for the remote case's judged criterion, until the error is fed back."""
+    body = json.dumps(request.body)
+    if "remote work" in body and "could not be used" not in body:
+        return text("I think it is fine.")
+    return judge_says(request)
+
+
+@pytest.mark.parametrize("batch", [[], ["--rubric-judge-batch"]], ids=["live", "batch"])
+def test_a_reply_the_judge_got_right_on_its_retry_replays_from_the_recordings(
+    team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, fake_llm: FakeLLM, batch: list[str]
+) -> None:
+    """The recording holds the first request's entry, marked unusable with the error fed
+    back, so a clone without the local cache replays the retry as the recording run made it."""
+    fake_llm.script_batch(poll_after=0)
+    fake_llm.respond_with(out_of_protocol_first)
+    result = team.runpytest("--rubric-cache", "use", *batch, "--rubric-json", "out.json")
+    result.assert_outcomes(passed=3)
+    assert bool(fake_llm.batched) == bool(batch)
+    recorded = graded(json.loads((team.path / "out.json").read_text()))
+    marked = [e for e in entries(recording(team, "remote")).values() if "unusable" in e]
+    assert [set(e) for e in marked] == [{"judge", "unusable"}]
+    assert "contains no JSON object" in marked[0]["unusable"]
+    shutil.rmtree(team.path / ".rubric_cache")  # a clone has the recordings alone
+    asked = len(fake_llm.requests)
+    monkeypatch.delenv("OPENAI_API_KEY")
+    result = team.runpytest("--rubric-cache", "replay", "--rubric-json", "out.json")
+    result.assert_outcomes(passed=3)
+    assert len(fake_llm.requests) == asked  # no call
+    assert graded(json.loads((team.path / "out.json").read_text())) == recorded
+    result.stdout.no_fnmatch_line("recordings:*")  # both of remote's entries used
+
+
+def test_a_replay_of_a_recorded_unusable_reply_says_it_was_unusable(
+    team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, fake_llm: FakeLLM
+) -> None:
+    """Out of protocol twice: the recording keeps both entries marked unusable, and a clone's
+    replay says so, never that the reply was not recorded."""
+    fake_llm.respond_with(
+        lambda request: (
+            text("I think it is fine.")
+            if "remote work" in json.dumps(request.body)
+            else judge_says(request)
+        )
+    )
+    team.runpytest("--rubric-cache", "use").assert_outcomes(passed=2, errors=1)
+    assert len(entries(recording(team, "remote"))) == 2
+    shutil.rmtree(team.path / ".rubric_cache")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    result = team.runpytest("--rubric-cache", "replay")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*--rubric-cache replay: the last reply of judge openai:local to criterion 'policy' "
+            "was unusable (the reply contains no JSON object*"
+        ]
+    )
+    assert "no recorded reply" not in result.stdout.str()
+
+
+CALIBRATION = """
+calibration:
+  - {case: leave, criterion: paid, response: "16 weeks on full salary.", verdict: MET}
+  - {case: leave, criterion: paid, response: "You get 16 weeks, paid.", verdict: UNMET}
+  - {case: leave, criterion: paid, response: "It is unpaid leave.", verdict: UNMET}
+  - {case: leave, criterion: paid, response: "Full salary, 16 weeks.", verdict: MET}
+"""
+
+
+@pytest.mark.parametrize("mode", list(RUN_MODES))
+def test_calibration_recordings_are_used_never_pruned_and_a_replay_miss_names_them(
+    team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, fake_llm: FakeLLM, mode: str
+) -> None:
+    """Calibration is graded on one worker, every worker hands over what it used."""
+    (team.path / "evals/faq.rubric.yaml").write_text(FAQ + CALIBRATION)
+    calibration = team.path / "recordings/evals/faq.rubric.yaml/[calibration].json"
+    result = team.runpytest("--rubric-cache", "use", *RUN_MODES[mode])
+    result.assert_outcomes(passed=3)
+    result.stdout.no_fnmatch_line("recordings:*")  # the run used every entry it recorded
+    assert len(entries(calibration)) == 4
+    result = team.runpytest("--rubric-cache", "use", "--rubric-recordings-prune", *RUN_MODES[mode])
+    result.assert_outcomes(passed=3)
+    result.stdout.no_fnmatch_line("recordings:*")
+    assert len(entries(calibration)) == 4
+    # A colleague replays every reply, calibration's too, from the recordings.
+    shutil.rmtree(team.path / ".rubric_cache")
+    asked = len(fake_llm.requests)
+    monkeypatch.delenv("OPENAI_API_KEY")
+    min_kappa = "--rubric-judge-min-kappa=0.5"
+    result = team.runpytest("--rubric-cache", "replay", min_kappa)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["judge calibration faq: n 4, accuracy 1.000, kappa 1.000*"])
+    assert len(fake_llm.requests) == asked
+    # Without its recording, calibration grades nothing, and says why: not the labels' fault.
+    calibration.unlink()
+    result = team.runpytest("--rubric-cache", "replay", min_kappa, *RUN_MODES[mode])
+    result.assert_outcomes(passed=1, errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*judge calibration of suite 'faq': none of its 4 examples was graded, so kappa "
+            "cannot be computed (--rubric-judge-min-kappa 0.5): --rubric-cache replay: no "
+            "recorded reply of judge openai:local for criterion 'paid' in "
+            "recordings/evals/faq.rubric.yaml/[[]calibration].json; record it with "
+            "`pytest --rubric-cache use --rubric-recordings recordings` (and a judge)*"
+        ]
+    )
+    assert "all one way" not in result.stdout.str()
