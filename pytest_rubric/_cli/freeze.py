@@ -252,11 +252,23 @@ def _suites(dirs: Sequence[Path]) -> list[Any]:
             f"no rubric file under {', '.join(map(str, dirs))} (names like {', '.join(patterns)})"
         )
     loaded = []
+    owner: dict[tuple[str, str], Path] = {}  # the file of each (suite, case id) a line names
     for path in files:
         try:
-            loaded.append(load_suite(path))
+            suite = load_suite(path)
         except RubricLoadError as exc:
             raise ValueError(exc.render(path)) from None
+        for case in suite.suite.cases:
+            # A line names its suite and its case, nothing else: two files of one suite name
+            # with one case id would write lines that no run can tell apart.
+            first = owner.setdefault((suite.name, case.id), path)
+            if first != path:
+                raise ValueError(
+                    f"{first} and {path} are both suite {suite.name!r} with a case "
+                    f"{case.id!r}, which their answers could not tell apart; give one of "
+                    "them a `suite:` name of its own"
+                )
+        loaded.append(suite)
     return loaded
 
 

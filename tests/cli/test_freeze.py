@@ -99,3 +99,35 @@ def test_a_model_whose_name_cannot_name_a_file_is_refused_before_it_is_asked(
     assert f"--model {model}: subject {subject!r} cannot name a file: {why}" in err
     assert f"give it a name that can, --model NAME={model}" in err
     assert not (team.path / "answers").exists() and not fake_llm.requests
+
+
+FAQ = """
+{suite}cases:
+  - id: q1
+    question: "How long do I have to return a jacket?"
+    criteria: [{{id: days, type: any_of, any_of: ["30 days"]}}]
+"""
+
+
+def test_two_files_of_one_suite_name_and_case_id_are_refused_before_anyone_is_asked(
+    team: pytest.Pytester, write: Write, fake_llm: FakeLLM, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Their lines would both be ``{"id": "q1", "suite": "faq"}``, which no run can tell
+    apart: ``collect`` names both files and the ``suite:`` that separates them."""
+    for folder in ("a", "b"):
+        write(f"e5/{folder}/faq.rubric.yaml", FAQ.format(suite=""))
+    frozen = ["collect", "--rubric-dir", "e5", "--model", MODELS[0], "--out", "answers"]
+    assert cli(frozen) == 2
+    pytest.LineMatcher(capsys.readouterr().err.splitlines()).fnmatch_lines(
+        [
+            "pytest-rubric collect: error: e5/a/faq.rubric.yaml and e5/b/faq.rubric.yaml are "
+            "both suite 'faq' with a case 'q1', which their answers could not tell apart; give "
+            "one of them a `suite:` name of its own*"
+        ]
+    )
+    assert not (team.path / "answers").exists() and not fake_llm.requests
+
+    write("e5/b/faq.rubric.yaml", FAQ.format(suite="suite: faq_b\n"))
+    assert cli(frozen) == 0, capsys.readouterr().err
+    team.makeini("[pytest]\n")
+    team.runpytest("e5", "--rubric-responses=answers").assert_outcomes(passed=2)
