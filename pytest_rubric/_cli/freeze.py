@@ -20,11 +20,11 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .._config.settings import DEFAULT_PATTERNS
+from .._config.settings import BY_KEY, DEFAULT_PATTERNS, reader
 from .._guards.outgoing import outgoing_data
 from .._load.traces import as_fields
 from .._render.files import unwritable
@@ -89,9 +89,9 @@ def add_commands(commands: Any) -> None:
     cmd.add_argument(
         "--timeout",
         type=float,
-        default=60.0,
         metavar="SECONDS",
-        help="bound on one target call (default 60, as ini rubric_call_timeout)",
+        help="bound on one target call where the case sets no `timeout:` (default: ini "
+        "rubric_call_timeout, else 60)",
     )
     cmd.set_defaults(run=run)
 
@@ -127,7 +127,10 @@ def run(args: argparse.Namespace) -> int:
             where = f"{loaded.path}: suite {loaded.name!r}, case {case.id!r}"
             repeat = int(case.repeat or loaded.suite.repeat or 1)
             for subject in subjects:
-                answers, problem = subject.source.fetch_samples(
+                source = subject.source
+                if case.timeout is not None and not source.live:  # the case's bound, as a run's
+                    source = replace(source, timeout=case.timeout)
+                answers, problem = source.fetch_samples(
                     case, repeat=repeat, concurrency=max(1, args.concurrency)
                 )
                 if answers is None:
@@ -227,7 +230,7 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
                 target=target,
                 target_name=value,
                 subject=subject,
-                timeout=args.timeout,
+                timeout=_ini_setting("call_timeout") if args.timeout is None else args.timeout,
                 runner=runner,
                 tracer=tracer,
             )
@@ -270,6 +273,19 @@ def _suites(dirs: Sequence[Path]) -> list[Any]:
                 )
         loaded.append(suite)
     return loaded
+
+
+def _ini_setting(key: str) -> Any:
+    """The ini ``rubric_<key>`` read as a run reads it (by its option's reader), else the
+    option's default; a wrong value is an error naming the key."""
+    option = BY_KEY[key]
+    values = ini_values(Path.cwd(), option.dest)
+    if values is None or option.parse is None:
+        return option.default if values is None else " ".join(values)
+    try:
+        return reader(option.parse)(" ".join(values))
+    except ValueError as exc:
+        raise ValueError(f"ini option {option.dest} = {exc}") from None
 
 
 # Where pytest looks for its configuration in each folder, from the current one up, and the

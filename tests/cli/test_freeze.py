@@ -9,6 +9,7 @@ OpenAI-compatible server (tests/fake_llm.py).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -131,3 +132,51 @@ def test_two_files_of_one_suite_name_and_case_id_are_refused_before_anyone_is_as
     assert cli(frozen) == 0, capsys.readouterr().err
     team.makeini("[pytest]\n")
     team.runpytest("e5", "--rubric-responses=answers").assert_outcomes(passed=2)
+
+
+SLOW = """
+import time
+
+
+def slow(question: str) -> str:
+    time.sleep(2)
+    return "Within 30 days."
+"""
+
+
+@pytest.mark.parametrize(
+    ("ini", "case", "flag", "bound"),
+    [
+        ("", "timeout: 0.2", [], "0.2"),  # the case's, as a run's
+        ("rubric_call_timeout = 0.2", "", [], "0.2"),  # the ini's where the case sets none
+        ("rubric_call_timeout = 30", "", ["--timeout", "0.3"], "0.3"),  # the flag over the ini
+        ("", "timeout: 0.2", ["--timeout", "30"], "0.2"),  # the case's over the flag
+    ],
+)
+def test_a_target_call_is_bounded_as_a_run_bounds_it(
+    team: pytest.Pytester,
+    write: Write,
+    capsys: pytest.CaptureFixture[str],
+    ini: str,
+    case: str,
+    flag: list[str],
+    bound: str,
+) -> None:
+    """The case's ``timeout:``, else ``--timeout``, else ini ``rubric_call_timeout``, else
+    60 s: a target that takes longer is listed, not waited for."""
+    team.makeini(f"[pytest]\nrubric_dirs = evals\n{ini}\n")
+    write("evals/targets.py", SLOW)
+    write(
+        "evals/support.rubric.yaml", SUPPORT.replace("    question:", f"    {case}\n    question:")
+    )
+    started = time.monotonic()
+    command = ["collect", "--rubric-dir", "evals", "--target", "targets:slow", *flag]
+    assert cli([*command, "--out", "answers"]) == 1
+    assert time.monotonic() - started < 1.5
+    pytest.LineMatcher(capsys.readouterr().err.splitlines()).fnmatch_lines(
+        [
+            "pytest-rubric collect: not written: *support.rubric.yaml: suite 'support', case "
+            f"'refund_window': target targets:slow did not return within {bound} s*"
+        ]
+    )
+    assert (team.path / "answers/slow.jsonl").read_text() == ""
