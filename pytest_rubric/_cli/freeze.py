@@ -2,8 +2,8 @@
 
 The collect-then-score workflow of llm-rubric-eval: each subject (``--model``,
 ``--target``) is asked every case of the rubric files under ``--rubric-dir``
-(``repeat`` times where a case or file sets it) and its answers are written to
-``OUT/<subject>.jsonl``, one ``{"id", "suite", "response"}`` per line (with the trace
+(``repeat`` times: the case's, the file's, else ini ``rubric_repeat``) and its answers are
+written to ``OUT/<subject>.jsonl``, one ``{"id", "suite", "response"}`` per line (with the trace
 fields beside it, ``context``, ``messages``, ``usage``..., when the answer has a trace), which
 ``responses: OUT/`` (or ``--rubric-responses OUT``) then grades, as often as
 wanted, without asking again. A subject is called exactly as a run would call
@@ -38,7 +38,8 @@ def add_commands(commands: Any) -> None:
         "collect",
         help="ask models or targets every case and write their answers as responses files",
         description="Ask each subject (--model, --target; repeatable) every case of the rubric "
-        "files under --rubric-dir, `repeat` times where a case or file sets it, and write "
+        "files under --rubric-dir, `repeat` times (the case's, the file's, else ini "
+        "rubric_repeat), and write "
         "OUT/<subject>.jsonl in the responses format, for `responses: OUT/` to grade later. "
         "Modules of targets are imported from the current directory and each rubric file's "
         "folder. Exit status 0 when every answer was written, 1 when some call failed (those "
@@ -110,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         subjects = _subjects(args)
         suites = _suites(args.dirs)
+        repeat_default = _ini_setting("repeat")  # where neither the case nor the file sets one
         paths = {s.name: args.out / f"{s.name}.jsonl" for s in subjects}
         if (existing := [str(p) for p in paths.values() if p.exists()]) and not args.force:
             raise ValueError(
@@ -125,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     for loaded in suites:
         for case in loaded.suite.cases:  # each line names its suite: ids may repeat across them
             where = f"{loaded.path}: suite {loaded.name!r}, case {case.id!r}"
-            repeat = int(case.repeat or loaded.suite.repeat or 1)
+            repeat = int(case.repeat or loaded.suite.repeat or repeat_default)
             for subject in subjects:
                 source = subject.source
                 if case.timeout is not None and not source.live:  # the case's bound, as a run's

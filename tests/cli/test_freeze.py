@@ -180,3 +180,22 @@ def test_a_target_call_is_bounded_as_a_run_bounds_it(
         ]
     )
     assert (team.path / "answers/slow.jsonl").read_text() == ""
+
+
+def test_the_ini_repeat_asks_each_case_that_many_times_as_a_run_does(
+    team: pytest.Pytester,
+    fake_llm: FakeLLM,
+    capsys: pytest.CaptureFixture[str],
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    """``rubric_repeat`` is the run's ``repeat`` where the file sets none: the frozen answers
+    are as many samples as a live run would grade."""
+    team.makeini("[pytest]\nrubric_dirs = evals\ntestpaths = tests\nrubric_repeat = 3\n")
+    code = cli(["collect", "--rubric-dir", "evals", "--model", MODELS[0], "--out", "answers"])
+    assert code == 0, capsys.readouterr().err
+    assert len(fake_llm.requests) == 3
+    lines = (team.path / "answers/llama3.1:8b.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in lines] == ["refund_window"] * 3
+    team.runpytest("--rubric-responses=answers", "--rubric-json=out.json").assert_outcomes(passed=2)
+    (result,) = rubric_json()["results"]
+    assert result["n_samples"] == 3
