@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .._config.settings import BY_KEY, DEFAULT_PATTERNS, reader
+from .._config.settings import BY_KEY, DEFAULT_PATTERNS, argparse_type, reader
 from .._guards.outgoing import outgoing_data
 from .._load.traces import as_fields
 from .._render.files import unwritable
@@ -89,7 +89,7 @@ def add_commands(commands: Any) -> None:
     )
     cmd.add_argument(
         "--timeout",
-        type=float,
+        type=argparse_type("seconds"),  # as the ini's: positive, at most a day
         metavar="SECONDS",
         help="bound on one target call where the case sets no `timeout:` (default: ini "
         "rubric_call_timeout, else 60)",

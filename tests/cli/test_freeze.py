@@ -199,3 +199,18 @@ def test_the_ini_repeat_asks_each_case_that_many_times_as_a_run_does(
     team.runpytest("--rubric-responses=answers", "--rubric-json=out.json").assert_outcomes(passed=2)
     (result,) = rubric_json()["results"]
     assert result["n_samples"] == 3
+
+
+@pytest.mark.parametrize("seconds", ["-1", "0", "nan", "inf", "1e9"])
+def test_a_timeout_that_bounds_nothing_is_bad_input(
+    team: pytest.Pytester, fake_llm: FakeLLM, capsys: pytest.CaptureFixture[str], seconds: str
+) -> None:
+    """``--timeout`` is read as ini ``rubric_call_timeout`` is: positive, at most a day."""
+    command = ["collect", "--rubric-dir", "evals", "--model", MODELS[0], "--out", "answers"]
+    with pytest.raises(SystemExit) as exited:
+        cli([*command, f"--timeout={seconds}"])
+    assert exited.value.code == 2
+    pytest.LineMatcher(capsys.readouterr().err.splitlines()).fnmatch_lines(
+        [f"*: error: argument --timeout: *{seconds}* must be *"]
+    )
+    assert not (team.path / "answers").exists() and not fake_llm.requests
