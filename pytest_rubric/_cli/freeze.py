@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -113,6 +114,12 @@ def run(args: argparse.Namespace) -> int:
         suites = _suites(args.dirs)
         repeat_default = _ini_setting("repeat")  # where neither the case nor the file sets one
         paths = {s.name: args.out / f"{s.name}.jsonl" for s in subjects}
+        for path in paths.values():  # never written through, --force or not
+            if path.is_symlink():
+                raise ValueError(
+                    f"{path} is a symbolic link (to {os.readlink(path)}), which could write "
+                    f"outside --out {args.out}; remove it, or choose another --out"
+                )
         if (existing := [str(p) for p in paths.values() if p.exists()]) and not args.force:
             raise ValueError(
                 f"{', '.join(existing)} already exist(s); pass --force to overwrite, or choose "

@@ -214,3 +214,34 @@ def test_a_timeout_that_bounds_nothing_is_bad_input(
         [f"*: error: argument --timeout: *{seconds}* must be *"]
     )
     assert not (team.path / "answers").exists() and not fake_llm.requests
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]])
+@pytest.mark.parametrize("dangling", [True, False])
+def test_an_answer_file_that_is_a_symlink_is_never_written_through(
+    team: pytest.Pytester,
+    fake_llm: FakeLLM,
+    capsys: pytest.CaptureFixture[str],
+    force: list[str],
+    dangling: bool,
+) -> None:
+    """A link in ``--out`` to a file elsewhere, there or not yet, is refused with or without
+    ``--force``, as the importers refuse a file "written outside --out": nothing is created,
+    overwritten or asked."""
+    outside = team.path / "outside.jsonl"
+    if not dangling:
+        outside.write_text("kept\n")
+    (team.path / "answers").mkdir()
+    (team.path / "answers/llama3.1:8b.jsonl").symlink_to(outside)
+    command = ["collect", "--rubric-dir", "evals", "--model", MODELS[0], "--out", "answers"]
+    assert cli([*command, *force]) == 2
+    pytest.LineMatcher(capsys.readouterr().err.splitlines()).fnmatch_lines(
+        [
+            "pytest-rubric collect: error: answers/llama3.1:8b.jsonl is a symbolic link (to "
+            f"{outside}), which could write outside --out answers; remove it, or choose "
+            "another --out"
+        ]
+    )
+    assert outside.exists() is not dangling and not fake_llm.requests
+    if not dangling:
+        assert outside.read_text() == "kept\n"
