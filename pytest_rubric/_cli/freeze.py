@@ -183,6 +183,7 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
     from .._guards.calls import CallRunner, make_importable, resolve_import
     from .._llm.providers import ModelSpec
     from .._load.responses import file_subject_problem
+    from ..criteria.model import check_import_path
 
     if not args.models and not args.targets:
         raise ValueError(
@@ -227,6 +228,13 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
             model = LiveModel(spec, subject=subject, policy=RetryPolicy())
             source = Source(target=model, target_name=spec.name, subject=subject)
         else:
+            try:
+                check_import_path(value)
+            except ValueError:
+                raise ValueError(
+                    f"--target {given}: write MODULE:FUNCTION, the module and the function "
+                    "the answers come from, e.g. --target app.bot:answer"
+                ) from None
             try:
                 target = Target.of(resolve_import(value))
             except TypeError as exc:
