@@ -275,20 +275,20 @@ def _suites(dirs: Sequence[Path]) -> list[Any]:
     owner: dict[tuple[str, str], Path] = {}  # the file of each (suite, case id) a line names
     for path in files:
         try:
-            suite = load_suite(path)
+            rubric = load_suite(path)
         except RubricLoadError as exc:
             raise ValueError(exc.render(path)) from None
-        for case in suite.suite.cases:
+        for case in rubric.suite.cases:
             # A line names its suite and its case, nothing else: two files of one suite name
             # with one case id would write lines that no run can tell apart.
-            first = owner.setdefault((suite.name, case.id), path)
+            first = owner.setdefault((rubric.name, case.id), path)
             if first != path:
                 raise ValueError(
-                    f"{first} and {path} are both suite {suite.name!r} with a case "
+                    f"{first} and {path} are both suite {rubric.name!r} with a case "
                     f"{case.id!r}, which their answers could not tell apart; give one of "
                     "them a `suite:` name of its own"
                 )
-        loaded.append(suite)
+        loaded.append(rubric)
     return loaded
 
 
@@ -297,10 +297,11 @@ def _ini_setting(key: str) -> Any:
     option's default; a wrong value is an error naming the key."""
     option = BY_KEY[key]
     values = ini_values(Path.cwd(), option.dest)
-    if values is None or option.parse is None:
-        return option.default if values is None else " ".join(values)
+    if values is None:
+        return option.default
+    text = " ".join(values)
     try:
-        return reader(option.parse)(" ".join(values))
+        return reader(option.parse)(text) if option.parse else text
     except ValueError as exc:
         raise ValueError(f"ini option {option.dest} = {exc}") from None
 
