@@ -1,4 +1,4 @@
-"""``python -m pytest_rubric merge|import|collect|init ...`` (see
+"""``python -m pytest_rubric merge|import|collect|history|init ...`` (see
 :mod:`pytest_rubric._cli.merge`)."""
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 The collect-then-score workflow of llm-rubric-eval: each subject (``--model``,
 ``--target``) is asked every case of the rubric files under ``--rubric-dir``
-(``repeat`` times where a case or file sets it) and its answers are written to
-``OUT/<subject>.jsonl``, one ``{"id", "suite", "response"}`` per line (with the trace
+(``repeat`` times: the case's, the file's, else ini ``rubric_repeat``) and its answers are
+written to ``OUT/<subject>.jsonl``, one ``{"id", "suite", "response"}`` per line (with the trace
 fields beside it, ``context``, ``messages``, ``usage``..., when the answer has a trace), which
 ``responses: OUT/`` (or ``--rubric-responses OUT``) then grades, as often as
 wanted, without asking again. A subject is called exactly as a run would call
@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .._config.settings import DEFAULT_PATTERNS
+from .._config.settings import BY_KEY, DEFAULT_PATTERNS, argparse_type, reader
 from .._guards.outgoing import outgoing_data
 from .._load.traces import as_fields
 from .._render.files import unwritable
@@ -38,7 +39,8 @@ def add_commands(commands: Any) -> None:
         "collect",
         help="ask models or targets every case and write their answers as responses files",
         description="Ask each subject (--model, --target; repeatable) every case of the rubric "
-        "files under --rubric-dir, `repeat` times where a case or file sets it, and write "
+        "files under --rubric-dir, `repeat` times (the case's, the file's, else ini "
+        "rubric_repeat), and write "
         "OUT/<subject>.jsonl in the responses format, for `responses: OUT/` to grade later. "
         "Modules of targets are imported from the current directory and each rubric file's "
         "folder. Exit status 0 when every answer was written, 1 when some call failed (those "
@@ -88,10 +90,10 @@ def add_commands(commands: Any) -> None:
     )
     cmd.add_argument(
         "--timeout",
-        type=float,
-        default=60.0,
+        type=argparse_type("seconds"),  # as the ini's: positive, at most a day
         metavar="SECONDS",
-        help="bound on one target call (default 60, as ini rubric_call_timeout)",
+        help="bound on one target call where the case sets no `timeout:` (default: ini "
+        "rubric_call_timeout, else 60)",
     )
     cmd.set_defaults(run=run)
 
@@ -110,7 +112,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         subjects = _subjects(args)
         suites = _suites(args.dirs)
+        repeat_default = _ini_setting("repeat")  # where neither the case nor the file sets one
         paths = {s.name: args.out / f"{s.name}.jsonl" for s in subjects}
+        for path in paths.values():  # never written through, --force or not
+            if path.is_symlink():
+                raise ValueError(
+                    f"{path} is a symbolic link (to {os.readlink(path)}), which could write "
+                    f"outside --out {args.out}; remove it, or choose another --out"
+                )
         if (existing := [str(p) for p in paths.values() if p.exists()]) and not args.force:
             raise ValueError(
                 f"{', '.join(existing)} already exist(s); pass --force to overwrite, or choose "
@@ -125,9 +134,12 @@ def run(args: argparse.Namespace) -> int:
     for loaded in suites:
         for case in loaded.suite.cases:  # each line names its suite: ids may repeat across them
             where = f"{loaded.path}: suite {loaded.name!r}, case {case.id!r}"
-            repeat = int(case.repeat or loaded.suite.repeat or 1)
+            repeat = int(case.repeat or loaded.suite.repeat or repeat_default)
             for subject in subjects:
-                answers, problem = subject.source.fetch_samples(
+                source = subject.source
+                if case.timeout is not None and not source.live:  # the case's bound, as a run's
+                    source = replace(source, timeout=case.timeout)
+                answers, problem = source.fetch_samples(
                     case, repeat=repeat, concurrency=max(1, args.concurrency)
                 )
                 if answers is None:
@@ -171,6 +183,7 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
     from .._guards.calls import CallRunner, make_importable, resolve_import
     from .._llm.providers import ModelSpec
     from .._load.responses import file_subject_problem
+    from ..criteria.model import check_import_path
 
     if not args.models and not args.targets:
         raise ValueError(
@@ -216,6 +229,13 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
             source = Source(target=model, target_name=spec.name, subject=subject)
         else:
             try:
+                check_import_path(value)
+            except ValueError:
+                raise ValueError(
+                    f"--target {given}: write MODULE:FUNCTION, the module and the function "
+                    "the answers come from, e.g. --target app.bot:answer"
+                ) from None
+            try:
                 target = Target.of(resolve_import(value))
             except TypeError as exc:
                 raise ValueError(f"--target {value} cannot be called: {exc}") from None
@@ -227,7 +247,7 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
                 target=target,
                 target_name=value,
                 subject=subject,
-                timeout=args.timeout,
+                timeout=_ini_setting("call_timeout") if args.timeout is None else args.timeout,
                 runner=runner,
                 tracer=tracer,
             )
@@ -252,12 +272,38 @@ def _suites(dirs: Sequence[Path]) -> list[Any]:
             f"no rubric file under {', '.join(map(str, dirs))} (names like {', '.join(patterns)})"
         )
     loaded = []
+    owner: dict[tuple[str, str], Path] = {}  # the file of each (suite, case id) a line names
     for path in files:
         try:
-            loaded.append(load_suite(path))
+            rubric = load_suite(path)
         except RubricLoadError as exc:
             raise ValueError(exc.render(path)) from None
+        for case in rubric.suite.cases:
+            # A line names its suite and its case, nothing else: two files of one suite name
+            # with one case id would write lines that no run can tell apart.
+            first = owner.setdefault((rubric.name, case.id), path)
+            if first != path:
+                raise ValueError(
+                    f"{first} and {path} are both suite {rubric.name!r} with a case "
+                    f"{case.id!r}, which their answers could not tell apart; give one of "
+                    "them a `suite:` name of its own"
+                )
+        loaded.append(rubric)
     return loaded
+
+
+def _ini_setting(key: str) -> Any:
+    """The ini ``rubric_<key>`` read as a run reads it (by its option's reader), else the
+    option's default; a wrong value is an error naming the key."""
+    option = BY_KEY[key]
+    values = ini_values(Path.cwd(), option.dest)
+    if values is None:
+        return option.default
+    text = " ".join(values)
+    try:
+        return reader(option.parse)(text) if option.parse else text
+    except ValueError as exc:
+        raise ValueError(f"ini option {option.dest} = {exc}") from None
 
 
 # Where pytest looks for its configuration in each folder, from the current one up, and the

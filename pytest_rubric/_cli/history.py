@@ -18,11 +18,12 @@ def add_commands(commands: Any) -> None:
         "history",
         help="print the runs a --rubric-history file holds, one row per run",
         description="Print one row per run of a --rubric-history file, oldest first: its "
-        "time, its commit and each subject's correctness with its interval. Exit status 0, "
-        "or 2 when the file cannot be read.",
+        "time, its commit and each subject's correctness with its interval; with --subject, "
+        "the runs that graded it. Exit status 0, or 2 when the file cannot be read or no run "
+        "graded the --subject given.",
     )
     cmd.add_argument("path", type=Path, metavar="PATH", help="the --rubric-history file")
-    cmd.add_argument("--subject", metavar="S", help="only this subject")
+    cmd.add_argument("--subject", metavar="S", help="only the runs that graded S, and only S")
     cmd.add_argument("--last", type=positive_int, metavar="N", help="only the last N runs")
     cmd.set_defaults(run=run)
 

@@ -86,7 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pytest_rubric",
         description="pytest-rubric tools: merge the --rubric-json files of CI shards; import "
-        "another tool's dataset as rubric files; init a starter evals/ folder.",
+        "another tool's dataset as rubric files; collect the application's answers as "
+        "responses files; history prints the runs of a --rubric-history file; init a starter "
+        "evals/ folder.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     cmd = commands.add_parser(

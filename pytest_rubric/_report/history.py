@@ -107,9 +107,15 @@ def skipped_warning(path: Path, skipped: list[str]) -> str:
     )
 
 
-def _open(path: Path) -> sqlite3.Connection:
-    """The history at ``path``, created or migrated to this version's schema."""
-    what = f"--rubric-history {path}"
+# What to do with a file that is not a history: a run starts a new one, a reader needs another.
+_MOVE_ASIDE = "move it aside and a new history starts"
+_GIVE_ONE = "give the file a run's --rubric-history PATH writes"
+
+
+def _open(path: Path, *, reading: bool = False) -> sqlite3.Connection:
+    """The history at ``path``, created or migrated to this version's schema; ``reading``:
+    for ``python -m pytest_rubric history``, whose errors name the path as given."""
+    what = str(path) if reading else f"--rubric-history {path}"
     if path.exists() and not path.is_file():
         raise HistoryError(f"{what}: not a regular file; give the path of a .sqlite3 file")
     try:
@@ -142,8 +148,8 @@ def _open(path: Path) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         db.close()
         raise HistoryError(
-            f"{what}: not a readable SQLite database ({exc}); move it aside and a new history "
-            "starts"
+            f"{what}: not a readable SQLite database ({exc}); "
+            + (_GIVE_ONE if reading else _MOVE_ASIDE)
         ) from None
     except HistoryError:
         db.close()
@@ -228,15 +234,35 @@ def read_runs(
 ) -> list[HistoryRun]:
     """The runs in ``path``, oldest first: the last ``last`` of them (all when None), each
     with its subjects (only ``subject`` when given). A row with a value of the wrong type is
-    skipped, and said in ``skipped`` (``"run 3: correctness is str, ..."``)."""
+    skipped, and said in ``skipped`` (``"run 3: correctness is str, ..."``). With
+    ``subject``, the runs are those that graded it; one that none graded is an error naming
+    those the history holds."""
+    if path.is_dir():
+        raise HistoryError(f"{path}: a directory, not a history; {_GIVE_ONE}")
     if not path.is_file():
         raise HistoryError(f"{path}: no such history file")
     wrong: list[str] = [] if skipped is None else skipped
-    db = _open(path)
+    db = _open(path, reading=True)
     try:
-        query = "SELECT id, started_at, git_commit FROM runs ORDER BY id DESC"
-        rows = db.execute(query + (" LIMIT ?" if last else ""), (last,) if last else ()).fetchall()
+        query = "SELECT id, started_at, git_commit FROM runs"
+        given: list[object] = []
+        if subject is not None:  # the runs that graded it
+            query += " WHERE id IN (SELECT run_id FROM subjects WHERE subject = ?)"
+            given.append(subject)
+        query += " ORDER BY id DESC"
+        if last:
+            query += " LIMIT ?"
+            given.append(last)
+        rows = db.execute(query, given).fetchall()
         rows.reverse()
+        if not rows and subject is not None:
+            held = [n for (n,) in db.execute("SELECT DISTINCT subject FROM subjects ORDER BY 1")]
+            if held:
+                more = f" and {len(held) - 10} more" if len(held) > 10 else ""
+                raise HistoryError(
+                    f"{path}: no run graded subject {subject!r}; its runs graded "
+                    f"{', '.join(held[:10])}{more}"
+                )
         if not rows:
             return []
         first = rows[0][0]

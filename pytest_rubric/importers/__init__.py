@@ -22,8 +22,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "import",
         help="convert another tool's dataset into rubric files",
         description="Convert another tool's dataset into rubric files and responses under --out. "
-        "Every problem in the input is listed with its file and line, and then nothing is "
-        "written (exit status 2). A file that exists is not overwritten without --force.",
+        "Input the tool itself would refuse is listed, every problem with its file and line, "
+        "and then nothing is written (exit status 2). What promptfoo can run and this plugin "
+        "cannot grade is listed as `not mapped:` and left out; the rest is written (exit "
+        "status 0). A file that exists is not overwritten without --force.",
     )
     cmd.set_defaults(run=run)
     formats = cmd.add_subparsers(dest="format", required=True, metavar="FORMAT")

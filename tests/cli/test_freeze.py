@@ -9,6 +9,7 @@ OpenAI-compatible server (tests/fake_llm.py).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -99,3 +100,148 @@ def test_a_model_whose_name_cannot_name_a_file_is_refused_before_it_is_asked(
     assert f"--model {model}: subject {subject!r} cannot name a file: {why}" in err
     assert f"give it a name that can, --model NAME={model}" in err
     assert not (team.path / "answers").exists() and not fake_llm.requests
+
+
+FAQ = """
+{suite}cases:
+  - id: q1
+    question: "How long do I have to return a jacket?"
+    criteria: [{{id: days, type: any_of, any_of: ["30 days"]}}]
+"""
+
+
+def test_two_files_of_one_suite_name_and_case_id_are_refused_before_anyone_is_asked(
+    team: pytest.Pytester, write: Write, fake_llm: FakeLLM, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Their lines would both be ``{"id": "q1", "suite": "faq"}``, which no run can tell
+    apart: ``collect`` names both files and the ``suite:`` that separates them."""
+    for folder in ("a", "b"):
+        write(f"e5/{folder}/faq.rubric.yaml", FAQ.format(suite=""))
+    frozen = ["collect", "--rubric-dir", "e5", "--model", MODELS[0], "--out", "answers"]
+    assert cli(frozen) == 2
+    pytest.LineMatcher(capsys.readouterr().err.splitlines()).fnmatch_lines(
+        [
+            "pytest-rubric collect: error: e5/a/faq.rubric.yaml and e5/b/faq.rubric.yaml are "
+            "both suite 'faq' with a case 'q1', which their answers could not tell apart; give "
+            "one of them a `suite:` name of its own*"
+        ]
+    )
+    assert not (team.path / "answers").exists() and not fake_llm.requests
+
+    write("e5/b/faq.rubric.yaml", FAQ.format(suite="suite: faq_b\n"))
+    assert cli(frozen) == 0, capsys.readouterr().err
+    team.makeini("[pytest]\n")
+    team.runpytest("e5", "--rubric-responses=answers").assert_outcomes(passed=2)
+
+
+SLOW = """
+import time
+
+
+def slow(question: str) -> str:
+    time.sleep(2)
+    return "Within 30 days."
+"""
+
+
+@pytest.mark.parametrize(
+    ("ini", "case", "flag", "bound"),
+    [
+        ("", "timeout: 0.2", [], "0.2"),  # the case's, as a run's
+        ("rubric_call_timeout = 0.2", "", [], "0.2"),  # the ini's where the case sets none
+        ("rubric_call_timeout = 30", "", ["--timeout", "0.3"], "0.3"),  # the flag over the ini
+        ("", "timeout: 0.2", ["--timeout", "30"], "0.2"),  # the case's over the flag
+    ],
+)
+def test_a_target_call_is_bounded_as_a_run_bounds_it(
+    team: pytest.Pytester,
+    write: Write,
+    capsys: pytest.CaptureFixture[str],
+    ini: str,
+    case: str,
+    flag: list[str],
+    bound: str,
+) -> None:
+    """The case's ``timeout:``, else ``--timeout``, else ini ``rubric_call_timeout``, else
+    60 s: a target that takes longer is listed, not waited for."""
+    team.makeini(f"[pytest]\nrubric_dirs = evals\n{ini}\n")
+    write("evals/targets.py", SLOW)
+    write(
+        "evals/support.rubric.yaml", SUPPORT.replace("    question:", f"    {case}\n    question:")
+    )
+    started = time.monotonic()
+    command = ["collect", "--rubric-dir", "evals", "--target", "targets:slow", *flag]
+    assert cli([*command, "--out", "answers"]) == 1
+    assert time.monotonic() - started < 1.5
+    pytest.LineMatcher(capsys.readouterr().err.splitlines()).fnmatch_lines(
+        [
+            "pytest-rubric collect: not written: *support.rubric.yaml: suite 'support', case "
+            f"'refund_window': target targets:slow did not return within {bound} s*"
+        ]
+    )
+    assert (team.path / "answers/slow.jsonl").read_text() == ""
+
+
+def test_the_ini_repeat_asks_each_case_that_many_times_as_a_run_does(
+    team: pytest.Pytester,
+    fake_llm: FakeLLM,
+    capsys: pytest.CaptureFixture[str],
+    rubric_json: Callable[[], dict[str, Any]],
+) -> None:
+    """``rubric_repeat`` is the run's ``repeat`` where the file sets none: the frozen answers
+    are as many samples as a live run would grade."""
+    team.makeini("[pytest]\nrubric_dirs = evals\ntestpaths = tests\nrubric_repeat = 3\n")
+    code = cli(["collect", "--rubric-dir", "evals", "--model", MODELS[0], "--out", "answers"])
+    assert code == 0, capsys.readouterr().err
+    assert len(fake_llm.requests) == 3
+    lines = (team.path / "answers/llama3.1:8b.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in lines] == ["refund_window"] * 3
+    team.runpytest("--rubric-responses=answers", "--rubric-json=out.json").assert_outcomes(passed=2)
+    (result,) = rubric_json()["results"]
+    assert result["n_samples"] == 3
+
+
+@pytest.mark.parametrize("seconds", ["-1", "0", "nan", "inf", "1e9"])
+def test_a_timeout_that_bounds_nothing_is_bad_input(
+    team: pytest.Pytester, fake_llm: FakeLLM, capsys: pytest.CaptureFixture[str], seconds: str
+) -> None:
+    """``--timeout`` is read as ini ``rubric_call_timeout`` is: positive, at most a day."""
+    command = ["collect", "--rubric-dir", "evals", "--model", MODELS[0], "--out", "answers"]
+    with pytest.raises(SystemExit) as exited:
+        cli([*command, f"--timeout={seconds}"])
+    assert exited.value.code == 2
+    pytest.LineMatcher(capsys.readouterr().err.splitlines()).fnmatch_lines(
+        [f"*: error: argument --timeout: *{seconds}* must be *"]
+    )
+    assert not (team.path / "answers").exists() and not fake_llm.requests
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]])
+@pytest.mark.parametrize("dangling", [True, False])
+def test_an_answer_file_that_is_a_symlink_is_never_written_through(
+    team: pytest.Pytester,
+    fake_llm: FakeLLM,
+    capsys: pytest.CaptureFixture[str],
+    force: list[str],
+    dangling: bool,
+) -> None:
+    """A link in ``--out`` to a file elsewhere, there or not yet, is refused with or without
+    ``--force``, as the importers refuse a file "written outside --out": nothing is created,
+    overwritten or asked."""
+    outside = team.path / "outside.jsonl"
+    if not dangling:
+        outside.write_text("kept\n")
+    (team.path / "answers").mkdir()
+    (team.path / "answers/llama3.1:8b.jsonl").symlink_to(outside)
+    command = ["collect", "--rubric-dir", "evals", "--model", MODELS[0], "--out", "answers"]
+    assert cli([*command, *force]) == 2
+    pytest.LineMatcher(capsys.readouterr().err.splitlines()).fnmatch_lines(
+        [
+            "pytest-rubric collect: error: answers/llama3.1:8b.jsonl is a symbolic link (to "
+            f"{outside}), which could write outside --out answers; remove it, or choose "
+            "another --out"
+        ]
+    )
+    assert outside.exists() is not dangling and not fake_llm.requests
+    if not dangling:
+        assert outside.read_text() == "kept\n"
