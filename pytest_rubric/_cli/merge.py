@@ -3,9 +3,11 @@ report and gate from the ``--rubric-json`` documents of CI shards (``docs/guides
 
 The merge gives what one run over the whole suite would have: the leaderboard is recomputed
 from the results, never averaged from the shards'; whether a case passed is recomputed from
-its criteria, never taken from the shard; the outcomes of the gates a merge does not apply
-itself (the judge's, or a baseline given to the shards only) are kept from the shards'
-``gates`` and count in the exit status. The merged ``run`` is that of the shards together
+its criteria, never taken from the shard; a gate on a subject is measured on the whole
+(``--rubric-fail-under`` at the shards' threshold), never kept from a shard that saw a part
+of it; the outcomes of the gates a merge does not apply itself (the judge's, or each case's
+against a baseline given to the shards only) are kept from the shards' ``gates`` and count
+in the exit status. The merged ``run`` is that of the shards together
 (``_report.run.merged``). Exit status 0 when every case and gate passed, 1 when one failed
 or could not be evaluated, 2 for bad input.
 """
@@ -34,10 +36,10 @@ from . import freeze, history, init
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def merge(paths: Sequence[Path], *, allow_incomplete: bool = False) -> Document:
-    """The shards as one document: the results of every shard; a node id found in two shards
-    (the same items run twice) is an error, and so is a shard whose run was interrupted
-    unless ``allow_incomplete``.
+def merge(shards: Sequence[tuple[Path, Document]], *, allow_incomplete: bool = False) -> Document:
+    """The shards (each file's path and document) as one document: the results of every
+    shard; a node id found in two shards (the same items run twice) is an error, and so is a
+    shard whose run was interrupted unless ``allow_incomplete``.
 
     With them, in shard order: the notes where a recomputed ``passed`` overrules the shard;
     the first shard's calibration figures of each suite and judge (every shard ran the whole
@@ -46,8 +48,7 @@ def merge(paths: Sequence[Path], *, allow_incomplete: bool = False) -> Document:
     together = Document([])
     runs: list[RunInfo] = []
     owner: dict[str, tuple[int, Path]] = {}  # each node id's shard: its place, its path
-    for shard, path in enumerate(paths):
-        document = load_document(path)
+    for shard, (path, document) in enumerate(shards):
         if document.run is not None and not document.run.complete and not allow_incomplete:
             raise DocumentError(
                 f"{path}: its run was interrupted (run.complete is false), so it holds only "
@@ -80,6 +81,53 @@ def merge(paths: Sequence[Path], *, allow_incomplete: bool = False) -> Document:
         together.results += document.results
     together.run = merged(runs)
     return together
+
+
+def asked_fail_under(shards: Sequence[tuple[Path, Document]]) -> float | None:
+    """The ``--rubric-fail-under`` the shards were run with, which a merge applies to the whole
+    suite (a shard's verdict is on its part of a subject): read from their ``fail-under``
+    entries' ``limit``; None when no shard asked it. Shards that asked different thresholds,
+    or a document that does not record its own, leave merge to be told (``--fail-under``)."""
+    asked: dict[float, Path] = {}
+    for path, document in shards:
+        for entry in document.gates:
+            if entry.gate != "fail-under":
+                continue
+            if entry.limit is None:
+                raise DocumentError(
+                    f"{path} was gated with --rubric-fail-under, but does not say at what "
+                    "threshold (an earlier version wrote it): pass --fail-under X to gate the "
+                    "whole suite"
+                )
+            asked.setdefault(entry.limit, path)
+    if len(asked) > 1:
+        said = " and ".join(f"{limit:g} in {path}" for limit, path in asked.items())
+        raise DocumentError(
+            f"the shards were gated with --rubric-fail-under {said}: pass --fail-under X to "
+            "gate the whole suite at one threshold"
+        )
+    return next(iter(asked), None)
+
+
+def check_drops(shards: Sequence[tuple[Path, Document]]) -> None:
+    """Refuse the shards' ``baseline-subject`` entries of a subject that other shards graded
+    too: each measured the subject's drop over its own part of it, and only a merge given the
+    baseline measures it on the whole (a shard's verdict kept would pass or fail the merge
+    on a part)."""
+    gated: dict[str, Path] = {}
+    for path, document in shards:
+        for entry in document.gates:
+            if entry.gate == "baseline-subject" and entry.subject is not None:
+                gated.setdefault(entry.subject, path)
+    for path, document in shards:
+        for subject in dict.fromkeys(r.subject for r in document.results):
+            if (first := gated.get(subject)) is not None and first != path:
+                raise DocumentError(
+                    f"subject {subject} was gated against a baseline in {first} and graded in "
+                    f"{path} too: each shard measured the drop over its own cases; pass the "
+                    "baseline to merge (--baseline, with the shards' --max-drop and "
+                    "--gate-confidence) to measure it on the whole suite"
+                )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -168,8 +216,14 @@ def _command(argv: Sequence[str] | None) -> int:
         if (value := getattr(args, name)) is not None and not 0 < value < 1:
             parser.error(f"--{name.replace('_', '-')} {value:g}: write a number between 0 and 1")
     try:
-        shards = merge(args.documents, allow_incomplete=args.allow_incomplete)
+        documents = [(path, load_document(path)) for path in args.documents]
+        shards = merge(documents, allow_incomplete=args.allow_incomplete)
         baseline = load_document(args.baseline).results if args.baseline is not None else None
+        if baseline is None:
+            check_drops(documents)
+        fail_under = args.fail_under
+        if fail_under is None:
+            fail_under = asked_fail_under(documents)
     except DocumentError as exc:
         print(f"pytest-rubric merge: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -182,11 +236,12 @@ def _command(argv: Sequence[str] | None) -> int:
             baseline_name=str(args.baseline) if args.baseline is not None else None,
             max_drop=args.max_drop,
             gate_confidence=args.gate_confidence,
-            fail_under=args.fail_under,
+            fail_under=fail_under,
             # The shards' verdicts of gates this merge does not apply itself (the judge's, or
             # a baseline given to the shards and not to the merge) are kept, never dropped.
             carried=shards.gates,
             flag="--",  # its messages name this command's flags: --max-drop, not --rubric-
+            fail_under_flag=None if args.fail_under is not None else "--rubric-",
         ),
         level=args.confidence,
         calibration=shards.calibration,

@@ -328,3 +328,73 @@ def test_a_merge_prints_the_notes_its_shard_printed(
     assert main(["merge", "now.json"]) == 1  # q0 fails
     merged = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  note: ")]
     assert merged == notes
+
+
+def _answers(pytester: pytest.Pytester, name: str, right: int, wrong: int) -> None:
+    """``name``.rubric.yaml: report-only cases of subject answer (a pass whatever they score,
+    so only a gate fails a run), ``right`` of them answered right and ``wrong`` wrong."""
+    cases = "".join(
+        f"  - id: {name}{i}\n    responses: {{answer: {'four' if i < right else 'five'}}}\n"
+        "    criteria: [{id: four, type: any_of, any_of: [four]}]\n"
+        for i in range(right + wrong)
+    )
+    (pytester.path / f"{name}.rubric.yaml").write_text(f"min_score: null\ncases:\n{cases}")
+
+
+def test_a_gate_the_shards_asked_is_measured_on_the_whole(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Shards each run with --rubric-fail-under: merge applies the shards' threshold to the
+    whole suite, as one run over it does, and never keeps a shard's verdict on its part."""
+    pytester.makeini("[pytest]\n")
+    _answers(pytester, "x", 1, 0)
+    _answers(pytester, "y", 0, 2)
+    gate = "--rubric-fail-under=0.3"
+    assert pytester.runpytest("x.rubric.yaml", gate, "--rubric-json=x.json").ret == 0
+    assert pytester.runpytest("y.rubric.yaml", gate, "--rubric-json=y.json").ret == 1
+    whole = pytester.runpytest("x.rubric.yaml", "y.rubric.yaml", gate, "--rubric-json=w.json")
+    assert whole.ret == 0
+    capsys.readouterr()
+
+    assert main(["merge", "x.json", "y.json", "--json", "m.json"]) == 0, capsys.readouterr()
+    assert "rubric gate passed" in capsys.readouterr().out
+    assert _load(pytester.path / "m.json")["gates"] == _load(pytester.path / "w.json")["gates"]
+
+    # Set on the shards only, the gate still fails a merge whose whole is below it.
+    strict = "--rubric-fail-under=0.5"
+    pytester.runpytest("x.rubric.yaml", strict, "--rubric-json=x5.json")
+    pytester.runpytest("y.rubric.yaml", strict, "--rubric-json=y5.json")
+    capsys.readouterr()
+    assert main(["merge", "x5.json", "y5.json"]) == 1
+    out = capsys.readouterr().out
+    assert "subject answer: correctness 0.333 is below --rubric-fail-under 0.5" in out
+    # Given to merge, --fail-under is the threshold.
+    assert main(["merge", "x5.json", "y5.json", "--fail-under", "0.3"]) == 0
+    # Shards that asked different thresholds: merge cannot tell which to apply.
+    assert main(["merge", "x.json", "y5.json"]) == 2
+    err = capsys.readouterr().err
+    assert "--rubric-fail-under 0.3 in x.json and 0.5 in y5.json" in err
+    assert main(["merge", "x.json", "y5.json", "--fail-under", "0.5"]) == 1
+
+
+def test_a_subjects_drop_measured_on_shards_is_not_the_wholes(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Shards gated against a baseline each measured a subject's drop over their part of it:
+    merge measures it on the whole with --baseline, and without one refuses to keep them."""
+    pytester.makeini("[pytest]\n")
+    _answers(pytester, "x", 1, 0)
+    _answers(pytester, "y", 2, 0)
+    pytester.runpytest("x.rubric.yaml", "y.rubric.yaml", "--rubric-json=base.json")
+    _answers(pytester, "y", 1, 1)
+    gate = ("--rubric-baseline=base.json", "--rubric-max-drop=0.4")
+    pytester.runpytest("x.rubric.yaml", *gate, "--rubric-json=x.json")
+    pytester.runpytest("y.rubric.yaml", *gate, "--rubric-json=y.json")
+    whole = pytester.runpytest("x.rubric.yaml", "y.rubric.yaml", *gate, "--rubric-json=w.json")
+    assert whole.ret == 0  # a drop of 0.333 over the whole; of 0.5 in y's shard
+    capsys.readouterr()
+    assert main(["merge", "x.json", "y.json"]) == 2
+    err = capsys.readouterr().err
+    assert "subject answer was gated against a baseline in x.json and graded in y.json" in err
+    args = ["merge", "x.json", "y.json", "--baseline", "base.json", "--max-drop", "0.4"]
+    assert main(args) == 0
