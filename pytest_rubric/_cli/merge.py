@@ -34,6 +34,7 @@ from .._report.run import RunInfo, merged
 from . import freeze, history, init
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+DEFAULT_LEVEL = 0.95  # a run's, without --rubric-confidence
 
 
 def merge(shards: Sequence[tuple[Path, Document]], *, allow_incomplete: bool = False) -> Document:
@@ -109,6 +110,23 @@ def asked_fail_under(shards: Sequence[tuple[Path, Document]]) -> float | None:
     return next(iter(asked), None)
 
 
+def ran_at(shards: Sequence[tuple[Path, Document]]) -> float:
+    """The confidence level the shards ran at (``--rubric-confidence``, ini
+    ``rubric_confidence``), as each result records it: a merge's intervals and tiers are the
+    whole run's at that level. Shards at different levels leave merge to be told
+    (``--confidence``); with no result at all, the default."""
+    levels: dict[float, Path] = {}
+    for path, document in shards:
+        for result in document.results:
+            levels.setdefault(result.level, path)
+    if len(levels) > 1:
+        said = " and ".join(f"{level:g} in {path}" for level, path in levels.items())
+        raise DocumentError(
+            f"the shards ran at confidence {said}: pass --confidence LEVEL to merge them at one"
+        )
+    return next(iter(levels), DEFAULT_LEVEL)
+
+
 def check_drops(shards: Sequence[tuple[Path, Document]]) -> None:
     """Refuse the shards' ``baseline-subject`` entries of a subject that other shards graded
     too: each measured the subject's drop over its own part of it, and only a merge given the
@@ -172,9 +190,9 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument(
         "--confidence",
         type=float,
-        default=0.95,
         metavar="LEVEL",
-        help="confidence level of every interval and tier (default 0.95, as --rubric-confidence)",
+        help="confidence level of every interval and tier, as --rubric-confidence (default: "
+        "the level the shards ran at)",
     )
     cmd.add_argument(
         "--gate-confidence",
@@ -224,6 +242,7 @@ def _command(argv: Sequence[str] | None) -> int:
         fail_under = args.fail_under
         if fail_under is None:
             fail_under = asked_fail_under(documents)
+        level = args.confidence if args.confidence is not None else ran_at(documents)
     except DocumentError as exc:
         print(f"pytest-rubric merge: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -243,7 +262,7 @@ def _command(argv: Sequence[str] | None) -> int:
             flag="--",  # its messages name this command's flags: --max-drop, not --rubric-
             fail_under_flag=None if args.fail_under is not None else "--rubric-",
         ),
-        level=args.confidence,
+        level=level,
         calibration=shards.calibration,
         run=shards.run,
     )

@@ -398,3 +398,29 @@ def test_a_subjects_drop_measured_on_shards_is_not_the_wholes(
     assert "subject answer was gated against a baseline in x.json and graded in y.json" in err
     args = ["merge", "x.json", "y.json", "--baseline", "base.json", "--max-drop", "0.4"]
     assert main(args) == 0
+
+
+def test_a_merge_keeps_the_confidence_level_of_its_shards(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Shards run at ini rubric_confidence 0.8 merge at 0.8, as one run over both does;
+    shards run at different levels merge only at the one --confidence names."""
+    pytester.makeini("[pytest]\nrubric_confidence = 0.8\n")
+    _answers(pytester, "x", 2, 1)
+    _answers(pytester, "y", 1, 2)
+    pytester.runpytest("x.rubric.yaml", "--rubric-json=x.json")
+    pytester.runpytest("y.rubric.yaml", "--rubric-json=y.json")
+    pytester.runpytest("x.rubric.yaml", "y.rubric.yaml", "--rubric-json=w.json")
+    capsys.readouterr()
+    assert main(["merge", "x.json", "y.json", "--json", "m.json"]) == 0, capsys.readouterr()
+    merged, whole = _load(pytester.path / "m.json"), _load(pytester.path / "w.json")
+    assert merged["confidence"] == 0.8
+    assert graded(merged) == graded(whole)
+
+    pytester.runpytest("y.rubric.yaml", "--rubric-confidence=0.9", "--rubric-json=y9.json")
+    capsys.readouterr()
+    assert main(["merge", "x.json", "y9.json"]) == 2
+    err = capsys.readouterr().err
+    assert "the shards ran at confidence 0.8 in x.json and 0.9 in y9.json" in err
+    assert main(["merge", "x.json", "y9.json", "--confidence", "0.9", "--json", "n.json"]) == 0
+    assert {r["level"] for r in _load(pytester.path / "n.json")["results"]} == {0.9}
