@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from .. import importers
@@ -48,6 +49,7 @@ def merge(shards: Sequence[tuple[Path, Document]], *, allow_incomplete: bool = F
     """
     together = Document([])
     runs: list[RunInfo] = []
+    interrupted: list[str] = []
     owner: dict[str, tuple[int, Path]] = {}  # each node id's shard: its place, its path
     for shard, (path, document) in enumerate(shards):
         if document.run is not None and not document.run.complete and not allow_incomplete:
@@ -56,6 +58,8 @@ def merge(shards: Sequence[tuple[Path, Document]], *, allow_incomplete: bool = F
                 "part of its shard; run that shard again, or pass --allow-incomplete to merge "
                 "what it has"
             )
+        if document.run is not None and not document.run.complete:
+            interrupted.append(str(path))
         together.recomputed += document.recomputed
         if document.run is not None:
             runs.append(document.run)
@@ -81,6 +85,8 @@ def merge(shards: Sequence[tuple[Path, Document]], *, allow_incomplete: bool = F
                 )
         together.results += document.results
     together.run = merged(runs)
+    if together.run is not None and interrupted:
+        together.run = replace(together.run, interrupted=tuple(interrupted))
     return together
 
 
@@ -276,7 +282,10 @@ def _command(argv: Sequence[str] | None) -> int:
             append(args.history, report)
         except HistoryError as exc:  # the merged reports are written whatever the history says
             _warn(str(exc))
-    print(f"rubric summary: {len(shards.results)} results from {len(args.documents)} file(s)")
+    summary = f"rubric summary: {len(shards.results)} results from {len(args.documents)} file(s)"
+    if shards.run is not None and shards.run.incomplete is not None:
+        summary += f"; incomplete: {shards.run.incomplete}"
+    print(summary)
     for line in terminal_lines(report, board_when_empty=True):
         print(line.text)
     return EXIT_OK if report.ok else EXIT_FAILED

@@ -424,3 +424,29 @@ def test_a_merge_keeps_the_confidence_level_of_its_shards(
     assert "the shards ran at confidence 0.8 in x.json and 0.9 in y9.json" in err
     assert main(["merge", "x.json", "y9.json", "--confidence", "0.9", "--json", "n.json"]) == 0
     assert {r["level"] for r in _load(pytester.path / "n.json")["results"]} == {0.9}
+
+
+def test_a_merge_of_an_interrupted_shard_says_it_is_partial(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --allow-incomplete, the merged run is incomplete: the summary says so, and so does
+    the run's header in the Markdown and the HTML, naming the shard."""
+    pytester.makeini("[pytest]\n")
+    _answers(pytester, "x", 1, 0)
+    _answers(pytester, "y", 1, 0)
+    pytester.runpytest("x.rubric.yaml", "--rubric-json=x.json")
+    pytester.runpytest("y.rubric.yaml", "--rubric-json=y.json")
+    document = _load(pytester.path / "y.json")
+    document["run"]["complete"] = False  # as a run stopped by Ctrl-C writes it
+    (pytester.path / "y.json").write_text(json.dumps(document))
+    capsys.readouterr()
+    args = ["x.json", "y.json", "--allow-incomplete", "--markdown", "m.md", "--html", "m.html"]
+    assert main(["merge", *args]) == 0
+    said = "incomplete: shard y.json was interrupted"
+    assert said in capsys.readouterr().out
+    assert "incomplete `shard y.json was interrupted`" in (pytester.path / "m.md").read_text()
+    html = (pytester.path / "m.html").read_text()
+    assert "incomplete <code>shard y.json was interrupted</code>" in html
+    # A merge of complete shards says nothing of it.
+    assert main(["merge", "x.json"]) == 0
+    assert "incomplete" not in capsys.readouterr().out
