@@ -8,8 +8,8 @@ its criteria, never taken from the shard; a gate on a subject is measured on the
 of it; the outcomes of the gates a merge does not apply itself (the judge's, or each case's
 against a baseline given to the shards only) are kept from the shards' ``gates`` and count
 in the exit status. The merged ``run`` is that of the shards together
-(``_report.run.merged``). Exit status 0 when every case and gate passed, 1 when one failed
-or could not be evaluated, 2 for bad input.
+(``_report.run.merged``). Exit status 0 when every case and gate passed, 1 when a case
+failed or could not be evaluated or a gate failed, 2 for bad input.
 """
 
 from __future__ import annotations
@@ -166,7 +166,8 @@ def _parser() -> argparse.ArgumentParser:
         help="merge --rubric-json files into one leaderboard, report and gate",
         description="Merge the --rubric-json files of shards of one suite: the leaderboard, "
         "reports and gates are those of one run over the whole suite. Exit status 0 when every "
-        "case passed, 1 when one failed or could not be evaluated, 2 for bad input.",
+        "case passed, 1 when one failed or could not be evaluated or a gate failed, 2 for bad "
+        "input.",
     )
     cmd.add_argument("documents", nargs="+", type=Path, metavar="JSON", help="--rubric-json files")
     for output in OUTPUTS:
@@ -273,13 +274,13 @@ def _command(argv: Sequence[str] | None) -> int:
         run=shards.run,
     )
     if args.history is not None:
-        report = with_trend(report, args.history, warn=_warn)
+        report = with_trend(report, args.history, warn=_warn, flag="--")
     paths = {output.name: getattr(args, output.name) for output in OUTPUTS}
     for unwritten in write_outputs(report, paths, flag="--"):  # the others are written
         print(f"pytest-rubric merge: error: {unwritten.line}", file=sys.stderr)
     if args.history is not None:
         try:
-            append(args.history, report)
+            append(args.history, report, flag="--")
         except HistoryError as exc:  # the merged reports are written whatever the history says
             _warn(str(exc))
     summary = f"rubric summary: {len(shards.results)} results from {len(args.documents)} file(s)"

@@ -450,3 +450,24 @@ def test_a_merge_of_an_interrupted_shard_says_it_is_partial(
     # A merge of complete shards says nothing of it.
     assert main(["merge", "x.json"]) == 0
     assert "incomplete" not in capsys.readouterr().out
+
+
+def test_merge_says_what_it_does_in_its_own_words(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its help gives every reason for exit 1, and its messages name the flags the user
+    typed: --history, never the pytest flag --rubric-history that merge has not got."""
+    with pytest.raises(SystemExit):
+        main(["merge", "--help"])
+    helped = " ".join(capsys.readouterr().out.split())
+    assert "1 when one failed or could not be evaluated or a gate failed" in helped
+
+    pytester.makeini("[pytest]\n")
+    _answers(pytester, "x", 1, 0)
+    pytester.runpytest("x.rubric.yaml", "--rubric-json=x.json")
+    pytester.mkdir("evals")
+    capsys.readouterr()
+    assert main(["merge", "x.json", "--history", "evals"]) == 0
+    err = capsys.readouterr().err
+    assert "--history evals: not a regular file" in err
+    assert "--rubric-history" not in err
