@@ -479,7 +479,9 @@ def _fail_under_entries(now: Mapping[str, float], fail_under: float, flag: str) 
             f"{'below' if below else 'at or above'} {flag}fail-under {fail_under:g}"
         )
         entries.append(
-            GateEntry("fail-under", subject, None, below, message, not below, fail_under)
+            GateEntry(
+                "fail-under", subject, None, below, message, quiet=not below, limit=fail_under
+            )
         )
     if not now:  # a gate that measured nothing must not pass
         message = (
