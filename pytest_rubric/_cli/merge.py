@@ -3,11 +3,13 @@ report and gate from the ``--rubric-json`` documents of CI shards (``docs/guides
 
 The merge gives what one run over the whole suite would have: the leaderboard is recomputed
 from the results, never averaged from the shards'; whether a case passed is recomputed from
-its criteria, never taken from the shard; the outcomes of the gates a merge does not apply
-itself (the judge's, or a baseline given to the shards only) are kept from the shards'
-``gates`` and count in the exit status. The merged ``run`` is that of the shards together
-(``_report.run.merged``). Exit status 0 when every case and gate passed, 1 when one failed
-or could not be evaluated, 2 for bad input.
+its criteria, never taken from the shard; a gate on a subject is measured on the whole
+(``--rubric-fail-under`` at the shards' threshold), never kept from a shard that saw a part
+of it; the outcomes of the gates a merge does not apply itself (the judge's, or each case's
+against a baseline given to the shards only) are kept from the shards' ``gates`` and count
+in the exit status. The merged ``run`` is that of the shards together
+(``_report.run.merged``). Exit status 0 when every case and gate passed, 1 when a case
+failed or could not be evaluated or a gate failed, 2 for bad input.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from .. import importers
@@ -32,12 +35,13 @@ from .._report.run import RunInfo, merged
 from . import freeze, history, init
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+DEFAULT_LEVEL = 0.95  # a run's, without --rubric-confidence
 
 
-def merge(paths: Sequence[Path], *, allow_incomplete: bool = False) -> Document:
-    """The shards as one document: the results of every shard; a node id found in two shards
-    (the same items run twice) is an error, and so is a shard whose run was interrupted
-    unless ``allow_incomplete``.
+def merge(shards: Sequence[tuple[Path, Document]], *, allow_incomplete: bool = False) -> Document:
+    """The shards (each file's path and document) as one document: the results of every
+    shard; a node id found in two shards (the same items run twice) is an error, and so is a
+    shard whose run was interrupted unless ``allow_incomplete``.
 
     With them, in shard order: the notes where a recomputed ``passed`` overrules the shard;
     the first shard's calibration figures of each suite and judge (every shard ran the whole
@@ -45,15 +49,17 @@ def merge(paths: Sequence[Path], *, allow_incomplete: bool = False) -> Document:
     """
     together = Document([])
     runs: list[RunInfo] = []
+    interrupted: list[str] = []
     owner: dict[str, tuple[int, Path]] = {}  # each node id's shard: its place, its path
-    for shard, path in enumerate(paths):
-        document = load_document(path)
+    for shard, (path, document) in enumerate(shards):
         if document.run is not None and not document.run.complete and not allow_incomplete:
             raise DocumentError(
                 f"{path}: its run was interrupted (run.complete is false), so it holds only "
                 "part of its shard; run that shard again, or pass --allow-incomplete to merge "
                 "what it has"
             )
+        if document.run is not None and not document.run.complete:
+            interrupted.append(str(path))
         together.recomputed += document.recomputed
         if document.run is not None:
             runs.append(document.run)
@@ -79,7 +85,73 @@ def merge(paths: Sequence[Path], *, allow_incomplete: bool = False) -> Document:
                 )
         together.results += document.results
     together.run = merged(runs)
+    if together.run is not None and interrupted:
+        together.run = replace(together.run, interrupted=tuple(interrupted))
     return together
+
+
+def asked_fail_under(shards: Sequence[tuple[Path, Document]]) -> float | None:
+    """The ``--rubric-fail-under`` the shards were run with, which a merge applies to the whole
+    suite (a shard's verdict is on its part of a subject): read from their ``fail-under``
+    entries' ``limit``; None when no shard asked it. Shards that asked different thresholds,
+    or a document that does not record its own, leave merge to be told (``--fail-under``)."""
+    asked: dict[float, Path] = {}
+    for path, document in shards:
+        for entry in document.gates:
+            if entry.gate != "fail-under":
+                continue
+            if entry.limit is None:
+                raise DocumentError(
+                    f"{path} was gated with --rubric-fail-under, but does not say at what "
+                    "threshold (an earlier version wrote it): pass --fail-under X to gate the "
+                    "whole suite"
+                )
+            asked.setdefault(entry.limit, path)
+    if len(asked) > 1:
+        said = " and ".join(f"{limit:g} in {path}" for limit, path in asked.items())
+        raise DocumentError(
+            f"the shards were gated with --rubric-fail-under {said}: pass --fail-under X to "
+            "gate the whole suite at one threshold"
+        )
+    return next(iter(asked), None)
+
+
+def ran_at(shards: Sequence[tuple[Path, Document]]) -> float:
+    """The confidence level the shards ran at (``--rubric-confidence``, ini
+    ``rubric_confidence``), as each result records it: a merge's intervals and tiers are the
+    whole run's at that level. Shards at different levels leave merge to be told
+    (``--confidence``); with no result at all, the default."""
+    levels: dict[float, Path] = {}
+    for path, document in shards:
+        for result in document.results:
+            levels.setdefault(result.level, path)
+    if len(levels) > 1:
+        said = " and ".join(f"{level:g} in {path}" for level, path in levels.items())
+        raise DocumentError(
+            f"the shards ran at confidence {said}: pass --confidence LEVEL to merge them at one"
+        )
+    return next(iter(levels), DEFAULT_LEVEL)
+
+
+def check_drops(shards: Sequence[tuple[Path, Document]]) -> None:
+    """Refuse the shards' ``baseline-subject`` entries of a subject that other shards graded
+    too: each measured the subject's drop over its own part of it, and only a merge given the
+    baseline measures it on the whole (a shard's verdict kept would pass or fail the merge
+    on a part)."""
+    gated: dict[str, Path] = {}
+    for path, document in shards:
+        for entry in document.gates:
+            if entry.gate == "baseline-subject" and entry.subject is not None:
+                gated.setdefault(entry.subject, path)
+    for path, document in shards:
+        for subject in dict.fromkeys(r.subject for r in document.results):
+            if (first := gated.get(subject)) is not None and first != path:
+                raise DocumentError(
+                    f"subject {subject} was gated against a baseline in {first} and graded in "
+                    f"{path} too: each shard measured the drop over its own cases; pass the "
+                    "baseline to merge (--baseline, with the shards' --max-drop and "
+                    "--gate-confidence) to measure it on the whole suite"
+                )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -96,7 +168,8 @@ def _parser() -> argparse.ArgumentParser:
         help="merge --rubric-json files into one leaderboard, report and gate",
         description="Merge the --rubric-json files of shards of one suite: the leaderboard, "
         "reports and gates are those of one run over the whole suite. Exit status 0 when every "
-        "case passed, 1 when one failed or could not be evaluated, 2 for bad input.",
+        "case passed, 1 when one failed or could not be evaluated or a gate failed, 2 for bad "
+        "input.",
     )
     cmd.add_argument("documents", nargs="+", type=Path, metavar="JSON", help="--rubric-json files")
     for output in OUTPUTS:
@@ -126,9 +199,9 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument(
         "--confidence",
         type=float,
-        default=0.95,
         metavar="LEVEL",
-        help="confidence level of every interval and tier (default 0.95, as --rubric-confidence)",
+        help="confidence level of every interval and tier, as --rubric-confidence (default: "
+        "the level the shards ran at)",
     )
     cmd.add_argument(
         "--gate-confidence",
@@ -170,8 +243,15 @@ def _command(argv: Sequence[str] | None) -> int:
         if (value := getattr(args, name)) is not None and not 0 < value < 1:
             parser.error(f"--{name.replace('_', '-')} {value:g}: write a number between 0 and 1")
     try:
-        shards = merge(args.documents, allow_incomplete=args.allow_incomplete)
+        documents = [(path, load_document(path)) for path in args.documents]
+        shards = merge(documents, allow_incomplete=args.allow_incomplete)
         baseline = load_document(args.baseline).results if args.baseline is not None else None
+        if baseline is None:
+            check_drops(documents)
+        fail_under = args.fail_under
+        if fail_under is None:
+            fail_under = asked_fail_under(documents)
+        level = args.confidence if args.confidence is not None else ran_at(documents)
     except DocumentError as exc:
         print(f"pytest-rubric merge: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -184,27 +264,31 @@ def _command(argv: Sequence[str] | None) -> int:
             baseline_name=str(args.baseline) if args.baseline is not None else None,
             max_drop=args.max_drop,
             gate_confidence=args.gate_confidence,
-            fail_under=args.fail_under,
+            fail_under=fail_under,
             # The shards' verdicts of gates this merge does not apply itself (the judge's, or
             # a baseline given to the shards and not to the merge) are kept, never dropped.
             carried=shards.gates,
             flag="--",  # its messages name this command's flags: --max-drop, not --rubric-
+            fail_under_flag=None if args.fail_under is not None else "--rubric-",
         ),
-        level=args.confidence,
+        level=level,
         calibration=shards.calibration,
         run=shards.run,
     )
     if args.history is not None:
-        report = with_trend(report, args.history, warn=_warn)
+        report = with_trend(report, args.history, warn=_warn, flag="--")
     paths = {output.name: getattr(args, output.name) for output in OUTPUTS}
     for unwritten in write_outputs(report, paths, flag="--"):  # the others are written
         print(f"pytest-rubric merge: error: {unwritten.line}", file=sys.stderr)
     if args.history is not None:
         try:
-            append(args.history, report)
+            append(args.history, report, flag="--")
         except HistoryError as exc:  # the merged reports are written whatever the history says
             _warn(str(exc))
-    print(f"rubric summary: {len(shards.results)} results from {len(args.documents)} file(s)")
+    summary = f"rubric summary: {len(shards.results)} results from {len(args.documents)} file(s)"
+    if shards.run is not None and shards.run.incomplete is not None:
+        summary += f"; incomplete: {shards.run.incomplete}"
+    print(summary)
     for line in terminal_lines(report, board_when_empty=True):
         print(line.text)
     return EXIT_OK if report.ok else EXIT_FAILED

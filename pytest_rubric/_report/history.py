@@ -98,11 +98,12 @@ def _wrong_subject(name: object, value: object, low: object, high: object) -> st
     return None
 
 
-def skipped_warning(path: Path, skipped: list[str]) -> str:
-    """The one warning for the rows of ``path`` that :func:`read_runs` skipped."""
+def skipped_warning(path: Path, skipped: list[str], *, flag: str = "--rubric-") -> str:
+    """The one warning for the rows of ``path`` that :func:`read_runs` skipped; ``flag`` is
+    what the command's own history flag begins with (merge's: ``--history``)."""
     count = len(skipped)
     return outgoing(
-        f"--rubric-history {path}: {count} row{'s' if count != 1 else ''} with values of the "
+        f"{flag}history {path}: {count} row{'s' if count != 1 else ''} with values of the "
         f"wrong type skipped ({skipped[0]}); the other rows are read"
     )
 
@@ -112,10 +113,11 @@ _MOVE_ASIDE = "move it aside and a new history starts"
 _GIVE_ONE = "give the file a run's --rubric-history PATH writes"
 
 
-def _open(path: Path, *, reading: bool = False) -> sqlite3.Connection:
-    """The history at ``path``, created or migrated to this version's schema; ``reading``:
-    for ``python -m pytest_rubric history``, whose errors name the path as given."""
-    what = str(path) if reading else f"--rubric-history {path}"
+def _open(path: Path, flag: str = "--rubric-", *, reading: bool = False) -> sqlite3.Connection:
+    """The history at ``path``, created or migrated to this version's schema; ``flag`` as in
+    :func:`skipped_warning`; ``reading``: for ``python -m pytest_rubric history``, whose
+    errors name the path as given."""
+    what = str(path) if reading else f"{flag}history {path}"
     if path.exists() and not path.is_file():
         raise HistoryError(f"{what}: not a regular file; give the path of a .sqlite3 file")
     try:
@@ -157,13 +159,14 @@ def _open(path: Path, *, reading: bool = False) -> sqlite3.Connection:
     return db
 
 
-def append(path: Path, report: SessionReport) -> None:
+def append(path: Path, report: SessionReport, *, flag: str = "--rubric-") -> None:
     """Append the run ``report`` describes: its metadata, leaderboard and items, in one
-    transaction. Raises :class:`HistoryError` when the file cannot be used."""
+    transaction. Raises :class:`HistoryError` when the file cannot be used, naming the
+    flag as :func:`skipped_warning` does."""
     from .document import LeaderboardRowModel, RunModel, written
 
     run = written(RunModel, report.run) if report.run is not None else {}
-    db = _open(path)
+    db = _open(path, flag)
     try:
         db.execute("BEGIN IMMEDIATE")
         with db:  # committed, or rolled back on any error
@@ -219,7 +222,7 @@ def append(path: Path, report: SessionReport) -> None:
             )
     except sqlite3.Error as exc:
         raise HistoryError(
-            f"--rubric-history {path}: cannot append this run ({exc}); it is not in the history"
+            f"{flag}history {path}: cannot append this run ({exc}); it is not in the history"
         ) from None
     finally:
         db.close()
@@ -297,17 +300,20 @@ def _float(value: object) -> float | None:
 TREND_RUNS = 20  # the runs the HTML's trend draws, this one included
 
 
-def with_trend(report: SessionReport, path: Path, *, warn: Callable[[str], None]) -> SessionReport:
+def with_trend(
+    report: SessionReport, path: Path, *, warn: Callable[[str], None], flag: str = "--rubric-"
+) -> SessionReport:
     """``report`` with its ``trend``: the last runs of the history at ``path`` and this one,
     oldest first. A history that cannot be read adds nothing (appending says why, once); its
-    rows of the wrong type are skipped, said once through ``warn``."""
+    rows of the wrong type are skipped, said once through ``warn`` (naming ``flag`` as
+    :func:`skipped_warning` does)."""
     skipped: list[str] = []
     try:
         past = read_runs(path, last=TREND_RUNS - 1, skipped=skipped)
     except HistoryError:
         past = []
     if skipped:
-        warn(skipped_warning(path, skipped))
+        warn(skipped_warning(path, skipped, flag=flag))
     run = report.run
     now = HistoryRun(
         run.started_at if run is not None else "",

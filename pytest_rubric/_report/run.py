@@ -61,10 +61,25 @@ class RunInfo:
     cache_misses: int = 0
     responses_replayed: int = 0  # the application's answers taken from a cache
     complete: bool = True
+    # In a merge: the files of the shards whose runs were interrupted (not in the document).
+    interrupted: tuple[str, ...] = ()
+
+    @property
+    def incomplete(self) -> str | None:
+        """What every output says of a run that was interrupted; None for a complete one."""
+        if self.complete:
+            return None
+        if not self.interrupted:
+            return "the run was interrupted"
+        if len(self.interrupted) == 1:
+            return f"shard {self.interrupted[0]} was interrupted"
+        return f"shards {', '.join(self.interrupted)} were interrupted"
 
     def header(self) -> list[tuple[str, str]]:
         """The header line of the HTML and Markdown, as ``(label, value)`` pairs."""
         items = [("pytest-rubric", self.plugin_version)]
+        if self.incomplete is not None:
+            items.append(("incomplete", self.incomplete))
         if self.judges:
             label = "judge" if len(self.judges) == 1 else "judges"
             judges = ", ".join(judge.shown for judge in self.judges)

@@ -328,3 +328,146 @@ def test_a_merge_prints_the_notes_its_shard_printed(
     assert main(["merge", "now.json"]) == 1  # q0 fails
     merged = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  note: ")]
     assert merged == notes
+
+
+def _answers(pytester: pytest.Pytester, name: str, right: int, wrong: int) -> None:
+    """``name``.rubric.yaml: report-only cases of subject answer (a pass whatever they score,
+    so only a gate fails a run), ``right`` of them answered right and ``wrong`` wrong."""
+    cases = "".join(
+        f"  - id: {name}{i}\n    responses: {{answer: {'four' if i < right else 'five'}}}\n"
+        "    criteria: [{id: four, type: any_of, any_of: [four]}]\n"
+        for i in range(right + wrong)
+    )
+    (pytester.path / f"{name}.rubric.yaml").write_text(f"min_score: null\ncases:\n{cases}")
+
+
+def test_a_gate_the_shards_asked_is_measured_on_the_whole(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Shards each run with --rubric-fail-under: merge applies the shards' threshold to the
+    whole suite, as one run over it does, and never keeps a shard's verdict on its part."""
+    pytester.makeini("[pytest]\n")
+    _answers(pytester, "x", 1, 0)
+    _answers(pytester, "y", 0, 2)
+    gate = "--rubric-fail-under=0.3"
+    assert pytester.runpytest("x.rubric.yaml", gate, "--rubric-json=x.json").ret == 0
+    assert pytester.runpytest("y.rubric.yaml", gate, "--rubric-json=y.json").ret == 1
+    whole = pytester.runpytest("x.rubric.yaml", "y.rubric.yaml", gate, "--rubric-json=w.json")
+    assert whole.ret == 0
+    capsys.readouterr()
+
+    assert main(["merge", "x.json", "y.json", "--json", "m.json"]) == 0, capsys.readouterr()
+    assert "rubric gate passed" in capsys.readouterr().out
+    assert _load(pytester.path / "m.json")["gates"] == _load(pytester.path / "w.json")["gates"]
+
+    # Set on the shards only, the gate still fails a merge whose whole is below it.
+    strict = "--rubric-fail-under=0.5"
+    pytester.runpytest("x.rubric.yaml", strict, "--rubric-json=x5.json")
+    pytester.runpytest("y.rubric.yaml", strict, "--rubric-json=y5.json")
+    capsys.readouterr()
+    assert main(["merge", "x5.json", "y5.json"]) == 1
+    out = capsys.readouterr().out
+    assert "subject answer: correctness 0.333 is below --rubric-fail-under 0.5" in out
+    # Given to merge, --fail-under is the threshold.
+    assert main(["merge", "x5.json", "y5.json", "--fail-under", "0.3"]) == 0
+    # Shards that asked different thresholds: merge cannot tell which to apply.
+    assert main(["merge", "x.json", "y5.json"]) == 2
+    err = capsys.readouterr().err
+    assert "--rubric-fail-under 0.3 in x.json and 0.5 in y5.json" in err
+    assert main(["merge", "x.json", "y5.json", "--fail-under", "0.5"]) == 1
+
+
+def test_a_subjects_drop_measured_on_shards_is_not_the_wholes(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Shards gated against a baseline each measured a subject's drop over their part of it:
+    merge measures it on the whole with --baseline, and without one refuses to keep them."""
+    pytester.makeini("[pytest]\n")
+    _answers(pytester, "x", 1, 0)
+    _answers(pytester, "y", 2, 0)
+    pytester.runpytest("x.rubric.yaml", "y.rubric.yaml", "--rubric-json=base.json")
+    _answers(pytester, "y", 1, 1)
+    gate = ("--rubric-baseline=base.json", "--rubric-max-drop=0.4")
+    pytester.runpytest("x.rubric.yaml", *gate, "--rubric-json=x.json")
+    pytester.runpytest("y.rubric.yaml", *gate, "--rubric-json=y.json")
+    whole = pytester.runpytest("x.rubric.yaml", "y.rubric.yaml", *gate, "--rubric-json=w.json")
+    assert whole.ret == 0  # a drop of 0.333 over the whole; of 0.5 in y's shard
+    capsys.readouterr()
+    assert main(["merge", "x.json", "y.json"]) == 2
+    err = capsys.readouterr().err
+    assert "subject answer was gated against a baseline in x.json and graded in y.json" in err
+    args = ["merge", "x.json", "y.json", "--baseline", "base.json", "--max-drop", "0.4"]
+    assert main(args) == 0
+
+
+def test_a_merge_keeps_the_confidence_level_of_its_shards(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Shards run at ini rubric_confidence 0.8 merge at 0.8, as one run over both does;
+    shards run at different levels merge only at the one --confidence names."""
+    pytester.makeini("[pytest]\nrubric_confidence = 0.8\n")
+    _answers(pytester, "x", 2, 1)
+    _answers(pytester, "y", 1, 2)
+    pytester.runpytest("x.rubric.yaml", "--rubric-json=x.json")
+    pytester.runpytest("y.rubric.yaml", "--rubric-json=y.json")
+    pytester.runpytest("x.rubric.yaml", "y.rubric.yaml", "--rubric-json=w.json")
+    capsys.readouterr()
+    assert main(["merge", "x.json", "y.json", "--json", "m.json"]) == 0, capsys.readouterr()
+    merged, whole = _load(pytester.path / "m.json"), _load(pytester.path / "w.json")
+    assert merged["confidence"] == 0.8
+    assert graded(merged) == graded(whole)
+
+    pytester.runpytest("y.rubric.yaml", "--rubric-confidence=0.9", "--rubric-json=y9.json")
+    capsys.readouterr()
+    assert main(["merge", "x.json", "y9.json"]) == 2
+    err = capsys.readouterr().err
+    assert "the shards ran at confidence 0.8 in x.json and 0.9 in y9.json" in err
+    assert main(["merge", "x.json", "y9.json", "--confidence", "0.9", "--json", "n.json"]) == 0
+    assert {r["level"] for r in _load(pytester.path / "n.json")["results"]} == {0.9}
+
+
+def test_a_merge_of_an_interrupted_shard_says_it_is_partial(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --allow-incomplete, the merged run is incomplete: the summary says so, and so does
+    the run's header in the Markdown and the HTML, naming the shard."""
+    pytester.makeini("[pytest]\n")
+    _answers(pytester, "x", 1, 0)
+    _answers(pytester, "y", 1, 0)
+    pytester.runpytest("x.rubric.yaml", "--rubric-json=x.json")
+    pytester.runpytest("y.rubric.yaml", "--rubric-json=y.json")
+    document = _load(pytester.path / "y.json")
+    document["run"]["complete"] = False  # as a run stopped by Ctrl-C writes it
+    (pytester.path / "y.json").write_text(json.dumps(document))
+    capsys.readouterr()
+    args = ["x.json", "y.json", "--allow-incomplete", "--markdown", "m.md", "--html", "m.html"]
+    assert main(["merge", *args]) == 0
+    said = "incomplete: shard y.json was interrupted"
+    assert said in capsys.readouterr().out
+    assert "incomplete `shard y.json was interrupted`" in (pytester.path / "m.md").read_text()
+    html = (pytester.path / "m.html").read_text()
+    assert "incomplete <code>shard y.json was interrupted</code>" in html
+    # A merge of complete shards says nothing of it.
+    assert main(["merge", "x.json"]) == 0
+    assert "incomplete" not in capsys.readouterr().out
+
+
+def test_merge_says_what_it_does_in_its_own_words(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its help gives every reason for exit 1, and its messages name the flags the user
+    typed: --history, never the pytest flag --rubric-history that merge has not got."""
+    with pytest.raises(SystemExit):
+        main(["merge", "--help"])
+    helped = " ".join(capsys.readouterr().out.split())
+    assert "1 when one failed or could not be evaluated or a gate failed" in helped
+
+    pytester.makeini("[pytest]\n")
+    _answers(pytester, "x", 1, 0)
+    pytester.runpytest("x.rubric.yaml", "--rubric-json=x.json")
+    pytester.mkdir("evals")
+    capsys.readouterr()
+    assert main(["merge", "x.json", "--history", "evals"]) == 0
+    err = capsys.readouterr().err
+    assert "--history evals: not a regular file" in err
+    assert "--rubric-history" not in err
