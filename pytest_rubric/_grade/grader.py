@@ -70,9 +70,13 @@ def with_case_context(trace: Trace | None, rubric: Rubric) -> Trace | None:
     return Trace(source="case", context=fixed) if trace is None else replace(trace, context=fixed)
 
 
-def context_of(trace: Trace | None, rubric: Rubric) -> tuple[Passage, ...]:
+def context_of(trace: Trace | None, rubric: Rubric) -> tuple[Passage, ...] | None:
+    """The answer's context, or the case's fixed one; empty when the application reported
+    that its retriever found nothing, None when no context was recorded."""
     traced = with_case_context(trace, rubric)
-    return () if traced is None else traced.context
+    if traced is None or not (traced.context or traced.context_known):
+        return None
+    return traced.context
 
 
 class Grader:
@@ -164,7 +168,10 @@ class Grader:
         ):
             if check is not None:
                 outcome = check(answer, compiled.rubric)
-            elif isinstance(criterion, Grounded) and not (answer.trace and answer.trace.context):
+            elif (
+                isinstance(criterion, Grounded)
+                and context_of(answer.trace, compiled.rubric) is None
+            ):
                 outcome = Outcome(Verdict.ERROR, 0.0, NO_CONTEXT)  # seeing none needs no judge
             else:  # judged: the judge's outcome, if it was asked
                 outcome = (

@@ -211,12 +211,17 @@ def read_messages(messages: Any) -> tuple[tuple[ToolCall, ...], int]:
             )
         if role == "assistant":
             llm_calls += 1
-            for call in _get(message, "tool_calls") or ():
+            tool_calls = _get(message, "tool_calls") or ()
+            if not isinstance(tool_calls, list | tuple):
+                kind = type(tool_calls).__name__
+                raise ShapeError(f'"messages" item {index}: "tool_calls" is {kind}, not a list')
+            for call in tool_calls:
                 function = _get(call, "function")
                 name = _get(function, "name")
                 if not isinstance(name, str):
+                    shown = "missing" if name is None else f"{type(name).__name__}, not a str"
                     raise ShapeError(
-                        f'"messages" item {index}: a tool call without "function.name"'
+                        f'"messages" item {index}: a tool call\'s "function.name" is {shown}'
                     )
                 if (call_id := _get(call, "id")) is not None:
                     waiting.setdefault(call_id, []).append(len(requested))

@@ -205,7 +205,7 @@ class Judging:
         key: JudgeKey,
         compiled: CompiledRubric,
         response: str,
-        context: tuple[Passage, ...] = (),
+        context: tuple[Passage, ...] | None = None,
     ) -> JudgeRequest:
         """The request that judges ``response`` (with its ``context``, the retrieved passages)
         on ``compiled``'s judged criteria. Its recording file (``--rubric-recordings``) is

@@ -269,7 +269,7 @@ class RubricSession:
         keys: Sequence[JudgeKey],
         compiled: CompiledRubric,
         responses: Sequence[str],
-        contexts: Sequence[tuple[Passage, ...]] = (),
+        contexts: Sequence[tuple[Passage, ...] | None] = (),
     ) -> list[Judged | None]:
         """The judge's outcomes for each sample's answer (with its context, the retrieved
         passages ``grounded`` reads), every sample's calls (and the first one's probes)
@@ -277,7 +277,7 @@ class RubricSession:
         if not compiled.judged:  # nothing to ask: only the cache's news, as after any call
             self.caches.warn_trouble()
             return [None] * len(responses)
-        contexts = contexts or [()] * len(responses)
+        contexts = contexts or [None] * len(responses)
         requests = [
             self.judging.request(key, compiled, response, context)
             for key, response, context in zip(keys, responses, contexts, strict=True)

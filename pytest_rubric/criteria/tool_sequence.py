@@ -61,4 +61,5 @@ class _ToolSequenceCheck(Check[ToolSequence]):
         wanted = " -> ".join(self.c.tools)
         if sequence_matches(names, self.c.tools, self.c.match):
             return met(f"{shown} ({self.c.match} of {wanted})")
-        return unmet(f"{shown}: not a {self.c.match} match of {wanted}")
+        article = "an" if self.c.match[0] in "aeiou" else "a"
+        return unmet(f"{shown}: not {article} {self.c.match} match of {wanted}")

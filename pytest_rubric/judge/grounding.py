@@ -129,12 +129,13 @@ def supported(
 async def grade_grounded(
     transport: Transport, criterion: Grounded, request: JudgeRequest, vote: int, timeout: float
 ) -> Outcome:
-    """One vote on a ``grounded`` criterion of ``request``: ERROR without a context, or the
-    judge's claims checked against it (within ``timeout`` seconds)."""
+    """One vote on a ``grounded`` criterion of ``request``: ERROR when no context was
+    recorded, else the judge's claims checked against it (within ``timeout`` seconds; an
+    empty one the application reported supports no claim)."""
     from .strategies import ask, reader  # strategies' retry with the error fed back
 
     question, response, context = request.question, request.response, request.context
-    if not context:
+    if context is None:
         return Outcome(Verdict.ERROR, 0.0, NO_CONTEXT)
     prompt = grounding(
         criterion, question=question, response=response, context=context, guidance=request.guidance

@@ -42,7 +42,8 @@ class JudgeRequest:
     reference: str | None = None  # the case's known-correct answer, shown when there is one
     guidance: Guidance | None = None  # the rubric file's judge_instructions and judge_examples
     recording: str | None = None  # the file its replies are recorded in (--rubric-recordings)
-    context: tuple[Passage, ...] = ()  # the answer's retrieved passages (`grounded` reads them)
+    # The answer's retrieved passages (`grounded` reads them); None: no context was recorded.
+    context: tuple[Passage, ...] | None = None
 
     def again(
         self, key: JudgeKey, criteria: Sequence[JudgedCriterion], response: str

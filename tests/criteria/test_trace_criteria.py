@@ -136,6 +136,9 @@ def test_tool_sequence_modes(
     trace = calls(*(ToolCall(n, {}, True) for n in names))
     outcome = run({"type": "tool_sequence", "tools": tools, "match": match}, trace=trace)
     assert (outcome.verdict is Verdict.MET) is expected
+    if not expected:  # "not an exact match", "not a subset match"
+        article = "an" if match in ("exact", "unordered") else "a"
+        assert f": not {article} {match} match of " in outcome.reason
 
 
 word = st.sampled_from("abcd")

@@ -528,3 +528,44 @@ def test_the_bundled_agent_example_flags_the_refunds_hasty_claims_but_never_issu
     for case in ("agent01_refund", "agent03_unknown_order"):
         assert {"unbacked_claim", "confidently_wrong"} <= flags["hasty", case]
         assert "unbacked_claim" not in flags["careful", case]
+
+
+def test_grounded_over_a_context_the_application_reported_empty_asks_the_judge(
+    project: pytest.Pytester, write: Write, fake_llm: FakeLLM
+) -> None:
+    """``"context": []`` returned: the retriever found nothing, which was recorded, so the
+    judge is asked (every claim it finds is unsupported); ERROR is for a context never
+    recorded, as its advice says."""
+    write(
+        "evals/rag_empty.py",
+        "def answer(question):\n    return {'answer': 'Within 30 days.', 'context': []}\n",
+    )
+    write(
+        "evals/empty.rubric.yaml",
+        """
+        suite: empty
+        target: rag_empty:answer
+        cases:
+          - id: q
+            question: "When are refunds issued?"
+            context: ["Refunds are issued within 30 days."]
+            criteria:
+              - {id: grounded, type: grounded}
+        """,
+    )
+    fake_llm.script(
+        json_reply(
+            {"reason": "nothing was retrieved", "claims": [{"claim": "30 days", "quote": ""}]}
+        )
+    )
+    result = project.runpytest(
+        "evals/empty.rubric.yaml",
+        "--rubric-judge=openai:test-model",
+        f"--rubric-judge-url={fake_llm.openai_url}",
+        "--rubric-json=out.json",
+    )
+    result.assert_outcomes(failed=1)
+    [grounded] = _document(project)["results"][0]["criteria"]
+    assert (grounded["verdict"], grounded["credit"]) == ("UNMET", 0.0)
+    assert "0 of 1 claims supported by the context" in grounded["reason"]
+    assert len(fake_llm.requests) == 1

@@ -155,6 +155,24 @@ def test_objects_with_the_attributes_are_read_like_mappings() -> None:
         ({"answer": "a", "context": "one"}, '"context" is str, not a list', "context"),
         ({"answer": "a", "context": [{"id": 1}]}, '"context" item 0 is dict', "context"),
         ({"answer": "a", "messages": [5]}, '"messages" item 0 is int', "messages"),
+        (
+            {"answer": "a", "messages": [{"role": "assistant", "tool_calls": {"id": "1"}}]},
+            '"messages" item 0: "tool_calls" is dict, not a list',
+            "messages",
+        ),
+        (
+            {"answer": "a", "messages": [{"role": "assistant", "tool_calls": [{}]}]},
+            '"messages" item 0: a tool call\'s "function.name" is missing',
+            "messages",
+        ),
+        (
+            {
+                "answer": "a",
+                "messages": [{"role": "assistant", "tool_calls": [{"function": {"name": 5}}]}],
+            },
+            '"messages" item 0: a tool call\'s "function.name" is int, not a str',
+            "messages",
+        ),
         ({"answer": "a", "usage": {"input_tokens": -1}}, '"usage.input_tokens"', "usage"),
         ({"answer": "a", "usage": {"cost_usd": "1"}}, '"usage.cost_usd"', "usage"),
         ({"answer": "a", "usage": {"cost_usd": 10**400}}, '"usage.cost_usd"', "usage"),
