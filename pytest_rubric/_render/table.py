@@ -138,7 +138,8 @@ _SHOWN_ARGUMENTS = 200
 
 def trace_lines(trace: Trace | None) -> list[str]:
     """What the application did, as a failing item's report shows it after the response:
-    each tool call (name, arguments, ok or failed), then the context's passage ids."""
+    each tool call (name, arguments, ok or failed), then the context's passage ids (or that
+    the application reported an empty one)."""
     if trace is None:
         return []
     lines = []
@@ -152,4 +153,6 @@ def trace_lines(trace: Trace | None) -> list[str]:
             lines.append(f"  {call.name} {shown} {'ok' if call.ok else 'FAILED'}")
     if trace.context:
         lines.append(f"context ({len(trace.context)}): {', '.join(trace.passage_ids)}")
+    elif trace.context_known:
+        lines.append("context (0): the retriever found nothing")
     return lines

@@ -65,9 +65,10 @@ class _CitationsCheck(Check[Citations]):
         known = set(trace.passage_ids)
         unknown = [i for i in ids if i not in known]
         if unknown:
+            held = quote_list(list(trace.passage_ids)) if trace.context else None
             return unmet(
-                f"cites {quote_list(unknown)}, not in the context (passages "
-                f"{quote_list(list(trace.passage_ids))})"
+                f"cites {quote_list(unknown)}, not in the context "
+                + (f"(passages {held})" if held else "(the retriever found nothing)")
             )
         if len(ids) < self.c.min:
             return unmet(f"cites {len(ids)} passage(s), fewer than min {self.c.min}")

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from pytest_rubric._render.table import trace_lines
 from pytest_rubric._results import Outcome, Verdict
 from pytest_rubric._schema import Case
 from pytest_rubric._trace import Passage, ToolCall, Trace, Usage
@@ -243,7 +244,9 @@ def test_a_retrieval_that_found_nothing_is_a_retrieval_failure_not_a_missing_con
     assert recall.verdict is Verdict.UNMET and recall.credit == 0.0
     assert "a retrieval failure" in recall.reason
     cites = run({"type": "citations"}, "Within 30 days [1].", empty)
-    assert cites.verdict is Verdict.UNMET and "not in the context" in cites.reason
+    assert cites.verdict is Verdict.UNMET
+    assert cites.reason == "cites '1', not in the context (the retriever found nothing)"
+    assert trace_lines(empty) == ["context (0): the retriever found nothing"]
 
 
 # --- claims_backed -----------------------------------------------------------------------------
