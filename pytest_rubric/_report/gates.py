@@ -439,7 +439,10 @@ def _compare(
     (now - baseline) over the cases both runs graded, at ``delta_level``) and the changes. A
     case the baseline left undecided (SKIPPED, see _grade.bounds) was in none of its figures:
     it is compared as one the baseline does not have. One this run left undecided ran, and
-    is compared with nothing: it is noted as undecided, neither gone nor a change."""
+    is compared with nothing: it is noted as undecided, neither gone nor a change. One graded
+    on other criteria than in the baseline (judged ones SKIPPED without the judge in one of
+    the runs) has its pass or fail compared, never its score: a score over fewer criteria is
+    another measure, which could hide a drop or make one."""
     baseline = [r for r in baseline if r.skipped_bounds is None]
     old, everything = _keyed(baseline), _keyed(results)
     new = {key: r for key, r in everything.items() if r.skipped_bounds is None}
@@ -456,9 +459,16 @@ def _compare(
             f"{len(undecided)} baseline case(s) left undecided without the judge this time "
             f"(not compared), e.g. {_name(undecided[0])}"
         )
+    measured = {k: r for k, r in new.items() if k not in old or _skipped(r) == _skipped(old[k])}
+    if other := [key for key in new if key not in measured]:
+        notes.append(
+            f"{len(other)} case(s) graded on other criteria than in the baseline (judged "
+            f"criteria SKIPPED without the judge in one run): their pass or fail is compared, "
+            f"not their score, e.g. {_name(other[0])}"
+        )
     deltas: list[SubjectDelta] = []
     shares_none = bool(old) and not any(key in new for key in old)  # one failure says it all
-    mine, theirs = by_subject(new.values()), by_subject(baseline)
+    mine, theirs = by_subject(measured.values()), by_subject(baseline)
     before = {subject: _stats.mean([r.score for r in rs]) for subject, rs in theirs.items()}
     for subject in sorted(before.keys() | now.keys()):
         pairs = paired(mine.get(subject, ()), theirs.get(subject, ()))
@@ -477,9 +487,14 @@ def _compare(
         if not pairs and shares_none:
             continue
         if not pairs:  # a gate that compared nothing must not pass
+            same = (
+                " on the same criteria (judged ones SKIPPED without the judge in one run)"
+                if any(new[key].subject == subject for key in other)
+                else ""
+            )
             message = (
-                f"subject {subject}: no case of it was graded in both runs, so nothing was "
-                "compared with the baseline"
+                f"subject {subject}: no case of it was graded in both runs{same}, so nothing "
+                "was compared with the baseline"
             )
             entries.append(GateEntry("baseline-subject", subject, None, True, message))
             continue
@@ -495,6 +510,11 @@ def _compare(
         entries.append(GateEntry("baseline-case", None, None, True, message))
     compared = {key: r for key, r in old.items() if key not in left}
     return entries, notes, deltas, case_changes(compared, new)
+
+
+def _skipped(result: CaseResult) -> set[str]:
+    """The ids of the criteria ``result`` skipped: its score is over the others."""
+    return {c.id for c in result.skipped}
 
 
 def _fail_under_entries(now: Mapping[str, float], fail_under: float, flag: str) -> list[GateEntry]:

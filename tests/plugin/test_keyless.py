@@ -253,7 +253,9 @@ def test_a_baseline_case_left_undecided_is_not_compared(
 ) -> None:
     """The keyless run's undecided Chablis case is in its JSON (0.80 on what ran) but not in
     its leaderboard (steak, 1.000): the gate of a run with the judge (steak 1.000, Chablis
-    0.40) reads it as a case the baseline does not have, never as a drop of 0.900 -> 0.700."""
+    0.40) reads it as a case the baseline does not have, never as a drop of 0.900 -> 0.700.
+    Steak was decided keyless on its phrases alone: its score there is over other criteria
+    than today's, so it is not compared either, and a gate that compared nothing fails."""
     team.runpytest("-k", "steak or chablis", "--rubric-json", "base.json")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     fake_llm.respond_with(lambda r: verdict("UNMET" if "accurate" in str(r.body) else "MET"))
@@ -262,8 +264,10 @@ def test_a_baseline_case_left_undecided_is_not_compared(
         "--rubric-baseline", "base.json", "--rubric-json", "now.json",
     )  # fmt: skip
     result.assert_outcomes(passed=1, failed=1, deselected=2)
-    gates = json.loads((team.path / "now.json").read_text())["gates"]
-    assert [(g["gate"], g["failed"]) for g in gates] == [("baseline-subject", False)]
+    [gate] = json.loads((team.path / "now.json").read_text())["gates"]
+    assert (gate["gate"], gate["failed"]) == ("baseline-subject", True)
+    assert "graded in both runs on the same criteria" in gate["message"]
+    result.stdout.fnmatch_lines(["*1 case(s) graded on other criteria than in the baseline*"])
 
 
 def test_a_keyless_gate_that_measured_nothing_says_the_key_is_missing(
@@ -331,3 +335,51 @@ def test_a_report_only_case_with_nothing_to_grade_is_skipped_not_scored_zero(
     )
     assert "0.000" not in result.stdout.str()
     assert json.loads((team.path / "now.json").read_text())["leaderboard"] == []
+
+
+PAIR = """
+target: targets:wine_bot
+min_score: 0.4
+cases:
+  - id: steak
+    question: "What wine goes with steak?"
+    criteria:
+      - {id: cabernet, type: any_of, any_of: ["cabernet"]}
+      - {id: why, type: judge, requirement: "Says why the wines suit steak"}
+  - id: chablis
+    question: "What is Chablis?"
+    criteria:
+      - {id: dry, type: any_of, any_of: ["dry"]}
+      - {id: white, type: any_of, any_of: ["white"]}
+"""
+
+
+def test_a_keyless_gate_never_compares_a_score_over_fewer_criteria(
+    team: pytest.Pytester,
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+    write: Callable[[str, str], Path],
+) -> None:
+    """main, with the judge: steak 0.50 (its judged criterion UNMET), Chablis 1.00. The pull
+    request drops "dry" from Chablis (0.50), and the keyless colleague's run scores steak
+    1.00 on its phrase alone: the means (0.75 both) would hide the drop. Steak's score is
+    over other criteria than the baseline's, so only Chablis is compared, and the gate fails."""
+    write("evals/wine.rubric.yaml", PAIR)
+    with monkeypatch.context() as keyed:
+        keyed.setenv("OPENAI_API_KEY", "sk-test")
+        fake_llm.respond_with(lambda r: verdict("UNMET"))
+        main = team.runpytest(
+            "evals", f"--rubric-judge-url={fake_llm.openai_url}", "--rubric-json", "main.json"
+        )
+        main.assert_outcomes(passed=2)
+    write("app/wine.py", WINE.replace("a dry white", "a white"))
+    result = team.runpytest("evals", "--rubric-baseline", "main.json", "--rubric-max-drop", "0.05")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*1 case(s) graded on other criteria than in the baseline*e.g. *steak*",
+            "*rubric gate FAILED*",
+            "*subject wine_bot: correctness 1.000 -> 0.500 over the 1 cases both runs graded*",
+        ]
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
