@@ -285,7 +285,7 @@ def _binop_made(operator: str, left: Any, right: Any) -> tuple[int, int]:
     kinds = f"{type(left).__name__} and {type(right).__name__}"
     raise Unmappable(
         f"the template uses `{operator}` on {kinds}, which Nunjucks does not do as jinja2 "
-        "does (in JavaScript, `'ab' * 3` is NaN)"
+        "does (in JavaScript, `'ab' * 3` is NaN and `'a' + 1` is 'a1')"
     )
 
 
