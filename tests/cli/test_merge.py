@@ -357,7 +357,8 @@ def test_a_gate_the_shards_asked_is_measured_on_the_whole(
     capsys.readouterr()
 
     assert main(["merge", "x.json", "y.json", "--json", "m.json"]) == 0, capsys.readouterr()
-    assert "rubric gate passed" in capsys.readouterr().out
+    passed = capsys.readouterr().out
+    assert "rubric gate passed" in passed and "(--rubric-fail-under)" in passed  # the shards'
     assert _load(pytester.path / "m.json")["gates"] == _load(pytester.path / "w.json")["gates"]
 
     # Set on the shards only, the gate still fails a merge whose whole is below it.
