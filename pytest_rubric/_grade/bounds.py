@@ -84,6 +84,18 @@ def unscored(result: CaseResult) -> bool:
     return found is None or found.verdict != "failed"
 
 
+def nothing_graded(result: CaseResult) -> CaseResult | None:
+    """``result`` when it has nothing to score (see :func:`unscored`), as every output lists
+    it: undecided, its score anywhere between its bounds (never a score of 0, which would
+    drag its subject's figures); None when it has something to score."""
+    if result.skipped_bounds is not None or not unscored(result):
+        return None
+    found = bounds(result)
+    if found is None:
+        return result
+    return replace(result, passed=False, skipped_bounds=(found.low, found.high))
+
+
 def settle_unjudged(result: CaseResult) -> CaseResult:
     """``result``, whose judged criteria could not be asked, graded on what can be: passed or
     failed when the judge could not change that, else not passed with ``skipped_bounds``."""

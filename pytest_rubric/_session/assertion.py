@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from .._errors import Problem, RubricLoadError
-from .._grade.bounds import settle_unjudged, unscored
+from .._grade.bounds import nothing_graded, settle_unjudged
 from .._grade.grader import CompiledRubric, Grader
 from .._guards.calls import make_importable
 from .._llm.base import Judged
@@ -258,7 +258,9 @@ class RubricFixture:
             ranked=subject is not None,
         )
         if item is not None:
-            if result.skipped and result.skipped_bounds is None and unscored(result):
+            if result.skipped and (ungraded := nothing_graded(result)) is not None:
+                if ungraded.skipped_bounds is not None:  # in the outputs as undecided
+                    record(item, ungraded, raised=False)
                 pytest.skip(f"nothing graded: {result.skipped[0].reason}")
             # An undecided result is skipped, not raised: it is in the outputs with its bounds.
             raised = result.skipped_bounds is None and (bool(result.errors) or not result.passed)

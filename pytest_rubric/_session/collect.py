@@ -22,7 +22,7 @@ import pytest
 
 from .._defaults import PassWhen, subject_named
 from .._errors import Problem, RubricAssertionError, RubricEvaluationError, RubricLoadError
-from .._grade.bounds import settle_unjudged, skip_reason, unscored
+from .._grade.bounds import nothing_graded, settle_unjudged, skip_reason
 from .._grade.grader import CompiledRubric, Grader, context_of
 from .._grade.sources import Source, Target
 from .._guards.calls import UserCodeError, described, make_importable, resolve_import, shadowed
@@ -503,9 +503,11 @@ class RubricItem(pytest.Item):
         result = self._evaluate(responses)
         # A case whose positive criteria are all judged has nothing to score, without a judge
         # or with one that has no key (a pass whatever the judge says, as a report-only case
-        # is, would be a score of 0 in every figure); one the judge could still pass or fail
-        # keeps its bounds (see _grade.bounds).
-        if result.skipped_bounds is None and unscored(result):
+        # is, would be a score of 0 in every figure): it is in the outputs as undecided, with
+        # its bounds, as one the judge could still pass or fail is (see _grade.bounds).
+        if (ungraded := nothing_graded(result)) is not None:
+            if ungraded.skipped_bounds is not None:
+                record(self, ungraded)
             pytest.skip(
                 f"nothing graded: {result.skipped[0].reason}"
                 if result.skipped

@@ -334,7 +334,13 @@ def test_a_report_only_case_with_nothing_to_grade_is_skipped_not_scored_zero(
         ]
     )
     assert "0.000" not in result.stdout.str()
-    assert json.loads((team.path / "now.json").read_text())["leaderboard"] == []
+    now = json.loads((team.path / "now.json").read_text())
+    assert now["leaderboard"] == []
+    # In the outputs as undecided, its score anywhere: not a case that did not run.
+    [chablis] = now["results"]
+    assert (chablis["passed"], chablis["skipped_bounds"]) == (False, [0.0, 1.0])
+    result.stdout.fnmatch_lines(["*1 baseline case(s) left undecided without the judge*"])
+    assert "did not run" not in result.stdout.str()
 
 
 PAIR = """

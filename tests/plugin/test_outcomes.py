@@ -177,7 +177,8 @@ def test_judged_criteria_are_skipped_without_a_judge(
     result.stdout.fnmatch_lines(
         ["SKIPPED * nothing graded: no judge configured: set --rubric-judge PROVIDER:MODEL*"]
     )
-    result.stdout.fnmatch_lines(["3 judged criteria SKIPPED (no judge configured)*"])
+    # Every case's, those with nothing graded too: each is in the outputs as undecided.
+    result.stdout.fnmatch_lines(["6 judged criteria SKIPPED (no judge configured)*"])
 
 
 def test_a_forbidden_claim_with_no_penalty_counts_through_required_alone(
