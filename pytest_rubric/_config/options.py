@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from .._defaults import RetryPolicy, subject_clash
+from .._defaults import RetryPolicy, named, subject_clash
 from .._grade.style import StyleThresholds
 from .._llm.cost import CostSettings
 from . import parsers
@@ -158,6 +158,13 @@ def _repeatable(key: str) -> Callable[[pytest.Config], tuple[str, ...]]:
         clash = subject_clash(BY_KEY[key].flag_text, values, model=key == "model")
         if clash is not None:
             raise pytest.UsageError(clash)
+        for value in values if key == "target" else ():
+            module, colon, function = named(value)[1].rpartition(":")
+            if not (colon and module.strip() and function.strip()):
+                raise pytest.UsageError(
+                    f"--rubric-target {value}: write MODULE:FUNCTION, the module and the "
+                    "function the answers come from, e.g. --rubric-target app.bot:answer"
+                )
         return values
 
     return read

@@ -357,9 +357,14 @@ def test_a_model_that_cannot_be_reached_says_model_and_where_its_address_is_set(
             ["--rubric-target=app:m1", "--rubric-model=openai:m1"],
             "*--rubric-model: openai:m1 and --rubric-target app:m1 are both subject 'm1'*",
         ),
+        (
+            ["--rubric-target=bot=app.bot"],
+            "*--rubric-target bot=app.bot: write MODULE:FUNCTION, the module and the function "
+            "the answers come from, e.g. --rubric-target app.bot:answer*",
+        ),
     ],
 )
-def test_a_subject_given_twice_is_a_usage_error(
+def test_a_subject_given_twice_or_not_as_module_function_is_a_usage_error(
     pytester: pytest.Pytester, write: Write, args: list[str], message: str
 ) -> None:
     write("m.rubric.yaml", "cases: [{id: q, question: Q, criteria: [{type: any_of, any_of: [x]}]}]")
