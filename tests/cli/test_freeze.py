@@ -9,7 +9,6 @@ OpenAI-compatible server (tests/fake_llm.py).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -169,10 +168,9 @@ def test_a_target_call_is_bounded_as_a_run_bounds_it(
     write(
         "evals/support.rubric.yaml", SUPPORT.replace("    question:", f"    {case}\n    question:")
     )
-    started = time.monotonic()
     command = ["collect", "--rubric-dir", "evals", "--target", "targets:slow", *flag]
+    # Not waited for: the target sleeps 2 s, so a call not bounded would have been written.
     assert cli([*command, "--out", "answers"]) == 1
-    assert time.monotonic() - started < 1.5
     pytest.LineMatcher(capsys.readouterr().err.splitlines()).fnmatch_lines(
         [
             "pytest-rubric collect: not written: *support.rubric.yaml: suite 'support', case "
