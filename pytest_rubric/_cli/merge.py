@@ -3,9 +3,9 @@ report and gate from the ``--rubric-json`` documents of CI shards (``docs/guides
 
 The merge gives what one run over the whole suite would have: the leaderboard is recomputed
 from the results, never averaged from the shards'; whether a case passed is recomputed from
-its criteria, never taken from the shard; a gate on a subject is measured on the whole
-(``--rubric-fail-under`` at the shards' threshold), never kept from a shard that saw a part
-of it; the outcomes of the gates a merge does not apply itself (the judge's, or each case's
+its criteria, never taken from the shard; a gate on a subject is measured on the whole, never
+kept from a shard that saw a part of it (merge's ``--fail-under``, which shards gated with
+``--rubric-fail-under`` need); the outcomes of the gates a merge does not apply itself (the judge's, or each case's
 against a baseline given to the shards only) are kept from the shards' ``gates`` and count
 in the exit status. The merged ``run`` is that of the shards together
 (``_report.run.merged``). Exit status 0 when every case and gate passed, 1 when a case
@@ -90,32 +90,6 @@ def merge(shards: Sequence[tuple[Path, Document]], *, allow_incomplete: bool = F
     return together
 
 
-def asked_fail_under(shards: Sequence[tuple[Path, Document]]) -> float | None:
-    """The ``--rubric-fail-under`` the shards were run with, which a merge applies to the whole
-    suite (a shard's verdict is on its part of a subject): read from their ``fail-under``
-    entries' ``limit``; None when no shard asked it. Shards that asked different thresholds,
-    or a document that does not record its own, leave merge to be told (``--fail-under``)."""
-    asked: dict[float, Path] = {}
-    for path, document in shards:
-        for entry in document.gates:
-            if entry.gate != "fail-under":
-                continue
-            if entry.limit is None:
-                raise DocumentError(
-                    f"{path} was gated with --rubric-fail-under, but does not say at what "
-                    "threshold (an earlier version wrote it): pass --fail-under X to gate the "
-                    "whole suite"
-                )
-            asked.setdefault(entry.limit, path)
-    if len(asked) > 1:
-        said = " and ".join(f"{limit:g} in {path}" for limit, path in asked.items())
-        raise DocumentError(
-            f"the shards were gated with --rubric-fail-under {said}: pass --fail-under X to "
-            "gate the whole suite at one threshold"
-        )
-    return next(iter(asked), None)
-
-
 def ran_at(shards: Sequence[tuple[Path, Document]]) -> float:
     """The confidence level the shards ran at (``--rubric-confidence``, ini
     ``rubric_confidence``), as each result records it: a merge's intervals and tiers are the
@@ -133,24 +107,23 @@ def ran_at(shards: Sequence[tuple[Path, Document]]) -> float:
     return next(iter(levels), DEFAULT_LEVEL)
 
 
-def check_drops(shards: Sequence[tuple[Path, Document]]) -> None:
-    """Refuse the shards' ``baseline-subject`` entries of a subject that other shards graded
-    too: each measured the subject's drop over its own part of it, and only a merge given the
-    baseline measures it on the whole (a shard's verdict kept would pass or fail the merge
-    on a part)."""
+def check_parts(shards: Sequence[tuple[Path, Document]], gate: str, remedy: str) -> None:
+    """Refuse the shards' ``gate`` entries (``baseline-subject``, ``fail-under``) on a subject
+    that other shards graded too: each measured the subject over its own part of it, and a
+    shard's verdict kept would pass or fail the merge on a part; ``remedy`` says how merge
+    measures it on the whole instead."""
     gated: dict[str, Path] = {}
     for path, document in shards:
         for entry in document.gates:
-            if entry.gate == "baseline-subject" and entry.subject is not None:
+            if entry.gate == gate and entry.subject is not None:
                 gated.setdefault(entry.subject, path)
     for path, document in shards:
         for subject in dict.fromkeys(r.subject for r in document.results):
             if (first := gated.get(subject)) is not None and first != path:
                 raise DocumentError(
-                    f"subject {subject} was gated against a baseline in {first} and graded in "
-                    f"{path} too: each shard measured the drop over its own cases; pass the "
-                    "baseline to merge (--baseline, with the shards' --max-drop and "
-                    "--gate-confidence) to measure it on the whole suite"
+                    f"subject {subject} was gated by {gate} in {first} and graded in {path} "
+                    f"too: each shard measured it over its own cases; {remedy} to measure it "
+                    "on the whole suite"
                 )
 
 
@@ -247,10 +220,10 @@ def _command(argv: Sequence[str] | None) -> int:
         shards = merge(documents, allow_incomplete=args.allow_incomplete)
         baseline = load_document(args.baseline).results if args.baseline is not None else None
         if baseline is None:
-            check_drops(documents)
-        fail_under = args.fail_under
-        if fail_under is None:
-            fail_under = asked_fail_under(documents)
+            remedy = "pass the baseline to merge (--baseline, and the shards' --max-drop)"
+            check_parts(documents, "baseline-subject", remedy)
+        if args.fail_under is None:
+            check_parts(documents, "fail-under", "pass --fail-under X (the shards' threshold)")
         level = args.confidence if args.confidence is not None else ran_at(documents)
     except DocumentError as exc:
         print(f"pytest-rubric merge: error: {exc}", file=sys.stderr)
@@ -264,12 +237,11 @@ def _command(argv: Sequence[str] | None) -> int:
             baseline_name=str(args.baseline) if args.baseline is not None else None,
             max_drop=args.max_drop,
             gate_confidence=args.gate_confidence,
-            fail_under=fail_under,
+            fail_under=args.fail_under,
             # The shards' verdicts of gates this merge does not apply itself (the judge's, or
             # a baseline given to the shards and not to the merge) are kept, never dropped.
             carried=shards.gates,
             flag="--",  # its messages name this command's flags: --max-drop, not --rubric-
-            fail_under_flag=None if args.fail_under is not None else "--rubric-",
         ),
         level=level,
         calibration=shards.calibration,

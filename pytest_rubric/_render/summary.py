@@ -202,8 +202,7 @@ def _passed(gates: GateReport) -> str:
             f"({asked.flag}max-drop, {asked.flag}gate-confidence {asked.gate_confidence:g})"
         )
     if asked.fail_under is not None:
-        flag = asked.fail_under_flag or asked.flag  # the shards' when merge applies theirs
-        parts.append(f"every subject at or above {asked.fail_under:g} ({flag}fail-under)")
+        parts.append(f"every subject at or above {asked.fail_under:g} ({asked.flag}fail-under)")
     for kind, limit in sorted(asked.max_flips.items(), key=lambda kl: (kl[0] != "tone", kl[0])):
         parts.append(
             f"judge style sensitivity at most {limit:g} (--rubric-judge-max-style-flips)"

@@ -524,7 +524,7 @@ class GateModel(_Part):
     """One entry of ``gates``: a gate's verdict on a subject, a case, a judge or a suite.
     Kept by ``merge`` for the gates it does not apply itself."""
 
-    left_out: ClassVar[Mapping[str, Any]] = {"note": False, "limit": None}
+    left_out: ClassVar[Mapping[str, Any]] = {"note": False}
 
     gate: str
     subject: str | None
@@ -534,9 +534,6 @@ class GateModel(_Part):
     # true: a pass the run printed as a note (a flip or a drop within noise; written only
     # then), so a merge prints it too; false: a failure or a quiet pass.
     note: bool = False
-    # The threshold the gate applied, where one number is it (fail-under's; written only
-    # then), so that a merge applies the shards' to the whole suite.
-    limit: float | None = None
 
 
 class DocumentModel(_Part):

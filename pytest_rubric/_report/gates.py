@@ -64,9 +64,6 @@ class GateEntry:
     # A pass with nothing to tell: in the JSON, not printed as a note. Not part of what makes
     # two entries the same outcome (shards carry the same judge's figures, read back quiet).
     quiet: bool = field(default=False, compare=False)
-    # The threshold the gate applied, where one number is it (fail-under's): ``merge`` applies
-    # the shards' to the whole suite.
-    limit: float | None = None
 
     @property
     def note(self) -> bool:
@@ -165,8 +162,6 @@ class Gates:
     # What the messages put before a flag's name: the command's own, "--" for merge's
     # --max-drop, --fail-under and --gate-confidence.
     flag: str = "--rubric-"
-    # fail-under's, when not ``flag``: merge applying the shards' threshold names their flag.
-    fail_under_flag: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -525,17 +520,13 @@ def _fail_under_entries(now: Mapping[str, float], fail_under: float, flag: str) 
             f"subject {subject}: correctness {value:.3f} is "
             f"{'below' if below else 'at or above'} {flag}fail-under {fail_under:g}"
         )
-        entries.append(
-            GateEntry(
-                "fail-under", subject, None, below, message, quiet=not below, limit=fail_under
-            )
-        )
+        entries.append(GateEntry("fail-under", subject, None, below, message, quiet=not below))
     if not now:  # a gate that measured nothing must not pass
         message = (
             f"no subject was graded in this run, so {flag}fail-under {fail_under:g} measured "
             "nothing; run the rubric files it gates, or leave the flag out of this run"
         )
-        entries.append(GateEntry("fail-under", None, None, True, message, limit=fail_under))
+        entries.append(GateEntry("fail-under", None, None, True, message))
     return entries
 
 
@@ -639,7 +630,7 @@ def run_gates(
         entries, notes, deltas, changes = _compare(results, asked.baseline, asked, now, delta_level)
     if asked.fail_under is not None:
         applied.add("fail-under")
-        entries += _fail_under_entries(now, asked.fail_under, asked.fail_under_flag or asked.flag)
+        entries += _fail_under_entries(now, asked.fail_under, asked.flag)
     if asked.max_flips:
         substance = any(
             c.requirement is not None and c.axis == "substance"

@@ -344,8 +344,9 @@ def _answers(pytester: pytest.Pytester, name: str, right: int, wrong: int) -> No
 def test_a_gate_the_shards_asked_is_measured_on_the_whole(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Shards each run with --rubric-fail-under: merge applies the shards' threshold to the
-    whole suite, as one run over it does, and never keeps a shard's verdict on its part."""
+    """Shards each run with --rubric-fail-under measured a subject on their part of it: merge
+    refuses to keep those verdicts, and given --fail-under measures the whole suite, as one
+    run over it does."""
     pytester.makeini("[pytest]\n")
     _answers(pytester, "x", 1, 0)
     _answers(pytester, "y", 0, 2)
@@ -356,26 +357,23 @@ def test_a_gate_the_shards_asked_is_measured_on_the_whole(
     assert whole.ret == 0
     capsys.readouterr()
 
-    assert main(["merge", "x.json", "y.json", "--json", "m.json"]) == 0, capsys.readouterr()
-    passed = capsys.readouterr().out
-    assert "rubric gate passed" in passed and "(--rubric-fail-under)" in passed  # the shards'
-    assert _load(pytester.path / "m.json")["gates"] == _load(pytester.path / "w.json")["gates"]
-
-    # Set on the shards only, the gate still fails a merge whose whole is below it.
-    strict = "--rubric-fail-under=0.5"
-    pytester.runpytest("x.rubric.yaml", strict, "--rubric-json=x5.json")
-    pytester.runpytest("y.rubric.yaml", strict, "--rubric-json=y5.json")
-    capsys.readouterr()
-    assert main(["merge", "x5.json", "y5.json"]) == 1
-    out = capsys.readouterr().out
-    assert "subject answer: correctness 0.333 is below --rubric-fail-under 0.5" in out
-    # Given to merge, --fail-under is the threshold.
-    assert main(["merge", "x5.json", "y5.json", "--fail-under", "0.3"]) == 0
-    # Shards that asked different thresholds: merge cannot tell which to apply.
-    assert main(["merge", "x.json", "y5.json"]) == 2
+    # Set on the shards only, the gate is never dropped, nor kept from a part: no green.
+    assert main(["merge", "x.json", "y.json", "--json", "m.json"]) == 2
     err = capsys.readouterr().err
-    assert "--rubric-fail-under 0.3 in x.json and 0.5 in y5.json" in err
-    assert main(["merge", "x.json", "y5.json", "--fail-under", "0.5"]) == 1
+    assert "subject answer was gated by fail-under in x.json and graded in y.json" in err
+    assert "pass --fail-under X (the shards' threshold)" in err
+
+    args = ["merge", "x.json", "y.json", "--fail-under", "0.3", "--json", "m.json"]
+    assert main(args) == 0, capsys.readouterr()
+    assert "rubric gate passed" in capsys.readouterr().out
+    outcomes = [
+        [(g["gate"], g["subject"], g["failed"]) for g in _load(pytester.path / name)["gates"]]
+        for name in ("m.json", "w.json")
+    ]
+    assert outcomes[0] == outcomes[1]
+    assert main(["merge", "x.json", "y.json", "--fail-under", "0.5"]) == 1
+    out = capsys.readouterr().out
+    assert "subject answer: correctness 0.333 is below --fail-under 0.5" in out
 
 
 def test_a_subjects_drop_measured_on_shards_is_not_the_wholes(
@@ -396,7 +394,7 @@ def test_a_subjects_drop_measured_on_shards_is_not_the_wholes(
     capsys.readouterr()
     assert main(["merge", "x.json", "y.json"]) == 2
     err = capsys.readouterr().err
-    assert "subject answer was gated against a baseline in x.json and graded in y.json" in err
+    assert "subject answer was gated by baseline-subject in x.json and graded in y.json" in err
     args = ["merge", "x.json", "y.json", "--baseline", "base.json", "--max-drop", "0.4"]
     assert main(args) == 0
 

@@ -304,8 +304,7 @@ def test_every_gate_outcome_is_in_the_json_and_kept_through_merge(
          "message": "subject a: correctness 1.000 -> 0.500, a drop of 0.500 (more than "
          "--rubric-max-drop 0)"},
         {"gate": "fail-under", "subject": "a", "nodeid": None, "failed": True,
-         "message": "subject a: correctness 0.500 is below --rubric-fail-under 0.9",
-         "limit": 0.9},
+         "message": "subject a: correctness 0.500 is below --rubric-fail-under 0.9"},
     ]  # fmt: skip
     assert "- subject a: correctness 0.500 is below --rubric-fail-under 0.9" in (
         (pytester.path / "m.md").read_text()
@@ -320,7 +319,6 @@ def test_every_gate_outcome_is_in_the_json_and_kept_through_merge(
     assert merged[2] == {
         "gate": "fail-under", "subject": "a", "nodeid": None, "failed": False,
         "message": "subject a: correctness 0.500 is at or above --fail-under 0.4",
-        "limit": 0.4,
     }  # fmt: skip
 
 
