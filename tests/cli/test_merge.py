@@ -324,6 +324,11 @@ def test_a_merge_prints_the_notes_its_shard_printed(
     shard = _nine(pytester, 1, "now.json", *gated, "--rubric-gate-confidence=0.9")
     notes = [line for line in shard.outlines if line.startswith("  note: ")]
     assert any("subject a: the drop of 0.111 is within noise" in note for note in notes)
+    # The contract's five fields, and no sixth to say which passes were notes.
+    gates = _load(pytester.path / "now.json")["gates"]
+    assert gates and {tuple(e) for e in gates} == {
+        ("gate", "subject", "nodeid", "failed", "message")
+    }
     capsys.readouterr()  # the shard's run printed there too
     assert main(["merge", "now.json"]) == 1  # q0 fails
     merged = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  note: ")]
