@@ -246,9 +246,12 @@ class CaseResult:
     def failure_reasons(self) -> list[str]:
         """Why the case did not pass, one line each (empty when it passed)."""
         reasons = [f"{c.id}: ERROR: {c.reason}" for c in self.errors]
+        many = self.n_samples > 1
         reasons += [
             f"required criterion {c.id!r} went the wrong way ({c.verdict})"
-            for c in self.criteria
+            + (f" in sample {n}" if many else "")
+            for n, sample in enumerate(self.sample_list, start=1)
+            for c in sample.criteria
             if c.required and c.went_wrong
         ]
         if (

@@ -178,7 +178,10 @@ def _regressed(gates: GateReport, show_response: int) -> list[str]:
 
 
 def _why(result: CaseResult) -> list[str]:
-    """The criteria that went the wrong way or could not be evaluated, with reasons."""
+    """The criteria that went the wrong way or could not be evaluated, with reasons; for an
+    item of several samples, the item's reasons (its criteria are only the first sample's)."""
+    if result.n_samples > 1:
+        return result.failure_reasons()
     return [
         f"{c.id} {c.verdict}: {c.reason}"
         for c in result.criteria
