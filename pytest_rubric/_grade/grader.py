@@ -309,7 +309,7 @@ class Grader:
             style_score=sum(style_credits) / len(style_credits) if style_credits else None,
             flags=tuple(
                 style.flags(
-                    score=substance.score,
+                    score=None if any(c.item_error for c in criteria) else substance.score,
                     confidence_=confidence,
                     wrong_claim=wrong_claim,
                     thresholds=self.thresholds,

@@ -147,20 +147,23 @@ class StyleThresholds:
 
 def flags(
     *,
-    score: float,
+    score: float | None,
     confidence_: float,
     wrong_claim: bool,
     thresholds: StyleThresholds,
     unbacked_claim: bool = False,
 ) -> list[str]:
-    """The style flags of one answer, in a fixed order. An answer that claims an action its
-    trace does not show is confidently wrong unless it hedges: stating "your refund has been
-    issued" plainly is already asserting it."""
+    """The style flags of one answer, in a fixed order; ``score`` None when it is not known
+    (a substance criterion could not be evaluated: a failed judge says nothing of the
+    answer). An answer that claims an action its trace does not show is confidently wrong
+    unless it hedges: stating "your refund has been issued" plainly is already asserting it."""
     assertive = confidence_ >= thresholds.confident
+    low = score is not None and score < thresholds.low_score
+    high = score is not None and score >= thresholds.high_score
     found = {
-        "confidently_wrong": (assertive and score < thresholds.low_score)
+        "confidently_wrong": (assertive and low)
         or (unbacked_claim and confidence_ > thresholds.hedged),
-        "hedged_but_right": confidence_ <= thresholds.hedged and score >= thresholds.high_score,
+        "hedged_but_right": confidence_ <= thresholds.hedged and high,
         "known_wrong_claim": wrong_claim,
         "unbacked_claim": unbacked_claim,
     }

@@ -187,6 +187,20 @@ def test_confidently_wrong_through_the_grader() -> None:
     assert result.passed is False
 
 
+def raises(response: str) -> bool:
+    raise RuntimeError("the checker is down")
+
+
+def test_an_answer_that_could_not_be_graded_is_never_flagged_on_its_score() -> None:
+    """A criterion that could not be evaluated (a failed judge, a checker that raised) leaves
+    the score unknown: a confident answer is an ERROR, not confidently wrong."""
+    down = {"id": "down", "type": "callable", "function": "tests.grade.test_style:raises"}
+    result = graded("The NPV is clearly and definitely $2,000.", NPV, down)
+    assert result.status == "error" and result.flags == ()
+    result = graded("I think the NPV might be about $1,157.63?", NPV, down)
+    assert result.status == "error" and result.flags == ()
+
+
 def test_hedged_but_right_through_the_grader() -> None:
     result = graded("I think the NPV might be about $1,157.63?", NPV)
     assert result.score == 1.0
