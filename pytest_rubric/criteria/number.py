@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import model_validator
+from pydantic import ValidatorFunctionWrapHandler, field_validator, model_validator
 
 from .._results import Outcome
 from .check import Answer, Check, CheckContext, met, unmet
@@ -24,6 +24,14 @@ class Number(FieldScoped):
     value: Finite
     abs_tol: NonNegative | None = None
     rel_tol: NonNegative | None = None
+
+    @field_validator("value", mode="wrap")
+    @classmethod
+    def _exact_integer(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> float:
+        """An integer stays one once it is checked as a number: a JSON integer past 2**53 is
+        compared with it exactly."""
+        checked: float = handler(value)
+        return value if type(value) is int else checked
 
     @property
     def tolerance(self) -> float:
@@ -58,29 +66,39 @@ class NumberCheck(Check[Number]):
     def target(self) -> str:
         """The target as a reason says it; made with the reason, as every check stays alive to
         the end of the session."""
-        return f"{self.c.value:{_SHOWN}}" + (f" ± {self.tol:{_SHOWN}}" if self.tol else "")
+        return _shown(self.c.value) + (f" ± {self.tol:{_SHOWN}}" if self.tol else "")
 
     def within(self, x: float) -> bool:
-        """Whether ``x`` is within the tolerance; a number that is not finite never is."""
+        """Whether ``x`` is within the tolerance; a number that is not finite never is. Two
+        integers (a JSON integer and an integer ``value``) are compared exactly."""
+        value = self.c.value
+        if type(x) is int and type(value) is int:
+            return abs(x - value) <= self.tol
+        x = _float(x)
         # "1e309" or a 400-digit literal reads as inf, and inf - v is inf:
         # without the isfinite, `inf <= tol + eps * inf` would pass any target.
         # Inclusive bounds: a value written exactly at the tolerance passes
         # despite binary floating point (1157.64 - 1157.63 > 0.01 in floats);
         # the slack is a few ulps of the numbers compared, never more.
-        value = self.c.value
         return math.isfinite(x) and abs(x - value) <= self.tol + 1e-12 * max(abs(x), abs(value))
 
     def on_json(self, value: object, case: object) -> Outcome:
         """A JSON number is compared itself, and so is each number in a list or an object
-        (their compact text would read ``[12,345]`` as 12345); a string is read as text."""
+        (their compact text would read ``[12,345]`` as 12345), with the numbers each string
+        in them says; a string is read as text."""
         if isinstance(value, str):
             return super().on_json(value, case)
         if isinstance(value, bool) or not isinstance(value, int | float):
-            return self.among(tuple(_float(x) for x in leaves(value) if type(x) in (int, float)))
-        x = _float(value)
-        if self.within(x):
-            return met(f"{x:{_SHOWN}} (target {self.target})")
-        return unmet(f"{x:{_SHOWN}} is not within {self.target}")
+            numbers: list[float] = []
+            for x in leaves(value):
+                if isinstance(x, str):
+                    numbers += Answer(x).numbers
+                elif type(x) in (int, float):
+                    numbers.append(x)
+            return self.among(tuple(numbers))
+        if self.within(value):
+            return met(f"{_shown(value)} (target {self.target})")
+        return unmet(f"{_shown(value)} is not within {self.target}")
 
     def run(self, answer: Answer, case: object) -> Outcome:
         return self.among(answer.numbers)
@@ -89,11 +107,17 @@ class NumberCheck(Check[Number]):
         target = self.target
         for x in numbers:
             if self.within(x):
-                return met(f"found {x:{_SHOWN}} (target {target})")
+                return met(f"found {_shown(x)} (target {target})")
         if not numbers:
             return unmet(f"no number in the answer (target {target})")
-        seen = ", ".join(f"{x:{_SHOWN}}" for x in numbers[:4])
+        seen = ", ".join(_shown(x) for x in numbers[:4])
         return unmet(f"no number within {target}; saw {seen}")
+
+
+def _shown(x: float) -> str:
+    """A number as a reason writes it: an integer of up to 30 digits whole, so two that
+    differ past float's precision are told apart."""
+    return str(x) if type(x) is int and abs(x) < 10**30 else f"{_float(x):{_SHOWN}}"
 
 
 def _float(value: int | float) -> float:

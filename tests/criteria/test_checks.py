@@ -915,6 +915,33 @@ def test_a_number_check_on_a_json_list_compares_each_of_its_numbers(
     assert check({"type": "json", "fields": fields}, answer).verdict is expected
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [("/prices", 12.5, MET), ("/prices", 3, MET), ("/obj", 1157.63, MET), ("/mixed", 2, MET)],
+)
+def test_a_number_check_on_a_json_list_reads_the_numbers_its_strings_say(
+    field: str, value: float, expected: Verdict
+) -> None:
+    """Each string in a list or an object is read as an answer's text is: "$12.50" says
+    12.5, as a number check on the string alone would find."""
+    answer = '{"prices": ["$12.50", "$3"], "obj": {"total": "1,157.63"}, "mixed": [1, "2 items"]}'
+    number = {"type": "number", "value": value, "abs_tol": 0.01}
+    assert check({**number, "field": field}, answer).verdict is expected
+    assert check({"type": "json", "fields": {field: number}}, answer).verdict is expected
+
+
+def test_a_json_integer_is_compared_exactly_with_an_integer_value() -> None:
+    """Past 2**53 two integers are told apart as they are written, never as the float both
+    round to."""
+    answer = '{"b": 9007199254740992}'
+    near = {"type": "number", "value": 9007199254740993, "abs_tol": 0, "field": "/b"}
+    outcome = check(near, answer)
+    assert outcome.verdict is UNMET
+    assert outcome.reason.endswith("9007199254740992 is not within 9007199254740993")
+    assert check({**near, "abs_tol": 1}, answer).verdict is MET
+    assert check({**near, "value": 9007199254740992}, answer).verdict is MET
+
+
 def test_a_json_reason_has_room_for_every_failed_field() -> None:
     fields = {f"/{name}": {"type": "any_of", "any_of": ["yes"]} for name in "abcdefghij"}
     outcome = check({"type": "json", "fields": fields}, "{}")
