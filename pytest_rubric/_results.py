@@ -269,6 +269,26 @@ class CaseResult:
         return reasons
 
 
+def without_subject(name: str, subject: str) -> str:
+    """A node id or a test's name without the subject in its parameter ids: ``case[bot]``
+    and ``test_all[q1-bot]`` of subject ``bot`` are ``case`` and ``test_all[q1]``, what two
+    subjects' results of one case share (a test parametrized over its subjects)."""
+    head, bracket, ids = name.partition("[")
+    if not bracket or not ids.endswith("]"):
+        return name
+    ids = ids[:-1]
+    if ids == subject:
+        return head
+    for kept in (
+        ids.removeprefix(f"{subject}-") if ids.startswith(f"{subject}-") else None,
+        ids.removesuffix(f"-{subject}") if ids.endswith(f"-{subject}") else None,
+        ids.replace(f"-{subject}-", "-", 1) if f"-{subject}-" in ids else None,
+    ):
+        if kept is not None:
+            return f"{head}[{kept}]"
+    return name
+
+
 # The one statistic a result computes of itself; ``_report.stats`` holds the others.
 def z_of(level: float) -> float:
     """The two-sided standard normal quantile of ``level`` (1.96 at 0.95)."""

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .._grade.scoring import score
-from .._results import CaseResult, Verdict, wilson
+from .._results import CaseResult, Verdict, wilson, without_subject
 from .._trace import MAX_COST_USD
 from . import stats as _stats
 
@@ -196,7 +196,7 @@ def by_case(results: Iterable[CaseResult]) -> dict[tuple[str, str, int], float]:
     seen: Counter[tuple[str, str]] = Counter()
     scores = {}
     for result in results:
-        base = (result.nodeid.removesuffix(f"[{result.subject}]"), result.case)
+        base = (without_subject(result.nodeid, result.subject), result.case)
         scores[(*base, seen[base])] = result.score
         seen[base] += 1
     return scores

@@ -22,7 +22,7 @@ from .._load.locate import Locator, validation_problems
 from .._load.semantics import semantic_problems
 from .._load.traces import RETURN_SHAPES, ShapeError, read_returned
 from .._render.table import since_baseline
-from .._results import CaseResult
+from .._results import CaseResult, without_subject
 from .._schema import Criterion, Mark, Rubric, Suite, own_mark
 from ..criteria.check import Answer
 from ..criteria.registry import CONTEXT_KEY
@@ -240,11 +240,13 @@ class RubricFixture:
         case = None
         if item is not None and parsed.id == "rubric":
             # The test's n-th call for this subject: subjects graded on one question in one
-            # test share its case, so they are compared on it.
+            # test, or in a test parametrized over them, share its case, so they are compared
+            # on it.
             graded = [r.result for r in item.stash.get(RESULTS_KEY, [])]
             mine = subject or "inline"
             count = sum(r.nodeid == item.nodeid and r.subject == mine for r in graded) + 1
-            case = item.name if count == 1 else f"{item.name}#{count}"
+            name = without_subject(item.name, mine)
+            case = name if count == 1 else f"{name}#{count}"
         result = evaluate(
             session,
             grader,

@@ -20,6 +20,7 @@ from pytest_rubric import (
     RubricLoadError,
     assert_rubric,
 )
+from pytest_rubric._results import without_subject
 from pytest_rubric.criteria import AnyOf
 from tests.conftest import team_project
 
@@ -178,6 +179,55 @@ def test_subjects_graded_on_one_question_in_one_test_share_its_case(
     assert pair["shared"] == 3  # the first call of each subject in each of the three tests
 
 
+def test_a_test_parametrized_over_its_subjects_compares_them_case_by_case(
+    pytester: pytest.Pytester,
+) -> None:
+    """``subject=`` from a parameter: the subject's id is no part of the case, so the two
+    subjects' results of one question pair (the question's own parameter still tells the
+    cases apart)."""
+    pytester.makepyfile(
+        test_models="""
+        import pytest
+        from pytest_rubric import assert_rubric
+
+        CRITERIA = [{"id": "four", "type": "number", "value": 4}]
+        ANSWERS = {"good": "It is 4.", "gpt-4o": "It is 5."}
+
+        @pytest.mark.parametrize("model", ["good", "gpt-4o"])
+        def test_one(model):
+            assert_rubric(ANSWERS[model], CRITERIA, subject=model, min_score=0)
+
+        @pytest.mark.parametrize("model", ["good", "gpt-4o"])
+        @pytest.mark.parametrize("q", ["q1", "q2", "q3"])
+        def test_each(q, model):
+            assert_rubric(ANSWERS[model], CRITERIA, subject=model, min_score=0)
+        """
+    )
+    pytester.runpytest("--rubric-json=out.json").assert_outcomes(passed=8)
+    document = json.loads((pytester.path / "out.json").read_text())
+    cases = sorted({r["case"] for r in document["results"]})
+    assert cases == ["test_each[q1]", "test_each[q2]", "test_each[q3]", "test_one"]
+    (pair,) = document["pairwise"]
+    assert pair["shared"] == 4 and pair["diff"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "subject", "expected"),
+    [
+        ("f.rubric.yaml::q1[bot]", "bot", "f.rubric.yaml::q1"),
+        ("test_each[q1-gpt-4o]", "gpt-4o", "test_each[q1]"),
+        ("test_each[gpt-4o-q1]", "gpt-4o", "test_each[q1]"),
+        ("test_each[a-gpt-4o-b]", "gpt-4o", "test_each[a-b]"),
+        ("test_each[q1-bot2]", "bot", "test_each[q1-bot2]"),
+        ("test_plain", "bot", "test_plain"),
+    ],
+)
+def test_a_subject_is_taken_out_of_parameter_ids_only_whole(
+    name: str, subject: str, expected: str
+) -> None:
+    assert without_subject(name, subject) == expected
+
+
 def test_results_join_the_session_summary_and_json(
     pytester: pytest.Pytester,
     write: Write,
@@ -203,7 +253,7 @@ def test_results_join_the_session_summary_and_json(
         consecutive=True,
         lines2=[
             '>       assert_rubric(answer, CRITERIA, subject=model, query="Capital of France?")',
-            "E       pytest_rubric.RubricAssertionError: rubric test_capital[[]bad-model-Lyon.[]][[]bad-model[]]: "
+            "E       pytest_rubric.RubricAssertionError: rubric test_capital[[]Lyon.[]][[]bad-model[]]: "
             "score 0.00 (min_score 0.80, raw 0) FAILED",
             "E          criterion  type    verdict  weight  reason",
             "E       x  capital    any_of  UNMET         1  none of 'paris' found",
@@ -221,9 +271,10 @@ def test_results_join_the_session_summary_and_json(
     )
     results = sorted(rubric_json()["results"], key=lambda r: (r["subject"], r["case"]))
     assert [(r["subject"], r["case"], r["passed"]) for r in results] == [
-        ("bad-model", "test_capital[bad-model-Lyon.]", False),
-        ("good-model", "test_capital[good-model-Paris.]", True),
-        ("good-model", "test_capital[good-model-Paris.]#2", True),
+        # The subject's id is no part of the case: the answer's is.
+        ("bad-model", "test_capital[Lyon.]", False),
+        ("good-model", "test_capital[Paris.]", True),
+        ("good-model", "test_capital[Paris.]#2", True),
     ]
     assert results[1]["nodeid"] == "test_app.py::test_capital[good-model-Paris.]"
     assert results[1]["question"] == "Capital of France?"
