@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from ..criteria.judge import Requirement
 
 # 2: no placeholder to copy; 3: reference, evidence; 4: whole-number scales; 5: a label quotes
-# nothing (its reply is {"reason", "label"})
-TEMPLATE_VERSION = 5
+# nothing (its reply is {"reason", "label"}); 6: a style requirement judged as style
+TEMPLATE_VERSION = 6
 
 
 def per_criterion(
@@ -62,7 +62,7 @@ def per_criterion(
         last = '"verdict", the string "MET" or the string "UNMET"'
     parts = [
         "You are a strict grader. Decide whether a response meets one requirement of a rubric.",
-        SUBSTANCE_RULE,
+        STYLE_RULE if criterion.axis == "style" else SUBSTANCE_RULE,
         data_rule(question, token, reference),
         f"Requirement: {describe(criterion)}",
     ]
@@ -101,10 +101,18 @@ def one_shot(
             if c.effective_weight < 0 and c.kind != "extract"  # a reading has no ERROR side
             else ""
         )
-        lines.append(f"- id {c.id!r} ({kind}): {describe(c)}{error}")
+        style = " [style]" if c.axis == "style" else ""
+        lines.append(f"- id {c.id!r} ({kind}){style}: {describe(c)}{error}")
+    rule = SUBSTANCE_RULE
+    if any(c.axis == "style" for c in criteria):
+        rule += (
+            " A requirement marked [style] is about how the response reads, not whether it is "
+            "correct: that rule is not for it; judge the wording, clarity or tone it asks "
+            "about, as it asks."
+        )
     parts = [
         "You are a strict grader. Grade a response against each requirement of a rubric.",
-        SUBSTANCE_RULE,
+        rule,
         data_rule(question, token, reference),
         "Requirements:\n" + "\n".join(lines),
         "A requirement marked as describing an ERROR is MET only if the response itself makes "
@@ -234,6 +242,11 @@ SUBSTANCE_RULE = (
     "Judge substance only: whether what the response says is correct and does what the "
     "requirement asks. Confident, fluent or polished wording earns nothing; hedged or plain "
     "wording loses nothing."
+)
+# For an ``axis: style`` requirement, which is about how the response reads and never scores.
+STYLE_RULE = (
+    "This requirement is about how the response reads (its style), not whether it is correct: "
+    "judge the wording, clarity or tone it asks about, as it asks."
 )
 _REFERENCE_RULE = (
     "A reference answer, known to be correct, is given between <reference-{token}> ... "

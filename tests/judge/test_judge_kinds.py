@@ -83,6 +83,20 @@ def test_prompts_without_labels_keep_their_wording() -> None:
     assert "label" not in entry["properties"]
 
 
+def test_a_style_requirement_is_judged_on_how_the_response_reads() -> None:
+    """The substance rule ("polished wording earns nothing") would have the judge score a
+    style criterion low for the very thing it asks about: a style requirement gets its own."""
+    clarity = Requirement(id="clarity", requirement="How clear is it?", kind="score", axis="style")
+    facts = Requirement(id="facts", requirement="Says one day")
+    alone = per_criterion(clarity, question="q", response="r").system
+    assert "Judge substance only" not in alone and "how the response reads" in alone
+    assert "Judge substance only" in per_criterion(facts, question="q", response="r").system
+    both = one_shot([facts, clarity], question="q", response="r").system
+    assert "- id 'clarity' (score 1-5) [style]: " in both and "- id 'facts' (verdict" in both
+    assert "A requirement marked [style] is about how the response reads" in both
+    assert "[style]" not in one_shot([facts], question="q", response="r").system
+
+
 def test_score_anchors_are_shown_to_the_judge() -> None:
     for prompt in (
         per_criterion(ANCHORED, question="q", response="r"),
