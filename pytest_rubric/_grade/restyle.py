@@ -38,6 +38,9 @@ _CONFIDENT = _pattern(_TO_CONFIDENT)
 _HEDGED = _pattern(_TO_HEDGED)
 _APOSTROPHE = re.compile(r"['’]")
 _SENTENCE_ENDS = (".", "!", "?", ":", "\n")
+_ANY_WORD = re.compile(r"\w")
+_OPENED = re.compile(re.escape(OPENING[:-2]) + r"(?!\w)", re.IGNORECASE)
+_HEDGE_ALONE = re.compile(r"[.!?]+[ \t]*")  # what ends a sentence that was only a marker
 
 
 def _rewrite(text: str, pattern: re.Pattern[str], table: Mapping[str, str]) -> str:
@@ -63,6 +66,9 @@ def _rewrite(text: str, pattern: re.Pattern[str], table: Mapping[str, str]) -> s
         if not (new := table[key]):
             out.append(pre if opens else "")
             capitalize = opens
+            if opens and (alone := _HEDGE_ALONE.match(text, last)):  # "Maybe." goes whole
+                last = alone.end()
+                continue
             if not opens and text[last : last + 1] in (".", "!", "?") and out[-2].endswith(","):
                 out[-2] = out[-2][:-1]  # "One day, I think." -> "One day.", not "One day,."
             continue
@@ -86,7 +92,10 @@ def restyle(text: str, *, to: Literal["confident", "hedged"]) -> str:
     if to == "confident":
         body = _rewrite(text, _CONFIDENT, _TO_CONFIDENT)
         lead = len(body) - len(body.lstrip())
-        if body[lead:].startswith(OPENING) or not body.strip():
+        if not _ANY_WORD.search(body):  # only markers ("Maybe."): nothing to say surely
+            return text
+        # An opening of its own, in any case or punctuation, is not said twice.
+        if _OPENED.match(body, lead):
             return body
         return body[:lead] + OPENING + body[lead:]
     if to == "hedged":

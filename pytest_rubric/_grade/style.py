@@ -52,7 +52,7 @@ HEDGES: dict[str, str] = {
     "may": "will",
     "maybe": "",
     "might": "will",
-    "not sure": "",
+    "not sure": "not sure",  # "is not sure to be 5": its negation is what it says
     "perhaps": "",
     "possibly": "",
     "presumably": "",
@@ -61,7 +61,7 @@ HEDGES: dict[str, str] = {
     "seems": "is",
     "somewhat": "",
     "suggests": "shows",
-    "unclear": "clear",
+    "unclear": "unclear",  # "clear" would say the opposite
     "unsure": "",
     "if i recall": "",
     "i suppose": "",

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from pytest_rubric._cli.merge import main as merge_main
 from pytest_rubric._errors import RubricLoadError
-from pytest_rubric._grade.restyle import restyle
+from pytest_rubric._grade.restyle import OPENING, restyle
 from pytest_rubric._grade.style import ASSERTIVE, HEDGES, confidence
 from pytest_rubric._load.loader import parse_suite
 from pytest_rubric._report.audit import audit, label_met, measure, probe_plan
@@ -351,6 +351,16 @@ def test_restyle_moves_the_confidence_heuristic_both_ways() -> None:
     assert restyle("It rained in May, never 100% dry.", to="confident") == (
         "Without question: It rained in May, never 100% dry."
     )
+    # What a marker says beyond its tone stays: "unclear" is not "clear", "not sure" keeps
+    # its negation; a sentence of a marker alone goes whole; an opening is not said twice.
+    assert restyle("It is unclear whether VaR is subadditive.", to="confident") == (
+        "Without question: It is unclear whether VaR is subadditive."
+    )
+    assert restyle("It is not sure to be 5.", to="confident").endswith("not sure to be 5.")
+    assert restyle("Maybe. It is 5.", to="confident") == "Without question: It is 5."
+    assert restyle("Maybe.", to="confident") == "Maybe."  # nothing else to say surely
+    assert restyle("without question, it is 5", to="confident") == "without question, it is 5"
+    assert restyle("Without questioning it: 5", to="confident").startswith(OPENING + "Without q")
     with pytest.raises(ValueError, match="use one of confident, hedged"):
         restyle("x", to="loud")  # type: ignore[arg-type]
 
