@@ -221,11 +221,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def _judge_or_skip(state: RubricSession) -> JudgeRunner | Panel:
     """The session's judge; without one the test is skipped, saying what to set (it fails
-    when ``--rubric-require-judge`` is set and the configured judge has no key)."""
+    when ``--rubric-require-judge`` is set: no judge, or one without its key)."""
     judging = state.judging
     if judging.runner is None:
-        if judging.unavailable is not None and state.settings.require_judge:
-            pytest.fail(judging.unavailable, pytrace=False)
+        if state.settings.require_judge:
+            pytest.fail(f"--rubric-require-judge: {judging.unavailable or NO_JUDGE_SKIP}", False)
         pytest.skip(judging.unavailable or NO_JUDGE_SKIP)
     return judging.runner
 

@@ -550,6 +550,11 @@ def test_llm_judge_python_test_is_skipped_without_a_judge(
     # Each skip at the test's own file and line, the fixture's too, never the plugin's.
     assert result.stdout.str().count("test_j.py:") == 2
     result.stdout.no_fnmatch_line("SKIPPED*pytest_rubric*")
+    # A run that requires the judge skips neither: no green where the judge was to decide.
+    required = pytester.runpytest("--rubric-require-judge")
+    required.assert_outcomes(errors=2)  # both fail in setup, before the test runs
+    required.stdout.fnmatch_lines(["*--rubric-require-judge: needs an LLM judge: set*"])
+    required.stdout.no_fnmatch_line("*must not run*")
 
 
 def test_the_judge_fixture_serves_every_tests_event_loop(
