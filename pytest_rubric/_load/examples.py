@@ -22,6 +22,7 @@ from .._guards.secrets import abridged
 from .._schema import CalibrationExample, Case, JudgeExample, Suite
 from ..criteria.extract import Extract
 from ..criteria.judge import Requirement
+from ..criteria.normalize import normalize
 from .locate import path_hint, run_relative
 
 if TYPE_CHECKING:
@@ -241,7 +242,9 @@ def _shown(value: Any) -> str:
 
 
 def _same(text: str) -> str:
-    return " ".join(text.split())
+    """A response as a check reads it (case, accents, dashes and spaces folded): a calibration
+    answer shown again with its case changed is still the answer the judge is measured on."""
+    return normalize(text)
 
 
 def guidance_of(

@@ -393,7 +393,7 @@ def test_prompts_without_guidance_are_as_they_were() -> None:
 
 
 def test_an_example_that_is_a_calibration_response_is_a_collection_error(tmp_path: Path) -> None:
-    overlap = '[{criterion: day, response: "A single  trading day.", verdict: MET, reason: "r"}]'
+    overlap = '[{criterion: day, response: "A single  TRADING day.", verdict: MET, reason: "r"}]'
     text = GUIDED.format(instructions='"x"', examples=overlap)
     with pytest.raises(RubricLoadError) as caught:
         parse_suite(text, path=tmp_path / "g.rubric.yaml")
