@@ -20,7 +20,14 @@ import pytest
 
 from ._config.settings import add_options, configured, file_patterns
 from ._defaults import PROVIDERS, SET_A_JUDGE, first_data_file, is_rubric_file
-from ._session.items import CURRENT_ITEM, RESULTS_KEY, UNDECIDED_KEY, is_rubric_item, settle
+from ._session.items import (
+    CURRENT_ITEM,
+    RESULTS_KEY,
+    RUNNING,
+    UNDECIDED_KEY,
+    is_rubric_item,
+    settle,
+)
 from ._session.started import SESSION_KEY, session_of
 from ._session.xdist import Role
 
@@ -126,9 +133,11 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RubricFile
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
     token = CURRENT_ITEM.set(item)
+    RUNNING.append(item)
     try:
         return (yield)
     finally:
+        RUNNING.remove(item)
         CURRENT_ITEM.reset(token)
         _PROPERTIES.pop(item, None)
         if is_rubric_item(item):

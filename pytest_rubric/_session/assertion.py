@@ -28,7 +28,7 @@ from ..criteria.check import Answer
 from ..criteria.registry import CONTEXT_KEY
 from ..judge.requests import JudgeKey
 from .collect import added_criterion_types, evaluate, raise_for
-from .items import CURRENT_ITEM, RESULTS_KEY, UNDECIDED_KEY, record
+from .items import RESULTS_KEY, UNDECIDED_KEY, current_item, record
 from .started import session_of
 
 # What ``assert_rubric`` and the ``rubric`` fixture accept as a rubric.
@@ -192,7 +192,7 @@ def assert_rubric(
     summary``, JSON and other outputs; the node id is the test's.
     """
     __tracebackhide__ = True  # the failure is the table, not this function's frame
-    bound = RubricFixture(CURRENT_ITEM.get())
+    bound = RubricFixture(current_item())
     return bound(response, rubric, min_score=min_score, query=query, subject=subject)
 
 

@@ -36,11 +36,22 @@ CURRENT_ITEM: contextvars.ContextVar[pytest.Item | None] = contextvars.ContextVa
 """The test item running now, so a bare ``assert_rubric`` call can join the session's outputs.
 
 The one piece of state outside the session, kept because a plain function
-has no public way to find the test that called it. A context variable, not
-a global: set and reset around each test by the plugin's
-``pytest_runtest_protocol`` wrapper, so each thread, task and nested
-(pytester) session sees only its own. The ``rubric`` fixture does not use
-it: it is bound to its node, as syrupy's ``snapshot`` is."""
+has no public way to find the test that called it. A context variable: set
+and reset around each test by the plugin's ``pytest_runtest_protocol``
+wrapper, so each task and nested (pytester) session sees only its own. A
+thread the test starts (a ``ThreadPoolExecutor`` grading answers at once)
+does not inherit it: :data:`RUNNING` is the process's item for that. The
+``rubric`` fixture uses neither: it is bound to its node, as syrupy's
+``snapshot`` is."""
+
+RUNNING: list[pytest.Item] = []
+"""The items running in this process, innermost last (a pytester session runs inside a
+test): :func:`current_item` in a thread the test started, where :data:`CURRENT_ITEM` is unset."""
+
+
+def current_item() -> pytest.Item | None:
+    """The test that called: this context's, else the one this process runs."""
+    return CURRENT_ITEM.get() or (RUNNING[-1] if RUNNING else None)
 
 
 class RubricItemView(Protocol):

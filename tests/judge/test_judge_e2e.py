@@ -592,6 +592,42 @@ def test_the_judge_fixture_serves_every_tests_event_loop(
     result.assert_outcomes(passed=4)
 
 
+def test_assert_rubric_in_threads_the_test_started_grades_with_the_session(
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
+) -> None:
+    """A thread does not inherit the test's context: assert_rubric there still judges with
+    the session's judge and joins its outputs, never a judgeless grader that passes."""
+    write(
+        "test_threads.py",
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        from pytest_rubric import assert_rubric
+
+        CRITERIA = [
+            {"id": "day", "type": "any_of", "any_of": ["one day"]},
+            {"id": "horizon", "weight": 3, "requirement": "States the horizon"},
+        ]
+
+        def grade(answer):
+            return assert_rubric(answer, CRITERIA, min_score=0.5, subject="bot")
+
+        def test_at_once():
+            with ThreadPoolExecutor(2) as pool:
+                list(pool.map(grade, ["one day BAD", "one day"]))
+        """,
+    )
+    fake_llm.respond_with(
+        lambda request: verdict("UNMET" if "BAD" in json.dumps(request.body) else "MET")
+    )
+    result = pytester.runpytest(*judge_args(fake_llm), "--rubric-json=out.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*horizon*UNMET*"])
+    assert len(fake_llm.requests) == 2
+    results = json.loads((pytester.path / "out.json").read_text())["results"]
+    assert sorted(r["score"] for r in results) == [0.25, 1.0]
+
+
 def test_custom_judge_from_the_hook(pytester: pytest.Pytester, judged_file: Path) -> None:
     pytester.makeconftest(
         """
