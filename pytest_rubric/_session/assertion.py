@@ -64,7 +64,7 @@ def _rubric_from_path(
     path_text, _, case_id = os.fspath(spec).partition("::")
     path = _find(path_text, item)
     make_importable(path.parent)
-    loaded = load_suite(path, added=() if item is None else added_criterion_types(item))
+    loaded = load_suite(path, added=() if item is None else added_criterion_types(item, path))
     cases = loaded.suite.cases
     if case_id:
         if not (matches := [c for c in cases if c.id == case_id]):

@@ -45,9 +45,13 @@ if TYPE_CHECKING:
     from .session import RubricSession
 
 
-def added_criterion_types(node: pytest.Item | pytest.Collector) -> list[type[CriterionModel]]:
-    """The criterion types the plugins and conftests in ``node``'s scope add."""
-    added = node.ihook.pytest_rubric_criterion_types(config=node.config)
+def added_criterion_types(
+    node: pytest.Item | pytest.Collector, path: Path | None = None
+) -> list[type[CriterionModel]]:
+    """The criterion types the plugins and conftests in ``node``'s scope add, or in the scope
+    of the rubric file at ``path`` (a test's ``assert_rubric`` on a file in ``evals/``)."""
+    hook = node.ihook if path is None else node.session.gethookproxy(path)
+    added = hook.pytest_rubric_criterion_types(config=node.config)
     return [model for models in added for model in models]
 
 

@@ -68,6 +68,24 @@ def test_the_reference_pages_example_runs_as_written(pytester: pytest.Pytester) 
     result.stdout.fnmatch_lines(["*support.rubric.yaml::refund*PASSED*"])
 
 
+def test_assert_rubric_in_a_unit_test_reads_the_type_its_rubric_files_conftest_adds(
+    team: Callable[..., None], write: Callable[[str, str], object], pytester: pytest.Pytester
+) -> None:
+    """A test in tests/ grades with a case of evals/: the type is the one evals/conftest.py
+    adds (the rubric file's scope, not the calling test's), under xdist too."""
+    team(answers=ANSWERS, wordy=WORDY)
+    write("evals/conftest.py", CONFTEST)
+    write(
+        "tests/test_bot.py",
+        "from pytest_rubric import assert_rubric\n\n\n"
+        "def test_refund():\n"
+        '    assert_rubric("Refunds are possible within 30 days.", "evals/wordy.rubric.yaml::refund")\n',
+    )
+    for mode in ([], ["-n", "2"]):
+        result = pytester.runpytest("tests", "evals", *mode)
+        result.assert_outcomes(passed=3, failed=1)
+
+
 def test_a_type_outside_the_conftest_scope_is_unknown(
     team: Callable[..., None], write: Callable[[str, str], object], pytester: pytest.Pytester
 ) -> None:
