@@ -7,7 +7,7 @@ A ``--rubric-history`` file is filled with ``--runs`` runs of ``--items`` result
 time of one more append (median of ``--repeat``) and of ``read_runs(last=20)``, what
 ``python -m pytest_rubric history PATH --last 20`` reads (median of ``--repeat``).
 
-Targets (from the issue): an append under 0.2 s a run; ``--last 20`` under 0.5 s.
+Targets (bench/README.md): an append under 0.2 s a run; ``--last 20`` under 0.5 s.
 
 Usage::
 

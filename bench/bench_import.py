@@ -23,7 +23,7 @@ which an editable install never shows.
 The added time is the median of the first minus the median of the second, in wall time
 and in CPU time (user + sys of the child): a few tens of milliseconds in a run of two
 seconds are within the wall clock's noise on a shared machine, and CPU time moves less.
-Targets (from the issues): at most 100 ms added to ``pytest --version`` and ``-VV``; at
+Targets (bench/README.md): at most 100 ms added to ``pytest --version`` and ``-VV``; at
 most 50 ms added to the unit-test run, in both cache modes.
 
 pytest 9's ``--version`` returns before third-party plugins are imported, so

@@ -56,7 +56,7 @@ The table has a row at N and at N/10: every run pays the same start-up
 (interpreter, pytest, plugin imports), which dominates at small N, so the
 N/10 row shows start-up while the N row shows per-item cost.
 
-The target (from the issue): at N = 3000 the rubric run takes at most 1.15x
+The target (bench/README.md): at N = 3000 the rubric run takes at most 1.15x
 the parametrized run (median against median). ``--check`` turns that into
 the exit status.
 

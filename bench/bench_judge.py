@@ -11,7 +11,7 @@ twice, in fresh subprocesses, alternately:
 
 The time the judge adds is ``median(judged) - median(offline)``. With at
 most C calls in flight across the session, the floor is ``ceil(K / C) x L``;
-the target (from the issue) is an added time of at most 1.15x that floor
+the target (bench/README.md) is an added time of at most 1.15x that floor
 (K = 48, C = 8, L = 0.25 s: 1.5 s floor, 1.725 s allowed). The judged runs
 use ``--rubric-cache off``, so each makes its K calls.
 

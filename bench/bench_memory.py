@@ -13,7 +13,7 @@ Two pytest runs, in fresh subprocesses, in one invocation, alternately (A B A B 
   trivial work, with ``--junitxml``.
 
 Each side's figure is the child's peak resident set (``ru_maxrss`` from ``os.wait4``), the
-whole process, interpreter and pytest included. The target (from the issue): the rubric
+whole process, interpreter and pytest included. The target (bench/README.md): the rubric
 run's peak at most 1.5x the plain run's, at N = 20,000 and N = 200,000. ``--repeat`` runs
 each side that many times (peak memory barely varies; the median is reported).
 

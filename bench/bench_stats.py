@@ -10,7 +10,7 @@ the mean in pure Python (what the plugin computed before its intervals became
 closed forms, then with numpy), timed once on a tenth of the resamples and
 scaled up.
 
-Target (from the issue): under 0.5 s, the bootstrap's budget.
+Target (bench/README.md): under 0.5 s, the bootstrap's budget.
 
 Usage::
 

@@ -242,6 +242,8 @@ def test_a_stale_reference_is_found() -> None:
 # The words may wrap across a line break ("issue\n24").
 _CITATION = re.compile(
     r"\b[Ii]ssues?\s+#?\d+|\bDESIGN\b|[Dd]esign\s+page|\b[Tt]he\s+design\b|\.\./shared"
+    # "the issue", "the scale issue's", "pytest #11783": an issue, by its number or not
+    r"|\b[Tt]he\s+(?:\w+\s+)?issues?\b(?!\s+(?:of|in|with)\b)|(?<=[A-Za-z]\s)#\d{4,}\b"
 )
 
 

@@ -51,7 +51,7 @@ cases:
     criteria: [{id: city, type: any_of, any_of: [paris]}]
 """
 
-# 546 bytes in the issue: nine levels of nine aliases, 9**9 = 387 million nodes once built.
+# 546 bytes, as a red team sent it: nine levels of nine aliases, 9**9 = 387 million nodes once built.
 BOMB = (
     "cases:\n"
     "  - id: q1\n"
