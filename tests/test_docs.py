@@ -70,6 +70,20 @@ def test_every_criterion_type_of_the_registry_has_a_row_in_the_criteria_referenc
     assert rows >= set(criterion_types())
 
 
+def test_every_provider_of_the_registry_has_its_row_in_the_judge_guide() -> None:
+    """The providers table says what ``PROVIDERS`` holds: a provider added there and not
+    here (or a variable renamed) fails."""
+    from pytest_rubric._defaults import PROVIDERS
+
+    page = (ROOT / "docs" / "guides" / "judge.md").read_text(encoding="utf-8")
+    table = page[page.index("## Providers") :].split("\n\n")[1]
+    rows = {m[1]: m[0] for m in re.finditer(r"^\| `(\w+)` \|.*$", table, flags=re.MULTILINE)}
+    assert set(rows) == set(PROVIDERS)
+    for name, provider in PROVIDERS.items():
+        for said in (provider.url, provider.url_variable, provider.key_variable):
+            assert f"`{said}`" in rows[name], (name, said)
+
+
 # --- signposts ---------------------------------------------------------------------------
 
 PACKAGE = ROOT / "pytest_rubric"

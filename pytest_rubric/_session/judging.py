@@ -306,9 +306,9 @@ def _check_batch(specs: Sequence[ModelSpec]) -> None:
 
     if not specs:
         raise pytest.UsageError(
-            "--rubric-judge-batch sends judge calls through the openai or anthropic batch "
-            "API, not to the judge of pytest_rubric_make_judge: drop the flag, or judge with "
-            "--rubric-judge openai:MODEL or anthropic:MODEL"
+            f"--rubric-judge-batch sends judge calls through the {' or '.join(BATCH_PROVIDERS)} "
+            "batch API, not to the judge of pytest_rubric_make_judge: drop the flag, or judge "
+            f"with --rubric-judge {' or '.join(f'{p}:MODEL' for p in BATCH_PROVIDERS)}"
         )
     for spec in specs:
         if spec.provider not in BATCH_PROVIDERS:
