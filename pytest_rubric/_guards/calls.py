@@ -1,6 +1,7 @@
 """Running a user's code (``callable`` criteria, ``target`` functions): the boundary for it.
 
-:class:`CallRunner` runs it on a worker thread, bounded in time. Whatever it raises reaches
+:class:`CallRunner` runs it on a worker thread, bounded in time; async code runs on the one
+event loop of :data:`USER_LOOP`, as an application runs it. Whatever it raises reaches
 the plugin as an :class:`Exception` (:func:`contained`; only ``KeyboardInterrupt`` passes as
 it is), printed within the call's bound; what it returns leaves as plain data (:func:`plain`).
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import difflib
 import importlib
 import importlib.util
@@ -235,12 +237,80 @@ def call_user(
     with containing(deadline=deadline):
         value = function(*args)
         if inspect.isawaitable(value):
-            value = asyncio.run(_awaited(value))
+            value = USER_LOOP.run(value)
         return plain(value) if then is None else then(plain(value))
 
 
-async def _awaited(value: Any) -> Any:
-    return await value
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Raised:
+    """What a user's coroutine raised, carried out of its task as a value: a task whose code
+    raises ``CancelledError`` would end cancelled (its message lost), and ``SystemExit``
+    would stop the loop, where either is the call's error."""
+
+    error: BaseException
+
+
+async def _caught(value: Any) -> Any:
+    try:
+        return await value
+    except asyncio.CancelledError as raised:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():  # abandon() cancelled it: the loop's
+            raise
+        return _Raised(raised)
+    except BaseException as raised:
+        return _Raised(raised)
+
+
+class _UserLoop:
+    """The event loop every async target and callable of the process runs on, on a daemon
+    thread of its own: what a team keeps at module level (an ``AsyncOpenAI`` client, a lock)
+    is bound to the first loop that used it, so a loop per call would break its second call.
+    Calls run as tasks in the caller's context, side by side (a case's samples at once)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _running(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=_serve, args=(self._loop,), name="pytest-rubric-async", daemon=True
+                ).start()
+            return self._loop
+
+    def run(self, awaitable: Any) -> Any:
+        """``awaitable``'s result, awaited on the loop (the caller's context copied to it)."""
+        future = asyncio.run_coroutine_threadsafe(_caught(awaitable), self._running())
+        _AWAITED.set(future)  # for abandon(), through the context the call ran in
+        if isinstance(value := future.result(), _Raised):
+            raise value.error
+        return value
+
+    def abandon(self, context: contextvars.Context) -> None:
+        """After a call ran out of time: its task is cancelled, and when the loop does not
+        answer within a second (the task blocks it, say with ``time.sleep``) the next call
+        gets a loop of its own, never waiting behind it."""
+        if (future := context.get(_AWAITED)) is None or (loop := self._loop) is None:
+            return
+        future.cancel()
+        answered = threading.Event()
+        loop.call_soon_threadsafe(answered.set)
+        if not answered.wait(1.0):
+            with self._lock:
+                if self._loop is loop:
+                    self._loop = None
+
+
+def _serve(loop: asyncio.AbstractEventLoop) -> None:
+    asyncio.set_event_loop(loop)
+    loop.run_forever()
+
+
+USER_LOOP = _UserLoop()
+_AWAITED: contextvars.ContextVar[Any] = contextvars.ContextVar("pytest_rubric_awaited")
 
 
 class CallTimeout(Exception):
@@ -299,6 +369,7 @@ class CallRunner:
 
         worker.jobs.put(job)
         if not done.wait(timeout):
+            USER_LOOP.abandon(context)  # an async call is cancelled
             raise CallTimeout(timeout)  # the worker stays with its call, never reused
         with self._lock:
             self._idle.append(worker)

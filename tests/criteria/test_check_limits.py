@@ -7,6 +7,7 @@ or a callable or target that never returns hung the session.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import math
 import threading
@@ -170,6 +171,33 @@ def test_a_call_runner_returns_raises_or_times_out_and_reuses_its_thread() -> No
         runner.call(time.sleep, 30, timeout=0.2)
     # The overrunning call keeps its thread; the next call gets another.
     assert runner.call(threading.get_ident, timeout=5) not in threads
+
+
+async def _loop_id() -> int:
+    return id(asyncio.get_running_loop())
+
+
+async def _awaits_long() -> None:
+    await asyncio.sleep(30)
+
+
+async def _blocks_its_loop() -> None:
+    time.sleep(3)  # no await: nothing else runs on its loop meanwhile
+
+
+def test_async_calls_share_a_loop_that_one_blocking_it_leaves_behind() -> None:
+    """Every async call runs on one loop (an application's module-level client is bound to
+    it); a call past its bound is cancelled and the loop kept, unless the call blocks it:
+    the next call then gets a loop of its own, never waiting behind that one."""
+    runner = CallRunner()
+    first = runner.call(_loop_id, timeout=5)
+    assert runner.call(_loop_id, timeout=5) == first
+    with pytest.raises(CallTimeout):
+        runner.call(_awaits_long, timeout=0.2)
+    assert runner.call(_loop_id, timeout=5) == first  # cancelled: the loop answers
+    with pytest.raises(CallTimeout):
+        runner.call(_blocks_its_loop, timeout=0.2)
+    assert runner.call(_loop_id, timeout=5) != first
 
 
 SLOW = """

@@ -250,6 +250,36 @@ def test_a_target_receives_what_its_signature_names(
     )
 
 
+SHARED = """
+import asyncio
+
+LOCK = asyncio.Lock()  # at module level, as a team keeps its client: bound to the first loop
+LOOPS = set()
+
+
+async def answer(question: str) -> str:
+    async with LOCK:  # a case's samples wait for each other here
+        LOOPS.add(id(asyncio.get_running_loop()))
+        await asyncio.sleep(0.01)
+    return f"{len(LOOPS)} loop(s)"
+"""
+
+
+def test_async_targets_share_one_loop_as_the_application_does(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """What the application keeps at module level (an async client, a lock) works on every
+    call, a case's samples at once included: every call runs on one event loop."""
+    write("shared.py", SHARED)
+    case = '{id: %s, question: "q", criteria: [{id: one, type: any_of, any_of: ["1 loop(s)"]}]}'
+    write(
+        "s.rubric.yaml",
+        "target: shared:answer\nrepeat: 3\ncases:\n"
+        + "".join(f"  - {case % name}\n" for name in "abc"),
+    )
+    pytester.runpytest().assert_outcomes(passed=3)
+
+
 def test_a_target_of_another_signature_is_a_collection_error_listing_the_forms(
     pytester: pytest.Pytester, write: Write
 ) -> None:
