@@ -63,8 +63,8 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS items_by_run ON items (run_id)",
     "CREATE INDEX IF NOT EXISTS leaderboard_by_run ON leaderboard (run_id)",
 )
-# Every table and index the schema makes: the name after CREATE ... IF NOT EXISTS.
-_OURS = {statement.split()[5] for statement in _SCHEMA}
+# Every table and index the schema makes, as sqlite_master lists it: (type, name).
+_OURS = {(statement.split()[1].lower(), statement.split()[5]) for statement in _SCHEMA}
 
 
 class HistoryError(Exception):
@@ -129,13 +129,15 @@ def _open(path: Path, flag: str = "--rubric-", *, reading: bool = False) -> sqli
     db.text_factory = lambda data: data.decode("utf-8", "replace")
     try:
         version = db.execute("PRAGMA user_version").fetchone()[0]
-        names = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        # By kind as well as name: a trigger or a view that takes one of ours ("runs") would
+        # run its own query, without end, in every read or append.
+        held = set(db.execute("SELECT type, name FROM sqlite_master"))
         if version > SCHEMA_VERSION:
             raise HistoryError(
                 f"{what}: written by a newer pytest-rubric (history schema {version}; this one "
                 f"reads up to {SCHEMA_VERSION}); upgrade pytest-rubric, or give another file"
             )
-        if foreign := sorted(n for n in names - _OURS if not n.startswith("sqlite_")):
+        if foreign := sorted(f"{k} {n}" for k, n in held - _OURS if not n.startswith("sqlite_")):
             raise HistoryError(
                 f"{what}: it holds {', '.join(foreign[:3])}, which a pytest-rubric history does "
                 "not: not ours; give another file"

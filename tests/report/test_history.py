@@ -13,6 +13,7 @@ import pytest
 
 from pytest_rubric._cli.merge import main
 from pytest_rubric._report.history import SCHEMA_VERSION, read_runs
+from tests.conftest import HANG_GUARD
 
 Write = Callable[[str, str], Path]
 
@@ -118,6 +119,38 @@ def test_a_history_that_cannot_be_written_is_one_error_line_and_never_a_lost_run
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["rubric: ERROR cannot write --rubric-history */folder: not a *"])
     assert "RubricWarning" not in result.stdout.str()
+
+
+_ENDLESS = "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT x FROM r"
+
+
+@pytest.mark.hostile
+@pytest.mark.timeout(HANG_GUARD)
+@pytest.mark.parametrize(
+    "planted",
+    [
+        f"CREATE TRIGGER runs AFTER INSERT ON items BEGIN SELECT count(*) FROM ({_ENDLESS}); END",
+        f"DROP TABLE runs; CREATE VIEW runs AS SELECT x AS id, '' AS started_at, NULL AS "
+        f"git_commit, '' AS run FROM ({_ENDLESS})",
+    ],
+    ids=["trigger", "view"],
+)
+def test_a_history_holding_a_query_of_its_own_under_our_name_is_not_ours(
+    pytester: pytest.Pytester, write: Write, capsys: pytest.CaptureFixture[str], planted: str
+) -> None:
+    """A history from elsewhere: a trigger or a view named like one of ours would run its
+    endless query in the append and in every read. Refused, named, before any query."""
+    write("s.rubric.yaml", SUITE)
+    pytester.runpytest("--rubric-history=h.sqlite3")
+    with sqlite3.connect(pytester.path / "h.sqlite3") as db:
+        db.executescript(planted)
+    db.close()
+    result = pytester.runpytest("--rubric-history=h.sqlite3")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*h.sqlite3: it holds * runs, which a pytest-rubric history*"])
+    capsys.readouterr()
+    assert main(["history", "h.sqlite3"]) == 2
+    assert "not ours" in capsys.readouterr().err
 
 
 def test_an_older_history_is_migrated(pytester: pytest.Pytester, write: Write) -> None:
