@@ -222,10 +222,13 @@ class HTTPClient:
 
     def _tokens(self, data: dict[str, Any], names: tuple[str, str]) -> tuple[int, int]:
         """The tokens ``data``'s usage reports under ``names``, counted; a reply without
-        ``usage`` would cost nothing and never bind a budget, so its tokens are estimated (4
-        characters each, request and reply) and counted in ``stats.estimated``."""
+        ``usage`` (or with counts that are not whole numbers a reply could have: ``{}``,
+        ``"900000"``, ``-5``) would cost nothing and never bind a budget, so its tokens are
+        estimated (4 characters each, request and reply) and counted in ``stats.estimated``."""
         usage = data.get("usage")
-        if not isinstance(usage, dict):
+        if not isinstance(usage, dict) or any(
+            token_count(count := usage.get(name)) != count for name in names
+        ):
             self.stats.estimated += 1
             replied = len(json.dumps({k: v for k, v in data.items() if k != _ASKED}, default=str))
             usage = {names[0]: int(data.get(_ASKED, 0)) // 4, names[1]: replied // 4}
@@ -345,8 +348,7 @@ class HTTPClient:
             raise self._fail(
                 "the reply is not a JSON object", hint="check the endpoint", retryable=True
             )
-        if not isinstance(data.get("usage"), dict):  # for the estimate: see ``_tokens``
-            data[_ASKED] = len(json.dumps(payload, ensure_ascii=False))
+        data[_ASKED] = len(json.dumps(payload, ensure_ascii=False))  # for an estimate: _tokens
         return data
 
     async def _request(

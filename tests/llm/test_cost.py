@@ -347,17 +347,28 @@ def test_model_calls_share_the_budget(
     result.stderr.fnmatch_lines(["*--rubric-max-cost needs the price of model other*"])
 
 
+@pytest.mark.parametrize(
+    "usage",
+    [
+        "",
+        ', "usage": {}',
+        ', "usage": {"prompt_tokens": "900000", "completion_tokens": "900000"}',
+        ', "usage": {"prompt_tokens": -5, "completion_tokens": 1.5}',
+    ],
+    ids=["none", "empty", "texts", "negative"],
+)
 def test_replies_without_usage_are_estimated_so_a_budget_still_binds(
-    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM
+    pytester: pytest.Pytester, write: Write, fake_llm: FakeLLM, usage: str
 ) -> None:
-    """A server that reports no `usage` would cost $0 and never bind a budget:
-    its tokens count at 4 characters each, and the summary says so once."""
+    """A server that reports no `usage`, or counts that are not token counts, would cost $0
+    and never bind a budget: its tokens count at 4 characters each, and the summary says so
+    once."""
     from tests.fake_llm import raw
 
     pytester.makeini(PRICED)
     write("cost.rubric.yaml", _cases(6))
-    body = '{"choices": [{"message": {"content": "{\\"reason\\": \\"said\\", \\"verdict\\": \\"MET\\"}"}}]}'
-    fake_llm.respond_with(lambda request: raw(body))
+    body = '{"choices": [{"message": {"content": "{\\"reason\\": \\"said\\", \\"verdict\\": \\"MET\\"}"}}]%s}'
+    fake_llm.respond_with(lambda request: raw(body % usage))
     result = pytester.runpytest(
         *judge_args(fake_llm),
         "--rubric-max-cost",
