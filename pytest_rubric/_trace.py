@@ -95,9 +95,10 @@ class Trace:
     metadata: dict[str, Any] | None = None
 
     def clipped(self, cut: Callable[[str], str]) -> Trace:
-        """This trace as a result keeps it: each tool result and passage text through ``cut``
-        (redacted, then cut to :data:`pytest_rubric._guards.secrets.MAX_TEXT` characters
-        with a count); the trace itself when nothing changed."""
+        """This trace as a result keeps it: each tool result, passage text and text in its
+        ``metadata`` through ``cut`` (redacted, then cut to
+        :data:`pytest_rubric._guards.secrets.MAX_TEXT` characters with a count); the trace
+        itself when nothing changed."""
         # A part copied only when cut changed it (most are short): 12 copies a trace took
         # longer than the cuts.
         calls = tuple(
@@ -109,12 +110,25 @@ class Trace:
         passages = tuple(
             p if (text := cut(p.text)) == p.text else replace(p, text=text) for p in self.context
         )
-        if calls == self.tool_calls and passages == self.context:
+        metadata = None if self.metadata is None else _texts_cut(self.metadata, cut)
+        if calls == self.tool_calls and passages == self.context and metadata == self.metadata:
             return self
-        return replace(self, tool_calls=calls, context=passages)
+        return replace(self, tool_calls=calls, context=passages, metadata=metadata)
 
     @property
     def passage_ids(self) -> tuple[str, ...]:
         """Each passage's id, or its 1-based position when it has none (how criteria and
         reports name passages)."""
         return tuple(p.id if p.id is not None else str(i) for i, p in enumerate(self.context, 1))
+
+
+def _texts_cut(value: Any, cut: Callable[[str], str]) -> Any:
+    """``value`` (parsed JSON, nested at most as deep as JSON is read) with each text
+    through ``cut``."""
+    if isinstance(value, str):
+        return cut(value)
+    if isinstance(value, dict):
+        return {key: _texts_cut(item, cut) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_texts_cut(item, cut) for item in value]
+    return value

@@ -280,6 +280,32 @@ def test_async_targets_share_one_loop_as_the_application_does(
     pytester.runpytest().assert_outcomes(passed=3)
 
 
+def test_the_texts_of_a_targets_metadata_are_kept_cut_as_any_text_a_result_copies(
+    pytester: pytest.Pytester, write: Write, rubric_json: Callable[[], dict[str, Any]]
+) -> None:
+    """Metadata is kept in the JSON, and its texts are cut to 2,000 characters with the count,
+    as a reason or a tool result is: a 5 MB blob the application returns is not copied whole."""
+    write(
+        "meta.py",
+        "def answer(question: str):\n"
+        "    return {'answer': 'One day.', 'metadata': {'run': 'r1', 'blob': 'z' * 5_000_000,"
+        " 'parts': [{'note': 'y' * 3_000}, 7]}}\n",
+    )
+    write(
+        "m.rubric.yaml",
+        'target: meta:answer\ncases:\n  - {id: q, question: "q", '
+        'criteria: [{id: d, type: any_of, any_of: ["one day"]}]}\n',
+    )
+    pytester.runpytest("--rubric-json", "out.json").assert_outcomes(passed=1)
+    (result,) = rubric_json()["results"]
+    metadata = result["samples"][0]["trace"]["metadata"]
+    assert metadata["run"] == "r1" and metadata["parts"][1] == 7
+    assert metadata["blob"].endswith("[4,998,000 more characters]")
+    assert len(metadata["blob"]) < 2_100
+    assert metadata["parts"][0]["note"].endswith("[1,000 more characters]")
+    assert (pytester.path / "out.json").stat().st_size < 100_000
+
+
 def test_a_target_of_another_signature_is_a_collection_error_listing_the_forms(
     pytester: pytest.Pytester, write: Write
 ) -> None:
