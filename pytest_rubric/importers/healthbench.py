@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import Problem
-from .._guards.limits import NotRegular, read_jsonl
+from .._guards.limits import NotRegular, overflowing, read_jsonl
 from .._guards.outgoing import subject_problem
 from .._guards.secrets import abridged
 from .._load.responses import file_subject_problem
@@ -147,6 +147,14 @@ def _case(
             "rubrics",
             "no rubric item has positive points, so HealthBench cannot score this example",
             "HealthBench divides by the sum of positive points; add one or drop the example",
+        )
+    elif len(problems) == before and (overflow := overflowing(c["weight"] for c in criteria)):
+        # The rubric file's own check, here: a suite written would not collect.
+        problem(
+            "rubrics",
+            f"the {'positive' if overflow == 'weights' else 'negative'} points of its rubric "
+            "items add up to more than a number can hold, so its score cannot be computed",
+            "HealthBench points are whole numbers such as 5 or -3",
         )
     tags = _strings(row.get("example_tags", []), "example_tags", problem)
     if len(problems) > before:

@@ -164,7 +164,11 @@ def test_bad_input_is_located_and_nothing_is_written(project: Path) -> None:
     broken["rubrics"][1]["points"] = "five"
     broken["prompt"][0]["role"] = "doctor"
     broken["prompt_id"] = "other"
-    bad.write_text(f"{good}\n{json.dumps(broken)}\nnot json\n{good}\n")
+    huge = json.loads(good)  # each a number, together more than a float holds
+    huge["prompt_id"] = "huge"
+    for item in huge["rubrics"]:
+        item["points"] = 1e308
+    bad.write_text(f"{good}\n{json.dumps(broken)}\nnot json\n{good}\n{json.dumps(huge)}\n")
     done = _import("bad.jsonl", "--out", "evals", cwd=project)
     assert done.returncode == 2
     err = done.stderr
@@ -179,6 +183,10 @@ def test_bad_input_is_located_and_nothing_is_written(project: Path) -> None:
     assert "bad.jsonl:3: invalid JSON" in err
     assert "bad.jsonl:4, case 'hb-0001-emergency', field 'prompt_id'" in err
     assert "is also on line 1" in err
+    assert (
+        "bad.jsonl:5, case 'huge', field 'rubrics': the positive points of its rubric items add "
+        "up to more than a number can hold" in err
+    )
     assert not (project / "evals").exists()
 
 
