@@ -117,6 +117,10 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
+_REDIRECT = (
+    "redirects are not followed: set --rubric-judge-url to the address that answers, if you "
+    "trust it"
+)
 # Where post() leaves the size of a request whose reply carried no usage, for _tokens.
 _ASKED = "\0rubric-request-characters"
 
@@ -393,6 +397,13 @@ class HTTPClient:
         except httpx.HTTPError as exc:
             said = f"{type(exc).__name__}: {self._quote(str(exc), _QUOTE_ERROR)}"
             hint = "check that the server is running and --rubric-judge-url is right"
+            if isinstance(exc, httpx.RemoteProtocolError) and "location header" in str(exc):
+                # A redirect whose Location httpx could not read (a control character in it).
+                raise self._fail(
+                    "a redirect to an address that is not a URL",
+                    hint=_REDIRECT,
+                    batch_url=batch_url,
+                ) from None
             if batch:
                 what = f"the exchange failed ({said})"
             elif not isinstance(exc, httpx.TransportError):  # e.g. a body that does not decode
@@ -415,8 +426,7 @@ class HTTPClient:
             raise self._fail(
                 f"HTTP {status}: {target}",
                 status=status,
-                hint="redirects are not followed: set --rubric-judge-url to the address "
-                "that answers, if you trust it",
+                hint=_REDIRECT,
                 batch_url=batch_url,
             )
         if status >= 400:

@@ -167,6 +167,16 @@ def test_a_redirect_with_a_met_body_is_an_error_naming_its_target(
     assert f"HTTP 307: redirected to '{target}'" in criteria["horizon"]["reason"]
     assert "redirects are not followed" in criteria["horizon"]["reason"]
     assert len(fake_llm.requests) == 2  # not retried, and never followed
+    # One whose Location is no URL (a control character in it) is still a redirect, not a
+    # dead server retried four times.
+    asked = len(fake_llm.requests)
+    fake_llm.respond_with(lambda request: redirect(target + "/\x1b[2J", verdict("MET")))
+    result = pytester.runpytest(*judge_args(fake_llm), "--rubric-json", "out.json")
+    result.assert_outcomes(errors=1)
+    reason = _criteria(rubric_json)["horizon"]["reason"]
+    assert "a redirect to an address that is not a URL" in reason
+    assert "\x1b" not in result.stdout.str() and "gave up after" not in reason
+    assert len(fake_llm.requests) - asked == 2
 
 
 # --------------------------------------------------------------------------- redaction
