@@ -185,9 +185,10 @@ def parse_repeat(value: Any) -> int:
 
 
 class ResponseTally:
-    """How many answers the application gave this process, and how many of them came from
-    the response cache instead (``--rubric-response-cache``): the summary's ``responses: N of
-    M replayed`` line. Counted from any thread (``repeat`` asks concurrently)."""
+    """How many answers this process asked the application for (a call that failed counts:
+    the application was called), and how many came from the response cache instead
+    (``--rubric-response-cache``): the summary's ``responses: N of M replayed`` line. Counted
+    from any thread (``repeat`` asks concurrently)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -145,6 +145,7 @@ class Source:
             else:
                 self._count(replayed=True)
                 return Answer(looked.text, trace), None
+        self._count(replayed=False)  # the application is called, whatever the call gives
         try:
             (text, returned), spans, latency = self._call(case, sample, samples)
         except SpansUnreadable as exc:
@@ -164,7 +165,6 @@ class Source:
         trace = merged(returned, spans) or with_case_context(None, case)
         if trace is not None and trace.latency_s is None:
             trace = replace(trace, latency_s=latency)
-        self._count(replayed=False)
         if looked is not None and self.cache is not None:
             recorded: dict[str, Any] = {"response": text}
             if trace is not None:

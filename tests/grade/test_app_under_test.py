@@ -128,6 +128,24 @@ def test_answers_replay_only_when_asked_and_the_summary_says_so(
     grown.stdout.fnmatch_lines(["*responses: 1 of 2 replayed from the cache*"])
 
 
+def test_a_call_that_failed_counts_as_asked_in_the_replayed_line(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """A failed call is not cached, so a warm run calls the application for it again: the
+    summary never says every answer was replayed when one was asked."""
+    write("two.py", "def good(question):\n    return 'One day.'\n\n\ndef bad(question):\n"
+          "    raise OSError('down')\n")  # fmt: skip
+    write(
+        "t.rubric.yaml",
+        "targets: {good: 'two:good', bad: 'two:bad'}\ncases:\n"
+        '  - {id: q, question: "q", criteria: [{id: d, type: any_of, any_of: ["one day"]}]}\n',
+    )
+    for _ in range(2):
+        result = pytester.runpytest("--rubric-response-cache=use")
+        result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*responses: 1 of 2 replayed from the cache*"])
+
+
 def test_the_ini_sets_the_response_cache_and_replay_calls_nothing(
     pytester: pytest.Pytester, team: Callable[[str], None], write: Write
 ) -> None:
