@@ -347,8 +347,13 @@ class RubricFile(pytest.File):
                                 case=case.id,
                                 field="id",
                                 hint=f"keep at most {repeat} line(s) with this id, or set "
-                                f"`repeat: {1 + len(more)}` on the case or the file "
-                                "(or --rubric-repeat)",
+                                f"`repeat: {1 + len(more)}` on the case or the file"
+                                # The flag is the run's default: the file's or case's wins.
+                                + (
+                                    " (or --rubric-repeat)"
+                                    if case.repeat is None and loaded.suite.repeat is None
+                                    else ""
+                                ),
                             )
                         )
                     add(

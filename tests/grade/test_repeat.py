@@ -79,6 +79,14 @@ def test_more_lines_than_repeat_is_an_error_that_says_where(
             "*keep at most 3 line(s) with this id, or set `repeat: 4`*",
         ]
     )
+    # The file sets its repeat, which wins over the flag: the flag is no way out, and not said.
+    assert "--rubric-repeat" not in result.stdout.str()
+    write("s.rubric.yaml", SUITE.replace("repeat: 3\n", ""))
+    _answers(write, "a", "b")
+    result = pytester.runpytest("--rubric-responses", "answers")
+    result.stdout.fnmatch_lines(
+        ["*or set `repeat: 2` on the case or the file (or --rubric-repeat)*"]
+    )
 
 
 TARGET = """
