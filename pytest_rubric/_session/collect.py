@@ -537,16 +537,16 @@ class RubricItem(pytest.Item):
             result, cause = excinfo.value.result, excinfo.value.__cause__
             show = self.rubric_session.settings.show_response
             baseline = self.rubric_session.results.baseline
-            if result is None and cause is not None:  # the target raised: its ERROR result
-                if isinstance(cause, UserCodeError) and cause.__cause__ is not None:
-                    cause = cause.__cause__  # a SystemExit and the like: its own frames
+            if result is None:  # no answer (the target raised, returned nothing usable)
                 unanswered = [r.result for r in self.stash.get(RESULTS_KEY, [])][-1:]
                 # What it was asked (it said nothing), then its answer in the baseline.
                 since = [line for r in unanswered for line in answer_lines(r, show_response=0)]
                 since += [line for r in unanswered for line in since_baseline(r, baseline, show)]
+                if cause is None:
+                    return outgoing("\n".join([str(excinfo.value), *since]))
+                if isinstance(cause, UserCodeError) and cause.__cause__ is not None:
+                    cause = cause.__cause__  # a SystemExit and the like: its own frames
                 return _application_traceback(self.config, cause, excinfo.value, since)
-            if result is None:
-                return outgoing(str(excinfo.value))
             lines = [str(excinfo.value), *answer_lines(result, show_response=show)]
             return outgoing("\n".join([*lines, *since_baseline(result, baseline, show)]))
         return super().repr_failure(excinfo, style=style)

@@ -95,6 +95,20 @@ def test_a_target_that_raises_shows_its_traceback(pytester: pytest.Pytester, tea
     assert "pytest_rubric" not in out  # the plugin's frames are cut
 
 
+def test_a_target_that_returns_no_answer_shows_what_it_was_asked(
+    pytester: pytest.Pytester, team: None, write: Write
+) -> None:
+    """No traceback to show (it returned, but nothing a target returns): its error and the
+    question, as for one that raised."""
+    write("evals/targets.py", "def hr_bot(question: str) -> str:\n    return None\n")
+    result = pytester.runpytest("evals")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["target targets:hr_bot returned NoneType; a target returns one of:*",
+         "question: Can I work remotely?"]
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("raised", ["SystemExit(3)", "GeneratorExit()", "asyncio.CancelledError()"])
 def test_a_target_that_exits_shows_its_traceback_and_no_frame_of_the_plugin(
     pytester: pytest.Pytester, team: None, write: Write, raised: str
