@@ -64,7 +64,12 @@ def resolve_import(path: str) -> Any:
     owner = module_name
     for part in attr.split("."):
         if not hasattr(obj, part):
-            known = [name for name in dir(obj) if not name.startswith("_")]
+            # Not the modules it imports ('os'): a target or a check is a name of its own.
+            known = [
+                name
+                for name in dir(obj)
+                if not name.startswith("_") and not inspect.ismodule(getattr(obj, name, None))
+            ]
             close = difflib.get_close_matches(part, known, n=3, cutoff=0.5)
             hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
             raise AttributeError(f"{owner!r} has no {part!r}{hint}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import textwrap
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -535,6 +536,18 @@ def test_a_files_schema_and_pattern_problems_come_in_one_round_with_did_you_mean
             "JSON Schema*",
         ],
     )
+
+
+def test_the_names_meant_are_the_modules_own_not_what_it_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_rubric._guards.calls import resolve_import
+
+    (tmp_path / "adapters.py").write_text("import os\nimport json\n\n\ndef post(q):\n    pass\n")
+    monkeypatch.syspath_prepend(tmp_path)
+    with pytest.raises(AttributeError) as raised:
+        resolve_import("adapters:ost")
+    assert str(raised.value) == "'adapters' has no 'ost'; did you mean 'post'?"
 
 
 def test_an_unknown_target_or_function_name_says_which_one_was_meant(
