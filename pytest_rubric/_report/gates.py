@@ -83,6 +83,8 @@ class SubjectDelta:
     # added or removed.
     change: float | None = None
     partial: bool = False  # some cases ran on one side only
+    # With ``partial``: (baseline, now) over the shared cases, what ``change`` is measured on.
+    on_shared: tuple[float, float] | None = None
 
     def cells(self, *, missing: str) -> tuple[str, str, str, str]:
         """The row of the delta table (see :data:`DELTA_HEADER`); ``missing`` marks an absent side."""
@@ -93,6 +95,8 @@ class SubjectDelta:
             change += f" [{self.interval[0]:+.3f}, {self.interval[1]:+.3f}]"
         if self.change is not None and self.partial:
             change += f" over the {self.shared} shared cases"
+            if self.on_shared is not None:  # baseline and now above are over all their cases
+                change += f", {self.on_shared[0]:.3f} -> {self.on_shared[1]:.3f}"
         return self.subject, before, after, change
 
 
@@ -475,6 +479,11 @@ def _compare(
             shared=len(pairs),
             change=_stats.mean([a - b for a, b in pairs]) if pairs else None,
             partial=len(pairs) < max(len(mine.get(subject, ())), len(theirs.get(subject, ()))),
+            on_shared=(
+                (_stats.mean([b for _, b in pairs]), _stats.mean([a for a, _ in pairs]))
+                if pairs
+                else None
+            ),
         )
         deltas.append(delta)
         if delta.before is None or delta.after is None:
@@ -494,11 +503,8 @@ def _compare(
             entries.append(GateEntry("baseline-subject", subject, None, True, message))
             continue
         # Over the cases both runs graded: added or removed cases cannot hide a drop.
-        entries.append(
-            _subject_entry(
-                delta, _stats.mean([b for _, b in pairs]), _stats.mean([a for a, _ in pairs]), asked
-            )
-        )
+        assert delta.on_shared is not None  # pairs
+        entries.append(_subject_entry(delta, *delta.on_shared, asked))
     if shares_none:
         name = asked.baseline_name or "baseline"
         message = _shares_no_case(name, asked.rootdir, old, new, asked.unjudged, asked.flag)

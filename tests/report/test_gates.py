@@ -347,7 +347,8 @@ def test_the_change_shown_is_the_paired_one_the_gate_judges(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "  answer: 0.750 -> 0.750 (-0.333 [[]*[]] over the 3 shared cases)",
+            # Baseline and now over all their cases; the change and its means over the shared.
+            "  answer: 0.750 -> 0.750 (-0.333 [[]*[]] over the 3 shared cases, 1.000 -> 0.667)",
             "  - subject answer: correctness 1.000 -> 0.667 over the 3 cases both runs graded, "
             "a drop of 0.333 (more than --rubric-max-drop 0)",
         ]
