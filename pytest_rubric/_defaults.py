@@ -75,6 +75,9 @@ SET_A_JUDGE = (
     "set --rubric-judge PROVIDER:MODEL (or ini rubric_judge, or the RUBRIC_JUDGE variable)"
 )
 """How to configure a judge: the end of every message about a missing one."""
+NO_KEY = "no key for judge "
+"""How the reason of a criterion SKIPPED for a judge set without its key begins (a keyless
+run's; ``merge`` tells such shards by it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -203,6 +203,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _command(argv)
 
 
+def _unjudged(shards: Document) -> str | None:
+    """Why the shards left judged criteria SKIPPED when a judge was set without its key (a
+    keyless colleague's run: the reason says so, and names the key); None otherwise."""
+    from .._defaults import NO_KEY
+    from .._results import Verdict
+
+    reasons = (
+        c.reason
+        for r in shards.results
+        for c in r.every_criterion
+        if c.verdict is Verdict.SKIPPED and c.reason.startswith(NO_KEY)
+    )
+    return next(reasons, None)
+
+
 def _warn(text: str) -> None:
     print(f"pytest-rubric merge: warning: {text}", file=sys.stderr)
 
@@ -242,6 +257,7 @@ def _command(argv: Sequence[str] | None) -> int:
             # a baseline given to the shards and not to the merge) are kept, never dropped.
             carried=shards.gates,
             flag="--",  # its messages name this command's flags: --max-drop, not --rubric-
+            unjudged=_unjudged(shards),
         ),
         level=level,
         calibration=shards.calibration,

@@ -518,16 +518,58 @@ def _skipped(result: CaseResult) -> set[str]:
     return {c.id for c in result.skipped}
 
 
-def _fail_under_entries(now: Mapping[str, float], fail_under: float, flag: str) -> list[GateEntry]:
+def _unjudged_spans(results: Sequence[CaseResult]) -> dict[str, tuple[float, float]]:
+    """Each subject's correctness at worst and at best over the verdicts the judge, not asked
+    (no key), could give: its cases at their bounds (see ``_grade.bounds``), those left
+    undecided too. Only the subjects the judge could move."""
+    from .._grade.bounds import bounds
+
+    spans = {}
+    for subject, rs in by_subject(results).items():
+        ends = []
+        for r in rs:
+            found = r.skipped_bounds or ((b.low, b.high) if (b := bounds(r)) else None)
+            ends.append(found or (r.score, r.score))
+        low, high = _stats.mean([e[0] for e in ends]), _stats.mean([e[1] for e in ends])
+        if high - low > EPSILON:
+            spans[subject] = (low, high)
+    return spans
+
+
+def _fail_under_entries(
+    now: Mapping[str, float],
+    fail_under: float,
+    flag: str,
+    spans: Mapping[str, tuple[float, float]],
+    unjudged: str | None,
+) -> list[GateEntry]:
+    """``fail-under`` per subject; a subject the judge, not asked, could move (``spans``) is
+    judged at its bounds: below at best fails, at or above at worst passes, and between them
+    the gate is not decided without the judge, which fails it (a keyless run's green must
+    not hide a subject the judge would fail)."""
     entries = []
-    for subject, value in sorted(now.items()):
-        below = value < fail_under - EPSILON
-        message = (
-            f"subject {subject}: correctness {value:.3f} is "
-            f"{'below' if below else 'at or above'} {flag}fail-under {fail_under:g}"
-        )
+    mark = f"{flag}fail-under {fail_under:g}"
+    for subject in sorted(now.keys() | spans.keys()):
+        if (span := spans.get(subject)) is None:
+            value = now[subject]
+            below = value < fail_under - EPSILON
+            said = f"correctness {value:.3f} is {'below' if below else 'at or above'} {mark}"
+        else:
+            low, high = span
+            below = low < fail_under - EPSILON  # it passes only if it does at worst
+            if high < fail_under - EPSILON:
+                said = f"correctness at most {high:.3f} whatever the judge says, below {mark}"
+            elif not below:
+                said = f"correctness at least {low:.3f} whatever the judge says, at or above {mark}"
+            else:
+                said = (
+                    f"correctness between {low:.3f} and {high:.3f} whatever the judge says, "
+                    f"so {mark} is not decided without it"
+                )
+            said += f" ({unjudged})"
+        message = f"subject {subject}: {said}"
         entries.append(GateEntry("fail-under", subject, None, below, message, quiet=not below))
-    if not now:  # a gate that measured nothing must not pass
+    if not now and not spans:  # a gate that measured nothing must not pass
         message = (
             f"no subject was graded in this run, so {flag}fail-under {fail_under:g} measured "
             "nothing; run the rubric files it gates, or leave the flag out of this run"
@@ -636,7 +678,8 @@ def run_gates(
         entries, notes, deltas, changes = _compare(results, asked.baseline, asked, now, delta_level)
     if asked.fail_under is not None:
         applied.add("fail-under")
-        entries += _fail_under_entries(now, asked.fail_under, asked.flag)
+        spans = _unjudged_spans(results) if asked.unjudged is not None else {}
+        entries += _fail_under_entries(now, asked.fail_under, asked.flag, spans, asked.unjudged)
     if asked.max_flips:
         substance = any(
             c.requirement is not None and c.axis == "substance"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .._defaults import SET_A_JUDGE, RetryPolicy
+from .._defaults import NO_KEY, SET_A_JUDGE, RetryPolicy
 from .._results import CaseResult, Outcome, Verdict
 from ..judge.requests import JudgeKey, JudgeRequest
 from .caches import Caches
@@ -111,7 +111,7 @@ class Judging:
                     # Set in the ini or the environment (a colleague's checkout, a fork's
                     # CI): the session runs, and what needs the judge says why it did not.
                     self.unavailable = (
-                        f"no key for judge {spec.name} ({setup.judge_source}): "
+                        f"{NO_KEY}{spec.name} ({setup.judge_source}): "
                         f"set {spec.entry.key_variable} in the environment"
                     )
                     return

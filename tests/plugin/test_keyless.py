@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from pytest_rubric._cli.merge import main as merge_main
 from tests.conftest import lines_in_any_order
 from tests.fake_llm import FakeLLM, verdict
 
@@ -113,6 +114,29 @@ NO_KEY = (
     "no key for judge openai:gpt-4o-mini (ini rubric_judge in pytest.ini): "
     "set OPENAI_API_KEY in the environment"
 )
+
+
+def test_a_keyless_fail_under_judges_each_subject_at_its_bounds(
+    team: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The steak case passes whatever the judge says, scored 6/6 on what ran; with the judge
+    it scores 6/7 or 7/7. --rubric-fail-under 0.9 is then not decided without the judge: it
+    fails, naming the key, never green on the partial 1.000 (a keyed run could fail it)."""
+    result = team.runpytest("-k", "steak", "--rubric-fail-under=0.9")
+    result.assert_outcomes(passed=1, deselected=3)  # the unit test too
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [f"*subject wine_bot: correctness between 0.857 and 1.000 whatever the judge says, so "
+         f"--rubric-fail-under 0.9 is not decided without it ({NO_KEY})"]
+    )  # fmt: skip
+    result = team.runpytest("-k", "steak", "--rubric-fail-under=0.85", "--rubric-json=s.json")
+    assert result.ret == pytest.ExitCode.OK  # at least 0.857 whatever the judge says
+    # Merged, the keyless shard's figures are bounds there too.
+    assert merge_main(["merge", str(team.path / "s.json"), "--fail-under", "0.9"]) == 1
+    assert f"so --fail-under 0.9 is not decided without it ({NO_KEY})" in capsys.readouterr().out
+    # The whole suite, its undecided Chablis case at its bounds too: at most 0.681.
+    result = team.runpytest("--rubric-fail-under=0.7")
+    result.stdout.fnmatch_lines(["*subject wine_bot: correctness at most 0.681 whatever the*"])
 
 
 def test_a_keyless_run_over_a_regression_fails(team: pytest.Pytester) -> None:
