@@ -20,14 +20,7 @@ import pytest
 
 from ._config.settings import add_options, configured, file_patterns
 from ._defaults import PROVIDERS, SET_A_JUDGE, first_data_file, is_rubric_file
-from ._session.items import (
-    CURRENT_ITEM,
-    RESULTS_KEY,
-    RUNNING,
-    UNDECIDED_KEY,
-    is_rubric_item,
-    settle,
-)
+from ._session.items import CURRENT_ITEM, RESULTS_KEY, RUNNING, is_rubric_item, settle
 from ._session.started import SESSION_KEY, session_of
 from ._session.xdist import Role
 
@@ -159,13 +152,6 @@ def pytest_runtest_makereport(
 
         if call.excinfo.errisinstance(RubricEvaluationError):
             report.rubric_error = True  # type: ignore[attr-defined]
-    if report.when == "call" and (undecided := item.stash.get(UNDECIDED_KEY, None)):
-        del item.stash[UNDECIDED_KEY]
-        if report.passed:  # only the missing judge left a check of this test undecided
-            path, line, _ = item.reportinfo()
-            more = f" (and {len(undecided) - 1} more undecided)" if len(undecided) > 1 else ""
-            report.outcome = "skipped"
-            report.longrepr = (os.fspath(path), (line or 0) + 1, f"Skipped: {undecided[0]}{more}")
     pending = item.stash.get(RESULTS_KEY, None)
     skip = report.longrepr if report.skipped else None
     if isinstance(skip, tuple) and skip[0].startswith(_PLUGIN):

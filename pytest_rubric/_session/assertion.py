@@ -12,10 +12,9 @@ import pytest
 from pydantic import ValidationError
 
 from .._errors import Problem, RubricLoadError
-from .._grade.bounds import nothing_graded, settle_unjudged, skip_reason
+from .._grade.bounds import nothing_graded, settle_unjudged
 from .._grade.grader import CompiledRubric, Grader
 from .._guards.calls import make_importable
-from .._guards.outgoing import outgoing
 from .._llm.base import Judged
 from .._load.loader import load_suite
 from .._load.locate import Locator, validation_problems
@@ -28,7 +27,7 @@ from ..criteria.check import Answer
 from ..criteria.registry import CONTEXT_KEY
 from ..judge.requests import JudgeKey
 from .collect import added_criterion_types, evaluate, raise_for
-from .items import RESULTS_KEY, UNDECIDED_KEY, current_item, record
+from .items import RESULTS_KEY, current_item, record
 from .started import session_of
 
 # What ``assert_rubric`` and the ``rubric`` fixture accept as a rubric.
@@ -261,20 +260,13 @@ class RubricFixture:
             ranked=subject is not None,
         )
         if item is not None:
-            # An undecided result is in the outputs with its bounds, and the test goes on: a
-            # later check that fails whatever the judge says still fails it (the plugin's
-            # report hook makes a test that nothing else failed SKIPPED, with this reason).
-            undecided = item.stash.setdefault(UNDECIDED_KEY, [])
             if result.skipped and (ungraded := nothing_graded(result)) is not None:
-                if ungraded.skipped_bounds is not None:
+                if ungraded.skipped_bounds is not None:  # in the outputs as undecided
                     record(item, ungraded, raised=False)
-                undecided.append(f"nothing graded: {result.skipped[0].reason}")
-                return result
-            if result.skipped_bounds is not None and not result.errors:
-                record(item, result, raised=False)
-                undecided.append(outgoing(skip_reason(result)))
-                return result
-            record(item, result, raised=bool(result.errors) or not result.passed)
+                pytest.skip(f"nothing graded: {result.skipped[0].reason}")
+            # An undecided result is skipped, not raised: it is in the outputs with its bounds.
+            raised = result.skipped_bounds is None and (bool(result.errors) or not result.passed)
+            record(item, result, raised=raised)
         # With --rubric-baseline, a case that regressed: its before and after, as an item's.
         after = (
             since_baseline(result, session.results.baseline, session.settings.show_response)

@@ -26,10 +26,6 @@ class Recorded:
 RESULTS_KEY = pytest.StashKey[list[Recorded]]()
 """Results produced while an item runs (rubric items and ``assert_rubric`` calls alike)."""
 
-UNDECIDED_KEY = pytest.StashKey[list[str]]()
-"""Why each ``assert_rubric`` call of a test that the missing judge left undecided was not
-decided: the test goes on, and is SKIPPED with the first reason when nothing else fails it."""
-
 CURRENT_ITEM: contextvars.ContextVar[pytest.Item | None] = contextvars.ContextVar(
     "pytest_rubric_current_item", default=None
 )

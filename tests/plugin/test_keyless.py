@@ -214,28 +214,18 @@ def test_assert_rubric_in_a_test_is_graded_on_what_can_be(team: pytest.Pytester)
 
         def test_nothing_to_score():
             assert_rubric("It is dry.", {"criteria": CRITERIA[2:], "min_score": None})
-
-        # An undecided check never hides the ones after it: this one fails whatever.
-        def test_undecided_then_regressed():
-            assert_rubric("It is dry.", CRITERIA, min_score=0.6)
-            assert_rubric("It is red.", CRITERIA[:2], min_score=0.5)
         """
     )
-    result = team.runpytest("test_inline.py", "-rfs", "--rubric-json=out.json")
-    result.assert_outcomes(failed=2, skipped=2)
+    result = team.runpytest("test_inline.py", "-rfs")
+    result.assert_outcomes(failed=1, skipped=2)
     lines_in_any_order(
         result,
         [
             "*score between 0.33 and 0.67 whatever the judge says; min_score 0.60*",
             f"*test_inline.py:*: nothing graded: {NO_KEY}",
             "FAILED test_inline.py::test_regression*",
-            "FAILED test_inline.py::test_undecided_then_regressed*",
         ],
     )
-    document = json.loads((team.path / "out.json").read_text())
-    both = [r for r in document["results"] if r["nodeid"].endswith("then_regressed")]
-    assert [r["skipped_bounds"] is not None for r in both] == [True, False]
-    assert [r["passed"] for r in both] == [False, False]
 
 
 def test_the_rubric_grader_fixture_is_graded_on_what_can_be(team: pytest.Pytester) -> None:
