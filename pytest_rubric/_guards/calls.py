@@ -8,6 +8,7 @@ it is), printed within the call's bound; what it returns leaves as plain data (:
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import contextlib
 import contextvars
@@ -241,8 +242,10 @@ def call_user(
     raises is :func:`contained`."""
     with containing(deadline=deadline):
         value = function(*args)
-        if inspect.isawaitable(value):
-            value = USER_LOOP.run(value)
+    if inspect.isawaitable(value):
+        value = USER_LOOP.run(value)  # what the coroutine raises comes back contained
+        deadline = None  # its bound counts from its turn on the loop (CallRunner), not from now
+    with containing(deadline=deadline):
         return plain(value) if then is None else then(plain(value))
 
 
@@ -255,7 +258,21 @@ class _Raised:
     error: BaseException
 
 
-async def _caught(value: Any) -> Any:
+@dataclasses.dataclass(slots=True)
+class _Start:
+    """When a call's task began and ended on the loop: its time bound is from one to the other
+    (calls queue on the loop while another holds it, and a result reaches its caller only
+    once the loop is free again)."""
+
+    began: threading.Event = dataclasses.field(default_factory=threading.Event)
+    ended: threading.Event = dataclasses.field(default_factory=threading.Event)
+    at: float = 0.0
+    took: float = 0.0
+
+
+async def _caught(value: Any, start: _Start) -> Any:
+    start.at = time.monotonic()
+    start.began.set()
     try:
         return await value
     except asyncio.CancelledError as raised:
@@ -265,42 +282,52 @@ async def _caught(value: Any) -> Any:
         return _Raised(raised)
     except BaseException as raised:
         return _Raised(raised)
+    finally:
+        start.took = time.monotonic() - start.at
+        start.ended.set()
 
 
 class _UserLoop:
     """The event loop every async target and callable of the process runs on, on a daemon
-    thread of its own: what a team keeps at module level (an ``AsyncOpenAI`` client, a lock)
-    is bound to the first loop that used it, so a loop per call would break its second call.
-    Calls run as tasks in the caller's context, side by side (a case's samples at once)."""
+    thread of its own, as the application runs them: what a team keeps at module level (an
+    ``AsyncOpenAI`` client, a lock) is bound to the first loop that used it, so a loop per
+    call would break its second call. Calls run as tasks in the caller's context, side by
+    side (a case's samples at once); one that blocks the loop (``time.sleep`` in an ``async
+    def``) holds the others back, and each one's bound counts from when its task began."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
 
     def _running(self) -> asyncio.AbstractEventLoop:
         with self._lock:
-            if self._loop is None:
+            if self._loop is None or self._thread is None or not self._thread.is_alive():
                 self._loop = asyncio.new_event_loop()
-                threading.Thread(
+                self._thread = threading.Thread(
                     target=_serve, args=(self._loop,), name="pytest-rubric-async", daemon=True
-                ).start()
+                )
+                self._thread.start()
             return self._loop
 
     def run(self, awaitable: Any) -> Any:
-        """``awaitable``'s result, awaited on the loop (the caller's context copied to it)."""
-        future = asyncio.run_coroutine_threadsafe(_caught(awaitable), self._running())
-        _AWAITED.set(future)  # for abandon(), through the context the call ran in
+        """``awaitable``'s result, awaited on the loop (the caller's context copied to it);
+        what it raises is printed within :data:`PRINT_BOUND` of its coming back (the call's
+        own deadline may have passed while it waited its turn)."""
+        start = _Start()
+        future = asyncio.run_coroutine_threadsafe(_caught(awaitable, start), self._running())
+        _AWAITED.set((future, start))  # for the runner: through the context the call ran in
         if isinstance(value := future.result(), _Raised):
-            raise value.error
+            raise contained(value.error)
         return value
 
     def abandon(self, context: contextvars.Context) -> None:
         """After a call ran out of time: its task is cancelled, and when the loop does not
         answer within a second (the task blocks it, say with ``time.sleep``) the next call
         gets a loop of its own, never waiting behind it."""
-        if (future := context.get(_AWAITED)) is None or (loop := self._loop) is None:
+        if (awaited := context.get(_AWAITED)) is None or (loop := self._loop) is None:
             return
-        future.cancel()
+        awaited[0].cancel()
         answered = threading.Event()
         loop.call_soon_threadsafe(answered.set)
         if not answered.wait(1.0):
@@ -309,13 +336,37 @@ class _UserLoop:
                     self._loop = None
 
 
+def _began_late(context: contextvars.Context, done: threading.Event, timeout: float) -> bool:
+    """Whether an async call that waited its turn on the loop (another call held it) ran
+    within ``timeout`` from when its task began to when it ended, and its result then came
+    back. Each wait is bounded: ``timeout`` to begin, to end, and for the loop to hand the
+    result over."""
+    if (awaited := context.get(_AWAITED)) is None:
+        return False
+    start: _Start = awaited[1]
+    if not start.began.wait(timeout):
+        return False
+    if not start.ended.wait(max(0.0, start.at + timeout - time.monotonic())):
+        return False
+    return start.took <= timeout and done.wait(timeout)
+
+
 def _serve(loop: asyncio.AbstractEventLoop) -> None:
     asyncio.set_event_loop(loop)
-    loop.run_forever()
+    while True:
+        try:
+            loop.run_forever()
+            return
+        except KeyboardInterrupt:  # raised in a task the application left running
+            _thread.interrupt_main()  # stops the run, as it asks
+        except BaseException:  # a background task's SystemExit: not the loop's end
+            pass
 
 
 USER_LOOP = _UserLoop()
-_AWAITED: contextvars.ContextVar[Any] = contextvars.ContextVar("pytest_rubric_awaited")
+_AWAITED: contextvars.ContextVar[tuple[Any, _Start]] = contextvars.ContextVar(
+    "pytest_rubric_awaited"
+)
 
 
 class CallTimeout(Exception):
@@ -373,7 +424,7 @@ class CallRunner:
                 done.set()
 
         worker.jobs.put(job)
-        if not done.wait(timeout):
+        if not done.wait(timeout) and not _began_late(context, done, timeout):
             USER_LOOP.abandon(context)  # an async call is cancelled
             raise CallTimeout(timeout)  # the worker stays with its call, never reused
         with self._lock:

@@ -13,6 +13,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +199,48 @@ def test_async_calls_share_a_loop_that_one_blocking_it_leaves_behind() -> None:
     with pytest.raises(CallTimeout):
         runner.call(_blocks_its_loop, timeout=0.2)
     assert runner.call(_loop_id, timeout=5) != first
+
+
+async def _sleeps_without_awaiting(n: int) -> str:
+    time.sleep(0.4)  # a sync client inside an async def: the loop is held meanwhile
+    if n == 3:
+        raise ValueError("the last one fails")
+    return "done"
+
+
+def _asked(runner: CallRunner, n: int) -> str:
+    try:
+        return str(runner.call(_sleeps_without_awaiting, n, timeout=1))
+    except ValueError as exc:
+        return str(exc)
+
+
+def test_a_call_waiting_its_turn_on_the_loop_is_bounded_from_when_it_began() -> None:
+    """Four calls that each hold the loop 0.4 s, asked at once with a bound of 1 s each: they
+    run one after another (1.6 s in all), and each is within its bound from its own start;
+    what the last one raises comes back as it said it, after its turn."""
+    runner = CallRunner()
+    with ThreadPoolExecutor(4) as pool:
+        done = list(pool.map(lambda n: _asked(runner, n), range(4)))
+    assert done == ["done", "done", "done", "the last one fails"]
+
+
+async def _leaves_a_task_that_exits() -> str:
+    async def later() -> None:
+        await asyncio.sleep(0)
+        raise SystemExit(3)
+
+    asyncio.get_running_loop().create_task(later())
+    return "answered"
+
+
+def test_a_task_the_application_leaves_behind_cannot_stop_the_loop() -> None:
+    """A background task raising SystemExit would end the loop's thread: the next call would
+    wait out its bound for nothing. The loop goes on."""
+    runner = CallRunner()
+    assert runner.call(_leaves_a_task_that_exits, timeout=5) == "answered"
+    for _ in range(3):
+        assert runner.call(_loop_id, timeout=5) == runner.call(_loop_id, timeout=5)
 
 
 SLOW = """
