@@ -70,10 +70,12 @@ class NumberCheck(Check[Number]):
 
     def within(self, x: float) -> bool:
         """Whether ``x`` is within the tolerance; a number that is not finite never is. Two
-        integers (a JSON integer and an integer ``value``) are compared exactly."""
+        integers (a JSON integer and an integer ``value``) within a whole tolerance are
+        compared exactly; a tolerance such as ``rel_tol: 0.29`` of 100 (28.999999999999996
+        in floats) keeps the slack of a few ulps below."""
         value = self.c.value
-        if type(x) is int and type(value) is int:
-            return abs(x - value) <= self.tol
+        if type(x) is int and type(value) is int and self.tol == int(self.tol):
+            return abs(x - value) <= self.tol  # whole numbers throughout: exactly
         x = _float(x)
         # "1e309" or a 400-digit literal reads as inf, and inf - v is inf:
         # without the isfinite, `inf <= tol + eps * inf` would pass any target.

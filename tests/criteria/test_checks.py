@@ -940,6 +940,9 @@ def test_a_json_integer_is_compared_exactly_with_an_integer_value() -> None:
     assert outcome.reason.endswith("9007199254740992 is not within 9007199254740993")
     assert check({**near, "abs_tol": 1}, answer).verdict is MET
     assert check({**near, "value": 9007199254740992}, answer).verdict is MET
+    # A tolerance that is not whole keeps the float slack: 0.29 * 100 is 28.999999999999996.
+    relative = {"type": "number", "value": 100, "rel_tol": 0.29, "field": "/x"}
+    assert check(relative, '{"x": 129}').verdict is MET
 
 
 def test_a_json_reason_has_room_for_every_failed_field() -> None:
