@@ -273,9 +273,12 @@ def without_subject(name: str, subject: str) -> str:
     """A node id or a test's name without the subject in its parameter ids: ``case[bot]``
     and ``test_all[q1-bot]`` of subject ``bot`` are ``case`` and ``test_all[q1]``, what two
     subjects' results of one case share (a test parametrized over its subjects)."""
-    head, bracket, ids = name.partition("[")
-    if not bracket or not ids.endswith("]"):
+    # The parameter ids open at the first "[" after the node id's last "::" (a folder or a
+    # file may hold one: evals[v2]/t.rubric.yaml).
+    at = name.find("[", name.rfind("::") + 1)
+    if at < 0 or not name.endswith("]"):
         return name
+    head, ids = name[:at], name[at + 1 :]
     ids = ids[:-1]
     if ids == subject:
         return head

@@ -220,6 +220,8 @@ def test_a_test_parametrized_over_its_subjects_compares_them_case_by_case(
         ("test_each[a-gpt-4o-b]", "gpt-4o", "test_each[a-b]"),
         ("test_each[q1-bot2]", "bot", "test_each[q1-bot2]"),
         ("test_plain", "bot", "test_plain"),
+        ("evals[v2]/t.rubric.yaml::q1[bot]", "bot", "evals[v2]/t.rubric.yaml::q1"),
+        ("evals[bot]/t.rubric.yaml::q1", "bot", "evals[bot]/t.rubric.yaml::q1"),
     ],
 )
 def test_a_subject_is_taken_out_of_parameter_ids_only_whole(
