@@ -20,7 +20,14 @@ import pytest
 
 from ._config.settings import add_options, configured, file_patterns
 from ._defaults import PROVIDERS, SET_A_JUDGE, first_data_file, is_rubric_file
-from ._session.items import CURRENT_ITEM, RESULTS_KEY, RUNNING, is_rubric_item, settle
+from ._session.items import (
+    CURRENT_ITEM,
+    RESULTS_KEY,
+    RUNNING,
+    forget_calls,
+    is_rubric_item,
+    settle,
+)
 from ._session.started import SESSION_KEY, session_of
 from ._session.xdist import Role
 
@@ -147,6 +154,8 @@ def pytest_runtest_makereport(
     report is marked so that it counts as an error (see ``pytest_report_teststatus``).
     """
     report = yield
+    if report.when == "call":
+        forget_calls(item)
     if call.excinfo is not None and is_rubric_item(item):
         from ._errors import RubricEvaluationError
 

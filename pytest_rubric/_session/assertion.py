@@ -27,7 +27,7 @@ from ..criteria.check import Answer
 from ..criteria.registry import CONTEXT_KEY
 from ..judge.requests import JudgeKey
 from .collect import added_criterion_types, evaluate, raise_for
-from .items import RESULTS_KEY, current_item, record
+from .items import current_item, next_call, record
 from .started import session_of
 
 # What ``assert_rubric`` and the ``rubric`` fixture accept as a rubric.
@@ -241,9 +241,8 @@ class RubricFixture:
             # The test's n-th call for this subject: subjects graded on one question in one
             # test, or in a test parametrized over them, share its case, so they are compared
             # on it.
-            graded = [r.result for r in item.stash.get(RESULTS_KEY, [])]
             mine = subject or "inline"
-            count = sum(r.nodeid == item.nodeid and r.subject == mine for r in graded) + 1
+            count = next_call(item, mine)
             name = without_subject(item.name, mine)
             case = name if count == 1 else f"{name}#{count}"
         result = evaluate(

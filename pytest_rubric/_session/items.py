@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextvars
 import sys
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
@@ -66,6 +67,26 @@ def is_rubric_item(item: pytest.Item) -> TypeGuard[RubricItemView]:
     until a rubric file was collected there is none."""
     collect = sys.modules.get("pytest_rubric._session.collect")
     return collect is not None and isinstance(item, collect.RubricItem)
+
+
+_CALLS = pytest.StashKey[dict[str, int]]()
+_CALLS_LOCK = threading.Lock()
+
+
+def next_call(item: pytest.Item, subject: str) -> int:
+    """This ``assert_rubric`` call's number among the item's calls for ``subject`` (1, 2...):
+    taken when the call starts, under a lock (threads the test started call at once)."""
+    with _CALLS_LOCK:
+        calls = item.stash.setdefault(_CALLS, {})
+        calls[subject] = calls.get(subject, 0) + 1
+        return calls[subject]
+
+
+def forget_calls(item: pytest.Item) -> None:
+    """Start the item's numbering again (a rerun's calls are numbered as the first run's)."""
+    with _CALLS_LOCK:
+        if _CALLS in item.stash:
+            del item.stash[_CALLS]
 
 
 def record(item: pytest.Item, result: CaseResult, *, raised: bool = False) -> None:

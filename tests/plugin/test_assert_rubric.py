@@ -211,6 +211,30 @@ def test_a_test_parametrized_over_its_subjects_compares_them_case_by_case(
     assert pair["shared"] == 4 and pair["diff"] == pytest.approx(1.0)
 
 
+def test_calls_from_threads_the_test_started_are_each_a_case_of_their_own(
+    pytester: pytest.Pytester,
+) -> None:
+    """Eight calls at once for one subject: eight cases, numbered as they start, none twice."""
+    pytester.makepyfile(
+        test_pool="""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from pytest_rubric import assert_rubric
+
+        CRITERIA = [{"id": "four", "type": "number", "value": 4}]
+
+        def test_pool():
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(lambda _: assert_rubric("4", CRITERIA, subject="bot"), range(8)))
+        """
+    )
+    pytester.runpytest("--rubric-json=out.json").assert_outcomes(passed=1)
+    cases = sorted(
+        r["case"] for r in json.loads((pytester.path / "out.json").read_text())["results"]
+    )
+    assert cases == sorted(["test_pool", *(f"test_pool#{n}" for n in range(2, 9))])
+
+
 @pytest.mark.parametrize(
     ("name", "subject", "expected"),
     [
