@@ -246,14 +246,18 @@ class CaseResult:
     def failure_reasons(self) -> list[str]:
         """Why the case did not pass, one line each (empty when it passed)."""
         reasons = [f"{c.id}: ERROR: {c.reason}" for c in self.errors]
-        many = self.n_samples > 1
-        reasons += [
-            f"required criterion {c.id!r} went the wrong way ({c.verdict})"
-            + (f" in sample {n}" if many else "")
-            for n, sample in enumerate(self.sample_list, start=1)
-            for c in sample.criteria
-            if c.required and c.went_wrong
-        ]
+        # Each required criterion once, with the samples it went the wrong way in.
+        wrong: dict[tuple[str, Verdict], list[int]] = {}
+        for n, sample in enumerate(self.sample_list, start=1):
+            for c in sample.criteria:
+                if c.required and c.went_wrong:
+                    wrong.setdefault((c.id, c.verdict), []).append(n)
+        for (cid, verdict), samples in wrong.items():
+            where = ""
+            if self.n_samples > 1:
+                shown = ", ".join(map(str, samples[:5])) + (" ..." if len(samples) > 5 else "")
+                where = f" in sample{'s' if len(samples) > 1 else ''} {shown}"
+            reasons.append(f"required criterion {cid!r} went the wrong way ({verdict}){where}")
         if (
             self.min_score is not None
             and self.score < self.min_score

@@ -65,11 +65,13 @@ def resolve_import(path: str) -> Any:
     owner = module_name
     for part in attr.split("."):
         if not hasattr(obj, part):
-            # Not the modules it imports ('os'): a target or a check is a name of its own.
+            # Not the modules it imports ('os'): a target or a check is a name of its own. Read
+            # without running anything (a property that connects somewhere, say).
             known = [
                 name
                 for name in dir(obj)
-                if not name.startswith("_") and not inspect.ismodule(getattr(obj, name, None))
+                if not name.startswith("_")
+                and not inspect.ismodule(inspect.getattr_static(obj, name, None))
             ]
             close = difflib.get_close_matches(part, known, n=3, cutoff=0.5)
             hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

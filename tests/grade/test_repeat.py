@@ -183,9 +183,9 @@ def test_a_live_model_is_asked_n_times_each_sample_cached(
 def test_a_required_miss_in_a_later_sample_is_named_as_the_reason(
     pytester: pytest.Pytester, write: Write, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Under ``pass_when: mean`` the mean clears ``min_score``, but the second answer missed
-    a required criterion: the item fails, and its report and the step summary say which
-    sample and criterion, not the first sample's miss of a criterion that is not required."""
+    """The second and third answers missed a required criterion: the item fails, and its
+    report and the step summary say which criterion, once, and in which samples, not the
+    first sample's miss of a criterion that is not required."""
     step = pytester.path / "step.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
     write(
@@ -194,10 +194,12 @@ def test_a_required_miss_in_a_later_sample_is_named_as_the_reason(
             "any_of: [loss]}", "any_of: [loss], required: true}"
         ),
     )
-    _answers(write, "A loss.", "A 1% chance.", "A 1% loss or more.")
+    _answers(write, "A loss.", "A 1% chance.", "A 1% gain.")
     result = pytester.runpytest("--rubric-responses", "answers")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
-        ["*required criterion 'loss' went the wrong way (UNMET) in sample 2*"]
+        ["*required criterion 'loss' went the wrong way (UNMET) in samples 2, 3*"]
     )
-    assert "required criterion 'loss' went the wrong way (UNMET) in sample 2" in step.read_text()
+    assert (
+        "required criterion 'loss' went the wrong way (UNMET) in samples 2, 3" in step.read_text()
+    )

@@ -543,11 +543,19 @@ def test_the_names_meant_are_the_modules_own_not_what_it_imports(
 ) -> None:
     from pytest_rubric._guards.calls import resolve_import
 
-    (tmp_path / "adapters.py").write_text("import os\nimport json\n\n\ndef post(q):\n    pass\n")
+    (tmp_path / "adapters.py").write_text(
+        "import os\nimport json\n\n\ndef post(q):\n    pass\n\n\n"
+        "class Client:\n    @property\n    def session(self):\n"
+        "        raise RuntimeError('not connected')\n\n    def answer(self, q):\n        pass\n"
+        "\n\nclient = Client()\n"
+    )
     monkeypatch.syspath_prepend(tmp_path)
     with pytest.raises(AttributeError) as raised:
         resolve_import("adapters:ost")
     assert str(raised.value) == "'adapters' has no 'ost'; did you mean 'post'?"
+    # The names are read without running them: a property that connects is not called.
+    with pytest.raises(AttributeError, match="did you mean 'answer'"):
+        resolve_import("adapters:client.ansewr")
 
 
 def test_an_unknown_target_or_function_name_says_which_one_was_meant(
