@@ -329,6 +329,10 @@ def as_messages(trace: Trace) -> list[dict[str, Any]]:
                 continue
             if not c.ok and not _failed(content):  # a tool's own error object is kept as it is
                 content = json.dumps({"error": c.result})
+            elif c.ok and _failed(content):
+                # A call that worked (its span said so) whose result holds an "error" key
+                # ({"error": null}): written as a JSON string, which reads back as it worked.
+                content = json.dumps(content)
             messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": content})
         llm_calls -= 1
     messages += [{"role": "assistant", "content": ""} for _ in range(max(0, llm_calls))]
