@@ -222,6 +222,7 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
     llm_calls = 0
     tokens: list[tuple[int | None, int | None]] = []
     retrieved = False
+    asked_for_tools = False  # a model span asked for tool calls
     for span in sorted(spans, key=lambda s: (s.start_time or 0, s.end_time or 0)):
         attributes: Mapping[str, Any] = span.attributes or {}
         operation = attributes.get("gen_ai.operation.name")
@@ -232,6 +233,7 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
             elif operation in _INFERENCE or kind == "LLM":
                 llm_calls += 1
                 tokens.append(_tokens(attributes))
+                asked_for_tools = asked_for_tools or _asks_for_tools(attributes)
             elif operation == "embeddings" or kind == "EMBEDDING":
                 given, output = _tokens(attributes)  # an embedding writes no tokens
                 tokens.append((given, 0 if output is None else output))
@@ -251,7 +253,10 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
     return Trace(
         source="otel",
         tool_calls=tuple(calls),
-        llm_calls=llm_calls,
+        # A model asked for tools and no tool ran in a span: the tools are not instrumented,
+        # so which calls were made is not known (None: the call criteria are ERROR, never
+        # "no call made"), nor is the count of model calls around them.
+        llm_calls=None if asked_for_tools and not calls else llm_calls,
         context=tuple(passages),
         context_known=retrieved,
         usage=Usage(
@@ -260,6 +265,27 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
         ),
         latency_s=latency_s,
     )
+
+
+def _asks_for_tools(attributes: Mapping[str, Any]) -> bool:
+    """Whether a model span asked for tool calls: its finish reason says so (GenAI
+    ``gen_ai.response.finish_reasons``), or its output messages hold them (a GenAI
+    ``tool_call`` part, OpenInference's ``message.tool_calls``)."""
+    reasons = attributes.get("gen_ai.response.finish_reasons")
+    if isinstance(reasons, str):
+        reasons = (reasons,)
+    if isinstance(reasons, Sequence) and any(r in _TOOL_FINISH for r in reasons):
+        return True
+    output = attributes.get("gen_ai.output.messages")
+    if isinstance(output, str) and '"tool_call"' in output:
+        return True
+    return any(
+        key.startswith("llm.output_messages.") and ".message.tool_calls." in key
+        for key in attributes
+    )
+
+
+_TOOL_FINISH = frozenset({"tool_calls", "tool_call", "tool_use", "function_call"})
 
 
 def _tool_call(span: ReadableSpan, attributes: Mapping[str, Any]) -> ToolCall:

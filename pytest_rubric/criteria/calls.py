@@ -26,6 +26,11 @@ NO_CALLS = (
     'the answer\'s trace does not show its calls (no messages, no spans): return "messages" '
     "from the target, or run with --rubric-otel"
 )
+NO_TOOL_SPANS = (
+    "the spans show a model asking for tool calls but no tool-execution span: which calls "
+    "were made is not known; give each tool a span (gen_ai.operation.name execute_tool, or an "
+    'OpenInference TOOL span), or return "messages" from the target'
+)
 NO_CONTEXT = (
     'the answer has no context to check: return "context" (the retrieved passages) from the '
     "target, add it to its responses line, or give the case a fixed `context:`"
@@ -38,7 +43,7 @@ def calls_of(answer: Answer) -> tuple[ToolCall, ...] | Outcome:
     if trace is None:
         return error(NO_TRACE)
     if not trace.tool_calls and trace.llm_calls is None:
-        return error(NO_CALLS)
+        return error(NO_TOOL_SPANS if trace.source == "otel" else NO_CALLS)
     return trace.tool_calls
 
 

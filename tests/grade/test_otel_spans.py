@@ -80,6 +80,37 @@ def read(spans: SpanCapture, make: Any) -> Trace | None:
 # --- the GenAI semantic conventions ------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "asked",
+    [
+        {"gen_ai__response__finish_reasons": ("tool_calls",)},
+        {"gen_ai__output__messages": '[{"parts": [{"type": "tool_call", "name": "refund"}]}]'},
+        {"llm__output_messages__0__message__tool_calls__0__tool_call__function__name": "refund"},
+    ],
+    ids=["finish-reason", "genai-parts", "openinference"],
+)
+def test_a_model_that_asked_for_tools_none_of_which_ran_in_a_span_leaves_the_calls_unknown(
+    spans: SpanCapture, tracer: trace_api.Tracer, asked: dict[str, Any]
+) -> None:
+    """Only the model is instrumented: the tools it asked for ran without spans. "No call
+    made" would pass `times: 0` and fail a claim the agent did back: the calls are unknown,
+    and the call criteria are ERROR saying what to instrument."""
+    from pytest_rubric import Grader, Rubric
+    from pytest_rubric.criteria.check import Answer
+
+    trace = read(spans, lambda: chat(tracer, **asked))
+    assert trace is not None and trace.tool_calls == () and trace.llm_calls is None
+    grader = Grader()
+    never = {"id": "never", "type": "tool_called", "tool": "refund", "times": 0}
+    compiled = grader.compile(Rubric(criteria=[never]))
+    (result,) = grader.grade(Answer("Refunded.", trace), compiled).criteria
+    assert result.verdict.value == "ERROR"
+    assert "no tool-execution span" in result.reason
+    # A model that asked for nothing: no call made, known.
+    plain = read(spans, lambda: chat(tracer, gen_ai__response__finish_reasons=("stop",)))
+    assert plain is not None and plain.llm_calls == 1
+
+
 def test_genai_tool_executions_are_the_calls_and_chat_spans_the_model_calls(
     spans: SpanCapture, tracer: trace_api.Tracer
 ) -> None:
