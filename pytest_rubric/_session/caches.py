@@ -158,6 +158,11 @@ class JudgeRecordings:
             else:
                 deleted = store.prune(unused)
                 self.line = f"recordings: {deleted} unused deleted" if deleted else None
+        elif count and selection is not None:  # entries of the items left out count here
+            self.line = (
+                f"recordings: {count} not used by this run, a selection ({selection}); a run "
+                "of every rubric file says which are unused"
+            )
         elif count:
             self.line = (
                 f"recordings: {count} unused; run with --rubric-recordings-prune to delete them"

@@ -469,6 +469,10 @@ def test_rerecording_one_case_changes_one_file_and_unused_entries_are_pruned_aft
             "recordings: 1 unused; run with --rubric-recordings-prune to delete them",
         ]
     )
+    # A selection leaves entries of the items it left out unused: never the prune advice.
+    result = repository.runpytest("-k", "leave")
+    result.stdout.fnmatch_lines(["recordings: 1 not used by this run, a selection (*"])
+    result.stdout.no_fnmatch_line("*--rubric-recordings-prune*")
     # After a selection, nothing is pruned.
     for selection in (
         ["-k", "leave"],
