@@ -114,6 +114,10 @@ class Judging:
                         f"{NO_KEY}{spec.name} ({setup.judge_source}): "
                         f"set {spec.entry.key_variable} in the environment"
                     )
+                    if self.caches.recordings_dir is not None:  # replay needs no key
+                        self.unavailable += (
+                            ", or grade from the recordings with --rubric-cache replay"
+                        )
                     return
             names = [spec.name for spec in specs]
         else:

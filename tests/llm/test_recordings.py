@@ -154,6 +154,10 @@ def test_a_clone_without_a_key_replays_the_same_verdicts(
     result.assert_outcomes(passed=3)
     assert len(fake_llm.requests) == asked  # no call
     assert graded(json.loads((team.path / "out.json").read_text())) == recorded
+    # Run as usual (the cache mode is use) at the provider's own URL, which needs the key:
+    # the missing key's reason says how to replay.
+    result = team.runpytest("-rs", "-o", "rubric_judge_url=")
+    result.stdout.fnmatch_lines(["*, or grade from the recordings with --rubric-cache replay*"])
 
 
 def test_a_replay_miss_is_an_error_naming_the_file_and_the_command(
@@ -691,6 +695,10 @@ def test_a_reply_the_judge_got_right_on_its_retry_replays_from_the_recordings(
     result.assert_outcomes(passed=3)
     assert len(fake_llm.requests) == asked  # no call
     assert graded(json.loads((team.path / "out.json").read_text())) == recorded
+    # Run as usual (the cache mode is use) at the provider's own URL, which needs the key:
+    # the missing key's reason says how to replay.
+    result = team.runpytest("-rs", "-o", "rubric_judge_url=")
+    result.stdout.fnmatch_lines(["*, or grade from the recordings with --rubric-cache replay*"])
     result.stdout.no_fnmatch_line("recordings:*")  # both of remote's entries used
 
 
