@@ -72,7 +72,7 @@ def test_assert_rubric_in_a_unit_test_reads_the_type_its_rubric_files_conftest_a
     team: Callable[..., None], write: Callable[[str, str], object], pytester: pytest.Pytester
 ) -> None:
     """A test in tests/ grades with a case of evals/: the type is the one evals/conftest.py
-    adds (the rubric file's scope, not the calling test's), under xdist too."""
+    adds (the rubric file's scope, not the calling test's)."""
     team(answers=ANSWERS, wordy=WORDY)
     write("evals/conftest.py", CONFTEST)
     write(
@@ -81,9 +81,7 @@ def test_assert_rubric_in_a_unit_test_reads_the_type_its_rubric_files_conftest_a
         "def test_refund():\n"
         '    assert_rubric("Refunds are possible within 30 days.", "evals/wordy.rubric.yaml::refund")\n',
     )
-    for mode in ([], ["-n", "2"]):
-        result = pytester.runpytest("tests", "evals", *mode)
-        result.assert_outcomes(passed=3, failed=1)
+    pytester.runpytest("tests", "evals").assert_outcomes(passed=3, failed=1)
 
 
 def test_a_type_outside_the_conftest_scope_is_unknown(
