@@ -254,7 +254,13 @@ class Target:
         ]
         required = [p for p in named if p.default is p.empty]
         if len(required) > 1 or not named:
-            shown = ", ".join(p.name for p in named) or "no parameter"
+            # The names it takes, ``*args`` too (no name of a form).
+            stars: dict[Any, str] = {
+                inspect.Parameter.VAR_POSITIONAL: "*",
+                inspect.Parameter.VAR_KEYWORD: "**",
+            }
+            given = signature.parameters.values()
+            shown = ", ".join(stars.get(p.kind, "") + p.name for p in given) or "no parameter"
             raise TypeError(f"it takes {shown}; {_FORMS}")
         parameter = required[0] if required else named[0]
         annotation = _annotation_name(parameter.annotation)

@@ -327,7 +327,11 @@ def test_the_texts_of_a_targets_metadata_are_kept_cut_as_any_text_a_result_copie
 def test_a_target_of_another_signature_is_a_collection_error_listing_the_forms(
     pytester: pytest.Pytester, write: Write
 ) -> None:
-    write("bad.py", "def answer(query, context):\n    return ''\n\ndef odd(x):\n    return ''\n")
+    write(
+        "bad.py",
+        "def answer(query, context):\n    return ''\n\ndef odd(x):\n    return ''\n\n"
+        "def star(*args):\n    return ''\n",
+    )
     write(
         "a.rubric.yaml",
         """
@@ -338,6 +342,10 @@ def test_a_target_of_another_signature_is_a_collection_error_listing_the_forms(
             criteria: [{id: any, type: any_of, any_of: ["x"]}]
           - id: one
             target: bad:odd
+            question: Q
+            criteria: [{id: any, type: any_of, any_of: ["x"]}]
+          - id: three
+            target: bad:star
             question: Q
             criteria: [{id: any, type: any_of, any_of: ["x"]}]
         """,
@@ -351,6 +359,8 @@ def test_a_target_of_another_signature_is_a_collection_error_listing_the_forms(
             "parameter annotated `str`, or named `question`, `prompt` or `text`*",
             "*a.rubric.yaml:6, case 'one', field 'target': target 'bad:odd' cannot be called: "
             "its parameter 'x' names none of the forms*named `case`*named `messages`*",
+            "*case 'three', field 'target': target 'bad:star' cannot be called: it takes "
+            "*args; a target takes one parameter*",
         ]
     )
 
