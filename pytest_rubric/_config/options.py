@@ -178,6 +178,9 @@ def _judges(config: pytest.Config) -> tuple[tuple[str, ...], str]:
     elif (text := str(config.getini("rubric_judge") or "")).strip():
         name = config.inipath.name if config.inipath is not None else "the ini file"
         listed, source = text.splitlines(), f"ini rubric_judge in {name}"
+        overrides = config.known_args_namespace.override_ini or ()
+        if any(o.partition("=")[0].strip() == "rubric_judge" for o in overrides):
+            source = "-o rubric_judge"  # pytest's -o: the ini option, set for this run
     else:
         listed, source = [], "env RUBRIC_JUDGE"
     judges = [j.strip() for j in listed if j.strip()]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import lines_in_any_order
+from tests.conftest import INNER_ADDOPTS, lines_in_any_order
 
 BOT = """
 ANSWERS = {
@@ -168,7 +168,11 @@ def test_stepwise_resumes_at_the_rubric_item_that_failed(team: pytest.Pytester) 
 
 @pytest.mark.parametrize(
     ("setting", "source"),
-    [("ini", "ini rubric_judge in pytest.ini"), ("env", "env RUBRIC_JUDGE")],
+    [
+        ("ini", "ini rubric_judge in pytest.ini"),
+        ("-o", "-o rubric_judge"),
+        ("env", "env RUBRIC_JUDGE"),
+    ],
 )
 def test_a_judge_without_its_key_skips_judged_items_and_runs_the_rest(
     team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, setting: str, source: str
@@ -176,6 +180,8 @@ def test_a_judge_without_its_key_skips_judged_items_and_runs_the_rest(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     if setting == "ini":
         _ini(team, "rubric_judge = openai:gpt-4o-mini\n")
+    elif setting == "-o":  # pytest's own way to set an ini option for one run
+        monkeypatch.setenv("PYTEST_ADDOPTS", f"{INNER_ADDOPTS} -o rubric_judge=openai:gpt-4o-mini")
     else:
         monkeypatch.setenv("RUBRIC_JUDGE", "openai:gpt-4o-mini")
     team.runpytest("tests/test_bot.py").assert_outcomes(passed=2)
