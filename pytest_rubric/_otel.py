@@ -222,7 +222,7 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
     llm_calls = 0
     tokens: list[tuple[int | None, int | None]] = []
     retrieved = False
-    asked_for_tools = False  # a model span asked for tool calls
+    tools_ran = False  # a model span was given a tool's result
     for span in sorted(spans, key=lambda s: (s.start_time or 0, s.end_time or 0)):
         attributes: Mapping[str, Any] = span.attributes or {}
         operation = attributes.get("gen_ai.operation.name")
@@ -233,7 +233,7 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
             elif operation in _INFERENCE or kind == "LLM":
                 llm_calls += 1
                 tokens.append(_tokens(attributes))
-                asked_for_tools = asked_for_tools or _asks_for_tools(attributes)
+                tools_ran = tools_ran or _fed_tool_results(attributes)
             elif operation == "embeddings" or kind == "EMBEDDING":
                 given, output = _tokens(attributes)  # an embedding writes no tokens
                 tokens.append((given, 0 if output is None else output))
@@ -253,10 +253,10 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
     return Trace(
         source="otel",
         tool_calls=tuple(calls),
-        # A model asked for tools and no tool ran in a span: the tools are not instrumented,
-        # so which calls were made is not known (None: the call criteria are ERROR, never
-        # "no call made"), nor is the count of model calls around them.
-        llm_calls=None if asked_for_tools and not calls else llm_calls,
+        # A model was given a tool's result and no tool ran in a span: the tools are not
+        # instrumented, so which calls were made is not known (None: the call criteria are
+        # ERROR, never "no call made"), nor, in this trace, the count of model calls.
+        llm_calls=None if tools_ran and not calls else llm_calls,
         context=tuple(passages),
         context_known=retrieved,
         usage=Usage(
@@ -267,25 +267,22 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
     )
 
 
-def _asks_for_tools(attributes: Mapping[str, Any]) -> bool:
-    """Whether a model span asked for tool calls: its finish reason says so (GenAI
-    ``gen_ai.response.finish_reasons``), or its output messages hold them (a GenAI
-    ``tool_call`` part, OpenInference's ``message.tool_calls``)."""
-    reasons = attributes.get("gen_ai.response.finish_reasons")
-    if isinstance(reasons, str):
-        reasons = (reasons,)
-    if isinstance(reasons, Sequence) and any(r in _TOOL_FINISH for r in reasons):
-        return True
-    output = attributes.get("gen_ai.output.messages")
-    if isinstance(output, str) and '"tool_call"' in output:
-        return True
-    return any(
-        key.startswith("llm.output_messages.") and ".message.tool_calls." in key
-        for key in attributes
+def _fed_tool_results(attributes: Mapping[str, Any]) -> bool:
+    """Whether a model span's input holds a tool's result (a message of role ``tool``, a
+    GenAI ``tool_call_response`` part): proof a tool ran. A model that only asked for a tool
+    (a forced call for structured output, a call a guard refused) proves nothing ran."""
+    for key, value in attributes.items():
+        if value == "tool" and key.endswith(".role") and key.startswith(_INPUT_ROLES):
+            return True
+    given = attributes.get("gen_ai.input.messages")
+    return isinstance(given, str) and (
+        '"tool_call_response"' in given or '"role": "tool"' in given or '"role":"tool"' in given
     )
 
 
-_TOOL_FINISH = frozenset({"tool_calls", "tool_call", "tool_use", "function_call"})
+# Where the instrumentations write the role of each input message: OpenInference's, and
+# OpenLLMetry's indexed prompts.
+_INPUT_ROLES = ("llm.input_messages.", "gen_ai.prompt.")
 
 
 def _tool_call(span: ReadableSpan, attributes: Mapping[str, Any]) -> ToolCall:

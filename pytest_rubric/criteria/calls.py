@@ -27,7 +27,7 @@ NO_CALLS = (
     "from the target, or run with --rubric-otel"
 )
 NO_TOOL_SPANS = (
-    "the spans show a model asking for tool calls but no tool-execution span: which calls "
+    "the spans show a model given a tool's result but no tool-execution span: which calls "
     "were made is not known; give each tool a span (gen_ai.operation.name execute_tool, or an "
     'OpenInference TOOL span), or return "messages" from the target'
 )

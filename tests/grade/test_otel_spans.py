@@ -81,24 +81,28 @@ def read(spans: SpanCapture, make: Any) -> Trace | None:
 
 
 @pytest.mark.parametrize(
-    "asked",
+    "fed",
     [
-        {"gen_ai__response__finish_reasons": ("tool_calls",)},
-        {"gen_ai__output__messages": '[{"parts": [{"type": "tool_call", "name": "refund"}]}]'},
-        {"llm__output_messages__0__message__tool_calls__0__tool_call__function__name": "refund"},
+        {
+            "gen_ai__input__messages": '[{"role": "tool", "parts": [{"type": "tool_call_response"}]}]'
+        },
+        {"llm__input_messages__2__message__role": "tool"},
+        {"gen_ai__prompt__2__role": "tool"},
     ],
-    ids=["finish-reason", "genai-parts", "openinference"],
+    ids=["genai", "openinference", "openllmetry"],
 )
-def test_a_model_that_asked_for_tools_none_of_which_ran_in_a_span_leaves_the_calls_unknown(
-    spans: SpanCapture, tracer: trace_api.Tracer, asked: dict[str, Any]
+def test_a_model_given_a_tools_result_that_ran_in_no_span_leaves_the_calls_unknown(
+    spans: SpanCapture, tracer: trace_api.Tracer, fed: dict[str, Any]
 ) -> None:
-    """Only the model is instrumented: the tools it asked for ran without spans. "No call
-    made" would pass `times: 0` and fail a claim the agent did back: the calls are unknown,
-    and the call criteria are ERROR saying what to instrument."""
+    """Only the model is instrumented: the second model call was given a tool's result, so a
+    tool ran, without a span. "No call made" would pass `times: 0` and fail a claim the
+    agent did back: the calls are unknown, and the call criteria are ERROR saying what to
+    instrument."""
     from pytest_rubric import Grader, Rubric
     from pytest_rubric.criteria.check import Answer
 
-    trace = read(spans, lambda: chat(tracer, **asked))
+    asked = {"gen_ai__response__finish_reasons": ("tool_calls",)}
+    trace = read(spans, lambda: (chat(tracer, **asked), chat(tracer, **fed)))
     assert trace is not None and trace.tool_calls == () and trace.llm_calls is None
     grader = Grader()
     never = {"id": "never", "type": "tool_called", "tool": "refund", "times": 0}
@@ -106,9 +110,10 @@ def test_a_model_that_asked_for_tools_none_of_which_ran_in_a_span_leaves_the_cal
     (result,) = grader.grade(Answer("Refunded.", trace), compiled).criteria
     assert result.verdict.value == "ERROR"
     assert "no tool-execution span" in result.reason
-    # A model that asked for nothing: no call made, known.
-    plain = read(spans, lambda: chat(tracer, gen_ai__response__finish_reasons=("stop",)))
-    assert plain is not None and plain.llm_calls == 1
+    # A model that only asked for a tool (a forced call for structured output): nothing ran,
+    # and that is known.
+    forced = read(spans, lambda: chat(tracer, **asked))
+    assert forced is not None and forced.tool_calls == () and forced.llm_calls == 1
 
 
 def test_genai_tool_executions_are_the_calls_and_chat_spans_the_model_calls(
