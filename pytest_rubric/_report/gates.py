@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .._defaults import NO_KEY
 from .._guards.secrets import MAX_TEXT, clip, known_keys
 from .._results import CaseResult, mark_text
 from . import stats as _stats
@@ -664,7 +665,8 @@ def run_gates(
 ) -> GateReport:
     """Apply the gates ``asked`` to this run's ``results``; ``rows``, their leaderboard if
     already made; each delta's interval at ``gate_confidence`` if given, else ``level``. A
-    result left undecided without the judge (``skipped_bounds``) is in no figure."""
+    result left undecided without the judge (``skipped_bounds``) is in no figure but a keyless
+    run's fail-under, which takes every case at its bounds."""
     delta_level = asked.gate_confidence if asked.gate_confidence is not None else level
     decided = [r for r in results if r.skipped_bounds is None]
     now = {row.subject: row.correctness for row in rows or leaderboard(decided)}
@@ -678,7 +680,10 @@ def run_gates(
         entries, notes, deltas, changes = _compare(results, asked.baseline, asked, now, delta_level)
     if asked.fail_under is not None:
         applied.add("fail-under")
-        spans = _unjudged_spans(results) if asked.unjudged is not None else {}
+        # Bounds for a judge set without its key only: with no judge configured at all, the
+        # deterministic criteria are the test, and each case scores what ran.
+        keyless = asked.unjudged is not None and asked.unjudged.startswith(NO_KEY)
+        spans = _unjudged_spans(results) if keyless else {}
         entries += _fail_under_entries(now, asked.fail_under, asked.flag, spans, asked.unjudged)
     if asked.max_flips:
         substance = any(

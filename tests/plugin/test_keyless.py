@@ -270,6 +270,11 @@ def test_without_any_judge_a_case_scores_what_ran(team: pytest.Pytester) -> None
     result = team.runpytest("evals", "-v")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*chablis*PASSED (judged criteria skipped)*"])
+    # Its fail-under measures what ran too (steak 1.000 and Chablis 0.800, fish 0.000): the
+    # bounds are a keyless run's, whose judge was set and not asked.
+    result = team.runpytest("evals", "-k", "not fish", "--rubric-fail-under=0.85")
+    result.stdout.fnmatch_lines(["rubric gate passed: every subject at or above 0.85 *"])
+    assert result.ret == pytest.ExitCode.OK
 
 
 def test_a_baseline_case_left_undecided_is_not_compared(
