@@ -245,8 +245,10 @@ def call_user(
     with containing(deadline=deadline):
         value = function(*args)
     if inspect.isawaitable(value):
-        value = USER_LOOP.run(value)  # what the coroutine raises comes back contained
-        deadline = None  # its bound counts from its turn on the loop (CallRunner), not from now
+        # What the coroutine raises comes back contained; the time it waited for its turn on
+        # the loop (another call held it) is not counted against it (see CallRunner.call).
+        value, waited = USER_LOOP.run(value, deadline)
+        deadline = None if deadline is None else deadline + waited
     with containing(deadline=deadline):
         return plain(value) if then is None else then(plain(value))
 
@@ -262,30 +264,36 @@ class _Raised:
 
 @dataclasses.dataclass(slots=True)
 class _Start:
-    """When a call's task began and ended on the loop: its time bound is from one to the other
-    (calls queue on the loop while another holds it, and a result reaches its caller only
-    once the loop is free again)."""
+    """A call on the loop: when it was handed to the loop (``asked``), when its task began
+    (``at``: calls wait their turn while another holds the loop), and what it gave, handed
+    over as it ends (a result waiting for the loop to be free would wait behind the call
+    that holds it)."""
 
+    asked: float
     began: threading.Event = dataclasses.field(default_factory=threading.Event)
     ended: threading.Event = dataclasses.field(default_factory=threading.Event)
     at: float = 0.0
-    took: float = 0.0
+    value: Any = None
+
+    @property
+    def waited(self) -> float:
+        """How long the call waited for its turn on the loop."""
+        return max(0.0, self.at - self.asked)
 
 
-async def _caught(value: Any, start: _Start) -> Any:
+async def _caught(value: Any, start: _Start) -> None:
     start.at = time.monotonic()
     start.began.set()
     try:
-        return await value
+        start.value = await value
     except asyncio.CancelledError as raised:
         task = asyncio.current_task()
+        start.value = _Raised(raised)
         if task is not None and task.cancelling():  # abandon() cancelled it: the loop's
             raise
-        return _Raised(raised)
     except BaseException as raised:
-        return _Raised(raised)
+        start.value = _Raised(raised)
     finally:
-        start.took = time.monotonic() - start.at
         start.ended.set()
 
 
@@ -312,16 +320,18 @@ class _UserLoop:
                 self._thread.start()
             return self._loop
 
-    def run(self, awaitable: Any) -> Any:
-        """``awaitable``'s result, awaited on the loop (the caller's context copied to it);
-        what it raises is printed within :data:`PRINT_BOUND` of its coming back (the call's
-        own deadline may have passed while it waited its turn)."""
-        start = _Start()
+    def run(self, awaitable: Any, deadline: float | None = None) -> tuple[Any, float]:
+        """``awaitable``'s result, awaited on the loop (the caller's context copied to it), and
+        how long it waited for its turn; what it raises is printed by ``deadline`` moved by
+        that wait."""
+        start = _Start(time.monotonic())
         future = asyncio.run_coroutine_threadsafe(_caught(awaitable, start), self._running())
         _AWAITED.set((future, start))  # for the runner: through the context the call ran in
-        if isinstance(value := future.result(), _Raised):
-            raise contained(value.error)
-        return value
+        start.ended.wait()  # bounded by the runner, which leaves this thread if it must
+        if isinstance(start.value, _Raised):
+            moved = None if deadline is None else deadline + start.waited
+            raise contained(start.value.error, deadline=moved)
+        return start.value, start.waited
 
     def abandon(self, context: contextvars.Context) -> None:
         """After a call ran out of time: its task is cancelled, and when the loop does not
@@ -338,19 +348,20 @@ class _UserLoop:
                     self._loop = None
 
 
-def _began_late(context: contextvars.Context, done: threading.Event, timeout: float) -> bool:
-    """Whether an async call that waited its turn on the loop (another call held it) ran
-    within ``timeout`` from when its task began to when it ended, and its result then came
-    back. Each wait is bounded: ``timeout`` to begin, to end, and for the loop to hand the
-    result over."""
+def _began_late(
+    context: contextvars.Context, done: threading.Event, timeout: float, asked: float
+) -> bool:
+    """Whether an async call that waited its turn on the loop (another call held it) returned
+    within ``timeout`` of ``asked`` plus that wait, and never later than three times
+    ``timeout``: the time it waited is not counted against it, the rest is."""
     if (awaited := context.get(_AWAITED)) is None:
         return False
     start: _Start = awaited[1]
-    if not start.began.wait(timeout):
+    latest = asked + 3 * timeout
+    if not start.began.wait(max(0.0, latest - time.monotonic())):
         return False
-    if not start.ended.wait(max(0.0, start.at + timeout - time.monotonic())):
-        return False
-    return start.took <= timeout and done.wait(timeout)
+    until = min(asked + timeout + start.waited, latest)
+    return done.wait(max(0.0, until - time.monotonic()))
 
 
 def _serve(loop: asyncio.AbstractEventLoop) -> None:
@@ -425,8 +436,9 @@ class CallRunner:
             finally:
                 done.set()
 
+        asked = time.monotonic()
         worker.jobs.put(job)
-        if not done.wait(timeout) and not _began_late(context, done, timeout):
+        if not done.wait(timeout) and not _began_late(context, done, timeout, asked):
             USER_LOOP.abandon(context)  # an async call is cancelled
             raise CallTimeout(timeout)  # the worker stays with its call, never reused
         with self._lock:

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_rubric import Grader, Rubric
-from pytest_rubric._guards.calls import CallRunner, CallTimeout
+from pytest_rubric._guards.calls import CallRunner, CallTimeout, UserCodeError
 from pytest_rubric._results import Verdict
 from pytest_rubric.criteria import Json, Number
 from pytest_rubric.criteria.check import Answer, CheckContext
@@ -202,8 +202,8 @@ def test_async_calls_share_a_loop_that_one_blocking_it_leaves_behind() -> None:
 
 
 async def _sleeps_without_awaiting(n: int) -> str:
-    time.sleep(0.4)  # a sync client inside an async def: the loop is held meanwhile
-    if n == 3:
+    time.sleep(0.1)  # a sync client inside an async def: the loop is held meanwhile
+    if n == 11:
         raise ValueError("the last one fails")
     return "done"
 
@@ -215,14 +215,49 @@ def _asked(runner: CallRunner, n: int) -> str:
         return str(exc)
 
 
-def test_a_call_waiting_its_turn_on_the_loop_is_bounded_from_when_it_began() -> None:
-    """Four calls that each hold the loop 0.4 s, asked at once with a bound of 1 s each: they
-    run one after another (1.6 s in all), and each is within its bound from its own start;
-    what the last one raises comes back as it said it, after its turn."""
+def test_a_call_waiting_its_turn_on_the_loop_is_not_charged_for_the_wait() -> None:
+    """Twelve calls that each hold the loop 0.1 s, asked at once with a bound of 1 s each:
+    they run one after another (1.2 s in all); the time each waited for its turn is not
+    counted against it, and what the last one raises comes back as it said it."""
     runner = CallRunner()
-    with ThreadPoolExecutor(4) as pool:
-        done = list(pool.map(lambda n: _asked(runner, n), range(4)))
-    assert done == ["done", "done", "done", "the last one fails"]
+    with ThreadPoolExecutor(12) as pool:
+        done = list(pool.map(lambda n: _asked(runner, n), range(12)))
+    assert done == ["done"] * 11 + ["the last one fails"]
+
+
+async def _awaits(seconds: float) -> str:
+    await asyncio.sleep(seconds)
+    return "late"
+
+
+def _slow_then_async() -> Any:
+    time.sleep(0.8)  # the call's own work before its coroutine: counted against it
+    return _awaits(0.8)
+
+
+def test_an_async_call_that_waited_for_nothing_has_its_bound_as_it_is() -> None:
+    """1.6 s of its own work against a bound of 1 s: a timeout, whether the work is before
+    its coroutine or inside it (nothing held the loop, so nothing is discounted)."""
+    runner = CallRunner()
+    with pytest.raises(CallTimeout):
+        runner.call(_slow_then_async, timeout=1)
+
+
+class _SlowToPrint(Exception):
+    def __str__(self) -> str:
+        time.sleep(30)
+        return "never"
+
+
+async def _raises_slow_to_print() -> None:
+    raise _SlowToPrint
+
+
+def test_what_an_async_call_raises_is_printed_within_its_bound() -> None:
+    """An exception whose text takes longer than the call's bound: an error that says it
+    could not be printed, within the bound, as for a sync call, never a timeout."""
+    with pytest.raises(UserCodeError, match="unprintable _SlowToPrint"):
+        CallRunner().call(_raises_slow_to_print, timeout=1)
 
 
 async def _leaves_a_task_that_exits() -> str:
