@@ -303,7 +303,8 @@ class _UserLoop:
     ``AsyncOpenAI`` client, a lock) is bound to the first loop that used it, so a loop per
     call would break its second call. Calls run as tasks in the caller's context, side by
     side (a case's samples at once); one that blocks the loop (``time.sleep`` in an ``async
-    def``) holds the others back, and each one's bound counts from when its task began."""
+    def``) holds the others back, and the time each waited for its turn is not counted
+    against its bound (see :func:`_began_late`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
