@@ -203,6 +203,17 @@ class CaseResult:
         )
 
     @property
+    def lowest_sample(self) -> tuple[int, Sample] | None:
+        """For an item of several samples that did not pass: its lowest-scoring answer (its
+        1-based number, the sample) when it scored below the first, whose ``response`` and
+        ``criteria`` the result shows; None otherwise."""
+        samples = self.sample_list
+        worst = min(range(len(samples)), key=lambda i: samples[i].score)
+        if self.passed or samples[worst].score >= samples[0].score:
+            return None
+        return worst + 1, samples[worst]
+
+    @property
     def n_samples(self) -> int:
         return len(self.samples) or 1
 

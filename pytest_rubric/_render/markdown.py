@@ -132,6 +132,10 @@ def _answer(result: CaseResult, show_response: int) -> list[str]:
         shown.append(f"- question: {escape(result.question, limit=SHOW_QUESTION)}")
     if show_response > 0:
         shown.append(f"- response: {escape(result.response, limit=show_response)}")
+        if (lowest := result.lowest_sample) is not None:  # the first may have passed
+            number, sample = lowest
+            label = f"sample {number} of {result.n_samples} (score {sample.score:.2f})"
+            shown.append(f"- {label}: {escape(sample.response, limit=show_response)}")
     shown += [f"- {escape(line.strip(), limit=300)}" for line in trace_lines(result.trace)]
     shown += [
         f"- {escape(c.id)} {c.verdict}: {escape(with_requirement(c), limit=_MAX_REQUIREMENT)}"

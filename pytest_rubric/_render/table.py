@@ -119,6 +119,12 @@ def answer_lines(result: CaseResult, *, show_response: int = SHOW_RESPONSE) -> l
         shown.append(("question", clip(result.question, *keys, limit=SHOW_QUESTION)))
     if show_response > 0:
         shown.append(("response", clip(result.response, *keys, limit=show_response)))
+        # The response above is the first sample's, which may have passed: the answer that
+        # scored lowest is the one to read.
+        if (lowest := result.lowest_sample) is not None:
+            number, sample = lowest
+            label = f"sample {number} of {result.n_samples} (score {sample.score:.2f})"
+            shown.append((label, clip(sample.response, *keys, limit=show_response)))
     return labelled(shown) + trace_lines(result.trace)
 
 

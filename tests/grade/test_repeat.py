@@ -203,3 +203,20 @@ def test_a_required_miss_in_a_later_sample_is_named_as_the_reason(
     assert (
         "required criterion 'loss' went the wrong way (UNMET) in samples 2, 3" in step.read_text()
     )
+
+
+def test_a_failing_repeated_item_shows_its_lowest_scoring_answer(
+    pytester: pytest.Pytester, write: Write, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The item's response is its first sample's, which passed here: the report, the step
+    summary and JUnit also show the answer that scored lowest, labelled with its sample."""
+    step = pytester.path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    write("s.rubric.yaml", SUITE.replace("pass_when: 0.6", "pass_when: mean"))
+    _answers(write, "A 1% loss.", "A 1% chance.", "No idea at all.")
+    result = pytester.runpytest("--rubric-responses", "answers", "--junitxml=j.xml")
+    result.assert_outcomes(passed=1, failed=1)
+    shown = "sample 3 of 3 (score 0.00): No idea at all."
+    result.stdout.fnmatch_lines(["response: A 1% loss.", shown])
+    assert shown in step.read_text()
+    assert shown in (pytester.path / "j.xml").read_text()
