@@ -246,6 +246,8 @@ def test_calls_from_threads_the_test_started_are_each_a_case_of_their_own(
         ("test_plain", "bot", "test_plain"),
         ("evals[v2]/t.rubric.yaml::q1[bot]", "bot", "evals[v2]/t.rubric.yaml::q1"),
         ("evals[bot]/t.rubric.yaml::q1", "bot", "evals[bot]/t.rubric.yaml::q1"),
+        ("test_each[mod\\xe8le-q1]", "modèle", "test_each[q1]"),  # as pytest escapes it
+        ("f.rubric.yaml::q1[modèle]", "modèle", "f.rubric.yaml::q1"),
     ],
 )
 def test_a_subject_is_taken_out_of_parameter_ids_only_whole(
