@@ -121,8 +121,9 @@ _REDIRECT = (
     "redirects are not followed: set --rubric-judge-url to the address that answers, if you "
     "trust it"
 )
-# Where post() leaves the size of a request whose reply carried no usage, for _tokens.
-_ASKED = "\0rubric-request-characters"
+# Where post() leaves the request beside its reply, for _tokens to estimate from when the
+# reply's usage gives no counts.
+_ASKED = "\0rubric-request"
 
 
 @functools.cache
@@ -235,7 +236,8 @@ class HTTPClient:
         ):
             self.stats.estimated += 1
             replied = len(json.dumps({k: v for k, v in data.items() if k != _ASKED}, default=str))
-            usage = {names[0]: int(data.get(_ASKED, 0)) // 4, names[1]: replied // 4}
+            asked = len(json.dumps(data[_ASKED], ensure_ascii=False)) if _ASKED in data else 0
+            usage = {names[0]: asked // 4, names[1]: replied // 4}
         tokens_in, tokens_out = (token_count(usage.get(name)) for name in names)
         self.stats.tokens_in += tokens_in
         self.stats.tokens_out += tokens_out
@@ -352,7 +354,7 @@ class HTTPClient:
             raise self._fail(
                 "the reply is not a JSON object", hint="check the endpoint", retryable=True
             )
-        data[_ASKED] = len(json.dumps(payload, ensure_ascii=False))  # for an estimate: _tokens
+        data[_ASKED] = payload  # measured only if _tokens must estimate
         return data
 
     async def _request(
