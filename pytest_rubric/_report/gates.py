@@ -384,7 +384,7 @@ def _subject_entry(delta: SubjectDelta, before: float, after: float, asked: Gate
         message = (
             f"{head}, a drop of {drop:.3f}; its {gate_confidence:g} interval over "
             f"{delta.shared} shared cases, [{interval[0]:+.3f}, {interval[1]:+.3f}], lies "
-            f"below -{max_drop:g} ({flag}max-drop, {flag}gate-confidence)"
+            f"below {0 - max_drop:g} ({flag}max-drop, {flag}gate-confidence)"
         )
     else:
         failed, quiet = False, False

@@ -283,7 +283,7 @@ def test_a_noisy_flip_is_a_note_and_a_real_regression_still_fails(
         [
             "rubric gate FAILED (1):",
             "  - subject a: correctness 0.944 -> 0.000, a drop of 0.944; its 0.95 interval over "
-            "6 shared cases, *, lies below -0 (--rubric-max-drop, --rubric-gate-confidence)",
+            "6 shared cases, *, lies below 0 (--rubric-max-drop, --rubric-gate-confidence)",
         ]
     )
     assert re.search(r"6 failed, 1 rubric gate failed", result.outlines[-1])
