@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from .._defaults import NO_KEY
 from .._guards.secrets import MAX_TEXT, clip, known_keys
-from .._results import CaseResult, mark_text
+from .._results import CaseResult, Sample, mark_text
 from . import stats as _stats
 from .leaderboard import SubjectRow, by_subject, leaderboard, paired
 
@@ -120,6 +120,10 @@ class CaseChange:
     response_before: str | None = None
     response_after: str | None = None
     verdicts: tuple[tuple[str, str, str], ...] = ()
+    # A failing item of several samples shows its lowest-scoring one (as its failure report
+    # does): (its number, how many, its score) for each side, or None for the first.
+    sample_before: tuple[int, int, float] | None = None
+    sample_after: tuple[int, int, float] | None = None
     # A report-only case that passed in both runs: no failure report shows what changed.
     report_only: bool = False
 
@@ -241,9 +245,12 @@ def _report_only_moved(was: CaseResult, now: CaseResult) -> bool:
 def changed(was: CaseResult, now: CaseResult) -> CaseChange:
     """An item that passed in one run and not the other, or a report-only one that scored
     differently: ``regressed`` or ``improved``, with both responses and the verdicts that
-    changed (a criterion added or removed since is ``absent`` on its other side)."""
-    there = {c.id: c.verdict.value for c in was.criteria}
-    here = {c.id for c in now.criteria}
+    changed (a criterion added or removed since is ``absent`` on its other side). A side
+    that failed over several samples shows its lowest-scoring one, as its failure report
+    does."""
+    (was_sample, before), (now_sample, after) = _shown(was), _shown(now)
+    there = {c.id: c.verdict.value for c in before.criteria}
+    here = {c.id for c in after.criteria}
     report_only = _report_only_moved(was, now)
     better = now.score > was.score if report_only else now.passed
     return CaseChange(
@@ -252,16 +259,27 @@ def changed(was: CaseResult, now: CaseResult) -> CaseChange:
         now.subject,
         was.score,
         now.score,
-        response_before=was.response,
-        response_after=now.response,
+        response_before=before.response,
+        response_after=after.response,
         verdicts=tuple(
             (c.id, there.get(c.id, "absent"), c.verdict.value)
-            for c in now.criteria
+            for c in after.criteria
             if there.get(c.id) != c.verdict.value
         )
         + tuple((cid, verdict, "absent") for cid, verdict in there.items() if cid not in here),
         report_only=report_only,
+        sample_before=was_sample,
+        sample_after=now_sample,
     )
+
+
+def _shown(result: CaseResult) -> tuple[tuple[int, int, float] | None, Sample]:
+    """The answer of ``result`` a change shows: its lowest-scoring sample when it failed
+    with a lower one than the first (its number, how many, its score), else the first."""
+    if (lowest := result.lowest_sample) is None:
+        return None, result.sample_list[0]
+    number, sample = lowest
+    return (number, result.n_samples, sample.score), sample
 
 
 def before_and_after(change: CaseChange, *, limit: int = MAX_TEXT) -> list[tuple[str, str]]:
@@ -272,13 +290,16 @@ def before_and_after(change: CaseChange, *, limit: int = MAX_TEXT) -> list[tuple
     verdicts = ", ".join(f"{cid} {there} -> {now}" for cid, there, now in change.verdicts)
     rows = [("verdicts changed", verdicts)] if verdicts else []
     keys = known_keys()
-    for label, score, response in (
-        ("baseline", change.before, change.response_before),
-        ("now", change.after, change.response_after),
+    for label, score, sample, response in (
+        ("baseline", change.before, change.sample_before, change.response_before),
+        ("now", change.after, change.sample_after, change.response_after),
     ):
         if response is not None and limit > 0:
-            shown = f" (score {score:.2f})" if score is not None else ""
-            rows.append((f"{label}{shown}", clip(response, *keys, limit=limit)))
+            shown = f"score {score:.2f}" if score is not None else ""
+            if sample is not None:
+                shown += f"; sample {sample[0]} of {sample[1]} scored {sample[2]:.2f}"
+            text = clip(response, *keys, limit=limit) if response else "(no answer)"
+            rows.append((f"{label} ({shown})" if shown else label, text))
     return rows
 
 

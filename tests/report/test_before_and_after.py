@@ -177,3 +177,30 @@ def test_an_assert_rubric_that_regressed_shows_before_and_after(
         ],
         consecutive=True,
     )
+
+
+def test_a_case_that_regressed_over_samples_shows_its_lowest_one(team: pytest.Pytester) -> None:
+    """With ``repeat``, the regressed case shows the sample that failed and its verdicts, as
+    its failure report does: the first sample, still the old answer, would show nothing
+    changed."""
+    rubric = team.path / "evals/remote.rubric.yaml"
+    rubric.write_text(rubric.read_text().replace("cases:", "repeat: 3\ncases:"))
+    (team.path / "app/bot.py").write_text(app(GOOD))
+    team.runpytest("--rubric-json", "main.json").assert_outcomes(passed=2)
+    (team.path / "app/bot.py").write_text(
+        "import collections, itertools\n\n"
+        "_calls = collections.defaultdict(itertools.count)\n\n\n"
+        "def answer(question: str) -> str:\n"
+        f"    return {GOOD!r} if next(_calls[question]) == 0 else {REGRESSED!r}\n"
+    )
+    result = team.runpytest("--rubric-baseline", "main.json")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "since the baseline:",
+            "verdicts changed: days MET -> UNMET, approval MET -> UNMET, no_vague UNMET -> MET",
+            f"baseline (score 1.00): {GOOD}",
+            f"now (score 0.33; sample 2 of 3 scored 0.*): {REGRESSED}",
+        ],
+        consecutive=True,
+    )
