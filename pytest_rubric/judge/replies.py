@@ -14,6 +14,7 @@ input (a 400-digit score, JSON nested 100,000 deep): reading raises nothing but 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 _FENCED = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
 # What the brace scanner stops at; an escape pair is one token so that "\"" never ends a string.
 _TOKENS = re.compile(r'\\.|[{}"]', re.DOTALL)
+_SPACE = re.compile(r"\s+")
 # How much of a value a ReplyError quotes: enough to recognise it, never a whole reply.
 _QUOTED = 60
 
@@ -215,6 +217,13 @@ def _held_by(answer: str, grade: dict[str, Any]) -> bool:
     keys = _PROTOCOL_KEYS & set(grade)
     if "{" not in answer or not ("\\u" in answer or any(f'"{k}"' in answer for k in keys)):
         return False
+    # The grade as written, spaces aside, anywhere in the answer: found whatever stands
+    # before it (a stray '"{"' in the answer's prose hides its objects from the scan below).
+    try:
+        if _SPACE.sub("", json.dumps(grade, ensure_ascii=False)) in _SPACE.sub("", answer):
+            return True
+    except RecursionError:  # nested past the stack: the scan below says
+        pass
     objects, _ = _objects(answer)
     stack: list[Any] = [f.value for f in objects]
     try:
