@@ -64,6 +64,11 @@ def location(file: str, name: str) -> str:
     return "/".join([*(_plain(part) for part in file.split("/") if part), _plain(name) + ".json"])
 
 
+def folder(file: str) -> str:
+    """The folder of rubric file ``file``'s recordings (a node id; see :func:`location`)."""
+    return location(file, "x").rpartition("/")[0]
+
+
 # Bytes of a part of a recording's path, at most: file systems refuse names past 255, and a
 # long id, percent-encoded (9 bytes a Chinese character), passes that.
 _MAX_PART = 200
@@ -212,9 +217,9 @@ class Recordings:
         kept = set(kept)
         found = {}
         for file in rubric_files:
-            folder = location(file, "x").rpartition("/")[0]
-            for path in sorted(self.path(folder).glob("*.json")):
-                if (where := f"{folder}/{path.name}") not in kept:
+            home = folder(file)
+            for path in sorted(self.path(home).glob("*.json")):
+                if (where := f"{home}/{path.name}") not in kept:
                     with self._lock:
                         found[where] = sorted(self._load(where)) or ["(unreadable)"]
         return found

@@ -12,11 +12,11 @@ processes ever write one file.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 import pytest
 
@@ -177,13 +177,39 @@ class JudgeRecordings:
 
     def _gone(self, store: Recordings) -> dict[str, list[str]]:
         """Recording files whose rubric file no longer exists under the rootdir."""
+        from .._llm.recordings import folder
+
         found: dict[str, list[str]] = {}
+        kept = {folder(file) for file in self.files}
         for path in sorted(store.directory.rglob("*.json")):
             where = path.relative_to(store.directory).as_posix()
-            rubric = unquote(where.rpartition("/")[0])
-            if rubric and rubric not in self.files and not (self.rootpath / rubric).exists():
-                found[where] = store.unused([where]).get(where, ["(unreadable)"])
+            rubric = where.rpartition("/")[0]
+            if not rubric or rubric in kept:
+                continue
+            if self._exists(rubric):
+                kept.add(rubric)
+            elif store.problem(where) is not None:
+                found[where] = ["(unreadable)"]  # counted, and left as it was by a prune
+            else:
+                found.update(store.unused([where]))
         return found
+
+    def _exists(self, rubric: str) -> bool:
+        """Whether a path under the rootdir has ``rubric`` for its recordings folder: the names
+        found there are named forward, as :func:`~pytest_rubric._llm.recordings.location`
+        names them, since a part cut short (a hash in place of its end) cannot be read back."""
+        from .._llm.recordings import folder
+
+        path = self.rootpath
+        for part in rubric.split("/"):
+            try:
+                names = {folder(name): name for name in (os.pardir, *os.listdir(path))}
+            except (FileNotFoundError, NotADirectoryError):
+                return False
+            if (name := names.get(part)) is None:
+                return False
+            path /= name
+        return True
 
 
 def _left(store: Recordings, where: str, new: int) -> str:

@@ -512,6 +512,37 @@ def test_the_recording_of_a_case_removed_is_unused(repository: pytest.Pytester) 
     assert recording(repository, "remote").exists()
 
 
+def test_a_rubric_file_with_a_long_name_keeps_its_recordings(
+    team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long part of a rubric file's path is cut (and a hash added) to name its folder of
+    recordings: the rubric file is still found there, so its entries are neither unused nor
+    pruned while it exists, and are once it is gone."""
+    long = "evals/退休金计划的雇主缴费比例是多少以及何时开始生效呢请说明一下.rubric.yaml"
+    (team.path / "evals/faq.rubric.yaml").rename(team.path / long)
+    team.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
+    folder = team.path / "recordings" / location(long, "remote").rpartition("/")[0]
+    assert "~" in folder.name  # cut to a file name
+    recorded = {path: path.read_bytes() for path in folder.glob("*.json")}
+    assert len(recorded) == 2
+    result = team.runpytest("--rubric-cache", "use")
+    result.assert_outcomes(passed=3)
+    result.stdout.no_fnmatch_line("recordings:*")
+    with monkeypatch.context() as keyless:
+        keyless.delenv("OPENAI_API_KEY")
+        # The provider's own URL without its key: no judge, so no case is judged by its entries.
+        result = team.runpytest("-o", "rubric_judge_url=", "--rubric-recordings-prune")
+        result.stdout.no_fnmatch_line("recordings:*")
+        assert {path: path.read_bytes() for path in folder.glob("*.json")} == recorded
+        shutil.rmtree(team.path / ".rubric_cache")  # a clone has the recordings alone
+        team.runpytest("--rubric-cache", "replay").assert_outcomes(passed=3)
+    (team.path / long).unlink()  # its recordings are now unused, and pruned
+    result = team.runpytest("--rubric-cache", "use", "--rubric-recordings-prune")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["recordings: 2 unused deleted"])
+    assert not list(folder.glob("*.json"))
+
+
 def test_the_recording_of_a_judged_criterion_removed_is_unused_once_its_case_is_graded(
     repository: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
