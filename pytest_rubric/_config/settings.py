@@ -461,7 +461,8 @@ class Settings:
     recordings_prune: bool = switch(
         "recordings_prune",
         "delete the recorded entries no request of the run used, after a run that collected "
-        "every rubric file (never after a selection: -k, -m, node ids or files, --lf, --deselect).",
+        "every rubric file (never after a selection: -k, -m, node ids or files, --lf, --deselect, "
+        "or subjects given with --rubric-target or --rubric-model).",
     )
     cache_dir: Path = ini_key(
         "cache_dir",

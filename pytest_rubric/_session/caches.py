@@ -93,6 +93,9 @@ class JudgeRecordings:
     store: Recordings
     rootpath: Path  # where a rubric file's recordings say it is
     prune: bool  # --rubric-recordings-prune
+    # --rubric-target or --rubric-model: the rubric files' own subjects are not asked, so the
+    # run is a selection of what the recordings hold.
+    subjects_given: bool = False
     # The recording files of the collected cases, and of their rubric files' calibrations.
     cases: set[str] = field(default_factory=set)
     graded: set[str] = field(default_factory=set)  # of those graded with a judge at hand
@@ -145,6 +148,8 @@ class JudgeRecordings:
             selection = "deselected items"
         if selection is None and self.collection_errors:
             selection = "rubric files that failed to load"
+        if selection is None and self.subjects_given:
+            selection = "subjects from the command line"
         if selection is None:
             unused.update(store.orphans(self.cases, self.files) | self._gone(store))
         count = sum(len(keys) for keys in unused.values())

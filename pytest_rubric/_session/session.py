@@ -156,7 +156,12 @@ class RubricSession:
         )
         self.recordings: JudgeRecordings | None = None  # what the run did with --rubric-recordings
         if (store := self.caches.recordings()) is not None:
-            self.recordings = JudgeRecordings(store, config.rootpath, settings.recordings_prune)
+            self.recordings = JudgeRecordings(
+                store,
+                config.rootpath,
+                settings.recordings_prune,
+                subjects_given=self.inputs.subjects_given,
+            )
         self.report: SessionReport | None = None  # set by finish(), once every result is in
         self.unwritten: list[Unwritten] = []  # outputs not written: error lines at the end
         self.stopped_at_maxfail = False  # xdist stopped it for -x / --maxfail, not a Ctrl-C

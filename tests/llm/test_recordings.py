@@ -494,6 +494,44 @@ def test_rerecording_one_case_changes_one_file_and_unused_entries_are_pruned_aft
     repository.runpytest("--rubric-cache", "use").stdout.no_fnmatch_line("recordings:*")
 
 
+def test_a_run_of_subjects_from_the_command_line_is_a_selection_for_recordings(
+    team: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Subjects on the command line replace the rubric file's: its subject's entries are not
+    used by such a run, so it neither counts them unused nor prunes them."""
+    targets = team.path / "evals/targets.py"
+    targets.write_text(
+        targets.read_text() + "\n\ndef terse(question: str) -> str:\n"
+        '    return "In short: " + answer(question)\n'
+    )
+    team.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
+    recorded = {path: path.read_bytes() for path in (team.path / "recordings").rglob("*.json")}
+    assert len(recorded) == 2
+    terse = ["--rubric-cache", "use", "--rubric-target", "targets:terse"]
+    result = team.runpytest(*terse)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "recordings: 2 not used by this run, a selection (subjects from the command line); "
+            "a run of every rubric file says which are unused"
+        ]
+    )
+    result.stdout.no_fnmatch_line("*--rubric-recordings-prune*")
+    result = team.runpytest(*terse, "--rubric-recordings-prune", "evals")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "recordings: not pruned: this run was a selection (subjects from the command line); "
+            "prune after a run of every rubric file (2 unused so far)"
+        ]
+    )
+    for path, before in recorded.items():  # the file subject's entries, and terse's beside them
+        assert json.loads(before).items() < entries(path).items()
+    shutil.rmtree(team.path / ".rubric_cache")  # a clone has the recordings alone
+    monkeypatch.delenv("OPENAI_API_KEY")
+    team.runpytest("--rubric-cache", "replay").assert_outcomes(passed=3)
+
+
 def test_the_recording_of_a_case_removed_is_unused(repository: pytest.Pytester) -> None:
     repository.runpytest("--rubric-cache", "use").assert_outcomes(passed=3)
     # Asked again without the cache, every entry is still some request's: none is unused.
