@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 
 def make_importable(*folders: Path) -> None:
@@ -115,6 +115,7 @@ class UserCodeError(Exception):
         self.unprintable = unprintable
 
 
+T = TypeVar("T")
 PRINT_BOUND = 1.0  # seconds an exception's str and repr may take, at most
 _CHAIN = 32  # the linked exceptions (causes, contexts, a group's) looked at, at most
 
@@ -122,34 +123,43 @@ _CHAIN = 32  # the linked exceptions (causes, contexts, a group's) looked at, at
 def _printed(raised: BaseException, within: float) -> tuple[str | None, bool]:
     """``str(raised)`` (None when its ``str`` or ``repr`` raises or takes longer than
     ``within`` s, on a daemon thread abandoned then), and whether its chain prints too."""
-    text: list[str] = []  # str(raised), once it and repr(raised) returned
-    chain: list[bool] = []  # True once the chained exceptions printed too
+    began = time.monotonic()
+
+    def text() -> str:
+        printed = str(raised)
+        repr(raised)
+        return printed
+
+    def chain() -> bool:
+        seen, todo = {id(raised)}, _linked(raised)
+        while todo and len(seen) < _CHAIN:
+            link = todo.pop()
+            if id(link) in seen:
+                continue
+            seen.add(id(link))
+            str(link)
+            repr(link)
+            todo += _linked(link)
+        return True
+
+    if (printed := bounded(text, within)) is None:
+        return None, False
+    return printed, bool(bounded(chain, within - (time.monotonic() - began)))
+
+
+def bounded(work: Callable[[], T], within: float = PRINT_BOUND) -> T | None:
+    """``work()`` (printing what user code raised or holds) on a daemon thread abandoned
+    after ``within`` s: its value, or None when it raised or had not returned by then."""
+    done: list[T] = []
 
     def run() -> None:
-        try:
-            printed = str(raised)
-            repr(raised)
-        except BaseException:  # any: a str that exits does not print either
-            return
-        text.append(printed)
-        seen, todo = {id(raised)}, _linked(raised)
-        try:
-            while todo and len(seen) < _CHAIN:
-                link = todo.pop()
-                if id(link) in seen:
-                    continue
-                seen.add(id(link))
-                str(link)
-                repr(link)
-                todo += _linked(link)
-        except BaseException:
-            return
-        chain.append(True)
+        with contextlib.suppress(BaseException):  # any: a str that exits does not print
+            done.append(work())
 
     thread = threading.Thread(target=run, name="pytest-rubric-print", daemon=True)
     thread.start()
     thread.join(max(within, 0.0))
-    return (text[0] if text else None), bool(chain)
+    return done[0] if done else None
 
 
 def _linked(raised: BaseException) -> list[BaseException]:
@@ -175,14 +185,20 @@ def contained(raised: BaseException, *, deadline: float | None = None) -> BaseEx
     text, chain_prints = _printed(raised, within)
     if text is not None and chain_prints and isinstance(raised, Exception):
         return raised
-    if text is not None and chain_prints:  # SystemExit and the like: shown as its cause
-        kept = UserCodeError(raised, text)
-        kept.__cause__ = raised
-    else:  # the application's frames, and nothing that would print the original
-        shown = text or f"<unprintable {type(raised).__name__}>"
-        kept = UserCodeError(raised, shown, unprintable=True)
-        kept.__traceback__ = raised.__traceback__
-        kept.__cause__ = None
+    if text is None or not chain_prints:
+        return unprintable(raised, text)
+    kept = UserCodeError(raised, text)  # SystemExit and the like: shown as its cause
+    kept.__cause__ = raised
+    kept.__suppress_context__ = True
+    return kept
+
+
+def unprintable(raised: BaseException, text: str | None = None) -> UserCodeError:
+    """``raised`` as an error with the application's frames and nothing that would print
+    the original (``text``, what it printed once, or ``<unprintable TypeName>``)."""
+    kept = UserCodeError(raised, text or f"<unprintable {type(raised).__name__}>", unprintable=True)
+    kept.__traceback__ = raised.__traceback__
+    kept.__cause__ = None
     kept.__suppress_context__ = True
     return kept
 

@@ -25,7 +25,15 @@ from .._errors import Problem, RubricAssertionError, RubricEvaluationError, Rubr
 from .._grade.bounds import nothing_graded, settle_unjudged, skip_reason
 from .._grade.grader import CompiledRubric, Grader, context_of
 from .._grade.sources import Source, Target
-from .._guards.calls import UserCodeError, described, make_importable, resolve_import, shadowed
+from .._guards.calls import (
+    UserCodeError,
+    bounded,
+    described,
+    make_importable,
+    resolve_import,
+    shadowed,
+    unprintable,
+)
 from .._guards.outgoing import outgoing
 from .._load.loader import LoadedSuite, load_suite
 from .._render.table import answer_lines, criteria_table, since_baseline
@@ -575,7 +583,18 @@ def _application_traceback(
     """The report of ``raised``, what a target raised, from the target's first frame (the
     plugin's frames that called it, and ``asyncio``'s, cut as pytest cuts its own), in the
     style ``--tb`` asks for; ``error`` (why the item has no answer) and ``since`` (the
-    baseline's answer, when it passed there) are its ``rubric`` section."""
+    baseline's answer, when it passed there) are its ``rubric`` section. Printed within a
+    bound, as it was checked: an exception (or a local) that printed once may block the
+    next time, and is then shown as one that does not print."""
+    shown = bounded(lambda: _report(config, raised))
+    if shown is None:
+        shown = _report(config, unprintable(raised))
+    shown.addsection("rubric", "\n".join([str(error), *since]))
+    return _scrubbed(shown)
+
+
+def _report(config: pytest.Config, raised: BaseException) -> Any:
+    """pytest's report of ``raised`` from the target's first frame, as ``--tb`` asks."""
     info = pytest.ExceptionInfo.from_exception(raised)
     first = next((i for i, entry in enumerate(info.traceback) if not _calling(entry)), 0)
     tb = info.traceback[first:].filter(info)
@@ -585,15 +604,13 @@ def _application_traceback(
     info.traceback = tb
     # An exception that does not print may be a frame's argument or local: none is shown.
     values = not (isinstance(raised, UserCodeError) and raised.unprintable)
-    shown = info.getrepr(
+    return info.getrepr(
         funcargs=values,
         showlocals=values and config.getoption("showlocals", False),
         style="long" if style == "auto" else style,
         tbfilter=False,
         truncate_locals=config.get_verbosity() <= 1,
     )
-    shown.addsection("rubric", "\n".join([str(error), *since]))
-    return _scrubbed(shown)
 
 
 def _scrubbed(value: Any) -> Any:

@@ -108,6 +108,17 @@ class ReprBlocks(Exception):
         return "never"
 
 
+class BlocksWhenPrintedAgain(Exception):
+    # Prints once, as checked, then blocks when the traceback prints it.
+    printed = 0
+
+    def __str__(self):
+        type(self).printed += 1
+        if type(self).printed > 1:
+            threading.Event().wait()
+        return "printed once"
+
+
 class Liar(str):
     # Every way a check might read the text says what the criterion wants.
     def lower(self):
@@ -128,6 +139,10 @@ def raises(question):
 
 def blocks(question):
     raise BlocksWhenPrinted()
+
+
+def blocks_later(question):
+    raise BlocksWhenPrintedAgain()
 
 
 def repr_blocks(question):
@@ -183,7 +198,7 @@ def check_returns_odd(response, case):
 FIGHTING_SUITE = """
 targets: {raises: "targets:raises", blocks: "targets:blocks", chain: "targets:repr_blocks",
           lies: "targets:lies", fine: "targets:fine", answer_raises: "targets:answer_raises",
-          answer_blocks: "targets:answer_blocks"}
+          answer_blocks: "targets:answer_blocks", blocks_later: "targets:blocks_later"}
 cases:
   - id: horizon
     question: "What is the horizon?"
@@ -207,7 +222,7 @@ def test_exceptions_that_do_not_print_are_errors_within_the_calls_bound(
     write("evals/targets.py", FIGHTING)
     write("evals/e.rubric.yaml", FIGHTING_SUITE)
     result = pytester.runpytest("--rubric-dir=evals", "--rubric-json=out.json", "--tb=short")
-    result.assert_outcomes(passed=1, failed=1, errors=12)  # lies: its own text fails
+    result.assert_outcomes(passed=1, failed=1, errors=14)  # lies: its own text fails
     lines_in_any_order(
         result,
         [
@@ -216,6 +231,7 @@ def test_exceptions_that_do_not_print_are_errors_within_the_calls_bound(
             "*target targets:repr_blocks raised ValueError: the cause does not print*",
             "*target targets:answer_raises raised RaisesWhenPrinted: <unprintable Raises*",
             "*target targets:answer_blocks did not return within 2 s*",
+            "*target targets:blocks_later raised BlocksWhenPrintedAgain: *",
             "*targets:check_raises raised RaisesWhenPrinted: <unprintable RaisesWhenPrinted>*",
             "*targets:check_blocks raised BlocksWhenPrinted: <unprintable BlocksWhenPrinted>*",
             "*targets:check_returns_odd returned ?<Odd object>?; *",
@@ -225,7 +241,7 @@ def test_exceptions_that_do_not_print_are_errors_within_the_calls_bound(
         ],
     )
     results = rubric_json()["results"]
-    assert len(results) == 14  # no result lost
+    assert len(results) == 16  # no result lost
     by = {(r["subject"], r["case"]): r for r in results}
     assert by["lies", "horizon"]["criteria"][0]["verdict"] == "UNMET"  # the plain str it holds
     assert by["lies", "horizon"]["response"] == "Nothing useful."
