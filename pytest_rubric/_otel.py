@@ -208,7 +208,8 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
     Calls are tool-execution spans only (``execute_tool``, OpenInference ``TOOL``), in the
     order they started; a tool call a model requested, recorded on its chat span, is not
     counted again. ``llm_calls`` counts inference spans (``chat``, ``text_completion``,
-    ``generate_content``; OpenInference ``LLM``). Tokens are summed over the model spans
+    ``generate_content``; OpenInference ``LLM``), and is unknown (``None``) when there is
+    none: "never called" cannot be read from a model client that is not instrumented. Tokens are summed over the model spans
     (inference and embeddings; an agent's span that totals them is not counted twice; an
     embedding writes no output tokens, so its spans need not give that figure), and
     are unknown (``None``) when one of them does not give its figure (or gives one past
@@ -253,10 +254,12 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
     return Trace(
         source="otel",
         tool_calls=tuple(calls),
-        # A model was given a tool's result and no tool ran in a span: the tools are not
-        # instrumented, so which calls were made is not known (None: the call criteria are
-        # ERROR, never "no call made"), nor, in this trace, the count of model calls.
-        llm_calls=None if tools_ran and not calls else llm_calls,
+        # No model span: the model client is not instrumented, so the count of model calls
+        # is not known (None, as a token count no span gives), never 0. With no tool span
+        # either (a retriever's span alone), or with a model given a tool's result that ran
+        # in no span, which calls were made is not known: None and no calls make the call
+        # criteria ERROR, never "no call made". Tool spans alone are the calls, known.
+        llm_calls=None if not llm_calls or (tools_ran and not calls) else llm_calls,
         context=tuple(passages),
         context_known=retrieved,
         usage=Usage(

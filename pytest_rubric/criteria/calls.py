@@ -27,9 +27,10 @@ NO_CALLS = (
     "from the target, or run with --rubric-otel"
 )
 NO_TOOL_SPANS = (
-    "the spans show a model given a tool's result but no tool-execution span: which calls "
-    "were made is not known; give each tool a span (gen_ai.operation.name execute_tool, or an "
-    'OpenInference TOOL span), or return "messages" from the target'
+    "the spans show no tool-execution span and no model call that ran none (no model span, "
+    "or one given a tool's result): which calls were made is not known; instrument the model "
+    "client and give each tool a span (gen_ai.operation.name execute_tool, or an OpenInference "
+    'TOOL span), or return "messages" from the target'
 )
 NO_CONTEXT = (
     'the answer has no context to check: return "context" (the retrieved passages) from the '

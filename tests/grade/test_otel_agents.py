@@ -640,9 +640,16 @@ def document_attributes(n, document):
     return {f"retrieval.documents.{n}.document.{k}": v for k, v in document.items()}
 
 
+def generate(passages):
+    """The model call that writes the answer from the passages."""
+    with tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}):
+        pass
+
+
 def far(question: str) -> str:
     """The policy, then a document whose N has 5,000 digits: read last."""
     retrieve((0, {"content": POLICY}), ("9" * 5000, {"id": "shipping", "content": "3 days."}))
+    generate(POLICY)
     return "Within 30 days."
 
 
@@ -657,8 +664,7 @@ def busy(question: str) -> str:
     for n in range(9_999):
         with tracer.start_as_current_span(f"step {n}"):
             pass
-    with tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}):
-        pass
+    generate(POLICY)
     return "Within 30 days."
 
 
@@ -723,3 +729,105 @@ def test_spans_the_plugin_cannot_read_are_never_blamed_and_a_call_ends_at_most_1
         ("shipping", "3 days."),
     ]
     assert samples["busy"]["trace"]["llm_calls"] == 1
+
+
+# An application whose model client is not instrumented: its spans show a retriever, or its
+# tools, and no model call; and one that returns its context itself, with no span at all.
+UNSEEN = """
+import json
+
+import app.telemetry  # noqa: F401  (the application's own setup)
+from opentelemetry import trace
+
+tracer = trace.get_tracer("app.unseen")
+POLICY = "Refunds are possible within 30 days."
+ANSWER = "Your refund has been issued: refunds are possible within 30 days."
+
+
+def retriever(question: str) -> str:
+    attributes = {
+        "openinference.span.kind": "RETRIEVER",
+        "retrieval.documents.0.document.id": "policy",
+        "retrieval.documents.0.document.content": POLICY,
+    }
+    with tracer.start_as_current_span("retrieve", attributes=attributes):
+        pass
+    return ANSWER
+
+
+def tools(question: str) -> str:
+    attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "issue_refund",
+        "gen_ai.tool.call.arguments": json.dumps({"order_id": "A1"}),
+        "gen_ai.tool.call.result": json.dumps({"refunded": 40}),
+    }
+    with tracer.start_as_current_span("execute_tool issue_refund", attributes=attributes):
+        pass
+    return ANSWER
+
+
+def returned(question: str) -> dict:
+    return {"answer": ANSWER, "context": [{"id": "policy", "text": POLICY}]}
+"""
+
+UNSEEN_SUITE = """
+suite: unseen
+targets: {retriever: "unseen:retriever", tools: "unseen:tools", returned: "unseen:returned"}
+cases:
+  - id: refund_a1
+    question: "Please refund order A1"
+    criteria:
+      - {id: said, type: any_of, any_of: ["refund"]}
+      - {id: no_model, type: trace_limits, max_llm_calls: 0}
+      - {id: never, type: tool_called, tool: issue_refund, times: 0}
+      - {id: order, type: tool_sequence, tools: [issue_refund]}
+      - id: claims
+        type: claims_backed
+        claims:
+          - {id: refund, any_of: ["refund has been issued"], tool: issue_refund}
+"""
+
+
+def test_spans_that_show_no_model_call_leave_the_model_calls_unknown(
+    team: pytest.Pytester, write: Write
+) -> None:
+    """A retriever's span alone, or tool spans alone, say nothing of the model: a limit on
+    model calls is ERROR, never MET at 0. With the retriever's alone the calls are not known
+    either: "never called" and the agent's claim are ERROR, as when the target returns the
+    same context itself, never MET nor an unbacked claim. Tool spans alone are the calls."""
+    write("evals/unseen.py", UNSEEN)
+    write("evals/unseen.rubric.yaml", UNSEEN_SUITE)
+    # The application sets the process's tracer provider, once for good: a process of its own.
+    result = team.runpytest_subprocess(
+        "evals/unseen.rubric.yaml", "--rubric-json=out.json", timeout=180
+    )
+    result.assert_outcomes(errors=3)
+    result.stdout.fnmatch_lines(
+        ["*no_model*ERROR*max_llm_calls: the trace has no model calls; a limit on a figure*"]
+    )
+    document = json.loads((team.path / "out.json").read_text(encoding="utf-8"))
+    by_subject = {r["subject"]: r for r in document["results"]}
+    verdicts = {
+        subject: {c["id"]: c["verdict"] for c in r["criteria"]} for subject, r in by_subject.items()
+    }
+    unknown = {"said": "MET", "no_model": "ERROR", "never": "ERROR", "order": "ERROR"}
+    assert verdicts["retriever"] == verdicts["returned"] == {**unknown, "claims": "ERROR"}
+    assert verdicts["tools"] == {
+        "said": "MET",
+        "no_model": "ERROR",
+        "never": "UNMET",
+        "order": "MET",
+        "claims": "MET",
+    }
+    reasons = {c["id"]: c["reason"] for c in by_subject["retriever"]["criteria"]}
+    assert "which calls were made is not known" in reasons["never"]
+    assert "which calls were made is not known" in reasons["claims"]
+    assert not {"unbacked_claim", "confidently_wrong"} & set(by_subject["retriever"]["flags"])
+    traces = {subject: r["samples"][0]["trace"] for subject, r in by_subject.items()}
+    assert (traces["retriever"]["source"], traces["retriever"]["llm_calls"]) == ("otel", None)
+    assert traces["retriever"]["tool_calls"] == []
+    assert traces["tools"]["llm_calls"] is None
+    assert [(c["name"], c["ok"]) for c in traces["tools"]["tool_calls"]] == [("issue_refund", True)]
+    rows = {row["subject"]: row for row in document["leaderboard"]}
+    assert (rows["retriever"]["tool_calls"], rows["tools"]["tool_calls"]) == (None, 1.0)

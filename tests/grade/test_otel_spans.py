@@ -116,6 +116,22 @@ def test_a_model_given_a_tools_result_that_ran_in_no_span_leaves_the_calls_unkno
     assert forced is not None and forced.tool_calls == () and forced.llm_calls == 1
 
 
+def test_spans_with_no_model_span_leave_the_model_calls_unknown(
+    spans: SpanCapture, tracer: trace_api.Tracer
+) -> None:
+    """No model span is a model client not instrumented, not a model never called: the count
+    is unknown, as a token count no span gives. Tool spans alone are the calls; a retriever's
+    span alone shows neither, so the calls are unknown too."""
+    tools = read(spans, lambda: execute_tool(tracer, "refund", '{"order_id": "A1"}'))
+    assert tools is not None and tools.llm_calls is None
+    assert tools.tool_calls == (ToolCall("refund", {"order_id": "A1"}, True),)
+    retrieved = read(spans, lambda: span(tracer, "retrieve", openinference__span__kind="RETRIEVER"))
+    assert retrieved is not None and retrieved.context_known
+    assert (retrieved.tool_calls, retrieved.llm_calls) == ((), None)
+    embedded = read(spans, lambda: span(tracer, "embed", gen_ai__operation__name="embeddings"))
+    assert embedded is not None and embedded.llm_calls is None  # tokens, not a model call
+
+
 def test_genai_tool_executions_are_the_calls_and_chat_spans_the_model_calls(
     spans: SpanCapture, tracer: trace_api.Tracer
 ) -> None:
