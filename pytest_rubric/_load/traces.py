@@ -280,15 +280,19 @@ def read_usage(usage: Any) -> Usage:
 
 def merged(returned: Trace | None, spans: Trace | None) -> Trace | None:
     """One trace of a target call from what it returned and what its spans show
-    (``--rubric-otel``): what it returned wins where it says something."""
+    (``--rubric-otel``): what it returned wins where it says something (its messages' calls,
+    its context, an empty one too, each usage figure)."""
     if returned is None or spans is None:
         return returned or spans
     told = returned.llm_calls is not None  # it returned messages
+    # It returned a context: an empty one is a retrieval that found nothing, never replaced
+    # by the documents of a retriever's span.
+    retrieved = bool(returned.context) or returned.context_known
     return replace(
         returned,
         tool_calls=returned.tool_calls if told else spans.tool_calls,
         llm_calls=returned.llm_calls if told else spans.llm_calls,
-        context=returned.context or spans.context,
+        context=returned.context if retrieved else spans.context,
         context_known=returned.context_known or spans.context_known,
         usage=Usage(
             input_tokens=_first(returned.usage.input_tokens, spans.usage.input_tokens),

@@ -831,3 +831,51 @@ def test_spans_that_show_no_model_call_leave_the_model_calls_unknown(
     assert [(c["name"], c["ok"]) for c in traces["tools"]["tool_calls"]] == [("issue_refund", True)]
     rows = {row["subject"]: row for row in document["leaderboard"]}
     assert (rows["retriever"]["tool_calls"], rows["tools"]["tool_calls"]) == (None, 1.0)
+
+
+# A search whose retriever's span holds a document its own filter then dropped.
+NOTHING = """
+import app.telemetry  # noqa: F401  (the application's own setup)
+from opentelemetry import trace
+
+tracer = trace.get_tracer("app.search")
+
+
+def search(question: str) -> dict:
+    attributes = {
+        "openinference.span.kind": "RETRIEVER",
+        "retrieval.documents.0.document.id": "policy",
+        "retrieval.documents.0.document.content": "Refunds are possible within 30 days.",
+    }
+    with tracer.start_as_current_span("retrieve", attributes=attributes):
+        pass
+    return {"answer": "I found no refund policy.", "context": []}
+"""
+
+
+def test_an_empty_context_the_target_returns_is_not_replaced_by_its_spans(
+    team: pytest.Pytester, write: Write
+) -> None:
+    """What the target returned wins where it says something: an empty context is a
+    retrieval that found nothing, so the recall is 0, a retrieval failure."""
+    write("evals/nothing.py", NOTHING)
+    write(
+        "evals/nothing.rubric.yaml",
+        """
+        suite: nothing
+        target: nothing:search
+        cases:
+          - id: refund_window
+            question: "How long do I have to ask for a refund?"
+            criteria:
+              - {id: retrieved, type: context_recall, facts: [["30 days"]]}
+        """,
+    )
+    # The application sets the process's tracer provider, once for good: a process of its own.
+    result = team.runpytest_subprocess(
+        "evals/nothing.rubric.yaml", "--rubric-json=out.json", timeout=180
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*retrieved*context_recall*UNMET*", "context (0): *found nothing"])
+    trace = _samples(team)["search"]["trace"]
+    assert (trace["source"], trace["context"]) == ("returned", [])

@@ -206,6 +206,13 @@ def test_what_the_target_returned_wins_over_the_spans_where_it_says_something() 
     assert merged(None, spans) is spans and merged(returned, None) is returned
 
 
+def test_an_empty_context_the_target_returned_wins_over_the_spans_documents() -> None:
+    returned = read_returned({"answer": "Nothing found.", "context": []})[1]
+    spans = Trace("otel", llm_calls=1, context=(Passage("Within 30 days."),), context_known=True)
+    both = merged(returned, spans)
+    assert both is not None and both.context == () and both.context_known
+
+
 names = st.sampled_from(["lookup", "refund", "notify"])
 calls_strategy = st.lists(
     st.builds(
