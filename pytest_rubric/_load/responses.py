@@ -3,15 +3,24 @@ and the subject names they give, which go into test ids and the summary table.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._errors import Problem
 from .._guards.limits import NotRegular, read_jsonl
 from .._guards.outgoing import safe_subject, subject_problem
-from .._trace import MAX_LATENCY_S, Trace
+from .._trace import MAX_LATENCY_S, MAX_TOKENS, Trace
 from .locate import run_relative
-from .traces import FIELD_SHAPES, SECONDS, TRACE_FIELDS, ShapeError, read_trace, shown, within
+from .traces import (
+    FIELD_SHAPES,
+    MODEL_CALLS,
+    SECONDS,
+    TRACE_FIELDS,
+    ShapeError,
+    read_trace,
+    shown,
+    within,
+)
 
 
 @dataclass(slots=True)
@@ -114,7 +123,10 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
             continue
         fields = {name: entry.get(name) for name in TRACE_FIELDS}
         latency = entry.get("latency_s")
-        if latency is not None or any(v is not None for v in fields.values()):
+        # The model calls when the assistant messages do not count them (as_fields); null
+        # too: not known.
+        counted, llm_calls = "llm_calls" in entry, entry.get("llm_calls")
+        if counted or latency is not None or any(v is not None for v in fields.values()):
             if latency is not None and not within(latency, MAX_LATENCY_S):
                 bad(
                     f"`latency_s` must be {SECONDS}, not {shown(latency)}",
@@ -123,8 +135,19 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
                     field="latency_s",
                 )
                 continue
+            if llm_calls is not None and not (
+                isinstance(llm_calls, int) and within(llm_calls, MAX_TOKENS)
+            ):
+                bad(
+                    f"`llm_calls` must be {MODEL_CALLS}, not {shown(llm_calls)}",
+                    hint='write how many model calls the answer took, e.g. "llm_calls": 2',
+                    case=str(case_id),
+                    field="llm_calls",
+                )
+                continue
             try:
-                target.traces[number] = read_trace(fields, source="responses", latency_s=latency)
+                trace = read_trace(fields, source="responses", latency_s=latency)
+                target.traces[number] = replace(trace, llm_calls=llm_calls) if counted else trace
             except ShapeError as exc:
                 bad(
                     f"{exc}",

@@ -39,6 +39,7 @@ TRACE_FIELDS = ("context", "messages", "usage", "metadata")  # beside the answer
 TOKENS = f"a whole number of tokens from 0 to {MAX_TOKENS:,}"
 DOLLARS = f"a number of US dollars from 0 to {MAX_COST_USD:,.0f}"
 SECONDS = f"a number of seconds from 0 to {MAX_LATENCY_S:,.0f}"
+MODEL_CALLS = f"a whole number of model calls from 0 to {MAX_TOKENS:,}, or null (not known)"
 
 
 class ShapeError(ValueError):
@@ -181,9 +182,10 @@ def shown(value: Any) -> str:
     return text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"
 
 
-def _failed(content: str) -> bool:
-    """A tool message whose content is a JSON object with an ``error`` key reports a failure."""
-    if not content.lstrip().startswith("{"):
+def _failed(content: str | None) -> bool:
+    """A tool message whose content is a JSON object with an ``error`` key reports a failure
+    (one whose content is null reports none)."""
+    if content is None or not content.lstrip().startswith("{"):
         return False
     if '"error"' not in content and "\\u" not in content:
         return False  # no such key can be in it (unless written with escapes): not parsed
@@ -197,10 +199,12 @@ def _failed(content: str) -> bool:
 def read_messages(messages: Any) -> tuple[tuple[ToolCall, ...], int]:
     """The tool calls and the number of model calls (assistant messages) of an OpenAI chat
     conversation, of dicts or the SDK's objects. A call is ``ok`` when its ``tool`` message
-    exists and holds no JSON object with an ``error`` key: the tool says whether it worked.
-    Arguments that are not a JSON object (not JSON, or a list) are kept as ``{}``. A tool
-    message answers the first call of its ``tool_call_id`` still unanswered (ids may repeat)."""
-    requested: list[list[Any]] = []  # each call's [name, arguments, result]
+    exists and holds no JSON object with an ``error`` key: the tool says whether it worked;
+    a tool message's own ``ok`` (true or false), when it has one, says it instead. Its
+    content is the call's result, none when it is null. Arguments that are not a JSON
+    object (not JSON, or a list) are kept as ``{}``. A tool message answers the first call
+    of its ``tool_call_id`` still unanswered (ids may repeat)."""
+    requested: list[list[Any]] = []  # each call's [name, arguments, answered, ok, result]
     waiting: dict[Any, list[int]] = {}  # by call id, the calls not answered yet, in order
     llm_calls = 0
     for index, message in enumerate(_items(messages, "messages")):
@@ -225,10 +229,18 @@ def read_messages(messages: Any) -> tuple[tuple[ToolCall, ...], int]:
                     )
                 if (call_id := _get(call, "id")) is not None:
                     waiting.setdefault(call_id, []).append(len(requested))
-                requested.append([name, arguments(_get(function, "arguments")), None])
+                requested.append([name, arguments(_get(function, "arguments")), False, None, None])
         elif role == "tool" and (queue := waiting.get(_get(message, "tool_call_id"))):
-            requested[queue.pop(0)][2] = _text(_get(message, "content"))
-    calls = [ToolCall(n, a, r is not None and not _failed(r), r) for n, a, r in requested]
+            ok = _get(message, "ok")
+            if ok is not None and type(ok) is not bool:
+                kind = type(ok).__name__
+                raise ShapeError(f'"messages" item {index}: "ok" is {kind}, not true or false')
+            content = _get(message, "content")
+            requested[queue.pop(0)][2:] = [True, ok, None if content is None else _text(content)]
+    calls = [
+        ToolCall(name, args, ok if ok is not None else answered and not _failed(result), result)
+        for name, args, answered, ok, result in requested
+    ]
     return tuple(calls), llm_calls
 
 
@@ -309,9 +321,9 @@ def _first(a: Any, b: Any) -> Any:
 
 def as_messages(trace: Trace) -> list[dict[str, Any]]:
     """The trace's calls as OpenAI chat messages that :func:`read_messages` reads back to the
-    same calls and model calls."""
+    same calls; its model calls as assistant messages, one of which holds the calls
+    (:func:`as_fields` says how many there were when that count is not theirs)."""
     messages: list[dict[str, Any]] = []
-    llm_calls = trace.llm_calls or 0
     if trace.tool_calls:
         messages.append(
             {
@@ -328,31 +340,37 @@ def as_messages(trace: Trace) -> list[dict[str, Any]]:
             }
         )
         for i, c in enumerate(trace.tool_calls, 1):
-            content = c.result or ""
             if c.result is None and not c.ok:  # failed with no result: no tool message, as read
                 continue
-            if not c.ok and not _failed(content):  # a tool's own error object is kept as it is
-                content = json.dumps({"error": c.result})
-            elif c.ok and _failed(content):
-                # A call that worked (its span said so) whose result holds an "error" key
-                # ({"error": null}): written as a JSON string, which reads back as it worked.
-                content = json.dumps(content)
-            messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": content})
-        llm_calls -= 1
-    messages += [{"role": "assistant", "content": ""} for _ in range(max(0, llm_calls))]
+            message: dict[str, Any] = {
+                "role": "tool",
+                "tool_call_id": f"call_{i}",
+                "content": c.result,
+            }
+            if c.ok == _failed(c.result):
+                # Its result alone would read otherwise (a failure told in plain text, a
+                # success whose result has an "error" key): its `ok` says which it was.
+                message["ok"] = c.ok
+            messages.append(message)
+    more = (trace.llm_calls or 0) - (1 if trace.tool_calls else 0)
+    messages += [{"role": "assistant", "content": ""} for _ in range(max(0, more))]
     return messages
 
 
 def as_fields(trace: Trace) -> dict[str, Any]:
     """The trace as the fields of a responses line beside ``response``: all it knows (no
-    calls made is known too), but a case's own ``context:``, which the case gives again."""
+    calls made is known too), but a case's own ``context:``, which the case gives again.
+    ``llm_calls`` is written when the messages' assistant messages do not count the model
+    calls: calls with none known around them (tool spans and no model span)."""
     fields: dict[str, Any] = {}
     if (trace.context or trace.context_known) and trace.source != "case":
         fields["context"] = [
             {"id": p.id, "text": p.text, "source": p.source} for p in trace.context
         ]
     if trace.tool_calls or trace.llm_calls is not None:
-        fields["messages"] = as_messages(trace)
+        fields["messages"] = messages = as_messages(trace)
+        if trace.llm_calls != sum(m["role"] == "assistant" for m in messages):
+            fields["llm_calls"] = trace.llm_calls
     if trace.usage != Usage():
         fields["usage"] = asdict(trace.usage)
     if trace.metadata is not None:

@@ -879,3 +879,98 @@ def test_an_empty_context_the_target_returns_is_not_replaced_by_its_spans(
     result.stdout.fnmatch_lines(["*retrieved*context_recall*UNMET*", "context (0): *found nothing"])
     trace = _samples(team)["search"]["trace"]
     assert (trace["source"], trace["context"]) == ("returned", [])
+
+
+# Tools traced, the model client not: a lookup that shows no result, a refund that fails.
+TOOL_ONLY = """
+import app.telemetry  # noqa: F401  (the application's own setup)
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
+
+tracer = trace.get_tracer("app.tools")
+
+
+def run(name, **attributes):
+    attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name, **attributes}
+    return tracer.start_as_current_span(f"execute_tool {name}", attributes=attributes)
+
+
+def toolonly(question: str) -> str:
+    with run("lookup_order", **{"gen_ai.tool.call.arguments": '{"order_id": "A1"}'}):
+        pass
+    with run("issue_refund", **{"gen_ai.tool.call.result": "failed"}) as span:
+        span.set_status(Status(StatusCode.ERROR, "declined"))
+    return "I could not refund order A1."
+"""
+
+TOOL_ONLY_SUITE = """
+suite: tools
+cases:
+  - id: refund_a1
+    question: "Please refund order A1"
+    criteria:
+      - {id: said, type: any_of, any_of: ["refund"]}
+      - {id: no_model, type: trace_limits, max_llm_calls: 0}
+      - {id: looked_up, type: tool_called, tool: lookup_order, ok: true, times: 1}
+      - {id: refunded, type: tool_called, tool: issue_refund, ok: true}
+      - {id: tried, type: tool_sequence, tools: [lookup_order, issue_refund]}
+"""
+
+
+def test_a_trace_collected_from_spans_grades_offline_as_it_graded_live(
+    team: pytest.Pytester, write: Write
+) -> None:
+    """What ``collect`` writes reads back as the trace the spans showed: the model calls
+    not known (no model span), a call that showed no result, a failure told in plain text.
+    So each criterion has the verdict it had live, a limit on model calls ERROR both ways."""
+    (team.path / "evals/support.rubric.yaml").unlink()
+    write("evals/toolonly.py", TOOL_ONLY)
+    write("evals/tools.rubric.yaml", TOOL_ONLY_SUITE)
+    collect = (sys.executable, "-m", "pytest_rubric", "collect", "--rubric-dir", "evals")
+    done = team.run(*collect, "--target", "toolonly:toolonly", "--out", "coll", "--rubric-otel")
+    assert done.ret == 0, done.stderr.str()
+    # The application sets the process's tracer provider, once for good: a process of its own.
+    live = team.runpytest_subprocess(
+        "evals/tools.rubric.yaml",
+        "--rubric-target=toolonly:toolonly",
+        "--rubric-json=live.json",
+        timeout=180,
+    )
+    live.assert_outcomes(errors=1)
+    write(
+        "evals/tools.rubric.yaml", TOOL_ONLY_SUITE.replace("cases:", "responses: ../coll\ncases:")
+    )
+    offline = team.runpytest(
+        "evals/tools.rubric.yaml", "-o", "rubric_otel=false", "--rubric-json=offline.json"
+    )
+    offline.assert_outcomes(errors=1)
+    offline.stdout.fnmatch_lines(["*no_model*ERROR*max_llm_calls: the trace has no model calls*"])
+
+    def graded(name: str) -> tuple[dict[str, str], dict[str, Any]]:
+        document = json.loads((team.path / name).read_text(encoding="utf-8"))
+        (result,) = document["results"]
+        verdicts = {c["id"]: c["verdict"] for c in result["criteria"]}
+        return verdicts, result["samples"][0]["trace"]
+
+    (verdicts, seen), (again, read) = graded("live.json"), graded("offline.json")
+    assert (
+        verdicts
+        == again
+        == {
+            "said": "MET",
+            "no_model": "ERROR",
+            "looked_up": "MET",
+            "refunded": "UNMET",
+            "tried": "MET",
+        }
+    )
+    assert (seen["source"], read["source"]) == ("otel", "responses")
+    assert read["llm_calls"] is seen["llm_calls"] is None
+    assert (
+        read["tool_calls"]
+        == seen["tool_calls"]
+        == [
+            {"name": "lookup_order", "arguments": {"order_id": "A1"}, "ok": True, "result": None},
+            {"name": "issue_refund", "arguments": {}, "ok": False, "result": "failed"},
+        ]
+    )

@@ -7,7 +7,8 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -232,27 +233,74 @@ calls_strategy = st.lists(
 )
 
 
-@given(calls=calls_strategy, more=st.integers(0, 3))
-def test_the_fields_collect_writes_read_back_to_the_same_calls(
-    calls: list[ToolCall], more: int
+def collected(trace: Trace) -> Trace | None:
+    """``trace`` as ``collect`` writes it on a responses line, read back from the file."""
+    with tempfile.TemporaryDirectory() as folder:
+        line = {"id": "c1", "response": "Done.", **as_fields(trace)}
+        (Path(folder) / "agent.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+        (found,), problems = load_response_dir(Path(folder))
+    assert problems == []
+    return found.traces.get(1)
+
+
+@given(calls=calls_strategy, llm_calls=st.none() | st.integers(0, 3))
+def test_the_fields_collect_writes_read_back_to_the_same_trace(
+    calls: list[ToolCall], llm_calls: int | None
 ) -> None:
-    trace = Trace("returned", tuple(calls), llm_calls=(1 if calls else 0) + more)
-    fields = as_fields(trace)
-    back = read_trace(json.loads(json.dumps(fields)), source="responses")
-    assert [(c.name, c.arguments, c.ok) for c in back.tool_calls] == [
-        (c.name, c.arguments, c.ok) for c in calls
-    ]
-    # Model calls survive, none made too; a failed call that left no result leaves none.
-    assert back.llm_calls == trace.llm_calls
-    assert [c.result is None for c in back.tool_calls if not c.ok] == [
-        c.result is None for c in calls if not c.ok
-    ]
+    """Calls, their success and results (none shown too), and the model calls (none made,
+    or not known: tool spans and no model span) read back as they were."""
+    trace = Trace("returned", tuple(calls), llm_calls=llm_calls)
+    back = collected(trace)
+    if not calls and llm_calls is None:  # nothing known of the calls: nothing written
+        assert back is None
+    else:
+        assert back == replace(trace, source="responses")
 
 
-def test_a_failed_calls_own_error_object_is_written_as_it_is() -> None:
-    trace = Trace("returned", (ToolCall("refund", {"id": 1}, False, '{"error": "denied"}'),), 1)
-    back = read_trace(json.loads(json.dumps(as_fields(trace))), source="responses")
-    assert back.tool_calls == trace.tool_calls
+def test_calls_a_result_alone_would_misread_are_written_with_their_ok() -> None:
+    calls = (
+        ToolCall("lookup", {"id": 1}, True),  # worked, showed no result
+        ToolCall("refund", {"id": 1}, False, "failed"),  # a failure told in plain text
+        ToolCall("notify", {}, True, '{"status": "sent", "error": null}'),
+        ToolCall("refund", {"id": 2}, False, '{"error": "denied"}'),  # the tool's own error
+    )
+    fields = as_fields(Trace("otel", calls, None))
+    assert fields["llm_calls"] is None  # tool spans, no model span: not known
+    assert [m.get("ok") for m in fields["messages"] if m["role"] == "tool"] == [
+        None,
+        False,
+        True,
+        None,
+    ]
+    assert collected(Trace("otel", calls, None)) == Trace("responses", calls, None)
+    # The assistant messages count the model calls: no `llm_calls` beside them.
+    assert "llm_calls" not in as_fields(Trace("otel", calls, 2))
+
+
+def test_a_responses_lines_llm_calls_and_a_tool_messages_ok_are_checked(tmp_path: Path) -> None:
+    asked = {"role": "assistant", "tool_calls": [call("a", "refund", {})]}
+    lines = [
+        {"id": "q1", "response": "done", "messages": [asked], "llm_calls": "two"},
+        {"id": "q2", "response": "done", "messages": [asked], "llm_calls": True},
+        {
+            "id": "q3",
+            "response": "done",
+            "messages": [asked, {"role": "tool", "tool_call_id": "a", "ok": "no"}],
+        },
+        {"id": "q4", "response": "done", "messages": [asked], "llm_calls": 0},
+    ]
+    (tmp_path / "agent.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8"
+    )
+    (found,), problems = load_response_dir(tmp_path)
+    assert [(p.line, p.field) for p in problems] == [
+        (1, "llm_calls"),
+        (2, "llm_calls"),
+        (3, "messages"),
+    ]
+    assert "`llm_calls` must be a whole number of model calls" in problems[0].message
+    assert '"ok" is str, not true or false' in problems[2].message
+    assert found.traces == {4: Trace("responses", (ToolCall("refund", {}, False),), 0)}
 
 
 @given(st.recursive(st.none() | st.integers() | st.text(max_size=5), st.lists, max_leaves=8))
