@@ -209,10 +209,10 @@ def read_spans(spans: Sequence[ReadableSpan], *, latency_s: float | None = None)
     order they started; a tool call a model requested, recorded on its chat span, is not
     counted again. ``llm_calls`` counts inference spans (``chat``, ``text_completion``,
     ``generate_content``; OpenInference ``LLM``), and is unknown (``None``) when there is
-    none: "never called" cannot be read from a model client that is not instrumented. Tokens are summed over the model spans
-    (inference and embeddings; an agent's span that totals them is not counted twice; an
-    embedding writes no output tokens, so its spans need not give that figure), and
-    are unknown (``None``) when one of them does not give its figure (or gives one past
+    none: "never called" cannot be read from a model client that is not instrumented.
+    Tokens are summed over the model spans (inference and embeddings; an agent's span that
+    totals them is not counted twice; an embedding writes no output tokens, so its spans
+    need not give that figure), and are unknown (``None``) when one of them does not give its figure (or gives one past
     :data:`~pytest_rubric._trace.MAX_TOKENS`, as the total may not be). Cost is never read
     from spans: it is known only when the application returns ``usage.cost_usd``. A span
     whose attributes cannot be read (an int of thousands of digits where text goes) is

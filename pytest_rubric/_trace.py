@@ -80,8 +80,9 @@ class Trace:
 
     ``llm_calls`` is ``None`` when the source cannot tell (a responses line with context
     only, spans with no model span); with no ``tool_calls`` it says which calls were made
-    is not known either, never that none was. ``context_known`` says the source told what was retrieved, so an empty
-    ``context`` is a retrieval that found nothing, not a context never given. ``latency_s``
+    is not known either, never that none was. ``context_known`` says the source told what
+    was retrieved, so an empty ``context`` is a retrieval that found nothing, not a context
+    never given. ``latency_s``
     is the target call's wall time, measured by the plugin, ``None`` for written responses.
     ``metadata`` is the application's own, kept in the JSON.
     """
