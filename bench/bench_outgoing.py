@@ -3,12 +3,13 @@
 What is measured
 ----------------
 Each shape (a long run of URL-ish characters, ``://`` or ``@`` repeated, digits, spaces,
-runs that look like a key's prefix, many URLs with credentials...) is made ``--size``
-characters long and passed once through what every output and cache applies: ``outgoing``
-(redaction with a key set, URLs made public, control characters escaped), ``inert_mentions``
-(Markdown), and a judge cache's ``put`` (a reply and its parsed form). The table shows the
-seconds of each, and, at ``--size / 25``, the URL pattern this boundary used before
-(a regex trying every start of a run of letters) against the linear scan that replaced it.
+runs that look like a key's prefix, many URLs with credentials, a run of backslashes before
+a ``u``...) is made ``--size`` characters long and passed once through what every output
+and cache applies: ``outgoing`` (redaction with a key set, URLs made public, control
+characters escaped), ``inert_mentions`` (Markdown), and a judge cache's ``put`` (a reply
+and its parsed form). The table shows the seconds of each, and, at ``--size / 25``, the
+URL pattern this boundary used before (a regex trying every start of a run of letters)
+against the linear scan that replaced it.
 
 Target: every shape under 1 s at 1 MB.
 
@@ -54,6 +55,9 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "URLs with userinfo": lambda n: "http://u:p@h/ " * (n // 14),
     "URLs with a query": lambda n: "https://h/?k=v " * (n // 15),
     "escapes": lambda n: "\x1b[2J" * (n // 4),
+    "backslashes then u": lambda n: "\\" * (n - 2) + "ux",
+    "backslashes, escape": lambda n: "\\" * (n - 5) + "u0031",
+    "backslashes, escape odd": lambda n: "\\" * (n - 6) + "u0031",
 }
 
 # The pattern the boundary used before: quadratic on a run of letters before a "://".

@@ -70,7 +70,9 @@ def redact(text: str, *secrets: Secret | None) -> str:
 
 # A JSON escape of a printable ASCII character other than a quote or a backslash, which may
 # be written in its place: "\\u0031" (an escaped backslash, then text) is left as it is.
-_ESCAPE = re.compile(r"(\\+)u(00[2-7][0-9a-fA-F])")
+# A match starts only where a run of backslashes starts: tried from inside the run, the
+# pattern would rescan the rest of it at each backslash, quadratic in the run's length.
+_ESCAPE = re.compile(r"(?<!\\)(\\+)u(00[2-7][0-9a-fA-F])")
 
 
 def _unescaped(match: re.Match[str]) -> str:

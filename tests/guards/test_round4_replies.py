@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from pytest_rubric._cli.merge import main
 from pytest_rubric._guards.outgoing import _public, _public_urls, outgoing
-from pytest_rubric._guards.secrets import Secret
+from pytest_rubric._guards.secrets import _ESCAPE, Secret, _unescaped
 from pytest_rubric.criteria.judge import Requirement
 from pytest_rubric.judge.evidence import Quoted
 from pytest_rubric.judge.grounding import read_grounded
@@ -678,6 +678,31 @@ def test_the_linear_url_scan_finds_what_the_regex_found(pieces: list[str]) -> No
     assert _public_urls(text) == _OLD_URL.sub(lambda m: _public(m.group()), text)
 
 
+# The escape pattern redaction applied before, quadratic on a run of backslashes (it tried
+# every backslash of the run as a start): the reference the new pattern must agree with.
+_OLD_ESCAPE = re.compile(r"(\\+)u(00[2-7][0-9a-fA-F])")
+_ESCAPISH = ["\\", "\\\\", "u", "0", "00", "2", "3", "7", "f", "u0031", "u0022", "u005c", "a"]
+
+
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
+@given(pieces=st.lists(st.sampled_from(_ESCAPISH), max_size=30))
+def test_the_linear_escape_pattern_finds_what_the_old_one_found(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert _ESCAPE.sub(_unescaped, text) == _OLD_ESCAPE.sub(_unescaped, text)
+
+
+@pytest.mark.parametrize("slashes", [1, 2, 3, 40_001])
+def test_a_key_behind_a_run_of_backslashes_is_read_as_json_reads_it(slashes: int) -> None:
+    """An odd run ends in an escape (the key is spelled with one, and masked); an even run is
+    escaped backslashes, then text that is no key (and left as it is)."""
+    text = "\\" * slashes + "u0073" + KEY[1:]
+    shown = outgoing(text, Secret(KEY))
+    if slashes % 2:
+        assert shown == "\\" * (slashes - 1) + "***"
+    else:
+        assert shown == text.replace(KEY[1:], "***")
+
+
 _NAME = st.from_regex(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*", fullmatch=True)
 
 
@@ -714,6 +739,7 @@ shapes = [
     "a://" * (n // 4), "1://" * (n // 4), "@" * n, "a@" * (n // 2), "1" * n, " " * n,
     "sk-" * (n // 3), sys.argv[1][:11] * (n // 11), "http://u:p@h/ " * (n // 14),
     "https://h/?k=v " * (n // 15), "\\x1b[2J" * (n // 4), "ab\\u2028" * (n // 3),
+    "\\\\" * n + "ux", "\\\\" * (n - 6) + "u0031", "\\\\" * (n - 7) + "u0031",
 ]
 with tempfile.TemporaryDirectory() as folder:
     cache = CacheFile(Path(folder), secrets=[key])
@@ -730,4 +756,4 @@ def test_a_megabyte_of_any_shape_passes_the_boundary_in_linear_time() -> None:
         [sys.executable, "-c", _LINEAR, KEY], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "done 16"
+    assert done.stdout.strip() == "done 19"
