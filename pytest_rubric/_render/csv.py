@@ -48,7 +48,9 @@ def cell(text: str) -> str:
 
 
 _STARTS = frozenset("=+-@")
-_NUMBER = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*")
+# A number's digits are read one way only: "\d+\.?\d*" could split a run of digits between
+# its two parts at every digit, quadratic in the run's length on a cell that is no number.
+_NUMBER = re.compile(r"\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")
 
 
 def _formula(text: str) -> bool:

@@ -6,7 +6,10 @@ workers and interrupted runs, batch files, CSV cells and ``init``
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -799,6 +802,39 @@ def test_no_formula_start_reaches_a_spreadsheet_unprefixed(spaces: str, rest: st
         visible = shown.lstrip(" \u3000\u00a0\u200b")
         first = unicodedata.normalize("NFKC", visible[:1])
         assert shown.startswith("'") or first not in "=+-@" or _is_number(text)
+
+
+# The number pattern cells were checked with before, quadratic on a run of digits that ends in
+# no number ("-111...1x"): the reference the one-way pattern must agree with.
+_OLD_NUMBER = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*")
+
+
+@given(st.lists(st.sampled_from(["1", "12", ".", "-", "+", "e", "E", " ", "x", "\t"]), max_size=12))
+def test_the_one_way_number_pattern_accepts_what_the_old_one_did(pieces: list[str]) -> None:
+    from pytest_rubric._render.csv import _NUMBER
+
+    text = "".join(pieces)
+    assert (_NUMBER.fullmatch(text) is None) == (_OLD_NUMBER.fullmatch(text) is None)
+
+
+# In a child process, as the outgoing boundary's shapes are (a regex holds the interpreter):
+# the old pattern took many minutes on the first of these, the bound is generous.
+_LINEAR_CELLS = """
+from pytest_rubric._render.csv import cell
+
+n = 1_000_000
+shapes = ["-" + "1" * n + "x", "=" + "1" * n + "x", "-1." + "1" * n + "x", "-1e" + "1" * n + "x"]
+shapes += [" " * n + "-1x", "-" + "1" * n, "+." + "1" * n + "x"]
+print(sum(cell(text).startswith("'") for text in shapes), len(shapes))
+"""
+
+
+def test_a_megabyte_cell_of_digits_is_checked_in_linear_time() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _LINEAR_CELLS], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["6", "7"]  # all but the number "-111...1"
 
 
 def _is_number(text: str) -> bool:
