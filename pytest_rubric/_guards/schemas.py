@@ -33,9 +33,14 @@ def schema_pattern(pattern: str) -> Any:
 
 
 def draft_of(schema: Any) -> type[Validator]:
+    """The validator of ``schema``'s draft: its ``$schema``'s, 2020-12 by default (also for a
+    ``$schema`` that is no string, which jsonschema cannot look up, and the metaschema
+    refuses)."""
     from jsonschema import Draft202012Validator
     from jsonschema.validators import validator_for
 
+    if isinstance(schema, dict) and not isinstance(schema.get("$schema", ""), str):
+        return Draft202012Validator
     return validator_for(schema, default=Draft202012Validator)
 
 

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, ValidationInfo
 
-from .._guards.limits import PlainNumber
+from .._guards.limits import PlainNumber, kind_of
 from .._guards.schemas import REFERENCES, SchemaProblem, draft_of, schema_problems
 from .._guards.secrets import shorten
 from .._results import Outcome
@@ -226,6 +226,16 @@ def valid_schema(
     """``schema`` when it is a valid JSON Schema that can run safely (no retrieval, guarded
     patterns); else :class:`FieldError` on its field, at the path of the problem."""
     field = str(info.field_name).removeprefix("json_")  # `json`'s is written `schema`
+    declared = schema.get("$schema", "") if isinstance(schema, dict) else ""
+    if not isinstance(declared, str):
+        raise FieldError(
+            field,
+            f"`{field}` is not a valid JSON Schema: at /$schema, `$schema` is "
+            f"{kind_of(declared)}, not a string (the URI of a draft)",
+            hint="write a draft's URI, such as `$schema: https://json-schema.org/draft/2020-12/"
+            "schema`, or leave `$schema` out (draft 2020-12)",
+            path=("$schema",),
+        )
     if schema is not None:
         shape = json.dumps(_shape(schema), sort_keys=True)
         problem = _schema_problem(shape)

@@ -771,6 +771,35 @@ def test_an_invalid_json_schema_names_the_path(schema: str, path: str) -> None:
     assert f"at {path}," in problem.message
 
 
+@pytest.mark.parametrize(
+    ("declared", "kind"),
+    [("5", "int"), ("[a]", "list"), ("{a: 1}", "mapping"), ("null", "null"), ("true", "bool")],
+)
+def test_a_schema_uri_that_is_not_a_string_is_one_problem_at_its_path(
+    declared: str, kind: str
+) -> None:
+    """jsonschema looks a `$schema` up as a URI: any other value crashed the load."""
+    problem = one_problem(
+        f"""\
+        cases:
+          - id: q1
+            criteria:
+              - id: j
+                type: json
+                schema:
+                  type: object
+                  $schema: {declared}
+        """
+    )
+    assert problem.message == (
+        f"`schema` is not a valid JSON Schema: at /$schema, `$schema` is {kind}, not a string "
+        "(the URI of a draft)"
+    )
+    assert (problem.case, problem.criterion, problem.field) == ("q1", "j", "schema")
+    assert problem.line == 8  # the line of `$schema`, inside the schema
+    assert problem.hint is not None and "draft/2020-12/schema" in problem.hint
+
+
 def test_any_json_schema_is_accepted() -> None:
     loaded = load(
         """\

@@ -489,6 +489,48 @@ def test_a_latency_that_is_not_finite_is_a_located_error(
     )
 
 
+def test_a_schema_uri_that_is_not_a_string_is_a_located_error_beside_the_files_problems(
+    pytester: pytest.Pytester, write: Write
+) -> None:
+    """jsonschema reads `$schema` as a URI: a number there was a traceback, and the other
+    file's cases never ran."""
+    write("good.rubric.yaml", GOOD)
+    write(
+        "uri.rubric.yaml",
+        """
+        cases:
+          - id: q1
+            response: '{"a": 1}'
+            criteria:
+              - id: shape
+                type: json
+                schema: {$schema: 5, type: object}
+          - id: q2
+            response: "x"
+            criteria: [{id: c, type: any_of, any_of: 3}]
+        """,
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "uri.rubric.yaml: 2 problems in rubric file",
+            exact(
+                "  uri.rubric.yaml:7, case 'q1', criterion 'shape', field 'schema': `schema` is "
+                "not a valid JSON Schema: at /$schema, `$schema` is int, not a string (the URI "
+                "of a draft)"
+            ),
+            exact(
+                "    -> write a draft's URI, such as `$schema: https://json-schema.org/draft/"
+                "2020-12/schema`, or leave `$schema` out (draft 2020-12)"
+            ),
+            "  uri.rubric.yaml:10, case 'q2', criterion 'c', field 'any_of': *",
+        ],
+        consecutive=True,
+    )
+    assert "Traceback" not in result.stdout.str() and "AttributeError" not in result.stdout.str()
+
+
 def test_tool_args_holding_a_number_that_is_not_finite_fit_no_schema_and_stay_json(
     pytester: pytest.Pytester, write: Write
 ) -> None:
