@@ -121,10 +121,27 @@ def _well_nested(text: str) -> bool:
     return not opened
 
 
+# Integer literals up to this many digits are read exactly; int() refuses longer ones (past
+# sys.get_int_max_str_digits(), 4,300 by default) and would take quadratic time without that.
+_EXACT_DIGITS = 4_000
+
+
+def _integer(literal: str) -> int | float:
+    """A JSON integer literal: exact, or, when too long for int(), the number that is not
+    finite it is as a float (``inf``, as a 400-digit literal reads in a number check): valid
+    JSON is never "not JSON" for its length."""
+    if len(literal) <= _EXACT_DIGITS:
+        try:
+            return int(literal)
+        except ValueError:  # past a digit limit set lower (PYTHONINTMAXSTRDIGITS)
+            pass
+    return float(literal)
+
+
 def _loads(text: str) -> Any:
     # NaN and Infinity are Python's extensions, not JSON: NaN would pass every `minimum`.
     try:
-        return json.loads(text, parse_constant=_not_a_number)
+        return json.loads(text, parse_constant=_not_a_number, parse_int=_integer)
     except RecursionError:
         if _well_nested(text):
             raise NestedTooDeeply from None

@@ -167,6 +167,29 @@ def test_a_number_check_on_a_huge_json_integer_is_never_within() -> None:
     assert check({"fields": {"/n": body}}, '{"n": 1e309}').verdict is UNMET
 
 
+@pytest.mark.parametrize("digits", [400, 4_000, 5_000, 1_000_000])
+def test_an_integer_of_any_length_is_json_and_only_its_field_fails(digits: int) -> None:
+    """Past 4,300 digits int() refuses a literal: read as the float it overflows, it fails
+    its own field as a 400-digit one does, never the whole answer as "not JSON"."""
+    fields = {
+        f"/{name}": {"type": "number", "value": v} for name, v in [("total", 5), ("a", 1), ("b", 2)]
+    }
+    answer = '{"total": 1' + "0" * (digits - 1) + ', "a": 1, "b": 2}'
+    outcome = check({"fields": fields}, answer)
+    assert (outcome.verdict, outcome.credit) == (UNMET, pytest.approx(2 / 3))
+    assert outcome.reason == "2 of 3 fields MET; failed /total: inf is not within 5"
+    # A penalty on a schema: what any number that is not finite gets (it fits no schema).
+    penalty = {"weight": -1, "schema": {"type": "object"}}
+    assert check(penalty, answer) == check(penalty, '{"total": 1e400, "a": 1, "b": 2}')
+
+
+def test_integers_a_float_cannot_hold_exactly_are_read_exactly() -> None:
+    from pytest_rubric.criteria.json_text import parse_whole
+
+    for literal in ("9007199254740993", "-" + "7" * 3_999):
+        assert parse_whole(literal) == (int(literal), None)
+
+
 def test_credit_is_the_share_of_fields_met_and_the_reason_lists_each_failure() -> None:
     fields = {
         "/total": {"type": "number", "value": 1157.63, "abs_tol": 0.01},

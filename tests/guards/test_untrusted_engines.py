@@ -569,8 +569,10 @@ def test_a_number_too_large_to_check_is_an_error() -> None:
         "[1, 2, 1e999]",
         "1e309",
         '{"count": ' + "9" * 400 + "}",
+        '{"count": ' + "9" * 5_000 + "}",  # past the digits int() reads: still JSON
+        '{"count": -' + "9" * 1_000_000 + "}",
     ],
-    ids=["1e400", "-1e400", "1e999-in-a-list", "1e309", "400-digits"],
+    ids=["1e400", "-1e400", "1e999-in-a-list", "1e309", "400-digits", "5000-digits", "-1M-digits"],
 )
 def test_a_number_that_is_not_finite_fits_no_schema(answer: str) -> None:
     schema = {"type": ["object", "array", "number"], "properties": {"count": {"minimum": 0}}}
