@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
+from ..criteria.json_text import json_integer
 from .style import ASSERTIVE, HEDGES
 
 OPENING = "Without question: "
@@ -122,7 +123,7 @@ def paddable(text: str) -> bool:
     if stripped[0] not in "[{":
         return True
     try:
-        json.loads(stripped)
+        json.loads(stripped, parse_int=json_integer)
     except (ValueError, RecursionError):
         return True
     return False

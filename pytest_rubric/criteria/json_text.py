@@ -126,10 +126,11 @@ def _well_nested(text: str) -> bool:
 _EXACT_DIGITS = 4_000
 
 
-def _integer(literal: str) -> int | float:
+def json_integer(literal: str) -> int | float:
     """A JSON integer literal: exact, or, when too long for int(), the number that is not
     finite it is as a float (``inf``, as a 400-digit literal reads in a number check): valid
-    JSON is never "not JSON" for its length."""
+    JSON is never "not JSON" for its length. The ``parse_int`` of every reader of an answer's
+    JSON."""
     if len(literal) <= _EXACT_DIGITS:
         try:
             return int(literal)
@@ -141,7 +142,7 @@ def _integer(literal: str) -> int | float:
 def _loads(text: str) -> Any:
     # NaN and Infinity are Python's extensions, not JSON: NaN would pass every `minimum`.
     try:
-        return json.loads(text, parse_constant=_not_a_number, parse_int=_integer)
+        return json.loads(text, parse_constant=_not_a_number, parse_int=json_integer)
     except RecursionError:
         if _well_nested(text):
             raise NestedTooDeeply from None

@@ -42,6 +42,7 @@ def test_padding_doubles_the_answer_and_is_a_pure_function() -> None:
     assert pad("") == "" and pad("  ") == "  "
     assert not paddable('{"a": 1}') and not paddable(" [1, 2] ") and not paddable("")
     assert paddable("{not json} and prose") and paddable('```json\n{"a": 1}\n```')
+    assert not paddable('{"n": 1' + "0" * 5_000 + "}")  # JSON, however long its integers
 
 
 def test_padding_sentences_claim_nothing_the_checks_could_see() -> None:
