@@ -11,6 +11,7 @@ from dataclasses import asdict, replace
 from typing import Any, TypeVar
 
 from .._guards.limits import Limit, json_loads
+from .._guards.secrets import known_keys, redact
 from .._trace import (
     MAX_COST_USD,
     MAX_LATENCY_S,
@@ -21,7 +22,7 @@ from .._trace import (
     TraceSource,
     Usage,
 )
-from ..criteria.json_text import first_non_finite
+from ..criteria.json_text import first_non_finite, json_integer
 
 FIELD_SHAPES = (  # the fields beside the answer, as errors describe them
     '"context" (a list of str or of {"id", "text", "source"}), "messages" (OpenAI chat '
@@ -148,7 +149,7 @@ def json_object(value: Any) -> dict[str, Any] | None:
     ``None``: arguments that are not a JSON object are no arguments the criteria can read."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = json.loads(value, parse_int=json_integer)
         except (ValueError, RecursionError):  # not JSON, or nested past the parser
             return None
     return value if isinstance(value, dict) else None
@@ -174,12 +175,16 @@ def within(value: Any, maximum: float) -> bool:
 
 
 def shown(value: Any) -> str:
-    """A figure as an error names it: its repr, cut short (a number of 400 digits)."""
+    """A figure as an error names it: its repr, cut short (a number of 400 digits), redacted
+    of the environment's keys before the cut (what a cut leaves of a key is too short for
+    the outputs' boundary to know)."""
     try:
         text = repr(value)
     except ValueError:  # an int past the digits Python will print
         return "a number of thousands of digits"
-    return text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"
+    if len(text) <= 40:
+        return text
+    return f"{redact(text, *known_keys())[:30]}... ({len(text)} characters)"
 
 
 def _failed(content: str | None) -> bool:
@@ -190,7 +195,7 @@ def _failed(content: str | None) -> bool:
     if '"error"' not in content and "\\u" not in content:
         return False  # no such key can be in it (unless written with escapes): not parsed
     try:
-        parsed = json.loads(content)
+        parsed = json.loads(content, parse_int=json_integer)
     except (ValueError, RecursionError):
         return False
     return isinstance(parsed, dict) and "error" in parsed

@@ -25,6 +25,7 @@ from pytest_rubric._load.traces import (
     read_messages,
     read_returned,
     read_trace,
+    read_usage,
 )
 from pytest_rubric._trace import Passage, ToolCall, Trace, Usage
 
@@ -344,3 +345,40 @@ def test_json_nested_past_the_parser_is_no_arguments_or_a_shape_error_never_a_cr
         nested = {"x": nested}
     with pytest.raises(ShapeError, match='"metadata" cannot be written as JSON'):
         read_returned({"answer": "a", "metadata": nested})
+
+
+@pytest.mark.parametrize("padding", range(14, 22))
+def test_a_figure_cut_short_in_an_error_shows_no_piece_of_a_key(
+    padding: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key in a bad figure, where the error's cut would leave only its start: too short
+    for the outputs' boundary to know, so the figure is redacted before it is cut."""
+    key = "sk-ant-AbCdEfGhIjKlMnOpQrStUv"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    with pytest.raises(ShapeError) as raised:
+        read_usage({"input_tokens": "x" * padding + key})
+    shown = str(raised.value)
+    assert not any(key[i : i + 4] in shown for i in range(len(key) - 3)), shown
+
+
+def test_a_tool_message_with_a_long_integer_is_still_read_as_json() -> None:
+    """Valid JSON is never "not JSON" for an integer's length: a failed call's error object
+    holding one still fails it, and such arguments are kept as their text, as ``1e999``."""
+    number = "1" + "0" * 5000
+    calls, _ = read_messages(
+        [
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "refund", "arguments": f'{{"cents": {number}}}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": f'{{"error": "x", "n": {number}}}'},
+        ]
+    )
+    assert not calls[0].ok
+    assert calls[0].arguments == f'{{"cents": {number}}}'  # not finite: kept as its text
