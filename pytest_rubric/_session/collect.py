@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -224,8 +225,7 @@ class RubricFile(pytest.File):
                         replace(
                             where,
                             message=f"cannot import target {path!r}: {described(exc)}",
-                            hint="check the import path and that its module is importable from "
-                            "the rootdir",
+                            hint=_import_hint(exc, self.config.rootpath),
                         )
                     )
                     continue
@@ -570,6 +570,24 @@ _CALLERS = (
     Path(os.path.dirname(os.__file__), "asyncio"),
     Path(contextlib.__file__),
 )
+
+
+def _import_hint(raised: Exception, rootpath: Path) -> str:
+    """What to do about a target that could not be imported: its path, when the plugin found
+    it wrong; else the application's line that raised while its module was imported."""
+    frames = traceback.extract_tb(raised.__traceback__)
+    if not frames or Path(frames[-1].filename).resolve().is_relative_to(_CALLERS[0]):
+        return "check the import path and that its module is importable from the rootdir"
+    # The project's last line on the way (not the standard library's, say os.environ's).
+    files = [(Path(f.filename).resolve(), f) for f in frames if not f.filename.startswith("<")]
+    ours = [(p, f) for p, f in files if p.is_relative_to(rootpath)]
+    path, last = (ours or files or [(Path(frames[-1].filename), frames[-1])])[-1]
+    shown = path.relative_to(rootpath) if path.is_relative_to(rootpath) else path
+    code = f" ({outgoing(last.line)})" if last.line else ""
+    return (
+        f"importing its module ran the application's code, which raised at {shown}:"
+        f"{last.lineno}{code}: fix it there, or set what it needs"
+    )
 
 
 def _calling(entry: Any) -> bool:

@@ -95,6 +95,32 @@ def test_a_target_that_raises_shows_its_traceback(pytester: pytest.Pytester, tea
     assert "pytest_rubric" not in out  # the plugin's frames are cut
 
 
+def test_a_module_that_raises_when_imported_names_the_line_that_raised(
+    pytester: pytest.Pytester, team: None, write: Write
+) -> None:
+    """The application's code runs when the target's module is imported: what it raised there
+    is a collection error naming the project's line, never "check the import path"."""
+    write(
+        "app/settings.py",
+        """
+        import os
+
+        REGION = os.environ["PYTEST_RUBRIC_TEST_UNSET_REGION"]
+        """,
+    )
+    write("evals/targets.py", "from app.settings import REGION\n\ndef hr_bot(q):\n    return q\n")
+    result = pytester.runpytest("evals")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*cannot import target 'targets:hr_bot': KeyError: 'PYTEST_RUBRIC_TEST_UNSET_REGION'",
+            "*-> importing its module ran the application's code, which raised at "
+            "app/settings.py:3 (REGION = os.environ*): fix it there, or set what it needs",
+        ]
+    )
+    assert "check the import path" not in result.stdout.str()
+
+
 def test_a_target_that_returns_no_answer_shows_what_it_was_asked(
     pytester: pytest.Pytester, team: None, write: Write
 ) -> None:
