@@ -31,15 +31,17 @@ _EPSILON = 1e-9
 
 def score(results: Iterable[CriterionResult]) -> Score:
     """Score the substance criteria among ``results`` (style ones are ignored, SKIPPED ones
-    left out); an ERROR scores as the worst it could have been, so it never raises a score:
-    a positive one stays in the positive weights earning nothing, a negative one counts as
-    the error made."""
-    counted = [r for r in results if r.axis == "substance" and r.verdict is not Verdict.SKIPPED]
+    left out); an ERROR stays in the positive weights earning nothing, and is left out of
+    the negative ones, so it never raises a score."""
+    substance = [r for r in results if r.axis == "substance"]
+    ran = [r for r in substance if r.verdict in (Verdict.MET, Verdict.UNMET)]
     # Floats from the start: an empty sum is the int 0, which JSON writes "0" in process and
     # "0.0" once a result crossed from an xdist worker.
-    earned = sum((r.weight * _credit(r) for r in counted), 0.0)
-    positive = sum((r.weight for r in counted if r.weight > 0), 0.0)
-    negative = sum((-r.weight for r in counted if r.weight < 0), 0.0)
+    earned = sum((r.weight * r.credit for r in ran), 0.0)
+    positive = sum(
+        (r.weight for r in substance if r.weight > 0 and r.verdict is not Verdict.SKIPPED), 0.0
+    )
+    negative = sum((-r.weight for r in ran if r.weight < 0), 0.0)
     if positive > 0:
         value = earned / positive
     elif negative > 0:
@@ -49,14 +51,6 @@ def score(results: Iterable[CriterionResult]) -> Score:
     return Score(
         score=min(1.0, max(0.0, value)), raw_score=earned, positive=positive, negative=negative
     )
-
-
-def _credit(result: CriterionResult) -> float:
-    """What ``result`` earns of its weight: an ERROR nothing when the weight is positive, all
-    of it (the error made) when negative."""
-    if result.verdict is Verdict.ERROR:
-        return 0.0 if result.weight > 0 else 1.0
-    return result.credit
 
 
 def passes(
