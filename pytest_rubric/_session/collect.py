@@ -605,14 +605,17 @@ def _application_traceback(
     bound, as it was checked: an exception (or a local) that printed once may block the
     next time, and is then shown as one that does not print."""
     shown = bounded(lambda: _report(config, raised))
-    if shown is None:
+    if shown is None:  # a slow local, say: the frames without values, still bounded
+        shown = bounded(lambda: _report(config, raised, values=False))
+    if shown is None:  # its own str blocks now
         shown = _report(config, unprintable(raised))
     shown.addsection("rubric", "\n".join([str(error), *since]))
     return _scrubbed(shown)
 
 
-def _report(config: pytest.Config, raised: BaseException) -> Any:
-    """pytest's report of ``raised`` from the target's first frame, as ``--tb`` asks."""
+def _report(config: pytest.Config, raised: BaseException, *, values: bool = True) -> Any:
+    """pytest's report of ``raised`` from the target's first frame, as ``--tb`` asks;
+    ``values``: the frames' arguments and locals, as asked too."""
     info = pytest.ExceptionInfo.from_exception(raised)
     first = next((i for i, entry in enumerate(info.traceback) if not _calling(entry)), 0)
     tb = info.traceback[first:].filter(info)
@@ -621,7 +624,7 @@ def _report(config: pytest.Config, raised: BaseException) -> Any:
         tb = type(tb)((tb[0], *(e.with_repr_style("short") for e in tb[1:-1]), tb[-1]))
     info.traceback = tb
     # An exception that does not print may be a frame's argument or local: none is shown.
-    values = not (isinstance(raised, UserCodeError) and raised.unprintable)
+    values = values and not (isinstance(raised, UserCodeError) and raised.unprintable)
     return info.getrepr(
         funcargs=values,
         showlocals=values and config.getoption("showlocals", False),

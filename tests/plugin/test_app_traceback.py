@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import team_project
+from tests.conftest import HANG_GUARD, team_project
 
 Write = Callable[[str, str], Path]
 
@@ -119,6 +119,41 @@ def test_a_module_that_raises_when_imported_names_the_line_that_raised(
         ]
     )
     assert "check the import path" not in result.stdout.str()
+
+
+@pytest.mark.timeout(HANG_GUARD)
+def test_a_local_that_never_prints_leaves_the_exception_and_its_frames(
+    pytester: pytest.Pytester, team: None, write: Write
+) -> None:
+    """With ``-l``, a local whose repr blocks: the report is made again without the frames'
+    values, and the exception, which prints, is still itself."""
+    write(
+        "app/bot.py",
+        """
+        import threading
+
+
+        class Handle:
+            def __repr__(self):
+                threading.Event().wait()  # forever
+                return "never"
+
+
+        def answer(question):
+            handle = Handle()
+            raise ValueError("the model timed out")
+        """,
+    )
+    result = pytester.runpytest("-l", "evals")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            '>       raise ValueError("the model timed out")',
+            "E       ValueError: the model timed out",
+            "*app/bot.py:12: ValueError",
+        ]
+    )
+    assert "unprintable" not in result.stdout.str()
 
 
 def test_a_target_that_returns_no_answer_shows_what_it_was_asked(
