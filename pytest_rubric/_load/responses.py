@@ -88,6 +88,25 @@ def load_response_dir(directory: Path) -> tuple[list[ResponseFile], list[Problem
     return files, problems
 
 
+def _model_calls(given: object, trace: Trace) -> int | None:
+    """A responses line's ``llm_calls`` beside its ``messages``: the model calls when its
+    assistant messages do not count them all, or null (not known); never fewer than they."""
+    if trace.llm_calls is None:
+        raise ShapeError(
+            '"llm_calls" goes beside "messages", whose model calls it counts', field="llm_calls"
+        )
+    if given is not None and (type(given) is not int or not within(given, MAX_TOKENS)):
+        raise ShapeError(
+            f'"llm_calls" must be {MODEL_CALLS}, not {shown(given)}', field="llm_calls"
+        )
+    if given is not None and given < trace.llm_calls:
+        raise ShapeError(
+            f'"llm_calls" is {given}, fewer than the {trace.llm_calls} assistant messages',
+            field="llm_calls",
+        )
+    return given
+
+
 def _read_jsonl(target: ResponseFile) -> list[Problem]:
     example = '{"id": "q01", "response": "..."}'
     try:
@@ -135,19 +154,11 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
                     field="latency_s",
                 )
                 continue
-            if llm_calls is not None and not (
-                isinstance(llm_calls, int) and within(llm_calls, MAX_TOKENS)
-            ):
-                bad(
-                    f"`llm_calls` must be {MODEL_CALLS}, not {shown(llm_calls)}",
-                    hint='write how many model calls the answer took, e.g. "llm_calls": 2',
-                    case=str(case_id),
-                    field="llm_calls",
-                )
-                continue
             try:
                 trace = read_trace(fields, source="responses", latency_s=latency)
-                target.traces[number] = replace(trace, llm_calls=llm_calls) if counted else trace
+                if counted:
+                    trace = replace(trace, llm_calls=_model_calls(llm_calls, trace))
+                target.traces[number] = trace
             except ShapeError as exc:
                 bad(
                     f"{exc}",

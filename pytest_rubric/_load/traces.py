@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, replace
@@ -87,7 +88,8 @@ def read_trace(
 ) -> Trace:
     """A trace from :data:`TRACE_FIELDS` (each may be None), or :class:`ShapeError`."""
     no_calls: tuple[tuple[ToolCall, ...], int | None] = ((), None)
-    tool_calls, llm_calls = _field(fields, "messages", read_messages, no_calls)
+    written = functools.partial(read_messages, written=source == "responses")
+    tool_calls, llm_calls = _field(fields, "messages", written, no_calls)
     return Trace(
         source=source,
         tool_calls=tool_calls,
@@ -201,11 +203,12 @@ def _failed(content: str | None) -> bool:
     return isinstance(parsed, dict) and "error" in parsed
 
 
-def read_messages(messages: Any) -> tuple[tuple[ToolCall, ...], int]:
+def read_messages(messages: Any, *, written: bool = False) -> tuple[tuple[ToolCall, ...], int]:
     """The tool calls and the number of model calls (assistant messages) of an OpenAI chat
     conversation, of dicts or the SDK's objects. A call is ``ok`` when its ``tool`` message
     exists and holds no JSON object with an ``error`` key: the tool says whether it worked;
-    a tool message's own ``ok`` (true or false), when it has one, says it instead. Its
+    on a responses line (``written``), a tool message's own ``ok`` (true or false), which
+    ``collect`` writes where the content alone would say otherwise, says it instead. Its
     content is the call's result, none when it is null. Arguments that are not a JSON
     object (not JSON, or a list) are kept as ``{}``. A tool message answers the first call
     of its ``tool_call_id`` still unanswered (ids may repeat)."""
@@ -236,7 +239,7 @@ def read_messages(messages: Any) -> tuple[tuple[ToolCall, ...], int]:
                     waiting.setdefault(call_id, []).append(len(requested))
                 requested.append([name, arguments(_get(function, "arguments")), False, None, None])
         elif role == "tool" and (queue := waiting.get(_get(message, "tool_call_id"))):
-            ok = _get(message, "ok")
+            ok = _get(message, "ok") if written else None
             if ok is not None and type(ok) is not bool:
                 kind = type(ok).__name__
                 raise ShapeError(f'"messages" item {index}: "ok" is {kind}, not true or false')

@@ -249,7 +249,10 @@ def test_the_fields_collect_writes_read_back_to_the_same_trace(
     calls: list[ToolCall], llm_calls: int | None
 ) -> None:
     """Calls, their success and results (none shown too), and the model calls (none made,
-    or not known: tool spans and no model span) read back as they were."""
+    or not known: tool spans and no model span) read back as they were. A call is always
+    a model's: a trace with calls has one model call at least, or an unknown count."""
+    if calls and llm_calls == 0:
+        llm_calls = 1
     trace = Trace("returned", tuple(calls), llm_calls=llm_calls)
     back = collected(trace)
     if not calls and llm_calls is None:  # nothing known of the calls: nothing written
@@ -289,6 +292,8 @@ def test_a_responses_lines_llm_calls_and_a_tool_messages_ok_are_checked(tmp_path
             "messages": [asked, {"role": "tool", "tool_call_id": "a", "ok": "no"}],
         },
         {"id": "q4", "response": "done", "messages": [asked], "llm_calls": 0},
+        {"id": "q5", "response": "done", "llm_calls": 2},  # no messages: no calls counted
+        {"id": "q6", "response": "done", "messages": [asked], "llm_calls": None},
     ]
     (tmp_path / "agent.jsonl").write_text(
         "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8"
@@ -298,10 +303,24 @@ def test_a_responses_lines_llm_calls_and_a_tool_messages_ok_are_checked(tmp_path
         (1, "llm_calls"),
         (2, "llm_calls"),
         (3, "messages"),
+        (4, "llm_calls"),
+        (5, "llm_calls"),
     ]
-    assert "`llm_calls` must be a whole number of model calls" in problems[0].message
+    assert '"llm_calls" must be a whole number of model calls' in problems[0].message
     assert '"ok" is str, not true or false' in problems[2].message
-    assert found.traces == {4: Trace("responses", (ToolCall("refund", {}, False),), 0)}
+    assert '"llm_calls" is 0, fewer than the 1 assistant messages' in problems[3].message
+    assert '"llm_calls" goes beside "messages"' in problems[4].message
+    assert found.traces == {6: Trace("responses", (ToolCall("refund", {}, False),), None)}
+
+
+def test_a_tool_messages_ok_is_the_writers_alone() -> None:
+    """Messages an application returns are read by the content rule alone: an ``ok`` of
+    its own (any value) neither fails the reading nor overrides what the content says."""
+    asked = {"role": "assistant", "tool_calls": [call("a", "refund", {})]}
+    for ok in ("success", 1, False):
+        told = {"role": "tool", "tool_call_id": "a", "content": "done", "ok": ok}
+        trace = read_trace({"messages": [asked, told]}, source="returned")
+        assert trace.tool_calls == (ToolCall("refund", {}, True, "done"),)
 
 
 @given(st.recursive(st.none() | st.integers() | st.text(max_size=5), st.lists, max_leaves=8))
