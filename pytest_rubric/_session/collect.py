@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import sys
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -578,9 +579,17 @@ def _import_hint(raised: Exception, rootpath: Path) -> str:
     frames = traceback.extract_tb(raised.__traceback__)
     if not frames or Path(frames[-1].filename).resolve().is_relative_to(_CALLERS[0]):
         return "check the import path and that its module is importable from the rootdir"
-    # The project's last line on the way (not the standard library's, say os.environ's).
+    # The project's last line on the way (not the standard library's, say os.environ's,
+    # nor an installed package's, even from a virtual environment under the rootdir).
     files = [(Path(f.filename).resolve(), f) for f in frames if not f.filename.startswith("<")]
-    ours = [(p, f) for p, f in files if p.is_relative_to(rootpath)]
+    installed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    ours = [
+        (p, f)
+        for p, f in files
+        if p.is_relative_to(rootpath)
+        and "site-packages" not in p.parts
+        and not any(p.is_relative_to(prefix) for prefix in installed)
+    ]
     path, last = (ours or files or [(Path(frames[-1].filename), frames[-1])])[-1]
     shown = path.relative_to(rootpath) if path.is_relative_to(rootpath) else path
     code = f" ({outgoing(last.line)})" if last.line else ""

@@ -17,18 +17,17 @@ from .json_text import NOT_FINITE
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-# The last advice, true whether --rubric-otel is on or not.
-_NO_SPANS = (
-    "run with --rubric-otel (if it is on, the target's call wrote no span of the GenAI or "
-    "OpenInference conventions: instrument the application)"
-)
+# The last advice is true whether --rubric-otel is on or not.
 NO_TRACE = (
     'the answer has no trace to check: return a mapping with "messages" (or "context", '
-    f'"usage") from the target, add those fields to its responses line, or {_NO_SPANS}'
+    '"usage") from the target, add those fields to its responses line, or run with '
+    "--rubric-otel (if it is on, the target's call wrote no span of the GenAI or OpenInference "
+    "conventions: instrument the application)"
 )
 NO_CALLS = (
-    'the answer\'s trace does not show its calls (no messages, no spans): return "messages" '
-    f"from the target, or {_NO_SPANS}"
+    "the answer's trace does not show its calls (no messages, no tool or model span): return "
+    '"messages" from the target, or run with --rubric-otel (if it is on, instrument the '
+    "model client and give each tool a span)"
 )
 NO_TOOL_SPANS = (
     "the spans show no tool-execution span and no model call that ran none (no model span, "

@@ -121,6 +121,19 @@ def test_a_module_that_raises_when_imported_names_the_line_that_raised(
     assert "check the import path" not in result.stdout.str()
 
 
+def test_an_installed_package_that_raises_on_import_names_the_projects_line(
+    pytester: pytest.Pytester, team: None, write: Write
+) -> None:
+    """A library in a virtual environment under the rootdir is not the line to fix: the
+    project's line that imported it is."""
+    write(".venv/lib/site-packages/fakesdk/__init__.py", "raise RuntimeError('no API region')\n")
+    write("app/settings.py", "import sys\n\nsys.path.insert(0, '.venv/lib/site-packages')\n")
+    write("app/bot.py", "import app.settings\nimport fakesdk\n\n\ndef answer(q):\n    return q\n")
+    result = pytester.runpytest("evals")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*which raised at app/bot.py:2 (import fakesdk): fix it there*"])
+
+
 @pytest.mark.timeout(HANG_GUARD)
 def test_a_local_that_never_prints_leaves_the_exception_and_its_frames(
     pytester: pytest.Pytester, team: None, write: Write
