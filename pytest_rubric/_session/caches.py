@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import pytest
 
@@ -185,15 +186,17 @@ class JudgeRecordings:
         from .._llm.recordings import folder
 
         found: dict[str, list[str]] = {}
-        kept = {folder(file) for file in self.files}
+        exists = dict.fromkeys((folder(file) for file in self.files), True)  # by folder, once
         for path in sorted(store.directory.rglob("*.json")):
             where = path.relative_to(store.directory).as_posix()
             rubric = where.rpartition("/")[0]
-            if not rubric or rubric in kept:
+            if not rubric:
                 continue
-            if self._exists(rubric):
-                kept.add(rubric)
-            elif store.problem(where) is not None:
+            if rubric not in exists:
+                exists[rubric] = self._exists(rubric)
+            if exists[rubric]:
+                continue
+            if store.problem(where) is not None:
                 found[where] = ["(unreadable)"]  # counted, and left as it was by a prune
             else:
                 found.update(store.unused([where]))
@@ -202,15 +205,24 @@ class JudgeRecordings:
     def _exists(self, rubric: str) -> bool:
         """Whether a path under the rootdir has ``rubric`` for its recordings folder: the names
         found there are named forward, as :func:`~pytest_rubric._llm.recordings.location`
-        names them, since a part cut short (a hash in place of its end) cannot be read back."""
+        names them, since a part cut short (a hash in place of its end) cannot be read back.
+        A folder that cannot be read is never taken for deleted."""
         from .._llm.recordings import folder
 
+        # Named whole first, in any letter case where the file system ignores it.
+        try:
+            if (self.rootpath / unquote(rubric)).exists():
+                return True
+        except OSError:
+            return True
         path = self.rootpath
         for part in rubric.split("/"):
             try:
                 names = {folder(name): name for name in (os.pardir, *os.listdir(path))}
             except (FileNotFoundError, NotADirectoryError):
                 return False
+            except OSError:
+                return True
             if (name := names.get(part)) is None:
                 return False
             path /= name

@@ -23,7 +23,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_rubric._llm.recordings import location
+from pytest_rubric._llm.recordings import Recordings, folder, location
+from pytest_rubric._session.caches import JudgeRecordings
 from tests.conftest import RUN_MODES, graded, team_project
 from tests.fake_llm import FakeLLM, Recorded, text, verdict
 
@@ -841,3 +842,20 @@ def test_calibration_recordings_are_used_never_pruned_and_a_replay_miss_names_th
         ]
     )
     assert "all one way" not in result.stdout.str()
+
+
+def test_a_rubric_file_not_collected_is_found_by_its_recordings_folder(tmp_path: Path) -> None:
+    """Whether a recording file's rubric file still exists is read forward from the files
+    there, whether its folder's name was cut short or not, and in another letter case where
+    the file system ignores case; a deleted one is gone."""
+    recordings = JudgeRecordings(Recordings(tmp_path / "recordings"), tmp_path, False)
+    long = "evals/" + "退休金计划的雇主缴费比例" * 4 + ".rubric.yaml"
+    for name in (long, "evals/faq.rubric.yaml"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("cases: []\n", encoding="utf-8")
+    assert "~" in folder(long)  # cut short, with a hash
+    assert recordings._exists(folder(long))
+    assert recordings._exists(folder("evals/faq.rubric.yaml"))
+    assert not recordings._exists(folder("evals/gone.rubric.yaml"))
+    (tmp_path / long).unlink()
+    assert not recordings._exists(folder(long))
