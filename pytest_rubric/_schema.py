@@ -178,8 +178,8 @@ class Rubric(BaseModel):
         if self.question is None and roles[-1] != "user":
             raise FieldError(
                 "messages",
-                f"the conversation ends with a {roles[-1]} turn; the response under test answers "
-                "the last user turn",
+                f"the conversation ends with {'an' if roles[-1] == 'assistant' else 'a'} "
+                f"{roles[-1]} turn; the response under test answers the last user turn",
                 hint='end `messages` with `{role: user, content: "..."}`, or add `question:` '
                 "(it becomes the last user turn)",
                 path=(len(turns) - 1, "role"),

@@ -92,7 +92,7 @@ def test_a_question_beside_messages_is_the_last_user_turn() -> None:
         ),
         (
             '[{role: user, content: "a"}, {role: assistant, content: "b"}]',
-            "evals/chat.rubric.yaml:4, case 'q', field 'messages': the conversation ends with a "
+            "evals/chat.rubric.yaml:4, case 'q', field 'messages': the conversation ends with an "
             "assistant turn",
         ),
     ],
