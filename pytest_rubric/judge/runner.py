@@ -252,16 +252,19 @@ def combine_panel(
     """One outcome from each judge's outcome of ``criterion``: any judge's ERROR makes it ERROR
     (a panel that could not sit is not a panel's grade); else as :func:`tally` combines
     them (``mean``: see :func:`averaged`). It keeps ``judges``, each judge's verdict (score
-    kind: its score; ERROR, whatever the kind, for a judge whose call failed), and its
-    ``agreement``: below 1 it is ``unstable``."""
+    kind: its score; combined by the mean, a share such as the holistic grader's: its credit;
+    ERROR, whatever the kind, for a judge whose call failed), and its ``agreement``: below
+    1 it is ``unstable``. Only verdicts enter the panel's kappas."""
     k = len(outcomes)
     low, high = getattr(criterion, "min_score", 0.0), getattr(criterion, "max_score", 1.0)
 
     def given(o: Outcome) -> str | float:
         # A failed call's credit 0.0 is no score: read as the range's minimum, it would be a
         # verdict the judge never gave (and the probe would count flips from it).
-        if criterion.kind != "score" or o.verdict is Verdict.ERROR:
+        if o.verdict is Verdict.ERROR or not (mean or criterion.kind == "score"):
             return str(o.verdict)
+        if criterion.kind != "score":
+            return o.credit  # a share of the weight (holistic, grounded): no verdict of its own
         return low + o.credit * (high - low)  # only a judge criterion has a score kind
 
     judges = tuple((n, given(o)) for n, o in outcomes.items())

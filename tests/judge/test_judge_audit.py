@@ -864,6 +864,10 @@ def test_a_panel_of_holistic_judges_averages_their_scores(
     (case,) = rubric_json()["results"]
     assert case["score"] == pytest.approx(0.7) and case["llm_raw_score"] == pytest.approx(70)
     assert [c["credit"] for c in case["criteria"]] == [pytest.approx(0.7)] * 2
+    # Each judge's share, never a verdict derived from it; no verdict enters the kappas.
+    assert [c["judges"] for c in case["criteria"]] == [{"openai:a": 0.8, "openai:b": 0.6}] * 2
+    panel = rubric_json()["judge_audit"]["panel"]
+    assert panel["n"] == 0 and all(pair["n"] == 0 for pair in panel["pairs"]), panel
 
 
 def test_a_panel_grades_every_criterion_with_every_judge_and_measures_their_agreement(
