@@ -14,7 +14,9 @@ The families drawn:
   case for an interval: every case at 0 or 1);
 * ``repeat 5``: each case has its own difficulty, drawn from Beta(2p, 2(1-p))
   (spread out: some cases nearly always pass, some nearly never), and five
-  pass/fail samples; the case scores the mean of its samples;
+  pass/fail samples; the case scores the mean of its samples (the gate's rows also
+  draw difficulty spread wider, Beta(0.4, 0.1) and Beta(0.8, 0.2) at a mean of 0.8,
+  most cases near 0 or 1, with five and three samples);
 * ``4 criteria``: one sample, scored as the share of four criteria met.
 
 Promises, as printed:
@@ -74,11 +76,12 @@ def pass_fail(rng: random.Random, p: float, n: int) -> list[list[float]]:
     return [[1.0 if rng.random() < p else 0.0] for _ in range(n)]
 
 
-def difficulties(rng: random.Random, p: float, n: int) -> list[float]:
-    """Each case's own pass rate, mean p, spread out (Beta with a + b = 2)."""
+def difficulties(rng: random.Random, p: float, n: int, weight: float = 2.0) -> list[float]:
+    """Each case's own pass rate, mean p, spread out (Beta with a + b = ``weight``: the
+    smaller, the wider, 0.5 putting most cases near 0 or 1)."""
     if p <= 0 or p >= 1:
         return [p] * n
-    return [rng.betavariate(2 * p, 2 * (1 - p)) for _ in range(n)]
+    return [rng.betavariate(weight * p, weight * (1 - p)) for _ in range(n)]
 
 
 def answers(rng: random.Random, rates: Sequence[float], k: int) -> list[list[float]]:
@@ -184,15 +187,17 @@ def _failed_subjects(
     return {e.subject for e in report.entries if e.failed and e.subject is not None}
 
 
-def gate(n: int, k: int, p: float, spread: bool, c: float, reps: int, seed: int) -> dict[str, Any]:
-    """Power at detectable_drop, and false alarms of two runs of an unchanged subject."""
+def gate(n: int, k: int, p: float, spread: float, c: float, reps: int, seed: int) -> dict[str, Any]:
+    """Power at detectable_drop, and false alarms of two runs of an unchanged subject;
+    ``spread`` the weight of the cases' difficulties (:func:`difficulties`), 0 for every
+    case at ``p``."""
     rng = random.Random(seed)
     rates = {}
     base: list[CaseResult] = []
     same: list[CaseResult] = []
     for r in range(reps):
         subject = f"r{r}"
-        rates[subject] = difficulties(rng, p, n) if spread else [p] * n
+        rates[subject] = difficulties(rng, p, n, spread) if spread else [p] * n
         base += results_of(subject, answers(rng, rates[subject], k))
         same += results_of(subject, answers(rng, rates[subject], k))
     alarms = _failed_subjects(same, base, c)
@@ -268,14 +273,14 @@ def _jobs(quick: bool) -> list[tuple[str, tuple[Any, ...]]]:
         seed += 1
         jobs.append(("pairs", (n, 0.95, 2000 // scale, seed)))
     for n, k, p, spread in (
-        (30, 1, 0.5, False), (30, 1, 0.8, False), (30, 1, 0.95, False), (100, 1, 0.8, False),
-        (30, 5, 0.5, False), (30, 5, 0.8, True), (30, 5, 0.95, True), (100, 5, 0.8, True),
-        (30, 1, 0.8, True), (10, 5, 0.8, True),
+        (30, 1, 0.5, 0), (30, 1, 0.8, 0), (30, 1, 0.95, 0), (100, 1, 0.8, 0),
+        (30, 5, 0.5, 0), (30, 5, 0.8, 2), (30, 5, 0.95, 2), (100, 5, 0.8, 2),
+        (30, 1, 0.8, 2), (10, 5, 0.8, 2),
     ):  # fmt: skip
         seed += 1
         jobs.append(("gate", (n, k, p, spread, 0.95, 1000 // scale, seed)))
     seed += 1
-    jobs.append(("gate", (30, 5, 0.8, True, 0.9, 1000 // scale, seed)))
+    jobs.append(("gate", (30, 5, 0.8, 2, 0.9, 1000 // scale, seed)))
     for n in (30, 100):
         seed += 1
         jobs.append(("tiers", (n, 0.95, 1000 // scale, seed)))
@@ -285,6 +290,10 @@ def _jobs(quick: bool) -> list[tuple[str, tuple[Any, ...]]]:
         jobs.append(("pairs", (n, 0.8, 2000 // scale, seed)))
     seed += 1
     jobs.append(("tiers", (30, 0.8, 1000 // scale, seed)))
+    # Difficulty spread wide (most cases near 0 or 1), with repeat: each case's own noise.
+    for n, k, spread in ((10, 5, 0.5), (30, 5, 0.5), (30, 5, 1), (100, 5, 0.5), (30, 3, 0.5)):
+        seed += 1
+        jobs.append(("gate", (n, k, 0.8, spread, 0.95, 1000 // scale, seed)))
     return jobs
 
 
@@ -326,7 +335,9 @@ def rows(found: Sequence[dict[str, Any]]) -> list[tuple[str, str, str, bool]]:
             ))  # fmt: skip
         elif f["kind"] == "gate":
             n, k, p, spread, c = a[:5]
-            what = f"n={n}, repeat {k}, mean {p:g}{', spread' if spread else ''}, C={c:g}"
+            shape = f"Beta({spread * p:g},{spread * (1 - p):g})"
+            spread_of = "" if not spread else ", spread" if spread == 2 else f", spread {shape}"
+            what = f"n={n}, repeat {k}, mean {p:g}{spread_of}, C={c:g}"
             out.append((
                 f"power at detectable_drop, {what}",
                 f"{f['power']:.3f} (drop {f['drop']:.3f}, {f['tried']} subjects)",

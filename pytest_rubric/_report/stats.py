@@ -15,8 +15,9 @@ from __future__ import annotations
 import bisect
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
+from itertools import accumulate
 
 from .._results import z_of
 
@@ -98,6 +99,98 @@ def _binomial_moments(p: float, k: float) -> tuple[float, float, float]:
     return pq / k, pq * (1 - 2 * p) / k**2, pq * (1 + 3 * (k - 2) * pq) / k**3
 
 
+def _gate_margin(
+    sums: tuple[float, float, float, float, float],
+    n: int,
+    z: float,
+    max_drop: float,
+    *,
+    curvature: bool = False,
+) -> float:
+    """How far below ``-max_drop`` the 80th percentile of the gate's upper end lies, given
+    ``sums``: the expected sum ``s`` and sum of squares ``q`` of the ``n`` differences
+    (new run - baseline), the variance of each and their covariance. With ``curvature``
+    the upper end's mean takes the second-order term of the delta method too (the square
+    root is concave: the upper end sits lower on average than at the expected sums)."""
+    s, q, var_s, var_q, cov = sums
+    w = z * z / 4  # the pseudo-pairs of paired_difference: w at -1, w at +1
+    total = n + 2 * w
+    root = math.sqrt(max(q + 2 * w - s * s / total, 1e-12))
+    upper = s / total + z * root / total
+    d_s = 1 / total - z * s / (total * total * root)
+    d_q = z / (2 * total * root)
+    spread = d_s * d_s * var_s + d_q * d_q * var_q + 2 * d_s * d_q * cov
+    if curvature:
+        cube = total * root**3
+        d_ss = -z / (total * total * root) - z * s * s / (total * total * cube)
+        d_sq = z * s / (2 * total * cube)
+        d_qq = -z / (4 * cube)
+        upper += (d_ss * var_s + 2 * d_sq * cov + d_qq * var_q) / 2
+    return -max_drop - (upper + POWER_Z * math.sqrt(max(spread, 0.0)))
+
+
+def _case_moments(p: float, flips: float, extra: float) -> tuple[float, float, float]:
+    """The 2nd, 3rd and 4th central moments of a case's score modelled as a mean of
+    ``flips`` coin flips of rate ``p`` plus an independent symmetric noise of variance
+    ``extra`` (normal-tailed: it adds ``6 v extra + 3 extra^2`` to the 4th moment)."""
+    v, m3, m4 = _binomial_moments(p, flips)
+    return v + extra, m3, m4 + 6 * v * extra + 3 * extra * extra
+
+
+def _dropping_terms(
+    p: float, flips: float, extra: float, b2: float, b3: float, b4: float
+) -> tuple[float, ...]:
+    """A case's terms of the sums :func:`_gate_margin` reads, when a cut ``c`` below its
+    rate ``p`` lowers it to ``x = p - c``: its difference d = new - baseline has mean
+    ``-c`` and the central moments of both runs' (the new run's from
+    :func:`_case_moments` at ``x``, the baseline's ``b2, b3, b4``), each a polynomial in
+    ``c``. Returned as coefficients, lowest power first: ``Var d`` (3), ``Var d^2`` (5)
+    and ``Cov(d, d^2)`` (4)."""
+    u, t = p * (1 - p), 2 * p - 1  # x (1 - x) = u + t c - c^2
+    g = 1 / flips
+    g2, g3 = g * g, g * g * g
+    h = 3 * (flips - 2) * g3
+    v0, v1, v2 = g * u + extra + b2, g * t, -g  # Var d
+    m0, m1, m2, m3 = -g2 * u * t - b3, g2 * (2 * u - t * t), 3 * g2 * t, -2 * g2  # its 3rd
+    k6 = 6 * (extra + b2) * g
+    f0 = g3 * u + h * u * u + k6 * u + 3 * extra * extra + b4 + 6 * b2 * extra  # its 4th
+    f1 = g3 * t + 2 * h * u * t + k6 * t
+    f2 = -g3 + h * (t * t - 2 * u) - k6
+    f3, f4 = -2 * h * t, h
+    return (
+        *(v0, v1, v2),
+        # Var d^2 = 4 mu^2 Var d + 4 mu m3 + m4 - (Var d)^2, mu = -c
+        f0 - v0 * v0,
+        -4 * m0 + f1 - 2 * v0 * v1,
+        4 * v0 - 4 * m1 + f2 - v1 * v1 - 2 * v0 * v2,
+        4 * v1 - 4 * m2 + f3 - 2 * v1 * v2,
+        4 * v2 - 4 * m3 + f4 - v2 * v2,
+        # Cov(d, d^2) = 2 mu Var d + m3
+        *(m0, -2 * v0 + m1, -2 * v1 + m2, -2 * v2 + m3),
+    )
+
+
+def _polynomial(coefficients: Sequence[float], x: float) -> float:
+    """The polynomial of ``coefficients`` (lowest power first) at ``x`` (Horner)."""
+    out = 0.0
+    for a in reversed(coefficients):
+        out = out * x + a
+    return out
+
+
+def _bisect_drop(margin: Callable[[float], float], top: float) -> float:
+    """The smallest ``delta`` in [0, ``top``] whose ``margin`` is at least 0 (it grows with
+    ``delta``): bisection, the same steps, so the same figure, everywhere."""
+    lo, hi = 0.0, top
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if margin(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 def detectable_drop(
     cases: Sequence[Sequence[float]], level: float = 0.95, *, max_drop: float = 0.0
 ) -> float | None:
@@ -106,14 +199,35 @@ def detectable_drop(
 
     The gate fails a subject when :func:`paired_difference` of (new run - baseline) at
     ``level`` lies wholly below ``-max_drop``. Between two independent runs of the same
-    cases only the noise *within* each case remains: its variance is estimated from the
-    samples of each case (``repeat``), or, with one sample per case, from the spread over
-    cases (which also holds case difficulty, so the figure then errs large). A case score
-    is modelled as a mean of ``1 / phi`` coin flips, ``phi`` that variance over
-    ``m (1 - m)``; a drop of ``delta`` moves the rate from ``m`` to ``m - delta``. The
-    upper end of the gate's interval is then approximated to first order in the sum and
-    the sum of squares of the differences (delta method, with their covariance), and the
-    drop is the ``delta`` where that end lies below ``-max_drop`` with probability 0.8.
+    cases only the noise *within* each case remains.
+
+    With ``repeat`` (every case two samples or more) each case is modelled at its own rate
+    ``p_i``, its samples' mean, from its ``k_i`` samples. A drop of ``delta`` lowers every
+    rate by one cut, none below 0, with ``mean(min(p_i, cut)) = delta`` (solved on the
+    sorted rates): a case near 1 gains noise as it falls, which one common rate does not
+    show. A case's score in a run at rate ``x`` is a mean of ``k_i / phi`` coin flips of
+    rate ``x``, plus ``phi p_i (1 - p_i) / (k_i (k_i - 1))`` of variance: for pass/fail
+    samples (``phi`` = 1) that makes both runs' variances unbiased estimates of the true
+    ones, ``p (1 - p) / k_i`` at the baseline and ``(p - cut)(1 - p + cut) / k_i`` after
+    the drop (``p`` the case's true rate; a rate read from few samples would state the
+    second too high for cases near 1, too low near 0). ``phi`` (at most 1) is the
+    within-case variance pooled over cases against its pass/fail figure, for scores that
+    vary less than pass or fail. A case at or below the cut goes to 0 and no longer varies.
+    Cases are grouped by rate and samples, and each sum below is, between two sorted rates,
+    a polynomial in the cut: prefix and suffix sums make each step of the search one
+    evaluation, not one per case (5,000 cases of distinct rates in about 50 ms). The upper
+    end's mean takes the delta method's second-order term too (its square root is
+    concave; at n = 10 the first-order figure was caught 0.83 to 0.84 of the time).
+
+    With one sample per case the noise is taken from the spread over cases (which also
+    holds case difficulty, so the figure then errs large): every case at the mean ``m`` as
+    a mean of ``1 / phi`` coin flips, ``phi`` that variance over ``m (1 - m)``, and a drop
+    of ``delta`` moves the rate to ``m - delta``.
+
+    Either way the upper end of the gate's interval is approximated in the sum and the sum
+    of squares of the differences (delta method, with their covariance, from each case's
+    central moments up to the 4th; its spread to first order), and the drop is the
+    ``delta`` where that end lies below ``-max_drop`` with probability 0.8.
 
     None for fewer than two cases, or when no drop down to 0 is caught that often.
     """
@@ -121,47 +235,104 @@ def detectable_drop(
         return None
     means = [mean(c) for c in cases]
     m = mean(means)
+    z = z_of(level)
     if all(len(c) >= 2 for c in cases):
-        within = mean([_variance(c) / len(c) for c in cases])
+        margin = _per_case_margin(cases, means, n, z, max_drop)
     else:
-        within = _variance(means)
+        margin = _common_rate_margin(cases, means, m, n, z, max_drop)
+    if m <= max_drop or margin(m) < 0:
+        return None
+    return _bisect_drop(margin, m)
+
+
+def _per_case_margin(
+    cases: Sequence[Sequence[float]],
+    means: Sequence[float],
+    n: int,
+    z: float,
+    max_drop: float,
+) -> Callable[[float], float]:
+    """The gate's margin at a drop, each case at its own rate (``detectable_drop``)."""
+    within = math.fsum([_variance(c) / len(c) for c in cases])
+    flipping = math.fsum([p * (1 - p) / (len(c) - 1) for c, p in zip(cases, means, strict=True)])
+    # Every case at 0 or at 1 shows no noise at all: assume each sample a coin flip.
+    phi = min(1.0, within / flipping) if flipping > 0 else 1.0
+    groups = sorted(Counter(zip(means, (len(c) for c in cases), strict=True)).items())
+    rates = [p for (p, _), _ in groups]
+    # Per group, weighted by its count: the terms of a case the cut takes to 0 (d = -p, the
+    # baseline's noise alone), and the count and terms of one the cut lowers (_dropping_terms).
+    cut_to_zero, lowered = [], []
+    for (p, k), count in groups:
+        flips = min(1e9, k / phi) if phi > 0 else 1e9  # samples that never vary: no noise
+        extra = phi * p * (1 - p) / (k * (k - 1))
+        b2, b3, b4 = _case_moments(p, flips, extra)  # the baseline's
+        zeroed = (-p, b2 + p * p, b2, max(4 * p * p * b2 + 4 * p * b3 + b4 - b2 * b2, 0.0))
+        cut_to_zero.append([count * term for term in (*zeroed, -2 * p * b2 - b3)])
+        lowered.append(
+            [count, *(count * term for term in _dropping_terms(p, flips, extra, b2, b3, b4))]
+        )
+    # Each term summed over the groups below an index (prefix) and from it up (suffix), in
+    # sorted order: the same figures in any order of cases.
+    below = [list(accumulate(column, initial=0.0)) for column in zip(*cut_to_zero, strict=True)]
+    above = [
+        list(accumulate(reversed(column), initial=0.0))[::-1]
+        for column in zip(*lowered, strict=True)
+    ]
+    # mean(min(p_i, cut)) is linear between sorted rates: at the rate of group j it is
+    # (sum of the rates below + the count from j up x p_j) / n.
+    reach = [-below[0][j] + above[0][j] * p for j, p in enumerate(rates)]
+
+    def margin(delta: float) -> float:
+        target = n * delta
+        j = min(bisect.bisect_left(reach, target), len(rates) - 1)
+        cut = delta if j == 0 else (target + below[0][j]) / above[0][j]
+        split = bisect.bisect_right(rates, cut)  # the groups the cut takes to 0: below it
+        s, q, var_s, var_q, cov = (column[split] for column in below)
+        count, *terms = (column[split] for column in above)
+        v = _polynomial(terms[0:3], cut)
+        sums = (
+            s - count * cut,
+            q + v + count * cut * cut,
+            var_s + v,
+            var_q + _polynomial(terms[3:8], cut),
+            cov + _polynomial(terms[8:12], cut),
+        )
+        return _gate_margin(sums, n, z, max_drop, curvature=True)
+
+    return margin
+
+
+def _common_rate_margin(
+    cases: Sequence[Sequence[float]],
+    means: Sequence[float],
+    m: float,
+    n: int,
+    z: float,
+    max_drop: float,
+) -> Callable[[float], float]:
+    """The gate's margin at a drop, every case at the mean rate (one sample per case)."""
+    within = _variance(means)
     bernoulli = m * (1 - m)
     # Every case at 0 or every case at 1 shows no spread: assume each sample a coin flip.
     phi = min(1.0, within / bernoulli) if bernoulli > 0 else n / sum(len(c) for c in cases)
     flips = 1 / max(phi, 1e-9)
-    z = z_of(level)
-    w = z * z / 4  # the pseudo-pairs of paired_difference: w at -1, w at +1
-    total = n + 2 * w
+    b2, b3, b4 = _binomial_moments(m, flips)  # the baseline's
 
     def margin(delta: float) -> float:
-        """How far below ``-max_drop`` the 80th percentile of the gate's upper end lies."""
-        # A case's difference d = now - baseline: its central moments from both runs'.
-        b2, b3, b4 = _binomial_moments(m, flips)  # the baseline's
         a2, a3, a4 = _binomial_moments(max(m - delta, 0.0), flips)  # the new run's
         v, mu3, mu4 = a2 + b2, a3 - b3, a4 + b4 + 6 * a2 * b2
         mu = -delta
         square = v + mu * mu  # E[d^2]
-        s, q = n * mu, n * square  # the sum and the sum of squares of the differences
-        root = math.sqrt(max(q + 2 * w - s * s / total, 1e-12))
-        upper = s / total + z * root / total
-        d_s = 1 / total - z * s / (total * total * root)
-        d_q = z / (2 * total * root)
-        var_s = n * v
-        var_q = n * max(4 * mu * mu * v + 4 * mu * mu3 + mu4 - v * v, 0.0)
-        cov = n * (2 * mu * v + mu3)
-        spread = d_s * d_s * var_s + d_q * d_q * var_q + 2 * d_s * d_q * cov
-        return -max_drop - (upper + POWER_Z * math.sqrt(max(spread, 0.0)))
+        sums = (
+            n * mu,
+            n * square,
+            n * v,
+            n * max(4 * mu * mu * v + 4 * mu * mu3 + mu4 - v * v, 0.0),
+            n * (2 * mu * v + mu3),
+        )
+        return _gate_margin(sums, n, z, max_drop)
 
-    if m <= max_drop or margin(m) < 0:
-        return None
-    lo, hi = 0.0, m
-    for _ in range(60):  # bisection: the same steps, so the same figure, everywhere
-        mid = (lo + hi) / 2
-        if margin(mid) < 0:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    return margin
 
 
 def fisher_decline(before: tuple[int, int], now: tuple[int, int]) -> float:

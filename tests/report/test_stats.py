@@ -182,6 +182,78 @@ def test_detectable_drop_grows_with_level_and_max_drop_and_shrinks_with_cases() 
     assert _stats.detectable_drop([[0.5]]) is None
 
 
+def test_detectable_drop_with_one_sample_per_case_is_the_common_rate_figure() -> None:
+    # Pinned: one sample per case (or any case with one) keeps the common-rate model.
+    assert repr(_stats.detectable_drop([[0.0], [1.0], [1.0], [1.0], [1.0]] * 6)) == (
+        "0.35352961329953414"
+    )
+    assert repr(_stats.detectable_drop([[0.25], [0.5], [1.0]] * 10, 0.9, max_drop=0.02)) == (
+        "0.23872891467744722"
+    )
+    assert repr(_stats.detectable_drop([[1.0, 0.0], [1.0]] * 10)) == "0.2985722304045292"
+
+
+@pytest.mark.parametrize(
+    ("cases", "before"),
+    [
+        ([[1.0, 1.0, 1.0, 1.0, 0.0]] * 30, 0.19532283498282574),
+        ([[1.0, 1.0, 0.0]] * 30, 0.2732034798860886),
+        ([[0.5, 0.75, 1.0]] * 20, 0.21041761176605703),
+        ([[1.0] * 5] * 30, 0.1262891632284071),
+        ([[0.5] * 3] * 10, 0.2804555571861758),
+    ],
+)
+def test_detectable_drop_when_every_case_has_the_same_samples(
+    cases: list[list[float]], before: float
+) -> None:
+    # Every case alike: the per-case model is the common-rate one it replaced, but for the
+    # new run's noise read without bias from k samples (not as k - 1 coin flips) and the
+    # gate's upper end taken to second order; the figure moves by under 3 %, never up.
+    drop = _stats.detectable_drop(cases)
+    assert drop is not None
+    assert drop == pytest.approx(before, rel=0.03)
+    assert drop <= before
+
+
+def _caught(rates: list[float], k: int, drop: float, rng: random.Random) -> bool:
+    """Whether the paired gate at 0.95 fails a run of ``rates`` lowered by a common cut to
+    a mean drop of ``drop``, against an independent baseline run (``k`` samples a case)."""
+    ordered, n = sorted(rates), len(rates)
+    below = 0.0  # mean(min(r, cut)) = drop, solved on the sorted rates
+    for j, r in enumerate(ordered):
+        if below + (n - j) * r >= n * drop:
+            cut = (n * drop - below) / (n - j)
+            break
+        below += r
+    else:
+        cut = ordered[-1]
+
+    def run(of: list[float]) -> list[float]:
+        return [sum(rng.random() < r for _ in range(k)) / k for r in of]
+
+    pairs = zip(run([max(r - cut, 0.0) for r in rates]), run(rates), strict=True)
+    interval = _stats.paired_difference(list(pairs))
+    return interval is not None and interval[1] < 0
+
+
+@pytest.mark.parametrize(("a", "b"), [(0.4, 0.1), (1.6, 0.4)])
+def test_a_detectable_drop_with_repeat_is_caught_four_times_in_five(a: float, b: float) -> None:
+    # Thirty cases of widely spread difficulty (Beta, mean 0.8), five samples each: the
+    # figure read from one run, then a true drop of that size against a new baseline.
+    rng = random.Random(7)
+    caught = tried = 0
+    for _ in range(300):
+        rates = [rng.betavariate(a, b) for _ in range(30)]
+        drop = _stats.detectable_drop(
+            [[1.0 if rng.random() < r else 0.0 for _ in range(5)] for r in rates]
+        )
+        if drop is None or drop >= sum(rates) / len(rates):
+            continue
+        tried += 1
+        caught += _caught(rates, 5, drop, rng)
+    assert 0.72 <= caught / tried <= 0.88
+
+
 def _gate_power(n: int, m: float, drop: float, level: float) -> float:
     """The exact chance the paired gate fails a subject whose pass/fail cases, each at rate
     ``m`` in the baseline, are each at ``m - drop`` now (independent runs)."""
