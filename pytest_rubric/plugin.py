@@ -150,8 +150,9 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Results ride on the report; they turn into plain dicts only to travel (pytest-xdist).
 
-    A rubric item that could not evaluate its answer fails in its call; the
-    report is marked so that it counts as an error (see ``pytest_report_teststatus``).
+    A rubric item that could not evaluate its answer fails in its call, as does one stopped
+    from outside (pytest-timeout's failure); the report is marked so that it counts as an
+    error (see ``pytest_report_teststatus``).
     """
     report = yield
     if report.when == "call":
@@ -159,7 +160,7 @@ def pytest_runtest_makereport(
     if call.excinfo is not None and is_rubric_item(item):
         from ._errors import RubricEvaluationError
 
-        if call.excinfo.errisinstance(RubricEvaluationError):
+        if call.excinfo.errisinstance((RubricEvaluationError, pytest.fail.Exception)):
             report.rubric_error = True  # type: ignore[attr-defined]
     pending = item.stash.get(RESULTS_KEY, None)
     skip = report.longrepr if report.skipped else None

@@ -558,6 +558,10 @@ class RubricItem(pytest.Item):
                 return _application_traceback(self.config, cause, excinfo.value, since)
             lines = [str(excinfo.value), *answer_lines(result, show_response=show)]
             return outgoing("\n".join([*lines, *since_baseline(result, baseline, show)]))
+        if isinstance(excinfo.value, pytest.fail.Exception):
+            # Stopped from outside (pytest-timeout): its message, as pytest shows a test's,
+            # not the frames of pytest, pluggy and the plugin it was waiting in.
+            return outgoing(f"the item was stopped: {excinfo.value.msg}")
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
