@@ -113,7 +113,15 @@ def clip(text: str, *secrets: Secret | None, limit: int = MAX_TEXT) -> str:
     text = whole_characters(redact(text, *secrets))
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}… [{len(text) - limit:,} more characters]"
+    hidden = 0
+    if (
+        cut := _CLIPPED.search(text)
+    ) is not None:  # cut before (a stored answer): its count goes on
+        text, hidden = text[: cut.start()], int(cut.group(1).replace(",", ""))
+    return f"{text[:limit]}… [{max(len(text) - limit, 0) + hidden:,} more characters]"
+
+
+_CLIPPED = re.compile(r"… \[([0-9,]{1,20}) more characters\]\Z")
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -23,7 +23,7 @@ from pytest_rubric._guards.outgoing import (
     outgoing,
     outgoing_data,
 )
-from pytest_rubric._guards.secrets import Secret, redact, whole_characters
+from pytest_rubric._guards.secrets import Secret, clip, redact, whole_characters
 from pytest_rubric._render.files import write_outputs
 from pytest_rubric._render.summary import terminal_lines
 from pytest_rubric._render.table import answer_lines, criteria_table
@@ -235,3 +235,15 @@ def test_every_providers_key_variable_is_redacted_from_outputs() -> None:
 
     environ = {p.key_variable: f"sk-{name}-0123456789abcdef" for name, p in PROVIDERS.items()}
     assert {k.reveal() for k in known_keys(environ)} == set(environ.values())
+
+
+@given(st.integers(2_001, 5_000), st.integers(1, 2_500))
+def test_a_stored_answer_cut_again_counts_what_the_first_cut_hid(length: int, shown: int) -> None:
+    """The JSON keeps an answer cut to 2,000 characters; a report showing fewer of them counts
+    every character of the answer it does not show, not the first cut's marker."""
+    stored = clip("x" * length)
+    again = clip(stored, limit=shown)
+    if shown >= 2_000:
+        assert again == stored
+    else:
+        assert again == "x" * shown + f"… [{length - shown:,} more characters]"
