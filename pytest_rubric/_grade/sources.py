@@ -8,6 +8,7 @@ asks for it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import inspect
 import time
@@ -295,14 +296,29 @@ class Target:
 
 
 def fingerprint(function: Any) -> str:
-    """A hash of the source file that defines ``function`` ("" when there is none to read)."""
-    try:
-        path = inspect.getsourcefile(function)
-        data = Path(path).read_bytes() if path else b""
-    except (OSError, TypeError):
-        data = b""
+    """A hash of the source files that define ``function`` (none when there is none to read):
+    a decorated function's and those of the functions it wraps (``__wrapped__``, as
+    ``functools.wraps`` leaves it, read without running the application's code), a partial's
+    function's, a callable object's class's. Editing any of them is a miss in the response
+    cache, never an old answer replayed."""
+    files: dict[str, bytes] = {}
+    seen = function
+    for _ in range(_WRAPPED):
+        while isinstance(seen, functools.partial):
+            seen = seen.func
+        defining = seen if inspect.isroutine(seen) or inspect.isclass(seen) else type(seen)
+        try:
+            if (path := inspect.getsourcefile(defining)) and path not in files:
+                files[path] = Path(path).read_bytes()
+        except (OSError, TypeError):
+            pass
+        if (seen := inspect.getattr_static(seen, "__wrapped__", None)) is None:
+            break
     name = f"{getattr(function, '__module__', '')}:{getattr(function, '__qualname__', '')}"
-    return hashlib.sha256(name.encode() + b"\0" + data).hexdigest()[:16]
+    return hashlib.sha256(name.encode() + b"\0" + b"\0".join(files.values())).hexdigest()[:16]
+
+
+_WRAPPED = 32  # decorators followed to the function they wrap, at most
 
 
 class LiveModel:

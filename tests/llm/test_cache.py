@@ -305,6 +305,51 @@ def test_responses_collected_live_are_cached_and_replayed(
     result.assert_outcomes(errors=1)  # called live, and the server is gone
 
 
+@pytest.mark.parametrize(
+    ("bot", "target"),
+    [
+        # A tracing decorator (functools.wraps), defined in a module of its own.
+        (
+            "from deco import traced\n\n\n@traced\ndef answer(question):\n    return {!r}\n",
+            "bot:answer",
+        ),
+        # A callable object.
+        (
+            "class Bot:\n    def __call__(self, question):\n        return {!r}\n\n\nanswer = Bot()\n",
+            "bot:answer",
+        ),
+    ],
+    ids=["decorated", "callable-object"],
+)
+def test_the_response_cache_misses_once_the_target_is_edited(
+    pytester: pytest.Pytester, write: Write, bot: str, target: str
+) -> None:
+    """The key holds a hash of the target's source file: the file that defines the function a
+    decorator wraps, or the class of a callable object, not the decorator's or nothing."""
+    write(
+        "deco.py",
+        "import functools\n\n\ndef traced(function):\n    @functools.wraps(function)\n"
+        "    def wrapper(*args, **kwargs):\n        return function(*args, **kwargs)\n\n"
+        "    return wrapper\n",
+    )
+    write(
+        "m.rubric.yaml",
+        f"""
+        target: {target}
+        cases:
+          - id: q1
+            question: "Which version?"
+            criteria: [{{id: new, type: any_of, any_of: ["v2"]}}]
+        """,
+    )
+    write("bot.py", bot.format("v1"))
+    pytester.runpytest("--rubric-response-cache=use").assert_outcomes(failed=1)
+    write("bot.py", bot.format("v2, edited"))  # another size: no stale bytecode
+    result = pytester.runpytest("--rubric-response-cache=use")
+    result.assert_outcomes(passed=1)
+    result.stdout.no_fnmatch_line("*replayed from the cache*")
+
+
 def test_a_replayed_trace_edited_into_no_targets_is_an_error_never_a_verdict(
     pytester: pytest.Pytester, write: Write
 ) -> None:
