@@ -100,13 +100,15 @@ class Quoted:
 
     def has(self, quote: str, *, deadline: Deadline | None = None) -> bool:
         """Whether ``quote`` is in the response (see the module's docstring); raises
-        :class:`~pytest_rubric._guards.engines.CheckTimeout` past ``deadline``."""
+        :class:`~pytest_rubric._guards.engines.CheckTimeout` past ``deadline`` (checked on
+        every search: many quotes never found in long passages add up too)."""
+        deadline = deadline or Deadline(DEFAULT_CHECK_TIMEOUT)
+        deadline.check()
         needle = Quoted(quote).text
         if (len(needle) < 2 and not needle.isdigit()) or len(needle) > len(self.text):
             # "a" is in every answer ("42", "1%", "5" and "no" are claims); a quote longer
             # than the answer was not taken from it (wrapping it in invented text is no quote).
             return False
-        deadline = deadline or Deadline(DEFAULT_CHECK_TIMEOUT)
         padded = f" {self.text} "
         start = padded.find(f" {needle} ")
         while start >= 0:  # whole words: the match starts and ends at a space

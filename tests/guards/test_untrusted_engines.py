@@ -30,11 +30,13 @@ from pytest_rubric._guards.engines import CheckTimeout, Deadline
 from pytest_rubric._guards.schemas import schema_problems, schema_validator
 from pytest_rubric._load.loader import load_suite
 from pytest_rubric._results import Outcome, Verdict
+from pytest_rubric._trace import Passage
 from pytest_rubric.criteria import Json
 from pytest_rubric.criteria import json as _json_criterion
 from pytest_rubric.criteria import json_text as _json_text
 from pytest_rubric.criteria.check import Answer, CheckContext
 from pytest_rubric.judge.evidence import Quoted, check_evidence
+from pytest_rubric.judge.grounding import supported
 from tests.conftest import HANG_GUARD, examples
 from tests.fake_llm import FakeLLM, json_reply, raw
 
@@ -711,6 +713,18 @@ def test_an_evidence_search_past_its_time_bound_is_an_error() -> None:
     # Given the time (a bound no machine's load reaches), the same search ends: not found.
     found = check_evidence(met, criterion, response, mode="check", quotes=["a not a"], timeout=600)
     assert (found.verdict, found.evidence_ok) == (MET, False)
+
+
+def test_quotes_never_found_in_long_passages_are_bounded_too() -> None:
+    """A grounded reply of many claims whose quotes no passage holds: each search is short,
+    but they add up (claims x passages x context), so each is a step of the bound; past it,
+    the criterion is ERROR, never UNMET."""
+    claims = [(f"claim {i}", f"a quote the context never says {i}") for i in range(300)]
+    context = [Passage(_prose(2_000, seed=n)) for n in range(5)]
+    outcome = supported("judged", claims, context, timeout=0.0)
+    assert outcome.verdict is ERROR and "could not all be checked" in outcome.reason
+    # Given the time, the same search ends: none supported.
+    assert supported("judged", claims, context, timeout=600).verdict is Verdict.UNMET
 
 
 def test_invented_long_quotes_end_to_end(
