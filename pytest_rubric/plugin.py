@@ -157,6 +157,12 @@ def pytest_runtest_makereport(
     report = yield
     if report.when == "call":
         forget_calls(item)
+    if report.sections and is_rubric_item(item):
+        # What the application printed and logged while it was asked (its own key, an
+        # escape sequence, a URL with a query) leaves the process as every other text does.
+        from ._guards.outgoing import outgoing
+
+        report.sections = [(title, outgoing(text)) for title, text in report.sections]
     if call.excinfo is not None and is_rubric_item(item):
         from ._errors import RubricEvaluationError
 

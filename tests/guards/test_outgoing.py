@@ -247,3 +247,44 @@ def test_a_stored_answer_cut_again_counts_what_the_first_cut_hid(length: int, sh
         assert again == stored
     else:
         assert again == "x" * shown + f"… [{length - shown:,} more characters]"
+
+
+def test_what_the_application_prints_and_logs_leaves_through_the_boundary(
+    pytester: pytest.Pytester, write: Write, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A target that prints and logs its key, an escape sequence and a URL with a query: the
+    failure report's captured sections and JUnit's system-out show none of them as such."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    write(
+        "bot.py",
+        f"""
+        import logging, sys
+
+
+        def answer(question):
+            print("debug: using key {KEY} at https://api.example/v1?sig=SECRETSIG")
+            sys.stderr.write("\\x1b]52;c;aGk=\\x07 cleared\\n")
+            logging.getLogger("bot").warning("using key %s", "{KEY}")
+            return "nothing useful"
+        """,
+    )
+    write(
+        "evals/b.rubric.yaml",
+        """
+        target: bot:answer
+        cases:
+          - id: q
+            question: "Anything?"
+            criteria: [{id: says, type: any_of, any_of: ["useful answer"]}]
+        """,
+    )
+    pytester.syspathinsert()
+    result = pytester.runpytest(
+        "--rubric-dir=evals", "-rA", "-o", "junit_logging=all", "--junitxml=out.xml"
+    )
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "Captured stdout call" in out and "debug: using key ***" in out
+    junit = (pytester.path / "out.xml").read_text(encoding="utf-8")
+    for shown in (out, junit):
+        assert KEY[:12] not in shown and "SECRETSIG" not in shown and "\x1b" not in shown
