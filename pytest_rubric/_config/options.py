@@ -149,6 +149,16 @@ def _max_flips(config: pytest.Config) -> dict[str, float]:
     return limits
 
 
+def _recordings_prune(config: pytest.Config) -> bool:
+    """``--rubric-recordings-prune``, which deletes from a recordings folder: one given."""
+    if (prune := bool(given(config, "recordings_prune"))) and _path(config, "recordings") is None:
+        raise pytest.UsageError(
+            "--rubric-recordings-prune deletes the unused entries of a recordings folder, and "
+            "this run has none; add --rubric-recordings DIR (or ini rubric_recordings)"
+        )
+    return prune
+
+
 def _repeatable(key: str) -> Callable[[pytest.Config], tuple[str, ...]]:
     """A repeatable ``[NAME=]VALUE`` flag's values; the same value or name twice is a usage
     error (nothing given is ever dropped in silence)."""
@@ -218,6 +228,7 @@ _READERS: dict[str, Callable[[pytest.Config], Any]] = {
         budget=given(config, "judge_retry_budget"),
     ),
     "recordings_dir": lambda config: _path(config, "recordings"),
+    "recordings_prune": _recordings_prune,
     "cache_dir": lambda config: config.rootpath / given(config, "cache_dir"),
     "cost": _cost,
     "probe_kinds": _probe_kinds,

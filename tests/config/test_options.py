@@ -80,3 +80,15 @@ def test_a_run_with_nothing_set_has_every_plain_options_default(pytester: pytest
     plain = [f.name for f in fields(Settings) if f.name not in _READERS]
     assert len(plain) > 25
     assert {n: getattr(read, n) for n in plain} == {n: getattr(defaults, n) for n in plain}
+
+
+def test_pruning_without_a_recordings_folder_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """A flag that would do nothing is never dropped in silence."""
+    pytester.makeini("[pytest]\n")
+    result = pytester.runpytest("--rubric-recordings-prune")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--rubric-recordings-prune deletes * add --rubric-recordings DIR*"]
+    )
+    result = pytester.runpytest("--rubric-recordings-prune", "--rubric-recordings", "recordings")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
