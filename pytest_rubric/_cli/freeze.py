@@ -110,6 +110,8 @@ class _Subject:
 def run(args: argparse.Namespace) -> int:
     """Ask, then write; what went wrong is printed to stderr."""
     try:
+        if missing := [str(d) for d in args.dirs if not d.is_dir()]:  # first: nothing is asked
+            raise ValueError(f"--rubric-dir {missing[0]} is not a directory")
         subjects = _subjects(args)
         suites = _suites(args.dirs)
         repeat_default = _ini_setting("repeat")  # where neither the case nor the file sets one
@@ -265,8 +267,6 @@ def _suites(dirs: Sequence[Path]) -> list[Any]:
     files = sorted(
         {p for d in dirs for pattern in patterns for p in d.rglob(pattern) if p.is_file()}
     )
-    if missing := [str(d) for d in dirs if not d.is_dir()]:
-        raise ValueError(f"--rubric-dir {missing[0]} is not a directory")
     if not files:
         raise ValueError(
             f"no rubric file under {', '.join(map(str, dirs))} (names like {', '.join(patterns)})"

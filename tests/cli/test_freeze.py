@@ -101,6 +101,17 @@ def test_a_model_whose_name_cannot_name_a_file_is_refused_before_it_is_asked(
     assert not (team.path / "answers").exists() and not fake_llm.requests
 
 
+def test_a_rubric_dir_that_is_not_there_is_said_before_a_target_is_imported(
+    team: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The folder typed wrong is the error to fix, not the target module it would have put on
+    the import path."""
+    args = ["collect", "--rubric-dir", "evlas", "--target", "targets:answer", "--out", "answers"]
+    assert cli(args) == 2
+    err = capsys.readouterr().err
+    assert "--rubric-dir evlas is not a directory" in err and "ModuleNotFound" not in err
+
+
 FAQ = """
 {suite}cases:
   - id: q1
