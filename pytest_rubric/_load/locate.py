@@ -174,7 +174,23 @@ def _errors(exc: ValidationError) -> list[Any]:
     failed_items = {
         tuple(e["loc"][:i]) for e in errors for i, step in enumerate(e["loc"]) if type(step) is int
     }
-    return [e for e in errors if not (e["type"] == "too_short" and tuple(e["loc"]) in failed_items)]
+    # A required field misspelt (`pattrn:`) is one problem, the unknown field's, whose "did you
+    # mean" names it: not also the missing field it was meant to be.
+    missing = {tuple(e["loc"]) for e in errors if e["type"] == "missing" and e["loc"]}
+    misspelt = set()
+    for e in errors:
+        if e["type"] == "extra_forbidden" and e["loc"]:
+            parent = tuple(e["loc"][:-1])
+            names = [str(loc[-1]) for loc in missing if loc[:-1] == parent]
+            misspelt |= {
+                (*parent, n) for n in difflib.get_close_matches(str(e["loc"][-1]), names, n=1)
+            }
+    return [
+        e
+        for e in errors
+        if not (e["type"] == "too_short" and tuple(e["loc"]) in failed_items)
+        and not (e["type"] == "missing" and tuple(e["loc"]) in misspelt)
+    ]
 
 
 @dataclass(slots=True)

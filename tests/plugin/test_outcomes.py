@@ -219,7 +219,7 @@ def test_broken_file_is_one_collection_error_and_the_rest_still_runs(
             response: "x"
             criteria:
               - {id: a, type: anyof, any_of: [x]}
-              - {id: b, type: regex, pattrn: "x", pattern: "x"}
+              - {id: b, type: regex, pattrn: "x"}
           - id: q2
             response: "y"
             criteria:
