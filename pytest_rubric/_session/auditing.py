@@ -233,7 +233,9 @@ class Audit:
                     continue
                 original = dict(outcome.judges).get(one.name, outcome.verdict)
                 if not isinstance(original, str):  # a panel judge's score: MET in the upper half
-                    share = (original - c.min_score) / (c.max_score - c.min_score)
+                    share = original  # of the weight (holistic, grounded), or on the scale
+                    if c.kind == "score":
+                        share = (original - c.min_score) / (c.max_score - c.min_score)
                     original = "MET" if share >= 0.5 else "UNMET"
                 negative = c.effective_weight < 0
                 record = ProbeRecord(c.id, one.name, Verdict(original), negative=negative)

@@ -858,11 +858,15 @@ def test_a_panel_of_holistic_judges_averages_their_scores(
         "--rubric-judge=openai:b",
         f"--rubric-judge-url={fake_llm.openai_url}",
         "--rubric-grader=holistic",
+        "--rubric-judge-probe=2",
         "--rubric-json=out.json",
     )
     result.assert_outcomes(passed=1)
     (case,) = rubric_json()["results"]
     assert case["score"] == pytest.approx(0.7) and case["llm_raw_score"] == pytest.approx(70)
+    # Judges whose score never moves with tone: the probe reads each one's share as its verdict.
+    probes = rubric_json()["judge_audit"]["style_probe"]
+    assert probes and all(p["probed"] and p["style_sensitivity"] == 0 for p in probes), probes
     assert [c["credit"] for c in case["criteria"]] == [pytest.approx(0.7)] * 2
     # Each judge's share, never a verdict derived from it; no verdict enters the kappas.
     assert [c["judges"] for c in case["criteria"]] == [{"openai:a": 0.8, "openai:b": 0.6}] * 2
