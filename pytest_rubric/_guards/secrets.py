@@ -114,14 +114,13 @@ def clip(text: str, *secrets: Secret | None, limit: int = MAX_TEXT) -> str:
     if len(text) <= limit:
         return text
     hidden = 0
-    if (
-        cut := _CLIPPED.search(text)
-    ) is not None:  # cut before (a stored answer): its count goes on
-        text, hidden = text[: cut.start()], int(cut.group(1).replace(",", ""))
+    # A stored answer, cut at MAX_TEXT before: what that cut hid is counted on.
+    if (cut := _CLIPPED.match(text, MAX_TEXT)) is not None:
+        text, hidden = text[:MAX_TEXT], int(cut.group(1).replace(",", ""))
     return f"{text[:limit]}… [{max(len(text) - limit, 0) + hidden:,} more characters]"
 
 
-_CLIPPED = re.compile(r"… \[([0-9,]{1,20}) more characters\]\Z")
+_CLIPPED = re.compile(r"… \[([1-9][0-9]{0,2}(?:,[0-9]{3}){0,4}) more characters\]\Z")
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

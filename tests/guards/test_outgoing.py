@@ -288,3 +288,11 @@ def test_what_the_application_prints_and_logs_leaves_through_the_boundary(
     junit = (pytester.path / "out.xml").read_text(encoding="utf-8")
     for shown in (out, junit):
         assert KEY[:12] not in shown and "SECRETSIG" not in shown and "\x1b" not in shown
+
+
+@pytest.mark.parametrize("ending", ["… [, more characters]", "… [3 more characters]", "… [7]"])
+def test_an_answer_that_ends_like_a_cut_is_counted_as_the_text_it_is(ending: str) -> None:
+    """Only an answer cut where the stored answers are cut has its count carried on: any
+    other ending is the answer's own text, counted character by character."""
+    text = "y" * 3_000 + ending
+    assert clip(text, limit=1_000) == "y" * 1_000 + f"… [{len(text) - 1_000:,} more characters]"
