@@ -164,9 +164,9 @@ def pytest_runtest_makereport(
 
         report.sections = [(title, outgoing(text)) for title, text in report.sections]
     if call.excinfo is not None and is_rubric_item(item):
-        from ._errors import RubricEvaluationError
+        from ._errors import RubricAssertionError
 
-        if call.excinfo.errisinstance((RubricEvaluationError, pytest.fail.Exception)):
+        if not call.excinfo.errisinstance(RubricAssertionError):  # graded and failed: FAILED
             report.rubric_error = True  # type: ignore[attr-defined]
     pending = item.stash.get(RESULTS_KEY, None)
     skip = report.longrepr if report.skipped else None

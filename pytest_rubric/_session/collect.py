@@ -485,7 +485,11 @@ class RubricItem(pytest.Item):
             raise
         except (Exception, pytest.fail.Exception) as exc:
             if RESULTS_KEY not in self.stash:
-                record(self, self._unavailable(f"the item was stopped: {described(exc)}"))
+                if isinstance(exc, pytest.fail.Exception):  # pytest-timeout's, say
+                    why = f"the item was stopped: {exc.msg}"
+                else:
+                    why = described(exc)
+                record(self, self._unavailable(why))
             raise
 
     def _grade(self) -> None:
