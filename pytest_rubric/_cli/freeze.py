@@ -238,7 +238,7 @@ def _subjects(args: argparse.Namespace) -> list[_Subject]:
                     "the answers come from, e.g. --target app.bot:answer"
                 ) from None
             try:
-                target = Target.of(resolve_import(value))
+                target = Target.of(resolve_import(value), module=value.partition(":")[0])
             except TypeError as exc:
                 raise ValueError(f"--target {value} cannot be called: {exc}") from None
             except Exception as exc:

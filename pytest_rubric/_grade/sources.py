@@ -8,9 +8,12 @@ asks for it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import inspect
+import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -241,9 +244,9 @@ class Target:
     code: str = ""  # a fingerprint of the function's source file
 
     @classmethod
-    def of(cls, function: Any) -> Target:
+    def of(cls, function: Any, *, module: str = "") -> Target:
         """How to call ``function``, from its one parameter, or :class:`TypeError` listing
-        the signatures a target may have."""
+        the signatures a target may have; ``module``: the one its import path names."""
         try:
             signature = inspect.signature(function)
         except (TypeError, ValueError) as exc:
@@ -274,7 +277,7 @@ class Target:
         else:
             raise TypeError(f"its parameter {parameter.name!r} names none of the forms; {_FORMS}")
         keyword = parameter.name if parameter.kind == parameter.KEYWORD_ONLY else ""
-        return cls(function, form, keyword, fingerprint(function))
+        return cls(function, form, keyword, fingerprint(function, module=module))
 
     def __call__(self, case: Any) -> Any:
         argument = self.argument(case)
@@ -295,21 +298,26 @@ class Target:
         return {"target": self.form, "code": self.code}
 
 
-def fingerprint(function: Any) -> str:
+def fingerprint(function: Any, *, module: str = "") -> str:
     """A hash of the source files that define ``function`` (none when there is none to read):
-    a decorated function's and those of the functions it wraps (``__wrapped__``, as
-    ``functools.wraps`` leaves it, read without running the application's code), a partial's
-    function's, a callable object's class's. Editing any of them is a miss in the response
-    cache, never an old answer replayed."""
+    the file of ``module``, where the import path finds it (a callable object or a partial
+    is configured there), a decorated function's and those of the functions it wraps
+    (``__wrapped__``, as ``functools.wraps`` leaves it, read without running the
+    application's code), a partial's function's, a callable object's class's. Editing any of
+    them is a miss in the response cache, never an old answer replayed."""
     files: dict[str, bytes] = {}
+    if (named := getattr(sys.modules.get(module), "__file__", None)) and named.endswith(".py"):
+        with contextlib.suppress(OSError):
+            files[os.path.realpath(named)] = Path(named).read_bytes()
     seen = function
     for _ in range(_WRAPPED):
         while isinstance(seen, functools.partial):
             seen = seen.func
         defining = seen if inspect.isroutine(seen) or inspect.isclass(seen) else type(seen)
         try:
-            if (path := inspect.getsourcefile(defining)) and path not in files:
-                files[path] = Path(path).read_bytes()
+            path = inspect.getsourcefile(defining)
+            if path and (real := os.path.realpath(path)) not in files:
+                files[real] = Path(path).read_bytes()
         except (OSError, TypeError):
             pass
         if (seen := inspect.getattr_static(seen, "__wrapped__", None)) is None:

@@ -231,7 +231,7 @@ class RubricFile(pytest.File):
                     )
                     continue
                 try:
-                    targets[path] = Target.of(function)
+                    targets[path] = Target.of(function, module=path.partition(":")[0])
                 except TypeError as exc:
                     failed.add(path)
                     problems.append(

@@ -318,8 +318,15 @@ def test_responses_collected_live_are_cached_and_replayed(
             "class Bot:\n    def __call__(self, question):\n        return {!r}\n\n\nanswer = Bot()\n",
             "bot:answer",
         ),
+        # A callable object and a partial configured where the import path names them, their
+        # code in another module (deco's traced, standing for any function).
+        ("from deco import Reply\n\nanswer = Reply({!r})\n", "bot:answer"),
+        (
+            "import functools\nfrom deco import reply\n\nanswer = functools.partial(reply, {!r})\n",
+            "bot:answer",
+        ),
     ],
-    ids=["decorated", "callable-object"],
+    ids=["decorated", "callable-object", "configured-object", "configured-partial"],
 )
 def test_the_response_cache_misses_once_the_target_is_edited(
     pytester: pytest.Pytester, write: Write, bot: str, target: str
@@ -330,7 +337,9 @@ def test_the_response_cache_misses_once_the_target_is_edited(
         "deco.py",
         "import functools\n\n\ndef traced(function):\n    @functools.wraps(function)\n"
         "    def wrapper(*args, **kwargs):\n        return function(*args, **kwargs)\n\n"
-        "    return wrapper\n",
+        "    return wrapper\n\n\nclass Reply:\n    def __init__(self, text):\n        self.text = text\n\n"
+        "    def __call__(self, question):\n        return self.text\n\n\n"
+        "def reply(text, question):\n    return text\n",
     )
     write(
         "m.rubric.yaml",
