@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import sys
+import sysconfig
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -590,13 +590,14 @@ def _import_hint(raised: Exception, rootpath: Path) -> str:
     # The project's last line on the way (not the standard library's, say os.environ's,
     # nor an installed package's, even from a virtual environment under the rootdir).
     files = [(Path(f.filename).resolve(), f) for f in frames if not f.filename.startswith("<")]
-    installed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    paths = sysconfig.get_paths()
+    installed = {Path(paths[name]).resolve() for name in ("stdlib", "purelib", "platlib")}
     ours = [
         (p, f)
         for p, f in files
         if p.is_relative_to(rootpath)
         and "site-packages" not in p.parts
-        and not any(p.is_relative_to(prefix) for prefix in installed)
+        and not any(p.is_relative_to(folder) for folder in installed)
     ]
     path, last = (ours or files or [(Path(frames[-1].filename), frames[-1])])[-1]
     shown = path.relative_to(rootpath) if path.is_relative_to(rootpath) else path
