@@ -6,7 +6,8 @@ confidence); equal values share a rank (1, 2, 2, 4). Each row carries its noise
 (``stats``): ``correctness_ci``, ``passed_ci`` (Wilson), ``detectable_drop`` (what the
 baseline gate catches with 80 % power) and ``tier``: in rank order, a subject joins the
 current tier when the paired interval of its differences from the tier's *top* subject
-contains 0 (not its neighbour's: a chain of small steps would join subjects told apart).
+contains 0 (not its neighbour's: a chain of small steps would join subjects told apart);
+subjects tied on rank are each held against the same top, whatever their names.
 
 Every pair of subjects (:func:`pairwise`) is compared over the cases both answered, paired
 as the gates and tiers pair them (:func:`by_case`); :func:`rank_noise` reads from the pairs
@@ -17,6 +18,7 @@ docs/guides/repeats.md), each mean with its interval.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -257,15 +259,26 @@ def leaderboard(
     ]
     rows.sort(key=lambda row: (row.rank, row.subject))
     top: SubjectRow | None = None  # the first subject of the current tier
-    for row in rows:
-        if top is None:
-            top = row
-            continue
-        interval = _stats.paired_interval(paired(grouped[top.subject], grouped[row.subject]), level)
-        if _stats.contains_zero(interval):
-            row.tier = top.tier
-        else:
-            row.tier, top = top.tier + 1, row
+    for _, tied in itertools.groupby(rows, key=lambda row: row.rank):
+        # Subjects tied on rank are decided together, each against the same top: which joins
+        # never depends on their names. Those that do not start the next tier together (a
+        # tie's paired interval holds 0).
+        later = []
+        for row in tied:
+            interval = (
+                None
+                if top is None
+                else _stats.paired_interval(
+                    paired(grouped[top.subject], grouped[row.subject]), level
+                )
+            )
+            if top is not None and _stats.contains_zero(interval):
+                row.tier = top.tier
+            else:
+                later.append(row)
+        for row in later:
+            row.tier = 1 if top is None else top.tier + 1
+        top = later[0] if later else top
     return rows
 
 

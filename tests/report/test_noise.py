@@ -117,6 +117,19 @@ def test_a_tier_is_held_against_its_top_subject_not_a_chain_of_neighbours() -> N
     assert tiers == [1, 1, 2, 2, 3]
 
 
+@pytest.mark.parametrize(("flat", "lumpy"), [("bx", "by"), ("by", "bx")])
+def test_subjects_tied_on_rank_get_their_tiers_whatever_their_names(flat: str, lumpy: str) -> None:
+    """Two subjects of one correctness, 0.8: one steady (told apart from the top's 0.9 on
+    every case), one that swings (within noise of it). Each is held against the same top,
+    so the tiers never follow the names' order."""
+    results = [_result(f"q{i:02}", "top", 0.9) for i in range(40)]
+    results += [_result(f"q{i:02}", flat, 0.8) for i in range(40)]
+    results += [_result(f"q{i:02}", lumpy, 1.0 if i < 32 else 0.0) for i in range(40)]
+    rows = {row.subject: row for row in leaderboard(results)}
+    assert rows[flat].rank == rows[lumpy].rank == 2
+    assert (rows["top"].tier, rows[lumpy].tier, rows[flat].tier) == (1, 1, 2)
+
+
 def test_passed_ci_is_the_wilson_interval_of_passed_over_total() -> None:
     results = [_result(f"q{i}", "a", 1.0 if i < 3 else 0.0) for i in range(4)]
     (row,) = leaderboard(results, level=0.9)
