@@ -150,9 +150,9 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Results ride on the report; they turn into plain dicts only to travel (pytest-xdist).
 
-    A rubric item that could not evaluate its answer fails in its call, as does one stopped
-    from outside (pytest-timeout's failure); the report is marked so that it counts as an
-    error (see ``pytest_report_teststatus``).
+    A rubric item that could not evaluate its answer fails in its call, as does one anything
+    but a graded failure stopped (pytest-timeout's failure, say); the report is marked so
+    that it counts as an error (see ``pytest_report_teststatus``).
     """
     report = yield
     if report.when == "call":
