@@ -168,6 +168,12 @@ def _repeatable(key: str) -> Callable[[pytest.Config], tuple[str, ...]]:
         clash = subject_clash(BY_KEY[key].flag_text, values, model=key == "model")
         if clash is not None:
             raise pytest.UsageError(clash)
+        if unnamed := next((v for v in values if v.startswith("=")), None):
+            raise pytest.UsageError(
+                f"{BY_KEY[key].flag_text} {unnamed}: the subject's name before `=` is empty; "
+                f"write NAME{unnamed}, or leave `=` out (it is then named after the function "
+                "or the model)"
+            )
         for value in values if key == "target" else ():
             module, colon, function = named(value)[1].rpartition(":")
             if not (colon and module.strip() and function.strip()):

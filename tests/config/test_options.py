@@ -92,3 +92,16 @@ def test_pruning_without_a_recordings_folder_is_a_usage_error(pytester: pytest.P
     )
     result = pytester.runpytest("--rubric-recordings-prune", "--rubric-recordings", "recordings")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+@pytest.mark.parametrize("flag", ["--rubric-target=targets:answer", "--rubric-model=openai:m"])
+def test_a_subject_with_an_empty_name_is_a_usage_error(
+    pytester: pytest.Pytester, flag: str
+) -> None:
+    """`=targets:answer` names no subject: said as the flag's, not as a module `=targets`
+    that cannot be imported."""
+    option, value = flag.split("=", 1)
+    pytester.makeini("[pytest]\n")
+    result = pytester.runpytest(f"{option}==" + value)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{option} ={value}: the subject's name before `=` is empty*"])
