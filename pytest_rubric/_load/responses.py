@@ -140,6 +140,14 @@ def _read_jsonl(target: ResponseFile) -> list[Problem]:
         if not isinstance(text, str):
             bad("`response` (or `answer`) must be a string", case=str(case_id), field="response")
             continue
+        if "response" in entry and "answer" in entry:  # which one was graded would be a guess
+            bad(
+                "the line gives both `response` and `answer`",
+                hint="keep one: `answer` is another name for `response`",
+                case=str(case_id),
+                field="answer",
+            )
+            continue
         fields = {name: entry.get(name) for name in TRACE_FIELDS}
         latency = entry.get("latency_s")
         # The model calls when the assistant messages do not count them (as_fields); null

@@ -401,3 +401,19 @@ def test_a_tool_message_with_a_long_integer_is_still_read_as_json() -> None:
     )
     assert not calls[0].ok
     assert calls[0].arguments == f'{{"cents": {number}}}'  # not finite: kept as its text
+
+
+def test_a_line_with_both_response_and_answer_is_a_located_problem(tmp_path: Path) -> None:
+    """`answer` is another name for `response`: a line giving both would be graded on a
+    guess, so it is a problem at its line and the other lines load."""
+    lines = [
+        {"id": "q1", "response": "Two days.", "answer": "Three days."},
+        {"id": "q2", "answer": "Three days."},
+    ]
+    (tmp_path / "bot.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8"
+    )
+    (found,), problems = load_response_dir(tmp_path)
+    assert [(p.line, p.case, p.field) for p in problems] == [(1, "q1", "answer")]
+    assert "both `response` and `answer`" in problems[0].message
+    assert list(found.entries.values()) == [("Three days.", 2)]
