@@ -846,8 +846,7 @@ def test_calibration_recordings_are_used_never_pruned_and_a_replay_miss_names_th
 
 def test_a_rubric_file_not_collected_is_found_by_its_recordings_folder(tmp_path: Path) -> None:
     """Whether a recording file's rubric file still exists is read forward from the files
-    there, whether its folder's name was cut short or not, and in another letter case where
-    the file system ignores case; a deleted one is gone."""
+    there, whether its folder's name was cut short or not; a deleted one is gone."""
     recordings = JudgeRecordings(Recordings(tmp_path / "recordings"), tmp_path, False)
     long = "evals/" + "退休金计划的雇主缴费比例" * 4 + ".rubric.yaml"
     for name in (long, "evals/faq.rubric.yaml"):
@@ -859,3 +858,28 @@ def test_a_rubric_file_not_collected_is_found_by_its_recordings_folder(tmp_path:
     assert not recordings._exists(folder("evals/gone.rubric.yaml"))
     (tmp_path / long).unlink()
     assert not recordings._exists(folder(long))
+
+
+def test_the_recordings_of_a_deleted_rubric_file_are_looked_up_once_per_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every recording file of a deleted rubric file is unused, and its folder is decided
+    once, not once per file (5,000 of them walked the directories 5,000 times)."""
+    store = Recordings(tmp_path / "recordings")
+    gone = folder("evals/" + "退休金计划的雇主缴费比例" * 4 + ".rubric.yaml")
+    (tmp_path / "evals").mkdir()
+    for i in range(50):
+        path = store.path(f"{gone}/q{i}.json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"a" * 64: {"judge": "j", "reply": "{}"}}), encoding="utf-8")
+    listed: list[str] = []
+    real = os.listdir
+
+    def listdir(path: Any) -> list[str]:
+        listed.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", listdir)
+    unused = JudgeRecordings(store, tmp_path, False)._gone(store)
+    assert len(unused) == 50
+    assert len(listed) <= 2  # the rootdir and evals/, for the one folder
